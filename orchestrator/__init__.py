@@ -1,0 +1,27 @@
+"""Team orchestrator: runs coordinator-worker teams of AI agents as trio tasks.
+
+The public facade. Implementation lives in private modules (``_name.py``); what
+users may import is re-exported here and listed in ``__all__``.
+"""
+
+from __future__ import annotations
+
+from ._errors import FactLogError as FactLogError
+from ._errors import IllegalTransitionError as IllegalTransitionError
+from ._errors import LocalProtocolError as LocalProtocolError
+from ._errors import OrchestratorError as OrchestratorError
+from ._errors import PeerProtocolError as PeerProtocolError
+from ._errors import ProtocolError as ProtocolError
+from ._errors import RunError as RunError
+from ._errors import TeamFileError as TeamFileError
+
+__all__ = [
+    "FactLogError",
+    "IllegalTransitionError",
+    "LocalProtocolError",
+    "OrchestratorError",
+    "PeerProtocolError",
+    "ProtocolError",
+    "RunError",
+    "TeamFileError",
+]

@@ -1,0 +1,113 @@
+"""The one exception tree of the orchestrator.
+
+Every error the package raises on purpose derives from :class:`OrchestratorError`::
+
+    OrchestratorError
+    ├── ProtocolError                 bad wire data
+    │   ├── PeerProtocolError         the peer sent it (a client, a team file's JSON, a fixture)
+    │   └── LocalProtocolError        we were about to send it (a bug on our side)
+    ├── IllegalTransitionError        an action that the current state refuses
+    ├── TeamFileError                 a team definition that cannot be used
+    ├── FactLogError                  a fact log (file or journal) that cannot be read or written
+    └── RunError                      a run that cannot start or continue
+
+Each carries the structured fields a caller needs to report it (wire path,
+channel URI, tool call id, file and key path) and a message that says what was
+wrong and where. Third-party errors are mapped once, at the boundary that
+caught them, with ``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "FactLogError",
+    "IllegalTransitionError",
+    "LocalProtocolError",
+    "OrchestratorError",
+    "PeerProtocolError",
+    "ProtocolError",
+    "RunError",
+    "TeamFileError",
+]
+
+
+class OrchestratorError(Exception):
+    """Root of every error the orchestrator raises on purpose."""
+
+
+class ProtocolError(OrchestratorError):
+    """Wire data that does not match the protocol.
+
+    ``path`` names where, in wire names (``$.activeTurn.responseParts[2].kind``),
+    ``protocol`` which protocol (``"ahp"``, ``"agent-ui"``, ...).
+    """
+
+    def __init__(self, message: str, *, path: str = "$", protocol: str = "ahp") -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.protocol = protocol
+
+    def __str__(self) -> str:
+        return f"{self.protocol}: {self.path}: {self.message}"
+
+
+class PeerProtocolError(ProtocolError):
+    """The peer sent data that breaks the protocol: it is their fault, answer with an error."""
+
+
+class LocalProtocolError(ProtocolError):
+    """We were about to emit data that breaks the protocol: it is our bug."""
+
+
+class IllegalTransitionError(OrchestratorError):
+    """An action the current state refuses: an illegal transition or a no-op.
+
+    Raised by validation before anything is appended; the state is untouched.
+    ``reason`` is the text sent back as the AHP ``rejectionReason``.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        action_type: str,
+        channel: str,
+        state: str,
+        tool_call_id: str | None = None,
+    ) -> None:
+        where = f"{channel}"
+        if tool_call_id is not None:
+            where += f" tool call {tool_call_id!r}"
+        super().__init__(f"{action_type} refused on {where} (state: {state}): {reason}")
+        self.reason = reason
+        self.action_type = action_type
+        self.channel = channel
+        self.state = state
+        self.tool_call_id = tool_call_id
+
+
+class TeamFileError(OrchestratorError):
+    """A team file that cannot be used; names the file, the key path and the problem."""
+
+    def __init__(self, message: str, *, file: str, key_path: str = "") -> None:
+        location = f"{file}: {key_path}" if key_path else file
+        super().__init__(f"{location}: {message}")
+        self.message = message
+        self.file = file
+        self.key_path = key_path
+
+
+class FactLogError(OrchestratorError):
+    """A fact log that cannot be read or written; names the file and the line or sequence."""
+
+    def __init__(self, message: str, *, source: str, line: int | None = None) -> None:
+        location = source if line is None else f"{source}:{line}"
+        super().__init__(f"{location}: {message}")
+        self.message = message
+        self.source = source
+        self.line = line
+
+
+class RunError(OrchestratorError):
+    """A run that cannot start or go on (unknown agent, exhausted budget, bad prompt...)."""
