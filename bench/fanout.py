@@ -1,0 +1,174 @@
+"""Fan-out benchmark: one coordinator delegates to N scripted workers that answer at once.
+
+Each worker is its own chat with its own history, one turn, a short reply; the
+coordinator collects all N. The orchestrator keeps everything it keeps in
+production: every fact in the log, the chat and session state, the delegation
+graph and the Agent UI envelopes (both folded by bus subscribers). The
+baseline is plain trio: a nursery of N tasks each sending one reply on a memory
+channel that the coordinator drains.
+
+Every (implementation, N) runs in a fresh subprocess so peak RSS is its own.
+
+    .venv/bin/python bench/fanout.py            # N = 10, 100, 1000, 10000
+    .venv/bin/python bench/fanout.py 10 1000    # chosen sizes
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import trio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SIZES = (10, 100, 1000, 10000)
+
+
+def _rss_kb() -> int:
+    with open("/proc/self/statm") as statm:
+        pages = int(statm.read().split()[1])
+    return pages * resource.getpagesize() // 1024
+
+
+def _peak_kb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+async def _plain_trio(n: int) -> int:
+    send, receive = trio.open_memory_channel[str](n)
+
+    async def worker(index: int) -> None:
+        await send.send(f"worker {index} done")
+
+    async with trio.open_nursery() as nursery:
+        for index in range(n):
+            nursery.start_soon(worker, index)
+    send.close()
+    return len([reply async for reply in receive])
+
+
+def _team(n: int) -> object:
+    from orchestrator._teamfile import (
+        AgentSpec,
+        DelegateStep,
+        Delegation,
+        SayStep,
+        ScriptedTurn,
+        TeamSpec,
+    )
+
+    delegations = tuple(Delegation(agent="worker", task=f"task {i}") for i in range(n))
+    lead = AgentSpec(
+        name="lead",
+        role="coordinator",
+        interactivity="full",
+        tools=("delegate",),
+        delegates_to=("worker",),
+        turns=(
+            ScriptedTurn(
+                steps=(DelegateStep(delegations=delegations), SayStep(text="collected", chunks=1))
+            ),
+        ),
+    )
+    worker = AgentSpec(
+        name="worker",
+        role="worker",
+        turns=(ScriptedTurn(steps=(SayStep(text="done: {task}", chunks=1),)),),
+    )
+    return TeamSpec(
+        name="bench", parallel_budget=n, coordinator="lead", agents=(lead, worker), file="bench"
+    )
+
+
+async def _orchestrator(n: int) -> int:
+    from orchestrator._backend_scripted import ScriptedBackend
+    from orchestrator._graph import DelegationGraph
+    from orchestrator._project_agentui import AgentUiProjector
+    from orchestrator._runtime import TeamRuntime
+    from orchestrator._team_actions import RunStatus
+
+    team = _team(n)
+    runtime = TeamRuntime(team, backends=ScriptedBackend)  # type: ignore[arg-type]
+    graph = DelegationGraph()
+    projector = AgentUiProjector(runtime.session)
+    envelopes = 0
+
+    async def fold_graph_and_envelopes() -> None:
+        nonlocal envelopes
+        subscription = runtime.bus.subscribe("bench", buffer_size=float("inf"))
+        async for fact in subscription:
+            graph.apply(fact)
+            envelopes += len(projector.feed(fact))
+            if fact.type == "team/runFinished":
+                return
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(fold_graph_and_envelopes)
+        await trio.lowlevel.checkpoint()
+        outcome = await runtime.run("fan out")
+    assert outcome.status is RunStatus.COMPLETED, outcome
+    assert len(graph.workers_of(runtime.state.coordinator_chat() or "")) == n
+    assert not graph.check()
+    return envelopes
+
+
+def measure(impl: str, n: int) -> dict[str, float]:
+    """Run one measurement in this process; returns its figures."""
+    if impl == "orchestrator":
+        # Import everything before the baseline RSS so only per-run memory counts.
+        import orchestrator._project_agentui  # noqa: F401
+        import orchestrator._runtime  # noqa: F401
+    gc.collect()
+    before = _rss_kb()
+    started = time.perf_counter()
+    if impl == "trio":
+        trio.run(_plain_trio, n)
+    else:
+        trio.run(_orchestrator, n)
+    wall = time.perf_counter() - started
+    gc.collect()
+    after = _rss_kb()
+    return {
+        "wall_s": wall,
+        "per_worker_us": wall / n * 1e6,
+        "peak_rss_mb": _peak_kb() / 1024,
+        "rss_growth_kb_per_worker": max(after - before, 0) / n,
+    }
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) == 3 and argv[0] == "--one":
+        print(json.dumps(measure(argv[1], int(argv[2]))))
+        return
+    sizes = [int(a) for a in argv] or list(SIZES)
+    header = (
+        f"{'implementation':<14} {'N':>6} {'wall (s)':>9} {'µs/worker':>10} "
+        f"{'peak RSS (MB)':>14} {'RSS growth (KB/worker)':>23}"
+    )
+    print(header)
+    print("-" * len(header))
+    for n in sizes:
+        for impl in ("trio", "orchestrator"):
+            done = subprocess.run(
+                [sys.executable, __file__, "--one", impl, str(n)],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            row = json.loads(done.stdout)
+            print(
+                f"{impl:<14} {n:>6} {row['wall_s']:>9.3f} {row['per_worker_us']:>10.1f} "
+                f"{row['peak_rss_mb']:>14.1f} {row['rss_growth_kb_per_worker']:>23.2f}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

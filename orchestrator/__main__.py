@@ -1,0 +1,7 @@
+"""``python -m orchestrator``: the same as the ``orchestrator`` command."""
+
+import sys
+
+from ._cli import main
+
+sys.exit(main())

@@ -1,0 +1,263 @@
+"""What ``orchestrator run`` shows a person: a live team tree, or plain progress lines.
+
+The view is a reader of the run like any other: it folds the facts the bus
+publishes into its own :class:`TeamState` and draws from that. On a terminal
+it redraws a tree of the team (who runs, waits, needs approval, is done) with
+``rich.live``; elsewhere (a pipe, CI, a log file) it prints one line per
+notable fact. Approvals and questions routed to the user are answered at a
+prompt (``--approve ask``), or decided by policy (``auto`` / ``deny``).
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from collections.abc import Callable
+from typing import TextIO
+
+import trio
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+from rich.tree import Tree
+
+from ._ahp_actions import ChatInputRequestedAction
+from ._ahp_state import ChatInputResponseKind
+from ._facts import Fact
+from ._runtime import TeamRuntime
+from ._team_actions import (
+    USER,
+    ApprovalRequested,
+    ApprovalResolved,
+    HandoffRecorded,
+    MemberJoined,
+    RunFinished,
+    TaskCreated,
+    TaskFinished,
+)
+from ._team_state import MemberStatus, TeamState
+
+__all__ = ["ApprovalMode", "TeamConsole", "render_tree", "describe_fact"]
+
+
+class ApprovalMode(enum.StrEnum):
+    """How ``orchestrator run`` decides approvals routed to the user."""
+
+    ASK = "ask"
+    AUTO = "auto"
+    DENY = "deny"
+
+
+_STYLE = {
+    MemberStatus.QUEUED: ("…", "dim"),
+    MemberStatus.SPAWNING: ("○", "dim"),
+    MemberStatus.RUNNING: ("▶", "cyan"),
+    MemberStatus.WAITING: ("⏸", "blue"),
+    MemberStatus.NEEDS_APPROVAL: ("?", "bold yellow"),
+    MemberStatus.NEEDS_INPUT: ("?", "bold yellow"),
+    MemberStatus.IDLE: ("·", "white"),
+    MemberStatus.COMPLETED: ("✔", "green"),
+    MemberStatus.FAILED: ("✘", "red"),
+    MemberStatus.KILLED: ("■", "red"),
+}
+
+
+def render_tree(state: TeamState) -> Tree:
+    """The team as a tree: coordinator at the root, each worker under who spawned it."""
+    run = state.run
+    title = f"team {run.team} — {run.prompt}" if run else "team (starting)"
+    tree = Tree(Text(title, style="bold"))
+    root = state.coordinator_chat()
+    if root is not None:
+        _add_member(tree, state, root)
+    queued = [t for t in state.tasks.values() if t.status == "queued"]
+    for task in queued:
+        tree.add(Text(f"… {task.agent}: {task.title} (queued)", style="dim"))
+    return tree
+
+
+def _add_member(parent: Tree, state: TeamState, chat: str) -> None:
+    member = state.members.get(chat)
+    status = state.member_status(chat)
+    icon, style = _STYLE[status]
+    name = member.agent if member else chat
+    task = state.tasks.get(member.task) if member else None
+    label = Text(f"{icon} {name}", style=style)
+    label.append(f"  {status.value.replace('_', ' ')}", style="italic")
+    if task is not None and task.requested_by is not None:
+        label.append(f"  — {task.title}", style="dim")
+    node = parent.add(label)
+    for child in state.children(chat):
+        _add_member(node, state, child)
+    for specialist in _handoff_targets(state, chat):
+        _add_member(node, state, specialist)
+
+
+def _handoff_targets(state: TeamState, chat: str) -> list[str]:
+    """Specialists a chat handed work to (members sharing its task but not delegated)."""
+    member = state.members.get(chat)
+    if member is None:
+        return []
+    delegated = {t.chat for t in state.tasks.values()}
+    return [
+        m.chat
+        for m in state.members.values()
+        if m.task == member.task
+        and m.chat != chat
+        and m.chat not in delegated
+        and m.chat != state.coordinator_chat()
+        and state.chats.get(m.chat) is not None
+        and _origin_chat(state, m.chat) == chat
+    ]
+
+
+def _origin_chat(state: TeamState, chat: str) -> str | None:
+    origin = state.chats[chat].origin
+    return getattr(origin, "chat", None)
+
+
+def describe_fact(state: TeamState, fact: Fact) -> str | None:
+    """One line for a notable fact (plain output), or None for stream noise."""
+    action = fact.action
+    name = _agent_namer(state)
+    match action:
+        case MemberJoined():
+            return f"+ {action.agent} joined ({action.role}) as {action.chat}"
+        case TaskCreated() if action.status == "queued":
+            return f"… {action.agent} queued: {action.title} (parallel budget full)"
+        case TaskFinished():
+            return f"{'✔' if action.status == 'completed' else '✘'} {name(action.chat)} {action.status}: {_first(action.summary)}"
+        case HandoffRecorded():
+            return f"⇄ {name(action.from_chat)} handed off to {action.to_agent}: {action.reason}"
+        case ApprovalRequested():
+            return (
+                f"? {action.requested_by} asks to run {action.tool_name}({action.summary}) "
+                f"— routed to {name(action.routed_to) if action.routed_to != USER else 'you'}"
+            )
+        case ApprovalResolved():
+            return f"  {action.approval} {action.decision} by {name(action.resolved_by) if action.resolved_by != USER else 'you'}"
+        case RunFinished():
+            return f"run {action.status}" + (f": {action.error}" if action.error else "")
+    return None
+
+
+def _agent_namer(state: TeamState) -> Callable[[str | None], str]:
+    def name(chat: str | None) -> str:
+        if chat is None:
+            return "?"
+        member = state.members.get(chat)
+        return member.agent if member else chat
+
+    return name
+
+
+def _first(text: str, limit: int = 100) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+class TeamConsole:
+    """Shows a run and answers what is routed to the user; one per ``orchestrator run``."""
+
+    def __init__(
+        self,
+        runtime: TeamRuntime,
+        *,
+        mode: ApprovalMode,
+        stream: TextIO | None = None,
+        stdin: TextIO | None = None,
+        live: bool | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.mode = mode
+        self.stream = stream or sys.stderr
+        self.stdin = stdin or sys.stdin
+        self.console = Console(file=self.stream, highlight=False)
+        self.live = self.console.is_terminal if live is None else live
+        self.view = TeamState(runtime.session)
+        self._live: Live | None = None
+        self._asking = trio.Lock()
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Follow the run until its ``team/runFinished`` fact; answer prompts on the way."""
+        subscription = self.runtime.bus.subscribe("console")
+        task_status.started()
+        async with trio.open_nursery() as nursery:
+            if self.live:
+                self._live = Live(
+                    render_tree(self.view),
+                    console=self.console,
+                    refresh_per_second=8,
+                    transient=False,
+                )
+                self._live.start()
+            try:
+                async for fact in subscription:
+                    self.view.apply(fact)
+                    if self._live is not None:
+                        self._live.update(render_tree(self.view))
+                    else:
+                        line = describe_fact(self.view, fact)
+                        if line:
+                            self.console.print(line, markup=False)
+                    self._dispatch(nursery, fact)
+                    if isinstance(fact.action, RunFinished):
+                        break
+            finally:
+                if self._live is not None:
+                    self._live.update(render_tree(self.view))
+                    self._live.stop()
+                    self._live = None
+            nursery.cancel_scope.cancel()
+
+    def _dispatch(self, nursery: trio.Nursery, fact: Fact) -> None:
+        action = fact.action
+        if isinstance(action, ApprovalRequested) and action.routed_to == USER:
+            nursery.start_soon(self._decide, action)
+        elif isinstance(action, ChatInputRequestedAction):
+            nursery.start_soon(self._answer, fact.channel, action)
+
+    async def _decide(self, request: ApprovalRequested) -> None:
+        if self.mode is ApprovalMode.ASK:
+            question = (
+                f"{request.requested_by} wants to run {request.tool_name}({request.summary}). "
+                "Approve? [y/N] "
+            )
+            reply = await self._prompt(question)
+            approved = reply is not None and reply.strip().lower() in {"y", "yes"}
+        else:
+            approved = self.mode is ApprovalMode.AUTO
+        await self.runtime.resolve_approval(request.approval, approved=approved)
+
+    async def _answer(self, chat: str, action: ChatInputRequestedAction) -> None:
+        request = action.request
+        if self.mode is not ApprovalMode.ASK:
+            await self.runtime.answer_input(
+                chat, request.id, "", response=ChatInputResponseKind.DECLINE
+            )
+            return
+        member = self.view.members.get(chat)
+        who = member.agent if member else chat
+        reply = await self._prompt(f"{who} asks: {request.message} ")
+        if reply is None:
+            await self.runtime.answer_input(
+                chat, request.id, "", response=ChatInputResponseKind.CANCEL
+            )
+        else:
+            await self.runtime.answer_input(chat, request.id, reply.strip())
+
+    async def _prompt(self, question: str) -> str | None:
+        """Ask one question at a time; None when input has ended (EOF)."""
+        async with self._asking:
+            if self._live is not None:
+                self._live.stop()
+            try:
+                self.console.print(question, end="", markup=False)
+                line = await trio.to_thread.run_sync(self.stdin.readline, abandon_on_cancel=True)
+                if not line:
+                    self.console.print("(no input: treated as no)", markup=False)
+                    return None
+                return line
+            finally:
+                if self._live is not None:
+                    self._live.start()

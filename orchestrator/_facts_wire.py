@@ -1,0 +1,128 @@
+"""The fact log's wire format: one JSON object per fact, one fact per line.
+
+AHP actions are encoded by the AHP converter (:mod:`orchestrator._ahp_wire`);
+``team/*`` actions by a converter configured here the same way (camelCase
+names, absent optionals omitted). Decoding dispatches on the action's
+``type``: ``team/...`` to a team action, anything else to the AHP decoder,
+where an unknown type is kept verbatim as :class:`UnknownAction`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+from cattrs.preconf.json import make_converter
+
+from . import _ahp_wire
+from ._errors import PeerProtocolError
+from ._facts import Action, Fact
+from ._team_actions import TEAM_ACTION_TYPES
+
+__all__ = ["decode_fact", "encode_fact", "fact_from_json", "fact_to_json"]
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
+
+
+_team = make_converter(forbid_extra_keys=True)
+for _cls in TEAM_ACTION_TYPES.values():
+    _fields = attrs.fields(_cls)
+    _renames = {a.name: override(rename=_camel(a.name)) for a in _fields}
+    _team.register_unstructure_hook(
+        _cls,
+        make_dict_unstructure_fn(
+            _cls, _team, _cattrs_omit_if_default=False, _cattrs_include_init_false=True, **_renames
+        ),
+    )
+    _team.register_structure_hook(
+        _cls,
+        make_dict_structure_fn(
+            _cls,
+            _team,
+            _cattrs_forbid_extra_keys=False,
+            **{a.name: override(rename=_camel(a.name)) for a in _fields if a.init},
+        ),
+    )
+
+
+def encode_action(action: Action) -> dict[str, Any]:
+    if action.type.startswith("team/"):
+        # ``type`` first, like the AHP actions, so a log reads well.
+        encoded: dict[str, Any] = {"type": action.type}
+        encoded.update(_team.unstructure(action))
+        return encoded
+    wire: dict[str, Any] = _ahp_wire.unstructure(action)
+    return wire
+
+
+def decode_action(data: object, *, path: str = "$.action") -> Action:
+    if not isinstance(data, dict):
+        raise PeerProtocolError("expected a JSON object for the action", path=path)
+    action_type = data.get("type")
+    if not isinstance(action_type, str):
+        raise PeerProtocolError("missing or non-string action type", path=f"{path}.type")
+    if action_type.startswith("team/"):
+        cls = TEAM_ACTION_TYPES.get(action_type)
+        if cls is None:
+            raise PeerProtocolError(
+                f"unknown team action type {action_type!r}", path=f"{path}.type"
+            )
+        try:
+            return _team.structure(data, cls)
+        except cattrs.ClassValidationError as exc:
+            problems = cattrs.transform_error(exc, path=path)
+            raise PeerProtocolError("; ".join(problems), path=path) from exc
+    try:
+        return _ahp_wire.structure_action(data)
+    except PeerProtocolError as exc:
+        raise PeerProtocolError(exc.message, path=path + exc.path.removeprefix("$")) from exc
+
+
+def encode_fact(fact: Fact) -> dict[str, Any]:
+    return {
+        "sequence": fact.sequence,
+        "session": fact.session,
+        "channel": fact.channel,
+        "at": fact.at,
+        "action": encode_action(fact.action),
+    }
+
+
+def decode_fact(data: object) -> Fact:
+    """Decode one fact; :class:`PeerProtocolError` names the bad field's path."""
+    if not isinstance(data, dict):
+        raise PeerProtocolError("expected a JSON object for a fact")
+    for key, kind in (("sequence", int), ("session", str), ("channel", str), ("at", str)):
+        value = data.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise PeerProtocolError(
+                f"missing or wrong type (expected {kind.__name__})", path=f"$.{key}"
+            )
+    if "action" not in data:
+        raise PeerProtocolError("missing the action", path="$.action")
+    return Fact(
+        sequence=data["sequence"],
+        session=data["session"],
+        channel=data["channel"],
+        at=data["at"],
+        action=decode_action(data["action"]),
+    )
+
+
+def fact_to_json(fact: Fact) -> str:
+    """One compact JSON line (no newline)."""
+    return json.dumps(encode_fact(fact), separators=(",", ":"), ensure_ascii=False)
+
+
+def fact_from_json(line: str) -> Fact:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise PeerProtocolError(f"not JSON: {exc.msg} at column {exc.colno}") from exc
+    return decode_fact(data)

@@ -1,0 +1,225 @@
+"""Team actions: the facts a team run records that the AHP chat channel does not cover.
+
+AHP actions (``chat/*``, ``session/*``) describe each chat and the session's chat
+catalog. A team run also has to record who is on the team, which piece of work
+(a *task*) each worker was given and how it ended, who handed work to whom, and
+how approvals were routed and decided. Those are the ``team/*`` actions here.
+Together with the AHP actions they are the one vocabulary of the fact log; both
+kinds are discriminated on ``type`` and travel in the same :class:`Fact`.
+
+Ids: a run has one ``session`` URI (``ahp-session:/<uuid>``); every chat is an
+``ahp-chat:/<uuid>`` URI; a task id is ``task-<n>``; an approval id is
+``approval-<n>``. Agent names are the team file's agent keys.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalRequested",
+    "ApprovalResolved",
+    "HandoffRecorded",
+    "MemberJoined",
+    "RunFinished",
+    "RunStarted",
+    "RunStatus",
+    "TaskCreated",
+    "TaskFinished",
+    "TaskStarted",
+    "TaskStatus",
+    "TeamAction",
+]
+
+#: The decider of approvals routed to a person rather than to a chat.
+USER = "user"
+
+
+class RunStatus(enum.StrEnum):
+    """How a run ended."""
+
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class TaskStatus(enum.StrEnum):
+    """Lifecycle of one piece of delegated work (Agent UI teammate status values)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    KILLED = "killed"
+
+
+#: Statuses a task can finish in.
+FINISHED_TASK_STATUSES = frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.KILLED})
+
+
+class ApprovalDecision(enum.StrEnum):
+    APPROVED = "approved"
+    DENIED = "denied"
+
+
+@attrs.frozen(kw_only=True)
+class RunStarted:
+    """A team run began: the session exists and the coordinator chat is about to be added."""
+
+    type: str = attrs.field(default="team/runStarted", init=False)
+    run: str
+    team: str
+    topology: str
+    parallel_budget: int
+    coordinator: str  # the coordinator's agent name
+    prompt: str
+    task: str  # the root task: the user's request, owned by the coordinator
+
+
+@attrs.frozen(kw_only=True)
+class MemberJoined:
+    """A chat joined the team as ``agent`` (the coordinator, a worker or a specialist).
+
+    Recorded in the same append as the ``session/chatAdded`` of that chat.
+    """
+
+    type: str = attrs.field(default="team/memberJoined", init=False)
+    chat: str
+    agent: str
+    role: str
+    task: str  # the task this chat works on
+
+
+@attrs.frozen(kw_only=True)
+class TaskCreated:
+    """A piece of work was delegated: one per ``delegate`` tool call.
+
+    ``status`` is ``queued`` when the team's parallel budget was exhausted at the
+    time of the call, ``running`` when the worker starts at once (a
+    :class:`TaskStarted` follows in the same append).
+    """
+
+    type: str = attrs.field(default="team/taskCreated", init=False)
+    task: str
+    title: str
+    agent: str  # the agent definition that will do the work
+    requested_by: str  # the delegating chat
+    tool_call_id: str  # the delegate tool call in ``requested_by``
+    parent_task: str
+    status: TaskStatus
+
+
+@attrs.frozen(kw_only=True)
+class TaskStarted:
+    """A worker chat began the task (after waiting in the queue, or at once)."""
+
+    type: str = attrs.field(default="team/taskStarted", init=False)
+    task: str
+    chat: str
+
+
+@attrs.frozen(kw_only=True)
+class TaskFinished:
+    """A task ended; projected as the worker notification.
+
+    ``summary`` is the worker's last answer (or the error), ``duration_ms`` the
+    wall time from start to finish, tokens its usage.
+    """
+
+    type: str = attrs.field(default="team/taskFinished", init=False)
+    task: str
+    status: TaskStatus
+    summary: str
+    duration_ms: int
+    input_tokens: int = 0
+    output_tokens: int = 0
+    chat: str | None = None  # the worker chat, absent if it never started
+
+
+@attrs.frozen(kw_only=True)
+class HandoffRecorded:
+    """The active owner of ``task`` moved from one chat to another.
+
+    Past messages keep their authors: only ownership changes. ``resume_target``
+    names the agent that takes the task back when the specialist is done.
+    """
+
+    type: str = attrs.field(default="team/handoff", init=False)
+    task: str
+    from_chat: str
+    to_chat: str
+    to_agent: str
+    reason: str
+    resume_target: str
+    tool_call_id: str
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalRequested:
+    """A tool call waits in pending-confirmation for a decision.
+
+    ``routed_to`` is ``"user"`` or the URI of the chat allowed to decide (the
+    coordinator, where the team's policy grants it). ``summary`` is a safe,
+    shortened rendering of the tool input.
+    """
+
+    type: str = attrs.field(default="team/approvalRequested", init=False)
+    approval: str
+    chat: str
+    turn_id: str
+    tool_call_id: str
+    tool_name: str
+    requested_by: str  # the requesting agent's name
+    routed_to: str
+    policy_scope: str
+    summary: str
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalResolved:
+    """The decision was applied to the tool call (it is running or cancelled now)."""
+
+    type: str = attrs.field(default="team/approvalResolved", init=False)
+    approval: str
+    decision: ApprovalDecision
+    resolved_by: str
+
+
+@attrs.frozen(kw_only=True)
+class RunFinished:
+    """The run ended; ``result`` is the coordinator's final answer when it completed."""
+
+    type: str = attrs.field(default="team/runFinished", init=False)
+    run: str
+    status: RunStatus
+    result: str = ""
+    error: str = ""
+
+
+TeamAction = (
+    RunStarted
+    | MemberJoined
+    | TaskCreated
+    | TaskStarted
+    | TaskFinished
+    | HandoffRecorded
+    | ApprovalRequested
+    | ApprovalResolved
+    | RunFinished
+)
+
+#: Wire ``type`` of every team action, for the converter's tagged union.
+TEAM_ACTION_TYPES: dict[str, type[TeamAction]] = {
+    "team/runStarted": RunStarted,
+    "team/memberJoined": MemberJoined,
+    "team/taskCreated": TaskCreated,
+    "team/taskStarted": TaskStarted,
+    "team/taskFinished": TaskFinished,
+    "team/handoff": HandoffRecorded,
+    "team/approvalRequested": ApprovalRequested,
+    "team/approvalResolved": ApprovalResolved,
+    "team/runFinished": RunFinished,
+}

@@ -1,0 +1,573 @@
+"""The state of one team run: every channel's state, folded from facts.
+
+Theory of operation: the AHP reducers are pure functions of one channel's state
+(`reduce_chat`, `reduce_session`). A team run has many channels (the session,
+one chat per agent) plus team bookkeeping (members, tasks, approvals) that the
+``team/*`` actions describe. :class:`TeamState` holds all of them and folds a
+fact by routing it to the reducer of its channel, so the whole run is
+``fold(apply, facts)``: live, on recovery, and for an old session alike.
+
+Changes happen in two steps so that the write-ahead rule can hold: a batch of
+actions is first *prepared* (validated and reduced against an overlay of the
+current state; nothing is changed, an illegal action raises
+:class:`IllegalTransitionError` and the batch is refused whole), then, once the
+facts are durable, the prepared :class:`Transition` is *committed*. Applying an
+already-recorded fact (replay) is prepare + commit without validation.
+
+The container is mutable (a dict per kind of entity, replaced entry by entry)
+so that one fact costs what its channel's reducer costs, whatever the number
+of chats; every entry is an immutable value produced by a pure reducer.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Generic, TypeVar
+
+import attrs
+
+from ._ahp_actions import (
+    ChatAction,
+    SessionAction,
+    SessionChatAddedAction,
+    SessionChatRemovedAction,
+    UnknownAction,
+)
+from ._ahp_state import (
+    ChatState,
+    InputRequestResponsePart,
+    SessionLifecycle,
+    SessionState,
+    SessionStatus,
+    ToolCallResponsePart,
+)
+from ._chat_reducer import reduce_chat
+from ._errors import IllegalTransitionError
+from ._facts import Action, Fact
+from ._session_reducer import reduce_session, summary_changes, summary_of
+from ._team_actions import (
+    FINISHED_TASK_STATUSES,
+    ApprovalDecision,
+    ApprovalRequested,
+    ApprovalResolved,
+    HandoffRecorded,
+    MemberJoined,
+    RunFinished,
+    RunStarted,
+    RunStatus,
+    TaskCreated,
+    TaskFinished,
+    TaskStarted,
+    TaskStatus,
+    TeamAction,
+)
+from ._validate import validate_chat_action
+
+__all__ = [
+    "ApprovalRecord",
+    "Member",
+    "MemberStatus",
+    "RunRecord",
+    "TaskRecord",
+    "TeamState",
+    "Transition",
+]
+
+#: Team tools whose running call means "this chat waits on a teammate".
+WAITING_TOOLS = frozenset({"delegate", "handoff"})
+
+
+class MemberStatus(enum.StrEnum):
+    """A teammate's status as the team roster shows it (Agent UI teammate status values)."""
+
+    QUEUED = "queued"
+    SPAWNING = "spawning"
+    RUNNING = "running"
+    WAITING = "waiting"
+    NEEDS_APPROVAL = "needs_approval"
+    NEEDS_INPUT = "needs_input"
+    IDLE = "idle"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    KILLED = "killed"
+
+
+@attrs.frozen(kw_only=True)
+class RunRecord:
+    """What ``team/runStarted`` and ``team/runFinished`` said about the run."""
+
+    run: str
+    session: str
+    team: str
+    topology: str
+    parallel_budget: int
+    coordinator: str
+    prompt: str
+    task: str
+    started_at: str
+    status: RunStatus | None = None
+    result: str = ""
+    error: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class Member:
+    """A chat on the team: which agent definition it runs and which task it works on."""
+
+    chat: str
+    agent: str
+    role: str
+    task: str
+
+
+@attrs.frozen(kw_only=True)
+class TaskRecord:
+    """One piece of work: the root request or a delegation."""
+
+    task: str
+    title: str
+    agent: str
+    status: TaskStatus
+    requested_by: str | None = None  # the delegating chat; None for the root task
+    tool_call_id: str | None = None
+    parent_task: str | None = None
+    chat: str | None = None  # the worker chat once started
+    owner: str | None = None  # the chat that currently owns the task (moves on handoff)
+    created_at: str
+    started_at: str | None = None
+    finished_at: str | None = None
+    summary: str = ""
+    duration_ms: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalRecord:
+    """A routed approval request and, once applied, its decision."""
+
+    request: ApprovalRequested
+    decision: ApprovalDecision | None = None
+    resolved_by: str | None = None
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _Overlay(Generic[K, V]):
+    """A write-through view of a dict: reads see pending writes first, the base is untouched."""
+
+    def __init__(self, base: dict[K, V]) -> None:
+        self.base = base
+        self.writes: dict[K, V] = {}
+
+    def get(self, key: K) -> V | None:
+        if key in self.writes:
+            return self.writes[key]
+        return self.base.get(key)
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self.writes[key] = value
+
+    def commit(self) -> None:
+        self.base.update(self.writes)
+
+
+@attrs.define
+class Transition:
+    """The effect of a batch, computed but not yet applied (see :meth:`TeamState.prepare`)."""
+
+    actions: list[tuple[str, Action]]
+    session: SessionState | None
+    run: RunRecord | None
+    chats: _Overlay[str, ChatState]
+    members: _Overlay[str, Member]
+    tasks: _Overlay[str, TaskRecord]
+    approvals: _Overlay[str, ApprovalRecord]
+    #: Chats whose summary must be re-announced with session/chatUpdated.
+    touched_chats: set[str] = attrs.field(factory=set)
+
+
+class TeamState:
+    """Every channel's state of one session, plus the team's members, tasks and approvals."""
+
+    def __init__(self, session: str) -> None:
+        self.session_uri = session
+        self.session: SessionState | None = None
+        self.run: RunRecord | None = None
+        self.chats: dict[str, ChatState] = {}
+        self.members: dict[str, Member] = {}
+        self.tasks: dict[str, TaskRecord] = {}
+        self.approvals: dict[str, ApprovalRecord] = {}
+        self.last_sequence = 0
+
+    # ── folding ────────────────────────────────────────────────────────────
+
+    def prepare(
+        self, actions: Sequence[tuple[str, Action]], *, now: str, validate: bool = True
+    ) -> Transition:
+        """Reduce ``actions`` (``(channel, action)`` pairs) against an overlay of this state.
+
+        With ``validate``, an action that the current state refuses raises
+        :class:`IllegalTransitionError` and nothing changes. The returned transition
+        lists the actions, followed by any ``session/chatUpdated`` needed to keep
+        each chat's summary equal to the fields its state inlines.
+        """
+        tr = Transition(
+            actions=list(actions),
+            session=self.session,
+            run=self.run,
+            chats=_Overlay(self.chats),
+            members=_Overlay(self.members),
+            tasks=_Overlay(self.tasks),
+            approvals=_Overlay(self.approvals),
+        )
+        for channel, action in actions:
+            self._reduce(tr, channel, action, now=now, validate=validate)
+        if validate:
+            # Announce summary changes in the same batch (session/chatUpdated).
+            for chat_uri in sorted(tr.touched_chats):
+                self._announce_summary(tr, chat_uri, now=now)
+        return tr
+
+    def commit(self, tr: Transition, last_sequence: int) -> None:
+        """Make a prepared transition the current state (its facts are durable now)."""
+        self.session = tr.session
+        self.run = tr.run
+        tr.chats.commit()
+        tr.members.commit()
+        tr.tasks.commit()
+        tr.approvals.commit()
+        self.last_sequence = last_sequence
+
+    def apply(self, fact: Fact) -> None:
+        """Fold one recorded fact (replay: no validation, no derived actions)."""
+        tr = self.prepare([(fact.channel, fact.action)], now=fact.at, validate=False)
+        self.commit(tr, fact.sequence)
+
+    @classmethod
+    def fold(cls, session: str, facts: Iterable[Fact]) -> TeamState:
+        state = cls(session)
+        for fact in facts:
+            state.apply(fact)
+        return state
+
+    def _announce_summary(self, tr: Transition, chat_uri: str, *, now: str) -> None:
+        chat = tr.chats.get(chat_uri)
+        session = tr.session
+        if chat is None or session is None:
+            return
+        entry = next((c for c in session.chats if c.resource == chat_uri), None)
+        if entry is None:
+            return
+        changes = summary_changes(entry, summary_of(chat))
+        if changes is None:
+            return
+        from ._ahp_actions import SessionChatUpdatedAction
+
+        update = SessionChatUpdatedAction(chat=chat_uri, changes=changes)
+        tr.actions.append((self.session_uri, update))
+        tr.session = reduce_session(session, update, now=now)
+
+    def _reduce(
+        self, tr: Transition, channel: str, action: Action, *, now: str, validate: bool
+    ) -> None:
+        if action.type.startswith("team/"):
+            self._reduce_team(tr, action, now=now, validate=validate)  # type: ignore[arg-type]
+        elif action.type.startswith("chat/"):
+            chat = tr.chats.get(channel)
+            if chat is None:
+                if validate:
+                    raise IllegalTransitionError(
+                        "no such chat in this session",
+                        action_type=action.type,
+                        channel=channel,
+                        state="unknown chat",
+                    )
+                return
+            chat_action: ChatAction = action  # type: ignore[assignment]
+            if validate:
+                validate_chat_action(chat, chat_action, channel=channel)
+            tr.chats[channel] = reduce_chat(chat, chat_action, now=now)
+            tr.touched_chats.add(channel)
+        elif isinstance(action, UnknownAction):
+            if validate:
+                raise IllegalTransitionError(
+                    "unknown action type",
+                    action_type=action.type,
+                    channel=channel,
+                    state="any",
+                )
+        else:
+            self._reduce_session(tr, channel, action, now=now, validate=validate)  # type: ignore[arg-type]
+
+    def _reduce_session(
+        self, tr: Transition, channel: str, action: SessionAction, *, now: str, validate: bool
+    ) -> None:
+        session = tr.session
+        if session is None or channel != self.session_uri:
+            if validate:
+                raise IllegalTransitionError(
+                    "no such session",
+                    action_type=action.type,
+                    channel=channel,
+                    state="no session",
+                )
+            return
+        tr.session = reduce_session(session, action, now=now)
+        if isinstance(action, SessionChatAddedAction):
+            summary = action.summary
+            existing = tr.chats.get(summary.resource)
+            if existing is None:
+                tr.chats[summary.resource] = ChatState(
+                    resource=summary.resource,
+                    title=summary.title,
+                    status=summary.status,
+                    activity=summary.activity,
+                    modified_at=summary.modified_at,
+                    origin=summary.origin,
+                    interactivity=summary.interactivity,
+                    working_directories=summary.working_directories,
+                    turns=(),
+                )
+        elif isinstance(action, SessionChatRemovedAction):
+            pass  # the chat's history stays readable; only the catalog entry goes
+
+    def _reduce_team(self, tr: Transition, action: TeamAction, *, now: str, validate: bool) -> None:
+        match action:
+            case RunStarted():
+                if validate and tr.run is not None:
+                    raise IllegalTransitionError(
+                        "the run has already started",
+                        action_type=action.type,
+                        channel=self.session_uri,
+                        state="running",
+                    )
+                tr.run = RunRecord(
+                    run=action.run,
+                    session=self.session_uri,
+                    team=action.team,
+                    topology=action.topology,
+                    parallel_budget=action.parallel_budget,
+                    coordinator=action.coordinator,
+                    prompt=action.prompt,
+                    task=action.task,
+                    started_at=now,
+                )
+                tr.session = SessionState(
+                    provider="orchestrator",
+                    title=_title(action.prompt),
+                    status=SessionStatus.IN_PROGRESS,
+                    lifecycle=SessionLifecycle.READY,
+                    active_clients=(),
+                    chats=(),
+                )
+                tr.tasks[action.task] = TaskRecord(
+                    task=action.task,
+                    title=_title(action.prompt),
+                    agent=action.coordinator,
+                    status=TaskStatus.RUNNING,
+                    created_at=now,
+                    started_at=now,
+                )
+            case MemberJoined():
+                tr.members[action.chat] = Member(
+                    chat=action.chat, agent=action.agent, role=action.role, task=action.task
+                )
+                task = tr.tasks.get(action.task)
+                if task is not None and task.owner is None:
+                    tr.tasks[action.task] = attrs.evolve(task, owner=action.chat)
+            case TaskCreated():
+                if validate and tr.tasks.get(action.task) is not None:
+                    raise IllegalTransitionError(
+                        "a task with this id exists",
+                        action_type=action.type,
+                        channel=self.session_uri,
+                        state="task exists",
+                        tool_call_id=action.tool_call_id,
+                    )
+                tr.tasks[action.task] = TaskRecord(
+                    task=action.task,
+                    title=action.title,
+                    agent=action.agent,
+                    status=action.status,
+                    requested_by=action.requested_by,
+                    tool_call_id=action.tool_call_id,
+                    parent_task=action.parent_task,
+                    created_at=now,
+                )
+            case TaskStarted():
+                task = self._task_for(tr, action, validate=validate)
+                if task is None:
+                    return
+                if validate and task.status is not TaskStatus.QUEUED and task.chat is not None:
+                    raise IllegalTransitionError(
+                        "the task has already started",
+                        action_type=action.type,
+                        channel=self.session_uri,
+                        state=f"task {task.status}",
+                    )
+                tr.tasks[action.task] = attrs.evolve(
+                    task,
+                    status=TaskStatus.RUNNING,
+                    chat=action.chat,
+                    owner=action.chat,
+                    started_at=now,
+                )
+            case TaskFinished():
+                task = self._task_for(tr, action, validate=validate)
+                if task is None:
+                    return
+                if validate and task.status in FINISHED_TASK_STATUSES:
+                    raise IllegalTransitionError(
+                        "the task has already finished",
+                        action_type=action.type,
+                        channel=self.session_uri,
+                        state=f"task {task.status}",
+                    )
+                tr.tasks[action.task] = attrs.evolve(
+                    task,
+                    status=action.status,
+                    chat=action.chat or task.chat,
+                    finished_at=now,
+                    summary=action.summary,
+                    duration_ms=action.duration_ms,
+                    input_tokens=action.input_tokens,
+                    output_tokens=action.output_tokens,
+                )
+            case HandoffRecorded():
+                task = self._task_for(tr, action, validate=validate)
+                if task is None:
+                    return
+                tr.tasks[action.task] = attrs.evolve(task, owner=action.to_chat)
+            case ApprovalRequested():
+                if validate and tr.approvals.get(action.approval) is not None:
+                    raise IllegalTransitionError(
+                        "an approval with this id exists",
+                        action_type=action.type,
+                        channel=action.chat,
+                        state="approval exists",
+                        tool_call_id=action.tool_call_id,
+                    )
+                tr.approvals[action.approval] = ApprovalRecord(request=action)
+            case ApprovalResolved():
+                record = tr.approvals.get(action.approval)
+                if record is None or record.decision is not None:
+                    if validate:
+                        raise IllegalTransitionError(
+                            "no pending approval with this id",
+                            action_type=action.type,
+                            channel=self.session_uri,
+                            state="resolved" if record else "unknown approval",
+                        )
+                    return
+                tr.approvals[action.approval] = attrs.evolve(
+                    record, decision=action.decision, resolved_by=action.resolved_by
+                )
+            case RunFinished():
+                if tr.run is None or (validate and tr.run.status is not None):
+                    if validate:
+                        raise IllegalTransitionError(
+                            "the run is not running",
+                            action_type=action.type,
+                            channel=self.session_uri,
+                            state="finished" if tr.run else "not started",
+                        )
+                    return
+                tr.run = attrs.evolve(
+                    tr.run, status=action.status, result=action.result, error=action.error
+                )
+                root = tr.tasks.get(tr.run.task)
+                if root is not None and root.status not in FINISHED_TASK_STATUSES:
+                    tr.tasks[root.task] = attrs.evolve(
+                        root,
+                        status=_ROOT_TASK_STATUS[action.status],
+                        finished_at=now,
+                        summary=action.result or action.error,
+                    )
+
+    def _task_for(
+        self,
+        tr: Transition,
+        action: TaskStarted | TaskFinished | HandoffRecorded,
+        *,
+        validate: bool,
+    ) -> TaskRecord | None:
+        task = tr.tasks.get(action.task)
+        if task is None and validate:
+            raise IllegalTransitionError(
+                "no such task",
+                action_type=action.type,
+                channel=self.session_uri,
+                state="unknown task",
+            )
+        return task
+
+    # ── queries (used by the runtime, the tree and the projections) ──────────
+
+    def member_status(self, chat_uri: str) -> MemberStatus:
+        """The roster status of a chat, derived from its state, its task and its approvals."""
+        member = self.members.get(chat_uri)
+        task = self.tasks.get(member.task) if member else None
+        if task is not None and task.chat == chat_uri and task.status in FINISHED_TASK_STATUSES:
+            return MemberStatus(task.status.value)
+        chat = self.chats.get(chat_uri)
+        if chat is None:
+            return MemberStatus.SPAWNING
+        active = chat.active_turn
+        if active is None:
+            if chat.turns and chat.turns[-1].state.value == "error":
+                return MemberStatus.FAILED
+            return MemberStatus.IDLE if chat.turns else MemberStatus.SPAWNING
+        waiting = False
+        for part in active.response_parts:
+            if isinstance(part, ToolCallResponsePart):
+                status = part.tool_call.status
+                if status == "pending-confirmation":
+                    return MemberStatus.NEEDS_APPROVAL
+                if status == "running" and part.tool_call.tool_name in WAITING_TOOLS:
+                    waiting = True
+            elif isinstance(part, InputRequestResponsePart) and part.response is None:
+                return MemberStatus.NEEDS_INPUT
+        return MemberStatus.WAITING if waiting else MemberStatus.RUNNING
+
+    def queued_count(self) -> int:
+        return sum(1 for t in self.tasks.values() if t.status is TaskStatus.QUEUED)
+
+    def active_count(self) -> int:
+        return sum(
+            1
+            for t in self.tasks.values()
+            if t.status is TaskStatus.RUNNING and t.requested_by is not None
+        )
+
+    def pending_approvals(self) -> Iterator[ApprovalRecord]:
+        return (a for a in self.approvals.values() if a.decision is None)
+
+    def children(self, chat_uri: str) -> list[str]:
+        """Chats spawned by ``chat_uri`` (delegated workers and handoff specialists), in order."""
+        return [
+            t.chat for t in self.tasks.values() if t.requested_by == chat_uri and t.chat is not None
+        ]
+
+    def coordinator_chat(self) -> str | None:
+        if self.run is None:
+            return None
+        root = self.tasks.get(self.run.task)
+        if root is None:
+            return None
+        return next((m.chat for m in self.members.values() if m.task == root.task), None)
+
+
+_ROOT_TASK_STATUS = {
+    RunStatus.COMPLETED: TaskStatus.COMPLETED,
+    RunStatus.FAILED: TaskStatus.FAILED,
+    RunStatus.CANCELLED: TaskStatus.KILLED,
+}
+
+
+def _title(prompt: str, limit: int = 80) -> str:
+    line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
+    return line if len(line) <= limit else line[: limit - 1] + "…"

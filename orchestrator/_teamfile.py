@@ -1,0 +1,919 @@
+"""Team definition files: TOML text in, validated frozen models out.
+
+Theory of operation: :func:`parse_team` hands the text to :mod:`tomllib`, then
+walks the resulting dict once, top-down (``[team]``, then every
+``[agents.<name>]`` in file order, then its turns and steps). Each check knows
+the key path of the value it looks at, so the first problem raises a
+:class:`~orchestrator._errors.TeamFileError` naming the file, the key path
+(``agents.researcher.turns[0].steps[2].chunks``) and what is wrong.
+
+The checks are explicit code rather than a cattrs structure hook: the messages
+need domain words ("did you mean", the declared agents, the allowed values) and
+most rules are cross references (the coordinator, ``delegates_to``,
+``needs_approval`` ⊆ ``tools``, the script's tool steps against ``tools``) that
+a structural converter cannot express. The agent names are collected before any
+agent is read, so a reference to an agent declared further down is fine.
+
+Scripted steps are validated here too, so the scripted backend never sees a
+malformed step: it can pattern-match the step classes and trust every field.
+
+Pure: no trio and no IO, except :func:`load_team` / :func:`check_team`, which
+read the file they are given.
+"""
+
+from __future__ import annotations
+
+import datetime
+import difflib
+import json
+import math
+import re
+import tomllib
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Final, Literal, TypeAlias, get_args
+
+import attrs
+
+from ._errors import RunError, TeamFileError
+
+__all__ = [
+    "TEAM_TOOLS",
+    "AgentSpec",
+    "ApprovedBy",
+    "AskStep",
+    "BackendName",
+    "DelegateStep",
+    "Delegation",
+    "FailStep",
+    "HandoffStep",
+    "Interactivity",
+    "QuestionKind",
+    "SayStep",
+    "ScriptedTurn",
+    "SleepStep",
+    "Step",
+    "TeamSpec",
+    "ThinkStep",
+    "ToolStep",
+    "Topology",
+    "UsageStep",
+    "check_team",
+    "lint_team",
+    "load_team",
+    "parse_team",
+    "team_from_mapping",
+]
+
+Topology: TypeAlias = Literal[
+    "solo_run",
+    "coordinator_team",
+    "parallel_workers",
+    "specialist_handoff",
+    "review_team",
+    "human_agent_board",
+    "background_teammate",
+    "remote_teammate",
+]
+Interactivity: TypeAlias = Literal["full", "read-only", "hidden"]
+ApprovedBy: TypeAlias = Literal["user", "coordinator"]
+BackendName: TypeAlias = Literal["scripted"]
+QuestionKind: TypeAlias = Literal[
+    "text", "number", "integer", "boolean", "single-select", "multi-select"
+]
+
+#: Tool names the runtime implements itself; any other name is a plain tool.
+TEAM_TOOLS: Final = frozenset({"delegate", "handoff", "ask"})
+
+_TOPOLOGIES: Final[dict[str, Topology]] = {v: v for v in get_args(Topology)}
+_INTERACTIVITIES: Final[dict[str, Interactivity]] = {v: v for v in get_args(Interactivity)}
+_APPROVERS: Final[dict[str, ApprovedBy]] = {v: v for v in get_args(ApprovedBy)}
+_BACKENDS: Final[dict[str, BackendName]] = {v: v for v in get_args(BackendName)}
+_QUESTION_KINDS: Final[dict[str, QuestionKind]] = {v: v for v in get_args(QuestionKind)}
+_SELECT_KINDS: Final = frozenset({"single-select", "multi-select"})
+
+#: Agent names and tool names end up in key paths, tool call arguments and
+#: (for tools) OpenAI function names, so both keep to TOML's bare-key alphabet.
+_NAME_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+_BARE_KEY_RE: Final = re.compile(r"[A-Za-z0-9_-]+\Z")
+_TOML_POSITION_RE: Final = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+_TOP_KEYS: Final = ("team", "agents")
+_TEAM_KEYS: Final = ("name", "topology", "parallel_budget", "coordinator", "description")
+_AGENT_KEYS: Final = (
+    "role",
+    "backend",
+    "instructions",
+    "interactivity",
+    "tools",
+    "delegates_to",
+    "needs_approval",
+    "approved_by",
+    "timeout",
+    "tool_results",
+    "turns",
+)
+_TURN_KEYS: Final = ("steps",)
+_DELEGATION_KEYS: Final = ("agent", "task")
+
+#: Each step has exactly one action key; these are the keys each action allows.
+_STEP_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
+    "say": ("say", "chunks"),
+    "think": ("think", "chunks"),
+    "tool": ("tool", "input"),
+    "delegate": ("delegate",),
+    "handoff": ("handoff", "reason", "resume"),
+    "ask": ("ask", "kind", "options"),
+    "fail": ("fail",),
+    "sleep": ("sleep",),
+    "usage": ("usage",),
+}
+_STEP_COMMON_KEYS: Final = ("when_task_contains",)
+_ALL_STEP_KEYS: Final = (
+    tuple(dict.fromkeys(k for keys in _STEP_KEYS.values() for k in keys)) + _STEP_COMMON_KEYS
+)
+
+DEFAULT_CHUNKS: Final = 3
+DEFAULT_PARALLEL_BUDGET: Final = 4
+DEFAULT_TOOL_RESULT: Final = "ok"
+
+
+# --------------------------------------------------------------------------- steps
+
+
+@attrs.frozen(kw_only=True)
+class _StepBase:
+    """What every step has: an optional condition on the chat's task."""
+
+    #: Whether the step requests tool calls, which ends its model round.
+    ends_round: ClassVar[bool] = False
+    #: The step runs only when the chat's task contains this (case-insensitive).
+    when_task_contains: str | None = None
+
+    def applies_to(self, task: str) -> bool:
+        """Whether this step runs for a chat whose task is ``task`` (case-insensitive)."""
+        return self.when_task_contains is None or (
+            self.when_task_contains.casefold() in task.casefold()
+        )
+
+
+@attrs.frozen(kw_only=True)
+class SayStep(_StepBase):
+    """Stream answer text in ``chunks`` nearly equal :class:`TextDelta` pieces.
+
+    ``{task}`` and ``{outcomes}`` in ``text`` are replaced when it is streamed.
+    """
+
+    text: str
+    chunks: int = DEFAULT_CHUNKS
+
+
+@attrs.frozen(kw_only=True)
+class ThinkStep(_StepBase):
+    """Stream reasoning text, chunked and substituted like :class:`SayStep`."""
+
+    text: str
+    chunks: int = DEFAULT_CHUNKS
+
+
+@attrs.frozen(kw_only=True)
+class ToolStep(_StepBase):
+    """Request one call of a plain tool; ends the round."""
+
+    ends_round: ClassVar[bool] = True
+    tool: str
+    # JSON-compatible (checked when parsing); treat as read-only.
+    input: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
+
+
+@attrs.frozen(kw_only=True)
+class Delegation:
+    """One worker to start: which agent definition, with which task."""
+
+    agent: str
+    task: str
+
+
+@attrs.frozen(kw_only=True)
+class DelegateStep(_StepBase):
+    """Request one ``delegate`` call per delegation, all in one round; ends the round."""
+
+    ends_round: ClassVar[bool] = True
+    delegations: tuple[Delegation, ...]
+
+
+@attrs.frozen(kw_only=True)
+class HandoffStep(_StepBase):
+    """Request a ``handoff`` call to ``agent``; ``resume`` gets the task back. Ends the round."""
+
+    ends_round: ClassVar[bool] = True
+    agent: str
+    reason: str
+    resume: str
+
+
+@attrs.frozen(kw_only=True)
+class AskStep(_StepBase):
+    """Request an ``ask`` call (a question to the user); ends the round.
+
+    Invariant: ``bool(options) == (kind in {"single-select", "multi-select"})``
+    """
+
+    ends_round: ClassVar[bool] = True
+    question: str
+    kind: QuestionKind = "text"
+    options: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class FailStep(_StepBase):
+    """Make the round raise ``ScriptedFailure(message)``."""
+
+    message: str
+
+
+@attrs.frozen(kw_only=True)
+class SleepStep(_StepBase):
+    """Wait ``seconds`` (finite, >= 0) before the next step."""
+
+    seconds: float
+
+
+@attrs.frozen(kw_only=True)
+class UsageStep(_StepBase):
+    """Report token usage (both counts >= 0)."""
+
+    input_tokens: int
+    output_tokens: int
+
+
+Step: TypeAlias = (
+    SayStep
+    | ThinkStep
+    | ToolStep
+    | DelegateStep
+    | HandoffStep
+    | AskStep
+    | FailStep
+    | SleepStep
+    | UsageStep
+)
+
+
+@attrs.frozen(kw_only=True)
+class ScriptedTurn:
+    """The steps one agent plays for one user turn (a worker's only turn is its task)."""
+
+    steps: tuple[Step, ...]
+
+    def rounds_for(self, task: str) -> tuple[tuple[Step, ...], ...]:
+        """The model rounds this turn plays for ``task``.
+
+        Steps whose ``when_task_contains`` does not match are dropped first; the
+        rest is cut after every step that requests tool calls. When the last kept
+        step requests tool calls, an empty final round follows (the runtime asks
+        for one more round after running the tools). There is always >= 1 round.
+        """
+        rounds: list[tuple[Step, ...]] = []
+        current: list[Step] = []
+        for step in self.steps:
+            if not step.applies_to(task):
+                continue
+            current.append(step)
+            if step.ends_round:
+                rounds.append(tuple(current))
+                current = []
+        rounds.append(tuple(current))
+        return tuple(rounds)
+
+
+# --------------------------------------------------------------------------- team models
+
+
+@attrs.frozen(kw_only=True)
+class AgentSpec:
+    """One agent definition of a team (a worker definition may run as several chats)."""
+
+    name: str
+    role: str
+    backend: BackendName = "scripted"
+    instructions: str = ""
+    interactivity: Interactivity = "read-only"
+    tools: tuple[str, ...] = ()
+    delegates_to: tuple[str, ...] = ()
+    # Invariant: set(needs_approval) <= set(tools)
+    needs_approval: tuple[str, ...] = ()
+    approved_by: ApprovedBy = "user"
+    timeout: float | None = None
+    # Invariant: set(tool_results) <= set(tools) - TEAM_TOOLS
+    tool_results: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+    turns: tuple[ScriptedTurn, ...] = ()
+
+    @property
+    def plain_tools(self) -> tuple[str, ...]:
+        """The tools that are not team tools (the runtime executes them as plain tools)."""
+        return tuple(t for t in self.tools if t not in TEAM_TOOLS)
+
+    def needs_approval_for(self, tool: str) -> bool:
+        """Whether a call of ``tool`` by this agent waits for a decision."""
+        return tool in self.needs_approval
+
+    def tool_result(self, tool: str) -> str:
+        """The scripted result text of a plain tool (``"ok"`` unless the file says)."""
+        return self.tool_results.get(tool, DEFAULT_TOOL_RESULT)
+
+
+@attrs.frozen(kw_only=True)
+class TeamSpec:
+    """A validated team definition.
+
+    Invariant: coordinator in {a.name for a in agents}
+    Invariant: all(d in names for a in agents for d in a.delegates_to)
+    """
+
+    name: str
+    topology: Topology = "coordinator_team"
+    parallel_budget: int = DEFAULT_PARALLEL_BUDGET
+    coordinator: str
+    description: str = ""
+    agents: tuple[AgentSpec, ...]
+    file: str = "<team>"
+
+    @property
+    def agent_names(self) -> tuple[str, ...]:
+        """The declared agents, in file order."""
+        return tuple(a.name for a in self.agents)
+
+    @property
+    def coordinator_agent(self) -> AgentSpec:
+        """The agent the user talks to."""
+        return self.agent(self.coordinator)
+
+    @property
+    def workers(self) -> tuple[AgentSpec, ...]:
+        """Every agent but the coordinator, in file order."""
+        return tuple(a for a in self.agents if a.name != self.coordinator)
+
+    def agent(self, name: str) -> AgentSpec:
+        """The agent called ``name``; :class:`RunError` naming the team if there is none."""
+        for agent in self.agents:
+            if agent.name == name:
+                return agent
+        names = self.agent_names
+        raise RunError(
+            f"team {self.name!r} ({self.file}) has no agent {name!r}"
+            f"{_did_you_mean(name, names)}; agents: {', '.join(names)}"
+        )
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def load_team(path: str | Path) -> TeamSpec:
+    """Read and parse the team file at ``path``."""
+    file = str(path)
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise TeamFileError(f"cannot read the file: {exc.strerror or exc}", file=file) from exc
+    except UnicodeDecodeError as exc:
+        raise TeamFileError(
+            f"the file is not UTF-8 (byte {exc.start}): TOML files must be UTF-8", file=file
+        ) from exc
+    return parse_team(text, file=file)
+
+
+def parse_team(text: str, *, file: str) -> TeamSpec:
+    """Parse team-file TOML ``text``; ``file`` names it in error messages."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        position = _TOML_POSITION_RE.search(message)
+        if position is not None:
+            reason = message[: position.start()].rstrip()
+            line, column = position.groups()
+            message = f"invalid TOML at line {line}, column {column}: {reason}"
+        else:
+            message = f"invalid TOML: {message}"
+        raise TeamFileError(message, file=file) from exc
+    return team_from_mapping(data, file=file)
+
+
+def team_from_mapping(data: Mapping[str, Any], *, file: str) -> TeamSpec:
+    """Validate an already-decoded TOML document (what :func:`tomllib.loads` returns)."""
+    return _Parser(file).team(data)
+
+
+def lint_team(team: TeamSpec) -> list[str]:
+    """Problems of a team that parses but cannot work as written, as messages.
+
+    Pure; these are not parse errors because each agent is valid on its own:
+    an agent nothing can start, a ``delegates_to`` no tool can use, a team tool
+    with nobody to reach, a scripted agent without turns.
+    """
+    problems: list[str] = []
+
+    def problem(key_path: str, message: str) -> None:
+        problems.append(str(TeamFileError(message, file=team.file, key_path=key_path)))
+
+    # Background and remote teammates may be started by a schedule or a peer.
+    if team.topology not in {"background_teammate", "remote_teammate"}:
+        reachable = {team.coordinator}
+        frontier = [team.coordinator]
+        while frontier:
+            for target in team.agent(frontier.pop()).delegates_to:
+                if target not in reachable:
+                    reachable.add(target)
+                    frontier.append(target)
+        for agent in team.agents:
+            if agent.name not in reachable:
+                problem(
+                    _join("agents", agent.name),
+                    f"not reachable from the coordinator {team.coordinator!r} through "
+                    "delegates_to, so nothing can start it",
+                )
+    for agent in team.agents:
+        path = _join("agents", agent.name)
+        routes = {"delegate", "handoff"} & set(agent.tools)
+        if agent.delegates_to and not routes:
+            problem(
+                f"{path}.delegates_to",
+                "lists agents but tools has neither 'delegate' nor 'handoff', "
+                "so it can never reach them",
+            )
+        if routes and not agent.delegates_to:
+            tools = ", ".join(repr(t) for t in sorted(routes))
+            problem(f"{path}.tools", f"has {tools} but delegates_to is empty")
+        if agent.backend == "scripted" and not agent.turns:
+            problem(
+                f"{path}.turns",
+                "a scripted agent without turns only answers a default text; "
+                "add [[" + path + ".turns]] with steps",
+            )
+    return problems
+
+
+def check_team(path: str | Path) -> list[str]:
+    """Every problem with the team file at ``path``, as human-readable lines.
+
+    Empty when the file is fine. A file that does not parse yields its first
+    error only (the parser stops there); one that parses yields :func:`lint_team`.
+    """
+    try:
+        team = load_team(path)
+    except TeamFileError as exc:
+        return [str(exc)]
+    return lint_team(team)
+
+
+# --------------------------------------------------------------------------- the parser
+
+
+def _join(path: str, key: str) -> str:
+    segment = key if _BARE_KEY_RE.match(key) else json.dumps(key, ensure_ascii=False)
+    return f"{path}.{segment}" if path else segment
+
+
+def _did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean {matches[0]!r}?)" if matches else ""
+
+
+def _describe(value: object) -> str:
+    """Name a TOML value the way a user wrote it: its TOML type and a short preview."""
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, int):
+        return f"integer {value}"
+    if isinstance(value, float):
+        return f"float {value}"
+    if isinstance(value, str):
+        preview = value if len(value) <= 40 else value[:37] + "..."
+        return f"string {json.dumps(preview, ensure_ascii=False)}"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, datetime.datetime):
+        return "a datetime"
+    if isinstance(value, datetime.date):
+        return "a date"
+    if isinstance(value, datetime.time):
+        return "a time"
+    return type(value).__name__
+
+
+def _one_of(values: Iterable[str]) -> str:
+    return ", ".join(repr(v) for v in values)
+
+
+class _Parser:
+    """One walk over one decoded document; ``file`` goes into every error."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.agent_names: tuple[str, ...] = ()
+
+    def error(self, key_path: str, message: str) -> TeamFileError:
+        return TeamFileError(message, file=self.file, key_path=key_path)
+
+    # -- generic checks ----------------------------------------------------
+
+    def table(self, value: object, path: str, what: str = "a table") -> Mapping[str, object]:
+        if not isinstance(value, dict):
+            raise self.error(path, f"expected {what}, got {_describe(value)}")
+        return value
+
+    def check_keys(
+        self,
+        data: Mapping[str, object],
+        path: str,
+        allowed: Sequence[str],
+        *,
+        required: Collection[str] = (),
+    ) -> None:
+        for key in data:
+            if key not in allowed:
+                raise self.error(
+                    _join(path, key),
+                    f"unknown key {key!r}{_did_you_mean(key, allowed)}; "
+                    f"allowed keys: {', '.join(allowed)}",
+                )
+        for key in required:
+            if key not in data:
+                raise self.error(_join(path, key), f"missing required key {key!r}")
+
+    def string(self, value: object, path: str, *, empty_ok: bool = False) -> str:
+        if not isinstance(value, str):
+            raise self.error(path, f"expected a string, got {_describe(value)}")
+        if not empty_ok and not value.strip():
+            raise self.error(path, "must not be empty")
+        return value
+
+    def name(self, value: object, path: str, what: str) -> str:
+        text = self.string(value, path)
+        if not _NAME_RE.match(text):
+            raise self.error(
+                path,
+                f"{what} {text!r} must be 1-64 letters, digits, '_' or '-'",
+            )
+        return text
+
+    def integer(self, value: object, path: str, *, minimum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(path, f"expected an integer, got {_describe(value)}")
+        if value < minimum:
+            raise self.error(path, f"must be >= {minimum}, got {value}")
+        return value
+
+    def number(self, value: object, path: str, *, positive: bool) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(path, f"expected a number (int or float), got {_describe(value)}")
+        number = float(value)
+        if not math.isfinite(number):
+            raise self.error(path, f"must be a finite number, got {value}")
+        if positive and number <= 0:
+            raise self.error(path, f"must be > 0, got {value}")
+        if number < 0:
+            raise self.error(path, f"must be >= 0, got {value}")
+        return number
+
+    def choice(self, value: object, path: str, allowed: Mapping[str, Any], what: str) -> Any:
+        text = self.string(value, path)
+        if text not in allowed:
+            raise self.error(
+                path,
+                f"unknown {what} {text!r}{_did_you_mean(text, allowed)}; "
+                f"allowed: {', '.join(allowed)}",
+            )
+        return allowed[text]
+
+    def array(self, value: object, path: str) -> list[object]:
+        if not isinstance(value, list):
+            raise self.error(path, f"expected an array, got {_describe(value)}")
+        return value
+
+    def names(self, value: object, path: str, what: str) -> tuple[str, ...]:
+        """An array of distinct names."""
+        result: list[str] = []
+        for index, item in enumerate(self.array(value, path)):
+            item_path = f"{path}[{index}]"
+            name = self.name(item, item_path, what)
+            if name in result:
+                raise self.error(item_path, f"{name!r} is listed twice")
+            result.append(name)
+        return tuple(result)
+
+    def agent_ref(self, value: object, path: str) -> str:
+        name = self.string(value, path)
+        if name not in self.agent_names:
+            raise self.error(
+                path,
+                f"unknown agent {name!r}{_did_you_mean(name, self.agent_names)}; "
+                f"declared agents: {', '.join(self.agent_names)}",
+            )
+        return name
+
+    def json_value(self, value: object, path: str) -> Any:
+        """A copy of ``value`` made of JSON types only (tool inputs travel as JSON)."""
+        if isinstance(value, dict):
+            return {k: self.json_value(v, _join(path, k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.json_value(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.error(path, f"{value} is not valid JSON; use a finite number")
+        if isinstance(value, str | int | float | bool):
+            return value
+        raise self.error(path, f"{_describe(value)} is not valid JSON; write it as a string")
+
+    # -- the document --------------------------------------------------------
+
+    def team(self, data: Mapping[str, Any]) -> TeamSpec:
+        self.check_keys(data, "", _TOP_KEYS, required=_TOP_KEYS)
+        team = self.table(data["team"], "team", "a [team] table")
+        self.check_keys(team, "team", _TEAM_KEYS, required=("name", "coordinator"))
+        name = self.string(team["name"], "team.name")
+        topology: Topology = "coordinator_team"
+        if "topology" in team:
+            topology = self.choice(team["topology"], "team.topology", _TOPOLOGIES, "topology")
+        budget = DEFAULT_PARALLEL_BUDGET
+        if "parallel_budget" in team:
+            budget = self.integer(team["parallel_budget"], "team.parallel_budget", minimum=1)
+        coordinator = self.string(team["coordinator"], "team.coordinator")
+
+        agents = self.table(data["agents"], "agents", "[agents.<name>] tables")
+        if not agents:
+            raise self.error("agents", "declare at least one agent as [agents.<name>]")
+        self.agent_names = tuple(
+            self.name(agent_name, _join("agents", agent_name), "agent name")
+            for agent_name in agents
+        )
+        if coordinator not in self.agent_names:
+            raise self.error(
+                "team.coordinator",
+                f"the coordinator {coordinator!r} is not declared"
+                f"{_did_you_mean(coordinator, self.agent_names)}; add [agents.{coordinator}] "
+                f"or pick one of: {', '.join(self.agent_names)}",
+            )
+        description = ""
+        if "description" in team:
+            description = self.string(team["description"], "team.description", empty_ok=True)
+
+        specs = tuple(
+            self.agent(agent_name, value, is_coordinator=agent_name == coordinator)
+            for agent_name, value in agents.items()
+        )
+        return TeamSpec(
+            name=name,
+            topology=topology,
+            parallel_budget=budget,
+            coordinator=coordinator,
+            description=description,
+            agents=specs,
+            file=self.file,
+        )
+
+    def agent(self, name: str, value: object, *, is_coordinator: bool) -> AgentSpec:
+        path = _join("agents", name)
+        data = self.table(value, path)
+        self.check_keys(data, path, _AGENT_KEYS, required=("role",))
+        role = self.string(data["role"], f"{path}.role")
+        backend: BackendName = "scripted"
+        if "backend" in data:
+            backend = self.choice(data["backend"], f"{path}.backend", _BACKENDS, "backend")
+        instructions = ""
+        if "instructions" in data:
+            instructions = self.string(data["instructions"], f"{path}.instructions", empty_ok=True)
+        interactivity: Interactivity = "full" if is_coordinator else "read-only"
+        if "interactivity" in data:
+            interactivity = self.choice(
+                data["interactivity"], f"{path}.interactivity", _INTERACTIVITIES, "interactivity"
+            )
+        tools = self.names(data.get("tools", []), f"{path}.tools", "tool name")
+        delegates_to: tuple[str, ...] = ()
+        if "delegates_to" in data:
+            delegates_path = f"{path}.delegates_to"
+            delegates_to = self.names(data["delegates_to"], delegates_path, "agent name")
+            for index, target in enumerate(delegates_to):
+                self.agent_ref(target, f"{delegates_path}[{index}]")
+        needs_approval: tuple[str, ...] = ()
+        if "needs_approval" in data:
+            approval_path = f"{path}.needs_approval"
+            needs_approval = self.names(data["needs_approval"], approval_path, "tool name")
+            for index, tool in enumerate(needs_approval):
+                if tool not in tools:
+                    raise self.error(
+                        f"{approval_path}[{index}]",
+                        f"tool {tool!r} is not in this agent's tools "
+                        f"({_one_of(tools) or 'none'}); add it to tools or remove it here",
+                    )
+        approved_by: ApprovedBy = "user"
+        if "approved_by" in data:
+            approved_by = self.choice(
+                data["approved_by"], f"{path}.approved_by", _APPROVERS, "approver"
+            )
+            if is_coordinator and approved_by == "coordinator":
+                raise self.error(
+                    f"{path}.approved_by",
+                    'the coordinator cannot approve its own tool calls; use "user"',
+                )
+        timeout = None
+        if "timeout" in data:
+            timeout = self.number(data["timeout"], f"{path}.timeout", positive=True)
+        tool_results: dict[str, str] = {}
+        if "tool_results" in data:
+            results_path = f"{path}.tool_results"
+            plain = tuple(t for t in tools if t not in TEAM_TOOLS)
+            for tool, text in self.table(data["tool_results"], results_path).items():
+                tool_path = _join(results_path, tool)
+                if tool not in plain:
+                    raise self.error(
+                        tool_path,
+                        f"{tool!r} is not a plain tool of this agent{_did_you_mean(tool, plain)}; "
+                        f"plain tools: {_one_of(plain) or 'none'}",
+                    )
+                tool_results[tool] = self.string(text, tool_path, empty_ok=True)
+        agent = AgentSpec(
+            name=name,
+            role=role,
+            backend=backend,
+            instructions=instructions,
+            interactivity=interactivity,
+            tools=tools,
+            delegates_to=delegates_to,
+            needs_approval=needs_approval,
+            approved_by=approved_by,
+            timeout=timeout,
+            tool_results=tool_results,
+        )
+        turns: tuple[ScriptedTurn, ...] = ()
+        if "turns" in data:
+            turns_path = f"{path}.turns"
+            turns = tuple(
+                self.turn(agent, turn, f"{turns_path}[{index}]")
+                for index, turn in enumerate(self.array(data["turns"], turns_path))
+            )
+        return attrs.evolve(agent, turns=turns)
+
+    # -- scripts ---------------------------------------------------------------
+
+    def turn(self, agent: AgentSpec, value: object, path: str) -> ScriptedTurn:
+        data = self.table(value, path, "a turn table with steps = [...]")
+        self.check_keys(data, path, _TURN_KEYS, required=_TURN_KEYS)
+        steps_path = f"{path}.steps"
+        steps = self.array(data["steps"], steps_path)
+        if not steps:
+            raise self.error(steps_path, 'a turn needs at least one step, e.g. { say = "..." }')
+        return ScriptedTurn(
+            steps=tuple(
+                self.step(agent, step, f"{steps_path}[{index}]") for index, step in enumerate(steps)
+            )
+        )
+
+    def step(self, agent: AgentSpec, value: object, path: str) -> Step:
+        data = self.table(value, path, 'a step table such as { say = "..." }')
+        actions = [key for key in data if key in _STEP_KEYS]
+        if not actions:
+            for key in data:
+                if key not in _ALL_STEP_KEYS:
+                    raise self.error(
+                        _join(path, key),
+                        f"unknown step key {key!r}{_did_you_mean(key, _ALL_STEP_KEYS)}; "
+                        f"a step has one of: {', '.join(_STEP_KEYS)}",
+                    )
+            raise self.error(path, f"the step has no action; add one of: {', '.join(_STEP_KEYS)}")
+        if len(actions) > 1:
+            raise self.error(
+                path,
+                f"the step has several actions ({', '.join(actions)}); write one step per action",
+            )
+        action = actions[0]
+        allowed = _STEP_KEYS[action] + _STEP_COMMON_KEYS
+        for key in data:
+            if key not in allowed:
+                owners = [a for a, keys in _STEP_KEYS.items() if key in keys]
+                hint = (
+                    f" (it belongs to a {owners[0]} step)"
+                    if owners
+                    else _did_you_mean(key, allowed)
+                )
+                raise self.error(
+                    _join(path, key),
+                    f"unknown key {key!r} for a {action} step{hint}; allowed: {', '.join(allowed)}",
+                )
+        when = None
+        if "when_task_contains" in data:
+            when = self.string(data["when_task_contains"], f"{path}.when_task_contains")
+        action_path = _join(path, action)
+        raw = data[action]
+
+        if action in {"say", "think"}:
+            text = self.string(raw, action_path)
+            chunks = DEFAULT_CHUNKS
+            if "chunks" in data:
+                chunks = self.integer(data["chunks"], f"{path}.chunks", minimum=1)
+            if action == "say":
+                return SayStep(text=text, chunks=chunks, when_task_contains=when)
+            return ThinkStep(text=text, chunks=chunks, when_task_contains=when)
+        if action == "tool":
+            tool = self.name(raw, action_path, "tool name")
+            if tool in TEAM_TOOLS:
+                raise self.error(
+                    action_path,
+                    f"{tool!r} is a team tool: use a {{ {tool} = ... }} step instead",
+                )
+            self.require_tool(agent, tool, action_path)
+            tool_input: dict[str, Any] = {}
+            if "input" in data:
+                input_path = f"{path}.input"
+                tool_input = self.json_value(self.table(data["input"], input_path), input_path)
+            return ToolStep(tool=tool, input=tool_input, when_task_contains=when)
+        if action == "delegate":
+            self.require_tool(agent, "delegate", action_path)
+            entries = self.array(raw, action_path)
+            if not entries:
+                raise self.error(
+                    action_path, 'delegate at least one task: [{ agent = "...", task = "..." }]'
+                )
+            delegations = []
+            for index, entry in enumerate(entries):
+                entry_path = f"{action_path}[{index}]"
+                entry_data = self.table(entry, entry_path, '{ agent = "...", task = "..." }')
+                self.check_keys(entry_data, entry_path, _DELEGATION_KEYS, required=_DELEGATION_KEYS)
+                target = self.delegate_target(agent, entry_data["agent"], f"{entry_path}.agent")
+                task = self.string(entry_data["task"], f"{entry_path}.task")
+                delegations.append(Delegation(agent=target, task=task))
+            return DelegateStep(delegations=tuple(delegations), when_task_contains=when)
+        if action == "handoff":
+            self.require_tool(agent, "handoff", action_path)
+            target = self.delegate_target(agent, raw, action_path)
+            if "reason" not in data:
+                raise self.error(
+                    f"{path}.reason", "missing required key 'reason' (why the work moves)"
+                )
+            reason = self.string(data["reason"], f"{path}.reason")
+            resume = agent.name
+            if "resume" in data:
+                resume = self.agent_ref(data["resume"], f"{path}.resume")
+            return HandoffStep(agent=target, reason=reason, resume=resume, when_task_contains=when)
+        if action == "ask":
+            self.require_tool(agent, "ask", action_path)
+            question = self.string(raw, action_path)
+            kind: QuestionKind = "text"
+            if "kind" in data:
+                kind = self.choice(data["kind"], f"{path}.kind", _QUESTION_KINDS, "question kind")
+            options: tuple[str, ...] = ()
+            if kind in _SELECT_KINDS:
+                if "options" not in data:
+                    raise self.error(f"{path}.options", f"a {kind} question needs options = [...]")
+                options_path = f"{path}.options"
+                seen: list[str] = []
+                for index, option in enumerate(self.array(data["options"], options_path)):
+                    text = self.string(option, f"{options_path}[{index}]")
+                    if text in seen:
+                        raise self.error(f"{options_path}[{index}]", f"{text!r} is listed twice")
+                    seen.append(text)
+                if not seen:
+                    raise self.error(options_path, f"a {kind} question needs at least one option")
+                options = tuple(seen)
+            elif "options" in data:
+                raise self.error(
+                    f"{path}.options",
+                    f"options only apply to single-select and multi-select, not {kind}",
+                )
+            return AskStep(question=question, kind=kind, options=options, when_task_contains=when)
+        if action == "fail":
+            return FailStep(message=self.string(raw, action_path), when_task_contains=when)
+        if action == "sleep":
+            seconds = self.number(raw, action_path, positive=False)
+            return SleepStep(seconds=seconds, when_task_contains=when)
+        # usage: the only action left
+        pair = self.array(raw, action_path)
+        if len(pair) != 2:
+            raise self.error(
+                action_path, f"expected [input_tokens, output_tokens], got {len(pair)} items"
+            )
+        input_tokens = self.integer(pair[0], f"{action_path}[0]", minimum=0)
+        output_tokens = self.integer(pair[1], f"{action_path}[1]", minimum=0)
+        return UsageStep(
+            input_tokens=input_tokens, output_tokens=output_tokens, when_task_contains=when
+        )
+
+    def require_tool(self, agent: AgentSpec, tool: str, path: str) -> None:
+        if tool not in agent.tools:
+            raise self.error(
+                path,
+                f"agent {agent.name!r} calls {tool!r} but it is not in its tools "
+                f"({_one_of(agent.tools) or 'none'}); add it to agents.{agent.name}.tools",
+            )
+
+    def delegate_target(self, agent: AgentSpec, value: object, path: str) -> str:
+        target = self.agent_ref(value, path)
+        if target not in agent.delegates_to:
+            raise self.error(
+                path,
+                f"{target!r} is not in agents.{agent.name}.delegates_to "
+                f"({_one_of(agent.delegates_to) or 'empty'}); add it there",
+            )
+        return target

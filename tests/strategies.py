@@ -1,0 +1,233 @@
+"""Hypothesis strategies for the AHP types, shared by every test that needs AHP values.
+
+:func:`ahp_values` builds any AHP model class or union alias from its type hints: optional
+fields are sometimes ``None``, sequences are short tuples, free-form JSON (``_meta``, config
+values) is small nested JSON. The named strategies below are the ones most tests want.
+
+Values are valid by type, not by meaning: ids need not be unique, a tool call's status need
+not match its turn. Reducer tests that need coherent histories should compose these with
+their own rules.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+from hypothesis import strategies as st
+
+from orchestrator._ahp_actions import (
+    ActionEnvelope,
+    ChatAction,
+    SessionAction,
+    StateAction,
+    UnknownAction,
+)
+from orchestrator._ahp_state import (
+    ChatOrigin,
+    ChatState,
+    ChatSummary,
+    Message,
+    ResponsePart,
+    SessionState,
+    SessionStatus,
+    SessionSummary,
+    ToolCallState,
+    ToolDefinition,
+    ToolResultContent,
+)
+
+__all__ = [
+    "action_envelopes",
+    "ahp_values",
+    "chat_actions",
+    "chat_origins",
+    "chat_states",
+    "chat_summaries",
+    "json_values",
+    "messages",
+    "response_parts",
+    "session_actions",
+    "session_states",
+    "session_statuses",
+    "session_summaries",
+    "state_actions",
+    "tool_call_states",
+    "tool_result_contents",
+    "unknown_actions",
+]
+
+MAX_ITEMS = 2
+"""Longest generated sequence or mapping: keeps nested states small and tests fast."""
+
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53), max_value=2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=10)
+)
+json_values: st.SearchStrategy[Any] = st.recursive(
+    json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=MAX_ITEMS)
+        | st.dictionaries(st.text(max_size=8), inner, max_size=MAX_ITEMS)
+    ),
+    max_leaves=6,
+)
+"""Any JSON value as :func:`json.loads` returns it."""
+
+session_statuses = st.integers(min_value=0, max_value=2**32 - 1).map(SessionStatus)
+"""Any 32-bit status bitset, named bits or not."""
+
+unknown_actions = st.builds(
+    lambda name, payload: UnknownAction(raw={**payload, "type": f"future/{name}"}),
+    st.from_regex(r"[a-zA-Z]{1,12}", fullmatch=True),
+    st.dictionaries(st.text(max_size=8), json_values, max_size=MAX_ITEMS),
+)
+"""Actions of a ``type`` the project does not model (never a ``chat/`` or ``session/`` one)."""
+
+
+def ahp_values(tp: Any) -> st.SearchStrategy[Any]:
+    """Values of an AHP class, union alias, enum or field type."""
+    if tp is UnknownAction:
+        return unknown_actions
+    if tp is SessionStatus:
+        return session_statuses
+    if tp is Any:
+        return json_values
+    if tp is str:
+        return st.text(max_size=12)
+    if tp is bool:
+        return st.booleans()
+    if tp is int:
+        return st.integers(min_value=-(2**53), max_value=2**53)
+    if tp is float:
+        return st.integers(min_value=-(2**20), max_value=2**20) | st.floats(
+            allow_nan=False, allow_infinity=False
+        )
+    origin: Any = typing.get_origin(tp)
+    if origin is typing.Literal:
+        return st.sampled_from(typing.get_args(tp))
+    if origin in (typing.Union, types.UnionType):
+        return st.one_of([ahp_values(arg) for arg in typing.get_args(tp)])
+    if origin is tuple:
+        (item, _) = typing.get_args(tp)
+        return st.lists(ahp_values(item), max_size=MAX_ITEMS).map(tuple)
+    if origin is Mapping:
+        _, value = typing.get_args(tp)
+        return st.dictionaries(st.text(max_size=8), ahp_values(value), max_size=MAX_ITEMS)
+    if tp is type(None):
+        return st.none()
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return st.sampled_from(tp)
+    if isinstance(tp, type) and attrs.has(tp):
+        return _models(tp)
+    raise TypeError(f"no strategy for {tp!r}")
+
+
+tool_schemas = st.fixed_dictionaries(
+    {"type": st.just("object")},
+    optional={
+        "properties": st.dictionaries(
+            st.text(max_size=8),
+            st.dictionaries(st.text(max_size=8), json_values, max_size=MAX_ITEMS),
+            max_size=MAX_ITEMS,
+        ),
+        "required": st.lists(st.text(max_size=8), max_size=MAX_ITEMS),
+        "additionalProperties": st.booleans(),
+    },
+)
+"""JSON Schema documents of tool inputs and outputs (``{"type": "object", ...}``)."""
+
+FIELD_VALUES: Mapping[tuple[type, str], st.SearchStrategy[Any]] = {
+    (ToolDefinition, "input_schema"): st.none() | tool_schemas,
+    (ToolDefinition, "output_schema"): st.none() | tool_schemas,
+}
+"""Fields whose type says less than the schema: free-form by type, constrained on the wire."""
+
+
+@functools.cache
+def _models(cls: type) -> st.SearchStrategy[Any]:
+    # Deferred, so that recursive types (ConfigPropertySchema.items) resolve lazily.
+    def build() -> st.SearchStrategy[Any]:
+        hints = typing.get_type_hints(cls)
+        fields = {
+            f.name: FIELD_VALUES[(cls, f.name)]
+            if (cls, f.name) in FIELD_VALUES
+            else ahp_values(hints[f.name])
+            for f in attrs.fields(cls)
+        }
+        return st.builds(cls, **fields)
+
+    return st.deferred(build)
+
+
+def chat_states() -> st.SearchStrategy[ChatState]:
+    """Full chat channel states."""
+    return ahp_values(ChatState)
+
+
+def chat_summaries() -> st.SearchStrategy[ChatSummary]:
+    """Chat catalog entries."""
+    return ahp_values(ChatSummary)
+
+
+def chat_origins() -> st.SearchStrategy[ChatOrigin]:
+    """Any :data:`ChatOrigin` variant."""
+    return ahp_values(ChatOrigin)
+
+
+def messages() -> st.SearchStrategy[Message]:
+    """Messages with any attachments."""
+    return ahp_values(Message)
+
+
+def response_parts() -> st.SearchStrategy[ResponsePart]:
+    """Any response part, tool calls in any state included."""
+    return ahp_values(ResponsePart)
+
+
+def tool_call_states() -> st.SearchStrategy[ToolCallState]:
+    """Any tool-call state."""
+    return ahp_values(ToolCallState)
+
+
+def tool_result_contents() -> st.SearchStrategy[ToolResultContent]:
+    """Any tool result content block, subagent references included."""
+    return ahp_values(ToolResultContent)
+
+
+def session_states() -> st.SearchStrategy[SessionState]:
+    """Full session channel states."""
+    return ahp_values(SessionState)
+
+
+def session_summaries() -> st.SearchStrategy[SessionSummary]:
+    """Session catalog entries."""
+    return ahp_values(SessionSummary)
+
+
+def chat_actions() -> st.SearchStrategy[ChatAction]:
+    """Any ``chat/*`` action."""
+    return ahp_values(ChatAction)
+
+
+def session_actions() -> st.SearchStrategy[SessionAction]:
+    """Any ``session/*`` action."""
+    return ahp_values(SessionAction)
+
+
+def state_actions() -> st.SearchStrategy[StateAction]:
+    """Any state action, unknown ones included."""
+    return ahp_values(StateAction)
+
+
+def action_envelopes() -> st.SearchStrategy[ActionEnvelope]:
+    """Envelopes around any state action."""
+    return ahp_values(ActionEnvelope)

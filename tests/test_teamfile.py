@@ -1,0 +1,633 @@
+"""Team definition files: what parses, what each mistake is reported as."""
+
+from __future__ import annotations
+
+import contextlib
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from orchestrator._errors import RunError, TeamFileError
+from orchestrator._teamfile import (
+    AskStep,
+    DelegateStep,
+    Delegation,
+    HandoffStep,
+    SayStep,
+    ScriptedTurn,
+    TeamSpec,
+    ToolStep,
+    check_team,
+    lint_team,
+    load_team,
+    parse_team,
+    team_from_mapping,
+)
+
+TEAMS = Path(__file__).resolve().parent.parent / "teams"
+FILE = "teams/example.toml"
+
+#: A small valid team the error tests start from (each test changes one thing).
+VALID = """\
+[team]
+name = "example"
+coordinator = "lead"
+
+[agents.lead]
+role = "coordinator"
+tools = ["delegate", "ask"]
+delegates_to = ["researcher"]
+
+[[agents.lead.turns]]
+steps = [
+  { say = "On it." },
+  { delegate = [{ agent = "researcher", task = "Look it up" }] },
+  { say = "{outcomes}" },
+]
+
+[agents.researcher]
+role = "researcher"
+tools = ["web_search", "publish"]
+needs_approval = ["publish"]
+
+[[agents.researcher.turns]]
+steps = [{ tool = "web_search", input = { query = "{task}" } }, { say = "Found it." }]
+"""
+
+
+def parse(text: str) -> TeamSpec:
+    return parse_team(text, file=FILE)
+
+
+def parse_error(text: str) -> TeamFileError:
+    with pytest.raises(TeamFileError) as info:
+        parse(text)
+    error = info.value
+    assert error.file == FILE
+    assert str(error).startswith(FILE)
+    return error
+
+
+def replaced(old: str, new: str) -> str:
+    assert old in VALID, old
+    return VALID.replace(old, new, 1)
+
+
+def with_lead_steps(steps: str) -> str:
+    return replaced(
+        """steps = [
+  { say = "On it." },
+  { delegate = [{ agent = "researcher", task = "Look it up" }] },
+  { say = "{outcomes}" },
+]""",
+        f"steps = [{steps}]",
+    )
+
+
+class TestShippedTeams:
+    def test_delivery_parses_and_is_clean(self) -> None:
+        """teams/delivery.toml: lead delegates three researcher tasks in one round."""
+        team = load_team(TEAMS / "delivery.toml")
+        assert team.name == "delivery"
+        assert team.topology == "coordinator_team"
+        assert team.parallel_budget == 3
+        assert team.coordinator_agent.name == "lead"
+        assert [w.name for w in team.workers] == ["researcher"]
+        researcher = team.agent("researcher")
+        assert researcher.needs_approval_for("publish")
+        assert not researcher.needs_approval_for("web_search")
+        assert researcher.approved_by == "user"
+        assert researcher.tool_result("web_search").startswith("3 results")
+        first_round = team.coordinator_agent.turns[0].rounds_for("release 2.0")[0]
+        delegate = first_round[-1]
+        assert isinstance(delegate, DelegateStep)
+        assert len(delegate.delegations) == 3
+        assert check_team(TEAMS / "delivery.toml") == []
+
+    def test_only_the_publishing_researcher_calls_publish(self) -> None:
+        """The researcher's publish steps run only when its task mentions publishing."""
+        turn = load_team(TEAMS / "delivery.toml").agent("researcher").turns[0]
+
+        def tools(task: str) -> list[str]:
+            return [s.tool for r in turn.rounds_for(task) for s in r if isinstance(s, ToolStep)]
+
+        assert tools("Publish the release notes") == ["web_search", "publish"]
+        assert tools("Summarise the changelog") == ["web_search"]
+
+    def test_handoff_parses_and_is_clean(self) -> None:
+        """teams/handoff.toml: triage hands off to billing, resuming at triage."""
+        team = load_team(TEAMS / "handoff.toml")
+        assert team.topology == "specialist_handoff"
+        assert team.coordinator == "triage"
+        handoffs = [s for s in team.agent("triage").turns[0].steps if isinstance(s, HandoffStep)]
+        assert len(handoffs) == 1
+        assert handoffs[0].agent == "billing"
+        assert handoffs[0].resume == "triage"
+        assert handoffs[0].reason
+        assert check_team(TEAMS / "handoff.toml") == []
+
+
+class TestModel:
+    def test_defaults(self) -> None:
+        """Omitted keys take the documented defaults."""
+        team = parse(VALID)
+        assert team.topology == "coordinator_team"
+        assert team.parallel_budget == 4
+        assert team.description == ""
+        assert team.file == FILE
+        lead, researcher = team.agents
+        assert lead.interactivity == "full"
+        assert researcher.interactivity == "read-only"
+        assert lead.backend == "scripted"
+        assert researcher.approved_by == "user"
+        assert researcher.timeout is None
+        assert researcher.tool_result("web_search") == "ok"
+        assert researcher.plain_tools == ("web_search", "publish")
+
+    def test_steps_are_typed(self) -> None:
+        """Steps become step objects; the lead's turn splits after its delegate step."""
+        lead = parse(VALID).agent("lead")
+        assert lead.turns == (
+            ScriptedTurn(
+                steps=(
+                    SayStep(text="On it."),
+                    DelegateStep(delegations=(Delegation(agent="researcher", task="Look it up"),)),
+                    SayStep(text="{outcomes}"),
+                )
+            ),
+        )
+        rounds = lead.turns[0].rounds_for("anything")
+        assert [len(r) for r in rounds] == [2, 1]
+
+    def test_round_ending_last_step_adds_an_empty_round(self) -> None:
+        """A turn ending with a tool step still has a last round, empty, after the tools."""
+        lead = parse(with_lead_steps('{ ask = "Which one?" }')).agent("lead")
+        assert lead.turns[0].rounds_for("x") == ((AskStep(question="Which one?"),), ())
+
+    def test_handoff_resume_defaults_to_the_agent_handing_off(self) -> None:
+        """Without resume, the task comes back to the agent that handed it off."""
+        text = replaced('tools = ["delegate", "ask"]', 'tools = ["handoff"]')
+        text = text.replace(
+            '{ delegate = [{ agent = "researcher", task = "Look it up" }] }',
+            '{ handoff = "researcher", reason = "needs research" }',
+        )
+        step = parse(text).agent("lead").turns[0].steps[1]
+        assert step == HandoffStep(agent="researcher", reason="needs research", resume="lead")
+
+    def test_select_question_keeps_its_options(self) -> None:
+        """A single-select ask carries its options in order."""
+        team = parse(
+            with_lead_steps('{ ask = "Which?", kind = "single-select", options = ["a", "b"] }')
+        )
+        assert team.agent("lead").turns[0].steps[0] == AskStep(
+            question="Which?", kind="single-select", options=("a", "b")
+        )
+
+    def test_unknown_agent_lookup_is_a_run_error(self) -> None:
+        """TeamSpec.agent names the team and suggests a close name instead of a KeyError."""
+        with pytest.raises(RunError, match=r"no agent 'reseacher' \(did you mean 'researcher'"):
+            parse(VALID).agent("reseacher")
+
+
+class TestErrors:
+    def test_unknown_key_suggests_the_close_one(self) -> None:
+        """An unknown key is named with its path and the closest allowed key."""
+        error = parse_error(replaced('role = "researcher"', 'role = "researcher"\ntimout = 5'))
+        assert error.key_path == "agents.researcher.timout"
+        assert "unknown key 'timout'" in error.message
+        assert "did you mean 'timeout'?" in error.message
+
+    def test_unknown_top_level_key(self) -> None:
+        """A misspelt top-level table is caught too."""
+        error = parse_error(VALID + '\n[agent.x]\nrole = "x"\n')
+        assert error.key_path == "agent"
+        assert "did you mean 'agents'?" in error.message
+
+    def test_wrong_type(self) -> None:
+        """A value of the wrong TOML type says what was expected and what was found."""
+        error = parse_error(
+            replaced('role = "researcher"', 'role = "researcher"\ntimeout = "fast"')
+        )
+        assert error.key_path == "agents.researcher.timeout"
+        assert 'expected a number (int or float), got string "fast"' in error.message
+
+    @pytest.mark.parametrize("value", ["0", "-1", "true", "2.5"])
+    def test_parallel_budget_is_a_positive_integer(self, value: str) -> None:
+        """parallel_budget must be an integer >= 1 (not a boolean, not a float)."""
+        error = parse_error(
+            replaced('name = "example"', f'name = "example"\nparallel_budget = {value}')
+        )
+        assert error.key_path == "team.parallel_budget"
+
+    def test_missing_required_key(self) -> None:
+        """A missing required key is named by its full path."""
+        error = parse_error(replaced('name = "example"\n', ""))
+        assert error.key_path == "team.name"
+        assert "missing required key 'name'" in error.message
+
+    def test_coordinator_not_declared(self) -> None:
+        """The coordinator must be one of the declared agents."""
+        error = parse_error(replaced('coordinator = "lead"', 'coordinator = "leed"'))
+        assert error.key_path == "team.coordinator"
+        assert "'leed' is not declared (did you mean 'lead'?)" in error.message
+        assert "lead, researcher" in error.message
+
+    def test_unknown_delegate_target(self) -> None:
+        """delegates_to may only name declared agents."""
+        error = parse_error(
+            replaced('delegates_to = ["researcher"]', 'delegates_to = ["reseacher"]')
+        )
+        assert error.key_path == "agents.lead.delegates_to[0]"
+        assert "unknown agent 'reseacher' (did you mean 'researcher'?)" in error.message
+
+    def test_delegating_outside_delegates_to(self) -> None:
+        """A delegate step may only target agents listed in delegates_to."""
+        text = replaced('delegates_to = ["researcher"]', "delegates_to = []")
+        error = parse_error(text)
+        assert error.key_path == "agents.lead.turns[0].steps[1].delegate[0].agent"
+        assert "not in agents.lead.delegates_to" in error.message
+
+    def test_delegation_cycles_are_allowed(self) -> None:
+        """A worker may delegate back to the coordinator: targets need only exist."""
+        text = replaced(
+            'tools = ["web_search", "publish"]',
+            'tools = ["web_search", "publish", "delegate"]\ndelegates_to = ["lead"]',
+        )
+        assert parse(text).agent("researcher").delegates_to == ("lead",)
+
+    def test_needs_approval_not_in_tools(self) -> None:
+        """needs_approval may only name tools the agent has."""
+        error = parse_error(replaced('needs_approval = ["publish"]', 'needs_approval = ["deploy"]'))
+        assert error.key_path == "agents.researcher.needs_approval[0]"
+        assert "tool 'deploy' is not in this agent's tools" in error.message
+
+    def test_bad_enum_lists_allowed_values(self) -> None:
+        """An unknown enum value lists every allowed value."""
+        error = parse_error(replaced('name = "example"', 'name = "example"\ntopology = "star"'))
+        assert error.key_path == "team.topology"
+        assert "allowed: solo_run, coordinator_team, parallel_workers" in error.message
+
+    def test_other_backends_are_refused(self) -> None:
+        """Only the scripted backend exists for now."""
+        error = parse_error(
+            replaced('role = "researcher"', 'role = "researcher"\nbackend = "openai"')
+        )
+        assert error.key_path == "agents.researcher.backend"
+        assert "unknown backend 'openai'; allowed: scripted" in error.message
+
+    def test_coordinator_cannot_approve_itself(self) -> None:
+        """approved_by = "coordinator" on the coordinator would have nobody to ask."""
+        error = parse_error(
+            replaced('role = "coordinator"', 'role = "coordinator"\napproved_by = "coordinator"')
+        )
+        assert error.key_path == "agents.lead.approved_by"
+
+    def test_unknown_step_key(self) -> None:
+        """An unknown step key is named with the step's path and the closest step key."""
+        error = parse_error(with_lead_steps('{ say = "a" }, { sya = "b" }'))
+        assert error.key_path == "agents.lead.turns[0].steps[1].sya"
+        assert "unknown step key 'sya' (did you mean 'say'?)" in error.message
+
+    def test_step_with_two_actions(self) -> None:
+        """A step does exactly one thing."""
+        error = parse_error(with_lead_steps('{ say = "a", think = "b" }'))
+        assert error.key_path == "agents.lead.turns[0].steps[0]"
+        assert "several actions (say, think)" in error.message
+
+    def test_step_key_of_another_kind(self) -> None:
+        """A key that belongs to another step kind says which."""
+        error = parse_error(with_lead_steps('{ say = "a", reason = "b" }'))
+        assert error.key_path == "agents.lead.turns[0].steps[0].reason"
+        assert "belongs to a handoff step" in error.message
+
+    def test_tool_step_needs_the_tool(self) -> None:
+        """A script may only call tools listed in the agent's tools."""
+        error = parse_error(with_lead_steps('{ tool = "web_search" }'))
+        assert error.key_path == "agents.lead.turns[0].steps[0].tool"
+        assert "'web_search' but it is not in its tools" in error.message
+
+    def test_select_question_needs_options(self) -> None:
+        """single-select and multi-select questions must list options."""
+        error = parse_error(with_lead_steps('{ ask = "Which?", kind = "multi-select" }'))
+        assert error.key_path == "agents.lead.turns[0].steps[0].options"
+
+    def test_tool_input_must_be_json(self) -> None:
+        """Tool inputs travel as JSON: TOML dates are refused where they appear."""
+        text = VALID.replace('input = { query = "{task}" }', "input = { when = 2024-01-01 }")
+        error = parse_error(text)
+        assert error.key_path == "agents.researcher.turns[0].steps[0].input.when"
+        assert "not valid JSON" in error.message
+
+    def test_toml_syntax_error_names_the_line(self) -> None:
+        """A TOML syntax error keeps its line and column."""
+        error = parse_error('[team]\nname = "x"\ncoordinator = \n')
+        assert error.key_path == ""
+        assert "invalid TOML at line 3, column 15" in error.message
+
+    def test_unreadable_file(self, tmp_path: Path) -> None:
+        """A file that cannot be read is a TeamFileError naming it."""
+        missing = tmp_path / "nope.toml"
+        with pytest.raises(TeamFileError, match="cannot read the file") as info:
+            load_team(missing)
+        assert info.value.file == str(missing)
+        assert check_team(missing) == [str(info.value)]
+
+
+MORE_ERRORS = [
+    pytest.param(
+        replaced('tools = ["web_search", "publish"]', 'tools = ["web_search", "web_search"]'),
+        "agents.researcher.tools[1]",
+        "'web_search' is listed twice",
+        id="duplicate-tool",
+    ),
+    pytest.param(
+        replaced('role = "researcher"', 'role = "researcher"\ntimeout = 0'),
+        "agents.researcher.timeout",
+        "must be > 0",
+        id="zero-timeout",
+    ),
+    pytest.param(
+        replaced('role = "researcher"', 'role = "researcher"\ntimeout = inf'),
+        "agents.researcher.timeout",
+        "must be a finite number",
+        id="infinite-timeout",
+    ),
+    pytest.param(
+        replaced('role = "researcher"', 'role = "researcher"\ninteractivity = "readonly"'),
+        "agents.researcher.interactivity",
+        "(did you mean 'read-only'?); allowed: full, read-only, hidden",
+        id="bad-interactivity",
+    ),
+    pytest.param(
+        replaced("[agents.researcher]", '[agents."re searcher"]'),
+        'agents."re searcher"',
+        "must be 1-64 letters, digits, '_' or '-'",
+        id="bad-agent-name",
+    ),
+    pytest.param(
+        with_lead_steps("{ sleep = -1 }"),
+        "agents.lead.turns[0].steps[0].sleep",
+        "must be >= 0",
+        id="negative-sleep",
+    ),
+    pytest.param(
+        with_lead_steps("{ usage = [1] }"),
+        "agents.lead.turns[0].steps[0].usage",
+        "expected [input_tokens, output_tokens], got 1 items",
+        id="usage-arity",
+    ),
+    pytest.param(
+        with_lead_steps("{ chunks = 2 }"),
+        "agents.lead.turns[0].steps[0]",
+        "the step has no action",
+        id="step-without-action",
+    ),
+    pytest.param(
+        with_lead_steps('"say hello"'),
+        "agents.lead.turns[0].steps[0]",
+        'expected a step table such as { say = "..." }, got string',
+        id="step-not-a-table",
+    ),
+    pytest.param(
+        with_lead_steps(""),
+        "agents.lead.turns[0].steps",
+        "a turn needs at least one step",
+        id="empty-turn",
+    ),
+    pytest.param(
+        with_lead_steps("{ delegate = [] }"),
+        "agents.lead.turns[0].steps[0].delegate",
+        "delegate at least one task",
+        id="empty-delegate",
+    ),
+    pytest.param(
+        with_lead_steps('{ delegate = [{ agent = "researcher" }] }'),
+        "agents.lead.turns[0].steps[0].delegate[0].task",
+        "missing required key 'task'",
+        id="delegation-without-task",
+    ),
+    pytest.param(
+        with_lead_steps('{ tool = "delegate" }'),
+        "agents.lead.turns[0].steps[0].tool",
+        "'delegate' is a team tool",
+        id="team-tool-as-plain-tool",
+    ),
+    pytest.param(
+        with_lead_steps('{ ask = "Why?", options = ["a"] }'),
+        "agents.lead.turns[0].steps[0].options",
+        "options only apply to single-select and multi-select, not text",
+        id="options-on-text-question",
+    ),
+    pytest.param(
+        with_lead_steps('{ ask = "Which?", kind = "single-select", options = ["a", "a"] }'),
+        "agents.lead.turns[0].steps[0].options[1]",
+        "'a' is listed twice",
+        id="duplicate-option",
+    ),
+    pytest.param(
+        with_lead_steps('{ ask = "Which?", kind = "dropdown" }'),
+        "agents.lead.turns[0].steps[0].kind",
+        "allowed: text, number, integer, boolean, single-select, multi-select",
+        id="bad-question-kind",
+    ),
+    pytest.param(
+        with_lead_steps('{ say = "x", when_task_contains = "" }'),
+        "agents.lead.turns[0].steps[0].when_task_contains",
+        "must not be empty",
+        id="empty-when",
+    ),
+    pytest.param(
+        VALID.replace('input = { query = "{task}" }', "input = { n = nan }"),
+        "agents.researcher.turns[0].steps[0].input.n",
+        "nan is not valid JSON",
+        id="nan-input",
+    ),
+    pytest.param(
+        VALID + '\n[agents.researcher.tool_results]\nweb_serch = "x"\n',
+        "agents.researcher.tool_results.web_serch",
+        "did you mean 'web_search'?",
+        id="result-for-unknown-tool",
+    ),
+    pytest.param(
+        '[team]\nname = "x"\ncoordinator = "a"\n[agents]\n',
+        "agents",
+        "declare at least one agent",
+        id="no-agents",
+    ),
+    pytest.param(
+        'team = "x"\nagents = {}\n',
+        "team",
+        "expected a [team] table, got string",
+        id="team-not-a-table",
+    ),
+]
+
+
+class TestMoreErrors:
+    @pytest.mark.parametrize(("text", "key_path", "fragment"), MORE_ERRORS)
+    def test_error_names_path_and_problem(self, text: str, key_path: str, fragment: str) -> None:
+        """Each mistake is reported at its key path with a message saying what is wrong."""
+        error = parse_error(text)
+        assert (error.key_path, fragment in error.message) == (key_path, True), error.message
+
+    def test_file_that_is_not_utf8(self, tmp_path: Path) -> None:
+        """TOML files are UTF-8; other bytes are reported, not decoded wrongly."""
+        path = tmp_path / "latin1.toml"
+        path.write_bytes(b'[team]\nname = "caf\xe9"\n')
+        with pytest.raises(TeamFileError, match="not UTF-8"):
+            load_team(path)
+
+
+class TestLint:
+    def test_unreachable_worker(self) -> None:
+        """An agent no delegates_to chain reaches from the coordinator is reported."""
+        team = parse(
+            VALID
+            + '\n[agents.orphan]\nrole = "x"\n[[agents.orphan.turns]]\nsteps = [{ say = "hi" }]\n'
+        )
+        assert lint_team(team) == [
+            f"{FILE}: agents.orphan: not reachable from the coordinator 'lead' through "
+            "delegates_to, so nothing can start it"
+        ]
+
+    def test_agent_without_turns(self) -> None:
+        """A scripted agent without turns only answers a default text."""
+        team = parse(VALID.split("[[agents.researcher.turns]]")[0])
+        (problem,) = lint_team(team)
+        assert "agents.researcher.turns" in problem
+
+    def test_routing_tool_without_delegates_to(self) -> None:
+        """A delegate tool with an empty delegates_to cannot reach anyone."""
+        team = parse(
+            replaced(
+                'tools = ["web_search", "publish"]', 'tools = ["web_search", "publish", "handoff"]'
+            )
+        )
+        (problem,) = lint_team(team)
+        assert "agents.researcher.tools: has 'handoff' but delegates_to is empty" in problem
+
+    def test_background_teammates_need_not_be_reachable(self) -> None:
+        """A background team's agents may be started by a schedule, not the coordinator."""
+        team = parse(
+            replaced('name = "example"', 'name = "example"\ntopology = "background_teammate"')
+            + '\n[agents.orphan]\nrole = "x"\n[[agents.orphan.turns]]\nsteps = [{ say = "hi" }]\n'
+        )
+        assert lint_team(team) == []
+
+    def test_delegates_to_without_a_routing_tool(self) -> None:
+        """delegates_to is useless without the delegate or handoff tool."""
+        team = parse(
+            replaced('tools = ["delegate", "ask"]', 'tools = ["ask"]').replace(
+                '  { delegate = [{ agent = "researcher", task = "Look it up" }] },\n', ""
+            )
+        )
+        (problem,) = lint_team(team)
+        assert "agents.lead.delegates_to" in problem
+
+
+# ------------------------------------------------------------------------- properties
+
+_KEYS = st.sampled_from(
+    [
+        "team",
+        "agents",
+        "name",
+        "coordinator",
+        "topology",
+        "parallel_budget",
+        "role",
+        "tools",
+        "delegates_to",
+        "needs_approval",
+        "approved_by",
+        "timeout",
+        "turns",
+        "steps",
+        "say",
+        "delegate",
+        "agent",
+        "task",
+        "ask",
+        "kind",
+        "options",
+        "usage",
+        "tool",
+        "input",
+        "tool_results",
+        "lead",
+        "researcher",
+        "handoff",
+        "resume",
+        "sleep",
+    ]
+) | st.text(max_size=8)
+
+_SCALARS = (
+    st.text(max_size=10)
+    | st.sampled_from(["lead", "researcher", "web_search", "delegate", "publish", "full", "user"])
+    | st.integers()
+    | st.floats()
+    | st.booleans()
+    | st.datetimes()
+    | st.dates()
+    | st.times()
+)
+
+_TOML_VALUES = st.recursive(
+    _SCALARS,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(_KEYS, children, max_size=4),
+    max_leaves=25,
+)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path (dict keys and list indices) inside a decoded TOML document."""
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*prefix, index))
+    return found
+
+
+def _parse_or_error(document: dict[str, Any]) -> TeamSpec | TeamFileError:
+    try:
+        return team_from_mapping(document, file=FILE)
+    except TeamFileError as exc:
+        return exc
+
+
+class TestParserNeverCrashes:
+    @given(st.dictionaries(_KEYS, _TOML_VALUES, max_size=4))
+    def test_arbitrary_documents(self, document: dict[str, Any]) -> None:
+        """Any TOML-like document either parses or raises TeamFileError, nothing else."""
+        with contextlib.suppress(TeamFileError):
+            team_from_mapping(document, file=FILE)
+
+    @settings(max_examples=300)
+    @given(st.data())
+    def test_one_value_changed_in_a_shipped_team(self, data: st.DataObject) -> None:
+        """Replacing or deleting any one value of delivery.toml never escapes TeamFileError."""
+        document = tomllib.loads((TEAMS / "delivery.toml").read_text("utf-8"))
+        path = data.draw(st.sampled_from(_paths(document)[1:]))
+        parent = document
+        for part in path[:-1]:
+            parent = parent[part]
+        if data.draw(st.booleans()) and isinstance(parent, dict):
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = data.draw(_TOML_VALUES)
+        outcome = _parse_or_error(document)
+        assert not isinstance(outcome, TeamFileError) or outcome.file == FILE
+
+    @given(st.text(max_size=200))
+    def test_arbitrary_text(self, text: str) -> None:
+        """Arbitrary text either parses or raises TeamFileError."""
+        with contextlib.suppress(TeamFileError):
+            parse_team(text, file=FILE)
