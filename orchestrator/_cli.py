@@ -28,7 +28,7 @@ from ._factlog import FactLog, JsonlFactLog, MemoryFactLog, read_facts
 from ._graph import build_graph, to_dot, to_graphml, to_json, to_mermaid
 from ._logging import configure_logging
 from ._project_agentui import AgentUiProjector
-from ._runtime import TeamRuntime
+from ._runtime import TeamRuntime, require_prompt
 from ._team_actions import RunStatus
 from ._teamfile import AgentSpec, check_team, load_team
 
@@ -44,7 +44,9 @@ GRAPH_FORMATS = {"json": to_json, "dot": to_dot, "mermaid": to_mermaid, "graphml
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="orchestrator",
-        description="Run coordinator-worker teams of AI agents and inspect their delegation graphs.",
+        description=(
+            "Run coordinator-worker teams of AI agents and inspect their delegation graphs."
+        ),
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -100,7 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    # Everything that can be bad input is checked before the first task starts, so it
+    # reaches main() as a plain OrchestratorError (exit 2), not inside an exception group.
     team = load_team(args.team)
+    require_prompt(args.prompt)
     factlog: FactLog
     if args.facts is not None:
         factlog = JsonlFactLog(args.facts)
@@ -116,9 +121,11 @@ async def _run(args: argparse.Namespace) -> int:
             if args.events is not None:
                 await nursery.start(_write_events, runtime, args.events)
             await nursery.start(console.serve)
-            nursery.start_soon(_cancel_on_signal, runtime)
+            signals: trio.CancelScope = await nursery.start(_cancel_on_signal, runtime)
             outcome = await runtime.run(args.prompt)
-            nursery.cancel_scope.cancel()
+            signals.cancel()
+            # The readers drain what is buffered for them, then their iteration ends.
+            runtime.bus.close()
     finally:
         if isinstance(factlog, JsonlFactLog):
             factlog.close()
@@ -133,9 +140,20 @@ def _backend_for(agent: AgentSpec) -> ScriptedBackend:
     return ScriptedBackend(agent)
 
 
-async def _cancel_on_signal(runtime: TeamRuntime) -> None:
-    """SIGINT / SIGTERM cancel the team: turns end cancelled, the run is recorded cancelled."""
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+async def _cancel_on_signal(
+    runtime: TeamRuntime,
+    *,
+    task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """SIGINT / SIGTERM cancel the team: turns end cancelled, the run is recorded cancelled.
+
+    Reports its cancel scope, which the caller cancels once the run is over.
+    """
+    with (
+        trio.CancelScope() as scope,
+        trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals,
+    ):
+        task_status.started(scope)
         async for _ in signals:
             runtime.cancel()
             return
@@ -156,8 +174,6 @@ async def _write_events(
             async for fact in subscription:
                 for envelope in projector.feed(fact):
                     out.write(envelope_to_json_line(envelope) + "\n")
-                if fact.type == "team/runFinished":
-                    break
         finally:
             out.flush()
 

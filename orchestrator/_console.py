@@ -37,7 +37,7 @@ from ._team_actions import (
 )
 from ._team_state import MemberStatus, TeamState
 
-__all__ = ["ApprovalMode", "TeamConsole", "render_tree", "describe_fact"]
+__all__ = ["ApprovalMode", "TeamConsole", "describe_fact", "render_tree"]
 
 
 class ApprovalMode(enum.StrEnum):
@@ -126,7 +126,8 @@ def describe_fact(state: TeamState, fact: Fact) -> str | None:
         case TaskCreated() if action.status == "queued":
             return f"… {action.agent} queued: {action.title} (parallel budget full)"
         case TaskFinished():
-            return f"{'✔' if action.status == 'completed' else '✘'} {name(action.chat)} {action.status}: {_first(action.summary)}"
+            mark = "✔" if action.status == "completed" else "✘"
+            return f"{mark} {name(action.chat)} {action.status}: {_first(action.summary)}"
         case HandoffRecorded():
             return f"⇄ {name(action.from_chat)} handed off to {action.to_agent}: {action.reason}"
         case ApprovalRequested():
@@ -135,7 +136,8 @@ def describe_fact(state: TeamState, fact: Fact) -> str | None:
                 f"— routed to {name(action.routed_to) if action.routed_to != USER else 'you'}"
             )
         case ApprovalResolved():
-            return f"  {action.approval} {action.decision} by {name(action.resolved_by) if action.resolved_by != USER else 'you'}"
+            decider = "you" if action.resolved_by == USER else name(action.resolved_by)
+            return f"  {action.approval} {action.decision} by {decider}"
         case RunFinished():
             return f"run {action.status}" + (f": {action.error}" if action.error else "")
     return None
@@ -179,7 +181,7 @@ class TeamConsole:
         self._asking = trio.Lock()
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Follow the run until its ``team/runFinished`` fact; answer prompts on the way."""
+        """Follow the run until the bus closes; answer prompts on the way."""
         subscription = self.runtime.bus.subscribe("console")
         task_status.started()
         async with trio.open_nursery() as nursery:
@@ -199,10 +201,9 @@ class TeamConsole:
                     else:
                         line = describe_fact(self.view, fact)
                         if line:
-                            self.console.print(line, markup=False)
+                            # One fact, one line: no wrapping, whatever the pipe's width.
+                            self.console.print(line, markup=False, soft_wrap=True)
                     self._dispatch(nursery, fact)
-                    if isinstance(fact.action, RunFinished):
-                        break
             finally:
                 if self._live is not None:
                     self._live.update(render_tree(self.view))
@@ -253,7 +254,9 @@ class TeamConsole:
                 self._live.stop()
             try:
                 self.console.print(question, end="", markup=False)
-                line = await trio.to_thread.run_sync(self.stdin.readline, abandon_on_cancel=True)
+                line: str = await trio.to_thread.run_sync(
+                    self.stdin.readline, abandon_on_cancel=True
+                )
                 if not line:
                     self.console.print("(no input: treated as no)", markup=False)
                     return None

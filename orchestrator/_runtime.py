@@ -32,7 +32,7 @@ import itertools
 import json
 import math
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import Any
 
@@ -105,7 +105,7 @@ from ._backend import (
     UsageReport,
 )
 from ._bus import FactBus
-from ._errors import IllegalTransitionError, RunError
+from ._errors import RunError
 from ._factlog import FactLog, MemoryFactLog
 from ._facts import Action, Fact
 from ._team_actions import (
@@ -126,7 +126,7 @@ from ._team_actions import (
 from ._team_state import TeamState
 from ._teamfile import AgentSpec, TeamSpec
 
-__all__ = ["Ids", "Recorder", "RunOutcome", "TeamRuntime", "utc_now"]
+__all__ = ["Ids", "Recorder", "RunOutcome", "TeamRuntime", "require_prompt", "utc_now"]
 
 log = structlog.get_logger("orchestrator.runtime")
 
@@ -141,6 +141,12 @@ def utc_now() -> str:
     """Now, as an ISO 8601 UTC timestamp with milliseconds (the AHP timestamp form)."""
     now = datetime.datetime.now(datetime.UTC)
     return now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def require_prompt(prompt: str) -> None:
+    """Refuse a prompt that gives the coordinator nothing to do (:class:`RunError`)."""
+    if not prompt.strip():
+        raise RunError("the prompt is empty: tell the coordinator what to do")
 
 
 class Ids:
@@ -225,7 +231,7 @@ class RunOutcome:
     error: str = ""
 
 
-class TurnFailed(RunError):
+class TurnFailedError(RunError):
     """A chat's turn ended in error (recorded as ``chat/error``)."""
 
 
@@ -299,8 +305,7 @@ class TeamRuntime:
         facts are recorded, so ``await nursery.start(runtime.run, prompt)``
         returns when the session exists.
         """
-        if not prompt.strip():
-            raise RunError("the prompt is empty: tell the coordinator what to do")
+        require_prompt(prompt)
         coordinator = self.team.agent(self.team.coordinator)
         chat = self.ids.chat()
         root_task = self.ids.numbered("task")
@@ -337,7 +342,7 @@ class TeamRuntime:
             self._scopes[chat] = scope
             try:
                 result = await self._run_chat(_ChatContext(chat, coordinator, root_task), message)
-            except TurnFailed as exc:
+            except TurnFailedError as exc:
                 return await self._finish(run_id, RunStatus.FAILED, error=str(exc))
             except Exception as exc:
                 log.exception("coordinator crashed", session=self.session, chat=chat)
@@ -524,7 +529,7 @@ class TeamRuntime:
                     )
                 ]
             )
-            raise TurnFailed(f"{ctx.agent.name}: {exc}") from exc
+            raise TurnFailedError(f"{ctx.agent.name}: {exc}") from exc
         except BaseException as exc:
             # Cancelled, possibly grouped by the tool calls' nursery: say so, then go on.
             if is_cancellation(exc):
@@ -937,7 +942,7 @@ class TeamRuntime:
                     if timer is not None and timer.cancelled_caught:
                         status = TaskStatus.FAILED
                         summary = f"timed out after {_seconds(timeout)}"
-                except TurnFailed as exc:
+                except TurnFailedError as exc:
                     status, summary = TaskStatus.FAILED, str(exc.__cause__ or exc)
                 except Exception as exc:  # the error barrier of one worker
                     log.exception("worker crashed", chat=ctx.chat)

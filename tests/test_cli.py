@@ -1,0 +1,203 @@
+"""The ``orchestrator`` command, run as a user runs it: a subprocess, real files, real stdin."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestrator._agentui_wire import structure_envelope, unstructure_envelope
+from orchestrator._factlog import read_facts
+from orchestrator._project_agentui import project_facts
+
+from .conftest import PROJECT_ROOT
+
+DELIVERY = str(PROJECT_ROOT / "teams" / "delivery.toml")
+HANDOFF = str(PROJECT_ROOT / "teams" / "handoff.toml")
+
+
+def orchestrator(
+    *args: str, stdin: str = "", timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=PROJECT_ROOT,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def delivery_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """One auto-approved run of the delivery team, shared by the tests that read its files."""
+    out = tmp_path_factory.mktemp("run")
+    done = orchestrator(
+        "run",
+        DELIVERY,
+        "Ship the release notes",
+        "--approve",
+        "auto",
+        "--events",
+        str(out / "run.jsonl"),
+        "--facts",
+        str(out / "run.facts.jsonl"),
+    )
+    return done, out
+
+
+class TestRun:
+    def test_delivery_completes_and_prints_the_final_answer(
+        self, delivery_run: tuple[subprocess.CompletedProcess[str], Path]
+    ) -> None:
+        """Exit 0, the coordinator's answer alone on stdout, progress lines on stderr."""
+        done, _ = delivery_run
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("Here is what the team found:")
+        assert "The release notes are ready." in done.stdout
+        assert "researcher asks to run publish(target=release page)" in done.stderr
+        assert "approved by you" in done.stderr
+        assert "run completed" in done.stderr
+
+    def test_events_file_holds_agent_ui_envelopes_in_sequence(
+        self, delivery_run: tuple[subprocess.CompletedProcess[str], Path]
+    ) -> None:
+        """--events writes JSON Lines envelopes, sequence 1..n, with the team event classes."""
+        _, out = delivery_run
+        lines = (out / "run.jsonl").read_text().splitlines()
+        envelopes = [structure_envelope(json.loads(line)) for line in lines]
+        assert [e.sequence for e in envelopes] == list(range(1, len(envelopes) + 1))
+        types = [e.type for e in envelopes]
+        assert types[0] == "run.started"
+        assert types[-1] == "run.finished"
+        assert types.count("agent.spawned") == 4  # coordinator + three researchers
+        assert types.count("worker.notification") == 3
+        assert types.index("action.required") < types.index("action.resolved")
+
+    def test_events_equal_a_projection_of_the_fact_log(
+        self, delivery_run: tuple[subprocess.CompletedProcess[str], Path]
+    ) -> None:
+        """What --events wrote live equals, as JSON objects, a projection of --facts."""
+        _, out = delivery_run
+        facts = list(read_facts(out / "run.facts.jsonl"))
+        live = [json.loads(line) for line in (out / "run.jsonl").read_text().splitlines()]
+        replayed = [unstructure_envelope(e) for e in project_facts(facts[0].session, facts)]
+        assert live == replayed
+
+    def test_graph_of_the_run_checks_clean_and_draws(
+        self, delivery_run: tuple[subprocess.CompletedProcess[str], Path]
+    ) -> None:
+        _, out = delivery_run
+        facts = str(out / "run.facts.jsonl")
+        checked = orchestrator("graph", "--facts", facts, "--check")
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert "is consistent" in checked.stdout
+        mermaid = orchestrator("graph", "--facts", facts, "--format", "mermaid")
+        assert mermaid.returncode == 0
+        assert mermaid.stdout.startswith("flowchart TD")
+        assert mermaid.stdout.count("spawned") >= 3
+        for fmt, marker in (("json", '"nodes"'), ("dot", "digraph"), ("graphml", "<graphml")):
+            drawn = orchestrator("graph", "--facts", facts, "--format", fmt)
+            assert drawn.returncode == 0
+            assert marker in drawn.stdout
+
+    def test_approval_answered_at_the_prompt(self) -> None:
+        """--approve ask reads the answer from stdin: 'y' approves."""
+        done = orchestrator("run", DELIVERY, "Ship the release notes", stdin="y\n")
+        assert done.returncode == 0, done.stderr
+        assert "Approve? [y/N]" in done.stderr
+        assert "published to https://example.invalid" in done.stdout
+
+    def test_end_of_input_at_the_prompt_denies(self) -> None:
+        """No answer (stdin closed) is a no: the publish call is denied, the run completes."""
+        done = orchestrator("run", DELIVERY, "Ship the release notes", stdin="")
+        assert done.returncode == 0, done.stderr
+        assert "denied by you" in done.stderr
+        assert "publish was denied by user" in done.stdout
+
+    def test_deny_policy(self) -> None:
+        done = orchestrator("run", DELIVERY, "Ship the release notes", "--approve", "deny")
+        assert done.returncode == 0, done.stderr
+        assert "publish was denied by user" in done.stdout
+
+    def test_handoff_team(self, tmp_path: Path) -> None:
+        facts = tmp_path / "h.jsonl"
+        done = orchestrator("run", HANDOFF, "I was charged twice", "--facts", str(facts))
+        assert done.returncode == 0, done.stderr
+        assert "handed off to billing" in done.stderr
+        assert orchestrator("graph", "--facts", str(facts), "--check").returncode == 0
+
+
+class TestBadInput:
+    def test_an_invalid_team_file_names_file_and_key(self, tmp_path: Path) -> None:
+        bad = tmp_path / "bad.toml"
+        bad.write_text('[team]\nname = "x"\ncoordinator = "lead"\nparalel_budget = 2\n')
+        done = orchestrator("run", str(bad), "hello")
+        assert done.returncode == 2
+        assert str(bad) in done.stderr
+        assert "paralel_budget" in done.stderr
+        assert "parallel_budget" in done.stderr
+
+    def test_an_empty_prompt_is_bad_input(self) -> None:
+        done = orchestrator("run", DELIVERY, "  ")
+        assert done.returncode == 2
+        assert "prompt is empty" in done.stderr
+
+    def test_a_missing_fact_file_is_bad_input(self, tmp_path: Path) -> None:
+        done = orchestrator("graph", "--facts", str(tmp_path / "nope.jsonl"))
+        assert done.returncode == 2
+        assert "nope.jsonl" in done.stderr
+
+    def test_a_corrupt_fact_line_is_named(self, tmp_path: Path) -> None:
+        path = tmp_path / "f.jsonl"
+        path.write_text(
+            '{"sequence": 1, "session": "s", "channel": "s", "at": "t", "action": {}}\n'
+        )
+        done = orchestrator("graph", "--facts", str(path), "--check")
+        assert done.returncode == 2
+        assert f"{path}:1" in done.stderr
+        assert "$.action.type" in done.stderr
+
+    def test_graph_check_reports_violations(self, tmp_path: Path) -> None:
+        """A log whose worker origin has no subagent content in the parent fails the check."""
+        source = tmp_path / "ok.jsonl"
+        assert orchestrator("run", HANDOFF, "refund", "--facts", str(source)).returncode == 0
+        kept: list[str] = []
+        for line in source.read_text().splitlines():
+            fact = json.loads(line)
+            action = fact["action"]
+            # The parent's side of the spawn: the content update and the result content.
+            if action["type"] == "chat/toolCallContentChanged":
+                continue
+            if action["type"] == "chat/toolCallComplete":
+                content = action["result"]["content"]
+                action["result"]["content"] = [c for c in content if c["type"] != "subagent"]
+            fact["sequence"] = len(kept) + 1
+            kept.append(json.dumps(fact))
+        tampered = tmp_path / "tampered.jsonl"
+        tampered.write_text("\n".join(kept) + "\n")
+        done = orchestrator("graph", "--facts", str(tampered), "--check")
+        assert done.returncode == 1
+        assert "origin-without-subagent: worker ahp-chat:/" in done.stdout
+        assert "1 violation(s)" in done.stdout
+
+
+class TestTeamsCheck:
+    def test_shipped_team_files_are_valid(self) -> None:
+        done = orchestrator("teams", "check", DELIVERY, HANDOFF)
+        assert done.returncode == 0, done.stdout
+        assert done.stdout.count("ok:") == 2
+
+    def test_a_bad_team_file_exits_2(self, tmp_path: Path) -> None:
+        bad = tmp_path / "bad.toml"
+        bad.write_text("[team\n")
+        done = orchestrator("teams", "check", str(bad))
+        assert done.returncode == 2
+        assert str(bad) in done.stdout
