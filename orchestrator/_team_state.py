@@ -45,7 +45,7 @@ from ._ahp_state import (
 from ._chat_reducer import reduce_chat
 from ._errors import IllegalTransitionError
 from ._facts import Action, Fact
-from ._session_reducer import reduce_session, summary_changes, summary_of
+from ._session_reducer import reduce_session, summary_action, summary_of
 from ._team_actions import (
     FINISHED_TASK_STATUSES,
     ApprovalDecision,
@@ -255,6 +255,7 @@ class TeamState:
         return state
 
     def _announce_summary(self, tr: Transition, chat_uri: str, *, now: str) -> None:
+        """Append the session action that makes the catalog entry equal the chat's summary."""
         chat = tr.chats.get(chat_uri)
         session = tr.session
         if chat is None or session is None:
@@ -262,12 +263,9 @@ class TeamState:
         entry = next((c for c in session.chats if c.resource == chat_uri), None)
         if entry is None:
             return
-        changes = summary_changes(entry, summary_of(chat))
-        if changes is None:
+        update = summary_action(entry, summary_of(chat))
+        if update is None:
             return
-        from ._ahp_actions import SessionChatUpdatedAction
-
-        update = SessionChatUpdatedAction(chat=chat_uri, changes=changes)
         tr.actions.append((self.session_uri, update))
         tr.session = reduce_session(session, update, now=now)
 

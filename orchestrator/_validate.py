@@ -62,6 +62,7 @@ from ._ahp_actions import (
     ChatTruncatedAction,
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
+    ChatTurnsLoadedAction,
     ChatTurnStartedAction,
     ChatUsageAction,
     SessionAction,
@@ -86,9 +87,9 @@ from ._ahp_state import (
     ChatState,
     InputRequestResponsePart,
     MarkdownResponsePart,
+    McpServerCustomization,
     PendingMessageKind,
     ReasoningResponsePart,
-    McpServerCustomization,
     ResponsePart,
     SessionState,
     ToolCallResponsePart,
@@ -336,6 +337,8 @@ def _check_tool_call_start(state: ChatState, action: ChatToolCallStartAction, ch
 def _check_response_part(state: ChatState, action: ChatResponsePartAction, channel: str) -> None:
     assert state.active_turn is not None
     _check_new_part_id(state, state.active_turn, part_id(action.part), action, channel)
+    if isinstance(action.part, InputRequestResponsePart):
+        _check_request_answers(state, action.part.request, action, channel)
 
 
 _APPEND_TARGETS: Final[Mapping[type, type[ResponsePart]]] = {
@@ -400,10 +403,17 @@ def _open_request(state: ChatState, request_id: str) -> ChatInputRequest | None:
 def _check_input_requested(
     state: ChatState, action: ChatInputRequestedAction, channel: str
 ) -> None:
-    unknown = _unknown_questions(action.request, action.request.answers)
+    _check_request_answers(state, action.request, action, channel)
+
+
+def _check_request_answers(
+    state: ChatState, request: ChatInputRequest, action: ChatAction, channel: str
+) -> None:
+    # Invariant: set(request.answers or ()) <= {q.id for q in request.questions or ()}
+    unknown = _unknown_questions(request, request.answers)
     if unknown:
         _refuse(
-            f"input request {action.request.id!r} has answers to questions it does not ask: "
+            f"input request {request.id!r} has answers to questions it does not ask: "
             f"{', '.join(unknown)}",
             action,
             channel,
@@ -471,6 +481,28 @@ def _check_truncated(state: ChatState, action: ChatTruncatedAction, channel: str
     if action.turn_id is not None and all(turn.id != action.turn_id for turn in state.turns):
         _refuse(
             f"there is no completed turn {action.turn_id!r}",
+            action,
+            channel,
+            describe_chat_state(state),
+        )
+
+
+@_checks(ChatTurnsLoadedAction)
+def _check_turns_loaded(state: ChatState, action: ChatTurnsLoadedAction, channel: str) -> None:
+    # Invariant: turn ids are unique within a chat (completed turns and the active one).
+    seen: set[str] = set()
+    for turn in action.turns:
+        if turn.id in seen:
+            _refuse(
+                f"the page of older turns lists turn id {turn.id!r} twice",
+                action,
+                channel,
+                describe_chat_state(state),
+            )
+        seen.add(turn.id)
+    if state.active_turn is not None and state.active_turn.id in seen:
+        _refuse(
+            f"the page of older turns holds turn {state.active_turn.id!r}, which is active",
             action,
             channel,
             describe_chat_state(state),

@@ -32,6 +32,7 @@ from orchestrator._ahp_state import (
     ChatOrigin,
     ChatState,
     ChatSummary,
+    ConfigPropertySchema,
     Message,
     ResponsePart,
     SessionState,
@@ -49,6 +50,7 @@ __all__ = [
     "chat_origins",
     "chat_states",
     "chat_summaries",
+    "config_property_schemas",
     "json_values",
     "messages",
     "response_parts",
@@ -152,20 +154,43 @@ FIELD_VALUES: Mapping[tuple[type, str], st.SearchStrategy[Any]] = {
 """Fields whose type says less than the schema: free-form by type, constrained on the wire."""
 
 
+def _builds(cls: type, fields: Mapping[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
+    """``cls`` from its type hints, with the strategies in ``fields`` for those fields."""
+    hints = typing.get_type_hints(cls)
+    return st.builds(
+        cls,
+        **{
+            f.name: fields[f.name] if f.name in fields else ahp_values(hints[f.name])
+            for f in attrs.fields(cls)
+        },
+    )
+
+
 @functools.cache
 def _models(cls: type) -> st.SearchStrategy[Any]:
-    # Deferred, so that recursive types (ConfigPropertySchema.items) resolve lazily.
-    def build() -> st.SearchStrategy[Any]:
-        hints = typing.get_type_hints(cls)
-        fields = {
-            f.name: FIELD_VALUES[(cls, f.name)]
-            if (cls, f.name) in FIELD_VALUES
-            else ahp_values(hints[f.name])
-            for f in attrs.fields(cls)
-        }
-        return st.builds(cls, **fields)
+    if cls is ConfigPropertySchema:
+        return config_property_schemas
+    overrides = {name: values for (owner, name), values in FIELD_VALUES.items() if owner is cls}
+    # Deferred: the strategies of a class's fields are built when first drawn from.
+    return st.deferred(lambda: _builds(cls, overrides))
 
-    return st.deferred(build)
+
+_NESTED_PROPERTIES = ("items", "properties", "additional_properties")
+_leaf_config_property_schemas = st.deferred(
+    lambda: _builds(ConfigPropertySchema, dict.fromkeys(_NESTED_PROPERTIES, st.none()))
+)
+config_property_schemas: st.SearchStrategy[ConfigPropertySchema] = st.recursive(
+    _leaf_config_property_schemas,
+    lambda inner: st.builds(
+        attrs.evolve,
+        _leaf_config_property_schemas,
+        items=st.none() | inner,
+        properties=st.none() | st.dictionaries(st.text(max_size=8), inner, max_size=MAX_ITEMS),
+        additional_properties=st.none() | inner,
+    ),
+    max_leaves=4,
+)
+"""Config property schemas, nested a few levels at most (the type is recursive)."""
 
 
 def chat_states() -> st.SearchStrategy[ChatState]:

@@ -1,0 +1,142 @@
+"""Property: every AHP value survives encoding to JSON text and decoding back, unchanged."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from orchestrator import _ahp_actions, _ahp_state
+from orchestrator._ahp_actions import ActionEnvelope, StateAction, UnknownAction
+from orchestrator._ahp_state import ChatState, SessionState, SessionStatus
+from orchestrator._ahp_wire import (
+    structure_action,
+    structure_as,
+    structure_chat_state,
+    structure_envelope,
+    structure_session_state,
+    unstructure,
+)
+
+from . import strategies
+
+PROPERTY_SETTINGS = settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def ahp_types() -> dict[str, Any]:
+    """Every model class, union alias and enum the two modules export, by name."""
+    return {
+        name: getattr(module, name)
+        for module in (_ahp_state, _ahp_actions)
+        for name in module.__all__
+    }
+
+
+AHP_TYPES = ahp_types()
+
+FREE_FORM = frozenset(
+    {
+        "_meta",
+        "config",
+        "values",
+        "structuredContent",
+        "default",
+        "enum",
+        "inputSchema",
+        "outputSchema",
+    }
+)
+"""Keys holding free-form JSON, where ``null`` is a legitimate value."""
+
+FREE_FORM_OBJECTS = frozenset({"tools", "logging"})
+"""Keys holding a free-form JSON object in one type (MCP App ``sampling.tools``,
+``logging``) and typed data elsewhere (an agent's ``tools`` array)."""
+
+
+def over_the_wire(value: object) -> Any:
+    """The value's wire form, through JSON text as a peer would receive it."""
+    return json.loads(json.dumps(unstructure(value)))
+
+
+def nulls(value: Any, path: str = "$") -> list[str]:
+    """The paths of ``null`` in encoded AHP data, free-form JSON aside."""
+    if value is None:
+        return [path]
+    if isinstance(value, dict):
+        return [
+            found
+            for key, item in value.items()
+            if key not in FREE_FORM and not (key in FREE_FORM_OBJECTS and isinstance(item, dict))
+            for found in nulls(item, f"{path}.{key}")
+        ]
+    if isinstance(value, list):
+        return [
+            found for index, item in enumerate(value) for found in nulls(item, f"{path}[{index}]")
+        ]
+    return []
+
+
+class TestRoundTrip:
+    @pytest.mark.parametrize("name", sorted(AHP_TYPES))
+    @PROPERTY_SETTINGS
+    @given(data=st.data())
+    def test_every_type(self, name: str, data: st.DataObject) -> None:
+        """unstructure → JSON → structure gives back an equal value, for every AHP type."""
+        tp = AHP_TYPES[name]
+        value = data.draw(strategies.ahp_values(tp), label=name)
+        assert structure_as(over_the_wire(value), tp) == value
+
+    @PROPERTY_SETTINGS
+    @given(strategies.chat_states())
+    def test_chat_state_decoder(self, state: ChatState) -> None:
+        assert structure_chat_state(over_the_wire(state)) == state
+
+    @PROPERTY_SETTINGS
+    @given(strategies.session_states())
+    def test_session_state_decoder(self, state: SessionState) -> None:
+        assert structure_session_state(over_the_wire(state)) == state
+
+    @PROPERTY_SETTINGS
+    @given(strategies.state_actions())
+    def test_action_decoder(self, action: StateAction) -> None:
+        """Known and unknown actions alike come back equal, with the same ``type``."""
+        decoded = structure_action(over_the_wire(action))
+        assert decoded == action
+        assert decoded.type == action.type
+
+    @PROPERTY_SETTINGS
+    @given(strategies.action_envelopes())
+    def test_envelope_decoder(self, envelope: ActionEnvelope) -> None:
+        assert structure_envelope(over_the_wire(envelope)) == envelope
+
+
+class TestEncoding:
+    @PROPERTY_SETTINGS
+    @given(strategies.session_statuses)
+    def test_session_status_is_an_int_on_the_wire(self, status: SessionStatus) -> None:
+        """Every 32-bit status, named bits or not, is the same integer on the wire."""
+        assert unstructure(status) == int(status)
+        assert structure_as(int(status), SessionStatus) == status
+
+    @PROPERTY_SETTINGS
+    @given(
+        st.one_of(
+            strategies.chat_states(),
+            strategies.session_states(),
+            strategies.state_actions().filter(lambda action: not isinstance(action, UnknownAction)),
+        )
+    )
+    def test_absent_optionals_are_never_null(self, value: object) -> None:
+        """The encoder never writes ``null``: absent optionals are left out.
+
+        Free-form JSON (``_meta``, config values, tool schemas, unknown actions) is exempt: it
+        is passed through as received, ``null`` included.
+        """
+        assert nulls(unstructure(value)) == []

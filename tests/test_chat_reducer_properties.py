@@ -1,0 +1,333 @@
+"""Properties of the chat reducer and its validator over generated action sequences.
+
+Generated actions come from the shared strategies (:func:`tests.strategies.ahp_values`), with
+their ids drawn from small pools, so that a sequence keeps hitting the turns, tool calls,
+parts, requests and pending messages that earlier actions created, and the interesting paths
+(tool-call transitions, input requests, stale turn ids) are exercised, not just the no-ops.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+import attrs
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from orchestrator import IllegalTransitionError
+from orchestrator._ahp_actions import (
+    ChatAction,
+    ChatInputAnswerChangedAction,
+    ChatInputCompletedAction,
+    ChatInputRequestedAction,
+    ChatResponsePartAction,
+    ChatToolCallStartAction,
+    ChatTurnsLoadedAction,
+    ChatTurnStartedAction,
+    UnknownAction,
+)
+from orchestrator._ahp_state import (
+    ActiveTurn,
+    ChatInputBooleanQuestion,
+    ChatInputRequest,
+    ChatInputSkipped,
+    ChatState,
+    InputRequestResponsePart,
+    MarkdownResponsePart,
+    Message,
+    MessageKind,
+    MessageOrigin,
+    ReasoningResponsePart,
+    ResponsePart,
+    SessionStatus,
+    ToolCallResponsePart,
+    ToolCallState,
+)
+from orchestrator._chat_reducer import (
+    TOOL_CALL_TRANSITIONS,
+    ToolCallAction,
+    ToolCallStatus,
+    part_id,
+    reduce_chat,
+    tool_call_event,
+    tool_call_guard,
+)
+from orchestrator._validate import IDEMPOTENT_CHAT_ACTIONS, validate_chat_action
+
+from .strategies import ahp_values, chat_actions, chat_states, session_statuses, tool_call_states
+
+CHANNEL = "ahp-chat:/00000000-0000-4000-8000-000000000002"
+NOW = "2025-01-01T00:00:10.000Z"
+HELLO = Message(text="Hello", origin=MessageOrigin(kind=MessageKind.USER))
+
+TURN_IDS = ("turn-1", "turn-2")
+TOOL_CALL_IDS = ("tc-1", "tc-2")
+PART_IDS = ("md-1", "rs-1", "tc-1")  # one namespace with tool calls, as deltas address them
+REQUEST_IDS = ("r-1", "r-2")
+QUESTION_IDS = ("q-1", "q-2")
+MESSAGE_IDS = ("m-1", "m-2")
+
+CHAT_ACTION_CLASSES: tuple[type, ...] = typing.get_args(ChatAction)
+TOOL_CALL_ACTION_CLASSES: tuple[type, ...] = typing.get_args(ToolCallAction)
+
+
+def pick(pool: tuple[str, ...]) -> st.SearchStrategy[str]:
+    return st.sampled_from(pool)
+
+
+def answers() -> st.SearchStrategy[dict[str, Any] | None]:
+    return st.none() | st.dictionaries(pick(QUESTION_IDS), st.just(ChatInputSkipped()), max_size=2)
+
+
+def input_requests() -> st.SearchStrategy[ChatInputRequest]:
+    questions = st.lists(pick(QUESTION_IDS), unique=True, max_size=2).map(
+        lambda ids: tuple(ChatInputBooleanQuestion(id=i, message=i) for i in ids) or None
+    )
+    return st.builds(ChatInputRequest, id=pick(REQUEST_IDS), questions=questions, answers=answers())
+
+
+def with_pooled_id(part: ResponsePart, new_id: str) -> ResponsePart:
+    if isinstance(part, MarkdownResponsePart | ReasoningResponsePart):
+        return attrs.evolve(part, id=new_id)
+    if isinstance(part, ToolCallResponsePart):
+        return ToolCallResponsePart(tool_call=attrs.evolve(part.tool_call, tool_call_id=new_id))
+    return part
+
+
+def live_ids(state: ChatState | None) -> dict[str, tuple[str, ...]]:
+    """The ids ``state`` holds now, by the action field that addresses them."""
+    if state is None:
+        return {}
+    turn = state.active_turn
+    parts = () if turn is None else turn.response_parts
+    pending = (state.steering_message, *(state.queued_messages or ()))
+    return {
+        "turn_id": () if turn is None else (turn.id,),
+        "tool_call_id": tuple(
+            p.tool_call.tool_call_id for p in parts if isinstance(p, ToolCallResponsePart)
+        ),
+        "part_id": tuple(i for i in map(part_id, parts) if i is not None),
+        "request_id": tuple(
+            p.request.id
+            for p in parts
+            if isinstance(p, InputRequestResponsePart) and p.response is None
+        ),
+        "id": tuple(m.id for m in pending if m is not None),
+    }
+
+
+POOLS = {
+    "turn_id": TURN_IDS,
+    "tool_call_id": TOOL_CALL_IDS,
+    "part_id": PART_IDS,
+    "request_id": REQUEST_IDS,
+    "question_id": QUESTION_IDS,
+    "id": MESSAGE_IDS,
+}
+
+
+@st.composite
+def pooled_actions(
+    draw: st.DrawFn,
+    classes: tuple[type, ...] = CHAT_ACTION_CLASSES + 3 * TOOL_CALL_ACTION_CLASSES,
+    live: ChatState | None = None,
+) -> Any:
+    """A chat action of one of ``classes`` whose ids come from the small pools, and mostly
+    from the ids ``live`` holds (its active turn, tool calls, parts, requests...).
+
+    Tool-call actions are drawn more often, and a new turn half the time ``live`` has none,
+    so that sequences spend their length inside turns, moving tool calls along."""
+    choice = st.sampled_from(classes)
+    if live is not None and live.active_turn is None:
+        choice = choice | st.just(ChatTurnStartedAction)
+    cls = draw(choice)
+    action = draw(ahp_values(cls))
+    names = attrs.fields_dict(cls)
+    current = live_ids(live)
+    changes: dict[str, Any] = {}
+    for name, pool in POOLS.items():
+        if name in names and getattr(action, name) is not None:
+            ids = pick(pool)
+            if current.get(name):
+                # Mostly the live ones: a stale or unknown id is a no-op worth trying, not often.
+                ids = st.one_of(*[pick(current[name])] * 3, ids)
+            changes[name] = draw(ids)
+    if isinstance(action, ChatTurnStartedAction):
+        changes["queued_message_id"] = draw(st.none() | pick(MESSAGE_IDS))
+    if "order" in names:
+        changes["order"] = tuple(draw(st.lists(pick(MESSAGE_IDS), max_size=3)))
+    if isinstance(action, ChatResponsePartAction):
+        changes["part"] = with_pooled_id(action.part, draw(pick(PART_IDS)))
+    if isinstance(action, ChatInputRequestedAction):
+        changes["request"] = draw(input_requests())
+    if isinstance(action, ChatInputCompletedAction):
+        changes["answers"] = draw(answers())
+    return attrs.evolve(action, **changes)
+
+
+def empty_chats() -> st.SearchStrategy[ChatState]:
+    """A new chat: no turns, no active turn, any status bits."""
+    return st.builds(
+        ChatState,
+        resource=st.just(CHANNEL),
+        title=st.just("Chat"),
+        status=session_statuses,
+        modified_at=st.just("2025-01-01T00:00:00.000Z"),
+        turns=st.just(()),
+    )
+
+
+def accepted(state: ChatState, action: ChatAction | UnknownAction) -> bool:
+    try:
+        validate_chat_action(state, action, channel=CHANNEL)
+    except IllegalTransitionError:
+        return False
+    return True
+
+
+def breaks_turn_table_or_invariant(state: ChatState, action: ChatAction | UnknownAction) -> bool:
+    """Refusals the reducer would not ignore: a turn started over an active one, a reused turn
+    id (started or loaded), a second part with one id, answers to questions not asked."""
+    turn = state.active_turn
+    if isinstance(action, ChatTurnStartedAction):
+        return turn is not None or any(t.id == action.turn_id for t in state.turns)
+    if isinstance(action, ChatTurnsLoadedAction):
+        # A page of older turns that repeats an id, or holds the active turn's id.
+        ids = [t.id for t in action.turns]
+        return len(set(ids)) < len(ids) or (turn is not None and turn.id in ids)
+    if turn is None:
+        return False
+    request = None
+    if isinstance(action, ChatInputRequestedAction):
+        request = action.request
+    elif isinstance(action, ChatResponsePartAction) and isinstance(
+        action.part, InputRequestResponsePart
+    ):
+        request = action.part.request
+    if request is not None and set(request.answers or ()) - {q.id for q in request.questions or ()}:
+        return True
+    if isinstance(action, ChatToolCallStartAction | ChatResponsePartAction):
+        new_id = (
+            action.tool_call_id
+            if isinstance(action, ChatToolCallStartAction)
+            else part_id(action.part)
+        )
+        return new_id is not None and any(part_id(p) == new_id for p in turn.response_parts)
+    if isinstance(action, ChatInputRequestedAction):
+        return False
+    # Answers: refused while changing only when one names a question that was not asked.
+    return isinstance(action, ChatInputAnswerChangedAction | ChatInputCompletedAction)
+
+
+def invariants_hold(state: ChatState) -> None:
+    """The ``# Invariant:`` comments of the state types that validation protects."""
+    turn_ids = [t.id for t in state.turns]
+    assert len(set(turn_ids)) == len(turn_ids)
+    turn: ActiveTurn | None = state.active_turn
+    if turn is not None:
+        assert turn.id not in turn_ids
+        ids = [i for i in map(part_id, turn.response_parts) if i is not None]
+        assert len(set(ids)) == len(ids)
+        for part in turn.response_parts:
+            if isinstance(part, InputRequestResponsePart):
+                asked = {q.id for q in part.request.questions or ()}
+                assert set(part.request.answers or ()) <= asked
+    queued = [m.id for m in state.queued_messages or ()]
+    assert len(set(queued)) == len(queued)
+
+
+def refused_cleanly(state: ChatState, action: ChatAction) -> None:
+    """Validation either accepts or raises our error with a reason, nothing else."""
+    refusal: IllegalTransitionError | None = None
+    try:
+        validate_chat_action(state, action, channel=CHANNEL)
+    except IllegalTransitionError as error:
+        refusal = error
+    if refusal is not None:
+        assert refusal.reason
+        assert refusal.channel == CHANNEL
+
+
+RUN = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SEQUENCES = settings(RUN, max_examples=50)
+"""Sequence tests draw up to 40 deep actions per example: fewer examples, same reach."""
+
+
+class TestReducerIsTotal:
+    @RUN
+    @given(chat_states(), st.lists(chat_actions(), max_size=5))
+    def test_arbitrary_actions_on_arbitrary_states_never_crash(
+        self, state: ChatState, actions: list[ChatAction]
+    ) -> None:
+        """Any well-typed action on any well-typed state gives a state, never an exception."""
+        for action in actions:
+            refused_cleanly(state, action)
+            state = reduce_chat(state, action, now=NOW)
+        assert isinstance(state, ChatState)
+
+    @SEQUENCES
+    @given(empty_chats(), st.data())
+    def test_sequences_never_crash(self, state: ChatState, data: st.DataObject) -> None:
+        """Folding a sequence that keeps hitting live ids, valid or not, never fails."""
+        for _ in range(data.draw(st.integers(0, 30))):
+            action = data.draw(pooled_actions(live=state))
+            refused_cleanly(state, action)
+            state = reduce_chat(state, action, now=NOW)
+        assert isinstance(state, ChatState)
+
+
+class TestValidatorAgreesWithReducer:
+    @SEQUENCES
+    @given(empty_chats(), st.data())
+    def test_accepted_changes_refused_does_not(self, state: ChatState, data: st.DataObject) -> None:
+        """Accepted ⇒ the reducer changes the state (unless the type is always legal);
+        refused ⇒ the reducer leaves it as it is, or the action breaks the turn table or an
+        invariant. Folding only the accepted actions keeps the invariants."""
+        for _ in range(data.draw(st.integers(0, 40))):
+            action = data.draw(pooled_actions(live=state))
+            reduced = reduce_chat(state, action, now=state.modified_at)
+            if accepted(state, action):
+                if action.type not in IDEMPOTENT_CHAT_ACTIONS:
+                    assert reduced != state, action
+                state = reduce_chat(state, action, now=NOW)
+                invariants_hold(state)
+            else:
+                assert reduced == state or breaks_turn_table_or_invariant(state, action), action
+
+    @RUN
+    @given(tool_call_states(), pooled_actions(TOOL_CALL_ACTION_CLASSES))
+    def test_accepts_exactly_the_legal_tool_call_transitions(
+        self, tool_call: ToolCallState, action: ToolCallAction
+    ) -> None:
+        """For a tool call in any status, the validator accepts an action only if the table
+        (and its guard) allow the transition, and accepts every allowed one that changes
+        something; the reducer ignores every transition the table forbids."""
+        turn = ActiveTurn(
+            id="turn-1",
+            started_at="2025-01-01T00:00:00.000Z",
+            message=HELLO,
+            response_parts=(ToolCallResponsePart(tool_call=tool_call),),
+        )
+        state = ChatState(
+            resource=CHANNEL,
+            title="Chat",
+            status=SessionStatus.IN_PROGRESS,
+            modified_at="2025-01-01T00:00:00.000Z",
+            turns=(),
+            active_turn=turn,
+        )
+        action = attrs.evolve(action, turn_id="turn-1", tool_call_id=tool_call.tool_call_id)
+        event = tool_call_event(action)
+        legal = (
+            event in TOOL_CALL_TRANSITIONS[ToolCallStatus(tool_call.status)]
+            and tool_call_guard(tool_call, event) is None
+        )
+        reduced = reduce_chat(state, action, now=state.modified_at)
+        if accepted(state, action):
+            assert legal
+            assert reduced != state
+        elif legal:
+            assert reduced == state
+        else:
+            assert reduced is state
