@@ -123,7 +123,7 @@ def measure(impl: str, n: int) -> dict[str, float]:
     """Run one measurement in this process; returns its figures."""
     if impl == "orchestrator":
         # Import everything before the baseline RSS so only per-run memory counts.
-        import orchestrator._project_agentui  # noqa: F401
+        import orchestrator._project_agentui
         import orchestrator._runtime  # noqa: F401
     gc.collect()
     before = _rss_kb()

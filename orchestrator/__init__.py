@@ -4,8 +4,6 @@ The public facade. Implementation lives in private modules (``_name.py``); what
 users may import is re-exported here and listed in ``__all__``.
 """
 
-from __future__ import annotations
-
 from ._errors import FactLogError as FactLogError
 from ._errors import IllegalTransitionError as IllegalTransitionError
 from ._errors import LocalProtocolError as LocalProtocolError

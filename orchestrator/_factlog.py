@@ -86,7 +86,7 @@ def read_facts(path: str | Path) -> Iterator[Fact]:
     """Facts of a JSON Lines file in order; :class:`FactLogError` names a bad line."""
     source = str(path)
     try:
-        handle = Path(path).open(encoding="utf-8")
+        handle = Path(path).open(encoding="utf-8")  # noqa: SIM115 (closed by the with below)
     except OSError as exc:
         raise FactLogError(f"cannot read: {exc.strerror}", source=source) from exc
     with handle:
@@ -100,13 +100,16 @@ def read_facts(path: str | Path) -> Iterator[Fact]:
                 raise FactLogError(
                     f"{exc.path}: {exc.message}", source=source, line=number
                 ) from exc
-            if previous is not None and fact.session == previous.session:
-                if fact.sequence != previous.sequence + 1:
-                    raise FactLogError(
-                        f"sequence {fact.sequence} follows {previous.sequence}: facts are missing "
-                        "or out of order",
-                        source=source,
-                        line=number,
-                    )
+            if (
+                previous is not None
+                and fact.session == previous.session
+                and fact.sequence != previous.sequence + 1
+            ):
+                raise FactLogError(
+                    f"sequence {fact.sequence} follows {previous.sequence}: facts are missing "
+                    "or out of order",
+                    source=source,
+                    line=number,
+                )
             previous = fact
             yield fact

@@ -25,29 +25,22 @@ from ._team_actions import TEAM_ACTION_TYPES
 __all__ = ["decode_fact", "encode_fact", "fact_from_json", "fact_to_json"]
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(word.title() for word in rest)
-
-
 _team = make_converter(forbid_extra_keys=True)
 for _cls in TEAM_ACTION_TYPES.values():
     _fields = attrs.fields(_cls)
-    _renames = {a.name: override(rename=_camel(a.name)) for a in _fields}
+    # Typed as Any: mypy checks ``**`` of a dict against the generators' boolean parameters.
+    _renames: dict[str, Any] = {
+        a.name: override(rename=_ahp_wire.wire_name(_cls, a.name)) for a in _fields
+    }
     _team.register_unstructure_hook(
         _cls,
         make_dict_unstructure_fn(
             _cls, _team, _cattrs_omit_if_default=False, _cattrs_include_init_false=True, **_renames
         ),
     )
+    _inputs: dict[str, Any] = {name: o for name, o in _renames.items() if name != "type"}
     _team.register_structure_hook(
-        _cls,
-        make_dict_structure_fn(
-            _cls,
-            _team,
-            _cattrs_forbid_extra_keys=False,
-            **{a.name: override(rename=_camel(a.name)) for a in _fields if a.init},
-        ),
+        _cls, make_dict_structure_fn(_cls, _team, _cattrs_forbid_extra_keys=False, **_inputs)
     )
 
 

@@ -630,9 +630,12 @@ class _Parser:
     # -- the document --------------------------------------------------------
 
     def team(self, data: Mapping[str, Any]) -> TeamSpec:
-        self.check_keys(data, "", _TOP_KEYS, required=_TOP_KEYS)
+        # [team] is checked before [agents] is required: a typo in [team] is the more useful
+        # first error in a file that is still being written.
+        self.check_keys(data, "", _TOP_KEYS, required=("team",))
         team = self.table(data["team"], "team", "a [team] table")
         self.check_keys(team, "team", _TEAM_KEYS, required=("name", "coordinator"))
+        self.check_keys(data, "", _TOP_KEYS, required=_TOP_KEYS)
         name = self.string(team["name"], "team.name")
         topology: Topology = "coordinator_team"
         if "topology" in team:

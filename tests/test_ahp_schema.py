@@ -188,7 +188,7 @@ def published_defs(name: str) -> dict[str, Any]:
 @functools.cache
 def patched_defs(name: str) -> dict[str, Any]:
     """The ``$defs`` of a schema with the two known defects worked around."""
-    defs = json.loads(json.dumps(published_defs(name)))
+    defs: dict[str, Any] = json.loads(json.dumps(published_defs(name)))
     defs["SessionStatus"] = STATUS_BITSET
     if "StateAction" in defs:
         defs["StateAction"]["oneOf"].remove(EMPTY_REF)
