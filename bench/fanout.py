@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 import resource
 import subprocess
 import sys
@@ -122,9 +123,14 @@ async def _orchestrator(n: int) -> int:
 def measure(impl: str, n: int) -> dict[str, float]:
     """Run one measurement in this process; returns its figures."""
     if impl == "orchestrator":
-        # Import everything before the baseline RSS so only per-run memory counts.
+        # Import everything before the baseline RSS and the clock, so only the run counts.
+        import orchestrator._backend_scripted
+        import orchestrator._graph
         import orchestrator._project_agentui
         import orchestrator._runtime  # noqa: F401
+        from orchestrator._logging import configure_logging
+
+        configure_logging(level=logging.WARNING)  # as the CLI: stdout is for the figures
     gc.collect()
     before = _rss_kb()
     started = time.perf_counter()

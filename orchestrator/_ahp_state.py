@@ -23,8 +23,10 @@ nowhere else. What is here, top-down:
   :class:`ErrorInfo`, text positions and ranges.
 
 Conventions: every optional field defaults to ``None`` (absent on the wire); sequences are
-tuples; JSON objects of free form (``_meta``, config values) are ``Mapping[str, Any]`` and must
-not be mutated; a discriminated variant carries its tag as a ``Literal`` field with a default, so
+tuples, except the two that grow with a team (an active turn's parts, the session's chats),
+which are :class:`~orchestrator._keyed.KeyedVector` values that compare equal to tuples; JSON
+objects of free form (``_meta``, config values) are ``Mapping[str, Any]`` and must not be
+mutated; a discriminated variant carries its tag as a ``Literal`` field with a default, so
 ``MarkdownResponsePart(id=..., content=...)`` is complete. A JSON ``number`` that may be
 fractional is typed ``float`` and keeps the int a peer sent, so it re-encodes unchanged.
 """
@@ -32,10 +34,12 @@ fractional is typed ``float`` and keeps the int a peer sent, so it re-encodes un
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, Literal, TypeAlias
 
 import attrs
+
+from ._keyed import KeyedVector
 
 __all__ = [
     "ActiveTurn",
@@ -48,6 +52,7 @@ __all__ = [
     "ChangesSummary",
     "Changeset",
     "ChangesetCapabilities",
+    "ChatCatalog",
     "ChatInputAnswer",
     "ChatInputAnswerValue",
     "ChatInputAnswered",
@@ -126,6 +131,7 @@ __all__ = [
     "ReasoningResponsePart",
     "ResourceResponsePart",
     "ResponsePart",
+    "ResponseParts",
     "RuleCustomization",
     "SessionActiveClient",
     "SessionChatInputRequest",
@@ -1172,6 +1178,42 @@ ResponsePart: TypeAlias = (
 """One part of a turn's response, discriminated on ``kind``."""
 
 
+class ResponseParts(KeyedVector[ResponsePart]):
+    """The parts of an active turn, in order (a coordinator's turn can hold thousands).
+
+    Found by :meth:`find` under ``("part", id)`` (markdown and reasoning ids, tool call ids),
+    ``("tool", tool call id)`` and, while unanswered, ``("input", request id)``; tallied by
+    what they wait for: ``("tool", status, tool name)`` for tool calls and ``("input",)`` for
+    an open input request.
+    """
+
+    __slots__ = ()
+
+    @staticmethod
+    def keys_of(part: ResponsePart) -> tuple[Hashable, ...]:
+        # One isinstance per class, not one on the union: this runs for every new part.
+        if isinstance(part, ToolCallResponsePart):
+            tool_call_id = part.tool_call.tool_call_id
+            return (("part", tool_call_id), ("tool", tool_call_id))
+        if isinstance(part, MarkdownResponsePart) or isinstance(part, ReasoningResponsePart):  # noqa: SIM101
+            return (("part", part.id),)
+        if isinstance(part, InputRequestResponsePart) and part.response is None:
+            return (("input", part.request.id),)
+        return ()
+
+    @staticmethod
+    def tally_of(part: ResponsePart) -> Hashable | None:
+        if isinstance(part, ToolCallResponsePart):
+            return ("tool", part.tool_call.status, part.tool_call.tool_name)
+        if isinstance(part, InputRequestResponsePart) and part.response is None:
+            return ("input",)
+        return None
+
+
+def _response_parts(parts: Iterable[ResponsePart]) -> ResponseParts:
+    return ResponseParts.of(parts)
+
+
 @attrs.frozen(kw_only=True)
 class Turn:
     """A completed request/response cycle."""
@@ -1194,7 +1236,7 @@ class ActiveTurn:
     id: str
     started_at: str
     message: Message
-    response_parts: tuple[ResponsePart, ...]
+    response_parts: ResponseParts = attrs.field(converter=_response_parts)
     usage: UsageInfo | None = None
 
 
@@ -1266,6 +1308,20 @@ class ChatSummary:
     interactivity: ChatInteractivity | None = None
     # Invariant: set(self.working_directories or ()) <= set(session.working_directories or ())
     working_directories: tuple[str, ...] | None = None
+
+
+class ChatCatalog(KeyedVector[ChatSummary]):
+    """The session's chats, in the order they were added; found by resource URI."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def keys_of(summary: ChatSummary) -> tuple[Hashable, ...]:
+        return (summary.resource,)
+
+
+def _chat_catalog(summaries: Iterable[ChatSummary]) -> ChatCatalog:
+    return ChatCatalog.of(summaries)
 
 
 @attrs.frozen(kw_only=True)
@@ -1794,7 +1850,7 @@ class SessionState:
     creation_error: ErrorInfo | None = None
     server_tools: tuple[ToolDefinition, ...] | None = None
     active_clients: tuple[SessionActiveClient, ...]
-    chats: tuple[ChatSummary, ...]
+    chats: ChatCatalog = attrs.field(converter=_chat_catalog)
     # Invariant: self.default_chat is None or self.default_chat in {c.resource for c in self.chats}
     default_chat: str | None = None
     config: SessionConfigState | None = None

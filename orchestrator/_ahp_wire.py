@@ -52,11 +52,13 @@ from ._ahp_actions import (
     UnknownAction,
 )
 from ._ahp_state import (
+    ChatCatalog,
     ChatInputAnswer,
     ChatInputAnswerValue,
     ChatInputQuestion,
     ChatOrigin,
     ChatState,
+    ChatSummary,
     ChildCustomization,
     ContentRef,
     Customization,
@@ -66,6 +68,7 @@ from ._ahp_state import (
     MessageAttachment,
     ProtectedResourceMetadata,
     ResponsePart,
+    ResponseParts,
     SessionInputRequest,
     SessionState,
     SessionStatus,
@@ -76,6 +79,7 @@ from ._ahp_state import (
     ToolResultContent,
 )
 from ._errors import PeerProtocolError
+from ._keyed import KeyedVector
 
 __all__ = [
     "structure",
@@ -413,6 +417,22 @@ def _mapping_structure_hook(tp: Any) -> Callable[[object, Any], object]:
     return structure_mapping
 
 
+def _keyed_structure_hook(
+    cls: type[KeyedVector[Any]], item: Any
+) -> Callable[[object, Any], object]:
+    """Structure a JSON array into ``cls`` through the tuple hook (same errors, same paths)."""
+    as_tuple = tuple[item, ...]
+
+    def structure_keyed(data: object, _: Any) -> object:
+        return cls(_converter.structure(data, as_tuple))
+
+    return structure_keyed
+
+
+def _keyed_unstructure(vector: KeyedVector[Any]) -> list[Any]:
+    return [_converter.unstructure(item) for item in vector]
+
+
 def _make_converter() -> cattrs.Converter:
     converter = cattrs.preconf.json.make_converter(forbid_extra_keys=False)
     # Later registrations take precedence over earlier ones.
@@ -436,6 +456,9 @@ def _make_converter() -> cattrs.Converter:
     converter.register_structure_hook(float, _strict((int, float), "a number"))
     converter.register_structure_hook_factory(_is_homogenous_tuple, _sequence_structure_hook)
     converter.register_structure_hook_factory(is_mapping, _mapping_structure_hook)
+    for keyed, item in ((ResponseParts, ResponsePart), (ChatCatalog, ChatSummary)):
+        converter.register_structure_hook(keyed, _keyed_structure_hook(keyed, item))
+        converter.register_unstructure_hook(keyed, _keyed_unstructure)
     return converter
 
 

@@ -238,6 +238,8 @@ class DelegationGraph:
     def __init__(self) -> None:
         self._g: Any = nx.MultiDiGraph()
         self.last_sequence: int | None = None
+        # task -> the (u, v) of its waits_on edges, so a finished task ends them in O(1).
+        self._waits: dict[str, list[tuple[str, str]]] = {}
 
     # ── reading ─────────────────────────────────────────────────────────────
 
@@ -563,6 +565,7 @@ class DelegationGraph:
                 active=True,
                 task=task,
             )
+            self._waits.setdefault(task, []).append((action.requested_by, task))
 
     def _delegator(self, task: str, worker: str) -> str | None:
         requested_by: str | None = self._g.nodes[task]["requested_by"]
@@ -587,6 +590,7 @@ class DelegationGraph:
         # Invariant: edges[delegator, worker, "waits_on:<task>"]["active"] is True exactly
         # while nodes[task]["status"] == "running".
         self._edge(delegator, chat, EdgeKind.WAITS_ON, seq, key=key, active=True, task=task)
+        self._waits.setdefault(task, []).append((delegator, chat))
 
     def _task_finished(self, action: TaskFinished) -> None:
         if not self._is(action.task, NodeKind.TASK):
@@ -597,10 +601,10 @@ class DelegationGraph:
             else None
         )
         self._task_status(action.task, action.status.value, chat)
+        # Every wait on the task ends: on the task while it was queued, then on its worker.
         key = f"{EdgeKind.WAITS_ON.value}:{action.task}"
-        for _, _, k, d in self._g.edges(keys=True, data=True):
-            if k == key:
-                d["active"] = False
+        for u, v in self._waits.get(action.task, ()):
+            self._g.edges[u, v, key]["active"] = False
 
     def _handoff(self, action: HandoffRecorded, seq: int) -> None:
         source = self._node(action.from_chat, NodeKind.CHAT, seq)

@@ -73,8 +73,9 @@ from ._agentui import (
     Surface,
     Topology,
 )
+from ._ahp_actions import SessionChatAddedAction
 from ._ahp_state import ChatInteractivity, ToolChatOrigin
-from ._facts import Fact
+from ._facts import Action, Fact
 from ._team_actions import (
     ApprovalDecision,
     ApprovalRequested,
@@ -201,15 +202,16 @@ class AgentUiProjector:
                     head.append(resolved)
             case RunFinished():
                 pass  # run.finished closes the run's envelopes: built below, numbered last
+            case SessionChatAddedAction():
+                # A chat's state begins with its catalog entry: only that chat can change.
+                return self._status_changes(fact, [action.summary.resource])
             case _:
-                # An AHP action: it can only change the status of the chat it is on, or (on
-                # the session channel, rarely) of any member.
-                if fact.channel == self.session:
-                    return self._status_changes(fact, self.state.members)
+                # Any other AHP action changes the chat it is on; on the session channel it
+                # mirrors a chat's summary, which says nothing new about a member's status.
                 if fact.channel in self.state.members:
                     return self._status_changes(fact, [fact.channel])
                 return []
-        envelopes = head + self._status_changes(fact, self.state.members)
+        envelopes = head + self._status_changes(fact, self._members_touched(action))
         team = self._team_changed(fact)
         if team is not None:
             envelopes.append(team)
@@ -588,6 +590,33 @@ class AgentUiProjector:
 
     # ── derived changes ────────────────────────────────────────────────────
 
+    def _members_touched(self, action: Action) -> Iterable[str]:
+        """The members whose roster status a team fact can change (after it was folded).
+
+        A member's status is a function of its chat, its task and its pending approvals, so
+        a team fact can only move the members it names; listing them keeps a fact's cost
+        independent of the size of the team. The end of the run can move anyone.
+        """
+        match action:
+            case MemberJoined():
+                return (action.chat,)
+            case TaskStarted():
+                return (action.chat,)
+            case TaskFinished():
+                task = self.state.tasks[action.task]
+                return () if task.chat is None else (task.chat,)
+            case HandoffRecorded():
+                return (action.from_chat, action.to_chat)
+            case ApprovalRequested():
+                return (action.chat,)
+            case ApprovalResolved():
+                record = self.state.approvals.get(action.approval)
+                return () if record is None else (record.request.chat,)
+            case RunFinished():
+                return self.state.members
+            case _:
+                return ()
+
     def _roster_status(self, chat: str) -> MemberStatus | None:
         """The status to announce for ``chat``; ``None`` while it is not yet announceable.
 
@@ -597,14 +626,15 @@ class AgentUiProjector:
         status = self.state.member_status(chat)
         if status in _TERMINAL:
             return status
-        if any(a.request.chat == chat for a in self.state.pending_approvals()):
+        if self.state.has_pending_approval(chat):
             return MemberStatus.NEEDS_APPROVAL
         return None if status is MemberStatus.NEEDS_APPROVAL else status
 
     def _status_changes(self, fact: Fact, chats: Iterable[str]) -> list[Envelope]:
         envelopes = []
         for chat in chats:
-            # Every member has an agentId: team/memberJoined gives it, nothing else adds one.
+            if chat not in self._agent_ids:
+                continue  # not a member (yet): team/memberJoined announces it
             status = self._roster_status(chat)
             if status is None or status is self._announced.get(chat):
                 continue
@@ -656,12 +686,11 @@ class AgentUiProjector:
         run = self.state.run
         if run is not None and run.status is not None:
             return CoordinatorTeamStatus.DONE
-        if any(True for _ in self.state.pending_approvals()):
+        if self.state.has_pending_approval():
             return CoordinatorTeamStatus.WAITING
-        delegated = [t for t in self.state.tasks.values() if t.requested_by is not None]
-        if not delegated:
+        if not self.state.delegated_count():
             return CoordinatorTeamStatus.FORMING
-        if any(t.status in (TaskStatus.QUEUED, TaskStatus.RUNNING) for t in delegated):
+        if self.state.unfinished_count():
             return CoordinatorTeamStatus.ACTIVE
         return CoordinatorTeamStatus.MERGING
 

@@ -52,7 +52,6 @@ from ._ahp_actions import (
     ChatToolCallApprovedAction,
     ChatToolCallCompleteAction,
     ChatToolCallContentChangedAction,
-    ChatToolCallDeltaAction,
     ChatToolCallDeniedAction,
     ChatToolCallReadyAction,
     ChatToolCallStartAction,
@@ -201,7 +200,14 @@ class Recorder:
         Raises :class:`IllegalTransitionError` (nothing recorded) for an action
         the current state refuses.
         """
-        async with self._lock:
+        # Batches are prepared and appended one at a time, in order. Uncontended (the common
+        # case: appends that do not block) the lock is taken without a trip through the
+        # scheduler, which would cost more than the rest of recording a fact.
+        try:
+            self._lock.acquire_nowait()
+        except trio.WouldBlock:
+            await self._lock.acquire()
+        try:
             now = self.clock()
             transition = self.state.prepare(actions, now=now)
             first = self.state.last_sequence + 1
@@ -219,6 +225,8 @@ class Recorder:
             self.state.commit(transition, facts[-1].sequence)
             self.bus.publish_nowait(facts)
             return facts
+        finally:
+            self._lock.release()
 
 
 @attrs.frozen(kw_only=True)
@@ -568,37 +576,29 @@ class TeamRuntime:
         text_parts: list[str] = []
         async for event in backend.stream_round(context):
             match event:
+                # A new part carries its first chunk; later chunks append to it.
                 case TextDelta(text=chunk):
                     text_parts.append(chunk)
-                    batch: list[tuple[str, Action]] = []
+                    action: Action
                     if open_part is None or open_part[0] != "markdown":
                         open_part = ("markdown", self.ids.numbered("part"))
-                        part = MarkdownResponsePart(id=open_part[1], content="")
-                        batch.append((chat, ChatResponsePartAction(turn_id=turn_id, part=part)))
-                    batch.append(
-                        (
-                            chat,
-                            ChatDeltaAction(turn_id=turn_id, part_id=open_part[1], content=chunk),
+                        part = MarkdownResponsePart(id=open_part[1], content=chunk)
+                        action = ChatResponsePartAction(turn_id=turn_id, part=part)
+                    else:
+                        action = ChatDeltaAction(
+                            turn_id=turn_id, part_id=open_part[1], content=chunk
                         )
-                    )
-                    await self.recorder.record(batch)
+                    await self.recorder.record([(chat, action)])
                 case ReasoningDelta(text=chunk):
-                    batch = []
                     if open_part is None or open_part[0] != "reasoning":
                         open_part = ("reasoning", self.ids.numbered("part"))
-                        reasoning = ReasoningResponsePart(id=open_part[1], content="")
-                        batch.append(
-                            (chat, ChatResponsePartAction(turn_id=turn_id, part=reasoning))
+                        reasoning = ReasoningResponsePart(id=open_part[1], content=chunk)
+                        action = ChatResponsePartAction(turn_id=turn_id, part=reasoning)
+                    else:
+                        action = ChatReasoningAction(
+                            turn_id=turn_id, part_id=open_part[1], content=chunk
                         )
-                    batch.append(
-                        (
-                            chat,
-                            ChatReasoningAction(
-                                turn_id=turn_id, part_id=open_part[1], content=chunk
-                            ),
-                        )
-                    )
-                    await self.recorder.record(batch)
+                    await self.recorder.record([(chat, action)])
                 case ToolCallRequest():
                     open_part = None
                     await self._start_tool_call(ctx, event)
@@ -622,7 +622,11 @@ class TeamRuntime:
         return requests, "".join(text_parts), usage
 
     async def _start_tool_call(self, ctx: _ChatContext, request: ToolCallRequest) -> None:
-        """Record a requested tool call up to ``running`` or ``pending-confirmation``."""
+        """Record a requested tool call up to ``running`` or ``pending-confirmation``.
+
+        The input is complete when a backend hands the call over, so it goes straight into
+        ``chat/toolCallReady`` (``chat/toolCallDelta`` is for input that streams in).
+        """
         arguments = json.dumps(request.arguments, sort_keys=True, ensure_ascii=False)
         needs_approval = ctx.agent.needs_approval_for(request.tool_name)
         await self.recorder.record(
@@ -634,12 +638,6 @@ class TeamRuntime:
                         tool_call_id=request.tool_call_id,
                         tool_name=request.tool_name,
                         display_name=_display_name(request),
-                    ),
-                ),
-                (
-                    ctx.chat,
-                    ChatToolCallDeltaAction(
-                        turn_id=ctx.turn_id, tool_call_id=request.tool_call_id, content=arguments
                     ),
                 ),
                 (

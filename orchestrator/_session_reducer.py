@@ -15,9 +15,10 @@ TypeScript ``sessionReducer``; the fixtures in ``protocols/ahp/test-cases/reduce
   a chat action) is a no-op and returns the *same* ``state`` object, so a caller can test
   ``new is old`` to skip fan-out. Setting a field to the value it already has is a no-op too.
 * Dispatch is one dict lookup on the action's class (:data:`_HANDLERS`), so the cost of an action
-  is that of its handler: the catalog operations (``chatAdded``, ``chatUpdated``,
-  ``chatRemoved``) scan ``chats`` once and rebuild the tuple once, linear in the number of
-  chats; nothing is quadratic.
+  is that of its handler: the catalog (``chats``) is a :class:`ChatCatalog`, so ``chatAdded``
+  and ``chatUpdated`` find their entry by resource and replace it in O(log n) whatever the
+  size of the team (``chatRemoved``, rare, is linear); the session's other lists are short
+  tuples scanned once.
 * ``status`` is a bitset: bits 0-4 are the mutually exclusive *activity* (idle, error,
   in-progress, input-needed), the higher bits are orthogonal flags (read, archived, and any bit
   a later protocol adds). ``isRead`` / ``isArchived`` flip one flag; the input-needed queue
@@ -84,6 +85,7 @@ from ._ahp_state import (
     SessionToolClientExecutionRequest,
 )
 from ._errors import LocalProtocolError
+from ._evolve import evolve
 
 __all__ = [
     "reduce_session",
@@ -140,10 +142,9 @@ def _set(state: SessionState, **changes: Any) -> SessionState:
     """``attrs.evolve`` that returns ``state`` itself when no field would change."""
     if all(_same(getattr(state, name), value) for name, value in changes.items()):
         return state
-    return attrs.evolve(state, **changes)
+    return evolve(state, **changes)
 
 
-_BY_RESOURCE = operator.attrgetter("resource")
 _BY_CLIENT_ID = operator.attrgetter("client_id")
 _BY_ID = operator.attrgetter("id")
 
@@ -151,8 +152,8 @@ _BY_ID = operator.attrgetter("id")
 def _index(items: tuple[_T, ...], key: Callable[[_T], object], value: object) -> int:
     """The position of the first item whose ``key`` equals ``value``, or -1.
 
-    One pass, with the loop in C (``map`` + ``list.index``): the catalog of a large team is
-    scanned on every chatUpdated, so the constant matters.
+    For the session's short lists (clients, customizations, input needed); the catalog of
+    chats, which grows with a team, is a :class:`ChatCatalog` and looks entries up by key.
     """
     try:
         return list(map(key, items)).index(value)
@@ -219,7 +220,7 @@ def _config_changed(state: SessionState, action: SessionConfigChangedAction) -> 
     values = dict(action.config) if action.replace else {**config.values, **action.config}
     if values == config.values:
         return state
-    return attrs.evolve(state, config=attrs.evolve(config, values=values))
+    return evolve(state, config=evolve(config, values=values))
 
 
 def _meta_changed(state: SessionState, action: SessionMetaChangedAction) -> SessionState:
@@ -245,32 +246,34 @@ def _chat_added(state: SessionState, action: SessionChatAddedAction) -> SessionS
     # An upsert by resource: a re-announced chat keeps its place in the catalog.
     summary = action.summary
     chats = state.chats
-    i = _index(chats, _BY_RESOURCE, summary.resource)
-    if i >= 0 and _same(chats[i], summary):
+    i = chats.find(summary.resource)
+    if i is None:
+        return evolve(state, chats=chats.append(summary))
+    if _same(chats[i], summary):
         return state
-    return attrs.evolve(state, chats=_upsert(chats, i, summary))
+    return evolve(state, chats=chats.set(i, summary))
 
 
 def _chat_removed(state: SessionState, action: SessionChatRemovedAction) -> SessionState:
     chats = state.chats
-    i = _index(chats, _BY_RESOURCE, action.chat)
-    if i < 0:
+    i = chats.find(action.chat)
+    if i is None:
         return state
     default_chat = None if state.default_chat == action.chat else state.default_chat
-    return attrs.evolve(state, chats=_without(chats, i), default_chat=default_chat)
+    return evolve(state, chats=chats.remove(i), default_chat=default_chat)
 
 
 def _chat_updated(state: SessionState, action: SessionChatUpdatedAction) -> SessionState:
     chats = state.chats
-    i = _index(chats, _BY_RESOURCE, action.chat)
-    if i < 0:
+    i = chats.find(action.chat)
+    if i is None:
         # The chatAdded that announces this chat has not arrived (yet); nothing to update.
         return state
     entry = chats[i]
     updated = _merge_changes(entry, action.changes)
     if updated is entry:
         return state
-    return attrs.evolve(state, chats=_replaced(chats, i, updated))
+    return evolve(state, chats=chats.set(i, updated))
 
 
 def _merge_changes(entry: ChatSummary, changes: ChatSummaryChanges) -> ChatSummary:
@@ -280,7 +283,7 @@ def _merge_changes(entry: ChatSummary, changes: ChatSummaryChanges) -> ChatSumma
         for name in _MUTABLE_SUMMARY_FIELDS
         if (value := getattr(changes, name)) is not None and not _same(getattr(entry, name), value)
     }
-    return attrs.evolve(entry, **present) if present else entry
+    return evolve(entry, **present) if present else entry
 
 
 def _default_chat_changed(
@@ -298,7 +301,7 @@ def _active_client_set(state: SessionState, action: SessionActiveClientSetAction
     i = _index(clients, _BY_CLIENT_ID, client.client_id)
     if i >= 0 and _same(clients[i], client):
         return state
-    return attrs.evolve(state, active_clients=_upsert(clients, i, client))
+    return evolve(state, active_clients=_upsert(clients, i, client))
 
 
 def _active_client_removed(
@@ -308,7 +311,7 @@ def _active_client_removed(
     i = _index(clients, _BY_CLIENT_ID, action.client_id)
     if i < 0:
         return state
-    return attrs.evolve(state, active_clients=_without(clients, i))
+    return evolve(state, active_clients=_without(clients, i))
 
 
 def _working_directory_set(
@@ -317,7 +320,7 @@ def _working_directory_set(
     directories = state.working_directories or ()
     if action.directory in directories:
         return state
-    return attrs.evolve(state, working_directories=(*directories, action.directory))
+    return evolve(state, working_directories=(*directories, action.directory))
 
 
 def _working_directory_removed(
@@ -328,7 +331,7 @@ def _working_directory_removed(
         return state
     # Removing the last one leaves an empty set (not an absent one), as upstream does.
     i = directories.index(action.directory)
-    return attrs.evolve(state, working_directories=_without(directories, i))
+    return evolve(state, working_directories=_without(directories, i))
 
 
 # ─── Input needed ────────────────────────────────────────────────────────────
@@ -352,7 +355,7 @@ def _input_needed_removed(
     if i < 0:
         return state
     remaining = _without(queue, i)
-    return attrs.evolve(
+    return evolve(
         state,
         input_needed=remaining or None,
         status=_with_input_needed(state.status, remaining),
@@ -379,8 +382,8 @@ def _customization_toggled(
         entry = customizations[i]
         if entry.enabled == action.enabled:
             return state
-        toggled = attrs.evolve(entry, enabled=action.enabled)
-        return attrs.evolve(state, customizations=_replaced(customizations, i, toggled))
+        toggled = evolve(entry, enabled=action.enabled)
+        return evolve(state, customizations=_replaced(customizations, i, toggled))
     # Not a container: the first container child with that id (ids are unique in practice).
     for i, container in enumerate(customizations):
         if isinstance(container, McpServerCustomization) or not container.children:
@@ -391,9 +394,9 @@ def _customization_toggled(
             continue
         if children[j].enabled == action.enabled:
             return state
-        child = attrs.evolve(children[j], enabled=action.enabled)
-        container = attrs.evolve(container, children=_replaced(children, j, child))
-        return attrs.evolve(state, customizations=_replaced(customizations, i, container))
+        child = evolve(children[j], enabled=action.enabled)
+        container = evolve(container, children=_replaced(children, j, child))
+        return evolve(state, customizations=_replaced(customizations, i, container))
     return state
 
 
@@ -405,7 +408,7 @@ def _customization_updated(
     i = _index(customizations, _BY_ID, customization.id)
     if i >= 0 and _same(customizations[i], customization):
         return state
-    return attrs.evolve(state, customizations=_upsert(customizations, i, customization))
+    return evolve(state, customizations=_upsert(customizations, i, customization))
 
 
 def _customization_removed(
@@ -417,7 +420,7 @@ def _customization_removed(
     i = _index(customizations, _BY_ID, action.id)
     if i >= 0:
         # Removing a container removes its children with it.
-        return attrs.evolve(state, customizations=_without(customizations, i))
+        return evolve(state, customizations=_without(customizations, i))
     changed = False
     updated: list[Customization] = []
     for container in customizations:
@@ -425,10 +428,10 @@ def _customization_removed(
             children = container.children
             j = _index(children, _BY_ID, action.id)
             if j >= 0:
-                container = attrs.evolve(container, children=_without(children, j))
+                container = evolve(container, children=_without(children, j))
                 changed = True
         updated.append(container)
-    return attrs.evolve(state, customizations=tuple(updated)) if changed else state
+    return evolve(state, customizations=tuple(updated)) if changed else state
 
 
 def _update_mcp_server(
@@ -452,7 +455,7 @@ def _update_mcp_server(
         new_entry = update(entry)
         if _same(new_entry, entry):
             return state
-        return attrs.evolve(state, customizations=_replaced(customizations, i, new_entry))
+        return evolve(state, customizations=_replaced(customizations, i, new_entry))
     changed = False
     updated: list[Customization] = []
     for container in customizations:
@@ -463,17 +466,17 @@ def _update_mcp_server(
             if isinstance(child, McpServerCustomization):
                 new_child = update(child)
                 if not _same(new_child, child):
-                    container = attrs.evolve(container, children=_replaced(children, j, new_child))
+                    container = evolve(container, children=_replaced(children, j, new_child))
                     changed = True
         updated.append(container)
-    return attrs.evolve(state, customizations=tuple(updated)) if changed else state
+    return evolve(state, customizations=tuple(updated)) if changed else state
 
 
 def _mcp_server_state_changed(
     state: SessionState, action: SessionMcpServerStateChangedAction
 ) -> SessionState:
     return _update_mcp_server(
-        state, action.id, lambda s: attrs.evolve(s, state=action.state, channel=action.channel)
+        state, action.id, lambda s: evolve(s, state=action.state, channel=action.channel)
     )
 
 
@@ -482,7 +485,7 @@ def _mcp_server_start_requested(
 ) -> SessionState:
     # Optimistic: the host answers with mcpServerStateChanged once the server is up (or not).
     return _update_mcp_server(
-        state, action.id, lambda s: attrs.evolve(s, state=McpServerStartingState(), channel=None)
+        state, action.id, lambda s: evolve(s, state=McpServerStartingState(), channel=None)
     )
 
 
@@ -490,7 +493,7 @@ def _mcp_server_stop_requested(
     state: SessionState, action: SessionMcpServerStopRequestedAction
 ) -> SessionState:
     return _update_mcp_server(
-        state, action.id, lambda s: attrs.evolve(s, state=McpServerStoppedState(), channel=None)
+        state, action.id, lambda s: evolve(s, state=McpServerStoppedState(), channel=None)
     )
 
 

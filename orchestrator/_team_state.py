@@ -22,6 +22,7 @@ of chats; every entry is an immutable value produced by a pure reducer.
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Generic, TypeVar
 
@@ -36,14 +37,13 @@ from ._ahp_actions import (
 )
 from ._ahp_state import (
     ChatState,
-    InputRequestResponsePart,
     SessionLifecycle,
     SessionState,
     SessionStatus,
-    ToolCallResponsePart,
 )
 from ._chat_reducer import reduce_chat
 from ._errors import IllegalTransitionError
+from ._evolve import evolve
 from ._facts import Action, Fact
 from ._session_reducer import reduce_session, summary_action, summary_of
 from ._team_actions import (
@@ -106,6 +106,8 @@ class RunRecord:
     prompt: str
     task: str
     started_at: str
+    # The chat of the first member that joined on the root task: the coordinator.
+    coordinator_chat: str | None = None
     status: RunStatus | None = None
     result: str = ""
     error: str = ""
@@ -202,6 +204,14 @@ class TeamState:
         self.tasks: dict[str, TaskRecord] = {}
         self.approvals: dict[str, ApprovalRecord] = {}
         self.last_sequence = 0
+        # Counters kept at commit, so that the roster and the projections ask O(1) questions
+        # whatever the size of the team.
+        # Invariant: self._delegated == Counter(
+        #     t.status for t in self.tasks.values() if t.requested_by is not None)
+        self._delegated: Counter[TaskStatus] = Counter()
+        # Invariant: self._pending_by_chat == Counter(
+        #     a.request.chat for a in self.approvals.values() if a.decision is None)
+        self._pending_by_chat: Counter[str] = Counter()
 
     # ── folding ────────────────────────────────────────────────────────────
 
@@ -236,6 +246,18 @@ class TeamState:
         """Make a prepared transition the current state (its facts are durable now)."""
         self.session = tr.session
         self.run = tr.run
+        for task_id, task in tr.tasks.writes.items():
+            before = self.tasks.get(task_id)
+            if before is not None and before.requested_by is not None:
+                self._delegated[before.status] -= 1
+            if task.requested_by is not None:
+                self._delegated[task.status] += 1
+        for approval_id, record in tr.approvals.writes.items():
+            was = self.approvals.get(approval_id)
+            if was is not None and was.decision is None:
+                self._pending_by_chat[was.request.chat] -= 1
+            if record.decision is None:
+                self._pending_by_chat[record.request.chat] += 1
         tr.chats.commit()
         tr.members.commit()
         tr.tasks.commit()
@@ -260,10 +282,10 @@ class TeamState:
         session = tr.session
         if chat is None or session is None:
             return
-        entry = next((c for c in session.chats if c.resource == chat_uri), None)
-        if entry is None:
+        index = session.chats.find(chat_uri)
+        if index is None:
             return
-        update = summary_action(entry, summary_of(chat))
+        update = summary_action(session.chats[index], summary_of(chat))
         if update is None:
             return
         tr.actions.append((self.session_uri, update))
@@ -286,9 +308,10 @@ class TeamState:
                     )
                 return
             chat_action: ChatAction = action  # type: ignore[assignment]
+            reduced = reduce_chat(chat, chat_action, now=now)
             if validate:
-                validate_chat_action(chat, chat_action, channel=channel)
-            tr.chats[channel] = reduce_chat(chat, chat_action, now=now)
+                validate_chat_action(chat, chat_action, channel=channel, reduced=reduced)
+            tr.chats[channel] = reduced
             tr.touched_chats.add(channel)
         elif isinstance(action, UnknownAction):
             if validate:
@@ -374,9 +397,12 @@ class TeamState:
                 tr.members[action.chat] = Member(
                     chat=action.chat, agent=action.agent, role=action.role, task=action.task
                 )
+                run = tr.run
+                if run is not None and run.coordinator_chat is None and action.task == run.task:
+                    tr.run = evolve(run, coordinator_chat=action.chat)
                 task = tr.tasks.get(action.task)
                 if task is not None and task.owner is None:
-                    tr.tasks[action.task] = attrs.evolve(task, owner=action.chat)
+                    tr.tasks[action.task] = evolve(task, owner=action.chat)
             case TaskCreated():
                 if validate and tr.tasks.get(action.task) is not None:
                     raise IllegalTransitionError(
@@ -407,7 +433,7 @@ class TeamState:
                         channel=self.session_uri,
                         state=f"task {task.status}",
                     )
-                tr.tasks[action.task] = attrs.evolve(
+                tr.tasks[action.task] = evolve(
                     task,
                     status=TaskStatus.RUNNING,
                     chat=action.chat,
@@ -425,7 +451,7 @@ class TeamState:
                         channel=self.session_uri,
                         state=f"task {task.status}",
                     )
-                tr.tasks[action.task] = attrs.evolve(
+                tr.tasks[action.task] = evolve(
                     task,
                     status=action.status,
                     chat=action.chat or task.chat,
@@ -439,7 +465,7 @@ class TeamState:
                 task = self._task_for(tr, action, validate=validate)
                 if task is None:
                     return
-                tr.tasks[action.task] = attrs.evolve(task, owner=action.to_chat)
+                tr.tasks[action.task] = evolve(task, owner=action.to_chat)
             case ApprovalRequested():
                 if validate and tr.approvals.get(action.approval) is not None:
                     raise IllegalTransitionError(
@@ -461,7 +487,7 @@ class TeamState:
                             state="resolved" if record else "unknown approval",
                         )
                     return
-                tr.approvals[action.approval] = attrs.evolve(
+                tr.approvals[action.approval] = evolve(
                     record, decision=action.decision, resolved_by=action.resolved_by
                 )
             case RunFinished():
@@ -474,12 +500,12 @@ class TeamState:
                             state="finished" if tr.run else "not started",
                         )
                     return
-                tr.run = attrs.evolve(
+                tr.run = evolve(
                     tr.run, status=action.status, result=action.result, error=action.error
                 )
                 root = tr.tasks.get(tr.run.task)
                 if root is not None and root.status not in FINISHED_TASK_STATUSES:
-                    tr.tasks[root.task] = attrs.evolve(
+                    tr.tasks[root.task] = evolve(
                         root,
                         status=_ROOT_TASK_STATUS[action.status],
                         finished_at=now,
@@ -519,30 +545,43 @@ class TeamState:
             if chat.turns and chat.turns[-1].state.value == "error":
                 return MemberStatus.FAILED
             return MemberStatus.IDLE if chat.turns else MemberStatus.SPAWNING
-        waiting = False
-        for part in active.response_parts:
-            if isinstance(part, ToolCallResponsePart):
-                status = part.tool_call.status
-                if status == "pending-confirmation":
-                    return MemberStatus.NEEDS_APPROVAL
-                if status == "running" and part.tool_call.tool_name in WAITING_TOOLS:
-                    waiting = True
-            elif isinstance(part, InputRequestResponsePart) and part.response is None:
-                return MemberStatus.NEEDS_INPUT
-        return MemberStatus.WAITING if waiting else MemberStatus.RUNNING
+        # What the turn waits for, from the tally its parts keep (no scan of the parts):
+        # a confirmation first, then an answer, then a teammate.
+        tally = active.response_parts.tally
+        if any(key[0] == "tool" and key[1] == "pending-confirmation" for key in tally):
+            return MemberStatus.NEEDS_APPROVAL
+        if ("input",) in tally:
+            return MemberStatus.NEEDS_INPUT
+        if any(
+            key[0] == "tool" and key[1] == "running" and key[2] in WAITING_TOOLS for key in tally
+        ):
+            return MemberStatus.WAITING
+        return MemberStatus.RUNNING
 
     def queued_count(self) -> int:
-        return sum(1 for t in self.tasks.values() if t.status is TaskStatus.QUEUED)
+        """Delegated tasks waiting for a slot in the parallel budget."""
+        return self._delegated[TaskStatus.QUEUED]
 
     def active_count(self) -> int:
-        return sum(
-            1
-            for t in self.tasks.values()
-            if t.status is TaskStatus.RUNNING and t.requested_by is not None
-        )
+        """Delegated tasks running now."""
+        return self._delegated[TaskStatus.RUNNING]
+
+    def unfinished_count(self) -> int:
+        """Delegated tasks queued or running."""
+        return self.queued_count() + self.active_count()
+
+    def delegated_count(self) -> int:
+        """Every task delegated in this run, finished or not."""
+        return sum(self._delegated.values())
 
     def pending_approvals(self) -> Iterator[ApprovalRecord]:
         return (a for a in self.approvals.values() if a.decision is None)
+
+    def has_pending_approval(self, chat_uri: str | None = None) -> bool:
+        """Whether an approval (of ``chat_uri``, or of anyone) waits for a decision."""
+        if chat_uri is None:
+            return any(n > 0 for n in self._pending_by_chat.values())
+        return self._pending_by_chat[chat_uri] > 0
 
     def children(self, chat_uri: str) -> list[str]:
         """Chats spawned by ``chat_uri`` (delegated workers and handoff specialists), in order."""
@@ -551,12 +590,7 @@ class TeamState:
         ]
 
     def coordinator_chat(self) -> str | None:
-        if self.run is None:
-            return None
-        root = self.tasks.get(self.run.task)
-        if root is None:
-            return None
-        return next((m.chat for m in self.members.values() if m.task == root.task), None)
+        return None if self.run is None else self.run.coordinator_chat
 
 
 _ROOT_TASK_STATUS = {

@@ -270,16 +270,8 @@ def _statuses_accepting(event: ToolCallEvent) -> str:
 def _check_tool_call(state: ChatState, action: ToolCallAction, channel: str) -> None:
     turn = state.active_turn
     assert turn is not None  # checked against TURN_TRANSITIONS before
-    tool_call = next(
-        (
-            part.tool_call
-            for part in turn.response_parts
-            if isinstance(part, ToolCallResponsePart)
-            and part.tool_call.tool_call_id == action.tool_call_id
-        ),
-        None,
-    )
-    if tool_call is None:
+    index = turn.response_parts.find(("tool", action.tool_call_id))
+    if index is None:
         _refuse(
             f"turn {turn.id!r} has no tool call {action.tool_call_id!r}",
             action,
@@ -287,6 +279,9 @@ def _check_tool_call(state: ChatState, action: ToolCallAction, channel: str) -> 
             describe_chat_state(state),
             action.tool_call_id,
         )
+    part = turn.response_parts[index]
+    assert isinstance(part, ToolCallResponsePart)
+    tool_call = part.tool_call
     status = ToolCallStatus(tool_call.status)
     event = tool_call_event(action)
     if event not in TOOL_CALL_TRANSITIONS[status]:
@@ -389,14 +384,12 @@ def _unknown_questions(
 def _open_request(state: ChatState, request_id: str) -> ChatInputRequest | None:
     turn = state.active_turn
     assert turn is not None
-    for part in turn.response_parts:
-        if (
-            isinstance(part, InputRequestResponsePart)
-            and part.response is None
-            and part.request.id == request_id
-        ):
-            return part.request
-    return None
+    index = turn.response_parts.find(("input", request_id))  # keyed only while unanswered
+    if index is None:
+        return None
+    part = turn.response_parts[index]
+    assert isinstance(part, InputRequestResponsePart)
+    return part.request
 
 
 @_checks(ChatInputRequestedAction)
@@ -485,6 +478,14 @@ def _check_truncated(state: ChatState, action: ChatTruncatedAction, channel: str
             channel,
             describe_chat_state(state),
         )
+    # The reducer stamps even a truncation that drops nothing (as upstream): refuse it here.
+    keeps_everything = (
+        state.turns[-1].id == action.turn_id
+        if action.turn_id is not None
+        else not state.turns and state.turns_next_cursor is None
+    )
+    if state.active_turn is None and keeps_everything:
+        _refuse("there is nothing to truncate", action, channel, describe_chat_state(state))
 
 
 @_checks(ChatTurnsLoadedAction)
@@ -532,13 +533,19 @@ _ADDRESS_ACTIVE_TURN: Final = (
 
 
 def validate_chat_action(
-    state: ChatState, action: ChatAction | UnknownAction, *, channel: str
+    state: ChatState,
+    action: ChatAction | UnknownAction,
+    *,
+    channel: str,
+    reduced: ChatState | None = None,
 ) -> None:
     """Refuse ``action`` on chat ``channel`` if it is illegal now or would change nothing.
 
     Raises :class:`~orchestrator.IllegalTransitionError`; returns None when the action may be
     appended, in which case ``reduce_chat(state, action, now=...)`` changes the state unless
-    the action type is in :data:`IDEMPOTENT_CHAT_ACTIONS`.
+    the action type is in :data:`IDEMPOTENT_CHAT_ACTIONS`. ``reduced`` is
+    ``reduce_chat(state, action, now=...)`` when the caller has it already (the runtime
+    reduces every action once, then validates); it is computed here otherwise.
     """
     if isinstance(action, UnknownAction):
         _refuse(
@@ -573,9 +580,11 @@ def validate_chat_action(
         check(state, action, channel)
     if action.type in IDEMPOTENT_CHAT_ACTIONS:
         return
-    # Reduce with the state's own timestamp, so that only a real change makes a difference.
-    reduced = reduce_chat(state, action, now=state.modified_at)
-    if reduced is state or reduced == state:
+    # The reducer returns the very same object for a no-op, whatever ``now`` (a property test
+    # holds it to that), so identity answers the question without comparing two states.
+    if reduced is None:
+        reduced = reduce_chat(state, action, now=state.modified_at)
+    if reduced is state:
         _refuse(
             "the action would not change the chat",
             action,
@@ -652,7 +661,7 @@ def _session_target_missing(state: SessionState, action: SessionAction) -> str |
             return None if state.config is not None else "the session has no configuration"
         case _:
             return None
-    if all(summary.resource != chat for summary in state.chats):
+    if state.chats.find(chat) is None:
         return f"the session has no chat {chat!r}"
     return None
 
@@ -678,7 +687,7 @@ def validate_session_action(
     if action.type in IDEMPOTENT_SESSION_ACTIONS:
         return
     reduced = reduce_session(state, action, now="")
-    if reduced is state or reduced == state:
+    if reduced is state:  # no-op returns the same object, as for chats
         raise IllegalTransitionError(
             "the action would not change the session",
             action_type=action.type,

@@ -29,12 +29,14 @@ from orchestrator._ahp_actions import (
     UnknownAction,
 )
 from orchestrator._ahp_state import (
+    ChatCatalog,
     ChatOrigin,
     ChatState,
     ChatSummary,
     ConfigPropertySchema,
     Message,
     ResponsePart,
+    ResponseParts,
     SessionState,
     SessionStatus,
     SessionSummary,
@@ -126,6 +128,10 @@ def ahp_values(tp: Any) -> st.SearchStrategy[Any]:
         return st.dictionaries(st.text(max_size=8), ahp_values(value), max_size=MAX_ITEMS)
     if tp is type(None):
         return st.none()
+    if tp is ResponseParts:
+        return st.lists(ahp_values(ResponsePart), max_size=MAX_ITEMS).map(ResponseParts)
+    if tp is ChatCatalog:
+        return st.lists(ahp_values(ChatSummary), max_size=MAX_ITEMS).map(ChatCatalog)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return st.sampled_from(tp)
     if isinstance(tp, type) and attrs.has(tp):

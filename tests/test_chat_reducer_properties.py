@@ -23,6 +23,7 @@ from orchestrator._ahp_actions import (
     ChatInputRequestedAction,
     ChatResponsePartAction,
     ChatToolCallStartAction,
+    ChatTruncatedAction,
     ChatTurnsLoadedAction,
     ChatTurnStartedAction,
     UnknownAction,
@@ -59,6 +60,7 @@ from .strategies import ahp_values, chat_actions, chat_states, session_statuses,
 
 CHANNEL = "ahp-chat:/00000000-0000-4000-8000-000000000002"
 NOW = "2025-01-01T00:00:10.000Z"
+LATER = "2025-01-01T00:00:20.000Z"
 HELLO = Message(text="Hello", origin=MessageOrigin(kind=MessageKind.USER))
 
 TURN_IDS = ("turn-1", "turn-2")
@@ -275,6 +277,39 @@ class TestReducerIsTotal:
             refused_cleanly(state, action)
             state = reduce_chat(state, action, now=NOW)
         assert isinstance(state, ChatState)
+
+
+class TestNoOpIsIdentity:
+    """The validator refuses no-ops by identity (``reduced is state``), never by comparing two
+    states of thousands of parts; so an unchanged state must be the very same object."""
+
+    @RUN
+    @given(chat_states(), chat_actions())
+    def test_on_arbitrary_states(self, state: ChatState, action: ChatAction) -> None:
+        reduced = reduce_chat(state, action, now=state.modified_at)
+        assert (reduced == state) is (reduced is state), action
+
+    @SEQUENCES
+    @given(empty_chats(), st.data())
+    def test_along_sequences(self, state: ChatState, data: st.DataObject) -> None:
+        for _ in range(data.draw(st.integers(0, 30))):
+            action = data.draw(pooled_actions(live=state))
+            reduced = reduce_chat(state, action, now=state.modified_at)
+            assert (reduced == state) is (reduced is state), action
+            state = reduce_chat(state, action, now=NOW)
+
+    @SEQUENCES
+    @given(empty_chats(), st.data())
+    def test_whatever_the_time(self, state: ChatState, data: st.DataObject) -> None:
+        """A no-op at the chat's own time is a no-op later too (the runtime reduces once, with
+        the time of the fact, and validates that): only truncation stamps a chat regardless."""
+        for _ in range(data.draw(st.integers(0, 30))):
+            action = data.draw(pooled_actions(live=state))
+            same = reduce_chat(state, action, now=state.modified_at) is state
+            later = reduce_chat(state, action, now=LATER) is state
+            if not isinstance(action, ChatTruncatedAction):
+                assert same is later, action
+            state = reduce_chat(state, action, now=NOW)
 
 
 class TestValidatorAgreesWithReducer:

@@ -1,0 +1,203 @@
+"""KeyedVector: the immutable sequence that long-lived protocol state keeps its long lists in.
+
+Theory of operation
+-------------------
+Chat state is a fold of facts over frozen values, and two of its lists grow with the size of a
+team: the response parts of a coordinator's turn (a tool call and a worker notification per
+worker) and the session's catalog of chats (one entry per chat). With tuples, every fact about
+one worker copies the whole list, so a fan-out to N workers costs O(N²). A :class:`KeyedVector`
+keeps the same value semantics at O(log n) per change:
+
+* the items live in a pyrsistent ``pvector``, a 32-way trie whose versions share every node
+  they did not change, so :meth:`append` and :meth:`set` copy a handful of nodes, not the list;
+* a persistent map (``pmap``) takes each key of an item to the index of the first item with
+  that key, so :meth:`find` is a lookup, not a scan; keys only ever point forward to items that
+  exist in this version;
+* a small dict counts items per *tally key* (say, tool calls per status), so questions such as
+  "does any part wait for the user?" are answered without looking at the parts.
+
+Subclasses say what an item's keys and tally key are (:meth:`keys_of`, :meth:`tally_of`). A
+vector compares equal to any sequence with equal items, tuples included, so code and tests can
+keep writing ``response_parts == ()``.
+
+The module is pure: no IO, no trio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Final, Generic, Self, TypeVar, overload
+
+from pyrsistent import pmap, pvector
+from pyrsistent.typing import PMap, PVector
+
+__all__ = ["KeyedVector"]
+
+T = TypeVar("T")
+
+_NO_TALLY: Final[Mapping[Hashable, int]] = {}
+
+
+class KeyedVector(Sequence[T], Generic[T]):
+    """An immutable sequence with O(log n) append and replace, lookups by key and tallies."""
+
+    __slots__ = ("_hash", "_index", "_items", "_tally")
+
+    # Invariant: all(self._items[i] is the first item with key k for k, i in self._index.items())
+    # Invariant: self._tally == Counter(t for t in map(self.tally_of, self._items) if t is not None)
+    _items: PVector[T]
+    _index: PMap[Hashable, int]
+    _tally: Mapping[Any, int]
+    _hash: int | None
+
+    # ── what subclasses define ─────────────────────────────────────────────
+
+    @staticmethod
+    def keys_of(item: Any) -> tuple[Hashable, ...]:
+        """The keys ``item`` can be found by (none by default)."""
+        return ()
+
+    @staticmethod
+    def tally_of(item: Any) -> Hashable | None:
+        """The tally ``item`` counts in, or None (not counted)."""
+        return None
+
+    # ── construction ───────────────────────────────────────────────────────
+
+    def __init__(self, items: Iterable[T] = ()) -> None:
+        built = pvector(items)
+        index: dict[Hashable, int] = {}
+        tally: dict[Hashable, int] = {}
+        for position, item in enumerate(built):
+            for key in self.keys_of(item):
+                index.setdefault(key, position)
+            counted = self.tally_of(item)
+            if counted is not None:
+                tally[counted] = tally.get(counted, 0) + 1
+        self._set(built, pmap(index), tally or _NO_TALLY)
+
+    def _set(
+        self, items: PVector[T], index: PMap[Hashable, int], tally: Mapping[Hashable, int]
+    ) -> None:
+        self._items = items
+        self._index = index
+        self._tally = tally
+        self._hash = None
+
+    def _derived(
+        self, items: PVector[T], index: PMap[Hashable, int], tally: Mapping[Hashable, int]
+    ) -> Self:
+        derived = object.__new__(type(self))
+        derived._set(items, index, tally)
+        return derived
+
+    @classmethod
+    def of(cls, items: Iterable[T]) -> Self:
+        """``items`` as this vector type; an instance of it is returned as it is."""
+        if type(items) is cls:
+            return items
+        return cls(items)
+
+    # ── changes (each returns a new vector) ────────────────────────────────
+
+    def append(self, item: T) -> Self:
+        """A vector with ``item`` added at the end."""
+        position = len(self._items)
+        index = self._index
+        for key in self.keys_of(item):
+            if key not in index:
+                index = index.set(key, position)
+        return self._derived(self._items.append(item), index, self._counted(self._tally, item, +1))
+
+    def set(self, position: int, item: T) -> Self:
+        """A vector with the item at ``position`` replaced by ``item``."""
+        old = self._items[position]
+        if old is item:
+            return self
+        items = self._items.set(position, item)
+        tally = self._counted(self._counted(self._tally, old, -1), item, +1)
+        old_keys, new_keys = self.keys_of(old), self.keys_of(item)
+        if old_keys == new_keys:
+            # The usual case: a part replaced by its next state keeps its id.
+            return self._derived(items, self._index, tally)
+        return self._derived(items, _index_of(items, self.keys_of), tally)
+
+    def remove(self, position: int) -> Self:
+        """A vector without the item at ``position`` (O(n): removals are rare)."""
+        items = self._items.delete(position)
+        tally = self._counted(self._tally, self._items[position], -1)
+        return self._derived(items, _index_of(items, self.keys_of), tally)
+
+    def _counted(self, tally: Mapping[Hashable, int], item: T, step: int) -> Mapping[Hashable, int]:
+        counted = self.tally_of(item)
+        if counted is None:
+            return tally
+        changed = dict(tally)
+        total = changed.get(counted, 0) + step
+        if total:
+            changed[counted] = total
+        else:
+            del changed[counted]
+        return changed
+
+    # ── lookups ────────────────────────────────────────────────────────────
+
+    def find(self, key: Hashable) -> int | None:
+        """The index of the first item with ``key``, or None."""
+        return self._index.get(key)
+
+    @property
+    def tally(self) -> Mapping[Any, int]:
+        """How many items count in each tally key (keys with no item are absent)."""
+        return self._tally
+
+    def count_where(self, predicate: Callable[[Any], bool]) -> int:
+        """How many items have a tally key satisfying ``predicate``."""
+        return sum(n for key, n in self._tally.items() if predicate(key))
+
+    # ── the sequence protocol ──────────────────────────────────────────────
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, position: int) -> T: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> tuple[T, ...]: ...
+
+    def __getitem__(self, position: int | slice) -> T | tuple[T, ...]:
+        if isinstance(position, slice):
+            return tuple(self._items[position])
+        return self._items[position]
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, KeyedVector):
+            return bool(self._items == other._items)
+        if isinstance(other, tuple | list):
+            return len(other) == len(self._items) and all(
+                a is b or a == b for a, b in zip(self._items, other, strict=True)
+            )
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            # Equal to a tuple of the same items, so it hashes like one.
+            self._hash = hash(tuple(self._items))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self._items)!r})"
+
+
+def _index_of(
+    items: Iterable[Any], keys_of: Callable[[Any], tuple[Hashable, ...]]
+) -> PMap[Hashable, int]:
+    index: dict[Hashable, int] = {}
+    for position, item in enumerate(items):
+        for key in keys_of(item):
+            index.setdefault(key, position)
+    return pmap(index)
