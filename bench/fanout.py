@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -88,12 +89,12 @@ def _team(n: int) -> object:
     )
 
 
-async def _orchestrator(n: int) -> int:
+async def _orchestrator(n: int) -> tuple[Any, Any, int]:
+    """Run the fan-out with a reader folding the graph and the envelopes, as a client would."""
     from orchestrator._backend_scripted import ScriptedBackend
     from orchestrator._graph import DelegationGraph
     from orchestrator._project_agentui import AgentUiProjector
     from orchestrator._runtime import TeamRuntime
-    from orchestrator._team_actions import RunStatus
 
     team = _team(n)
     runtime = TeamRuntime(team, backends=ScriptedBackend)  # type: ignore[arg-type]
@@ -101,23 +102,33 @@ async def _orchestrator(n: int) -> int:
     projector = AgentUiProjector(runtime.session)
     envelopes = 0
 
+    # Subscribed before the run starts, as every reader must be to see the first fact.
+    subscription = runtime.bus.subscribe("bench", buffer_size=float("inf"))
+
     async def fold_graph_and_envelopes() -> None:
         nonlocal envelopes
-        subscription = runtime.bus.subscribe("bench", buffer_size=float("inf"))
         async for fact in subscription:
             graph.apply(fact)
             envelopes += len(projector.feed(fact))
-            if fact.type == "team/runFinished":
-                return
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(fold_graph_and_envelopes)
-        await trio.lowlevel.checkpoint()
-        outcome = await runtime.run("fan out")
-    assert outcome.status is RunStatus.COMPLETED, outcome
+        await runtime.run("fan out")
+        runtime.bus.close()  # the reader drains what it was sent, then stops
+    return runtime, graph, envelopes
+
+
+def _verify(n: int, runtime: Any, graph: Any, envelopes: int) -> None:
+    """Outside the timed region: the run did what it should, and the graph is consistent."""
+    from orchestrator._team_actions import RunStatus
+
+    run = runtime.state.run
+    assert run is not None
+    assert run.status is RunStatus.COMPLETED, run
     assert len(graph.workers_of(runtime.state.coordinator_chat() or "")) == n
-    assert not graph.check()
-    return envelopes
+    violations = graph.check()
+    assert not violations, violations[:3]
+    assert envelopes >= 10 * n, envelopes
 
 
 def measure(impl: str, n: int) -> dict[str, float]:
@@ -125,22 +136,28 @@ def measure(impl: str, n: int) -> dict[str, float]:
     if impl == "orchestrator":
         # Import everything before the baseline RSS and the clock, so only the run counts.
         import orchestrator._backend_scripted
+        import orchestrator._factlog
         import orchestrator._graph
         import orchestrator._project_agentui
         import orchestrator._runtime  # noqa: F401
         from orchestrator._logging import configure_logging
+        from orchestrator._process import tune_gc
 
-        configure_logging(level=logging.WARNING)  # as the CLI: stdout is for the figures
+        # As the CLI does at start: logs to stderr (stdout is for the figures), GC tuned.
+        configure_logging(level=logging.WARNING)
+        tune_gc()
     gc.collect()
     before = _rss_kb()
     started = time.perf_counter()
     if impl == "trio":
-        trio.run(_plain_trio, n)
+        kept: Any = trio.run(_plain_trio, n)
     else:
-        trio.run(_orchestrator, n)
+        kept = trio.run(_orchestrator, n)
     wall = time.perf_counter() - started
     gc.collect()
-    after = _rss_kb()
+    after = _rss_kb()  # with the run's state, graph and envelopes count still alive
+    if impl == "orchestrator":
+        _verify(n, *kept)
     return {
         "wall_s": wall,
         "per_worker_us": wall / n * 1e6,

@@ -43,10 +43,32 @@ class Subscription:
     dropped_reason: str | None = None
 
     def __aiter__(self) -> AsyncIterator[Fact]:
-        return self._receive.__aiter__()
+        return self._facts()
+
+    async def _facts(self) -> AsyncIterator[Fact]:
+        while True:
+            try:
+                batch = await self.receive_batch()
+            except trio.EndOfChannel:
+                return
+            for fact in batch:
+                yield fact
 
     async def receive(self) -> Fact:
         return await self._receive.receive()
+
+    async def receive_batch(self) -> list[Fact]:
+        """Wait for a fact, then take every fact already buffered behind it.
+
+        One trip through the scheduler per batch rather than per fact: while a reader waits
+        its turn, the runtime records many facts. Raises ``trio.EndOfChannel`` at the end.
+        """
+        batch = [await self._receive.receive()]
+        while True:
+            try:
+                batch.append(self._receive.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel):
+                return batch
 
     def buffered(self) -> int:
         return self._receive.statistics().current_buffer_used

@@ -27,6 +27,7 @@ from ._errors import OrchestratorError, TeamFileError
 from ._factlog import FactLog, JsonlFactLog, MemoryFactLog, read_facts
 from ._graph import build_graph, to_dot, to_graphml, to_json, to_mermaid
 from ._logging import configure_logging
+from ._process import tune_gc
 from ._project_agentui import AgentUiProjector
 from ._runtime import TeamRuntime, require_prompt
 from ._team_actions import RunStatus
@@ -90,6 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     configure_logging(level=max(logging.DEBUG, logging.WARNING - 10 * args.verbose))
+    tune_gc()
     try:
         if args.command == "run":
             return trio.run(_run, args)

@@ -10,9 +10,8 @@ keeps the same value semantics at O(log n) per change:
 
 * the items live in a pyrsistent ``pvector``, a 32-way trie whose versions share every node
   they did not change, so :meth:`append` and :meth:`set` copy a handful of nodes, not the list;
-* a persistent map (``pmap``) takes each key of an item to the index of the first item with
-  that key, so :meth:`find` is a lookup, not a scan; keys only ever point forward to items that
-  exist in this version;
+* a persistent hash map (``immutables.Map``, a C HAMT) takes each key of an item to the index
+  of the first item with that key, so :meth:`find` is a lookup, not a scan;
 * a small dict counts items per *tally key* (say, tool calls per status), so questions such as
   "does any part wait for the user?" are answered without looking at the parts.
 
@@ -28,8 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Generic, Self, TypeVar, overload
 
-from pyrsistent import pmap, pvector
-from pyrsistent.typing import PMap, PVector
+from immutables import Map
+from pyrsistent import pvector
+from pyrsistent.typing import PVector
 
 __all__ = ["KeyedVector"]
 
@@ -46,7 +46,7 @@ class KeyedVector(Sequence[T], Generic[T]):
     # Invariant: all(self._items[i] is the first item with key k for k, i in self._index.items())
     # Invariant: self._tally == Counter(t for t in map(self.tally_of, self._items) if t is not None)
     _items: PVector[T]
-    _index: PMap[Hashable, int]
+    _index: Map[Hashable, int]
     _tally: Mapping[Any, int]
     _hash: int | None
 
@@ -74,10 +74,10 @@ class KeyedVector(Sequence[T], Generic[T]):
             counted = self.tally_of(item)
             if counted is not None:
                 tally[counted] = tally.get(counted, 0) + 1
-        self._set(built, pmap(index), tally or _NO_TALLY)
+        self._set(built, Map(index), tally or _NO_TALLY)
 
     def _set(
-        self, items: PVector[T], index: PMap[Hashable, int], tally: Mapping[Hashable, int]
+        self, items: PVector[T], index: Map[Hashable, int], tally: Mapping[Hashable, int]
     ) -> None:
         self._items = items
         self._index = index
@@ -85,7 +85,7 @@ class KeyedVector(Sequence[T], Generic[T]):
         self._hash = None
 
     def _derived(
-        self, items: PVector[T], index: PMap[Hashable, int], tally: Mapping[Hashable, int]
+        self, items: PVector[T], index: Map[Hashable, int], tally: Mapping[Hashable, int]
     ) -> Self:
         derived = object.__new__(type(self))
         derived._set(items, index, tally)
@@ -195,9 +195,9 @@ class KeyedVector(Sequence[T], Generic[T]):
 
 def _index_of(
     items: Iterable[Any], keys_of: Callable[[Any], tuple[Hashable, ...]]
-) -> PMap[Hashable, int]:
+) -> Map[Hashable, int]:
     index: dict[Hashable, int] = {}
     for position, item in enumerate(items):
         for key in keys_of(item):
             index.setdefault(key, position)
-    return pmap(index)
+    return Map(index)

@@ -265,8 +265,12 @@ class TestOutputValidates:
     @SCHEMA_SETTINGS
     @given(data=st.data())
     def test_every_model(self, cls: type, data: st.DataObject) -> None:
-        """Generated values of every model encode to JSON its schema accepts."""
-        validate(data.draw(strategies.ahp_values(cls)), schema_of(cls))
+        """Generated values of every model encode to JSON its schema accepts (an envelope
+        around an action of a type from the future is outside any published schema)."""
+        values = strategies.ahp_values(cls)
+        if cls is ActionEnvelope:
+            values = values.filter(lambda envelope: not isinstance(envelope.action, UnknownAction))
+        validate(data.draw(values), schema_of(cls))
 
     @SCHEMA_SETTINGS
     @given(action=strategies.state_actions().filter(lambda a: not isinstance(a, UnknownAction)))
