@@ -12,7 +12,8 @@ to catch up.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections import deque
+from collections.abc import Sequence
 
 import attrs
 import trio
@@ -41,18 +42,22 @@ class Subscription:
     _send: trio.MemorySendChannel[Fact]
     _receive: trio.MemoryReceiveChannel[Fact]
     dropped_reason: str | None = None
+    _pending: deque[Fact] = attrs.field(factory=deque)  # drained, not yet handed out
 
-    def __aiter__(self) -> AsyncIterator[Fact]:
-        return self._facts()
+    def __aiter__(self) -> Subscription:
+        return self
 
-    async def _facts(self) -> AsyncIterator[Fact]:
-        while True:
-            try:
-                batch = await self.receive_batch()
-            except trio.EndOfChannel:
-                return
-            for fact in batch:
-                yield fact
+    async def __anext__(self) -> Fact:
+        # A plain iterator, not an async generator: a reader may break out of its loop at
+        # any point without leaving a generator to be finalized.
+        if self._pending:
+            return self._pending.popleft()
+        try:
+            batch = await self.receive_batch()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+        self._pending.extend(batch[1:])
+        return batch[0]
 
     async def receive(self) -> Fact:
         return await self._receive.receive()

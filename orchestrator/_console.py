@@ -22,7 +22,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from ._ahp_actions import ChatInputRequestedAction
-from ._ahp_state import ChatInputResponseKind
+from ._ahp_state import ChatInputResponseKind, ToolChatOrigin
 from ._facts import Fact
 from ._runtime import TeamRuntime
 from ._team_actions import (
@@ -34,6 +34,7 @@ from ._team_actions import (
     RunFinished,
     TaskCreated,
     TaskFinished,
+    TaskStatus,
 )
 from ._team_state import MemberStatus, TeamState
 
@@ -69,14 +70,29 @@ def render_tree(state: TeamState) -> Tree:
     tree = Tree(Text(title, style="bold"))
     root = state.coordinator_chat()
     if root is not None:
-        _add_member(tree, state, root)
-    queued = [t for t in state.tasks.values() if t.status == "queued"]
-    for task in queued:
-        tree.add(Text(f"… {task.agent}: {task.title} (queued)", style="dim"))
+        _add_member(tree, state, root, _children_by_parent(state), set())
+    for task in state.tasks.values():
+        if task.status is TaskStatus.QUEUED:
+            tree.add(Text(f"… {task.agent}: {task.title} (queued)", style="dim"))
     return tree
 
 
-def _add_member(parent: Tree, state: TeamState, chat: str) -> None:
+def _children_by_parent(state: TeamState) -> dict[str, list[str]]:
+    """Each chat's spawned chats (delegated workers, then specialists), in the order they
+    joined: one pass over the members, so a tree of N teammates draws in O(N)."""
+    children: dict[str, list[str]] = {}
+    for chat in state.members:
+        chat_state = state.chats.get(chat)
+        origin = chat_state.origin if chat_state is not None else None
+        if isinstance(origin, ToolChatOrigin):
+            children.setdefault(origin.chat, []).append(chat)
+    return children
+
+
+def _add_member(
+    parent: Tree, state: TeamState, chat: str, children: dict[str, list[str]], seen: set[str]
+) -> None:
+    seen.add(chat)  # a malformed log could make origins loop: draw each chat once
     member = state.members.get(chat)
     status = state.member_status(chat)
     icon, style = _STYLE[status]
@@ -87,33 +103,9 @@ def _add_member(parent: Tree, state: TeamState, chat: str) -> None:
     if task is not None and task.requested_by is not None:
         label.append(f"  — {task.title}", style="dim")
     node = parent.add(label)
-    for child in state.children(chat):
-        _add_member(node, state, child)
-    for specialist in _handoff_targets(state, chat):
-        _add_member(node, state, specialist)
-
-
-def _handoff_targets(state: TeamState, chat: str) -> list[str]:
-    """Specialists a chat handed work to (members sharing its task but not delegated)."""
-    member = state.members.get(chat)
-    if member is None:
-        return []
-    delegated = {t.chat for t in state.tasks.values()}
-    return [
-        m.chat
-        for m in state.members.values()
-        if m.task == member.task
-        and m.chat != chat
-        and m.chat not in delegated
-        and m.chat != state.coordinator_chat()
-        and state.chats.get(m.chat) is not None
-        and _origin_chat(state, m.chat) == chat
-    ]
-
-
-def _origin_chat(state: TeamState, chat: str) -> str | None:
-    origin = state.chats[chat].origin
-    return getattr(origin, "chat", None)
+    for child in children.get(chat, ()):
+        if child not in seen:
+            _add_member(node, state, child, children, seen)
 
 
 def describe_fact(state: TeamState, fact: Fact) -> str | None:
@@ -186,19 +178,18 @@ class TeamConsole:
         task_status.started()
         async with trio.open_nursery() as nursery:
             if self.live:
+                # Drawn at the refresh rate from the current view, not once per fact.
                 self._live = Live(
-                    render_tree(self.view),
                     console=self.console,
                     refresh_per_second=8,
                     transient=False,
+                    get_renderable=lambda: render_tree(self.view),
                 )
                 self._live.start()
             try:
                 async for fact in subscription:
                     self.view.apply(fact)
-                    if self._live is not None:
-                        self._live.update(render_tree(self.view))
-                    else:
+                    if self._live is None:
                         line = describe_fact(self.view, fact)
                         if line:
                             # One fact, one line: no wrapping, whatever the pipe's width.
@@ -206,7 +197,7 @@ class TeamConsole:
                     self._dispatch(nursery, fact)
             finally:
                 if self._live is not None:
-                    self._live.update(render_tree(self.view))
+                    self._live.refresh()
                     self._live.stop()
                     self._live = None
             nursery.cancel_scope.cancel()

@@ -583,12 +583,6 @@ class TeamState:
             return any(n > 0 for n in self._pending_by_chat.values())
         return self._pending_by_chat[chat_uri] > 0
 
-    def children(self, chat_uri: str) -> list[str]:
-        """Chats spawned by ``chat_uri`` (delegated workers and handoff specialists), in order."""
-        return [
-            t.chat for t in self.tasks.values() if t.requested_by == chat_uri and t.chat is not None
-        ]
-
     def coordinator_chat(self) -> str | None:
         return None if self.run is None else self.run.coordinator_chat
 

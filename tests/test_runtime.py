@@ -7,7 +7,7 @@ delegation graph's consistency check (run on every scenario by ``finished``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -113,10 +113,24 @@ class Recorded(Generic[A]):
     action: A
 
 
+_HARNESSES: list[Harness] = []
+
+
+@pytest.fixture(autouse=True)
+def every_scenario_is_checked() -> Iterator[None]:
+    """After every test, each run it made passes :meth:`Harness.finished`: no sequence gaps,
+    the delegation graph's consistency rules, live state equal to a fold of the log."""
+    _HARNESSES.clear()
+    yield
+    for harness in _HARNESSES:
+        harness.finished()
+
+
 class Harness:
     """A runtime on a memory log, with helpers to read back what it recorded."""
 
     def __init__(self, team: TeamSpec) -> None:
+        _HARNESSES.append(self)
         self.log = MemoryFactLog()
         self.runtime = TeamRuntime(
             team,
@@ -151,6 +165,8 @@ class Harness:
         assert violations == [], violations
         folded = TeamState.fold(self.runtime.session, self.facts)
         assert folded.chats == self.runtime.state.chats, "live state must equal a fold of the log"
+        if not self.facts:
+            return folded  # the run was refused before it recorded anything
         assert folded.session is not None
         for chat, state in folded.chats.items():
             entry = next(c for c in folded.session.chats if c.resource == chat)
@@ -544,6 +560,30 @@ steps = [ { sleep = 100 }, { say = "finished {task}" } ]
 """
 
 
+NESTED = """
+[team]
+name = "nested"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["manager"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "manager", task = "organise" } ] }, { say = "{outcomes}" } ]
+[agents.manager]
+role = "manager"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[[agents.manager.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "a" }, { agent = "worker", task = "b" } ] },
+          { say = "{outcomes}" } ]
+[agents.worker]
+role = "r"
+[[agents.worker.turns]]
+steps = [ { sleep = 100 }, { say = "finished {task}" } ]
+"""
+
+
 class TestCancellation:
     async def test_cancelling_one_worker_kills_it_and_spares_its_sibling(
         self, autojump_clock: trio.testing.MockClock
@@ -587,6 +627,36 @@ class TestCancellation:
         assert isinstance(h.facts[-1].action, RunFinished)
         assert h.facts[-1].action.status is RunStatus.CANCELLED
         h.finished()
+
+    async def test_cancelling_a_worker_cancels_its_subtree(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """A worker that delegated is cancelled with its own workers; the coordinator goes on
+        and reports the cancelled task as killed."""
+        h = Harness(parse_team(NESTED, file="nested.toml"))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_to_end, h)
+            await wait_for(
+                h, lambda f: len([x for x in h.facts if isinstance(x.action, TaskStarted)]) == 3
+            )
+            manager = next(a.chat for a in h.actions(MemberJoined) if a.agent == "manager")
+            h.runtime.cancel_worker(manager)
+        finished = {h.runtime.state.members[str(f.chat)].agent: f for f in h.actions(TaskFinished)}
+        statuses = sorted(
+            (h.runtime.state.members[str(f.chat)].agent, f.status) for f in h.actions(TaskFinished)
+        )
+        assert statuses == [
+            ("manager", TaskStatus.KILLED),
+            ("worker", TaskStatus.KILLED),
+            ("worker", TaskStatus.KILLED),
+        ]
+        assert finished["manager"].summary == "cancelled"
+        cancelled = {f.channel for f in h.facts_of(ChatTurnCancelledAction)}
+        assert manager in cancelled
+        assert len(cancelled) == 3  # the manager and both of its workers
+        assert h.runtime.state.run is not None
+        assert h.runtime.state.run.status is RunStatus.COMPLETED
+        assert "manager, killed" in h.runtime.state.run.result
 
     async def test_a_cancelled_worker_cannot_be_cancelled_twice(
         self, autojump_clock: trio.testing.MockClock
