@@ -8,15 +8,19 @@ from pathlib import Path
 import pytest
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-SHARED = PROJECT_ROOT.parent / "shared"
+
+#: Public schemas and fixtures of the protocols we implement, copied byte for byte with their
+#: licences (see protocols/SOURCES.md), so a clean clone tests without anything beside it.
+PROTOCOLS = Path(__file__).resolve().parent / "protocols"
+AHP_SCHEMAS = PROTOCOLS / "ahp" / "schema"
 
 
 def ahp_fixtures_dir() -> Path:
-    """The AHP test-case directory: ``$AHP_FIXTURES`` or the copy in ../shared."""
+    """The AHP test-case directory: ``$AHP_FIXTURES`` (another set of the same shape) or ours."""
     configured = os.environ.get("AHP_FIXTURES")
     if configured:
         return Path(configured).resolve()
-    return SHARED / "protocols" / "ahp" / "test-cases"
+    return PROTOCOLS / "ahp" / "test-cases"
 
 
 @pytest.fixture(scope="session")

@@ -29,7 +29,7 @@ from orchestrator._ahp_state import ChatState, SessionState
 from orchestrator._ahp_wire import structure_as, unstructure, wire_name
 
 from . import strategies
-from .conftest import ahp_fixtures_dir
+from .conftest import AHP_SCHEMAS, ahp_fixtures_dir
 
 SCHEMAS = ("state", "actions")
 
@@ -176,7 +176,7 @@ SCHEMA_SETTINGS = settings(
 
 
 def schema_path(name: str) -> Path:
-    return ahp_fixtures_dir().parent / "schema" / f"{name}.schema.json"
+    return AHP_SCHEMAS / f"{name}.schema.json"
 
 
 @functools.cache
