@@ -54,6 +54,7 @@ __all__ = [
     "chat_summaries",
     "config_property_schemas",
     "json_values",
+    "known_state_actions",
     "messages",
     "response_parts",
     "session_actions",
@@ -257,6 +258,13 @@ def session_actions() -> st.SearchStrategy[SessionAction]:
 def state_actions() -> st.SearchStrategy[StateAction]:
     """Any state action, unknown ones included."""
     return ahp_values(StateAction)
+
+
+def known_state_actions() -> st.SearchStrategy[StateAction]:
+    """Any state action of a type we model (built without the unknown variant, not filtered:
+    rejecting draws from a strategy this large is slow and makes hypothesis render it)."""
+    members = [tp for tp in typing.get_args(StateAction) if tp is not UnknownAction]
+    return st.one_of([ahp_values(tp) for tp in members])
 
 
 def action_envelopes() -> st.SearchStrategy[ActionEnvelope]:

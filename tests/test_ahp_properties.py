@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orchestrator import _ahp_actions, _ahp_state
-from orchestrator._ahp_actions import ActionEnvelope, StateAction, UnknownAction
+from orchestrator._ahp_actions import ActionEnvelope, StateAction
 from orchestrator._ahp_state import ChatState, SessionState, SessionStatus
 from orchestrator._ahp_wire import (
     structure_action,
@@ -130,7 +130,7 @@ class TestEncoding:
         st.one_of(
             strategies.chat_states(),
             strategies.session_states(),
-            strategies.state_actions().filter(lambda action: not isinstance(action, UnknownAction)),
+            strategies.known_state_actions(),
         )
     )
     def test_absent_optionals_are_never_null(self, value: object) -> None:
