@@ -10,7 +10,9 @@ Wire rules (spec "Event envelope"; upstream schema ``agentui-event.schema.json``
 * fields the spec does not name are allowed (``additionalProperties: true``): they are kept
   in :attr:`Envelope.extra` and written back at top level, after the known fields;
 * the taxonomy fields are closed sets; an unknown value is the peer's error, reported with
-  its wire path (``$.phase``).
+  its wire path (``$.phase``);
+* ``type`` is not: the spec's event classes are "open to extension" and products add their
+  own, so a well-formed envelope of a class we do not emit is read, not refused.
 
 cattrs' own coercions (``int("7")``, ``str(7)``) are too lenient for a wire format, so the
 primitive hooks here check types instead of converting them.

@@ -89,7 +89,9 @@ class RoundContext:
     ``history`` is the chat's conversation in order (role, text) pairs, derived
     from the chat state, not kept twice; ``round_index`` counts the rounds
     already done in this turn (0 for the first); ``outcomes`` are the results
-    of the previous round's tool calls.
+    of the previous round's tool calls; ``steering`` the steering messages
+    injected into this turn so far, oldest first (a model sees them as user
+    messages after the history).
     """
 
     chat: str
@@ -98,6 +100,7 @@ class RoundContext:
     round_index: int
     history: Sequence[tuple[str, str]] = ()
     outcomes: Sequence[ToolOutcome] = ()
+    steering: Sequence[str] = ()
 
 
 class Backend(Protocol):

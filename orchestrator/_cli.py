@@ -23,7 +23,7 @@ import trio
 from ._agentui_wire import envelope_to_json_line
 from ._backend_scripted import ScriptedBackend
 from ._console import ApprovalMode, TeamConsole
-from ._errors import OrchestratorError, TeamFileError
+from ._errors import FactLogError, OrchestratorError, TeamFileError
 from ._factlog import FactLog, JsonlFactLog, MemoryFactLog, read_facts
 from ._graph import build_graph, to_dot, to_graphml, to_json, to_mermaid
 from ._logging import configure_logging
@@ -108,6 +108,7 @@ async def _run(args: argparse.Namespace) -> int:
     # reaches main() as a plain OrchestratorError (exit 2), not inside an exception group.
     team = load_team(args.team)
     require_prompt(args.prompt)
+    events = _open_for_writing(args.events) if args.events is not None else None
     factlog: FactLog
     if args.facts is not None:
         factlog = JsonlFactLog(args.facts)
@@ -120,8 +121,8 @@ async def _run(args: argparse.Namespace) -> int:
     )
     try:
         async with trio.open_nursery() as nursery:
-            if args.events is not None:
-                await nursery.start(_write_events, runtime, args.events)
+            if events is not None:
+                await nursery.start(_write_events, runtime, events)
             await nursery.start(console.serve)
             signals: trio.CancelScope = await nursery.start(_cancel_on_signal, runtime)
             outcome = await runtime.run(args.prompt)
@@ -131,6 +132,8 @@ async def _run(args: argparse.Namespace) -> int:
     finally:
         if isinstance(factlog, JsonlFactLog):
             factlog.close()
+        if events is not None:
+            events.close()
     if outcome.status is RunStatus.COMPLETED:
         print(outcome.result)
         return EXIT_OK
@@ -161,23 +164,29 @@ async def _cancel_on_signal(
             return
 
 
+def _open_for_writing(path: Path) -> TextIO:
+    try:
+        return path.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise FactLogError(f"cannot open for writing: {exc.strerror}", source=str(path)) from exc
+
+
 async def _write_events(
     runtime: TeamRuntime,
-    path: Path,
+    out: TextIO,
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Project every fact to Agent UI envelopes and write them as JSON Lines."""
     subscription = runtime.bus.subscribe("events-file", buffer_size=float("inf"))
     projector = AgentUiProjector(runtime.session)
-    with path.open("w", encoding="utf-8") as out:
-        task_status.started()
-        try:
-            async for fact in subscription:
-                for envelope in projector.feed(fact):
-                    out.write(envelope_to_json_line(envelope) + "\n")
-        finally:
-            out.flush()
+    task_status.started()
+    try:
+        async for fact in subscription:
+            for envelope in projector.feed(fact):
+                out.write(envelope_to_json_line(envelope) + "\n")
+    finally:
+        out.flush()
 
 
 def _graph(args: argparse.Namespace, out: TextIO) -> int:

@@ -11,6 +11,7 @@ prompt (``--approve ask``), or decided by policy (``auto`` / ``deny``).
 from __future__ import annotations
 
 import enum
+import math
 import sys
 from collections.abc import Callable
 from typing import TextIO
@@ -22,7 +23,16 @@ from rich.text import Text
 from rich.tree import Tree
 
 from ._ahp_actions import ChatInputRequestedAction
-from ._ahp_state import ChatInputResponseKind, ToolChatOrigin
+from ._ahp_state import (
+    ChatInputBooleanQuestion,
+    ChatInputMultiSelectQuestion,
+    ChatInputNumberQuestion,
+    ChatInputQuestion,
+    ChatInputResponseKind,
+    ChatInputSingleSelectQuestion,
+    ToolChatOrigin,
+)
+from ._errors import RunError
 from ._facts import Fact
 from ._runtime import TeamRuntime
 from ._team_actions import (
@@ -41,6 +51,10 @@ from ._team_state import MemberStatus, TeamState
 __all__ = ["ApprovalMode", "TeamConsole", "describe_fact", "render_tree"]
 
 
+#: How often the live tree is redrawn.
+REFRESH_PER_SECOND = 8
+
+
 class ApprovalMode(enum.StrEnum):
     """How ``orchestrator run`` decides approvals routed to the user."""
 
@@ -50,7 +64,6 @@ class ApprovalMode(enum.StrEnum):
 
 
 _STYLE = {
-    MemberStatus.QUEUED: ("…", "dim"),
     MemberStatus.SPAWNING: ("○", "dim"),
     MemberStatus.RUNNING: ("▶", "cyan"),
     MemberStatus.WAITING: ("⏸", "blue"),
@@ -150,6 +163,21 @@ def _first(text: str, limit: int = 100) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def _answer_hint(question: ChatInputQuestion) -> str:
+    """What an answer looks like, shown after the question."""
+    match question:
+        case ChatInputBooleanQuestion():
+            return " [y/n]"
+        case ChatInputNumberQuestion():
+            return " (a number)"
+        case ChatInputSingleSelectQuestion():
+            return f" ({' / '.join(o.id for o in question.options)})"
+        case ChatInputMultiSelectQuestion():
+            return f" (any of {', '.join(o.id for o in question.options)}, comma-separated)"
+        case _:
+            return ""
+
+
 class TeamConsole:
     """Shows a run and answers what is routed to the user; one per ``orchestrator run``."""
 
@@ -174,18 +202,17 @@ class TeamConsole:
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Follow the run until the bus closes; answer prompts on the way."""
-        subscription = self.runtime.bus.subscribe("console")
+        # Unbounded: this reader is in-process and answers what is routed to the user, so it
+        # must never be dropped for falling behind a burst of facts (the run would wait on it).
+        subscription = self.runtime.bus.subscribe("console", buffer_size=math.inf)
         task_status.started()
         async with trio.open_nursery() as nursery:
             if self.live:
-                # Drawn at the refresh rate from the current view, not once per fact.
-                self._live = Live(
-                    console=self.console,
-                    refresh_per_second=8,
-                    transient=False,
-                    get_renderable=lambda: render_tree(self.view),
-                )
+                # Drawn from the trio thread at a steady rate, never from rich's own refresh
+                # thread: the view is changed by this task and must not be read mid-change.
+                self._live = Live(console=self.console, auto_refresh=False, transient=False)
                 self._live.start()
+                nursery.start_soon(self._redraw)
             try:
                 async for fact in subscription:
                     self.view.apply(fact)
@@ -197,10 +224,16 @@ class TeamConsole:
                     self._dispatch(nursery, fact)
             finally:
                 if self._live is not None:
-                    self._live.refresh()
+                    self._live.update(render_tree(self.view), refresh=True)
                     self._live.stop()
                     self._live = None
             nursery.cancel_scope.cancel()
+
+    async def _redraw(self) -> None:
+        while True:
+            if self._live is not None and not self._asking.locked():
+                self._live.update(render_tree(self.view), refresh=True)
+            await trio.sleep(1 / REFRESH_PER_SECOND)
 
     def _dispatch(self, nursery: trio.Nursery, fact: Fact) -> None:
         action = fact.action
@@ -230,13 +263,20 @@ class TeamConsole:
             return
         member = self.view.members.get(chat)
         who = member.agent if member else chat
-        reply = await self._prompt(f"{who} asks: {request.message} ")
-        if reply is None:
-            await self.runtime.answer_input(
-                chat, request.id, "", response=ChatInputResponseKind.CANCEL
-            )
-        else:
-            await self.runtime.answer_input(chat, request.id, reply.strip())
+        hint = _answer_hint(request.questions[0]) if request.questions else ""
+        while True:
+            reply = await self._prompt(f"{who} asks: {request.message}{hint} ")
+            if reply is None:
+                await self.runtime.answer_input(
+                    chat, request.id, "", response=ChatInputResponseKind.CANCEL
+                )
+                return
+            try:
+                await self.runtime.answer_input(chat, request.id, reply.strip())
+            except RunError as exc:
+                self.console.print(f"  {exc}", markup=False)  # say what is expected, ask again
+            else:
+                return
 
     async def _prompt(self, question: str) -> str | None:
         """Ask one question at a time; None when input has ended (EOF)."""

@@ -19,6 +19,8 @@ caught them, with ``raise ... from exc``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "FactLogError",
     "IllegalTransitionError",
@@ -88,14 +90,35 @@ class IllegalTransitionError(OrchestratorError):
 
 
 class TeamFileError(OrchestratorError):
-    """A team file that cannot be used; names the file, the key path and the problem."""
+    """A team file that cannot be used; names the file, the key path and the problem.
 
-    def __init__(self, message: str, *, file: str, key_path: str = "") -> None:
+    One error may stand for several: :meth:`of` gathers the problems found in different
+    parts of a file (one per agent, say), and :attr:`problems` lists them, one per line.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str,
+        key_path: str = "",
+        problems: Sequence[TeamFileError] = (),
+    ) -> None:
         location = f"{file}: {key_path}" if key_path else file
-        super().__init__(f"{location}: {message}")
+        text = "\n".join(str(p) for p in problems) if problems else f"{location}: {message}"
+        super().__init__(text)
         self.message = message
         self.file = file
         self.key_path = key_path
+        self.problems: tuple[TeamFileError, ...] = tuple(problems) or (self,)
+
+    @classmethod
+    def of(cls, problems: Sequence[TeamFileError]) -> TeamFileError:
+        """One error for ``problems`` (at least one): the problem itself when it is alone."""
+        if len(problems) == 1:
+            return problems[0]
+        first = problems[0]
+        return cls(f"{len(problems)} problems", file=first.file, problems=problems)
 
 
 class FactLogError(OrchestratorError):

@@ -68,13 +68,27 @@ from ._agentui import (
     Owner,
     Persistence,
     Phase,
+    QueuedTurnStatus,
     RuntimeEntity,
     Scope,
     Surface,
+    TeammateStatus,
     Topology,
 )
-from ._ahp_actions import SessionChatAddedAction
-from ._ahp_state import ChatInteractivity, ToolChatOrigin
+from ._ahp_actions import (
+    ChatInputCompletedAction,
+    ChatInputRequestedAction,
+    ChatPendingMessageRemovedAction,
+    ChatPendingMessageSetAction,
+    ChatTurnStartedAction,
+    SessionChatAddedAction,
+)
+from ._ahp_state import (
+    ChatInputResponseKind,
+    ChatInteractivity,
+    PendingMessageKind,
+    ToolChatOrigin,
+)
 from ._facts import Action, Fact
 from ._team_actions import (
     ApprovalDecision,
@@ -98,7 +112,6 @@ __all__ = ["AgentUiProjector", "project_facts"]
 _TERMINAL: Final = frozenset({MemberStatus.COMPLETED, MemberStatus.FAILED, MemberStatus.KILLED})
 
 _MEMBER_PHASE: Final[dict[MemberStatus, Phase]] = {
-    MemberStatus.QUEUED: Phase.WAITING,
     MemberStatus.SPAWNING: Phase.PREPARING,
     MemberStatus.RUNNING: Phase.ACTING,
     MemberStatus.WAITING: Phase.WAITING,
@@ -108,6 +121,20 @@ _MEMBER_PHASE: Final[dict[MemberStatus, Phase]] = {
     MemberStatus.COMPLETED: Phase.COMPLETED,
     MemberStatus.FAILED: Phase.FAILED,
     MemberStatus.KILLED: Phase.CANCELLED,
+}
+
+#: The teammate status a roster status is shown as on the wire (the spec's list has no
+#: separate "needs approval": it is input the teammate needs, ``waitingFor`` says which).
+_WIRE_STATUS: Final[dict[MemberStatus, tuple[TeammateStatus, str | None]]] = {
+    MemberStatus.SPAWNING: (TeammateStatus.SPAWNING, None),
+    MemberStatus.RUNNING: (TeammateStatus.RUNNING, None),
+    MemberStatus.WAITING: (TeammateStatus.WAITING, "teammate"),
+    MemberStatus.NEEDS_APPROVAL: (TeammateStatus.NEEDS_INPUT, "approval"),
+    MemberStatus.NEEDS_INPUT: (TeammateStatus.NEEDS_INPUT, "answer"),
+    MemberStatus.IDLE: (TeammateStatus.IDLE, None),
+    MemberStatus.COMPLETED: (TeammateStatus.COMPLETED, None),
+    MemberStatus.FAILED: (TeammateStatus.FAILED, None),
+    MemberStatus.KILLED: (TeammateStatus.KILLED, None),
 }
 
 _TASK_PHASE: Final[dict[TaskStatus, Phase]] = {
@@ -129,6 +156,14 @@ _TEAM_PHASE: Final[dict[CoordinatorTeamStatus, Phase]] = {
     CoordinatorTeamStatus.ACTIVE: Phase.ACTING,
     CoordinatorTeamStatus.WAITING: Phase.WAITING,
     CoordinatorTeamStatus.MERGING: Phase.PRODUCING,
+}
+
+
+#: The control a decision stands for; a withdrawn request was decided by no one.
+_DECISION_CONTROL: Final[dict[ApprovalDecision, Control | None]] = {
+    ApprovalDecision.APPROVED: Control.APPROVE,
+    ApprovalDecision.DENIED: Control.REJECT,
+    ApprovalDecision.WITHDRAWN: None,
 }
 
 
@@ -166,6 +201,7 @@ class AgentUiProjector:
         self._announced: dict[str, MemberStatus] = {}  # chat URI -> last status sent
         self._team_view: _TeamView | None = None
         self._handed_from: set[tuple[str, str]] = set()  # (task, chat) that handed a task off
+        self._open_inputs: set[tuple[str, str]] = set()  # (chat, request id) with a card up
 
     # ── feeding ────────────────────────────────────────────────────────────
 
@@ -205,6 +241,19 @@ class AgentUiProjector:
             case SessionChatAddedAction():
                 # A chat's state begins with its catalog entry: only that chat can change.
                 return self._status_changes(fact, [action.summary.resource])
+            case ChatInputRequestedAction() if fact.channel in self.state.members:
+                opened = self._input_required(fact, action)
+                return opened + self._status_changes(fact, [fact.channel])
+            case ChatInputCompletedAction() if fact.channel in self.state.members:
+                answered = self._input_resolved(fact, action)
+                return answered + self._status_changes(fact, [fact.channel])
+            case (
+                ChatPendingMessageSetAction()
+                | ChatPendingMessageRemovedAction()
+                | ChatTurnStartedAction()
+            ) if fact.channel in self.state.members:
+                queue = self._queue_changed(fact, action)
+                return queue + self._status_changes(fact, [fact.channel])
             case _:
                 # Any other AHP action changes the chat it is on; on the session channel it
                 # mirrors a chat's summary, which says nothing new about a member's status.
@@ -293,11 +342,13 @@ class AgentUiProjector:
                 latest = chat_state.turns[-1].state.value
         task = self.state.tasks.get(member.task)
         runtime_status = task.status.value if task is not None and task.chat == chat else None
+        wire_status, waiting_for = _WIRE_STATUS[status]
         payload = _compact(
             agentName=member.agent,
             teamName=self._team_name(),
             role=member.role,
-            status=status.value,
+            status=wire_status.value,
+            waitingFor=waiting_for,
             chat=chat,
             runtimeEntity=self._runtime_entity(chat),
             runtimeStatus=runtime_status,
@@ -511,6 +562,7 @@ class AgentUiProjector:
         delegated = action.chat != self.state.coordinator_chat()
         member = self.state.members.get(action.chat)
         routed_member = self.state.members.get(action.routed_to)
+        parent = self._lineage.get(action.chat)
         return self._envelope(
             fact,
             EventType.ACTION_REQUIRED,
@@ -524,6 +576,8 @@ class AgentUiProjector:
             turn_id=action.turn_id,
             task_id=member.task if member is not None else None,
             agent_id=self._agent_ids.get(action.chat),
+            parent_session_id=self.session if parent is not None else None,
+            parent_thread_id=parent[0] if parent is not None else None,
             tool_call_id=action.tool_call_id,
             action_id=action.approval,
             payload=_compact(
@@ -547,6 +601,7 @@ class AgentUiProjector:
         request = record.request
         member = self.state.members.get(request.chat)
         approved = record.decision is ApprovalDecision.APPROVED
+        control = _DECISION_CONTROL[record.decision]
         return self._envelope(
             fact,
             EventType.ACTION_RESOLVED,
@@ -555,7 +610,7 @@ class AgentUiProjector:
             phase=Phase.ACTING if approved else Phase.CANCELLED,
             surface=Surface.HITL,
             persistence=Persistence.ARCHIVE,
-            control=Control.APPROVE if approved else Control.REJECT,
+            control=control,
             thread_id=request.chat,
             turn_id=request.turn_id,
             task_id=member.task if member is not None else None,
@@ -587,6 +642,130 @@ class AgentUiProjector:
                 error=action.error or None,
             ),
         )
+
+    # ── questions and pending messages (AHP facts with a human-in-the-loop side) ──
+
+    def _input_required(self, fact: Fact, action: ChatInputRequestedAction) -> list[Envelope]:
+        """A member asks a question: ``action.required`` for the person who answers."""
+        request = action.request
+        key = (fact.channel, request.id)
+        if key in self._open_inputs:
+            return []  # re-sent: the card is up already
+        self._open_inputs.add(key)
+        member = self.state.members[fact.channel]
+        chat_state = self.state.chats.get(fact.channel)
+        turn = chat_state.active_turn if chat_state is not None else None
+        parent = self._lineage.get(fact.channel)
+        questions = request.questions or ()
+        free_text = all(q.kind == "text" for q in questions)
+        return [
+            self._envelope(
+                fact,
+                EventType.ACTION_REQUIRED,
+                owner=Owner.ACTION,
+                scope=Scope.ACTION_REQUEST,
+                phase=Phase.WAITING,
+                surface=Surface.HITL,
+                persistence=Persistence.SNAPSHOT,
+                control=Control.ANSWER,
+                thread_id=fact.channel,
+                turn_id=turn.id if turn is not None else None,
+                task_id=member.task,
+                agent_id=self._agent_ids.get(fact.channel),
+                parent_session_id=self.session if parent is not None else None,
+                parent_thread_id=parent[0] if parent is not None else None,
+                action_id=request.id,
+                payload=_compact(
+                    actionType=(
+                        ActionType.CLARIFICATION if free_text else ActionType.STRUCTURED_INPUT
+                    ).value,
+                    requestedBy=member.agent,
+                    requestedByAgentId=self._agent_ids.get(fact.channel),
+                    routedTo="user",
+                    message=_text(request.message),
+                    questions=[
+                        _compact(
+                            id=q.id,
+                            kind=q.kind,
+                            message=_text(q.message),
+                            options=[o.id for o in getattr(q, "options", None) or ()] or None,
+                        )
+                        for q in questions
+                    ],
+                ),
+            )
+        ]
+
+    def _input_resolved(self, fact: Fact, action: ChatInputCompletedAction) -> list[Envelope]:
+        """The answer was recorded in the member's chat: ``action.resolved``."""
+        key = (fact.channel, action.request_id)
+        if key not in self._open_inputs:
+            return []
+        self._open_inputs.discard(key)
+        member = self.state.members[fact.channel]
+        accepted = action.response is ChatInputResponseKind.ACCEPT
+        return [
+            self._envelope(
+                fact,
+                EventType.ACTION_RESOLVED,
+                owner=Owner.ACTION,
+                scope=Scope.ACTION_REQUEST,
+                phase=Phase.ACTING if accepted else Phase.CANCELLED,
+                surface=Surface.HITL,
+                persistence=Persistence.ARCHIVE,
+                control=Control.ANSWER,
+                thread_id=fact.channel,
+                task_id=member.task,
+                agent_id=self._agent_ids.get(fact.channel),
+                action_id=action.request_id,
+                payload={"response": action.response.value, "requestedBy": member.agent},
+            )
+        ]
+
+    def _queue_changed(
+        self,
+        fact: Fact,
+        action: ChatPendingMessageSetAction
+        | ChatPendingMessageRemovedAction
+        | ChatTurnStartedAction,
+    ) -> list[Envelope]:
+        """Steering and queued messages of a member: ``queue.changed`` (queued turns are the
+        spec's "queued turn" items: queued, removed, started)."""
+        match action:
+            case ChatPendingMessageSetAction():
+                kind, message_id, status = action.kind, action.id, QueuedTurnStatus.QUEUED
+            case ChatPendingMessageRemovedAction():
+                kind, message_id, status = action.kind, action.id, QueuedTurnStatus.REMOVED
+            case ChatTurnStartedAction(queued_message_id=str(queued_id)):
+                kind, message_id = PendingMessageKind.QUEUED, queued_id
+                status = QueuedTurnStatus.STARTED
+            case _:
+                return []
+        chat_state = self.state.chats[fact.channel]
+        member = self.state.members[fact.channel]
+        return [
+            self._envelope(
+                fact,
+                EventType.QUEUE_CHANGED,
+                owner=Owner.RUNTIME,
+                scope=Scope.TASK,
+                phase=Phase.SUBMITTED,
+                surface=Surface.TASK_CAPSULE,
+                persistence=Persistence.SNAPSHOT,
+                control=Control.STEER if kind is PendingMessageKind.STEERING else Control.QUEUE,
+                thread_id=fact.channel,
+                task_id=member.task,
+                agent_id=self._agent_ids.get(fact.channel),
+                payload={
+                    "kind": kind.value,
+                    "messageId": message_id,
+                    "status": status.value,
+                    "runtimeEntity": self._runtime_entity(fact.channel),
+                    "queuedTurnCount": len(chat_state.queued_messages or ()),
+                    "steeringPending": chat_state.steering_message is not None,
+                },
+            )
+        ]
 
     # ── derived changes ────────────────────────────────────────────────────
 
@@ -712,6 +891,14 @@ class AgentUiProjector:
         if chat == self.state.coordinator_chat():
             return RuntimeEntity.AGENT_TURN.value
         return RuntimeEntity.SUBAGENT_TURN.value
+
+
+def _text(value: object) -> str | None:
+    """A StringOrMarkdown as plain text (the markdown source)."""
+    if value is None or isinstance(value, str):
+        return value
+    markdown = getattr(value, "markdown", None)
+    return markdown if isinstance(markdown, str) else str(value)
 
 
 def project_facts(session: str, facts: Iterable[Fact]) -> list[Envelope]:

@@ -32,9 +32,9 @@ import itertools
 import json
 import math
 import uuid
-from collections.abc import Callable, Sequence
-from contextlib import nullcontext
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager, nullcontext
+from typing import Any, Final
 
 import attrs
 import structlog
@@ -63,13 +63,18 @@ from ._ahp_actions import (
 )
 from ._ahp_state import (
     ChatInputAnswered,
+    ChatInputAnswerValue,
+    ChatInputBooleanAnswerValue,
     ChatInputBooleanQuestion,
     ChatInputMultiSelectQuestion,
+    ChatInputNumberAnswerValue,
     ChatInputNumberQuestion,
     ChatInputOption,
     ChatInputQuestion,
     ChatInputRequest,
     ChatInputResponseKind,
+    ChatInputSelectedAnswerValue,
+    ChatInputSelectedManyAnswerValue,
     ChatInputSingleSelectQuestion,
     ChatInputTextAnswerValue,
     ChatInputTextQuestion,
@@ -125,7 +130,16 @@ from ._team_actions import (
 from ._team_state import TeamState
 from ._teamfile import AgentSpec, TeamSpec
 
-__all__ = ["Ids", "Recorder", "RunOutcome", "TeamRuntime", "require_prompt", "utc_now"]
+__all__ = [
+    "Ids",
+    "Recorder",
+    "RunOutcome",
+    "TeamRuntime",
+    "answer_text",
+    "parse_answer",
+    "require_prompt",
+    "utc_now",
+]
 
 log = structlog.get_logger("orchestrator.runtime")
 
@@ -194,20 +208,22 @@ class Recorder:
         self.clock = clock
         self._lock = trio.Lock()
 
-    async def record(self, actions: Sequence[tuple[str, Action]]) -> list[Fact]:
+    async def record(
+        self, actions: Sequence[tuple[str, Action]], *, guard: Callable[[], None] | None = None
+    ) -> list[Fact]:
         """Validate, append, apply and publish ``actions`` as one batch.
 
-        Raises :class:`IllegalTransitionError` (nothing recorded) for an action
-        the current state refuses.
+        Raises :class:`IllegalTransitionError` (nothing recorded) for an action the current
+        state refuses. ``guard`` runs first, inside the recorder's exclusive section, and
+        refuses the batch by raising: a check of runtime bookkeeping that must not change
+        between the check and the append. Once the append has begun the batch is recorded
+        whole, even if the caller is cancelled meanwhile (the cancellation arrives at the
+        caller's next checkpoint).
         """
-        # Batches are prepared and appended one at a time, in order. Uncontended (the common
-        # case: appends that do not block) the lock is taken without a trip through the
-        # scheduler, which would cost more than the rest of recording a fact.
+        await self._acquire()
         try:
-            self._lock.acquire_nowait()
-        except trio.WouldBlock:
-            await self._lock.acquire()
-        try:
+            if guard is not None:
+                guard()
             now = self.clock()
             transition = self.state.prepare(actions, now=now)
             first = self.state.last_sequence + 1
@@ -221,12 +237,31 @@ class Recorder:
                 )
                 for offset, (channel, action) in enumerate(transition.actions)
             ]
-            await self.factlog.append(facts)
+            with trio.CancelScope(shield=True):
+                await self.factlog.append(facts)
             self.state.commit(transition, facts[-1].sequence)
             self.bus.publish_nowait(facts)
             return facts
         finally:
             self._lock.release()
+
+    @asynccontextmanager
+    async def exclusive(self) -> AsyncIterator[None]:
+        """No batch is recorded while inside: read state and change bookkeeping atomically."""
+        await self._acquire()
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    async def _acquire(self) -> None:
+        # Batches are prepared and appended one at a time, in order. Uncontended (the common
+        # case) the lock is taken without a trip through the scheduler, which would cost more
+        # than the rest of recording a fact.
+        try:
+            self._lock.acquire_nowait()
+        except trio.WouldBlock:
+            await self._lock.acquire()
 
 
 @attrs.frozen(kw_only=True)
@@ -252,13 +287,44 @@ class _TurnResult:
 
 @attrs.define
 class _Decision:
-    """A parked approval or input request, woken when its answer arrives."""
+    """A parked approval or input request: ``event`` is set when its answer arrives,
+    ``applied`` once the runtime recorded what came of it (the decision, or a withdrawal)."""
 
     event: trio.Event = attrs.field(factory=trio.Event)
+    applied: trio.Event = attrs.field(factory=trio.Event)
     approved: bool = False
     decided_by: str = USER
+    question: ChatInputQuestion | None = None  # what an input request asks
     answer: str = ""
+    value: ChatInputAnswerValue | None = None  # the answer, read as the question asks
     response: ChatInputResponseKind = ChatInputResponseKind.ACCEPT
+
+
+@attrs.define(eq=False)
+class _Slot:
+    """A worker's place in the team's parallel budget (the limiter's borrower).
+
+    A worker that delegates hands its place back while it waits for its own workers (a
+    tree deeper than the budget would otherwise wait on itself forever) and takes one again
+    before its next model round.
+    """
+
+    held: bool = False
+
+
+class _Turnstile:
+    """Lets the delegations of one model round record their first fact in request order,
+    whatever order trio runs their tasks in, so that ids and logs are reproducible."""
+
+    def __init__(self, count: int) -> None:
+        self._passed = [trio.Event() for _ in range(count)]
+
+    async def wait(self, index: int) -> None:
+        if index > 0:
+            await self._passed[index - 1].wait()
+
+    def passed(self, index: int) -> None:
+        self._passed[index].set()
 
 
 @attrs.define
@@ -269,6 +335,8 @@ class _ChatContext:
     agent: AgentSpec
     task: str
     turn_id: str = ""
+    slot: _Slot | None = None  # a delegated worker's place in the parallel budget
+    steering: list[str] = attrs.field(factory=list)  # injected into the current turn
 
 
 BackendFactory = Callable[[AgentSpec], Backend]
@@ -300,7 +368,11 @@ class TeamRuntime:
         self._approvals: dict[str, _Decision] = {}
         self._inputs: dict[tuple[str, str], _Decision] = {}
         self._session_scope: trio.CancelScope | None = None
-        self._wakeups: dict[str, trio.Event] = {}
+        # Chats that take steering and queued messages: from their first turn until they
+        # decide, with the recorder held, that no queued message is left (see _run_chat).
+        self._open_chats: set[str] = set()
+        # Delegations waiting for a place in the budget, by task id (see cancel_task).
+        self._waiting: dict[str, trio.CancelScope] = {}
 
     # ── the run ────────────────────────────────────────────────────────────
 
@@ -392,12 +464,32 @@ class TeamRuntime:
             raise RunError(f"no running worker chat {chat}")
         scope.cancel()
 
+    def cancel_task(self, task: str) -> None:
+        """Cancel a delegated task, queued or running; it is reported ``killed``."""
+        record = self.state.tasks.get(task)
+        if record is None or record.requested_by is None:
+            raise RunError(f"no delegated task {task!r}")
+        waiting = self._waiting.get(task)
+        if waiting is not None:
+            waiting.cancel()
+        elif record.chat is not None and record.chat in self._scopes:
+            self.cancel_worker(record.chat)
+        else:
+            raise RunError(f"task {task!r} is {record.status}: there is nothing to cancel")
+
     async def resolve_approval(self, approval: str, *, approved: bool, by: str = USER) -> None:
-        """Decide a pending approval; returns once the decision has been applied."""
+        """Decide a pending approval; returns once the decision has been applied.
+
+        Raises :class:`RunError` for an approval that is not pending, has been decided
+        already, is routed to someone else, or was withdrawn because its requester stopped
+        before the decision could be applied.
+        """
         decision = self._approvals.get(approval)
         record = self.state.approvals.get(approval)
         if decision is None or record is None or record.decision is not None:
             raise RunError(f"no pending approval {approval!r}")
+        if decision.event.is_set():
+            raise RunError(f"approval {approval!r} has already been decided")
         if by != record.request.routed_to:
             raise RunError(
                 f"approval {approval!r} is routed to {record.request.routed_to}, not to {by}"
@@ -405,11 +497,13 @@ class TeamRuntime:
         decision.approved = approved
         decision.decided_by = by
         decision.event.set()
-        await self._wait_resolved(approval)
-
-    async def _wait_resolved(self, approval: str) -> None:
-        event = self._wakeups.setdefault(f"approval:{approval}", trio.Event())
-        await event.wait()
+        await decision.applied.wait()
+        applied = self.state.approvals[approval]
+        if applied.decision is ApprovalDecision.WITHDRAWN:
+            raise RunError(
+                f"approval {approval!r} was withdrawn: {applied.request.requested_by} stopped "
+                "before the decision could be applied"
+            )
 
     async def answer_input(
         self,
@@ -419,10 +513,20 @@ class TeamRuntime:
         *,
         response: ChatInputResponseKind = ChatInputResponseKind.ACCEPT,
     ) -> None:
-        """Answer (or decline/cancel) an open input request of ``chat``."""
+        """Answer (or decline/cancel) an open input request of ``chat``.
+
+        ``answer`` is read as its question asks (:func:`parse_answer`): a number, yes or no,
+        option ids... :class:`RunError` says what was expected, and the request stays open.
+        """
         decision = self._inputs.get((chat, request_id))
         if decision is None or decision.event.is_set():
             raise RunError(f"no open input request {request_id!r} in {chat}")
+        if response is ChatInputResponseKind.ACCEPT:
+            assert decision.question is not None
+            try:
+                decision.value = parse_answer(decision.question, answer)
+            except ValueError as exc:
+                raise RunError(f"{request_id}: {exc}") from None
         decision.answer = answer
         decision.response = response
         decision.event.set()
@@ -439,8 +543,13 @@ class TeamRuntime:
         state = self.state.chats.get(chat)
         if state is None:
             raise RunError(f"no chat {chat} in session {self.session}")
-        if chat not in self._scopes:
-            raise RunError(f"chat {chat} is not running: it cannot take a {kind} message")
+
+        def still_open() -> None:
+            # Checked in the recorder's exclusive section: a chat that is closing either
+            # sees this message (and runs it) or has closed and refuses it, never neither.
+            if chat not in self._open_chats:
+                raise RunError(f"chat {chat} is not running: it cannot take a {kind} message")
+
         message = Message(text=text, origin=MessageOrigin(kind=MessageKind.USER))
         await self.recorder.record(
             [
@@ -450,7 +559,8 @@ class TeamRuntime:
                         kind=kind, id=self.ids.numbered("message"), message=message
                     ),
                 )
-            ]
+            ],
+            guard=still_open,
         )
 
     # ── chats and turns ──────────────────────────────────────────────────────
@@ -464,13 +574,18 @@ class TeamRuntime:
 
     async def _run_chat(self, ctx: _ChatContext, message: Message) -> _TurnResult:
         """Run a turn for ``message``, then one per queued message, in order."""
-        result = await self._run_turn(ctx, message, queued_id=None)
-        while True:
-            state = self.state.chats[ctx.chat]
-            if not state.queued_messages:
-                return result
-            pending = state.queued_messages[0]
-            result = await self._run_turn(ctx, pending.message, queued_id=pending.id)
+        self._open_chats.add(ctx.chat)
+        try:
+            result = await self._run_turn(ctx, message, queued_id=None)
+            while True:
+                async with self.recorder.exclusive():
+                    queued = self.state.chats[ctx.chat].queued_messages
+                    if not queued:
+                        self._open_chats.discard(ctx.chat)
+                        return result
+                result = await self._run_turn(ctx, queued[0].message, queued_id=queued[0].id)
+        finally:
+            self._open_chats.discard(ctx.chat)
 
     async def _run_turn(
         self, ctx: _ChatContext, message: Message, *, queued_id: str | None
@@ -492,14 +607,15 @@ class TeamRuntime:
                 )
             ]
         )
-        backend = self._backend(ctx.agent)
         round_index = 0
         outcomes: tuple[ToolOutcome, ...] = ()
         input_tokens = output_tokens = 0
         text = ""
+        ctx.steering = []
         try:
+            backend = self._backend(ctx.agent)  # inside: a backend that cannot start fails the turn
             while True:
-                await self._consume_steering(chat)
+                await self._consume_steering(ctx)
                 context = RoundContext(
                     chat=chat,
                     agent=ctx.agent.name,
@@ -507,6 +623,7 @@ class TeamRuntime:
                     round_index=round_index,
                     history=conversation(self.state.chats[chat]),
                     outcomes=outcomes,
+                    steering=tuple(ctx.steering),
                 )
                 requests, round_text, usage = await self._stream_round(ctx, backend, context)
                 text = round_text or text
@@ -515,11 +632,7 @@ class TeamRuntime:
                     output_tokens += usage.output_tokens
                 if not requests:
                     break
-                results: list[ToolOutcome | None] = [None] * len(requests)
-                async with trio.open_nursery() as nursery:
-                    for index, request in enumerate(requests):
-                        nursery.start_soon(self._run_tool, ctx, request, results, index)
-                outcomes = tuple(r for r in results if r is not None)
+                outcomes = await self._run_tools(ctx, requests)
                 round_index += 1
         except Exception as exc:
             if is_cancellation(exc):  # pragma: no cover - Cancelled is not an Exception
@@ -551,19 +664,54 @@ class TeamRuntime:
         )
         return _TurnResult(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
 
-    async def _consume_steering(self, chat: str) -> None:
-        steering = self.state.chats[chat].steering_message
+    async def _run_tools(
+        self, ctx: _ChatContext, requests: Sequence[ToolCallRequest]
+    ) -> tuple[ToolOutcome, ...]:
+        """Run one round's tool calls in parallel; their outcomes in request order."""
+        delegations = sum(1 for r in requests if r.tool_name == "delegate")
+        turnstile = _Turnstile(delegations)
+        results: list[ToolOutcome | None] = [None] * len(requests)
+        # While its own workers run, a delegated worker waits: its place in the budget is
+        # theirs to use (see _Slot).
+        lending = ctx.slot is not None and ctx.slot.held and delegations > 0
+        if lending:
+            self._release_slot(ctx.slot)
+        async with trio.open_nursery() as nursery:
+            order = itertools.count()
+            for index, request in enumerate(requests):
+                position = next(order) if request.tool_name == "delegate" else None
+                nursery.start_soon(
+                    self._run_tool, ctx, request, results, index, turnstile, position
+                )
+        if lending:
+            await self._take_slot(ctx.slot)
+        return tuple(r for r in results if r is not None)
+
+    async def _take_slot(self, slot: _Slot | None) -> None:
+        assert slot is not None
+        assert not slot.held
+        await self._limiter.acquire_on_behalf_of(slot)
+        slot.held = True
+
+    def _release_slot(self, slot: _Slot | None) -> None:
+        if slot is not None and slot.held:
+            self._limiter.release_on_behalf_of(slot)
+            slot.held = False
+
+    async def _consume_steering(self, ctx: _ChatContext) -> None:
+        steering = self.state.chats[ctx.chat].steering_message
         if steering is not None:
             await self.recorder.record(
                 [
                     (
-                        chat,
+                        ctx.chat,
                         ChatPendingMessageRemovedAction(
                             kind=PendingMessageKind.STEERING, id=steering.id
                         ),
                     )
                 ]
             )
+            ctx.steering.append(steering.message.text)
 
     async def _stream_round(
         self, ctx: _ChatContext, backend: Backend, context: RoundContext
@@ -662,11 +810,18 @@ class TeamRuntime:
         request: ToolCallRequest,
         results: list[ToolOutcome | None],
         index: int,
+        turnstile: _Turnstile,
+        position: int | None,
     ) -> None:
-        """Run one tool call to completion, recording its result; never raises but Cancelled."""
+        """Run one tool call to completion, recording its result; never raises but Cancelled.
+
+        ``position`` is the call's place among the round's delegations (None for other tools).
+        """
         tool = request.tool_name
         try:
             if ctx.agent.needs_approval_for(tool):
+                if position is not None:
+                    turnstile.passed(position)  # a gated delegation keeps no one waiting
                 approved, reason = await self._await_approval(ctx, request)
                 if not approved:
                     results[index] = ToolOutcome(
@@ -677,7 +832,8 @@ class TeamRuntime:
                     )
                     return
             if tool == "delegate":
-                outcome = await self._delegate(ctx, request)
+                assert position is not None
+                outcome = await self._delegate(ctx, request, turnstile, position)
             elif tool == "handoff":
                 outcome = await self._handoff(ctx, request)
             elif tool == "ask":
@@ -687,6 +843,9 @@ class TeamRuntime:
         except RunError as exc:
             # A refused call (unknown agent, tool not allowed...) ends as a failed tool call.
             outcome = await self._complete(ctx, request, success=False, output=str(exc))
+        finally:
+            if position is not None:
+                turnstile.passed(position)
         results[index] = outcome
 
     async def _complete(
@@ -733,7 +892,11 @@ class TeamRuntime:
     async def _await_approval(
         self, ctx: _ChatContext, request: ToolCallRequest
     ) -> tuple[bool, str]:
-        """Route the approval, wait for the decision, apply it; return (approved, reason)."""
+        """Route the approval, wait for the decision, apply it; return (approved, reason).
+
+        If the requesting chat stops first (cancelled, timed out), the approval is recorded
+        ``withdrawn``: no approval is left pending for a tool call that can no longer run.
+        """
         approval = self.ids.numbered("approval")
         coordinator_chat = self.state.coordinator_chat()
         if ctx.agent.approved_by == "coordinator" and coordinator_chat not in (None, ctx.chat):
@@ -743,60 +906,79 @@ class TeamRuntime:
         assert routed_to is not None
         decision = _Decision()
         self._approvals[approval] = decision
-        await self.recorder.record(
-            [
-                (
-                    self.session,
-                    ApprovalRequested(
-                        approval=approval,
-                        chat=ctx.chat,
-                        turn_id=ctx.turn_id,
-                        tool_call_id=request.tool_call_id,
-                        tool_name=request.tool_name,
-                        requested_by=ctx.agent.name,
-                        routed_to=routed_to,
-                        policy_scope=f"{ctx.agent.name}.needs_approval",
-                        summary=_summary(request),
-                    ),
+        resolved = False
+        try:
+            await self.recorder.record(
+                [
+                    (
+                        self.session,
+                        ApprovalRequested(
+                            approval=approval,
+                            chat=ctx.chat,
+                            turn_id=ctx.turn_id,
+                            tool_call_id=request.tool_call_id,
+                            tool_name=request.tool_name,
+                            requested_by=ctx.agent.name,
+                            routed_to=routed_to,
+                            policy_scope=f"{ctx.agent.name}.needs_approval",
+                            summary=_summary(request),
+                        ),
+                    )
+                ]
+            )
+            if routed_to != USER:
+                # The team policy gives the coordinator this decision: it approves the tools
+                # its team file lists under ``approves`` and denies the rest.
+                coordinator = self.team.coordinator_agent
+                decision.approved = request.tool_name in (coordinator.approves or ())
+                decision.decided_by = routed_to
+                decision.event.set()
+            await decision.event.wait()
+            if decision.approved:
+                confirm: Action = ChatToolCallApprovedAction(
+                    turn_id=ctx.turn_id,
+                    tool_call_id=request.tool_call_id,
+                    confirmed=ToolCallConfirmationReason.USER_ACTION,
                 )
-            ]
-        )
-        if routed_to != USER:
-            # The team policy grants the coordinator this decision: it approves
-            # the tools its own team file declared, recorded as its decision.
-            decision.approved = True
-            decision.decided_by = routed_to
-            decision.event.set()
-        await decision.event.wait()
-        if decision.approved:
-            confirm: Action = ChatToolCallApprovedAction(
-                turn_id=ctx.turn_id,
-                tool_call_id=request.tool_call_id,
-                confirmed=ToolCallConfirmationReason.USER_ACTION,
-            )
-        else:
-            confirm = ChatToolCallDeniedAction(
-                turn_id=ctx.turn_id,
-                tool_call_id=request.tool_call_id,
-                reason=ToolCallCancellationReason.DENIED,
-                reason_message=f"denied by {decision.decided_by}",
-            )
-        await self.recorder.record(
-            [
-                (ctx.chat, confirm),
-                (
-                    self.session,
-                    ApprovalResolved(
-                        approval=approval,
-                        decision=ApprovalDecision.APPROVED
-                        if decision.approved
-                        else ApprovalDecision.DENIED,
-                        resolved_by=decision.decided_by,
+            else:
+                confirm = ChatToolCallDeniedAction(
+                    turn_id=ctx.turn_id,
+                    tool_call_id=request.tool_call_id,
+                    reason=ToolCallCancellationReason.DENIED,
+                    reason_message=f"denied by {decision.decided_by}",
+                )
+            outcome = ApprovalDecision.APPROVED if decision.approved else ApprovalDecision.DENIED
+            await self.recorder.record(
+                [
+                    (ctx.chat, confirm),
+                    (
+                        self.session,
+                        ApprovalResolved(
+                            approval=approval, decision=outcome, resolved_by=decision.decided_by
+                        ),
                     ),
-                ),
-            ]
-        )
-        self._wakeups.setdefault(f"approval:{approval}", trio.Event()).set()
+                ]
+            )
+            resolved = True
+        except BaseException as exc:
+            if not resolved and approval in self.state.approvals and is_cancellation(exc):
+                with trio.CancelScope(shield=True):
+                    await self.recorder.record(
+                        [
+                            (
+                                self.session,
+                                ApprovalResolved(
+                                    approval=approval,
+                                    decision=ApprovalDecision.WITHDRAWN,
+                                    resolved_by=ctx.chat,
+                                ),
+                            )
+                        ]
+                    )
+            raise
+        finally:
+            decision.applied.set()
+            self._approvals.pop(approval, None)
         return decision.approved, f"{request.tool_name} was denied by {decision.decided_by}"
 
     async def _ask(self, ctx: _ChatContext, request: ToolCallRequest) -> ToolOutcome:
@@ -804,32 +986,37 @@ class TeamRuntime:
         kind = str(request.arguments.get("kind", "text"))
         options = [str(o) for o in request.arguments.get("options", ())]
         request_id = self.ids.numbered("input")
-        decision = _Decision()
+        asked = _question(kind, question, options)
+        decision = _Decision(question=asked)
         self._inputs[(ctx.chat, request_id)] = decision
-        input_request = ChatInputRequest(
-            id=request_id,
-            message=question,
-            questions=(_question(kind, question, options),),
-        )
-        await self.recorder.record([(ctx.chat, ChatInputRequestedAction(request=input_request))])
-        await decision.event.wait()
+        input_request = ChatInputRequest(id=request_id, message=question, questions=(asked,))
+        try:
+            await self.recorder.record(
+                [(ctx.chat, ChatInputRequestedAction(request=input_request))]
+            )
+            await decision.event.wait()
+        finally:
+            self._inputs.pop((ctx.chat, request_id), None)
         answers = None
-        if decision.response is ChatInputResponseKind.ACCEPT:
-            answers = {
-                "answer": ChatInputAnswered(
-                    state="submitted", value=ChatInputTextAnswerValue(value=decision.answer)
-                )
-            }
+        accepted = decision.response is ChatInputResponseKind.ACCEPT
+        if accepted:
+            assert decision.value is not None
+            answers = {asked.id: ChatInputAnswered(state="submitted", value=decision.value)}
         completed = ChatInputCompletedAction(
             request_id=request_id, response=decision.response, answers=answers
         )
-        accepted = decision.response is ChatInputResponseKind.ACCEPT
-        output = decision.answer if accepted else f"the user chose to {decision.response}"
+        output = (
+            answer_text(decision.value)
+            if accepted and decision.value is not None
+            else f"the user chose to {decision.response}"
+        )
         return await self._complete(
             ctx, request, success=accepted, output=output, extra=[(ctx.chat, completed)]
         )
 
-    async def _delegate(self, ctx: _ChatContext, request: ToolCallRequest) -> ToolOutcome:
+    async def _delegate(
+        self, ctx: _ChatContext, request: ToolCallRequest, turnstile: _Turnstile, position: int
+    ) -> ToolOutcome:
         target = str(request.arguments.get("agent", ""))
         task_text = str(request.arguments.get("task", "")).strip()
         if target not in ctx.agent.delegates_to:
@@ -838,7 +1025,9 @@ class TeamRuntime:
         if not task_text:
             raise RunError("delegate needs a non-empty task")
         worker = self.team.agent(target)
+        await turnstile.wait(position)
         task = self.ids.numbered("task")
+        started = trio.current_time()
         created = TaskCreated(
             task=task,
             title=task_text,
@@ -848,19 +1037,36 @@ class TeamRuntime:
             parent_task=ctx.task,
             status=TaskStatus.QUEUED,
         )
-        queued = self._limiter.available_tokens == 0
-        if queued:
+        slot = _Slot()
+        try:
+            self._limiter.acquire_on_behalf_of_nowait(slot)
+            slot.held = True
+        except trio.WouldBlock:
             await self.recorder.record([(self.session, created)])
+            turnstile.passed(position)
             log.info(
                 "delegation queued", task=task, agent=worker.name, budget=self.team.parallel_budget
             )
-        async with self._limiter:
+            if not await self._wait_for_slot(task, slot, started):
+                return await self._delegation_ended(
+                    ctx,
+                    request,
+                    TaskFinished(
+                        task=task,
+                        status=TaskStatus.KILLED,
+                        summary="cancelled while it waited for a place in the parallel budget",
+                        duration_ms=_elapsed_ms(started),
+                    ),
+                    worker,
+                    subagent=None,
+                )
+        try:
             worker_chat = self.ids.chat()
             subagent = ToolResultSubagentContent(
                 resource=worker_chat, title=task_text, agent_name=worker.name
             )
             spawn: list[tuple[str, Action]] = []
-            if not queued:
+            if task not in self.state.tasks:  # it did not wait: created and started at once
                 spawn.append((self.session, attrs.evolve(created, status=TaskStatus.RUNNING)))
             spawn += [
                 (
@@ -886,9 +1092,12 @@ class TeamRuntime:
                 (self.session, TaskStarted(task=task, chat=worker_chat)),
             ]
             await self.recorder.record(spawn)
+            turnstile.passed(position)
             status, summary, usage, duration = await self._supervise_worker(
-                _ChatContext(worker_chat, worker, task), task_text, own_task=True
+                _ChatContext(worker_chat, worker, task, slot=slot), task_text, own_task=True
             )
+        finally:
+            self._release_slot(slot)
         finished = TaskFinished(
             task=task,
             status=status,
@@ -898,16 +1107,58 @@ class TeamRuntime:
             output_tokens=usage[1],
             chat=worker_chat,
         )
+        return await self._delegation_ended(ctx, request, finished, worker, subagent=subagent)
+
+    async def _wait_for_slot(self, task: str, slot: _Slot, started: float) -> bool:
+        """Wait in the queue for a place in the budget; False if the task was cancelled there.
+
+        A cancellation from above (the team, or the delegating chat, going down) records the
+        queued task ``killed`` before it propagates.
+        """
+        try:
+            with trio.CancelScope() as waiting:
+                self._waiting[task] = waiting
+                await self._take_slot(slot)
+        except BaseException as exc:
+            if is_cancellation(exc):
+                with trio.CancelScope(shield=True):
+                    killed = TaskFinished(
+                        task=task,
+                        status=TaskStatus.KILLED,
+                        summary=CANCELLED,
+                        duration_ms=_elapsed_ms(started),
+                    )
+                    await self.recorder.record([(self.session, killed)])
+            raise
+        finally:
+            self._waiting.pop(task, None)
+        return not waiting.cancelled_caught
+
+    async def _delegation_ended(
+        self,
+        ctx: _ChatContext,
+        request: ToolCallRequest,
+        finished: TaskFinished,
+        worker: AgentSpec,
+        *,
+        subagent: ToolResultSubagentContent | None,
+    ) -> ToolOutcome:
+        """Report a finished task back: the task fact, a worker notification in the delegating
+        chat's turn and the delegate call's result, in one batch."""
         notification = SystemNotificationResponsePart(
-            content=f"{worker.name} {status}: {_first_line(summary)}",
-            meta={"workerNotification": {"task": task, "chat": worker_chat, "status": str(status)}},
+            content=f"{worker.name} {finished.status}: {_first_line(finished.summary)}",
+            meta={
+                "workerNotification": _compact(
+                    task=finished.task, chat=finished.chat, status=str(finished.status)
+                )
+            },
         )
         return await self._complete(
             ctx,
             request,
-            success=status is TaskStatus.COMPLETED,
-            output=f"[{worker.name}, {status}] {summary}",
-            content_before=(subagent,),
+            success=finished.status is TaskStatus.COMPLETED,
+            output=f"[{worker.name}, {finished.status}] {finished.summary}",
+            content_before=() if subagent is None else (subagent,),
             extra=[
                 (self.session, finished),
                 (ctx.chat, ChatResponsePartAction(turn_id=ctx.turn_id, part=notification)),
@@ -1092,12 +1343,71 @@ def _chat_added(
     )
 
 
+def parse_answer(question: ChatInputQuestion, text: str) -> ChatInputAnswerValue:
+    """``text`` (typed at a prompt, sent by a client) as an answer to ``question``.
+
+    Raises :class:`ValueError` saying what the question expects. Options are matched by
+    id or label, ignoring case; a multi-select answer lists them separated by commas.
+    """
+    stripped = text.strip()
+    match question:
+        case ChatInputBooleanQuestion():
+            lowered = stripped.lower()
+            if lowered in _YES or lowered in _NO:
+                return ChatInputBooleanAnswerValue(value=lowered in _YES)
+            raise ValueError(f"answer yes or no, not {stripped!r}")
+        case ChatInputNumberQuestion():
+            try:
+                number = float(stripped)
+            except ValueError:
+                raise ValueError(f"answer a number, not {stripped!r}") from None
+            if question.kind == "integer" and not number.is_integer():
+                raise ValueError(f"answer a whole number, not {stripped!r}")
+            return ChatInputNumberAnswerValue(value=int(number) if number.is_integer() else number)
+        case ChatInputSingleSelectQuestion():
+            return ChatInputSelectedAnswerValue(value=_option(question, stripped))
+        case ChatInputMultiSelectQuestion():
+            chosen = [part.strip() for part in stripped.split(",") if part.strip()]
+            return ChatInputSelectedManyAnswerValue(
+                value=tuple(_option(question, part) for part in chosen)
+            )
+        case _:
+            return ChatInputTextAnswerValue(value=text.strip())
+
+
+def answer_text(value: ChatInputAnswerValue) -> str:
+    """An answer as the asking model reads it."""
+    if isinstance(value, ChatInputBooleanAnswerValue):
+        return "yes" if value.value else "no"
+    if isinstance(value, ChatInputSelectedManyAnswerValue):
+        return ", ".join(value.value)
+    return str(value.value)
+
+
+_YES: Final = frozenset({"y", "yes", "true", "1"})
+_NO: Final = frozenset({"n", "no", "false", "0"})
+
+
+def _option(
+    question: ChatInputSingleSelectQuestion | ChatInputMultiSelectQuestion, text: str
+) -> str:
+    for option in question.options:
+        if text.lower() in (option.id.lower(), option.label.lower()):
+            return option.id
+    if question.allow_freeform_input:
+        return text
+    offered = ", ".join(option.id for option in question.options)
+    raise ValueError(f"choose from {offered}, not {text!r}")
+
+
 def _question(kind: str, message: str, options: Sequence[str]) -> ChatInputQuestion:
     choices = tuple(ChatInputOption(id=o, label=o) for o in options)
     if kind == "boolean":
         return ChatInputBooleanQuestion(id="answer", message=message)
     if kind in ("number", "integer"):
-        return ChatInputNumberQuestion(id="answer", message=message, kind=kind)  # type: ignore[arg-type]
+        return ChatInputNumberQuestion(
+            id="answer", message=message, kind="integer" if kind == "integer" else "number"
+        )
     if kind == "single-select":
         return ChatInputSingleSelectQuestion(id="answer", message=message, options=choices)
     if kind == "multi-select":
@@ -1143,6 +1453,14 @@ def _first_line(text: str, limit: int = 120) -> str:
 
 def _ms(started: float) -> float:
     return round((trio.current_time() - started) * 1000, 3)
+
+
+def _elapsed_ms(started: float) -> int:
+    return int((trio.current_time() - started) * 1000)
+
+
+def _compact(**fields: Any) -> dict[str, Any]:
+    return {key: value for key, value in fields.items() if value is not None}
 
 
 def _seconds(value: float | None) -> str:

@@ -61,8 +61,13 @@ FINISHED_TASK_STATUSES = frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED, Tas
 
 
 class ApprovalDecision(enum.StrEnum):
+    """What came of an approval request."""
+
     APPROVED = "approved"
     DENIED = "denied"
+    # The requester stopped (cancelled, timed out) before anyone decided: the tool call it
+    # gated will never run, so the request is closed rather than left pending.
+    WITHDRAWN = "withdrawn"
 
 
 @attrs.frozen(kw_only=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
 import attrs
 
@@ -40,6 +40,7 @@ from ._ahp_state import (
     SessionLifecycle,
     SessionState,
     SessionStatus,
+    TurnState,
 )
 from ._chat_reducer import reduce_chat
 from ._errors import IllegalTransitionError
@@ -81,7 +82,6 @@ WAITING_TOOLS = frozenset({"delegate", "handoff"})
 class MemberStatus(enum.StrEnum):
     """A teammate's status as the team roster shows it (Agent UI teammate status values)."""
 
-    QUEUED = "queued"
     SPAWNING = "spawning"
     RUNNING = "running"
     WAITING = "waiting"
@@ -532,19 +532,30 @@ class TeamState:
     # ── queries (used by the runtime, the tree and the projections) ──────────
 
     def member_status(self, chat_uri: str) -> MemberStatus:
-        """The roster status of a chat, derived from its state, its task and its approvals."""
+        """The roster status of a chat, derived from its state, its task and its approvals.
+
+        A member that owns a task (a delegated worker, or the coordinator and its root task)
+        reports the task's end once it is recorded, and ``running`` from the end of its turn
+        until then: the runtime is reporting the result, nothing has been decided yet.
+        """
         member = self.members.get(chat_uri)
         task = self.tasks.get(member.task) if member else None
-        if task is not None and task.chat == chat_uri and task.status in FINISHED_TASK_STATUSES:
+        owns_task = task is not None and (
+            task.chat == chat_uri
+            or (task.requested_by is None and chat_uri == self.coordinator_chat())
+        )
+        if owns_task and task is not None and task.status in FINISHED_TASK_STATUSES:
             return MemberStatus(task.status.value)
         chat = self.chats.get(chat_uri)
         if chat is None:
             return MemberStatus.SPAWNING
         active = chat.active_turn
         if active is None:
-            if chat.turns and chat.turns[-1].state.value == "error":
-                return MemberStatus.FAILED
-            return MemberStatus.IDLE if chat.turns else MemberStatus.SPAWNING
+            if not chat.turns:
+                return MemberStatus.SPAWNING
+            if owns_task:
+                return MemberStatus.RUNNING
+            return _AFTER_TURN.get(chat.turns[-1].state, MemberStatus.IDLE)
         # What the turn waits for, from the tally its parts keep (no scan of the parts):
         # a confirmation first, then an answer, then a teammate.
         tally = active.response_parts.tally
@@ -586,6 +597,12 @@ class TeamState:
     def coordinator_chat(self) -> str | None:
         return None if self.run is None else self.run.coordinator_chat
 
+
+#: The status of a member that owns no open task, by how its last turn ended.
+_AFTER_TURN: Final = {
+    TurnState.ERROR: MemberStatus.FAILED,
+    TurnState.CANCELLED: MemberStatus.KILLED,
+}
 
 _ROOT_TASK_STATUS = {
     RunStatus.COMPLETED: TaskStatus.COMPLETED,

@@ -109,6 +109,7 @@ _AGENT_KEYS: Final = (
     "delegates_to",
     "needs_approval",
     "approved_by",
+    "approves",
     "timeout",
     "tool_results",
     "turns",
@@ -304,6 +305,9 @@ class AgentSpec:
     # Invariant: set(needs_approval) <= set(tools)
     needs_approval: tuple[str, ...] = ()
     approved_by: ApprovedBy = "user"
+    # The coordinator's policy for approvals routed to it: the tools it approves (any other
+    # is denied). None when not declared (a team routing approvals to it must declare it).
+    approves: tuple[str, ...] | None = None
     timeout: float | None = None
     # Invariant: set(tool_results) <= set(tools) - TEAM_TOOLS
     tool_results: Mapping[str, str] = attrs.field(factory=dict, hash=False)
@@ -457,13 +461,14 @@ def lint_team(team: TeamSpec) -> list[str]:
 def check_team(path: str | Path) -> list[str]:
     """Every problem with the team file at ``path``, as human-readable lines.
 
-    Empty when the file is fine. A file that does not parse yields its first
-    error only (the parser stops there); one that parses yields :func:`lint_team`.
+    Empty when the file is fine. A file that does not parse yields its parse errors: the
+    first of the team table, or the first of each agent; one that parses yields
+    :func:`lint_team`.
     """
     try:
         team = load_team(path)
     except TeamFileError as exc:
-        return [str(exc)]
+        return [str(problem) for problem in exc.problems]
     return lint_team(team)
 
 
@@ -663,10 +668,20 @@ class _Parser:
         if "description" in team:
             description = self.string(team["description"], "team.description", empty_ok=True)
 
-        specs = tuple(
-            self.agent(agent_name, value, is_coordinator=agent_name == coordinator)
-            for agent_name, value in agents.items()
-        )
+        # Each agent is checked on its own, so one run of `teams check` reports them all.
+        parsed: list[AgentSpec] = []
+        problems: list[TeamFileError] = []
+        for agent_name, value in agents.items():
+            try:
+                parsed.append(
+                    self.agent(agent_name, value, is_coordinator=agent_name == coordinator)
+                )
+            except TeamFileError as exc:
+                problems.extend(exc.problems)
+        if problems:
+            raise TeamFileError.of(problems)
+        specs = tuple(parsed)
+        self.check_approvers(specs, coordinator)
         return TeamSpec(
             name=name,
             topology=topology,
@@ -676,6 +691,21 @@ class _Parser:
             agents=specs,
             file=self.file,
         )
+
+    def check_approvers(self, agents: Sequence[AgentSpec], coordinator: str) -> None:
+        """Approvals routed to the coordinator need its ``approves`` list to be decided."""
+        lead = next(a for a in agents if a.name == coordinator)
+        for agent in agents:
+            if (
+                agent.approved_by == "coordinator"
+                and agent.needs_approval
+                and lead.approves is None
+            ):
+                raise self.error(
+                    f"{_join('agents', agent.name)}.approved_by",
+                    f"routes its approvals to the coordinator, but [agents.{coordinator}] has no "
+                    "approves list saying which tools it approves (an empty list denies all)",
+                )
 
     def agent(self, name: str, value: object, *, is_coordinator: bool) -> AgentSpec:
         path = _join("agents", name)
@@ -721,6 +751,15 @@ class _Parser:
                     f"{path}.approved_by",
                     'the coordinator cannot approve its own tool calls; use "user"',
                 )
+        approves: tuple[str, ...] | None = None
+        if "approves" in data:
+            if not is_coordinator:
+                raise self.error(
+                    f"{path}.approves",
+                    "only the coordinator decides approvals routed to it; approves belongs on "
+                    "the agent named by team.coordinator",
+                )
+            approves = self.names(data["approves"], f"{path}.approves", "tool name")
         timeout = None
         if "timeout" in data:
             timeout = self.number(data["timeout"], f"{path}.timeout", positive=True)
@@ -747,6 +786,7 @@ class _Parser:
             delegates_to=delegates_to,
             needs_approval=needs_approval,
             approved_by=approved_by,
+            approves=approves,
             timeout=timeout,
             tool_results=tool_results,
         )

@@ -83,7 +83,14 @@ from ._ahp_actions import (
 from ._ahp_state import (
     ActiveTurn,
     ChatInputAnswer,
+    ChatInputAnswered,
+    ChatInputMultiSelectQuestion,
+    ChatInputNumberAnswerValue,
+    ChatInputQuestion,
     ChatInputRequest,
+    ChatInputSelectedAnswerValue,
+    ChatInputSelectedManyAnswerValue,
+    ChatInputSingleSelectQuestion,
     ChatState,
     InputRequestResponsePart,
     MarkdownResponsePart,
@@ -113,6 +120,7 @@ __all__ = [
     "IDEMPOTENT_SESSION_ACTIONS",
     "TURN_TRANSITIONS",
     "TurnPhase",
+    "answer_problem",
     "describe_chat_state",
     "describe_session_state",
     "validate_chat_action",
@@ -381,6 +389,53 @@ def _unknown_questions(
     return sorted(set(answers or ()) - asked)
 
 
+#: The answer value kinds each question kind takes.
+_ANSWER_KINDS: Final[Mapping[str, frozenset[str]]] = {
+    "text": frozenset({"text"}),
+    "number": frozenset({"number"}),
+    "integer": frozenset({"number"}),
+    "boolean": frozenset({"boolean"}),
+    "single-select": frozenset({"selected"}),
+    "multi-select": frozenset({"selected-many"}),
+}
+
+
+def answer_problem(question: ChatInputQuestion, answer: ChatInputAnswer) -> str | None:
+    """Why ``answer`` cannot answer ``question`` (wrong kind, not an integer, an option the
+    question does not offer), or None. A skipped question is never a problem here."""
+    if not isinstance(answer, ChatInputAnswered):
+        return None
+    value = answer.value
+    if value.kind not in _ANSWER_KINDS[question.kind]:
+        return f"{question.id} is a {question.kind} question, answered with a {value.kind} value"
+    if (
+        question.kind == "integer"
+        and isinstance(value, ChatInputNumberAnswerValue)
+        and not float(value.value).is_integer()
+    ):
+        return f"{question.id} takes an integer, not {value.value}"
+    if isinstance(value, ChatInputSelectedAnswerValue | ChatInputSelectedManyAnswerValue):
+        assert isinstance(question, ChatInputSingleSelectQuestion | ChatInputMultiSelectQuestion)
+        offered = {option.id for option in question.options}
+        chosen = (value.value,) if isinstance(value.value, str) else value.value
+        unknown = sorted(set(chosen) - offered)
+        if unknown and not question.allow_freeform_input:
+            return f"{question.id} offers no option {', '.join(unknown)}"
+    return None
+
+
+def _answer_problems(
+    request: ChatInputRequest, answers: Mapping[str, ChatInputAnswer] | None
+) -> list[str]:
+    questions = {question.id: question for question in request.questions or ()}
+    return [
+        problem
+        for question_id, answer in (answers or {}).items()
+        if question_id in questions
+        and (problem := answer_problem(questions[question_id], answer)) is not None
+    ]
+
+
 def _open_request(state: ChatState, request_id: str) -> ChatInputRequest | None:
     turn = state.active_turn
     assert turn is not None
@@ -412,6 +467,14 @@ def _check_request_answers(
             channel,
             describe_chat_state(state),
         )
+    problems = _answer_problems(request, request.answers)
+    if problems:
+        _refuse(
+            f"input request {request.id!r}: {'; '.join(problems)}",
+            action,
+            channel,
+            describe_chat_state(state),
+        )
 
 
 @_checks(ChatInputAnswerChangedAction, ChatInputCompletedAction)
@@ -429,14 +492,23 @@ def _check_input_answer(
             describe_chat_state(state),
         )
     if isinstance(action, ChatInputCompletedAction):
-        unknown = _unknown_questions(request, action.answers)
+        answers = action.answers
     elif action.answer is not None:
-        unknown = _unknown_questions(request, {action.question_id: action.answer})
+        answers = {action.question_id: action.answer}
     else:
-        unknown = []
+        answers = None
+    unknown = _unknown_questions(request, answers)
     if unknown:
         _refuse(
             f"input request {action.request_id!r} does not ask {', '.join(unknown)}",
+            action,
+            channel,
+            describe_chat_state(state),
+        )
+    problems = _answer_problems(request, answers)
+    if problems:
+        _refuse(
+            f"input request {action.request_id!r}: {'; '.join(problems)}",
             action,
             channel,
             describe_chat_state(state),

@@ -52,10 +52,19 @@ from orchestrator._ahp_actions import (
 )
 from orchestrator._ahp_state import (
     ActiveTurn,
+    ChatInputAnswered,
+    ChatInputAnswerValue,
     ChatInputBooleanQuestion,
+    ChatInputNumberAnswerValue,
+    ChatInputNumberQuestion,
+    ChatInputOption,
+    ChatInputQuestion,
     ChatInputRequest,
     ChatInputResponseKind,
+    ChatInputSelectedAnswerValue,
+    ChatInputSingleSelectQuestion,
     ChatInputSkipped,
+    ChatInputTextAnswerValue,
     ChatState,
     ChatSummary,
     ConfirmationOption,
@@ -478,6 +487,40 @@ class TestOtherRefusals:
         old = completed_turn(TURN)
         action = ChatTurnsLoadedAction(turns=(old,))
         assert "which is active" in refusal(chat(), action).reason
+
+    @pytest.mark.parametrize(
+        ("question", "value", "problem"),
+        [
+            (
+                ChatInputBooleanQuestion(id="q-1", message="Go?"),
+                ChatInputTextAnswerValue(value="maybe"),
+                "q-1 is a boolean question, answered with a text value",
+            ),
+            (
+                ChatInputNumberQuestion(id="q-1", message="How many?", kind="integer"),
+                ChatInputNumberAnswerValue(value=2.5),
+                "q-1 takes an integer, not 2.5",
+            ),
+            (
+                ChatInputSingleSelectQuestion(
+                    id="q-1", message="Which?", options=(ChatInputOption(id="a", label="A"),)
+                ),
+                ChatInputSelectedAnswerValue(value="b"),
+                "q-1 offers no option b",
+            ),
+        ],
+    )
+    def test_an_answer_the_question_cannot_take(
+        self, question: ChatInputQuestion, value: ChatInputAnswerValue, problem: str
+    ) -> None:
+        """An answer of the wrong kind, or naming an option not offered, is refused."""
+        request = ChatInputRequest(id="r-1", questions=(question,))
+        state = chat(InputRequestResponsePart(request=request))
+        answer = ChatInputAnswered(state="submitted", value=value)
+        action = ChatInputCompletedAction(
+            request_id="r-1", response=ChatInputResponseKind.ACCEPT, answers={"q-1": answer}
+        )
+        assert refusal(state, action).reason == f"input request 'r-1': {problem}"
 
     def test_input_answer_to_unknown_question(self) -> None:
         """An answer to a question the request does not ask would break its invariant."""

@@ -150,6 +150,14 @@ class TestBadInput:
         assert done.returncode == 2
         assert "prompt is empty" in done.stderr
 
+    def test_an_unwritable_events_file_is_bad_input(self, tmp_path: Path) -> None:
+        """Named, exit 2, and before anything ran: no traceback."""
+        target = tmp_path / "missing" / "run.jsonl"
+        done = orchestrator("run", DELIVERY, "Ship it", "--events", str(target))
+        assert done.returncode == 2
+        assert f"{target}: cannot open for writing" in done.stderr
+        assert "Traceback" not in done.stderr
+
     def test_a_missing_fact_file_is_bad_input(self, tmp_path: Path) -> None:
         done = orchestrator("graph", "--facts", str(tmp_path / "nope.jsonl"))
         assert done.returncode == 2

@@ -15,7 +15,7 @@ from orchestrator._factlog import MemoryFactLog
 from orchestrator._runtime import Ids, RunOutcome, TeamRuntime
 from orchestrator._team_actions import ApprovalRequested, ApprovalResolved, RunStatus
 from orchestrator._team_state import TeamState
-from orchestrator._teamfile import TeamSpec, load_team
+from orchestrator._teamfile import TeamSpec, load_team, parse_team
 
 from .conftest import PROJECT_ROOT
 
@@ -155,6 +155,24 @@ class TestAnswers:
         (resolved,) = [f.action for f in log.facts if isinstance(f.action, ApprovalResolved)]
         assert resolved.decision == "denied"
 
+    async def test_an_answer_the_question_cannot_take_is_asked_again(
+        self, thread_safe_clock: trio.testing.MockClock
+    ) -> None:
+        """The prompt says what the question expects, names what was wrong, and asks again."""
+        team = parse_team(
+            '[team]\nname = "t"\ncoordinator = "lead"\n'
+            '[agents.lead]\nrole = "coordinator"\ntools = ["ask"]\n'
+            "[[agents.lead.turns]]\n"
+            'steps = [ { ask = "Ship now?", kind = "boolean" }, { say = "answer: {outcomes}" } ]\n',
+            file="t.toml",
+        )
+        outcome, text, _, _ = await run_with_console(
+            team, mode=ApprovalMode.ASK, stdin="maybe\nyes\n"
+        )
+        assert text.count("lead asks: Ship now? [y/n]") == 2
+        assert "input-1: answer yes or no, not 'maybe'" in text
+        assert outcome.result == "answer: yes"
+
     async def test_the_live_tree_ends_drawn_on_a_terminal(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
@@ -164,4 +182,4 @@ class TestAnswers:
         )
         assert outcome.status is RunStatus.COMPLETED
         final = text.rsplit("team delivery", 1)[-1]
-        assert final.count("completed") == 3
+        assert final.count("completed") == 4  # the lead and its three researchers

@@ -7,13 +7,15 @@ delegation graph's consistency check (run on every scenario by ``finished``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any, Generic, TypeVar
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Generic, TypeVar
 
 import attrs
 import pytest
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 
 from orchestrator._ahp_actions import (
     ChatDeltaAction,
@@ -33,6 +35,14 @@ from orchestrator._ahp_actions import (
     SessionChatUpdatedAction,
 )
 from orchestrator._ahp_state import (
+    ChatInputAnswered,
+    ChatInputBooleanAnswerValue,
+    ChatInputBooleanQuestion,
+    ChatInputMultiSelectQuestion,
+    ChatInputNumberAnswerValue,
+    ChatInputNumberQuestion,
+    ChatInputOption,
+    ChatInputSelectedManyAnswerValue,
     MessageKind,
     SystemNotificationResponsePart,
     ToolCallCancelledState,
@@ -41,12 +51,13 @@ from orchestrator._ahp_state import (
     ToolResultSubagentContent,
     UserChatOrigin,
 )
+from orchestrator._backend import Backend, ModelEvent, RoundContext, TextDelta, ToolCallRequest
 from orchestrator._backend_scripted import ScriptedBackend
-from orchestrator._errors import RunError
+from orchestrator._errors import RunError, TeamFileError
 from orchestrator._factlog import MemoryFactLog
 from orchestrator._facts import Fact
 from orchestrator._graph import build_graph
-from orchestrator._runtime import Ids, RunOutcome, TeamRuntime
+from orchestrator._runtime import Ids, RunOutcome, TeamRuntime, answer_text, parse_answer
 from orchestrator._session_reducer import summary_of
 from orchestrator._team_actions import (
     USER,
@@ -63,7 +74,7 @@ from orchestrator._team_actions import (
     TaskStatus,
 )
 from orchestrator._team_state import TeamState
-from orchestrator._teamfile import TeamSpec, parse_team
+from orchestrator._teamfile import AgentSpec, TeamSpec, parse_team
 
 FANOUT = """
 [team]
@@ -126,15 +137,43 @@ def every_scenario_is_checked() -> Iterator[None]:
         harness.finished()
 
 
+class OffScript:
+    """A model that asks to delegate to an agent its team file does not allow (a real model
+    can ask for anything), then reports what came back."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    @classmethod
+    def factory(cls, agent: str, target: str) -> Callable[[AgentSpec], Backend]:
+        def backends(spec: AgentSpec) -> Backend:
+            return cls(target) if spec.name == agent else ScriptedBackend(spec)
+
+        return backends
+
+    async def stream_round(self, context: RoundContext) -> AsyncIterator[ModelEvent]:
+        await trio.lowlevel.checkpoint()
+        if context.round_index == 0:
+            yield ToolCallRequest(
+                tool_call_id="call-1",
+                tool_name="delegate",
+                arguments={"agent": self.target, "task": "x"},
+            )
+        else:
+            yield TextDelta(text="\n".join(o.output for o in context.outcomes))
+
+
 class Harness:
     """A runtime on a memory log, with helpers to read back what it recorded."""
 
-    def __init__(self, team: TeamSpec) -> None:
+    def __init__(
+        self, team: TeamSpec, *, backends: Callable[[AgentSpec], Backend] = ScriptedBackend
+    ) -> None:
         _HARNESSES.append(self)
         self.log = MemoryFactLog()
         self.runtime = TeamRuntime(
             team,
-            backends=ScriptedBackend,
+            backends=backends,
             factlog=self.log,
             ids=Ids(deterministic=True),
             clock=lambda: "2026-11-22T00:00:00.000Z",
@@ -267,6 +306,97 @@ class TestDelegation:
         assert trio.current_time() == pytest.approx(20)
         h.finished()
 
+    async def test_a_tree_deeper_than_the_budget_does_not_wait_on_itself(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """With a budget of one, a manager that delegates lends its place to its workers
+        while it waits for them, and takes it back after: the run completes."""
+        h = Harness(
+            parse_team(
+                NESTED.replace('name = "nested"', 'name = "nested"\nparallel_budget = 1'),
+                file="n.toml",
+            )
+        )
+        outcome = await run_to_end(h)
+        assert outcome.status is RunStatus.COMPLETED
+        assert "finished a" in outcome.result
+        assert "finished b" in outcome.result
+        # One at a time: the two workers' 100 s sleeps follow each other.
+        assert trio.current_time() == pytest.approx(200)
+        assert sorted(f.status for f in h.actions(TaskFinished)) == [TaskStatus.COMPLETED] * 3
+
+    async def test_parallel_delegations_spawn_in_request_order(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """Whatever order trio runs them in, the round's delegations are recorded in the order
+        the model asked for them: task ids, chats and agent ids are reproducible."""
+        h = Harness(fanout())
+        await run_to_end(h)
+        titles = [a.title for a in h.actions(TaskCreated)]
+        assert titles == ["alpha", "beta", "gamma"]
+        tasks = [a.task for a in h.actions(TaskCreated)]
+        assert [a.task for a in h.actions(TaskStarted)] == tasks
+
+    async def test_a_queued_task_can_be_cancelled_before_it_starts(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """cancel_task on a task waiting for a place in the budget: it ends killed, never
+        started, and the coordinator is told like for any other worker."""
+        h = Harness(fanout(budget=2, worker_steps='{ sleep = 10 }, { say = "did {task}" }'))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_to_end, h)
+            queued = await wait_for(
+                h,
+                lambda f: (
+                    isinstance(f.action, TaskCreated) and f.action.status is TaskStatus.QUEUED
+                ),
+            )
+            assert isinstance(queued.action, TaskCreated)
+            h.runtime.cancel_task(queued.action.task)
+        finished = {f.task: f for f in h.actions(TaskFinished)}
+        killed = finished[queued.action.task]
+        assert killed.status is TaskStatus.KILLED
+        assert killed.chat is None
+        assert "waited for a place" in killed.summary
+        assert queued.action.task not in {a.task for a in h.actions(TaskStarted)}
+        assert h.runtime.state.queued_count() == 0
+        run = h.runtime.state.run
+        assert run is not None
+        assert "[worker, killed]" in run.result
+
+    async def test_cancelling_the_team_finishes_queued_tasks_too(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        h = Harness(fanout(budget=1, worker_steps='{ sleep = 10 }, { say = "did {task}" }'))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_to_end, h)
+            await wait_for(h, lambda f: isinstance(f.action, TaskStarted))
+            await trio.testing.wait_all_tasks_blocked()
+            h.runtime.cancel()
+        assert sorted(f.status for f in h.actions(TaskFinished)) == [TaskStatus.KILLED] * 3
+        assert h.runtime.state.queued_count() == 0
+        assert h.runtime.state.active_count() == 0
+
+    async def test_a_backend_that_cannot_start_fails_the_turn(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """A backend factory that raises (say, a missing API key) ends the worker's turn in
+        error instead of leaving it open; the worker is reported failed."""
+
+        def backends(agent: AgentSpec) -> Backend:
+            if agent.name == "worker":
+                raise RunError("no API key for the worker's model")
+            return ScriptedBackend(agent)
+
+        h = Harness(fanout(), backends=backends)
+        outcome = await run_to_end(h)
+        assert outcome.status is RunStatus.COMPLETED
+        assert [f.status for f in h.actions(TaskFinished)] == [TaskStatus.FAILED] * 3
+        for worker in h.worker_chats():
+            chat = h.runtime.state.chats[worker]
+            assert chat.active_turn is None
+            assert chat.turns[-1].state == "error"
+
     async def test_a_failing_worker_is_reported_and_siblings_finish(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
@@ -328,21 +458,7 @@ class TestDelegation:
             """,
             file="t.toml",
         )
-        h = Harness(team)
-        runtime = h.runtime
-        # Bypass the file's validation: the model asks for an agent it may not use.
-        request_target = "b"
-
-        original = runtime._delegate
-
-        async def tampered(ctx: Any, request: Any) -> Any:
-            import attrs
-
-            return await original(
-                ctx, attrs.evolve(request, arguments={"agent": request_target, "task": "x"})
-            )
-
-        runtime._delegate = tampered  # type: ignore[method-assign]
+        h = Harness(team, backends=OffScript.factory("lead", "b"))
         outcome = await run_to_end(h)
         assert outcome.status is RunStatus.COMPLETED
         assert "may not delegate to 'b'" in outcome.result
@@ -359,6 +475,7 @@ coordinator = "lead"
 role = "coordinator"
 tools = ["delegate"]
 delegates_to = ["worker"]
+{lead_extra}
 
 [[agents.lead.turns]]
 steps = [
@@ -382,7 +499,7 @@ steps = [ {{ tool = "publish", input = {{ target = "site" }} }}, {{ say = "after
 
 class TestApprovals:
     async def _run_with_decision(self, approved: bool) -> Harness:
-        h = Harness(parse_team(APPROVAL.format(approver="user"), file="a.toml"))
+        h = Harness(parse_team(APPROVAL.format(approver="user", lead_extra=""), file="a.toml"))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_to_end, h)
             fact = await wait_for(h, lambda f: isinstance(f.action, ApprovalRequested))
@@ -436,18 +553,75 @@ class TestApprovals:
         assert h.actions(TaskFinished)[0].status is TaskStatus.COMPLETED
         assert "was denied by user" in h.actions(TaskFinished)[0].summary
 
-    async def test_the_coordinator_decides_where_the_policy_grants_it(
-        self, autojump_clock: trio.testing.MockClock
+    @pytest.mark.parametrize(
+        ("approves", "decision"), [('["publish"]', "approved"), ("[]", "denied")]
+    )
+    async def test_the_coordinator_decides_by_its_approves_list(
+        self, autojump_clock: trio.testing.MockClock, approves: str, decision: str
     ) -> None:
-        """approved_by = coordinator routes the request to the coordinator chat, which decides."""
-        h = Harness(parse_team(APPROVAL.format(approver="coordinator"), file="a.toml"))
+        """approved_by = coordinator routes the request to the coordinator chat, which
+        approves the tools its ``approves`` list names and denies the others."""
+        team = APPROVAL.format(approver="coordinator", lead_extra=f"approves = {approves}")
+        h = Harness(parse_team(team, file="a.toml"))
         outcome = await run_to_end(h)
         assert outcome.status is RunStatus.COMPLETED
         request = h.actions(ApprovalRequested)[0]
         coordinator = h.runtime.state.coordinator_chat()
         assert request.routed_to == coordinator
-        assert h.actions(ApprovalResolved)[0].resolved_by == coordinator
-        h.finished()
+        (resolved,) = h.actions(ApprovalResolved)
+        assert resolved.resolved_by == coordinator
+        assert resolved.decision == decision
+
+    def test_routing_to_a_coordinator_without_a_policy_is_a_team_file_error(self) -> None:
+        with pytest.raises(TeamFileError, match=r"agents\.worker\.approved_by: routes its"):
+            parse_team(APPROVAL.format(approver="coordinator", lead_extra=""), file="a.toml")
+
+    async def test_an_approval_is_withdrawn_when_its_worker_stops(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """A worker that times out while its tool call waits for a decision withdraws the
+        request: nothing stays pending, and a late answer is refused with the reason."""
+        team = APPROVAL.format(approver="user", lead_extra="").replace(
+            'approved_by = "user"', 'approved_by = "user"\ntimeout = 30'
+        )
+        h = Harness(parse_team(team, file="a.toml"))
+        outcome = await run_to_end(h)
+        assert outcome.status is RunStatus.COMPLETED
+        (request,) = h.actions(ApprovalRequested)
+        (resolved,) = h.actions(ApprovalResolved)
+        assert resolved.decision == "withdrawn"
+        assert resolved.resolved_by == request.chat
+        assert not h.runtime.state.has_pending_approval()
+        assert h.actions(TaskFinished)[0].status is TaskStatus.FAILED
+        with pytest.raises(RunError, match="no pending approval"):
+            await h.runtime.resolve_approval(request.approval, approved=True)
+
+    async def test_a_second_decision_is_refused(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """Two answers at once (two clients, say): one is applied, the other is told it came
+        too late, never both told that theirs was applied."""
+        h = Harness(parse_team(APPROVAL.format(approver="user", lead_extra=""), file="a.toml"))
+        errors: list[str] = []
+        applied: list[bool] = []
+
+        async def decide(approved: bool, approval: str) -> None:
+            try:
+                await h.runtime.resolve_approval(approval, approved=approved)
+            except RunError as exc:
+                errors.append(str(exc))
+            else:
+                applied.append(approved)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_to_end, h)
+            fact = await wait_for(h, lambda f: isinstance(f.action, ApprovalRequested))
+            assert isinstance(fact.action, ApprovalRequested)
+            nursery.start_soon(decide, True, fact.action.approval)
+            nursery.start_soon(decide, False, fact.action.approval)
+        assert errors == [f"approval {fact.action.approval!r} has already been decided"]
+        (resolved,) = h.actions(ApprovalResolved)
+        assert applied == [resolved.decision == "approved"]
 
     async def test_resolving_an_unknown_approval_is_refused(
         self, autojump_clock: trio.testing.MockClock
@@ -469,7 +643,68 @@ steps = [ { ask = "Which version?" }, { say = "Releasing {outcomes}" } ]
 """
 
 
+class TestAnswers:
+    """parse_answer reads what a person typed as the question asks."""
+
+    YES_NO = ChatInputBooleanQuestion(id="answer", message="Go?")
+    CHOICE = ChatInputMultiSelectQuestion(
+        id="answer",
+        message="Which?",
+        options=(ChatInputOption(id="eu", label="Europe"), ChatInputOption(id="us", label="US")),
+    )
+
+    @pytest.mark.parametrize(("text", "value"), [("y", True), (" YES ", True), ("no", False)])
+    def test_yes_and_no(self, text: str, value: bool) -> None:
+        assert parse_answer(self.YES_NO, text) == ChatInputBooleanAnswerValue(value=value)
+
+    def test_options_by_id_or_label(self) -> None:
+        assert parse_answer(self.CHOICE, "europe, us") == ChatInputSelectedManyAnswerValue(
+            value=("eu", "us")
+        )
+
+    @given(st.text())
+    def test_anything_else_is_refused_with_what_is_expected(self, text: str) -> None:
+        if text.strip().lower() in {"y", "yes", "true", "1", "n", "no", "false", "0"}:
+            return
+        with pytest.raises(ValueError, match="answer yes or no"):
+            parse_answer(self.YES_NO, text)
+
+    @given(st.integers(-(10**6), 10**6))
+    def test_numbers_round_trip(self, number: int) -> None:
+        question = ChatInputNumberQuestion(id="answer", message="How many?", kind="integer")
+        value = parse_answer(question, str(number))
+        assert value == ChatInputNumberAnswerValue(value=number)
+        assert answer_text(value) == str(number)
+
+
 class TestAsk:
+    async def test_a_yes_no_question_takes_yes_or_no(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """An answer the question cannot take is refused and the request stays open; a good
+        one is recorded as a boolean and the model reads "yes"."""
+        team = ASK.replace('{ ask = "Which version?" }', '{ ask = "Ship now?", kind = "boolean" }')
+        h = Harness(parse_team(team, file="ask.toml"))
+        result: list[RunOutcome] = []
+
+        async def run() -> None:
+            result.append(await run_to_end(h))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run)
+            fact = await wait_for(h, lambda f: isinstance(f.action, ChatInputRequestedAction))
+            assert isinstance(fact.action, ChatInputRequestedAction)
+            request_id = fact.action.request.id
+            with pytest.raises(RunError, match=f"{request_id}: answer yes or no, not 'maybe'"):
+                await h.runtime.answer_input(fact.channel, request_id, "maybe")
+            await h.runtime.answer_input(fact.channel, request_id, "y")
+        assert result[0].result == "Releasing yes"
+        (completed,) = h.actions(ChatInputCompletedAction)
+        assert completed.answers is not None
+        assert completed.answers["answer"] == ChatInputAnswered(
+            state="submitted", value=ChatInputBooleanAnswerValue(value=True)
+        )
+
     async def test_ask_blocks_until_answered(self, autojump_clock: trio.testing.MockClock) -> None:
         """An input request blocks the chat; the answer completes it and the turn goes on."""
         h = Harness(parse_team(ASK, file="ask.toml"))
@@ -684,6 +919,36 @@ class TestSteeringAndQueue:
         assert removed.action.id == set_fact.action.id
         assert removed.sequence > set_fact.sequence
         h.finished()
+
+    async def test_steering_text_reaches_the_model(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """The model's next round sees the steering message (not just its removal)."""
+        seen: list[tuple[str, ...]] = []
+
+        class Listening:
+            async def stream_round(self, context: RoundContext) -> AsyncIterator[ModelEvent]:
+                seen.append(tuple(context.steering))
+                if context.round_index == 0:
+                    await trio.sleep(5)
+                    yield ToolCallRequest(tool_call_id="c1", tool_name="lookup", arguments={})
+                else:
+                    yield TextDelta(text="done")
+
+        team = parse_team(
+            '[team]\nname = "t"\ncoordinator = "lead"\n'
+            '[agents.lead]\nrole = "coordinator"\ntools = ["lookup"]\n'
+            '[[agents.lead.turns]]\nsteps = [ { say = "x" } ]\n',
+            file="t.toml",
+        )
+        h = Harness(team, backends=lambda agent: Listening())
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_to_end, h)
+            await wait_for(h, lambda f: isinstance(f.action, ChatTurnStartedAction))
+            coordinator = h.runtime.state.coordinator_chat()
+            assert coordinator is not None
+            await h.runtime.steer(coordinator, "use the staging data")
+        assert seen == [(), ("use the staging data",)]
 
     async def test_a_queued_message_starts_the_next_turn(
         self, autojump_clock: trio.testing.MockClock

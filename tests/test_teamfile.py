@@ -201,6 +201,24 @@ class TestErrors:
         assert "unknown key 'timout'" in error.message
         assert "did you mean 'timeout'?" in error.message
 
+    def test_every_agent_reports_its_own_problem(self) -> None:
+        """One check names the first problem of each agent, not only the first of the file."""
+        text = replaced('role = "coordinator"', 'role = "coordinator"\ntimeout = -1')
+        text = text.replace('role = "researcher"', 'role = "researcher"\ninteractivity = "loud"')
+        error = parse_error(text)
+        assert [p.key_path for p in error.problems] == [
+            "agents.lead.timeout",
+            "agents.researcher.interactivity",
+        ]
+        assert str(error).splitlines() == [str(p) for p in error.problems]
+
+    def test_approves_belongs_on_the_coordinator(self) -> None:
+        error = parse_error(
+            replaced('role = "researcher"', 'role = "researcher"\napproves = ["publish"]')
+        )
+        assert error.key_path == "agents.researcher.approves"
+        assert "only the coordinator decides" in error.message
+
     def test_unknown_top_level_key(self) -> None:
         """A misspelt top-level table is caught too."""
         error = parse_error(VALID + '\n[agent.x]\nrole = "x"\n')
