@@ -452,6 +452,19 @@ def _check_input_requested(
     state: ChatState, action: ChatInputRequestedAction, channel: str
 ) -> None:
     _check_request_answers(state, action.request, action, channel)
+    # A re-sent request keeps the answers drafted so far unless it brings its own (the
+    # reducer, as upstream): it must still ask the questions those answers answer.
+    current = _open_request(state, action.request.id) if state.active_turn else None
+    if current is not None and action.request.answers is None:
+        dropped = _unknown_questions(action.request, current.answers)
+        if dropped:
+            _refuse(
+                f"input request {action.request.id!r} is sent again without the questions "
+                f"its drafted answers answer: {', '.join(dropped)}",
+                action,
+                channel,
+                describe_chat_state(state),
+            )
 
 
 def _check_request_answers(

@@ -54,7 +54,7 @@ from orchestrator._chat_reducer import (
     tool_call_event,
     tool_call_guard,
 )
-from orchestrator._validate import IDEMPOTENT_CHAT_ACTIONS, validate_chat_action
+from orchestrator._validate import IDEMPOTENT_CHAT_ACTIONS, answer_problem, validate_chat_action
 
 from .strategies import ahp_values, chat_actions, chat_states, session_statuses, tool_call_states
 
@@ -203,11 +203,24 @@ def breaks_turn_table_or_invariant(state: ChatState, action: ChatAction | Unknow
     request = None
     if isinstance(action, ChatInputRequestedAction):
         request = action.request
+        drafted = next(
+            (
+                p.request.answers
+                for p in turn.response_parts
+                if isinstance(p, InputRequestResponsePart)
+                and p.response is None
+                and p.request.id == request.id
+            ),
+            None,
+        )
+        if request.answers is None and drafted:
+            # A re-sent request carries the drafted answers over (see the validator).
+            request = attrs.evolve(request, answers=drafted)
     elif isinstance(action, ChatResponsePartAction) and isinstance(
         action.part, InputRequestResponsePart
     ):
         request = action.part.request
-    if request is not None and set(request.answers or ()) - {q.id for q in request.questions or ()}:
+    if request is not None and not answers_fit(request):
         return True
     if isinstance(action, ChatToolCallStartAction | ChatResponsePartAction):
         new_id = (
@@ -222,6 +235,15 @@ def breaks_turn_table_or_invariant(state: ChatState, action: ChatAction | Unknow
     return isinstance(action, ChatInputAnswerChangedAction | ChatInputCompletedAction)
 
 
+def answers_fit(request: ChatInputRequest) -> bool:
+    """Every answer answers a question the request asks, as that question can be answered."""
+    questions = {q.id: q for q in request.questions or ()}
+    return all(
+        question_id in questions and answer_problem(questions[question_id], answer) is None
+        for question_id, answer in (request.answers or {}).items()
+    )
+
+
 def invariants_hold(state: ChatState) -> None:
     """The ``# Invariant:`` comments of the state types that validation protects."""
     turn_ids = [t.id for t in state.turns]
@@ -233,8 +255,7 @@ def invariants_hold(state: ChatState) -> None:
         assert len(set(ids)) == len(ids)
         for part in turn.response_parts:
             if isinstance(part, InputRequestResponsePart):
-                asked = {q.id for q in part.request.questions or ()}
-                assert set(part.request.answers or ()) <= asked
+                assert answers_fit(part.request), part.request
     queued = [m.id for m in state.queued_messages or ()]
     assert len(set(queued)) == len(queued)
 
