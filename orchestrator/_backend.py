@@ -17,7 +17,7 @@ validates, appends and broadcasts it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -106,6 +106,7 @@ class RoundContext:
 class Backend(Protocol):
     """A source of model rounds for one agent definition."""
 
-    def stream_round(self, context: RoundContext) -> AsyncIterator[ModelEvent]:
-        """Stream one model round. Raising ends the turn in error."""
+    def stream_round(self, context: RoundContext) -> AsyncGenerator[ModelEvent, None]:
+        """Stream one model round (an async generator: the runtime closes it when the round
+        ends, however it ends). Raising ends the turn in error."""
         ...

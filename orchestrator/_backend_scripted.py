@@ -21,7 +21,7 @@ asks for it: the backend keeps no state between calls.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, Final, assert_never
 
 import trio
@@ -201,7 +201,7 @@ class ScriptedBackend:
     def __init__(self, agent: AgentSpec) -> None:
         self.agent = agent
 
-    async def stream_round(self, context: RoundContext) -> AsyncIterator[ModelEvent]:
+    async def stream_round(self, context: RoundContext) -> AsyncGenerator[ModelEvent, None]:
         """Stream round ``context.round_index`` of the scripted turn the context is in.
 
         Raises :class:`ScriptedFailure` at a ``fail`` step and :class:`RunError`

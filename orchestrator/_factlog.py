@@ -1,14 +1,20 @@
-"""Where facts go before anyone sees them: the fact log interface and its file form.
+"""Where facts go before anyone sees them: the fact log interface and its simple forms.
 
-The runtime appends every batch of facts to a :class:`FactLog` *before* it
-changes shared state or tells a subscriber (the write-ahead rule). Two logs
-live here: :class:`MemoryFactLog` (tests, benchmarks) and
-:class:`JsonlFactLog`, the ``--facts FILE`` of ``orchestrator run``: one JSON
-object per line, a batch written with one ``write`` and flushed to the kernel,
-so a fact survives the process being killed once ``append`` returned (not a
-power loss: the durable SQLite journal comes with the journal issue and takes
-the same batches).
+The runtime hands every batch of facts to a :class:`FactLog` *before* it changes shared
+state or tells a subscriber (the write-ahead rule). :meth:`FactLog.submit` takes the batch at
+once, in order, and returns a :class:`Ticket` that completes when the batch is durable (as
+that log defines it) or failed. Submitting is synchronous so that the order of batches is the
+order of submission; waiting is separate so that a log which writes in the background (the
+SQLite journal) can commit many batches in one transaction.
 
+Contract: tickets complete in submission order, and once a batch fails every batch submitted
+after it fails too (it was prepared on top of facts that never became durable), and later
+submissions raise :class:`~orchestrator.FactLogError` at once.
+
+Two logs live here: :class:`MemoryFactLog` (tests, benchmarks) and :class:`JsonlFactLog`,
+the ``--facts FILE`` of ``orchestrator run``: one JSON object per line, a batch written with
+one ``write`` and flushed to the kernel before its ticket completes, so a fact survives the
+process being killed once acknowledged (not a power loss: that is the SQLite journal's job).
 :func:`read_facts` reads such a file back, naming the line of any bad entry.
 """
 
@@ -19,18 +25,85 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Protocol
 
+import trio
+
 from ._errors import FactLogError, PeerProtocolError
 from ._facts import Fact
 from ._facts_wire import fact_from_json, fact_to_json
 
-__all__ = ["FactLog", "JsonlFactLog", "MemoryFactLog", "read_facts"]
+__all__ = [
+    "DoneTicket",
+    "EventTicket",
+    "FactLog",
+    "JsonlFactLog",
+    "MemoryFactLog",
+    "Ticket",
+    "read_facts",
+]
+
+
+class Ticket(Protocol):
+    """The pending outcome of one submitted batch."""
+
+    @property
+    def error(self) -> FactLogError | None:
+        """Why the batch failed, once it has; None while pending or when it succeeded."""
+        ...
+
+    def done(self) -> bool:
+        """Whether the batch is durable or has failed."""
+        ...
+
+    async def wait(self) -> None:
+        """Return once :meth:`done` (a checkpoint only if it has to wait)."""
+        ...
+
+
+class DoneTicket:
+    """A ticket of a log that writes synchronously: complete from the start."""
+
+    def __init__(self, error: FactLogError | None = None) -> None:
+        self._error = error
+
+    @property
+    def error(self) -> FactLogError | None:
+        return self._error
+
+    def done(self) -> bool:
+        return True
+
+    async def wait(self) -> None:
+        return None
+
+
+class EventTicket:
+    """A ticket completed later, from the trio thread, by :meth:`complete`."""
+
+    def __init__(self) -> None:
+        self._event = trio.Event()
+        self._error: FactLogError | None = None
+
+    @property
+    def error(self) -> FactLogError | None:
+        return self._error
+
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    def complete(self, error: FactLogError | None = None) -> None:
+        self._error = error
+        self._event.set()
+
+    async def wait(self) -> None:
+        if not self._event.is_set():
+            await self._event.wait()
 
 
 class FactLog(Protocol):
-    """Appends batches of facts atomically and in order."""
+    """Takes batches of facts, in order, and makes each durable as a whole or not at all."""
 
-    async def append(self, facts: Sequence[Fact]) -> None:
-        """Make ``facts`` durable (as this log defines it) before returning."""
+    def submit(self, facts: Sequence[Fact]) -> Ticket:
+        """Take ``facts`` (one batch); raises :class:`FactLogError` if the log is broken."""
         ...
 
 
@@ -40,21 +113,23 @@ class MemoryFactLog:
     def __init__(self) -> None:
         self.facts: list[Fact] = []
 
-    async def append(self, facts: Sequence[Fact]) -> None:
+    def submit(self, facts: Sequence[Fact]) -> Ticket:
         self.facts.extend(facts)
+        return DoneTicket()
 
 
 class JsonlFactLog:
-    """Writes facts as JSON Lines; each batch is one write, flushed before returning.
+    """Writes facts as JSON Lines; each batch is one write, flushed before its ticket is done.
 
-    The write is a plain buffered write of a few hundred bytes to the page
-    cache, which does not block in practice, so it is done on the trio thread:
-    handing each batch to a worker thread would cost more than the write.
+    The write is a plain buffered write of a few hundred bytes to the page cache, which does
+    not block in practice, so it is done on the trio thread: handing each batch to a worker
+    thread would cost more than the write.
     """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._file: IO[str] | None = None
+        self._failed: FactLogError | None = None
 
     def open(self) -> None:
         try:
@@ -64,7 +139,9 @@ class JsonlFactLog:
                 f"cannot open for writing: {exc.strerror}", source=str(self.path)
             ) from exc
 
-    async def append(self, facts: Sequence[Fact]) -> None:
+    def submit(self, facts: Sequence[Fact]) -> Ticket:
+        if self._failed is not None:
+            raise self._failed
         if self._file is None:
             self.open()
         assert self._file is not None
@@ -72,7 +149,9 @@ class JsonlFactLog:
             self._file.write("".join(fact_to_json(f) + "\n" for f in facts))
             self._file.flush()
         except OSError as exc:
-            raise FactLogError(f"cannot write: {exc.strerror}", source=str(self.path)) from exc
+            self._failed = FactLogError(f"cannot write: {exc.strerror}", source=str(self.path))
+            raise self._failed from exc
+        return DoneTicket()
 
     def close(self) -> None:
         if self._file is not None:

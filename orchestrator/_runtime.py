@@ -27,13 +27,14 @@ is called (by the CLI prompt, a client, or the coordinator's policy).
 
 from __future__ import annotations
 
+import collections
 import datetime
 import itertools
 import json
 import math
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager, nullcontext
+from collections.abc import Callable, Sequence
+from contextlib import aclosing, nullcontext
 from typing import Any, Final
 
 import attrs
@@ -109,8 +110,8 @@ from ._backend import (
     UsageReport,
 )
 from ._bus import FactBus
-from ._errors import RunError
-from ._factlog import FactLog, MemoryFactLog
+from ._errors import FactLogError, RunError
+from ._factlog import FactLog, MemoryFactLog, Ticket
 from ._facts import Action, Fact
 from ._team_actions import (
     USER,
@@ -127,7 +128,7 @@ from ._team_actions import (
     TaskStarted,
     TaskStatus,
 )
-from ._team_state import TeamState
+from ._team_state import TeamState, Transition
 from ._teamfile import AgentSpec, TeamSpec
 
 __all__ = [
@@ -192,7 +193,16 @@ class Ids:
 
 
 class Recorder:
-    """The single door through which facts enter the world (see module docstring)."""
+    """The single door through which facts enter the world (see module docstring).
+
+    Theory of operation: :meth:`record` prepares a batch against the state as the batches in
+    flight will leave it, numbers its facts and submits them to the fact log, all without
+    an await: trio runs one task at a time, so batches are ordered without a lock. The task
+    then waits (shielded: a submitted batch is never abandoned) for its batch to be durable,
+    commits every batch that is, oldest first, and publishes their facts. A log that writes
+    in the background can thus make many batches durable in one transaction. If the log
+    fails, that batch and every later one fail with it; the recorder then refuses all else.
+    """
 
     def __init__(
         self,
@@ -206,62 +216,86 @@ class Recorder:
         self.factlog = factlog
         self.bus = bus
         self.clock = clock
-        self._lock = trio.Lock()
+        self._last_sequence = state.last_sequence  # of the last fact submitted
+        self._in_flight: collections.deque[_InFlight] = collections.deque()
+        self.failed: FactLogError | None = None
 
     async def record(
         self, actions: Sequence[tuple[str, Action]], *, guard: Callable[[], None] | None = None
     ) -> list[Fact]:
         """Validate, append, apply and publish ``actions`` as one batch.
 
-        Raises :class:`IllegalTransitionError` (nothing recorded) for an action the current
-        state refuses. ``guard`` runs first, inside the recorder's exclusive section, and
-        refuses the batch by raising: a check of runtime bookkeeping that must not change
-        between the check and the append. Once the append has begun the batch is recorded
-        whole, even if the caller is cancelled meanwhile (the cancellation arrives at the
-        caller's next checkpoint).
+        Raises :class:`IllegalTransitionError` (nothing recorded) for an action the state
+        refuses, and :class:`FactLogError` when the log cannot make the batch durable.
+        ``guard`` runs first, in the same atomic step as the preparation, and refuses the
+        batch by raising: a check of runtime bookkeeping that must not change between the
+        check and the append. Once submitted, the batch is recorded whole even if the caller
+        is cancelled meanwhile (the cancellation arrives at the caller's next checkpoint).
         """
-        await self._acquire()
+        if self.failed is not None:
+            raise self.failed
+        if guard is not None:
+            guard()
+        now = self.clock()
+        transition = self.state.prepare(actions, now=now)
+        first = self._last_sequence + 1
+        facts = [
+            Fact(
+                sequence=first + offset,
+                session=self.state.session_uri,
+                channel=channel,
+                at=now,
+                action=action,
+            )
+            for offset, (channel, action) in enumerate(transition.actions)
+        ]
         try:
-            if guard is not None:
-                guard()
-            now = self.clock()
-            transition = self.state.prepare(actions, now=now)
-            first = self.state.last_sequence + 1
-            facts = [
-                Fact(
-                    sequence=first + offset,
-                    session=self.state.session_uri,
-                    channel=channel,
-                    at=now,
-                    action=action,
-                )
-                for offset, (channel, action) in enumerate(transition.actions)
-            ]
-            with trio.CancelScope(shield=True):
-                await self.factlog.append(facts)
-            self.state.commit(transition, facts[-1].sequence)
-            self.bus.publish_nowait(facts)
-            return facts
-        finally:
-            self._lock.release()
+            ticket = self.factlog.submit(facts)
+        except FactLogError as exc:
+            self._fail(exc)
+            raise
+        self._last_sequence = facts[-1].sequence
+        self.state.push(transition)
+        entry = _InFlight(transition, facts, ticket)
+        self._in_flight.append(entry)
+        with trio.CancelScope(shield=True):
+            await ticket.wait()
+        self._settle()
+        if entry.error is not None:
+            raise entry.error
+        return facts
 
-    @asynccontextmanager
-    async def exclusive(self) -> AsyncIterator[None]:
-        """No batch is recorded while inside: read state and change bookkeeping atomically."""
-        await self._acquire()
-        try:
-            yield
-        finally:
-            self._lock.release()
+    def _settle(self) -> None:
+        """Commit and publish every durable batch at the front of the queue, in order."""
+        while self._in_flight and self._in_flight[0].ticket.done():
+            entry = self._in_flight.popleft()
+            error = entry.ticket.error
+            if error is not None:
+                entry.error = error
+                self._fail(error)
+                return
+            self.state.commit(entry.transition, entry.facts[-1].sequence)
+            self.bus.publish_nowait(entry.facts)
 
-    async def _acquire(self) -> None:
-        # Batches are prepared and appended one at a time, in order. Uncontended (the common
-        # case) the lock is taken without a trip through the scheduler, which would cost more
-        # than the rest of recording a fact.
-        try:
-            self._lock.acquire_nowait()
-        except trio.WouldBlock:
-            await self._lock.acquire()
+    def _fail(self, error: FactLogError) -> None:
+        # Every batch in flight was prepared on top of facts that never became durable.
+        for entry in self._in_flight:
+            entry.error = error
+        self._in_flight.clear()
+        self.state.discard_pending()
+        if self.failed is None:
+            self.failed = error
+            log.error("fact log failed: nothing more can be recorded", error=str(error))
+
+
+@attrs.define(eq=False)
+class _InFlight:
+    """A submitted batch: its prepared transition, its facts, the log's ticket for them."""
+
+    transition: Transition
+    facts: list[Fact]
+    ticket: Ticket
+    error: FactLogError | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -425,6 +459,8 @@ class TeamRuntime:
             except TurnFailedError as exc:
                 return await self._finish(run_id, RunStatus.FAILED, error=str(exc))
             except Exception as exc:
+                if self.recorder.failed is not None:
+                    return self._lost(self.recorder.failed)
                 log.exception("coordinator crashed", session=self.session, chat=chat)
                 return await self._finish(
                     run_id, RunStatus.FAILED, error=f"internal error: {exc!r}"
@@ -440,6 +476,24 @@ class TeamRuntime:
         # Only reached when cancel() cancelled the session scope, which absorbed the
         # cancellation after the run was recorded cancelled (above).
         return RunOutcome(session=self.session, status=RunStatus.CANCELLED, error=CANCELLED)
+
+    def _lost(self, error: FactLogError) -> RunOutcome:
+        """The run stops where its fact log failed: nothing more can be recorded (not even
+        that it failed), and what was recorded up to there is all that is durable."""
+        log.error(
+            "run stopped: the fact log failed",
+            session=self.session,
+            durable_through=self.state.last_sequence,
+            error=str(error),
+        )
+        return RunOutcome(
+            session=self.session,
+            status=RunStatus.FAILED,
+            error=(
+                f"the fact log failed, so the run stopped: {error} (facts 1 to "
+                f"{self.state.last_sequence} of {self.session} are durable)"
+            ),
+        )
 
     async def _finish(
         self, run_id: str, status: RunStatus, *, result: str = "", error: str = ""
@@ -545,8 +599,8 @@ class TeamRuntime:
             raise RunError(f"no chat {chat} in session {self.session}")
 
         def still_open() -> None:
-            # Checked in the recorder's exclusive section: a chat that is closing either
-            # sees this message (and runs it) or has closed and refuses it, never neither.
+            # Checked in the same atomic step as the batch's submission: a chat that is
+            # closing either sees this message (and runs it) or has closed, never neither.
             if chat not in self._open_chats:
                 raise RunError(f"chat {chat} is not running: it cannot take a {kind} message")
 
@@ -578,11 +632,14 @@ class TeamRuntime:
         try:
             result = await self._run_turn(ctx, message, queued_id=None)
             while True:
-                async with self.recorder.exclusive():
-                    queued = self.state.chats[ctx.chat].queued_messages
-                    if not queued:
-                        self._open_chats.discard(ctx.chat)
-                        return result
+                # No await between this check and closing: a queued message submitted
+                # before it is seen here (in flight or durable) and run; one submitted
+                # after finds the chat closed (see _set_pending's guard).
+                latest = self.state.latest_chat(ctx.chat)
+                queued = latest.queued_messages if latest is not None else None
+                if not queued:
+                    self._open_chats.discard(ctx.chat)
+                    return result
                 result = await self._run_turn(ctx, queued[0].message, queued_id=queued[0].id)
         finally:
             self._open_chats.discard(ctx.chat)
@@ -635,8 +692,8 @@ class TeamRuntime:
                 outcomes = await self._run_tools(ctx, requests)
                 round_index += 1
         except Exception as exc:
-            if is_cancellation(exc):  # pragma: no cover - Cancelled is not an Exception
-                raise
+            if self.recorder.failed is not None:
+                raise  # nothing can be recorded any more: the run is going down (see run)
             log.warning("turn failed", chat=chat, agent=ctx.agent.name, error=str(exc))
             await self.recorder.record(
                 [
@@ -722,37 +779,40 @@ class TeamRuntime:
         usage: UsageReport | None = None
         open_part: tuple[str, str] | None = None  # (kind, part id) being appended to
         text_parts: list[str] = []
-        async for event in backend.stream_round(context):
-            match event:
-                # A new part carries its first chunk; later chunks append to it.
-                case TextDelta(text=chunk):
-                    text_parts.append(chunk)
-                    action: Action
-                    if open_part is None or open_part[0] != "markdown":
-                        open_part = ("markdown", self.ids.numbered("part"))
-                        part = MarkdownResponsePart(id=open_part[1], content=chunk)
-                        action = ChatResponsePartAction(turn_id=turn_id, part=part)
-                    else:
-                        action = ChatDeltaAction(
-                            turn_id=turn_id, part_id=open_part[1], content=chunk
-                        )
-                    await self.recorder.record([(chat, action)])
-                case ReasoningDelta(text=chunk):
-                    if open_part is None or open_part[0] != "reasoning":
-                        open_part = ("reasoning", self.ids.numbered("part"))
-                        reasoning = ReasoningResponsePart(id=open_part[1], content=chunk)
-                        action = ChatResponsePartAction(turn_id=turn_id, part=reasoning)
-                    else:
-                        action = ChatReasoningAction(
-                            turn_id=turn_id, part_id=open_part[1], content=chunk
-                        )
-                    await self.recorder.record([(chat, action)])
-                case ToolCallRequest():
-                    open_part = None
-                    await self._start_tool_call(ctx, event)
-                    requests.append(event)
-                case UsageReport():
-                    usage = event
+        # Closed when the round ends however it ends, so a backend's stream (an HTTP
+        # response, say) is never left to the garbage collector.
+        async with aclosing(backend.stream_round(context)) as stream:
+            async for event in stream:
+                match event:
+                    # A new part carries its first chunk; later chunks append to it.
+                    case TextDelta(text=chunk):
+                        text_parts.append(chunk)
+                        action: Action
+                        if open_part is None or open_part[0] != "markdown":
+                            open_part = ("markdown", self.ids.numbered("part"))
+                            part = MarkdownResponsePart(id=open_part[1], content=chunk)
+                            action = ChatResponsePartAction(turn_id=turn_id, part=part)
+                        else:
+                            action = ChatDeltaAction(
+                                turn_id=turn_id, part_id=open_part[1], content=chunk
+                            )
+                        await self.recorder.record([(chat, action)])
+                    case ReasoningDelta(text=chunk):
+                        if open_part is None or open_part[0] != "reasoning":
+                            open_part = ("reasoning", self.ids.numbered("part"))
+                            reasoning = ReasoningResponsePart(id=open_part[1], content=chunk)
+                            action = ChatResponsePartAction(turn_id=turn_id, part=reasoning)
+                        else:
+                            action = ChatReasoningAction(
+                                turn_id=turn_id, part_id=open_part[1], content=chunk
+                            )
+                        await self.recorder.record([(chat, action)])
+                    case ToolCallRequest():
+                        open_part = None
+                        await self._start_tool_call(ctx, event)
+                        requests.append(event)
+                    case UsageReport():
+                        usage = event
         if usage is not None:
             await self.recorder.record(
                 [
@@ -1194,6 +1254,8 @@ class TeamRuntime:
                 except TurnFailedError as exc:
                     status, summary = TaskStatus.FAILED, str(exc.__cause__ or exc)
                 except Exception as exc:  # the error barrier of one worker
+                    if self.recorder.failed is not None:
+                        raise  # the fact log failed: not this worker's failure (see run)
                     log.exception("worker crashed", chat=ctx.chat)
                     status, summary = TaskStatus.FAILED, f"internal error: {exc!r}"
                 except BaseException as exc:

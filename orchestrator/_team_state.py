@@ -7,11 +7,16 @@ one chat per agent) plus team bookkeeping (members, tasks, approvals) that the
 fact by routing it to the reducer of its channel, so the whole run is
 ``fold(apply, facts)``: live, on recovery, and for an old session alike.
 
-Changes happen in two steps so that the write-ahead rule can hold: a batch of
+Changes happen in steps so that the write-ahead rule can hold: a batch of
 actions is first *prepared* (validated and reduced against an overlay of the
-current state; nothing is changed, an illegal action raises
-:class:`IllegalTransitionError` and the batch is refused whole), then, once the
-facts are durable, the prepared :class:`Transition` is *committed*. Applying an
+state; nothing is changed, an illegal action raises :class:`IllegalTransitionError`
+and the batch is refused whole), then *pushed* while its facts are written, then,
+once they are durable, *committed* (in the order they were pushed). Several batches
+can be in flight at once: each is prepared on top of the ones pushed before it,
+read through a *pending view* that holds the latest value of every entry an
+in-flight batch wrote, so a lookup costs O(1) however many batches are in flight.
+Readers of the committed state (everything public here) see only durable facts.
+If the log fails, :meth:`discard_pending` drops every batch in flight. Applying an
 already-recorded fact (replay) is prepare + commit without validation.
 
 The container is mutable (a dict per kind of entity, replaced entry by entry)
@@ -159,22 +164,47 @@ V = TypeVar("V")
 
 
 class _Overlay(Generic[K, V]):
-    """A write-through view of a dict: reads see pending writes first, the base is untouched."""
+    """A batch's writes over a store: reads see the batch's own writes first, then the
+    writes of batches in flight before it (``pending``), then the committed ``base``."""
 
-    def __init__(self, base: dict[K, V]) -> None:
+    def __init__(self, base: dict[K, V], pending: dict[K, V]) -> None:
         self.base = base
+        self.pending = pending
         self.writes: dict[K, V] = {}
 
     def get(self, key: K) -> V | None:
         if key in self.writes:
             return self.writes[key]
+        if key in self.pending:
+            return self.pending[key]
         return self.base.get(key)
 
     def __setitem__(self, key: K, value: V) -> None:
         self.writes[key] = value
 
-    def commit(self) -> None:
-        self.base.update(self.writes)
+
+class _Pending(Generic[K, V]):
+    """The in-flight writes of one store: the latest value per key, and which batch wrote it."""
+
+    def __init__(self) -> None:
+        self.values: dict[K, V] = {}
+        self.writer: dict[K, int] = {}
+
+    def push(self, writes: dict[K, V], serial: int) -> None:
+        self.values.update(writes)
+        for key in writes:
+            self.writer[key] = serial
+
+    def settle(self, writes: dict[K, V], serial: int) -> None:
+        """``serial``'s writes are committed: forget those no later batch overwrote."""
+        for key in writes:
+            if self.writer.get(key) == serial:
+                del self.values[key]
+                del self.writer[key]
+
+    def clear(self) -> None:
+        self.values.clear()
+        self.writer.clear()
 
 
 @attrs.define
@@ -190,6 +220,8 @@ class Transition:
     approvals: _Overlay[str, ApprovalRecord]
     #: Chats whose summary must be re-announced with session/chatUpdated.
     touched_chats: set[str] = attrs.field(factory=set)
+    #: Set by :meth:`TeamState.push`: the batch's place among those in flight.
+    serial: int | None = None
 
 
 class TeamState:
@@ -204,6 +236,13 @@ class TeamState:
         self.tasks: dict[str, TaskRecord] = {}
         self.approvals: dict[str, ApprovalRecord] = {}
         self.last_sequence = 0
+        # Batches pushed and not yet committed, oldest first, and what they wrote.
+        self._in_flight: list[Transition] = []
+        self._pending_chats: _Pending[str, ChatState] = _Pending()
+        self._pending_members: _Pending[str, Member] = _Pending()
+        self._pending_tasks: _Pending[str, TaskRecord] = _Pending()
+        self._pending_approvals: _Pending[str, ApprovalRecord] = _Pending()
+        self._serials = 0
         # Counters kept at commit, so that the roster and the projections ask O(1) questions
         # whatever the size of the team.
         # Invariant: self._delegated == Counter(
@@ -225,14 +264,15 @@ class TeamState:
         lists the actions, followed by any ``session/chatUpdated`` needed to keep
         each chat's summary equal to the fields its state inlines.
         """
+        latest = self._in_flight[-1] if self._in_flight else None
         tr = Transition(
             actions=list(actions),
-            session=self.session,
-            run=self.run,
-            chats=_Overlay(self.chats),
-            members=_Overlay(self.members),
-            tasks=_Overlay(self.tasks),
-            approvals=_Overlay(self.approvals),
+            session=latest.session if latest is not None else self.session,
+            run=latest.run if latest is not None else self.run,
+            chats=_Overlay(self.chats, self._pending_chats.values),
+            members=_Overlay(self.members, self._pending_members.values),
+            tasks=_Overlay(self.tasks, self._pending_tasks.values),
+            approvals=_Overlay(self.approvals, self._pending_approvals.values),
         )
         for channel, action in actions:
             self._reduce(tr, channel, action, now=now, validate=validate)
@@ -242,8 +282,48 @@ class TeamState:
                 self._announce_summary(tr, chat_uri, now=now)
         return tr
 
+    def push(self, tr: Transition) -> None:
+        """``tr``'s facts are being written: batches prepared from now on build on it."""
+        self._serials += 1
+        tr.serial = self._serials
+        self._in_flight.append(tr)
+        self._pending_chats.push(tr.chats.writes, tr.serial)
+        self._pending_members.push(tr.members.writes, tr.serial)
+        self._pending_tasks.push(tr.tasks.writes, tr.serial)
+        self._pending_approvals.push(tr.approvals.writes, tr.serial)
+
+    def discard_pending(self) -> None:
+        """Forget every batch in flight: their facts did not become durable."""
+        self._in_flight.clear()
+        for pending in (
+            self._pending_chats,
+            self._pending_members,
+            self._pending_tasks,
+            self._pending_approvals,
+        ):
+            pending.clear()
+
+    def in_flight(self) -> int:
+        """How many pushed batches are not committed yet."""
+        return len(self._in_flight)
+
+    def latest_chat(self, chat_uri: str) -> ChatState | None:
+        """A chat as the batches in flight leave it (what the next batch is prepared on)."""
+        pending = self._pending_chats.values.get(chat_uri)
+        return pending if pending is not None else self.chats.get(chat_uri)
+
     def commit(self, tr: Transition, last_sequence: int) -> None:
-        """Make a prepared transition the current state (its facts are durable now)."""
+        """Make a prepared transition the current state (its facts are durable now).
+
+        A pushed transition must be the oldest in flight; one never pushed may be committed
+        only while nothing is in flight (replay).
+        """
+        if tr.serial is not None:
+            assert self._in_flight, "nothing in flight to commit"
+            assert self._in_flight[0] is tr, "commit in push order"
+            self._in_flight.pop(0)
+        else:
+            assert not self._in_flight, "an unpushed batch cannot overtake those in flight"
         self.session = tr.session
         self.run = tr.run
         for task_id, task in tr.tasks.writes.items():
@@ -258,10 +338,15 @@ class TeamState:
                 self._pending_by_chat[was.request.chat] -= 1
             if record.decision is None:
                 self._pending_by_chat[record.request.chat] += 1
-        tr.chats.commit()
-        tr.members.commit()
-        tr.tasks.commit()
-        tr.approvals.commit()
+        self.chats.update(tr.chats.writes)
+        self.members.update(tr.members.writes)
+        self.tasks.update(tr.tasks.writes)
+        self.approvals.update(tr.approvals.writes)
+        if tr.serial is not None:
+            self._pending_chats.settle(tr.chats.writes, tr.serial)
+            self._pending_members.settle(tr.members.writes, tr.serial)
+            self._pending_tasks.settle(tr.tasks.writes, tr.serial)
+            self._pending_approvals.settle(tr.approvals.writes, tr.serial)
         self.last_sequence = last_sequence
 
     def apply(self, fact: Fact) -> None:

@@ -7,7 +7,8 @@ delegation graph's consistency check (run on every scenario by ``finished``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+import random
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from typing import Generic, TypeVar
 
 import attrs
@@ -53,8 +54,8 @@ from orchestrator._ahp_state import (
 )
 from orchestrator._backend import Backend, ModelEvent, RoundContext, TextDelta, ToolCallRequest
 from orchestrator._backend_scripted import ScriptedBackend
-from orchestrator._errors import RunError, TeamFileError
-from orchestrator._factlog import MemoryFactLog
+from orchestrator._errors import FactLogError, RunError, TeamFileError
+from orchestrator._factlog import DoneTicket, EventTicket, MemoryFactLog, Ticket
 from orchestrator._facts import Fact
 from orchestrator._graph import build_graph
 from orchestrator._runtime import Ids, RunOutcome, TeamRuntime, answer_text, parse_answer
@@ -151,7 +152,7 @@ class OffScript:
 
         return backends
 
-    async def stream_round(self, context: RoundContext) -> AsyncIterator[ModelEvent]:
+    async def stream_round(self, context: RoundContext) -> AsyncGenerator[ModelEvent, None]:
         await trio.lowlevel.checkpoint()
         if context.round_index == 0:
             yield ToolCallRequest(
@@ -927,7 +928,7 @@ class TestSteeringAndQueue:
         seen: list[tuple[str, ...]] = []
 
         class Listening:
-            async def stream_round(self, context: RoundContext) -> AsyncIterator[ModelEvent]:
+            async def stream_round(self, context: RoundContext) -> AsyncGenerator[ModelEvent, None]:
                 seen.append(tuple(context.steering))
                 if context.round_index == 0:
                     await trio.sleep(5)
@@ -976,6 +977,108 @@ class TestSteeringAndQueue:
         await run_to_end(h)
         with pytest.raises(RunError, match="is not running"):
             await h.runtime.steer(h.worker_chats()[0], "late")
+
+
+class FullDisk:
+    """A fact log that takes ``room`` batches and then fails, like a disk that fills up."""
+
+    def __init__(self, room: int) -> None:
+        self.room = room
+        self.facts: list[Fact] = []
+        self.broken: FactLogError | None = None
+
+    def submit(self, facts: Sequence[Fact]) -> Ticket:
+        if self.broken is not None:
+            raise self.broken
+        if self.room == 0:
+            self.broken = FactLogError("database or disk is full", source="journal.db")
+            return DoneTicket(self.broken)
+        self.room -= 1
+        self.facts.extend(facts)
+        return DoneTicket()
+
+
+class SlowDisk:
+    """A fact log that makes batches durable later, in order, a few at a time: many batches
+    are in flight at once, as with the SQLite journal's group commits."""
+
+    def __init__(self, seed: int) -> None:
+        self.facts: list[Fact] = []
+        self.queue: list[tuple[list[Fact], EventTicket]] = []
+        self.random = random.Random(seed)
+        self.most_in_flight = 0
+
+    def submit(self, facts: Sequence[Fact]) -> Ticket:
+        ticket = EventTicket()
+        self.queue.append((list(facts), ticket))
+        self.most_in_flight = max(self.most_in_flight, len(self.queue))
+        return ticket
+
+    async def write(self) -> None:
+        while True:
+            await trio.sleep(self.random.choice([0.001, 0.01, 0.1]))
+            size = self.random.randint(1, 8)  # the rest waits for the next commit
+            group, self.queue = self.queue[:size], self.queue[size:]
+            for facts, ticket in group:
+                self.facts.extend(facts)
+                ticket.complete()
+
+
+class TestPipelining:
+    @pytest.mark.parametrize("seed", range(4))
+    async def test_batches_in_flight_commit_in_order(
+        self, autojump_clock: trio.testing.MockClock, seed: int
+    ) -> None:
+        """With batches made durable later and in groups, facts are still numbered without
+        gaps, published in order, and the live state equals a fold of what was written."""
+        disk = SlowDisk(seed)
+        runtime = TeamRuntime(fanout(budget=3), backends=ScriptedBackend, factlog=disk)
+        published: list[int] = []
+        subscription = runtime.bus.subscribe("test")
+
+        async def read() -> None:
+            async for fact in subscription:
+                published.append(fact.sequence)  # noqa: PERF401 (observed as it arrives)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(disk.write)
+            nursery.start_soon(read)
+            outcome = await runtime.run("Ship it")
+            runtime.bus.close()
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.cancel_scope.cancel()
+        assert outcome.status is RunStatus.COMPLETED
+        assert disk.most_in_flight > 1
+        sequences = [f.sequence for f in disk.facts]
+        assert sequences == list(range(1, len(sequences) + 1))
+        assert published == sequences
+        folded = TeamState.fold(runtime.session, disk.facts)
+        assert folded.chats == runtime.state.chats
+        assert folded.tasks == runtime.state.tasks
+        assert build_graph(disk.facts).check() == []
+
+
+class TestFactLogFailure:
+    @pytest.mark.parametrize("room", [3, 12, 25])
+    async def test_the_run_stops_with_the_reason_and_the_durable_prefix(
+        self, autojump_clock: trio.testing.MockClock, room: int
+    ) -> None:
+        """Wherever the log fails, the run ends failed at once, says why and how far the
+        facts are durable, and the state holds exactly the durable facts."""
+        disk = FullDisk(room)
+        runtime = TeamRuntime(fanout(), backends=ScriptedBackend, factlog=disk)
+        with trio.fail_after(60):
+            outcome = await runtime.run("Ship it")
+        assert outcome.status is RunStatus.FAILED
+        assert "database or disk is full" in outcome.error
+        assert f"facts 1 to {len(disk.facts)} of {runtime.session} are durable" in outcome.error
+        assert runtime.state.last_sequence == len(disk.facts)
+        assert runtime.state.in_flight() == 0
+        folded = TeamState.fold(runtime.session, disk.facts)
+        assert folded.chats == runtime.state.chats
+        assert folded.tasks == runtime.state.tasks
+        with pytest.raises(FactLogError, match="disk is full"):
+            await runtime.recorder.record([])
 
 
 class TestRecording:
