@@ -1,20 +1,26 @@
 """The ``orchestrator`` command line.
 
-    orchestrator run TEAM PROMPT [--events FILE] [--facts FILE] [--approve ask|auto|deny]
-    orchestrator graph --facts FILE [--format json|dot|mermaid|graphml] [--check]
+    orchestrator run TEAM PROMPT [--db PATH] [--events FILE] [--facts FILE] [--approve MODE]
+    orchestrator sessions [--db PATH] [--json]
+    orchestrator events SESSION [--db PATH] [--format facts|agent-ui]
+    orchestrator graph [SESSION | --facts FILE] [--db PATH] [--format FORMAT] [--check]
     orchestrator teams check [PATH ...]
 
-Exit status: 0 success, 1 the run failed (or the graph check found violations),
-2 bad input (a team file, a fact file or an argument that cannot be used).
+Every fact of a run goes to the journal (``--db``, by default under the XDG state
+directory) before anyone sees it. Exit status: 0 success, 1 the run failed (or the graph check
+found violations), 2 bad input (a team file, a journal, a fact file or an argument that cannot
+be used).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -24,22 +30,32 @@ from ._agentui_wire import envelope_to_json_line
 from ._backend_scripted import ScriptedBackend
 from ._console import ApprovalMode, TeamConsole
 from ._errors import FactLogError, OrchestratorError, TeamFileError
-from ._factlog import FactLog, JsonlFactLog, MemoryFactLog, read_facts
+from ._factlog import read_facts
+from ._facts import Fact
+from ._facts_wire import fact_to_json
 from ._graph import build_graph, to_dot, to_graphml, to_json, to_mermaid
+from ._journal import Durability, JournalReader, SessionInfo, SqliteJournal
 from ._logging import configure_logging
 from ._process import tune_gc
-from ._project_agentui import AgentUiProjector
+from ._project_agentui import AgentUiProjector, project_facts
 from ._runtime import TeamRuntime, require_prompt
 from ._team_actions import RunStatus
 from ._teamfile import AgentSpec, check_team, load_team
 
-__all__ = ["main"]
+__all__ = ["default_db", "main"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 
 GRAPH_FORMATS = {"json": to_json, "dot": to_dot, "mermaid": to_mermaid, "graphml": to_graphml}
+EVENT_FORMATS = ("facts", "agent-ui")
+
+
+def default_db() -> Path:
+    """The journal's default place: ``$XDG_STATE_HOME/orchestrator/journal.db``."""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "orchestrator" / "journal.db"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,14 +68,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = commands.add_parser("run", help="run a team on a prompt")
+    def with_db(command: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        command.add_argument(
+            "--db",
+            type=Path,
+            metavar="PATH",
+            default=None,
+            help=f"the journal (SQLite; default {default_db()})",
+        )
+        return command
+
+    run = with_db(commands.add_parser("run", help="run a team on a prompt"))
     run.add_argument("team", type=Path, help="team file (TOML), e.g. teams/delivery.toml")
     run.add_argument("prompt", help="what the coordinator should do")
     run.add_argument(
-        "--events", type=Path, metavar="FILE", help="write Agent UI envelopes as JSON Lines"
+        "--events", type=Path, metavar="FILE", help="also write Agent UI envelopes as JSON Lines"
     )
     run.add_argument(
-        "--facts", type=Path, metavar="FILE", help="write every recorded fact as JSON Lines"
+        "--facts", type=Path, metavar="FILE", help="also write every fact as JSON Lines"
     )
     run.add_argument(
         "--approve",
@@ -70,10 +96,24 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--plain", action="store_true", help="print progress lines instead of the live tree"
     )
+    run.add_argument(
+        "--durability",
+        choices=[d.value for d in Durability],
+        default=Durability.POWER.value,
+        help="what an acknowledged fact survives: a power loss (default), or a process kill",
+    )
 
-    graph = commands.add_parser("graph", help="draw or check the delegation graph of a fact log")
+    sessions = with_db(commands.add_parser("sessions", help="list the journal's sessions"))
+    sessions.add_argument("--json", action="store_true", help="a JSON array, oldest first")
+
+    events = with_db(commands.add_parser("events", help="print a session's facts or envelopes"))
+    events.add_argument("session", help="session URI, or a unique beginning of its id")
+    events.add_argument("--format", choices=EVENT_FORMATS, default="facts")
+
+    graph = with_db(commands.add_parser("graph", help="draw or check a session's delegation graph"))
+    graph.add_argument("session", nargs="?", help="session URI, or a unique beginning of its id")
     graph.add_argument(
-        "--facts", type=Path, metavar="FILE", required=True, help="fact log (JSON Lines)"
+        "--facts", type=Path, metavar="FILE", help="a fact log (JSON Lines) instead of a session"
     )
     graph.add_argument("--format", choices=sorted(GRAPH_FORMATS), default="mermaid")
     graph.add_argument(
@@ -93,14 +133,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(level=max(logging.DEBUG, logging.WARNING - 10 * args.verbose))
     tune_gc()
     try:
-        if args.command == "run":
-            return trio.run(_run, args)
-        if args.command == "graph":
-            return _graph(args, sys.stdout)
-        return _teams_check(args.paths, sys.stdout)
+        match args.command:
+            case "run":
+                return trio.run(_run, args)
+            case "sessions":
+                return _sessions(_reader(args), sys.stdout, as_json=args.json)
+            case "events":
+                return _events(_reader(args), args.session, args.format, sys.stdout)
+            case "graph":
+                return _graph(args, sys.stdout)
+            case _:
+                return _teams_check(args.paths, sys.stdout)
     except OrchestratorError as exc:
         print(f"orchestrator: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+def _reader(args: argparse.Namespace) -> JournalReader:
+    return JournalReader(args.db or default_db())
+
+
+# ─── run ─────────────────────────────────────────────────────────────────────
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -108,36 +161,38 @@ async def _run(args: argparse.Namespace) -> int:
     # reaches main() as a plain OrchestratorError (exit 2), not inside an exception group.
     team = load_team(args.team)
     require_prompt(args.prompt)
-    events = _open_for_writing(args.events) if args.events is not None else None
-    factlog: FactLog
-    if args.facts is not None:
-        factlog = JsonlFactLog(args.facts)
-        factlog.open()
-    else:
-        factlog = MemoryFactLog()
-    runtime = TeamRuntime(team, backends=_backend_for, factlog=factlog)
-    console = TeamConsole(
-        runtime, mode=ApprovalMode(args.approve), live=False if args.plain else None
-    )
+    journal = SqliteJournal(args.db or default_db(), durability=Durability(args.durability))
+    await trio.to_thread.run_sync(journal.open)
+    outputs = [
+        (_open_for_writing(path), write)
+        for path, write in ((args.events, _write_events), (args.facts, _write_facts))
+        if path is not None
+    ]
     try:
-        async with trio.open_nursery() as nursery:
-            if events is not None:
-                await nursery.start(_write_events, runtime, events)
-            await nursery.start(console.serve)
-            signals: trio.CancelScope = await nursery.start(_cancel_on_signal, runtime)
-            outcome = await runtime.run(args.prompt)
-            signals.cancel()
-            # The readers drain what is buffered for them, then their iteration ends.
-            runtime.bus.close()
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            runtime = TeamRuntime(team, backends=_backend_for, factlog=journal)
+            console = TeamConsole(
+                runtime, mode=ApprovalMode(args.approve), live=False if args.plain else None
+            )
+            async with trio.open_nursery() as nursery:
+                for out, write in outputs:
+                    await nursery.start(write, runtime, out)
+                await nursery.start(console.serve)
+                signals: trio.CancelScope = await nursery.start(_cancel_on_signal, runtime)
+                outcome = await runtime.run(args.prompt)
+                signals.cancel()
+                # The readers drain what is buffered for them, then their iteration ends.
+                runtime.bus.close()
+            services.cancel_scope.cancel()  # the journal drains what was submitted, and closes
     finally:
-        if isinstance(factlog, JsonlFactLog):
-            factlog.close()
-        if events is not None:
-            events.close()
+        for out, _ in outputs:
+            out.close()
     if outcome.status is RunStatus.COMPLETED:
         print(outcome.result)
         return EXIT_OK
     print(f"orchestrator: run {outcome.status}: {outcome.error}", file=sys.stderr)
+    print(f"orchestrator: session {outcome.session}", file=sys.stderr)
     return EXIT_FAILED
 
 
@@ -189,20 +244,101 @@ async def _write_events(
         out.flush()
 
 
+async def _write_facts(
+    runtime: TeamRuntime,
+    out: TextIO,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Write every fact as a JSON line, once it is durable: each line was acknowledged."""
+    subscription = runtime.bus.subscribe("facts-file", buffer_size=float("inf"))
+    task_status.started()
+    try:
+        async for fact in subscription:
+            out.write(fact_to_json(fact) + "\n")
+            out.flush()
+    finally:
+        out.flush()
+
+
+# ─── reading the journal ─────────────────────────────────────────────────────
+
+
+def _resolve(reader: JournalReader, wanted: str) -> SessionInfo:
+    """The session a user named: its URI, or a unique beginning of its id."""
+    sessions = reader.sessions()
+    exact = [s for s in sessions if s.session == wanted]
+    if exact:
+        return exact[0]
+    prefix = wanted.removeprefix("ahp-session:/")
+    matching = [s for s in sessions if s.session.removeprefix("ahp-session:/").startswith(prefix)]
+    if len(matching) == 1:
+        return matching[0]
+    if not matching:
+        raise FactLogError(
+            f"no session {wanted!r} (orchestrator sessions lists them)", source=str(reader.path)
+        )
+    shown = ", ".join(s.session for s in matching[:3])
+    raise FactLogError(
+        f"{wanted!r} names {len(matching)} sessions ({shown}...); give more of the id",
+        source=str(reader.path),
+    )
+
+
+def _sessions(reader: JournalReader, out: TextIO, *, as_json: bool) -> int:
+    sessions = reader.sessions()
+    if as_json:
+        json.dump([s.to_json() for s in sessions], out, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    if not sessions:
+        print(f"no sessions in {reader.path}", file=out)
+        return EXIT_OK
+    for s in sessions:
+        print(f"{s.session}  {s.status:<9}  {s.created_at}  {s.team}: {s.title}", file=out)
+    return EXIT_OK
+
+
+def _events(reader: JournalReader, wanted: str, fmt: str, out: TextIO) -> int:
+    session = _resolve(reader, wanted).session
+    facts = reader.facts(session)
+    if fmt == "facts":
+        _lines(out, (fact_to_json(f) for f in facts))
+    else:
+        _lines(out, (envelope_to_json_line(e) for e in project_facts(session, facts)))
+    return EXIT_OK
+
+
+def _lines(out: TextIO, lines: Iterable[str]) -> None:
+    for line in lines:
+        out.write(line + "\n")
+
+
 def _graph(args: argparse.Namespace, out: TextIO) -> int:
-    graph = build_graph(read_facts(args.facts))
+    facts: Iterable[Fact]
+    if args.facts is not None:
+        if args.session is not None:
+            raise FactLogError("give a SESSION or --facts FILE, not both", source="graph")
+        source = str(args.facts)
+        facts = read_facts(args.facts)
+    elif args.session is not None:
+        reader = _reader(args)
+        source = _resolve(reader, args.session).session
+        facts = reader.facts(source)
+    else:
+        raise FactLogError("name a SESSION (orchestrator sessions lists them)", source="graph")
+    graph = build_graph(facts)
     if args.check:
         violations = graph.check()
         for violation in violations:
             print(f"{violation.kind}: {violation.message}", file=out)
         if violations:
-            print(f"{len(violations)} violation(s) in {args.facts}", file=out)
+            print(f"{len(violations)} violation(s) in {source}", file=out)
             return EXIT_FAILED
-        print(f"ok: {args.facts} is consistent", file=out)
+        print(f"ok: {source} is consistent", file=out)
         return EXIT_OK
-    out.write(GRAPH_FORMATS[args.format](graph))
-    if not GRAPH_FORMATS[args.format](graph).endswith("\n"):
-        out.write("\n")
+    drawn = GRAPH_FORMATS[args.format](graph)
+    out.write(drawn if drawn.endswith("\n") else drawn + "\n")
     return EXIT_OK
 
 

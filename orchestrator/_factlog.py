@@ -23,13 +23,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, TYPE_CHECKING, Protocol
 
 import trio
 
 from ._errors import FactLogError, PeerProtocolError
 from ._facts import Fact
 from ._facts_wire import fact_from_json, fact_to_json
+
+if TYPE_CHECKING:
+    from ._team_state import TeamState
 
 __all__ = [
     "DoneTicket",
@@ -106,8 +109,26 @@ class FactLog(Protocol):
         """Take ``facts`` (one batch); raises :class:`FactLogError` if the log is broken."""
         ...
 
+    def describe(self, session: str, *, team_file: str, team_toml: str) -> None:
+        """Keep where a session's team came from (a journal resumes sessions with it)."""
+        ...
 
-class MemoryFactLog:
+    def committed(self, state: TeamState) -> None:
+        """The runtime committed facts up to ``state.last_sequence`` (a journal snapshots)."""
+        ...
+
+
+class _KeepsNothingElse:
+    """For logs that keep facts only: the team and the state are not theirs to keep."""
+
+    def describe(self, session: str, *, team_file: str, team_toml: str) -> None:
+        return None
+
+    def committed(self, state: TeamState) -> None:
+        return None
+
+
+class MemoryFactLog(_KeepsNothingElse):
     """Keeps facts in a list: for tests and benchmarks."""
 
     def __init__(self) -> None:
@@ -118,7 +139,7 @@ class MemoryFactLog:
         return DoneTicket()
 
 
-class JsonlFactLog:
+class JsonlFactLog(_KeepsNothingElse):
     """Writes facts as JSON Lines; each batch is one write, flushed before its ticket is done.
 
     The write is a plain buffered write of a few hundred bytes to the page cache, which does

@@ -276,6 +276,7 @@ class Recorder:
                 return
             self.state.commit(entry.transition, entry.facts[-1].sequence)
             self.bus.publish_nowait(entry.facts)
+            self.factlog.committed(self.state)
 
     def _fail(self, error: FactLogError) -> None:
         # Every batch in flight was prepared on top of facts that never became durable.
@@ -448,6 +449,9 @@ class TeamRuntime:
                 ),
             ]
         )
+        self.recorder.factlog.describe(
+            self.session, team_file=self.team.file, team_toml=self.team.source
+        )
         task_status.started(self.session)
         log.info("run started", session=self.session, team=self.team.name, chat=chat)
         message = Message(text=prompt, origin=MessageOrigin(kind=MessageKind.USER))
@@ -498,9 +502,12 @@ class TeamRuntime:
     async def _finish(
         self, run_id: str, status: RunStatus, *, result: str = "", error: str = ""
     ) -> RunOutcome:
-        await self.recorder.record(
-            [(self.session, RunFinished(run=run_id, status=status, result=result, error=error))]
-        )
+        try:
+            await self.recorder.record(
+                [(self.session, RunFinished(run=run_id, status=status, result=result, error=error))]
+            )
+        except FactLogError as exc:
+            return self._lost(exc)
         log.info("run finished", session=self.session, status=str(status))
         return RunOutcome(session=self.session, status=status, result=result, error=error)
 

@@ -355,10 +355,36 @@ class TeamState:
         self.commit(tr, fact.sequence)
 
     @classmethod
-    def fold(cls, session: str, facts: Iterable[Fact]) -> TeamState:
-        state = cls(session)
+    def fold(
+        cls, session: str, facts: Iterable[Fact], *, start: TeamState | None = None
+    ) -> TeamState:
+        """The state after ``facts``, folded onto ``start`` (a snapshot) or an empty state."""
+        state = cls(session) if start is None else start
         for fact in facts:
             state.apply(fact)
+        return state
+
+    @classmethod
+    def restore(
+        cls,
+        session_uri: str,
+        *,
+        last_sequence: int,
+        session: SessionState | None,
+        run: RunRecord | None,
+        chats: dict[str, ChatState],
+        members: dict[str, Member],
+        tasks: dict[str, TaskRecord],
+        approvals: dict[str, ApprovalRecord],
+    ) -> TeamState:
+        """A state from its parts (a snapshot); the counters are derived again."""
+        state = cls(session_uri)
+        state.session, state.run, state.last_sequence = session, run, last_sequence
+        state.chats, state.members, state.tasks, state.approvals = chats, members, tasks, approvals
+        state._delegated.update(t.status for t in tasks.values() if t.requested_by is not None)
+        state._pending_by_chat.update(
+            a.request.chat for a in approvals.values() if a.decision is None
+        )
         return state
 
     def _announce_summary(self, tr: Transition, chat_uri: str, *, now: str) -> None:

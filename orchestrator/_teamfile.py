@@ -342,6 +342,8 @@ class TeamSpec:
     description: str = ""
     agents: tuple[AgentSpec, ...]
     file: str = "<team>"
+    # The TOML text it was parsed from (kept with a session so it can be resumed as it was).
+    source: str = attrs.field(default="", repr=False, eq=False)
 
     @property
     def agent_names(self) -> tuple[str, ...]:
@@ -401,7 +403,7 @@ def parse_team(text: str, *, file: str) -> TeamSpec:
         else:
             message = f"invalid TOML: {message}"
         raise TeamFileError(message, file=file) from exc
-    return team_from_mapping(data, file=file)
+    return attrs.evolve(team_from_mapping(data, file=file), source=text)
 
 
 def team_from_mapping(data: Mapping[str, Any], *, file: str) -> TeamSpec:

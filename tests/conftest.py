@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,9 @@ def ahp_fixtures() -> Path:
     if not path.is_dir():
         pytest.fail(f"AHP fixture directory {path} does not exist (set AHP_FIXTURES)")
     return path
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Runs without --db (the CLI's subprocesses included) write a journal in a temporary
+    state directory, never in the home directory of whoever runs the tests."""
+    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="orchestrator-tests-")

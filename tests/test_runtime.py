@@ -979,7 +979,7 @@ class TestSteeringAndQueue:
             await h.runtime.steer(h.worker_chats()[0], "late")
 
 
-class FullDisk:
+class FullDisk(MemoryFactLog):
     """A fact log that takes ``room`` batches and then fails, like a disk that fills up."""
 
     def __init__(self, room: int) -> None:
@@ -998,7 +998,7 @@ class FullDisk:
         return DoneTicket()
 
 
-class SlowDisk:
+class SlowDisk(MemoryFactLog):
     """A fact log that makes batches durable later, in order, a few at a time: many batches
     are in flight at once, as with the SQLite journal's group commits."""
 

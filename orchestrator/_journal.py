@@ -1,0 +1,682 @@
+"""The SQLite journal: every fact on disk before anyone sees it.
+
+Theory of operation
+-------------------
+The journal is the durable :class:`~orchestrator._factlog.FactLog` of the daemon and of
+``orchestrator run --db``. One writer thread owns the only write connection. :meth:`submit`
+(on the trio thread) encodes a batch and queues it with an :class:`EventTicket`; the writer
+takes everything queued (a *group commit*: up to :data:`GROUP_LIMIT` facts), writes it in
+one transaction, commits, and completes the tickets in order through the trio token. If a
+transaction fails (disk full, read-only file), its batches and every batch queued behind
+them fail, the transaction is rolled back, and the journal refuses all later writes: the
+file holds exactly the facts that were acknowledged.
+
+Readers never block the writer (WAL): each read opens its own read-only connection, in a
+worker thread when called from trio (:class:`JournalReader`).
+
+What survives what (``durability``):
+
+* ``power`` (the default; ``PRAGMA synchronous=FULL``): a batch is acknowledged after its
+  transaction is fsync'd to the WAL. It survives the process being killed *and* the machine
+  losing power, on storage that honours flushes.
+* ``process`` (``synchronous=NORMAL``): a batch is acknowledged once the WAL write reached the
+  operating system. It survives the process being killed (kill -9, OOM, a crash); on power
+  loss the transactions since the last checkpoint may roll back (the file is never corrupt).
+
+Schema versions are recorded in ``PRAGMA user_version`` (and the file marked as ours with
+``PRAGMA application_id``). Opening an older file migrates it in one transaction; a newer
+one, a foreign SQLite file, or a file that is not SQLite at all is refused before anything is
+written to it.
+
+Snapshots: after every :data:`SNAPSHOT_EVERY` committed facts of a session, the runtime's
+committed state is copied (its entries are immutable values, so a shallow copy) and the
+writer encodes and stores it, so opening a session reads the latest snapshot and folds only
+the facts after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import json
+import os
+import queue
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+import structlog
+import trio
+
+from ._errors import FactLogError, PeerProtocolError
+from ._factlog import EventTicket, Ticket
+from ._facts import Fact
+from ._facts_wire import decode_fact, fact_to_json
+from ._snapshot import decode_state, encode_state
+from ._team_actions import RunFinished, RunStarted
+from ._team_state import TeamState
+
+__all__ = [
+    "APPLICATION_ID",
+    "SCHEMA_VERSION",
+    "Durability",
+    "JournalReader",
+    "JournalStatistics",
+    "SessionInfo",
+    "SqliteJournal",
+]
+
+log = structlog.get_logger("orchestrator.journal")
+
+#: ``PRAGMA application_id`` of our files: "ORCH".
+APPLICATION_ID: Final = 0x4F524348
+#: The schema this code writes; see :data:`MIGRATIONS` for how older ones are brought up.
+SCHEMA_VERSION: Final = 2
+#: Most facts written in one transaction (a group commit).
+GROUP_LIMIT: Final = 20_000
+#: Committed facts of a session between two snapshots of it.
+SNAPSHOT_EVERY: Final = 5_000
+
+_SCHEMA_V1: Final = """
+CREATE TABLE sessions (
+    session TEXT PRIMARY KEY,
+    team TEXT NOT NULL,
+    title TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    last_sequence INTEGER NOT NULL
+);
+CREATE TABLE facts (
+    id INTEGER PRIMARY KEY,
+    session TEXT NOT NULL,
+    sequence INTEGER NOT NULL,
+    channel TEXT NOT NULL,
+    at TEXT NOT NULL,
+    type TEXT NOT NULL,
+    fact TEXT NOT NULL,
+    UNIQUE (session, sequence)
+);
+"""
+
+#: Each entry brings a file from the version before it to its own version.
+MIGRATIONS: Final[dict[int, str]] = {
+    1: _SCHEMA_V1,
+    2: """
+ALTER TABLE sessions ADD COLUMN team_file TEXT;
+ALTER TABLE sessions ADD COLUMN team_toml TEXT;
+CREATE TABLE snapshots (
+    session TEXT NOT NULL,
+    sequence INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    PRIMARY KEY (session, sequence)
+);
+""",
+}
+
+
+class Durability(enum.StrEnum):
+    """What an acknowledged fact survives (see the module docstring)."""
+
+    POWER = "power"
+    PROCESS = "process"
+
+
+_SYNCHRONOUS: Final = {Durability.POWER: "FULL", Durability.PROCESS: "NORMAL"}
+
+
+@attrs.frozen(kw_only=True)
+class JournalStatistics:
+    """What the journal has written since it opened."""
+
+    facts: int
+    batches: int
+    transactions: int
+    snapshots: int
+    queued: int
+    failed: bool
+
+
+@attrs.frozen(kw_only=True)
+class SessionInfo:
+    """A session as ``orchestrator sessions`` lists it."""
+
+    session: str
+    team: str
+    title: str
+    status: str  # running | completed | failed | cancelled
+    created_at: str
+    updated_at: str
+    last_sequence: int
+    team_file: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "team": self.team,
+            "title": self.title,
+            "status": self.status,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+            "facts": self.last_sequence,
+            "teamFile": self.team_file,
+        }
+
+
+# ─── Opening a file ──────────────────────────────────────────────────────────
+
+
+def _error(path: Path, message: str) -> FactLogError:
+    return FactLogError(message, source=str(path))
+
+
+def _from_sqlite(path: Path, exc: sqlite3.Error, doing: str) -> FactLogError:
+    """A SQLite error as our error: what we were doing, and what SQLite said."""
+    return _error(path, f"cannot {doing}: {exc}")
+
+
+def _read_only_filesystem(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _read_uri(path: Path) -> str:
+    """A read-only URI for ``path``. On a read-only filesystem SQLite cannot create the WAL
+    index a reader needs, but nothing can change the file either, so it is read immutable."""
+    return f"file:{path}?mode=ro" + ("&immutable=1" if _read_only_filesystem(path) else "")
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why the journal at ``path`` could not be written, before trying: a read-only
+    filesystem, or a file or directory this user may not write."""
+    directory = path.parent if path.parent.exists() else None
+    if directory is None:
+        return None  # created on open (or that fails with its own reason)
+    if _read_only_filesystem(path):
+        return f"it is on a read-only filesystem ({directory})"
+    if not os.access(directory, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return "this user may not write it or its directory"
+    return None
+
+
+def _check_file(path: Path) -> int:
+    """The schema version of the journal at ``path`` (0: an empty new file).
+
+    Refuses, without writing a byte, a file that is not SQLite, a SQLite file that is not
+    ours, a journal written by a newer orchestrator, and a damaged one.
+    """
+    if not path.exists():
+        return 0
+    try:
+        connection = sqlite3.connect(_read_uri(path), uri=True)
+    except sqlite3.Error as exc:
+        raise _from_sqlite(path, exc, "open the journal") from exc
+    try:
+        application_id = connection.execute("PRAGMA application_id").fetchone()[0]
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        tables = connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if application_id != APPLICATION_ID and (version or tables):
+            raise _error(
+                path,
+                "this SQLite file is not an orchestrator journal; pass another --db path",
+            )
+        if version > SCHEMA_VERSION:
+            raise _error(
+                path,
+                f"this journal was written by a newer orchestrator (schema {version}; this one "
+                f"reads up to {SCHEMA_VERSION}); upgrade the orchestrator or use another --db",
+            )
+        problems = [row[0] for row in connection.execute("PRAGMA quick_check")]
+        if problems != ["ok"]:
+            raise _error(
+                path,
+                f"the journal is damaged ({'; '.join(problems[:3])}); it was left untouched: "
+                "restore it from a backup, or recover what can be read with sqlite3's .recover",
+            )
+        return int(version)
+    except sqlite3.DatabaseError as exc:
+        raise _error(
+            path,
+            f"this file is not an orchestrator journal, or it is damaged ({exc}); it was left "
+            "untouched",
+        ) from exc
+    finally:
+        connection.close()
+
+
+def _connect(path: Path, *, durability: Durability, max_bytes: int | None) -> sqlite3.Connection:
+    """The write connection: the schema brought up to :data:`SCHEMA_VERSION`, WAL on."""
+    problem = _unwritable(path)
+    if problem is not None:
+        raise _error(
+            path, f"cannot write the journal: {problem}; pass another --db or make it writable"
+        )
+    version = _check_file(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    except (OSError, sqlite3.Error) as exc:
+        raise _error(path, f"cannot create the journal: {exc}") from exc
+    try:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute(f"PRAGMA synchronous={_SYNCHRONOUS[durability]}")
+        if max_bytes is not None:
+            page_size = connection.execute("PRAGMA page_size").fetchone()[0]
+            connection.execute(f"PRAGMA max_page_count={max(max_bytes // page_size, 1)}")
+        if version < SCHEMA_VERSION:
+            _migrate(connection, version)
+            if version:
+                log.info("journal migrated", path=str(path), old=version, new=SCHEMA_VERSION)
+    except sqlite3.Error as exc:
+        connection.close()
+        raise _from_sqlite(path, exc, "prepare the journal for writing") from exc
+    return connection
+
+
+def _migrate(connection: sqlite3.Connection, version: int) -> None:
+    """Apply the migrations after ``version`` in one transaction: all of them or none."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in filter(str.strip, MIGRATIONS[target].split(";")):
+                connection.execute(statement)
+        connection.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        connection.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+
+
+# ─── Writing ─────────────────────────────────────────────────────────────────
+
+
+@attrs.define(eq=False)
+class _Batch:
+    """A batch of one session's facts, encoded, with what it changes in the session row."""
+
+    session: str
+    rows: list[tuple[str, int, str, str, str, str]]
+    ticket: EventTicket
+    created: tuple[str, str, str] | None  # (team, title, created_at) when the run starts
+    status: str | None  # the run's status, when it ends
+    last_sequence: int
+    updated_at: str
+
+    def write(self, connection: sqlite3.Connection) -> None:
+        if self.created is not None:
+            team, title, created_at = self.created
+            connection.execute(
+                "INSERT INTO sessions (session, team, title, status, created_at, updated_at, "
+                "last_sequence) VALUES (?, ?, ?, 'running', ?, ?, 0) "
+                "ON CONFLICT (session) DO NOTHING",
+                (self.session, team, title, created_at, created_at),
+            )
+        connection.executemany(
+            "INSERT INTO facts (session, sequence, channel, at, type, fact) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            self.rows,
+        )
+        connection.execute(
+            "UPDATE sessions SET last_sequence = ?, updated_at = ?, status = coalesce(?, status) "
+            "WHERE session = ?",
+            (self.last_sequence, self.updated_at, self.status, self.session),
+        )
+
+    def size(self) -> int:
+        return len(self.rows)
+
+
+@attrs.define(eq=False)
+class _Describe:
+    """Where a session's team came from, so that it can be resumed as it was defined."""
+
+    session: str
+    team_file: str
+    team_toml: str
+
+    def write(self, connection: sqlite3.Connection) -> None:
+        connection.execute(
+            "UPDATE sessions SET team_file = ?, team_toml = ? WHERE session = ?",
+            (self.team_file, self.team_toml, self.session),
+        )
+
+    def size(self) -> int:
+        return 1
+
+
+@attrs.define(eq=False)
+class _Snapshot:
+    """A session's committed state at ``sequence`` (shallow copies), encoded by the writer."""
+
+    state: TeamState
+
+    def write(self, connection: sqlite3.Connection) -> None:
+        encoded = json.dumps(encode_state(self.state), separators=(",", ":"))
+        connection.execute(
+            "INSERT OR REPLACE INTO snapshots (session, sequence, state) VALUES (?, ?, ?)",
+            (self.state.session_uri, self.state.last_sequence, encoded),
+        )
+        # One snapshot per session is enough to open it: keep the newest.
+        connection.execute(
+            "DELETE FROM snapshots WHERE session = ? AND sequence < ?",
+            (self.state.session_uri, self.state.last_sequence),
+        )
+
+    def size(self) -> int:
+        return len(self.state.chats) + 1
+
+
+_Item = _Batch | _Describe | _Snapshot
+
+
+def _batch(facts: Sequence[Fact]) -> _Batch:
+    """Encode a batch and work out what it changes in its session's row."""
+    session = facts[0].session
+    created = None
+    status = None
+    for fact in facts:
+        if isinstance(fact.action, RunStarted):
+            prompt = fact.action.prompt.strip().splitlines()
+            title = prompt[0][:80] if prompt else ""
+            created = (fact.action.team, title, fact.at)
+        elif isinstance(fact.action, RunFinished):
+            status = fact.action.status.value
+    return _Batch(
+        session=session,
+        rows=[(f.session, f.sequence, f.channel, f.at, f.type, fact_to_json(f)) for f in facts],
+        ticket=EventTicket(),
+        created=created,
+        status=status,
+        last_sequence=facts[-1].sequence,
+        updated_at=facts[-1].at,
+    )
+
+
+class SqliteJournal:
+    """The durable fact log on a SQLite file; start it with ``await nursery.start(j.serve)``."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        durability: Durability = Durability.POWER,
+        snapshot_every: int = SNAPSHOT_EVERY,
+        max_bytes: int | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.durability = durability
+        self.snapshot_every = snapshot_every
+        self.max_bytes = max_bytes
+        # Batches and other writes for the writer thread; None tells it to stop.
+        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._failed: FactLogError | None = None
+        self._closed = False
+        self._snapshot_at: dict[str, int] = {}
+        self._connection: sqlite3.Connection | None = None
+        self.reader = JournalReader(self.path)
+        # Written by the writer thread only; read (racily, as counters) by statistics().
+        self._written = {"facts": 0, "batches": 0, "transactions": 0, "snapshots": 0}
+
+    # ── the service ────────────────────────────────────────────────────────
+
+    def open(self) -> None:
+        """Check, migrate and open the file for writing (blocking: run it in a thread).
+
+        Raises :class:`FactLogError` naming the file and the problem; nothing is written to
+        a file that is refused.
+        """
+        if self._connection is None:
+            self._connection = _connect(
+                self.path, durability=self.durability, max_bytes=self.max_bytes
+            )
+
+    async def serve(
+        self, *, task_status: trio.TaskStatus[SqliteJournal] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Write until cancelled, then drain what was submitted and close.
+
+        Opens the file first if :meth:`open` was not called; reports the journal itself once
+        it takes batches.
+        """
+        await trio.to_thread.run_sync(self.open)
+        connection = self._connection
+        assert connection is not None
+        self._token = trio.lowlevel.current_trio_token()
+        done = trio.Event()
+
+        def write_until_stopped() -> None:
+            try:
+                self._write(connection)
+            finally:
+                connection.close()
+                self._connection = None
+                self._token_run(done.set)
+
+        thread = threading.Thread(target=write_until_stopped, name="journal-writer", daemon=True)
+        thread.start()
+        log.info("journal open", path=str(self.path), durability=str(self.durability))
+        task_status.started(self)
+        try:
+            await trio.sleep_forever()
+        finally:
+            # Everything submitted before the stop is written (or failed) before we return.
+            self._closed = True
+            self._queue.put(None)
+            with trio.CancelScope(shield=True):
+                await done.wait()
+
+    def _token_run(self, function: Any, *args: Any) -> None:
+        assert self._token is not None
+        with contextlib.suppress(trio.RunFinishedError):
+            self._token.run_sync_soon(function, *args)
+
+    def _write(self, connection: sqlite3.Connection) -> None:
+        """The writer thread: take what is queued, write it in one transaction, report."""
+        stop = False
+        while not stop:
+            first = self._queue.get()
+            if first is None:
+                return
+            group = [first]
+            size = first.size()
+            while size < GROUP_LIMIT:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    stop = True
+                    break
+                group.append(item)
+                size += item.size()
+            if self._failed is None:
+                try:
+                    connection.execute("BEGIN IMMEDIATE")
+                    for item in group:
+                        item.write(connection)
+                    connection.execute("COMMIT")
+                    self._count(group)
+                except sqlite3.Error as exc:
+                    with contextlib.suppress(sqlite3.Error):
+                        connection.execute("ROLLBACK")
+                    self._failed = _from_sqlite(self.path, exc, "write to the journal")
+                    log.error("journal write failed", path=str(self.path), error=str(exc))
+            for item in group:
+                if isinstance(item, _Batch):
+                    self._token_run(item.ticket.complete, self._failed)
+
+    def _count(self, group: list[_Item]) -> None:
+        self._written["transactions"] += 1
+        for item in group:
+            if isinstance(item, _Batch):
+                self._written["batches"] += 1
+                self._written["facts"] += len(item.rows)
+            elif isinstance(item, _Snapshot):
+                self._written["snapshots"] += 1
+
+    def statistics(self) -> JournalStatistics:
+        return JournalStatistics(
+            facts=self._written["facts"],
+            batches=self._written["batches"],
+            transactions=self._written["transactions"],
+            snapshots=self._written["snapshots"],
+            queued=self._queue.qsize(),
+            failed=self._failed is not None,
+        )
+
+    # ── the fact log ───────────────────────────────────────────────────────
+
+    def submit(self, facts: Sequence[Fact]) -> Ticket:
+        if self._failed is not None:
+            raise self._failed
+        if self._token is None or self._closed:
+            raise _error(self.path, "the journal is not open for writing")
+        batch = _batch(facts)
+        self._queue.put(batch)
+        return batch.ticket
+
+    def describe(self, session: str, *, team_file: str, team_toml: str) -> None:
+        """Remember the team a session runs (queued after the session's first batch)."""
+        self._queue.put(_Describe(session, team_file, team_toml))
+
+    def committed(self, state: TeamState) -> None:
+        """The runtime committed facts: snapshot the state when enough have accumulated."""
+        last = self._snapshot_at.get(state.session_uri, 0)
+        if state.last_sequence - last >= self.snapshot_every and self._failed is None:
+            self._snapshot_at[state.session_uri] = state.last_sequence
+            self._queue.put(_Snapshot(_copy(state)))
+
+
+def _copy(state: TeamState) -> TeamState:
+    """The committed part of ``state`` in new containers (its values are immutable)."""
+    return TeamState.restore(
+        state.session_uri,
+        last_sequence=state.last_sequence,
+        session=state.session,
+        run=state.run,
+        chats=dict(state.chats),
+        members=dict(state.members),
+        tasks=dict(state.tasks),
+        approvals=dict(state.approvals),
+    )
+
+
+# ─── Reading ─────────────────────────────────────────────────────────────────
+
+
+class JournalReader:
+    """Reads a journal with read-only connections; safe beside a writer (WAL).
+
+    Synchronous: call it from a worker thread in trio code (``trio.to_thread.run_sync``).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        if not self.path.exists():
+            raise _error(self.path, "no journal here (run a team with --db to create one)")
+        version = _check_file(self.path)
+        if version != SCHEMA_VERSION:
+            raise _error(
+                self.path,
+                f"this journal has schema {version}; open it for writing once (for example "
+                f"with orchestrator run --db) to migrate it to {SCHEMA_VERSION}",
+            )
+        try:
+            connection = sqlite3.connect(_read_uri(self.path), uri=True)
+        except sqlite3.Error as exc:
+            raise _from_sqlite(self.path, exc, "open the journal") from exc
+        try:
+            yield connection
+        except sqlite3.DatabaseError as exc:
+            raise _from_sqlite(self.path, exc, "read the journal") from exc
+        finally:
+            connection.close()
+
+    def sessions(self) -> list[SessionInfo]:
+        """Every session, oldest first."""
+        with self._connection() as connection:
+            rows = connection.execute(
+                "SELECT session, team, title, status, created_at, updated_at, last_sequence, "
+                "team_file FROM sessions ORDER BY created_at, rowid"
+            ).fetchall()
+        return [_session_info(row) for row in rows]
+
+    def session(self, session: str) -> SessionInfo:
+        with self._connection() as connection:
+            row = connection.execute(
+                "SELECT session, team, title, status, created_at, updated_at, last_sequence, "
+                "team_file FROM sessions WHERE session = ?",
+                (session,),
+            ).fetchone()
+        if row is None:
+            raise _error(self.path, f"no session {session} (orchestrator sessions lists them)")
+        return _session_info(row)
+
+    def team_toml(self, session: str) -> tuple[str | None, str | None]:
+        """The team file's path and text a session was run with (None if not recorded)."""
+        with self._connection() as connection:
+            row = connection.execute(
+                "SELECT team_file, team_toml FROM sessions WHERE session = ?", (session,)
+            ).fetchone()
+        return (None, None) if row is None else (row[0], row[1])
+
+    def facts(self, session: str, *, after: int = 0) -> list[Fact]:
+        """A session's facts after sequence ``after``, in order."""
+        with self._connection() as connection:
+            rows = connection.execute(
+                "SELECT fact FROM facts WHERE session = ? AND sequence > ? ORDER BY sequence",
+                (session, after),
+            ).fetchall()
+        return [self._decode(text) for (text,) in rows]
+
+    def _decode(self, text: str) -> Fact:
+        try:
+            return decode_fact(json.loads(text))
+        except (json.JSONDecodeError, PeerProtocolError) as exc:
+            raise _error(self.path, f"a stored fact cannot be read: {exc}") from exc
+
+    def open(self, session: str) -> TeamState:
+        """A session's state: its latest snapshot and the facts after it.
+
+        A snapshot that cannot be read is ignored (it is only a cache): the session is then
+        folded from its first fact.
+        """
+        self.session(session)  # a clear error for an unknown session
+        start: TeamState | None = None
+        with self._connection() as connection:
+            row = connection.execute(
+                "SELECT sequence, state FROM snapshots WHERE session = ? "
+                "ORDER BY sequence DESC LIMIT 1",
+                (session,),
+            ).fetchone()
+        if row is not None:
+            try:
+                start = decode_state(json.loads(row[1]))
+            except (json.JSONDecodeError, PeerProtocolError) as exc:
+                log.warning("snapshot ignored", session=session, error=str(exc))
+        after = start.last_sequence if start is not None else 0
+        return TeamState.fold(session, self.facts(session, after=after), start=start)
+
+
+def _session_info(row: tuple[Any, ...]) -> SessionInfo:
+    session, team, title, status, created_at, updated_at, last_sequence, team_file = row
+    return SessionInfo(
+        session=session,
+        team=team,
+        title=title,
+        status=status,
+        created_at=created_at,
+        updated_at=updated_at,
+        last_sequence=last_sequence,
+        team_file=team_file,
+    )

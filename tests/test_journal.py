@@ -1,0 +1,349 @@
+"""The SQLite journal on real files: writes, reads, versions, damage, full disks, snapshots."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from orchestrator._backend_scripted import ScriptedBackend
+from orchestrator._errors import FactLogError
+from orchestrator._graph import build_graph
+from orchestrator._journal import (
+    APPLICATION_ID,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    Durability,
+    JournalReader,
+    SqliteJournal,
+)
+from orchestrator._runtime import RunOutcome, TeamRuntime
+from orchestrator._team_actions import RunStatus
+from orchestrator._team_state import TeamState
+from orchestrator._teamfile import TeamSpec, load_team
+
+from .conftest import PROJECT_ROOT
+
+DELIVERY = PROJECT_ROOT / "teams" / "delivery.toml"
+HANDOFF = PROJECT_ROOT / "teams" / "handoff.toml"
+
+
+async def run_team(
+    path: Path, team: TeamSpec | None = None, **options: object
+) -> tuple[RunOutcome, TeamRuntime, SqliteJournal]:
+    """Run a team against a journal at ``path`` (approvals approved) and close it."""
+    journal = SqliteJournal(path, **options)  # type: ignore[arg-type]
+    async with trio.open_nursery() as services:
+        await services.start(journal.serve)
+        runtime = TeamRuntime(
+            team or load_team(DELIVERY), backends=ScriptedBackend, factlog=journal
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(approve_all, runtime)
+            outcome = await runtime.run("Ship the release notes")
+            nursery.cancel_scope.cancel()
+        services.cancel_scope.cancel()
+    return outcome, runtime, journal
+
+
+async def approve_all(runtime: TeamRuntime) -> None:
+    async for fact in facts_of(runtime):
+        if fact.type == "team/approvalRequested":
+            await runtime.resolve_approval(fact.action.approval, approved=True)
+
+
+async def facts_of(runtime: TeamRuntime) -> AsyncIterator[Any]:
+    subscription = runtime.bus.subscribe("test")
+    async for fact in subscription:
+        yield fact
+
+
+def file_bytes(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+class TestWriteAndRead:
+    async def test_a_run_reads_back_as_it_was_recorded(self, tmp_path: Path) -> None:
+        """Every fact is on disk, in order; the session is listed with its status and title;
+        opening it gives the state the runtime had; the graph checks clean."""
+        db = tmp_path / "journal.db"
+        outcome, runtime, journal = await run_team(db)
+        assert outcome.status is RunStatus.COMPLETED
+        reader = JournalReader(db)
+        facts = reader.facts(runtime.session)
+        assert [f.sequence for f in facts] == list(range(1, runtime.state.last_sequence + 1))
+        (info,) = reader.sessions()
+        assert (info.session, info.status, info.title, info.team) == (
+            runtime.session,
+            "completed",
+            "Ship the release notes",
+            "delivery",
+        )
+        assert info.last_sequence == len(facts)
+        assert info.team_file == str(DELIVERY)
+        assert reader.team_toml(runtime.session)[1] == DELIVERY.read_text()
+        opened = reader.open(runtime.session)
+        assert opened.chats == runtime.state.chats
+        assert opened.tasks == runtime.state.tasks
+        assert build_graph(facts).check() == []
+        stats = journal.statistics()
+        assert stats.facts == len(facts)
+        assert stats.transactions <= stats.batches
+
+    async def test_batches_in_flight_share_transactions(self, tmp_path: Path) -> None:
+        """Group commit: three researchers' batches are made durable together."""
+        _, _, journal = await run_team(tmp_path / "journal.db")
+        stats = journal.statistics()
+        assert stats.transactions < stats.batches
+
+    @pytest.mark.parametrize("durability", list(Durability))
+    async def test_each_durability_sets_sqlite_to_match(
+        self, tmp_path: Path, durability: Durability
+    ) -> None:
+        journal = SqliteJournal(tmp_path / "journal.db", durability=durability)
+        await trio.to_thread.run_sync(journal.open)
+        assert journal._connection is not None
+        (level,) = journal._connection.execute("PRAGMA synchronous").fetchone()
+        assert level == {Durability.POWER: 2, Durability.PROCESS: 1}[durability]
+        (mode,) = journal._connection.execute("PRAGMA journal_mode").fetchone()
+        assert mode == "wal"
+        journal._connection.close()
+
+    def test_reading_a_missing_journal_says_how_to_make_one(self, tmp_path: Path) -> None:
+        with pytest.raises(FactLogError, match="no journal here"):
+            JournalReader(tmp_path / "nope.db").sessions()
+
+
+class TestVersions:
+    def v1_journal(self, path: Path) -> None:
+        """A journal as schema 1 wrote it, with one session and one fact."""
+        connection = sqlite3.connect(path)
+        connection.executescript(MIGRATIONS[1])
+        connection.execute(
+            "INSERT INTO sessions VALUES ('ahp-session:/1', 'old', 'an old run', 'completed', "
+            "'2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 1)"
+        )
+        fact = {
+            "sequence": 1,
+            "session": "ahp-session:/1",
+            "channel": "ahp-session:/1",
+            "at": "2026-01-01T00:00:00.000Z",
+            "action": {"type": "session/titleChanged", "title": "an old run"},
+        }
+        connection.execute(
+            "INSERT INTO facts (session, sequence, channel, at, type, fact) VALUES "
+            "('ahp-session:/1', 1, 'ahp-session:/1', '2026-01-01T00:00:00.000Z', "
+            "'session/titleChanged', ?)",
+            (json.dumps(fact),),
+        )
+        connection.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        connection.execute("PRAGMA user_version=1")
+        connection.commit()
+        connection.close()
+
+    async def test_an_older_journal_is_migrated_and_keeps_its_facts(self, tmp_path: Path) -> None:
+        db = tmp_path / "old.db"
+        self.v1_journal(db)
+        journal = SqliteJournal(db)
+        await trio.to_thread.run_sync(journal.open)
+        assert journal._connection is not None
+        journal._connection.close()
+        (version,) = sqlite3.connect(db).execute("PRAGMA user_version").fetchone()
+        assert version == SCHEMA_VERSION
+        reader = JournalReader(db)
+        assert [s.title for s in reader.sessions()] == ["an old run"]
+        assert [f.type for f in reader.facts("ahp-session:/1")] == ["session/titleChanged"]
+
+    async def test_a_failed_migration_leaves_the_file_as_it_was(self, tmp_path: Path) -> None:
+        """The migration is one transaction: one that cannot complete changes nothing."""
+        db = tmp_path / "old.db"
+        self.v1_journal(db)
+        connection = sqlite3.connect(db)
+        connection.execute("CREATE TABLE snapshots (x)")  # makes migration 2 fail half-way
+        connection.commit()
+        connection.close()
+        with pytest.raises(FactLogError, match="snapshots already exists"):
+            await trio.to_thread.run_sync(SqliteJournal(db).open)
+        connection = sqlite3.connect(db)
+        assert connection.execute("PRAGMA user_version").fetchone() == (1,)
+        columns = [row[1] for row in connection.execute("PRAGMA table_info(sessions)")]
+        assert "team_toml" not in columns
+
+    async def test_a_newer_journal_is_refused_untouched(self, tmp_path: Path) -> None:
+        db = tmp_path / "new.db"
+        connection = sqlite3.connect(db)
+        connection.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        connection.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+        connection.execute("CREATE TABLE future (x)")
+        connection.commit()
+        connection.close()
+        before = file_bytes(db)
+        with pytest.raises(FactLogError, match="written by a newer orchestrator"):
+            await trio.to_thread.run_sync(SqliteJournal(db).open)
+        with pytest.raises(FactLogError, match="newer orchestrator"):
+            JournalReader(db).sessions()
+        assert file_bytes(db) == before
+        assert not db.with_name("new.db-wal").exists()
+
+    @pytest.mark.parametrize(
+        ("content", "message"),
+        [
+            (b"this is a text file, not a journal\n" * 100, "not an orchestrator journal"),
+            (None, "not an orchestrator journal"),  # another application's SQLite file
+        ],
+    )
+    async def test_a_foreign_file_is_refused_untouched(
+        self, tmp_path: Path, content: bytes | None, message: str
+    ) -> None:
+        db = tmp_path / "other.db"
+        if content is None:
+            connection = sqlite3.connect(db)
+            connection.execute("CREATE TABLE contacts (name TEXT)")
+            connection.commit()
+            connection.close()
+        else:
+            db.write_bytes(content)
+        before = file_bytes(db)
+        with pytest.raises(FactLogError, match=message):
+            await trio.to_thread.run_sync(SqliteJournal(db).open)
+        assert file_bytes(db) == before
+
+    async def test_a_damaged_journal_is_refused_untouched(self, tmp_path: Path) -> None:
+        db = tmp_path / "journal.db"
+        await run_team(db)
+        data = bytearray(file_bytes(db))
+        page = 4096
+        for offset in range(2 * page + 100, min(len(data), 6 * page), 97):
+            data[offset] ^= 0x5A  # scribble over table pages, not the header
+        db.write_bytes(bytes(data))
+        before = file_bytes(db)
+        with pytest.raises(FactLogError, match=r"damaged|not an orchestrator journal"):
+            await trio.to_thread.run_sync(SqliteJournal(db).open)
+        assert file_bytes(db) == before
+
+
+class TestFailures:
+    async def test_a_full_disk_stops_the_run_and_keeps_what_was_acknowledged(
+        self, tmp_path: Path
+    ) -> None:
+        """When the journal cannot grow, the run stops with SQLite's reason; the file holds
+        every acknowledged fact, in order, and nothing half-written."""
+        db = tmp_path / "journal.db"
+        outcome, runtime, _ = await run_team(db, max_bytes=96 * 1024)
+        assert outcome.status is RunStatus.FAILED
+        assert "database or disk is full" in outcome.error
+        facts = JournalReader(db).facts(runtime.session)
+        assert [f.sequence for f in facts] == list(range(1, len(facts) + 1))
+        assert len(facts) == runtime.state.last_sequence
+        assert TeamState.fold(runtime.session, facts).chats == runtime.state.chats
+
+    def test_a_read_only_journal_is_a_clear_error(self, tmp_path: Path) -> None:
+        """On a read-only filesystem (a bind mount, made by the test): exit 2 with SQLite's
+        reason, and the file unchanged."""
+        db = tmp_path / "ro" / "journal.db"
+        trio.run(run_team, db)
+        before = file_bytes(db)
+        mounted = subprocess.run(
+            ["mount", "--bind", "-o", "ro", str(db.parent), str(db.parent)],
+            capture_output=True,
+            check=False,
+        )
+        if mounted.returncode != 0:
+            pytest.skip(f"cannot make a read-only mount here: {mounted.stderr!r}")
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "orchestrator", "run", str(DELIVERY), "go", "--db", str(db)],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+        finally:
+            subprocess.run(["umount", str(db.parent)], check=True)
+        assert done.returncode == 2, done.stderr
+        assert str(db) in done.stderr
+        assert "cannot write the journal: it is on a read-only filesystem" in done.stderr
+        assert "Traceback" not in done.stderr
+        assert file_bytes(db) == before
+        # Reading it there still works: sessions, events and graphs of past runs.
+        subprocess.run(["mount", "--bind", "-o", "ro", str(db.parent), str(db.parent)], check=True)
+        try:
+            assert [s.status for s in JournalReader(db).sessions()] == ["completed"]
+        finally:
+            subprocess.run(["umount", str(db.parent)], check=True)
+
+
+class TestSnapshots:
+    async def test_opening_a_session_starts_from_its_snapshot(self, tmp_path: Path) -> None:
+        """With snapshots every 20 facts the latest is kept; opening from it equals a fold."""
+        db = tmp_path / "journal.db"
+        _, runtime, journal = await run_team(db, snapshot_every=20)
+        assert journal.statistics().snapshots >= 3
+        rows = sqlite3.connect(db).execute("SELECT sequence FROM snapshots").fetchall()
+        assert len(rows) == 1
+        assert rows[0][0] >= runtime.state.last_sequence - 20
+        reader = JournalReader(db)
+        opened = reader.open(runtime.session)
+        folded = TeamState.fold(runtime.session, reader.facts(runtime.session))
+        assert opened.chats == folded.chats
+        assert opened.tasks == folded.tasks
+        assert opened.approvals == folded.approvals
+        assert opened.session == folded.session
+        assert opened.run == folded.run
+        assert opened.last_sequence == folded.last_sequence
+
+    async def test_a_damaged_snapshot_is_only_a_cache(self, tmp_path: Path) -> None:
+        db = tmp_path / "journal.db"
+        _, runtime, _ = await run_team(db, snapshot_every=20)
+        connection = sqlite3.connect(db)
+        connection.execute("UPDATE snapshots SET state = '{\"format\": 99}'")
+        connection.commit()
+        connection.close()
+        opened = JournalReader(db).open(runtime.session)
+        assert opened.chats == runtime.state.chats
+
+
+class TestCommandLine:
+    def orchestrator(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "orchestrator", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    def test_sessions_events_and_graph_of_past_runs(self, tmp_path: Path) -> None:
+        db = str(tmp_path / "journal.db")
+        first = self.orchestrator("run", str(HANDOFF), "refund", "--db", db)
+        second = self.orchestrator("run", str(DELIVERY), "Ship it", "--db", db, "--approve", "auto")
+        assert first.returncode == second.returncode == 0
+        listed = json.loads(self.orchestrator("sessions", "--db", db, "--json").stdout)
+        assert [(s["team"], s["status"], s["title"]) for s in listed] == [
+            ("support", "completed", "refund"),
+            ("delivery", "completed", "Ship it"),
+        ]
+        assert all(s["session"].startswith("ahp-session:/") and s["createdAt"] for s in listed)
+        short = listed[1]["session"].removeprefix("ahp-session:/")[:8]
+        facts = self.orchestrator("events", short, "--db", db).stdout.splitlines()
+        assert json.loads(facts[0])["action"]["type"] == "team/runStarted"
+        envelopes = self.orchestrator("events", short, "--db", db, "--format", "agent-ui")
+        assert json.loads(envelopes.stdout.splitlines()[-1])["type"] == "run.finished"
+        checked = self.orchestrator("graph", short, "--db", db, "--check")
+        assert checked.returncode == 0
+        assert "is consistent" in checked.stdout
+
+    def test_an_unknown_session_is_named(self, tmp_path: Path) -> None:
+        db = str(tmp_path / "journal.db")
+        assert self.orchestrator("run", str(HANDOFF), "refund", "--db", db).returncode == 0
+        done = self.orchestrator("events", "nope", "--db", db)
+        assert done.returncode == 2
+        assert "no session 'nope'" in done.stderr
