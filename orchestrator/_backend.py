@@ -101,6 +101,9 @@ class RoundContext:
     history: Sequence[tuple[str, str]] = ()
     outcomes: Sequence[ToolOutcome] = ()
     steering: Sequence[str] = ()
+    # How many of this chat's turns a restart cut off: a turn run again after one sees the
+    # same history as the first attempt, and may need to tell its tool call ids apart.
+    attempt: int = 0
 
 
 class Backend(Protocol):

@@ -124,8 +124,10 @@ def short_chat_id(chat: str) -> str:
 
 
 def tool_call_id(context: RoundContext, turn: int, index: int) -> str:
-    """The id of the ``index``-th tool call of the round: unique within the chat."""
-    return f"{short_chat_id(context.chat)}-t{turn}-r{context.round_index}-c{index}"
+    """The id of the ``index``-th tool call of the round: unique within the chat (a turn
+    run again after a restart cut it off gets an ``-a<attempt>`` suffix)."""
+    base = f"{short_chat_id(context.chat)}-t{turn}-r{context.round_index}-c{index}"
+    return f"{base}-a{context.attempt}" if context.attempt else base
 
 
 def default_reply(agent: AgentSpec, turn: int) -> str:

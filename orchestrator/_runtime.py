@@ -51,7 +51,6 @@ from ._ahp_actions import (
     ChatReasoningAction,
     ChatResponsePartAction,
     ChatToolCallApprovedAction,
-    ChatToolCallCompleteAction,
     ChatToolCallContentChangedAction,
     ChatToolCallDeniedAction,
     ChatToolCallReadyAction,
@@ -90,13 +89,13 @@ from ._ahp_state import (
     PendingMessageKind,
     ReasoningResponsePart,
     SessionStatus,
-    SystemNotificationResponsePart,
     ToolCallCancellationReason,
     ToolCallConfirmationReason,
-    ToolCallResult,
+    ToolCallPendingConfirmationState,
+    ToolCallRunningState,
     ToolChatOrigin,
     ToolResultSubagentContent,
-    ToolResultTextContent,
+    TurnState,
     UsageInfo,
     UserChatOrigin,
 )
@@ -113,6 +112,24 @@ from ._bus import FactBus
 from ._errors import FactLogError, RunError
 from ._factlog import FactLog, MemoryFactLog, Ticket
 from ._facts import Action, Fact
+from ._recovery import (
+    INTERRUPTED_SUMMARY,
+    ROUND_META,
+    ResumePoint,
+    cut_off,
+    has_open_input,
+    input_request_id,
+    interrupted_turns,
+    is_interrupted,
+    pending_approval_of,
+    plan_recovery,
+    resume_point,
+    subagent_of,
+    task_of_call,
+    tool_call_of,
+    turn_text,
+)
+from ._reports import delegation_output, delegation_report, first_line, tool_result_actions
 from ._team_actions import (
     USER,
     ApprovalDecision,
@@ -128,8 +145,8 @@ from ._team_actions import (
     TaskStarted,
     TaskStatus,
 )
-from ._team_state import TeamState, Transition
-from ._teamfile import AgentSpec, TeamSpec
+from ._team_state import ApprovalRecord, TaskRecord, TeamState, Transition
+from ._teamfile import AgentSpec, RestartPolicy, TeamSpec
 
 __all__ = [
     "Ids",
@@ -164,10 +181,16 @@ def require_prompt(prompt: str) -> None:
 
 
 class Ids:
-    """Makes the ids of one run; ``deterministic=True`` numbers them (tests, examples)."""
+    """Makes the ids of one run; ``deterministic=True`` numbers them (tests, examples).
 
-    def __init__(self, *, deterministic: bool = False) -> None:
+    ``restart`` is the number of the process taking an unfinished run up again (0 for the
+    first): its numbered ids (``task-r1-1``) and deterministic UUIDs cannot meet the ones
+    the earlier processes made.
+    """
+
+    def __init__(self, *, deterministic: bool = False, restart: int = 0) -> None:
         self._deterministic = deterministic
+        self._restart = restart
         self._counters: dict[str, itertools.count[int]] = {}
 
     def _next(self, kind: str) -> int:
@@ -175,7 +198,7 @@ class Ids:
 
     def _uuid(self, kind: str) -> str:
         if self._deterministic:
-            return str(uuid.UUID(int=self._next(kind)))
+            return str(uuid.UUID(int=(self._restart << 64) | self._next(kind)))
         return str(uuid.uuid4())
 
     def session(self) -> str:
@@ -189,6 +212,8 @@ class Ids:
 
     def numbered(self, kind: str) -> str:
         """``task-1``, ``turn-3``, ``approval-2``...: unique within the run."""
+        if self._restart:
+            return f"{kind}-r{self._restart}-{self._next(kind)}"
         return f"{kind}-{self._next(kind)}"
 
 
@@ -370,6 +395,7 @@ class _ChatContext:
     agent: AgentSpec
     task: str
     turn_id: str = ""
+    round_index: int = 0  # the model round of the turn running now (recorded on tool calls)
     slot: _Slot | None = None  # a delegated worker's place in the parallel budget
     steering: list[str] = attrs.field(factory=list)  # injected into the current turn
 
@@ -389,11 +415,16 @@ class TeamRuntime:
         bus: FactBus | None = None,
         ids: Ids | None = None,
         clock: Callable[[], str] = utc_now,
+        state: TeamState | None = None,
     ) -> None:
+        """``state``: an unfinished run's state, folded from its log, to :meth:`resume`
+        (``ids`` should then be made with the ``restart`` that resume will record)."""
         self.team = team
-        self.ids = ids or Ids()
-        self.session = self.ids.session()
-        self.state = TeamState(self.session)
+        self.ids = ids or Ids(
+            restart=0 if state is None or state.run is None else state.run.restarts + 1
+        )
+        self.session = state.session_uri if state is not None else self.ids.session()
+        self.state = state if state is not None else TeamState(self.session)
         self.bus = bus or FactBus()
         self.recorder = Recorder(self.state, factlog or MemoryFactLog(), self.bus, clock=clock)
         self._backends = backends
@@ -455,11 +486,55 @@ class TeamRuntime:
         task_status.started(self.session)
         log.info("run started", session=self.session, team=self.team.name, chat=chat)
         message = Message(text=prompt, origin=MessageOrigin(kind=MessageKind.USER))
+        return await self._drive(run_id, _ChatContext(chat, coordinator, root_task), message)
+
+    async def resume(
+        self, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED
+    ) -> RunOutcome:
+        """Take up the unfinished run this runtime was given the state of, after a stop.
+
+        One atomic batch (see :func:`~orchestrator._recovery.plan_recovery`) ends what the
+        stop cut off; then parked turns go on and cut-off ones run again or are reported
+        failed, as the team's ``on_restart`` says. Raises :class:`RunError` if the run has
+        finished (or never started).
+        """
+        run = self.state.run
+        chat = self.state.coordinator_chat()
+        if run is None or chat is None:
+            raise RunError(f"{self.session} has no run to resume")
+        if run.status is not None:
+            raise RunError(f"the run of {self.session} has already {run.status}")
+        try:
+            plan = plan_recovery(self.state, self.team.on_restart, now=self.recorder.clock())
+        except ValueError as exc:
+            raise RunError(str(exc)) from None
+        await self.recorder.record(list(plan.actions))
+        task_status.started(self.session)
+        log.info(
+            "run resumed",
+            session=self.session,
+            restart=self.state.run.restarts if self.state.run else 0,
+            policy=str(self.team.on_restart),
+            interrupted=len(plan.interrupted),
+        )
+        if plan.coordinator_cut_off and self.team.on_restart is RestartPolicy.FAIL:
+            return await self._finish(run.run, RunStatus.FAILED, error=INTERRUPTED_SUMMARY)
+        coordinator = self.team.agent(self.team.coordinator)
+        message = Message(text=run.prompt, origin=MessageOrigin(kind=MessageKind.USER))
+        return await self._drive(
+            run.run, _ChatContext(chat, coordinator, run.task), message, resume=True
+        )
+
+    async def _drive(
+        self, run_id: str, ctx: _ChatContext, message: Message, *, resume: bool = False
+    ) -> RunOutcome:
+        """Run the coordinator's chat to the end of the run, and record how it ended."""
+        chat = ctx.chat
         with trio.CancelScope() as scope:
             self._session_scope = scope
             self._scopes[chat] = scope
             try:
-                result = await self._run_chat(_ChatContext(chat, coordinator, root_task), message)
+                result = await self._run_chat(ctx, message, resume=resume)
             except TurnFailedError as exc:
                 return await self._finish(run_id, RunStatus.FAILED, error=str(exc))
             except Exception as exc:
@@ -633,11 +708,20 @@ class TeamRuntime:
             self._backend_cache[agent.name] = backend
         return backend
 
-    async def _run_chat(self, ctx: _ChatContext, message: Message) -> _TurnResult:
-        """Run a turn for ``message``, then one per queued message, in order."""
+    async def _run_chat(
+        self, ctx: _ChatContext, message: Message, *, resume: bool = False
+    ) -> _TurnResult:
+        """Run a turn for ``message``, then one per queued message, in order.
+
+        ``resume``: the chat exists from before a restart; take it up where it stood
+        (:meth:`_resume_turn`) instead of starting with ``message``.
+        """
         self._open_chats.add(ctx.chat)
         try:
-            result = await self._run_turn(ctx, message, queued_id=None)
+            if resume:
+                result = await self._resume_turn(ctx, message)
+            else:
+                result = await self._run_turn(ctx, message, queued_id=None)
             while True:
                 # No await between this check and closing: a queued message submitted
                 # before it is seen here (in flight or durable) and run; one submitted
@@ -651,34 +735,79 @@ class TeamRuntime:
         finally:
             self._open_chats.discard(ctx.chat)
 
+    async def _resume_turn(self, ctx: _ChatContext, message: Message) -> _TurnResult:
+        """Take a chat up after a restart: its parked turn goes on; a turn the stop cut off
+        runs again (or fails, as ``on_restart`` says); a finished turn is its result.
+
+        ``message`` starts a chat that had not begun its first turn.
+        """
+        chat = self.state.chats[ctx.chat]
+        if chat.active_turn is not None:
+            point = resume_point(self.state, ctx.chat)
+            # plan_recovery ended every active turn that cannot go on.
+            assert point is not None, f"{ctx.chat}: an active turn recovery did not end"
+            return await self._run_turn(ctx, chat.active_turn.message, queued_id=None, resume=point)
+        last = chat.turns[-1] if chat.turns else None
+        if last is None:
+            return await self._run_turn(ctx, message, queued_id=None)
+        if is_interrupted(last):
+            if self.team.on_restart is RestartPolicy.FAIL:
+                raise TurnFailedError(f"{ctx.agent.name}: {INTERRUPTED_SUMMARY}")
+            return await self._run_turn(ctx, last.message, queued_id=None)
+        if last.state is TurnState.COMPLETE:
+            usage = last.usage
+            return _TurnResult(
+                text=turn_text(last),
+                input_tokens=(usage.input_tokens or 0) if usage else 0,
+                output_tokens=(usage.output_tokens or 0) if usage else 0,
+            )
+        reason = last.error.message if last.error is not None else str(last.state)
+        raise TurnFailedError(f"{ctx.agent.name}: {reason}")
+
     async def _run_turn(
-        self, ctx: _ChatContext, message: Message, *, queued_id: str | None
+        self,
+        ctx: _ChatContext,
+        message: Message,
+        *,
+        queued_id: str | None,
+        resume: ResumePoint | None = None,
     ) -> _TurnResult:
-        turn_id = self.ids.numbered("turn")
-        ctx.turn_id = turn_id
+        """Run one turn (or, with ``resume``, go on with a parked one) to its end."""
         chat = ctx.chat
         started = trio.current_time()
-        await self.recorder.record(
-            [
-                (
-                    chat,
-                    ChatTurnStartedAction(
-                        turn_id=turn_id,
-                        started_at=self.recorder.clock(),
-                        message=message,
-                        queued_message_id=queued_id,
-                    ),
-                )
-            ]
-        )
         round_index = 0
+        if resume is None:
+            turn_id = self.ids.numbered("turn")
+            await self.recorder.record(
+                [
+                    (
+                        chat,
+                        ChatTurnStartedAction(
+                            turn_id=turn_id,
+                            started_at=self.recorder.clock(),
+                            message=message,
+                            queued_message_id=queued_id,
+                        ),
+                    )
+                ]
+            )
+        else:
+            turn_id = resume.turn_id
+            round_index = resume.round_index
+        ctx.turn_id = turn_id
         outcomes: tuple[ToolOutcome, ...] = ()
         input_tokens = output_tokens = 0
         text = ""
         ctx.steering = []
+        attempt = interrupted_turns(self.state.chats[chat])
         try:
             backend = self._backend(ctx.agent)  # inside: a backend that cannot start fails the turn
+            if resume is not None:
+                ctx.round_index = round_index
+                outcomes = await self._run_tools(ctx, resume.requests, resumed=resume)
+                round_index += 1
             while True:
+                ctx.round_index = round_index
                 await self._consume_steering(ctx)
                 context = RoundContext(
                     chat=chat,
@@ -688,6 +817,7 @@ class TeamRuntime:
                     history=conversation(self.state.chats[chat]),
                     outcomes=outcomes,
                     steering=tuple(ctx.steering),
+                    attempt=attempt,
                 )
                 requests, round_text, usage = await self._stream_round(ctx, backend, context)
                 text = round_text or text
@@ -729,9 +859,19 @@ class TeamRuntime:
         return _TurnResult(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
 
     async def _run_tools(
-        self, ctx: _ChatContext, requests: Sequence[ToolCallRequest]
+        self,
+        ctx: _ChatContext,
+        requests: Sequence[ToolCallRequest],
+        *,
+        resumed: ResumePoint | None = None,
     ) -> tuple[ToolOutcome, ...]:
-        """Run one round's tool calls in parallel; their outcomes in request order."""
+        """Run one round's tool calls in parallel; their outcomes in request order.
+
+        ``resumed``: the round was parked when the process stopped; the calls it had done
+        keep their outcomes, the others are taken up where they stood.
+        """
+        done = resumed.done if resumed is not None else {}
+        requests = [r for r in requests if r.tool_call_id not in done] if done else requests
         delegations = sum(1 for r in requests if r.tool_name == "delegate")
         turnstile = _Turnstile(delegations)
         results: list[ToolOutcome | None] = [None] * len(requests)
@@ -745,10 +885,22 @@ class TeamRuntime:
             for index, request in enumerate(requests):
                 position = next(order) if request.tool_name == "delegate" else None
                 nursery.start_soon(
-                    self._run_tool, ctx, request, results, index, turnstile, position
+                    self._run_tool,
+                    ctx,
+                    request,
+                    results,
+                    index,
+                    turnstile,
+                    position,
+                    resumed is not None,
                 )
         if lending:
             await self._take_slot(ctx.slot)
+        if resumed is not None:
+            outcomes = {r.tool_call_id: r for r in results if r is not None} | dict(done)
+            return tuple(
+                outcomes[r.tool_call_id] for r in resumed.requests if r.tool_call_id in outcomes
+            )
         return tuple(r for r in results if r is not None)
 
     async def _take_slot(self, slot: _Slot | None) -> None:
@@ -853,6 +1005,9 @@ class TeamRuntime:
                         tool_call_id=request.tool_call_id,
                         tool_name=request.tool_name,
                         display_name=_display_name(request),
+                        # Which model round asked for it: a turn resumed after a restart
+                        # goes on from the round after its last one.
+                        meta={ROUND_META: ctx.round_index},
                     ),
                 ),
                 (
@@ -879,17 +1034,30 @@ class TeamRuntime:
         index: int,
         turnstile: _Turnstile,
         position: int | None,
+        resumed: bool = False,
     ) -> None:
         """Run one tool call to completion, recording its result; never raises but Cancelled.
 
         ``position`` is the call's place among the round's delegations (None for other tools).
+        ``resumed``: the call was recorded before a restart; it goes on from where it stood.
         """
         tool = request.tool_name
+        gated = ctx.agent.needs_approval_for(tool)
+        was_running = False
+        if resumed:
+            call = tool_call_of(self.state, ctx.chat, request.tool_call_id)
+            gated = isinstance(call, ToolCallPendingConfirmationState)
+            was_running = isinstance(call, ToolCallRunningState)
         try:
-            if ctx.agent.needs_approval_for(tool):
+            if gated:
                 if position is not None:
                     turnstile.passed(position)  # a gated delegation keeps no one waiting
-                approved, reason = await self._await_approval(ctx, request)
+                pending = (
+                    pending_approval_of(self.state, ctx.chat, request.tool_call_id)
+                    if resumed
+                    else None
+                )
+                approved, reason = await self._await_approval(ctx, request, pending=pending)
                 if not approved:
                     results[index] = ToolOutcome(
                         tool_call_id=request.tool_call_id,
@@ -900,11 +1068,19 @@ class TeamRuntime:
                     return
             if tool == "delegate":
                 assert position is not None
-                outcome = await self._delegate(ctx, request, turnstile, position)
+                task = task_of_call(self.state, ctx.chat, request.tool_call_id) if resumed else None
+                outcome = await self._delegate(ctx, request, turnstile, position, task=task)
             elif tool == "handoff":
-                outcome = await self._handoff(ctx, request)
+                call = tool_call_of(self.state, ctx.chat, request.tool_call_id)
+                specialist = subagent_of(call) if resumed and call is not None else None
+                outcome = await self._handoff(ctx, request, specialist=specialist)
             elif tool == "ask":
-                outcome = await self._ask(ctx, request)
+                outcome = await self._ask(ctx, request, resumed=resumed)
+            elif was_running:
+                # It may or may not have run before the stop: never run a tool twice.
+                outcome = await self._complete(
+                    ctx, request, success=False, output=f"{tool} was {INTERRUPTED_SUMMARY}"
+                )
             else:
                 outcome = await self._plain_tool(ctx, request)
         except RunError as exc:
@@ -925,21 +1101,17 @@ class TeamRuntime:
         extra: Sequence[tuple[str, Action]] = (),
         content_before: Sequence[ToolResultSubagentContent] = (),
     ) -> ToolOutcome:
-        result = ToolCallResult(
-            success=success,
-            past_tense_message=f"{'Ran' if success else 'Failed'} {request.tool_name}",
-            content=(*content_before, ToolResultTextContent(text=output)),
-        )
         await self.recorder.record(
-            [
-                *extra,
-                (
-                    ctx.chat,
-                    ChatToolCallCompleteAction(
-                        turn_id=ctx.turn_id, tool_call_id=request.tool_call_id, result=result
-                    ),
-                ),
-            ]
+            tool_result_actions(
+                ctx.chat,
+                ctx.turn_id,
+                request.tool_call_id,
+                request.tool_name,
+                success=success,
+                output=output,
+                extra=extra,
+                content_before=content_before,
+            )
         )
         return ToolOutcome(
             tool_call_id=request.tool_call_id,
@@ -957,26 +1129,32 @@ class TeamRuntime:
         )
 
     async def _await_approval(
-        self, ctx: _ChatContext, request: ToolCallRequest
+        self, ctx: _ChatContext, request: ToolCallRequest, *, pending: ApprovalRecord | None
     ) -> tuple[bool, str]:
         """Route the approval, wait for the decision, apply it; return (approved, reason).
 
         If the requesting chat stops first (cancelled, timed out), the approval is recorded
         ``withdrawn``: no approval is left pending for a tool call that can no longer run.
+        ``pending``: the approval was requested before a restart; wait for it again.
         """
-        approval = self.ids.numbered("approval")
-        coordinator_chat = self.state.coordinator_chat()
-        if ctx.agent.approved_by == "coordinator" and coordinator_chat not in (None, ctx.chat):
-            routed_to = coordinator_chat
+        if pending is not None:
+            approval, routed_to = pending.request.approval, pending.request.routed_to
         else:
-            routed_to = USER
+            approval = self.ids.numbered("approval")
+            coordinator_chat = self.state.coordinator_chat()
+            if ctx.agent.approved_by == "coordinator" and coordinator_chat not in (None, ctx.chat):
+                routed_to = coordinator_chat
+            else:
+                routed_to = USER
         assert routed_to is not None
         decision = _Decision()
         self._approvals[approval] = decision
         resolved = False
         try:
-            await self.recorder.record(
-                [
+            requested = (
+                []
+                if pending is not None
+                else [
                     (
                         self.session,
                         ApprovalRequested(
@@ -993,6 +1171,8 @@ class TeamRuntime:
                     )
                 ]
             )
+            if requested:
+                await self.recorder.record(requested)
             if routed_to != USER:
                 # The team policy gives the coordinator this decision: it approves the tools
                 # its team file lists under ``approves`` and denies the rest.
@@ -1048,19 +1228,29 @@ class TeamRuntime:
             self._approvals.pop(approval, None)
         return decision.approved, f"{request.tool_name} was denied by {decision.decided_by}"
 
-    async def _ask(self, ctx: _ChatContext, request: ToolCallRequest) -> ToolOutcome:
+    async def _ask(
+        self, ctx: _ChatContext, request: ToolCallRequest, *, resumed: bool = False
+    ) -> ToolOutcome:
+        """Put the call's question to the user and wait for the answer.
+
+        ``resumed``: the call was recorded before a restart; a question it had put is
+        still open and is waited for again, not put twice.
+        """
         question = str(request.arguments.get("question", "")).strip() or "Please answer"
         kind = str(request.arguments.get("kind", "text"))
         options = [str(o) for o in request.arguments.get("options", ())]
-        request_id = self.ids.numbered("input")
+        request_id = input_request_id(request.tool_call_id)
         asked = _question(kind, question, options)
         decision = _Decision(question=asked)
         self._inputs[(ctx.chat, request_id)] = decision
         input_request = ChatInputRequest(id=request_id, message=question, questions=(asked,))
+        turn = self.state.chats[ctx.chat].active_turn
+        already_open = resumed and turn is not None and has_open_input(turn, request_id)
         try:
-            await self.recorder.record(
-                [(ctx.chat, ChatInputRequestedAction(request=input_request))]
-            )
+            if not already_open:
+                await self.recorder.record(
+                    [(ctx.chat, ChatInputRequestedAction(request=input_request))]
+                )
             await decision.event.wait()
         finally:
             self._inputs.pop((ctx.chat, request_id), None)
@@ -1082,8 +1272,21 @@ class TeamRuntime:
         )
 
     async def _delegate(
-        self, ctx: _ChatContext, request: ToolCallRequest, turnstile: _Turnstile, position: int
+        self,
+        ctx: _ChatContext,
+        request: ToolCallRequest,
+        turnstile: _Turnstile,
+        position: int,
+        *,
+        task: TaskRecord | None = None,
     ) -> ToolOutcome:
+        """Delegate the call's task to a worker and wait for its report.
+
+        ``task``: the call had created it before a restart; it goes on from there.
+        """
+        if task is not None:
+            turnstile.passed(position)
+            return await self._resume_delegation(ctx, request, task)
         target = str(request.arguments.get("agent", ""))
         task_text = str(request.arguments.get("task", "")).strip()
         if target not in ctx.agent.delegates_to:
@@ -1093,10 +1296,10 @@ class TeamRuntime:
             raise RunError("delegate needs a non-empty task")
         worker = self.team.agent(target)
         await turnstile.wait(position)
-        task = self.ids.numbered("task")
+        task_id = self.ids.numbered("task")
         started = trio.current_time()
         created = TaskCreated(
-            task=task,
+            task=task_id,
             title=task_text,
             agent=worker.name,
             requested_by=ctx.chat,
@@ -1112,21 +1315,53 @@ class TeamRuntime:
             await self.recorder.record([(self.session, created)])
             turnstile.passed(position)
             log.info(
-                "delegation queued", task=task, agent=worker.name, budget=self.team.parallel_budget
+                "delegation queued",
+                task=task_id,
+                agent=worker.name,
+                budget=self.team.parallel_budget,
             )
-            if not await self._wait_for_slot(task, slot, started):
-                return await self._delegation_ended(
-                    ctx,
-                    request,
-                    TaskFinished(
-                        task=task,
-                        status=TaskStatus.KILLED,
-                        summary="cancelled while it waited for a place in the parallel budget",
-                        duration_ms=_elapsed_ms(started),
-                    ),
-                    worker,
-                    subagent=None,
-                )
+            if not await self._wait_for_slot(task_id, slot, started):
+                return await self._queued_task_killed(ctx, request, task_id, worker, started)
+        return await self._start_worker(
+            ctx, request, worker, created, slot, lambda: turnstile.passed(position)
+        )
+
+    async def _queued_task_killed(
+        self,
+        ctx: _ChatContext,
+        request: ToolCallRequest,
+        task: str,
+        worker: AgentSpec,
+        started: float,
+    ) -> ToolOutcome:
+        return await self._delegation_ended(
+            ctx,
+            request,
+            TaskFinished(
+                task=task,
+                status=TaskStatus.KILLED,
+                summary="cancelled while it waited for a place in the parallel budget",
+                duration_ms=_elapsed_ms(started),
+            ),
+            worker,
+            subagent=None,
+        )
+
+    async def _start_worker(
+        self,
+        ctx: _ChatContext,
+        request: ToolCallRequest,
+        worker: AgentSpec,
+        created: TaskCreated,
+        slot: _Slot,
+        spawned: Callable[[], None],
+    ) -> ToolOutcome:
+        """Spawn the worker of a task (holding ``slot``), supervise it and report back.
+
+        ``spawned`` runs once the spawn is recorded (it lets the next delegation of the
+        round go). ``created`` is recorded with the spawn unless the task was queued.
+        """
+        task, task_text = created.task, created.title
         try:
             worker_chat = self.ids.chat()
             subagent = ToolResultSubagentContent(
@@ -1159,7 +1394,7 @@ class TeamRuntime:
                 (self.session, TaskStarted(task=task, chat=worker_chat)),
             ]
             await self.recorder.record(spawn)
-            turnstile.passed(position)
+            spawned()
             status, summary, usage, duration = await self._supervise_worker(
                 _ChatContext(worker_chat, worker, task, slot=slot), task_text, own_task=True
             )
@@ -1173,6 +1408,63 @@ class TeamRuntime:
             input_tokens=usage[0],
             output_tokens=usage[1],
             chat=worker_chat,
+        )
+        return await self._delegation_ended(ctx, request, finished, worker, subagent=subagent)
+
+    async def _resume_delegation(
+        self, ctx: _ChatContext, request: ToolCallRequest, record: TaskRecord
+    ) -> ToolOutcome:
+        """Take up a task the call created before a restart: queued, it waits for its place
+        again; running, its worker chat goes on (see :meth:`_resume_turn`)."""
+        worker = self.team.agent(record.agent)
+        started = trio.current_time()
+        slot = _Slot()
+        if record.chat is None:
+            if not await self._wait_for_slot(record.task, slot, started):
+                return await self._queued_task_killed(ctx, request, record.task, worker, started)
+            created = TaskCreated(
+                task=record.task,
+                title=record.title,
+                agent=record.agent,
+                requested_by=ctx.chat,
+                tool_call_id=request.tool_call_id,
+                parent_task=ctx.task,
+                status=TaskStatus.QUEUED,
+            )
+            return await self._start_worker(ctx, request, worker, created, slot, lambda: None)
+        call = tool_call_of(self.state, ctx.chat, request.tool_call_id)
+        subagent = (subagent_of(call) if call is not None else None) or ToolResultSubagentContent(
+            resource=record.chat, title=record.title, agent_name=worker.name
+        )
+        worker_ctx = _ChatContext(record.chat, worker, record.task, slot=slot)
+        try:
+            try:
+                await self._take_slot(slot)  # it held one when the process stopped
+            except BaseException as exc:
+                if is_cancellation(exc):
+                    # Cancelled before the worker could go on: end its subtree as the stop
+                    # left it, and its task killed.
+                    with trio.CancelScope(shield=True):
+                        await self.recorder.record(
+                            [
+                                *cut_off(self.state, record.chat, now=self.recorder.clock()),
+                                (self.session, self._killed(worker_ctx, started)),
+                            ]
+                        )
+                raise
+            status, summary, usage, duration = await self._supervise_worker(
+                worker_ctx, record.title, own_task=True, resume=True
+            )
+        finally:
+            self._release_slot(slot)
+        finished = TaskFinished(
+            task=record.task,
+            status=status,
+            summary=summary,
+            duration_ms=duration,
+            input_tokens=usage[0],
+            output_tokens=usage[1],
+            chat=record.chat,
         )
         return await self._delegation_ended(ctx, request, finished, worker, subagent=subagent)
 
@@ -1212,33 +1504,32 @@ class TeamRuntime:
     ) -> ToolOutcome:
         """Report a finished task back: the task fact, a worker notification in the delegating
         chat's turn and the delegate call's result, in one batch."""
-        notification = SystemNotificationResponsePart(
-            content=f"{worker.name} {finished.status}: {_first_line(finished.summary)}",
-            meta={
-                "workerNotification": _compact(
-                    task=finished.task, chat=finished.chat, status=str(finished.status)
-                )
-            },
+        await self.recorder.record(
+            delegation_report(
+                self.session,
+                ctx.chat,
+                ctx.turn_id,
+                request.tool_call_id,
+                finished,
+                worker=worker.name,
+                subagent=subagent,
+            )
         )
-        return await self._complete(
-            ctx,
-            request,
+        return ToolOutcome(
+            tool_call_id=request.tool_call_id,
+            tool_name=request.tool_name,
             success=finished.status is TaskStatus.COMPLETED,
-            output=f"[{worker.name}, {finished.status}] {finished.summary}",
-            content_before=() if subagent is None else (subagent,),
-            extra=[
-                (self.session, finished),
-                (ctx.chat, ChatResponsePartAction(turn_id=ctx.turn_id, part=notification)),
-            ],
+            output=delegation_output(worker.name, finished),
         )
 
     async def _supervise_worker(
-        self, ctx: _ChatContext, task_text: str, *, own_task: bool
+        self, ctx: _ChatContext, task_text: str, *, own_task: bool, resume: bool = False
     ) -> tuple[TaskStatus, str, tuple[int, int], int]:
         """Run a worker chat behind its error barrier, timeout and cancel scope.
 
         ``own_task``: the worker owns ``ctx.task`` (a delegation), so a
         cancellation from above (the whole team) records that task ``killed``.
+        ``resume``: the chat exists from before a restart and goes on where it stood.
         """
         started = trio.current_time()
         status = TaskStatus.COMPLETED
@@ -1252,7 +1543,7 @@ class TeamRuntime:
             with structlog.contextvars.bound_contextvars(chat=ctx.chat, agent=ctx.agent.name):
                 try:
                     with deadline as timer:
-                        result = await self._run_chat(ctx, message)
+                        result = await self._run_chat(ctx, message, resume=resume)
                         summary = result.text
                         usage = (result.input_tokens, result.output_tokens)
                     if timer is not None and timer.cancelled_caught:
@@ -1286,17 +1577,30 @@ class TeamRuntime:
             chat=ctx.chat,
         )
 
-    async def _handoff(self, ctx: _ChatContext, request: ToolCallRequest) -> ToolOutcome:
+    async def _handoff(
+        self,
+        ctx: _ChatContext,
+        request: ToolCallRequest,
+        *,
+        specialist: ToolResultSubagentContent | None = None,
+    ) -> ToolOutcome:
+        """Hand the task to a specialist chat until it is done, then take it back.
+
+        ``specialist``: the chat the call handed off to before a restart; it goes on.
+        """
+        if specialist is not None:
+            chosen = self.team.agent(specialist.agent_name or "")
+            return await self._handed_off(ctx, request, chosen, specialist, resume=True)
         target = str(request.arguments.get("agent", ""))
         reason = str(request.arguments.get("reason", "")).strip() or "handoff"
         resume = str(request.arguments.get("resume", "")).strip() or ctx.agent.name
         if target not in ctx.agent.delegates_to:
             allowed = ", ".join(ctx.agent.delegates_to) or "nobody"
             raise RunError(f"{ctx.agent.name} may not hand off to {target!r} (allowed: {allowed})")
-        specialist = self.team.agent(target)
+        agent = self.team.agent(target)
         specialist_chat = self.ids.chat()
         subagent = ToolResultSubagentContent(
-            resource=specialist_chat, title=reason, agent_name=specialist.name
+            resource=specialist_chat, title=reason, agent_name=agent.name
         )
         task_title = self.state.tasks[ctx.task].title
         await self.recorder.record(
@@ -1305,7 +1609,7 @@ class TeamRuntime:
                     self.session,
                     _chat_added(
                         specialist_chat,
-                        specialist,
+                        agent,
                         task_title,
                         ToolChatOrigin(chat=ctx.chat, tool_call_id=request.tool_call_id),
                         self.recorder.clock(),
@@ -1315,8 +1619,8 @@ class TeamRuntime:
                     self.session,
                     MemberJoined(
                         chat=specialist_chat,
-                        agent=specialist.name,
-                        role=specialist.role,
+                        agent=agent.name,
+                        role=agent.role,
                         task=ctx.task,
                     ),
                 ),
@@ -1332,7 +1636,7 @@ class TeamRuntime:
                         task=ctx.task,
                         from_chat=ctx.chat,
                         to_chat=specialist_chat,
-                        to_agent=specialist.name,
+                        to_agent=agent.name,
                         reason=reason,
                         resume_target=resume,
                         tool_call_id=request.tool_call_id,
@@ -1340,20 +1644,36 @@ class TeamRuntime:
                 ),
             ]
         )
+        return await self._handed_off(ctx, request, agent, subagent, resume=False)
+
+    async def _handed_off(
+        self,
+        ctx: _ChatContext,
+        request: ToolCallRequest,
+        specialist: AgentSpec,
+        subagent: ToolResultSubagentContent,
+        *,
+        resume: bool,
+    ) -> ToolOutcome:
+        """Supervise the specialist a handoff spawned; then the task comes back."""
+        reason = str(request.arguments.get("reason", "")).strip() or "handoff"
+        resume_target = str(request.arguments.get("resume", "")).strip() or ctx.agent.name
+        task_title = self.state.tasks[ctx.task].title
         status, summary, _usage, _duration = await self._supervise_worker(
-            _ChatContext(specialist_chat, specialist, ctx.task),
+            _ChatContext(subagent.resource, specialist, ctx.task),
             f"{task_title}\n\n({reason})",
             own_task=False,
+            resume=resume,
         )
         back = (
             self.session,
             HandoffRecorded(
                 task=ctx.task,
-                from_chat=specialist_chat,
+                from_chat=subagent.resource,
                 to_chat=ctx.chat,
                 to_agent=ctx.agent.name,
                 reason=f"{specialist.name} {status}",
-                resume_target=resume,
+                resume_target=resume_target,
                 tool_call_id=request.tool_call_id,
             ),
         )
@@ -1382,9 +1702,13 @@ def is_cancellation(exc: BaseException) -> bool:
 
 
 def conversation(chat: ChatState) -> tuple[tuple[str, str], ...]:
-    """The chat's conversation as (role, text) pairs, derived from its state."""
+    """The chat's conversation as (role, text) pairs, derived from its state.
+
+    A turn a restart interrupted is left out: it runs again (or was reported failed), and
+    the model should see the conversation as if the attempt had not happened.
+    """
     history: list[tuple[str, str]] = []
-    turns = list(chat.turns)
+    turns = [turn for turn in chat.turns if not is_interrupted(turn)]
     for turn in turns:
         history.append(("user", turn.message.text))
         text = "".join(
@@ -1403,7 +1727,7 @@ def _chat_added(
     return SessionChatAddedAction(
         summary=ChatSummary(
             resource=chat,
-            title=f"{agent.name}: {_first_line(title)}",
+            title=f"{agent.name}: {first_line(title)}",
             status=SessionStatus.IDLE,
             modified_at=now,
             origin=origin or UserChatOrigin(),
@@ -1514,22 +1838,12 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _first_line(text: str, limit: int = 120) -> str:
-    stripped = text.strip()
-    line = stripped.splitlines()[0] if stripped else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
 def _ms(started: float) -> float:
     return round((trio.current_time() - started) * 1000, 3)
 
 
 def _elapsed_ms(started: float) -> int:
     return int((trio.current_time() - started) * 1000)
-
-
-def _compact(**fields: Any) -> dict[str, Any]:
-    return {key: value for key, value in fields.items() if value is not None}
 
 
 def _seconds(value: float | None) -> str:

@@ -25,6 +25,7 @@ __all__ = [
     "HandoffRecorded",
     "MemberJoined",
     "RunFinished",
+    "RunResumed",
     "RunStarted",
     "RunStatus",
     "TaskCreated",
@@ -204,8 +205,26 @@ class RunFinished:
     error: str = ""
 
 
+@attrs.frozen(kw_only=True)
+class RunResumed:
+    """The process running the team stopped before the run finished, and a new one took
+    the run up again from its facts (``restart`` counts these, from 1).
+
+    ``interrupted`` lists the chats whose turn the stop cut off (each ended as
+    ``chat/error`` of type ``Interrupted`` in the same append); ``policy`` is the team's
+    ``on_restart`` (``resume`` runs them again, ``fail`` reports them failed).
+    """
+
+    type: str = attrs.field(default="team/runResumed", init=False)
+    run: str
+    restart: int
+    policy: str
+    interrupted: tuple[str, ...] = ()
+
+
 TeamAction = (
     RunStarted
+    | RunResumed
     | MemberJoined
     | TaskCreated
     | TaskStarted
@@ -219,6 +238,7 @@ TeamAction = (
 #: Wire ``type`` of every team action, for the converter's tagged union.
 TEAM_ACTION_TYPES: dict[str, type[TeamAction]] = {
     "team/runStarted": RunStarted,
+    "team/runResumed": RunResumed,
     "team/memberJoined": MemberJoined,
     "team/taskCreated": TaskCreated,
     "team/taskStarted": TaskStarted,

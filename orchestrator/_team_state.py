@@ -60,6 +60,7 @@ from ._team_actions import (
     HandoffRecorded,
     MemberJoined,
     RunFinished,
+    RunResumed,
     RunStarted,
     RunStatus,
     TaskCreated,
@@ -116,6 +117,7 @@ class RunRecord:
     status: RunStatus | None = None
     result: str = ""
     error: str = ""
+    restarts: int = 0  # how many times a new process took the run up again (team/runResumed)
 
 
 @attrs.frozen(kw_only=True)
@@ -601,6 +603,21 @@ class TeamState:
                 tr.approvals[action.approval] = evolve(
                     record, decision=action.decision, resolved_by=action.resolved_by
                 )
+            case RunResumed():
+                if tr.run is None or tr.run.status is not None or action.restart <= tr.run.restarts:
+                    if validate:
+                        raise IllegalTransitionError(
+                            "only an unfinished run can be resumed, once per restart",
+                            action_type=action.type,
+                            channel=self.session_uri,
+                            state=(
+                                "not started"
+                                if tr.run is None
+                                else f"{tr.run.status or 'running'}, restart {tr.run.restarts}"
+                            ),
+                        )
+                    return
+                tr.run = evolve(tr.run, restarts=action.restart)
             case RunFinished():
                 if tr.run is None or (validate and tr.run.status is not None):
                     if validate:

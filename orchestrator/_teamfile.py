@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime
 import difflib
+import enum
 import json
 import math
 import re
@@ -49,6 +50,7 @@ __all__ = [
     "HandoffStep",
     "Interactivity",
     "QuestionKind",
+    "RestartPolicy",
     "SayStep",
     "ScriptedTurn",
     "SleepStep",
@@ -99,7 +101,14 @@ _BARE_KEY_RE: Final = re.compile(r"[A-Za-z0-9_-]+\Z")
 _TOML_POSITION_RE: Final = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 _TOP_KEYS: Final = ("team", "agents")
-_TEAM_KEYS: Final = ("name", "topology", "parallel_budget", "coordinator", "description")
+_TEAM_KEYS: Final = (
+    "name",
+    "topology",
+    "parallel_budget",
+    "coordinator",
+    "description",
+    "on_restart",
+)
 _AGENT_KEYS: Final = (
     "role",
     "backend",
@@ -327,6 +336,17 @@ class AgentSpec:
         return self.tool_results.get(tool, DEFAULT_TOOL_RESULT)
 
 
+class RestartPolicy(enum.StrEnum):
+    """What a restart does with the turns it finds cut off (``[team] on_restart``).
+
+    Turns parked on something that survives (an approval, a question, running workers) go
+    on under either policy; this decides the turns a stop cut off mid-stream.
+    """
+
+    RESUME = "resume"  # run them again from their message
+    FAIL = "fail"  # a worker's task is reported failed; a cut-off coordinator fails the run
+
+
 @attrs.frozen(kw_only=True)
 class TeamSpec:
     """A validated team definition.
@@ -340,6 +360,7 @@ class TeamSpec:
     parallel_budget: int = DEFAULT_PARALLEL_BUDGET
     coordinator: str
     description: str = ""
+    on_restart: RestartPolicy = RestartPolicy.RESUME
     agents: tuple[AgentSpec, ...]
     file: str = "<team>"
     # The TOML text it was parsed from (kept with a session so it can be resumed as it was).
@@ -651,6 +672,14 @@ class _Parser:
         if "parallel_budget" in team:
             budget = self.integer(team["parallel_budget"], "team.parallel_budget", minimum=1)
         coordinator = self.string(team["coordinator"], "team.coordinator")
+        on_restart = RestartPolicy.RESUME
+        if "on_restart" in team:
+            on_restart = self.choice(
+                team["on_restart"],
+                "team.on_restart",
+                {policy.value: policy for policy in RestartPolicy},
+                "restart policy",
+            )
 
         agents = self.table(data["agents"], "agents", "[agents.<name>] tables")
         if not agents:
@@ -690,6 +719,7 @@ class _Parser:
             parallel_budget=budget,
             coordinator=coordinator,
             description=description,
+            on_restart=on_restart,
             agents=specs,
             file=self.file,
         )

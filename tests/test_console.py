@@ -170,7 +170,7 @@ class TestAnswers:
             team, mode=ApprovalMode.ASK, stdin="maybe\nyes\n"
         )
         assert text.count("lead asks: Ship now? [y/n]") == 2
-        assert "input-1: answer yes or no, not 'maybe'" in text
+        assert "input-00000000-t0-r0-c0: answer yes or no, not 'maybe'" in text
         assert outcome.result == "answer: yes"
 
     async def test_the_live_tree_ends_drawn_on_a_terminal(

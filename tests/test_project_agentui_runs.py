@@ -115,7 +115,7 @@ class TestQuestions:
         envelopes = await run(ASK, answer)
         (required,) = of_type(envelopes, EventType.ACTION_REQUIRED)
         (resolved,) = of_type(envelopes, EventType.ACTION_RESOLVED)
-        assert required.action_id == resolved.action_id == "input-1"
+        assert required.action_id == resolved.action_id == "input-00000000-t0-r0-c0"
         assert (required.owner, required.scope, required.surface, required.control) == (
             Owner.ACTION,
             Scope.ACTION_REQUEST,
