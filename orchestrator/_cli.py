@@ -20,7 +20,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -29,7 +29,7 @@ import trio
 from ._agentui_wire import envelope_to_json_line
 from ._backend_scripted import ScriptedBackend
 from ._console import ApprovalMode, TeamConsole
-from ._errors import FactLogError, OrchestratorError, TeamFileError
+from ._errors import FactLogError, OrchestratorError, RunError, TeamFileError
 from ._factlog import read_facts
 from ._facts import Fact
 from ._facts_wire import fact_to_json
@@ -38,9 +38,9 @@ from ._journal import Durability, JournalReader, SessionInfo, SqliteJournal
 from ._logging import configure_logging
 from ._process import tune_gc
 from ._project_agentui import AgentUiProjector, project_facts
-from ._runtime import TeamRuntime, require_prompt
+from ._runtime import RunOutcome, TeamRuntime, require_prompt
 from ._team_actions import RunStatus
-from ._teamfile import AgentSpec, check_team, load_team
+from ._teamfile import AgentSpec, check_team, load_team, parse_team
 
 __all__ = ["default_db", "main"]
 
@@ -78,29 +78,50 @@ def build_parser() -> argparse.ArgumentParser:
         )
         return command
 
-    run = with_db(commands.add_parser("run", help="run a team on a prompt"))
+    def running(command: argparse.ArgumentParser, verb: str) -> argparse.ArgumentParser:
+        command.add_argument(
+            "--events",
+            type=Path,
+            metavar="FILE",
+            help=f"also {verb} Agent UI envelopes as JSON Lines",
+        )
+        command.add_argument(
+            "--facts",
+            type=Path,
+            metavar="FILE",
+            help=f"also {verb} every fact as JSON Lines, once durable",
+        )
+        command.add_argument(
+            "--approve",
+            choices=[m.value for m in ApprovalMode],
+            default=ApprovalMode.ASK.value,
+            help="approvals routed to you: ask at the prompt (default), approve all, or deny all",
+        )
+        command.add_argument(
+            "--plain", action="store_true", help="print progress lines instead of the live tree"
+        )
+        command.add_argument(
+            "--durability",
+            choices=[d.value for d in Durability],
+            default=Durability.POWER.value,
+            help="what an acknowledged fact survives: a power loss (default), or a process kill",
+        )
+        return with_db(command)
+
+    run = running(commands.add_parser("run", help="run a team on a prompt"), "write")
     run.add_argument("team", type=Path, help="team file (TOML), e.g. teams/delivery.toml")
     run.add_argument("prompt", help="what the coordinator should do")
-    run.add_argument(
-        "--events", type=Path, metavar="FILE", help="also write Agent UI envelopes as JSON Lines"
+
+    resume = running(
+        commands.add_parser("resume", help="take up a run a stopped process left unfinished"),
+        "append",
     )
-    run.add_argument(
-        "--facts", type=Path, metavar="FILE", help="also write every fact as JSON Lines"
-    )
-    run.add_argument(
-        "--approve",
-        choices=[m.value for m in ApprovalMode],
-        default=ApprovalMode.ASK.value,
-        help="approvals routed to you: ask at the prompt (default), approve all, or deny all",
-    )
-    run.add_argument(
-        "--plain", action="store_true", help="print progress lines instead of the live tree"
-    )
-    run.add_argument(
-        "--durability",
-        choices=[d.value for d in Durability],
-        default=Durability.POWER.value,
-        help="what an acknowledged fact survives: a power loss (default), or a process kill",
+    resume.add_argument("session", help="session URI, or a unique beginning of its id")
+    resume.add_argument(
+        "--team",
+        type=Path,
+        metavar="FILE",
+        help="run with this team file instead of the one the session recorded",
     )
 
     sessions = with_db(commands.add_parser("sessions", help="list the journal's sessions"))
@@ -136,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         match args.command:
             case "run":
                 return trio.run(_run, args)
+            case "resume":
+                return trio.run(_resume, args)
             case "sessions":
                 return _sessions(_reader(args), sys.stdout, as_json=args.json)
             case "events":
@@ -163,30 +186,81 @@ async def _run(args: argparse.Namespace) -> int:
     require_prompt(args.prompt)
     journal = SqliteJournal(args.db or default_db(), durability=Durability(args.durability))
     await trio.to_thread.run_sync(journal.open)
+
+    async def start(runtime: TeamRuntime, console: TeamConsole) -> RunOutcome:
+        return await runtime.run(args.prompt)
+
+    runtime = TeamRuntime(team, backends=_backend_for, factlog=journal)
+    return await _supervise(args, journal, runtime, start)
+
+
+async def _resume(args: argparse.Namespace) -> int:
+    path = args.db or default_db()
+    journal = SqliteJournal(path, durability=Durability(args.durability))
+    await trio.to_thread.run_sync(journal.open)  # first: it migrates an older file
+    reader = JournalReader(path)
+    info = _resolve(reader, args.session)
+    if info.status != "running":
+        raise RunError(f"the run of {info.session} has already {info.status}: nothing to resume")
+    if args.team is not None:
+        team = load_team(args.team)
+    else:
+        team_file, team_toml = reader.team_toml(info.session)
+        if not team_toml:
+            raise RunError(f"{info.session} did not record its team file: pass --team FILE")
+        team = parse_team(team_toml, file=team_file or "<journal>")
+    state = await trio.to_thread.run_sync(reader.open, info.session)
+    wanted = args.events or args.facts
+    history = await trio.to_thread.run_sync(reader.facts, info.session) if wanted else []
+    runtime = TeamRuntime(team, backends=_backend_for, factlog=journal, state=state)
+
+    async def start(runtime: TeamRuntime, console: TeamConsole) -> RunOutcome:
+        outcome: list[RunOutcome] = []
+
+        async def resume(*, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
+            outcome.append(await runtime.resume(task_status=task_status))
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(resume)
+            console.take_up_waits()  # asked before the stop: ask again
+        return outcome[0]
+
+    return await _supervise(args, journal, runtime, start, history=history, append=True)
+
+
+async def _supervise(
+    args: argparse.Namespace,
+    journal: SqliteJournal,
+    runtime: TeamRuntime,
+    start: Callable[[TeamRuntime, TeamConsole], Awaitable[RunOutcome]],
+    *,
+    history: Sequence[Fact] = (),
+    append: bool = False,
+) -> int:
+    """Run ``start`` with the journal, the console and the output files around it."""
     outputs = [
-        (_open_for_writing(path), write)
+        (*_open_output(path, append=append), write)
         for path, write in ((args.events, _write_events), (args.facts, _write_facts))
         if path is not None
     ]
     try:
         async with trio.open_nursery() as services:
             await services.start(journal.serve)
-            runtime = TeamRuntime(team, backends=_backend_for, factlog=journal)
             console = TeamConsole(
                 runtime, mode=ApprovalMode(args.approve), live=False if args.plain else None
             )
             async with trio.open_nursery() as nursery:
-                for out, write in outputs:
-                    await nursery.start(write, runtime, out)
+                for out, written, write in outputs:
+                    await nursery.start(write, runtime, out, history, written)
                 await nursery.start(console.serve)
                 signals: trio.CancelScope = await nursery.start(_cancel_on_signal, runtime)
-                outcome = await runtime.run(args.prompt)
+                outcome = await start(runtime, console)
                 signals.cancel()
                 # The readers drain what is buffered for them, then their iteration ends.
                 runtime.bus.close()
             services.cancel_scope.cancel()  # the journal drains what was submitted, and closes
     finally:
-        for out, _ in outputs:
+        for out, _, _ in outputs:
             out.close()
     if outcome.status is RunStatus.COMPLETED:
         print(outcome.result)
@@ -219,9 +293,34 @@ async def _cancel_on_signal(
             return
 
 
-def _open_for_writing(path: Path) -> TextIO:
+def _open_output(path: Path, *, append: bool) -> tuple[TextIO, int]:
+    """Open a JSON Lines output; appending, also the ``sequence`` of its last whole line.
+
+    A process killed mid-write can leave a torn last line: appending cuts it off first, so
+    the file goes on with whole lines only.
+    """
+    written = 0
+    if append and path.exists():
+        try:
+            with path.open("r+b") as existing:
+                data = existing.read()
+                whole = data.rfind(b"\n") + 1
+                existing.truncate(whole)
+            lines = data[:whole].splitlines()
+            written = int(json.loads(lines[-1])["sequence"]) if lines else 0
+        except OSError as exc:
+            raise FactLogError(f"cannot append: {exc.strerror}", source=str(path)) from exc
+        except (ValueError, KeyError, TypeError) as exc:
+            raise FactLogError(
+                f"cannot append: its last line is not a JSON object with a sequence ({exc})",
+                source=str(path),
+            ) from exc
+    return _open_for_writing(path, append=append), written
+
+
+def _open_for_writing(path: Path, *, append: bool = False) -> TextIO:
     try:
-        return path.open("w", encoding="utf-8")
+        return path.open("a" if append else "w", encoding="utf-8")
     except OSError as exc:
         raise FactLogError(f"cannot open for writing: {exc.strerror}", source=str(path)) from exc
 
@@ -229,17 +328,30 @@ def _open_for_writing(path: Path) -> TextIO:
 async def _write_events(
     runtime: TeamRuntime,
     out: TextIO,
+    history: Sequence[Fact],
+    written: int,
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Project every fact to Agent UI envelopes and write them as JSON Lines."""
+    """Project every fact to Agent UI envelopes and write them as JSON Lines.
+
+    ``history``: the facts before this process (a resumed run), which bring the projection
+    up to date; of their envelopes, those after sequence ``written`` (the file's last) are
+    written too, which a stop kept the process before from writing.
+    """
     subscription = runtime.bus.subscribe("events-file", buffer_size=float("inf"))
     projector = AgentUiProjector(runtime.session)
+    for fact in history:
+        for envelope in projector.feed(fact):
+            if (envelope.sequence or 0) > written:
+                out.write(envelope_to_json_line(envelope) + "\n")
     task_status.started()
     try:
         async for fact in subscription:
             for envelope in projector.feed(fact):
                 out.write(envelope_to_json_line(envelope) + "\n")
+            if not subscription.buffered():
+                out.flush()  # a burst is written in one go; a quiet moment leaves it on disk
     finally:
         out.flush()
 
@@ -247,11 +359,19 @@ async def _write_events(
 async def _write_facts(
     runtime: TeamRuntime,
     out: TextIO,
+    history: Sequence[Fact],
+    written: int,
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Write every fact as a JSON line, once it is durable: each line was acknowledged."""
+    """Write every fact as a JSON line, once it is durable: each line was acknowledged.
+
+    ``history``: a resumed run's earlier facts; those after ``written`` (the file's last
+    sequence) are written first.
+    """
     subscription = runtime.bus.subscribe("facts-file", buffer_size=float("inf"))
+    out.writelines(fact_to_json(f) + "\n" for f in history if f.sequence > written)
+    out.flush()
     task_status.started()
     try:
         async for fact in subscription:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import enum
 import math
 import sys
-from collections.abc import Callable
-from typing import TextIO
+from collections.abc import Awaitable, Callable
+from typing import Any, TextIO
 
 import trio
 from rich.console import Console
@@ -196,8 +196,13 @@ class TeamConsole:
         self.stdin = stdin or sys.stdin
         self.console = Console(file=self.stream, highlight=False)
         self.live = self.console.is_terminal if live is None else live
-        self.view = TeamState(runtime.session)
+        # A resumed run's console starts from the state recovery found.
+        self.view = runtime.state.copy()
         self._live: Live | None = None
+        self._nursery: trio.Nursery | None = None
+        # What has been put to the user: a resumed run's waits are taken up from the state
+        # and may also arrive as facts; each is asked once.
+        self._asked: set[str] = set()
         self._asking = trio.Lock()
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -207,6 +212,7 @@ class TeamConsole:
         subscription = self.runtime.bus.subscribe("console", buffer_size=math.inf)
         task_status.started()
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
             if self.live:
                 # Drawn from the trio thread at a steady rate, never from rich's own refresh
                 # thread: the view is changed by this task and must not be read mid-change.
@@ -229,6 +235,16 @@ class TeamConsole:
                     self._live = None
             nursery.cancel_scope.cancel()
 
+    def take_up_waits(self) -> None:
+        """Ask again what a resumed run still waits on from the user (asked before the stop)."""
+        assert self._nursery is not None, "serve() first"
+        approvals, questions = self.runtime.waiting_for_user()
+        for request in approvals:
+            self._ask_once(request.approval, self._decide, request)
+        for chat, question in questions:
+            action = ChatInputRequestedAction(request=question)
+            self._ask_once(f"{chat} {question.id}", self._answer, chat, action)
+
     async def _redraw(self) -> None:
         while True:
             if self._live is not None and not self._asking.locked():
@@ -238,9 +254,17 @@ class TeamConsole:
     def _dispatch(self, nursery: trio.Nursery, fact: Fact) -> None:
         action = fact.action
         if isinstance(action, ApprovalRequested) and action.routed_to == USER:
-            nursery.start_soon(self._decide, action)
+            self._ask_once(action.approval, self._decide, action)
         elif isinstance(action, ChatInputRequestedAction):
-            nursery.start_soon(self._answer, fact.channel, action)
+            self._ask_once(
+                f"{fact.channel} {action.request.id}", self._answer, fact.channel, action
+            )
+
+    def _ask_once(self, key: str, ask: Callable[..., Awaitable[None]], *args: Any) -> None:
+        if key not in self._asked:
+            self._asked.add(key)
+            assert self._nursery is not None
+            self._nursery.start_soon(ask, *args)
 
     async def _decide(self, request: ApprovalRequested) -> None:
         if self.mode is ApprovalMode.ASK:

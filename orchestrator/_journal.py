@@ -551,21 +551,7 @@ class SqliteJournal:
         last = self._snapshot_at.get(state.session_uri, 0)
         if state.last_sequence - last >= self.snapshot_every and self._failed is None:
             self._snapshot_at[state.session_uri] = state.last_sequence
-            self._queue.put(_Snapshot(_copy(state)))
-
-
-def _copy(state: TeamState) -> TeamState:
-    """The committed part of ``state`` in new containers (its values are immutable)."""
-    return TeamState.restore(
-        state.session_uri,
-        last_sequence=state.last_sequence,
-        session=state.session,
-        run=state.run,
-        chats=dict(state.chats),
-        members=dict(state.members),
-        tasks=dict(state.tasks),
-        approvals=dict(state.approvals),
-    )
+            self._queue.put(_Snapshot(state.copy()))
 
 
 # ─── Reading ─────────────────────────────────────────────────────────────────

@@ -82,6 +82,7 @@ from ._ahp_state import (
     ChatState,
     ChatSummary,
     ErrorInfo,
+    InputRequestResponsePart,
     MarkdownResponsePart,
     Message,
     MessageKind,
@@ -509,6 +510,7 @@ class TeamRuntime:
         except ValueError as exc:
             raise RunError(str(exc)) from None
         await self.recorder.record(list(plan.actions))
+        self._await_surviving_decisions()
         task_status.started(self.session)
         log.info(
             "run resumed",
@@ -524,6 +526,40 @@ class TeamRuntime:
         return await self._drive(
             run.run, _ChatContext(chat, coordinator, run.task), message, resume=True
         )
+
+    def _await_surviving_decisions(self) -> None:
+        """Open a decision for every approval and question that survived the stop, so they
+        can be answered as soon as :meth:`resume` reports the run started, before the turns
+        that wait on them have been taken up again."""
+        for record in self.state.pending_approvals():
+            self._approvals[record.request.approval] = _Decision()
+        for chat in self.state.members:
+            turn = self.state.chats[chat].active_turn
+            for part in turn.response_parts if turn is not None else ():
+                if isinstance(part, InputRequestResponsePart) and part.response is None:
+                    question = (part.request.questions or (None,))[0]
+                    self._inputs[(chat, part.request.id)] = _Decision(question=question)
+
+    def waiting_for_user(
+        self,
+    ) -> tuple[list[ApprovalRequested], list[tuple[str, ChatInputRequest]]]:
+        """The approvals routed to the user and the open questions, as the state has them
+        (for a console that joins a resumed run: they were asked before it started)."""
+        approvals = [
+            record.request
+            for record in self.state.pending_approvals()
+            if record.request.routed_to == USER
+        ]
+        questions: list[tuple[str, ChatInputRequest]] = []
+        for chat in self.state.members:
+            turn = self.state.chats[chat].active_turn
+            parts = turn.response_parts if turn is not None else ()
+            questions += [
+                (chat, part.request)
+                for part in parts
+                if isinstance(part, InputRequestResponsePart) and part.response is None
+            ]
+        return approvals, questions
 
     async def _drive(
         self, run_id: str, ctx: _ChatContext, message: Message, *, resume: bool = False
@@ -1147,7 +1183,7 @@ class TeamRuntime:
             else:
                 routed_to = USER
         assert routed_to is not None
-        decision = _Decision()
+        decision = self._approvals.get(approval) or _Decision()
         self._approvals[approval] = decision
         resolved = False
         try:
@@ -1241,7 +1277,7 @@ class TeamRuntime:
         options = [str(o) for o in request.arguments.get("options", ())]
         request_id = input_request_id(request.tool_call_id)
         asked = _question(kind, question, options)
-        decision = _Decision(question=asked)
+        decision = self._inputs.get((ctx.chat, request_id)) or _Decision(question=asked)
         self._inputs[(ctx.chat, request_id)] = decision
         input_request = ChatInputRequest(id=request_id, message=question, questions=(asked,))
         turn = self.state.chats[ctx.chat].active_turn

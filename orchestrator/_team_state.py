@@ -389,6 +389,19 @@ class TeamState:
         )
         return state
 
+    def copy(self) -> TeamState:
+        """The committed state in new containers (its values are immutable, so shared)."""
+        return TeamState.restore(
+            self.session_uri,
+            last_sequence=self.last_sequence,
+            session=self.session,
+            run=self.run,
+            chats=dict(self.chats),
+            members=dict(self.members),
+            tasks=dict(self.tasks),
+            approvals=dict(self.approvals),
+        )
+
     def _announce_summary(self, tr: Transition, chat_uri: str, *, now: str) -> None:
         """Append the session action that makes the catalog entry equal the chat's summary."""
         chat = tr.chats.get(chat_uri)
