@@ -1,0 +1,231 @@
+"""``kill -9`` in the middle of a real run, then ``orchestrator resume``: nothing acknowledged
+is lost, and the run ends as if it had been stopped cleanly at the last durable fact.
+
+Each point runs ``orchestrator run teams/delivery.toml`` in a subprocess on its own SQLite
+journal, waits until the ``--facts`` mirror (written only once a fact is durable: each line
+is an acknowledgement) has a seeded random number of lines, and kills the process with
+SIGKILL. Then it checks the journal against what was acknowledged, resumes the session in
+a second subprocess, and checks the finished run.
+
+``CRASH_POINTS`` (default 8) and ``CRASH_SEED`` choose how many points and which.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from orchestrator._facts import Fact
+from orchestrator._facts_wire import decode_fact
+from orchestrator._graph import build_graph
+from orchestrator._journal import JournalReader
+from orchestrator._recovery import is_interrupted, resume_point
+from orchestrator._team_actions import ApprovalDecision, ApprovalRequested, RunResumed, RunStatus
+from orchestrator._team_state import TeamState
+
+ROOT = Path(__file__).resolve().parent.parent
+TEAM = ROOT / "teams" / "delivery.toml"
+CRASH_POINTS = int(os.environ.get("CRASH_POINTS", "8"))
+CRASH_SEED = int(os.environ.get("CRASH_SEED", "20261123"))
+DELIVERY_FACTS = 101  # what an uninterrupted delivery run records (checked below)
+
+
+def orchestrator(
+    *args: str | Path, stdin: int | IO[Any] | None = subprocess.DEVNULL
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", *map(str, args)],
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+def acknowledged(path: Path) -> list[Fact]:
+    """The whole lines of the ``--facts`` mirror (a kill can tear the last one)."""
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    lines = text[: text.rfind("\n") + 1].splitlines()
+    return [decode_fact(json.loads(line)) for line in lines]
+
+
+def kill_after(process: subprocess.Popen[str], mirror: Path, lines: int) -> bool:
+    """SIGKILL ``process`` once ``mirror`` has ``lines`` lines; False if it ended first."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        if mirror.exists() and mirror.read_bytes().count(b"\n") >= lines:
+            process.send_signal(signal.SIGKILL)
+            process.communicate()
+            return True
+        time.sleep(0.002)  # polling another process's progress: no clock to jump here
+    process.kill()
+    raise AssertionError(f"the run did not reach {lines} facts in 60 s")
+
+
+def same_state(a: TeamState, b: TeamState) -> None:
+    assert a.last_sequence == b.last_sequence
+    assert a.run == b.run
+    assert a.session == b.session
+    assert dict(a.chats) == dict(b.chats)
+    assert a.members == b.members
+    assert a.tasks == b.tasks
+    assert a.approvals == b.approvals
+
+
+def resume(db: Path, session: str, *extra: str | Path) -> subprocess.CompletedProcess[str]:
+    process = orchestrator("resume", session, "--db", db, "--plain", "--approve", "auto", *extra)
+    out, err = process.communicate(timeout=120)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def test_kill_9_at_seeded_points_loses_nothing_acknowledged(tmp_path: Path) -> None:
+    rng = random.Random(CRASH_SEED)
+    killed_with_cut_off_turns = 0
+    for point in range(CRASH_POINTS):
+        db, mirror = tmp_path / f"journal-{point}.db", tmp_path / f"facts-{point}.jsonl"
+        lines = rng.randint(1, DELIVERY_FACTS - 5)
+        run = orchestrator(
+            "run",
+            TEAM,
+            "Ship the release notes",
+            "--db",
+            db,
+            "--plain",
+            "--approve",
+            "auto",
+            "--facts",
+            mirror,
+        )
+        if not kill_after(run, mirror, lines):
+            pytest.fail(f"point {point}: the run ended before {lines} facts: {run.communicate()}")
+
+        # 1. Every acknowledged fact is in the journal, as it was acknowledged.
+        seen = acknowledged(mirror)
+        assert seen, f"point {point}: nothing acknowledged"
+        session = seen[0].session
+        reader = JournalReader(db)
+        stored = reader.facts(session)
+        assert stored[: len(seen)] == seen, f"point {point}: an acknowledged fact is missing"
+        # 2. Opening the session (snapshot + tail) gives the state a fresh fold gives.
+        before = reader.open(session)
+        same_state(before, TeamState.fold(session, stored))
+        cut_off = {
+            chat
+            for chat, state in before.chats.items()
+            if state.active_turn is not None and resume_point(before, chat) is None
+        }
+        killed_with_cut_off_turns += bool(cut_off)
+
+        # 3. Resume runs the session to its end.
+        resumed = resume(db, session)
+        assert resumed.returncode == 0, (point, resumed.stderr)
+        assert "The release notes are ready." in resumed.stdout
+        after_facts = reader.facts(session)
+        assert after_facts[: len(stored)] == stored, "recovery only appends"
+        assert build_graph(after_facts).check() == []
+        after = reader.open(session)
+        same_state(after, TeamState.fold(session, after_facts))
+        assert after.run is not None
+        assert after.run.status is RunStatus.COMPLETED
+        (marker,) = [f.action for f in after_facts if isinstance(f.action, RunResumed)]
+        assert set(marker.interrupted) == cut_off
+        # 4. Cut-off turns are marked interrupted; none was completed silently.
+        for chat in cut_off:
+            turn_id = before.chats[chat].active_turn.id  # type: ignore[union-attr]
+            (ended,) = [t for t in after.chats[chat].turns if t.id == turn_id]
+            assert is_interrupted(ended), (point, chat)
+        assert all(state.active_turn is None for state in after.chats.values())
+    # The seed reaches turns cut off mid-stream, not only the easy stops.
+    assert killed_with_cut_off_turns > 0
+
+
+def test_an_approval_asked_before_a_kill_is_answered_after_resume(tmp_path: Path) -> None:
+    db, mirror, events = tmp_path / "journal.db", tmp_path / "facts.jsonl", tmp_path / "run.jsonl"
+    # Nobody answers the prompt: the run parks on the researcher's publish approval.
+    run = orchestrator(
+        "run",
+        TEAM,
+        "Ship the release notes",
+        "--db",
+        db,
+        "--plain",
+        "--facts",
+        mirror,
+        "--events",
+        events,
+        stdin=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not any(isinstance(f.action, ApprovalRequested) for f in acknowledged(mirror)):
+        assert time.monotonic() < deadline, "no approval was asked for"
+        time.sleep(0.01)
+    run.send_signal(signal.SIGKILL)
+    run.communicate()
+    (asked,) = [f.action for f in acknowledged(mirror) if isinstance(f.action, ApprovalRequested)]
+    assert isinstance(asked, ApprovalRequested)
+    session = acknowledged(mirror)[0].session
+
+    resumed = resume(db, session, "--facts", mirror, "--events", events)
+    assert resumed.returncode == 0, resumed.stderr
+    state = JournalReader(db).open(session)
+    record = state.approvals[asked.approval]
+    assert record.decision is ApprovalDecision.APPROVED, "the same approval, answered"
+    assert len(state.approvals) == 1, "not asked a second time"
+    assert "published to" in resumed.stdout
+
+    # The appended files equal what the journal holds: facts, and envelopes projected.
+    stored = JournalReader(db).facts(session)
+    assert acknowledged(mirror) == stored
+    printed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "events",
+            session,
+            "--db",
+            db,
+            "--format",
+            "agent-ui",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout.splitlines()
+    written = events.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in written] == [json.loads(line) for line in printed]
+
+    check = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "graph", session, "--db", db, "--check"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_resuming_a_finished_session_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    done = orchestrator("run", TEAM, "Ship", "--db", db, "--plain", "--approve", "auto")
+    done.communicate(timeout=120)
+    assert done.returncode == 0
+    (info,) = JournalReader(db).sessions()
+    assert info.last_sequence == DELIVERY_FACTS
+    refused = resume(db, info.session)
+    assert refused.returncode == 2
+    assert "already completed: nothing to resume" in refused.stderr
