@@ -26,6 +26,7 @@ from typing import TextIO
 
 import trio
 
+from ._agent_messages import restore_actions, truncate_action, undo_action
 from ._agentui_wire import envelope_to_json_line
 from ._backend_scripted import ScriptedBackend
 from ._console import ApprovalMode, TeamConsole
@@ -34,6 +35,7 @@ from ._factlog import read_facts
 from ._facts import Fact
 from ._facts_wire import fact_to_json
 from ._graph import build_graph, to_dot, to_graphml, to_json, to_mermaid
+from ._history import Edit, edit_history, resolve_chat
 from ._journal import Durability, JournalReader, SessionInfo, SqliteJournal
 from ._logging import configure_logging
 from ._process import tune_gc
@@ -141,6 +143,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="check consistency; exit 1 on violations"
     )
 
+    history = with_db(
+        commands.add_parser("history", help="print a chat's agent-channel history (JSON Lines)")
+    )
+    history.add_argument("session", help="session URI, or a unique beginning of its id")
+    history.add_argument("--chat", help="chat URI or id prefix (default: the coordinator's)")
+    history.add_argument(
+        "--deleted", action="store_true", help="include what undo and truncation removed"
+    )
+    undo = with_db(commands.add_parser("undo", help="remove a chat's last turn from its history"))
+    truncate = with_db(
+        commands.add_parser("truncate", help="keep a chat's turns up to a given turn")
+    )
+    restore = with_db(
+        commands.add_parser("restore", help="bring back what the last undo or truncate removed")
+    )
+    for edit in (undo, truncate, restore):
+        edit.add_argument("session", help="session URI, or a unique beginning of its id")
+        edit.add_argument("--chat", help="chat URI or id prefix (default: the coordinator's)")
+    truncate.add_argument(
+        "--keep", required=True, metavar="TURN", help='the last turn to keep ("none": all go)'
+    )
+
     teams = commands.add_parser("teams", help="work with team files")
     team_commands = teams.add_subparsers(dest="teams_command", required=True, metavar="ACTION")
     check = team_commands.add_parser("check", help="validate team files (default: teams/*.toml)")
@@ -165,6 +189,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _events(_reader(args), args.session, args.format, sys.stdout)
             case "graph":
                 return _graph(args, sys.stdout)
+            case "history":
+                return _history(_reader(args), args, sys.stdout)
+            case "undo" | "truncate" | "restore":
+                return trio.run(_edit_history, args)
             case _:
                 return _teams_check(args.paths, sys.stdout)
     except OrchestratorError as exc:
@@ -379,6 +407,44 @@ async def _write_facts(
             out.flush()
     finally:
         out.flush()
+
+
+# ─── history ─────────────────────────────────────────────────────────────────
+
+
+def _history(reader: JournalReader, args: argparse.Namespace, out: TextIO) -> int:
+    info = _resolve(reader, args.session)
+    chat = resolve_chat(reader, info.session, args.chat)
+    for message in reader.agent_messages(info.session, chat, deleted=args.deleted):
+        event = message.event
+        if args.deleted:
+            event = {**event, "turnId": message.turn_id, "deletedAt": message.deleted_at}
+        out.write(json.dumps(event, ensure_ascii=False) + "\n")
+    return EXIT_OK
+
+
+async def _edit_history(args: argparse.Namespace) -> int:
+    path = args.db or default_db()
+    reader = JournalReader(path)
+    info = _resolve(reader, args.session)
+    chat = resolve_chat(reader, info.session, args.chat)
+    edit: Edit
+    match args.command:
+        case "undo":
+            edit = lambda state, facts: [undo_action(state)]  # noqa: E731
+        case "truncate":
+            keep = None if args.keep == "none" else args.keep
+            edit = lambda state, facts: [truncate_action(state, keep)]  # noqa: E731
+        case _:
+            edit = restore_actions
+    recorded = await edit_history(path, info.session, chat, edit)
+    turns = reader.open(info.session).chats[chat].turns
+    print(
+        f"{args.command}: {len(recorded)} fact(s) recorded; {chat} has {len(turns)} turn(s)"
+        + (f", the last {turns[-1].id}" if turns else ""),
+        file=sys.stderr,
+    )
+    return EXIT_OK
 
 
 # ─── reading the journal ─────────────────────────────────────────────────────

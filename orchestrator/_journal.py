@@ -43,7 +43,7 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -51,6 +51,8 @@ import attrs
 import structlog
 import trio
 
+from ._agent_messages import TURN_ENDS, turn_from_facts, turn_messages
+from ._ahp_actions import ChatTruncatedAction, ChatTurnStartedAction
 from ._errors import FactLogError, PeerProtocolError
 from ._factlog import EventTicket, Ticket
 from ._facts import Fact
@@ -62,6 +64,7 @@ from ._team_state import TeamState
 __all__ = [
     "APPLICATION_ID",
     "SCHEMA_VERSION",
+    "AgentMessage",
     "Durability",
     "JournalReader",
     "JournalStatistics",
@@ -74,7 +77,7 @@ log = structlog.get_logger("orchestrator.journal")
 #: ``PRAGMA application_id`` of our files: "ORCH".
 APPLICATION_ID: Final = 0x4F524348
 #: The schema this code writes; see :data:`MIGRATIONS` for how older ones are brought up.
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 #: Most facts written in one transaction (a group commit).
 GROUP_LIMIT: Final = 20_000
 #: Committed facts of a session between two snapshots of it.
@@ -102,8 +105,40 @@ CREATE TABLE facts (
 );
 """
 
-#: Each entry brings a file from the version before it to its own version.
-MIGRATIONS: Final[dict[int, str]] = {
+_AGENT_MESSAGES: Final = """
+CREATE TABLE agent_messages (
+    id INTEGER PRIMARY KEY,
+    session TEXT NOT NULL,
+    chat TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    sequence INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    message TEXT NOT NULL,
+    deleted_at TEXT,
+    deleted_by INTEGER,
+    UNIQUE (session, chat, turn_id, part)
+);
+CREATE INDEX agent_messages_replay ON agent_messages (session, chat, id)
+"""
+
+
+def _add_agent_messages(connection: sqlite3.Connection) -> None:
+    """Schema 3: the agent channel's history, written for the turns already on file."""
+    for statement in filter(str.strip, _AGENT_MESSAGES.split(";")):
+        connection.execute(statement)
+    history = _AgentHistory()
+    sessions = [row[0] for row in connection.execute("SELECT session FROM sessions")]
+    for session in sessions:
+        rows = connection.execute(
+            "SELECT fact FROM facts WHERE session = ? ORDER BY sequence", (session,)
+        )
+        history.record(connection, [decode_fact(json.loads(text)) for (text,) in rows])
+
+
+#: Each entry brings a file from the version before it to its own version: SQL, or a
+#: function run inside the migration's transaction.
+MIGRATIONS: Final[dict[int, str | Callable[[sqlite3.Connection], None]]] = {
     1: _SCHEMA_V1,
     2: """
 ALTER TABLE sessions ADD COLUMN team_file TEXT;
@@ -115,6 +150,7 @@ CREATE TABLE snapshots (
     PRIMARY KEY (session, sequence)
 );
 """,
+    3: _add_agent_messages,
 }
 
 
@@ -138,6 +174,15 @@ class JournalStatistics:
     snapshots: int
     queued: int
     failed: bool
+
+
+@attrs.frozen(kw_only=True)
+class AgentMessage:
+    """One event of a chat's agent-channel history (a row of ``agent_messages``)."""
+
+    turn_id: str
+    event: dict[str, Any]
+    deleted_at: str | None = None  # when undo or truncation removed it from the replay
 
 
 @attrs.frozen(kw_only=True)
@@ -283,7 +328,11 @@ def _migrate(connection: sqlite3.Connection, version: int) -> None:
     connection.execute("BEGIN IMMEDIATE")
     try:
         for target in range(version + 1, SCHEMA_VERSION + 1):
-            for statement in filter(str.strip, MIGRATIONS[target].split(";")):
+            migration = MIGRATIONS[target]
+            if callable(migration):
+                migration(connection)
+                continue
+            for statement in filter(str.strip, migration.split(";")):
                 connection.execute(statement)
         connection.execute(f"PRAGMA application_id={APPLICATION_ID}")
         connection.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
@@ -301,6 +350,7 @@ class _Batch:
     """A batch of one session's facts, encoded, with what it changes in the session row."""
 
     session: str
+    facts: Sequence[Fact]
     rows: list[tuple[str, int, str, str, str, str]]
     ticket: EventTicket
     created: tuple[str, str, str] | None  # (team, title, created_at) when the run starts
@@ -308,7 +358,7 @@ class _Batch:
     last_sequence: int
     updated_at: str
 
-    def write(self, connection: sqlite3.Connection) -> None:
+    def write(self, connection: sqlite3.Connection, history: _AgentHistory) -> None:
         if self.created is not None:
             team, title, created_at = self.created
             connection.execute(
@@ -327,6 +377,7 @@ class _Batch:
             "WHERE session = ?",
             (self.last_sequence, self.updated_at, self.status, self.session),
         )
+        history.record(connection, self.facts)
 
     def size(self) -> int:
         return len(self.rows)
@@ -340,7 +391,7 @@ class _Describe:
     team_file: str
     team_toml: str
 
-    def write(self, connection: sqlite3.Connection) -> None:
+    def write(self, connection: sqlite3.Connection, history: _AgentHistory) -> None:
         connection.execute(
             "UPDATE sessions SET team_file = ?, team_toml = ? WHERE session = ?",
             (self.team_file, self.team_toml, self.session),
@@ -356,7 +407,7 @@ class _Snapshot:
 
     state: TeamState
 
-    def write(self, connection: sqlite3.Connection) -> None:
+    def write(self, connection: sqlite3.Connection, history: _AgentHistory) -> None:
         encoded = json.dumps(encode_state(self.state), separators=(",", ":"))
         connection.execute(
             "INSERT OR REPLACE INTO snapshots (session, sequence, state) VALUES (?, ?, ?)",
@@ -375,6 +426,99 @@ class _Snapshot:
 _Item = _Batch | _Describe | _Snapshot
 
 
+class _AgentHistory:
+    """Writes the agent channel's history rows as turns end (the writer thread's own).
+
+    It keeps the facts of each chat's running turn, so that the fact ending the turn can
+    write the turn's events in the same transaction. A turn that began before this process
+    started (a resumed run) is read back from the facts table instead.
+    """
+
+    def __init__(self) -> None:
+        self._turns: dict[tuple[str, str], list[Fact]] = {}  # (session, chat) -> its turn
+
+    def record(self, connection: sqlite3.Connection, facts: Sequence[Fact]) -> None:
+        for fact in facts:
+            action = fact.action
+            if fact.channel == fact.session:
+                continue  # session and team facts: no chat's turn
+            key = (fact.session, fact.channel)
+            if isinstance(action, ChatTurnStartedAction):
+                self._turns[key] = [fact]
+            elif isinstance(action, ChatTruncatedAction):
+                self._turns.pop(key, None)
+                _soft_delete(connection, fact, action)
+            elif key in self._turns:
+                self._turns[key].append(fact)
+            if isinstance(action, TURN_ENDS):
+                turn_facts = self._turns.pop(key, None) or _turn_facts(connection, fact)
+                turn = turn_from_facts(fact.channel, turn_facts)
+                if turn is not None and turn.id == action.turn_id:
+                    _write_turn(connection, fact, turn.id, turn_messages(turn))
+
+
+def _turn_facts(connection: sqlite3.Connection, end: Fact) -> list[Fact]:
+    """A turn's facts read back from the table: from its chat's last turn start to ``end``."""
+    rows = connection.execute(
+        "SELECT fact FROM facts WHERE session = ? AND channel = ? AND sequence >= coalesce("
+        "(SELECT max(sequence) FROM facts WHERE session = ? AND channel = ? "
+        "AND type = 'chat/turnStarted' AND sequence <= ?), ?) AND sequence <= ? "
+        "ORDER BY sequence",
+        (
+            end.session,
+            end.channel,
+            end.session,
+            end.channel,
+            end.sequence,
+            end.sequence,
+            end.sequence,
+        ),
+    )
+    return [decode_fact(json.loads(text)) for (text,) in rows]
+
+
+def _write_turn(
+    connection: sqlite3.Connection, end: Fact, turn_id: str, messages: Sequence[dict[str, Any]]
+) -> None:
+    # A restored turn writes the same rows again: they come back from deletion in place.
+    connection.executemany(
+        "INSERT INTO agent_messages (session, chat, turn_id, part, sequence, type, message) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session, chat, turn_id, part) DO UPDATE SET "
+        "sequence = excluded.sequence, type = excluded.type, message = excluded.message, "
+        "deleted_at = NULL, deleted_by = NULL",
+        [
+            (
+                end.session,
+                end.channel,
+                turn_id,
+                part,
+                end.sequence,
+                message["type"],
+                json.dumps(message, separators=(",", ":"), ensure_ascii=False),
+            )
+            for part, message in enumerate(messages)
+        ],
+    )
+
+
+def _soft_delete(connection: sqlite3.Connection, cut: Fact, action: ChatTruncatedAction) -> None:
+    """Mark the rows of the turns ``chat/truncated`` removed deleted (they stay on disk)."""
+    connection.execute(
+        "UPDATE agent_messages SET deleted_at = ?, deleted_by = ? "
+        "WHERE session = ? AND chat = ? AND deleted_at IS NULL AND id > coalesce("
+        "(SELECT max(id) FROM agent_messages WHERE session = ? AND chat = ? AND turn_id = ?), 0)",
+        (
+            cut.at,
+            cut.sequence,
+            cut.session,
+            cut.channel,
+            cut.session,
+            cut.channel,
+            action.turn_id,
+        ),
+    )
+
+
 def _batch(facts: Sequence[Fact]) -> _Batch:
     """Encode a batch and work out what it changes in its session's row."""
     session = facts[0].session
@@ -389,6 +533,7 @@ def _batch(facts: Sequence[Fact]) -> _Batch:
             status = fact.action.status.value
     return _Batch(
         session=session,
+        facts=facts,
         rows=[(f.session, f.sequence, f.channel, f.at, f.type, fact_to_json(f)) for f in facts],
         ticket=EventTicket(),
         created=created,
@@ -419,6 +564,7 @@ class SqliteJournal:
         self._failed: FactLogError | None = None
         self._closed = False
         self._snapshot_at: dict[str, int] = {}
+        self._history = _AgentHistory()
         self._connection: sqlite3.Connection | None = None
         self.reader = JournalReader(self.path)
         # Written by the writer thread only; read (racily, as counters) by statistics().
@@ -500,7 +646,9 @@ class SqliteJournal:
                 try:
                     connection.execute("BEGIN IMMEDIATE")
                     for item in group:
-                        item.write(connection)
+                        # After a failed transaction nothing more is written, so the
+                        # history's memory of running turns need not roll back with it.
+                        item.write(connection, self._history)
                     connection.execute("COMMIT")
                     self._count(group)
                 except sqlite3.Error as exc:
@@ -624,6 +772,23 @@ class JournalReader:
                 (session, after),
             ).fetchall()
         return [self._decode(text) for (text,) in rows]
+
+    def agent_messages(
+        self, session: str, chat: str, *, deleted: bool = False
+    ) -> list[AgentMessage]:
+        """A chat's agent-channel history in replay order; ``deleted``: with the rows undo
+        and truncation removed (marked, never dropped)."""
+        self.session(session)
+        with self._connection() as connection:
+            rows = connection.execute(
+                "SELECT turn_id, message, deleted_at FROM agent_messages "
+                "WHERE session = ? AND chat = ? AND (? OR deleted_at IS NULL) ORDER BY id",
+                (session, chat, deleted),
+            ).fetchall()
+        return [
+            AgentMessage(turn_id=turn_id, event=json.loads(message), deleted_at=deleted_at)
+            for turn_id, message, deleted_at in rows
+        ]
 
     def _decode(self, text: str) -> Fact:
         try:

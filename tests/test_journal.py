@@ -126,7 +126,9 @@ class TestVersions:
     def v1_journal(self, path: Path) -> None:
         """A journal as schema 1 wrote it, with one session and one fact."""
         connection = sqlite3.connect(path)
-        connection.executescript(MIGRATIONS[1])
+        schema = MIGRATIONS[1]
+        assert isinstance(schema, str)
+        connection.executescript(schema)
         connection.execute(
             "INSERT INTO sessions VALUES ('ahp-session:/1', 'old', 'an old run', 'completed', "
             "'2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 1)"

@@ -1,0 +1,232 @@
+"""Agent-channel history: rows written as turns end, replay, undo / truncate / restore."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+import trio
+
+from orchestrator._agent_messages import (
+    restore_actions,
+    truncate_action,
+    turn_messages,
+    undo_action,
+)
+from orchestrator._ahp_actions import (
+    ChatDeltaAction,
+    ChatResponsePartAction,
+    ChatTurnCompleteAction,
+    ChatTurnStartedAction,
+    SessionChatAddedAction,
+)
+from orchestrator._ahp_state import (
+    ChatSummary,
+    MarkdownResponsePart,
+    Message,
+    MessageKind,
+    MessageOrigin,
+    SessionStatus,
+    UserChatOrigin,
+)
+from orchestrator._bus import FactBus
+from orchestrator._cli import main
+from orchestrator._errors import RunError
+from orchestrator._graph import build_graph
+from orchestrator._history import edit_history
+from orchestrator._journal import JournalReader, SqliteJournal
+from orchestrator._runtime import Recorder
+from orchestrator._team_actions import MemberJoined, RunFinished, RunStarted, RunStatus
+from orchestrator._team_state import TeamState
+
+from .test_journal import run_team
+
+SESSION = "ahp-session:/history"
+CHAT = "ahp-chat:/lead"
+NOW = "2026-11-23T00:00:00.000Z"
+
+
+async def three_turns(db: Path) -> None:
+    """A finished session whose coordinator chat has three turns: "one", "two", "three"."""
+    journal = SqliteJournal(db)
+    state = TeamState(SESSION)
+    async with trio.open_nursery() as services:
+        await services.start(journal.serve)
+        recorder = Recorder(state, journal, FactBus(), clock=lambda: NOW)
+        summary = ChatSummary(
+            resource=CHAT,
+            title="lead",
+            status=SessionStatus.IDLE,
+            modified_at=NOW,
+            origin=UserChatOrigin(),
+        )
+        await recorder.record(
+            [
+                (
+                    SESSION,
+                    RunStarted(
+                        run="run-1",
+                        team="t",
+                        topology="coordinator_team",
+                        parallel_budget=1,
+                        coordinator="lead",
+                        prompt="one",
+                        task="task-1",
+                    ),
+                ),
+                (SESSION, SessionChatAddedAction(summary=summary)),
+                (SESSION, MemberJoined(chat=CHAT, agent="lead", role="coordinator", task="task-1")),
+            ]
+        )
+        for n, word in enumerate(("one", "two", "three"), start=1):
+            turn = f"turn-{n}"
+            message = Message(text=word, origin=MessageOrigin(kind=MessageKind.USER))
+            await recorder.record(
+                [(CHAT, ChatTurnStartedAction(turn_id=turn, started_at=NOW, message=message))]
+            )
+            part = MarkdownResponsePart(id=f"part-{n}", content="said ")
+            await recorder.record([(CHAT, ChatResponsePartAction(turn_id=turn, part=part))])
+            await recorder.record(
+                [(CHAT, ChatDeltaAction(turn_id=turn, part_id=f"part-{n}", content=word))]
+            )
+            await recorder.record([(CHAT, ChatTurnCompleteAction(turn_id=turn, duration=1))])
+        await recorder.record(
+            [(SESSION, RunFinished(run="run-1", status=RunStatus.COMPLETED, result="done"))]
+        )
+        services.cancel_scope.cancel()
+
+
+def prompts(db: Path, *, deleted: bool = False) -> list[str]:
+    return [
+        m.event["prompt"]
+        for m in JournalReader(db).agent_messages(SESSION, CHAT, deleted=deleted)
+        if m.event["type"] == "prompt"
+    ]
+
+
+async def test_each_finished_turn_is_written_as_agent_channel_events(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    await three_turns(db)
+    messages = JournalReader(db).agent_messages(SESSION, CHAT)
+    assert [m.event["type"] for m in messages[:4]] == ["prompt", "text", "result", "done"]
+    assert messages[1].event == {"channel": "agent", "type": "text", "content": "said one"}
+    assert messages[2].event["summary"] == "said one"
+    assert [m.turn_id for m in messages] == ["turn-1"] * 4 + ["turn-2"] * 4 + ["turn-3"] * 4
+    assert prompts(db) == ["one", "two", "three"]
+
+
+async def test_a_real_run_replays_tool_calls_and_results(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    outcome, runtime, _ = await run_team(db)
+    lead = runtime.state.coordinator_chat()
+    assert lead is not None
+    events = [m.event for m in JournalReader(db).agent_messages(outcome.session, lead)]
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "prompt"
+    assert kinds.count("tool_invocation") == kinds.count("tool_result") == 3
+    assert kinds[-2:] == ["result", "done"]
+    assert events[-2]["summary"] == outcome.result
+    # The rows equal what the pure conversion makes of the chat's turns.
+    (turn,) = runtime.state.chats[lead].turns
+    assert events == turn_messages(turn)
+
+
+async def test_undo_truncate_and_restore_soft_delete_and_bring_back(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    await three_turns(db)
+
+    await edit_history(db, SESSION, CHAT, lambda chat, facts: [undo_action(chat)])
+    assert prompts(db) == ["one", "two"]
+    assert prompts(db, deleted=True) == ["one", "two", "three"], "rows stay on disk"
+    assert [t.id for t in JournalReader(db).open(SESSION).chats[CHAT].turns] == [
+        "turn-1",
+        "turn-2",
+    ]
+
+    await edit_history(db, SESSION, CHAT, lambda chat, facts: [truncate_action(chat, None)])
+    assert prompts(db) == []
+    assert JournalReader(db).open(SESSION).chats[CHAT].turns == ()
+
+    # Restore brings back what the last cut removed: the turns and their rows, in place.
+    recorded = await edit_history(db, SESSION, CHAT, restore_actions)
+    assert recorded
+    assert prompts(db) == ["one", "two"]
+    restored = JournalReader(db).open(SESSION).chats[CHAT].turns
+    assert [t.id for t in restored] == ["turn-1", "turn-2"]
+    assert [
+        m.event["content"]
+        for m in JournalReader(db).agent_messages(SESSION, CHAT)
+        if m.event["type"] == "text"
+    ] == ["said one", "said two"]
+    facts = JournalReader(db).facts(SESSION)
+    assert build_graph(facts).check() == []
+    folded = TeamState.fold(SESSION, facts)
+    assert folded.chats[CHAT] == JournalReader(db).open(SESSION).chats[CHAT]
+
+
+async def test_edits_that_cannot_apply_say_why_and_change_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    await three_turns(db)
+    before = JournalReader(db).facts(SESSION)
+    with pytest.raises(RunError, match="nothing to restore"):
+        await edit_history(db, SESSION, CHAT, restore_actions)
+    with pytest.raises(RunError, match=r"no turn 'turn-9' \(its turns: turn-1, turn-2, turn-3\)"):
+        await edit_history(db, SESSION, CHAT, lambda chat, facts: [truncate_action(chat, "turn-9")])
+    with pytest.raises(RunError, match="no turn after turn-3"):
+        await edit_history(db, SESSION, CHAT, lambda chat, facts: [truncate_action(chat, "turn-3")])
+    assert JournalReader(db).facts(SESSION) == before
+
+    await edit_history(db, SESSION, CHAT, lambda chat, facts: [undo_action(chat)])
+    await edit_history(db, SESSION, CHAT, lambda chat, facts: [undo_action(chat)])
+    await edit_history(db, SESSION, CHAT, restore_actions)  # brings back "two"
+    with pytest.raises(RunError, match="moved on"):
+        await edit_history(db, SESSION, CHAT, restore_actions)
+
+
+async def test_a_running_session_is_not_edited(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    await three_turns(db)
+    connection = sqlite3.connect(db)
+    connection.execute("UPDATE sessions SET status = 'running'")
+    connection.commit()
+    connection.close()
+    with pytest.raises(RunError, match="resume it"):
+        await edit_history(db, SESSION, CHAT, lambda chat, facts: [undo_action(chat)])
+
+
+async def test_a_schema_2_journal_gets_its_history_written_when_migrated(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    await three_turns(db)
+    written = JournalReader(db).agent_messages(SESSION, CHAT)
+    connection = sqlite3.connect(db)
+    connection.execute("DROP TABLE agent_messages")
+    connection.execute("PRAGMA user_version=2")
+    connection.commit()
+    connection.close()
+    await trio.to_thread.run_sync(SqliteJournal(db).open)
+    assert JournalReader(db).agent_messages(SESSION, CHAT) == written
+
+
+def test_history_undo_and_restore_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "journal.db"
+    trio.run(three_turns, db)
+    capsys.readouterr()
+    assert main(["history", "history", "--db", str(db)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 12
+    assert main(["undo", "history", "--db", str(db)]) == 0
+    assert "lead has 2 turn(s), the last turn-2" in capsys.readouterr().err
+    assert main(["truncate", "history", "--db", str(db), "--keep", "turn-1"]) == 0
+    assert main(["history", "history", "--db", str(db)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 4
+    assert main(["history", "history", "--db", str(db), "--deleted"]) == 0
+    deleted = [
+        line for line in capsys.readouterr().out.splitlines() if '"deletedAt": null' not in line
+    ]
+    assert len(deleted) == 8
+    assert main(["restore", "history", "--db", str(db)]) == 0
+    assert main(["truncate", "history", "--db", str(db), "--keep", "turn-7"]) == 2
+    assert "no turn 'turn-7'" in capsys.readouterr().err
