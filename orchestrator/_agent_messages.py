@@ -14,14 +14,16 @@ Pure: turns and facts in, events and actions out.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ._ahp_actions import (
+    ChatDeltaAction,
     ChatErrorAction,
     ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
     ChatQueuedMessagesReorderedAction,
+    ChatReasoningAction,
     ChatTruncatedAction,
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
@@ -42,6 +44,7 @@ from ._ahp_state import (
 )
 from ._chat_reducer import reduce_chat
 from ._errors import RunError
+from ._evolve import evolve
 from ._facts import Action, Fact
 from ._recovery import turn_text
 
@@ -137,10 +140,38 @@ def turn_from_facts(chat: str, facts: Iterable[Fact]) -> Turn | None:
 def _fold(chat: str, facts: Iterable[Fact]) -> ChatState:
     """The turns ``facts`` record for ``chat`` (its catalog fields are left blank)."""
     state = ChatState(resource=chat, title="", status=SessionStatus.IDLE, modified_at="", turns=())
-    for fact in facts:
-        if fact.channel == chat:
-            state = reduce_chat(state, fact.action, now=fact.at)  # type: ignore[arg-type]
+    for action, at in _coalesced(fact for fact in facts if fact.channel == chat):
+        state = reduce_chat(state, action, now=at)  # type: ignore[arg-type]
     return state
+
+
+def _coalesced(facts: Iterable[Fact]) -> Iterator[tuple[Action, str]]:
+    """The chat's actions with each run of text appended to one part merged into one
+    append: the same turn for the reducer, in a fraction of the steps (a streamed answer
+    is mostly deltas)."""
+    pending: ChatDeltaAction | ChatReasoningAction | None = None
+    pending_at = ""
+    pieces: list[str] = []
+    for fact in facts:
+        action = fact.action
+        if (
+            isinstance(action, ChatDeltaAction | ChatReasoningAction)
+            and pending is not None
+            and type(action) is type(pending)
+            and (action.turn_id, action.part_id) == (pending.turn_id, pending.part_id)
+        ):
+            pieces.append(action.content)
+            pending_at = fact.at
+            continue
+        if pending is not None:
+            yield evolve(pending, content="".join(pieces)), pending_at
+            pending = None
+        if isinstance(action, ChatDeltaAction | ChatReasoningAction):
+            pending, pending_at, pieces = action, fact.at, [action.content]
+        else:
+            yield action, fact.at
+    if pending is not None:
+        yield evolve(pending, content="".join(pieces)), pending_at
 
 
 # ── editing history ───────────────────────────────────────────────────────
