@@ -37,6 +37,7 @@ import attrs
 from ._ahp_actions import ChatErrorAction, ChatInputCompletedAction
 from ._ahp_state import (
     ActiveTurn,
+    ChatInputRequest,
     ChatInputResponseKind,
     ChatState,
     ErrorInfo,
@@ -80,6 +81,7 @@ __all__ = [
     "input_request_id",
     "interrupted_turns",
     "is_interrupted",
+    "open_questions",
     "pending_approval_of",
     "plan_recovery",
     "resume_point",
@@ -144,9 +146,12 @@ def _calls(turn: ActiveTurn | Turn) -> Iterator[tuple[int, ToolCallState]]:
 def tool_call_of(state: TeamState, chat: str, tool_call_id: str) -> ToolCallState | None:
     """The current state of a tool call of ``chat``'s active turn."""
     turn = state.chats[chat].active_turn
-    if turn is None:
+    index = None if turn is None else turn.response_parts.find(("tool", tool_call_id))
+    if turn is None or index is None:
         return None
-    return next((call for _, call in _calls(turn) if call.tool_call_id == tool_call_id), None)
+    part = turn.response_parts[index]
+    assert isinstance(part, ToolCallResponsePart)
+    return part.tool_call
 
 
 def task_of_call(state: TeamState, chat: str, tool_call_id: str) -> TaskRecord | None:
@@ -183,12 +188,21 @@ def subagent_of(call: ToolCallState) -> ToolResultSubagentContent | None:
 
 def has_open_input(turn: ActiveTurn, request_id: str) -> bool:
     """Whether ``turn`` has an unanswered input request ``request_id``."""
-    return any(
-        isinstance(part, InputRequestResponsePart)
-        and part.response is None
-        and part.request.id == request_id
-        for part in turn.response_parts
-    )
+    return turn.response_parts.find(("input", request_id)) is not None
+
+
+def open_questions(state: TeamState) -> list[tuple[str, ChatInputRequest]]:
+    """Every unanswered input request of the team's running turns, with its chat."""
+    questions: list[tuple[str, ChatInputRequest]] = []
+    for chat in state.members:
+        turn = state.chats[chat].active_turn
+        parts = turn.response_parts if turn is not None else ()
+        questions += [
+            (chat, part.request)
+            for part in parts
+            if isinstance(part, InputRequestResponsePart) and part.response is None
+        ]
+    return questions
 
 
 def _round(call: ToolCallState) -> int | None:

@@ -82,7 +82,6 @@ from ._ahp_state import (
     ChatState,
     ChatSummary,
     ErrorInfo,
-    InputRequestResponsePart,
     MarkdownResponsePart,
     Message,
     MessageKind,
@@ -122,6 +121,7 @@ from ._recovery import (
     input_request_id,
     interrupted_turns,
     is_interrupted,
+    open_questions,
     pending_approval_of,
     plan_recovery,
     resume_point,
@@ -533,12 +533,9 @@ class TeamRuntime:
         that wait on them have been taken up again."""
         for record in self.state.pending_approvals():
             self._approvals[record.request.approval] = _Decision()
-        for chat in self.state.members:
-            turn = self.state.chats[chat].active_turn
-            for part in turn.response_parts if turn is not None else ():
-                if isinstance(part, InputRequestResponsePart) and part.response is None:
-                    question = (part.request.questions or (None,))[0]
-                    self._inputs[(chat, part.request.id)] = _Decision(question=question)
+        for chat, request in open_questions(self.state):
+            question = (request.questions or (None,))[0]
+            self._inputs[(chat, request.id)] = _Decision(question=question)
 
     def waiting_for_user(
         self,
@@ -550,16 +547,7 @@ class TeamRuntime:
             for record in self.state.pending_approvals()
             if record.request.routed_to == USER
         ]
-        questions: list[tuple[str, ChatInputRequest]] = []
-        for chat in self.state.members:
-            turn = self.state.chats[chat].active_turn
-            parts = turn.response_parts if turn is not None else ()
-            questions += [
-                (chat, part.request)
-                for part in parts
-                if isinstance(part, InputRequestResponsePart) and part.response is None
-            ]
-        return approvals, questions
+        return approvals, open_questions(self.state)
 
     async def _drive(
         self, run_id: str, ctx: _ChatContext, message: Message, *, resume: bool = False
@@ -1080,8 +1068,8 @@ class TeamRuntime:
         tool = request.tool_name
         gated = ctx.agent.needs_approval_for(tool)
         was_running = False
+        call = tool_call_of(self.state, ctx.chat, request.tool_call_id) if resumed else None
         if resumed:
-            call = tool_call_of(self.state, ctx.chat, request.tool_call_id)
             gated = isinstance(call, ToolCallPendingConfirmationState)
             was_running = isinstance(call, ToolCallRunningState)
         try:
@@ -1107,8 +1095,7 @@ class TeamRuntime:
                 task = task_of_call(self.state, ctx.chat, request.tool_call_id) if resumed else None
                 outcome = await self._delegate(ctx, request, turnstile, position, task=task)
             elif tool == "handoff":
-                call = tool_call_of(self.state, ctx.chat, request.tool_call_id)
-                specialist = subagent_of(call) if resumed and call is not None else None
+                specialist = subagent_of(call) if call is not None else None
                 outcome = await self._handoff(ctx, request, specialist=specialist)
             elif tool == "ask":
                 outcome = await self._ask(ctx, request, resumed=resumed)

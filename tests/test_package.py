@@ -28,6 +28,9 @@ PURE_MODULES = (
     "orchestrator._graph",
     "orchestrator._project_agentui",
     "orchestrator._teamfile",
+    "orchestrator._reports",
+    "orchestrator._recovery",
+    "orchestrator._agent_messages",
 )
 
 #: What a pure module may never pull in, directly or through another module of ours.
