@@ -28,7 +28,8 @@ import trio
 
 from ._agent_messages import restore_actions, truncate_action, undo_action
 from ._agentui_wire import envelope_to_json_line
-from ._backend_scripted import ScriptedBackend
+from ._backend_openai import http_client
+from ._backends import backend_factory
 from ._console import ApprovalMode, TeamConsole
 from ._errors import FactLogError, OrchestratorError, RunError, TeamFileError
 from ._factlog import read_facts
@@ -42,7 +43,7 @@ from ._process import tune_gc
 from ._project_agentui import AgentUiProjector, project_facts
 from ._runtime import RunOutcome, TeamRuntime, require_prompt
 from ._team_actions import RunStatus
-from ._teamfile import AgentSpec, check_team, load_team, parse_team
+from ._teamfile import check_team, load_team, parse_team
 
 __all__ = ["default_db", "main"]
 
@@ -212,14 +213,16 @@ async def _run(args: argparse.Namespace) -> int:
     # reaches main() as a plain OrchestratorError (exit 2), not inside an exception group.
     team = load_team(args.team)
     require_prompt(args.prompt)
-    journal = SqliteJournal(args.db or default_db(), durability=Durability(args.durability))
-    await trio.to_thread.run_sync(journal.open)
 
     async def start(runtime: TeamRuntime, console: TeamConsole) -> RunOutcome:
         return await runtime.run(args.prompt)
 
-    runtime = TeamRuntime(team, backends=_backend_for, factlog=journal)
-    return await _supervise(args, journal, runtime, start)
+    async with http_client() as http:
+        backends = backend_factory(team, client=http)  # an unset API key stops us here
+        journal = SqliteJournal(args.db or default_db(), durability=Durability(args.durability))
+        await trio.to_thread.run_sync(journal.open)
+        runtime = TeamRuntime(team, backends=backends, factlog=journal)
+        return await _supervise(args, journal, runtime, start)
 
 
 async def _resume(args: argparse.Namespace) -> int:
@@ -240,7 +243,6 @@ async def _resume(args: argparse.Namespace) -> int:
     state = await trio.to_thread.run_sync(reader.open, info.session)
     wanted = args.events or args.facts
     history = await trio.to_thread.run_sync(reader.facts, info.session) if wanted else []
-    runtime = TeamRuntime(team, backends=_backend_for, factlog=journal, state=state)
 
     async def start(runtime: TeamRuntime, console: TeamConsole) -> RunOutcome:
         outcome: list[RunOutcome] = []
@@ -253,7 +255,10 @@ async def _resume(args: argparse.Namespace) -> int:
             console.take_up_waits()  # asked before the stop: ask again
         return outcome[0]
 
-    return await _supervise(args, journal, runtime, start, history=history, append=True)
+    async with http_client() as http:
+        backends = backend_factory(team, client=http)
+        runtime = TeamRuntime(team, backends=backends, factlog=journal, state=state)
+        return await _supervise(args, journal, runtime, start, history=history, append=True)
 
 
 async def _supervise(
@@ -296,10 +301,6 @@ async def _supervise(
     print(f"orchestrator: run {outcome.status}: {outcome.error}", file=sys.stderr)
     print(f"orchestrator: session {outcome.session}", file=sys.stderr)
     return EXIT_FAILED
-
-
-def _backend_for(agent: AgentSpec) -> ScriptedBackend:
-    return ScriptedBackend(agent)
 
 
 async def _cancel_on_signal(

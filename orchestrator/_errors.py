@@ -10,6 +10,9 @@ Every error the package raises on purpose derives from :class:`OrchestratorError
     ├── TeamFileError                 a team definition that cannot be used
     ├── FactLogError                  a fact log (file or journal) that cannot be read or written
     └── RunError                      a run that cannot start or continue
+        └── ModelError                a model backend that could not produce a round
+            ├── ModelRequestError     the server refused the request (or never answered)
+            └── ModelStreamError      the response stream broke off or made no sense
 
 Each carries the structured fields a caller needs to report it (wire path,
 channel URI, tool call id, file and key path) and a message that says what was
@@ -25,6 +28,9 @@ __all__ = [
     "FactLogError",
     "IllegalTransitionError",
     "LocalProtocolError",
+    "ModelError",
+    "ModelRequestError",
+    "ModelStreamError",
     "OrchestratorError",
     "PeerProtocolError",
     "ProtocolError",
@@ -134,3 +140,34 @@ class FactLogError(OrchestratorError):
 
 class RunError(OrchestratorError):
     """A run that cannot start or go on (unknown agent, exhausted budget, bad prompt...)."""
+
+
+class ModelError(RunError):
+    """A model backend could not produce a round; the turn ends with this message.
+
+    Its class name becomes the turn's ``errorType``, so a UI can tell a provider's refusal
+    from a broken stream.
+    """
+
+
+class ModelRequestError(ModelError):
+    """The model server refused the request, or could not be reached, for good.
+
+    ``status`` is the HTTP status (None when no response came); ``retry_after`` the seconds
+    the server asked to wait before trying again, when it said.
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class ModelStreamError(ModelError):
+    """The response stream broke off, or sent something that is not a chat completion chunk.
+
+    Whatever the round had streamed stays recorded; a tool call whose input was still
+    streaming is never run.
+    """

@@ -82,9 +82,11 @@ __all__ = [
     "interrupted_turns",
     "is_interrupted",
     "open_questions",
+    "outcome_of",
     "pending_approval_of",
     "plan_recovery",
     "resume_point",
+    "round_of",
     "subagent_of",
     "task_of_call",
     "tool_call_of",
@@ -205,7 +207,8 @@ def open_questions(state: TeamState) -> list[tuple[str, ChatInputRequest]]:
     return questions
 
 
-def _round(call: ToolCallState) -> int | None:
+def round_of(call: ToolCallState) -> int | None:
+    """The model round that asked for ``call`` (``_meta.round``), if it says."""
     value = (call.meta or {}).get(ROUND_META)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -233,7 +236,7 @@ def _request(call: ToolCallState) -> ToolCallRequest | None:
     )
 
 
-def _outcome(call: ToolCallCompletedState | ToolCallCancelledState) -> ToolOutcome:
+def outcome_of(call: ToolCallCompletedState | ToolCallCancelledState) -> ToolOutcome:
     """What a finished call came to, as the live run told the model."""
     if isinstance(call, ToolCallCompletedState):
         output = "\n".join(
@@ -290,7 +293,7 @@ def resume_point(state: TeamState, chat: str) -> ResumePoint | None:
     if turn is None:
         return None
     calls = list(_calls(turn))
-    rounds = [_round(call) for _, call in calls]
+    rounds = [round_of(call) for _, call in calls]
     if not calls or any(r is None for r in rounds):
         return None
     last = max(r for r in rounds if r is not None)
@@ -299,7 +302,7 @@ def resume_point(state: TeamState, chat: str) -> ResumePoint | None:
     if any(r is None for r in requests):
         return None
     done = {
-        call.tool_call_id: _outcome(call)
+        call.tool_call_id: outcome_of(call)
         for _, call in current
         if isinstance(call, ToolCallCompletedState | ToolCallCancelledState)
     }

@@ -52,6 +52,7 @@ from ._ahp_actions import (
     ChatResponsePartAction,
     ChatToolCallApprovedAction,
     ChatToolCallContentChangedAction,
+    ChatToolCallDeltaAction,
     ChatToolCallDeniedAction,
     ChatToolCallReadyAction,
     ChatToolCallStartAction,
@@ -104,7 +105,9 @@ from ._backend import (
     ReasoningDelta,
     RoundContext,
     TextDelta,
+    ToolCallInputDelta,
     ToolCallRequest,
+    ToolCallStarted,
     ToolOutcome,
     UsageReport,
 )
@@ -148,6 +151,7 @@ from ._team_actions import (
 )
 from ._team_state import ApprovalRecord, TaskRecord, TeamState, Transition
 from ._teamfile import AgentSpec, RestartPolicy, TeamSpec
+from ._tools import ToolDefinition, tool_definitions
 
 __all__ = [
     "Ids",
@@ -430,6 +434,7 @@ class TeamRuntime:
         self.recorder = Recorder(self.state, factlog or MemoryFactLog(), self.bus, clock=clock)
         self._backends = backends
         self._backend_cache: dict[str, Backend] = {}
+        self._tool_cache: dict[str, tuple[ToolDefinition, ...]] = {}
         self._limiter = trio.CapacityLimiter(team.parallel_budget)
         self._scopes: dict[str, trio.CancelScope] = {}
         self._approvals: dict[str, _Decision] = {}
@@ -732,6 +737,12 @@ class TeamRuntime:
             self._backend_cache[agent.name] = backend
         return backend
 
+    def _tools(self, agent: AgentSpec) -> tuple[ToolDefinition, ...]:
+        tools = self._tool_cache.get(agent.name)
+        if tools is None:
+            tools = self._tool_cache[agent.name] = tool_definitions(self.team, agent)
+        return tools
+
     async def _run_chat(
         self, ctx: _ChatContext, message: Message, *, resume: bool = False
     ) -> _TurnResult:
@@ -842,6 +853,8 @@ class TeamRuntime:
                     outcomes=outcomes,
                     steering=tuple(ctx.steering),
                     attempt=attempt,
+                    chat_state=self.state.chats[chat],
+                    tools=self._tools(ctx.agent),
                 )
                 requests, round_text, usage = await self._stream_round(ctx, backend, context)
                 text = round_text or text
@@ -961,6 +974,7 @@ class TeamRuntime:
         requests: list[ToolCallRequest] = []
         usage: UsageReport | None = None
         open_part: tuple[str, str] | None = None  # (kind, part id) being appended to
+        streaming: set[str] = set()  # tool calls started whose input is still streaming
         text_parts: list[str] = []
         # Closed when the round ends however it ends, so a backend's stream (an HTTP
         # response, say) is never left to the garbage collector.
@@ -990,9 +1004,24 @@ class TeamRuntime:
                                 turn_id=turn_id, part_id=open_part[1], content=chunk
                             )
                         await self.recorder.record([(chat, action)])
+                    case ToolCallStarted(tool_call_id=tool_call_id, tool_name=tool_name):
+                        open_part = None
+                        streaming.add(tool_call_id)
+                        await self.recorder.record(
+                            [(chat, self._tool_call_start(ctx, tool_call_id, tool_name))]
+                        )
+                    case ToolCallInputDelta(tool_call_id=tool_call_id, text=chunk):
+                        if tool_call_id not in streaming:
+                            raise RunError(f"tool call {tool_call_id} was not started")
+                        delta = ChatToolCallDeltaAction(
+                            turn_id=turn_id, tool_call_id=tool_call_id, content=chunk
+                        )
+                        await self.recorder.record([(chat, delta)])
                     case ToolCallRequest():
                         open_part = None
-                        await self._start_tool_call(ctx, event)
+                        started = event.tool_call_id in streaming
+                        streaming.discard(event.tool_call_id)
+                        await self._tool_call_ready(ctx, event, started=started)
                         requests.append(event)
                     case UsageReport():
                         usage = event
@@ -1012,41 +1041,51 @@ class TeamRuntime:
             )
         return requests, "".join(text_parts), usage
 
-    async def _start_tool_call(self, ctx: _ChatContext, request: ToolCallRequest) -> None:
+    def _tool_call_start(
+        self,
+        ctx: _ChatContext,
+        tool_call_id: str,
+        tool_name: str,
+        request: ToolCallRequest | None = None,
+    ) -> ChatToolCallStartAction:
+        return ChatToolCallStartAction(
+            turn_id=ctx.turn_id,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            display_name=_display_name(tool_name, request),
+            # Which model round asked for it: a turn resumed after a restart goes on from
+            # the round after its last one.
+            meta={ROUND_META: ctx.round_index},
+        )
+
+    async def _tool_call_ready(
+        self, ctx: _ChatContext, request: ToolCallRequest, *, started: bool
+    ) -> None:
         """Record a requested tool call up to ``running`` or ``pending-confirmation``.
 
-        The input is complete when a backend hands the call over, so it goes straight into
-        ``chat/toolCallReady`` (``chat/toolCallDelta`` is for input that streams in).
+        ``started``: the backend streamed the call's input (``chat/toolCallStart`` and its
+        deltas are recorded); otherwise the start goes in the same batch as the ready.
+        A call whose input cannot run needs no approval: it will not run.
         """
-        arguments = json.dumps(request.arguments, sort_keys=True, ensure_ascii=False)
-        needs_approval = ctx.agent.needs_approval_for(request.tool_name)
-        await self.recorder.record(
-            [
-                (
-                    ctx.chat,
-                    ChatToolCallStartAction(
-                        turn_id=ctx.turn_id,
-                        tool_call_id=request.tool_call_id,
-                        tool_name=request.tool_name,
-                        display_name=_display_name(request),
-                        # Which model round asked for it: a turn resumed after a restart
-                        # goes on from the round after its last one.
-                        meta={ROUND_META: ctx.round_index},
-                    ),
-                ),
-                (
-                    ctx.chat,
-                    ChatToolCallReadyAction(
-                        turn_id=ctx.turn_id,
-                        tool_call_id=request.tool_call_id,
-                        invocation_message=_invocation(request),
-                        tool_input=arguments,
-                        confirmation_title=f"Run {request.tool_name}" if needs_approval else None,
-                        confirmed=None if needs_approval else ToolCallConfirmationReason.NOT_NEEDED,
-                    ),
-                ),
-            ]
+        if request.input_error is not None:
+            tool_input = request.raw_input or "{}"
+            needs_approval = False
+        else:
+            tool_input = json.dumps(request.arguments, sort_keys=True, ensure_ascii=False)
+            needs_approval = ctx.agent.needs_approval_for(request.tool_name)
+        ready = ChatToolCallReadyAction(
+            turn_id=ctx.turn_id,
+            tool_call_id=request.tool_call_id,
+            invocation_message=_invocation(request),
+            tool_input=tool_input,
+            confirmation_title=f"Run {request.tool_name}" if needs_approval else None,
+            confirmed=None if needs_approval else ToolCallConfirmationReason.NOT_NEEDED,
         )
+        batch: list[tuple[str, Action]] = [(ctx.chat, ready)]
+        if not started:
+            start = self._tool_call_start(ctx, request.tool_call_id, request.tool_name, request)
+            batch.insert(0, (ctx.chat, start))
+        await self.recorder.record(batch)
 
     # ── tools ────────────────────────────────────────────────────────────────
 
@@ -1066,6 +1105,13 @@ class TeamRuntime:
         ``resumed``: the call was recorded before a restart; it goes on from where it stood.
         """
         tool = request.tool_name
+        if request.input_error is not None:
+            results[index] = await self._complete(
+                ctx, request, success=False, output=request.input_error
+            )
+            if position is not None:
+                turnstile.passed(position)
+            return
         gated = ctx.agent.needs_approval_for(tool)
         was_running = False
         call = tool_call_of(self.state, ctx.chat, request.tool_call_id) if resumed else None
@@ -1073,6 +1119,8 @@ class TeamRuntime:
             gated = isinstance(call, ToolCallPendingConfirmationState)
             was_running = isinstance(call, ToolCallRunningState)
         try:
+            if tool not in ctx.agent.tools:
+                raise RunError(f"agent {ctx.agent.name!r} has no tool {tool!r}")
             if gated:
                 if position is not None:
                     turnstile.passed(position)  # a gated delegation keeps no one waiting
@@ -1144,8 +1192,6 @@ class TeamRuntime:
         )
 
     async def _plain_tool(self, ctx: _ChatContext, request: ToolCallRequest) -> ToolOutcome:
-        if request.tool_name not in ctx.agent.tools:
-            raise RunError(f"agent {ctx.agent.name!r} has no tool {request.tool_name!r}")
         await trio.lowlevel.checkpoint()
         return await self._complete(
             ctx, request, success=True, output=ctx.agent.tool_result(request.tool_name)
@@ -1831,14 +1877,15 @@ def _question(kind: str, message: str, options: Sequence[str]) -> ChatInputQuest
     return ChatInputTextQuestion(id="answer", message=message)
 
 
-def _display_name(request: ToolCallRequest) -> str:
-    if request.tool_name == "delegate":
-        return f"Delegate to {request.arguments.get('agent', '?')}"
-    if request.tool_name == "handoff":
-        return f"Hand off to {request.arguments.get('agent', '?')}"
-    if request.tool_name == "ask":
+def _display_name(tool_name: str, request: ToolCallRequest | None) -> str:
+    """How a UI names a call; ``request`` is None while the call's input is streaming."""
+    if tool_name == "delegate":
+        return f"Delegate to {request.arguments.get('agent', '?')}" if request else "Delegate"
+    if tool_name == "handoff":
+        return f"Hand off to {request.arguments.get('agent', '?')}" if request else "Hand off"
+    if tool_name == "ask":
         return "Ask the user"
-    return request.tool_name.replace("_", " ").capitalize()
+    return tool_name.replace("_", " ").capitalize()
 
 
 def _invocation(request: ToolCallRequest) -> str:

@@ -49,6 +49,7 @@ __all__ = [
     "FailStep",
     "HandoffStep",
     "Interactivity",
+    "OpenAISettings",
     "QuestionKind",
     "RestartPolicy",
     "SayStep",
@@ -79,7 +80,7 @@ Topology: TypeAlias = Literal[
 ]
 Interactivity: TypeAlias = Literal["full", "read-only", "hidden"]
 ApprovedBy: TypeAlias = Literal["user", "coordinator"]
-BackendName: TypeAlias = Literal["scripted"]
+BackendName: TypeAlias = Literal["scripted", "openai"]
 QuestionKind: TypeAlias = Literal[
     "text", "number", "integer", "boolean", "single-select", "multi-select"
 ]
@@ -100,7 +101,7 @@ _NAME_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 _BARE_KEY_RE: Final = re.compile(r"[A-Za-z0-9_-]+\Z")
 _TOML_POSITION_RE: Final = re.compile(r"\(at line (\d+), column (\d+)\)")
 
-_TOP_KEYS: Final = ("team", "agents")
+_TOP_KEYS: Final = ("team", "agents", "openai")
 _TEAM_KEYS: Final = (
     "name",
     "topology",
@@ -122,7 +123,24 @@ _AGENT_KEYS: Final = (
     "timeout",
     "tool_results",
     "turns",
+    # The backend's own settings, overriding the file's [openai] table for this agent.
+    "model",
+    "base_url",
+    "api_key_env",
+    "temperature",
+    "read_timeout",
+    "max_retries",
 )
+#: What [openai] and an openai agent's table may set (see :class:`OpenAISettings`).
+_OPENAI_KEYS: Final = (
+    "model",
+    "base_url",
+    "api_key_env",
+    "temperature",
+    "read_timeout",
+    "max_retries",
+)
+_ENV_NAME_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _TURN_KEYS: Final = ("steps",)
 _DELEGATION_KEYS: Final = ("agent", "task")
 
@@ -301,12 +319,33 @@ class ScriptedTurn:
 
 
 @attrs.frozen(kw_only=True)
+class OpenAISettings:
+    """How an agent on the OpenAI-compatible backend reaches its model.
+
+    ``base_url`` None means: the ``OPENAI_BASE_URL`` environment variable, else the hosted
+    API (what the official clients do). The API key is read from the environment variable
+    ``api_key_env`` when a run starts; the team file never holds a key.
+    """
+
+    model: str
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float | None = None
+    # Seconds without a byte from the server before the round fails (models think slowly).
+    read_timeout: float = 120.0
+    # Retries of a request the server refused with 429 / 5xx or could not be reached.
+    max_retries: int = 4
+
+
+@attrs.frozen(kw_only=True)
 class AgentSpec:
     """One agent definition of a team (a worker definition may run as several chats)."""
 
     name: str
     role: str
     backend: BackendName = "scripted"
+    # Invariant: (self.openai is not None) == (self.backend == "openai")
+    openai: OpenAISettings | None = None
     instructions: str = ""
     interactivity: Interactivity = "read-only"
     tools: tuple[str, ...] = ()
@@ -542,6 +581,7 @@ class _Parser:
     def __init__(self, file: str) -> None:
         self.file = file
         self.agent_names: tuple[str, ...] = ()
+        self.openai_defaults: Mapping[str, object] = {}
 
     def error(self, key_path: str, message: str) -> TeamFileError:
         return TeamFileError(message, file=self.file, key_path=key_path)
@@ -663,7 +703,7 @@ class _Parser:
         self.check_keys(data, "", _TOP_KEYS, required=("team",))
         team = self.table(data["team"], "team", "a [team] table")
         self.check_keys(team, "team", _TEAM_KEYS, required=("name", "coordinator"))
-        self.check_keys(data, "", _TOP_KEYS, required=_TOP_KEYS)
+        self.check_keys(data, "", _TOP_KEYS, required=("team", "agents"))
         name = self.string(team["name"], "team.name")
         topology: Topology = "coordinator_team"
         if "topology" in team:
@@ -698,6 +738,9 @@ class _Parser:
         description = ""
         if "description" in team:
             description = self.string(team["description"], "team.description", empty_ok=True)
+        if "openai" in data:
+            self.openai_defaults = self.table(data["openai"], "openai", "an [openai] table")
+            self.check_keys(self.openai_defaults, "openai", _OPENAI_KEYS)
 
         # Each agent is checked on its own, so one run of `teams check` reports them all.
         parsed: list[AgentSpec] = []
@@ -747,6 +790,21 @@ class _Parser:
         backend: BackendName = "scripted"
         if "backend" in data:
             backend = self.choice(data["backend"], f"{path}.backend", _BACKENDS, "backend")
+        openai = self.openai_settings(data, path) if backend == "openai" else None
+        if backend != "openai":
+            for key in _OPENAI_KEYS:
+                if key in data:
+                    raise self.error(
+                        _join(path, key),
+                        f"{key} is a setting of the openai backend; this agent's backend is "
+                        f'{backend!r} (set backend = "openai" to use it)',
+                    )
+        elif "turns" in data:
+            raise self.error(
+                f"{path}.turns",
+                'turns script the scripted backend; an agent with backend = "openai" is '
+                "answered by its model",
+            )
         instructions = ""
         if "instructions" in data:
             instructions = self.string(data["instructions"], f"{path}.instructions", empty_ok=True)
@@ -812,6 +870,7 @@ class _Parser:
             name=name,
             role=role,
             backend=backend,
+            openai=openai,
             instructions=instructions,
             interactivity=interactivity,
             tools=tools,
@@ -830,6 +889,47 @@ class _Parser:
                 for index, turn in enumerate(self.array(data["turns"], turns_path))
             )
         return attrs.evolve(agent, turns=turns)
+
+    def openai_settings(self, data: Mapping[str, object], path: str) -> OpenAISettings:
+        """The agent's keys over the file's [openai] table; each error names where the value
+        was written."""
+
+        def pick(key: str) -> tuple[object, str] | None:
+            if key in data:
+                return data[key], _join(path, key)
+            if key in self.openai_defaults:
+                return self.openai_defaults[key], _join("openai", key)
+            return None
+
+        model = pick("model")
+        if model is None:
+            raise self.error(
+                f"{path}.model",
+                'backend = "openai" needs a model: set model here or in an [openai] table',
+            )
+        settings = OpenAISettings(model=self.string(*model))
+        if (found := pick("base_url")) is not None:
+            url = self.string(*found)
+            if not url.startswith(("http://", "https://")):
+                raise self.error(found[1], f"expected an http:// or https:// URL, got {url!r}")
+            settings = attrs.evolve(settings, base_url=url.rstrip("/"))
+        if (found := pick("api_key_env")) is not None:
+            env = self.string(*found)
+            if not _ENV_NAME_RE.match(env):
+                raise self.error(
+                    found[1],
+                    f"{env!r} is not an environment variable name (the key itself never goes "
+                    "in a team file)",
+                )
+            settings = attrs.evolve(settings, api_key_env=env)
+        if (found := pick("temperature")) is not None:
+            temperature = self.number(*found, positive=False)
+            settings = attrs.evolve(settings, temperature=temperature)
+        if (found := pick("read_timeout")) is not None:
+            settings = attrs.evolve(settings, read_timeout=self.number(*found, positive=True))
+        if (found := pick("max_retries")) is not None:
+            settings = attrs.evolve(settings, max_retries=self.integer(*found, minimum=0))
+        return settings
 
     # -- scripts ---------------------------------------------------------------
 

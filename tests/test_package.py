@@ -31,6 +31,10 @@ PURE_MODULES = (
     "orchestrator._reports",
     "orchestrator._recovery",
     "orchestrator._agent_messages",
+    "orchestrator._tools",
+    "orchestrator._transcript",
+    "orchestrator._backend",
+    "orchestrator._openai_wire",
 )
 
 #: What a pure module may never pull in, directly or through another module of ours.
@@ -38,7 +42,7 @@ FORBIDDEN = ("trio", "sqlite3", "socket", "httpx", "hypercorn", "structlog", "ri
 
 #: The libraries a pure module may use. Their own imports are theirs: networkx loads the
 #: stdlib's socket module as a side effect of its plugin discovery, which does no IO.
-PURE_LIBRARIES = ("attrs", "cattrs", "networkx")
+PURE_LIBRARIES = ("attrs", "cattrs", "networkx", "jsonschema")
 
 
 def loaded_after(imports: str) -> set[str]:

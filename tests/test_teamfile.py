@@ -289,13 +289,14 @@ class TestErrors:
         assert error.key_path == "team.topology"
         assert "allowed: solo_run, coordinator_team, parallel_workers" in error.message
 
-    def test_other_backends_are_refused(self) -> None:
-        """Only the scripted backend exists for now."""
+    def test_unknown_backends_are_refused(self) -> None:
         error = parse_error(
-            replaced('role = "researcher"', 'role = "researcher"\nbackend = "openai"')
+            replaced('role = "researcher"', 'role = "researcher"\nbackend = "openia"')
         )
         assert error.key_path == "agents.researcher.backend"
-        assert "unknown backend 'openai'; allowed: scripted" in error.message
+        assert error.message == (
+            "unknown backend 'openia' (did you mean 'openai'?); allowed: scripted, openai"
+        )
 
     def test_coordinator_cannot_approve_itself(self) -> None:
         """approved_by = "coordinator" on the coordinator would have nobody to ask."""

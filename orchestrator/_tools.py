@@ -1,0 +1,149 @@
+"""The tools an agent may call, defined once: the JSON Schema a model is offered and the check
+of the input a model sends back are the same object.
+
+Theory of operation: :func:`tool_definitions` turns an agent of a team into one
+:class:`ToolDefinition` per entry of its ``tools``, in file order. The team tools carry
+schemas with the team's names in them (``delegate``'s ``agent`` is an enum of the agents this
+caller may delegate to, so a model cannot even be offered a wrong name); a plain tool takes
+any JSON object (a team file does not declare plain tools' parameters). A backend that
+receives input from an untrusted model checks it with :func:`check_tool_input` against the
+definition it offered, so "offered" and "accepted" cannot drift apart.
+
+Pure: no trio and no IO.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, get_args
+
+import attrs
+import jsonschema
+import jsonschema.exceptions
+
+from ._teamfile import AgentSpec, QuestionKind, TeamSpec
+
+__all__ = ["ToolDefinition", "check_tool_input", "tool_definitions"]
+
+#: Plain tools take whatever JSON object the model sends: the team file gives no schema.
+_ANY_OBJECT: Final[Mapping[str, Any]] = {"type": "object", "additionalProperties": True}
+
+
+@attrs.frozen(kw_only=True)
+class ToolDefinition:
+    """One tool as offered to a model: ``parameters`` is a JSON Schema for its input object."""
+
+    name: str
+    description: str
+    # JSON-compatible; treat as read-only.
+    parameters: Mapping[str, Any] = attrs.field(hash=False)
+
+
+def tool_definitions(team: TeamSpec, agent: AgentSpec) -> tuple[ToolDefinition, ...]:
+    """The tools ``agent`` of ``team`` may call, in the order its ``tools`` lists them."""
+    return tuple(_definition(team, agent, name) for name in agent.tools)
+
+
+def check_tool_input(
+    definitions: Sequence[ToolDefinition], tool_name: str, arguments: object
+) -> str | None:
+    """Why a model's call of ``tool_name`` with ``arguments`` cannot run, or None if it can.
+
+    The message names the tool, the offending place in the input and what was expected, in
+    words a model can act on when it reads the message as the call's result.
+    """
+    definition = next((d for d in definitions if d.name == tool_name), None)
+    if definition is None:
+        offered = ", ".join(d.name for d in definitions) or "none"
+        return f"there is no tool named {tool_name!r} (tools: {offered})"
+    validator = jsonschema.Draft202012Validator(definition.parameters)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    if error is None:
+        return None
+    where = error.json_path if error.json_path != "$" else "the input"
+    return f"invalid input for {tool_name}: {where}: {error.message}"
+
+
+def _definition(team: TeamSpec, agent: AgentSpec, name: str) -> ToolDefinition:
+    targets = list(agent.delegates_to)
+    if name == "delegate":
+        return ToolDefinition(
+            name=name,
+            description=(
+                "Start a worker agent on a task and wait for its report, which comes back as "
+                "this call's result. Call it several times in one response to run workers in "
+                f"parallel (at most {team.parallel_budget} run at once; the rest wait)."
+            ),
+            parameters=_object(
+                agent={
+                    "type": "string",
+                    "enum": targets,
+                    "description": "The worker to start: " + _roles(team, targets),
+                },
+                task={
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "What the worker should do, self-contained: it sees nothing "
+                    "else of this conversation.",
+                },
+            ),
+        )
+    if name == "handoff":
+        return ToolDefinition(
+            name=name,
+            description=(
+                "Hand the whole task to a specialist, who works on it until done; the task "
+                "then comes back to the agent named by resume."
+            ),
+            parameters=_object(
+                agent={
+                    "type": "string",
+                    "enum": targets,
+                    "description": "The specialist: " + _roles(team, targets),
+                },
+                reason={"type": "string", "minLength": 1, "description": "Why the work moves."},
+                resume={
+                    "type": "string",
+                    "enum": list(team.agent_names),
+                    "description": f"Who gets the task back (default: {agent.name}).",
+                },
+                optional=("resume",),
+            ),
+        )
+    if name == "ask":
+        return ToolDefinition(
+            name=name,
+            description="Ask the user a question and wait for the answer.",
+            parameters=_object(
+                question={"type": "string", "minLength": 1},
+                kind={
+                    "type": "string",
+                    "enum": list(get_args(QuestionKind)),
+                    "description": "How the answer is read (default: text).",
+                },
+                options={
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "The choices, for single-select and multi-select only.",
+                },
+                optional=("kind", "options"),
+            ),
+        )
+    return ToolDefinition(
+        name=name,
+        description=f"The {name} tool of team {team.name}.",
+        parameters=_ANY_OBJECT,
+    )
+
+
+def _object(*, optional: Sequence[str] = (), **properties: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": dict(properties),
+        "required": [p for p in properties if p not in optional],
+        "additionalProperties": False,
+    }
+
+
+def _roles(team: TeamSpec, names: Sequence[str]) -> str:
+    return "; ".join(f"{n} ({team.agent(n).role})" for n in names) or "nobody"
