@@ -1,0 +1,250 @@
+"""The chat-completions wire format, pure: chunk assembly, the transcript, Retry-After.
+
+Properties over generated input: however a server fragments and interleaves a response,
+the events carry exactly its text and tool-call input and hand each call over once, whole,
+at the end; every transcript pairs each tool call with its result, as the API requires.
+"""
+
+from __future__ import annotations
+
+import datetime
+import email.utils
+import json
+from typing import Any
+
+import pytest
+import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
+
+from orchestrator._ahp_state import ToolCallCompletedState, ToolCallResponsePart
+from orchestrator._backend import (
+    ModelEvent,
+    TextDelta,
+    ToolCallInputDelta,
+    ToolCallRequest,
+    ToolCallStarted,
+    UsageReport,
+)
+from orchestrator._errors import ModelStreamError
+from orchestrator._openai_wire import (
+    ChunkAssembler,
+    provider_message,
+    request_body,
+    retry_after_seconds,
+)
+from orchestrator._recovery import is_interrupted
+from orchestrator._teamfile import OpenAISettings, parse_team
+from orchestrator._tools import ToolDefinition, check_tool_input, tool_definitions
+from orchestrator._transcript import AssistantMessage, ToolMessage, UserMessage, transcript
+from tests import strategies
+from tests.fake_openai import text, tool_calls, usage
+from tests.test_runtime import Harness, fanout, run_to_end
+
+ANY = ToolDefinition(name="note", description="", parameters={"type": "object"})
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=8,
+)
+CALLS = st.lists(
+    st.tuples(st.text("abcdef", min_size=1, max_size=6), st.dictionaries(st.text(), JSON)),
+    max_size=4,
+    unique_by=lambda call: call[0],
+)
+
+
+def feed_all(assembler: ChunkAssembler, chunks: list[dict[str, Any]]) -> list[ModelEvent]:
+    events = [event for chunk in chunks for event in assembler.feed(chunk)]
+    return events + assembler.finish()
+
+
+class TestChunkAssembler:
+    @given(calls=CALLS, fragments=st.integers(1, 7), answer=st.lists(st.text(min_size=1)))
+    def test_any_fragmentation_gives_back_the_text_and_the_calls_whole(
+        self, calls: list[tuple[str, dict[str, Any]]], fragments: int, answer: list[str]
+    ) -> None:
+        spec = [(f"call_{ident}", "note", arguments) for ident, arguments in calls]
+        chunks = [*text(*answer, finish="stop")[:-1], *tool_calls(*spec, fragments=fragments)]
+        chunks.append(usage(3, 4))
+        events = feed_all(ChunkAssembler([ANY]), chunks)
+
+        said = "".join(e.text for e in events if isinstance(e, TextDelta))
+        assert said == "".join(answer)
+        requests = [e for e in events if isinstance(e, ToolCallRequest)]
+        assert [(r.tool_call_id, dict(r.arguments)) for r in requests] == [
+            (call_id, arguments) for call_id, _, arguments in spec
+        ]
+        assert all(r.input_error is None for r in requests)
+        for call_id, _, arguments in spec:
+            positions = [i for i, e in enumerate(events) if _about(e, call_id)]
+            kinds = [type(events[i]) for i in positions]
+            assert kinds[0] is ToolCallStarted
+            assert kinds[-1] is ToolCallRequest
+            assert set(kinds[1:-1]) <= {ToolCallInputDelta}
+            streamed = "".join(
+                e.text for e in events if isinstance(e, ToolCallInputDelta) and _about(e, call_id)
+            )
+            assert streamed == json.dumps(arguments)
+        # Every call is handed over after the last text and input, once the response ended.
+        if requests:
+            first_request = events.index(requests[0])
+            assert not any(
+                isinstance(e, TextDelta | ToolCallInputDelta) for e in events[first_request:]
+            )
+        assert events[-1] == UsageReport(input_tokens=3, output_tokens=4)
+
+    def test_no_call_is_handed_over_without_a_finish_reason(self) -> None:
+        assembler = ChunkAssembler([ANY])
+        chunks = tool_calls(("call_1", "note", {"a": 1}))[:-1]
+        events = [event for chunk in chunks for event in assembler.feed(chunk)]
+        assert not any(isinstance(e, ToolCallRequest) for e in events)
+        with pytest.raises(ModelStreamError, match="no finish_reason"):
+            assembler.finish()
+
+    def test_a_call_cut_by_the_output_limit_is_refused(self) -> None:
+        chunks = tool_calls(("call_1", "note", {"a": 1}))
+        chunks[-1]["choices"][0]["finish_reason"] = "length"
+        with pytest.raises(ModelStreamError, match="output limit while writing a tool call"):
+            feed_all(ChunkAssembler([ANY]), chunks)
+
+    def test_missing_taken_and_repeated_ids_are_replaced(self) -> None:
+        chunks = tool_calls(("call_0", "note", {}), ("call_0", "note", {}), ("", "note", {}))
+        assembler = ChunkAssembler([ANY], taken_ids={"call_0"}, id_prefix="call-turn-3-r1-a0")
+        ids = [
+            e.tool_call_id for e in feed_all(assembler, chunks) if isinstance(e, ToolCallRequest)
+        ]
+        assert ids == ["call-turn-3-r1-a0-0", "call-turn-3-r1-a0-1", "call-turn-3-r1-a0-2"]
+
+    @pytest.mark.parametrize(
+        ("chunk", "message"),
+        [
+            ([], "expected a chunk object, got list"),
+            ({"error": {"message": "boom", "code": "x"}}, "mid-stream: boom (x)"),
+            ({"choices": {"0": {}}}, "$.choices: expected an array"),
+            ({"choices": [{"delta": {"tool_calls": [{"index": "0"}]}}]}, "index: expected an"),
+        ],
+    )
+    def test_chunks_that_make_no_sense_are_refused(self, chunk: object, message: str) -> None:
+        with pytest.raises(ModelStreamError) as caught:
+            ChunkAssembler([ANY]).feed(chunk)
+        assert message in str(caught.value)
+
+    def test_reasoning_comes_from_either_field(self) -> None:
+        chunks = [
+            {"choices": [{"index": 0, "delta": {"reasoning_content": "a"}}]},
+            {"choices": [{"index": 0, "delta": {"reasoning": "b"}, "finish_reason": "stop"}]},
+        ]
+        events = feed_all(ChunkAssembler([]), chunks)
+        assert [getattr(e, "text", None) for e in events] == ["a", "b"]
+
+
+def _about(event: ModelEvent, call_id: str) -> bool:
+    return getattr(event, "tool_call_id", None) == call_id
+
+
+class TestRetryAfter:
+    NOW = datetime.datetime(2026, 11, 24, 12, 0, tzinfo=datetime.UTC)
+
+    @given(st.integers(0, 10**6))
+    def test_seconds_and_http_dates_agree(self, seconds: int) -> None:
+        when = self.NOW + datetime.timedelta(seconds=seconds)
+        date = email.utils.format_datetime(when, usegmt=True)
+        assert retry_after_seconds({"retry-after": str(seconds)}, self.NOW) == seconds
+        assert retry_after_seconds({"retry-after": date}, self.NOW) == seconds
+
+    def test_milliseconds_win_and_nonsense_is_ignored(self) -> None:
+        headers = {"retry-after-ms": "1500", "retry-after": "9"}
+        assert retry_after_seconds(headers, self.NOW) == 1.5
+        for nonsense in ("soon", "-3", "nan", "inf", ""):
+            assert retry_after_seconds({"retry-after": nonsense}, self.NOW) is None
+        assert retry_after_seconds({}, self.NOW) is None
+        past = email.utils.format_datetime(self.NOW - datetime.timedelta(hours=1), usegmt=True)
+        assert retry_after_seconds({"retry-after": past}, self.NOW) == 0
+
+    def test_provider_messages_prefer_the_error_object(self) -> None:
+        body = json.dumps({"error": {"message": "no such model", "code": "model_not_found"}})
+        assert provider_message(404, "Not Found", body.encode()) == (
+            "404 Not Found: no such model (model_not_found)"
+        )
+        assert provider_message(502, "Bad Gateway", b"<html>upstream</html>") == (
+            "502 Bad Gateway: <html>upstream</html>"
+        )
+        long = provider_message(500, "", b"x" * 2000)
+        assert long.startswith("500: ")
+        assert len(long) < 520
+
+
+class TestTranscript:
+    @given(strategies.chat_states())
+    def test_every_tool_call_is_followed_by_its_result(self, chat: Any) -> None:
+        messages = transcript(chat)
+        turns = [t for t in chat.turns if not is_interrupted(t)]
+        expected_users = len(turns) + (chat.active_turn is not None)
+        assert sum(isinstance(m, UserMessage) for m in messages) == expected_users
+        for index, message in enumerate(messages):
+            if isinstance(message, AssistantMessage):
+                ids = [c.tool_call_id for c in message.tool_calls]
+                after = messages[index + 1 : index + 1 + len(ids)]
+                assert [m.tool_call_id for m in after if isinstance(m, ToolMessage)] == ids
+        body = request_body(OpenAISettings(model="m"), system="s", messages=messages)
+        json.dumps(body)  # the whole request is JSON
+
+    async def test_a_coordinators_rounds_and_results_in_order(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        h = Harness(fanout())
+        await run_to_end(h)
+        coordinator = h.runtime.state.coordinator_chat()
+        assert coordinator is not None
+        chat = h.runtime.state.chats[coordinator]
+        messages = transcript(chat)
+        [turn] = chat.turns
+        calls = [
+            p.tool_call
+            for p in turn.response_parts
+            if isinstance(p, ToolCallResponsePart)
+            and isinstance(p.tool_call, ToolCallCompletedState)
+        ]
+        assert isinstance(messages[0], UserMessage)
+        assert messages[0].text == "Ship it"
+        assistant = messages[1]
+        assert isinstance(assistant, AssistantMessage)
+        assert [c.tool_call_id for c in assistant.tool_calls] == [c.tool_call_id for c in calls]
+        results = messages[2 : 2 + len(calls)]
+        assert all(isinstance(m, ToolMessage) for m in results)
+        for message, task in zip(results, ("alpha", "beta", "gamma"), strict=True):
+            assert isinstance(message, ToolMessage)
+            assert message.content.endswith(f"completed] did {task}"), message.content
+        assert isinstance(messages[-1], AssistantMessage)
+        assert messages[-1].tool_calls == ()
+
+
+class TestToolDefinitions:
+    TEAM = parse_team(
+        '[team]\nname="t"\ncoordinator="lead"\n'
+        '[agents.lead]\nrole="lead"\ntools=["delegate","ask","search"]\ndelegates_to=["w"]\n'
+        '[agents.w]\nrole="worker"\n',
+        file="t.toml",
+    )
+
+    def test_the_offered_schema_is_the_one_that_checks(self) -> None:
+        tools = tool_definitions(self.TEAM, self.TEAM.agent("lead"))
+        assert [t.name for t in tools] == ["delegate", "ask", "search"]
+        assert check_tool_input(tools, "delegate", {"agent": "w", "task": "go"}) is None
+        assert check_tool_input(tools, "delegate", {"agent": "w"}) == (
+            "invalid input for delegate: the input: 'task' is a required property"
+        )
+        assert check_tool_input(tools, "delegate", {"agent": "w", "task": "go", "x": 1}) == (
+            "invalid input for delegate: the input: Additional properties are not allowed "
+            "('x' was unexpected)"
+        )
+        assert check_tool_input(tools, "ask", {"question": "?", "kind": "colour"}) == (
+            "invalid input for ask: $.kind: 'colour' is not one of ['text', 'number', "
+            "'integer', 'boolean', 'single-select', 'multi-select']"
+        )
+        assert check_tool_input(tools, "search", {"anything": [1, 2]}) is None
+        assert check_tool_input(tools, "search", ["not", "an", "object"]) is not None
+        assert check_tool_input(tools, "handoff", {}) == (
+            "there is no tool named 'handoff' (tools: delegate, ask, search)"
+        )
