@@ -9,9 +9,13 @@ the model saw (the conversation derived from the chat's state, the tool schemas)
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -44,6 +48,7 @@ from orchestrator._errors import RunError
 from orchestrator._runtime import RunOutcome
 from orchestrator._team_actions import ApprovalRequested, RunStatus, TaskCreated, TaskStarted
 from orchestrator._teamfile import TeamSpec, parse_team
+from tests.conftest import PROJECT_ROOT
 from tests.fake_openai import (
     Answer,
     FakeOpenAI,
@@ -57,6 +62,8 @@ from tests.fake_openai import (
 )
 from tests.test_runtime import Harness, wait_for
 
+ORCHESTRATOR = (sys.executable, "-m", "orchestrator")
+SHIPPED = str(PROJECT_ROOT / "teams" / "openai-delivery.toml")
 KEY = "sk-test-do-not-leak"
 ENV = {"FAKE_KEY": KEY}
 
@@ -566,3 +573,64 @@ class TestConfiguration:
 
 def test_http_client_is_an_httpx_client() -> None:
     assert isinstance(http_client(), httpx.AsyncClient)
+
+
+# ─── the shipped team ────────────────────────────────────────────────────────
+
+
+class TestShippedTeam:
+    async def test_openai_delivery_runs_end_to_end_against_a_local_server(
+        self, tmp_path: Path
+    ) -> None:
+        """`orchestrator run teams/openai-delivery.toml` as a user runs it (a subprocess),
+        with OPENAI_BASE_URL pointing at a local server and no API key."""
+        tasks = ("Summarise the changelog", "List the known issues")
+
+        def answer(request: dict[str, Any]) -> Answer:
+            if agent_of(request) == "researcher":
+                if rounds_done(request) == 0:
+                    return Stream(tool_calls(("call_s", "web_search", {"query": "2.4"})))
+                task = request["messages"][1]["content"]
+                return Stream([*text(f"{task}: done"), usage(20, 4)])
+            if rounds_done(request) == 0:
+                delegations = [
+                    (f"call_{i}", "delegate", {"agent": "researcher", "task": task})
+                    for i, task in enumerate(tasks)
+                ]
+                return Stream(tool_calls(*delegations))
+            return Stream(text("Release notes: ", " / ".join(tool_results(request))))
+
+        db = tmp_path / "journal.db"
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+        async with fake_openai(answer) as server:
+            environ["OPENAI_BASE_URL"] = server.url
+            with trio.fail_after(120):
+                done = await trio.run_process(
+                    [*ORCHESTRATOR, "run", SHIPPED, "Release 2.4", "--db", str(db), "--plain"],
+                    env=environ,
+                    capture_stdout=True,
+                    capture_stderr=True,
+                    check=False,
+                )
+        stdout, stderr = done.stdout.decode(), done.stderr.decode()
+        assert done.returncode == 0, stderr
+        assert "Release notes: " in stdout
+        for task in tasks:
+            assert f"{task}: done" in stdout
+        assert len(server.requests) == 2 + 2 * 2  # the lead's two rounds, each worker's two
+        assert all("authorization" not in headers for headers in server.headers)
+
+        listed = subprocess.run(
+            [*ORCHESTRATOR, "sessions", "--json", "--db", str(db)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        [session] = json.loads(listed.stdout)
+        checked = subprocess.run(
+            [*ORCHESTRATOR, "graph", session["session"], "--check", "--db", str(db)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert checked.returncode == 0, checked.stdout + checked.stderr
