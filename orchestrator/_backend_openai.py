@@ -25,6 +25,7 @@ import datetime
 import json
 import os
 from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
 from typing import Final
 
 import httpx
@@ -43,7 +44,7 @@ from ._openai_wire import (
     system_prompt,
 )
 from ._teamfile import AgentSpec, OpenAISettings, TeamSpec
-from ._transcript import transcript
+from ._transcript import tool_call_ids, transcript
 
 __all__ = ["HOSTED_API", "OpenAIBackend", "base_url_of", "http_client"]
 
@@ -141,17 +142,14 @@ class OpenAIBackend:
         turn = chat.active_turn.id if chat.active_turn is not None else "turn"
         assembler = ChunkAssembler(
             context.tools,
-            taken_ids={
-                call.tool_call_id
-                for message in messages
-                for call in getattr(message, "tool_calls", ())
-            },
+            taken_ids=tool_call_ids(chat),
             id_prefix=f"call-{turn}-r{context.round_index}-a{context.attempt}",
         )
         response = await self._open(body)
         try:
-            async for event in self._events(response, assembler):
-                yield event
+            async with aclosing(self._events(response, assembler)) as events:
+                async for event in events:
+                    yield event
         finally:
             with trio.move_on_after(CLOSE_TIMEOUT) as closing:
                 closing.shield = True

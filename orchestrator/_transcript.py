@@ -41,6 +41,7 @@ __all__ = [
     "ToolMessage",
     "TranscriptMessage",
     "UserMessage",
+    "tool_call_ids",
     "transcript",
 ]
 
@@ -94,6 +95,20 @@ def transcript(chat: ChatState) -> tuple[TranscriptMessage, ...]:
         messages.append(UserMessage(text=turn.message.text))
         messages.extend(_rounds(turn.response_parts))
     return tuple(messages)
+
+
+def tool_call_ids(chat: ChatState) -> set[str]:
+    """Every tool call id the chat holds, interrupted turns included (a new call must not
+    reuse one: its input request id, ``input-<id>``, would clash)."""
+    turns: list[Turn | ActiveTurn] = list(chat.turns)
+    if chat.active_turn is not None:
+        turns.append(chat.active_turn)
+    return {
+        part.tool_call.tool_call_id
+        for turn in turns
+        for part in turn.response_parts
+        if isinstance(part, ToolCallResponsePart)
+    }
 
 
 def _rounds(parts: Iterable[ResponsePart]) -> list[TranscriptMessage]:

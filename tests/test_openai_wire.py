@@ -36,7 +36,13 @@ from orchestrator._openai_wire import (
 from orchestrator._recovery import is_interrupted
 from orchestrator._teamfile import OpenAISettings, parse_team
 from orchestrator._tools import ToolDefinition, check_tool_input, tool_definitions
-from orchestrator._transcript import AssistantMessage, ToolMessage, UserMessage, transcript
+from orchestrator._transcript import (
+    AssistantMessage,
+    ToolMessage,
+    UserMessage,
+    tool_call_ids,
+    transcript,
+)
 from tests import strategies
 from tests.fake_openai import text, tool_calls, usage
 from tests.test_runtime import Harness, fanout, run_to_end
@@ -187,8 +193,29 @@ class TestTranscript:
                 ids = [c.tool_call_id for c in message.tool_calls]
                 after = messages[index + 1 : index + 1 + len(ids)]
                 assert [m.tool_call_id for m in after if isinstance(m, ToolMessage)] == ids
+        shown = {
+            c.tool_call_id
+            for m in messages
+            if isinstance(m, AssistantMessage)
+            for c in m.tool_calls
+        }
+        assert shown <= tool_call_ids(chat)
         body = request_body(OpenAISettings(model="m"), system="s", messages=messages)
         json.dumps(body)  # the whole request is JSON
+
+    def test_steering_follows_the_conversation_as_user_messages(self) -> None:
+        body = request_body(
+            OpenAISettings(model="m", temperature=0.3),
+            system="who you are",
+            messages=[UserMessage(text="task")],
+            steering=["focus on tests"],
+        )
+        assert body["messages"] == [
+            {"role": "system", "content": "who you are"},
+            {"role": "user", "content": "task"},
+            {"role": "user", "content": "focus on tests"},
+        ]
+        assert body["temperature"] == 0.3
 
     async def test_a_coordinators_rounds_and_results_in_order(
         self, autojump_clock: trio.testing.MockClock
