@@ -73,9 +73,10 @@ _RETRYABLE_TRANSPORT: Final = (
     httpx.PoolTimeout,
     httpx.RemoteProtocolError,
     httpx.ReadError,
-    httpx.ReadTimeout,
     httpx.WriteError,
 )
+# Not retried: a read timeout waiting for the answer (the server has the request and may be
+# working on it; sending it again doubles the bill), any error once the stream started.
 
 
 def http_client() -> httpx.AsyncClient:
@@ -175,14 +176,42 @@ class OpenAIBackend:
                     response = await self._client.send(request, stream=True)
                     if response.is_success:
                         return response
-                    raise await _refused(response)
+                    raise await self._refused(response)
         except ModelRequestError as exc:
             raise _gave_up(exc, tried, attempts) from exc
+        except httpx.ReadTimeout as exc:
+            raise ModelRequestError(
+                f"POST {self.url}: no answer within {self.settings.read_timeout:g} s (read_timeout)"
+            ) from exc
         except httpx.TransportError as exc:
             raise ModelRequestError(
                 f"could not reach {self.url}{_after(tried)}: {_describe(exc)}"
             ) from exc
         raise AssertionError("unreachable: stamina returns or raises")  # pragma: no cover
+
+    async def _refused(self, response: httpx.Response) -> ModelRequestError:
+        """The error for a non-2xx answer (its body read and the response closed): the URL,
+        the provider's words (any echo of the key blanked) and, for a redirect, where to."""
+        try:
+            body = await response.aread()
+        finally:
+            await response.aclose()
+        status = response.status_code
+        message = provider_message(
+            status, response.reason_phrase or httpx.codes.get_reason_phrase(status), body
+        )
+        if response.is_redirect:
+            message += f" (redirects to {response.headers.get('location', '?')}; fix base_url)"
+        now = datetime.datetime.now(datetime.UTC)
+        return ModelRequestError(
+            self._redact(f"POST {self.url}: {message}"),
+            status=status,
+            retry_after=retry_after_seconds(response.headers, now),
+        )
+
+    def _redact(self, text: str) -> str:
+        key = self._headers.get("authorization", "").removeprefix("Bearer ")
+        return text.replace(key, "[api key]") if key else text
 
     async def _events(
         self, response: httpx.Response, assembler: ChunkAssembler
@@ -190,12 +219,10 @@ class OpenAIBackend:
         done = False
         try:
             async for sse in httpx_sse.EventSource(response).aiter_sse():
-                # Read on to the end of the body after [DONE], so httpx's nested iterators
-                # finish rather than being left to trio's async generator finalizer.
-                if done or not sse.data.strip():
-                    continue
                 if sse.data.strip() == "[DONE]":
-                    done = True
+                    done = True  # whatever follows (a proxy keeping the body open) is not read
+                    break
+                if not sse.data.strip():
                     continue
                 try:
                     chunk = json.loads(sse.data)
@@ -203,7 +230,11 @@ class OpenAIBackend:
                     raise ModelStreamError(
                         f"{self.url} sent a chunk that is not JSON ({exc}): {sse.data[:80]!r}"
                     ) from exc
-                for event in assembler.feed(chunk):
+                try:
+                    events = assembler.feed(chunk)
+                except ModelStreamError as exc:
+                    raise ModelStreamError(self._redact(str(exc))) from exc
+                for event in events:
                     yield event
         except httpx_sse.SSEError as exc:
             raise ModelStreamError(f"{self.url} did not stream server-sent events: {exc}") from exc
@@ -221,24 +252,6 @@ class OpenAIBackend:
             )
         for event in assembler.finish():
             yield event
-
-
-async def _refused(response: httpx.Response) -> ModelRequestError:
-    """The error for a non-2xx answer (its body read and the response closed)."""
-    try:
-        body = await response.aread()
-    finally:
-        await response.aclose()
-    retry_after = retry_after_seconds(response.headers, datetime.datetime.now(datetime.UTC))
-    return ModelRequestError(
-        provider_message(
-            response.status_code,
-            response.reason_phrase or httpx.codes.get_reason_phrase(response.status_code),
-            body,
-        ),
-        status=response.status_code,
-        retry_after=retry_after,
-    )
 
 
 def _should_retry(exc: Exception) -> bool | float:

@@ -135,6 +135,7 @@ class _Call:
     """A tool call being assembled from its fragments."""
 
     tool_call_id: str
+    wire_id: str  # the id the server gave it ("" if none)
     name: str = ""
     arguments: list[str] = attrs.Factory(list)
     started: bool = False
@@ -145,7 +146,12 @@ class ChunkAssembler:
 
     ``taken_ids``: tool call ids the chat already holds. A call whose id is missing, taken or
     repeated (local servers number calls ``call_0``... per response) gets
-    ``<id_prefix>-<index>`` instead; the model reads its calls back under those ids.
+    ``<id_prefix>-<n>`` instead; the model reads its calls back under those ids.
+
+    Fragments belong to the call of their ``index``, as OpenAI streams them; a fragment that
+    brings a new id starts a new call even at an index already used (Ollama sends each whole
+    call at index 0), and a fragment without an index is a new call when it has an id, else
+    the last call's continuation.
     """
 
     def __init__(
@@ -158,7 +164,8 @@ class ChunkAssembler:
         self._tools = tools
         self._taken = set(taken_ids)
         self._id_prefix = id_prefix
-        self._calls: dict[int, _Call] = {}
+        self._calls: list[_Call] = []
+        self._by_index: dict[int, _Call] = {}
         self.finish_reason: str | None = None
         self.usage: UsageReport | None = None
 
@@ -166,7 +173,7 @@ class ChunkAssembler:
         """The events of one decoded chunk; :class:`ModelStreamError` if it is not one."""
         if not isinstance(chunk, dict):
             raise ModelStreamError(f"expected a chunk object, got {_kind(chunk)}")
-        if "error" in chunk:
+        if chunk.get("error"):
             raise ModelStreamError(f"the server reported an error mid-stream: {_error(chunk)}")
         usage = chunk.get("usage")
         if isinstance(usage, dict):
@@ -203,15 +210,20 @@ class ChunkAssembler:
     def _tool_call(self, position: int, fragment: object) -> list[ModelEvent]:
         if not isinstance(fragment, dict):
             raise ModelStreamError(f"$.choices[0].delta.tool_calls: got {_kind(fragment)}")
-        index = fragment.get("index", position)
-        if not isinstance(index, int):
+        index = fragment.get("index")
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
             raise ModelStreamError(f"tool_calls[].index: expected an integer, got {_kind(index)}")
-        call = self._calls.get(index)
-        if call is None:
-            call = self._calls[index] = _Call(tool_call_id=self._new_id(fragment.get("id"), index))
+        raw_id = fragment.get("id")
+        wire_id = raw_id if isinstance(raw_id, str) else ""
+        call = self._by_index.get(index) if index is not None else self._last()
+        if call is None or (wire_id and wire_id != call.wire_id):
+            call = _Call(tool_call_id=self._new_id(wire_id, len(self._calls)), wire_id=wire_id)
+            self._calls.append(call)
+            if index is not None:
+                self._by_index[index] = call
         function = fragment.get("function") or {}
         if not isinstance(function, dict):
-            raise ModelStreamError(f"tool_calls[{index}].function: got {_kind(function)}")
+            raise ModelStreamError(f"tool_calls[{position}].function: got {_kind(function)}")
         events: list[ModelEvent] = []
         name = function.get("name")
         if isinstance(name, str) and name and not call.started:
@@ -225,16 +237,21 @@ class ChunkAssembler:
                 for text in call.arguments
             )
         arguments = function.get("arguments")
+        if isinstance(arguments, dict):  # some servers send the input decoded
+            arguments = json.dumps(arguments, ensure_ascii=False)
         if isinstance(arguments, str) and arguments:
             call.arguments.append(arguments)
             if call.started:
                 events.append(ToolCallInputDelta(tool_call_id=call.tool_call_id, text=arguments))
         return events
 
-    def _new_id(self, wanted: object, index: int) -> str:
-        tool_call_id = wanted if isinstance(wanted, str) and wanted else ""
+    def _last(self) -> _Call | None:
+        return self._calls[-1] if self._calls else None
+
+    def _new_id(self, wanted: str, number: int) -> str:
+        tool_call_id = wanted
         if not tool_call_id or tool_call_id in self._taken:
-            tool_call_id = f"{self._id_prefix}-{index}"
+            tool_call_id = f"{self._id_prefix}-{number}"
         self._taken.add(tool_call_id)
         return tool_call_id
 
@@ -249,7 +266,7 @@ class ChunkAssembler:
                 "the model reached its output limit while writing a tool call "
                 "(finish_reason 'length'); the call was not run"
             )
-        events: list[ModelEvent] = [self._request(self._calls[i]) for i in sorted(self._calls)]
+        events: list[ModelEvent] = [self._request(call) for call in self._calls]
         if self.usage is not None:
             events.append(self.usage)
         return events

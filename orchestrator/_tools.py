@@ -40,8 +40,17 @@ class ToolDefinition:
 
 
 def tool_definitions(team: TeamSpec, agent: AgentSpec) -> tuple[ToolDefinition, ...]:
-    """The tools ``agent`` of ``team`` may call, in the order its ``tools`` lists them."""
-    return tuple(_definition(team, agent, name) for name in agent.tools)
+    """The tools ``agent`` of ``team`` may call, in the order its ``tools`` lists them.
+
+    ``delegate`` and ``handoff`` are left out when ``delegates_to`` is empty: there is
+    nobody to name (``teams check`` reports that team file).
+    """
+    routes = {"delegate", "handoff"}
+    return tuple(
+        _definition(team, agent, name)
+        for name in agent.tools
+        if agent.delegates_to or name not in routes
+    )
 
 
 def check_tool_input(

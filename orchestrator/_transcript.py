@@ -17,8 +17,9 @@ Pure: no trio and no IO.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
-from typing import Final, TypeAlias
+from typing import Final, TypeAlias, TypeGuard
 
 import attrs
 
@@ -142,14 +143,24 @@ def _rounds(parts: Iterable[ResponsePart]) -> list[TranscriptMessage]:
 
 
 def _assistant_call(call: ToolCallState) -> AssistantToolCall:
+    """The call as the model asked for it; input that is not a JSON object (a model's
+    malformed JSON, a call cut off mid-stream) goes back as ``{}``: servers refuse a
+    history holding it, and the call's result already says what was wrong."""
     arguments = getattr(call, "tool_input", None)
-    if arguments is None:
-        arguments = getattr(call, "partial_input", None)
     return AssistantToolCall(
         tool_call_id=call.tool_call_id,
         tool_name=call.tool_name,
-        arguments=arguments if isinstance(arguments, str) else "{}",
+        arguments=arguments if _is_json_object(arguments) else "{}",
     )
+
+
+def _is_json_object(text: object) -> TypeGuard[str]:
+    if not isinstance(text, str):
+        return False
+    try:
+        return isinstance(json.loads(text), dict)
+    except json.JSONDecodeError:
+        return False
 
 
 def _result(call: ToolCallState) -> ToolMessage:

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+import structlog.testing
 import trio
 import trio.testing
 
@@ -61,6 +62,15 @@ from tests.fake_openai import (
     usage,
 )
 from tests.test_runtime import Harness, wait_for
+
+# httpx reads a response through nested async generators (httpx, httpcore, httpx-sse); when
+# the backend stops reading early ([DONE], a cancelled turn, a broken stream) it closes the
+# response and the outer generator, and trio's finalizer closes the inner ones, with this
+# warning. The connection is released either way; nothing leaks.
+pytestmark = pytest.mark.filterwarnings(
+    r"ignore:Async generator '(httpx|httpcore|httpx_sse)\.[^']*' was garbage collected"
+    ":ResourceWarning"
+)
 
 ORCHESTRATOR = (sys.executable, "-m", "orchestrator")
 SHIPPED = str(PROJECT_ROOT / "teams" / "openai-delivery.toml")
@@ -363,10 +373,13 @@ class TestToolCalls:
                 return Stream(broken)
             return Stream(text(*tool_results(request)))
 
-        async with model_team(answer) as (h, _):
+        async with model_team(answer) as (h, server):
             outcome = await run(h)
         assert outcome.status is RunStatus.COMPLETED
         assert "is not valid JSON" in outcome.result
+        # The model reads its malformed call back as {} (servers refuse the broken JSON).
+        call = server.requests[1]["messages"][2]["tool_calls"][0]
+        assert call["function"]["arguments"] == "{}"
         assert h.actions(ApprovalRequested) == []  # a call that cannot run asks nobody
         [ready] = h.actions(ChatToolCallReadyAction)
         assert ready.tool_input == '{"env": }'  # as the model sent it
@@ -406,9 +419,9 @@ class TestFailures:
         assert len(server.requests) == 3
         error = coordinator_error(h).error
         assert error.error_type == "ModelRequestError"
-        assert (
-            error.message
-            == "503 Service Unavailable: overloaded (fake_error) (gave up after 3 attempts)"
+        assert error.message == (
+            f"POST {server.url}/chat/completions: 503 Service Unavailable: overloaded "
+            "(fake_error) (gave up after 3 attempts)"
         )
         h.finished()
 
@@ -421,9 +434,21 @@ class TestFailures:
         assert outcome.status is RunStatus.FAILED
         assert len(server.requests) == 1
         assert coordinator_error(h).error.message == (
-            "400 Bad Request: model 'x' does not exist (fake_error)"
+            f"POST {server.url}/chat/completions: 400 Bad Request: model 'x' does not exist "
+            "(fake_error)"
         )
         no_key_anywhere(h)
+
+    async def test_a_key_the_server_echoes_is_blanked_in_facts_and_logs(self) -> None:
+        echo = Refusal(401, f"Incorrect API key provided: {KEY}")
+        with structlog.testing.capture_logs() as logs:
+            async with model_team(lambda request: echo) as (h, _):
+                outcome = await run(h)
+        assert outcome.status is RunStatus.FAILED
+        assert "Incorrect API key provided: [api key]" in coordinator_error(h).error.message
+        no_key_anywhere(h)
+        assert logs
+        assert KEY not in repr(logs)
 
     async def test_a_retry_after_beyond_the_limit_is_not_waited_for(self) -> None:
         async with model_team(lambda request: Refusal(429, "quota", {"retry-after": "3600"})) as (
@@ -440,7 +465,7 @@ class TestFailures:
     ) -> None:
         chunks = tool_calls(("call_c", "delegate", {"agent": "writer", "task": "write it"}))
 
-        async with model_team(lambda request: Stream(chunks, cut_after=2)) as (h, _):
+        async with model_team(lambda request: Stream(chunks, cut_after=2)) as (h, server):
             outcome = await run(h)
         assert outcome.status is RunStatus.FAILED
         error = coordinator_error(h).error
@@ -449,6 +474,7 @@ class TestFailures:
         assert [a.tool_call_id for a in h.actions(ChatToolCallStartAction)] == ["call_c"]
         assert h.actions(ChatToolCallReadyAction) == []
         assert h.actions(TaskStarted) == []
+        assert len(server.requests) == 1  # a stream that started is never sent again
         state = h.finished()
         [turn] = state.chats[h.runtime.state.coordinator_chat() or ""].turns
         [part] = [p for p in turn.response_parts if isinstance(p, ToolCallResponsePart)]

@@ -275,3 +275,69 @@ class TestToolDefinitions:
         assert check_tool_input(tools, "handoff", {}) == (
             "there is no tool named 'handoff' (tools: delegate, ask, search)"
         )
+
+
+class TestWhatServersReallySend:
+    """Shapes seen from servers other than OpenAI's own."""
+
+    @staticmethod
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+        return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+
+    def calls(self, chunks: list[dict[str, Any]]) -> list[ToolCallRequest]:
+        events = feed_all(ChunkAssembler([ANY]), chunks)
+        return [e for e in events if isinstance(e, ToolCallRequest)]
+
+    def test_whole_calls_at_the_same_index_with_new_ids_are_separate_calls(self) -> None:
+        """Ollama sends each whole call in its own chunk, every one at index 0."""
+        whole = [
+            {
+                "index": 0,
+                "id": f"call_{n}",
+                "function": {"name": "note", "arguments": f'{{"n":{n}}}'},
+            }
+            for n in (1, 2)
+        ]
+        chunks = [self.chunk({"tool_calls": [call]}) for call in whole]
+        chunks.append(self.chunk({}, "stop"))  # and says "stop", not "tool_calls"
+        requests = self.calls(chunks)
+        assert [(r.tool_call_id, dict(r.arguments)) for r in requests] == [
+            ("call_1", {"n": 1}),
+            ("call_2", {"n": 2}),
+        ]
+
+    def test_calls_without_an_index_and_decoded_arguments(self) -> None:
+        """Older servers leave index out; some send the input as an object."""
+        chunks = [
+            self.chunk(
+                {
+                    "tool_calls": [
+                        {"id": "a", "function": {"name": "note", "arguments": {"x": 1}}},
+                        {"id": "b", "function": {"name": "note", "arguments": "{}"}},
+                    ]
+                },
+                "tool_calls",
+                usage={"prompt_tokens": 7, "completion_tokens": 2},
+            )
+        ]
+        assembler = ChunkAssembler([ANY])
+        events = feed_all(assembler, chunks)
+        requests = [e for e in events if isinstance(e, ToolCallRequest)]
+        assert [(r.tool_call_id, dict(r.arguments)) for r in requests] == [
+            ("a", {"x": 1}),
+            ("b", {}),
+        ]
+        assert events[-1] == UsageReport(input_tokens=7, output_tokens=2)
+
+    def test_null_fields_are_absent_fields(self) -> None:
+        chunks = [
+            self.chunk(
+                {
+                    "content": "hi",
+                    "tool_calls": [{"index": None, "id": "c", "function": {"name": "note"}}],
+                },
+                error=None,
+            ),
+            self.chunk({"tool_calls": [{"index": None, "function": {"arguments": "{}"}}]}, "stop"),
+        ]
+        assert [r.tool_call_id for r in self.calls(chunks)] == ["c"]
