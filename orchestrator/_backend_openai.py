@@ -136,8 +136,7 @@ class OpenAIBackend:
         body = request_body(
             self.settings,
             system=self._system,
-            messages=messages,
-            steering=context.steering,
+            messages=messages,  # steering injected into the turn is in there, in its place
             tools=context.tools,
         )
         turn = chat.active_turn.id if chat.active_turn is not None else "turn"

@@ -15,8 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._ahp_actions import ChatResponsePartAction, ChatToolCallCompleteAction
+from ._ahp_actions import (
+    ChatPendingMessageRemovedAction,
+    ChatResponsePartAction,
+    ChatToolCallCompleteAction,
+)
 from ._ahp_state import (
+    PendingMessageKind,
     SystemNotificationResponsePart,
     ToolCallResult,
     ToolResultSubagentContent,
@@ -25,7 +30,34 @@ from ._ahp_state import (
 from ._facts import Action
 from ._team_actions import TaskFinished, TaskStatus
 
-__all__ = ["delegation_output", "delegation_report", "first_line", "tool_result_actions"]
+__all__ = [
+    "STEERING_META",
+    "delegation_output",
+    "delegation_report",
+    "first_line",
+    "steering_injected",
+    "tool_result_actions",
+]
+
+#: The ``_meta`` key of the system-notification part that carries an injected steering
+#: message (its value: the pending message's id).
+STEERING_META = "steering"
+
+
+def steering_injected(
+    chat: str, turn_id: str, message_id: str, text: str
+) -> list[tuple[str, Action]]:
+    """A steering message taken into the running turn: removed from the pending slot and
+    kept in the turn, where it was injected, so the conversation a model reads later (this
+    turn's next rounds, and later turns) has it in its place."""
+    part = SystemNotificationResponsePart(content=text, meta={STEERING_META: message_id})
+    return [
+        (
+            chat,
+            ChatPendingMessageRemovedAction(kind=PendingMessageKind.STEERING, id=message_id),
+        ),
+        (chat, ChatResponsePartAction(turn_id=turn_id, part=part)),
+    ]
 
 
 def tool_result_actions(

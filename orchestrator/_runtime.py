@@ -46,7 +46,6 @@ from ._ahp_actions import (
     ChatErrorAction,
     ChatInputCompletedAction,
     ChatInputRequestedAction,
-    ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
     ChatReasoningAction,
     ChatResponsePartAction,
@@ -133,7 +132,13 @@ from ._recovery import (
     tool_call_of,
     turn_text,
 )
-from ._reports import delegation_output, delegation_report, first_line, tool_result_actions
+from ._reports import (
+    delegation_output,
+    delegation_report,
+    first_line,
+    steering_injected,
+    tool_result_actions,
+)
 from ._team_actions import (
     USER,
     ApprovalDecision,
@@ -955,14 +960,7 @@ class TeamRuntime:
         steering = self.state.chats[ctx.chat].steering_message
         if steering is not None:
             await self.recorder.record(
-                [
-                    (
-                        ctx.chat,
-                        ChatPendingMessageRemovedAction(
-                            kind=PendingMessageKind.STEERING, id=steering.id
-                        ),
-                    )
-                ]
+                steering_injected(ctx.chat, ctx.turn_id, steering.id, steering.message.text)
             )
             ctx.steering.append(steering.message.text)
 

@@ -8,6 +8,9 @@ tool call or where the next call was asked for by another round (``_meta.round``
 turn is rendered the same way, so a model's next round sees its own earlier rounds of the
 turn and their results.
 
+A steering message the user injected into a running turn is a user message where it was
+injected (the runtime keeps it in the turn as a system-notification part).
+
 What a model does not see: reasoning (providers do not take it back), worker notifications
 (the delegate call's result already carries the worker's report) and turns a restart cut off
 (they ran again or were reported failed).
@@ -28,6 +31,7 @@ from ._ahp_state import (
     ChatState,
     MarkdownResponsePart,
     ResponsePart,
+    SystemNotificationResponsePart,
     ToolCallCancelledState,
     ToolCallCompletedState,
     ToolCallResponsePart,
@@ -35,6 +39,7 @@ from ._ahp_state import (
     Turn,
 )
 from ._recovery import is_interrupted, outcome_of, round_of
+from ._reports import STEERING_META
 
 __all__ = [
     "AssistantMessage",
@@ -133,6 +138,12 @@ def _rounds(parts: Iterable[ResponsePart]) -> list[TranscriptMessage]:
             if calls:
                 flush()
             text.append(part.content)
+        elif isinstance(part, SystemNotificationResponsePart):
+            if STEERING_META in (part.meta or {}):
+                flush()
+                content = part.content
+                said = content if isinstance(content, str) else content.markdown
+                messages.append(UserMessage(text=said))
         elif isinstance(part, ToolCallResponsePart):
             call = part.tool_call
             if calls and round_of(calls[-1]) != round_of(call):

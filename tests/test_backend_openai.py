@@ -40,6 +40,7 @@ from orchestrator._ahp_actions import (
 from orchestrator._ahp_state import (
     MarkdownResponsePart,
     ReasoningResponsePart,
+    SystemNotificationResponsePart,
     ToolCallCancelledState,
     ToolCallResponsePart,
 )
@@ -306,6 +307,31 @@ class TestToolCalls:
         assert outcomes[0].status is RunStatus.COMPLETED
         assert outcomes[0].result == "deploy said: ok"
         h.finished()
+
+    async def test_steering_is_read_where_it_was_injected(self) -> None:
+        def answer(request: dict[str, Any]) -> Answer:
+            if not tool_results(request):
+                return Stream(tool_calls(("call_d", "deploy", {"env": "prod"})))
+            return Stream(text("done"))
+
+        outcomes: list[RunOutcome] = []
+        async with model_team(answer) as (h, server), trio.open_nursery() as nursery:
+            nursery.start_soon(run_into, h, outcomes)
+            fact = await wait_for(h, lambda f: isinstance(f.action, ApprovalRequested))
+            requested = fact.action
+            assert isinstance(requested, ApprovalRequested)
+            await h.runtime.steer(requested.chat, "use the blue environment")
+            await h.runtime.resolve_approval(requested.approval, approved=True)
+        assert outcomes[0].status is RunStatus.COMPLETED
+        follow_up = server.requests[1]["messages"]
+        assert [m["role"] for m in follow_up] == ["system", "user", "assistant", "tool", "user"]
+        assert follow_up[-1]["content"] == "use the blue environment"
+        # The turn keeps it, so later turns read it too.
+        [turn] = h.finished().chats[requested.chat].turns
+        notes = [p for p in turn.response_parts if isinstance(p, SystemNotificationResponsePart)]
+        assert [(n.content, n.meta) for n in notes] == [
+            ("use the blue environment", {"steering": notes[0].meta["steering"]})  # type: ignore[index]
+        ]
 
     async def test_a_question_is_answered_and_the_model_reads_the_answer(self) -> None:
         question = {"question": "Which region?", "kind": "single-select", "options": ["eu", "us"]}
