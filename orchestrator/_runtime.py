@@ -515,6 +515,7 @@ class TeamRuntime:
             raise RunError(f"{self.session} has no run to resume")
         if run.status is not None:
             raise RunError(f"the run of {self.session} has already {run.status}")
+        self._check_team_fits()  # before the first fact: a team that does not fit writes none
         try:
             plan = plan_recovery(self.state, self.team.on_restart, now=self.recorder.clock())
         except ValueError as exc:
@@ -536,6 +537,28 @@ class TeamRuntime:
         return await self._drive(
             run.run, _ChatContext(chat, coordinator, run.task), message, resume=True
         )
+
+    def _check_team_fits(self) -> None:
+        """:class:`RunError` if the team file lacks what the stopped run used: an agent one
+        of its chats or tasks runs, or its coordinator."""
+        used = {m.agent for m in self.state.members.values()}
+        used |= {t.agent for t in self.state.tasks.values()}
+        missing = sorted(used - set(self.team.agent_names))
+        coordinator_chat = self.state.coordinator_chat()
+        member = self.state.members.get(coordinator_chat or "")
+        problems = []
+        if missing:
+            problems.append(f"it has no agent {', '.join(repr(a) for a in missing)}")
+        if member is not None and member.agent != self.team.coordinator:
+            problems.append(
+                f"its coordinator is {self.team.coordinator!r}, the run's was {member.agent!r}"
+            )
+        if problems:
+            raise RunError(
+                f"{self.session} cannot be resumed with {self.team.file}: "
+                f"{'; '.join(problems)} (resume with the team file the run started with: "
+                "leave out --team)"
+            )
 
     def _await_surviving_decisions(self) -> None:
         """Open a decision for every approval and question that survived the stop, so they

@@ -46,6 +46,7 @@ from orchestrator._team_actions import (
     USER,
     ApprovalDecision,
     ApprovalRequested,
+    MemberJoined,
     RunResumed,
     RunStatus,
     TaskStatus,
@@ -482,6 +483,40 @@ async def test_an_approval_can_be_decided_as_soon_as_resume_reports_started(
         await runtime.resolve_approval(approval.approval, approved=False)
         nursery.cancel_scope.cancel()
     assert runtime.state.approvals[approval.approval].decision is ApprovalDecision.DENIED
+
+
+async def test_resume_refuses_a_team_file_that_no_longer_fits_before_writing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    log = await full_run()
+    prefix = next(  # the first stop after the editor was started
+        log.facts[:end]
+        for end in log.boundaries
+        if any(
+            isinstance(f.action, MemberJoined) and f.action.agent == "editor"
+            for f in log.facts[:end]
+        )
+    )
+    changed = parse_team(
+        TEAM.format(policy="resume")
+        .replace("editor", "reviser")
+        .replace('coordinator = "lead"', 'coordinator = "planner"'),
+        file="changed.toml",
+    )
+    state = TeamState.fold(prefix[0].session, prefix)
+    assert "editor" in {m.agent for m in state.members.values()} | {
+        t.agent for t in state.tasks.values()
+    }, "the stop must come after the editor was started for this test to mean anything"
+    written = BatchLog(prefix)
+    runtime = TeamRuntime(changed, backends=ScriptedBackend, factlog=written, state=state)
+    with pytest.raises(RunError) as caught:
+        await runtime.resume()
+    assert str(caught.value) == (
+        f"{state.session_uri} cannot be resumed with changed.toml: it has no agent 'editor'; "
+        "its coordinator is 'planner', the run's was 'lead' (resume with the team file the "
+        "run started with: leave out --team)"
+    )
+    assert written.facts == list(prefix)  # nothing was written
 
 
 async def test_resume_refuses_a_finished_run(autojump_clock: trio.testing.MockClock) -> None:
