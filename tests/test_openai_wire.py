@@ -17,7 +17,11 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator._ahp_state import ToolCallCompletedState, ToolCallResponsePart
+from orchestrator._ahp_state import (
+    SystemNotificationResponsePart,
+    ToolCallCompletedState,
+    ToolCallResponsePart,
+)
 from orchestrator._backend import (
     ModelEvent,
     TextDelta,
@@ -34,6 +38,7 @@ from orchestrator._openai_wire import (
     retry_after_seconds,
 )
 from orchestrator._recovery import is_interrupted
+from orchestrator._reports import STEERING_META
 from orchestrator._teamfile import OpenAISettings, parse_team
 from orchestrator._tools import ToolDefinition, check_tool_input, tool_definitions
 from orchestrator._transcript import (
@@ -186,7 +191,16 @@ class TestTranscript:
     def test_every_tool_call_is_followed_by_its_result(self, chat: Any) -> None:
         messages = transcript(chat)
         turns = [t for t in chat.turns if not is_interrupted(t)]
-        expected_users = len(turns) + (chat.active_turn is not None)
+        if chat.active_turn is not None:
+            turns.append(chat.active_turn)
+        steering = [
+            p
+            for t in turns
+            for p in t.response_parts
+            if isinstance(p, SystemNotificationResponsePart) and STEERING_META in (p.meta or {})
+        ]
+        # One user message per turn, plus one per steering message injected into it.
+        expected_users = len(turns) + len(steering)
         assert sum(isinstance(m, UserMessage) for m in messages) == expected_users
         for index, message in enumerate(messages):
             if isinstance(message, AssistantMessage):
