@@ -747,11 +747,14 @@ class JournalReader:
 
     def session(self, session: str) -> SessionInfo:
         with self._connection() as connection:
-            row = connection.execute(
-                "SELECT session, team, title, status, created_at, updated_at, last_sequence, "
-                "team_file FROM sessions WHERE session = ?",
-                (session,),
-            ).fetchone()
+            return self._session(connection, session)
+
+    def _session(self, connection: sqlite3.Connection, session: str) -> SessionInfo:
+        row = connection.execute(
+            "SELECT session, team, title, status, created_at, updated_at, last_sequence, "
+            "team_file FROM sessions WHERE session = ?",
+            (session,),
+        ).fetchone()
         if row is None:
             raise _error(self.path, f"no session {session} (orchestrator sessions lists them)")
         return _session_info(row)
@@ -767,10 +770,13 @@ class JournalReader:
     def facts(self, session: str, *, after: int = 0) -> list[Fact]:
         """A session's facts after sequence ``after``, in order."""
         with self._connection() as connection:
-            rows = connection.execute(
-                "SELECT fact FROM facts WHERE session = ? AND sequence > ? ORDER BY sequence",
-                (session, after),
-            ).fetchall()
+            return self._facts(connection, session, after)
+
+    def _facts(self, connection: sqlite3.Connection, session: str, after: int) -> list[Fact]:
+        rows = connection.execute(
+            "SELECT fact FROM facts WHERE session = ? AND sequence > ? ORDER BY sequence",
+            (session, after),
+        ).fetchall()
         return [self._decode(text) for (text,) in rows]
 
     def agent_messages(
@@ -802,21 +808,24 @@ class JournalReader:
         A snapshot that cannot be read is ignored (it is only a cache): the session is then
         folded from its first fact.
         """
-        self.session(session)  # a clear error for an unknown session
-        start: TeamState | None = None
+        # One connection for all of it: each connection checks the whole file first
+        # (PRAGMA quick_check, about 50 ms per 100k facts), so this checks it once, not thrice.
         with self._connection() as connection:
+            self._session(connection, session)  # a clear error for an unknown session
+            start: TeamState | None = None
             row = connection.execute(
                 "SELECT sequence, state FROM snapshots WHERE session = ? "
                 "ORDER BY sequence DESC LIMIT 1",
                 (session,),
             ).fetchone()
-        if row is not None:
-            try:
-                start = decode_state(json.loads(row[1]))
-            except (json.JSONDecodeError, PeerProtocolError) as exc:
-                log.warning("snapshot ignored", session=session, error=str(exc))
-        after = start.last_sequence if start is not None else 0
-        return TeamState.fold(session, self.facts(session, after=after), start=start)
+            if row is not None:
+                try:
+                    start = decode_state(json.loads(row[1]))
+                except (json.JSONDecodeError, PeerProtocolError) as exc:
+                    log.warning("snapshot ignored", session=session, error=str(exc))
+            after = start.last_sequence if start is not None else 0
+            facts = self._facts(connection, session, after)
+        return TeamState.fold(session, facts, start=start)
 
 
 def _session_info(row: tuple[Any, ...]) -> SessionInfo:
