@@ -53,6 +53,7 @@ import trio
 
 from ._agent_messages import TURN_ENDS, turn_from_facts, turn_messages
 from ._ahp_actions import ChatTruncatedAction, ChatTurnStartedAction
+from ._compact_json import dumps
 from ._errors import FactLogError, PeerProtocolError
 from ._factlog import EventTicket, Ticket
 from ._facts import Fact
@@ -494,7 +495,7 @@ def _write_turn(
                 part,
                 end.sequence,
                 message["type"],
-                json.dumps(message, separators=(",", ":"), ensure_ascii=False),
+                dumps(message),
             )
             for part, message in enumerate(messages)
         ],
