@@ -30,8 +30,11 @@ written to it.
 
 Snapshots: after every :data:`SNAPSHOT_EVERY` committed facts of a session, the runtime's
 committed state is copied (its entries are immutable values, so a shallow copy) and the
-writer encodes and stores it, so opening a session reads the latest snapshot and folds only
-the facts after it.
+writer stores it, so opening a session reads the latest snapshot and folds only the facts
+after it. A snapshot is stored in parts (a ``snapshots`` row per session says which
+sequence, ``snapshot_parts`` rows hold the pieces; see :mod:`._snapshot`), and the writer
+writes again only the parts that changed since its previous snapshot of the session: a
+snapshot costs what changed, not the size of the session.
 """
 
 from __future__ import annotations
@@ -58,7 +61,15 @@ from ._errors import FactLogError, PeerProtocolError
 from ._factlog import EventTicket, Ticket
 from ._facts import Fact
 from ._facts_wire import decode_fact, fact_to_json
-from ._snapshot import decode_state, encode_state
+from ._snapshot import (
+    PartKey,
+    decode_parts,
+    decode_state,
+    encode_part,
+    same_values,
+    snapshot_header,
+    snapshot_parts,
+)
 from ._team_actions import RunFinished, RunStarted
 from ._team_state import TeamState
 
@@ -78,7 +89,7 @@ log = structlog.get_logger("orchestrator.journal")
 #: ``PRAGMA application_id`` of our files: "ORCH".
 APPLICATION_ID: Final = 0x4F524348
 #: The schema this code writes; see :data:`MIGRATIONS` for how older ones are brought up.
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 #: Most facts written in one transaction (a group commit).
 GROUP_LIMIT: Final = 20_000
 #: Committed facts of a session between two snapshots of it.
@@ -137,6 +148,33 @@ def _add_agent_messages(connection: sqlite3.Connection) -> None:
         history.record(connection, [decode_fact(json.loads(text)) for (text,) in rows])
 
 
+_SNAPSHOT_PARTS: Final = """
+CREATE TABLE snapshot_parts (
+    session TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    sequence INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (session, kind, name, position)
+)
+"""
+
+
+def _split_snapshots(connection: sqlite3.Connection) -> None:
+    """Schema 4: snapshots in parts (see :mod:`._snapshot`); the whole-state snapshots on
+    file are converted (one that cannot be read is dropped: it is only a cache)."""
+    connection.execute(_SNAPSHOT_PARTS)
+    rows = connection.execute("SELECT state FROM snapshots").fetchall()
+    connection.execute("DELETE FROM snapshots")
+    for (text,) in rows:
+        try:
+            state = decode_state(json.loads(text))
+        except (json.JSONDecodeError, PeerProtocolError):
+            continue
+        _SnapshotWriter().write(connection, state)
+
+
 #: Each entry brings a file from the version before it to its own version: SQL, or a
 #: function run inside the migration's transaction.
 MIGRATIONS: Final[dict[int, str | Callable[[sqlite3.Connection], None]]] = {
@@ -152,6 +190,7 @@ CREATE TABLE snapshots (
 );
 """,
     3: _add_agent_messages,
+    4: _split_snapshots,
 }
 
 
@@ -404,24 +443,60 @@ class _Describe:
 
 @attrs.define(eq=False)
 class _Snapshot:
-    """A session's committed state at ``sequence`` (shallow copies), encoded by the writer."""
+    """A session's committed state (shallow copies), written in parts by the writer."""
 
     state: TeamState
+    writer: _SnapshotWriter
 
     def write(self, connection: sqlite3.Connection, history: _AgentHistory) -> None:
-        encoded = json.dumps(encode_state(self.state), separators=(",", ":"))
-        connection.execute(
-            "INSERT OR REPLACE INTO snapshots (session, sequence, state) VALUES (?, ?, ?)",
-            (self.state.session_uri, self.state.last_sequence, encoded),
-        )
-        # One snapshot per session is enough to open it: keep the newest.
-        connection.execute(
-            "DELETE FROM snapshots WHERE session = ? AND sequence < ?",
-            (self.state.session_uri, self.state.last_sequence),
-        )
+        self.writer.write(connection, self.state)
 
     def size(self) -> int:
         return len(self.state.chats) + 1
+
+
+class _SnapshotWriter:
+    """Writes snapshots in parts, each part only when it changed (the writer thread's own).
+
+    It remembers the values of the parts it last wrote of each session: a part holding the
+    same objects is on file as it is. A session not written yet by this process is written
+    whole, its old parts removed first. After a failed transaction nothing more is written,
+    so what it remembers need not roll back with it.
+    """
+
+    def __init__(self) -> None:
+        self._written: dict[str, dict[PartKey, tuple[Any, ...]]] = {}
+
+    def write(self, connection: sqlite3.Connection, state: TeamState) -> None:
+        session, sequence = state.session_uri, state.last_sequence
+        parts = snapshot_parts(state)
+        written = self._written.get(session)
+        if written is None:
+            connection.execute("DELETE FROM snapshot_parts WHERE session = ?", (session,))
+            written = {}
+        connection.executemany(
+            "DELETE FROM snapshot_parts WHERE session = ? AND kind = ? AND name = ? "
+            "AND position = ?",
+            [(session, *key) for key in written.keys() - parts.keys()],
+        )
+        connection.executemany(
+            "INSERT OR REPLACE INTO snapshot_parts (session, kind, name, position, sequence, "
+            "data) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (session, *key, sequence, dumps(encode_part(key, values)))
+                for key, values in parts.items()
+                if not same_values(written.get(key), values)
+            ],
+        )
+        connection.execute(
+            "INSERT OR REPLACE INTO snapshots (session, sequence, state) VALUES (?, ?, ?)",
+            (session, sequence, dumps(snapshot_header(state))),
+        )
+        # One snapshot per session is enough to open it: keep the newest.
+        connection.execute(
+            "DELETE FROM snapshots WHERE session = ? AND sequence < ?", (session, sequence)
+        )
+        self._written[session] = parts
 
 
 _Item = _Batch | _Describe | _Snapshot
@@ -565,6 +640,7 @@ class SqliteJournal:
         self._failed: FactLogError | None = None
         self._closed = False
         self._snapshot_at: dict[str, int] = {}
+        self._snapshots = _SnapshotWriter()
         self._history = _AgentHistory()
         self._connection: sqlite3.Connection | None = None
         self.reader = JournalReader(self.path)
@@ -700,7 +776,7 @@ class SqliteJournal:
         last = self._snapshot_at.get(state.session_uri, 0)
         if state.last_sequence - last >= self.snapshot_every and self._failed is None:
             self._snapshot_at[state.session_uri] = state.last_sequence
-            self._queue.put(_Snapshot(state.copy()))
+            self._queue.put(_Snapshot(state.copy(), self._snapshots))
 
 
 # ─── Reading ─────────────────────────────────────────────────────────────────
@@ -815,13 +891,19 @@ class JournalReader:
             self._session(connection, session)  # a clear error for an unknown session
             start: TeamState | None = None
             row = connection.execute(
-                "SELECT sequence, state FROM snapshots WHERE session = ? "
-                "ORDER BY sequence DESC LIMIT 1",
+                "SELECT state FROM snapshots WHERE session = ? ORDER BY sequence DESC LIMIT 1",
                 (session,),
             ).fetchone()
             if row is not None:
+                parts = connection.execute(
+                    "SELECT kind, name, position, data FROM snapshot_parts WHERE session = ?",
+                    (session,),
+                )
                 try:
-                    start = decode_state(json.loads(row[1]))
+                    start = decode_parts(
+                        json.loads(row[0]),
+                        ((kind, name, at, json.loads(data)) for kind, name, at, data in parts),
+                    )
                 except (json.JSONDecodeError, PeerProtocolError) as exc:
                     log.warning("snapshot ignored", session=session, error=str(exc))
             after = start.last_sequence if start is not None else 0
