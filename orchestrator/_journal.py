@@ -498,6 +498,10 @@ class _SnapshotWriter:
         )
         self._written[session] = parts
 
+    def forget(self, session: str) -> None:
+        """Let go of what was written of ``session`` (a later snapshot writes it whole)."""
+        self._written.pop(session, None)
+
 
 _Item = _Batch | _Describe | _Snapshot
 
@@ -728,6 +732,10 @@ class SqliteJournal:
                         item.write(connection, self._history)
                     connection.execute("COMMIT")
                     self._count(group)
+                    for item in group:
+                        if isinstance(item, _Batch) and item.status is not None:
+                            # The run ended: keep none of its state alive for later snapshots.
+                            self._snapshots.forget(item.session)
                 except sqlite3.Error as exc:
                     with contextlib.suppress(sqlite3.Error):
                         connection.execute("ROLLBACK")

@@ -322,6 +322,7 @@ class TestSnapshots:
         assert kinds.get("chat", 0) >= 1, kinds
         assert kinds.get("turns", 0) >= 1, kinds
         assert journal.statistics().snapshots >= 6
+        assert journal._snapshots._written == {}, "a finished run's state is let go"
         reader = JournalReader(db)
         opened = reader.open(runtime.session)
         folded = TeamState.fold(runtime.session, reader.facts(runtime.session))
