@@ -898,25 +898,44 @@ class JournalReader:
         with self._connection() as connection:
             self._session(connection, session)  # a clear error for an unknown session
             start: TeamState | None = None
-            row = connection.execute(
-                "SELECT state FROM snapshots WHERE session = ? ORDER BY sequence DESC LIMIT 1",
-                (session,),
-            ).fetchone()
-            if row is not None:
-                parts = connection.execute(
-                    "SELECT kind, name, position, data FROM snapshot_parts WHERE session = ?",
+            # The header and its parts in one read transaction: a snapshot the writer commits
+            # meanwhile must not be read half (its parts under an older header).
+            connection.execute("BEGIN")
+            try:
+                row = connection.execute(
+                    "SELECT sequence, state FROM snapshots WHERE session = ? "
+                    "ORDER BY sequence DESC LIMIT 1",
                     (session,),
-                )
+                ).fetchone()
+                parts = connection.execute(
+                    "SELECT kind, name, position, sequence, data FROM snapshot_parts "
+                    "WHERE session = ?",
+                    (session,),
+                ).fetchall()
+            finally:
+                connection.execute("COMMIT")
+            if row is not None:
                 try:
-                    start = decode_parts(
-                        json.loads(row[0]),
-                        ((kind, name, at, json.loads(data)) for kind, name, at, data in parts),
-                    )
+                    start = _snapshot(row[0], row[1], parts)
                 except (json.JSONDecodeError, PeerProtocolError) as exc:
                     log.warning("snapshot ignored", session=session, error=str(exc))
             after = start.last_sequence if start is not None else 0
             facts = self._facts(connection, session, after)
         return TeamState.fold(session, facts, start=start)
+
+
+def _snapshot(
+    sequence: int, header: str, parts: Sequence[tuple[str, str, int, int, str]]
+) -> TeamState:
+    """A snapshot's state from its ``snapshots`` and ``snapshot_parts`` rows."""
+    if any(written > sequence for _, _, _, written, _ in parts):
+        raise PeerProtocolError(
+            "a part is newer than its snapshot", path="$.sequence", protocol="snapshot"
+        )
+    return decode_parts(
+        json.loads(header),
+        ((kind, name, at, json.loads(data)) for kind, name, at, _, data in parts),
+    )
 
 
 def _session_info(row: tuple[Any, ...]) -> SessionInfo:

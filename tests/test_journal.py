@@ -15,7 +15,7 @@ import trio
 import trio.testing
 
 from orchestrator._backend_scripted import ScriptedBackend
-from orchestrator._errors import FactLogError
+from orchestrator._errors import FactLogError, PeerProtocolError
 from orchestrator._graph import build_graph
 from orchestrator._journal import (
     APPLICATION_ID,
@@ -24,6 +24,7 @@ from orchestrator._journal import (
     Durability,
     JournalReader,
     SqliteJournal,
+    _snapshot,
 )
 from orchestrator._runtime import RunOutcome, TeamRuntime
 from orchestrator._snapshot import encode_state
@@ -365,6 +366,23 @@ class TestSnapshots:
         assert opened.approvals == folded.approvals
         assert opened.session == folded.session
 
+    async def test_a_part_newer_than_its_header_is_refused(self, tmp_path: Path) -> None:
+        """Header and parts are written in one transaction and read in one; a part newer
+        than the header (a snapshot read half) would fold the facts after it twice."""
+        db = tmp_path / "journal.db"
+        await run_team(db, snapshot_every=20)
+        connection = sqlite3.connect(db)
+        (sequence, header) = connection.execute("SELECT sequence, state FROM snapshots").fetchone()
+        parts = connection.execute(
+            "SELECT kind, name, position, sequence, data FROM snapshot_parts"
+        ).fetchall()
+        assert _snapshot(sequence, header, parts).last_sequence == sequence
+        newer = [
+            (*part[:3], sequence + 1, part[4]) if part[0] == "chat" else part for part in parts
+        ]
+        with pytest.raises(PeerProtocolError, match="a part is newer than its snapshot"):
+            _snapshot(sequence, header, newer)
+
     @pytest.mark.parametrize(
         "damage",
         [
@@ -372,6 +390,7 @@ class TestSnapshots:
             "UPDATE snapshot_parts SET data = 'not json' WHERE kind = 'turns'",
             "DELETE FROM snapshot_parts WHERE kind = 'turns'",
             "UPDATE snapshot_parts SET data = '{}' WHERE kind = 'task'",
+            "UPDATE snapshot_parts SET sequence = sequence + 1000 WHERE kind = 'chat'",
         ],
     )
     async def test_a_damaged_snapshot_is_only_a_cache(self, tmp_path: Path, damage: str) -> None:
@@ -383,6 +402,7 @@ class TestSnapshots:
         connection.close()
         opened = JournalReader(db).open(runtime.session)
         assert opened.chats == runtime.state.chats
+        assert opened.last_sequence == runtime.state.last_sequence
 
 
 class TestCommandLine:
