@@ -11,7 +11,8 @@ each durable before the next figure counts it:
 
 Open: a session of N facts (one long conversation: turns of a prompt, a text part and
 eight deltas) is written with snapshots as the journal takes them, then opened with
-``JournalReader.open`` (latest snapshot + the facts after it), cold process, best of 3.
+``JournalReader.open`` (latest snapshot + the facts after it), cold process with the GC
+thresholds the CLI sets (``tune_gc``), best of 3.
 
     .venv/bin/python bench/journal.py                 # append + open 10k, 100k, 1M
     .venv/bin/python bench/journal.py append
@@ -53,6 +54,7 @@ from orchestrator._ahp_state import (  # noqa: E402
 from orchestrator._facts import Action, Fact  # noqa: E402
 from orchestrator._journal import Durability, JournalReader, SqliteJournal  # noqa: E402
 from orchestrator._logging import configure_logging  # noqa: E402
+from orchestrator._process import tune_gc  # noqa: E402
 from orchestrator._team_actions import MemberJoined, RunStarted  # noqa: E402
 from orchestrator._team_state import TeamState  # noqa: E402
 
@@ -167,6 +169,7 @@ async def _write_session(path: Path, count: int) -> None:
 
 
 def _open_once(path: str) -> None:
+    tune_gc()  # as the CLI does at start, for every command
     started = time.perf_counter()
     state = JournalReader(path).open(SESSION)
     elapsed = time.perf_counter() - started

@@ -149,6 +149,8 @@ def _show(value: object) -> str:
 
 
 def _require_object(data: object) -> Mapping[str, Any]:
+    if type(data) is dict:  # what json.loads gives: skip the slower ABC check
+        return data
     if not isinstance(data, Mapping):
         raise _WireError(f"expected a JSON object, got {_json_type(data)}")
     return data
@@ -338,8 +340,11 @@ def _structure_unknown_action(data: object, _: Any) -> UnknownAction:
 
 def _strict(kind: type | tuple[type, ...], what: str) -> Callable[[object, Any], Any]:
     """A hook that accepts ``kind`` as it is (never a bool for a number) and nothing else."""
+    exact = kind if isinstance(kind, tuple) else (kind,)
 
     def structure_primitive(data: object, _: Any) -> Any:
+        if type(data) in exact:  # the common case, decided without isinstance
+            return data
         if isinstance(data, kind) and (kind is bool or not isinstance(data, bool)):
             return data
         raise _WireError(f"expected {what}, got {_json_type(data)}")
@@ -357,6 +362,10 @@ def _structure_session_status(data: object, _: Any) -> SessionStatus:
 
 def _structure_str_enum(data: object, cls: type[enum.StrEnum]) -> enum.StrEnum:
     if isinstance(data, str):
+        # The member by value: what cls(data) returns, without the enum call machinery.
+        member = cls._value2member_map_.get(data)
+        if member is not None:
+            return member  # type: ignore[return-value]
         try:
             return cls(data)
         except ValueError:

@@ -17,7 +17,7 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.preconf.json import make_converter
 
-from . import _ahp_wire
+from . import _ahp_wire, _compact_json
 from ._errors import PeerProtocolError
 from ._facts import Action, Fact
 from ._team_actions import TEAM_ACTION_TYPES
@@ -110,7 +110,7 @@ def decode_fact(data: object) -> Fact:
 
 def fact_to_json(fact: Fact) -> str:
     """One compact JSON line (no newline)."""
-    return json.dumps(encode_fact(fact), separators=(",", ":"), ensure_ascii=False)
+    return _compact_json.dumps(encode_fact(fact))
 
 
 def fact_from_json(line: str) -> Fact:

@@ -201,6 +201,7 @@ async def test_a_schema_2_journal_gets_its_history_written_when_migrated(tmp_pat
     written = JournalReader(db).agent_messages(SESSION, CHAT)
     connection = sqlite3.connect(db)
     connection.execute("DROP TABLE agent_messages")
+    connection.execute("DROP TABLE snapshot_parts")  # schema 4's
     connection.execute("PRAGMA user_version=2")
     connection.commit()
     connection.close()

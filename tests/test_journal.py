@@ -15,7 +15,7 @@ import trio
 import trio.testing
 
 from orchestrator._backend_scripted import ScriptedBackend
-from orchestrator._errors import FactLogError
+from orchestrator._errors import FactLogError, PeerProtocolError
 from orchestrator._graph import build_graph
 from orchestrator._journal import (
     APPLICATION_ID,
@@ -24,8 +24,10 @@ from orchestrator._journal import (
     Durability,
     JournalReader,
     SqliteJournal,
+    _snapshot,
 )
 from orchestrator._runtime import RunOutcome, TeamRuntime
+from orchestrator._snapshot import encode_state
 from orchestrator._team_actions import RunStatus
 from orchestrator._team_state import TeamState
 from orchestrator._teamfile import TeamSpec, load_team
@@ -302,15 +304,105 @@ class TestSnapshots:
         assert opened.run == folded.run
         assert opened.last_sequence == folded.last_sequence
 
-    async def test_a_damaged_snapshot_is_only_a_cache(self, tmp_path: Path) -> None:
+    async def test_a_snapshot_writes_again_only_the_parts_that_changed(
+        self, tmp_path: Path
+    ) -> None:
+        """Parts unchanged since an earlier snapshot keep the sequence of the snapshot that
+        wrote them (a finished worker's chat is not written again); opening still equals
+        the fold."""
+        db = tmp_path / "journal.db"
+        _, runtime, journal = await run_team(db, snapshot_every=10)
+        connection = sqlite3.connect(db)
+        ((latest,),) = connection.execute("SELECT sequence FROM snapshots").fetchall()
+        kinds = dict(
+            connection.execute(
+                "SELECT kind, count(*) FROM snapshot_parts WHERE sequence < ? GROUP BY kind",
+                (latest,),
+            ).fetchall()
+        )
+        assert kinds.get("chat", 0) >= 1, kinds
+        assert kinds.get("turns", 0) >= 1, kinds
+        assert journal.statistics().snapshots >= 6
+        assert journal._snapshots._written == {}, "a finished run's state is let go"
+        reader = JournalReader(db)
+        opened = reader.open(runtime.session)
+        folded = TeamState.fold(runtime.session, reader.facts(runtime.session))
+        assert opened.chats == folded.chats
+        assert list(opened.tasks.items()) == list(folded.tasks.items())
+        assert opened.last_sequence == folded.last_sequence
+
+    async def test_a_schema_3_snapshot_is_converted_to_parts(self, tmp_path: Path) -> None:
+        """A schema-3 journal's whole-state snapshot becomes parts when the file is migrated,
+        and the session opens from them as from a fold."""
+        db = tmp_path / "journal.db"
+        _, runtime, _ = await run_team(db, snapshot_every=20)
+        reader = JournalReader(db)
+        facts = reader.facts(runtime.session)
+        at = facts[len(facts) // 2 - 1].sequence
+        connection = sqlite3.connect(db)
+        connection.execute("DROP TABLE snapshot_parts")
+        connection.execute("DELETE FROM snapshots")
+        old = encode_state(TeamState.fold(runtime.session, facts[: len(facts) // 2]))
+        connection.execute(
+            "INSERT INTO snapshots (session, sequence, state) VALUES (?, ?, ?)",
+            (runtime.session, at, json.dumps(old)),
+        )
+        connection.execute("PRAGMA user_version=3")
+        connection.commit()
+        connection.close()
+        journal = SqliteJournal(db)
+        await trio.to_thread.run_sync(journal.open)
+        assert journal._connection is not None
+        journal._connection.close()
+        connection = sqlite3.connect(db)
+        assert connection.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        (header,) = connection.execute("SELECT state FROM snapshots").fetchone()
+        assert json.loads(header)["sequence"] == at
+        (parts,) = connection.execute("SELECT count(*) FROM snapshot_parts").fetchone()
+        assert parts > 0
+        opened = reader.open(runtime.session)
+        folded = TeamState.fold(runtime.session, facts)
+        assert opened.chats == folded.chats
+        assert opened.approvals == folded.approvals
+        assert opened.session == folded.session
+
+    async def test_a_part_newer_than_its_header_is_refused(self, tmp_path: Path) -> None:
+        """Header and parts are written in one transaction and read in one; a part newer
+        than the header (a snapshot read half) would fold the facts after it twice."""
+        db = tmp_path / "journal.db"
+        await run_team(db, snapshot_every=20)
+        connection = sqlite3.connect(db)
+        (sequence, header) = connection.execute("SELECT sequence, state FROM snapshots").fetchone()
+        parts = connection.execute(
+            "SELECT kind, name, position, sequence, data FROM snapshot_parts"
+        ).fetchall()
+        assert _snapshot(sequence, header, parts).last_sequence == sequence
+        newer = [
+            (*part[:3], sequence + 1, part[4]) if part[0] == "chat" else part for part in parts
+        ]
+        with pytest.raises(PeerProtocolError, match="a part is newer than its snapshot"):
+            _snapshot(sequence, header, newer)
+
+    @pytest.mark.parametrize(
+        "damage",
+        [
+            "UPDATE snapshots SET state = '{\"format\": 99}'",
+            "UPDATE snapshot_parts SET data = 'not json' WHERE kind = 'turns'",
+            "DELETE FROM snapshot_parts WHERE kind = 'turns'",
+            "UPDATE snapshot_parts SET data = '{}' WHERE kind = 'task'",
+            "UPDATE snapshot_parts SET sequence = sequence + 1000 WHERE kind = 'chat'",
+        ],
+    )
+    async def test_a_damaged_snapshot_is_only_a_cache(self, tmp_path: Path, damage: str) -> None:
         db = tmp_path / "journal.db"
         _, runtime, _ = await run_team(db, snapshot_every=20)
         connection = sqlite3.connect(db)
-        connection.execute("UPDATE snapshots SET state = '{\"format\": 99}'")
+        connection.execute(damage)
         connection.commit()
         connection.close()
         opened = JournalReader(db).open(runtime.session)
         assert opened.chats == runtime.state.chats
+        assert opened.last_sequence == runtime.state.last_sequence
 
 
 class TestCommandLine:

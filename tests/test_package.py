@@ -13,6 +13,7 @@ import orchestrator
 #: Protocol types, reducers, graph and projections: facts in, state or envelopes out.
 PURE_MODULES = (
     "orchestrator._errors",
+    "orchestrator._compact_json",
     "orchestrator._ahp_state",
     "orchestrator._ahp_actions",
     "orchestrator._ahp_wire",
