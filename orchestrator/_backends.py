@@ -1,7 +1,7 @@
 """Which backend answers an agent: the factory a run hands to the runtime.
 
 The team file names each agent's backend; :func:`backend_factory` makes the matching one.
-Every agent's backend is made once up front, so a configuration problem (an unset API key,
+Every agent's backend is made once, up front, so a configuration problem (an unset API key,
 say) stops the run before its first fact, with a message naming the agent and the setting.
 """
 
@@ -29,6 +29,9 @@ def backend_factory(
             return OpenAIBackend(team, agent, client=client, environ=environ)
         return ScriptedBackend(agent)
 
-    for agent in team.agents:
-        make(agent)
-    return make
+    made = {agent.name: make(agent) for agent in team.agents}
+
+    def backend_for(agent: AgentSpec) -> Backend:
+        return made[agent.name]
+
+    return backend_for

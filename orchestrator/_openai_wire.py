@@ -1,10 +1,10 @@
 """The OpenAI chat-completions wire format: the request a round sends, the chunks it reads back.
 
 Theory of operation: :func:`request_body` renders a round as one streaming request: the
-agent's system prompt, the chat's :func:`~orchestrator._transcript.transcript`, the turn's
-steering messages and the agent's tools. The server answers with ``chat.completion.chunk``
-objects; a :class:`ChunkAssembler` turns each into :data:`~orchestrator._backend.ModelEvent`
-values as it arrives:
+agent's system prompt, the chat's :func:`~orchestrator._transcript.transcript` (steering
+messages included, where they were injected) and the agent's tools. The server answers
+with ``chat.completion.chunk`` objects; a :class:`ChunkAssembler` turns each into
+:data:`~orchestrator._backend.ModelEvent` values as it arrives:
 
 * ``delta.content`` → :class:`TextDelta`; ``delta.reasoning_content`` (vLLM, llama.cpp,
   DeepSeek) or ``delta.reasoning`` (Ollama, OpenRouter) → :class:`ReasoningDelta`;
@@ -79,13 +79,11 @@ def request_body(
     *,
     system: str,
     messages: Sequence[TranscriptMessage],
-    steering: Sequence[str] = (),
     tools: Sequence[ToolDefinition] = (),
 ) -> dict[str, Any]:
     """The JSON body of one streaming ``POST /chat/completions``."""
     wire: list[dict[str, Any]] = [{"role": "system", "content": system}]
     wire.extend(_message(m) for m in messages)
-    wire.extend({"role": "user", "content": text} for text in steering)
     body: dict[str, Any] = {
         "model": settings.model,
         "messages": wire,

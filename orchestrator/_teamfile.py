@@ -110,6 +110,15 @@ _TEAM_KEYS: Final = (
     "description",
     "on_restart",
 )
+#: What [openai] and an openai agent's table may set (see :class:`OpenAISettings`).
+_OPENAI_KEYS: Final = (
+    "model",
+    "base_url",
+    "api_key_env",
+    "temperature",
+    "read_timeout",
+    "max_retries",
+)
 _AGENT_KEYS: Final = (
     "role",
     "backend",
@@ -124,21 +133,7 @@ _AGENT_KEYS: Final = (
     "tool_results",
     "turns",
     # The backend's own settings, overriding the file's [openai] table for this agent.
-    "model",
-    "base_url",
-    "api_key_env",
-    "temperature",
-    "read_timeout",
-    "max_retries",
-)
-#: What [openai] and an openai agent's table may set (see :class:`OpenAISettings`).
-_OPENAI_KEYS: Final = (
-    "model",
-    "base_url",
-    "api_key_env",
-    "temperature",
-    "read_timeout",
-    "max_retries",
+    *_OPENAI_KEYS,
 )
 _ENV_NAME_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _TURN_KEYS: Final = ("steps",)

@@ -157,6 +157,13 @@ async def run_into(harness: Harness, outcomes: list[RunOutcome]) -> None:
     outcomes.append(await run(harness))
 
 
+async def approval_requested(harness: Harness) -> ApprovalRequested:
+    """The first approval the run asks for, once it has."""
+    fact = await wait_for(harness, lambda f: isinstance(f.action, ApprovalRequested))
+    assert isinstance(fact.action, ApprovalRequested)
+    return fact.action
+
+
 def no_key_anywhere(harness: Harness) -> None:
     for fact in harness.facts:
         assert KEY not in repr(fact)
@@ -298,9 +305,7 @@ class TestToolCalls:
         outcomes: list[RunOutcome] = []
         async with model_team(answer) as (h, server), trio.open_nursery() as nursery:
             nursery.start_soon(run_into, h, outcomes)
-            fact = await wait_for(h, lambda f: isinstance(f.action, ApprovalRequested))
-            requested = fact.action
-            assert isinstance(requested, ApprovalRequested)
+            requested = await approval_requested(h)
             assert requested.tool_call_id == "call_d"
             assert len(server.requests) == 1  # nothing runs before the decision
             await h.runtime.resolve_approval(requested.approval, approved=True)
@@ -317,9 +322,7 @@ class TestToolCalls:
         outcomes: list[RunOutcome] = []
         async with model_team(answer) as (h, server), trio.open_nursery() as nursery:
             nursery.start_soon(run_into, h, outcomes)
-            fact = await wait_for(h, lambda f: isinstance(f.action, ApprovalRequested))
-            requested = fact.action
-            assert isinstance(requested, ApprovalRequested)
+            requested = await approval_requested(h)
             await h.runtime.steer(requested.chat, "use the blue environment")
             await h.runtime.resolve_approval(requested.approval, approved=True)
         assert outcomes[0].status is RunStatus.COMPLETED

@@ -221,8 +221,7 @@ class TestTranscript:
         body = request_body(
             OpenAISettings(model="m", temperature=0.3),
             system="who you are",
-            messages=[UserMessage(text="task")],
-            steering=["focus on tests"],
+            messages=[UserMessage(text="task"), UserMessage(text="focus on tests")],
         )
         assert body["messages"] == [
             {"role": "system", "content": "who you are"},
