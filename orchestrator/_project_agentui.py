@@ -622,6 +622,7 @@ class AgentUiProjector:
                 "resolvedBy": action.resolved_by,
                 "toolName": request.tool_name,
                 "requestedBy": request.requested_by,
+                **({"principal": action.principal} if action.principal is not None else {}),
             },
         )
 

@@ -364,6 +364,7 @@ class _Decision:
     applied: trio.Event = attrs.field(factory=trio.Event)
     approved: bool = False
     decided_by: str = USER
+    principal: str | None = None  # the identity behind a user's decision (a client's token)
     question: ChatInputQuestion | None = None  # what an input request asks
     answer: str = ""
     value: ChatInputAnswerValue | None = None  # the answer, read as the question asks
@@ -426,9 +427,17 @@ class TeamRuntime:
         ids: Ids | None = None,
         clock: Callable[[], str] = utc_now,
         state: TeamState | None = None,
+        conversation: bool = False,
     ) -> None:
         """``state``: an unfinished run's state, folded from its log, to :meth:`resume`
-        (``ids`` should then be made with the ``restart`` that resume will record)."""
+        (``ids`` should then be made with the ``restart`` that resume will record).
+
+        ``conversation``: the run does not end with the coordinator's turn. The coordinator
+        chat stays open and each message queued to it (:meth:`queue`) is its next turn; a
+        turn that fails or is cancelled (:meth:`cancel_turn`) ends only itself. The run
+        ends when :meth:`close` is called (or the team is cancelled). The daemon runs its
+        sessions this way: one session, many prompts.
+        """
         self.team = team
         self.ids = ids or Ids(
             restart=0 if state is None or state.run is None else state.run.restarts + 1
@@ -450,6 +459,12 @@ class TeamRuntime:
         self._open_chats: set[str] = set()
         # Delegations waiting for a place in the budget, by task id (see cancel_task).
         self._waiting: dict[str, trio.CancelScope] = {}
+        self.conversation = conversation
+        self._closing = False
+        self._prompted = trio.Event()  # a conversation's idle coordinator waits on it
+        self._turn_scopes: dict[str, trio.CancelScope] = {}  # a conversation's current turn
+        # stop(): cancellations record nothing, so the journal holds what a crash would.
+        self._stopping = False
 
     # ── the run ────────────────────────────────────────────────────────────
 
@@ -591,7 +606,10 @@ class TeamRuntime:
             self._session_scope = scope
             self._scopes[chat] = scope
             try:
-                result = await self._run_chat(ctx, message, resume=resume)
+                if self.conversation:
+                    result = await self._converse(ctx, message, resume=resume)
+                else:
+                    result = await self._run_chat(ctx, message, resume=resume)
             except TurnFailedError as exc:
                 return await self._finish(run_id, RunStatus.FAILED, error=str(exc))
             except Exception as exc:
@@ -602,16 +620,20 @@ class TeamRuntime:
                     run_id, RunStatus.FAILED, error=f"internal error: {exc!r}"
                 )
             except BaseException as exc:
-                if is_cancellation(exc):
+                if is_cancellation(exc) and not self._stopping:
                     with trio.CancelScope(shield=True):
                         await self._finish(run_id, RunStatus.CANCELLED, error=CANCELLED)
                 raise
             finally:
                 self._scopes.pop(chat, None)
             return await self._finish(run_id, RunStatus.COMPLETED, result=result.text)
-        # Only reached when cancel() cancelled the session scope, which absorbed the
-        # cancellation after the run was recorded cancelled (above).
-        return RunOutcome(session=self.session, status=RunStatus.CANCELLED, error=CANCELLED)
+        # Only reached when cancel() or stop() cancelled the session scope, which absorbed
+        # the cancellation after the run was recorded cancelled (or, stopping, not at all).
+        return RunOutcome(
+            session=self.session,
+            status=RunStatus.CANCELLED,
+            error=STOPPED if self._stopping else CANCELLED,
+        )
 
     def _lost(self, error: FactLogError) -> RunOutcome:
         """The run stops where its fact log failed: nothing more can be recorded (not even
@@ -650,6 +672,30 @@ class TeamRuntime:
         if self._session_scope is not None:
             self._session_scope.cancel()
 
+    def stop(self) -> None:
+        """Stop with the process: every task ends, and nothing more is recorded.
+
+        The journal is left as a crash would leave it, but whole: the run stays unfinished,
+        its cut-off turns, running tool calls and waiting tasks are ended at the next start
+        by recovery, as the team's ``on_restart`` says (see :meth:`resume`).
+        """
+        self._stopping = True
+        if self._session_scope is not None:
+            self._session_scope.cancel()
+
+    def close(self) -> None:
+        """End a conversation: once its queued prompts are done the run finishes
+        ``completed`` with the last turn's answer. No effect on a run that is not one."""
+        self._closing = True
+        self._prompted.set()
+
+    def cancel_turn(self, chat: str) -> None:
+        """Cancel the running turn of a conversation's coordinator; the run goes on."""
+        scope = self._turn_scopes.get(chat)
+        if scope is None:
+            raise RunError(f"no running turn in {chat}")
+        scope.cancel()
+
     def cancel_worker(self, chat: str) -> None:
         """Cancel one worker and its subtree; its task is reported ``killed``."""
         scope = self._scopes.get(chat)
@@ -670,8 +716,12 @@ class TeamRuntime:
         else:
             raise RunError(f"task {task!r} is {record.status}: there is nothing to cancel")
 
-    async def resolve_approval(self, approval: str, *, approved: bool, by: str = USER) -> None:
+    async def resolve_approval(
+        self, approval: str, *, approved: bool, by: str = USER, principal: str | None = None
+    ) -> None:
         """Decide a pending approval; returns once the decision has been applied.
+
+        ``principal``: who decided, behind ``by`` (a client's identity), recorded with it.
 
         Raises :class:`RunError` for an approval that is not pending, has been decided
         already, is routed to someone else, or was withdrawn because its requester stopped
@@ -689,6 +739,7 @@ class TeamRuntime:
             )
         decision.approved = approved
         decision.decided_by = by
+        decision.principal = principal
         decision.event.set()
         await decision.applied.wait()
         applied = self.state.approvals[approval]
@@ -724,15 +775,18 @@ class TeamRuntime:
         decision.response = response
         decision.event.set()
 
-    async def steer(self, chat: str, text: str) -> None:
-        """Inject a steering message into a running chat (read at its next model round)."""
-        await self._set_pending(chat, text, PendingMessageKind.STEERING)
+    async def steer(self, chat: str, text: str) -> str:
+        """Inject a steering message into a running chat (read at its next model round);
+        returns the message's id."""
+        return await self._set_pending(chat, text, PendingMessageKind.STEERING)
 
-    async def queue(self, chat: str, text: str) -> None:
-        """Queue a message that starts a new turn once the chat's current turn finishes."""
-        await self._set_pending(chat, text, PendingMessageKind.QUEUED)
+    async def queue(self, chat: str, text: str) -> str:
+        """Queue a message that starts a new turn once the chat's current turn finishes
+        (at once, for a conversation's idle coordinator); returns the message's id, which
+        the turn it starts records as its ``queuedMessageId``."""
+        return await self._set_pending(chat, text, PendingMessageKind.QUEUED)
 
-    async def _set_pending(self, chat: str, text: str, kind: PendingMessageKind) -> None:
+    async def _set_pending(self, chat: str, text: str, kind: PendingMessageKind) -> str:
         state = self.state.chats.get(chat)
         if state is None:
             raise RunError(f"no chat {chat} in session {self.session}")
@@ -744,17 +798,22 @@ class TeamRuntime:
                 raise RunError(f"chat {chat} is not running: it cannot take a {kind} message")
 
         message = Message(text=text, origin=MessageOrigin(kind=MessageKind.USER))
+        message_id = self.ids.numbered("message")
         await self.recorder.record(
-            [
-                (
-                    chat,
-                    ChatPendingMessageSetAction(
-                        kind=kind, id=self.ids.numbered("message"), message=message
-                    ),
-                )
-            ],
+            [(chat, ChatPendingMessageSetAction(kind=kind, id=message_id, message=message))],
             guard=still_open,
         )
+        if kind is PendingMessageKind.QUEUED:
+            self._prompted.set()  # an idle conversation takes it up now
+        return message_id
+
+    async def _record_cancelled(self, actions: Sequence[tuple[str, Action]]) -> None:
+        """Record what a cancellation ended, shielded (the batch must land while the
+        cancellation is on its way), unless the runtime is stopping (see :meth:`stop`)."""
+        if self._stopping:
+            return
+        with trio.CancelScope(shield=True):
+            await self.recorder.record(actions)
 
     # ── chats and turns ──────────────────────────────────────────────────────
 
@@ -795,6 +854,49 @@ class TeamRuntime:
                     self._open_chats.discard(ctx.chat)
                     return result
                 result = await self._run_turn(ctx, queued[0].message, queued_id=queued[0].id)
+        finally:
+            self._open_chats.discard(ctx.chat)
+
+    async def _converse(
+        self, ctx: _ChatContext, message: Message, *, resume: bool = False
+    ) -> _TurnResult:
+        """A conversation's coordinator: a turn for ``message``, then one per queued
+        message, waiting for the next while idle, until :meth:`close`.
+
+        A turn that fails or is cancelled by :meth:`cancel_turn` ends itself only (its facts
+        say how); the answer of the run is that of its last completed turn.
+        """
+        self._open_chats.add(ctx.chat)
+        result = _TurnResult(text="", input_tokens=0, output_tokens=0)
+        first = True
+        try:
+            while True:
+                if first:
+                    first = False
+                    turn = (
+                        self._resume_turn(ctx, message)
+                        if resume
+                        else self._run_turn(ctx, message, queued_id=None)
+                    )
+                else:
+                    # As in _run_chat: no await between this check and closing.
+                    latest = self.state.latest_chat(ctx.chat)
+                    queued = latest.queued_messages if latest is not None else None
+                    if not queued:
+                        if self._closing:
+                            return result
+                        self._prompted = trio.Event()
+                        await self._prompted.wait()
+                        continue
+                    turn = self._run_turn(ctx, queued[0].message, queued_id=queued[0].id)
+                with trio.CancelScope() as scope:
+                    self._turn_scopes[ctx.chat] = scope
+                    try:
+                        result = await turn
+                    except TurnFailedError as exc:
+                        log.info("conversation turn failed", chat=ctx.chat, error=str(exc))
+                    finally:
+                        del self._turn_scopes[ctx.chat]
         finally:
             self._open_chats.discard(ctx.chat)
 
@@ -913,10 +1015,9 @@ class TeamRuntime:
         except BaseException as exc:
             # Cancelled, possibly grouped by the tool calls' nursery: say so, then go on.
             if is_cancellation(exc):
-                with trio.CancelScope(shield=True):
-                    await self.recorder.record(
-                        [(chat, ChatTurnCancelledAction(turn_id=turn_id, duration=_ms(started)))]
-                    )
+                await self._record_cancelled(
+                    [(chat, ChatTurnCancelledAction(turn_id=turn_id, duration=_ms(started)))]
+                )
             raise
         await self.recorder.record(
             [(chat, ChatTurnCompleteAction(turn_id=turn_id, duration=_ms(started)))]
@@ -1291,7 +1392,10 @@ class TeamRuntime:
                     (
                         self.session,
                         ApprovalResolved(
-                            approval=approval, decision=outcome, resolved_by=decision.decided_by
+                            approval=approval,
+                            decision=outcome,
+                            resolved_by=decision.decided_by,
+                            principal=decision.principal,
                         ),
                     ),
                 ]
@@ -1299,19 +1403,18 @@ class TeamRuntime:
             resolved = True
         except BaseException as exc:
             if not resolved and approval in self.state.approvals and is_cancellation(exc):
-                with trio.CancelScope(shield=True):
-                    await self.recorder.record(
-                        [
-                            (
-                                self.session,
-                                ApprovalResolved(
-                                    approval=approval,
-                                    decision=ApprovalDecision.WITHDRAWN,
-                                    resolved_by=ctx.chat,
-                                ),
-                            )
-                        ]
-                    )
+                await self._record_cancelled(
+                    [
+                        (
+                            self.session,
+                            ApprovalResolved(
+                                approval=approval,
+                                decision=ApprovalDecision.WITHDRAWN,
+                                resolved_by=ctx.chat,
+                            ),
+                        )
+                    ]
+                )
             raise
         finally:
             decision.applied.set()
@@ -1534,13 +1637,12 @@ class TeamRuntime:
                 if is_cancellation(exc):
                     # Cancelled before the worker could go on: end its subtree as the stop
                     # left it, and its task killed.
-                    with trio.CancelScope(shield=True):
-                        await self.recorder.record(
-                            [
-                                *cut_off(self.state, record.chat, now=self.recorder.clock()),
-                                (self.session, self._killed(worker_ctx, started)),
-                            ]
-                        )
+                    await self._record_cancelled(
+                        [
+                            *cut_off(self.state, record.chat, now=self.recorder.clock()),
+                            (self.session, self._killed(worker_ctx, started)),
+                        ]
+                    )
                 raise
             status, summary, usage, duration = await self._supervise_worker(
                 worker_ctx, record.title, own_task=True, resume=True
@@ -1570,14 +1672,13 @@ class TeamRuntime:
                 await self._take_slot(slot)
         except BaseException as exc:
             if is_cancellation(exc):
-                with trio.CancelScope(shield=True):
-                    killed = TaskFinished(
-                        task=task,
-                        status=TaskStatus.KILLED,
-                        summary=CANCELLED,
-                        duration_ms=_elapsed_ms(started),
-                    )
-                    await self.recorder.record([(self.session, killed)])
+                killed = TaskFinished(
+                    task=task,
+                    status=TaskStatus.KILLED,
+                    summary=CANCELLED,
+                    duration_ms=_elapsed_ms(started),
+                )
+                await self._record_cancelled([(self.session, killed)])
             raise
         finally:
             self._waiting.pop(task, None)
@@ -1650,8 +1751,7 @@ class TeamRuntime:
                     if own_task and is_cancellation(exc) and not scope.cancel_called:
                         # Cancelled from above: the team is going down; report the task.
                         self._scopes.pop(ctx.chat, None)
-                        with trio.CancelScope(shield=True):
-                            await self.recorder.record([(self.session, self._killed(ctx, started))])
+                        await self._record_cancelled([(self.session, self._killed(ctx, started))])
                     raise
         self._scopes.pop(ctx.chat, None)
         if scope.cancelled_caught:
@@ -1780,6 +1880,7 @@ class TeamRuntime:
 # ── helpers ──────────────────────────────────────────────────────────────────
 
 CANCELLED = "cancelled"
+STOPPED = "stopped with the process: the run resumes at the next start"
 
 
 def is_cancellation(exc: BaseException) -> bool:

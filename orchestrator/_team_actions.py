@@ -192,6 +192,9 @@ class ApprovalResolved:
     approval: str
     decision: ApprovalDecision
     resolved_by: str
+    # Who, behind ``resolved_by``, decided: the client's identity (its token's name) when a
+    # user decided through the daemon; None for the console, the policy and withdrawals.
+    principal: str | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from orchestrator._ahp_actions import (
     ChatDeltaAction,
+    ChatErrorAction,
     ChatInputCompletedAction,
     ChatInputRequestedAction,
     ChatPendingMessageRemovedAction,
@@ -168,7 +169,11 @@ class Harness:
     """A runtime on a memory log, with helpers to read back what it recorded."""
 
     def __init__(
-        self, team: TeamSpec, *, backends: Callable[[AgentSpec], Backend] = ScriptedBackend
+        self,
+        team: TeamSpec,
+        *,
+        backends: Callable[[AgentSpec], Backend] = ScriptedBackend,
+        conversation: bool = False,
     ) -> None:
         _HARNESSES.append(self)
         self.log = MemoryFactLog()
@@ -178,6 +183,7 @@ class Harness:
             factlog=self.log,
             ids=Ids(deterministic=True),
             clock=lambda: "2026-11-22T00:00:00.000Z",
+            conversation=conversation,
         )
 
     @property
@@ -977,6 +983,163 @@ class TestSteeringAndQueue:
         await run_to_end(h)
         with pytest.raises(RunError, match="is not running"):
             await h.runtime.steer(h.worker_chats()[0], "late")
+
+
+FAILS_FIRST = """
+[team]
+name = "fails-first"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { fail = "model unavailable" } ]
+[[agents.lead.turns]]
+steps = [ { say = "back again" } ]
+"""
+
+
+def coordinator_turn_ends(h: Harness) -> list[type]:
+    chat = h.runtime.state.coordinator_chat()
+    ends = (ChatTurnCompleteAction, ChatTurnCancelledAction, ChatErrorAction)
+    return [type(f.action) for f in h.facts if f.channel == chat and isinstance(f.action, ends)]
+
+
+class TestConversation:
+    """The daemon's sessions: one run, a coordinator turn per prompt, until closed."""
+
+    async def test_each_queued_prompt_is_a_turn_and_close_ends_the_run(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        h = Harness(parse_team(SLOW, file="slow.toml"), conversation=True)
+        outcome: list[RunOutcome] = []
+        async with trio.open_nursery() as nursery:
+
+            async def converse() -> None:
+                outcome.append(await run_to_end(h))
+
+            nursery.start_soon(converse)
+            await wait_for(h, lambda f: isinstance(f.action, ChatTurnCompleteAction))
+            await trio.sleep(200)  # idle: the run does not end with the turn
+            assert h.runtime.state.run is not None
+            assert h.runtime.state.run.status is None
+            coordinator = h.runtime.state.coordinator_chat()
+            assert coordinator is not None
+            message_id = await h.runtime.queue(coordinator, "and then?")
+            await wait_for(h, lambda f: len(h.actions(ChatTurnCompleteAction)) == 4)
+            h.runtime.close()
+        turns = [f.action for f in h.facts_of(ChatTurnStartedAction) if f.channel == coordinator]
+        assert [t.message.text for t in turns] == ["Ship it", "and then?"]
+        assert turns[1].queued_message_id == message_id
+        assert outcome == [
+            RunOutcome(session=h.runtime.session, status=RunStatus.COMPLETED, result="second turn")
+        ]
+        assert isinstance(h.facts[-1].action, RunFinished)
+        h.finished()
+
+    async def test_a_failed_turn_ends_only_itself(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        h = Harness(parse_team(FAILS_FIRST, file="f.toml"), conversation=True)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_to_end, h)
+            await wait_for(h, lambda f: isinstance(f.action, ChatErrorAction))
+            coordinator = h.runtime.state.coordinator_chat()
+            assert coordinator is not None
+            await h.runtime.queue(coordinator, "try again")
+            await wait_for(h, lambda f: isinstance(f.action, ChatTurnCompleteAction))
+            h.runtime.close()
+        assert coordinator_turn_ends(h) == [ChatErrorAction, ChatTurnCompleteAction]
+        assert h.runtime.state.run is not None
+        assert (h.runtime.state.run.status, h.runtime.state.run.result) == (
+            RunStatus.COMPLETED,
+            "back again",
+        )
+        h.finished()
+
+    async def test_cancel_turn_cancels_the_turn_and_its_workers_not_the_run(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        h = Harness(parse_team(SLOW, file="slow.toml"), conversation=True)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_to_end, h)
+            await wait_for(h, lambda f: isinstance(f.action, TaskStarted))
+            coordinator = h.runtime.state.coordinator_chat()
+            assert coordinator is not None
+            h.runtime.cancel_turn(coordinator)
+            await wait_for(
+                h,
+                lambda f: (
+                    isinstance(f.action, ChatTurnCancelledAction) and f.channel == coordinator
+                ),
+            )
+            with pytest.raises(RunError, match="no running turn"):
+                h.runtime.cancel_turn(coordinator)
+            await h.runtime.queue(coordinator, "again, smaller")
+            await wait_for(
+                h,
+                lambda f: isinstance(f.action, ChatTurnCompleteAction) and f.channel == coordinator,
+            )
+            h.runtime.close()
+        assert coordinator_turn_ends(h) == [ChatTurnCancelledAction, ChatTurnCompleteAction]
+        assert {a.status for a in h.actions(TaskFinished) if a.task != "task-1"} == {
+            TaskStatus.KILLED
+        }
+        assert h.runtime.state.run is not None
+        assert h.runtime.state.run.status is RunStatus.COMPLETED
+        h.finished()
+
+    async def test_stop_records_nothing_and_leaves_the_run_to_resume(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """A stop leaves what a crash would: turns active, no cancel facts, run unfinished;
+        a new runtime resumes it (cut-off turns run again) and the conversation goes on."""
+        h = Harness(parse_team(SLOW, file="slow.toml"), conversation=True)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_to_end, h)
+            await wait_for(h, lambda f: len(h.actions(TaskStarted)) == 2)
+            before = len(h.facts)
+            h.runtime.stop()
+        assert len(h.facts) == before, "a stop records nothing"
+        state = TeamState.fold(h.runtime.session, h.facts)
+        assert state.run is not None
+        assert state.run.status is None
+        coordinator = state.coordinator_chat()
+        assert coordinator is not None
+        assert state.chats[coordinator].active_turn is not None
+        resumed = TeamRuntime(
+            parse_team(SLOW, file="slow.toml"),
+            backends=ScriptedBackend,
+            factlog=h.log,
+            ids=Ids(deterministic=True, restart=1),
+            clock=lambda: "2026-11-22T00:00:00.000Z",
+            state=state,
+            conversation=True,
+        )
+        h.runtime = resumed  # the scenario check compares the live state: the resumed one's
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(resumed.resume)
+            await wait_for(
+                h,
+                lambda f: isinstance(f.action, ChatTurnCompleteAction) and f.channel == coordinator,
+            )
+            resumed.close()
+        assert resumed.state.run is not None
+        assert resumed.state.run.status is RunStatus.COMPLETED
+        assert "finished one" in resumed.state.run.result
+        h.finished()
+
+    async def test_an_approval_records_who_decided(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        h = Harness(parse_team(APPROVAL.format(approver="user", lead_extra=""), file="a.toml"))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_to_end, h)
+            fact = await wait_for(h, lambda f: isinstance(f.action, ApprovalRequested))
+            assert isinstance(fact.action, ApprovalRequested)
+            await h.runtime.resolve_approval(fact.action.approval, approved=True, principal="ops")
+        resolved = h.actions(ApprovalResolved)[0]
+        assert (resolved.resolved_by, resolved.principal) == (USER, "ops")
+        h.finished()
 
 
 class FullDisk(MemoryFactLog):
