@@ -15,6 +15,8 @@ Ids: a run has one ``session`` URI (``ahp-session:/<uuid>``); every chat is an
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
@@ -33,6 +35,7 @@ __all__ = [
     "TaskStarted",
     "TaskStatus",
     "TeamAction",
+    "ViewUpdated",
 ]
 
 #: The decider of approvals routed to a person rather than to a chat.
@@ -209,6 +212,19 @@ class RunFinished:
 
 
 @attrs.frozen(kw_only=True)
+class ViewUpdated:
+    """A tool pushed the latest content of one of the session's views (view-updates spec).
+
+    ``content`` is kept and forwarded exactly as received, never interpreted; an empty
+    object clears the view.
+    """
+
+    type: str = attrs.field(default="team/viewUpdated", init=False)
+    view_type: str
+    content: Mapping[str, Any]
+
+
+@attrs.frozen(kw_only=True)
 class RunResumed:
     """The process running the team stopped before the run finished, and a new one took
     the run up again from its facts (``restart`` counts these, from 1).
@@ -236,6 +252,7 @@ TeamAction = (
     | ApprovalRequested
     | ApprovalResolved
     | RunFinished
+    | ViewUpdated
 )
 
 #: Wire ``type`` of every team action, for the converter's tagged union.
@@ -250,4 +267,5 @@ TEAM_ACTION_TYPES: dict[str, type[TeamAction]] = {
     "team/approvalRequested": ApprovalRequested,
     "team/approvalResolved": ApprovalResolved,
     "team/runFinished": RunFinished,
+    "team/viewUpdated": ViewUpdated,
 }

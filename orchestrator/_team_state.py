@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Final, Generic, TypeVar
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Final, Generic, TypeVar
 
 import attrs
 
@@ -68,6 +68,7 @@ from ._team_actions import (
     TaskStarted,
     TaskStatus,
     TeamAction,
+    ViewUpdated,
 )
 from ._validate import validate_chat_action
 
@@ -118,6 +119,9 @@ class RunRecord:
     result: str = ""
     error: str = ""
     restarts: int = 0  # how many times a new process took the run up again (team/runResumed)
+    # The latest content of each view the session's tools pushed, by view type
+    # (team/viewUpdated; an empty content removes the view).
+    views: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 @attrs.frozen(kw_only=True)
@@ -631,6 +635,20 @@ class TeamState:
                         )
                     return
                 tr.run = evolve(tr.run, restarts=action.restart)
+            case ViewUpdated():
+                if tr.run is None:
+                    if validate:
+                        raise IllegalTransitionError(
+                            "the session has no run yet: views belong to a started run",
+                            action_type=action.type,
+                            channel=self.session_uri,
+                            state="not started",
+                        )
+                    return
+                views = {k: v for k, v in tr.run.views.items() if k != action.view_type}
+                if action.content:
+                    views[action.view_type] = action.content
+                tr.run = evolve(tr.run, views=views)
             case RunFinished():
                 if tr.run is None or (validate and tr.run.status is not None):
                     if validate:
