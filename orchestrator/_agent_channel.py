@@ -38,10 +38,11 @@ from ._ahp_actions import (
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
 )
-from ._ahp_state import ChatState, ToolCallResponsePart, Turn, TurnState
+from ._ahp_state import ChatInputRequest, ChatState, ToolCallResponsePart, Turn, TurnState
 from ._errors import PeerProtocolError
 from ._facts import Fact
-from ._team_actions import USER, ApprovalRequested, ApprovalResolved, MemberJoined
+from ._recovery import open_questions
+from ._team_actions import USER, ApprovalRequested, ApprovalResolved, MemberJoined, ViewUpdated
 from ._team_state import TeamState
 
 __all__ = [
@@ -56,7 +57,11 @@ __all__ = [
     "ToolResponse",
     "agent_event",
     "parse_client_message",
+    "permission_request",
+    "question",
+    "replay",
     "tool_call_of_request",
+    "view_update",
 ]
 
 PROTOCOL: Final = "agent-channel"
@@ -240,6 +245,11 @@ class AgentChannelProjector:
         self._agents: dict[str, str] = {}  # chat → agent name
         self._task: str | None = None  # the taskId of the coordinator's running turn
 
+    def prime(self, state: TeamState) -> None:
+        """Start after ``state`` (a client reattaching): learn its chats and agents."""
+        self._coordinator = state.coordinator_chat()
+        self._agents.update({chat: member.agent for chat, member in state.members.items()})
+
     def feed(self, fact: Fact, state: TeamState) -> list[dict[str, Any]]:
         """The events ``fact`` makes; ``state`` is the session's state with it applied."""
         action = fact.action
@@ -251,16 +261,7 @@ class AgentChannelProjector:
                     self._coordinator = joined
                 return []
             case ApprovalRequested() if action.routed_to == USER:
-                return [
-                    agent_event(
-                        "permission_request",
-                        requestId=action.approval,
-                        agentId=action.chat,
-                        agentName=action.requested_by,
-                        toolName=action.tool_name,
-                        summary=action.summary,
-                    )
-                ]
+                return [permission_request(action)]
             case ApprovalResolved():
                 record = state.approvals.get(action.approval)
                 if record is None or record.request.routed_to != USER:
@@ -273,17 +274,10 @@ class AgentChannelProjector:
                         **({"by": action.principal} if action.principal else {}),
                     )
                 ]
+            case ViewUpdated(view_type=view_type, content=content):
+                return [view_update(view_type, content)]
             case ChatInputRequestedAction(request=request):
-                asked = [q.message for q in request.questions or () if q.message]
-                return [
-                    agent_event(
-                        "question",
-                        questions=asked or [request.message or ""],
-                        toolCallId=tool_call_of_request(request.id),
-                        agentId=chat,
-                        agentName=self._agents.get(chat, ""),
-                    )
-                ]
+                return [question(chat, request, self._agents.get(chat, ""))]
         if chat != self._coordinator:
             return []
         return self._coordinator_event(fact, state)
@@ -305,8 +299,10 @@ class AgentChannelProjector:
                 ChatToolCallDeniedAction(turn_id=turn_id, tool_call_id=call_id)
             ):
                 return self._from_turn(chat_state, turn_id, call_id, "tool_result")
-            case ChatTurnCompleteAction(turn_id=turn_id) | ChatErrorAction(turn_id=turn_id) | (
-                ChatTurnCancelledAction(turn_id=turn_id)
+            case (
+                ChatTurnCompleteAction(turn_id=turn_id)
+                | ChatErrorAction(turn_id=turn_id)
+                | (ChatTurnCancelledAction(turn_id=turn_id))
             ):
                 turn = _turn(chat_state, turn_id)
                 events = turn_messages(turn)[-2:] if turn is not None else []
@@ -333,6 +329,58 @@ class AgentChannelProjector:
             ),
         )
         return [e for e in turn_messages(only) if e["type"] == kind]
+
+
+def permission_request(request: ApprovalRequested) -> dict[str, Any]:
+    """An approval routed to the user: who asked (the worker's chat and agent), for what."""
+    return agent_event(
+        "permission_request",
+        requestId=request.approval,
+        agentId=request.chat,
+        agentName=request.requested_by,
+        toolName=request.tool_name,
+        summary=request.summary,
+    )
+
+
+def question(chat: str, request: ChatInputRequest, agent_name: str) -> dict[str, Any]:
+    """A question a chat put; ``tool_response`` answers it by ``toolCallId``."""
+    asked = [q.message for q in request.questions or () if q.message]
+    return agent_event(
+        "question",
+        questions=asked or [request.message or ""],
+        toolCallId=tool_call_of_request(request.id),
+        agentId=chat,
+        agentName=agent_name,
+    )
+
+
+def view_update(view_type: str, content: Any) -> dict[str, Any]:
+    return {"channel": "views", "type": "view_update", "view_type": view_type, "content": content}
+
+
+def replay(state: TeamState) -> list[dict[str, Any]]:
+    """What a reattaching client needs beside the history of finished turns: the
+    coordinator's running turn so far, the approvals and questions waiting for the user,
+    and the session's active views."""
+    events: list[dict[str, Any]] = []
+    chat = state.coordinator_chat()
+    chat_state = state.chats.get(chat) if chat is not None else None
+    active = chat_state.active_turn if chat_state is not None else None
+    turn = _turn(chat_state, active.id) if active is not None else None
+    if turn is not None:
+        events += turn_messages(turn)[:-2]  # not its result and done: it has none yet
+    events += [
+        permission_request(record.request)
+        for record in state.pending_approvals()
+        if record.request.routed_to == USER
+    ]
+    for asking, request in open_questions(state):
+        member = state.members.get(asking)
+        events.append(question(asking, request, member.agent if member is not None else ""))
+    views = state.run.views if state.run is not None else {}
+    events += [view_update(view_type, content) for view_type, content in views.items()]
+    return events
 
 
 def _turn(chat: ChatState | None, turn_id: str) -> Turn | None:

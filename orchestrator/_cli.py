@@ -5,6 +5,7 @@
     orchestrator events SESSION [--db PATH] [--format facts|agent-ui]
     orchestrator graph [SESSION | --facts FILE] [--db PATH] [--format FORMAT] [--check]
     orchestrator teams check [PATH ...]
+    orchestrator serve [--config FILE] [--host H] [--port P] [--db PATH] [--teams DIR]
 
 Every fact of a run goes to the journal (``--db``, by default under the XDG state
 directory) before anyone sees it. Exit status: 0 success, 1 the run failed (or the graph check
@@ -15,6 +16,7 @@ be used).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -24,6 +26,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TextIO
 
+import attrs
 import trio
 
 from ._agent_messages import restore_actions, truncate_action, undo_action
@@ -31,7 +34,7 @@ from ._agentui_wire import envelope_to_json_line
 from ._backend_openai import http_client
 from ._backends import backend_factory
 from ._console import ApprovalMode, TeamConsole
-from ._errors import FactLogError, OrchestratorError, RunError, TeamFileError
+from ._errors import ConfigError, FactLogError, OrchestratorError, RunError, TeamFileError
 from ._factlog import read_facts
 from ._facts import Fact
 from ._facts_wire import fact_to_json
@@ -42,6 +45,8 @@ from ._logging import configure_logging
 from ._process import tune_gc
 from ._project_agentui import AgentUiProjector, project_facts
 from ._runtime import RunOutcome, TeamRuntime, require_prompt
+from ._serve_config import DEFAULT_PORT, ServeConfig, load_serve_config
+from ._server import serve
 from ._team_actions import RunStatus
 from ._teamfile import check_team, load_team, parse_team
 
@@ -166,6 +171,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep", required=True, metavar="TURN", help='the last turn to keep ("none": all go)'
     )
 
+    serve = commands.add_parser(
+        "serve", help="run the daemon: WebSocket and HTTP clients on one port"
+    )
+    serve.add_argument("--config", type=Path, metavar="FILE", help="the daemon's TOML config")
+    serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help=f"port to bind (default {DEFAULT_PORT}; 0: any)")
+    serve.add_argument(
+        "--db", type=Path, metavar="PATH", help=f"the journal (default {default_db()})"
+    )
+    serve.add_argument(
+        "--teams", type=Path, metavar="DIR", help="directory of team files (default teams/)"
+    )
+
     teams = commands.add_parser("teams", help="work with team files")
     team_commands = teams.add_subparsers(dest="teams_command", required=True, metavar="ACTION")
     check = team_commands.add_parser("check", help="validate team files (default: teams/*.toml)")
@@ -176,7 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    configure_logging(level=max(logging.DEBUG, logging.WARNING - 10 * args.verbose))
+    # The daemon says what it does (its URL, sessions taken up); the one-shot commands
+    # keep quiet unless asked.
+    quiet = logging.INFO if args.command == "serve" else logging.WARNING
+    configure_logging(level=max(logging.DEBUG, quiet - 10 * args.verbose))
     tune_gc()
     try:
         match args.command:
@@ -194,6 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _history(_reader(args), args, sys.stdout)
             case "undo" | "truncate" | "restore":
                 return trio.run(_edit_history, args)
+            case "serve":
+                return _serve(args)
             case _:
                 return _teams_check(args.paths, sys.stdout)
     except OrchestratorError as exc:
@@ -408,6 +431,42 @@ async def _write_facts(
             out.flush()
     finally:
         out.flush()
+
+
+# ─── serve ───────────────────────────────────────────────────────────────────
+
+
+def _serve(args: argparse.Namespace) -> int:
+    config = load_serve_config(args.config) if args.config is not None else ServeConfig()
+    overrides = {
+        key: value
+        for key, value in (
+            ("host", args.host),
+            ("port", args.port),
+            ("teams", args.teams),
+        )
+        if value is not None
+    }
+    if args.port is not None and not 0 <= args.port <= 65535:
+        raise ConfigError("expected a port number from 0 to 65535", file="--port")
+    config = attrs.evolve(config, **overrides)
+    db = args.db or config.db or default_db()
+    try:
+        trio.run(functools.partial(serve, config, db=db))
+    except BaseExceptionGroup as group:
+        # A problem found while starting (a port in use, a journal refused) is bad input
+        # like any other: say it in one line.
+        first = _first_leaf(group)
+        if isinstance(first, OrchestratorError):
+            raise first from None
+        raise
+    return EXIT_OK
+
+
+def _first_leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 # ─── history ─────────────────────────────────────────────────────────────────

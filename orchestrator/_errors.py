@@ -8,6 +8,7 @@ Every error the package raises on purpose derives from :class:`OrchestratorError
     │   └── LocalProtocolError        we were about to send it (a bug on our side)
     ├── IllegalTransitionError        an action that the current state refuses
     ├── TeamFileError                 a team definition that cannot be used
+    ├── ConfigError                   a daemon configuration that cannot be used
     ├── FactLogError                  a fact log (file or journal) that cannot be read or written
     └── RunError                      a run that cannot start or continue
         └── ModelError                a model backend that could not produce a round
@@ -25,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "ConfigError",
     "FactLogError",
     "IllegalTransitionError",
     "LocalProtocolError",
@@ -125,6 +127,18 @@ class TeamFileError(OrchestratorError):
             return problems[0]
         first = problems[0]
         return cls(f"{len(problems)} problems", file=first.file, problems=problems)
+
+
+class ConfigError(OrchestratorError):
+    """A daemon configuration (file or command line) that cannot be used; names the file,
+    the key path and the problem."""
+
+    def __init__(self, message: str, *, file: str, key_path: str = "") -> None:
+        location = f"{file}: {key_path}" if key_path else file
+        super().__init__(f"{location}: {message}")
+        self.message = message
+        self.file = file
+        self.key_path = key_path
 
 
 class FactLogError(OrchestratorError):

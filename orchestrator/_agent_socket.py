@@ -1,0 +1,271 @@
+"""One client on ``/ws``: the agent channel, the team channel and views, on one WebSocket.
+
+Theory of operation
+-------------------
+Four tasks per connection, in one nursery:
+
+- the **reader** takes frames, applies the rate limit, parses them
+  (:func:`~orchestrator._agent_channel.parse_client_message`) and carries out requests; a
+  bad frame or a refused request is answered with an ``error`` event naming the problem,
+  and the connection stays usable;
+- the **forwarder** moves the session's facts from its bus subscription into the inbox;
+- the **pump** takes the inbox in order (fact batches, and the team channel's subscribe
+  requests, which need the facts up to the point the pump has reached) and projects
+  facts to events;
+- the **sender** writes events to the socket.
+
+Everything the client receives goes through one bounded outbox. A client that lets it
+fill up is disconnected (close code 1008, "fell behind") rather than allowed to hold
+anything up; so is one whose bus subscription was dropped for the same reason.
+
+On connect the client gets ``init``; reattaching (``?session=``), then ``history`` (the
+finished turns, from the journal's ``agent_messages`` rows of the coordinator chat), the
+running turn so far, what waits for the user (approvals, questions) and the active views,
+all as of one state: the facts after it come live, with no gap and no duplicate.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Final
+
+import structlog
+import trio
+from starlette.websockets import WebSocket
+
+from ._agent_channel import (
+    Abort,
+    AgentChannelProjector,
+    Approve,
+    ClientMessage,
+    Prompt,
+    Reject,
+    Settings,
+    TeamSubscribe,
+    ToolResponse,
+    agent_event,
+    parse_client_message,
+    replay,
+)
+from ._agentui import Envelope
+from ._agentui_wire import unstructure_envelope
+from ._auth import Permission, Principal
+from ._bus import Subscription
+from ._daemon import Daemon, LiveSession
+from ._errors import IllegalTransitionError, PeerProtocolError, RunError
+from ._facts import Fact
+from ._project_agentui import AgentUiProjector
+from ._rate_limit import TokenBucket
+from ._team_state import TeamState
+
+__all__ = ["AgentSocket"]
+
+log = structlog.get_logger("orchestrator.ws")
+
+#: Close codes: 1008 policy violation (fell behind), 1011 server error, 1001 going away.
+CLOSE_FELL_BEHIND: Final = 1008
+CLOSE_GOING_AWAY: Final = 1001
+
+_Inbox = tuple[str, Any]  # ("facts", [Fact, ...]) | ("team", from_sequence) | ("end", reason)
+
+
+class AgentSocket:
+    def __init__(
+        self,
+        websocket: WebSocket,
+        daemon: Daemon,
+        live: LiveSession,
+        principal: Principal,
+        *,
+        reattached: bool,
+        max_frame_bytes: int,
+        rate: float,
+        burst: int,
+        outbox_size: int,
+    ) -> None:
+        self.websocket = websocket
+        self.daemon = daemon
+        self.live = live
+        self.principal = principal
+        self.reattached = reattached
+        self.max_frame_bytes = max_frame_bytes
+        self._bucket = TokenBucket(rate=rate, burst=burst, now=trio.current_time())
+        self._out_send, self._out_receive = trio.open_memory_channel[dict[str, Any]](outbox_size)
+        self._outbox_size = outbox_size
+        self._inbox_send, self._inbox_receive = trio.open_memory_channel[_Inbox](math.inf)
+        self._close: tuple[int, str] | None = None
+        self._projector = AgentChannelProjector(task_of=live.task_of)
+        self._team: AgentUiProjector | None = None
+        self._team_from = 0
+        self._reached = 0  # the sequence of the last fact the pump has taken
+
+    # ── the connection ─────────────────────────────────────────────────────
+
+    async def run(self) -> None:
+        subscription, state = self.live.subscribe(f"ws {self.principal.name}")
+        self._reached = state.last_sequence
+        self._projector.prime(state)
+        try:
+            self._emit(agent_event("init", sessionId=self.live.id, team=self.live.team_name))
+            if self.reattached:
+                await self._replay(state)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._forward, subscription)
+                nursery.start_soon(self._pump)
+                nursery.start_soon(self._read, nursery.cancel_scope)
+                await self._send()
+                nursery.cancel_scope.cancel()
+        finally:
+            self.live.runtime.bus.unsubscribe(subscription)
+
+    async def _replay(self, state: TeamState) -> None:
+        """History, the running turn so far, what waits for the user, the active views."""
+        chat = state.coordinator_chat()
+        messages: list[dict[str, Any]] = []
+        if chat is not None:
+            finished = {turn.id for turn in state.chats[chat].turns}
+            rows = await trio.to_thread.run_sync(
+                self.daemon.reader.agent_messages, self.live.uri, chat
+            )
+            # Rows of turns that ended after the state was taken come live instead.
+            messages = [row.event for row in rows if row.turn_id in finished]
+        self._emit(agent_event("history", messages=messages))
+        for event in replay(state):
+            self._emit(event)
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        """Queue ``event`` for the client; one that fell behind is disconnected."""
+        if self._close is not None:
+            return
+        try:
+            self._out_send.send_nowait(event)
+        except trio.WouldBlock:
+            self.daemon.metrics.dropped_clients += 1
+            self._hang_up(
+                CLOSE_FELL_BEHIND,
+                f"fell behind: {self._outbox_size} events were waiting to be sent",
+            )
+
+    def _hang_up(self, code: int, reason: str) -> None:
+        if self._close is None:
+            self._close = (code, reason)
+            log.info("client disconnected", session=self.live.uri, code=code, reason=reason)
+            self._out_send.close()
+
+    async def _send(self) -> None:
+        async for event in self._out_receive:
+            await self.websocket.send_text(json.dumps(event, ensure_ascii=False))
+        if self._close is not None:
+            code, reason = self._close
+            await self.websocket.close(code=code, reason=reason[:120])
+
+    async def _forward(self, subscription: Subscription) -> None:
+        while True:
+            try:
+                batch = await subscription.receive_batch()
+            except trio.EndOfChannel:
+                break
+            self._inbox_send.send_nowait(("facts", batch))
+        reason = subscription.dropped_reason
+        self._inbox_send.send_nowait(("end", reason))
+
+    async def _pump(self) -> None:
+        async for kind, item in self._inbox_receive:
+            if kind == "facts":
+                self._facts(item)
+            elif kind == "team":
+                await self._subscribe_team(item)
+            else:
+                if item is not None:
+                    self._hang_up(CLOSE_FELL_BEHIND, item)
+                else:
+                    # The session ended (its run finished, or the daemon is stopping).
+                    self._emit(agent_event("session_ended", sessionId=self.live.id))
+                    self._hang_up(CLOSE_GOING_AWAY, "the session ended")
+                return
+
+    def _facts(self, batch: list[Fact]) -> None:
+        state = self.live.state
+        for fact in batch:
+            if fact.sequence <= self._reached:
+                continue
+            self._reached = fact.sequence
+            for event in self._projector.feed(fact, state):
+                self._emit(event)
+            if self._team is not None:
+                for envelope in self._team.feed(fact):
+                    self._emit(_team_event(envelope))
+
+    async def _subscribe_team(self, from_sequence: int) -> None:
+        """Envelopes after ``from_sequence`` up to where the pump is, then live ones."""
+        reached = self._reached
+        facts = await trio.to_thread.run_sync(self.daemon.reader.facts, self.live.uri)
+        projector = AgentUiProjector(self.live.uri)
+        for fact in facts:
+            if fact.sequence > reached:
+                break
+            for envelope in projector.feed(fact):
+                if (envelope.sequence or 0) > from_sequence:
+                    self._emit(_team_event(envelope))
+        self._team = projector
+
+    # ── requests ───────────────────────────────────────────────────────────
+
+    async def _read(self, cancel: trio.CancelScope) -> None:
+        while True:
+            message = await self.websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                cancel.cancel()
+                return
+            frame = message.get("text")
+            if frame is None:
+                frame = message.get("bytes") or b""
+            if not self._bucket.take(trio.current_time()):
+                self._emit(
+                    _error(
+                        "rate_limited",
+                        f"more than {self._bucket.rate:g} messages a second "
+                        f"(bursts of {self._bucket.burst}): this one was dropped",
+                    )
+                )
+                continue
+            try:
+                request = parse_client_message(frame, max_bytes=self.max_frame_bytes)
+                await self._handle(request)
+            except PeerProtocolError as exc:
+                self._emit(_error("bad_request", f"{exc.path}: {exc.message}"))
+            except (RunError, IllegalTransitionError) as exc:
+                self._emit(_error("refused", str(exc)))
+
+    async def _handle(self, request: ClientMessage) -> None:
+        if isinstance(request, TeamSubscribe):
+            self._inbox_send.send_nowait(("team", request.from_sequence))
+            return
+        if not self.principal.may(Permission.OPERATE):
+            raise RunError(f"{self.principal.name} may watch, not act (an operator token may)")
+        live = self.live
+        match request:
+            case Prompt(prompt=text, task_id=task_id):
+                await live.prompt(text, task_id=task_id)
+            case Abort(task_id=task_id):
+                live.abort(task_id)
+            case ToolResponse(tool_call_id=call, result=result):
+                await live.answer(call, result)
+            case Approve(request_id=approval):
+                await live.decide(approval, approved=True, principal=self.principal.name)
+            case Reject(request_id=approval):
+                await live.decide(approval, approved=False, principal=self.principal.name)
+            case Settings():
+                raise RunError(
+                    "settings: this session's agents take their provider and model from the "
+                    f"team file ({live.team_name}); edit it to change them"
+                )
+
+
+def _error(code: str, message: str) -> dict[str, Any]:
+    return agent_event("error", code=code, message=message)
+
+
+def _team_event(envelope: Envelope) -> dict[str, Any]:
+    return {"channel": "team", "type": "event", "event": unstructure_envelope(envelope)}

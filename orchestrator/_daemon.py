@@ -1,0 +1,413 @@
+"""The daemon's sessions: every team session a nursery task, reachable by id.
+
+Theory of operation
+-------------------
+:class:`Daemon` owns the journal, the teams (one per ``*.toml`` of its teams directory,
+addressed by file stem), one HTTP client for the model backends, and a nursery in which
+every live session runs. A session is a :class:`~orchestrator._runtime.TeamRuntime` in
+*conversation* mode: it exists (with its URI) as soon as a client opens it, its run starts
+with the first prompt, and each later prompt is queued to the coordinator as its next turn.
+
+Clients never touch the runtime directly: :class:`LiveSession` turns each client request
+(prompt, abort, answer, approve/reject, view update) into a runtime call and reports a
+refusal as :class:`~orchestrator._errors.RunError` with a message for the client. Clients
+read by subscribing to the session's fact bus (bounded: a client that cannot keep up is
+dropped, see :mod:`orchestrator._bus`), after a consistent snapshot: the facts up to
+:attr:`TeamState.last_sequence` at the moment of subscribing are history, the bus delivers
+the rest, so a client sees no gap and no duplicate.
+
+At start the daemon takes up every unfinished session of its journal (``resume``, with the
+team file the session recorded): a session is a conversation that outlives a restart. On
+SIGTERM it stops each runtime without recording (:meth:`TeamRuntime.stop`), after running
+turns had ``shutdown_grace`` seconds to end: the journal then holds what a crash would, and
+the next start applies each team's ``on_restart``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import structlog
+import trio
+
+from ._agent_messages import TURN_ENDS
+from ._ahp_actions import ChatTurnStartedAction
+from ._backends import backend_factory
+from ._bus import Subscription
+from ._errors import ConfigError, OrchestratorError, RunError, TeamFileError
+from ._journal import JournalReader, SqliteJournal
+from ._metrics import DaemonMetrics
+from ._recovery import input_request_id, open_questions
+from ._runtime import BackendFactory, Ids, RunOutcome, TeamRuntime
+from ._team_actions import USER, ApprovalRequested, ApprovalResolved, RunFinished, ViewUpdated
+from ._team_state import TeamState
+from ._teamfile import TeamSpec, load_team, parse_team
+
+__all__ = ["Daemon", "LiveSession", "load_teams", "session_uri"]
+
+log = structlog.get_logger("orchestrator.daemon")
+
+SESSION_PREFIX = "ahp-session:/"
+
+
+def session_uri(session: str) -> str:
+    """A session URI from a client's id or URI (``/ws?session=``, a view update's group_id)."""
+    return session if session.startswith(SESSION_PREFIX) else SESSION_PREFIX + session
+
+
+def session_id(uri: str) -> str:
+    return uri.removeprefix(SESSION_PREFIX)
+
+
+def load_teams(directory: Path) -> dict[str, TeamSpec]:
+    """Every team file of ``directory`` by stem; :class:`ConfigError` listing every one
+    that cannot be used (a daemon with a broken team file does not start half-configured)."""
+    if not directory.is_dir():
+        raise ConfigError("not a directory of team files", file=str(directory), key_path="teams")
+    teams: dict[str, TeamSpec] = {}
+    problems: list[str] = []
+    for path in sorted(directory.glob("*.toml")):
+        try:
+            teams[path.stem] = load_team(path)
+        except TeamFileError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise ConfigError(
+            "team files that cannot be used:\n" + "\n".join(problems),
+            file=str(directory),
+            key_path="teams",
+        )
+    if not teams:
+        raise ConfigError("no team files (*.toml) here", file=str(directory), key_path="teams")
+    return teams
+
+
+@attrs.define(eq=False)
+class _Task:
+    """A client's prompt: ``taskId`` and the queued message that carries it (None: the
+    prompt that started the run)."""
+
+    task_id: str
+    message: str | None
+
+
+class LiveSession:
+    """One session the daemon runs; what clients may ask of it."""
+
+    def __init__(self, daemon: Daemon, team_name: str, runtime: TeamRuntime) -> None:
+        self.daemon = daemon
+        self.team_name = team_name
+        self.runtime = runtime
+        self.uri = runtime.session
+        self.id = session_id(self.uri)
+        self._tasks: list[_Task] = []
+        self._start_lock = trio.Lock()
+        self.started = runtime.state.run is not None
+        self.finished = trio.Event()
+        # The coordinator's running turn: the queued message it answers (None: the first).
+        self._running: tuple[str | None] | None = None
+        self._approval_asked: dict[str, float] = {}
+        self.idle = trio.Event()  # set while no chat of the session has a turn running
+        if not _busy(self.state):
+            self.idle.set()
+
+    @property
+    def state(self) -> TeamState:
+        return self.runtime.state
+
+    def task_of(self, queued_message: str | None) -> str | None:
+        """The client's ``taskId`` for the turn answering ``queued_message``."""
+        for task in self._tasks:
+            if task.message == queued_message:
+                return task.task_id
+        return None
+
+    # ── requests ───────────────────────────────────────────────────────────
+
+    async def prompt(self, text: str, *, task_id: str | None) -> None:
+        """Start the run with ``text``, or queue it as the coordinator's next turn."""
+        async with self._start_lock:
+            if self.finished.is_set() or (self.state.run and self.state.run.status):
+                raise RunError(f"session {self.id} has ended: open a new one")
+            if not self.started:
+                if task_id is not None:
+                    self._tasks.append(_Task(task_id, None))
+                await self.daemon.start_run(self, text)
+                self.started = True
+                return
+        chat = self.state.coordinator_chat()
+        assert chat is not None
+        message = await self.runtime.queue(chat, text)
+        if task_id is not None:
+            self._tasks.append(_Task(task_id, message))
+
+    def abort(self, task_id: str) -> None:
+        """Cancel the coordinator's turn for ``task_id`` (and its workers)."""
+        task = next((t for t in self._tasks if t.task_id == task_id), None)
+        if task is None:
+            raise RunError(f"no task {task_id!r} in session {self.id}")
+        if self._running != (task.message,):
+            raise RunError(f"task {task_id!r} is not running")
+        chat = self.state.coordinator_chat()
+        assert chat is not None
+        self.runtime.cancel_turn(chat)
+
+    async def answer(self, tool_call_id: str, text: str) -> None:
+        """Answer the question the ``ask`` call ``tool_call_id`` put, in whichever chat."""
+        request_id = input_request_id(tool_call_id)
+        for chat, request in open_questions(self.state):
+            if request.id == request_id:
+                await self.runtime.answer_input(chat, request_id, text)
+                return
+        raise RunError(f"no open question for tool call {tool_call_id!r}")
+
+    async def decide(self, approval: str, *, approved: bool, principal: str) -> None:
+        await self.runtime.resolve_approval(
+            approval, approved=approved, by=USER, principal=principal
+        )
+
+    async def update_view(self, view_type: str, content: Mapping[str, Any]) -> None:
+        """Keep ``content`` as the latest of ``view_type`` (a fact) and broadcast it."""
+        await self.runtime.recorder.record(
+            [(self.uri, ViewUpdated(view_type=view_type, content=content))]
+        )
+
+    def subscribe(self, name: str) -> tuple[Subscription, TeamState]:
+        """A bus subscription and the state it starts after (see the module docstring)."""
+        subscription = self.runtime.bus.subscribe(name, buffer_size=self.daemon.subscriber_buffer)
+        return subscription, self.state
+
+    # ── the session's own watcher ──────────────────────────────────────────
+
+    async def watch(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Follow the session's facts for what requests need to know (the running turn)
+        and for the metrics (approval wait times)."""
+        subscription = self.runtime.bus.subscribe(f"watch {self.id}", buffer_size=math.inf)
+        task_status.started()
+        coordinator = self.state.coordinator_chat()
+        async for fact in subscription:
+            action = fact.action
+            if coordinator is None:
+                coordinator = self.state.coordinator_chat()
+            if fact.channel == coordinator:
+                if isinstance(action, ChatTurnStartedAction):
+                    self._running = (action.queued_message_id,)
+                elif isinstance(action, TURN_ENDS):
+                    self._running = None
+            elif isinstance(action, ApprovalRequested):
+                self._approval_asked[action.approval] = trio.current_time()
+            elif isinstance(action, ApprovalResolved):
+                asked = self._approval_asked.pop(action.approval, None)
+                if asked is not None:
+                    self.daemon.metrics.approval_waited(trio.current_time() - asked)
+            elif isinstance(action, RunFinished):
+                self.idle.set()
+                return
+            busy = _busy(self.state)
+            if busy and self.idle.is_set():
+                self.idle = trio.Event()
+            elif not busy:
+                self.idle.set()
+
+
+class Daemon:
+    """The sessions of one daemon process; start it with ``await nursery.start(d.serve)``."""
+
+    def __init__(
+        self,
+        *,
+        teams: Mapping[str, TeamSpec],
+        journal: SqliteJournal,
+        http: httpx.AsyncClient,
+        default_team: str | None = None,
+        subscriber_buffer: int = 2_000,
+        shutdown_grace: float = 5.0,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        if default_team is not None and default_team not in teams:
+            raise ConfigError(
+                f"no team {default_team!r} (teams: {', '.join(sorted(teams))})",
+                file="<config>",
+                key_path="default_team",
+            )
+        self.teams = dict(teams)
+        self.default_team = default_team or (next(iter(teams)) if len(teams) == 1 else None)
+        self.journal = journal
+        self.reader = JournalReader(journal.path)
+        self.subscriber_buffer = subscriber_buffer
+        self.shutdown_grace = shutdown_grace
+        # Made now, so a team that cannot run (an unset API key for a hosted model) is
+        # known at start: it is logged, and opening a session of it says why it cannot.
+        self._backends: dict[str, BackendFactory] = {}
+        self.unavailable: dict[str, str] = {}
+        for name, team in teams.items():
+            try:
+                self._backends[name] = backend_factory(team, client=http, environ=environ)
+            except RunError as exc:
+                self.unavailable[name] = str(exc)
+                log.warning("team unavailable", team=name, error=str(exc))
+        self._http = http
+        self._environ = environ
+        self.sessions: dict[str, LiveSession] = {}
+        self._nursery: trio.Nursery | None = None
+        self.metrics = DaemonMetrics(self)
+        self.accepting = False
+
+    # ── the service ────────────────────────────────────────────────────────
+
+    async def serve(
+        self, *, task_status: trio.TaskStatus[Daemon] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Run the sessions until cancelled; take up the journal's unfinished ones first."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            await self._take_up_unfinished()
+            self.accepting = True
+            task_status.started(self)
+            await trio.sleep_forever()
+
+    async def _take_up_unfinished(self) -> None:
+        infos = await trio.to_thread.run_sync(self.reader.sessions)
+        for info in infos:
+            if info.status != "running":
+                continue
+            try:
+                team_file, team_toml = await trio.to_thread.run_sync(
+                    self.reader.team_toml, info.session
+                )
+                if not team_toml:
+                    raise RunError("it did not record its team file")
+                team = parse_team(team_toml, file=team_file or "<journal>")
+                state = await trio.to_thread.run_sync(self.reader.open, info.session)
+                name = Path(team_file).stem if team_file else team.name
+                runtime = self._runtime(name, team, state=state)
+                live = LiveSession(self, name, runtime)
+                await self._launch(live, runtime.resume)
+                log.info("session taken up", session=info.session, team=name)
+            except (OrchestratorError, OSError) as exc:
+                log.error("session not taken up", session=info.session, error=str(exc))
+
+    async def stop(self) -> None:
+        """SIGTERM: give running turns ``shutdown_grace`` to end, then stop every session
+        without recording (see :meth:`TeamRuntime.stop`)."""
+        self.accepting = False
+        with trio.move_on_after(self.shutdown_grace):
+            for live in list(self.sessions.values()):
+                await live.idle.wait()
+        for live in list(self.sessions.values()):
+            live.runtime.stop()
+
+    # ── sessions ───────────────────────────────────────────────────────────
+
+    def team_of(self, name: str | None) -> tuple[str, TeamSpec]:
+        wanted = name or self.default_team
+        if wanted is None:
+            raise RunError(f"name a team with ?team= (teams: {', '.join(sorted(self.teams))})")
+        team = self.teams.get(wanted)
+        if team is None:
+            raise RunError(f"no team {wanted!r} (teams: {', '.join(sorted(self.teams))})")
+        return wanted, team
+
+    def open_session(self, team_name: str | None) -> LiveSession:
+        """A new session of a team (its run starts with the first prompt)."""
+        name, team = self.team_of(team_name)
+        if name in self.unavailable:
+            raise RunError(f"team {name!r} cannot run: {self.unavailable[name]}")
+        live = LiveSession(self, name, self._runtime(name, team))
+        self.sessions[live.uri] = live
+        return live
+
+    def live(self, session: str) -> LiveSession | None:
+        return self.sessions.get(session_uri(session))
+
+    def _runtime(self, name: str, team: TeamSpec, *, state: TeamState | None = None) -> TeamRuntime:
+        factory = self._backends.get(name)
+        if factory is None or state is not None:
+            # A session taken up after a restart runs the team file it recorded.
+            factory = backend_factory(team, client=self._http, environ=self._environ)
+        restart = 0 if state is None or state.run is None else state.run.restarts + 1
+        return TeamRuntime(
+            team,
+            backends=factory,
+            factlog=self.journal,
+            ids=Ids(restart=restart),
+            state=state,
+            conversation=True,
+        )
+
+    async def start_run(self, live: LiveSession, prompt: str) -> None:
+        """Start ``live``'s run on ``prompt``; returns once its first facts are recorded."""
+
+        async def run(
+            *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED
+        ) -> RunOutcome:
+            return await live.runtime.run(prompt, task_status=task_status)
+
+        await self._launch(live, run)
+
+    async def _launch(self, live: LiveSession, start: _Start) -> None:
+        """Run ``start`` (the session's run or resume) in the daemon's nursery, behind an
+        error barrier: a session that fails is logged and never takes the daemon down.
+
+        Returns once ``start`` reported its first facts recorded; :class:`RunError` if it
+        failed before that (nothing was recorded, or the journal failed).
+        """
+        assert self._nursery is not None, "the daemon is not serving"
+        self.sessions[live.uri] = live
+        errors: list[str] = []
+
+        async def supervised(
+            *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+        ) -> None:
+            reported = _Reported(task_status)
+            try:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(live.watch)
+                    try:
+                        outcome = await start(task_status=reported)
+                        log.info("session ended", session=live.uri, status=str(outcome.status))
+                    finally:
+                        live.runtime.bus.close()  # clients' streams end; so does the watcher
+            except Exception as exc:
+                errors.append(_message(exc))
+                log.error("session failed", session=live.uri, error=errors[-1], exc_info=exc)
+            finally:
+                live.finished.set()
+                self.sessions.pop(live.uri, None)
+                if not reported.done:
+                    reported.started()
+
+        await self._nursery.start(supervised)
+        if errors:
+            raise RunError(f"session {live.id} could not start: {errors[0]}")
+
+
+_Start = Callable[..., Awaitable[RunOutcome]]
+
+
+@attrs.define
+class _Reported:
+    """A task status that remembers whether it was reported."""
+
+    status: trio.TaskStatus[None]
+    done: bool = False
+
+    def started(self, value: object = None) -> None:
+        self.done = True
+        self.status.started()
+
+
+def _message(exc: BaseException) -> str:
+    """The message of ``exc``, or of the first leaf of an exception group."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return str(exc) or type(exc).__name__
+
+
+def _busy(state: TeamState) -> bool:
+    return any(chat.active_turn is not None for chat in state.chats.values())

@@ -1,0 +1,83 @@
+"""``/metrics``: the daemon's state in the Prometheus text format (prometheus-client).
+
+Gauges are read from the daemon at scrape time (a custom collector), so nothing has to be
+kept in step by hand; the approval wait histogram is observed as approvals are resolved.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from ._daemon import Daemon
+
+__all__ = ["CONTENT_TYPE", "DaemonMetrics"]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class DaemonMetrics(Collector):
+    def __init__(self, daemon: Daemon) -> None:
+        self._daemon = daemon
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(self)
+        self._approval_wait = Histogram(
+            "orchestrator_approval_wait_seconds",
+            "Time from an approval's request to its decision",
+            buckets=(1, 5, 15, 30, 60, 300, 900, 3600, 14400, 86400),
+            registry=self.registry,
+        )
+        self.dropped_clients = 0  # clients disconnected because they fell behind
+        self.connected_clients = 0
+
+    def approval_waited(self, seconds: float) -> None:
+        self._approval_wait.observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def collect(self) -> Iterator[Metric]:
+        daemon = self._daemon
+        sessions = GaugeMetricFamily(
+            "orchestrator_sessions", "Live sessions by status", labels=["status"]
+        )
+        chats = GaugeMetricFamily(
+            "orchestrator_chats", "Chats of live sessions by status", labels=["status"]
+        )
+        by_session: Counter[str] = Counter()
+        by_chat: Counter[str] = Counter()
+        subscribers = 0
+        dropped = 0
+        for live in daemon.sessions.values():
+            state = live.state
+            by_session["idle" if live.idle.is_set() else "running"] += 1
+            if state.session is not None:
+                by_chat.update(str(entry.status) for entry in state.session.chats)
+            statistics = live.runtime.bus.statistics()
+            subscribers += statistics.subscribers
+            dropped += statistics.dropped
+        for status in ("idle", "running"):
+            sessions.add_metric([status], by_session[status])
+        for status, count in sorted(by_chat.items()):
+            chats.add_metric([status], count)
+        yield sessions
+        yield chats
+        journal = daemon.journal.statistics()
+        yield CounterMetricFamily(
+            "orchestrator_facts_appended", "Facts made durable by this process", journal.facts
+        )
+        yield GaugeMetricFamily(
+            "orchestrator_subscribers", "Bus subscribers of live sessions", subscribers
+        )
+        yield GaugeMetricFamily("orchestrator_clients", "Connected clients", self.connected_clients)
+        yield CounterMetricFamily(
+            "orchestrator_dropped_subscribers",
+            "Clients disconnected because they fell behind",
+            self.dropped_clients + dropped,
+        )

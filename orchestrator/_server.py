@@ -1,0 +1,328 @@
+"""``orchestrator serve``: one port for every client (Starlette on hypercorn's trio worker).
+
+Routes:
+
+- ``GET /healthz``: 200 ``{"status": "ok"}`` once the daemon accepts clients, 503 while it
+  starts or stops (no token needed: a load balancer asks it);
+- ``GET /metrics``: Prometheus text (viewer);
+- ``WS /ws?team=NAME`` (a new session) or ``/ws?session=ID`` (reattach): the agent channel,
+  the team channel and views (see :mod:`orchestrator._agent_socket`);
+- ``POST /callback``: view updates from tools (tool role).
+
+Theory of operation: :func:`serve` opens the journal, loads the teams, starts the daemon's
+sessions and then hypercorn, all in one nursery; it reports the bound URL when clients can
+connect (and tells systemd READY=1). SIGTERM / SIGINT: stop accepting (``/healthz`` turns
+503), let running turns end for ``shutdown_grace`` seconds, stop the sessions without
+recording (recovery at the next start takes them up), drain the journal, exit 0.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+import structlog
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve as hypercorn_serve
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+from ._agent_socket import AgentSocket
+from ._auth import Authenticator, Permission, Principal
+from ._backend_openai import http_client
+from ._daemon import Daemon, load_teams, session_uri
+from ._errors import FactLogError, IllegalTransitionError, OrchestratorError, RunError
+from ._journal import SqliteJournal
+from ._metrics import CONTENT_TYPE
+from ._sd_notify import SystemdNotifier
+from ._serve_config import ServeConfig
+from ._teamfile import TeamSpec
+
+__all__ = ["build_app", "serve"]
+
+log = structlog.get_logger("orchestrator.server")
+
+#: Close code for a WebSocket refused after the handshake (1008: policy violation).
+CLOSE_POLICY: Final = 1008
+
+
+@attrs.frozen
+class _HttpError(Exception):
+    status: int
+    message: str
+
+
+def _json_error(status: int, message: str, **headers: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers or None)
+
+
+def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
+    """The ASGI app of ``daemon``: every route on one port."""
+    auth = Authenticator(config.tokens)
+    limits = config.limits
+
+    def principal_of(headers: Any, query: Any) -> Principal | None:
+        return auth.authenticate(headers.get("authorization"), query.get("token"))
+
+    def require(request: Request, permission: Permission) -> Principal:
+        principal = principal_of(request.headers, request.query_params)
+        if principal is None:
+            raise _HttpError(401, "a bearer token is needed (Authorization: Bearer TOKEN)")
+        if not principal.may(permission):
+            raise _HttpError(403, f"this token may not {permission}")
+        return principal
+
+    def guarded(
+        endpoint: Callable[[Request], Awaitable[Response]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def handle(request: Request) -> Response:
+            try:
+                return await endpoint(request)
+            except _HttpError as exc:
+                extra = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
+                return _json_error(exc.status, exc.message, **extra)
+
+        return handle
+
+    async def healthz(request: Request) -> Response:
+        if not daemon.accepting:
+            return JSONResponse({"status": "unavailable"}, status_code=503)
+        return JSONResponse({"status": "ok", "sessions": len(daemon.sessions)})
+
+    async def metrics(request: Request) -> Response:
+        require(request, Permission.READ)
+        return Response(daemon.metrics.render(), media_type=CONTENT_TYPE)
+
+    async def callback(request: Request) -> Response:
+        require(request, Permission.CALLBACK)
+        body = await _body(request, limits.max_body_bytes)
+        view_type, group_id, content = _view_update(body)
+        live = daemon.live(group_id)
+        if live is None:
+            known = await trio.to_thread.run_sync(_known_session, daemon, group_id)
+            if not known:
+                raise _HttpError(404, f"group_id: no thread {group_id!r} on this daemon")
+            raise _HttpError(409, f"group_id: thread {group_id!r} has ended")
+        try:
+            await live.update_view(view_type, content)
+        except IllegalTransitionError as exc:
+            raise _HttpError(409, f"group_id: {exc.reason}") from None
+        except FactLogError as exc:
+            raise _HttpError(503, f"the view could not be stored: {exc}") from None
+        return JSONResponse({"status": "ok"})
+
+    async def agent_socket(websocket: WebSocket) -> None:
+        principal = principal_of(websocket.headers, websocket.query_params)
+        if principal is None or not principal.may(Permission.READ):
+            status = 401 if principal is None else 403
+            await websocket.send_denial_response(
+                _json_error(status, "a bearer token is needed" if status == 401 else "forbidden")
+            )
+            return
+        if not daemon.accepting:
+            await websocket.send_denial_response(_json_error(503, "the daemon is stopping"))
+            return
+        wanted = websocket.query_params.get("session")
+        try:
+            if wanted:
+                live = daemon.live(wanted)
+                if live is None:
+                    raise RunError(f"no live session {wanted!r} (it ended, or never was)")
+            else:
+                if not principal.may(Permission.OPERATE):
+                    raise RunError("opening a session takes an operator token")
+                live = daemon.open_session(websocket.query_params.get("team"))
+        except RunError as exc:
+            await websocket.send_denial_response(_json_error(404, str(exc)))
+            return
+        await websocket.accept()
+        daemon.metrics.connected_clients += 1
+        try:
+            await AgentSocket(
+                websocket,
+                daemon,
+                live,
+                principal,
+                reattached=bool(wanted),
+                max_frame_bytes=limits.max_frame_bytes,
+                rate=limits.messages_per_second,
+                burst=limits.burst,
+                outbox_size=limits.subscriber_buffer,
+            ).run()
+        finally:
+            daemon.metrics.connected_clients -= 1
+
+    return Starlette(
+        routes=[
+            Route("/healthz", healthz),
+            Route("/metrics", guarded(metrics)),
+            Route("/callback", guarded(callback), methods=["POST"]),
+            WebSocketRoute("/ws", agent_socket),
+        ]
+    )
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    """The request body, refused (413) past ``limit`` bytes without reading it all."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _HttpError(413, f"the body is {declared} bytes; the limit is {limit}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise _HttpError(413, f"the body is over the limit of {limit} bytes")
+    return bytes(body)
+
+
+def _view_update(body: bytes) -> tuple[str, str, dict[str, Any]]:
+    """``(view_type, group_id, content)`` of a view_update body, or a 400 naming the field."""
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise _HttpError(400, f"the body is not JSON: {exc}") from None
+    except RecursionError:
+        raise _HttpError(400, "the body is nested too deeply") from None
+    if not isinstance(data, dict):
+        raise _HttpError(400, "the body must be a JSON object")
+    if data.get("type") != "view_update":
+        raise _HttpError(400, f'type: expected "view_update", got {json.dumps(data.get("type"))}')
+    for key in ("group_id", "view_type"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise _HttpError(400, f"{key}: expected a non-empty string")
+    content = data.get("content")
+    if not isinstance(content, dict):
+        raise _HttpError(400, "content: expected a JSON object ({} clears the view)")
+    return data["view_type"], data["group_id"], content
+
+
+def _known_session(daemon: Daemon, group_id: str) -> bool:
+    try:
+        daemon.reader.session(session_uri(group_id))
+    except FactLogError:
+        return False
+    return True
+
+
+# ─── the process ─────────────────────────────────────────────────────────────
+
+
+async def serve(
+    config: ServeConfig,
+    *,
+    db: Path,
+    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+    handle_signals: bool = True,
+    stop: trio.Event | None = None,
+) -> None:
+    """Run the daemon until SIGTERM / SIGINT (or ``stop`` is set); report the bound URL.
+
+    Configuration problems (a team file, a token, the journal, the address) raise
+    :class:`OrchestratorError` before anything listens.
+    """
+    config.check()
+    teams = load_teams(config.teams)
+    journal = SqliteJournal(db)
+    await trio.to_thread.run_sync(journal.open)  # a refused journal stops us here
+    notifier = SystemdNotifier.from_environment()
+    stop = stop or trio.Event()
+    async with http_client() as http:
+        daemon = Daemon(
+            teams=teams,
+            journal=journal,
+            http=http,
+            default_team=config.default_team,
+            subscriber_buffer=config.limits.subscriber_buffer,
+            shutdown_grace=config.limits.shutdown_grace,
+        )
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            await _serve_daemon(
+                daemon,
+                config,
+                teams,
+                db,
+                notifier,
+                stop,
+                task_status,
+                handle_signals=handle_signals,
+            )
+            services.cancel_scope.cancel()  # the journal drains what was submitted, closes
+    log.info("daemon stopped")
+
+
+async def _serve_daemon(
+    daemon: Daemon,
+    config: ServeConfig,
+    teams: Mapping[str, TeamSpec],
+    db: Path,
+    notifier: SystemdNotifier,
+    stop: trio.Event,
+    task_status: trio.TaskStatus[str],
+    *,
+    handle_signals: bool,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        await nursery.start(daemon.serve)
+        app = build_app(daemon, config)
+        hyper = HypercornConfig()
+        hyper.bind = [f"{_host(config.host)}:{config.port}"]
+        # Frames over the daemon's limit are answered with an error event; hypercorn only
+        # drops a connection whose frame is far beyond it.
+        hyper.websocket_max_message_size = 4 * config.limits.max_frame_bytes
+        hyper.graceful_timeout = 1.0
+        hyper.accesslog = None  # a token in a URL must not reach a log
+        hyper.errorlog = logging.getLogger("hypercorn.error")  # through our handler: one format
+        stopped = trio.Event()
+        binds: list[str] = await nursery.start(_hypercorn, app, hyper, stopped, name="hypercorn")
+        url = binds[0]
+        log.info("daemon listening", url=url, teams=sorted(teams), db=str(db))
+        notifier.notify(f"READY=1\nSTATUS=listening on {url}")
+        task_status.started(url)
+        nursery.start_soon(notifier.watchdog)
+        if handle_signals:
+            nursery.start_soon(_set_on_signal, stop)
+        await stop.wait()
+        log.info("daemon stopping", sessions=len(daemon.sessions))
+        notifier.notify("STOPPING=1")
+        await daemon.stop()
+        stopped.set()
+        nursery.cancel_scope.cancel()
+
+
+def _host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+async def _hypercorn(
+    app: Starlette,
+    config: HypercornConfig,
+    stopped: trio.Event,
+    *,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    try:
+        await hypercorn_serve(
+            app,  # type: ignore[arg-type]
+            config,
+            shutdown_trigger=stopped.wait,
+            task_status=task_status,
+        )
+    except OSError as exc:
+        raise OrchestratorError(f"cannot listen on {config.bind[0]}: {exc.strerror}") from exc
+
+
+async def _set_on_signal(stop: trio.Event) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            stop.set()
+            return
