@@ -31,6 +31,7 @@ from ._ahp_actions import (
     ChatErrorAction,
     ChatInputRequestedAction,
     ChatReasoningAction,
+    ChatResponsePartAction,
     ChatToolCallCompleteAction,
     ChatToolCallDeniedAction,
     ChatToolCallReadyAction,
@@ -38,7 +39,15 @@ from ._ahp_actions import (
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
 )
-from ._ahp_state import ChatInputRequest, ChatState, ToolCallResponsePart, Turn, TurnState
+from ._ahp_state import (
+    ChatInputRequest,
+    ChatState,
+    MarkdownResponsePart,
+    ReasoningResponsePart,
+    ToolCallResponsePart,
+    Turn,
+    TurnState,
+)
 from ._errors import PeerProtocolError
 from ._facts import Fact
 from ._recovery import open_questions
@@ -289,6 +298,10 @@ class AgentChannelProjector:
             case ChatTurnStartedAction(message=message, queued_message_id=queued):
                 self._task = self._task_of(queued)
                 return [self._tagged(agent_event("prompt", prompt=message.text))]
+            case ChatResponsePartAction(part=MarkdownResponsePart(content=content)) if content:
+                return [agent_event("text", content=content)]
+            case ChatResponsePartAction(part=ReasoningResponsePart(content=content)) if content:
+                return [agent_event("thinking", content=content)]
             case ChatDeltaAction(content=content) if content:
                 return [agent_event("text", content=content)]
             case ChatReasoningAction(content=content) if content:
@@ -306,8 +319,9 @@ class AgentChannelProjector:
             ):
                 turn = _turn(chat_state, turn_id)
                 events = turn_messages(turn)[-2:] if turn is not None else []
+                tagged = [self._tagged(e) for e in events]
                 self._task = None
-                return [self._tagged(e) for e in events]
+                return tagged
         return []
 
     def _tagged(self, event: dict[str, Any]) -> dict[str, Any]:

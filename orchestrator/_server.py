@@ -234,7 +234,7 @@ async def serve(
     journal = SqliteJournal(db)
     await trio.to_thread.run_sync(journal.open)  # a refused journal stops us here
     notifier = SystemdNotifier.from_environment()
-    stop = stop or trio.Event()
+    stop = trio.Event() if stop is None else stop
     async with http_client() as http:
         daemon = Daemon(
             teams=teams,

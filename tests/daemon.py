@@ -1,0 +1,127 @@
+"""A real daemon on loopback for tests, and clients that talk to it.
+
+``running_daemon`` starts :func:`orchestrator._server.serve` in the test's nursery on
+127.0.0.1 with an ephemeral port, a journal in a temporary directory and the teams given;
+tests talk to it with trio-websocket and httpx, as users' clients would.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import trio
+from trio_websocket import WebSocketConnection, open_websocket_url
+
+from orchestrator._serve_config import Limits, ServeConfig
+from orchestrator._server import serve
+
+from .conftest import PROJECT_ROOT
+
+TEAMS = PROJECT_ROOT / "teams"
+#: A coordinator that answers every prompt at once (turns beyond the script: a default reply).
+ECHO = """
+[team]
+name = "echo"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { say = "first answer", chunks = 2 } ]
+[[agents.lead.turns]]
+steps = [ { say = "second answer" } ]
+"""
+
+
+@attrs.define
+class RunningDaemon:
+    url: str  # http://127.0.0.1:PORT
+    db: Path
+    stop: trio.Event
+
+    @property
+    def ws_url(self) -> str:
+        return self.url.replace("http://", "ws://", 1)
+
+    def http(self, token: str | None = None) -> httpx.AsyncClient:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=10)
+
+
+def write_teams(directory: Path, teams: Mapping[str, str]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in teams.items():
+        (directory / f"{name}.toml").write_text(text, encoding="utf-8")
+    return directory
+
+
+@asynccontextmanager
+async def running_daemon(
+    tmp_path: Path,
+    *,
+    teams: Mapping[str, str] | None = None,
+    config: ServeConfig | None = None,
+    db: Path | None = None,
+) -> AsyncIterator[RunningDaemon]:
+    """A daemon serving ``teams`` (name → TOML; default: the project's delivery team)."""
+    if teams is None:
+        teams = {"delivery": (TEAMS / "delivery.toml").read_text(encoding="utf-8")}
+    directory = write_teams(tmp_path / "teams", teams)
+    config = attrs.evolve(
+        config or ServeConfig(limits=Limits(shutdown_grace=0.5)), teams=directory, port=0
+    )
+    db = db or tmp_path / "journal.db"
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(
+            lambda task_status: serve(
+                config, db=db, task_status=task_status, handle_signals=False, stop=stop
+            )
+        )
+        try:
+            yield RunningDaemon(url=url, db=db, stop=stop)
+        finally:
+            stop.set()
+
+
+class Client:
+    """A WebSocket client of ``/ws`` that keeps everything it received, in order."""
+
+    def __init__(self, connection: WebSocketConnection) -> None:
+        self.connection = connection
+        self.received: list[dict[str, Any]] = []
+
+    async def send(self, message: Mapping[str, Any] | str) -> None:
+        text = message if isinstance(message, str) else json.dumps(message)
+        await self.connection.send_message(text)
+
+    async def receive(self) -> dict[str, Any]:
+        with trio.fail_after(30):
+            event: dict[str, Any] = json.loads(await self.connection.get_message())
+        self.received.append(event)
+        return event
+
+    async def until(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """Receive until an event satisfies ``predicate``; return it."""
+        while True:
+            event = await self.receive()
+            if predicate(event):
+                return event
+
+    async def until_type(self, kind: str, channel: str = "agent") -> dict[str, Any]:
+        return await self.until(lambda e: e.get("type") == kind and e.get("channel") == channel)
+
+
+@asynccontextmanager
+async def connect(
+    daemon: RunningDaemon, query: str = "", *, token: str | None = None
+) -> AsyncIterator[Client]:
+    headers = [("authorization", f"Bearer {token}")] if token else None
+    url = f"{daemon.ws_url}/ws" + (f"?{query}" if query else "")
+    async with open_websocket_url(url, extra_headers=headers) as connection:
+        yield Client(connection)
