@@ -121,7 +121,7 @@ class Client:
 async def connect(
     daemon: RunningDaemon, query: str = "", *, token: str | None = None
 ) -> AsyncIterator[Client]:
-    headers = [("authorization", f"Bearer {token}")] if token else None
+    headers = [(b"authorization", f"Bearer {token}".encode())] if token else None
     url = f"{daemon.ws_url}/ws" + (f"?{query}" if query else "")
     async with open_websocket_url(url, extra_headers=headers) as connection:
         yield Client(connection)
