@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -168,7 +169,9 @@ class TestAgentChannel:
         assert replayed[0] == {"channel": "agent", "type": "prompt", "prompt": "Ship 2.0"}
         assert of_type(replayed, "tool_invocation"), "the running turn so far is replayed"
 
-    # trio-websocket leaves a rejected handshake's socket for the garbage collector.
+    # trio-websocket leaves a refused handshake's socket to the garbage collector: collect
+    # it here, where its ResourceWarning is expected, not in whichever test runs next.
+    @pytest.mark.filterwarnings("ignore::ResourceWarning")
     @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
     async def test_an_unknown_session_or_team_is_refused_at_the_handshake(
         self, tmp_path: Path
@@ -180,3 +183,5 @@ class TestAgentChannel:
                         pass
                 assert refused.value.status_code == 404
                 assert b"nope" in (refused.value.body or b"")
+                del refused
+                gc.collect()
