@@ -299,8 +299,13 @@ class Daemon:
         with trio.move_on_after(self.shutdown_grace):
             for live in list(self.sessions.values()):
                 await live.idle.wait()
-        for live in list(self.sessions.values()):
+        stopping = list(self.sessions.values())
+        for live in stopping:
             live.runtime.stop()
+        # Each session's clients are told it ended once its tasks are done (no facts follow).
+        with trio.move_on_after(self.shutdown_grace + 2):
+            for live in stopping:
+                await live.finished.wait()
 
     # ── sessions ───────────────────────────────────────────────────────────
 

@@ -132,14 +132,16 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
             await websocket.send_denial_response(_json_error(503, "the daemon is stopping"))
             return
         wanted = websocket.query_params.get("session")
+        if not wanted and not principal.may(Permission.OPERATE):
+            message = "opening a session takes an operator token (attach with ?session=ID)"
+            await websocket.send_denial_response(_json_error(403, message))
+            return
         try:
             if wanted:
                 live = daemon.live(wanted)
                 if live is None:
                     raise RunError(f"no live session {wanted!r} (it ended, or never was)")
             else:
-                if not principal.may(Permission.OPERATE):
-                    raise RunError("opening a session takes an operator token")
                 live = daemon.open_session(websocket.query_params.get("team"))
         except RunError as exc:
             await websocket.send_denial_response(_json_error(404, str(exc)))
@@ -282,8 +284,10 @@ async def _serve_daemon(
         hyper.graceful_timeout = 1.0
         hyper.accesslog = None  # a token in a URL must not reach a log
         hyper.errorlog = logging.getLogger("hypercorn.error")  # through our handler: one format
-        stopped = trio.Event()
-        binds: list[str] = await nursery.start(_hypercorn, app, hyper, stopped, name="hypercorn")
+        stopped, served = trio.Event(), trio.Event()
+        binds: list[str] = await nursery.start(
+            _hypercorn, app, hyper, stopped, served, name="hypercorn"
+        )
         url = binds[0]
         log.info("daemon listening", url=url, teams=sorted(teams), db=str(db))
         notifier.notify(f"READY=1\nSTATUS=listening on {url}")
@@ -295,7 +299,10 @@ async def _serve_daemon(
         log.info("daemon stopping", sessions=len(daemon.sessions))
         notifier.notify("STOPPING=1")
         await daemon.stop()
+        # Hypercorn stops listening, gives open connections graceful_timeout to finish
+        # (they are closing: their sessions ended), then returns.
         stopped.set()
+        await served.wait()
         nursery.cancel_scope.cancel()
 
 
@@ -307,9 +314,11 @@ async def _hypercorn(
     app: Starlette,
     config: HypercornConfig,
     stopped: trio.Event,
+    served: trio.Event,
     *,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
+    """Serve until ``stopped`` is set; set ``served`` once hypercorn has returned."""
     try:
         await hypercorn_serve(
             app,  # type: ignore[arg-type]
@@ -319,6 +328,8 @@ async def _hypercorn(
         )
     except OSError as exc:
         raise OrchestratorError(f"cannot listen on {config.bind[0]}: {exc.strerror}") from exc
+    finally:
+        served.set()
 
 
 async def _set_on_signal(stop: trio.Event) -> None:

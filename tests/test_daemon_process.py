@@ -1,0 +1,117 @@
+"""``orchestrator serve`` as a process: it says where it listens, stops on SIGTERM within
+10 s with exit status 0, and the next start takes its unfinished sessions up."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import trio
+
+from .daemon import RunningDaemon, connect
+
+#: A coordinator that delegates two workers that take a few (real) seconds each.
+SLOW = """
+[team]
+name = "slow"
+coordinator = "lead"
+on_restart = "resume"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "one" }, { agent = "worker", task = "two" } ] },
+          { say = "both done: {outcomes}" } ]
+[agents.worker]
+role = "r"
+[[agents.worker.turns]]
+steps = [ { sleep = 2 }, { say = "finished {task}" } ]
+"""
+
+
+def start(tmp_path: Path, log: Path) -> tuple[subprocess.Popen[str], str]:
+    """Start the daemon; return it and its URL (read from its JSON log on stderr)."""
+    (tmp_path / "teams").mkdir(exist_ok=True)
+    (tmp_path / "teams" / "slow.toml").write_text(SLOW)
+    (tmp_path / "daemon.toml").write_text("[limits]\nshutdown_grace = 0.2\n")
+    with log.open("w") as err:  # the child writes to its own copy of the descriptor
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "orchestrator",
+                "serve",
+                "--config",
+                tmp_path / "daemon.toml",
+                "--teams",
+                tmp_path / "teams",
+                "--db",
+                tmp_path / "journal.db",
+                "--port",
+                "0",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for line in log.read_text().splitlines():
+            record = json.loads(line)
+            if record.get("event") == "daemon listening":
+                return process, str(record["url"])
+        assert process.poll() is None, log.read_text()
+        time.sleep(0.05)
+    process.kill()
+    raise AssertionError(f"the daemon did not say where it listens:\n{log.read_text()}")
+
+
+async def test_sigterm_stops_within_10s_and_the_next_start_takes_the_session_up(
+    tmp_path: Path,
+) -> None:
+    process, url = start(tmp_path, tmp_path / "first.log")
+    try:
+        daemon = RunningDaemon(url=url, db=tmp_path / "journal.db", stop=trio.Event())
+        async with connect(daemon, "team=slow") as client:
+            init = await client.until_type("init")
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "go"})
+            await client.until(lambda e: e.get("type") == "tool_invocation")
+            process.send_signal(signal.SIGTERM)
+            began = time.monotonic()
+            ended = await client.until(lambda e: e.get("type") in ("session_ended", "result"))
+        status = await trio.to_thread.run_sync(process.wait, 15)
+        took = time.monotonic() - began
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert status == 0, (tmp_path / "first.log").read_text()
+    assert took < 10
+    assert ended["type"] == "session_ended", "the turn was interrupted, not finished"
+    events = [
+        json.loads(line)["event"] for line in (tmp_path / "first.log").read_text().splitlines()
+    ]
+    assert events.index("daemon stopping") < events.index("daemon stopped")
+
+    process, url = start(tmp_path, tmp_path / "second.log")
+    try:
+        daemon = RunningDaemon(url=url, db=tmp_path / "journal.db", stop=trio.Event())
+        async with connect(daemon, f"session={init['sessionId']}") as again:
+            await again.until_type("history")
+            result = await again.until_type("result")
+        process.send_signal(signal.SIGTERM)
+        assert await trio.to_thread.run_sync(process.wait, 15) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    log = (tmp_path / "second.log").read_text()
+    assert "session taken up" in log
+    assert result["summary"].startswith("both done:")
+    assert "finished one" in result["summary"]
+    assert "finished two" in result["summary"]

@@ -1,0 +1,140 @@
+"""The daemon's config file: every value checked, every problem named by its key."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from orchestrator._auth import LOCAL, Authenticator, Permission, Role, Token
+from orchestrator._errors import ConfigError
+from orchestrator._rate_limit import TokenBucket
+from orchestrator._serve_config import Limits, ServeConfig, load_serve_config, parse_serve_config
+
+SECRET = "s3cret-s3cret-s3cret"
+
+
+def parse(text: str, environ: dict[str, str] | None = None) -> ServeConfig:
+    return parse_serve_config(tomllib.loads(text), file="d.toml", environ=environ or {})
+
+
+class TestParse:
+    def test_a_full_file(self, tmp_path: Path) -> None:
+        (tmp_path / "tool.token").write_text(SECRET + "-file\n")
+        path = tmp_path / "daemon.toml"
+        path.write_text(
+            'host = "0.0.0.0"\nport = 9000\ndb = "/var/lib/o/j.db"\nteams = "/etc/o/teams"\n'
+            'default_team = "delivery"\n'
+            '[tokens.alice]\nrole = "operator"\ntoken_env = "ALICE"\n'
+            '[tokens.sandbox]\nrole = "tool"\ntoken_file = "tool.token"\n'
+            "[limits]\nburst = 5\nmessages_per_second = 2.5\nshutdown_grace = 8\n"
+        )
+        config = load_serve_config(path, environ={"ALICE": SECRET})
+        assert (config.host, config.port, config.default_team) == ("0.0.0.0", 9000, "delivery")
+        assert config.db == Path("/var/lib/o/j.db")
+        assert config.limits == Limits(burst=5, messages_per_second=2.5, shutdown_grace=8)
+        assert [(t.name, t.role, t.secret) for t in config.tokens] == [
+            ("alice", Role.OPERATOR, SECRET),
+            ("sandbox", Role.TOOL, SECRET + "-file"),
+        ]
+        assert SECRET not in repr(config), "a token never shows in a repr"
+        config.check()
+
+    @pytest.mark.parametrize(
+        ("text", "key", "problem"),
+        [
+            ("hots = 'x'", "hots", "unknown key"),
+            ("port = 70000", "port", "0 to 65535"),
+            ("port = true", "port", "0 to 65535"),
+            ("host = ''", "host", "non-empty string"),
+            ("[limits]\nburst = 0", "limits.burst", "above 0"),
+            ("[limits]\nburst = 1.5", "limits.burst", "whole number"),
+            ("[limits]\nspeed = 1", "limits.speed", "unknown limit"),
+            ("[tokens.a]\nrole = 'admin'\ntoken = 'x'", "tokens.a.role", "viewer"),
+            ("[tokens.a]\nrole = 'viewer'", "tokens.a", "exactly one of"),
+            ("[tokens.a]\nrole = 'viewer'\ntoken = 'short'", "tokens.a", "16 characters"),
+            ("[tokens.a]\nrole = 'viewer'\ntoken_env = 'UNSET'", "tokens.a.token_env", "not set"),
+            ("[tokens.a]\nrole = 'viewer'\ntoken_file = 'nope'", "tokens.a.token_file", "cannot"),
+            ("tokens = 3", "tokens", "named tokens"),
+        ],
+    )
+    def test_a_bad_value_names_its_key(self, text: str, key: str, problem: str) -> None:
+        with pytest.raises(ConfigError) as error:
+            parse(text)
+        assert error.value.key_path == key
+        assert problem in str(error.value)
+        assert str(error.value).startswith(f"d.toml: {key}: ")
+
+    def test_a_short_token_is_not_echoed(self) -> None:
+        with pytest.raises(ConfigError) as error:
+            parse("[tokens.a]\nrole = 'viewer'\ntoken = 'tiny-secret'")
+        assert "tiny-secret" not in str(error.value)
+
+    def test_unreadable_and_invalid_files(self, tmp_path: Path) -> None:
+        with pytest.raises(ConfigError, match="cannot read the file"):
+            load_serve_config(tmp_path / "missing.toml")
+        bad = tmp_path / "bad.toml"
+        bad.write_text("host = ")
+        with pytest.raises(ConfigError, match="invalid TOML"):
+            load_serve_config(bad)
+
+
+class TestAuthenticator:
+    tokens = (
+        Token(name="alice", role=Role.OPERATOR, secret=SECRET),
+        Token(name="victor", role=Role.VIEWER, secret=SECRET + "-v"),
+    )
+
+    def test_roles_grant_permissions(self) -> None:
+        auth = Authenticator(self.tokens)
+        alice = auth.authenticate(f"Bearer {SECRET}")
+        victor = auth.authenticate(None, query_token=SECRET + "-v")
+        assert alice is not None
+        assert victor is not None
+        assert (alice.name, alice.may(Permission.OPERATE)) == ("alice", True)
+        assert (victor.name, victor.may(Permission.OPERATE)) == ("victor", False)
+        assert not alice.may(Permission.CALLBACK)
+
+    @given(st.text(max_size=40), st.sampled_from(["Bearer ", "bearer ", "Basic ", ""]))
+    def test_anything_else_is_nobody(self, presented: str, scheme: str) -> None:
+        auth = Authenticator(self.tokens)
+        known = {SECRET, SECRET + "-v"}
+        principal = auth.authenticate(scheme + presented)
+        if scheme.lower() == "bearer " and presented.strip() in known:
+            assert principal is not None
+        else:
+            assert principal is None
+
+    def test_no_tokens_means_local_with_every_permission(self) -> None:
+        assert Authenticator(()).authenticate(None) is LOCAL
+
+
+class TestTokenBucket:
+    @given(
+        st.floats(min_value=0.1, max_value=100),
+        st.integers(min_value=1, max_value=50),
+        st.lists(st.floats(min_value=0, max_value=5), max_size=200),
+    )
+    def test_never_more_than_burst_plus_rate_times_elapsed(
+        self, rate: float, burst: int, gaps: list[float]
+    ) -> None:
+        bucket = TokenBucket(rate=rate, burst=burst, now=0.0)
+        now = 0.0
+        passed = 0
+        for gap in gaps:
+            now += gap
+            passed += bucket.take(now)
+        assert passed <= burst + rate * now + 1e-6
+
+    def test_a_burst_then_a_refill(self) -> None:
+        bucket = TokenBucket(rate=2, burst=3, now=0.0)
+        assert [bucket.take(0.0) for _ in range(4)] == [True, True, True, False]
+        assert bucket.take(0.5) is True
+        assert bucket.take(0.5) is False
+
+    def test_nonsense_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="rate above 0"):
+            TokenBucket(rate=0, burst=1, now=0)
