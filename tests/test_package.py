@@ -36,6 +36,9 @@ PURE_MODULES = (
     "orchestrator._transcript",
     "orchestrator._backend",
     "orchestrator._openai_wire",
+    "orchestrator._agent_channel",
+    "orchestrator._auth",
+    "orchestrator._rate_limit",
 )
 
 #: What a pure module may never pull in, directly or through another module of ours.
