@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import gc
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from trio_websocket import ConnectionRejected
 
 from orchestrator._auth import Role, Token
@@ -16,6 +18,7 @@ from orchestrator._journal import JournalReader
 from orchestrator._serve_config import Limits, ServeConfig
 from orchestrator._team_actions import ApprovalResolved, RunFinished
 
+from .conftest import PROJECT_ROOT
 from .daemon import ECHO, Client, RunningDaemon, connect, running_daemon
 
 TASK = "release-1"
@@ -368,3 +371,22 @@ class TestAuth:
         with pytest.raises(ConfigError, match=r"host: no \[tokens\] configured"):
             ServeConfig(host="0.0.0.0").check()
         ServeConfig(host="0.0.0.0", tokens=TOKENS.tokens).check()
+
+
+async def test_the_example_client_runs_a_team_through_the_daemon(tmp_path: Path) -> None:
+    async with running_daemon(tmp_path) as daemon:
+        done = await trio.run_process(
+            [
+                sys.executable,
+                str(PROJECT_ROOT / "examples" / "agent_client.py"),
+                "Ship 2.0",
+                "--url",
+                daemon.ws_url,
+                "--approve",
+            ],
+            capture_stdout=True,
+            capture_stderr=True,
+        )
+    out = done.stdout.decode()
+    assert "researcher wants to run publish(target=release page)" in out
+    assert "The release notes are ready." in out
