@@ -103,6 +103,7 @@ class AgentSocket:
     # ── the connection ─────────────────────────────────────────────────────
 
     async def run(self) -> None:
+        structlog.contextvars.bind_contextvars(session=self.live.uri, client=self.principal.name)
         subscription, state = self.live.subscribe(f"ws {self.principal.name}")
         self._reached = state.last_sequence
         self._projector.prime(state)

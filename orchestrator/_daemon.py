@@ -370,6 +370,9 @@ class Daemon:
             *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
         ) -> None:
             reported = _Reported(task_status)
+            # Every log line of the session's tasks (its chats inherit the context) says
+            # which session and team it is about.
+            structlog.contextvars.bind_contextvars(session=live.uri, team=live.team_name)
             try:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(live.watch)
