@@ -48,7 +48,9 @@ class DaemonMetrics(Collector):
             "orchestrator_sessions", "Live sessions by status", labels=["status"]
         )
         chats = GaugeMetricFamily(
-            "orchestrator_chats", "Chats of live sessions by status", labels=["status"]
+            "orchestrator_chats",
+            "Chats of live sessions by status (the Agent UI member status)",
+            labels=["status"],
         )
         by_session: Counter[str] = Counter()
         by_chat: Counter[str] = Counter()
@@ -57,8 +59,7 @@ class DaemonMetrics(Collector):
         for live in daemon.sessions.values():
             state = live.state
             by_session["idle" if live.idle.is_set() else "running"] += 1
-            if state.session is not None:
-                by_chat.update(str(entry.status) for entry in state.session.chats)
+            by_chat.update(str(state.member_status(chat)) for chat in state.members)
             statistics = live.runtime.bus.statistics()
             subscribers += statistics.subscribers
             dropped += statistics.dropped

@@ -390,3 +390,92 @@ async def test_the_example_client_runs_a_team_through_the_daemon(tmp_path: Path)
     out = done.stdout.decode()
     assert "researcher wants to run publish(target=release page)" in out
     assert "The release notes are ready." in out
+
+
+ASKS = """
+[team]
+name = "asks"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["ask", "delegate"]
+delegates_to = ["worker"]
+[[agents.lead.turns]]
+steps = [ { ask = "Which database?" }, { say = "Using {outcomes}." } ]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "slow work" } ] }, { say = "{outcomes}" } ]
+[agents.worker]
+role = "r"
+[[agents.worker.turns]]
+steps = [ { sleep = 60 }, { say = "never" } ]
+"""
+
+
+class TestRequests:
+    async def test_a_question_is_answered_with_tool_response(self, tmp_path: Path) -> None:
+        async with (
+            running_daemon(tmp_path, teams={"asks": ASKS}) as daemon,
+            connect(daemon) as client,
+        ):
+            await client.until_type("init")
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "set up"})
+            question = await client.until_type("question")
+            assert question["questions"] == ["Which database?"]
+            assert question["agentName"] == "lead"
+            await client.send(
+                {"channel": "agent", "type": "tool_response", "toolCallId": "nope", "result": "x"}
+            )
+            refused = await client.until_type("error")
+            assert refused["code"] == "refused"
+            assert "no open question for tool call 'nope'" in refused["message"]
+            await client.send(
+                {
+                    "channel": "agent",
+                    "type": "tool_response",
+                    "toolCallId": question["toolCallId"],
+                    "result": "PostgreSQL",
+                }
+            )
+            result = await client.until_type("result")
+        assert result["summary"] == "Using PostgreSQL."
+
+    async def test_abort_cancels_the_task_s_turn_and_its_workers_and_the_session_goes_on(
+        self, tmp_path: Path
+    ) -> None:
+        async with (
+            running_daemon(tmp_path, teams={"asks": ASKS}) as daemon,
+            connect(daemon) as client,
+        ):
+            await client.until_type("init")
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "a", "taskId": "q"})
+            question = await client.until_type("question")
+            await client.send(
+                {
+                    "channel": "agent",
+                    "type": "tool_response",
+                    "toolCallId": question["toolCallId"],
+                    "result": "SQLite",
+                }
+            )
+            await client.until_type("done")
+            await client.send({"channel": "agent", "type": "abort", "taskId": "slow"})
+            unknown = await client.until_type("error")
+            assert "no task 'slow'" in unknown["message"]
+            await client.send(
+                {"channel": "agent", "type": "prompt", "prompt": "b", "taskId": "slow"}
+            )
+            await client.until_type("tool_invocation")
+            await client.send({"channel": "agent", "type": "abort", "taskId": "slow"})
+            error = await client.until_type("error")
+            done = await client.receive()
+            async with daemon.http() as http:
+                metrics = (await http.get("/metrics")).text
+        assert error == {
+            "channel": "agent",
+            "type": "error",
+            "message": "cancelled",
+            "taskId": "slow",
+        }
+        assert done == {"channel": "agent", "type": "done", "taskId": "slow"}
+        assert 'orchestrator_sessions{status="idle"} 1.0' in metrics
+        assert 'orchestrator_chats{status="killed"} 1.0' in metrics, "the aborted worker"
