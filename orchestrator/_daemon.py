@@ -25,8 +25,9 @@ the next start applies each team's ``on_restart``.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ from ._agent_messages import TURN_ENDS
 from ._ahp_actions import ChatTurnStartedAction
 from ._backends import backend_factory
 from ._bus import Subscription
-from ._errors import ConfigError, OrchestratorError, RunError, TeamFileError
+from ._errors import ConfigError, FactLogError, OrchestratorError, RunError, TeamFileError
 from ._journal import JournalReader, SqliteJournal
 from ._metrics import DaemonMetrics
 from ._recovery import input_request_id, open_questions
@@ -113,8 +114,11 @@ class LiveSession:
         self._running: tuple[str | None] | None = None
         self._approval_asked: dict[str, float] = {}
         self.idle = trio.Event()  # set while no chat of the session has a turn running
+        self.idle_since = trio.current_time()
         if not _busy(self.state):
             self.idle.set()
+        self.clients = 0  # connected clients (see attached)
+        self.put_away = False  # stopped for being idle (see Daemon.evict_idle)
 
     @property
     def state(self) -> TeamState:
@@ -177,6 +181,16 @@ class LiveSession:
             [(self.uri, ViewUpdated(view_type=view_type, content=content))]
         )
 
+    @contextlib.contextmanager
+    def attached(self) -> Iterator[None]:
+        """Count a client as connected while in the block (an idle session with clients
+        is never put away)."""
+        self.clients += 1
+        try:
+            yield
+        finally:
+            self.clients -= 1
+
     def subscribe(self, name: str) -> tuple[Subscription, TeamState]:
         """A bus subscription and the state it starts after (see the module docstring)."""
         subscription = self.runtime.bus.subscribe(name, buffer_size=self.daemon.subscriber_buffer)
@@ -211,8 +225,9 @@ class LiveSession:
             busy = _busy(self.state)
             if busy and self.idle.is_set():
                 self.idle = trio.Event()
-            elif not busy:
+            elif not busy and not self.idle.is_set():
                 self.idle.set()
+                self.idle_since = trio.current_time()
 
 
 class Daemon:
@@ -254,6 +269,7 @@ class Daemon:
         self._http = http
         self._environ = environ
         self.sessions: dict[str, LiveSession] = {}
+        self._finding = trio.Lock()
         self._nursery: trio.Nursery | None = None
         self.metrics = DaemonMetrics(self)
         self.accepting = False
@@ -272,25 +288,70 @@ class Daemon:
             await trio.sleep_forever()
 
     async def _take_up_unfinished(self) -> None:
+        """Take up the unfinished sessions that were doing something (a turn running, an
+        approval or a question waiting, a prompt queued); idle ones are taken up when a
+        client asks for them (:meth:`find`), so a restart costs what is busy, not all."""
         infos = await trio.to_thread.run_sync(self.reader.sessions)
         for info in infos:
             if info.status != "running":
                 continue
             try:
-                team_file, team_toml = await trio.to_thread.run_sync(
-                    self.reader.team_toml, info.session
-                )
-                if not team_toml:
-                    raise RunError("it did not record its team file")
-                team = parse_team(team_toml, file=team_file or "<journal>")
                 state = await trio.to_thread.run_sync(self.reader.open, info.session)
-                name = Path(team_file).stem if team_file else team.name
-                runtime = self._runtime(name, team, state=state)
-                live = LiveSession(self, name, runtime)
-                await self._launch(live, runtime.resume)
-                log.info("session taken up", session=info.session, team=name)
+                if _needs_running(state):
+                    await self._take_up(info.session, state)
             except (OrchestratorError, OSError) as exc:
                 log.error("session not taken up", session=info.session, error=str(exc))
+
+    async def find(self, session: str) -> LiveSession | None:
+        """The live session ``session`` (an id or URI), taking an unfinished one up from the
+        journal if it is not in memory; None if there is no such unfinished session."""
+        uri = session_uri(session)
+        live = self.sessions.get(uri)
+        if live is not None and not live.put_away:
+            return live
+        async with self._finding:  # two clients asking at once take it up once
+            live = self.sessions.get(uri)
+            if live is not None and live.put_away:
+                await live.finished.wait()  # being put away: take it up again after
+                live = None
+            if live is not None:
+                return live
+            try:
+                info = await trio.to_thread.run_sync(self.reader.session, uri)
+            except FactLogError:
+                return None
+            if info.status != "running":
+                return None
+            state = await trio.to_thread.run_sync(self.reader.open, uri)
+            return await self._take_up(uri, state)
+
+    async def _take_up(self, uri: str, state: TeamState) -> LiveSession:
+        team_file, team_toml = await trio.to_thread.run_sync(self.reader.team_toml, uri)
+        if not team_toml:
+            raise RunError(f"{uri} did not record its team file: it cannot be taken up")
+        team = parse_team(team_toml, file=team_file or "<journal>")
+        name = Path(team_file).stem if team_file else team.name
+        runtime = self._runtime(name, team, state=state)
+        live = LiveSession(self, name, runtime)
+        await self._launch(live, runtime.resume)
+        log.info("session taken up", session=uri, team=name)
+        return live
+
+    async def evict_idle(self, after: float) -> None:
+        """Every so often, stop the sessions that have been idle with no client for ``after``
+        seconds (recording nothing: :meth:`find` takes them up again when asked), so the
+        daemon's memory holds the sessions in use, not every session it ever ran."""
+        while True:
+            await trio.sleep(max(after / 4, 0.05))
+            now = trio.current_time()
+            for live in list(self.sessions.values()):
+                if live.clients == 0 and live.idle.is_set() and now - live.idle_since >= after:
+                    log.info("idle session put away", session=live.uri)
+                    live.put_away = True
+                    if live.started:
+                        live.runtime.stop()
+                    else:
+                        self.sessions.pop(live.uri, None)  # no run: nothing to keep
 
     async def stop(self) -> None:
         """SIGTERM: give running turns ``shutdown_grace`` to end, then stop every session
@@ -418,4 +479,12 @@ def _message(exc: BaseException) -> str:
 
 
 def _busy(state: TeamState) -> bool:
+    """A turn is running (approvals and questions wait inside one)."""
     return any(chat.active_turn is not None for chat in state.chats.values())
+
+
+def _needs_running(state: TeamState) -> bool:
+    """An unfinished session that was doing something when the process stopped."""
+    coordinator = state.coordinator_chat()
+    chat = state.chats.get(coordinator) if coordinator is not None else None
+    return _busy(state) or bool(chat is not None and chat.queued_messages)

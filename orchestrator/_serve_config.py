@@ -19,6 +19,7 @@
     burst = 40
     subscriber_buffer = 2000    # events queued for one client before it is disconnected
     shutdown_grace = 5.0        # seconds running turns get to end on SIGTERM
+    idle_session = 600.0        # seconds an idle session with no client stays in memory
 
 Command-line flags override the file. Pure apart from :func:`load_serve_config`, which reads
 the file and the token sources; every problem raises :class:`ConfigError` naming the key.
@@ -51,6 +52,7 @@ class Limits:
     burst: int = 40
     subscriber_buffer: int = 2_000
     shutdown_grace: float = 5.0
+    idle_session: float = 600.0
 
 
 @attrs.frozen(kw_only=True)

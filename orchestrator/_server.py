@@ -106,7 +106,7 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
         require(request, Permission.CALLBACK)
         body = await _body(request, limits.max_body_bytes)
         view_type, group_id, content = _view_update(body)
-        live = daemon.live(group_id)
+        live = await daemon.find(group_id)
         if live is None:
             known = await trio.to_thread.run_sync(_known_session, daemon, group_id)
             if not known:
@@ -138,7 +138,7 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
             return
         try:
             if wanted:
-                live = daemon.live(wanted)
+                live = await daemon.find(wanted)
                 if live is None:
                     raise RunError(f"no live session {wanted!r} (it ended, or never was)")
             else:
@@ -149,17 +149,18 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
         await websocket.accept()
         daemon.metrics.connected_clients += 1
         try:
-            await AgentSocket(
-                websocket,
-                daemon,
-                live,
-                principal,
-                reattached=bool(wanted),
-                max_frame_bytes=limits.max_frame_bytes,
-                rate=limits.messages_per_second,
-                burst=limits.burst,
-                outbox_size=limits.subscriber_buffer,
-            ).run()
+            with live.attached():
+                await AgentSocket(
+                    websocket,
+                    daemon,
+                    live,
+                    principal,
+                    reattached=bool(wanted),
+                    max_frame_bytes=limits.max_frame_bytes,
+                    rate=limits.messages_per_second,
+                    burst=limits.burst,
+                    outbox_size=limits.subscriber_buffer,
+                ).run()
         finally:
             daemon.metrics.connected_clients -= 1
 
@@ -293,6 +294,7 @@ async def _serve_daemon(
         notifier.notify(f"READY=1\nSTATUS=listening on {url}")
         task_status.started(url)
         nursery.start_soon(notifier.watchdog)
+        nursery.start_soon(daemon.evict_idle, config.limits.idle_session)
         if handle_signals:
             nursery.start_soon(_set_on_signal, stop)
         await stop.wait()

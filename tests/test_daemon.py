@@ -479,3 +479,41 @@ class TestRequests:
         assert done == {"channel": "agent", "type": "done", "taskId": "slow"}
         assert 'orchestrator_sessions{status="idle"} 1.0' in metrics
         assert 'orchestrator_chats{status="killed"} 1.0' in metrics, "the aborted worker"
+
+
+class TestIdleSessions:
+    async def test_an_idle_session_is_put_away_and_taken_up_when_a_client_asks(
+        self, tmp_path: Path
+    ) -> None:
+        config = ServeConfig(limits=Limits(idle_session=0.2, shutdown_grace=0.5))
+        async with running_daemon(tmp_path, teams={"echo": ECHO}, config=config) as daemon:
+            async with connect(daemon) as first:
+                init = await first.until_type("init")
+                await first.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+                await first.until_type("done")
+                await trio.sleep(0.5)
+                assert await live_sessions(daemon) == 1, "a session with a client stays"
+            with trio.fail_after(10):
+                while await live_sessions(daemon):  # noqa: ASYNC110 (polls over HTTP)
+                    await trio.sleep(0.1)
+            async with connect(daemon, f"session={init['sessionId']}") as again:
+                await again.until_type("init")
+                history = await again.until_type("history")
+                assert of_type(history["messages"], "result") == [
+                    {"channel": "agent", "type": "result", "summary": "first answer"}
+                ]
+                await again.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+                result = await again.until_type("result")
+        assert result["summary"] == "second answer", "the conversation goes on where it was"
+        facts = JournalReader(daemon.db).facts("ahp-session:/" + init["sessionId"])
+        assert build_graph(facts).check() == []
+
+
+async def live_sessions(daemon: RunningDaemon) -> int:
+    async with daemon.http() as http:
+        text = (await http.get("/metrics")).text
+    return sum(
+        int(float(line.rsplit(" ", 1)[1]))
+        for line in text.splitlines()
+        if line.startswith("orchestrator_sessions{")
+    )
