@@ -248,17 +248,11 @@ async def serve(
             shutdown_grace=config.limits.shutdown_grace,
         )
         async with trio.open_nursery() as services:
+            if handle_signals:
+                # Before anything else: from here on SIGTERM / SIGINT stop us cleanly.
+                await services.start(_set_on_signal, stop)
             await services.start(journal.serve)
-            await _serve_daemon(
-                daemon,
-                config,
-                teams,
-                db,
-                notifier,
-                stop,
-                task_status,
-                handle_signals=handle_signals,
-            )
+            await _serve_daemon(daemon, config, teams, db, notifier, stop, task_status)
             services.cancel_scope.cancel()  # the journal drains what was submitted, closes
     log.info("daemon stopped")
 
@@ -271,8 +265,6 @@ async def _serve_daemon(
     notifier: SystemdNotifier,
     stop: trio.Event,
     task_status: trio.TaskStatus[str],
-    *,
-    handle_signals: bool,
 ) -> None:
     async with trio.open_nursery() as nursery:
         await nursery.start(daemon.serve)
@@ -295,8 +287,6 @@ async def _serve_daemon(
         task_status.started(url)
         nursery.start_soon(notifier.watchdog)
         nursery.start_soon(daemon.evict_idle, config.limits.idle_session)
-        if handle_signals:
-            nursery.start_soon(_set_on_signal, stop)
         await stop.wait()
         log.info("daemon stopping", sessions=len(daemon.sessions))
         notifier.notify("STOPPING=1")
@@ -334,8 +324,11 @@ async def _hypercorn(
         served.set()
 
 
-async def _set_on_signal(stop: trio.Event) -> None:
+async def _set_on_signal(
+    stop: trio.Event, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        task_status.started()
         async for _ in signals:
             stop.set()
             return
