@@ -48,6 +48,7 @@ from ._ahp_state import (
     Turn,
     TurnState,
 )
+from ._ahp_wire import json_type
 from ._errors import PeerProtocolError
 from ._facts import Fact
 from ._recovery import open_questions
@@ -173,7 +174,7 @@ def parse_client_message(frame: str | bytes, *, max_bytes: int) -> ClientMessage
     except RecursionError:
         raise _error("not JSON this server reads: nested too deeply") from None
     if not isinstance(data, dict):
-        raise _error(f"expected a JSON object, got {_json_type(data)}")
+        raise _error(f"expected a JSON object, got {json_type(data)}")
     channel = data.get("channel")
     if not isinstance(channel, str) or channel not in _CHANNELS:
         raise _error(f"expected one of {', '.join(_CHANNELS)}, got {_shown(channel)}", "$.channel")
@@ -194,7 +195,7 @@ def parse_client_message(frame: str | bytes, *, max_bytes: int) -> ClientMessage
             continue
         # bool is an int to Python, never to a client.
         if not isinstance(value, expected) or isinstance(value, bool):
-            raise _error(f"expected {_TYPE_NAMES[expected]}, got {_json_type(value)}", path)
+            raise _error(f"expected {_TYPE_NAMES[expected]}, got {json_type(value)}", path)
         if isinstance(value, str) and len(value) > MAX_TEXT:
             raise _error(f"{len(value)} characters; the limit is {MAX_TEXT}", path)
         if isinstance(value, int) and value < 0:
@@ -205,24 +206,8 @@ def parse_client_message(frame: str | bytes, *, max_bytes: int) -> ClientMessage
     return cls(**values)
 
 
-def _json_type(value: object) -> str:
-    match value:
-        case None:
-            return "null"
-        case bool():
-            return "a boolean"
-        case int() | float():
-            return "a number"
-        case str():
-            return "a string"
-        case list():
-            return "an array"
-        case _:
-            return "an object"
-
-
 def _shown(value: object) -> str:
-    return repr(value) if isinstance(value, str) and len(value) <= 40 else _json_type(value)
+    return repr(value) if isinstance(value, str) and len(value) <= 40 else json_type(value)
 
 
 # ─── Server events ───────────────────────────────────────────────────────────

@@ -82,6 +82,7 @@ from ._errors import PeerProtocolError
 from ._keyed import KeyedVector
 
 __all__ = [
+    "json_type",
     "structure",
     "structure_action",
     "structure_as",
@@ -122,7 +123,7 @@ def wire_name(cls: type, attribute: str) -> str:
     return head + "".join(part.capitalize() for part in rest)
 
 
-def _json_type(value: object) -> str:
+def json_type(value: object) -> str:
     """How a decoded JSON value is called in error messages."""
     if value is None:
         return "null"
@@ -152,7 +153,7 @@ def _require_object(data: object) -> Mapping[str, Any]:
     if type(data) is dict:  # what json.loads gives: skip the slower ABC check
         return data
     if not isinstance(data, Mapping):
-        raise _WireError(f"expected a JSON object, got {_json_type(data)}")
+        raise _WireError(f"expected a JSON object, got {json_type(data)}")
     return data
 
 
@@ -271,7 +272,7 @@ def _structure_string_or(cls: type, what: str) -> Callable[[object], object]:
             return data
         if isinstance(data, Mapping):
             return _converter.structure(data, cls)
-        raise _WireError(f"expected {what}, got {_json_type(data)}")
+        raise _WireError(f"expected {what}, got {json_type(data)}")
 
     return structure
 
@@ -279,7 +280,7 @@ def _structure_string_or(cls: type, what: str) -> Callable[[object], object]:
 def _structure_json_primitive(data: object) -> object:
     if data is None or isinstance(data, str | int | float | bool):
         return data
-    raise _WireError(f"expected a JSON string, number, boolean or null, got {_json_type(data)}")
+    raise _WireError(f"expected a JSON string, number, boolean or null, got {json_type(data)}")
 
 
 # Union hooks keyed by the union's members other than None, so that ``ResponsePart`` and
@@ -347,14 +348,14 @@ def _strict(kind: type | tuple[type, ...], what: str) -> Callable[[object, Any],
             return data
         if isinstance(data, kind) and (kind is bool or not isinstance(data, bool)):
             return data
-        raise _WireError(f"expected {what}, got {_json_type(data)}")
+        raise _WireError(f"expected {what}, got {json_type(data)}")
 
     return structure_primitive
 
 
 def _structure_session_status(data: object, _: Any) -> SessionStatus:
     if isinstance(data, bool) or not isinstance(data, int):
-        raise _WireError(f"expected a status bitset (an integer), got {_json_type(data)}")
+        raise _WireError(f"expected a status bitset (an integer), got {json_type(data)}")
     if not 0 <= data < _SESSION_STATUS_LIMIT:
         raise _WireError(f"status bitset {data} is out of the 32-bit unsigned range")
     return SessionStatus(data)
@@ -407,7 +408,7 @@ def _sequence_structure_hook(tp: Any) -> Callable[[object, Any], object]:
 
     def structure_sequence(data: object, _: Any) -> object:
         if not isinstance(data, list | tuple):
-            raise _WireError(f"expected a JSON array, got {_json_type(data)}")
+            raise _WireError(f"expected a JSON array, got {json_type(data)}")
         return structure_items(data, tp)
 
     return structure_sequence
