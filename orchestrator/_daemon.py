@@ -379,19 +379,30 @@ class Daemon:
             raise RunError(f"no team {wanted!r} (teams: {', '.join(sorted(self.teams))})")
         return wanted, team
 
-    def open_session(self, team_name: str | None) -> LiveSession:
-        """A new session of a team (its run starts with the first prompt)."""
+    def open_session(self, team_name: str | None, *, session: str | None = None) -> LiveSession:
+        """A new session of a team (its run starts with the first prompt); ``session``: its
+        id, when the client names its thread (AG-UI's threadId)."""
         name, team = self.team_of(team_name)
         if name in self.unavailable:
             raise RunError(f"team {name!r} cannot run: {self.unavailable[name]}")
-        live = LiveSession(self, name, self._runtime(name, team))
+        uri = None if session is None else session_uri(session)
+        if uri is not None and uri in self.sessions:
+            raise RunError(f"session {session!r} exists already")
+        live = LiveSession(self, name, self._runtime(name, team, session=uri))
         self.sessions[live.uri] = live
         return live
 
     def live(self, session: str) -> LiveSession | None:
         return self.sessions.get(session_uri(session))
 
-    def _runtime(self, name: str, team: TeamSpec, *, state: TeamState | None = None) -> TeamRuntime:
+    def _runtime(
+        self,
+        name: str,
+        team: TeamSpec,
+        *,
+        state: TeamState | None = None,
+        session: str | None = None,
+    ) -> TeamRuntime:
         factory = self._backends.get(name)
         if factory is None or state is not None:
             # A session taken up after a restart runs the team file it recorded.
@@ -404,6 +415,7 @@ class Daemon:
             ids=Ids(restart=restart),
             state=state,
             conversation=True,
+            session=session,
         )
 
     async def start_run(self, live: LiveSession, prompt: str) -> None:

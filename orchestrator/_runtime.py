@@ -428,6 +428,7 @@ class TeamRuntime:
         clock: Callable[[], str] = utc_now,
         state: TeamState | None = None,
         conversation: bool = False,
+        session: str | None = None,
     ) -> None:
         """``state``: an unfinished run's state, folded from its log, to :meth:`resume`
         (``ids`` should then be made with the ``restart`` that resume will record).
@@ -436,13 +437,17 @@ class TeamRuntime:
         chat stays open and each message queued to it (:meth:`queue`) is its next turn; a
         turn that fails or is cancelled (:meth:`cancel_turn`) ends only itself. The run
         ends when :meth:`close` is called (or the team is cancelled). The daemon runs its
-        sessions this way: one session, many prompts.
+        sessions this way: one session, many prompts. ``session``: the new session's URI
+        (default: a fresh one), for a client that names its thread.
         """
         self.team = team
         self.ids = ids or Ids(
             restart=0 if state is None or state.run is None else state.run.restarts + 1
         )
-        self.session = state.session_uri if state is not None else self.ids.session()
+        if state is not None:
+            self.session = state.session_uri
+        else:
+            self.session = session if session is not None else self.ids.session()
         self.state = state if state is not None else TeamState(self.session)
         self.bus = bus or FactBus()
         self.recorder = Recorder(self.state, factlog or MemoryFactLog(), self.bus, clock=clock)
