@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Final
@@ -146,6 +147,8 @@ log = structlog.get_logger("orchestrator.ahp")
 CLOSE_FELL_BEHIND: Final = 1008
 #: Replay a channel's gap on reconnect up to this many facts of its session; beyond, a snapshot.
 REPLAY_LIMIT: Final = 10_000
+#: Seconds a confirmation waits for the approval request of its tool call to be recorded.
+APPROVAL_WAIT: Final = 5.0
 #: Origins waiting for the fact that carries a dispatched action (oldest dropped first).
 MAX_EXPECTED: Final = 256
 
@@ -782,7 +785,7 @@ class AhpSocket:
                     else:
                         await live.runtime.steer(chat, message.text)
                 case ChatToolCallApprovedAction() | ChatToolCallDeniedAction():
-                    approval = _approval_of(live.state, chat, action.tool_call_id)
+                    approval = await _approval_of(live, chat, action.tool_call_id)
                     self._expect(chat, origin, lambda a: _confirmation_of(a, action.tool_call_id))
                     await live.decide(
                         approval,
@@ -851,10 +854,20 @@ def _check_user_message(
         raise _RefusedError(f"{state.resource} is {interactivity}: it takes no user messages")
 
 
-def _approval_of(state: TeamState, chat: str, tool_call_id: str) -> str:
-    for record in state.pending_approvals():
-        if record.request.chat == chat and record.request.tool_call_id == tool_call_id:
-            return record.request.approval
+async def _approval_of(live: LiveSession, chat: str, tool_call_id: str) -> str:
+    """The pending approval of a tool call the validator found waiting for confirmation.
+
+    The runtime records the approval request in the batch after the call's
+    ``chat/toolCallReady``, and a client may answer as soon as it sees the latter: wait for
+    the request (briefly; it is on its way).
+    """
+    with trio.move_on_after(APPROVAL_WAIT):
+        while True:
+            for record in live.state.pending_approvals():
+                request = record.request
+                if request.chat == chat and request.tool_call_id == tool_call_id:
+                    return request.approval
+            await trio.sleep(0.01)
     raise _RefusedError(f"tool call {tool_call_id!r} of {chat} waits for no approval")
 
 
@@ -934,10 +947,17 @@ def _snapshot(state: TeamState, uri: str) -> Snapshot:
     )
 
 
+#: When a session not yet prompted was first seen (it has no run, so no start time yet).
+_first_seen: weakref.WeakKeyDictionary[LiveSession, str] = weakref.WeakKeyDictionary()
+
+
 def _summary(live: LiveSession) -> SessionSummary:
     state = live.state
     session = state.session
-    created = state.run.started_at if state.run is not None else utc_now()
+    if state.run is not None:
+        created = state.run.started_at
+    else:
+        created = _first_seen.setdefault(live, utc_now())
     modified = max((c.modified_at for c in state.chats.values()), default=created)
     return SessionSummary(
         resource=live.uri,
