@@ -42,7 +42,7 @@ from cattrs.gen import (
     override,
 )
 
-from . import _ahp_actions, _ahp_state
+from . import _ahp_actions, _ahp_commands, _ahp_state
 from ._ahp_actions import (
     ActionEnvelope,
     ChatAction,
@@ -50,6 +50,17 @@ from ._ahp_actions import (
     SessionAction,
     StateAction,
     UnknownAction,
+)
+from ._ahp_commands import (
+    ChatSource,
+    JsonRpcErrorResponse,
+    JsonRpcMessage,
+    JsonRpcNotification,
+    JsonRpcRequest,
+    JsonRpcSuccess,
+    ReconnectResult,
+    RootState,
+    Snapshot,
 )
 from ._ahp_state import (
     ChatCatalog,
@@ -100,7 +111,9 @@ T = TypeVar("T")
 _SESSION_STATUS_LIMIT: Final = 1 << 32
 _MAX_LISTED_CHOICES: Final = 12
 _MAX_SHOWN: Final = 60
-_MODEL_MODULES: Final = frozenset({_ahp_state.__name__, _ahp_actions.__name__})
+_MODEL_MODULES: Final = frozenset(
+    {_ahp_state.__name__, _ahp_actions.__name__, _ahp_commands.__name__}
+)
 _SNAKE_CASE_ON_WIRE: Final[frozenset[type]] = frozenset({ProtectedResourceMetadata})
 
 
@@ -261,6 +274,8 @@ _TAGGED_UNIONS: Final = (
         nested=ChatToolCallConfirmedAction,
         unknown=UnknownAction,
     ),
+    _tagged("ChatSource", ChatSource, "kind"),
+    _tagged("ReconnectResult", ReconnectResult, "type"),
 )
 
 
@@ -283,6 +298,71 @@ def _structure_json_primitive(data: object) -> object:
     raise _WireError(f"expected a JSON string, number, boolean or null, got {json_type(data)}")
 
 
+def _structure_request_id(data: object) -> object:
+    if isinstance(data, str) or (isinstance(data, int) and not isinstance(data, bool)):
+        return data
+    raise _WireError(f"expected a string or an integer id, got {_json_type(data)}")
+
+
+def _structure_json_rpc(data: object) -> object:
+    """A JSON-RPC message, by the keys it has (``method`` and ``id``, ``result``, ``error``)."""
+    obj = _require_object(data)
+    if "method" in obj:
+        target: type = JsonRpcRequest if "id" in obj else JsonRpcNotification
+    elif "error" in obj:
+        target = JsonRpcErrorResponse
+    elif "result" in obj:
+        target = JsonRpcSuccess
+    else:
+        raise _WireError("a JSON-RPC message needs a method, a result or an error")
+    return _converter.structure(obj, target)
+
+
+_SNAPSHOT_STATES: Final = (
+    ("ahp-root:", RootState),
+    ("ahp-session:", SessionState),
+    ("ahp-chat:", ChatState),
+)
+
+
+def _structure_snapshot(data: object, _: Any) -> Snapshot:
+    """A snapshot; its state's type follows from its resource's scheme."""
+    obj = _require_object(data)
+    resource = obj.get("resource")
+    state_type: Any = Mapping[str, Any]
+    if isinstance(resource, str):
+        for prefix, cls in _SNAPSHOT_STATES:
+            if resource.startswith(prefix):
+                state_type = cls
+    try:
+        state = _converter.structure(obj["state"], state_type) if "state" in obj else None
+    except Exception as exc:
+        path, message = _locate(exc, "")
+        raise _WireError(message, key=f"state{path}") from exc
+    if state is None:
+        raise _WireError("required field is missing", key="state")
+    return Snapshot(
+        resource=_converter.structure(resource, str),
+        state=state,
+        from_seq=_converter.structure(obj.get("fromSeq"), int),
+    )
+
+
+def _unstructure_response(response: JsonRpcSuccess | JsonRpcErrorResponse) -> dict[str, Any]:
+    """A response keeps ``id`` and ``result`` even when they are ``null``."""
+    if isinstance(response, JsonRpcSuccess):
+        return {
+            "jsonrpc": "2.0",
+            "id": response.id,
+            "result": _converter.unstructure(response.result),
+        }
+    return {
+        "jsonrpc": "2.0",
+        "id": response.id,
+        "error": _converter.unstructure(response.error),
+    }
+
+
 # Union hooks keyed by the union's members other than None, so that ``ResponsePart`` and
 # ``ResponsePart | None`` find the same hook.
 _UNION_HOOKS: Final[Mapping[frozenset[Any], Callable[[object], object]]] = {
@@ -291,6 +371,8 @@ _UNION_HOOKS: Final[Mapping[frozenset[Any], Callable[[object], object]]] = {
     ),
     frozenset({str, ContentRef}): _structure_string_or(ContentRef, "a string or a content ref"),
     frozenset({str, int, float, bool}): _structure_json_primitive,
+    frozenset({str, int}): lambda data: _structure_request_id(data),
+    frozenset(typing.get_args(JsonRpcMessage)): lambda data: _structure_json_rpc(data),
     **{union.members: union.structure for union in _TAGGED_UNIONS},
 }
 
@@ -459,6 +541,9 @@ def _make_converter() -> cattrs.Converter:
     converter.register_structure_hook(enum.StrEnum, _structure_str_enum)
     converter.register_unstructure_hook(enum.StrEnum, lambda member: member.value)
     converter.register_structure_hook(SessionStatus, _structure_session_status)
+    converter.register_structure_hook(Snapshot, _structure_snapshot)
+    converter.register_unstructure_hook(JsonRpcSuccess, _unstructure_response)
+    converter.register_unstructure_hook(JsonRpcErrorResponse, _unstructure_response)
     converter.register_unstructure_hook(SessionStatus, int)
     converter.register_structure_hook(str, _strict(str, "a string"))
     converter.register_structure_hook(bool, _strict(bool, "a boolean"))

@@ -467,6 +467,40 @@ class Daemon:
         if errors:
             raise RunError(f"session {live.id} could not start: {errors[0]}")
 
+    # ── for the AHP host (clients choose the URIs) ─────────────────────────
+
+    def open_session_with(self, team_name: str | None, ids: Ids) -> LiveSession:
+        """A new session of a team whose URI and chat URIs ``ids`` makes (AHP's
+        ``createSession`` lets the client choose them); see :meth:`open_session`."""
+        name, team = self.team_of(team_name)
+        if name in self.unavailable:
+            raise RunError(f"team {name!r} cannot run: {self.unavailable[name]}")
+        runtime = TeamRuntime(
+            team,
+            backends=self._backends[name],
+            factlog=self.journal,
+            ids=ids,
+            conversation=True,
+        )
+        if runtime.session in self.sessions:
+            raise RunError(f"session {runtime.session} exists")
+        live = LiveSession(self, name, runtime)
+        self.sessions[live.uri] = live
+        return live
+
+    async def dispose(self, live: LiveSession) -> None:
+        """End ``live`` for good (AHP ``disposeSession``): its turns are cancelled and its
+        run recorded ``cancelled``; a session never prompted is dropped. Returns once it
+        has left :attr:`sessions`."""
+        async with live._start_lock:
+            if not live.started:
+                self.sessions.pop(live.uri, None)
+                live.runtime.bus.close()
+                live.finished.set()
+                return
+        live.runtime.cancel()
+        await live.finished.wait()
+
 
 _Start = Callable[..., Awaitable[RunOutcome]]
 

@@ -7,6 +7,7 @@ Every error the package raises on purpose derives from :class:`OrchestratorError
     │   ├── PeerProtocolError         the peer sent it (a client, a team file's JSON, a fixture)
     │   └── LocalProtocolError        we were about to send it (a bug on our side)
     ├── IllegalTransitionError        an action that the current state refuses
+    ├── RpcError                      a JSON-RPC request refused, with the code for the peer
     ├── TeamFileError                 a team definition that cannot be used
     ├── ConfigError                   a daemon configuration that cannot be used
     ├── FactLogError                  a fact log (file or journal) that cannot be read or written
@@ -36,6 +37,7 @@ __all__ = [
     "OrchestratorError",
     "PeerProtocolError",
     "ProtocolError",
+    "RpcError",
     "RunError",
     "TeamFileError",
 ]
@@ -95,6 +97,21 @@ class IllegalTransitionError(OrchestratorError):
         self.channel = channel
         self.state = state
         self.tool_call_id = tool_call_id
+
+
+class RpcError(OrchestratorError):
+    """A JSON-RPC request (an AHP command) refused: ``code`` (a JSON-RPC or AHP error code),
+    ``message`` and ``data`` go back to the peer in the error response to request ``id``
+    (None: the id could not be read, or there was none)."""
+
+    def __init__(
+        self, code: int, message: str, *, data: object = None, id: str | int | None = None
+    ) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+        self.id = id
 
 
 class TeamFileError(OrchestratorError):

@@ -7,6 +7,7 @@ Routes:
 - ``GET /metrics``: Prometheus text (viewer);
 - ``WS /ws?team=NAME`` (a new session) or ``/ws?session=ID`` (reattach): the agent channel,
   the team channel and views (see :mod:`orchestrator._agent_socket`);
+- ``WS /ahp``: the AHP host, JSON-RPC 2.0 (see :mod:`orchestrator._ahp_socket`);
 - ``POST /callback``: view updates from tools (tool role).
 
 Theory of operation: :func:`serve` opens the journal, loads the teams, starts the daemon's
@@ -37,6 +38,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from ._agent_socket import AgentSocket
+from ._ahp_socket import serve_ahp
 from ._auth import Authenticator, Permission, Principal
 from ._backend_openai import http_client
 from ._daemon import Daemon, load_teams, session_uri
@@ -164,12 +166,17 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
         finally:
             daemon.metrics.connected_clients -= 1
 
+    async def ahp_socket(websocket: WebSocket) -> None:
+        principal = principal_of(websocket.headers, websocket.query_params)
+        await serve_ahp(websocket, daemon, principal, limits)
+
     return Starlette(
         routes=[
             Route("/healthz", healthz),
             Route("/metrics", guarded(metrics)),
             Route("/callback", guarded(callback), methods=["POST"]),
             WebSocketRoute("/ws", agent_socket),
+            WebSocketRoute("/ahp", ahp_socket),
         ]
     )
 

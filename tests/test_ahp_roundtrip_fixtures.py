@@ -19,6 +19,12 @@ from typing import Any
 import pytest
 
 from orchestrator._ahp_actions import ActionEnvelope, StateAction, UnknownAction
+from orchestrator._ahp_commands import (
+    ChatSource,
+    Implementation,
+    InitializeResult,
+    JsonRpcMessage,
+)
 from orchestrator._ahp_state import (
     ChatInputQuestion,
     ChatState,
@@ -35,7 +41,11 @@ from .conftest import ahp_fixtures_dir
 IMPLEMENTED: dict[str, Any] = {
     "ActionEnvelope": ActionEnvelope,
     "ChatInputQuestion": ChatInputQuestion,
+    "ChatSource": ChatSource,
     "Customization": Customization,
+    "Implementation": Implementation,
+    "InitializeResult": InitializeResult,
+    "JsonRpcMessage": JsonRpcMessage,
     "SessionStatus": SessionStatus,
     "SessionSummary": SessionSummary,
     "StateAction": StateAction,
@@ -43,25 +53,13 @@ IMPLEMENTED: dict[str, Any] = {
 }
 """Fixture ``type`` → the type it decodes as."""
 
-_HANDSHAKE = "the initialize handshake (commands schema) is not implemented"
-_JSON_RPC = "JSON-RPC framing belongs to the transport, not to the channel types"
-_CHAT_SOURCE = "ChatSource is a createChat command parameter (commands schema)"
-
 SKIPPED: dict[str, tuple[str, str]] = {
-    "008-jsonrpc-request": ("JsonRpcMessage", _JSON_RPC),
-    "009-jsonrpc-notification": ("JsonRpcMessage", _JSON_RPC),
-    "010-jsonrpc-success": ("JsonRpcMessage", _JSON_RPC),
     "012-changeset-target-resource": ("ChangesetOperationTarget", "changeset channel"),
     "013-changeset-target-range": ("ChangesetOperationTarget", "changeset channel"),
     "020-partial-summary-all-null": (
         "PartialSessionSummary",
         "root-channel notification payload (notifications schema)",
     ),
-    "028-implementation-identity": ("Implementation", _HANDSHAKE),
-    "029-initialize-terminal-command-prefix": ("InitializeResult", _HANDSHAKE),
-    "033-chat-source-side-chat": ("ChatSource", _CHAT_SOURCE),
-    "035-chat-source-side-chat-active": ("ChatSource", _CHAT_SOURCE),
-    "038-chat-source-side-chat-selection": ("ChatSource", _CHAT_SOURCE),
 }
 """Fixtures of types this project does not implement: name → (type, reason)."""
 

@@ -17,6 +17,8 @@ PURE_MODULES = (
     "orchestrator._ahp_state",
     "orchestrator._ahp_actions",
     "orchestrator._ahp_wire",
+    "orchestrator._ahp_commands",
+    "orchestrator._ahp_rpc",
     "orchestrator._agentui",
     "orchestrator._agentui_wire",
     "orchestrator._team_actions",

@@ -1,0 +1,502 @@
+"""The AHP host on /ahp, on a real daemon on loopback, driven by a JSON-RPC client."""
+
+from __future__ import annotations
+
+import gc
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from trio_websocket import ConnectionRejected
+
+from orchestrator._auth import Role, Token
+from orchestrator._journal import JournalReader
+from orchestrator._serve_config import Limits, ServeConfig
+from orchestrator._team_actions import ApprovalResolved
+
+from .ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
+from .daemon import ECHO, running_daemon
+
+CLIENT = "client-1"
+CLIENT_DEFAULT = "test-client"
+
+
+def new_session() -> str:
+    return f"ahp-session:/{uuid.uuid4()}"
+
+
+def new_chat() -> str:
+    return f"ahp-chat:/{uuid.uuid4()}"
+
+
+def turn_started(text: str) -> dict[str, Any]:
+    return {
+        "type": "chat/turnStarted",
+        "turnId": f"client-{uuid.uuid4()}",
+        "startedAt": "2026-01-01T00:00:00.000Z",
+        "message": user_message(text),
+    }
+
+
+def is_publish_pending(envelope: dict[str, Any]) -> bool:
+    action = envelope["action"]
+    return action["type"] == "chat/toolCallReady" and "confirmed" not in action
+
+
+async def start_delivery(client: AhpClient) -> tuple[str, str, dict[str, Any]]:
+    """initialize, createSession, subscribe, createChat: (session, coordinator chat, snapshot
+    of the session channel)."""
+    await client.initialize(client_id=CLIENT, subscriptions=(ROOT,))
+    session, chat = new_session(), new_chat()
+    assert (
+        await client.request("createSession", {"channel": session, "provider": "delivery"}) is None
+    )
+    subscribed = await client.request("subscribe", {"channel": session})
+    assert (
+        await client.request(
+            "createChat",
+            {"channel": session, "chat": chat, "initialMessage": user_message("Ship 2.0")},
+        )
+        is None
+    )
+    await client.request("subscribe", {"channel": chat})
+    return session, chat, subscribed["snapshot"]
+
+
+async def follow_workers_until_publish(client: AhpClient, session: str) -> dict[str, Any]:
+    """Subscribe to each worker chat as it is added; the publish call waiting for approval."""
+    workers: set[str] = set()
+    while True:
+        envelope = await client.until_action(
+            lambda e: (
+                (e["channel"] == session and e["action"]["type"] == "session/chatAdded")
+                or is_publish_pending(e)
+            )
+        )
+        if is_publish_pending(envelope):
+            return envelope
+        chat = envelope["action"]["summary"]["resource"]
+        if (
+            chat not in workers
+            and envelope["action"]["summary"].get("interactivity") == "read-only"
+        ):
+            workers.add(chat)
+            await client.request("subscribe", {"channel": chat})
+
+
+class TestDoneMeans:
+    async def test_a_session_with_a_worker_approval_and_a_reconnect(self, tmp_path: Path) -> None:
+        """initialize, createSession, subscribe, createChat, a worker's approval answered by
+        dispatchAction after a reconnect with per-channel cursors: every channel gets each of
+        its facts exactly once, in order, across both connections."""
+        async with running_daemon(tmp_path) as daemon:
+            async with connect_ahp(daemon) as first:
+                session, chat, session_snapshot = await start_delivery(first)
+                assert session_snapshot == {
+                    "resource": session,
+                    "state": {
+                        "provider": "orchestrator",
+                        "title": "",
+                        "status": 1,
+                        "lifecycle": "ready",
+                        "activeClients": [],
+                        "chats": [],
+                    },
+                    "fromSeq": 0,
+                }
+                pending = await follow_workers_until_publish(first, session)
+                worker = pending["channel"]
+                # The worker's chat is read-only: it refuses a user message, echoing it.
+                await first.dispatch(
+                    worker,
+                    turn_started("hi"),
+                )
+                refused = await first.until_action(lambda e: "rejectionReason" in e)
+                assert refused["channel"] == worker
+                assert "read-only" in refused["rejectionReason"]
+                assert refused["origin"] == {"clientId": CLIENT, "clientSeq": 1}
+                subscriptions = sorted({e["channel"] for e in first.actions} | {session, chat})
+                cursors = {
+                    uri: max(
+                        (
+                            e["serverSeq"]
+                            for e in first.actions
+                            if e["channel"] == uri and "rejectionReason" not in e
+                        ),
+                        default=0,
+                    )
+                    for uri in subscriptions
+                }
+            async with connect_ahp(daemon) as second:
+                replay = await second.request(
+                    "reconnect",
+                    {
+                        "channel": ROOT,
+                        "clientId": CLIENT,
+                        "lastSeenServerSeq": max(cursors.values()),
+                        "subscriptions": subscriptions,
+                        "cursors": cursors,
+                    },
+                )
+                assert replay["type"] == "replay"
+                assert replay["missing"] == []
+                assert replay["snapshots"] == []
+                turn_id = pending["action"]["turnId"]
+                call_id = pending["action"]["toolCallId"]
+                seq = await second.dispatch(
+                    worker,
+                    {
+                        "type": "chat/toolCallConfirmed",
+                        "turnId": turn_id,
+                        "toolCallId": call_id,
+                        "approved": True,
+                        "confirmed": "user-action",
+                    },
+                )
+                confirmed = await second.until_action(
+                    lambda e: e["action"]["type"] == "chat/toolCallConfirmed"
+                )
+                assert confirmed["origin"] == {"clientId": CLIENT, "clientSeq": seq}
+                assert confirmed["action"]["approved"] is True
+                assert "rejectionReason" not in confirmed
+                await second.until_action(
+                    lambda e: e["channel"] == chat and e["action"]["type"] == "chat/turnComplete"
+                )
+        facts = JournalReader(daemon.db).facts(session)
+        approvals = [f.action for f in facts if isinstance(f.action, ApprovalResolved)]
+        assert [(a.decision, a.principal) for a in approvals] == [("approved", "local")]
+        received = [
+            e
+            for e in [*first.actions, *replay["actions"], *second.actions]
+            if "rejectionReason" not in e
+        ]
+        reached = max(e["serverSeq"] for e in received)
+        seqs: dict[str, list[int]] = defaultdict(list)
+        for envelope in received:
+            seqs[envelope["channel"]].append(envelope["serverSeq"])
+        for channel in subscriptions:
+            since = first.snapshots[channel]["fromSeq"]
+            expected = [
+                f.sequence
+                for f in facts
+                if f.channel == channel
+                and since < f.sequence <= reached
+                and not f.type.startswith("team/")
+            ]
+            if channel == session:
+                expected = sorted([*expected, 1])  # the run's start: session/titleChanged
+            assert seqs[channel] == expected, channel
+        titles = of_type(received, "session/titleChanged")
+        assert [t["action"]["title"] for t in titles] == ["Ship 2.0"]
+
+
+HIDDEN = """
+[team]
+name = "hidden"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["helper"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "helper", task = "look it up" } ] }, { say = "done" } ]
+[agents.helper]
+role = "helper"
+interactivity = "hidden"
+[[agents.helper.turns]]
+steps = [ { say = "found it" } ]
+"""
+
+OPERATOR = Token(name="alice", role=Role.OPERATOR, secret="operator-secret-0123456789")
+VIEWER = Token(name="victor", role=Role.VIEWER, secret="viewer-secret-0123456789ab")
+
+
+async def expect_error(client: AhpClient, code: int, method: str, params: dict[str, Any]) -> str:
+    response = await client.call(method, params)
+    assert "error" in response, response
+    assert response["error"]["code"] == code, response["error"]
+    message: str = response["error"]["message"]
+    return message
+
+
+class TestHandshake:
+    async def test_version_negotiation_and_what_needs_initialize(self, tmp_path: Path) -> None:
+        """ping works at once; other commands wait for initialize; an unsupported version
+        is -32005 with the supported ones; the best offered supported version is chosen."""
+        async with (
+            running_daemon(tmp_path, teams={"echo": ECHO}) as daemon,
+            connect_ahp(daemon) as client,
+        ):
+            assert await client.request("ping", {"channel": ROOT}) is None
+            await expect_error(client, -32600, "listSessions", {"channel": ROOT})
+            response = await client.call(
+                "initialize",
+                {"channel": ROOT, "protocolVersions": ["9.0.0", "0.6.1"], "clientId": "c"},
+            )
+            assert response["error"]["code"] == -32005
+            assert response["error"]["data"] == {"supportedVersions": ["^0.7.0", "^0.8.0"]}
+            result = await client.request(
+                "initialize",
+                {
+                    "channel": ROOT,
+                    "protocolVersions": ["0.7.0", "0.8.2", "1.0.0"],
+                    "clientId": "c",
+                    "initialSubscriptions": [ROOT, new_session()],
+                },
+            )
+            assert result["protocolVersion"] == "0.8.2"
+            (root,) = result["snapshots"]  # an unknown session is left out
+            assert root["state"]["agents"][0]["provider"] == "echo"
+            assert root["state"]["activeSessions"] == 0
+            await expect_error(
+                client,
+                -32600,
+                "initialize",
+                {"channel": ROOT, "protocolVersions": ["0.7.0"], "clientId": "c"},
+            )
+
+
+class TestSessionsAndChats:
+    async def test_create_list_dispose_and_their_errors(self, tmp_path: Path) -> None:
+        async with (
+            running_daemon(tmp_path, teams={"echo": ECHO}) as daemon,
+            connect_ahp(daemon) as client,
+        ):
+            await client.initialize()
+            session = new_session()
+            await client.request("createSession", {"channel": session, "provider": "echo"})
+            await expect_error(client, -32003, "createSession", {"channel": session})
+            await expect_error(
+                client, -32002, "createSession", {"channel": new_session(), "provider": "nope"}
+            )
+            await expect_error(client, -32602, "createSession", {"channel": "ahp-chat:/x"})
+            await expect_error(
+                client,
+                -32602,
+                "createSession",
+                {"channel": new_session(), "fork": {"session": session, "turnId": "t"}},
+            )
+            listed = await client.request("listSessions", {"channel": ROOT})
+            assert [(s["resource"], s["provider"]) for s in listed["items"]] == [(session, "echo")]
+            other = new_session()
+            await client.request("createSession", {"channel": other})
+            page = await client.request("listSessions", {"channel": ROOT, "limit": 1})
+            assert len(page["items"]) == 1
+            rest = await client.request(
+                "listSessions", {"channel": ROOT, "cursor": page["nextCursor"]}
+            )
+            assert {s["resource"] for s in page["items"] + rest["items"]} == {session, other}
+            assert "nextCursor" not in rest
+            await expect_error(client, -32602, "listSessions", {"channel": ROOT, "cursor": "x"})
+            # Chats: the first createChat starts the run, with the coordinator at its URI.
+            chat = new_chat()
+            await expect_error(client, -32602, "createChat", {"channel": session, "chat": chat})
+            await expect_error(
+                client,
+                -32001,
+                "createChat",
+                {"channel": new_session(), "chat": chat, "initialMessage": user_message("x")},
+            )
+            await expect_error(
+                client,
+                -32602,
+                "createChat",
+                {
+                    "channel": session,
+                    "chat": chat,
+                    "initialMessage": user_message("x"),
+                    "source": {"kind": "fork", "chat": chat, "turnId": "t"},
+                },
+            )
+            await client.request(
+                "createChat",
+                {"channel": session, "chat": chat, "initialMessage": user_message("one")},
+            )
+            await client.request("subscribe", {"channel": chat})
+            await client.until_action(lambda e: e["action"]["type"] == "chat/turnComplete")
+            await expect_error(
+                client,
+                -32010,
+                "createChat",
+                {"channel": session, "chat": chat, "initialMessage": user_message("x")},
+            )
+            message = await expect_error(
+                client,
+                -32602,
+                "createChat",
+                {"channel": session, "chat": new_chat(), "initialMessage": user_message("x")},
+            )
+            assert "coordinator chat" in message
+            # The next turn: a user message dispatched on the coordinator chat.
+            seq = await client.dispatch(chat, turn_started("two"))
+            started = await client.until_action(lambda e: e["action"]["type"] == "chat/turnStarted")
+            assert started["origin"] == {"clientId": CLIENT_DEFAULT, "clientSeq": seq}
+            done = await client.until_action(lambda e: e["action"]["type"] == "chat/turnComplete")
+            assert done["channel"] == chat
+            await expect_error(client, -32602, "disposeChat", {"channel": chat})
+            await expect_error(client, -32008, "disposeChat", {"channel": new_chat()})
+            await expect_error(client, -32008, "subscribe", {"channel": new_chat()})
+            await expect_error(client, -32001, "subscribe", {"channel": new_session()})
+            await expect_error(client, -32008, "subscribe", {"channel": "file:///x"})
+            # Dispose: gone from the list; a past session can still be read.
+            assert await client.request("disposeSession", {"channel": session}) is None
+            listed = await client.request("listSessions", {"channel": ROOT})
+            assert [s["resource"] for s in listed["items"]] == [other]
+            await client.request("disposeSession", {"channel": other})
+            await expect_error(client, -32001, "disposeSession", {"channel": new_session()})
+            past = await client.request("subscribe", {"channel": session})
+            assert past["snapshot"]["state"]["title"] == "one"
+            assert [c["resource"] for c in past["snapshot"]["state"]["chats"]] == [chat]
+
+    async def test_hidden_chats_are_not_listed(self, tmp_path: Path) -> None:
+        async with (
+            running_daemon(tmp_path, teams={"hidden": HIDDEN}) as daemon,
+            connect_ahp(daemon) as client,
+        ):
+            await client.initialize()
+            session, chat = new_session(), new_chat()
+            await client.request("createSession", {"channel": session})
+            await client.request("subscribe", {"channel": session})
+            await client.request(
+                "createChat",
+                {"channel": session, "chat": chat, "initialMessage": user_message("go")},
+            )
+            await client.request("subscribe", {"channel": chat})
+            done = await client.until_action(lambda e: e["action"]["type"] == "chat/turnComplete")
+            assert done["channel"] == chat
+            spawned = [
+                c["resource"]
+                for e in of_type(client.actions, "chat/toolCallComplete", chat)
+                for c in e["action"]["result"]["content"]
+                if c["type"] == "subagent"
+            ]
+            assert len(spawned) == 1
+            (helper,) = spawned
+            added = of_type(client.actions, "session/chatAdded")
+            assert [e["action"]["summary"]["resource"] for e in added] == [chat]
+            assert all(e["action"].get("chat") != helper for e in client.actions)
+            await expect_error(client, -32008, "subscribe", {"channel": helper})
+            snapshot = await client.request("subscribe", {"channel": session})
+            assert [c["resource"] for c in snapshot["snapshot"]["state"]["chats"]] == [chat]
+
+
+class TestRoles:
+    @pytest.mark.filterwarnings("ignore::ResourceWarning")
+    @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+    async def test_viewers_read_operators_act(self, tmp_path: Path) -> None:
+        config = ServeConfig(tokens=(OPERATOR, VIEWER), limits=Limits(shutdown_grace=0.5))
+        async with running_daemon(tmp_path, teams={"echo": ECHO}, config=config) as daemon:
+            with pytest.raises(ConnectionRejected) as refused:
+                async with connect_ahp(daemon):
+                    pass
+            assert refused.value.status_code == 401
+            del refused
+            gc.collect()
+            async with (
+                connect_ahp(daemon, token=OPERATOR.secret) as operator,
+                connect_ahp(daemon, token=VIEWER.secret) as viewer,
+            ):
+                await operator.initialize(client_id="op")
+                await viewer.initialize(client_id="view")
+                session, chat = new_session(), new_chat()
+                await expect_error(viewer, -32009, "createSession", {"channel": session})
+                await operator.request("createSession", {"channel": session})
+                await expect_error(
+                    viewer,
+                    -32009,
+                    "createChat",
+                    {"channel": session, "chat": chat, "initialMessage": user_message("x")},
+                )
+                await operator.request(
+                    "createChat",
+                    {"channel": session, "chat": chat, "initialMessage": user_message("one")},
+                )
+                await viewer.request("subscribe", {"channel": chat})
+                listed = await viewer.request("listSessions", {"channel": ROOT})
+                assert [s["resource"] for s in listed["items"]] == [session]
+                response = await viewer.call(
+                    "dispatchAction",
+                    {"channel": chat, "clientSeq": 7, "action": turn_started("mine")},
+                )
+                assert response["error"]["code"] == -32009
+                echo = await viewer.until_action(lambda e: "rejectionReason" in e)
+                assert echo["origin"] == {"clientId": "view", "clientSeq": 7}
+                assert echo["action"]["message"]["text"] == "mine"
+                await expect_error(viewer, -32009, "disposeChat", {"channel": chat})
+                await expect_error(viewer, -32009, "disposeSession", {"channel": session})
+                await operator.request("disposeSession", {"channel": session})
+        facts = JournalReader(daemon.db).facts(session)
+        assert not any(
+            f.type == "chat/turnStarted" and f.action.message.text == "mine"  # type: ignore[union-attr]
+            for f in facts
+        )
+
+
+class TestDispatchRefusals:
+    async def test_each_refusal_is_echoed_with_its_reason(self, tmp_path: Path) -> None:
+        async with running_daemon(tmp_path) as daemon, connect_ahp(daemon) as client:
+            session, chat, _ = await start_delivery(client)
+            pending = await follow_workers_until_publish(client, session)
+            worker = pending["channel"]
+            cases: list[tuple[str, dict[str, Any], int, str]] = [
+                (chat, turn_started("again"), -32004, "active"),
+                (
+                    chat,
+                    {**turn_started("x"), "message": {"text": "x", "origin": {"kind": "agent"}}},
+                    -32602,
+                    "user messages only",
+                ),
+                (worker, turn_started("x"), -32602, "read-only"),
+                (
+                    worker,
+                    {
+                        "type": "chat/toolCallConfirmed",
+                        "turnId": "nope",
+                        "toolCallId": pending["action"]["toolCallId"],
+                        "approved": True,
+                        "confirmed": "user-action",
+                    },
+                    -32602,
+                    "",
+                ),
+                (
+                    chat,
+                    {"type": "chat/delta", "turnId": "t", "partId": "p", "content": "x"},
+                    -32602,
+                    "",
+                ),
+                (session, {"type": "session/titleChanged", "title": "x"}, -32602, "session"),
+                (new_chat(), turn_started("x"), -32008, "no chat"),
+                (new_session(), {"type": "session/titleChanged", "title": "x"}, -32001, ""),
+                (chat, {"type": "chat/somethingNew"}, -32602, "not"),
+            ]
+            for channel, action, code, reason in cases:
+                response = await client.call(
+                    "dispatchAction", {"channel": channel, "clientSeq": 99, "action": action}
+                )
+                assert response["error"]["code"] == code, (action, response)
+                echo = await client.until_action(lambda e: "rejectionReason" in e)
+                assert echo["channel"] == channel
+                assert reason in echo["rejectionReason"], echo["rejectionReason"]
+            # Deny the publish call: the worker's tool call is cancelled, the turn goes on.
+            await client.dispatch(
+                worker,
+                {
+                    "type": "chat/toolCallConfirmed",
+                    "turnId": pending["action"]["turnId"],
+                    "toolCallId": pending["action"]["toolCallId"],
+                    "approved": False,
+                    "reason": "denied",
+                },
+            )
+            denied = await client.until_action(
+                lambda e: e["action"]["type"] == "chat/toolCallConfirmed"
+            )
+            assert "rejectionReason" not in denied
+            assert denied["action"]["approved"] is False
+            assert denied["origin"] == {"clientId": CLIENT, "clientSeq": 1}
+            await client.until_action(
+                lambda e: e["channel"] == chat and e["action"]["type"] == "chat/turnComplete"
+            )
