@@ -301,7 +301,7 @@ def _structure_json_primitive(data: object) -> object:
 def _structure_request_id(data: object) -> object:
     if isinstance(data, str) or (isinstance(data, int) and not isinstance(data, bool)):
         return data
-    raise _WireError(f"expected a string or an integer id, got {_json_type(data)}")
+    raise _WireError(f"expected a string or an integer id, got {json_type(data)}")
 
 
 def _structure_json_rpc(data: object) -> object:

@@ -379,16 +379,19 @@ class Daemon:
             raise RunError(f"no team {wanted!r} (teams: {', '.join(sorted(self.teams))})")
         return wanted, team
 
-    def open_session(self, team_name: str | None, *, session: str | None = None) -> LiveSession:
+    def open_session(
+        self, team_name: str | None, *, session: str | None = None, ids: Ids | None = None
+    ) -> LiveSession:
         """A new session of a team (its run starts with the first prompt); ``session``: its
         id, when the client names its thread (AG-UI's threadId)."""
         name, team = self.team_of(team_name)
         if name in self.unavailable:
             raise RunError(f"team {name!r} cannot run: {self.unavailable[name]}")
         uri = None if session is None else session_uri(session)
-        if uri is not None and uri in self.sessions:
-            raise RunError(f"session {session!r} exists already")
-        live = LiveSession(self, name, self._runtime(name, team, session=uri))
+        runtime = self._runtime(name, team, session=uri, ids=ids)
+        if runtime.session in self.sessions:
+            raise RunError(f"session {runtime.session} exists already")
+        live = LiveSession(self, name, runtime)
         self.sessions[live.uri] = live
         return live
 
@@ -402,6 +405,7 @@ class Daemon:
         *,
         state: TeamState | None = None,
         session: str | None = None,
+        ids: Ids | None = None,
     ) -> TeamRuntime:
         factory = self._backends.get(name)
         if factory is None or state is not None:
@@ -412,7 +416,7 @@ class Daemon:
             team,
             backends=factory,
             factlog=self.journal,
-            ids=Ids(restart=restart),
+            ids=ids or Ids(restart=restart),
             state=state,
             conversation=True,
             session=session,
@@ -472,21 +476,7 @@ class Daemon:
     def open_session_with(self, team_name: str | None, ids: Ids) -> LiveSession:
         """A new session of a team whose URI and chat URIs ``ids`` makes (AHP's
         ``createSession`` lets the client choose them); see :meth:`open_session`."""
-        name, team = self.team_of(team_name)
-        if name in self.unavailable:
-            raise RunError(f"team {name!r} cannot run: {self.unavailable[name]}")
-        runtime = TeamRuntime(
-            team,
-            backends=self._backends[name],
-            factlog=self.journal,
-            ids=ids,
-            conversation=True,
-        )
-        if runtime.session in self.sessions:
-            raise RunError(f"session {runtime.session} exists")
-        live = LiveSession(self, name, runtime)
-        self.sessions[live.uri] = live
-        return live
+        return self.open_session(team_name, ids=ids)
 
     async def dispose(self, live: LiveSession) -> None:
         """End ``live`` for good (AHP ``disposeSession``): its turns are cancelled and its
