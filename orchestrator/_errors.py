@@ -5,6 +5,7 @@ Every error the package raises on purpose derives from :class:`OrchestratorError
     OrchestratorError
     ├── ProtocolError                 bad wire data
     │   ├── PeerProtocolError         the peer sent it (a client, a team file's JSON, a fixture)
+    │   │   └── RunInputError         an AG-UI RunAgentInput we cannot run (also a ValueError)
     │   └── LocalProtocolError        we were about to send it (a bug on our side)
     ├── IllegalTransitionError        an action that the current state refuses
     ├── RpcError                      a JSON-RPC request refused, with the code for the peer
@@ -39,6 +40,7 @@ __all__ = [
     "ProtocolError",
     "RpcError",
     "RunError",
+    "RunInputError",
     "TeamFileError",
 ]
 
@@ -66,6 +68,15 @@ class ProtocolError(OrchestratorError):
 
 class PeerProtocolError(ProtocolError):
     """The peer sent data that breaks the protocol: it is their fault, answer with an error."""
+
+
+class RunInputError(PeerProtocolError, ValueError):
+    """An AG-UI ``RunAgentInput`` body that cannot be run: ``path`` names the field
+    (``$.resume[0].payload.approved``). A :class:`ValueError` too, for callers that only
+    ask whether the input was bad."""
+
+    def __init__(self, message: str, *, path: str = "$") -> None:
+        super().__init__(message, path=path, protocol="ag-ui")
 
 
 class LocalProtocolError(ProtocolError):

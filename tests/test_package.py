@@ -30,6 +30,7 @@ PURE_MODULES = (
     "orchestrator._team_state",
     "orchestrator._graph",
     "orchestrator._project_agentui",
+    "orchestrator._project_agui",
     "orchestrator._teamfile",
     "orchestrator._reports",
     "orchestrator._recovery",

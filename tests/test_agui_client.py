@@ -1,0 +1,185 @@
+"""The official AG-UI client (``@ag-ui/client``'s HttpAgent, in tests/agui_client/run.mjs)
+accepts what the projector emits, and answers an interrupt with the resume it expects.
+
+The daemon's endpoint does not exist yet, so a tiny ASGI app on 127.0.0.1 port 0 replays, one
+run per POST, the SSE streams the projector made of a real delivery run with an approval. The
+client's own verifier checks every event's order; the harness prints each event it accepted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+
+from orchestrator._project_agui import ResumeDecision, RunRequest, parse_run_input
+from orchestrator._teamfile import load_team
+
+from .agui import run_team, sse, team
+from .conftest import PROJECT_ROOT
+
+CLIENT = Path(__file__).resolve().parent / "agui_client"
+
+#: What npm says when the registry cannot be reached (then the harness cannot be installed).
+NETWORK_ERRORS = (
+    "ENOTFOUND",
+    "EAI_AGAIN",
+    "ECONNREFUSED",
+    "ECONNRESET",
+    "ETIMEDOUT",
+    "ENETUNREACH",
+)
+
+
+@pytest.fixture(scope="session")
+def run_mjs() -> Path:
+    """The harness, its packages installed with ``npm ci`` from the committed lock (again
+    only when the lock changed)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("node and npm are not on PATH: the official AG-UI client cannot run")
+    digest = hashlib.sha256((CLIENT / "package-lock.json").read_bytes()).hexdigest()
+    stamp = CLIENT / "node_modules" / ".installed-from-lock"
+    if not stamp.exists() or stamp.read_text() != digest:
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"],
+            cwd=CLIENT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        if done.returncode != 0:
+            if any(code in done.stderr for code in NETWORK_ERRORS):
+                pytest.skip(f"npm ci could not reach the registry:\n{done.stderr[-2000:]}")
+            pytest.fail(f"npm ci failed in {CLIENT}:\n{done.stderr[-4000:]}")
+        stamp.write_text(digest)
+    return CLIENT / "run.mjs"
+
+
+@attrs.define
+class Replay:
+    """An AG-UI endpoint that answers the n-th POST with the n-th canned SSE body."""
+
+    bodies: list[bytes]
+    url: str = ""
+    requests: list[dict[str, Any]] = attrs.Factory(list)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        self.requests.append(json.loads(body))
+        index = len(self.requests) - 1
+        status = 200 if index < len(self.bodies) else 409
+        headers = [(b"content-type", b"text/event-stream" if status == 200 else b"text/plain")]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        answer = self.bodies[index] if status == 200 else b"no more canned runs"
+        await send({"type": "http.response.body", "body": answer})
+
+
+@asynccontextmanager
+async def replaying(bodies: list[bytes]) -> AsyncIterator[Replay]:
+    server = Replay(bodies)
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(serve, server, config)
+        server.url = binds[0].rstrip("/") + "/agui?team=delivery"
+        yield server
+        nursery.cancel_scope.cancel()
+
+
+async def client(run_mjs: Path, url: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    node = shutil.which("node")
+    assert node is not None
+    with trio.fail_after(120):
+        return await trio.run_process(
+            [node, str(run_mjs), url, *args], capture_stdout=True, capture_stderr=True, check=False
+        )
+
+
+def printed(done: subprocess.CompletedProcess[bytes]) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in done.stdout.decode().splitlines()]
+
+
+class TestOfficialClient:
+    @pytest.mark.parametrize("deny", [False, True])
+    async def test_a_delivery_run_with_an_approval_end_to_end(
+        self, run_mjs: Path, deny: bool
+    ) -> None:
+        """The client accepts both runs event by event, and its second request resumes the
+        interrupt with the decision, addressed by the approval id."""
+        session = await run_team(load_team(PROJECT_ROOT / "teams" / "delivery.toml"))
+        async with replaying(sse(session.runs)) as server:
+            done = await client(run_mjs, server.url, *(["--deny"] if deny else []))
+        assert done.returncode == 0, done.stderr.decode()
+        assert printed(done) == session.events
+        first, second = (parse_run_input(body) for body in server.requests)
+        assert first == RunRequest(
+            thread_id="thread-1",
+            run_id="thread-1-run-1",
+            user_message="Ship the release notes",
+            user_message_id="user-1",
+            new_user_message=True,
+        )
+        assert second.resume == (ResumeDecision(approval="approval-1", approved=not deny),)
+        assert (second.thread_id, second.run_id) == ("thread-1", "thread-1-run-2")
+        # The client sends the conversation back: its last message is no longer the user's.
+        assert (second.user_message_id, second.new_user_message) == ("user-1", False)
+        # It kept the team state the snapshot and the deltas built.
+        assert server.requests[1]["state"]["pendingApprovals"][0]["id"] == "approval-1"
+
+    async def test_a_run_error_is_a_failure_with_its_message(self, run_mjs: Path) -> None:
+        failing = """
+[team]
+name = "failing"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { say = "let me see" }, { fail = "out of ideas" } ]
+"""
+        session = await run_team(team(failing))
+        async with replaying(sse(session.runs)) as server:
+            done = await client(run_mjs, server.url)
+        assert done.returncode == 1
+        assert "run 1 failed (ScriptedFailure)" in done.stderr.decode()
+        assert "out of ideas" in done.stderr.decode()
+        assert printed(done) == session.events
+        assert len(server.requests) == 1
+
+    async def test_a_stream_the_client_refuses_is_a_failure(self, run_mjs: Path) -> None:
+        """The harness is not a rubber stamp: content outside its message is refused."""
+        bad = [
+            {"type": "RUN_STARTED", "threadId": "thread-1", "runId": "r"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "orphan"},
+            {"type": "RUN_FINISHED", "threadId": "thread-1", "runId": "r"},
+        ]
+        async with replaying(sse([bad])) as server:
+            done = await client(run_mjs, server.url)
+        assert done.returncode == 1
+        assert "TEXT_MESSAGE_CONTENT" in done.stderr.decode()
