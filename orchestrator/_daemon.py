@@ -43,6 +43,7 @@ from ._bus import Subscription
 from ._errors import ConfigError, FactLogError, OrchestratorError, RunError, TeamFileError
 from ._journal import JournalReader, SqliteJournal
 from ._metrics import DaemonMetrics
+from ._project_agui import AguiProjector
 from ._recovery import input_request_id, open_questions
 from ._runtime import BackendFactory, Ids, RunOutcome, TeamRuntime
 from ._team_actions import USER, ApprovalRequested, ApprovalResolved, RunFinished, ViewUpdated
@@ -119,6 +120,10 @@ class LiveSession:
             self.idle.set()
         self.clients = 0  # connected clients (see attached)
         self.put_away = False  # stopped for being idle (see Daemon.evict_idle)
+        # The AG-UI projector of the session's thread, kept across an interrupt: what the team
+        # does while the client decides goes into the run that resumes it (see _agui_endpoint).
+        self.agui: AguiProjector | None = None
+        self.agui_streaming = False
 
     @property
     def state(self) -> TeamState:

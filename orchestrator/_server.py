@@ -38,6 +38,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from ._agent_socket import AgentSocket
+from ._agui_endpoint import AguiRequestError, agui_run
 from ._ahp_socket import serve_ahp
 from ._auth import Authenticator, Permission, Principal
 from ._backend_openai import http_client
@@ -122,6 +123,16 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
             raise _HttpError(503, f"the view could not be stored: {exc}") from None
         return JSONResponse({"status": "ok"})
 
+    async def agui(request: Request) -> Response:
+        principal = require(request, Permission.OPERATE)
+        body = await _body(request, limits.max_body_bytes)
+        try:
+            return await agui_run(request, body, daemon, principal)
+        except AguiRequestError as exc:
+            raise _HttpError(exc.status, exc.message) from None
+        except RunError as exc:
+            raise _HttpError(409, str(exc)) from None
+
     async def agent_socket(websocket: WebSocket) -> None:
         principal = principal_of(websocket.headers, websocket.query_params)
         if principal is None or not principal.may(Permission.READ):
@@ -175,6 +186,7 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
             Route("/healthz", healthz),
             Route("/metrics", guarded(metrics)),
             Route("/callback", guarded(callback), methods=["POST"]),
+            Route("/agui", guarded(agui), methods=["POST"]),
             WebSocketRoute("/ws", agent_socket),
             WebSocketRoute("/ahp", ahp_socket),
         ]

@@ -1,0 +1,155 @@
+"""``POST /agui`` on the real daemon: AG-UI runs of a team over HTTP + SSE, checked with the
+official models and driven by the official ``@ag-ui/client``, through an approval."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from orchestrator._graph import build_graph
+from orchestrator._journal import JournalReader
+
+from .agui import check_run, of_type, validate_event
+from .daemon import RunningDaemon, running_daemon
+from .test_agui_client import client, printed, run_mjs
+
+__all__ = ["run_mjs"]  # the fixture, for pytest
+
+THREAD = "release-thread-1"
+
+
+def run_input(run_id: str, messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {
+        "threadId": THREAD,
+        "runId": run_id,
+        "messages": messages,
+        "tools": [],
+        "context": [],
+        "state": {},
+        "forwardedProps": {},
+        **extra,
+    }
+
+
+async def post_run(daemon: RunningDaemon, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """POST one RunAgentInput; the events of its SSE stream, each validated."""
+    events: list[dict[str, Any]] = []
+    async with (
+        httpx.AsyncClient(base_url=daemon.url, timeout=30) as http,
+        http.stream("POST", "/agui?team=delivery", json=body) as response,
+    ):
+        assert response.status_code == 200, await response.aread()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                event = json.loads(line.removeprefix("data: "))
+                validate_event(event)
+                events.append(event)
+    check_run(events)
+    return events
+
+
+class TestAguiEndpoint:
+    async def test_a_run_with_an_approval_interrupts_and_resumes(self, tmp_path: Path) -> None:
+        user = {"id": "m1", "role": "user", "content": "Ship the release notes"}
+        async with running_daemon(tmp_path) as daemon:
+            first = await post_run(daemon, run_input("run-1", [user]))
+            finished = first[-1]
+            assert finished["type"] == "RUN_FINISHED"
+            assert finished["outcome"]["type"] == "interrupt"
+            (interrupt,) = finished["outcome"]["interrupts"]
+            assert interrupt["metadata"]["toolName"] == "publish"
+            assert interrupt["metadata"]["agent"] == "researcher"
+            started = of_type(first, "SUBAGENT_STARTED")
+            assert len(started) == 3
+            delegations = {e["toolCallId"] for e in of_type(first, "TOOL_CALL_START")}
+            assert {s["parentToolCallId"] for s in started} <= delegations
+            resume = [
+                {
+                    "interruptId": interrupt["id"],
+                    "status": "resolved",
+                    "payload": {"approved": True},
+                }
+            ]
+            second = await post_run(
+                daemon, run_input("run-2", [user], resume=resume, parentRunId="run-1")
+            )
+        assert second[0] == {"type": "RUN_STARTED", "threadId": THREAD, "runId": "run-2"} | {
+            k: v for k, v in second[0].items() if k not in ("type", "threadId", "runId")
+        }
+        assert second[-1]["type"] == "RUN_FINISHED"
+        assert "The release notes are ready." in second[-1]["result"]
+        assert "outcome" not in second[-1] or second[-1]["outcome"]["type"] != "interrupt"
+        finished_workers = {
+            e["subagentRunId"]
+            for e in of_type(first + second, "SUBAGENT_FINISHED")
+            if "outcome" not in e
+        }
+        assert len(finished_workers) == 3, "every worker's end reaches the client"
+        facts = JournalReader(daemon.db).facts("ahp-session:/" + THREAD)
+        assert build_graph(facts).check() == []
+
+    @pytest.mark.parametrize(
+        ("body", "status", "says"),
+        [
+            (b"{", 400, "not JSON"),
+            (b"{}", 400, "threadId"),
+            (json.dumps(run_input("r", [])).encode(), 400, "no new user message"),
+            (
+                json.dumps(
+                    {
+                        **run_input("r", [{"id": "m", "role": "user", "content": "x"}]),
+                        "threadId": "../etc",
+                    }
+                ).encode(),
+                400,
+                "threadId",
+            ),
+            (
+                json.dumps(
+                    run_input(
+                        "r",
+                        [{"id": "m", "role": "user", "content": "x"}],
+                        resume=[
+                            {
+                                "interruptId": "approval-9",
+                                "status": "resolved",
+                                "payload": {"approved": True},
+                            }
+                        ],
+                    )
+                ).encode(),
+                409,
+                "approval-9",
+            ),
+        ],
+    )
+    async def test_a_bad_run_input_is_refused_before_any_stream(
+        self, tmp_path: Path, body: bytes, status: int, says: str
+    ) -> None:
+        async with running_daemon(tmp_path) as daemon, daemon.http() as http:
+            answer = await http.post(
+                "/agui?team=delivery", content=body, headers={"content-type": "application/json"}
+            )
+        assert answer.status_code == status, answer.text
+        assert says in answer.json()["error"]
+
+
+async def test_the_official_client_runs_the_team_through_an_approval(
+    tmp_path: Path, run_mjs: Path
+) -> None:
+    async with running_daemon(tmp_path) as daemon:
+        done = await client(
+            run_mjs, f"{daemon.url}/agui?team=delivery", "--prompt", "Ship the release notes"
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    events = printed(done)
+    finished = of_type(events, "RUN_FINISHED")
+    assert finished[0]["outcome"]["type"] == "interrupt"
+    assert "The release notes are ready." in finished[-1]["result"]
+    for event in events:
+        validate_event(event)
