@@ -172,6 +172,9 @@ def parse_client_message(frame: str | bytes, *, max_bytes: int) -> ClientMessage
         raise _error(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise _error("not JSON this server reads: nested too deeply") from None
+    except ValueError as exc:
+        # An integer of more digits than int() converts (sys.get_int_max_str_digits()).
+        raise _error(f"not JSON this server reads: {str(exc).partition(':')[0]}") from None
     if not isinstance(data, dict):
         raise _error(f"expected a JSON object, got {_json_type(data)}")
     channel = data.get("channel")
