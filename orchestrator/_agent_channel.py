@@ -45,6 +45,7 @@ from ._ahp_state import (
     MarkdownResponsePart,
     ReasoningResponsePart,
     ToolCallResponsePart,
+    ToolCallStreamingState,
     Turn,
     TurnState,
 )
@@ -257,9 +258,11 @@ class AgentChannelProjector:
         self._agents: dict[str, str] = {}  # chat → agent name
         self._task: str | None = None  # the taskId of the coordinator's running turn
 
-    def prime(self, state: TeamState) -> None:
-        """Start after ``state`` (a client reattaching): learn its chats and agents."""
+    def prime(self, state: TeamState, *, running_task: str | None = None) -> None:
+        """Start after ``state`` (a client reattaching): learn its chats and agents, and
+        the ``taskId`` of the coordinator's running turn (its result and done carry it)."""
         self._coordinator = state.coordinator_chat()
+        self._task = running_task
         self._agents.update({chat: member.agent for chat, member in state.members.items()})
 
     def feed(self, fact: Fact, state: TeamState) -> list[dict[str, Any]]:
@@ -386,7 +389,17 @@ def replay(state: TeamState) -> list[dict[str, Any]]:
     active = chat_state.active_turn if chat_state is not None else None
     turn = _turn(chat_state, active.id) if active is not None else None
     if turn is not None:
-        events += turn_messages(turn)[:-2]  # not its result and done: it has none yet
+        # A call whose input still streams comes live with chat/toolCallReady, as it does
+        # to a client that saw the turn start: replaying it too would show it twice.
+        ready = tuple(
+            p
+            for p in turn.response_parts
+            if not (
+                isinstance(p, ToolCallResponsePart)
+                and isinstance(p.tool_call, ToolCallStreamingState)
+            )
+        )
+        events += turn_messages(attrs.evolve(turn, response_parts=ready))[:-2]  # no result yet
     events += [
         permission_request(record.request)
         for record in state.pending_approvals()

@@ -30,6 +30,7 @@ import json
 import math
 from typing import Any, Final
 
+import attrs
 import structlog
 import trio
 from starlette.websockets import WebSocket
@@ -105,11 +106,14 @@ class AgentSocket:
     async def run(self) -> None:
         subscription, state = self.live.subscribe(f"ws {self.principal.name}")
         self._reached = state.last_sequence
-        self._projector.prime(state)
+        self._projector.prime(state, running_task=self.live.running_task())
+        # The session's state changes with every fact: what the replay shows of it is taken
+        # now, before any checkpoint, so that it ends exactly where the live facts begin.
+        replayed = _Replay.of(state) if self.reattached else None
         try:
             self._emit(agent_event("init", sessionId=self.live.id, team=self.live.team_name))
-            if self.reattached:
-                await self._replay(state)
+            if replayed is not None:
+                await self._replay(replayed)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._forward, subscription)
                 nursery.start_soon(self._pump)
@@ -119,19 +123,17 @@ class AgentSocket:
         finally:
             self.live.runtime.bus.unsubscribe(subscription)
 
-    async def _replay(self, state: TeamState) -> None:
+    async def _replay(self, replayed: _Replay) -> None:
         """History, the running turn so far, what waits for the user, the active views."""
-        chat = state.coordinator_chat()
         messages: list[dict[str, Any]] = []
-        if chat is not None:
-            finished = {turn.id for turn in state.chats[chat].turns}
+        if replayed.chat is not None:
             rows = await trio.to_thread.run_sync(
-                self.daemon.reader.agent_messages, self.live.uri, chat
+                self.daemon.reader.agent_messages, self.live.uri, replayed.chat
             )
             # Rows of turns that ended after the state was taken come live instead.
-            messages = [row.event for row in rows if row.turn_id in finished]
+            messages = [row.event for row in rows if row.turn_id in replayed.finished]
         self._emit(agent_event("history", messages=messages))
-        for event in replay(state):
+        for event in replayed.events:
             self._emit(event)
 
     def _emit(self, event: dict[str, Any]) -> None:
@@ -261,6 +263,23 @@ class AgentSocket:
                     "settings: this session's agents take their provider and model from the "
                     f"team file ({live.team_name}); edit it to change them"
                 )
+
+
+@attrs.frozen
+class _Replay:
+    """What a reattaching client is replayed, as of one state: the coordinator chat, its
+    finished turns (their history rows come from the journal) and the rest
+    (:func:`~orchestrator._agent_channel.replay`)."""
+
+    chat: str | None
+    finished: frozenset[str]
+    events: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, state: TeamState) -> _Replay:
+        chat = state.coordinator_chat()
+        turns = state.chats[chat].turns if chat is not None else ()
+        return cls(chat, frozenset(turn.id for turn in turns), replay(state))
 
 
 def _error(code: str, message: str) -> dict[str, Any]:
