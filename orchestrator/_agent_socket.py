@@ -16,7 +16,10 @@ Four tasks per connection, in one nursery:
 
 Everything the client receives goes through one bounded outbox. A client that lets it
 fill up is disconnected (close code 1008, "fell behind") rather than allowed to hold
-anything up; so is one whose bus subscription was dropped for the same reason.
+anything up; so is one whose bus subscription was dropped for the same reason. Its
+subscription ends and what was queued for it is dropped at once: the close frame follows
+the frame being written. (hypercorn writes a frame whole, so a peer that never reads
+again keeps its socket until TCP gives up; it costs nothing else meanwhile.)
 
 On connect the client gets ``init``; reattaching (``?session=``), then ``history`` (the
 finished turns, from the journal's ``agent_messages`` rows of the coordinator chat), the
@@ -100,11 +103,13 @@ class AgentSocket:
         self._team: AgentUiProjector | None = None
         self._team_from = 0
         self._reached = 0  # the sequence of the last fact the pump has taken
+        self._subscription: Subscription | None = None
 
     # ── the connection ─────────────────────────────────────────────────────
 
     async def run(self) -> None:
         subscription, state = self.live.subscribe(f"ws {self.principal.name}")
+        self._subscription = subscription
         self._reached = state.last_sequence
         self._projector.prime(state, running_task=self.live.running_task())
         # The session's state changes with every fact: what the replay shows of it is taken
@@ -154,6 +159,17 @@ class AgentSocket:
             self._close = (code, reason)
             log.info("client disconnected", session=self.live.uri, code=code, reason=reason)
             self._out_send.close()
+            if code == CLOSE_FELL_BEHIND:
+                # What waits is stale to a client that must reattach anyway: the close goes
+                # right after the frame being written, not after the whole outbox, and the
+                # session stops feeding this connection now.
+                while True:
+                    try:
+                        self._out_receive.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                if self._subscription is not None:
+                    self.live.runtime.bus.unsubscribe(self._subscription)
 
     async def _send(self) -> None:
         async for event in self._out_receive:
