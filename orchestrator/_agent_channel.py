@@ -45,6 +45,7 @@ from ._ahp_state import (
     MarkdownResponsePart,
     ReasoningResponsePart,
     ToolCallResponsePart,
+    ToolCallStreamingState,
     Turn,
     TurnState,
 )
@@ -173,6 +174,9 @@ def parse_client_message(frame: str | bytes, *, max_bytes: int) -> ClientMessage
         raise _error(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise _error("not JSON this server reads: nested too deeply") from None
+    except ValueError as exc:
+        # An integer of more digits than int() converts (sys.get_int_max_str_digits()).
+        raise _error(f"not JSON this server reads: {str(exc).partition(':')[0]}") from None
     if not isinstance(data, dict):
         raise _error(f"expected a JSON object, got {json_type(data)}")
     channel = data.get("channel")
@@ -239,9 +243,11 @@ class AgentChannelProjector:
         self._agents: dict[str, str] = {}  # chat → agent name
         self._task: str | None = None  # the taskId of the coordinator's running turn
 
-    def prime(self, state: TeamState) -> None:
-        """Start after ``state`` (a client reattaching): learn its chats and agents."""
+    def prime(self, state: TeamState, *, running_task: str | None = None) -> None:
+        """Start after ``state`` (a client reattaching): learn its chats and agents, and
+        the ``taskId`` of the coordinator's running turn (its result and done carry it)."""
         self._coordinator = state.coordinator_chat()
+        self._task = running_task
         self._agents.update({chat: member.agent for chat, member in state.members.items()})
 
     def feed(self, fact: Fact, state: TeamState) -> list[dict[str, Any]]:
@@ -368,7 +374,17 @@ def replay(state: TeamState) -> list[dict[str, Any]]:
     active = chat_state.active_turn if chat_state is not None else None
     turn = _turn(chat_state, active.id) if active is not None else None
     if turn is not None:
-        events += turn_messages(turn)[:-2]  # not its result and done: it has none yet
+        # A call whose input still streams comes live with chat/toolCallReady, as it does
+        # to a client that saw the turn start: replaying it too would show it twice.
+        ready = tuple(
+            p
+            for p in turn.response_parts
+            if not (
+                isinstance(p, ToolCallResponsePart)
+                and isinstance(p.tool_call, ToolCallStreamingState)
+            )
+        )
+        events += turn_messages(attrs.evolve(turn, response_parts=ready))[:-2]  # no result yet
     events += [
         permission_request(record.request)
         for record in state.pending_approvals()

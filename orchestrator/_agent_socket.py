@@ -16,7 +16,10 @@ Four tasks per connection, in one nursery:
 
 Everything the client receives goes through one bounded outbox. A client that lets it
 fill up is disconnected (close code 1008, "fell behind") rather than allowed to hold
-anything up; so is one whose bus subscription was dropped for the same reason.
+anything up; so is one whose bus subscription was dropped for the same reason. Its
+subscription ends and what was queued for it is dropped at once: the close frame follows
+the frame being written. (hypercorn writes a frame whole, so a peer that never reads
+again keeps its socket until TCP gives up; it costs nothing else meanwhile.)
 
 On connect the client gets ``init``; reattaching (``?session=``), then ``history`` (the
 finished turns, from the journal's ``agent_messages`` rows of the coordinator chat), the
@@ -30,6 +33,7 @@ import json
 import math
 from typing import Any, Final
 
+import attrs
 import structlog
 import trio
 from starlette.websockets import WebSocket
@@ -99,18 +103,23 @@ class AgentSocket:
         self._team: AgentUiProjector | None = None
         self._team_from = 0
         self._reached = 0  # the sequence of the last fact the pump has taken
+        self._subscription: Subscription | None = None
 
     # ── the connection ─────────────────────────────────────────────────────
 
     async def run(self) -> None:
         structlog.contextvars.bind_contextvars(session=self.live.uri, client=self.principal.name)
         subscription, state = self.live.subscribe(f"ws {self.principal.name}")
+        self._subscription = subscription
         self._reached = state.last_sequence
-        self._projector.prime(state)
+        self._projector.prime(state, running_task=self.live.running_task())
+        # The session's state changes with every fact: what the replay shows of it is taken
+        # now, before any checkpoint, so that it ends exactly where the live facts begin.
+        replayed = _Replay.of(state) if self.reattached else None
         try:
             self._emit(agent_event("init", sessionId=self.live.id, team=self.live.team_name))
-            if self.reattached:
-                await self._replay(state)
+            if replayed is not None:
+                await self._replay(replayed)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._forward, subscription)
                 nursery.start_soon(self._pump)
@@ -120,19 +129,17 @@ class AgentSocket:
         finally:
             self.live.runtime.bus.unsubscribe(subscription)
 
-    async def _replay(self, state: TeamState) -> None:
+    async def _replay(self, replayed: _Replay) -> None:
         """History, the running turn so far, what waits for the user, the active views."""
-        chat = state.coordinator_chat()
         messages: list[dict[str, Any]] = []
-        if chat is not None:
-            finished = {turn.id for turn in state.chats[chat].turns}
+        if replayed.chat is not None:
             rows = await trio.to_thread.run_sync(
-                self.daemon.reader.agent_messages, self.live.uri, chat
+                self.daemon.reader.agent_messages, self.live.uri, replayed.chat
             )
             # Rows of turns that ended after the state was taken come live instead.
-            messages = [row.event for row in rows if row.turn_id in finished]
+            messages = [row.event for row in rows if row.turn_id in replayed.finished]
         self._emit(agent_event("history", messages=messages))
-        for event in replay(state):
+        for event in replayed.events:
             self._emit(event)
 
     def _emit(self, event: dict[str, Any]) -> None:
@@ -153,6 +160,17 @@ class AgentSocket:
             self._close = (code, reason)
             log.info("client disconnected", session=self.live.uri, code=code, reason=reason)
             self._out_send.close()
+            if code == CLOSE_FELL_BEHIND:
+                # What waits is stale to a client that must reattach anyway: the close goes
+                # right after the frame being written, not after the whole outbox, and the
+                # session stops feeding this connection now.
+                while True:
+                    try:
+                        self._out_receive.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                if self._subscription is not None:
+                    self.live.runtime.bus.unsubscribe(self._subscription)
 
     async def _send(self) -> None:
         async for event in self._out_receive:
@@ -262,6 +280,23 @@ class AgentSocket:
                     "settings: this session's agents take their provider and model from the "
                     f"team file ({live.team_name}); edit it to change them"
                 )
+
+
+@attrs.frozen
+class _Replay:
+    """What a reattaching client is replayed, as of one state: the coordinator chat, its
+    finished turns (their history rows come from the journal) and the rest
+    (:func:`~orchestrator._agent_channel.replay`)."""
+
+    chat: str | None
+    finished: frozenset[str]
+    events: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, state: TeamState) -> _Replay:
+        chat = state.coordinator_chat()
+        turns = state.chats[chat].turns if chat is not None else ()
+        return cls(chat, frozenset(turn.id for turn in turns), replay(state))
 
 
 def _error(code: str, message: str) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from ._ahp_actions import ChatTurnStartedAction
 from ._backends import backend_factory
 from ._bus import Subscription
 from ._errors import ConfigError, FactLogError, OrchestratorError, RunError, TeamFileError
+from ._facts import Fact
 from ._journal import JournalReader, SqliteJournal
 from ._metrics import DaemonMetrics
 from ._project_agui import AguiProjector
@@ -114,6 +115,8 @@ class LiveSession:
         # The coordinator's running turn: the queued message it answers (None: the first).
         self._running: tuple[str | None] | None = None
         self._approval_asked: dict[str, float] = {}
+        self._watching: Subscription | None = None
+        self._coordinator: str | None = None
         self.idle = trio.Event()  # set while no chat of the session has a turn running
         self.idle_since = trio.current_time()
         if not _busy(self.state):
@@ -199,7 +202,13 @@ class LiveSession:
     def subscribe(self, name: str) -> tuple[Subscription, TeamState]:
         """A bus subscription and the state it starts after (see the module docstring)."""
         subscription = self.runtime.bus.subscribe(name, buffer_size=self.daemon.subscriber_buffer)
+        self._catch_up()  # so running_task() is of this state
         return subscription, self.state
+
+    def running_task(self) -> str | None:
+        """The client's ``taskId`` for the coordinator's running turn, as of :attr:`state`
+        when read right after :meth:`subscribe` (None: no turn, or no taskId)."""
+        return None if self._running is None else self.task_of(self._running[0])
 
     # ── the session's own watcher ──────────────────────────────────────────
 
@@ -207,32 +216,49 @@ class LiveSession:
         """Follow the session's facts for what requests need to know (the running turn)
         and for the metrics (approval wait times)."""
         subscription = self.runtime.bus.subscribe(f"watch {self.id}", buffer_size=math.inf)
+        self._watching = subscription
+        self._coordinator = self.state.coordinator_chat()
         task_status.started()
-        coordinator = self.state.coordinator_chat()
         async for fact in subscription:
-            action = fact.action
-            if coordinator is None:
-                coordinator = self.state.coordinator_chat()
-            if fact.channel == coordinator:
-                if isinstance(action, ChatTurnStartedAction):
-                    self._running = (action.queued_message_id,)
-                elif isinstance(action, TURN_ENDS):
-                    self._running = None
-            elif isinstance(action, ApprovalRequested):
-                self._approval_asked[action.approval] = trio.current_time()
-            elif isinstance(action, ApprovalResolved):
-                asked = self._approval_asked.pop(action.approval, None)
-                if asked is not None:
-                    self.daemon.metrics.approval_waited(trio.current_time() - asked)
-            elif isinstance(action, RunFinished):
-                self.idle.set()
-                return
-            busy = _busy(self.state)
-            if busy and self.idle.is_set():
-                self.idle = trio.Event()
-            elif not busy and not self.idle.is_set():
-                self.idle.set()
-                self.idle_since = trio.current_time()
+            self._observe(fact)
+
+    def _catch_up(self) -> None:
+        """Observe, now, the facts the watcher has not taken yet: a client subscribing
+        between a fact's publication and the watcher's next turn must not see the
+        running turn of before."""
+        if self._watching is None:
+            return
+        try:
+            batch = self._watching.receive_batch_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel):
+            return
+        for fact in batch:
+            self._observe(fact)
+
+    def _observe(self, fact: Fact) -> None:
+        action = fact.action
+        if self._coordinator is None:
+            self._coordinator = self.state.coordinator_chat()
+        if fact.channel == self._coordinator:
+            if isinstance(action, ChatTurnStartedAction):
+                self._running = (action.queued_message_id,)
+            elif isinstance(action, TURN_ENDS):
+                self._running = None
+        elif isinstance(action, ApprovalRequested):
+            self._approval_asked[action.approval] = trio.current_time()
+        elif isinstance(action, ApprovalResolved):
+            asked = self._approval_asked.pop(action.approval, None)
+            if asked is not None:
+                self.daemon.metrics.approval_waited(trio.current_time() - asked)
+        elif isinstance(action, RunFinished):
+            self.idle.set()
+            return
+        busy = _busy(self.state)
+        if busy and self.idle.is_set():
+            self.idle = trio.Event()
+        elif not busy and not self.idle.is_set():
+            self.idle.set()
+            self.idle_since = trio.current_time()
 
 
 class Daemon:

@@ -10,7 +10,7 @@ __all__ = ["TokenBucket"]
 
 class TokenBucket:
     def __init__(self, *, rate: float, burst: int, now: float) -> None:
-        if rate <= 0 or burst < 1:
+        if not rate > 0 or burst < 1:  # NaN too: it would let everything through
             raise ValueError("a token bucket needs a rate above 0 and a burst of at least 1")
         self.rate = rate
         self.burst = burst

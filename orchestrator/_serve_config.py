@@ -158,7 +158,7 @@ def _limits(table: Mapping[str, Any], fail: Any) -> Limits:
     for key, value in table.items():
         number = isinstance(value, int | float) and not isinstance(value, bool)
         whole = isinstance(value, int) and not isinstance(value, bool)
-        if not (whole if key in _WHOLE_LIMITS else number) or value <= 0:
+        if not (whole if key in _WHOLE_LIMITS else number) or not value > 0:  # NaN too
             kind = "a whole number" if key in _WHOLE_LIMITS else "a number"
             raise fail(f"expected {kind} above 0", f"limits.{key}")
         values[key] = value

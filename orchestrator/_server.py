@@ -214,6 +214,9 @@ def _view_update(body: bytes) -> tuple[str, str, dict[str, Any]]:
         raise _HttpError(400, f"the body is not JSON: {exc}") from None
     except RecursionError:
         raise _HttpError(400, "the body is nested too deeply") from None
+    except ValueError as exc:
+        # An integer of more digits than int() converts (sys.get_int_max_str_digits()).
+        raise _HttpError(400, f"the body is not JSON this server reads: {exc}") from None
     if not isinstance(data, dict):
         raise _HttpError(400, "the body must be a JSON object")
     if data.get("type") != "view_update":
