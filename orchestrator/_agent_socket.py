@@ -2,16 +2,15 @@
 
 Theory of operation
 -------------------
-Four tasks per connection, in one nursery:
+Three tasks per connection, in one nursery:
 
 - the **reader** takes frames, applies the rate limit, parses them
   (:func:`~orchestrator._agent_channel.parse_client_message`) and carries out requests; a
   bad frame or a refused request is answered with an ``error`` event naming the problem,
-  and the connection stays usable;
-- the **forwarder** moves the session's facts from its bus subscription into the inbox;
-- the **pump** takes the inbox in order (fact batches, and the team channel's subscribe
-  requests, which need the facts up to the point the pump has reached) and projects
-  facts to events;
+  and the connection stays usable. A team channel subscription is served from the journal
+  up to where the pump has reached, then the pump carries it on;
+- the **pump** takes the session's facts from its bus subscription and projects them to
+  events;
 - the **sender** writes events to the socket.
 
 Everything the client receives goes through one bounded outbox. A client that lets it
@@ -29,8 +28,8 @@ all as of one state: the facts after it come live, with no gap and no duplicate.
 
 from __future__ import annotations
 
+import functools
 import json
-import math
 from typing import Any, Final
 
 import attrs
@@ -71,8 +70,6 @@ log = structlog.get_logger("orchestrator.ws")
 CLOSE_FELL_BEHIND: Final = 1008
 CLOSE_GOING_AWAY: Final = 1001
 
-_Inbox = tuple[str, Any]  # ("facts", [Fact, ...]) | ("team", from_sequence) | ("end", reason)
-
 
 class AgentSocket:
     def __init__(
@@ -97,7 +94,6 @@ class AgentSocket:
         self._bucket = TokenBucket(rate=rate, burst=burst, now=trio.current_time())
         self._out_send, self._out_receive = trio.open_memory_channel[dict[str, Any]](outbox_size)
         self._outbox_size = outbox_size
-        self._inbox_send, self._inbox_receive = trio.open_memory_channel[_Inbox](math.inf)
         self._close: tuple[int, str] | None = None
         self._projector = AgentChannelProjector(task_of=live.task_of)
         self._team: AgentUiProjector | None = None
@@ -121,8 +117,7 @@ class AgentSocket:
             if replayed is not None:
                 await self._replay(replayed)
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._forward, subscription)
-                nursery.start_soon(self._pump)
+                nursery.start_soon(self._pump, subscription)
                 nursery.start_soon(self._read, nursery.cancel_scope)
                 await self._send()
                 nursery.cancel_scope.cancel()
@@ -179,30 +174,21 @@ class AgentSocket:
             code, reason = self._close
             await self.websocket.close(code=code, reason=reason[:120])
 
-    async def _forward(self, subscription: Subscription) -> None:
+    async def _pump(self, subscription: Subscription) -> None:
+        """Project the session's facts for this client as they come, until the session's
+        stream ends (it finished, or dropped this client for falling behind)."""
         while True:
             try:
                 batch = await subscription.receive_batch()
             except trio.EndOfChannel:
                 break
-            self._inbox_send.send_nowait(("facts", batch))
-        reason = subscription.dropped_reason
-        self._inbox_send.send_nowait(("end", reason))
-
-    async def _pump(self) -> None:
-        async for kind, item in self._inbox_receive:
-            if kind == "facts":
-                self._facts(item)
-            elif kind == "team":
-                await self._subscribe_team(item)
-            else:
-                if item is not None:
-                    self._hang_up(CLOSE_FELL_BEHIND, item)
-                else:
-                    # The session ended (its run finished, or the daemon is stopping).
-                    self._emit(agent_event("session_ended", sessionId=self.live.id))
-                    self._hang_up(CLOSE_GOING_AWAY, "the session ended")
-                return
+            self._facts(batch)
+        if subscription.dropped_reason is not None:
+            self._hang_up(CLOSE_FELL_BEHIND, subscription.dropped_reason)
+        elif self._close is None:
+            # The session ended (its run finished, or the daemon is stopping).
+            self._emit(agent_event("session_ended", sessionId=self.live.id))
+            self._hang_up(CLOSE_GOING_AWAY, "the session ended")
 
     def _facts(self, batch: list[Fact]) -> None:
         state = self.live.state
@@ -217,12 +203,24 @@ class AgentSocket:
                     self._emit(_team_event(envelope))
 
     async def _subscribe_team(self, from_sequence: int) -> None:
-        """Envelopes after ``from_sequence`` up to where the pump is, then live ones."""
-        reached = self._reached
-        facts = await trio.to_thread.run_sync(self.daemon.reader.facts, self.live.uri)
+        """Envelopes after ``from_sequence`` up to where the pump is, then live ones.
+
+        The pump goes on while the journal is read; what it has reached once the read is
+        back (every fact up to there is in the journal: facts are durable before they are
+        published) is folded here with no checkpoint before the pump takes over, so the
+        envelopes meet the live ones exactly.
+        """
+        facts: list[Fact] = []
+        while not facts or facts[-1].sequence < self._reached:
+            after = facts[-1].sequence if facts else 0
+            facts += await trio.to_thread.run_sync(
+                functools.partial(self.daemon.reader.facts, self.live.uri, after=after)
+            )
+            if not facts:
+                break  # nothing recorded yet: everything comes live
         projector = AgentUiProjector(self.live.uri)
         for fact in facts:
-            if fact.sequence > reached:
+            if fact.sequence > self._reached:
                 break
             for envelope in projector.feed(fact):
                 if (envelope.sequence or 0) > from_sequence:
@@ -259,7 +257,7 @@ class AgentSocket:
 
     async def _handle(self, request: ClientMessage) -> None:
         if isinstance(request, TeamSubscribe):
-            self._inbox_send.send_nowait(("team", request.from_sequence))
+            await self._subscribe_team(request.from_sequence)
             return
         if not self.principal.may(Permission.OPERATE):
             raise RunError(f"{self.principal.name} may watch, not act (an operator token may)")
