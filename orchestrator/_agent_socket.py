@@ -39,7 +39,6 @@ from starlette.websockets import WebSocket
 
 from ._agent_channel import (
     Abort,
-    AgentChannelProjector,
     Approve,
     ClientMessage,
     Prompt,
@@ -92,10 +91,9 @@ class AgentSocket:
         self.reattached = reattached
         self.max_frame_bytes = max_frame_bytes
         self._bucket = TokenBucket(rate=rate, burst=burst, now=trio.current_time())
-        self._out_send, self._out_receive = trio.open_memory_channel[dict[str, Any]](outbox_size)
+        self._out_send, self._out_receive = trio.open_memory_channel[str](outbox_size)
         self._outbox_size = outbox_size
         self._close: tuple[int, str] | None = None
-        self._projector = AgentChannelProjector(task_of=live.task_of)
         self._team: AgentUiProjector | None = None
         self._team_from = 0
         self._reached = 0  # the sequence of the last fact the pump has taken
@@ -108,7 +106,6 @@ class AgentSocket:
         subscription, state = self.live.subscribe(f"ws {self.principal.name}")
         self._subscription = subscription
         self._reached = state.last_sequence
-        self._projector.prime(state, running_task=self.live.running_task())
         # The session's state changes with every fact: what the replay shows of it is taken
         # now, before any checkpoint, so that it ends exactly where the live facts begin.
         replayed = _Replay.of(state) if self.reattached else None
@@ -139,10 +136,13 @@ class AgentSocket:
 
     def _emit(self, event: dict[str, Any]) -> None:
         """Queue ``event`` for the client; one that fell behind is disconnected."""
+        self._emit_text(json.dumps(event, ensure_ascii=False))
+
+    def _emit_text(self, text: str) -> None:
         if self._close is not None:
             return
         try:
-            self._out_send.send_nowait(event)
+            self._out_send.send_nowait(text)
         except trio.WouldBlock:
             self.daemon.metrics.dropped_clients += 1
             self._hang_up(
@@ -168,8 +168,8 @@ class AgentSocket:
                     self.live.runtime.bus.unsubscribe(self._subscription)
 
     async def _send(self) -> None:
-        async for event in self._out_receive:
-            await self.websocket.send_text(json.dumps(event, ensure_ascii=False))
+        async for text in self._out_receive:
+            await self.websocket.send_text(text)
         if self._close is not None:
             code, reason = self._close
             await self.websocket.close(code=code, reason=reason[:120])
@@ -191,13 +191,16 @@ class AgentSocket:
             self._hang_up(CLOSE_GOING_AWAY, "the session ended")
 
     def _facts(self, batch: list[Fact]) -> None:
-        state = self.live.state
         for fact in batch:
             if fact.sequence <= self._reached:
                 continue
             self._reached = fact.sequence
-            for event in self._projector.feed(fact, state):
-                self._emit(event)
+            frames = self.live.frames(fact.sequence)
+            if frames is None:
+                self._hang_up(CLOSE_FELL_BEHIND, "fell behind: its events are no longer kept")
+                return
+            for text in frames:
+                self._emit_text(text)
             if self._team is not None:
                 for envelope in self._team.feed(fact):
                     self._emit(_team_event(envelope))
@@ -211,13 +214,12 @@ class AgentSocket:
         envelopes meet the live ones exactly.
         """
         facts: list[Fact] = []
-        while not facts or facts[-1].sequence < self._reached:
-            after = facts[-1].sequence if facts else 0
+        read = 0  # the last sequence read from the journal
+        while read < self._reached:
             facts += await trio.to_thread.run_sync(
-                functools.partial(self.daemon.reader.facts, self.live.uri, after=after)
+                functools.partial(self.daemon.reader.facts, self.live.uri, after=read)
             )
-            if not facts:
-                break  # nothing recorded yet: everything comes live
+            read = facts[-1].sequence if facts else 0
         projector = AgentUiProjector(self.live.uri)
         for fact in facts:
             if fact.sequence > self._reached:

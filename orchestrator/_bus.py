@@ -13,7 +13,7 @@ to catch up.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 import trio
@@ -78,8 +78,10 @@ class Subscription:
     def receive_batch_nowait(self) -> list[Fact]:
         """Every fact buffered now, without waiting: ``trio.WouldBlock`` if there is none,
         ``trio.EndOfChannel`` at the end."""
-        batch = [*self._pending, self._receive.receive_nowait()]
+        batch = list(self._pending)
         self._pending.clear()
+        if not batch:
+            batch.append(self._receive.receive_nowait())
         while True:
             try:
                 batch.append(self._receive.receive_nowait())
@@ -96,6 +98,7 @@ class FactBus:
     def __init__(self, *, buffer_size: int = 10_000) -> None:
         self._buffer_size = buffer_size
         self._subscriptions: list[Subscription] = []
+        self._observers: list[Callable[[Sequence[Fact]], None]] = []
         self._dropped = 0
         self._published = 0
 
@@ -111,6 +114,13 @@ class FactBus:
         self._subscriptions.append(subscription)
         return subscription
 
+    def observe(self, observer: Callable[[Sequence[Fact]], None]) -> None:
+        """Call ``observer`` with every batch, as it is published, before any subscriber
+        can see it: for bookkeeping that must be up to date when a subscriber reads a fact
+        (what the daemon projects once for all its clients). It must be quick and must not
+        raise: it runs inside the recorder's commit."""
+        self._observers.append(observer)
+
     def unsubscribe(self, subscription: Subscription) -> None:
         if subscription in self._subscriptions:
             self._subscriptions.remove(subscription)
@@ -119,6 +129,8 @@ class FactBus:
     def publish_nowait(self, facts: Sequence[Fact]) -> None:
         """Deliver ``facts`` to every subscriber; drop the ones that cannot keep up."""
         self._published += len(facts)
+        for observer in self._observers:
+            observer(facts)
         slow: list[Subscription] = []
         for subscription in self._subscriptions:
             try:

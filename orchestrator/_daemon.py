@@ -25,9 +25,10 @@ the next start applies each team's ``on_restart``.
 
 from __future__ import annotations
 
+import collections
 import contextlib
-import math
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+import json
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ import httpx
 import structlog
 import trio
 
+from ._agent_channel import AgentChannelProjector
 from ._agent_messages import TURN_ENDS
 from ._ahp_actions import ChatTurnStartedAction
 from ._backends import backend_factory
@@ -56,6 +58,9 @@ __all__ = ["Daemon", "LiveSession", "load_teams", "session_uri"]
 log = structlog.get_logger("orchestrator.daemon")
 
 SESSION_PREFIX = "ahp-session:/"
+#: How many facts' agent-channel events a session keeps for its clients to send. A client
+#: further behind than this has long been dropped for falling behind (see _agent_socket).
+FRAMES_KEPT = 10_000
 
 
 def session_uri(session: str) -> str:
@@ -115,8 +120,7 @@ class LiveSession:
         # The coordinator's running turn: the queued message it answers (None: the first).
         self._running: tuple[str | None] | None = None
         self._approval_asked: dict[str, float] = {}
-        self._watching: Subscription | None = None
-        self._coordinator: str | None = None
+        self._coordinator: str | None = runtime.state.coordinator_chat()
         self.idle = trio.Event()  # set while no chat of the session has a turn running
         self.idle_since = trio.current_time()
         if not _busy(self.state):
@@ -127,6 +131,13 @@ class LiveSession:
         # does while the client decides goes into the run that resumes it (see _agui_endpoint).
         self.agui: AguiProjector | None = None
         self.agui_streaming = False
+        # The agent channel's events of each recent fact, projected and serialized once for
+        # every client (at publication, before any client can read the fact).
+        self._channel = AgentChannelProjector(task_of=self.task_of)
+        self._frames: dict[int, tuple[str, ...]] = {}
+        self._framed: collections.deque[int] = collections.deque()
+        self._channel.prime(self.state)
+        runtime.bus.observe(self._observe_batch)
 
     @property
     def state(self) -> TeamState:
@@ -202,7 +213,6 @@ class LiveSession:
     def subscribe(self, name: str) -> tuple[Subscription, TeamState]:
         """A bus subscription and the state it starts after (see the module docstring)."""
         subscription = self.runtime.bus.subscribe(name, buffer_size=self.daemon.subscriber_buffer)
-        self._catch_up()  # so running_task() is of this state
         return subscription, self.state
 
     def running_task(self) -> str | None:
@@ -210,32 +220,30 @@ class LiveSession:
         when read right after :meth:`subscribe` (None: no turn, or no taskId)."""
         return None if self._running is None else self.task_of(self._running[0])
 
-    # ── the session's own watcher ──────────────────────────────────────────
+    # ── the session's own bookkeeping ──────────────────────────────────────
 
-    async def watch(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Follow the session's facts for what requests need to know (the running turn)
-        and for the metrics (approval wait times)."""
-        subscription = self.runtime.bus.subscribe(f"watch {self.id}", buffer_size=math.inf)
-        self._watching = subscription
-        self._coordinator = self.state.coordinator_chat()
-        task_status.started()
-        async for fact in subscription:
-            self._observe(fact)
+    def _observe_batch(self, facts: Sequence[Fact]) -> None:
+        """Follow the session's facts as they are published (a bus observer): the running
+        turn (for requests), approval wait times (metrics), idleness, and each fact's
+        agent-channel events, projected and serialized once for every client."""
+        for fact in facts:
+            try:
+                self._observe(fact)
+            except Exception:
+                # Bookkeeping must never take the recorder down; the fact is recorded.
+                log.exception("session bookkeeping failed", session=self.uri, fact=fact.sequence)
 
-    def _catch_up(self) -> None:
-        """Observe, now, the facts the watcher has not taken yet: a client subscribing
-        between a fact's publication and the watcher's next turn must not see the
-        running turn of before."""
-        if self._watching is None:
-            return
-        try:
-            batch = self._watching.receive_batch_nowait()
-        except (trio.WouldBlock, trio.EndOfChannel):
-            return
-        for fact in batch:
-            self._observe(fact)
+    def frames(self, sequence: int) -> tuple[str, ...] | None:
+        """The agent-channel events of fact ``sequence``, as JSON texts (None: too old to be
+        kept, FRAMES_KEPT facts ago)."""
+        return self._frames.get(sequence)
 
     def _observe(self, fact: Fact) -> None:
+        events = self._channel.feed(fact, self.state)
+        self._frames[fact.sequence] = tuple(json.dumps(e, ensure_ascii=False) for e in events)
+        self._framed.append(fact.sequence)
+        if len(self._framed) > FRAMES_KEPT:
+            del self._frames[self._framed.popleft()]
         action = fact.action
         if self._coordinator is None:
             self._coordinator = self.state.coordinator_chat()
@@ -482,13 +490,11 @@ class Daemon:
             # which session and team it is about.
             structlog.contextvars.bind_contextvars(session=live.uri, team=live.team_name)
             try:
-                async with trio.open_nursery() as nursery:
-                    await nursery.start(live.watch)
-                    try:
-                        outcome = await start(task_status=reported)
-                        log.info("session ended", session=live.uri, status=str(outcome.status))
-                    finally:
-                        live.runtime.bus.close()  # clients' streams end; so does the watcher
+                try:
+                    outcome = await start(task_status=reported)
+                    log.info("session ended", session=live.uri, status=str(outcome.status))
+                finally:
+                    live.runtime.bus.close()  # clients' streams end
             except Exception as exc:
                 errors.append(_message(exc))
                 log.error("session failed", session=live.uri, error=errors[-1], exc_info=exc)
