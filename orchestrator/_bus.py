@@ -75,19 +75,6 @@ class Subscription:
             except (trio.WouldBlock, trio.EndOfChannel):
                 return batch
 
-    def receive_batch_nowait(self) -> list[Fact]:
-        """Every fact buffered now, without waiting: ``trio.WouldBlock`` if there is none,
-        ``trio.EndOfChannel`` at the end."""
-        batch = list(self._pending)
-        self._pending.clear()
-        if not batch:
-            batch.append(self._receive.receive_nowait())
-        while True:
-            try:
-                batch.append(self._receive.receive_nowait())
-            except (trio.WouldBlock, trio.EndOfChannel):
-                return batch
-
     def buffered(self) -> int:
         return self._receive.statistics().current_buffer_used
 

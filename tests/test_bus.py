@@ -136,3 +136,16 @@ class TestStatistics:
         assert bus.statistics() == BusStatistics(
             subscribers=2, max_buffered=published, dropped=0, published=published
         )
+
+
+class TestObservers:
+    async def test_an_observer_sees_each_batch_before_any_subscriber_can(self) -> None:
+        bus = FactBus(buffer_size=10)
+        subscription = bus.subscribe("reader")
+        seen: list[tuple[list[int], int]] = []
+        # What the observer records is there by the time a subscriber reads the batch.
+        bus.observe(lambda batch: seen.append((sequences(list(batch)), subscription.buffered())))
+        bus.publish_nowait(facts(1, 3))
+        bus.publish_nowait(facts(4, 2))
+        assert seen == [([1, 2, 3], 0), ([4, 5], 3)]
+        assert sequences(await subscription.receive_batch()) == [1, 2, 3, 4, 5]
