@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any, Final
+from typing import Any
 
 import attrs
 import structlog
@@ -57,6 +57,7 @@ from ._bus import Subscription
 from ._daemon import Daemon, LiveSession
 from ._errors import IllegalTransitionError, PeerProtocolError, RunError
 from ._facts import Fact
+from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._project_agentui import AgentUiProjector
 from ._rate_limit import TokenBucket
 from ._team_state import TeamState
@@ -64,10 +65,6 @@ from ._team_state import TeamState
 __all__ = ["AgentSocket"]
 
 log = structlog.get_logger("orchestrator.ws")
-
-#: Close codes: 1008 policy violation (fell behind), 1011 server error, 1001 going away.
-CLOSE_FELL_BEHIND: Final = 1008
-CLOSE_GOING_AWAY: Final = 1001
 
 
 class AgentSocket:
@@ -91,9 +88,7 @@ class AgentSocket:
         self.reattached = reattached
         self.max_frame_bytes = max_frame_bytes
         self._bucket = TokenBucket(rate=rate, burst=burst, now=trio.current_time())
-        self._out_send, self._out_receive = trio.open_memory_channel[str](outbox_size)
-        self._outbox_size = outbox_size
-        self._close: tuple[int, str] | None = None
+        self._outbox = Outbox(websocket, outbox_size, on_hang_up=self._hung_up)
         self._team: AgentUiProjector | None = None
         self._team_from = 0
         self._reached = 0  # the sequence of the last fact the pump has taken
@@ -116,7 +111,7 @@ class AgentSocket:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._pump, subscription)
                 nursery.start_soon(self._read, nursery.cancel_scope)
-                await self._send()
+                await self._outbox.send()
                 nursery.cancel_scope.cancel()
         finally:
             self.live.runtime.bus.unsubscribe(subscription)
@@ -139,40 +134,18 @@ class AgentSocket:
         self._emit_text(json.dumps(event, ensure_ascii=False))
 
     def _emit_text(self, text: str) -> None:
-        if self._close is not None:
-            return
-        try:
-            self._out_send.send_nowait(text)
-        except trio.WouldBlock:
-            self.daemon.metrics.dropped_clients += 1
-            self._hang_up(
-                CLOSE_FELL_BEHIND,
-                f"fell behind: {self._outbox_size} events were waiting to be sent",
-            )
+        self._outbox.put(text)
 
     def _hang_up(self, code: int, reason: str) -> None:
-        if self._close is None:
-            self._close = (code, reason)
-            log.info("client disconnected", session=self.live.uri, code=code, reason=reason)
-            self._out_send.close()
-            if code == CLOSE_FELL_BEHIND:
-                # What waits is stale to a client that must reattach anyway: the close goes
-                # right after the frame being written, not after the whole outbox, and the
-                # session stops feeding this connection now.
-                while True:
-                    try:
-                        self._out_receive.receive_nowait()
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                if self._subscription is not None:
-                    self.live.runtime.bus.unsubscribe(self._subscription)
+        self._outbox.hang_up(code, reason)
 
-    async def _send(self) -> None:
-        async for text in self._out_receive:
-            await self.websocket.send_text(text)
-        if self._close is not None:
-            code, reason = self._close
-            await self.websocket.close(code=code, reason=reason[:120])
+    def _hung_up(self, code: int, reason: str) -> None:
+        log.info("client disconnected", session=self.live.uri, code=code, reason=reason)
+        if code == CLOSE_FELL_BEHIND:
+            self.daemon.metrics.dropped_clients += 1
+            if self._subscription is not None:
+                # The session stops feeding this connection now.
+                self.live.runtime.bus.unsubscribe(self._subscription)
 
     async def _pump(self, subscription: Subscription) -> None:
         """Project the session's facts for this client as they come, until the session's
@@ -185,7 +158,7 @@ class AgentSocket:
             self._facts(batch)
         if subscription.dropped_reason is not None:
             self._hang_up(CLOSE_FELL_BEHIND, subscription.dropped_reason)
-        elif self._close is None:
+        elif self._outbox.closing is None:
             # The session ended (its run finished, or the daemon is stopping).
             self._emit(agent_event("session_ended", sessionId=self.live.id))
             self._hang_up(CLOSE_GOING_AWAY, "the session ended")

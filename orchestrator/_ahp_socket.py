@@ -132,6 +132,7 @@ from ._daemon import Daemon, LiveSession
 from ._errors import FactLogError, IllegalTransitionError, RpcError, RunError
 from ._evolve import evolve
 from ._facts import Fact
+from ._outbox import CLOSE_FELL_BEHIND, Outbox
 from ._rate_limit import TokenBucket
 from ._recovery import open_questions
 from ._runtime import Ids, utc_now
@@ -144,7 +145,6 @@ __all__ = ["AhpSocket", "ClientIds", "serve_ahp"]
 log = structlog.get_logger("orchestrator.ahp")
 
 #: Close codes: 1008 policy violation (fell behind), 1001 going away.
-CLOSE_FELL_BEHIND: Final = 1008
 #: Replay a channel's gap on reconnect up to this many facts of its session; beyond, a snapshot.
 REPLAY_LIMIT: Final = 10_000
 #: Seconds a confirmation waits for the approval request of its tool call to be recorded.
@@ -255,9 +255,7 @@ class AhpSocket:
         self.principal = principal
         self.max_frame_bytes = max_frame_bytes
         self._bucket = TokenBucket(rate=rate, burst=burst, now=trio.current_time())
-        self._out_send, self._out_receive = trio.open_memory_channel[str](outbox_size)
-        self._outbox_size = outbox_size
-        self._close: tuple[int, str] | None = None
+        self._outbox = Outbox(websocket, outbox_size, on_hang_up=self._hung_up)
         self.client_id: str | None = None
         self._channels: dict[str, _Channel] = {}
         self._feeds: dict[str, _Feed] = {}
@@ -271,7 +269,7 @@ class AhpSocket:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._read, nursery.cancel_scope)
-                await self._send()
+                await self._outbox.send()
                 nursery.cancel_scope.cancel()
         finally:
             for feed in self._feeds.values():
@@ -279,28 +277,15 @@ class AhpSocket:
 
     def _emit(self, frame: str) -> None:
         """Queue ``frame`` for the client; one that fell behind is disconnected."""
-        if self._close is not None:
-            return
-        try:
-            self._out_send.send_nowait(frame)
-        except trio.WouldBlock:
-            self.daemon.metrics.dropped_clients += 1
-            self._hang_up(
-                CLOSE_FELL_BEHIND, f"fell behind: {self._outbox_size} messages were waiting"
-            )
+        self._outbox.put(frame)
 
     def _hang_up(self, code: int, reason: str) -> None:
-        if self._close is None:
-            self._close = (code, reason)
-            log.info("ahp client disconnected", client=self.client_id, code=code, reason=reason)
-            self._out_send.close()
+        self._outbox.hang_up(code, reason)
 
-    async def _send(self) -> None:
-        async for frame in self._out_receive:
-            await self.websocket.send_text(frame)
-        if self._close is not None:
-            code, reason = self._close
-            await self.websocket.close(code=code, reason=reason[:120])
+    def _hung_up(self, code: int, reason: str) -> None:
+        log.info("ahp client disconnected", client=self.client_id, code=code, reason=reason)
+        if code == CLOSE_FELL_BEHIND:
+            self.daemon.metrics.dropped_clients += 1
 
     # ── feeds: facts to action notifications ───────────────────────────────
 

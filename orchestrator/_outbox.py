@@ -1,0 +1,67 @@
+"""What one WebSocket client is sent: one bounded buffer, one writer, one way to hang up.
+
+Producers (the tasks that project facts, answer requests) never wait: :meth:`Outbox.put`
+queues a text frame, and a client that lets ``size`` frames pile up is hung up on with close
+code 1008 and a reason ("fell behind"), its backlog dropped (stale to a client that must
+reconnect anyway), so nobody else waits for it. :meth:`Outbox.send` is the connection's one
+writer: it sends the frames in order, then the close frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+import trio
+from starlette.websockets import WebSocket
+
+__all__ = ["CLOSE_FELL_BEHIND", "CLOSE_GOING_AWAY", "Outbox"]
+
+#: Close codes: 1008 policy violation (the client fell behind), 1001 going away.
+CLOSE_FELL_BEHIND: Final = 1008
+CLOSE_GOING_AWAY: Final = 1001
+
+
+class Outbox:
+    def __init__(
+        self, websocket: WebSocket, size: int, *, on_hang_up: Callable[[int, str], None]
+    ) -> None:
+        """``on_hang_up(code, reason)`` is called once, when the connection is to close
+        (to log it, count it, and stop feeding it)."""
+        self._websocket = websocket
+        self._size = size
+        self._on_hang_up = on_hang_up
+        self._send_side, self._receive_side = trio.open_memory_channel[str](size)
+        self.closing: tuple[int, str] | None = None
+
+    def put(self, text: str) -> None:
+        """Queue ``text``; a client with ``size`` frames waiting is hung up on instead."""
+        if self.closing is not None:
+            return
+        try:
+            self._send_side.send_nowait(text)
+        except trio.WouldBlock:
+            self.hang_up(CLOSE_FELL_BEHIND, f"fell behind: {self._size} messages were waiting")
+
+    def hang_up(self, code: int, reason: str) -> None:
+        """Close after what is queued (after the frame being written, for one that fell
+        behind: its backlog is dropped)."""
+        if self.closing is not None:
+            return
+        self.closing = (code, reason)
+        self._send_side.close()
+        if code == CLOSE_FELL_BEHIND:
+            while True:
+                try:
+                    self._receive_side.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+        self._on_hang_up(code, reason)
+
+    async def send(self) -> None:
+        """Write every frame, in order, until hung up; then the close frame."""
+        async for text in self._receive_side:
+            await self._websocket.send_text(text)
+        if self.closing is not None:
+            code, reason = self.closing
+            await self._websocket.close(code=code, reason=reason[:120])
