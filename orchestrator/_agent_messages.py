@@ -126,7 +126,8 @@ def _arguments(tool_input: object) -> Any:
     if isinstance(tool_input, str):
         try:
             return json.loads(tool_input)
-        except json.JSONDecodeError:
+        # ValueError: not JSON, or a number past the digit limit; RecursionError: too deep
+        except (ValueError, RecursionError):
             return {"input": tool_input}
     return {}
 

@@ -225,7 +225,8 @@ class OpenAIBackend:
                     continue
                 try:
                     chunk = json.loads(sse.data)
-                except json.JSONDecodeError as exc:
+                # ValueError: not JSON, or a number past the digit limit; RecursionError: too deep
+                except (ValueError, RecursionError) as exc:
                     raise ModelStreamError(
                         f"{self.url} sent a chunk that is not JSON ({exc}): {sse.data[:80]!r}"
                     ) from exc

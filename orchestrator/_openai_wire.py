@@ -274,7 +274,8 @@ class ChunkAssembler:
         error: str | None
         try:
             decoded = json.loads(raw) if raw.strip() else {}
-        except json.JSONDecodeError as exc:
+        # ValueError: not JSON, or a number past the digit limit; RecursionError: too deep
+        except (ValueError, RecursionError) as exc:
             decoded, error = {}, f"the input of {call.name} is not valid JSON: {exc}"
         else:
             error = check_tool_input(self._tools, call.name, decoded)
@@ -296,7 +297,8 @@ def provider_message(status: int, reason: str, body: bytes) -> str:
     text = body.decode("utf-8", "replace").strip()
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    # ValueError: not JSON, or a number past the digit limit; RecursionError: too deep
+    except (ValueError, RecursionError):
         detail = text
     else:
         detail = _error(data) if isinstance(data, dict) and "error" in data else text

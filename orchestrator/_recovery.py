@@ -224,7 +224,8 @@ def _request(call: ToolCallState) -> ToolCallRequest | None:
     elif isinstance(tool_input, str):
         try:
             decoded = json.loads(tool_input)
-        except json.JSONDecodeError:
+        # ValueError: not JSON, or a number past the digit limit; RecursionError: too deep
+        except (ValueError, RecursionError):
             return None
         if not isinstance(decoded, dict):
             return None

@@ -170,7 +170,8 @@ def _is_json_object(text: object) -> TypeGuard[str]:
         return False
     try:
         return isinstance(json.loads(text), dict)
-    except json.JSONDecodeError:
+    # ValueError: not JSON, or a number past the digit limit; RecursionError: too deep
+    except (ValueError, RecursionError):
         return False
 
 

@@ -113,6 +113,25 @@ class TestChunkAssembler:
         with pytest.raises(ModelStreamError, match="no finish_reason"):
             assembler.finish()
 
+    @pytest.mark.parametrize(
+        "arguments", ['{"n": ' + "9" * 5000 + "}", "[" * 100_000 + "]" * 100_000]
+    )
+    def test_input_json_cannot_read_fails_the_call_not_the_round(self, arguments: str) -> None:
+        """A number past int()'s digit limit or nesting past the recursion limit is input
+        that is not valid JSON: the call fails with that message; nothing raises."""
+        chunks = tool_calls(("call_1", "note", {}))
+        for chunk in chunks:
+            for call in chunk["choices"][0]["delta"].get("tool_calls") or ():
+                if call.get("function", {}).get("arguments"):
+                    call["function"]["arguments"] = ""
+        chunks[0]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] = arguments
+        requests = [
+            e for e in feed_all(ChunkAssembler([ANY]), chunks) if isinstance(e, ToolCallRequest)
+        ]
+        assert len(requests) == 1
+        assert requests[0].input_error is not None
+        assert "not valid JSON" in requests[0].input_error
+
     def test_a_call_cut_by_the_output_limit_is_refused(self) -> None:
         chunks = tool_calls(("call_1", "note", {"a": 1}))
         chunks[-1]["choices"][0]["finish_reason"] = "length"
