@@ -274,6 +274,7 @@ class AhpSocket:
         finally:
             for feed in self._feeds.values():
                 feed.live.runtime.bus.unsubscribe(feed.subscription)
+                feed.live.clients -= 1
 
     def _emit(self, frame: str) -> None:
         """Queue ``frame`` for the client; one that fell behind is disconnected."""
@@ -295,6 +296,7 @@ class AhpSocket:
         if feed is None:
             subscription, _ = live.subscribe(f"ahp {self.principal.name}")
             feed = self._feeds[live.uri] = _Feed(live=live, subscription=subscription)
+            live.clients += 1  # a session a client follows is never put away
             assert self._nursery is not None
             self._nursery.start_soon(self._forward, feed)
         return feed
@@ -306,6 +308,7 @@ class AhpSocket:
         if feed is not None:
             feed.scope.cancel()
             feed.live.runtime.bus.unsubscribe(feed.subscription)
+            feed.live.clients -= 1
 
     async def _forward(self, feed: _Feed) -> None:
         with feed.scope:
@@ -467,6 +470,8 @@ class AhpSocket:
             self._channels[uri] = _Channel(uri=uri, session=None, from_seq=0)
             return Snapshot(resource=uri, state=self._root_state(), from_seq=0), None
         live, chat = self._live_channel(uri)
+        if live is None and not chat:
+            live = await self.daemon.find(uri)  # an unfinished session put away: take it up
         if live is not None:
             self._feed(live)  # before the state is read: nothing after it is missed
             state = live.state

@@ -18,6 +18,7 @@ from orchestrator._journal import JournalReader
 from orchestrator._serve_config import Limits, ServeConfig
 from orchestrator._team_actions import ApprovalResolved, RunFinished
 
+from .ahp_client import connect_ahp
 from .conftest import PROJECT_ROOT
 from .daemon import ECHO, Client, RunningDaemon, connect, running_daemon
 
@@ -507,6 +508,26 @@ class TestIdleSessions:
         assert result["summary"] == "second answer", "the conversation goes on where it was"
         facts = JournalReader(daemon.db).facts("ahp-session:/" + init["sessionId"])
         assert build_graph(facts).check() == []
+
+    async def test_an_ahp_subscription_takes_a_put_away_session_up_and_keeps_it(
+        self, tmp_path: Path
+    ) -> None:
+        config = ServeConfig(limits=Limits(idle_session=0.2, shutdown_grace=0.5))
+        async with running_daemon(tmp_path, teams={"echo": ECHO}, config=config) as daemon:
+            async with connect(daemon) as first:
+                init = await first.until_type("init")
+                await first.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+                await first.until_type("done")
+            with trio.fail_after(10):
+                while await live_sessions(daemon):  # noqa: ASYNC110 (polls over HTTP)
+                    await trio.sleep(0.1)
+            uri = "ahp-session:/" + init["sessionId"]
+            async with connect_ahp(daemon) as ahp:
+                result = await ahp.initialize(subscriptions=(uri,))
+                (snapshot,) = result["snapshots"]
+                assert snapshot["resource"] == uri
+                await trio.sleep(0.6)  # three idle periods: a followed session stays
+                assert await live_sessions(daemon) == 1
 
 
 async def live_sessions(daemon: RunningDaemon) -> int:
