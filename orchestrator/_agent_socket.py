@@ -55,7 +55,7 @@ from ._agentui_wire import unstructure_envelope
 from ._auth import Permission, Principal
 from ._bus import Subscription
 from ._daemon import Daemon, LiveSession
-from ._errors import IllegalTransitionError, PeerProtocolError, RunError
+from ._errors import FactLogError, IllegalTransitionError, PeerProtocolError, RunError
 from ._facts import Fact
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._project_agentui import AgentUiProjector
@@ -229,6 +229,9 @@ class AgentSocket:
                 self._emit(_error("bad_request", f"{exc.path}: {exc.message}"))
             except (RunError, IllegalTransitionError) as exc:
                 self._emit(_error("refused", str(exc)))
+            except FactLogError as exc:
+                # The journal cannot take facts any more: nothing can be done, say why.
+                self._emit(_error("unavailable", f"the journal failed: {exc.message}"))
 
     async def _handle(self, request: ClientMessage) -> None:
         if isinstance(request, TeamSubscribe):

@@ -754,6 +754,11 @@ class SqliteJournal:
             elif isinstance(item, _Snapshot):
                 self._written["snapshots"] += 1
 
+    @property
+    def failed(self) -> FactLogError | None:
+        """Why the journal stopped taking facts (None while it takes them)."""
+        return self._failed
+
     def statistics(self) -> JournalStatistics:
         return JournalStatistics(
             facts=self._written["facts"],

@@ -99,6 +99,13 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
     async def healthz(request: Request) -> Response:
         if not daemon.accepting:
             return JSONResponse({"status": "unavailable"}, status_code=503)
+        if daemon.journal.failed is not None:
+            # Nothing can be recorded any more (a full disk, a lost file): every session
+            # has stopped. Say so to whoever watches, without the path's details.
+            return JSONResponse(
+                {"status": "journal failed", "error": daemon.journal.failed.message},
+                status_code=503,
+            )
         return JSONResponse({"status": "ok", "sessions": len(daemon.sessions)})
 
     async def metrics(request: Request) -> Response:
@@ -132,6 +139,8 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
             raise _HttpError(exc.status, exc.message) from None
         except RunError as exc:
             raise _HttpError(409, str(exc)) from None
+        except FactLogError as exc:
+            raise _HttpError(503, f"the journal failed: {exc.message}") from None
 
     async def agent_socket(websocket: WebSocket) -> None:
         principal = principal_of(websocket.headers, websocket.query_params)

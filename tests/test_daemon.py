@@ -14,7 +14,7 @@ from trio_websocket import ConnectionRejected
 from orchestrator._auth import Role, Token
 from orchestrator._errors import ConfigError
 from orchestrator._graph import build_graph
-from orchestrator._journal import JournalReader
+from orchestrator._journal import JournalReader, SqliteJournal
 from orchestrator._serve_config import Limits, ServeConfig
 from orchestrator._team_actions import ApprovalResolved, RunFinished
 
@@ -538,3 +538,30 @@ async def live_sessions(daemon: RunningDaemon) -> int:
         for line in text.splitlines()
         if line.startswith("orchestrator_sessions{")
     )
+
+
+class _SmallDisk(SqliteJournal):
+    """The real journal on a file SQLite may not grow past 96 KiB: a disk that fills up."""
+
+    def __init__(self, path: Path, **options: Any) -> None:
+        super().__init__(path, max_bytes=96 * 1024, **options)
+
+
+async def test_a_full_journal_turns_healthz_503_and_the_daemon_keeps_answering(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("orchestrator._server.SqliteJournal", _SmallDisk)
+    async with running_daemon(tmp_path) as daemon, daemon.http() as http:
+        assert (await http.get("/healthz")).status_code == 200
+        async with connect(daemon, "team=delivery") as client:
+            await client.until_type("init")
+            for n in range(30):
+                await client.send(
+                    {"channel": "agent", "type": "prompt", "prompt": f"Ship {n} " + "x" * 3000}
+                )
+            ended = await client.until(lambda e: e["type"] in ("session_ended", "error"))
+        health = await http.get("/healthz")
+        assert health.status_code == 503, ended
+        assert health.json()["status"] == "journal failed"
+        assert "full" in health.json()["error"]
+        assert (await http.get("/metrics")).status_code == 200, "still answering"
