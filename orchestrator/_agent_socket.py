@@ -2,23 +2,20 @@
 
 Theory of operation
 -------------------
-Three tasks per connection, in one nursery:
+The session pushes its facts to the connection as they are published (the connection is
+a :class:`~orchestrator._daemon.Sink`): each fact's agent-channel events come already
+projected and serialized, once for all clients, and go into the connection's one bounded
+outbox (:mod:`orchestrator._outbox`) without waiting. Two tasks per connection:
 
 - the **reader** takes frames, applies the rate limit, parses them
   (:func:`~orchestrator._agent_channel.parse_client_message`) and carries out requests; a
   bad frame or a refused request is answered with an ``error`` event naming the problem,
   and the connection stays usable. A team channel subscription is served from the journal
-  up to where the pump has reached, then the pump carries it on;
-- the **pump** takes the session's facts from its bus subscription and projects them to
-  events;
-- the **sender** writes events to the socket.
+  up to the last fact pushed, then from the pushes (projected for this client);
+- the **sender** writes the outbox to the socket.
 
-Everything the client receives goes through one bounded outbox. A client that lets it
-fill up is disconnected (close code 1008, "fell behind") rather than allowed to hold
-anything up; so is one whose bus subscription was dropped for the same reason. Its
-subscription ends and what was queued for it is dropped at once: the close frame follows
-the frame being written. (hypercorn writes a frame whole, so a peer that never reads
-again keeps its socket until TCP gives up; it costs nothing else meanwhile.)
+A client that lets the outbox fill up is closed with 1008 ("fell behind") and the session
+stops pushing to it: nobody else waits for it.
 
 On connect the client gets ``init``; reattaching (``?session=``), then ``history`` (the
 finished turns, from the journal's ``agent_messages`` rows of the coordinator chat), the
@@ -53,7 +50,6 @@ from ._agent_channel import (
 from ._agentui import Envelope
 from ._agentui_wire import unstructure_envelope
 from ._auth import Permission, Principal
-from ._bus import Subscription
 from ._daemon import Daemon, LiveSession
 from ._errors import FactLogError, IllegalTransitionError, PeerProtocolError, RunError
 from ._facts import Fact
@@ -89,17 +85,18 @@ class AgentSocket:
         self.max_frame_bytes = max_frame_bytes
         self._bucket = TokenBucket(rate=rate, burst=burst, now=trio.current_time())
         self._outbox = Outbox(websocket, outbox_size, on_hang_up=self._hung_up)
+        # Pushed while the replay is read from the journal (they go out after it). A team
+        # subscription cannot come before the reader starts, so these are agent events only.
+        self._held: list[tuple[str, ...]] | None = [] if reattached else None
         self._team: AgentUiProjector | None = None
         self._team_from = 0
         self._reached = 0  # the sequence of the last fact the pump has taken
-        self._subscription: Subscription | None = None
 
     # ── the connection ─────────────────────────────────────────────────────
 
     async def run(self) -> None:
         structlog.contextvars.bind_contextvars(session=self.live.uri, client=self.principal.name)
-        subscription, state = self.live.subscribe(f"ws {self.principal.name}")
-        self._subscription = subscription
+        state = self.live.attach(self)
         self._reached = state.last_sequence
         # The session's state changes with every fact: what the replay shows of it is taken
         # now, before any checkpoint, so that it ends exactly where the live facts begin.
@@ -108,13 +105,16 @@ class AgentSocket:
             self._emit(agent_event("init", sessionId=self.live.id, team=self.live.team_name))
             if replayed is not None:
                 await self._replay(replayed)
+            held, self._held = self._held or [], None
+            for frames in held:
+                for text in frames:
+                    self._outbox.put(text)
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._pump, subscription)
                 nursery.start_soon(self._read, nursery.cancel_scope)
                 await self._outbox.send()
                 nursery.cancel_scope.cancel()
         finally:
-            self.live.runtime.bus.unsubscribe(subscription)
+            self.live.detach(self)
 
     async def _replay(self, replayed: _Replay) -> None:
         """History, the running turn so far, what waits for the user, the active views."""
@@ -143,40 +143,27 @@ class AgentSocket:
         log.info("client disconnected", session=self.live.uri, code=code, reason=reason)
         if code == CLOSE_FELL_BEHIND:
             self.daemon.metrics.dropped_clients += 1
-            if self._subscription is not None:
-                # The session stops feeding this connection now.
-                self.live.runtime.bus.unsubscribe(self._subscription)
+            self.live.detach(self)  # the session stops feeding this connection now
 
-    async def _pump(self, subscription: Subscription) -> None:
-        """Project the session's facts for this client as they come, until the session's
-        stream ends (it finished, or dropped this client for falling behind)."""
-        while True:
-            try:
-                batch = await subscription.receive_batch()
-            except trio.EndOfChannel:
-                break
-            self._facts(batch)
-        if subscription.dropped_reason is not None:
-            self._hang_up(CLOSE_FELL_BEHIND, subscription.dropped_reason)
-        elif self._outbox.closing is None:
-            # The session ended (its run finished, or the daemon is stopping).
-            self._emit(agent_event("session_ended", sessionId=self.live.id))
-            self._hang_up(CLOSE_GOING_AWAY, "the session ended")
+    # ── what the session pushes (a Sink: called as facts are published) ───────
 
-    def _facts(self, batch: list[Fact]) -> None:
-        for fact in batch:
-            if fact.sequence <= self._reached:
-                continue
-            self._reached = fact.sequence
-            frames = self.live.frames(fact.sequence)
-            if frames is None:
-                self._hang_up(CLOSE_FELL_BEHIND, "fell behind: its events are no longer kept")
-                return
-            for text in frames:
-                self._emit_text(text)
-            if self._team is not None:
-                for envelope in self._team.feed(fact):
-                    self._emit(_team_event(envelope))
+    def deliver(self, fact: Fact, frames: tuple[str, ...]) -> None:
+        if fact.sequence <= self._reached:
+            return
+        self._reached = fact.sequence
+        if self._held is not None:
+            self._held.append(frames)  # the replay is being read: these go after it
+            return
+        for text in frames:
+            self._outbox.put(text)
+        if self._team is not None:
+            for envelope in self._team.feed(fact):
+                self._emit(_team_event(envelope))
+
+    def ended(self) -> None:
+        """The session ended (its run finished, or the daemon is stopping)."""
+        self._emit(agent_event("session_ended", sessionId=self.live.id))
+        self._hang_up(CLOSE_GOING_AWAY, "the session ended")
 
     async def _subscribe_team(self, from_sequence: int) -> None:
         """Envelopes after ``from_sequence`` up to where the pump is, then live ones.

@@ -30,7 +30,7 @@ import contextlib
 import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import httpx
@@ -95,6 +95,16 @@ def load_teams(directory: Path) -> dict[str, TeamSpec]:
     return teams
 
 
+class Sink(Protocol):
+    """A client the session pushes its facts to as they are published (see attach)."""
+
+    def deliver(self, fact: Fact, frames: tuple[str, ...]) -> None:
+        """``fact`` and its agent-channel events as JSON texts; must be quick, never wait."""
+
+    def ended(self) -> None:
+        """The session ended: nothing more comes."""
+
+
 @attrs.define(eq=False)
 class _Task:
     """A client's prompt: ``taskId`` and the queued message that carries it (None: the
@@ -137,6 +147,7 @@ class LiveSession:
         self._frames: dict[int, tuple[str, ...]] = {}
         self._framed: collections.deque[int] = collections.deque()
         self._channel.prime(self.state)
+        self._sinks: list[Sink] = []
         runtime.bus.observe(self._observe_batch)
 
     @property
@@ -210,6 +221,30 @@ class LiveSession:
         finally:
             self.clients -= 1
 
+    def attach(self, sink: Sink) -> TeamState:
+        """Push every fact published from now on to ``sink`` (with its agent-channel
+        events); returns the state those facts follow. A sink of a session that has ended
+        is told at once."""
+        if self.finished.is_set():
+            sink.ended()
+        else:
+            self._sinks.append(sink)
+        return self.state
+
+    def detach(self, sink: Sink) -> None:
+        if sink in self._sinks:
+            self._sinks.remove(sink)
+
+    @property
+    def sinks(self) -> int:
+        return len(self._sinks)
+
+    def end_sinks(self) -> None:
+        """The session ended: no fact follows. Tell every sink."""
+        sinks, self._sinks = self._sinks, []
+        for sink in sinks:
+            sink.ended()
+
     def subscribe(self, name: str) -> tuple[Subscription, TeamState]:
         """A bus subscription and the state it starts after (see the module docstring)."""
         subscription = self.runtime.bus.subscribe(name, buffer_size=self.daemon.subscriber_buffer)
@@ -232,11 +267,16 @@ class LiveSession:
             except Exception:
                 # Bookkeeping must never take the recorder down; the fact is recorded.
                 log.exception("session bookkeeping failed", session=self.uri, fact=fact.sequence)
-
-    def frames(self, sequence: int) -> tuple[str, ...] | None:
-        """The agent-channel events of fact ``sequence``, as JSON texts (None: too old to be
-        kept, FRAMES_KEPT facts ago)."""
-        return self._frames.get(sequence)
+        if not self._sinks:
+            return
+        for fact in facts:
+            frames = self._frames.get(fact.sequence, ())
+            for sink in list(self._sinks):
+                try:
+                    sink.deliver(fact, frames)
+                except Exception:
+                    log.exception("a client's feed failed", session=self.uri)
+                    self.detach(sink)
 
     def _observe(self, fact: Fact) -> None:
         events = self._channel.feed(fact, self.state)
@@ -495,6 +535,7 @@ class Daemon:
                     log.info("session ended", session=live.uri, status=str(outcome.status))
                 finally:
                     live.runtime.bus.close()  # clients' streams end
+                    live.end_sinks()
             except Exception as exc:
                 errors.append(_message(exc))
                 log.error("session failed", session=live.uri, error=errors[-1], exc_info=exc)

@@ -61,7 +61,7 @@ class DaemonMetrics(Collector):
             by_session["idle" if live.idle.is_set() else "running"] += 1
             by_chat.update(str(state.member_status(chat)) for chat in state.members)
             statistics = live.runtime.bus.statistics()
-            subscribers += statistics.subscribers
+            subscribers += statistics.subscribers + live.sinks
         for status in ("idle", "running"):
             sessions.add_metric([status], by_session[status])
         for status, count in sorted(by_chat.items()):
@@ -73,7 +73,9 @@ class DaemonMetrics(Collector):
             "orchestrator_facts_appended", "Facts made durable by this process", journal.facts
         )
         yield GaugeMetricFamily(
-            "orchestrator_subscribers", "Bus subscribers of live sessions", subscribers
+            "orchestrator_subscribers",
+            "Subscribers of live sessions (clients and internal readers)",
+            subscribers,
         )
         yield GaugeMetricFamily("orchestrator_clients", "Connected clients", self.connected_clients)
         yield CounterMetricFamily(
