@@ -132,6 +132,24 @@ class TestShippedTeams:
         assert handoffs[0].reason
         assert check_team(TEAMS / "handoff.toml") == []
 
+    def test_nightly_has_a_background_teammate(self) -> None:
+        """teams/nightly.toml: a 03:00 Berlin audit run by the coordinator, which delegates."""
+        team = load_team(TEAMS / "nightly.toml")
+        assert team.topology == "background_teammate"
+        (audit,) = team.background
+        assert audit.name == "dependency-audit"
+        assert audit.schedule == Cron(expression="0 3 * * *", timezone="Europe/Berlin")
+        assert audit.agent == team.coordinator == "lead"
+        assert (audit.overlap, audit.catch_up) == (Overlap.SKIP, CatchUp.LATEST)
+        assert audit.max_runtime == dt.timedelta(hours=2)
+        assert team.coordinator_agent.delegates_to == ("auditor",)
+        assert check_team(TEAMS / "nightly.toml") == []
+
+    def test_every_shipped_team_is_clean(self) -> None:
+        """What `orchestrator teams check teams/*.toml` checks."""
+        for path in sorted(TEAMS.glob("*.toml")):
+            assert check_team(path) == [], path
+
 
 class TestModel:
     def test_defaults(self) -> None:
