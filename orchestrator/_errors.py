@@ -10,6 +10,7 @@ Every error the package raises on purpose derives from :class:`OrchestratorError
     ├── IllegalTransitionError        an action that the current state refuses
     ├── RpcError                      a JSON-RPC request refused, with the code for the peer
     ├── TeamFileError                 a team definition that cannot be used
+    ├── ScheduleError                 a schedule, time zone or duration that cannot be used
     ├── ConfigError                   a daemon configuration that cannot be used
     ├── FactLogError                  a fact log (file or journal) that cannot be read or written
     └── RunError                      a run that cannot start or continue
@@ -41,6 +42,7 @@ __all__ = [
     "RpcError",
     "RunError",
     "RunInputError",
+    "ScheduleError",
     "TeamFileError",
 ]
 
@@ -155,6 +157,16 @@ class TeamFileError(OrchestratorError):
             return problems[0]
         first = problems[0]
         return cls(f"{len(problems)} problems", file=first.file, problems=problems)
+
+
+class ScheduleError(OrchestratorError, ValueError):
+    """A cron expression, time zone or duration that cannot be used; ``message`` says what is
+    wrong and what is expected, without saying where (the team file adds its key path).
+    A :class:`ValueError` too, for callers that only ask whether the value was bad."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class ConfigError(OrchestratorError):

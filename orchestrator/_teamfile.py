@@ -2,7 +2,8 @@
 
 Theory of operation: :func:`parse_team` hands the text to :mod:`tomllib`, then
 walks the resulting dict once, top-down (``[team]``, then every
-``[agents.<name>]`` in file order, then its turns and steps). Each check knows
+``[agents.<name>]`` in file order, then its turns and steps, then every
+``[[background]]`` teammate, whose schedule :mod:`._schedule` checks). Each check knows
 the key path of the value it looks at, so the first problem raises a
 :class:`~orchestrator._errors.TeamFileError` naming the file, the key path
 (``agents.researcher.turns[0].steps[2].chunks``) and what is wrong.
@@ -36,7 +37,18 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias, get_args
 
 import attrs
 
-from ._errors import RunError, TeamFileError
+from ._errors import RunError, ScheduleError, TeamFileError
+from ._schedule import (
+    DEFAULT_CATCH_UP_LIMIT,
+    BackgroundSpec,
+    CatchUp,
+    Every,
+    Overlap,
+    Schedule,
+    parse_cron,
+    parse_duration,
+    parse_zone,
+)
 
 __all__ = [
     "TEAM_TOOLS",
@@ -101,7 +113,7 @@ _NAME_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 _BARE_KEY_RE: Final = re.compile(r"[A-Za-z0-9_-]+\Z")
 _TOML_POSITION_RE: Final = re.compile(r"\(at line (\d+), column (\d+)\)")
 
-_TOP_KEYS: Final = ("team", "agents", "openai")
+_TOP_KEYS: Final = ("team", "agents", "openai", "background")
 _TEAM_KEYS: Final = (
     "name",
     "topology",
@@ -137,6 +149,20 @@ _AGENT_KEYS: Final = (
 )
 _ENV_NAME_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _TURN_KEYS: Final = ("steps",)
+_BACKGROUND_KEYS: Final = (
+    "name",
+    "schedule",
+    "every",
+    "timezone",
+    "prompt",
+    "agent",
+    "overlap",
+    "max_runtime",
+    "catch_up",
+    "catch_up_limit",
+)
+_OVERLAPS: Final = {policy.value: policy for policy in Overlap}
+_CATCH_UPS: Final = {policy.value: policy for policy in CatchUp}
 _DELEGATION_KEYS: Final = ("agent", "task")
 
 #: Each step has exactly one action key; these are the keys each action allows.
@@ -396,6 +422,10 @@ class TeamSpec:
     description: str = ""
     on_restart: RestartPolicy = RestartPolicy.RESUME
     agents: tuple[AgentSpec, ...]
+    # The [[background]] teammates, in file order.
+    # Invariant: len({b.name for b in background}) == len(background)
+    # Invariant: all(b.agent in self.agent_names for b in background)
+    background: tuple[BackgroundSpec, ...] = ()
     file: str = "<team>"
     # The TOML text it was parsed from (kept with a session so it can be resumed as it was).
     source: str = attrs.field(default="", repr=False, eq=False)
@@ -480,8 +510,10 @@ def lint_team(team: TeamSpec) -> list[str]:
 
     # Background and remote teammates may be started by a schedule or a peer.
     if team.topology not in {"background_teammate", "remote_teammate"}:
-        reachable = {team.coordinator}
-        frontier = [team.coordinator]
+        # A [[background]] entry starts its agent as the coordinator starts its own.
+        roots = [team.coordinator, *(b.agent for b in team.background)]
+        reachable = set(roots)
+        frontier = list(reachable)
         while frontier:
             for target in team.agent(frontier.pop()).delegates_to:
                 if target not in reachable:
@@ -652,10 +684,16 @@ class _Parser:
             )
         return allowed[text]
 
-    def array(self, value: object, path: str) -> list[object]:
+    def array(self, value: object, path: str, what: str = "an array") -> list[object]:
         if not isinstance(value, list):
-            raise self.error(path, f"expected an array, got {_describe(value)}")
+            raise self.error(path, f"expected {what}, got {_describe(value)}")
         return value
+
+    def duration(self, value: object, path: str) -> datetime.timedelta:
+        try:
+            return parse_duration(self.string(value, path))
+        except ScheduleError as exc:
+            raise self.error(path, exc.message) from exc
 
     def names(self, value: object, path: str, what: str) -> tuple[str, ...]:
         """An array of distinct names."""
@@ -747,6 +785,18 @@ class _Parser:
                 )
             except TeamFileError as exc:
                 problems.extend(exc.problems)
+        # Then each [[background]] entry, on its own too.
+        entries: list[object] = []
+        try:
+            entries = self.background_entries(data.get("background", []))
+        except TeamFileError as exc:
+            problems.extend(exc.problems)
+        background: list[BackgroundSpec] = []
+        for index, entry in enumerate(entries):
+            try:
+                background.append(self.background(entry, index, background, coordinator))
+            except TeamFileError as exc:
+                problems.extend(exc.problems)
         if problems:
             raise TeamFileError.of(problems)
         specs = tuple(parsed)
@@ -759,7 +809,102 @@ class _Parser:
             description=description,
             on_restart=on_restart,
             agents=specs,
+            background=tuple(background),
             file=self.file,
+        )
+
+    def background_entries(self, value: object) -> list[object]:
+        if isinstance(value, dict):
+            raise self.error(
+                "background",
+                "expected [[background]] tables, got a table: write each entry under "
+                "[[background]], with double brackets",
+            )
+        return self.array(value, "background", "[[background]] tables")
+
+    def background(
+        self, value: object, index: int, earlier: Sequence[BackgroundSpec], coordinator: str
+    ) -> BackgroundSpec:
+        """One [[background]] teammate; ``earlier`` are the entries before it (names unique)."""
+        path = f"background[{index}]"
+        data = self.table(value, path, "a [[background]] table")
+        self.check_keys(data, path, _BACKGROUND_KEYS, required=("name",))
+        name = self.name(data["name"], f"{path}.name", "background teammate name")
+        for other, spec in enumerate(earlier):
+            if spec.name == name:
+                raise self.error(
+                    f"{path}.name",
+                    f"{name!r} is already the name of background[{other}]; names must be unique",
+                )
+        if "schedule" in data and "every" in data:
+            raise self.error(
+                f"{path}.every",
+                "set either schedule (a cron expression) or every (an interval), not both",
+            )
+        schedule: Schedule
+        if "schedule" in data:
+            try:
+                schedule = parse_cron(self.string(data["schedule"], f"{path}.schedule"))
+            except ScheduleError as exc:
+                raise self.error(f"{path}.schedule", exc.message) from exc
+            if "timezone" in data:
+                timezone = self.string(data["timezone"], f"{path}.timezone")
+                try:
+                    parse_zone(timezone)
+                except ScheduleError as exc:
+                    raise self.error(f"{path}.timezone", exc.message) from exc
+                schedule = attrs.evolve(schedule, timezone=timezone)
+        elif "every" in data:
+            if "timezone" in data:
+                raise self.error(
+                    f"{path}.timezone",
+                    "an every interval counts elapsed time, so a time zone changes nothing; "
+                    'for wake times on the local clock write a cron schedule, e.g. "0 3 * * *"',
+                )
+            schedule = Every(interval=self.duration(data["every"], f"{path}.every"))
+        else:
+            raise self.error(
+                path,
+                'missing a schedule: set schedule = "0 3 * * *" (a cron expression) '
+                'or every = "15m" (an interval)',
+            )
+        if "prompt" not in data:
+            raise self.error(
+                f"{path}.prompt", "missing required key 'prompt' (what the teammate does)"
+            )
+        prompt = self.string(data["prompt"], f"{path}.prompt")
+        agent = coordinator
+        if "agent" in data:
+            agent = self.agent_ref(data["agent"], f"{path}.agent")
+        overlap = Overlap.SKIP
+        if "overlap" in data:
+            overlap = self.choice(data["overlap"], f"{path}.overlap", _OVERLAPS, "overlap policy")
+        max_runtime = None
+        if "max_runtime" in data:
+            max_runtime = self.duration(data["max_runtime"], f"{path}.max_runtime")
+        catch_up = CatchUp.LATEST
+        if "catch_up" in data:
+            catch_up = self.choice(
+                data["catch_up"], f"{path}.catch_up", _CATCH_UPS, "catch-up policy"
+            )
+        limit = DEFAULT_CATCH_UP_LIMIT
+        if "catch_up_limit" in data:
+            if catch_up is not CatchUp.ALL:
+                raise self.error(
+                    f"{path}.catch_up_limit",
+                    f'catch_up_limit bounds catch_up = "all"; this entry\'s catch_up is '
+                    f"{catch_up.value!r}",
+                )
+            limit = self.integer(data["catch_up_limit"], f"{path}.catch_up_limit", minimum=1)
+        return BackgroundSpec(
+            name=name,
+            schedule=schedule,
+            prompt=prompt,
+            agent=agent,
+            overlap=overlap,
+            max_runtime=max_runtime,
+            catch_up=catch_up,
+            catch_up_limit=limit,
         )
 
     def check_approvers(self, agents: Sequence[AgentSpec], coordinator: str) -> None:

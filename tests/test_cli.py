@@ -134,6 +134,20 @@ class TestRun:
         assert "handed off to billing" in done.stderr
         assert orchestrator("graph", "--facts", str(facts), "--check").returncode == 0
 
+    def test_nightly_team_runs_its_background_prompt_offline(self, tmp_path: Path) -> None:
+        """The example background teammate's turn, run by hand: it delegates and reports."""
+        facts = tmp_path / "n.jsonl"
+        done = orchestrator(
+            "run",
+            str(PROJECT_ROOT / "teams" / "nightly.toml"),
+            "Audit the lock file and report new advisories",
+            "--facts",
+            str(facts),
+        )
+        assert done.returncode == 0, done.stderr
+        assert "0 new advisories since the last audit" in done.stdout
+        assert orchestrator("graph", "--facts", str(facts), "--check").returncode == 0
+
 
 class TestBadInput:
     def test_an_invalid_team_file_names_file_and_key(self, tmp_path: Path) -> None:
@@ -202,6 +216,24 @@ class TestTeamsCheck:
         done = orchestrator("teams", "check", DELIVERY, HANDOFF)
         assert done.returncode == 0, done.stdout
         assert done.stdout.count("ok:") == 2
+
+    def test_every_shipped_team_file_is_valid(self) -> None:
+        """`orchestrator teams check` with no path checks teams/*.toml, nightly.toml too."""
+        done = orchestrator("teams", "check")
+        assert done.returncode == 0, done.stdout
+        assert "ok: teams/nightly.toml" in done.stdout.splitlines()
+
+    def test_a_bad_background_entry_exits_2(self, tmp_path: Path) -> None:
+        """A bad [[background]] value is named by file and key path, saying what is expected."""
+        bad = tmp_path / "nightly.toml"
+        text = (PROJECT_ROOT / "teams" / "nightly.toml").read_text(encoding="utf-8")
+        bad.write_text(text.replace('schedule = "0 3 * * *"', 'schedule = "0 25 * * *"'))
+        done = orchestrator("teams", "check", str(bad))
+        assert done.returncode == 2
+        assert done.stdout.startswith(
+            f"{bad}: background[0].schedule: invalid cron expression '0 25 * * *'"
+        )
+        assert "expected 5 fields (minute hour day-of-month month day-of-week)" in done.stdout
 
     def test_a_bad_team_file_exits_2(self, tmp_path: Path) -> None:
         bad = tmp_path / "bad.toml"

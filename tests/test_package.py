@@ -32,6 +32,7 @@ PURE_MODULES = (
     "orchestrator._project_agentui",
     "orchestrator._project_agui",
     "orchestrator._teamfile",
+    "orchestrator._schedule",
     "orchestrator._reports",
     "orchestrator._recovery",
     "orchestrator._agent_messages",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator._errors import RunError, TeamFileError
+from orchestrator._schedule import BackgroundSpec, CatchUp, Cron, Every, Overlap
 from orchestrator._teamfile import (
     AskStep,
     DelegateStep,
@@ -129,6 +131,24 @@ class TestShippedTeams:
         assert handoffs[0].resume == "triage"
         assert handoffs[0].reason
         assert check_team(TEAMS / "handoff.toml") == []
+
+    def test_nightly_has_a_background_teammate(self) -> None:
+        """teams/nightly.toml: a 03:00 Berlin audit run by the coordinator, which delegates."""
+        team = load_team(TEAMS / "nightly.toml")
+        assert team.topology == "background_teammate"
+        (audit,) = team.background
+        assert audit.name == "dependency-audit"
+        assert audit.schedule == Cron(expression="0 3 * * *", timezone="Europe/Berlin")
+        assert audit.agent == team.coordinator == "lead"
+        assert (audit.overlap, audit.catch_up) == (Overlap.SKIP, CatchUp.LATEST)
+        assert audit.max_runtime == dt.timedelta(hours=2)
+        assert team.coordinator_agent.delegates_to == ("auditor",)
+        assert check_team(TEAMS / "nightly.toml") == []
+
+    def test_every_shipped_team_is_clean(self) -> None:
+        """What `orchestrator teams check teams/*.toml` checks."""
+        for path in sorted(TEAMS.glob("*.toml")):
+            assert check_team(path) == [], path
 
 
 class TestModel:
@@ -650,3 +670,347 @@ class TestParserNeverCrashes:
         """Arbitrary text either parses or raises TeamFileError."""
         with contextlib.suppress(TeamFileError):
             parse_team(text, file=FILE)
+
+
+# ------------------------------------------------------------------------- background
+
+AUDIT = """
+[[background]]
+name = "dependency-audit"
+schedule = "0 3 * * *"
+prompt = "Audit the lock file and report new advisories"
+"""
+
+
+def with_background(*entries: str) -> str:
+    return VALID + "".join(entries)
+
+
+def audit_with(line: str) -> str:
+    """VALID with the AUDIT entry plus ``line`` (which may replace one of its lines)."""
+    key = line.split("=")[0].strip()
+    kept = [kept for kept in AUDIT.splitlines() if kept.split("=")[0].strip() != key]
+    return with_background("\n".join([*kept, line]) + "\n")
+
+
+class TestBackground:
+    def test_every_key(self) -> None:
+        """Each key of a [[background]] entry lands in its BackgroundSpec."""
+        team = parse(
+            with_background(
+                """
+[[background]]
+name = "dependency-audit"
+schedule = "0 3 * * *"        # cron, or every = "15m"
+timezone = "Europe/Berlin"
+prompt = "Audit the lock file and report new advisories"
+agent = "researcher"
+overlap = "queue"
+max_runtime = "2h"
+catch_up = "all"
+catch_up_limit = 5
+"""
+            )
+        )
+        assert team.background == (
+            BackgroundSpec(
+                name="dependency-audit",
+                schedule=Cron(expression="0 3 * * *", timezone="Europe/Berlin"),
+                prompt="Audit the lock file and report new advisories",
+                agent="researcher",
+                overlap=Overlap.QUEUE,
+                max_runtime=dt.timedelta(hours=2),
+                catch_up=CatchUp.ALL,
+                catch_up_limit=5,
+            ),
+        )
+
+    def test_defaults(self) -> None:
+        """The coordinator runs it, in UTC; overlap skip, catch-up latest, no max runtime."""
+        (audit,) = parse(with_background(AUDIT)).background
+        assert audit == BackgroundSpec(
+            name="dependency-audit",
+            schedule=Cron(expression="0 3 * * *", timezone="UTC"),
+            prompt="Audit the lock file and report new advisories",
+            agent="lead",
+            overlap=Overlap.SKIP,
+            max_runtime=None,
+            catch_up=CatchUp.LATEST,
+            catch_up_limit=10,
+        )
+
+    def test_interval(self) -> None:
+        (ping,) = parse(
+            audit_with('every = "15m"').replace('schedule = "0 3 * * *"\n', "")
+        ).background
+        assert ping.schedule == Every(interval=dt.timedelta(minutes=15))
+
+    def test_entries_keep_file_order(self) -> None:
+        second = AUDIT.replace("dependency-audit", "second")
+        team = parse(with_background(AUDIT, second))
+        assert [b.name for b in team.background] == ["dependency-audit", "second"]
+
+    def test_a_team_without_background_has_none(self) -> None:
+        assert parse(VALID).background == ()
+
+    def test_an_agent_only_a_schedule_starts_is_reachable(self) -> None:
+        """lint_team counts a [[background]] agent as started, like the coordinator."""
+        orphan = (
+            '\n[agents.auditor]\nrole = "x"\n[[agents.auditor.turns]]\nsteps = [{ say = "hi" }]\n'
+        )
+        assert lint_team(parse(VALID + orphan)) != []
+        assert lint_team(parse(VALID + orphan + AUDIT + 'agent = "auditor"\n')) == []
+
+    def test_problems_of_agents_and_entries_are_all_reported(self) -> None:
+        """One check names the first problem of each agent and of each entry."""
+        text = replaced('role = "researcher"', 'role = "researcher"\ntimeout = -1')
+        text += AUDIT.replace("0 3 * * *", "0 3 * *") + AUDIT.replace(
+            '"dependency-audit"', '"b"'
+        ).replace("schedule", "every")
+        error = parse_error(text)
+        assert [p.key_path for p in error.problems] == [
+            "agents.researcher.timeout",
+            "background[0].schedule",
+            "background[1].every",
+        ]
+
+    def test_teams_check_lists_them(self, tmp_path: Path) -> None:
+        path = tmp_path / "team.toml"
+        path.write_text(audit_with('overlap = "skp"'), encoding="utf-8")
+        (line,) = check_team(path)
+        assert line == (
+            f"{path}: background[0].overlap: unknown overlap policy 'skp' (did you mean 'skip'?); "
+            "allowed: skip, queue, replace"
+        )
+
+
+BACKGROUND_ERRORS = [
+    pytest.param(
+        VALID + '\n[background]\nname = "x"\n',
+        "background",
+        "got a table: write each entry under [[background]], with double brackets",
+        id="table-not-array",
+    ),
+    pytest.param(
+        'background = "nightly"\n' + VALID,
+        "background",
+        'expected [[background]] tables, got string "nightly"',
+        id="not-an-array",
+    ),
+    pytest.param(
+        'background = ["nightly"]\n' + VALID,
+        "background[0]",
+        "expected a [[background]] table, got string",
+        id="entry-not-a-table",
+    ),
+    pytest.param(
+        audit_with('schedul = "0 3 * * *"'),
+        "background[0].schedul",
+        "unknown key 'schedul' (did you mean 'schedule'?)",
+        id="unknown-key",
+    ),
+    pytest.param(
+        with_background('\n[[background]]\nschedule = "0 3 * * *"\nprompt = "x"\n'),
+        "background[0].name",
+        "missing required key 'name'",
+        id="no-name",
+    ),
+    pytest.param(
+        audit_with('name = "nightly audit"'),
+        "background[0].name",
+        "background teammate name 'nightly audit' must be 1-64 letters, digits, '_' or '-'",
+        id="bad-name",
+    ),
+    pytest.param(
+        with_background(AUDIT, AUDIT),
+        "background[1].name",
+        "'dependency-audit' is already the name of background[0]; names must be unique",
+        id="duplicate-name",
+    ),
+    pytest.param(
+        audit_with('schedule = "0 3 * * *"').replace('schedule = "0 3 * * *"\n', ""),
+        "background[0]",
+        'missing a schedule: set schedule = "0 3 * * *" (a cron expression) or every = "15m"',
+        id="no-schedule",
+    ),
+    pytest.param(
+        audit_with('every = "15m"'),
+        "background[0].every",
+        "set either schedule (a cron expression) or every (an interval), not both",
+        id="schedule-and-every",
+    ),
+    pytest.param(
+        audit_with('schedule = "61 3 * * *"'),
+        "background[0].schedule",
+        "invalid cron expression '61 3 * * *': [61 3 * * *] is not acceptable, out of range; "
+        "expected 5 fields (minute hour day-of-month month day-of-week)",
+        id="cron-out-of-range",
+    ),
+    pytest.param(
+        audit_with('schedule = "0 3 * *"'),
+        "background[0].schedule",
+        "invalid cron expression '0 3 * *': 4 fields; expected 5 fields",
+        id="cron-four-fields",
+    ),
+    pytest.param(
+        audit_with('schedule = "0 0 31 2 *"'),
+        "background[0].schedule",
+        "it never matches a date",
+        id="cron-never",
+    ),
+    pytest.param(
+        audit_with('schedule = "H 3 * * *"'),
+        "background[0].schedule",
+        "hashed (H) or random (R) value",
+        id="cron-hashed",
+    ),
+    pytest.param(
+        audit_with("schedule = 3"),
+        "background[0].schedule",
+        "expected a string, got integer 3",
+        id="cron-not-a-string",
+    ),
+    pytest.param(
+        audit_with('timezone = "Europe/Berln"'),
+        "background[0].timezone",
+        "unknown time zone 'Europe/Berln' (did you mean 'Europe/Berlin'?); expected an IANA "
+        'time zone name such as "Europe/Berlin"',
+        id="unknown-zone",
+    ),
+    pytest.param(
+        audit_with("timezone = 1"),
+        "background[0].timezone",
+        "expected a string, got integer 1",
+        id="zone-not-a-string",
+    ),
+    pytest.param(
+        audit_with('every = "15m"').replace('schedule = "0 3 * * *"\n', "")
+        + 'timezone = "Europe/Berlin"\n',
+        "background[0].timezone",
+        "an every interval counts elapsed time, so a time zone changes nothing",
+        id="zone-with-every",
+    ),
+    pytest.param(
+        audit_with('every = "15 minutes"').replace('schedule = "0 3 * * *"\n', ""),
+        "background[0].every",
+        'invalid duration \'15 minutes\': expected a whole number and a unit: "90s", "15m", '
+        '"2h" or "1d"',
+        id="bad-interval",
+    ),
+    pytest.param(
+        audit_with('every = "0m"').replace('schedule = "0 3 * * *"\n', ""),
+        "background[0].every",
+        "invalid duration '0m': it must be longer than zero",
+        id="zero-interval",
+    ),
+    pytest.param(
+        audit_with('every = "-5m"').replace('schedule = "0 3 * * *"\n', ""),
+        "background[0].every",
+        "invalid duration '-5m'",
+        id="negative-interval",
+    ),
+    pytest.param(
+        audit_with('max_runtime = "2 hours"'),
+        "background[0].max_runtime",
+        "invalid duration '2 hours'",
+        id="bad-max-runtime",
+    ),
+    pytest.param(
+        audit_with("max_runtime = 7200"),
+        "background[0].max_runtime",
+        "expected a string, got integer 7200",
+        id="max-runtime-not-a-string",
+    ),
+    pytest.param(
+        audit_with('max_runtime = "400d"'),
+        "background[0].max_runtime",
+        "it must be at most 366d",
+        id="max-runtime-too-long",
+    ),
+    pytest.param(
+        audit_with('prompt = ""'),
+        "background[0].prompt",
+        "must not be empty",
+        id="empty-prompt",
+    ),
+    pytest.param(
+        with_background('\n[[background]]\nname = "x"\nevery = "1h"\n'),
+        "background[0].prompt",
+        "missing required key 'prompt' (what the teammate does)",
+        id="no-prompt",
+    ),
+    pytest.param(
+        audit_with('agent = "reseacher"'),
+        "background[0].agent",
+        "unknown agent 'reseacher' (did you mean 'researcher'?); declared agents: lead, researcher",
+        id="unknown-agent",
+    ),
+    pytest.param(
+        audit_with('overlap = "parallel"'),
+        "background[0].overlap",
+        "unknown overlap policy 'parallel'; allowed: skip, queue, replace",
+        id="bad-overlap",
+    ),
+    pytest.param(
+        audit_with('catch_up = "every"'),
+        "background[0].catch_up",
+        "unknown catch-up policy 'every'; allowed: none, latest, all",
+        id="bad-catch-up",
+    ),
+    pytest.param(
+        audit_with("catch_up_limit = 5"),
+        "background[0].catch_up_limit",
+        "catch_up_limit bounds catch_up = \"all\"; this entry's catch_up is 'latest'",
+        id="limit-without-all",
+    ),
+    pytest.param(
+        audit_with('catch_up = "all"\ncatch_up_limit = 0'),
+        "background[0].catch_up_limit",
+        "must be >= 1, got 0",
+        id="zero-limit",
+    ),
+    pytest.param(
+        audit_with('catch_up = "all"\ncatch_up_limit = "10"'),
+        "background[0].catch_up_limit",
+        'expected an integer, got string "10"',
+        id="limit-not-an-integer",
+    ),
+]
+
+
+class TestBackgroundErrors:
+    @pytest.mark.parametrize(("text", "key_path", "fragment"), BACKGROUND_ERRORS)
+    def test_error_names_path_and_problem(self, text: str, key_path: str, fragment: str) -> None:
+        """Each bad [[background]] value is reported at its key path, saying what is expected."""
+        error = parse_error(text)
+        assert (error.key_path, fragment in error.message) == (key_path, True), error.message
+
+    @settings(max_examples=300)
+    @given(
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "name",
+                    "schedule",
+                    "every",
+                    "timezone",
+                    "prompt",
+                    "agent",
+                    "overlap",
+                    "max_runtime",
+                    "catch_up",
+                    "catch_up_limit",
+                ]
+            ),
+            _SCALARS
+            | st.sampled_from(
+                ["0 3 * * *", "*/15 * * * *", "15m", "2h", "Europe/Berlin", "skip", "all", "lead"]
+            ),
+        )
+    )
+    def test_any_entry_parses_or_is_a_team_file_error(self, entry: dict[str, Any]) -> None:
+        """Whatever values an entry holds, the parser answers with a team or TeamFileError."""
+        document = tomllib.loads(VALID)
+        document["background"] = [entry]
+        outcome = _parse_or_error(document)
+        assert not isinstance(outcome, TeamFileError) or outcome.file == FILE
