@@ -90,7 +90,7 @@ class AgentSocket:
         self._held: list[tuple[str, ...]] | None = [] if reattached else None
         self._team: AgentUiProjector | None = None
         self._team_from = 0
-        self._reached = 0  # the sequence of the last fact the pump has taken
+        self._reached = 0  # the sequence of the last fact pushed to this client
 
     # ── the connection ─────────────────────────────────────────────────────
 
@@ -166,12 +166,12 @@ class AgentSocket:
         self._hang_up(CLOSE_GOING_AWAY, "the session ended")
 
     async def _subscribe_team(self, from_sequence: int) -> None:
-        """Envelopes after ``from_sequence`` up to where the pump is, then live ones.
+        """Envelopes after ``from_sequence`` up to the last fact pushed, then live ones.
 
-        The pump goes on while the journal is read; what it has reached once the read is
-        back (every fact up to there is in the journal: facts are durable before they are
-        published) is folded here with no checkpoint before the pump takes over, so the
-        envelopes meet the live ones exactly.
+        Pushes go on while the journal is read; once the read has every fact pushed so far
+        (facts are durable before they are published), they are folded here and the
+        projector handed to :meth:`deliver` with no checkpoint in between, so the envelopes
+        meet the pushed ones exactly.
         """
         facts: list[Fact] = []
         read = 0  # the last sequence read from the journal
