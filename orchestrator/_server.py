@@ -37,15 +37,17 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from ._agent_channel import agent_event, view_update
 from ._agent_socket import AgentSocket
 from ._agui_endpoint import AguiRequestError, agui_run
 from ._ahp_socket import serve_ahp
 from ._auth import Authenticator, Permission, Principal
 from ._backend_openai import http_client
-from ._daemon import Daemon, load_teams, session_uri
+from ._daemon import Daemon, load_teams, session_id, session_uri
 from ._errors import FactLogError, IllegalTransitionError, OrchestratorError, RunError
 from ._journal import SqliteJournal
 from ._metrics import CONTENT_TYPE
+from ._outbox import CLOSE_GOING_AWAY
 from ._sd_notify import SystemdNotifier
 from ._serve_config import ServeConfig
 from ._teamfile import TeamSpec
@@ -162,7 +164,14 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
             if wanted:
                 live = await daemon.find(wanted)
                 if live is None:
-                    raise RunError(f"no live session {wanted!r} (it ended, or never was)")
+                    ended = await ended_session(daemon, wanted)
+                    if ended is None:
+                        raise RunError(f"no session {wanted!r} on this daemon")
+                    await websocket.accept()
+                    for event in ended:
+                        await websocket.send_text(json.dumps(event, ensure_ascii=False))
+                    await websocket.close(code=CLOSE_GOING_AWAY, reason="the session ended")
+                    return
             else:
                 live = daemon.open_session(websocket.query_params.get("team"))
         except RunError as exc:
@@ -237,6 +246,32 @@ def _view_update(body: bytes) -> tuple[str, str, dict[str, Any]]:
     if not isinstance(content, dict):
         raise _HttpError(400, "content: expected a JSON object ({} clears the view)")
     return data["view_type"], data["group_id"], content
+
+
+async def ended_session(daemon: Daemon, session: str) -> list[dict[str, Any]] | None:
+    """What a client attaching to an ended session is shown (its history, its views, then
+    ``session_ended``), from the journal; None if the journal has no such session."""
+    uri = session_uri(session)
+    try:
+        info = await trio.to_thread.run_sync(daemon.reader.session, uri)
+        state = await trio.to_thread.run_sync(daemon.reader.open, uri)
+    except FactLogError:
+        return None
+    chat = state.coordinator_chat()
+    rows = (
+        await trio.to_thread.run_sync(daemon.reader.agent_messages, uri, chat)
+        if chat is not None
+        else []
+    )
+    team = Path(info.team_file).stem if info.team_file else info.team
+    events: list[dict[str, Any]] = [
+        agent_event("init", sessionId=session_id(uri), team=team),
+        agent_event("history", messages=[row.event for row in rows]),
+    ]
+    views = state.run.views if state.run is not None else {}
+    events += [view_update(view_type, content) for view_type, content in views.items()]
+    events.append(agent_event("session_ended", sessionId=session_id(uri), status=info.status))
+    return events
 
 
 def _known_session(daemon: Daemon, group_id: str) -> bool:

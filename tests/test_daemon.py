@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import trio
-from trio_websocket import ConnectionRejected
+from trio_websocket import ConnectionClosed, ConnectionRejected
 
 from orchestrator._auth import Role, Token
 from orchestrator._errors import ConfigError
@@ -175,6 +175,55 @@ class TestAgentChannel:
         replayed = second.received[2 : second.received.index(waiting)]
         assert replayed[0] == {"channel": "agent", "type": "prompt", "prompt": "Ship 2.0"}
         assert of_type(replayed, "tool_invocation"), "the running turn so far is replayed"
+
+    async def test_attaching_to_an_ended_session_shows_its_history_and_views(
+        self, tmp_path: Path
+    ) -> None:
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon:
+            async with connect(daemon) as first:
+                init = await first.until_type("init")
+                await first.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+                await first.until_type("done")
+                async with daemon.http() as http:
+                    posted = await http.post(
+                        "/callback",
+                        json={
+                            "type": "view_update",
+                            "group_id": init["sessionId"],
+                            "view_type": "diff",
+                            "content": {"patch": "+x"},
+                        },
+                    )
+                    assert posted.status_code == 200
+                uri = "ahp-session:/" + init["sessionId"]
+                async with connect_ahp(daemon) as ahp:
+                    await ahp.initialize()
+                    await ahp.request("disposeSession", {"channel": uri})
+                ended = await first.until_type("session_ended")
+            async with connect(daemon, f"session={init['sessionId']}") as late:
+                events = [await late.receive() for _ in range(4)]
+                with pytest.raises(ConnectionClosed) as closed:
+                    await late.receive()
+        assert ended["sessionId"] == init["sessionId"]
+        assert events[0] == init
+        assert events[1]["type"] == "history"
+        assert of_type(events[1]["messages"], "result") == [
+            {"channel": "agent", "type": "result", "summary": "first answer"}
+        ]
+        assert events[2] == {
+            "channel": "views",
+            "type": "view_update",
+            "view_type": "diff",
+            "content": {"patch": "+x"},
+        }
+        assert events[3] == {
+            "channel": "agent",
+            "type": "session_ended",
+            "sessionId": init["sessionId"],
+            "status": "cancelled",
+        }
+        assert closed.value.reason is not None
+        assert closed.value.reason.code == 1001
 
     # trio-websocket leaves a refused handshake's socket to the garbage collector: collect
     # it here, where its ResourceWarning is expected, not in whichever test runs next.
