@@ -89,7 +89,6 @@ class AgentSocket:
         # subscription cannot come before the reader starts, so these are agent events only.
         self._held: list[tuple[str, ...]] | None = [] if reattached else None
         self._team: AgentUiProjector | None = None
-        self._team_from = 0
         self._reached = 0  # the sequence of the last fact pushed to this client
 
     # ── the connection ─────────────────────────────────────────────────────
@@ -131,10 +130,7 @@ class AgentSocket:
 
     def _emit(self, event: dict[str, Any]) -> None:
         """Queue ``event`` for the client; one that fell behind is disconnected."""
-        self._emit_text(json.dumps(event, ensure_ascii=False))
-
-    def _emit_text(self, text: str) -> None:
-        self._outbox.put(text)
+        self._outbox.put(json.dumps(event, ensure_ascii=False))
 
     def _hang_up(self, code: int, reason: str) -> None:
         self._outbox.hang_up(code, reason)

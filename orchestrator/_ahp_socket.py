@@ -616,7 +616,7 @@ class AhpSocket:
             self.daemon.team_of(params.provider)
         except RunError as exc:
             raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, f"provider: {exc}") from None
-        if self.daemon.live(uri) is not None or await self._journal_knows(uri):
+        if self.daemon.live(uri) is not None or await self.daemon.journal_knows(uri):
             raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"session {uri} exists")
         try:
             self.daemon.open_session_with(params.provider, ClientIds(uri))
@@ -624,19 +624,12 @@ class AhpSocket:
             raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, f"provider: {exc}") from None
         log.info("ahp session created", session=uri, client=self.client_id)
 
-    async def _journal_knows(self, uri: str) -> bool:
-        try:
-            await trio.to_thread.run_sync(self.daemon.reader.session, uri)
-        except FactLogError:
-            return False
-        return True
-
     async def _dispose_session(self, uri: str) -> None:
         live = self.daemon.live(uri) if uri.startswith(SESSION_PREFIX) else None
         if live is not None:
             await self.daemon.dispose(live)
             return
-        if not uri.startswith(SESSION_PREFIX) or not await self._journal_knows(uri):
+        if not uri.startswith(SESSION_PREFIX) or not await self.daemon.journal_knows(uri):
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"no session {uri}")
         # A session that has ended holds nothing to clean up; the journal keeps its record.
 

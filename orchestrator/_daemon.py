@@ -25,7 +25,6 @@ the next start applies each team's ``on_restart``.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -58,9 +57,6 @@ __all__ = ["Daemon", "LiveSession", "load_teams", "session_uri"]
 log = structlog.get_logger("orchestrator.daemon")
 
 SESSION_PREFIX = "ahp-session:/"
-#: How many facts' agent-channel events a session keeps for its clients to send. A client
-#: further behind than this has long been dropped for falling behind (see _agent_socket).
-FRAMES_KEPT = 10_000
 
 
 def session_uri(session: str) -> str:
@@ -144,8 +140,6 @@ class LiveSession:
         # The agent channel's events of each recent fact, projected and serialized once for
         # every client (at publication, before any client can read the fact).
         self._channel = AgentChannelProjector(task_of=self.task_of)
-        self._frames: dict[int, tuple[str, ...]] = {}
-        self._framed: collections.deque[int] = collections.deque()
         self._channel.prime(self.state)
         self._sinks: list[Sink] = []
         runtime.bus.observe(self._observe_batch)
@@ -250,27 +244,22 @@ class LiveSession:
         subscription = self.runtime.bus.subscribe(name, buffer_size=self.daemon.subscriber_buffer)
         return subscription, self.state
 
-    def running_task(self) -> str | None:
-        """The client's ``taskId`` for the coordinator's running turn, as of :attr:`state`
-        when read right after :meth:`subscribe` (None: no turn, or no taskId)."""
-        return None if self._running is None else self.task_of(self._running[0])
-
     # ── the session's own bookkeeping ──────────────────────────────────────
 
     def _observe_batch(self, facts: Sequence[Fact]) -> None:
         """Follow the session's facts as they are published (a bus observer): the running
         turn (for requests), approval wait times (metrics), idleness, and each fact's
-        agent-channel events, projected and serialized once for every client."""
+        agent-channel events, projected once and serialized once for every client."""
         for fact in facts:
             try:
-                self._observe(fact)
+                events = self._observe(fact)
             except Exception:
                 # Bookkeeping must never take the recorder down; the fact is recorded.
                 log.exception("session bookkeeping failed", session=self.uri, fact=fact.sequence)
-        if not self._sinks:
-            return
-        for fact in facts:
-            frames = self._frames.get(fact.sequence, ())
+                continue
+            if not self._sinks:
+                continue
+            frames = tuple(json.dumps(e, ensure_ascii=False) for e in events)
             for sink in list(self._sinks):
                 try:
                     sink.deliver(fact, frames)
@@ -278,20 +267,26 @@ class LiveSession:
                     log.exception("a client's feed failed", session=self.uri)
                     self.detach(sink)
 
-    def _observe(self, fact: Fact) -> None:
+    def _observe(self, fact: Fact) -> list[dict[str, Any]]:
+        """Note what ``fact`` changes; its agent-channel events."""
         events = self._channel.feed(fact, self.state)
-        self._frames[fact.sequence] = tuple(json.dumps(e, ensure_ascii=False) for e in events)
-        self._framed.append(fact.sequence)
-        if len(self._framed) > FRAMES_KEPT:
-            del self._frames[self._framed.popleft()]
         action = fact.action
         if self._coordinator is None:
             self._coordinator = self.state.coordinator_chat()
-        if fact.channel == self._coordinator:
-            if isinstance(action, ChatTurnStartedAction):
-                self._running = (action.queued_message_id,)
-            elif isinstance(action, TURN_ENDS):
-                self._running = None
+        if isinstance(action, (ChatTurnStartedAction, *TURN_ENDS)):
+            if fact.channel == self._coordinator:
+                self._running = (
+                    (action.queued_message_id,)
+                    if isinstance(action, ChatTurnStartedAction)
+                    else None
+                )
+            # Only a turn's start or end changes whether a turn is running.
+            busy = _busy(self.state)
+            if busy and self.idle.is_set():
+                self.idle = trio.Event()
+            elif not busy and not self.idle.is_set():
+                self.idle.set()
+                self.idle_since = trio.current_time()
         elif isinstance(action, ApprovalRequested):
             self._approval_asked[action.approval] = trio.current_time()
         elif isinstance(action, ApprovalResolved):
@@ -300,13 +295,7 @@ class LiveSession:
                 self.daemon.metrics.approval_waited(trio.current_time() - asked)
         elif isinstance(action, RunFinished):
             self.idle.set()
-            return
-        busy = _busy(self.state)
-        if busy and self.idle.is_set():
-            self.idle = trio.Event()
-        elif not busy and not self.idle.is_set():
-            self.idle.set()
-            self.idle_since = trio.current_time()
+        return events
 
 
 class Daemon:
@@ -473,6 +462,14 @@ class Daemon:
         live = LiveSession(self, name, runtime)
         self.sessions[live.uri] = live
         return live
+
+    async def journal_knows(self, session: str) -> bool:
+        """Whether the journal has a session ``session`` (an id or URI), ended or not."""
+        try:
+            await trio.to_thread.run_sync(self.reader.session, session_uri(session))
+        except FactLogError:
+            return False
+        return True
 
     def live(self, session: str) -> LiveSession | None:
         return self.sessions.get(session_uri(session))

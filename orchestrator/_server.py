@@ -120,8 +120,7 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
         view_type, group_id, content = _view_update(body)
         live = await daemon.find(group_id)
         if live is None:
-            known = await trio.to_thread.run_sync(_known_session, daemon, group_id)
-            if not known:
+            if not await daemon.journal_knows(group_id):
                 raise _HttpError(404, f"group_id: no thread {group_id!r} on this daemon")
             raise _HttpError(409, f"group_id: thread {group_id!r} has ended")
         try:
@@ -272,14 +271,6 @@ async def ended_session(daemon: Daemon, session: str) -> list[dict[str, Any]] | 
     events += [view_update(view_type, content) for view_type, content in views.items()]
     events.append(agent_event("session_ended", sessionId=session_id(uri), status=info.status))
     return events
-
-
-def _known_session(daemon: Daemon, group_id: str) -> bool:
-    try:
-        daemon.reader.session(session_uri(group_id))
-    except FactLogError:
-        return False
-    return True
 
 
 # ─── the process ─────────────────────────────────────────────────────────────
