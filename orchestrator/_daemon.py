@@ -26,6 +26,7 @@ the next start applies each team's ``on_restart``.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -48,6 +49,8 @@ from ._metrics import DaemonMetrics
 from ._project_agui import AguiProjector
 from ._recovery import input_request_id, open_questions
 from ._runtime import BackendFactory, Ids, RunOutcome, TeamRuntime
+from ._schedule import BackgroundSpec
+from ._scheduler import Scheduler, utc_now
 from ._team_actions import USER, ApprovalRequested, ApprovalResolved, RunFinished, ViewUpdated
 from ._team_state import TeamState
 from ._teamfile import TeamSpec, load_team, parse_team
@@ -311,7 +314,10 @@ class Daemon:
         subscriber_buffer: int = 2_000,
         shutdown_grace: float = 5.0,
         environ: Mapping[str, str] | None = None,
+        wall_clock: Callable[[], dt.datetime] = utc_now,
     ) -> None:
+        """``wall_clock``: what time it is, for the background teammates' schedules (tests
+        pass one made from trio's clock)."""
         if default_team is not None and default_team not in teams:
             raise ConfigError(
                 f"no team {default_team!r} (teams: {', '.join(sorted(teams))})",
@@ -341,6 +347,7 @@ class Daemon:
         self._nursery: trio.Nursery | None = None
         self.metrics = DaemonMetrics(self)
         self.accepting = False
+        self.scheduler = Scheduler(self, clock=wall_clock)
 
     # ── the service ────────────────────────────────────────────────────────
 
@@ -352,6 +359,8 @@ class Daemon:
             self._nursery = nursery
             await self._take_up_unfinished()
             self.accepting = True
+            # After the take-up: a teammate's run that was going is followed where it is.
+            await nursery.start(self.scheduler.serve)
             task_status.started(self)
             await trio.sleep_forever()
 
@@ -399,7 +408,13 @@ class Daemon:
             raise RunError(f"{uri} did not record its team file: it cannot be taken up")
         team = parse_team(team_toml, file=team_file or "<journal>")
         name = Path(team_file).stem if team_file else team.name
-        runtime = self._runtime(name, team, state=state)
+        run = state.run
+        if run is not None and run.coordinator != team.coordinator:
+            # A background teammate's run: its agent was the run's coordinator.
+            team = attrs.evolve(team, coordinator=run.coordinator)
+        runtime = self._runtime(
+            name, team, state=state, background=None if run is None else run.background
+        )
         live = LiveSession(self, name, runtime)
         await self._launch(live, runtime.resume)
         log.info("session taken up", session=uri, team=name)
@@ -463,6 +478,22 @@ class Daemon:
         self.sessions[live.uri] = live
         return live
 
+    def open_background(self, team_name: str, spec: BackgroundSpec, session: str) -> LiveSession:
+        """A new session ``session`` for one run of background teammate ``spec``: its agent
+        is the run's coordinator, and the run ends with that agent's turn. Clients can
+        attach to it (watch it, approve its workers' calls) like to any session."""
+        name, team = self.team_of(team_name)
+        if name in self.unavailable:
+            raise RunError(f"team {name!r} cannot run: {self.unavailable[name]}")
+        if spec.agent != team.coordinator:
+            team = attrs.evolve(team, coordinator=spec.agent)
+        runtime = self._runtime(name, team, session=session, background=spec.name)
+        if runtime.session in self.sessions:
+            raise RunError(f"session {runtime.session} exists already")
+        live = LiveSession(self, name, runtime)
+        self.sessions[live.uri] = live
+        return live
+
     async def journal_knows(self, session: str) -> bool:
         """Whether the journal has a session ``session`` (an id or URI), ended or not."""
         try:
@@ -482,7 +513,10 @@ class Daemon:
         state: TeamState | None = None,
         session: str | None = None,
         ids: Ids | None = None,
+        background: str | None = None,
     ) -> TeamRuntime:
+        """A runtime of ``team``: a conversation (each prompt a coordinator turn), unless it
+        runs a ``background`` teammate's wake, which ends with that one turn."""
         factory = self._backends.get(name)
         if factory is None or state is not None:
             # A session taken up after a restart runs the team file it recorded.
@@ -494,8 +528,9 @@ class Daemon:
             factlog=self.journal,
             ids=ids or Ids(restart=restart),
             state=state,
-            conversation=True,
+            conversation=background is None,
             session=session,
+            background=background,
         )
 
     async def start_run(self, live: LiveSession, prompt: str) -> None:

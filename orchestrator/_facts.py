@@ -22,10 +22,11 @@ import attrs
 
 from ._ahp_actions import StateAction
 from ._team_actions import TeamAction
+from ._teammate_actions import TeammateAction
 
 __all__ = ["Action", "Fact"]
 
-Action = StateAction | TeamAction
+Action = StateAction | TeamAction | TeammateAction
 
 
 @attrs.frozen(kw_only=True)

@@ -21,12 +21,16 @@ from . import _ahp_wire, _compact_json
 from ._errors import PeerProtocolError
 from ._facts import Action, Fact
 from ._team_actions import TEAM_ACTION_TYPES
+from ._teammate_actions import TEAMMATE_ACTION_TYPES
 
 __all__ = ["decode_fact", "encode_fact", "fact_from_json", "fact_to_json"]
 
 
+#: Every ``team/*`` action by wire type: a team run's and a background teammate's.
+_TEAM_TYPES: dict[str, type[Any]] = {**TEAM_ACTION_TYPES, **TEAMMATE_ACTION_TYPES}
+
 _team = make_converter(forbid_extra_keys=True)
-for _cls in TEAM_ACTION_TYPES.values():
+for _cls in _TEAM_TYPES.values():
     _fields = attrs.fields(_cls)
     # Typed as Any: mypy checks ``**`` of a dict against the generators' boolean parameters.
     _renames: dict[str, Any] = {
@@ -61,13 +65,14 @@ def decode_action(data: object, *, path: str = "$.action") -> Action:
     if not isinstance(action_type, str):
         raise PeerProtocolError("missing or non-string action type", path=f"{path}.type")
     if action_type.startswith("team/"):
-        cls = TEAM_ACTION_TYPES.get(action_type)
+        cls = _TEAM_TYPES.get(action_type)
         if cls is None:
             raise PeerProtocolError(
                 f"unknown team action type {action_type!r}", path=f"{path}.type"
             )
         try:
-            return _team.structure(data, cls)
+            action: Action = _team.structure(data, cls)
+            return action
         except cattrs.ClassValidationError as exc:
             problems = cattrs.transform_error(exc, path=path)
             raise PeerProtocolError("; ".join(problems), path=path) from exc

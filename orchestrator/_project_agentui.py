@@ -391,7 +391,14 @@ class AgentUiProjector:
                 "coordinator": action.coordinator,
                 "prompt": action.prompt,
                 "parallelBudget": action.parallel_budget,
-                "runtimeEntity": RuntimeEntity.AGENT_TURN.value,
+                **(
+                    {"runtimeEntity": RuntimeEntity.AGENT_TURN.value}
+                    if action.background is None
+                    else {
+                        "runtimeEntity": RuntimeEntity.AUTOMATION_JOB.value,
+                        "background": action.background,
+                    }
+                ),
             },
         )
 
@@ -890,6 +897,9 @@ class AgentUiProjector:
 
     def _runtime_entity(self, chat: str) -> str:
         if chat == self.state.coordinator_chat():
+            run = self.state.run
+            if run is not None and run.background is not None:
+                return RuntimeEntity.AUTOMATION_JOB.value  # a background teammate's wake
             return RuntimeEntity.AGENT_TURN.value
         return RuntimeEntity.SUBAGENT_TURN.value
 

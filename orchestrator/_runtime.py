@@ -429,6 +429,7 @@ class TeamRuntime:
         state: TeamState | None = None,
         conversation: bool = False,
         session: str | None = None,
+        background: str | None = None,
     ) -> None:
         """``state``: an unfinished run's state, folded from its log, to :meth:`resume`
         (``ids`` should then be made with the ``restart`` that resume will record).
@@ -438,7 +439,8 @@ class TeamRuntime:
         turn that fails or is cancelled (:meth:`cancel_turn`) ends only itself. The run
         ends when :meth:`close` is called (or the team is cancelled). The daemon runs its
         sessions this way: one session, many prompts. ``session``: the new session's URI
-        (default: a fresh one), for a client that names its thread.
+        (default: a fresh one), for a client that names its thread. ``background``: the
+        ``[[background]]`` teammate whose wake this run is (recorded on ``team/runStarted``).
         """
         self.team = team
         self.ids = ids or Ids(
@@ -465,6 +467,7 @@ class TeamRuntime:
         # Delegations waiting for a place in the budget, by task id (see cancel_task).
         self._waiting: dict[str, trio.CancelScope] = {}
         self.conversation = conversation
+        self.background = background
         self._closing = False
         self._prompted = trio.Event()  # a conversation's idle coordinator waits on it
         self._turn_scopes: dict[str, trio.CancelScope] = {}  # a conversation's current turn
@@ -500,6 +503,7 @@ class TeamRuntime:
                         coordinator=coordinator.name,
                         prompt=prompt,
                         task=root_task,
+                        background=self.background,
                     ),
                 ),
                 (self.session, _chat_added(chat, coordinator, prompt, None, now)),

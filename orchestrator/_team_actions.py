@@ -86,6 +86,9 @@ class RunStarted:
     coordinator: str  # the coordinator's agent name
     prompt: str
     task: str  # the root task: the user's request, owned by the coordinator
+    # The [[background]] teammate whose wake started the run (None: a person did); such a
+    # run ends with its coordinator's first turn, and its coordinator is that teammate.
+    background: str | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -118,6 +118,7 @@ class RunRecord:
     status: RunStatus | None = None
     result: str = ""
     error: str = ""
+    background: str | None = None  # the background teammate whose wake started the run
     restarts: int = 0  # how many times a new process took the run up again (team/runResumed)
     # The latest content of each view the session's tools pushed, by view type
     # (team/viewUpdated; an empty content removes the view).
@@ -506,6 +507,7 @@ class TeamState:
                     prompt=action.prompt,
                     task=action.task,
                     started_at=now,
+                    background=action.background,
                 )
                 tr.session = SessionState(
                     provider="orchestrator",

@@ -1,0 +1,95 @@
+"""Harness for background-teammate tests: a daemon on a simulated wall clock.
+
+The wall clock is ``START`` plus trio's clock, so with a mock clock the scheduler sleeps
+through days in milliseconds. The clock jumps only after ``AUTOJUMP`` seconds of real
+quiet: the journal writes on its own thread, and a clock that jumped while a write is in
+flight would move a run's time along with nothing happening in it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import attrs
+import httpx
+import trio
+
+from orchestrator._daemon import Daemon
+from orchestrator._facts import Fact
+from orchestrator._journal import Durability, JournalReader, SqliteJournal
+from orchestrator._scheduler import Teammate, iso
+from orchestrator._teamfile import parse_team
+from orchestrator._teammate_actions import teammate_uri
+
+TEAMS = Path(__file__).parent.parent / "teams"
+AUTOJUMP = 0.01
+
+#: A Friday before the clocks go forward in Europe (Sunday 2026-03-29, 02:00 → 03:00).
+START = dt.datetime(2026, 3, 27, 12, 0, tzinfo=dt.UTC)
+
+
+def wall_clock(start: dt.datetime = START) -> dt.datetime:
+    return start + dt.timedelta(seconds=trio.current_time())
+
+
+def instant(text: str) -> str:
+    """An ISO instant as the facts write it."""
+    return iso(dt.datetime.fromisoformat(text))
+
+
+@attrs.define
+class RunningScheduler:
+    daemon: Daemon
+    db: Path
+
+    def teammate(self, name: str) -> Teammate:
+        return self.daemon.scheduler.find(name)
+
+    def stream(self, team: str, name: str) -> list[Fact]:
+        return JournalReader(self.db).facts(teammate_uri(team, name))
+
+
+@asynccontextmanager
+async def scheduler_daemon(
+    tmp_path: Path, teams: Mapping[str, str], *, db: Path | None = None
+) -> AsyncIterator[RunningScheduler]:
+    """A daemon (no HTTP server) serving ``teams`` (name → TOML) on ``db``, its teammates
+    scheduled on :func:`wall_clock`; stopped as SIGTERM stops it when the block ends."""
+    db = db or tmp_path / "journal.db"
+    specs = {name: parse_team(text, file=f"{name}.toml") for name, text in teams.items()}
+    journal = SqliteJournal(db, durability=Durability.PROCESS)
+    async with trio.open_nursery() as services, httpx.AsyncClient() as http:
+        await services.start(journal.serve)
+        async with trio.open_nursery() as nursery:
+            daemon = Daemon(
+                teams=specs, journal=journal, http=http, shutdown_grace=0.5, wall_clock=wall_clock
+            )
+            # The wall clock is trio's: no need to read it again every minute, and each
+            # wait for real quiet (AUTOJUMP) costs real time.
+            daemon.scheduler.poll = 6 * 3_600.0
+            await nursery.start(daemon.serve)
+            try:
+                yield RunningScheduler(daemon=daemon, db=db)
+            finally:
+                with trio.CancelScope(shield=True):
+                    await daemon.stop()
+                nursery.cancel_scope.cancel()
+        services.cancel_scope.cancel()
+
+
+def nightly(**background: str) -> str:
+    """The shipped nightly team, with its [[background]] keys replaced by ``background``."""
+    text = (TEAMS / "nightly.toml").read_text(encoding="utf-8")
+    if not background:
+        return text
+    head, rest = text.split("[[background]]\n", 1)
+    entry, tail = rest.split("\n\n", 1)
+    keys = dict(line.split(" = ", 1) for line in entry.splitlines())
+    keys.update({k: v if v.isdigit() else f'"{v}"' for k, v in background.items()})
+    for key in [k for k, v in keys.items() if v == '""']:
+        del keys[key]
+    lines = "\n".join(f"{k} = {v}" for k, v in keys.items())
+    return f"{head}[[background]]\n{lines}\n\n{tail}"
