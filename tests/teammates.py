@@ -93,3 +93,27 @@ def nightly(**background: str) -> str:
         del keys[key]
     lines = "\n".join(f"{k} = {v}" for k, v in keys.items())
     return f"{head}[[background]]\n{lines}\n\n{tail}"
+
+
+def slow_team(*, minutes: int, background: str) -> str:
+    """A team whose teammate ``poller`` takes ``minutes`` per run; ``background``: the
+    rest of its [[background]] entry (TOML lines)."""
+    return f"""
+[team]
+name = "slow"
+topology = "background_teammate"
+coordinator = "lead"
+
+[[background]]
+name = "poller"
+prompt = "Poll the queue"
+{background}
+
+[agents.lead]
+role = "coordinator"
+backend = "scripted"
+instructions = "You poll."
+
+[[agents.lead.turns]]
+steps = [{{ sleep = {minutes * 60} }}, {{ usage = [120, 30] }}, {{ say = "Polled." }}]
+"""
