@@ -11,7 +11,7 @@ import trio.testing
 from orchestrator._errors import RunError
 from orchestrator._teammate_actions import RunOutcome, TeammateWoke, WakeDecision, WakeReason
 
-from .teammates import AUTOJUMP, instant, scheduler_daemon, slow_team
+from .teammates import AUTOJUMP, RunningScheduler, instant, scheduler_daemon, slow_team
 
 HOUR = 3_600.0
 MINUTE = 60.0
@@ -24,13 +24,10 @@ def clock() -> trio.testing.MockClock:
     return trio.testing.MockClock(autojump_threshold=AUTOJUMP)
 
 
-def decisions(running: object, team: str = "slow", name: str = "poller") -> list[str]:
-    facts = running.stream(team, name)  # type: ignore[attr-defined]
-    return [
-        f"{f.action.scheduled_for[11:16]} {f.action.decision}"
-        for f in facts
-        if isinstance(f.action, TeammateWoke)
-    ]
+def decisions(running: RunningScheduler, team: str = "slow", name: str = "poller") -> list[str]:
+    """Each wake of the teammate's stream: "HH:MM decision"."""
+    wakes = [f.action for f in running.stream(team, name) if isinstance(f.action, TeammateWoke)]
+    return [f"{(w.scheduled_for or '')[11:16]} {w.decision}" for w in wakes]
 
 
 async def test_overlap_skip_drops_a_wake_while_a_run_goes_on(
@@ -81,7 +78,8 @@ async def test_overlap_replace_stops_the_run_and_starts_anew(
         assert decisions(running) == ["13:00 start", "14:00 replace"]
         (replaced,) = poller.state.runs
         assert replaced.outcome is RunOutcome.REPLACED
-        assert replaced.ended_at is not None and replaced.ended_at[11:16] == "14:00"
+        assert replaced.ended_at is not None
+        assert replaced.ended_at[11:16] == "14:00"
         assert poller.state.running is not None
         assert poller.state.running.scheduled_for == instant("2026-03-27T14:00:00+00:00")
 
@@ -96,7 +94,8 @@ async def test_max_runtime_stops_a_run_that_goes_on_too_long(
         (run,) = poller.state.runs
         assert run.scheduled_for == instant("2026-03-27T14:00:00+00:00")
         assert run.outcome is RunOutcome.TIMED_OUT
-        assert run.ended_at is not None and run.ended_at[11:16] == "15:00"
+        assert run.ended_at is not None
+        assert run.ended_at[11:16] == "15:00"
         assert running.daemon.reader.session(run.session).status == "cancelled"
 
 

@@ -150,7 +150,7 @@ async def test_a_paused_teammate_stays_paused_across_a_restart(
     async with scheduler_daemon(tmp_path, team) as running:
         poller = running.teammate("poller")
         await trio.sleep(3 * HOUR)  # 18:00: six hourly wakes came and went
-        assert poller.state.runs == ()
+        assert not poller.state.runs
         assert (poller.state.paused, poller.state.paused_by) == (True, "alice")
         assert await poller.resume("bob")
         await trio.sleep(HOUR + MINUTE)
@@ -174,6 +174,6 @@ async def test_a_changed_schedule_starts_afresh(
         poller = running.teammate("poller")
         await trio.sleep(MINUTE)
         # The old schedule's missed wakes are moot; the new one starts from now (17:01).
-        assert poller.state.runs == ()
+        assert not poller.state.runs
         assert poller.state.schedule == "every 2h"
         assert poller.next_wake == instant("2026-03-27T18:00:00+00:00")

@@ -62,7 +62,8 @@ async def test_nightly_wakes_at_three_in_berlin_through_the_clock_change(
     assert [w.decision for w in woke] == [WakeDecision.START] * 4
     started = [f.action for f in facts if isinstance(f.action, TeammateRunStarted)]
     finished = [f.action for f in facts if isinstance(f.action, TeammateRunFinished)]
-    assert [s.session for s in started] == [f.session for f in finished] == [r.session for r in runs]
+    sessions = [r.session for r in runs]
+    assert [s.session for s in started] == [f.session for f in finished] == sessions
 
 
 async def test_each_run_is_a_session_whose_teammate_delegates_like_a_coordinator(
