@@ -49,6 +49,7 @@ from ._serve_config import DEFAULT_PORT, ServeConfig, load_serve_config
 from ._server import serve
 from ._team_actions import RunStatus
 from ._teamfile import check_team, load_team, parse_team
+from ._teammates_client import TOKEN_ENV, print_answer, read_token, request, teammates_url
 
 __all__ = ["default_db", "main"]
 
@@ -184,6 +185,41 @@ def build_parser() -> argparse.ArgumentParser:
         "--teams", type=Path, metavar="DIR", help="directory of team files (default teams/)"
     )
 
+    teammates = commands.add_parser(
+        "teammates", help="list and control the running daemon's background teammates"
+    )
+    mate_commands = teammates.add_subparsers(
+        dest="teammates_command", required=True, metavar="ACTION"
+    )
+    for action, text in (
+        ("list", "each teammate's state, schedule, next wake and last run"),
+        ("history", "a teammate's runs, oldest first"),
+        ("pause", "stop waking on schedule (a running run goes on)"),
+        ("resume", "wake on schedule again (wakes missed while paused do not run)"),
+        ("trigger", "wake now (the overlap policy decides if a run is going)"),
+        ("stop", "stop the running run"),
+    ):
+        command = mate_commands.add_parser(action, help=text)
+        if action != "list":
+            command.add_argument("name", help="the teammate (NAME, or TEAM/NAME)")
+        if action == "history":
+            command.add_argument(
+                "--limit", type=int, default=50, help="the most recent runs to show (50)"
+            )
+        command.add_argument(
+            "--url",
+            help=f"the daemon (default: --config's host and port, else "
+            f"http://127.0.0.1:{DEFAULT_PORT})",
+        )
+        command.add_argument("--config", type=Path, metavar="FILE", help="the daemon's config")
+        command.add_argument(
+            "--token-file",
+            type=Path,
+            metavar="FILE",
+            help=f"a file holding the token (default: ${TOKEN_ENV})",
+        )
+        command.add_argument("--json", action="store_true", help="print JSON")
+
     teams = commands.add_parser("teams", help="work with team files")
     team_commands = teams.add_subparsers(dest="teams_command", required=True, metavar="ACTION")
     check = team_commands.add_parser("check", help="validate team files (default: teams/*.toml)")
@@ -217,6 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return trio.run(_edit_history, args)
             case "serve":
                 return _serve(args)
+            case "teammates":
+                return trio.run(_teammates, args, sys.stdout)
             case _:
                 return _teams_check(args.paths, sys.stdout)
     except OrchestratorError as exc:
@@ -460,6 +498,24 @@ def _serve(args: argparse.Namespace) -> int:
         if isinstance(first, OrchestratorError):
             raise first from None
         raise
+    return EXIT_OK
+
+
+async def _teammates(args: argparse.Namespace, out: TextIO) -> int:
+    action = args.teammates_command
+    if args.url is not None:
+        base = args.url
+    else:
+        config = load_serve_config(args.config) if args.config is not None else ServeConfig()
+        host = "127.0.0.1" if config.host in ("0.0.0.0", "::") else config.host
+        base = f"http://[{host}]:{config.port}" if ":" in host else f"http://{host}:{config.port}"
+    message: dict[str, object] = {"type": action}
+    if action != "list":
+        message["name"] = args.name
+    if action == "history":
+        message["limit"] = args.limit
+    answer = await request(teammates_url(base), message, token=read_token(args.token_file))
+    print_answer(action, answer, out, as_json=args.json)
     return EXIT_OK
 
 

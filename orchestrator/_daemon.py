@@ -440,6 +440,7 @@ class Daemon:
         """SIGTERM: give running turns ``shutdown_grace`` to end, then stop every session
         without recording (see :meth:`TeamRuntime.stop`)."""
         self.accepting = False
+        self.scheduler.stopping.set()
         with trio.move_on_after(self.shutdown_grace):
             for live in list(self.sessions.values()):
                 await live.idle.wait()

@@ -76,7 +76,7 @@ from ._teammate_state import TeammateRun, TeammateState, Wake, fold_teammate
 if TYPE_CHECKING:
     from ._daemon import Daemon, LiveSession
 
-__all__ = ["Scheduler", "Teammate", "describe_schedule", "run_usage"]
+__all__ = ["Scheduler", "Teammate", "Watch", "describe_schedule", "run_usage"]
 
 log = structlog.get_logger("orchestrator.scheduler")
 
@@ -528,7 +528,9 @@ class Teammate:
 
 
 @attrs.define(eq=False)
-class _Watch:
+class Watch:
+    """A watcher's registration (:meth:`Scheduler.watch`); pass it to unwatch."""
+
     callback: Watcher
 
 
@@ -549,8 +551,9 @@ class Scheduler:
         self.poll = poll
         self.retry = retry
         self.teammates: dict[str, Teammate] = {}
-        self._watches: list[_Watch] = []
+        self._watches: list[Watch] = []
         self._nursery: trio.Nursery | None = None
+        self.stopping = trio.Event()  # the daemon stops: no wake starts a run any more
 
     async def serve(
         self, *, task_status: trio.TaskStatus[Scheduler] = trio.TASK_STATUS_IGNORED
@@ -622,12 +625,12 @@ class Scheduler:
 
     # ── watchers (the /teammates socket) ───────────────────────────────────
 
-    def watch(self, callback: Watcher) -> _Watch:
-        watch = _Watch(callback)
+    def watch(self, callback: Watcher) -> Watch:
+        watch = Watch(callback)
         self._watches.append(watch)
         return watch
 
-    def unwatch(self, watch: _Watch) -> None:
+    def unwatch(self, watch: Watch) -> None:
         if watch in self._watches:
             self._watches.remove(watch)
 

@@ -8,6 +8,8 @@ Routes:
 - ``WS /ws?team=NAME`` (a new session) or ``/ws?session=ID`` (reattach): the agent channel,
   the team channel and views (see :mod:`orchestrator._agent_socket`);
 - ``WS /ahp``: the AHP host, JSON-RPC 2.0 (see :mod:`orchestrator._ahp_socket`);
+- ``WS /teammates``: the background teammates: list, history, pause / resume / trigger /
+  stop (operator), and their Agent UI envelopes (see :mod:`orchestrator._teammate_channel`);
 - ``POST /callback``: view updates from tools (tool role).
 
 Theory of operation: :func:`serve` opens the journal, loads the teams, starts the daemon's
@@ -51,6 +53,7 @@ from ._outbox import CLOSE_GOING_AWAY
 from ._sd_notify import SystemdNotifier
 from ._serve_config import ServeConfig
 from ._teamfile import TeamSpec
+from ._teammates_socket import serve_teammates
 
 __all__ = ["build_app", "serve"]
 
@@ -194,6 +197,24 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
         finally:
             daemon.metrics.connected_clients -= 1
 
+    async def teammates_socket(websocket: WebSocket) -> None:
+        principal = principal_of(websocket.headers, websocket.query_params)
+        if principal is None or not principal.may(Permission.READ):
+            status = 401 if principal is None else 403
+            await websocket.send_denial_response(
+                _json_error(status, "a bearer token is needed" if status == 401 else "forbidden")
+            )
+            return
+        if not daemon.accepting:
+            await websocket.send_denial_response(_json_error(503, "the daemon is stopping"))
+            return
+        await websocket.accept()
+        daemon.metrics.connected_clients += 1
+        try:
+            await serve_teammates(websocket, daemon, principal, limits)
+        finally:
+            daemon.metrics.connected_clients -= 1
+
     async def ahp_socket(websocket: WebSocket) -> None:
         principal = principal_of(websocket.headers, websocket.query_params)
         await serve_ahp(websocket, daemon, principal, limits)
@@ -206,6 +227,7 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
             Route("/agui", guarded(agui), methods=["POST"]),
             WebSocketRoute("/ws", agent_socket),
             WebSocketRoute("/ahp", ahp_socket),
+            WebSocketRoute("/teammates", teammates_socket),
         ]
     )
 
