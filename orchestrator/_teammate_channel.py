@@ -105,8 +105,9 @@ def parse_request(frame: str | bytes, *, max_bytes: int) -> TeammateRequest:
         raise _error("not JSON this server reads (nested too deeply, or a huge number)") from None
     if not isinstance(data, dict):
         raise _error(f"expected a JSON object, got {json_type(data)}")
-    if data.get("channel", "teammates") != "teammates":
-        raise _error(f'expected "teammates" (or no channel), got {json_type(data["channel"])}')
+    channel = data.get("channel", "teammates")
+    if channel != "teammates":
+        raise _error(f'expected "teammates" (or no channel), got {_shown(channel)}', "$.channel")
     request_id = data.get("id")
     if request_id is not None and (
         isinstance(request_id, bool) or not isinstance(request_id, str | int)
@@ -114,8 +115,7 @@ def parse_request(frame: str | bytes, *, max_bytes: int) -> TeammateRequest:
         raise _error(f"expected a string or an integer, got {json_type(request_id)}", "$.id")
     kind = data.get("type")
     if not isinstance(kind, str) or kind not in _TYPES:
-        shown = repr(kind) if isinstance(kind, str) and len(kind) <= 40 else json_type(kind)
-        raise _error(f"expected one of {', '.join(_TYPES)}; got {shown}", "$.type")
+        raise _error(f"expected one of {', '.join(_TYPES)}; got {_shown(kind)}", "$.type")
     if kind == "list":
         return ListTeammates(id=request_id)
     if kind == "subscribe":
@@ -132,6 +132,10 @@ def parse_request(frame: str | bytes, *, max_bytes: int) -> TeammateRequest:
             raise _error(f"expected an integer from 1 to {MAX_HISTORY}", "$.limit")
         return History(name=name, limit=limit, id=request_id)
     return Control(action=kind, name=name, id=request_id)
+
+
+def _shown(value: object) -> str:
+    return repr(value) if isinstance(value, str) and len(value) <= 40 else json_type(value)
 
 
 def teammates_message(kind: str, request_id: str | int | None = None, **fields: Any) -> str:

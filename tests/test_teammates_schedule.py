@@ -10,6 +10,7 @@ import trio.testing
 
 from orchestrator._graph import build_graph
 from orchestrator._journal import JournalReader
+from orchestrator._project_agentui import project_facts
 from orchestrator._teammate_actions import (
     RunOutcome,
     TeammateRunFinished,
@@ -87,3 +88,14 @@ async def test_each_run_is_a_session_whose_teammate_delegates_like_a_coordinator
     assert graph.check() == []
     edges = graph.statistics().edges_by_kind
     assert (edges["spawned"], edges["subagent"]) == (1, 1)
+    # The run's envelopes name it an automation job, and its teammate as the coordinator.
+    envelopes = project_facts(reader.facts(run.session))
+    started = next(e for e in envelopes if e.type == "run.started")
+    assert started.payload is not None
+    assert (started.payload["runtimeEntity"], started.payload["background"]) == (
+        "automation_job",
+        "dependency-audit",
+    )
+    lead = next(e for e in envelopes if e.type == "agent.spawned")
+    assert lead.payload is not None
+    assert lead.payload["runtimeEntity"] == "automation_job"

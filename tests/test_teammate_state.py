@@ -1,0 +1,294 @@
+"""The pure parts of background teammates: their facts on the wire, their fold, the
+teammates channel's parser and the Agent UI envelopes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from orchestrator._agentui_wire import structure_envelope, unstructure_envelope
+from orchestrator._errors import PeerProtocolError
+from orchestrator._facts import Fact
+from orchestrator._facts_wire import fact_from_json, fact_to_json
+from orchestrator._project_teammates import teammate_envelopes
+from orchestrator._schedule import BackgroundSpec, Every, parse_cron
+from orchestrator._scheduler import describe_schedule
+from orchestrator._teammate_actions import (
+    RunOutcome,
+    TeammateAction,
+    TeammatePaused,
+    TeammateResumed,
+    TeammateRunFinished,
+    TeammateRunStarted,
+    TeammateSlept,
+    TeammateWoke,
+    WakeDecision,
+    WakeReason,
+    teammate_uri,
+)
+from orchestrator._teammate_channel import (
+    Control,
+    History,
+    ListTeammates,
+    Subscribe,
+    parse_request,
+)
+from orchestrator._teammate_state import fold_teammate
+
+URI = teammate_uri("nightly", "audit")
+NAME = "audit"
+names = st.sampled_from(["alice", "bob", "ci-bot"])
+instants = st.sampled_from(
+    ["2026-03-28T02:00:00.000Z", "2026-03-29T01:00:00.000Z", "2026-03-30T01:00:00.000Z"]
+)
+sessions = st.sampled_from([f"ahp-session:/{i}" for i in range(3)])
+
+actions: st.SearchStrategy[TeammateAction] = st.one_of(
+    st.builds(
+        TeammateSlept,
+        name=st.just(NAME),
+        team=st.just("nightly"),
+        schedule=st.just("0 3 * * * Europe/Berlin"),
+        next_wake=instants,
+    ),
+    st.builds(
+        TeammateWoke,
+        name=st.just(NAME),
+        reason=st.sampled_from(WakeReason),
+        decision=st.sampled_from(WakeDecision),
+        scheduled_for=st.none() | instants,
+        by=st.none() | names,
+    ),
+    st.builds(
+        TeammateRunStarted,
+        name=st.just(NAME),
+        session=sessions,
+        reason=st.sampled_from(WakeReason),
+        scheduled_for=st.none() | instants,
+        by=st.none() | names,
+    ),
+    st.builds(
+        TeammateRunFinished,
+        name=st.just(NAME),
+        session=sessions,
+        outcome=st.sampled_from(RunOutcome),
+        summary=st.text(max_size=20),
+        error=st.text(max_size=20),
+        by=st.none() | names,
+        usage=st.dictionaries(
+            st.sampled_from(["inputTokens", "outputTokens"]), st.integers(0, 10**6)
+        ),
+    ),
+    st.builds(TeammatePaused, name=st.just(NAME), by=names),
+    st.builds(TeammateResumed, name=st.just(NAME), by=names),
+)
+
+
+def facts_of(batch: list[TeammateAction]) -> list[Fact]:
+    return [
+        Fact(sequence=i, session=URI, channel=URI, at=f"2026-03-28T0{i % 10}:00:00.000Z", action=a)
+        for i, a in enumerate(batch, start=1)
+    ]
+
+
+@given(actions)
+def test_teammate_facts_round_trip_the_wire(action: TeammateAction) -> None:
+    (fact,) = facts_of([action])
+    line = fact_to_json(fact)
+    assert json.loads(line)["action"]["type"] == action.type
+    assert fact_from_json(line) == fact
+
+
+@given(st.lists(actions, max_size=30))
+def test_the_fold_keeps_its_invariants(batch: list[TeammateAction]) -> None:
+    facts = facts_of(batch)
+    state = fold_teammate("nightly", NAME, facts)
+    assert state.last_sequence == len(facts)
+    assert state.running is None or state.running.outcome is None
+    assert all(run.outcome is not None and run.ended_at is not None for run in state.runs)
+    # Every ended run was started by a teammateRunStarted of its session.
+    started = {a.session for a in batch if isinstance(a, TeammateRunStarted)}
+    assert {run.session for run in state.runs} <= started
+    waiting = sum(
+        isinstance(a, TeammateWoke) and a.decision in (WakeDecision.QUEUE, WakeDecision.REPLACE)
+        for a in batch
+    )
+    assert len(state.backlog) <= waiting
+    # Paused iff the last pause/resume was a pause.
+    toggles = [a for a in batch if isinstance(a, TeammatePaused | TeammateResumed)]
+    assert state.paused == (bool(toggles) and isinstance(toggles[-1], TeammatePaused))
+    # The envelopes of any state are valid Agent UI envelopes.
+    for envelope in teammate_envelopes(
+        state,
+        sequence=state.last_sequence,
+        at="2026-03-28T00:00:00.000Z",
+        agent="lead",
+        next_wake=state.due_from,
+    ):
+        assert structure_envelope(unstructure_envelope(envelope)) == envelope
+
+
+def test_a_run_in_order_then_its_status() -> None:
+    state = fold_teammate(
+        "nightly",
+        NAME,
+        facts_of(
+            [
+                TeammateSlept(
+                    name=NAME,
+                    team="nightly",
+                    schedule="every 1h",
+                    next_wake="2026-03-28T02:00:00.000Z",
+                ),
+            ]
+        ),
+    )
+    assert state.status().value == "scheduled"
+    state = fold_teammate(
+        "nightly",
+        NAME,
+        facts_of(
+            [
+                TeammateSlept(
+                    name=NAME,
+                    team="nightly",
+                    schedule="every 1h",
+                    next_wake="2026-03-28T02:00:00.000Z",
+                ),
+                TeammateWoke(
+                    name=NAME,
+                    reason=WakeReason.SCHEDULE,
+                    decision=WakeDecision.START,
+                    scheduled_for="2026-03-28T02:00:00.000Z",
+                ),
+                TeammateRunStarted(
+                    name=NAME,
+                    session="ahp-session:/1",
+                    reason=WakeReason.SCHEDULE,
+                    scheduled_for="2026-03-28T02:00:00.000Z",
+                ),
+                TeammateWoke(
+                    name=NAME,
+                    reason=WakeReason.SCHEDULE,
+                    decision=WakeDecision.QUEUE,
+                    scheduled_for="2026-03-28T03:00:00.000Z",
+                ),
+            ]
+        ),
+    )
+    assert state.status().value == "running"
+    assert state.status(blocked=True).value == "blocked"
+    assert len(state.backlog) == 1
+    more = facts_of(
+        [
+            TeammateRunFinished(name=NAME, session="ahp-session:/1", outcome=RunOutcome.COMPLETED),
+            TeammateRunStarted(
+                name=NAME,
+                session="ahp-session:/2",
+                reason=WakeReason.SCHEDULE,
+                scheduled_for="2026-03-28T03:00:00.000Z",
+            ),
+        ]
+    )
+    for i, fact in enumerate(more, start=state.last_sequence + 1):
+        state = state.apply(
+            Fact(sequence=i, session=URI, channel=URI, at=fact.at, action=fact.action)
+        )
+    assert state.backlog == ()
+    assert state.running is not None
+    assert state.running.scheduled_for == "2026-03-28T03:00:00.000Z"
+    assert [r.session for r in state.runs] == ["ahp-session:/1"]
+    assert state.to_json(next_wake=None)["lastRun"]["outcome"] == "completed"
+
+
+def test_teammate_uris_escape_what_a_uri_cannot_hold() -> None:
+    assert teammate_uri("nightly", "dependency-audit") == (
+        "orchestrator-teammate:/nightly/dependency-audit"
+    )
+    assert teammate_uri("a/b", "c d") == "orchestrator-teammate:/a%2Fb/c%20d"
+
+
+@pytest.mark.parametrize(
+    ("schedule", "described"),
+    [
+        (parse_cron("0 3 * * *", "Europe/Berlin"), "0 3 * * * Europe/Berlin"),
+        (Every(interval=dt.timedelta(minutes=15)), "every 15m"),
+        (Every(interval=dt.timedelta(hours=1, minutes=30)), "every 1h30m"),
+        (Every(interval=dt.timedelta(days=1, seconds=5)), "every 1d5s"),
+    ],
+)
+def test_schedules_are_described_as_the_team_file_writes_them(
+    schedule: Any, described: str
+) -> None:
+    spec = BackgroundSpec(name="x", schedule=schedule, prompt="p", agent="lead")
+    assert describe_schedule(spec) == described
+
+
+# ─── the teammates channel ───────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    ("frame", "expected"),
+    [
+        ('{"type": "list"}', ListTeammates()),
+        ('{"type": "subscribe", "id": 3}', Subscribe(id=3)),
+        ('{"channel": "teammates", "type": "history", "name": "a"}', History(name="a")),
+        ('{"type": "history", "name": "a", "limit": 5, "id": "x"}', History("a", 5, "x")),
+        ('{"type": "trigger", "name": "t/a"}', Control("trigger", "t/a")),
+    ],
+)
+def test_requests_parse(frame: str, expected: object) -> None:
+    assert parse_request(frame, max_bytes=1_000) == expected
+
+
+@pytest.mark.parametrize(
+    ("frame", "path", "message"),
+    [
+        ("nope", "$", "not JSON"),
+        ("[]", "$", "expected a JSON object, got an array"),
+        ('{"type": "lisst"}', "$.type", "expected one of list, history, pause"),
+        ('{"type": "pause", "name": ""}', "$.name", "got an empty string"),
+        ('{"type": "stop", "name": 4}', "$.name", "got a number"),
+        ('{"type": "history", "name": "a", "limit": true}', "$.limit", "from 1 to 1000"),
+        ('{"type": "list", "id": [1]}', "$.id", "a string or an integer"),
+        ('{"type": "list", "channel": "agent"}', "$.channel", "got 'agent'"),
+        (b'{"type": "list"}', "$", "binary frames"),
+        ('{"type": "list", "pad": "' + "x" * 2_000 + '"}', "$", "the limit is 1000"),
+    ],
+)
+def test_bad_requests_name_what_is_wrong(frame: str | bytes, path: str, message: str) -> None:
+    with pytest.raises(PeerProtocolError) as error:
+        parse_request(frame, max_bytes=1_000)
+    assert error.value.path == path
+    assert message in error.value.message
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=10,
+)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["type", "name", "id", "limit", "channel", "other"]),
+        json_values | st.sampled_from(["list", "history", "pause", "trigger", "teammates"]),
+    )
+    | json_values
+)
+def test_any_json_is_a_request_or_a_protocol_error(data: object) -> None:
+    try:
+        parse_request(json.dumps(data), max_bytes=10_000)
+    except PeerProtocolError as exc:
+        problem = exc
+    else:
+        return
+    assert problem.path.startswith("$")
