@@ -89,7 +89,7 @@ async def test_each_run_is_a_session_whose_teammate_delegates_like_a_coordinator
     edges = graph.statistics().edges_by_kind
     assert (edges["spawned"], edges["subagent"]) == (1, 1)
     # The run's envelopes name it an automation job, and its teammate as the coordinator.
-    envelopes = project_facts(reader.facts(run.session))
+    envelopes = project_facts(run.session, reader.facts(run.session))
     started = next(e for e in envelopes if e.type == "run.started")
     assert started.payload is not None
     assert (started.payload["runtimeEntity"], started.payload["background"]) == (
