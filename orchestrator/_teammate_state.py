@@ -34,7 +34,11 @@ from ._teammate_actions import (
     WakeReason,
 )
 
-__all__ = ["TeammateRun", "TeammateState", "Wake", "fold_teammate"]
+__all__ = ["RUNS_KEPT", "TeammateRun", "TeammateState", "Wake", "fold_teammate"]
+
+#: Ended runs a state keeps (the journal keeps them all): enough for any history a person
+#: reads, and a bound on what a teammate that wakes every minute holds in memory.
+RUNS_KEPT = 1_000
 
 
 @attrs.frozen(kw_only=True)
@@ -84,6 +88,7 @@ class TeammateState:
 
     Invariant: self.running is None or self.running.outcome is None
     Invariant: all(run.outcome is not None for run in self.runs)
+    Invariant: len(self.runs) == min(self.run_count, RUNS_KEPT)
     """
 
     team: str
@@ -97,7 +102,8 @@ class TeammateState:
     paused_by: str | None = None
     running: TeammateRun | None = None
     backlog: tuple[Wake, ...] = ()
-    runs: tuple[TeammateRun, ...] = ()  # ended runs, oldest first
+    runs: tuple[TeammateRun, ...] = ()  # the last RUNS_KEPT ended runs, oldest first
+    run_count: int = 0  # every ended run
     last_wake: TeammateWoke | None = None
 
     @property
@@ -154,7 +160,11 @@ class TeammateState:
                         usage=dict(action.usage),
                         by=action.by or self.running.by,
                     )
-                    changes.update(running=None, runs=(*self.runs, ended))
+                    changes.update(
+                        running=None,
+                        runs=(*self.runs[-(RUNS_KEPT - 1) :], ended),
+                        run_count=self.run_count + 1,
+                    )
             case TeammatePaused():
                 changes.update(paused=True, paused_by=action.by)
             case TeammateResumed():
@@ -178,7 +188,7 @@ class TeammateState:
             "running": None if self.running is None else self.running.to_json(),
             "waiting": len(self.backlog),
             "lastRun": None if last is None else last.to_json(),
-            "runs": len(self.runs),
+            "runs": self.run_count,
         }
 
 

@@ -1,31 +1,38 @@
 """Harness for background-teammate tests: a daemon on a simulated wall clock.
 
 The wall clock is ``START`` plus trio's clock, so with a mock clock the scheduler sleeps
-through days in milliseconds. The clock jumps only after ``AUTOJUMP`` seconds of real
-quiet: the journal writes on its own thread, and a clock that jumped while a write is in
-flight would move a run's time along with nothing happening in it.
+through days in milliseconds. The journal writes and reads on threads, though, and an
+autojump clock jumps whenever every task waits, also for a thread: a write in flight would
+let hours pass with nothing happening, and a run "take" that long. So the clock is held
+(no autojump) while any journal write or thread call is in flight (:class:`HeldClock`), and
+jumps after ``AUTOJUMP`` seconds of real quiet otherwise.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+import math
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import attrs
 import httpx
 import trio
+import trio.testing
 
 from orchestrator._daemon import Daemon
+from orchestrator._errors import FactLogError
+from orchestrator._factlog import EventTicket, Ticket
 from orchestrator._facts import Fact
 from orchestrator._journal import Durability, JournalReader, SqliteJournal
 from orchestrator._scheduler import Teammate, iso
-from orchestrator._teamfile import parse_team
+from orchestrator._teamfile import TeamSpec, parse_team
 from orchestrator._teammate_actions import teammate_uri
 
 TEAMS = Path(__file__).parent.parent / "teams"
-AUTOJUMP = 0.01
+AUTOJUMP = 0.0
 
 #: A Friday before the clocks go forward in Europe (Sunday 2026-03-29, 02:00 → 03:00).
 START = dt.datetime(2026, 3, 27, 12, 0, tzinfo=dt.UTC)
@@ -52,15 +59,85 @@ class RunningScheduler:
         return JournalReader(self.db).facts(teammate_uri(team, name))
 
 
+class HeldClock:
+    """Holds a mock clock's autojump while work is in flight on other threads."""
+
+    def __init__(self, clock: trio.testing.MockClock) -> None:
+        self.clock = clock
+        self.threshold = clock.autojump_threshold
+        self.in_flight = 0
+
+    def hold(self) -> None:
+        self.in_flight += 1
+        self.clock.autojump_threshold = math.inf
+
+    def release(self) -> None:
+        self.in_flight -= 1
+        if self.in_flight == 0:
+            self.clock.autojump_threshold = self.threshold
+
+    @contextmanager
+    def holding_threads(self) -> Iterator[None]:
+        """While in the block, ``trio.to_thread.run_sync`` holds the clock."""
+        run_sync = trio.to_thread.run_sync
+
+        async def held(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+            self.hold()
+            try:
+                return await run_sync(function, *args, **kwargs)
+            finally:
+                self.release()
+
+        trio.to_thread.run_sync = held  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            trio.to_thread.run_sync = run_sync
+
+    def journal(self, db: Path) -> SqliteJournal:
+        held = self
+
+        class HeldJournal(SqliteJournal):
+            def submit(self, facts: Sequence[Fact]) -> Ticket:
+                ticket = super().submit(facts)
+                if isinstance(ticket, EventTicket) and not ticket.done():
+                    held.hold()
+                    complete = ticket.complete
+
+                    def completed(error: FactLogError | None = None) -> None:
+                        complete(error)
+                        held.release()
+
+                    ticket.complete = completed  # type: ignore[method-assign]
+                return ticket
+
+        return HeldJournal(db, durability=Durability.PROCESS)
+
+
 @asynccontextmanager
 async def scheduler_daemon(
     tmp_path: Path, teams: Mapping[str, str], *, db: Path | None = None
 ) -> AsyncIterator[RunningScheduler]:
     """A daemon (no HTTP server) serving ``teams`` (name → TOML) on ``db``, its teammates
-    scheduled on :func:`wall_clock`; stopped as SIGTERM stops it when the block ends."""
+    scheduled on :func:`wall_clock`; stopped as SIGTERM stops it when the block ends.
+
+    The test's clock must be a :class:`trio.testing.MockClock` (see :class:`HeldClock`).
+    """
     db = db or tmp_path / "journal.db"
     specs = {name: parse_team(text, file=f"{name}.toml") for name, text in teams.items()}
-    journal = SqliteJournal(db, durability=Durability.PROCESS)
+    clock = trio.lowlevel.current_clock()
+    assert isinstance(clock, trio.testing.MockClock), "use a MockClock fixture"
+    held = HeldClock(clock)
+    journal = held.journal(db)
+    with held.holding_threads():
+        async with _daemon(journal, specs, db) as running:
+            yield running
+
+
+@asynccontextmanager
+async def _daemon(
+    journal: SqliteJournal, specs: Mapping[str, TeamSpec], db: Path
+) -> AsyncIterator[RunningScheduler]:
     async with trio.open_nursery() as services, httpx.AsyncClient() as http:
         await services.start(journal.serve)
         async with trio.open_nursery() as nursery:

@@ -111,6 +111,7 @@ def test_the_fold_keeps_its_invariants(batch: list[TeammateAction]) -> None:
     assert state.last_sequence == len(facts)
     assert state.running is None or state.running.outcome is None
     assert all(run.outcome is not None and run.ended_at is not None for run in state.runs)
+    assert len(state.runs) == state.run_count
     # Every ended run was started by a teammateRunStarted of its session.
     started = {a.session for a in batch if isinstance(a, TeammateRunStarted)}
     assert {run.session for run in state.runs} <= started
@@ -204,6 +205,20 @@ def test_a_run_in_order_then_its_status() -> None:
     assert state.running.scheduled_for == "2026-03-28T03:00:00.000Z"
     assert [r.session for r in state.runs] == ["ahp-session:/1"]
     assert state.to_json(next_wake=None)["lastRun"]["outcome"] == "completed"
+
+
+def test_a_state_keeps_the_last_thousand_runs() -> None:
+    batch: list[TeammateAction] = []
+    for i in range(1_005):
+        session = f"ahp-session:/{i}"
+        batch += [
+            TeammateRunStarted(name=NAME, session=session, reason=WakeReason.TRIGGER),
+            TeammateRunFinished(name=NAME, session=session, outcome=RunOutcome.COMPLETED),
+        ]
+    state = fold_teammate("nightly", NAME, facts_of(batch))
+    assert (len(state.runs), state.run_count) == (1_000, 1_005)
+    assert state.runs[0].session == "ahp-session:/5"
+    assert state.runs[-1].session == "ahp-session:/1004"
 
 
 def test_teammate_uris_escape_what_a_uri_cannot_hold() -> None:
