@@ -19,7 +19,6 @@ Pure: facts and state in, JSON-ready dicts out.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -52,6 +51,7 @@ from ._ahp_state import (
 from ._ahp_wire import json_type
 from ._errors import PeerProtocolError
 from ._facts import Fact
+from ._json_frames import decode_object, shown
 from ._recovery import open_questions
 from ._team_actions import USER, ApprovalRequested, ApprovalResolved, MemberJoined, ViewUpdated
 from ._team_state import TeamState
@@ -163,31 +163,14 @@ def _error(message: str, path: str = "$") -> PeerProtocolError:
 
 def parse_client_message(frame: str | bytes, *, max_bytes: int) -> ClientMessage:
     """Read one client frame; :class:`PeerProtocolError` says what is wrong and where."""
-    size = len(frame) if isinstance(frame, bytes) else len(frame.encode("utf-8", "replace"))
-    if size > max_bytes:
-        raise _error(f"the frame is {size} bytes; the limit is {max_bytes}")
-    if isinstance(frame, bytes):
-        raise _error("binary frames are not part of this protocol: send JSON as a text frame")
-    try:
-        data = json.loads(frame)
-    except json.JSONDecodeError as exc:
-        raise _error(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise _error("not JSON this server reads: nested too deeply") from None
-    except ValueError as exc:
-        # An integer of more digits than int() converts (sys.get_int_max_str_digits()).
-        raise _error(f"not JSON this server reads: {str(exc).partition(':')[0]}") from None
-    if not isinstance(data, dict):
-        raise _error(f"expected a JSON object, got {json_type(data)}")
+    data = decode_object(frame, max_bytes=max_bytes, protocol=PROTOCOL)
     channel = data.get("channel")
     if not isinstance(channel, str) or channel not in _CHANNELS:
-        raise _error(f"expected one of {', '.join(_CHANNELS)}, got {_shown(channel)}", "$.channel")
+        raise _error(f"expected one of {', '.join(_CHANNELS)}, got {shown(channel)}", "$.channel")
     kind = data.get("type")
     known = sorted(t for c, t in _MESSAGES if c == channel)
     if not isinstance(kind, str) or (channel, kind) not in _MESSAGES:
-        raise _error(
-            f"the {channel} channel takes {', '.join(known)}; got {_shown(kind)}", "$.type"
-        )
+        raise _error(f"the {channel} channel takes {', '.join(known)}; got {shown(kind)}", "$.type")
     cls, fields = _MESSAGES[(channel, kind)]
     values: dict[str, Any] = {}
     for wire, attribute, expected, required in fields:
@@ -208,10 +191,6 @@ def parse_client_message(frame: str | bytes, *, max_bytes: int) -> ClientMessage
     if isinstance(values.get("prompt"), str) and not values["prompt"].strip():
         raise _error("the prompt is empty", "$.prompt")
     return cls(**values)
-
-
-def _shown(value: object) -> str:
-    return repr(value) if isinstance(value, str) and len(value) <= 40 else json_type(value)
 
 
 # ─── Server events ───────────────────────────────────────────────────────────

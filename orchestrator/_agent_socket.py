@@ -25,6 +25,7 @@ all as of one state: the facts after it come live, with no gap and no duplicate.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from typing import Any
@@ -50,6 +51,7 @@ from ._agent_channel import (
 from ._agentui import Envelope
 from ._agentui_wire import unstructure_envelope
 from ._auth import Permission, Principal
+from ._client_frames import client_frames
 from ._daemon import Daemon, LiveSession
 from ._errors import FactLogError, IllegalTransitionError, PeerProtocolError, RunError
 from ._facts import Fact
@@ -188,33 +190,23 @@ class AgentSocket:
     # ── requests ───────────────────────────────────────────────────────────
 
     async def _read(self, cancel: trio.CancelScope) -> None:
-        while True:
-            message = await self.websocket.receive()
-            if message["type"] == "websocket.disconnect":
-                cancel.cancel()
-                return
-            frame = message.get("text")
-            if frame is None:
-                frame = message.get("bytes") or b""
-            if not self._bucket.take(trio.current_time()):
-                self._emit(
-                    _error(
-                        "rate_limited",
-                        f"more than {self._bucket.rate:g} messages a second "
-                        f"(bursts of {self._bucket.burst}): this one was dropped",
-                    )
-                )
-                continue
-            try:
-                request = parse_client_message(frame, max_bytes=self.max_frame_bytes)
-                await self._handle(request)
-            except PeerProtocolError as exc:
-                self._emit(_error("bad_request", f"{exc.path}: {exc.message}"))
-            except (RunError, IllegalTransitionError) as exc:
-                self._emit(_error("refused", str(exc)))
-            except FactLogError as exc:
-                # The journal cannot take facts any more: nothing can be done, say why.
-                self._emit(_error("unavailable", f"the journal failed: {exc.message}"))
+        def dropped(message: str) -> None:
+            self._emit(_error("rate_limited", message))
+
+        frames = client_frames(self.websocket, self._bucket, dropped=dropped)
+        async with contextlib.aclosing(frames):
+            async for frame in frames:
+                try:
+                    request = parse_client_message(frame, max_bytes=self.max_frame_bytes)
+                    await self._handle(request)
+                except PeerProtocolError as exc:
+                    self._emit(_error("bad_request", f"{exc.path}: {exc.message}"))
+                except (RunError, IllegalTransitionError) as exc:
+                    self._emit(_error("refused", str(exc)))
+                except FactLogError as exc:
+                    # The journal cannot take facts any more: nothing can be done, say why.
+                    self._emit(_error("unavailable", f"the journal failed: {exc.message}"))
+        cancel.cancel()  # the client disconnected
 
     async def _handle(self, request: ClientMessage) -> None:
         if isinstance(request, TeamSubscribe):

@@ -146,16 +146,23 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
         except FactLogError as exc:
             raise _HttpError(503, f"the journal failed: {exc.message}") from None
 
-    async def agent_socket(websocket: WebSocket) -> None:
+    async def admitted(websocket: WebSocket) -> Principal | None:
+        """The principal of a WebSocket handshake that may watch; None once refused."""
         principal = principal_of(websocket.headers, websocket.query_params)
         if principal is None or not principal.may(Permission.READ):
             status = 401 if principal is None else 403
             await websocket.send_denial_response(
                 _json_error(status, "a bearer token is needed" if status == 401 else "forbidden")
             )
-            return
+            return None
         if not daemon.accepting:
             await websocket.send_denial_response(_json_error(503, "the daemon is stopping"))
+            return None
+        return principal
+
+    async def agent_socket(websocket: WebSocket) -> None:
+        principal = await admitted(websocket)
+        if principal is None:
             return
         wanted = websocket.query_params.get("session")
         if not wanted and not principal.may(Permission.OPERATE):
@@ -198,15 +205,8 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
             daemon.metrics.connected_clients -= 1
 
     async def teammates_socket(websocket: WebSocket) -> None:
-        principal = principal_of(websocket.headers, websocket.query_params)
-        if principal is None or not principal.may(Permission.READ):
-            status = 401 if principal is None else 403
-            await websocket.send_denial_response(
-                _json_error(status, "a bearer token is needed" if status == 401 else "forbidden")
-            )
-            return
-        if not daemon.accepting:
-            await websocket.send_denial_response(_json_error(503, "the daemon is stopping"))
+        principal = await admitted(websocket)
+        if principal is None:
             return
         await websocket.accept()
         daemon.metrics.connected_clients += 1

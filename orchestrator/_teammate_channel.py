@@ -39,6 +39,7 @@ import attrs
 
 from ._ahp_wire import json_type
 from ._errors import PeerProtocolError
+from ._json_frames import decode_object, shown
 
 __all__ = [
     "CONTROLS",
@@ -92,22 +93,10 @@ def _error(message: str, path: str = "$") -> PeerProtocolError:
 
 def parse_request(frame: str | bytes, *, max_bytes: int) -> TeammateRequest:
     """Read one client frame; :class:`PeerProtocolError` says what is wrong and where."""
-    size = len(frame) if isinstance(frame, bytes) else len(frame.encode("utf-8", "replace"))
-    if size > max_bytes:
-        raise _error(f"the frame is {size} bytes; the limit is {max_bytes}")
-    if isinstance(frame, bytes):
-        raise _error("binary frames are not part of this protocol: send JSON as a text frame")
-    try:
-        data = json.loads(frame)
-    except json.JSONDecodeError as exc:
-        raise _error(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except (RecursionError, ValueError):
-        raise _error("not JSON this server reads (nested too deeply, or a huge number)") from None
-    if not isinstance(data, dict):
-        raise _error(f"expected a JSON object, got {json_type(data)}")
+    data = decode_object(frame, max_bytes=max_bytes, protocol="teammates channel")
     channel = data.get("channel", "teammates")
     if channel != "teammates":
-        raise _error(f'expected "teammates" (or no channel), got {_shown(channel)}', "$.channel")
+        raise _error(f'expected "teammates" (or no channel), got {shown(channel)}', "$.channel")
     request_id = data.get("id")
     if request_id is not None and (
         isinstance(request_id, bool) or not isinstance(request_id, str | int)
@@ -115,7 +104,7 @@ def parse_request(frame: str | bytes, *, max_bytes: int) -> TeammateRequest:
         raise _error(f"expected a string or an integer, got {json_type(request_id)}", "$.id")
     kind = data.get("type")
     if not isinstance(kind, str) or kind not in _TYPES:
-        raise _error(f"expected one of {', '.join(_TYPES)}; got {_shown(kind)}", "$.type")
+        raise _error(f"expected one of {', '.join(_TYPES)}; got {shown(kind)}", "$.type")
     if kind == "list":
         return ListTeammates(id=request_id)
     if kind == "subscribe":
@@ -132,10 +121,6 @@ def parse_request(frame: str | bytes, *, max_bytes: int) -> TeammateRequest:
             raise _error(f"expected an integer from 1 to {MAX_HISTORY}", "$.limit")
         return History(name=name, limit=limit, id=request_id)
     return Control(action=kind, name=name, id=request_id)
-
-
-def _shown(value: object) -> str:
-    return repr(value) if isinstance(value, str) and len(value) <= 40 else json_type(value)
 
 
 def teammates_message(kind: str, request_id: str | int | None = None, **fields: Any) -> str:

@@ -9,6 +9,7 @@ is closed with 1008, as on ``/ws``.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ from starlette.websockets import WebSocket
 from ._agentui import Envelope
 from ._agentui_wire import unstructure_envelope
 from ._auth import Permission, Principal
+from ._client_frames import client_frames
 from ._errors import FactLogError, PeerProtocolError, RunError
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._rate_limit import TokenBucket
@@ -96,43 +98,22 @@ class _TeammatesSocket:
     # ── requests ───────────────────────────────────────────────────────────
 
     async def _read(self, cancel: trio.CancelScope) -> None:
-        while True:
-            message = await self.websocket.receive()
-            if message["type"] == "websocket.disconnect":
-                cancel.cancel()
-                return
-            frame = message.get("text")
-            if frame is None:
-                frame = message.get("bytes") or b""
-            if not self._bucket.take(trio.current_time()):
-                self._send(
-                    "error",
-                    code="rate_limited",
-                    message=f"more than {self._bucket.rate:g} messages a second "
-                    f"(bursts of {self._bucket.burst}): this one was dropped",
-                )
-                continue
-            request: TeammateRequest | None = None
-            try:
-                request = parse_request(frame, max_bytes=self.max_frame_bytes)
-                await self._handle(request)
-            except PeerProtocolError as exc:
-                self._send("error", code="bad_request", message=f"{exc.path}: {exc.message}")
-            except _RequestError as exc:
-                self._send(
-                    "error", request.id if request else None, code=exc.code, message=exc.message
-                )
-            except RunError as exc:
-                self._send(
-                    "error", request.id if request else None, code="refused", message=str(exc)
-                )
-            except FactLogError as exc:
-                self._send(
-                    "error",
-                    request.id if request else None,
-                    code="unavailable",
-                    message=f"the journal failed: {exc.message}",
-                )
+        def dropped(message: str) -> None:
+            self._send("error", code="rate_limited", message=message)
+
+        frames = client_frames(self.websocket, self._bucket, dropped=dropped)
+        async with contextlib.aclosing(frames):
+            async for frame in frames:
+                request: TeammateRequest | None = None
+                try:
+                    request = parse_request(frame, max_bytes=self.max_frame_bytes)
+                    await self._handle(request)
+                except PeerProtocolError as exc:
+                    self._send("error", code="bad_request", message=f"{exc.path}: {exc.message}")
+                except (_RequestError, RunError, FactLogError) as exc:
+                    code, message = _refusal(exc)
+                    self._send("error", request.id if request else None, code=code, message=message)
+        cancel.cancel()  # the client disconnected
 
     async def _handle(self, request: TeammateRequest) -> None:
         match request:
@@ -199,6 +180,15 @@ class _TeammatesSocket:
     def _push(self, teammate: Teammate, envelopes: Sequence[Envelope]) -> None:
         for envelope in envelopes:
             self._send("event", teammate=teammate.key, envelope=unstructure_envelope(envelope))
+
+
+def _refusal(exc: Exception) -> tuple[str, str]:
+    """The error code and message a refused request is answered with."""
+    if isinstance(exc, _RequestError):
+        return exc.code, exc.message
+    if isinstance(exc, FactLogError):
+        return "unavailable", f"the journal failed: {exc.message}"
+    return "refused", str(exc)
 
 
 class _RequestError(Exception):
