@@ -149,3 +149,52 @@ async def test_names_resolve_or_say_which_exist(
         assert running.teammate("other/poller").team == "other"
         with pytest.raises(RunError, match="did you mean 'other/poller'"):
             running.teammate("other/poler")
+
+
+GATED = """
+[team]
+name = "gated"
+topology = "background_teammate"
+coordinator = "lead"
+
+[[background]]
+name = "deployer"
+every = "1d"
+prompt = "Deploy the nightly build"
+
+[agents.lead]
+role = "coordinator"
+backend = "scripted"
+instructions = "You deploy."
+tools = ["deploy"]
+needs_approval = ["deploy"]
+
+[agents.lead.tool_results]
+deploy = "deployed"
+
+[[agents.lead.turns]]
+steps = [{ tool = "deploy", input = { build = "nightly" } }, { say = "Deployed." }]
+"""
+
+
+async def test_a_run_waiting_for_an_approval_is_blocked_until_someone_decides(
+    tmp_path: Path, clock: trio.testing.MockClock
+) -> None:
+    async with scheduler_daemon(tmp_path, {"gated": GATED}) as running:
+        deployer = running.teammate("deployer")
+        seen: list[str] = []
+        running.daemon.scheduler.watch(
+            lambda _, envelopes: seen.append(envelopes[0].payload["runtimeStatus"])  # type: ignore[index]
+        )
+        await deployer.trigger("alice")
+        await trio.sleep(MINUTE)
+        assert deployer.to_json()["state"] == "blocked"
+        assert deployer.state.running is not None
+        live = running.daemon.live(deployer.state.running.session)
+        assert live is not None
+        (approval,) = live.state.pending_approvals()
+        await live.decide(approval.request.approval, approved=True, principal="bob")
+        await deployer.wait_idle()
+        (run,) = deployer.state.runs
+        assert (run.outcome, run.summary) == (RunOutcome.COMPLETED, "Deployed.")
+        assert seen[seen.index("running") :] == ["running", "blocked", "running", "sleeping"]
