@@ -78,8 +78,32 @@ class DaemonMetrics(Collector):
             subscribers,
         )
         yield GaugeMetricFamily("orchestrator_clients", "Connected clients", self.connected_clients)
+        yield from _teammates(daemon)
         yield CounterMetricFamily(
             "orchestrator_dropped_subscribers",
             "Clients disconnected because they fell behind",
             self.dropped_clients,
         )
+
+
+def _teammates(daemon: Daemon) -> Iterator[Metric]:
+    """Each background teammate's state (1 for the one it is in) and its runs by outcome
+    (those its state keeps: the last thousand), so an alert can watch a nightly job."""
+    states = GaugeMetricFamily(
+        "orchestrator_teammate_state",
+        "Background teammates by state (1: the teammate is in that state)",
+        labels=["teammate", "state"],
+    )
+    runs = CounterMetricFamily(
+        "orchestrator_teammate_runs",
+        "Ended runs of background teammates by outcome",
+        labels=["teammate", "outcome"],
+    )
+    for teammate in daemon.scheduler:
+        state = teammate.state.status(blocked=teammate.blocked)
+        states.add_metric([teammate.key, state.value], 1)
+        outcomes = Counter(str(run.outcome) for run in teammate.state.runs)
+        for outcome, count in sorted(outcomes.items()):
+            runs.add_metric([teammate.key, outcome], count)
+    yield states
+    yield runs

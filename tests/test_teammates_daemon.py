@@ -116,6 +116,13 @@ async def test_operators_trigger_pause_and_read_history_from_the_cli(tmp_path: P
         assert run["start"] <= run["end"]
         info = JournalReader(daemon.db).session(run["session"])
         assert (info.team, info.status) == ("slow", "completed")
+        async with daemon.http(VIEWER) as http:
+            metrics = (await http.get("/metrics")).text
+        assert (
+            'orchestrator_teammate_runs_total{outcome="completed",teammate="slow/poller"} 1.0'
+            in metrics
+        )
+        assert 'orchestrator_teammate_state{state="sleeping",teammate="slow/poller"} 1.0' in metrics
 
         code, out, err = await cli(daemon, "pause", "slow/poller", token=VIEWER)
         assert code == 2
