@@ -27,6 +27,7 @@ import trio.testing
 
 from orchestrator._ahp_actions import ChatToolCallCompleteAction, ChatTurnCancelledAction
 from orchestrator._ahp_state import ToolResultTextContent
+from orchestrator._auth import Role, Token
 from orchestrator._backend import Backend, ModelEvent, RoundContext, TextDelta, ToolCallRequest
 from orchestrator._backend_scripted import ScriptedBackend
 from orchestrator._command_tool import (
@@ -44,11 +45,16 @@ from orchestrator._command_tool import (
     run_command,
 )
 from orchestrator._factlog import MemoryFactLog
+from orchestrator._journal import JournalReader
 from orchestrator._runtime import Ids, RunOutcome, TeamRuntime
-from orchestrator._team_actions import ApprovalRequested, RunFinished, RunStatus
+from orchestrator._serve_config import Limits, ServeConfig
+from orchestrator._team_actions import ApprovalRequested, RunFinished, RunStatus, ViewUpdated
 from orchestrator._team_state import TeamState
 from orchestrator._teamfile import AgentSpec, CommandTool, TeamSpec, parse_team
 from orchestrator._tools import tool_definitions
+
+from .conftest import PROJECT_ROOT
+from .daemon import connect, running_daemon
 
 #: Echo the input read from stdin, as JSON, to stdout.
 ECHO_INPUT = "import json, sys; print(json.dumps(json.load(sys.stdin), sort_keys=True))"
@@ -612,3 +618,97 @@ def test_a_command_tool_is_offered_with_its_description() -> None:
     team = team_with(toml_argv("pass") + '\ndescription = "Run the tests"', steps='{ say = "x" }')
     (definition,) = tool_definitions(team, team.coordinator_agent)
     assert (definition.name, definition.description) == ("probe", "Run the tests")
+
+
+# ─── under the daemon: a tool posts a view update to the callback it was given ───────────
+
+#: A command tool as a user would write one: it reads its input and the runtime's variables,
+#: posts a view update to the daemon, and prints what it did.
+VIEW_TOOL = PROJECT_ROOT / "examples" / "view_tool.py"
+
+PATCH = "diff --git a/x b/x\n+hello"
+
+
+def viewer_team(script: Path) -> str:
+    return f"""
+[team]
+name = "viewer"
+coordinator = "lead"
+
+[tools.show_diff]
+command = {json.dumps([sys.executable, str(script)])}
+description = "Show a diff to the user"
+timeout = "1m"
+
+[agents.lead]
+role = "coordinator"
+tools = ["show_diff"]
+
+[[agents.lead.turns]]
+steps = [
+  {{ tool = "show_diff", input = {{ patch = {json.dumps(PATCH)} }} }},
+  {{ say = "done: {{outcomes}}" }},
+]
+"""
+
+
+TOOL_TOKEN = "tool-token-0123456789"
+OPERATOR_TOKEN = "operator-token-0123456789"
+
+
+class TestUnderTheDaemon:
+    @pytest.mark.parametrize("tokens", [False, True], ids=["loopback", "tokens"])
+    async def test_a_tool_posts_a_view_update_clients_see_and_its_result_is_recorded(
+        self, tmp_path: Path, tokens: bool
+    ) -> None:
+        """The daemon gives its command tools the callback URL, the session id as group_id
+        and (with tokens) the tool token: a tool's view update reaches the session's client,
+        then the call's result (the tool's stdout) is recorded and sent."""
+        config = ServeConfig(limits=Limits(shutdown_grace=0.5))
+        if tokens:
+            config = attrs.evolve(
+                config,
+                tokens=(
+                    Token(name="alice", role=Role.OPERATOR, secret=OPERATOR_TOKEN),
+                    Token(name="sandbox", role=Role.TOOL, secret=TOOL_TOKEN),
+                ),
+            )
+        operator = OPERATOR_TOKEN if tokens else None
+        async with (
+            running_daemon(tmp_path, teams={"viewer": viewer_team(VIEW_TOOL)}, config=config) as d,
+            connect(d, "team=viewer", token=operator) as client,
+        ):
+            init = await client.until_type("init")
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "show me"})
+            view = await client.until_type("view_update", channel="views")
+            result = await client.until_type("tool_result")
+            done = await client.until_type("result")
+        assert view == {
+            "channel": "views",
+            "type": "view_update",
+            "view_type": "diff",
+            "content": {"patch": PATCH},
+        }
+        assert result["result"] == "diff view: 2 lines\n"
+        assert done["summary"] == "done: diff view: 2 lines\n"
+        facts = JournalReader(d.db).facts("ahp-session:/" + init["sessionId"])
+        (complete,) = [f.action for f in facts if isinstance(f.action, ChatToolCallCompleteAction)]
+        assert complete.result.success
+        assert complete.tool_call_id == result["toolCallId"]
+        assert result_text(complete) == "diff view: 2 lines\n"
+        (viewed,) = [f.action for f in facts if isinstance(f.action, ViewUpdated)]
+        assert (viewed.view_type, dict(viewed.content)) == ("diff", {"patch": PATCH})
+
+    async def test_the_example_without_a_daemon_says_there_is_no_callback(self) -> None:
+        """Under ``orchestrator run`` (no callback given, none in the environment) the
+        example tool still answers: there is nobody to show the view to."""
+        tool = CommandTool(name="show_diff", command=(sys.executable, str(VIEW_TOOL)))
+        base = {k: v for k, v in os.environ.items() if not k.startswith("ORCHESTRATOR_")}
+        env = command_environment(
+            base, tool, session="ahp-session:/s", tool_call_id="c", callback=None
+        )
+        with trio.fail_after(60):
+            result = await run_command(tool, {"patch": PATCH}, env)
+        assert result == CommandResult(
+            success=True, output="no callback to show the diff to (2 lines)\n"
+        )
