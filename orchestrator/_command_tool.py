@@ -207,7 +207,8 @@ async def run_command(
     log.info("command tool failed", tool=tool.name, problem=problem, seconds=seconds)
     parts = [problem]
     if stderr.data:
-        parts.append(f"stderr (last {STDERR_TAIL} bytes):\n{stderr.text()}")
+        cut = f" (its last {len(stderr.data)} of {stderr.total} bytes)" if stderr.cut else ""
+        parts.append(f"stderr{cut}:\n{stderr.text()}")
     if stdout.kept:
         parts.append(f"stdout:\n{stdout.text()}")
     return CommandResult(success=False, output="\n".join(parts))
@@ -266,10 +267,16 @@ class _Tail:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.data = b""
+        self.total = 0
+
+    @property
+    def cut(self) -> bool:
+        return self.total > len(self.data)
 
     async def drain(self, stream: trio.abc.ReceiveStream) -> None:
         async with stream:
             async for chunk in stream:
+                self.total += len(chunk)
                 self.data = (self.data + chunk)[-self.limit :]
 
     def text(self) -> str:

@@ -216,17 +216,17 @@ class TestFailure:
         result = await run(command_tool(script))
         assert result == CommandResult(
             success=False,
-            output=(
-                f"probe exited with status 3\nstderr (last {STDERR_TAIL} bytes):\nit broke\n"
-                "\nstdout:\npartial\n"
-            ),
+            output=("probe exited with status 3\nstderr:\nit broke\n\nstdout:\npartial\n"),
         )
 
     async def test_only_the_tail_of_stderr_is_kept(self) -> None:
         script = "import sys; sys.stderr.write('a' * 10000 + 'END'); sys.exit(1)"
         result = await run(command_tool(script))
         assert not result.success
-        tail = result.output.split(":\n", 1)[1]
+        heading, tail = result.output.split(":\n", 1)
+        assert heading == (
+            f"probe exited with status 1\nstderr (its last {STDERR_TAIL} of 10003 bytes)"
+        )
         assert tail == "a" * (STDERR_TAIL - 3) + "END"
 
     async def test_a_program_killed_by_a_signal(self) -> None:
@@ -260,7 +260,7 @@ class TestFailure:
         assert trio.current_time() == 300
         assert probe.result == CommandResult(
             success=False,
-            output=f"probe timed out after 5m\nstderr (last {STDERR_TAIL} bytes):\nsleeping now\n",
+            output="probe timed out after 5m\nstderr:\nsleeping now\n",
         )
         assert gone(probe.pids)
 
