@@ -4,6 +4,7 @@ Declare it in a team file and list it in an agent's tools:
 
     [tools.show_diff]
     command = ["python3", "examples/view_tool.py"]   # argv: no shell
+    cwd = ".."              # relative to the team file (teams/): the project's root
     description = "Show the current changes to the user as a diff"
     timeout = "1m"
 
