@@ -42,6 +42,7 @@ from ._agent_messages import TURN_ENDS
 from ._ahp_actions import ChatTurnStartedAction
 from ._backends import backend_factory
 from ._bus import Subscription
+from ._command_tool import ToolCallback
 from ._errors import ConfigError, FactLogError, OrchestratorError, RunError, TeamFileError
 from ._facts import Fact
 from ._journal import JournalReader, SqliteJournal
@@ -315,6 +316,7 @@ class Daemon:
         shutdown_grace: float = 5.0,
         environ: Mapping[str, str] | None = None,
         wall_clock: Callable[[], dt.datetime] = utc_now,
+        callback: ToolCallback | None = None,
     ) -> None:
         """``wall_clock``: what time it is, for the background teammates' schedules (tests
         pass one made from trio's clock)."""
@@ -348,6 +350,8 @@ class Daemon:
         self.metrics = DaemonMetrics(self)
         self.accepting = False
         self.scheduler = Scheduler(self, clock=wall_clock)
+        # Given to every session's command tools; the server sets its URL once it listens.
+        self.callback = callback or ToolCallback()
 
     # ── the service ────────────────────────────────────────────────────────
 
@@ -532,6 +536,7 @@ class Daemon:
             conversation=background is None,
             session=session,
             background=background,
+            callback=self.callback,
         )
 
     async def start_run(self, live: LiveSession, prompt: str) -> None:

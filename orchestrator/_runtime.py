@@ -32,6 +32,7 @@ import datetime
 import itertools
 import json
 import math
+import os
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import aclosing, nullcontext
@@ -111,6 +112,7 @@ from ._backend import (
     UsageReport,
 )
 from ._bus import FactBus
+from ._command_tool import ToolCallback, command_environment, run_command
 from ._errors import FactLogError, RunError
 from ._factlog import FactLog, MemoryFactLog, Ticket
 from ._facts import Action, Fact
@@ -430,6 +432,7 @@ class TeamRuntime:
         conversation: bool = False,
         session: str | None = None,
         background: str | None = None,
+        callback: ToolCallback | None = None,
     ) -> None:
         """``state``: an unfinished run's state, folded from its log, to :meth:`resume`
         (``ids`` should then be made with the ``restart`` that resume will record).
@@ -441,6 +444,8 @@ class TeamRuntime:
         sessions this way: one session, many prompts. ``session``: the new session's URI
         (default: a fresh one), for a client that names its thread. ``background``: the
         ``[[background]]`` teammate whose wake this run is (recorded on ``team/runStarted``).
+        ``callback``: where the team's command tools post view updates (the daemon's
+        ``POST /callback``); None outside a daemon (see :mod:`orchestrator._command_tool`).
         """
         self.team = team
         self.ids = ids or Ids(
@@ -468,6 +473,7 @@ class TeamRuntime:
         self._waiting: dict[str, trio.CancelScope] = {}
         self.conversation = conversation
         self.background = background
+        self.callback = callback
         self._closing = False
         self._prompted = trio.Event()  # a conversation's idle coordinator waits on it
         self._turn_scopes: dict[str, trio.CancelScope] = {}  # a conversation's current turn
@@ -1323,10 +1329,23 @@ class TeamRuntime:
         )
 
     async def _plain_tool(self, ctx: _ChatContext, request: ToolCallRequest) -> ToolOutcome:
-        await trio.lowlevel.checkpoint()
-        return await self._complete(
-            ctx, request, success=True, output=ctx.agent.tool_result(request.tool_name)
+        """A command tool runs its program; any other plain tool answers its scripted result."""
+        command = self.team.command_tool(request.tool_name)
+        if command is None:
+            await trio.lowlevel.checkpoint()
+            return await self._complete(
+                ctx, request, success=True, output=ctx.agent.tool_result(request.tool_name)
+            )
+        env = command_environment(
+            os.environ,
+            command,
+            session=self.session,
+            tool_call_id=request.tool_call_id,
+            callback=self.callback,
         )
+        with structlog.contextvars.bound_contextvars(tool_call=request.tool_call_id):
+            result = await run_command(command, request.arguments, env)
+        return await self._complete(ctx, request, success=result.success, output=result.output)
 
     async def _await_approval(
         self, ctx: _ChatContext, request: ToolCallRequest, *, pending: ApprovalRecord | None

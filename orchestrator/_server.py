@@ -45,6 +45,7 @@ from ._agui_endpoint import AguiRequestError, agui_run
 from ._ahp_socket import serve_ahp
 from ._auth import Authenticator, Permission, Principal
 from ._backend_openai import http_client
+from ._command_tool import ToolCallback, callback_url
 from ._daemon import Daemon, load_teams, session_id, session_uri
 from ._errors import FactLogError, IllegalTransitionError, OrchestratorError, RunError
 from ._journal import SqliteJournal
@@ -325,6 +326,7 @@ async def serve(
             default_team=config.default_team,
             subscriber_buffer=config.limits.subscriber_buffer,
             shutdown_grace=config.limits.shutdown_grace,
+            callback=ToolCallback(token=config.tool_token),
         )
         async with trio.open_nursery() as services:
             if handle_signals:
@@ -361,6 +363,7 @@ async def _serve_daemon(
             _hypercorn, app, hyper, stopped, served, name="hypercorn"
         )
         url = binds[0]
+        daemon.callback.url = callback_url(url)  # command tools post view updates there
         log.info("daemon listening", url=url, teams=sorted(teams), db=str(db))
         notifier.notify(f"READY=1\nSTATUS=listening on {url}")
         task_status.started(url)

@@ -1,9 +1,10 @@
 """Team definition files: TOML text in, validated frozen models out.
 
 Theory of operation: :func:`parse_team` hands the text to :mod:`tomllib`, then
-walks the resulting dict once, top-down (``[team]``, then every
-``[agents.<name>]`` in file order, then its turns and steps, then every
-``[[background]]`` teammate, whose schedule :mod:`._schedule` checks). Each check knows
+walks the resulting dict once, top-down (``[team]``, then every command tool
+``[tools.<name>]``, then every ``[agents.<name>]`` in file order, then its turns
+and steps, then every ``[[background]]`` teammate, whose schedule
+:mod:`._schedule` checks). Each check knows
 the key path of the value it looks at, so the first problem raises a
 :class:`~orchestrator._errors.TeamFileError` naming the file, the key path
 (``agents.researcher.turns[0].steps[2].chunks``) and what is wrong.
@@ -51,11 +52,14 @@ from ._schedule import (
 )
 
 __all__ = [
+    "COMMAND_ENV_PREFIX",
+    "DEFAULT_COMMAND_TIMEOUT",
     "TEAM_TOOLS",
     "AgentSpec",
     "ApprovedBy",
     "AskStep",
     "BackendName",
+    "CommandTool",
     "DelegateStep",
     "Delegation",
     "FailStep",
@@ -113,7 +117,7 @@ _NAME_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 _BARE_KEY_RE: Final = re.compile(r"[A-Za-z0-9_-]+\Z")
 _TOML_POSITION_RE: Final = re.compile(r"\(at line (\d+), column (\d+)\)")
 
-_TOP_KEYS: Final = ("team", "agents", "openai", "background")
+_TOP_KEYS: Final = ("team", "agents", "tools", "openai", "background")
 _TEAM_KEYS: Final = (
     "name",
     "topology",
@@ -148,6 +152,10 @@ _AGENT_KEYS: Final = (
     *_OPENAI_KEYS,
 )
 _ENV_NAME_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: What a [tools.<name>] table may set (see :class:`CommandTool`).
+_COMMAND_KEYS: Final = ("command", "description", "timeout", "cwd", "env")
+#: Environment variables the runtime sets for a command tool; a team file cannot set them.
+COMMAND_ENV_PREFIX: Final = "ORCHESTRATOR_"
 _TURN_KEYS: Final = ("steps",)
 _BACKGROUND_KEYS: Final = (
     "name",
@@ -185,6 +193,8 @@ _ALL_STEP_KEYS: Final = (
 DEFAULT_CHUNKS: Final = 3
 DEFAULT_PARALLEL_BUDGET: Final = 4
 DEFAULT_TOOL_RESULT: Final = "ok"
+#: How long a command tool may run when its table sets no ``timeout``.
+DEFAULT_COMMAND_TIMEOUT: Final = datetime.timedelta(minutes=10)
 
 
 # --------------------------------------------------------------------------- steps
@@ -359,6 +369,30 @@ class OpenAISettings:
 
 
 @attrs.frozen(kw_only=True)
+class CommandTool:
+    """A tool that runs a local program: a ``[tools.<name>]`` table of a team file.
+
+    A call runs ``command`` (an argv: no shell reads it) with the call's input as JSON on
+    stdin; what the program writes to stdout is the call's result (see
+    :mod:`orchestrator._command_tool`).
+
+    Invariant: len(self.command) >= 1 and self.command[0] != ""
+    Invariant: not any(k.startswith(COMMAND_ENV_PREFIX) for k in self.env)
+    """
+
+    name: str
+    command: tuple[str, ...]
+    description: str = ""
+    timeout: datetime.timedelta = DEFAULT_COMMAND_TIMEOUT
+    # The working directory; None: the orchestrator's own. A relative path in the file is
+    # taken from the team file's directory (resolved when parsed, like the daemon's
+    # token_file), so a team file can name its project's directory wherever it runs from.
+    cwd: str | None = None
+    # Added to the orchestrator's environment for the program.
+    env: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+
+
+@attrs.frozen(kw_only=True)
 class AgentSpec:
     """One agent definition of a team (a worker definition may run as several chats)."""
 
@@ -378,7 +412,7 @@ class AgentSpec:
     # is denied). None when not declared (a team routing approvals to it must declare it).
     approves: tuple[str, ...] | None = None
     timeout: float | None = None
-    # Invariant: set(tool_results) <= set(tools) - TEAM_TOOLS
+    # Invariant: set(tool_results) <= set(tools) - TEAM_TOOLS - {the team's command tools}
     tool_results: Mapping[str, str] = attrs.field(factory=dict, hash=False)
     turns: tuple[ScriptedTurn, ...] = ()
 
@@ -426,6 +460,9 @@ class TeamSpec:
     # Invariant: len({b.name for b in background}) == len(background)
     # Invariant: all(b.agent in self.agent_names for b in background)
     background: tuple[BackgroundSpec, ...] = ()
+    # The [tools.<name>] command tools, in file order.
+    # Invariant: not ({c.name for c in command_tools} & TEAM_TOOLS)
+    command_tools: tuple[CommandTool, ...] = ()
     file: str = "<team>"
     # The TOML text it was parsed from (kept with a session so it can be resumed as it was).
     source: str = attrs.field(default="", repr=False, eq=False)
@@ -444,6 +481,14 @@ class TeamSpec:
     def workers(self) -> tuple[AgentSpec, ...]:
         """Every agent but the coordinator, in file order."""
         return tuple(a for a in self.agents if a.name != self.coordinator)
+
+    def command_tool(self, name: str) -> CommandTool | None:
+        """The command tool called ``name``; None if ``name`` is not one (a plain tool then
+        answers its scripted ``tool_results``)."""
+        for tool in self.command_tools:
+            if tool.name == name:
+                return tool
+        return None
 
     def agent(self, name: str) -> AgentSpec:
         """The agent called ``name``; :class:`RunError` naming the team if there is none."""
@@ -501,7 +546,8 @@ def lint_team(team: TeamSpec) -> list[str]:
 
     Pure; these are not parse errors because each agent is valid on its own:
     an agent nothing can start, a ``delegates_to`` no tool can use, a team tool
-    with nobody to reach, a scripted agent without turns.
+    with nobody to reach, a scripted agent without turns, a command tool no agent
+    lists, a tool name one typo away from a command tool's.
     """
     problems: list[str] = []
 
@@ -538,11 +584,29 @@ def lint_team(team: TeamSpec) -> list[str]:
         if routes and not agent.delegates_to:
             tools = ", ".join(repr(t) for t in sorted(routes))
             problem(f"{path}.tools", f"has {tools} but delegates_to is empty")
+        commands = [c.name for c in team.command_tools]
+        for index, tool in enumerate(agent.tools):
+            if tool in TEAM_TOOLS or tool in commands or tool in agent.tool_results:
+                continue
+            # A near miss of a command tool's name would quietly answer "ok" instead.
+            hint = _did_you_mean(tool, commands)
+            if hint:
+                problem(
+                    f"{path}.tools[{index}]",
+                    f"{tool!r} is no [tools] command{hint}, so it answers a scripted result",
+                )
         if agent.backend == "scripted" and not agent.turns:
             problem(
                 f"{path}.turns",
                 "a scripted agent without turns only answers a default text; "
                 "add [[" + path + ".turns]] with steps",
+            )
+    listed = {tool for agent in team.agents for tool in agent.tools}
+    for command in team.command_tools:
+        if command.name not in listed:
+            problem(
+                _join("tools", command.name),
+                f"no agent lists {command.name!r} in its tools, so nothing can call it",
             )
     return problems
 
@@ -608,6 +672,8 @@ class _Parser:
     def __init__(self, file: str) -> None:
         self.file = file
         self.agent_names: tuple[str, ...] = ()
+        # The [tools.<name>] keys, known before any agent is read (tool_results refers to them).
+        self.command_names: tuple[str, ...] = ()
         self.openai_defaults: Mapping[str, object] = {}
 
     def error(self, key_path: str, message: str) -> TeamFileError:
@@ -775,9 +841,25 @@ class _Parser:
             self.openai_defaults = self.table(data["openai"], "openai", "an [openai] table")
             self.check_keys(self.openai_defaults, "openai", _OPENAI_KEYS)
 
-        # Each agent is checked on its own, so one run of `teams check` reports them all.
-        parsed: list[AgentSpec] = []
+        # Each command tool and each agent is checked on its own, so one run of `teams check`
+        # reports them all.
         problems: list[TeamFileError] = []
+        commands: list[CommandTool] = []
+        if "tools" in data:
+            tables: Mapping[str, object] = {}
+            try:
+                tables = self.table(
+                    data["tools"], "tools", 'tables such as [tools.run_tests] command = ["..."]'
+                )
+            except TeamFileError as exc:
+                problems.extend(exc.problems)
+            self.command_names = tuple(tables)
+            for tool_name, value in tables.items():
+                try:
+                    commands.append(self.command_tool(tool_name, value))
+                except TeamFileError as exc:
+                    problems.extend(exc.problems)
+        parsed: list[AgentSpec] = []
         for agent_name, value in agents.items():
             try:
                 parsed.append(
@@ -810,6 +892,7 @@ class _Parser:
             on_restart=on_restart,
             agents=specs,
             background=tuple(background),
+            command_tools=tuple(commands),
             file=self.file,
         )
 
@@ -906,6 +989,89 @@ class _Parser:
             catch_up=catch_up,
             catch_up_limit=limit,
         )
+
+    def command_tool(self, name: str, value: object) -> CommandTool:
+        """One [tools.<name>] table: a program the runtime runs for a call of the tool."""
+        path = _join("tools", name)
+        self.name(name, path, "tool name")
+        if name in TEAM_TOOLS:
+            raise self.error(
+                path,
+                f"{name!r} is a team tool the runtime runs itself; give the command tool "
+                "another name",
+            )
+        data = self.table(value, path, 'a [tools.<name>] table with command = ["..."]')
+        self.check_keys(data, path, _COMMAND_KEYS, required=("command",))
+        command_path = f"{path}.command"
+        raw = data["command"]
+        if isinstance(raw, str):
+            example = json.dumps(raw.split() or ["program", "argument"], ensure_ascii=False)
+            raise self.error(
+                command_path,
+                f"expected an array of arguments such as {example} (no shell reads it), "
+                f"got {_describe(raw)}",
+            )
+        items = self.array(raw, command_path, "an array of arguments")
+        if not items:
+            raise self.error(
+                command_path, 'name at least the program to run, e.g. ["python", "tool.py"]'
+            )
+        command = tuple(
+            self.argument(item, f"{command_path}[{index}]", empty_ok=index > 0)
+            for index, item in enumerate(items)
+        )
+        description = ""
+        if "description" in data:
+            description = self.string(data["description"], f"{path}.description")
+        timeout = DEFAULT_COMMAND_TIMEOUT
+        if "timeout" in data:
+            timeout_path = f"{path}.timeout"
+            if isinstance(data["timeout"], int | float) and not isinstance(data["timeout"], bool):
+                raise self.error(
+                    timeout_path,
+                    'expected a duration such as "90s", "5m" or "1h30m", got '
+                    f"{_describe(data['timeout'])}",
+                )
+            timeout = self.duration(data["timeout"], timeout_path)
+        cwd = None
+        if "cwd" in data:
+            cwd = self.argument(data["cwd"], f"{path}.cwd", empty_ok=False)
+            if not Path(cwd).is_absolute() and not self.file.startswith("<"):
+                cwd = str(Path(self.file).parent / cwd)
+        env: dict[str, str] = {}
+        if "env" in data:
+            env_path = f"{path}.env"
+            for key, text in self.table(data["env"], env_path, "a table of variables").items():
+                key_path = _join(env_path, key)
+                if not _ENV_NAME_RE.match(key):
+                    raise self.error(
+                        key_path,
+                        f"{key!r} is not an environment variable name (letters, digits and "
+                        "'_', not starting with a digit)",
+                    )
+                if key.upper().startswith(COMMAND_ENV_PREFIX):
+                    raise self.error(
+                        key_path,
+                        f"variables starting with {COMMAND_ENV_PREFIX} are set by the runtime "
+                        "for each call (the callback URL, the group id, ...); choose another name",
+                    )
+                env[key] = self.argument(text, key_path, empty_ok=True)
+        return CommandTool(
+            name=name,
+            command=command,
+            description=description,
+            timeout=timeout,
+            cwd=cwd,
+            env=env,
+        )
+
+    def argument(self, value: object, path: str, *, empty_ok: bool) -> str:
+        """A string handed to the operating system (an argument, a path, a variable's value),
+        which cannot hold a NUL character."""
+        text = self.string(value, path, empty_ok=empty_ok)
+        if "\0" in text:
+            raise self.error(path, "must not contain a NUL character (\\u0000)")
+        return text
 
     def check_approvers(self, agents: Sequence[AgentSpec], coordinator: str) -> None:
         """Approvals routed to the coordinator need its ``approves`` list to be decided."""
@@ -1004,6 +1170,12 @@ class _Parser:
                         tool_path,
                         f"{tool!r} is not a plain tool of this agent{_did_you_mean(tool, plain)}; "
                         f"plain tools: {_one_of(plain) or 'none'}",
+                    )
+                if tool in self.command_names:
+                    raise self.error(
+                        tool_path,
+                        f"{tool!r} runs a command ([tools.{tool}]): its result is what the "
+                        "program prints, not a text from tool_results; remove it here",
                     )
                 tool_results[tool] = self.string(text, tool_path, empty_ok=True)
         agent = AgentSpec(

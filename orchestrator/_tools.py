@@ -5,7 +5,8 @@ Theory of operation: :func:`tool_definitions` turns an agent of a team into one
 :class:`ToolDefinition` per entry of its ``tools``, in file order. The team tools carry
 schemas with the team's names in them (``delegate``'s ``agent`` is an enum of the agents this
 caller may delegate to, so a model cannot even be offered a wrong name); a plain tool takes
-any JSON object (a team file does not declare plain tools' parameters). A backend that
+any JSON object (a team file does not declare plain tools' parameters); a command tool
+(``[tools.<name>]``) is described by its ``description``. A backend that
 receives input from an untrusted model checks it with :func:`check_tool_input` against the
 definition it offered, so "offered" and "accepted" cannot drift apart.
 
@@ -138,11 +139,12 @@ def _definition(team: TeamSpec, agent: AgentSpec, name: str) -> ToolDefinition:
                 optional=("kind", "options"),
             ),
         )
-    return ToolDefinition(
-        name=name,
-        description=f"The {name} tool of team {team.name}.",
-        parameters=_ANY_OBJECT,
-    )
+    command = team.command_tool(name)
+    if command is not None and command.description:
+        description = command.description
+    else:
+        description = f"The {name} tool of team {team.name}."
+    return ToolDefinition(name=name, description=description, parameters=_ANY_OBJECT)
 
 
 def _object(*, optional: Sequence[str] = (), **properties: Mapping[str, Any]) -> dict[str, Any]:
