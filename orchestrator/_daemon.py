@@ -468,31 +468,30 @@ class Daemon:
         return wanted, team
 
     def open_session(
-        self, team_name: str | None, *, session: str | None = None, ids: Ids | None = None
+        self,
+        team_name: str | None,
+        *,
+        session: str | None = None,
+        ids: Ids | None = None,
+        background: BackgroundSpec | None = None,
     ) -> LiveSession:
         """A new session of a team (its run starts with the first prompt); ``session``: its
-        id, when the client names its thread (AG-UI's threadId)."""
+        id, when the client names its thread (AG-UI's threadId). ``background``: the
+        session is one run of that background teammate: its agent is the run's coordinator,
+        and the run ends with that agent's turn (clients attach to it like to any)."""
         name, team = self.team_of(team_name)
         if name in self.unavailable:
             raise RunError(f"team {name!r} cannot run: {self.unavailable[name]}")
+        if background is not None and background.agent != team.coordinator:
+            team = attrs.evolve(team, coordinator=background.agent)
         uri = None if session is None else session_uri(session)
-        runtime = self._runtime(name, team, session=uri, ids=ids)
-        if runtime.session in self.sessions:
-            raise RunError(f"session {runtime.session} exists already")
-        live = LiveSession(self, name, runtime)
-        self.sessions[live.uri] = live
-        return live
-
-    def open_background(self, team_name: str, spec: BackgroundSpec, session: str) -> LiveSession:
-        """A new session ``session`` for one run of background teammate ``spec``: its agent
-        is the run's coordinator, and the run ends with that agent's turn. Clients can
-        attach to it (watch it, approve its workers' calls) like to any session."""
-        name, team = self.team_of(team_name)
-        if name in self.unavailable:
-            raise RunError(f"team {name!r} cannot run: {self.unavailable[name]}")
-        if spec.agent != team.coordinator:
-            team = attrs.evolve(team, coordinator=spec.agent)
-        runtime = self._runtime(name, team, session=session, background=spec.name)
+        runtime = self._runtime(
+            name,
+            team,
+            session=uri,
+            ids=ids,
+            background=None if background is None else background.name,
+        )
         if runtime.session in self.sessions:
             raise RunError(f"session {runtime.session} exists already")
         live = LiveSession(self, name, runtime)

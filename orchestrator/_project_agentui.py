@@ -391,14 +391,12 @@ class AgentUiProjector:
                 "coordinator": action.coordinator,
                 "prompt": action.prompt,
                 "parallelBudget": action.parallel_budget,
-                **(
-                    {"runtimeEntity": RuntimeEntity.AGENT_TURN.value}
+                "runtimeEntity": (
+                    RuntimeEntity.AGENT_TURN.value
                     if action.background is None
-                    else {
-                        "runtimeEntity": RuntimeEntity.AUTOMATION_JOB.value,
-                        "background": action.background,
-                    }
+                    else RuntimeEntity.AUTOMATION_JOB.value  # a background teammate's wake
                 ),
+                **({} if action.background is None else {"background": action.background}),
             },
         )
 

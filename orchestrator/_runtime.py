@@ -180,10 +180,16 @@ TEAM_TOOLS = frozenset({"delegate", "handoff", "ask"})
 SUMMARY_LIMIT = 160
 
 
+def timestamp(instant: datetime.datetime) -> str:
+    """``instant`` (aware) as an ISO 8601 UTC timestamp with milliseconds and ``Z`` (the AHP
+    timestamp form, every fact's ``at``)."""
+    utc = instant.astimezone(datetime.UTC)
+    return utc.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def utc_now() -> str:
-    """Now, as an ISO 8601 UTC timestamp with milliseconds (the AHP timestamp form)."""
-    now = datetime.datetime.now(datetime.UTC)
-    return now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """Now, as a fact's timestamp (see :func:`timestamp`)."""
+    return timestamp(datetime.datetime.now(datetime.UTC))
 
 
 def require_prompt(prompt: str) -> None:

@@ -46,6 +46,7 @@ from ._errors import FactLogError, OrchestratorError, RunError
 from ._facts import Fact
 from ._project_teammates import teammate_envelopes
 from ._recovery import open_questions
+from ._runtime import timestamp as iso
 from ._schedule import (
     BackgroundSpec,
     Cron,
@@ -98,11 +99,6 @@ _TINY: Final = dt.timedelta(microseconds=1)
 
 def utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
-
-
-def iso(instant: dt.datetime) -> str:
-    """``instant`` as a fact's timestamp: ISO 8601 UTC with milliseconds and ``Z``."""
-    return instant.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def parse_iso(text: str) -> dt.datetime:
@@ -246,8 +242,7 @@ class Teammate:
             self._follow(self.state.running)
         elif self.state.backlog:
             # Stopped between a run's end and the start of the wake waiting for it.
-            await self._record([self._run_started(self.state.backlog[0])])
-            self._follow_current()
+            await self._start_waiting()
         schedule = describe_schedule(self.spec)
         if self.state.due_from is None or self.state.schedule != schedule:
             # New, or its schedule changed in the team file: the old one's wakes are moot.
@@ -353,6 +348,11 @@ class Teammate:
 
     # ── runs ───────────────────────────────────────────────────────────────
 
+    async def _start_waiting(self) -> None:
+        """Start the run of the oldest wake waiting in the backlog."""
+        await self._record([self._run_started(self.state.backlog[0])])
+        self._follow_current()
+
     def _follow_current(self) -> None:
         """Follow the run just recorded as started."""
         run = self.state.running
@@ -374,23 +374,18 @@ class Teammate:
             self._ending = None
             self._run_done.set()
         if ended and self.state.backlog and self.scheduler.daemon.accepting:
-            wake = self.state.backlog[0]
-            started = self._run_started(wake)
-            await self._record([started])
-            self._follow_current()
+            await self._start_waiting()
 
     async def _drive(self, run: TeammateRun) -> bool:
         """Start or find ``run``'s session, wait for it to end (stopping it at
         ``max_runtime``) and record how it ended; False if the daemon is stopping and
         the run goes on at the next start."""
         daemon = self.scheduler.daemon
-        live = daemon.live(run.session)
-        if live is None:
-            try:
-                live = await daemon.find(run.session)
-            except (OrchestratorError, OSError) as exc:
-                await self._finished(run, RunOutcome.FAILED, error=str(exc))
-                return True
+        try:
+            live = await daemon.find(run.session)  # live, or taken up if it was going
+        except (OrchestratorError, OSError) as exc:
+            await self._finished(run, RunOutcome.FAILED, error=str(exc))
+            return True
         if live is None:
             if await daemon.journal_knows(run.session):
                 # It ended while the daemon was down: record how.
@@ -400,7 +395,7 @@ class Teammate:
             if not daemon.accepting:
                 return False
             try:
-                live = daemon.open_background(self.team, self.spec, run.session)
+                live = daemon.open_session(self.team, session=run.session, background=self.spec)
                 await daemon.start_run(live, self.spec.prompt)
                 live.started = True
             except (OrchestratorError, OSError) as exc:

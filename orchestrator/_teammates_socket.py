@@ -24,6 +24,7 @@ from ._client_frames import client_frames
 from ._errors import FactLogError, PeerProtocolError, RunError
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._rate_limit import TokenBucket
+from ._runtime import timestamp
 from ._scheduler import Teammate, Watch
 from ._teammate_channel import (
     Control,
@@ -172,7 +173,7 @@ class _TeammatesSocket:
         if self._watch is not None:
             raise RunError("already subscribed")
         self._send("subscribed", request_id, teammates=len(self.scheduler.teammates))
-        now = self.scheduler.clock().isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        now = timestamp(self.scheduler.clock())
         for teammate in self.scheduler:
             self._push(teammate, teammate.envelopes(teammate.state.last_sequence, now))
         self._watch = self.scheduler.watch(self._push)

@@ -27,7 +27,8 @@ from orchestrator._errors import FactLogError
 from orchestrator._factlog import EventTicket, Ticket
 from orchestrator._facts import Fact
 from orchestrator._journal import Durability, JournalReader, SqliteJournal
-from orchestrator._scheduler import Teammate, iso
+from orchestrator._runtime import timestamp
+from orchestrator._scheduler import Teammate
 from orchestrator._teamfile import TeamSpec, parse_team
 from orchestrator._teammate_actions import teammate_uri
 
@@ -44,7 +45,7 @@ def wall_clock(start: dt.datetime = START) -> dt.datetime:
 
 def instant(text: str) -> str:
     """An ISO instant as the facts write it."""
-    return iso(dt.datetime.fromisoformat(text))
+    return timestamp(dt.datetime.fromisoformat(text))
 
 
 @attrs.define
