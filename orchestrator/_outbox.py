@@ -4,7 +4,9 @@ Producers (the tasks that project facts, answer requests) never wait: :meth:`Out
 queues a text frame, and a client that lets ``size`` frames pile up is hung up on with close
 code 1008 and a reason ("fell behind"), its backlog dropped (stale to a client that must
 reconnect anyway), so nobody else waits for it. :meth:`Outbox.send` is the connection's one
-writer: it sends the frames in order, then the close frame.
+writer: it sends the frames in order, then the close frame. Under hypercorn, the frames
+waiting when the writer wakes go out together, in one socket write where the socket takes
+them (:mod:`orchestrator._hypercorn_ws`); elsewhere one by one through Starlette.
 """
 
 from __future__ import annotations
@@ -15,11 +17,15 @@ from typing import Final
 import trio
 from starlette.websockets import WebSocket
 
+from ._hypercorn_ws import frame_writer
+
 __all__ = ["CLOSE_FELL_BEHIND", "CLOSE_GOING_AWAY", "Outbox"]
 
 #: Close codes: 1008 policy violation (the client fell behind), 1001 going away.
 CLOSE_FELL_BEHIND: Final = 1008
 CLOSE_GOING_AWAY: Final = 1001
+#: The most frames written together (a client far behind catches up in writes of this many).
+MAX_BATCH: Final = 64
 
 
 class Outbox:
@@ -44,7 +50,7 @@ class Outbox:
             self.hang_up(CLOSE_FELL_BEHIND, f"fell behind: {self._size} messages were waiting")
 
     def hang_up(self, code: int, reason: str) -> None:
-        """Close after what is queued (after the frame being written, for one that fell
+        """Close after what is queued (after the frames being written, for one that fell
         behind: its backlog is dropped)."""
         if self.closing is not None:
             return
@@ -60,8 +66,19 @@ class Outbox:
 
     async def send(self) -> None:
         """Write every frame, in order, until hung up; then the close frame."""
-        async for text in self._receive_side:
-            await self._websocket.send_text(text)
+        writer = frame_writer(self._websocket)
+        if writer is None:
+            async for text in self._receive_side:
+                await self._websocket.send_text(text)
+        else:
+            async for text in self._receive_side:
+                batch = [text]
+                while len(batch) < MAX_BATCH:
+                    try:
+                        batch.append(self._receive_side.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                await writer.write(batch)
         if self.closing is not None:
             code, reason = self.closing
             await self._websocket.close(code=code, reason=reason[:120])

@@ -34,6 +34,7 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
@@ -48,6 +49,7 @@ from ._backend_openai import http_client
 from ._command_tool import ToolCallback, callback_url
 from ._daemon import Daemon, load_teams, session_id, session_uri
 from ._errors import FactLogError, IllegalTransitionError, OrchestratorError, RunError
+from ._hypercorn_ws import RecordAsgiSend
 from ._journal import SqliteJournal
 from ._metrics import CONTENT_TYPE
 from ._outbox import CLOSE_GOING_AWAY
@@ -229,7 +231,8 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
             WebSocketRoute("/ws", agent_socket),
             WebSocketRoute("/ahp", ahp_socket),
             WebSocketRoute("/teammates", teammates_socket),
-        ]
+        ],
+        middleware=[Middleware(RecordAsgiSend)],
     )
 
 

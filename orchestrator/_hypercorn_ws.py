@@ -1,0 +1,152 @@
+"""Text frames written below Starlette, several in one socket write: the hypercorn seam.
+
+Theory of operation
+-------------------
+A frame sent with Starlette's ``WebSocket.send_text`` passes Starlette's state checks and
+two exception wrappers, becomes an ASGI message dict, goes through hypercorn's
+``WSStream.app_send``, its HTTP/1.1 protocol and its TCP server, which takes a lock and
+writes it with a socket ``send()`` of its own; the lock and the send are two trips through
+the trio scheduler. With a hundred clients of one session, each event waited for a hundred
+of these. Here a client's waiting frames are encoded by the connection's own wsproto
+``Connection`` and written with one ``send()``, straight from the sender's task when
+nothing else is writing to that socket; otherwise, or for what the socket did not take,
+they go to hypercorn as one ``Data`` event (what ``app_send`` does for each frame).
+
+The seam is hypercorn's, not a public API (checked with hypercorn 0.17.3 and 0.18.0): the ASGI
+``send`` callable its trio worker hands the app is the bound method ``WSStream.app_send``;
+that ``WSStream`` keeps the wsproto ``connection``, its ASGI ``state``, its ``closed`` flag,
+its ``stream_id`` and ``send``, the bound ``H11Protocol.stream_send``, whose protocol's
+``send`` is the bound ``TCPServer.protocol_send``; the ``TCPServer`` keeps the
+``trio.SocketStream`` and the ``send_lock`` it holds while it writes. :class:`RecordAsgiSend`
+keeps the ASGI ``send`` in the scope; :func:`frame_writer` checks every piece it uses and
+returns ``None`` without the first (another server, a test client, a changed hypercorn: the
+caller sends through Starlette), and writes through hypercorn only, without the socket
+(HTTP/2, TLS). ``tests/test_hypercorn_ws.py`` fails if the seam changes.
+
+Only text frames go this way; accepting, closing and reading stay with Starlette.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, Final
+
+import trio
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket
+from wsproto.events import TextMessage
+from wsproto.utilities import LocalProtocolError
+
+try:
+    from hypercorn.protocol.events import Data
+    from hypercorn.protocol.h11 import H11Protocol
+    from hypercorn.protocol.ws_stream import ASGIWebsocketState, WSStream
+    from hypercorn.trio.tcp_server import TCPServer
+except ImportError:  # pragma: no cover - a hypercorn without the seam: Starlette's path
+    WSStream = None  # type: ignore[assignment, misc]
+
+__all__ = ["SCOPE_KEY", "FrameWriter", "RecordAsgiSend", "frame_writer"]
+
+#: Where :class:`RecordAsgiSend` keeps the server's ``send`` callable in a WebSocket scope.
+SCOPE_KEY: Final = "orchestrator.asgi_send"
+
+
+class RecordAsgiSend:
+    """ASGI middleware: keep the server's own ``send`` of each WebSocket in its scope (the
+    callable before Starlette wraps it), for :func:`frame_writer`."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            scope[SCOPE_KEY] = send
+        await self.app(scope, receive, send)
+
+
+class FrameWriter:
+    """Writes text frames to one hypercorn WebSocket; one writer task at a time."""
+
+    def __init__(self, stream: Any, tcp: Any) -> None:
+        self._stream = stream
+        self._tcp = tcp  # None: everything through hypercorn
+
+    @property
+    def direct(self) -> bool:
+        """Whether frames may go straight to the socket."""
+        return self._tcp is not None
+
+    async def write(self, texts: Sequence[str]) -> None:
+        """Write ``texts`` as text frames, in order, after whatever was written before.
+
+        As ``WSStream.app_send`` does for a ``websocket.send``: nothing once the stream has
+        closed (the client went away; the reader hears of it), and no frame once wsproto
+        refuses one (the connection is closing)."""
+        stream = self._stream
+        if stream.closed or stream.state is not ASGIWebsocketState.CONNECTED:
+            return
+        connection = stream.connection
+        frames = []
+        for text in texts:
+            try:
+                frames.append(connection.send(TextMessage(data=text)))
+            except LocalProtocolError:
+                break
+        data = b"".join(frames)
+        if not data:
+            return
+        tcp = self._tcp
+        # Invariant: nothing else writes to the socket while its send lock is free and this
+        # task does not yield; so the bytes written here are whole frames or are followed,
+        # before anything else, by the rest of the frame (the lock is free: the rest takes
+        # it at once).
+        if tcp is not None and not tcp.send_lock.locked():
+            fd = tcp.stream.socket.fileno()  # -1 once closed: then hypercorn's path says so
+            sent = 0
+            if fd >= 0:
+                try:
+                    sent = os.write(fd, data)
+                except OSError:  # full (BlockingIOError) or broken: hypercorn's path deals
+                    sent = 0
+            if sent == len(data):
+                return
+            if sent:
+                # The rest of a frame must follow it, even if this task is being cancelled.
+                with trio.CancelScope(shield=True):
+                    await stream.send(Data(stream_id=stream.stream_id, data=data[sent:]))
+                return
+        await stream.send(Data(stream_id=stream.stream_id, data=data))
+
+
+def frame_writer(websocket: WebSocket) -> FrameWriter | None:
+    """A writer for ``websocket``'s text frames; ``None`` when it is not served by a
+    hypercorn with the seam (the caller then sends through Starlette)."""
+    send = websocket.scope.get(SCOPE_KEY)
+    stream = getattr(send, "__self__", None)
+    if (
+        WSStream is None
+        or not isinstance(stream, WSStream)
+        or getattr(send, "__func__", None) is not WSStream.app_send
+        or not all(hasattr(stream, name) for name in ("connection", "state", "closed", "send"))
+        or not isinstance(getattr(stream, "stream_id", None), int)
+    ):
+        return None
+    return FrameWriter(stream, _tcp_server(stream))
+
+
+def _tcp_server(stream: Any) -> Any:
+    """The plain-TCP ``TCPServer`` under ``stream``'s HTTP/1.1 connection, or ``None``."""
+    protocol = getattr(stream.send, "__self__", None)
+    if not isinstance(protocol, H11Protocol):
+        return None
+    protocol_send = getattr(protocol, "send", None)
+    tcp = getattr(protocol_send, "__self__", None)
+    if (
+        not isinstance(tcp, TCPServer)
+        or getattr(protocol_send, "__func__", None) is not TCPServer.protocol_send
+        or not isinstance(getattr(tcp, "send_lock", None), trio.Lock)
+        or not isinstance(getattr(tcp, "stream", None), trio.SocketStream)
+    ):
+        return None
+    return tcp

@@ -1,0 +1,402 @@
+"""The hypercorn seam of :mod:`orchestrator._hypercorn_ws`, and the outbox on both paths.
+
+The seam tests run a small Starlette app on hypercorn's trio worker on loopback: if a
+hypercorn release moves what the writer relies on, they fail here (the daemon would still
+work, through Starlette, only slower)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.protocol.events import Data
+from hypercorn.protocol.h11 import H11Protocol
+from hypercorn.protocol.ws_stream import ASGIWebsocketState
+from hypercorn.trio import serve as hypercorn_serve
+from hypercorn.trio.worker_context import WorkerContext
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import WebSocketRoute
+from starlette.types import Message
+from starlette.websockets import WebSocket
+from wsproto import ConnectionType, WSConnection
+from wsproto.connection import Connection, ConnectionState
+from wsproto.events import (
+    AcceptConnection,
+    CloseConnection,
+    Event,
+    Ping,
+    Pong,
+    Request,
+    TextMessage,
+)
+
+from orchestrator._hypercorn_ws import (
+    SCOPE_KEY,
+    FrameWriter,
+    RecordAsgiSend,
+    _tcp_server,
+    frame_writer,
+)
+from orchestrator._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, MAX_BATCH, Outbox
+
+Handler = Callable[[WebSocket], Awaitable[None]]
+
+
+@asynccontextmanager
+async def serving(handler: Handler, *, record: bool = True) -> AsyncIterator[tuple[str, int]]:
+    """``(host, port)`` of a Starlette app on hypercorn (127.0.0.1, port 0) whose one route,
+    ``/ws``, accepts and hands the socket to ``handler``."""
+
+    async def endpoint(websocket: WebSocket) -> None:
+        await websocket.accept()
+        await handler(websocket)
+
+    middleware = [Middleware(RecordAsgiSend)] if record else []
+    app = Starlette(routes=[WebSocketRoute("/ws", endpoint)], middleware=middleware)
+    config = HypercornConfig()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        binds: list[str] = await nursery.start(
+            lambda task_status: hypercorn_serve(
+                app,  # type: ignore[arg-type]
+                config,
+                shutdown_trigger=stop.wait,
+                task_status=task_status,
+            )
+        )
+        host, port = binds[0].removeprefix("http://").split(":")
+        try:
+            yield host, int(port)
+        finally:
+            stop.set()
+
+
+@attrs.define
+class Client:
+    """A plain wsproto client: it reads only when asked to, and keeps every event."""
+
+    stream: trio.SocketStream
+    ws: WSConnection
+    events: list[Event] = attrs.Factory(list)
+
+    async def send(self, event: Event) -> None:
+        await self.stream.send_all(self.ws.send(event))
+
+    async def until_closed(self) -> tuple[list[str], int]:
+        """Read to the server's close (answered): the text messages and the close code."""
+        texts: list[str] = []
+        pieces: list[str] = []
+        while True:
+            data = await self.stream.receive_some(65_536)
+            assert data, "the server hung up without a close frame"
+            self.ws.receive_data(data)
+            for event in self.ws.events():
+                self.events.append(event)
+                if isinstance(event, TextMessage):
+                    pieces.append(event.data)
+                    if event.message_finished:
+                        texts.append("".join(pieces))
+                        pieces.clear()
+                elif isinstance(event, CloseConnection):
+                    if self.ws.state is ConnectionState.REMOTE_CLOSING:
+                        await self.send(event.response())
+                    return texts, event.code
+
+
+@asynccontextmanager
+async def connected(address: tuple[str, int], *, receive_buffer: int = 0) -> AsyncIterator[Client]:
+    """A client of ``/ws`` (with ``receive_buffer``: that SO_RCVBUF, so that it stops taking
+    data soon after it stops reading)."""
+    sock = trio.socket.socket(trio.socket.AF_INET, trio.socket.SOCK_STREAM)
+    if receive_buffer:
+        sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_RCVBUF, receive_buffer)
+    await sock.connect(address)
+    async with trio.SocketStream(sock) as stream:
+        client = Client(stream, WSConnection(ConnectionType.CLIENT))
+        await client.send(Request(host=f"{address[0]}:{address[1]}", target="/ws"))
+        while not any(isinstance(e, AcceptConnection) for e in client.ws.events()):
+            client.ws.receive_data(await stream.receive_some(65_536))
+        yield client
+
+
+class TestSeam:
+    async def test_hypercorn_hands_the_app_a_stream_the_writer_can_use(self) -> None:
+        """Under hypercorn's HTTP/1.1 trio worker over plain TCP the writer finds the
+        WSStream, its protocol and the TCP server: frames may go straight to the socket,
+        and arrive as written, before the close."""
+        writers: list[FrameWriter | None] = []
+
+        async def handler(websocket: WebSocket) -> None:
+            writer = frame_writer(websocket)
+            writers.append(writer)
+            assert writer is not None
+            await writer.write(["one", "two"])
+            await writer.write(["three"])
+            await websocket.close(code=CLOSE_GOING_AWAY, reason="done")
+
+        with trio.fail_after(10):
+            async with serving(handler) as address, connected(address) as client:
+                texts, code = await client.until_closed()
+        assert (texts, code) == (["one", "two", "three"], CLOSE_GOING_AWAY)
+        [writer] = writers
+        assert writer is not None
+        assert writer.direct
+
+    async def test_without_the_middleware_there_is_no_writer(self) -> None:
+        """No server ``send`` in the scope: the caller sends through Starlette."""
+        found: list[FrameWriter | None] = []
+
+        async def handler(websocket: WebSocket) -> None:
+            found.append(frame_writer(websocket))
+            await websocket.send_text("hello")
+            await websocket.close(code=CLOSE_GOING_AWAY)
+
+        with trio.fail_after(10):
+            async with serving(handler, record=False) as address, connected(address) as client:
+                assert await client.until_closed() == (["hello"], CLOSE_GOING_AWAY)
+        assert found == [None]
+
+    def test_a_send_that_is_not_hypercorns_gives_no_writer(self) -> None:
+        """Another server's ``send`` (here a plain function) is not a seam."""
+
+        async def send(message: Message) -> None:
+            pass
+
+        async def receive() -> Message:
+            return {"type": "websocket.connect"}
+
+        scope = {"type": "websocket", "path": "/ws", "headers": [], SCOPE_KEY: send}
+        assert frame_writer(WebSocket(scope, receive, send)) is None
+
+    async def test_frames_stay_whole_and_in_order_when_the_socket_fills(self) -> None:
+        """Frames far larger than the socket buffers, to a client that is not reading: the
+        socket takes part of a write and hypercorn writes the rest, while a second write
+        waits for it; a ping the client sends meanwhile is answered by hypercorn (another
+        writer on the same socket) between frames. Everything arrives whole and in order."""
+        frames = [json.dumps({"n": n, "pad": str(n) * 1_500_000}) for n in range(6)]
+        waiting = trio.Event()
+
+        async def handler(websocket: WebSocket) -> None:
+            writer = frame_writer(websocket)
+            assert writer is not None
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(writer.write, frames[:3])
+                await trio.testing.wait_all_tasks_blocked()  # the socket is full
+                nursery.start_soon(writer.write, frames[3:])
+                await trio.testing.wait_all_tasks_blocked()  # it waits for the lock
+                waiting.set()
+            await websocket.close(code=CLOSE_GOING_AWAY)
+
+        with trio.fail_after(20):
+            async with (
+                serving(handler) as address,
+                connected(address, receive_buffer=4_096) as client,
+            ):
+                await waiting.wait()
+                await client.send(Ping(b"are you there"))
+                texts, code = await client.until_closed()
+        assert [json.loads(text)["n"] for text in texts] == list(range(6))
+        assert texts == frames
+        assert code == CLOSE_GOING_AWAY
+        assert Pong(b"are you there") in client.events
+
+    async def test_nothing_is_written_once_the_client_has_gone(self) -> None:
+        """A write after the stream closed does nothing, as hypercorn's own send does."""
+        done = trio.Event()
+
+        async def handler(websocket: WebSocket) -> None:
+            writer = frame_writer(websocket)
+            assert writer is not None
+            assert (await websocket.receive())["type"] == "websocket.disconnect"
+            await writer.write(["too late"])
+            done.set()
+
+        with trio.fail_after(10):
+            async with serving(handler) as address:
+                async with connected(address) as client:
+                    await client.send(CloseConnection(code=1000))
+                    await client.until_closed()
+                await done.wait()
+
+
+@attrs.define
+class FakeWSStream:
+    """What the writer uses of hypercorn's WSStream, with a real wsproto connection; what it
+    hands to hypercorn is kept."""
+
+    connection: Connection = attrs.Factory(lambda: Connection(ConnectionType.SERVER))
+    closed: bool = False
+    state: ASGIWebsocketState = ASGIWebsocketState.CONNECTED
+    stream_id: int = 1
+    handed: list[bytes] = attrs.Factory(list)
+
+    async def send(self, event: Data) -> None:
+        self.handed.append(event.data)
+
+
+@attrs.define
+class FakeTCPServer:
+    """What the writer uses of hypercorn's TCPServer: the socket stream and the send lock."""
+
+    stream: trio.SocketStream
+    send_lock: trio.Lock = attrs.Factory(trio.Lock)
+
+
+@attrs.frozen
+class OverProtocol:
+    """A stream of an HTTP/1.1 protocol (``send`` is the protocol's ``stream_send``)."""
+
+    send: Callable[[Any], Awaitable[None]]
+
+
+def texts_in(data: bytes) -> list[str]:
+    client = Connection(ConnectionType.CLIENT)
+    client.receive_data(data)
+    return [e.data for e in client.events() if isinstance(e, TextMessage)]
+
+
+class TestFallbacks:
+    async def test_a_full_socket_hands_the_whole_write_to_hypercorn(self) -> None:
+        """Nothing of the frames goes to a socket that takes nothing: hypercorn writes them
+        all (it waits until the socket can take them)."""
+        ours, theirs = trio.socket.socketpair()
+        with ours, theirs:
+            while True:
+                try:
+                    os.write(ours.fileno(), b"x" * 65_536)
+                except BlockingIOError:
+                    break
+            stream = FakeWSStream()
+            writer = FrameWriter(stream, FakeTCPServer(trio.SocketStream(ours)))
+            await writer.write(["a", "b"])
+        assert [texts_in(data) for data in stream.handed] == [["a", "b"]]
+
+    async def test_a_closed_socket_hands_the_write_to_hypercorn(self) -> None:
+        """hypercorn, whose socket it is, notices the close."""
+        ours, theirs = trio.socket.socketpair()
+        theirs.close()
+        socket_stream = trio.SocketStream(ours)
+        await socket_stream.aclose()
+        stream = FakeWSStream()
+        await FrameWriter(stream, FakeTCPServer(socket_stream)).write(["a"])
+        assert [texts_in(data) for data in stream.handed] == [["a"]]
+
+    async def test_without_the_tcp_server_every_write_goes_to_hypercorn(self) -> None:
+        stream = FakeWSStream()
+        writer = FrameWriter(stream, None)
+        assert not writer.direct
+        await writer.write(["a"])
+        await writer.write(["b", "c"])
+        assert [texts_in(data) for data in stream.handed] == [["a"], ["b", "c"]]
+
+    async def test_a_closing_connection_takes_no_more_frames(self) -> None:
+        """Once wsproto refuses a frame (the close was sent), it and the frames after it are
+        dropped, as hypercorn drops them."""
+        stream = FakeWSStream()
+        stream.connection.send(CloseConnection(code=1000))
+        await FrameWriter(stream, None).write(["a", "b"])
+        assert stream.handed == []
+
+    def test_no_tcp_server_below_another_protocol_or_a_replaced_send(self) -> None:
+        """Under HTTP/2 (not the HTTP/1.1 protocol) or TLS (not a plain socket stream) the
+        writer goes through hypercorn only; here, a stream whose ``send`` is not the
+        HTTP/1.1 protocol's, and a protocol whose ``send`` is not the TCP server's."""
+        assert _tcp_server(FakeWSStream()) is None
+
+        async def send(event: object) -> None:
+            pass
+
+        unused: Any = None
+        protocol = H11Protocol(
+            unused, HypercornConfig(), WorkerContext(None), unused, unused, False, None, None, send
+        )
+        assert _tcp_server(OverProtocol(protocol.stream_send)) is None
+
+
+@attrs.define
+class FakeAsgi:
+    """The ASGI side of one accepted WebSocket that is not hypercorn's: what was sent."""
+
+    sent: list[Message] = attrs.Factory(list)
+
+    async def receive(self) -> Message:
+        return {"type": "websocket.connect"}
+
+    async def send(self, message: Message) -> None:
+        self.sent.append(message)
+        await trio.lowlevel.checkpoint()
+
+
+async def accepted(asgi: FakeAsgi) -> WebSocket:
+    scope: dict[str, Any] = {"type": "websocket", "path": "/ws", "headers": []}
+    websocket = WebSocket(scope, asgi.receive, asgi.send)
+    await websocket.accept()
+    return websocket
+
+
+class TestOutbox:
+    async def test_through_starlette_frames_go_in_order_then_the_close(self) -> None:
+        """Without the seam the outbox sends each frame through Starlette, in order, then
+        closes with the hang-up's code and reason."""
+        asgi = FakeAsgi()
+        websocket = await accepted(asgi)
+        hung_up: list[tuple[int, str]] = []
+        outbox = Outbox(websocket, 10, on_hang_up=lambda *args: hung_up.append(args))
+        for n in range(3):
+            outbox.put(f"frame {n}")
+        outbox.hang_up(CLOSE_GOING_AWAY, "the session ended")
+        outbox.put("after the hang-up")
+        with trio.fail_after(5):
+            await outbox.send()
+        assert asgi.sent[1:] == [
+            {"type": "websocket.send", "text": "frame 0"},
+            {"type": "websocket.send", "text": "frame 1"},
+            {"type": "websocket.send", "text": "frame 2"},
+            {"type": "websocket.close", "code": CLOSE_GOING_AWAY, "reason": "the session ended"},
+        ]
+        assert hung_up == [(CLOSE_GOING_AWAY, "the session ended")]
+
+    async def test_a_full_outbox_hangs_up_with_1008_and_drops_the_backlog(self) -> None:
+        asgi = FakeAsgi()
+        websocket = await accepted(asgi)
+        outbox = Outbox(websocket, 2, on_hang_up=lambda *args: None)
+        for n in range(3):
+            outbox.put(f"frame {n}")
+        with trio.fail_after(5):
+            await outbox.send()
+        assert asgi.sent[1:] == [
+            {
+                "type": "websocket.close",
+                "code": CLOSE_FELL_BEHIND,
+                "reason": "fell behind: 2 messages were waiting",
+            }
+        ]
+
+    async def test_under_hypercorn_a_backlog_goes_out_in_batches_in_order(self) -> None:
+        """What waits when the writer wakes goes out together (at most MAX_BATCH frames a
+        write), in order, then the close."""
+        count = 2 * MAX_BATCH + 5
+
+        async def handler(websocket: WebSocket) -> None:
+            outbox = Outbox(websocket, count, on_hang_up=lambda *args: None)
+            for n in range(count):
+                outbox.put(str(n))
+            outbox.hang_up(CLOSE_GOING_AWAY, "the session ended")
+            await outbox.send()
+
+        with trio.fail_after(10):
+            async with serving(handler) as address, connected(address) as client:
+                texts, code = await client.until_closed()
+        assert texts == [str(n) for n in range(count)]
+        assert code == CLOSE_GOING_AWAY
+        [close] = [e for e in client.events if isinstance(e, CloseConnection)]
+        assert close.reason == "the session ended"
