@@ -24,6 +24,9 @@ caller sends through Starlette), and writes through hypercorn only, without the 
 (HTTP/2, TLS). ``tests/test_hypercorn_ws.py`` fails if the seam changes.
 
 Only text frames go this way; accepting, closing and reading stay with Starlette.
+:meth:`FrameWriter.abort` closes the socket under a write that waits for a client which
+stopped reading: hypercorn shields each write from cancellation, so without it such a
+client holds its connection's tasks, and a shutdown, for as long as it reads nothing.
 """
 
 from __future__ import annotations
@@ -117,6 +120,14 @@ class FrameWriter:
                     await stream.send(Data(stream_id=stream.stream_id, data=data[sent:]))
                 return
         await stream.send(Data(stream_id=stream.stream_id, data=data))
+
+    def abort(self) -> None:
+        """Close the connection's socket under it, now: a write that waits for a client
+        which stopped reading fails (hypercorn shields its writes from cancellation, so
+        nothing else ends one), and hypercorn ends the connection. Without the socket
+        (HTTP/2, TLS) there is nothing to close."""
+        if self._tcp is not None:
+            self._tcp.stream.socket.close()  # trio's close wakes whoever waits on it
 
 
 def frame_writer(websocket: WebSocket) -> FrameWriter | None:

@@ -17,7 +17,7 @@ from typing import Final
 import trio
 from starlette.websockets import WebSocket
 
-from ._hypercorn_ws import frame_writer
+from ._hypercorn_ws import FrameWriter, frame_writer
 
 __all__ = ["CLOSE_FELL_BEHIND", "CLOSE_GOING_AWAY", "Outbox"]
 
@@ -26,6 +26,9 @@ CLOSE_FELL_BEHIND: Final = 1008
 CLOSE_GOING_AWAY: Final = 1001
 #: The most frames written together (a client far behind catches up in writes of this many).
 MAX_BATCH: Final = 64
+#: How long a client that is hung up on has to take what is left and the close frame before
+#: its socket is closed under it (seconds).
+CLOSE_TIMEOUT: Final = 5.0
 
 
 class Outbox:
@@ -39,6 +42,8 @@ class Outbox:
         self._on_hang_up = on_hang_up
         self._send_side, self._receive_side = trio.open_memory_channel[str](size)
         self.closing: tuple[int, str] | None = None
+        self._hung_up = trio.Event()
+        self._writing = False  # a write to the socket is in flight
 
     def put(self, text: str) -> None:
         """Queue ``text``; a client with ``size`` frames waiting is hung up on instead."""
@@ -55,6 +60,7 @@ class Outbox:
         if self.closing is not None:
             return
         self.closing = (code, reason)
+        self._hung_up.set()
         self._send_side.close()
         if code == CLOSE_FELL_BEHIND:
             while True:
@@ -65,20 +71,54 @@ class Outbox:
         self._on_hang_up(code, reason)
 
     async def send(self) -> None:
-        """Write every frame, in order, until hung up; then the close frame."""
+        """Write every frame, in order, until hung up; then the close frame.
+
+        Under hypercorn, a client that stopped reading cannot hold the connection open
+        forever: once hung up on, it has :data:`CLOSE_TIMEOUT` to take what is left; and
+        when this task is cancelled (the connection is torn down, the daemon stops) in the
+        middle of a write, the socket is closed under the write."""
         writer = frame_writer(self._websocket)
         if writer is None:
-            async for text in self._receive_side:
-                await self._websocket.send_text(text)
-        else:
-            async for text in self._receive_side:
-                batch = [text]
-                while len(batch) < MAX_BATCH:
-                    try:
-                        batch.append(self._receive_side.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                await writer.write(batch)
+            await self._write_through_starlette()
+            return
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._unstick, writer)
+            await self._write(writer)
+            nursery.cancel_scope.cancel()
+
+    async def _write_through_starlette(self) -> None:
+        async for text in self._receive_side:
+            await self._websocket.send_text(text)
+        await self._close()
+
+    async def _write(self, writer: FrameWriter) -> None:
+        async for text in self._receive_side:
+            batch = [text]
+            while len(batch) < MAX_BATCH:
+                try:
+                    batch.append(self._receive_side.receive_nowait())
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+            self._writing = True
+            await writer.write(batch)
+            self._writing = False
+        self._writing = True
+        await self._close()
+        self._writing = False
+
+    async def _close(self) -> None:
         if self.closing is not None:
             code, reason = self.closing
             await self._websocket.close(code=code, reason=reason[:120])
+
+    async def _unstick(self, writer: FrameWriter) -> None:
+        """Close the socket under a write that cannot finish (hypercorn shields its writes,
+        so cancelling them does nothing while the client reads nothing)."""
+        try:
+            await self._hung_up.wait()
+            await trio.sleep(CLOSE_TIMEOUT)
+        except trio.Cancelled:
+            if self._writing:  # torn down mid-write
+                writer.abort()
+            raise
+        writer.abort()  # hung up on long ago, and still writing

@@ -13,9 +13,9 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
-from trio_websocket import WebSocketConnection, open_websocket_url
+from trio_websocket import WebSocketConnection
 
-from .daemon import RunningDaemon
+from .daemon import RunningDaemon, websocket
 
 ROOT = "ahp-root://"
 
@@ -121,8 +121,7 @@ class AhpClient:
 async def connect_ahp(
     daemon: RunningDaemon, *, token: str | None = None
 ) -> AsyncIterator[AhpClient]:
-    headers = [(b"authorization", f"Bearer {token}".encode())] if token else None
-    async with open_websocket_url(f"{daemon.ws_url}/ahp", extra_headers=headers) as connection:
+    async with websocket(f"{daemon.ws_url}/ahp", token=token) as connection:
         yield AhpClient(connection)
 
 

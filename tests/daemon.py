@@ -43,6 +43,7 @@ class RunningDaemon:
     url: str  # http://127.0.0.1:PORT
     db: Path
     stop: trio.Event
+    stopped: trio.Event = attrs.field(factory=trio.Event)  # set once serve() has returned
 
     @property
     def ws_url(self) -> str:
@@ -76,15 +77,18 @@ async def running_daemon(
         config or ServeConfig(limits=Limits(shutdown_grace=0.5)), teams=directory, port=0
     )
     db = db or tmp_path / "journal.db"
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        url = await nursery.start(
-            lambda task_status: serve(
-                config, db=db, task_status=task_status, handle_signals=False, stop=stop
-            )
-        )
+    stop, stopped = trio.Event(), trio.Event()
+
+    async def serve_until_stopped(task_status: trio.TaskStatus[str]) -> None:
         try:
-            yield RunningDaemon(url=url, db=db, stop=stop)
+            await serve(config, db=db, task_status=task_status, handle_signals=False, stop=stop)
+        finally:
+            stopped.set()
+
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(serve_until_stopped)
+        try:
+            yield RunningDaemon(url=url, db=db, stop=stop, stopped=stopped)
         finally:
             stop.set()
 
@@ -118,10 +122,27 @@ class Client:
 
 
 @asynccontextmanager
+async def websocket(url: str, *, token: str | None = None) -> AsyncIterator[WebSocketConnection]:
+    """A trio-websocket client of ``url`` whose socket is closed when it is done.
+
+    When the server starts the close (1001 on shutdown, 1008), trio-websocket 0.12 waits for
+    the server to close TCP, as RFC 6455 asks of a client, and then leaves its own socket to
+    the garbage collector: a ResourceWarning at whatever collection comes next, in whatever
+    test is running then. So the socket is closed here."""
+    headers = [(b"authorization", f"Bearer {token}".encode())] if token else None
+    connection: WebSocketConnection | None = None
+    try:
+        async with open_websocket_url(url, extra_headers=headers) as connection:
+            yield connection
+    finally:
+        if connection is not None:  # after its close handshake, if any
+            await connection._stream.aclose()
+
+
+@asynccontextmanager
 async def connect(
     daemon: RunningDaemon, query: str = "", *, token: str | None = None
 ) -> AsyncIterator[Client]:
-    headers = [(b"authorization", f"Bearer {token}".encode())] if token else None
     url = f"{daemon.ws_url}/ws" + (f"?{query}" if query else "")
-    async with open_websocket_url(url, extra_headers=headers) as connection:
+    async with websocket(url, token=token) as connection:
         yield Client(connection)

@@ -296,6 +296,39 @@ class TestSlowSubscriber:
         assert "fell behind" in (closed.value.reason.reason or "")
         assert not [e for e in slow.received if e["type"] in ("result", "done")]
 
+    async def test_the_daemon_stops_while_a_client_has_stopped_reading(
+        self, tmp_path: Path
+    ) -> None:
+        """A viewer that stopped reading mid-stream (its socket full, a frame half written)
+        does not hold the daemon up: stopping ends within the shutdown grace and
+        hypercorn's graceful timeout, and the viewer's connection is closed."""
+        config = limits(subscriber_buffer=100_000)  # never dropped: its socket is what is full
+        with trio.fail_after(60):
+            async with (
+                running_daemon(tmp_path, teams={"stream": STREAM}, config=config) as daemon,
+                connect(daemon) as operator,
+            ):
+                session = (await operator.until_type("init"))["sessionId"]
+                async with stalled_viewer(daemon, session) as slow:
+                    await slow.until_type("history")
+                    await operator.send({"channel": "agent", "type": "prompt", "prompt": "stream"})
+                    await operator.until_type("done")
+                    asked = trio.current_time()
+                    daemon.stop.set()
+                    with trio.fail_after(10):
+                        await daemon.stopped.wait()
+                    took = trio.current_time() - asked
+                    # What it was sent before the daemon gave up on it, then the end.
+                    with pytest.raises(ConnectionClosed):
+                        await slow.until(lambda _: False)
+                # The operator, who read everything, was told the daemon is going.
+                with pytest.raises(ConnectionClosed) as closed:
+                    await operator.until(lambda _: False)
+        assert took < 10, took
+        assert closed.value.reason is not None
+        assert closed.value.reason.code == 1001
+        assert not [e for e in slow.received if e["type"] in ("result", "done")]
+
 
 FRAME_LIMIT = 8_192
 json_values = st.recursive(

@@ -44,7 +44,13 @@ from orchestrator._hypercorn_ws import (
     _tcp_server,
     frame_writer,
 )
-from orchestrator._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, MAX_BATCH, Outbox
+from orchestrator._outbox import (
+    CLOSE_FELL_BEHIND,
+    CLOSE_GOING_AWAY,
+    CLOSE_TIMEOUT,
+    MAX_BATCH,
+    Outbox,
+)
 
 Handler = Callable[[WebSocket], Awaitable[None]]
 
@@ -110,6 +116,21 @@ class Client:
                     if self.ws.state is ConnectionState.REMOTE_CLOSING:
                         await self.send(event.response())
                     return texts, event.code
+
+    async def until_eof(self) -> list[str]:
+        """Read to the end of the stream: the text messages that arrived whole."""
+        texts: list[str] = []
+        pieces: list[str] = []
+        while data := await self.stream.receive_some(65_536):
+            self.ws.receive_data(data)
+            for event in self.ws.events():
+                self.events.append(event)
+                if isinstance(event, TextMessage):
+                    pieces.append(event.data)
+                    if event.message_finished:
+                        texts.append("".join(pieces))
+                        pieces.clear()
+        return texts
 
 
 @asynccontextmanager
@@ -400,3 +421,79 @@ class TestOutbox:
         assert code == CLOSE_GOING_AWAY
         [close] = [e for e in client.events if isinstance(e, CloseConnection)]
         assert close.reason == "the session ended"
+
+    async def test_a_client_hung_up_on_that_reads_nothing_is_cut_off(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """Hung up on with megabytes still to write to a client that reads nothing, the
+        outbox gives it CLOSE_TIMEOUT, then closes the socket under the write (hypercorn
+        would wait forever): the writer returns, and the client finds whole frames, in
+        order, then the end of the stream without a close frame."""
+        frames = [json.dumps({"n": n, "pad": "x" * 10_000}) for n in range(400)]
+        took: list[float] = []
+        returned = trio.Event()
+
+        async def handler(websocket: WebSocket) -> None:
+            outbox = Outbox(websocket, len(frames), on_hang_up=lambda *args: None)
+            for frame in frames:
+                outbox.put(frame)
+            outbox.hang_up(CLOSE_GOING_AWAY, "the session ended")
+            started = trio.current_time()
+            await outbox.send()
+            took.append(trio.current_time() - started)
+            returned.set()
+
+        with trio.fail_after(60):
+            async with (
+                serving(handler) as address,
+                connected(address, receive_buffer=4_096) as client,
+            ):
+                await returned.wait()
+                texts = await client.until_eof()
+        assert CLOSE_TIMEOUT <= took[0] < CLOSE_TIMEOUT + 1
+        assert 0 < len(texts) < len(frames)
+        assert texts == frames[: len(texts)]
+        assert not [e for e in client.events if isinstance(e, CloseConnection)]
+
+    async def test_cancelled_in_the_middle_of_a_write_it_closes_the_socket(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """Torn down (the daemon stops) while a write waits for a client that reads
+        nothing: the socket is closed under the write, so the cancel takes effect."""
+        frames = [json.dumps({"n": n, "pad": "x" * 10_000}) for n in range(400)]
+        returned = trio.Event()
+
+        async def handler(websocket: WebSocket) -> None:
+            outbox = Outbox(websocket, len(frames), on_hang_up=lambda *args: None)
+            for frame in frames:
+                outbox.put(frame)
+            with trio.move_on_after(1):
+                await outbox.send()
+            returned.set()
+
+        with trio.fail_after(60):
+            async with (
+                serving(handler) as address,
+                connected(address, receive_buffer=4_096) as client,
+            ):
+                await returned.wait()
+                assert trio.current_time() < 2
+                texts = await client.until_eof()
+        assert texts == frames[: len(texts)]
+
+    async def test_cancelled_while_idle_it_leaves_the_connection_alone(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """With nothing being written, a cancelled outbox leaves the socket to hypercorn:
+        the app can still send and close."""
+
+        async def handler(websocket: WebSocket) -> None:
+            outbox = Outbox(websocket, 10, on_hang_up=lambda *args: None)
+            with trio.move_on_after(1):
+                await outbox.send()
+            await websocket.send_text("still here")
+            await websocket.close(code=CLOSE_GOING_AWAY)
+
+        with trio.fail_after(60):
+            async with serving(handler) as address, connected(address) as client:
+                assert await client.until_closed() == (["still here"], CLOSE_GOING_AWAY)

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from trio_websocket import WebSocketConnection, open_websocket_url
+from trio_websocket import WebSocketConnection
 
 from orchestrator._auth import Role, Token
 from orchestrator._journal import JournalReader
 from orchestrator._serve_config import Limits, ServeConfig
 
-from .daemon import TEAMS, RunningDaemon, running_daemon
+from .daemon import TEAMS, RunningDaemon, running_daemon, websocket
 from .teammates import slow_team
 
 OPERATOR, VIEWER = "operator-token-0123456789", "viewer-token-0123456789"
@@ -38,8 +38,7 @@ QUICK = slow_team(minutes=0, background='every = "1d"')
 async def teammates_socket(
     daemon: RunningDaemon, token: str | None = None
 ) -> AsyncIterator[WebSocketConnection]:
-    headers = [(b"authorization", f"Bearer {token}".encode())] if token else None
-    async with open_websocket_url(f"{daemon.ws_url}/teammates", extra_headers=headers) as ws:
+    async with websocket(f"{daemon.ws_url}/teammates", token=token) as ws:
         yield ws
 
 
