@@ -27,11 +27,15 @@ Only text frames go this way; accepting, closing and reading stay with Starlette
 :meth:`FrameWriter.abort` closes the socket under a write that waits for a client which
 stopped reading: hypercorn shields each write from cancellation, so without it such a
 client holds its connection's tasks, and a shutdown, for as long as it reads nothing.
+:class:`OpenSockets` does the same for every connection (HTTP too) that is still open when
+a shutdown has given up waiting; :class:`RecordAsgiSend` wraps the Starlette app (not as
+Starlette middleware, whose error handler wraps an HTTP ``send``) to feed both.
 """
 
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -44,27 +48,58 @@ from wsproto.utilities import LocalProtocolError
 try:
     from hypercorn.protocol.events import Data
     from hypercorn.protocol.h11 import H11Protocol
+    from hypercorn.protocol.http_stream import HTTPStream
     from hypercorn.protocol.ws_stream import ASGIWebsocketState, WSStream
     from hypercorn.trio.tcp_server import TCPServer
 except ImportError:  # pragma: no cover - a hypercorn without the seam: Starlette's path
-    WSStream = None  # type: ignore[assignment, misc]
+    WSStream = HTTPStream = None  # type: ignore[assignment, misc]
 
-__all__ = ["SCOPE_KEY", "FrameWriter", "RecordAsgiSend", "frame_writer"]
+__all__ = ["SCOPE_KEY", "FrameWriter", "OpenSockets", "RecordAsgiSend", "frame_writer"]
 
 #: Where :class:`RecordAsgiSend` keeps the server's ``send`` callable in a WebSocket scope.
 SCOPE_KEY: Final = "orchestrator.asgi_send"
 
 
+class OpenSockets:
+    """The plain-TCP sockets of the connections the app has seen (weakly: a connection that
+    ends drops out), so that a shutdown can close those whose clients stopped reading."""
+
+    def __init__(self) -> None:
+        self._servers: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def add(self, send: Send) -> None:
+        """Remember the socket under the connection whose ASGI ``send`` this is, if any."""
+        stream = getattr(send, "__self__", None)
+        if WSStream is None or not isinstance(stream, WSStream | HTTPStream):
+            return
+        if tcp := _tcp_server(stream):
+            self._servers.add(tcp)
+
+    def close_all(self) -> int:
+        """Close every socket still open; how many were."""
+        closed = 0
+        for tcp in list(self._servers):
+            socket = tcp.stream.socket
+            if socket.fileno() != -1:
+                socket.close()  # trio's close wakes whoever waits on it
+                closed += 1
+        return closed
+
+
 class RecordAsgiSend:
     """ASGI middleware: keep the server's own ``send`` of each WebSocket in its scope (the
-    callable before Starlette wraps it), for :func:`frame_writer`."""
+    callable before Starlette wraps it), for :func:`frame_writer`; and the socket of each
+    connection in ``sockets``."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, sockets: OpenSockets | None = None) -> None:
         self.app = app
+        self.sockets = sockets
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
             scope[SCOPE_KEY] = send
+        if scope["type"] in ("websocket", "http") and self.sockets is not None:
+            self.sockets.add(send)
         await self.app(scope, receive, send)
 
 

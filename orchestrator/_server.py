@@ -34,10 +34,10 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
+from starlette.types import ASGIApp
 from starlette.websockets import WebSocket
 
 from ._agent_channel import agent_event, view_update
@@ -49,7 +49,7 @@ from ._backend_openai import http_client
 from ._command_tool import ToolCallback, callback_url
 from ._daemon import Daemon, load_teams, session_id, session_uri
 from ._errors import FactLogError, IllegalTransitionError, OrchestratorError, RunError
-from ._hypercorn_ws import RecordAsgiSend
+from ._hypercorn_ws import OpenSockets, RecordAsgiSend
 from ._journal import SqliteJournal
 from ._metrics import CONTENT_TYPE
 from ._outbox import CLOSE_GOING_AWAY
@@ -64,6 +64,9 @@ log = structlog.get_logger("orchestrator.server")
 
 #: Close code for a WebSocket refused after the handshake (1008: policy violation).
 CLOSE_POLICY: Final = 1008
+#: Seconds after hypercorn's graceful timeout when the sockets of connections that are still
+#: open (a write waiting for a client that stopped reading) are closed under them.
+STUCK_AFTER_GRACE: Final = 0.5
 
 
 @attrs.frozen
@@ -76,8 +79,9 @@ def _json_error(status: int, message: str, **headers: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers or None)
 
 
-def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
-    """The ASGI app of ``daemon``: every route on one port."""
+def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None = None) -> ASGIApp:
+    """The ASGI app of ``daemon``: every route on one port; under it, the server's own
+    ``send`` of each connection is recorded (before Starlette wraps an HTTP one)."""
     auth = Authenticator(config.tokens)
     limits = config.limits
 
@@ -222,7 +226,7 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
         principal = principal_of(websocket.headers, websocket.query_params)
         await serve_ahp(websocket, daemon, principal, limits)
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/healthz", healthz),
             Route("/metrics", guarded(metrics)),
@@ -232,8 +236,8 @@ def build_app(daemon: Daemon, config: ServeConfig) -> Starlette:
             WebSocketRoute("/ahp", ahp_socket),
             WebSocketRoute("/teammates", teammates_socket),
         ],
-        middleware=[Middleware(RecordAsgiSend)],
     )
+    return RecordAsgiSend(app, sockets)
 
 
 async def _body(request: Request, limit: int) -> bytes:
@@ -352,7 +356,8 @@ async def _serve_daemon(
 ) -> None:
     async with trio.open_nursery() as nursery:
         await nursery.start(daemon.serve)
-        app = build_app(daemon, config)
+        sockets = OpenSockets()
+        app = build_app(daemon, config, sockets)
         hyper = HypercornConfig()
         hyper.bind = [f"{_host(config.host)}:{config.port}"]
         # Frames over the daemon's limit are answered with an error event; hypercorn only
@@ -377,9 +382,16 @@ async def _serve_daemon(
         notifier.notify("STOPPING=1")
         await daemon.stop()
         # Hypercorn stops listening, gives open connections graceful_timeout to finish
-        # (they are closing: their sessions ended), then returns.
+        # (they are closing: their sessions ended), then cancels them and returns. A write
+        # to a client that stopped reading ignores the cancel (hypercorn shields its
+        # writes), so what is left a moment later has its socket closed under it.
         stopped.set()
-        await served.wait()
+        with trio.move_on_after(hyper.graceful_timeout + STUCK_AFTER_GRACE):
+            await served.wait()
+        if not served.is_set():
+            closed = sockets.close_all()
+            log.warning("closed connections whose clients stopped reading", connections=closed)
+            await served.wait()
         nursery.cancel_scope.cancel()
 
 
@@ -388,7 +400,7 @@ def _host(host: str) -> str:
 
 
 async def _hypercorn(
-    app: Starlette,
+    app: ASGIApp,
     config: HypercornConfig,
     stopped: trio.Event,
     served: trio.Event,

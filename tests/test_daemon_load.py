@@ -329,6 +329,48 @@ class TestSlowSubscriber:
         assert closed.value.reason.code == 1001
         assert not [e for e in slow.received if e["type"] in ("result", "done")]
 
+    async def test_the_daemon_stops_while_an_agui_client_has_stopped_reading(
+        self, tmp_path: Path
+    ) -> None:
+        """The same for an AG-UI client: its SSE response is a megabyte of text events
+        that it stops reading after the headers; stopping the daemon still ends in time."""
+        body = json.dumps(
+            {
+                "threadId": "stalled",
+                "runId": "run-1",
+                "messages": [{"id": "m1", "role": "user", "content": "stream"}],
+                "tools": [],
+                "context": [],
+                "state": {},
+                "forwardedProps": {},
+            }
+        ).encode()
+        with trio.fail_after(60):
+            async with running_daemon(
+                tmp_path, teams={"stream": STREAM}, config=limits()
+            ) as daemon:
+                host, port = daemon.url.removeprefix("http://").split(":")
+                sock = trio.socket.socket(trio.socket.AF_INET, trio.socket.SOCK_STREAM)
+                sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_RCVBUF, 4_096)
+                await sock.connect((host, int(port)))
+                async with trio.SocketStream(sock) as stream:
+                    await stream.send_all(
+                        b"POST /agui?team=stream HTTP/1.1\r\nHost: %s\r\n"
+                        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                        % (host.encode(), len(body), body)
+                    )
+                    assert (await stream.receive_some(4_096)).startswith(b"HTTP/1.1 200")
+                    # It reads nothing more; the run goes on until its text is all written
+                    # (seen from outside, as an operator would: in /metrics).
+                    while await metric(daemon, "orchestrator_facts_appended_total") < 1_000:  # noqa: ASYNC110
+                        await trio.sleep(0.05)
+                    asked = trio.current_time()
+                    daemon.stop.set()
+                    with trio.fail_after(10):
+                        await daemon.stopped.wait()
+                    took = trio.current_time() - asked
+        assert took < 10, took
+
 
 FRAME_LIMIT = 8_192
 json_values = st.recursive(

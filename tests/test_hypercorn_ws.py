@@ -21,7 +21,6 @@ from hypercorn.protocol.ws_stream import ASGIWebsocketState
 from hypercorn.trio import serve as hypercorn_serve
 from hypercorn.trio.worker_context import WorkerContext
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.routing import WebSocketRoute
 from starlette.types import Message
 from starlette.websockets import WebSocket
@@ -64,8 +63,8 @@ async def serving(handler: Handler, *, record: bool = True) -> AsyncIterator[tup
         await websocket.accept()
         await handler(websocket)
 
-    middleware = [Middleware(RecordAsgiSend)] if record else []
-    app = Starlette(routes=[WebSocketRoute("/ws", endpoint)], middleware=middleware)
+    routes = Starlette(routes=[WebSocketRoute("/ws", endpoint)])
+    app = RecordAsgiSend(routes) if record else routes  # outside Starlette, as the daemon does
     config = HypercornConfig()
     config.bind = ["127.0.0.1:0"]
     config.accesslog = None
