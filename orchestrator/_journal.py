@@ -641,6 +641,11 @@ class SqliteJournal:
         # Batches and other writes for the writer thread; None tells it to stop.
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._token: trio.lowlevel.TrioToken | None = None
+        # Why the journal failed: the writer thread's own (it fails all it takes after), and
+        # the trio thread's, set once the failed transaction's tickets are completed: so a
+        # submission is refused only after every batch durable before the failure has been
+        # reported durable (see _completed).
+        self._write_failed: FactLogError | None = None
         self._failed: FactLogError | None = None
         self._closed = False
         self._snapshot_at: dict[str, int] = {}
@@ -723,7 +728,7 @@ class SqliteJournal:
                     break
                 group.append(item)
                 size += item.size()
-            if self._failed is None:
+            if self._write_failed is None:
                 try:
                     connection.execute("BEGIN IMMEDIATE")
                     for item in group:
@@ -739,11 +744,25 @@ class SqliteJournal:
                 except sqlite3.Error as exc:
                     with contextlib.suppress(sqlite3.Error):
                         connection.execute("ROLLBACK")
-                    self._failed = _from_sqlite(self.path, exc, "write to the journal")
+                    self._write_failed = _from_sqlite(self.path, exc, "write to the journal")
                     log.error("journal write failed", path=str(self.path), error=str(exc))
-            for item in group:
-                if isinstance(item, _Batch):
-                    self._token_run(item.ticket.complete, self._failed)
+            # One call into trio for the whole group: each call wakes the trio thread through
+            # its wakeup socket, and a syscall per ticket also hands the GIL back and forth.
+            tickets = [item.ticket for item in group if isinstance(item, _Batch)]
+            if tickets or self._write_failed is not None:
+                self._token_run(self._completed, tickets, self._write_failed)
+
+    def _completed(self, tickets: Sequence[EventTicket], error: FactLogError | None) -> None:
+        """On the trio thread: complete one transaction's tickets, in submission order.
+
+        Calls from the writer run in the order it made them, so when a failure becomes
+        visible here every batch of an earlier transaction has already been reported
+        durable: the runtime never takes a durable batch for a failed one.
+        """
+        if error is not None and self._failed is None:
+            self._failed = error
+        for ticket in tickets:
+            ticket.complete(error)
 
     def _count(self, group: list[_Item]) -> None:
         self._written["transactions"] += 1
