@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import json
 import os
 import queue
@@ -146,6 +147,7 @@ def _add_agent_messages(connection: sqlite3.Connection) -> None:
             "SELECT fact FROM facts WHERE session = ? ORDER BY sequence", (session,)
         )
         history.record(connection, [decode_fact(json.loads(text)) for (text,) in rows])
+    history.flush(connection)
 
 
 _SNAPSHOT_PARTS: Final = """
@@ -398,29 +400,83 @@ class _Batch:
     last_sequence: int
     updated_at: str
 
-    def write(self, connection: sqlite3.Connection, history: _AgentHistory) -> None:
-        if self.created is not None:
-            team, title, created_at = self.created
+    def size(self) -> int:
+        return len(self.rows)
+
+
+def _write_group(
+    connection: sqlite3.Connection, group: Sequence[_Item], history: _AgentHistory
+) -> None:
+    """Write one transaction's items, as writing them one after another would.
+
+    With as few SQLite calls as that allows: each call lets go of the GIL while SQLite
+    works and must then take it back from the trio thread, which, when busy, gives it up
+    only every switch interval (5 ms). So the facts of all the group's batches go in a
+    few multi-row statements, each session's row is updated once, and the history's rows
+    are written together (see :meth:`_AgentHistory.flush`).
+    """
+    batches = [item for item in group if isinstance(item, _Batch)]
+    for batch in batches:
+        if batch.created is not None:
+            team, title, created_at = batch.created
             connection.execute(
                 "INSERT INTO sessions (session, team, title, status, created_at, updated_at, "
                 "last_sequence) VALUES (?, ?, ?, 'running', ?, ?, 0) "
                 "ON CONFLICT (session) DO NOTHING",
-                (self.session, team, title, created_at, created_at),
+                (batch.session, team, title, created_at, created_at),
             )
-        connection.executemany(
-            "INSERT INTO facts (session, sequence, channel, at, type, fact) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            self.rows,
-        )
-        connection.execute(
-            "UPDATE sessions SET last_sequence = ?, updated_at = ?, status = coalesce(?, status) "
-            "WHERE session = ?",
-            (self.last_sequence, self.updated_at, self.status, self.session),
-        )
-        history.record(connection, self.facts)
+    _insert_rows(
+        connection,
+        "INSERT INTO facts (session, sequence, channel, at, type, fact)",
+        [row for batch in batches for row in batch.rows],
+    )
+    # Each session's row as its last batch leaves it; the status of its last batch that set
+    # one (coalesce, batch after batch, keeps the latest).
+    latest: dict[str, tuple[int, str, str | None]] = {}
+    for batch in batches:
+        status = batch.status
+        if status is None and batch.session in latest:
+            status = latest[batch.session][2]
+        latest[batch.session] = (batch.last_sequence, batch.updated_at, status)
+    connection.executemany(
+        "UPDATE sessions SET last_sequence = ?, updated_at = ?, status = coalesce(?, status) "
+        "WHERE session = ?",
+        [(*values, session) for session, values in latest.items()],
+    )
+    for item in group:
+        if isinstance(item, _Batch):
+            history.record(connection, item.facts)
+        else:
+            item.write(connection)
+    history.flush(connection)
 
-    def size(self) -> int:
-        return len(self.rows)
+
+#: Most rows one INSERT statement writes (6 columns each: SQLite takes 32,766 parameters).
+ROWS_PER_INSERT: Final = 256
+
+
+def _insert_rows(
+    connection: sqlite3.Connection, head: str, rows: Sequence[Sequence[Any]], tail: str = ""
+) -> None:
+    """``head VALUES (...), (...) tail`` for ``rows``, in order, in few statements.
+
+    Statements hold :data:`ROWS_PER_INSERT` rows, then halves of that for the rest: few
+    distinct texts, which the sqlite3 module compiles once and keeps in its cache.
+    """
+    start = 0
+    while start < len(rows):
+        size = min(ROWS_PER_INSERT, 1 << ((len(rows) - start).bit_length() - 1))
+        chunk = rows[start : start + size]
+        connection.execute(
+            _values_sql(head, len(chunk[0]), size, tail), [v for row in chunk for v in row]
+        )
+        start += size
+
+
+@functools.cache
+def _values_sql(head: str, width: int, count: int, tail: str) -> str:
+    one = "(" + ", ".join("?" * width) + ")"
+    return f"{head} VALUES {', '.join([one] * count)}{tail}"
 
 
 @attrs.define(eq=False)
@@ -431,7 +487,7 @@ class _Describe:
     team_file: str
     team_toml: str
 
-    def write(self, connection: sqlite3.Connection, history: _AgentHistory) -> None:
+    def write(self, connection: sqlite3.Connection) -> None:
         connection.execute(
             "UPDATE sessions SET team_file = ?, team_toml = ? WHERE session = ?",
             (self.team_file, self.team_toml, self.session),
@@ -448,7 +504,7 @@ class _Snapshot:
     state: TeamState
     writer: _SnapshotWriter
 
-    def write(self, connection: sqlite3.Connection, history: _AgentHistory) -> None:
+    def write(self, connection: sqlite3.Connection) -> None:
         self.writer.write(connection, self.state)
 
     def size(self) -> int:
@@ -511,11 +567,27 @@ class _AgentHistory:
 
     It keeps the facts of each chat's running turn, so that the fact ending the turn can
     write the turn's events in the same transaction. A turn that began before this process
-    started (a resumed run) is read back from the facts table instead.
+    started (a resumed run) is read back from the facts table instead (its facts must be
+    written first). The rows are kept until :meth:`flush`, which the transaction calls
+    before it commits, so that its turns are written with one statement.
     """
 
     def __init__(self) -> None:
         self._turns: dict[tuple[str, str], list[Fact]] = {}  # (session, chat) -> its turn
+        self._rows: list[tuple[str, str, str, int, int, str, str]] = []  # not yet written
+
+    def flush(self, connection: sqlite3.Connection) -> None:
+        """Write the rows kept so far, in the order their turns ended."""
+        rows, self._rows = self._rows, []
+        # A restored turn writes the same rows again: they come back from deletion in place.
+        _insert_rows(
+            connection,
+            "INSERT INTO agent_messages (session, chat, turn_id, part, sequence, type, message)",
+            rows,
+            " ON CONFLICT (session, chat, turn_id, part) DO UPDATE SET "
+            "sequence = excluded.sequence, type = excluded.type, message = excluded.message, "
+            "deleted_at = NULL, deleted_by = NULL",
+        )
 
     def record(self, connection: sqlite3.Connection, facts: Sequence[Fact]) -> None:
         for fact in facts:
@@ -527,6 +599,7 @@ class _AgentHistory:
                 self._turns[key] = [fact]
             elif isinstance(action, ChatTruncatedAction):
                 self._turns.pop(key, None)
+                self.flush(connection)  # the rows it deletes may be among those kept
                 _soft_delete(connection, fact, action)
             elif key in self._turns:
                 self._turns[key].append(fact)
@@ -534,7 +607,18 @@ class _AgentHistory:
                 turn_facts = self._turns.pop(key, None) or _turn_facts(connection, fact)
                 turn = turn_from_facts(fact.channel, turn_facts)
                 if turn is not None and turn.id == action.turn_id:
-                    _write_turn(connection, fact, turn.id, turn_messages(turn))
+                    self._rows.extend(
+                        (
+                            fact.session,
+                            fact.channel,
+                            turn.id,
+                            part,
+                            fact.sequence,
+                            message["type"],
+                            dumps(message),
+                        )
+                        for part, message in enumerate(turn_messages(turn))
+                    )
 
 
 def _turn_facts(connection: sqlite3.Connection, end: Fact) -> list[Fact]:
@@ -555,30 +639,6 @@ def _turn_facts(connection: sqlite3.Connection, end: Fact) -> list[Fact]:
         ),
     )
     return [decode_fact(json.loads(text)) for (text,) in rows]
-
-
-def _write_turn(
-    connection: sqlite3.Connection, end: Fact, turn_id: str, messages: Sequence[dict[str, Any]]
-) -> None:
-    # A restored turn writes the same rows again: they come back from deletion in place.
-    connection.executemany(
-        "INSERT INTO agent_messages (session, chat, turn_id, part, sequence, type, message) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session, chat, turn_id, part) DO UPDATE SET "
-        "sequence = excluded.sequence, type = excluded.type, message = excluded.message, "
-        "deleted_at = NULL, deleted_by = NULL",
-        [
-            (
-                end.session,
-                end.channel,
-                turn_id,
-                part,
-                end.sequence,
-                message["type"],
-                dumps(message),
-            )
-            for part, message in enumerate(messages)
-        ],
-    )
 
 
 def _soft_delete(connection: sqlite3.Connection, cut: Fact, action: ChatTruncatedAction) -> None:
@@ -641,6 +701,11 @@ class SqliteJournal:
         # Batches and other writes for the writer thread; None tells it to stop.
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._token: trio.lowlevel.TrioToken | None = None
+        # Why the journal failed: the writer thread's own (it fails all it takes after), and
+        # the trio thread's, set once the failed transaction's tickets are completed: so a
+        # submission is refused only after every batch durable before the failure has been
+        # reported durable (see _completed).
+        self._write_failed: FactLogError | None = None
         self._failed: FactLogError | None = None
         self._closed = False
         self._snapshot_at: dict[str, int] = {}
@@ -723,13 +788,12 @@ class SqliteJournal:
                     break
                 group.append(item)
                 size += item.size()
-            if self._failed is None:
+            if self._write_failed is None:
                 try:
                     connection.execute("BEGIN IMMEDIATE")
-                    for item in group:
-                        # After a failed transaction nothing more is written, so the
-                        # history's memory of running turns need not roll back with it.
-                        item.write(connection, self._history)
+                    # After a failed transaction nothing more is written, so the
+                    # history's memory of running turns need not roll back with it.
+                    _write_group(connection, group, self._history)
                     connection.execute("COMMIT")
                     self._count(group)
                     for item in group:
@@ -739,11 +803,25 @@ class SqliteJournal:
                 except sqlite3.Error as exc:
                     with contextlib.suppress(sqlite3.Error):
                         connection.execute("ROLLBACK")
-                    self._failed = _from_sqlite(self.path, exc, "write to the journal")
+                    self._write_failed = _from_sqlite(self.path, exc, "write to the journal")
                     log.error("journal write failed", path=str(self.path), error=str(exc))
-            for item in group:
-                if isinstance(item, _Batch):
-                    self._token_run(item.ticket.complete, self._failed)
+            # One call into trio for the whole group: each call wakes the trio thread through
+            # its wakeup socket, and a syscall per ticket also hands the GIL back and forth.
+            tickets = [item.ticket for item in group if isinstance(item, _Batch)]
+            if tickets or self._write_failed is not None:
+                self._token_run(self._completed, tickets, self._write_failed)
+
+    def _completed(self, tickets: Sequence[EventTicket], error: FactLogError | None) -> None:
+        """On the trio thread: complete one transaction's tickets, in submission order.
+
+        Calls from the writer run in the order it made them, so when a failure becomes
+        visible here every batch of an earlier transaction has already been reported
+        durable: the runtime never takes a durable batch for a failed one.
+        """
+        if error is not None and self._failed is None:
+            self._failed = error
+        for ticket in tickets:
+            ticket.complete(error)
 
     def _count(self, group: list[_Item]) -> None:
         self._written["transactions"] += 1

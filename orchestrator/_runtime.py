@@ -162,6 +162,7 @@ from ._tools import ToolDefinition, tool_definitions
 
 __all__ = [
     "Ids",
+    "PendingBatch",
     "Recorder",
     "RunOutcome",
     "TeamRuntime",
@@ -238,13 +239,16 @@ class Ids:
 class Recorder:
     """The single door through which facts enter the world (see module docstring).
 
-    Theory of operation: :meth:`record` prepares a batch against the state as the batches in
+    Theory of operation: :meth:`submit` prepares a batch against the state as the batches in
     flight will leave it, numbers its facts and submits them to the fact log, all without
-    an await: trio runs one task at a time, so batches are ordered without a lock. The task
-    then waits (shielded: a submitted batch is never abandoned) for its batch to be durable,
-    commits every batch that is, oldest first, and publishes their facts. A log that writes
-    in the background can thus make many batches durable in one transaction. If the log
-    fails, that batch and every later one fail with it; the recorder then refuses all else.
+    an await: trio runs one task at a time, so batches are ordered without a lock. Waiting
+    on the returned :class:`PendingBatch` (shielded: a submitted batch is never abandoned)
+    returns once it is durable, after committing every batch that is, oldest first, and
+    publishing their facts; :meth:`record` is the two in one. A log that writes in the
+    background can thus make many batches durable in one transaction, and a task may submit
+    several batches before it waits (the spawns of one delegate step do): whoever waits
+    settles everything durable ahead of it. If the log fails, that batch and every later
+    one fail with it; the recorder then refuses all else.
     """
 
     def __init__(
@@ -260,7 +264,7 @@ class Recorder:
         self.bus = bus
         self.clock = clock
         self._last_sequence = state.last_sequence  # of the last fact submitted
-        self._in_flight: collections.deque[_InFlight] = collections.deque()
+        self._in_flight: collections.deque[PendingBatch] = collections.deque()
         self.failed: FactLogError | None = None
 
     async def record(
@@ -274,6 +278,19 @@ class Recorder:
         batch by raising: a check of runtime bookkeeping that must not change between the
         check and the append. Once submitted, the batch is recorded whole even if the caller
         is cancelled meanwhile (the cancellation arrives at the caller's next checkpoint).
+        """
+        return await self.submit(actions, guard=guard).wait()
+
+    def submit(
+        self, actions: Sequence[tuple[str, Action]], *, guard: Callable[[], None] | None = None
+    ) -> PendingBatch:
+        """Validate ``actions`` and hand them to the log as one batch; nothing is applied yet.
+
+        As :meth:`record` without the wait: the batch is committed and published once it is
+        durable and someone waits (on it or on any later batch). The caller must not act on
+        it (start a worker, run a tool) before :meth:`PendingBatch.wait` returns. Raises as
+        :meth:`record` does, except for the log's failure to make the batch durable, which
+        :meth:`PendingBatch.wait` raises.
         """
         if self.failed is not None:
             raise self.failed
@@ -295,18 +312,16 @@ class Recorder:
         try:
             ticket = self.factlog.submit(facts)
         except FactLogError as exc:
+            # The log failed a batch before this one. Batches ahead of that one are durable
+            # (their tickets say so) though perhaps not waited for yet: commit them first.
+            self._settle()
             self._fail(exc)
             raise
         self._last_sequence = facts[-1].sequence
         self.state.push(transition)
-        entry = _InFlight(transition, facts, ticket)
+        entry = PendingBatch(self, transition, facts, ticket)
         self._in_flight.append(entry)
-        with trio.CancelScope(shield=True):
-            await ticket.wait()
-        self._settle()
-        if entry.error is not None:
-            raise entry.error
-        return facts
+        return entry
 
     def _settle(self) -> None:
         """Commit and publish every durable batch at the front of the queue, in order."""
@@ -333,13 +348,26 @@ class Recorder:
 
 
 @attrs.define(eq=False)
-class _InFlight:
+class PendingBatch:
     """A submitted batch: its prepared transition, its facts, the log's ticket for them."""
 
+    recorder: Recorder
     transition: Transition
     facts: list[Fact]
     ticket: Ticket
     error: FactLogError | None = None
+
+    async def wait(self) -> list[Fact]:
+        """Return the batch's facts once they are durable, committed and published; raise
+        :class:`FactLogError` if the log failed it (or a batch before it)."""
+        # Shielded: a cancelled waiter would leave its batch durable but never committed
+        # if no one waited after it.
+        with trio.CancelScope(shield=True):
+            await self.ticket.wait()
+        self.recorder._settle()
+        if self.error is not None:
+            raise self.error
+        return self.facts
 
 
 @attrs.frozen(kw_only=True)
@@ -392,8 +420,10 @@ class _Slot:
 
 
 class _Turnstile:
-    """Lets the delegations of one model round record their first fact in request order,
-    whatever order trio runs their tasks in, so that ids and logs are reproducible."""
+    """Lets the delegations of one model round submit their first batch in request order,
+    whatever order trio runs their tasks in, so that ids and logs are reproducible. A
+    delegation passes once its batch is submitted, not durable: the next one's batch can
+    join it in the log's next write."""
 
     def __init__(self, count: int) -> None:
         self._passed = [trio.Event() for _ in range(count)]
@@ -1119,6 +1149,11 @@ class TeamRuntime:
         open_part: tuple[str, str] | None = None  # (kind, part id) being appended to
         streaming: set[str] = set()  # tool calls started whose input is still streaming
         text_parts: list[str] = []
+        # The latest requested tool call's batch, submitted but not waited for: a round's
+        # requests come together (at the end of an OpenAI stream, say), so they are written
+        # together, and waited for once before the round's tools may run. Every record
+        # below waits for them too, as batches become durable in order.
+        requested: PendingBatch | None = None
         # Closed when the round ends however it ends, so a backend's stream (an HTTP
         # response, say) is never left to the garbage collector.
         async with aclosing(backend.stream_round(context)) as stream:
@@ -1164,10 +1199,12 @@ class TeamRuntime:
                         open_part = None
                         started = event.tool_call_id in streaming
                         streaming.discard(event.tool_call_id)
-                        await self._tool_call_ready(ctx, event, started=started)
+                        requested = self._tool_call_ready(ctx, event, started=started)
                         requests.append(event)
                     case UsageReport():
                         usage = event
+        if requested is not None:
+            await requested.wait()
         if usage is not None:
             await self.recorder.record(
                 [
@@ -1201,10 +1238,10 @@ class TeamRuntime:
             meta={ROUND_META: ctx.round_index},
         )
 
-    async def _tool_call_ready(
+    def _tool_call_ready(
         self, ctx: _ChatContext, request: ToolCallRequest, *, started: bool
-    ) -> None:
-        """Record a requested tool call up to ``running`` or ``pending-confirmation``.
+    ) -> PendingBatch:
+        """Submit a requested tool call up to ``running`` or ``pending-confirmation``.
 
         ``started``: the backend streamed the call's input (``chat/toolCallStart`` and its
         deltas are recorded); otherwise the start goes in the same batch as the ready.
@@ -1228,7 +1265,7 @@ class TeamRuntime:
         if not started:
             start = self._tool_call_start(ctx, request.tool_call_id, request.tool_name, request)
             batch.insert(0, (ctx.chat, start))
-        await self.recorder.record(batch)
+        return self.recorder.submit(batch)
 
     # ── tools ────────────────────────────────────────────────────────────────
 
@@ -1539,8 +1576,9 @@ class TeamRuntime:
             self._limiter.acquire_on_behalf_of_nowait(slot)
             slot.held = True
         except trio.WouldBlock:
-            await self.recorder.record([(self.session, created)])
-            turnstile.passed(position)
+            queued = self.recorder.submit([(self.session, created)])
+            turnstile.passed(position)  # submitted: the next delegation may submit behind it
+            await queued.wait()
             log.info(
                 "delegation queued",
                 task=task_id,
@@ -1585,8 +1623,10 @@ class TeamRuntime:
     ) -> ToolOutcome:
         """Spawn the worker of a task (holding ``slot``), supervise it and report back.
 
-        ``spawned`` runs once the spawn is recorded (it lets the next delegation of the
-        round go). ``created`` is recorded with the spawn unless the task was queued.
+        ``spawned`` runs once the spawn is submitted (it lets the next delegation of the
+        round submit its own behind it, so that the round's spawns are written together
+        rather than one durable write after another); the worker starts once its spawn is
+        durable. ``created`` is recorded with the spawn unless the task was queued.
         """
         task, task_text = created.task, created.title
         try:
@@ -1620,8 +1660,9 @@ class TeamRuntime:
                 ),
                 (self.session, TaskStarted(task=task, chat=worker_chat)),
             ]
-            await self.recorder.record(spawn)
+            pending = self.recorder.submit(spawn)
             spawned()
+            await pending.wait()
             status, summary, usage, duration = await self._supervise_worker(
                 _ChatContext(worker_chat, worker, task, slot=slot), task_text, own_task=True
             )

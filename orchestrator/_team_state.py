@@ -26,6 +26,7 @@ of chats; every entry is an immutable value produced by a pure reducer.
 
 from __future__ import annotations
 
+import collections
 import enum
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -243,8 +244,9 @@ class TeamState:
         self.tasks: dict[str, TaskRecord] = {}
         self.approvals: dict[str, ApprovalRecord] = {}
         self.last_sequence = 0
-        # Batches pushed and not yet committed, oldest first, and what they wrote.
-        self._in_flight: list[Transition] = []
+        # Batches pushed and not yet committed, oldest first, and what they wrote. A deque:
+        # a delegate step has as many batches in flight as it has delegations.
+        self._in_flight: collections.deque[Transition] = collections.deque()
         self._pending_chats: _Pending[str, ChatState] = _Pending()
         self._pending_members: _Pending[str, Member] = _Pending()
         self._pending_tasks: _Pending[str, TaskRecord] = _Pending()
@@ -328,7 +330,7 @@ class TeamState:
         if tr.serial is not None:
             assert self._in_flight, "nothing in flight to commit"
             assert self._in_flight[0] is tr, "commit in push order"
-            self._in_flight.pop(0)
+            self._in_flight.popleft()
         else:
             assert not self._in_flight, "an unpushed batch cannot overtake those in flight"
         self.session = tr.session

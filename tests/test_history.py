@@ -17,6 +17,7 @@ from orchestrator._agent_messages import (
 from orchestrator._ahp_actions import (
     ChatDeltaAction,
     ChatResponsePartAction,
+    ChatTruncatedAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
     SessionChatAddedAction,
@@ -163,6 +164,53 @@ async def test_undo_truncate_and_restore_soft_delete_and_bring_back(tmp_path: Pa
     assert build_graph(facts).check() == []
     folded = TeamState.fold(SESSION, facts)
     assert folded.chats[CHAT] == JournalReader(db).open(SESSION).chats[CHAT]
+
+
+async def test_a_turn_cut_in_the_transaction_it_ended_in_is_written_deleted(
+    tmp_path: Path,
+) -> None:
+    """The rows of a turn are kept until its transaction is written, and a cut in the same
+    transaction marks them deleted (it writes the rows kept so far first)."""
+    db = tmp_path / "journal.db"
+    journal = SqliteJournal(db)
+    async with trio.open_nursery() as services:
+        await services.start(journal.serve)
+        recorder = Recorder(TeamState(SESSION), journal, FactBus(), clock=lambda: NOW)
+        summary = ChatSummary(
+            resource=CHAT,
+            title="lead",
+            status=SessionStatus.IDLE,
+            modified_at=NOW,
+            origin=UserChatOrigin(),
+        )
+        message = Message(text="one", origin=MessageOrigin(kind=MessageKind.USER))
+        part = MarkdownResponsePart(id="part-1", content="said one")
+        started = RunStarted(
+            run="run-1",
+            team="t",
+            topology="coordinator_team",
+            parallel_budget=1,
+            coordinator="lead",
+            prompt="one",
+            task="task-1",
+        )
+        await recorder.record(
+            [
+                (SESSION, started),
+                (SESSION, SessionChatAddedAction(summary=summary)),
+                (CHAT, ChatTurnStartedAction(turn_id="turn-1", started_at=NOW, message=message)),
+                (CHAT, ChatResponsePartAction(turn_id="turn-1", part=part)),
+            ]
+        )
+        await recorder.record(
+            [
+                (CHAT, ChatTurnCompleteAction(turn_id="turn-1", duration=1)),
+                (CHAT, ChatTruncatedAction(turn_id=None)),
+            ]
+        )
+        services.cancel_scope.cancel()
+    assert prompts(db) == []
+    assert prompts(db, deleted=True) == ["one"]
 
 
 async def test_edits_that_cannot_apply_say_why_and_change_nothing(tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ import json
 import sqlite3
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import trio.testing
 
 from orchestrator._backend_scripted import ScriptedBackend
 from orchestrator._errors import FactLogError, PeerProtocolError
+from orchestrator._facts import Fact
 from orchestrator._graph import build_graph
 from orchestrator._journal import (
     APPLICATION_ID,
@@ -28,7 +30,7 @@ from orchestrator._journal import (
 )
 from orchestrator._runtime import RunOutcome, TeamRuntime
 from orchestrator._snapshot import encode_state
-from orchestrator._team_actions import RunStatus
+from orchestrator._team_actions import RunStarted, RunStatus
 from orchestrator._team_state import TeamState
 from orchestrator._teamfile import TeamSpec, load_team
 
@@ -248,6 +250,56 @@ class TestFailures:
         assert [f.sequence for f in facts] == list(range(1, len(facts) + 1))
         assert len(facts) == runtime.state.last_sequence
         assert TeamState.fold(runtime.session, facts).chats == runtime.state.chats
+
+    async def test_a_failure_is_refused_only_after_earlier_batches_are_reported_durable(
+        self, tmp_path: Path
+    ) -> None:
+        """A batch committed before a failed transaction is reported durable before the
+        journal refuses anything for the failure: the runtime, which fails every batch in
+        flight when a submission is refused, never takes a durable batch for a failed one.
+        The trio thread is held (no checkpoint) while the writer commits one transaction
+        and fails the next, so neither has been reported yet."""
+        journal = SqliteJournal(tmp_path / "journal.db", max_bytes=64 * 1024)
+        session = "ahp-session:/full"
+
+        def fact(sequence: int, prompt: str) -> Fact:
+            started = RunStarted(
+                run="run-1",
+                team="t",
+                topology="flat",
+                parallel_budget=1,
+                coordinator="lead",
+                prompt=prompt,
+                task="task-1",
+            )
+            at = "2026-11-24T00:00:00.000Z"
+            return Fact(sequence=sequence, session=session, channel=session, at=at, action=started)
+
+        def hold_until(written: Callable[[], bool]) -> None:
+            deadline = time.monotonic() + 10
+            while not written():
+                assert time.monotonic() < deadline, "the writer thread did not get there"
+                time.sleep(0.001)  # blocking on purpose: the trio thread must not checkpoint
+
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            durable = journal.submit([fact(1, "small")])
+            hold_until(lambda: journal.statistics().transactions == 1)
+            too_big = journal.submit([fact(2, "x" * 100_000)])
+            hold_until(lambda: journal._write_failed is not None)
+            assert not journal.statistics().failed, "not while a durable batch is unreported"
+            behind = journal.submit([fact(3, "small")])
+            assert not durable.done()
+            with trio.fail_after(10):
+                await behind.wait()
+            assert durable.error is None
+            assert too_big.error is not None
+            assert behind.error is too_big.error
+            assert journal.failed is too_big.error
+            with pytest.raises(FactLogError, match="database or disk is full"):
+                journal.submit([fact(4, "small")])
+            services.cancel_scope.cancel()
+        assert [f.sequence for f in JournalReader(journal.path).facts(session)] == [1]
 
     def test_a_read_only_journal_is_a_clear_error(self, tmp_path: Path) -> None:
         """On a read-only filesystem (a bind mount, made by the test): exit 2 with SQLite's

@@ -8,7 +8,8 @@ delegation graph's consistency check (run on every scenario by ``finished``).
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Generic, TypeVar
 
 import attrs
@@ -30,6 +31,7 @@ from orchestrator._ahp_actions import (
     ChatToolCallCompleteAction,
     ChatToolCallContentChangedAction,
     ChatToolCallDeniedAction,
+    ChatToolCallReadyAction,
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
@@ -1219,6 +1221,173 @@ class TestPipelining:
         assert folded.chats == runtime.state.chats
         assert folded.tasks == runtime.state.tasks
         assert build_graph(disk.facts).check() == []
+
+
+class HeldLog(MemoryFactLog):
+    """A fact log whose batches become durable only when the test says so, in order, and
+    which keeps the contract on failure: a failed batch fails every later one, and later
+    submissions are refused."""
+
+    def __init__(self) -> None:
+        self.facts: list[Fact] = []  # the durable ones
+        self.submitted: list[Fact] = []
+        self.pending: list[tuple[list[Fact], EventTicket]] = []
+        self.broken: FactLogError | None = None
+
+    def submit(self, facts: Sequence[Fact]) -> Ticket:
+        if self.broken is not None:
+            raise self.broken
+        self.submitted.extend(facts)
+        ticket = EventTicket()
+        self.pending.append((list(facts), ticket))
+        return ticket
+
+    def held(self, cls: type) -> list[list[Fact]]:
+        """The pending batches with an action of type ``cls``."""
+        return [b for b, _ in self.pending if any(isinstance(f.action, cls) for f in b)]
+
+    def complete(self, count: int | None = None) -> None:
+        """Make the first ``count`` pending batches (default: all) durable."""
+        count = len(self.pending) if count is None else count
+        done, self.pending = self.pending[:count], self.pending[count:]
+        for facts, ticket in done:
+            self.facts.extend(facts)
+            ticket.complete()
+
+    def fail_next(self) -> None:
+        """Fail the first pending batch, and with it every later one."""
+        self.broken = FactLogError("disk I/O error", source="held.db")
+        for _, ticket in self.pending:
+            ticket.complete(self.broken)
+        self.pending = []
+
+
+async def complete_until(log: HeldLog, cls: type) -> None:
+    """Make batches durable as they come until one holding a ``cls`` action is pending."""
+    while not log.held(cls):
+        log.complete()
+        await trio.testing.wait_all_tasks_blocked()
+
+
+@asynccontextmanager
+async def held_run(runtime: TeamRuntime, log: HeldLog) -> AsyncIterator[list[RunOutcome]]:
+    """Run the team in the background while the block steps ``log``; the list holds the
+    outcome once the block is over."""
+    outcome: list[RunOutcome] = []
+
+    async def run() -> None:
+        outcome.append(await runtime.run("Ship it"))
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run)
+            try:
+                yield outcome
+            except BaseException:
+                # A check failed: fail what is pending, or the run's shielded waits for
+                # durability would keep the nursery open for ever.
+                log.fail_next()
+                raise
+
+
+class TestPipelinedSubmission:
+    """A delegate step's batches are written together: each waits only for its own."""
+
+    async def test_a_rounds_tool_calls_and_spawns_are_submitted_before_any_is_durable(
+        self,
+    ) -> None:
+        """The round's three tool calls are submitted at once, then the three spawns; nothing
+        of a batch is applied or published before it is durable, and each worker starts
+        only once its own spawn is durable."""
+        log = HeldLog()
+        runtime = TeamRuntime(fanout(), backends=ScriptedBackend, factlog=log)
+        published: list[Fact] = []
+        runtime.bus.observe(published.extend)
+        async with held_run(runtime, log) as outcome:
+            await complete_until(log, ChatToolCallReadyAction)
+            assert len(log.held(ChatToolCallReadyAction)) == 3
+            assert not any(isinstance(f.action, ChatToolCallReadyAction) for f in published)
+
+            log.complete()
+            await trio.testing.wait_all_tasks_blocked()
+            spawns = log.held(TaskStarted)
+            assert len(spawns) == 3, "all three spawns wait to be durable together"
+            workers = [
+                f.action.summary.resource
+                for b in spawns
+                for f in b
+                if f.channel == runtime.session and isinstance(f.action, SessionChatAddedAction)
+            ]
+            assert not set(workers) & set(runtime.state.chats), "nothing applied yet"
+            assert not any(
+                isinstance(f.action, SessionChatAddedAction)
+                and f.action.summary.resource in workers
+                for f in published
+            )
+            assert not log.held(ChatTurnStartedAction), "no worker starts before its spawn"
+
+            log.complete(1)  # the first spawn only
+            await trio.testing.wait_all_tasks_blocked()
+            assert workers[0] in runtime.state.chats
+            assert not set(workers[1:]) & set(runtime.state.chats)
+            started = [b[0].channel for b in log.held(ChatTurnStartedAction)]
+            assert started == [workers[0]]
+
+            while log.pending:
+                log.complete()
+                await trio.testing.wait_all_tasks_blocked()
+        assert outcome[0].status is RunStatus.COMPLETED
+        assert [f.sequence for f in published] == [f.sequence for f in log.facts]
+
+    async def test_a_failed_spawn_fails_the_spawns_behind_it_and_none_is_applied(
+        self,
+    ) -> None:
+        """When the first of the round's spawns fails, the two submitted behind it fail with
+        it: no worker chat is applied or published, no worker starts, and the run stops
+        with the facts durable before the failure."""
+        log = HeldLog()
+        runtime = TeamRuntime(fanout(), backends=ScriptedBackend, factlog=log)
+        published: list[Fact] = []
+        runtime.bus.observe(published.extend)
+        async with held_run(runtime, log) as outcome:
+            await complete_until(log, TaskStarted)
+            assert len(log.held(TaskStarted)) == 3
+            durable = len(log.facts)
+            log.fail_next()
+        assert outcome[0].status is RunStatus.FAILED
+        assert "disk I/O error" in outcome[0].error
+        assert runtime.state.last_sequence == durable == len(published)
+        assert runtime.state.in_flight() == 0
+        assert list(runtime.state.chats) == [runtime.state.coordinator_chat()]
+        workers = {f.action.chat for f in log.submitted if isinstance(f.action, TaskStarted)}
+        assert len(workers) == 3
+        assert not any(
+            f.channel in workers
+            for f in log.submitted
+            if isinstance(f.action, ChatTurnStartedAction)
+        )
+        assert TeamState.fold(runtime.session, log.facts).chats == runtime.state.chats
+
+    async def test_a_failed_tool_call_fails_the_rest_of_the_round_and_none_runs(
+        self,
+    ) -> None:
+        """When the first of the round's tool calls fails to become durable, the calls
+        submitted behind it fail with it and none of them runs: no task is created."""
+        log = HeldLog()
+        runtime = TeamRuntime(fanout(), backends=ScriptedBackend, factlog=log)
+        async with held_run(runtime, log) as outcome:
+            await complete_until(log, ChatToolCallReadyAction)
+            assert len(log.held(ChatToolCallReadyAction)) == 3
+            durable = len(log.facts)
+            log.fail_next()
+        assert outcome[0].status is RunStatus.FAILED
+        assert runtime.state.last_sequence == durable
+        assert not any(isinstance(f.action, TaskCreated) for f in log.submitted)
+        coordinator = runtime.state.coordinator_chat()
+        assert coordinator is not None
+        turn = runtime.state.chats[coordinator].active_turn
+        assert turn is not None
+        assert turn.response_parts == (), "no tool call of the round was applied"
 
 
 class TestFactLogFailure:
