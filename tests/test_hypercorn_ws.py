@@ -98,26 +98,21 @@ class Client:
 
     async def until_closed(self) -> tuple[list[str], int]:
         """Read to the server's close (answered): the text messages and the close code."""
-        texts: list[str] = []
-        pieces: list[str] = []
-        while True:
-            data = await self.stream.receive_some(65_536)
-            assert data, "the server hung up without a close frame"
-            self.ws.receive_data(data)
-            for event in self.ws.events():
-                self.events.append(event)
-                if isinstance(event, TextMessage):
-                    pieces.append(event.data)
-                    if event.message_finished:
-                        texts.append("".join(pieces))
-                        pieces.clear()
-                elif isinstance(event, CloseConnection):
-                    if self.ws.state is ConnectionState.REMOTE_CLOSING:
-                        await self.send(event.response())
-                    return texts, event.code
+        texts, close = await self._read()
+        assert close is not None, "the server hung up without a close frame"
+        if self.ws.state is ConnectionState.REMOTE_CLOSING:
+            await self.send(close.response())
+        return texts, close.code
 
     async def until_eof(self) -> list[str]:
-        """Read to the end of the stream: the text messages that arrived whole."""
+        """Read to the end of the stream (no close frame): the text messages that arrived
+        whole."""
+        texts, close = await self._read()
+        assert close is None, close
+        return texts
+
+    async def _read(self) -> tuple[list[str], CloseConnection | None]:
+        """The text messages up to a close frame or the end of the stream, and the close."""
         texts: list[str] = []
         pieces: list[str] = []
         while data := await self.stream.receive_some(65_536):
@@ -129,7 +124,9 @@ class Client:
                     if event.message_finished:
                         texts.append("".join(pieces))
                         pieces.clear()
-        return texts
+                elif isinstance(event, CloseConnection):
+                    return texts, event
+        return texts, None
 
 
 @asynccontextmanager
