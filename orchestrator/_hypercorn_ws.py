@@ -17,7 +17,7 @@ The seam is hypercorn's, not a public API (checked with hypercorn 0.17.3 and 0.1
 that ``WSStream`` keeps the wsproto ``connection``, its ASGI ``state``, its ``closed`` flag,
 its ``stream_id`` and ``send``, the bound ``H11Protocol.stream_send``, whose protocol's
 ``send`` is the bound ``TCPServer.protocol_send``; the ``TCPServer`` keeps the
-``trio.SocketStream`` and the ``send_lock`` it holds while it writes. :class:`RecordAsgiSend`
+``trio.SocketStream`` and the ``send_lock`` it holds while it writes. :class:`HypercornSeam`
 keeps the ASGI ``send`` in the scope; :func:`frame_writer` checks every piece it uses and
 returns ``None`` without the first (another server, a test client, a changed hypercorn: the
 caller sends through Starlette), and writes through hypercorn only, without the socket
@@ -28,7 +28,7 @@ Only text frames go this way; accepting, closing and reading stay with Starlette
 stopped reading: hypercorn shields each write from cancellation, so without it such a
 client holds its connection's tasks, and a shutdown, for as long as it reads nothing.
 :class:`OpenSockets` does the same for every connection (HTTP too) that is still open when
-a shutdown has given up waiting; :class:`RecordAsgiSend` wraps the Starlette app (not as
+a shutdown has given up waiting; :class:`HypercornSeam` wraps the Starlette app (not as
 Starlette middleware, whose error handler wraps an HTTP ``send``) to feed both.
 """
 
@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 import trio
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from wsproto.events import TextMessage
 from wsproto.utilities import LocalProtocolError
@@ -54,10 +54,12 @@ try:
 except ImportError:  # pragma: no cover - a hypercorn without the seam: Starlette's path
     WSStream = HTTPStream = None  # type: ignore[assignment, misc]
 
-__all__ = ["SCOPE_KEY", "FrameWriter", "OpenSockets", "RecordAsgiSend", "frame_writer"]
+__all__ = ["SCOPE_KEY", "FrameWriter", "HypercornSeam", "OpenSockets", "frame_writer"]
 
-#: Where :class:`RecordAsgiSend` keeps the server's ``send`` callable in a WebSocket scope.
+#: Where :class:`HypercornSeam` keeps the server's ``send`` callable in a WebSocket scope.
 SCOPE_KEY: Final = "orchestrator.asgi_send"
+#: How long a client has to go once the app is done with its WebSocket (seconds).
+DISCONNECT_TIMEOUT: Final = 5.0
 
 
 class OpenSockets:
@@ -86,21 +88,54 @@ class OpenSockets:
         return closed
 
 
-class RecordAsgiSend:
-    """ASGI middleware: keep the server's own ``send`` of each WebSocket in its scope (the
-    callable before Starlette wraps it), for :func:`frame_writer`; and the socket of each
-    connection in ``sockets``."""
+class HypercornSeam:
+    """ASGI middleware between hypercorn and the app: keeps the server's own ``send`` of each
+    WebSocket in its scope (the callable before Starlette wraps it), for
+    :func:`frame_writer`, and the socket of each connection in ``sockets``; and once the app
+    is done with a WebSocket, takes what the client still sends, up to its disconnect.
+
+    That last part works around hypercorn (0.17, 0.18): it queues a WebSocket's incoming
+    messages for the app, ten at most, and when the app has returned it still puts the
+    disconnect there, into a full queue that nobody reads. That blocks the connection's
+    tasks for good, so its TCP connection is never closed, and a client waiting for that
+    close (as RFC 6455 tells it to) waits forever: seen with a client that sent thirty
+    prompts and then waited for the session that failed under them to end."""
 
     def __init__(self, app: ASGIApp, sockets: OpenSockets | None = None) -> None:
         self.app = app
         self.sockets = sockets
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "websocket":
-            scope[SCOPE_KEY] = send
         if scope["type"] in ("websocket", "http") and self.sockets is not None:
             self.sockets.add(send)
-        await self.app(scope, receive, send)
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+        scope[SCOPE_KEY] = send
+        disconnected = False
+
+        async def receive_and_note_disconnect() -> Message:
+            nonlocal disconnected
+            message = await receive()
+            disconnected = message["type"] == "websocket.disconnect"
+            return message
+
+        await self.app(scope, receive_and_note_disconnect, send)
+        if not disconnected:
+            await _take_until_disconnect(receive, send)
+
+
+async def _take_until_disconnect(receive: Receive, send: Send) -> None:
+    """Receive and drop messages until the disconnect; a client that has not gone within
+    :data:`DISCONNECT_TIMEOUT` has its socket closed (with the queue full again, hypercorn
+    would block)."""
+    with trio.move_on_after(DISCONNECT_TIMEOUT):
+        while (await receive())["type"] != "websocket.disconnect":
+            pass
+        return
+    stream = getattr(send, "__self__", None)
+    if WSStream is not None and isinstance(stream, WSStream):
+        FrameWriter(stream, _tcp_server(stream)).abort()
 
 
 class FrameWriter:

@@ -49,7 +49,7 @@ from ._backend_openai import http_client
 from ._command_tool import ToolCallback, callback_url
 from ._daemon import Daemon, load_teams, session_id, session_uri
 from ._errors import FactLogError, IllegalTransitionError, OrchestratorError, RunError
-from ._hypercorn_ws import OpenSockets, RecordAsgiSend
+from ._hypercorn_ws import HypercornSeam, OpenSockets
 from ._journal import SqliteJournal
 from ._metrics import CONTENT_TYPE
 from ._outbox import CLOSE_GOING_AWAY
@@ -237,7 +237,7 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
             WebSocketRoute("/teammates", teammates_socket),
         ],
     )
-    return RecordAsgiSend(app, sockets)
+    return HypercornSeam(app, sockets)
 
 
 async def _body(request: Request, limit: int) -> bytes:

@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
+import pytest
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.protocol.events import Data
@@ -37,9 +38,10 @@ from wsproto.events import (
 )
 
 from orchestrator._hypercorn_ws import (
+    DISCONNECT_TIMEOUT,
     SCOPE_KEY,
     FrameWriter,
-    RecordAsgiSend,
+    HypercornSeam,
     _tcp_server,
     frame_writer,
 )
@@ -64,7 +66,7 @@ async def serving(handler: Handler, *, record: bool = True) -> AsyncIterator[tup
         await handler(websocket)
 
     routes = Starlette(routes=[WebSocketRoute("/ws", endpoint)])
-    app = RecordAsgiSend(routes) if record else routes  # outside Starlette, as the daemon does
+    app = HypercornSeam(routes) if record else routes  # outside Starlette, as the daemon does
     config = HypercornConfig()
     config.bind = ["127.0.0.1:0"]
     config.accesslog = None
@@ -243,6 +245,52 @@ class TestSeam:
                     await client.send(CloseConnection(code=1000))
                     await client.until_closed()
                 await done.wait()
+
+
+class TestDisconnect:
+    async def test_a_client_whose_messages_the_app_left_unread_is_let_go(self) -> None:
+        """The app returns (after its close) with a full receive queue: hypercorn would
+        block putting the disconnect into it, and never close the TCP connection; the
+        seam takes the queue, so the close handshake ends with the server's TCP close."""
+        queued = trio.Event()
+
+        async def handler(websocket: WebSocket) -> None:
+            await queued.wait()
+            await trio.testing.wait_all_tasks_blocked()  # hypercorn waits on the full queue
+            await websocket.close(code=CLOSE_GOING_AWAY)
+
+        with trio.fail_after(20):
+            async with serving(handler) as address, connected(address) as client:
+                for n in range(30):
+                    await client.send(TextMessage(data=f"prompt {n}"))
+                queued.set()
+                assert await client.until_closed() == ([], CLOSE_GOING_AWAY)
+                assert await client.until_eof() == []
+
+    async def test_a_client_that_never_answers_the_close_is_cut_off(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """The same client, but it never answers the close: DISCONNECT_TIMEOUT after the
+        app returned, its socket is closed."""
+        queued = trio.Event()
+        returned: list[float] = []
+
+        async def handler(websocket: WebSocket) -> None:
+            await queued.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            await websocket.close(code=CLOSE_GOING_AWAY)
+            returned.append(trio.current_time())
+
+        with trio.fail_after(60):
+            async with serving(handler) as address, connected(address) as client:
+                for n in range(30):
+                    await client.send(TextMessage(data=f"prompt {n}"))
+                queued.set()
+                texts, close = await client._read()  # the close frame, left unanswered
+                assert (texts, close and close.code) == ([], CLOSE_GOING_AWAY)
+                assert await client.until_eof() == []
+                cut_off = trio.current_time()
+        assert cut_off - returned[0] == pytest.approx(DISCONNECT_TIMEOUT, abs=0.5)
 
 
 @attrs.define
