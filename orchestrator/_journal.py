@@ -28,13 +28,15 @@ Schema versions are recorded in ``PRAGMA user_version`` (and the file marked as 
 one, a foreign SQLite file, or a file that is not SQLite at all is refused before anything is
 written to it.
 
-Snapshots: after every :data:`SNAPSHOT_EVERY` committed facts of a session, the runtime's
-committed state is copied (its entries are immutable values, so a shallow copy) and the
-writer stores it, so opening a session reads the latest snapshot and folds only the facts
-after it. A snapshot is stored in parts (a ``snapshots`` row per session says which
-sequence, ``snapshot_parts`` rows hold the pieces; see :mod:`._snapshot`), and the writer
-writes again only the parts that changed since its previous snapshot of the session: a
-snapshot costs what changed, not the size of the session.
+Snapshots: after every :data:`SNAPSHOT_EVERY` committed facts of a session (and at least one
+per entry of its state, so that a large fan-out is not walked and encoded again every few
+thousand facts: :func:`._snapshot.snapshot_due`), the runtime's committed state is copied (its
+entries are immutable values, so a shallow copy) and the writer stores it, so opening a
+session reads the latest snapshot and folds only the facts after it. A snapshot is stored
+in parts (a ``snapshots`` row per session says which sequence, ``snapshot_parts`` rows hold
+the pieces; see :mod:`._snapshot`), and the writer writes again only the parts that changed
+since its previous snapshot of the session: a snapshot costs what changed, not the size of
+the session.
 """
 
 from __future__ import annotations
@@ -68,8 +70,10 @@ from ._snapshot import (
     decode_state,
     encode_part,
     same_values,
+    snapshot_due,
     snapshot_header,
     snapshot_parts,
+    state_entries,
 )
 from ._team_actions import RunFinished, RunStarted
 from ._team_state import TeamState
@@ -93,7 +97,8 @@ APPLICATION_ID: Final = 0x4F524348
 SCHEMA_VERSION: Final = 4
 #: Most facts written in one transaction (a group commit).
 GROUP_LIMIT: Final = 20_000
-#: Committed facts of a session between two snapshots of it.
+#: Committed facts of a session between two snapshots of it, at least (a session with more
+#: entries waits for one fact per entry: :func:`._snapshot.snapshot_due`).
 SNAPSHOT_EVERY: Final = 5_000
 
 _SCHEMA_V1: Final = """
@@ -864,8 +869,9 @@ class SqliteJournal:
 
     def committed(self, state: TeamState) -> None:
         """The runtime committed facts: snapshot the state when enough have accumulated."""
-        last = self._snapshot_at.get(state.session_uri, 0)
-        if state.last_sequence - last >= self.snapshot_every and self._failed is None:
+        since = state.last_sequence - self._snapshot_at.get(state.session_uri, 0)
+        due = snapshot_due(since, state_entries(state), every=self.snapshot_every)
+        if due and self._failed is None:
             self._snapshot_at[state.session_uri] = state.last_sequence
             self._queue.put(_Snapshot(state.copy(), self._snapshots))
 

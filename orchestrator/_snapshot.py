@@ -33,6 +33,16 @@ task        task id      order among the tasks        the task record
 approval    approval id  order among the approvals    the approval record
 ==========  ===========  ===========================  =====================================
 
+When to snapshot (:func:`snapshot_due`): a snapshot walks every part to find the changed
+ones, and a fan-out changes many at once, so a fixed number of facts between snapshots makes
+a large session pay for its size again and again: with N workers moving in step (all spawned,
+then all start their turns, ...) a snapshot every 5,000 facts walks ~4N parts and re-encodes
+the parts of thousands of workers that will change again before the next one, quadratic in N.
+A session is therefore snapshot after ``every`` facts *and* at least one fact per entry of its
+state (:func:`state_entries`): the walk and the encoding then cost at most a constant per fact
+since the last snapshot, and opening folds a tail no longer than the snapshot it starts from
+is large, so opening stays within a small factor of decoding the state itself.
+
 The order of the team's dictionaries is kept (``position``), so that a session opened from a
 snapshot iterates its chats, tasks and approvals as a fold would. AHP values use the AHP
 converter; the team records a converter configured the same way (camelCase, absent
@@ -70,8 +80,10 @@ __all__ = [
     "encode_part",
     "encode_state",
     "same_values",
+    "snapshot_due",
     "snapshot_header",
     "snapshot_parts",
+    "state_entries",
 ]
 
 #: The format of the snapshot header and its parts (1: the whole state in one object).
@@ -102,6 +114,22 @@ for _cls in _RECORDS:
 _ENTRIES: Final = frozenset({"chat", "member", "task", "approval"})
 
 R = TypeVar("R")
+
+
+# ─── When to snapshot ────────────────────────────────────────────────────────
+
+
+def state_entries(state: TeamState) -> int:
+    """How many entries ``state`` has (chats, members, tasks, approvals): about a quarter of
+    its parts in a fan-out (a worker has a chat, a member, a task and an active turn's
+    parts), counted in O(1) on the runtime's thread."""
+    return len(state.chats) + len(state.members) + len(state.tasks) + len(state.approvals)
+
+
+def snapshot_due(facts_since: int, entries: int, *, every: int) -> bool:
+    """Whether a session ``facts_since`` facts past its last snapshot is due another: after
+    ``every`` facts and at least one per entry of its state (see the module docstring)."""
+    return facts_since >= max(every, entries)
 
 
 # ─── Cutting a state into parts ──────────────────────────────────────────────

@@ -26,10 +26,11 @@ from orchestrator._journal import (
     Durability,
     JournalReader,
     SqliteJournal,
+    _Snapshot,
     _snapshot,
 )
 from orchestrator._runtime import RunOutcome, TeamRuntime
-from orchestrator._snapshot import encode_state
+from orchestrator._snapshot import encode_state, state_entries
 from orchestrator._team_actions import RunStarted, RunStatus
 from orchestrator._team_state import TeamState
 from orchestrator._teamfile import TeamSpec, load_team
@@ -382,6 +383,31 @@ class TestSnapshots:
         assert opened.chats == folded.chats
         assert list(opened.tasks.items()) == list(folded.tasks.items())
         assert opened.last_sequence == folded.last_sequence
+
+    async def test_a_session_is_snapshot_once_per_fact_per_entry_at_most(
+        self, tmp_path: Path
+    ) -> None:
+        """Asked after every fact with ``snapshot_every=1``, the journal snapshots a session
+        only once as many facts as the state has entries have been committed since its
+        previous snapshot: a large session is not walked and encoded again after every few
+        facts."""
+        _, runtime, _ = await run_team(tmp_path / "journal.db")
+        facts = JournalReader(tmp_path / "journal.db").facts(runtime.session)
+        journal = SqliteJournal(tmp_path / "other.db", snapshot_every=1)
+        state = TeamState(runtime.session)
+        for fact in facts:
+            state.apply(fact)
+            journal.committed(state)
+        queued = []
+        while not journal._queue.empty():
+            item = journal._queue.get_nowait()
+            assert isinstance(item, _Snapshot)
+            queued.append(item.state)
+        assert 3 <= len(queued) < len(facts) // 4
+        previous = 0
+        for snapshot in queued:
+            assert snapshot.last_sequence - previous == max(1, state_entries(snapshot))
+            previous = snapshot.last_sequence
 
     async def test_a_schema_3_snapshot_is_converted_to_parts(self, tmp_path: Path) -> None:
         """A schema-3 journal's whole-state snapshot becomes parts when the file is migrated,

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 import trio
+from hypothesis import given
+from hypothesis import strategies as st
 
 from orchestrator._backend_scripted import ScriptedBackend
 from orchestrator._compact_json import dumps
@@ -21,8 +23,10 @@ from orchestrator._snapshot import (
     encode_part,
     encode_state,
     same_values,
+    snapshot_due,
     snapshot_header,
     snapshot_parts,
+    state_entries,
 )
 from orchestrator._team_actions import ApprovalRequested
 from orchestrator._team_state import TeamState
@@ -108,6 +112,51 @@ class TestParts:
         state = TeamState("ahp-session:/empty")
         assert snapshot_parts(state) == {}
         assert_same_state(stored(state, chunk=2), state)
+
+
+class TestWhenToSnapshot:
+    def test_a_small_session_is_snapshot_every_so_many_facts(self) -> None:
+        assert not snapshot_due(4_999, 10, every=5_000)
+        assert snapshot_due(5_000, 10, every=5_000)
+
+    def test_a_large_session_waits_one_fact_per_entry(self) -> None:
+        """A fan-out of 10,000 workers (30,001 entries) is not snapshot every 5,000 facts:
+        each snapshot would walk all its parts and encode again those of workers that change
+        again before the next."""
+        assert not snapshot_due(5_000, 30_001, every=5_000)
+        assert not snapshot_due(30_000, 30_001, every=5_000)
+        assert snapshot_due(30_001, 30_001, every=5_000)
+
+    @given(
+        every=st.integers(1, 50),
+        commits=st.lists(st.tuples(st.integers(1, 20), st.integers(0, 30)), max_size=200),
+    )
+    def test_snapshots_cost_at_most_the_facts_and_the_tail_stays_bounded(
+        self, every: int, commits: list[tuple[int, int]]
+    ) -> None:
+        """Committing batches of facts while the state grows (each commit: its facts, the
+        entries it adds), as the journal asks: the entries walked by all snapshots together
+        are at most the facts committed, and no tail left to fold grows past ``every`` or
+        the state's entries by more than one commit."""
+        sequence = last = entries = walked = 0
+        for facts, added in commits:
+            sequence += facts
+            entries += added
+            if snapshot_due(sequence - last, entries, every=every):
+                walked += entries
+                last = sequence
+            assert sequence - last < max(every, entries) + facts
+        assert walked <= sequence
+
+    async def test_the_entries_of_a_state_are_its_chats_members_tasks_and_approvals(
+        self,
+    ) -> None:
+        session, facts = await delivery_run()
+        state = TeamState.fold(session, facts)
+        assert state_entries(state) == (
+            len(state.chats) + len(state.members) + len(state.tasks) + len(state.approvals)
+        )
+        assert state_entries(TeamState(session)) == 0
 
 
 class TestDamage:
