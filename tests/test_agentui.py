@@ -379,9 +379,11 @@ class TestEnvelopeModel:
     def test_every_empty_id_is_refused(self, name: str) -> None:
         """Each id field (one post-init check, not a validator per field) refuses "" by name
         and accepts a non-empty id."""
+        empty: dict[str, Any] = {name: ""}
+        given_id: dict[str, Any] = {name: "x"}
         with pytest.raises(ValueError, match=f"Length of '{name}' must be >= 1: 0"):
-            Envelope(type="agent.changed", **{name: ""})
-        assert getattr(Envelope(type="agent.changed", **{name: "x"}), name) == "x"
+            Envelope(type="agent.changed", **empty)
+        assert getattr(Envelope(type="agent.changed", **given_id), name) == "x"
 
     def test_is_frozen(self) -> None:
         """Envelopes are immutable facts."""
