@@ -10,6 +10,7 @@ import json
 from enum import StrEnum
 from typing import Any
 
+import attrs
 import pytest
 
 from orchestrator._agentui import (
@@ -371,6 +372,18 @@ class TestEnvelopeModel:
         """Ids are non-empty (schema minLength 1): an empty one would merge entities."""
         with pytest.raises(ValueError, match="agent_id"):
             Envelope(type="agent.changed", agent_id="")
+
+    @pytest.mark.parametrize(
+        "name", [f.name for f in attrs.fields(Envelope) if f.name.endswith("_id")]
+    )
+    def test_every_empty_id_is_refused(self, name: str) -> None:
+        """Each id field (one post-init check, not a validator per field) refuses "" by name
+        and accepts a non-empty id."""
+        empty: dict[str, Any] = {name: ""}
+        given_id: dict[str, Any] = {name: "x"}
+        with pytest.raises(ValueError, match=f"Length of '{name}' must be >= 1: 0"):
+            Envelope(type="agent.changed", **empty)
+        assert getattr(Envelope(type="agent.changed", **given_id), name) == "x"
 
     def test_is_frozen(self) -> None:
         """Envelopes are immutable facts."""
