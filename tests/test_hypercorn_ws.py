@@ -408,6 +408,18 @@ async def accepted(asgi: FakeAsgi) -> WebSocket:
     return websocket
 
 
+#: Four megabytes of frames: more than the socket buffers to a client that reads nothing hold.
+MEGABYTES = [json.dumps({"n": n, "pad": "x" * 10_000}) for n in range(400)]
+
+
+def filled_outbox(websocket: WebSocket, frames: list[str]) -> Outbox:
+    """An outbox with room for ``frames``, holding them."""
+    outbox = Outbox(websocket, len(frames), on_hang_up=lambda *args: None)
+    for frame in frames:
+        outbox.put(frame)
+    return outbox
+
+
 class TestOutbox:
     async def test_through_starlette_frames_go_in_order_then_the_close(self) -> None:
         """Without the seam the outbox sends each frame through Starlette, in order, then
@@ -473,14 +485,12 @@ class TestOutbox:
         outbox gives it CLOSE_TIMEOUT, then closes the socket under the write (hypercorn
         would wait forever): the writer returns, and the client finds whole frames, in
         order, then the end of the stream without a close frame."""
-        frames = [json.dumps({"n": n, "pad": "x" * 10_000}) for n in range(400)]
+        frames = MEGABYTES
         took: list[float] = []
         returned = trio.Event()
 
         async def handler(websocket: WebSocket) -> None:
-            outbox = Outbox(websocket, len(frames), on_hang_up=lambda *args: None)
-            for frame in frames:
-                outbox.put(frame)
+            outbox = filled_outbox(websocket, frames)
             outbox.hang_up(CLOSE_GOING_AWAY, "the session ended")
             started = trio.current_time()
             await outbox.send()
@@ -504,13 +514,11 @@ class TestOutbox:
     ) -> None:
         """Torn down (the daemon stops) while a write waits for a client that reads
         nothing: the socket is closed under the write, so the cancel takes effect."""
-        frames = [json.dumps({"n": n, "pad": "x" * 10_000}) for n in range(400)]
+        frames = MEGABYTES
         returned = trio.Event()
 
         async def handler(websocket: WebSocket) -> None:
-            outbox = Outbox(websocket, len(frames), on_hang_up=lambda *args: None)
-            for frame in frames:
-                outbox.put(frame)
+            outbox = filled_outbox(websocket, frames)
             with trio.move_on_after(1):
                 await outbox.send()
             returned.set()
