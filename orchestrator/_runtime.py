@@ -1579,8 +1579,10 @@ class TeamRuntime:
             slot.held = True
         except trio.WouldBlock:
             queued = self.recorder.submit([(self.session, created)])
-            turnstile.passed(position)  # submitted: the next delegation may submit behind it
             await queued.wait()
+            # Only now (no checkpoint until this task is in the budget's queue): a later
+            # delegation must neither take a place freed meanwhile nor queue ahead of it.
+            turnstile.passed(position)
             log.info(
                 "delegation queued",
                 task=task_id,

@@ -1389,6 +1389,25 @@ class TestPipelinedSubmission:
         assert turn is not None
         assert turn.response_parts == (), "no tool call of the round was applied"
 
+    async def test_queued_delegations_take_their_places_in_the_order_they_were_made(
+        self,
+    ) -> None:
+        """Budget 1: the second and third delegations of the round queue. Each enters the
+        budget's queue before the next is submitted, so they start in order even when
+        the log makes their batches durable together (trio wakes tasks woken together in
+        either order): task ids and worker chats are reproducible."""
+        for _ in range(12):
+            log = HeldLog()
+            runtime = TeamRuntime(fanout(budget=1), backends=ScriptedBackend, factlog=log)
+            async with held_run(runtime, log) as outcome:
+                while log.pending or not outcome:
+                    log.complete()
+                    await trio.testing.wait_all_tasks_blocked()
+            assert outcome[0].status is RunStatus.COMPLETED
+            started = [f.action.task for f in log.facts if isinstance(f.action, TaskStarted)]
+            created = [f.action.task for f in log.facts if isinstance(f.action, TaskCreated)]
+            assert started == created, (started, created)
+
 
 class TestFactLogFailure:
     @pytest.mark.parametrize("room", [3, 12, 25])
