@@ -34,6 +34,7 @@ Starlette middleware, whose error handler wraps an HTTP ``send``) to feed both.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import weakref
 from collections.abc import Sequence
@@ -112,30 +113,52 @@ class HypercornSeam:
             await self.app(scope, receive, send)
             return
         scope[SCOPE_KEY] = send
-        disconnected = False
+        accepted = disconnected = False
 
-        async def receive_and_note_disconnect() -> Message:
+        async def receive_noting_disconnect() -> Message:
             nonlocal disconnected
             message = await receive()
             disconnected = message["type"] == "websocket.disconnect"
             return message
 
-        await self.app(scope, receive_and_note_disconnect, send)
-        if not disconnected:
+        async def send_noting_accept(message: Message) -> None:
+            nonlocal accepted
+            accepted = accepted or message["type"] == "websocket.accept"
+            await send(message)
+
+        try:
+            await self.app(scope, receive_noting_disconnect, send_noting_accept)
+        except Exception:
+            if accepted and not disconnected:  # tell the client to go (1011), then let it
+                with contextlib.suppress(Exception):
+                    await send({"type": "websocket.close", "code": 1011})
+                await _take_until_disconnect(receive, send)
+            raise
+        # A refused handshake queued nothing (hypercorn answers data on it with a 400).
+        if accepted and not disconnected:
             await _take_until_disconnect(receive, send)
 
 
 async def _take_until_disconnect(receive: Receive, send: Send) -> None:
-    """Receive and drop messages until the disconnect; a client that has not gone within
-    :data:`DISCONNECT_TIMEOUT` has its socket closed (with the queue full again, hypercorn
-    would block)."""
-    with trio.move_on_after(DISCONNECT_TIMEOUT):
-        while (await receive())["type"] != "websocket.disconnect":
-            pass
+    """Receive and drop messages until the disconnect. A client that has not gone within
+    :data:`DISCONNECT_TIMEOUT` has its socket closed, and what hypercorn had read before
+    that is taken too (with the queue full again its reader would block), up to the
+    disconnect the closed socket brings."""
+    if await _received_disconnect(receive):
         return
     stream = getattr(send, "__self__", None)
     if WSStream is not None and isinstance(stream, WSStream):
         FrameWriter(stream, _tcp_server(stream)).abort()
+    await _received_disconnect(receive)
+
+
+async def _received_disconnect(receive: Receive) -> bool:
+    """Whether the disconnect came within :data:`DISCONNECT_TIMEOUT`."""
+    with trio.move_on_after(DISCONNECT_TIMEOUT):
+        while (await receive())["type"] != "websocket.disconnect":
+            pass
+        return True
+    return False
 
 
 class FrameWriter:

@@ -23,7 +23,7 @@ from hypercorn.trio import serve as hypercorn_serve
 from hypercorn.trio.worker_context import WorkerContext
 from starlette.applications import Starlette
 from starlette.routing import WebSocketRoute
-from starlette.types import Message
+from starlette.types import Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from wsproto import ConnectionType, WSConnection
 from wsproto.connection import Connection, ConnectionState
@@ -33,6 +33,7 @@ from wsproto.events import (
     Event,
     Ping,
     Pong,
+    RejectConnection,
     Request,
     TextMessage,
 )
@@ -57,16 +58,30 @@ Handler = Callable[[WebSocket], Awaitable[None]]
 
 
 @asynccontextmanager
-async def serving(handler: Handler, *, record: bool = True) -> AsyncIterator[tuple[str, int]]:
+async def serving(
+    handler: Handler,
+    *,
+    record: bool = True,
+    accept: bool = True,
+    returned: list[float] | None = None,
+) -> AsyncIterator[tuple[str, int]]:
     """``(host, port)`` of a Starlette app on hypercorn (127.0.0.1, port 0) whose one route,
-    ``/ws``, accepts and hands the socket to ``handler``."""
+    ``/ws``, accepts (unless not ``accept``) and hands the socket to ``handler``; with
+    ``returned``, the times at which the app returned to hypercorn are appended to it."""
 
     async def endpoint(websocket: WebSocket) -> None:
-        await websocket.accept()
+        if accept:
+            await websocket.accept()
         await handler(websocket)
 
     routes = Starlette(routes=[WebSocketRoute("/ws", endpoint)])
-    app = HypercornSeam(routes) if record else routes  # outside Starlette, as the daemon does
+    seam = HypercornSeam(routes) if record else routes  # outside Starlette, as the daemon does
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await seam(scope, receive, send)
+        if returned is not None and scope["type"] == "websocket":
+            returned.append(trio.current_time())
+
     config = HypercornConfig()
     config.bind = ["127.0.0.1:0"]
     config.accesslog = None
@@ -266,6 +281,50 @@ class TestDisconnect:
                 queued.set()
                 assert await client.until_closed() == ([], CLOSE_GOING_AWAY)
                 assert await client.until_eof() == []
+
+    async def test_an_app_that_fails_has_the_client_told_and_let_go(self) -> None:
+        """The app raises with the client's messages unread: the client is closed with
+        1011 and the TCP connection ends (hypercorn alone would block, as above)."""
+        queued = trio.Event()
+
+        async def handler(websocket: WebSocket) -> None:
+            await queued.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            raise RuntimeError("a bug in the app")
+
+        with trio.fail_after(20):
+            async with serving(handler) as address, connected(address) as client:
+                for n in range(30):
+                    await client.send(TextMessage(data=f"prompt {n}"))
+                queued.set()
+                assert await client.until_closed() == ([], 1011)
+                assert await client.until_eof() == []
+
+    async def test_a_refused_handshake_is_not_held(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """Nothing was queued for a WebSocket the app refused: the seam returns at once
+        (not DISCONNECT_TIMEOUT later), and the client gets its 403."""
+        returned: list[float] = []
+
+        async def refuse(websocket: WebSocket) -> None:
+            await websocket.close(code=1008)
+
+        with trio.fail_after(60):
+            async with serving(refuse, accept=False, returned=returned) as address:
+                stream = await trio.open_tcp_stream(*address)
+                async with stream:
+                    ws = WSConnection(ConnectionType.CLIENT)
+                    await stream.send_all(ws.send(Request(host="localhost", target="/ws")))
+                    ws.receive_data(await stream.receive_some(65_536))
+                    [rejection, *_] = list(ws.events())
+                    asked = trio.current_time()
+                    while not returned:
+                        await trio.testing.wait_all_tasks_blocked()
+                        await trio.sleep(0.1)
+        assert isinstance(rejection, RejectConnection)
+        assert rejection.status_code == 403
+        assert returned[0] - asked < 1
 
     async def test_a_client_that_never_answers_the_close_is_cut_off(
         self, autojump_clock: trio.testing.MockClock
