@@ -1578,10 +1578,9 @@ class TeamRuntime:
             self._limiter.acquire_on_behalf_of_nowait(slot)
             slot.held = True
         except trio.WouldBlock:
-            queued = self.recorder.submit([(self.session, created)])
-            await queued.wait()
-            # Only now (no checkpoint until this task is in the budget's queue): a later
-            # delegation must neither take a place freed meanwhile nor queue ahead of it.
+            await self.recorder.record([(self.session, created)])
+            # Only once durable (no checkpoint until this task is in the budget's queue): a
+            # later delegation must neither take a place freed meanwhile nor queue ahead.
             turnstile.passed(position)
             log.info(
                 "delegation queued",
