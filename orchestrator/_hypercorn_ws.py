@@ -35,9 +35,10 @@ Starlette middleware, whose error handler wraps an HTTP ``send``) to feed both.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import trio
@@ -132,24 +133,30 @@ class HypercornSeam:
             if accepted and not disconnected:  # tell the client to go (1011), then let it
                 with contextlib.suppress(Exception):
                     await send({"type": "websocket.close", "code": 1011})
-                await _take_until_disconnect(receive, send)
+                await take_until_disconnect(receive, functools.partial(_cut_off, send))
             raise
         # A refused handshake queued nothing (hypercorn answers data on it with a 400).
         if accepted and not disconnected:
-            await _take_until_disconnect(receive, send)
+            await take_until_disconnect(receive, functools.partial(_cut_off, send))
 
 
-async def _take_until_disconnect(receive: Receive, send: Send) -> None:
+async def take_until_disconnect(receive: Receive, cut_off: Callable[[], None]) -> None:
     """Receive and drop messages until the disconnect. A client that has not gone within
-    :data:`DISCONNECT_TIMEOUT` has its socket closed, and what hypercorn had read before
-    that is taken too (with the queue full again its reader would block), up to the
-    disconnect the closed socket brings."""
+    :data:`DISCONNECT_TIMEOUT` is ``cut_off`` (its socket closed), and what hypercorn had
+    read before that is taken too: its reader may be blocked putting the rest of a burst
+    into the full queue, and only once it is through does it find the closed socket and
+    put the disconnect."""
     if await _received_disconnect(receive):
         return
+    cut_off()
+    await _received_disconnect(receive)
+
+
+def _cut_off(send: Send) -> None:
+    """Close the socket under the hypercorn WebSocket whose ``send`` this is."""
     stream = getattr(send, "__self__", None)
     if WSStream is not None and isinstance(stream, WSStream):
         FrameWriter(stream, _tcp_server(stream)).abort()
-    await _received_disconnect(receive)
 
 
 async def _received_disconnect(receive: Receive) -> bool:

@@ -45,6 +45,7 @@ from orchestrator._hypercorn_ws import (
     HypercornSeam,
     _tcp_server,
     frame_writer,
+    take_until_disconnect,
 )
 from orchestrator._outbox import (
     CLOSE_FELL_BEHIND,
@@ -350,6 +351,49 @@ class TestDisconnect:
                 assert await client.until_eof() == []
                 cut_off = trio.current_time()
         assert cut_off - returned[0] == pytest.approx(DISCONNECT_TIMEOUT, abs=0.5)
+
+    async def test_what_hypercorn_read_before_the_cut_off_is_taken_too(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """A client that keeps sending and never goes is cut off while hypercorn's reader
+        still holds a burst it read before the socket closed: as hypercorn does, the
+        reader puts the burst into its queue of ten, then the disconnect. The drain takes
+        the whole burst, so the reader gets through and the connection ends."""
+        to_app, from_reader = trio.open_memory_channel[Message](10)
+        cut = trio.Event()
+        reader_done = trio.Event()
+        put: list[Message] = []
+
+        async def hypercorn_reader() -> None:
+            def prompt() -> Message:
+                message = {"type": "websocket.receive", "text": f"prompt {len(put)}"}
+                put.append(message)
+                return message
+
+            while not cut.is_set():  # a prompt a second
+                await to_app.send(prompt())
+                with trio.move_on_after(1):
+                    await cut.wait()
+            for _ in range(30):  # the rest of a burst read before the socket closed
+                await to_app.send(prompt())
+            await to_app.send({"type": "websocket.disconnect", "code": 1006})
+            reader_done.set()
+
+        taken: list[Message] = []
+
+        async def receive() -> Message:
+            taken.append(await from_reader.receive())
+            return taken[-1]
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(hypercorn_reader)
+            with trio.fail_after(3 * DISCONNECT_TIMEOUT):
+                await take_until_disconnect(receive, cut.set)
+                cut_off_after = trio.current_time()
+                await reader_done.wait()
+        assert cut_off_after == pytest.approx(DISCONNECT_TIMEOUT)
+        assert taken[:-1] == put
+        assert taken[-1]["type"] == "websocket.disconnect"
 
 
 @attrs.define
