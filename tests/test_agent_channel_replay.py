@@ -10,19 +10,16 @@ from orchestrator._ahp_actions import (
     ChatToolCallStartAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
-    SessionChatAddedAction,
 )
 from orchestrator._ahp_state import (
-    ChatSummary,
     Message,
     MessageKind,
     MessageOrigin,
-    SessionStatus,
-    UserChatOrigin,
 )
 from orchestrator._facts import Action, Fact
-from orchestrator._team_actions import MemberJoined, RunStarted
 from orchestrator._team_state import TeamState
+
+from .sessions import solo_opening
 
 SESSION = "ahp-session:/replay"
 CHAT = "ahp-chat:/lead"
@@ -46,29 +43,8 @@ class Session:
 def running_turn() -> Session:
     """A coordinator chat with a turn running."""
     session = Session()
-    session.record(
-        SESSION,
-        RunStarted(
-            run="run-1",
-            team="t",
-            topology="coordinator_team",
-            parallel_budget=1,
-            coordinator="lead",
-            prompt="go",
-            task="task-1",
-        ),
-    )
-    summary = ChatSummary(
-        resource=CHAT,
-        title="lead",
-        status=SessionStatus.IDLE,
-        modified_at=NOW,
-        origin=UserChatOrigin(),
-    )
-    session.record(SESSION, SessionChatAddedAction(summary=summary))
-    session.record(
-        SESSION, MemberJoined(chat=CHAT, agent="lead", role="coordinator", task="task-1")
-    )
+    for channel, action in solo_opening(SESSION, CHAT, prompt="go", at=NOW):
+        session.record(channel, action)
     message = Message(text="go", origin=MessageOrigin(kind=MessageKind.USER))
     session.record(CHAT, ChatTurnStartedAction(turn_id="turn-1", started_at=NOW, message=message))
     return session

@@ -20,16 +20,12 @@ from orchestrator._ahp_actions import (
     ChatTruncatedAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
-    SessionChatAddedAction,
 )
 from orchestrator._ahp_state import (
-    ChatSummary,
     MarkdownResponsePart,
     Message,
     MessageKind,
     MessageOrigin,
-    SessionStatus,
-    UserChatOrigin,
 )
 from orchestrator._bus import FactBus
 from orchestrator._cli import main
@@ -38,9 +34,10 @@ from orchestrator._graph import build_graph
 from orchestrator._history import edit_history
 from orchestrator._journal import JournalReader, SqliteJournal
 from orchestrator._runtime import Recorder
-from orchestrator._team_actions import MemberJoined, RunFinished, RunStarted, RunStatus
+from orchestrator._team_actions import RunFinished, RunStatus
 from orchestrator._team_state import TeamState
 
+from .sessions import solo_opening
 from .test_journal import run_team
 
 SESSION = "ahp-session:/history"
@@ -55,31 +52,7 @@ async def three_turns(db: Path) -> None:
     async with trio.open_nursery() as services:
         await services.start(journal.serve)
         recorder = Recorder(state, journal, FactBus(), clock=lambda: NOW)
-        summary = ChatSummary(
-            resource=CHAT,
-            title="lead",
-            status=SessionStatus.IDLE,
-            modified_at=NOW,
-            origin=UserChatOrigin(),
-        )
-        await recorder.record(
-            [
-                (
-                    SESSION,
-                    RunStarted(
-                        run="run-1",
-                        team="t",
-                        topology="coordinator_team",
-                        parallel_budget=1,
-                        coordinator="lead",
-                        prompt="one",
-                        task="task-1",
-                    ),
-                ),
-                (SESSION, SessionChatAddedAction(summary=summary)),
-                (SESSION, MemberJoined(chat=CHAT, agent="lead", role="coordinator", task="task-1")),
-            ]
-        )
+        await recorder.record(solo_opening(SESSION, CHAT, prompt="one", at=NOW))
         for n, word in enumerate(("one", "two", "three"), start=1):
             turn = f"turn-{n}"
             message = Message(text=word, origin=MessageOrigin(kind=MessageKind.USER))
@@ -176,28 +149,11 @@ async def test_a_turn_cut_in_the_transaction_it_ended_in_is_written_deleted(
     async with trio.open_nursery() as services:
         await services.start(journal.serve)
         recorder = Recorder(TeamState(SESSION), journal, FactBus(), clock=lambda: NOW)
-        summary = ChatSummary(
-            resource=CHAT,
-            title="lead",
-            status=SessionStatus.IDLE,
-            modified_at=NOW,
-            origin=UserChatOrigin(),
-        )
         message = Message(text="one", origin=MessageOrigin(kind=MessageKind.USER))
         part = MarkdownResponsePart(id="part-1", content="said one")
-        started = RunStarted(
-            run="run-1",
-            team="t",
-            topology="coordinator_team",
-            parallel_budget=1,
-            coordinator="lead",
-            prompt="one",
-            task="task-1",
-        )
         await recorder.record(
             [
-                (SESSION, started),
-                (SESSION, SessionChatAddedAction(summary=summary)),
+                *solo_opening(SESSION, CHAT, prompt="one", at=NOW, member=False),
                 (CHAT, ChatTurnStartedAction(turn_id="turn-1", started_at=NOW, message=message)),
                 (CHAT, ChatResponsePartAction(turn_id="turn-1", part=part)),
             ]
