@@ -19,14 +19,11 @@ from typing import Any
 
 from ._ahp_actions import (
     ChatDeltaAction,
-    ChatErrorAction,
     ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
     ChatQueuedMessagesReorderedAction,
     ChatReasoningAction,
     ChatTruncatedAction,
-    ChatTurnCancelledAction,
-    ChatTurnCompleteAction,
     ChatTurnStartedAction,
 )
 from ._ahp_state import (
@@ -42,7 +39,7 @@ from ._ahp_state import (
     Turn,
     TurnState,
 )
-from ._chat_reducer import reduce_chat
+from ._chat_reducer import TURN_ENDS, reduce_chat
 from ._errors import RunError
 from ._evolve import evolve
 from ._facts import Action, Fact
@@ -57,8 +54,6 @@ __all__ = [
     "undo_action",
 ]
 
-#: The chat actions that end a turn: the moment its history rows are written.
-TURN_ENDS = (ChatTurnCompleteAction, ChatErrorAction, ChatTurnCancelledAction)
 #: Chat actions that are not part of any turn (a restore does not replay them).
 _NOT_OF_A_TURN = (
     ChatPendingMessageSetAction,

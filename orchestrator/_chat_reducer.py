@@ -111,6 +111,7 @@ from ._evolve import evolve
 
 __all__ = [
     "TOOL_CALL_TRANSITIONS",
+    "TURN_ENDS",
     "ToolCallAction",
     "ToolCallEvent",
     "ToolCallStatus",
@@ -123,6 +124,10 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: The actions that end the active turn: one that applies appends the turn it ended to
+#: ``turns`` (so it is ``turns[-1]`` of the state it leaves).
+TURN_ENDS: Final = (ChatTurnCompleteAction, ChatErrorAction, ChatTurnCancelledAction)
 
 
 # ─── The tool-call lifecycle ─────────────────────────────────────────────────

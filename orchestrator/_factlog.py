@@ -21,12 +21,13 @@ process being killed once acknowledged (not a power loss: that is the SQLite jou
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
 
 import trio
 
+from ._ahp_state import Turn
 from ._errors import FactLogError, PeerProtocolError
 from ._facts import Fact
 from ._facts_wire import fact_from_json, fact_to_json
@@ -105,8 +106,15 @@ class EventTicket:
 class FactLog(Protocol):
     """Takes batches of facts, in order, and makes each durable as a whole or not at all."""
 
-    def submit(self, facts: Sequence[Fact]) -> Ticket:
-        """Take ``facts`` (one batch); raises :class:`FactLogError` if the log is broken."""
+    def submit(
+        self, facts: Sequence[Fact], *, ended_turns: Mapping[int, Turn] | None = None
+    ) -> Ticket:
+        """Take ``facts`` (one batch); raises :class:`FactLogError` if the log is broken.
+
+        ``ended_turns``: turns the batch ends, each as the fact at that position in ``facts``
+        left it (what the runtime reduced anyway), so that a log keeping finished turns need
+        not fold them from their facts again; a turn not given there is folded.
+        """
         ...
 
     def describe(self, session: str, *, team_file: str, team_toml: str) -> None:
@@ -134,7 +142,9 @@ class MemoryFactLog(_KeepsNothingElse):
     def __init__(self) -> None:
         self.facts: list[Fact] = []
 
-    def submit(self, facts: Sequence[Fact]) -> Ticket:
+    def submit(
+        self, facts: Sequence[Fact], *, ended_turns: Mapping[int, Turn] | None = None
+    ) -> Ticket:
         self.facts.extend(facts)
         return DoneTicket()
 
@@ -160,7 +170,9 @@ class JsonlFactLog(_KeepsNothingElse):
                 f"cannot open for writing: {exc.strerror}", source=str(self.path)
             ) from exc
 
-    def submit(self, facts: Sequence[Fact]) -> Ticket:
+    def submit(
+        self, facts: Sequence[Fact], *, ended_turns: Mapping[int, Turn] | None = None
+    ) -> Ticket:
         if self._failed is not None:
             raise self._failed
         if self._file is None:

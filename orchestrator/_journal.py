@@ -49,7 +49,7 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -59,6 +59,7 @@ import trio
 
 from ._agent_messages import TURN_ENDS, turn_from_facts, turn_messages
 from ._ahp_actions import ChatTruncatedAction, ChatTurnStartedAction
+from ._ahp_state import Turn
 from ._compact_json import dumps
 from ._errors import FactLogError, PeerProtocolError
 from ._factlog import EventTicket, Ticket
@@ -398,6 +399,7 @@ class _Batch:
 
     session: str
     facts: Sequence[Fact]
+    ended_turns: Mapping[int, Turn] | None  # see FactLog.submit
     rows: list[tuple[str, int, str, str, str, str]]
     ticket: EventTicket
     created: tuple[str, str, str] | None  # (team, title, created_at) when the run starts
@@ -450,7 +452,7 @@ def _write_group(
     )
     for item in group:
         if isinstance(item, _Batch):
-            history.record(connection, item.facts)
+            history.record(connection, item.facts, item.ended_turns)
         else:
             item.write(connection)
     history.flush(connection)
@@ -570,11 +572,16 @@ _Item = _Batch | _Describe | _Snapshot
 class _AgentHistory:
     """Writes the agent channel's history rows as turns end (the writer thread's own).
 
-    It keeps the facts of each chat's running turn, so that the fact ending the turn can
-    write the turn's events in the same transaction. A turn that began before this process
-    started (a resumed run) is read back from the facts table instead (its facts must be
-    written first). The rows are kept until :meth:`flush`, which the transaction calls
-    before it commits, so that its turns are written with one statement.
+    A batch the runtime submits brings the turns it ends, as the runtime's reducer left
+    them (``ended_turns``): their rows are written from those, so a turn is not folded
+    again here. A turn that comes without (a batch submitted with none, as the migration
+    and a journal's direct users do, or a turn the submitter did not give) is folded from
+    its facts: the facts of the chat's running turn, kept since its ``chat/turnStarted``
+    in a batch without turns, or else read back from the facts table (a turn that began
+    before this process started, or in a batch with turns; its facts are written first).
+    Both give the same turn: the runtime's state folds the same facts with the same reducer.
+    The rows are kept until :meth:`flush`, which the transaction calls before it commits,
+    so that its turns are written with one statement.
     """
 
     def __init__(self) -> None:
@@ -594,14 +601,24 @@ class _AgentHistory:
             "deleted_at = NULL, deleted_by = NULL",
         )
 
-    def record(self, connection: sqlite3.Connection, facts: Sequence[Fact]) -> None:
-        for fact in facts:
+    def record(
+        self,
+        connection: sqlite3.Connection,
+        facts: Sequence[Fact],
+        ended_turns: Mapping[int, Turn] | None = None,
+    ) -> None:
+        """Keep the rows of the turns ``facts`` end (``ended_turns``: see the class)."""
+        for index, fact in enumerate(facts):
             action = fact.action
             if fact.channel == fact.session:
                 continue  # session and team facts: no chat's turn
             key = (fact.session, fact.channel)
             if isinstance(action, ChatTurnStartedAction):
-                self._turns[key] = [fact]
+                if ended_turns is None:
+                    self._turns[key] = [fact]
+                else:
+                    # Its end comes with the turn; were it not given, it is read back.
+                    self._turns.pop(key, None)
             elif isinstance(action, ChatTruncatedAction):
                 self._turns.pop(key, None)
                 self.flush(connection)  # the rows it deletes may be among those kept
@@ -609,8 +626,10 @@ class _AgentHistory:
             elif key in self._turns:
                 self._turns[key].append(fact)
             if isinstance(action, TURN_ENDS):
-                turn_facts = self._turns.pop(key, None) or _turn_facts(connection, fact)
-                turn = turn_from_facts(fact.channel, turn_facts)
+                kept = self._turns.pop(key, None)
+                turn = None if ended_turns is None else ended_turns.get(index)
+                if turn is None:
+                    turn = turn_from_facts(fact.channel, kept or _turn_facts(connection, fact))
                 if turn is not None and turn.id == action.turn_id:
                     self._rows.extend(
                         (
@@ -664,7 +683,7 @@ def _soft_delete(connection: sqlite3.Connection, cut: Fact, action: ChatTruncate
     )
 
 
-def _batch(facts: Sequence[Fact]) -> _Batch:
+def _batch(facts: Sequence[Fact], ended_turns: Mapping[int, Turn] | None) -> _Batch:
     """Encode a batch and work out what it changes in its session's row."""
     session = facts[0].session
     created = None
@@ -679,6 +698,7 @@ def _batch(facts: Sequence[Fact]) -> _Batch:
     return _Batch(
         session=session,
         facts=facts,
+        ended_turns=ended_turns,
         rows=[(f.session, f.sequence, f.channel, f.at, f.type, fact_to_json(f)) for f in facts],
         ticket=EventTicket(),
         created=created,
@@ -854,12 +874,14 @@ class SqliteJournal:
 
     # ── the fact log ───────────────────────────────────────────────────────
 
-    def submit(self, facts: Sequence[Fact]) -> Ticket:
+    def submit(
+        self, facts: Sequence[Fact], *, ended_turns: Mapping[int, Turn] | None = None
+    ) -> Ticket:
         if self._failed is not None:
             raise self._failed
         if self._token is None or self._closed:
             raise _error(self.path, "the journal is not open for writing")
-        batch = _batch(facts)
+        batch = _batch(facts, ended_turns)
         self._queue.put(batch)
         return batch.ticket
 

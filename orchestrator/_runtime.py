@@ -310,7 +310,9 @@ class Recorder:
             for offset, (channel, action) in enumerate(transition.actions)
         ]
         try:
-            ticket = self.factlog.submit(facts)
+            # With the turns the batch ends, as reduced here: the journal writes their
+            # history rows from them instead of folding their facts again.
+            ticket = self.factlog.submit(facts, ended_turns=transition.ended_turns)
         except FactLogError as exc:
             # The log failed a batch before this one. Batches ahead of that one are durable
             # (their tickets say so) though perhaps not waited for yet: commit them first.

@@ -47,9 +47,10 @@ from ._ahp_state import (
     SessionLifecycle,
     SessionState,
     SessionStatus,
+    Turn,
     TurnState,
 )
-from ._chat_reducer import reduce_chat
+from ._chat_reducer import TURN_ENDS, reduce_chat
 from ._errors import IllegalTransitionError
 from ._evolve import evolve
 from ._facts import Action, Fact
@@ -229,6 +230,9 @@ class Transition:
     approvals: _Overlay[str, ApprovalRecord]
     #: Chats whose summary must be re-announced with session/chatUpdated.
     touched_chats: set[str] = attrs.field(factory=set)
+    #: The turns the batch's actions ended, by the action's position in ``actions``: the
+    #: journal writes a finished turn's history from it instead of folding its facts again.
+    ended_turns: dict[int, Turn] = attrs.field(factory=dict)
     #: Set by :meth:`TeamState.push`: the batch's place among those in flight.
     serial: int | None = None
 
@@ -284,8 +288,10 @@ class TeamState:
             tasks=_Overlay(self.tasks, self._pending_tasks.values),
             approvals=_Overlay(self.approvals, self._pending_approvals.values),
         )
-        for channel, action in actions:
-            self._reduce(tr, channel, action, now=now, validate=validate)
+        for index, (channel, action) in enumerate(actions):
+            ended = self._reduce(tr, channel, action, now=now, validate=validate)
+            if ended is not None:
+                tr.ended_turns[index] = ended
         if validate:
             # Announce summary changes in the same batch (session/chatUpdated).
             for chat_uri in sorted(tr.touched_chats):
@@ -450,7 +456,8 @@ class TeamState:
 
     def _reduce(
         self, tr: Transition, channel: str, action: Action, *, now: str, validate: bool
-    ) -> None:
+    ) -> Turn | None:
+        """Reduce one action into ``tr``; returns the turn it ended, if it ended one."""
         if action.type.startswith("team/"):
             self._reduce_team(tr, action, now=now, validate=validate)  # type: ignore[arg-type]
         elif action.type.startswith("chat/"):
@@ -463,13 +470,15 @@ class TeamState:
                         channel=channel,
                         state="unknown chat",
                     )
-                return
+                return None
             chat_action: ChatAction = action  # type: ignore[assignment]
             reduced = reduce_chat(chat, chat_action, now=now)
             if validate:
                 validate_chat_action(chat, chat_action, channel=channel, reduced=reduced)
             tr.chats[channel] = reduced
             tr.touched_chats.add(channel)
+            if reduced is not chat and isinstance(chat_action, TURN_ENDS):
+                return reduced.turns[-1]  # an end that applied appends its turn
         elif isinstance(action, UnknownAction):
             if validate:
                 raise IllegalTransitionError(
@@ -480,6 +489,7 @@ class TeamState:
                 )
         else:
             self._reduce_session(tr, channel, action, now=now, validate=validate)  # type: ignore[arg-type]
+        return None
 
     def _reduce_session(
         self, tr: Transition, channel: str, action: SessionAction, *, now: str, validate: bool

@@ -22,6 +22,7 @@ import httpx
 import trio
 import trio.testing
 
+from orchestrator._ahp_state import Turn
 from orchestrator._daemon import Daemon
 from orchestrator._errors import FactLogError
 from orchestrator._factlog import EventTicket, Ticket
@@ -99,8 +100,10 @@ class HeldClock:
         held = self
 
         class HeldJournal(SqliteJournal):
-            def submit(self, facts: Sequence[Fact]) -> Ticket:
-                ticket = super().submit(facts)
+            def submit(
+                self, facts: Sequence[Fact], *, ended_turns: Mapping[int, Turn] | None = None
+            ) -> Ticket:
+                ticket = super().submit(facts, ended_turns=ended_turns)
                 if isinstance(ticket, EventTicket) and not ticket.done():
                     held.hold()
                     complete = ticket.complete

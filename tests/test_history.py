@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
+import attrs
 import pytest
 import trio
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from orchestrator._agent_messages import (
     restore_actions,
@@ -16,6 +20,7 @@ from orchestrator._agent_messages import (
 )
 from orchestrator._ahp_actions import (
     ChatDeltaAction,
+    ChatReasoningAction,
     ChatResponsePartAction,
     ChatTruncatedAction,
     ChatTurnCompleteAction,
@@ -26,18 +31,35 @@ from orchestrator._ahp_state import (
     Message,
     MessageKind,
     MessageOrigin,
+    Turn,
 )
 from orchestrator._bus import FactBus
+from orchestrator._chat_reducer import TURN_ENDS
 from orchestrator._cli import main
-from orchestrator._errors import RunError
+from orchestrator._errors import IllegalTransitionError, RunError
+from orchestrator._facts import Fact
 from orchestrator._graph import build_graph
 from orchestrator._history import edit_history
-from orchestrator._journal import JournalReader, SqliteJournal
+from orchestrator._journal import (
+    JournalReader,
+    SqliteJournal,
+    _AgentHistory,
+    _batch,
+    _migrate,
+    _write_group,
+)
 from orchestrator._runtime import Recorder
 from orchestrator._team_actions import RunFinished, RunStatus
-from orchestrator._team_state import TeamState
+from orchestrator._team_state import TeamState, Transition
 
 from .sessions import solo_opening
+from .test_chat_reducer_properties import (
+    CHANNEL,
+    CHAT_ACTION_CLASSES,
+    TOOL_CALL_ACTION_CLASSES,
+    empty_chats,
+    pooled_actions,
+)
 from .test_journal import run_team
 
 SESSION = "ahp-session:/history"
@@ -235,3 +257,88 @@ def test_history_undo_and_restore_from_the_command_line(
     assert main(["restore", "history", "--db", str(db)]) == 0
     assert main(["truncate", "history", "--db", str(db), "--keep", "turn-7"]) == 2
     assert "no turn 'turn-7'" in capsys.readouterr().err
+
+
+# ─── The rows of the runtime's turns are the rows of the fold ────────────────
+
+#: Turn starts and ends, parts and text drawn more often than the other chat actions, so
+#: that most generated sequences finish turns with something in them.
+HISTORY_ACTION_CLASSES = (
+    CHAT_ACTION_CLASSES
+    + 3 * TOOL_CALL_ACTION_CLASSES
+    + 8 * TURN_ENDS
+    + 2 * (ChatTurnStartedAction, ChatResponsePartAction, ChatDeltaAction, ChatReasoningAction)
+)
+
+
+def written_rows(batches: list[tuple[list[Fact], dict[int, Turn] | None]]) -> list[tuple[Any, ...]]:
+    """The ``agent_messages`` rows the journal's writer leaves after ``batches``, one
+    transaction each."""
+    connection = sqlite3.connect(":memory:", isolation_level=None)
+    _migrate(connection, 0)
+    history = _AgentHistory()
+    for facts, ended_turns in batches:
+        connection.execute("BEGIN IMMEDIATE")
+        _write_group(connection, [_batch(facts, ended_turns)], history)
+        connection.execute("COMMIT")
+    rows = connection.execute(
+        "SELECT chat, turn_id, part, sequence, type, message, deleted_at, deleted_by "
+        "FROM agent_messages ORDER BY id"
+    ).fetchall()
+    connection.close()
+    return rows
+
+
+class TestRowsOfTheRuntimesTurns:
+    @settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.data())
+    def test_equal_the_rows_of_the_turns_folded_from_their_facts(self, data: st.DataObject) -> None:
+        """The journal writes a finished turn's rows from the turn the runtime's state
+        reduced (``ended_turns``), or, for a turn not given, from a fold of the turn's facts
+        (kept in memory, or read back): the same rows, column for column, as folding every
+        turn from its facts, whatever the batches and cuts. Generated as the recorder
+        records: each action validated against the state the batches before it leave, a
+        refused one left out."""
+        state = TeamState.restore(
+            SESSION,
+            last_sequence=0,
+            session=None,
+            run=None,
+            chats={CHANNEL: data.draw(empty_chats())},
+            members={},
+            tasks={},
+            approvals={},
+        )
+        batches: list[tuple[list[Fact], dict[int, Turn]]] = []
+        sequence = 0
+        for _ in range(data.draw(st.integers(1, 8))):
+            facts: list[Fact] = []
+            ended: dict[int, Turn] = {}
+            transitions: list[tuple[Transition, int]] = []
+            for _ in range(data.draw(st.integers(1, 12))):
+                live = state.latest_chat(CHANNEL)
+                action = data.draw(pooled_actions(HISTORY_ACTION_CLASSES, live=live))
+                if isinstance(action, ChatTurnStartedAction) and data.draw(st.booleans()):
+                    # The pool holds two turn ids, each started once: fresh ones, for more turns.
+                    action = attrs.evolve(action, turn_id=f"turn-{len(batches)}-{len(facts)}")
+                try:
+                    transition = state.prepare([(CHANNEL, action)], now=NOW)
+                except IllegalTransitionError:
+                    continue
+                state.push(transition)
+                sequence += 1
+                transitions.append((transition, sequence))
+                facts.append(
+                    Fact(sequence=sequence, session=SESSION, channel=CHANNEL, at=NOW, action=action)
+                )
+                # A submitter may give some of the turns it ends, or none: the rest are folded.
+                if 0 in transition.ended_turns and data.draw(st.booleans()):
+                    ended[len(facts) - 1] = transition.ended_turns[0]
+            for transition, last in transitions:
+                state.commit(transition, last)
+            if facts:
+                batches.append((facts, ended))
+        with_turns = written_rows(list(batches))
+        event(f"turns given: {min(sum(len(e) for _, e in batches), 4)}+")
+        event(f"rows written: {min(len(with_turns), 20) // 10 * 10}+")
+        assert with_turns == written_rows([(facts, None) for facts, _ in batches])

@@ -12,7 +12,7 @@ is in ``test_crash.py``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 import pytest
@@ -127,8 +127,10 @@ class BatchLog(MemoryFactLog):
         self.facts.extend(facts)
         self.boundaries: list[int] = []
 
-    def submit(self, facts: Sequence[Fact]) -> Ticket:
-        ticket = super().submit(facts)
+    def submit(
+        self, facts: Sequence[Fact], *, ended_turns: Mapping[int, Turn] | None = None
+    ) -> Ticket:
+        ticket = super().submit(facts, ended_turns=ended_turns)
         self.boundaries.append(len(self.facts))
         return ticket
 

@@ -8,7 +8,7 @@ delegation graph's consistency check (run on every scenario by ``finished``).
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Generic, TypeVar
 
@@ -53,6 +53,7 @@ from orchestrator._ahp_state import (
     ToolCallResponsePart,
     ToolChatOrigin,
     ToolResultSubagentContent,
+    Turn,
     UserChatOrigin,
 )
 from orchestrator._backend import Backend, ModelEvent, RoundContext, TextDelta, ToolCallRequest
@@ -1152,7 +1153,9 @@ class FullDisk(MemoryFactLog):
         self.facts: list[Fact] = []
         self.broken: FactLogError | None = None
 
-    def submit(self, facts: Sequence[Fact]) -> Ticket:
+    def submit(
+        self, facts: Sequence[Fact], *, ended_turns: Mapping[int, Turn] | None = None
+    ) -> Ticket:
         if self.broken is not None:
             raise self.broken
         if self.room == 0:
@@ -1173,7 +1176,9 @@ class SlowDisk(MemoryFactLog):
         self.random = random.Random(seed)
         self.most_in_flight = 0
 
-    def submit(self, facts: Sequence[Fact]) -> Ticket:
+    def submit(
+        self, facts: Sequence[Fact], *, ended_turns: Mapping[int, Turn] | None = None
+    ) -> Ticket:
         ticket = EventTicket()
         self.queue.append((list(facts), ticket))
         self.most_in_flight = max(self.most_in_flight, len(self.queue))
@@ -1234,7 +1239,9 @@ class HeldLog(MemoryFactLog):
         self.pending: list[tuple[list[Fact], EventTicket]] = []
         self.broken: FactLogError | None = None
 
-    def submit(self, facts: Sequence[Fact]) -> Ticket:
+    def submit(
+        self, facts: Sequence[Fact], *, ended_turns: Mapping[int, Turn] | None = None
+    ) -> Ticket:
         if self.broken is not None:
             raise self.broken
         self.submitted.extend(facts)
