@@ -45,6 +45,7 @@ __all__ = ["KeyedVector"]
 T = TypeVar("T")
 
 _NO_TALLY: Final[Mapping[Hashable, int]] = {}
+_EMPTY: Final[Map[Any, Any]] = Map()
 
 
 class KeyedVector(Sequence[T], Generic[T]):
@@ -75,16 +76,18 @@ class KeyedVector(Sequence[T], Generic[T]):
     # ── construction ───────────────────────────────────────────────────────
 
     def __init__(self, items: Iterable[T] = ()) -> None:
-        built: Map[int, T] = Map(enumerate(items))
+        values = items if isinstance(items, tuple | list) else tuple(items)
         index: dict[Hashable, int] = {}
         tally: dict[Hashable, int] = {}
-        for position, item in enumerate(_values(built)):
+        for position, item in enumerate(values):
             for key in self.keys_of(item):
                 index.setdefault(key, position)
             counted = self.tally_of(item)
             if counted is not None:
                 tally[counted] = tally.get(counted, 0) + 1
-        self._set(built, Map(index), tally or _NO_TALLY)
+        # Every turn starts with empty parts: the shared empty map saves building one.
+        built: Map[int, T] = Map(enumerate(values)) if values else _EMPTY
+        self._set(built, Map(index) if index else _EMPTY, tally or _NO_TALLY)
 
     def _set(
         self, items: Map[int, T], index: Map[Hashable, int], tally: Mapping[Hashable, int]
@@ -181,7 +184,14 @@ class KeyedVector(Sequence[T], Generic[T]):
     def __getitem__(self, position: slice) -> tuple[T, ...]: ...
 
     def __getitem__(self, position: int | slice) -> T | tuple[T, ...]:
-        if isinstance(position, slice):
+        if type(position) is int:
+            # The usual case, one lookup; a negative or missing position is a KeyError here
+            # and is sorted out by _position below.
+            try:
+                return self._items[position]
+            except KeyError:
+                pass
+        elif isinstance(position, slice):
             return tuple(map(self._items.__getitem__, range(*position.indices(len(self)))))
         return self._items[self._position(position)]
 
