@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,8 @@ from orchestrator._bus import FactBus
 from orchestrator._chat_reducer import TURN_ENDS
 from orchestrator._cli import main
 from orchestrator._errors import IllegalTransitionError, RunError
-from orchestrator._facts import Fact
+from orchestrator._factlog import MemoryFactLog, Ticket
+from orchestrator._facts import Action, Fact
 from orchestrator._graph import build_graph
 from orchestrator._history import edit_history
 from orchestrator._journal import (
@@ -342,3 +344,55 @@ class TestRowsOfTheRuntimesTurns:
         event(f"turns given: {min(sum(len(e) for _, e in batches), 4)}+")
         event(f"rows written: {min(len(with_turns), 20) // 10 * 10}+")
         assert with_turns == written_rows([(facts, None) for facts, _ in batches])
+
+    async def test_the_recorders_batches_give_the_turns_at_their_facts_positions(self) -> None:
+        """Through the recorder, batches of several actions, where the state appends summary
+        updates (``session/chatUpdated``) after them: each turn given sits at its ending
+        fact's place in the batch submitted, and the rows equal those folded from facts."""
+
+        class KeepsBatches(MemoryFactLog):
+            def __init__(self) -> None:
+                super().__init__()
+                self.batches: list[tuple[list[Fact], dict[int, Turn] | None]] = []
+
+            def submit(
+                self, facts: Sequence[Fact], *, ended_turns: Mapping[int, Turn] | None = None
+            ) -> Ticket:
+                self.batches.append((list(facts), None if ended_turns is None else {**ended_turns}))
+                return super().submit(facts, ended_turns=ended_turns)
+
+        def turn(turn_id: str, word: str) -> list[tuple[str, Action]]:
+            message = Message(text=word, origin=MessageOrigin(kind=MessageKind.USER))
+            part = MarkdownResponsePart(id=f"part-{turn_id}", content=f"said {word}")
+            return [
+                (CHAT, ChatTurnStartedAction(turn_id=turn_id, started_at=NOW, message=message)),
+                (CHAT, ChatResponsePartAction(turn_id=turn_id, part=part)),
+                (CHAT, ChatTurnCompleteAction(turn_id=turn_id, duration=1)),
+            ]
+
+        log = KeepsBatches()
+        recorder = Recorder(TeamState(SESSION), log, FactBus(), clock=lambda: NOW)
+        await recorder.record(solo_opening(SESSION, CHAT, prompt="one", at=NOW))
+        await recorder.record([*turn("turn-1", "one"), *turn("turn-2", "two")[:2]])
+        await recorder.record(
+            [
+                *turn("turn-2", "two")[2:],
+                (CHAT, ChatTruncatedAction(turn_id="turn-1")),
+                *turn("turn-3", "three"),
+            ]
+        )
+        given_at = [
+            (facts[index].action.type, ended.id)
+            for facts, ended_turns in log.batches
+            for index, ended in (ended_turns or {}).items()
+        ]
+        assert given_at == [
+            ("chat/turnComplete", "turn-1"),
+            ("chat/turnComplete", "turn-2"),
+            ("chat/turnComplete", "turn-3"),
+        ]
+        # The state put summary updates in the batches too, after the actions recorded.
+        assert [f.action.type for f in log.batches[1][0][-1:]] == ["session/chatUpdated"]
+        rows = written_rows(log.batches)
+        assert rows == written_rows([(facts, None) for facts, _ in log.batches])
+        assert {row[1] for row in rows} == {"turn-1", "turn-2", "turn-3"}
