@@ -13,7 +13,10 @@ Every (implementation, N) runs in a fresh subprocess so peak RSS is its own.
     .venv/bin/python bench/fanout.py 10 1000    # chosen sizes
 
 ``journal`` is the orchestrator with the SQLite journal on (durability "power"): every
-fact durable before it is applied, as `orchestrator run` does.
+fact durable before it is applied, as `orchestrator run` does. ``journal-alone`` is the
+journal's own share of that: the batches the runtime submits in the N-worker run (recorded
+by an in-memory run before the clock starts), each with the turns it ends, submitted to a
+fresh journal and waited for; no runtime, no fold, no snapshot, no reader.
 """
 
 from __future__ import annotations
@@ -136,6 +139,42 @@ async def _run_fanout(n: int, factlog: Any) -> tuple[Any, Any, int]:
     return runtime, graph, envelopes
 
 
+async def _record_batches(n: int) -> list[tuple[Any, Any]]:
+    """The batches the runtime submits in the N-worker run, with the turns each ends."""
+    from orchestrator._backend_scripted import ScriptedBackend
+    from orchestrator._factlog import MemoryFactLog
+    from orchestrator._runtime import TeamRuntime
+
+    class KeepsBatches(MemoryFactLog):
+        def __init__(self) -> None:
+            super().__init__()
+            self.batches: list[tuple[Any, Any]] = []
+
+        def submit(self, facts: Any, *, ended_turns: Any = None) -> Any:
+            self.batches.append((list(facts), ended_turns))
+            return super().submit(facts, ended_turns=ended_turns)
+
+    log = KeepsBatches()
+    runtime = TeamRuntime(_team(n), backends=ScriptedBackend, factlog=log)  # type: ignore[arg-type]
+    await runtime.run("fan out")
+    return log.batches
+
+
+async def _journal_alone(batches: list[tuple[Any, Any]], journal_path: Path) -> Path:
+    """Submit ``batches`` to a fresh journal as the runtime does (all in flight at once),
+    and wait until every one is durable."""
+    from orchestrator._journal import SqliteJournal
+
+    journal = SqliteJournal(journal_path)
+    async with trio.open_nursery() as services:
+        await services.start(journal.serve)
+        tickets = [journal.submit(facts, ended_turns=ended) for facts, ended in batches]
+        for ticket in tickets:
+            await ticket.wait()
+        services.cancel_scope.cancel()
+    return journal_path
+
+
 def _verify(n: int, runtime: Any, graph: Any, envelopes: int) -> None:
     """Outside the timed region: the run did what it should, and the graph is consistent."""
     from orchestrator._team_actions import RunStatus
@@ -151,7 +190,8 @@ def _verify(n: int, runtime: Any, graph: Any, envelopes: int) -> None:
 
 def measure(impl: str, n: int) -> dict[str, float]:
     """Run one measurement in this process; returns its figures."""
-    if impl in ("orchestrator", "journal"):
+    batches: list[tuple[Any, Any]] = []
+    if impl in ("orchestrator", "journal", "journal-alone"):
         # Import everything before the baseline RSS and the clock, so only the run counts.
         import orchestrator._backend_scripted
         import orchestrator._factlog
@@ -165,6 +205,8 @@ def measure(impl: str, n: int) -> dict[str, float]:
         # As the CLI does at start: logs to stderr (stdout is for the figures), GC tuned.
         configure_logging(level=logging.WARNING)
         tune_gc()
+    if impl == "journal-alone":
+        batches = trio.run(_record_batches, n)  # before the clock: only the journal counts
     gc.collect()
     before = _rss_kb()
     started = time.perf_counter()
@@ -173,12 +215,20 @@ def measure(impl: str, n: int) -> dict[str, float]:
         kept: Any = trio.run(_plain_trio, n)
     elif impl == "journal":
         kept = trio.run(_orchestrator, n, Path(tmp.name) / "journal.db")
+    elif impl == "journal-alone":
+        kept = trio.run(_journal_alone, batches, Path(tmp.name) / "journal.db")
     else:
         kept = trio.run(_orchestrator, n)
     wall = time.perf_counter() - started
     gc.collect()
     after = _rss_kb()  # with the run's state, graph and envelopes count still alive
-    if impl != "trio":
+    if impl == "journal-alone":
+        from orchestrator._journal import JournalReader
+
+        session = batches[0][0][0].session
+        written = len(JournalReader(kept).facts(session))
+        assert written == sum(len(facts) for facts, _ in batches), written
+    elif impl != "trio":
         _verify(n, *kept)
     tmp.cleanup()
     return {
@@ -201,7 +251,7 @@ def main(argv: list[str]) -> None:
     print(header)
     print("-" * len(header))
     for n in sizes:
-        for impl in ("trio", "orchestrator", "journal"):
+        for impl in ("trio", "orchestrator", "journal", "journal-alone"):
             done = subprocess.run(
                 [sys.executable, __file__, "--one", impl, str(n)],
                 check=True,
