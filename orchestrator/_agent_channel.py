@@ -51,6 +51,7 @@ from ._ahp_state import (
 from ._ahp_wire import json_type
 from ._errors import PeerProtocolError
 from ._facts import Fact
+from ._input_gate import JSON_LIMITS, JsonLimits
 from ._json_frames import decode_object, shown
 from ._recovery import open_questions
 from ._team_actions import USER, ApprovalRequested, ApprovalResolved, MemberJoined, ViewUpdated
@@ -161,9 +162,11 @@ def _error(message: str, path: str = "$") -> PeerProtocolError:
     return PeerProtocolError(message, path=path, protocol=PROTOCOL)
 
 
-def parse_client_message(frame: str | bytes, *, max_bytes: int) -> ClientMessage:
+def parse_client_message(
+    frame: str | bytes, *, max_bytes: int, limits: JsonLimits = JSON_LIMITS
+) -> ClientMessage:
     """Read one client frame; :class:`PeerProtocolError` says what is wrong and where."""
-    data = decode_object(frame, max_bytes=max_bytes, protocol=PROTOCOL)
+    data = decode_object(frame, max_bytes=max_bytes, protocol=PROTOCOL, limits=limits)
     channel = data.get("channel")
     if not isinstance(channel, str) or channel not in _CHANNELS:
         raise _error(f"expected one of {', '.join(_CHANNELS)}, got {shown(channel)}", "$.channel")

@@ -55,6 +55,7 @@ from ._client_frames import client_frames
 from ._daemon import Daemon, LiveSession
 from ._errors import FactLogError, IllegalTransitionError, PeerProtocolError, RunError
 from ._facts import Fact
+from ._input_gate import JSON_LIMITS, JsonLimits
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._project_agentui import AgentUiProjector
 from ._rate_limit import TokenBucket
@@ -78,6 +79,7 @@ class AgentSocket:
         rate: float,
         burst: int,
         outbox_size: int,
+        json_limits: JsonLimits = JSON_LIMITS,
     ) -> None:
         self.websocket = websocket
         self.daemon = daemon
@@ -85,6 +87,7 @@ class AgentSocket:
         self.principal = principal
         self.reattached = reattached
         self.max_frame_bytes = max_frame_bytes
+        self.json_limits = json_limits
         self._bucket = TokenBucket(rate=rate, burst=burst, now=trio.current_time())
         self._outbox = Outbox(websocket, outbox_size, on_hang_up=self._hung_up)
         # Pushed while the replay is read from the journal (they go out after it). A team
@@ -197,7 +200,9 @@ class AgentSocket:
         async with contextlib.aclosing(frames):
             async for frame in frames:
                 try:
-                    request = parse_client_message(frame, max_bytes=self.max_frame_bytes)
+                    request = parse_client_message(
+                        frame, max_bytes=self.max_frame_bytes, limits=self.json_limits
+                    )
                     await self._handle(request)
                 except PeerProtocolError as exc:
                     self._emit(_error("bad_request", f"{exc.path}: {exc.message}"))

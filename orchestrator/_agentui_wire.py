@@ -44,6 +44,7 @@ from ._agentui import (
     Topology,
 )
 from ._errors import LocalProtocolError, PeerProtocolError
+from ._input_gate import parse_json
 
 __all__ = [
     "converter",
@@ -301,8 +302,4 @@ def envelope_to_json_line(env: Envelope) -> str:
 
 def envelope_from_json_line(line: str | bytes) -> Envelope:
     """Read one envelope from one line of JSON; bad JSON raises PeerProtocolError."""
-    try:
-        data = json.loads(line)
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise PeerProtocolError(f"invalid JSON: {exc}", path="$", protocol=_PROTOCOL) from exc
-    return structure_envelope(data)
+    return structure_envelope(parse_json(line, protocol=_PROTOCOL))

@@ -26,7 +26,8 @@ from starlette.requests import Request
 
 from ._auth import Principal
 from ._daemon import Daemon, LiveSession
-from ._errors import RunError, RunInputError
+from ._errors import PeerProtocolError, RunError
+from ._input_gate import JSON_LIMITS, JsonLimits, parse_json
 from ._project_agui import AguiProjector, AguiRunStatus, RunRequest, parse_run_input
 from ._team_actions import USER
 
@@ -49,14 +50,16 @@ class AguiRequestError(Exception):
 
 
 async def agui_run(
-    request: Request, body: bytes, daemon: Daemon, principal: Principal
+    request: Request,
+    body: bytes,
+    daemon: Daemon,
+    principal: Principal,
+    limits: JsonLimits = JSON_LIMITS,
 ) -> EventSourceResponse:
     """Check the request, start (or resume) the run, and answer with its event stream."""
     try:
-        run = parse_run_input(json.loads(body))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise AguiRequestError(400, f"the body is not JSON: {exc}") from None
-    except RunInputError as exc:
+        run = parse_run_input(parse_json(body, protocol="ag-ui", limits=limits))
+    except PeerProtocolError as exc:  # RunInputError among them
         raise AguiRequestError(400, str(exc)) from None
     if not THREAD_ID.fullmatch(run.thread_id):
         raise AguiRequestError(

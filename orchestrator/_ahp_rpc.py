@@ -84,6 +84,7 @@ from ._ahp_wire import structure, unstructure
 from ._errors import PeerProtocolError, RpcError
 from ._evolve import evolve
 from ._facts import Fact
+from ._input_gate import JSON_LIMITS, JsonLimits, parse_json
 from ._team_actions import RunStarted
 
 __all__ = [
@@ -139,17 +140,19 @@ class Call:
         return self.id is not None
 
 
-def parse_call(frame: str | bytes, *, max_bytes: int) -> Call:
+def parse_call(frame: str | bytes, *, max_bytes: int, limits: JsonLimits = JSON_LIMITS) -> Call:
     """The call a frame carries; :class:`RpcError` (see the module docstring) if none."""
     if isinstance(frame, bytes):
         raise RpcError(ErrorCode.INVALID_REQUEST, "send JSON-RPC as text frames, not binary")
     if len(frame) > max_bytes or len(frame.encode("utf-8", "surrogatepass")) > max_bytes:
         raise RpcError(ErrorCode.INVALID_REQUEST, f"the frame is over {max_bytes} bytes")
     try:
-        data = json.loads(frame)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-        raise RpcError(ErrorCode.PARSE_ERROR, f"not JSON: {detail}") from None
+        data = parse_json(frame, protocol="ahp", limits=limits)
+    except PeerProtocolError as exc:
+        # Not JSON, or JSON the gate refuses (text that cannot be encoded, too deep, a
+        # number out of range): a parse error, naming where.
+        where = "" if exc.path == "$" else f"{exc.path}: "
+        raise RpcError(ErrorCode.PARSE_ERROR, f"{where}{exc.message}") from None
     if not isinstance(data, dict):
         kind = "a batch (an array)" if isinstance(data, list) else type(data).__name__
         raise RpcError(

@@ -132,6 +132,7 @@ from ._daemon import Daemon, LiveSession
 from ._errors import FactLogError, IllegalTransitionError, RpcError, RunError
 from ._evolve import evolve
 from ._facts import Fact
+from ._input_gate import JSON_LIMITS, JsonLimits
 from ._outbox import CLOSE_FELL_BEHIND, Outbox
 from ._rate_limit import TokenBucket
 from ._recovery import open_questions
@@ -196,6 +197,7 @@ async def serve_ahp(
             rate=limits.messages_per_second,
             burst=limits.burst,
             outbox_size=limits.subscriber_buffer,
+            json_limits=limits.json,
         ).run()
     finally:
         daemon.metrics.connected_clients -= 1
@@ -249,11 +251,13 @@ class AhpSocket:
         rate: float,
         burst: int,
         outbox_size: int,
+        json_limits: JsonLimits = JSON_LIMITS,
     ) -> None:
         self.websocket = websocket
         self.daemon = daemon
         self.principal = principal
         self.max_frame_bytes = max_frame_bytes
+        self.json_limits = json_limits
         self._bucket = TokenBucket(rate=rate, burst=burst, now=trio.current_time())
         self._outbox = Outbox(websocket, outbox_size, on_hang_up=self._hung_up)
         self.client_id: str | None = None
@@ -373,7 +377,7 @@ class AhpSocket:
                 continue
             call: Call | None = None
             try:
-                call = parse_call(frame, max_bytes=self.max_frame_bytes)
+                call = parse_call(frame, max_bytes=self.max_frame_bytes, limits=self.json_limits)
                 result = await self._handle(call)
                 if call.is_request:
                     assert call.id is not None

@@ -22,7 +22,6 @@ not the hosted API the key may be unset (no header is sent).
 from __future__ import annotations
 
 import datetime
-import json
 import os
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
@@ -35,7 +34,8 @@ import structlog
 import trio
 
 from ._backend import ModelEvent, RoundContext
-from ._errors import ModelRequestError, ModelStreamError, RunError
+from ._errors import ModelRequestError, ModelStreamError, PeerProtocolError, RunError
+from ._input_gate import parse_json_counted
 from ._openai_wire import (
     ChunkAssembler,
     provider_message,
@@ -216,6 +216,7 @@ class OpenAIBackend:
         self, response: httpx.Response, assembler: ChunkAssembler
     ) -> AsyncGenerator[ModelEvent, None]:
         done = False
+        replaced = 0  # lone surrogates in the model's strings, each made U+FFFD
         try:
             async for sse in httpx_sse.EventSource(response).aiter_sse():
                 if sse.data.strip() == "[DONE]":
@@ -224,12 +225,15 @@ class OpenAIBackend:
                 if not sse.data.strip():
                     continue
                 try:
-                    chunk = json.loads(sse.data)
-                # ValueError: not JSON, or a number past the digit limit; RecursionError: too deep
-                except (ValueError, RecursionError) as exc:
+                    chunk, count = parse_json_counted(
+                        sse.data, protocol="chat completions", bad_text="replace"
+                    )
+                except PeerProtocolError as exc:
                     raise ModelStreamError(
-                        f"{self.url} sent a chunk that is not JSON ({exc}): {sse.data[:80]!r}"
+                        f"{self.url} sent a chunk that is not JSON the daemon takes "
+                        f"({exc.path}: {exc.message}): {sse.data[:80]!r}"
                     ) from exc
+                replaced += count
                 try:
                     events = assembler.feed(chunk)
                 except ModelStreamError as exc:
@@ -246,6 +250,11 @@ class OpenAIBackend:
             raise ModelStreamError(
                 f"the stream from {self.url} broke off: {_describe(exc)}"
             ) from exc
+        finally:
+            if replaced:
+                # What the model sent could not be stored or shown as it was: the facts hold
+                # U+FFFD in its place, and the log says so.
+                log.warning("model text replaced", url=self.url, characters=replaced)
         if not done and assembler.finish_reason is None:
             raise ModelStreamError(
                 f"the stream from {self.url} ended before the model finished its response"

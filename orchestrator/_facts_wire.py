@@ -9,7 +9,6 @@ where an unknown type is kept verbatim as :class:`UnknownAction`.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import attrs
@@ -20,6 +19,7 @@ from cattrs.preconf.json import make_converter
 from . import _ahp_wire, _compact_json
 from ._errors import PeerProtocolError
 from ._facts import Action, Fact
+from ._input_gate import parse_json
 from ._team_actions import TEAM_ACTION_TYPES
 from ._teammate_actions import TEAMMATE_ACTION_TYPES
 
@@ -119,8 +119,4 @@ def fact_to_json(fact: Fact) -> str:
 
 
 def fact_from_json(line: str) -> Fact:
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise PeerProtocolError(f"not JSON: {exc.msg} at column {exc.colno}") from exc
-    return decode_fact(data)
+    return decode_fact(parse_json(line, protocol="ahp"))

@@ -1,23 +1,25 @@
 """A client's WebSocket text frame as one JSON object, or an error that says what is wrong.
 
 The agent channel and the teammates channel read their frames the same way: a size limit,
-text only, JSON that this server reads, an object. Pure.
+text only, JSON through the input gate (:mod:`._input_gate`), an object. Pure.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ._ahp_wire import json_type
 from ._errors import PeerProtocolError
+from ._input_gate import JSON_LIMITS, JsonLimits, parse_json
 
 __all__ = ["decode_object", "shown"]
 
 
-def decode_object(frame: str | bytes, *, max_bytes: int, protocol: str) -> dict[str, Any]:
+def decode_object(
+    frame: str | bytes, *, max_bytes: int, protocol: str, limits: JsonLimits = JSON_LIMITS
+) -> dict[str, Any]:
     """The JSON object ``frame`` holds; :class:`PeerProtocolError` (of ``protocol``) if the
-    frame is over ``max_bytes``, binary, not JSON, or not an object."""
+    frame is over ``max_bytes``, binary, not JSON the gate takes, or not an object."""
     size = len(frame) if isinstance(frame, bytes) else len(frame.encode("utf-8", "replace"))
 
     def error(message: str) -> PeerProtocolError:
@@ -27,15 +29,7 @@ def decode_object(frame: str | bytes, *, max_bytes: int, protocol: str) -> dict[
         raise error(f"the frame is {size} bytes; the limit is {max_bytes}")
     if isinstance(frame, bytes):
         raise error("binary frames are not part of this protocol: send JSON as a text frame")
-    try:
-        data = json.loads(frame)
-    except json.JSONDecodeError as exc:
-        raise error(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise error("not JSON this server reads: nested too deeply") from None
-    except ValueError as exc:
-        # An integer of more digits than int() converts (sys.get_int_max_str_digits()).
-        raise error(f"not JSON this server reads: {str(exc).partition(':')[0]}") from None
+    data = parse_json(frame, protocol=protocol, limits=limits)
     if not isinstance(data, dict):
         raise error(f"expected a JSON object, got {json_type(data)}")
     return data

@@ -42,7 +42,8 @@ from ._backend import (
     ToolCallStarted,
     UsageReport,
 )
-from ._errors import ModelStreamError
+from ._errors import ModelStreamError, PeerProtocolError
+from ._input_gate import parse_json
 from ._teamfile import AgentSpec, OpenAISettings, TeamSpec
 from ._tools import ToolDefinition, check_tool_input
 from ._transcript import AssistantMessage, ToolMessage, TranscriptMessage, UserMessage
@@ -273,10 +274,13 @@ class ChunkAssembler:
         raw = "".join(call.arguments)
         error: str | None
         try:
-            decoded = json.loads(raw) if raw.strip() else {}
-        # ValueError: not JSON, or a number past the digit limit; RecursionError: too deep
-        except (ValueError, RecursionError) as exc:
-            decoded, error = {}, f"the input of {call.name} is not valid JSON: {exc}"
+            # The model's text: a lone surrogate in it is made U+FFFD, as in its stream.
+            decoded = (
+                parse_json(raw, protocol="tool input", bad_text="replace") if raw.strip() else {}
+            )
+        except PeerProtocolError as exc:
+            where = "" if exc.path == "$" else f"{exc.path}: "
+            decoded, error = {}, f"the input of {call.name} is not valid JSON: {where}{exc.message}"
         else:
             error = check_tool_input(self._tools, call.name, decoded)
         if error is not None or not isinstance(decoded, dict):
@@ -296,9 +300,8 @@ def provider_message(status: int, reason: str, body: bytes) -> str:
     """The server's own words for a refused request: ``error.message`` when it sent JSON."""
     text = body.decode("utf-8", "replace").strip()
     try:
-        data = json.loads(text)
-    # ValueError: not JSON, or a number past the digit limit; RecursionError: too deep
-    except (ValueError, RecursionError):
+        data = parse_json(text, protocol="chat completions", bad_text="replace")
+    except PeerProtocolError:
         detail = text
     else:
         detail = _error(data) if isinstance(data, dict) and "error" in data else text

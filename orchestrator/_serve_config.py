@@ -20,6 +20,8 @@
     subscriber_buffer = 2000    # events queued for one client before it is disconnected
     shutdown_grace = 5.0        # seconds running turns get to end on SIGTERM
     idle_session = 600.0        # seconds an idle session with no client stays in memory
+    max_json_depth = 64         # objects / arrays inside one another in a client's JSON
+    max_json_integer_digits = 32  # digits of one integer in a client's JSON
 
 Command-line flags override the file. Pure apart from :func:`load_serve_config`, which reads
 the file and the token sources; every problem raises :class:`ConfigError` naming the key.
@@ -38,6 +40,7 @@ import attrs
 
 from ._auth import Role, Token
 from ._errors import ConfigError
+from ._input_gate import JSON_LIMITS, JsonLimits
 
 __all__ = ["DEFAULT_PORT", "Limits", "ServeConfig", "is_loopback", "load_serve_config"]
 
@@ -53,6 +56,15 @@ class Limits:
     subscriber_buffer: int = 2_000
     shutdown_grace: float = 5.0
     idle_session: float = 600.0
+    max_json_depth: int = JSON_LIMITS.max_depth
+    max_json_integer_digits: int = JSON_LIMITS.max_integer_digits
+
+    @property
+    def json(self) -> JsonLimits:
+        """What the input gate takes from clients (:mod:`orchestrator._input_gate`)."""
+        return JsonLimits(
+            max_depth=self.max_json_depth, max_integer_digits=self.max_json_integer_digits
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -95,6 +107,9 @@ def is_loopback(host: str) -> bool:
 
 _TOP: Final = {"host", "port", "db", "teams", "default_team", "tokens", "limits"}
 _LIMITS: Final = frozenset(a.name for a in attrs.fields(Limits))
+#: Limits the input gate caps: past them it would give way to Python's own (the recursion
+#: limit, int()'s digit limit) and fail where it should refuse.
+_LIMIT_MAXIMA: Final = {"max_json_depth": 500, "max_json_integer_digits": 4300}
 _WHOLE_LIMITS: Final = frozenset(
     name for name, default in attrs.asdict(Limits()).items() if isinstance(default, int)
 )
@@ -167,6 +182,8 @@ def _limits(table: Mapping[str, Any], fail: Any) -> Limits:
         if not (whole if key in _WHOLE_LIMITS else number) or not value > 0:  # NaN too
             kind = "a whole number" if key in _WHOLE_LIMITS else "a number"
             raise fail(f"expected {kind} above 0", f"limits.{key}")
+        if value > _LIMIT_MAXIMA.get(key, value):
+            raise fail(f"at most {_LIMIT_MAXIMA[key]}", f"limits.{key}")
         values[key] = value
     return Limits(**values)
 

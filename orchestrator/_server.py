@@ -48,8 +48,15 @@ from ._auth import Authenticator, Permission, Principal
 from ._backend_openai import http_client
 from ._command_tool import ToolCallback, callback_url
 from ._daemon import Daemon, load_teams, session_id, session_uri
-from ._errors import FactLogError, IllegalTransitionError, OrchestratorError, RunError
+from ._errors import (
+    FactLogError,
+    IllegalTransitionError,
+    OrchestratorError,
+    PeerProtocolError,
+    RunError,
+)
 from ._hypercorn_ws import HypercornSeam, OpenSockets
+from ._input_gate import JsonLimits, parse_json
 from ._journal import SqliteJournal
 from ._metrics import CONTENT_TYPE
 from ._outbox import CLOSE_GOING_AWAY
@@ -127,7 +134,7 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
     async def callback(request: Request) -> Response:
         require(request, Permission.CALLBACK)
         body = await _body(request, limits.max_body_bytes)
-        view_type, group_id, content = _view_update(body)
+        view_type, group_id, content = _view_update(body, limits.json)
         live = await daemon.find(group_id)
         if live is None:
             if not await daemon.journal_knows(group_id):
@@ -145,7 +152,7 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
         principal = require(request, Permission.OPERATE)
         body = await _body(request, limits.max_body_bytes)
         try:
-            return await agui_run(request, body, daemon, principal)
+            return await agui_run(request, body, daemon, principal, limits.json)
         except AguiRequestError as exc:
             raise _HttpError(exc.status, exc.message) from None
         except RunError as exc:
@@ -207,6 +214,7 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
                     rate=limits.messages_per_second,
                     burst=limits.burst,
                     outbox_size=limits.subscriber_buffer,
+                    json_limits=limits.json,
                 ).run()
         finally:
             daemon.metrics.connected_clients -= 1
@@ -253,17 +261,12 @@ async def _body(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
-def _view_update(body: bytes) -> tuple[str, str, dict[str, Any]]:
+def _view_update(body: bytes, limits: JsonLimits) -> tuple[str, str, dict[str, Any]]:
     """``(view_type, group_id, content)`` of a view_update body, or a 400 naming the field."""
     try:
-        data = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise _HttpError(400, f"the body is not JSON: {exc}") from None
-    except RecursionError:
-        raise _HttpError(400, "the body is nested too deeply") from None
-    except ValueError as exc:
-        # An integer of more digits than int() converts (sys.get_int_max_str_digits()).
-        raise _HttpError(400, f"the body is not JSON this server reads: {exc}") from None
+        data = parse_json(body, protocol="view update", limits=limits)
+    except PeerProtocolError as exc:
+        raise _HttpError(400, _where(exc)) from None
     if not isinstance(data, dict):
         raise _HttpError(400, "the body must be a JSON object")
     if data.get("type") != "view_update":
@@ -275,6 +278,13 @@ def _view_update(body: bytes) -> tuple[str, str, dict[str, Any]]:
     if not isinstance(content, dict):
         raise _HttpError(400, "content: expected a JSON object ({} clears the view)")
     return data["view_type"], data["group_id"], content
+
+
+def _where(exc: PeerProtocolError) -> str:
+    """A refused body's error for an HTTP client: the field (``content.rows[3]``), then what
+    was wrong with it."""
+    field = exc.path.removeprefix("$").removeprefix(".")
+    return f"{field}: {exc.message}" if field else f"the body: {exc.message}"
 
 
 async def ended_session(daemon: Daemon, session: str) -> list[dict[str, Any]] | None:

@@ -39,6 +39,7 @@ import attrs
 
 from ._ahp_wire import json_type
 from ._errors import PeerProtocolError
+from ._input_gate import JSON_LIMITS, JsonLimits
 from ._json_frames import decode_object, shown
 
 __all__ = [
@@ -91,9 +92,11 @@ def _error(message: str, path: str = "$") -> PeerProtocolError:
     return PeerProtocolError(message, path=path, protocol="teammates channel")
 
 
-def parse_request(frame: str | bytes, *, max_bytes: int) -> TeammateRequest:
+def parse_request(
+    frame: str | bytes, *, max_bytes: int, limits: JsonLimits = JSON_LIMITS
+) -> TeammateRequest:
     """Read one client frame; :class:`PeerProtocolError` says what is wrong and where."""
-    data = decode_object(frame, max_bytes=max_bytes, protocol="teammates channel")
+    data = decode_object(frame, max_bytes=max_bytes, protocol="teammates channel", limits=limits)
     channel = data.get("channel", "teammates")
     if channel != "teammates":
         raise _error(f'expected "teammates" (or no channel), got {shown(channel)}', "$.channel")

@@ -61,6 +61,7 @@ class _TeammatesSocket:
         self.scheduler = daemon.scheduler
         self.principal = principal
         self.max_frame_bytes = limits.max_frame_bytes
+        self.json_limits = limits.json
         self._bucket = TokenBucket(
             rate=limits.messages_per_second, burst=limits.burst, now=trio.current_time()
         )
@@ -107,7 +108,9 @@ class _TeammatesSocket:
             async for frame in frames:
                 request: TeammateRequest | None = None
                 try:
-                    request = parse_request(frame, max_bytes=self.max_frame_bytes)
+                    request = parse_request(
+                        frame, max_bytes=self.max_frame_bytes, limits=self.json_limits
+                    )
                     await self._handle(request)
                 except PeerProtocolError as exc:
                     self._send("error", code="bad_request", message=f"{exc.path}: {exc.message}")

@@ -74,10 +74,11 @@ class TestParseClientMessage:
         self, frame: str | bytes
     ) -> None:
         """Whatever a client sends, the parser returns a typed message or raises
-        PeerProtocolError whose path is a JSON path (``$`` or ``$.field``); nothing else."""
+        PeerProtocolError whose path is a JSON path (``$``, ``$.field`` or ``$[0]``); nothing
+        else."""
         parsed = parse(frame)
         if isinstance(parsed, PeerProtocolError):
-            assert parsed.path == "$" or parsed.path.startswith("$."), parsed.path
+            assert parsed.path == "$" or parsed.path.startswith(("$.", "$[")), parsed.path
             assert parsed.message
         else:
             assert isinstance(parsed, ClientMessage)

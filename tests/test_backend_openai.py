@@ -47,6 +47,7 @@ from orchestrator._ahp_state import (
 from orchestrator._backend_openai import HOSTED_API, http_client
 from orchestrator._backends import backend_factory
 from orchestrator._errors import RunError
+from orchestrator._facts_wire import fact_to_json
 from orchestrator._runtime import RunOutcome
 from orchestrator._team_actions import ApprovalRequested, RunStatus, TaskCreated, TaskStarted
 from orchestrator._teamfile import TeamSpec, parse_team
@@ -412,6 +413,35 @@ class TestToolCalls:
         assert h.actions(ApprovalRequested) == []  # a call that cannot run asks nobody
         [ready] = h.actions(ChatToolCallReadyAction)
         assert ready.tool_input == '{"env": }'  # as the model sent it
+
+    async def test_text_that_cannot_be_encoded_is_recorded_as_u_fffd(self) -> None:
+        """A model that streams a lone surrogate (an escape JSON allows, UTF-8 does not)
+        neither fails the turn nor reaches the journal: each one is recorded as U+FFFD, in
+        text, reasoning and tool input alike, and the log says how many were replaced."""
+        calls = tool_calls(("call_s", "delegate", {"agent": "writer", "task": "pro\udc00d"}))
+
+        def answer(request: dict[str, Any]) -> Answer:
+            if agent_of(request) == "writer":
+                return Stream(text(f"did {request['messages'][-1]['content']}"))
+            if rounds_done(request) == 0:
+                return Stream([*reasoning("th\ud800ink"), *calls])
+            return Stream(text("Hel\ud800lo", " wor\udfffld"))
+
+        with structlog.testing.capture_logs() as logs:
+            async with model_team(answer) as (h, server):
+                outcome = await run(h)
+        assert outcome.status is RunStatus.COMPLETED
+        assert outcome.result == "Hel\ufffdlo wor\ufffdld"
+        for fact in h.facts:
+            fact_to_json(fact).encode("utf-8")  # every fact can be stored and sent
+        thought = h.actions(ChatResponsePartAction)[0].part
+        assert isinstance(thought, ReasoningResponsePart)
+        assert thought.content == "th\ufffdink"
+        # The worker was given the task with U+FFFD in place of the surrogate.
+        assert server.requests[1]["messages"][-1]["content"] == "pro\ufffdd"
+        replaced = [e for e in logs if e["event"] == "model text replaced"]
+        assert sum(e["characters"] for e in replaced) == 3
+        h.finished()
 
 
 # ─── failures ────────────────────────────────────────────────────────────────
