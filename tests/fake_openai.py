@@ -31,7 +31,7 @@ class Stream:
     ``done``: end with ``data: [DONE]`` (a server that just stops does not).
     """
 
-    chunks: Sequence[Chunk]
+    chunks: Sequence[Chunk | str | bytes]  # str / bytes: sent as they are (a broken server)
     cut_after: int | None = None
     stall_after: int | None = None
     done: bool = True
@@ -107,7 +107,11 @@ class FakeOpenAI:
                     pass
                 self.disconnected.set()
                 return
-            data = f"data: {json.dumps(chunk)}\n\n".encode()
+            if isinstance(chunk, dict):
+                chunk = json.dumps(chunk)
+            if isinstance(chunk, str):
+                chunk = chunk.encode()
+            data = b"data: " + chunk + b"\n\n"
             await send({"type": "http.response.body", "body": data, "more_body": True})
         tail = b"data: [DONE]\n\n" if answer.done else b""
         await send({"type": "http.response.body", "body": tail, "more_body": False})
