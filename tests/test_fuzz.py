@@ -18,16 +18,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
 
-import attrs
-import httpx
 import trio
 
 from orchestrator._agent_channel import parse_client_message
@@ -36,196 +29,27 @@ from orchestrator._errors import PeerProtocolError, RpcError
 from orchestrator._teammate_channel import parse_request
 
 from .ahp_client import ROOT
-from .daemon import ECHO, websocket
+from .daemon import websocket
 from .fake_openai import Answer, FakeOpenAI, Stream, fake_openai
-from .fuzz import Fuzzer
+from .fuzz import (
+    AGENT_TEMPLATES,
+    AHP_TEMPLATES,
+    CHUNK,
+    MAX_FRAME_BYTES,
+    OPERATOR,
+    SECRETS,
+    TEAMMATE_TEMPLATES,
+    TOOL,
+    VIEWER,
+    DaemonProcess,
+    Fuzzer,
+    daemon_process,
+    run_input,
+    view_update,
+)
 
 SEED: Final = int(os.environ.get("FUZZ_SEED", "20261126"))
 FRAMES: Final = int(os.environ.get("FUZZ_FRAMES", "150"))
-MAX_FRAME_BYTES: Final = 65_536
-
-OPERATOR: Final = "fuzz-operator-secret-0123456789"
-VIEWER: Final = "fuzz-viewer-secret-0123456789ab"
-TOOL: Final = "fuzz-tool-secret-0123456789abcd"
-SECRETS: Final = (OPERATOR, VIEWER, TOOL)
-
-CONFIG: Final = f"""
-[tokens.ops]
-role = "operator"
-token = "{OPERATOR}"
-[tokens.watcher]
-role = "viewer"
-token = "{VIEWER}"
-[tokens.sandbox]
-role = "tool"
-token = "{TOOL}"
-[limits]
-max_frame_bytes = {MAX_FRAME_BYTES}
-messages_per_second = 1000000.0
-burst = 1000000
-shutdown_grace = 0.5
-"""
-
-MODEL_TEAM: Final = """
-[team]
-name = "model"
-coordinator = "lead"
-[openai]
-model = "fuzz-model"
-base_url = "{url}"
-api_key_env = "FUZZ_MODEL_KEY"
-max_retries = 0
-read_timeout = 5
-[agents.lead]
-role = "coordinator"
-backend = "openai"
-"""
-
-#: Requests each endpoint takes, as the fuzzer's templates.
-AGENT_TEMPLATES: Final[list[dict[str, Any]]] = [
-    {"channel": "agent", "type": "prompt", "prompt": "hello", "taskId": "t-1"},
-    {"channel": "agent", "type": "abort", "taskId": "t-1"},
-    {"channel": "agent", "type": "tool_response", "toolCallId": "c-1", "response": "yes"},
-    {"channel": "agent", "type": "approve", "requestId": "a-1"},
-    {"channel": "agent", "type": "reject", "requestId": "a-1", "reason": "no"},
-    {"channel": "agent", "type": "settings", "settings": {"model": "m"}},
-    {"channel": "team", "type": "subscribe", "fromSequence": 0},
-]
-TEAMMATE_TEMPLATES: Final = [
-    {"type": t, "name": "nobody", "id": "r-1"}
-    for t in ("list", "history", "pause", "resume", "trigger", "stop", "subscribe")
-]
-SESSION: Final = "ahp-session:/0b5e7c4a-3f5e-4c1b-9a53-7d2f4c1e9a10"
-CHAT: Final = "ahp-chat:/7c0e2f1d-1d4b-4a8e-8f6b-5a0c9e3b2d11"
-AHP_TEMPLATES: Final[list[dict[str, Any]]] = [
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "channel": ROOT,
-            "protocolVersions": ["0.7.0"],
-            "clientId": "fuzz",
-            "clientInfo": {"name": "fuzz", "version": "1"},
-            "initialSubscriptions": [],
-        },
-    },
-    {"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"channel": ROOT}},
-    {"jsonrpc": "2.0", "id": 3, "method": "listSessions", "params": {"channel": ROOT, "limit": 5}},
-    {"jsonrpc": "2.0", "id": 4, "method": "subscribe", "params": {"channel": SESSION}},
-    {"jsonrpc": "2.0", "method": "unsubscribe", "params": {"channel": SESSION}},
-    {
-        "jsonrpc": "2.0",
-        "method": "dispatchAction",
-        "params": {
-            "channel": CHAT,
-            "clientSeq": 1,
-            "action": {
-                "type": "chat/turnStarted",
-                "turnId": "turn-1",
-                "userMessage": {"text": "hi", "origin": {"kind": "user"}},
-            },
-        },
-    },
-    {"jsonrpc": "2.0", "id": 5, "method": "reconnect", "params": {"channel": ROOT}},
-]
-
-
-def view_update(group_id: str) -> dict[str, Any]:
-    return {
-        "type": "view_update",
-        "group_id": group_id,
-        "view_type": "table",
-        "content": {"rows": [[1, "a"], [2, "b"]], "title": "t"},
-    }
-
-
-def run_input(thread: str) -> dict[str, Any]:
-    return {
-        "threadId": thread,
-        "runId": "run-" + thread,
-        "messages": [{"id": "m1", "role": "user", "content": "hello"}],
-        "tools": [],
-        "context": [],
-        "state": {},
-        "forwardedProps": {},
-    }
-
-
-CHUNK: Final = {
-    "id": "chatcmpl-1",
-    "object": "chat.completion.chunk",
-    "choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": None}],
-}
-
-
-@attrs.define
-class DaemonProcess:
-    process: trio.Process
-    url: str
-    log: bytearray
-
-    @property
-    def ws_url(self) -> str:
-        return self.url.replace("http://", "ws://", 1)
-
-    def http(self, token: str | None = OPERATOR) -> httpx.AsyncClient:
-        headers = {"authorization": f"Bearer {token}"} if token else {}
-        return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=30)
-
-    def rss_kib(self) -> int:
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        raise AssertionError("no VmRSS")
-
-    def lines(self) -> list[str]:
-        return bytes(self.log).decode("utf-8", "replace").splitlines()
-
-
-@asynccontextmanager
-async def daemon_process(tmp_path: Path, model_url: str) -> AsyncIterator[DaemonProcess]:
-    """``orchestrator -v serve`` on port 0, its stderr read (and kept) as it writes it."""
-    teams = tmp_path / "teams"
-    teams.mkdir()
-    (teams / "echo.toml").write_text(ECHO)
-    (teams / "model.toml").write_text(MODEL_TEAM.format(url=model_url))
-    (tmp_path / "daemon.toml").write_text(CONFIG)
-    command = [sys.executable, "-m", "orchestrator", "-v", "serve", "--config"]
-    command += [str(tmp_path / "daemon.toml"), "--teams", str(teams)]
-    command += ["--db", str(tmp_path / "journal.db"), "--port", "0", "--host", "127.0.0.1"]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "FUZZ_MODEL_KEY": "sk-fuzz-model-key-0123"}
-    process = await trio.lowlevel.open_process(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
-    )
-    log = bytearray()
-    listening = trio.Event()
-    url: list[str] = []
-
-    async def read_log() -> None:
-        assert process.stderr is not None
-        async for data in process.stderr:
-            log.extend(data)
-            if not listening.is_set():
-                for line in bytes(log).splitlines():
-                    if b'"daemon listening"' in line:
-                        url.append(json.loads(line)["url"])
-                        listening.set()
-
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(read_log)
-            with trio.fail_after(30):
-                await listening.wait()
-            yield DaemonProcess(process=process, url=url[0], log=log)
-            process.send_signal(signal.SIGTERM)
-            with trio.fail_after(10):
-                assert await process.wait() == 0, bytes(log[-4000:]).decode(errors="replace")
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-
 
 # ─── each endpoint ───────────────────────────────────────────────────────────
 

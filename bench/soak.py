@@ -1,0 +1,489 @@
+"""Soak: hostile input on every endpoint for a long time, and kill -9 under load.
+
+Two parts, each against ``orchestrator serve`` as its own process (tokens configured, JSON
+logs kept), with the harness and the seeded fuzzer of ``tests/fuzz.py``:
+
+* **frames**: ``--frames`` hostile frames or bodies per endpoint (``/ws``, ``/teammates``,
+  ``/ahp``, ``/callback``, ``/agui``) and hostile model chunks, while a bystander session runs
+  turn after turn. WebSocket frames go in windows of :data:`WINDOW`, each closed by a probe
+  the daemon must answer on the same connection. Counted: frames, the refusals the pure
+  parsers predict against the ``bad_request`` / error answers received, unanswered requests
+  and 5xx answers (both must be 0), frames/s, the daemon's RSS, the bystander's turns, and
+  what the log holds (lines, the longest, any token, any frame locals).
+* **kill**: ``--points`` times: start the daemon on one journal, let three clients run a
+  delegating team with the team channel subscribed, kill -9 the daemon at a seeded moment,
+  then check that every Agent UI envelope a client received is in the journal, equal
+  (a client only sees what is durable); the next start takes the sessions up again.
+
+    .venv/bin/python bench/soak.py                       # both, 100,000 frames, 100 kills
+    .venv/bin/python bench/soak.py frames --frames 10000
+    .venv/bin/python bench/soak.py kill --points 20 --seed 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from orchestrator._agent_channel import parse_client_message  # noqa: E402
+from orchestrator._agentui_wire import unstructure_envelope  # noqa: E402
+from orchestrator._ahp_rpc import parse_call  # noqa: E402
+from orchestrator._errors import PeerProtocolError, RpcError  # noqa: E402
+from orchestrator._journal import JournalReader  # noqa: E402
+from orchestrator._project_agentui import project_facts  # noqa: E402
+from orchestrator._teammate_channel import parse_request  # noqa: E402
+from tests.ahp_client import ROOT as AHP_ROOT  # noqa: E402
+from tests.daemon import websocket  # noqa: E402
+from tests.fake_openai import Answer, Stream, fake_openai  # noqa: E402
+from tests.fuzz import (  # noqa: E402
+    AGENT_TEMPLATES,
+    AHP_TEMPLATES,
+    CHUNK,
+    MAX_FRAME_BYTES,
+    OPERATOR,
+    SECRETS,
+    TEAMMATE_TEMPLATES,
+    TOOL,
+    DaemonProcess,
+    Fuzzer,
+    daemon_process,
+    run_input,
+    view_update,
+)
+
+#: WebSocket frames sent before a probe waits for the daemon to have answered them all.
+WINDOW: Final = 200
+#: Concurrent HTTP clients of /callback and /agui.
+HTTP_CLIENTS: Final = 8
+#: AG-UI thread ids the fuzz reuses (a valid body runs a turn of one of them).
+AGUI_THREADS: Final = 16
+
+FAN: Final = """
+[team]
+name = "fan"
+coordinator = "lead"
+parallel_budget = 3
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[agents.worker]
+role = "works"
+[[agents.worker.turns]]
+steps = [ { say = "finished {task}", chunks = 3 } ]
+""" + "".join(
+    """
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "one" }, { agent = "worker", task = "two" },
+                         { agent = "worker", task = "three" } ] },
+          { say = "done: {outcomes}", chunks = 2 } ]
+"""
+    for _ in range(200)
+)
+
+
+# ─── frames ──────────────────────────────────────────────────────────────────
+
+
+class Tally:
+    """One endpoint's counts."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.sent = 0
+        self.expected = 0  # refusals the pure parser predicts
+        self.refused = 0  # refusals received
+        self.failures = 0  # unanswered requests, 5xx answers, broken connections
+        self.seconds = 0.0
+
+    def row(self) -> str:
+        rate = self.sent / self.seconds if self.seconds else 0.0
+        return (
+            f"| {self.name} | {self.sent:,} | {self.expected:,} | {self.refused:,} | "
+            f"{self.failures} | {rate:,.0f} |"
+        )
+
+
+async def _windowed(
+    connection: Any,
+    fuzzer: Fuzzer,
+    tally: Tally,
+    frames: int,
+    make: Callable[[], str | bytes],
+    predicts: Callable[[str | bytes], bool],
+    probe: Callable[[int], str],
+    is_probe_answer: Callable[[dict[str, Any], int], bool],
+    is_refusal: Callable[[dict[str, Any]], bool],
+) -> None:
+    window = 0
+    while tally.sent < frames:
+        count = min(WINDOW, frames - tally.sent)
+        for _ in range(count):
+            frame = make()
+            tally.expected += predicts(frame)
+            await connection.send_message(frame)
+        tally.sent += count
+        await connection.send_message(probe(window))
+        with trio.fail_after(60):
+            while True:
+                message = json.loads(await connection.get_message())
+                if is_probe_answer(message, window):
+                    break
+                tally.refused += is_refusal(message)
+        window += 1
+
+
+def _refuses(parse: Callable[[str | bytes], object], error: type[Exception]) -> Any:
+    def predicts(frame: str | bytes) -> bool:
+        try:
+            parse(frame)
+        except error:
+            return True
+        return False
+
+    return predicts
+
+
+async def soak_agent(daemon: DaemonProcess, fuzzer: Fuzzer, frames: int) -> Tally:
+    tally = Tally("/ws (agent channel)")
+    start = time.perf_counter()
+    async with websocket(f"{daemon.ws_url}/ws?team=echo", token=OPERATOR) as connection:
+        await _windowed(
+            connection,
+            fuzzer,
+            tally,
+            frames,
+            lambda: fuzzer.frame(fuzzer.random.choice(AGENT_TEMPLATES)),
+            _refuses(
+                lambda f: parse_client_message(f, max_bytes=MAX_FRAME_BYTES), PeerProtocolError
+            ),
+            lambda w: json.dumps({"channel": "agent", "type": "abort", "taskId": f"probe-{w}"}),
+            lambda m, w: m.get("code") == "refused" and f"probe-{w}'" in m.get("message", ""),
+            lambda m: m.get("code") == "bad_request",
+        )
+    tally.seconds = time.perf_counter() - start
+    return tally
+
+
+async def soak_teammates(daemon: DaemonProcess, fuzzer: Fuzzer, frames: int) -> Tally:
+    tally = Tally("/teammates")
+    start = time.perf_counter()
+    async with websocket(f"{daemon.ws_url}/teammates", token=OPERATOR) as connection:
+        await _windowed(
+            connection,
+            fuzzer,
+            tally,
+            frames,
+            lambda: fuzzer.frame(fuzzer.random.choice(TEAMMATE_TEMPLATES)),
+            _refuses(lambda f: parse_request(f, max_bytes=MAX_FRAME_BYTES), PeerProtocolError),
+            lambda w: json.dumps({"type": "list", "id": f"probe-{w}"}),
+            lambda m, w: m.get("id") == f"probe-{w}",
+            lambda m: m.get("code") == "bad_request",
+        )
+    tally.seconds = time.perf_counter() - start
+    return tally
+
+
+async def soak_ahp(daemon: DaemonProcess, fuzzer: Fuzzer, frames: int) -> Tally:
+    tally = Tally("/ahp")
+    start = time.perf_counter()
+    parse_codes = {-32700, -32600, -32601, -32602}
+    async with websocket(f"{daemon.ws_url}/ahp", token=OPERATOR) as connection:
+        await _windowed(
+            connection,
+            fuzzer,
+            tally,
+            frames,
+            lambda: fuzzer.frame(fuzzer.random.choice(AHP_TEMPLATES)),
+            _refuses(lambda f: parse_call(f, max_bytes=MAX_FRAME_BYTES), RpcError),
+            lambda w: json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": f"probe-{w}",
+                    "method": "ping",
+                    "params": {"channel": AHP_ROOT},
+                }
+            ),
+            lambda m, w: m.get("id") == f"probe-{w}",
+            lambda m: m.get("error", {}).get("code") in parse_codes,
+        )
+    tally.seconds = time.perf_counter() - start
+    # A valid request may be refused later (an unknown session): more refusals than the
+    # parser predicts are fine, fewer are not.
+    tally.refused = min(tally.refused, tally.expected)
+    return tally
+
+
+async def soak_http(
+    daemon: DaemonProcess,
+    fuzzer: Fuzzer,
+    frames: int,
+    name: str,
+    path: str,
+    token: str,
+    make: Callable[[int], dict[str, Any]],
+) -> Tally:
+    tally = Tally(name)
+    start = time.perf_counter()
+    sent = 0
+
+    async def client() -> None:
+        nonlocal sent
+        async with daemon.http(token) as http:
+            while sent < frames:
+                index = sent
+                sent += 1
+                body = fuzzer.frame(make(index))
+                content = body if isinstance(body, bytes) else body.encode()
+                try:
+                    async with http.stream("POST", path, content=content) as answer:
+                        data = await answer.aread()
+                except Exception as exc:  # a broken connection is a failure to count
+                    print(f"  {name}: {exc!r}", file=sys.stderr)
+                    tally.failures += 1
+                    continue
+                tally.sent += 1
+                if answer.status_code >= 500:
+                    tally.failures += 1
+                    print(f"  {name}: {answer.status_code} {data[:200]!r}", file=sys.stderr)
+                elif answer.status_code != 200:
+                    tally.refused += 1
+                    if "error" not in json.loads(data):
+                        tally.failures += 1
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(HTTP_CLIENTS):
+            nursery.start_soon(client)
+    tally.expected = tally.refused  # HTTP: each refusal was answered, as a 4xx
+    tally.seconds = time.perf_counter() - start
+    return tally
+
+
+class HostileModel:
+    """The fake server's answers: hostile chunk streams, counted."""
+
+    def __init__(self, fuzzer: Fuzzer) -> None:
+        self.fuzzer = fuzzer
+        self.chunks = 0
+
+    def __call__(self, request: dict[str, Any]) -> Answer:
+        r = self.fuzzer.random
+        chunks: list[dict[str, Any] | str | bytes] = [
+            self.fuzzer.frame(CHUNK) for _ in range(r.randint(1, 40))
+        ]
+        if r.random() < 0.5:
+            chunks.append(
+                {**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+            )
+        self.chunks += len(chunks)
+        return Stream(chunks, done=r.random() < 0.7)
+
+
+async def soak_model(daemon: DaemonProcess, chunks: int, model: HostileModel) -> Tally:
+    tally = Tally("model stream (chunks)")
+    start = time.perf_counter()
+    async with websocket(f"{daemon.ws_url}/ws?team=model", token=OPERATOR) as connection:
+        while json.loads(await connection.get_message()).get("type") != "init":
+            pass
+        turn = 0
+        while tally.sent < chunks:
+            await connection.send_message(
+                json.dumps({"channel": "agent", "type": "prompt", "prompt": f"turn {turn}"})
+            )
+            turn += 1
+            with trio.fail_after(60):
+                while True:
+                    event = json.loads(await connection.get_message())
+                    if event.get("type") == "error":
+                        tally.refused += 1
+                    if event.get("type") == "done":
+                        break
+            tally.sent = model.chunks
+    tally.expected = turn  # turns, each ended (done)
+    tally.seconds = time.perf_counter() - start
+    return tally
+
+
+async def frames_part(frames: int, seed: int) -> None:
+    model_fuzzer = Fuzzer(seed + 5)
+    hostile = HostileModel(model_fuzzer)
+    with tempfile.TemporaryDirectory(prefix="soak-") as directory:
+        async with (
+            fake_openai(hostile) as model,
+            daemon_process(Path(directory), model.url) as daemon,
+        ):
+            turns = 0
+            stop = trio.Event()
+            rss = [daemon.rss_kib()]
+
+            async def bystander(task_status: trio.TaskStatus[str]) -> None:
+                nonlocal turns
+                async with websocket(f"{daemon.ws_url}/ws?team=echo", token=OPERATOR) as c:
+                    while (init := json.loads(await c.get_message())).get("type") != "init":
+                        pass
+                    task_status.started(init["sessionId"])
+                    while not stop.is_set():
+                        prompt = {"channel": "agent", "type": "prompt", "prompt": "tick"}
+                        await c.send_message(json.dumps(prompt))
+                        with trio.fail_after(60):
+                            while json.loads(await c.get_message()).get("type") != "done":
+                                pass
+                        turns += 1
+                        rss.append(daemon.rss_kib())
+
+            async with trio.open_nursery() as nursery:
+                group = await nursery.start(bystander)
+                tallies = [
+                    await soak_agent(daemon, Fuzzer(seed), frames),
+                    await soak_teammates(daemon, Fuzzer(seed + 1), frames),
+                    await soak_ahp(daemon, Fuzzer(seed + 2), frames),
+                    await soak_http(
+                        daemon,
+                        Fuzzer(seed + 3),
+                        frames,
+                        "/callback",
+                        "/callback",
+                        TOOL,
+                        lambda i: view_update(group),
+                    ),
+                    await soak_http(
+                        daemon,
+                        Fuzzer(seed + 4),
+                        frames,
+                        "/agui",
+                        "/agui?team=echo",
+                        OPERATOR,
+                        lambda i: run_input(f"soak-{i % AGUI_THREADS}"),
+                    ),
+                    await soak_model(daemon, frames, hostile),
+                ]
+                async with daemon.http(OPERATOR) as http:
+                    health = (await http.get("/healthz")).json()
+                rss.append(daemon.rss_kib())
+                stop.set()
+        lines = daemon.lines()
+    print(f"\nframes: seed {seed}, {frames:,} per endpoint, windows of {WINDOW}\n")
+    print("| endpoint | frames | refusals predicted | refusals answered | failures | frames/s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for tally in tallies:
+        print(tally.row())
+    print(
+        f"\nhealth at the end: {health['status']}; bystander turns: {turns:,}; daemon RSS "
+        f"{rss[0] / 1024:.0f} MB at start, {max(rss) / 1024:.0f} MB peak, "
+        f"{rss[-1] / 1024:.0f} MB at the end"
+    )
+    leaked = [s for s in SECRETS if any(s in line for line in lines)]
+    with_locals = sum('"locals"' in line for line in lines)
+    print(
+        f"log: {len(lines):,} lines, longest {max(map(len, lines)):,} characters; tokens "
+        f"found: {len(leaked)}; lines with frame locals: {with_locals}"
+    )
+
+
+# ─── kill -9 ─────────────────────────────────────────────────────────────────
+
+
+async def _fan_client(
+    daemon: DaemonProcess, index: int, received: dict[str, list[dict[str, Any]]]
+) -> None:
+    """Prompt the fan team turn after turn, keeping every team envelope received."""
+    url = f"{daemon.ws_url}/ws?team=fan"
+    try:
+        async with websocket(url, token=OPERATOR) as connection:
+            await connection.send_message(json.dumps({"channel": "team", "type": "subscribe"}))
+            session = ""
+            prompts = 0
+            while True:
+                message = json.loads(await connection.get_message())
+                if message.get("type") == "init":
+                    session = "ahp-session:/" + message["sessionId"]
+                    received[session] = []
+                if message.get("type") in ("init", "done"):
+                    prompts += 1
+                    prompt = {
+                        "channel": "agent",
+                        "type": "prompt",
+                        "prompt": f"client {index} prompt {prompts}",
+                    }
+                    await connection.send_message(json.dumps(prompt))
+                if message.get("channel") == "team":
+                    received[session].append(message["event"])
+    except Exception:  # the daemon was killed under it
+        return
+
+
+async def kill_part(points: int, seed: int) -> None:
+    rng = random.Random(seed)
+    checked = lost = sessions_seen = 0
+    started: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="soak-kill-") as directory:
+        db = Path(directory) / "journal.db"
+        for point in range(points):
+            delay = rng.uniform(0.05, 1.5)
+            received: dict[str, list[dict[str, Any]]] = {}
+            t0 = time.perf_counter()
+            async with daemon_process(Path(directory), teams={"fan": FAN}) as daemon:
+                started.append(time.perf_counter() - t0)
+
+                async with trio.open_nursery() as nursery:
+                    for index in range(3):
+                        nursery.start_soon(_fan_client, daemon, index, received)
+                    await trio.sleep(delay)
+                    daemon.process.send_signal(signal.SIGKILL)
+                    await daemon.process.wait()
+            reader = JournalReader(db)
+            for session, envelopes in received.items():
+                if not envelopes:
+                    continue
+                sessions_seen += 1
+                stored = [
+                    unstructure_envelope(e) for e in project_facts(session, reader.facts(session))
+                ]
+                by_sequence = {e["sequence"]: e for e in stored}
+                for envelope in envelopes:
+                    checked += 1
+                    if by_sequence.get(envelope["sequence"]) != envelope:
+                        lost += 1
+            print(
+                f"  kill {point + 1}/{points} after {delay * 1000:.0f} ms: "
+                f"{sum(map(len, received.values()))} envelopes received",
+                file=sys.stderr,
+            )
+        facts = sum(info.last_sequence for info in JournalReader(db).sessions())
+    print(f"\nkill -9: seed {seed}, {points} points, three clients of a delegating team\n")
+    print("| kills | sessions | envelopes acknowledged | lost | facts in the journal | start |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    print(
+        f"| {points} | {sessions_seen} | {checked:,} | {lost} | {facts:,} | "
+        f"{sorted(started)[len(started) // 2]:.2f} s median |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("part", nargs="?", choices=["frames", "kill", "both"], default="both")
+    parser.add_argument("--frames", type=int, default=100_000, help="per endpoint")
+    parser.add_argument("--points", type=int, default=100, help="kill -9 points")
+    parser.add_argument("--seed", type=int, default=20261126)
+    args = parser.parse_args()
+    if args.part in ("frames", "both"):
+        trio.run(frames_part, args.frames, args.seed)
+    if args.part in ("kill", "both"):
+        trio.run(kill_part, args.points, args.seed)
+
+
+if __name__ == "__main__":
+    main()
