@@ -53,8 +53,9 @@ from tests.fake_openai import text, tool_calls, usage
 from tests.test_runtime import Harness, fanout, run_to_end
 
 ANY = ToolDefinition(name="note", description="", parameters={"type": "object"})
+#: Tool input a model writes, within what the input gate takes (integers of 32 digits at most).
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    st.none() | st.booleans() | st.integers(-(10**32) + 1, 10**32 - 1) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
     max_leaves=8,
 )
@@ -114,11 +115,19 @@ class TestChunkAssembler:
             assembler.finish()
 
     @pytest.mark.parametrize(
-        "arguments", ['{"n": ' + "9" * 5000 + "}", "[" * 100_000 + "]" * 100_000]
+        ("arguments", "words"),
+        [
+            ('{"n": ' + "9" * 5000 + "}", "$.n: an integer of 5000 digits; the limit is 32"),
+            ('{"n": [' + "9" * 33 + "]}", "$.n[0]: an integer of 33 digits; the limit is 32"),
+            ('{"x": NaN}', "$.x: NaN is not a JSON number"),
+            ("[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
+        ],
     )
-    def test_input_json_cannot_read_fails_the_call_not_the_round(self, arguments: str) -> None:
-        """A number past int()'s digit limit or nesting past the recursion limit is input
-        that is not valid JSON: the call fails with that message; nothing raises."""
+    def test_input_json_cannot_read_fails_the_call_not_the_round(
+        self, arguments: str, words: str
+    ) -> None:
+        """Input the gate refuses (a huge number, NaN, nesting past its limit) is input that
+        is not valid JSON: the call fails with a message naming the field; nothing raises."""
         chunks = tool_calls(("call_1", "note", {}))
         for chunk in chunks:
             for call in chunk["choices"][0]["delta"].get("tool_calls") or ():
@@ -131,6 +140,7 @@ class TestChunkAssembler:
         assert len(requests) == 1
         assert requests[0].input_error is not None
         assert "not valid JSON" in requests[0].input_error
+        assert words in requests[0].input_error
 
     def test_a_call_cut_by_the_output_limit_is_refused(self) -> None:
         chunks = tool_calls(("call_1", "note", {"a": 1}))
