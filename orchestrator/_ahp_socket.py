@@ -132,7 +132,7 @@ from ._daemon import Daemon, LiveSession
 from ._errors import FactLogError, IllegalTransitionError, RpcError, RunError
 from ._evolve import evolve
 from ._facts import Fact
-from ._outbox import CLOSE_FELL_BEHIND, Outbox
+from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._rate_limit import TokenBucket
 from ._recovery import open_questions
 from ._runtime import Ids, utc_now
@@ -269,12 +269,19 @@ class AhpSocket:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._read, nursery.cancel_scope)
+                nursery.start_soon(self._close_when_stopped)
                 await self._outbox.send()
                 nursery.cancel_scope.cancel()
         finally:
             for feed in self._feeds.values():
                 feed.live.runtime.bus.unsubscribe(feed.subscription)
                 feed.live.clients -= 1
+
+    async def _close_when_stopped(self) -> None:
+        """The daemon stopped its sessions (SIGTERM): say goodbye with 1001 "going away",
+        after what is queued, as /ws and /teammates do (a client can tell it from a drop)."""
+        await self.daemon.stopped.wait()
+        self._hang_up(CLOSE_GOING_AWAY, "the daemon is stopping")
 
     def _emit(self, frame: str) -> None:
         """Queue ``frame`` for the client; one that fell behind is disconnected."""

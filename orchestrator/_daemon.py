@@ -349,6 +349,7 @@ class Daemon:
         self._nursery: trio.Nursery | None = None
         self.metrics = DaemonMetrics(self)
         self.accepting = False
+        self.stopped = trio.Event()  # set once stop() has stopped every session
         self.scheduler = Scheduler(self, clock=wall_clock)
         # Given to every session's command tools; the server sets its URL once it listens.
         self.callback = callback or ToolCallback()
@@ -455,6 +456,7 @@ class Daemon:
         with trio.move_on_after(self.shutdown_grace + 2):
             for live in stopping:
                 await live.finished.wait()
+        self.stopped.set()  # connections not tied to a session (AHP) close now
 
     # ── sessions ───────────────────────────────────────────────────────────
 

@@ -34,7 +34,7 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp
@@ -75,6 +75,13 @@ class _HttpError(Exception):
     message: str
 
 
+class _ClientGoneError(Exception):
+    """The client of a request went away while its body was read."""
+
+    def __init__(self, declared: str | None, received: int) -> None:
+        super().__init__(f"the client went after {received} of {declared} declared bytes")
+
+
 def _json_error(status: int, message: str, **headers: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers or None)
 
@@ -105,6 +112,11 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
             except _HttpError as exc:
                 extra = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
                 return _json_error(exc.status, exc.message, **extra)
+            except _ClientGoneError as exc:
+                log.info("request abandoned", path=request.url.path, reason=str(exc))
+                # Answered for form's sake: hypercorn has closed the connection (after a 400
+                # of its own if the client half-closed), so nothing is sent.
+                return _json_error(400, f"the body was incomplete: {exc}")
 
         return handle
 
@@ -246,10 +258,15 @@ async def _body(request: Request, limit: int) -> bytes:
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _HttpError(413, f"the body is {declared} bytes; the limit is {limit}")
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise _HttpError(413, f"the body is over the limit of {limit} bytes")
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise _HttpError(413, f"the body is over the limit of {limit} bytes")
+    except ClientDisconnect:
+        # The client went before sending the Content-Length it declared (it lied, or was
+        # cut off): nobody is left to read an answer, and it is not the daemon's error.
+        raise _ClientGoneError(declared, len(body)) from None
     return bytes(body)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from orchestrator._journal import JournalReader, SqliteJournal
 from orchestrator._serve_config import Limits, ServeConfig
 from orchestrator._team_actions import ApprovalResolved, RunFinished
 
-from .ahp_client import connect_ahp
+from .ahp_client import ROOT, AhpClient, connect_ahp
 from .conftest import PROJECT_ROOT
 from .daemon import ECHO, Client, RunningDaemon, connect, running_daemon
 
@@ -614,3 +615,75 @@ async def test_a_full_journal_turns_healthz_503_and_the_daemon_keeps_answering(
         assert health.json()["status"] == "journal failed"
         assert "full" in health.json()["error"]
         assert (await http.get("/metrics")).status_code == 200, "still answering"
+
+
+async def receive_until_closed(client: AhpClient) -> None:
+    while True:
+        await client.receive()
+
+
+class TestShutdown:
+    async def test_ahp_clients_get_a_going_away_close_frame(self, tmp_path: Path) -> None:
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon:
+            async with connect_ahp(daemon) as ahp:
+                await ahp.initialize(subscriptions=(ROOT,))
+                daemon.stop.set()
+                with pytest.raises(ConnectionClosed) as closed:
+                    await receive_until_closed(ahp)
+            with trio.fail_after(10):
+                await daemon.stopped.wait()
+        assert closed.value.reason is not None
+        assert closed.value.reason.code == 1001
+        assert closed.value.reason.reason == "the daemon is stopping"
+
+
+async def raw_request(daemon: RunningDaemon, request: bytes, *, then: str) -> bytes:
+    """Send ``request`` on a new TCP connection; ``then``: "close" at once, "eof" (a half
+    close) or "wait" for the answer. What came back before the server closed."""
+    host, port = daemon.url.removeprefix("http://").rsplit(":", 1)
+    stream = await trio.open_tcp_stream(host, int(port))
+    answer = b""
+    with trio.fail_after(10):
+        try:
+            await stream.send_all(request)
+            if then == "eof":
+                await stream.send_eof()
+            if then != "close":
+                while chunk := await stream.receive_some(65_536):
+                    answer += chunk
+                    if then == "wait" and b"}" in answer:
+                        break
+        finally:
+            await stream.aclose()
+    return answer
+
+
+class TestLyingContentLength:
+    @pytest.mark.parametrize("path", ["/callback", "/agui"])
+    async def test_a_body_shorter_or_longer_than_declared_is_answered_cleanly(
+        self, tmp_path: Path, path: str, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """Declared more than sent (the client then goes, or half-closes): the connection
+        is closed (hypercorn answers a half-closed one 400) and nothing is logged as an
+        error. Declared fewer: the body is what was declared, answered 400 JSON; the rest
+        is the next request on the connection."""
+        body = b'{"type": "view_update", "group_id": "g", "view_type": "d", "content": {}}'
+
+        def request(declared: int) -> bytes:
+            head = (
+                f"POST {path}?team=echo HTTP/1.1\r\nHost: x\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {declared}\r\n\r\n"
+            )
+            return head.encode() + body
+
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon:
+            assert await raw_request(daemon, request(len(body) + 50), then="close") == b""
+            half_closed = await raw_request(daemon, request(len(body) + 50), then="eof")
+            assert half_closed.startswith(b"HTTP/1.1 400 ")
+            fewer = await raw_request(daemon, request(len(body) - 10), then="wait")
+            assert fewer.startswith(b"HTTP/1.1 400 ")
+            assert b'{"error":"the body is not JSON' in fewer
+            async with daemon.http() as http:
+                assert (await http.get("/healthz")).status_code == 200
+        errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+        assert errors == []
