@@ -129,7 +129,14 @@ from ._ahp_state import (
 from ._auth import Permission, Principal
 from ._bus import Subscription
 from ._daemon import Daemon, LiveSession
-from ._errors import FactLogError, IllegalTransitionError, RpcError, RunError
+from ._errors import (
+    FactLogError,
+    IllegalTransitionError,
+    RpcError,
+    RunError,
+    SessionExistsError,
+    SessionLimitError,
+)
 from ._evolve import evolve
 from ._facts import Fact
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
@@ -623,10 +630,14 @@ class AhpSocket:
             self.daemon.team_of(params.provider)
         except RunError as exc:
             raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, f"provider: {exc}") from None
-        if self.daemon.live(uri) is not None or await self.daemon.journal_knows(uri):
-            raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"session {uri} exists")
         try:
-            self.daemon.open_session_with(params.provider, ClientIds(uri))
+            await self.daemon.open_session(
+                params.provider, ids=ClientIds(uri), principal=self.principal.name
+            )
+        except SessionExistsError as exc:
+            raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, str(exc)) from None
+        except SessionLimitError as exc:
+            raise RpcError(ErrorCode.LIMIT_REACHED, str(exc), data={"limit": exc.limit}) from None
         except RunError as exc:
             raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, f"provider: {exc}") from None
         log.info("ahp session created", session=uri, client=self.client_id)
@@ -653,8 +664,20 @@ class AhpSocket:
         chat = params.chat
         if not chat.startswith(CHAT_PREFIX) or len(chat) == len(CHAT_PREFIX):
             raise RpcError(ErrorCode.INVALID_PARAMS, "chat: expected ahp-chat:/ID")
-        if chat in live.state.chats:
-            raise RpcError(ErrorCode.ALREADY_EXISTS, f"chat {chat} exists")
+        # A chat URI names one chat across every session, live or past: the daemon checks
+        # both, and holds the URI for this request until the chat exists or was not made.
+        try:
+            await self.daemon.claim_chat(chat)
+        except SessionExistsError as exc:
+            raise RpcError(ErrorCode.ALREADY_EXISTS, str(exc)) from None
+        try:
+            await self._start_coordinator_chat(live, chat, params)
+        finally:
+            self.daemon.release_chat(chat)
+
+    async def _start_coordinator_chat(
+        self, live: LiveSession, chat: str, params: CreateChatParams
+    ) -> None:
         coordinator = live.state.coordinator_chat()
         if live.started or coordinator is not None:
             raise RpcError(

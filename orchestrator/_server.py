@@ -37,7 +37,7 @@ from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from ._agent_channel import agent_event, view_update
@@ -48,7 +48,13 @@ from ._auth import Authenticator, Permission, Principal
 from ._backend_openai import http_client
 from ._command_tool import ToolCallback, callback_url
 from ._daemon import Daemon, load_teams, session_id, session_uri
-from ._errors import FactLogError, IllegalTransitionError, OrchestratorError, RunError
+from ._errors import (
+    FactLogError,
+    IllegalTransitionError,
+    OrchestratorError,
+    RunError,
+    SessionLimitError,
+)
 from ._hypercorn_ws import HypercornSeam, OpenSockets
 from ._journal import SqliteJournal
 from ._metrics import CONTENT_TYPE
@@ -58,12 +64,14 @@ from ._serve_config import ServeConfig
 from ._teamfile import TeamSpec
 from ._teammates_socket import serve_teammates
 
-__all__ = ["build_app", "serve"]
+__all__ = ["ConnectionCap", "build_app", "serve"]
 
 log = structlog.get_logger("orchestrator.server")
 
 #: Close code for a WebSocket refused after the handshake (1008: policy violation).
 CLOSE_POLICY: Final = 1008
+#: Seconds a client refused for a limit is told to wait (``Retry-After``).
+RETRY_AFTER: Final = 5
 #: Seconds after hypercorn's graceful timeout when the sockets of connections that are still
 #: open (a write waiting for a client that stopped reading) are closed under them.
 STUCK_AFTER_GRACE: Final = 0.5
@@ -84,6 +92,15 @@ class _ClientGoneError(Exception):
 
 def _json_error(status: int, message: str, **headers: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers or None)
+
+
+def _limit_error(exc: SessionLimitError) -> JSONResponse:
+    """A session refused by a limit: 429 for the client's own (it holds too many), 503 for
+    the daemon's (it is full); the body names the limit."""
+    status = 429 if exc.per_principal else 503
+    response = JSONResponse({"error": str(exc), "limit": exc.limit}, status_code=status)
+    response.headers["Retry-After"] = str(RETRY_AFTER)
+    return response
 
 
 def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None = None) -> ASGIApp:
@@ -160,6 +177,8 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
             return await agui_run(request, body, daemon, principal)
         except AguiRequestError as exc:
             raise _HttpError(exc.status, exc.message) from None
+        except SessionLimitError as exc:
+            return _limit_error(exc)
         except RunError as exc:
             raise _HttpError(409, str(exc)) from None
         except FactLogError as exc:
@@ -201,7 +220,12 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
                     await websocket.close(code=CLOSE_GOING_AWAY, reason="the session ended")
                     return
             else:
-                live = daemon.open_session(websocket.query_params.get("team"))
+                live = await daemon.open_session(
+                    websocket.query_params.get("team"), principal=principal.name
+                )
+        except SessionLimitError as exc:
+            await websocket.send_denial_response(_limit_error(exc))
+            return
         except RunError as exc:
             await websocket.send_denial_response(_json_error(404, str(exc)))
             return
@@ -238,7 +262,7 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
         principal = principal_of(websocket.headers, websocket.query_params)
         await serve_ahp(websocket, daemon, principal, limits)
 
-    app = Starlette(
+    app: ASGIApp = Starlette(
         routes=[
             Route("/healthz", healthz),
             Route("/metrics", guarded(metrics)),
@@ -249,7 +273,43 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
             WebSocketRoute("/teammates", teammates_socket),
         ],
     )
-    return HypercornSeam(app, sockets)
+    return HypercornSeam(ConnectionCap(app, limits.max_connections), sockets)
+
+
+class ConnectionCap:
+    """ASGI middleware: at most ``limit`` long-lived connections at once (WebSockets, from
+    the handshake to the close, and ``POST /agui`` requests, to the end of their event
+    stream). One more is refused at once with 503 and a JSON reason, before it costs
+    anything; plain requests (``/healthz``, ``/metrics``, ``/callback``) are never counted
+    or refused, so the daemon can still be watched when it is full."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+        self.open = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if not (kind == "websocket" or (kind == "http" and scope.get("path") == "/agui")):
+            await self.app(scope, receive, send)
+            return
+        if self.open >= self.limit:
+            refusal = _json_error(
+                503,
+                f"the daemon has {self.open} connections open, its limit (max_connections): "
+                "try again later",
+                **{"Retry-After": str(RETRY_AFTER)},
+            )
+            if kind == "websocket":
+                await WebSocket(scope, receive, send).send_denial_response(refusal)
+            else:
+                await refusal(scope, receive, send)
+            return
+        self.open += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.open -= 1
 
 
 async def _body(request: Request, limit: int) -> bytes:
@@ -351,6 +411,7 @@ async def serve(
             subscriber_buffer=config.limits.subscriber_buffer,
             shutdown_grace=config.limits.shutdown_grace,
             callback=ToolCallback(token=config.tool_token),
+            limits=config.limits,
         )
         async with trio.open_nursery() as services:
             if handle_signals:
