@@ -70,6 +70,10 @@ log = structlog.get_logger("orchestrator.server")
 
 #: Close code for a WebSocket refused after the handshake (1008: policy violation).
 CLOSE_POLICY: Final = 1008
+#: Seconds a POST body has to arrive in whole: a client that declares more bytes than it sends
+#: and waits would otherwise hold its request, and a task, for as long as it likes. A body
+#: of ``max_body_bytes`` (1 MiB) takes a link of 35 kB/s; no tool posts anything near that.
+BODY_TIMEOUT: Final = 30.0
 #: Seconds a client refused for a limit is told to wait (``Retry-After``).
 RETRY_AFTER: Final = 5
 #: Seconds after hypercorn's graceful timeout when the sockets of connections that are still
@@ -81,6 +85,7 @@ STUCK_AFTER_GRACE: Final = 0.5
 class _HttpError(Exception):
     status: int
     message: str
+    close: bool = False  # the connection is closed after the answer
 
 
 class _ClientGoneError(Exception):
@@ -128,6 +133,8 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
                 return await endpoint(request)
             except _HttpError as exc:
                 extra = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
+                if exc.close:
+                    extra["Connection"] = "close"
                 return _json_error(exc.status, exc.message, **extra)
             except _ClientGoneError as exc:
                 log.info("request abandoned", path=request.url.path, reason=str(exc))
@@ -318,15 +325,24 @@ async def _body(request: Request, limit: int) -> bytes:
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _HttpError(413, f"the body is {declared} bytes; the limit is {limit}")
     body = bytearray()
-    try:
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limit:
-                raise _HttpError(413, f"the body is over the limit of {limit} bytes")
-    except ClientDisconnect:
-        # The client went before sending the Content-Length it declared (it lied, or was
-        # cut off): nobody is left to read an answer, and it is not the daemon's error.
-        raise _ClientGoneError(declared, len(body)) from None
+    with trio.move_on_after(BODY_TIMEOUT) as waiting:
+        try:
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > limit:
+                    raise _HttpError(413, f"the body is over the limit of {limit} bytes")
+        except ClientDisconnect:
+            # The client went before sending the Content-Length it declared (it lied, or
+            # was cut off): nobody is left to read an answer, and it is not our error.
+            raise _ClientGoneError(declared, len(body)) from None
+    if waiting.cancelled_caught:
+        # The connection cannot carry another request after a body left unread: close it.
+        raise _HttpError(
+            408,
+            f"the body did not arrive within {BODY_TIMEOUT:g} s ({len(body)} of "
+            f"{declared or 'the'} bytes declared came)",
+            close=True,
+        )
     return bytes(body)
 
 

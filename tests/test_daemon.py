@@ -18,6 +18,7 @@ from orchestrator._errors import ConfigError
 from orchestrator._graph import build_graph
 from orchestrator._journal import JournalReader, SqliteJournal
 from orchestrator._serve_config import Limits, ServeConfig
+from orchestrator._server import BODY_TIMEOUT
 from orchestrator._team_actions import ApprovalResolved, RunFinished
 
 from .ahp_client import ROOT, AhpClient, connect_ahp
@@ -729,7 +730,7 @@ async def raw_request(daemon: RunningDaemon, request: bytes, *, then: str) -> by
     host, port = daemon.url.removeprefix("http://").rsplit(":", 1)
     stream = await trio.open_tcp_stream(host, int(port))
     answer = b""
-    with trio.fail_after(10):
+    with trio.fail_after(60):
         try:
             await stream.send_all(request)
             if then == "eof":
@@ -773,3 +774,24 @@ class TestLyingContentLength:
                 assert (await http.get("/healthz")).status_code == 200
         errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
         assert errors == []
+
+    async def test_a_body_that_never_comes_is_answered_408_on_time(
+        self, tmp_path: Path, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """A client that declares more than it sends and waits holds its request
+        BODY_TIMEOUT seconds, then gets 408 JSON and the connection is closed."""
+        body = b'{"type": "view_update"'
+        request = (
+            b"POST /callback HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 100\r\n\r\n" + body
+        )
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon:
+            asked = trio.current_time()
+            answer = await raw_request(daemon, request, then="wait")
+            assert trio.current_time() - asked == pytest.approx(BODY_TIMEOUT, abs=0.01)
+        head, _, text = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408 ")
+        assert b"connection: close" in head
+        assert json.loads(text) == {
+            "error": f"the body did not arrive within 30 s ({len(body)} of 100 bytes declared came)"
+        }
