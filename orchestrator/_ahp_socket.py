@@ -640,6 +640,9 @@ class AhpSocket:
             raise RpcError(ErrorCode.LIMIT_REACHED, str(exc), data={"limit": exc.limit}) from None
         except RunError as exc:
             raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, f"provider: {exc}") from None
+        except FactLogError as exc:
+            message = f"the journal cannot be read: {exc.message}"
+            raise RpcError(ErrorCode.INTERNAL_ERROR, message) from None
         log.info("ahp session created", session=uri, client=self.client_id)
 
     async def _dispose_session(self, uri: str) -> None:
@@ -670,6 +673,9 @@ class AhpSocket:
             await self.daemon.claim_chat(chat)
         except SessionExistsError as exc:
             raise RpcError(ErrorCode.ALREADY_EXISTS, str(exc)) from None
+        except FactLogError as exc:
+            message = f"the journal cannot be read: {exc.message}"
+            raise RpcError(ErrorCode.INTERNAL_ERROR, message) from None
         try:
             await self._start_coordinator_chat(live, chat, params)
         finally:

@@ -555,8 +555,9 @@ class Daemon:
         any). ``principal``: who opens it, for the per-token limit (None: the daemon).
 
         Refused, before anything is written: a URI that is live, being opened or in the
-        journal (:class:`SessionExistsError`), and a session beyond ``max_sessions`` or the
-        principal's ``max_unprompted_per_token`` (:class:`SessionLimitError`).
+        journal (:class:`SessionExistsError`), a session beyond ``max_sessions`` or the
+        principal's ``max_unprompted_per_token`` (:class:`SessionLimitError`), and any
+        session while the journal cannot be read (:class:`FactLogError`).
         """
         name, team = self.team_of(team_name)
         if name in self.unavailable:
@@ -570,7 +571,9 @@ class Daemon:
         self._check_limits(principal)
         self._opening[uri] = principal  # from here on, a second open of ``uri`` is refused
         try:
-            if await self.journal_knows(uri):
+            # FactLogError if the journal cannot be read: then nobody can tell whether the
+            # URI is taken, and a session must not be made on a guess.
+            if await trio.to_thread.run_sync(self.reader.has_session, uri):
                 raise SessionExistsError(
                     f"session {uri} is in the journal (it ended, or waits there to be taken "
                     "up): its id cannot be used for a new session",
@@ -653,8 +656,8 @@ class Daemon:
         live.end_sinks()
 
     async def journal_knows(self, session: str) -> bool:
-        """Whether the journal has a session ``session`` (an id or URI), ended or not: one
-        indexed lookup."""
+        """Whether the journal has a session ``session`` (an id or URI), ended or not; False
+        also when the journal cannot be read (:meth:`open_session` refuses then)."""
         try:
             await trio.to_thread.run_sync(self.reader.session, session_uri(session))
         except FactLogError:
@@ -785,7 +788,16 @@ _Start = Callable[..., Awaitable[RunOutcome]]
 
 
 class _Reader(JournalReader):
-    """The journal's reader, and the one question only the daemon asks it."""
+    """The journal's reader, and the questions only the daemon asks it."""
+
+    def has_session(self, session: str) -> bool:
+        """Whether the journal has a session ``session``, ended or not: one indexed lookup.
+        :class:`FactLogError` if the journal cannot be read (never "no" for "cannot tell")."""
+        with self._connection() as connection:
+            row = connection.execute(
+                "SELECT 1 FROM sessions WHERE session = ?", (session,)
+            ).fetchone()
+        return row is not None
 
     def session_of_chat(self, chat: str) -> str | None:
         """The session of the journal that has a chat ``chat``, if any.

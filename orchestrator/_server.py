@@ -236,6 +236,10 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
         except RunError as exc:
             await websocket.send_denial_response(_json_error(404, str(exc)))
             return
+        except FactLogError as exc:
+            message = f"the journal cannot be read: {exc.message}"
+            await websocket.send_denial_response(_json_error(503, message))
+            return
         await websocket.accept()
         daemon.metrics.connected_clients += 1
         try:

@@ -15,7 +15,7 @@ import trio
 import trio.testing
 
 from orchestrator._daemon import Daemon, LiveSession
-from orchestrator._errors import RunError, SessionExistsError, SessionLimitError
+from orchestrator._errors import FactLogError, RunError, SessionExistsError, SessionLimitError
 from orchestrator._facts import Fact
 from orchestrator._journal import JournalReader
 from orchestrator._serve_config import Limits
@@ -172,6 +172,26 @@ class TestIdentity:
             assert ended.value.ended
             assert ended.value.uri == live.uri
             assert JournalReader(daemon.journal.path).facts(live.uri) == facts
+
+    async def test_a_journal_that_cannot_be_read_opens_nothing(
+        self,
+        tmp_path: Path,
+        autojump_clock: trio.testing.MockClock,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """Whether an id is taken cannot be told: no session is made on a guess, and the
+        id is not left reserved."""
+
+        def unreadable(session: str) -> bool:
+            raise FactLogError("cannot read the journal: disk I/O error", source="journal.db")
+
+        async with serving(tmp_path, LIMITS) as daemon:
+            monkeypatch.setattr(daemon.reader, "has_session", unreadable)
+            with pytest.raises(FactLogError, match="disk I/O error"):
+                await daemon.open_session("echo", session="thread-1")
+            assert daemon.live("thread-1") is None
+            monkeypatch.undo()
+            await daemon.open_session("echo", session="thread-1")
 
     async def test_two_clients_opening_one_id_at_once_do_not_both_get_it(
         self, tmp_path: Path, autojump_clock: trio.testing.MockClock
