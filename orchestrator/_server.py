@@ -21,6 +21,7 @@ recording (recovery at the next start takes them up), drain the journal, exit 0.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import signal
@@ -331,10 +332,13 @@ async def _body(request: Request, limit: int) -> bytes:
     body = bytearray()
     with trio.move_on_after(BODY_TIMEOUT) as waiting:
         try:
-            async for chunk in request.stream():
-                body += chunk
-                if len(body) > limit:
-                    raise _HttpError(413, f"the body is over the limit of {limit} bytes")
+            # Closed here, also when left early (over the limit, out of time), rather than
+            # by the garbage collector.
+            async with contextlib.aclosing(request.stream()) as chunks:
+                async for chunk in chunks:
+                    body += chunk
+                    if len(body) > limit:
+                        raise _HttpError(413, f"the body is over the limit of {limit} bytes")
         except ClientDisconnect:
             # The client went before sending the Content-Length it declared (it lied, or
             # was cut off): nobody is left to read an answer, and it is not our error.
