@@ -178,9 +178,12 @@ async def _measure(subscribers: int, events: int, interval: float) -> dict[str, 
         teams = Path(tmp) / "teams"
         teams.mkdir()
         (teams / "bench.toml").write_text(_team(events, interval / 1000), encoding="utf-8")
-        config = ServeConfig(
-            port=0, teams=teams, limits=Limits(subscriber_buffer=10_000, shutdown_grace=0.1)
+        # Room for every subscriber and the operator (the default max_connections is 512;
+        # this process raises its open-file limit for them, see main).
+        limits = Limits(
+            subscriber_buffer=10_000, shutdown_grace=0.1, max_connections=subscribers + 16
         )
+        config = ServeConfig(port=0, teams=teams, limits=limits)
         stop = trio.Event()
         async with trio.open_nursery() as nursery:
             url: str = await nursery.start(

@@ -164,7 +164,7 @@ class AgentSocket:
     def ended(self) -> None:
         """The session ended (its run finished, or the daemon is stopping)."""
         self._emit(agent_event("session_ended", sessionId=self.live.id))
-        self._hang_up(CLOSE_GOING_AWAY, "the session ended")
+        self._hang_up(CLOSE_GOING_AWAY, self.live.ended_because or "the session ended")
 
     async def _subscribe_team(self, from_sequence: int) -> None:
         """Envelopes after ``from_sequence`` up to the last fact pushed, then live ones.

@@ -26,7 +26,7 @@ from starlette.requests import Request
 
 from ._auth import Principal
 from ._daemon import Daemon, LiveSession
-from ._errors import PeerProtocolError, RunError
+from ._errors import PeerProtocolError, RunError, SessionExistsError, SessionLimitError
 from ._input_gate import JSON_LIMITS, JsonLimits, parse_json
 from ._project_agui import AguiProjector, AguiRunStatus, RunRequest, parse_run_input
 from ._team_actions import USER
@@ -69,7 +69,14 @@ async def agui_run(
     live = await daemon.find(run.thread_id)
     try:
         if live is None:
-            live = daemon.open_session(team, session=run.thread_id)
+            # A thread that ended (disposed over AHP, say) is refused here, before anything
+            # is written: its id is taken for good (409).
+            live = await daemon.open_session(team, session=run.thread_id, principal=principal.name)
+    except SessionExistsError as exc:
+        why = "has ended: start a new thread" if exc.ended else "is being opened by another run"
+        raise AguiRequestError(409, f"threadId: thread {run.thread_id!r} {why}") from None
+    except SessionLimitError:
+        raise  # the server answers it (429 / 503, naming the limit)
     except RunError as exc:
         raise AguiRequestError(404, str(exc)) from None
     if team is not None and live.team_name != team:

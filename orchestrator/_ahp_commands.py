@@ -103,6 +103,10 @@ class ErrorCode(enum.IntEnum):
     NOT_FOUND = -32008
     PERMISSION_DENIED = -32009
     ALREADY_EXISTS = -32010
+    #: Implementation-defined server error, clear of AHP's own -32001…-32010: a session
+    #: refused by a limit of the host (``data.limit`` names it: ``max_sessions``,
+    #: ``max_unprompted_per_token``).
+    LIMIT_REACHED = -32090
 
 
 # ─── JSON-RPC ────────────────────────────────────────────────────────────────

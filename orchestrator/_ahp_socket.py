@@ -129,11 +129,18 @@ from ._ahp_state import (
 from ._auth import Permission, Principal
 from ._bus import Subscription
 from ._daemon import Daemon, LiveSession
-from ._errors import FactLogError, IllegalTransitionError, RpcError, RunError
+from ._errors import (
+    FactLogError,
+    IllegalTransitionError,
+    RpcError,
+    RunError,
+    SessionExistsError,
+    SessionLimitError,
+)
 from ._evolve import evolve
 from ._facts import Fact
 from ._input_gate import JSON_LIMITS, JsonLimits
-from ._outbox import CLOSE_FELL_BEHIND, Outbox
+from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._rate_limit import TokenBucket
 from ._recovery import open_questions
 from ._runtime import Ids, utc_now
@@ -273,12 +280,19 @@ class AhpSocket:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._read, nursery.cancel_scope)
+                nursery.start_soon(self._close_when_stopped)
                 await self._outbox.send()
                 nursery.cancel_scope.cancel()
         finally:
             for feed in self._feeds.values():
                 feed.live.runtime.bus.unsubscribe(feed.subscription)
                 feed.live.clients -= 1
+
+    async def _close_when_stopped(self) -> None:
+        """The daemon stopped its sessions (SIGTERM): say goodbye with 1001 "going away",
+        after what is queued, as /ws and /teammates do (a client can tell it from a drop)."""
+        await self.daemon.stopped.wait()
+        self._hang_up(CLOSE_GOING_AWAY, "the daemon is stopping")
 
     def _emit(self, frame: str) -> None:
         """Queue ``frame`` for the client; one that fell behind is disconnected."""
@@ -620,12 +634,19 @@ class AhpSocket:
             self.daemon.team_of(params.provider)
         except RunError as exc:
             raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, f"provider: {exc}") from None
-        if self.daemon.live(uri) is not None or await self.daemon.journal_knows(uri):
-            raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"session {uri} exists")
         try:
-            self.daemon.open_session_with(params.provider, ClientIds(uri))
+            await self.daemon.open_session(
+                params.provider, ids=ClientIds(uri), principal=self.principal.name
+            )
+        except SessionExistsError as exc:
+            raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, str(exc)) from None
+        except SessionLimitError as exc:
+            raise RpcError(ErrorCode.LIMIT_REACHED, str(exc), data={"limit": exc.limit}) from None
         except RunError as exc:
             raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, f"provider: {exc}") from None
+        except FactLogError as exc:
+            message = f"the journal cannot be read: {exc.message}"
+            raise RpcError(ErrorCode.INTERNAL_ERROR, message) from None
         log.info("ahp session created", session=uri, client=self.client_id)
 
     async def _dispose_session(self, uri: str) -> None:
@@ -650,8 +671,23 @@ class AhpSocket:
         chat = params.chat
         if not chat.startswith(CHAT_PREFIX) or len(chat) == len(CHAT_PREFIX):
             raise RpcError(ErrorCode.INVALID_PARAMS, "chat: expected ahp-chat:/ID")
-        if chat in live.state.chats:
-            raise RpcError(ErrorCode.ALREADY_EXISTS, f"chat {chat} exists")
+        # A chat URI names one chat across every session, live or past: the daemon checks
+        # both, and holds the URI for this request until the chat exists or was not made.
+        try:
+            await self.daemon.claim_chat(chat)
+        except SessionExistsError as exc:
+            raise RpcError(ErrorCode.ALREADY_EXISTS, str(exc)) from None
+        except FactLogError as exc:
+            message = f"the journal cannot be read: {exc.message}"
+            raise RpcError(ErrorCode.INTERNAL_ERROR, message) from None
+        try:
+            await self._start_coordinator_chat(live, chat, params)
+        finally:
+            self.daemon.release_chat(chat)
+
+    async def _start_coordinator_chat(
+        self, live: LiveSession, chat: str, params: CreateChatParams
+    ) -> None:
         coordinator = live.state.coordinator_chat()
         if live.started or coordinator is not None:
             raise RpcError(

@@ -21,6 +21,18 @@ team file the session recorded): a session is a conversation that outlives a res
 SIGTERM it stops each runtime without recording (:meth:`TeamRuntime.stop`), after running
 turns had ``shutdown_grace`` seconds to end: the journal then holds what a crash would, and
 the next start applies each team's ``on_restart``.
+
+Identity: a session's URI (and a chat's, over AHP) names it for good. Every new session goes
+through :meth:`Daemon.open_session`, which refuses a URI that is live, being opened, or in
+the journal (ended or not) before anything is written, so no client can make a second
+session write ``team/runStarted`` at sequence 1 again under a URI the journal holds. The
+URI is reserved before the journal is asked (an await), so two clients opening the same
+one at once cannot both get it.
+
+Bounds: a session opened but never prompted holds memory and nothing else; it is forgotten
+``unprompted_session`` seconds after it was opened or its last client left (at most
+``idle_session`` with a client on it), and each principal may hold
+``max_unprompted_per_token`` of them; no more than ``max_sessions`` sessions are opened.
 """
 
 from __future__ import annotations
@@ -43,7 +55,15 @@ from ._ahp_actions import ChatTurnStartedAction
 from ._backends import backend_factory
 from ._bus import Subscription
 from ._command_tool import ToolCallback
-from ._errors import ConfigError, FactLogError, OrchestratorError, RunError, TeamFileError
+from ._errors import (
+    ConfigError,
+    FactLogError,
+    OrchestratorError,
+    RunError,
+    SessionExistsError,
+    SessionLimitError,
+    TeamFileError,
+)
 from ._facts import Fact
 from ._journal import JournalReader, SqliteJournal
 from ._metrics import DaemonMetrics
@@ -52,6 +72,7 @@ from ._recovery import input_request_id, open_questions
 from ._runtime import BackendFactory, Ids, RunOutcome, TeamRuntime
 from ._schedule import BackgroundSpec
 from ._scheduler import Scheduler, utc_now
+from ._serve_config import Limits
 from ._team_actions import USER, ApprovalRequested, ApprovalResolved, RunFinished, ViewUpdated
 from ._team_state import TeamState
 from ._teamfile import TeamSpec, load_team, parse_team
@@ -117,10 +138,21 @@ class _Task:
 class LiveSession:
     """One session the daemon runs; what clients may ask of it."""
 
-    def __init__(self, daemon: Daemon, team_name: str, runtime: TeamRuntime) -> None:
+    def __init__(
+        self,
+        daemon: Daemon,
+        team_name: str,
+        runtime: TeamRuntime,
+        *,
+        owner: str | None = None,
+    ) -> None:
         self.daemon = daemon
         self.team_name = team_name
         self.runtime = runtime
+        # The principal that opened it (None: the daemon's own, or taken up): its sessions
+        # not yet prompted are counted against max_unprompted_per_token.
+        self.owner = owner
+        self.opened_at = trio.current_time()
         self.uri = runtime.session
         self.id = session_id(self.uri)
         self._tasks: list[_Task] = []
@@ -135,8 +167,12 @@ class LiveSession:
         self.idle_since = trio.current_time()
         if not _busy(self.state):
             self.idle.set()
-        self.clients = 0  # connected clients (see attached)
+        self._clients = 0  # connected clients (see attached)
+        self.alone_since = self.opened_at  # when the last client left
+        self._alone = trio.Event()  # set while no client is connected
+        self._alone.set()
         self.put_away = False  # stopped for being idle (see Daemon.evict_idle)
+        self.ended_because: str | None = None  # why, when clients must be told more
         # The AG-UI projector of the session's thread, kept across an interrupt: what the team
         # does while the client decides goes into the run that resumes it (see _agui_endpoint).
         self.agui: AguiProjector | None = None
@@ -208,6 +244,29 @@ class LiveSession:
         await self.runtime.recorder.record(
             [(self.uri, ViewUpdated(view_type=view_type, content=content))]
         )
+
+    @property
+    def clients(self) -> int:
+        """Connected clients (a /ws connection, an AHP client following the session)."""
+        return self._clients
+
+    @clients.setter
+    def clients(self, count: int) -> None:
+        self._clients = count
+        if count == 0 and not self._alone.is_set():
+            self.alone_since = trio.current_time()
+            self._alone.set()
+        elif count and self._alone.is_set():
+            self._alone = trio.Event()
+
+    async def wait_alone(self) -> None:
+        """Wait until no client is connected."""
+        await self._alone.wait()
+
+    @property
+    def unprompted(self) -> bool:
+        """Open, and no run started or starting in it (see Daemon.forget_unprompted)."""
+        return not self.started and not self.finished.is_set()
 
     @contextlib.contextmanager
     def attached(self) -> Iterator[None]:
@@ -317,9 +376,11 @@ class Daemon:
         environ: Mapping[str, str] | None = None,
         wall_clock: Callable[[], dt.datetime] = utc_now,
         callback: ToolCallback | None = None,
+        limits: Limits | None = None,
     ) -> None:
         """``wall_clock``: what time it is, for the background teammates' schedules (tests
-        pass one made from trio's clock)."""
+        pass one made from trio's clock). ``limits``: the sessions' bounds (unprompted
+        sessions, per token and in all); the other limits are the server's."""
         if default_team is not None and default_team not in teams:
             raise ConfigError(
                 f"no team {default_team!r} (teams: {', '.join(sorted(teams))})",
@@ -329,7 +390,8 @@ class Daemon:
         self.teams = dict(teams)
         self.default_team = default_team or (next(iter(teams)) if len(teams) == 1 else None)
         self.journal = journal
-        self.reader = JournalReader(journal.path)
+        self.reader = _Reader(journal.path)
+        self.limits = limits or Limits()
         self.subscriber_buffer = subscriber_buffer
         self.shutdown_grace = shutdown_grace
         # Made now, so a team that cannot run (an unset API key for a hosted model) is
@@ -345,10 +407,16 @@ class Daemon:
         self._http = http
         self._environ = environ
         self.sessions: dict[str, LiveSession] = {}
+        # URIs being opened (asked of the journal) → the principal opening them; and the
+        # chat URIs being claimed (see claim_chat). Reserved before the await, so a second
+        # client naming the same URI meanwhile is refused.
+        self._opening: dict[str, str | None] = {}
+        self._claimed_chats: set[str] = set()
         self._finding = trio.Lock()
         self._nursery: trio.Nursery | None = None
         self.metrics = DaemonMetrics(self)
         self.accepting = False
+        self.stopped = trio.Event()  # set once stop() has stopped every session
         self.scheduler = Scheduler(self, clock=wall_clock)
         # Given to every session's command tools; the server sets its URL once it listens.
         self.callback = callback or ToolCallback()
@@ -432,13 +500,12 @@ class Daemon:
             await trio.sleep(max(after / 4, 0.05))
             now = trio.current_time()
             for live in list(self.sessions.values()):
+                if not live.started:
+                    continue  # never prompted: forget_unprompted's own timer ends it
                 if live.clients == 0 and live.idle.is_set() and now - live.idle_since >= after:
                     log.info("idle session put away", session=live.uri)
                     live.put_away = True
-                    if live.started:
-                        live.runtime.stop()
-                    else:
-                        self.sessions.pop(live.uri, None)  # no run: nothing to keep
+                    live.runtime.stop()
 
     async def stop(self) -> None:
         """SIGTERM: give running turns ``shutdown_grace`` to end, then stop every session
@@ -450,11 +517,15 @@ class Daemon:
                 await live.idle.wait()
         stopping = list(self.sessions.values())
         for live in stopping:
-            live.runtime.stop()
+            if live.started:
+                live.runtime.stop()
+            else:
+                self._drop_unprompted(live, "the daemon is stopping")
         # Each session's clients are told it ended once its tasks are done (no facts follow).
         with trio.move_on_after(self.shutdown_grace + 2):
             for live in stopping:
                 await live.finished.wait()
+        self.stopped.set()  # connections not tied to a session (AHP) close now
 
     # ── sessions ───────────────────────────────────────────────────────────
 
@@ -467,44 +538,157 @@ class Daemon:
             raise RunError(f"no team {wanted!r} (teams: {', '.join(sorted(self.teams))})")
         return wanted, team
 
-    def open_session(
+    async def open_session(
         self,
         team_name: str | None,
         *,
         session: str | None = None,
         ids: Ids | None = None,
         background: BackgroundSpec | None = None,
+        principal: str | None = None,
     ) -> LiveSession:
         """A new session of a team (its run starts with the first prompt); ``session``: its
-        id, when the client names its thread (AG-UI's threadId). ``background``: the
-        session is one run of that background teammate: its agent is the run's coordinator,
-        and the run ends with that agent's turn (clients attach to it like to any)."""
+        id, when the client names its thread (AG-UI's threadId); ``ids``: the ids it makes,
+        its URI first (AHP's ``createSession`` lets the client choose them). ``background``:
+        the session is one run of that background teammate: its agent is the run's
+        coordinator, and the run ends with that agent's turn (clients attach to it like to
+        any). ``principal``: who opens it, for the per-token limit (None: the daemon).
+
+        Refused, before anything is written: a URI that is live, being opened or in the
+        journal (:class:`SessionExistsError`), a session beyond ``max_sessions`` or the
+        principal's ``max_unprompted_per_token`` (:class:`SessionLimitError`), and any
+        session while the journal cannot be read (:class:`FactLogError`).
+        """
         name, team = self.team_of(team_name)
         if name in self.unavailable:
             raise RunError(f"team {name!r} cannot run: {self.unavailable[name]}")
         if background is not None and background.agent != team.coordinator:
             team = attrs.evolve(team, coordinator=background.agent)
-        uri = None if session is None else session_uri(session)
-        runtime = self._runtime(
-            name,
-            team,
-            session=uri,
-            ids=ids,
-            background=None if background is None else background.name,
-        )
-        if runtime.session in self.sessions:
-            raise RunError(f"session {runtime.session} exists already")
-        live = LiveSession(self, name, runtime)
-        self.sessions[live.uri] = live
+        ids = ids or Ids()
+        uri = session_uri(session) if session is not None else ids.session()
+        if uri in self.sessions or uri in self._opening:
+            raise SessionExistsError(f"session {uri} exists already", uri=uri, ended=False)
+        self._check_limits(principal)
+        self._opening[uri] = principal  # from here on, a second open of ``uri`` is refused
+        try:
+            # FactLogError if the journal cannot be read: then nobody can tell whether the
+            # URI is taken, and a session must not be made on a guess.
+            if await trio.to_thread.run_sync(self.reader.has_session, uri):
+                raise SessionExistsError(
+                    f"session {uri} is in the journal (it ended, or waits there to be taken "
+                    "up): its id cannot be used for a new session",
+                    uri=uri,
+                    ended=True,
+                )
+            runtime = self._runtime(
+                name,
+                team,
+                session=uri,
+                ids=ids,
+                background=None if background is None else background.name,
+            )
+            live = LiveSession(self, name, runtime, owner=principal)
+            self.sessions[live.uri] = live
+        finally:
+            del self._opening[uri]
+        if self._nursery is not None:
+            self._nursery.start_soon(self.forget_unprompted, live)
         return live
 
+    def _check_limits(self, principal: str | None) -> None:
+        """:class:`SessionLimitError` if one more session would pass ``max_sessions``, or
+        ``principal``'s sessions not yet prompted would pass ``max_unprompted_per_token``."""
+        limits = self.limits
+        if len(self.sessions) + len(self._opening) >= limits.max_sessions:
+            raise SessionLimitError(
+                f"the daemon holds {limits.max_sessions} sessions, its limit (max_sessions): "
+                "try again later",
+                limit="max_sessions",
+                per_principal=False,
+            )
+        if principal is None:
+            return
+        unprompted = sum(
+            1 for live in self.sessions.values() if live.owner == principal and live.unprompted
+        ) + sum(1 for opener in self._opening.values() if opener == principal)
+        if unprompted >= limits.max_unprompted_per_token:
+            raise SessionLimitError(
+                f"{principal} holds {unprompted} sessions with no prompt yet, the limit "
+                "(max_unprompted_per_token): prompt or close one first, or wait "
+                f"{limits.unprompted_session:g} s for an unused one to expire",
+                limit="max_unprompted_per_token",
+                per_principal=True,
+            )
+
+    async def forget_unprompted(self, live: LiveSession) -> None:
+        """Forget ``live`` if it is never prompted: ``unprompted_session`` seconds after it
+        was opened or its last client left, and ``idle_session`` after it was opened even
+        with a client on it (who is told the session ended). Nothing of it was recorded."""
+        wait = self.limits.unprompted_session
+        cap = live.opened_at + max(self.limits.idle_session, wait)
+        while True:
+            if not live.unprompted:
+                return  # prompted, disposed or stopped: not ours any more
+            now = trio.current_time()
+            expires = max(live.opened_at, live.alone_since) + wait
+            if now >= cap or (not live.clients and now >= expires):
+                if not live._start_lock.locked():
+                    break
+                async with live._start_lock:  # a first prompt is starting: see how it ends
+                    pass
+            elif live.clients:
+                with trio.move_on_at(cap):
+                    await live.wait_alone()
+            else:
+                await trio.sleep_until(min(expires, cap))
+        log.info("session never prompted forgotten", session=live.uri, after=now - live.opened_at)
+        self._drop_unprompted(
+            live, f"no prompt within {now - live.opened_at:g} s of opening: open a new session"
+        )
+
+    def _drop_unprompted(self, live: LiveSession, why: str) -> None:
+        """Forget a session with no run (nothing of it was recorded); its clients are told."""
+        live.put_away = True
+        live.ended_because = why
+        self.sessions.pop(live.uri, None)
+        live.runtime.bus.close()
+        live.finished.set()
+        live.end_sinks()
+
     async def journal_knows(self, session: str) -> bool:
-        """Whether the journal has a session ``session`` (an id or URI), ended or not."""
+        """Whether the journal has a session ``session`` (an id or URI), ended or not; False
+        also when the journal cannot be read (:meth:`open_session` refuses then)."""
         try:
             await trio.to_thread.run_sync(self.reader.session, session_uri(session))
         except FactLogError:
             return False
         return True
+
+    async def claim_chat(self, chat: str) -> None:
+        """Claim the chat URI ``chat`` that a client chose for a new chat, until
+        :meth:`release_chat`; :class:`SessionExistsError` if any session has, had or is
+        claiming a chat of that URI (chat URIs name one chat across every session)."""
+        live = next((s for s in self.sessions.values() if chat in s.state.chats), None)
+        if live is not None or chat in self._claimed_chats:
+            where = f" in {live.uri}" if live is not None else ""
+            raise SessionExistsError(f"chat {chat} exists{where}", uri=chat, ended=False)
+        self._claimed_chats.add(chat)
+        try:
+            past = await trio.to_thread.run_sync(self.reader.session_of_chat, chat)
+        except BaseException:
+            self._claimed_chats.discard(chat)
+            raise
+        if past is not None:
+            self._claimed_chats.discard(chat)
+            raise SessionExistsError(
+                f"chat {chat} was a chat of {past}: its URI cannot be used again",
+                uri=chat,
+                ended=True,
+            )
+
+    def release_chat(self, chat: str) -> None:
+        """The claim of :meth:`claim_chat` is over (the chat is live, or was not made)."""
+        self._claimed_chats.discard(chat)
 
     def live(self, session: str) -> LiveSession | None:
         return self.sessions.get(session_uri(session))
@@ -588,26 +772,44 @@ class Daemon:
 
     # ── for the AHP host (clients choose the URIs) ─────────────────────────
 
-    def open_session_with(self, team_name: str | None, ids: Ids) -> LiveSession:
-        """A new session of a team whose URI and chat URIs ``ids`` makes (AHP's
-        ``createSession`` lets the client choose them); see :meth:`open_session`."""
-        return self.open_session(team_name, ids=ids)
-
     async def dispose(self, live: LiveSession) -> None:
         """End ``live`` for good (AHP ``disposeSession``): its turns are cancelled and its
         run recorded ``cancelled``; a session never prompted is dropped. Returns once it
         has left :attr:`sessions`."""
         async with live._start_lock:
             if not live.started:
-                self.sessions.pop(live.uri, None)
-                live.runtime.bus.close()
-                live.finished.set()
+                self._drop_unprompted(live, "the session was disposed")
                 return
         live.runtime.cancel()
         await live.finished.wait()
 
 
 _Start = Callable[..., Awaitable[RunOutcome]]
+
+
+class _Reader(JournalReader):
+    """The journal's reader, and the questions only the daemon asks it."""
+
+    def has_session(self, session: str) -> bool:
+        """Whether the journal has a session ``session``, ended or not: one indexed lookup.
+        :class:`FactLogError` if the journal cannot be read (never "no" for "cannot tell")."""
+        with self._connection() as connection:
+            row = connection.execute(
+                "SELECT 1 FROM sessions WHERE session = ?", (session,)
+            ).fetchone()
+        return row is not None
+
+    def session_of_chat(self, chat: str) -> str | None:
+        """The session of the journal that has a chat ``chat``, if any.
+
+        The ``facts`` table has no index on ``channel``, so this reads the whole table: it
+        is only asked when a client chooses a chat's URI (AHP ``createChat``, once per
+        session, an operator's request)."""
+        with self._connection() as connection:
+            row = connection.execute(
+                "SELECT session FROM facts WHERE channel = ? LIMIT 1", (chat,)
+            ).fetchone()
+        return None if row is None else str(row[0])
 
 
 @attrs.define

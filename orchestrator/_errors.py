@@ -14,6 +14,8 @@ Every error the package raises on purpose derives from :class:`OrchestratorError
     ├── ConfigError                   a daemon configuration that cannot be used
     ├── FactLogError                  a fact log (file or journal) that cannot be read or written
     └── RunError                      a run that cannot start or continue
+        ├── SessionExistsError        a session or chat id that is taken (live or journaled)
+        ├── SessionLimitError         a session refused by a limit (per token, per daemon)
         └── ModelError                a model backend that could not produce a round
             ├── ModelRequestError     the server refused the request (or never answered)
             └── ModelStreamError      the response stream broke off or made no sense
@@ -43,6 +45,8 @@ __all__ = [
     "RunError",
     "RunInputError",
     "ScheduleError",
+    "SessionExistsError",
+    "SessionLimitError",
     "TeamFileError",
 ]
 
@@ -194,6 +198,28 @@ class FactLogError(OrchestratorError):
 
 class RunError(OrchestratorError):
     """A run that cannot start or go on (unknown agent, exhausted budget, bad prompt...)."""
+
+
+class SessionExistsError(RunError):
+    """A session or chat a client named that exists or existed: ``uri`` is its URI,
+    ``ended`` whether it is over (only in the journal) rather than live or being opened.
+    Nothing was written for the request that got it."""
+
+    def __init__(self, message: str, *, uri: str, ended: bool) -> None:
+        super().__init__(message)
+        self.uri = uri
+        self.ended = ended
+
+
+class SessionLimitError(RunError):
+    """A session not opened because of a limit: ``limit`` is its key in the daemon's
+    ``[limits]`` (``max_sessions``, ``max_unprompted_per_token``), ``per_principal``
+    whether it counts the client's own sessions (try later) or the daemon's (busy)."""
+
+    def __init__(self, message: str, *, limit: str, per_principal: bool) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.per_principal = per_principal
 
 
 class ModelError(RunError):

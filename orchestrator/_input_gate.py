@@ -116,7 +116,7 @@ def parse_json_counted(
         )
     except json.JSONDecodeError as exc:
         raise PeerProtocolError(
-            f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", protocol=protocol
+            f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", protocol=protocol
         ) from None
     except RecursionError:
         raise PeerProtocolError(

@@ -395,7 +395,9 @@ class Teammate:
             if not daemon.accepting:
                 return False
             try:
-                live = daemon.open_session(self.team, session=run.session, background=self.spec)
+                live = await daemon.open_session(
+                    self.team, session=run.session, background=self.spec
+                )
                 await daemon.start_run(live, self.spec.prompt)
                 live.started = True
             except (OrchestratorError, OSError) as exc:

@@ -20,8 +20,20 @@
     subscriber_buffer = 2000    # events queued for one client before it is disconnected
     shutdown_grace = 5.0        # seconds running turns get to end on SIGTERM
     idle_session = 600.0        # seconds an idle session with no client stays in memory
+    unprompted_session = 30.0   # seconds a session never prompted stays with no client on it
+    max_unprompted_per_token = 16   # sessions never prompted one token may hold at once
+    max_sessions = 500          # live sessions in memory at once: no new one beyond
+    max_connections = 512       # WebSocket connections and AG-UI streams at once
     max_json_depth = 64         # objects / arrays inside one another in a client's JSON
     max_json_integer_digits = 32  # digits of one integer in a client's JSON
+
+A session that never gets its first prompt (a ``/ws?team=`` connection that only looks, an
+AHP ``createSession`` with no ``createChat``) is forgotten ``unprompted_session`` seconds after
+it was opened or after its last client left; a client that stays keeps it at most
+``idle_session`` seconds. Nothing of it was recorded, so nothing is lost. Beyond a limit the
+daemon refuses the request and says which limit: ``max_unprompted_per_token`` with 429 (AHP
+error -32090), ``max_sessions`` and ``max_connections`` with 503 (``/healthz`` and ``/metrics``
+always answer).
 
 Command-line flags override the file. Pure apart from :func:`load_serve_config`, which reads
 the file and the token sources; every problem raises :class:`ConfigError` naming the key.
@@ -56,6 +68,20 @@ class Limits:
     subscriber_buffer: int = 2_000
     shutdown_grace: float = 5.0
     idle_session: float = 600.0
+    # A client opens a session and prompts it in the same breath; 30 s covers a slow one,
+    # and keeps what a session nobody uses holds short (it is bounded below as well).
+    unprompted_session: float = 30.0
+    # A person's tabs and scripts open a few sessions at once; dozens unused are a leak or
+    # abuse, and must not crowd out the other tokens.
+    max_unprompted_per_token: int = 16
+    # Each live session holds its state, its bus and a few tasks in memory; 500 bounds that
+    # well above what one machine's model budget runs at once (idle ones are put away).
+    max_sessions: int = 500
+    # One socket each: with the usual 1024 open files (ulimit -n, systemd's default soft
+    # limit) 512 leaves room for the journal, the model connections and command tools.
+    max_connections: int = 512
+    # What the input gate takes from clients: far above what the protocols send, far below
+    # what costs the daemon anything (see orchestrator._input_gate).
     max_json_depth: int = JSON_LIMITS.max_depth
     max_json_integer_digits: int = JSON_LIMITS.max_integer_digits
 

@@ -21,6 +21,7 @@ recording (recovery at the next start takes them up), drain the journal, exit 0.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import signal
@@ -34,10 +35,10 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from ._agent_channel import agent_event, view_update
@@ -54,6 +55,7 @@ from ._errors import (
     OrchestratorError,
     PeerProtocolError,
     RunError,
+    SessionLimitError,
 )
 from ._hypercorn_ws import HypercornSeam, OpenSockets
 from ._input_gate import JsonLimits, parse_json
@@ -65,12 +67,18 @@ from ._serve_config import ServeConfig
 from ._teamfile import TeamSpec
 from ._teammates_socket import serve_teammates
 
-__all__ = ["build_app", "serve"]
+__all__ = ["ConnectionCap", "build_app", "serve"]
 
 log = structlog.get_logger("orchestrator.server")
 
 #: Close code for a WebSocket refused after the handshake (1008: policy violation).
 CLOSE_POLICY: Final = 1008
+#: Seconds a POST body has to arrive in whole: a client that declares more bytes than it sends
+#: and waits would otherwise hold its request, and a task, for as long as it likes. A body
+#: of ``max_body_bytes`` (1 MiB) takes a link of 35 kB/s; no tool posts anything near that.
+BODY_TIMEOUT: Final = 30.0
+#: Seconds a client refused for a limit is told to wait (``Retry-After``).
+RETRY_AFTER: Final = 5
 #: Seconds after hypercorn's graceful timeout when the sockets of connections that are still
 #: open (a write waiting for a client that stopped reading) are closed under them.
 STUCK_AFTER_GRACE: Final = 0.5
@@ -80,10 +88,27 @@ STUCK_AFTER_GRACE: Final = 0.5
 class _HttpError(Exception):
     status: int
     message: str
+    close: bool = False  # the connection is closed after the answer
+
+
+class _ClientGoneError(Exception):
+    """The client of a request went away while its body was read."""
+
+    def __init__(self, declared: str | None, received: int) -> None:
+        super().__init__(f"the client went after {received} of {declared} declared bytes")
 
 
 def _json_error(status: int, message: str, **headers: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers or None)
+
+
+def _limit_error(exc: SessionLimitError) -> JSONResponse:
+    """A session refused by a limit: 429 for the client's own (it holds too many), 503 for
+    the daemon's (it is full); the body names the limit."""
+    status = 429 if exc.per_principal else 503
+    response = JSONResponse({"error": str(exc), "limit": exc.limit}, status_code=status)
+    response.headers["Retry-After"] = str(RETRY_AFTER)
+    return response
 
 
 def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None = None) -> ASGIApp:
@@ -111,7 +136,14 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
                 return await endpoint(request)
             except _HttpError as exc:
                 extra = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
+                if exc.close:
+                    extra["Connection"] = "close"
                 return _json_error(exc.status, exc.message, **extra)
+            except _ClientGoneError as exc:
+                log.info("request abandoned", path=request.url.path, reason=str(exc))
+                # Answered for form's sake: hypercorn has closed the connection (after a 400
+                # of its own if the client half-closed), so nothing is sent.
+                return _json_error(400, f"the body was incomplete: {exc}")
 
         return handle
 
@@ -155,6 +187,8 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
             return await agui_run(request, body, daemon, principal, limits.json)
         except AguiRequestError as exc:
             raise _HttpError(exc.status, exc.message) from None
+        except SessionLimitError as exc:
+            return _limit_error(exc)
         except RunError as exc:
             raise _HttpError(409, str(exc)) from None
         except FactLogError as exc:
@@ -196,9 +230,18 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
                     await websocket.close(code=CLOSE_GOING_AWAY, reason="the session ended")
                     return
             else:
-                live = daemon.open_session(websocket.query_params.get("team"))
+                live = await daemon.open_session(
+                    websocket.query_params.get("team"), principal=principal.name
+                )
+        except SessionLimitError as exc:
+            await websocket.send_denial_response(_limit_error(exc))
+            return
         except RunError as exc:
             await websocket.send_denial_response(_json_error(404, str(exc)))
+            return
+        except FactLogError as exc:
+            message = f"the journal cannot be read: {exc.message}"
+            await websocket.send_denial_response(_json_error(503, message))
             return
         await websocket.accept()
         daemon.metrics.connected_clients += 1
@@ -234,7 +277,7 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
         principal = principal_of(websocket.headers, websocket.query_params)
         await serve_ahp(websocket, daemon, principal, limits)
 
-    app = Starlette(
+    app: ASGIApp = Starlette(
         routes=[
             Route("/healthz", healthz),
             Route("/metrics", guarded(metrics)),
@@ -245,7 +288,43 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
             WebSocketRoute("/teammates", teammates_socket),
         ],
     )
-    return HypercornSeam(app, sockets)
+    return HypercornSeam(ConnectionCap(app, limits.max_connections), sockets)
+
+
+class ConnectionCap:
+    """ASGI middleware: at most ``limit`` long-lived connections at once (WebSockets, from
+    the handshake to the close, and ``POST /agui`` requests, to the end of their event
+    stream). One more is refused at once with 503 and a JSON reason, before it costs
+    anything; plain requests (``/healthz``, ``/metrics``, ``/callback``) are never counted
+    or refused, so the daemon can still be watched when it is full."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+        self.open = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if not (kind == "websocket" or (kind == "http" and scope.get("path") == "/agui")):
+            await self.app(scope, receive, send)
+            return
+        if self.open >= self.limit:
+            refusal = _json_error(
+                503,
+                f"the daemon has {self.open} connections open, its limit (max_connections): "
+                "try again later",
+                **{"Retry-After": str(RETRY_AFTER)},
+            )
+            if kind == "websocket":
+                await WebSocket(scope, receive, send).send_denial_response(refusal)
+            else:
+                await refusal(scope, receive, send)
+            return
+        self.open += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.open -= 1
 
 
 async def _body(request: Request, limit: int) -> bytes:
@@ -254,10 +333,27 @@ async def _body(request: Request, limit: int) -> bytes:
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _HttpError(413, f"the body is {declared} bytes; the limit is {limit}")
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise _HttpError(413, f"the body is over the limit of {limit} bytes")
+    with trio.move_on_after(BODY_TIMEOUT) as waiting:
+        try:
+            # Closed here, also when left early (over the limit, out of time), rather than
+            # by the garbage collector.
+            async with contextlib.aclosing(request.stream()) as chunks:
+                async for chunk in chunks:
+                    body += chunk
+                    if len(body) > limit:
+                        raise _HttpError(413, f"the body is over the limit of {limit} bytes")
+        except ClientDisconnect:
+            # The client went before sending the Content-Length it declared (it lied, or
+            # was cut off): nobody is left to read an answer, and it is not our error.
+            raise _ClientGoneError(declared, len(body)) from None
+    if waiting.cancelled_caught:
+        # The connection cannot carry another request after a body left unread: close it.
+        raise _HttpError(
+            408,
+            f"the body did not arrive within {BODY_TIMEOUT:g} s ({len(body)} of "
+            f"{declared or 'the'} bytes declared came)",
+            close=True,
+        )
     return bytes(body)
 
 
@@ -344,6 +440,7 @@ async def serve(
             subscriber_buffer=config.limits.subscriber_buffer,
             shutdown_grace=config.limits.shutdown_grace,
             callback=ToolCallback(token=config.tool_token),
+            limits=config.limits,
         )
         async with trio.open_nursery() as services:
             if handle_signals:

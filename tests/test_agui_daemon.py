@@ -12,9 +12,11 @@ import pytest
 
 from orchestrator._graph import build_graph
 from orchestrator._journal import JournalReader
+from orchestrator._serve_config import Limits, ServeConfig
 
 from .agui import check_run, of_type, validate_event
-from .daemon import RunningDaemon, running_daemon
+from .ahp_client import connect_ahp
+from .daemon import ECHO, RunningDaemon, connect, running_daemon
 from .test_agui_client import client, printed, run_mjs
 
 __all__ = ["run_mjs"]  # the fixture, for pytest
@@ -35,12 +37,14 @@ def run_input(run_id: str, messages: list[dict[str, Any]], **extra: Any) -> dict
     }
 
 
-async def post_run(daemon: RunningDaemon, body: dict[str, Any]) -> list[dict[str, Any]]:
+async def post_run(
+    daemon: RunningDaemon, body: dict[str, Any], *, team: str = "delivery"
+) -> list[dict[str, Any]]:
     """POST one RunAgentInput; the events of its SSE stream, each validated."""
     events: list[dict[str, Any]] = []
     async with (
         httpx.AsyncClient(base_url=daemon.url, timeout=30) as http,
-        http.stream("POST", "/agui?team=delivery", json=body) as response,
+        http.stream("POST", f"/agui?team={team}", json=body) as response,
     ):
         assert response.status_code == 200, await response.aread()
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -137,6 +141,52 @@ class TestAguiEndpoint:
             )
         assert answer.status_code == status, answer.text
         assert says in answer.json()["error"]
+
+
+class TestThreadIdentity:
+    async def test_a_thread_disposed_over_ahp_is_not_opened_again(self, tmp_path: Path) -> None:
+        """Its threadId is refused (409, naming it) before anything is written: the
+        journal keeps the thread as it ended and goes on serving other threads."""
+        hello = {"id": "m1", "role": "user", "content": "hello"}
+        again = {"id": "m2", "role": "user", "content": "again"}
+        uri = f"ahp-session:/{THREAD}"
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon:
+            first = await post_run(daemon, run_input("run-1", [hello]), team="echo")
+            assert first[-1]["type"] == "RUN_FINISHED"
+            async with connect_ahp(daemon) as ahp:
+                await ahp.initialize()
+                await ahp.request("disposeSession", {"channel": uri})
+            facts = JournalReader(daemon.db).facts(uri)
+            async with daemon.http() as http:
+                answer = await http.post("/agui?team=echo", json=run_input("run-2", [hello, again]))
+                assert answer.status_code == 409, answer.text
+                assert answer.json() == {
+                    "error": f"threadId: thread {THREAD!r} has ended: start a new thread"
+                }
+                assert (await http.get("/healthz")).status_code == 200
+            assert JournalReader(daemon.db).facts(uri) == facts, "nothing was written"
+            other = await post_run(
+                daemon, {**run_input("run-3", [hello]), "threadId": "thread-2"}, team="echo"
+            )
+            assert other[-1]["type"] == "RUN_FINISHED", "the journal serves other threads"
+        sequences = [f.sequence for f in facts]
+        assert sequences == list(range(1, len(sequences) + 1))
+
+    async def test_a_token_at_its_limit_of_sessions_without_a_prompt_gets_429(
+        self, tmp_path: Path
+    ) -> None:
+        config = ServeConfig(limits=Limits(shutdown_grace=0.5, max_unprompted_per_token=1))
+        hello = {"id": "m1", "role": "user", "content": "hello"}
+        async with (
+            running_daemon(tmp_path, teams={"echo": ECHO}, config=config) as daemon,
+            connect(daemon) as watcher,
+            daemon.http() as http,
+        ):
+            await watcher.until_type("init")  # a session with no prompt yet
+            answer = await http.post("/agui?team=echo", json=run_input("run-1", [hello]))
+            assert answer.status_code == 429
+            assert answer.json()["limit"] == "max_unprompted_per_token"
+            assert answer.headers["retry-after"] == "5"
 
 
 async def test_the_official_client_runs_the_team_through_an_approval(

@@ -9,15 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from trio_websocket import ConnectionRejected
 
 from orchestrator._auth import Role, Token
+from orchestrator._errors import FactLogError
 from orchestrator._journal import JournalReader
 from orchestrator._serve_config import Limits, ServeConfig
 from orchestrator._team_actions import ApprovalResolved
 
 from .ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
-from .daemon import ECHO, running_daemon
+from .daemon import ECHO, connect, running_daemon
 
 CLIENT = "client-1"
 CLIENT_DEFAULT = "test-client"
@@ -380,6 +382,84 @@ class TestSessionsAndChats:
             await expect_error(client, -32008, "subscribe", {"channel": helper})
             snapshot = await client.request("subscribe", {"channel": session})
             assert [c["resource"] for c in snapshot["snapshot"]["state"]["chats"]] == [chat]
+
+
+class TestIdentity:
+    async def test_a_session_uri_is_taken_for_good_and_by_one_client(self, tmp_path: Path) -> None:
+        """createSession of a URI in the journal (a /ws session's) is -32003; two clients
+        creating one URI at once: one gets it, the other -32003."""
+        async with (
+            running_daemon(tmp_path, teams={"echo": ECHO}) as daemon,
+            connect_ahp(daemon) as first,
+            connect_ahp(daemon) as second,
+            connect(daemon) as ws,
+        ):
+            await first.initialize(client_id="one")
+            await second.initialize(client_id="two")
+            init = await ws.until_type("init")
+            await ws.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+            await ws.until_type("done")
+            used = "ahp-session:/" + init["sessionId"]
+            facts = JournalReader(daemon.db).facts(used)
+            message = await expect_error(first, -32003, "createSession", {"channel": used})
+            assert used in message
+            assert JournalReader(daemon.db).facts(used) == facts, "nothing written"
+
+            contested = new_session()
+            responses: list[dict[str, Any]] = []
+
+            async def create(client: AhpClient) -> None:
+                responses.append(await client.call("createSession", {"channel": contested}))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(create, first)
+                nursery.start_soon(create, second)
+            outcomes = sorted(r["error"]["code"] if "error" in r else 0 for r in responses)
+            assert outcomes == [-32003, 0]
+
+    async def test_a_chat_uri_names_one_chat_across_sessions(self, tmp_path: Path) -> None:
+        """createChat with the URI of another session's chat, live or past, is -32010, and
+        the session it was asked of stays as it was (nothing written)."""
+        async with (
+            running_daemon(tmp_path, teams={"echo": ECHO}) as daemon,
+            connect_ahp(daemon) as client,
+        ):
+            await client.initialize()
+            first, other, chat = new_session(), new_session(), new_chat()
+            await client.request("createSession", {"channel": first})
+            await client.request("createSession", {"channel": other})
+            await client.request(
+                "createChat",
+                {"channel": first, "chat": chat, "initialMessage": user_message("one")},
+            )
+            await client.request("subscribe", {"channel": chat})
+            await client.until_action(lambda e: e["action"]["type"] == "chat/turnComplete")
+            again = {"channel": other, "chat": chat, "initialMessage": user_message("two")}
+            message = await expect_error(client, -32010, "createChat", again)
+            assert f"chat {chat} exists in {first}" in message
+            await client.request("disposeSession", {"channel": first})
+            message = await expect_error(client, -32010, "createChat", again)
+            assert f"was a chat of {first}" in message
+            with pytest.raises(FactLogError, match="no session"):
+                JournalReader(daemon.db).session(other)  # nothing of it was written
+            await client.request(
+                "createChat",
+                {"channel": other, "chat": new_chat(), "initialMessage": user_message("two")},
+            )
+
+    async def test_sessions_beyond_the_token_s_limit_are_refused(self, tmp_path: Path) -> None:
+        config = ServeConfig(limits=Limits(shutdown_grace=0.5, max_unprompted_per_token=2))
+        async with (
+            running_daemon(tmp_path, teams={"echo": ECHO}, config=config) as daemon,
+            connect_ahp(daemon) as client,
+        ):
+            await client.initialize()
+            for _ in range(2):
+                await client.request("createSession", {"channel": new_session()})
+            response = await client.call("createSession", {"channel": new_session()})
+            assert response["error"]["code"] == -32090
+            assert response["error"]["data"] == {"limit": "max_unprompted_per_token"}
+            assert "max_unprompted_per_token" in response["error"]["message"]
 
 
 class TestRoles:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,11 +18,12 @@ from orchestrator._errors import ConfigError
 from orchestrator._graph import build_graph
 from orchestrator._journal import JournalReader, SqliteJournal
 from orchestrator._serve_config import Limits, ServeConfig
+from orchestrator._server import BODY_TIMEOUT
 from orchestrator._team_actions import ApprovalResolved, RunFinished
 
-from .ahp_client import connect_ahp
+from .ahp_client import ROOT, AhpClient, connect_ahp
 from .conftest import PROJECT_ROOT
-from .daemon import ECHO, Client, RunningDaemon, connect, running_daemon
+from .daemon import ECHO, Client, RunningDaemon, connect, running_daemon, websocket
 
 TASK = "release-1"
 
@@ -614,3 +617,181 @@ async def test_a_full_journal_turns_healthz_503_and_the_daemon_keeps_answering(
         assert health.json()["status"] == "journal failed"
         assert "full" in health.json()["error"]
         assert (await http.get("/metrics")).status_code == 200, "still answering"
+
+
+ALICE, BOB = "alice-operator-token-0123", "bob-operator-token-01234"
+TWO_OPERATORS = ServeConfig(
+    tokens=(
+        Token(name="alice", role=Role.OPERATOR, secret=ALICE),
+        Token(name="bob", role=Role.OPERATOR, secret=BOB),
+    ),
+    limits=Limits(shutdown_grace=0.5, max_unprompted_per_token=2),
+)
+
+
+async def refused_at(daemon: RunningDaemon, path: str, token: str | None) -> tuple[int, Any]:
+    """The status and JSON body of a refused WebSocket handshake on ``path``."""
+    with pytest.raises(ConnectionRejected) as rejection:
+        async with websocket(f"{daemon.ws_url}{path}", token=token):
+            pass
+    status, body = rejection.value.status_code, rejection.value.body or b""
+    del rejection
+    gc.collect()  # trio-websocket leaves the refused socket to the collector
+    return status, json.loads(body)
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+class TestLimits:
+    async def test_a_token_holds_a_few_sessions_without_a_prompt(self, tmp_path: Path) -> None:
+        """The next /ws?team= of that token is refused (429, naming the limit); another
+        token is served; a prompt frees the place."""
+        async with (
+            running_daemon(tmp_path, teams={"echo": ECHO}, config=TWO_OPERATORS) as daemon,
+            connect(daemon, token=ALICE) as first,
+            connect(daemon, token=ALICE) as second,
+        ):
+            await first.until_type("init")
+            await second.until_type("init")
+            status, body = await refused_at(daemon, "/ws", ALICE)
+            assert status == 429
+            assert body["limit"] == "max_unprompted_per_token"
+            assert "alice holds 2 sessions with no prompt yet" in body["error"]
+            async with connect(daemon, token=BOB) as other:
+                await other.until_type("init")
+            await first.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+            await first.until_type("done")
+            async with connect(daemon, token=ALICE) as third:
+                await third.until_type("init")
+
+    async def test_connections_beyond_max_connections_are_refused_503(self, tmp_path: Path) -> None:
+        """Every long-lived endpoint refuses one more with a JSON reason; /healthz and
+        /metrics answer; a place freed is taken again."""
+        config = ServeConfig(limits=Limits(shutdown_grace=0.5, max_connections=2))
+        async with (
+            running_daemon(tmp_path, teams={"echo": ECHO}, config=config) as daemon,
+            daemon.http() as http,
+            connect(daemon) as first,
+        ):
+            await first.until_type("init")
+            async with connect_ahp(daemon) as ahp:
+                await ahp.initialize()
+                for path in ("/ws", "/ahp", "/teammates"):
+                    status, body = await refused_at(daemon, path, None)
+                    assert (status, path) == (503, path)
+                    assert "its limit (max_connections)" in body["error"]
+                agui = await http.post("/agui?team=echo", json={"threadId": "t"})
+                assert agui.status_code == 503
+                assert "max_connections" in agui.json()["error"]
+                assert (await http.get("/healthz")).status_code == 200
+                assert (await http.get("/metrics")).status_code == 200
+                await first.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+                await first.until_type("done")  # those connected are served on
+            async with connect(daemon) as again:
+                await again.until_type("init")
+
+    async def test_no_session_is_opened_beyond_max_sessions(self, tmp_path: Path) -> None:
+        config = ServeConfig(limits=Limits(shutdown_grace=0.5, max_sessions=1))
+        async with (
+            running_daemon(tmp_path, teams={"echo": ECHO}, config=config) as daemon,
+            connect(daemon) as first,
+        ):
+            await first.until_type("init")
+            status, body = await refused_at(daemon, "/ws", None)
+            assert status == 503
+            assert body["limit"] == "max_sessions"
+            await first.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+            await first.until_type("done")
+
+
+async def receive_until_closed(client: AhpClient) -> None:
+    while True:
+        await client.receive()
+
+
+class TestShutdown:
+    async def test_ahp_clients_get_a_going_away_close_frame(self, tmp_path: Path) -> None:
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon:
+            async with connect_ahp(daemon) as ahp:
+                await ahp.initialize(subscriptions=(ROOT,))
+                daemon.stop.set()
+                with pytest.raises(ConnectionClosed) as closed:
+                    await receive_until_closed(ahp)
+            with trio.fail_after(10):
+                await daemon.stopped.wait()
+        assert closed.value.reason is not None
+        assert closed.value.reason.code == 1001
+        assert closed.value.reason.reason == "the daemon is stopping"
+
+
+async def raw_request(daemon: RunningDaemon, request: bytes, *, then: str) -> bytes:
+    """Send ``request`` on a new TCP connection; ``then``: "close" at once, "eof" (a half
+    close) or "wait" for the answer. What came back before the server closed."""
+    host, port = daemon.url.removeprefix("http://").rsplit(":", 1)
+    stream = await trio.open_tcp_stream(host, int(port))
+    answer = b""
+    with trio.fail_after(60):
+        try:
+            await stream.send_all(request)
+            if then == "eof":
+                await stream.send_eof()
+            if then != "close":
+                while chunk := await stream.receive_some(65_536):
+                    answer += chunk
+                    if then == "wait" and b"}" in answer:
+                        break
+        finally:
+            await stream.aclose()
+    return answer
+
+
+class TestLyingContentLength:
+    @pytest.mark.parametrize("path", ["/callback", "/agui"])
+    async def test_a_body_shorter_or_longer_than_declared_is_answered_cleanly(
+        self, tmp_path: Path, path: str, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """Declared more than sent (the client then goes, or half-closes): the connection
+        is closed (hypercorn answers a half-closed one 400) and nothing is logged as an
+        error. Declared fewer: the body is what was declared, answered 400 JSON; the rest
+        is the next request on the connection."""
+        body = b'{"type": "view_update", "group_id": "g", "view_type": "d", "content": {}}'
+
+        def request(declared: int) -> bytes:
+            head = (
+                f"POST {path}?team=echo HTTP/1.1\r\nHost: x\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {declared}\r\n\r\n"
+            )
+            return head.encode() + body
+
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon:
+            assert await raw_request(daemon, request(len(body) + 50), then="close") == b""
+            half_closed = await raw_request(daemon, request(len(body) + 50), then="eof")
+            assert half_closed.startswith(b"HTTP/1.1 400 ")
+            fewer = await raw_request(daemon, request(len(body) - 10), then="wait")
+            assert fewer.startswith(b"HTTP/1.1 400 ")
+            assert b': not JSON: Unterminated string' in fewer
+            async with daemon.http() as http:
+                assert (await http.get("/healthz")).status_code == 200
+        errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+        assert errors == []
+
+    async def test_a_body_that_never_comes_is_answered_408_on_time(
+        self, tmp_path: Path, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """A client that declares more than it sends and waits holds its request
+        BODY_TIMEOUT seconds, then gets 408 JSON and the connection is closed."""
+        body = b'{"type": "view_update"'
+        request = (
+            b"POST /callback HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 100\r\n\r\n" + body
+        )
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon:
+            asked = trio.current_time()
+            answer = await raw_request(daemon, request, then="wait")
+            assert trio.current_time() - asked == pytest.approx(BODY_TIMEOUT, abs=0.01)
+        head, _, text = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408 ")
+        assert b"connection: close" in head
+        assert json.loads(text) == {
+            "error": f"the body did not arrive within 30 s ({len(body)} of 100 bytes declared came)"
+        }

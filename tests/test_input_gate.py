@@ -120,8 +120,8 @@ class TestRefuses:
         [
             (b"\xff{}", "not UTF-8 text: byte 0 (0xff) starts no character"),
             (b'{"a": "\xc3"}', "not UTF-8 text: byte 7 (0xc3) starts no character"),
-            ("{", "not JSON: Expecting property name enclosed in double quotes at line 1"),
-            ("", "not JSON: Expecting value at line 1 column 1"),
+            ("{", "not JSON: Expecting property name enclosed in double quotes (line 1, column 2)"),
+            ("", "not JSON: Expecting value (line 1, column 1)"),
         ],
     )
     def test_text_that_is_not_json_is_refused(self, data: str | bytes, message: str) -> None:

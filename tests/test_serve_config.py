@@ -31,11 +31,21 @@ class TestParse:
             '[tokens.alice]\nrole = "operator"\ntoken_env = "ALICE"\n'
             '[tokens.sandbox]\nrole = "tool"\ntoken_file = "tool.token"\n'
             "[limits]\nburst = 5\nmessages_per_second = 2.5\nshutdown_grace = 8\n"
+            "unprompted_session = 10\nmax_unprompted_per_token = 4\nmax_sessions = 50\n"
+            "max_connections = 100\n"
         )
         config = load_serve_config(path, environ={"ALICE": SECRET})
         assert (config.host, config.port, config.default_team) == ("0.0.0.0", 9000, "delivery")
         assert config.db == Path("/var/lib/o/j.db")
-        assert config.limits == Limits(burst=5, messages_per_second=2.5, shutdown_grace=8)
+        assert config.limits == Limits(
+            burst=5,
+            messages_per_second=2.5,
+            shutdown_grace=8,
+            unprompted_session=10,
+            max_unprompted_per_token=4,
+            max_sessions=50,
+            max_connections=100,
+        )
         assert [(t.name, t.role, t.secret) for t in config.tokens] == [
             ("alice", Role.OPERATOR, SECRET),
             ("sandbox", Role.TOOL, SECRET + "-file"),
@@ -53,6 +63,14 @@ class TestParse:
             ("[limits]\nburst = 0", "limits.burst", "above 0"),
             ("[limits]\nburst = 1.5", "limits.burst", "whole number"),
             ("[limits]\nspeed = 1", "limits.speed", "unknown limit"),
+            ("[limits]\nunprompted_session = 0", "limits.unprompted_session", "above 0"),
+            ("[limits]\nmax_sessions = 1.5", "limits.max_sessions", "whole number"),
+            ("[limits]\nmax_connections = -1", "limits.max_connections", "above 0"),
+            (
+                "[limits]\nmax_unprompted_per_token = true",
+                "limits.max_unprompted_per_token",
+                "whole number",
+            ),
             ("[tokens.a]\nrole = 'admin'\ntoken = 'x'", "tokens.a.role", "viewer"),
             ("[tokens.a]\nrole = 'viewer'", "tokens.a", "exactly one of"),
             ("[tokens.a]\nrole = 'viewer'\ntoken = 'short'", "tokens.a", "16 characters"),
