@@ -9,6 +9,7 @@ import string
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator import _logging
+from orchestrator._auth import Role, Token
+from orchestrator._errors import ConfigError
 from orchestrator._logging import (
     MAX_EVENT_CHARS,
     MAX_FRAMES,
@@ -31,6 +34,8 @@ from orchestrator._logging import (
     redact_text,
     register_secret,
 )
+from orchestrator._serve_config import ServeConfig
+from orchestrator._server import serve
 
 TOKEN = "tok-3f9a1c7e5b2d4068"  # a daemon token: registered, redacted by its exact value
 KEY = "sk-proj-Zq8W3eR5tY7uI9oP1aS"  # an OpenAI-style key: redacted by its shape
@@ -517,3 +522,18 @@ class TestConfigure:
             log.warning("second")
         assert [e["event"] for e in logs] == ["captured"]
         assert [line["event"] for line in json_lines(out)] == ["first", "second"]
+
+
+class TestRegisteredSecrets:
+    async def test_serve_registers_the_tokens_before_anything_else(self, tmp_path: Path) -> None:
+        """Even a daemon that does not start (here: no team files) redacts its tokens."""
+        config = ServeConfig(
+            teams=tmp_path / "missing",
+            tokens=(Token(name="alice", role=Role.OPERATOR, secret=TOKEN),),
+        )
+        try:
+            with pytest.raises(ConfigError, match="not a directory of team files"):
+                await serve(config, db=tmp_path / "j.db", handle_signals=False)
+            assert redact_text(f"x {TOKEN} y") == "x [redacted] y"
+        finally:
+            _logging._SECRETS.clear()
