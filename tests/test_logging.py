@@ -12,9 +12,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import structlog
 import structlog.testing
+import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,8 +36,9 @@ from orchestrator._logging import (
     redact_text,
     register_secret,
 )
-from orchestrator._serve_config import ServeConfig
+from orchestrator._serve_config import Limits, ServeConfig
 from orchestrator._server import serve
+from tests.daemon import ECHO, connect, running_daemon
 
 TOKEN = "tok-3f9a1c7e5b2d4068"  # a daemon token: registered, redacted by its exact value
 KEY = "sk-proj-Zq8W3eR5tY7uI9oP1aS"  # an OpenAI-style key: redacted by its shape
@@ -537,3 +540,62 @@ class TestRegisteredSecrets:
             assert redact_text(f"x {TOKEN} y") == "x [redacted] y"
         finally:
             _logging._SECRETS.clear()
+
+
+OPERATOR, TOOL = "operator-token-0123456789", "tool-token-0123456789"
+TOKENS = ServeConfig(
+    tokens=(
+        Token(name="alice", role=Role.OPERATOR, secret=OPERATOR),
+        Token(name="sandbox", role=Role.TOOL, secret=TOOL),
+    ),
+    limits=Limits(shutdown_grace=0.5),
+)
+
+
+def nested(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+class TestDaemonLogs:
+    async def test_hostile_requests_leave_no_token_in_the_logs(self, tmp_path: Path) -> None:
+        """A daemon with tokens and its clients, in one process, sent what broke it (bodies
+        and frames nested ~500 deep, tokens in URLs, wrong tokens): no line shows a token
+        (httpx logs each URL it requests) and none is past the bounds."""
+        with configured(as_json=True) as out, trio.fail_after(60):
+            async with running_daemon(tmp_path, teams={"echo": ECHO}, config=TOKENS) as daemon:
+                async with daemon.http(TOOL) as http:
+                    for body in (
+                        b'{"type": "view_update", "group_id": "g", "view_type": "d", '
+                        b'"content": {"p": ' + nested(500) + b"}}",
+                        nested(500),
+                        b'{"type": "view_update", "group_id": "' + TOOL.encode() + b'"}',
+                    ):
+                        await http.post(
+                            "/callback", content=body, headers={"content-type": "application/json"}
+                        )
+                async with daemon.http(OPERATOR) as http:
+                    await http.post(
+                        f"/agui?token={OPERATOR}",
+                        content=b'{"threadId": ' + nested(500) + b"}",
+                        headers={"content-type": "application/json"},
+                    )
+                    await http.get(f"/metrics?token={OPERATOR}")
+                async with daemon.http(f"{OPERATOR}-wrong") as http:
+                    await http.get("/metrics")
+                async with connect(daemon, f"team=echo&token={OPERATOR}") as client:
+                    await client.until_type("init")
+                    await client.send(
+                        '{"channel": "agent", "prompt": ' + nested(500).decode() + "}"
+                    )
+                    await client.until_type("error")
+                async with httpx.AsyncClient(base_url=daemon.url) as http:
+                    await http.get(f"/ws?token={OPERATOR}")
+                    await http.get(f"/ws?token={TOOL}-wrong")
+        text = out.getvalue()
+        assert "daemon listening" in text  # the logs were captured
+        for secret in (OPERATOR, TOOL):
+            assert secret not in text
+        for line in text.splitlines():
+            assert len(line) < MAX_EVENT_CHARS + MAX_TRACEBACK_CHARS + 4_096
