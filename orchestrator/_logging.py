@@ -93,24 +93,20 @@ REDACTED: Final = "[redacted]"
 
 # ─── redaction ────────────────────────────────────────────────────────────────
 
-#: Keys (of a mapping, or the name in a ``(name, value)`` header pair) whose value is never
-#: shown, whatever it looks like; compared in lower case.
-SENSITIVE_KEYS: Final = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "cookie",
-        "set-cookie",
-        "x-api-key",
-        "api_key",
-        "api-key",
-        "apikey",
-        "password",
-        "secret",
-        "token",
-        "access_token",
-    }
+#: Header names whose value is never shown, in a mapping or an ASGI ``(name, value)`` pair.
+SENSITIVE_HEADERS: Final = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key"}
 )
+#: Keys of a mapping whose value is never shown, whatever it looks like (in lower case).
+SENSITIVE_KEYS: Final = SENSITIVE_HEADERS | {
+    "api_key",
+    "api-key",
+    "apikey",
+    "password",
+    "secret",
+    "token",
+    "access_token",
+}
 
 # A credential's characters: anything but blanks, quotes, separators and closing brackets,
 # so the match ends where a repr, a header or a URL puts the next thing. Never "[", so the
@@ -253,7 +249,7 @@ def _clean(value: object, limit: int, budget: _Budget, depth: int) -> object:
         return _clean_mapping(value, limit, budget, depth)
     if isinstance(value, list | tuple):
         items: list[object] = []
-        if len(value) == 2 and _is_sensitive(value[0]):  # an ASGI header pair
+        if len(value) == 2 and _is_sensitive(value[0], SENSITIVE_HEADERS):  # an ASGI header
             items = [_clean(value[0], limit, budget, depth + 1), REDACTED]
         else:
             for index, item in enumerate(value):
@@ -278,10 +274,10 @@ def _clean_mapping(
     return out
 
 
-def _is_sensitive(key: object) -> bool:
+def _is_sensitive(key: object, names: frozenset[str] = SENSITIVE_KEYS) -> bool:
     if isinstance(key, bytes):
         key = key.decode("latin-1")
-    return isinstance(key, str) and key.lower() in SENSITIVE_KEYS
+    return isinstance(key, str) and key.lower() in names
 
 
 #: Keys of an event that ``ProcessorFormatter`` uses and removes before rendering.
@@ -551,6 +547,8 @@ def configure_logging(
     # The list stays the same object across calls: loggers cached on first use (and
     # ``structlog.testing.capture_logs``) hold on to it.
     processors = structlog.get_config()["processors"]
+    if not isinstance(processors, list):  # configured elsewhere with a tuple, say
+        processors = []
     processors[:] = [
         *before,
         limiter.processor,

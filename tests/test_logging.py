@@ -275,6 +275,19 @@ class TestRedactedLines:
         assert "[redacted]" in text
         assert "localhost" in text  # the rest of the scope is there
 
+    def test_only_header_pairs_count_as_header_pairs(self) -> None:
+        with configured(as_json=True) as out:
+            structlog.get_logger("test").warning(
+                "pairs",
+                headers=[(b"cookie", b"session=1"), ["Set-Cookie", "session=2"]],
+                tools=["secret", "deploy"],
+                limits=("token", 5),
+            )
+        [line] = json_lines(out)
+        assert line["headers"] == [["b'cookie'", "[redacted]"], ["Set-Cookie", "[redacted]"]]
+        assert line["tools"] == ["secret", "deploy"]
+        assert line["limits"] == ["token", 5]
+
     @MODES
     def test_an_object_whose_repr_holds_a_secret(self, as_json: bool) -> None:
         class Scope:
