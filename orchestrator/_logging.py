@@ -79,8 +79,9 @@ MAX_INT_BITS: Final = 1_024
 #: fill the disk or take the CPU with tracebacks.
 REPEAT_LIMIT: Final = 10
 REPEAT_WINDOW: Final = 60.0
-#: Distinct repeats tracked at once; past it, new ones are logged without limit (a flood of
-#: distinct errors is not one that repeats).
+#: Distinct warnings and errors tracked at once; past it, the oldest window ends early (and
+#: is summed up), so a flood of distinct errors takes bounded memory and a repeat amid it is
+#: still limited.
 MAX_REPEAT_KEYS: Final = 1_000
 #: Characters of the event and error text that make two events "the same".
 REPEAT_KEY_CHARS: Final = 200
@@ -393,14 +394,14 @@ class _Seen:
     count: int = 1
 
 
-def _log_summary(key: RepeatKey, dropped: int, window: float) -> None:
+def _log_summary(key: RepeatKey, dropped: int, seconds: float) -> None:
     what = f"{key.event} ({key.error})" if key.error else key.event
     logging.getLogger(key.logger).log(
         key.level,
         "%s repeated %s more times in the last %s s (not logged)",
         what,
         f"{dropped:,}",
-        f"{window:g}",
+        f"{seconds:.3g}",
         extra={_SUMMARY: True},
     )
 
@@ -409,8 +410,9 @@ class RepeatLimiter:
     """Drops a warning or error seen more than ``limit`` times in ``window`` seconds.
 
     Windows are fixed, one a key, from the key's first event; when one ends (noticed at the
-    next line logged, whatever it is) and events were dropped, ``summarize(key, dropped,
-    window)`` is called once. Thread-safe: the journal's writer thread logs too.
+    next line logged, whatever it is; or early, the oldest, when ``max_keys`` are tracked)
+    and events were dropped, ``summarize(key, dropped, seconds)`` is called once.
+    Thread-safe: the journal's writer thread logs too.
     """
 
     def __init__(
@@ -420,9 +422,11 @@ class RepeatLimiter:
         window: float = REPEAT_WINDOW,
         clock: Callable[[], float] = time.monotonic,
         summarize: Callable[[RepeatKey, int, float], None] = _log_summary,
+        max_keys: int = MAX_REPEAT_KEYS,
     ) -> None:
         self.limit = limit
         self.window = window
+        self.max_keys = max_keys
         self._clock = clock
         self._summarize = summarize
         self._lock = threading.Lock()
@@ -432,7 +436,7 @@ class RepeatLimiter:
     def admit(self, key: RepeatKey | None) -> bool:
         """Whether to log the event of ``key`` (None: an event below warning, always
         logged, which only lets windows that ended be summed up)."""
-        ended: list[tuple[RepeatKey, int]] = []
+        ended: list[tuple[RepeatKey, int, float]] = []
         with self._lock:
             now = self._clock()
             while self._seen:
@@ -441,18 +445,22 @@ class RepeatLimiter:
                     break
                 del self._seen[first]
                 if seen.count > self.limit:
-                    ended.append((first, seen.count - self.limit))
+                    ended.append((first, seen.count - self.limit, self.window))
             if key is None:
                 admitted = True
             elif (seen_now := self._seen.get(key)) is not None:
                 seen_now.count += 1
                 admitted = seen_now.count <= self.limit
             else:
-                if len(self._seen) < MAX_REPEAT_KEYS:
-                    self._seen[key] = _Seen(now)
+                if len(self._seen) >= self.max_keys:  # the oldest window ends early
+                    first, seen = next(iter(self._seen.items()))
+                    del self._seen[first]
+                    if seen.count > self.limit:
+                        ended.append((first, seen.count - self.limit, now - seen.started))
+                self._seen[key] = _Seen(now)
                 admitted = True
-        for ended_key, dropped in ended:
-            self._summarize(ended_key, dropped, self.window)
+        for ended_key, dropped, seconds in ended:
+            self._summarize(ended_key, dropped, seconds)
         return admitted
 
     def processor(self, _logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:

@@ -441,6 +441,18 @@ class TestRepeatLimiter:
         assert limiter.admit(self.key("b"))
         assert not limiter.admit(self.key("a"))
 
+    def test_past_max_keys_the_oldest_window_ends_early(self) -> None:
+        clock, summaries = FakeClock(), []
+        limiter = RepeatLimiter(
+            clock=clock, limit=1, max_keys=2, summarize=lambda *s: summaries.append(s)
+        )
+        for error in ("a", "a", "a", "b"):
+            limiter.admit(self.key(error))
+        clock.now += 5
+        assert limiter.admit(self.key("c"))  # "a" gives way
+        assert summaries == [(self.key("a"), 2, 5.0)]
+        assert not limiter.admit(self.key("b"))  # still limited
+
     def test_windows_end_in_the_order_they_started(self) -> None:
         clock, summaries = FakeClock(), []
         limiter = RepeatLimiter(clock=clock, limit=1, summarize=lambda *s: summaries.append(s))
