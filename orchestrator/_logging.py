@@ -130,10 +130,6 @@ _PATTERNS: Final = re.compile(
 )
 
 
-#: What each match of _PATTERNS contains (in lower case), if not "=".
-_TRIGGERS: Final = ("authorization", "bearer", "basic", "sk-")
-
-
 def _keep_prefix(match: re.Match[str]) -> str:
     prefix = match.group("header") or match.group("pair") or match.group("scheme")
     return (prefix or match.group("query") or "") + REDACTED
@@ -186,10 +182,21 @@ def redact_text(text: str) -> str:
     Plain substring tests (C speed) spare most strings both regular expressions.
     """
     values, pattern = _SECRETS.current
-    if pattern is not None and any(value in text for value in values):
-        text = pattern.sub(REDACTED, text)
+    if pattern is not None:
+        for value in values:
+            if value in text:
+                text = pattern.sub(REDACTED, text)
+                break
     lowered = text.lower()
-    if "=" in text or any(trigger in lowered for trigger in _TRIGGERS):
+    # What each match of _PATTERNS contains (spelled out: a generator costs more than the
+    # tests on a typical short string).
+    if (
+        "=" in text
+        or "sk-" in lowered
+        or "bearer" in lowered
+        or "basic" in lowered
+        or "authorization" in lowered
+    ):
         text = _PATTERNS.sub(_keep_prefix, text)
     return text
 
@@ -205,15 +212,40 @@ class _Budget:
     left: int
 
 
-def _cut(text: str, limit: int, budget: _Budget) -> str:
-    if len(text) <= limit and len(text) <= budget.left:
+def _cut(text: str, limit: int, budget: _Budget, length: int | None = None) -> str:
+    """``text`` cut to what ``limit`` and ``budget`` allow, with a note of how much of
+    ``length`` (the text before redaction) was left out."""
+    if len(text) <= limit and len(text) <= budget.left and length is None:
         budget.left -= len(text) + 4
         return text
     keep = max(0, min(limit, budget.left))
     budget.left -= min(len(text), keep) + 4
-    if len(text) <= keep:
+    length = len(text) if length is None else length
+    if length <= keep:
         return text
-    return f"{text[:keep]}… [{len(text) - keep:,} characters cut]"
+    return f"{text[:keep]}… [{length - keep:,} characters cut]"
+
+
+def _shown(text: str, limit: int, budget: _Budget) -> str:
+    """``text`` redacted, then cut. A long text is cut to a prefix first (redaction is
+    linear, but a megabyte dense with credentials takes ~200 ms), and whatever ends that
+    prefix and begins a registered secret is dropped with the rest: a secret across the
+    cut is never half shown."""
+    longest = max(limit, 0) + _SLACK
+    if len(text) <= longest:
+        return _cut(redact_text(text), limit, budget)
+    prefix = text[:longest]
+    for value in _SECRETS.current[0]:
+        for size in range(min(len(value), len(prefix)) - 1, 0, -1):
+            if prefix.endswith(value[:size]):
+                prefix = prefix[:-size]
+                break
+    return _cut(redact_text(prefix), limit, budget, length=len(text))
+
+
+#: Characters past a value's limit that redaction still sees: enough for a credential to
+#: be recognised whole where the cut falls, with room for redaction to shorten the text.
+_SLACK: Final = 1_024
 
 
 def _repr(value: object) -> str:
@@ -240,7 +272,7 @@ def _clean(value: object, limit: int, budget: _Budget, depth: int) -> object:
         budget.left -= len(repr(value)) + 2
         return value
     if isinstance(value, str):
-        return _cut(redact_text(value), limit, budget)
+        return _shown(value, limit, budget)
     if budget.left <= 0:
         return "[cut: the event is too long]"
     if depth >= MAX_DEPTH:
@@ -259,7 +291,7 @@ def _clean(value: object, limit: int, budget: _Budget, depth: int) -> object:
                     break
                 items.append(_clean(item, limit, budget, depth + 1))
         return tuple(items) if isinstance(value, tuple) else items
-    return _cut(redact_text(_repr(value)), limit, budget)
+    return _shown(_repr(value), limit, budget)
 
 
 def _clean_mapping(
@@ -270,7 +302,7 @@ def _clean_mapping(
         if budget.left <= 0:
             out["…"] = f"[{len(value) - index:,} more keys cut]"
             break
-        name = _cut(redact_text(key if isinstance(key, str) else _repr(key)), limit, budget)
+        name = _shown(key if isinstance(key, str) else _repr(key), limit, budget)
         out[name] = REDACTED if _is_sensitive(key) else _clean(item, limit, budget, depth + 1)
     return out
 
@@ -314,7 +346,7 @@ def sanitize(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> Eve
         elif budget.left <= 0:
             left_out += 1
         else:
-            name = _cut(redact_text(key), MAX_VALUE_CHARS, budget)
+            name = _shown(key, MAX_VALUE_CHARS, budget)
             out[name] = (
                 REDACTED if _is_sensitive(key) else _clean(value, MAX_VALUE_CHARS, budget, 0)
             )

@@ -353,7 +353,7 @@ class TestRedactedLines:
                 max_leaves=30,
             )
         )
-        padding = data.draw(st.integers(min_value=0, max_value=MAX_VALUE_CHARS + 50))
+        padding = data.draw(st.integers(min_value=0, max_value=MAX_VALUE_CHARS + 1_100))
         with configured(as_json=as_json, secrets=(secret,)) as out:
             structlog.get_logger("property").warning(
                 "event", value=value, long="x" * padding + secret, **{"k" + secret: 1}
@@ -377,6 +377,30 @@ class TestBounds:
         with configured(as_json=True, secrets=(TOKEN,)) as out:
             structlog.get_logger("test").warning("long", text="p" * (MAX_VALUE_CHARS - 4) + TOKEN)
         assert TOKEN[:4] not in out.getvalue()
+
+    @pytest.mark.parametrize("offset", range(-12, 4))
+    def test_a_secret_across_where_redaction_stops_looking_is_not_half_shown(
+        self, offset: int
+    ) -> None:
+        """A long value is redacted only as far as it can be shown (plus some slack); a
+        registered secret across that point is dropped, not shown in part, even when
+        redaction shortened what comes before it (here: a long bearer token)."""
+        secret = "Q7zVsecret-0123456789"
+        start = MAX_VALUE_CHARS + _logging._SLACK + offset
+        text = "Bearer " + "t" * (start - 8) + " " + secret + "y" * 100
+        with configured(as_json=True, secrets=(secret,)) as out:
+            structlog.get_logger("test").warning("long", text=text)
+        [line] = json_lines(out)
+        assert "Q7z" not in line["text"]
+        assert line["text"].endswith(f"… [{len(text) - MAX_VALUE_CHARS:,} characters cut]")
+
+    def test_a_long_value_dense_with_credentials_is_redacted_only_as_far_as_shown(self) -> None:
+        text = "Bearer abcdefghijklmnop " * 100_000  # 2.4 MB
+        with configured(as_json=True) as out:
+            structlog.get_logger("test").warning("long", text=text)
+        [line] = json_lines(out)
+        assert line["text"].startswith("Bearer [redacted] Bearer [redacted]")
+        assert "abcdefghijklmnop" not in line["text"]
 
     def test_an_event_as_a_whole_is_bounded(self) -> None:
         values = {f"v{i}": "x" * MAX_VALUE_CHARS for i in range(100)}
