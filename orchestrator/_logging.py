@@ -62,12 +62,13 @@ MAX_FRAMES: Final = 20
 #: Characters kept of one string value: a line shows the start of a long prompt or provider
 #: message; the journal, not the log, keeps content.
 MAX_VALUE_CHARS: Final = 4_096
-#: Characters kept of a traceback (and of each of an event's tracebacks' strings together):
-#: MAX_FRAMES frames with their source lines fit in about half of it.
+#: Characters kept of a traceback (text on a terminal, all its strings together in JSON):
+#: MAX_FRAMES frames with their source lines take 2-4 KiB, which leaves room for the
+#: exceptions chained to it (cause, context, a group's members) and their messages.
 MAX_TRACEBACK_CHARS: Final = 16_384
-#: Characters of all an event's values together, its traceback aside. With the traceback a
-#: line stays under journald's default LineMax (48 KiB), past which it splits a line in
-#: several entries that no longer parse as JSON.
+#: Characters of all an event's values together, its traceback and message aside. With
+#: those (16 + 4 KiB) a line of ASCII text stays under journald's default LineMax (48 KiB),
+#: past which it splits a line in several entries that no longer parse as JSON.
 MAX_EVENT_CHARS: Final = 24_576
 #: Containers nested deeper than this in a value are shown as a note: a value built by
 #: recursion (or holding itself) cannot make the renderer recurse without end.
