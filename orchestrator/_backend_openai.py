@@ -36,6 +36,7 @@ import trio
 from ._backend import ModelEvent, RoundContext
 from ._errors import ModelRequestError, ModelStreamError, PeerProtocolError, RunError
 from ._input_gate import parse_json_counted
+from ._logging import register_secret
 from ._openai_wire import (
     ChunkAssembler,
     provider_message,
@@ -120,6 +121,7 @@ class OpenAIBackend:
                 f"agent {agent.name!r} uses {HOSTED_API} but the environment variable "
                 f"{self.settings.api_key_env} (api_key_env in {team.file}) is not set"
             )
+        register_secret(key)  # whatever logs it (a traceback, a library), a line shows [redacted]
         self._headers = {"authorization": f"Bearer {key}"} if key else {}
         self._client = client
         self._system = system_prompt(team, agent)

@@ -60,6 +60,7 @@ from ._errors import (
 from ._hypercorn_ws import HypercornSeam, OpenSockets
 from ._input_gate import JsonLimits, parse_json
 from ._journal import SqliteJournal
+from ._logging import register_secret
 from ._metrics import CONTENT_TYPE
 from ._outbox import CLOSE_GOING_AWAY
 from ._sd_notify import SystemdNotifier
@@ -425,6 +426,8 @@ async def serve(
     Configuration problems (a team file, a token, the journal, the address) raise
     :class:`OrchestratorError` before anything listens.
     """
+    for token in config.tokens:  # first: a line logged from here on never shows one
+        register_secret(token.secret)
     config.check()
     teams = load_teams(config.teams)
     journal = SqliteJournal(db)

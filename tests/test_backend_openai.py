@@ -24,6 +24,7 @@ import structlog.testing
 import trio
 import trio.testing
 
+from orchestrator import _logging
 from orchestrator._ahp_actions import (
     ChatDeltaAction,
     ChatErrorAction,
@@ -48,6 +49,7 @@ from orchestrator._backend_openai import HOSTED_API, http_client
 from orchestrator._backends import backend_factory
 from orchestrator._errors import RunError
 from orchestrator._facts_wire import fact_to_json
+from orchestrator._logging import redact_text
 from orchestrator._runtime import RunOutcome
 from orchestrator._team_actions import ApprovalRequested, RunStatus, TaskCreated, TaskStarted
 from orchestrator._teamfile import TeamSpec, parse_team
@@ -592,6 +594,19 @@ class TestConfiguration:
             ) as caught:
                 backend_factory(team, client=http, environ={})
         assert HOSTED_API in str(caught.value)
+
+    async def test_making_a_backend_registers_its_key_for_redaction(self) -> None:
+        """Whatever logs the key afterwards (a traceback, a library), the line shows
+        ``[redacted]``: the backend registers it with the logging when it is made."""
+        secret = "a-key-no-pattern-would-catch"  # not sk-...: redacted as registered
+        team = team_of(TEAM.format(url="http://127.0.0.1:9", retries=0))
+        try:
+            assert redact_text(f"key {secret}") == f"key {secret}"
+            async with http_client() as http:
+                backend_factory(team, client=http, environ={"FAKE_KEY": secret})
+            assert redact_text(f"key {secret}") == "key [redacted]"
+        finally:
+            _logging._SECRETS.clear()
 
     async def test_base_url_falls_back_to_the_environment(self) -> None:
         toml = TEAM.replace('base_url = "{url}"\n', "").format(retries=0)

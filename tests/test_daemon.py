@@ -769,7 +769,7 @@ class TestLyingContentLength:
             assert half_closed.startswith(b"HTTP/1.1 400 ")
             fewer = await raw_request(daemon, request(len(body) - 10), then="wait")
             assert fewer.startswith(b"HTTP/1.1 400 ")
-            assert b': not JSON: Unterminated string' in fewer
+            assert b": not JSON: Unterminated string" in fewer
             async with daemon.http() as http:
                 assert (await http.get("/healthz")).status_code == 200
         errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
