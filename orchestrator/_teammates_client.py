@@ -19,6 +19,7 @@ import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected, HandshakeError, open_websocket_url
 
 from ._errors import ConfigError, RunError
+from ._logging import register_secret
 
 __all__ = ["TOKEN_ENV", "print_answer", "request", "teammates_url"]
 
@@ -44,14 +45,20 @@ def teammates_url(base: str) -> str:
 
 
 def read_token(token_file: Path | None, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The client's token (from ``token_file``, else ``$ORCHESTRATOR_TOKEN``), registered
+    for redaction: whatever this process logs never shows it."""
     if token_file is not None:
         try:
-            return token_file.read_text(encoding="utf-8").strip()
+            token: str | None = token_file.read_text(encoding="utf-8").strip()
         except OSError as exc:
             raise ConfigError(
                 f"cannot read the token: {exc.strerror}", file=str(token_file)
             ) from None
-    return environ.get(TOKEN_ENV) or None
+    else:
+        token = environ.get(TOKEN_ENV) or None
+    if token:
+        register_secret(token)
+    return token
 
 
 async def request(url: str, message: dict[str, Any], *, token: str | None) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from orchestrator._logging import (
 )
 from orchestrator._serve_config import Limits, ServeConfig
 from orchestrator._server import serve
+from orchestrator._teammates_client import read_token
 from tests.daemon import ECHO, connect, running_daemon
 
 TOKEN = "tok-3f9a1c7e5b2d4068"  # a daemon token: registered, redacted by its exact value
@@ -587,6 +588,20 @@ class TestRegisteredSecrets:
             with pytest.raises(ConfigError, match="not a directory of team files"):
                 await serve(config, db=tmp_path / "j.db", handle_signals=False)
             assert redact_text(f"x {TOKEN} y") == "x [redacted] y"
+        finally:
+            _logging._SECRETS.clear()
+
+    @pytest.mark.parametrize("source", ["file", "environment"])
+    def test_the_teammates_client_registers_its_token(self, tmp_path: Path, source: str) -> None:
+        """``orchestrator teammates`` reads a token to send: its own log never shows it."""
+        secret = "client-token-0123456789"
+        (tmp_path / "token").write_text(secret + "\n")
+        try:
+            if source == "file":
+                assert read_token(tmp_path / "token", {}) == secret
+            else:
+                assert read_token(None, {"ORCHESTRATOR_TOKEN": secret}) == secret
+            assert redact_text(f"x {secret} y") == "x [redacted] y"
         finally:
             _logging._SECRETS.clear()
 
