@@ -158,9 +158,13 @@ class AgentSocket:
             for envelope in self._team.feed(fact):
                 self._emit(_team_event(envelope))
 
-    def ended(self) -> None:
-        """The session ended (its run finished, or the daemon is stopping)."""
-        self._emit(agent_event("session_ended", sessionId=self.live.id))
+    def ended(self, reason: str | None = None) -> None:
+        """The session ended (its run finished, the daemon is stopping, or the journal
+        could record nothing more of it: ``reason`` says so)."""
+        if reason is None:
+            self._emit(agent_event("session_ended", sessionId=self.live.id))
+        else:
+            self._emit(agent_event("session_ended", sessionId=self.live.id, reason=reason))
         self._hang_up(CLOSE_GOING_AWAY, "the session ended")
 
     async def _subscribe_team(self, from_sequence: int) -> None:

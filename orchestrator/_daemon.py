@@ -45,7 +45,7 @@ from ._bus import Subscription
 from ._command_tool import ToolCallback
 from ._errors import ConfigError, FactLogError, OrchestratorError, RunError, TeamFileError
 from ._facts import Fact
-from ._journal import JournalReader, SqliteJournal
+from ._journal import SqliteJournal
 from ._metrics import DaemonMetrics
 from ._project_agui import AguiProjector
 from ._recovery import input_request_id, open_questions
@@ -101,8 +101,9 @@ class Sink(Protocol):
     def deliver(self, fact: Fact, frames: tuple[str, ...]) -> None:
         """``fact`` and its agent-channel events as JSON texts; must be quick, never wait."""
 
-    def ended(self) -> None:
-        """The session ended: nothing more comes."""
+    def ended(self, reason: str | None = None) -> None:
+        """The session ended: nothing more comes. ``reason``: why, when it did not end as
+        sessions do (it could record nothing more)."""
 
 
 @attrs.define(eq=False)
@@ -237,11 +238,17 @@ class LiveSession:
     def sinks(self) -> int:
         return len(self._sinks)
 
-    def end_sinks(self) -> None:
-        """The session ended: no fact follows. Tell every sink."""
+    def end_sinks(self, reason: str | None = None) -> None:
+        """The session ended: no fact follows. Tell every sink (and why, see Sink.ended)."""
         sinks, self._sinks = self._sinks, []
         for sink in sinks:
-            sink.ended()
+            sink.ended(reason)
+
+    @property
+    def end_reason(self) -> str | None:
+        """Why the session ended, when the journal stopped it: what clients are told."""
+        failed = self.runtime.recorder.failed
+        return None if failed is None else failed.message
 
     def subscribe(self, name: str) -> tuple[Subscription, TeamState]:
         """A bus subscription and the state it starts after (see the module docstring)."""
@@ -329,7 +336,7 @@ class Daemon:
         self.teams = dict(teams)
         self.default_team = default_team or (next(iter(teams)) if len(teams) == 1 else None)
         self.journal = journal
-        self.reader = JournalReader(journal.path)
+        self.reader = journal.reader  # checked as the journal opened: not again
         self.subscriber_buffer = subscriber_buffer
         self.shutdown_grace = shutdown_grace
         # Made now, so a team that cannot run (an unset API key for a hosted model) is
@@ -361,6 +368,7 @@ class Daemon:
         """Run the sessions until cancelled; take up the journal's unfinished ones first."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            nursery.start_soon(self._end_sessions_if_the_journal_fails)
             await self._take_up_unfinished()
             self.accepting = True
             # After the take-up: a teammate's run that was going is followed where it is.
@@ -382,6 +390,19 @@ class Daemon:
                     await self._take_up(info.session, state)
             except (OrchestratorError, OSError) as exc:
                 log.error("session not taken up", session=info.session, error=str(exc))
+
+    async def _end_sessions_if_the_journal_fails(self) -> None:
+        """Once the journal can take nothing more (a full disk, a damaged file), every live
+        session ends at once, its clients told why; not only those that try to record."""
+        error = await self.journal.wait_failed()
+        for live in list(self.sessions.values()):
+            if live.started:
+                live.runtime.recorder.fail(error)  # its runtime ends: see TeamRuntime._lost
+            else:
+                self.sessions.pop(live.uri, None)
+                live.runtime.bus.close()
+                live.end_sinks(error.message)
+                live.finished.set()
 
     async def find(self, session: str) -> LiveSession | None:
         """The live session ``session`` (an id or URI), taking an unfinished one up from the
@@ -451,6 +472,13 @@ class Daemon:
         stopping = list(self.sessions.values())
         for live in stopping:
             live.runtime.stop()
+        # A stopped session may still wait for batches it submitted: a backlog the journal
+        # cannot write in its drain limit fails (never acknowledged), so nothing waits on it.
+        with trio.move_on_after(self.journal.drain_limit):
+            for live in stopping:
+                await live.finished.wait()
+        if not all(live.finished.is_set() for live in stopping):
+            self.journal.stop_writing()
         # Each session's clients are told it ended once its tasks are done (no facts follow).
         with trio.move_on_after(self.shutdown_grace + 2):
             for live in stopping:
@@ -572,7 +600,7 @@ class Daemon:
                     log.info("session ended", session=live.uri, status=str(outcome.status))
                 finally:
                     live.runtime.bus.close()  # clients' streams end
-                    live.end_sinks()
+                    live.end_sinks(live.end_reason)
             except Exception as exc:
                 errors.append(_message(exc))
                 log.error("session failed", session=live.uri, error=errors[-1], exc_info=exc)
