@@ -679,3 +679,35 @@ class TestJournalFaults:
             for client in (busy, idle, unprompted):
                 ended = await client.until_type("session_ended")
                 assert ended["reason"].startswith("the journal failed: database or disk is full")
+
+    async def test_a_dead_journal_writer_turns_healthz_503_and_the_daemon_still_stops(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The journal's writer thread ending on what it cannot contain (a bug) does not
+        leave sessions hanging: /healthz says why with 503, clients are told, and the daemon
+        stops when asked."""
+
+        def broken(*args: object) -> None:
+            raise _WriterBug("a bug in the writer")
+
+        with trio.fail_after(20):
+            async with (
+                running_daemon(tmp_path, teams={"echo": ECHO}) as daemon,
+                daemon.http() as http,
+                connect(daemon) as client,
+            ):
+                await client.until_type("init")
+                await client.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+                await client.until_type("done")
+                monkeypatch.setattr("orchestrator._journal._write_group", broken)
+                await client.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+                ended = await client.until_type("session_ended")
+                assert "the journal's writer stopped: _WriterBug" in ended["reason"]
+                health = await http.get("/healthz")
+                assert health.status_code == 503
+                assert "writer stopped" in health.json()["error"]
+            assert daemon.stopped.is_set()
+
+
+class _WriterBug(BaseException):
+    """What no error barrier catches as an ``Exception``."""
