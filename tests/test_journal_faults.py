@@ -16,6 +16,22 @@ import trio
 import trio.testing
 
 import orchestrator._journal
+from orchestrator._ahp_actions import (
+    ChatDeltaAction,
+    ChatResponsePartAction,
+    ChatTurnCompleteAction,
+    ChatTurnStartedAction,
+    SessionChatAddedAction,
+)
+from orchestrator._ahp_state import (
+    ChatSummary,
+    MarkdownResponsePart,
+    Message,
+    MessageKind,
+    MessageOrigin,
+    SessionStatus,
+    UserChatOrigin,
+)
 from orchestrator._errors import FactLogError
 from orchestrator._facts import Action, Fact
 from orchestrator._journal import (
@@ -23,7 +39,7 @@ from orchestrator._journal import (
     JournalReader,
     SqliteJournal,
 )
-from orchestrator._team_actions import RunStarted, ViewUpdated
+from orchestrator._team_actions import MemberJoined, RunStarted, ViewUpdated
 from orchestrator._team_state import TeamState
 
 from .conftest import undo_schema_5
@@ -50,6 +66,35 @@ def started(session: str, prompt: str = "go") -> Fact:
 def view(session: str, sequence: int, text: str = "ok") -> Fact:
     action: Action = ViewUpdated(view_type="notes", content={"text": text})
     return Fact(sequence=sequence, session=session, channel=session, at=AT, action=action)
+
+
+def conversation(session: str, chat: str) -> list[Fact]:
+    """A run whose coordinator's first turn streams an answer: 12 facts, the turn's start
+    the 4th, its end the last."""
+    summary = ChatSummary(
+        resource=chat,
+        title="lead",
+        status=SessionStatus.IDLE,
+        modified_at=AT,
+        origin=UserChatOrigin(),
+    )
+    message = Message(text="a question", origin=MessageOrigin(kind=MessageKind.USER))
+    part = MarkdownResponsePart(id="part-1", content="The answer")
+    actions: list[tuple[str, Action]] = [
+        (session, SessionChatAddedAction(summary=summary)),
+        (session, MemberJoined(chat=chat, agent="lead", role="coordinator", task="task-1")),
+        (chat, ChatTurnStartedAction(turn_id="turn-1", started_at=AT, message=message)),
+        (chat, ChatResponsePartAction(turn_id="turn-1", part=part)),
+        *[
+            (chat, ChatDeltaAction(turn_id="turn-1", part_id="part-1", content=" is"))
+            for _ in range(6)
+        ],
+        (chat, ChatTurnCompleteAction(turn_id="turn-1", duration=1)),
+    ]
+    return [started(session)] + [
+        Fact(sequence=n, session=session, channel=channel, at=AT, action=action)
+        for n, (channel, action) in enumerate(actions, start=2)
+    ]
 
 
 def sequences(path: Path, session: str) -> list[int]:
@@ -300,6 +345,36 @@ class TestStoredDataYouCanTrust:
             reader.open(damaged.session)
         assert reader.open(intact.session).chats == intact.state.chats
         assert len(reader.facts(intact.session)) == intact.state.last_sequence
+
+    async def test_a_damaged_fact_is_not_folded_into_a_turn_s_history(self, tmp_path: Path) -> None:
+        """The writer reads a turn's facts back from the file when the turn began before
+        it started (to write the turn's agent-channel history): a damaged one fails the
+        batch that ends the turn, naming the fact, instead of going into the history."""
+        db = tmp_path / "journal.db"
+        chat = "ahp-chat:/a-lead"
+        facts = conversation(A, chat)
+        first = SqliteJournal(db)
+        async with trio.open_nursery() as services:
+            await services.start(first.serve)
+            await wait_all(first.submit(facts[:-1]))  # the turn is running
+            services.cancel_scope.cancel()
+        connection = sqlite3.connect(db)
+        connection.execute(
+            "UPDATE facts SET fact = replace(fact, 'question', 'questioN') "
+            "WHERE session = ? AND type = 'chat/turnStarted'",
+            (A,),
+        )
+        connection.commit()
+        connection.close()
+        second = SqliteJournal(db)
+        async with trio.open_nursery() as services:
+            await services.start(second.serve)
+            ended = second.submit(facts[-1:])  # no ended_turns: the turn is read back
+            await wait_all(ended)
+            assert ended.error is not None
+            assert f"fact 4 of {A} is damaged" in str(ended.error)
+            services.cancel_scope.cancel()
+        assert JournalReader(db).agent_messages(A, chat) == []
 
     async def test_the_journal_and_its_wal_are_readable_by_their_owner_only(
         self, tmp_path: Path
