@@ -38,7 +38,9 @@ worker thread when called from trio (:class:`JournalReader`). A reader checks th
 (``PRAGMA quick_check``, about 3 ms per MB) once per file it reads, not per read: a lookup of
 an unknown session is one query by primary key. Every fact read is verified against its
 checksum (CRC32 of its stored text): a damaged one is reported with its session and
-sequence (:class:`FactLogError`), never applied nor skipped; other sessions read on.
+sequence (:class:`FactLogError`), never applied nor skipped; other sessions read on. A
+snapshot's rows carry checksums too: a damaged snapshot is ignored (it is only a cache) and
+the session folded from its facts.
 
 The file is created readable by its owner only (0600; SQLite gives ``-wal`` and ``-shm``
 the same mode). The team file a session runs is kept once, in ``session_teams``, not in the
@@ -214,7 +216,7 @@ def _split_snapshots(connection: sqlite3.Connection) -> None:
             state = decode_state(json.loads(text))
         except (json.JSONDecodeError, PeerProtocolError):
             continue
-        _SnapshotWriter().write(connection, state)
+        _SnapshotWriter(checksums=False).write(connection, state)
 
 
 _SESSION_TEAMS: Final = """
@@ -239,7 +241,7 @@ def _teams_apart_and_checksums(connection: sqlite3.Connection) -> None:
     """Schema 5: each session's team file in ``session_teams``, written once (it was in
     the ``sessions`` row that every batch updates, so every batch read the whole text, and
     wrote it again whenever the row changed size), and a checksum with every fact, computed
-    here for the facts on file."""
+    here for the facts on file (and for the snapshots' rows: a damaged one is ignored)."""
     connection.execute(_SESSION_TEAMS)
     connection.execute(
         "INSERT INTO session_teams (session, team_file, team_toml) "
@@ -247,10 +249,17 @@ def _teams_apart_and_checksums(connection: sqlite3.Connection) -> None:
     )
     # The column stays (dropping one rewrites the table), empty: nothing writes it any more.
     connection.execute("UPDATE sessions SET team_toml = NULL WHERE team_toml IS NOT NULL")
-    connection.execute("ALTER TABLE facts ADD COLUMN checksum INTEGER NOT NULL DEFAULT 0")
     connection.create_function("fact_checksum", 1, fact_checksum, deterministic=True)
     try:
-        connection.execute("UPDATE facts SET checksum = fact_checksum(fact)")
+        for table, column in (
+            ("facts", "fact"),
+            ("snapshots", "state"),
+            ("snapshot_parts", "data"),
+        ):
+            connection.execute(
+                f"ALTER TABLE {table} ADD COLUMN checksum INTEGER NOT NULL DEFAULT 0"
+            )
+            connection.execute(f"UPDATE {table} SET checksum = fact_checksum({column})")
     finally:
         connection.create_function("fact_checksum", 1, None)
 
@@ -619,12 +628,17 @@ class _SnapshotWriter:
 
     It remembers the values of the parts it last wrote of each session: a part holding the
     same objects is on file as it is. A session not written yet by this process is written
-    whole, its old parts removed first. After a failed transaction nothing more is written,
-    so what it remembers need not roll back with it.
+    whole, its old parts removed first. A rolled-back write is forgotten (:meth:`forget`):
+    the next snapshot of the session is written whole.
+
+    Each row carries the checksum of its text (:func:`fact_checksum`), so that a damaged
+    part that still parses is not taken for the state: ``checksums=False`` writes rows of
+    schema 4, for the migration to it (schema 5 computes theirs).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, checksums: bool = True) -> None:
         self._written: dict[str, dict[PartKey, tuple[Any, ...]]] = {}
+        self._checksums = checksums
 
     def write(self, connection: sqlite3.Connection, state: TeamState) -> None:
         session, sequence = state.session_uri, state.last_sequence
@@ -638,19 +652,33 @@ class _SnapshotWriter:
             "AND position = ?",
             [(session, *key) for key in written.keys() - parts.keys()],
         )
-        connection.executemany(
-            "INSERT OR REPLACE INTO snapshot_parts (session, kind, name, position, sequence, "
-            "data) VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (session, *key, sequence, dumps(encode_part(key, values)))
-                for key, values in parts.items()
-                if not same_values(written.get(key), values)
-            ],
-        )
-        connection.execute(
-            "INSERT OR REPLACE INTO snapshots (session, sequence, state) VALUES (?, ?, ?)",
-            (session, sequence, dumps(snapshot_header(state))),
-        )
+        rows = [
+            (session, *key, sequence, dumps(encode_part(key, values)))
+            for key, values in parts.items()
+            if not same_values(written.get(key), values)
+        ]
+        header = dumps(snapshot_header(state))
+        if self._checksums:
+            connection.executemany(
+                "INSERT OR REPLACE INTO snapshot_parts (session, kind, name, position, "
+                "sequence, data, checksum) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(*row, fact_checksum(row[-1])) for row in rows],
+            )
+            connection.execute(
+                "INSERT OR REPLACE INTO snapshots (session, sequence, state, checksum) "
+                "VALUES (?, ?, ?, ?)",
+                (session, sequence, header, fact_checksum(header)),
+            )
+        else:
+            connection.executemany(
+                "INSERT OR REPLACE INTO snapshot_parts (session, kind, name, position, "
+                "sequence, data) VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            connection.execute(
+                "INSERT OR REPLACE INTO snapshots (session, sequence, state) VALUES (?, ?, ?)",
+                (session, sequence, header),
+            )
         # One snapshot per session is enough to open it: keep the newest.
         connection.execute(
             "DELETE FROM snapshots WHERE session = ? AND sequence < ?", (session, sequence)
@@ -1406,12 +1434,12 @@ class JournalReader:
             connection.execute("BEGIN")
             try:
                 row = connection.execute(
-                    "SELECT sequence, state FROM snapshots WHERE session = ? "
+                    "SELECT sequence, state, checksum FROM snapshots WHERE session = ? "
                     "ORDER BY sequence DESC LIMIT 1",
                     (session,),
                 ).fetchone()
                 parts = connection.execute(
-                    "SELECT kind, name, position, sequence, data FROM snapshot_parts "
+                    "SELECT kind, name, position, sequence, data, checksum FROM snapshot_parts "
                     "WHERE session = ?",
                     (session,),
                 ).fetchall()
@@ -1419,7 +1447,13 @@ class JournalReader:
                 connection.execute("COMMIT")
             if row is not None:
                 try:
-                    start = _snapshot(row[0], row[1], parts)
+                    if fact_checksum(row[1]) != row[2] or any(
+                        fact_checksum(part[4]) != part[5] for part in parts
+                    ):
+                        raise PeerProtocolError(
+                            "a row's checksum does not match", path="$", protocol="snapshot"
+                        )
+                    start = _snapshot(row[0], row[1], [part[:5] for part in parts])
                 except (json.JSONDecodeError, PeerProtocolError) as exc:
                     log.warning("snapshot ignored", session=session, error=str(exc))
             after = start.last_sequence if start is not None else 0

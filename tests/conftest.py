@@ -25,7 +25,8 @@ def undo_schema_5(connection: sqlite3.Connection) -> None:
         "WHERE t.session = sessions.session)"
     )
     connection.execute("DROP TABLE session_teams")
-    connection.execute("ALTER TABLE facts DROP COLUMN checksum")
+    for table in ("facts", "snapshots", "snapshot_parts"):
+        connection.execute(f"ALTER TABLE {table} DROP COLUMN checksum")
     connection.execute("PRAGMA user_version=4")
     connection.commit()
 

@@ -14,6 +14,8 @@ import pytest
 import structlog
 import trio
 import trio.testing
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 import orchestrator._journal
 from orchestrator._ahp_actions import (
@@ -38,6 +40,8 @@ from orchestrator._journal import (
     SCHEMA_VERSION,
     JournalReader,
     SqliteJournal,
+    _checked,
+    fact_checksum,
 )
 from orchestrator._team_actions import MemberJoined, RunStarted, ViewUpdated
 from orchestrator._team_state import TeamState
@@ -345,6 +349,43 @@ class TestStoredDataYouCanTrust:
             reader.open(damaged.session)
         assert reader.open(intact.session).chats == intact.state.chats
         assert len(reader.facts(intact.session)) == intact.state.last_sequence
+
+    @given(text=st.text(min_size=1), data=st.data())
+    def test_any_flipped_bit_of_a_fact_is_found(self, text: str, data: st.DataObject) -> None:
+        """CRC32 finds every single-bit error: a stored fact with one bit flipped (that is
+        still text) never passes as the fact that was written."""
+        raw = bytearray(text.encode())
+        bit = data.draw(st.integers(0, len(raw) * 8 - 1))
+        raw[bit // 8] ^= 1 << (bit % 8)
+        try:
+            damaged = raw.decode()
+        except UnicodeDecodeError:
+            damaged = None
+        assume(damaged is not None)  # else SQLite would not hand it back as text
+        assert damaged is not None
+        assert _checked(A, 7, text, fact_checksum(text), source="j.db") == text
+        with pytest.raises(FactLogError, match=f"fact 7 of {A} is damaged"):
+            _checked(A, 7, damaged, fact_checksum(text), source="j.db")
+
+    async def test_a_damaged_snapshot_that_still_parses_is_ignored(self, tmp_path: Path) -> None:
+        """A snapshot is checksummed too: a part changed on disk that still decodes is not
+        taken for the state; the session opens from its facts, as the fold gives it."""
+        db = tmp_path / "journal.db"
+        _, runtime, _ = await run_team(db, snapshot_every=20)
+        connection = sqlite3.connect(db)
+        changed = connection.execute(
+            "UPDATE snapshot_parts SET data = replace(data, 'release notes', 'release notez')"
+        ).rowcount
+        connection.commit()
+        connection.close()
+        assert changed > 0
+        with structlog.testing.capture_logs() as logs:
+            opened = JournalReader(db).open(runtime.session)
+        assert opened.chats == runtime.state.chats
+        assert opened.last_sequence == runtime.state.last_sequence
+        assert [e["error"] for e in logs if e["event"] == "snapshot ignored"] == [
+            "snapshot: $: a row's checksum does not match"
+        ]
 
     async def test_a_damaged_fact_is_not_folded_into_a_turn_s_history(self, tmp_path: Path) -> None:
         """The writer reads a turn's facts back from the file when the turn began before
