@@ -472,15 +472,16 @@ class Daemon:
         stopping = list(self.sessions.values())
         for live in stopping:
             live.runtime.stop()
+        deadline = trio.current_time() + self.shutdown_grace + 2
         # A stopped session may still wait for batches it submitted: a backlog the journal
         # cannot write in its drain limit fails (never acknowledged), so nothing waits on it.
-        with trio.move_on_after(self.journal.drain_limit):
+        with trio.move_on_at(min(deadline, trio.current_time() + self.journal.drain_limit)):
             for live in stopping:
                 await live.finished.wait()
         if not all(live.finished.is_set() for live in stopping):
             self.journal.stop_writing()
         # Each session's clients are told it ended once its tasks are done (no facts follow).
-        with trio.move_on_after(self.shutdown_grace + 2):
+        with trio.move_on_at(deadline):
             for live in stopping:
                 await live.finished.wait()
 
