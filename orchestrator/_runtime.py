@@ -248,7 +248,8 @@ class Recorder:
     background can thus make many batches durable in one transaction, and a task may submit
     several batches before it waits (the spawns of one delegate step do): whoever waits
     settles everything durable ahead of it. If the log fails, that batch and every later
-    one fail with it; the recorder then refuses all else.
+    one fail with it; the recorder then refuses all else, and tells ``on_failed`` (the
+    runtime ends the session: a task waiting on something else would never find out).
     """
 
     def __init__(
