@@ -9,6 +9,12 @@ each durable before the next figure counts it:
   chats does: the writer commits whatever is queued in one transaction);
 * ``batches of 100``: 100 facts per batch, batches in flight.
 
+Shutdown: a session whose team file is 5 MB (and one whose is small), its facts appended one
+at a time (a batch's cost when the session row holds, or does not hold, the team file), then
+a backlog of one-fact batches queued at once and the journal cancelled: how long until
+``serve`` returns, and how much of the backlog was written (the rest fails, never
+acknowledged).
+
 Open: a session of N facts (one long conversation: turns of a prompt, a text part and
 eight deltas) is written with snapshots as the journal takes them, then opened with
 ``JournalReader.open`` (latest snapshot + the facts after it), cold process with the GC
@@ -17,6 +23,7 @@ thresholds the CLI sets (``tune_gc``), best of 3.
     .venv/bin/python bench/journal.py                 # append + open 10k, 100k, 1M
     .venv/bin/python bench/journal.py append
     .venv/bin/python bench/journal.py open 10000 100000
+    .venv/bin/python bench/journal.py shutdown [BACKLOG]
 """
 
 from __future__ import annotations
@@ -145,6 +152,45 @@ def bench_append() -> None:
             print(f"{mode:<16} {durability.value:<10} {count:>8} {rate:>10,.0f}", flush=True)
 
 
+# ── shutdown ───────────────────────────────────────────────────────────────
+
+
+async def _shutdown(path: Path, team_bytes: int, backlog: int) -> tuple[float, float, int]:
+    """(ms per one-fact batch one at a time, seconds to stop, backlog facts written)."""
+    journal = SqliteJournal(path, durability=Durability.POWER)
+    all_facts = list(facts(200 + backlog))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(journal.serve)
+        await journal.submit(all_facts[:1]).wait()
+        journal.describe(SESSION, team_file="big.toml", team_toml="#" * team_bytes + "\n")
+        started = time.perf_counter()
+        for fact in all_facts[1:200]:
+            await journal.submit([fact]).wait()
+        per_batch = (time.perf_counter() - started) / 199 * 1000
+        before = journal.statistics().facts
+        for fact in all_facts[200:]:
+            journal.submit([fact])
+        nursery.cancel_scope.cancel()
+        stopping = time.perf_counter()
+    stopped = time.perf_counter() - stopping
+    return per_batch, stopped, journal.statistics().facts - before
+
+
+def bench_shutdown(backlog: int) -> None:
+    print(f"{'team file':>9} {'ms/batch':>9} {'backlog':>8} {'written':>8} {'stop (s)':>9}")
+    print("-" * 47)
+    for team_bytes in (1_000, 5 * 2**20):
+        with tempfile.TemporaryDirectory() as tmp:
+            per_batch, stopped, written = trio.run(
+                _shutdown, Path(tmp) / "j.db", team_bytes, backlog
+            )
+        print(
+            f"{team_bytes / 2**20:>7.1f}MB {per_batch:>9.2f} {backlog:>8} {written:>8} "
+            f"{stopped:>9.2f}",
+            flush=True,
+        )
+
+
 # ── open ───────────────────────────────────────────────────────────────────
 
 
@@ -213,6 +259,9 @@ def main(argv: list[str]) -> None:
         _open_once(argv[1])
         return
     what = argv[:1] or ["all"]
+    if what[0] == "shutdown":
+        bench_shutdown(int(argv[1]) if len(argv) > 1 else 200_000)
+        return
     sizes = [int(a) for a in argv[1:]] or list(OPEN_SIZES)
     if what[0] in ("append", "all"):
         bench_append()

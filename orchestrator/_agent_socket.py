@@ -161,10 +161,16 @@ class AgentSocket:
             for envelope in self._team.feed(fact):
                 self._emit(_team_event(envelope))
 
-    def ended(self) -> None:
-        """The session ended (its run finished, or the daemon is stopping)."""
-        self._emit(agent_event("session_ended", sessionId=self.live.id))
-        self._hang_up(CLOSE_GOING_AWAY, self.live.ended_because or "the session ended")
+    def ended(self, reason: str | None = None) -> None:
+        """The session ended (its run finished, the daemon is stopping, it was never
+        prompted, or the journal could record nothing more of it: ``reason`` says so)."""
+        if reason is None:
+            self._emit(agent_event("session_ended", sessionId=self.live.id))
+        else:
+            self._emit(agent_event("session_ended", sessionId=self.live.id, reason=reason))
+        # A close frame's reason holds 123 bytes: a long one is in session_ended only.
+        short = reason if reason is not None and len(reason.encode()) <= 120 else None
+        self._hang_up(CLOSE_GOING_AWAY, short or "the session ended")
 
     async def _subscribe_team(self, from_sequence: int) -> None:
         """Envelopes after ``from_sequence`` up to the last fact pushed, then live ones.

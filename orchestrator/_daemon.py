@@ -65,7 +65,7 @@ from ._errors import (
     TeamFileError,
 )
 from ._facts import Fact
-from ._journal import JournalReader, SqliteJournal
+from ._journal import SqliteJournal
 from ._metrics import DaemonMetrics
 from ._project_agui import AguiProjector
 from ._recovery import input_request_id, open_questions
@@ -122,8 +122,9 @@ class Sink(Protocol):
     def deliver(self, fact: Fact, frames: tuple[str, ...]) -> None:
         """``fact`` and its agent-channel events as JSON texts; must be quick, never wait."""
 
-    def ended(self) -> None:
-        """The session ended: nothing more comes."""
+    def ended(self, reason: str | None = None) -> None:
+        """The session ended: nothing more comes. ``reason``: why, when it did not end as
+        sessions do (it could record nothing more)."""
 
 
 @attrs.define(eq=False)
@@ -172,7 +173,7 @@ class LiveSession:
         self._alone = trio.Event()  # set while no client is connected
         self._alone.set()
         self.put_away = False  # stopped for being idle (see Daemon.evict_idle)
-        self.ended_because: str | None = None  # why, when clients must be told more
+        self.ended_because: str | None = None  # why it ended, when clients must be told
         # The AG-UI projector of the session's thread, kept across an interrupt: what the team
         # does while the client decides goes into the run that resumes it (see _agui_endpoint).
         self.agui: AguiProjector | None = None
@@ -283,7 +284,7 @@ class LiveSession:
         events); returns the state those facts follow. A sink of a session that has ended
         is told at once."""
         if self.finished.is_set():
-            sink.ended()
+            sink.ended(self.ended_because)
         else:
             self._sinks.append(sink)
         return self.state
@@ -296,11 +297,19 @@ class LiveSession:
     def sinks(self) -> int:
         return len(self._sinks)
 
-    def end_sinks(self) -> None:
-        """The session ended: no fact follows. Tell every sink."""
+    def end_sinks(self, reason: str | None = None) -> None:
+        """The session ended: no fact follows. Tell every sink (and why, see Sink.ended);
+        a sink attached later is told the same."""
+        self.ended_because = reason
         sinks, self._sinks = self._sinks, []
         for sink in sinks:
-            sink.ended()
+            sink.ended(reason)
+
+    @property
+    def end_reason(self) -> str | None:
+        """Why the session ended, when the journal stopped it: what clients are told."""
+        failed = self.runtime.recorder.failed
+        return None if failed is None else failed.message
 
     def subscribe(self, name: str) -> tuple[Subscription, TeamState]:
         """A bus subscription and the state it starts after (see the module docstring)."""
@@ -390,7 +399,7 @@ class Daemon:
         self.teams = dict(teams)
         self.default_team = default_team or (next(iter(teams)) if len(teams) == 1 else None)
         self.journal = journal
-        self.reader = _Reader(journal.path)
+        self.reader = journal.reader  # checked as the journal opened: not again
         self.limits = limits or Limits()
         self.subscriber_buffer = subscriber_buffer
         self.shutdown_grace = shutdown_grace
@@ -429,6 +438,7 @@ class Daemon:
         """Run the sessions until cancelled; take up the journal's unfinished ones first."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            nursery.start_soon(self._end_sessions_if_the_journal_fails)
             await self._take_up_unfinished()
             self.accepting = True
             # After the take-up: a teammate's run that was going is followed where it is.
@@ -450,6 +460,16 @@ class Daemon:
                     await self._take_up(info.session, state)
             except (OrchestratorError, OSError) as exc:
                 log.error("session not taken up", session=info.session, error=str(exc))
+
+    async def _end_sessions_if_the_journal_fails(self) -> None:
+        """Once the journal can take nothing more (a full disk, a damaged file), every live
+        session ends at once, its clients told why; not only those that try to record."""
+        error = await self.journal.wait_failed()
+        for live in list(self.sessions.values()):
+            if live.started:
+                live.runtime.recorder.fail(error)  # its runtime ends: see TeamRuntime._lost
+            else:
+                self._drop_unprompted(live, error.message)
 
     async def find(self, session: str) -> LiveSession | None:
         """The live session ``session`` (an id or URI), taking an unfinished one up from the
@@ -521,8 +541,16 @@ class Daemon:
                 live.runtime.stop()
             else:
                 self._drop_unprompted(live, "the daemon is stopping")
+        deadline = trio.current_time() + self.shutdown_grace + 2
+        # A stopped session may still wait for batches it submitted: a backlog the journal
+        # cannot write in its drain limit fails (never acknowledged), so nothing waits on it.
+        with trio.move_on_at(min(deadline, trio.current_time() + self.journal.drain_limit)):
+            for live in stopping:
+                await live.finished.wait()
+        if not all(live.finished.is_set() for live in stopping):
+            self.journal.stop_writing()
         # Each session's clients are told it ended once its tasks are done (no facts follow).
-        with trio.move_on_after(self.shutdown_grace + 2):
+        with trio.move_on_at(deadline):
             for live in stopping:
                 await live.finished.wait()
         self.stopped.set()  # connections not tied to a session (AHP) close now
@@ -649,11 +677,10 @@ class Daemon:
     def _drop_unprompted(self, live: LiveSession, why: str) -> None:
         """Forget a session with no run (nothing of it was recorded); its clients are told."""
         live.put_away = True
-        live.ended_because = why
         self.sessions.pop(live.uri, None)
         live.runtime.bus.close()
         live.finished.set()
-        live.end_sinks()
+        live.end_sinks(why)
 
     async def journal_knows(self, session: str) -> bool:
         """Whether the journal has a session ``session`` (an id or URI), ended or not; False
@@ -756,7 +783,7 @@ class Daemon:
                     log.info("session ended", session=live.uri, status=str(outcome.status))
                 finally:
                     live.runtime.bus.close()  # clients' streams end
-                    live.end_sinks()
+                    live.end_sinks(live.end_reason)
             except Exception as exc:
                 errors.append(_message(exc))
                 log.error("session failed", session=live.uri, error=errors[-1], exc_info=exc)
@@ -785,31 +812,6 @@ class Daemon:
 
 
 _Start = Callable[..., Awaitable[RunOutcome]]
-
-
-class _Reader(JournalReader):
-    """The journal's reader, and the questions only the daemon asks it."""
-
-    def has_session(self, session: str) -> bool:
-        """Whether the journal has a session ``session``, ended or not: one indexed lookup.
-        :class:`FactLogError` if the journal cannot be read (never "no" for "cannot tell")."""
-        with self._connection() as connection:
-            row = connection.execute(
-                "SELECT 1 FROM sessions WHERE session = ?", (session,)
-            ).fetchone()
-        return row is not None
-
-    def session_of_chat(self, chat: str) -> str | None:
-        """The session of the journal that has a chat ``chat``, if any.
-
-        The ``facts`` table has no index on ``channel``, so this reads the whole table: it
-        is only asked when a client chooses a chat's URI (AHP ``createChat``, once per
-        session, an operator's request)."""
-        with self._connection() as connection:
-            row = connection.execute(
-                "SELECT session FROM facts WHERE channel = ? LIMIT 1", (chat,)
-            ).fetchone()
-        return None if row is None else str(row[0])
 
 
 @attrs.define

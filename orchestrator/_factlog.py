@@ -7,9 +7,11 @@ that log defines it) or failed. Submitting is synchronous so that the order of b
 order of submission; waiting is separate so that a log which writes in the background (the
 SQLite journal) can commit many batches in one transaction.
 
-Contract: tickets complete in submission order, and once a batch fails every batch submitted
-after it fails too (it was prepared on top of facts that never became durable), and later
-submissions raise :class:`~orchestrator.FactLogError` at once.
+Contract: tickets complete in submission order, and once a batch fails every batch of its
+session submitted after it fails too (it was prepared on top of facts that never became
+durable), and later submissions of that session raise :class:`~orchestrator.FactLogError` at
+once. A log that fails as a whole (a full disk) does so for every session; one that can tell
+(the SQLite journal) fails only the session whose batch it could not store.
 
 Two logs live here: :class:`MemoryFactLog` (tests, benchmarks) and :class:`JsonlFactLog`,
 the ``--facts FILE`` of ``orchestrator run``: one JSON object per line, a batch written with

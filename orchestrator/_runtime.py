@@ -248,7 +248,8 @@ class Recorder:
     background can thus make many batches durable in one transaction, and a task may submit
     several batches before it waits (the spawns of one delegate step do): whoever waits
     settles everything durable ahead of it. If the log fails, that batch and every later
-    one fail with it; the recorder then refuses all else.
+    one fail with it; the recorder then refuses all else, and tells ``on_failed`` (the
+    runtime ends the session: a task waiting on something else would never find out).
     """
 
     def __init__(
@@ -266,6 +267,8 @@ class Recorder:
         self._last_sequence = state.last_sequence  # of the last fact submitted
         self._in_flight: collections.deque[PendingBatch] = collections.deque()
         self.failed: FactLogError | None = None
+        # Told once the log fails (the runtime ends its session: nothing can be recorded).
+        self.on_failed: Callable[[FactLogError], None] | None = None
 
     async def record(
         self, actions: Sequence[tuple[str, Action]], *, guard: Callable[[], None] | None = None
@@ -338,6 +341,12 @@ class Recorder:
             self.bus.publish_nowait(entry.facts)
             self.factlog.committed(self.state)
 
+    def fail(self, error: FactLogError) -> None:
+        """The log can take nothing more (its owner knows before a batch is refused):
+        commit what is durable, fail the rest, refuse all else."""
+        self._settle()
+        self._fail(error)
+
     def _fail(self, error: FactLogError) -> None:
         # Every batch in flight was prepared on top of facts that never became durable.
         for entry in self._in_flight:
@@ -347,6 +356,8 @@ class Recorder:
         if self.failed is None:
             self.failed = error
             log.error("fact log failed: nothing more can be recorded", error=str(error))
+            if self.on_failed is not None:
+                self.on_failed(error)
 
 
 @attrs.define(eq=False)
@@ -498,6 +509,7 @@ class TeamRuntime:
         self.state = state if state is not None else TeamState(self.session)
         self.bus = bus or FactBus()
         self.recorder = Recorder(self.state, factlog or MemoryFactLog(), self.bus, clock=clock)
+        self.recorder.on_failed = self._log_failed
         self._backends = backends
         self._backend_cache: dict[str, Backend] = {}
         self._tool_cache: dict[str, tuple[ToolDefinition, ...]] = {}
@@ -657,38 +669,55 @@ class TeamRuntime:
     ) -> RunOutcome:
         """Run the coordinator's chat to the end of the run, and record how it ended."""
         chat = ctx.chat
-        with trio.CancelScope() as scope:
-            self._session_scope = scope
-            self._scopes[chat] = scope
-            try:
-                if self.conversation:
-                    result = await self._converse(ctx, message, resume=resume)
-                else:
-                    result = await self._run_chat(ctx, message, resume=resume)
-            except TurnFailedError as exc:
-                return await self._finish(run_id, RunStatus.FAILED, error=str(exc))
-            except Exception as exc:
-                if self.recorder.failed is not None:
-                    return self._lost(self.recorder.failed)
-                log.exception("coordinator crashed", session=self.session, chat=chat)
-                return await self._finish(
-                    run_id, RunStatus.FAILED, error=f"internal error: {exc!r}"
-                )
-            except BaseException as exc:
-                if is_cancellation(exc) and not self._stopping:
-                    with trio.CancelScope(shield=True):
-                        await self._finish(run_id, RunStatus.CANCELLED, error=CANCELLED)
+        try:
+            with trio.CancelScope() as scope:
+                self._session_scope = scope
+                self._scopes[chat] = scope
+                try:
+                    if self.conversation:
+                        result = await self._converse(ctx, message, resume=resume)
+                    else:
+                        result = await self._run_chat(ctx, message, resume=resume)
+                except TurnFailedError as exc:
+                    return await self._finish(run_id, RunStatus.FAILED, error=str(exc))
+                except Exception as exc:
+                    if self.recorder.failed is not None:
+                        return self._lost(self.recorder.failed)
+                    log.exception("coordinator crashed", session=self.session, chat=chat)
+                    return await self._finish(
+                        run_id, RunStatus.FAILED, error=f"internal error: {exc!r}"
+                    )
+                except BaseException as exc:
+                    if is_cancellation(exc) and not self._stopping:
+                        with trio.CancelScope(shield=True):
+                            await self._finish(run_id, RunStatus.CANCELLED, error=CANCELLED)
+                    raise
+                finally:
+                    self._scopes.pop(chat, None)
+                return await self._finish(run_id, RunStatus.COMPLETED, result=result.text)
+        except* FactLogError:
+            # The log failed and _log_failed cancelled the session: the tasks' errors come
+            # grouped with their cancellations, which the session scope took.
+            if self.recorder.failed is None:
                 raise
-            finally:
-                self._scopes.pop(chat, None)
-            return await self._finish(run_id, RunStatus.COMPLETED, result=result.text)
         # Only reached when cancel() or stop() cancelled the session scope, which absorbed
-        # the cancellation after the run was recorded cancelled (or, stopping, not at all).
+        # the cancellation after the run was recorded cancelled (or, stopping, not at all),
+        # or the fact log failed while no turn of the coordinator was recording.
+        if self.recorder.failed is not None:
+            return self._lost(self.recorder.failed)
         return RunOutcome(
             session=self.session,
             status=RunStatus.CANCELLED,
             error=STOPPED if self._stopping else CANCELLED,
         )
+
+    def _log_failed(self, error: FactLogError) -> None:
+        """The fact log failed this session: every task of it ends, recording nothing (as
+        :meth:`stop`), wherever it was, an idle conversation included; the run ends
+        :meth:`_lost`."""
+        self._stopping = True
+        if self._session_scope is not None:
+            self._session_scope.cancel()
 
     def _lost(self, error: FactLogError) -> RunOutcome:
         """The run stops where its fact log failed: nothing more can be recorded (not even

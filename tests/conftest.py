@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -14,6 +15,20 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 #: licences (see protocols/SOURCES.md), so a clean clone tests without anything beside it.
 PROTOCOLS = Path(__file__).resolve().parent / "protocols"
 AHP_SCHEMAS = PROTOCOLS / "ahp" / "schema"
+
+
+def undo_schema_5(connection: sqlite3.Connection) -> None:
+    """Make a journal of this version one of schema 4: the team files back in the sessions
+    rows, no checksums."""
+    connection.execute(
+        "UPDATE sessions SET team_toml = (SELECT team_toml FROM session_teams AS t "
+        "WHERE t.session = sessions.session)"
+    )
+    connection.execute("DROP TABLE session_teams")
+    for table in ("facts", "snapshots", "snapshot_parts"):
+        connection.execute(f"ALTER TABLE {table} DROP COLUMN checksum")
+    connection.execute("PRAGMA user_version=4")
+    connection.commit()
 
 
 def ahp_fixtures_dir() -> Path:

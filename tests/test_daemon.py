@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -795,3 +796,99 @@ class TestLyingContentLength:
         assert json.loads(text) == {
             "error": f"the body did not arrive within 30 s ({len(body)} of 100 bytes declared came)"
         }
+
+
+class TestJournalFaults:
+    async def test_a_session_that_cannot_record_ends_its_clients_told_why_others_go_on(
+        self, tmp_path: Path
+    ) -> None:
+        """A batch the journal cannot store (here: its sequence is taken, by a row written
+        behind the daemon's back) ends that session only: its clients get
+        ``session_ended`` with the reason; another session goes on, /healthz stays 200."""
+        async with (
+            running_daemon(tmp_path, teams={"echo": ECHO}) as daemon,
+            connect(daemon) as first,
+            connect(daemon) as second,
+            daemon.http() as http,
+        ):
+            for client in (first, second):
+                await client.until_type("init")
+                await client.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+                await client.until_type("done")
+            session = "ahp-session:/" + first.received[0]["sessionId"]
+            last = JournalReader(daemon.db).session(session).last_sequence
+            raw = sqlite3.connect(daemon.db, timeout=10)
+            raw.executemany(
+                "INSERT INTO facts (session, sequence, channel, at, type, fact, checksum) "
+                "VALUES (?, ?, ?, '', '', '{}', 0)",
+                [(session, last + n, session) for n in range(1, 100)],
+            )
+            raw.commit()
+            raw.close()
+            await first.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+            ended = await first.until_type("session_ended")
+            assert "can record nothing more" in ended["reason"]
+            assert "UNIQUE constraint failed" in ended["reason"]
+            assert session in ended["reason"]
+            await second.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+            result = await second.until_type("result")
+            assert result["summary"] == "second answer"
+            health = await http.get("/healthz")
+            assert health.status_code == 200, health.text
+
+    async def test_a_failed_journal_ends_every_session_its_clients_told_why(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A full disk ends every live session at once, the idle ones too (not only the one
+        whose batch found the disk full): each client gets ``session_ended`` saying so."""
+        monkeypatch.setattr("orchestrator._server.SqliteJournal", _SmallDisk)
+        async with (
+            running_daemon(tmp_path, teams={"echo": ECHO}) as daemon,
+            connect(daemon) as idle,
+            connect(daemon) as busy,
+            connect(daemon) as unprompted,
+        ):
+            await idle.until_type("init")
+            await idle.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+            await idle.until_type("done")
+            await busy.until_type("init")
+            await unprompted.until_type("init")
+            for n in range(40):
+                await busy.send(
+                    {"channel": "agent", "type": "prompt", "prompt": f"{n} " + "x" * 5000}
+                )
+            for client in (busy, idle, unprompted):
+                ended = await client.until_type("session_ended")
+                assert ended["reason"].startswith("the journal failed: database or disk is full")
+
+    async def test_a_dead_journal_writer_turns_healthz_503_and_the_daemon_still_stops(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The journal's writer thread ending on what it cannot contain (a bug) does not
+        leave sessions hanging: /healthz says why with 503, clients are told, and the daemon
+        stops when asked."""
+
+        def broken(*args: object) -> None:
+            raise _WriterBug("a bug in the writer")
+
+        with trio.fail_after(20):
+            async with (
+                running_daemon(tmp_path, teams={"echo": ECHO}) as daemon,
+                daemon.http() as http,
+                connect(daemon) as client,
+            ):
+                await client.until_type("init")
+                await client.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+                await client.until_type("done")
+                monkeypatch.setattr("orchestrator._journal._write_group", broken)
+                await client.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+                ended = await client.until_type("session_ended")
+                assert "the journal's writer stopped: _WriterBug" in ended["reason"]
+                health = await http.get("/healthz")
+                assert health.status_code == 503
+                assert "writer stopped" in health.json()["error"]
+            assert daemon.stopped.is_set()
+
+
+class _WriterBug(BaseException):
+    """What no error barrier catches as an ``Exception``."""

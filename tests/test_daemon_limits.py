@@ -56,12 +56,14 @@ class EndedSink:
 
     def __init__(self) -> None:
         self.ended_at: float | None = None
+        self.reason: str | None = None
 
     def deliver(self, fact: Fact, frames: tuple[str, ...]) -> None:
         pass
 
-    def ended(self) -> None:
+    def ended(self, reason: str | None = None) -> None:
         self.ended_at = trio.current_time()
+        self.reason = reason
 
 
 LIMITS = Limits(unprompted_session=30.0, idle_session=600.0, max_unprompted_per_token=3)
@@ -105,8 +107,9 @@ class TestUnpromptedSessions:
                 await stays.finished.wait()
                 assert trio.current_time() == stays.opened_at + 600.0
             assert sink.ended_at == stays.opened_at + 600.0
-            assert stays.ended_because is not None
-            assert "no prompt within 600 s" in stays.ended_because
+            assert sink.reason is not None
+            assert "no prompt within 600 s" in sink.reason
+            assert stays.ended_because == sink.reason
 
     async def test_a_prompted_session_is_not_forgotten(
         self, tmp_path: Path, autojump_clock: trio.testing.MockClock

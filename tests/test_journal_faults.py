@@ -1,0 +1,498 @@
+"""The journal contains faults: what one batch holds fails that batch and its session only,
+the writer never dies silently, a stopping journal waits for its backlog a bounded time, and
+the file can be trusted (checksummed facts, owner-only mode, the whole-file check once)."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+import trio
+import trio.testing
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+import orchestrator._journal
+from orchestrator._ahp_actions import (
+    ChatDeltaAction,
+    ChatResponsePartAction,
+    ChatTurnCompleteAction,
+    ChatTurnStartedAction,
+    SessionChatAddedAction,
+)
+from orchestrator._ahp_state import (
+    ChatSummary,
+    MarkdownResponsePart,
+    Message,
+    MessageKind,
+    MessageOrigin,
+    SessionStatus,
+    UserChatOrigin,
+)
+from orchestrator._errors import FactLogError
+from orchestrator._facts import Action, Fact
+from orchestrator._journal import (
+    SCHEMA_VERSION,
+    JournalReader,
+    SqliteJournal,
+    _checked,
+    fact_checksum,
+)
+from orchestrator._team_actions import MemberJoined, RunStarted, ViewUpdated
+from orchestrator._team_state import TeamState
+
+from .conftest import undo_schema_5
+from .test_journal import DELIVERY, run_team
+
+AT = "2026-11-26T00:00:00.000Z"
+A = "ahp-session:/a"
+B = "ahp-session:/b"
+
+
+def started(session: str, prompt: str = "go") -> Fact:
+    action = RunStarted(
+        run="run-1",
+        team="t",
+        topology="flat",
+        parallel_budget=1,
+        coordinator="lead",
+        prompt=prompt,
+        task="task-1",
+    )
+    return Fact(sequence=1, session=session, channel=session, at=AT, action=action)
+
+
+def view(session: str, sequence: int, text: str = "ok") -> Fact:
+    action: Action = ViewUpdated(view_type="notes", content={"text": text})
+    return Fact(sequence=sequence, session=session, channel=session, at=AT, action=action)
+
+
+def conversation(session: str, chat: str) -> list[Fact]:
+    """A run whose coordinator's first turn streams an answer: 12 facts, the turn's start
+    the 4th, its end the last."""
+    summary = ChatSummary(
+        resource=chat,
+        title="lead",
+        status=SessionStatus.IDLE,
+        modified_at=AT,
+        origin=UserChatOrigin(),
+    )
+    message = Message(text="a question", origin=MessageOrigin(kind=MessageKind.USER))
+    part = MarkdownResponsePart(id="part-1", content="The answer")
+    actions: list[tuple[str, Action]] = [
+        (session, SessionChatAddedAction(summary=summary)),
+        (session, MemberJoined(chat=chat, agent="lead", role="coordinator", task="task-1")),
+        (chat, ChatTurnStartedAction(turn_id="turn-1", started_at=AT, message=message)),
+        (chat, ChatResponsePartAction(turn_id="turn-1", part=part)),
+        *[
+            (chat, ChatDeltaAction(turn_id="turn-1", part_id="part-1", content=" is"))
+            for _ in range(6)
+        ],
+        (chat, ChatTurnCompleteAction(turn_id="turn-1", duration=1)),
+    ]
+    return [started(session)] + [
+        Fact(sequence=n, session=session, channel=channel, at=AT, action=action)
+        for n, (channel, action) in enumerate(actions, start=2)
+    ]
+
+
+def sequences(path: Path, session: str) -> list[int]:
+    return [f.sequence for f in JournalReader(path).facts(session)]
+
+
+async def wait_all(*tickets: Any) -> None:
+    with trio.fail_after(10):  # real seconds: the writer is a thread
+        for ticket in tickets:
+            await ticket.wait()
+
+
+class TestOneBatchFailsAlone:
+    async def test_text_that_cannot_be_encoded_fails_its_session_and_no_other(
+        self, tmp_path: Path
+    ) -> None:
+        """A lone surrogate in a fact (it cannot be UTF-8) fails that batch with an error
+        naming the session, the facts and what was wrong; the session's later batches fail
+        with it and its next submission is refused; the other session goes on writing, and
+        the journal as a whole stays healthy."""
+        journal = SqliteJournal(tmp_path / "journal.db")
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            a1, b1 = journal.submit([started(A)]), journal.submit([started(B)])
+            bad = journal.submit([view(A, 2, "bad \ud800 text"), view(A, 3)])
+            b2 = journal.submit([view(B, 2)])
+            a4 = journal.submit([view(A, 4)])
+            await wait_all(a1, b1, bad, b2, a4)
+            assert (a1.error, b1.error, b2.error) == (None, None, None)
+            assert bad.error is not None
+            message = str(bad.error)
+            assert A in message
+            assert "facts 2 to 3" in message
+            assert "UnicodeEncodeError" in message
+            assert "\ud800" not in message, "the message itself is printable"
+            assert a4.error is bad.error, "later batches of the session fail with it"
+            with pytest.raises(FactLogError, match="can record nothing more"):
+                journal.submit([view(A, 5)])
+            await wait_all(journal.submit([view(B, 3)]))
+            assert journal.failed is None
+            assert journal.session_failed(B) is None
+            assert journal.session_failed(A) is bad.error
+            services.cancel_scope.cancel()
+        assert sequences(journal.path, A) == [1]
+        assert sequences(journal.path, B) == [1, 2, 3]
+
+    async def test_a_duplicate_sequence_fails_that_session_and_the_others_commit(
+        self, tmp_path: Path
+    ) -> None:
+        """A conflict on (session, sequence) is one session's problem: its batch fails with
+        SQLite's reason and the session's name, the good batches queued with it (in the same
+        transaction or not) commit, and the journal takes facts of other sessions on."""
+        journal = SqliteJournal(tmp_path / "journal.db")
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            await wait_all(journal.submit([started(A)]))
+            # No checkpoint between these: the writer takes them in as few groups as it can.
+            b1 = journal.submit([started(B)])
+            again = journal.submit([started(A, "again")])
+            b2 = journal.submit([view(B, 2)])
+            await wait_all(b1, again, b2)
+            assert again.error is not None
+            assert "UNIQUE constraint failed" in str(again.error)
+            assert f"session {A}" in str(again.error)
+            assert (b1.error, b2.error) == (None, None)
+            assert journal.failed is None
+            await wait_all(journal.submit([view(B, 3)]))
+            services.cancel_scope.cancel()
+        assert sequences(journal.path, B) == [1, 2, 3]
+        assert JournalReader(journal.path).facts(A) == [started(A)]
+
+    async def test_a_snapshot_that_cannot_be_written_is_skipped(self, tmp_path: Path) -> None:
+        """A snapshot is only a cache: one that cannot be stored is logged and skipped, and
+        no session fails for it."""
+        journal = SqliteJournal(tmp_path / "journal.db", snapshot_every=1)
+        state = TeamState(A)
+        state.apply(started(A, "bad \ud800 prompt"))  # in memory only: a bug's state, say
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            with structlog.testing.capture_logs() as logs:
+                journal.committed(state)
+                b1 = journal.submit([started(B)])
+                await wait_all(b1)
+            assert b1.error is None
+            assert journal.failed is None
+            assert journal.session_failed(A) is None
+            assert [e["session"] for e in logs if e["event"] == "journal skipped a snapshot"] == [A]
+            services.cancel_scope.cancel()
+        connection = sqlite3.connect(journal.path)
+        assert connection.execute("SELECT count(*) FROM snapshots").fetchone() == (0,)
+        assert sequences(journal.path, B) == [1]
+
+    async def test_a_full_disk_still_stops_the_whole_journal(self, tmp_path: Path) -> None:
+        """A fault of the file (here: it may not grow) is not one session's: the journal
+        fails as a whole, with SQLite's reason, for every session."""
+        journal = SqliteJournal(tmp_path / "journal.db", max_bytes=64 * 1024)
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            await wait_all(journal.submit([started(A)]))
+            too_big = journal.submit([started(B, "x" * 100_000)])
+            await wait_all(too_big)
+            assert too_big.error is not None
+            assert journal.failed is too_big.error
+            assert "the journal failed: database or disk is full" in str(journal.failed)
+            with pytest.raises(FactLogError, match="disk is full"):
+                journal.submit([view(A, 2)])
+            services.cancel_scope.cancel()
+
+
+class _WriterBug(BaseException):
+    """Not an Exception: what no error barrier of the writer catches as one item's fault."""
+
+
+class TestTheWriterNeverDiesSilently:
+    async def test_a_writer_that_dies_fails_the_journal_and_every_ticket(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The writer thread ending on what it cannot contain fails the journal with the
+        reason (what /healthz reports), fails every batch in hand or queued, refuses later
+        ones, and the journal still stops at once when cancelled."""
+        journal = SqliteJournal(tmp_path / "journal.db")
+
+        def broken(*args: object) -> None:
+            raise _WriterBug("out of its depth")
+
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            await wait_all(journal.submit([started(A)]))
+            monkeypatch.setattr(orchestrator._journal, "_write_group", broken)
+            tickets = [journal.submit([view(A, n)]) for n in range(2, 6)]
+            await wait_all(*tickets)
+            assert all(t.error is not None for t in tickets)
+            assert journal.failed is not None
+            assert "the journal's writer stopped: _WriterBug: out of its depth" in str(
+                journal.failed
+            )
+            with pytest.raises(FactLogError, match="writer stopped"):
+                journal.submit([view(B, 1)])
+            services.cancel_scope.cancel()
+        assert sequences(journal.path, A) == [1]
+
+
+class TestBoundedShutdown:
+    async def test_a_stopping_journal_waits_for_its_backlog_a_bounded_time(
+        self, tmp_path: Path, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """Cancelled with a backlog it cannot write within ``drain_limit``, the journal
+        writes the transaction in hand and fails the rest (never acknowledged): every ticket
+        completes, the file holds exactly the batches reported durable, in order."""
+        journal = SqliteJournal(tmp_path / "journal.db", drain_limit=1.0)
+        tickets = []
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            tickets.append(journal.submit([started(A)]))
+            sequence = 2
+            for _ in range(400):  # 100,000 facts: more than a few transactions
+                batch = [view(A, sequence + n, "y" * 200) for n in range(250)]
+                tickets.append(journal.submit(batch))
+                sequence += 250
+            services.cancel_scope.cancel()
+        assert trio.current_time() <= 1.0 + 1e-9, "no longer than the limit in trio time"
+        assert all(t.done() for t in tickets)
+        durable = [t for t in tickets if t.error is None]
+        assert durable == tickets[: len(durable)], "what is durable is a prefix"
+        assert len(durable) < len(tickets), "the backlog was cut short"
+        assert all(
+            "closed before this batch was written" in str(t.error) for t in tickets[len(durable) :]
+        )
+        assert sequences(journal.path, A) == list(range(1, 2 + 250 * (len(durable) - 1)))
+
+
+class TestTeamFileStoredOnce:
+    async def test_batches_do_not_write_the_team_file_again(self, tmp_path: Path) -> None:
+        """The team file is written once, in a table of its own: a batch of a session with
+        a 2 MB team file writes a few pages, never the team file again (the WAL stays far
+        smaller than one copy of it)."""
+        db = tmp_path / "journal.db"
+        journal = SqliteJournal(db)
+        team_toml = "# " + "x" * (2 * 2**20) + "\n"
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            await wait_all(journal.submit([started(A)]))
+            journal.describe(A, team_file="big.toml", team_toml=team_toml)
+            await wait_all(journal.submit([view(A, 2)]))
+            connection = sqlite3.connect(db)
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            connection.close()
+            # Sequences across 127 -> 128, where the sessions row grows by a byte: SQLite
+            # writes a row again whole when its size changes (and only compares its overflow
+            # pages, all of them, when it does not).
+            for sequence in range(120, 140):
+                await wait_all(journal.submit([view(A, sequence)]))
+            wal = db.with_name("journal.db-wal").stat().st_size
+            assert wal < 2**20, f"20 batches wrote {wal} bytes"
+            services.cancel_scope.cancel()
+        assert JournalReader(db).team_toml(A) == ("big.toml", team_toml)
+        assert JournalReader(db).session(A).team_file == "big.toml"
+
+    async def test_a_schema_4_journal_is_migrated(self, tmp_path: Path) -> None:
+        """Migrating a schema-4 file moves each session's team file to its own table and
+        computes a checksum for every fact on file (reading them verifies them)."""
+        db = tmp_path / "journal.db"
+        _, runtime, _ = await run_team(db)
+        expected = JournalReader(db).facts(runtime.session)
+        connection = sqlite3.connect(db)
+        undo_schema_5(connection)
+        connection.close()
+        journal = SqliteJournal(db)
+        await trio.to_thread.run_sync(journal.open)
+        assert journal._connection is not None
+        journal._connection.close()
+        connection = sqlite3.connect(db)
+        assert connection.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        assert connection.execute(
+            "SELECT count(*) FROM sessions WHERE team_toml IS NOT NULL"
+        ).fetchone() == (0,)
+        reader = JournalReader(db)
+        assert reader.team_toml(runtime.session) == (str(DELIVERY), DELIVERY.read_text())
+        assert reader.facts(runtime.session) == expected
+        assert reader.open(runtime.session).chats == runtime.state.chats
+
+
+class TestStoredDataYouCanTrust:
+    async def test_a_damaged_fact_is_named_never_applied(self, tmp_path: Path) -> None:
+        """One byte changed in a stored fact (still valid JSON, still a valid fact) is found
+        by its checksum: reading or opening the session fails naming the session and the
+        fact's sequence; other sessions read and open as before."""
+        db = tmp_path / "journal.db"
+        _, damaged, _ = await run_team(db)
+        _, intact, _ = await run_team(db)
+        connection = sqlite3.connect(db)
+        ((sequence, text),) = connection.execute(
+            "SELECT sequence, fact FROM facts WHERE session = ? AND sequence = 1",
+            (damaged.session,),
+        ).fetchall()
+        assert "Ship the release notes" in text
+        connection.execute(
+            "UPDATE facts SET fact = ? WHERE session = ? AND sequence = ?",
+            (text.replace("Ship the", "Shiq the"), damaged.session, sequence),
+        )
+        connection.commit()
+        connection.close()
+        reader = JournalReader(db)
+        message = f"fact {sequence} of {damaged.session} is damaged"
+        with pytest.raises(FactLogError, match=message):
+            reader.facts(damaged.session)
+        with pytest.raises(FactLogError, match=message):
+            reader.open(damaged.session)
+        assert reader.open(intact.session).chats == intact.state.chats
+        assert len(reader.facts(intact.session)) == intact.state.last_sequence
+
+    @given(text=st.text(min_size=1), data=st.data())
+    def test_any_flipped_bit_of_a_fact_is_found(self, text: str, data: st.DataObject) -> None:
+        """CRC32 finds every single-bit error: a stored fact with one bit flipped (that is
+        still text) never passes as the fact that was written."""
+        raw = bytearray(text.encode())
+        bit = data.draw(st.integers(0, len(raw) * 8 - 1))
+        raw[bit // 8] ^= 1 << (bit % 8)
+        try:
+            damaged = raw.decode()
+        except UnicodeDecodeError:
+            damaged = None
+        assume(damaged is not None)  # else SQLite would not hand it back as text
+        assert damaged is not None
+        assert _checked(A, 7, text, fact_checksum(text), source="j.db") == text
+        with pytest.raises(FactLogError, match=f"fact 7 of {A} is damaged"):
+            _checked(A, 7, damaged, fact_checksum(text), source="j.db")
+
+    async def test_a_damaged_snapshot_that_still_parses_is_ignored(self, tmp_path: Path) -> None:
+        """A snapshot is checksummed too: a part changed on disk that still decodes is not
+        taken for the state; the session opens from its facts, as the fold gives it."""
+        db = tmp_path / "journal.db"
+        _, runtime, _ = await run_team(db, snapshot_every=20)
+        connection = sqlite3.connect(db)
+        changed = connection.execute(
+            "UPDATE snapshot_parts SET data = replace(data, 'release notes', 'release notez')"
+        ).rowcount
+        connection.commit()
+        connection.close()
+        assert changed > 0
+        with structlog.testing.capture_logs() as logs:
+            opened = JournalReader(db).open(runtime.session)
+        assert opened.chats == runtime.state.chats
+        assert opened.last_sequence == runtime.state.last_sequence
+        assert [e["error"] for e in logs if e["event"] == "snapshot ignored"] == [
+            "snapshot: $: a row's checksum does not match"
+        ]
+
+    async def test_a_damaged_fact_is_not_folded_into_a_turn_s_history(self, tmp_path: Path) -> None:
+        """The writer reads a turn's facts back from the file when the turn began before
+        it started (to write the turn's agent-channel history): a damaged one fails the
+        batch that ends the turn, naming the fact, instead of going into the history."""
+        db = tmp_path / "journal.db"
+        chat = "ahp-chat:/a-lead"
+        facts = conversation(A, chat)
+        first = SqliteJournal(db)
+        async with trio.open_nursery() as services:
+            await services.start(first.serve)
+            await wait_all(first.submit(facts[:-1]))  # the turn is running
+            services.cancel_scope.cancel()
+        connection = sqlite3.connect(db)
+        connection.execute(
+            "UPDATE facts SET fact = replace(fact, 'question', 'questioN') "
+            "WHERE session = ? AND type = 'chat/turnStarted'",
+            (A,),
+        )
+        connection.commit()
+        connection.close()
+        second = SqliteJournal(db)
+        async with trio.open_nursery() as services:
+            await services.start(second.serve)
+            ended = second.submit(facts[-1:])  # no ended_turns: the turn is read back
+            await wait_all(ended)
+            assert ended.error is not None
+            assert f"fact 4 of {A} is damaged" in str(ended.error)
+            services.cancel_scope.cancel()
+        assert JournalReader(db).agent_messages(A, chat) == []
+
+    async def test_the_journal_and_its_wal_are_readable_by_their_owner_only(
+        self, tmp_path: Path
+    ) -> None:
+        db = tmp_path / "state" / "journal.db"
+        journal = SqliteJournal(db)
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            await wait_all(journal.submit([started(A)]))
+            modes = {
+                path.name: stat.S_IMODE(path.stat().st_mode)
+                for path in (db, db.with_name("journal.db-wal"), db.with_name("journal.db-shm"))
+            }
+            services.cancel_scope.cancel()
+        assert modes == {"journal.db": 0o600, "journal.db-wal": 0o600, "journal.db-shm": 0o600}
+
+
+@pytest.fixture
+def statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every SQL statement run by connections opened from here on (sqlite3's tracing)."""
+    seen: list[str] = []
+    connect: Callable[..., sqlite3.Connection] = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        connection = connect(*args, **kwargs)
+        connection.set_trace_callback(seen.append)
+        return connection
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    return seen
+
+
+class TestCheapLookups:
+    async def test_the_whole_file_is_checked_once_not_per_lookup(
+        self, tmp_path: Path, statements: list[str]
+    ) -> None:
+        """A reader checks the file (PRAGMA quick_check) on its first read only; a lookup of
+        an unknown session id is then one query, by the sessions' primary key."""
+        db = tmp_path / "journal.db"
+        await run_team(db)
+        reader = JournalReader(db)
+        statements.clear()
+        for n in range(20):
+            with pytest.raises(FactLogError, match="no session"):
+                reader.session(f"ahp-session:/unknown-{n}")
+        assert sum("quick_check" in s for s in statements) == 1
+        statements.clear()
+        with pytest.raises(FactLogError, match="no session"):
+            reader.session("ahp-session:/unknown")
+        assert len(statements) == 1, statements
+        (plan,) = sqlite3.connect(db).execute(f"EXPLAIN QUERY PLAN {statements[0]}").fetchall()
+        assert "USING INDEX sqlite_autoindex_sessions_1" in plan[3]
+
+    async def test_a_journal_opened_for_writing_is_not_checked_again_by_its_reader(
+        self, tmp_path: Path, statements: list[str]
+    ) -> None:
+        db = tmp_path / "journal.db"
+        await run_team(db)
+        statements.clear()
+        journal = SqliteJournal(db)
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            await wait_all(journal.submit([started(A)]))
+            for _ in range(5):
+                journal.reader.session(A)
+            services.cancel_scope.cancel()
+        assert sum("quick_check" in s for s in statements) == 1, "once, as it opened"
+
+    def test_a_file_replaced_under_a_reader_is_checked_again(self, tmp_path: Path) -> None:
+        """The check is per file: one put in the journal's place (a restored backup, a
+        damaged copy) is checked before it is read."""
+        db = tmp_path / "journal.db"
+        trio.run(run_team, db)
+        reader = JournalReader(db)
+        assert len(reader.sessions()) == 1
+        replacement = tmp_path / "other.db"
+        replacement.write_bytes(b"this is not a journal\n" * 100)
+        replacement.replace(db)
+        with pytest.raises(FactLogError, match="not an orchestrator journal"):
+            reader.sessions()
