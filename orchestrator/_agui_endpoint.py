@@ -160,7 +160,14 @@ async def _events(
             try:
                 batch = await subscription.receive_batch()
             except trio.EndOfChannel:
-                reason = subscription.dropped_reason or "the session ended"
+                # Why, where the daemon knows more than "it ended" (the journal could record
+                # nothing more of it, the daemon is stopping): the client's only word of it.
+                reason = (
+                    subscription.dropped_reason
+                    or live.ended_because
+                    or live.end_reason
+                    or "the session ended"
+                )
                 yield {
                     "data": json.dumps(
                         {"type": "RUN_ERROR", "message": reason, "code": "session_ended"}

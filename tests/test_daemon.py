@@ -861,6 +861,53 @@ class TestJournalFaults:
                 ended = await client.until_type("session_ended")
                 assert ended["reason"].startswith("the journal failed: database or disk is full")
 
+    async def test_an_agui_run_ended_by_a_full_disk_says_so_in_its_run_error(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An AG-UI client streaming a run when the journal fails gets ``RUN_ERROR`` with
+        the journal's reason, not a bare "the session ended"."""
+        monkeypatch.setattr("orchestrator._server.SqliteJournal", _SmallDisk)
+        sleepy = ECHO.replace(
+            'steps = [ { say = "first answer", chunks = 2 } ]', "steps = [ { sleep = 60 } ]"
+        )
+        body = {
+            "threadId": "slow-thread",
+            "runId": "run-1",
+            "messages": [{"id": "m1", "role": "user", "content": "take your time"}],
+            "tools": [],
+            "context": [],
+            "state": {},
+            "forwardedProps": {},
+        }
+        events: list[dict[str, Any]] = []
+        with trio.fail_after(30):
+            async with (
+                running_daemon(tmp_path, teams={"echo": ECHO, "sleepy": sleepy}) as daemon,
+                daemon.http() as http,
+                http.stream("POST", "/agui?team=sleepy", json=body) as stream,
+                connect(daemon, "team=echo") as busy,
+            ):
+                lines = stream.aiter_lines()
+                async for line in lines:
+                    if line.startswith("data: "):
+                        events.append(json.loads(line.removeprefix("data: ")))
+                        if events[-1]["type"] == "RUN_STARTED":
+                            break
+                await busy.until_type("init")
+                for n in range(40):
+                    await busy.send(
+                        {"channel": "agent", "type": "prompt", "prompt": f"{n} " + "x" * 5000}
+                    )
+                events += [
+                    json.loads(line.removeprefix("data: "))
+                    async for line in lines
+                    if line.startswith("data: ")
+                ]
+        error = events[-1]
+        assert error["type"] == "RUN_ERROR"
+        assert error["code"] == "session_ended"
+        assert error["message"].startswith("the journal failed: database or disk is full")
+
     async def test_a_dead_journal_writer_turns_healthz_503_and_the_daemon_still_stops(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
