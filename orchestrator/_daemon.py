@@ -42,7 +42,7 @@ import datetime as dt
 import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import attrs
 import httpx
@@ -114,6 +114,13 @@ def load_teams(directory: Path) -> dict[str, TeamSpec]:
     if not teams:
         raise ConfigError("no team files (*.toml) here", file=str(directory), key_path="teams")
     return teams
+
+
+#: Seconds stopped sessions get to be done after ``shutdown_grace``: a command tool's process
+#: group gets SIGKILL 2 s after SIGTERM, and the journal drains for its ``drain_limit`` (2 s)
+#: within it. With hypercorn's 1.5 s after it, SIGTERM exits within ``shutdown_grace`` + 4 s:
+#: 9 s with the default grace, under the 10 s a service manager commonly allows.
+STOP_AFTER_GRACE: Final = 2.5
 
 
 class Sink(Protocol):
@@ -529,7 +536,8 @@ class Daemon:
 
     async def stop(self) -> None:
         """SIGTERM: give running turns ``shutdown_grace`` to end, then stop every session
-        without recording (see :meth:`TeamRuntime.stop`)."""
+        without recording (see :meth:`TeamRuntime.stop`), waiting :data:`STOP_AFTER_GRACE`
+        seconds at most for them to be done."""
         self.accepting = False
         self.scheduler.stopping.set()
         with trio.move_on_after(self.shutdown_grace):
@@ -541,7 +549,7 @@ class Daemon:
                 live.runtime.stop()
             else:
                 self._drop_unprompted(live, "the daemon is stopping")
-        deadline = trio.current_time() + self.shutdown_grace + 2
+        deadline = trio.current_time() + STOP_AFTER_GRACE
         # A stopped session may still wait for batches it submitted: a backlog the journal
         # cannot write in its drain limit fails (never acknowledged), so nothing waits on it.
         with trio.move_on_at(min(deadline, trio.current_time() + self.journal.drain_limit)):

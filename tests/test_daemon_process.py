@@ -35,11 +35,14 @@ steps = [ { sleep = 2 }, { say = "finished {task}" } ]
 """
 
 
-def start(tmp_path: Path, log: Path) -> tuple[subprocess.Popen[str], str]:
-    """Start the daemon; return it and its URL (read from its JSON log on stderr)."""
+def start(
+    tmp_path: Path, log: Path, *, team: str = SLOW, config: str = "[limits]\nshutdown_grace = 0.2\n"
+) -> tuple[subprocess.Popen[str], str]:
+    """Start the daemon (``team`` its one team, ``config`` its daemon.toml); return it and
+    its URL (read from its JSON log on stderr)."""
     (tmp_path / "teams").mkdir(exist_ok=True)
-    (tmp_path / "teams" / "slow.toml").write_text(SLOW)
-    (tmp_path / "daemon.toml").write_text("[limits]\nshutdown_grace = 0.2\n")
+    (tmp_path / "teams" / "slow.toml").write_text(team)
+    (tmp_path / "daemon.toml").write_text(config)
     with log.open("w") as err:  # the child writes to its own copy of the descriptor
         process = subprocess.Popen(
             [
@@ -115,3 +118,41 @@ async def test_sigterm_stops_within_10s_and_the_next_start_takes_the_session_up(
     assert result["summary"].startswith("both done:")
     assert "finished one" in result["summary"]
     assert "finished two" in result["summary"]
+
+
+#: A coordinator whose one tool ignores SIGTERM and would run for a minute.
+STUBBORN = """
+[team]
+name = "stubborn"
+coordinator = "lead"
+[tools.stubborn]
+command = ["python", "-c", "import signal, time; signal.signal(15, signal.SIG_IGN); time.sleep(60)"]
+[agents.lead]
+role = "coordinator"
+tools = ["stubborn"]
+[[agents.lead.turns]]
+steps = [ { tool = "stubborn", input = {} }, { say = "never" } ]
+"""
+
+
+async def test_sigterm_exits_within_grace_plus_4s_with_a_tool_that_ignores_it(
+    tmp_path: Path,
+) -> None:
+    """With the default grace (5 s) and a turn held by a tool that ignores SIGTERM, the
+    daemon still exits 0 within shutdown_grace + 4 s: 9 s."""
+    process, url = start(tmp_path, tmp_path / "daemon.log", team=STUBBORN, config="")
+    try:
+        daemon = RunningDaemon(url=url, db=tmp_path / "journal.db", stop=trio.Event())
+        async with connect(daemon, "team=slow") as client:
+            await client.until_type("init")
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "go"})
+            await client.until(lambda e: e.get("type") == "tool_invocation")
+            process.send_signal(signal.SIGTERM)
+            began = time.monotonic()
+            status = await trio.to_thread.run_sync(process.wait, 30)
+            took = time.monotonic() - began
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert status == 0, (tmp_path / "daemon.log").read_text()
+    assert 5 <= took < 9.5, took
