@@ -92,7 +92,7 @@ import structlog
 import trio
 
 from ._agent_messages import TURN_ENDS, turn_from_facts, turn_messages
-from ._ahp_actions import ChatTruncatedAction, ChatTurnStartedAction
+from ._ahp_actions import ChatTruncatedAction, ChatTurnStartedAction, SessionChatAddedAction
 from ._ahp_state import Turn
 from ._compact_json import dumps
 from ._errors import FactLogError, PeerProtocolError
@@ -129,7 +129,7 @@ log = structlog.get_logger("orchestrator.journal")
 #: ``PRAGMA application_id`` of our files: "ORCH".
 APPLICATION_ID: Final = 0x4F524348
 #: The schema this code writes; see :data:`MIGRATIONS` for how older ones are brought up.
-SCHEMA_VERSION: Final = 5
+SCHEMA_VERSION: Final = 6
 #: Most facts written in one transaction (a group commit).
 GROUP_LIMIT: Final = 20_000
 #: Committed facts of a session between two snapshots of it, at least (a session with more
@@ -264,6 +264,27 @@ def _teams_apart_and_checksums(connection: sqlite3.Connection) -> None:
         connection.create_function("fact_checksum", 1, None)
 
 
+_CHATS: Final = """
+CREATE TABLE chats (
+    chat TEXT PRIMARY KEY,
+    session TEXT NOT NULL
+)
+"""
+
+
+def _chats_table(connection: sqlite3.Connection) -> None:
+    """Schema 6: which session each chat URI belongs to, one row a chat, so that a chat URI a
+    client chooses (AHP ``createChat``) is checked against every session with one indexed
+    lookup instead of a scan of every fact."""
+    connection.execute(_CHATS)
+    connection.execute(
+        "INSERT OR IGNORE INTO chats (chat, session) "
+        "SELECT json_extract(fact, '$.action.summary.resource'), session FROM facts "
+        "WHERE type = 'session/chatAdded' "
+        "AND json_extract(fact, '$.action.summary.resource') IS NOT NULL"
+    )
+
+
 #: Each entry brings a file from the version before it to its own version: SQL, or a
 #: function run inside the migration's transaction.
 MIGRATIONS: Final[dict[int, str | Callable[[sqlite3.Connection], None]]] = {
@@ -281,6 +302,7 @@ CREATE TABLE snapshots (
     3: _add_agent_messages,
     4: _split_snapshots,
     5: _teams_apart_and_checksums,
+    6: _chats_table,
 }
 
 
@@ -499,6 +521,7 @@ class _Batch:
     updated_at: str
     # Why the batch could not even be encoded (the writer fails it in its place in order).
     unencodable: Exception | None = None
+    chats: list[tuple[str, str]] = attrs.Factory(list)  # (chat, session) the batch adds
 
     def size(self) -> int:
         return len(self.rows)
@@ -545,6 +568,9 @@ def _write_group(
         "WHERE session = ?",
         [(*values, session) for session, values in latest.items()],
     )
+    added = [chat for batch in batches for chat in batch.chats]
+    if added:
+        connection.executemany("INSERT OR IGNORE INTO chats (chat, session) VALUES (?, ?)", added)
     for item in group:
         if isinstance(item, _Batch):
             history.record(connection, item.facts, item.ended_turns)
@@ -833,8 +859,11 @@ def _batch(facts: Sequence[Fact], ended_turns: Mapping[int, Turn] | None) -> _Ba
     session = facts[0].session
     created = None
     status = None
+    chats = []
     for fact in facts:
-        if isinstance(fact.action, RunStarted):
+        if isinstance(fact.action, SessionChatAddedAction):
+            chats.append((fact.action.summary.resource, session))
+        elif isinstance(fact.action, RunStarted):
             prompt = fact.action.prompt.strip().splitlines()
             title = prompt[0][:80] if prompt else ""
             created = (fact.action.team, title, fact.at)
@@ -859,6 +888,7 @@ def _batch(facts: Sequence[Fact], ended_turns: Mapping[int, Turn] | None) -> _Ba
         last_sequence=facts[-1].sequence,
         updated_at=facts[-1].at,
         unencodable=unencodable,
+        chats=chats,
     )
 
 
@@ -1358,15 +1388,10 @@ class JournalReader:
         return row is not None
 
     def session_of_chat(self, chat: str) -> str | None:
-        """The session of the journal that has a chat ``chat``, if any.
-
-        The ``facts`` table has no index on ``channel``, so this reads the whole table: it
-        is only asked when a client chooses a chat's URI (AHP ``createChat``, once per
-        session, an operator's request)."""
+        """The session of the journal that has (or had) a chat ``chat``, if any: one
+        indexed lookup."""
         with self._connection() as connection:
-            row = connection.execute(
-                "SELECT session FROM facts WHERE channel = ? LIMIT 1", (chat,)
-            ).fetchone()
+            row = connection.execute("SELECT session FROM chats WHERE chat = ?", (chat,)).fetchone()
         return None if row is None else str(row[0])
 
     def sessions(self) -> list[SessionInfo]:

@@ -17,9 +17,10 @@ PROTOCOLS = Path(__file__).resolve().parent / "protocols"
 AHP_SCHEMAS = PROTOCOLS / "ahp" / "schema"
 
 
-def undo_schema_5(connection: sqlite3.Connection) -> None:
+def back_to_schema_4(connection: sqlite3.Connection) -> None:
     """Make a journal of this version one of schema 4: the team files back in the sessions
-    rows, no checksums."""
+    rows, no checksums, no chats table."""
+    connection.execute("DROP TABLE chats")
     connection.execute(
         "UPDATE sessions SET team_toml = (SELECT team_toml FROM session_teams AS t "
         "WHERE t.session = sessions.session)"

@@ -54,7 +54,7 @@ from orchestrator._runtime import Recorder
 from orchestrator._team_actions import RunFinished, RunStatus
 from orchestrator._team_state import TeamState, Transition
 
-from .conftest import undo_schema_5
+from .conftest import back_to_schema_4
 from .sessions import solo_opening
 from .test_chat_reducer_properties import (
     CHANNEL,
@@ -229,7 +229,7 @@ async def test_a_schema_2_journal_gets_its_history_written_when_migrated(tmp_pat
     await three_turns(db)
     written = JournalReader(db).agent_messages(SESSION, CHAT)
     connection = sqlite3.connect(db)
-    undo_schema_5(connection)
+    back_to_schema_4(connection)
     connection.execute("DROP TABLE agent_messages")
     connection.execute("DROP TABLE snapshot_parts")  # schema 4's
     connection.execute("PRAGMA user_version=2")

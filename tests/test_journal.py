@@ -35,7 +35,7 @@ from orchestrator._team_actions import RunStarted, RunStatus
 from orchestrator._team_state import TeamState
 from orchestrator._teamfile import TeamSpec, load_team
 
-from .conftest import PROJECT_ROOT, undo_schema_5
+from .conftest import PROJECT_ROOT, back_to_schema_4
 
 DELIVERY = PROJECT_ROOT / "teams" / "delivery.toml"
 HANDOFF = PROJECT_ROOT / "teams" / "handoff.toml"
@@ -418,7 +418,7 @@ class TestSnapshots:
         facts = reader.facts(runtime.session)
         at = facts[len(facts) // 2 - 1].sequence
         connection = sqlite3.connect(db)
-        undo_schema_5(connection)
+        back_to_schema_4(connection)
         connection.execute("DROP TABLE snapshot_parts")
         connection.execute("DELETE FROM snapshots")
         old = encode_state(TeamState.fold(runtime.session, facts[: len(facts) // 2]))

@@ -46,7 +46,7 @@ from orchestrator._journal import (
 from orchestrator._team_actions import MemberJoined, RunStarted, ViewUpdated
 from orchestrator._team_state import TeamState
 
-from .conftest import undo_schema_5
+from .conftest import back_to_schema_4
 from .test_journal import DELIVERY, run_team
 
 AT = "2026-11-26T00:00:00.000Z"
@@ -298,13 +298,14 @@ class TestTeamFileStoredOnce:
         assert JournalReader(db).session(A).team_file == "big.toml"
 
     async def test_a_schema_4_journal_is_migrated(self, tmp_path: Path) -> None:
-        """Migrating a schema-4 file moves each session's team file to its own table and
-        computes a checksum for every fact on file (reading them verifies them)."""
+        """Migrating a schema-4 file moves each session's team file to its own table,
+        computes a checksum for every fact on file (reading them verifies them), and lists
+        each chat's session."""
         db = tmp_path / "journal.db"
         _, runtime, _ = await run_team(db)
         expected = JournalReader(db).facts(runtime.session)
         connection = sqlite3.connect(db)
-        undo_schema_5(connection)
+        back_to_schema_4(connection)
         connection.close()
         journal = SqliteJournal(db)
         await trio.to_thread.run_sync(journal.open)
@@ -319,6 +320,11 @@ class TestTeamFileStoredOnce:
         assert reader.team_toml(runtime.session) == (str(DELIVERY), DELIVERY.read_text())
         assert reader.facts(runtime.session) == expected
         assert reader.open(runtime.session).chats == runtime.state.chats
+        # Schema 6: each chat's session, from the facts on file.
+        assert runtime.state.chats
+        for chat in runtime.state.chats:
+            assert reader.session_of_chat(chat) == runtime.session
+        assert reader.session_of_chat("ahp-chat:/no-such-chat") is None
 
 
 class TestStoredDataYouCanTrust:
