@@ -38,25 +38,18 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from orchestrator._agent_channel import parse_client_message  # noqa: E402
 from orchestrator._agentui_wire import unstructure_envelope  # noqa: E402
-from orchestrator._ahp_rpc import parse_call  # noqa: E402
-from orchestrator._errors import PeerProtocolError, RpcError  # noqa: E402
 from orchestrator._journal import JournalReader  # noqa: E402
 from orchestrator._project_agentui import project_facts  # noqa: E402
-from orchestrator._teammate_channel import parse_request  # noqa: E402
-from tests.ahp_client import ROOT as AHP_ROOT  # noqa: E402
 from tests.daemon import websocket  # noqa: E402
 from tests.fake_openai import Answer, Stream, fake_openai  # noqa: E402
 from tests.fuzz import (  # noqa: E402
-    AGENT_TEMPLATES,
-    AHP_TEMPLATES,
+    CHANNELS,
     CHUNK,
-    MAX_FRAME_BYTES,
     OPERATOR,
     SECRETS,
-    TEAMMATE_TEMPLATES,
     TOOL,
+    Channel,
     DaemonProcess,
     Fuzzer,
     daemon_process,
@@ -117,113 +110,34 @@ class Tally:
         )
 
 
-async def _windowed(
-    connection: Any,
-    fuzzer: Fuzzer,
-    tally: Tally,
-    frames: int,
-    make: Callable[[], str | bytes],
-    predicts: Callable[[str | bytes], bool],
-    probe: Callable[[int], str],
-    is_probe_answer: Callable[[dict[str, Any], int], bool],
-    is_refusal: Callable[[dict[str, Any]], bool],
-) -> None:
-    window = 0
-    while tally.sent < frames:
-        count = min(WINDOW, frames - tally.sent)
-        for _ in range(count):
-            frame = make()
-            tally.expected += predicts(frame)
-            await connection.send_message(frame)
-        tally.sent += count
-        await connection.send_message(probe(window))
-        with trio.fail_after(60):
-            while True:
-                message = json.loads(await connection.get_message())
-                if is_probe_answer(message, window):
-                    break
-                tally.refused += is_refusal(message)
-        window += 1
-
-
-def _refuses(parse: Callable[[str | bytes], object], error: type[Exception]) -> Any:
-    def predicts(frame: str | bytes) -> bool:
-        try:
-            parse(frame)
-        except error:
-            return True
-        return False
-
-    return predicts
-
-
-async def soak_agent(daemon: DaemonProcess, fuzzer: Fuzzer, frames: int) -> Tally:
-    tally = Tally("/ws (agent channel)")
+async def soak_channel(
+    daemon: DaemonProcess, fuzzer: Fuzzer, frames: int, channel: Channel
+) -> Tally:
+    """``frames`` hostile frames on one connection, in windows each closed by a probe."""
+    tally = Tally(channel.name)
     start = time.perf_counter()
-    async with websocket(f"{daemon.ws_url}/ws?team=echo", token=OPERATOR) as connection:
-        await _windowed(
-            connection,
-            fuzzer,
-            tally,
-            frames,
-            lambda: fuzzer.frame(fuzzer.random.choice(AGENT_TEMPLATES)),
-            _refuses(
-                lambda f: parse_client_message(f, max_bytes=MAX_FRAME_BYTES), PeerProtocolError
-            ),
-            lambda w: json.dumps({"channel": "agent", "type": "abort", "taskId": f"probe-{w}"}),
-            lambda m, w: m.get("code") == "refused" and f"probe-{w}'" in m.get("message", ""),
-            lambda m: m.get("code") == "bad_request",
-        )
+    async with websocket(f"{daemon.ws_url}{channel.path}", token=OPERATOR) as connection:
+        window = 0
+        while tally.sent < frames:
+            count = min(WINDOW, frames - tally.sent)
+            for _ in range(count):
+                frame = fuzzer.frame(fuzzer.random.choice(channel.templates))
+                tally.expected += channel.predict(frame) is not None
+                await connection.send_message(frame)
+            tally.sent += count
+            probe = f"probe-{window}"
+            await connection.send_message(json.dumps(channel.probe(probe)))
+            with trio.fail_after(60):
+                while not channel.answers_probe(
+                    message := json.loads(await connection.get_message()), probe
+                ):
+                    tally.refused += channel.refusal(message) is not None
+            window += 1
     tally.seconds = time.perf_counter() - start
-    return tally
-
-
-async def soak_teammates(daemon: DaemonProcess, fuzzer: Fuzzer, frames: int) -> Tally:
-    tally = Tally("/teammates")
-    start = time.perf_counter()
-    async with websocket(f"{daemon.ws_url}/teammates", token=OPERATOR) as connection:
-        await _windowed(
-            connection,
-            fuzzer,
-            tally,
-            frames,
-            lambda: fuzzer.frame(fuzzer.random.choice(TEAMMATE_TEMPLATES)),
-            _refuses(lambda f: parse_request(f, max_bytes=MAX_FRAME_BYTES), PeerProtocolError),
-            lambda w: json.dumps({"type": "list", "id": f"probe-{w}"}),
-            lambda m, w: m.get("id") == f"probe-{w}",
-            lambda m: m.get("code") == "bad_request",
-        )
-    tally.seconds = time.perf_counter() - start
-    return tally
-
-
-async def soak_ahp(daemon: DaemonProcess, fuzzer: Fuzzer, frames: int) -> Tally:
-    tally = Tally("/ahp")
-    start = time.perf_counter()
-    parse_codes = {-32700, -32600, -32601, -32602}
-    async with websocket(f"{daemon.ws_url}/ahp", token=OPERATOR) as connection:
-        await _windowed(
-            connection,
-            fuzzer,
-            tally,
-            frames,
-            lambda: fuzzer.frame(fuzzer.random.choice(AHP_TEMPLATES)),
-            _refuses(lambda f: parse_call(f, max_bytes=MAX_FRAME_BYTES), RpcError),
-            lambda w: json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": f"probe-{w}",
-                    "method": "ping",
-                    "params": {"channel": AHP_ROOT},
-                }
-            ),
-            lambda m, w: m.get("id") == f"probe-{w}",
-            lambda m: m.get("error", {}).get("code") in parse_codes,
-        )
-    tally.seconds = time.perf_counter() - start
-    # A valid request may be refused later (an unknown session): more refusals than the
-    # parser predicts are fine, fewer are not.
-    tally.refused = min(tally.refused, tally.expected)
+    if not channel.exact:
+        # A request the parser took may be refused later (an unknown session): more
+        # refusals than predicted are fine, fewer are not.
+        tally.refused = min(tally.refused, tally.expected)
     return tally
 
 
@@ -347,9 +261,10 @@ async def frames_part(frames: int, seed: int) -> None:
             async with trio.open_nursery() as nursery:
                 group = await nursery.start(bystander)
                 tallies = [
-                    await soak_agent(daemon, Fuzzer(seed), frames),
-                    await soak_teammates(daemon, Fuzzer(seed + 1), frames),
-                    await soak_ahp(daemon, Fuzzer(seed + 2), frames),
+                    *[
+                        await soak_channel(daemon, Fuzzer(seed + offset), frames, channel)
+                        for offset, channel in enumerate(CHANNELS)
+                    ],
                     await soak_http(
                         daemon,
                         Fuzzer(seed + 3),

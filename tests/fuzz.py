@@ -31,6 +31,11 @@ import attrs
 import httpx
 import trio
 
+from orchestrator._agent_channel import parse_client_message
+from orchestrator._ahp_rpc import parse_call
+from orchestrator._errors import PeerProtocolError, RpcError
+from orchestrator._teammate_channel import parse_request
+
 from .ahp_client import ROOT
 from .daemon import ECHO
 
@@ -242,6 +247,81 @@ AHP_TEMPLATES: Final[list[dict[str, Any]]] = [
     },
     {"jsonrpc": "2.0", "id": 5, "method": "reconnect", "params": {"channel": ROOT}},
 ]
+
+
+@attrs.frozen(kw_only=True)
+class Channel:
+    """A WebSocket endpoint under fuzz: what it takes, what its pure parser predicts it
+    answers a frame with, how that answer looks on the wire, and a probe it answers on the
+    same connection (so everything sent before the probe has been answered)."""
+
+    name: str
+    path: str
+    templates: Sequence[Mapping[str, Any]]
+    #: The refusal the endpoint's own pure parser predicts for a frame (None: it takes it).
+    predict: Callable[[str | bytes], object]
+    #: The refusal an answer carries (None: it is no refusal).
+    refusal: Callable[[Mapping[str, Any]], object]
+    probe: Callable[[str], Mapping[str, Any]]
+    answers_probe: Callable[[Mapping[str, Any], str], bool]
+    #: A refused frame gets exactly its refusal (else: at least it; AHP may also answer a
+    #: request the parser took with an error of its own).
+    exact: bool = True
+
+
+def _predicted(parse: Callable[[str | bytes], object]) -> Callable[[str | bytes], object]:
+    """The refusal ``parse`` makes of a frame: the message a channel answers with (its
+    path and words), or the JSON-RPC error code; None when it takes the frame."""
+
+    def predict(frame: str | bytes) -> object:
+        try:
+            parse(frame)
+        except PeerProtocolError as exc:
+            return f"{exc.path}: {exc.message}"
+        except RpcError as exc:
+            return int(exc.code)
+        return None
+
+    return predict
+
+
+CHANNELS: Final = (
+    Channel(
+        name="/ws (agent channel)",
+        path="/ws?team=echo",
+        templates=AGENT_TEMPLATES,
+        predict=_predicted(lambda f: parse_client_message(f, max_bytes=MAX_FRAME_BYTES)),
+        refusal=lambda m: m.get("message") if m.get("code") == "bad_request" else None,
+        probe=lambda probe: {"channel": "agent", "type": "abort", "taskId": probe},
+        answers_probe=lambda m, probe: (
+            m.get("code") == "refused" and f"{probe}'" in m.get("message", "")
+        ),
+    ),
+    Channel(
+        name="/teammates",
+        path="/teammates",
+        templates=TEAMMATE_TEMPLATES,
+        predict=_predicted(lambda f: parse_request(f, max_bytes=MAX_FRAME_BYTES)),
+        refusal=lambda m: m.get("message") if m.get("code") == "bad_request" else None,
+        probe=lambda probe: {"type": "list", "id": probe},
+        answers_probe=lambda m, probe: m.get("id") == probe,
+    ),
+    Channel(
+        name="/ahp",
+        path="/ahp",
+        templates=AHP_TEMPLATES,
+        predict=_predicted(lambda f: parse_call(f, max_bytes=MAX_FRAME_BYTES)),
+        refusal=lambda m: m["error"].get("code") if isinstance(m.get("error"), dict) else None,
+        probe=lambda probe: {
+            "jsonrpc": "2.0",
+            "id": probe,
+            "method": "ping",
+            "params": {"channel": ROOT},
+        },
+        answers_probe=lambda m, probe: m.get("id") == probe,
+        exact=False,
+    ),
+)
 
 
 def view_update(group_id: str) -> dict[str, Any]:
