@@ -21,10 +21,14 @@ What comes from a model or a tool is not refused for its text: :func:`parse_json
 Unicode replacement character) and report how many they replaced, so the run goes on and what
 is recorded is what was shown.
 
-The numbers are kept as parsed until the walk: ``parse_int`` / ``parse_float`` /
-``parse_constant`` hooks turn the refused ones into markers, so the walk that checks text and
-depth also names the field of a refused number. The walk visits each value once; a value with
-nothing to refuse is returned as ``json.loads`` made it.
+How, cheaply: the decoder's ``parse_int`` / ``parse_float`` / ``parse_constant`` hooks turn
+a refused number into a marker (and note that they did), counting an integer's digits before
+``int()`` pays for them. Then a value is walked only when something may need refusing: a hook
+refused a number, the text has an escaped (or raw) surrogate, or it has more brackets than the
+depth allows and a level-by-level count finds it deeper. The walk names the field; anything
+else is returned as the decoder made it. Measured (``json.loads`` → the gate, µs): a 310-byte
+AHP frame 3.7 → 6.0, a model chunk 3.0 → 5.3, a 12.8 KB view update of 1,500 numbers
+205 → 675 (a hook call per number).
 
 Pure: no IO, no trio.
 """
@@ -36,6 +40,7 @@ import itertools
 import json
 import math
 import re
+import threading
 from collections.abc import Iterable
 from typing import Any, Final, Literal
 
@@ -107,13 +112,9 @@ def parse_json_counted(
                 "character",
                 protocol=protocol,
             ) from None
+    _NUMBERS.refused = False
     try:
-        value = json.loads(
-            text,
-            parse_int=functools.partial(_integer, limits.max_integer_digits),
-            parse_float=_float,
-            parse_constant=_constant,
-        )
+        value = _decoder(limits.max_integer_digits).decode(text)
     except json.JSONDecodeError as exc:
         raise PeerProtocolError(
             f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", protocol=protocol
@@ -122,6 +123,11 @@ def parse_json_counted(
         raise PeerProtocolError(
             f"nested deeper than {limits.max_depth} levels", protocol=protocol
         ) from None
+    if not (_NUMBERS.refused or _may_hold_a_surrogate(text)) and (
+        text.count("[") + text.count("{") <= limits.max_depth
+        or _depth_within(value, limits.max_depth)
+    ):
+        return value, 0  # nothing to refuse or replace: the value as json.loads made it
     walk = _Walk(limits.max_depth, replace=bad_text == "replace")
     try:
         value = walk.value(value, 1)
@@ -130,6 +136,34 @@ def parse_json_counted(
             refusal.message, path=_path(reversed(refusal.path)), protocol=protocol
         ) from None
     return value, walk.replaced
+
+
+#: A surrogate escaped in JSON text (``\ud800``-``\udfff``, high or low).
+_ESCAPED_SURROGATE: Final = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _may_hold_a_surrogate(text: str) -> bool:
+    """Whether a string read from ``text`` may hold a lone surrogate: it has an escaped
+    surrogate, or a raw one (which no UTF-8 decoder makes, but a ``str`` may bring). The
+    cheap tests first: most texts have no ``\\u`` escape and are ASCII."""
+    escaped = "\\u" in text and _ESCAPED_SURROGATE.search(text) is not None
+    return escaped or (not text.isascii() and _SURROGATE.search(text) is not None)
+
+
+def _depth_within(value: Any, max_depth: int) -> bool:
+    """Whether ``value`` nests at most ``max_depth`` containers, a level at a time (cheaper
+    than the walk, which also names the field when it does not)."""
+    level = [value]
+    for _ in range(max_depth):
+        level = [
+            item
+            for container in level
+            for item in (container.values() if type(container) is dict else container)
+            if type(item) is dict or type(item) is list
+        ]
+        if not level:
+            return True
+    return False
 
 
 def text_problem(text: str) -> str | None:
@@ -155,14 +189,26 @@ def clean_text(text: str) -> tuple[str, int]:
 
 @attrs.frozen
 class _RefusedNumber:
-    """A number the hooks of ``json.loads`` refused; the walk names its field."""
+    """A number a hook of ``json.loads`` refused (NaN, Infinity, an integer past int()'s own
+    limit); the walk names its field."""
 
     message: str
 
 
+class _Refusals(threading.local):
+    """Whether a hook of this thread's last read refused a number (so the walk must find
+    it); per thread, as readers may run in worker threads."""
+
+    refused = False
+
+
+_NUMBERS: Final = _Refusals()
+
+
 def _integer(limit: int, literal: str) -> int | _RefusedNumber:
     digits = len(literal) - literal.startswith("-")
-    if digits > limit:
+    if digits > limit:  # counted before int() pays for them
+        _NUMBERS.refused = True
         return _RefusedNumber(f"an integer of {digits} digits; the limit is {limit}")
     return int(literal)
 
@@ -170,12 +216,25 @@ def _integer(limit: int, literal: str) -> int | _RefusedNumber:
 def _float(literal: str) -> float | _RefusedNumber:
     number = float(literal)
     if math.isinf(number):
+        _NUMBERS.refused = True
         return _RefusedNumber(f"the number {literal[:40]} is too large for a float")
     return number
 
 
 def _constant(name: str) -> _RefusedNumber:
+    _NUMBERS.refused = True
     return _RefusedNumber(f"{name} is not a JSON number")
+
+
+@functools.cache
+def _decoder(max_integer_digits: int) -> json.JSONDecoder:
+    """A decoder for the limit, made once: ``json.loads`` with any option builds a decoder
+    (and its C scanner) at every call, which costs more than reading a small frame."""
+    return json.JSONDecoder(
+        parse_int=functools.partial(_integer, max_integer_digits),
+        parse_float=_float,
+        parse_constant=_constant,
+    )
 
 
 class _RefusalError(Exception):

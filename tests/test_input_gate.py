@@ -143,6 +143,65 @@ class TestRefuses:
             JsonLimits(max_integer_digits=4_301)
 
 
+#: Number literals around every limit: integers to 40 digits, floats to 1e±400.
+number_literals = st.one_of(
+    st.integers(-(10**40), 10**40).map(str),
+    st.builds("{}e{}".format, st.integers(-(10**35), 10**35), st.integers(-400, 400)),
+    st.builds("{}.{}".format, st.integers(-(10**35), 10**35), st.integers(0, 10**5)),
+)
+#: JSON text: containers of number literals, strings (escaped surrogates among them) and
+#: constants, as raw text.
+json_texts = st.recursive(
+    number_literals
+    | st.sampled_from(
+        ['"ok"', '"\\ud800"', '"x\\udc00"', '"\\ud83d\\ude00"', "NaN", "true", "null"]
+    ),
+    lambda inner: (
+        st.lists(inner, max_size=4).map(lambda items: "[" + ",".join(items) + "]")
+        | st.lists(inner, max_size=4).map(
+            lambda items: "{" + ",".join(f'"k{i}":{v}' for i, v in enumerate(items)) + "}"
+        )
+    ),
+    max_leaves=12,
+)
+
+
+def breaks_a_rule(value: Any, limits: JsonLimits, depth: int = 1) -> bool:
+    """The gate's rules, written out plainly: the oracle the gate must agree with."""
+    if isinstance(value, str):
+        return text_problem(value) is not None
+    if isinstance(value, float):
+        return math.isinf(value) or math.isnan(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return len(str(abs(value))) > limits.max_integer_digits
+    if isinstance(value, dict | list):
+        items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+        return depth > limits.max_depth or any(
+            (isinstance(k, str) and text_problem(k) is not None)
+            or breaks_a_rule(v, limits, depth + 1)
+            for k, v in items
+        )
+    return False
+
+
+class TestAgreesWithItsRules:
+    @settings(max_examples=500)
+    @given(json_texts, st.integers(1, 6), st.sampled_from([2, 20, 32, 40, 400]))
+    def test_the_gate_refuses_exactly_what_breaks_a_rule(
+        self, text: str, depth: int, digits: int
+    ) -> None:
+        """Whether the look at the text lets the value through at once or the walk checks
+        it, the gate takes a value exactly when it breaks none of its rules."""
+        limits = JsonLimits(max_depth=depth, max_integer_digits=digits)
+        expected = breaks_a_rule(json.loads(text), limits)
+        try:
+            parse_json(text, protocol="t", limits=limits)
+        except PeerProtocolError:
+            assert expected, text
+        else:
+            assert not expected, text
+
+
 class TestReplaces:
     @settings(max_examples=200)
     @given(steps, st.sampled_from(["\\ud800", "\\udfff", "x\\udbff"]))
