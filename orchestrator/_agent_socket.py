@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 from typing import Any
 
@@ -93,6 +94,8 @@ class AgentSocket:
         # Pushed while the replay is read from the journal (they go out after it). A team
         # subscription cannot come before the reader starts, so these are agent events only.
         self._held: list[tuple[str, ...]] | None = [] if reattached else None
+        self._held_frames = 0  # frames in _held
+        self._outbox_size = outbox_size
         self._team: AgentUiProjector | None = None
         self._reached = 0  # the sequence of the last fact pushed to this client
 
@@ -109,10 +112,7 @@ class AgentSocket:
             self._emit(agent_event("init", sessionId=self.live.id, team=self.live.team_name))
             if replayed is not None:
                 await self._replay(replayed)
-            held, self._held = self._held or [], None
-            for frames in held:
-                for text in frames:
-                    self._outbox.put(text)
+            self._release_held()
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._read, nursery.cancel_scope)
                 await self._outbox.send()
@@ -152,14 +152,27 @@ class AgentSocket:
         if fact.sequence <= self._reached:
             return
         self._reached = fact.sequence
+        if self._team is not None:
+            frames += tuple(_team_frame(envelope) for envelope in self._team.feed(fact))
         if self._held is not None:
-            self._held.append(frames)  # the replay is being read: these go after it
+            # A replay is being read or sent: these go after it, and a client that lets as
+            # many pile up meanwhile as its buffer holds has fallen behind all the same.
+            self._held.append(frames)
+            self._held_frames += len(frames)
+            if self._held_frames > self._outbox_size:
+                self._hang_up(
+                    CLOSE_FELL_BEHIND, f"fell behind: {self._held_frames} messages were waiting"
+                )
             return
         for text in frames:
             self._outbox.put(text)
-        if self._team is not None:
-            for envelope in self._team.feed(fact):
-                self._emit(_team_event(envelope))
+
+    def _release_held(self) -> None:
+        """Send what came live while a replay was read or sent, after it."""
+        held, self._held, self._held_frames = self._held or [], None, 0
+        for frames in held:
+            for text in frames:
+                self._outbox.put(text)
 
     def ended(self, reason: str | None = None) -> None:
         """The session ended (its run finished, the daemon is stopping, it was never
@@ -188,13 +201,21 @@ class AgentSocket:
             )
             read = facts[-1].sequence if facts else 0
         projector = AgentUiProjector(self.live.uri)
-        for fact in facts:
-            if fact.sequence > self._reached:
-                break
-            for envelope in projector.feed(fact):
-                if (envelope.sequence or 0) > from_sequence:
-                    self._emit(_team_event(envelope))
+        replay = [
+            _team_frame(envelope)
+            for fact in itertools.takewhile(lambda f: f.sequence <= self._reached, facts)
+            for envelope in projector.feed(fact)
+            if (envelope.sequence or 0) > from_sequence
+        ]
         self._team = projector
+        # Sent at the client's pace: a session's whole history may be longer than the buffer
+        # that tells a slow client (see Outbox.put_waiting); live frames wait behind it.
+        self._held = []
+        try:
+            for text in replay:
+                await self._outbox.put_waiting(text)
+        finally:
+            self._release_held()
 
     # ── requests ───────────────────────────────────────────────────────────
 
@@ -265,5 +286,6 @@ def _error(code: str, message: str) -> dict[str, Any]:
     return agent_event("error", code=code, message=message)
 
 
-def _team_event(envelope: Envelope) -> dict[str, Any]:
-    return {"channel": "team", "type": "event", "event": unstructure_envelope(envelope)}
+def _team_frame(envelope: Envelope) -> str:
+    event = {"channel": "team", "type": "event", "event": unstructure_envelope(envelope)}
+    return json.dumps(event, ensure_ascii=False)

@@ -3,14 +3,19 @@
 Producers (the tasks that project facts, answer requests) never wait: :meth:`Outbox.put`
 queues a text frame, and a client that lets ``size`` frames pile up is hung up on with close
 code 1008 and a reason ("fell behind"), its backlog dropped (stale to a client that must
-reconnect anyway), so nobody else waits for it. :meth:`Outbox.send` is the connection's one
-writer: it sends the frames in order, then the close frame. Under hypercorn, the frames
-waiting when the writer wakes go out together, in one socket write where the socket takes
-them (:mod:`orchestrator._hypercorn_ws`); elsewhere one by one through Starlette.
+reconnect anyway), so nobody else waits for it. What the connection sends at its own pace, a
+replay it was asked for, goes through :meth:`Outbox.put_waiting`, which waits for room
+instead: a replay longer than the buffer is no sign of a slow client.
+
+:meth:`Outbox.send` is the connection's one writer: it sends the frames in order, then the
+close frame. Under hypercorn, the frames waiting when the writer wakes go out together, in
+one socket write where the socket takes them (:mod:`orchestrator._hypercorn_ws`); elsewhere
+one by one through Starlette.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Final
 
@@ -53,6 +58,13 @@ class Outbox:
             self._send_side.send_nowait(text)
         except trio.WouldBlock:
             self.hang_up(CLOSE_FELL_BEHIND, f"fell behind: {self._size} messages were waiting")
+
+    async def put_waiting(self, text: str) -> None:
+        """Queue ``text`` once there is room (nothing, once hung up on)."""
+        if self.closing is not None:
+            return
+        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+            await self._send_side.send(text)
 
     def hang_up(self, code: int, reason: str) -> None:
         """Close after what is queued (after the frames being written, for one that fell

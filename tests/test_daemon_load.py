@@ -204,6 +204,34 @@ class TestTeamChannel:
         assert team_envelopes(late) == expected[n:]
         assert team_envelopes(late)[0]["sequence"] == n + 1
 
+    async def test_a_replay_longer_than_the_buffer_is_sent_at_the_clients_pace(
+        self, tmp_path: Path
+    ) -> None:
+        """A client that subscribes from 0 to a session with more envelopes than its buffer
+        holds gets every one of them, in order, then live ones: the replay waits for it to
+        read, where it used to close the client at once as having "fallen behind"."""
+        config = limits(subscriber_buffer=6)
+        with trio.fail_after(60):
+            async with (
+                running_daemon(tmp_path, teams={"echo": ECHO}, config=config) as daemon,
+                connect(daemon) as operator,
+            ):
+                session = (await operator.until_type("init"))["sessionId"]
+                for n in range(6):
+                    await operator.send({"channel": "agent", "type": "prompt", "prompt": f"{n}"})
+                    await operator.until_type("done")
+                so_far = journal_envelopes(daemon, session)
+                assert len(so_far) > 2 * 6
+                async with connect(daemon, f"session={session}") as late:
+                    await late.until_type("history")
+                    await late.send({"channel": "team", "type": "subscribe", "fromSequence": 0})
+                    await team_until(late, len(so_far))
+                    await operator.send({"channel": "agent", "type": "prompt", "prompt": "more"})
+                    await late.until_type("done")
+                    expected = journal_envelopes(daemon, session)
+                    await team_until(late, len(expected))
+        assert team_envelopes(late) == expected
+
 
 class TestRateLimit:
     async def test_a_burst_past_the_limit_is_answered_rate_limited_then_frames_pass_again(
