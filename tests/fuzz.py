@@ -207,7 +207,10 @@ AGENT_TEMPLATES: Final[list[dict[str, Any]]] = [
     {"channel": "agent", "type": "approve", "requestId": "a-1"},
     {"channel": "agent", "type": "reject", "requestId": "a-1", "reason": "no"},
     {"channel": "agent", "type": "settings", "settings": {"model": "m"}},
-    {"channel": "team", "type": "subscribe", "fromSequence": 0},
+    # From a cursor past the end: the fuzz is about what it sends, not replays (which
+    # test_daemon_load checks), and a replay of the whole session at every valid subscribe
+    # would make the soak about those.
+    {"channel": "team", "type": "subscribe", "fromSequence": 1_000_000},
 ]
 TEAMMATE_TEMPLATES: Final = [
     {"type": t, "name": "nobody", "id": "r-1"}
