@@ -43,6 +43,8 @@ PURE_MODULES = (
     "orchestrator._agent_channel",
     "orchestrator._auth",
     "orchestrator._rate_limit",
+    "orchestrator._input_gate",
+    "orchestrator._json_frames",
 )
 
 #: What a pure module may never pull in, directly or through another module of ours.
