@@ -61,6 +61,8 @@ from tests.fuzz import (  # noqa: E402
 WINDOW: Final = 200
 #: Concurrent HTTP clients of /callback and /agui.
 HTTP_CLIENTS: Final = 8
+#: Seconds between two turns of the bystander session.
+BYSTANDER_PAUSE: Final = 1.0
 #: AG-UI thread ids the fuzz reuses (a valid body runs a turn of one of them).
 AGUI_THREADS: Final = 16
 
@@ -257,6 +259,10 @@ async def frames_part(frames: int, seed: int) -> None:
                                 pass
                         turns += 1
                         rss.append(daemon.rss_kib())
+                        # A turn a second: a conversation of tens of thousands of turns is
+                        # another benchmark (the scripted backend reads the whole history
+                        # every turn).
+                        await trio.sleep(BYSTANDER_PAUSE)
 
             async with trio.open_nursery() as nursery:
                 group = await nursery.start(bystander)
