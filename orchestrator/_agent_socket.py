@@ -91,8 +91,8 @@ class AgentSocket:
         self.json_limits = json_limits
         self._bucket = TokenBucket(rate=rate, burst=burst, now=trio.current_time())
         self._outbox = Outbox(websocket, outbox_size, on_hang_up=self._hung_up)
-        # Pushed while the replay is read from the journal (they go out after it). A team
-        # subscription cannot come before the reader starts, so these are agent events only.
+        # Frames pushed while a replay is read or sent (they go out after it): the history a
+        # reattaching client is shown first, or the envelopes a team subscription replays.
         self._held: list[tuple[str, ...]] | None = [] if reattached else None
         self._held_frames = 0  # frames in _held
         self._outbox_size = outbox_size
