@@ -59,6 +59,8 @@ from tests.fuzz import (  # noqa: E402
 
 #: WebSocket frames sent before a probe waits for the daemon to have answered them all.
 WINDOW: Final = 200
+#: Frames sent on one connection before the next one opens.
+PER_CONNECTION: Final = 5_000
 #: Concurrent HTTP clients of /callback and /agui.
 HTTP_CLIENTS: Final = 8
 #: Seconds between two turns of the bystander session.
@@ -115,26 +117,31 @@ class Tally:
 async def soak_channel(
     daemon: DaemonProcess, fuzzer: Fuzzer, frames: int, channel: Channel
 ) -> Tally:
-    """``frames`` hostile frames on one connection, in windows each closed by a probe."""
+    """``frames`` hostile frames, in windows each closed by a probe, on a new connection
+    every :data:`PER_CONNECTION` frames (on /ws a new session: one session's history that
+    grows with every valid prompt would make the soak about that session's size)."""
     tally = Tally(channel.name)
     start = time.perf_counter()
-    async with websocket(f"{daemon.ws_url}{channel.path}", token=OPERATOR) as connection:
-        window = 0
-        while tally.sent < frames:
-            count = min(WINDOW, frames - tally.sent)
-            for _ in range(count):
-                frame = fuzzer.frame(fuzzer.random.choice(channel.templates))
-                tally.expected += channel.predict(frame) is not None
-                await connection.send_message(frame)
-            tally.sent += count
-            probe = f"probe-{window}"
-            await connection.send_message(json.dumps(channel.probe(probe)))
-            with trio.fail_after(60):
-                while not channel.answers_probe(
-                    message := json.loads(await connection.get_message()), probe
-                ):
-                    tally.refused += channel.refusal(message) is not None
-            window += 1
+    window = 0
+    while tally.sent < frames:
+        url = f"{daemon.ws_url}{channel.path}"
+        async with websocket(url, token=OPERATOR) as connection:
+            until = min(frames, tally.sent + PER_CONNECTION)
+            while tally.sent < until:
+                count = min(WINDOW, until - tally.sent)
+                for _ in range(count):
+                    frame = fuzzer.frame(fuzzer.random.choice(channel.templates))
+                    tally.expected += channel.predict(frame) is not None
+                    await connection.send_message(frame)
+                tally.sent += count
+                probe = f"probe-{window}"
+                await connection.send_message(json.dumps(channel.probe(probe)))
+                with trio.fail_after(60):
+                    while not channel.answers_probe(
+                        message := json.loads(await connection.get_message()), probe
+                    ):
+                        tally.refused += channel.refusal(message) is not None
+                window += 1
     tally.seconds = time.perf_counter() - start
     if not channel.exact:
         # A request the parser took may be refused later (an unknown session): more
