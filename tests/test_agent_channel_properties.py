@@ -25,7 +25,7 @@ MAX_BYTES = 65_536
 json_scalars = (
     st.none()
     | st.booleans()
-    | st.integers()
+    | st.integers(-(10**32) + 1, 10**32 - 1)  # what the input gate reads: 32 digits at most
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=30)
 )

@@ -31,10 +31,12 @@ from orchestrator._agentui_wire import (
     unstructure_envelope,
 )
 
+#: Integers the input gate reads (at most 32 digits: see orchestrator._input_gate).
+gate_integers = st.integers(-(10**32) + 1, 10**32 - 1)
 json_scalars = (
     st.none()
     | st.booleans()
-    | st.integers()
+    | gate_integers
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text()
 )
@@ -87,7 +89,7 @@ envelopes = st.builds(
     Envelope,
     # Open class: the known ones, and anything else non-empty.
     type=st.sampled_from(EventType) | st.text(min_size=1),
-    sequence=st.none() | st.integers(),
+    sequence=st.none() | gate_integers,
     timestamp=st.none() | st.text(),
     session_id=ids,
     thread_id=ids,
