@@ -42,14 +42,14 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from orchestrator._ahp_actions import (  # noqa: E402
+from orchestrator.ahp._actions import (  # noqa: E402
     ChatDeltaAction,
     ChatResponsePartAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
     SessionChatAddedAction,
 )
-from orchestrator._ahp_state import (  # noqa: E402
+from orchestrator.ahp._state import (  # noqa: E402
     ChatSummary,
     MarkdownResponsePart,
     Message,
@@ -58,12 +58,12 @@ from orchestrator._ahp_state import (  # noqa: E402
     SessionStatus,
     UserChatOrigin,
 )
-from orchestrator._facts import Action, Fact  # noqa: E402
-from orchestrator._journal import Durability, JournalReader, SqliteJournal  # noqa: E402
-from orchestrator._logging import configure_logging  # noqa: E402
-from orchestrator._process import tune_gc  # noqa: E402
-from orchestrator._team_actions import MemberJoined, RunStarted  # noqa: E402
-from orchestrator._team_state import TeamState  # noqa: E402
+from orchestrator.core._facts import Action, Fact  # noqa: E402
+from orchestrator.core._team_actions import MemberJoined, RunStarted  # noqa: E402
+from orchestrator.core._team_state import TeamState  # noqa: E402
+from orchestrator.journal._journal import Durability, JournalReader, SqliteJournal  # noqa: E402
+from orchestrator.runtime._logging import configure_logging  # noqa: E402
+from orchestrator.runtime._process import tune_gc  # noqa: E402
 
 SESSION = "ahp-session:/bench"
 CHAT = "ahp-chat:/bench-lead"

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 import structlog  # noqa: E402
 
-from orchestrator._logging import configure_logging  # noqa: E402
+from orchestrator.runtime._logging import configure_logging  # noqa: E402
 
 HEADERS = {
     "host": "127.0.0.1:8765",

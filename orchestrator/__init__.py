@@ -4,14 +4,14 @@ The public facade. Implementation lives in private modules (``_name.py``); what
 users may import is re-exported here and listed in ``__all__``.
 """
 
-from ._errors import FactLogError as FactLogError
-from ._errors import IllegalTransitionError as IllegalTransitionError
-from ._errors import LocalProtocolError as LocalProtocolError
-from ._errors import OrchestratorError as OrchestratorError
-from ._errors import PeerProtocolError as PeerProtocolError
-from ._errors import ProtocolError as ProtocolError
-from ._errors import RunError as RunError
-from ._errors import TeamFileError as TeamFileError
+from .base._errors import FactLogError as FactLogError
+from .base._errors import IllegalTransitionError as IllegalTransitionError
+from .base._errors import LocalProtocolError as LocalProtocolError
+from .base._errors import OrchestratorError as OrchestratorError
+from .base._errors import PeerProtocolError as PeerProtocolError
+from .base._errors import ProtocolError as ProtocolError
+from .base._errors import RunError as RunError
+from .base._errors import TeamFileError as TeamFileError
 
 __all__ = [
     "FactLogError",

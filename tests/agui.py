@@ -15,13 +15,13 @@ import pydantic
 import trio
 from ag_ui import core
 
-from orchestrator._backend_scripted import ScriptedBackend
-from orchestrator._errors import RunError
-from orchestrator._factlog import MemoryFactLog
-from orchestrator._facts import Fact
-from orchestrator._project_agui import AguiProjector, AguiRunStatus, Event
-from orchestrator._runtime import Ids, TeamRuntime
-from orchestrator._teamfile import TeamSpec, parse_team
+from orchestrator.base._errors import RunError
+from orchestrator.core._facts import Fact
+from orchestrator.protocols._project_agui import AguiProjector, AguiRunStatus, Event
+from orchestrator.runtime._factlog import MemoryFactLog
+from orchestrator.runtime._runtime import Ids, TeamRuntime
+from orchestrator.runtime.backends._scripted import ScriptedBackend
+from orchestrator.spec._teamfile import TeamSpec, parse_team
 
 from .conftest import PROTOCOLS
 

@@ -1,6 +1,6 @@
 """A real daemon on loopback for tests, and clients that talk to it.
 
-``running_daemon`` starts :func:`orchestrator._server.serve` in the test's nursery on
+``running_daemon`` starts :func:`orchestrator.server._app.serve` in the test's nursery on
 127.0.0.1 with an ephemeral port, a journal in a temporary directory and the teams given;
 tests talk to it with trio-websocket and httpx, as users' clients would.
 """
@@ -18,8 +18,8 @@ import httpx
 import trio
 from trio_websocket import WebSocketConnection, open_websocket_url
 
-from orchestrator._serve_config import Limits, ServeConfig
-from orchestrator._server import serve
+from orchestrator.server._app import serve
+from orchestrator.server._config import Limits, ServeConfig
 
 from .conftest import PROJECT_ROOT
 

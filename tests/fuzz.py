@@ -31,10 +31,10 @@ import attrs
 import httpx
 import trio
 
-from orchestrator._agent_channel import parse_client_message
-from orchestrator._ahp_rpc import parse_call
-from orchestrator._errors import PeerProtocolError, RpcError
-from orchestrator._teammate_channel import parse_request
+from orchestrator.base._errors import PeerProtocolError, RpcError
+from orchestrator.protocols._agent_channel import parse_client_message
+from orchestrator.protocols._ahp_rpc import parse_call
+from orchestrator.protocols._teammate_channel import parse_request
 
 from .ahp_client import ROOT
 from .daemon import ECHO

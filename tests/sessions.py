@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from orchestrator._ahp_actions import SessionChatAddedAction
-from orchestrator._ahp_state import ChatSummary, SessionStatus, UserChatOrigin
-from orchestrator._facts import Action
-from orchestrator._team_actions import MemberJoined, RunStarted
+from orchestrator.ahp._actions import SessionChatAddedAction
+from orchestrator.ahp._state import ChatSummary, SessionStatus, UserChatOrigin
+from orchestrator.core._facts import Action
+from orchestrator.core._team_actions import MemberJoined, RunStarted
 
 
 def solo_opening(

@@ -21,14 +21,14 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from orchestrator._ahp_actions import (
+from orchestrator.ahp._actions import (
     ActionEnvelope,
     ChatAction,
     SessionAction,
     StateAction,
     UnknownAction,
 )
-from orchestrator._ahp_state import (
+from orchestrator.ahp._state import (
     ChatCatalog,
     ChatOrigin,
     ChatState,

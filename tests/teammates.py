@@ -22,16 +22,16 @@ import httpx
 import trio
 import trio.testing
 
-from orchestrator._ahp_state import Turn
-from orchestrator._daemon import Daemon
-from orchestrator._errors import FactLogError
-from orchestrator._factlog import EventTicket, Ticket
-from orchestrator._facts import Fact
-from orchestrator._journal import Durability, JournalReader, SqliteJournal
-from orchestrator._runtime import timestamp
-from orchestrator._scheduler import Teammate
-from orchestrator._teamfile import TeamSpec, parse_team
-from orchestrator._teammate_actions import teammate_uri
+from orchestrator.ahp._state import Turn
+from orchestrator.base._errors import FactLogError
+from orchestrator.core._facts import Fact
+from orchestrator.core._teammate_actions import teammate_uri
+from orchestrator.journal._journal import Durability, JournalReader, SqliteJournal
+from orchestrator.runtime._factlog import EventTicket, Ticket
+from orchestrator.runtime._runtime import timestamp
+from orchestrator.server._daemon import Daemon
+from orchestrator.server._scheduler import Teammate
+from orchestrator.spec._teamfile import TeamSpec, parse_team
 
 TEAMS = Path(__file__).parent.parent / "teams"
 AUTOJUMP = 0.0

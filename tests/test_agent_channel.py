@@ -10,7 +10,10 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator._agent_channel import (
+from orchestrator.base._errors import PeerProtocolError
+from orchestrator.core._team_actions import ApprovalRequested
+from orchestrator.core._team_state import TeamState
+from orchestrator.protocols._agent_channel import (
     Abort,
     AgentChannelProjector,
     Approve,
@@ -21,14 +24,11 @@ from orchestrator._agent_channel import (
     ToolResponse,
     parse_client_message,
 )
-from orchestrator._agent_messages import turn_messages
-from orchestrator._backend_scripted import ScriptedBackend
-from orchestrator._errors import PeerProtocolError
-from orchestrator._factlog import MemoryFactLog
-from orchestrator._runtime import Ids, TeamRuntime
-from orchestrator._team_actions import ApprovalRequested
-from orchestrator._team_state import TeamState
-from orchestrator._teamfile import load_team
+from orchestrator.protocols._agent_messages import turn_messages
+from orchestrator.runtime._factlog import MemoryFactLog
+from orchestrator.runtime._runtime import Ids, TeamRuntime
+from orchestrator.runtime.backends._scripted import ScriptedBackend
+from orchestrator.spec._teamfile import load_team
 
 from .conftest import PROJECT_ROOT
 

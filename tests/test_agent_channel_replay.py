@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator._agent_channel import AgentChannelProjector, replay
-from orchestrator._ahp_actions import (
+from orchestrator.ahp._actions import (
     ChatToolCallReadyAction,
     ChatToolCallStartAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
 )
-from orchestrator._ahp_state import (
+from orchestrator.ahp._state import (
     Message,
     MessageKind,
     MessageOrigin,
 )
-from orchestrator._facts import Action, Fact
-from orchestrator._team_state import TeamState
+from orchestrator.core._facts import Action, Fact
+from orchestrator.core._team_state import TeamState
+from orchestrator.protocols._agent_channel import AgentChannelProjector, replay
 
 from .sessions import solo_opening
 

@@ -13,7 +13,8 @@ from typing import Any
 import attrs
 import pytest
 
-from orchestrator._agentui import (
+from orchestrator.base._errors import LocalProtocolError, PeerProtocolError
+from orchestrator.protocols._agentui import (
     Control,
     Envelope,
     EventType,
@@ -25,13 +26,12 @@ from orchestrator._agentui import (
     TeammateStatus,
     Topology,
 )
-from orchestrator._agentui_wire import (
+from orchestrator.protocols._agentui_wire import (
     envelope_from_json_line,
     envelope_to_json_line,
     structure_envelope,
     unstructure_envelope,
 )
-from orchestrator._errors import LocalProtocolError, PeerProtocolError
 
 # The spec's "Minimal example", verbatim.
 SPEC_EXAMPLE: dict[str, Any] = {

@@ -13,7 +13,7 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator._agentui import (
+from orchestrator.protocols._agentui import (
     Control,
     Envelope,
     EventType,
@@ -24,14 +24,14 @@ from orchestrator._agentui import (
     Surface,
     Topology,
 )
-from orchestrator._agentui_wire import (
+from orchestrator.protocols._agentui_wire import (
     envelope_from_json_line,
     envelope_to_json_line,
     structure_envelope,
     unstructure_envelope,
 )
 
-#: Integers the input gate reads (at most 32 digits: see orchestrator._input_gate).
+#: Integers the input gate reads (at most 32 digits: see orchestrator.base._input_gate).
 gate_integers = st.integers(-(10**32) + 1, 10**32 - 1)
 json_scalars = (
     st.none()

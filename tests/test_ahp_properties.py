@@ -9,10 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator import _ahp_actions, _ahp_state
-from orchestrator._ahp_actions import ActionEnvelope, StateAction
-from orchestrator._ahp_state import ChatState, SessionState, SessionStatus
-from orchestrator._ahp_wire import (
+from orchestrator.ahp import _actions as _ahp_actions
+from orchestrator.ahp import _state as _ahp_state
+from orchestrator.ahp._actions import ActionEnvelope, StateAction
+from orchestrator.ahp._state import ChatState, SessionState, SessionStatus
+from orchestrator.ahp._wire import (
     structure_action,
     structure_as,
     structure_chat_state,

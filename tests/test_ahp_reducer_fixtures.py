@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from orchestrator._ahp_state import ChatState, SessionState
-from orchestrator._ahp_wire import structure_action, structure_as, unstructure
-from orchestrator._chat_reducer import reduce_chat
+from orchestrator.ahp._chat_reducer import reduce_chat
+from orchestrator.ahp._state import ChatState, SessionState
+from orchestrator.ahp._wire import structure_action, structure_as, unstructure
 
 from .conftest import ahp_fixtures_dir
 
@@ -71,12 +71,12 @@ def _chat_reducer() -> tuple[type, _Reducer]:
 
 def _session_reducer() -> tuple[type, _Reducer]:
     try:
-        module = importlib.import_module("orchestrator._session_reducer")
+        module = importlib.import_module("orchestrator.ahp._session_reducer")
     except ModuleNotFoundError as exc:
-        if exc.name != "orchestrator._session_reducer":
+        if exc.name != "orchestrator.ahp._session_reducer":
             raise
         pytest.fail(
-            "session fixture, but orchestrator/_session_reducer.py (reduce_session) does not "
+            "session fixture, but orchestrator/ahp/_session_reducer.py (reduce_session) does not "
             "exist yet"
         )
     reduce_session = module.reduce_session

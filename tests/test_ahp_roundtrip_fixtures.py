@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
-from orchestrator._ahp_actions import ActionEnvelope, StateAction, UnknownAction
-from orchestrator._ahp_commands import (
+from orchestrator.ahp._actions import ActionEnvelope, StateAction, UnknownAction
+from orchestrator.ahp._commands import (
     ChatSource,
     Implementation,
     InitializeResult,
     JsonRpcMessage,
 )
-from orchestrator._ahp_state import (
+from orchestrator.ahp._state import (
     ChatInputQuestion,
     ChatState,
     Customization,
@@ -34,7 +34,7 @@ from orchestrator._ahp_state import (
     SessionSummary,
     StringOrMarkdown,
 )
-from orchestrator._ahp_wire import structure_action, structure_as, unstructure
+from orchestrator.ahp._wire import structure_action, structure_as, unstructure
 
 from .conftest import ahp_fixtures_dir
 

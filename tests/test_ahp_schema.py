@@ -23,10 +23,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from orchestrator import _ahp_actions, _ahp_state
-from orchestrator._ahp_actions import ActionEnvelope, StateAction, UnknownAction
-from orchestrator._ahp_state import ChatState, SessionState
-from orchestrator._ahp_wire import structure_as, unstructure, wire_name
+from orchestrator.ahp import _actions as _ahp_actions
+from orchestrator.ahp import _state as _ahp_state
+from orchestrator.ahp._actions import ActionEnvelope, StateAction, UnknownAction
+from orchestrator.ahp._state import ChatState, SessionState
+from orchestrator.ahp._wire import structure_as, unstructure, wire_name
 
 from . import strategies
 from .conftest import AHP_SCHEMAS, ahp_fixtures_dir

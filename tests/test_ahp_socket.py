@@ -12,11 +12,11 @@ import pytest
 import trio
 from trio_websocket import ConnectionRejected
 
-from orchestrator._auth import Role, Token
-from orchestrator._errors import FactLogError
-from orchestrator._journal import JournalReader
-from orchestrator._serve_config import Limits, ServeConfig
-from orchestrator._team_actions import ApprovalResolved
+from orchestrator.base._errors import FactLogError
+from orchestrator.core._team_actions import ApprovalResolved
+from orchestrator.journal._journal import JournalReader
+from orchestrator.server._auth import Role, Token
+from orchestrator.server._config import Limits, ServeConfig
 
 from .ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
 from .daemon import ECHO, connect, running_daemon

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from orchestrator import PeerProtocolError
-from orchestrator._ahp_actions import (
+from orchestrator.ahp._actions import (
     ActionEnvelope,
     ChatToolCallApprovedAction,
     ChatToolCallDeniedAction,
@@ -16,7 +16,7 @@ from orchestrator._ahp_actions import (
     SessionTitleChangedAction,
     UnknownAction,
 )
-from orchestrator._ahp_state import (
+from orchestrator.ahp._state import (
     ActiveTurn,
     ChatInputNumberQuestion,
     ChatInputQuestion,
@@ -42,7 +42,7 @@ from orchestrator._ahp_state import (
     ToolResultSubagentContent,
     UsageInfo,
 )
-from orchestrator._ahp_wire import (
+from orchestrator.ahp._wire import (
     structure,
     structure_action,
     structure_as,

@@ -24,8 +24,7 @@ import structlog.testing
 import trio
 import trio.testing
 
-from orchestrator import _logging
-from orchestrator._ahp_actions import (
+from orchestrator.ahp._actions import (
     ChatDeltaAction,
     ChatErrorAction,
     ChatInputRequestedAction,
@@ -38,21 +37,22 @@ from orchestrator._ahp_actions import (
     ChatTurnCancelledAction,
     ChatUsageAction,
 )
-from orchestrator._ahp_state import (
+from orchestrator.ahp._state import (
     MarkdownResponsePart,
     ReasoningResponsePart,
     SystemNotificationResponsePart,
     ToolCallCancelledState,
     ToolCallResponsePart,
 )
-from orchestrator._backend_openai import HOSTED_API, http_client
-from orchestrator._backends import backend_factory
-from orchestrator._errors import RunError
-from orchestrator._facts_wire import fact_to_json
-from orchestrator._logging import redact_text
-from orchestrator._runtime import RunOutcome
-from orchestrator._team_actions import ApprovalRequested, RunStatus, TaskCreated, TaskStarted
-from orchestrator._teamfile import TeamSpec, parse_team
+from orchestrator.base._errors import RunError
+from orchestrator.core._facts_wire import fact_to_json
+from orchestrator.core._team_actions import ApprovalRequested, RunStatus, TaskCreated, TaskStarted
+from orchestrator.runtime import _logging
+from orchestrator.runtime._logging import redact_text
+from orchestrator.runtime._runtime import RunOutcome
+from orchestrator.runtime.backends._factory import backend_factory
+from orchestrator.runtime.backends._openai import HOSTED_API, http_client
+from orchestrator.spec._teamfile import TeamSpec, parse_team
 from tests.conftest import PROJECT_ROOT
 from tests.fake_openai import (
     Answer,

@@ -11,7 +11,8 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator._backend import (
+from orchestrator.base._errors import RunError
+from orchestrator.core._model_round import (
     Backend,
     ModelEvent,
     ReasoningDelta,
@@ -21,14 +22,13 @@ from orchestrator._backend import (
     ToolOutcome,
     UsageReport,
 )
-from orchestrator._backend_scripted import (
+from orchestrator.runtime.backends._scripted import (
     ScriptedBackend,
     ScriptedFailure,
     chunk_text,
     turn_index_of,
 )
-from orchestrator._errors import RunError
-from orchestrator._teamfile import AgentSpec, load_team, parse_team
+from orchestrator.spec._teamfile import AgentSpec, load_team, parse_team
 
 TEAMS = Path(__file__).resolve().parent.parent / "teams"
 CHAT = "ahp-chat:/3f2a9c1e-0b7d-4c55-9e61-2d8f0a4b7c10"

@@ -15,7 +15,7 @@ import attrs
 import pytest
 
 from orchestrator import IllegalTransitionError
-from orchestrator._ahp_actions import (
+from orchestrator.ahp._actions import (
     ChatAction,
     ChatActivityChangedAction,
     ChatDeltaAction,
@@ -50,7 +50,15 @@ from orchestrator._ahp_actions import (
     SessionTitleChangedAction,
     UnknownAction,
 )
-from orchestrator._ahp_state import (
+from orchestrator.ahp._chat_reducer import (
+    TOOL_CALL_TRANSITIONS,
+    ToolCallAction,
+    ToolCallEvent,
+    ToolCallStatus,
+    reduce_chat,
+    tool_call_event,
+)
+from orchestrator.ahp._state import (
     ActiveTurn,
     ChatInputAnswered,
     ChatInputAnswerValue,
@@ -102,18 +110,10 @@ from orchestrator._ahp_state import (
     TurnState,
     UsageInfo,
 )
-from orchestrator._ahp_state import (
+from orchestrator.ahp._state import (
     ToolCallAuthRequiredState as AuthRequiredState,
 )
-from orchestrator._chat_reducer import (
-    TOOL_CALL_TRANSITIONS,
-    ToolCallAction,
-    ToolCallEvent,
-    ToolCallStatus,
-    reduce_chat,
-    tool_call_event,
-)
-from orchestrator._validate import (
+from orchestrator.ahp._validate import (
     IDEMPOTENT_CHAT_ACTIONS,
     TURN_TRANSITIONS,
     TurnPhase,

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orchestrator import IllegalTransitionError
-from orchestrator._ahp_actions import (
+from orchestrator.ahp._actions import (
     ChatAction,
     ChatInputAnswerChangedAction,
     ChatInputCompletedAction,
@@ -28,7 +28,16 @@ from orchestrator._ahp_actions import (
     ChatTurnStartedAction,
     UnknownAction,
 )
-from orchestrator._ahp_state import (
+from orchestrator.ahp._chat_reducer import (
+    TOOL_CALL_TRANSITIONS,
+    ToolCallAction,
+    ToolCallStatus,
+    part_id,
+    reduce_chat,
+    tool_call_event,
+    tool_call_guard,
+)
+from orchestrator.ahp._state import (
     ActiveTurn,
     ChatInputBooleanQuestion,
     ChatInputRequest,
@@ -45,16 +54,7 @@ from orchestrator._ahp_state import (
     ToolCallResponsePart,
     ToolCallState,
 )
-from orchestrator._chat_reducer import (
-    TOOL_CALL_TRANSITIONS,
-    ToolCallAction,
-    ToolCallStatus,
-    part_id,
-    reduce_chat,
-    tool_call_event,
-    tool_call_guard,
-)
-from orchestrator._validate import IDEMPOTENT_CHAT_ACTIONS, answer_problem, validate_chat_action
+from orchestrator.ahp._validate import IDEMPOTENT_CHAT_ACTIONS, answer_problem, validate_chat_action
 
 from .strategies import ahp_values, chat_actions, chat_states, session_statuses, tool_call_states
 

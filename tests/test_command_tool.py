@@ -25,12 +25,19 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator._ahp_actions import ChatToolCallCompleteAction, ChatTurnCancelledAction
-from orchestrator._ahp_state import ToolResultTextContent
-from orchestrator._auth import Role, Token
-from orchestrator._backend import Backend, ModelEvent, RoundContext, TextDelta, ToolCallRequest
-from orchestrator._backend_scripted import ScriptedBackend
-from orchestrator._command_tool import (
+from orchestrator.ahp._actions import ChatToolCallCompleteAction, ChatTurnCancelledAction
+from orchestrator.ahp._state import ToolResultTextContent
+from orchestrator.core._model_round import (
+    Backend,
+    ModelEvent,
+    RoundContext,
+    TextDelta,
+    ToolCallRequest,
+)
+from orchestrator.core._team_actions import ApprovalRequested, RunFinished, RunStatus, ViewUpdated
+from orchestrator.core._team_state import TeamState
+from orchestrator.journal._journal import JournalReader
+from orchestrator.runtime._command_tool import (
     CALLBACK_TOKEN_VAR,
     CALLBACK_URL_VAR,
     GROUP_ID_VAR,
@@ -44,14 +51,13 @@ from orchestrator._command_tool import (
     group_id,
     run_command,
 )
-from orchestrator._factlog import MemoryFactLog
-from orchestrator._journal import JournalReader
-from orchestrator._runtime import Ids, RunOutcome, TeamRuntime
-from orchestrator._serve_config import Limits, ServeConfig
-from orchestrator._team_actions import ApprovalRequested, RunFinished, RunStatus, ViewUpdated
-from orchestrator._team_state import TeamState
-from orchestrator._teamfile import AgentSpec, CommandTool, TeamSpec, parse_team
-from orchestrator._tools import tool_definitions
+from orchestrator.runtime._factlog import MemoryFactLog
+from orchestrator.runtime._runtime import Ids, RunOutcome, TeamRuntime
+from orchestrator.runtime.backends._scripted import ScriptedBackend
+from orchestrator.server._auth import Role, Token
+from orchestrator.server._config import Limits, ServeConfig
+from orchestrator.spec._teamfile import AgentSpec, CommandTool, TeamSpec, parse_team
+from orchestrator.spec._tools import tool_definitions
 
 from .conftest import PROJECT_ROOT
 from .daemon import connect, running_daemon

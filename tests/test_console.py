@@ -9,13 +9,13 @@ import trio
 import trio.testing
 from rich.console import Console
 
-from orchestrator._backend_scripted import ScriptedBackend
-from orchestrator._console import ApprovalMode, TeamConsole, describe_fact, render_tree
-from orchestrator._factlog import MemoryFactLog
-from orchestrator._runtime import Ids, RunOutcome, TeamRuntime
-from orchestrator._team_actions import ApprovalRequested, ApprovalResolved, RunStatus
-from orchestrator._team_state import TeamState
-from orchestrator._teamfile import TeamSpec, load_team, parse_team
+from orchestrator.cli._console import ApprovalMode, TeamConsole, describe_fact, render_tree
+from orchestrator.core._team_actions import ApprovalRequested, ApprovalResolved, RunStatus
+from orchestrator.core._team_state import TeamState
+from orchestrator.runtime._factlog import MemoryFactLog
+from orchestrator.runtime._runtime import Ids, RunOutcome, TeamRuntime
+from orchestrator.runtime.backends._scripted import ScriptedBackend
+from orchestrator.spec._teamfile import TeamSpec, load_team, parse_team
 
 from .conftest import PROJECT_ROOT
 

@@ -24,13 +24,18 @@ from typing import IO, Any
 
 import pytest
 
-from orchestrator._facts import Fact
-from orchestrator._facts_wire import decode_fact
-from orchestrator._graph import build_graph
-from orchestrator._journal import JournalReader
-from orchestrator._recovery import is_interrupted, resume_point
-from orchestrator._team_actions import ApprovalDecision, ApprovalRequested, RunResumed, RunStatus
-from orchestrator._team_state import TeamState
+from orchestrator.core._facts import Fact
+from orchestrator.core._facts_wire import decode_fact
+from orchestrator.core._graph import build_graph
+from orchestrator.core._recovery import is_interrupted, resume_point
+from orchestrator.core._team_actions import (
+    ApprovalDecision,
+    ApprovalRequested,
+    RunResumed,
+    RunStatus,
+)
+from orchestrator.core._team_state import TeamState
+from orchestrator.journal._journal import JournalReader
 
 ROOT = Path(__file__).resolve().parent.parent
 TEAM = ROOT / "teams" / "delivery.toml"

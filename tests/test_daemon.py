@@ -14,13 +14,13 @@ import pytest
 import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected
 
-from orchestrator._auth import Role, Token
-from orchestrator._errors import ConfigError
-from orchestrator._graph import build_graph
-from orchestrator._journal import JournalReader, SqliteJournal
-from orchestrator._serve_config import Limits, ServeConfig
-from orchestrator._server import BODY_TIMEOUT
-from orchestrator._team_actions import ApprovalResolved, RunFinished
+from orchestrator.base._errors import ConfigError
+from orchestrator.core._graph import build_graph
+from orchestrator.core._team_actions import ApprovalResolved, RunFinished
+from orchestrator.journal._journal import JournalReader, SqliteJournal
+from orchestrator.server._app import BODY_TIMEOUT
+from orchestrator.server._auth import Role, Token
+from orchestrator.server._config import Limits, ServeConfig
 
 from .ahp_client import ROOT, AhpClient, connect_ahp
 from .conftest import PROJECT_ROOT
@@ -603,7 +603,7 @@ class _SmallDisk(SqliteJournal):
 async def test_a_full_journal_turns_healthz_503_and_the_daemon_keeps_answering(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("orchestrator._server.SqliteJournal", _SmallDisk)
+    monkeypatch.setattr("orchestrator.server._app.SqliteJournal", _SmallDisk)
     async with running_daemon(tmp_path) as daemon, daemon.http() as http:
         assert (await http.get("/healthz")).status_code == 200
         async with connect(daemon, "team=delivery") as client:
@@ -841,7 +841,7 @@ class TestJournalFaults:
     ) -> None:
         """A full disk ends every live session at once, the idle ones too (not only the one
         whose batch found the disk full): each client gets ``session_ended`` saying so."""
-        monkeypatch.setattr("orchestrator._server.SqliteJournal", _SmallDisk)
+        monkeypatch.setattr("orchestrator.server._app.SqliteJournal", _SmallDisk)
         async with (
             running_daemon(tmp_path, teams={"echo": ECHO}) as daemon,
             connect(daemon) as idle,
@@ -866,7 +866,7 @@ class TestJournalFaults:
     ) -> None:
         """An AG-UI client streaming a run when the journal fails gets ``RUN_ERROR`` with
         the journal's reason, not a bare "the session ended"."""
-        monkeypatch.setattr("orchestrator._server.SqliteJournal", _SmallDisk)
+        monkeypatch.setattr("orchestrator.server._app.SqliteJournal", _SmallDisk)
         sleepy = ECHO.replace(
             'steps = [ { say = "first answer", chunks = 2 } ]', "steps = [ { sleep = 60 } ]"
         )
@@ -927,7 +927,7 @@ class TestJournalFaults:
                 await client.until_type("init")
                 await client.send({"channel": "agent", "type": "prompt", "prompt": "one"})
                 await client.until_type("done")
-                monkeypatch.setattr("orchestrator._journal._write_group", broken)
+                monkeypatch.setattr("orchestrator.journal._journal._write_group", broken)
                 await client.send({"channel": "agent", "type": "prompt", "prompt": "two"})
                 ended = await client.until_type("session_ended")
                 assert "the journal's writer stopped: _WriterBug" in ended["reason"]

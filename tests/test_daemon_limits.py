@@ -14,12 +14,12 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator._daemon import Daemon, LiveSession
-from orchestrator._errors import FactLogError, RunError, SessionExistsError, SessionLimitError
-from orchestrator._facts import Fact
-from orchestrator._journal import JournalReader
-from orchestrator._serve_config import Limits
-from orchestrator._teamfile import parse_team
+from orchestrator.base._errors import FactLogError, RunError, SessionExistsError, SessionLimitError
+from orchestrator.core._facts import Fact
+from orchestrator.journal._journal import JournalReader
+from orchestrator.server._config import Limits
+from orchestrator.server._daemon import Daemon, LiveSession
+from orchestrator.spec._teamfile import parse_team
 
 from .daemon import ECHO
 from .teammates import HeldClock

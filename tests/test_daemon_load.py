@@ -17,12 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from trio_websocket import ConnectionClosed, wrap_client_stream
 
-from orchestrator._agent_channel import parse_client_message
-from orchestrator._agentui_wire import unstructure_envelope
-from orchestrator._errors import ConfigError, PeerProtocolError
-from orchestrator._journal import JournalReader
-from orchestrator._project_agentui import project_facts
-from orchestrator._serve_config import Limits, ServeConfig, parse_serve_config
+from orchestrator.base._errors import ConfigError, PeerProtocolError
+from orchestrator.journal._journal import JournalReader
+from orchestrator.protocols._agent_channel import parse_client_message
+from orchestrator.protocols._agentui_wire import unstructure_envelope
+from orchestrator.protocols._project_agentui import project_facts
+from orchestrator.server._config import Limits, ServeConfig, parse_serve_config
 
 from .daemon import ECHO, Client, RunningDaemon, connect, running_daemon
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import networkx as nx
 import pytest
 
-from orchestrator._ahp_actions import (
+from orchestrator.ahp._actions import (
     ChatDeltaAction,
     ChatSummaryChanges,
     ChatToolCallApprovedAction,
@@ -25,7 +25,7 @@ from orchestrator._ahp_actions import (
     SessionChatUpdatedAction,
     UnknownAction,
 )
-from orchestrator._ahp_state import (
+from orchestrator.ahp._state import (
     ChatInteractivity,
     ChatOrigin,
     ChatSummary,
@@ -41,8 +41,8 @@ from orchestrator._ahp_state import (
     ToolResultTextContent,
     UserChatOrigin,
 )
-from orchestrator._facts import Action, Fact
-from orchestrator._graph import (
+from orchestrator.core._facts import Action, Fact
+from orchestrator.core._graph import (
     USER_NODE,
     DelegationGraph,
     EdgeKind,
@@ -57,7 +57,7 @@ from orchestrator._graph import (
     to_mermaid,
     tool_call_node,
 )
-from orchestrator._team_actions import (
+from orchestrator.core._team_actions import (
     ApprovalDecision,
     ApprovalRequested,
     ApprovalResolved,

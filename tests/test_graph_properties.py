@@ -6,10 +6,10 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator._ahp_actions import ChatToolCallCompleteAction, ChatToolCallContentChangedAction
-from orchestrator._ahp_state import ToolResultSubagentContent
-from orchestrator._facts import Fact
-from orchestrator._graph import (
+from orchestrator.ahp._actions import ChatToolCallCompleteAction, ChatToolCallContentChangedAction
+from orchestrator.ahp._state import ToolResultSubagentContent
+from orchestrator.core._facts import Fact
+from orchestrator.core._graph import (
     DelegationGraph,
     EdgeKind,
     ViolationKind,

@@ -13,13 +13,7 @@ import trio
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from orchestrator._agent_messages import (
-    restore_actions,
-    truncate_action,
-    turn_messages,
-    undo_action,
-)
-from orchestrator._ahp_actions import (
+from orchestrator.ahp._actions import (
     ChatDeltaAction,
     ChatReasoningAction,
     ChatResponsePartAction,
@@ -27,22 +21,22 @@ from orchestrator._ahp_actions import (
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
 )
-from orchestrator._ahp_state import (
+from orchestrator.ahp._chat_reducer import TURN_ENDS
+from orchestrator.ahp._state import (
     MarkdownResponsePart,
     Message,
     MessageKind,
     MessageOrigin,
     Turn,
 )
-from orchestrator._bus import FactBus
-from orchestrator._chat_reducer import TURN_ENDS
-from orchestrator._cli import main
-from orchestrator._errors import IllegalTransitionError, RunError
-from orchestrator._factlog import MemoryFactLog, Ticket
-from orchestrator._facts import Action, Fact
-from orchestrator._graph import build_graph
-from orchestrator._history import edit_history
-from orchestrator._journal import (
+from orchestrator.base._errors import IllegalTransitionError, RunError
+from orchestrator.cli._main import main
+from orchestrator.core._facts import Action, Fact
+from orchestrator.core._graph import build_graph
+from orchestrator.core._team_actions import RunFinished, RunStatus
+from orchestrator.core._team_state import TeamState, Transition
+from orchestrator.journal._history import edit_history
+from orchestrator.journal._journal import (
     JournalReader,
     SqliteJournal,
     _AgentHistory,
@@ -50,9 +44,15 @@ from orchestrator._journal import (
     _migrate,
     _write_group,
 )
-from orchestrator._runtime import Recorder
-from orchestrator._team_actions import RunFinished, RunStatus
-from orchestrator._team_state import TeamState, Transition
+from orchestrator.protocols._agent_messages import (
+    restore_actions,
+    truncate_action,
+    turn_messages,
+    undo_action,
+)
+from orchestrator.runtime._bus import FactBus
+from orchestrator.runtime._factlog import MemoryFactLog, Ticket
+from orchestrator.runtime._runtime import Recorder
 
 from .conftest import back_to_schema_4
 from .sessions import solo_opening

@@ -1,4 +1,4 @@
-"""The hypercorn seam of :mod:`orchestrator._hypercorn_ws`, and the outbox on both paths.
+"""The hypercorn seam of :mod:`orchestrator.server._hypercorn_ws`, and the outbox on both paths.
 
 The seam tests run a small Starlette app on hypercorn's trio worker on loopback: if a
 hypercorn release moves what the writer relies on, they fail here (the daemon would still
@@ -38,7 +38,7 @@ from wsproto.events import (
     TextMessage,
 )
 
-from orchestrator._hypercorn_ws import (
+from orchestrator.server._hypercorn_ws import (
     DISCONNECT_TIMEOUT,
     SCOPE_KEY,
     FrameWriter,
@@ -47,7 +47,7 @@ from orchestrator._hypercorn_ws import (
     frame_writer,
     take_until_disconnect,
 )
-from orchestrator._outbox import (
+from orchestrator.server._outbox import (
     CLOSE_FELL_BEHIND,
     CLOSE_GOING_AWAY,
     CLOSE_TIMEOUT,

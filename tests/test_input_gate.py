@@ -10,8 +10,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from orchestrator._errors import PeerProtocolError
-from orchestrator._input_gate import (
+from orchestrator.base._errors import PeerProtocolError
+from orchestrator.base._input_gate import (
     JSON_LIMITS,
     JsonLimits,
     clean_text,

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import trio
 
-from orchestrator._journal import JournalReader
-from orchestrator._serve_config import Limits, ServeConfig
+from orchestrator.journal._journal import JournalReader
+from orchestrator.server._config import Limits, ServeConfig
 
 from .ahp_client import ROOT, connect_ahp
 from .daemon import ECHO, RunningDaemon, connect, running_daemon, websocket

@@ -15,11 +15,12 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator._backend_scripted import ScriptedBackend
-from orchestrator._errors import FactLogError, PeerProtocolError
-from orchestrator._facts import Fact
-from orchestrator._graph import build_graph
-from orchestrator._journal import (
+from orchestrator.base._errors import FactLogError, PeerProtocolError
+from orchestrator.core._facts import Fact
+from orchestrator.core._graph import build_graph
+from orchestrator.core._team_actions import RunStarted, RunStatus
+from orchestrator.core._team_state import TeamState
+from orchestrator.journal._journal import (
     APPLICATION_ID,
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -29,11 +30,10 @@ from orchestrator._journal import (
     _Snapshot,
     _snapshot,
 )
-from orchestrator._runtime import RunOutcome, TeamRuntime
-from orchestrator._snapshot import encode_state, state_entries
-from orchestrator._team_actions import RunStarted, RunStatus
-from orchestrator._team_state import TeamState
-from orchestrator._teamfile import TeamSpec, load_team
+from orchestrator.journal._snapshot import encode_state, state_entries
+from orchestrator.runtime._runtime import RunOutcome, TeamRuntime
+from orchestrator.runtime.backends._scripted import ScriptedBackend
+from orchestrator.spec._teamfile import TeamSpec, load_team
 
 from .conftest import PROJECT_ROOT, back_to_schema_4
 

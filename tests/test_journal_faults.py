@@ -17,15 +17,15 @@ import trio.testing
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-import orchestrator._journal
-from orchestrator._ahp_actions import (
+import orchestrator.journal._journal
+from orchestrator.ahp._actions import (
     ChatDeltaAction,
     ChatResponsePartAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
     SessionChatAddedAction,
 )
-from orchestrator._ahp_state import (
+from orchestrator.ahp._state import (
     ChatSummary,
     MarkdownResponsePart,
     Message,
@@ -34,17 +34,17 @@ from orchestrator._ahp_state import (
     SessionStatus,
     UserChatOrigin,
 )
-from orchestrator._errors import FactLogError
-from orchestrator._facts import Action, Fact
-from orchestrator._journal import (
+from orchestrator.base._errors import FactLogError
+from orchestrator.core._facts import Action, Fact
+from orchestrator.core._team_actions import MemberJoined, RunStarted, ViewUpdated
+from orchestrator.core._team_state import TeamState
+from orchestrator.journal._journal import (
     SCHEMA_VERSION,
     JournalReader,
     SqliteJournal,
     _checked,
     fact_checksum,
 )
-from orchestrator._team_actions import MemberJoined, RunStarted, ViewUpdated
-from orchestrator._team_state import TeamState
 
 from .conftest import back_to_schema_4
 from .test_journal import DELIVERY, run_team
@@ -227,7 +227,7 @@ class TestTheWriterNeverDiesSilently:
         async with trio.open_nursery() as services:
             await services.start(journal.serve)
             await wait_all(journal.submit([started(A)]))
-            monkeypatch.setattr(orchestrator._journal, "_write_group", broken)
+            monkeypatch.setattr(orchestrator.journal._journal, "_write_group", broken)
             tickets = [journal.submit([view(A, n)]) for n in range(2, 6)]
             await wait_all(*tickets)
             assert all(t.error is not None for t in tickets)

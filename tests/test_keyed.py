@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator._ahp_state import (
+from orchestrator.ahp._state import (
     ChatCatalog,
     ChatSummary,
     InputRequestResponsePart,
@@ -21,9 +21,9 @@ from orchestrator._ahp_state import (
     ToolCallResponsePart,
     ToolCallStreamingState,
 )
-from orchestrator._ahp_state import ChatInputRequest as Request
-from orchestrator._ahp_state import ChatInputResponseKind as Response
-from orchestrator._keyed import KeyedVector
+from orchestrator.ahp._state import ChatInputRequest as Request
+from orchestrator.ahp._state import ChatInputResponseKind as Response
+from orchestrator.base._keyed import KeyedVector
 
 Item = tuple[str, str | None]  # (key, tally key)
 

@@ -20,10 +20,10 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator import _logging
-from orchestrator._auth import Role, Token
-from orchestrator._errors import ConfigError
-from orchestrator._logging import (
+from orchestrator.base._errors import ConfigError
+from orchestrator.cli._teammates_client import read_token
+from orchestrator.runtime import _logging
+from orchestrator.runtime._logging import (
     MAX_EVENT_CHARS,
     MAX_FRAMES,
     MAX_TRACEBACK_CHARS,
@@ -36,9 +36,9 @@ from orchestrator._logging import (
     redact_text,
     register_secret,
 )
-from orchestrator._serve_config import Limits, ServeConfig
-from orchestrator._server import serve
-from orchestrator._teammates_client import read_token
+from orchestrator.server._app import serve
+from orchestrator.server._auth import Role, Token
+from orchestrator.server._config import Limits, ServeConfig
 from tests.daemon import ECHO, connect, running_daemon
 
 TOKEN = "tok-3f9a1c7e5b2d4068"  # a daemon token: registered, redacted by its exact value

@@ -17,12 +17,13 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator._ahp_state import (
+from orchestrator.ahp._state import (
     SystemNotificationResponsePart,
     ToolCallCompletedState,
     ToolCallResponsePart,
 )
-from orchestrator._backend import (
+from orchestrator.base._errors import ModelStreamError
+from orchestrator.core._model_round import (
     ModelEvent,
     TextDelta,
     ToolCallInputDelta,
@@ -30,24 +31,23 @@ from orchestrator._backend import (
     ToolCallStarted,
     UsageReport,
 )
-from orchestrator._errors import ModelStreamError
-from orchestrator._openai_wire import (
+from orchestrator.core._recovery import is_interrupted
+from orchestrator.core._reports import STEERING_META
+from orchestrator.runtime.backends._openai_wire import (
     ChunkAssembler,
     provider_message,
     request_body,
     retry_after_seconds,
 )
-from orchestrator._recovery import is_interrupted
-from orchestrator._reports import STEERING_META
-from orchestrator._teamfile import OpenAISettings, parse_team
-from orchestrator._tools import ToolDefinition, check_tool_input, tool_definitions
-from orchestrator._transcript import (
+from orchestrator.runtime.backends._transcript import (
     AssistantMessage,
     ToolMessage,
     UserMessage,
     tool_call_ids,
     transcript,
 )
+from orchestrator.spec._teamfile import OpenAISettings, parse_team
+from orchestrator.spec._tools import ToolDefinition, check_tool_input, tool_definitions
 from tests import strategies
 from tests.fake_openai import text, tool_calls, usage
 from tests.test_runtime import Harness, fanout, run_to_end

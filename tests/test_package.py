@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -12,39 +13,39 @@ import orchestrator
 
 #: Protocol types, reducers, graph and projections: facts in, state or envelopes out.
 PURE_MODULES = (
-    "orchestrator._errors",
-    "orchestrator._compact_json",
-    "orchestrator._ahp_state",
-    "orchestrator._ahp_actions",
-    "orchestrator._ahp_wire",
-    "orchestrator._ahp_commands",
-    "orchestrator._ahp_rpc",
-    "orchestrator._agentui",
-    "orchestrator._agentui_wire",
-    "orchestrator._team_actions",
-    "orchestrator._facts",
-    "orchestrator._facts_wire",
-    "orchestrator._chat_reducer",
-    "orchestrator._session_reducer",
-    "orchestrator._validate",
-    "orchestrator._team_state",
-    "orchestrator._graph",
-    "orchestrator._project_agentui",
-    "orchestrator._project_agui",
-    "orchestrator._teamfile",
-    "orchestrator._schedule",
-    "orchestrator._reports",
-    "orchestrator._recovery",
-    "orchestrator._agent_messages",
-    "orchestrator._tools",
-    "orchestrator._transcript",
-    "orchestrator._backend",
-    "orchestrator._openai_wire",
-    "orchestrator._agent_channel",
-    "orchestrator._auth",
-    "orchestrator._rate_limit",
-    "orchestrator._input_gate",
-    "orchestrator._json_frames",
+    "orchestrator.base._errors",
+    "orchestrator.base._compact_json",
+    "orchestrator.ahp._state",
+    "orchestrator.ahp._actions",
+    "orchestrator.ahp._wire",
+    "orchestrator.ahp._commands",
+    "orchestrator.protocols._ahp_rpc",
+    "orchestrator.protocols._agentui",
+    "orchestrator.protocols._agentui_wire",
+    "orchestrator.core._team_actions",
+    "orchestrator.core._facts",
+    "orchestrator.core._facts_wire",
+    "orchestrator.ahp._chat_reducer",
+    "orchestrator.ahp._session_reducer",
+    "orchestrator.ahp._validate",
+    "orchestrator.core._team_state",
+    "orchestrator.core._graph",
+    "orchestrator.protocols._project_agentui",
+    "orchestrator.protocols._project_agui",
+    "orchestrator.spec._teamfile",
+    "orchestrator.spec._schedule",
+    "orchestrator.core._reports",
+    "orchestrator.core._recovery",
+    "orchestrator.protocols._agent_messages",
+    "orchestrator.spec._tools",
+    "orchestrator.runtime.backends._transcript",
+    "orchestrator.core._model_round",
+    "orchestrator.runtime.backends._openai_wire",
+    "orchestrator.protocols._agent_channel",
+    "orchestrator.server._auth",
+    "orchestrator.server._rate_limit",
+    "orchestrator.base._input_gate",
+    "orchestrator.protocols._json_frames",
 )
 
 #: What a pure module may never pull in, directly or through another module of ours.
@@ -72,7 +73,7 @@ class TestPureCore:
 
     def test_the_check_can_fail(self) -> None:
         """The runtime is not pure: the same check sees trio come in."""
-        assert "trio" in loaded_after("import orchestrator._runtime")
+        assert "trio" in loaded_after("import orchestrator.runtime._runtime")
 
 
 class TestFacade:
@@ -83,9 +84,14 @@ class TestFacade:
     def test_every_export_comes_from_a_private_module(self, name: str) -> None:
         value = getattr(orchestrator, name)
         module = getattr(value, "__module__", "")
-        assert module.startswith("orchestrator._"), f"{name} is defined in {module!r}"
+        private = module.startswith("orchestrator.") and module.rsplit(".", 1)[1].startswith("_")
+        assert private, f"{name} is defined in {module!r}"
         assert getattr(importlib.import_module(module), name) is value
 
     def test_nothing_public_is_left_out(self) -> None:
-        public = {n for n in vars(orchestrator) if not n.startswith("_")}
+        public = {
+            name
+            for name, value in vars(orchestrator).items()
+            if not name.startswith("_") and not isinstance(value, types.ModuleType)
+        }
         assert public == set(orchestrator.__all__)

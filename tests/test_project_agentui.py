@@ -1,8 +1,8 @@
 """The Agent UI projection: which envelopes each fact gives, with which ids and taxonomy.
 
 Fact logs are built by hand with :class:`Log`, whose methods record the same batches, in the
-same order, as the runtime does (``orchestrator/_runtime.py``): a run's start, a turn, a tool
-call up to ``running`` or ``pending-confirmation``, a delegation (queued or at once), a
+same order, as the runtime does (``orchestrator/runtime/_runtime.py``): a run's start, a turn, a
+tool call up to ``running`` or ``pending-confirmation``, a delegation (queued or at once), a
 worker's report, an approval, a handoff and back.
 """
 
@@ -17,23 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator._agentui import (
-    Control,
-    Envelope,
-    Owner,
-    Persistence,
-    Phase,
-    Scope,
-    Surface,
-    Topology,
-)
-from orchestrator._agentui_wire import (
-    envelope_from_json_line,
-    envelope_to_json_line,
-    structure_envelope,
-    unstructure_envelope,
-)
-from orchestrator._ahp_actions import (
+from orchestrator.ahp._actions import (
     ChatDeltaAction,
     ChatErrorAction,
     ChatResponsePartAction,
@@ -49,7 +33,7 @@ from orchestrator._ahp_actions import (
     ChatTurnStartedAction,
     SessionChatAddedAction,
 )
-from orchestrator._ahp_state import (
+from orchestrator.ahp._state import (
     ChatInteractivity,
     ChatOrigin,
     ChatSummary,
@@ -68,10 +52,9 @@ from orchestrator._ahp_state import (
     ToolResultTextContent,
     UserChatOrigin,
 )
-from orchestrator._facts import Action, Fact
-from orchestrator._facts_wire import fact_from_json, fact_to_json
-from orchestrator._project_agentui import AgentUiProjector, project_facts
-from orchestrator._team_actions import (
+from orchestrator.core._facts import Action, Fact
+from orchestrator.core._facts_wire import fact_from_json, fact_to_json
+from orchestrator.core._team_actions import (
     USER,
     ApprovalDecision,
     ApprovalRequested,
@@ -86,6 +69,23 @@ from orchestrator._team_actions import (
     TaskStarted,
     TaskStatus,
 )
+from orchestrator.protocols._agentui import (
+    Control,
+    Envelope,
+    Owner,
+    Persistence,
+    Phase,
+    Scope,
+    Surface,
+    Topology,
+)
+from orchestrator.protocols._agentui_wire import (
+    envelope_from_json_line,
+    envelope_to_json_line,
+    structure_envelope,
+    unstructure_envelope,
+)
+from orchestrator.protocols._project_agentui import AgentUiProjector, project_facts
 
 SESSION = "ahp-session:/5d0f3e2a-0000-4000-8000-000000000001"
 TEAM = "delivery-team"
@@ -1226,7 +1226,7 @@ class TestPurity:
     def test_the_projection_does_not_import_trio(self) -> None:
         """A pure projection: importing it pulls in no trio."""
         code = (
-            "import sys, orchestrator._project_agentui; "
+            "import sys, orchestrator.protocols._project_agentui; "
             "assert 'trio' not in sys.modules, 'trio imported'"
         )
         subprocess.run([sys.executable, "-c", code], check=True)

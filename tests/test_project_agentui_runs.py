@@ -12,7 +12,9 @@ from typing import TypeVar
 import trio
 import trio.testing
 
-from orchestrator._agentui import (
+from orchestrator.ahp._actions import ChatInputRequestedAction
+from orchestrator.core._team_actions import ApprovalRequested
+from orchestrator.protocols._agentui import (
     Control,
     Envelope,
     EventType,
@@ -22,13 +24,11 @@ from orchestrator._agentui import (
     Surface,
     TeammateStatus,
 )
-from orchestrator._ahp_actions import ChatInputRequestedAction
-from orchestrator._backend_scripted import ScriptedBackend
-from orchestrator._factlog import MemoryFactLog
-from orchestrator._project_agentui import project_facts
-from orchestrator._runtime import Ids, TeamRuntime
-from orchestrator._team_actions import ApprovalRequested
-from orchestrator._teamfile import parse_team
+from orchestrator.protocols._project_agentui import project_facts
+from orchestrator.runtime._factlog import MemoryFactLog
+from orchestrator.runtime._runtime import Ids, TeamRuntime
+from orchestrator.runtime.backends._scripted import ScriptedBackend
+from orchestrator.spec._teamfile import parse_team
 
 from .conftest import PROJECT_ROOT
 

@@ -18,9 +18,11 @@ from hypothesis import HealthCheck, given, settings, target
 from hypothesis import event as note_event
 from hypothesis import strategies as st
 
-from orchestrator._ahp_actions import ChatErrorAction, ChatTurnStartedAction
-from orchestrator._errors import RunError, RunInputError
-from orchestrator._project_agui import (
+from orchestrator.ahp._actions import ChatErrorAction, ChatTurnStartedAction
+from orchestrator.base._errors import RunError, RunInputError
+from orchestrator.core._team_actions import ApprovalRequested
+from orchestrator.core._team_state import TeamState
+from orchestrator.protocols._project_agui import (
     AguiProjector,
     AguiRunStatus,
     Event,
@@ -29,9 +31,7 @@ from orchestrator._project_agui import (
     parse_run_input,
     team_view,
 )
-from orchestrator._team_actions import ApprovalRequested
-from orchestrator._team_state import TeamState
-from orchestrator._teamfile import load_team
+from orchestrator.spec._teamfile import load_team
 
 from .agui import THREAD, Session, check_run, of_type, run_team, team, validate_event
 from .conftest import PROJECT_ROOT, PROTOCOLS
@@ -457,9 +457,9 @@ class TestFailures:
     ) -> None:
         log_projector: list[Event] = []
         spec = team(SLOW_SIBLING)
-        from orchestrator._backend_scripted import ScriptedBackend
-        from orchestrator._factlog import MemoryFactLog
-        from orchestrator._runtime import Ids, TeamRuntime
+        from orchestrator.runtime._factlog import MemoryFactLog
+        from orchestrator.runtime._runtime import Ids, TeamRuntime
+        from orchestrator.runtime.backends._scripted import ScriptedBackend
 
         runtime = TeamRuntime(
             spec, backends=ScriptedBackend, factlog=MemoryFactLog(), ids=Ids(deterministic=True)
@@ -490,9 +490,9 @@ class TestFollowing:
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
         """Started after the first turn began, it follows the second (a queued message)."""
-        from orchestrator._backend_scripted import ScriptedBackend
-        from orchestrator._factlog import MemoryFactLog
-        from orchestrator._runtime import Ids, TeamRuntime
+        from orchestrator.runtime._factlog import MemoryFactLog
+        from orchestrator.runtime._runtime import Ids, TeamRuntime
+        from orchestrator.runtime.backends._scripted import ScriptedBackend
 
         log = MemoryFactLog()
         runtime = TeamRuntime(

@@ -19,8 +19,8 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator._ahp_actions import ChatInputRequestedAction, ChatTurnStartedAction
-from orchestrator._ahp_state import (
+from orchestrator.ahp._actions import ChatInputRequestedAction, ChatTurnStartedAction
+from orchestrator.ahp._state import (
     InputRequestResponsePart,
     MarkdownResponsePart,
     SystemNotificationResponsePart,
@@ -28,21 +28,18 @@ from orchestrator._ahp_state import (
     Turn,
     TurnState,
 )
-from orchestrator._backend import RoundContext
-from orchestrator._backend_scripted import ScriptedBackend, tool_call_id
-from orchestrator._errors import RunError
-from orchestrator._factlog import MemoryFactLog, Ticket
-from orchestrator._facts import Fact
-from orchestrator._graph import build_graph
-from orchestrator._recovery import (
+from orchestrator.base._errors import RunError
+from orchestrator.core._facts import Fact
+from orchestrator.core._graph import build_graph
+from orchestrator.core._model_round import RoundContext
+from orchestrator.core._recovery import (
     INTERRUPTED,
     interrupted_turns,
     is_interrupted,
     plan_recovery,
     resume_point,
 )
-from orchestrator._runtime import Ids, RunOutcome, TeamRuntime, conversation
-from orchestrator._team_actions import (
+from orchestrator.core._team_actions import (
     USER,
     ApprovalDecision,
     ApprovalRequested,
@@ -51,8 +48,11 @@ from orchestrator._team_actions import (
     RunStatus,
     TaskStatus,
 )
-from orchestrator._team_state import TeamState
-from orchestrator._teamfile import RestartPolicy, TeamSpec, parse_team
+from orchestrator.core._team_state import TeamState
+from orchestrator.runtime._factlog import MemoryFactLog, Ticket
+from orchestrator.runtime._runtime import Ids, RunOutcome, TeamRuntime, conversation
+from orchestrator.runtime.backends._scripted import ScriptedBackend, tool_call_id
+from orchestrator.spec._teamfile import RestartPolicy, TeamSpec, parse_team
 
 TEAM = """
 [team]

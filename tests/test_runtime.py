@@ -19,7 +19,7 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator._ahp_actions import (
+from orchestrator.ahp._actions import (
     ChatDeltaAction,
     ChatErrorAction,
     ChatInputCompletedAction,
@@ -38,7 +38,8 @@ from orchestrator._ahp_actions import (
     SessionChatAddedAction,
     SessionChatUpdatedAction,
 )
-from orchestrator._ahp_state import (
+from orchestrator.ahp._session_reducer import summary_of
+from orchestrator.ahp._state import (
     ChatInputAnswered,
     ChatInputBooleanAnswerValue,
     ChatInputBooleanQuestion,
@@ -56,15 +57,17 @@ from orchestrator._ahp_state import (
     Turn,
     UserChatOrigin,
 )
-from orchestrator._backend import Backend, ModelEvent, RoundContext, TextDelta, ToolCallRequest
-from orchestrator._backend_scripted import ScriptedBackend
-from orchestrator._errors import FactLogError, RunError, TeamFileError
-from orchestrator._factlog import DoneTicket, EventTicket, MemoryFactLog, Ticket
-from orchestrator._facts import Fact
-from orchestrator._graph import build_graph
-from orchestrator._runtime import Ids, RunOutcome, TeamRuntime, answer_text, parse_answer
-from orchestrator._session_reducer import summary_of
-from orchestrator._team_actions import (
+from orchestrator.base._errors import FactLogError, RunError, TeamFileError
+from orchestrator.core._facts import Fact
+from orchestrator.core._graph import build_graph
+from orchestrator.core._model_round import (
+    Backend,
+    ModelEvent,
+    RoundContext,
+    TextDelta,
+    ToolCallRequest,
+)
+from orchestrator.core._team_actions import (
     USER,
     ApprovalRequested,
     ApprovalResolved,
@@ -78,8 +81,11 @@ from orchestrator._team_actions import (
     TaskStarted,
     TaskStatus,
 )
-from orchestrator._team_state import TeamState
-from orchestrator._teamfile import AgentSpec, TeamSpec, parse_team
+from orchestrator.core._team_state import TeamState
+from orchestrator.runtime._factlog import DoneTicket, EventTicket, MemoryFactLog, Ticket
+from orchestrator.runtime._runtime import Ids, RunOutcome, TeamRuntime, answer_text, parse_answer
+from orchestrator.runtime.backends._scripted import ScriptedBackend
+from orchestrator.spec._teamfile import AgentSpec, TeamSpec, parse_team
 
 FANOUT = """
 [team]

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator._auth import LOCAL, Authenticator, Permission, Role, Token
-from orchestrator._errors import ConfigError
-from orchestrator._rate_limit import TokenBucket
-from orchestrator._serve_config import Limits, ServeConfig, load_serve_config, parse_serve_config
+from orchestrator.base._errors import ConfigError
+from orchestrator.server._auth import LOCAL, Authenticator, Permission, Role, Token
+from orchestrator.server._config import Limits, ServeConfig, load_serve_config, parse_serve_config
+from orchestrator.server._rate_limit import TokenBucket
 
 SECRET = "s3cret-s3cret-s3cret"
 

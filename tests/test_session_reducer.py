@@ -15,8 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator import LocalProtocolError, _session_reducer
-from orchestrator._ahp_actions import (
+from orchestrator import LocalProtocolError
+from orchestrator.ahp import _session_reducer
+from orchestrator.ahp._actions import (
     ChatActivityChangedAction,
     ChatSummaryChanges,
     SessionAction,
@@ -37,7 +38,13 @@ from orchestrator._ahp_actions import (
     StateAction,
     UnknownAction,
 )
-from orchestrator._ahp_state import (
+from orchestrator.ahp._session_reducer import (
+    reduce_session,
+    summary_action,
+    summary_changes,
+    summary_of,
+)
+from orchestrator.ahp._state import (
     ChatInputRequest,
     ChatInteractivity,
     ChatOrigin,
@@ -52,12 +59,6 @@ from orchestrator._ahp_state import (
     SideChatSelection,
     ToolChatOrigin,
     UserChatOrigin,
-)
-from orchestrator._session_reducer import (
-    reduce_session,
-    summary_action,
-    summary_changes,
-    summary_of,
 )
 from tests.strategies import session_actions, session_states, state_actions
 

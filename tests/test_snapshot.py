@@ -10,13 +10,12 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator._backend_scripted import ScriptedBackend
-from orchestrator._compact_json import dumps
-from orchestrator._errors import PeerProtocolError
-from orchestrator._factlog import MemoryFactLog
-from orchestrator._facts import Fact
-from orchestrator._runtime import TeamRuntime
-from orchestrator._snapshot import (
+from orchestrator.base._compact_json import dumps
+from orchestrator.base._errors import PeerProtocolError
+from orchestrator.core._facts import Fact
+from orchestrator.core._team_actions import ApprovalRequested
+from orchestrator.core._team_state import TeamState
+from orchestrator.journal._snapshot import (
     PartKey,
     decode_parts,
     decode_state,
@@ -28,9 +27,10 @@ from orchestrator._snapshot import (
     snapshot_parts,
     state_entries,
 )
-from orchestrator._team_actions import ApprovalRequested
-from orchestrator._team_state import TeamState
-from orchestrator._teamfile import load_team
+from orchestrator.runtime._factlog import MemoryFactLog
+from orchestrator.runtime._runtime import TeamRuntime
+from orchestrator.runtime.backends._scripted import ScriptedBackend
+from orchestrator.spec._teamfile import load_team
 
 from .conftest import PROJECT_ROOT
 

@@ -17,12 +17,12 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator._ahp_actions import SessionChatUpdatedAction
-from orchestrator._backend_scripted import ScriptedBackend
-from orchestrator._facts import Action, Fact
-from orchestrator._runtime import TeamRuntime
-from orchestrator._team_actions import TaskStatus
-from orchestrator._team_state import TeamState
+from orchestrator.ahp._actions import SessionChatUpdatedAction
+from orchestrator.core._facts import Action, Fact
+from orchestrator.core._team_actions import TaskStatus
+from orchestrator.core._team_state import TeamState
+from orchestrator.runtime._runtime import TeamRuntime
+from orchestrator.runtime.backends._scripted import ScriptedBackend
 
 from .strategies import state_actions
 from .test_runtime import fanout

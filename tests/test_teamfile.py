@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator._errors import RunError, TeamFileError
-from orchestrator._schedule import BackgroundSpec, CatchUp, Cron, Every, Overlap
-from orchestrator._teamfile import (
+from orchestrator.base._errors import RunError, TeamFileError
+from orchestrator.spec._schedule import BackgroundSpec, CatchUp, Cron, Every, Overlap
+from orchestrator.spec._teamfile import (
     DEFAULT_COMMAND_TIMEOUT,
     AskStep,
     CommandTool,

@@ -11,14 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator._agentui_wire import structure_envelope, unstructure_envelope
-from orchestrator._errors import PeerProtocolError
-from orchestrator._facts import Fact
-from orchestrator._facts_wire import fact_from_json, fact_to_json
-from orchestrator._project_teammates import teammate_envelopes
-from orchestrator._schedule import BackgroundSpec, Every, parse_cron
-from orchestrator._scheduler import describe_schedule
-from orchestrator._teammate_actions import (
+from orchestrator.base._errors import PeerProtocolError
+from orchestrator.core._facts import Fact
+from orchestrator.core._facts_wire import fact_from_json, fact_to_json
+from orchestrator.core._teammate_actions import (
     RunOutcome,
     TeammateAction,
     TeammatePaused,
@@ -31,14 +27,18 @@ from orchestrator._teammate_actions import (
     WakeReason,
     teammate_uri,
 )
-from orchestrator._teammate_channel import (
+from orchestrator.core._teammate_state import fold_teammate
+from orchestrator.protocols._agentui_wire import structure_envelope, unstructure_envelope
+from orchestrator.protocols._project_teammates import teammate_envelopes
+from orchestrator.protocols._teammate_channel import (
     Control,
     History,
     ListTeammates,
     Subscribe,
     parse_request,
 )
-from orchestrator._teammate_state import fold_teammate
+from orchestrator.server._scheduler import describe_schedule
+from orchestrator.spec._schedule import BackgroundSpec, Every, parse_cron
 
 URI = teammate_uri("nightly", "audit")
 NAME = "audit"

@@ -16,9 +16,9 @@ from typing import Any
 import trio
 from trio_websocket import WebSocketConnection
 
-from orchestrator._auth import Role, Token
-from orchestrator._journal import JournalReader
-from orchestrator._serve_config import Limits, ServeConfig
+from orchestrator.journal._journal import JournalReader
+from orchestrator.server._auth import Role, Token
+from orchestrator.server._config import Limits, ServeConfig
 
 from .daemon import TEAMS, RunningDaemon, running_daemon, websocket
 from .teammates import slow_team

@@ -9,9 +9,8 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator._facts import Fact
-from orchestrator._journal import Durability, SqliteJournal
-from orchestrator._teammate_actions import (
+from orchestrator.core._facts import Fact
+from orchestrator.core._teammate_actions import (
     RunOutcome,
     TeammateRunStarted,
     TeammateWoke,
@@ -19,6 +18,7 @@ from orchestrator._teammate_actions import (
     WakeReason,
     teammate_uri,
 )
+from orchestrator.journal._journal import Durability, SqliteJournal
 
 from .teammates import AUTOJUMP, instant, nightly, scheduler_daemon, slow_team
 

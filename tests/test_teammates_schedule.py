@@ -8,10 +8,8 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator._graph import build_graph
-from orchestrator._journal import JournalReader
-from orchestrator._project_agentui import project_facts
-from orchestrator._teammate_actions import (
+from orchestrator.core._graph import build_graph
+from orchestrator.core._teammate_actions import (
     RunOutcome,
     TeammateRunFinished,
     TeammateRunStarted,
@@ -20,6 +18,8 @@ from orchestrator._teammate_actions import (
     WakeDecision,
     WakeReason,
 )
+from orchestrator.journal._journal import JournalReader
+from orchestrator.protocols._project_agentui import project_facts
 
 from .teammates import AUTOJUMP, instant, nightly, scheduler_daemon
 

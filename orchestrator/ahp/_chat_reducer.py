@@ -1,0 +1,1079 @@
+"""The chat reducer: ``reduce_chat(state, action, now=...)`` folds one ``chat/*`` action.
+
+Theory of operation
+-------------------
+A chat channel's state is a fold of its actions: ``state = reduce_chat(state, action, now=t)``
+for each journaled action in order. The reducer is pure: no IO, no clock (the time stamped into
+``modified_at`` comes in as ``now``), no trio. It follows the upstream AHP reducer
+(``types/channels-chat/reducer.ts``) action for action, so that the shared JSON fixtures hold.
+
+Three rules shape it:
+
+* **A no-op returns the very same object, whatever ``now`` is.** An action that names a turn
+  that is not the active one, a part or tool call that does not exist, or a tool call in a
+  state that does not accept it, or that would set what is already set, changes nothing (not
+  even ``modified_at``; the one upstream exception, a truncation that keeps every turn, still
+  stamps the chat) and ``reduce_chat(s, a, now=t) is s``. The validator relies on it: it
+  reduces an action once and refuses it when the result *is* the state it started from, never
+  comparing two states of thousands of parts. Unchanged sub-trees are shared between the old
+  and the new state, never copied.
+* **The tool-call lifecycle is a table.** :data:`TOOL_CALL_TRANSITIONS` maps a tool call's
+  status and a :class:`ToolCallEvent` (an action type, refined by the payload where the payload
+  picks the target: ``approved``, ``confirmed``, ``requiresResultConfirmation``, ``success``)
+  to the next status. The reducer looks the pair up *before* building anything; a missing entry
+  is a no-op here and a refusal in :mod:`orchestrator.ahp._validate`, which reads the same table.
+  Statuses with an empty row are terminal; a turn that ends force-cancels every tool call that
+  is not terminal (reason ``skipped``).
+* **``status`` is derived, except for its orthogonal flags.** The low five bits (idle, error,
+  in progress, input needed) are recomputed from the active turn after every action that can
+  change them: input is needed while an input request is unanswered or a tool call waits for a
+  confirmation or authentication. The other bits (read, archived, and bits unknown to us) are
+  kept, except that a new turn or a new input request clears "read".
+
+Actions of a type this module does not know (:class:`UnknownAction`) leave the state as it is.
+"""
+
+from __future__ import annotations
+
+import enum
+import types
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeAlias, TypeVar
+
+from orchestrator.base._evolve import evolve
+
+from ._actions import (
+    ChatAction,
+    ChatActivityChangedAction,
+    ChatDeltaAction,
+    ChatDraftChangedAction,
+    ChatErrorAction,
+    ChatInputAnswerChangedAction,
+    ChatInputCompletedAction,
+    ChatInputRequestedAction,
+    ChatPendingMessageRemovedAction,
+    ChatPendingMessageSetAction,
+    ChatQueuedMessagesReorderedAction,
+    ChatReasoningAction,
+    ChatResponsePartAction,
+    ChatToolCallApprovedAction,
+    ChatToolCallAuthRequiredAction,
+    ChatToolCallAuthResolvedAction,
+    ChatToolCallCompleteAction,
+    ChatToolCallContentChangedAction,
+    ChatToolCallDeltaAction,
+    ChatToolCallDeniedAction,
+    ChatToolCallReadyAction,
+    ChatToolCallResultConfirmedAction,
+    ChatToolCallStartAction,
+    ChatTruncatedAction,
+    ChatTurnCancelledAction,
+    ChatTurnCompleteAction,
+    ChatTurnsLoadedAction,
+    ChatTurnStartedAction,
+    ChatUsageAction,
+    ChatWorkingDirectoryRemovedAction,
+    ChatWorkingDirectorySetAction,
+    UnknownAction,
+)
+from ._state import (
+    ActiveTurn,
+    ChatInputAnswer,
+    ChatInputRequest,
+    ChatState,
+    ConfirmationOption,
+    ErrorInfo,
+    InputRequestResponsePart,
+    MarkdownResponsePart,
+    PendingMessage,
+    PendingMessageKind,
+    ReasoningResponsePart,
+    ResponsePart,
+    ResponseParts,
+    SessionStatus,
+    StringOrMarkdown,
+    ToolCallAuthRequiredState,
+    ToolCallCancellationReason,
+    ToolCallCancelledState,
+    ToolCallClientContributor,
+    ToolCallCompletedState,
+    ToolCallConfirmationReason,
+    ToolCallContributor,
+    ToolCallMcpContributor,
+    ToolCallPendingConfirmationState,
+    ToolCallPendingResultConfirmationState,
+    ToolCallResponsePart,
+    ToolCallRunningState,
+    ToolCallState,
+    ToolCallStreamingState,
+    Turn,
+    TurnState,
+)
+
+__all__ = [
+    "TOOL_CALL_TRANSITIONS",
+    "TURN_ENDS",
+    "ToolCallAction",
+    "ToolCallEvent",
+    "ToolCallStatus",
+    "find_part",
+    "part_id",
+    "reduce_chat",
+    "summary_status",
+    "tool_call_event",
+    "tool_call_guard",
+]
+
+T = TypeVar("T")
+
+#: The actions that end the active turn: one that applies appends the turn it ended to
+#: ``turns`` (so it is ``turns[-1]`` of the state it leaves).
+TURN_ENDS: Final = (ChatTurnCompleteAction, ChatErrorAction, ChatTurnCancelledAction)
+
+
+# ─── The tool-call lifecycle ─────────────────────────────────────────────────
+
+
+class ToolCallStatus(enum.StrEnum):
+    """The ``status`` of a :data:`~orchestrator.ahp._state.ToolCallState`."""
+
+    STREAMING = "streaming"
+    PENDING_CONFIRMATION = "pending-confirmation"
+    RUNNING = "running"
+    AUTH_REQUIRED = "auth-required"
+    PENDING_RESULT_CONFIRMATION = "pending-result-confirmation"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+
+
+class ToolCallEvent(enum.StrEnum):
+    """What a tool-call action does, as far as the lifecycle cares.
+
+    Most events are an action type; where the payload decides the target status, the event
+    names the payload too (``chat/toolCallConfirmed`` approves or denies).
+    """
+
+    DELTA = "chat/toolCallDelta"
+    READY = "chat/toolCallReady"
+    READY_CONFIRMED = "chat/toolCallReady (confirmed)"
+    APPROVED = "chat/toolCallConfirmed (approved)"
+    DENIED = "chat/toolCallConfirmed (denied)"
+    COMPLETE = "chat/toolCallComplete (success)"
+    COMPLETE_FAILED = "chat/toolCallComplete (failure)"
+    COMPLETE_FOR_REVIEW = "chat/toolCallComplete (success, requiresResultConfirmation)"
+    COMPLETE_FAILED_FOR_REVIEW = "chat/toolCallComplete (failure, requiresResultConfirmation)"
+    RESULT_APPROVED = "chat/toolCallResultConfirmed (approved)"
+    RESULT_DENIED = "chat/toolCallResultConfirmed (denied)"
+    CONTENT_CHANGED = "chat/toolCallContentChanged"
+    AUTH_REQUIRED = "chat/toolCallAuthRequired"
+    AUTH_RESOLVED = "chat/toolCallAuthResolved"
+
+
+_S = ToolCallStatus
+_E = ToolCallEvent
+
+TOOL_CALL_TRANSITIONS: Final[Mapping[ToolCallStatus, Mapping[ToolCallEvent, ToolCallStatus]]] = (
+    types.MappingProxyType(
+        {
+            _S.STREAMING: {
+                _E.DELTA: _S.STREAMING,
+                _E.READY: _S.PENDING_CONFIRMATION,
+                _E.READY_CONFIRMED: _S.RUNNING,
+            },
+            _S.PENDING_CONFIRMATION: {
+                # A second ready refines the pending confirmation (e.g. a finished risk
+                # assessment) without losing what the first one said.
+                _E.READY: _S.PENDING_CONFIRMATION,
+                _E.READY_CONFIRMED: _S.RUNNING,
+                _E.APPROVED: _S.RUNNING,
+                _E.DENIED: _S.CANCELLED,
+                # The tool ran without waiting (confirmed counts as "not-needed").
+                _E.COMPLETE: _S.COMPLETED,
+                _E.COMPLETE_FAILED: _S.COMPLETED,
+                _E.COMPLETE_FOR_REVIEW: _S.PENDING_RESULT_CONFIRMATION,
+                _E.COMPLETE_FAILED_FOR_REVIEW: _S.PENDING_RESULT_CONFIRMATION,
+            },
+            _S.RUNNING: {
+                # Re-confirmation: a running tool asks for more permission.
+                _E.READY: _S.PENDING_CONFIRMATION,
+                _E.READY_CONFIRMED: _S.RUNNING,
+                _E.CONTENT_CHANGED: _S.RUNNING,
+                # Only for MCP-contributed calls: see tool_call_guard().
+                _E.AUTH_REQUIRED: _S.AUTH_REQUIRED,
+                _E.COMPLETE: _S.COMPLETED,
+                _E.COMPLETE_FAILED: _S.COMPLETED,
+                _E.COMPLETE_FOR_REVIEW: _S.PENDING_RESULT_CONFIRMATION,
+                _E.COMPLETE_FAILED_FOR_REVIEW: _S.PENDING_RESULT_CONFIRMATION,
+            },
+            _S.AUTH_REQUIRED: {
+                _E.AUTH_RESOLVED: _S.RUNNING,
+                # Only a failed result can end a call that never resumed after the challenge
+                # (the client gave up authenticating); it is final, there is nothing to review.
+                _E.COMPLETE_FAILED: _S.COMPLETED,
+                _E.COMPLETE_FAILED_FOR_REVIEW: _S.COMPLETED,
+            },
+            _S.PENDING_RESULT_CONFIRMATION: {
+                _E.RESULT_APPROVED: _S.COMPLETED,
+                _E.RESULT_DENIED: _S.CANCELLED,
+            },
+            _S.COMPLETED: {},
+            _S.CANCELLED: {},
+        }
+    )
+)
+"""``{status: {event: next status}}``: every legal tool-call transition, and nothing else.
+
+A status whose row is empty is terminal. A turn that ends cancels every tool call that is not
+(that is not an event: it happens to all of them at once, see ``chat/turnComplete``).
+"""
+
+BLOCKING_TOOL_CALL_STATUSES: Final = frozenset(
+    {_S.PENDING_CONFIRMATION, _S.PENDING_RESULT_CONFIRMATION, _S.AUTH_REQUIRED}
+)
+"""Statuses that wait on something outside the turn: they make the chat "input needed"."""
+
+ToolCallAction: TypeAlias = (
+    ChatToolCallDeltaAction
+    | ChatToolCallReadyAction
+    | ChatToolCallApprovedAction
+    | ChatToolCallDeniedAction
+    | ChatToolCallCompleteAction
+    | ChatToolCallResultConfirmedAction
+    | ChatToolCallContentChangedAction
+    | ChatToolCallAuthRequiredAction
+    | ChatToolCallAuthResolvedAction
+)
+"""The actions that move an existing tool call through :data:`TOOL_CALL_TRANSITIONS`."""
+
+
+def tool_call_event(action: ToolCallAction) -> ToolCallEvent:
+    """The lifecycle event ``action`` stands for."""
+    match action:
+        case ChatToolCallDeltaAction():
+            return _E.DELTA
+        case ChatToolCallReadyAction():
+            return _E.READY if action.confirmed is None else _E.READY_CONFIRMED
+        case ChatToolCallApprovedAction():
+            return _E.APPROVED
+        case ChatToolCallDeniedAction():
+            return _E.DENIED
+        case ChatToolCallCompleteAction():
+            if action.requires_result_confirmation:
+                if action.result.success:
+                    return _E.COMPLETE_FOR_REVIEW
+                return _E.COMPLETE_FAILED_FOR_REVIEW
+            return _E.COMPLETE if action.result.success else _E.COMPLETE_FAILED
+        case ChatToolCallResultConfirmedAction():
+            return _E.RESULT_APPROVED if action.approved else _E.RESULT_DENIED
+        case ChatToolCallContentChangedAction():
+            return _E.CONTENT_CHANGED
+        case ChatToolCallAuthRequiredAction():
+            return _E.AUTH_REQUIRED
+        case ChatToolCallAuthResolvedAction():
+            return _E.AUTH_RESOLVED
+
+
+def tool_call_guard(tool_call: ToolCallState, event: ToolCallEvent) -> str | None:
+    """Why a transition the table allows is still refused for this tool call, or None.
+
+    The one guard: authentication is an MCP concept, so only a call contributed by an MCP
+    server can enter ``auth-required`` (the invariant of ``ToolCallAuthRequiredState``).
+    """
+    if event is _E.AUTH_REQUIRED and not isinstance(tool_call.contributor, ToolCallMcpContributor):
+        return "only a tool call contributed by an MCP server can require authentication"
+    return None
+
+
+def _next_status(tool_call: ToolCallState, event: ToolCallEvent) -> ToolCallStatus | None:
+    target = TOOL_CALL_TRANSITIONS[ToolCallStatus(tool_call.status)].get(event)
+    if target is None or tool_call_guard(tool_call, event) is not None:
+        return None
+    return target
+
+
+# ─── Building the next tool-call state ───────────────────────────────────────
+# Each builder gets a tool call whose status the table accepted for its event, and the target
+# status the table chose. Fields carried from state to state follow the upstream reducer.
+
+
+def _first(value: T | None, fallback: T | None) -> T | None:
+    """``value ?? fallback``: the first that is not None."""
+    return value if value is not None else fallback
+
+
+def _common(tool_call: ToolCallState, meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The fields every tool-call state shares; an action's ``_meta`` replaces the call's."""
+    return {
+        "tool_call_id": tool_call.tool_call_id,
+        "tool_name": tool_call.tool_name,
+        "display_name": tool_call.display_name,
+        "intention": tool_call.intention,
+        "contributor": tool_call.contributor,
+        "meta": _first(meta, tool_call.meta),
+    }
+
+
+def _refine_contributor(
+    current: ToolCallContributor | None, proposed: ToolCallContributor | None
+) -> ToolCallContributor | None:
+    """The contributor after ``chat/toolCallReady`` named ``proposed``.
+
+    Who executes a client tool is settled when the call starts: a client contributor can only
+    be replaced by itself (same client), and a client cannot take over a call late.
+    """
+    if proposed is None:
+        return current
+    if isinstance(current, ToolCallClientContributor):
+        same_client = (
+            isinstance(proposed, ToolCallClientContributor)
+            and proposed.client_id == current.client_id
+        )
+        return proposed if same_client else current
+    if isinstance(proposed, ToolCallClientContributor):
+        return current
+    return proposed
+
+
+def _selected_option(
+    options: tuple[ConfirmationOption, ...] | None, option_id: str | None
+) -> ConfirmationOption | None:
+    if not option_id or options is None:
+        return None
+    return next((option for option in options if option.id == option_id), None)
+
+
+def _delta(
+    tc: ToolCallState, action: ChatToolCallDeltaAction, target: ToolCallStatus
+) -> ToolCallState:
+    assert isinstance(tc, ToolCallStreamingState)
+    meta = _first(action.meta, tc.meta)
+    partial_input = (
+        tc.partial_input if action.content is None else (tc.partial_input or "") + action.content
+    )
+    invocation_message = (
+        tc.invocation_message if action.invocation_message is None else action.invocation_message
+    )
+    if (
+        meta is tc.meta
+        and partial_input == tc.partial_input
+        and invocation_message is tc.invocation_message
+    ):
+        return tc
+    return evolve(tc, meta=meta, partial_input=partial_input, invocation_message=invocation_message)
+
+
+def _ready(
+    tc: ToolCallState, action: ChatToolCallReadyAction, target: ToolCallStatus
+) -> ToolCallState:
+    assert isinstance(
+        tc, ToolCallStreamingState | ToolCallPendingConfirmationState | ToolCallRunningState
+    )
+    common = _common(tc, action.meta)
+    common["contributor"] = _refine_contributor(tc.contributor, action.contributor)
+    common["intention"] = _first(action.intention, tc.intention)
+    tool_input = action.tool_input
+    if tool_input is None and not isinstance(tc, ToolCallStreamingState):
+        tool_input = tc.tool_input
+    if target is _S.RUNNING:
+        assert action.confirmed is not None
+        return ToolCallRunningState(
+            **common,
+            invocation_message=action.invocation_message,
+            tool_input=tool_input,
+            confirmed=action.confirmed,
+        )
+    # A second ready on a pending confirmation refines it: what it leaves out is kept.
+    if isinstance(tc, ToolCallPendingConfirmationState):
+        return ToolCallPendingConfirmationState(
+            **common,
+            invocation_message=action.invocation_message,
+            tool_input=tool_input,
+            confirmation_title=tc.confirmation_title
+            if action.confirmation_title is None
+            else action.confirmation_title,
+            risk_assessment=tc.risk_assessment
+            if action.risk_assessment is None
+            else action.risk_assessment,
+            edits=_first(action.edits, tc.edits),
+            editable=_first(action.editable, tc.editable),
+            options=_first(action.options, tc.options),
+        )
+    return ToolCallPendingConfirmationState(
+        **common,
+        invocation_message=action.invocation_message,
+        tool_input=tool_input,
+        confirmation_title=action.confirmation_title,
+        risk_assessment=action.risk_assessment,
+        edits=action.edits,
+        editable=action.editable,
+        options=action.options,
+    )
+
+
+def _confirmed(
+    tc: ToolCallState,
+    action: ChatToolCallApprovedAction | ChatToolCallDeniedAction,
+    target: ToolCallStatus,
+) -> ToolCallState:
+    assert isinstance(tc, ToolCallPendingConfirmationState)
+    common = _common(tc, action.meta)
+    selected_option = _selected_option(tc.options, action.selected_option_id)
+    if isinstance(action, ChatToolCallApprovedAction):
+        # An edit replaces inline input only; input held by reference stays as it is.
+        edited = action.edited_tool_input
+        return ToolCallRunningState(
+            **common,
+            invocation_message=tc.invocation_message,
+            tool_input=edited
+            if edited is not None and isinstance(tc.tool_input, str)
+            else tc.tool_input,
+            confirmed=action.confirmed,
+            selected_option=selected_option,
+        )
+    return ToolCallCancelledState(
+        **common,
+        invocation_message=tc.invocation_message,
+        tool_input=tc.tool_input,
+        reason=ToolCallCancellationReason(action.reason),
+        reason_message=action.reason_message,
+        user_suggestion=action.user_suggestion,
+        selected_option=selected_option,
+    )
+
+
+def _complete(
+    tc: ToolCallState, action: ChatToolCallCompleteAction, target: ToolCallStatus
+) -> ToolCallState:
+    assert isinstance(
+        tc, ToolCallPendingConfirmationState | ToolCallRunningState | ToolCallAuthRequiredState
+    )
+    if isinstance(tc, ToolCallPendingConfirmationState):
+        confirmed, selected_option = ToolCallConfirmationReason.NOT_NEEDED, None
+        earlier_content = None
+    else:
+        confirmed, selected_option = tc.confirmed, tc.selected_option
+        # A call cancelled while waiting for authentication never resumed: the partial output
+        # it produced before pausing is all it ever produced, unless the result says otherwise.
+        earlier_content = tc.content if isinstance(tc, ToolCallAuthRequiredState) else None
+    result = action.result
+    state_class = (
+        ToolCallPendingResultConfirmationState
+        if target is _S.PENDING_RESULT_CONFIRMATION
+        else ToolCallCompletedState
+    )
+    return state_class(
+        **_common(tc, action.meta),
+        invocation_message=tc.invocation_message,
+        tool_input=tc.tool_input,
+        confirmed=confirmed,
+        selected_option=selected_option,
+        success=result.success,
+        past_tense_message=result.past_tense_message,
+        content=_first(result.content, earlier_content),
+        structured_content=result.structured_content,
+        error=result.error,
+    )
+
+
+def _result_confirmed(
+    tc: ToolCallState, action: ChatToolCallResultConfirmedAction, target: ToolCallStatus
+) -> ToolCallState:
+    assert isinstance(tc, ToolCallPendingResultConfirmationState)
+    common = _common(tc, action.meta)
+    if target is _S.COMPLETED:
+        return ToolCallCompletedState(
+            **common,
+            invocation_message=tc.invocation_message,
+            tool_input=tc.tool_input,
+            confirmed=tc.confirmed,
+            selected_option=tc.selected_option,
+            success=tc.success,
+            past_tense_message=tc.past_tense_message,
+            content=tc.content,
+            structured_content=tc.structured_content,
+            error=tc.error,
+        )
+    return ToolCallCancelledState(
+        **common,
+        invocation_message=tc.invocation_message,
+        tool_input=tc.tool_input,
+        reason=ToolCallCancellationReason.RESULT_DENIED,
+        selected_option=tc.selected_option,
+    )
+
+
+def _content_changed(
+    tc: ToolCallState, action: ChatToolCallContentChangedAction, target: ToolCallStatus
+) -> ToolCallState:
+    assert isinstance(tc, ToolCallRunningState)
+    return evolve(tc, meta=_first(action.meta, tc.meta), content=action.content)
+
+
+def _auth_required(
+    tc: ToolCallState, action: ChatToolCallAuthRequiredAction, target: ToolCallStatus
+) -> ToolCallState:
+    assert isinstance(tc, ToolCallRunningState)
+    return ToolCallAuthRequiredState(
+        **_common(tc, action.meta),
+        invocation_message=tc.invocation_message,
+        tool_input=tc.tool_input,
+        confirmed=tc.confirmed,
+        selected_option=tc.selected_option,
+        content=tc.content,
+        auth=action.auth,
+    )
+
+
+def _auth_resolved(
+    tc: ToolCallState, action: ChatToolCallAuthResolvedAction, target: ToolCallStatus
+) -> ToolCallState:
+    assert isinstance(tc, ToolCallAuthRequiredState)
+    return ToolCallRunningState(
+        **_common(tc, action.meta),
+        invocation_message=tc.invocation_message,
+        tool_input=tc.tool_input,
+        confirmed=tc.confirmed,
+        selected_option=tc.selected_option,
+        content=tc.content,
+    )
+
+
+_Builder: TypeAlias = Callable[[ToolCallState, Any, ToolCallStatus], ToolCallState]
+
+_BUILDERS: Final[Mapping[ToolCallEvent, _Builder]] = {
+    _E.DELTA: _delta,
+    _E.READY: _ready,
+    _E.READY_CONFIRMED: _ready,
+    _E.APPROVED: _confirmed,
+    _E.DENIED: _confirmed,
+    _E.COMPLETE: _complete,
+    _E.COMPLETE_FAILED: _complete,
+    _E.COMPLETE_FOR_REVIEW: _complete,
+    _E.COMPLETE_FAILED_FOR_REVIEW: _complete,
+    _E.RESULT_APPROVED: _result_confirmed,
+    _E.RESULT_DENIED: _result_confirmed,
+    _E.CONTENT_CHANGED: _content_changed,
+    _E.AUTH_REQUIRED: _auth_required,
+    _E.AUTH_RESOLVED: _auth_resolved,
+}
+
+# Events that can enter or leave a blocking status, after which ``status`` is recomputed (the
+# upstream reducer leaves it alone after deltas and content changes).
+_EVENTS_THAT_REFRESH_STATUS: Final = frozenset(_E) - {_E.DELTA, _E.CONTENT_CHANGED}
+
+
+def _force_cancel(tc: ToolCallState) -> ToolCallCancelledState:
+    """The tool call as a turn that ends leaves it: cancelled, reason ``skipped``."""
+    if isinstance(tc, ToolCallStreamingState):
+        invocation_message: StringOrMarkdown = tc.invocation_message or ""
+        tool_input = None
+    else:
+        invocation_message, tool_input = tc.invocation_message, tc.tool_input
+    return ToolCallCancelledState(
+        **_common(tc, tc.meta),
+        invocation_message=invocation_message,
+        tool_input=tool_input,
+        reason=ToolCallCancellationReason.SKIPPED,
+    )
+
+
+# ─── Status and lookups ──────────────────────────────────────────────────────
+
+_ACTIVITY_MASK: Final = (1 << 5) - 1  # idle, error, in progress, input needed: exclusive
+
+
+def _blocks(tally_key: Any) -> bool:
+    """Whether parts of this :meth:`ResponseParts.tally_of` key wait on the user."""
+    return tally_key[0] == "input" or tally_key[1] in BLOCKING_TOOL_CALL_STATUSES
+
+
+def _needs_input(turn: ActiveTurn | None) -> bool:
+    return turn is not None and turn.response_parts.count_where(_blocks) > 0
+
+
+def summary_status(state: ChatState, *, failed: bool = False) -> SessionStatus:
+    """``state.status`` with its activity bits derived from the active turn.
+
+    ``failed`` (the turn just ended with an error) wins over everything; the bits outside the
+    activity mask (read, archived, unknown) are kept as they are.
+    """
+    if failed:
+        activity = SessionStatus.ERROR
+    elif _needs_input(state.active_turn):
+        activity = SessionStatus.INPUT_NEEDED
+    elif state.active_turn is not None:
+        activity = SessionStatus.IN_PROGRESS
+    else:
+        activity = SessionStatus.IDLE
+    return SessionStatus((int(state.status) & ~_ACTIVITY_MASK) | activity)
+
+
+def _unread(status: SessionStatus) -> SessionStatus:
+    return SessionStatus(int(status) & ~SessionStatus.IS_READ.value)
+
+
+def _refresh_status(state: ChatState) -> ChatState:
+    status = summary_status(state)
+    return state if status == state.status else evolve(state, status=status)
+
+
+def part_id(part: ResponsePart) -> str | None:
+    """The id ``chat/delta`` and ``chat/reasoning`` address a part by (a tool call's id)."""
+    # Exact type tests: this runs for every part on every delta (isinstance on a union is
+    # several times slower, and the part classes are final).
+    if type(part) is MarkdownResponsePart:
+        return part.id
+    if type(part) is ToolCallResponsePart:
+        return part.tool_call.tool_call_id
+    if type(part) is ReasoningResponsePart:
+        return part.id
+    return None
+
+
+def find_part(turn: ActiveTurn, wanted_id: str) -> tuple[int, ResponsePart] | None:
+    """The first part of ``turn`` whose :func:`part_id` is ``wanted_id``, with its index."""
+    index = turn.response_parts.find(("part", wanted_id))
+    return None if index is None else (index, turn.response_parts[index])
+
+
+def _active_turn(state: ChatState, turn_id: str) -> ActiveTurn | None:
+    turn = state.active_turn
+    return turn if turn is not None and turn.id == turn_id else None
+
+
+def _find_open_request(turn: ActiveTurn, request_id: str) -> int | None:
+    """The index of the unanswered input request ``request_id`` (answered ones are not keyed)."""
+    return turn.response_parts.find(("input", request_id))
+
+
+def _with_parts(state: ChatState, turn: ActiveTurn, parts: ResponseParts) -> ChatState:
+    return evolve(state, active_turn=evolve(turn, response_parts=parts))
+
+
+# ─── Handlers, one per action class ──────────────────────────────────────────
+
+_Handler: TypeAlias = Callable[[ChatState, Any, str], ChatState]
+_HANDLERS: dict[type, _Handler] = {}
+
+
+def _handles(*classes: type) -> Callable[[_Handler], _Handler]:
+    def register(handler: _Handler) -> _Handler:
+        for cls in classes:
+            _HANDLERS[cls] = handler
+        return handler
+
+    return register
+
+
+@_handles(ChatTurnStartedAction)
+def _turn_started(state: ChatState, action: ChatTurnStartedAction, now: str) -> ChatState:
+    turn = ActiveTurn(
+        id=action.turn_id, started_at=action.started_at, message=action.message, response_parts=()
+    )
+    started = evolve(state, active_turn=turn)
+    steering, queued = state.steering_message, state.queued_messages
+    # A turn started from a pending message consumes it.
+    if action.queued_message_id:
+        if steering is not None and steering.id == action.queued_message_id:
+            steering = None
+        if queued is not None:
+            queued = tuple(m for m in queued if m.id != action.queued_message_id) or None
+    status = _unread(summary_status(started))
+    # The same turn started again (refused by validation, replayed from elsewhere) may
+    # rebuild exactly what is there: then it is a no-op, and no-ops are the same object.
+    if (
+        state.active_turn == turn
+        and status == state.status
+        and steering is state.steering_message
+        and queued is state.queued_messages
+    ):
+        return state
+    return evolve(
+        started,
+        status=status,
+        modified_at=now,
+        steering_message=steering,
+        queued_messages=queued,
+    )
+
+
+def _end_turn(
+    state: ChatState,
+    turn_id: str,
+    now: str,
+    *,
+    outcome: TurnState,
+    duration: float,
+    error: ErrorInfo | None = None,
+) -> ChatState:
+    active = _active_turn(state, turn_id)
+    if active is None:
+        return state
+    parts = tuple(
+        ToolCallResponsePart(tool_call=_force_cancel(part.tool_call))
+        if isinstance(part, ToolCallResponsePart)
+        and TOOL_CALL_TRANSITIONS[ToolCallStatus(part.tool_call.status)]
+        else part
+        for part in active.response_parts
+    )
+    turn = Turn(
+        id=active.id,
+        started_at=active.started_at,
+        # The duration comes from the producer; a negative one would make no sense to show.
+        duration=max(0, duration),
+        message=active.message,
+        response_parts=parts,
+        usage=active.usage,
+        state=outcome,
+        error=error,
+    )
+    ended = evolve(state, turns=(*state.turns, turn), active_turn=None, modified_at=now)
+    return evolve(ended, status=summary_status(ended, failed=outcome is TurnState.ERROR))
+
+
+@_handles(ChatTurnCompleteAction)
+def _turn_complete(state: ChatState, action: ChatTurnCompleteAction, now: str) -> ChatState:
+    return _end_turn(
+        state, action.turn_id, now, outcome=TurnState.COMPLETE, duration=action.duration
+    )
+
+
+@_handles(ChatTurnCancelledAction)
+def _turn_cancelled(state: ChatState, action: ChatTurnCancelledAction, now: str) -> ChatState:
+    return _end_turn(
+        state, action.turn_id, now, outcome=TurnState.CANCELLED, duration=action.duration
+    )
+
+
+@_handles(ChatErrorAction)
+def _error(state: ChatState, action: ChatErrorAction, now: str) -> ChatState:
+    return _end_turn(
+        state,
+        action.turn_id,
+        now,
+        outcome=TurnState.ERROR,
+        duration=action.duration,
+        error=action.error,
+    )
+
+
+def _append_text(
+    state: ChatState, turn_id: str, wanted_id: str, content: str, kind: type[Any]
+) -> ChatState:
+    """``chat/delta`` and ``chat/reasoning``: append to the first part with that id, if its kind
+    is ``kind`` (a delta aimed at a part of another kind is dropped)."""
+    turn = _active_turn(state, turn_id)
+    found = None if turn is None else find_part(turn, wanted_id)
+    if turn is None or found is None or not content:
+        return state
+    index, part = found
+    if not isinstance(part, kind):
+        return state
+    assert isinstance(part, MarkdownResponsePart | ReasoningResponsePart)
+    updated = evolve(part, content=part.content + content)
+    return _with_parts(state, turn, turn.response_parts.set(index, updated))
+
+
+@_handles(ChatDeltaAction)
+def _delta_text(state: ChatState, action: ChatDeltaAction, now: str) -> ChatState:
+    return _append_text(state, action.turn_id, action.part_id, action.content, MarkdownResponsePart)
+
+
+@_handles(ChatReasoningAction)
+def _reasoning(state: ChatState, action: ChatReasoningAction, now: str) -> ChatState:
+    return _append_text(
+        state, action.turn_id, action.part_id, action.content, ReasoningResponsePart
+    )
+
+
+@_handles(ChatResponsePartAction)
+def _response_part(state: ChatState, action: ChatResponsePartAction, now: str) -> ChatState:
+    turn = _active_turn(state, action.turn_id)
+    if turn is None:
+        return state
+    return _with_parts(state, turn, turn.response_parts.append(action.part))
+
+
+@_handles(ChatUsageAction)
+def _usage(state: ChatState, action: ChatUsageAction, now: str) -> ChatState:
+    turn = _active_turn(state, action.turn_id)
+    if turn is None or turn.usage == action.usage:
+        return state
+    return evolve(state, active_turn=evolve(turn, usage=action.usage))
+
+
+@_handles(ChatActivityChangedAction)
+def _activity(state: ChatState, action: ChatActivityChangedAction, now: str) -> ChatState:
+    if state.activity == action.activity:
+        return state
+    return evolve(state, activity=action.activity)
+
+
+@_handles(ChatDraftChangedAction)
+def _draft(state: ChatState, action: ChatDraftChangedAction, now: str) -> ChatState:
+    if state.draft == action.draft:
+        return state
+    return evolve(state, draft=action.draft)
+
+
+@_handles(ChatWorkingDirectorySetAction)
+def _directory_set(state: ChatState, action: ChatWorkingDirectorySetAction, now: str) -> ChatState:
+    directories = state.working_directories or ()
+    if action.directory in directories:
+        return state
+    return evolve(state, working_directories=(*directories, action.directory))
+
+
+@_handles(ChatWorkingDirectoryRemovedAction)
+def _directory_removed(
+    state: ChatState, action: ChatWorkingDirectoryRemovedAction, now: str
+) -> ChatState:
+    directories = state.working_directories
+    if directories is None or action.directory not in directories:
+        return state
+    index = directories.index(action.directory)
+    # An emptied subset stays an (empty) subset: it does not fall back to the session's set.
+    return evolve(state, working_directories=directories[:index] + directories[index + 1 :])
+
+
+# ── Tool calls ──
+
+
+@_handles(ChatToolCallStartAction)
+def _tool_call_start(state: ChatState, action: ChatToolCallStartAction, now: str) -> ChatState:
+    turn = _active_turn(state, action.turn_id)
+    if turn is None:
+        return state
+    tool_call = ToolCallStreamingState(
+        tool_call_id=action.tool_call_id,
+        tool_name=action.tool_name,
+        display_name=action.display_name,
+        intention=action.intention,
+        contributor=action.contributor,
+        meta=action.meta,
+    )
+    return _with_parts(
+        state, turn, turn.response_parts.append(ToolCallResponsePart(tool_call=tool_call))
+    )
+
+
+@_handles(
+    ChatToolCallDeltaAction,
+    ChatToolCallReadyAction,
+    ChatToolCallApprovedAction,
+    ChatToolCallDeniedAction,
+    ChatToolCallCompleteAction,
+    ChatToolCallResultConfirmedAction,
+    ChatToolCallContentChangedAction,
+    ChatToolCallAuthRequiredAction,
+    ChatToolCallAuthResolvedAction,
+)
+def _tool_call(state: ChatState, action: ToolCallAction, now: str) -> ChatState:
+    turn = _active_turn(state, action.turn_id)
+    if turn is None:
+        return state
+    # The first tool call with that id moves (ids are unique in a validated turn).
+    index = turn.response_parts.find(("tool", action.tool_call_id))
+    if index is None:
+        return state
+    part = turn.response_parts[index]
+    assert isinstance(part, ToolCallResponsePart)
+    event = tool_call_event(action)
+    target = _next_status(part.tool_call, event)
+    if target is None:
+        return state
+    updated = _BUILDERS[event](part.tool_call, action, target)
+    if updated is part.tool_call or updated == part.tool_call:
+        return state
+    parts = turn.response_parts.set(index, ToolCallResponsePart(tool_call=updated))
+    moved = _with_parts(state, turn, parts)
+    return _refresh_status(moved) if event in _EVENTS_THAT_REFRESH_STATUS else moved
+
+
+# ── History ──
+
+
+@_handles(ChatTruncatedAction)
+def _truncated(state: ChatState, action: ChatTruncatedAction, now: str) -> ChatState:
+    if action.turn_id is None:
+        turns: tuple[Turn, ...] = ()
+        cursor = None  # nothing older is left to load
+    else:
+        index = next((i for i, t in enumerate(state.turns) if t.id == action.turn_id), None)
+        if index is None:
+            return state
+        turns, cursor = state.turns[: index + 1], state.turns_next_cursor
+    if (
+        state.active_turn is None
+        and len(turns) == len(state.turns)
+        and cursor == state.turns_next_cursor
+    ):
+        # Nothing is dropped, yet upstream stamps the chat modified (fixture 064); the same
+        # object when it already was, so that a no-op at ``now`` stays an identity.
+        return state if state.modified_at == now else evolve(state, modified_at=now)
+    truncated = evolve(
+        state, turns=turns, turns_next_cursor=cursor, active_turn=None, modified_at=now
+    )
+    return evolve(truncated, status=summary_status(truncated))
+
+
+@_handles(ChatTurnsLoadedAction)
+def _turns_loaded(state: ChatState, action: ChatTurnsLoadedAction, now: str) -> ChatState:
+    known = {turn.id for turn in state.turns}
+    older = tuple(turn for turn in action.turns if turn.id not in known)
+    if not older and action.turns_next_cursor == state.turns_next_cursor:
+        return state
+    return evolve(state, turns=(*older, *state.turns), turns_next_cursor=action.turns_next_cursor)
+
+
+# ── Input requests ──
+
+
+@_handles(ChatInputRequestedAction)
+def _input_requested(state: ChatState, action: ChatInputRequestedAction, now: str) -> ChatState:
+    turn = state.active_turn
+    if turn is None:
+        return state
+    index = _find_open_request(turn, action.request.id)
+    if index is None:
+        parts = turn.response_parts.append(InputRequestResponsePart(request=action.request))
+    else:
+        # A re-sent request keeps the answers drafted so far unless it brings its own.
+        current = turn.response_parts[index]
+        assert isinstance(current, InputRequestResponsePart)
+        request = action.request
+        if request.answers is None and current.request.answers is not None:
+            request = evolve(request, answers=current.request.answers)
+        if request == current.request:
+            return state  # re-sent as it stands: nothing new to ask
+        parts = turn.response_parts.set(index, InputRequestResponsePart(request=request))
+    requested = _with_parts(state, turn, parts)
+    return evolve(
+        requested,
+        status=_unread(summary_status(requested)),
+        modified_at=now,
+    )
+
+
+def _open_request(
+    state: ChatState, request_id: str
+) -> tuple[ActiveTurn, int, ChatInputRequest] | None:
+    turn = state.active_turn
+    index = None if turn is None else _find_open_request(turn, request_id)
+    if turn is None or index is None:
+        return None
+    part = turn.response_parts[index]
+    assert isinstance(part, InputRequestResponsePart)
+    return turn, index, part.request
+
+
+def _answers_or_none(answers: dict[str, ChatInputAnswer]) -> dict[str, ChatInputAnswer] | None:
+    return answers or None
+
+
+@_handles(ChatInputAnswerChangedAction)
+def _input_answer_changed(
+    state: ChatState, action: ChatInputAnswerChangedAction, now: str
+) -> ChatState:
+    found = _open_request(state, action.request_id)
+    if found is None:
+        return state
+    turn, index, request = found
+    answers = dict(request.answers or {})
+    if action.answer is None:
+        answers.pop(action.question_id, None)
+    else:
+        answers[action.question_id] = action.answer
+    if answers == (request.answers or {}):
+        return state
+    part = InputRequestResponsePart(request=evolve(request, answers=_answers_or_none(answers)))
+    changed = _with_parts(state, turn, turn.response_parts.set(index, part))
+    return evolve(changed, modified_at=now)
+
+
+@_handles(ChatInputCompletedAction)
+def _input_completed(state: ChatState, action: ChatInputCompletedAction, now: str) -> ChatState:
+    found = _open_request(state, action.request_id)
+    if found is None:
+        return state
+    turn, index, request = found
+    # The part stays in the turn as the record of what was asked and answered.
+    answers = {**(request.answers or {}), **(action.answers or {})}
+    part = InputRequestResponsePart(
+        request=evolve(request, answers=_answers_or_none(answers)),
+        response=action.response,
+    )
+    completed = _with_parts(state, turn, turn.response_parts.set(index, part))
+    return evolve(completed, status=summary_status(completed), modified_at=now)
+
+
+# ── Pending messages ──
+
+
+@_handles(ChatPendingMessageSetAction)
+def _pending_set(state: ChatState, action: ChatPendingMessageSetAction, now: str) -> ChatState:
+    entry = PendingMessage(id=action.id, message=action.message)
+    if action.kind is PendingMessageKind.STEERING:
+        if state.steering_message == entry:
+            return state
+        return evolve(state, steering_message=entry)
+    queued = state.queued_messages or ()
+    index = next((i for i, m in enumerate(queued) if m.id == action.id), None)
+    if index is None:
+        return evolve(state, queued_messages=(*queued, entry))
+    if queued[index] == entry:
+        return state
+    return evolve(state, queued_messages=(*queued[:index], entry, *queued[index + 1 :]))
+
+
+@_handles(ChatPendingMessageRemovedAction)
+def _pending_removed(
+    state: ChatState, action: ChatPendingMessageRemovedAction, now: str
+) -> ChatState:
+    if action.kind is PendingMessageKind.STEERING:
+        steering = state.steering_message
+        if steering is None or steering.id != action.id:
+            return state
+        return evolve(state, steering_message=None)
+    queued = state.queued_messages
+    if queued is None:
+        return state
+    kept = tuple(m for m in queued if m.id != action.id)
+    if len(kept) == len(queued):
+        return state
+    return evolve(state, queued_messages=kept or None)
+
+
+@_handles(ChatQueuedMessagesReorderedAction)
+def _queued_reordered(
+    state: ChatState, action: ChatQueuedMessagesReorderedAction, now: str
+) -> ChatState:
+    queued = state.queued_messages
+    if queued is None:
+        return state
+    by_id = {m.id: m for m in queued}
+    # Listed ids first (unknown and repeated ids ignored), then the rest in their old order.
+    listed = [by_id[i] for i in dict.fromkeys(action.order) if i in by_id]
+    placed = {m.id for m in listed}
+    reordered = (*listed, *(m for m in queued if m.id not in placed))
+    if reordered == queued:
+        return state
+    return evolve(state, queued_messages=reordered)
+
+
+# ─── The reducer ─────────────────────────────────────────────────────────────
+
+
+def reduce_chat(state: ChatState, action: ChatAction | UnknownAction, *, now: str) -> ChatState:
+    """The chat state after ``action``; ``state`` itself if the action changes nothing.
+
+    ``now`` (an ISO 8601 timestamp) becomes ``modified_at`` where the protocol says the chat
+    was modified: a turn starts or ends, history is truncated, an input request changes.
+    Never raises for a well-typed action: what the state cannot take is ignored, as upstream.
+    Whether an action *should* be applied is
+    :func:`orchestrator.ahp._validate.validate_chat_action`'s question.
+    """
+    handler = _HANDLERS.get(type(action))
+    if handler is None:
+        return state
+    return handler(state, action, now)

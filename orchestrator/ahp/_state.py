@@ -1,0 +1,1861 @@
+"""AHP state types of the chat channel and the session channel.
+
+The chat channel is ``ahp-chat:/<uuid>``, the session channel ``ahp-session:/<uuid>``.
+
+Plain frozen data, named after the ``$defs`` of ``state.schema.json``; the wire format (camelCase
+keys, ``_meta``, discriminators, absent optionals) lives in :mod:`orchestrator.ahp._wire` and
+nowhere else. What is here, top-down:
+
+* **Chat channel**: :class:`ChatState` (full state) and :class:`ChatSummary` (its catalog entry);
+  :data:`ChatOrigin` (user / fork / side-chat / tool); :class:`PendingMessage` (steering and
+  queued); :class:`Turn` and :class:`ActiveTurn`; :class:`Message` and its
+  :data:`MessageAttachment` kinds; :data:`ResponsePart` kinds; the tool-call state machine
+  :data:`ToolCallState` (streaming → pending-confirmation → running ⇄ auth-required →
+  pending-result-confirmation → completed, or cancelled), whose variants repeat their shared fields
+  the way the schema flattens them; :data:`ToolResultContent` kinds, including
+  :class:`ToolResultSubagentContent`; the input-request (elicitation) questions and answers.
+* **Session channel**: :class:`SessionState` and :class:`SessionSummary`; active clients and tool
+  definitions; :data:`Customization` (plugins, directories, MCP servers and their children) with
+  :data:`McpServerState`; configuration schema and values; :data:`SessionInputRequest` (what the
+  session is blocked on); changeset catalogue entries.
+* **Shared leaves**: :class:`SessionStatus` (an int bitset: unknown bits are kept),
+  :data:`StringOrMarkdown`, :class:`ContentRef`, :class:`FileEdit`, :class:`UsageInfo`,
+  :class:`ErrorInfo`, text positions and ranges.
+
+Conventions: every optional field defaults to ``None`` (absent on the wire); sequences are
+tuples, except the two that grow with a team (an active turn's parts, the session's chats),
+which are :class:`~orchestrator.base._keyed.KeyedVector` values that compare equal to tuples; JSON
+objects of free form (``_meta``, config values) are ``Mapping[str, Any]`` and must not be
+mutated; a discriminated variant carries its tag as a ``Literal`` field with a default, so
+``MarkdownResponsePart(id=..., content=...)`` is complete. A JSON ``number`` that may be
+fractional is typed ``float`` and keeps the int a peer sent, so it re-encodes unchanged.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+from orchestrator.base._keyed import KeyedVector
+
+__all__ = [
+    "ActiveTurn",
+    "AgentCustomization",
+    "AgentSelection",
+    "AhpMcpUiHostCapabilities",
+    "AhpMcpUiListChangedCapability",
+    "AhpMcpUiSamplingCapability",
+    "AnnotationsSummary",
+    "ChangesSummary",
+    "Changeset",
+    "ChangesetCapabilities",
+    "ChatCatalog",
+    "ChatInputAnswer",
+    "ChatInputAnswerValue",
+    "ChatInputAnswered",
+    "ChatInputBooleanAnswerValue",
+    "ChatInputBooleanQuestion",
+    "ChatInputMultiSelectQuestion",
+    "ChatInputNumberAnswerValue",
+    "ChatInputNumberQuestion",
+    "ChatInputOption",
+    "ChatInputQuestion",
+    "ChatInputRequest",
+    "ChatInputResponseKind",
+    "ChatInputSelectedAnswerValue",
+    "ChatInputSelectedManyAnswerValue",
+    "ChatInputSingleSelectQuestion",
+    "ChatInputSkipped",
+    "ChatInputTextAnswerValue",
+    "ChatInputTextQuestion",
+    "ChatInteractivity",
+    "ChatOrigin",
+    "ChatState",
+    "ChatSummary",
+    "ChildCustomization",
+    "ChildCustomizationType",
+    "ClientPluginCustomization",
+    "ConfigPropertySchema",
+    "ConfigSchema",
+    "ConfirmationOption",
+    "ConfirmationOptionKind",
+    "ContentRef",
+    "Customization",
+    "CustomizationDegradedState",
+    "CustomizationErrorState",
+    "CustomizationLoadState",
+    "CustomizationLoadedState",
+    "CustomizationLoadingState",
+    "DirectoryCustomization",
+    "ErrorInfo",
+    "FileEdit",
+    "FileEditCollection",
+    "FileEditDiffStats",
+    "FileEditSide",
+    "ForkChatOrigin",
+    "HookCustomization",
+    "Icon",
+    "InputRequestResponsePart",
+    "JsonPrimitive",
+    "MarkdownResponsePart",
+    "MarkdownString",
+    "McpAuthRequiredReason",
+    "McpAuthRequirement",
+    "McpOAuthClient",
+    "McpServerAuthRequiredState",
+    "McpServerCustomization",
+    "McpServerCustomizationApps",
+    "McpServerErrorState",
+    "McpServerReadyState",
+    "McpServerStartingState",
+    "McpServerState",
+    "McpServerStoppedState",
+    "Message",
+    "MessageAnnotationsAttachment",
+    "MessageAttachment",
+    "MessageChatAttachment",
+    "MessageEmbeddedResourceAttachment",
+    "MessageKind",
+    "MessageOrigin",
+    "MessageResourceAttachment",
+    "ModelSelection",
+    "PendingMessage",
+    "PendingMessageKind",
+    "PluginCustomization",
+    "ProjectInfo",
+    "PromptCustomization",
+    "ProtectedResourceMetadata",
+    "ReasoningResponsePart",
+    "ResourceResponsePart",
+    "ResponsePart",
+    "ResponseParts",
+    "RuleCustomization",
+    "SessionActiveClient",
+    "SessionChatInputRequest",
+    "SessionConfigPropertySchema",
+    "SessionConfigSchema",
+    "SessionConfigState",
+    "SessionInputRequest",
+    "SessionLifecycle",
+    "SessionState",
+    "SessionStatus",
+    "SessionSummary",
+    "SessionToolAuthenticationRequest",
+    "SessionToolClientExecutionRequest",
+    "SessionToolConfirmationRequest",
+    "SideChatOrigin",
+    "SideChatSelection",
+    "SimpleMessageAttachment",
+    "SkillCustomization",
+    "StringOrMarkdown",
+    "SystemNotificationResponsePart",
+    "TerminalCommandResult",
+    "TextPosition",
+    "TextRange",
+    "TextSelection",
+    "ToolAnnotations",
+    "ToolCallAuthRequiredState",
+    "ToolCallCancellationReason",
+    "ToolCallCancelledState",
+    "ToolCallClientContributor",
+    "ToolCallCompletedState",
+    "ToolCallConfirmationReason",
+    "ToolCallConfirmationState",
+    "ToolCallContributor",
+    "ToolCallMcpContributor",
+    "ToolCallPendingConfirmationState",
+    "ToolCallPendingResultConfirmationState",
+    "ToolCallResponsePart",
+    "ToolCallResult",
+    "ToolCallResultError",
+    "ToolCallRiskAssessment",
+    "ToolCallRiskAssessmentCompleteState",
+    "ToolCallRiskAssessmentKind",
+    "ToolCallRiskAssessmentLoadingState",
+    "ToolCallRunningState",
+    "ToolCallState",
+    "ToolCallStreamingState",
+    "ToolChatOrigin",
+    "ToolDefinition",
+    "ToolInput",
+    "ToolResultContent",
+    "ToolResultEmbeddedResourceContent",
+    "ToolResultFileEditContent",
+    "ToolResultResourceContent",
+    "ToolResultSubagentContent",
+    "ToolResultTerminalContent",
+    "ToolResultTextContent",
+    "Turn",
+    "TurnState",
+    "UsageInfo",
+    "UserChatOrigin",
+]
+
+# ─── Enumerations ────────────────────────────────────────────────────────────
+
+
+class SessionStatus(enum.IntFlag):
+    """Bitset of session (and chat) status flags; test with ``&``, never ``==``.
+
+    ``INPUT_NEEDED`` includes the ``IN_PROGRESS`` bit, so ``status & IN_PROGRESS`` matches a turn
+    that is paused for input too. Bits this enum does not name (forward compatibility) are kept
+    as they are and re-encode unchanged; ``0`` is a valid value (no flag set).
+    """
+
+    IDLE = 1
+    ERROR = 1 << 1
+    IN_PROGRESS = 1 << 3
+    INPUT_NEEDED = (1 << 3) | (1 << 4)
+    IS_READ = 1 << 5
+    IS_ARCHIVED = 1 << 6
+
+
+class SessionLifecycle(enum.StrEnum):
+    """Session initialization state."""
+
+    CREATING = "creating"
+    READY = "ready"
+    CREATION_FAILED = "creationFailed"
+
+
+class ChatInteractivity(enum.StrEnum):
+    """How a user can interact with a chat; absence means ``FULL``."""
+
+    FULL = "full"
+    READ_ONLY = "read-only"
+    HIDDEN = "hidden"
+
+
+class PendingMessageKind(enum.StrEnum):
+    """Whether a pending message steers the current turn or waits for the next one."""
+
+    STEERING = "steering"
+    QUEUED = "queued"
+
+
+class TurnState(enum.StrEnum):
+    """How a completed turn ended."""
+
+    COMPLETE = "complete"
+    CANCELLED = "cancelled"
+    ERROR = "error"
+
+
+class MessageKind(enum.StrEnum):
+    """Who produced a message."""
+
+    USER = "user"
+    AGENT = "agent"
+    TOOL = "tool"
+    SYSTEM_NOTIFICATION = "systemNotification"
+
+
+class ChatInputResponseKind(enum.StrEnum):
+    """How a client completed an input request."""
+
+    ACCEPT = "accept"
+    DECLINE = "decline"
+    CANCEL = "cancel"
+
+
+class ToolCallRiskAssessmentKind(enum.StrEnum):
+    """The source of a confirmation requirement (a model judge)."""
+
+    JUDGE = "judge"
+
+
+class ConfirmationOptionKind(enum.StrEnum):
+    """Whether a confirmation option approves or denies."""
+
+    APPROVE = "approve"
+    DENY = "deny"
+
+
+class ToolCallConfirmationReason(enum.StrEnum):
+    """How a tool call was confirmed for execution."""
+
+    NOT_NEEDED = "not-needed"
+    USER_ACTION = "user-action"
+    SETTING = "setting"
+
+
+class ToolCallCancellationReason(enum.StrEnum):
+    """Why a tool call was cancelled."""
+
+    DENIED = "denied"
+    SKIPPED = "skipped"
+    RESULT_DENIED = "result-denied"
+
+
+class McpAuthRequiredReason(enum.StrEnum):
+    """Why an MCP server needs (re-)authentication."""
+
+    REQUIRED = "required"
+    EXPIRED = "expired"
+    INSUFFICIENT_SCOPE = "insufficientScope"
+
+
+class ChildCustomizationType(enum.StrEnum):
+    """The kinds of customization that live inside a plugin or directory."""
+
+    AGENT = "agent"
+    SKILL = "skill"
+    PROMPT = "prompt"
+    RULE = "rule"
+    HOOK = "hook"
+    MCP_SERVER = "mcpServer"
+
+
+# ─── Common leaves ───────────────────────────────────────────────────────────
+
+JsonPrimitive: TypeAlias = str | int | float | bool | None
+"""A JSON string, number, boolean or ``null``."""
+
+
+@attrs.frozen(kw_only=True)
+class MarkdownString:
+    """Text to render as Markdown (the object form of :data:`StringOrMarkdown`)."""
+
+    markdown: str
+
+
+StringOrMarkdown: TypeAlias = str | MarkdownString
+"""Plain text (a bare JSON string) or ``{"markdown": ...}``."""
+
+
+@attrs.frozen(kw_only=True)
+class Icon:
+    """An optionally sized icon for display."""
+
+    src: str
+    content_type: str | None = None
+    sizes: tuple[str, ...] | None = None
+    theme: Literal["light", "dark"] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ProtectedResourceMetadata:
+    """RFC 9728 protected-resource metadata (its wire keys are snake_case, as in the RFC)."""
+
+    resource: str
+    resource_name: str | None = None
+    authorization_servers: tuple[str, ...] | None = None
+    jwks_uri: str | None = None
+    scopes_supported: tuple[str, ...] | None = None
+    bearer_methods_supported: tuple[str, ...] | None = None
+    resource_signing_alg_values_supported: tuple[str, ...] | None = None
+    resource_documentation: str | None = None
+    resource_policy_uri: str | None = None
+    resource_tos_uri: str | None = None
+    required: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ConfigPropertySchema:
+    """A JSON-Schema-like property descriptor with display extensions."""
+
+    type: Literal["string", "number", "boolean", "array", "object"]
+    title: str
+    description: str | None = None
+    default: Any = None
+    enum: tuple[JsonPrimitive, ...] | None = None
+    # Invariant: len(self.enum_labels) == len(self.enum) (parallel arrays), same for descriptions
+    enum_labels: tuple[str, ...] | None = None
+    enum_descriptions: tuple[str, ...] | None = None
+    read_only: bool | None = None
+    items: ConfigPropertySchema | None = None
+    properties: Mapping[str, ConfigPropertySchema] | None = None
+    required: tuple[str, ...] | None = None
+    additional_properties: ConfigPropertySchema | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ConfigSchema:
+    """A JSON-Schema object describing configuration properties."""
+
+    type: Literal["object"] = "object"
+    properties: Mapping[str, ConfigPropertySchema]
+    required: tuple[str, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class TextPosition:
+    """A zero-based line and character position in a text document."""
+
+    line: int
+    character: int
+
+
+@attrs.frozen(kw_only=True)
+class TextRange:
+    """A range in a text document."""
+
+    start: TextPosition
+    end: TextPosition
+
+
+@attrs.frozen(kw_only=True)
+class TextSelection:
+    """A selection within a textual resource."""
+
+    range: TextRange
+
+
+@attrs.frozen(kw_only=True)
+class ContentRef:
+    """A reference to content stored outside the state tree."""
+
+    uri: str
+    size_hint: int | None = None
+    content_type: str | None = None
+    nonce: str | None = None
+
+
+ToolInput: TypeAlias = str | ContentRef
+"""Tool input, inline (a JSON string) or by reference."""
+
+
+@attrs.frozen(kw_only=True)
+class FileEditSide:
+    """One side (before or after) of a file edit."""
+
+    uri: str
+    content: ContentRef
+
+
+@attrs.frozen(kw_only=True)
+class FileEditDiffStats:
+    """Diff display counts of a file edit."""
+
+    added: int | None = None
+    removed: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class FileEdit:
+    """A file creation (only ``after``), deletion (only ``before``), move or edit."""
+
+    before: FileEditSide | None = None
+    after: FileEditSide | None = None
+    diff: FileEditDiffStats | None = None
+
+
+@attrs.frozen(kw_only=True)
+class FileEditCollection:
+    """File edits a tool call will perform, wrapped for forward compatibility."""
+
+    items: tuple[FileEdit, ...]
+
+
+@attrs.frozen(kw_only=True)
+class UsageInfo:
+    """Token usage of a turn."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    model: str | None = None
+    cache_read_tokens: int | None = None
+    meta: Mapping[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ErrorInfo:
+    """An error: type identifier, message, optional stack."""
+
+    error_type: str
+    message: str
+    stack: str | None = None
+    meta: Mapping[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ModelSelection:
+    """A chosen model id with model-specific configuration values."""
+
+    id: str
+    config: Mapping[str, JsonPrimitive] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class AgentSelection:
+    """A selected custom agent (an :class:`AgentCustomization` ``uri``)."""
+
+    uri: str
+
+
+# ─── Chat input (elicitation) ────────────────────────────────────────────────
+
+
+@attrs.frozen(kw_only=True)
+class ChatInputOption:
+    """A choice in a select question."""
+
+    id: str
+    label: str
+    description: str | None = None
+    recommended: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ChatInputTextQuestion:
+    """A free-text question (``min``/``max`` bound the length)."""
+
+    kind: Literal["text"] = "text"
+    id: str
+    title: str | None = None
+    message: str
+    required: bool | None = None
+    format: str | None = None
+    min: int | None = None
+    max: int | None = None
+    default_value: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ChatInputNumberQuestion:
+    """A numeric question; ``kind`` ``"integer"`` asks for a whole number."""
+
+    kind: Literal["number", "integer"] = "number"
+    id: str
+    title: str | None = None
+    message: str
+    required: bool | None = None
+    min: float | None = None
+    max: float | None = None
+    default_value: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ChatInputBooleanQuestion:
+    """A yes/no question."""
+
+    kind: Literal["boolean"] = "boolean"
+    id: str
+    title: str | None = None
+    message: str
+    required: bool | None = None
+    default_value: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ChatInputSingleSelectQuestion:
+    """Pick one option (or type one, if ``allow_freeform_input``)."""
+
+    kind: Literal["single-select"] = "single-select"
+    id: str
+    title: str | None = None
+    message: str
+    required: bool | None = None
+    options: tuple[ChatInputOption, ...]
+    allow_freeform_input: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ChatInputMultiSelectQuestion:
+    """Pick several options (``min``/``max`` bound the count)."""
+
+    kind: Literal["multi-select"] = "multi-select"
+    id: str
+    title: str | None = None
+    message: str
+    required: bool | None = None
+    options: tuple[ChatInputOption, ...]
+    allow_freeform_input: bool | None = None
+    min: int | None = None
+    max: int | None = None
+
+
+ChatInputQuestion: TypeAlias = (
+    ChatInputTextQuestion
+    | ChatInputNumberQuestion
+    | ChatInputBooleanQuestion
+    | ChatInputSingleSelectQuestion
+    | ChatInputMultiSelectQuestion
+)
+"""One question of an input request, discriminated on ``kind``."""
+
+
+@attrs.frozen(kw_only=True)
+class ChatInputTextAnswerValue:
+    """A text answer."""
+
+    kind: Literal["text"] = "text"
+    value: str
+
+
+@attrs.frozen(kw_only=True)
+class ChatInputNumberAnswerValue:
+    """A numeric answer."""
+
+    kind: Literal["number"] = "number"
+    value: float
+
+
+@attrs.frozen(kw_only=True)
+class ChatInputBooleanAnswerValue:
+    """A boolean answer."""
+
+    kind: Literal["boolean"] = "boolean"
+    value: bool
+
+
+@attrs.frozen(kw_only=True)
+class ChatInputSelectedAnswerValue:
+    """The id of the selected option, plus any free-form text."""
+
+    kind: Literal["selected"] = "selected"
+    value: str
+    freeform_values: tuple[str, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ChatInputSelectedManyAnswerValue:
+    """The ids of the selected options, plus any free-form text."""
+
+    kind: Literal["selected-many"] = "selected-many"
+    value: tuple[str, ...]
+    freeform_values: tuple[str, ...] | None = None
+
+
+ChatInputAnswerValue: TypeAlias = (
+    ChatInputTextAnswerValue
+    | ChatInputNumberAnswerValue
+    | ChatInputBooleanAnswerValue
+    | ChatInputSelectedAnswerValue
+    | ChatInputSelectedManyAnswerValue
+)
+"""The value of one answer, discriminated on ``kind``."""
+
+
+@attrs.frozen(kw_only=True)
+class ChatInputAnswered:
+    """A draft or submitted answer."""
+
+    state: Literal["draft", "submitted"]
+    value: ChatInputAnswerValue
+
+
+@attrs.frozen(kw_only=True)
+class ChatInputSkipped:
+    """A skipped question, with any free-form reason."""
+
+    state: Literal["skipped"] = "skipped"
+    freeform_values: tuple[str, ...] | None = None
+
+
+ChatInputAnswer: TypeAlias = ChatInputAnswered | ChatInputSkipped
+"""Draft, submitted or skipped answer, discriminated on ``state``."""
+
+
+@attrs.frozen(kw_only=True)
+class ChatInputRequest:
+    """A request for user input: questions and their current answers."""
+
+    id: str
+    message: str | None = None
+    url: str | None = None
+    questions: tuple[ChatInputQuestion, ...] | None = None
+    # Invariant: set(self.answers or {}) <= {q.id for q in self.questions or ()}
+    answers: Mapping[str, ChatInputAnswer] | None = None
+
+
+# ─── Messages and attachments ────────────────────────────────────────────────
+
+
+@attrs.frozen(kw_only=True)
+class MessageOrigin:
+    """Who produced a message."""
+
+    kind: MessageKind
+
+
+@attrs.frozen(kw_only=True)
+class SimpleMessageAttachment:
+    """An opaque attachment described by its producer."""
+
+    type: Literal["simple"] = "simple"
+    label: str
+    range: TextRange | None = None
+    display_kind: str | None = None
+    meta: Mapping[str, Any] | None = None
+    model_representation: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MessageEmbeddedResourceAttachment:
+    """An attachment whose data is embedded as base64."""
+
+    type: Literal["embeddedResource"] = "embeddedResource"
+    label: str
+    range: TextRange | None = None
+    display_kind: str | None = None
+    meta: Mapping[str, Any] | None = None
+    data: str
+    content_type: str
+    selection: TextSelection | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MessageResourceAttachment:
+    """An attachment that references a resource by URI."""
+
+    type: Literal["resource"] = "resource"
+    label: str
+    range: TextRange | None = None
+    display_kind: str | None = None
+    meta: Mapping[str, Any] | None = None
+    uri: str
+    size_hint: int | None = None
+    content_type: str | None = None
+    nonce: str | None = None
+    selection: TextSelection | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MessageAnnotationsAttachment:
+    """An attachment that references annotations (all, or the listed ids)."""
+
+    type: Literal["annotations"] = "annotations"
+    label: str
+    range: TextRange | None = None
+    display_kind: str | None = None
+    meta: Mapping[str, Any] | None = None
+    resource: str
+    annotation_ids: tuple[str, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MessageChatAttachment:
+    """An attachment that references another chat's transcript up to ``end_turn``."""
+
+    type: Literal["chat"] = "chat"
+    label: str
+    range: TextRange | None = None
+    display_kind: str | None = None
+    meta: Mapping[str, Any] | None = None
+    resource: str
+    end_turn: str | None = None
+
+
+MessageAttachment: TypeAlias = (
+    SimpleMessageAttachment
+    | MessageEmbeddedResourceAttachment
+    | MessageResourceAttachment
+    | MessageAnnotationsAttachment
+    | MessageChatAttachment
+)
+"""An attachment of a message, discriminated on ``type``."""
+
+
+@attrs.frozen(kw_only=True)
+class Message:
+    """A message that starts or steers a turn."""
+
+    text: str
+    origin: MessageOrigin
+    attachments: tuple[MessageAttachment, ...] | None = None
+    model: ModelSelection | None = None
+    agent: AgentSelection | None = None
+    meta: Mapping[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class PendingMessage:
+    """A steering or queued message waiting to be delivered."""
+
+    id: str
+    message: Message
+
+
+# ─── Tool calls ──────────────────────────────────────────────────────────────
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallClientContributor:
+    """The tool is provided by a connected client."""
+
+    kind: Literal["client"] = "client"
+    client_id: str
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallMcpContributor:
+    """The tool is provided by an MCP server customization."""
+
+    kind: Literal["mcp"] = "mcp"
+    # Invariant: customization_id names a McpServerCustomization in SessionState.customizations
+    customization_id: str
+
+
+ToolCallContributor: TypeAlias = ToolCallClientContributor | ToolCallMcpContributor
+"""Who contributed the tool being called, discriminated on ``kind``."""
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallRiskAssessmentLoadingState:
+    """The model judge is still evaluating the tool call."""
+
+    kind: ToolCallRiskAssessmentKind = ToolCallRiskAssessmentKind.JUDGE
+    status: Literal["loading"] = "loading"
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallRiskAssessmentCompleteState:
+    """The model judge's verdict: a reason and a safety score (0 unsafe … 1 safe)."""
+
+    kind: ToolCallRiskAssessmentKind = ToolCallRiskAssessmentKind.JUDGE
+    status: Literal["complete"] = "complete"
+    reason: StringOrMarkdown
+    safety: float
+
+
+ToolCallRiskAssessment: TypeAlias = (
+    ToolCallRiskAssessmentLoadingState | ToolCallRiskAssessmentCompleteState
+)
+"""A risk assessment, discriminated on ``status``."""
+
+
+@attrs.frozen(kw_only=True)
+class ConfirmationOption:
+    """An approve or deny choice the server offers for a pending confirmation."""
+
+    id: str
+    label: str
+    kind: ConfirmationOptionKind
+    group: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class TerminalCommandResult:
+    """Outcome of a command run in a terminal-style tool."""
+
+    exit_code: int | None = None
+    preview: str | None = None
+    truncated: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolResultTextContent:
+    """Text in a tool result."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class ToolResultEmbeddedResourceContent:
+    """Base64 data embedded in a tool result."""
+
+    type: Literal["embeddedResource"] = "embeddedResource"
+    data: str
+    content_type: str
+
+
+@attrs.frozen(kw_only=True)
+class ToolResultResourceContent:
+    """A reference to a resource stored outside the tool result."""
+
+    type: Literal["resource"] = "resource"
+    uri: str
+    size_hint: int | None = None
+    content_type: str | None = None
+    nonce: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolResultFileEditContent:
+    """A file modification performed by a tool."""
+
+    type: Literal["fileEdit"] = "fileEdit"
+    before: FileEditSide | None = None
+    after: FileEditSide | None = None
+    diff: FileEditDiffStats | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolResultTerminalContent:
+    """A terminal whose output belongs to this tool result."""
+
+    type: Literal["terminal"] = "terminal"
+    resource: str
+    title: str
+    is_pty: bool | None = None
+    result: TerminalCommandResult | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolResultSubagentContent:
+    """The worker chat a tool call spawned, seen from the parent chat's side."""
+
+    type: Literal["subagent"] = "subagent"
+    # Invariant: worker_chat_state(self.resource).origin == ToolChatOrigin(
+    #     chat=<the chat holding this tool call>, tool_call_id=<this tool call's id>)
+    resource: str
+    title: str
+    agent_name: str | None = None
+    description: str | None = None
+
+
+ToolResultContent: TypeAlias = (
+    ToolResultTextContent
+    | ToolResultEmbeddedResourceContent
+    | ToolResultResourceContent
+    | ToolResultFileEditContent
+    | ToolResultTerminalContent
+    | ToolResultSubagentContent
+)
+"""A content block of a tool result, discriminated on ``type``."""
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallResultError:
+    """Why a tool failed."""
+
+    message: str
+    code: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallResult:
+    """A tool's execution result (carried by ``chat/toolCallComplete``)."""
+
+    success: bool
+    past_tense_message: StringOrMarkdown
+    content: tuple[ToolResultContent, ...] | None = None
+    structured_content: Mapping[str, Any] | None = None
+    error: ToolCallResultError | None = None
+
+
+@attrs.frozen(kw_only=True)
+class McpOAuthClient:
+    """A pre-registered OAuth client to use instead of dynamic registration."""
+
+    client_id: str
+    client_secret: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class McpAuthRequirement:
+    """An MCP authentication challenge (RFC 9728 discovery info)."""
+
+    reason: McpAuthRequiredReason
+    oauth_client: McpOAuthClient | None = None
+    resource: ProtectedResourceMetadata
+    required_scopes: tuple[str, ...] | None = None
+    description: str | None = None
+
+
+# The seven tool-call states repeat the schema's shared groups of fields:
+#   common:            tool_call_id, tool_name, display_name, intention, contributor, meta
+#   parameters known:  invocation_message, tool_input           (all but streaming)
+#   after confirming:  confirmed, selected_option              (running and later)
+#   result:            success, past_tense_message, content, structured_content, error
+# Invariant (every state): tool_call_id is unique within its turn and never changes.
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallStreamingState:
+    """The model is still streaming the call's parameters."""
+
+    status: Literal["streaming"] = "streaming"
+    tool_call_id: str
+    tool_name: str
+    display_name: str
+    intention: str | None = None
+    contributor: ToolCallContributor | None = None
+    meta: Mapping[str, Any] | None = None
+    partial_input: str | None = None
+    invocation_message: StringOrMarkdown | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallPendingConfirmationState:
+    """Parameters are complete (or a running tool asks again); waiting for the client to confirm."""
+
+    status: Literal["pending-confirmation"] = "pending-confirmation"
+    tool_call_id: str
+    tool_name: str
+    display_name: str
+    intention: str | None = None
+    contributor: ToolCallContributor | None = None
+    meta: Mapping[str, Any] | None = None
+    invocation_message: StringOrMarkdown
+    tool_input: ToolInput | None = None
+    confirmation_title: StringOrMarkdown | None = None
+    risk_assessment: ToolCallRiskAssessment | None = None
+    edits: FileEditCollection | None = None
+    editable: bool | None = None
+    options: tuple[ConfirmationOption, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallRunningState:
+    """The tool is executing; ``content`` is its partial output so far."""
+
+    status: Literal["running"] = "running"
+    tool_call_id: str
+    tool_name: str
+    display_name: str
+    intention: str | None = None
+    contributor: ToolCallContributor | None = None
+    meta: Mapping[str, Any] | None = None
+    invocation_message: StringOrMarkdown
+    tool_input: ToolInput | None = None
+    confirmed: ToolCallConfirmationReason
+    selected_option: ConfirmationOption | None = None
+    content: tuple[ToolResultContent, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallAuthRequiredState:
+    """A running call paused until its MCP server is authenticated."""
+
+    status: Literal["auth-required"] = "auth-required"
+    tool_call_id: str
+    tool_name: str
+    display_name: str
+    intention: str | None = None
+    # Invariant: an auth-required call always comes from an MCP server, never a client tool
+    contributor: ToolCallMcpContributor
+    meta: Mapping[str, Any] | None = None
+    invocation_message: StringOrMarkdown
+    tool_input: ToolInput | None = None
+    confirmed: ToolCallConfirmationReason
+    selected_option: ConfirmationOption | None = None
+    auth: McpAuthRequirement
+    content: tuple[ToolResultContent, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallPendingResultConfirmationState:
+    """The tool finished; waiting for the client to approve its result."""
+
+    status: Literal["pending-result-confirmation"] = "pending-result-confirmation"
+    tool_call_id: str
+    tool_name: str
+    display_name: str
+    intention: str | None = None
+    contributor: ToolCallContributor | None = None
+    meta: Mapping[str, Any] | None = None
+    invocation_message: StringOrMarkdown
+    tool_input: ToolInput | None = None
+    confirmed: ToolCallConfirmationReason
+    selected_option: ConfirmationOption | None = None
+    success: bool
+    past_tense_message: StringOrMarkdown
+    content: tuple[ToolResultContent, ...] | None = None
+    structured_content: Mapping[str, Any] | None = None
+    error: ToolCallResultError | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallCompletedState:
+    """The tool finished, successfully or not (``success``)."""
+
+    status: Literal["completed"] = "completed"
+    tool_call_id: str
+    tool_name: str
+    display_name: str
+    intention: str | None = None
+    contributor: ToolCallContributor | None = None
+    meta: Mapping[str, Any] | None = None
+    invocation_message: StringOrMarkdown
+    tool_input: ToolInput | None = None
+    confirmed: ToolCallConfirmationReason
+    selected_option: ConfirmationOption | None = None
+    success: bool
+    past_tense_message: StringOrMarkdown
+    content: tuple[ToolResultContent, ...] | None = None
+    structured_content: Mapping[str, Any] | None = None
+    error: ToolCallResultError | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallCancelledState:
+    """The call was denied, skipped, or its result was denied."""
+
+    status: Literal["cancelled"] = "cancelled"
+    tool_call_id: str
+    tool_name: str
+    display_name: str
+    intention: str | None = None
+    contributor: ToolCallContributor | None = None
+    meta: Mapping[str, Any] | None = None
+    invocation_message: StringOrMarkdown
+    tool_input: ToolInput | None = None
+    reason: ToolCallCancellationReason
+    reason_message: StringOrMarkdown | None = None
+    user_suggestion: Message | None = None
+    selected_option: ConfirmationOption | None = None
+
+
+ToolCallState: TypeAlias = (
+    ToolCallStreamingState
+    | ToolCallPendingConfirmationState
+    | ToolCallRunningState
+    | ToolCallAuthRequiredState
+    | ToolCallPendingResultConfirmationState
+    | ToolCallCompletedState
+    | ToolCallCancelledState
+)
+"""A tool call's lifecycle state, discriminated on ``status``."""
+
+ToolCallConfirmationState: TypeAlias = (
+    ToolCallPendingConfirmationState | ToolCallPendingResultConfirmationState
+)
+"""The two tool-call states that wait for a client's confirmation."""
+
+
+# ─── Response parts and turns ────────────────────────────────────────────────
+
+
+@attrs.frozen(kw_only=True)
+class MarkdownResponsePart:
+    """Markdown text of the response; ``chat/delta`` appends to it by ``id``."""
+
+    kind: Literal["markdown"] = "markdown"
+    id: str
+    content: str
+
+
+@attrs.frozen(kw_only=True)
+class ResourceResponsePart:
+    """A reference to large response content stored outside the state tree."""
+
+    kind: Literal["contentRef"] = "contentRef"
+    uri: str
+    size_hint: int | None = None
+    content_type: str | None = None
+    nonce: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallResponsePart:
+    """A tool call in the response stream (``tool_call.tool_call_id`` is the part's id)."""
+
+    kind: Literal["toolCall"] = "toolCall"
+    tool_call: ToolCallState
+
+
+@attrs.frozen(kw_only=True)
+class ReasoningResponsePart:
+    """Reasoning text of the model; ``chat/reasoning`` appends to it by ``id``."""
+
+    kind: Literal["reasoning"] = "reasoning"
+    id: str
+    content: str
+
+
+@attrs.frozen(kw_only=True)
+class InputRequestResponsePart:
+    """A live or resolved input request; ``response`` is absent until completed."""
+
+    kind: Literal["inputRequest"] = "inputRequest"
+    request: ChatInputRequest
+    response: ChatInputResponseKind | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SystemNotificationResponsePart:
+    """A system notification in the response stream (e.g. a worker reporting back)."""
+
+    kind: Literal["systemNotification"] = "systemNotification"
+    content: StringOrMarkdown
+    meta: Mapping[str, Any] | None = None
+
+
+ResponsePart: TypeAlias = (
+    MarkdownResponsePart
+    | ResourceResponsePart
+    | ToolCallResponsePart
+    | ReasoningResponsePart
+    | SystemNotificationResponsePart
+    | InputRequestResponsePart
+)
+"""One part of a turn's response, discriminated on ``kind``."""
+
+
+class ResponseParts(KeyedVector[ResponsePart]):
+    """The parts of an active turn, in order (a coordinator's turn can hold thousands).
+
+    Found by :meth:`find` under ``("part", id)`` (markdown and reasoning ids, tool call ids),
+    ``("tool", tool call id)`` and, while unanswered, ``("input", request id)``; tallied by
+    what they wait for: ``("tool", status, tool name)`` for tool calls and ``("input",)`` for
+    an open input request.
+    """
+
+    __slots__ = ()
+
+    @staticmethod
+    def keys_of(part: ResponsePart) -> tuple[Hashable, ...]:
+        # One isinstance per class, not one on the union: this runs for every new part.
+        if isinstance(part, ToolCallResponsePart):
+            tool_call_id = part.tool_call.tool_call_id
+            return (("part", tool_call_id), ("tool", tool_call_id))
+        if isinstance(part, MarkdownResponsePart) or isinstance(part, ReasoningResponsePart):  # noqa: SIM101
+            return (("part", part.id),)
+        if isinstance(part, InputRequestResponsePart) and part.response is None:
+            return (("input", part.request.id),)
+        return ()
+
+    @staticmethod
+    def tally_of(part: ResponsePart) -> Hashable | None:
+        if isinstance(part, ToolCallResponsePart):
+            return ("tool", part.tool_call.status, part.tool_call.tool_name)
+        if isinstance(part, InputRequestResponsePart) and part.response is None:
+            return ("input",)
+        return None
+
+
+def _response_parts(parts: Iterable[ResponsePart]) -> ResponseParts:
+    return ResponseParts.of(parts)
+
+
+@attrs.frozen(kw_only=True)
+class Turn:
+    """A completed request/response cycle."""
+
+    id: str
+    started_at: str | None = None
+    duration: float | None = None
+    message: Message
+    response_parts: tuple[ResponsePart, ...]
+    usage: UsageInfo | None = None
+    state: TurnState
+    # Invariant: (self.error is not None) <= (self.state is TurnState.ERROR)
+    error: ErrorInfo | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ActiveTurn:
+    """The turn in progress: the assistant is streaming."""
+
+    id: str
+    started_at: str
+    message: Message
+    response_parts: ResponseParts = attrs.field(converter=_response_parts)
+    usage: UsageInfo | None = None
+
+
+# ─── Chat state ──────────────────────────────────────────────────────────────
+
+
+@attrs.frozen(kw_only=True)
+class UserChatOrigin:
+    """The user created the chat."""
+
+    kind: Literal["user"] = "user"
+
+
+@attrs.frozen(kw_only=True)
+class ForkChatOrigin:
+    """The chat was forked from ``chat`` at turn ``turn_id``."""
+
+    kind: Literal["fork"] = "fork"
+    chat: str
+    turn_id: str
+
+
+@attrs.frozen(kw_only=True)
+class SideChatSelection:
+    """Text selected when a side chat was created (a snapshot; ``response_part_id`` is advisory)."""
+
+    text: str
+    response_part_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SideChatOrigin:
+    """The chat is a side conversation started from ``chat`` at turn ``turn_id``."""
+
+    kind: Literal["sideChat"] = "sideChat"
+    chat: str
+    turn_id: str
+    selection: SideChatSelection | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolChatOrigin:
+    """The chat is a worker spawned by tool call ``tool_call_id`` in chat ``chat``.
+
+    This is the canonical record of the delegation edge; the parent's tool call mirrors it.
+    """
+
+    kind: Literal["tool"] = "tool"
+    # Invariant: any(isinstance(c, ToolResultSubagentContent) and c.resource == <this chat's URI>
+    #                for c in tool_call(self.chat, self.tool_call_id).content or ())
+    chat: str
+    tool_call_id: str
+
+
+ChatOrigin: TypeAlias = UserChatOrigin | ForkChatOrigin | SideChatOrigin | ToolChatOrigin
+"""How a chat came into existence, discriminated on ``kind``."""
+
+
+@attrs.frozen(kw_only=True)
+class ChatSummary:
+    """A chat's catalog entry in :attr:`SessionState.chats`."""
+
+    resource: str
+    title: str
+    status: SessionStatus
+    activity: str | None = None
+    modified_at: str
+    origin: ChatOrigin | None = None
+    interactivity: ChatInteractivity | None = None
+    # Invariant: set(self.working_directories or ()) <= set(session.working_directories or ())
+    working_directories: tuple[str, ...] | None = None
+
+
+class ChatCatalog(KeyedVector[ChatSummary]):
+    """The session's chats, in the order they were added; found by resource URI."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def keys_of(summary: ChatSummary) -> tuple[Hashable, ...]:
+        return (summary.resource,)
+
+
+def _chat_catalog(summaries: Iterable[ChatSummary]) -> ChatCatalog:
+    return ChatCatalog.of(summaries)
+
+
+@attrs.frozen(kw_only=True)
+class ChatState:
+    """Full state of one chat channel; it inlines every :class:`ChatSummary` field."""
+
+    # Invariant: the summary fields (resource .. working_directories) equal those of this
+    # chat's entry in SessionState.chats once session/chatUpdated has been applied.
+    resource: str
+    title: str
+    status: SessionStatus
+    activity: str | None = None
+    modified_at: str
+    origin: ChatOrigin | None = None
+    interactivity: ChatInteractivity | None = None
+    working_directories: tuple[str, ...] | None = None
+    turns: tuple[Turn, ...]
+    turns_next_cursor: str | None = None
+    # Invariant: self.active_turn is None or self.active_turn.id not in {t.id for t in self.turns}
+    active_turn: ActiveTurn | None = None
+    steering_message: PendingMessage | None = None
+    # Invariant: len({m.id for m in self.queued_messages or ()}) == len(self.queued_messages or ())
+    queued_messages: tuple[PendingMessage, ...] | None = None
+    draft: Message | None = None
+    meta: Mapping[str, Any] | None = None
+
+
+# ─── Session state ───────────────────────────────────────────────────────────
+
+
+@attrs.frozen(kw_only=True)
+class ProjectInfo:
+    """The server-owned project of a session."""
+
+    uri: str
+    display_name: str
+
+
+@attrs.frozen(kw_only=True)
+class AnnotationsSummary:
+    """Counts of a session's annotations channel."""
+
+    resource: str
+    annotation_count: int
+    entry_count: int
+
+
+@attrs.frozen(kw_only=True)
+class ChangesSummary:
+    """Aggregate counts of a session's file changes."""
+
+    additions: int | None = None
+    deletions: int | None = None
+    files: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SessionSummary:
+    """A session's catalog entry."""
+
+    resource: str
+    provider: str
+    title: str
+    status: SessionStatus
+    activity: str | None = None
+    project: ProjectInfo | None = None
+    working_directories: tuple[str, ...] | None = None
+    annotations: AnnotationsSummary | None = None
+    created_at: str
+    modified_at: str
+    changes: ChangesSummary | None = None
+    meta: Mapping[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolAnnotations:
+    """Advisory behaviour hints of a tool."""
+
+    title: str | None = None
+    read_only_hint: bool | None = None
+    destructive_hint: bool | None = None
+    idempotent_hint: bool | None = None
+    open_world_hint: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolDefinition:
+    """A tool offered to a session by the server or a client.
+
+    ``input_schema`` and ``output_schema`` are JSON Schema documents (``{"type": "object", ...}``),
+    kept whole because a schema may use any JSON Schema keyword.
+    """
+
+    name: str
+    title: str | None = None
+    description: str | None = None
+    input_schema: Mapping[str, Any] | None = None
+    output_schema: Mapping[str, Any] | None = None
+    annotations: ToolAnnotations | None = None
+    meta: Mapping[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SessionConfigPropertySchema:
+    """A session configuration property: a :class:`ConfigPropertySchema` plus session flags."""
+
+    type: Literal["string", "number", "boolean", "array", "object"]
+    title: str
+    description: str | None = None
+    default: Any = None
+    enum: tuple[JsonPrimitive, ...] | None = None
+    enum_labels: tuple[str, ...] | None = None
+    enum_descriptions: tuple[str, ...] | None = None
+    read_only: bool | None = None
+    items: ConfigPropertySchema | None = None
+    properties: Mapping[str, ConfigPropertySchema] | None = None
+    required: tuple[str, ...] | None = None
+    additional_properties: ConfigPropertySchema | None = None
+    enum_dynamic: bool | None = None
+    session_mutable: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SessionConfigSchema:
+    """The session's configuration properties."""
+
+    type: Literal["object"] = "object"
+    properties: Mapping[str, SessionConfigPropertySchema]
+    required: tuple[str, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SessionConfigState:
+    """Session configuration: its schema and current values."""
+
+    schema: SessionConfigSchema
+    values: Mapping[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class CustomizationLoadingState:
+    """The host is loading the container."""
+
+    kind: Literal["loading"] = "loading"
+
+
+@attrs.frozen(kw_only=True)
+class CustomizationLoadedState:
+    """The container loaded."""
+
+    kind: Literal["loaded"] = "loaded"
+
+
+@attrs.frozen(kw_only=True)
+class CustomizationDegradedState:
+    """The container loaded with warnings."""
+
+    kind: Literal["degraded"] = "degraded"
+    message: str
+
+
+@attrs.frozen(kw_only=True)
+class CustomizationErrorState:
+    """The container failed to load."""
+
+    kind: Literal["error"] = "error"
+    message: str
+
+
+CustomizationLoadState: TypeAlias = (
+    CustomizationLoadingState
+    | CustomizationLoadedState
+    | CustomizationDegradedState
+    | CustomizationErrorState
+)
+"""A container's load state, discriminated on ``kind``."""
+
+
+@attrs.frozen(kw_only=True)
+class McpServerStartingState:
+    """The MCP server is registered but not started yet."""
+
+    kind: Literal["starting"] = "starting"
+
+
+@attrs.frozen(kw_only=True)
+class McpServerReadyState:
+    """The MCP server is serving requests."""
+
+    kind: Literal["ready"] = "ready"
+
+
+@attrs.frozen(kw_only=True)
+class McpServerAuthRequiredState:
+    """The MCP server needs the client to authenticate."""
+
+    kind: Literal["authRequired"] = "authRequired"
+    reason: McpAuthRequiredReason
+    oauth_client: McpOAuthClient | None = None
+    resource: ProtectedResourceMetadata
+    required_scopes: tuple[str, ...] | None = None
+    description: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class McpServerErrorState:
+    """The MCP server failed or crashed."""
+
+    kind: Literal["error"] = "error"
+    error: ErrorInfo
+
+
+@attrs.frozen(kw_only=True)
+class McpServerStoppedState:
+    """The MCP server has been shut down."""
+
+    kind: Literal["stopped"] = "stopped"
+
+
+McpServerState: TypeAlias = (
+    McpServerStartingState
+    | McpServerReadyState
+    | McpServerAuthRequiredState
+    | McpServerErrorState
+    | McpServerStoppedState
+)
+"""An MCP server's lifecycle state, discriminated on ``kind``."""
+
+
+@attrs.frozen(kw_only=True)
+class AhpMcpUiListChangedCapability:
+    """A proxied MCP list capability."""
+
+    list_changed: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class AhpMcpUiSamplingCapability:
+    """The producer serves ``sampling/createMessage`` for MCP Apps."""
+
+    tools: Mapping[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class AhpMcpUiHostCapabilities:
+    """The MCP App host capabilities the producer offers."""
+
+    server_tools: AhpMcpUiListChangedCapability | None = None
+    server_resources: AhpMcpUiListChangedCapability | None = None
+    logging: Mapping[str, Any] | None = None
+    sampling: AhpMcpUiSamplingCapability | None = None
+
+
+@attrs.frozen(kw_only=True)
+class McpServerCustomizationApps:
+    """What a client needs to render MCP Apps of this server."""
+
+    capabilities: AhpMcpUiHostCapabilities
+
+
+@attrs.frozen(kw_only=True)
+class AgentCustomization:
+    """A custom agent contributed by a plugin or directory."""
+
+    type: Literal["agent"] = "agent"
+    id: str
+    uri: str
+    name: str
+    icons: tuple[Icon, ...] | None = None
+    range: TextRange | None = None
+    meta: Mapping[str, Any] | None = None
+    enabled: bool | None = None
+    description: str | None = None
+    model: str | None = None
+    tools: tuple[str, ...] | None = None
+    disable_model_invocation: bool | None = None
+    disable_user_invocation: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SkillCustomization:
+    """A skill contributed by a plugin or directory."""
+
+    type: Literal["skill"] = "skill"
+    id: str
+    uri: str
+    name: str
+    icons: tuple[Icon, ...] | None = None
+    range: TextRange | None = None
+    meta: Mapping[str, Any] | None = None
+    enabled: bool | None = None
+    description: str | None = None
+    disable_model_invocation: bool | None = None
+    disable_user_invocation: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class PromptCustomization:
+    """A prompt contributed by a plugin or directory."""
+
+    type: Literal["prompt"] = "prompt"
+    id: str
+    uri: str
+    name: str
+    icons: tuple[Icon, ...] | None = None
+    range: TextRange | None = None
+    meta: Mapping[str, Any] | None = None
+    enabled: bool | None = None
+    description: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RuleCustomization:
+    """A rule contributed by a plugin or directory."""
+
+    type: Literal["rule"] = "rule"
+    id: str
+    uri: str
+    name: str
+    icons: tuple[Icon, ...] | None = None
+    range: TextRange | None = None
+    meta: Mapping[str, Any] | None = None
+    enabled: bool | None = None
+    description: str | None = None
+    always_apply: bool | None = None
+    globs: tuple[str, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class HookCustomization:
+    """A hook manifest contributed by a plugin or directory."""
+
+    type: Literal["hook"] = "hook"
+    id: str
+    uri: str
+    name: str
+    icons: tuple[Icon, ...] | None = None
+    range: TextRange | None = None
+    meta: Mapping[str, Any] | None = None
+    enabled: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class McpServerCustomization:
+    """An MCP server, top-level or inside a plugin or directory."""
+
+    type: Literal["mcpServer"] = "mcpServer"
+    id: str
+    uri: str
+    name: str
+    icons: tuple[Icon, ...] | None = None
+    range: TextRange | None = None
+    meta: Mapping[str, Any] | None = None
+    enabled: bool
+    state: McpServerState
+    channel: str | None = None
+    mcp_app: McpServerCustomizationApps | None = None
+
+
+ChildCustomization: TypeAlias = (
+    AgentCustomization
+    | SkillCustomization
+    | PromptCustomization
+    | RuleCustomization
+    | HookCustomization
+    | McpServerCustomization
+)
+"""A customization inside a plugin or directory, discriminated on ``type``."""
+
+
+@attrs.frozen(kw_only=True)
+class PluginCustomization:
+    """An Open Plugins plugin."""
+
+    type: Literal["plugin"] = "plugin"
+    id: str
+    uri: str
+    name: str
+    icons: tuple[Icon, ...] | None = None
+    range: TextRange | None = None
+    meta: Mapping[str, Any] | None = None
+    enabled: bool
+    client_id: str | None = None
+    load: CustomizationLoadState | None = None
+    children: tuple[ChildCustomization, ...] | None = None
+    version: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ClientPluginCustomization:
+    """A plugin as published by a client, with a version token."""
+
+    type: Literal["plugin"] = "plugin"
+    id: str
+    uri: str
+    name: str
+    icons: tuple[Icon, ...] | None = None
+    range: TextRange | None = None
+    meta: Mapping[str, Any] | None = None
+    enabled: bool
+    client_id: str | None = None
+    load: CustomizationLoadState | None = None
+    children: tuple[ChildCustomization, ...] | None = None
+    version: str | None = None
+    nonce: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class DirectoryCustomization:
+    """A directory the host watches for customizations of one type."""
+
+    type: Literal["directory"] = "directory"
+    id: str
+    uri: str
+    name: str
+    icons: tuple[Icon, ...] | None = None
+    range: TextRange | None = None
+    meta: Mapping[str, Any] | None = None
+    enabled: bool
+    client_id: str | None = None
+    load: CustomizationLoadState | None = None
+    # Invariant: all(c.type == self.contents for c in self.children or ())
+    children: tuple[ChildCustomization, ...] | None = None
+    contents: ChildCustomizationType
+    writable: bool
+
+
+Customization: TypeAlias = PluginCustomization | DirectoryCustomization | McpServerCustomization
+"""A top-level customization, discriminated on ``type``."""
+
+
+@attrs.frozen(kw_only=True)
+class SessionActiveClient:
+    """A client providing tools and interactive capabilities to the session."""
+
+    client_id: str
+    display_name: str | None = None
+    tools: tuple[ToolDefinition, ...]
+    customizations: tuple[ClientPluginCustomization, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SessionChatInputRequest:
+    """An input request of one of the session's chats, mirrored at session level."""
+
+    kind: Literal["chatInput"] = "chatInput"
+    id: str
+    chat: str
+    request: ChatInputRequest
+
+
+@attrs.frozen(kw_only=True)
+class SessionToolConfirmationRequest:
+    """A tool call in one of the session's chats, blocked on confirmation."""
+
+    kind: Literal["toolConfirmation"] = "toolConfirmation"
+    id: str
+    chat: str
+    turn_id: str
+    tool_call: ToolCallConfirmationState
+
+
+@attrs.frozen(kw_only=True)
+class SessionToolClientExecutionRequest:
+    """A running tool call that an active client (``client_id``) is expected to execute."""
+
+    kind: Literal["toolClientExecution"] = "toolClientExecution"
+    id: str
+    chat: str
+    turn_id: str
+    client_id: str
+    tool_call: ToolCallState
+
+
+@attrs.frozen(kw_only=True)
+class SessionToolAuthenticationRequest:
+    """A tool call in one of the session's chats, blocked on MCP authentication."""
+
+    kind: Literal["toolAuthentication"] = "toolAuthentication"
+    id: str
+    chat: str
+    turn_id: str
+    tool_call: ToolCallAuthRequiredState
+
+
+SessionInputRequest: TypeAlias = (
+    SessionChatInputRequest
+    | SessionToolConfirmationRequest
+    | SessionToolClientExecutionRequest
+    | SessionToolAuthenticationRequest
+)
+"""Input a session is blocked on, discriminated on ``kind``."""
+
+
+@attrs.frozen(kw_only=True)
+class ChangesetCapabilities:
+    """Optional capabilities of a changeset (``review`` enables per-file review)."""
+
+    review: Mapping[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Changeset:
+    """A catalogue entry for a changeset the server can produce (``change_kind`` is open)."""
+
+    label: str
+    uri_template: str
+    description: str | None = None
+    change_kind: str
+    capabilities: ChangesetCapabilities | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SessionState:
+    """Full state of one session channel."""
+
+    provider: str
+    title: str
+    status: SessionStatus
+    activity: str | None = None
+    project: ProjectInfo | None = None
+    working_directories: tuple[str, ...] | None = None
+    annotations: AnnotationsSummary | None = None
+    lifecycle: SessionLifecycle
+    # Invariant: (self.creation_error is not None) <= (self.lifecycle is CREATION_FAILED)
+    creation_error: ErrorInfo | None = None
+    server_tools: tuple[ToolDefinition, ...] | None = None
+    active_clients: tuple[SessionActiveClient, ...]
+    chats: ChatCatalog = attrs.field(converter=_chat_catalog)
+    # Invariant: self.default_chat is None or self.default_chat in {c.resource for c in self.chats}
+    default_chat: str | None = None
+    config: SessionConfigState | None = None
+    customizations: tuple[Customization, ...] | None = None
+    changesets: tuple[Changeset, ...] | None = None
+    # Invariant: every entry's chat is in {c.resource for c in self.chats}; ids are unique
+    input_needed: tuple[SessionInputRequest, ...] | None = None
+    meta: Mapping[str, Any] | None = None

@@ -1,0 +1,321 @@
+"""What ``orchestrator run`` shows a person: a live team tree, or plain progress lines.
+
+The view is a reader of the run like any other: it folds the facts the bus
+publishes into its own :class:`TeamState` and draws from that. On a terminal
+it redraws a tree of the team (who runs, waits, needs approval, is done) with
+``rich.live``; elsewhere (a pipe, CI, a log file) it prints one line per
+notable fact. Approvals and questions routed to the user are answered at a
+prompt (``--approve ask``), or decided by policy (``auto`` / ``deny``).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, TextIO
+
+import trio
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+from rich.tree import Tree
+
+from orchestrator.ahp._actions import ChatInputRequestedAction
+from orchestrator.ahp._state import (
+    ChatInputBooleanQuestion,
+    ChatInputMultiSelectQuestion,
+    ChatInputNumberQuestion,
+    ChatInputQuestion,
+    ChatInputResponseKind,
+    ChatInputSingleSelectQuestion,
+    ToolChatOrigin,
+)
+from orchestrator.base._errors import RunError
+from orchestrator.core._facts import Fact
+from orchestrator.core._team_actions import (
+    USER,
+    ApprovalRequested,
+    ApprovalResolved,
+    HandoffRecorded,
+    MemberJoined,
+    RunFinished,
+    TaskCreated,
+    TaskFinished,
+    TaskStatus,
+)
+from orchestrator.core._team_state import MemberStatus, TeamState
+from orchestrator.runtime._runtime import TeamRuntime
+
+__all__ = ["ApprovalMode", "TeamConsole", "describe_fact", "render_tree"]
+
+
+#: How often the live tree is redrawn.
+REFRESH_PER_SECOND = 8
+
+
+class ApprovalMode(enum.StrEnum):
+    """How ``orchestrator run`` decides approvals routed to the user."""
+
+    ASK = "ask"
+    AUTO = "auto"
+    DENY = "deny"
+
+
+_STYLE = {
+    MemberStatus.SPAWNING: ("○", "dim"),
+    MemberStatus.RUNNING: ("▶", "cyan"),
+    MemberStatus.WAITING: ("⏸", "blue"),
+    MemberStatus.NEEDS_APPROVAL: ("?", "bold yellow"),
+    MemberStatus.NEEDS_INPUT: ("?", "bold yellow"),
+    MemberStatus.IDLE: ("·", "white"),
+    MemberStatus.COMPLETED: ("✔", "green"),
+    MemberStatus.FAILED: ("✘", "red"),
+    MemberStatus.KILLED: ("■", "red"),
+}
+
+
+def render_tree(state: TeamState) -> Tree:
+    """The team as a tree: coordinator at the root, each worker under who spawned it."""
+    run = state.run
+    title = f"team {run.team} — {run.prompt}" if run else "team (starting)"
+    tree = Tree(Text(title, style="bold"))
+    root = state.coordinator_chat()
+    if root is not None:
+        _add_member(tree, state, root, _children_by_parent(state), set())
+    for task in state.tasks.values():
+        if task.status is TaskStatus.QUEUED:
+            tree.add(Text(f"… {task.agent}: {task.title} (queued)", style="dim"))
+    return tree
+
+
+def _children_by_parent(state: TeamState) -> dict[str, list[str]]:
+    """Each chat's spawned chats (delegated workers, then specialists), in the order they
+    joined: one pass over the members, so a tree of N teammates draws in O(N)."""
+    children: dict[str, list[str]] = {}
+    for chat in state.members:
+        chat_state = state.chats.get(chat)
+        origin = chat_state.origin if chat_state is not None else None
+        if isinstance(origin, ToolChatOrigin):
+            children.setdefault(origin.chat, []).append(chat)
+    return children
+
+
+def _add_member(
+    parent: Tree, state: TeamState, chat: str, children: dict[str, list[str]], seen: set[str]
+) -> None:
+    seen.add(chat)  # a malformed log could make origins loop: draw each chat once
+    member = state.members.get(chat)
+    status = state.member_status(chat)
+    icon, style = _STYLE[status]
+    name = member.agent if member else chat
+    task = state.tasks.get(member.task) if member else None
+    label = Text(f"{icon} {name}", style=style)
+    label.append(f"  {status.value.replace('_', ' ')}", style="italic")
+    if task is not None and task.requested_by is not None:
+        label.append(f"  — {task.title}", style="dim")
+    node = parent.add(label)
+    for child in children.get(chat, ()):
+        if child not in seen:
+            _add_member(node, state, child, children, seen)
+
+
+def describe_fact(state: TeamState, fact: Fact) -> str | None:
+    """One line for a notable fact (plain output), or None for stream noise."""
+    action = fact.action
+    name = _agent_namer(state)
+    match action:
+        case MemberJoined():
+            return f"+ {action.agent} joined ({action.role}) as {action.chat}"
+        case TaskCreated() if action.status == "queued":
+            return f"… {action.agent} queued: {action.title} (parallel budget full)"
+        case TaskFinished():
+            mark = "✔" if action.status == "completed" else "✘"
+            return f"{mark} {name(action.chat)} {action.status}: {_first(action.summary)}"
+        case HandoffRecorded():
+            return f"⇄ {name(action.from_chat)} handed off to {action.to_agent}: {action.reason}"
+        case ApprovalRequested():
+            return (
+                f"? {action.requested_by} asks to run {action.tool_name}({action.summary}) "
+                f"— routed to {name(action.routed_to) if action.routed_to != USER else 'you'}"
+            )
+        case ApprovalResolved():
+            decider = "you" if action.resolved_by == USER else name(action.resolved_by)
+            return f"  {action.approval} {action.decision} by {decider}"
+        case RunFinished():
+            return f"run {action.status}" + (f": {action.error}" if action.error else "")
+    return None
+
+
+def _agent_namer(state: TeamState) -> Callable[[str | None], str]:
+    def name(chat: str | None) -> str:
+        if chat is None:
+            return "?"
+        member = state.members.get(chat)
+        return member.agent if member else chat
+
+    return name
+
+
+def _first(text: str, limit: int = 100) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _answer_hint(question: ChatInputQuestion) -> str:
+    """What an answer looks like, shown after the question."""
+    match question:
+        case ChatInputBooleanQuestion():
+            return " [y/n]"
+        case ChatInputNumberQuestion():
+            return " (a number)"
+        case ChatInputSingleSelectQuestion():
+            return f" ({' / '.join(o.id for o in question.options)})"
+        case ChatInputMultiSelectQuestion():
+            return f" (any of {', '.join(o.id for o in question.options)}, comma-separated)"
+        case _:
+            return ""
+
+
+class TeamConsole:
+    """Shows a run and answers what is routed to the user; one per ``orchestrator run``."""
+
+    def __init__(
+        self,
+        runtime: TeamRuntime,
+        *,
+        mode: ApprovalMode,
+        stream: TextIO | None = None,
+        stdin: TextIO | None = None,
+        live: bool | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.mode = mode
+        self.stream = stream or sys.stderr
+        self.stdin = stdin or sys.stdin
+        self.console = Console(file=self.stream, highlight=False)
+        self.live = self.console.is_terminal if live is None else live
+        # A resumed run's console starts from the state recovery found.
+        self.view = runtime.state.copy()
+        self._live: Live | None = None
+        self._nursery: trio.Nursery | None = None
+        # What has been put to the user: a resumed run's waits are taken up from the state
+        # and may also arrive as facts; each is asked once.
+        self._asked: set[str] = set()
+        self._asking = trio.Lock()
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Follow the run until the bus closes; answer prompts on the way."""
+        # Unbounded: this reader is in-process and answers what is routed to the user, so it
+        # must never be dropped for falling behind a burst of facts (the run would wait on it).
+        subscription = self.runtime.bus.subscribe("console", buffer_size=math.inf)
+        task_status.started()
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            if self.live:
+                # Drawn from the trio thread at a steady rate, never from rich's own refresh
+                # thread: the view is changed by this task and must not be read mid-change.
+                self._live = Live(console=self.console, auto_refresh=False, transient=False)
+                self._live.start()
+                nursery.start_soon(self._redraw)
+            try:
+                async for fact in subscription:
+                    self.view.apply(fact)
+                    if self._live is None:
+                        line = describe_fact(self.view, fact)
+                        if line:
+                            # One fact, one line: no wrapping, whatever the pipe's width.
+                            self.console.print(line, markup=False, soft_wrap=True)
+                    self._dispatch(nursery, fact)
+            finally:
+                if self._live is not None:
+                    self._live.update(render_tree(self.view), refresh=True)
+                    self._live.stop()
+                    self._live = None
+            nursery.cancel_scope.cancel()
+
+    def take_up_waits(self) -> None:
+        """Ask again what a resumed run still waits on from the user (asked before the stop)."""
+        assert self._nursery is not None, "serve() first"
+        approvals, questions = self.runtime.waiting_for_user()
+        for request in approvals:
+            self._ask_once(request.approval, self._decide, request)
+        for chat, question in questions:
+            action = ChatInputRequestedAction(request=question)
+            self._ask_once(f"{chat} {question.id}", self._answer, chat, action)
+
+    async def _redraw(self) -> None:
+        while True:
+            if self._live is not None and not self._asking.locked():
+                self._live.update(render_tree(self.view), refresh=True)
+            await trio.sleep(1 / REFRESH_PER_SECOND)
+
+    def _dispatch(self, nursery: trio.Nursery, fact: Fact) -> None:
+        action = fact.action
+        if isinstance(action, ApprovalRequested) and action.routed_to == USER:
+            self._ask_once(action.approval, self._decide, action)
+        elif isinstance(action, ChatInputRequestedAction):
+            self._ask_once(
+                f"{fact.channel} {action.request.id}", self._answer, fact.channel, action
+            )
+
+    def _ask_once(self, key: str, ask: Callable[..., Awaitable[None]], *args: Any) -> None:
+        if key not in self._asked:
+            self._asked.add(key)
+            assert self._nursery is not None
+            self._nursery.start_soon(ask, *args)
+
+    async def _decide(self, request: ApprovalRequested) -> None:
+        if self.mode is ApprovalMode.ASK:
+            question = (
+                f"{request.requested_by} wants to run {request.tool_name}({request.summary}). "
+                "Approve? [y/N] "
+            )
+            reply = await self._prompt(question)
+            approved = reply is not None and reply.strip().lower() in {"y", "yes"}
+        else:
+            approved = self.mode is ApprovalMode.AUTO
+        await self.runtime.resolve_approval(request.approval, approved=approved)
+
+    async def _answer(self, chat: str, action: ChatInputRequestedAction) -> None:
+        request = action.request
+        if self.mode is not ApprovalMode.ASK:
+            await self.runtime.answer_input(
+                chat, request.id, "", response=ChatInputResponseKind.DECLINE
+            )
+            return
+        member = self.view.members.get(chat)
+        who = member.agent if member else chat
+        hint = _answer_hint(request.questions[0]) if request.questions else ""
+        while True:
+            reply = await self._prompt(f"{who} asks: {request.message}{hint} ")
+            if reply is None:
+                await self.runtime.answer_input(
+                    chat, request.id, "", response=ChatInputResponseKind.CANCEL
+                )
+                return
+            try:
+                await self.runtime.answer_input(chat, request.id, reply.strip())
+            except RunError as exc:
+                self.console.print(f"  {exc}", markup=False)  # say what is expected, ask again
+            else:
+                return
+
+    async def _prompt(self, question: str) -> str | None:
+        """Ask one question at a time; None when input has ended (EOF)."""
+        async with self._asking:
+            if self._live is not None:
+                self._live.stop()
+            try:
+                self.console.print(question, end="", markup=False)
+                line: str = await trio.to_thread.run_sync(
+                    self.stdin.readline, abandon_on_cancel=True
+                )
+                if not line:
+                    self.console.print("(no input: treated as no)", markup=False)
+                    return None
+                return line
+            finally:
+                if self._live is not None:
+                    self._live.start()

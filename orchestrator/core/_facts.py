@@ -1,0 +1,46 @@
+"""The fact: one entry of the log that every state, graph and projection folds.
+
+A fact is an action (an AHP ``chat/*`` or ``session/*`` action, or a ``team/*``
+action) scoped to the channel it applies to, stamped with the session's
+monotonic ``sequence`` and the time it was recorded. Its shape mirrors the AHP
+``ActionEnvelope`` (``channel`` + ``action`` + a server sequence) so a fact can
+be sent to an AHP subscriber as it is, and it is the shape the durable journal
+stores.
+
+On the wire (JSON Lines, one fact per line)::
+
+    {"sequence": 7, "session": "ahp-session:/...", "channel": "ahp-chat:/...",
+     "at": "2026-11-22T21:00:00.000Z", "action": {"type": "chat/delta", ...}}
+
+Invariant: within one session, ``sequence`` starts at 1 and increases by exactly
+one per fact, in append order.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from orchestrator.ahp._actions import StateAction
+
+from ._team_actions import TeamAction
+from ._teammate_actions import TeammateAction
+
+__all__ = ["Action", "Fact"]
+
+Action = StateAction | TeamAction | TeammateAction
+
+
+@attrs.frozen(kw_only=True)
+class Fact:
+    """One recorded action, in order."""
+
+    sequence: int
+    session: str
+    channel: str
+    at: str
+    action: Action
+
+    @property
+    def type(self) -> str:
+        """The action's wire ``type`` (``chat/turnStarted``, ``team/taskFinished``...)."""
+        return self.action.type

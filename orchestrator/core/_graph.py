@@ -1,0 +1,997 @@
+"""The delegation graph: who spawned, handed work to, waits on and asked approval of whom.
+
+Theory of operation
+-------------------
+The graph is one more reducer over the fact log. :meth:`DelegationGraph.apply` folds one
+:class:`~orchestrator.core._facts.Fact` into a ``networkx.MultiDiGraph``; :func:`build_graph` folds
+a whole log. There is no other way to build it: the graph of a live run, of a restarted daemon
+and of last Tuesday's session are the same fold over the same facts the chat and session
+reducers fold, so they cannot disagree with what clients were shown. Facts the graph does not
+care about (deltas, usage, turn bookkeeping, unknown actions) fold to nothing.
+
+Nodes are keyed by the ids the facts already use, so a node can be looked up from any fact:
+
+=============  =========================================  =====================================
+kind           node id                                    from
+=============  =========================================  =====================================
+``session``    the session URI (``ahp-session:/...``)     ``session/chatAdded``, ``team/run*``
+``chat``       the chat URI (``ahp-chat:/...``)           ``session/chatAdded``, team actions
+``tool_call``  ``"<chat URI>#<toolCallId>"``              ``chat/toolCall*``
+``task``       the task id (``task-<n>``)                 ``team/task*``, ``team/memberJoined``
+``approval``   the approval id (``approval-<n>``)         ``team/approval*``
+``user``       ``"user"``                                 an approval routed to/decided by a person
+=============  =========================================  =====================================
+
+A fact may mention a node before the fact that describes it (an approval naming a chat that
+was never added, a worker whose parent chat is unknown). The fold then creates a *placeholder*
+node of the right kind (a chat with ``added == False``) rather than dropping the reference: the
+graph records what the log says, and :meth:`DelegationGraph.check` reports what is wrong with
+it. Folding therefore never fails, whatever the order of the facts.
+
+The delegation edge is recorded twice, on purpose, by the one atomic append of a spawn: the
+worker's ``ChatOrigin {kind: tool, chat, toolCallId}`` (→ a ``spawned`` edge parent → worker)
+and the parent tool call's ``ToolResultSubagentContent {resource: worker}`` (→ a ``subagent``
+edge tool call → worker). :meth:`~DelegationGraph.check` proves the two views agree in both
+directions, that spawns form a forest, that every chat descends from a root chat, and that
+every approval names a known requester. A ``subagent`` edge, once folded, stays even when a
+later ``chat/toolCallContentChanged`` replaces the content array: the log is history, and the
+tool call did spawn that worker.
+
+Exports (:func:`to_json`, :func:`to_graphml`, :func:`to_dot`, :func:`to_mermaid`) are pure
+functions of the graph returning text. The module is pure: no trio, no sockets, no files.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import attrs
+import networkx as nx
+
+from orchestrator.ahp._actions import (
+    ChatErrorAction,
+    ChatToolCallApprovedAction,
+    ChatToolCallCompleteAction,
+    ChatToolCallContentChangedAction,
+    ChatToolCallDeniedAction,
+    ChatToolCallReadyAction,
+    ChatToolCallResultConfirmedAction,
+    ChatToolCallStartAction,
+    ChatTurnCancelledAction,
+    SessionChatAddedAction,
+    SessionChatRemovedAction,
+    SessionChatUpdatedAction,
+)
+from orchestrator.ahp._state import (
+    ChatOrigin,
+    ToolChatOrigin,
+    ToolResultContent,
+    ToolResultSubagentContent,
+    UserChatOrigin,
+)
+
+from ._facts import Fact
+from ._team_actions import (
+    USER,
+    ApprovalRequested,
+    ApprovalResolved,
+    HandoffRecorded,
+    MemberJoined,
+    RunFinished,
+    RunStarted,
+    TaskCreated,
+    TaskFinished,
+    TaskStarted,
+    TaskStatus,
+)
+
+__all__ = [
+    "USER_NODE",
+    "DelegationGraph",
+    "EdgeKind",
+    "GraphStatistics",
+    "NodeKind",
+    "Violation",
+    "ViolationKind",
+    "build_graph",
+    "to_dot",
+    "to_graphml",
+    "to_json",
+    "to_mermaid",
+    "tool_call_node",
+]
+
+#: The node id of the person who decides approvals routed to the user.
+USER_NODE = USER
+
+
+class NodeKind(enum.StrEnum):
+    """The ``kind`` attribute of every node."""
+
+    SESSION = "session"
+    CHAT = "chat"
+    TOOL_CALL = "tool_call"
+    TASK = "task"
+    APPROVAL = "approval"
+    USER = "user"
+
+
+class EdgeKind(enum.StrEnum):
+    """The ``kind`` attribute of every edge (also its key, unless several may join two nodes)."""
+
+    CONTAINS = "contains"  # session → chat
+    SPAWNED = "spawned"  # parent chat → worker chat (the worker's tool origin)
+    FORKED = "forked"  # source chat → fork or side chat (their fork/sideChat origin)
+    INVOKED = "invoked"  # chat → tool call
+    SUBAGENT = "subagent"  # tool call → worker chat (ToolResultSubagentContent)
+    HANDOFF = "handoff"  # from chat → to chat
+    WORKS_ON = "works_on"  # chat → task
+    OWNS = "owns"  # current owner chat → task
+    SUBTASK_OF = "subtask_of"  # task → parent task
+    WAITS_ON = "waits_on"  # delegating chat → worker chat, or requesting chat → queued task
+    REQUESTED_BY = "requested_by"  # approval → requesting chat
+    ROUTED_TO = "routed_to"  # approval → deciding chat or user
+    RESOLVED_BY = "resolved_by"  # approval → the chat or user that decided
+    GATES = "gates"  # approval → the tool call waiting for it
+
+
+class ViolationKind(enum.StrEnum):
+    """What :meth:`DelegationGraph.check` can find wrong with a log."""
+
+    #: (a) a worker's tool origin names a tool call without subagent content for it
+    ORIGIN_WITHOUT_SUBAGENT = "origin-without-subagent"
+    #: (b) subagent content names a chat whose origin is not that tool call (or no chat)
+    SUBAGENT_WITHOUT_ORIGIN = "subagent-without-origin"
+    #: (c) chats that spawned each other in a circle
+    SPAWN_CYCLE = "spawn-cycle"
+    #: (d) a chat no root chat reaches through spawned/forked/handoff edges
+    UNREACHABLE_CHAT = "unreachable-chat"
+    #: (e) an approval with no requesting chat, or one that was never added
+    APPROVAL_WITHOUT_REQUESTER = "approval-without-requester"
+
+
+@attrs.frozen(kw_only=True)
+class Violation:
+    """One inconsistency of the delegation graph; ``nodes`` are the node ids involved."""
+
+    kind: ViolationKind
+    message: str
+    nodes: tuple[str, ...]
+
+
+@attrs.frozen(kw_only=True)
+class GraphStatistics:
+    """Node and edge counts by kind (keys sorted), and totals."""
+
+    nodes_by_kind: Mapping[str, int]
+    edges_by_kind: Mapping[str, int]
+    node_count: int
+    edge_count: int
+
+
+def tool_call_node(chat: str, tool_call_id: str) -> str:
+    """The node id of tool call ``tool_call_id`` of ``chat``: ``"<chat URI>#<toolCallId>"``."""
+    return f"{chat}#{tool_call_id}"
+
+
+# Attributes every node of a kind carries from the moment it exists (placeholders included),
+# so exports and readers never meet a missing key.
+_NODE_DEFAULTS: Mapping[NodeKind, Mapping[str, Any]] = {
+    NodeKind.SESSION: {},
+    NodeKind.CHAT: {
+        "added": False,
+        "removed": False,
+        "title": None,
+        "agent": None,
+        "role": None,
+        "status": None,
+        "interactivity": None,
+        "origin": None,
+        "origin_chat": None,
+        "origin_tool_call_id": None,
+        "origin_turn_id": None,
+    },
+    NodeKind.TOOL_CALL: {
+        "chat": None,
+        "tool_call_id": None,
+        "turn_id": None,
+        "tool_name": None,
+        "display_name": None,
+        "status": None,
+        "success": None,
+    },
+    NodeKind.TASK: {
+        "title": None,
+        "status": None,
+        "agent": None,
+        "owner": None,
+        "requested_by": None,
+        "tool_call_id": None,
+        "parent_task": None,
+    },
+    NodeKind.APPROVAL: {
+        "status": None,
+        "chat": None,
+        "tool_call": None,
+        "tool_name": None,
+        "agent": None,
+        "policy_scope": None,
+        "summary": None,
+    },
+    NodeKind.USER: {},
+}
+
+# Tool call statuses after which nothing but a new tool call happens.
+_TERMINAL_TOOL_STATUSES = frozenset({"completed", "cancelled"})
+
+# Edges along which a chat descends from a root chat, for check (d).
+_DESCENT_EDGES = frozenset({EdgeKind.SPAWNED, EdgeKind.FORKED, EdgeKind.HANDOFF})
+
+
+class DelegationGraph:
+    """A ``networkx.MultiDiGraph`` of a team run, folded from its facts one at a time."""
+
+    def __init__(self) -> None:
+        self._g: Any = nx.MultiDiGraph()
+        self.last_sequence: int | None = None
+        # task -> the (u, v) of its waits_on edges, so a finished task ends them in O(1).
+        self._waits: dict[str, list[tuple[str, str]]] = {}
+
+    # ── reading ─────────────────────────────────────────────────────────────
+
+    @property
+    def graph(self) -> Any:
+        """A read-only view of the underlying ``networkx.MultiDiGraph``.
+
+        The view refuses structural changes; its attribute dicts are the graph's own, so
+        readers must not write to them either.
+        """
+        return self._g.copy(as_view=True)
+
+    def nodes_of_kind(self, kind: NodeKind) -> list[str]:
+        """Node ids of ``kind``, in the order the log first mentioned them."""
+        return [n for n, k in self._g.nodes(data="kind") if k == kind]
+
+    def edges_of_kind(self, kind: EdgeKind) -> list[tuple[str, str, dict[str, Any]]]:
+        """``(source, target, attributes)`` of every edge of ``kind``, grouped by source node."""
+        return [(u, v, dict(d)) for u, v, d in self._g.edges(data=True) if d["kind"] == kind]
+
+    def workers_of(self, chat: str) -> list[str]:
+        """The chats ``chat`` spawned (by their tool origin), in the order the log added them."""
+        if chat not in self._g:
+            return []
+        return [
+            v for _, v, d in self._g.out_edges(chat, data=True) if d["kind"] == EdgeKind.SPAWNED
+        ]
+
+    def owner_of(self, task: str) -> str | None:
+        """The chat currently owning ``task`` (moved by handoffs), or ``None``."""
+        if task not in self._g:
+            return None
+        owner: str | None = self._g.nodes[task].get("owner")
+        return owner
+
+    def statistics(self) -> GraphStatistics:
+        """Node and edge counts by kind."""
+        nodes = Counter(str(k) for _, k in self._g.nodes(data="kind"))
+        edges = Counter(str(d["kind"]) for _, _, d in self._g.edges(data=True))
+        return GraphStatistics(
+            nodes_by_kind=dict(sorted(nodes.items())),
+            edges_by_kind=dict(sorted(edges.items())),
+            node_count=self._g.number_of_nodes(),
+            edge_count=self._g.number_of_edges(),
+        )
+
+    # ── folding ─────────────────────────────────────────────────────────────
+
+    def apply(self, fact: Fact) -> None:
+        """Fold one fact; facts that say nothing about delegation change nothing."""
+        self.last_sequence = fact.sequence
+        seq = fact.sequence
+        action = fact.action
+        match action:
+            case SessionChatAddedAction():
+                self._chat_added(fact.session, action, seq)
+            case SessionChatUpdatedAction():
+                self._chat_updated(action, seq)
+            case SessionChatRemovedAction():
+                if self._is(action.chat, NodeKind.CHAT):
+                    self._g.nodes[action.chat]["removed"] = True
+            case ChatToolCallStartAction():
+                node = self._tool_call(fact.channel, action.tool_call_id, seq)
+                self._g.nodes[node].update(
+                    turn_id=action.turn_id,
+                    tool_name=action.tool_name,
+                    display_name=action.display_name,
+                    status="streaming",
+                )
+            case ChatToolCallReadyAction():
+                status = "pending-confirmation" if action.confirmed is None else "running"
+                self._tool_status(fact.channel, action.tool_call_id, status, seq)
+            case ChatToolCallApprovedAction():
+                self._tool_status(fact.channel, action.tool_call_id, "running", seq)
+            case ChatToolCallDeniedAction():
+                self._tool_status(fact.channel, action.tool_call_id, "cancelled", seq)
+            case ChatToolCallContentChangedAction():
+                node = self._tool_call(fact.channel, action.tool_call_id, seq)
+                self._subagents(node, action.content, seq)
+            case ChatToolCallCompleteAction():
+                pending = bool(action.requires_result_confirmation)
+                status = "pending-result-confirmation" if pending else "completed"
+                node = self._tool_status(fact.channel, action.tool_call_id, status, seq)
+                self._g.nodes[node]["success"] = action.result.success
+                self._subagents(node, action.result.content, seq)
+            case ChatToolCallResultConfirmedAction():
+                status = "completed" if action.approved else "cancelled"
+                self._tool_status(fact.channel, action.tool_call_id, status, seq)
+            case ChatTurnCancelledAction() | ChatErrorAction():
+                self._turn_cancelled(fact.channel, action.turn_id)
+            case RunStarted():
+                self._run_started(fact.session, action, seq)
+            case RunFinished():
+                self._run_finished(action)
+            case MemberJoined():
+                self._member_joined(action, seq)
+            case TaskCreated():
+                self._task_created(action, seq)
+            case TaskStarted():
+                self._task_started(action, seq)
+            case TaskFinished():
+                self._task_finished(action)
+            case HandoffRecorded():
+                self._handoff(action, seq)
+            case ApprovalRequested():
+                self._approval_requested(action, seq)
+            case ApprovalResolved():
+                self._approval_resolved(action, seq)
+            case _:
+                pass
+
+    # ── fold helpers ────────────────────────────────────────────────────────
+
+    def _is(self, node: str, kind: NodeKind) -> bool:
+        return node in self._g and self._g.nodes[node]["kind"] == kind
+
+    def _node(self, node: str, kind: NodeKind, seq: int) -> str:
+        # Invariant: a node keeps the kind it was first mentioned as (ids of different
+        # kinds never collide: URIs, "<URI>#<id>", "task-<n>", "approval-<n>", "user").
+        if node not in self._g:
+            self._g.add_node(node, kind=kind.value, sequence=seq, **_NODE_DEFAULTS[kind])
+        return node
+
+    def _party(self, party: str, seq: int) -> str:
+        """The node of a decider or routing target: the user, or a chat."""
+        if party == USER_NODE:
+            return self._node(USER_NODE, NodeKind.USER, seq)
+        return self._node(party, NodeKind.CHAT, seq)
+
+    def _edge(
+        self, u: str, v: str, kind: EdgeKind, seq: int, *, key: str | None = None, **data: Any
+    ) -> None:
+        key = kind.value if key is None else key
+        if self._g.has_edge(u, v, key):
+            self._g.edges[u, v, key].update(data)
+        else:
+            self._g.add_edge(u, v, key=key, kind=kind.value, sequence=seq, **data)
+
+    def _tool_call(self, chat: str, tool_call_id: str, seq: int) -> str:
+        self._node(chat, NodeKind.CHAT, seq)
+        node = tool_call_node(chat, tool_call_id)
+        if node not in self._g:
+            self._node(node, NodeKind.TOOL_CALL, seq)
+            self._g.nodes[node].update(chat=chat, tool_call_id=tool_call_id)
+        # Invariant: every tool call node has exactly one in-edge of kind "invoked",
+        # from the chat named in its id.
+        self._edge(chat, node, EdgeKind.INVOKED, seq)
+        return node
+
+    def _tool_status(self, chat: str, tool_call_id: str, status: str, seq: int) -> str:
+        node = self._tool_call(chat, tool_call_id, seq)
+        self._g.nodes[node]["status"] = status
+        return node
+
+    def _subagents(
+        self, tool_call: str, content: Iterable[ToolResultContent] | None, seq: int
+    ) -> None:
+        for item in content or ():
+            if isinstance(item, ToolResultSubagentContent):
+                self._node(item.resource, NodeKind.CHAT, seq)
+                self._edge(
+                    tool_call,
+                    item.resource,
+                    EdgeKind.SUBAGENT,
+                    seq,
+                    title=item.title,
+                    agent_name=item.agent_name,
+                )
+
+    def _turn_cancelled(self, chat: str, turn_id: str) -> None:
+        if chat not in self._g:
+            return
+        for _, node, data in self._g.out_edges(chat, data=True):
+            attrs_ = self._g.nodes[node]
+            if (
+                data["kind"] == EdgeKind.INVOKED
+                and attrs_["turn_id"] == turn_id
+                and attrs_["status"] not in _TERMINAL_TOOL_STATUSES
+            ):
+                attrs_["status"] = "cancelled"
+
+    def _set_origin(self, chat: str, origin: ChatOrigin | None, seq: int) -> None:
+        # session/chatAdded upserts: drop the edges of a previous origin before adding the new.
+        old = [
+            (u, k)
+            for u, _, k, d in self._g.in_edges(chat, keys=True, data=True)
+            if d["kind"] in (EdgeKind.SPAWNED, EdgeKind.FORKED)
+        ]
+        for u, k in old:
+            self._g.remove_edge(u, chat, k)
+        node = self._g.nodes[chat]
+        node.update(origin=None, origin_chat=None, origin_tool_call_id=None, origin_turn_id=None)
+        match origin:
+            case None:
+                pass
+            case UserChatOrigin():
+                node["origin"] = origin.kind
+            case ToolChatOrigin():
+                # Invariant: node["origin"] == "tool" implies the edge
+                # (node["origin_chat"], chat, key="spawned") exists.
+                node.update(
+                    origin=origin.kind,
+                    origin_chat=origin.chat,
+                    origin_tool_call_id=origin.tool_call_id,
+                )
+                self._node(origin.chat, NodeKind.CHAT, seq)
+                self._edge(
+                    origin.chat, chat, EdgeKind.SPAWNED, seq, tool_call_id=origin.tool_call_id
+                )
+            case _:  # ForkChatOrigin | SideChatOrigin: the rest of the union, narrowed by mypy
+                node.update(
+                    origin=origin.kind, origin_chat=origin.chat, origin_turn_id=origin.turn_id
+                )
+                self._node(origin.chat, NodeKind.CHAT, seq)
+                self._edge(
+                    origin.chat,
+                    chat,
+                    EdgeKind.FORKED,
+                    seq,
+                    origin=origin.kind,
+                    turn_id=origin.turn_id,
+                )
+
+    def _chat_added(self, session: str, action: SessionChatAddedAction, seq: int) -> None:
+        summary = action.summary
+        chat = self._node(summary.resource, NodeKind.CHAT, seq)
+        self._g.nodes[chat].update(
+            added=True,
+            removed=False,
+            title=summary.title,
+            interactivity=_str_or_none(summary.interactivity),
+        )
+        self._set_origin(chat, summary.origin, seq)
+        self._node(session, NodeKind.SESSION, seq)
+        self._edge(session, chat, EdgeKind.CONTAINS, seq)
+
+    def _chat_updated(self, action: SessionChatUpdatedAction, seq: int) -> None:
+        if not self._is(action.chat, NodeKind.CHAT):
+            return  # AHP: a no-op when no entry matches
+        changes = action.changes
+        node = self._g.nodes[action.chat]
+        if changes.title is not None:
+            node["title"] = changes.title
+        if changes.interactivity is not None:
+            node["interactivity"] = str(changes.interactivity)
+        if changes.origin is not None:
+            self._set_origin(action.chat, changes.origin, seq)
+
+    def _run_started(self, session: str, action: RunStarted, seq: int) -> None:
+        self._node(session, NodeKind.SESSION, seq)
+        self._g.graph.update(
+            session=session,
+            run=action.run,
+            team=action.team,
+            topology=action.topology,
+            root_task=action.task,
+            status="running",
+        )
+        task = self._node(action.task, NodeKind.TASK, seq)
+        self._g.nodes[task].update(
+            title=action.prompt, agent=action.coordinator, status=TaskStatus.RUNNING.value
+        )
+
+    def _run_finished(self, action: RunFinished) -> None:
+        self._g.graph["status"] = action.status.value
+        root: str | None = self._g.graph.get("root_task")
+        if root is None or root not in self._g:
+            return
+        self._g.nodes[root]["status"] = action.status.value
+        for chat, _, data in self._g.in_edges(root, data=True):
+            if data["kind"] == EdgeKind.WORKS_ON:
+                self._g.nodes[chat]["status"] = action.status.value
+
+    def _set_owner(self, task: str, chat: str, seq: int) -> None:
+        # Invariant: len([e for e in in_edges(task) if e.kind == "owns"]) <= 1, and its
+        # source == nodes[task]["owner"].
+        old = [
+            (u, k)
+            for u, _, k, d in self._g.in_edges(task, keys=True, data=True)
+            if d["kind"] == EdgeKind.OWNS
+        ]
+        for u, k in old:
+            self._g.remove_edge(u, task, k)
+        self._g.nodes[task]["owner"] = chat
+        self._edge(chat, task, EdgeKind.OWNS, seq)
+
+    def _task_status(self, task: str, status: str, chat: str | None) -> None:
+        self._g.nodes[task]["status"] = status
+        if chat is not None:
+            self._g.nodes[chat]["status"] = status
+
+    def _member_joined(self, action: MemberJoined, seq: int) -> None:
+        chat = self._node(action.chat, NodeKind.CHAT, seq)
+        task = self._node(action.task, NodeKind.TASK, seq)
+        node = self._g.nodes[chat]
+        node.update(agent=action.agent, role=action.role)
+        if node["status"] is None:
+            node["status"] = self._g.nodes[task]["status"] or "joined"
+        self._edge(chat, task, EdgeKind.WORKS_ON, seq)
+        if self._g.nodes[task]["owner"] is None:
+            self._set_owner(task, chat, seq)
+
+    def _task_created(self, action: TaskCreated, seq: int) -> None:
+        task = self._node(action.task, NodeKind.TASK, seq)
+        self._g.nodes[task].update(
+            title=action.title,
+            agent=action.agent,
+            requested_by=action.requested_by,
+            tool_call_id=action.tool_call_id,
+            parent_task=action.parent_task,
+            status=action.status.value,
+        )
+        self._node(action.parent_task, NodeKind.TASK, seq)
+        self._edge(task, action.parent_task, EdgeKind.SUBTASK_OF, seq)
+        self._node(action.requested_by, NodeKind.CHAT, seq)
+        if action.status == TaskStatus.QUEUED:
+            self._edge(
+                action.requested_by,
+                task,
+                EdgeKind.WAITS_ON,
+                seq,
+                key=f"{EdgeKind.WAITS_ON.value}:{task}",
+                active=True,
+                task=task,
+            )
+            self._waits.setdefault(task, []).append((action.requested_by, task))
+
+    def _delegator(self, task: str, worker: str) -> str | None:
+        requested_by: str | None = self._g.nodes[task]["requested_by"]
+        if requested_by is not None:
+            return requested_by
+        origin_chat: str | None = self._g.nodes[worker]["origin_chat"]
+        return origin_chat
+
+    def _task_started(self, action: TaskStarted, seq: int) -> None:
+        task = self._node(action.task, NodeKind.TASK, seq)
+        chat = self._node(action.chat, NodeKind.CHAT, seq)
+        self._task_status(task, TaskStatus.RUNNING.value, chat)
+        self._edge(chat, task, EdgeKind.WORKS_ON, seq)
+        if self._g.nodes[task]["owner"] is None:
+            self._set_owner(task, chat, seq)
+        delegator = self._delegator(task, chat)
+        if delegator is None:
+            return
+        key = f"{EdgeKind.WAITS_ON.value}:{task}"
+        if self._g.has_edge(delegator, task, key):  # it waited in the queue until now
+            self._g.edges[delegator, task, key]["active"] = False
+        # Invariant: edges[delegator, worker, "waits_on:<task>"]["active"] is True exactly
+        # while nodes[task]["status"] == "running".
+        self._edge(delegator, chat, EdgeKind.WAITS_ON, seq, key=key, active=True, task=task)
+        self._waits.setdefault(task, []).append((delegator, chat))
+
+    def _task_finished(self, action: TaskFinished) -> None:
+        if not self._is(action.task, NodeKind.TASK):
+            return
+        chat = (
+            action.chat
+            if action.chat is not None and self._is(action.chat, NodeKind.CHAT)
+            else None
+        )
+        self._task_status(action.task, action.status.value, chat)
+        # Every wait on the task ends: on the task while it was queued, then on its worker.
+        key = f"{EdgeKind.WAITS_ON.value}:{action.task}"
+        for u, v in self._waits.get(action.task, ()):
+            self._g.edges[u, v, key]["active"] = False
+
+    def _handoff(self, action: HandoffRecorded, seq: int) -> None:
+        source = self._node(action.from_chat, NodeKind.CHAT, seq)
+        target = self._node(action.to_chat, NodeKind.CHAT, seq)
+        task = self._node(action.task, NodeKind.TASK, seq)
+        if self._g.nodes[target]["agent"] is None:
+            self._g.nodes[target]["agent"] = action.to_agent
+        self._edge(
+            source,
+            target,
+            EdgeKind.HANDOFF,
+            seq,
+            key=f"{EdgeKind.HANDOFF.value}@{seq}",
+            task=task,
+            reason=action.reason,
+            resume_target=action.resume_target,
+            to_agent=action.to_agent,
+            tool_call_id=action.tool_call_id,
+        )
+        self._edge(target, task, EdgeKind.WORKS_ON, seq)
+        self._set_owner(task, target, seq)
+        # Labels show who holds the task now; the task's own status is untouched.
+        self._g.nodes[source]["status"] = "handed-off"
+        self._g.nodes[target]["status"] = TaskStatus.RUNNING.value
+
+    def _approval_requested(self, action: ApprovalRequested, seq: int) -> None:
+        approval = self._node(action.approval, NodeKind.APPROVAL, seq)
+        tool_call = self._tool_call(action.chat, action.tool_call_id, seq)
+        self._g.nodes[approval].update(
+            status="pending",
+            chat=action.chat,
+            tool_call=tool_call,
+            tool_name=action.tool_name,
+            agent=action.requested_by,
+            policy_scope=action.policy_scope,
+            summary=action.summary,
+        )
+        self._edge(approval, action.chat, EdgeKind.REQUESTED_BY, seq)
+        self._edge(approval, self._party(action.routed_to, seq), EdgeKind.ROUTED_TO, seq)
+        self._edge(approval, tool_call, EdgeKind.GATES, seq)
+
+    def _approval_resolved(self, action: ApprovalResolved, seq: int) -> None:
+        approval = self._node(action.approval, NodeKind.APPROVAL, seq)
+        self._g.nodes[approval]["status"] = action.decision.value
+        self._edge(approval, self._party(action.resolved_by, seq), EdgeKind.RESOLVED_BY, seq)
+
+    # ── consistency ─────────────────────────────────────────────────────────
+
+    def check(self) -> list[Violation]:
+        """Every inconsistency of the graph, grouped by :class:`ViolationKind` in its order.
+
+        Meant for a whole log (or a prefix ending between appends): in the middle of a spawn's
+        atomic append, the worker's origin is legitimately ahead of its subagent content.
+        """
+        return [
+            *self._origins_without_subagent(),
+            *self._subagents_without_origin(),
+            *self._spawn_cycles(),
+            *self._unreachable_chats(),
+            *self._approvals_without_requester(),
+        ]
+
+    def _chats(self) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        for node, data in self._g.nodes(data=True):
+            if data["kind"] == NodeKind.CHAT:
+                yield node, data
+
+    def _origins_without_subagent(self) -> Iterator[Violation]:
+        for chat, data in self._chats():
+            if data["origin"] != "tool":
+                continue
+            tool_call = tool_call_node(data["origin_chat"], data["origin_tool_call_id"])
+            if not self._g.has_edge(tool_call, chat, EdgeKind.SUBAGENT.value):
+                yield Violation(
+                    kind=ViolationKind.ORIGIN_WITHOUT_SUBAGENT,
+                    message=(
+                        f"worker {chat} has origin tool call {data['origin_tool_call_id']!r} "
+                        f"of {data['origin_chat']}, whose content has no subagent entry for it"
+                    ),
+                    nodes=(chat, tool_call),
+                )
+
+    def _subagents_without_origin(self) -> Iterator[Violation]:
+        for tool_call, chat, _ in self.edges_of_kind(EdgeKind.SUBAGENT):
+            call = self._g.nodes[tool_call]
+            target = self._g.nodes[chat]
+            if not target["added"]:
+                problem = "which was never added"
+            elif (target["origin"], target["origin_chat"], target["origin_tool_call_id"]) != (
+                "tool",
+                call["chat"],
+                call["tool_call_id"],
+            ):
+                problem = f"whose origin is {_describe_origin(target)}"
+            else:
+                continue
+            yield Violation(
+                kind=ViolationKind.SUBAGENT_WITHOUT_ORIGIN,
+                message=(
+                    f"tool call {call['tool_call_id']!r} of {call['chat']} has subagent "
+                    f"content for {chat}, {problem}"
+                ),
+                nodes=(tool_call, chat),
+            )
+
+    def _spawn_cycles(self) -> Iterator[Violation]:
+        spawns = nx.DiGraph((u, v) for u, v, _ in self.edges_of_kind(EdgeKind.SPAWNED))
+        order = {node: i for i, node in enumerate(self._g.nodes)}
+        cycles = [_rotate(cycle, order) for cycle in nx.simple_cycles(spawns)]
+        for cycle in sorted(cycles, key=lambda c: [order[n] for n in c]):
+            path = " -> ".join([*cycle, cycle[0]])
+            yield Violation(
+                kind=ViolationKind.SPAWN_CYCLE,
+                message=f"chats spawn each other in a cycle: {path}",
+                nodes=tuple(cycle),
+            )
+
+    def _unreachable_chats(self) -> Iterator[Violation]:
+        roots = [c for c, d in self._chats() if d["added"] and d["origin"] in (None, "user")]
+        descent = nx.DiGraph()
+        descent.add_nodes_from(self._g.nodes)
+        descent.add_edges_from(
+            (u, v) for u, v, d in self._g.edges(data=True) if d["kind"] in _DESCENT_EDGES
+        )
+        reached: set[str] = set(roots)
+        for root in roots:
+            reached |= nx.descendants(descent, root)
+        for chat, data in self._chats():
+            if data["added"] and chat not in reached:
+                yield Violation(
+                    kind=ViolationKind.UNREACHABLE_CHAT,
+                    message=(
+                        f"chat {chat} (origin {_describe_origin(data)}) is not reachable from "
+                        "a root chat through spawned, forked or handoff edges"
+                    ),
+                    nodes=(chat,),
+                )
+
+    def _approvals_without_requester(self) -> Iterator[Violation]:
+        for approval in self.nodes_of_kind(NodeKind.APPROVAL):
+            requesters = [
+                v
+                for _, v, d in self._g.out_edges(approval, data=True)
+                if d["kind"] == EdgeKind.REQUESTED_BY
+            ]
+            if not requesters:
+                yield Violation(
+                    kind=ViolationKind.APPROVAL_WITHOUT_REQUESTER,
+                    message=f"approval {approval} was never requested (no requesting chat)",
+                    nodes=(approval,),
+                )
+            for chat in requesters:
+                if not self._g.nodes[chat]["added"]:
+                    yield Violation(
+                        kind=ViolationKind.APPROVAL_WITHOUT_REQUESTER,
+                        message=(
+                            f"approval {approval} was requested by chat {chat}, "
+                            "which was never added"
+                        ),
+                        nodes=(approval, chat),
+                    )
+
+
+def build_graph(facts: Iterable[Fact]) -> DelegationGraph:
+    """Fold ``facts`` (in log order) into a new :class:`DelegationGraph`."""
+    graph = DelegationGraph()
+    for fact in facts:
+        graph.apply(fact)
+    return graph
+
+
+def _str_or_none(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _describe_origin(chat: Mapping[str, Any]) -> str:
+    match chat["origin"]:
+        case None:
+            return "absent"
+        case "tool":
+            return f"tool call {chat['origin_tool_call_id']!r} of {chat['origin_chat']}"
+        case "user":
+            return "user"
+        case kind:
+            return f"{kind} of {chat['origin_chat']}"
+
+
+def _rotate(cycle: list[str], order: Mapping[str, int]) -> list[str]:
+    """A cycle starting at its earliest-mentioned node, so reports are deterministic."""
+    start = min(range(len(cycle)), key=lambda i: order[cycle[i]])
+    return cycle[start:] + cycle[:start]
+
+
+# ── exports ─────────────────────────────────────────────────────────────────
+
+
+def to_json(graph: DelegationGraph, *, indent: int | None = None) -> str:
+    """networkx node-link data (``nodes``/``edges``, with edge ``key``s) as JSON, keys sorted."""
+    # edges= is passed explicitly: networkx 3.4-3.5 warned about its changing default.
+    data = nx.node_link_data(graph.graph, edges="edges")
+    return json.dumps(data, sort_keys=True, indent=indent)
+
+
+def _graphml_value(value: object) -> str | int | float | bool:
+    # GraphML knows scalars only; StrEnum and friends become their plain value.
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _graphml_attrs(data: Mapping[str, Any]) -> dict[str, str | int | float | bool]:
+    return {str(k): _graphml_value(v) for k, v in data.items() if v is not None}
+
+
+def to_graphml(graph: DelegationGraph) -> str:
+    """GraphML text (networkx ``generate_graphml``); ``None`` attributes are left out."""
+    source = graph.graph
+    clean = nx.MultiDiGraph(**_graphml_attrs(source.graph))
+    for node, data in source.nodes(data=True):
+        clean.add_node(node, **_graphml_attrs(data))
+    for u, v, key, data in source.edges(keys=True, data=True):
+        clean.add_edge(u, v, key=key, **_graphml_attrs(data))
+    return "\n".join(nx.generate_graphml(clean)) + "\n"
+
+
+def _node_caption(node: str, data: Mapping[str, Any]) -> tuple[str, str | None]:
+    """A node's name and status, for diagram labels."""
+    match data["kind"]:
+        case NodeKind.CHAT:
+            return data["agent"] or data["title"] or node, data["status"]
+        case NodeKind.TOOL_CALL:
+            return data["tool_name"] or data["tool_call_id"] or node, data["status"]
+        case NodeKind.TASK:
+            return f"{node}: {data['title']}" if data["title"] else node, data["status"]
+        case NodeKind.APPROVAL:
+            name = f"{node}: {data['tool_name']}" if data["tool_name"] else node
+            return name, data["status"]
+        case _:
+            return node, None
+
+
+_DOT_SHAPES: Mapping[str, str] = {
+    NodeKind.SESSION: "tab",
+    NodeKind.CHAT: "box",
+    NodeKind.TOOL_CALL: "ellipse",
+    NodeKind.TASK: "note",
+    NodeKind.APPROVAL: "diamond",
+    NodeKind.USER: "doublecircle",
+}
+
+
+def _dot_string(text: object) -> str:
+    """A DOT double-quoted string: ``\\`` and ``"`` escaped, line breaks as ``\\n``."""
+    escaped = (
+        str(text)
+        .replace("\\", "\\\\")
+        .replace('"', '\\"')
+        .replace("\r\n", "\\n")
+        .replace("\n", "\\n")
+        .replace("\r", "\\n")
+    )
+    return f'"{escaped}"'
+
+
+def to_dot(graph: DelegationGraph) -> str:
+    """Graphviz DOT text: node shapes by kind, edge labels = edge kind, every id quoted."""
+    g = graph.graph
+    lines = ["digraph delegation {", "  node [fontname=Helvetica];", "  edge [fontsize=10];"]
+    for node, data in g.nodes(data=True):
+        name, status = _node_caption(node, data)
+        label = name if status is None else f"{name}\n{status}"
+        attributes = {
+            "label": label,
+            "shape": _DOT_SHAPES[data["kind"]],
+            "kind": data["kind"],
+            "tooltip": node,
+        }
+        if data["kind"] == NodeKind.CHAT:
+            attributes["style"] = "rounded" if data["added"] else "rounded,dashed"
+        rendered = ", ".join(f"{k}={_dot_string(v)}" for k, v in attributes.items())
+        lines.append(f"  {_dot_string(node)} [{rendered}];")
+    for u, v, data in g.edges(data=True):
+        attributes = {"label": data["kind"], "kind": data["kind"]}
+        if data["kind"] == EdgeKind.WAITS_ON and not data["active"]:
+            attributes["style"] = "dashed"
+        elif data["kind"] == EdgeKind.HANDOFF:
+            attributes["style"] = "bold"
+        rendered = ", ".join(f"{k}={_dot_string(v)}" for k, v in attributes.items())
+        lines.append(f"  {_dot_string(u)} -> {_dot_string(v)} [{rendered}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# Mermaid: which nodes and edges the compact diagram keeps (the delegation story), and
+# the bracket pair drawing each node kind.
+_MERMAID_COMPACT_NODES = frozenset({NodeKind.CHAT, NodeKind.APPROVAL, NodeKind.USER})
+_MERMAID_COMPACT_EDGES = frozenset(
+    {
+        EdgeKind.SPAWNED,
+        EdgeKind.FORKED,
+        EdgeKind.HANDOFF,
+        EdgeKind.REQUESTED_BY,
+        EdgeKind.ROUTED_TO,
+        EdgeKind.RESOLVED_BY,
+    }
+)
+_MERMAID_SHAPES: Mapping[str, tuple[str, str]] = {
+    NodeKind.SESSION: ("[(", ")]"),
+    NodeKind.CHAT: ("[", "]"),
+    NodeKind.TOOL_CALL: ("(", ")"),
+    NodeKind.TASK: ("[[", "]]"),
+    NodeKind.APPROVAL: ("{", "}"),
+    NodeKind.USER: ("((", "))"),
+}
+_MERMAID_UNSAFE = re.compile(r"[^A-Za-z0-9_]")
+_MERMAID_ENTITIES = {
+    "#": "#35;",
+    '"': "#quot;",
+    "<": "#lt;",
+    ">": "#gt;",
+    "&": "#amp;",
+    "`": "#96;",
+    "\n": " ",
+    "\r": " ",
+}
+
+
+def _mermaid_text(text: str) -> str:
+    """Text safe inside a quoted Mermaid label (entity codes for the characters that are not)."""
+    return "".join(_MERMAID_ENTITIES.get(ch, ch) for ch in text)
+
+
+def _mermaid_ids(nodes: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Node id → a Mermaid id of ``[A-Za-z0-9_]`` led by its kind, unique after sanitising."""
+    ids: dict[str, str] = {}
+    taken: set[str] = set()
+    for node, kind in nodes:
+        base = f"{kind}_{_MERMAID_UNSAFE.sub('_', node)}"
+        candidate, n = base, 1
+        while candidate in taken:
+            n += 1
+            candidate = f"{base}_{n}"
+        taken.add(candidate)
+        ids[node] = candidate
+    return ids
+
+
+def to_mermaid(graph: DelegationGraph, *, detail: bool = False) -> str:
+    """A Mermaid ``flowchart TD``; edge labels are edge kinds.
+
+    By default it draws the delegation story: chats (labelled with agent and status),
+    approvals and the user, with ``spawned``, ``forked``, ``handoff`` and approval edges.
+    ``detail=True`` draws every node and edge.
+    """
+    g = graph.graph
+    shown = [
+        (node, data)
+        for node, data in g.nodes(data=True)
+        if detail or data["kind"] in _MERMAID_COMPACT_NODES
+    ]
+    ids = _mermaid_ids((node, data["kind"]) for node, data in shown)
+    lines = ["flowchart TD"]
+    for node, data in shown:
+        name, status = _node_caption(node, data)
+        label = _mermaid_text(name)
+        if status is not None:
+            label += "<br/>" + _mermaid_text(status)
+        opening, closing = _MERMAID_SHAPES[data["kind"]]
+        lines.append(f'    {ids[node]}{opening}"{label}"{closing}')
+    for u, v, data in g.edges(data=True):
+        if u not in ids or v not in ids:
+            continue
+        if not detail and data["kind"] not in _MERMAID_COMPACT_EDGES:
+            continue
+        kind = data["kind"]
+        if kind == EdgeKind.HANDOFF:
+            arrow = "==>"
+        elif kind == EdgeKind.WAITS_ON and not data["active"]:
+            arrow = "-.->"
+        else:
+            arrow = "-->"
+        lines.append(f"    {ids[u]} {arrow}|{kind}| {ids[v]}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,132 @@
+"""How the runtime reports what a tool call came to, as facts: one definition for the live
+run and for recovery (which finishes what a crash left open).
+
+* :func:`tool_result_actions`: a tool call's ``chat/toolCallComplete``, after any facts that
+  go in the same batch.
+* :func:`delegation_report`: a finished delegation: the ``team/taskFinished`` fact, the
+  worker notification (a system-notification part in the delegating chat's turn, never a
+  user message) and the delegate call's result naming the worker as subagent content.
+
+Pure: facts in, facts out; no trio, no IO.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from orchestrator.ahp._actions import (
+    ChatPendingMessageRemovedAction,
+    ChatResponsePartAction,
+    ChatToolCallCompleteAction,
+)
+from orchestrator.ahp._state import (
+    PendingMessageKind,
+    SystemNotificationResponsePart,
+    ToolCallResult,
+    ToolResultSubagentContent,
+    ToolResultTextContent,
+)
+
+from ._facts import Action
+from ._team_actions import TaskFinished, TaskStatus
+
+__all__ = [
+    "STEERING_META",
+    "delegation_output",
+    "delegation_report",
+    "first_line",
+    "steering_injected",
+    "tool_result_actions",
+]
+
+#: The ``_meta`` key of the system-notification part that carries an injected steering
+#: message (its value: the pending message's id).
+STEERING_META = "steering"
+
+
+def steering_injected(
+    chat: str, turn_id: str, message_id: str, text: str
+) -> list[tuple[str, Action]]:
+    """A steering message taken into the running turn: removed from the pending slot and
+    kept in the turn, where it was injected, so the conversation a model reads later (this
+    turn's next rounds, and later turns) has it in its place."""
+    part = SystemNotificationResponsePart(content=text, meta={STEERING_META: message_id})
+    return [
+        (
+            chat,
+            ChatPendingMessageRemovedAction(kind=PendingMessageKind.STEERING, id=message_id),
+        ),
+        (chat, ChatResponsePartAction(turn_id=turn_id, part=part)),
+    ]
+
+
+def tool_result_actions(
+    chat: str,
+    turn_id: str,
+    tool_call_id: str,
+    tool_name: str,
+    *,
+    success: bool,
+    output: str,
+    extra: Sequence[tuple[str, Action]] = (),
+    content_before: Sequence[ToolResultSubagentContent] = (),
+) -> list[tuple[str, Action]]:
+    """``extra`` then the tool call's completion, whose text content is ``output``."""
+    result = ToolCallResult(
+        success=success,
+        past_tense_message=f"{'Ran' if success else 'Failed'} {tool_name}",
+        content=(*content_before, ToolResultTextContent(text=output)),
+    )
+    complete = ChatToolCallCompleteAction(turn_id=turn_id, tool_call_id=tool_call_id, result=result)
+    return [*extra, (chat, complete)]
+
+
+def delegation_output(worker: str, finished: TaskFinished) -> str:
+    """What the delegating model reads of a finished task."""
+    return f"[{worker}, {finished.status}] {finished.summary}"
+
+
+def delegation_report(
+    session: str,
+    chat: str,
+    turn_id: str,
+    tool_call_id: str,
+    finished: TaskFinished,
+    *,
+    worker: str,
+    subagent: ToolResultSubagentContent | None,
+) -> list[tuple[str, Action]]:
+    """The batch that reports ``finished`` back to the delegating ``chat``."""
+    notification = SystemNotificationResponsePart(
+        content=f"{worker} {finished.status}: {first_line(finished.summary)}",
+        meta={
+            "workerNotification": _compact(
+                task=finished.task, chat=finished.chat, status=str(finished.status)
+            )
+        },
+    )
+    return tool_result_actions(
+        chat,
+        turn_id,
+        tool_call_id,
+        "delegate",
+        success=finished.status is TaskStatus.COMPLETED,
+        output=delegation_output(worker, finished),
+        content_before=() if subagent is None else (subagent,),
+        extra=[
+            (session, finished),
+            (chat, ChatResponsePartAction(turn_id=turn_id, part=notification)),
+        ],
+    )
+
+
+def first_line(text: str, limit: int = 120) -> str:
+    """The first line of ``text``, shortened to ``limit`` characters."""
+    stripped = text.strip()
+    line = stripped.splitlines()[0] if stripped else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _compact(**fields: Any) -> dict[str, Any]:
+    return {key: value for key, value in fields.items() if value is not None}

@@ -1,0 +1,406 @@
+"""The agent channel's wire: client messages in, live events out (``/ws``).
+
+A client sends JSON objects ``{"channel": ..., "type": ..., ...}`` (one per WebSocket text
+frame); :func:`parse_client_message` reads one into a typed message or raises
+:class:`~orchestrator.base._errors.PeerProtocolError` naming what is wrong and where
+(``$.taskId: expected a string``). Channels: ``agent`` (the spec's prompt, settings, abort,
+tool_response, approve, reject), ``team`` (subscribe to Agent UI envelopes from a sequence).
+
+:class:`AgentChannelProjector` turns a session's facts, as they are recorded, into the
+events the spec lists for the coordinator chat (``prompt``, ``text``, ``thinking``,
+``tool_invocation``, ``tool_result``, ``result``/``error`` then ``done`` per turn), plus, for
+every chat of the team, ``question`` (with the ``toolCallId`` a ``tool_response`` answers) and
+``permission_request`` / ``permission_resolved`` for approvals routed to the user. A
+finished turn's live events equal the history rows the journal keeps for it
+(:func:`~orchestrator.protocols._agent_messages.turn_messages`), so a replay looks like the live
+run.
+
+Pure: facts and state in, JSON-ready dicts out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import attrs
+
+from orchestrator.ahp._actions import (
+    ChatDeltaAction,
+    ChatErrorAction,
+    ChatInputRequestedAction,
+    ChatReasoningAction,
+    ChatResponsePartAction,
+    ChatToolCallCompleteAction,
+    ChatToolCallDeniedAction,
+    ChatToolCallReadyAction,
+    ChatTurnCancelledAction,
+    ChatTurnCompleteAction,
+    ChatTurnStartedAction,
+)
+from orchestrator.ahp._state import (
+    ChatInputRequest,
+    ChatState,
+    MarkdownResponsePart,
+    ReasoningResponsePart,
+    ToolCallResponsePart,
+    ToolCallStreamingState,
+    Turn,
+    TurnState,
+)
+from orchestrator.ahp._wire import json_type
+from orchestrator.base._errors import PeerProtocolError
+from orchestrator.base._input_gate import JSON_LIMITS, JsonLimits
+from orchestrator.core._facts import Fact
+from orchestrator.core._recovery import open_questions
+from orchestrator.core._team_actions import (
+    USER,
+    ApprovalRequested,
+    ApprovalResolved,
+    MemberJoined,
+    ViewUpdated,
+)
+from orchestrator.core._team_state import TeamState
+
+from ._agent_messages import turn_messages
+from ._json_frames import decode_object, shown
+
+__all__ = [
+    "Abort",
+    "AgentChannelProjector",
+    "Approve",
+    "ClientMessage",
+    "Prompt",
+    "Reject",
+    "Settings",
+    "TeamSubscribe",
+    "ToolResponse",
+    "agent_event",
+    "parse_client_message",
+    "permission_request",
+    "question",
+    "replay",
+    "tool_call_of_request",
+    "view_update",
+]
+
+PROTOCOL: Final = "agent-channel"
+#: The prefix of the id of the input request an ``ask`` tool call puts (see _recovery).
+_INPUT_PREFIX: Final = "input-"
+
+
+# ─── Client messages ─────────────────────────────────────────────────────────
+
+
+@attrs.frozen(kw_only=True)
+class Prompt:
+    """Start a turn of the session's coordinator (queued behind a running one)."""
+
+    prompt: str
+    task_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Settings:
+    provider: str | None = None
+    model: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Abort:
+    task_id: str
+
+
+@attrs.frozen(kw_only=True)
+class ToolResponse:
+    tool_call_id: str
+    result: str
+
+
+@attrs.frozen(kw_only=True)
+class Approve:
+    request_id: str
+
+
+@attrs.frozen(kw_only=True)
+class Reject:
+    request_id: str
+
+
+@attrs.frozen(kw_only=True)
+class TeamSubscribe:
+    """Send the session's Agent UI envelopes after ``from_sequence``, then live ones."""
+
+    from_sequence: int = 0
+
+
+ClientMessage = Prompt | Settings | Abort | ToolResponse | Approve | Reject | TeamSubscribe
+
+# Per (channel, type): the message class and its fields as (wire name, attribute, type,
+# required). One table, so the parser and its error messages cannot drift apart.
+_Field = tuple[str, str, type, bool]
+_MESSAGES: Final[Mapping[tuple[str, str], tuple[type[ClientMessage], tuple[_Field, ...]]]] = {
+    ("agent", "prompt"): (
+        Prompt,
+        (("prompt", "prompt", str, True), ("taskId", "task_id", str, False)),
+    ),
+    ("agent", "settings"): (
+        Settings,
+        (("provider", "provider", str, False), ("model", "model", str, False)),
+    ),
+    ("agent", "abort"): (Abort, (("taskId", "task_id", str, True),)),
+    ("agent", "tool_response"): (
+        ToolResponse,
+        (("toolCallId", "tool_call_id", str, True), ("result", "result", str, True)),
+    ),
+    ("agent", "approve"): (Approve, (("requestId", "request_id", str, True),)),
+    ("agent", "reject"): (Reject, (("requestId", "request_id", str, True),)),
+    ("team", "subscribe"): (
+        TeamSubscribe,
+        (("fromSequence", "from_sequence", int, False),),
+    ),
+}
+_CHANNELS: Final = sorted({channel for channel, _ in _MESSAGES})
+_TYPE_NAMES: Final = {str: "a string", int: "an integer"}
+#: Longest text field a client may send (a prompt of a few pages is fine; a book is not).
+MAX_TEXT: Final = 100_000
+
+
+def _error(message: str, path: str = "$") -> PeerProtocolError:
+    return PeerProtocolError(message, path=path, protocol=PROTOCOL)
+
+
+def parse_client_message(
+    frame: str | bytes, *, max_bytes: int, limits: JsonLimits = JSON_LIMITS
+) -> ClientMessage:
+    """Read one client frame; :class:`PeerProtocolError` says what is wrong and where."""
+    data = decode_object(frame, max_bytes=max_bytes, protocol=PROTOCOL, limits=limits)
+    channel = data.get("channel")
+    if not isinstance(channel, str) or channel not in _CHANNELS:
+        raise _error(f"expected one of {', '.join(_CHANNELS)}, got {shown(channel)}", "$.channel")
+    kind = data.get("type")
+    known = sorted(t for c, t in _MESSAGES if c == channel)
+    if not isinstance(kind, str) or (channel, kind) not in _MESSAGES:
+        raise _error(f"the {channel} channel takes {', '.join(known)}; got {shown(kind)}", "$.type")
+    cls, fields = _MESSAGES[(channel, kind)]
+    values: dict[str, Any] = {}
+    for wire, attribute, expected, required in fields:
+        value = data.get(wire)
+        path = f"$.{wire}"
+        if value is None:
+            if required:
+                raise _error(f"{kind} needs {wire} ({_TYPE_NAMES[expected]})", path)
+            continue
+        # bool is an int to Python, never to a client.
+        if not isinstance(value, expected) or isinstance(value, bool):
+            raise _error(f"expected {_TYPE_NAMES[expected]}, got {json_type(value)}", path)
+        if isinstance(value, str) and len(value) > MAX_TEXT:
+            raise _error(f"{len(value)} characters; the limit is {MAX_TEXT}", path)
+        if isinstance(value, int) and value < 0:
+            raise _error("expected a sequence number of 0 or more", path)
+        values[attribute] = value
+    if isinstance(values.get("prompt"), str) and not values["prompt"].strip():
+        raise _error("the prompt is empty", "$.prompt")
+    return cls(**values)
+
+
+# ─── Server events ───────────────────────────────────────────────────────────
+
+
+def agent_event(kind: str, **fields: Any) -> dict[str, Any]:
+    """An event on the agent channel: ``{"channel": "agent", "type": kind, ...fields}``."""
+    return {"channel": "agent", "type": kind, **fields}
+
+
+def tool_call_of_request(request_id: str) -> str:
+    """The ``ask`` tool call whose question ``request_id`` is (what ``tool_response`` names)."""
+    return request_id.removeprefix(_INPUT_PREFIX)
+
+
+TaskIds = Callable[[str | None], str | None]
+
+
+class AgentChannelProjector:
+    """Projects one session's facts to agent-channel events, fact by fact.
+
+    ``task_of``: the client's ``taskId`` for a coordinator turn, given the turn's
+    ``queuedMessageId`` (None for the run's first turn); None when no client named one.
+    """
+
+    def __init__(self, *, task_of: TaskIds = lambda _: None) -> None:
+        self._task_of = task_of
+        self._coordinator: str | None = None
+        self._agents: dict[str, str] = {}  # chat → agent name
+        self._task: str | None = None  # the taskId of the coordinator's running turn
+
+    def prime(self, state: TeamState, *, running_task: str | None = None) -> None:
+        """Start after ``state`` (a client reattaching): learn its chats and agents, and
+        the ``taskId`` of the coordinator's running turn (its result and done carry it)."""
+        self._coordinator = state.coordinator_chat()
+        self._task = running_task
+        self._agents.update({chat: member.agent for chat, member in state.members.items()})
+
+    def feed(self, fact: Fact, state: TeamState) -> list[dict[str, Any]]:
+        """The events ``fact`` makes; ``state`` is the session's state with it applied."""
+        action = fact.action
+        chat = fact.channel
+        match action:
+            case MemberJoined(chat=joined, agent=agent):
+                self._agents[joined] = agent
+                if self._coordinator is None:
+                    self._coordinator = joined
+                return []
+            case ApprovalRequested() if action.routed_to == USER:
+                return [permission_request(action)]
+            case ApprovalResolved():
+                record = state.approvals.get(action.approval)
+                if record is None or record.request.routed_to != USER:
+                    return []
+                return [
+                    agent_event(
+                        "permission_resolved",
+                        requestId=action.approval,
+                        decision=str(action.decision),
+                        **({"by": action.principal} if action.principal else {}),
+                    )
+                ]
+            case ViewUpdated(view_type=view_type, content=content):
+                return [view_update(view_type, content)]
+            case ChatInputRequestedAction(request=request):
+                return [question(chat, request, self._agents.get(chat, ""))]
+        if chat != self._coordinator:
+            return []
+        return self._coordinator_event(fact, state)
+
+    def _coordinator_event(self, fact: Fact, state: TeamState) -> list[dict[str, Any]]:
+        action = fact.action
+        chat_state = state.chats.get(fact.channel)
+        match action:
+            case ChatTurnStartedAction(message=message, queued_message_id=queued):
+                self._task = self._task_of(queued)
+                return [self._tagged(agent_event("prompt", prompt=message.text))]
+            case ChatResponsePartAction(part=MarkdownResponsePart(content=content)) if content:
+                return [agent_event("text", content=content)]
+            case ChatResponsePartAction(part=ReasoningResponsePart(content=content)) if content:
+                return [agent_event("thinking", content=content)]
+            case ChatDeltaAction(content=content) if content:
+                return [agent_event("text", content=content)]
+            case ChatReasoningAction(content=content) if content:
+                return [agent_event("thinking", content=content)]
+            case ChatToolCallReadyAction(turn_id=turn_id, tool_call_id=call_id):
+                return self._from_turn(chat_state, turn_id, call_id, "tool_invocation")
+            case ChatToolCallCompleteAction(turn_id=turn_id, tool_call_id=call_id) | (
+                ChatToolCallDeniedAction(turn_id=turn_id, tool_call_id=call_id)
+            ):
+                return self._from_turn(chat_state, turn_id, call_id, "tool_result")
+            case (
+                ChatTurnCompleteAction(turn_id=turn_id)
+                | ChatErrorAction(turn_id=turn_id)
+                | (ChatTurnCancelledAction(turn_id=turn_id))
+            ):
+                turn = _turn(chat_state, turn_id)
+                events = turn_messages(turn)[-2:] if turn is not None else []
+                tagged = [self._tagged(e) for e in events]
+                self._task = None
+                return tagged
+        return []
+
+    def _tagged(self, event: dict[str, Any]) -> dict[str, Any]:
+        return event if self._task is None else {**event, "taskId": self._task}
+
+    def _from_turn(
+        self, chat: ChatState | None, turn_id: str, call_id: str, kind: str
+    ) -> list[dict[str, Any]]:
+        """The ``kind`` event a turn's history has for tool call ``call_id``, as it stands."""
+        turn = _turn(chat, turn_id)
+        if turn is None:
+            return []
+        only = attrs.evolve(
+            turn,
+            response_parts=tuple(
+                p
+                for p in turn.response_parts
+                if isinstance(p, ToolCallResponsePart) and p.tool_call.tool_call_id == call_id
+            ),
+        )
+        return [e for e in turn_messages(only) if e["type"] == kind]
+
+
+def permission_request(request: ApprovalRequested) -> dict[str, Any]:
+    """An approval routed to the user: who asked (the worker's chat and agent), for what."""
+    return agent_event(
+        "permission_request",
+        requestId=request.approval,
+        agentId=request.chat,
+        agentName=request.requested_by,
+        toolName=request.tool_name,
+        summary=request.summary,
+    )
+
+
+def question(chat: str, request: ChatInputRequest, agent_name: str) -> dict[str, Any]:
+    """A question a chat put; ``tool_response`` answers it by ``toolCallId``."""
+    asked = [q.message for q in request.questions or () if q.message]
+    return agent_event(
+        "question",
+        questions=asked or [request.message or ""],
+        toolCallId=tool_call_of_request(request.id),
+        agentId=chat,
+        agentName=agent_name,
+    )
+
+
+def view_update(view_type: str, content: Any) -> dict[str, Any]:
+    return {"channel": "views", "type": "view_update", "view_type": view_type, "content": content}
+
+
+def replay(state: TeamState) -> list[dict[str, Any]]:
+    """What a reattaching client needs beside the history of finished turns: the
+    coordinator's running turn so far, the approvals and questions waiting for the user,
+    and the session's active views."""
+    events: list[dict[str, Any]] = []
+    chat = state.coordinator_chat()
+    chat_state = state.chats.get(chat) if chat is not None else None
+    active = chat_state.active_turn if chat_state is not None else None
+    turn = _turn(chat_state, active.id) if active is not None else None
+    if turn is not None:
+        # A call whose input still streams comes live with chat/toolCallReady, as it does
+        # to a client that saw the turn start: replaying it too would show it twice.
+        ready = tuple(
+            p
+            for p in turn.response_parts
+            if not (
+                isinstance(p, ToolCallResponsePart)
+                and isinstance(p.tool_call, ToolCallStreamingState)
+            )
+        )
+        events += turn_messages(attrs.evolve(turn, response_parts=ready))[:-2]  # no result yet
+    events += [
+        permission_request(record.request)
+        for record in state.pending_approvals()
+        if record.request.routed_to == USER
+    ]
+    for asking, request in open_questions(state):
+        member = state.members.get(asking)
+        events.append(question(asking, request, member.agent if member is not None else ""))
+    views = state.run.views if state.run is not None else {}
+    events += [view_update(view_type, content) for view_type, content in views.items()]
+    return events
+
+
+def _turn(chat: ChatState | None, turn_id: str) -> Turn | None:
+    """Turn ``turn_id`` of ``chat``, running (as a :class:`Turn` so far) or finished."""
+    if chat is None:
+        return None
+    for turn in reversed(chat.turns):
+        if turn.id == turn_id:
+            return turn
+    active = chat.active_turn
+    if active is None or active.id != turn_id:
+        return None
+    return Turn(
+        id=active.id,
+        message=active.message,
+        response_parts=tuple(active.response_parts),
+        state=TurnState.COMPLETE,
+    )

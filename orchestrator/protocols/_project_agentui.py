@@ -1,0 +1,917 @@
+"""The Agent UI projection: facts in, Agent UI envelopes out.
+
+Theory of operation
+-------------------
+:class:`AgentUiProjector` owns a :class:`~orchestrator.core._team_state.TeamState` and folds every
+fact into it itself (``state.apply(fact)``) before projecting it, so a live client and a client
+hydrating from the log get the same envelopes: the output is a function of the fact sequence
+and nothing else (no clock, no ids of its own beyond counters derived from the facts).
+:func:`project_facts` is that fold over a whole log.
+
+Each fact is projected in three steps, always in this order:
+
+1. the envelopes the fact *is* (``run.started`` for ``team/runStarted``, ``task.changed`` for
+   ``team/taskCreated``, ...);
+2. ``agent.changed`` for every member whose roster status differs from the last status this
+   projector announced for it (``agent.spawned`` and ``agent.completed`` announce a status
+   too), in the order the members joined;
+3. ``team.changed`` when the team's view (phase, parallel budget, active and queued counts)
+   differs from the last one announced.
+
+``*.changed`` envelopes are edge-triggered: a fact that leaves a member's status (or the team's
+view) as it was emits nothing for it, so a stream of text deltas emits nothing at all (text
+streams on the AHP channel) and no envelope is ever a repeat of the previous one. A fact whose
+``sequence`` is not beyond the last one folded (a replay overlapping a live feed) is ignored.
+``team/runFinished`` is the one exception to the order: its ``team.changed`` (phase ``done``)
+comes before ``run.finished``, so the terminal envelope of a run is the run's own.
+
+Roster status is :meth:`TeamState.member_status`, except for approvals: the runtime records a
+tool call's ``pending-confirmation`` before it routes the approval, and records the decision
+on the chat before ``team/approvalResolved``. A member is announced ``needs_approval`` exactly
+while a routed approval of its chat is pending, so ``agent.changed(needs_approval)`` follows
+``action.required`` and the member leaves that status only after ``action.resolved`` (the
+spec: an action is resolved only once the runtime confirmed it).
+
+Ids
+---
+* ``sessionId`` is the session URI; ``runId`` the run id of ``team/runStarted``; ``sequence``
+  counts this session's envelopes from 1 without gaps; ``timestamp`` is the fact's ``at``;
+  ``rawEventRef`` is ``fact:<sequence>``, the fact the envelope was projected from.
+* ``agentId`` is ``"<agent>@<team>#<n>"``: the n-th chat (from 1, in join order) that joined
+  the run as that agent. Agent names cannot contain ``@`` or ``#`` (team file rule) and the
+  team is fixed for a run, so the id is unique per chat; it depends only on the order of
+  ``team/memberJoined`` facts, so it is the same live and on replay. The chat URI is the
+  ``threadId`` of the same envelopes, and ``payload.chat``.
+* Lineage: a worker's or specialist's ``parentThreadId`` and ``toolCallId`` come from its chat's
+  ``ToolChatOrigin`` (the canonical delegation edge), ``parentSessionId`` is the session. The
+  coordinator has no parent: its envelopes carry no parent ids.
+* ``taskId`` is the team task (``task-<n>``), ``actionId`` the approval id (``approval-<n>``).
+
+The module is pure: no trio, no IO.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any, Final
+
+import attrs
+
+from orchestrator.ahp._actions import (
+    ChatInputCompletedAction,
+    ChatInputRequestedAction,
+    ChatPendingMessageRemovedAction,
+    ChatPendingMessageSetAction,
+    ChatTurnStartedAction,
+    SessionChatAddedAction,
+)
+from orchestrator.ahp._state import (
+    ChatInputResponseKind,
+    ChatInteractivity,
+    PendingMessageKind,
+    ToolChatOrigin,
+)
+from orchestrator.core._facts import Action, Fact
+from orchestrator.core._team_actions import (
+    ApprovalDecision,
+    ApprovalRequested,
+    ApprovalResolved,
+    HandoffRecorded,
+    MemberJoined,
+    RunFinished,
+    RunStarted,
+    RunStatus,
+    TaskCreated,
+    TaskFinished,
+    TaskStarted,
+    TaskStatus,
+)
+from orchestrator.core._team_state import MemberStatus, TaskRecord, TeamState
+
+from ._agentui import (
+    ActionType,
+    Control,
+    CoordinatorTeamStatus,
+    Envelope,
+    EventType,
+    HandoffStatus,
+    Owner,
+    Persistence,
+    Phase,
+    QueuedTurnStatus,
+    RuntimeEntity,
+    Scope,
+    Surface,
+    TeammateStatus,
+    Topology,
+)
+
+__all__ = ["AgentUiProjector", "project_facts"]
+
+#: Roster statuses that end a member's work on its task.
+_TERMINAL: Final = frozenset({MemberStatus.COMPLETED, MemberStatus.FAILED, MemberStatus.KILLED})
+
+_MEMBER_PHASE: Final[dict[MemberStatus, Phase]] = {
+    MemberStatus.SPAWNING: Phase.PREPARING,
+    MemberStatus.RUNNING: Phase.ACTING,
+    MemberStatus.WAITING: Phase.WAITING,
+    MemberStatus.NEEDS_APPROVAL: Phase.WAITING,
+    MemberStatus.NEEDS_INPUT: Phase.WAITING,
+    MemberStatus.IDLE: Phase.COMPLETED,
+    MemberStatus.COMPLETED: Phase.COMPLETED,
+    MemberStatus.FAILED: Phase.FAILED,
+    MemberStatus.KILLED: Phase.CANCELLED,
+}
+
+#: The teammate status a roster status is shown as on the wire (the spec's list has no
+#: separate "needs approval": it is input the teammate needs, ``waitingFor`` says which).
+_WIRE_STATUS: Final[dict[MemberStatus, tuple[TeammateStatus, str | None]]] = {
+    MemberStatus.SPAWNING: (TeammateStatus.SPAWNING, None),
+    MemberStatus.RUNNING: (TeammateStatus.RUNNING, None),
+    MemberStatus.WAITING: (TeammateStatus.WAITING, "teammate"),
+    MemberStatus.NEEDS_APPROVAL: (TeammateStatus.NEEDS_INPUT, "approval"),
+    MemberStatus.NEEDS_INPUT: (TeammateStatus.NEEDS_INPUT, "answer"),
+    MemberStatus.IDLE: (TeammateStatus.IDLE, None),
+    MemberStatus.COMPLETED: (TeammateStatus.COMPLETED, None),
+    MemberStatus.FAILED: (TeammateStatus.FAILED, None),
+    MemberStatus.KILLED: (TeammateStatus.KILLED, None),
+}
+
+_TASK_PHASE: Final[dict[TaskStatus, Phase]] = {
+    TaskStatus.QUEUED: Phase.WAITING,
+    TaskStatus.RUNNING: Phase.ACTING,
+    TaskStatus.COMPLETED: Phase.COMPLETED,
+    TaskStatus.FAILED: Phase.FAILED,
+    TaskStatus.KILLED: Phase.CANCELLED,
+}
+
+_RUN_PHASE: Final[dict[RunStatus, Phase]] = {
+    RunStatus.COMPLETED: Phase.COMPLETED,
+    RunStatus.FAILED: Phase.FAILED,
+    RunStatus.CANCELLED: Phase.CANCELLED,
+}
+
+_TEAM_PHASE: Final[dict[CoordinatorTeamStatus, Phase]] = {
+    CoordinatorTeamStatus.FORMING: Phase.ROUTING,
+    CoordinatorTeamStatus.ACTIVE: Phase.ACTING,
+    CoordinatorTeamStatus.WAITING: Phase.WAITING,
+    CoordinatorTeamStatus.MERGING: Phase.PRODUCING,
+}
+
+
+#: The control a decision stands for; a withdrawn request was decided by no one.
+_DECISION_CONTROL: Final[dict[ApprovalDecision, Control | None]] = {
+    ApprovalDecision.APPROVED: Control.APPROVE,
+    ApprovalDecision.DENIED: Control.REJECT,
+    ApprovalDecision.WITHDRAWN: None,
+}
+
+
+@attrs.frozen(kw_only=True)
+class _TeamView:
+    """What a ``team.changed`` envelope says; one is emitted when this changes."""
+
+    phase: CoordinatorTeamStatus
+    parallel_budget: int
+    active: int
+    queued: int
+
+
+def _compact(**fields: Any) -> dict[str, Any]:
+    """A payload without its absent (``None``) fields: absent is not ``null`` on the wire."""
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+class AgentUiProjector:
+    """Projects one session's facts, in order, to Agent UI envelopes.
+
+    ``feed`` folds the fact into the projector's own :class:`TeamState` (available as
+    :attr:`state`) and returns the envelopes for it, numbered on from the previous ones.
+    """
+
+    def __init__(self, session: str) -> None:
+        self.session = session
+        self.state = TeamState(session)
+        self._sequence = 0
+        # Invariant: set(self._agent_ids) == set(self.state.members) between feeds
+        self._agent_ids: dict[str, str] = {}  # chat URI -> agentId
+        self._joins: Counter[str] = Counter()  # agent name -> chats joined as it
+        # chat URI -> (parent chat, delegating tool call); only for chats with a parent.
+        self._lineage: dict[str, tuple[str, str]] = {}
+        self._announced: dict[str, MemberStatus] = {}  # chat URI -> last status sent
+        self._team_view: _TeamView | None = None
+        self._handed_from: set[tuple[str, str]] = set()  # (task, chat) that handed a task off
+        self._open_inputs: set[tuple[str, str]] = set()  # (chat, request id) with a card up
+
+    # ── feeding ────────────────────────────────────────────────────────────
+
+    def feed(self, fact: Fact) -> list[Envelope]:
+        """Fold ``fact`` and return its envelopes (none for a fact already folded)."""
+        if fact.sequence <= self.state.last_sequence:
+            return []
+        self.state.apply(fact)
+        action = fact.action
+        head: list[Envelope] = []
+        if (
+            isinstance(action, TaskStarted | TaskFinished | HandoffRecorded)
+            and action.task not in self.state.tasks
+        ):
+            return []  # the fold ignores a fact about an unknown task; so does the projection
+        match action:
+            case RunStarted():
+                head.append(self._run_started(fact, action))
+            case MemberJoined():
+                spawned = self._member_joined(fact, action)
+                if spawned is not None:
+                    head.append(spawned)
+            case TaskCreated() | TaskStarted():
+                head.append(self._task_changed(fact, action.task))
+            case TaskFinished():
+                head += self._task_finished(fact, action)
+            case HandoffRecorded():
+                head.append(self._handoff(fact, action))
+            case ApprovalRequested():
+                head.append(self._action_required(fact, action))
+            case ApprovalResolved():
+                resolved = self._action_resolved(fact, action)
+                if resolved is not None:
+                    head.append(resolved)
+            case RunFinished():
+                pass  # run.finished closes the run's envelopes: built below, numbered last
+            case SessionChatAddedAction():
+                # A chat's state begins with its catalog entry: only that chat can change.
+                return self._status_changes(fact, [action.summary.resource])
+            case ChatInputRequestedAction() if fact.channel in self.state.members:
+                opened = self._input_required(fact, action)
+                return opened + self._status_changes(fact, [fact.channel])
+            case ChatInputCompletedAction() if fact.channel in self.state.members:
+                answered = self._input_resolved(fact, action)
+                return answered + self._status_changes(fact, [fact.channel])
+            case (
+                ChatPendingMessageSetAction()
+                | ChatPendingMessageRemovedAction()
+                | ChatTurnStartedAction()
+            ) if fact.channel in self.state.members:
+                queue = self._queue_changed(fact, action)
+                return queue + self._status_changes(fact, [fact.channel])
+            case _:
+                # Any other AHP action changes the chat it is on; on the session channel it
+                # mirrors a chat's summary, which says nothing new about a member's status.
+                if fact.channel in self.state.members:
+                    return self._status_changes(fact, [fact.channel])
+                return []
+        envelopes = head + self._status_changes(fact, self._members_touched(action))
+        team = self._team_changed(fact)
+        if team is not None:
+            envelopes.append(team)
+        if isinstance(action, RunFinished):
+            envelopes.append(self._run_finished(fact, action))
+        return envelopes
+
+    # ── envelope construction ──────────────────────────────────────────────
+
+    def _envelope(
+        self,
+        fact: Fact,
+        event: EventType,
+        *,
+        owner: Owner,
+        scope: Scope,
+        phase: Phase,
+        surface: Surface,
+        persistence: Persistence,
+        control: Control | None = None,
+        thread_id: str | None = None,
+        turn_id: str | None = None,
+        task_id: str | None = None,
+        agent_id: str | None = None,
+        parent_session_id: str | None = None,
+        parent_thread_id: str | None = None,
+        tool_call_id: str | None = None,
+        action_id: str | None = None,
+        payload: dict[str, Any] | None = None,
+        refs: dict[str, Any] | None = None,
+    ) -> Envelope:
+        self._sequence += 1
+        run = self.state.run
+        return Envelope(
+            type=event,
+            sequence=self._sequence,
+            timestamp=fact.at,
+            session_id=self.session,
+            thread_id=thread_id,
+            run_id=run.run if run is not None else None,
+            turn_id=turn_id,
+            task_id=task_id,
+            agent_id=agent_id,
+            parent_session_id=parent_session_id,
+            parent_thread_id=parent_thread_id,
+            tool_call_id=tool_call_id,
+            action_id=action_id,
+            owner=owner,
+            scope=scope,
+            phase=phase,
+            surface=surface,
+            persistence=persistence,
+            control=control,
+            topology=self._topology(),
+            payload=payload,
+            refs=refs,
+            raw_event_ref=f"fact:{fact.sequence}",
+        )
+
+    def _agent_envelope(
+        self,
+        fact: Fact,
+        event: EventType,
+        chat: str,
+        status: MemberStatus,
+        *,
+        phase: Phase,
+        **extra: Any,
+    ) -> Envelope:
+        """An ``agent.*`` envelope about member ``chat``, with its ids and lineage."""
+        member = self.state.members[chat]
+        parent = self._lineage.get(chat)
+        chat_state = self.state.chats.get(chat)
+        latest: str | None = None
+        if chat_state is not None:
+            if chat_state.active_turn is not None:
+                latest = "running"
+            elif chat_state.turns:
+                latest = chat_state.turns[-1].state.value
+        task = self.state.tasks.get(member.task)
+        runtime_status = task.status.value if task is not None and task.chat == chat else None
+        wire_status, waiting_for = _WIRE_STATUS[status]
+        payload = _compact(
+            agentName=member.agent,
+            teamName=self._team_name(),
+            role=member.role,
+            status=wire_status.value,
+            waitingFor=waiting_for,
+            chat=chat,
+            runtimeEntity=self._runtime_entity(chat),
+            runtimeStatus=runtime_status,
+            latestTurnStatus=latest,
+            **extra,
+        )
+        self._announced[chat] = status
+        return self._envelope(
+            fact,
+            event,
+            owner=Owner.AGENT,
+            scope=Scope.AGENT,
+            phase=phase,
+            surface=Surface.TEAM_ROSTER,
+            persistence=Persistence.SNAPSHOT,
+            thread_id=chat,
+            task_id=member.task,
+            agent_id=self._agent_ids[chat],
+            parent_session_id=self.session if parent is not None else None,
+            parent_thread_id=parent[0] if parent is not None else None,
+            tool_call_id=parent[1] if parent is not None else None,
+            payload=payload,
+        )
+
+    # ── team facts ─────────────────────────────────────────────────────────
+
+    def _run_started(self, fact: Fact, action: RunStarted) -> Envelope:
+        return self._envelope(
+            fact,
+            EventType.RUN_STARTED,
+            owner=Owner.RUNTIME,
+            scope=Scope.RUN,
+            phase=Phase.ACCEPTED,
+            surface=Surface.RUNTIME_STATUS,
+            persistence=Persistence.SNAPSHOT,
+            control=Control.INTERRUPT,
+            task_id=action.task,
+            payload={
+                "team": action.team,
+                "coordinator": action.coordinator,
+                "prompt": action.prompt,
+                "parallelBudget": action.parallel_budget,
+                "runtimeEntity": (
+                    RuntimeEntity.AGENT_TURN.value
+                    if action.background is None
+                    else RuntimeEntity.AUTOMATION_JOB.value  # a background teammate's wake
+                ),
+                **({} if action.background is None else {"background": action.background}),
+            },
+        )
+
+    def _member_joined(self, fact: Fact, action: MemberJoined) -> Envelope | None:
+        chat = action.chat
+        if chat in self._agent_ids:
+            return None  # a re-join: the roster entry exists; its status is diffed below
+        self._joins[action.agent] += 1
+        team = self._team_name()
+        suffix = f"@{team}" if team is not None else ""
+        self._agent_ids[chat] = f"{action.agent}{suffix}#{self._joins[action.agent]}"
+        chat_state = self.state.chats.get(chat)
+        origin = chat_state.origin if chat_state is not None else None
+        if isinstance(origin, ToolChatOrigin):
+            self._lineage[chat] = (origin.chat, origin.tool_call_id)
+        else:
+            # No chat state recorded yet: fall back on the task's delegation, if this chat
+            # is (or will be) that task's worker rather than the coordinator.
+            task = self.state.tasks.get(action.task)
+            if (
+                origin is None
+                and task is not None
+                and task.requested_by is not None
+                and task.tool_call_id is not None
+                and task.chat in (None, chat)
+            ):
+                self._lineage[chat] = (task.requested_by, task.tool_call_id)
+        status = self._roster_status(chat) or MemberStatus.SPAWNING
+        interactivity = (
+            chat_state.interactivity if chat_state is not None else None
+        ) or ChatInteractivity.FULL
+        return self._agent_envelope(
+            fact,
+            EventType.AGENT_SPAWNED,
+            chat,
+            status,
+            phase=Phase.ACTING,
+            interactivity=interactivity.value,
+        )
+
+    def _task_changed(self, fact: Fact, task_id: str) -> Envelope:
+        task = self.state.tasks[task_id]
+        budget = self.state.run.parallel_budget if self.state.run is not None else None
+        queue_reason = None
+        if task.status is TaskStatus.QUEUED:
+            queue_reason = (
+                f"parallel budget of {budget} in use"
+                if budget is not None
+                else "waiting for a free worker slot"
+            )
+        live = task.status in (TaskStatus.QUEUED, TaskStatus.RUNNING)
+        return self._envelope(
+            fact,
+            EventType.TASK_CHANGED,
+            owner=Owner.TASK,
+            scope=Scope.TASK,
+            phase=_TASK_PHASE[task.status],
+            surface=Surface.TASK_CAPSULE,
+            persistence=Persistence.SNAPSHOT,
+            control=Control.STOP if live and task.chat is not None else None,
+            **self._task_ids(task),
+            payload=_compact(
+                status=task.status.value,
+                title=task.title,
+                agentName=task.agent,
+                runtimeEntity=RuntimeEntity.SUBAGENT_TURN.value,
+                parentTaskId=task.parent_task,
+                teamQueuedCount=self.state.queued_count(),
+                teamActiveCount=self.state.active_count(),
+                teamParallelBudget=budget,
+                queueReason=queue_reason,
+            ),
+        )
+
+    def _task_ids(self, task: TaskRecord) -> dict[str, Any]:
+        """The ids of a task's envelopes: its worker (once started) and its delegation."""
+        worker = task.chat
+        return {
+            "thread_id": worker,
+            "task_id": task.task,
+            "agent_id": self._agent_ids.get(worker) if worker is not None else None,
+            "parent_session_id": self.session if task.requested_by is not None else None,
+            "parent_thread_id": task.requested_by,
+            "tool_call_id": task.tool_call_id,
+        }
+
+    def _task_finished(self, fact: Fact, action: TaskFinished) -> list[Envelope]:
+        task = self.state.tasks[action.task]
+        worker = task.chat
+        result_ref: dict[str, Any] | None = None
+        if worker is not None:
+            chat_state = self.state.chats.get(worker)
+            last_turn = chat_state.turns[-1].id if chat_state and chat_state.turns else None
+            result_ref = _compact(chat=worker, turnId=last_turn)
+        envelopes = [
+            self._envelope(
+                fact,
+                EventType.WORKER_NOTIFICATION,
+                owner=Owner.AGENT,
+                scope=Scope.TASK,
+                phase=Phase.ARCHIVED,
+                surface=Surface.WORKER_NOTIFICATIONS,
+                persistence=Persistence.ARCHIVE,
+                control=Control.OPEN_DETAIL if worker is not None else None,
+                **self._task_ids(task),
+                payload=_compact(
+                    status=action.status.value,
+                    agentName=task.agent,
+                    title=task.title,
+                    summary=action.summary,
+                    resultRef=result_ref,
+                    durationMs=action.duration_ms,
+                    usage={
+                        "inputTokens": action.input_tokens,
+                        "outputTokens": action.output_tokens,
+                    },
+                ),
+                refs={"transcript": worker} if worker is not None else None,
+            )
+        ]
+        if worker is not None and worker in self.state.members:
+            status = MemberStatus(action.status.value)
+            envelopes.append(
+                self._agent_envelope(
+                    fact,
+                    EventType.AGENT_COMPLETED,
+                    worker,
+                    status,
+                    phase=_MEMBER_PHASE[status],
+                    summary=action.summary,
+                )
+            )
+        envelopes.append(self._task_changed(fact, action.task))
+        return envelopes
+
+    def _handoff(self, fact: Fact, action: HandoffRecorded) -> Envelope:
+        returned = (action.task, action.to_chat) in self._handed_from
+        self._handed_from.add((action.task, action.from_chat))
+        from_member = self.state.members.get(action.from_chat)
+        return self._envelope(
+            fact,
+            EventType.AGENT_HANDOFF,
+            owner=Owner.AGENT,
+            scope=Scope.AGENT,
+            phase=Phase.ROUTING,
+            surface=Surface.HANDOFF_LANE,
+            persistence=Persistence.ARCHIVE,
+            thread_id=action.to_chat,
+            task_id=action.task,
+            agent_id=self._agent_ids.get(action.to_chat),
+            tool_call_id=action.tool_call_id,
+            payload=_compact(
+                fromAgent=from_member.agent if from_member is not None else None,
+                fromAgentId=self._agent_ids.get(action.from_chat),
+                fromChat=action.from_chat,
+                toAgent=action.to_agent,
+                toAgentId=self._agent_ids.get(action.to_chat),
+                toChat=action.to_chat,
+                reason=action.reason,
+                resumeTarget=action.resume_target,
+                status=(HandoffStatus.RETURNED if returned else HandoffStatus.ACCEPTED).value,
+            ),
+        )
+
+    def _action_required(self, fact: Fact, action: ApprovalRequested) -> Envelope:
+        # Any requester but the coordinator is a delegated teammate (the spec's approval card
+        # must name it), whoever the approval is routed to.
+        delegated = action.chat != self.state.coordinator_chat()
+        member = self.state.members.get(action.chat)
+        routed_member = self.state.members.get(action.routed_to)
+        parent = self._lineage.get(action.chat)
+        return self._envelope(
+            fact,
+            EventType.ACTION_REQUIRED,
+            owner=Owner.POLICY,
+            scope=Scope.ACTION_REQUEST,
+            phase=Phase.WAITING,
+            surface=Surface.HITL,
+            persistence=Persistence.SNAPSHOT,
+            control=Control.APPROVE,
+            thread_id=action.chat,
+            turn_id=action.turn_id,
+            task_id=member.task if member is not None else None,
+            agent_id=self._agent_ids.get(action.chat),
+            parent_session_id=self.session if parent is not None else None,
+            parent_thread_id=parent[0] if parent is not None else None,
+            tool_call_id=action.tool_call_id,
+            action_id=action.approval,
+            payload=_compact(
+                actionType=(
+                    ActionType.DELEGATED_PERMISSION if delegated else ActionType.TOOL_APPROVAL
+                ).value,
+                requestedBy=action.requested_by,
+                requestedByAgentId=self._agent_ids.get(action.chat),
+                routedTo=action.routed_to,
+                routedToAgent=routed_member.agent if routed_member is not None else None,
+                policyScope=action.policy_scope,
+                toolName=action.tool_name,
+                inputSummary=action.summary,
+            ),
+        )
+
+    def _action_resolved(self, fact: Fact, action: ApprovalResolved) -> Envelope | None:
+        record = self.state.approvals.get(action.approval)
+        if record is None or record.decision is None:
+            return None  # nothing was pending under this id: the fold ignored the fact
+        request = record.request
+        member = self.state.members.get(request.chat)
+        approved = record.decision is ApprovalDecision.APPROVED
+        control = _DECISION_CONTROL[record.decision]
+        return self._envelope(
+            fact,
+            EventType.ACTION_RESOLVED,
+            owner=Owner.POLICY,
+            scope=Scope.ACTION_REQUEST,
+            phase=Phase.ACTING if approved else Phase.CANCELLED,
+            surface=Surface.HITL,
+            persistence=Persistence.ARCHIVE,
+            control=control,
+            thread_id=request.chat,
+            turn_id=request.turn_id,
+            task_id=member.task if member is not None else None,
+            agent_id=self._agent_ids.get(request.chat),
+            tool_call_id=request.tool_call_id,
+            action_id=action.approval,
+            payload={
+                "decision": record.decision.value,
+                "resolvedBy": action.resolved_by,
+                "toolName": request.tool_name,
+                "requestedBy": request.requested_by,
+                **({"principal": action.principal} if action.principal is not None else {}),
+            },
+        )
+
+    def _run_finished(self, fact: Fact, action: RunFinished) -> Envelope:
+        failed = action.status is RunStatus.FAILED
+        return self._envelope(
+            fact,
+            EventType.RUN_FAILED if failed else EventType.RUN_FINISHED,
+            owner=Owner.RUNTIME,
+            scope=Scope.RUN,
+            phase=_RUN_PHASE[action.status],
+            surface=Surface.RUNTIME_STATUS,
+            persistence=Persistence.ARCHIVE,
+            task_id=self.state.run.task if self.state.run is not None else None,
+            payload=_compact(
+                status=action.status.value,
+                result=action.result or None,
+                error=action.error or None,
+            ),
+        )
+
+    # ── questions and pending messages (AHP facts with a human-in-the-loop side) ──
+
+    def _input_required(self, fact: Fact, action: ChatInputRequestedAction) -> list[Envelope]:
+        """A member asks a question: ``action.required`` for the person who answers."""
+        request = action.request
+        key = (fact.channel, request.id)
+        if key in self._open_inputs:
+            return []  # re-sent: the card is up already
+        self._open_inputs.add(key)
+        member = self.state.members[fact.channel]
+        chat_state = self.state.chats.get(fact.channel)
+        turn = chat_state.active_turn if chat_state is not None else None
+        parent = self._lineage.get(fact.channel)
+        questions = request.questions or ()
+        free_text = all(q.kind == "text" for q in questions)
+        return [
+            self._envelope(
+                fact,
+                EventType.ACTION_REQUIRED,
+                owner=Owner.ACTION,
+                scope=Scope.ACTION_REQUEST,
+                phase=Phase.WAITING,
+                surface=Surface.HITL,
+                persistence=Persistence.SNAPSHOT,
+                control=Control.ANSWER,
+                thread_id=fact.channel,
+                turn_id=turn.id if turn is not None else None,
+                task_id=member.task,
+                agent_id=self._agent_ids.get(fact.channel),
+                parent_session_id=self.session if parent is not None else None,
+                parent_thread_id=parent[0] if parent is not None else None,
+                action_id=request.id,
+                payload=_compact(
+                    actionType=(
+                        ActionType.CLARIFICATION if free_text else ActionType.STRUCTURED_INPUT
+                    ).value,
+                    requestedBy=member.agent,
+                    requestedByAgentId=self._agent_ids.get(fact.channel),
+                    routedTo="user",
+                    message=_text(request.message),
+                    questions=[
+                        _compact(
+                            id=q.id,
+                            kind=q.kind,
+                            message=_text(q.message),
+                            options=[o.id for o in getattr(q, "options", None) or ()] or None,
+                        )
+                        for q in questions
+                    ],
+                ),
+            )
+        ]
+
+    def _input_resolved(self, fact: Fact, action: ChatInputCompletedAction) -> list[Envelope]:
+        """The answer was recorded in the member's chat: ``action.resolved``."""
+        key = (fact.channel, action.request_id)
+        if key not in self._open_inputs:
+            return []
+        self._open_inputs.discard(key)
+        member = self.state.members[fact.channel]
+        accepted = action.response is ChatInputResponseKind.ACCEPT
+        return [
+            self._envelope(
+                fact,
+                EventType.ACTION_RESOLVED,
+                owner=Owner.ACTION,
+                scope=Scope.ACTION_REQUEST,
+                phase=Phase.ACTING if accepted else Phase.CANCELLED,
+                surface=Surface.HITL,
+                persistence=Persistence.ARCHIVE,
+                control=Control.ANSWER,
+                thread_id=fact.channel,
+                task_id=member.task,
+                agent_id=self._agent_ids.get(fact.channel),
+                action_id=action.request_id,
+                payload={"response": action.response.value, "requestedBy": member.agent},
+            )
+        ]
+
+    def _queue_changed(
+        self,
+        fact: Fact,
+        action: ChatPendingMessageSetAction
+        | ChatPendingMessageRemovedAction
+        | ChatTurnStartedAction,
+    ) -> list[Envelope]:
+        """Steering and queued messages of a member: ``queue.changed`` (queued turns are the
+        spec's "queued turn" items: queued, removed, started)."""
+        match action:
+            case ChatPendingMessageSetAction():
+                kind, message_id, status = action.kind, action.id, QueuedTurnStatus.QUEUED
+            case ChatPendingMessageRemovedAction():
+                kind, message_id, status = action.kind, action.id, QueuedTurnStatus.REMOVED
+            case ChatTurnStartedAction(queued_message_id=str(queued_id)):
+                kind, message_id = PendingMessageKind.QUEUED, queued_id
+                status = QueuedTurnStatus.STARTED
+            case _:
+                return []
+        chat_state = self.state.chats[fact.channel]
+        member = self.state.members[fact.channel]
+        return [
+            self._envelope(
+                fact,
+                EventType.QUEUE_CHANGED,
+                owner=Owner.RUNTIME,
+                scope=Scope.TASK,
+                phase=Phase.SUBMITTED,
+                surface=Surface.TASK_CAPSULE,
+                persistence=Persistence.SNAPSHOT,
+                control=Control.STEER if kind is PendingMessageKind.STEERING else Control.QUEUE,
+                thread_id=fact.channel,
+                task_id=member.task,
+                agent_id=self._agent_ids.get(fact.channel),
+                payload={
+                    "kind": kind.value,
+                    "messageId": message_id,
+                    "status": status.value,
+                    "runtimeEntity": self._runtime_entity(fact.channel),
+                    "queuedTurnCount": len(chat_state.queued_messages or ()),
+                    "steeringPending": chat_state.steering_message is not None,
+                },
+            )
+        ]
+
+    # ── derived changes ────────────────────────────────────────────────────
+
+    def _members_touched(self, action: Action) -> Iterable[str]:
+        """The members whose roster status a team fact can change (after it was folded).
+
+        A member's status is a function of its chat, its task and its pending approvals, so
+        a team fact can only move the members it names; listing them keeps a fact's cost
+        independent of the size of the team. The end of the run can move anyone.
+        """
+        match action:
+            case MemberJoined():
+                return (action.chat,)
+            case TaskStarted():
+                return (action.chat,)
+            case TaskFinished():
+                task = self.state.tasks[action.task]
+                return () if task.chat is None else (task.chat,)
+            case HandoffRecorded():
+                return (action.from_chat, action.to_chat)
+            case ApprovalRequested():
+                return (action.chat,)
+            case ApprovalResolved():
+                record = self.state.approvals.get(action.approval)
+                return () if record is None else (record.request.chat,)
+            case RunFinished():
+                return self.state.members
+            case _:
+                return ()
+
+    def _roster_status(self, chat: str) -> MemberStatus | None:
+        """The status to announce for ``chat``; ``None`` while it is not yet announceable.
+
+        ``needs_approval`` is tied to routed approvals (see the module docstring): a tool
+        call waiting for a confirmation that has not been routed yet is not announced.
+        """
+        status = self.state.member_status(chat)
+        if status in _TERMINAL:
+            return status
+        if self.state.has_pending_approval(chat):
+            return MemberStatus.NEEDS_APPROVAL
+        return None if status is MemberStatus.NEEDS_APPROVAL else status
+
+    def _status_changes(self, fact: Fact, chats: Iterable[str]) -> list[Envelope]:
+        envelopes = []
+        for chat in chats:
+            if chat not in self._agent_ids:
+                continue  # not a member (yet): team/memberJoined announces it
+            status = self._roster_status(chat)
+            if status is None or status is self._announced.get(chat):
+                continue
+            envelopes.append(
+                self._agent_envelope(
+                    fact, EventType.AGENT_CHANGED, chat, status, phase=_MEMBER_PHASE[status]
+                )
+            )
+        return envelopes
+
+    def _team_changed(self, fact: Fact) -> Envelope | None:
+        run = self.state.run
+        if run is None:
+            return None
+        view = _TeamView(
+            phase=self._team_phase(),
+            parallel_budget=run.parallel_budget,
+            active=self.state.active_count(),
+            queued=self.state.queued_count(),
+        )
+        if view == self._team_view:
+            return None
+        self._team_view = view
+        if view.phase is CoordinatorTeamStatus.DONE:
+            phase = _RUN_PHASE[run.status] if run.status is not None else Phase.COMPLETED
+        else:
+            phase = _TEAM_PHASE[view.phase]
+        return self._envelope(
+            fact,
+            EventType.TEAM_CHANGED,
+            owner=Owner.AGENT,
+            scope=Scope.TEAM,
+            phase=phase,
+            surface=Surface.TEAM_ROSTER,
+            persistence=Persistence.SNAPSHOT,
+            payload={
+                "teamName": run.team,
+                "teamPhase": view.phase.value,
+                "teamParallelBudget": view.parallel_budget,
+                "teamActiveCount": view.active,
+                "teamQueuedCount": view.queued,
+            },
+        )
+
+    def _team_phase(self) -> CoordinatorTeamStatus:
+        """``forming`` until the first delegation; ``waiting`` while an approval is pending;
+        ``active`` while delegated work runs or waits in the queue; ``merging`` once it has
+        all finished (the coordinator synthesizes); ``done`` when the run ended."""
+        run = self.state.run
+        if run is not None and run.status is not None:
+            return CoordinatorTeamStatus.DONE
+        if self.state.has_pending_approval():
+            return CoordinatorTeamStatus.WAITING
+        if not self.state.delegated_count():
+            return CoordinatorTeamStatus.FORMING
+        if self.state.unfinished_count():
+            return CoordinatorTeamStatus.ACTIVE
+        return CoordinatorTeamStatus.MERGING
+
+    # ── small lookups ──────────────────────────────────────────────────────
+
+    def _team_name(self) -> str | None:
+        return self.state.run.team if self.state.run is not None else None
+
+    def _topology(self) -> Topology | None:
+        run = self.state.run
+        if run is None:
+            return None
+        try:
+            return Topology(run.topology)
+        except ValueError:
+            return None  # not a spec topology: say nothing rather than guess
+
+    def _runtime_entity(self, chat: str) -> str:
+        if chat == self.state.coordinator_chat():
+            run = self.state.run
+            if run is not None and run.background is not None:
+                return RuntimeEntity.AUTOMATION_JOB.value  # a background teammate's wake
+            return RuntimeEntity.AGENT_TURN.value
+        return RuntimeEntity.SUBAGENT_TURN.value
+
+
+def _text(value: object) -> str | None:
+    """A StringOrMarkdown as plain text (the markdown source)."""
+    if value is None or isinstance(value, str):
+        return value
+    markdown = getattr(value, "markdown", None)
+    return markdown if isinstance(markdown, str) else str(value)
+
+
+def project_facts(session: str, facts: Iterable[Fact]) -> list[Envelope]:
+    """Every envelope of ``facts`` (one session's log, in order): a fresh projector's feed."""
+    projector = AgentUiProjector(session)
+    return [envelope for fact in facts for envelope in projector.feed(fact)]

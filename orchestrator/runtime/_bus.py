@@ -1,0 +1,151 @@
+"""Fan-out of recorded facts to subscribers, with bounded buffers.
+
+Theory of operation: the recorder calls :meth:`FactBus.publish_nowait` after a
+batch is durable and applied. Each subscriber owns a bounded trio memory
+channel. Publishing never blocks: a subscriber whose buffer is full is dropped
+on the spot, its channel closed, and the reason kept in
+:attr:`Subscription.dropped_reason`, so one slow reader (a stalled WebSocket, a
+terminal that stopped scrolling) can never stall the runtime. A dropped
+subscriber sees its iteration end and can read the log from its last sequence
+to catch up.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+
+import attrs
+import trio
+
+from orchestrator.core._facts import Fact
+
+__all__ = ["BusStatistics", "FactBus", "Subscription"]
+
+
+@attrs.frozen(kw_only=True)
+class BusStatistics:
+    """A snapshot of the bus: how many subscribers, the fullest buffer, drops so far."""
+
+    subscribers: int
+    max_buffered: int
+    dropped: int
+    published: int
+
+
+@attrs.define(eq=False)
+class Subscription:
+    """One subscriber's view of the bus; iterate it to receive facts in order."""
+
+    name: str
+    buffer_size: float
+    _send: trio.MemorySendChannel[Fact]
+    _receive: trio.MemoryReceiveChannel[Fact]
+    dropped_reason: str | None = None
+    _pending: deque[Fact] = attrs.field(factory=deque)  # drained, not yet handed out
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> Fact:
+        # A plain iterator, not an async generator: a reader may break out of its loop at
+        # any point without leaving a generator to be finalized.
+        if self._pending:
+            return self._pending.popleft()
+        try:
+            batch = await self.receive_batch()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+        self._pending.extend(batch[1:])
+        return batch[0]
+
+    async def receive(self) -> Fact:
+        return await self._receive.receive()
+
+    async def receive_batch(self) -> list[Fact]:
+        """Wait for a fact, then take every fact already buffered behind it.
+
+        One trip through the scheduler per batch rather than per fact: while a reader waits
+        its turn, the runtime records many facts. Raises ``trio.EndOfChannel`` at the end.
+        """
+        batch = [await self._receive.receive()]
+        while True:
+            try:
+                batch.append(self._receive.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel):
+                return batch
+
+    def buffered(self) -> int:
+        return self._receive.statistics().current_buffer_used
+
+
+class FactBus:
+    """Publishes facts to every current subscriber without ever blocking the publisher."""
+
+    def __init__(self, *, buffer_size: int = 10_000) -> None:
+        self._buffer_size = buffer_size
+        self._subscriptions: list[Subscription] = []
+        self._observers: list[Callable[[Sequence[Fact]], None]] = []
+        self._dropped = 0
+        self._published = 0
+
+    def subscribe(self, name: str, *, buffer_size: float | None = None) -> Subscription:
+        """Start receiving every fact published from now on.
+
+        ``buffer_size`` may be ``math.inf`` for an in-process consumer that is
+        known to keep up (the fact file writer); the default bounds the buffer.
+        """
+        size = self._buffer_size if buffer_size is None else buffer_size
+        send, receive = trio.open_memory_channel[Fact](size)
+        subscription = Subscription(name, size, send, receive)
+        self._subscriptions.append(subscription)
+        return subscription
+
+    def observe(self, observer: Callable[[Sequence[Fact]], None]) -> None:
+        """Call ``observer`` with every batch, as it is published, before any subscriber
+        can see it: for bookkeeping that must be up to date when a subscriber reads a fact
+        (what the daemon projects once for all its clients). It must be quick and must not
+        raise: it runs inside the recorder's commit."""
+        self._observers.append(observer)
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        if subscription in self._subscriptions:
+            self._subscriptions.remove(subscription)
+            subscription._send.close()
+
+    def publish_nowait(self, facts: Sequence[Fact]) -> None:
+        """Deliver ``facts`` to every subscriber; drop the ones that cannot keep up."""
+        self._published += len(facts)
+        for observer in self._observers:
+            observer(facts)
+        slow: list[Subscription] = []
+        for subscription in self._subscriptions:
+            try:
+                for fact in facts:
+                    subscription._send.send_nowait(fact)
+            except trio.WouldBlock:
+                slow.append(subscription)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                # The subscriber went away without unsubscribing: forget it.
+                slow.append(subscription)
+        for subscription in slow:
+            if subscription.dropped_reason is None:
+                subscription.dropped_reason = (
+                    f"subscriber {subscription.name!r} fell behind: its buffer of "
+                    f"{subscription.buffer_size} facts was full"
+                )
+            self._dropped += 1
+            self.unsubscribe(subscription)
+
+    def close(self) -> None:
+        """End every subscription (iteration ends once buffered facts are read)."""
+        for subscription in list(self._subscriptions):
+            self.unsubscribe(subscription)
+
+    def statistics(self) -> BusStatistics:
+        return BusStatistics(
+            subscribers=len(self._subscriptions),
+            max_buffered=max((s.buffered() for s in self._subscriptions), default=0),
+            dropped=self._dropped,
+            published=self._published,
+        )

@@ -1,0 +1,304 @@
+"""Command tools: a team file's ``[tools.<name>]`` programs, run for a tool call.
+
+Theory of operation
+-------------------
+:func:`run_command` starts the tool's ``command`` (an argv: no shell) in a new session, so
+the program and whatever it starts form one process group, writes the call's input as JSON
+(one line) to its stdin and closes it, and reads stdout and stderr as they come: the first
+``output_limit`` bytes of stdout are kept (the rest is counted and dropped, so a chatty
+program cannot fill memory or the journal) and the last ``STDERR_TAIL`` bytes of stderr.
+The program ends the call when it has exited and closed both pipes.
+
+* Exit status 0: the call succeeds; its result is stdout (with a note when it was cut).
+* Any other status, a signal, or ``timeout`` passing first: the call fails; the message says
+  which, then stderr's tail, then stdout.
+* The program cannot start (not found, not executable, no such ``cwd``): the call fails
+  saying why.
+* The caller is cancelled (the turn aborted, the session stopped): the process group gets
+  SIGTERM, then SIGKILL ``kill_grace`` seconds later if anything of it is left, and the
+  cancellation goes on. A timeout stops it the same way.
+
+When the call ends, in every case, whatever the program left running in its process group
+is killed: nothing a tool started outlives its call (a program that must leave something
+behind starts it in a session of its own).
+
+What the program is told (:func:`command_environment`): the orchestrator's environment, the
+tool's ``env`` table, and ``ORCHESTRATOR_GROUP_ID`` (the session id: the ``group_id`` of a
+view update it posts), ``ORCHESTRATOR_TOOL_CALL_ID``, ``ORCHESTRATOR_CALLBACK_URL`` (the
+daemon's ``POST /callback``) and ``ORCHESTRATOR_CALLBACK_TOKEN`` (the daemon's first token
+with role ``tool``, when it has tokens). Without a daemon (``orchestrator run``) the two
+callback variables are whatever the orchestrator's own environment holds, if anything.
+
+Calls are independent: each has its own process, pipes and buffers, so a model may call
+command tools, the same one included, concurrently.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+import structlog
+import trio
+
+from orchestrator.spec._teamfile import CommandTool
+
+__all__ = [
+    "CALLBACK_TOKEN_VAR",
+    "CALLBACK_URL_VAR",
+    "GROUP_ID_VAR",
+    "KILL_GRACE",
+    "OUTPUT_LIMIT",
+    "STDERR_TAIL",
+    "TOOL_CALL_ID_VAR",
+    "CommandResult",
+    "ToolCallback",
+    "callback_url",
+    "command_environment",
+    "group_id",
+    "run_command",
+]
+
+log = structlog.get_logger("orchestrator.command_tool")
+
+CALLBACK_URL_VAR: Final = "ORCHESTRATOR_CALLBACK_URL"
+CALLBACK_TOKEN_VAR: Final = "ORCHESTRATOR_CALLBACK_TOKEN"
+GROUP_ID_VAR: Final = "ORCHESTRATOR_GROUP_ID"
+TOOL_CALL_ID_VAR: Final = "ORCHESTRATOR_TOOL_CALL_ID"
+
+#: Bytes of stdout kept as a call's result; the rest is dropped, with a note saying so.
+OUTPUT_LIMIT: Final = 64 * 1024
+#: Bytes of stderr kept (its end) for a failed call's message.
+STDERR_TAIL: Final = 4 * 1024
+#: Seconds between SIGTERM and SIGKILL when a call is stopped (cancelled or timed out).
+KILL_GRACE: Final = 2.0
+
+_SESSION_PREFIX: Final = "ahp-session:/"
+#: The route of the daemon that takes view updates (see orchestrator.server._app).
+_CALLBACK_PATH: Final = "/callback"
+_WILDCARDS: Final = {"0.0.0.0": "127.0.0.1", "[::]": "[::1]"}
+
+
+@attrs.define
+class ToolCallback:
+    """Where command tools post view updates: the daemon's ``POST /callback``, and the token
+    that may.
+
+    Not frozen: the daemon makes one before it listens, hands it to every session, and sets
+    ``url`` once the server knows its port, so sessions taken up at start see it too.
+    """
+
+    url: str | None = None
+    token: str | None = attrs.field(default=None, repr=False)  # never in a repr or a log
+
+
+@attrs.frozen(kw_only=True)
+class CommandResult:
+    """What a call came to: ``output`` is the result text, or the failure's message."""
+
+    success: bool
+    output: str
+
+
+def group_id(session: str) -> str:
+    """The ``group_id`` of a session's view updates: its id (the URI without its scheme)."""
+    return session.removeprefix(_SESSION_PREFIX)
+
+
+def callback_url(bound: str) -> str:
+    """The callback URL of a daemon bound to ``bound`` (``http://HOST:PORT``). A wildcard
+    address is reached on loopback: the tools run on the daemon's machine."""
+    scheme, _, rest = bound.partition("://")
+    host, _, port = rest.rpartition(":")
+    return f"{scheme}://{_WILDCARDS.get(host, host)}:{port}{_CALLBACK_PATH}"
+
+
+def command_environment(
+    base: Mapping[str, str],
+    tool: CommandTool,
+    *,
+    session: str,
+    tool_call_id: str,
+    callback: ToolCallback | None,
+) -> dict[str, str]:
+    """The environment of one call of ``tool``: ``base`` (the orchestrator's), the tool's
+    ``env``, then the runtime's variables. ``callback`` None: no daemon; the callback
+    variables of ``base``, if any, pass through (that is how ``orchestrator run`` is told)."""
+    env = {**base, **tool.env}
+    env[GROUP_ID_VAR] = group_id(session)
+    env[TOOL_CALL_ID_VAR] = tool_call_id
+    if callback is not None:
+        for name, value in ((CALLBACK_URL_VAR, callback.url), (CALLBACK_TOKEN_VAR, callback.token)):
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
+    return env
+
+
+async def run_command(
+    tool: CommandTool,
+    arguments: Mapping[str, Any],
+    env: Mapping[str, str],
+    *,
+    output_limit: int = OUTPUT_LIMIT,
+    kill_grace: float = KILL_GRACE,
+) -> CommandResult:
+    """Run one call of ``tool`` with input ``arguments``; never raises but Cancelled."""
+    data = (json.dumps(arguments, ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        process = await trio.lowlevel.open_process(
+            list(tool.command),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=tool.cwd,
+            env=dict(env),
+            start_new_session=True,  # its own process group: stopped as a whole
+        )
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        where = f" (in {tool.cwd})" if tool.cwd is not None else ""
+        return CommandResult(
+            success=False, output=f"cannot start {tool.name}: {tool.command[0]}{where}: {reason}"
+        )
+    stdout = _Head(output_limit)
+    stderr = _Tail(STDERR_TAIL)
+    started = trio.current_time()
+    exited = False
+    try:
+        with trio.move_on_after(tool.timeout.total_seconds()) as deadline:
+            async with trio.open_nursery() as nursery:
+                assert process.stdin is not None
+                assert process.stdout is not None
+                assert process.stderr is not None
+                nursery.start_soon(_feed, process.stdin, data)
+                nursery.start_soon(stdout.drain, process.stdout)
+                nursery.start_soon(stderr.drain, process.stderr)
+                await process.wait()
+                exited = True
+    finally:
+        with trio.CancelScope(shield=True):
+            await _stop(process, kill_grace)
+    seconds = round(trio.current_time() - started, 3)
+    status = process.returncode
+    timeout = _duration(tool.timeout.total_seconds())
+    if deadline.cancelled_caught and exited:
+        problem = (
+            f"{tool.name} exited with status {status}, but what it started kept its output "
+            f"open until the timeout ({timeout})"
+        )
+    elif deadline.cancelled_caught:
+        problem = f"{tool.name} timed out after {timeout}"
+    elif status == 0:
+        log.info("command tool ran", tool=tool.name, status=status, seconds=seconds)
+        return CommandResult(success=True, output=stdout.text())
+    elif status is not None and status < 0:
+        problem = f"{tool.name} was killed by {_signal_name(-status)}"
+    else:
+        problem = f"{tool.name} exited with status {status}"
+    log.info("command tool failed", tool=tool.name, problem=problem, seconds=seconds)
+    parts = [problem]
+    if stderr.data:
+        cut = f" (its last {len(stderr.data)} of {stderr.total} bytes)" if stderr.cut else ""
+        parts.append(f"stderr{cut}:\n{stderr.text()}")
+    if stdout.kept:
+        parts.append(f"stdout:\n{stdout.text()}")
+    return CommandResult(success=False, output="\n".join(parts))
+
+
+async def _feed(stream: trio.abc.SendStream, data: bytes) -> None:
+    # A program may exit or close its stdin without reading it all: its choice.
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        async with stream:
+            await stream.send_all(data)
+
+
+async def _stop(process: trio.Process, grace: float) -> None:
+    """Stop what is left of ``process``'s group: SIGTERM while the program runs, SIGKILL
+    after ``grace`` seconds; then SIGKILL whatever else of its group is left."""
+    if process.returncode is None:
+        _signal_group(process, signal.SIGTERM)
+        with trio.move_on_after(grace):
+            await process.wait()
+    _signal_group(process, signal.SIGKILL)
+    await process.wait()
+
+
+def _signal_group(process: trio.Process, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):  # nothing of the group is left
+        os.killpg(process.pid, signum)
+
+
+class _Head:
+    """The first ``limit`` bytes of a stream, and how many more there were."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.kept = bytearray()
+        self.dropped = 0
+
+    async def drain(self, stream: trio.abc.ReceiveStream) -> None:
+        async with stream:
+            async for chunk in stream:
+                room = self.limit - len(self.kept)
+                self.kept += chunk[:room]
+                self.dropped += max(0, len(chunk) - room)
+
+    def text(self) -> str:
+        # A character cut in two at the limit is left out, not shown as U+FFFD.
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        text = decoder.decode(bytes(self.kept), final=not self.dropped)
+        if self.dropped:
+            text += f"\n[output truncated: {self.dropped} more bytes not shown]"
+        return text
+
+
+class _Tail:
+    """The last ``limit`` bytes of a stream."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.data = b""
+        self.total = 0
+
+    @property
+    def cut(self) -> bool:
+        return self.total > len(self.data)
+
+    async def drain(self, stream: trio.abc.ReceiveStream) -> None:
+        async with stream:
+            async for chunk in stream:
+                self.total += len(chunk)
+                self.data = (self.data + chunk)[-self.limit :]
+
+    def text(self) -> str:
+        data = self.data
+        while data and data[0] & 0xC0 == 0x80:  # starts inside a character: skip its rest
+            data = data[1:]
+        return data.decode("utf-8", errors="replace")
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def _duration(seconds: float) -> str:
+    """``300`` → ``"5m"``, ``5400`` → ``"1h30m"``, the way a team file writes it."""
+    whole = int(seconds)
+    parts = []
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)):
+        if whole >= size:
+            parts.append(f"{whole // size}{unit}")
+            whole %= size
+    return "".join(parts) or f"{seconds}s"

@@ -1,0 +1,304 @@
+"""The OpenAI-compatible backend: model rounds streamed from a chat-completions server.
+
+Theory of operation: one :meth:`OpenAIBackend.stream_round` is one streaming
+``POST {base_url}/chat/completions`` (body from
+:func:`~orchestrator.runtime.backends._openai_wire.request_body`: the conversation is derived from
+the chat's state each round, never kept here). Opening the stream is retried with exponential
+backoff by stamina: a 429 or 5xx answer, or a server that could not be reached, is tried again up
+to ``max_retries`` times, waiting what the server asked (``Retry-After``) when it said; any other
+4xx ends the turn with the provider's message. Once the server streams, nothing is retried (the
+events already went out): a stream that breaks off, stalls past ``read_timeout`` or makes no sense
+ends the turn in error, and a tool call whose input was still streaming is never run
+(:class:`~orchestrator.runtime.backends._openai_wire.ChunkAssembler`). The runtime closes the
+round's generator however the round ends, which closes the HTTP response: cancelling a turn closes
+its stream.
+
+The API key is read from the environment when the backend is made (the team file names the
+variable) and goes only into the ``Authorization`` header: never into facts, logs or errors.
+Ollama, vLLM, llama.cpp's server and LM Studio speak the same format; for a server that is
+not the hosted API the key may be unset (no header is sent).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
+from typing import Final
+
+import httpx
+import httpx_sse
+import stamina
+import structlog
+import trio
+
+from orchestrator.base._errors import (
+    ModelRequestError,
+    ModelStreamError,
+    PeerProtocolError,
+    RunError,
+)
+from orchestrator.base._input_gate import parse_json_counted
+from orchestrator.core._model_round import ModelEvent, RoundContext
+from orchestrator.runtime._logging import register_secret
+from orchestrator.spec._teamfile import AgentSpec, OpenAISettings, TeamSpec
+
+from ._openai_wire import (
+    ChunkAssembler,
+    provider_message,
+    request_body,
+    retry_after_seconds,
+    system_prompt,
+)
+from ._transcript import tool_call_ids, transcript
+
+__all__ = ["HOSTED_API", "OpenAIBackend", "base_url_of", "http_client"]
+
+log = structlog.get_logger(__name__)
+
+#: Where requests go when neither the team file nor ``OPENAI_BASE_URL`` says.
+HOSTED_API: Final = "https://api.openai.com/v1"
+BASE_URL_ENV: Final = "OPENAI_BASE_URL"
+
+CONNECT_TIMEOUT: Final = 10.0
+WRITE_TIMEOUT: Final = 30.0
+POOL_TIMEOUT: Final = 30.0
+#: Backoff between retries when the server does not say how long to wait (seconds).
+WAIT_INITIAL: Final = 1.0
+WAIT_MAX: Final = 30.0
+#: The longest ``Retry-After`` honoured; a server asking more is not retried (a turn does
+#: not sit silent for an hour: the error says what the server asked).
+RETRY_AFTER_MAX: Final = 120.0
+#: How long closing a response may take when the round was cancelled.
+CLOSE_TIMEOUT: Final = 5.0
+
+#: Transport failures before any byte of a response: the request can safely go again.
+_RETRYABLE_TRANSPORT: Final = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.PoolTimeout,
+    httpx.RemoteProtocolError,
+    httpx.ReadError,
+    httpx.WriteError,
+)
+# Not retried: a read timeout waiting for the answer (the server has the request and may be
+# working on it; sending it again doubles the bill), any error once the stream started.
+
+
+def http_client() -> httpx.AsyncClient:
+    """The client a run shares among its agents (one connection pool per server)."""
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(CONNECT_TIMEOUT, write=WRITE_TIMEOUT, pool=POOL_TIMEOUT),
+        headers={"user-agent": "team-orchestrator"},
+    )
+
+
+def base_url_of(settings: OpenAISettings, environ: Mapping[str, str]) -> str:
+    """The team file's ``base_url``, else ``$OPENAI_BASE_URL``, else the hosted API."""
+    url = settings.base_url or environ.get(BASE_URL_ENV) or HOSTED_API
+    return url.rstrip("/")
+
+
+class OpenAIBackend:
+    """Model rounds of one agent, streamed from an OpenAI-compatible server.
+
+    Making one checks the configuration (a :class:`RunError` names what is missing), so a
+    run can make every agent's backend before it starts and fail before its first fact.
+    """
+
+    def __init__(
+        self,
+        team: TeamSpec,
+        agent: AgentSpec,
+        *,
+        client: httpx.AsyncClient,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        if agent.openai is None:
+            raise RunError(f"agent {agent.name!r} does not use the openai backend")
+        environ = os.environ if environ is None else environ
+        self.agent = agent
+        self.settings = agent.openai
+        self.url = f"{base_url_of(self.settings, environ)}/chat/completions"
+        key = environ.get(self.settings.api_key_env, "")
+        if not key and self.url.startswith(HOSTED_API):
+            raise RunError(
+                f"agent {agent.name!r} uses {HOSTED_API} but the environment variable "
+                f"{self.settings.api_key_env} (api_key_env in {team.file}) is not set"
+            )
+        register_secret(key)  # whatever logs it (a traceback, a library), a line shows [redacted]
+        self._headers = {"authorization": f"Bearer {key}"} if key else {}
+        self._client = client
+        self._system = system_prompt(team, agent)
+        self._timeout = httpx.Timeout(
+            CONNECT_TIMEOUT, read=self.settings.read_timeout, write=WRITE_TIMEOUT, pool=POOL_TIMEOUT
+        )
+
+    async def stream_round(self, context: RoundContext) -> AsyncGenerator[ModelEvent, None]:
+        """One streaming request; see the module docstring for what is retried."""
+        chat = context.chat_state
+        if chat is None:
+            raise RunError(f"{context.chat}: the openai backend needs the chat's state")
+        messages = transcript(chat)
+        body = request_body(
+            self.settings,
+            system=self._system,
+            messages=messages,  # steering injected into the turn is in there, in its place
+            tools=context.tools,
+        )
+        turn = chat.active_turn.id if chat.active_turn is not None else "turn"
+        assembler = ChunkAssembler(
+            context.tools,
+            taken_ids=tool_call_ids(chat),
+            id_prefix=f"call-{turn}-r{context.round_index}-a{context.attempt}",
+        )
+        response = await self._open(body)
+        try:
+            async with aclosing(self._events(response, assembler)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            with trio.move_on_after(CLOSE_TIMEOUT) as closing:
+                closing.shield = True
+                await response.aclose()
+
+    async def _open(self, body: Mapping[str, object]) -> httpx.Response:
+        """Send the request until the server starts a stream; the response, still unread."""
+        attempts = self.settings.max_retries + 1
+        tried = 0
+        try:
+            async for attempt in stamina.retry_context(
+                on=_should_retry,
+                attempts=attempts,
+                timeout=None,
+                wait_initial=WAIT_INITIAL,
+                wait_max=WAIT_MAX,
+            ):
+                with attempt:
+                    tried = attempt.num
+                    request = self._client.build_request(
+                        "POST", self.url, json=body, headers=self._headers, timeout=self._timeout
+                    )
+                    response = await self._client.send(request, stream=True)
+                    if response.is_success:
+                        return response
+                    raise await self._refused(response)
+        except ModelRequestError as exc:
+            raise _gave_up(exc, tried, attempts) from exc
+        except httpx.ReadTimeout as exc:
+            raise ModelRequestError(
+                f"POST {self.url}: no answer within {self.settings.read_timeout:g} s (read_timeout)"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise ModelRequestError(
+                f"could not reach {self.url}{_after(tried)}: {_describe(exc)}"
+            ) from exc
+        raise AssertionError("unreachable: stamina returns or raises")  # pragma: no cover
+
+    async def _refused(self, response: httpx.Response) -> ModelRequestError:
+        """The error for a non-2xx answer (its body read and the response closed): the URL,
+        the provider's words (any echo of the key blanked) and, for a redirect, where to."""
+        try:
+            body = await response.aread()
+        finally:
+            await response.aclose()
+        status = response.status_code
+        message = provider_message(
+            status, response.reason_phrase or httpx.codes.get_reason_phrase(status), body
+        )
+        if response.is_redirect:
+            message += f" (redirects to {response.headers.get('location', '?')}; fix base_url)"
+        now = datetime.datetime.now(datetime.UTC)
+        return ModelRequestError(
+            self._redact(f"POST {self.url}: {message}"),
+            status=status,
+            retry_after=retry_after_seconds(response.headers, now),
+        )
+
+    def _redact(self, text: str) -> str:
+        key = self._headers.get("authorization", "").removeprefix("Bearer ")
+        return text.replace(key, "[api key]") if key else text
+
+    async def _events(
+        self, response: httpx.Response, assembler: ChunkAssembler
+    ) -> AsyncGenerator[ModelEvent, None]:
+        done = False
+        replaced = 0  # lone surrogates in the model's strings, each made U+FFFD
+        try:
+            async for sse in httpx_sse.EventSource(response).aiter_sse():
+                if sse.data.strip() == "[DONE]":
+                    done = True  # whatever follows (a proxy keeping the body open) is not read
+                    break
+                if not sse.data.strip():
+                    continue
+                try:
+                    chunk, count = parse_json_counted(
+                        sse.data, protocol="chat completions", bad_text="replace"
+                    )
+                except PeerProtocolError as exc:
+                    raise ModelStreamError(
+                        f"{self.url} sent a chunk that is not JSON the daemon takes "
+                        f"({exc.path}: {exc.message}): {sse.data[:80]!r}"
+                    ) from exc
+                replaced += count
+                try:
+                    events = assembler.feed(chunk)
+                except ModelStreamError as exc:
+                    raise ModelStreamError(self._redact(str(exc))) from exc
+                for event in events:
+                    yield event
+        except httpx_sse.SSEError as exc:
+            raise ModelStreamError(f"{self.url} did not stream server-sent events: {exc}") from exc
+        except httpx.TimeoutException as exc:
+            raise ModelStreamError(
+                f"{self.url} sent nothing for {self.settings.read_timeout:g} s (read_timeout)"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise ModelStreamError(
+                f"the stream from {self.url} broke off: {_describe(exc)}"
+            ) from exc
+        finally:
+            if replaced:
+                # What the model sent could not be stored or shown as it was: the facts hold
+                # U+FFFD in its place, and the log says so.
+                log.warning("model text replaced", url=self.url, characters=replaced)
+        if not done and assembler.finish_reason is None:
+            raise ModelStreamError(
+                f"the stream from {self.url} ended before the model finished its response"
+            )
+        for event in assembler.finish():
+            yield event
+
+
+def _should_retry(exc: Exception) -> bool | float:
+    """stamina's backoff hook: retry, wait what the server asked, or give up."""
+    if isinstance(exc, ModelRequestError):
+        status = exc.status or 0
+        if status != 429 and status < 500:
+            return False
+        if exc.retry_after is None:
+            return True
+        return exc.retry_after if exc.retry_after <= RETRY_AFTER_MAX else False
+    return isinstance(exc, _RETRYABLE_TRANSPORT)
+
+
+def _gave_up(exc: ModelRequestError, tried: int, attempts: int) -> ModelRequestError:
+    message = str(exc)
+    status = exc.status or 0
+    if exc.retry_after is not None and exc.retry_after > RETRY_AFTER_MAX:
+        message += (
+            f" (the server asks to wait {exc.retry_after:g} s, longer than the "
+            f"{RETRY_AFTER_MAX:g} s a turn waits)"
+        )
+    elif (status == 429 or status >= 500) and tried >= attempts:
+        message += _after(tried)
+    return ModelRequestError(message, status=exc.status, retry_after=exc.retry_after)
+
+
+def _after(tried: int) -> str:
+    return f" (gave up after {tried} attempts)" if tried > 1 else ""
+
+
+def _describe(exc: httpx.TransportError) -> str:
+    return str(exc) or type(exc).__name__

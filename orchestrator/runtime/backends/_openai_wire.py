@@ -1,0 +1,359 @@
+"""The OpenAI chat-completions wire format: the request a round sends, the chunks it reads back.
+
+Theory of operation: :func:`request_body` renders a round as one streaming request: the
+agent's system prompt, the chat's :func:`~orchestrator.runtime.backends._transcript.transcript`
+(steering messages included, where they were injected) and the agent's tools. The server answers
+with ``chat.completion.chunk`` objects; a :class:`ChunkAssembler` turns each into
+:data:`~orchestrator.core._model_round.ModelEvent` values as it arrives:
+
+* ``delta.content`` → :class:`TextDelta`; ``delta.reasoning_content`` (vLLM, llama.cpp,
+  DeepSeek) or ``delta.reasoning`` (Ollama, OpenRouter) → :class:`ReasoningDelta`;
+* ``delta.tool_calls[]``, keyed by ``index``: the first fragment of an index (id and name)
+  → :class:`ToolCallStarted`, every piece of ``function.arguments`` →
+  :class:`ToolCallInputDelta`;
+* ``usage`` (the last chunk, with ``stream_options.include_usage``) → :class:`UsageReport`.
+
+A tool call is complete only when the response is: :meth:`ChunkAssembler.finish` runs once
+the server said ``[DONE]``, and refuses a response that never gave a ``finish_reason`` (a
+stream cut in the middle), so a half-streamed call is never handed over to run. Each
+complete call is decoded and checked against the tool definition the model was offered;
+input that does not fit becomes the call's ``input_error`` (the model reads why next round).
+
+Pure: no trio and no IO.
+"""
+
+from __future__ import annotations
+
+import datetime
+import email.utils
+import json
+import math
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+
+from orchestrator.base._errors import ModelStreamError, PeerProtocolError
+from orchestrator.base._input_gate import parse_json
+from orchestrator.core._model_round import (
+    ModelEvent,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallInputDelta,
+    ToolCallRequest,
+    ToolCallStarted,
+    UsageReport,
+)
+from orchestrator.spec._teamfile import AgentSpec, OpenAISettings, TeamSpec
+from orchestrator.spec._tools import ToolDefinition, check_tool_input
+
+from ._transcript import AssistantMessage, ToolMessage, TranscriptMessage, UserMessage
+
+__all__ = [
+    "ChunkAssembler",
+    "provider_message",
+    "request_body",
+    "retry_after_seconds",
+    "system_prompt",
+]
+
+#: The longest provider error text kept in a turn's error message.
+MESSAGE_LIMIT: Final = 500
+
+
+def system_prompt(team: TeamSpec, agent: AgentSpec) -> str:
+    """Who the agent is in its team, then its instructions from the team file."""
+    lines = [f"You are {agent.name}, the {agent.role}, in the team {team.name!r}."]
+    if team.description:
+        lines.append(f"The team: {team.description}")
+    if agent.name != team.coordinator:
+        lines.append(
+            "The user message is a task delegated to you; your final answer is your report "
+            "to the agent that delegated it."
+        )
+    if agent.instructions:
+        lines.append(agent.instructions)
+    return "\n".join(lines)
+
+
+def request_body(
+    settings: OpenAISettings,
+    *,
+    system: str,
+    messages: Sequence[TranscriptMessage],
+    tools: Sequence[ToolDefinition] = (),
+) -> dict[str, Any]:
+    """The JSON body of one streaming ``POST /chat/completions``."""
+    wire: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    wire.extend(_message(m) for m in messages)
+    body: dict[str, Any] = {
+        "model": settings.model,
+        "messages": wire,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": dict(t.parameters),
+                },
+            }
+            for t in tools
+        ]
+        body["parallel_tool_calls"] = True
+    if settings.temperature is not None:
+        body["temperature"] = settings.temperature
+    return body
+
+
+def _message(message: TranscriptMessage) -> dict[str, Any]:
+    match message:
+        case UserMessage(text=text):
+            return {"role": "user", "content": text}
+        case AssistantMessage(text=text, tool_calls=calls):
+            wire: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if calls:
+                wire["tool_calls"] = [
+                    {
+                        "id": c.tool_call_id,
+                        "type": "function",
+                        "function": {"name": c.tool_name, "arguments": c.arguments},
+                    }
+                    for c in calls
+                ]
+            return wire
+        case ToolMessage(tool_call_id=tool_call_id, content=content):
+            return {"role": "tool", "tool_call_id": tool_call_id, "content": content}
+
+
+@attrs.define
+class _Call:
+    """A tool call being assembled from its fragments."""
+
+    tool_call_id: str
+    wire_id: str  # the id the server gave it ("" if none)
+    name: str = ""
+    arguments: list[str] = attrs.Factory(list)
+    started: bool = False
+
+
+class ChunkAssembler:
+    """Reads one response's chunks; hands out events as they come, and the calls at the end.
+
+    ``taken_ids``: tool call ids the chat already holds. A call whose id is missing, taken or
+    repeated (local servers number calls ``call_0``... per response) gets
+    ``<id_prefix>-<n>`` instead; the model reads its calls back under those ids.
+
+    Fragments belong to the call of their ``index``, as OpenAI streams them; a fragment that
+    brings a new id starts a new call even at an index already used (Ollama sends each whole
+    call at index 0), and a fragment without an index is a new call when it has an id, else
+    the last call's continuation.
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[ToolDefinition],
+        *,
+        taken_ids: Collection[str] = (),
+        id_prefix: str = "call",
+    ) -> None:
+        self._tools = tools
+        self._taken = set(taken_ids)
+        self._id_prefix = id_prefix
+        self._calls: list[_Call] = []
+        self._by_index: dict[int, _Call] = {}
+        self.finish_reason: str | None = None
+        self.usage: UsageReport | None = None
+
+    def feed(self, chunk: object) -> list[ModelEvent]:
+        """The events of one decoded chunk; :class:`ModelStreamError` if it is not one."""
+        if not isinstance(chunk, dict):
+            raise ModelStreamError(f"expected a chunk object, got {_kind(chunk)}")
+        if chunk.get("error"):
+            raise ModelStreamError(f"the server reported an error mid-stream: {_error(chunk)}")
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.usage = UsageReport(
+                input_tokens=_count(usage.get("prompt_tokens")),
+                output_tokens=_count(usage.get("completion_tokens")),
+            )
+        events: list[ModelEvent] = []
+        choices = chunk.get("choices") or []
+        if not isinstance(choices, list):
+            raise ModelStreamError(f"$.choices: expected an array, got {_kind(choices)}")
+        for choice in choices:
+            # n = 1 is all a round asks for; other choices would be other answers.
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if not isinstance(delta, dict):
+                raise ModelStreamError(
+                    f"$.choices[0].delta: expected an object, got {_kind(delta)}"
+                )
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                events.append(ReasoningDelta(text=reasoning))
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                events.append(TextDelta(text=content))
+            for position, fragment in enumerate(delta.get("tool_calls") or ()):
+                events.extend(self._tool_call(position, fragment))
+            reason = choice.get("finish_reason")
+            if isinstance(reason, str) and reason:
+                self.finish_reason = reason
+        return events
+
+    def _tool_call(self, position: int, fragment: object) -> list[ModelEvent]:
+        if not isinstance(fragment, dict):
+            raise ModelStreamError(f"$.choices[0].delta.tool_calls: got {_kind(fragment)}")
+        index = fragment.get("index")
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
+            raise ModelStreamError(f"tool_calls[].index: expected an integer, got {_kind(index)}")
+        raw_id = fragment.get("id")
+        wire_id = raw_id if isinstance(raw_id, str) else ""
+        call = self._by_index.get(index) if index is not None else self._last()
+        if call is None or (wire_id and wire_id != call.wire_id):
+            call = _Call(tool_call_id=self._new_id(wire_id, len(self._calls)), wire_id=wire_id)
+            self._calls.append(call)
+            if index is not None:
+                self._by_index[index] = call
+        function = fragment.get("function") or {}
+        if not isinstance(function, dict):
+            raise ModelStreamError(f"tool_calls[{position}].function: got {_kind(function)}")
+        events: list[ModelEvent] = []
+        name = function.get("name")
+        if isinstance(name, str) and name and not call.started:
+            call.name += name
+        if call.name and not call.started:
+            call.started = True
+            events.append(ToolCallStarted(tool_call_id=call.tool_call_id, tool_name=call.name))
+            # Fragments that came before the name was known.
+            events.extend(
+                ToolCallInputDelta(tool_call_id=call.tool_call_id, text=text)
+                for text in call.arguments
+            )
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):  # some servers send the input decoded
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        if isinstance(arguments, str) and arguments:
+            call.arguments.append(arguments)
+            if call.started:
+                events.append(ToolCallInputDelta(tool_call_id=call.tool_call_id, text=arguments))
+        return events
+
+    def _last(self) -> _Call | None:
+        return self._calls[-1] if self._calls else None
+
+    def _new_id(self, wanted: str, number: int) -> str:
+        tool_call_id = wanted
+        if not tool_call_id or tool_call_id in self._taken:
+            tool_call_id = f"{self._id_prefix}-{number}"
+        self._taken.add(tool_call_id)
+        return tool_call_id
+
+    def finish(self) -> list[ModelEvent]:
+        """The complete tool calls, then usage; the response must have finished."""
+        if self.finish_reason is None:
+            raise ModelStreamError(
+                "the stream ended before the model finished its response (no finish_reason)"
+            )
+        if self.finish_reason == "length" and self._calls:
+            raise ModelStreamError(
+                "the model reached its output limit while writing a tool call "
+                "(finish_reason 'length'); the call was not run"
+            )
+        events: list[ModelEvent] = [self._request(call) for call in self._calls]
+        if self.usage is not None:
+            events.append(self.usage)
+        return events
+
+    def _request(self, call: _Call) -> ToolCallRequest:
+        raw = "".join(call.arguments)
+        error: str | None
+        try:
+            # The model's text: a lone surrogate in it is made U+FFFD, as in its stream.
+            decoded = (
+                parse_json(raw, protocol="tool input", bad_text="replace") if raw.strip() else {}
+            )
+        except PeerProtocolError as exc:
+            where = "" if exc.path == "$" else f"{exc.path}: "
+            decoded, error = {}, f"the input of {call.name} is not valid JSON: {where}{exc.message}"
+        else:
+            error = check_tool_input(self._tools, call.name, decoded)
+        if error is not None or not isinstance(decoded, dict):
+            return ToolCallRequest(
+                tool_call_id=call.tool_call_id,
+                tool_name=call.name,
+                arguments={},
+                input_error=error or f"the input of {call.name} must be a JSON object",
+                raw_input=raw,
+            )
+        return ToolCallRequest(
+            tool_call_id=call.tool_call_id, tool_name=call.name, arguments=decoded
+        )
+
+
+def provider_message(status: int, reason: str, body: bytes) -> str:
+    """The server's own words for a refused request: ``error.message`` when it sent JSON."""
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        data = parse_json(text, protocol="chat completions", bad_text="replace")
+    except PeerProtocolError:
+        detail = text
+    else:
+        detail = _error(data) if isinstance(data, dict) and "error" in data else text
+    detail = detail if len(detail) <= MESSAGE_LIMIT else detail[: MESSAGE_LIMIT - 1] + "…"
+    return f"{status} {reason}".strip() + (f": {detail}" if detail else "")
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: datetime.datetime) -> float | None:
+    """How long the server asked to wait: ``retry-after-ms``, else ``retry-after`` in seconds
+    or as an HTTP date; None when it did not say (or said something unreadable)."""
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds is not None:
+        seconds = _number(milliseconds)
+        if seconds is not None:
+            return seconds / 1000
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _number(value)
+    if seconds is not None:
+        return seconds
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, (when - now).total_seconds())
+
+
+def _number(text: str) -> float | None:
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def _error(data: Mapping[str, Any]) -> str:
+    error = data.get("error")
+    if isinstance(error, dict):
+        message = error.get("message")
+        code = error.get("code") or error.get("type")
+        text = str(message) if message else json.dumps(error, ensure_ascii=False)
+        return f"{text} ({code})" if isinstance(code, str) and code else text
+    return str(error)
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _kind(value: object) -> str:
+    return type(value).__name__ if not isinstance(value, str) else f"string {value[:40]!r}"

@@ -1,0 +1,297 @@
+"""One client on ``/ws``: the agent channel, the team channel and views, on one WebSocket.
+
+Theory of operation
+-------------------
+The session pushes its facts to the connection as they are published (the connection is
+a :class:`~orchestrator.server._daemon.Sink`): each fact's agent-channel events come already
+projected and serialized, once for all clients, and go into the connection's one bounded
+outbox (:mod:`orchestrator.server._outbox`) without waiting. Two tasks per connection:
+
+- the **reader** takes frames, applies the rate limit, parses them
+  (:func:`~orchestrator.protocols._agent_channel.parse_client_message`) and carries out requests; a
+  bad frame or a refused request is answered with an ``error`` event naming the problem,
+  and the connection stays usable. A team channel subscription is served from the journal
+  up to the last fact pushed, then from the pushes (projected for this client);
+- the **sender** writes the outbox to the socket.
+
+A client that lets the outbox fill up is closed with 1008 ("fell behind") and the session
+stops pushing to it: nobody else waits for it.
+
+On connect the client gets ``init``; reattaching (``?session=``), then ``history`` (the
+finished turns, from the journal's ``agent_messages`` rows of the coordinator chat), the
+running turn so far, what waits for the user (approvals, questions) and the active views,
+all as of one state: the facts after it come live, with no gap and no duplicate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import json
+from typing import Any
+
+import attrs
+import structlog
+import trio
+from starlette.websockets import WebSocket
+
+from orchestrator.base._errors import (
+    FactLogError,
+    IllegalTransitionError,
+    PeerProtocolError,
+    RunError,
+)
+from orchestrator.base._input_gate import JSON_LIMITS, JsonLimits
+from orchestrator.core._facts import Fact
+from orchestrator.core._team_state import TeamState
+from orchestrator.protocols._agent_channel import (
+    Abort,
+    Approve,
+    ClientMessage,
+    Prompt,
+    Reject,
+    Settings,
+    TeamSubscribe,
+    ToolResponse,
+    agent_event,
+    parse_client_message,
+    replay,
+)
+from orchestrator.protocols._agentui import Envelope
+from orchestrator.protocols._agentui_wire import unstructure_envelope
+from orchestrator.protocols._project_agentui import AgentUiProjector
+
+from ._auth import Permission, Principal
+from ._client_frames import client_frames
+from ._daemon import Daemon, LiveSession
+from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
+from ._rate_limit import TokenBucket
+
+__all__ = ["AgentSocket"]
+
+log = structlog.get_logger("orchestrator.ws")
+
+
+class AgentSocket:
+    def __init__(
+        self,
+        websocket: WebSocket,
+        daemon: Daemon,
+        live: LiveSession,
+        principal: Principal,
+        *,
+        reattached: bool,
+        max_frame_bytes: int,
+        rate: float,
+        burst: int,
+        outbox_size: int,
+        json_limits: JsonLimits = JSON_LIMITS,
+    ) -> None:
+        self.websocket = websocket
+        self.daemon = daemon
+        self.live = live
+        self.principal = principal
+        self.reattached = reattached
+        self.max_frame_bytes = max_frame_bytes
+        self.json_limits = json_limits
+        self._bucket = TokenBucket(rate=rate, burst=burst, now=trio.current_time())
+        self._outbox = Outbox(websocket, outbox_size, on_hang_up=self._hung_up)
+        # Frames pushed while a replay is read or sent (they go out after it): the history a
+        # reattaching client is shown first, or the envelopes a team subscription replays.
+        self._held: list[tuple[str, ...]] | None = [] if reattached else None
+        self._held_frames = 0  # frames in _held
+        self._outbox_size = outbox_size
+        self._team: AgentUiProjector | None = None
+        self._reached = 0  # the sequence of the last fact pushed to this client
+
+    # ── the connection ─────────────────────────────────────────────────────
+
+    async def run(self) -> None:
+        structlog.contextvars.bind_contextvars(session=self.live.uri, client=self.principal.name)
+        state = self.live.attach(self)
+        self._reached = state.last_sequence
+        # The session's state changes with every fact: what the replay shows of it is taken
+        # now, before any checkpoint, so that it ends exactly where the live facts begin.
+        replayed = _Replay.of(state) if self.reattached else None
+        try:
+            self._emit(agent_event("init", sessionId=self.live.id, team=self.live.team_name))
+            if replayed is not None:
+                await self._replay(replayed)
+            self._release_held()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._read, nursery.cancel_scope)
+                await self._outbox.send()
+                nursery.cancel_scope.cancel()
+        finally:
+            self.live.detach(self)
+
+    async def _replay(self, replayed: _Replay) -> None:
+        """History, the running turn so far, what waits for the user, the active views."""
+        messages: list[dict[str, Any]] = []
+        if replayed.chat is not None:
+            rows = await trio.to_thread.run_sync(
+                self.daemon.reader.agent_messages, self.live.uri, replayed.chat
+            )
+            # Rows of turns that ended after the state was taken come live instead.
+            messages = [row.event for row in rows if row.turn_id in replayed.finished]
+        self._emit(agent_event("history", messages=messages))
+        for event in replayed.events:
+            self._emit(event)
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        """Queue ``event`` for the client; one that fell behind is disconnected."""
+        self._outbox.put(json.dumps(event, ensure_ascii=False))
+
+    def _hang_up(self, code: int, reason: str) -> None:
+        self._outbox.hang_up(code, reason)
+
+    def _hung_up(self, code: int, reason: str) -> None:
+        log.info("client disconnected", session=self.live.uri, code=code, reason=reason)
+        if code == CLOSE_FELL_BEHIND:
+            self.daemon.metrics.dropped_clients += 1
+            self.live.detach(self)  # the session stops feeding this connection now
+
+    # ── what the session pushes (a Sink: called as facts are published) ───────
+
+    def deliver(self, fact: Fact, frames: tuple[str, ...]) -> None:
+        if fact.sequence <= self._reached:
+            return
+        self._reached = fact.sequence
+        if self._team is not None:
+            frames += tuple(_team_frame(envelope) for envelope in self._team.feed(fact))
+        if self._held is not None:
+            # A replay is being read or sent: these go after it, and a client that lets as
+            # many pile up meanwhile as its buffer holds has fallen behind all the same.
+            self._held.append(frames)
+            self._held_frames += len(frames)
+            if self._held_frames > self._outbox_size:
+                self._hang_up(
+                    CLOSE_FELL_BEHIND, f"fell behind: {self._held_frames} messages were waiting"
+                )
+            return
+        for text in frames:
+            self._outbox.put(text)
+
+    def _release_held(self) -> None:
+        """Send what came live while a replay was read or sent, after it."""
+        held, self._held, self._held_frames = self._held or [], None, 0
+        for frames in held:
+            for text in frames:
+                self._outbox.put(text)
+
+    def ended(self, reason: str | None = None) -> None:
+        """The session ended (its run finished, the daemon is stopping, it was never
+        prompted, or the journal could record nothing more of it: ``reason`` says so)."""
+        if reason is None:
+            self._emit(agent_event("session_ended", sessionId=self.live.id))
+        else:
+            self._emit(agent_event("session_ended", sessionId=self.live.id, reason=reason))
+        # A close frame's reason holds 123 bytes: a long one is in session_ended only.
+        short = reason if reason is not None and len(reason.encode()) <= 120 else None
+        self._hang_up(CLOSE_GOING_AWAY, short or "the session ended")
+
+    async def _subscribe_team(self, from_sequence: int) -> None:
+        """Envelopes after ``from_sequence`` up to the last fact pushed, then live ones.
+
+        Pushes go on while the journal is read; once the read has every fact pushed so far
+        (facts are durable before they are published), they are folded here and the
+        projector handed to :meth:`deliver` with no checkpoint in between, so the envelopes
+        meet the pushed ones exactly.
+        """
+        facts: list[Fact] = []
+        read = 0  # the last sequence read from the journal
+        while read < self._reached:
+            facts += await trio.to_thread.run_sync(
+                functools.partial(self.daemon.reader.facts, self.live.uri, after=read)
+            )
+            read = facts[-1].sequence if facts else 0
+        projector = AgentUiProjector(self.live.uri)
+        replay = [
+            _team_frame(envelope)
+            for fact in itertools.takewhile(lambda f: f.sequence <= self._reached, facts)
+            for envelope in projector.feed(fact)
+            if (envelope.sequence or 0) > from_sequence
+        ]
+        self._team = projector
+        # Sent at the client's pace: a session's whole history may be longer than the buffer
+        # that tells a slow client (see Outbox.put_waiting); live frames wait behind it.
+        self._held = []
+        try:
+            for text in replay:
+                await self._outbox.put_waiting(text)
+        finally:
+            self._release_held()
+
+    # ── requests ───────────────────────────────────────────────────────────
+
+    async def _read(self, cancel: trio.CancelScope) -> None:
+        def dropped(message: str) -> None:
+            self._emit(_error("rate_limited", message))
+
+        frames = client_frames(self.websocket, self._bucket, dropped=dropped)
+        async with contextlib.aclosing(frames):
+            async for frame in frames:
+                try:
+                    request = parse_client_message(
+                        frame, max_bytes=self.max_frame_bytes, limits=self.json_limits
+                    )
+                    await self._handle(request)
+                except PeerProtocolError as exc:
+                    self._emit(_error("bad_request", f"{exc.path}: {exc.message}"))
+                except (RunError, IllegalTransitionError) as exc:
+                    self._emit(_error("refused", str(exc)))
+                except FactLogError as exc:
+                    # The journal cannot take facts any more: nothing can be done, say why.
+                    self._emit(_error("unavailable", f"the journal failed: {exc.message}"))
+        cancel.cancel()  # the client disconnected
+
+    async def _handle(self, request: ClientMessage) -> None:
+        if isinstance(request, TeamSubscribe):
+            await self._subscribe_team(request.from_sequence)
+            return
+        if not self.principal.may(Permission.OPERATE):
+            raise RunError(f"{self.principal.name} may watch, not act (an operator token may)")
+        live = self.live
+        match request:
+            case Prompt(prompt=text, task_id=task_id):
+                await live.prompt(text, task_id=task_id)
+            case Abort(task_id=task_id):
+                live.abort(task_id)
+            case ToolResponse(tool_call_id=call, result=result):
+                await live.answer(call, result)
+            case Approve(request_id=approval):
+                await live.decide(approval, approved=True, principal=self.principal.name)
+            case Reject(request_id=approval):
+                await live.decide(approval, approved=False, principal=self.principal.name)
+            case Settings():
+                raise RunError(
+                    "settings: this session's agents take their provider and model from the "
+                    f"team file ({live.team_name}); edit it to change them"
+                )
+
+
+@attrs.frozen
+class _Replay:
+    """What a reattaching client is replayed, as of one state: the coordinator chat, its
+    finished turns (their history rows come from the journal) and the rest
+    (:func:`~orchestrator.protocols._agent_channel.replay`)."""
+
+    chat: str | None
+    finished: frozenset[str]
+    events: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, state: TeamState) -> _Replay:
+        chat = state.coordinator_chat()
+        turns = state.chats[chat].turns if chat is not None else ()
+        return cls(chat, frozenset(turn.id for turn in turns), replay(state))
+
+
+def _error(code: str, message: str) -> dict[str, Any]:
+    return agent_event("error", code=code, message=message)
+
+
+def _team_frame(envelope: Envelope) -> str:
+    event = {"channel": "team", "type": "event", "event": unstructure_envelope(envelope)}
+    return json.dumps(event, ensure_ascii=False)

@@ -1,0 +1,993 @@
+"""One AHP client on ``/ahp``: JSON-RPC 2.0 over a WebSocket, one message per text frame.
+
+Theory of operation
+-------------------
+Two tasks per connection, plus one per session the client follows, in one nursery:
+
+- the **reader** takes frames, applies the rate limit, parses them
+  (:func:`~orchestrator.protocols._ahp_rpc.parse_call`) and carries out each call in turn; a bad
+  frame or a refused call is answered with a JSON-RPC error and the connection stays
+  usable;
+- a **feed** per session moves the session's facts from its bus subscription to the
+  channels the client subscribed to, as ``action`` notifications
+  (:func:`~orchestrator.protocols._ahp_rpc.channel_envelopes`);
+- the **sender** writes frames to the socket.
+
+Everything goes through one bounded outbox: a client that lets it fill up, or whose bus
+subscription was dropped, is disconnected (close code 1008, "fell behind").
+
+No gap, no duplicate. A channel's snapshot is taken from the session's committed state
+*after* the session's bus subscription exists, and the channel remembers the state's
+``last_sequence`` as its ``from_seq``: the feed passes only facts above it, and every fact
+above it reaches the bus after the subscription was made. The feed and the reader never
+interleave within a step, so a snapshot's response is queued before any action after it.
+``reconnect`` reads the journal (in a thread) for the replay; meanwhile the feed holds the
+channels' new actions back (``_Channel.held``) and lets them go after the response.
+
+Sessions and chats: ``createSession`` makes a session at the client's URI whose run starts
+with its first message; ``createChat`` with ``initialMessage`` on such a session starts the
+run, with the coordinator's chat at the client's URI; the coordinator then takes each user
+message as its next turn (``dispatchAction``), and workers appear as the coordinator
+delegates (their chats are ``read-only`` or ``hidden``, as the team file says).
+
+``dispatchAction`` (the mapping of client actions onto the runtime):
+
+=============================================  ==============================================
+client action (chat channel)                   carried out as
+=============================================  ==============================================
+``chat/turnStarted`` (coordinator, idle)       :meth:`LiveSession.prompt` (queued, taken up
+                                               at once)
+``chat/pendingMessageSet`` queued / steering   :meth:`TeamRuntime.queue` / ``steer``
+``chat/toolCallConfirmed`` approve / deny      :meth:`LiveSession.decide` of the approval of
+                                               that tool call
+``chat/inputCompleted``                        :meth:`TeamRuntime.answer_input`
+``chat/turnCancelled``                         ``cancel_turn`` (coordinator) /
+                                               ``cancel_worker`` (a worker)
+=============================================  ==============================================
+
+Each is first checked: the client may act (operator), the chat is live and not hidden,
+messages are user messages and go to a chat whose interactivity is ``full``, and the chat's
+validator (:func:`~orchestrator.ahp._validate.validate_chat_action`) accepts the action. A
+refusal is echoed as the client's envelope with ``rejectionReason`` (and, for a
+``dispatchAction`` sent with an id, an error response too); an accepted action's effect
+comes as the facts the runtime records, and the fact that carries it (the turn started, the
+tool call confirmed...) has the client's ``origin``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import weakref
+from collections import deque
+from collections.abc import Callable
+from typing import Final
+
+import attrs
+import structlog
+import trio
+from starlette.responses import JSONResponse
+from starlette.websockets import WebSocket
+
+from orchestrator.ahp._actions import (
+    ActionEnvelope,
+    ActionOrigin,
+    ChatInputCompletedAction,
+    ChatPendingMessageSetAction,
+    ChatToolCallApprovedAction,
+    ChatToolCallDeniedAction,
+    ChatTurnCancelledAction,
+    ChatTurnStartedAction,
+    StateAction,
+)
+from orchestrator.ahp._commands import (
+    ROOT,
+    AgentInfo,
+    CreateChatParams,
+    CreateSessionParams,
+    DispatchActionParams,
+    DisposeChatParams,
+    DisposeSessionParams,
+    ErrorCode,
+    Implementation,
+    InitializeParams,
+    InitializeResult,
+    ListSessionsParams,
+    ListSessionsResult,
+    ReconnectParams,
+    ReconnectReplayResult,
+    ReconnectResult,
+    ReconnectSnapshotResult,
+    RootState,
+    Snapshot,
+    SubscribeParams,
+    SubscribeResult,
+    UnsubscribeParams,
+)
+from orchestrator.ahp._state import (
+    ChatInputAnswered,
+    ChatInputBooleanAnswerValue,
+    ChatInputSelectedAnswerValue,
+    ChatInputSelectedManyAnswerValue,
+    ChatInputTextAnswerValue,
+    ChatInteractivity,
+    ChatState,
+    MessageKind,
+    SessionStatus,
+    SessionSummary,
+)
+from orchestrator.ahp._validate import validate_chat_action
+from orchestrator.base._errors import (
+    FactLogError,
+    IllegalTransitionError,
+    RpcError,
+    RunError,
+    SessionExistsError,
+    SessionLimitError,
+)
+from orchestrator.base._evolve import evolve
+from orchestrator.base._input_gate import JSON_LIMITS, JsonLimits
+from orchestrator.core._facts import Fact
+from orchestrator.core._recovery import open_questions
+from orchestrator.core._team_state import TeamState
+from orchestrator.protocols._ahp_rpc import (
+    Call,
+    channel_envelopes,
+    error_frame,
+    negotiate,
+    notification_frame,
+    parse_call,
+    result_frame,
+    session_snapshot_state,
+)
+from orchestrator.runtime._bus import Subscription
+from orchestrator.runtime._runtime import Ids, utc_now
+
+from ._auth import Permission, Principal
+from ._config import Limits
+from ._daemon import Daemon, LiveSession
+from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
+from ._rate_limit import TokenBucket
+
+__all__ = ["AhpSocket", "ClientIds", "serve_ahp"]
+
+log = structlog.get_logger("orchestrator.ahp")
+
+#: Close codes: 1008 policy violation (fell behind), 1001 going away.
+#: Replay a channel's gap on reconnect up to this many facts of its session; beyond, a snapshot.
+REPLAY_LIMIT: Final = 10_000
+#: Seconds a confirmation waits for the approval request of its tool call to be recorded.
+APPROVAL_WAIT: Final = 5.0
+#: Origins waiting for the fact that carries a dispatched action (oldest dropped first).
+MAX_EXPECTED: Final = 256
+
+SESSION_PREFIX: Final = "ahp-session:/"
+CHAT_PREFIX: Final = "ahp-chat:/"
+
+
+class ClientIds(Ids):
+    """The ids of a session created over AHP: its URI, and the chat URIs the client chose,
+    handed out in order before any made-up one."""
+
+    def __init__(self, session: str) -> None:
+        super().__init__()
+        self._session = session
+        self.reserved: deque[str] = deque()
+
+    def session(self) -> str:
+        return self._session
+
+    def chat(self) -> str:
+        return self.reserved.popleft() if self.reserved else super().chat()
+
+
+async def serve_ahp(
+    websocket: WebSocket, daemon: Daemon, principal: Principal | None, limits: Limits
+) -> None:
+    """The ``/ahp`` endpoint: refuse the handshake (401 / 403 / 503) or run the connection."""
+    if principal is None or not principal.may(Permission.READ):
+        status = 401 if principal is None else 403
+        message = "a bearer token is needed" if status == 401 else "forbidden"
+        await websocket.send_denial_response(JSONResponse({"error": message}, status_code=status))
+        return
+    if not daemon.accepting:
+        stopping = JSONResponse({"error": "the daemon is stopping"}, status_code=503)
+        await websocket.send_denial_response(stopping)
+        return
+    await websocket.accept()
+    daemon.metrics.connected_clients += 1
+    try:
+        await AhpSocket(
+            websocket,
+            daemon,
+            principal,
+            max_frame_bytes=limits.max_frame_bytes,
+            rate=limits.messages_per_second,
+            burst=limits.burst,
+            outbox_size=limits.subscriber_buffer,
+            json_limits=limits.json,
+        ).run()
+    finally:
+        daemon.metrics.connected_clients -= 1
+
+
+@attrs.define(eq=False)
+class _Channel:
+    """A channel the client subscribed to."""
+
+    uri: str
+    session: str | None  # None: the root channel
+    from_seq: int  # actions up to here are in the snapshot (or were replayed)
+    held: list[ActionEnvelope] | None = None  # new actions held back while a reply is made
+
+
+@attrs.define(eq=False)
+class _Feed:
+    """A live session's facts, on their way to the client's channels of that session."""
+
+    live: LiveSession
+    subscription: Subscription
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+
+
+@attrs.define(eq=False)
+class _Expected:
+    """The fact that will carry a dispatched action, and the origin to stamp it with."""
+
+    channel: str
+    matches: Callable[[StateAction], bool]
+    origin: ActionOrigin
+
+
+class _RefusedError(Exception):
+    """A dispatched action refused: ``reason`` for the echo, ``code`` for a request's error."""
+
+    def __init__(self, reason: str, code: int = ErrorCode.INVALID_PARAMS) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.code = code
+
+
+class AhpSocket:
+    def __init__(
+        self,
+        websocket: WebSocket,
+        daemon: Daemon,
+        principal: Principal,
+        *,
+        max_frame_bytes: int,
+        rate: float,
+        burst: int,
+        outbox_size: int,
+        json_limits: JsonLimits = JSON_LIMITS,
+    ) -> None:
+        self.websocket = websocket
+        self.daemon = daemon
+        self.principal = principal
+        self.max_frame_bytes = max_frame_bytes
+        self.json_limits = json_limits
+        self._bucket = TokenBucket(rate=rate, burst=burst, now=trio.current_time())
+        self._outbox = Outbox(websocket, outbox_size, on_hang_up=self._hung_up)
+        self.client_id: str | None = None
+        self._channels: dict[str, _Channel] = {}
+        self._feeds: dict[str, _Feed] = {}
+        self._expected: deque[_Expected] = deque(maxlen=MAX_EXPECTED)
+        self._nursery: trio.Nursery | None = None
+
+    # ── the connection ─────────────────────────────────────────────────────
+
+    async def run(self) -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._read, nursery.cancel_scope)
+                nursery.start_soon(self._close_when_stopped)
+                await self._outbox.send()
+                nursery.cancel_scope.cancel()
+        finally:
+            for feed in self._feeds.values():
+                feed.live.runtime.bus.unsubscribe(feed.subscription)
+                feed.live.clients -= 1
+
+    async def _close_when_stopped(self) -> None:
+        """The daemon stopped its sessions (SIGTERM): say goodbye with 1001 "going away",
+        after what is queued, as /ws and /teammates do (a client can tell it from a drop)."""
+        await self.daemon.stopped.wait()
+        self._hang_up(CLOSE_GOING_AWAY, "the daemon is stopping")
+
+    def _emit(self, frame: str) -> None:
+        """Queue ``frame`` for the client; one that fell behind is disconnected."""
+        self._outbox.put(frame)
+
+    def _hang_up(self, code: int, reason: str) -> None:
+        self._outbox.hang_up(code, reason)
+
+    def _hung_up(self, code: int, reason: str) -> None:
+        log.info("ahp client disconnected", client=self.client_id, code=code, reason=reason)
+        if code == CLOSE_FELL_BEHIND:
+            self.daemon.metrics.dropped_clients += 1
+
+    # ── feeds: facts to action notifications ───────────────────────────────
+
+    def _feed(self, live: LiveSession) -> _Feed:
+        """The feed of ``live``, made (with its bus subscription) on first use."""
+        feed = self._feeds.get(live.uri)
+        if feed is None:
+            subscription, _ = live.subscribe(f"ahp {self.principal.name}")
+            feed = self._feeds[live.uri] = _Feed(live=live, subscription=subscription)
+            live.clients += 1  # a session a client follows is never put away
+            assert self._nursery is not None
+            self._nursery.start_soon(self._forward, feed)
+        return feed
+
+    def _drop_feed_if_unused(self, session: str) -> None:
+        if any(c.session == session for c in self._channels.values()):
+            return
+        feed = self._feeds.pop(session, None)
+        if feed is not None:
+            feed.scope.cancel()
+            feed.live.runtime.bus.unsubscribe(feed.subscription)
+            feed.live.clients -= 1
+
+    async def _forward(self, feed: _Feed) -> None:
+        with feed.scope:
+            while True:
+                try:
+                    batch = await feed.subscription.receive_batch()
+                except trio.EndOfChannel:
+                    break
+                for fact in batch:
+                    self._deliver(feed.live.state, fact)
+            if feed.subscription.dropped_reason is not None:
+                self._hang_up(CLOSE_FELL_BEHIND, feed.subscription.dropped_reason)
+        # A session that ended leaves its channels subscribed: nothing more comes on them.
+
+    def _deliver(self, state: TeamState, fact: Fact) -> None:
+        for channel in list(self._channels.values()):
+            if channel.session != fact.session:
+                continue
+            for envelope in _envelopes(state, fact, channel.uri):
+                if channel.held is not None:
+                    channel.held.append(envelope)
+                elif envelope.server_seq > channel.from_seq:
+                    self._emit(notification_frame("action", self._stamped(envelope)))
+
+    def _stamped(self, envelope: ActionEnvelope) -> ActionEnvelope:
+        """``envelope`` with the origin of the dispatched action it carries, if any."""
+        for expected in self._expected:
+            if expected.channel == envelope.channel and expected.matches(envelope.action):
+                self._expected.remove(expected)
+                return evolve(envelope, origin=expected.origin)
+        return envelope
+
+    def _release(self, channels: list[_Channel]) -> None:
+        """Send what the channels held back while a reply was made, after the reply."""
+        for channel in channels:
+            held, channel.held = channel.held or [], None
+            for envelope in held:
+                if envelope.server_seq > channel.from_seq:
+                    self._emit(notification_frame("action", self._stamped(envelope)))
+
+    # ── requests ───────────────────────────────────────────────────────────
+
+    async def _read(self, cancel: trio.CancelScope) -> None:
+        while True:
+            message = await self.websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                cancel.cancel()
+                return
+            frame: str | bytes | None = message.get("text")
+            if frame is None:
+                frame = message.get("bytes") or b""
+            if not self._bucket.take(trio.current_time()):
+                self._emit(
+                    error_frame(
+                        RpcError(
+                            ErrorCode.RATE_LIMITED,
+                            f"more than {self._bucket.rate:g} messages a second (bursts of "
+                            f"{self._bucket.burst}): this one was dropped",
+                        )
+                    )
+                )
+                continue
+            call: Call | None = None
+            try:
+                call = parse_call(frame, max_bytes=self.max_frame_bytes, limits=self.json_limits)
+                result = await self._handle(call)
+                if call.is_request:
+                    assert call.id is not None
+                    self._emit(result_frame(call.id, result))
+            except RpcError as exc:
+                if call is not None:
+                    exc.id = call.id
+                self._emit(error_frame(exc))
+            except Exception as exc:  # an error barrier per call: the connection goes on
+                log.exception("ahp call failed", method=call.method if call else None)
+                request_id = call.id if call is not None else None
+                self._emit(
+                    error_frame(
+                        RpcError(ErrorCode.INTERNAL_ERROR, f"internal error: {exc}", id=request_id)
+                    )
+                )
+            finally:
+                if call is not None and call.method in ("subscribe", "reconnect", "initialize"):
+                    self._release([c for c in self._channels.values() if c.held is not None])
+
+    async def _handle(self, call: Call) -> object:
+        method = call.method
+        if method == "ping":
+            return None
+        if method == "initialize":
+            return await self._initialize(call.params)
+        if method == "reconnect":
+            return await self._reconnect(call.params)
+        if self.client_id is None:
+            raise RpcError(ErrorCode.INVALID_REQUEST, f"{method}: send initialize first")
+        match call.params:
+            case SubscribeParams(channel=channel):
+                return SubscribeResult(snapshot=await self._subscribe(channel))
+            case UnsubscribeParams(channel=channel):
+                self._unsubscribe(channel)
+                return None
+            case ListSessionsParams():
+                return self._list_sessions(call.params)
+            case DispatchActionParams():
+                await self._dispatch(call.params, as_request=call.is_request)
+                return None
+        self._require_operator(method)
+        match call.params:
+            case CreateSessionParams():
+                await self._create_session(call.params)
+            case DisposeSessionParams(channel=channel):
+                await self._dispose_session(channel)
+            case CreateChatParams():
+                await self._create_chat(call.params)
+            case DisposeChatParams(channel=channel):
+                self._dispose_chat(channel)
+        return None
+
+    def _require_operator(self, what: str) -> None:
+        if not self.principal.may(Permission.OPERATE):
+            raise RpcError(
+                ErrorCode.PERMISSION_DENIED,
+                f"{what}: {self.principal.name} may watch, not act (an operator token may)",
+                data={},
+            )
+
+    # ── initialize, reconnect, subscriptions ───────────────────────────────
+
+    async def _initialize(self, params: InitializeParams) -> InitializeResult:
+        if self.client_id is not None:
+            raise RpcError(ErrorCode.INVALID_REQUEST, "initialize: this connection is initialized")
+        version = negotiate(params.protocol_versions)
+        self.client_id = params.client_id
+        snapshots: list[Snapshot] = []
+        for uri in params.initial_subscriptions or ():
+            try:
+                snapshot = await self._subscribe(uri)
+            except RpcError:
+                continue  # a channel that is gone is left out, as reconnect's ``missing``
+            snapshots.append(snapshot)
+        log.info("ahp client initialized", client=self.client_id, version=version)
+        return InitializeResult(
+            protocol_version=version,
+            server_seq=max((s.from_seq for s in snapshots), default=0),
+            server_info=Implementation(name="team-orchestrator", title="Team orchestrator"),
+            snapshots=tuple(snapshots),
+        )
+
+    async def _subscribe(self, uri: str) -> Snapshot:
+        """Subscribe to ``uri``; its snapshot (:class:`RpcError` if there is no such channel)."""
+        snapshot, _ = await self._open(uri)
+        return snapshot
+
+    async def _open(self, uri: str) -> tuple[Snapshot, TeamState | None]:
+        """Subscribe to ``uri``: its snapshot, and its session's state (None: the root)."""
+        if uri in self._channels:
+            self._unsubscribe(uri)
+        if uri == ROOT:
+            self._channels[uri] = _Channel(uri=uri, session=None, from_seq=0)
+            return Snapshot(resource=uri, state=self._root_state(), from_seq=0), None
+        live, chat = self._live_channel(uri)
+        if live is None and not chat:
+            live = await self.daemon.find(uri)  # an unfinished session put away: take it up
+        if live is not None:
+            self._feed(live)  # before the state is read: nothing after it is missed
+            state = live.state
+        elif chat:
+            raise RpcError(ErrorCode.NOT_FOUND, f"no chat {uri} in a live session of this host")
+        else:
+            state = await self._past_state(uri)
+        snapshot = _snapshot(state, uri)
+        session = live.uri if live is not None else uri
+        self._channels[uri] = _Channel(uri=uri, session=session, from_seq=snapshot.from_seq)
+        return snapshot, state
+
+    def _unsubscribe(self, uri: str) -> None:
+        channel = self._channels.pop(uri, None)
+        if channel is not None and channel.session is not None:
+            self._drop_feed_if_unused(channel.session)
+
+    def _live_channel(self, uri: str) -> tuple[LiveSession | None, bool]:
+        """The live session of a session or chat URI, and whether ``uri`` is a chat's.
+        A hidden chat is as if it did not exist."""
+        if uri.startswith(CHAT_PREFIX):
+            for live in self.daemon.sessions.values():
+                chat = live.state.chats.get(uri)
+                if chat is not None:
+                    if chat.interactivity is ChatInteractivity.HIDDEN:
+                        return None, True
+                    return live, True
+            return None, True
+        if not uri.startswith(SESSION_PREFIX):
+            raise RpcError(
+                ErrorCode.NOT_FOUND,
+                f"no channel {uri!r} (channels: {ROOT}, ahp-session:/ID, ahp-chat:/ID)",
+            )
+        return self.daemon.sessions.get(uri), False
+
+    async def _past_state(self, uri: str) -> TeamState:
+        """The state of a session this daemon no longer runs, from the journal."""
+        try:
+            return await trio.to_thread.run_sync(self.daemon.reader.open, uri)
+        except FactLogError:
+            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"no session {uri}") from None
+
+    def _root_state(self) -> RootState:
+        agents = tuple(
+            AgentInfo(
+                provider=name,
+                display_name=team.name,
+                description=f"team {team.name}: {team.topology}, coordinator {team.coordinator}",
+                models=(),
+            )
+            for name, team in sorted(self.daemon.teams.items())
+            if name not in self.daemon.unavailable
+        )
+        return RootState(agents=agents, active_sessions=len(self.daemon.sessions))
+
+    async def _reconnect(self, params: ReconnectParams) -> ReconnectResult:
+        if self.client_id is not None and self.client_id != params.client_id:
+            raise RpcError(
+                ErrorCode.INVALID_REQUEST, "reconnect: this connection has another clientId"
+            )
+        self.client_id = params.client_id
+        cursors = dict(params.cursors or {})
+        snapshots: list[Snapshot] = []
+        missing: list[str] = []
+        to_replay: list[tuple[_Channel, int, TeamState]] = []
+        for uri in dict.fromkeys(params.subscriptions):
+            try:
+                snapshot, state = await self._open(uri)
+            except RpcError:
+                missing.append(uri)
+                continue
+            channel = self._channels[uri]
+            channel.held = []  # until the reply is sent (see _read)
+            cursor = cursors.get(uri, params.last_seen_server_seq)
+            last = channel.from_seq
+            if state is None or cursor > last or last - cursor > REPLAY_LIMIT:
+                snapshots.append(snapshot)  # the root has no actions; a gap too big to replay
+            else:
+                to_replay.append((channel, cursor, state))
+        if snapshots and not params.cursors:
+            # A plain AHP reconnect has one kind of result: every channel gets a snapshot.
+            every = [self._snapshot_now(c.uri) for c, _, _ in to_replay]
+            return ReconnectSnapshotResult(snapshots=(*snapshots, *every))
+        replayed: list[ActionEnvelope] = []
+        for session in dict.fromkeys(c.session for c, _, _ in to_replay):
+            assert session is not None
+            mine = [(c, cursor, state) for c, cursor, state in to_replay if c.session == session]
+            after = min(cursor for _, cursor, _ in mine)
+            facts = await trio.to_thread.run_sync(
+                functools.partial(self.daemon.reader.facts, session, after=after)
+            )
+            for channel, cursor, state in mine:
+                replayed += [
+                    envelope
+                    for fact in facts
+                    if cursor < fact.sequence <= channel.from_seq
+                    for envelope in _envelopes(state, fact, channel.uri)
+                ]
+        replayed.sort(key=lambda e: e.server_seq)
+        return ReconnectReplayResult(
+            actions=tuple(replayed),
+            missing=tuple(missing),
+            snapshots=tuple(snapshots) if params.cursors else None,
+        )
+
+    def _snapshot_now(self, uri: str) -> Snapshot:
+        channel = self._channels[uri]
+        feed = self._feeds.get(channel.session or "")
+        if feed is None:
+            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"{uri}: its session has ended")
+        snapshot = _snapshot(feed.live.state, uri)
+        channel.from_seq = snapshot.from_seq
+        return snapshot
+
+    def _list_sessions(self, params: ListSessionsParams) -> ListSessionsResult:
+        summaries = sorted(
+            (_summary(live) for live in self.daemon.sessions.values()),
+            key=lambda s: (s.modified_at, s.resource),
+            reverse=True,
+        )
+        start = 0
+        if params.cursor is not None:
+            if not params.cursor.isdigit() or int(params.cursor) > len(summaries):
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"cursor: unknown {params.cursor!r}")
+            start = int(params.cursor)
+        limit = params.limit if params.limit is not None and params.limit > 0 else len(summaries)
+        page = summaries[start : start + limit]
+        after = start + len(page)
+        return ListSessionsResult(
+            items=tuple(page), next_cursor=str(after) if after < len(summaries) else None
+        )
+
+    # ── sessions and chats ─────────────────────────────────────────────────
+
+    async def _create_session(self, params: CreateSessionParams) -> None:
+        uri = params.channel
+        if not uri.startswith(SESSION_PREFIX) or len(uri) == len(SESSION_PREFIX):
+            raise RpcError(ErrorCode.INVALID_PARAMS, "channel: expected ahp-session:/ID")
+        if params.fork is not None:
+            raise RpcError(ErrorCode.INVALID_PARAMS, "fork: this host does not fork sessions")
+        try:
+            self.daemon.team_of(params.provider)
+        except RunError as exc:
+            raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, f"provider: {exc}") from None
+        try:
+            await self.daemon.open_session(
+                params.provider, ids=ClientIds(uri), principal=self.principal.name
+            )
+        except SessionExistsError as exc:
+            raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, str(exc)) from None
+        except SessionLimitError as exc:
+            raise RpcError(ErrorCode.LIMIT_REACHED, str(exc), data={"limit": exc.limit}) from None
+        except RunError as exc:
+            raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, f"provider: {exc}") from None
+        except FactLogError as exc:
+            message = f"the journal cannot be read: {exc.message}"
+            raise RpcError(ErrorCode.INTERNAL_ERROR, message) from None
+        log.info("ahp session created", session=uri, client=self.client_id)
+
+    async def _dispose_session(self, uri: str) -> None:
+        live = self.daemon.live(uri) if uri.startswith(SESSION_PREFIX) else None
+        if live is not None:
+            await self.daemon.dispose(live)
+            return
+        if not uri.startswith(SESSION_PREFIX) or not await self.daemon.journal_knows(uri):
+            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"no session {uri}")
+        # A session that has ended holds nothing to clean up; the journal keeps its record.
+
+    async def _create_chat(self, params: CreateChatParams) -> None:
+        session = params.channel
+        live = self.daemon.live(session) if session.startswith(SESSION_PREFIX) else None
+        if live is None:
+            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"no live session {params.channel}")
+        if params.source is not None:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                "source: this host neither forks chats nor opens side chats",
+            )
+        chat = params.chat
+        if not chat.startswith(CHAT_PREFIX) or len(chat) == len(CHAT_PREFIX):
+            raise RpcError(ErrorCode.INVALID_PARAMS, "chat: expected ahp-chat:/ID")
+        # A chat URI names one chat across every session, live or past: the daemon checks
+        # both, and holds the URI for this request until the chat exists or was not made.
+        try:
+            await self.daemon.claim_chat(chat)
+        except SessionExistsError as exc:
+            raise RpcError(ErrorCode.ALREADY_EXISTS, str(exc)) from None
+        except FactLogError as exc:
+            message = f"the journal cannot be read: {exc.message}"
+            raise RpcError(ErrorCode.INTERNAL_ERROR, message) from None
+        try:
+            await self._start_coordinator_chat(live, chat, params)
+        finally:
+            self.daemon.release_chat(chat)
+
+    async def _start_coordinator_chat(
+        self, live: LiveSession, chat: str, params: CreateChatParams
+    ) -> None:
+        coordinator = live.state.coordinator_chat()
+        if live.started or coordinator is not None:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"session {live.uri} has its coordinator chat ({coordinator}); a team's "
+                "other chats are its workers, made when the coordinator delegates",
+            )
+        ids = live.runtime.ids
+        if not isinstance(ids, ClientIds):
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                "this session was not created over AHP: its coordinator chat is made by its "
+                "first prompt",
+            )
+        message = params.initial_message
+        if message is None:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                "initialMessage: a team's coordinator chat starts with its first message",
+            )
+        if message.origin.kind is not MessageKind.USER:
+            raise RpcError(ErrorCode.INVALID_PARAMS, "initialMessage: only user messages")
+        ids.reserved.append(chat)
+        try:
+            await live.prompt(message.text, task_id=None)
+        except RunError as exc:
+            ids.reserved.clear()
+            raise RpcError(ErrorCode.INVALID_PARAMS, str(exc)) from None
+
+    def _dispose_chat(self, uri: str) -> None:
+        live, _ = self._live_channel(uri) if uri.startswith(CHAT_PREFIX) else (None, False)
+        if live is None:
+            raise RpcError(ErrorCode.NOT_FOUND, f"no chat {uri} in a live session of this host")
+        if uri == live.state.coordinator_chat():
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"{uri} is the session's coordinator chat: dispose the session instead",
+            )
+        # A worker that has finished holds nothing; its chat stays in the record.
+        with contextlib.suppress(RunError):
+            live.runtime.cancel_worker(uri)
+
+    # ── dispatchAction ─────────────────────────────────────────────────────
+
+    async def _dispatch(self, params: DispatchActionParams, *, as_request: bool) -> None:
+        origin = ActionOrigin(client_id=self.client_id or "", client_seq=params.client_seq)
+        live: LiveSession | None = None
+        try:
+            if not self.principal.may(Permission.OPERATE):
+                raise _RefusedError(
+                    f"{self.principal.name} may watch, not act (an operator token may)",
+                    ErrorCode.PERMISSION_DENIED,
+                )
+            live = self._dispatch_target(params.channel)
+            await self._carry_out(live, params.channel, params.action, origin)
+        except _RefusedError as refusal:
+            seq = live.state.last_sequence if live is not None else 0
+            echo = ActionEnvelope(
+                channel=params.channel,
+                action=params.action,
+                server_seq=seq,
+                origin=origin,
+                rejection_reason=refusal.reason,
+            )
+            self._emit(notification_frame("action", echo))
+            if as_request:
+                data: dict[str, object] | None = (
+                    {} if refusal.code == ErrorCode.PERMISSION_DENIED else None
+                )
+                raise RpcError(refusal.code, refusal.reason, data=data) from None
+
+    def _dispatch_target(self, channel: str) -> LiveSession:
+        if channel.startswith(SESSION_PREFIX):
+            if self.daemon.live(channel) is None:
+                raise _RefusedError(f"no live session {channel}", ErrorCode.SESSION_NOT_FOUND)
+            raise _RefusedError(
+                "session actions are not taken from clients on this host: the team's runtime "
+                "keeps the session channel"
+            )
+        live, _ = self._live_channel(channel) if channel.startswith(CHAT_PREFIX) else (None, 0)
+        if live is None:
+            raise _RefusedError(f"no chat {channel} in a live session", ErrorCode.NOT_FOUND)
+        return live
+
+    async def _carry_out(
+        self, live: LiveSession, chat: str, action: StateAction, origin: ActionOrigin
+    ) -> None:
+        state = live.state.chats[chat]
+        coordinator = live.state.coordinator_chat()
+        if isinstance(action, ChatTurnStartedAction | ChatPendingMessageSetAction):
+            _check_user_message(state, action)
+        try:
+            if isinstance(action, _DISPATCHABLE):
+                validate_chat_action(state, action, channel=chat)
+        except IllegalTransitionError as exc:
+            code = (
+                ErrorCode.TURN_IN_PROGRESS
+                if isinstance(action, ChatTurnStartedAction) and state.active_turn is not None
+                else ErrorCode.INVALID_PARAMS
+            )
+            raise _RefusedError(exc.reason, code) from None
+        try:
+            match action:
+                case ChatTurnStartedAction(message=message):
+                    if chat != coordinator:
+                        raise _RefusedError(
+                            "a new turn starts only in the coordinator chat; a worker takes "
+                            "messages while it runs (chat/pendingMessageSet)"
+                        )
+                    self._expect(chat, origin, lambda a: _turn_of(a, message.text))
+                    await live.prompt(message.text, task_id=None)
+                case ChatPendingMessageSetAction(kind=kind, message=message):
+                    self._expect(chat, origin, lambda a: _pending_of(a, kind, message.text))
+                    if kind == "queued" and chat == coordinator:
+                        await live.prompt(message.text, task_id=None)
+                    elif kind == "queued":
+                        await live.runtime.queue(chat, message.text)
+                    else:
+                        await live.runtime.steer(chat, message.text)
+                case ChatToolCallApprovedAction() | ChatToolCallDeniedAction():
+                    approval = await _approval_of(live, chat, action.tool_call_id)
+                    self._expect(chat, origin, lambda a: _confirmation_of(a, action.tool_call_id))
+                    await live.decide(
+                        approval,
+                        approved=isinstance(action, ChatToolCallApprovedAction),
+                        principal=self.principal.name,
+                    )
+                case ChatInputCompletedAction():
+                    text = _answer_text(live.state, chat, action)
+                    self._expect(chat, origin, lambda a: _completion_of(a, action.request_id))
+                    await live.runtime.answer_input(
+                        chat, action.request_id, text, response=action.response
+                    )
+                case ChatTurnCancelledAction(turn_id=turn_id):
+                    self._expect(chat, origin, lambda a: _cancellation_of(a, turn_id))
+                    if chat == coordinator:
+                        live.runtime.cancel_turn(chat)
+                    else:
+                        live.runtime.cancel_worker(chat)
+                case _:
+                    raise _RefusedError(
+                        f"{action.type} is not taken from clients; they may dispatch "
+                        f"{', '.join(sorted(_DISPATCHABLE_TYPES))}"
+                    )
+        except RunError as exc:
+            self._drop_expected(origin)
+            raise _RefusedError(str(exc)) from None
+        except _RefusedError:
+            self._drop_expected(origin)
+            raise
+
+    def _expect(
+        self, chat: str, origin: ActionOrigin, matches: Callable[[StateAction], bool]
+    ) -> None:
+        self._expected.append(_Expected(channel=chat, matches=matches, origin=origin))
+
+    def _drop_expected(self, origin: ActionOrigin) -> None:
+        for expected in list(self._expected):
+            if expected.origin == origin:
+                self._expected.remove(expected)
+
+
+_DISPATCHABLE: Final = (
+    ChatTurnStartedAction,
+    ChatPendingMessageSetAction,
+    ChatToolCallApprovedAction,
+    ChatToolCallDeniedAction,
+    ChatInputCompletedAction,
+    ChatTurnCancelledAction,
+)
+_DISPATCHABLE_TYPES: Final = frozenset(
+    str(attrs.fields_dict(cls)["type"].default) for cls in _DISPATCHABLE
+)
+
+
+def _check_user_message(
+    state: ChatState, action: ChatTurnStartedAction | ChatPendingMessageSetAction
+) -> None:
+    """User messages only, and only to a chat that takes them."""
+    if action.message.origin.kind is not MessageKind.USER:
+        raise _RefusedError(
+            f"message.origin.kind: clients send user messages only, not "
+            f"{action.message.origin.kind}"
+        )
+    interactivity = state.interactivity or ChatInteractivity.FULL
+    if interactivity is not ChatInteractivity.FULL:
+        raise _RefusedError(f"{state.resource} is {interactivity}: it takes no user messages")
+
+
+async def _approval_of(live: LiveSession, chat: str, tool_call_id: str) -> str:
+    """The pending approval of a tool call the validator found waiting for confirmation.
+
+    The runtime records the approval request in the batch after the call's
+    ``chat/toolCallReady``, and a client may answer as soon as it sees the latter: wait for
+    the request (briefly; it is on its way).
+    """
+    with trio.move_on_after(APPROVAL_WAIT):
+        while True:
+            for record in live.state.pending_approvals():
+                request = record.request
+                if request.chat == chat and request.tool_call_id == tool_call_id:
+                    return request.approval
+            await trio.sleep(0.01)
+    raise _RefusedError(f"tool call {tool_call_id!r} of {chat} waits for no approval")
+
+
+def _answer_text(state: TeamState, chat: str, action: ChatInputCompletedAction) -> str:
+    """The answer the runtime reads (as typed at a prompt) from a completed input request."""
+    request = next(
+        (r for c, r in open_questions(state) if c == chat and r.id == action.request_id), None
+    )
+    if request is None:
+        raise _RefusedError(f"no open input request {action.request_id!r} in {chat}")
+    if action.response != "accept":
+        return ""
+    answers = dict(request.answers or {}) | dict(action.answers or {})
+    question = (request.questions or (None,))[0]
+    answer = answers.get(question.id) if question is not None else None
+    if not isinstance(answer, ChatInputAnswered):
+        raise _RefusedError(f"answers: no answer to question {question.id if question else '?'!r}")
+    match answer.value:
+        case ChatInputBooleanAnswerValue(value=flag):
+            return "yes" if flag else "no"
+        case ChatInputSelectedManyAnswerValue(value=chosen):
+            return ", ".join(chosen)
+        case ChatInputTextAnswerValue(value=text) | ChatInputSelectedAnswerValue(value=text):
+            return text
+        case other:
+            return str(other.value)
+
+
+def _turn_of(action: StateAction, text: str) -> bool:
+    return isinstance(action, ChatTurnStartedAction) and action.message.text == text
+
+
+def _pending_of(action: StateAction, kind: str, text: str) -> bool:
+    return (
+        isinstance(action, ChatPendingMessageSetAction)
+        and action.kind == kind
+        and action.message.text == text
+    )
+
+
+def _confirmation_of(action: StateAction, tool_call_id: str) -> bool:
+    return (
+        isinstance(action, ChatToolCallApprovedAction | ChatToolCallDeniedAction)
+        and action.tool_call_id == tool_call_id
+    )
+
+
+def _completion_of(action: StateAction, request_id: str) -> bool:
+    return isinstance(action, ChatInputCompletedAction) and action.request_id == request_id
+
+
+def _cancellation_of(action: StateAction, turn_id: str) -> bool:
+    return isinstance(action, ChatTurnCancelledAction) and action.turn_id == turn_id
+
+
+def _envelopes(state: TeamState, fact: Fact, channel: str) -> list[ActionEnvelope]:
+    session = state.session
+    title = session.title if session is not None else ""
+
+    def hidden(chat: str) -> bool:
+        found = state.chats.get(chat)
+        return found is not None and found.interactivity is ChatInteractivity.HIDDEN
+
+    return channel_envelopes(fact, channel, session_title=title, is_hidden=hidden)
+
+
+def _snapshot(state: TeamState, uri: str) -> Snapshot:
+    if uri.startswith(CHAT_PREFIX):
+        chat = state.chats.get(uri)
+        if chat is None:
+            raise RpcError(ErrorCode.NOT_FOUND, f"no chat {uri}")
+        return Snapshot(resource=uri, state=chat, from_seq=state.last_sequence)
+    return Snapshot(
+        resource=uri,
+        state=session_snapshot_state(state.session),
+        from_seq=state.last_sequence,
+    )
+
+
+#: When a session not yet prompted was first seen (it has no run, so no start time yet).
+_first_seen: weakref.WeakKeyDictionary[LiveSession, str] = weakref.WeakKeyDictionary()
+
+
+def _summary(live: LiveSession) -> SessionSummary:
+    state = live.state
+    session = state.session
+    if state.run is not None:
+        created = state.run.started_at
+    else:
+        created = _first_seen.setdefault(live, utc_now())
+    modified = max((c.modified_at for c in state.chats.values()), default=created)
+    return SessionSummary(
+        resource=live.uri,
+        provider=live.team_name,
+        title=session.title if session is not None else "",
+        status=session.status if session is not None else SessionStatus.IDLE,
+        created_at=created,
+        modified_at=modified,
+    )

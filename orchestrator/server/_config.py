@@ -1,0 +1,251 @@
+"""The daemon's configuration: ``orchestrator serve --config FILE`` (TOML).
+
+::
+
+    host = "127.0.0.1"          # with no [tokens], only a loopback address is allowed
+    port = 8765
+    db = "/var/lib/orchestrator/journal.db"   # default: the XDG state directory
+    teams = "/etc/orchestrator/teams"         # every *.toml here is a team, by file stem
+    default_team = "delivery"                 # /ws without ?team= (default: the only team)
+
+    [tokens.alice]              # a bearer token, named: the name is what the logs and the
+    role = "operator"           # approvals record, never the token itself
+    token_env = "ORCH_TOKEN_ALICE"   # or token_file = "...", or (not for production) token = "..."
+
+    [limits]
+    max_frame_bytes = 65536     # largest client frame on /ws and /ahp
+    max_body_bytes = 1048576    # largest POST body (/callback, /agui)
+    messages_per_second = 20.0  # per connection, with bursts up to `burst`
+    burst = 40
+    subscriber_buffer = 2000    # events queued for one client before it is disconnected
+    shutdown_grace = 5.0        # seconds running turns get to end on SIGTERM
+    idle_session = 600.0        # seconds an idle session with no client stays in memory
+    unprompted_session = 30.0   # seconds a session never prompted stays with no client on it
+    max_unprompted_per_token = 16   # sessions never prompted one token may hold at once
+    max_sessions = 500          # live sessions in memory at once: no new one beyond
+    max_connections = 512       # WebSocket connections and AG-UI streams at once
+    max_json_depth = 64         # objects / arrays inside one another in a client's JSON
+    max_json_integer_digits = 32  # digits of one integer in a client's JSON
+
+A session that never gets its first prompt (a ``/ws?team=`` connection that only looks, an
+AHP ``createSession`` with no ``createChat``) is forgotten ``unprompted_session`` seconds after
+it was opened or after its last client left; a client that stays keeps it at most
+``idle_session`` seconds. Nothing of it was recorded, so nothing is lost. Beyond a limit the
+daemon refuses the request and says which limit: ``max_unprompted_per_token`` with 429 (AHP
+error -32090), ``max_sessions`` and ``max_connections`` with 503 (``/healthz`` and ``/metrics``
+always answer).
+
+Command-line flags override the file. Pure apart from :func:`load_serve_config`, which reads
+the file and the token sources; every problem raises :class:`ConfigError` naming the key.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from orchestrator.base._errors import ConfigError
+from orchestrator.base._input_gate import JSON_LIMITS, JsonLimits
+
+from ._auth import Role, Token
+
+__all__ = ["DEFAULT_PORT", "Limits", "ServeConfig", "is_loopback", "load_serve_config"]
+
+DEFAULT_PORT: Final = 8765
+
+
+@attrs.frozen(kw_only=True)
+class Limits:
+    max_frame_bytes: int = 65_536
+    max_body_bytes: int = 1_048_576
+    messages_per_second: float = 20.0
+    burst: int = 40
+    subscriber_buffer: int = 2_000
+    shutdown_grace: float = 5.0
+    idle_session: float = 600.0
+    # A client opens a session and prompts it in the same breath; 30 s covers a slow one,
+    # and keeps what a session nobody uses holds short (it is bounded below as well).
+    unprompted_session: float = 30.0
+    # A person's tabs and scripts open a few sessions at once; dozens unused are a leak or
+    # abuse, and must not crowd out the other tokens.
+    max_unprompted_per_token: int = 16
+    # Each live session holds its state, its bus and a few tasks in memory; 500 bounds that
+    # well above what one machine's model budget runs at once (idle ones are put away).
+    max_sessions: int = 500
+    # One socket each: with the usual 1024 open files (ulimit -n, systemd's default soft
+    # limit) 512 leaves room for the journal, the model connections and command tools.
+    max_connections: int = 512
+    # What the input gate takes from clients: far above what the protocols send, far below
+    # what costs the daemon anything (see orchestrator.base._input_gate).
+    max_json_depth: int = JSON_LIMITS.max_depth
+    max_json_integer_digits: int = JSON_LIMITS.max_integer_digits
+
+    @property
+    def json(self) -> JsonLimits:
+        """What the input gate takes from clients (:mod:`orchestrator.base._input_gate`)."""
+        return JsonLimits(
+            max_depth=self.max_json_depth, max_integer_digits=self.max_json_integer_digits
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ServeConfig:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    db: Path | None = None  # None: the default journal (see orchestrator.cli._main.default_db)
+    teams: Path = Path("teams")
+    default_team: str | None = None
+    tokens: tuple[Token, ...] = ()
+    limits: Limits = Limits()
+    file: str = "<defaults>"
+
+    @property
+    def tool_token(self) -> str | None:
+        """The token the daemon gives its command tools for ``POST /callback``: the first
+        of role ``tool``, in file order; None when there is none."""
+        return next((t.secret for t in self.tokens if t.role is Role.TOOL), None)
+
+    def check(self) -> None:
+        """:class:`ConfigError` for a configuration that must not start: no tokens and a
+        bind address other than loopback (anyone on the network could drive the team)."""
+        if not self.tokens and not is_loopback(self.host):
+            raise ConfigError(
+                f"no [tokens] configured, so the daemon only binds a loopback address, not "
+                f"{self.host!r} (add tokens to serve other machines)",
+                file=self.file,
+                key_path="host",
+            )
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+_TOP: Final = {"host", "port", "db", "teams", "default_team", "tokens", "limits"}
+_LIMITS: Final = frozenset(a.name for a in attrs.fields(Limits))
+#: Limits the input gate caps: past them it would give way to Python's own (the recursion
+#: limit, int()'s digit limit) and fail where it should refuse.
+_LIMIT_MAXIMA: Final = {"max_json_depth": 500, "max_json_integer_digits": 4300}
+_WHOLE_LIMITS: Final = frozenset(
+    name for name, default in attrs.asdict(Limits()).items() if isinstance(default, int)
+)
+
+
+def load_serve_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> ServeConfig:
+    """Read the TOML file at ``path`` (tokens from the environment or their files)."""
+    file = str(path)
+    try:
+        data = tomllib.loads(Path(path).read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read the file: {exc.strerror or exc}", file=file) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text: {exc.reason}", file=file) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML: {exc}", file=file) from exc
+    return parse_serve_config(data, file=file, environ=os.environ if environ is None else environ)
+
+
+def parse_serve_config(
+    data: Mapping[str, Any], *, file: str, environ: Mapping[str, str]
+) -> ServeConfig:
+    """A configuration from a decoded TOML document; ``file`` names it in errors."""
+
+    def fail(message: str, key: str) -> ConfigError:
+        return ConfigError(message, file=file, key_path=key)
+
+    unknown = sorted(set(data) - _TOP)
+    if unknown:
+        raise fail(f"unknown key (known: {', '.join(sorted(_TOP))})", unknown[0])
+
+    def text(key: str, value: Any) -> str:
+        if not isinstance(value, str) or not value:
+            raise fail("expected a non-empty string", key)
+        return value
+
+    values: dict[str, Any] = {"file": file}
+    for key in ("host", "default_team"):
+        if key in data:
+            values[key] = text(key, data[key])
+    for key in ("db", "teams"):
+        if key in data:
+            values[key] = Path(text(key, data[key]))
+    if "port" in data:
+        port = data["port"]
+        if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+            raise fail("expected a port number from 0 to 65535", "port")
+        values["port"] = port
+    limits = data.get("limits", {})
+    if not isinstance(limits, dict):
+        raise fail("expected a table", "limits")
+    values["limits"] = _limits(limits, fail)
+    tokens = data.get("tokens", {})
+    if not isinstance(tokens, dict):
+        raise fail("expected a table of named tokens ([tokens.NAME])", "tokens")
+    values["tokens"] = tuple(
+        _token(name, entry, fail, environ, file) for name, entry in tokens.items()
+    )
+    return ServeConfig(**values)
+
+
+def _limits(table: Mapping[str, Any], fail: Any) -> Limits:
+    unknown = sorted(set(table) - set(_LIMITS))
+    if unknown:
+        raise fail(f"unknown limit (known: {', '.join(sorted(_LIMITS))})", f"limits.{unknown[0]}")
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        if not (whole if key in _WHOLE_LIMITS else number) or not value > 0:  # NaN too
+            kind = "a whole number" if key in _WHOLE_LIMITS else "a number"
+            raise fail(f"expected {kind} above 0", f"limits.{key}")
+        if value > _LIMIT_MAXIMA.get(key, value):
+            raise fail(f"at most {_LIMIT_MAXIMA[key]}", f"limits.{key}")
+        values[key] = value
+    return Limits(**values)
+
+
+def _token(name: str, entry: Any, fail: Any, environ: Mapping[str, str], file: str) -> Token:
+    key = f"tokens.{name}"
+    if not isinstance(entry, dict):
+        raise fail("expected a table with role and one of token, token_env, token_file", key)
+    unknown = sorted(set(entry) - {"role", "token", "token_env", "token_file"})
+    if unknown:
+        raise fail("unknown key (known: role, token, token_env, token_file)", f"{key}.{unknown[0]}")
+    roles = [str(r) for r in Role]
+    role = entry.get("role")
+    if role not in roles:
+        raise fail(f"expected one of {', '.join(roles)}", f"{key}.role")
+    sources = [k for k in ("token", "token_env", "token_file") if k in entry]
+    if len(sources) != 1:
+        raise fail("give exactly one of token, token_env, token_file", key)
+    source = sources[0]
+    where = entry[source]
+    if not isinstance(where, str) or not where:
+        raise fail("expected a non-empty string", f"{key}.{source}")
+    if source == "token":
+        secret = where
+    elif source == "token_env":
+        secret = environ.get(where, "")
+        if not secret:
+            raise fail(f"the environment variable {where} is not set", f"{key}.token_env")
+    else:
+        path = Path(where) if Path(where).is_absolute() else Path(file).parent / where
+        try:
+            secret = path.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise fail(f"cannot read {path}: {exc.strerror or exc}", f"{key}.token_file") from exc
+    if len(secret) < 16:
+        # Never echo the secret: say only what is wrong with it.
+        raise fail("a token must be at least 16 characters", key)
+    return Token(name=name, role=Role(role), secret=secret)
