@@ -23,12 +23,12 @@ import trio
 import trio.testing
 
 from orchestrator.ahp._state import Turn
+from orchestrator.base._clock import timestamp
 from orchestrator.base._errors import FactLogError
 from orchestrator.core._facts import Fact
 from orchestrator.core._teammate_actions import teammate_uri
 from orchestrator.journal._journal import Durability, JournalReader, SqliteJournal
 from orchestrator.runtime._factlog import EventTicket, Ticket
-from orchestrator.runtime._runtime import timestamp
 from orchestrator.server._daemon import Daemon
 from orchestrator.server._scheduler import Teammate
 from orchestrator.spec._teamfile import TeamSpec, parse_team

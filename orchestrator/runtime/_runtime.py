@@ -28,7 +28,6 @@ is called (by the CLI prompt, a client, or the coordinator's policy).
 from __future__ import annotations
 
 import collections
-import datetime
 import itertools
 import json
 import math
@@ -100,6 +99,7 @@ from orchestrator.ahp._state import (
     UsageInfo,
     UserChatOrigin,
 )
+from orchestrator.base._clock import now_timestamp
 from orchestrator.base._errors import FactLogError, RunError
 from orchestrator.core._facts import Action, Fact
 from orchestrator.core._model_round import (
@@ -170,7 +170,6 @@ __all__ = [
     "answer_text",
     "parse_answer",
     "require_prompt",
-    "utc_now",
 ]
 
 log = structlog.get_logger("orchestrator.runtime")
@@ -180,18 +179,6 @@ TEAM_TOOLS = frozenset({"delegate", "handoff", "ask"})
 
 #: Longest tool input shown in an approval request's summary.
 SUMMARY_LIMIT = 160
-
-
-def timestamp(instant: datetime.datetime) -> str:
-    """``instant`` (aware) as an ISO 8601 UTC timestamp with milliseconds and ``Z`` (the AHP
-    timestamp form, every fact's ``at``)."""
-    utc = instant.astimezone(datetime.UTC)
-    return utc.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def utc_now() -> str:
-    """Now, as a fact's timestamp (see :func:`timestamp`)."""
-    return timestamp(datetime.datetime.now(datetime.UTC))
 
 
 def require_prompt(prompt: str) -> None:
@@ -259,7 +246,7 @@ class Recorder:
         factlog: FactLog,
         bus: FactBus,
         *,
-        clock: Callable[[], str] = utc_now,
+        clock: Callable[[], str] = now_timestamp,
     ) -> None:
         self.state = state
         self.factlog = factlog
@@ -479,7 +466,7 @@ class TeamRuntime:
         factlog: FactLog | None = None,
         bus: FactBus | None = None,
         ids: Ids | None = None,
-        clock: Callable[[], str] = utc_now,
+        clock: Callable[[], str] = now_timestamp,
         state: TeamState | None = None,
         conversation: bool = False,
         session: str | None = None,

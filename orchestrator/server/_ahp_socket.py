@@ -117,6 +117,7 @@ from orchestrator.ahp._state import (
     SessionSummary,
 )
 from orchestrator.ahp._validate import validate_chat_action
+from orchestrator.base._clock import now_timestamp
 from orchestrator.base._errors import (
     FactLogError,
     IllegalTransitionError,
@@ -141,7 +142,7 @@ from orchestrator.protocols._ahp_rpc import (
     session_snapshot_state,
 )
 from orchestrator.runtime._bus import Subscription
-from orchestrator.runtime._runtime import Ids, utc_now
+from orchestrator.runtime._runtime import Ids
 
 from ._auth import Permission, Principal
 from ._config import Limits
@@ -981,7 +982,7 @@ def _summary(live: LiveSession) -> SessionSummary:
     if state.run is not None:
         created = state.run.started_at
     else:
-        created = _first_seen.setdefault(live, utc_now())
+        created = _first_seen.setdefault(live, now_timestamp())
     modified = max((c.modified_at for c in state.chats.values()), default=created)
     return SessionSummary(
         resource=live.uri,

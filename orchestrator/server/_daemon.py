@@ -50,6 +50,7 @@ import structlog
 import trio
 
 from orchestrator.ahp._actions import ChatTurnStartedAction
+from orchestrator.base._clock import utc_now
 from orchestrator.base._errors import (
     ConfigError,
     FactLogError,
@@ -82,7 +83,7 @@ from orchestrator.spec._teamfile import TeamSpec, load_team, parse_team
 
 from ._config import Limits
 from ._metrics import DaemonMetrics
-from ._scheduler import Scheduler, utc_now
+from ._scheduler import Scheduler
 
 __all__ = ["Daemon", "LiveSession", "load_teams", "session_uri"]
 

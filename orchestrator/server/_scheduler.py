@@ -43,6 +43,7 @@ import attrs
 import structlog
 import trio
 
+from orchestrator.base._clock import parse_timestamp, timestamp, utc_now
 from orchestrator.base._errors import FactLogError, OrchestratorError, RunError
 from orchestrator.core._facts import Fact
 from orchestrator.core._recovery import open_questions
@@ -64,7 +65,6 @@ from orchestrator.core._teammate_actions import (
 from orchestrator.core._teammate_state import TeammateRun, TeammateState, Wake, fold_teammate
 from orchestrator.protocols._agentui import Envelope
 from orchestrator.protocols._project_teammates import teammate_envelopes
-from orchestrator.runtime._runtime import timestamp as iso
 from orchestrator.spec._schedule import (
     BackgroundSpec,
     Cron,
@@ -97,14 +97,6 @@ _RUN_OUTCOME: Final = {
     RunStatus.CANCELLED: RunOutcome.CANCELLED,
 }
 _TINY: Final = dt.timedelta(microseconds=1)
-
-
-def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-def parse_iso(text: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def describe_schedule(spec: BackgroundSpec) -> str:
@@ -227,10 +219,10 @@ class Teammate:
                 await self._wait_for_change(None)
                 continue
             assert self.state.due_from is not None
-            due = parse_iso(self.state.due_from)
+            due = parse_timestamp(self.state.due_from)
             if not await self._wait_for_change(due):
                 continue  # a control changed the plan
-            if self.state.paused or self.state.due_from != iso(due):
+            if self.state.paused or self.state.due_from != timestamp(due):
                 continue
             if not self.scheduler.daemon.accepting:
                 return  # stopping: the wake is caught up at the next start
@@ -252,7 +244,7 @@ class Teammate:
             return
         if self.state.paused:
             return
-        due = parse_iso(self.state.due_from)
+        due = parse_timestamp(self.state.due_from)
         if due > now:
             return
         missed = missed_wakes(self.spec, due - _TINY, now)
@@ -265,7 +257,7 @@ class Teammate:
         )
         for index, wake in enumerate(missed):
             await self._wake(WakeReason.CATCH_UP, wake, by=None, backlog=index > 0)
-        if self.state.due_from == iso(due):
+        if self.state.due_from == timestamp(due):
             await self._record([self._slept(now)])
 
     async def _wake(
@@ -285,7 +277,7 @@ class Teammate:
         else:
             decision = on_wake(self.spec, running, queued=bool(self.state.backlog))
         wake_decision = WakeDecision(decision.value)
-        at = None if scheduled_for is None else iso(scheduled_for)
+        at = None if scheduled_for is None else timestamp(scheduled_for)
         actions: list[TeammateAction] = [
             TeammateWoke(
                 name=self.name, reason=reason, decision=wake_decision, scheduled_for=at, by=by
@@ -326,7 +318,7 @@ class Teammate:
             name=self.name,
             team=self.team,
             schedule=describe_schedule(self.spec),
-            next_wake=iso(next_wake(self.spec, after)),
+            next_wake=timestamp(next_wake(self.spec, after)),
         )
 
     async def _wait_for_change(self, until: dt.datetime | None) -> bool:
@@ -409,7 +401,7 @@ class Teammate:
         self._live = live
         live.runtime.bus.observe(self._observe_run)
         self._set_blocked(_blocked(live.state))
-        deadline = run_deadline(self.spec, parse_iso(run.started_at))
+        deadline = run_deadline(self.spec, parse_timestamp(run.started_at))
         seconds = math.inf
         if deadline is not None:
             seconds = max((deadline - self._now()).total_seconds(), 0.0)
@@ -491,7 +483,9 @@ class Teammate:
     def _set_blocked(self, blocked: bool) -> None:
         if blocked != self.blocked:
             self.blocked = blocked
-            self.scheduler.publish(self, self.envelopes(self.state.last_sequence, iso(self._now())))
+            self.scheduler.publish(
+                self, self.envelopes(self.state.last_sequence, timestamp(self._now()))
+            )
 
     async def wait_idle(self) -> None:
         """Until no run of the teammate is being followed (tests)."""
@@ -503,7 +497,7 @@ class Teammate:
         """Append ``actions`` to the teammate's stream (durable before anything acts on
         them), then fold them and tell the watchers."""
         async with self._record_lock:
-            at = iso(self._now())
+            at = timestamp(self._now())
             first = self.state.last_sequence + 1
             facts = [
                 Fact(sequence=first + i, session=self.uri, channel=self.uri, at=at, action=a)

@@ -17,6 +17,7 @@ import structlog
 import trio
 from starlette.websockets import WebSocket
 
+from orchestrator.base._clock import timestamp
 from orchestrator.base._errors import FactLogError, PeerProtocolError, RunError
 from orchestrator.protocols._agentui import Envelope
 from orchestrator.protocols._agentui_wire import unstructure_envelope
@@ -29,7 +30,6 @@ from orchestrator.protocols._teammate_channel import (
     parse_request,
     teammates_message,
 )
-from orchestrator.runtime._runtime import timestamp
 
 from ._auth import Permission, Principal
 from ._client_frames import client_frames
