@@ -16,11 +16,10 @@ the last run beside the status: a teammate that wakes again is never itself "com
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from enum import StrEnum
 from typing import Any
 
 import attrs
-
-from orchestrator.protocols._agentui import BackgroundJobStatus
 
 from ._facts import Fact
 from ._teammate_actions import (
@@ -35,11 +34,32 @@ from ._teammate_actions import (
     WakeReason,
 )
 
-__all__ = ["RUNS_KEPT", "TeammateRun", "TeammateState", "Wake", "fold_teammate"]
+__all__ = [
+    "RUNS_KEPT",
+    "BackgroundJobStatus",
+    "TeammateRun",
+    "TeammateState",
+    "Wake",
+    "fold_teammate",
+]
 
 #: Ended runs a state keeps (the journal keeps them all): enough for any history a person
 #: reads, and a bound on what a teammate that wakes every minute holds in memory.
 RUNS_KEPT = 1_000
+
+
+class BackgroundJobStatus(StrEnum):
+    """Status of a background job or scheduled teammate run: Agent UI's vocabulary
+    (``protocols`` re-exports it), decided here by :meth:`TeammateState.status`."""
+
+    SCHEDULED = "scheduled"
+    SLEEPING = "sleeping"
+    WAKING = "waking"
+    RUNNING = "running"
+    BLOCKED = "blocked"
+    PAUSED = "paused"
+    FAILED = "failed"
+    COMPLETED = "completed"
 
 
 @attrs.frozen(kw_only=True)

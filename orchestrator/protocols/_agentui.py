@@ -27,6 +27,10 @@ from typing import Any, Final
 
 import attrs
 
+# Agent UI's background-job statuses are decided by a teammate's state (core), so the enum
+# lives there; it is part of this vocabulary all the same.
+from orchestrator.core._teammate_state import BackgroundJobStatus
+
 __all__ = [
     "ActionType",
     "BackgroundJobStatus",
@@ -365,19 +369,6 @@ class WorkItemStatus(StrEnum):
     BLOCKED = "blocked"
     REVIEWING = "reviewing"
     DONE = "done"
-
-
-class BackgroundJobStatus(StrEnum):
-    """Status of a background job or scheduled teammate run."""
-
-    SCHEDULED = "scheduled"
-    SLEEPING = "sleeping"
-    WAKING = "waking"
-    RUNNING = "running"
-    BLOCKED = "blocked"
-    PAUSED = "paused"
-    FAILED = "failed"
-    COMPLETED = "completed"
 
 
 class TeammateStatus(StrEnum):
