@@ -27,7 +27,8 @@ import pytest
 from orchestrator.core._facts import Fact
 from orchestrator.core._facts_wire import decode_fact
 from orchestrator.core._graph import build_graph
-from orchestrator.core._recovery import is_interrupted, resume_point
+from orchestrator.core._queries import is_interrupted
+from orchestrator.core._recovery import resume_point
 from orchestrator.core._team_actions import (
     ApprovalDecision,
     ApprovalRequested,

@@ -31,7 +31,7 @@ from orchestrator.core._model_round import (
     ToolCallStarted,
     UsageReport,
 )
-from orchestrator.core._recovery import is_interrupted
+from orchestrator.core._queries import is_interrupted
 from orchestrator.core._reports import STEERING_META
 from orchestrator.runtime.backends._openai_wire import (
     ChunkAssembler,

@@ -32,13 +32,8 @@ from orchestrator.base._errors import RunError
 from orchestrator.core._facts import Fact
 from orchestrator.core._graph import build_graph
 from orchestrator.core._model_round import RoundContext
-from orchestrator.core._recovery import (
-    INTERRUPTED,
-    interrupted_turns,
-    is_interrupted,
-    plan_recovery,
-    resume_point,
-)
+from orchestrator.core._queries import INTERRUPTED, interrupted_turns, is_interrupted
+from orchestrator.core._recovery import plan_recovery, resume_point
 from orchestrator.core._team_actions import (
     USER,
     ApprovalDecision,

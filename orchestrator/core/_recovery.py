@@ -20,7 +20,8 @@ on where it stood, or did the stop cut it off?
 recovery is itself atomic: a stop during recovery leaves the log as the first stop did.
 
 The model round a tool call came from is recorded in the call's ``_meta``
-(:data:`ROUND_META`); that is how a parked turn knows which calls belong to its last round.
+(:data:`._queries.ROUND_META`); that is how a parked turn knows which calls belong to its last
+round.
 
 Pure: state in, facts out; no trio, no IO.
 """
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -37,28 +38,32 @@ import attrs
 from orchestrator.ahp._actions import ChatErrorAction, ChatInputCompletedAction
 from orchestrator.ahp._state import (
     ActiveTurn,
-    ChatInputRequest,
     ChatInputResponseKind,
-    ChatState,
     ErrorInfo,
     InputRequestResponsePart,
-    MarkdownResponsePart,
-    ReasoningResponsePart,
     ToolCallCancelledState,
     ToolCallCompletedState,
     ToolCallPendingConfirmationState,
-    ToolCallResponsePart,
     ToolCallRunningState,
     ToolCallState,
-    ToolResultSubagentContent,
-    ToolResultTextContent,
-    Turn,
-    TurnState,
 )
 from orchestrator.spec._teamfile import RestartPolicy
 
 from ._facts import Action
 from ._model_round import ToolCallRequest, ToolOutcome
+from ._queries import (
+    INTERRUPTED,
+    TEXT_PARTS,
+    calls_in,
+    has_open_input,
+    input_request_id,
+    outcome_of,
+    pending_approval_of,
+    round_of,
+    subagent_of,
+    task_of_call,
+    tool_call_of,
+)
 from ._reports import delegation_report, tool_result_actions
 from ._team_actions import (
     FINISHED_TASK_STATUSES,
@@ -69,149 +74,26 @@ from ._team_actions import (
     TaskFinished,
     TaskStatus,
 )
-from ._team_state import ApprovalRecord, TaskRecord, TeamState
+from ._team_state import TeamState
 
 __all__ = [
-    "INTERRUPTED",
     "INTERRUPTED_SUMMARY",
-    "ROUND_META",
     "RecoveryPlan",
     "ResumePoint",
     "cut_off",
-    "has_open_input",
-    "input_request_id",
-    "interrupted_turns",
-    "is_interrupted",
-    "open_questions",
-    "outcome_of",
-    "pending_approval_of",
     "plan_recovery",
     "resume_point",
-    "round_of",
-    "subagent_of",
-    "task_of_call",
-    "tool_call_of",
-    "turn_text",
 ]
 
-#: The key in a tool call's ``_meta`` naming the model round (0, 1, ...) that asked for it.
-ROUND_META = "round"
-#: ``errorType`` of a turn a stop cut off.
-INTERRUPTED = "Interrupted"
 #: What a cut-off turn's error, and a task it ended, say.
 INTERRUPTED_SUMMARY = "interrupted: the process running the team stopped before this ended"
 
-_TEXT_PARTS = (MarkdownResponsePart, ReasoningResponsePart)
 _WAITING_TOOLS = frozenset({"delegate", "handoff", "ask"})
 
 Batch = list[tuple[str, Action]]
 
 
-def is_interrupted(turn: Turn) -> bool:
-    """Whether a stop cut ``turn`` off (it ran again, or was reported failed)."""
-    return (
-        turn.state is TurnState.ERROR
-        and turn.error is not None
-        and turn.error.error_type == INTERRUPTED
-    )
-
-
-def interrupted_turns(chat: ChatState) -> int:
-    """How many of the chat's turns a stop cut off (a backend numbers its retries by it)."""
-    return sum(1 for turn in chat.turns if is_interrupted(turn))
-
-
-def input_request_id(tool_call_id: str) -> str:
-    """The id of the question an ``ask`` tool call puts: derived, so a restart finds it."""
-    return f"input-{tool_call_id}"
-
-
-def turn_text(turn: Turn) -> str:
-    """The answer a finished turn gave: its markdown after its last tool call."""
-    parts = list(turn.response_parts)
-    last_call = max(
-        (i for i, part in enumerate(parts) if isinstance(part, ToolCallResponsePart)), default=-1
-    )
-    return "".join(
-        part.content for part in parts[last_call + 1 :] if isinstance(part, MarkdownResponsePart)
-    )
-
-
 # ── looking things up ───────────────────────────────────────────────────────
-
-
-def _calls(turn: ActiveTurn | Turn) -> Iterator[tuple[int, ToolCallState]]:
-    for index, part in enumerate(turn.response_parts):
-        if isinstance(part, ToolCallResponsePart):
-            yield index, part.tool_call
-
-
-def tool_call_of(state: TeamState, chat: str, tool_call_id: str) -> ToolCallState | None:
-    """The current state of a tool call of ``chat``'s active turn."""
-    turn = state.chats[chat].active_turn
-    index = None if turn is None else turn.response_parts.find(("tool", tool_call_id))
-    if turn is None or index is None:
-        return None
-    part = turn.response_parts[index]
-    assert isinstance(part, ToolCallResponsePart)
-    return part.tool_call
-
-
-def task_of_call(state: TeamState, chat: str, tool_call_id: str) -> TaskRecord | None:
-    """The task a ``delegate`` call of ``chat`` created, if it got that far."""
-    return next(
-        (
-            task
-            for task in state.tasks.values()
-            if task.requested_by == chat and task.tool_call_id == tool_call_id
-        ),
-        None,
-    )
-
-
-def pending_approval_of(state: TeamState, chat: str, tool_call_id: str) -> ApprovalRecord | None:
-    """The undecided approval a call of ``chat`` waits on, if it got that far."""
-    return next(
-        (
-            record
-            for record in state.approvals.values()
-            if record.decision is None
-            and record.request.chat == chat
-            and record.request.tool_call_id == tool_call_id
-        ),
-        None,
-    )
-
-
-def subagent_of(call: ToolCallState) -> ToolResultSubagentContent | None:
-    """The chat a running ``delegate`` or ``handoff`` call spawned (its subagent content)."""
-    content = getattr(call, "content", None) or ()
-    return next((c for c in content if isinstance(c, ToolResultSubagentContent)), None)
-
-
-def has_open_input(turn: ActiveTurn, request_id: str) -> bool:
-    """Whether ``turn`` has an unanswered input request ``request_id``."""
-    return turn.response_parts.find(("input", request_id)) is not None
-
-
-def open_questions(state: TeamState) -> list[tuple[str, ChatInputRequest]]:
-    """Every unanswered input request of the team's running turns, with its chat."""
-    questions: list[tuple[str, ChatInputRequest]] = []
-    for chat in state.members:
-        turn = state.chats[chat].active_turn
-        parts = turn.response_parts if turn is not None else ()
-        questions += [
-            (chat, part.request)
-            for part in parts
-            if isinstance(part, InputRequestResponsePart) and part.response is None
-        ]
-    return questions
-
-
-def round_of(call: ToolCallState) -> int | None:
-    """The model round that asked for ``call`` (``_meta.round``), if it says."""
-    value = (call.meta or {}).get(ROUND_META)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _terminal(call: ToolCallState) -> bool:
@@ -235,22 +117,6 @@ def _request(call: ToolCallState) -> ToolCallRequest | None:
         return None  # input by reference: not something the runtime records itself
     return ToolCallRequest(
         tool_call_id=call.tool_call_id, tool_name=call.tool_name, arguments=arguments
-    )
-
-
-def outcome_of(call: ToolCallCompletedState | ToolCallCancelledState) -> ToolOutcome:
-    """What a finished call came to, as the live run told the model."""
-    if isinstance(call, ToolCallCompletedState):
-        output = "\n".join(
-            c.text for c in call.content or () if isinstance(c, ToolResultTextContent)
-        )
-        success = call.success
-    else:
-        reason = call.reason_message if isinstance(call.reason_message, str) else None
-        output = f"{call.tool_name} was {reason or call.reason}"
-        success = False
-    return ToolOutcome(
-        tool_call_id=call.tool_call_id, tool_name=call.tool_name, success=success, output=output
     )
 
 
@@ -294,7 +160,7 @@ def resume_point(state: TeamState, chat: str) -> ResumePoint | None:
     turn = state.chats[chat].active_turn
     if turn is None:
         return None
-    calls = list(_calls(turn))
+    calls = list(calls_in(turn))
     rounds = [round_of(call) for _, call in calls]
     if not calls or any(r is None for r in rounds):
         return None
@@ -312,7 +178,7 @@ def resume_point(state: TeamState, chat: str) -> ResumePoint | None:
         # Every call is done, so the round had streamed; text after its calls can only be
         # the next round, cut off mid-stream.
         after = list(turn.response_parts)[current[-1][0] + 1 :]
-        if any(isinstance(part, _TEXT_PARTS) for part in after):
+        if any(isinstance(part, TEXT_PARTS) for part in after):
             return None
     elif not done and not any(_begun(state, chat, turn, call) for _, call in current):
         return None  # maybe still streaming when the stop came: nothing says otherwise
@@ -418,7 +284,7 @@ class _Planner:
         if turn is None:
             return
         self.interrupted.append(chat)
-        for _, call in _calls(turn):
+        for _, call in calls_in(turn):
             if _terminal(call):
                 continue
             approval = pending_approval_of(self.state, chat, call.tool_call_id)

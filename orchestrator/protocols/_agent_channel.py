@@ -52,7 +52,7 @@ from orchestrator.ahp._wire import json_type
 from orchestrator.base._errors import PeerProtocolError
 from orchestrator.base._input_gate import JSON_LIMITS, JsonLimits
 from orchestrator.core._facts import Fact
-from orchestrator.core._recovery import open_questions
+from orchestrator.core._queries import open_questions
 from orchestrator.core._team_actions import (
     USER,
     ApprovalRequested,

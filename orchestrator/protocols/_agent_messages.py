@@ -43,7 +43,7 @@ from orchestrator.ahp._state import (
 from orchestrator.base._errors import RunError
 from orchestrator.base._evolve import evolve
 from orchestrator.core._facts import Action, Fact
-from orchestrator.core._recovery import turn_text
+from orchestrator.core._queries import turn_text
 
 __all__ = [
     "TURN_ENDS",

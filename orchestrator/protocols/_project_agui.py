@@ -103,7 +103,7 @@ from orchestrator.ahp._state import (
 )
 from orchestrator.base._errors import RunError, RunInputError
 from orchestrator.core._facts import Fact
-from orchestrator.core._recovery import tool_call_of, turn_text
+from orchestrator.core._queries import tool_call_of, turn_text
 from orchestrator.core._team_actions import (
     USER,
     ApprovalRequested,

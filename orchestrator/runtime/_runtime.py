@@ -113,23 +113,25 @@ from orchestrator.core._model_round import (
     ToolOutcome,
     UsageReport,
 )
-from orchestrator.core._recovery import (
-    INTERRUPTED_SUMMARY,
+from orchestrator.core._queries import (
     ROUND_META,
-    ResumePoint,
-    cut_off,
     has_open_input,
     input_request_id,
     interrupted_turns,
     is_interrupted,
     open_questions,
     pending_approval_of,
-    plan_recovery,
-    resume_point,
     subagent_of,
     task_of_call,
     tool_call_of,
     turn_text,
+)
+from orchestrator.core._recovery import (
+    INTERRUPTED_SUMMARY,
+    ResumePoint,
+    cut_off,
+    plan_recovery,
+    resume_point,
 )
 from orchestrator.core._reports import (
     delegation_output,

@@ -129,7 +129,7 @@ from orchestrator.base._errors import (
 from orchestrator.base._evolve import evolve
 from orchestrator.base._input_gate import JSON_LIMITS, JsonLimits
 from orchestrator.core._facts import Fact
-from orchestrator.core._recovery import open_questions
+from orchestrator.core._queries import open_questions
 from orchestrator.core._team_state import TeamState
 from orchestrator.protocols._ahp_rpc import (
     Call,

@@ -61,7 +61,7 @@ from orchestrator.base._errors import (
     TeamFileError,
 )
 from orchestrator.core._facts import Fact
-from orchestrator.core._recovery import input_request_id, open_questions
+from orchestrator.core._queries import input_request_id, open_questions
 from orchestrator.core._team_actions import (
     USER,
     ApprovalRequested,

@@ -46,7 +46,7 @@ import trio
 from orchestrator.base._clock import parse_timestamp, timestamp, utc_now
 from orchestrator.base._errors import FactLogError, OrchestratorError, RunError
 from orchestrator.core._facts import Fact
-from orchestrator.core._recovery import open_questions
+from orchestrator.core._queries import open_questions
 from orchestrator.core._team_actions import USER, ApprovalRequested, ApprovalResolved, RunStatus
 from orchestrator.core._team_state import TeamState
 from orchestrator.core._teammate_actions import (

@@ -38,7 +38,7 @@ from orchestrator.ahp._state import (
     ToolCallState,
     Turn,
 )
-from orchestrator.core._recovery import is_interrupted, outcome_of, round_of
+from orchestrator.core._queries import is_interrupted, outcome_of, round_of
 from orchestrator.core._reports import STEERING_META
 
 __all__ = [

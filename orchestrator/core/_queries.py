@@ -1,0 +1,179 @@
+"""Questions asked of a team's state by everyone who reads it: a turn's text, a tool call
+and the task or approval behind it, the open questions, what a finished call came to.
+
+The runtime, recovery, the projections, the transcript a model reads and the sockets all
+ask these; one answer each, so they cannot drift apart.
+
+Pure: state in, values out; no trio, no IO.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from orchestrator.ahp._state import (
+    ActiveTurn,
+    ChatInputRequest,
+    ChatState,
+    InputRequestResponsePart,
+    MarkdownResponsePart,
+    ReasoningResponsePart,
+    ToolCallCancelledState,
+    ToolCallCompletedState,
+    ToolCallResponsePart,
+    ToolCallState,
+    ToolResultSubagentContent,
+    ToolResultTextContent,
+    Turn,
+    TurnState,
+)
+
+from ._model_round import ToolOutcome
+from ._team_state import ApprovalRecord, TaskRecord, TeamState
+
+__all__ = [
+    "INTERRUPTED",
+    "ROUND_META",
+    "TEXT_PARTS",
+    "calls_in",
+    "has_open_input",
+    "input_request_id",
+    "interrupted_turns",
+    "is_interrupted",
+    "open_questions",
+    "outcome_of",
+    "pending_approval_of",
+    "round_of",
+    "subagent_of",
+    "task_of_call",
+    "tool_call_of",
+    "turn_text",
+]
+
+#: The key in a tool call's ``_meta`` naming the model round (0, 1, ...) that asked for it.
+ROUND_META = "round"
+#: ``errorType`` of a turn a stop cut off.
+INTERRUPTED = "Interrupted"
+
+#: The parts a model streams as text: a turn's answer and its reasoning.
+TEXT_PARTS = (MarkdownResponsePart, ReasoningResponsePart)
+
+
+def is_interrupted(turn: Turn) -> bool:
+    """Whether a stop cut ``turn`` off (it ran again, or was reported failed)."""
+    return (
+        turn.state is TurnState.ERROR
+        and turn.error is not None
+        and turn.error.error_type == INTERRUPTED
+    )
+
+
+def interrupted_turns(chat: ChatState) -> int:
+    """How many of the chat's turns a stop cut off (a backend numbers its retries by it)."""
+    return sum(1 for turn in chat.turns if is_interrupted(turn))
+
+
+def input_request_id(tool_call_id: str) -> str:
+    """The id of the question an ``ask`` tool call puts: derived, so a restart finds it."""
+    return f"input-{tool_call_id}"
+
+
+def turn_text(turn: Turn) -> str:
+    """The answer a finished turn gave: its markdown after its last tool call."""
+    parts = list(turn.response_parts)
+    last_call = max(
+        (i for i, part in enumerate(parts) if isinstance(part, ToolCallResponsePart)), default=-1
+    )
+    return "".join(
+        part.content for part in parts[last_call + 1 :] if isinstance(part, MarkdownResponsePart)
+    )
+
+
+def calls_in(turn: ActiveTurn | Turn) -> Iterator[tuple[int, ToolCallState]]:
+    for index, part in enumerate(turn.response_parts):
+        if isinstance(part, ToolCallResponsePart):
+            yield index, part.tool_call
+
+
+def tool_call_of(state: TeamState, chat: str, tool_call_id: str) -> ToolCallState | None:
+    """The current state of a tool call of ``chat``'s active turn."""
+    turn = state.chats[chat].active_turn
+    index = None if turn is None else turn.response_parts.find(("tool", tool_call_id))
+    if turn is None or index is None:
+        return None
+    part = turn.response_parts[index]
+    assert isinstance(part, ToolCallResponsePart)
+    return part.tool_call
+
+
+def task_of_call(state: TeamState, chat: str, tool_call_id: str) -> TaskRecord | None:
+    """The task a ``delegate`` call of ``chat`` created, if it got that far."""
+    return next(
+        (
+            task
+            for task in state.tasks.values()
+            if task.requested_by == chat and task.tool_call_id == tool_call_id
+        ),
+        None,
+    )
+
+
+def pending_approval_of(state: TeamState, chat: str, tool_call_id: str) -> ApprovalRecord | None:
+    """The undecided approval a call of ``chat`` waits on, if it got that far."""
+    return next(
+        (
+            record
+            for record in state.approvals.values()
+            if record.decision is None
+            and record.request.chat == chat
+            and record.request.tool_call_id == tool_call_id
+        ),
+        None,
+    )
+
+
+def subagent_of(call: ToolCallState) -> ToolResultSubagentContent | None:
+    """The chat a running ``delegate`` or ``handoff`` call spawned (its subagent content)."""
+    content = getattr(call, "content", None) or ()
+    return next((c for c in content if isinstance(c, ToolResultSubagentContent)), None)
+
+
+def has_open_input(turn: ActiveTurn, request_id: str) -> bool:
+    """Whether ``turn`` has an unanswered input request ``request_id``."""
+    return turn.response_parts.find(("input", request_id)) is not None
+
+
+def open_questions(state: TeamState) -> list[tuple[str, ChatInputRequest]]:
+    """Every unanswered input request of the team's running turns, with its chat."""
+    questions: list[tuple[str, ChatInputRequest]] = []
+    for chat in state.members:
+        turn = state.chats[chat].active_turn
+        parts = turn.response_parts if turn is not None else ()
+        questions += [
+            (chat, part.request)
+            for part in parts
+            if isinstance(part, InputRequestResponsePart) and part.response is None
+        ]
+    return questions
+
+
+def round_of(call: ToolCallState) -> int | None:
+    """The model round that asked for ``call`` (``_meta.round``), if it says."""
+    value = (call.meta or {}).get(ROUND_META)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def outcome_of(call: ToolCallCompletedState | ToolCallCancelledState) -> ToolOutcome:
+    """What a finished call came to, as the live run told the model."""
+    if isinstance(call, ToolCallCompletedState):
+        output = "\n".join(
+            c.text for c in call.content or () if isinstance(c, ToolResultTextContent)
+        )
+        success = call.success
+    else:
+        reason = call.reason_message if isinstance(call.reason_message, str) else None
+        output = f"{call.tool_name} was {reason or call.reason}"
+        success = False
+    return ToolOutcome(
+        tool_call_id=call.tool_call_id, tool_name=call.tool_name, success=success, output=output
+    )
