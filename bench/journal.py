@@ -42,14 +42,14 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.ahp._actions import (  # noqa: E402
+from orchestrator.ahp._actions import (
     ChatDeltaAction,
     ChatResponsePartAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
     SessionChatAddedAction,
 )
-from orchestrator.ahp._state import (  # noqa: E402
+from orchestrator.ahp._state import (
     ChatSummary,
     MarkdownResponsePart,
     Message,
@@ -58,12 +58,12 @@ from orchestrator.ahp._state import (  # noqa: E402
     SessionStatus,
     UserChatOrigin,
 )
-from orchestrator.core._facts import Action, Fact  # noqa: E402
-from orchestrator.core._team_actions import MemberJoined, RunStarted  # noqa: E402
-from orchestrator.core._team_state import TeamState  # noqa: E402
-from orchestrator.journal._journal import Durability, JournalReader, SqliteJournal  # noqa: E402
-from orchestrator.runtime._logging import configure_logging  # noqa: E402
-from orchestrator.runtime._process import tune_gc  # noqa: E402
+from orchestrator.core._facts import Action, Fact
+from orchestrator.core._team_actions import MemberJoined, RunStarted
+from orchestrator.core._team_state import TeamState
+from orchestrator.journal._journal import Durability, JournalReader, SqliteJournal
+from orchestrator.runtime._logging import configure_logging
+from orchestrator.runtime._process import tune_gc
 
 SESSION = "ahp-session:/bench"
 CHAT = "ahp-chat:/bench-lead"

@@ -31,9 +31,9 @@ from pathlib import Path
 ROOT = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import structlog  # noqa: E402
+import structlog
 
-from orchestrator.runtime._logging import configure_logging  # noqa: E402
+from orchestrator.runtime._logging import configure_logging
 
 HEADERS = {
     "host": "127.0.0.1:8765",

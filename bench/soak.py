@@ -38,12 +38,12 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.journal._journal import JournalReader  # noqa: E402
-from orchestrator.protocols._agentui_wire import unstructure_envelope  # noqa: E402
-from orchestrator.protocols._project_agentui import project_facts  # noqa: E402
-from tests.daemon import websocket  # noqa: E402
-from tests.fake_openai import Answer, Stream, fake_openai  # noqa: E402
-from tests.fuzz import (  # noqa: E402
+from orchestrator.journal._journal import JournalReader
+from orchestrator.protocols._agentui_wire import unstructure_envelope
+from orchestrator.protocols._project_agentui import project_facts
+from tests.daemon import websocket
+from tests.fake_openai import Answer, Stream, fake_openai
+from tests.fuzz import (
     CHANNELS,
     CHUNK,
     OPERATOR,
