@@ -143,7 +143,7 @@ async def agui_run(
                 400, "messages: the input ends with no new user message and resumes nothing"
             )
     except BaseException:
-        live.runtime.bus.unsubscribe(subscription)
+        live.unsubscribe(subscription)
         raise
     live.agui = projector
     log.info("agui run", thread=run.thread_id, run=run.run_id, resume=len(run.resume))
@@ -190,4 +190,4 @@ async def _events(
                     yield {"data": json.dumps(event, ensure_ascii=False)}
     finally:
         live.agui_streaming = False
-        live.runtime.bus.unsubscribe(subscription)
+        live.unsubscribe(subscription)

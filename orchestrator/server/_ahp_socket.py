@@ -287,7 +287,7 @@ class AhpSocket:
                 nursery.cancel_scope.cancel()
         finally:
             for feed in self._feeds.values():
-                feed.live.runtime.bus.unsubscribe(feed.subscription)
+                feed.live.unsubscribe(feed.subscription)
                 feed.live.clients -= 1
 
     async def _close_when_stopped(self) -> None:
@@ -327,7 +327,7 @@ class AhpSocket:
         feed = self._feeds.pop(session, None)
         if feed is not None:
             feed.scope.cancel()
-            feed.live.runtime.bus.unsubscribe(feed.subscription)
+            feed.live.unsubscribe(feed.subscription)
             feed.live.clients -= 1
 
     async def _forward(self, feed: _Feed) -> None:
@@ -697,7 +697,7 @@ class AhpSocket:
                 f"session {live.uri} has its coordinator chat ({coordinator}); a team's "
                 "other chats are its workers, made when the coordinator delegates",
             )
-        ids = live.runtime.ids
+        ids = live.ids
         if not isinstance(ids, ClientIds):
             raise RpcError(
                 ErrorCode.INVALID_PARAMS,
@@ -730,7 +730,7 @@ class AhpSocket:
             )
         # A worker that has finished holds nothing; its chat stays in the record.
         with contextlib.suppress(RunError):
-            live.runtime.cancel_worker(uri)
+            live.cancel_worker(uri)
 
     # ── dispatchAction ─────────────────────────────────────────────────────
 
@@ -806,9 +806,9 @@ class AhpSocket:
                     if kind == "queued" and chat == coordinator:
                         await live.prompt(message.text, task_id=None)
                     elif kind == "queued":
-                        await live.runtime.queue(chat, message.text)
+                        await live.queue(chat, message.text)
                     else:
-                        await live.runtime.steer(chat, message.text)
+                        await live.steer(chat, message.text)
                 case ChatToolCallApprovedAction() | ChatToolCallDeniedAction():
                     approval = await _approval_of(live, chat, action.tool_call_id)
                     self._expect(chat, origin, lambda a: _confirmation_of(a, action.tool_call_id))
@@ -820,15 +820,13 @@ class AhpSocket:
                 case ChatInputCompletedAction():
                     text = _answer_text(live.state, chat, action)
                     self._expect(chat, origin, lambda a: _completion_of(a, action.request_id))
-                    await live.runtime.answer_input(
-                        chat, action.request_id, text, response=action.response
-                    )
+                    await live.answer_input(chat, action.request_id, text, response=action.response)
                 case ChatTurnCancelledAction(turn_id=turn_id):
                     self._expect(chat, origin, lambda a: _cancellation_of(a, turn_id))
                     if chat == coordinator:
-                        live.runtime.cancel_turn(chat)
+                        live.cancel_turn(chat)
                     else:
-                        live.runtime.cancel_worker(chat)
+                        live.cancel_worker(chat)
                 case _:
                     raise _RefusedError(
                         f"{action.type} is not taken from clients; they may dispatch "

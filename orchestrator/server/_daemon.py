@@ -8,9 +8,11 @@ every live session runs. A session is a :class:`~orchestrator.runtime._runtime.T
 *conversation* mode: it exists (with its URI) as soon as a client opens it, its run starts
 with the first prompt, and each later prompt is queued to the coordinator as its next turn.
 
-Clients never touch the runtime directly: :class:`LiveSession` turns each client request
-(prompt, abort, answer, approve/reject, view update) into a runtime call and reports a
-refusal as :class:`~orchestrator.base._errors.RunError` with a message for the client. Clients
+Clients never touch the runtime directly: :class:`LiveSession` is the only door to a
+running session. It turns each client request (prompt, abort, answer, approve/reject, view
+update; and an AHP client's chat-level ones: queue, steer, answer an input request, cancel a
+turn or a worker) into a runtime call and reports a refusal as
+:class:`~orchestrator.base._errors.RunError` with a message for the client. Clients
 read by subscribing to the session's fact bus (bounded: a client that cannot keep up is
 dropped, see :mod:`orchestrator.runtime._bus`), after a consistent snapshot: the facts up to
 :attr:`TeamState.last_sequence` at the moment of subscribing are history, the bus delivers
@@ -50,6 +52,7 @@ import structlog
 import trio
 
 from orchestrator.ahp._actions import ChatTurnStartedAction
+from orchestrator.ahp._state import ChatInputResponseKind
 from orchestrator.base._clock import utc_now
 from orchestrator.base._errors import (
     ConfigError,
@@ -74,7 +77,7 @@ from orchestrator.journal._journal import SqliteJournal
 from orchestrator.protocols._agent_channel import AgentChannelProjector
 from orchestrator.protocols._agent_messages import TURN_ENDS
 from orchestrator.protocols._project_agui import AguiProjector
-from orchestrator.runtime._bus import Subscription
+from orchestrator.runtime._bus import BusStatistics, Subscription
 from orchestrator.runtime._command_tool import ToolCallback
 from orchestrator.runtime._runtime import BackendFactory, Ids, RunOutcome, TeamRuntime
 from orchestrator.runtime.backends._factory import backend_factory
@@ -152,7 +155,11 @@ class _Task:
 
 
 class LiveSession:
-    """One session the daemon runs; what clients may ask of it."""
+    """One session the daemon runs; what clients may ask of it.
+
+    Sockets, endpoints and the scheduler call these methods, never :attr:`runtime`: the
+    daemon, which made the runtime, is the only other hand on it.
+    """
 
     def __init__(
         self,
@@ -330,6 +337,58 @@ class LiveSession:
         """A bus subscription and the state it starts after (see the module docstring)."""
         subscription = self.runtime.bus.subscribe(name, buffer_size=self.daemon.subscriber_buffer)
         return subscription, self.state
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        """End a subscription of :meth:`subscribe` (its client went, or stopped following)."""
+        self.runtime.bus.unsubscribe(subscription)
+
+    def observe(self, observer: Callable[[Sequence[Fact]], None]) -> None:
+        """Call ``observer`` with each batch of facts as it is published, before any
+        subscriber reads it (see :meth:`~orchestrator.runtime._bus.FactBus.observe`)."""
+        self.runtime.bus.observe(observer)
+
+    def bus_statistics(self) -> BusStatistics:
+        """The session's fact bus in numbers (its subscribers, for the metrics)."""
+        return self.runtime.bus.statistics()
+
+    # ── chat-level requests (AHP clients name the chat) ────────────────────
+
+    @property
+    def ids(self) -> Ids:
+        """What makes the session's ids (AHP clients choose theirs: see ``ClientIds``)."""
+        return self.runtime.ids
+
+    async def queue(self, chat: str, text: str) -> str:
+        """Queue ``text`` as ``chat``'s next turn; the queued message's id."""
+        return await self.runtime.queue(chat, text)
+
+    async def steer(self, chat: str, text: str) -> str:
+        """Steer ``chat``'s running turn with ``text``; the steering message's id."""
+        return await self.runtime.steer(chat, text)
+
+    async def answer_input(
+        self,
+        chat: str,
+        request_id: str,
+        answer: str,
+        *,
+        response: ChatInputResponseKind = ChatInputResponseKind.ACCEPT,
+    ) -> None:
+        """Answer (or decline, cancel) the open input request ``request_id`` of ``chat``;
+        :class:`RunError` if the answer is not what the question asks."""
+        await self.runtime.answer_input(chat, request_id, answer, response=response)
+
+    def cancel_turn(self, chat: str) -> None:
+        """Cancel the coordinator's running turn in ``chat``; the run goes on."""
+        self.runtime.cancel_turn(chat)
+
+    def cancel_worker(self, chat: str) -> None:
+        """Cancel the worker ``chat`` and its subtree (its task is reported killed)."""
+        self.runtime.cancel_worker(chat)
+
+    def cancel(self) -> None:
+        """Cancel the whole session: its turns end cancelled, its run ``cancelled``."""
+        self.runtime.cancel()
 
     # ── the session's own bookkeeping ──────────────────────────────────────
 

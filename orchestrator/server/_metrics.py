@@ -60,7 +60,7 @@ class DaemonMetrics(Collector):
             state = live.state
             by_session["idle" if live.idle.is_set() else "running"] += 1
             by_chat.update(str(state.member_status(chat)) for chat in state.members)
-            statistics = live.runtime.bus.statistics()
+            statistics = live.bus_statistics()
             subscribers += statistics.subscribers + live.sinks
         for status in ("idle", "running"):
             sessions.add_metric([status], by_session[status])
