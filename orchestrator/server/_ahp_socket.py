@@ -147,6 +147,7 @@ from orchestrator.runtime._runtime import Ids
 from ._auth import Permission, Principal
 from ._config import Limits
 from ._daemon import Daemon, LiveSession
+from ._metrics import DaemonMetrics
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._rate_limit import TokenBucket
 
@@ -183,7 +184,11 @@ class ClientIds(Ids):
 
 
 async def serve_ahp(
-    websocket: WebSocket, daemon: Daemon, principal: Principal | None, limits: Limits
+    websocket: WebSocket,
+    daemon: Daemon,
+    metrics: DaemonMetrics,
+    principal: Principal | None,
+    limits: Limits,
 ) -> None:
     """The ``/ahp`` endpoint: refuse the handshake (401 / 403 / 503) or run the connection."""
     if principal is None or not principal.may(Permission.READ):
@@ -196,12 +201,13 @@ async def serve_ahp(
         await websocket.send_denial_response(stopping)
         return
     await websocket.accept()
-    daemon.metrics.connected_clients += 1
+    metrics.connected_clients += 1
     try:
         await AhpSocket(
             websocket,
             daemon,
             principal,
+            metrics=metrics,
             max_frame_bytes=limits.max_frame_bytes,
             rate=limits.messages_per_second,
             burst=limits.burst,
@@ -209,7 +215,7 @@ async def serve_ahp(
             json_limits=limits.json,
         ).run()
     finally:
-        daemon.metrics.connected_clients -= 1
+        metrics.connected_clients -= 1
 
 
 @attrs.define(eq=False)
@@ -256,6 +262,7 @@ class AhpSocket:
         daemon: Daemon,
         principal: Principal,
         *,
+        metrics: DaemonMetrics,
         max_frame_bytes: int,
         rate: float,
         burst: int,
@@ -264,6 +271,7 @@ class AhpSocket:
     ) -> None:
         self.websocket = websocket
         self.daemon = daemon
+        self.metrics = metrics
         self.principal = principal
         self.max_frame_bytes = max_frame_bytes
         self.json_limits = json_limits
@@ -306,7 +314,7 @@ class AhpSocket:
     def _hung_up(self, code: int, reason: str) -> None:
         log.info("ahp client disconnected", client=self.client_id, code=code, reason=reason)
         if code == CLOSE_FELL_BEHIND:
-            self.daemon.metrics.dropped_clients += 1
+            self.metrics.dropped_clients += 1
 
     # ── feeds: facts to action notifications ───────────────────────────────
 

@@ -24,6 +24,11 @@ SIGTERM it stops each runtime without recording (:meth:`TeamRuntime.stop`), afte
 turns had ``shutdown_grace`` seconds to end: the journal then holds what a crash would, and
 the next start applies each team's ``on_restart``.
 
+The daemon imports neither the metrics nor the background teammates' scheduler (both read
+it): the app assembly (:func:`orchestrator.server._app.assemble`) builds them and wires
+them in, as the :class:`SessionObserver` its sessions report to and a :class:`Companion`
+service it starts after the take-up and stops with itself.
+
 Identity: a session's URI (and a chat's, over AHP) names it for good. Every new session goes
 through :meth:`Daemon.open_session`, which refuses a URI that is live, being opened, or in
 the journal (ended or not) before anything is written, so no client can make a second
@@ -40,7 +45,6 @@ Bounds: a session opened but never prompted holds memory and nothing else; it is
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -53,7 +57,6 @@ import trio
 
 from orchestrator.ahp._actions import ChatTurnStartedAction
 from orchestrator.ahp._state import ChatInputResponseKind
-from orchestrator.base._clock import utc_now
 from orchestrator.base._errors import (
     ConfigError,
     FactLogError,
@@ -85,10 +88,15 @@ from orchestrator.spec._schedule import BackgroundSpec
 from orchestrator.spec._teamfile import TeamSpec, load_team, parse_team
 
 from ._config import Limits
-from ._metrics import DaemonMetrics
-from ._scheduler import Scheduler
 
-__all__ = ["Daemon", "LiveSession", "load_teams", "session_uri"]
+__all__ = [
+    "Companion",
+    "Daemon",
+    "LiveSession",
+    "SessionObserver",
+    "load_teams",
+    "session_uri",
+]
 
 log = structlog.get_logger("orchestrator.daemon")
 
@@ -132,6 +140,35 @@ def load_teams(directory: Path) -> dict[str, TeamSpec]:
 #: within it. With hypercorn's 1.5 s after it, SIGTERM exits within ``shutdown_grace`` + 4 s:
 #: 9 s with the default grace, under the 10 s a service manager commonly allows.
 STOP_AFTER_GRACE: Final = 2.5
+
+
+class SessionObserver(Protocol):
+    """Who keeps count of what the sessions do (the metrics): the sessions tell it as they
+    follow their facts. The app assembly sets :attr:`Daemon.observer`."""
+
+    def approval_waited(self, seconds: float) -> None:
+        """An approval was decided ``seconds`` after it was requested."""
+
+
+class _Unobserved:
+    """The observer of a daemon that nobody counts for."""
+
+    def approval_waited(self, seconds: float) -> None:
+        pass
+
+
+class Companion(Protocol):
+    """A service that runs beside the sessions (the background teammates' scheduler): the
+    daemon starts it in its nursery once the journal's unfinished sessions are taken up
+    (so it finds them live), and sets its ``stopping`` when the daemon stops. The app
+    assembly adds it to :attr:`Daemon.companions`."""
+
+    @property
+    def stopping(self) -> trio.Event:
+        """Set when the daemon stops: the companion starts nothing new."""
+
+    async def serve(self, *, task_status: trio.TaskStatus[Any] = ...) -> None:
+        """Run until cancelled; report ``task_status.started`` once ready."""
 
 
 class Sink(Protocol):
@@ -438,7 +475,7 @@ class LiveSession:
         elif isinstance(action, ApprovalResolved):
             asked = self._approval_asked.pop(action.approval, None)
             if asked is not None:
-                self.daemon.metrics.approval_waited(trio.current_time() - asked)
+                self.daemon.observer.approval_waited(trio.current_time() - asked)
         elif isinstance(action, RunFinished):
             self.idle.set()
         return events
@@ -457,13 +494,12 @@ class Daemon:
         subscriber_buffer: int = 2_000,
         shutdown_grace: float = 5.0,
         environ: Mapping[str, str] | None = None,
-        wall_clock: Callable[[], dt.datetime] = utc_now,
         callback: ToolCallback | None = None,
         limits: Limits | None = None,
     ) -> None:
-        """``wall_clock``: what time it is, for the background teammates' schedules (tests
-        pass one made from trio's clock). ``limits``: the sessions' bounds (unprompted
-        sessions, per token and in all); the other limits are the server's."""
+        """``limits``: the sessions' bounds (unprompted sessions, per token and in all);
+        the other limits are the server's. Its observer and companions (the metrics, the
+        scheduler) are the app assembly's to set (see :mod:`orchestrator.server._app`)."""
         if default_team is not None and default_team not in teams:
             raise ConfigError(
                 f"no team {default_team!r} (teams: {', '.join(sorted(teams))})",
@@ -497,10 +533,10 @@ class Daemon:
         self._claimed_chats: set[str] = set()
         self._finding = trio.Lock()
         self._nursery: trio.Nursery | None = None
-        self.metrics = DaemonMetrics(self)
+        self.observer: SessionObserver = _Unobserved()
+        self.companions: list[Companion] = []
         self.accepting = False
         self.stopped = trio.Event()  # set once stop() has stopped every session
-        self.scheduler = Scheduler(self, clock=wall_clock)
         # Given to every session's command tools; the server sets its URL once it listens.
         self.callback = callback or ToolCallback()
 
@@ -516,7 +552,8 @@ class Daemon:
             await self._take_up_unfinished()
             self.accepting = True
             # After the take-up: a teammate's run that was going is followed where it is.
-            await nursery.start(self.scheduler.serve)
+            for companion in self.companions:
+                await nursery.start(companion.serve)
             task_status.started(self)
             await trio.sleep_forever()
 
@@ -606,7 +643,8 @@ class Daemon:
         without recording (see :meth:`TeamRuntime.stop`), waiting :data:`STOP_AFTER_GRACE`
         seconds at most for them to be done."""
         self.accepting = False
-        self.scheduler.stopping.set()
+        for companion in self.companions:
+            companion.stopping.set()
         with trio.move_on_after(self.shutdown_grace):
             for live in list(self.sessions.values()):
                 await live.idle.wait()
