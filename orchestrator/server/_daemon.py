@@ -93,6 +93,7 @@ __all__ = [
     "Companion",
     "Daemon",
     "LiveSession",
+    "SessionHost",
     "SessionObserver",
     "load_teams",
     "session_uri",
@@ -171,6 +172,21 @@ class Companion(Protocol):
         """Run until cancelled; report ``task_status.started`` once ready."""
 
 
+class SessionHost(Protocol):
+    """What a session asks of the daemon that runs it (so a session needs no daemon type)."""
+
+    @property
+    def subscriber_buffer(self) -> int:
+        """How many facts a client's bus subscription may hold unread."""
+
+    @property
+    def observer(self) -> SessionObserver:
+        """Who the session reports to as it follows its facts (the metrics)."""
+
+    async def start_run(self, live: LiveSession, prompt: str) -> None:
+        """Start ``live``'s run on ``prompt``; returns once its first facts are recorded."""
+
+
 class Sink(Protocol):
     """A client the session pushes its facts to as they are published (see attach)."""
 
@@ -200,7 +216,7 @@ class LiveSession:
 
     def __init__(
         self,
-        daemon: Daemon,
+        daemon: SessionHost,
         team_name: str,
         runtime: TeamRuntime,
         *,
