@@ -19,7 +19,8 @@ from orchestrator.core._facts import Fact
 from orchestrator.journal._journal import JournalReader
 from orchestrator.server._app import assemble
 from orchestrator.server._config import Limits
-from orchestrator.server._daemon import Daemon, LiveSession
+from orchestrator.server._daemon import Daemon
+from orchestrator.server._live_session import LiveSession
 from orchestrator.spec._teamfile import parse_team
 
 from .daemon import ECHO

@@ -40,7 +40,8 @@ from orchestrator.protocols._project_agui import (
 )
 
 from ._auth import Principal
-from ._daemon import Daemon, LiveSession
+from ._daemon import Daemon
+from ._live_session import LiveSession
 
 __all__ = ["AguiRequestError", "agui_run"]
 

@@ -146,7 +146,8 @@ from orchestrator.runtime._runtime import Ids
 
 from ._auth import Permission, Principal
 from ._config import Limits
-from ._daemon import Daemon, LiveSession
+from ._daemon import Daemon
+from ._live_session import LiveSession
 from ._metrics import DaemonMetrics
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._rate_limit import TokenBucket

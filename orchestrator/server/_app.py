@@ -68,8 +68,9 @@ from ._agui_endpoint import AguiRequestError, agui_run
 from ._ahp_socket import serve_ahp
 from ._auth import Authenticator, Permission, Principal
 from ._config import ServeConfig
-from ._daemon import Daemon, load_teams, session_id, session_uri
+from ._daemon import Daemon, load_teams
 from ._hypercorn_ws import HypercornSeam, OpenSockets
+from ._live_session import session_id, session_uri
 from ._metrics import CONTENT_TYPE, DaemonMetrics
 from ._outbox import CLOSE_GOING_AWAY
 from ._scheduler import Scheduler

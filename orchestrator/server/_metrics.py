@@ -2,8 +2,8 @@
 
 Gauges are read from the daemon and its scheduler at scrape time (a custom collector), so
 nothing has to be kept in step by hand; the approval wait histogram is observed as approvals
-are resolved (the metrics are the daemon's :class:`~orchestrator.server._daemon.SessionObserver`,
-wired by the app assembly).
+are resolved (the metrics are the sessions'
+:class:`~orchestrator.server._live_session.SessionObserver`, wired by the app assembly).
 """
 
 from __future__ import annotations

@@ -77,7 +77,8 @@ from orchestrator.spec._schedule import (
 )
 
 if TYPE_CHECKING:
-    from ._daemon import Daemon, LiveSession
+    from ._daemon import Daemon
+    from ._live_session import LiveSession
 
 __all__ = ["Scheduler", "Teammate", "Watch", "describe_schedule", "run_usage"]
 
