@@ -30,17 +30,17 @@ run, with the coordinator's chat at the client's URI; the coordinator then takes
 message as its next turn (``dispatchAction``), and workers appear as the coordinator
 delegates (their chats are ``read-only`` or ``hidden``, as the team file says).
 
-``dispatchAction`` (the mapping of client actions onto the runtime):
+``dispatchAction`` (the mapping of client actions onto the live session):
 
 =============================================  ==============================================
 client action (chat channel)                   carried out as
 =============================================  ==============================================
 ``chat/turnStarted`` (coordinator, idle)       :meth:`LiveSession.prompt` (queued, taken up
                                                at once)
-``chat/pendingMessageSet`` queued / steering   :meth:`TeamRuntime.queue` / ``steer``
+``chat/pendingMessageSet`` queued / steering   :meth:`LiveSession.queue` / ``steer``
 ``chat/toolCallConfirmed`` approve / deny      :meth:`LiveSession.decide` of the approval of
                                                that tool call
-``chat/inputCompleted``                        :meth:`TeamRuntime.answer_input`
+``chat/inputCompleted``                        :meth:`LiveSession.answer_input`
 ``chat/turnCancelled``                         ``cancel_turn`` (coordinator) /
                                                ``cancel_worker`` (a worker)
 =============================================  ==============================================
@@ -281,7 +281,9 @@ class AhpSocket:
         self.client_id: str | None = None
         self._channels: dict[str, _Channel] = {}
         self._feeds: dict[str, _Feed] = {}
-        self._expected: deque[_Expected] = deque(maxlen=MAX_EXPECTED)
+        self._dispatcher = ActionDispatcher(
+            daemon, principal, emit=self._emit, live_channel=self._live_channel
+        )
         self._nursery: trio.Nursery | None = None
 
     # ── the connection ─────────────────────────────────────────────────────
@@ -360,15 +362,7 @@ class AhpSocket:
                 if channel.held is not None:
                     channel.held.append(envelope)
                 elif envelope.server_seq > channel.from_seq:
-                    self._emit(notification_frame("action", self._stamped(envelope)))
-
-    def _stamped(self, envelope: ActionEnvelope) -> ActionEnvelope:
-        """``envelope`` with the origin of the dispatched action it carries, if any."""
-        for expected in self._expected:
-            if expected.channel == envelope.channel and expected.matches(envelope.action):
-                self._expected.remove(expected)
-                return evolve(envelope, origin=expected.origin)
-        return envelope
+                    self._emit(notification_frame("action", self._dispatcher.stamped(envelope)))
 
     def _release(self, channels: list[_Channel]) -> None:
         """Send what the channels held back while a reply was made, after the reply."""
@@ -376,7 +370,7 @@ class AhpSocket:
             held, channel.held = channel.held or [], None
             for envelope in held:
                 if envelope.server_seq > channel.from_seq:
-                    self._emit(notification_frame("action", self._stamped(envelope)))
+                    self._emit(notification_frame("action", self._dispatcher.stamped(envelope)))
 
     # ── requests ───────────────────────────────────────────────────────────
 
@@ -442,7 +436,9 @@ class AhpSocket:
             case ListSessionsParams():
                 return self._list_sessions(call.params)
             case DispatchActionParams():
-                await self._dispatch(call.params, as_request=call.is_request)
+                await self._dispatcher.dispatch(
+                    call.params, client_id=self.client_id, as_request=call.is_request
+                )
                 return None
         self._require_operator(method)
         match call.params:
@@ -741,10 +737,42 @@ class AhpSocket:
         with contextlib.suppress(RunError):
             live.cancel_worker(uri)
 
-    # ── dispatchAction ─────────────────────────────────────────────────────
 
-    async def _dispatch(self, params: DispatchActionParams, *, as_request: bool) -> None:
-        origin = ActionOrigin(client_id=self.client_id or "", client_seq=params.client_seq)
+class ActionDispatcher:
+    """``dispatchAction`` for one connection: checks a client's action, carries it out on
+    its live session, and remembers the client's origin until the fact that carries the
+    action comes by (:meth:`stamped`)."""
+
+    def __init__(
+        self,
+        daemon: Daemon,
+        principal: Principal,
+        *,
+        emit: Callable[[str], None],
+        live_channel: Callable[[str], tuple[LiveSession | None, bool]],
+    ) -> None:
+        """``emit``: queue a frame for the client; ``live_channel``: the live session of a
+        session or chat URI, and whether it is a chat's (see ``AhpSocket._live_channel``)."""
+        self.daemon = daemon
+        self.principal = principal
+        self._emit = emit
+        self._live_channel = live_channel
+        self._expected: deque[_Expected] = deque(maxlen=MAX_EXPECTED)
+
+    def stamped(self, envelope: ActionEnvelope) -> ActionEnvelope:
+        """``envelope`` with the origin of the dispatched action it carries, if any."""
+        for expected in self._expected:
+            if expected.channel == envelope.channel and expected.matches(envelope.action):
+                self._expected.remove(expected)
+                return evolve(envelope, origin=expected.origin)
+        return envelope
+
+    async def dispatch(
+        self, params: DispatchActionParams, *, client_id: str, as_request: bool
+    ) -> None:
+        """Carry out a client's ``dispatchAction``; a refusal is echoed to the client with
+        its ``rejectionReason`` (and raised as an :class:`RpcError` for a request)."""
+        origin = ActionOrigin(client_id=client_id, client_seq=params.client_seq)
         live: LiveSession | None = None
         try:
             if not self.principal.may(Permission.OPERATE):
