@@ -147,7 +147,7 @@ from orchestrator.runtime._runtime import Ids
 from ._auth import Permission, Principal
 from ._config import Limits
 from ._daemon import Daemon
-from ._live_session import LiveSession
+from ._live_session import CHAT_PREFIX, SESSION_PREFIX, LiveSession
 from ._metrics import DaemonMetrics
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._rate_limit import TokenBucket
@@ -163,9 +163,6 @@ REPLAY_LIMIT: Final = 10_000
 APPROVAL_WAIT: Final = 5.0
 #: Origins waiting for the fact that carries a dispatched action (oldest dropped first).
 MAX_EXPECTED: Final = 256
-
-SESSION_PREFIX: Final = "ahp-session:/"
-CHAT_PREFIX: Final = "ahp-chat:/"
 
 
 class ClientIds(Ids):

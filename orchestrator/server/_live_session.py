@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import attrs
 import structlog
@@ -42,6 +42,8 @@ from orchestrator.runtime._bus import BusStatistics, Subscription
 from orchestrator.runtime._runtime import Ids, TeamRuntime
 
 __all__ = [
+    "CHAT_PREFIX",
+    "SESSION_PREFIX",
     "LiveSession",
     "SessionHost",
     "SessionObserver",
@@ -52,7 +54,9 @@ __all__ = [
 
 log = structlog.get_logger("orchestrator.daemon")
 
-SESSION_PREFIX = "ahp-session:/"
+#: The URI schemes of a session and of a chat (AHP resources; a /ws session id is the rest).
+SESSION_PREFIX: Final = "ahp-session:/"
+CHAT_PREFIX: Final = "ahp-chat:/"
 
 
 def session_uri(session: str) -> str:
