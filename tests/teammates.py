@@ -29,8 +29,9 @@ from orchestrator.core._facts import Fact
 from orchestrator.core._teammate_actions import teammate_uri
 from orchestrator.journal._journal import Durability, JournalReader, SqliteJournal
 from orchestrator.runtime._factlog import EventTicket, Ticket
+from orchestrator.server._app import assemble
 from orchestrator.server._daemon import Daemon
-from orchestrator.server._scheduler import Teammate
+from orchestrator.server._scheduler import Scheduler, Teammate
 from orchestrator.spec._teamfile import TeamSpec, parse_team
 
 TEAMS = Path(__file__).parent.parent / "teams"
@@ -52,10 +53,11 @@ def instant(text: str) -> str:
 @attrs.define
 class RunningScheduler:
     daemon: Daemon
+    scheduler: Scheduler
     db: Path
 
     def teammate(self, name: str) -> Teammate:
-        return self.daemon.scheduler.find(name)
+        return self.scheduler.find(name)
 
     def stream(self, team: str, name: str) -> list[Fact]:
         return JournalReader(self.db).facts(teammate_uri(team, name))
@@ -145,15 +147,14 @@ async def _daemon(
     async with trio.open_nursery() as services, httpx.AsyncClient() as http:
         await services.start(journal.serve)
         async with trio.open_nursery() as nursery:
-            daemon = Daemon(
-                teams=specs, journal=journal, http=http, shutdown_grace=0.5, wall_clock=wall_clock
-            )
+            daemon = Daemon(teams=specs, journal=journal, http=http, shutdown_grace=0.5)
+            scheduler = assemble(daemon, wall_clock=wall_clock).scheduler
             # The wall clock is trio's: no need to read it again every minute, and each
             # wait for real quiet (AUTOJUMP) costs real time.
-            daemon.scheduler.poll = 6 * 3_600.0
+            scheduler.poll = 6 * 3_600.0
             await nursery.start(daemon.serve)
             try:
-                yield RunningScheduler(daemon=daemon, db=db)
+                yield RunningScheduler(daemon=daemon, scheduler=scheduler, db=db)
             finally:
                 with trio.CancelScope(shield=True):
                     await daemon.stop()

@@ -17,8 +17,10 @@ import trio.testing
 from orchestrator.base._errors import FactLogError, RunError, SessionExistsError, SessionLimitError
 from orchestrator.core._facts import Fact
 from orchestrator.journal._journal import JournalReader
+from orchestrator.server._app import assemble
 from orchestrator.server._config import Limits
-from orchestrator.server._daemon import Daemon, LiveSession
+from orchestrator.server._daemon import Daemon
+from orchestrator.server._live_session import LiveSession
 from orchestrator.spec._teamfile import parse_team
 
 from .daemon import ECHO
@@ -41,6 +43,7 @@ async def serving(tmp_path: Path, limits: Limits) -> AsyncIterator[Daemon]:
                 daemon = Daemon(
                     teams=teams, journal=journal, http=http, shutdown_grace=0.5, limits=limits
                 )
+                assemble(daemon)
                 await nursery.start(daemon.serve)
                 try:
                     yield daemon

@@ -183,7 +183,7 @@ async def test_a_run_waiting_for_an_approval_is_blocked_until_someone_decides(
     async with scheduler_daemon(tmp_path, {"gated": GATED}) as running:
         deployer = running.teammate("deployer")
         seen: list[str] = []
-        running.daemon.scheduler.watch(
+        running.scheduler.watch(
             lambda _, envelopes: seen.append(envelopes[0].payload["runtimeStatus"])  # type: ignore[index]
         )
         await deployer.trigger("alice")

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 The session pushes its facts to the connection as they are published (the connection is
-a :class:`~orchestrator.server._daemon.Sink`): each fact's agent-channel events come already
+a :class:`~orchestrator.server._live_session.Sink`): each fact's agent-channel events come already
 projected and serialized, once for all clients, and go into the connection's one bounded
 outbox (:mod:`orchestrator.server._outbox`) without waiting. Two tasks per connection:
 
@@ -64,7 +64,9 @@ from orchestrator.protocols._project_agentui import AgentUiProjector
 
 from ._auth import Permission, Principal
 from ._client_frames import client_frames
-from ._daemon import Daemon, LiveSession
+from ._daemon import Daemon
+from ._live_session import LiveSession
+from ._metrics import DaemonMetrics
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._rate_limit import TokenBucket
 
@@ -81,6 +83,7 @@ class AgentSocket:
         live: LiveSession,
         principal: Principal,
         *,
+        metrics: DaemonMetrics,
         reattached: bool,
         max_frame_bytes: int,
         rate: float,
@@ -90,6 +93,7 @@ class AgentSocket:
     ) -> None:
         self.websocket = websocket
         self.daemon = daemon
+        self.metrics = metrics
         self.live = live
         self.principal = principal
         self.reattached = reattached
@@ -149,7 +153,7 @@ class AgentSocket:
     def _hung_up(self, code: int, reason: str) -> None:
         log.info("client disconnected", session=self.live.uri, code=code, reason=reason)
         if code == CLOSE_FELL_BEHIND:
-            self.daemon.metrics.dropped_clients += 1
+            self.metrics.dropped_clients += 1
             self.live.detach(self)  # the session stops feeding this connection now
 
     # ── what the session pushes (a Sink: called as facts are published) ───────

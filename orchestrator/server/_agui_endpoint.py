@@ -40,7 +40,8 @@ from orchestrator.protocols._project_agui import (
 )
 
 from ._auth import Principal
-from ._daemon import Daemon, LiveSession
+from ._daemon import Daemon
+from ._live_session import LiveSession
 
 __all__ = ["AguiRequestError", "agui_run"]
 
@@ -143,7 +144,7 @@ async def agui_run(
                 400, "messages: the input ends with no new user message and resumes nothing"
             )
     except BaseException:
-        live.runtime.bus.unsubscribe(subscription)
+        live.unsubscribe(subscription)
         raise
     live.agui = projector
     log.info("agui run", thread=run.thread_id, run=run.run_id, resume=len(run.resume))
@@ -190,4 +191,4 @@ async def _events(
                     yield {"data": json.dumps(event, ensure_ascii=False)}
     finally:
         live.agui_streaming = False
-        live.runtime.bus.unsubscribe(subscription)
+        live.unsubscribe(subscription)

@@ -30,28 +30,7 @@ run, with the coordinator's chat at the client's URI; the coordinator then takes
 message as its next turn (``dispatchAction``), and workers appear as the coordinator
 delegates (their chats are ``read-only`` or ``hidden``, as the team file says).
 
-``dispatchAction`` (the mapping of client actions onto the runtime):
-
-=============================================  ==============================================
-client action (chat channel)                   carried out as
-=============================================  ==============================================
-``chat/turnStarted`` (coordinator, idle)       :meth:`LiveSession.prompt` (queued, taken up
-                                               at once)
-``chat/pendingMessageSet`` queued / steering   :meth:`TeamRuntime.queue` / ``steer``
-``chat/toolCallConfirmed`` approve / deny      :meth:`LiveSession.decide` of the approval of
-                                               that tool call
-``chat/inputCompleted``                        :meth:`TeamRuntime.answer_input`
-``chat/turnCancelled``                         ``cancel_turn`` (coordinator) /
-                                               ``cancel_worker`` (a worker)
-=============================================  ==============================================
-
-Each is first checked: the client may act (operator), the chat is live and not hidden,
-messages are user messages and go to a chat whose interactivity is ``full``, and the chat's
-validator (:func:`~orchestrator.ahp._validate.validate_chat_action`) accepts the action. A
-refusal is echoed as the client's envelope with ``rejectionReason`` (and, for a
-``dispatchAction`` sent with an id, an error response too); an accepted action's effect
-comes as the facts the runtime records, and the fact that carries it (the turn started, the
-tool call confirmed...) has the client's ``origin``.
+``dispatchAction`` is carried out by :mod:`orchestrator.server._ahp_dispatch`.
 """
 
 from __future__ import annotations
@@ -60,7 +39,6 @@ import contextlib
 import functools
 import weakref
 from collections import deque
-from collections.abc import Callable
 from typing import Final
 
 import attrs
@@ -71,14 +49,6 @@ from starlette.websockets import WebSocket
 
 from orchestrator.ahp._actions import (
     ActionEnvelope,
-    ActionOrigin,
-    ChatInputCompletedAction,
-    ChatPendingMessageSetAction,
-    ChatToolCallApprovedAction,
-    ChatToolCallDeniedAction,
-    ChatTurnCancelledAction,
-    ChatTurnStartedAction,
-    StateAction,
 )
 from orchestrator.ahp._commands import (
     ROOT,
@@ -105,31 +75,21 @@ from orchestrator.ahp._commands import (
     UnsubscribeParams,
 )
 from orchestrator.ahp._state import (
-    ChatInputAnswered,
-    ChatInputBooleanAnswerValue,
-    ChatInputSelectedAnswerValue,
-    ChatInputSelectedManyAnswerValue,
-    ChatInputTextAnswerValue,
     ChatInteractivity,
-    ChatState,
     MessageKind,
     SessionStatus,
     SessionSummary,
 )
-from orchestrator.ahp._validate import validate_chat_action
 from orchestrator.base._clock import now_timestamp
 from orchestrator.base._errors import (
     FactLogError,
-    IllegalTransitionError,
     RpcError,
     RunError,
     SessionExistsError,
     SessionLimitError,
 )
-from orchestrator.base._evolve import evolve
 from orchestrator.base._input_gate import JSON_LIMITS, JsonLimits
 from orchestrator.core._facts import Fact
-from orchestrator.core._queries import open_questions
 from orchestrator.core._team_state import TeamState
 from orchestrator.protocols._ahp_rpc import (
     Call,
@@ -144,9 +104,12 @@ from orchestrator.protocols._ahp_rpc import (
 from orchestrator.runtime._bus import Subscription
 from orchestrator.runtime._runtime import Ids
 
+from ._ahp_dispatch import ActionDispatcher
 from ._auth import Permission, Principal
 from ._config import Limits
-from ._daemon import Daemon, LiveSession
+from ._daemon import Daemon
+from ._live_session import CHAT_PREFIX, SESSION_PREFIX, LiveSession
+from ._metrics import DaemonMetrics
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._rate_limit import TokenBucket
 
@@ -157,13 +120,6 @@ log = structlog.get_logger("orchestrator.ahp")
 #: Close codes: 1008 policy violation (fell behind), 1001 going away.
 #: Replay a channel's gap on reconnect up to this many facts of its session; beyond, a snapshot.
 REPLAY_LIMIT: Final = 10_000
-#: Seconds a confirmation waits for the approval request of its tool call to be recorded.
-APPROVAL_WAIT: Final = 5.0
-#: Origins waiting for the fact that carries a dispatched action (oldest dropped first).
-MAX_EXPECTED: Final = 256
-
-SESSION_PREFIX: Final = "ahp-session:/"
-CHAT_PREFIX: Final = "ahp-chat:/"
 
 
 class ClientIds(Ids):
@@ -183,7 +139,11 @@ class ClientIds(Ids):
 
 
 async def serve_ahp(
-    websocket: WebSocket, daemon: Daemon, principal: Principal | None, limits: Limits
+    websocket: WebSocket,
+    daemon: Daemon,
+    metrics: DaemonMetrics,
+    principal: Principal | None,
+    limits: Limits,
 ) -> None:
     """The ``/ahp`` endpoint: refuse the handshake (401 / 403 / 503) or run the connection."""
     if principal is None or not principal.may(Permission.READ):
@@ -196,12 +156,13 @@ async def serve_ahp(
         await websocket.send_denial_response(stopping)
         return
     await websocket.accept()
-    daemon.metrics.connected_clients += 1
+    metrics.connected_clients += 1
     try:
         await AhpSocket(
             websocket,
             daemon,
             principal,
+            metrics=metrics,
             max_frame_bytes=limits.max_frame_bytes,
             rate=limits.messages_per_second,
             burst=limits.burst,
@@ -209,7 +170,7 @@ async def serve_ahp(
             json_limits=limits.json,
         ).run()
     finally:
-        daemon.metrics.connected_clients -= 1
+        metrics.connected_clients -= 1
 
 
 @attrs.define(eq=False)
@@ -231,24 +192,6 @@ class _Feed:
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
 
 
-@attrs.define(eq=False)
-class _Expected:
-    """The fact that will carry a dispatched action, and the origin to stamp it with."""
-
-    channel: str
-    matches: Callable[[StateAction], bool]
-    origin: ActionOrigin
-
-
-class _RefusedError(Exception):
-    """A dispatched action refused: ``reason`` for the echo, ``code`` for a request's error."""
-
-    def __init__(self, reason: str, code: int = ErrorCode.INVALID_PARAMS) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.code = code
-
-
 class AhpSocket:
     def __init__(
         self,
@@ -256,6 +199,7 @@ class AhpSocket:
         daemon: Daemon,
         principal: Principal,
         *,
+        metrics: DaemonMetrics,
         max_frame_bytes: int,
         rate: float,
         burst: int,
@@ -264,6 +208,7 @@ class AhpSocket:
     ) -> None:
         self.websocket = websocket
         self.daemon = daemon
+        self.metrics = metrics
         self.principal = principal
         self.max_frame_bytes = max_frame_bytes
         self.json_limits = json_limits
@@ -272,7 +217,9 @@ class AhpSocket:
         self.client_id: str | None = None
         self._channels: dict[str, _Channel] = {}
         self._feeds: dict[str, _Feed] = {}
-        self._expected: deque[_Expected] = deque(maxlen=MAX_EXPECTED)
+        self._dispatcher = ActionDispatcher(
+            daemon, principal, emit=self._emit, live_channel=self._live_channel
+        )
         self._nursery: trio.Nursery | None = None
 
     # ── the connection ─────────────────────────────────────────────────────
@@ -287,7 +234,7 @@ class AhpSocket:
                 nursery.cancel_scope.cancel()
         finally:
             for feed in self._feeds.values():
-                feed.live.runtime.bus.unsubscribe(feed.subscription)
+                feed.live.unsubscribe(feed.subscription)
                 feed.live.clients -= 1
 
     async def _close_when_stopped(self) -> None:
@@ -306,7 +253,7 @@ class AhpSocket:
     def _hung_up(self, code: int, reason: str) -> None:
         log.info("ahp client disconnected", client=self.client_id, code=code, reason=reason)
         if code == CLOSE_FELL_BEHIND:
-            self.daemon.metrics.dropped_clients += 1
+            self.metrics.dropped_clients += 1
 
     # ── feeds: facts to action notifications ───────────────────────────────
 
@@ -327,7 +274,7 @@ class AhpSocket:
         feed = self._feeds.pop(session, None)
         if feed is not None:
             feed.scope.cancel()
-            feed.live.runtime.bus.unsubscribe(feed.subscription)
+            feed.live.unsubscribe(feed.subscription)
             feed.live.clients -= 1
 
     async def _forward(self, feed: _Feed) -> None:
@@ -351,15 +298,7 @@ class AhpSocket:
                 if channel.held is not None:
                     channel.held.append(envelope)
                 elif envelope.server_seq > channel.from_seq:
-                    self._emit(notification_frame("action", self._stamped(envelope)))
-
-    def _stamped(self, envelope: ActionEnvelope) -> ActionEnvelope:
-        """``envelope`` with the origin of the dispatched action it carries, if any."""
-        for expected in self._expected:
-            if expected.channel == envelope.channel and expected.matches(envelope.action):
-                self._expected.remove(expected)
-                return evolve(envelope, origin=expected.origin)
-        return envelope
+                    self._emit(notification_frame("action", self._dispatcher.stamped(envelope)))
 
     def _release(self, channels: list[_Channel]) -> None:
         """Send what the channels held back while a reply was made, after the reply."""
@@ -367,7 +306,7 @@ class AhpSocket:
             held, channel.held = channel.held or [], None
             for envelope in held:
                 if envelope.server_seq > channel.from_seq:
-                    self._emit(notification_frame("action", self._stamped(envelope)))
+                    self._emit(notification_frame("action", self._dispatcher.stamped(envelope)))
 
     # ── requests ───────────────────────────────────────────────────────────
 
@@ -433,7 +372,9 @@ class AhpSocket:
             case ListSessionsParams():
                 return self._list_sessions(call.params)
             case DispatchActionParams():
-                await self._dispatch(call.params, as_request=call.is_request)
+                await self._dispatcher.dispatch(
+                    call.params, client_id=self.client_id, as_request=call.is_request
+                )
                 return None
         self._require_operator(method)
         match call.params:
@@ -697,7 +638,7 @@ class AhpSocket:
                 f"session {live.uri} has its coordinator chat ({coordinator}); a team's "
                 "other chats are its workers, made when the coordinator delegates",
             )
-        ids = live.runtime.ids
+        ids = live.ids
         if not isinstance(ids, ClientIds):
             raise RpcError(
                 ErrorCode.INVALID_PARAMS,
@@ -730,222 +671,7 @@ class AhpSocket:
             )
         # A worker that has finished holds nothing; its chat stays in the record.
         with contextlib.suppress(RunError):
-            live.runtime.cancel_worker(uri)
-
-    # ── dispatchAction ─────────────────────────────────────────────────────
-
-    async def _dispatch(self, params: DispatchActionParams, *, as_request: bool) -> None:
-        origin = ActionOrigin(client_id=self.client_id or "", client_seq=params.client_seq)
-        live: LiveSession | None = None
-        try:
-            if not self.principal.may(Permission.OPERATE):
-                raise _RefusedError(
-                    f"{self.principal.name} may watch, not act (an operator token may)",
-                    ErrorCode.PERMISSION_DENIED,
-                )
-            live = self._dispatch_target(params.channel)
-            await self._carry_out(live, params.channel, params.action, origin)
-        except _RefusedError as refusal:
-            seq = live.state.last_sequence if live is not None else 0
-            echo = ActionEnvelope(
-                channel=params.channel,
-                action=params.action,
-                server_seq=seq,
-                origin=origin,
-                rejection_reason=refusal.reason,
-            )
-            self._emit(notification_frame("action", echo))
-            if as_request:
-                data: dict[str, object] | None = (
-                    {} if refusal.code == ErrorCode.PERMISSION_DENIED else None
-                )
-                raise RpcError(refusal.code, refusal.reason, data=data) from None
-
-    def _dispatch_target(self, channel: str) -> LiveSession:
-        if channel.startswith(SESSION_PREFIX):
-            if self.daemon.live(channel) is None:
-                raise _RefusedError(f"no live session {channel}", ErrorCode.SESSION_NOT_FOUND)
-            raise _RefusedError(
-                "session actions are not taken from clients on this host: the team's runtime "
-                "keeps the session channel"
-            )
-        live, _ = self._live_channel(channel) if channel.startswith(CHAT_PREFIX) else (None, 0)
-        if live is None:
-            raise _RefusedError(f"no chat {channel} in a live session", ErrorCode.NOT_FOUND)
-        return live
-
-    async def _carry_out(
-        self, live: LiveSession, chat: str, action: StateAction, origin: ActionOrigin
-    ) -> None:
-        state = live.state.chats[chat]
-        coordinator = live.state.coordinator_chat()
-        if isinstance(action, ChatTurnStartedAction | ChatPendingMessageSetAction):
-            _check_user_message(state, action)
-        try:
-            if isinstance(action, _DISPATCHABLE):
-                validate_chat_action(state, action, channel=chat)
-        except IllegalTransitionError as exc:
-            code = (
-                ErrorCode.TURN_IN_PROGRESS
-                if isinstance(action, ChatTurnStartedAction) and state.active_turn is not None
-                else ErrorCode.INVALID_PARAMS
-            )
-            raise _RefusedError(exc.reason, code) from None
-        try:
-            match action:
-                case ChatTurnStartedAction(message=message):
-                    if chat != coordinator:
-                        raise _RefusedError(
-                            "a new turn starts only in the coordinator chat; a worker takes "
-                            "messages while it runs (chat/pendingMessageSet)"
-                        )
-                    self._expect(chat, origin, lambda a: _turn_of(a, message.text))
-                    await live.prompt(message.text, task_id=None)
-                case ChatPendingMessageSetAction(kind=kind, message=message):
-                    self._expect(chat, origin, lambda a: _pending_of(a, kind, message.text))
-                    if kind == "queued" and chat == coordinator:
-                        await live.prompt(message.text, task_id=None)
-                    elif kind == "queued":
-                        await live.runtime.queue(chat, message.text)
-                    else:
-                        await live.runtime.steer(chat, message.text)
-                case ChatToolCallApprovedAction() | ChatToolCallDeniedAction():
-                    approval = await _approval_of(live, chat, action.tool_call_id)
-                    self._expect(chat, origin, lambda a: _confirmation_of(a, action.tool_call_id))
-                    await live.decide(
-                        approval,
-                        approved=isinstance(action, ChatToolCallApprovedAction),
-                        principal=self.principal.name,
-                    )
-                case ChatInputCompletedAction():
-                    text = _answer_text(live.state, chat, action)
-                    self._expect(chat, origin, lambda a: _completion_of(a, action.request_id))
-                    await live.runtime.answer_input(
-                        chat, action.request_id, text, response=action.response
-                    )
-                case ChatTurnCancelledAction(turn_id=turn_id):
-                    self._expect(chat, origin, lambda a: _cancellation_of(a, turn_id))
-                    if chat == coordinator:
-                        live.runtime.cancel_turn(chat)
-                    else:
-                        live.runtime.cancel_worker(chat)
-                case _:
-                    raise _RefusedError(
-                        f"{action.type} is not taken from clients; they may dispatch "
-                        f"{', '.join(sorted(_DISPATCHABLE_TYPES))}"
-                    )
-        except RunError as exc:
-            self._drop_expected(origin)
-            raise _RefusedError(str(exc)) from None
-        except _RefusedError:
-            self._drop_expected(origin)
-            raise
-
-    def _expect(
-        self, chat: str, origin: ActionOrigin, matches: Callable[[StateAction], bool]
-    ) -> None:
-        self._expected.append(_Expected(channel=chat, matches=matches, origin=origin))
-
-    def _drop_expected(self, origin: ActionOrigin) -> None:
-        for expected in list(self._expected):
-            if expected.origin == origin:
-                self._expected.remove(expected)
-
-
-_DISPATCHABLE: Final = (
-    ChatTurnStartedAction,
-    ChatPendingMessageSetAction,
-    ChatToolCallApprovedAction,
-    ChatToolCallDeniedAction,
-    ChatInputCompletedAction,
-    ChatTurnCancelledAction,
-)
-_DISPATCHABLE_TYPES: Final = frozenset(
-    str(attrs.fields_dict(cls)["type"].default) for cls in _DISPATCHABLE
-)
-
-
-def _check_user_message(
-    state: ChatState, action: ChatTurnStartedAction | ChatPendingMessageSetAction
-) -> None:
-    """User messages only, and only to a chat that takes them."""
-    if action.message.origin.kind is not MessageKind.USER:
-        raise _RefusedError(
-            f"message.origin.kind: clients send user messages only, not "
-            f"{action.message.origin.kind}"
-        )
-    interactivity = state.interactivity or ChatInteractivity.FULL
-    if interactivity is not ChatInteractivity.FULL:
-        raise _RefusedError(f"{state.resource} is {interactivity}: it takes no user messages")
-
-
-async def _approval_of(live: LiveSession, chat: str, tool_call_id: str) -> str:
-    """The pending approval of a tool call the validator found waiting for confirmation.
-
-    The runtime records the approval request in the batch after the call's
-    ``chat/toolCallReady``, and a client may answer as soon as it sees the latter: wait for
-    the request (briefly; it is on its way).
-    """
-    with trio.move_on_after(APPROVAL_WAIT):
-        while True:
-            for record in live.state.pending_approvals():
-                request = record.request
-                if request.chat == chat and request.tool_call_id == tool_call_id:
-                    return request.approval
-            await trio.sleep(0.01)
-    raise _RefusedError(f"tool call {tool_call_id!r} of {chat} waits for no approval")
-
-
-def _answer_text(state: TeamState, chat: str, action: ChatInputCompletedAction) -> str:
-    """The answer the runtime reads (as typed at a prompt) from a completed input request."""
-    request = next(
-        (r for c, r in open_questions(state) if c == chat and r.id == action.request_id), None
-    )
-    if request is None:
-        raise _RefusedError(f"no open input request {action.request_id!r} in {chat}")
-    if action.response != "accept":
-        return ""
-    answers = dict(request.answers or {}) | dict(action.answers or {})
-    question = (request.questions or (None,))[0]
-    answer = answers.get(question.id) if question is not None else None
-    if not isinstance(answer, ChatInputAnswered):
-        raise _RefusedError(f"answers: no answer to question {question.id if question else '?'!r}")
-    match answer.value:
-        case ChatInputBooleanAnswerValue(value=flag):
-            return "yes" if flag else "no"
-        case ChatInputSelectedManyAnswerValue(value=chosen):
-            return ", ".join(chosen)
-        case ChatInputTextAnswerValue(value=text) | ChatInputSelectedAnswerValue(value=text):
-            return text
-        case other:
-            return str(other.value)
-
-
-def _turn_of(action: StateAction, text: str) -> bool:
-    return isinstance(action, ChatTurnStartedAction) and action.message.text == text
-
-
-def _pending_of(action: StateAction, kind: str, text: str) -> bool:
-    return (
-        isinstance(action, ChatPendingMessageSetAction)
-        and action.kind == kind
-        and action.message.text == text
-    )
-
-
-def _confirmation_of(action: StateAction, tool_call_id: str) -> bool:
-    return (
-        isinstance(action, ChatToolCallApprovedAction | ChatToolCallDeniedAction)
-        and action.tool_call_id == tool_call_id
-    )
-
-
-def _completion_of(action: StateAction, request_id: str) -> bool:
-    return isinstance(action, ChatInputCompletedAction) and action.request_id == request_id
-
-
-def _cancellation_of(action: StateAction, turn_id: str) -> bool:
-    return isinstance(action, ChatTurnCancelledAction) and action.turn_id == turn_id
+            live.cancel_worker(uri)
 
 
 def _envelopes(state: TeamState, fact: Fact, channel: str) -> list[ActionEnvelope]:

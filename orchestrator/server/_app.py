@@ -13,16 +13,20 @@ Routes:
   :mod:`orchestrator.protocols._teammate_channel`);
 - ``POST /callback``: view updates from tools (tool role).
 
-Theory of operation: :func:`serve` opens the journal, loads the teams, starts the daemon's
-sessions and then hypercorn, all in one nursery; it reports the bound URL when clients can
-connect (and tells systemd READY=1). SIGTERM / SIGINT: stop accepting (``/healthz`` turns
-503), let running turns end for ``shutdown_grace`` seconds, stop the sessions without
-recording (recovery at the next start takes them up), drain the journal, exit 0.
+Theory of operation: :func:`serve` opens the journal, loads the teams, builds the daemon and
+:func:`assembles <assemble>` it with its background teammates' scheduler and its metrics (the
+daemon imports neither: it knows them as a companion service and a session observer), starts
+the daemon's sessions and then hypercorn, all in one nursery; it reports the bound URL when
+clients can connect (and tells systemd READY=1). SIGTERM / SIGINT: stop accepting
+(``/healthz`` turns 503), let running turns end for ``shutdown_grace`` seconds, stop the
+sessions without recording (recovery at the next start takes them up), drain the journal,
+exit 0.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import logging
 import signal
@@ -42,6 +46,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
+from orchestrator.base._clock import utc_now
 from orchestrator.base._errors import (
     FactLogError,
     IllegalTransitionError,
@@ -63,14 +68,16 @@ from ._agui_endpoint import AguiRequestError, agui_run
 from ._ahp_socket import serve_ahp
 from ._auth import Authenticator, Permission, Principal
 from ._config import ServeConfig
-from ._daemon import Daemon, load_teams, session_id, session_uri
+from ._daemon import Daemon, load_teams
 from ._hypercorn_ws import HypercornSeam, OpenSockets
-from ._metrics import CONTENT_TYPE
+from ._live_session import session_id, session_uri
+from ._metrics import CONTENT_TYPE, DaemonMetrics
 from ._outbox import CLOSE_GOING_AWAY
+from ._scheduler import Scheduler
 from ._sd_notify import SystemdNotifier
 from ._teammates_socket import serve_teammates
 
-__all__ = ["ConnectionCap", "build_app", "serve"]
+__all__ = ["ConnectionCap", "DaemonAssembly", "assemble", "build_app", "serve"]
 
 log = structlog.get_logger("orchestrator.server")
 
@@ -114,9 +121,33 @@ def _limit_error(exc: SessionLimitError) -> JSONResponse:
     return response
 
 
-def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None = None) -> ASGIApp:
-    """The ASGI app of ``daemon``: every route on one port; under it, the server's own
-    ``send`` of each connection is recorded (before Starlette wraps an HTTP one)."""
+@attrs.frozen(kw_only=True)
+class DaemonAssembly:
+    """A daemon and what is built around it: its background teammates' scheduler and its
+    metrics (see :func:`assemble`)."""
+
+    daemon: Daemon
+    scheduler: Scheduler
+    metrics: DaemonMetrics
+
+
+def assemble(daemon: Daemon, *, wall_clock: Callable[[], dt.datetime] = utc_now) -> DaemonAssembly:
+    """Build ``daemon``'s scheduler and metrics and wire them in: the scheduler runs beside
+    its sessions (a companion), the metrics observe them. ``wall_clock``: what time it is,
+    for the background teammates' schedules (tests pass one made from trio's clock)."""
+    scheduler = Scheduler(daemon, clock=wall_clock)
+    metrics = DaemonMetrics(daemon, scheduler)
+    daemon.observer = metrics
+    daemon.companions.append(scheduler)
+    return DaemonAssembly(daemon=daemon, scheduler=scheduler, metrics=metrics)
+
+
+def build_app(
+    assembly: DaemonAssembly, config: ServeConfig, sockets: OpenSockets | None = None
+) -> ASGIApp:
+    """The ASGI app of an assembled daemon: every route on one port; under it, the server's
+    own ``send`` of each connection is recorded (before Starlette wraps an HTTP one)."""
+    daemon = assembly.daemon
     auth = Authenticator(config.tokens)
     limits = config.limits
 
@@ -164,7 +195,7 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
 
     async def metrics(request: Request) -> Response:
         require(request, Permission.READ)
-        return Response(daemon.metrics.render(), media_type=CONTENT_TYPE)
+        return Response(assembly.metrics.render(), media_type=CONTENT_TYPE)
 
     async def callback(request: Request) -> Response:
         require(request, Permission.CALLBACK)
@@ -247,7 +278,7 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
             await websocket.send_denial_response(_json_error(503, message))
             return
         await websocket.accept()
-        daemon.metrics.connected_clients += 1
+        assembly.metrics.connected_clients += 1
         try:
             with live.attached():
                 await AgentSocket(
@@ -255,6 +286,7 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
                     daemon,
                     live,
                     principal,
+                    metrics=assembly.metrics,
                     reattached=bool(wanted),
                     max_frame_bytes=limits.max_frame_bytes,
                     rate=limits.messages_per_second,
@@ -263,22 +295,24 @@ def build_app(daemon: Daemon, config: ServeConfig, sockets: OpenSockets | None =
                     json_limits=limits.json,
                 ).run()
         finally:
-            daemon.metrics.connected_clients -= 1
+            assembly.metrics.connected_clients -= 1
 
     async def teammates_socket(websocket: WebSocket) -> None:
         principal = await admitted(websocket)
         if principal is None:
             return
         await websocket.accept()
-        daemon.metrics.connected_clients += 1
+        assembly.metrics.connected_clients += 1
         try:
-            await serve_teammates(websocket, daemon, principal, limits)
+            await serve_teammates(
+                websocket, assembly.scheduler, assembly.metrics, principal, limits
+            )
         finally:
-            daemon.metrics.connected_clients -= 1
+            assembly.metrics.connected_clients -= 1
 
     async def ahp_socket(websocket: WebSocket) -> None:
         principal = principal_of(websocket.headers, websocket.query_params)
-        await serve_ahp(websocket, daemon, principal, limits)
+        await serve_ahp(websocket, daemon, assembly.metrics, principal, limits)
 
     app: ASGIApp = Starlette(
         routes=[
@@ -447,18 +481,19 @@ async def serve(
             callback=ToolCallback(token=config.tool_token),
             limits=config.limits,
         )
+        assembly = assemble(daemon)
         async with trio.open_nursery() as services:
             if handle_signals:
                 # Before anything else: from here on SIGTERM / SIGINT stop us cleanly.
                 await services.start(_set_on_signal, stop)
             await services.start(journal.serve)
-            await _serve_daemon(daemon, config, teams, db, notifier, stop, task_status)
+            await _serve_daemon(assembly, config, teams, db, notifier, stop, task_status)
             services.cancel_scope.cancel()  # the journal drains what was submitted, closes
     log.info("daemon stopped")
 
 
 async def _serve_daemon(
-    daemon: Daemon,
+    assembly: DaemonAssembly,
     config: ServeConfig,
     teams: Mapping[str, TeamSpec],
     db: Path,
@@ -466,10 +501,11 @@ async def _serve_daemon(
     stop: trio.Event,
     task_status: trio.TaskStatus[str],
 ) -> None:
+    daemon = assembly.daemon
     async with trio.open_nursery() as nursery:
         await nursery.start(daemon.serve)
         sockets = OpenSockets()
-        app = build_app(daemon, config, sockets)
+        app = build_app(assembly, config, sockets)
         hyper = HypercornConfig()
         hyper.bind = [f"{_host(config.host)}:{config.port}"]
         # Frames over the daemon's limit are answered with an error event; hypercorn only

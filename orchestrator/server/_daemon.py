@@ -8,19 +8,17 @@ every live session runs. A session is a :class:`~orchestrator.runtime._runtime.T
 *conversation* mode: it exists (with its URI) as soon as a client opens it, its run starts
 with the first prompt, and each later prompt is queued to the coordinator as its next turn.
 
-Clients never touch the runtime directly: :class:`LiveSession` turns each client request
-(prompt, abort, answer, approve/reject, view update) into a runtime call and reports a
-refusal as :class:`~orchestrator.base._errors.RunError` with a message for the client. Clients
-read by subscribing to the session's fact bus (bounded: a client that cannot keep up is
-dropped, see :mod:`orchestrator.runtime._bus`), after a consistent snapshot: the facts up to
-:attr:`TeamState.last_sequence` at the moment of subscribing are history, the bus delivers
-the rest, so a client sees no gap and no duplicate.
-
 At start the daemon takes up every unfinished session of its journal (``resume``, with the
 team file the session recorded): a session is a conversation that outlives a restart. On
 SIGTERM it stops each runtime without recording (:meth:`TeamRuntime.stop`), after running
 turns had ``shutdown_grace`` seconds to end: the journal then holds what a crash would, and
-the next start applies each team's ``on_restart``.
+the next start applies each team's ``on_restart``. Clients reach a session only through its
+:class:`~orchestrator.server._live_session.LiveSession` (see that module).
+
+The daemon imports neither the metrics nor the background teammates' scheduler (both read
+it): the app assembly (:func:`orchestrator.server._app.assemble`) builds them and wires
+them in, as the :class:`SessionObserver` its sessions report to and a :class:`Companion`
+service it starts after the take-up and stops with itself.
 
 Identity: a session's URI (and a chat's, over AHP) names it for good. Every new session goes
 through :meth:`Daemon.open_session`, which refuses a URI that is live, being opened, or in
@@ -37,10 +35,7 @@ Bounds: a session opened but never prompted holds memory and nothing else; it is
 
 from __future__ import annotations
 
-import contextlib
-import datetime as dt
-import json
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, Protocol
 
@@ -49,8 +44,6 @@ import httpx
 import structlog
 import trio
 
-from orchestrator.ahp._actions import ChatTurnStartedAction
-from orchestrator.base._clock import utc_now
 from orchestrator.base._errors import (
     ConfigError,
     FactLogError,
@@ -60,21 +53,8 @@ from orchestrator.base._errors import (
     SessionLimitError,
     TeamFileError,
 )
-from orchestrator.core._facts import Fact
-from orchestrator.core._queries import input_request_id, open_questions
-from orchestrator.core._team_actions import (
-    USER,
-    ApprovalRequested,
-    ApprovalResolved,
-    RunFinished,
-    ViewUpdated,
-)
 from orchestrator.core._team_state import TeamState
 from orchestrator.journal._journal import SqliteJournal
-from orchestrator.protocols._agent_channel import AgentChannelProjector
-from orchestrator.protocols._agent_messages import TURN_ENDS
-from orchestrator.protocols._project_agui import AguiProjector
-from orchestrator.runtime._bus import Subscription
 from orchestrator.runtime._command_tool import ToolCallback
 from orchestrator.runtime._runtime import BackendFactory, Ids, RunOutcome, TeamRuntime
 from orchestrator.runtime.backends._factory import backend_factory
@@ -82,23 +62,11 @@ from orchestrator.spec._schedule import BackgroundSpec
 from orchestrator.spec._teamfile import TeamSpec, load_team, parse_team
 
 from ._config import Limits
-from ._metrics import DaemonMetrics
-from ._scheduler import Scheduler
+from ._live_session import LiveSession, SessionObserver, _busy, session_uri
 
-__all__ = ["Daemon", "LiveSession", "load_teams", "session_uri"]
+__all__ = ["Companion", "Daemon", "load_teams"]
 
 log = structlog.get_logger("orchestrator.daemon")
-
-SESSION_PREFIX = "ahp-session:/"
-
-
-def session_uri(session: str) -> str:
-    """A session URI from a client's id or URI (``/ws?session=``, a view update's group_id)."""
-    return session if session.startswith(SESSION_PREFIX) else SESSION_PREFIX + session
-
-
-def session_id(uri: str) -> str:
-    return uri.removeprefix(SESSION_PREFIX)
 
 
 def load_teams(directory: Path) -> dict[str, TeamSpec]:
@@ -131,258 +99,25 @@ def load_teams(directory: Path) -> dict[str, TeamSpec]:
 STOP_AFTER_GRACE: Final = 2.5
 
 
-class Sink(Protocol):
-    """A client the session pushes its facts to as they are published (see attach)."""
+class _Unobserved:
+    """The observer of a daemon that nobody counts for."""
 
-    def deliver(self, fact: Fact, frames: tuple[str, ...]) -> None:
-        """``fact`` and its agent-channel events as JSON texts; must be quick, never wait."""
-
-    def ended(self, reason: str | None = None) -> None:
-        """The session ended: nothing more comes. ``reason``: why, when it did not end as
-        sessions do (it could record nothing more)."""
+    def approval_waited(self, seconds: float) -> None:
+        pass
 
 
-@attrs.define(eq=False)
-class _Task:
-    """A client's prompt: ``taskId`` and the queued message that carries it (None: the
-    prompt that started the run)."""
-
-    task_id: str
-    message: str | None
-
-
-class LiveSession:
-    """One session the daemon runs; what clients may ask of it."""
-
-    def __init__(
-        self,
-        daemon: Daemon,
-        team_name: str,
-        runtime: TeamRuntime,
-        *,
-        owner: str | None = None,
-    ) -> None:
-        self.daemon = daemon
-        self.team_name = team_name
-        self.runtime = runtime
-        # The principal that opened it (None: the daemon's own, or taken up): its sessions
-        # not yet prompted are counted against max_unprompted_per_token.
-        self.owner = owner
-        self.opened_at = trio.current_time()
-        self.uri = runtime.session
-        self.id = session_id(self.uri)
-        self._tasks: list[_Task] = []
-        self._start_lock = trio.Lock()
-        self.started = runtime.state.run is not None
-        self.finished = trio.Event()
-        # The coordinator's running turn: the queued message it answers (None: the first).
-        self._running: tuple[str | None] | None = None
-        self._approval_asked: dict[str, float] = {}
-        self._coordinator: str | None = runtime.state.coordinator_chat()
-        self.idle = trio.Event()  # set while no chat of the session has a turn running
-        self.idle_since = trio.current_time()
-        if not _busy(self.state):
-            self.idle.set()
-        self._clients = 0  # connected clients (see attached)
-        self.alone_since = self.opened_at  # when the last client left
-        self._alone = trio.Event()  # set while no client is connected
-        self._alone.set()
-        self.put_away = False  # stopped for being idle (see Daemon.evict_idle)
-        self.ended_because: str | None = None  # why it ended, when clients must be told
-        # The AG-UI projector of the session's thread, kept across an interrupt: what the team
-        # does while the client decides goes into the run that resumes it (see _agui_endpoint).
-        self.agui: AguiProjector | None = None
-        self.agui_streaming = False
-        # The agent channel's events of each recent fact, projected and serialized once for
-        # every client (at publication, before any client can read the fact).
-        self._channel = AgentChannelProjector(task_of=self.task_of)
-        self._channel.prime(self.state)
-        self._sinks: list[Sink] = []
-        runtime.bus.observe(self._observe_batch)
+class Companion(Protocol):
+    """A service that runs beside the sessions (the background teammates' scheduler): the
+    daemon starts it in its nursery once the journal's unfinished sessions are taken up
+    (so it finds them live), and sets its ``stopping`` when the daemon stops. The app
+    assembly adds it to :attr:`Daemon.companions`."""
 
     @property
-    def state(self) -> TeamState:
-        return self.runtime.state
+    def stopping(self) -> trio.Event:
+        """Set when the daemon stops: the companion starts nothing new."""
 
-    def task_of(self, queued_message: str | None) -> str | None:
-        """The client's ``taskId`` for the turn answering ``queued_message``."""
-        for task in self._tasks:
-            if task.message == queued_message:
-                return task.task_id
-        return None
-
-    # ── requests ───────────────────────────────────────────────────────────
-
-    async def prompt(self, text: str, *, task_id: str | None) -> None:
-        """Start the run with ``text``, or queue it as the coordinator's next turn."""
-        async with self._start_lock:
-            if self.finished.is_set() or (self.state.run and self.state.run.status):
-                raise RunError(f"session {self.id} has ended: open a new one")
-            if not self.started:
-                if task_id is not None:
-                    self._tasks.append(_Task(task_id, None))
-                await self.daemon.start_run(self, text)
-                self.started = True
-                return
-        chat = self.state.coordinator_chat()
-        assert chat is not None
-        message = await self.runtime.queue(chat, text)
-        if task_id is not None:
-            self._tasks.append(_Task(task_id, message))
-
-    def abort(self, task_id: str) -> None:
-        """Cancel the coordinator's turn for ``task_id`` (and its workers)."""
-        task = next((t for t in self._tasks if t.task_id == task_id), None)
-        if task is None:
-            raise RunError(f"no task {task_id!r} in session {self.id}")
-        if self._running != (task.message,):
-            raise RunError(f"task {task_id!r} is not running")
-        chat = self.state.coordinator_chat()
-        assert chat is not None
-        self.runtime.cancel_turn(chat)
-
-    async def answer(self, tool_call_id: str, text: str) -> None:
-        """Answer the question the ``ask`` call ``tool_call_id`` put, in whichever chat."""
-        request_id = input_request_id(tool_call_id)
-        for chat, request in open_questions(self.state):
-            if request.id == request_id:
-                await self.runtime.answer_input(chat, request_id, text)
-                return
-        raise RunError(f"no open question for tool call {tool_call_id!r}")
-
-    async def decide(self, approval: str, *, approved: bool, principal: str) -> None:
-        await self.runtime.resolve_approval(
-            approval, approved=approved, by=USER, principal=principal
-        )
-
-    async def update_view(self, view_type: str, content: Mapping[str, Any]) -> None:
-        """Keep ``content`` as the latest of ``view_type`` (a fact) and broadcast it."""
-        await self.runtime.recorder.record(
-            [(self.uri, ViewUpdated(view_type=view_type, content=content))]
-        )
-
-    @property
-    def clients(self) -> int:
-        """Connected clients (a /ws connection, an AHP client following the session)."""
-        return self._clients
-
-    @clients.setter
-    def clients(self, count: int) -> None:
-        self._clients = count
-        if count == 0 and not self._alone.is_set():
-            self.alone_since = trio.current_time()
-            self._alone.set()
-        elif count and self._alone.is_set():
-            self._alone = trio.Event()
-
-    async def wait_alone(self) -> None:
-        """Wait until no client is connected."""
-        await self._alone.wait()
-
-    @property
-    def unprompted(self) -> bool:
-        """Open, and no run started or starting in it (see Daemon.forget_unprompted)."""
-        return not self.started and not self.finished.is_set()
-
-    @contextlib.contextmanager
-    def attached(self) -> Iterator[None]:
-        """Count a client as connected while in the block (an idle session with clients
-        is never put away)."""
-        self.clients += 1
-        try:
-            yield
-        finally:
-            self.clients -= 1
-
-    def attach(self, sink: Sink) -> TeamState:
-        """Push every fact published from now on to ``sink`` (with its agent-channel
-        events); returns the state those facts follow. A sink of a session that has ended
-        is told at once."""
-        if self.finished.is_set():
-            sink.ended(self.ended_because)
-        else:
-            self._sinks.append(sink)
-        return self.state
-
-    def detach(self, sink: Sink) -> None:
-        if sink in self._sinks:
-            self._sinks.remove(sink)
-
-    @property
-    def sinks(self) -> int:
-        return len(self._sinks)
-
-    def end_sinks(self, reason: str | None = None) -> None:
-        """The session ended: no fact follows. Tell every sink (and why, see Sink.ended);
-        a sink attached later is told the same."""
-        self.ended_because = reason
-        sinks, self._sinks = self._sinks, []
-        for sink in sinks:
-            sink.ended(reason)
-
-    @property
-    def end_reason(self) -> str | None:
-        """Why the session ended, when the journal stopped it: what clients are told."""
-        failed = self.runtime.recorder.failed
-        return None if failed is None else failed.message
-
-    def subscribe(self, name: str) -> tuple[Subscription, TeamState]:
-        """A bus subscription and the state it starts after (see the module docstring)."""
-        subscription = self.runtime.bus.subscribe(name, buffer_size=self.daemon.subscriber_buffer)
-        return subscription, self.state
-
-    # ── the session's own bookkeeping ──────────────────────────────────────
-
-    def _observe_batch(self, facts: Sequence[Fact]) -> None:
-        """Follow the session's facts as they are published (a bus observer): the running
-        turn (for requests), approval wait times (metrics), idleness, and each fact's
-        agent-channel events, projected once and serialized once for every client."""
-        for fact in facts:
-            try:
-                events = self._observe(fact)
-            except Exception:
-                # Bookkeeping must never take the recorder down; the fact is recorded.
-                log.exception("session bookkeeping failed", session=self.uri, fact=fact.sequence)
-                continue
-            if not self._sinks:
-                continue
-            frames = tuple(json.dumps(e, ensure_ascii=False) for e in events)
-            for sink in list(self._sinks):
-                try:
-                    sink.deliver(fact, frames)
-                except Exception:
-                    log.exception("a client's feed failed", session=self.uri)
-                    self.detach(sink)
-
-    def _observe(self, fact: Fact) -> list[dict[str, Any]]:
-        """Note what ``fact`` changes; its agent-channel events."""
-        events = self._channel.feed(fact, self.state)
-        action = fact.action
-        if self._coordinator is None:
-            self._coordinator = self.state.coordinator_chat()
-        if isinstance(action, (ChatTurnStartedAction, *TURN_ENDS)):
-            if fact.channel == self._coordinator:
-                self._running = (
-                    (action.queued_message_id,)
-                    if isinstance(action, ChatTurnStartedAction)
-                    else None
-                )
-            # Only a turn's start or end changes whether a turn is running.
-            busy = _busy(self.state)
-            if busy and self.idle.is_set():
-                self.idle = trio.Event()
-            elif not busy and not self.idle.is_set():
-                self.idle.set()
-                self.idle_since = trio.current_time()
-        elif isinstance(action, ApprovalRequested):
-            self._approval_asked[action.approval] = trio.current_time()
-        elif isinstance(action, ApprovalResolved):
-            asked = self._approval_asked.pop(action.approval, None)
-            if asked is not None:
-                self.daemon.metrics.approval_waited(trio.current_time() - asked)
-        elif isinstance(action, RunFinished):
-            self.idle.set()
-        return events
+    async def serve(self, *, task_status: trio.TaskStatus[Any] = ...) -> None:
+        """Run until cancelled; report ``task_status.started`` once ready."""
 
 
 class Daemon:
@@ -398,13 +133,12 @@ class Daemon:
         subscriber_buffer: int = 2_000,
         shutdown_grace: float = 5.0,
         environ: Mapping[str, str] | None = None,
-        wall_clock: Callable[[], dt.datetime] = utc_now,
         callback: ToolCallback | None = None,
         limits: Limits | None = None,
     ) -> None:
-        """``wall_clock``: what time it is, for the background teammates' schedules (tests
-        pass one made from trio's clock). ``limits``: the sessions' bounds (unprompted
-        sessions, per token and in all); the other limits are the server's."""
+        """``limits``: the sessions' bounds (unprompted sessions, per token and in all);
+        the other limits are the server's. Its observer and companions (the metrics, the
+        scheduler) are the app assembly's to set (see :mod:`orchestrator.server._app`)."""
         if default_team is not None and default_team not in teams:
             raise ConfigError(
                 f"no team {default_team!r} (teams: {', '.join(sorted(teams))})",
@@ -438,10 +172,10 @@ class Daemon:
         self._claimed_chats: set[str] = set()
         self._finding = trio.Lock()
         self._nursery: trio.Nursery | None = None
-        self.metrics = DaemonMetrics(self)
+        self.observer: SessionObserver = _Unobserved()
+        self.companions: list[Companion] = []
         self.accepting = False
         self.stopped = trio.Event()  # set once stop() has stopped every session
-        self.scheduler = Scheduler(self, clock=wall_clock)
         # Given to every session's command tools; the server sets its URL once it listens.
         self.callback = callback or ToolCallback()
 
@@ -457,7 +191,8 @@ class Daemon:
             await self._take_up_unfinished()
             self.accepting = True
             # After the take-up: a teammate's run that was going is followed where it is.
-            await nursery.start(self.scheduler.serve)
+            for companion in self.companions:
+                await nursery.start(companion.serve)
             task_status.started(self)
             await trio.sleep_forever()
 
@@ -547,7 +282,8 @@ class Daemon:
         without recording (see :meth:`TeamRuntime.stop`), waiting :data:`STOP_AFTER_GRACE`
         seconds at most for them to be done."""
         self.accepting = False
-        self.scheduler.stopping.set()
+        for companion in self.companions:
+            companion.stopping.set()
         with trio.move_on_after(self.shutdown_grace):
             for live in list(self.sessions.values()):
                 await live.idle.wait()
@@ -847,11 +583,6 @@ def _message(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return str(exc) or type(exc).__name__
-
-
-def _busy(state: TeamState) -> bool:
-    """A turn is running (approvals and questions wait inside one)."""
-    return any(chat.active_turn is not None for chat in state.chats.values())
 
 
 def _needs_running(state: TeamState) -> bool:

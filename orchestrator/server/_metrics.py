@@ -1,7 +1,9 @@
 """``/metrics``: the daemon's state in the Prometheus text format (prometheus-client).
 
-Gauges are read from the daemon at scrape time (a custom collector), so nothing has to be
-kept in step by hand; the approval wait histogram is observed as approvals are resolved.
+Gauges are read from the daemon and its scheduler at scrape time (a custom collector), so
+nothing has to be kept in step by hand; the approval wait histogram is observed as approvals
+are resolved (the metrics are the sessions'
+:class:`~orchestrator.server._live_session.SessionObserver`, wired by the app assembly).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
     from ._daemon import Daemon
+    from ._scheduler import Scheduler
 
 __all__ = ["CONTENT_TYPE", "DaemonMetrics"]
 
@@ -23,8 +26,9 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 class DaemonMetrics(Collector):
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self, daemon: Daemon, scheduler: Scheduler) -> None:
         self._daemon = daemon
+        self._scheduler = scheduler
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
         self._approval_wait = Histogram(
@@ -60,7 +64,7 @@ class DaemonMetrics(Collector):
             state = live.state
             by_session["idle" if live.idle.is_set() else "running"] += 1
             by_chat.update(str(state.member_status(chat)) for chat in state.members)
-            statistics = live.runtime.bus.statistics()
+            statistics = live.bus_statistics()
             subscribers += statistics.subscribers + live.sinks
         for status in ("idle", "running"):
             sessions.add_metric([status], by_session[status])
@@ -78,7 +82,7 @@ class DaemonMetrics(Collector):
             subscribers,
         )
         yield GaugeMetricFamily("orchestrator_clients", "Connected clients", self.connected_clients)
-        yield from _teammates(daemon)
+        yield from _teammates(self._scheduler)
         yield CounterMetricFamily(
             "orchestrator_dropped_subscribers",
             "Clients disconnected because they fell behind",
@@ -86,7 +90,7 @@ class DaemonMetrics(Collector):
         )
 
 
-def _teammates(daemon: Daemon) -> Iterator[Metric]:
+def _teammates(scheduler: Scheduler) -> Iterator[Metric]:
     """Each background teammate's state (1 for the one it is in) and its runs by outcome
     (those its state keeps: the last thousand), so an alert can watch a nightly job."""
     states = GaugeMetricFamily(
@@ -99,7 +103,7 @@ def _teammates(daemon: Daemon) -> Iterator[Metric]:
         "Ended runs of background teammates by outcome",
         labels=["teammate", "outcome"],
     )
-    for teammate in daemon.scheduler:
+    for teammate in scheduler:
         state = teammate.state.status(blocked=teammate.blocked)
         states.add_metric([teammate.key, state.value], 1)
         outcomes = Counter(str(run.outcome) for run in teammate.state.runs)

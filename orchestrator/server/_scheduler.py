@@ -77,7 +77,8 @@ from orchestrator.spec._schedule import (
 )
 
 if TYPE_CHECKING:
-    from ._daemon import Daemon, LiveSession
+    from ._daemon import Daemon
+    from ._live_session import LiveSession
 
 __all__ = ["Scheduler", "Teammate", "Watch", "describe_schedule", "run_usage"]
 
@@ -399,7 +400,7 @@ class Teammate:
                 await self._finished(run, RunOutcome.FAILED, error=str(exc))
                 return True
         self._live = live
-        live.runtime.bus.observe(self._observe_run)
+        live.observe(self._observe_run)
         self._set_blocked(_blocked(live.state))
         deadline = run_deadline(self.spec, parse_timestamp(run.started_at))
         seconds = math.inf
@@ -410,7 +411,7 @@ class Teammate:
         if not live.finished.is_set():
             log.warning("teammate run timed out", teammate=self.key, session=run.session)
             self._ending = (RunOutcome.TIMED_OUT, None)
-            live.runtime.cancel()
+            live.cancel()
             await live.finished.wait()
         final = live.state.run
         if final is None or final.status is None:
@@ -465,7 +466,7 @@ class Teammate:
         if live is None or live.finished.is_set():
             return False
         self._ending = (outcome, by)
-        live.runtime.cancel()
+        live.cancel()
         return True
 
     def _observe_run(self, facts: Sequence[Fact]) -> None:

@@ -35,11 +35,11 @@ from ._auth import Permission, Principal
 from ._client_frames import client_frames
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._rate_limit import TokenBucket
-from ._scheduler import Teammate, Watch
+from ._scheduler import Scheduler, Teammate, Watch
 
 if TYPE_CHECKING:
     from ._config import Limits
-    from ._daemon import Daemon
+    from ._metrics import DaemonMetrics
 
 __all__ = ["serve_teammates"]
 
@@ -47,19 +47,28 @@ log = structlog.get_logger("orchestrator.teammates")
 
 
 async def serve_teammates(
-    websocket: WebSocket, daemon: Daemon, principal: Principal, limits: Limits
+    websocket: WebSocket,
+    scheduler: Scheduler,
+    metrics: DaemonMetrics,
+    principal: Principal,
+    limits: Limits,
 ) -> None:
     """Serve one accepted ``/teammates`` connection until it closes."""
-    await _TeammatesSocket(websocket, daemon, principal, limits).run()
+    await _TeammatesSocket(websocket, scheduler, metrics, principal, limits).run()
 
 
 class _TeammatesSocket:
     def __init__(
-        self, websocket: WebSocket, daemon: Daemon, principal: Principal, limits: Limits
+        self,
+        websocket: WebSocket,
+        scheduler: Scheduler,
+        metrics: DaemonMetrics,
+        principal: Principal,
+        limits: Limits,
     ) -> None:
         self.websocket = websocket
-        self.daemon = daemon
-        self.scheduler = daemon.scheduler
+        self.scheduler = scheduler
+        self.metrics = metrics
         self.principal = principal
         self.max_frame_bytes = limits.max_frame_bytes
         self.json_limits = limits.json
@@ -87,7 +96,7 @@ class _TeammatesSocket:
     def _hung_up(self, code: int, reason: str) -> None:
         log.info("teammates client disconnected", code=code, reason=reason)
         if code == CLOSE_FELL_BEHIND:
-            self.daemon.metrics.dropped_clients += 1
+            self.metrics.dropped_clients += 1
         self._unwatch()
 
     def _unwatch(self) -> None:

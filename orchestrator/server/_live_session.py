@@ -1,0 +1,406 @@
+"""A running session's one door: :class:`LiveSession`, what clients may ask of a session.
+
+Clients never touch the runtime directly: :class:`LiveSession` is the only door to a
+running session. It turns each client request (prompt, abort, answer, approve/reject, view
+update; and an AHP client's chat-level ones: queue, steer, answer an input request, cancel a
+turn or a worker) into a runtime call and reports a refusal as
+:class:`~orchestrator.base._errors.RunError` with a message for the client. Clients
+read by subscribing to the session's fact bus (bounded: a client that cannot keep up is
+dropped, see :mod:`orchestrator.runtime._bus`), after a consistent snapshot: the facts up to
+:attr:`TeamState.last_sequence` at the moment of subscribing are history, the bus delivers
+the rest, so a client sees no gap and no duplicate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Final, Protocol
+
+import attrs
+import structlog
+import trio
+
+from orchestrator.ahp._actions import ChatTurnStartedAction
+from orchestrator.ahp._state import ChatInputResponseKind
+from orchestrator.base._errors import RunError
+from orchestrator.core._facts import Fact
+from orchestrator.core._queries import input_request_id, open_questions
+from orchestrator.core._team_actions import (
+    USER,
+    ApprovalRequested,
+    ApprovalResolved,
+    RunFinished,
+    ViewUpdated,
+)
+from orchestrator.core._team_state import TeamState
+from orchestrator.protocols._agent_channel import AgentChannelProjector
+from orchestrator.protocols._agent_messages import TURN_ENDS
+from orchestrator.protocols._project_agui import AguiProjector
+from orchestrator.runtime._bus import BusStatistics, Subscription
+from orchestrator.runtime._runtime import Ids, TeamRuntime
+
+__all__ = [
+    "CHAT_PREFIX",
+    "SESSION_PREFIX",
+    "LiveSession",
+    "SessionHost",
+    "SessionObserver",
+    "Sink",
+    "session_id",
+    "session_uri",
+]
+
+log = structlog.get_logger("orchestrator.daemon")
+
+#: The URI schemes of a session and of a chat (AHP resources; a /ws session id is the rest).
+SESSION_PREFIX: Final = "ahp-session:/"
+CHAT_PREFIX: Final = "ahp-chat:/"
+
+
+def session_uri(session: str) -> str:
+    """A session URI from a client's id or URI (``/ws?session=``, a view update's group_id)."""
+    return session if session.startswith(SESSION_PREFIX) else SESSION_PREFIX + session
+
+
+def session_id(uri: str) -> str:
+    return uri.removeprefix(SESSION_PREFIX)
+
+
+class SessionObserver(Protocol):
+    """Who keeps count of what the sessions do (the metrics): the sessions tell it as they
+    follow their facts. The app assembly sets :attr:`Daemon.observer`."""
+
+    def approval_waited(self, seconds: float) -> None:
+        """An approval was decided ``seconds`` after it was requested."""
+
+
+class SessionHost(Protocol):
+    """What a session asks of the daemon that runs it (so a session needs no daemon type)."""
+
+    @property
+    def subscriber_buffer(self) -> int:
+        """How many facts a client's bus subscription may hold unread."""
+
+    @property
+    def observer(self) -> SessionObserver:
+        """Who the session reports to as it follows its facts (the metrics)."""
+
+    async def start_run(self, live: LiveSession, prompt: str) -> None:
+        """Start ``live``'s run on ``prompt``; returns once its first facts are recorded."""
+
+
+class Sink(Protocol):
+    """A client the session pushes its facts to as they are published (see attach)."""
+
+    def deliver(self, fact: Fact, frames: tuple[str, ...]) -> None:
+        """``fact`` and its agent-channel events as JSON texts; must be quick, never wait."""
+
+    def ended(self, reason: str | None = None) -> None:
+        """The session ended: nothing more comes. ``reason``: why, when it did not end as
+        sessions do (it could record nothing more)."""
+
+
+@attrs.define(eq=False)
+class _Task:
+    """A client's prompt: ``taskId`` and the queued message that carries it (None: the
+    prompt that started the run)."""
+
+    task_id: str
+    message: str | None
+
+
+class LiveSession:
+    """One session the daemon runs; what clients may ask of it.
+
+    Sockets, endpoints and the scheduler call these methods, never :attr:`runtime`: the
+    daemon, which made the runtime, is the only other hand on it.
+    """
+
+    def __init__(
+        self,
+        daemon: SessionHost,
+        team_name: str,
+        runtime: TeamRuntime,
+        *,
+        owner: str | None = None,
+    ) -> None:
+        self.daemon = daemon
+        self.team_name = team_name
+        self.runtime = runtime
+        # The principal that opened it (None: the daemon's own, or taken up): its sessions
+        # not yet prompted are counted against max_unprompted_per_token.
+        self.owner = owner
+        self.opened_at = trio.current_time()
+        self.uri = runtime.session
+        self.id = session_id(self.uri)
+        self._tasks: list[_Task] = []
+        self._start_lock = trio.Lock()
+        self.started = runtime.state.run is not None
+        self.finished = trio.Event()
+        # The coordinator's running turn: the queued message it answers (None: the first).
+        self._running: tuple[str | None] | None = None
+        self._approval_asked: dict[str, float] = {}
+        self._coordinator: str | None = runtime.state.coordinator_chat()
+        self.idle = trio.Event()  # set while no chat of the session has a turn running
+        self.idle_since = trio.current_time()
+        if not _busy(self.state):
+            self.idle.set()
+        self._clients = 0  # connected clients (see attached)
+        self.alone_since = self.opened_at  # when the last client left
+        self._alone = trio.Event()  # set while no client is connected
+        self._alone.set()
+        self.put_away = False  # stopped for being idle (see Daemon.evict_idle)
+        self.ended_because: str | None = None  # why it ended, when clients must be told
+        # The AG-UI projector of the session's thread, kept across an interrupt: what the team
+        # does while the client decides goes into the run that resumes it (see _agui_endpoint).
+        self.agui: AguiProjector | None = None
+        self.agui_streaming = False
+        # The agent channel's events of each recent fact, projected and serialized once for
+        # every client (at publication, before any client can read the fact).
+        self._channel = AgentChannelProjector(task_of=self.task_of)
+        self._channel.prime(self.state)
+        self._sinks: list[Sink] = []
+        runtime.bus.observe(self._observe_batch)
+
+    @property
+    def state(self) -> TeamState:
+        return self.runtime.state
+
+    def task_of(self, queued_message: str | None) -> str | None:
+        """The client's ``taskId`` for the turn answering ``queued_message``."""
+        for task in self._tasks:
+            if task.message == queued_message:
+                return task.task_id
+        return None
+
+    # ── requests ───────────────────────────────────────────────────────────
+
+    async def prompt(self, text: str, *, task_id: str | None) -> None:
+        """Start the run with ``text``, or queue it as the coordinator's next turn."""
+        async with self._start_lock:
+            if self.finished.is_set() or (self.state.run and self.state.run.status):
+                raise RunError(f"session {self.id} has ended: open a new one")
+            if not self.started:
+                if task_id is not None:
+                    self._tasks.append(_Task(task_id, None))
+                await self.daemon.start_run(self, text)
+                self.started = True
+                return
+        chat = self.state.coordinator_chat()
+        assert chat is not None
+        message = await self.runtime.queue(chat, text)
+        if task_id is not None:
+            self._tasks.append(_Task(task_id, message))
+
+    def abort(self, task_id: str) -> None:
+        """Cancel the coordinator's turn for ``task_id`` (and its workers)."""
+        task = next((t for t in self._tasks if t.task_id == task_id), None)
+        if task is None:
+            raise RunError(f"no task {task_id!r} in session {self.id}")
+        if self._running != (task.message,):
+            raise RunError(f"task {task_id!r} is not running")
+        chat = self.state.coordinator_chat()
+        assert chat is not None
+        self.runtime.cancel_turn(chat)
+
+    async def answer(self, tool_call_id: str, text: str) -> None:
+        """Answer the question the ``ask`` call ``tool_call_id`` put, in whichever chat."""
+        request_id = input_request_id(tool_call_id)
+        for chat, request in open_questions(self.state):
+            if request.id == request_id:
+                await self.runtime.answer_input(chat, request_id, text)
+                return
+        raise RunError(f"no open question for tool call {tool_call_id!r}")
+
+    async def decide(self, approval: str, *, approved: bool, principal: str) -> None:
+        await self.runtime.resolve_approval(
+            approval, approved=approved, by=USER, principal=principal
+        )
+
+    async def update_view(self, view_type: str, content: Mapping[str, Any]) -> None:
+        """Keep ``content`` as the latest of ``view_type`` (a fact) and broadcast it."""
+        await self.runtime.recorder.record(
+            [(self.uri, ViewUpdated(view_type=view_type, content=content))]
+        )
+
+    @property
+    def clients(self) -> int:
+        """Connected clients (a /ws connection, an AHP client following the session)."""
+        return self._clients
+
+    @clients.setter
+    def clients(self, count: int) -> None:
+        self._clients = count
+        if count == 0 and not self._alone.is_set():
+            self.alone_since = trio.current_time()
+            self._alone.set()
+        elif count and self._alone.is_set():
+            self._alone = trio.Event()
+
+    async def wait_alone(self) -> None:
+        """Wait until no client is connected."""
+        await self._alone.wait()
+
+    @property
+    def unprompted(self) -> bool:
+        """Open, and no run started or starting in it (see Daemon.forget_unprompted)."""
+        return not self.started and not self.finished.is_set()
+
+    @contextlib.contextmanager
+    def attached(self) -> Iterator[None]:
+        """Count a client as connected while in the block (an idle session with clients
+        is never put away)."""
+        self.clients += 1
+        try:
+            yield
+        finally:
+            self.clients -= 1
+
+    def attach(self, sink: Sink) -> TeamState:
+        """Push every fact published from now on to ``sink`` (with its agent-channel
+        events); returns the state those facts follow. A sink of a session that has ended
+        is told at once."""
+        if self.finished.is_set():
+            sink.ended(self.ended_because)
+        else:
+            self._sinks.append(sink)
+        return self.state
+
+    def detach(self, sink: Sink) -> None:
+        if sink in self._sinks:
+            self._sinks.remove(sink)
+
+    @property
+    def sinks(self) -> int:
+        return len(self._sinks)
+
+    def end_sinks(self, reason: str | None = None) -> None:
+        """The session ended: no fact follows. Tell every sink (and why, see Sink.ended);
+        a sink attached later is told the same."""
+        self.ended_because = reason
+        sinks, self._sinks = self._sinks, []
+        for sink in sinks:
+            sink.ended(reason)
+
+    @property
+    def end_reason(self) -> str | None:
+        """Why the session ended, when the journal stopped it: what clients are told."""
+        failed = self.runtime.recorder.failed
+        return None if failed is None else failed.message
+
+    def subscribe(self, name: str) -> tuple[Subscription, TeamState]:
+        """A bus subscription and the state it starts after (see the module docstring)."""
+        subscription = self.runtime.bus.subscribe(name, buffer_size=self.daemon.subscriber_buffer)
+        return subscription, self.state
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        """End a subscription of :meth:`subscribe` (its client went, or stopped following)."""
+        self.runtime.bus.unsubscribe(subscription)
+
+    def observe(self, observer: Callable[[Sequence[Fact]], None]) -> None:
+        """Call ``observer`` with each batch of facts as it is published, before any
+        subscriber reads it (see :meth:`~orchestrator.runtime._bus.FactBus.observe`)."""
+        self.runtime.bus.observe(observer)
+
+    def bus_statistics(self) -> BusStatistics:
+        """The session's fact bus in numbers (its subscribers, for the metrics)."""
+        return self.runtime.bus.statistics()
+
+    # ── chat-level requests (AHP clients name the chat) ────────────────────
+
+    @property
+    def ids(self) -> Ids:
+        """What makes the session's ids (AHP clients choose theirs: see ``ClientIds``)."""
+        return self.runtime.ids
+
+    async def queue(self, chat: str, text: str) -> str:
+        """Queue ``text`` as ``chat``'s next turn; the queued message's id."""
+        return await self.runtime.queue(chat, text)
+
+    async def steer(self, chat: str, text: str) -> str:
+        """Steer ``chat``'s running turn with ``text``; the steering message's id."""
+        return await self.runtime.steer(chat, text)
+
+    async def answer_input(
+        self,
+        chat: str,
+        request_id: str,
+        answer: str,
+        *,
+        response: ChatInputResponseKind = ChatInputResponseKind.ACCEPT,
+    ) -> None:
+        """Answer (or decline, cancel) the open input request ``request_id`` of ``chat``;
+        :class:`RunError` if the answer is not what the question asks."""
+        await self.runtime.answer_input(chat, request_id, answer, response=response)
+
+    def cancel_turn(self, chat: str) -> None:
+        """Cancel the coordinator's running turn in ``chat``; the run goes on."""
+        self.runtime.cancel_turn(chat)
+
+    def cancel_worker(self, chat: str) -> None:
+        """Cancel the worker ``chat`` and its subtree (its task is reported killed)."""
+        self.runtime.cancel_worker(chat)
+
+    def cancel(self) -> None:
+        """Cancel the whole session: its turns end cancelled, its run ``cancelled``."""
+        self.runtime.cancel()
+
+    # ── the session's own bookkeeping ──────────────────────────────────────
+
+    def _observe_batch(self, facts: Sequence[Fact]) -> None:
+        """Follow the session's facts as they are published (a bus observer): the running
+        turn (for requests), approval wait times (metrics), idleness, and each fact's
+        agent-channel events, projected once and serialized once for every client."""
+        for fact in facts:
+            try:
+                events = self._observe(fact)
+            except Exception:
+                # Bookkeeping must never take the recorder down; the fact is recorded.
+                log.exception("session bookkeeping failed", session=self.uri, fact=fact.sequence)
+                continue
+            if not self._sinks:
+                continue
+            frames = tuple(json.dumps(e, ensure_ascii=False) for e in events)
+            for sink in list(self._sinks):
+                try:
+                    sink.deliver(fact, frames)
+                except Exception:
+                    log.exception("a client's feed failed", session=self.uri)
+                    self.detach(sink)
+
+    def _observe(self, fact: Fact) -> list[dict[str, Any]]:
+        """Note what ``fact`` changes; its agent-channel events."""
+        events = self._channel.feed(fact, self.state)
+        action = fact.action
+        if self._coordinator is None:
+            self._coordinator = self.state.coordinator_chat()
+        if isinstance(action, (ChatTurnStartedAction, *TURN_ENDS)):
+            if fact.channel == self._coordinator:
+                self._running = (
+                    (action.queued_message_id,)
+                    if isinstance(action, ChatTurnStartedAction)
+                    else None
+                )
+            # Only a turn's start or end changes whether a turn is running.
+            busy = _busy(self.state)
+            if busy and self.idle.is_set():
+                self.idle = trio.Event()
+            elif not busy and not self.idle.is_set():
+                self.idle.set()
+                self.idle_since = trio.current_time()
+        elif isinstance(action, ApprovalRequested):
+            self._approval_asked[action.approval] = trio.current_time()
+        elif isinstance(action, ApprovalResolved):
+            asked = self._approval_asked.pop(action.approval, None)
+            if asked is not None:
+                self.daemon.observer.approval_waited(trio.current_time() - asked)
+        elif isinstance(action, RunFinished):
+            self.idle.set()
+        return events
+
+
+def _busy(state: TeamState) -> bool:
+    """A turn is running (approvals and questions wait inside one)."""
+    return any(chat.active_turn is not None for chat in state.chats.values())
