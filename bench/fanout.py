@@ -217,7 +217,7 @@ def measure(impl: str, n: int) -> dict[str, float]:
     gc.collect()
     after = _rss_kb()  # with the run's state, graph and envelopes count still alive
     if impl == "journal-alone":
-        from orchestrator.journal._journal import JournalReader
+        from orchestrator.journal._reader import JournalReader
 
         session = batches[0][0][0].session
         written = len(JournalReader(kept).facts(session))

@@ -61,7 +61,9 @@ from orchestrator.ahp._state import (  # noqa: E402
 from orchestrator.core._facts import Action, Fact  # noqa: E402
 from orchestrator.core._team_actions import MemberJoined, RunStarted  # noqa: E402
 from orchestrator.core._team_state import TeamState  # noqa: E402
-from orchestrator.journal._journal import Durability, JournalReader, SqliteJournal  # noqa: E402
+from orchestrator.journal._file import Durability  # noqa: E402
+from orchestrator.journal._journal import SqliteJournal  # noqa: E402
+from orchestrator.journal._reader import JournalReader  # noqa: E402
 from orchestrator.runtime._logging import configure_logging  # noqa: E402
 from orchestrator.runtime._process import tune_gc  # noqa: E402
 

@@ -38,7 +38,7 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.journal._journal import JournalReader  # noqa: E402
+from orchestrator.journal._reader import JournalReader  # noqa: E402
 from orchestrator.protocols._agentui_wire import unstructure_envelope  # noqa: E402
 from orchestrator.protocols._project_agentui import project_facts  # noqa: E402
 from tests.daemon import websocket  # noqa: E402

@@ -36,7 +36,7 @@ from orchestrator.core._model_round import (
 )
 from orchestrator.core._team_actions import ApprovalRequested, RunFinished, RunStatus, ViewUpdated
 from orchestrator.core._team_state import TeamState
-from orchestrator.journal._journal import JournalReader
+from orchestrator.journal._reader import JournalReader
 from orchestrator.runtime._command_tool import (
     CALLBACK_TOKEN_VAR,
     CALLBACK_URL_VAR,
