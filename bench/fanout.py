@@ -64,14 +64,8 @@ async def _plain_trio(n: int) -> int:
 
 
 def _team(n: int) -> object:
-    from orchestrator.spec._teamfile import (
-        AgentSpec,
-        DelegateStep,
-        Delegation,
-        SayStep,
-        ScriptedTurn,
-        TeamSpec,
-    )
+    from orchestrator.spec._model import AgentSpec, TeamSpec
+    from orchestrator.spec._script import DelegateStep, Delegation, SayStep, ScriptedTurn
 
     delegations = tuple(Delegation(agent="worker", task=f"task {i}") for i in range(n))
     lead = AgentSpec(

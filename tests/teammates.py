@@ -33,7 +33,8 @@ from orchestrator.journal._reader import JournalReader
 from orchestrator.runtime._factlog import EventTicket, Ticket
 from orchestrator.server._daemon import Daemon
 from orchestrator.server._scheduler import Teammate
-from orchestrator.spec._teamfile import TeamSpec, parse_team
+from orchestrator.spec._model import TeamSpec
+from orchestrator.spec._teamfile import parse_team
 
 TEAMS = Path(__file__).parent.parent / "teams"
 AUTOJUMP = 0.0

@@ -28,7 +28,8 @@ from orchestrator.journal._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERS
 from orchestrator.journal._snapshot import encode_state, state_entries
 from orchestrator.runtime._runtime import RunOutcome, TeamRuntime
 from orchestrator.runtime.backends._scripted import ScriptedBackend
-from orchestrator.spec._teamfile import TeamSpec, load_team
+from orchestrator.spec._model import TeamSpec
+from orchestrator.spec._teamfile import load_team
 
 from .conftest import PROJECT_ROOT, back_to_schema_4
 

@@ -78,8 +78,9 @@ from orchestrator.runtime._bus import Subscription
 from orchestrator.runtime._command_tool import ToolCallback
 from orchestrator.runtime._runtime import BackendFactory, Ids, RunOutcome, TeamRuntime
 from orchestrator.runtime.backends._factory import backend_factory
+from orchestrator.spec._model import TeamSpec
 from orchestrator.spec._schedule import BackgroundSpec
-from orchestrator.spec._teamfile import TeamSpec, load_team, parse_team
+from orchestrator.spec._teamfile import load_team, parse_team
 
 from ._config import Limits
 from ._metrics import DaemonMetrics
