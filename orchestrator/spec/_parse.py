@@ -8,7 +8,9 @@ and steps, then every ``[[background]]`` teammate, whose schedule
 :mod:`._schedule` checks). Each check knows
 the key path of the value it looks at, so the first problem raises a
 :class:`~orchestrator.base._errors.TeamFileError` naming the file, the key path
-(``agents.researcher.turns[0].steps[2].chunks``) and what is wrong.
+(``agents.researcher.turns[0].steps[2].chunks``) and what is wrong. The checks of single
+values (a table's keys, a name, an integer from a minimum, a duration...) are those of
+:class:`~._checks._ValueChecks`, which the parser extends; the rules across values are here.
 
 The checks are explicit code rather than a cattrs structure hook: the messages
 need domain words ("did you mean", the declared agents, the allowed values) and

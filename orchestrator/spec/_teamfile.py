@@ -10,6 +10,7 @@ Where the rest lives:
 * :mod:`._script`: the scripted turns and their steps;
 * :mod:`._parse`: the walk over the decoded TOML, and its theory of operation (each check
   names the key path of the value it refuses);
+* :mod:`._checks`: the checks of single values the walk is made of;
 * :mod:`._wording`: key paths and "did you mean" hints, shared by all of them;
 * :mod:`._schedule`: the ``[[background]]`` teammates' schedules.
 

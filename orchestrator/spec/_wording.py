@@ -1,8 +1,8 @@
 """The words team-file messages are made of: key paths, "did you mean" hints, and TOML
 values named the way a user wrote them.
 
-Shared by the model (:meth:`~._model.TeamSpec.agent`), the parser (:mod:`._parse`) and the
-lint (:func:`~._teamfile.lint_team`). Pure.
+Shared by the model (:meth:`~._model.TeamSpec.agent`), the value checks (:mod:`._checks`),
+the parser (:mod:`._parse`) and the lint (:func:`~._teamfile.lint_team`). Pure.
 """
 
 from __future__ import annotations
