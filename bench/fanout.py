@@ -64,14 +64,8 @@ async def _plain_trio(n: int) -> int:
 
 
 def _team(n: int) -> object:
-    from orchestrator.spec._teamfile import (
-        AgentSpec,
-        DelegateStep,
-        Delegation,
-        SayStep,
-        ScriptedTurn,
-        TeamSpec,
-    )
+    from orchestrator.spec._model import AgentSpec, TeamSpec
+    from orchestrator.spec._script import DelegateStep, Delegation, SayStep, ScriptedTurn
 
     delegations = tuple(Delegation(agent="worker", task=f"task {i}") for i in range(n))
     lead = AgentSpec(
@@ -217,7 +211,7 @@ def measure(impl: str, n: int) -> dict[str, float]:
     gc.collect()
     after = _rss_kb()  # with the run's state, graph and envelopes count still alive
     if impl == "journal-alone":
-        from orchestrator.journal._journal import JournalReader
+        from orchestrator.journal._reader import JournalReader
 
         session = batches[0][0][0].session
         written = len(JournalReader(kept).facts(session))

@@ -61,7 +61,9 @@ from orchestrator.ahp._state import (
 from orchestrator.core._facts import Action, Fact
 from orchestrator.core._team_actions import MemberJoined, RunStarted
 from orchestrator.core._team_state import TeamState
-from orchestrator.journal._journal import Durability, JournalReader, SqliteJournal
+from orchestrator.journal._file import Durability
+from orchestrator.journal._journal import SqliteJournal
+from orchestrator.journal._reader import JournalReader
 from orchestrator.runtime._logging import configure_logging
 from orchestrator.runtime._process import tune_gc
 

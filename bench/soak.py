@@ -38,7 +38,7 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.journal._journal import JournalReader
+from orchestrator.journal._reader import JournalReader
 from orchestrator.protocols._agentui_wire import unstructure_envelope
 from orchestrator.protocols._project_agentui import project_facts
 from tests.daemon import websocket

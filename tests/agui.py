@@ -21,7 +21,8 @@ from orchestrator.protocols._project_agui import AguiProjector, AguiRunStatus, E
 from orchestrator.runtime._factlog import MemoryFactLog
 from orchestrator.runtime._runtime import Ids, TeamRuntime
 from orchestrator.runtime.backends._scripted import ScriptedBackend
-from orchestrator.spec._teamfile import TeamSpec, parse_team
+from orchestrator.spec._model import TeamSpec
+from orchestrator.spec._teamfile import parse_team
 
 from .conftest import PROTOCOLS
 

@@ -27,12 +27,15 @@ from orchestrator.base._clock import timestamp
 from orchestrator.base._errors import FactLogError
 from orchestrator.core._facts import Fact
 from orchestrator.core._teammate_actions import teammate_uri
-from orchestrator.journal._journal import Durability, JournalReader, SqliteJournal
+from orchestrator.journal._file import Durability
+from orchestrator.journal._journal import SqliteJournal
+from orchestrator.journal._reader import JournalReader
 from orchestrator.runtime._factlog import EventTicket, Ticket
 from orchestrator.server._app import assemble
 from orchestrator.server._daemon import Daemon
 from orchestrator.server._scheduler import Scheduler, Teammate
-from orchestrator.spec._teamfile import TeamSpec, parse_team
+from orchestrator.spec._model import TeamSpec
+from orchestrator.spec._teamfile import parse_team
 
 TEAMS = Path(__file__).parent.parent / "teams"
 AUTOJUMP = 0.0

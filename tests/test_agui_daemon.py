@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from orchestrator.core._graph import build_graph
-from orchestrator.journal._journal import JournalReader
+from orchestrator.journal._reader import JournalReader
 from orchestrator.server._config import Limits, ServeConfig
 
 from .agui import check_run, of_type, validate_event

@@ -14,7 +14,7 @@ from trio_websocket import ConnectionRejected
 
 from orchestrator.base._errors import FactLogError
 from orchestrator.core._team_actions import ApprovalResolved
-from orchestrator.journal._journal import JournalReader
+from orchestrator.journal._reader import JournalReader
 from orchestrator.server._auth import Role, Token
 from orchestrator.server._config import Limits, ServeConfig
 

@@ -52,7 +52,8 @@ from orchestrator.runtime._logging import redact_text
 from orchestrator.runtime._runtime import RunOutcome
 from orchestrator.runtime.backends._factory import backend_factory
 from orchestrator.runtime.backends._openai import HOSTED_API, http_client
-from orchestrator.spec._teamfile import TeamSpec, parse_team
+from orchestrator.spec._model import TeamSpec
+from orchestrator.spec._teamfile import parse_team
 from tests.conftest import PROJECT_ROOT
 from tests.fake_openai import (
     Answer,

@@ -28,7 +28,8 @@ from orchestrator.runtime.backends._scripted import (
     chunk_text,
     turn_index_of,
 )
-from orchestrator.spec._teamfile import AgentSpec, load_team, parse_team
+from orchestrator.spec._model import AgentSpec
+from orchestrator.spec._teamfile import load_team, parse_team
 
 TEAMS = Path(__file__).resolve().parent.parent / "teams"
 CHAT = "ahp-chat:/3f2a9c1e-0b7d-4c55-9e61-2d8f0a4b7c10"

@@ -36,7 +36,7 @@ from orchestrator.core._model_round import (
 )
 from orchestrator.core._team_actions import ApprovalRequested, RunFinished, RunStatus, ViewUpdated
 from orchestrator.core._team_state import TeamState
-from orchestrator.journal._journal import JournalReader
+from orchestrator.journal._reader import JournalReader
 from orchestrator.runtime._command_tool import (
     CALLBACK_TOKEN_VAR,
     CALLBACK_URL_VAR,
@@ -56,7 +56,8 @@ from orchestrator.runtime._runtime import Ids, RunOutcome, TeamRuntime
 from orchestrator.runtime.backends._scripted import ScriptedBackend
 from orchestrator.server._auth import Role, Token
 from orchestrator.server._config import Limits, ServeConfig
-from orchestrator.spec._teamfile import AgentSpec, CommandTool, TeamSpec, parse_team
+from orchestrator.spec._model import AgentSpec, CommandTool, TeamSpec
+from orchestrator.spec._teamfile import parse_team
 from orchestrator.spec._tools import tool_definitions
 
 from .conftest import PROJECT_ROOT

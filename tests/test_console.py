@@ -15,7 +15,8 @@ from orchestrator.core._team_state import TeamState
 from orchestrator.runtime._factlog import MemoryFactLog
 from orchestrator.runtime._runtime import Ids, RunOutcome, TeamRuntime
 from orchestrator.runtime.backends._scripted import ScriptedBackend
-from orchestrator.spec._teamfile import TeamSpec, load_team, parse_team
+from orchestrator.spec._model import TeamSpec
+from orchestrator.spec._teamfile import load_team, parse_team
 
 from .conftest import PROJECT_ROOT
 

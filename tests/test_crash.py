@@ -36,7 +36,7 @@ from orchestrator.core._team_actions import (
     RunStatus,
 )
 from orchestrator.core._team_state import TeamState
-from orchestrator.journal._journal import JournalReader
+from orchestrator.journal._reader import JournalReader
 
 ROOT = Path(__file__).resolve().parent.parent
 TEAM = ROOT / "teams" / "delivery.toml"

@@ -17,7 +17,8 @@ from trio_websocket import ConnectionClosed, ConnectionRejected
 from orchestrator.base._errors import ConfigError
 from orchestrator.core._graph import build_graph
 from orchestrator.core._team_actions import ApprovalResolved, RunFinished
-from orchestrator.journal._journal import JournalReader, SqliteJournal
+from orchestrator.journal._journal import SqliteJournal
+from orchestrator.journal._reader import JournalReader
 from orchestrator.server._app import BODY_TIMEOUT
 from orchestrator.server._auth import Role, Token
 from orchestrator.server._config import Limits, ServeConfig

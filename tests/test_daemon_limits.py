@@ -16,7 +16,7 @@ import trio.testing
 
 from orchestrator.base._errors import FactLogError, RunError, SessionExistsError, SessionLimitError
 from orchestrator.core._facts import Fact
-from orchestrator.journal._journal import JournalReader
+from orchestrator.journal._reader import JournalReader
 from orchestrator.server._app import assemble
 from orchestrator.server._config import Limits
 from orchestrator.server._daemon import Daemon

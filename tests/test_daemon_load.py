@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from trio_websocket import ConnectionClosed, wrap_client_stream
 
 from orchestrator.base._errors import ConfigError, PeerProtocolError
-from orchestrator.journal._journal import JournalReader
+from orchestrator.journal._reader import JournalReader
 from orchestrator.protocols._agent_channel import parse_client_message
 from orchestrator.protocols._agentui_wire import unstructure_envelope
 from orchestrator.protocols._project_agentui import project_facts

@@ -36,14 +36,10 @@ from orchestrator.core._graph import build_graph
 from orchestrator.core._team_actions import RunFinished, RunStatus
 from orchestrator.core._team_state import TeamState, Transition
 from orchestrator.journal._history import edit_history
-from orchestrator.journal._journal import (
-    JournalReader,
-    SqliteJournal,
-    _AgentHistory,
-    _batch,
-    _migrate,
-    _write_group,
-)
+from orchestrator.journal._journal import SqliteJournal
+from orchestrator.journal._reader import JournalReader
+from orchestrator.journal._rows import _AgentHistory, _batch, _write_group
+from orchestrator.journal._schema import _migrate
 from orchestrator.protocols._agent_messages import (
     restore_actions,
     truncate_action,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import trio
 
-from orchestrator.journal._journal import JournalReader
+from orchestrator.journal._reader import JournalReader
 from orchestrator.server._config import Limits, ServeConfig
 
 from .ahp_client import ROOT, connect_ahp

@@ -20,20 +20,16 @@ from orchestrator.core._facts import Fact
 from orchestrator.core._graph import build_graph
 from orchestrator.core._team_actions import RunStarted, RunStatus
 from orchestrator.core._team_state import TeamState
-from orchestrator.journal._journal import (
-    APPLICATION_ID,
-    MIGRATIONS,
-    SCHEMA_VERSION,
-    Durability,
-    JournalReader,
-    SqliteJournal,
-    _Snapshot,
-    _snapshot,
-)
+from orchestrator.journal._file import Durability
+from orchestrator.journal._journal import SqliteJournal
+from orchestrator.journal._reader import JournalReader, _snapshot
+from orchestrator.journal._rows import _Snapshot
+from orchestrator.journal._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from orchestrator.journal._snapshot import encode_state, state_entries
 from orchestrator.runtime._runtime import RunOutcome, TeamRuntime
 from orchestrator.runtime.backends._scripted import ScriptedBackend
-from orchestrator.spec._teamfile import TeamSpec, load_team
+from orchestrator.spec._model import TeamSpec
+from orchestrator.spec._teamfile import load_team
 
 from .conftest import PROJECT_ROOT, back_to_schema_4
 

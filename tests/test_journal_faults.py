@@ -38,13 +38,10 @@ from orchestrator.base._errors import FactLogError
 from orchestrator.core._facts import Action, Fact
 from orchestrator.core._team_actions import MemberJoined, RunStarted, ViewUpdated
 from orchestrator.core._team_state import TeamState
-from orchestrator.journal._journal import (
-    SCHEMA_VERSION,
-    JournalReader,
-    SqliteJournal,
-    _checked,
-    fact_checksum,
-)
+from orchestrator.journal._journal import SqliteJournal
+from orchestrator.journal._reader import JournalReader
+from orchestrator.journal._rows import _checked, fact_checksum
+from orchestrator.journal._schema import SCHEMA_VERSION
 
 from .conftest import back_to_schema_4
 from .test_journal import DELIVERY, run_team

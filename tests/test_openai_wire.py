@@ -46,7 +46,8 @@ from orchestrator.runtime.backends._transcript import (
     tool_call_ids,
     transcript,
 )
-from orchestrator.spec._teamfile import OpenAISettings, parse_team
+from orchestrator.spec._model import OpenAISettings
+from orchestrator.spec._teamfile import parse_team
 from orchestrator.spec._tools import ToolDefinition, check_tool_input, tool_definitions
 from tests import strategies
 from tests.fake_openai import text, tool_calls, usage

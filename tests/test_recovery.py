@@ -47,7 +47,8 @@ from orchestrator.core._team_state import TeamState
 from orchestrator.runtime._factlog import MemoryFactLog, Ticket
 from orchestrator.runtime._runtime import Ids, RunOutcome, TeamRuntime, conversation
 from orchestrator.runtime.backends._scripted import ScriptedBackend, tool_call_id
-from orchestrator.spec._teamfile import RestartPolicy, TeamSpec, parse_team
+from orchestrator.spec._model import RestartPolicy, TeamSpec
+from orchestrator.spec._teamfile import parse_team
 
 TEAM = """
 [team]

@@ -13,18 +13,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.base._errors import RunError, TeamFileError
+from orchestrator.spec._model import DEFAULT_COMMAND_TIMEOUT, CommandTool, TeamSpec
 from orchestrator.spec._schedule import BackgroundSpec, CatchUp, Cron, Every, Overlap
-from orchestrator.spec._teamfile import (
-    DEFAULT_COMMAND_TIMEOUT,
+from orchestrator.spec._script import (
     AskStep,
-    CommandTool,
     DelegateStep,
     Delegation,
     HandoffStep,
     SayStep,
     ScriptedTurn,
-    TeamSpec,
     ToolStep,
+)
+from orchestrator.spec._teamfile import (
     check_team,
     lint_team,
     load_team,

@@ -16,7 +16,7 @@ from typing import Any
 import trio
 from trio_websocket import WebSocketConnection
 
-from orchestrator.journal._journal import JournalReader
+from orchestrator.journal._reader import JournalReader
 from orchestrator.server._auth import Role, Token
 from orchestrator.server._config import Limits, ServeConfig
 

@@ -18,7 +18,8 @@ from orchestrator.core._teammate_actions import (
     WakeReason,
     teammate_uri,
 )
-from orchestrator.journal._journal import Durability, SqliteJournal
+from orchestrator.journal._file import Durability
+from orchestrator.journal._journal import SqliteJournal
 
 from .teammates import AUTOJUMP, instant, nightly, scheduler_daemon, slow_team
 

@@ -18,7 +18,7 @@ from orchestrator.core._teammate_actions import (
     WakeDecision,
     WakeReason,
 )
-from orchestrator.journal._journal import JournalReader
+from orchestrator.journal._reader import JournalReader
 from orchestrator.protocols._project_agentui import project_facts
 
 from .teammates import AUTOJUMP, instant, nightly, scheduler_daemon

@@ -40,8 +40,10 @@ from orchestrator.core._facts import Fact
 from orchestrator.core._facts_wire import fact_to_json
 from orchestrator.core._graph import build_graph, to_dot, to_graphml, to_json, to_mermaid
 from orchestrator.core._team_actions import RunStatus
+from orchestrator.journal._file import Durability
 from orchestrator.journal._history import Edit, edit_history, resolve_chat
-from orchestrator.journal._journal import Durability, JournalReader, SessionInfo, SqliteJournal
+from orchestrator.journal._journal import SqliteJournal
+from orchestrator.journal._reader import JournalReader, SessionInfo
 from orchestrator.protocols._agent_messages import restore_actions, truncate_action, undo_action
 from orchestrator.protocols._agentui_wire import envelope_to_json_line
 from orchestrator.protocols._project_agentui import AgentUiProjector, project_facts

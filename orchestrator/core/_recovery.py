@@ -47,7 +47,7 @@ from orchestrator.ahp._state import (
     ToolCallRunningState,
     ToolCallState,
 )
-from orchestrator.spec._teamfile import RestartPolicy
+from orchestrator.spec._model import RestartPolicy
 
 from ._facts import Action
 from ._model_round import ToolCallRequest, ToolOutcome

@@ -19,7 +19,9 @@ from orchestrator.core._facts import Action, Fact
 from orchestrator.runtime._bus import FactBus
 from orchestrator.runtime._runtime import Recorder
 
-from ._journal import Durability, JournalReader, SqliteJournal
+from ._file import Durability
+from ._journal import SqliteJournal
+from ._reader import JournalReader
 
 __all__ = ["Edit", "edit_history", "resolve_chat"]
 

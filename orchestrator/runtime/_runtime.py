@@ -156,7 +156,7 @@ from orchestrator.core._team_actions import (
     TaskStatus,
 )
 from orchestrator.core._team_state import ApprovalRecord, TaskRecord, TeamState, Transition
-from orchestrator.spec._teamfile import AgentSpec, RestartPolicy, TeamSpec
+from orchestrator.spec._model import AgentSpec, RestartPolicy, TeamSpec
 from orchestrator.spec._tools import ToolDefinition, tool_definitions
 
 from ._bus import FactBus

@@ -61,7 +61,7 @@ from orchestrator.protocols._agent_channel import agent_event, view_update
 from orchestrator.runtime._command_tool import ToolCallback, callback_url
 from orchestrator.runtime._logging import register_secret
 from orchestrator.runtime.backends._openai import http_client
-from orchestrator.spec._teamfile import TeamSpec
+from orchestrator.spec._model import TeamSpec
 
 from ._agent_socket import AgentSocket
 from ._agui_endpoint import AguiRequestError, agui_run

@@ -58,8 +58,9 @@ from orchestrator.journal._journal import SqliteJournal
 from orchestrator.runtime._command_tool import ToolCallback
 from orchestrator.runtime._runtime import BackendFactory, Ids, RunOutcome, TeamRuntime
 from orchestrator.runtime.backends._factory import backend_factory
+from orchestrator.spec._model import TeamSpec
 from orchestrator.spec._schedule import BackgroundSpec
-from orchestrator.spec._teamfile import TeamSpec, load_team, parse_team
+from orchestrator.spec._teamfile import load_team, parse_team
 
 from ._config import Limits
 from ._live_session import LiveSession, SessionObserver, _busy, session_uri

@@ -22,7 +22,8 @@ import attrs
 import jsonschema
 import jsonschema.exceptions
 
-from ._teamfile import AgentSpec, QuestionKind, TeamSpec
+from ._model import AgentSpec, TeamSpec
+from ._script import QuestionKind
 
 __all__ = ["ToolDefinition", "check_tool_input", "tool_definitions"]
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 import httpx
 
 from orchestrator.core._model_round import Backend
-from orchestrator.spec._teamfile import AgentSpec, TeamSpec
+from orchestrator.spec._model import AgentSpec, TeamSpec
 
 from ._openai import OpenAIBackend
 from ._scripted import ScriptedBackend

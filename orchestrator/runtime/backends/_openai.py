@@ -42,7 +42,7 @@ from orchestrator.base._errors import (
 from orchestrator.base._input_gate import parse_json_counted
 from orchestrator.core._model_round import ModelEvent, RoundContext
 from orchestrator.runtime._logging import register_secret
-from orchestrator.spec._teamfile import AgentSpec, OpenAISettings, TeamSpec
+from orchestrator.spec._model import AgentSpec, OpenAISettings, TeamSpec
 
 from ._openai_wire import (
     ChunkAssembler,

@@ -44,7 +44,7 @@ from orchestrator.core._model_round import (
     ToolCallStarted,
     UsageReport,
 )
-from orchestrator.spec._teamfile import AgentSpec, OpenAISettings, TeamSpec
+from orchestrator.spec._model import AgentSpec, OpenAISettings, TeamSpec
 from orchestrator.spec._tools import ToolDefinition, check_tool_input
 
 from ._transcript import AssistantMessage, ToolMessage, TranscriptMessage, UserMessage

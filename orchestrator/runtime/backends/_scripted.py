@@ -36,8 +36,8 @@ from orchestrator.core._model_round import (
     ToolOutcome,
     UsageReport,
 )
-from orchestrator.spec._teamfile import (
-    AgentSpec,
+from orchestrator.spec._model import AgentSpec
+from orchestrator.spec._script import (
     AskStep,
     DelegateStep,
     FailStep,

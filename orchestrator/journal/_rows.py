@@ -1,0 +1,448 @@
+"""What one transaction of the journal writes: facts with their checksums, session rows,
+chats, the agent channel's history and snapshot parts.
+
+The writer thread (:mod:`._journal`) takes a group of items (:data:`_Item`: a batch of one
+session's facts, a session's team file, a snapshot) and :func:`_write_group` writes them in
+few multi-row statements. Every fact is stored with its checksum (:func:`fact_checksum`,
+CRC32 of its text), verified whenever it is read back (:func:`_checked`).
+
+A snapshot is stored in parts (a ``snapshots`` row per session says which sequence,
+``snapshot_parts`` rows hold the pieces; see :mod:`._snapshot`), and :class:`_SnapshotWriter`
+writes again only the parts that changed since its previous snapshot of the session: a
+snapshot costs what changed, not the size of the session.
+
+:class:`_AgentHistory` and :class:`_SnapshotWriter` are the writer thread's own (and the
+migrations', :mod:`._schema`, which fill new tables from the facts on file); what they
+remember across transactions is forgotten on a rollback and read back from the file.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sqlite3
+import zlib
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+
+from orchestrator.ahp._actions import (
+    ChatTruncatedAction,
+    ChatTurnStartedAction,
+    SessionChatAddedAction,
+)
+from orchestrator.ahp._state import Turn
+from orchestrator.base._compact_json import dumps
+from orchestrator.base._errors import FactLogError
+from orchestrator.core._facts import Fact
+from orchestrator.core._facts_wire import decode_fact, fact_to_json
+from orchestrator.core._team_actions import RunFinished, RunStarted
+from orchestrator.core._team_state import TeamState
+from orchestrator.protocols._agent_messages import TURN_ENDS, turn_from_facts, turn_messages
+from orchestrator.runtime._factlog import EventTicket
+
+from ._snapshot import (
+    PartKey,
+    encode_part,
+    same_values,
+    snapshot_header,
+    snapshot_parts,
+)
+
+__all__ = ["fact_checksum"]
+
+
+def fact_checksum(text: str) -> int:
+    """The checksum stored with a fact: CRC32 of its text as UTF-8.
+
+    It finds a damaged row (a flipped bit, a torn sector that SQLite's page format still
+    accepts), not a forged one: anyone who can write the file can write a matching sum.
+    """
+    return zlib.crc32(text.encode())
+
+
+@attrs.define(eq=False)
+class _Batch:
+    """A batch of one session's facts, encoded, with what it changes in the session row."""
+
+    session: str
+    facts: Sequence[Fact]
+    ended_turns: Mapping[int, Turn] | None  # see FactLog.submit
+    rows: list[tuple[str, int, str, str, str, str, int]]
+    ticket: EventTicket
+    created: tuple[str, str, str] | None  # (team, title, created_at) when the run starts
+    status: str | None  # the run's status, when it ends
+    last_sequence: int
+    updated_at: str
+    # Why the batch could not even be encoded (the writer fails it in its place in order).
+    unencodable: Exception | None = None
+    chats: list[tuple[str, str]] = attrs.Factory(list)  # (chat, session) the batch adds
+
+    def size(self) -> int:
+        return len(self.rows)
+
+
+def _write_group(
+    connection: sqlite3.Connection, group: Sequence[_Item], history: _AgentHistory
+) -> None:
+    """Write one transaction's items, as writing them one after another would.
+
+    With as few SQLite calls as that allows: each call lets go of the GIL while SQLite
+    works and must then take it back from the trio thread, which, when busy, gives it up
+    only every switch interval (5 ms). So the facts of all the group's batches go in a
+    few multi-row statements, each session's row is updated once, and the history's rows
+    are written together (see :meth:`_AgentHistory.flush`).
+    """
+    batches = [item for item in group if isinstance(item, _Batch)]
+    for batch in batches:
+        if batch.unencodable is not None:
+            raise batch.unencodable
+        if batch.created is not None:
+            team, title, created_at = batch.created
+            connection.execute(
+                "INSERT INTO sessions (session, team, title, status, created_at, updated_at, "
+                "last_sequence) VALUES (?, ?, ?, 'running', ?, ?, 0) "
+                "ON CONFLICT (session) DO NOTHING",
+                (batch.session, team, title, created_at, created_at),
+            )
+    _insert_rows(
+        connection,
+        "INSERT INTO facts (session, sequence, channel, at, type, fact, checksum)",
+        [row for batch in batches for row in batch.rows],
+    )
+    # Each session's row as its last batch leaves it; the status of its last batch that set
+    # one (coalesce, batch after batch, keeps the latest).
+    latest: dict[str, tuple[int, str, str | None]] = {}
+    for batch in batches:
+        status = batch.status
+        if status is None and batch.session in latest:
+            status = latest[batch.session][2]
+        latest[batch.session] = (batch.last_sequence, batch.updated_at, status)
+    connection.executemany(
+        "UPDATE sessions SET last_sequence = ?, updated_at = ?, status = coalesce(?, status) "
+        "WHERE session = ?",
+        [(*values, session) for session, values in latest.items()],
+    )
+    added = [chat for batch in batches for chat in batch.chats]
+    if added:
+        connection.executemany("INSERT OR IGNORE INTO chats (chat, session) VALUES (?, ?)", added)
+    for item in group:
+        if isinstance(item, _Batch):
+            history.record(connection, item.facts, item.ended_turns)
+        else:
+            item.write(connection)
+    history.flush(connection)
+
+
+#: Most rows one INSERT statement writes (7 columns each: SQLite takes 32,766 parameters).
+ROWS_PER_INSERT: Final = 256
+
+
+def _insert_rows(
+    connection: sqlite3.Connection, head: str, rows: Sequence[Sequence[Any]], tail: str = ""
+) -> None:
+    """``head VALUES (...), (...) tail`` for ``rows``, in order, in few statements.
+
+    Statements hold :data:`ROWS_PER_INSERT` rows, then halves of that for the rest: few
+    distinct texts, which the sqlite3 module compiles once and keeps in its cache.
+    """
+    start = 0
+    while start < len(rows):
+        size = min(ROWS_PER_INSERT, 1 << ((len(rows) - start).bit_length() - 1))
+        chunk = rows[start : start + size]
+        connection.execute(
+            _values_sql(head, len(chunk[0]), size, tail), [v for row in chunk for v in row]
+        )
+        start += size
+
+
+@functools.cache
+def _values_sql(head: str, width: int, count: int, tail: str) -> str:
+    one = "(" + ", ".join("?" * width) + ")"
+    return f"{head} VALUES {', '.join([one] * count)}{tail}"
+
+
+@attrs.define(eq=False)
+class _Describe:
+    """Where a session's team came from, so that it can be resumed as it was defined."""
+
+    session: str
+    team_file: str
+    team_toml: str
+
+    def write(self, connection: sqlite3.Connection) -> None:
+        # The text in a table of its own: the sessions row is updated with every batch, and
+        # SQLite reads a row whole to update it, and writes it whole when its size changes
+        # (a 5 MB team file there cost each batch 5 MB).
+        connection.execute(
+            "INSERT OR REPLACE INTO session_teams (session, team_file, team_toml) VALUES (?, ?, ?)",
+            (self.session, self.team_file, self.team_toml),
+        )
+        connection.execute(
+            "UPDATE sessions SET team_file = ? WHERE session = ?", (self.team_file, self.session)
+        )
+
+    def size(self) -> int:
+        return 1
+
+
+@attrs.define(eq=False)
+class _Snapshot:
+    """A session's committed state (shallow copies), written in parts by the writer."""
+
+    state: TeamState
+    writer: _SnapshotWriter
+
+    @property
+    def session(self) -> str:
+        return self.state.session_uri
+
+    def write(self, connection: sqlite3.Connection) -> None:
+        self.writer.write(connection, self.state)
+
+    def size(self) -> int:
+        return len(self.state.chats) + 1
+
+
+class _SnapshotWriter:
+    """Writes snapshots in parts, each part only when it changed (the writer thread's own).
+
+    It remembers the values of the parts it last wrote of each session: a part holding the
+    same objects is on file as it is. A session not written yet by this process is written
+    whole, its old parts removed first. A rolled-back write is forgotten (:meth:`forget`):
+    the next snapshot of the session is written whole.
+
+    Each row carries the checksum of its text (:func:`fact_checksum`), so that a damaged
+    part that still parses is not taken for the state: ``checksums=False`` writes rows of
+    schema 4, for the migration to it (schema 5 computes theirs).
+    """
+
+    def __init__(self, *, checksums: bool = True) -> None:
+        self._written: dict[str, dict[PartKey, tuple[Any, ...]]] = {}
+        self._checksums = checksums
+
+    def write(self, connection: sqlite3.Connection, state: TeamState) -> None:
+        session, sequence = state.session_uri, state.last_sequence
+        parts = snapshot_parts(state)
+        written = self._written.get(session)
+        if written is None:
+            connection.execute("DELETE FROM snapshot_parts WHERE session = ?", (session,))
+            written = {}
+        connection.executemany(
+            "DELETE FROM snapshot_parts WHERE session = ? AND kind = ? AND name = ? "
+            "AND position = ?",
+            [(session, *key) for key in written.keys() - parts.keys()],
+        )
+        rows = [
+            (session, *key, sequence, dumps(encode_part(key, values)))
+            for key, values in parts.items()
+            if not same_values(written.get(key), values)
+        ]
+        header = dumps(snapshot_header(state))
+        if self._checksums:
+            connection.executemany(
+                "INSERT OR REPLACE INTO snapshot_parts (session, kind, name, position, "
+                "sequence, data, checksum) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(*row, fact_checksum(row[-1])) for row in rows],
+            )
+            connection.execute(
+                "INSERT OR REPLACE INTO snapshots (session, sequence, state, checksum) "
+                "VALUES (?, ?, ?, ?)",
+                (session, sequence, header, fact_checksum(header)),
+            )
+        else:
+            connection.executemany(
+                "INSERT OR REPLACE INTO snapshot_parts (session, kind, name, position, "
+                "sequence, data) VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            connection.execute(
+                "INSERT OR REPLACE INTO snapshots (session, sequence, state) VALUES (?, ?, ?)",
+                (session, sequence, header),
+            )
+        # One snapshot per session is enough to open it: keep the newest.
+        connection.execute(
+            "DELETE FROM snapshots WHERE session = ? AND sequence < ?", (session, sequence)
+        )
+        self._written[session] = parts
+
+    def forget(self, session: str) -> None:
+        """Let go of what was written of ``session`` (a later snapshot writes it whole)."""
+        self._written.pop(session, None)
+
+
+_Item = _Batch | _Describe | _Snapshot
+
+
+class _AgentHistory:
+    """Writes the agent channel's history rows as turns end (the writer thread's own).
+
+    A batch the runtime submits brings the turns it ends, as the runtime's reducer left
+    them (``ended_turns``): their rows are written from those, so a turn is not folded
+    again here. A turn that comes without (a batch submitted with none, as the migration
+    and a journal's direct users do, or a turn the submitter did not give) is folded from
+    its facts: the facts of the chat's running turn, kept since its ``chat/turnStarted``
+    in a batch without turns, or else read back from the facts table (a turn that began
+    before this process started, or in a batch with turns; its facts are written first).
+    Both give the same turn: the runtime's state folds the same facts with the same reducer.
+    The rows are kept until :meth:`flush`, which the transaction calls before it commits,
+    so that its turns are written with one statement.
+    """
+
+    def __init__(self) -> None:
+        self._turns: dict[tuple[str, str], list[Fact]] = {}  # (session, chat) -> its turn
+        self._rows: list[tuple[str, str, str, int, int, str, str]] = []  # not yet written
+
+    def reset(self) -> None:
+        """Forget what is kept (a transaction that wrote some of it was rolled back): the
+        facts of running turns are then read back from the table, where they are."""
+        self._turns.clear()
+        self._rows.clear()
+
+    def flush(self, connection: sqlite3.Connection) -> None:
+        """Write the rows kept so far, in the order their turns ended."""
+        rows, self._rows = self._rows, []
+        # A restored turn writes the same rows again: they come back from deletion in place.
+        _insert_rows(
+            connection,
+            "INSERT INTO agent_messages (session, chat, turn_id, part, sequence, type, message)",
+            rows,
+            " ON CONFLICT (session, chat, turn_id, part) DO UPDATE SET "
+            "sequence = excluded.sequence, type = excluded.type, message = excluded.message, "
+            "deleted_at = NULL, deleted_by = NULL",
+        )
+
+    def record(
+        self,
+        connection: sqlite3.Connection,
+        facts: Sequence[Fact],
+        ended_turns: Mapping[int, Turn] | None = None,
+    ) -> None:
+        """Keep the rows of the turns ``facts`` end (``ended_turns``: see the class)."""
+        for index, fact in enumerate(facts):
+            action = fact.action
+            if fact.channel == fact.session:
+                continue  # session and team facts: no chat's turn
+            key = (fact.session, fact.channel)
+            if isinstance(action, ChatTurnStartedAction):
+                if ended_turns is None:
+                    self._turns[key] = [fact]
+                else:
+                    # Its end comes with the turn; were it not given, it is read back.
+                    self._turns.pop(key, None)
+            elif isinstance(action, ChatTruncatedAction):
+                self._turns.pop(key, None)
+                self.flush(connection)  # the rows it deletes may be among those kept
+                _soft_delete(connection, fact, action)
+            elif key in self._turns:
+                self._turns[key].append(fact)
+            if isinstance(action, TURN_ENDS):
+                kept = self._turns.pop(key, None)
+                turn = None if ended_turns is None else ended_turns.get(index)
+                if turn is None:
+                    turn = turn_from_facts(fact.channel, kept or _turn_facts(connection, fact))
+                if turn is not None and turn.id == action.turn_id:
+                    self._rows.extend(
+                        (
+                            fact.session,
+                            fact.channel,
+                            turn.id,
+                            part,
+                            fact.sequence,
+                            message["type"],
+                            dumps(message),
+                        )
+                        for part, message in enumerate(turn_messages(turn))
+                    )
+
+
+def _turn_facts(connection: sqlite3.Connection, end: Fact) -> list[Fact]:
+    """A turn's facts read back from the table: from its chat's last turn start to ``end``."""
+    rows = connection.execute(
+        "SELECT sequence, fact, checksum FROM facts WHERE session = ? AND channel = ? "
+        "AND sequence >= coalesce("
+        "(SELECT max(sequence) FROM facts WHERE session = ? AND channel = ? "
+        "AND type = 'chat/turnStarted' AND sequence <= ?), ?) AND sequence <= ? "
+        "ORDER BY sequence",
+        (
+            end.session,
+            end.channel,
+            end.session,
+            end.channel,
+            end.sequence,
+            end.sequence,
+            end.sequence,
+        ),
+    )
+    return [
+        decode_fact(json.loads(_checked(end.session, sequence, text, checksum, source="")))
+        for sequence, text, checksum in rows
+    ]
+
+
+def _checked(session: str, sequence: int, text: str, checksum: int, *, source: str) -> str:
+    """``text``, the stored fact ``sequence`` of ``session``, if it matches its checksum."""
+    if fact_checksum(text) != checksum:
+        raise FactLogError(
+            f"fact {sequence} of {session} is damaged (its checksum does not match): it was "
+            "not applied; restore the journal from a backup",
+            source=source,
+        )
+    return text
+
+
+def _soft_delete(connection: sqlite3.Connection, cut: Fact, action: ChatTruncatedAction) -> None:
+    """Mark the rows of the turns ``chat/truncated`` removed deleted (they stay on disk)."""
+    connection.execute(
+        "UPDATE agent_messages SET deleted_at = ?, deleted_by = ? "
+        "WHERE session = ? AND chat = ? AND deleted_at IS NULL AND id > coalesce("
+        "(SELECT max(id) FROM agent_messages WHERE session = ? AND chat = ? AND turn_id = ?), 0)",
+        (
+            cut.at,
+            cut.sequence,
+            cut.session,
+            cut.channel,
+            cut.session,
+            cut.channel,
+            action.turn_id,
+        ),
+    )
+
+
+def _batch(facts: Sequence[Fact], ended_turns: Mapping[int, Turn] | None) -> _Batch:
+    """Encode a batch and work out what it changes in its session's row."""
+    session = facts[0].session
+    created = None
+    status = None
+    chats = []
+    for fact in facts:
+        if isinstance(fact.action, SessionChatAddedAction):
+            chats.append((fact.action.summary.resource, session))
+        elif isinstance(fact.action, RunStarted):
+            prompt = fact.action.prompt.strip().splitlines()
+            title = prompt[0][:80] if prompt else ""
+            created = (fact.action.team, title, fact.at)
+        elif isinstance(fact.action, RunFinished):
+            status = fact.action.status.value
+    rows = []
+    unencodable = None
+    try:
+        for f in facts:
+            text = fact_to_json(f)
+            rows.append((f.session, f.sequence, f.channel, f.at, f.type, text, fact_checksum(text)))
+    except Exception as exc:  # any fault of one batch fails that batch only
+        rows, unencodable = [], exc
+    return _Batch(
+        session=session,
+        facts=facts,
+        ended_turns=ended_turns,
+        rows=rows,
+        ticket=EventTicket(),
+        created=created,
+        status=status,
+        last_sequence=facts[-1].sequence,
+        updated_at=facts[-1].at,
+        unencodable=unencodable,
+        chats=chats,
+    )

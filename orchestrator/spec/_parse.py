@@ -1,0 +1,786 @@
+"""The team-file parser: one walk over a decoded TOML document, each check naming its key
+path.
+
+Theory of operation: :func:`~._teamfile.parse_team` hands the text to :mod:`tomllib`, then
+:class:`_Parser` walks the resulting dict once, top-down (``[team]``, then every command tool
+``[tools.<name>]``, then every ``[agents.<name>]`` in file order, then its turns
+and steps, then every ``[[background]]`` teammate, whose schedule
+:mod:`._schedule` checks). Each check knows
+the key path of the value it looks at, so the first problem raises a
+:class:`~orchestrator.base._errors.TeamFileError` naming the file, the key path
+(``agents.researcher.turns[0].steps[2].chunks``) and what is wrong. The checks of single
+values (a table's keys, a name, an integer from a minimum, a duration...) are those of
+:class:`~._checks._ValueChecks`, which the parser extends; the rules across values are here.
+
+The checks are explicit code rather than a cattrs structure hook: the messages
+need domain words ("did you mean", the declared agents, the allowed values) and
+most rules are cross references (the coordinator, ``delegates_to``,
+``needs_approval`` ⊆ ``tools``, the script's tool steps against ``tools``) that
+a structural converter cannot express. The agent names are collected before any
+agent is read, so a reference to an agent declared further down is fine.
+
+Scripted steps are validated here too, so the scripted backend never sees a
+malformed step: it can pattern-match the step classes and trust every field.
+
+Pure: no trio and no IO.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, get_args
+
+import attrs
+
+from orchestrator.base._errors import ScheduleError, TeamFileError
+
+from ._checks import _ValueChecks
+from ._model import (
+    COMMAND_ENV_PREFIX,
+    DEFAULT_COMMAND_TIMEOUT,
+    DEFAULT_PARALLEL_BUDGET,
+    TEAM_TOOLS,
+    AgentSpec,
+    ApprovedBy,
+    BackendName,
+    CommandTool,
+    Interactivity,
+    OpenAISettings,
+    RestartPolicy,
+    TeamSpec,
+    Topology,
+)
+from ._schedule import (
+    DEFAULT_CATCH_UP_LIMIT,
+    BackgroundSpec,
+    CatchUp,
+    Every,
+    Overlap,
+    Schedule,
+    parse_cron,
+    parse_zone,
+)
+from ._script import (
+    DEFAULT_CHUNKS,
+    AskStep,
+    DelegateStep,
+    Delegation,
+    FailStep,
+    HandoffStep,
+    QuestionKind,
+    SayStep,
+    ScriptedTurn,
+    SleepStep,
+    Step,
+    ThinkStep,
+    ToolStep,
+    UsageStep,
+)
+from ._wording import _describe, _did_you_mean, _join, _one_of
+
+__all__: list[str] = []
+
+_TOPOLOGIES: Final[dict[str, Topology]] = {v: v for v in get_args(Topology)}
+_INTERACTIVITIES: Final[dict[str, Interactivity]] = {v: v for v in get_args(Interactivity)}
+_APPROVERS: Final[dict[str, ApprovedBy]] = {v: v for v in get_args(ApprovedBy)}
+_BACKENDS: Final[dict[str, BackendName]] = {v: v for v in get_args(BackendName)}
+_QUESTION_KINDS: Final[dict[str, QuestionKind]] = {v: v for v in get_args(QuestionKind)}
+_SELECT_KINDS: Final = frozenset({"single-select", "multi-select"})
+
+_TOP_KEYS: Final = ("team", "agents", "tools", "openai", "background")
+_TEAM_KEYS: Final = (
+    "name",
+    "topology",
+    "parallel_budget",
+    "coordinator",
+    "description",
+    "on_restart",
+)
+#: What [openai] and an openai agent's table may set (see :class:`OpenAISettings`).
+_OPENAI_KEYS: Final = (
+    "model",
+    "base_url",
+    "api_key_env",
+    "temperature",
+    "read_timeout",
+    "max_retries",
+)
+_AGENT_KEYS: Final = (
+    "role",
+    "backend",
+    "instructions",
+    "interactivity",
+    "tools",
+    "delegates_to",
+    "needs_approval",
+    "approved_by",
+    "approves",
+    "timeout",
+    "tool_results",
+    "turns",
+    # The backend's own settings, overriding the file's [openai] table for this agent.
+    *_OPENAI_KEYS,
+)
+_ENV_NAME_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: What a [tools.<name>] table may set (see :class:`CommandTool`).
+_COMMAND_KEYS: Final = ("command", "description", "timeout", "cwd", "env")
+_TURN_KEYS: Final = ("steps",)
+_BACKGROUND_KEYS: Final = (
+    "name",
+    "schedule",
+    "every",
+    "timezone",
+    "prompt",
+    "agent",
+    "overlap",
+    "max_runtime",
+    "catch_up",
+    "catch_up_limit",
+)
+_OVERLAPS: Final = {policy.value: policy for policy in Overlap}
+_CATCH_UPS: Final = {policy.value: policy for policy in CatchUp}
+_DELEGATION_KEYS: Final = ("agent", "task")
+
+#: Each step has exactly one action key; these are the keys each action allows.
+_STEP_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
+    "say": ("say", "chunks"),
+    "think": ("think", "chunks"),
+    "tool": ("tool", "input"),
+    "delegate": ("delegate",),
+    "handoff": ("handoff", "reason", "resume"),
+    "ask": ("ask", "kind", "options"),
+    "fail": ("fail",),
+    "sleep": ("sleep",),
+    "usage": ("usage",),
+}
+_STEP_COMMON_KEYS: Final = ("when_task_contains",)
+_ALL_STEP_KEYS: Final = (
+    tuple(dict.fromkeys(k for keys in _STEP_KEYS.values() for k in keys)) + _STEP_COMMON_KEYS
+)
+
+
+class _Parser(_ValueChecks):
+    """One walk over one decoded document; ``file`` goes into every error."""
+
+    def __init__(self, file: str) -> None:
+        super().__init__(file)
+        self.agent_names: tuple[str, ...] = ()
+        # The [tools.<name>] keys, known before any agent is read (tool_results refers to them).
+        self.command_names: tuple[str, ...] = ()
+        self.openai_defaults: Mapping[str, object] = {}
+
+    def agent_ref(self, value: object, path: str) -> str:
+        name = self.string(value, path)
+        if name not in self.agent_names:
+            raise self.error(
+                path,
+                f"unknown agent {name!r}{_did_you_mean(name, self.agent_names)}; "
+                f"declared agents: {', '.join(self.agent_names)}",
+            )
+        return name
+
+    # -- the document --------------------------------------------------------
+
+    def team(self, data: Mapping[str, Any]) -> TeamSpec:
+        # [team] is checked before [agents] is required: a typo in [team] is the more useful
+        # first error in a file that is still being written.
+        self.check_keys(data, "", _TOP_KEYS, required=("team",))
+        team = self.table(data["team"], "team", "a [team] table")
+        self.check_keys(team, "team", _TEAM_KEYS, required=("name", "coordinator"))
+        self.check_keys(data, "", _TOP_KEYS, required=("team", "agents"))
+        name = self.string(team["name"], "team.name")
+        topology: Topology = "coordinator_team"
+        if "topology" in team:
+            topology = self.choice(team["topology"], "team.topology", _TOPOLOGIES, "topology")
+        budget = DEFAULT_PARALLEL_BUDGET
+        if "parallel_budget" in team:
+            budget = self.integer(team["parallel_budget"], "team.parallel_budget", minimum=1)
+        coordinator = self.string(team["coordinator"], "team.coordinator")
+        on_restart = RestartPolicy.RESUME
+        if "on_restart" in team:
+            on_restart = self.choice(
+                team["on_restart"],
+                "team.on_restart",
+                {policy.value: policy for policy in RestartPolicy},
+                "restart policy",
+            )
+
+        agents = self.table(data["agents"], "agents", "[agents.<name>] tables")
+        if not agents:
+            raise self.error("agents", "declare at least one agent as [agents.<name>]")
+        self.agent_names = tuple(
+            self.name(agent_name, _join("agents", agent_name), "agent name")
+            for agent_name in agents
+        )
+        if coordinator not in self.agent_names:
+            raise self.error(
+                "team.coordinator",
+                f"the coordinator {coordinator!r} is not declared"
+                f"{_did_you_mean(coordinator, self.agent_names)}; add [agents.{coordinator}] "
+                f"or pick one of: {', '.join(self.agent_names)}",
+            )
+        description = ""
+        if "description" in team:
+            description = self.string(team["description"], "team.description", empty_ok=True)
+        if "openai" in data:
+            self.openai_defaults = self.table(data["openai"], "openai", "an [openai] table")
+            self.check_keys(self.openai_defaults, "openai", _OPENAI_KEYS)
+
+        # Each command tool and each agent is checked on its own, so one run of `teams check`
+        # reports them all.
+        problems: list[TeamFileError] = []
+        commands: list[CommandTool] = []
+        if "tools" in data:
+            tables: Mapping[str, object] = {}
+            try:
+                tables = self.table(
+                    data["tools"], "tools", 'tables such as [tools.run_tests] command = ["..."]'
+                )
+            except TeamFileError as exc:
+                problems.extend(exc.problems)
+            self.command_names = tuple(tables)
+            for tool_name, value in tables.items():
+                try:
+                    commands.append(self.command_tool(tool_name, value))
+                except TeamFileError as exc:
+                    problems.extend(exc.problems)
+        parsed: list[AgentSpec] = []
+        for agent_name, value in agents.items():
+            try:
+                parsed.append(
+                    self.agent(agent_name, value, is_coordinator=agent_name == coordinator)
+                )
+            except TeamFileError as exc:
+                problems.extend(exc.problems)
+        # Then each [[background]] entry, on its own too.
+        entries: list[object] = []
+        try:
+            entries = self.background_entries(data.get("background", []))
+        except TeamFileError as exc:
+            problems.extend(exc.problems)
+        background: list[BackgroundSpec] = []
+        for index, entry in enumerate(entries):
+            try:
+                background.append(self.background(entry, index, background, coordinator))
+            except TeamFileError as exc:
+                problems.extend(exc.problems)
+        if problems:
+            raise TeamFileError.of(problems)
+        specs = tuple(parsed)
+        self.check_approvers(specs, coordinator)
+        return TeamSpec(
+            name=name,
+            topology=topology,
+            parallel_budget=budget,
+            coordinator=coordinator,
+            description=description,
+            on_restart=on_restart,
+            agents=specs,
+            background=tuple(background),
+            command_tools=tuple(commands),
+            file=self.file,
+        )
+
+    def background_entries(self, value: object) -> list[object]:
+        if isinstance(value, dict):
+            raise self.error(
+                "background",
+                "expected [[background]] tables, got a table: write each entry under "
+                "[[background]], with double brackets",
+            )
+        return self.array(value, "background", "[[background]] tables")
+
+    def background(
+        self, value: object, index: int, earlier: Sequence[BackgroundSpec], coordinator: str
+    ) -> BackgroundSpec:
+        """One [[background]] teammate; ``earlier`` are the entries before it (names unique)."""
+        path = f"background[{index}]"
+        data = self.table(value, path, "a [[background]] table")
+        self.check_keys(data, path, _BACKGROUND_KEYS, required=("name",))
+        name = self.name(data["name"], f"{path}.name", "background teammate name")
+        for other, spec in enumerate(earlier):
+            if spec.name == name:
+                raise self.error(
+                    f"{path}.name",
+                    f"{name!r} is already the name of background[{other}]; names must be unique",
+                )
+        if "schedule" in data and "every" in data:
+            raise self.error(
+                f"{path}.every",
+                "set either schedule (a cron expression) or every (an interval), not both",
+            )
+        schedule: Schedule
+        if "schedule" in data:
+            try:
+                schedule = parse_cron(self.string(data["schedule"], f"{path}.schedule"))
+            except ScheduleError as exc:
+                raise self.error(f"{path}.schedule", exc.message) from exc
+            if "timezone" in data:
+                timezone = self.string(data["timezone"], f"{path}.timezone")
+                try:
+                    parse_zone(timezone)
+                except ScheduleError as exc:
+                    raise self.error(f"{path}.timezone", exc.message) from exc
+                schedule = attrs.evolve(schedule, timezone=timezone)
+        elif "every" in data:
+            if "timezone" in data:
+                raise self.error(
+                    f"{path}.timezone",
+                    "an every interval counts elapsed time, so a time zone changes nothing; "
+                    'for wake times on the local clock write a cron schedule, e.g. "0 3 * * *"',
+                )
+            schedule = Every(interval=self.duration(data["every"], f"{path}.every"))
+        else:
+            raise self.error(
+                path,
+                'missing a schedule: set schedule = "0 3 * * *" (a cron expression) '
+                'or every = "15m" (an interval)',
+            )
+        if "prompt" not in data:
+            raise self.error(
+                f"{path}.prompt", "missing required key 'prompt' (what the teammate does)"
+            )
+        prompt = self.string(data["prompt"], f"{path}.prompt")
+        agent = coordinator
+        if "agent" in data:
+            agent = self.agent_ref(data["agent"], f"{path}.agent")
+        overlap = Overlap.SKIP
+        if "overlap" in data:
+            overlap = self.choice(data["overlap"], f"{path}.overlap", _OVERLAPS, "overlap policy")
+        max_runtime = None
+        if "max_runtime" in data:
+            max_runtime = self.duration(data["max_runtime"], f"{path}.max_runtime")
+        catch_up = CatchUp.LATEST
+        if "catch_up" in data:
+            catch_up = self.choice(
+                data["catch_up"], f"{path}.catch_up", _CATCH_UPS, "catch-up policy"
+            )
+        limit = DEFAULT_CATCH_UP_LIMIT
+        if "catch_up_limit" in data:
+            if catch_up is not CatchUp.ALL:
+                raise self.error(
+                    f"{path}.catch_up_limit",
+                    f'catch_up_limit bounds catch_up = "all"; this entry\'s catch_up is '
+                    f"{catch_up.value!r}",
+                )
+            limit = self.integer(data["catch_up_limit"], f"{path}.catch_up_limit", minimum=1)
+        return BackgroundSpec(
+            name=name,
+            schedule=schedule,
+            prompt=prompt,
+            agent=agent,
+            overlap=overlap,
+            max_runtime=max_runtime,
+            catch_up=catch_up,
+            catch_up_limit=limit,
+        )
+
+    def command_tool(self, name: str, value: object) -> CommandTool:
+        """One [tools.<name>] table: a program the runtime runs for a call of the tool."""
+        path = _join("tools", name)
+        self.name(name, path, "tool name")
+        if name in TEAM_TOOLS:
+            raise self.error(
+                path,
+                f"{name!r} is a team tool the runtime runs itself; give the command tool "
+                "another name",
+            )
+        data = self.table(value, path, 'a [tools.<name>] table with command = ["..."]')
+        self.check_keys(data, path, _COMMAND_KEYS, required=("command",))
+        command_path = f"{path}.command"
+        raw = data["command"]
+        if isinstance(raw, str):
+            example = json.dumps(raw.split() or ["program", "argument"], ensure_ascii=False)
+            raise self.error(
+                command_path,
+                f"expected an array of arguments such as {example} (no shell reads it), "
+                f"got {_describe(raw)}",
+            )
+        items = self.array(raw, command_path, "an array of arguments")
+        if not items:
+            raise self.error(
+                command_path, 'name at least the program to run, e.g. ["python", "tool.py"]'
+            )
+        command = tuple(
+            self.argument(item, f"{command_path}[{index}]", empty_ok=index > 0)
+            for index, item in enumerate(items)
+        )
+        description = ""
+        if "description" in data:
+            description = self.string(data["description"], f"{path}.description")
+        timeout = DEFAULT_COMMAND_TIMEOUT
+        if "timeout" in data:
+            timeout_path = f"{path}.timeout"
+            if isinstance(data["timeout"], int | float) and not isinstance(data["timeout"], bool):
+                raise self.error(
+                    timeout_path,
+                    'expected a duration such as "90s", "5m" or "1h30m", got '
+                    f"{_describe(data['timeout'])}",
+                )
+            timeout = self.duration(data["timeout"], timeout_path)
+        cwd = None
+        if "cwd" in data:
+            cwd = self.argument(data["cwd"], f"{path}.cwd", empty_ok=False)
+            if not Path(cwd).is_absolute() and not self.file.startswith("<"):
+                cwd = str(Path(self.file).parent / cwd)
+        env: dict[str, str] = {}
+        if "env" in data:
+            env_path = f"{path}.env"
+            for key, text in self.table(data["env"], env_path, "a table of variables").items():
+                key_path = _join(env_path, key)
+                if not _ENV_NAME_RE.match(key):
+                    raise self.error(
+                        key_path,
+                        f"{key!r} is not an environment variable name (letters, digits and "
+                        "'_', not starting with a digit)",
+                    )
+                if key.upper().startswith(COMMAND_ENV_PREFIX):
+                    raise self.error(
+                        key_path,
+                        f"variables starting with {COMMAND_ENV_PREFIX} are set by the runtime "
+                        "for each call (the callback URL, the group id, ...); choose another name",
+                    )
+                env[key] = self.argument(text, key_path, empty_ok=True)
+        return CommandTool(
+            name=name,
+            command=command,
+            description=description,
+            timeout=timeout,
+            cwd=cwd,
+            env=env,
+        )
+
+    def check_approvers(self, agents: Sequence[AgentSpec], coordinator: str) -> None:
+        """Approvals routed to the coordinator need its ``approves`` list to be decided."""
+        lead = next(a for a in agents if a.name == coordinator)
+        for agent in agents:
+            if (
+                agent.approved_by == "coordinator"
+                and agent.needs_approval
+                and lead.approves is None
+            ):
+                raise self.error(
+                    f"{_join('agents', agent.name)}.approved_by",
+                    f"routes its approvals to the coordinator, but [agents.{coordinator}] has no "
+                    "approves list saying which tools it approves (an empty list denies all)",
+                )
+
+    def agent(self, name: str, value: object, *, is_coordinator: bool) -> AgentSpec:
+        path = _join("agents", name)
+        data = self.table(value, path)
+        self.check_keys(data, path, _AGENT_KEYS, required=("role",))
+        role = self.string(data["role"], f"{path}.role")
+        backend: BackendName = "scripted"
+        if "backend" in data:
+            backend = self.choice(data["backend"], f"{path}.backend", _BACKENDS, "backend")
+        openai = self.openai_settings(data, path) if backend == "openai" else None
+        if backend != "openai":
+            for key in _OPENAI_KEYS:
+                if key in data:
+                    raise self.error(
+                        _join(path, key),
+                        f"{key} is a setting of the openai backend; this agent's backend is "
+                        f'{backend!r} (set backend = "openai" to use it)',
+                    )
+        elif "turns" in data:
+            raise self.error(
+                f"{path}.turns",
+                'turns script the scripted backend; an agent with backend = "openai" is '
+                "answered by its model",
+            )
+        instructions = ""
+        if "instructions" in data:
+            instructions = self.string(data["instructions"], f"{path}.instructions", empty_ok=True)
+        interactivity: Interactivity = "full" if is_coordinator else "read-only"
+        if "interactivity" in data:
+            interactivity = self.choice(
+                data["interactivity"], f"{path}.interactivity", _INTERACTIVITIES, "interactivity"
+            )
+        tools = self.names(data.get("tools", []), f"{path}.tools", "tool name")
+        delegates_to: tuple[str, ...] = ()
+        if "delegates_to" in data:
+            delegates_path = f"{path}.delegates_to"
+            delegates_to = self.names(data["delegates_to"], delegates_path, "agent name")
+            for index, target in enumerate(delegates_to):
+                self.agent_ref(target, f"{delegates_path}[{index}]")
+        needs_approval: tuple[str, ...] = ()
+        if "needs_approval" in data:
+            approval_path = f"{path}.needs_approval"
+            needs_approval = self.names(data["needs_approval"], approval_path, "tool name")
+            for index, tool in enumerate(needs_approval):
+                if tool not in tools:
+                    raise self.error(
+                        f"{approval_path}[{index}]",
+                        f"tool {tool!r} is not in this agent's tools "
+                        f"({_one_of(tools) or 'none'}); add it to tools or remove it here",
+                    )
+        approved_by: ApprovedBy = "user"
+        if "approved_by" in data:
+            approved_by = self.choice(
+                data["approved_by"], f"{path}.approved_by", _APPROVERS, "approver"
+            )
+            if is_coordinator and approved_by == "coordinator":
+                raise self.error(
+                    f"{path}.approved_by",
+                    'the coordinator cannot approve its own tool calls; use "user"',
+                )
+        approves: tuple[str, ...] | None = None
+        if "approves" in data:
+            if not is_coordinator:
+                raise self.error(
+                    f"{path}.approves",
+                    "only the coordinator decides approvals routed to it; approves belongs on "
+                    "the agent named by team.coordinator",
+                )
+            approves = self.names(data["approves"], f"{path}.approves", "tool name")
+        timeout = None
+        if "timeout" in data:
+            timeout = self.number(data["timeout"], f"{path}.timeout", positive=True)
+        tool_results: dict[str, str] = {}
+        if "tool_results" in data:
+            results_path = f"{path}.tool_results"
+            plain = tuple(t for t in tools if t not in TEAM_TOOLS)
+            for tool, text in self.table(data["tool_results"], results_path).items():
+                tool_path = _join(results_path, tool)
+                if tool not in plain:
+                    raise self.error(
+                        tool_path,
+                        f"{tool!r} is not a plain tool of this agent{_did_you_mean(tool, plain)}; "
+                        f"plain tools: {_one_of(plain) or 'none'}",
+                    )
+                if tool in self.command_names:
+                    raise self.error(
+                        tool_path,
+                        f"{tool!r} runs a command ([tools.{tool}]): its result is what the "
+                        "program prints, not a text from tool_results; remove it here",
+                    )
+                tool_results[tool] = self.string(text, tool_path, empty_ok=True)
+        agent = AgentSpec(
+            name=name,
+            role=role,
+            backend=backend,
+            openai=openai,
+            instructions=instructions,
+            interactivity=interactivity,
+            tools=tools,
+            delegates_to=delegates_to,
+            needs_approval=needs_approval,
+            approved_by=approved_by,
+            approves=approves,
+            timeout=timeout,
+            tool_results=tool_results,
+        )
+        turns: tuple[ScriptedTurn, ...] = ()
+        if "turns" in data:
+            turns_path = f"{path}.turns"
+            turns = tuple(
+                self.turn(agent, turn, f"{turns_path}[{index}]")
+                for index, turn in enumerate(self.array(data["turns"], turns_path))
+            )
+        return attrs.evolve(agent, turns=turns)
+
+    def openai_settings(self, data: Mapping[str, object], path: str) -> OpenAISettings:
+        """The agent's keys over the file's [openai] table; each error names where the value
+        was written."""
+
+        def pick(key: str) -> tuple[object, str] | None:
+            if key in data:
+                return data[key], _join(path, key)
+            if key in self.openai_defaults:
+                return self.openai_defaults[key], _join("openai", key)
+            return None
+
+        model = pick("model")
+        if model is None:
+            raise self.error(
+                f"{path}.model",
+                'backend = "openai" needs a model: set model here or in an [openai] table',
+            )
+        settings = OpenAISettings(model=self.string(*model))
+        if (found := pick("base_url")) is not None:
+            url = self.string(*found)
+            if not url.startswith(("http://", "https://")):
+                raise self.error(found[1], f"expected an http:// or https:// URL, got {url!r}")
+            settings = attrs.evolve(settings, base_url=url.rstrip("/"))
+        if (found := pick("api_key_env")) is not None:
+            env = self.string(*found)
+            if not _ENV_NAME_RE.match(env):
+                raise self.error(
+                    found[1],
+                    f"{env!r} is not an environment variable name (the key itself never goes "
+                    "in a team file)",
+                )
+            settings = attrs.evolve(settings, api_key_env=env)
+        if (found := pick("temperature")) is not None:
+            temperature = self.number(*found, positive=False)
+            settings = attrs.evolve(settings, temperature=temperature)
+        if (found := pick("read_timeout")) is not None:
+            settings = attrs.evolve(settings, read_timeout=self.number(*found, positive=True))
+        if (found := pick("max_retries")) is not None:
+            settings = attrs.evolve(settings, max_retries=self.integer(*found, minimum=0))
+        return settings
+
+    # -- scripts ---------------------------------------------------------------
+
+    def turn(self, agent: AgentSpec, value: object, path: str) -> ScriptedTurn:
+        data = self.table(value, path, "a turn table with steps = [...]")
+        self.check_keys(data, path, _TURN_KEYS, required=_TURN_KEYS)
+        steps_path = f"{path}.steps"
+        steps = self.array(data["steps"], steps_path)
+        if not steps:
+            raise self.error(steps_path, 'a turn needs at least one step, e.g. { say = "..." }')
+        return ScriptedTurn(
+            steps=tuple(
+                self.step(agent, step, f"{steps_path}[{index}]") for index, step in enumerate(steps)
+            )
+        )
+
+    def step(self, agent: AgentSpec, value: object, path: str) -> Step:
+        data = self.table(value, path, 'a step table such as { say = "..." }')
+        actions = [key for key in data if key in _STEP_KEYS]
+        if not actions:
+            for key in data:
+                if key not in _ALL_STEP_KEYS:
+                    raise self.error(
+                        _join(path, key),
+                        f"unknown step key {key!r}{_did_you_mean(key, _ALL_STEP_KEYS)}; "
+                        f"a step has one of: {', '.join(_STEP_KEYS)}",
+                    )
+            raise self.error(path, f"the step has no action; add one of: {', '.join(_STEP_KEYS)}")
+        if len(actions) > 1:
+            raise self.error(
+                path,
+                f"the step has several actions ({', '.join(actions)}); write one step per action",
+            )
+        action = actions[0]
+        allowed = _STEP_KEYS[action] + _STEP_COMMON_KEYS
+        for key in data:
+            if key not in allowed:
+                owners = [a for a, keys in _STEP_KEYS.items() if key in keys]
+                hint = (
+                    f" (it belongs to a {owners[0]} step)"
+                    if owners
+                    else _did_you_mean(key, allowed)
+                )
+                raise self.error(
+                    _join(path, key),
+                    f"unknown key {key!r} for a {action} step{hint}; allowed: {', '.join(allowed)}",
+                )
+        when = None
+        if "when_task_contains" in data:
+            when = self.string(data["when_task_contains"], f"{path}.when_task_contains")
+        action_path = _join(path, action)
+        raw = data[action]
+
+        if action in {"say", "think"}:
+            text = self.string(raw, action_path)
+            chunks = DEFAULT_CHUNKS
+            if "chunks" in data:
+                chunks = self.integer(data["chunks"], f"{path}.chunks", minimum=1)
+            if action == "say":
+                return SayStep(text=text, chunks=chunks, when_task_contains=when)
+            return ThinkStep(text=text, chunks=chunks, when_task_contains=when)
+        if action == "tool":
+            tool = self.name(raw, action_path, "tool name")
+            if tool in TEAM_TOOLS:
+                raise self.error(
+                    action_path,
+                    f"{tool!r} is a team tool: use a {{ {tool} = ... }} step instead",
+                )
+            self.require_tool(agent, tool, action_path)
+            tool_input: dict[str, Any] = {}
+            if "input" in data:
+                input_path = f"{path}.input"
+                tool_input = self.json_value(self.table(data["input"], input_path), input_path)
+            return ToolStep(tool=tool, input=tool_input, when_task_contains=when)
+        if action == "delegate":
+            self.require_tool(agent, "delegate", action_path)
+            entries = self.array(raw, action_path)
+            if not entries:
+                raise self.error(
+                    action_path, 'delegate at least one task: [{ agent = "...", task = "..." }]'
+                )
+            delegations = []
+            for index, entry in enumerate(entries):
+                entry_path = f"{action_path}[{index}]"
+                entry_data = self.table(entry, entry_path, '{ agent = "...", task = "..." }')
+                self.check_keys(entry_data, entry_path, _DELEGATION_KEYS, required=_DELEGATION_KEYS)
+                target = self.delegate_target(agent, entry_data["agent"], f"{entry_path}.agent")
+                task = self.string(entry_data["task"], f"{entry_path}.task")
+                delegations.append(Delegation(agent=target, task=task))
+            return DelegateStep(delegations=tuple(delegations), when_task_contains=when)
+        if action == "handoff":
+            self.require_tool(agent, "handoff", action_path)
+            target = self.delegate_target(agent, raw, action_path)
+            if "reason" not in data:
+                raise self.error(
+                    f"{path}.reason", "missing required key 'reason' (why the work moves)"
+                )
+            reason = self.string(data["reason"], f"{path}.reason")
+            resume = agent.name
+            if "resume" in data:
+                resume = self.agent_ref(data["resume"], f"{path}.resume")
+            return HandoffStep(agent=target, reason=reason, resume=resume, when_task_contains=when)
+        if action == "ask":
+            self.require_tool(agent, "ask", action_path)
+            question = self.string(raw, action_path)
+            kind: QuestionKind = "text"
+            if "kind" in data:
+                kind = self.choice(data["kind"], f"{path}.kind", _QUESTION_KINDS, "question kind")
+            options: tuple[str, ...] = ()
+            if kind in _SELECT_KINDS:
+                if "options" not in data:
+                    raise self.error(f"{path}.options", f"a {kind} question needs options = [...]")
+                options_path = f"{path}.options"
+                seen: list[str] = []
+                for index, option in enumerate(self.array(data["options"], options_path)):
+                    text = self.string(option, f"{options_path}[{index}]")
+                    if text in seen:
+                        raise self.error(f"{options_path}[{index}]", f"{text!r} is listed twice")
+                    seen.append(text)
+                if not seen:
+                    raise self.error(options_path, f"a {kind} question needs at least one option")
+                options = tuple(seen)
+            elif "options" in data:
+                raise self.error(
+                    f"{path}.options",
+                    f"options only apply to single-select and multi-select, not {kind}",
+                )
+            return AskStep(question=question, kind=kind, options=options, when_task_contains=when)
+        if action == "fail":
+            return FailStep(message=self.string(raw, action_path), when_task_contains=when)
+        if action == "sleep":
+            seconds = self.number(raw, action_path, positive=False)
+            return SleepStep(seconds=seconds, when_task_contains=when)
+        # usage: the only action left
+        pair = self.array(raw, action_path)
+        if len(pair) != 2:
+            raise self.error(
+                action_path, f"expected [input_tokens, output_tokens], got {len(pair)} items"
+            )
+        input_tokens = self.integer(pair[0], f"{action_path}[0]", minimum=0)
+        output_tokens = self.integer(pair[1], f"{action_path}[1]", minimum=0)
+        return UsageStep(
+            input_tokens=input_tokens, output_tokens=output_tokens, when_task_contains=when
+        )
+
+    def require_tool(self, agent: AgentSpec, tool: str, path: str) -> None:
+        if tool not in agent.tools:
+            raise self.error(
+                path,
+                f"agent {agent.name!r} calls {tool!r} but it is not in its tools "
+                f"({_one_of(agent.tools) or 'none'}); add it to agents.{agent.name}.tools",
+            )
+
+    def delegate_target(self, agent: AgentSpec, value: object, path: str) -> str:
+        target = self.agent_ref(value, path)
+        if target not in agent.delegates_to:
+            raise self.error(
+                path,
+                f"{target!r} is not in agents.{agent.name}.delegates_to "
+                f"({_one_of(agent.delegates_to) or 'empty'}); add it there",
+            )
+        return target
