@@ -234,8 +234,7 @@ class AhpSocket:
                 nursery.cancel_scope.cancel()
         finally:
             for feed in self._feeds.values():
-                feed.live.unsubscribe(feed.subscription)
-                feed.live.clients -= 1
+                feed.live.unfollow(feed.subscription)
 
     async def _close_when_stopped(self) -> None:
         """The daemon stopped its sessions (SIGTERM): say goodbye with 1001 "going away",
@@ -261,9 +260,8 @@ class AhpSocket:
         """The feed of ``live``, made (with its bus subscription) on first use."""
         feed = self._feeds.get(live.uri)
         if feed is None:
-            subscription, _ = live.subscribe(f"ahp {self.principal.name}")
+            subscription, _ = live.follow(f"ahp {self.principal.name}")
             feed = self._feeds[live.uri] = _Feed(live=live, subscription=subscription)
-            live.clients += 1  # a session a client follows is never put away
             assert self._nursery is not None
             self._nursery.start_soon(self._forward, feed)
         return feed
@@ -274,8 +272,7 @@ class AhpSocket:
         feed = self._feeds.pop(session, None)
         if feed is not None:
             feed.scope.cancel()
-            feed.live.unsubscribe(feed.subscription)
-            feed.live.clients -= 1
+            feed.live.unfollow(feed.subscription)
 
     async def _forward(self, feed: _Feed) -> None:
         with feed.scope:

@@ -413,9 +413,9 @@ class Daemon:
             now = trio.current_time()
             expires = max(live.opened_at, live.alone_since) + wait
             if now >= cap or (not live.clients and now >= expires):
-                if not live._start_lock.locked():
+                if not live.start_lock.locked():
                     break
-                async with live._start_lock:  # a first prompt is starting: see how it ends
+                async with live.start_lock:  # a first prompt is starting: see how it ends
                     pass
             elif live.clients:
                 with trio.move_on_at(cap):
@@ -556,7 +556,7 @@ class Daemon:
         """End ``live`` for good (AHP ``disposeSession``): its turns are cancelled and its
         run recorded ``cancelled``; a session never prompted is dropped. Returns once it
         has left :attr:`sessions`."""
-        async with live._start_lock:
+        async with live.start_lock:
             if not live.started:
                 self._drop_unprompted(live, "the session was disposed")
                 return

@@ -136,7 +136,9 @@ class LiveSession:
         self.uri = runtime.session
         self.id = session_id(self.uri)
         self._tasks: list[_Task] = []
-        self._start_lock = trio.Lock()
+        # Held while a first prompt starts the run; the daemon takes it to see how a start
+        # that is under way ends before it puts the session away or stops it.
+        self.start_lock = trio.Lock()
         self.started = runtime.state.run is not None
         self.finished = trio.Event()
         # The coordinator's running turn: the queued message it answers (None: the first).
@@ -179,7 +181,7 @@ class LiveSession:
 
     async def prompt(self, text: str, *, task_id: str | None) -> None:
         """Start the run with ``text``, or queue it as the coordinator's next turn."""
-        async with self._start_lock:
+        async with self.start_lock:
             if self.finished.is_set() or (self.state.run and self.state.run.status):
                 raise RunError(f"session {self.id} has ended: open a new one")
             if not self.started:
@@ -298,6 +300,18 @@ class LiveSession:
     def unsubscribe(self, subscription: Subscription) -> None:
         """End a subscription of :meth:`subscribe` (its client went, or stopped following)."""
         self.runtime.bus.unsubscribe(subscription)
+
+    def follow(self, name: str) -> tuple[Subscription, TeamState]:
+        """:meth:`subscribe` for a connected client, counted as one (see :meth:`attached`)
+        until :meth:`unfollow`: a session a client follows is never put away."""
+        subscription, state = self.subscribe(name)
+        self.clients += 1
+        return subscription, state
+
+    def unfollow(self, subscription: Subscription) -> None:
+        """End a subscription of :meth:`follow`, and count its client gone."""
+        self.unsubscribe(subscription)
+        self.clients -= 1
 
     def observe(self, observer: Callable[[Sequence[Fact]], None]) -> None:
         """Call ``observer`` with each batch of facts as it is published, before any

@@ -393,8 +393,7 @@ class Teammate:
                 live = await daemon.open_session(
                     self.team, session=run.session, background=self.spec
                 )
-                await daemon.start_run(live, self.spec.prompt)
-                live.started = True
+                await live.prompt(self.spec.prompt, task_id=None)
             except (OrchestratorError, OSError) as exc:
                 log.error("teammate run did not start", teammate=self.key, error=str(exc))
                 await self._finished(run, RunOutcome.FAILED, error=str(exc))
