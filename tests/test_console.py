@@ -14,7 +14,7 @@ from orchestrator.core._team_actions import ApprovalRequested, ApprovalResolved,
 from orchestrator.core._team_state import TeamState
 from orchestrator.runtime._factlog import MemoryFactLog
 from orchestrator.runtime._ids import Ids
-from orchestrator.runtime._runtime import RunOutcome, TeamRuntime
+from orchestrator.runtime._team_runtime import RunOutcome, TeamRuntime
 from orchestrator.runtime.backends._scripted import ScriptedBackend
 from orchestrator.spec._teamfile import TeamSpec, load_team, parse_team
 

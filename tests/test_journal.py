@@ -31,7 +31,7 @@ from orchestrator.journal._journal import (
     _snapshot,
 )
 from orchestrator.journal._snapshot import encode_state, state_entries
-from orchestrator.runtime._runtime import RunOutcome, TeamRuntime
+from orchestrator.runtime._team_runtime import RunOutcome, TeamRuntime
 from orchestrator.runtime.backends._scripted import ScriptedBackend
 from orchestrator.spec._teamfile import TeamSpec, load_team
 

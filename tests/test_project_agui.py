@@ -459,7 +459,7 @@ class TestFailures:
         spec = team(SLOW_SIBLING)
         from orchestrator.runtime._factlog import MemoryFactLog
         from orchestrator.runtime._ids import Ids
-        from orchestrator.runtime._runtime import TeamRuntime
+        from orchestrator.runtime._team_runtime import TeamRuntime
         from orchestrator.runtime.backends._scripted import ScriptedBackend
 
         runtime = TeamRuntime(
@@ -493,7 +493,7 @@ class TestFollowing:
         """Started after the first turn began, it follows the second (a queued message)."""
         from orchestrator.runtime._factlog import MemoryFactLog
         from orchestrator.runtime._ids import Ids
-        from orchestrator.runtime._runtime import TeamRuntime
+        from orchestrator.runtime._team_runtime import TeamRuntime
         from orchestrator.runtime.backends._scripted import ScriptedBackend
 
         log = MemoryFactLog()

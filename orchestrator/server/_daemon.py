@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 :class:`Daemon` owns the journal, the teams (one per ``*.toml`` of its teams directory,
 addressed by file stem), one HTTP client for the model backends, and a nursery in which
-every live session runs. A session is a :class:`~orchestrator.runtime._runtime.TeamRuntime` in
+every live session runs. A session is a :class:`~orchestrator.runtime._team_runtime.TeamRuntime` in
 *conversation* mode: it exists (with its URI) as soon as a client opens it, its run starts
 with the first prompt, and each later prompt is queued to the coordinator as its next turn.
 
@@ -77,7 +77,7 @@ from orchestrator.protocols._project_agui import AguiProjector
 from orchestrator.runtime._bus import Subscription
 from orchestrator.runtime._command_tool import ToolCallback
 from orchestrator.runtime._ids import Ids
-from orchestrator.runtime._runtime import BackendFactory, RunOutcome, TeamRuntime
+from orchestrator.runtime._team_runtime import BackendFactory, RunOutcome, TeamRuntime
 from orchestrator.runtime.backends._factory import backend_factory
 from orchestrator.spec._schedule import BackgroundSpec
 from orchestrator.spec._teamfile import TeamSpec, load_team, parse_team
