@@ -77,7 +77,8 @@ from orchestrator.protocols._project_agui import AguiProjector
 from orchestrator.runtime._bus import Subscription
 from orchestrator.runtime._command_tool import ToolCallback
 from orchestrator.runtime._ids import Ids
-from orchestrator.runtime._team_runtime import BackendFactory, RunOutcome, TeamRuntime
+from orchestrator.runtime._team_runtime import RunOutcome, TeamRuntime
+from orchestrator.runtime._turns import BackendFactory
 from orchestrator.runtime.backends._factory import backend_factory
 from orchestrator.spec._schedule import BackgroundSpec
 from orchestrator.spec._teamfile import TeamSpec, load_team, parse_team
