@@ -13,7 +13,7 @@ first records its approval ``withdrawn``: no approval stays pending for a call t
 longer run.
 
 After a restart, every approval and question that survived the stop gets its decision
-back (:meth:`Approvals.await_surviving`) before the turns that wait on them go on.
+back (:meth:`Approvals.reopen_surviving`) before the turns that wait on them go on.
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ class Approvals:
         decision.response = response
         decision.event.set()
 
-    def await_surviving(self) -> None:
+    def reopen_surviving(self) -> None:
         """Open a decision for every approval and question that survived the stop, so they
         can be answered as soon as a resumed run reports it started, before the turns that
         wait on them have been taken up again."""

@@ -420,7 +420,7 @@ class Delegation:
                     status, summary = TaskStatus.FAILED, str(exc.__cause__ or exc)
                 except Exception as exc:  # the error barrier of one worker
                     if run.recorder.failed is not None:
-                        raise  # the fact log failed: not this worker's failure (see run)
+                        raise  # the fact log failed, not this worker (see TeamRuntime.run)
                     log.exception("worker crashed", chat=ctx.chat)
                     status, summary = TaskStatus.FAILED, f"internal error: {exc!r}"
                 except BaseException as exc:

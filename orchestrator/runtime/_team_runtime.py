@@ -267,7 +267,7 @@ class TeamRuntime:
         except ValueError as exc:
             raise RunError(str(exc)) from None
         await self.recorder.record(list(plan.actions))
-        self._approvals.await_surviving()
+        self._approvals.reopen_surviving()
         task_status.started(self.session)
         log.info(
             "run resumed",

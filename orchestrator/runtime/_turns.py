@@ -334,7 +334,7 @@ class Turns:
                 round_index += 1
         except Exception as exc:
             if self.run.recorder.failed is not None:
-                raise  # nothing can be recorded any more: the run is going down (TeamRuntime.run)
+                raise  # nothing can be recorded: the run is going down (see TeamRuntime.run)
             log.warning("turn failed", chat=chat, agent=ctx.agent.name, error=str(exc))
             await self.run.recorder.record(
                 [
