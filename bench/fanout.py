@@ -108,7 +108,7 @@ async def _orchestrator(n: int, journal_path: Path | None = None) -> tuple[Any, 
 async def _run_fanout(n: int, factlog: Any) -> tuple[Any, Any, int]:
     from orchestrator.core._graph import DelegationGraph
     from orchestrator.protocols._project_agentui import AgentUiProjector
-    from orchestrator.runtime._runtime import TeamRuntime
+    from orchestrator.runtime._team_runtime import TeamRuntime
     from orchestrator.runtime.backends._scripted import ScriptedBackend
 
     team = _team(n)
@@ -136,7 +136,7 @@ async def _run_fanout(n: int, factlog: Any) -> tuple[Any, Any, int]:
 async def _record_batches(n: int) -> list[tuple[Any, Any]]:
     """The batches the runtime submits in the N-worker run, with the turns each ends."""
     from orchestrator.runtime._factlog import MemoryFactLog
-    from orchestrator.runtime._runtime import TeamRuntime
+    from orchestrator.runtime._team_runtime import TeamRuntime
     from orchestrator.runtime.backends._scripted import ScriptedBackend
 
     class KeepsBatches(MemoryFactLog):

@@ -19,7 +19,8 @@ from orchestrator.base._errors import RunError
 from orchestrator.core._facts import Fact
 from orchestrator.protocols._project_agui import AguiProjector, AguiRunStatus, Event
 from orchestrator.runtime._factlog import MemoryFactLog
-from orchestrator.runtime._runtime import Ids, TeamRuntime
+from orchestrator.runtime._ids import Ids
+from orchestrator.runtime._team_runtime import TeamRuntime
 from orchestrator.runtime.backends._scripted import ScriptedBackend
 from orchestrator.spec._model import TeamSpec
 from orchestrator.spec._teamfile import parse_team

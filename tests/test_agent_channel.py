@@ -26,7 +26,8 @@ from orchestrator.protocols._agent_channel import (
 )
 from orchestrator.protocols._agent_messages import turn_messages
 from orchestrator.runtime._factlog import MemoryFactLog
-from orchestrator.runtime._runtime import Ids, TeamRuntime
+from orchestrator.runtime._ids import Ids
+from orchestrator.runtime._team_runtime import TeamRuntime
 from orchestrator.runtime.backends._scripted import ScriptedBackend
 from orchestrator.spec._teamfile import load_team
 

@@ -49,7 +49,7 @@ from orchestrator.core._facts_wire import fact_to_json
 from orchestrator.core._team_actions import ApprovalRequested, RunStatus, TaskCreated, TaskStarted
 from orchestrator.runtime import _logging
 from orchestrator.runtime._logging import redact_text
-from orchestrator.runtime._runtime import RunOutcome
+from orchestrator.runtime._team_runtime import RunOutcome
 from orchestrator.runtime.backends._factory import backend_factory
 from orchestrator.runtime.backends._openai import HOSTED_API, http_client
 from orchestrator.spec._model import TeamSpec

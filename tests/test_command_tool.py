@@ -52,7 +52,8 @@ from orchestrator.runtime._command_tool import (
     run_command,
 )
 from orchestrator.runtime._factlog import MemoryFactLog
-from orchestrator.runtime._runtime import Ids, RunOutcome, TeamRuntime
+from orchestrator.runtime._ids import Ids
+from orchestrator.runtime._team_runtime import RunOutcome, TeamRuntime
 from orchestrator.runtime.backends._scripted import ScriptedBackend
 from orchestrator.server._auth import Role, Token
 from orchestrator.server._config import Limits, ServeConfig

@@ -13,7 +13,8 @@ from orchestrator.cli._console import ApprovalMode, TeamConsole, describe_fact, 
 from orchestrator.core._team_actions import ApprovalRequested, ApprovalResolved, RunStatus
 from orchestrator.core._team_state import TeamState
 from orchestrator.runtime._factlog import MemoryFactLog
-from orchestrator.runtime._runtime import Ids, RunOutcome, TeamRuntime
+from orchestrator.runtime._ids import Ids
+from orchestrator.runtime._team_runtime import RunOutcome, TeamRuntime
 from orchestrator.runtime.backends._scripted import ScriptedBackend
 from orchestrator.spec._model import TeamSpec
 from orchestrator.spec._teamfile import load_team, parse_team

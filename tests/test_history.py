@@ -48,7 +48,7 @@ from orchestrator.protocols._agent_messages import (
 )
 from orchestrator.runtime._bus import FactBus
 from orchestrator.runtime._factlog import MemoryFactLog, Ticket
-from orchestrator.runtime._runtime import Recorder
+from orchestrator.runtime._recorder import Recorder
 
 from .conftest import back_to_schema_4
 from .sessions import solo_opening

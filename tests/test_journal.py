@@ -26,7 +26,7 @@ from orchestrator.journal._reader import JournalReader, _snapshot
 from orchestrator.journal._rows import _Snapshot
 from orchestrator.journal._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from orchestrator.journal._snapshot import encode_state, state_entries
-from orchestrator.runtime._runtime import RunOutcome, TeamRuntime
+from orchestrator.runtime._team_runtime import RunOutcome, TeamRuntime
 from orchestrator.runtime.backends._scripted import ScriptedBackend
 from orchestrator.spec._model import TeamSpec
 from orchestrator.spec._teamfile import load_team

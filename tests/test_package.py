@@ -78,7 +78,7 @@ class TestPureCore:
 
     def test_the_check_can_fail(self) -> None:
         """The runtime is not pure: the same check sees trio come in."""
-        assert "trio" in loaded_after("import orchestrator.runtime._runtime")
+        assert "trio" in loaded_after("import orchestrator.runtime._team_runtime")
 
 
 class TestFacade:

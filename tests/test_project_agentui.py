@@ -1,9 +1,10 @@
 """The Agent UI projection: which envelopes each fact gives, with which ids and taxonomy.
 
 Fact logs are built by hand with :class:`Log`, whose methods record the same batches, in the
-same order, as the runtime does (``orchestrator/runtime/_runtime.py``): a run's start, a turn, a
-tool call up to ``running`` or ``pending-confirmation``, a delegation (queued or at once), a
-worker's report, an approval, a handoff and back.
+same order, as the runtime does (``orchestrator/runtime/``: ``_team_runtime.py``,
+``_turns.py``, ``_delegation.py``, ``_approvals.py``): a run's start, a turn, a tool call up to
+``running`` or ``pending-confirmation``, a delegation (queued or at once), a worker's report, an
+approval, a handoff and back.
 """
 
 from __future__ import annotations

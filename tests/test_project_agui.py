@@ -458,7 +458,8 @@ class TestFailures:
         log_projector: list[Event] = []
         spec = team(SLOW_SIBLING)
         from orchestrator.runtime._factlog import MemoryFactLog
-        from orchestrator.runtime._runtime import Ids, TeamRuntime
+        from orchestrator.runtime._ids import Ids
+        from orchestrator.runtime._team_runtime import TeamRuntime
         from orchestrator.runtime.backends._scripted import ScriptedBackend
 
         runtime = TeamRuntime(
@@ -491,7 +492,8 @@ class TestFollowing:
     ) -> None:
         """Started after the first turn began, it follows the second (a queued message)."""
         from orchestrator.runtime._factlog import MemoryFactLog
-        from orchestrator.runtime._runtime import Ids, TeamRuntime
+        from orchestrator.runtime._ids import Ids
+        from orchestrator.runtime._team_runtime import TeamRuntime
         from orchestrator.runtime.backends._scripted import ScriptedBackend
 
         log = MemoryFactLog()

@@ -45,7 +45,9 @@ from orchestrator.core._team_actions import (
 )
 from orchestrator.core._team_state import TeamState
 from orchestrator.runtime._factlog import MemoryFactLog, Ticket
-from orchestrator.runtime._runtime import Ids, RunOutcome, TeamRuntime, conversation
+from orchestrator.runtime._ids import Ids
+from orchestrator.runtime._team_runtime import RunOutcome, TeamRuntime
+from orchestrator.runtime._turns import conversation
 from orchestrator.runtime.backends._scripted import ScriptedBackend, tool_call_id
 from orchestrator.spec._model import RestartPolicy, TeamSpec
 from orchestrator.spec._teamfile import parse_team

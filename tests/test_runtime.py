@@ -82,8 +82,10 @@ from orchestrator.core._team_actions import (
     TaskStatus,
 )
 from orchestrator.core._team_state import TeamState
+from orchestrator.runtime._approvals import answer_text, parse_answer
 from orchestrator.runtime._factlog import DoneTicket, EventTicket, MemoryFactLog, Ticket
-from orchestrator.runtime._runtime import Ids, RunOutcome, TeamRuntime, answer_text, parse_answer
+from orchestrator.runtime._ids import Ids
+from orchestrator.runtime._team_runtime import RunOutcome, TeamRuntime
 from orchestrator.runtime.backends._scripted import ScriptedBackend
 from orchestrator.spec._model import AgentSpec, TeamSpec
 from orchestrator.spec._teamfile import parse_team

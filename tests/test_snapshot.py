@@ -28,7 +28,7 @@ from orchestrator.journal._snapshot import (
     state_entries,
 )
 from orchestrator.runtime._factlog import MemoryFactLog
-from orchestrator.runtime._runtime import TeamRuntime
+from orchestrator.runtime._team_runtime import TeamRuntime
 from orchestrator.runtime.backends._scripted import ScriptedBackend
 from orchestrator.spec._teamfile import load_team
 

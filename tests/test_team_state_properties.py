@@ -21,7 +21,7 @@ from orchestrator.ahp._actions import SessionChatUpdatedAction
 from orchestrator.core._facts import Action, Fact
 from orchestrator.core._team_actions import TaskStatus
 from orchestrator.core._team_state import TeamState
-from orchestrator.runtime._runtime import TeamRuntime
+from orchestrator.runtime._team_runtime import TeamRuntime
 from orchestrator.runtime.backends._scripted import ScriptedBackend
 
 from .strategies import state_actions

@@ -46,7 +46,7 @@ from orchestrator.core._team_actions import (
     TaskStatus,
 )
 from orchestrator.core._team_state import MemberStatus, TeamState
-from orchestrator.runtime._runtime import TeamRuntime
+from orchestrator.runtime._team_runtime import TeamRuntime
 
 __all__ = ["ApprovalMode", "TeamConsole", "describe_fact", "render_tree"]
 

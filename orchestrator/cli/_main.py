@@ -50,7 +50,7 @@ from orchestrator.protocols._project_agentui import AgentUiProjector, project_fa
 from orchestrator.runtime._factlog import read_facts
 from orchestrator.runtime._logging import configure_logging
 from orchestrator.runtime._process import tune_gc
-from orchestrator.runtime._runtime import RunOutcome, TeamRuntime, require_prompt
+from orchestrator.runtime._team_runtime import RunOutcome, TeamRuntime, require_prompt
 from orchestrator.runtime.backends._factory import backend_factory
 from orchestrator.runtime.backends._openai import http_client
 from orchestrator.server._app import serve

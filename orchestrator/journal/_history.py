@@ -17,7 +17,7 @@ from orchestrator.ahp._state import ChatState
 from orchestrator.base._errors import RunError
 from orchestrator.core._facts import Action, Fact
 from orchestrator.runtime._bus import FactBus
-from orchestrator.runtime._runtime import Recorder
+from orchestrator.runtime._recorder import Recorder
 
 from ._file import Durability
 from ._journal import SqliteJournal

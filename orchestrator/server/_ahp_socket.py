@@ -102,7 +102,7 @@ from orchestrator.protocols._ahp_rpc import (
     session_snapshot_state,
 )
 from orchestrator.runtime._bus import Subscription
-from orchestrator.runtime._runtime import Ids
+from orchestrator.runtime._ids import Ids
 
 from ._ahp_dispatch import ActionDispatcher
 from ._auth import Permission, Principal

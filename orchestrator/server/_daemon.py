@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 :class:`Daemon` owns the journal, the teams (one per ``*.toml`` of its teams directory,
 addressed by file stem), one HTTP client for the model backends, and a nursery in which
-every live session runs. A session is a :class:`~orchestrator.runtime._runtime.TeamRuntime` in
+every live session runs. A session is a :class:`~orchestrator.runtime._team_runtime.TeamRuntime` in
 *conversation* mode: it exists (with its URI) as soon as a client opens it, its run starts
 with the first prompt, and each later prompt is queued to the coordinator as its next turn.
 
@@ -56,7 +56,9 @@ from orchestrator.base._errors import (
 from orchestrator.core._team_state import TeamState
 from orchestrator.journal._journal import SqliteJournal
 from orchestrator.runtime._command_tool import ToolCallback
-from orchestrator.runtime._runtime import BackendFactory, Ids, RunOutcome, TeamRuntime
+from orchestrator.runtime._ids import Ids
+from orchestrator.runtime._team_runtime import RunOutcome, TeamRuntime
+from orchestrator.runtime._turns import BackendFactory
 from orchestrator.runtime.backends._factory import backend_factory
 from orchestrator.spec._model import TeamSpec
 from orchestrator.spec._schedule import BackgroundSpec

@@ -39,7 +39,8 @@ from orchestrator.protocols._agent_channel import AgentChannelProjector
 from orchestrator.protocols._agent_messages import TURN_ENDS
 from orchestrator.protocols._project_agui import AguiProjector
 from orchestrator.runtime._bus import BusStatistics, Subscription
-from orchestrator.runtime._runtime import Ids, TeamRuntime
+from orchestrator.runtime._ids import Ids
+from orchestrator.runtime._team_runtime import TeamRuntime
 
 __all__ = [
     "CHAT_PREFIX",

@@ -1,0 +1,567 @@
+"""Delegation and handoff: the tool calls that run another agent's chat.
+
+Theory of operation
+-------------------
+A ``delegate`` call creates a task and spawns a worker chat for it, inside the call's own
+trio task: the tree of trio tasks *is* the delegation tree. The worker's chat runs the same
+turn loop as the coordinator's (``run_chat``, given by :mod:`orchestrator.runtime._turns`),
+under a cancel scope kept per chat (:attr:`RunContext.scopes`), so cancelling a worker
+cancels its subtree. Every worker runs behind an error barrier
+(:meth:`Delegation._supervise_worker`): an exception in it is recorded (the worker's turn
+ends in error, its task is reported ``failed``) and never reaches its siblings; a timeout
+fails it; a cancellation kills it. When it ends, one batch reports back: the task fact, a
+worker notification in the delegating chat's turn, and the delegate call's result.
+
+Delegations over the team's parallel budget wait on its :class:`trio.CapacityLimiter` as
+``queued`` tasks (:class:`~orchestrator.runtime._context.Slot`); the delegations of one
+model round submit their first batch in request order (:class:`Turnstile`), so ids and logs
+are reproducible. A ``handoff`` call hands the delegating chat's task to a specialist chat
+until it is done, then takes it back. After a restart both go on where they stood.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from contextlib import nullcontext
+from typing import Protocol
+
+import attrs
+import structlog
+import trio
+
+from orchestrator.ahp._actions import ChatToolCallContentChangedAction
+from orchestrator.ahp._state import (
+    Message,
+    MessageKind,
+    MessageOrigin,
+    ToolChatOrigin,
+    ToolResultSubagentContent,
+)
+from orchestrator.base._errors import RunError
+from orchestrator.core._facts import Action
+from orchestrator.core._model_round import ToolCallRequest, ToolOutcome
+from orchestrator.core._queries import subagent_of, tool_call_of
+from orchestrator.core._recovery import cut_off
+from orchestrator.core._reports import delegation_output, delegation_report
+from orchestrator.core._team_actions import (
+    HandoffRecorded,
+    MemberJoined,
+    TaskCreated,
+    TaskFinished,
+    TaskStarted,
+    TaskStatus,
+)
+from orchestrator.core._team_state import TaskRecord
+from orchestrator.spec._model import AgentSpec
+
+from ._context import (
+    CANCELLED,
+    ChatContext,
+    RunContext,
+    Slot,
+    TurnFailedError,
+    TurnResult,
+    chat_added,
+    is_cancellation,
+)
+
+__all__ = ["Delegation", "RunChat", "Turnstile"]
+
+log = structlog.get_logger("orchestrator.runtime")
+
+
+class RunChat(Protocol):
+    """Runs a chat's turns to the end (the turn loop's ``run_chat``)."""
+
+    async def __call__(
+        self, ctx: ChatContext, message: Message, *, resume: bool = False
+    ) -> TurnResult: ...
+
+
+class Turnstile:
+    """Lets the delegations of one model round submit their first batch in request order,
+    whatever order trio runs their tasks in, so that ids and logs are reproducible. A
+    delegation passes once its batch is submitted, not durable: the next one's batch can
+    join it in the log's next write."""
+
+    def __init__(self, count: int) -> None:
+        self._passed = [trio.Event() for _ in range(count)]
+
+    async def wait(self, index: int) -> None:
+        if index > 0:
+            await self._passed[index - 1].wait()
+
+    def passed(self, index: int) -> None:
+        self._passed[index].set()
+
+
+class Delegation:
+    """The workers and specialists of one run (see module docstring)."""
+
+    def __init__(self, run: RunContext, *, run_chat: RunChat) -> None:
+        self.run = run
+        self._run_chat = run_chat
+        # Delegations waiting for a place in the budget, by task id (see cancel_task).
+        self._waiting: dict[str, trio.CancelScope] = {}
+
+    # ── controls ─────────────────────────────────────────────────────────────
+
+    def cancel_worker(self, chat: str) -> None:
+        """Cancel one worker and its subtree (see :meth:`TeamRuntime.cancel_worker`)."""
+        scope = self.run.scopes.get(chat)
+        if scope is None or chat == self.run.state.coordinator_chat():
+            raise RunError(f"no running worker chat {chat}")
+        scope.cancel()
+
+    def cancel_task(self, task: str) -> None:
+        """Cancel a delegated task, queued or running (see :meth:`TeamRuntime.cancel_task`)."""
+        record = self.run.state.tasks.get(task)
+        if record is None or record.requested_by is None:
+            raise RunError(f"no delegated task {task!r}")
+        waiting = self._waiting.get(task)
+        if waiting is not None:
+            waiting.cancel()
+        elif record.chat is not None and record.chat in self.run.scopes:
+            self.cancel_worker(record.chat)
+        else:
+            raise RunError(f"task {task!r} is {record.status}: there is nothing to cancel")
+
+    # ── delegate ─────────────────────────────────────────────────────────────
+
+    async def delegate(
+        self,
+        ctx: ChatContext,
+        request: ToolCallRequest,
+        turnstile: Turnstile,
+        position: int,
+        *,
+        task: TaskRecord | None = None,
+    ) -> ToolOutcome:
+        """Delegate the call's task to a worker and wait for its report.
+
+        ``task``: the call had created it before a restart; it goes on from there.
+        """
+        run = self.run
+        if task is not None:
+            turnstile.passed(position)
+            return await self._resume_delegation(ctx, request, task)
+        target = str(request.arguments.get("agent", ""))
+        task_text = str(request.arguments.get("task", "")).strip()
+        if target not in ctx.agent.delegates_to:
+            allowed = ", ".join(ctx.agent.delegates_to) or "nobody"
+            raise RunError(f"{ctx.agent.name} may not delegate to {target!r} (allowed: {allowed})")
+        if not task_text:
+            raise RunError("delegate needs a non-empty task")
+        worker = run.team.agent(target)
+        await turnstile.wait(position)
+        task_id = run.ids.numbered("task")
+        started = trio.current_time()
+        created = TaskCreated(
+            task=task_id,
+            title=task_text,
+            agent=worker.name,
+            requested_by=ctx.chat,
+            tool_call_id=request.tool_call_id,
+            parent_task=ctx.task,
+            status=TaskStatus.QUEUED,
+        )
+        slot = Slot()
+        try:
+            run.limiter.acquire_on_behalf_of_nowait(slot)
+            slot.held = True
+        except trio.WouldBlock:
+            await run.recorder.record([(run.session, created)])
+            # Only once durable (no checkpoint until this task is in the budget's queue): a
+            # later delegation must neither take a place freed meanwhile nor queue ahead.
+            turnstile.passed(position)
+            log.info(
+                "delegation queued",
+                task=task_id,
+                agent=worker.name,
+                budget=run.team.parallel_budget,
+            )
+            if not await self._wait_for_slot(task_id, slot, started):
+                return await self._queued_task_killed(ctx, request, task_id, worker, started)
+        return await self._start_worker(
+            ctx, request, worker, created, slot, lambda: turnstile.passed(position)
+        )
+
+    async def _queued_task_killed(
+        self,
+        ctx: ChatContext,
+        request: ToolCallRequest,
+        task: str,
+        worker: AgentSpec,
+        started: float,
+    ) -> ToolOutcome:
+        return await self._delegation_ended(
+            ctx,
+            request,
+            TaskFinished(
+                task=task,
+                status=TaskStatus.KILLED,
+                summary="cancelled while it waited for a place in the parallel budget",
+                duration_ms=_elapsed_ms(started),
+            ),
+            worker,
+            subagent=None,
+        )
+
+    async def _start_worker(
+        self,
+        ctx: ChatContext,
+        request: ToolCallRequest,
+        worker: AgentSpec,
+        created: TaskCreated,
+        slot: Slot,
+        spawned: Callable[[], None],
+    ) -> ToolOutcome:
+        """Spawn the worker of a task (holding ``slot``), supervise it and report back.
+
+        ``spawned`` runs once the spawn is submitted (it lets the next delegation of the
+        round submit its own behind it, so that the round's spawns are written together
+        rather than one durable write after another); the worker starts once its spawn is
+        durable. ``created`` is recorded with the spawn unless the task was queued.
+        """
+        run = self.run
+        task, task_text = created.task, created.title
+        try:
+            worker_chat = run.ids.chat()
+            subagent = ToolResultSubagentContent(
+                resource=worker_chat, title=task_text, agent_name=worker.name
+            )
+            spawn: list[tuple[str, Action]] = []
+            if task not in run.state.tasks:  # it did not wait: created and started at once
+                spawn.append((run.session, attrs.evolve(created, status=TaskStatus.RUNNING)))
+            spawn += [
+                (
+                    run.session,
+                    chat_added(
+                        worker_chat,
+                        worker,
+                        task_text,
+                        ToolChatOrigin(chat=ctx.chat, tool_call_id=request.tool_call_id),
+                        run.recorder.clock(),
+                    ),
+                ),
+                (
+                    run.session,
+                    MemberJoined(chat=worker_chat, agent=worker.name, role=worker.role, task=task),
+                ),
+                (
+                    ctx.chat,
+                    ChatToolCallContentChangedAction(
+                        turn_id=ctx.turn_id, tool_call_id=request.tool_call_id, content=(subagent,)
+                    ),
+                ),
+                (run.session, TaskStarted(task=task, chat=worker_chat)),
+            ]
+            pending = run.recorder.submit(spawn)
+            spawned()
+            await pending.wait()
+            status, summary, usage, duration = await self._supervise_worker(
+                ChatContext(worker_chat, worker, task, slot=slot), task_text, own_task=True
+            )
+        finally:
+            run.release_slot(slot)
+        finished = TaskFinished(
+            task=task,
+            status=status,
+            summary=summary,
+            duration_ms=duration,
+            input_tokens=usage[0],
+            output_tokens=usage[1],
+            chat=worker_chat,
+        )
+        return await self._delegation_ended(ctx, request, finished, worker, subagent=subagent)
+
+    async def _resume_delegation(
+        self, ctx: ChatContext, request: ToolCallRequest, record: TaskRecord
+    ) -> ToolOutcome:
+        """Take up a task the call created before a restart: queued, it waits for its place
+        again; running, its worker chat goes on (see the turn loop's ``resume_turn``)."""
+        run = self.run
+        worker = run.team.agent(record.agent)
+        started = trio.current_time()
+        slot = Slot()
+        if record.chat is None:
+            if not await self._wait_for_slot(record.task, slot, started):
+                return await self._queued_task_killed(ctx, request, record.task, worker, started)
+            created = TaskCreated(
+                task=record.task,
+                title=record.title,
+                agent=record.agent,
+                requested_by=ctx.chat,
+                tool_call_id=request.tool_call_id,
+                parent_task=ctx.task,
+                status=TaskStatus.QUEUED,
+            )
+            return await self._start_worker(ctx, request, worker, created, slot, lambda: None)
+        call = tool_call_of(run.state, ctx.chat, request.tool_call_id)
+        subagent = (subagent_of(call) if call is not None else None) or ToolResultSubagentContent(
+            resource=record.chat, title=record.title, agent_name=worker.name
+        )
+        worker_ctx = ChatContext(record.chat, worker, record.task, slot=slot)
+        try:
+            try:
+                await run.take_slot(slot)  # it held one when the process stopped
+            except BaseException as exc:
+                if is_cancellation(exc):
+                    # Cancelled before the worker could go on: end its subtree as the stop
+                    # left it, and its task killed.
+                    await run.record_cancelled(
+                        [
+                            *cut_off(run.state, record.chat, now=run.recorder.clock()),
+                            (run.session, _killed(worker_ctx, started)),
+                        ]
+                    )
+                raise
+            status, summary, usage, duration = await self._supervise_worker(
+                worker_ctx, record.title, own_task=True, resume=True
+            )
+        finally:
+            run.release_slot(slot)
+        finished = TaskFinished(
+            task=record.task,
+            status=status,
+            summary=summary,
+            duration_ms=duration,
+            input_tokens=usage[0],
+            output_tokens=usage[1],
+            chat=record.chat,
+        )
+        return await self._delegation_ended(ctx, request, finished, worker, subagent=subagent)
+
+    async def _wait_for_slot(self, task: str, slot: Slot, started: float) -> bool:
+        """Wait in the queue for a place in the budget; False if the task was cancelled there.
+
+        A cancellation from above (the team, or the delegating chat, going down) records the
+        queued task ``killed`` before it propagates.
+        """
+        try:
+            with trio.CancelScope() as waiting:
+                self._waiting[task] = waiting
+                await self.run.take_slot(slot)
+        except BaseException as exc:
+            if is_cancellation(exc):
+                killed = TaskFinished(
+                    task=task,
+                    status=TaskStatus.KILLED,
+                    summary=CANCELLED,
+                    duration_ms=_elapsed_ms(started),
+                )
+                await self.run.record_cancelled([(self.run.session, killed)])
+            raise
+        finally:
+            self._waiting.pop(task, None)
+        return not waiting.cancelled_caught
+
+    async def _delegation_ended(
+        self,
+        ctx: ChatContext,
+        request: ToolCallRequest,
+        finished: TaskFinished,
+        worker: AgentSpec,
+        *,
+        subagent: ToolResultSubagentContent | None,
+    ) -> ToolOutcome:
+        """Report a finished task back: the task fact, a worker notification in the delegating
+        chat's turn and the delegate call's result, in one batch."""
+        await self.run.recorder.record(
+            delegation_report(
+                self.run.session,
+                ctx.chat,
+                ctx.turn_id,
+                request.tool_call_id,
+                finished,
+                worker=worker.name,
+                subagent=subagent,
+            )
+        )
+        return ToolOutcome(
+            tool_call_id=request.tool_call_id,
+            tool_name=request.tool_name,
+            success=finished.status is TaskStatus.COMPLETED,
+            output=delegation_output(worker.name, finished),
+        )
+
+    # ── a worker's lifecycle ─────────────────────────────────────────────────
+
+    async def _supervise_worker(
+        self, ctx: ChatContext, task_text: str, *, own_task: bool, resume: bool = False
+    ) -> tuple[TaskStatus, str, tuple[int, int], int]:
+        """Run a worker chat behind its error barrier, timeout and cancel scope.
+
+        ``own_task``: the worker owns ``ctx.task`` (a delegation), so a
+        cancellation from above (the whole team) records that task ``killed``.
+        ``resume``: the chat exists from before a restart and goes on where it stood.
+        """
+        run = self.run
+        started = trio.current_time()
+        status = TaskStatus.COMPLETED
+        summary = ""
+        usage = (0, 0)
+        message = Message(text=task_text, origin=MessageOrigin(kind=MessageKind.TOOL))
+        timeout = ctx.agent.timeout
+        with trio.CancelScope() as scope:
+            run.scopes[ctx.chat] = scope
+            deadline = trio.move_on_after(timeout) if timeout is not None else nullcontext()
+            with structlog.contextvars.bound_contextvars(chat=ctx.chat, agent=ctx.agent.name):
+                try:
+                    with deadline as timer:
+                        result = await self._run_chat(ctx, message, resume=resume)
+                        summary = result.text
+                        usage = (result.input_tokens, result.output_tokens)
+                    if timer is not None and timer.cancelled_caught:
+                        status = TaskStatus.FAILED
+                        summary = f"timed out after {_seconds(timeout)}"
+                except TurnFailedError as exc:
+                    status, summary = TaskStatus.FAILED, str(exc.__cause__ or exc)
+                except Exception as exc:  # the error barrier of one worker
+                    if run.recorder.failed is not None:
+                        raise  # the fact log failed, not this worker (see TeamRuntime.run)
+                    log.exception("worker crashed", chat=ctx.chat)
+                    status, summary = TaskStatus.FAILED, f"internal error: {exc!r}"
+                except BaseException as exc:
+                    if own_task and is_cancellation(exc) and not scope.cancel_called:
+                        # Cancelled from above: the team is going down; report the task.
+                        run.scopes.pop(ctx.chat, None)
+                        await run.record_cancelled([(run.session, _killed(ctx, started))])
+                    raise
+        run.scopes.pop(ctx.chat, None)
+        if scope.cancelled_caught:
+            status, summary = TaskStatus.KILLED, CANCELLED
+        return status, summary, usage, int((trio.current_time() - started) * 1000)
+
+    # ── handoff ──────────────────────────────────────────────────────────────
+
+    async def handoff(
+        self,
+        ctx: ChatContext,
+        request: ToolCallRequest,
+        *,
+        specialist: ToolResultSubagentContent | None = None,
+    ) -> ToolOutcome:
+        """Hand the task to a specialist chat until it is done, then take it back.
+
+        ``specialist``: the chat the call handed off to before a restart; it goes on.
+        """
+        run = self.run
+        if specialist is not None:
+            chosen = run.team.agent(specialist.agent_name or "")
+            return await self._handed_off(ctx, request, chosen, specialist, resume=True)
+        target = str(request.arguments.get("agent", ""))
+        reason = str(request.arguments.get("reason", "")).strip() or "handoff"
+        resume = str(request.arguments.get("resume", "")).strip() or ctx.agent.name
+        if target not in ctx.agent.delegates_to:
+            allowed = ", ".join(ctx.agent.delegates_to) or "nobody"
+            raise RunError(f"{ctx.agent.name} may not hand off to {target!r} (allowed: {allowed})")
+        agent = run.team.agent(target)
+        specialist_chat = run.ids.chat()
+        subagent = ToolResultSubagentContent(
+            resource=specialist_chat, title=reason, agent_name=agent.name
+        )
+        task_title = run.state.tasks[ctx.task].title
+        await run.recorder.record(
+            [
+                (
+                    run.session,
+                    chat_added(
+                        specialist_chat,
+                        agent,
+                        task_title,
+                        ToolChatOrigin(chat=ctx.chat, tool_call_id=request.tool_call_id),
+                        run.recorder.clock(),
+                    ),
+                ),
+                (
+                    run.session,
+                    MemberJoined(
+                        chat=specialist_chat,
+                        agent=agent.name,
+                        role=agent.role,
+                        task=ctx.task,
+                    ),
+                ),
+                (
+                    ctx.chat,
+                    ChatToolCallContentChangedAction(
+                        turn_id=ctx.turn_id, tool_call_id=request.tool_call_id, content=(subagent,)
+                    ),
+                ),
+                (
+                    run.session,
+                    HandoffRecorded(
+                        task=ctx.task,
+                        from_chat=ctx.chat,
+                        to_chat=specialist_chat,
+                        to_agent=agent.name,
+                        reason=reason,
+                        resume_target=resume,
+                        tool_call_id=request.tool_call_id,
+                    ),
+                ),
+            ]
+        )
+        return await self._handed_off(ctx, request, agent, subagent, resume=False)
+
+    async def _handed_off(
+        self,
+        ctx: ChatContext,
+        request: ToolCallRequest,
+        specialist: AgentSpec,
+        subagent: ToolResultSubagentContent,
+        *,
+        resume: bool,
+    ) -> ToolOutcome:
+        """Supervise the specialist a handoff spawned; then the task comes back."""
+        reason = str(request.arguments.get("reason", "")).strip() or "handoff"
+        resume_target = str(request.arguments.get("resume", "")).strip() or ctx.agent.name
+        task_title = self.run.state.tasks[ctx.task].title
+        status, summary, _usage, _duration = await self._supervise_worker(
+            ChatContext(subagent.resource, specialist, ctx.task),
+            f"{task_title}\n\n({reason})",
+            own_task=False,
+            resume=resume,
+        )
+        back = (
+            self.run.session,
+            HandoffRecorded(
+                task=ctx.task,
+                from_chat=subagent.resource,
+                to_chat=ctx.chat,
+                to_agent=ctx.agent.name,
+                reason=f"{specialist.name} {status}",
+                resume_target=resume_target,
+                tool_call_id=request.tool_call_id,
+            ),
+        )
+        return await self.run.complete_tool_call(
+            ctx,
+            request,
+            success=status is TaskStatus.COMPLETED,
+            output=f"[{specialist.name}, {status}] {summary}",
+            content_before=(subagent,),
+            extra=[back],
+        )
+
+
+def _killed(ctx: ChatContext, started: float) -> TaskFinished:
+    return TaskFinished(
+        task=ctx.task,
+        status=TaskStatus.KILLED,
+        summary=CANCELLED,
+        duration_ms=int((trio.current_time() - started) * 1000),
+        chat=ctx.chat,
+    )
+
+
+def _elapsed_ms(started: float) -> int:
+    return int((trio.current_time() - started) * 1000)
+
+
+def _seconds(value: float | None) -> str:
+    if value is None or math.isinf(value):
+        return "no limit"
+    return f"{value:g}s"

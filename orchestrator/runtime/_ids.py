@@ -1,0 +1,50 @@
+"""The ids of one run: sessions, chats and runs (UUIDs), tasks, turns, approvals (numbered).
+
+Numbered ids are unique within a run, across the processes that take it up again after a
+stop (see :class:`Ids`); ``deterministic=True`` makes every id reproducible, for tests and
+examples.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+
+__all__ = ["Ids"]
+
+
+class Ids:
+    """Makes the ids of one run; ``deterministic=True`` numbers them (tests, examples).
+
+    ``restart`` is the number of the process taking an unfinished run up again (0 for the
+    first): its numbered ids (``task-r1-1``) and deterministic UUIDs cannot meet the ones
+    the earlier processes made.
+    """
+
+    def __init__(self, *, deterministic: bool = False, restart: int = 0) -> None:
+        self._deterministic = deterministic
+        self._restart = restart
+        self._counters: dict[str, itertools.count[int]] = {}
+
+    def _next(self, kind: str) -> int:
+        return next(self._counters.setdefault(kind, itertools.count(1)))
+
+    def _uuid(self, kind: str) -> str:
+        if self._deterministic:
+            return str(uuid.UUID(int=(self._restart << 64) | self._next(kind)))
+        return str(uuid.uuid4())
+
+    def session(self) -> str:
+        return f"ahp-session:/{self._uuid('session')}"
+
+    def chat(self) -> str:
+        return f"ahp-chat:/{self._uuid('chat')}"
+
+    def run(self) -> str:
+        return f"run-{self._uuid('run')}"
+
+    def numbered(self, kind: str) -> str:
+        """``task-1``, ``turn-3``, ``approval-2``...: unique within the run."""
+        if self._restart:
+            return f"{kind}-r{self._restart}-{self._next(kind)}"
+        return f"{kind}-{self._next(kind)}"

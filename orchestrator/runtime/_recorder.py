@@ -1,0 +1,182 @@
+"""The recorder: the single door through which facts enter the world.
+
+Theory of operation
+-------------------
+Everything the runtime does becomes facts through one door,
+:meth:`Recorder.record`: a batch of ``(channel, action)`` pairs is validated and
+reduced against the current :class:`TeamState` (nothing changes yet), appended
+to the fact log, committed to the state, and only then published on the bus.
+A batch is all or nothing; it is how a spawn records the worker's ChatOrigin
+and the parent tool call's subagent content together. How batches in flight are
+ordered, settled and failed is told in :class:`Recorder`'s docstring.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Sequence
+
+import attrs
+import structlog
+import trio
+
+from orchestrator.base._clock import now_timestamp
+from orchestrator.base._errors import FactLogError
+from orchestrator.core._facts import Action, Fact
+from orchestrator.core._team_state import TeamState, Transition
+
+from ._bus import FactBus
+from ._factlog import FactLog, Ticket
+
+__all__ = ["PendingBatch", "Recorder"]
+
+log = structlog.get_logger("orchestrator.runtime")
+
+
+class Recorder:
+    """The single door through which facts enter the world (see module docstring).
+
+    Theory of operation: :meth:`submit` prepares a batch against the state as the batches in
+    flight will leave it, numbers its facts and submits them to the fact log, all without
+    an await: trio runs one task at a time, so batches are ordered without a lock. Waiting
+    on the returned :class:`PendingBatch` (shielded: a submitted batch is never abandoned)
+    returns once it is durable, after committing every batch that is, oldest first, and
+    publishing their facts; :meth:`record` is the two in one. A log that writes in the
+    background can thus make many batches durable in one transaction, and a task may submit
+    several batches before it waits (the spawns of one delegate step do): whoever waits
+    settles everything durable ahead of it. If the log fails, that batch and every later
+    one fail with it; the recorder then refuses all else, and tells ``on_failed`` (the
+    runtime ends the session: a task waiting on something else would never find out).
+    """
+
+    def __init__(
+        self,
+        state: TeamState,
+        factlog: FactLog,
+        bus: FactBus,
+        *,
+        clock: Callable[[], str] = now_timestamp,
+    ) -> None:
+        self.state = state
+        self.factlog = factlog
+        self.bus = bus
+        self.clock = clock
+        self._last_sequence = state.last_sequence  # of the last fact submitted
+        self._in_flight: collections.deque[PendingBatch] = collections.deque()
+        self.failed: FactLogError | None = None
+        # Told once the log fails (the runtime ends its session: nothing can be recorded).
+        self.on_failed: Callable[[FactLogError], None] | None = None
+
+    async def record(
+        self, actions: Sequence[tuple[str, Action]], *, guard: Callable[[], None] | None = None
+    ) -> list[Fact]:
+        """Validate, append, apply and publish ``actions`` as one batch.
+
+        Raises :class:`IllegalTransitionError` (nothing recorded) for an action the state
+        refuses, and :class:`FactLogError` when the log cannot make the batch durable.
+        ``guard`` runs first, in the same atomic step as the preparation, and refuses the
+        batch by raising: a check of runtime bookkeeping that must not change between the
+        check and the append. Once submitted, the batch is recorded whole even if the caller
+        is cancelled meanwhile (the cancellation arrives at the caller's next checkpoint).
+        """
+        return await self.submit(actions, guard=guard).wait()
+
+    def submit(
+        self, actions: Sequence[tuple[str, Action]], *, guard: Callable[[], None] | None = None
+    ) -> PendingBatch:
+        """Validate ``actions`` and hand them to the log as one batch; nothing is applied yet.
+
+        As :meth:`record` without the wait: the batch is committed and published once it is
+        durable and someone waits (on it or on any later batch). The caller must not act on
+        it (start a worker, run a tool) before :meth:`PendingBatch.wait` returns. Raises as
+        :meth:`record` does, except for the log's failure to make the batch durable, which
+        :meth:`PendingBatch.wait` raises.
+        """
+        if self.failed is not None:
+            raise self.failed
+        if guard is not None:
+            guard()
+        now = self.clock()
+        transition = self.state.prepare(actions, now=now)
+        first = self._last_sequence + 1
+        facts = [
+            Fact(
+                sequence=first + offset,
+                session=self.state.session_uri,
+                channel=channel,
+                at=now,
+                action=action,
+            )
+            for offset, (channel, action) in enumerate(transition.actions)
+        ]
+        try:
+            # With the turns the batch ends, as reduced here: the journal writes their
+            # history rows from them instead of folding their facts again.
+            ticket = self.factlog.submit(facts, ended_turns=transition.ended_turns)
+        except FactLogError as exc:
+            # The log failed a batch before this one. Batches ahead of that one are durable
+            # (their tickets say so) though perhaps not waited for yet: commit them first.
+            self._settle()
+            self._fail(exc)
+            raise
+        self._last_sequence = facts[-1].sequence
+        self.state.push(transition)
+        entry = PendingBatch(self, transition, facts, ticket)
+        self._in_flight.append(entry)
+        return entry
+
+    def _settle(self) -> None:
+        """Commit and publish every durable batch at the front of the queue, in order."""
+        while self._in_flight and self._in_flight[0].ticket.done():
+            entry = self._in_flight.popleft()
+            error = entry.ticket.error
+            if error is not None:
+                entry.error = error
+                self._fail(error)
+                return
+            self.state.commit(entry.transition, entry.facts[-1].sequence)
+            self.bus.publish_nowait(entry.facts)
+            self.factlog.committed(self.state)
+
+    def fail(self, error: FactLogError) -> None:
+        """The log can take nothing more (its owner knows before a batch is refused):
+        commit what is durable, fail the rest, refuse all else."""
+        self._settle()
+        self._fail(error)
+
+    def _fail(self, error: FactLogError) -> None:
+        # Every batch in flight was prepared on top of facts that never became durable.
+        for entry in self._in_flight:
+            entry.error = error
+        self._in_flight.clear()
+        self.state.discard_pending()
+        if self.failed is None:
+            self.failed = error
+            log.error("fact log failed: nothing more can be recorded", error=str(error))
+            if self.on_failed is not None:
+                self.on_failed(error)
+
+
+@attrs.define(eq=False)
+class PendingBatch:
+    """A submitted batch: its prepared transition, its facts, the log's ticket for them."""
+
+    recorder: Recorder
+    transition: Transition
+    facts: list[Fact]
+    ticket: Ticket
+    error: FactLogError | None = None
+
+    async def wait(self) -> list[Fact]:
+        """Return the batch's facts once they are durable, committed and published; raise
+        :class:`FactLogError` if the log failed it (or a batch before it)."""
+        # Shielded: a cancelled waiter would leave its batch durable but never committed
+        # if no one waited after it. A done ticket's wait is no checkpoint, so the scope is
+        # skipped then: entering and closing one costs more than the rest of a small batch.
+        if not self.ticket.done():
+            with trio.CancelScope(shield=True):
+                await self.ticket.wait()
+        self.recorder._settle()
+        if self.error is not None:
+            raise self.error
+        return self.facts

@@ -1,0 +1,474 @@
+"""The team runtime: a session is a trio nursery, every chat a task in it.
+
+Theory of operation
+-------------------
+Everything the runtime does becomes facts through one door,
+:meth:`~orchestrator.runtime._recorder.Recorder.record`: a batch of ``(channel, action)``
+pairs is validated and reduced against the current :class:`TeamState`, made durable,
+committed and only then published on the bus, all or nothing (see
+:mod:`orchestrator.runtime._recorder`).
+
+A turn of a chat is a loop of model rounds (see :mod:`orchestrator.core._model_round`).
+Each round's tool calls run in parallel in a nursery owned by the turn, so the
+tree of trio tasks *is* the delegation tree: a ``delegate`` call runs its
+worker chat inside its own task, under a cancel scope kept per chat. Cancelling
+a worker cancels its subtree; cancelling the session cancels everything. Every
+worker runs behind an error barrier: an exception in it is recorded (the
+worker's turn ends in error, its task is reported ``failed``) and never reaches
+its siblings. ``trio.Cancelled`` is never swallowed: the facts that say a turn
+was cancelled are written in a shielded scope, then the cancellation goes on.
+
+Delegations over the team's parallel budget wait on a :class:`trio.CapacityLimiter`
+as ``queued`` tasks. Approvals and input requests park the tool call's task on
+an event until :meth:`TeamRuntime.resolve_approval` / :meth:`TeamRuntime.answer_input`
+is called (by the CLI prompt, a client, or the coordinator's policy).
+
+The parts
+---------
+:class:`TeamRuntime` is the entry point: it starts, resumes and ends the run, and takes
+the controls (cancel, stop, steer, queue, approve, answer). The work is done by
+collaborators sharing one :class:`~orchestrator.runtime._context.RunContext` (the team,
+the session, its ids, recorder and state, the chats' cancel scopes, the parallel budget):
+
+* :class:`~orchestrator.runtime._turns.Turns`: the turn loop, model rounds, and the
+  dispatch of the rounds' tool calls (:mod:`orchestrator.runtime._turns`);
+* :class:`~orchestrator.runtime._approvals.Approvals`: approvals and questions, parked
+  until decided (:mod:`orchestrator.runtime._approvals`);
+* :class:`~orchestrator.runtime._delegation.Delegation`: delegate and handoff, the parallel
+  budget's queue, the workers' error barriers (:mod:`orchestrator.runtime._delegation`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+import structlog
+import trio
+
+from orchestrator.ahp._state import (
+    ChatInputRequest,
+    ChatInputResponseKind,
+    Message,
+    MessageKind,
+    MessageOrigin,
+    PendingMessageKind,
+)
+from orchestrator.base._clock import now_timestamp
+from orchestrator.base._errors import FactLogError, RunError
+from orchestrator.core._recovery import INTERRUPTED_SUMMARY, plan_recovery
+from orchestrator.core._team_actions import (
+    USER,
+    ApprovalRequested,
+    MemberJoined,
+    RunFinished,
+    RunStarted,
+    RunStatus,
+)
+from orchestrator.core._team_state import TeamState
+from orchestrator.spec._model import RestartPolicy, TeamSpec
+
+from ._approvals import Approvals
+from ._bus import FactBus
+from ._command_tool import ToolCallback
+from ._context import (
+    CANCELLED,
+    STOPPED,
+    ChatContext,
+    RunContext,
+    TurnFailedError,
+    chat_added,
+    is_cancellation,
+)
+from ._factlog import FactLog, MemoryFactLog
+from ._ids import Ids
+from ._recorder import Recorder
+from ._turns import BackendFactory, Turns
+
+__all__ = ["RunOutcome", "TeamRuntime", "require_prompt"]
+
+log = structlog.get_logger("orchestrator.runtime")
+
+
+def require_prompt(prompt: str) -> None:
+    """Refuse a prompt that gives the coordinator nothing to do (:class:`RunError`)."""
+    if not prompt.strip():
+        raise RunError("the prompt is empty: tell the coordinator what to do")
+
+
+@attrs.frozen(kw_only=True)
+class RunOutcome:
+    """How a run ended: its status, the coordinator's final answer or the error."""
+
+    session: str
+    status: RunStatus
+    result: str = ""
+    error: str = ""
+
+
+class TeamRuntime:
+    """Runs one team session: the coordinator, its workers, approvals and questions."""
+
+    def __init__(
+        self,
+        team: TeamSpec,
+        *,
+        backends: BackendFactory,
+        factlog: FactLog | None = None,
+        bus: FactBus | None = None,
+        ids: Ids | None = None,
+        clock: Callable[[], str] = now_timestamp,
+        state: TeamState | None = None,
+        conversation: bool = False,
+        session: str | None = None,
+        background: str | None = None,
+        callback: ToolCallback | None = None,
+    ) -> None:
+        """``state``: an unfinished run's state, folded from its log, to :meth:`resume`
+        (``ids`` should then be made with the ``restart`` that resume will record).
+
+        ``conversation``: the run does not end with the coordinator's turn. The coordinator
+        chat stays open and each message queued to it (:meth:`queue`) is its next turn; a
+        turn that fails or is cancelled (:meth:`cancel_turn`) ends only itself. The run
+        ends when :meth:`close` is called (or the team is cancelled). The daemon runs its
+        sessions this way: one session, many prompts. ``session``: the new session's URI
+        (default: a fresh one), for a client that names its thread. ``background``: the
+        ``[[background]]`` teammate whose wake this run is (recorded on ``team/runStarted``).
+        ``callback``: where the team's command tools post view updates (the daemon's
+        ``POST /callback``); None outside a daemon (see :mod:`orchestrator.runtime._command_tool`).
+        """
+        ids = ids or Ids(
+            restart=0 if state is None or state.run is None else state.run.restarts + 1
+        )
+        if state is not None:
+            session = state.session_uri
+        elif session is None:
+            session = ids.session()
+        state = state if state is not None else TeamState(session)
+        bus = bus or FactBus()
+        recorder = Recorder(state, factlog or MemoryFactLog(), bus, clock=clock)
+        recorder.on_failed = self._log_failed
+        self._context = RunContext(
+            team=team,
+            ids=ids,
+            session=session,
+            state=state,
+            bus=bus,
+            recorder=recorder,
+            callback=callback,
+            limiter=trio.CapacityLimiter(team.parallel_budget),
+        )
+        self._approvals = Approvals(self._context)
+        self._turns = Turns(self._context, self._approvals, backends)
+        self._delegation = self._turns.delegation
+        self._session_scope: trio.CancelScope | None = None
+        self.conversation = conversation
+        self.background = background
+
+    # ── the run's context, for its callers ─────────────────────────────────
+
+    @property
+    def team(self) -> TeamSpec:
+        return self._context.team
+
+    @property
+    def ids(self) -> Ids:
+        return self._context.ids
+
+    @property
+    def session(self) -> str:
+        return self._context.session
+
+    @property
+    def state(self) -> TeamState:
+        """The session's state: read it; it changes only through :attr:`recorder`."""
+        return self._context.state
+
+    @property
+    def bus(self) -> FactBus:
+        return self._context.bus
+
+    @property
+    def recorder(self) -> Recorder:
+        return self._context.recorder
+
+    @property
+    def callback(self) -> ToolCallback | None:
+        return self._context.callback
+
+    # ── the run ────────────────────────────────────────────────────────────
+
+    async def run(
+        self, prompt: str, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED
+    ) -> RunOutcome:
+        """Run the team on ``prompt`` until the coordinator's turn ends.
+
+        ``task_status.started`` reports the session URI once the run's first
+        facts are recorded, so ``await nursery.start(runtime.run, prompt)``
+        returns when the session exists.
+        """
+        require_prompt(prompt)
+        coordinator = self.team.agent(self.team.coordinator)
+        chat = self.ids.chat()
+        root_task = self.ids.numbered("task")
+        run_id = self.ids.run()
+        now = self.recorder.clock()
+        await self.recorder.record(
+            [
+                (
+                    self.session,
+                    RunStarted(
+                        run=run_id,
+                        team=self.team.name,
+                        topology=self.team.topology,
+                        parallel_budget=self.team.parallel_budget,
+                        coordinator=coordinator.name,
+                        prompt=prompt,
+                        task=root_task,
+                        background=self.background,
+                    ),
+                ),
+                (self.session, chat_added(chat, coordinator, prompt, None, now)),
+                (
+                    self.session,
+                    MemberJoined(
+                        chat=chat, agent=coordinator.name, role=coordinator.role, task=root_task
+                    ),
+                ),
+            ]
+        )
+        self.recorder.factlog.describe(
+            self.session, team_file=self.team.file, team_toml=self.team.source
+        )
+        task_status.started(self.session)
+        log.info("run started", session=self.session, team=self.team.name, chat=chat)
+        message = Message(text=prompt, origin=MessageOrigin(kind=MessageKind.USER))
+        return await self._drive(run_id, ChatContext(chat, coordinator, root_task), message)
+
+    async def resume(
+        self, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED
+    ) -> RunOutcome:
+        """Take up the unfinished run this runtime was given the state of, after a stop.
+
+        One atomic batch (see :func:`~orchestrator.core._recovery.plan_recovery`) ends what the
+        stop cut off; then parked turns go on and cut-off ones run again or are reported
+        failed, as the team's ``on_restart`` says. Raises :class:`RunError` if the run has
+        finished (or never started).
+        """
+        run = self.state.run
+        chat = self.state.coordinator_chat()
+        if run is None or chat is None:
+            raise RunError(f"{self.session} has no run to resume")
+        if run.status is not None:
+            raise RunError(f"the run of {self.session} has already {run.status}")
+        self._check_team_fits()  # before the first fact: a team that does not fit writes none
+        try:
+            plan = plan_recovery(self.state, self.team.on_restart, now=self.recorder.clock())
+        except ValueError as exc:
+            raise RunError(str(exc)) from None
+        await self.recorder.record(list(plan.actions))
+        self._approvals.reopen_surviving()
+        task_status.started(self.session)
+        log.info(
+            "run resumed",
+            session=self.session,
+            restart=self.state.run.restarts if self.state.run else 0,
+            policy=str(self.team.on_restart),
+            interrupted=len(plan.interrupted),
+        )
+        if plan.coordinator_cut_off and self.team.on_restart is RestartPolicy.FAIL:
+            return await self._finish(run.run, RunStatus.FAILED, error=INTERRUPTED_SUMMARY)
+        coordinator = self.team.agent(self.team.coordinator)
+        message = Message(text=run.prompt, origin=MessageOrigin(kind=MessageKind.USER))
+        return await self._drive(
+            run.run, ChatContext(chat, coordinator, run.task), message, resume=True
+        )
+
+    def _check_team_fits(self) -> None:
+        """:class:`RunError` if the team file lacks what the stopped run used: an agent one
+        of its chats or tasks runs, or its coordinator."""
+        used = {m.agent for m in self.state.members.values()}
+        used |= {t.agent for t in self.state.tasks.values()}
+        missing = sorted(used - set(self.team.agent_names))
+        coordinator_chat = self.state.coordinator_chat()
+        member = self.state.members.get(coordinator_chat or "")
+        problems = []
+        if missing:
+            problems.append(f"it has no agent {', '.join(repr(a) for a in missing)}")
+        if member is not None and member.agent != self.team.coordinator:
+            problems.append(
+                f"its coordinator is {self.team.coordinator!r}, the run's was {member.agent!r}"
+            )
+        if problems:
+            raise RunError(
+                f"{self.session} cannot be resumed with {self.team.file}: "
+                f"{'; '.join(problems)} (resume with the team file the run started with: "
+                "leave out --team)"
+            )
+
+    def waiting_for_user(
+        self,
+    ) -> tuple[list[ApprovalRequested], list[tuple[str, ChatInputRequest]]]:
+        """The approvals routed to the user and the open questions, as the state has them
+        (for a console that joins a resumed run: they were asked before it started)."""
+        return self._approvals.waiting_for_user()
+
+    async def _drive(
+        self, run_id: str, ctx: ChatContext, message: Message, *, resume: bool = False
+    ) -> RunOutcome:
+        """Run the coordinator's chat to the end of the run, and record how it ended."""
+        chat = ctx.chat
+        try:
+            with trio.CancelScope() as scope:
+                self._session_scope = scope
+                self._context.scopes[chat] = scope
+                try:
+                    if self.conversation:
+                        result = await self._turns.converse(ctx, message, resume=resume)
+                    else:
+                        result = await self._turns.run_chat(ctx, message, resume=resume)
+                except TurnFailedError as exc:
+                    return await self._finish(run_id, RunStatus.FAILED, error=str(exc))
+                except Exception as exc:
+                    if self.recorder.failed is not None:
+                        return self._lost(self.recorder.failed)
+                    log.exception("coordinator crashed", session=self.session, chat=chat)
+                    return await self._finish(
+                        run_id, RunStatus.FAILED, error=f"internal error: {exc!r}"
+                    )
+                except BaseException as exc:
+                    if is_cancellation(exc) and not self._context.stopping:
+                        with trio.CancelScope(shield=True):
+                            await self._finish(run_id, RunStatus.CANCELLED, error=CANCELLED)
+                    raise
+                finally:
+                    self._context.scopes.pop(chat, None)
+                return await self._finish(run_id, RunStatus.COMPLETED, result=result.text)
+        except* FactLogError:
+            # The log failed and _log_failed cancelled the session: the tasks' errors come
+            # grouped with their cancellations, which the session scope took.
+            if self.recorder.failed is None:
+                raise
+        # Only reached when cancel() or stop() cancelled the session scope, which absorbed
+        # the cancellation after the run was recorded cancelled (or, stopping, not at all),
+        # or the fact log failed while no turn of the coordinator was recording.
+        if self.recorder.failed is not None:
+            return self._lost(self.recorder.failed)
+        return RunOutcome(
+            session=self.session,
+            status=RunStatus.CANCELLED,
+            error=STOPPED if self._context.stopping else CANCELLED,
+        )
+
+    def _log_failed(self, error: FactLogError) -> None:
+        """The fact log failed this session: every task of it ends, recording nothing (as
+        :meth:`stop`), wherever it was, an idle conversation included; the run ends
+        :meth:`_lost`."""
+        self._context.stopping = True
+        if self._session_scope is not None:
+            self._session_scope.cancel()
+
+    def _lost(self, error: FactLogError) -> RunOutcome:
+        """The run stops where its fact log failed: nothing more can be recorded (not even
+        that it failed), and what was recorded up to there is all that is durable."""
+        log.error(
+            "run stopped: the fact log failed",
+            session=self.session,
+            durable_through=self.state.last_sequence,
+            error=str(error),
+        )
+        return RunOutcome(
+            session=self.session,
+            status=RunStatus.FAILED,
+            error=(
+                f"the fact log failed, so the run stopped: {error} (facts 1 to "
+                f"{self.state.last_sequence} of {self.session} are durable)"
+            ),
+        )
+
+    async def _finish(
+        self, run_id: str, status: RunStatus, *, result: str = "", error: str = ""
+    ) -> RunOutcome:
+        try:
+            await self.recorder.record(
+                [(self.session, RunFinished(run=run_id, status=status, result=result, error=error))]
+            )
+        except FactLogError as exc:
+            return self._lost(exc)
+        log.info("run finished", session=self.session, status=str(status))
+        return RunOutcome(session=self.session, status=status, result=result, error=error)
+
+    # ── controls (from the CLI, clients, tests) ─────────────────────────────
+
+    def cancel(self) -> None:
+        """Cancel the whole team: every running turn ends cancelled, the run ``cancelled``."""
+        if self._session_scope is not None:
+            self._session_scope.cancel()
+
+    def stop(self) -> None:
+        """Stop with the process: every task ends, and nothing more is recorded.
+
+        The journal is left as a crash would leave it, but whole: the run stays unfinished,
+        its cut-off turns, running tool calls and waiting tasks are ended at the next start
+        by recovery, as the team's ``on_restart`` says (see :meth:`resume`).
+        """
+        self._context.stopping = True
+        if self._session_scope is not None:
+            self._session_scope.cancel()
+
+    def close(self) -> None:
+        """End a conversation: once its queued prompts are done the run finishes
+        ``completed`` with the last turn's answer. No effect on a run that is not one."""
+        self._turns.close()
+
+    def cancel_turn(self, chat: str) -> None:
+        """Cancel the running turn of a conversation's coordinator; the run goes on."""
+        self._turns.cancel_turn(chat)
+
+    def cancel_worker(self, chat: str) -> None:
+        """Cancel one worker and its subtree; its task is reported ``killed``."""
+        self._delegation.cancel_worker(chat)
+
+    def cancel_task(self, task: str) -> None:
+        """Cancel a delegated task, queued or running; it is reported ``killed``."""
+        self._delegation.cancel_task(task)
+
+    async def resolve_approval(
+        self, approval: str, *, approved: bool, by: str = USER, principal: str | None = None
+    ) -> None:
+        """Decide a pending approval; returns once the decision has been applied.
+
+        ``principal``: who decided, behind ``by`` (a client's identity), recorded with it.
+
+        Raises :class:`RunError` for an approval that is not pending, has been decided
+        already, is routed to someone else, or was withdrawn because its requester stopped
+        before the decision could be applied.
+        """
+        await self._approvals.resolve(approval, approved=approved, by=by, principal=principal)
+
+    async def answer_input(
+        self,
+        chat: str,
+        request_id: str,
+        answer: str,
+        *,
+        response: ChatInputResponseKind = ChatInputResponseKind.ACCEPT,
+    ) -> None:
+        """Answer (or decline/cancel) an open input request of ``chat``.
+
+        ``answer`` is read as its question asks
+        (:func:`~orchestrator.runtime._approvals.parse_answer`): a number, yes or no, option
+        ids... :class:`RunError` says what was expected, and the request stays open.
+        """
+        await self._approvals.answer(chat, request_id, answer, response=response)
+
+    async def steer(self, chat: str, text: str) -> str:
+        """Inject a steering message into a running chat (read at its next model round);
+        returns the message's id."""
+        return await self._turns.set_pending(chat, text, PendingMessageKind.STEERING)
+
+    async def queue(self, chat: str, text: str) -> str:
+        """Queue a message that starts a new turn once the chat's current turn finishes
+        (at once, for a conversation's idle coordinator); returns the message's id, which
+        the turn it starts records as its ``queuedMessageId``."""
+        return await self._turns.set_pending(chat, text, PendingMessageKind.QUEUED)

@@ -1,0 +1,695 @@
+"""The turn loop: a chat's turns, their model rounds, and the rounds' tool calls.
+
+Theory of operation
+-------------------
+A chat runs a turn for its first message, then one per queued message, in order
+(:meth:`Turns.run_chat`); a conversation's coordinator waits, idle, for the next one until
+the run is closed (:meth:`Turns.converse`). A turn is a loop of model rounds (see
+:mod:`orchestrator.core._model_round`): each round's stream becomes facts as it comes
+(:meth:`Turns._stream_round`), and its tool calls then run in parallel in a nursery owned
+by the turn (:meth:`Turns._run_tools`). A tool call is dispatched by name: gated calls wait
+for their approval and ``ask`` for its answer (:mod:`orchestrator.runtime._approvals`),
+``delegate`` and ``handoff`` run another agent's chat (:mod:`orchestrator.runtime._delegation`,
+which runs that chat's turns through this loop again), command tools run their program, and
+every other tool answers its scripted result.
+
+``trio.Cancelled`` is never swallowed: the facts that say a turn was cancelled are written
+in a shielded scope (:meth:`RunContext.record_cancelled`), then the cancellation goes on. A
+turn that fails records ``chat/error`` and raises :class:`TurnFailedError`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Callable, Sequence
+from contextlib import aclosing
+
+import structlog
+import trio
+
+from orchestrator.ahp._actions import (
+    ChatDeltaAction,
+    ChatErrorAction,
+    ChatPendingMessageSetAction,
+    ChatReasoningAction,
+    ChatResponsePartAction,
+    ChatToolCallDeltaAction,
+    ChatToolCallReadyAction,
+    ChatToolCallStartAction,
+    ChatTurnCancelledAction,
+    ChatTurnCompleteAction,
+    ChatTurnStartedAction,
+    ChatUsageAction,
+)
+from orchestrator.ahp._state import (
+    ChatState,
+    ErrorInfo,
+    MarkdownResponsePart,
+    Message,
+    MessageKind,
+    MessageOrigin,
+    PendingMessageKind,
+    ReasoningResponsePart,
+    ToolCallConfirmationReason,
+    ToolCallPendingConfirmationState,
+    ToolCallRunningState,
+    TurnState,
+    UsageInfo,
+)
+from orchestrator.base._errors import RunError
+from orchestrator.core._facts import Action
+from orchestrator.core._model_round import (
+    Backend,
+    ReasoningDelta,
+    RoundContext,
+    TextDelta,
+    ToolCallInputDelta,
+    ToolCallRequest,
+    ToolCallStarted,
+    ToolOutcome,
+    UsageReport,
+)
+from orchestrator.core._queries import (
+    ROUND_META,
+    interrupted_turns,
+    is_interrupted,
+    pending_approval_of,
+    subagent_of,
+    task_of_call,
+    tool_call_of,
+    turn_text,
+)
+from orchestrator.core._recovery import INTERRUPTED_SUMMARY, ResumePoint, resume_point
+from orchestrator.core._reports import steering_injected
+from orchestrator.spec._model import AgentSpec, RestartPolicy
+from orchestrator.spec._tools import ToolDefinition, tool_definitions
+
+from ._approvals import Approvals, summary
+from ._command_tool import command_environment, run_command
+from ._context import ChatContext, RunContext, TurnFailedError, TurnResult, is_cancellation
+from ._delegation import Delegation, Turnstile
+from ._recorder import PendingBatch
+
+__all__ = ["BackendFactory", "Turns", "conversation"]
+
+log = structlog.get_logger("orchestrator.runtime")
+
+BackendFactory = Callable[[AgentSpec], Backend]
+
+
+class Turns:
+    """The turn loop of one run's chats, and the dispatch of their tool calls."""
+
+    def __init__(self, run: RunContext, approvals: Approvals, backends: BackendFactory) -> None:
+        self.run = run
+        self.approvals = approvals
+        # A worker's chat runs its turns through this loop too: delegation recurses here.
+        self.delegation = Delegation(run, run_chat=self.run_chat)
+        self._backends = backends
+        self._backend_cache: dict[str, Backend] = {}
+        self._tool_cache: dict[str, tuple[ToolDefinition, ...]] = {}
+        # Chats that take steering and queued messages: from their first turn until they
+        # decide, with the recorder held, that no queued message is left (see run_chat).
+        self._open_chats: set[str] = set()
+        self._closing = False
+        self._prompted = trio.Event()  # a conversation's idle coordinator waits on it
+        self._turn_scopes: dict[str, trio.CancelScope] = {}  # a conversation's current turn
+
+    # ── controls ─────────────────────────────────────────────────────────────
+
+    def close(self) -> None:
+        """End a conversation (see :meth:`TeamRuntime.close`)."""
+        self._closing = True
+        self._prompted.set()
+
+    def cancel_turn(self, chat: str) -> None:
+        """Cancel the running turn of a conversation's coordinator; the run goes on."""
+        scope = self._turn_scopes.get(chat)
+        if scope is None:
+            raise RunError(f"no running turn in {chat}")
+        scope.cancel()
+
+    async def set_pending(self, chat: str, text: str, kind: PendingMessageKind) -> str:
+        """Give a running chat a steering or queued message (see :meth:`TeamRuntime.steer`,
+        :meth:`TeamRuntime.queue`); return the message's id."""
+        state = self.run.state.chats.get(chat)
+        if state is None:
+            raise RunError(f"no chat {chat} in session {self.run.session}")
+
+        def still_open() -> None:
+            # Checked in the same atomic step as the batch's submission: a chat that is
+            # closing either sees this message (and runs it) or has closed, never neither.
+            if chat not in self._open_chats:
+                raise RunError(f"chat {chat} is not running: it cannot take a {kind} message")
+
+        message = Message(text=text, origin=MessageOrigin(kind=MessageKind.USER))
+        message_id = self.run.ids.numbered("message")
+        await self.run.recorder.record(
+            [(chat, ChatPendingMessageSetAction(kind=kind, id=message_id, message=message))],
+            guard=still_open,
+        )
+        if kind is PendingMessageKind.QUEUED:
+            self._prompted.set()  # an idle conversation takes it up now
+        return message_id
+
+    def _backend(self, agent: AgentSpec) -> Backend:
+        backend = self._backend_cache.get(agent.name)
+        if backend is None:
+            backend = self._backends(agent)
+            self._backend_cache[agent.name] = backend
+        return backend
+
+    def _tools(self, agent: AgentSpec) -> tuple[ToolDefinition, ...]:
+        tools = self._tool_cache.get(agent.name)
+        if tools is None:
+            tools = self._tool_cache[agent.name] = tool_definitions(self.run.team, agent)
+        return tools
+
+    async def run_chat(
+        self, ctx: ChatContext, message: Message, *, resume: bool = False
+    ) -> TurnResult:
+        """Run a turn for ``message``, then one per queued message, in order.
+
+        ``resume``: the chat exists from before a restart; take it up where it stood
+        (:meth:`_resume_turn`) instead of starting with ``message``.
+        """
+        self._open_chats.add(ctx.chat)
+        try:
+            if resume:
+                result = await self._resume_turn(ctx, message)
+            else:
+                result = await self._run_turn(ctx, message, queued_id=None)
+            while True:
+                # No await between this check and closing: a queued message submitted
+                # before it is seen here (in flight or durable) and run; one submitted
+                # after finds the chat closed (see set_pending's guard).
+                latest = self.run.state.latest_chat(ctx.chat)
+                queued = latest.queued_messages if latest is not None else None
+                if not queued:
+                    self._open_chats.discard(ctx.chat)
+                    return result
+                result = await self._run_turn(ctx, queued[0].message, queued_id=queued[0].id)
+        finally:
+            self._open_chats.discard(ctx.chat)
+
+    async def converse(
+        self, ctx: ChatContext, message: Message, *, resume: bool = False
+    ) -> TurnResult:
+        """A conversation's coordinator: a turn for ``message``, then one per queued
+        message, waiting for the next while idle, until :meth:`close`.
+
+        A turn that fails or is cancelled by :meth:`cancel_turn` ends itself only (its facts
+        say how); the answer of the run is that of its last completed turn.
+        """
+        self._open_chats.add(ctx.chat)
+        result = TurnResult(text="", input_tokens=0, output_tokens=0)
+        first = True
+        try:
+            while True:
+                if first:
+                    first = False
+                    turn = (
+                        self._resume_turn(ctx, message)
+                        if resume
+                        else self._run_turn(ctx, message, queued_id=None)
+                    )
+                else:
+                    # As in run_chat: no await between this check and closing.
+                    latest = self.run.state.latest_chat(ctx.chat)
+                    queued = latest.queued_messages if latest is not None else None
+                    if not queued:
+                        if self._closing:
+                            return result
+                        self._prompted = trio.Event()
+                        await self._prompted.wait()
+                        continue
+                    turn = self._run_turn(ctx, queued[0].message, queued_id=queued[0].id)
+                with trio.CancelScope() as scope:
+                    self._turn_scopes[ctx.chat] = scope
+                    try:
+                        result = await turn
+                    except TurnFailedError as exc:
+                        log.info("conversation turn failed", chat=ctx.chat, error=str(exc))
+                    finally:
+                        del self._turn_scopes[ctx.chat]
+        finally:
+            self._open_chats.discard(ctx.chat)
+
+    async def _resume_turn(self, ctx: ChatContext, message: Message) -> TurnResult:
+        """Take a chat up after a restart: its parked turn goes on; a turn the stop cut off
+        runs again (or fails, as ``on_restart`` says); a finished turn is its result.
+
+        ``message`` starts a chat that had not begun its first turn.
+        """
+        chat = self.run.state.chats[ctx.chat]
+        if chat.active_turn is not None:
+            point = resume_point(self.run.state, ctx.chat)
+            # plan_recovery ended every active turn that cannot go on.
+            assert point is not None, f"{ctx.chat}: an active turn recovery did not end"
+            return await self._run_turn(ctx, chat.active_turn.message, queued_id=None, resume=point)
+        last = chat.turns[-1] if chat.turns else None
+        if last is None:
+            return await self._run_turn(ctx, message, queued_id=None)
+        if is_interrupted(last):
+            if self.run.team.on_restart is RestartPolicy.FAIL:
+                raise TurnFailedError(f"{ctx.agent.name}: {INTERRUPTED_SUMMARY}")
+            return await self._run_turn(ctx, last.message, queued_id=None)
+        if last.state is TurnState.COMPLETE:
+            usage = last.usage
+            return TurnResult(
+                text=turn_text(last),
+                input_tokens=(usage.input_tokens or 0) if usage else 0,
+                output_tokens=(usage.output_tokens or 0) if usage else 0,
+            )
+        reason = last.error.message if last.error is not None else str(last.state)
+        raise TurnFailedError(f"{ctx.agent.name}: {reason}")
+
+    async def _run_turn(
+        self,
+        ctx: ChatContext,
+        message: Message,
+        *,
+        queued_id: str | None,
+        resume: ResumePoint | None = None,
+    ) -> TurnResult:
+        """Run one turn (or, with ``resume``, go on with a parked one) to its end."""
+        chat = ctx.chat
+        started = trio.current_time()
+        round_index = 0
+        if resume is None:
+            turn_id = self.run.ids.numbered("turn")
+            await self.run.recorder.record(
+                [
+                    (
+                        chat,
+                        ChatTurnStartedAction(
+                            turn_id=turn_id,
+                            started_at=self.run.recorder.clock(),
+                            message=message,
+                            queued_message_id=queued_id,
+                        ),
+                    )
+                ]
+            )
+        else:
+            turn_id = resume.turn_id
+            round_index = resume.round_index
+        ctx.turn_id = turn_id
+        outcomes: tuple[ToolOutcome, ...] = ()
+        input_tokens = output_tokens = 0
+        text = ""
+        ctx.steering = []
+        attempt = interrupted_turns(self.run.state.chats[chat])
+        try:
+            backend = self._backend(ctx.agent)  # inside: a backend that cannot start fails the turn
+            if resume is not None:
+                ctx.round_index = round_index
+                outcomes = await self._run_tools(ctx, resume.requests, resumed=resume)
+                round_index += 1
+            while True:
+                ctx.round_index = round_index
+                await self._consume_steering(ctx)
+                context = RoundContext(
+                    chat=chat,
+                    agent=ctx.agent.name,
+                    task=message.text,
+                    round_index=round_index,
+                    history=conversation(self.run.state.chats[chat]),
+                    outcomes=outcomes,
+                    steering=tuple(ctx.steering),
+                    attempt=attempt,
+                    chat_state=self.run.state.chats[chat],
+                    tools=self._tools(ctx.agent),
+                )
+                requests, round_text, usage = await self._stream_round(ctx, backend, context)
+                text = round_text or text
+                if usage is not None:
+                    input_tokens += usage.input_tokens
+                    output_tokens += usage.output_tokens
+                if not requests:
+                    break
+                outcomes = await self._run_tools(ctx, requests)
+                round_index += 1
+        except Exception as exc:
+            if self.run.recorder.failed is not None:
+                raise  # nothing can be recorded: the run is going down (see TeamRuntime.run)
+            log.warning("turn failed", chat=chat, agent=ctx.agent.name, error=str(exc))
+            await self.run.recorder.record(
+                [
+                    (
+                        chat,
+                        ChatErrorAction(
+                            turn_id=turn_id,
+                            duration=_ms(started),
+                            error=ErrorInfo(error_type=type(exc).__name__, message=str(exc)),
+                        ),
+                    )
+                ]
+            )
+            raise TurnFailedError(f"{ctx.agent.name}: {exc}") from exc
+        except BaseException as exc:
+            # Cancelled, possibly grouped by the tool calls' nursery: say so, then go on.
+            if is_cancellation(exc):
+                await self.run.record_cancelled(
+                    [(chat, ChatTurnCancelledAction(turn_id=turn_id, duration=_ms(started)))]
+                )
+            raise
+        await self.run.recorder.record(
+            [(chat, ChatTurnCompleteAction(turn_id=turn_id, duration=_ms(started)))]
+        )
+        return TurnResult(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
+
+    async def _run_tools(
+        self,
+        ctx: ChatContext,
+        requests: Sequence[ToolCallRequest],
+        *,
+        resumed: ResumePoint | None = None,
+    ) -> tuple[ToolOutcome, ...]:
+        """Run one round's tool calls in parallel; their outcomes in request order.
+
+        ``resumed``: the round was parked when the process stopped; the calls it had done
+        keep their outcomes, the others are taken up where they stood.
+        """
+        done = resumed.done if resumed is not None else {}
+        requests = [r for r in requests if r.tool_call_id not in done] if done else requests
+        delegations = sum(1 for r in requests if r.tool_name == "delegate")
+        turnstile = Turnstile(delegations)
+        results: list[ToolOutcome | None] = [None] * len(requests)
+        # While its own workers run, a delegated worker waits: its place in the budget is
+        # theirs to use (see Slot).
+        lending = ctx.slot is not None and ctx.slot.held and delegations > 0
+        if lending:
+            self.run.release_slot(ctx.slot)
+        async with trio.open_nursery() as nursery:
+            order = itertools.count()
+            for index, request in enumerate(requests):
+                position = next(order) if request.tool_name == "delegate" else None
+                nursery.start_soon(
+                    self._run_tool,
+                    ctx,
+                    request,
+                    results,
+                    index,
+                    turnstile,
+                    position,
+                    resumed is not None,
+                )
+        if lending:
+            await self.run.take_slot(ctx.slot)
+        if resumed is not None:
+            outcomes = {r.tool_call_id: r for r in results if r is not None} | dict(done)
+            return tuple(
+                outcomes[r.tool_call_id] for r in resumed.requests if r.tool_call_id in outcomes
+            )
+        return tuple(r for r in results if r is not None)
+
+    async def _consume_steering(self, ctx: ChatContext) -> None:
+        steering = self.run.state.chats[ctx.chat].steering_message
+        if steering is not None:
+            await self.run.recorder.record(
+                steering_injected(ctx.chat, ctx.turn_id, steering.id, steering.message.text)
+            )
+            ctx.steering.append(steering.message.text)
+
+    async def _stream_round(
+        self, ctx: ChatContext, backend: Backend, context: RoundContext
+    ) -> tuple[list[ToolCallRequest], str, UsageReport | None]:
+        """Turn one model round into facts; return its tool calls, text and usage."""
+        chat, turn_id = ctx.chat, ctx.turn_id
+        requests: list[ToolCallRequest] = []
+        usage: UsageReport | None = None
+        open_part: tuple[str, str] | None = None  # (kind, part id) being appended to
+        streaming: set[str] = set()  # tool calls started whose input is still streaming
+        text_parts: list[str] = []
+        # The latest requested tool call's batch, submitted but not waited for: a round's
+        # requests come together (at the end of an OpenAI stream, say), so they are written
+        # together, and waited for once before the round's tools may run. Every record
+        # below waits for them too, as batches become durable in order.
+        requested: PendingBatch | None = None
+        # Closed when the round ends however it ends, so a backend's stream (an HTTP
+        # response, say) is never left to the garbage collector.
+        async with aclosing(backend.stream_round(context)) as stream:
+            async for event in stream:
+                match event:
+                    # A new part carries its first chunk; later chunks append to it.
+                    case TextDelta(text=chunk):
+                        text_parts.append(chunk)
+                        action: Action
+                        if open_part is None or open_part[0] != "markdown":
+                            open_part = ("markdown", self.run.ids.numbered("part"))
+                            part = MarkdownResponsePart(id=open_part[1], content=chunk)
+                            action = ChatResponsePartAction(turn_id=turn_id, part=part)
+                        else:
+                            action = ChatDeltaAction(
+                                turn_id=turn_id, part_id=open_part[1], content=chunk
+                            )
+                        await self.run.recorder.record([(chat, action)])
+                    case ReasoningDelta(text=chunk):
+                        if open_part is None or open_part[0] != "reasoning":
+                            open_part = ("reasoning", self.run.ids.numbered("part"))
+                            reasoning = ReasoningResponsePart(id=open_part[1], content=chunk)
+                            action = ChatResponsePartAction(turn_id=turn_id, part=reasoning)
+                        else:
+                            action = ChatReasoningAction(
+                                turn_id=turn_id, part_id=open_part[1], content=chunk
+                            )
+                        await self.run.recorder.record([(chat, action)])
+                    case ToolCallStarted(tool_call_id=tool_call_id, tool_name=tool_name):
+                        open_part = None
+                        streaming.add(tool_call_id)
+                        await self.run.recorder.record(
+                            [(chat, self._tool_call_start(ctx, tool_call_id, tool_name))]
+                        )
+                    case ToolCallInputDelta(tool_call_id=tool_call_id, text=chunk):
+                        if tool_call_id not in streaming:
+                            raise RunError(f"tool call {tool_call_id} was not started")
+                        delta = ChatToolCallDeltaAction(
+                            turn_id=turn_id, tool_call_id=tool_call_id, content=chunk
+                        )
+                        await self.run.recorder.record([(chat, delta)])
+                    case ToolCallRequest():
+                        open_part = None
+                        started = event.tool_call_id in streaming
+                        streaming.discard(event.tool_call_id)
+                        requested = self._tool_call_ready(ctx, event, started=started)
+                        requests.append(event)
+                    case UsageReport():
+                        usage = event
+        if requested is not None:
+            await requested.wait()
+        if usage is not None:
+            await self.run.recorder.record(
+                [
+                    (
+                        chat,
+                        ChatUsageAction(
+                            turn_id=turn_id,
+                            usage=UsageInfo(
+                                input_tokens=usage.input_tokens, output_tokens=usage.output_tokens
+                            ),
+                        ),
+                    )
+                ]
+            )
+        return requests, "".join(text_parts), usage
+
+    def _tool_call_start(
+        self,
+        ctx: ChatContext,
+        tool_call_id: str,
+        tool_name: str,
+        request: ToolCallRequest | None = None,
+    ) -> ChatToolCallStartAction:
+        return ChatToolCallStartAction(
+            turn_id=ctx.turn_id,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            display_name=_display_name(tool_name, request),
+            # Which model round asked for it: a turn resumed after a restart goes on from
+            # the round after its last one.
+            meta={ROUND_META: ctx.round_index},
+        )
+
+    def _tool_call_ready(
+        self, ctx: ChatContext, request: ToolCallRequest, *, started: bool
+    ) -> PendingBatch:
+        """Submit a requested tool call up to ``running`` or ``pending-confirmation``.
+
+        ``started``: the backend streamed the call's input (``chat/toolCallStart`` and its
+        deltas are recorded); otherwise the start goes in the same batch as the ready.
+        A call whose input cannot run needs no approval: it will not run.
+        """
+        if request.input_error is not None:
+            tool_input = request.raw_input or "{}"
+            needs_approval = False
+        else:
+            tool_input = json.dumps(request.arguments, sort_keys=True, ensure_ascii=False)
+            needs_approval = ctx.agent.needs_approval_for(request.tool_name)
+        ready = ChatToolCallReadyAction(
+            turn_id=ctx.turn_id,
+            tool_call_id=request.tool_call_id,
+            invocation_message=_invocation(request),
+            tool_input=tool_input,
+            confirmation_title=f"Run {request.tool_name}" if needs_approval else None,
+            confirmed=None if needs_approval else ToolCallConfirmationReason.NOT_NEEDED,
+        )
+        batch: list[tuple[str, Action]] = [(ctx.chat, ready)]
+        if not started:
+            start = self._tool_call_start(ctx, request.tool_call_id, request.tool_name, request)
+            batch.insert(0, (ctx.chat, start))
+        return self.run.recorder.submit(batch)
+
+    # ── tools ────────────────────────────────────────────────────────────────
+
+    async def _run_tool(
+        self,
+        ctx: ChatContext,
+        request: ToolCallRequest,
+        results: list[ToolOutcome | None],
+        index: int,
+        turnstile: Turnstile,
+        position: int | None,
+        resumed: bool = False,
+    ) -> None:
+        """Run one tool call to completion, recording its result; never raises but Cancelled.
+
+        ``position`` is the call's place among the round's delegations (None for other tools).
+        ``resumed``: the call was recorded before a restart; it goes on from where it stood.
+        """
+        tool = request.tool_name
+        if request.input_error is not None:
+            results[index] = await self.run.complete_tool_call(
+                ctx, request, success=False, output=request.input_error
+            )
+            if position is not None:
+                turnstile.passed(position)
+            return
+        gated = ctx.agent.needs_approval_for(tool)
+        was_running = False
+        call = tool_call_of(self.run.state, ctx.chat, request.tool_call_id) if resumed else None
+        if resumed:
+            gated = isinstance(call, ToolCallPendingConfirmationState)
+            was_running = isinstance(call, ToolCallRunningState)
+        try:
+            if tool not in ctx.agent.tools:
+                raise RunError(f"agent {ctx.agent.name!r} has no tool {tool!r}")
+            if gated:
+                if position is not None:
+                    turnstile.passed(position)  # a gated delegation keeps no one waiting
+                pending = (
+                    pending_approval_of(self.run.state, ctx.chat, request.tool_call_id)
+                    if resumed
+                    else None
+                )
+                approved, reason = await self.approvals.await_approval(
+                    ctx, request, pending=pending
+                )
+                if not approved:
+                    results[index] = ToolOutcome(
+                        tool_call_id=request.tool_call_id,
+                        tool_name=tool,
+                        success=False,
+                        output=reason,
+                    )
+                    return
+            if tool == "delegate":
+                assert position is not None
+                task = (
+                    task_of_call(self.run.state, ctx.chat, request.tool_call_id)
+                    if resumed
+                    else None
+                )
+                outcome = await self.delegation.delegate(
+                    ctx, request, turnstile, position, task=task
+                )
+            elif tool == "handoff":
+                specialist = subagent_of(call) if call is not None else None
+                outcome = await self.delegation.handoff(ctx, request, specialist=specialist)
+            elif tool == "ask":
+                outcome = await self.approvals.ask(ctx, request, resumed=resumed)
+            elif was_running:
+                # It may or may not have run before the stop: never run a tool twice.
+                outcome = await self.run.complete_tool_call(
+                    ctx, request, success=False, output=f"{tool} was {INTERRUPTED_SUMMARY}"
+                )
+            else:
+                outcome = await self._plain_tool(ctx, request)
+        except RunError as exc:
+            # A refused call (unknown agent, tool not allowed...) ends as a failed tool call.
+            outcome = await self.run.complete_tool_call(
+                ctx, request, success=False, output=str(exc)
+            )
+        finally:
+            if position is not None:
+                turnstile.passed(position)
+        results[index] = outcome
+
+    async def _plain_tool(self, ctx: ChatContext, request: ToolCallRequest) -> ToolOutcome:
+        """A command tool runs its program; any other plain tool answers its scripted result."""
+        command = self.run.team.command_tool(request.tool_name)
+        if command is None:
+            await trio.lowlevel.checkpoint()
+            return await self.run.complete_tool_call(
+                ctx, request, success=True, output=ctx.agent.tool_result(request.tool_name)
+            )
+        env = command_environment(
+            os.environ,
+            command,
+            session=self.run.session,
+            tool_call_id=request.tool_call_id,
+            callback=self.run.callback,
+        )
+        with structlog.contextvars.bound_contextvars(tool_call=request.tool_call_id):
+            result = await run_command(command, request.arguments, env)
+        return await self.run.complete_tool_call(
+            ctx, request, success=result.success, output=result.output
+        )
+
+
+# ── helpers ──────────────────────────────────────────────────────────────────
+
+
+def conversation(chat: ChatState) -> tuple[tuple[str, str], ...]:
+    """The chat's conversation as (role, text) pairs, derived from its state.
+
+    A turn a restart interrupted is left out: it runs again (or was reported failed), and
+    the model should see the conversation as if the attempt had not happened.
+    """
+    history: list[tuple[str, str]] = []
+    turns = [turn for turn in chat.turns if not is_interrupted(turn)]
+    for turn in turns:
+        history.append(("user", turn.message.text))
+        text = "".join(
+            p.content for p in turn.response_parts if isinstance(p, MarkdownResponsePart)
+        )
+        if text:
+            history.append(("assistant", text))
+    if chat.active_turn is not None:
+        history.append(("user", chat.active_turn.message.text))
+    return tuple(history)
+
+
+def _display_name(tool_name: str, request: ToolCallRequest | None) -> str:
+    """How a UI names a call; ``request`` is None while the call's input is streaming."""
+    if tool_name == "delegate":
+        return f"Delegate to {request.arguments.get('agent', '?')}" if request else "Delegate"
+    if tool_name == "handoff":
+        return f"Hand off to {request.arguments.get('agent', '?')}" if request else "Hand off"
+    if tool_name == "ask":
+        return "Ask the user"
+    return tool_name.replace("_", " ").capitalize()
+
+
+def _invocation(request: ToolCallRequest) -> str:
+    if request.tool_name == "delegate":
+        return f"{request.arguments.get('agent', '?')}: {request.arguments.get('task', '')}"
+    if request.tool_name == "ask":
+        return str(request.arguments.get("question", ""))
+    return f"{request.tool_name}({summary(request)})"
+
+
+def _ms(started: float) -> float:
+    return round((trio.current_time() - started) * 1000, 3)
