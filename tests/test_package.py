@@ -30,6 +30,7 @@ PURE_MODULES = (
     "orchestrator.ahp._validate",
     "orchestrator.core._team_state",
     "orchestrator.core._graph",
+    "orchestrator.core._graph_export",
     "orchestrator.protocols._project_agentui",
     "orchestrator.protocols._project_agui",
     "orchestrator.spec._teamfile",
