@@ -28,6 +28,7 @@ PURE_MODULES = (
     "orchestrator.ahp._chat_reducer",
     "orchestrator.ahp._session_reducer",
     "orchestrator.ahp._validate",
+    "orchestrator.core._team_records",
     "orchestrator.core._team_state",
     "orchestrator.core._graph",
     "orchestrator.core._graph_export",

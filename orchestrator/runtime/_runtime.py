@@ -155,7 +155,8 @@ from orchestrator.core._team_actions import (
     TaskStarted,
     TaskStatus,
 )
-from orchestrator.core._team_state import ApprovalRecord, TaskRecord, TeamState, Transition
+from orchestrator.core._team_records import ApprovalRecord, TaskRecord, Transition
+from orchestrator.core._team_state import TeamState
 from orchestrator.spec._teamfile import AgentSpec, RestartPolicy, TeamSpec
 from orchestrator.spec._tools import ToolDefinition, tool_definitions
 
