@@ -29,6 +29,8 @@ PURE_MODULES = (
     "orchestrator.ahp._session_reducer",
     "orchestrator.ahp._validate",
     "orchestrator.core._team_records",
+    "orchestrator.core._team_reducer",
+    "orchestrator.core._team_validate",
     "orchestrator.core._team_state",
     "orchestrator.core._graph",
     "orchestrator.core._graph_export",

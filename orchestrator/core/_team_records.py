@@ -7,7 +7,7 @@ AHP state plus the team's own bookkeeping, which the ``team/*`` actions describe
 immutable value; a reducer replaces it, never edits it.
 
 A batch of actions is reduced into a :class:`Transition`: the run and session it leaves, and
-its writes to each kind of entity, kept in an overlay over the state (:class:`_Overlay`)
+its writes to each kind of entity, kept in an overlay over the state (:class:`Overlay`)
 until the batch is committed. Reads through the overlay see the batch's own writes first,
 then those of the batches in flight before it, then the committed state.
 """
@@ -27,6 +27,7 @@ from ._team_actions import ApprovalDecision, ApprovalRequested, RunStatus, TaskS
 __all__ = [
     "ApprovalRecord",
     "Member",
+    "Overlay",
     "RunRecord",
     "TaskRecord",
     "Transition",
@@ -103,7 +104,7 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-class _Overlay(Generic[K, V]):
+class Overlay(Generic[K, V]):
     """A batch's writes over a store: reads see the batch's own writes first, then the
     writes of batches in flight before it (``pending``), then the committed ``base``."""
 
@@ -130,10 +131,10 @@ class Transition:
     actions: list[tuple[str, Action]]
     session: SessionState | None
     run: RunRecord | None
-    chats: _Overlay[str, ChatState]
-    members: _Overlay[str, Member]
-    tasks: _Overlay[str, TaskRecord]
-    approvals: _Overlay[str, ApprovalRecord]
+    chats: Overlay[str, ChatState]
+    members: Overlay[str, Member]
+    tasks: Overlay[str, TaskRecord]
+    approvals: Overlay[str, ApprovalRecord]
     #: Chats whose summary must be re-announced with session/chatUpdated.
     touched_chats: set[str] = attrs.field(factory=set)
     #: The turns the batch's actions ended, by the action's position in ``actions``: the
