@@ -1,4 +1,4 @@
-"""Hypothesis strategies for the AHP types, shared by every test that needs AHP values.
+"""Hypothesis strategies for the AHP types and the team actions, shared by the tests.
 
 :func:`ahp_values` builds any AHP model class or union alias from its type hints: optional
 fields are sometimes ``None``, sequences are short tuples, free-form JSON (``_meta``, config
@@ -15,7 +15,7 @@ import enum
 import functools
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -44,6 +44,23 @@ from orchestrator.ahp._state import (
     ToolDefinition,
     ToolResultContent,
 )
+from orchestrator.core._team_actions import (
+    ApprovalDecision,
+    ApprovalRequested,
+    ApprovalResolved,
+    HandoffRecorded,
+    MemberJoined,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    RunStatus,
+    TaskCreated,
+    TaskFinished,
+    TaskStarted,
+    TaskStatus,
+    TeamAction,
+    ViewUpdated,
+)
 
 __all__ = [
     "action_envelopes",
@@ -62,6 +79,7 @@ __all__ = [
     "session_statuses",
     "session_summaries",
     "state_actions",
+    "team_actions",
     "tool_call_states",
     "tool_result_contents",
     "unknown_actions",
@@ -270,3 +288,97 @@ def known_state_actions() -> st.SearchStrategy[StateAction]:
 def action_envelopes() -> st.SearchStrategy[ActionEnvelope]:
     """Envelopes around any state action."""
     return ahp_values(ActionEnvelope)
+
+
+def team_actions(
+    *,
+    tasks: Sequence[str] = ("task-1", "task-2", "task-3"),
+    chats: Sequence[str] = ("ahp-chat:/a", "ahp-chat:/b"),
+    approvals: Sequence[str] = ("approval-1", "approval-2"),
+) -> st.SearchStrategy[TeamAction]:
+    """Any ``team/*`` action, its ids drawn from small pools so that actions meet each other
+    (a task created twice, started before it exists, an approval resolved twice)."""
+    task = st.sampled_from(tasks)
+    chat = st.sampled_from(chats)
+    approval = st.sampled_from(approvals)
+    text = st.text(max_size=6)
+    count = st.integers(min_value=0, max_value=3)
+    return st.one_of(
+        st.builds(
+            RunStarted,
+            run=text,
+            team=text,
+            topology=text,
+            parallel_budget=count,
+            coordinator=text,
+            prompt=st.text(max_size=100),
+            task=task,
+            background=st.none() | text,
+        ),
+        st.builds(
+            RunResumed,
+            run=text,
+            restart=count,
+            policy=text,
+            interrupted=st.lists(chat, max_size=MAX_ITEMS).map(tuple),
+        ),
+        st.builds(MemberJoined, chat=chat, agent=text, role=text, task=task),
+        st.builds(
+            TaskCreated,
+            task=task,
+            title=text,
+            agent=text,
+            requested_by=chat,
+            tool_call_id=text,
+            parent_task=task,
+            status=st.sampled_from(TaskStatus),
+        ),
+        st.builds(TaskStarted, task=task, chat=chat),
+        st.builds(
+            TaskFinished,
+            task=task,
+            status=st.sampled_from(TaskStatus),
+            summary=text,
+            duration_ms=count,
+            input_tokens=count,
+            output_tokens=count,
+            chat=st.none() | chat,
+        ),
+        st.builds(
+            HandoffRecorded,
+            task=task,
+            from_chat=chat,
+            to_chat=chat,
+            to_agent=text,
+            reason=text,
+            resume_target=text,
+            tool_call_id=text,
+        ),
+        st.builds(
+            ApprovalRequested,
+            approval=approval,
+            chat=chat,
+            turn_id=text,
+            tool_call_id=text,
+            tool_name=text,
+            requested_by=text,
+            routed_to=st.just("user") | chat,
+            policy_scope=text,
+            summary=text,
+        ),
+        st.builds(
+            ApprovalResolved,
+            approval=approval,
+            decision=st.sampled_from(ApprovalDecision),
+            resolved_by=st.just("user") | chat,
+            principal=st.none() | text,
+        ),
+        st.builds(
+            RunFinished, run=text, status=st.sampled_from(RunStatus), result=text, error=text
+        ),
+        st.builds(
+            ViewUpdated,
+            view_type=st.sampled_from(["plan", "files"]),
+            content=st.dictionaries(st.text(max_size=4), json_values, max_size=MAX_ITEMS),
+        ),
+    )

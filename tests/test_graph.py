@@ -49,13 +49,15 @@ from orchestrator.core._graph import (
     NodeKind,
     Violation,
     ViolationKind,
-    _graphml_value,
     build_graph,
+    tool_call_node,
+)
+from orchestrator.core._graph_export import (
+    _graphml_value,
     to_dot,
     to_graphml,
     to_json,
     to_mermaid,
-    tool_call_node,
 )
 from orchestrator.core._team_actions import (
     ApprovalDecision,

@@ -34,7 +34,8 @@ from orchestrator.cli._main import main
 from orchestrator.core._facts import Action, Fact
 from orchestrator.core._graph import build_graph
 from orchestrator.core._team_actions import RunFinished, RunStatus
-from orchestrator.core._team_state import TeamState, Transition
+from orchestrator.core._team_records import Transition
+from orchestrator.core._team_state import TeamState
 from orchestrator.journal._history import edit_history
 from orchestrator.journal._journal import SqliteJournal
 from orchestrator.journal._reader import JournalReader

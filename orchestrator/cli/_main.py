@@ -38,7 +38,8 @@ from orchestrator.base._errors import (
 )
 from orchestrator.core._facts import Fact
 from orchestrator.core._facts_wire import fact_to_json
-from orchestrator.core._graph import build_graph, to_dot, to_graphml, to_json, to_mermaid
+from orchestrator.core._graph import build_graph
+from orchestrator.core._graph_export import to_dot, to_graphml, to_json, to_mermaid
 from orchestrator.core._team_actions import RunStatus
 from orchestrator.journal._file import Durability
 from orchestrator.journal._history import Edit, edit_history, resolve_chat

@@ -29,7 +29,8 @@ from orchestrator.ahp._state import (
 )
 
 from ._model_round import ToolOutcome
-from ._team_state import ApprovalRecord, TaskRecord, TeamState
+from ._team_records import ApprovalRecord, TaskRecord
+from ._team_state import TeamState
 
 __all__ = [
     "INTERRUPTED",

@@ -5,7 +5,10 @@ Theory of operation: the AHP reducers are pure functions of one channel's state
 one chat per agent) plus team bookkeeping (members, tasks, approvals) that the
 ``team/*`` actions describe. :class:`TeamState` holds all of them and folds a
 fact by routing it to the reducer of its channel, so the whole run is
-``fold(apply, facts)``: live, on recovery, and for an old session alike.
+``fold(apply, facts)``: live, on recovery, and for an old session alike. The
+routing and the team records' reduction are :func:`._team_reducer.reduce_action`,
+which never fails; whether an action may be appended is a separate question,
+:func:`._team_validate.validate_action`'s.
 
 Changes happen in steps so that the write-ahead rule can hold: a batch of
 actions is first *prepared* (validated and reduced against an overlay of the
@@ -29,61 +32,23 @@ from __future__ import annotations
 import collections
 import enum
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final, Generic, TypeVar
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Final, Generic, TypeVar
 
-import attrs
-
-from orchestrator.ahp._actions import (
-    ChatAction,
-    SessionAction,
-    SessionChatAddedAction,
-    SessionChatRemovedAction,
-    SessionChatUpdatedAction,
-    UnknownAction,
-)
-from orchestrator.ahp._chat_reducer import TURN_ENDS, reduce_chat
+from orchestrator.ahp._actions import SessionChatUpdatedAction
+from orchestrator.ahp._chat_reducer import reduce_chat
 from orchestrator.ahp._session_reducer import reduce_session, summary_action, summary_of
-from orchestrator.ahp._state import (
-    ChatState,
-    SessionLifecycle,
-    SessionState,
-    SessionStatus,
-    Turn,
-    TurnState,
-)
-from orchestrator.ahp._validate import validate_chat_action
-from orchestrator.base._errors import IllegalTransitionError
-from orchestrator.base._evolve import evolve
+from orchestrator.ahp._state import ChatState, SessionState, TurnState
 
 from ._facts import Action, Fact
-from ._team_actions import (
-    FINISHED_TASK_STATUSES,
-    ApprovalDecision,
-    ApprovalRequested,
-    ApprovalResolved,
-    HandoffRecorded,
-    MemberJoined,
-    RunFinished,
-    RunResumed,
-    RunStarted,
-    RunStatus,
-    TaskCreated,
-    TaskFinished,
-    TaskStarted,
-    TaskStatus,
-    TeamAction,
-    ViewUpdated,
-)
+from ._team_actions import FINISHED_TASK_STATUSES, TaskStatus
+from ._team_records import ApprovalRecord, Member, Overlay, RunRecord, TaskRecord, Transition
+from ._team_reducer import reduce_action
+from ._team_validate import validate_action
 
 __all__ = [
-    "ApprovalRecord",
-    "Member",
     "MemberStatus",
-    "RunRecord",
-    "TaskRecord",
     "TeamState",
-    "Transition",
 ]
 
 #: Team tools whose running call means "this chat waits on a teammate".
@@ -104,94 +69,8 @@ class MemberStatus(enum.StrEnum):
     KILLED = "killed"
 
 
-@attrs.frozen(kw_only=True)
-class RunRecord:
-    """What ``team/runStarted`` and ``team/runFinished`` said about the run."""
-
-    run: str
-    session: str
-    team: str
-    topology: str
-    parallel_budget: int
-    coordinator: str
-    prompt: str
-    task: str
-    started_at: str
-    # The chat of the first member that joined on the root task: the coordinator.
-    coordinator_chat: str | None = None
-    status: RunStatus | None = None
-    result: str = ""
-    error: str = ""
-    background: str | None = None  # the background teammate whose wake started the run
-    restarts: int = 0  # how many times a new process took the run up again (team/runResumed)
-    # The latest content of each view the session's tools pushed, by view type
-    # (team/viewUpdated; an empty content removes the view).
-    views: Mapping[str, Any] = attrs.field(factory=dict)
-
-
-@attrs.frozen(kw_only=True)
-class Member:
-    """A chat on the team: which agent definition it runs and which task it works on."""
-
-    chat: str
-    agent: str
-    role: str
-    task: str
-
-
-@attrs.frozen(kw_only=True)
-class TaskRecord:
-    """One piece of work: the root request or a delegation."""
-
-    task: str
-    title: str
-    agent: str
-    status: TaskStatus
-    requested_by: str | None = None  # the delegating chat; None for the root task
-    tool_call_id: str | None = None
-    parent_task: str | None = None
-    chat: str | None = None  # the worker chat once started
-    owner: str | None = None  # the chat that currently owns the task (moves on handoff)
-    created_at: str
-    started_at: str | None = None
-    finished_at: str | None = None
-    summary: str = ""
-    duration_ms: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-
-@attrs.frozen(kw_only=True)
-class ApprovalRecord:
-    """A routed approval request and, once applied, its decision."""
-
-    request: ApprovalRequested
-    decision: ApprovalDecision | None = None
-    resolved_by: str | None = None
-
-
 K = TypeVar("K")
 V = TypeVar("V")
-
-
-class _Overlay(Generic[K, V]):
-    """A batch's writes over a store: reads see the batch's own writes first, then the
-    writes of batches in flight before it (``pending``), then the committed ``base``."""
-
-    def __init__(self, base: dict[K, V], pending: dict[K, V]) -> None:
-        self.base = base
-        self.pending = pending
-        self.writes: dict[K, V] = {}
-
-    def get(self, key: K) -> V | None:
-        if key in self.writes:
-            return self.writes[key]
-        if key in self.pending:
-            return self.pending[key]
-        return self.base.get(key)
-
-    def __setitem__(self, key: K, value: V) -> None:
-        self.writes[key] = value
 
 
 class _Pending(Generic[K, V]):
@@ -216,26 +95,6 @@ class _Pending(Generic[K, V]):
     def clear(self) -> None:
         self.values.clear()
         self.writer.clear()
-
-
-@attrs.define
-class Transition:
-    """The effect of a batch, computed but not yet applied (see :meth:`TeamState.prepare`)."""
-
-    actions: list[tuple[str, Action]]
-    session: SessionState | None
-    run: RunRecord | None
-    chats: _Overlay[str, ChatState]
-    members: _Overlay[str, Member]
-    tasks: _Overlay[str, TaskRecord]
-    approvals: _Overlay[str, ApprovalRecord]
-    #: Chats whose summary must be re-announced with session/chatUpdated.
-    touched_chats: set[str] = attrs.field(factory=set)
-    #: The turns the batch's actions ended, by the action's position in ``actions``: the
-    #: journal writes a finished turn's history from it instead of folding its facts again.
-    ended_turns: dict[int, Turn] = attrs.field(factory=dict)
-    #: Set by :meth:`TeamState.push`: the batch's place among those in flight.
-    serial: int | None = None
 
 
 class TeamState:
@@ -274,23 +133,36 @@ class TeamState:
     ) -> Transition:
         """Reduce ``actions`` (``(channel, action)`` pairs) against an overlay of this state.
 
-        With ``validate``, an action that the current state refuses raises
-        :class:`IllegalTransitionError` and nothing changes. The returned transition
-        lists the actions, followed by any ``session/chatUpdated`` needed to keep
-        each chat's summary equal to the fields its state inlines.
+        With ``validate``, each action is first put to
+        :func:`~orchestrator.core._team_validate.validate_action`: one that the state the
+        batch has built refuses raises :class:`IllegalTransitionError` and nothing changes.
+        The returned transition lists the actions, followed by any ``session/chatUpdated``
+        needed to keep each chat's summary equal to the fields its state inlines.
         """
         latest = self._in_flight[-1] if self._in_flight else None
         tr = Transition(
             actions=list(actions),
             session=latest.session if latest is not None else self.session,
             run=latest.run if latest is not None else self.run,
-            chats=_Overlay(self.chats, self._pending_chats.values),
-            members=_Overlay(self.members, self._pending_members.values),
-            tasks=_Overlay(self.tasks, self._pending_tasks.values),
-            approvals=_Overlay(self.approvals, self._pending_approvals.values),
+            chats=Overlay(self.chats, self._pending_chats.values),
+            members=Overlay(self.members, self._pending_members.values),
+            tasks=Overlay(self.tasks, self._pending_tasks.values),
+            approvals=Overlay(self.approvals, self._pending_approvals.values),
         )
         for index, (channel, action) in enumerate(actions):
-            ended = self._reduce(tr, channel, action, now=now, validate=validate)
+            reduced_chat = None
+            if validate:
+                reduced_chat = validate_action(
+                    tr, channel, action, session_uri=self.session_uri, now=now
+                )
+            ended = reduce_action(
+                tr,
+                channel,
+                action,
+                session_uri=self.session_uri,
+                now=now,
+                reduced_chat=reduced_chat,
+            )
             if ended is not None:
                 tr.ended_turns[index] = ended
         if validate:
@@ -455,278 +327,6 @@ class TeamState:
         tr.actions.append((self.session_uri, update))
         tr.session = reduce_session(session, update, now=now)
 
-    def _reduce(
-        self, tr: Transition, channel: str, action: Action, *, now: str, validate: bool
-    ) -> Turn | None:
-        """Reduce one action into ``tr``; returns the turn it ended, if it ended one."""
-        if action.type.startswith("team/"):
-            self._reduce_team(tr, action, now=now, validate=validate)  # type: ignore[arg-type]
-        elif action.type.startswith("chat/"):
-            chat = tr.chats.get(channel)
-            if chat is None:
-                if validate:
-                    raise IllegalTransitionError(
-                        "no such chat in this session",
-                        action_type=action.type,
-                        channel=channel,
-                        state="unknown chat",
-                    )
-                return None
-            chat_action: ChatAction = action  # type: ignore[assignment]
-            reduced = reduce_chat(chat, chat_action, now=now)
-            if validate:
-                validate_chat_action(chat, chat_action, channel=channel, reduced=reduced)
-            tr.chats[channel] = reduced
-            tr.touched_chats.add(channel)
-            if reduced is not chat and isinstance(chat_action, TURN_ENDS):
-                return reduced.turns[-1]  # an end that applied appends its turn
-        elif isinstance(action, UnknownAction):
-            if validate:
-                raise IllegalTransitionError(
-                    "unknown action type",
-                    action_type=action.type,
-                    channel=channel,
-                    state="any",
-                )
-        else:
-            self._reduce_session(tr, channel, action, now=now, validate=validate)  # type: ignore[arg-type]
-        return None
-
-    def _reduce_session(
-        self, tr: Transition, channel: str, action: SessionAction, *, now: str, validate: bool
-    ) -> None:
-        session = tr.session
-        if session is None or channel != self.session_uri:
-            if validate:
-                raise IllegalTransitionError(
-                    "no such session",
-                    action_type=action.type,
-                    channel=channel,
-                    state="no session",
-                )
-            return
-        tr.session = reduce_session(session, action, now=now)
-        if isinstance(action, SessionChatAddedAction):
-            summary = action.summary
-            existing = tr.chats.get(summary.resource)
-            if existing is None:
-                tr.chats[summary.resource] = ChatState(
-                    resource=summary.resource,
-                    title=summary.title,
-                    status=summary.status,
-                    activity=summary.activity,
-                    modified_at=summary.modified_at,
-                    origin=summary.origin,
-                    interactivity=summary.interactivity,
-                    working_directories=summary.working_directories,
-                    turns=(),
-                )
-        elif isinstance(action, SessionChatRemovedAction):
-            pass  # the chat's history stays readable; only the catalog entry goes
-
-    def _reduce_team(self, tr: Transition, action: TeamAction, *, now: str, validate: bool) -> None:
-        match action:
-            case RunStarted():
-                if validate and tr.run is not None:
-                    raise IllegalTransitionError(
-                        "the run has already started",
-                        action_type=action.type,
-                        channel=self.session_uri,
-                        state="running",
-                    )
-                tr.run = RunRecord(
-                    run=action.run,
-                    session=self.session_uri,
-                    team=action.team,
-                    topology=action.topology,
-                    parallel_budget=action.parallel_budget,
-                    coordinator=action.coordinator,
-                    prompt=action.prompt,
-                    task=action.task,
-                    started_at=now,
-                    background=action.background,
-                )
-                tr.session = SessionState(
-                    provider="orchestrator",
-                    title=_title(action.prompt),
-                    status=SessionStatus.IN_PROGRESS,
-                    lifecycle=SessionLifecycle.READY,
-                    active_clients=(),
-                    chats=(),
-                )
-                tr.tasks[action.task] = TaskRecord(
-                    task=action.task,
-                    title=_title(action.prompt),
-                    agent=action.coordinator,
-                    status=TaskStatus.RUNNING,
-                    created_at=now,
-                    started_at=now,
-                )
-            case MemberJoined():
-                tr.members[action.chat] = Member(
-                    chat=action.chat, agent=action.agent, role=action.role, task=action.task
-                )
-                run = tr.run
-                if run is not None and run.coordinator_chat is None and action.task == run.task:
-                    tr.run = evolve(run, coordinator_chat=action.chat)
-                task = tr.tasks.get(action.task)
-                if task is not None and task.owner is None:
-                    tr.tasks[action.task] = evolve(task, owner=action.chat)
-            case TaskCreated():
-                if validate and tr.tasks.get(action.task) is not None:
-                    raise IllegalTransitionError(
-                        "a task with this id exists",
-                        action_type=action.type,
-                        channel=self.session_uri,
-                        state="task exists",
-                        tool_call_id=action.tool_call_id,
-                    )
-                tr.tasks[action.task] = TaskRecord(
-                    task=action.task,
-                    title=action.title,
-                    agent=action.agent,
-                    status=action.status,
-                    requested_by=action.requested_by,
-                    tool_call_id=action.tool_call_id,
-                    parent_task=action.parent_task,
-                    created_at=now,
-                )
-            case TaskStarted():
-                task = self._task_for(tr, action, validate=validate)
-                if task is None:
-                    return
-                if validate and task.status is not TaskStatus.QUEUED and task.chat is not None:
-                    raise IllegalTransitionError(
-                        "the task has already started",
-                        action_type=action.type,
-                        channel=self.session_uri,
-                        state=f"task {task.status}",
-                    )
-                tr.tasks[action.task] = evolve(
-                    task,
-                    status=TaskStatus.RUNNING,
-                    chat=action.chat,
-                    owner=action.chat,
-                    started_at=now,
-                )
-            case TaskFinished():
-                task = self._task_for(tr, action, validate=validate)
-                if task is None:
-                    return
-                if validate and task.status in FINISHED_TASK_STATUSES:
-                    raise IllegalTransitionError(
-                        "the task has already finished",
-                        action_type=action.type,
-                        channel=self.session_uri,
-                        state=f"task {task.status}",
-                    )
-                tr.tasks[action.task] = evolve(
-                    task,
-                    status=action.status,
-                    chat=action.chat or task.chat,
-                    finished_at=now,
-                    summary=action.summary,
-                    duration_ms=action.duration_ms,
-                    input_tokens=action.input_tokens,
-                    output_tokens=action.output_tokens,
-                )
-            case HandoffRecorded():
-                task = self._task_for(tr, action, validate=validate)
-                if task is None:
-                    return
-                tr.tasks[action.task] = evolve(task, owner=action.to_chat)
-            case ApprovalRequested():
-                if validate and tr.approvals.get(action.approval) is not None:
-                    raise IllegalTransitionError(
-                        "an approval with this id exists",
-                        action_type=action.type,
-                        channel=action.chat,
-                        state="approval exists",
-                        tool_call_id=action.tool_call_id,
-                    )
-                tr.approvals[action.approval] = ApprovalRecord(request=action)
-            case ApprovalResolved():
-                record = tr.approvals.get(action.approval)
-                if record is None or record.decision is not None:
-                    if validate:
-                        raise IllegalTransitionError(
-                            "no pending approval with this id",
-                            action_type=action.type,
-                            channel=self.session_uri,
-                            state="resolved" if record else "unknown approval",
-                        )
-                    return
-                tr.approvals[action.approval] = evolve(
-                    record, decision=action.decision, resolved_by=action.resolved_by
-                )
-            case RunResumed():
-                if tr.run is None or tr.run.status is not None or action.restart <= tr.run.restarts:
-                    if validate:
-                        raise IllegalTransitionError(
-                            "only an unfinished run can be resumed, once per restart",
-                            action_type=action.type,
-                            channel=self.session_uri,
-                            state=(
-                                "not started"
-                                if tr.run is None
-                                else f"{tr.run.status or 'running'}, restart {tr.run.restarts}"
-                            ),
-                        )
-                    return
-                tr.run = evolve(tr.run, restarts=action.restart)
-            case ViewUpdated():
-                if tr.run is None:
-                    if validate:
-                        raise IllegalTransitionError(
-                            "the session has no run yet: views belong to a started run",
-                            action_type=action.type,
-                            channel=self.session_uri,
-                            state="not started",
-                        )
-                    return
-                views = {k: v for k, v in tr.run.views.items() if k != action.view_type}
-                if action.content:
-                    views[action.view_type] = action.content
-                tr.run = evolve(tr.run, views=views)
-            case RunFinished():
-                if tr.run is None or (validate and tr.run.status is not None):
-                    if validate:
-                        raise IllegalTransitionError(
-                            "the run is not running",
-                            action_type=action.type,
-                            channel=self.session_uri,
-                            state="finished" if tr.run else "not started",
-                        )
-                    return
-                tr.run = evolve(
-                    tr.run, status=action.status, result=action.result, error=action.error
-                )
-                root = tr.tasks.get(tr.run.task)
-                if root is not None and root.status not in FINISHED_TASK_STATUSES:
-                    tr.tasks[root.task] = evolve(
-                        root,
-                        status=_ROOT_TASK_STATUS[action.status],
-                        finished_at=now,
-                        summary=action.result or action.error,
-                    )
-
-    def _task_for(
-        self,
-        tr: Transition,
-        action: TaskStarted | TaskFinished | HandoffRecorded,
-        *,
-        validate: bool,
-    ) -> TaskRecord | None:
-        task = tr.tasks.get(action.task)
-        if task is None and validate:
-            raise IllegalTransitionError(
-                "no such task",
-                action_type=action.type,
-                channel=self.session_uri,
-                state="unknown task",
-            )
-        return task
-
     # ── queries (used by the runtime, the tree and the projections) ──────────
 
     def member_status(self, chat_uri: str) -> MemberStatus:
@@ -801,14 +401,3 @@ _AFTER_TURN: Final = {
     TurnState.ERROR: MemberStatus.FAILED,
     TurnState.CANCELLED: MemberStatus.KILLED,
 }
-
-_ROOT_TASK_STATUS = {
-    RunStatus.COMPLETED: TaskStatus.COMPLETED,
-    RunStatus.FAILED: TaskStatus.FAILED,
-    RunStatus.CANCELLED: TaskStatus.KILLED,
-}
-
-
-def _title(prompt: str, limit: int = 80) -> str:
-    line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
-    return line if len(line) <= limit else line[: limit - 1] + "…"

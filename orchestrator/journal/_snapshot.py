@@ -69,7 +69,8 @@ from orchestrator.ahp._state import ChatState, ChatSummary, ResponsePart, Sessio
 from orchestrator.base._errors import PeerProtocolError
 from orchestrator.base._evolve import evolve
 from orchestrator.core._team_actions import ApprovalRequested
-from orchestrator.core._team_state import ApprovalRecord, Member, RunRecord, TaskRecord, TeamState
+from orchestrator.core._team_records import ApprovalRecord, Member, RunRecord, TaskRecord
+from orchestrator.core._team_state import TeamState
 
 __all__ = [
     "CHUNK",

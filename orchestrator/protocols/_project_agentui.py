@@ -87,7 +87,8 @@ from orchestrator.core._team_actions import (
     TaskStarted,
     TaskStatus,
 )
-from orchestrator.core._team_state import MemberStatus, TaskRecord, TeamState
+from orchestrator.core._team_records import TaskRecord
+from orchestrator.core._team_state import MemberStatus, TeamState
 
 from ._agentui import (
     ActionType,

@@ -112,7 +112,8 @@ from orchestrator.core._team_actions import (
     TaskFinished,
     TaskStatus,
 )
-from orchestrator.core._team_state import ApprovalRecord, MemberStatus, TeamState
+from orchestrator.core._team_records import ApprovalRecord
+from orchestrator.core._team_state import MemberStatus, TeamState
 
 __all__ = [
     "AguiProjector",

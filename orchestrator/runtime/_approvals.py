@@ -61,7 +61,7 @@ from orchestrator.core._team_actions import (
     ApprovalRequested,
     ApprovalResolved,
 )
-from orchestrator.core._team_state import ApprovalRecord
+from orchestrator.core._team_records import ApprovalRecord
 
 from ._context import ChatContext, RunContext, is_cancellation
 

@@ -52,7 +52,7 @@ from orchestrator.core._team_actions import (
     TaskStarted,
     TaskStatus,
 )
-from orchestrator.core._team_state import TaskRecord
+from orchestrator.core._team_records import TaskRecord
 from orchestrator.spec._model import AgentSpec
 
 from ._context import (

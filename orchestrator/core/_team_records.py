@@ -1,0 +1,144 @@
+"""The records of a team run beside its channels' states, and the transition a batch builds.
+
+A team run's state (:class:`~orchestrator.core._team_state.TeamState`) holds every channel's
+AHP state plus the team's own bookkeeping, which the ``team/*`` actions describe: the run
+(:class:`RunRecord`), who is on the team (:class:`Member`), the work handed out
+(:class:`TaskRecord`) and the routed approvals (:class:`ApprovalRecord`). Each is an
+immutable value; a reducer replaces it, never edits it.
+
+A batch of actions is reduced into a :class:`Transition`: the run and session it leaves, and
+its writes to each kind of entity, kept in an overlay over the state (:class:`Overlay`)
+until the batch is committed. Reads through the overlay see the batch's own writes first,
+then those of the batches in flight before it, then the committed state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Generic, TypeVar
+
+import attrs
+
+from orchestrator.ahp._state import ChatState, SessionState, Turn
+
+from ._facts import Action
+from ._team_actions import ApprovalDecision, ApprovalRequested, RunStatus, TaskStatus
+
+__all__ = [
+    "ApprovalRecord",
+    "Member",
+    "Overlay",
+    "RunRecord",
+    "TaskRecord",
+    "Transition",
+]
+
+
+@attrs.frozen(kw_only=True)
+class RunRecord:
+    """What ``team/runStarted`` and ``team/runFinished`` said about the run."""
+
+    run: str
+    session: str
+    team: str
+    topology: str
+    parallel_budget: int
+    coordinator: str
+    prompt: str
+    task: str
+    started_at: str
+    # The chat of the first member that joined on the root task: the coordinator.
+    coordinator_chat: str | None = None
+    status: RunStatus | None = None
+    result: str = ""
+    error: str = ""
+    background: str | None = None  # the background teammate whose wake started the run
+    restarts: int = 0  # how many times a new process took the run up again (team/runResumed)
+    # The latest content of each view the session's tools pushed, by view type
+    # (team/viewUpdated; an empty content removes the view).
+    views: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
+class Member:
+    """A chat on the team: which agent definition it runs and which task it works on."""
+
+    chat: str
+    agent: str
+    role: str
+    task: str
+
+
+@attrs.frozen(kw_only=True)
+class TaskRecord:
+    """One piece of work: the root request or a delegation."""
+
+    task: str
+    title: str
+    agent: str
+    status: TaskStatus
+    requested_by: str | None = None  # the delegating chat; None for the root task
+    tool_call_id: str | None = None
+    parent_task: str | None = None
+    chat: str | None = None  # the worker chat once started
+    owner: str | None = None  # the chat that currently owns the task (moves on handoff)
+    created_at: str
+    started_at: str | None = None
+    finished_at: str | None = None
+    summary: str = ""
+    duration_ms: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalRecord:
+    """A routed approval request and, once applied, its decision."""
+
+    request: ApprovalRequested
+    decision: ApprovalDecision | None = None
+    resolved_by: str | None = None
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Overlay(Generic[K, V]):
+    """A batch's writes over a store: reads see the batch's own writes first, then the
+    writes of batches in flight before it (``pending``), then the committed ``base``."""
+
+    def __init__(self, base: dict[K, V], pending: dict[K, V]) -> None:
+        self.base = base
+        self.pending = pending
+        self.writes: dict[K, V] = {}
+
+    def get(self, key: K) -> V | None:
+        if key in self.writes:
+            return self.writes[key]
+        if key in self.pending:
+            return self.pending[key]
+        return self.base.get(key)
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self.writes[key] = value
+
+
+@attrs.define
+class Transition:
+    """The effect of a batch, computed but not yet applied (see :meth:`TeamState.prepare`)."""
+
+    actions: list[tuple[str, Action]]
+    session: SessionState | None
+    run: RunRecord | None
+    chats: Overlay[str, ChatState]
+    members: Overlay[str, Member]
+    tasks: Overlay[str, TaskRecord]
+    approvals: Overlay[str, ApprovalRecord]
+    #: Chats whose summary must be re-announced with session/chatUpdated.
+    touched_chats: set[str] = attrs.field(factory=set)
+    #: The turns the batch's actions ended, by the action's position in ``actions``: the
+    #: journal writes a finished turn's history from it instead of folding its facts again.
+    ended_turns: dict[int, Turn] = attrs.field(factory=dict)
+    #: Set by :meth:`TeamState.push`: the batch's place among those in flight.
+    serial: int | None = None

@@ -1,0 +1,374 @@
+"""The team reducer: ``reduce_action(tr, channel, action, ...)`` folds one action of a team run.
+
+Theory of operation
+-------------------
+A team run's state is its channels' AHP states plus the team's records (the run, members,
+tasks, approvals), and a fact is folded by routing its action to the reducer of its kind:
+
+* ``chat/*`` to :func:`~orchestrator.ahp._chat_reducer.reduce_chat`, on the chat the fact's
+  channel names (an action on a chat the run does not have is ignored);
+* ``session/*`` to :func:`~orchestrator.ahp._session_reducer.reduce_session`, when the channel
+  is the run's session and the session exists; ``session/chatAdded`` also creates the chat
+  it announces, ``session/chatRemoved`` keeps its history readable;
+* ``team/*`` to one handler per action class (:data:`_HANDLERS`);
+* anything else (an :class:`~orchestrator.ahp._actions.UnknownAction`) to nothing.
+
+The reducer is **total**, like the AHP reducers: it never raises for a well-typed action, it
+applies what the state can take and ignores what it cannot (a task, approval or run that does
+not exist, an approval already decided, a resume that is not newer than the last one). Whether
+an action *should* be applied is :func:`orchestrator.core._team_validate.validate_action`'s
+question; the runtime asks it before appending, and replaying a stored log never does, so
+replay costs exactly one reduction per fact.
+
+Where the validator refuses an action that the reducer can still apply, the reducer applies
+it, as the fold of a stored log always has: a second ``team/runStarted`` starts the run again,
+a ``team/taskCreated`` or ``team/approvalRequested`` with a known id replaces the record,
+``team/taskStarted`` and ``team/taskFinished`` overwrite a task whatever its status, and a
+``team/runFinished`` of a finished run finishes it again.
+
+**The task lifecycle is a table.** :data:`TASK_TRANSITIONS` maps a task's status to the
+statuses it may move to; a status with an empty row is terminal. The validator refuses a
+``team/taskStarted`` or ``team/taskFinished`` the table does not allow; the reducer reads it
+to decide whether the end of the run also ends its root task.
+
+The reducer writes into a :class:`~orchestrator.core._team_records.Transition` (an overlay
+over the state: nothing committed changes) and is pure: no IO, no clock (the time it stamps
+comes in as ``now``), no trio.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeAlias
+
+from orchestrator.ahp._actions import (
+    ChatAction,
+    SessionAction,
+    SessionChatAddedAction,
+    SessionChatRemovedAction,
+    UnknownAction,
+)
+from orchestrator.ahp._chat_reducer import TURN_ENDS, reduce_chat
+from orchestrator.ahp._session_reducer import reduce_session
+from orchestrator.ahp._state import (
+    ChatState,
+    SessionLifecycle,
+    SessionState,
+    SessionStatus,
+    Turn,
+)
+from orchestrator.base._evolve import evolve
+
+from ._facts import Action
+from ._team_actions import (
+    ApprovalRequested,
+    ApprovalResolved,
+    HandoffRecorded,
+    MemberJoined,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    RunStatus,
+    TaskCreated,
+    TaskFinished,
+    TaskStarted,
+    TaskStatus,
+    TeamAction,
+    ViewUpdated,
+)
+from ._team_records import ApprovalRecord, Member, RunRecord, TaskRecord, Transition
+
+__all__ = [
+    "TASK_TRANSITIONS",
+    "reduce_action",
+    "reduce_team_action",
+]
+
+
+# ─── The task lifecycle ──────────────────────────────────────────────────────
+
+_T = TaskStatus
+
+TASK_TRANSITIONS: Final[Mapping[TaskStatus, frozenset[TaskStatus]]] = types.MappingProxyType(
+    {
+        # A delegation waits here while the parallel budget is spent; it can also end
+        # before a worker takes it up (killed or failed while queued).
+        _T.QUEUED: frozenset({_T.RUNNING, _T.COMPLETED, _T.FAILED, _T.KILLED}),
+        _T.RUNNING: frozenset({_T.COMPLETED, _T.FAILED, _T.KILLED}),
+        _T.COMPLETED: frozenset(),
+        _T.FAILED: frozenset(),
+        _T.KILLED: frozenset(),
+    }
+)
+"""``{status: the statuses a task in it may move to}``; a status whose row is empty is terminal.
+
+``team/taskStarted`` moves a task to ``running``, ``team/taskFinished`` to the status it
+names, and ``team/runFinished`` the root task to the status the run ended in. The terminal
+statuses are :data:`~orchestrator.core._team_actions.FINISHED_TASK_STATUSES`.
+"""
+
+#: The status the root task ends in, by how the run ended.
+_ROOT_TASK_STATUS: Final[Mapping[RunStatus, TaskStatus]] = {
+    RunStatus.COMPLETED: TaskStatus.COMPLETED,
+    RunStatus.FAILED: TaskStatus.FAILED,
+    RunStatus.CANCELLED: TaskStatus.KILLED,
+}
+
+
+def _title(prompt: str, limit: int = 80) -> str:
+    """The title a run gives its session and root task: the prompt's first line, shortened."""
+    line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+# ─── Team handlers, one per action class ─────────────────────────────────────
+
+_Handler: TypeAlias = Callable[[Transition, Any, str, str], None]
+_HANDLERS: dict[type, _Handler] = {}
+
+
+def _handles(*classes: type) -> Callable[[_Handler], _Handler]:
+    def register(handler: _Handler) -> _Handler:
+        for cls in classes:
+            _HANDLERS[cls] = handler
+        return handler
+
+    return register
+
+
+@_handles(RunStarted)
+def _run_started(tr: Transition, action: RunStarted, session_uri: str, now: str) -> None:
+    tr.run = RunRecord(
+        run=action.run,
+        session=session_uri,
+        team=action.team,
+        topology=action.topology,
+        parallel_budget=action.parallel_budget,
+        coordinator=action.coordinator,
+        prompt=action.prompt,
+        task=action.task,
+        started_at=now,
+        background=action.background,
+    )
+    tr.session = SessionState(
+        provider="orchestrator",
+        title=_title(action.prompt),
+        status=SessionStatus.IN_PROGRESS,
+        lifecycle=SessionLifecycle.READY,
+        active_clients=(),
+        chats=(),
+    )
+    tr.tasks[action.task] = TaskRecord(
+        task=action.task,
+        title=_title(action.prompt),
+        agent=action.coordinator,
+        status=TaskStatus.RUNNING,
+        created_at=now,
+        started_at=now,
+    )
+
+
+@_handles(MemberJoined)
+def _member_joined(tr: Transition, action: MemberJoined, session_uri: str, now: str) -> None:
+    tr.members[action.chat] = Member(
+        chat=action.chat, agent=action.agent, role=action.role, task=action.task
+    )
+    run = tr.run
+    if run is not None and run.coordinator_chat is None and action.task == run.task:
+        tr.run = evolve(run, coordinator_chat=action.chat)
+    task = tr.tasks.get(action.task)
+    if task is not None and task.owner is None:
+        tr.tasks[action.task] = evolve(task, owner=action.chat)
+
+
+@_handles(TaskCreated)
+def _task_created(tr: Transition, action: TaskCreated, session_uri: str, now: str) -> None:
+    tr.tasks[action.task] = TaskRecord(
+        task=action.task,
+        title=action.title,
+        agent=action.agent,
+        status=action.status,
+        requested_by=action.requested_by,
+        tool_call_id=action.tool_call_id,
+        parent_task=action.parent_task,
+        created_at=now,
+    )
+
+
+@_handles(TaskStarted)
+def _task_started(tr: Transition, action: TaskStarted, session_uri: str, now: str) -> None:
+    task = tr.tasks.get(action.task)
+    if task is None:
+        return
+    tr.tasks[action.task] = evolve(
+        task,
+        status=TaskStatus.RUNNING,
+        chat=action.chat,
+        owner=action.chat,
+        started_at=now,
+    )
+
+
+@_handles(TaskFinished)
+def _task_finished(tr: Transition, action: TaskFinished, session_uri: str, now: str) -> None:
+    task = tr.tasks.get(action.task)
+    if task is None:
+        return
+    tr.tasks[action.task] = evolve(
+        task,
+        status=action.status,
+        chat=action.chat or task.chat,
+        finished_at=now,
+        summary=action.summary,
+        duration_ms=action.duration_ms,
+        input_tokens=action.input_tokens,
+        output_tokens=action.output_tokens,
+    )
+
+
+@_handles(HandoffRecorded)
+def _handoff(tr: Transition, action: HandoffRecorded, session_uri: str, now: str) -> None:
+    task = tr.tasks.get(action.task)
+    if task is None:
+        return
+    tr.tasks[action.task] = evolve(task, owner=action.to_chat)
+
+
+@_handles(ApprovalRequested)
+def _approval_requested(
+    tr: Transition, action: ApprovalRequested, session_uri: str, now: str
+) -> None:
+    tr.approvals[action.approval] = ApprovalRecord(request=action)
+
+
+@_handles(ApprovalResolved)
+def _approval_resolved(
+    tr: Transition, action: ApprovalResolved, session_uri: str, now: str
+) -> None:
+    record = tr.approvals.get(action.approval)
+    if record is None or record.decision is not None:
+        return
+    tr.approvals[action.approval] = evolve(
+        record, decision=action.decision, resolved_by=action.resolved_by
+    )
+
+
+@_handles(RunResumed)
+def _run_resumed(tr: Transition, action: RunResumed, session_uri: str, now: str) -> None:
+    run = tr.run
+    if run is None or run.status is not None or action.restart <= run.restarts:
+        return
+    tr.run = evolve(run, restarts=action.restart)
+
+
+@_handles(ViewUpdated)
+def _view_updated(tr: Transition, action: ViewUpdated, session_uri: str, now: str) -> None:
+    run = tr.run
+    if run is None:
+        return
+    views = {k: v for k, v in run.views.items() if k != action.view_type}
+    if action.content:
+        views[action.view_type] = action.content
+    tr.run = evolve(run, views=views)
+
+
+@_handles(RunFinished)
+def _run_finished(tr: Transition, action: RunFinished, session_uri: str, now: str) -> None:
+    if tr.run is None:
+        return
+    tr.run = evolve(tr.run, status=action.status, result=action.result, error=action.error)
+    root = tr.tasks.get(tr.run.task)
+    target = _ROOT_TASK_STATUS[action.status]
+    if root is not None and target in TASK_TRANSITIONS[root.status]:
+        tr.tasks[root.task] = evolve(
+            root,
+            status=target,
+            finished_at=now,
+            summary=action.result or action.error,
+        )
+
+
+def reduce_team_action(tr: Transition, action: TeamAction, *, session_uri: str, now: str) -> None:
+    """Reduce one ``team/*`` action into ``tr``; an action the state cannot take changes nothing.
+
+    ``session_uri`` is the run's session; ``now`` (an ISO 8601 timestamp) is stamped where a
+    record says when (a run or task started or finished, a task was created).
+    """
+    handler = _HANDLERS.get(type(action))
+    if handler is not None:
+        handler(tr, action, session_uri, now)
+
+
+# ─── Chat and session actions ────────────────────────────────────────────────
+
+
+def _reduce_chat(
+    tr: Transition, channel: str, action: ChatAction, now: str, reduced: ChatState | None
+) -> Turn | None:
+    chat = tr.chats.get(channel)
+    if chat is None:
+        return None
+    if reduced is None:
+        reduced = reduce_chat(chat, action, now=now)
+    tr.chats[channel] = reduced
+    tr.touched_chats.add(channel)
+    if reduced is not chat and isinstance(action, TURN_ENDS):
+        return reduced.turns[-1]  # an end that applied appends its turn
+    return None
+
+
+def _reduce_session(
+    tr: Transition, channel: str, action: SessionAction, session_uri: str, now: str
+) -> None:
+    session = tr.session
+    if session is None or channel != session_uri:
+        return
+    tr.session = reduce_session(session, action, now=now)
+    if isinstance(action, SessionChatAddedAction):
+        summary = action.summary
+        existing = tr.chats.get(summary.resource)
+        if existing is None:
+            tr.chats[summary.resource] = ChatState(
+                resource=summary.resource,
+                title=summary.title,
+                status=summary.status,
+                activity=summary.activity,
+                modified_at=summary.modified_at,
+                origin=summary.origin,
+                interactivity=summary.interactivity,
+                working_directories=summary.working_directories,
+                turns=(),
+            )
+    elif isinstance(action, SessionChatRemovedAction):
+        pass  # the chat's history stays readable; only the catalog entry goes
+
+
+# ─── The reducer ─────────────────────────────────────────────────────────────
+
+
+def reduce_action(
+    tr: Transition,
+    channel: str,
+    action: Action,
+    *,
+    session_uri: str,
+    now: str,
+    reduced_chat: ChatState | None = None,
+) -> Turn | None:
+    """Reduce one action on ``channel`` into ``tr``; the turn it ended, if it ended one.
+
+    Never raises for a well-typed action: what the state cannot take is ignored. Whether the
+    action *should* be applied is :func:`orchestrator.core._team_validate.validate_action`'s
+    question, asked before this one. ``reduced_chat`` is a chat action's reduction when the
+    caller has it already (the validator returns it); it is computed here otherwise.
+    """
+    # Routed by the type's prefix, so that an unknown ``chat/*`` action meets its chat (whose
+    # reducer ignores it) and an unknown ``team/*`` action no handler.
+    if action.type.startswith("team/"):
+        reduce_team_action(tr, action, session_uri=session_uri, now=now)  # type: ignore[arg-type]
+    elif action.type.startswith("chat/"):
+        return _reduce_chat(tr, channel, action, now, reduced_chat)  # type: ignore[arg-type]
+    elif not isinstance(action, UnknownAction):
+        _reduce_session(tr, channel, action, session_uri, now)  # type: ignore[arg-type]
+    return None
