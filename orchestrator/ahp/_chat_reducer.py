@@ -232,6 +232,10 @@ BLOCKING_TOOL_CALL_STATUSES: Final = frozenset(
 )
 """Statuses that wait on something outside the turn: they make the chat "input needed"."""
 
+EVENTS_THAT_REFRESH_STATUS: Final = frozenset(_E) - {_E.DELTA, _E.CONTENT_CHANGED}
+"""Events that can enter or leave a blocking status, after which the chat's ``status`` is
+recomputed (the upstream reducer leaves it alone after deltas and content changes)."""
+
 ToolCallAction: TypeAlias = (
     ChatToolCallDeltaAction
     | ChatToolCallReadyAction
@@ -284,7 +288,8 @@ def tool_call_guard(tool_call: ToolCallState, event: ToolCallEvent) -> str | Non
     return None
 
 
-def _next_status(tool_call: ToolCallState, event: ToolCallEvent) -> ToolCallStatus | None:
+def next_tool_call_status(tool_call: ToolCallState, event: ToolCallEvent) -> ToolCallStatus | None:
+    """The status ``event`` moves ``tool_call`` to; None if the table or the guard refuses it."""
     target = TOOL_CALL_TRANSITIONS[ToolCallStatus(tool_call.status)].get(event)
     if target is None or tool_call_guard(tool_call, event) is not None:
         return None
@@ -540,7 +545,7 @@ def _auth_resolved(
 
 _Builder: TypeAlias = Callable[[ToolCallState, Any, ToolCallStatus], ToolCallState]
 
-_BUILDERS: Final[Mapping[ToolCallEvent, _Builder]] = {
+TOOL_CALL_BUILDERS: Final[Mapping[ToolCallEvent, _Builder]] = {
     _E.DELTA: _delta,
     _E.READY: _ready,
     _E.READY_CONFIRMED: _ready,
@@ -556,13 +561,10 @@ _BUILDERS: Final[Mapping[ToolCallEvent, _Builder]] = {
     _E.AUTH_REQUIRED: _auth_required,
     _E.AUTH_RESOLVED: _auth_resolved,
 }
-
-# Events that can enter or leave a blocking status, after which ``status`` is recomputed (the
-# upstream reducer leaves it alone after deltas and content changes).
-_EVENTS_THAT_REFRESH_STATUS: Final = frozenset(_E) - {_E.DELTA, _E.CONTENT_CHANGED}
+"""The builder of the next tool-call state, per event (the table has chosen the status)."""
 
 
-def _force_cancel(tc: ToolCallState) -> ToolCallCancelledState:
+def force_cancel(tc: ToolCallState) -> ToolCallCancelledState:
     """The tool call as a turn that ends leaves it: cancelled, reason ``skipped``."""
     if isinstance(tc, ToolCallStreamingState):
         invocation_message: StringOrMarkdown = tc.invocation_message or ""
@@ -710,7 +712,7 @@ def _end_turn(
     if active is None:
         return state
     parts = tuple(
-        ToolCallResponsePart(tool_call=_force_cancel(part.tool_call))
+        ToolCallResponsePart(tool_call=force_cancel(part.tool_call))
         if isinstance(part, ToolCallResponsePart)
         and TOOL_CALL_TRANSITIONS[ToolCallStatus(part.tool_call.status)]
         else part
@@ -879,15 +881,15 @@ def _tool_call(state: ChatState, action: ToolCallAction, now: str) -> ChatState:
     part = turn.response_parts[index]
     assert isinstance(part, ToolCallResponsePart)
     event = tool_call_event(action)
-    target = _next_status(part.tool_call, event)
+    target = next_tool_call_status(part.tool_call, event)
     if target is None:
         return state
-    updated = _BUILDERS[event](part.tool_call, action, target)
+    updated = TOOL_CALL_BUILDERS[event](part.tool_call, action, target)
     if updated is part.tool_call or updated == part.tool_call:
         return state
     parts = turn.response_parts.set(index, ToolCallResponsePart(tool_call=updated))
     moved = _with_parts(state, turn, parts)
-    return _refresh_status(moved) if event in _EVENTS_THAT_REFRESH_STATUS else moved
+    return _refresh_status(moved) if event in EVENTS_THAT_REFRESH_STATUS else moved
 
 
 # ── History ──
