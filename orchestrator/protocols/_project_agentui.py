@@ -178,16 +178,17 @@ class _TeamView:
     queued: int
 
 
-def _compact(**fields: Any) -> dict[str, Any]:
+def compact(**fields: Any) -> dict[str, Any]:
     """A payload without its absent (``None``) fields: absent is not ``null`` on the wire."""
     return {key: value for key, value in fields.items() if value is not None}
 
 
-class AgentUiProjector:
-    """Projects one session's facts, in order, to Agent UI envelopes.
+class EnvelopeBuilder:
+    """Numbers and addresses the Agent UI envelopes of one session (see "Ids" above).
 
-    ``feed`` folds the fact into the projector's own :class:`TeamState` (available as
-    :attr:`state`) and returns the envelopes for it, numbered on from the previous ones.
+    Holds what every envelope's ids come from: the session's :class:`TeamState` (folded by the
+    subclass), the envelope count, each member's ``agentId`` and lineage, and the status last
+    announced for each member (which :meth:`_agent_envelope` records).
     """
 
     def __init__(self, session: str) -> None:
@@ -196,80 +197,9 @@ class AgentUiProjector:
         self._sequence = 0
         # Invariant: set(self._agent_ids) == set(self.state.members) between feeds
         self._agent_ids: dict[str, str] = {}  # chat URI -> agentId
-        self._joins: Counter[str] = Counter()  # agent name -> chats joined as it
         # chat URI -> (parent chat, delegating tool call); only for chats with a parent.
         self._lineage: dict[str, tuple[str, str]] = {}
         self._announced: dict[str, MemberStatus] = {}  # chat URI -> last status sent
-        self._team_view: _TeamView | None = None
-        self._handed_from: set[tuple[str, str]] = set()  # (task, chat) that handed a task off
-        self._open_inputs: set[tuple[str, str]] = set()  # (chat, request id) with a card up
-
-    # ── feeding ────────────────────────────────────────────────────────────
-
-    def feed(self, fact: Fact) -> list[Envelope]:
-        """Fold ``fact`` and return its envelopes (none for a fact already folded)."""
-        if fact.sequence <= self.state.last_sequence:
-            return []
-        self.state.apply(fact)
-        action = fact.action
-        head: list[Envelope] = []
-        if (
-            isinstance(action, TaskStarted | TaskFinished | HandoffRecorded)
-            and action.task not in self.state.tasks
-        ):
-            return []  # the fold ignores a fact about an unknown task; so does the projection
-        match action:
-            case RunStarted():
-                head.append(self._run_started(fact, action))
-            case MemberJoined():
-                spawned = self._member_joined(fact, action)
-                if spawned is not None:
-                    head.append(spawned)
-            case TaskCreated() | TaskStarted():
-                head.append(self._task_changed(fact, action.task))
-            case TaskFinished():
-                head += self._task_finished(fact, action)
-            case HandoffRecorded():
-                head.append(self._handoff(fact, action))
-            case ApprovalRequested():
-                head.append(self._action_required(fact, action))
-            case ApprovalResolved():
-                resolved = self._action_resolved(fact, action)
-                if resolved is not None:
-                    head.append(resolved)
-            case RunFinished():
-                pass  # run.finished closes the run's envelopes: built below, numbered last
-            case SessionChatAddedAction():
-                # A chat's state begins with its catalog entry: only that chat can change.
-                return self._status_changes(fact, [action.summary.resource])
-            case ChatInputRequestedAction() if fact.channel in self.state.members:
-                opened = self._input_required(fact, action)
-                return opened + self._status_changes(fact, [fact.channel])
-            case ChatInputCompletedAction() if fact.channel in self.state.members:
-                answered = self._input_resolved(fact, action)
-                return answered + self._status_changes(fact, [fact.channel])
-            case (
-                ChatPendingMessageSetAction()
-                | ChatPendingMessageRemovedAction()
-                | ChatTurnStartedAction()
-            ) if fact.channel in self.state.members:
-                queue = self._queue_changed(fact, action)
-                return queue + self._status_changes(fact, [fact.channel])
-            case _:
-                # Any other AHP action changes the chat it is on; on the session channel it
-                # mirrors a chat's summary, which says nothing new about a member's status.
-                if fact.channel in self.state.members:
-                    return self._status_changes(fact, [fact.channel])
-                return []
-        envelopes = head + self._status_changes(fact, self._members_touched(action))
-        team = self._team_changed(fact)
-        if team is not None:
-            envelopes.append(team)
-        if isinstance(action, RunFinished):
-            envelopes.append(self._run_finished(fact, action))
-        return envelopes
-
-    # ── envelope construction ──────────────────────────────────────────────
 
     def _envelope(
         self,
@@ -344,7 +274,7 @@ class AgentUiProjector:
         task = self.state.tasks.get(member.task)
         runtime_status = task.status.value if task is not None and task.chat == chat else None
         wire_status, waiting_for = _WIRE_STATUS[status]
-        payload = _compact(
+        payload = compact(
             agentName=member.agent,
             teamName=self._team_name(),
             role=member.role,
@@ -373,6 +303,120 @@ class AgentUiProjector:
             tool_call_id=parent[1] if parent is not None else None,
             payload=payload,
         )
+
+    def _task_ids(self, task: TaskRecord) -> dict[str, Any]:
+        """The ids of a task's envelopes: its worker (once started) and its delegation."""
+        worker = task.chat
+        return {
+            "thread_id": worker,
+            "task_id": task.task,
+            "agent_id": self._agent_ids.get(worker) if worker is not None else None,
+            "parent_session_id": self.session if task.requested_by is not None else None,
+            "parent_thread_id": task.requested_by,
+            "tool_call_id": task.tool_call_id,
+        }
+
+    # ── small lookups ──────────────────────────────────────────────────────
+
+    def _team_name(self) -> str | None:
+        return self.state.run.team if self.state.run is not None else None
+
+    def _topology(self) -> Topology | None:
+        run = self.state.run
+        if run is None:
+            return None
+        try:
+            return Topology(run.topology)
+        except ValueError:
+            return None  # not a spec topology: say nothing rather than guess
+
+    def _runtime_entity(self, chat: str) -> str:
+        if chat == self.state.coordinator_chat():
+            run = self.state.run
+            if run is not None and run.background is not None:
+                return RuntimeEntity.AUTOMATION_JOB.value  # a background teammate's wake
+            return RuntimeEntity.AGENT_TURN.value
+        return RuntimeEntity.SUBAGENT_TURN.value
+
+
+class AgentUiProjector(EnvelopeBuilder):
+    """Projects one session's facts, in order, to Agent UI envelopes.
+
+    ``feed`` folds the fact into the projector's own :class:`TeamState` (available as
+    :attr:`state`) and returns the envelopes for it, numbered on from the previous ones.
+    """
+
+    def __init__(self, session: str) -> None:
+        super().__init__(session)
+        self._joins: Counter[str] = Counter()  # agent name -> chats joined as it
+        self._team_view: _TeamView | None = None
+        self._handed_from: set[tuple[str, str]] = set()  # (task, chat) that handed a task off
+        self._open_inputs: set[tuple[str, str]] = set()  # (chat, request id) with a card up
+
+    # ── feeding ────────────────────────────────────────────────────────────
+
+    def feed(self, fact: Fact) -> list[Envelope]:
+        """Fold ``fact`` and return its envelopes (none for a fact already folded)."""
+        if fact.sequence <= self.state.last_sequence:
+            return []
+        self.state.apply(fact)
+        action = fact.action
+        head: list[Envelope] = []
+        if (
+            isinstance(action, TaskStarted | TaskFinished | HandoffRecorded)
+            and action.task not in self.state.tasks
+        ):
+            return []  # the fold ignores a fact about an unknown task; so does the projection
+        match action:
+            case RunStarted():
+                head.append(self._run_started(fact, action))
+            case MemberJoined():
+                spawned = self._member_joined(fact, action)
+                if spawned is not None:
+                    head.append(spawned)
+            case TaskCreated() | TaskStarted():
+                head.append(self._task_changed(fact, action.task))
+            case TaskFinished():
+                head += self._task_finished(fact, action)
+            case HandoffRecorded():
+                head.append(self._handoff(fact, action))
+            case ApprovalRequested():
+                head.append(self._action_required(fact, action))
+            case ApprovalResolved():
+                resolved = self._action_resolved(fact, action)
+                if resolved is not None:
+                    head.append(resolved)
+            case RunFinished():
+                pass  # run.finished closes the run's envelopes: built below, numbered last
+            case SessionChatAddedAction():
+                # A chat's state begins with its catalog entry: only that chat can change.
+                return self._status_changes(fact, [action.summary.resource])
+            case ChatInputRequestedAction() if fact.channel in self.state.members:
+                opened = self._input_required(fact, action)
+                return opened + self._status_changes(fact, [fact.channel])
+            case ChatInputCompletedAction() if fact.channel in self.state.members:
+                answered = self._input_resolved(fact, action)
+                return answered + self._status_changes(fact, [fact.channel])
+            case (
+                ChatPendingMessageSetAction()
+                | ChatPendingMessageRemovedAction()
+                | ChatTurnStartedAction()
+            ) if fact.channel in self.state.members:
+                queue = self._queue_changed(fact, action)
+                return queue + self._status_changes(fact, [fact.channel])
+            case _:
+                # Any other AHP action changes the chat it is on; on the session channel it
+                # mirrors a chat's summary, which says nothing new about a member's status.
+                if fact.channel in self.state.members:
+                    return self._status_changes(fact, [fact.channel])
+                return []
+        envelopes = head + self._status_changes(fact, self._members_touched(action))
+        team = self._team_changed(fact)
+        if team is not None:
+            envelopes.append(team)
+        if isinstance(action, RunFinished):
+            envelopes.append(self._run_finished(fact, action))
+        return envelopes
 
     # ── team facts ─────────────────────────────────────────────────────────
 
@@ -459,7 +503,7 @@ class AgentUiProjector:
             persistence=Persistence.SNAPSHOT,
             control=Control.STOP if live and task.chat is not None else None,
             **self._task_ids(task),
-            payload=_compact(
+            payload=compact(
                 status=task.status.value,
                 title=task.title,
                 agentName=task.agent,
@@ -472,18 +516,6 @@ class AgentUiProjector:
             ),
         )
 
-    def _task_ids(self, task: TaskRecord) -> dict[str, Any]:
-        """The ids of a task's envelopes: its worker (once started) and its delegation."""
-        worker = task.chat
-        return {
-            "thread_id": worker,
-            "task_id": task.task,
-            "agent_id": self._agent_ids.get(worker) if worker is not None else None,
-            "parent_session_id": self.session if task.requested_by is not None else None,
-            "parent_thread_id": task.requested_by,
-            "tool_call_id": task.tool_call_id,
-        }
-
     def _task_finished(self, fact: Fact, action: TaskFinished) -> list[Envelope]:
         task = self.state.tasks[action.task]
         worker = task.chat
@@ -491,7 +523,7 @@ class AgentUiProjector:
         if worker is not None:
             chat_state = self.state.chats.get(worker)
             last_turn = chat_state.turns[-1].id if chat_state and chat_state.turns else None
-            result_ref = _compact(chat=worker, turnId=last_turn)
+            result_ref = compact(chat=worker, turnId=last_turn)
         envelopes = [
             self._envelope(
                 fact,
@@ -503,7 +535,7 @@ class AgentUiProjector:
                 persistence=Persistence.ARCHIVE,
                 control=Control.OPEN_DETAIL if worker is not None else None,
                 **self._task_ids(task),
-                payload=_compact(
+                payload=compact(
                     status=action.status.value,
                     agentName=task.agent,
                     title=task.title,
@@ -549,7 +581,7 @@ class AgentUiProjector:
             task_id=action.task,
             agent_id=self._agent_ids.get(action.to_chat),
             tool_call_id=action.tool_call_id,
-            payload=_compact(
+            payload=compact(
                 fromAgent=from_member.agent if from_member is not None else None,
                 fromAgentId=self._agent_ids.get(action.from_chat),
                 fromChat=action.from_chat,
@@ -586,7 +618,7 @@ class AgentUiProjector:
             parent_thread_id=parent[0] if parent is not None else None,
             tool_call_id=action.tool_call_id,
             action_id=action.approval,
-            payload=_compact(
+            payload=compact(
                 actionType=(
                     ActionType.DELEGATED_PERMISSION if delegated else ActionType.TOOL_APPROVAL
                 ).value,
@@ -643,7 +675,7 @@ class AgentUiProjector:
             surface=Surface.RUNTIME_STATUS,
             persistence=Persistence.ARCHIVE,
             task_id=self.state.run.task if self.state.run is not None else None,
-            payload=_compact(
+            payload=compact(
                 status=action.status.value,
                 result=action.result or None,
                 error=action.error or None,
@@ -682,7 +714,7 @@ class AgentUiProjector:
                 parent_session_id=self.session if parent is not None else None,
                 parent_thread_id=parent[0] if parent is not None else None,
                 action_id=request.id,
-                payload=_compact(
+                payload=compact(
                     actionType=(
                         ActionType.CLARIFICATION if free_text else ActionType.STRUCTURED_INPUT
                     ).value,
@@ -691,7 +723,7 @@ class AgentUiProjector:
                     routedTo="user",
                     message=_text(request.message),
                     questions=[
-                        _compact(
+                        compact(
                             id=q.id,
                             kind=q.kind,
                             message=_text(q.message),
@@ -879,28 +911,6 @@ class AgentUiProjector:
         if self.state.unfinished_count():
             return CoordinatorTeamStatus.ACTIVE
         return CoordinatorTeamStatus.MERGING
-
-    # ── small lookups ──────────────────────────────────────────────────────
-
-    def _team_name(self) -> str | None:
-        return self.state.run.team if self.state.run is not None else None
-
-    def _topology(self) -> Topology | None:
-        run = self.state.run
-        if run is None:
-            return None
-        try:
-            return Topology(run.topology)
-        except ValueError:
-            return None  # not a spec topology: say nothing rather than guess
-
-    def _runtime_entity(self, chat: str) -> str:
-        if chat == self.state.coordinator_chat():
-            run = self.state.run
-            if run is not None and run.background is not None:
-                return RuntimeEntity.AUTOMATION_JOB.value  # a background teammate's wake
-            return RuntimeEntity.AGENT_TURN.value
-        return RuntimeEntity.SUBAGENT_TURN.value
 
 
 def _text(value: object) -> str | None:
