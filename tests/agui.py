@@ -17,7 +17,8 @@ from ag_ui import core
 
 from orchestrator.base._errors import RunError
 from orchestrator.core._facts import Fact
-from orchestrator.protocols._project_agui import AguiProjector, AguiRunStatus, Event
+from orchestrator.protocols._agui_run_input import Event
+from orchestrator.protocols._project_agui import AguiProjector, AguiRunStatus
 from orchestrator.runtime._factlog import MemoryFactLog
 from orchestrator.runtime._ids import Ids
 from orchestrator.runtime._team_runtime import TeamRuntime

@@ -50,14 +50,7 @@ from orchestrator.ahp._actions import (
     SessionTitleChangedAction,
     UnknownAction,
 )
-from orchestrator.ahp._chat_reducer import (
-    TOOL_CALL_TRANSITIONS,
-    ToolCallAction,
-    ToolCallEvent,
-    ToolCallStatus,
-    reduce_chat,
-    tool_call_event,
-)
+from orchestrator.ahp._chat_reducer import reduce_chat
 from orchestrator.ahp._state import (
     ActiveTurn,
     ChatInputAnswered,
@@ -112,6 +105,13 @@ from orchestrator.ahp._state import (
 )
 from orchestrator.ahp._state import (
     ToolCallAuthRequiredState as AuthRequiredState,
+)
+from orchestrator.ahp._tool_call_lifecycle import (
+    TOOL_CALL_TRANSITIONS,
+    ToolCallAction,
+    ToolCallEvent,
+    ToolCallStatus,
+    tool_call_event,
 )
 from orchestrator.ahp._validate import (
     IDEMPOTENT_CHAT_ACTIONS,

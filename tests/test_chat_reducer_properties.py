@@ -28,15 +28,7 @@ from orchestrator.ahp._actions import (
     ChatTurnStartedAction,
     UnknownAction,
 )
-from orchestrator.ahp._chat_reducer import (
-    TOOL_CALL_TRANSITIONS,
-    ToolCallAction,
-    ToolCallStatus,
-    part_id,
-    reduce_chat,
-    tool_call_event,
-    tool_call_guard,
-)
+from orchestrator.ahp._chat_reducer import part_id, reduce_chat
 from orchestrator.ahp._state import (
     ActiveTurn,
     ChatInputBooleanQuestion,
@@ -53,6 +45,13 @@ from orchestrator.ahp._state import (
     SessionStatus,
     ToolCallResponsePart,
     ToolCallState,
+)
+from orchestrator.ahp._tool_call_lifecycle import (
+    TOOL_CALL_TRANSITIONS,
+    ToolCallAction,
+    ToolCallStatus,
+    tool_call_event,
+    tool_call_guard,
 )
 from orchestrator.ahp._validate import IDEMPOTENT_CHAT_ACTIONS, answer_problem, validate_chat_action
 

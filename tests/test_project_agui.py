@@ -22,15 +22,9 @@ from orchestrator.ahp._actions import ChatErrorAction, ChatTurnStartedAction
 from orchestrator.base._errors import RunError, RunInputError
 from orchestrator.core._team_actions import ApprovalRequested
 from orchestrator.core._team_state import TeamState
-from orchestrator.protocols._project_agui import (
-    AguiProjector,
-    AguiRunStatus,
-    Event,
-    ResumeDecision,
-    json_patch,
-    parse_run_input,
-    team_view,
-)
+from orchestrator.protocols._agui_run_input import Event, ResumeDecision, parse_run_input
+from orchestrator.protocols._agui_state import json_patch, team_view
+from orchestrator.protocols._project_agui import AguiProjector, AguiRunStatus
 from orchestrator.spec._teamfile import load_team
 
 from .agui import THREAD, Session, check_run, of_type, run_team, team, validate_event

@@ -17,13 +17,16 @@ Three rules shape it:
   reduces an action once and refuses it when the result *is* the state it started from, never
   comparing two states of thousands of parts. Unchanged sub-trees are shared between the old
   and the new state, never copied.
-* **The tool-call lifecycle is a table.** :data:`TOOL_CALL_TRANSITIONS` maps a tool call's
-  status and a :class:`ToolCallEvent` (an action type, refined by the payload where the payload
-  picks the target: ``approved``, ``confirmed``, ``requiresResultConfirmation``, ``success``)
-  to the next status. The reducer looks the pair up *before* building anything; a missing entry
-  is a no-op here and a refusal in :mod:`orchestrator.ahp._validate`, which reads the same table.
-  Statuses with an empty row are terminal; a turn that ends force-cancels every tool call that
-  is not terminal (reason ``skipped``).
+* **The tool-call lifecycle is a table.**
+  :data:`~orchestrator.ahp._tool_call_lifecycle.TOOL_CALL_TRANSITIONS` maps a tool call's status
+  and a :class:`~orchestrator.ahp._tool_call_lifecycle.ToolCallEvent` (an action type, refined
+  by the payload where the payload picks the target: ``approved``, ``confirmed``,
+  ``requiresResultConfirmation``, ``success``) to the next status. The reducer looks the pair
+  up *before* building anything (the builders of the next tool-call state are in
+  :mod:`orchestrator.ahp._tool_call_builders`); a missing entry is a no-op here and a refusal
+  in :mod:`orchestrator.ahp._validate`, which reads the same table. Statuses with an empty row
+  are terminal; a turn that ends force-cancels every tool call that is not terminal (reason
+  ``skipped``).
 * **``status`` is derived, except for its orthogonal flags.** The low five bits (idle, error,
   in progress, input needed) are recomputed from the active turn after every action that can
   change them: input is needed while an input request is unanswered or a tool call waits for a
@@ -35,10 +38,8 @@ Actions of a type this module does not know (:class:`UnknownAction`) leave the s
 
 from __future__ import annotations
 
-import enum
-import types
-from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeAlias, TypeVar
+from collections.abc import Callable
+from typing import Any, Final, TypeAlias
 
 from orchestrator.base._evolve import evolve
 
@@ -81,7 +82,6 @@ from ._state import (
     ChatInputAnswer,
     ChatInputRequest,
     ChatState,
-    ConfirmationOption,
     ErrorInfo,
     InputRequestResponsePart,
     MarkdownResponsePart,
@@ -91,490 +91,28 @@ from ._state import (
     ResponsePart,
     ResponseParts,
     SessionStatus,
-    StringOrMarkdown,
-    ToolCallAuthRequiredState,
-    ToolCallCancellationReason,
-    ToolCallCancelledState,
-    ToolCallClientContributor,
-    ToolCallCompletedState,
-    ToolCallConfirmationReason,
-    ToolCallContributor,
-    ToolCallMcpContributor,
-    ToolCallPendingConfirmationState,
-    ToolCallPendingResultConfirmationState,
     ToolCallResponsePart,
-    ToolCallRunningState,
-    ToolCallState,
     ToolCallStreamingState,
     Turn,
     TurnState,
 )
+from ._tool_call_builders import TOOL_CALL_BUILDERS, force_cancel
+from ._tool_call_lifecycle import (
+    BLOCKING_TOOL_CALL_STATUSES,
+    EVENTS_THAT_REFRESH_STATUS,
+    TOOL_CALL_TRANSITIONS,
+    ToolCallAction,
+    ToolCallStatus,
+    next_tool_call_status,
+    tool_call_event,
+)
 
-__all__ = [
-    "TOOL_CALL_TRANSITIONS",
-    "TURN_ENDS",
-    "ToolCallAction",
-    "ToolCallEvent",
-    "ToolCallStatus",
-    "find_part",
-    "part_id",
-    "reduce_chat",
-    "summary_status",
-    "tool_call_event",
-    "tool_call_guard",
-]
+__all__ = ["TURN_ENDS", "find_part", "part_id", "reduce_chat", "summary_status"]
 
-T = TypeVar("T")
 
 #: The actions that end the active turn: one that applies appends the turn it ended to
 #: ``turns`` (so it is ``turns[-1]`` of the state it leaves).
 TURN_ENDS: Final = (ChatTurnCompleteAction, ChatErrorAction, ChatTurnCancelledAction)
-
-
-# ─── The tool-call lifecycle ─────────────────────────────────────────────────
-
-
-class ToolCallStatus(enum.StrEnum):
-    """The ``status`` of a :data:`~orchestrator.ahp._state.ToolCallState`."""
-
-    STREAMING = "streaming"
-    PENDING_CONFIRMATION = "pending-confirmation"
-    RUNNING = "running"
-    AUTH_REQUIRED = "auth-required"
-    PENDING_RESULT_CONFIRMATION = "pending-result-confirmation"
-    COMPLETED = "completed"
-    CANCELLED = "cancelled"
-
-
-class ToolCallEvent(enum.StrEnum):
-    """What a tool-call action does, as far as the lifecycle cares.
-
-    Most events are an action type; where the payload decides the target status, the event
-    names the payload too (``chat/toolCallConfirmed`` approves or denies).
-    """
-
-    DELTA = "chat/toolCallDelta"
-    READY = "chat/toolCallReady"
-    READY_CONFIRMED = "chat/toolCallReady (confirmed)"
-    APPROVED = "chat/toolCallConfirmed (approved)"
-    DENIED = "chat/toolCallConfirmed (denied)"
-    COMPLETE = "chat/toolCallComplete (success)"
-    COMPLETE_FAILED = "chat/toolCallComplete (failure)"
-    COMPLETE_FOR_REVIEW = "chat/toolCallComplete (success, requiresResultConfirmation)"
-    COMPLETE_FAILED_FOR_REVIEW = "chat/toolCallComplete (failure, requiresResultConfirmation)"
-    RESULT_APPROVED = "chat/toolCallResultConfirmed (approved)"
-    RESULT_DENIED = "chat/toolCallResultConfirmed (denied)"
-    CONTENT_CHANGED = "chat/toolCallContentChanged"
-    AUTH_REQUIRED = "chat/toolCallAuthRequired"
-    AUTH_RESOLVED = "chat/toolCallAuthResolved"
-
-
-_S = ToolCallStatus
-_E = ToolCallEvent
-
-TOOL_CALL_TRANSITIONS: Final[Mapping[ToolCallStatus, Mapping[ToolCallEvent, ToolCallStatus]]] = (
-    types.MappingProxyType(
-        {
-            _S.STREAMING: {
-                _E.DELTA: _S.STREAMING,
-                _E.READY: _S.PENDING_CONFIRMATION,
-                _E.READY_CONFIRMED: _S.RUNNING,
-            },
-            _S.PENDING_CONFIRMATION: {
-                # A second ready refines the pending confirmation (e.g. a finished risk
-                # assessment) without losing what the first one said.
-                _E.READY: _S.PENDING_CONFIRMATION,
-                _E.READY_CONFIRMED: _S.RUNNING,
-                _E.APPROVED: _S.RUNNING,
-                _E.DENIED: _S.CANCELLED,
-                # The tool ran without waiting (confirmed counts as "not-needed").
-                _E.COMPLETE: _S.COMPLETED,
-                _E.COMPLETE_FAILED: _S.COMPLETED,
-                _E.COMPLETE_FOR_REVIEW: _S.PENDING_RESULT_CONFIRMATION,
-                _E.COMPLETE_FAILED_FOR_REVIEW: _S.PENDING_RESULT_CONFIRMATION,
-            },
-            _S.RUNNING: {
-                # Re-confirmation: a running tool asks for more permission.
-                _E.READY: _S.PENDING_CONFIRMATION,
-                _E.READY_CONFIRMED: _S.RUNNING,
-                _E.CONTENT_CHANGED: _S.RUNNING,
-                # Only for MCP-contributed calls: see tool_call_guard().
-                _E.AUTH_REQUIRED: _S.AUTH_REQUIRED,
-                _E.COMPLETE: _S.COMPLETED,
-                _E.COMPLETE_FAILED: _S.COMPLETED,
-                _E.COMPLETE_FOR_REVIEW: _S.PENDING_RESULT_CONFIRMATION,
-                _E.COMPLETE_FAILED_FOR_REVIEW: _S.PENDING_RESULT_CONFIRMATION,
-            },
-            _S.AUTH_REQUIRED: {
-                _E.AUTH_RESOLVED: _S.RUNNING,
-                # Only a failed result can end a call that never resumed after the challenge
-                # (the client gave up authenticating); it is final, there is nothing to review.
-                _E.COMPLETE_FAILED: _S.COMPLETED,
-                _E.COMPLETE_FAILED_FOR_REVIEW: _S.COMPLETED,
-            },
-            _S.PENDING_RESULT_CONFIRMATION: {
-                _E.RESULT_APPROVED: _S.COMPLETED,
-                _E.RESULT_DENIED: _S.CANCELLED,
-            },
-            _S.COMPLETED: {},
-            _S.CANCELLED: {},
-        }
-    )
-)
-"""``{status: {event: next status}}``: every legal tool-call transition, and nothing else.
-
-A status whose row is empty is terminal. A turn that ends cancels every tool call that is not
-(that is not an event: it happens to all of them at once, see ``chat/turnComplete``).
-"""
-
-BLOCKING_TOOL_CALL_STATUSES: Final = frozenset(
-    {_S.PENDING_CONFIRMATION, _S.PENDING_RESULT_CONFIRMATION, _S.AUTH_REQUIRED}
-)
-"""Statuses that wait on something outside the turn: they make the chat "input needed"."""
-
-ToolCallAction: TypeAlias = (
-    ChatToolCallDeltaAction
-    | ChatToolCallReadyAction
-    | ChatToolCallApprovedAction
-    | ChatToolCallDeniedAction
-    | ChatToolCallCompleteAction
-    | ChatToolCallResultConfirmedAction
-    | ChatToolCallContentChangedAction
-    | ChatToolCallAuthRequiredAction
-    | ChatToolCallAuthResolvedAction
-)
-"""The actions that move an existing tool call through :data:`TOOL_CALL_TRANSITIONS`."""
-
-
-def tool_call_event(action: ToolCallAction) -> ToolCallEvent:
-    """The lifecycle event ``action`` stands for."""
-    match action:
-        case ChatToolCallDeltaAction():
-            return _E.DELTA
-        case ChatToolCallReadyAction():
-            return _E.READY if action.confirmed is None else _E.READY_CONFIRMED
-        case ChatToolCallApprovedAction():
-            return _E.APPROVED
-        case ChatToolCallDeniedAction():
-            return _E.DENIED
-        case ChatToolCallCompleteAction():
-            if action.requires_result_confirmation:
-                if action.result.success:
-                    return _E.COMPLETE_FOR_REVIEW
-                return _E.COMPLETE_FAILED_FOR_REVIEW
-            return _E.COMPLETE if action.result.success else _E.COMPLETE_FAILED
-        case ChatToolCallResultConfirmedAction():
-            return _E.RESULT_APPROVED if action.approved else _E.RESULT_DENIED
-        case ChatToolCallContentChangedAction():
-            return _E.CONTENT_CHANGED
-        case ChatToolCallAuthRequiredAction():
-            return _E.AUTH_REQUIRED
-        case ChatToolCallAuthResolvedAction():
-            return _E.AUTH_RESOLVED
-
-
-def tool_call_guard(tool_call: ToolCallState, event: ToolCallEvent) -> str | None:
-    """Why a transition the table allows is still refused for this tool call, or None.
-
-    The one guard: authentication is an MCP concept, so only a call contributed by an MCP
-    server can enter ``auth-required`` (the invariant of ``ToolCallAuthRequiredState``).
-    """
-    if event is _E.AUTH_REQUIRED and not isinstance(tool_call.contributor, ToolCallMcpContributor):
-        return "only a tool call contributed by an MCP server can require authentication"
-    return None
-
-
-def _next_status(tool_call: ToolCallState, event: ToolCallEvent) -> ToolCallStatus | None:
-    target = TOOL_CALL_TRANSITIONS[ToolCallStatus(tool_call.status)].get(event)
-    if target is None or tool_call_guard(tool_call, event) is not None:
-        return None
-    return target
-
-
-# ─── Building the next tool-call state ───────────────────────────────────────
-# Each builder gets a tool call whose status the table accepted for its event, and the target
-# status the table chose. Fields carried from state to state follow the upstream reducer.
-
-
-def _first(value: T | None, fallback: T | None) -> T | None:
-    """``value ?? fallback``: the first that is not None."""
-    return value if value is not None else fallback
-
-
-def _common(tool_call: ToolCallState, meta: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The fields every tool-call state shares; an action's ``_meta`` replaces the call's."""
-    return {
-        "tool_call_id": tool_call.tool_call_id,
-        "tool_name": tool_call.tool_name,
-        "display_name": tool_call.display_name,
-        "intention": tool_call.intention,
-        "contributor": tool_call.contributor,
-        "meta": _first(meta, tool_call.meta),
-    }
-
-
-def _refine_contributor(
-    current: ToolCallContributor | None, proposed: ToolCallContributor | None
-) -> ToolCallContributor | None:
-    """The contributor after ``chat/toolCallReady`` named ``proposed``.
-
-    Who executes a client tool is settled when the call starts: a client contributor can only
-    be replaced by itself (same client), and a client cannot take over a call late.
-    """
-    if proposed is None:
-        return current
-    if isinstance(current, ToolCallClientContributor):
-        same_client = (
-            isinstance(proposed, ToolCallClientContributor)
-            and proposed.client_id == current.client_id
-        )
-        return proposed if same_client else current
-    if isinstance(proposed, ToolCallClientContributor):
-        return current
-    return proposed
-
-
-def _selected_option(
-    options: tuple[ConfirmationOption, ...] | None, option_id: str | None
-) -> ConfirmationOption | None:
-    if not option_id or options is None:
-        return None
-    return next((option for option in options if option.id == option_id), None)
-
-
-def _delta(
-    tc: ToolCallState, action: ChatToolCallDeltaAction, target: ToolCallStatus
-) -> ToolCallState:
-    assert isinstance(tc, ToolCallStreamingState)
-    meta = _first(action.meta, tc.meta)
-    partial_input = (
-        tc.partial_input if action.content is None else (tc.partial_input or "") + action.content
-    )
-    invocation_message = (
-        tc.invocation_message if action.invocation_message is None else action.invocation_message
-    )
-    if (
-        meta is tc.meta
-        and partial_input == tc.partial_input
-        and invocation_message is tc.invocation_message
-    ):
-        return tc
-    return evolve(tc, meta=meta, partial_input=partial_input, invocation_message=invocation_message)
-
-
-def _ready(
-    tc: ToolCallState, action: ChatToolCallReadyAction, target: ToolCallStatus
-) -> ToolCallState:
-    assert isinstance(
-        tc, ToolCallStreamingState | ToolCallPendingConfirmationState | ToolCallRunningState
-    )
-    common = _common(tc, action.meta)
-    common["contributor"] = _refine_contributor(tc.contributor, action.contributor)
-    common["intention"] = _first(action.intention, tc.intention)
-    tool_input = action.tool_input
-    if tool_input is None and not isinstance(tc, ToolCallStreamingState):
-        tool_input = tc.tool_input
-    if target is _S.RUNNING:
-        assert action.confirmed is not None
-        return ToolCallRunningState(
-            **common,
-            invocation_message=action.invocation_message,
-            tool_input=tool_input,
-            confirmed=action.confirmed,
-        )
-    # A second ready on a pending confirmation refines it: what it leaves out is kept.
-    if isinstance(tc, ToolCallPendingConfirmationState):
-        return ToolCallPendingConfirmationState(
-            **common,
-            invocation_message=action.invocation_message,
-            tool_input=tool_input,
-            confirmation_title=tc.confirmation_title
-            if action.confirmation_title is None
-            else action.confirmation_title,
-            risk_assessment=tc.risk_assessment
-            if action.risk_assessment is None
-            else action.risk_assessment,
-            edits=_first(action.edits, tc.edits),
-            editable=_first(action.editable, tc.editable),
-            options=_first(action.options, tc.options),
-        )
-    return ToolCallPendingConfirmationState(
-        **common,
-        invocation_message=action.invocation_message,
-        tool_input=tool_input,
-        confirmation_title=action.confirmation_title,
-        risk_assessment=action.risk_assessment,
-        edits=action.edits,
-        editable=action.editable,
-        options=action.options,
-    )
-
-
-def _confirmed(
-    tc: ToolCallState,
-    action: ChatToolCallApprovedAction | ChatToolCallDeniedAction,
-    target: ToolCallStatus,
-) -> ToolCallState:
-    assert isinstance(tc, ToolCallPendingConfirmationState)
-    common = _common(tc, action.meta)
-    selected_option = _selected_option(tc.options, action.selected_option_id)
-    if isinstance(action, ChatToolCallApprovedAction):
-        # An edit replaces inline input only; input held by reference stays as it is.
-        edited = action.edited_tool_input
-        return ToolCallRunningState(
-            **common,
-            invocation_message=tc.invocation_message,
-            tool_input=edited
-            if edited is not None and isinstance(tc.tool_input, str)
-            else tc.tool_input,
-            confirmed=action.confirmed,
-            selected_option=selected_option,
-        )
-    return ToolCallCancelledState(
-        **common,
-        invocation_message=tc.invocation_message,
-        tool_input=tc.tool_input,
-        reason=ToolCallCancellationReason(action.reason),
-        reason_message=action.reason_message,
-        user_suggestion=action.user_suggestion,
-        selected_option=selected_option,
-    )
-
-
-def _complete(
-    tc: ToolCallState, action: ChatToolCallCompleteAction, target: ToolCallStatus
-) -> ToolCallState:
-    assert isinstance(
-        tc, ToolCallPendingConfirmationState | ToolCallRunningState | ToolCallAuthRequiredState
-    )
-    if isinstance(tc, ToolCallPendingConfirmationState):
-        confirmed, selected_option = ToolCallConfirmationReason.NOT_NEEDED, None
-        earlier_content = None
-    else:
-        confirmed, selected_option = tc.confirmed, tc.selected_option
-        # A call cancelled while waiting for authentication never resumed: the partial output
-        # it produced before pausing is all it ever produced, unless the result says otherwise.
-        earlier_content = tc.content if isinstance(tc, ToolCallAuthRequiredState) else None
-    result = action.result
-    state_class = (
-        ToolCallPendingResultConfirmationState
-        if target is _S.PENDING_RESULT_CONFIRMATION
-        else ToolCallCompletedState
-    )
-    return state_class(
-        **_common(tc, action.meta),
-        invocation_message=tc.invocation_message,
-        tool_input=tc.tool_input,
-        confirmed=confirmed,
-        selected_option=selected_option,
-        success=result.success,
-        past_tense_message=result.past_tense_message,
-        content=_first(result.content, earlier_content),
-        structured_content=result.structured_content,
-        error=result.error,
-    )
-
-
-def _result_confirmed(
-    tc: ToolCallState, action: ChatToolCallResultConfirmedAction, target: ToolCallStatus
-) -> ToolCallState:
-    assert isinstance(tc, ToolCallPendingResultConfirmationState)
-    common = _common(tc, action.meta)
-    if target is _S.COMPLETED:
-        return ToolCallCompletedState(
-            **common,
-            invocation_message=tc.invocation_message,
-            tool_input=tc.tool_input,
-            confirmed=tc.confirmed,
-            selected_option=tc.selected_option,
-            success=tc.success,
-            past_tense_message=tc.past_tense_message,
-            content=tc.content,
-            structured_content=tc.structured_content,
-            error=tc.error,
-        )
-    return ToolCallCancelledState(
-        **common,
-        invocation_message=tc.invocation_message,
-        tool_input=tc.tool_input,
-        reason=ToolCallCancellationReason.RESULT_DENIED,
-        selected_option=tc.selected_option,
-    )
-
-
-def _content_changed(
-    tc: ToolCallState, action: ChatToolCallContentChangedAction, target: ToolCallStatus
-) -> ToolCallState:
-    assert isinstance(tc, ToolCallRunningState)
-    return evolve(tc, meta=_first(action.meta, tc.meta), content=action.content)
-
-
-def _auth_required(
-    tc: ToolCallState, action: ChatToolCallAuthRequiredAction, target: ToolCallStatus
-) -> ToolCallState:
-    assert isinstance(tc, ToolCallRunningState)
-    return ToolCallAuthRequiredState(
-        **_common(tc, action.meta),
-        invocation_message=tc.invocation_message,
-        tool_input=tc.tool_input,
-        confirmed=tc.confirmed,
-        selected_option=tc.selected_option,
-        content=tc.content,
-        auth=action.auth,
-    )
-
-
-def _auth_resolved(
-    tc: ToolCallState, action: ChatToolCallAuthResolvedAction, target: ToolCallStatus
-) -> ToolCallState:
-    assert isinstance(tc, ToolCallAuthRequiredState)
-    return ToolCallRunningState(
-        **_common(tc, action.meta),
-        invocation_message=tc.invocation_message,
-        tool_input=tc.tool_input,
-        confirmed=tc.confirmed,
-        selected_option=tc.selected_option,
-        content=tc.content,
-    )
-
-
-_Builder: TypeAlias = Callable[[ToolCallState, Any, ToolCallStatus], ToolCallState]
-
-_BUILDERS: Final[Mapping[ToolCallEvent, _Builder]] = {
-    _E.DELTA: _delta,
-    _E.READY: _ready,
-    _E.READY_CONFIRMED: _ready,
-    _E.APPROVED: _confirmed,
-    _E.DENIED: _confirmed,
-    _E.COMPLETE: _complete,
-    _E.COMPLETE_FAILED: _complete,
-    _E.COMPLETE_FOR_REVIEW: _complete,
-    _E.COMPLETE_FAILED_FOR_REVIEW: _complete,
-    _E.RESULT_APPROVED: _result_confirmed,
-    _E.RESULT_DENIED: _result_confirmed,
-    _E.CONTENT_CHANGED: _content_changed,
-    _E.AUTH_REQUIRED: _auth_required,
-    _E.AUTH_RESOLVED: _auth_resolved,
-}
-
-# Events that can enter or leave a blocking status, after which ``status`` is recomputed (the
-# upstream reducer leaves it alone after deltas and content changes).
-_EVENTS_THAT_REFRESH_STATUS: Final = frozenset(_E) - {_E.DELTA, _E.CONTENT_CHANGED}
-
-
-def _force_cancel(tc: ToolCallState) -> ToolCallCancelledState:
-    """The tool call as a turn that ends leaves it: cancelled, reason ``skipped``."""
-    if isinstance(tc, ToolCallStreamingState):
-        invocation_message: StringOrMarkdown = tc.invocation_message or ""
-        tool_input = None
-    else:
-        invocation_message, tool_input = tc.invocation_message, tc.tool_input
-    return ToolCallCancelledState(
-        **_common(tc, tc.meta),
-        invocation_message=invocation_message,
-        tool_input=tool_input,
-        reason=ToolCallCancellationReason.SKIPPED,
-    )
 
 
 # ─── Status and lookups ──────────────────────────────────────────────────────
@@ -710,7 +248,7 @@ def _end_turn(
     if active is None:
         return state
     parts = tuple(
-        ToolCallResponsePart(tool_call=_force_cancel(part.tool_call))
+        ToolCallResponsePart(tool_call=force_cancel(part.tool_call))
         if isinstance(part, ToolCallResponsePart)
         and TOOL_CALL_TRANSITIONS[ToolCallStatus(part.tool_call.status)]
         else part
@@ -879,15 +417,15 @@ def _tool_call(state: ChatState, action: ToolCallAction, now: str) -> ChatState:
     part = turn.response_parts[index]
     assert isinstance(part, ToolCallResponsePart)
     event = tool_call_event(action)
-    target = _next_status(part.tool_call, event)
+    target = next_tool_call_status(part.tool_call, event)
     if target is None:
         return state
-    updated = _BUILDERS[event](part.tool_call, action, target)
+    updated = TOOL_CALL_BUILDERS[event](part.tool_call, action, target)
     if updated is part.tool_call or updated == part.tool_call:
         return state
     parts = turn.response_parts.set(index, ToolCallResponsePart(tool_call=updated))
     moved = _with_parts(state, turn, parts)
-    return _refresh_status(moved) if event in _EVENTS_THAT_REFRESH_STATUS else moved
+    return _refresh_status(moved) if event in EVENTS_THAT_REFRESH_STATUS else moved
 
 
 # ── History ──

@@ -82,17 +82,7 @@ from ._actions import (
     SessionMcpServerStopRequestedAction,
     UnknownAction,
 )
-from ._chat_reducer import (
-    TOOL_CALL_TRANSITIONS,
-    ToolCallAction,
-    ToolCallEvent,
-    ToolCallStatus,
-    find_part,
-    part_id,
-    reduce_chat,
-    tool_call_event,
-    tool_call_guard,
-)
+from ._chat_reducer import find_part, part_id, reduce_chat
 from ._session_reducer import reduce_session
 from ._state import (
     ActiveTurn,
@@ -114,6 +104,14 @@ from ._state import (
     ResponsePart,
     SessionState,
     ToolCallResponsePart,
+)
+from ._tool_call_lifecycle import (
+    TOOL_CALL_TRANSITIONS,
+    ToolCallAction,
+    ToolCallEvent,
+    ToolCallStatus,
+    tool_call_event,
+    tool_call_guard,
 )
 
 __all__ = [

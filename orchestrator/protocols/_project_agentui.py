@@ -47,6 +47,9 @@ Ids
   coordinator has no parent: its envelopes carry no parent ids.
 * ``taskId`` is the team task (``task-<n>``), ``actionId`` the approval id (``approval-<n>``).
 
+The projector's base, :class:`~orchestrator.protocols._agentui_envelopes.EnvelopeBuilder`, holds
+these ids and builds the envelopes that carry them.
+
 The module is pure: no trio, no IO.
 """
 
@@ -87,8 +90,7 @@ from orchestrator.core._team_actions import (
     TaskStarted,
     TaskStatus,
 )
-from orchestrator.core._team_records import TaskRecord
-from orchestrator.core._team_state import MemberStatus, TeamState
+from orchestrator.core._team_state import MemberStatus
 
 from ._agentui import (
     ActionType,
@@ -104,9 +106,8 @@ from ._agentui import (
     RuntimeEntity,
     Scope,
     Surface,
-    TeammateStatus,
-    Topology,
 )
+from ._agentui_envelopes import EnvelopeBuilder, compact
 
 __all__ = ["AgentUiProjector", "project_facts"]
 
@@ -123,20 +124,6 @@ _MEMBER_PHASE: Final[dict[MemberStatus, Phase]] = {
     MemberStatus.COMPLETED: Phase.COMPLETED,
     MemberStatus.FAILED: Phase.FAILED,
     MemberStatus.KILLED: Phase.CANCELLED,
-}
-
-#: The teammate status a roster status is shown as on the wire (the spec's list has no
-#: separate "needs approval": it is input the teammate needs, ``waitingFor`` says which).
-_WIRE_STATUS: Final[dict[MemberStatus, tuple[TeammateStatus, str | None]]] = {
-    MemberStatus.SPAWNING: (TeammateStatus.SPAWNING, None),
-    MemberStatus.RUNNING: (TeammateStatus.RUNNING, None),
-    MemberStatus.WAITING: (TeammateStatus.WAITING, "teammate"),
-    MemberStatus.NEEDS_APPROVAL: (TeammateStatus.NEEDS_INPUT, "approval"),
-    MemberStatus.NEEDS_INPUT: (TeammateStatus.NEEDS_INPUT, "answer"),
-    MemberStatus.IDLE: (TeammateStatus.IDLE, None),
-    MemberStatus.COMPLETED: (TeammateStatus.COMPLETED, None),
-    MemberStatus.FAILED: (TeammateStatus.FAILED, None),
-    MemberStatus.KILLED: (TeammateStatus.KILLED, None),
 }
 
 _TASK_PHASE: Final[dict[TaskStatus, Phase]] = {
@@ -179,28 +166,17 @@ class _TeamView:
     queued: int
 
 
-def _compact(**fields: Any) -> dict[str, Any]:
-    """A payload without its absent (``None``) fields: absent is not ``null`` on the wire."""
-    return {key: value for key, value in fields.items() if value is not None}
-
-
-class AgentUiProjector:
+class AgentUiProjector(EnvelopeBuilder):
     """Projects one session's facts, in order, to Agent UI envelopes.
 
-    ``feed`` folds the fact into the projector's own :class:`TeamState` (available as
+    ``feed`` folds the fact into the projector's own
+    :class:`~orchestrator.core._team_state.TeamState` (available as
     :attr:`state`) and returns the envelopes for it, numbered on from the previous ones.
     """
 
     def __init__(self, session: str) -> None:
-        self.session = session
-        self.state = TeamState(session)
-        self._sequence = 0
-        # Invariant: set(self._agent_ids) == set(self.state.members) between feeds
-        self._agent_ids: dict[str, str] = {}  # chat URI -> agentId
+        super().__init__(session)
         self._joins: Counter[str] = Counter()  # agent name -> chats joined as it
-        # chat URI -> (parent chat, delegating tool call); only for chats with a parent.
-        self._lineage: dict[str, tuple[str, str]] = {}
-        self._announced: dict[str, MemberStatus] = {}  # chat URI -> last status sent
         self._team_view: _TeamView | None = None
         self._handed_from: set[tuple[str, str]] = set()  # (task, chat) that handed a task off
         self._open_inputs: set[tuple[str, str]] = set()  # (chat, request id) with a card up
@@ -269,111 +245,6 @@ class AgentUiProjector:
         if isinstance(action, RunFinished):
             envelopes.append(self._run_finished(fact, action))
         return envelopes
-
-    # ── envelope construction ──────────────────────────────────────────────
-
-    def _envelope(
-        self,
-        fact: Fact,
-        event: EventType,
-        *,
-        owner: Owner,
-        scope: Scope,
-        phase: Phase,
-        surface: Surface,
-        persistence: Persistence,
-        control: Control | None = None,
-        thread_id: str | None = None,
-        turn_id: str | None = None,
-        task_id: str | None = None,
-        agent_id: str | None = None,
-        parent_session_id: str | None = None,
-        parent_thread_id: str | None = None,
-        tool_call_id: str | None = None,
-        action_id: str | None = None,
-        payload: dict[str, Any] | None = None,
-        refs: dict[str, Any] | None = None,
-    ) -> Envelope:
-        self._sequence += 1
-        run = self.state.run
-        return Envelope(
-            type=event,
-            sequence=self._sequence,
-            timestamp=fact.at,
-            session_id=self.session,
-            thread_id=thread_id,
-            run_id=run.run if run is not None else None,
-            turn_id=turn_id,
-            task_id=task_id,
-            agent_id=agent_id,
-            parent_session_id=parent_session_id,
-            parent_thread_id=parent_thread_id,
-            tool_call_id=tool_call_id,
-            action_id=action_id,
-            owner=owner,
-            scope=scope,
-            phase=phase,
-            surface=surface,
-            persistence=persistence,
-            control=control,
-            topology=self._topology(),
-            payload=payload,
-            refs=refs,
-            raw_event_ref=f"fact:{fact.sequence}",
-        )
-
-    def _agent_envelope(
-        self,
-        fact: Fact,
-        event: EventType,
-        chat: str,
-        status: MemberStatus,
-        *,
-        phase: Phase,
-        **extra: Any,
-    ) -> Envelope:
-        """An ``agent.*`` envelope about member ``chat``, with its ids and lineage."""
-        member = self.state.members[chat]
-        parent = self._lineage.get(chat)
-        chat_state = self.state.chats.get(chat)
-        latest: str | None = None
-        if chat_state is not None:
-            if chat_state.active_turn is not None:
-                latest = "running"
-            elif chat_state.turns:
-                latest = chat_state.turns[-1].state.value
-        task = self.state.tasks.get(member.task)
-        runtime_status = task.status.value if task is not None and task.chat == chat else None
-        wire_status, waiting_for = _WIRE_STATUS[status]
-        payload = _compact(
-            agentName=member.agent,
-            teamName=self._team_name(),
-            role=member.role,
-            status=wire_status.value,
-            waitingFor=waiting_for,
-            chat=chat,
-            runtimeEntity=self._runtime_entity(chat),
-            runtimeStatus=runtime_status,
-            latestTurnStatus=latest,
-            **extra,
-        )
-        self._announced[chat] = status
-        return self._envelope(
-            fact,
-            event,
-            owner=Owner.AGENT,
-            scope=Scope.AGENT,
-            phase=phase,
-            surface=Surface.TEAM_ROSTER,
-            persistence=Persistence.SNAPSHOT,
-            thread_id=chat,
-            task_id=member.task,
-            agent_id=self._agent_ids[chat],
-            parent_session_id=self.session if parent is not None else None,
-            parent_thread_id=parent[0] if parent is not None else None,
-            tool_call_id=parent[1] if parent is not None else None,
-            payload=payload,
-        )
 
     # ── team facts ─────────────────────────────────────────────────────────
 
@@ -460,7 +331,7 @@ class AgentUiProjector:
             persistence=Persistence.SNAPSHOT,
             control=Control.STOP if live and task.chat is not None else None,
             **self._task_ids(task),
-            payload=_compact(
+            payload=compact(
                 status=task.status.value,
                 title=task.title,
                 agentName=task.agent,
@@ -473,18 +344,6 @@ class AgentUiProjector:
             ),
         )
 
-    def _task_ids(self, task: TaskRecord) -> dict[str, Any]:
-        """The ids of a task's envelopes: its worker (once started) and its delegation."""
-        worker = task.chat
-        return {
-            "thread_id": worker,
-            "task_id": task.task,
-            "agent_id": self._agent_ids.get(worker) if worker is not None else None,
-            "parent_session_id": self.session if task.requested_by is not None else None,
-            "parent_thread_id": task.requested_by,
-            "tool_call_id": task.tool_call_id,
-        }
-
     def _task_finished(self, fact: Fact, action: TaskFinished) -> list[Envelope]:
         task = self.state.tasks[action.task]
         worker = task.chat
@@ -492,7 +351,7 @@ class AgentUiProjector:
         if worker is not None:
             chat_state = self.state.chats.get(worker)
             last_turn = chat_state.turns[-1].id if chat_state and chat_state.turns else None
-            result_ref = _compact(chat=worker, turnId=last_turn)
+            result_ref = compact(chat=worker, turnId=last_turn)
         envelopes = [
             self._envelope(
                 fact,
@@ -504,7 +363,7 @@ class AgentUiProjector:
                 persistence=Persistence.ARCHIVE,
                 control=Control.OPEN_DETAIL if worker is not None else None,
                 **self._task_ids(task),
-                payload=_compact(
+                payload=compact(
                     status=action.status.value,
                     agentName=task.agent,
                     title=task.title,
@@ -550,7 +409,7 @@ class AgentUiProjector:
             task_id=action.task,
             agent_id=self._agent_ids.get(action.to_chat),
             tool_call_id=action.tool_call_id,
-            payload=_compact(
+            payload=compact(
                 fromAgent=from_member.agent if from_member is not None else None,
                 fromAgentId=self._agent_ids.get(action.from_chat),
                 fromChat=action.from_chat,
@@ -587,7 +446,7 @@ class AgentUiProjector:
             parent_thread_id=parent[0] if parent is not None else None,
             tool_call_id=action.tool_call_id,
             action_id=action.approval,
-            payload=_compact(
+            payload=compact(
                 actionType=(
                     ActionType.DELEGATED_PERMISSION if delegated else ActionType.TOOL_APPROVAL
                 ).value,
@@ -644,7 +503,7 @@ class AgentUiProjector:
             surface=Surface.RUNTIME_STATUS,
             persistence=Persistence.ARCHIVE,
             task_id=self.state.run.task if self.state.run is not None else None,
-            payload=_compact(
+            payload=compact(
                 status=action.status.value,
                 result=action.result or None,
                 error=action.error or None,
@@ -683,7 +542,7 @@ class AgentUiProjector:
                 parent_session_id=self.session if parent is not None else None,
                 parent_thread_id=parent[0] if parent is not None else None,
                 action_id=request.id,
-                payload=_compact(
+                payload=compact(
                     actionType=(
                         ActionType.CLARIFICATION if free_text else ActionType.STRUCTURED_INPUT
                     ).value,
@@ -692,7 +551,7 @@ class AgentUiProjector:
                     routedTo="user",
                     message=_text(request.message),
                     questions=[
-                        _compact(
+                        compact(
                             id=q.id,
                             kind=q.kind,
                             message=_text(q.message),
@@ -880,28 +739,6 @@ class AgentUiProjector:
         if self.state.unfinished_count():
             return CoordinatorTeamStatus.ACTIVE
         return CoordinatorTeamStatus.MERGING
-
-    # ── small lookups ──────────────────────────────────────────────────────
-
-    def _team_name(self) -> str | None:
-        return self.state.run.team if self.state.run is not None else None
-
-    def _topology(self) -> Topology | None:
-        run = self.state.run
-        if run is None:
-            return None
-        try:
-            return Topology(run.topology)
-        except ValueError:
-            return None  # not a spec topology: say nothing rather than guess
-
-    def _runtime_entity(self, chat: str) -> str:
-        if chat == self.state.coordinator_chat():
-            run = self.state.run
-            if run is not None and run.background is not None:
-                return RuntimeEntity.AUTOMATION_JOB.value  # a background teammate's wake
-            return RuntimeEntity.AGENT_TURN.value
-        return RuntimeEntity.SUBAGENT_TURN.value
 
 
 def _text(value: object) -> str | None:

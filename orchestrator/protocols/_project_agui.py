@@ -24,7 +24,8 @@ The life of a projector:
 4. Or it ends *interrupted*: an approval routed to the user (``team/approvalRequested`` with
    ``routedTo == "user"``) asked by the followed chat or by one of its subagents ends the run
    with ``RUN_FINISHED`` whose outcome is ``{"type": "interrupt", "interrupts": [...]}`` (one
-   interrupt per pending approval; see :func:`approval_interrupt`). The team goes on meanwhile
+   interrupt per pending approval; see
+   :func:`~orchestrator.protocols._agui_run_input.approval_interrupt`). The team goes on meanwhile
    (other workers keep streaming); the projector keeps folding and *buffers* what it would have
    emitted. :meth:`resume` opens the continuation run (a new ``runId``) on the same turn:
    ``RUN_STARTED``, a fresh ``STATE_SNAPSHOT``, the buffered events, then the subagents still at
@@ -61,11 +62,15 @@ Within a run
 * Anything that continues a stream not open in the current run (a message or tool call cut by an
   interrupt, or begun before a projector joined a turn) opens it again first with its ``*_START``
   and the same id: the AG-UI client appends to the message or call it already has.
-* State: ``STATE_SNAPSHOT`` at each run's start holds :func:`team_view`; after a fact that changes
-  the view, ``STATE_DELTA`` carries :func:`json_patch` of the old view to the new (RFC 6902).
+* State: ``STATE_SNAPSHOT`` at each run's start holds
+  :func:`~orchestrator.protocols._agui_state.team_view`; after a fact that changes the view,
+  ``STATE_DELTA`` carries :func:`~orchestrator.protocols._agui_state.json_patch` of the old view
+  to the new (RFC 6902).
 
-:func:`parse_run_input` reads a RunAgentInput body (threadId, runId, the last user message and
-the ``resume`` answers to approvals) with errors that name the bad field's path.
+Beside this module: :mod:`orchestrator.protocols._agui_state` (the view and its patches) and
+:mod:`orchestrator.protocols._agui_run_input` (the interrupts, and
+:func:`~orchestrator.protocols._agui_run_input.parse_run_input`, which reads a RunAgentInput
+body: threadId, runId, the last user message and the ``resume`` answers to approvals).
 
 The module is pure: no trio, no IO.
 """
@@ -101,7 +106,7 @@ from orchestrator.ahp._state import (
     ToolResultTextContent,
     TurnState,
 )
-from orchestrator.base._errors import RunError, RunInputError
+from orchestrator.base._errors import RunError
 from orchestrator.core._facts import Fact
 from orchestrator.core._queries import tool_call_of, turn_text
 from orchestrator.core._team_actions import (
@@ -115,30 +120,10 @@ from orchestrator.core._team_actions import (
 from orchestrator.core._team_records import ApprovalRecord
 from orchestrator.core._team_state import MemberStatus, TeamState
 
-__all__ = [
-    "AguiProjector",
-    "AguiRunStatus",
-    "Event",
-    "ResumeDecision",
-    "RunRequest",
-    "approval_interrupt",
-    "json_patch",
-    "parse_run_input",
-    "team_view",
-]
+from ._agui_run_input import Event, approval_interrupt
+from ._agui_state import json_patch, team_view
 
-#: One AG-UI event as it goes on the wire (``json.dumps`` it as one SSE ``data:`` line).
-Event = dict[str, Any]
-
-#: The ``reason`` of an interrupt that asks for a tool call's approval.
-TOOL_APPROVAL: Final = "tool_approval"
-
-#: The answer an approval interrupt expects in its resume entry's ``payload``.
-APPROVAL_RESPONSE_SCHEMA: Final[dict[str, Any]] = {
-    "type": "object",
-    "properties": {"approved": {"type": "boolean"}, "reason": {"type": "string"}},
-    "required": ["approved"],
-}
+__all__ = ["AguiProjector", "AguiRunStatus"]
 
 #: Facts that never change :func:`team_view` (text streams on the chats): no diff for them.
 _QUIET: Final = frozenset(
@@ -158,121 +143,6 @@ class AguiRunStatus(enum.StrEnum):
     INTERRUPTED = "interrupted"  # ended on approvals; resume() opens the continuation
     FINISHED = "finished"  # RUN_FINISHED sent: the turn completed
     FAILED = "failed"  # RUN_ERROR sent: the turn failed or was cancelled
-
-
-# ── the team state clients see ───────────────────────────────────────────────
-
-
-def team_view(state: TeamState) -> dict[str, Any]:
-    """The small team state of ``STATE_SNAPSHOT`` / ``STATE_DELTA``.
-
-    ``{"team", "members": [{chat, agent, status}], "tasks": [{id, agent, status}],
-    "pendingApprovals": [{id, chat, agent, tool, summary, routedTo}]}``, members in join order,
-    tasks in creation order.
-    """
-    run = state.run
-    return {
-        "team": run.team if run is not None else None,
-        "members": [
-            {"chat": chat, "agent": member.agent, "status": state.member_status(chat).value}
-            for chat, member in state.members.items()
-        ],
-        "tasks": [
-            {"id": task.task, "agent": task.agent, "status": task.status.value}
-            for task in state.tasks.values()
-        ],
-        "pendingApprovals": [
-            {
-                "id": record.request.approval,
-                "chat": record.request.chat,
-                "agent": record.request.requested_by,
-                "tool": record.request.tool_name,
-                "summary": record.request.summary,
-                "routedTo": record.request.routed_to,
-            }
-            for record in state.pending_approvals()
-        ],
-    }
-
-
-def json_patch(old: Any, new: Any) -> list[dict[str, Any]]:
-    """An RFC 6902 patch that turns JSON value ``old`` into ``new`` (``[]`` when equal).
-
-    Objects are diffed key by key, arrays index by index (extra items added at their index or
-    removed from the end), anything else replaced. Operations apply in order.
-    """
-    ops: list[dict[str, Any]] = []
-    _diff(old, new, "", ops)
-    return ops
-
-
-def _diff(old: Any, new: Any, path: str, ops: list[dict[str, Any]]) -> None:
-    if isinstance(old, dict) and isinstance(new, dict):
-        ops.extend(
-            {"op": "remove", "path": f"{path}/{_escape(key)}"} for key in old if key not in new
-        )
-        for key, value in new.items():
-            if key in old:
-                _diff(old[key], value, f"{path}/{_escape(key)}", ops)
-            else:
-                ops.append({"op": "add", "path": f"{path}/{_escape(key)}", "value": value})
-    elif isinstance(old, list) and isinstance(new, list):
-        for index in range(min(len(old), len(new))):
-            _diff(old[index], new[index], f"{path}/{index}", ops)
-        ops.extend(
-            {"op": "add", "path": f"{path}/{index}", "value": new[index]}
-            for index in range(len(old), len(new))
-        )
-        ops.extend(
-            {"op": "remove", "path": f"{path}/{index}"}
-            for index in reversed(range(len(new), len(old)))
-        )
-    elif not _same(old, new):
-        ops.append({"op": "replace", "path": path, "value": new})
-
-
-def _same(old: Any, new: Any) -> bool:
-    """JSON equality: ``True`` is not ``1`` and ``1`` is not ``1.0`` once on the wire."""
-    if type(old) is not type(new):
-        return False
-    if isinstance(old, dict):
-        return old.keys() == new.keys() and all(_same(old[k], new[k]) for k in old)
-    if isinstance(old, list):
-        return len(old) == len(new) and all(_same(a, b) for a, b in zip(old, new, strict=True))
-    return bool(old == new)
-
-
-def _escape(key: str) -> str:
-    """A JSON Pointer reference token (RFC 6901): ``~`` → ``~0``, ``/`` → ``~1``."""
-    return key.replace("~", "~0").replace("/", "~1")
-
-
-def approval_interrupt(record: ApprovalRecord, *, tool_call_id: str, subagent: str | None) -> Event:
-    """The interrupt of a pending approval routed to the user.
-
-    ``id`` is the approval id (what the resume entry answers), ``reason`` ``tool_approval``,
-    ``toolCallId`` the wire id of the gated call, ``subagentRunId`` the worker that asked
-    (absent when the coordinator itself did), and ``metadata`` names the approval, the tool,
-    the agent that asked and the summary of the call's input.
-    """
-    request = record.request
-    interrupt: Event = {
-        "id": request.approval,
-        "reason": TOOL_APPROVAL,
-        "message": f"{request.requested_by} asks to run {request.tool_name}: {request.summary}",
-        "toolCallId": tool_call_id,
-        "responseSchema": APPROVAL_RESPONSE_SCHEMA,
-        "metadata": {
-            "approval": request.approval,
-            "toolName": request.tool_name,
-            "agent": request.requested_by,
-            "chat": request.chat,
-            "summary": request.summary,
-        },
-    }
-    if subagent is not None:
-        interrupt["subagentRunId"] = subagent
-    return interrupt
 
 
 # ── the projector ─────────────────────────────────────────────────────────────
@@ -921,200 +791,3 @@ def _text(value: StringOrMarkdown | None) -> str:
 def _result_text(result: ToolCallResult) -> str:
     texts = [c.text for c in result.content or () if isinstance(c, ToolResultTextContent)]
     return "\n".join(texts) if texts else _text(result.past_tense_message)
-
-
-# ── reading a RunAgentInput ───────────────────────────────────────────────────
-
-
-@attrs.frozen(kw_only=True)
-class ResumeDecision:
-    """The answer to one approval interrupt: ``approved``, with an optional ``reason``."""
-
-    approval: str  # the interrupt id: an approval id
-    approved: bool
-    reason: str | None = None
-
-
-@attrs.frozen(kw_only=True)
-class RunRequest:
-    """What the daemon needs of a RunAgentInput.
-
-    ``user_message`` is the text of the last message whose role is ``user`` (``None`` if there
-    is none) and ``user_message_id`` its id. A client sends the whole conversation each time, so
-    on a run that resumes an interrupt (``resume`` non-empty) that message is the one of the
-    interrupted run, not a new one: ``new_user_message`` says whether the conversation *ends*
-    with a user message (something the agent has not answered yet).
-    """
-
-    thread_id: str
-    run_id: str
-    parent_run_id: str | None = None
-    user_message: str | None = None
-    user_message_id: str | None = None
-    new_user_message: bool = False
-    resume: tuple[ResumeDecision, ...] = ()
-
-
-_ROLES: Final = frozenset(
-    {"developer", "system", "assistant", "user", "tool", "activity", "reasoning"}
-)
-
-
-def parse_run_input(body: object) -> RunRequest:
-    """Read an AG-UI ``RunAgentInput`` (already decoded from JSON).
-
-    Raises :class:`~orchestrator.base._errors.RunInputError` (a ``ValueError``) naming the path of
-    the first bad field (``$.messages[1].content``). Fields the daemon does not use (``tools``,
-    ``context``, ``state``, ``forwardedProps``, unknown keys) are not checked beyond being there.
-    """
-    data = _object(body, "$")
-    thread_id = _string(data, "threadId", "$")
-    run_id = _string(data, "runId", "$")
-    parent_run_id = _optional_string(data, "parentRunId", "$")
-    messages = data.get("messages")
-    if not isinstance(messages, list):
-        raise RunInputError(
-            f"expected an array of messages, got {_kind(messages)}", path="$.messages"
-        )
-    user_message = user_message_id = None
-    last_role: str | None = None
-    for index, item in enumerate(messages):
-        path = f"$.messages[{index}]"
-        message = _object(item, path)
-        message_id = _string(message, "id", path)
-        role = _string(message, "role", path)
-        if role not in _ROLES:
-            raise RunInputError(
-                f"unknown role {role!r} (expected one of {', '.join(sorted(_ROLES))})",
-                path=f"{path}.role",
-            )
-        last_role = role
-        if role == "user":
-            user_message = _user_text(message.get("content"), f"{path}.content")
-            user_message_id = message_id
-    return RunRequest(
-        thread_id=thread_id,
-        run_id=run_id,
-        parent_run_id=parent_run_id,
-        user_message=user_message,
-        user_message_id=user_message_id,
-        new_user_message=last_role == "user",
-        resume=_resume(data.get("resume")),
-    )
-
-
-def _object(value: object, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise RunInputError(f"expected an object, got {_kind(value)}", path=path)
-    return value
-
-
-def _string(data: dict[str, Any], key: str, path: str, *, empty: bool = False) -> str:
-    """``data[key]``, a string (non-empty unless ``empty``)."""
-    if key not in data:
-        raise RunInputError("missing", path=f"{path}.{key}")
-    value = data[key]
-    if not isinstance(value, str):
-        raise RunInputError(f"expected a string, got {_kind(value)}", path=f"{path}.{key}")
-    if not value and not empty:
-        raise RunInputError("must not be empty", path=f"{path}.{key}")
-    return value
-
-
-def _optional_string(data: dict[str, Any], key: str, path: str) -> str | None:
-    return _string(data, key, path, empty=True) if key in data else None
-
-
-def _user_text(content: object, path: str) -> str:
-    """A user message's text: its string content, or its text parts joined."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise RunInputError(
-            f"expected a string or an array of content parts, got {_kind(content)}", path=path
-        )
-    texts = []
-    for index, item in enumerate(content):
-        part = _object(item, f"{path}[{index}]")
-        kind = _string(part, "type", f"{path}[{index}]")
-        if kind == "text":
-            texts.append(_string(part, "text", f"{path}[{index}]", empty=True))
-    return "\n".join(texts)
-
-
-def _resume(value: object) -> tuple[ResumeDecision, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise RunInputError(
-            f"expected an array of resume entries, got {_kind(value)}", path="$.resume"
-        )
-    decisions: list[ResumeDecision] = []
-    seen: set[str] = set()
-    for index, item in enumerate(value):
-        path = f"$.resume[{index}]"
-        entry = _object(item, path)
-        interrupt = _string(entry, "interruptId", path)
-        if interrupt in seen:
-            raise RunInputError(
-                f"interrupt {interrupt!r} is answered twice", path=f"{path}.interruptId"
-            )
-        seen.add(interrupt)
-        status = entry.get("status")
-        if status == "cancelled":
-            decisions.append(
-                ResumeDecision(approval=interrupt, approved=False, reason="cancelled by the user")
-            )
-        elif status == "resolved":
-            approved, reason = _approval_payload(
-                entry.get("payload"), f"{path}.payload", present="payload" in entry
-            )
-            decisions.append(ResumeDecision(approval=interrupt, approved=approved, reason=reason))
-        else:
-            raise RunInputError(
-                f'expected "resolved" or "cancelled", got {_kind(status)}',
-                path=f"{path}.status",
-            )
-    return tuple(decisions)
-
-
-def _approval_payload(payload: object, path: str, *, present: bool) -> tuple[bool, str | None]:
-    """``true`` / ``false``, or ``{"approved": bool, "reason"?: str}``."""
-    if isinstance(payload, bool):
-        return payload, None
-    if not isinstance(payload, dict):
-        raise RunInputError(
-            'missing: a resolved approval needs {"approved": true or false}'
-            if not present
-            else f'expected true, false or {{"approved": ...}}, got {_kind(payload)}',
-            path=path,
-        )
-    approved = payload.get("approved")
-    if not isinstance(approved, bool):
-        raise RunInputError(
-            "missing"
-            if "approved" not in payload
-            else f"expected true or false, got {_kind(approved)}",
-            path=f"{path}.approved",
-        )
-    reason = payload.get("reason")
-    if reason is not None and not isinstance(reason, str):
-        raise RunInputError(f"expected a string, got {_kind(reason)}", path=f"{path}.reason")
-    return approved, reason
-
-
-def _kind(value: object) -> str:
-    """How a JSON value is named in an error message."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return f"the string {value[:40]!r}"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__

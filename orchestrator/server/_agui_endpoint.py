@@ -32,12 +32,8 @@ from orchestrator.base._errors import (
 )
 from orchestrator.base._input_gate import JSON_LIMITS, JsonLimits, parse_json
 from orchestrator.core._team_actions import USER
-from orchestrator.protocols._project_agui import (
-    AguiProjector,
-    AguiRunStatus,
-    RunRequest,
-    parse_run_input,
-)
+from orchestrator.protocols._agui_run_input import RunRequest, parse_run_input
+from orchestrator.protocols._project_agui import AguiProjector, AguiRunStatus
 
 from ._auth import Principal
 from ._daemon import Daemon
