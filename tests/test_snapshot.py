@@ -10,7 +10,7 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.base._compact_json import dumps
+from orchestrator.base._compact_json import compact_dumps
 from orchestrator.base._errors import PeerProtocolError
 from orchestrator.core._facts import Fact
 from orchestrator.core._team_actions import ApprovalRequested
@@ -58,10 +58,10 @@ async def delivery_run() -> tuple[str, list[Fact]]:
 def stored(state: TeamState, *, chunk: int) -> TeamState:
     """``state`` written as parts (as JSON text, as the journal stores them) and read back."""
     parts = [
-        (*key, json.loads(dumps(encode_part(key, values))))
+        (*key, json.loads(compact_dumps(encode_part(key, values))))
         for key, values in snapshot_parts(state, chunk=chunk).items()
     ]
-    return decode_parts(json.loads(dumps(snapshot_header(state))), reversed(parts))
+    return decode_parts(json.loads(compact_dumps(snapshot_header(state))), reversed(parts))
 
 
 def assert_same_state(opened: TeamState, folded: TeamState) -> None:
@@ -164,7 +164,7 @@ class TestDamage:
         session, facts = await delivery_run()
         state = TeamState.fold(session, facts)
         parts = {
-            key: json.loads(dumps(encode_part(key, values)))
+            key: json.loads(compact_dumps(encode_part(key, values)))
             for key, values in snapshot_parts(state, chunk=2).items()
         }
         header = snapshot_header(state)
@@ -203,4 +203,4 @@ class TestFormatOne:
         """Format 1 (schema-3 journals, converted by the migration) still reads back."""
         session, facts = await delivery_run()
         state = TeamState.fold(session, facts)
-        assert_same_state(decode_state(json.loads(dumps(encode_state(state)))), state)
+        assert_same_state(decode_state(json.loads(compact_dumps(encode_state(state)))), state)

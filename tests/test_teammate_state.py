@@ -31,10 +31,10 @@ from orchestrator.core._teammate_state import fold_teammate
 from orchestrator.protocols._agentui_wire import structure_envelope, unstructure_envelope
 from orchestrator.protocols._project_teammates import teammate_envelopes
 from orchestrator.protocols._teammate_channel import (
-    Control,
-    History,
+    ControlTeammate,
     ListTeammates,
     Subscribe,
+    TeammateHistory,
     parse_request,
 )
 from orchestrator.server._scheduler import describe_schedule
@@ -252,9 +252,9 @@ def test_schedules_are_described_as_the_team_file_writes_them(
     [
         ('{"type": "list"}', ListTeammates()),
         ('{"type": "subscribe", "id": 3}', Subscribe(id=3)),
-        ('{"channel": "teammates", "type": "history", "name": "a"}', History(name="a")),
-        ('{"type": "history", "name": "a", "limit": 5, "id": "x"}', History("a", 5, "x")),
-        ('{"type": "trigger", "name": "t/a"}', Control("trigger", "t/a")),
+        ('{"channel": "teammates", "type": "history", "name": "a"}', TeammateHistory(name="a")),
+        ('{"type": "history", "name": "a", "limit": 5, "id": "x"}', TeammateHistory("a", 5, "x")),
+        ('{"type": "trigger", "name": "t/a"}', ControlTeammate("trigger", "t/a")),
     ],
 )
 def test_requests_parse(frame: str, expected: object) -> None:

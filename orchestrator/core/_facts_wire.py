@@ -17,7 +17,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from cattrs.preconf.json import make_converter
 
 from orchestrator.ahp import _wire as _ahp_wire
-from orchestrator.base import _compact_json
+from orchestrator.base._compact_json import compact_dumps
 from orchestrator.base._errors import PeerProtocolError
 from orchestrator.base._input_gate import parse_json
 
@@ -117,7 +117,7 @@ def decode_fact(data: object) -> Fact:
 
 def fact_to_json(fact: Fact) -> str:
     """One compact JSON line (no newline)."""
-    return _compact_json.dumps(encode_fact(fact))
+    return compact_dumps(encode_fact(fact))
 
 
 def fact_from_json(line: str) -> Fact:

@@ -21,6 +21,8 @@ from typing import Any
 import attrs
 
 __all__ = [
+    "FINISHED_TASK_STATUSES",
+    "USER",
     "ApprovalDecision",
     "ApprovalRequested",
     "ApprovalResolved",

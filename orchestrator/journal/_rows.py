@@ -33,7 +33,7 @@ from orchestrator.ahp._actions import (
     SessionChatAddedAction,
 )
 from orchestrator.ahp._state import Turn
-from orchestrator.base._compact_json import dumps
+from orchestrator.base._compact_json import compact_dumps
 from orchestrator.base._errors import FactLogError
 from orchestrator.core._facts import Fact
 from orchestrator.core._facts_wire import decode_fact, fact_to_json
@@ -235,11 +235,11 @@ class _SnapshotWriter:
             [(session, *key) for key in written.keys() - parts.keys()],
         )
         rows = [
-            (session, *key, sequence, dumps(encode_part(key, values)))
+            (session, *key, sequence, compact_dumps(encode_part(key, values)))
             for key, values in parts.items()
             if not same_values(written.get(key), values)
         ]
-        header = dumps(snapshot_header(state))
+        header = compact_dumps(snapshot_header(state))
         if self._checksums:
             connection.executemany(
                 "INSERT OR REPLACE INTO snapshot_parts (session, kind, name, position, "
@@ -351,7 +351,7 @@ class _AgentHistory:
                             part,
                             fact.sequence,
                             message["type"],
-                            dumps(message),
+                            compact_dumps(message),
                         )
                         for part, message in enumerate(turn_messages(turn))
                     )

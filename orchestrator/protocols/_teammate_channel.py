@@ -45,10 +45,10 @@ from ._json_frames import decode_object, shown
 
 __all__ = [
     "CONTROLS",
-    "Control",
-    "History",
+    "ControlTeammate",
     "ListTeammates",
     "Subscribe",
+    "TeammateHistory",
     "TeammateRequest",
     "parse_request",
     "teammates_message",
@@ -66,14 +66,14 @@ class ListTeammates:
 
 
 @attrs.frozen
-class History:
+class TeammateHistory:
     name: str
     limit: int = 50
     id: str | int | None = None
 
 
 @attrs.frozen
-class Control:
+class ControlTeammate:
     action: str  # one of CONTROLS
     name: str
     id: str | int | None = None
@@ -84,7 +84,7 @@ class Subscribe:
     id: str | int | None = None
 
 
-TeammateRequest = ListTeammates | History | Control | Subscribe
+TeammateRequest = ListTeammates | TeammateHistory | ControlTeammate | Subscribe
 
 _TYPES: Final = ("list", "history", *CONTROLS, "subscribe")
 
@@ -123,8 +123,8 @@ def parse_request(
         limit = data.get("limit", 50)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_HISTORY:
             raise _error(f"expected an integer from 1 to {MAX_HISTORY}", "$.limit")
-        return History(name=name, limit=limit, id=request_id)
-    return Control(action=kind, name=name, id=request_id)
+        return TeammateHistory(name=name, limit=limit, id=request_id)
+    return ControlTeammate(action=kind, name=name, id=request_id)
 
 
 def teammates_message(kind: str, request_id: str | int | None = None, **fields: Any) -> str:

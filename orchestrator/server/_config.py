@@ -55,7 +55,14 @@ from orchestrator.base._input_gate import JSON_LIMITS, JsonLimits
 
 from ._auth import Role, Token
 
-__all__ = ["DEFAULT_PORT", "Limits", "ServeConfig", "is_loopback", "load_serve_config"]
+__all__ = [
+    "DEFAULT_PORT",
+    "Limits",
+    "ServeConfig",
+    "is_loopback",
+    "load_serve_config",
+    "parse_serve_config",
+]
 
 DEFAULT_PORT: Final = 8765
 

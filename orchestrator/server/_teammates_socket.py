@@ -22,10 +22,10 @@ from orchestrator.base._errors import FactLogError, PeerProtocolError, RunError
 from orchestrator.protocols._agentui import Envelope
 from orchestrator.protocols._agentui_wire import unstructure_envelope
 from orchestrator.protocols._teammate_channel import (
-    Control,
-    History,
+    ControlTeammate,
     ListTeammates,
     Subscribe,
+    TeammateHistory,
     TeammateRequest,
     parse_request,
     teammates_message,
@@ -133,7 +133,7 @@ class _TeammatesSocket:
         match request:
             case ListTeammates(id=request_id):
                 self._send("teammates", request_id, teammates=self._listing())
-            case History(name=name, limit=limit, id=request_id):
+            case TeammateHistory(name=name, limit=limit, id=request_id):
                 teammate = self._find(name)
                 runs = [run.to_json() for run in teammate.state.runs[-limit:]]
                 if teammate.state.running is not None:
@@ -141,7 +141,7 @@ class _TeammatesSocket:
                 self._send("history", request_id, teammate=teammate.key, runs=runs)
             case Subscribe(id=request_id):
                 self._subscribe(request_id)
-            case Control(action=action, name=name, id=request_id):
+            case ControlTeammate(action=action, name=name, id=request_id):
                 if not self.principal.may(Permission.OPERATE):
                     raise _RequestError(
                         "forbidden",
