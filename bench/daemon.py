@@ -142,9 +142,8 @@ async def _clients(url: str, session: str, count: int) -> None:
 
 def _stamp_publications(stamps: dict[int, float]) -> None:
     """Note when each text chunk's fact is published on a session's bus."""
-    from orchestrator.ahp._actions import ChatDeltaAction, ChatResponsePartAction
-    from orchestrator.ahp._state import MarkdownResponsePart
-    from orchestrator.runtime._bus import FactBus
+    from orchestrator.ahp import ChatDeltaAction, ChatResponsePartAction, MarkdownResponsePart
+    from orchestrator.runtime import FactBus
 
     publish = FactBus.publish_nowait
 
@@ -169,8 +168,7 @@ def _stamp_publications(stamps: dict[int, float]) -> None:
 async def _measure(subscribers: int, events: int, interval: float) -> dict[str, float]:
     from trio_websocket import open_websocket_url
 
-    from orchestrator.server._app import serve
-    from orchestrator.server._config import Limits, ServeConfig
+    from orchestrator.server import Limits, ServeConfig, serve
 
     stamps: dict[int, float] = {}
     _stamp_publications(stamps)
@@ -239,8 +237,7 @@ async def _lines(stream: trio.abc.ReceiveStream) -> AsyncIterator[str]:
 
 
 def _one(subscribers: int, events: int, interval: float) -> dict[str, float]:
-    from orchestrator.runtime._logging import configure_logging
-    from orchestrator.runtime._process import tune_gc
+    from orchestrator.runtime import configure_logging, tune_gc
 
     configure_logging(level=logging.WARNING)  # as `orchestrator serve` does, quieter
     tune_gc()

@@ -64,8 +64,14 @@ async def _plain_trio(n: int) -> int:
 
 
 def _team(n: int) -> object:
-    from orchestrator.spec._model import AgentSpec, TeamSpec
-    from orchestrator.spec._script import DelegateStep, Delegation, SayStep, ScriptedTurn
+    from orchestrator.spec import (
+        AgentSpec,
+        DelegateStep,
+        Delegation,
+        SayStep,
+        ScriptedTurn,
+        TeamSpec,
+    )
 
     delegations = tuple(Delegation(agent="worker", task=f"task {i}") for i in range(n))
     lead = AgentSpec(
@@ -95,7 +101,7 @@ async def _orchestrator(n: int, journal_path: Path | None = None) -> tuple[Any, 
     with ``journal_path``, every fact is durable (SQLite, power-loss safe) before it counts."""
     if journal_path is None:
         return await _run_fanout(n, None)
-    from orchestrator.journal._journal import SqliteJournal
+    from orchestrator.journal import SqliteJournal
 
     journal = SqliteJournal(journal_path)
     async with trio.open_nursery() as services:
@@ -106,10 +112,10 @@ async def _orchestrator(n: int, journal_path: Path | None = None) -> tuple[Any, 
 
 
 async def _run_fanout(n: int, factlog: Any) -> tuple[Any, Any, int]:
-    from orchestrator.core._graph import DelegationGraph
-    from orchestrator.protocols._project_agentui import AgentUiProjector
-    from orchestrator.runtime._team_runtime import TeamRuntime
-    from orchestrator.runtime.backends._scripted import ScriptedBackend
+    from orchestrator.core import DelegationGraph
+    from orchestrator.protocols import AgentUiProjector
+    from orchestrator.runtime import TeamRuntime
+    from orchestrator.runtime.backends import ScriptedBackend
 
     team = _team(n)
     runtime = TeamRuntime(team, backends=ScriptedBackend, factlog=factlog)  # type: ignore[arg-type]
@@ -135,9 +141,8 @@ async def _run_fanout(n: int, factlog: Any) -> tuple[Any, Any, int]:
 
 async def _record_batches(n: int) -> list[tuple[Any, Any]]:
     """The batches the runtime submits in the N-worker run, with the turns each ends."""
-    from orchestrator.runtime._factlog import MemoryFactLog
-    from orchestrator.runtime._team_runtime import TeamRuntime
-    from orchestrator.runtime.backends._scripted import ScriptedBackend
+    from orchestrator.runtime import MemoryFactLog, TeamRuntime
+    from orchestrator.runtime.backends import ScriptedBackend
 
     class KeepsBatches(MemoryFactLog):
         def __init__(self) -> None:
@@ -157,7 +162,7 @@ async def _record_batches(n: int) -> list[tuple[Any, Any]]:
 async def _journal_alone(batches: list[tuple[Any, Any]], journal_path: Path) -> Path:
     """Submit ``batches`` to a fresh journal as the runtime does (all in flight at once),
     and wait until every one is durable."""
-    from orchestrator.journal._journal import SqliteJournal
+    from orchestrator.journal import SqliteJournal
 
     journal = SqliteJournal(journal_path)
     async with trio.open_nursery() as services:
@@ -171,7 +176,7 @@ async def _journal_alone(batches: list[tuple[Any, Any]], journal_path: Path) -> 
 
 def _verify(n: int, runtime: Any, graph: Any, envelopes: int) -> None:
     """Outside the timed region: the run did what it should, and the graph is consistent."""
-    from orchestrator.core._team_actions import RunStatus
+    from orchestrator.core import RunStatus
 
     run = runtime.state.run
     assert run is not None
@@ -187,8 +192,7 @@ def measure(impl: str, n: int) -> dict[str, float]:
     batches: list[tuple[Any, Any]] = []
     if impl in ("orchestrator", "journal", "journal-alone"):
         # Import everything before the baseline RSS and the clock, so only the run counts.
-        from orchestrator.runtime._logging import configure_logging
-        from orchestrator.runtime._process import tune_gc
+        from orchestrator.runtime import configure_logging, tune_gc
 
         # As the CLI does at start: logs to stderr (stdout is for the figures), GC tuned.
         configure_logging(level=logging.WARNING)
@@ -211,7 +215,7 @@ def measure(impl: str, n: int) -> dict[str, float]:
     gc.collect()
     after = _rss_kb()  # with the run's state, graph and envelopes count still alive
     if impl == "journal-alone":
-        from orchestrator.journal._reader import JournalReader
+        from orchestrator.journal import JournalReader
 
         session = batches[0][0][0].session
         written = len(JournalReader(kept).facts(session))

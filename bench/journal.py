@@ -42,30 +42,23 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ChatDeltaAction,
     ChatResponsePartAction,
+    ChatSummary,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
-    SessionChatAddedAction,
-)
-from orchestrator.ahp._state import (
-    ChatSummary,
     MarkdownResponsePart,
     Message,
     MessageKind,
     MessageOrigin,
+    SessionChatAddedAction,
     SessionStatus,
     UserChatOrigin,
 )
-from orchestrator.core._facts import Action, Fact
-from orchestrator.core._team_actions import MemberJoined, RunStarted
-from orchestrator.core._team_state import TeamState
-from orchestrator.journal._file import Durability
-from orchestrator.journal._journal import SqliteJournal
-from orchestrator.journal._reader import JournalReader
-from orchestrator.runtime._logging import configure_logging
-from orchestrator.runtime._process import tune_gc
+from orchestrator.core import Action, Fact, MemberJoined, RunStarted, TeamState
+from orchestrator.journal import Durability, JournalReader, SqliteJournal
+from orchestrator.runtime import configure_logging, tune_gc
 
 SESSION = "ahp-session:/bench"
 CHAT = "ahp-chat:/bench-lead"

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 import structlog
 
-from orchestrator.runtime._logging import configure_logging
+from orchestrator.runtime import configure_logging
 
 HEADERS = {
     "host": "127.0.0.1:8765",

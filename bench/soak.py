@@ -38,9 +38,8 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.journal._reader import JournalReader
-from orchestrator.protocols._agentui_wire import unstructure_envelope
-from orchestrator.protocols._project_agentui import project_facts
+from orchestrator.journal import JournalReader
+from orchestrator.protocols import project_facts, unstructure_envelope
 from tests.daemon import websocket
 from tests.fake_openai import Answer, Stream, fake_openai
 from tests.fuzz import (

@@ -1,17 +1,21 @@
 """Team orchestrator: runs coordinator-worker teams of AI agents as trio tasks.
 
-The public facade. Implementation lives in private modules (``_name.py``); what
-users may import is re-exported here and listed in ``__all__``.
+The package's own facade. The implementation lives in layer packages, each with a facade of
+its own (``base``, ``ahp``, ``spec``, ``core``, ``runtime``, ``protocols``, ``journal``,
+``server``, ``cli``: see the README's Architecture); what ``__all__`` lists here is
+importable from ``orchestrator`` itself.
 """
 
-from .base._errors import FactLogError as FactLogError
-from .base._errors import IllegalTransitionError as IllegalTransitionError
-from .base._errors import LocalProtocolError as LocalProtocolError
-from .base._errors import OrchestratorError as OrchestratorError
-from .base._errors import PeerProtocolError as PeerProtocolError
-from .base._errors import ProtocolError as ProtocolError
-from .base._errors import RunError as RunError
-from .base._errors import TeamFileError as TeamFileError
+from .base import (
+    FactLogError,
+    IllegalTransitionError,
+    LocalProtocolError,
+    OrchestratorError,
+    PeerProtocolError,
+    ProtocolError,
+    RunError,
+    TeamFileError,
+)
 
 __all__ = [
     "FactLogError",

@@ -15,16 +15,12 @@ import pydantic
 import trio
 from ag_ui import core
 
-from orchestrator.base._errors import RunError
-from orchestrator.core._facts import Fact
-from orchestrator.protocols._agui_run_input import Event
-from orchestrator.protocols._project_agui import AguiProjector, AguiRunStatus
-from orchestrator.runtime._factlog import MemoryFactLog
-from orchestrator.runtime._ids import Ids
-from orchestrator.runtime._team_runtime import TeamRuntime
-from orchestrator.runtime.backends._scripted import ScriptedBackend
-from orchestrator.spec._model import TeamSpec
-from orchestrator.spec._teamfile import parse_team
+from orchestrator.base import RunError
+from orchestrator.core import Fact
+from orchestrator.protocols import AguiProjector, AguiRunStatus, Event
+from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
+from orchestrator.runtime.backends import ScriptedBackend
+from orchestrator.spec import TeamSpec, parse_team
 
 from .conftest import PROTOCOLS
 

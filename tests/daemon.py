@@ -18,8 +18,7 @@ import httpx
 import trio
 from trio_websocket import WebSocketConnection, open_websocket_url
 
-from orchestrator.server._app import serve
-from orchestrator.server._config import Limits, ServeConfig
+from orchestrator.server import Limits, ServeConfig, serve
 
 from .conftest import PROJECT_ROOT
 

@@ -31,10 +31,8 @@ import attrs
 import httpx
 import trio
 
-from orchestrator.base._errors import PeerProtocolError, RpcError
-from orchestrator.protocols._agent_channel import parse_client_message
-from orchestrator.protocols._ahp_rpc import parse_call
-from orchestrator.protocols._teammate_channel import parse_request
+from orchestrator.base import PeerProtocolError, RpcError
+from orchestrator.protocols import parse_call, parse_client_message, parse_request
 
 from .ahp_client import ROOT
 from .daemon import ECHO

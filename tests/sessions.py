@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from orchestrator.ahp._actions import SessionChatAddedAction
-from orchestrator.ahp._state import ChatSummary, SessionStatus, UserChatOrigin
-from orchestrator.core._facts import Action
-from orchestrator.core._team_actions import MemberJoined, RunStarted
+from orchestrator.ahp import ChatSummary, SessionChatAddedAction, SessionStatus, UserChatOrigin
+from orchestrator.core import Action, MemberJoined, RunStarted
 
 
 def solo_opening(

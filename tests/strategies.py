@@ -21,14 +21,9 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ActionEnvelope,
     ChatAction,
-    SessionAction,
-    StateAction,
-    UnknownAction,
-)
-from orchestrator.ahp._state import (
     ChatCatalog,
     ChatOrigin,
     ChatState,
@@ -37,14 +32,17 @@ from orchestrator.ahp._state import (
     Message,
     ResponsePart,
     ResponseParts,
+    SessionAction,
     SessionState,
     SessionStatus,
     SessionSummary,
+    StateAction,
     ToolCallState,
     ToolDefinition,
     ToolResultContent,
+    UnknownAction,
 )
-from orchestrator.core._team_actions import (
+from orchestrator.core import (
     ApprovalDecision,
     ApprovalRequested,
     ApprovalResolved,

@@ -22,20 +22,13 @@ import httpx
 import trio
 import trio.testing
 
-from orchestrator.ahp._state import Turn
-from orchestrator.base._clock import timestamp
-from orchestrator.base._errors import FactLogError
-from orchestrator.core._facts import Fact
-from orchestrator.core._teammate_actions import teammate_uri
-from orchestrator.journal._file import Durability
-from orchestrator.journal._journal import SqliteJournal
-from orchestrator.journal._reader import JournalReader
-from orchestrator.runtime._factlog import EventTicket, Ticket
-from orchestrator.server._app import assemble
-from orchestrator.server._daemon import Daemon
-from orchestrator.server._scheduler import Scheduler, Teammate
-from orchestrator.spec._model import TeamSpec
-from orchestrator.spec._teamfile import parse_team
+from orchestrator.ahp import Turn
+from orchestrator.base import FactLogError, timestamp
+from orchestrator.core import Fact, teammate_uri
+from orchestrator.journal import Durability, JournalReader, SqliteJournal
+from orchestrator.runtime import EventTicket, Ticket
+from orchestrator.server import Daemon, Scheduler, Teammate, assemble
+from orchestrator.spec import TeamSpec, parse_team
 
 TEAMS = Path(__file__).parent.parent / "teams"
 AUTOJUMP = 0.0

@@ -10,10 +10,9 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.base._errors import PeerProtocolError
-from orchestrator.core._team_actions import ApprovalRequested
-from orchestrator.core._team_state import TeamState
-from orchestrator.protocols._agent_channel import (
+from orchestrator.base import PeerProtocolError
+from orchestrator.core import ApprovalRequested, TeamState
+from orchestrator.protocols import (
     Abort,
     AgentChannelProjector,
     Approve,
@@ -23,13 +22,11 @@ from orchestrator.protocols._agent_channel import (
     TeamSubscribe,
     ToolResponse,
     parse_client_message,
+    turn_messages,
 )
-from orchestrator.protocols._agent_messages import turn_messages
-from orchestrator.runtime._factlog import MemoryFactLog
-from orchestrator.runtime._ids import Ids
-from orchestrator.runtime._team_runtime import TeamRuntime
-from orchestrator.runtime.backends._scripted import ScriptedBackend
-from orchestrator.spec._teamfile import load_team
+from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
+from orchestrator.runtime.backends import ScriptedBackend
+from orchestrator.spec import load_team
 
 from .conftest import PROJECT_ROOT
 

@@ -10,15 +10,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.base._errors import PeerProtocolError
-from orchestrator.protocols._agent_channel import (
-    Abort,
-    ClientMessage,
-    Prompt,
-    TeamSubscribe,
-    parse_client_message,
-)
-from orchestrator.server._rate_limit import TokenBucket
+from orchestrator.base import PeerProtocolError
+from orchestrator.protocols import Abort, ClientMessage, Prompt, TeamSubscribe, parse_client_message
+from orchestrator.server import TokenBucket
 
 MAX_BYTES = 65_536
 

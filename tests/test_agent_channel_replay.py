@@ -4,20 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ChatToolCallReadyAction,
     ChatToolCallStartAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
-)
-from orchestrator.ahp._state import (
     Message,
     MessageKind,
     MessageOrigin,
 )
-from orchestrator.core._facts import Action, Fact
-from orchestrator.core._team_state import TeamState
-from orchestrator.protocols._agent_channel import AgentChannelProjector, replay
+from orchestrator.core import Action, Fact, TeamState
+from orchestrator.protocols import AgentChannelProjector, replay
 
 from .sessions import solo_opening
 

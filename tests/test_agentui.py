@@ -13,8 +13,8 @@ from typing import Any
 import attrs
 import pytest
 
-from orchestrator.base._errors import LocalProtocolError, PeerProtocolError
-from orchestrator.protocols._agentui import (
+from orchestrator.base import LocalProtocolError, PeerProtocolError
+from orchestrator.protocols import (
     Control,
     Envelope,
     EventType,
@@ -25,8 +25,6 @@ from orchestrator.protocols._agentui import (
     Surface,
     TeammateStatus,
     Topology,
-)
-from orchestrator.protocols._agentui_wire import (
     envelope_from_json_line,
     envelope_to_json_line,
     structure_envelope,

@@ -13,7 +13,7 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.protocols._agentui import (
+from orchestrator.protocols import (
     Control,
     Envelope,
     EventType,
@@ -23,8 +23,6 @@ from orchestrator.protocols._agentui import (
     Scope,
     Surface,
     Topology,
-)
-from orchestrator.protocols._agentui_wire import (
     envelope_from_json_line,
     envelope_to_json_line,
     structure_envelope,

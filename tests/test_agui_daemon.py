@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from orchestrator.core._graph import build_graph
-from orchestrator.journal._reader import JournalReader
-from orchestrator.server._config import Limits, ServeConfig
+from orchestrator.core import build_graph
+from orchestrator.journal import JournalReader
+from orchestrator.server import Limits, ServeConfig
 
 from .agui import check_run, of_type, validate_event
 from .ahp_client import connect_ahp

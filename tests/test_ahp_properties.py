@@ -9,11 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.ahp import _actions as _ahp_actions
-from orchestrator.ahp import _state as _ahp_state
-from orchestrator.ahp._actions import ActionEnvelope, StateAction
-from orchestrator.ahp._state import ChatState, SessionState, SessionStatus
-from orchestrator.ahp._wire import (
+from orchestrator.ahp import (
+    ActionEnvelope,
+    ChatState,
+    SessionState,
+    SessionStatus,
+    StateAction,
     structure_action,
     structure_as,
     structure_chat_state,
@@ -21,6 +22,8 @@ from orchestrator.ahp._wire import (
     structure_session_state,
     unstructure,
 )
+from orchestrator.ahp import _actions as _ahp_actions
+from orchestrator.ahp import _state as _ahp_state
 
 from . import strategies
 

@@ -21,9 +21,14 @@ from typing import Any
 
 import pytest
 
-from orchestrator.ahp._chat_reducer import reduce_chat
-from orchestrator.ahp._state import ChatState, SessionState
-from orchestrator.ahp._wire import structure_action, structure_as, unstructure
+from orchestrator.ahp import (
+    ChatState,
+    SessionState,
+    reduce_chat,
+    structure_action,
+    structure_as,
+    unstructure,
+)
 
 from .conftest import ahp_fixtures_dir
 

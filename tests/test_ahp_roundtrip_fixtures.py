@@ -18,23 +18,25 @@ from typing import Any
 
 import pytest
 
-from orchestrator.ahp._actions import ActionEnvelope, StateAction, UnknownAction
-from orchestrator.ahp._commands import (
+from orchestrator.ahp import (
+    ActionEnvelope,
+    ChatInputQuestion,
     ChatSource,
+    ChatState,
+    Customization,
     Implementation,
     InitializeResult,
     JsonRpcMessage,
-)
-from orchestrator.ahp._state import (
-    ChatInputQuestion,
-    ChatState,
-    Customization,
     SessionState,
     SessionStatus,
     SessionSummary,
+    StateAction,
     StringOrMarkdown,
+    UnknownAction,
+    structure_action,
+    structure_as,
+    unstructure,
 )
-from orchestrator.ahp._wire import structure_action, structure_as, unstructure
 
 from .conftest import ahp_fixtures_dir
 

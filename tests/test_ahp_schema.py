@@ -23,11 +23,18 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from orchestrator.ahp import (
+    ActionEnvelope,
+    ChatState,
+    SessionState,
+    StateAction,
+    UnknownAction,
+    structure_as,
+    unstructure,
+    wire_name,
+)
 from orchestrator.ahp import _actions as _ahp_actions
 from orchestrator.ahp import _state as _ahp_state
-from orchestrator.ahp._actions import ActionEnvelope, StateAction, UnknownAction
-from orchestrator.ahp._state import ChatState, SessionState
-from orchestrator.ahp._wire import structure_as, unstructure, wire_name
 
 from . import strategies
 from .conftest import AHP_SCHEMAS, ahp_fixtures_dir

@@ -12,11 +12,10 @@ import pytest
 import trio
 from trio_websocket import ConnectionRejected
 
-from orchestrator.base._errors import FactLogError
-from orchestrator.core._team_actions import ApprovalResolved
-from orchestrator.journal._reader import JournalReader
-from orchestrator.server._auth import Role, Token
-from orchestrator.server._config import Limits, ServeConfig
+from orchestrator.base import FactLogError
+from orchestrator.core import ApprovalResolved
+from orchestrator.journal import JournalReader
+from orchestrator.server import Limits, Role, ServeConfig, Token
 
 from .ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
 from .daemon import ECHO, connect, running_daemon

@@ -7,20 +7,15 @@ from typing import Any
 import pytest
 
 from orchestrator import PeerProtocolError
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ActionEnvelope,
-    ChatToolCallApprovedAction,
-    ChatToolCallDeniedAction,
-    ChatTurnStartedAction,
-    SessionChatUpdatedAction,
-    SessionTitleChangedAction,
-    UnknownAction,
-)
-from orchestrator.ahp._state import (
     ActiveTurn,
     ChatInputNumberQuestion,
     ChatInputQuestion,
     ChatState,
+    ChatToolCallApprovedAction,
+    ChatToolCallDeniedAction,
+    ChatTurnStartedAction,
     ContentRef,
     MarkdownResponsePart,
     MarkdownString,
@@ -31,8 +26,10 @@ from orchestrator.ahp._state import (
     MessageOrigin,
     ProtectedResourceMetadata,
     ResponsePart,
+    SessionChatUpdatedAction,
     SessionStatus,
     SessionSummary,
+    SessionTitleChangedAction,
     StringOrMarkdown,
     ToolCallCancellationReason,
     ToolCallConfirmationReason,
@@ -40,9 +37,8 @@ from orchestrator.ahp._state import (
     ToolCallRunningState,
     ToolInput,
     ToolResultSubagentContent,
+    UnknownAction,
     UsageInfo,
-)
-from orchestrator.ahp._wire import (
     structure,
     structure_action,
     structure_as,

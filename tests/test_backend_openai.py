@@ -24,7 +24,7 @@ import structlog.testing
 import trio
 import trio.testing
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ChatDeltaAction,
     ChatErrorAction,
     ChatInputRequestedAction,
@@ -36,24 +36,17 @@ from orchestrator.ahp._actions import (
     ChatToolCallStartAction,
     ChatTurnCancelledAction,
     ChatUsageAction,
-)
-from orchestrator.ahp._state import (
     MarkdownResponsePart,
     ReasoningResponsePart,
     SystemNotificationResponsePart,
     ToolCallCancelledState,
     ToolCallResponsePart,
 )
-from orchestrator.base._errors import RunError
-from orchestrator.core._facts_wire import fact_to_json
-from orchestrator.core._team_actions import ApprovalRequested, RunStatus, TaskCreated, TaskStarted
-from orchestrator.runtime import _logging
-from orchestrator.runtime._logging import redact_text
-from orchestrator.runtime._team_runtime import RunOutcome
-from orchestrator.runtime.backends._factory import backend_factory
-from orchestrator.runtime.backends._openai import HOSTED_API, http_client
-from orchestrator.spec._model import TeamSpec
-from orchestrator.spec._teamfile import parse_team
+from orchestrator.base import RunError
+from orchestrator.core import ApprovalRequested, RunStatus, TaskCreated, TaskStarted, fact_to_json
+from orchestrator.runtime import RunOutcome, _logging, redact_text
+from orchestrator.runtime.backends import HOSTED_API, backend_factory, http_client
+from orchestrator.spec import TeamSpec, parse_team
 from tests.conftest import PROJECT_ROOT
 from tests.fake_openai import (
     Answer,

@@ -11,8 +11,8 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.base._errors import RunError
-from orchestrator.core._model_round import (
+from orchestrator.base import RunError
+from orchestrator.core import (
     Backend,
     ModelEvent,
     ReasoningDelta,
@@ -22,14 +22,13 @@ from orchestrator.core._model_round import (
     ToolOutcome,
     UsageReport,
 )
-from orchestrator.runtime.backends._scripted import (
+from orchestrator.runtime.backends import (
     ScriptedBackend,
     ScriptedFailure,
     chunk_text,
     turn_index_of,
 )
-from orchestrator.spec._model import AgentSpec
-from orchestrator.spec._teamfile import load_team, parse_team
+from orchestrator.spec import AgentSpec, load_team, parse_team
 
 TEAMS = Path(__file__).resolve().parent.parent / "teams"
 CHAT = "ahp-chat:/3f2a9c1e-0b7d-4c55-9e61-2d8f0a4b7c10"

@@ -8,9 +8,9 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.ahp._actions import SessionTitleChangedAction
-from orchestrator.core._facts import Fact
-from orchestrator.runtime._bus import BusStatistics, FactBus
+from orchestrator.ahp import SessionTitleChangedAction
+from orchestrator.core import Fact
+from orchestrator.runtime import BusStatistics, FactBus
 
 SESSION = "ahp-session:/00000000-0000-0000-0000-000000000001"
 

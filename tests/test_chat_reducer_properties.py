@@ -16,25 +16,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orchestrator import IllegalTransitionError
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
+    IDEMPOTENT_CHAT_ACTIONS,
+    TOOL_CALL_TRANSITIONS,
+    ActiveTurn,
     ChatAction,
     ChatInputAnswerChangedAction,
+    ChatInputBooleanQuestion,
     ChatInputCompletedAction,
+    ChatInputRequest,
     ChatInputRequestedAction,
+    ChatInputSkipped,
     ChatResponsePartAction,
+    ChatState,
     ChatToolCallStartAction,
     ChatTruncatedAction,
     ChatTurnsLoadedAction,
     ChatTurnStartedAction,
-    UnknownAction,
-)
-from orchestrator.ahp._chat_reducer import part_id, reduce_chat
-from orchestrator.ahp._state import (
-    ActiveTurn,
-    ChatInputBooleanQuestion,
-    ChatInputRequest,
-    ChatInputSkipped,
-    ChatState,
     InputRequestResponsePart,
     MarkdownResponsePart,
     Message,
@@ -43,17 +41,18 @@ from orchestrator.ahp._state import (
     ReasoningResponsePart,
     ResponsePart,
     SessionStatus,
+    ToolCallAction,
     ToolCallResponsePart,
     ToolCallState,
-)
-from orchestrator.ahp._tool_call_lifecycle import (
-    TOOL_CALL_TRANSITIONS,
-    ToolCallAction,
     ToolCallStatus,
+    UnknownAction,
+    answer_problem,
+    part_id,
+    reduce_chat,
     tool_call_event,
     tool_call_guard,
+    validate_chat_action,
 )
-from orchestrator.ahp._validate import IDEMPOTENT_CHAT_ACTIONS, answer_problem, validate_chat_action
 
 from .strategies import ahp_values, chat_actions, chat_states, session_statuses, tool_call_states
 

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.protocols._agentui_wire import structure_envelope, unstructure_envelope
-from orchestrator.protocols._project_agentui import project_facts
-from orchestrator.runtime._factlog import read_facts
+from orchestrator.protocols import project_facts, structure_envelope, unstructure_envelope
+from orchestrator.runtime import read_facts
 
 from .conftest import PROJECT_ROOT
 

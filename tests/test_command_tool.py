@@ -25,19 +25,25 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.ahp._actions import ChatToolCallCompleteAction, ChatTurnCancelledAction
-from orchestrator.ahp._state import ToolResultTextContent
-from orchestrator.core._model_round import (
+from orchestrator.ahp import (
+    ChatToolCallCompleteAction,
+    ChatTurnCancelledAction,
+    ToolResultTextContent,
+)
+from orchestrator.core import (
+    ApprovalRequested,
     Backend,
     ModelEvent,
     RoundContext,
+    RunFinished,
+    RunStatus,
+    TeamState,
     TextDelta,
     ToolCallRequest,
+    ViewUpdated,
 )
-from orchestrator.core._team_actions import ApprovalRequested, RunFinished, RunStatus, ViewUpdated
-from orchestrator.core._team_state import TeamState
-from orchestrator.journal._reader import JournalReader
-from orchestrator.runtime._command_tool import (
+from orchestrator.journal import JournalReader
+from orchestrator.runtime import (
     CALLBACK_TOKEN_VAR,
     CALLBACK_URL_VAR,
     GROUP_ID_VAR,
@@ -45,21 +51,19 @@ from orchestrator.runtime._command_tool import (
     STDERR_TAIL,
     TOOL_CALL_ID_VAR,
     CommandResult,
+    Ids,
+    MemoryFactLog,
+    RunOutcome,
+    TeamRuntime,
     ToolCallback,
     callback_url,
     command_environment,
     group_id,
     run_command,
 )
-from orchestrator.runtime._factlog import MemoryFactLog
-from orchestrator.runtime._ids import Ids
-from orchestrator.runtime._team_runtime import RunOutcome, TeamRuntime
-from orchestrator.runtime.backends._scripted import ScriptedBackend
-from orchestrator.server._auth import Role, Token
-from orchestrator.server._config import Limits, ServeConfig
-from orchestrator.spec._model import AgentSpec, CommandTool, TeamSpec
-from orchestrator.spec._teamfile import parse_team
-from orchestrator.spec._tools import tool_definitions
+from orchestrator.runtime.backends import ScriptedBackend
+from orchestrator.server import Limits, Role, ServeConfig, Token
+from orchestrator.spec import AgentSpec, CommandTool, TeamSpec, parse_team, tool_definitions
 
 from .conftest import PROJECT_ROOT
 from .daemon import connect, running_daemon

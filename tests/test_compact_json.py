@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.base._compact_json import compact_dumps
+from orchestrator.base import compact_dumps
 
 from .strategies import json_values
 

@@ -9,15 +9,11 @@ import trio
 import trio.testing
 from rich.console import Console
 
-from orchestrator.cli._console import ApprovalMode, TeamConsole, describe_fact, render_tree
-from orchestrator.core._team_actions import ApprovalRequested, ApprovalResolved, RunStatus
-from orchestrator.core._team_state import TeamState
-from orchestrator.runtime._factlog import MemoryFactLog
-from orchestrator.runtime._ids import Ids
-from orchestrator.runtime._team_runtime import RunOutcome, TeamRuntime
-from orchestrator.runtime.backends._scripted import ScriptedBackend
-from orchestrator.spec._model import TeamSpec
-from orchestrator.spec._teamfile import load_team, parse_team
+from orchestrator.cli import ApprovalMode, TeamConsole, describe_fact, render_tree
+from orchestrator.core import ApprovalRequested, ApprovalResolved, RunStatus, TeamState
+from orchestrator.runtime import Ids, MemoryFactLog, RunOutcome, TeamRuntime
+from orchestrator.runtime.backends import ScriptedBackend
+from orchestrator.spec import TeamSpec, load_team, parse_team
 
 from .conftest import PROJECT_ROOT
 

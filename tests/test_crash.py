@@ -24,19 +24,19 @@ from typing import IO, Any
 
 import pytest
 
-from orchestrator.core._facts import Fact
-from orchestrator.core._facts_wire import decode_fact
-from orchestrator.core._graph import build_graph
-from orchestrator.core._queries import is_interrupted
-from orchestrator.core._recovery import resume_point
-from orchestrator.core._team_actions import (
+from orchestrator.core import (
     ApprovalDecision,
     ApprovalRequested,
+    Fact,
     RunResumed,
     RunStatus,
+    TeamState,
+    build_graph,
+    decode_fact,
+    is_interrupted,
+    resume_point,
 )
-from orchestrator.core._team_state import TeamState
-from orchestrator.journal._reader import JournalReader
+from orchestrator.journal import JournalReader
 
 ROOT = Path(__file__).resolve().parent.parent
 TEAM = ROOT / "teams" / "delivery.toml"

@@ -14,14 +14,11 @@ import pytest
 import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected
 
-from orchestrator.base._errors import ConfigError
-from orchestrator.core._graph import build_graph
-from orchestrator.core._team_actions import ApprovalResolved, RunFinished
-from orchestrator.journal._journal import SqliteJournal
-from orchestrator.journal._reader import JournalReader
+from orchestrator.base import ConfigError
+from orchestrator.core import ApprovalResolved, RunFinished, build_graph
+from orchestrator.journal import JournalReader, SqliteJournal
+from orchestrator.server import Limits, Role, ServeConfig, Token
 from orchestrator.server._app import BODY_TIMEOUT
-from orchestrator.server._auth import Role, Token
-from orchestrator.server._config import Limits, ServeConfig
 
 from .ahp_client import ROOT, AhpClient, connect_ahp
 from .conftest import PROJECT_ROOT

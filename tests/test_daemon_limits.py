@@ -14,14 +14,11 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.base._errors import FactLogError, RunError, SessionExistsError, SessionLimitError
-from orchestrator.core._facts import Fact
-from orchestrator.journal._reader import JournalReader
-from orchestrator.server._app import assemble
-from orchestrator.server._config import Limits
-from orchestrator.server._daemon import Daemon
-from orchestrator.server._live_session import LiveSession
-from orchestrator.spec._teamfile import parse_team
+from orchestrator.base import FactLogError, RunError, SessionExistsError, SessionLimitError
+from orchestrator.core import Fact
+from orchestrator.journal import JournalReader
+from orchestrator.server import Daemon, Limits, LiveSession, assemble
+from orchestrator.spec import parse_team
 
 from .daemon import ECHO
 from .teammates import HeldClock

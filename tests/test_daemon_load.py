@@ -17,13 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from trio_websocket import ConnectionClosed, wrap_client_stream
 
-from orchestrator.base._errors import ConfigError, PeerProtocolError
-from orchestrator.journal._reader import JournalReader
-from orchestrator.protocols._agent_channel import parse_client_message
-from orchestrator.protocols._agentui_wire import unstructure_envelope
-from orchestrator.protocols._project_agentui import project_facts
-from orchestrator.server import _outbox
-from orchestrator.server._config import Limits, ServeConfig, parse_serve_config
+from orchestrator.base import ConfigError, PeerProtocolError
+from orchestrator.journal import JournalReader
+from orchestrator.protocols import parse_client_message, project_facts, unstructure_envelope
+from orchestrator.server import Limits, ServeConfig, _outbox, parse_serve_config
 
 from .daemon import ECHO, Client, RunningDaemon, connect, running_daemon
 

@@ -9,8 +9,11 @@ from collections.abc import Iterator
 import networkx as nx
 import pytest
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ChatDeltaAction,
+    ChatInteractivity,
+    ChatOrigin,
+    ChatSummary,
     ChatSummaryChanges,
     ChatToolCallApprovedAction,
     ChatToolCallCompleteAction,
@@ -20,16 +23,10 @@ from orchestrator.ahp._actions import (
     ChatToolCallResultConfirmedAction,
     ChatToolCallStartAction,
     ChatTurnCancelledAction,
+    ForkChatOrigin,
     SessionChatAddedAction,
     SessionChatRemovedAction,
     SessionChatUpdatedAction,
-    UnknownAction,
-)
-from orchestrator.ahp._state import (
-    ChatInteractivity,
-    ChatOrigin,
-    ChatSummary,
-    ForkChatOrigin,
     SessionStatus,
     SideChatOrigin,
     ToolCallCancellationReason,
@@ -39,32 +36,21 @@ from orchestrator.ahp._state import (
     ToolResultContent,
     ToolResultSubagentContent,
     ToolResultTextContent,
+    UnknownAction,
     UserChatOrigin,
 )
-from orchestrator.core._facts import Action, Fact
-from orchestrator.core._graph import (
+from orchestrator.core import (
     USER_NODE,
-    DelegationGraph,
-    EdgeKind,
-    NodeKind,
-    Violation,
-    ViolationKind,
-    build_graph,
-    tool_call_node,
-)
-from orchestrator.core._graph_export import (
-    _graphml_value,
-    to_dot,
-    to_graphml,
-    to_json,
-    to_mermaid,
-)
-from orchestrator.core._team_actions import (
+    Action,
     ApprovalDecision,
     ApprovalRequested,
     ApprovalResolved,
+    DelegationGraph,
+    EdgeKind,
+    Fact,
     HandoffRecorded,
     MemberJoined,
+    NodeKind,
     RunFinished,
     RunStarted,
     RunStatus,
@@ -72,7 +58,16 @@ from orchestrator.core._team_actions import (
     TaskFinished,
     TaskStarted,
     TaskStatus,
+    Violation,
+    ViolationKind,
+    build_graph,
+    to_dot,
+    to_graphml,
+    to_json,
+    to_mermaid,
+    tool_call_node,
 )
+from orchestrator.core._graph_export import _graphml_value
 
 SESSION = "ahp-session:/0b7c1a52-0000-4000-8000-000000000000"
 COORDINATOR = "ahp-chat:/coordinator"

@@ -6,12 +6,15 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.ahp._actions import ChatToolCallCompleteAction, ChatToolCallContentChangedAction
-from orchestrator.ahp._state import ToolResultSubagentContent
-from orchestrator.core._facts import Fact
-from orchestrator.core._graph import (
+from orchestrator.ahp import (
+    ChatToolCallCompleteAction,
+    ChatToolCallContentChangedAction,
+    ToolResultSubagentContent,
+)
+from orchestrator.core import (
     DelegationGraph,
     EdgeKind,
+    Fact,
     ViolationKind,
     build_graph,
     tool_call_node,

@@ -13,43 +13,36 @@ import trio
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
+    TURN_ENDS,
     ChatDeltaAction,
     ChatReasoningAction,
     ChatResponsePartAction,
     ChatTruncatedAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
-)
-from orchestrator.ahp._chat_reducer import TURN_ENDS
-from orchestrator.ahp._state import (
     MarkdownResponsePart,
     Message,
     MessageKind,
     MessageOrigin,
     Turn,
 )
-from orchestrator.base._errors import IllegalTransitionError, RunError
-from orchestrator.cli._main import main
-from orchestrator.core._facts import Action, Fact
-from orchestrator.core._graph import build_graph
-from orchestrator.core._team_actions import RunFinished, RunStatus
-from orchestrator.core._team_records import Transition
-from orchestrator.core._team_state import TeamState
-from orchestrator.journal._history import edit_history
-from orchestrator.journal._journal import SqliteJournal
-from orchestrator.journal._reader import JournalReader
+from orchestrator.base import IllegalTransitionError, RunError
+from orchestrator.cli import main
+from orchestrator.core import (
+    Action,
+    Fact,
+    RunFinished,
+    RunStatus,
+    TeamState,
+    Transition,
+    build_graph,
+)
+from orchestrator.journal import JournalReader, SqliteJournal, edit_history
 from orchestrator.journal._rows import _AgentHistory, _batch, _write_group
 from orchestrator.journal._schema import _migrate
-from orchestrator.protocols._agent_messages import (
-    restore_actions,
-    truncate_action,
-    turn_messages,
-    undo_action,
-)
-from orchestrator.runtime._bus import FactBus
-from orchestrator.runtime._factlog import MemoryFactLog, Ticket
-from orchestrator.runtime._recorder import Recorder
+from orchestrator.protocols import restore_actions, truncate_action, turn_messages, undo_action
+from orchestrator.runtime import FactBus, MemoryFactLog, Recorder, Ticket
 
 from .conftest import back_to_schema_4
 from .sessions import solo_opening

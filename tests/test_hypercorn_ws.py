@@ -38,22 +38,17 @@ from wsproto.events import (
     TextMessage,
 )
 
-from orchestrator.server._hypercorn_ws import (
-    DISCONNECT_TIMEOUT,
+from orchestrator.server import (
+    CLOSE_FELL_BEHIND,
+    CLOSE_GOING_AWAY,
     SCOPE_KEY,
     FrameWriter,
     HypercornSeam,
-    _tcp_server,
-    frame_writer,
-    take_until_disconnect,
-)
-from orchestrator.server._outbox import (
-    CLOSE_FELL_BEHIND,
-    CLOSE_GOING_AWAY,
-    CLOSE_TIMEOUT,
-    MAX_BATCH,
     Outbox,
+    frame_writer,
 )
+from orchestrator.server._hypercorn_ws import DISCONNECT_TIMEOUT, _tcp_server, take_until_disconnect
+from orchestrator.server._outbox import CLOSE_TIMEOUT, MAX_BATCH
 
 Handler = Callable[[WebSocket], Awaitable[None]]
 

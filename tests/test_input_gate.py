@@ -10,10 +10,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.base._errors import PeerProtocolError
-from orchestrator.base._input_gate import (
+from orchestrator.base import (
     JSON_LIMITS,
     JsonLimits,
+    PeerProtocolError,
     clean_text,
     parse_json,
     parse_json_counted,

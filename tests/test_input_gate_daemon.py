@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import trio
 
-from orchestrator.journal._reader import JournalReader
-from orchestrator.server._config import Limits, ServeConfig
+from orchestrator.journal import JournalReader
+from orchestrator.server import Limits, ServeConfig
 
 from .ahp_client import ROOT, connect_ahp
 from .daemon import ECHO, RunningDaemon, connect, running_daemon, websocket

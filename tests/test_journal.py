@@ -15,21 +15,23 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.base._errors import FactLogError, PeerProtocolError
-from orchestrator.core._facts import Fact
-from orchestrator.core._graph import build_graph
-from orchestrator.core._team_actions import RunStarted, RunStatus
-from orchestrator.core._team_state import TeamState
-from orchestrator.journal._file import Durability
-from orchestrator.journal._journal import SqliteJournal
-from orchestrator.journal._reader import JournalReader, _snapshot
+from orchestrator.base import FactLogError, PeerProtocolError
+from orchestrator.core import Fact, RunStarted, RunStatus, TeamState, build_graph
+from orchestrator.journal import (
+    APPLICATION_ID,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    Durability,
+    JournalReader,
+    SqliteJournal,
+    encode_state,
+    state_entries,
+)
+from orchestrator.journal._reader import _snapshot
 from orchestrator.journal._rows import _Snapshot
-from orchestrator.journal._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
-from orchestrator.journal._snapshot import encode_state, state_entries
-from orchestrator.runtime._team_runtime import RunOutcome, TeamRuntime
-from orchestrator.runtime.backends._scripted import ScriptedBackend
-from orchestrator.spec._model import TeamSpec
-from orchestrator.spec._teamfile import load_team
+from orchestrator.runtime import RunOutcome, TeamRuntime
+from orchestrator.runtime.backends import ScriptedBackend
+from orchestrator.spec import TeamSpec, load_team
 
 from .conftest import PROJECT_ROOT, back_to_schema_4
 

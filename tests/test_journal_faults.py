@@ -18,30 +18,24 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import orchestrator.journal._journal
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ChatDeltaAction,
     ChatResponsePartAction,
+    ChatSummary,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
-    SessionChatAddedAction,
-)
-from orchestrator.ahp._state import (
-    ChatSummary,
     MarkdownResponsePart,
     Message,
     MessageKind,
     MessageOrigin,
+    SessionChatAddedAction,
     SessionStatus,
     UserChatOrigin,
 )
-from orchestrator.base._errors import FactLogError
-from orchestrator.core._facts import Action, Fact
-from orchestrator.core._team_actions import MemberJoined, RunStarted, ViewUpdated
-from orchestrator.core._team_state import TeamState
-from orchestrator.journal._journal import SqliteJournal
-from orchestrator.journal._reader import JournalReader
-from orchestrator.journal._rows import _checked, fact_checksum
-from orchestrator.journal._schema import SCHEMA_VERSION
+from orchestrator.base import FactLogError
+from orchestrator.core import Action, Fact, MemberJoined, RunStarted, TeamState, ViewUpdated
+from orchestrator.journal import SCHEMA_VERSION, JournalReader, SqliteJournal, fact_checksum
+from orchestrator.journal._rows import _checked
 
 from .conftest import back_to_schema_4
 from .test_journal import DELIVERY, run_team

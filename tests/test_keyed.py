@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.ahp._state import (
+from orchestrator.ahp import (
     ChatCatalog,
     ChatSummary,
     InputRequestResponsePart,
@@ -21,9 +21,9 @@ from orchestrator.ahp._state import (
     ToolCallResponsePart,
     ToolCallStreamingState,
 )
-from orchestrator.ahp._state import ChatInputRequest as Request
-from orchestrator.ahp._state import ChatInputResponseKind as Response
-from orchestrator.base._keyed import KeyedVector
+from orchestrator.ahp import ChatInputRequest as Request
+from orchestrator.ahp import ChatInputResponseKind as Response
+from orchestrator.base import KeyedVector
 
 Item = tuple[str, str | None]  # (key, tally key)
 

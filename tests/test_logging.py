@@ -20,10 +20,9 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.base._errors import ConfigError
+from orchestrator.base import ConfigError
 from orchestrator.cli._teammates_client import read_token
-from orchestrator.runtime import _logging
-from orchestrator.runtime._logging import (
+from orchestrator.runtime import (
     MAX_EVENT_CHARS,
     MAX_FRAMES,
     MAX_TRACEBACK_CHARS,
@@ -32,13 +31,12 @@ from orchestrator.runtime._logging import (
     REPEAT_WINDOW,
     RepeatKey,
     RepeatLimiter,
+    _logging,
     configure_logging,
     redact_text,
     register_secret,
 )
-from orchestrator.server._app import serve
-from orchestrator.server._auth import Role, Token
-from orchestrator.server._config import Limits, ServeConfig
+from orchestrator.server import Limits, Role, ServeConfig, Token, serve
 from tests.daemon import ECHO, connect, running_daemon
 
 TOKEN = "tok-3f9a1c7e5b2d4068"  # a daemon token: registered, redacted by its exact value

@@ -17,38 +17,40 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.ahp._state import (
+from orchestrator.ahp import (
     SystemNotificationResponsePart,
     ToolCallCompletedState,
     ToolCallResponsePart,
 )
-from orchestrator.base._errors import ModelStreamError
-from orchestrator.core._model_round import (
+from orchestrator.base import ModelStreamError
+from orchestrator.core import (
+    STEERING_META,
     ModelEvent,
     TextDelta,
     ToolCallInputDelta,
     ToolCallRequest,
     ToolCallStarted,
     UsageReport,
+    is_interrupted,
 )
-from orchestrator.core._queries import is_interrupted
-from orchestrator.core._reports import STEERING_META
-from orchestrator.runtime.backends._openai_wire import (
+from orchestrator.runtime.backends import (
+    AssistantMessage,
     ChunkAssembler,
+    ToolMessage,
+    UserMessage,
     provider_message,
     request_body,
     retry_after_seconds,
-)
-from orchestrator.runtime.backends._transcript import (
-    AssistantMessage,
-    ToolMessage,
-    UserMessage,
     tool_call_ids,
     transcript,
 )
-from orchestrator.spec._model import OpenAISettings
-from orchestrator.spec._teamfile import parse_team
-from orchestrator.spec._tools import ToolDefinition, check_tool_input, tool_definitions
+from orchestrator.spec import (
+    OpenAISettings,
+    ToolDefinition,
+    check_tool_input,
+    parse_team,
+    tool_definitions,
+)
 from tests import strategies
 from tests.fake_openai import text, tool_calls, usage
 from tests.test_runtime import Harness, fanout, run_to_end

@@ -47,12 +47,8 @@ PURE_MODULES = (
     "orchestrator.core._recovery",
     "orchestrator.protocols._agent_messages",
     "orchestrator.spec._tools",
-    "orchestrator.runtime.backends._transcript",
     "orchestrator.core._model_round",
-    "orchestrator.runtime.backends._openai_wire",
     "orchestrator.protocols._agent_channel",
-    "orchestrator.server._auth",
-    "orchestrator.server._rate_limit",
     "orchestrator.base._input_gate",
     "orchestrator.protocols._json_frames",
 )

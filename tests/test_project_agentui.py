@@ -18,10 +18,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ChatDeltaAction,
     ChatErrorAction,
+    ChatInteractivity,
+    ChatOrigin,
     ChatResponsePartAction,
+    ChatSummary,
     ChatToolCallApprovedAction,
     ChatToolCallCompleteAction,
     ChatToolCallContentChangedAction,
@@ -32,17 +35,12 @@ from orchestrator.ahp._actions import (
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
-    SessionChatAddedAction,
-)
-from orchestrator.ahp._state import (
-    ChatInteractivity,
-    ChatOrigin,
-    ChatSummary,
     ErrorInfo,
     MarkdownResponsePart,
     Message,
     MessageKind,
     MessageOrigin,
+    SessionChatAddedAction,
     SessionStatus,
     SystemNotificationResponsePart,
     ToolCallCancellationReason,
@@ -53,13 +51,13 @@ from orchestrator.ahp._state import (
     ToolResultTextContent,
     UserChatOrigin,
 )
-from orchestrator.core._facts import Action, Fact
-from orchestrator.core._facts_wire import fact_from_json, fact_to_json
-from orchestrator.core._team_actions import (
+from orchestrator.core import (
     USER,
+    Action,
     ApprovalDecision,
     ApprovalRequested,
     ApprovalResolved,
+    Fact,
     HandoffRecorded,
     MemberJoined,
     RunFinished,
@@ -69,8 +67,11 @@ from orchestrator.core._team_actions import (
     TaskFinished,
     TaskStarted,
     TaskStatus,
+    fact_from_json,
+    fact_to_json,
 )
-from orchestrator.protocols._agentui import (
+from orchestrator.protocols import (
+    AgentUiProjector,
     Control,
     Envelope,
     Owner,
@@ -79,14 +80,12 @@ from orchestrator.protocols._agentui import (
     Scope,
     Surface,
     Topology,
-)
-from orchestrator.protocols._agentui_wire import (
     envelope_from_json_line,
     envelope_to_json_line,
+    project_facts,
     structure_envelope,
     unstructure_envelope,
 )
-from orchestrator.protocols._project_agentui import AgentUiProjector, project_facts
 
 SESSION = "ahp-session:/5d0f3e2a-0000-4000-8000-000000000001"
 TEAM = "delivery-team"

@@ -12,9 +12,9 @@ from typing import TypeVar
 import trio
 import trio.testing
 
-from orchestrator.ahp._actions import ChatInputRequestedAction
-from orchestrator.core._team_actions import ApprovalRequested
-from orchestrator.protocols._agentui import (
+from orchestrator.ahp import ChatInputRequestedAction
+from orchestrator.core import ApprovalRequested
+from orchestrator.protocols import (
     Control,
     Envelope,
     EventType,
@@ -23,13 +23,11 @@ from orchestrator.protocols._agentui import (
     Scope,
     Surface,
     TeammateStatus,
+    project_facts,
 )
-from orchestrator.protocols._project_agentui import project_facts
-from orchestrator.runtime._factlog import MemoryFactLog
-from orchestrator.runtime._ids import Ids
-from orchestrator.runtime._team_runtime import TeamRuntime
-from orchestrator.runtime.backends._scripted import ScriptedBackend
-from orchestrator.spec._teamfile import parse_team
+from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
+from orchestrator.runtime.backends import ScriptedBackend
+from orchestrator.spec import parse_team
 
 from .conftest import PROJECT_ROOT
 

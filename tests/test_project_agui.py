@@ -18,14 +18,19 @@ from hypothesis import HealthCheck, given, settings, target
 from hypothesis import event as note_event
 from hypothesis import strategies as st
 
-from orchestrator.ahp._actions import ChatErrorAction, ChatTurnStartedAction
-from orchestrator.base._errors import RunError, RunInputError
-from orchestrator.core._team_actions import ApprovalRequested
-from orchestrator.core._team_state import TeamState
-from orchestrator.protocols._agui_run_input import Event, ResumeDecision, parse_run_input
-from orchestrator.protocols._agui_state import json_patch, team_view
-from orchestrator.protocols._project_agui import AguiProjector, AguiRunStatus
-from orchestrator.spec._teamfile import load_team
+from orchestrator.ahp import ChatErrorAction, ChatTurnStartedAction
+from orchestrator.base import RunError, RunInputError
+from orchestrator.core import ApprovalRequested, TeamState
+from orchestrator.protocols import (
+    AguiProjector,
+    AguiRunStatus,
+    Event,
+    ResumeDecision,
+    json_patch,
+    parse_run_input,
+    team_view,
+)
+from orchestrator.spec import load_team
 
 from .agui import THREAD, Session, check_run, of_type, run_team, team, validate_event
 from .conftest import PROJECT_ROOT, PROTOCOLS
@@ -451,10 +456,8 @@ class TestFailures:
     ) -> None:
         log_projector: list[Event] = []
         spec = team(SLOW_SIBLING)
-        from orchestrator.runtime._factlog import MemoryFactLog
-        from orchestrator.runtime._ids import Ids
-        from orchestrator.runtime._team_runtime import TeamRuntime
-        from orchestrator.runtime.backends._scripted import ScriptedBackend
+        from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
+        from orchestrator.runtime.backends import ScriptedBackend
 
         runtime = TeamRuntime(
             spec, backends=ScriptedBackend, factlog=MemoryFactLog(), ids=Ids(deterministic=True)
@@ -485,10 +488,8 @@ class TestFollowing:
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
         """Started after the first turn began, it follows the second (a queued message)."""
-        from orchestrator.runtime._factlog import MemoryFactLog
-        from orchestrator.runtime._ids import Ids
-        from orchestrator.runtime._team_runtime import TeamRuntime
-        from orchestrator.runtime.backends._scripted import ScriptedBackend
+        from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
+        from orchestrator.runtime.backends import ScriptedBackend
 
         log = MemoryFactLog()
         runtime = TeamRuntime(

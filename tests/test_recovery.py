@@ -19,8 +19,9 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.ahp._actions import ChatInputRequestedAction, ChatTurnStartedAction
-from orchestrator.ahp._state import (
+from orchestrator.ahp import (
+    ChatInputRequestedAction,
+    ChatTurnStartedAction,
     InputRequestResponsePart,
     MarkdownResponsePart,
     SystemNotificationResponsePart,
@@ -28,29 +29,28 @@ from orchestrator.ahp._state import (
     Turn,
     TurnState,
 )
-from orchestrator.base._errors import RunError
-from orchestrator.core._facts import Fact
-from orchestrator.core._graph import build_graph
-from orchestrator.core._model_round import RoundContext
-from orchestrator.core._queries import INTERRUPTED, interrupted_turns, is_interrupted
-from orchestrator.core._recovery import plan_recovery, resume_point
-from orchestrator.core._team_actions import (
+from orchestrator.base import RunError
+from orchestrator.core import (
+    INTERRUPTED,
     USER,
     ApprovalDecision,
     ApprovalRequested,
+    Fact,
     MemberJoined,
+    RoundContext,
     RunResumed,
     RunStatus,
     TaskStatus,
+    TeamState,
+    build_graph,
+    interrupted_turns,
+    is_interrupted,
+    plan_recovery,
+    resume_point,
 )
-from orchestrator.core._team_state import TeamState
-from orchestrator.runtime._factlog import MemoryFactLog, Ticket
-from orchestrator.runtime._ids import Ids
-from orchestrator.runtime._team_runtime import RunOutcome, TeamRuntime
-from orchestrator.runtime._turns import conversation
-from orchestrator.runtime.backends._scripted import ScriptedBackend, tool_call_id
-from orchestrator.spec._model import RestartPolicy, TeamSpec
-from orchestrator.spec._teamfile import parse_team
+from orchestrator.runtime import Ids, MemoryFactLog, RunOutcome, TeamRuntime, Ticket, conversation
+from orchestrator.runtime.backends import ScriptedBackend, tool_call_id
+from orchestrator.spec import RestartPolicy, TeamSpec, parse_team
 
 TEAM = """
 [team]

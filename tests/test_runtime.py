@@ -19,11 +19,19 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ChatDeltaAction,
     ChatErrorAction,
+    ChatInputAnswered,
+    ChatInputBooleanAnswerValue,
+    ChatInputBooleanQuestion,
     ChatInputCompletedAction,
+    ChatInputMultiSelectQuestion,
+    ChatInputNumberAnswerValue,
+    ChatInputNumberQuestion,
+    ChatInputOption,
     ChatInputRequestedAction,
+    ChatInputSelectedManyAnswerValue,
     ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
     ChatResponsePartAction,
@@ -35,20 +43,9 @@ from orchestrator.ahp._actions import (
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
+    MessageKind,
     SessionChatAddedAction,
     SessionChatUpdatedAction,
-)
-from orchestrator.ahp._session_reducer import summary_of
-from orchestrator.ahp._state import (
-    ChatInputAnswered,
-    ChatInputBooleanAnswerValue,
-    ChatInputBooleanQuestion,
-    ChatInputMultiSelectQuestion,
-    ChatInputNumberAnswerValue,
-    ChatInputNumberQuestion,
-    ChatInputOption,
-    ChatInputSelectedManyAnswerValue,
-    MessageKind,
     SystemNotificationResponsePart,
     ToolCallCancelledState,
     ToolCallResponsePart,
@@ -56,23 +53,19 @@ from orchestrator.ahp._state import (
     ToolResultSubagentContent,
     Turn,
     UserChatOrigin,
+    summary_of,
 )
-from orchestrator.base._errors import FactLogError, RunError, TeamFileError
-from orchestrator.core._facts import Fact
-from orchestrator.core._graph import build_graph
-from orchestrator.core._model_round import (
-    Backend,
-    ModelEvent,
-    RoundContext,
-    TextDelta,
-    ToolCallRequest,
-)
-from orchestrator.core._team_actions import (
+from orchestrator.base import FactLogError, RunError, TeamFileError
+from orchestrator.core import (
     USER,
     ApprovalRequested,
     ApprovalResolved,
+    Backend,
+    Fact,
     HandoffRecorded,
     MemberJoined,
+    ModelEvent,
+    RoundContext,
     RunFinished,
     RunStarted,
     RunStatus,
@@ -80,15 +73,24 @@ from orchestrator.core._team_actions import (
     TaskFinished,
     TaskStarted,
     TaskStatus,
+    TeamState,
+    TextDelta,
+    ToolCallRequest,
+    build_graph,
 )
-from orchestrator.core._team_state import TeamState
-from orchestrator.runtime._approvals import answer_text, parse_answer
-from orchestrator.runtime._factlog import DoneTicket, EventTicket, MemoryFactLog, Ticket
-from orchestrator.runtime._ids import Ids
-from orchestrator.runtime._team_runtime import RunOutcome, TeamRuntime
-from orchestrator.runtime.backends._scripted import ScriptedBackend
-from orchestrator.spec._model import AgentSpec, TeamSpec
-from orchestrator.spec._teamfile import parse_team
+from orchestrator.runtime import (
+    DoneTicket,
+    EventTicket,
+    Ids,
+    MemoryFactLog,
+    RunOutcome,
+    TeamRuntime,
+    Ticket,
+    answer_text,
+    parse_answer,
+)
+from orchestrator.runtime.backends import ScriptedBackend
+from orchestrator.spec import AgentSpec, TeamSpec, parse_team
 
 FANOUT = """
 [team]

@@ -16,8 +16,8 @@ from croniter import croniter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.base._errors import ScheduleError
-from orchestrator.spec._schedule import (
+from orchestrator.base import ScheduleError
+from orchestrator.spec import (
     BackgroundSpec,
     CatchUp,
     Cron,

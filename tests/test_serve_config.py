@@ -9,10 +9,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.base._errors import ConfigError
-from orchestrator.server._auth import LOCAL, Authenticator, Permission, Role, Token
-from orchestrator.server._config import Limits, ServeConfig, load_serve_config, parse_serve_config
-from orchestrator.server._rate_limit import TokenBucket
+from orchestrator.base import ConfigError
+from orchestrator.server import (
+    LOCAL,
+    Authenticator,
+    Limits,
+    Permission,
+    Role,
+    ServeConfig,
+    Token,
+    TokenBucket,
+    load_serve_config,
+    parse_serve_config,
+)
 
 SECRET = "s3cret-s3cret-s3cret"
 

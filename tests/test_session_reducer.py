@@ -16,12 +16,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestrator import LocalProtocolError
-from orchestrator.ahp import _session_reducer
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ChatActivityChangedAction,
+    ChatInputRequest,
+    ChatInteractivity,
+    ChatOrigin,
+    ChatState,
+    ChatSummary,
     ChatSummaryChanges,
+    ForkChatOrigin,
     SessionAction,
     SessionChatAddedAction,
+    SessionChatInputRequest,
     SessionChatRemovedAction,
     SessionChatUpdatedAction,
     SessionConfigChangedAction,
@@ -31,34 +37,24 @@ from orchestrator.ahp._actions import (
     SessionInputNeededSetAction,
     SessionIsArchivedChangedAction,
     SessionIsReadChangedAction,
+    SessionLifecycle,
     SessionMcpServerStartRequestedAction,
+    SessionState,
+    SessionStatus,
     SessionTitleChangedAction,
     SessionWorkingDirectoryRemovedAction,
     SessionWorkingDirectorySetAction,
+    SideChatOrigin,
+    SideChatSelection,
     StateAction,
+    ToolChatOrigin,
     UnknownAction,
-)
-from orchestrator.ahp._session_reducer import (
+    UserChatOrigin,
+    _session_reducer,
     reduce_session,
     summary_action,
     summary_changes,
     summary_of,
-)
-from orchestrator.ahp._state import (
-    ChatInputRequest,
-    ChatInteractivity,
-    ChatOrigin,
-    ChatState,
-    ChatSummary,
-    ForkChatOrigin,
-    SessionChatInputRequest,
-    SessionLifecycle,
-    SessionState,
-    SessionStatus,
-    SideChatOrigin,
-    SideChatSelection,
-    ToolChatOrigin,
-    UserChatOrigin,
 )
 from tests.strategies import session_actions, session_states, state_actions
 

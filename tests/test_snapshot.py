@@ -10,12 +10,9 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.base._compact_json import compact_dumps
-from orchestrator.base._errors import PeerProtocolError
-from orchestrator.core._facts import Fact
-from orchestrator.core._team_actions import ApprovalRequested
-from orchestrator.core._team_state import TeamState
-from orchestrator.journal._snapshot import (
+from orchestrator.base import PeerProtocolError, compact_dumps
+from orchestrator.core import ApprovalRequested, Fact, TeamState
+from orchestrator.journal import (
     PartKey,
     decode_parts,
     decode_state,
@@ -27,10 +24,9 @@ from orchestrator.journal._snapshot import (
     snapshot_parts,
     state_entries,
 )
-from orchestrator.runtime._factlog import MemoryFactLog
-from orchestrator.runtime._team_runtime import TeamRuntime
-from orchestrator.runtime.backends._scripted import ScriptedBackend
-from orchestrator.spec._teamfile import load_team
+from orchestrator.runtime import MemoryFactLog, TeamRuntime
+from orchestrator.runtime.backends import ScriptedBackend
+from orchestrator.spec import load_team
 
 from .conftest import PROJECT_ROOT
 

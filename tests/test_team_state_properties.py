@@ -25,55 +25,53 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
+    TURN_ENDS,
     ChatAction,
+    ChatState,
     SessionAction,
     SessionChatAddedAction,
     SessionChatRemovedAction,
     SessionChatUpdatedAction,
-    UnknownAction,
-)
-from orchestrator.ahp._chat_reducer import TURN_ENDS, reduce_chat
-from orchestrator.ahp._session_reducer import reduce_session
-from orchestrator.ahp._state import (
-    ChatState,
     SessionLifecycle,
     SessionState,
     SessionStatus,
     Turn,
+    UnknownAction,
+    reduce_chat,
+    reduce_session,
+    validate_chat_action,
 )
-from orchestrator.ahp._validate import validate_chat_action
-from orchestrator.base._errors import IllegalTransitionError
-from orchestrator.base._evolve import evolve
-from orchestrator.core._facts import Action, Fact
-from orchestrator.core._team_actions import (
+from orchestrator.base import IllegalTransitionError, evolve
+from orchestrator.core import (
     FINISHED_TASK_STATUSES,
+    TASK_TRANSITIONS,
+    Action,
+    ApprovalRecord,
     ApprovalRequested,
     ApprovalResolved,
+    Fact,
     HandoffRecorded,
+    Member,
     MemberJoined,
     RunFinished,
+    RunRecord,
     RunResumed,
     RunStarted,
     RunStatus,
     TaskCreated,
     TaskFinished,
+    TaskRecord,
     TaskStarted,
     TaskStatus,
     TeamAction,
-    ViewUpdated,
-)
-from orchestrator.core._team_records import (
-    ApprovalRecord,
-    Member,
-    RunRecord,
-    TaskRecord,
+    TeamState,
     Transition,
+    ViewUpdated,
+    reduce_action,
 )
-from orchestrator.core._team_reducer import TASK_TRANSITIONS, reduce_action
-from orchestrator.core._team_state import TeamState
-from orchestrator.runtime._team_runtime import TeamRuntime
-from orchestrator.runtime.backends._scripted import ScriptedBackend
+from orchestrator.runtime import TeamRuntime
+from orchestrator.runtime.backends import ScriptedBackend
 
 from .strategies import state_actions, team_actions
 from .test_runtime import fanout

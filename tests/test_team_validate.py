@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.ahp._actions import ChatDraftChangedAction, SessionTitleChangedAction
-from orchestrator.base._errors import IllegalTransitionError
-from orchestrator.core._facts import Action
-from orchestrator.core._team_actions import (
+from orchestrator.ahp import ChatDraftChangedAction, SessionTitleChangedAction
+from orchestrator.base import IllegalTransitionError
+from orchestrator.core import (
+    Action,
     ApprovalDecision,
     ApprovalRequested,
     ApprovalResolved,
@@ -24,9 +24,9 @@ from orchestrator.core._team_actions import (
     TaskFinished,
     TaskStarted,
     TaskStatus,
+    TeamState,
     ViewUpdated,
 )
-from orchestrator.core._team_state import TeamState
 
 SESSION = "ahp-session:/session"
 COORDINATOR = "ahp-chat:/coordinator"

@@ -12,19 +12,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.base._errors import RunError, TeamFileError
-from orchestrator.spec._model import DEFAULT_COMMAND_TIMEOUT, CommandTool, TeamSpec
-from orchestrator.spec._schedule import BackgroundSpec, CatchUp, Cron, Every, Overlap
-from orchestrator.spec._script import (
+from orchestrator.base import RunError, TeamFileError
+from orchestrator.spec import (
+    DEFAULT_COMMAND_TIMEOUT,
     AskStep,
+    BackgroundSpec,
+    CatchUp,
+    CommandTool,
+    Cron,
     DelegateStep,
     Delegation,
+    Every,
     HandoffStep,
+    Overlap,
     SayStep,
     ScriptedTurn,
+    TeamSpec,
     ToolStep,
-)
-from orchestrator.spec._teamfile import (
     check_team,
     lint_team,
     load_team,

@@ -11,10 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.base._errors import PeerProtocolError
-from orchestrator.core._facts import Fact
-from orchestrator.core._facts_wire import fact_from_json, fact_to_json
-from orchestrator.core._teammate_actions import (
+from orchestrator.base import PeerProtocolError
+from orchestrator.core import (
+    Fact,
     RunOutcome,
     TeammateAction,
     TeammatePaused,
@@ -25,20 +24,23 @@ from orchestrator.core._teammate_actions import (
     TeammateWoke,
     WakeDecision,
     WakeReason,
+    fact_from_json,
+    fact_to_json,
+    fold_teammate,
     teammate_uri,
 )
-from orchestrator.core._teammate_state import fold_teammate
-from orchestrator.protocols._agentui_wire import structure_envelope, unstructure_envelope
-from orchestrator.protocols._project_teammates import teammate_envelopes
-from orchestrator.protocols._teammate_channel import (
+from orchestrator.protocols import (
     ControlTeammate,
     ListTeammates,
     Subscribe,
     TeammateHistory,
     parse_request,
+    structure_envelope,
+    teammate_envelopes,
+    unstructure_envelope,
 )
-from orchestrator.server._scheduler import describe_schedule
-from orchestrator.spec._schedule import BackgroundSpec, Every, parse_cron
+from orchestrator.server import describe_schedule
+from orchestrator.spec import BackgroundSpec, Every, parse_cron
 
 URI = teammate_uri("nightly", "audit")
 NAME = "audit"

@@ -16,9 +16,8 @@ from typing import Any
 import trio
 from trio_websocket import WebSocketConnection
 
-from orchestrator.journal._reader import JournalReader
-from orchestrator.server._auth import Role, Token
-from orchestrator.server._config import Limits, ServeConfig
+from orchestrator.journal import JournalReader
+from orchestrator.server import Limits, Role, ServeConfig, Token
 
 from .daemon import TEAMS, RunningDaemon, running_daemon, websocket
 from .teammates import slow_team

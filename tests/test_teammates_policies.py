@@ -8,8 +8,8 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.base._errors import RunError
-from orchestrator.core._teammate_actions import RunOutcome, TeammateWoke, WakeDecision, WakeReason
+from orchestrator.base import RunError
+from orchestrator.core import RunOutcome, TeammateWoke, WakeDecision, WakeReason
 
 from .teammates import AUTOJUMP, RunningScheduler, instant, scheduler_daemon, slow_team
 

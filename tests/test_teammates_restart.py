@@ -9,8 +9,8 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.core._facts import Fact
-from orchestrator.core._teammate_actions import (
+from orchestrator.core import (
+    Fact,
     RunOutcome,
     TeammateRunStarted,
     TeammateWoke,
@@ -18,8 +18,7 @@ from orchestrator.core._teammate_actions import (
     WakeReason,
     teammate_uri,
 )
-from orchestrator.journal._file import Durability
-from orchestrator.journal._journal import SqliteJournal
+from orchestrator.journal import Durability, SqliteJournal
 
 from .teammates import AUTOJUMP, instant, nightly, scheduler_daemon, slow_team
 

@@ -8,8 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.core._graph import build_graph
-from orchestrator.core._teammate_actions import (
+from orchestrator.core import (
     RunOutcome,
     TeammateRunFinished,
     TeammateRunStarted,
@@ -17,9 +16,10 @@ from orchestrator.core._teammate_actions import (
     TeammateWoke,
     WakeDecision,
     WakeReason,
+    build_graph,
 )
-from orchestrator.journal._reader import JournalReader
-from orchestrator.protocols._project_agentui import project_facts
+from orchestrator.journal import JournalReader
+from orchestrator.protocols import project_facts
 
 from .teammates import AUTOJUMP, instant, nightly, scheduler_daemon
 

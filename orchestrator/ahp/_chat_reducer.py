@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
-from orchestrator.base._evolve import evolve
+from orchestrator.base import evolve
 
 from ._actions import (
     ChatAction,

@@ -40,8 +40,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from orchestrator.base._errors import LocalProtocolError
-from orchestrator.base._evolve import evolve
+from orchestrator.base import LocalProtocolError, evolve
 
 from ._actions import (
     ChatSummaryChanges,

@@ -39,7 +39,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from orchestrator.base._keyed import KeyedVector
+from orchestrator.base import KeyedVector
 
 __all__ = [
     "ActiveTurn",

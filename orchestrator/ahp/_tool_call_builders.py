@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias, TypeVar
 
-from orchestrator.base._evolve import evolve
+from orchestrator.base import evolve
 
 from ._actions import (
     ChatToolCallApprovedAction,

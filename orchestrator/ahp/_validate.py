@@ -38,7 +38,7 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, Final, NoReturn, TypeAlias
 
-from orchestrator.base._errors import IllegalTransitionError
+from orchestrator.base import IllegalTransitionError
 
 from ._actions import (
     ChatAction,

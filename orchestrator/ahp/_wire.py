@@ -42,8 +42,7 @@ from cattrs.gen import (
     override,
 )
 
-from orchestrator.base._errors import PeerProtocolError
-from orchestrator.base._keyed import KeyedVector
+from orchestrator.base import KeyedVector, PeerProtocolError
 
 from . import _actions, _commands, _state
 from ._actions import (

@@ -1,0 +1,70 @@
+"""What every layer stands on: the errors, the clock, immutable updates, keyed vectors,
+the input gate every JSON from outside passes, and compact JSON.
+
+Pure: no trio, no IO.
+"""
+
+from ._clock import now_timestamp, parse_timestamp, timestamp, utc_now
+from ._compact_json import compact_dumps
+from ._errors import (
+    ConfigError,
+    FactLogError,
+    IllegalTransitionError,
+    LocalProtocolError,
+    ModelError,
+    ModelRequestError,
+    ModelStreamError,
+    OrchestratorError,
+    PeerProtocolError,
+    ProtocolError,
+    RpcError,
+    RunError,
+    RunInputError,
+    ScheduleError,
+    SessionExistsError,
+    SessionLimitError,
+    TeamFileError,
+)
+from ._evolve import evolve
+from ._input_gate import (
+    JSON_LIMITS,
+    JsonLimits,
+    clean_text,
+    parse_json,
+    parse_json_counted,
+    text_problem,
+)
+from ._keyed import KeyedVector
+
+__all__ = [
+    "JSON_LIMITS",
+    "ConfigError",
+    "FactLogError",
+    "IllegalTransitionError",
+    "JsonLimits",
+    "KeyedVector",
+    "LocalProtocolError",
+    "ModelError",
+    "ModelRequestError",
+    "ModelStreamError",
+    "OrchestratorError",
+    "PeerProtocolError",
+    "ProtocolError",
+    "RpcError",
+    "RunError",
+    "RunInputError",
+    "ScheduleError",
+    "SessionExistsError",
+    "SessionLimitError",
+    "TeamFileError",
+    "clean_text",
+    "compact_dumps",
+    "evolve",
+    "now_timestamp",
+    "parse_json",
+    "parse_json_counted",
+    "parse_timestamp",
+    "text_problem",
+    "timestamp",
+    "utc_now",
+]

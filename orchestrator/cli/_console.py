@@ -22,31 +22,32 @@ from rich.live import Live
 from rich.text import Text
 from rich.tree import Tree
 
-from orchestrator.ahp._actions import ChatInputRequestedAction
-from orchestrator.ahp._state import (
+from orchestrator.ahp import (
     ChatInputBooleanQuestion,
     ChatInputMultiSelectQuestion,
     ChatInputNumberQuestion,
     ChatInputQuestion,
+    ChatInputRequestedAction,
     ChatInputResponseKind,
     ChatInputSingleSelectQuestion,
     ToolChatOrigin,
 )
-from orchestrator.base._errors import RunError
-from orchestrator.core._facts import Fact
-from orchestrator.core._team_actions import (
+from orchestrator.base import RunError
+from orchestrator.core import (
     USER,
     ApprovalRequested,
     ApprovalResolved,
+    Fact,
     HandoffRecorded,
     MemberJoined,
+    MemberStatus,
     RunFinished,
     TaskCreated,
     TaskFinished,
     TaskStatus,
+    TeamState,
 )
-from orchestrator.core._team_state import MemberStatus, TeamState
-from orchestrator.runtime._team_runtime import TeamRuntime
+from orchestrator.runtime import TeamRuntime
 
 __all__ = ["ApprovalMode", "TeamConsole", "describe_fact", "render_tree"]
 

@@ -29,34 +29,45 @@ from typing import TextIO
 import attrs
 import trio
 
-from orchestrator.base._errors import (
-    ConfigError,
-    FactLogError,
-    OrchestratorError,
-    RunError,
-    TeamFileError,
+from orchestrator.base import ConfigError, FactLogError, OrchestratorError, RunError, TeamFileError
+from orchestrator.core import (
+    Fact,
+    RunStatus,
+    build_graph,
+    fact_to_json,
+    to_dot,
+    to_graphml,
+    to_json,
+    to_mermaid,
 )
-from orchestrator.core._facts import Fact
-from orchestrator.core._facts_wire import fact_to_json
-from orchestrator.core._graph import build_graph
-from orchestrator.core._graph_export import to_dot, to_graphml, to_json, to_mermaid
-from orchestrator.core._team_actions import RunStatus
-from orchestrator.journal._file import Durability
-from orchestrator.journal._history import Edit, edit_history, resolve_chat
-from orchestrator.journal._journal import SqliteJournal
-from orchestrator.journal._reader import JournalReader, SessionInfo
-from orchestrator.protocols._agent_messages import restore_actions, truncate_action, undo_action
-from orchestrator.protocols._agentui_wire import envelope_to_json_line
-from orchestrator.protocols._project_agentui import AgentUiProjector, project_facts
-from orchestrator.runtime._factlog import read_facts
-from orchestrator.runtime._logging import configure_logging
-from orchestrator.runtime._process import tune_gc
-from orchestrator.runtime._team_runtime import RunOutcome, TeamRuntime, require_prompt
-from orchestrator.runtime.backends._factory import backend_factory
-from orchestrator.runtime.backends._openai import http_client
-from orchestrator.server._app import serve
-from orchestrator.server._config import DEFAULT_PORT, ServeConfig, load_serve_config
-from orchestrator.spec._teamfile import check_team, load_team, parse_team
+from orchestrator.journal import (
+    Durability,
+    Edit,
+    JournalReader,
+    SessionInfo,
+    SqliteJournal,
+    edit_history,
+    resolve_chat,
+)
+from orchestrator.protocols import (
+    AgentUiProjector,
+    envelope_to_json_line,
+    project_facts,
+    restore_actions,
+    truncate_action,
+    undo_action,
+)
+from orchestrator.runtime import (
+    RunOutcome,
+    TeamRuntime,
+    configure_logging,
+    read_facts,
+    require_prompt,
+    tune_gc,
+)
+from orchestrator.runtime.backends import backend_factory, http_client
+from orchestrator.server import DEFAULT_PORT, ServeConfig, load_serve_config, serve
+from orchestrator.spec import check_team, load_team, parse_team
 
 from ._console import ApprovalMode, TeamConsole
 from ._teammates_client import TOKEN_ENV, print_answer, read_token, request, teammates_url

@@ -18,8 +18,8 @@ from urllib.parse import urlsplit, urlunsplit
 import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected, HandshakeError, open_websocket_url
 
-from orchestrator.base._errors import ConfigError, RunError
-from orchestrator.runtime._logging import register_secret
+from orchestrator.base import ConfigError, RunError
+from orchestrator.runtime import register_secret
 
 __all__ = ["TOKEN_ENV", "print_answer", "request", "teammates_url"]
 

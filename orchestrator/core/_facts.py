@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import attrs
 
-from orchestrator.ahp._actions import StateAction
+from orchestrator.ahp import StateAction
 
 from ._team_actions import TeamAction
 from ._teammate_actions import TeammateAction

@@ -16,10 +16,8 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.preconf.json import make_converter
 
-from orchestrator.ahp import _wire as _ahp_wire
-from orchestrator.base._compact_json import compact_dumps
-from orchestrator.base._errors import PeerProtocolError
-from orchestrator.base._input_gate import parse_json
+from orchestrator import ahp
+from orchestrator.base import PeerProtocolError, compact_dumps, parse_json
 
 from ._facts import Action, Fact
 from ._team_actions import TEAM_ACTION_TYPES
@@ -36,7 +34,7 @@ for _cls in _TEAM_TYPES.values():
     _fields = attrs.fields(_cls)
     # Typed as Any: mypy checks ``**`` of a dict against the generators' boolean parameters.
     _renames: dict[str, Any] = {
-        a.name: override(rename=_ahp_wire.wire_name(_cls, a.name)) for a in _fields
+        a.name: override(rename=ahp.wire_name(_cls, a.name)) for a in _fields
     }
     _team.register_unstructure_hook(
         _cls,
@@ -56,7 +54,7 @@ def encode_action(action: Action) -> dict[str, Any]:
         encoded: dict[str, Any] = {"type": action.type}
         encoded.update(_team.unstructure(action))
         return encoded
-    wire: dict[str, Any] = _ahp_wire.unstructure(action)
+    wire: dict[str, Any] = ahp.unstructure(action)
     return wire
 
 
@@ -79,7 +77,7 @@ def decode_action(data: object, *, path: str = "$.action") -> Action:
             problems = cattrs.transform_error(exc, path=path)
             raise PeerProtocolError("; ".join(problems), path=path) from exc
     try:
-        return _ahp_wire.structure_action(data)
+        return ahp.structure_action(data)
     except PeerProtocolError as exc:
         raise PeerProtocolError(exc.message, path=path + exc.path.removeprefix("$")) from exc
 

@@ -51,8 +51,9 @@ from typing import Any
 import attrs
 import networkx as nx
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ChatErrorAction,
+    ChatOrigin,
     ChatToolCallApprovedAction,
     ChatToolCallCompleteAction,
     ChatToolCallContentChangedAction,
@@ -64,9 +65,6 @@ from orchestrator.ahp._actions import (
     SessionChatAddedAction,
     SessionChatRemovedAction,
     SessionChatUpdatedAction,
-)
-from orchestrator.ahp._state import (
-    ChatOrigin,
     ToolChatOrigin,
     ToolResultContent,
     ToolResultSubagentContent,

@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 import attrs
 
-from orchestrator.ahp._state import ChatState
-from orchestrator.spec._tools import ToolDefinition
+from orchestrator.ahp import ChatState
+from orchestrator.spec import ToolDefinition
 
 __all__ = [
     "Backend",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from orchestrator.ahp._state import (
+from orchestrator.ahp import (
     ActiveTurn,
     ChatInputRequest,
     ChatState,

@@ -35,9 +35,10 @@ from typing import Any
 
 import attrs
 
-from orchestrator.ahp._actions import ChatErrorAction, ChatInputCompletedAction
-from orchestrator.ahp._state import (
+from orchestrator.ahp import (
     ActiveTurn,
+    ChatErrorAction,
+    ChatInputCompletedAction,
     ChatInputResponseKind,
     ErrorInfo,
     InputRequestResponsePart,
@@ -47,7 +48,7 @@ from orchestrator.ahp._state import (
     ToolCallRunningState,
     ToolCallState,
 )
-from orchestrator.spec._model import RestartPolicy
+from orchestrator.spec import RestartPolicy
 
 from ._facts import Action
 from ._model_round import ToolCallRequest, ToolOutcome

@@ -15,12 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ChatPendingMessageRemovedAction,
     ChatResponsePartAction,
     ChatToolCallCompleteAction,
-)
-from orchestrator.ahp._state import (
     PendingMessageKind,
     SystemNotificationResponsePart,
     ToolCallResult,

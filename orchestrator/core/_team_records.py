@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from orchestrator.ahp._state import ChatState, SessionState, Turn
+from orchestrator.ahp import ChatState, SessionState, Turn
 
 from ._facts import Action
 from ._team_actions import ApprovalDecision, ApprovalRequested, RunStatus, TaskStatus

@@ -42,23 +42,22 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
+    TURN_ENDS,
     ChatAction,
+    ChatState,
     SessionAction,
     SessionChatAddedAction,
     SessionChatRemovedAction,
-    UnknownAction,
-)
-from orchestrator.ahp._chat_reducer import TURN_ENDS, reduce_chat
-from orchestrator.ahp._session_reducer import reduce_session
-from orchestrator.ahp._state import (
-    ChatState,
     SessionLifecycle,
     SessionState,
     SessionStatus,
     Turn,
+    UnknownAction,
+    reduce_chat,
+    reduce_session,
 )
-from orchestrator.base._evolve import evolve
+from orchestrator.base import evolve
 
 from ._facts import Action
 from ._team_actions import (

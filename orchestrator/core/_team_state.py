@@ -35,10 +35,16 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Final, Generic, TypeVar
 
-from orchestrator.ahp._actions import SessionChatUpdatedAction
-from orchestrator.ahp._chat_reducer import reduce_chat
-from orchestrator.ahp._session_reducer import reduce_session, summary_action, summary_of
-from orchestrator.ahp._state import ChatState, SessionState, TurnState
+from orchestrator.ahp import (
+    ChatState,
+    SessionChatUpdatedAction,
+    SessionState,
+    TurnState,
+    reduce_chat,
+    reduce_session,
+    summary_action,
+    summary_of,
+)
 
 from ._facts import Action, Fact
 from ._team_actions import FINISHED_TASK_STATUSES, TaskStatus

@@ -29,11 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeAlias
 
-from orchestrator.ahp._actions import ChatAction, UnknownAction
-from orchestrator.ahp._chat_reducer import reduce_chat
-from orchestrator.ahp._state import ChatState
-from orchestrator.ahp._validate import validate_chat_action
-from orchestrator.base._errors import IllegalTransitionError
+from orchestrator.ahp import ChatAction, ChatState, UnknownAction, reduce_chat, validate_chat_action
+from orchestrator.base import IllegalTransitionError
 
 from ._facts import Action
 from ._team_actions import (

@@ -1,0 +1,52 @@
+"""The durable log: the SQLite journal (write-ahead, group commit, recovery on open),
+snapshots in parts, and history editing.
+"""
+
+from ._file import Durability
+from ._history import Edit, edit_history, resolve_chat
+from ._journal import JournalStatistics, SqliteJournal
+from ._reader import AgentMessage, JournalReader, SessionInfo
+from ._rows import fact_checksum
+from ._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from ._snapshot import (
+    CHUNK,
+    SNAPSHOT_FORMAT,
+    PartKey,
+    decode_parts,
+    decode_state,
+    encode_part,
+    encode_state,
+    same_values,
+    snapshot_due,
+    snapshot_header,
+    snapshot_parts,
+    state_entries,
+)
+
+__all__ = [
+    "APPLICATION_ID",
+    "CHUNK",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "SNAPSHOT_FORMAT",
+    "AgentMessage",
+    "Durability",
+    "Edit",
+    "JournalReader",
+    "JournalStatistics",
+    "PartKey",
+    "SessionInfo",
+    "SqliteJournal",
+    "decode_parts",
+    "decode_state",
+    "edit_history",
+    "encode_part",
+    "encode_state",
+    "fact_checksum",
+    "resolve_chat",
+    "same_values",
+    "snapshot_due",
+    "snapshot_header",
+    "snapshot_parts",
+    "state_entries",
+]

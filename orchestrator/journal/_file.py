@@ -26,7 +26,7 @@ from typing import Final
 
 import structlog
 
-from orchestrator.base._errors import FactLogError
+from orchestrator.base import FactLogError
 
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, _migrate
 

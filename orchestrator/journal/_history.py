@@ -13,11 +13,10 @@ from pathlib import Path
 
 import trio
 
-from orchestrator.ahp._state import ChatState
-from orchestrator.base._errors import RunError
-from orchestrator.core._facts import Action, Fact
-from orchestrator.runtime._bus import FactBus
-from orchestrator.runtime._recorder import Recorder
+from orchestrator.ahp import ChatState
+from orchestrator.base import RunError
+from orchestrator.core import Action, Fact
+from orchestrator.runtime import FactBus, Recorder
 
 from ._file import Durability
 from ._journal import SqliteJournal

@@ -67,11 +67,10 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.ahp._state import Turn
-from orchestrator.base._errors import FactLogError
-from orchestrator.core._facts import Fact
-from orchestrator.core._team_state import TeamState
-from orchestrator.runtime._factlog import EventTicket, Ticket
+from orchestrator.ahp import Turn
+from orchestrator.base import FactLogError
+from orchestrator.core import Fact, TeamState
+from orchestrator.runtime import EventTicket, Ticket
 
 from ._file import Durability, _connect, _error
 from ._reader import JournalReader

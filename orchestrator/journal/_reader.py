@@ -23,10 +23,8 @@ from typing import Any
 import attrs
 import structlog
 
-from orchestrator.base._errors import PeerProtocolError
-from orchestrator.core._facts import Fact
-from orchestrator.core._facts_wire import decode_fact
-from orchestrator.core._team_state import TeamState
+from orchestrator.base import PeerProtocolError
+from orchestrator.core import Fact, TeamState, decode_fact
 
 from ._file import _check_file, _error, _from_sqlite, _read_uri
 from ._rows import _checked, fact_checksum

@@ -27,20 +27,16 @@ from typing import Any, Final
 
 import attrs
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ChatTruncatedAction,
     ChatTurnStartedAction,
     SessionChatAddedAction,
+    Turn,
 )
-from orchestrator.ahp._state import Turn
-from orchestrator.base._compact_json import compact_dumps
-from orchestrator.base._errors import FactLogError
-from orchestrator.core._facts import Fact
-from orchestrator.core._facts_wire import decode_fact, fact_to_json
-from orchestrator.core._team_actions import RunFinished, RunStarted
-from orchestrator.core._team_state import TeamState
-from orchestrator.protocols._agent_messages import TURN_ENDS, turn_from_facts, turn_messages
-from orchestrator.runtime._factlog import EventTicket
+from orchestrator.base import FactLogError, compact_dumps
+from orchestrator.core import Fact, RunFinished, RunStarted, TeamState, decode_fact, fact_to_json
+from orchestrator.protocols import TURN_ENDS, turn_from_facts, turn_messages
+from orchestrator.runtime import EventTicket
 
 from ._snapshot import (
     PartKey,

@@ -17,8 +17,8 @@ import sqlite3
 from collections.abc import Callable
 from typing import Final
 
-from orchestrator.base._errors import PeerProtocolError
-from orchestrator.core._facts_wire import decode_fact
+from orchestrator.base import PeerProtocolError
+from orchestrator.core import decode_fact
 
 from ._rows import _AgentHistory, _SnapshotWriter, fact_checksum
 from ._snapshot import decode_state

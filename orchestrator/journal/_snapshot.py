@@ -64,13 +64,17 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.preconf.json import make_converter
 
-from orchestrator.ahp import _wire as _ahp_wire
-from orchestrator.ahp._state import ChatState, ChatSummary, ResponsePart, SessionState, Turn
-from orchestrator.base._errors import PeerProtocolError
-from orchestrator.base._evolve import evolve
-from orchestrator.core._team_actions import ApprovalRequested
-from orchestrator.core._team_records import ApprovalRecord, Member, RunRecord, TaskRecord
-from orchestrator.core._team_state import TeamState
+from orchestrator import ahp
+from orchestrator.ahp import ChatState, ChatSummary, ResponsePart, SessionState, Turn
+from orchestrator.base import PeerProtocolError, evolve
+from orchestrator.core import (
+    ApprovalRecord,
+    ApprovalRequested,
+    Member,
+    RunRecord,
+    TaskRecord,
+    TeamState,
+)
 
 __all__ = [
     "CHUNK",
@@ -101,7 +105,7 @@ _RECORDS: Final = (RunRecord, Member, TaskRecord, ApprovalRecord, ApprovalReques
 _records = make_converter(forbid_extra_keys=False)
 for _cls in _RECORDS:
     _names: dict[str, Any] = {
-        a.name: override(rename=_ahp_wire.wire_name(_cls, a.name), omit_if_default=True)
+        a.name: override(rename=ahp.wire_name(_cls, a.name), omit_if_default=True)
         for a in attrs.fields(_cls)
         if a.init
     }
@@ -187,7 +191,7 @@ def encode_part(key: PartKey, values: tuple[Any, ...]) -> Any:
     if kind == "session":
         (session,) = values
         return {
-            "state": _ahp_wire.unstructure(evolve(session, chats=())),
+            "state": ahp.unstructure(evolve(session, chats=())),
             "chats": len(session.chats),
         }
     if kind == "chat":
@@ -199,12 +203,12 @@ def encode_part(key: PartKey, values: tuple[Any, ...]) -> Any:
             active_turn=None if active is None else evolve(active, response_parts=()),
         )
         return {
-            "state": _ahp_wire.unstructure(header),
+            "state": ahp.unstructure(header),
             "turns": len(chat.turns),
             "parts": 0 if active is None else len(active.response_parts),
         }
     if kind in ("catalog", "turns", "parts"):
-        return [_ahp_wire.unstructure(value) for value in values]
+        return [ahp.unstructure(value) for value in values]
     (record,) = values
     return _records.unstructure(record)
 
@@ -222,7 +226,7 @@ def _joined(chunks: dict[int, Any], expected: int, tp: Any, what: str) -> list[A
     for number in range(max(chunks, default=-1) + 1):
         if number not in chunks:
             raise _damaged(f"chunk {number} of {what} is missing")
-        items.extend(_ahp_wire.structure_as(chunks[number], tuple[tp, ...]))
+        items.extend(ahp.structure_as(chunks[number], tuple[tp, ...]))
     if len(items) != expected:
         raise _damaged(f"{what} has {len(items)} items, its header says {expected}")
     return items
@@ -265,11 +269,11 @@ def _decode_parts(
         catalog = _joined(
             chunks.pop(("catalog", ""), {}), data["chats"], ChatSummary, "the chat catalog"
         )
-        session = evolve(_ahp_wire.structure(data["state"], SessionState), chats=catalog)
+        session = evolve(ahp.structure(data["state"], SessionState), chats=catalog)
     run = _records.structure(singles["run"], RunRecord) if "run" in singles else None
     chats: dict[str, ChatState] = {}
     for _, uri, data in sorted(entries["chat"], key=_first):
-        chat = _ahp_wire.structure(data["state"], ChatState)
+        chat = ahp.structure(data["state"], ChatState)
         turns = _joined(chunks.pop(("turns", uri), {}), data["turns"], Turn, f"the turns of {uri}")
         active = chat.active_turn
         parts_of = _joined(
@@ -310,9 +314,9 @@ def encode_state(state: TeamState) -> dict[str, Any]:
         "format": _WHOLE_STATE_FORMAT,
         "session": state.session_uri,
         "sequence": state.last_sequence,
-        "sessionState": None if state.session is None else _ahp_wire.unstructure(state.session),
+        "sessionState": None if state.session is None else ahp.unstructure(state.session),
         "run": None if state.run is None else _records.unstructure(state.run),
-        "chats": {uri: _ahp_wire.unstructure(chat) for uri, chat in state.chats.items()},
+        "chats": {uri: ahp.unstructure(chat) for uri, chat in state.chats.items()},
         "members": {uri: _records.unstructure(m) for uri, m in state.members.items()},
         "tasks": {task: _records.unstructure(t) for task, t in state.tasks.items()},
         "approvals": {a: _records.unstructure(r) for a, r in state.approvals.items()},
@@ -334,11 +338,9 @@ def decode_state(data: object) -> TeamState:
         return TeamState.restore(
             data["session"],
             last_sequence=data["sequence"],
-            session=None
-            if session_state is None
-            else _ahp_wire.structure(session_state, SessionState),
+            session=None if session_state is None else ahp.structure(session_state, SessionState),
             run=None if run is None else _records.structure(run, RunRecord),
-            chats={uri: _ahp_wire.structure(c, ChatState) for uri, c in data["chats"].items()},
+            chats={uri: ahp.structure(c, ChatState) for uri, c in data["chats"].items()},
             members={uri: _records.structure(m, Member) for uri, m in data["members"].items()},
             tasks={t: _records.structure(r, TaskRecord) for t, r in data["tasks"].items()},
             approvals={

@@ -25,42 +25,39 @@ from typing import Any, Final
 
 import attrs
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ChatDeltaAction,
     ChatErrorAction,
+    ChatInputRequest,
     ChatInputRequestedAction,
     ChatReasoningAction,
     ChatResponsePartAction,
+    ChatState,
     ChatToolCallCompleteAction,
     ChatToolCallDeniedAction,
     ChatToolCallReadyAction,
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
-)
-from orchestrator.ahp._state import (
-    ChatInputRequest,
-    ChatState,
     MarkdownResponsePart,
     ReasoningResponsePart,
     ToolCallResponsePart,
     ToolCallStreamingState,
     Turn,
     TurnState,
+    json_type,
 )
-from orchestrator.ahp._wire import json_type
-from orchestrator.base._errors import PeerProtocolError
-from orchestrator.base._input_gate import JSON_LIMITS, JsonLimits
-from orchestrator.core._facts import Fact
-from orchestrator.core._queries import open_questions
-from orchestrator.core._team_actions import (
+from orchestrator.base import JSON_LIMITS, JsonLimits, PeerProtocolError
+from orchestrator.core import (
     USER,
     ApprovalRequested,
     ApprovalResolved,
+    Fact,
     MemberJoined,
+    TeamState,
     ViewUpdated,
+    open_questions,
 )
-from orchestrator.core._team_state import TeamState
 
 from ._agent_messages import turn_messages
 from ._json_frames import decode_object, shown

@@ -17,18 +17,16 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
+    TURN_ENDS,
     ChatDeltaAction,
     ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
     ChatQueuedMessagesReorderedAction,
     ChatReasoningAction,
+    ChatState,
     ChatTruncatedAction,
     ChatTurnStartedAction,
-)
-from orchestrator.ahp._chat_reducer import TURN_ENDS, reduce_chat
-from orchestrator.ahp._state import (
-    ChatState,
     InputRequestResponsePart,
     MarkdownResponsePart,
     ReasoningResponsePart,
@@ -39,11 +37,10 @@ from orchestrator.ahp._state import (
     ToolResultTextContent,
     Turn,
     TurnState,
+    reduce_chat,
 )
-from orchestrator.base._errors import RunError
-from orchestrator.base._evolve import evolve
-from orchestrator.core._facts import Action, Fact
-from orchestrator.core._queries import turn_text
+from orchestrator.base import RunError, evolve
+from orchestrator.core import Action, Fact, turn_text
 
 __all__ = [
     "TURN_ENDS",

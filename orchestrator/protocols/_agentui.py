@@ -29,7 +29,7 @@ import attrs
 
 # Agent UI's background-job statuses are decided by a teammate's state (core), so the enum
 # lives there; it is part of this vocabulary all the same.
-from orchestrator.core._teammate_state import BackgroundJobStatus
+from orchestrator.core import BackgroundJobStatus
 
 __all__ = [
     "ActionType",

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from orchestrator.core._facts import Fact
-from orchestrator.core._team_records import TaskRecord
-from orchestrator.core._team_state import MemberStatus, TeamState
+from orchestrator.core import Fact, MemberStatus, TaskRecord, TeamState
 
 from ._agentui import (
     Control,

@@ -33,8 +33,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from cattrs.preconf.json import JsonConverter, make_converter
 from cattrs.v import format_exception
 
-from orchestrator.base._errors import LocalProtocolError, PeerProtocolError
-from orchestrator.base._input_gate import parse_json
+from orchestrator.base import LocalProtocolError, PeerProtocolError, parse_json
 
 from ._agentui import (
     Control,

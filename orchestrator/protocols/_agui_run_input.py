@@ -18,8 +18,8 @@ from typing import Any, Final
 
 import attrs
 
-from orchestrator.base._errors import RunInputError
-from orchestrator.core._team_records import ApprovalRecord
+from orchestrator.base import RunInputError
+from orchestrator.core import ApprovalRecord
 
 __all__ = [
     "Event",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.core._team_state import TeamState
+from orchestrator.core import TeamState
 
 __all__ = ["json_patch", "team_view"]
 

@@ -48,14 +48,9 @@ from typing import Any, Final
 
 import attrs
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ActionEnvelope,
-    SessionChatAddedAction,
-    SessionChatRemovedAction,
-    SessionChatUpdatedAction,
-    SessionTitleChangedAction,
-)
-from orchestrator.ahp._commands import (
+    ChatInteractivity,
     CreateChatParams,
     CreateSessionParams,
     DispatchActionParams,
@@ -71,21 +66,27 @@ from orchestrator.ahp._commands import (
     PingParams,
     ReconnectParams,
     RequestId,
-    SubscribeParams,
-    UnsubscribeParams,
-)
-from orchestrator.ahp._state import (
-    ChatInteractivity,
+    SessionChatAddedAction,
+    SessionChatRemovedAction,
+    SessionChatUpdatedAction,
     SessionLifecycle,
     SessionState,
     SessionStatus,
+    SessionTitleChangedAction,
+    SubscribeParams,
+    UnsubscribeParams,
+    structure,
+    unstructure,
 )
-from orchestrator.ahp._wire import structure, unstructure
-from orchestrator.base._errors import PeerProtocolError, RpcError
-from orchestrator.base._evolve import evolve
-from orchestrator.base._input_gate import JSON_LIMITS, JsonLimits, parse_json
-from orchestrator.core._facts import Fact
-from orchestrator.core._team_actions import RunStarted
+from orchestrator.base import (
+    JSON_LIMITS,
+    JsonLimits,
+    PeerProtocolError,
+    RpcError,
+    evolve,
+    parse_json,
+)
+from orchestrator.core import Fact, RunStarted
 
 __all__ = [
     "METHODS",

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.ahp._wire import json_type
-from orchestrator.base._errors import PeerProtocolError
-from orchestrator.base._input_gate import JSON_LIMITS, JsonLimits, parse_json
+from orchestrator.ahp import json_type
+from orchestrator.base import JSON_LIMITS, JsonLimits, PeerProtocolError, parse_json
 
 __all__ = ["decode_object", "shown"]
 

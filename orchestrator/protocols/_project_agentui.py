@@ -61,27 +61,27 @@ from typing import Any, Final
 
 import attrs
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ChatInputCompletedAction,
     ChatInputRequestedAction,
+    ChatInputResponseKind,
+    ChatInteractivity,
     ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
     ChatTurnStartedAction,
-    SessionChatAddedAction,
-)
-from orchestrator.ahp._state import (
-    ChatInputResponseKind,
-    ChatInteractivity,
     PendingMessageKind,
+    SessionChatAddedAction,
     ToolChatOrigin,
 )
-from orchestrator.core._facts import Action, Fact
-from orchestrator.core._team_actions import (
+from orchestrator.core import (
+    Action,
     ApprovalDecision,
     ApprovalRequested,
     ApprovalResolved,
+    Fact,
     HandoffRecorded,
     MemberJoined,
+    MemberStatus,
     RunFinished,
     RunStarted,
     RunStatus,
@@ -90,7 +90,6 @@ from orchestrator.core._team_actions import (
     TaskStarted,
     TaskStatus,
 )
-from orchestrator.core._team_state import MemberStatus
 
 from ._agentui import (
     ActionType,

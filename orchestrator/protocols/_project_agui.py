@@ -83,7 +83,7 @@ from typing import Any, Final
 
 import attrs
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ChatDeltaAction,
     ChatErrorAction,
     ChatReasoningAction,
@@ -96,8 +96,6 @@ from orchestrator.ahp._actions import (
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
-)
-from orchestrator.ahp._state import (
     MarkdownResponsePart,
     ReasoningResponsePart,
     StringOrMarkdown,
@@ -106,19 +104,21 @@ from orchestrator.ahp._state import (
     ToolResultTextContent,
     TurnState,
 )
-from orchestrator.base._errors import RunError
-from orchestrator.core._facts import Fact
-from orchestrator.core._queries import tool_call_of, turn_text
-from orchestrator.core._team_actions import (
+from orchestrator.base import RunError
+from orchestrator.core import (
     USER,
+    ApprovalRecord,
     ApprovalRequested,
+    Fact,
     HandoffRecorded,
     MemberJoined,
+    MemberStatus,
     TaskFinished,
     TaskStatus,
+    TeamState,
+    tool_call_of,
+    turn_text,
 )
-from orchestrator.core._team_records import ApprovalRecord
-from orchestrator.core._team_state import MemberStatus, TeamState
 
 from ._agui_run_input import Event, approval_interrupt
 from ._agui_state import json_patch, team_view

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.core._teammate_state import TeammateState
+from orchestrator.core import TeammateState
 
 from ._agentui import (
     BackgroundJobStatus,

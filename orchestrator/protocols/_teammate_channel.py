@@ -37,9 +37,8 @@ from typing import Any, Final
 
 import attrs
 
-from orchestrator.ahp._wire import json_type
-from orchestrator.base._errors import PeerProtocolError
-from orchestrator.base._input_gate import JSON_LIMITS, JsonLimits
+from orchestrator.ahp import json_type
+from orchestrator.base import JSON_LIMITS, JsonLimits, PeerProtocolError
 
 from ._json_frames import decode_object, shown
 

@@ -25,43 +25,44 @@ from typing import Any, Final
 import attrs
 import trio
 
-from orchestrator.ahp._actions import (
-    ChatInputCompletedAction,
-    ChatInputRequestedAction,
-    ChatToolCallApprovedAction,
-    ChatToolCallDeniedAction,
-)
-from orchestrator.ahp._state import (
+from orchestrator.ahp import (
     ChatInputAnswered,
     ChatInputAnswerValue,
     ChatInputBooleanAnswerValue,
     ChatInputBooleanQuestion,
+    ChatInputCompletedAction,
     ChatInputMultiSelectQuestion,
     ChatInputNumberAnswerValue,
     ChatInputNumberQuestion,
     ChatInputOption,
     ChatInputQuestion,
     ChatInputRequest,
+    ChatInputRequestedAction,
     ChatInputResponseKind,
     ChatInputSelectedAnswerValue,
     ChatInputSelectedManyAnswerValue,
     ChatInputSingleSelectQuestion,
     ChatInputTextAnswerValue,
     ChatInputTextQuestion,
+    ChatToolCallApprovedAction,
+    ChatToolCallDeniedAction,
     ToolCallCancellationReason,
     ToolCallConfirmationReason,
 )
-from orchestrator.base._errors import RunError
-from orchestrator.core._facts import Action
-from orchestrator.core._model_round import ToolCallRequest, ToolOutcome
-from orchestrator.core._queries import has_open_input, input_request_id, open_questions
-from orchestrator.core._team_actions import (
+from orchestrator.base import RunError
+from orchestrator.core import (
     USER,
+    Action,
     ApprovalDecision,
+    ApprovalRecord,
     ApprovalRequested,
     ApprovalResolved,
+    ToolCallRequest,
+    ToolOutcome,
+    has_open_input,
+    input_request_id,
+    open_questions,
 )
-from orchestrator.core._team_records import ApprovalRecord
 
 from ._context import ChatContext, RunContext, is_cancellation
 

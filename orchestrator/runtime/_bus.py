@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 import attrs
 import trio
 
-from orchestrator.core._facts import Fact
+from orchestrator.core import Fact
 
 __all__ = ["BusStatistics", "FactBus", "Subscription"]
 

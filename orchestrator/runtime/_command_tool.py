@@ -48,7 +48,7 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.spec._model import CommandTool
+from orchestrator.spec import CommandTool
 
 __all__ = [
     "CALLBACK_TOKEN_VAR",

@@ -18,21 +18,25 @@ from collections.abc import Sequence
 import attrs
 import trio
 
-from orchestrator.ahp._actions import SessionChatAddedAction
-from orchestrator.ahp._state import (
+from orchestrator.ahp import (
     ChatInteractivity,
     ChatSummary,
+    SessionChatAddedAction,
     SessionStatus,
     ToolChatOrigin,
     ToolResultSubagentContent,
     UserChatOrigin,
 )
-from orchestrator.base._errors import RunError
-from orchestrator.core._facts import Action
-from orchestrator.core._model_round import ToolCallRequest, ToolOutcome
-from orchestrator.core._reports import first_line, tool_result_actions
-from orchestrator.core._team_state import TeamState
-from orchestrator.spec._model import AgentSpec, TeamSpec
+from orchestrator.base import RunError
+from orchestrator.core import (
+    Action,
+    TeamState,
+    ToolCallRequest,
+    ToolOutcome,
+    first_line,
+    tool_result_actions,
+)
+from orchestrator.spec import AgentSpec, TeamSpec
 
 from ._bus import FactBus
 from ._command_tool import ToolCallback

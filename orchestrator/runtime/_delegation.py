@@ -30,30 +30,33 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.ahp._actions import ChatToolCallContentChangedAction
-from orchestrator.ahp._state import (
+from orchestrator.ahp import (
+    ChatToolCallContentChangedAction,
     Message,
     MessageKind,
     MessageOrigin,
     ToolChatOrigin,
     ToolResultSubagentContent,
 )
-from orchestrator.base._errors import RunError
-from orchestrator.core._facts import Action
-from orchestrator.core._model_round import ToolCallRequest, ToolOutcome
-from orchestrator.core._queries import subagent_of, tool_call_of
-from orchestrator.core._recovery import cut_off
-from orchestrator.core._reports import delegation_output, delegation_report
-from orchestrator.core._team_actions import (
+from orchestrator.base import RunError
+from orchestrator.core import (
+    Action,
     HandoffRecorded,
     MemberJoined,
     TaskCreated,
     TaskFinished,
+    TaskRecord,
     TaskStarted,
     TaskStatus,
+    ToolCallRequest,
+    ToolOutcome,
+    cut_off,
+    delegation_output,
+    delegation_report,
+    subagent_of,
+    tool_call_of,
 )
-from orchestrator.core._team_records import TaskRecord
-from orchestrator.spec._model import AgentSpec
+from orchestrator.spec import AgentSpec
 
 from ._context import (
     CANCELLED,

@@ -29,13 +29,12 @@ from typing import IO, TYPE_CHECKING, Protocol
 
 import trio
 
-from orchestrator.ahp._state import Turn
-from orchestrator.base._errors import FactLogError, PeerProtocolError
-from orchestrator.core._facts import Fact
-from orchestrator.core._facts_wire import fact_from_json, fact_to_json
+from orchestrator.ahp import Turn
+from orchestrator.base import FactLogError, PeerProtocolError
+from orchestrator.core import Fact, fact_from_json, fact_to_json
 
 if TYPE_CHECKING:
-    from orchestrator.core._team_state import TeamState
+    from orchestrator.core import TeamState
 
 __all__ = [
     "DoneTicket",

@@ -20,11 +20,8 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.base._clock import now_timestamp
-from orchestrator.base._errors import FactLogError
-from orchestrator.core._facts import Action, Fact
-from orchestrator.core._team_records import Transition
-from orchestrator.core._team_state import TeamState
+from orchestrator.base import FactLogError, now_timestamp
+from orchestrator.core import Action, Fact, TeamState, Transition
 
 from ._bus import FactBus
 from ._factlog import FactLog, Ticket

@@ -46,7 +46,7 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.ahp._state import (
+from orchestrator.ahp import (
     ChatInputRequest,
     ChatInputResponseKind,
     Message,
@@ -54,19 +54,19 @@ from orchestrator.ahp._state import (
     MessageOrigin,
     PendingMessageKind,
 )
-from orchestrator.base._clock import now_timestamp
-from orchestrator.base._errors import FactLogError, RunError
-from orchestrator.core._recovery import INTERRUPTED_SUMMARY, plan_recovery
-from orchestrator.core._team_actions import (
+from orchestrator.base import FactLogError, RunError, now_timestamp
+from orchestrator.core import (
+    INTERRUPTED_SUMMARY,
     USER,
     ApprovalRequested,
     MemberJoined,
     RunFinished,
     RunStarted,
     RunStatus,
+    TeamState,
+    plan_recovery,
 )
-from orchestrator.core._team_state import TeamState
-from orchestrator.spec._model import RestartPolicy, TeamSpec
+from orchestrator.spec import RestartPolicy, TeamSpec
 
 from ._approvals import Approvals
 from ._bus import FactBus

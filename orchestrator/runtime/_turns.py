@@ -29,12 +29,13 @@ from contextlib import aclosing
 import structlog
 import trio
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ChatDeltaAction,
     ChatErrorAction,
     ChatPendingMessageSetAction,
     ChatReasoningAction,
     ChatResponsePartAction,
+    ChatState,
     ChatToolCallDeltaAction,
     ChatToolCallReadyAction,
     ChatToolCallStartAction,
@@ -42,9 +43,6 @@ from orchestrator.ahp._actions import (
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
     ChatUsageAction,
-)
-from orchestrator.ahp._state import (
-    ChatState,
     ErrorInfo,
     MarkdownResponsePart,
     Message,
@@ -58,11 +56,14 @@ from orchestrator.ahp._state import (
     TurnState,
     UsageInfo,
 )
-from orchestrator.base._errors import RunError
-from orchestrator.core._facts import Action
-from orchestrator.core._model_round import (
+from orchestrator.base import RunError
+from orchestrator.core import (
+    INTERRUPTED_SUMMARY,
+    ROUND_META,
+    Action,
     Backend,
     ReasoningDelta,
+    ResumePoint,
     RoundContext,
     TextDelta,
     ToolCallInputDelta,
@@ -70,21 +71,17 @@ from orchestrator.core._model_round import (
     ToolCallStarted,
     ToolOutcome,
     UsageReport,
-)
-from orchestrator.core._queries import (
-    ROUND_META,
     interrupted_turns,
     is_interrupted,
     pending_approval_of,
+    resume_point,
+    steering_injected,
     subagent_of,
     task_of_call,
     tool_call_of,
     turn_text,
 )
-from orchestrator.core._recovery import INTERRUPTED_SUMMARY, ResumePoint, resume_point
-from orchestrator.core._reports import steering_injected
-from orchestrator.spec._model import AgentSpec, RestartPolicy
-from orchestrator.spec._tools import ToolDefinition, tool_definitions
+from orchestrator.spec import AgentSpec, RestartPolicy, ToolDefinition, tool_definitions
 
 from ._approvals import Approvals, summary
 from ._command_tool import command_environment, run_command

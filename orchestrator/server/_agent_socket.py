@@ -36,19 +36,21 @@ import structlog
 import trio
 from starlette.websockets import WebSocket
 
-from orchestrator.base._errors import (
+from orchestrator.base import (
+    JSON_LIMITS,
     FactLogError,
     IllegalTransitionError,
+    JsonLimits,
     PeerProtocolError,
     RunError,
 )
-from orchestrator.base._input_gate import JSON_LIMITS, JsonLimits
-from orchestrator.core._facts import Fact
-from orchestrator.core._team_state import TeamState
-from orchestrator.protocols._agent_channel import (
+from orchestrator.core import Fact, TeamState
+from orchestrator.protocols import (
     Abort,
+    AgentUiProjector,
     Approve,
     ClientMessage,
+    Envelope,
     Prompt,
     Reject,
     Settings,
@@ -57,10 +59,8 @@ from orchestrator.protocols._agent_channel import (
     agent_event,
     parse_client_message,
     replay,
+    unstructure_envelope,
 )
-from orchestrator.protocols._agentui import Envelope
-from orchestrator.protocols._agentui_wire import unstructure_envelope
-from orchestrator.protocols._project_agentui import AgentUiProjector
 
 from ._auth import Permission, Principal
 from ._client_frames import client_frames

@@ -24,16 +24,17 @@ import trio
 from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 
-from orchestrator.base._errors import (
+from orchestrator.base import (
+    JSON_LIMITS,
+    JsonLimits,
     PeerProtocolError,
     RunError,
     SessionExistsError,
     SessionLimitError,
+    parse_json,
 )
-from orchestrator.base._input_gate import JSON_LIMITS, JsonLimits, parse_json
-from orchestrator.core._team_actions import USER
-from orchestrator.protocols._agui_run_input import RunRequest, parse_run_input
-from orchestrator.protocols._project_agui import AguiProjector, AguiRunStatus
+from orchestrator.core import USER
+from orchestrator.protocols import AguiProjector, AguiRunStatus, RunRequest, parse_run_input
 
 from ._auth import Principal
 from ._daemon import Daemon

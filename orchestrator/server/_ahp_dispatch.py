@@ -33,34 +33,31 @@ from typing import Final
 import attrs
 import trio
 
-from orchestrator.ahp._actions import (
+from orchestrator.ahp import (
     ActionEnvelope,
     ActionOrigin,
-    ChatInputCompletedAction,
-    ChatPendingMessageSetAction,
-    ChatToolCallApprovedAction,
-    ChatToolCallDeniedAction,
-    ChatTurnCancelledAction,
-    ChatTurnStartedAction,
-    StateAction,
-)
-from orchestrator.ahp._commands import DispatchActionParams, ErrorCode
-from orchestrator.ahp._state import (
     ChatInputAnswered,
     ChatInputBooleanAnswerValue,
+    ChatInputCompletedAction,
     ChatInputSelectedAnswerValue,
     ChatInputSelectedManyAnswerValue,
     ChatInputTextAnswerValue,
     ChatInteractivity,
+    ChatPendingMessageSetAction,
     ChatState,
+    ChatToolCallApprovedAction,
+    ChatToolCallDeniedAction,
+    ChatTurnCancelledAction,
+    ChatTurnStartedAction,
+    DispatchActionParams,
+    ErrorCode,
     MessageKind,
+    StateAction,
+    validate_chat_action,
 )
-from orchestrator.ahp._validate import validate_chat_action
-from orchestrator.base._errors import IllegalTransitionError, RpcError, RunError
-from orchestrator.base._evolve import evolve
-from orchestrator.core._queries import open_questions
-from orchestrator.core._team_state import TeamState
-from orchestrator.protocols._ahp_rpc import notification_frame
+from orchestrator.base import IllegalTransitionError, RpcError, RunError, evolve
+from orchestrator.core import TeamState, open_questions
+from orchestrator.protocols import notification_frame
 
 from ._auth import Permission, Principal
 from ._daemon import Daemon

@@ -47,12 +47,11 @@ import trio
 from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket
 
-from orchestrator.ahp._actions import (
-    ActionEnvelope,
-)
-from orchestrator.ahp._commands import (
+from orchestrator.ahp import (
     ROOT,
+    ActionEnvelope,
     AgentInfo,
+    ChatInteractivity,
     CreateChatParams,
     CreateSessionParams,
     DispatchActionParams,
@@ -64,34 +63,31 @@ from orchestrator.ahp._commands import (
     InitializeResult,
     ListSessionsParams,
     ListSessionsResult,
+    MessageKind,
     ReconnectParams,
     ReconnectReplayResult,
     ReconnectResult,
     ReconnectSnapshotResult,
     RootState,
+    SessionStatus,
+    SessionSummary,
     Snapshot,
     SubscribeParams,
     SubscribeResult,
     UnsubscribeParams,
 )
-from orchestrator.ahp._state import (
-    ChatInteractivity,
-    MessageKind,
-    SessionStatus,
-    SessionSummary,
-)
-from orchestrator.base._clock import now_timestamp
-from orchestrator.base._errors import (
+from orchestrator.base import (
+    JSON_LIMITS,
     FactLogError,
+    JsonLimits,
     RpcError,
     RunError,
     SessionExistsError,
     SessionLimitError,
+    now_timestamp,
 )
-from orchestrator.base._input_gate import JSON_LIMITS, JsonLimits
-from orchestrator.core._facts import Fact
-from orchestrator.core._team_state import TeamState
-from orchestrator.protocols._ahp_rpc import (
+from orchestrator.core import Fact, TeamState
+from orchestrator.protocols import (
     Call,
     channel_envelopes,
     error_frame,
@@ -101,8 +97,7 @@ from orchestrator.protocols._ahp_rpc import (
     result_frame,
     session_snapshot_state,
 )
-from orchestrator.runtime._bus import Subscription
-from orchestrator.runtime._ids import Ids
+from orchestrator.runtime import Ids, Subscription
 
 from ._ahp_dispatch import ActionDispatcher
 from ._auth import Permission, Principal

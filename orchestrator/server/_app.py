@@ -46,22 +46,22 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from orchestrator.base._clock import utc_now
-from orchestrator.base._errors import (
+from orchestrator.base import (
     FactLogError,
     IllegalTransitionError,
+    JsonLimits,
     OrchestratorError,
     PeerProtocolError,
     RunError,
     SessionLimitError,
+    parse_json,
+    utc_now,
 )
-from orchestrator.base._input_gate import JsonLimits, parse_json
-from orchestrator.journal._journal import SqliteJournal
-from orchestrator.protocols._agent_channel import agent_event, view_update
-from orchestrator.runtime._command_tool import ToolCallback, callback_url
-from orchestrator.runtime._logging import register_secret
-from orchestrator.runtime.backends._openai import http_client
-from orchestrator.spec._model import TeamSpec
+from orchestrator.journal import SqliteJournal
+from orchestrator.protocols import agent_event, view_update
+from orchestrator.runtime import ToolCallback, callback_url, register_secret
+from orchestrator.runtime.backends import http_client
+from orchestrator.spec import TeamSpec
 
 from ._agent_socket import AgentSocket
 from ._agui_endpoint import AguiRequestError, agui_run

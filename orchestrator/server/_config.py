@@ -50,8 +50,7 @@ from typing import Any, Final
 
 import attrs
 
-from orchestrator.base._errors import ConfigError
-from orchestrator.base._input_gate import JSON_LIMITS, JsonLimits
+from orchestrator.base import JSON_LIMITS, ConfigError, JsonLimits
 
 from ._auth import Role, Token
 

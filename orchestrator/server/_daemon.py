@@ -44,7 +44,7 @@ import httpx
 import structlog
 import trio
 
-from orchestrator.base._errors import (
+from orchestrator.base import (
     ConfigError,
     FactLogError,
     OrchestratorError,
@@ -53,16 +53,11 @@ from orchestrator.base._errors import (
     SessionLimitError,
     TeamFileError,
 )
-from orchestrator.core._team_state import TeamState
-from orchestrator.journal._journal import SqliteJournal
-from orchestrator.runtime._command_tool import ToolCallback
-from orchestrator.runtime._ids import Ids
-from orchestrator.runtime._team_runtime import RunOutcome, TeamRuntime
-from orchestrator.runtime._turns import BackendFactory
-from orchestrator.runtime.backends._factory import backend_factory
-from orchestrator.spec._model import TeamSpec
-from orchestrator.spec._schedule import BackgroundSpec
-from orchestrator.spec._teamfile import load_team, parse_team
+from orchestrator.core import TeamState
+from orchestrator.journal import SqliteJournal
+from orchestrator.runtime import BackendFactory, Ids, RunOutcome, TeamRuntime, ToolCallback
+from orchestrator.runtime.backends import backend_factory
+from orchestrator.spec import BackgroundSpec, TeamSpec, load_team, parse_team
 
 from ._config import Limits
 from ._live_session import LiveSession, SessionObserver, _busy, session_uri

@@ -22,25 +22,21 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.ahp._actions import ChatTurnStartedAction
-from orchestrator.ahp._state import ChatInputResponseKind
-from orchestrator.base._errors import RunError
-from orchestrator.core._facts import Fact
-from orchestrator.core._queries import input_request_id, open_questions
-from orchestrator.core._team_actions import (
+from orchestrator.ahp import ChatInputResponseKind, ChatTurnStartedAction
+from orchestrator.base import RunError
+from orchestrator.core import (
     USER,
     ApprovalRequested,
     ApprovalResolved,
+    Fact,
     RunFinished,
+    TeamState,
     ViewUpdated,
+    input_request_id,
+    open_questions,
 )
-from orchestrator.core._team_state import TeamState
-from orchestrator.protocols._agent_channel import AgentChannelProjector
-from orchestrator.protocols._agent_messages import TURN_ENDS
-from orchestrator.protocols._project_agui import AguiProjector
-from orchestrator.runtime._bus import BusStatistics, Subscription
-from orchestrator.runtime._ids import Ids
-from orchestrator.runtime._team_runtime import TeamRuntime
+from orchestrator.protocols import TURN_ENDS, AgentChannelProjector, AguiProjector
+from orchestrator.runtime import BusStatistics, Ids, Subscription, TeamRuntime
 
 __all__ = [
     "CHAT_PREFIX",

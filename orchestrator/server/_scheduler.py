@@ -43,29 +43,40 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.base._clock import parse_timestamp, timestamp, utc_now
-from orchestrator.base._errors import FactLogError, OrchestratorError, RunError
-from orchestrator.core._facts import Fact
-from orchestrator.core._queries import open_questions
-from orchestrator.core._team_actions import USER, ApprovalRequested, ApprovalResolved, RunStatus
-from orchestrator.core._team_state import TeamState
-from orchestrator.core._teammate_actions import (
+from orchestrator.base import (
+    FactLogError,
+    OrchestratorError,
+    RunError,
+    parse_timestamp,
+    timestamp,
+    utc_now,
+)
+from orchestrator.core import (
+    USER,
+    ApprovalRequested,
+    ApprovalResolved,
+    Fact,
     RunOutcome,
+    RunStatus,
     TeammateAction,
     TeammatePaused,
     TeammateResumed,
+    TeammateRun,
     TeammateRunFinished,
     TeammateRunStarted,
     TeammateSlept,
+    TeammateState,
     TeammateWoke,
+    TeamState,
+    Wake,
     WakeDecision,
     WakeReason,
+    fold_teammate,
+    open_questions,
     teammate_uri,
 )
-from orchestrator.core._teammate_state import TeammateRun, TeammateState, Wake, fold_teammate
-from orchestrator.protocols._agentui import Envelope
-from orchestrator.protocols._project_teammates import teammate_envelopes
-from orchestrator.spec._schedule import (
+from orchestrator.protocols import Envelope, teammate_envelopes
+from orchestrator.spec import (
     BackgroundSpec,
     Cron,
     Decision,

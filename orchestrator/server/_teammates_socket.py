@@ -17,18 +17,17 @@ import structlog
 import trio
 from starlette.websockets import WebSocket
 
-from orchestrator.base._clock import timestamp
-from orchestrator.base._errors import FactLogError, PeerProtocolError, RunError
-from orchestrator.protocols._agentui import Envelope
-from orchestrator.protocols._agentui_wire import unstructure_envelope
-from orchestrator.protocols._teammate_channel import (
+from orchestrator.base import FactLogError, PeerProtocolError, RunError, timestamp
+from orchestrator.protocols import (
     ControlTeammate,
+    Envelope,
     ListTeammates,
     Subscribe,
     TeammateHistory,
     TeammateRequest,
     parse_request,
     teammates_message,
+    unstructure_envelope,
 )
 
 from ._auth import Permission, Principal

@@ -18,7 +18,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
-from orchestrator.base._errors import ScheduleError, TeamFileError
+from orchestrator.base import ScheduleError, TeamFileError
 
 from ._schedule import parse_duration
 from ._wording import _describe, _did_you_mean, _join

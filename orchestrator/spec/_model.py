@@ -18,7 +18,7 @@ from typing import Final, Literal, TypeAlias
 
 import attrs
 
-from orchestrator.base._errors import RunError
+from orchestrator.base import RunError
 
 from ._schedule import BackgroundSpec
 from ._script import ScriptedTurn

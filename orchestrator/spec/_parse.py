@@ -35,7 +35,7 @@ from typing import Any, Final, get_args
 
 import attrs
 
-from orchestrator.base._errors import ScheduleError, TeamFileError
+from orchestrator.base import ScheduleError, TeamFileError
 
 from ._checks import _ValueChecks
 from ._model import (

@@ -49,7 +49,7 @@ from typing import Final, TypeAlias
 import attrs
 from croniter import CroniterBadDateError, croniter
 
-from orchestrator.base._errors import ScheduleError
+from orchestrator.base import ScheduleError
 
 __all__ = [
     "DEFAULT_CATCH_UP_LIMIT",

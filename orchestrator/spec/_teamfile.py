@@ -28,7 +28,7 @@ from typing import Any, Final
 
 import attrs
 
-from orchestrator.base._errors import TeamFileError
+from orchestrator.base import TeamFileError
 
 from ._model import TEAM_TOOLS, TeamSpec
 from ._parse import _Parser

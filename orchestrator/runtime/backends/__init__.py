@@ -1,0 +1,81 @@
+"""Where model rounds come from: the backend contract (defined with the model round in
+:mod:`orchestrator.core`), the scripted backend, the OpenAI-compatible backend with its wire
+form and transcript, and the factory that makes each agent's backend from its team file.
+"""
+
+from ._contract import (
+    Backend,
+    ModelEvent,
+    ReasoningDelta,
+    RoundContext,
+    TextDelta,
+    ToolCallInputDelta,
+    ToolCallRequest,
+    ToolCallStarted,
+    ToolOutcome,
+    UsageReport,
+)
+from ._factory import backend_factory
+from ._openai import HOSTED_API, OpenAIBackend, base_url_of, http_client
+from ._openai_wire import (
+    ChunkAssembler,
+    provider_message,
+    request_body,
+    retry_after_seconds,
+    system_prompt,
+)
+from ._scripted import (
+    ScriptedBackend,
+    ScriptedFailure,
+    chunk_text,
+    render_json,
+    render_text,
+    tool_call_id,
+    turn_index_of,
+)
+from ._transcript import (
+    AssistantMessage,
+    AssistantToolCall,
+    ToolMessage,
+    TranscriptMessage,
+    UserMessage,
+    tool_call_ids,
+    transcript,
+)
+
+__all__ = [
+    "HOSTED_API",
+    "AssistantMessage",
+    "AssistantToolCall",
+    "Backend",
+    "ChunkAssembler",
+    "ModelEvent",
+    "OpenAIBackend",
+    "ReasoningDelta",
+    "RoundContext",
+    "ScriptedBackend",
+    "ScriptedFailure",
+    "TextDelta",
+    "ToolCallInputDelta",
+    "ToolCallRequest",
+    "ToolCallStarted",
+    "ToolMessage",
+    "ToolOutcome",
+    "TranscriptMessage",
+    "UsageReport",
+    "UserMessage",
+    "backend_factory",
+    "base_url_of",
+    "chunk_text",
+    "http_client",
+    "provider_message",
+    "render_json",
+    "render_text",
+    "request_body",
+    "retry_after_seconds",
+    "system_prompt",
+    "tool_call_id",
+    "tool_call_ids",
+    "transcript",
+    "turn_index_of",
+]

@@ -10,7 +10,7 @@ its finished calls' :class:`ToolOutcome` values); this module names them for the
 
 from __future__ import annotations
 
-from orchestrator.core._model_round import (
+from orchestrator.core import (
     Backend,
     ModelEvent,
     ReasoningDelta,

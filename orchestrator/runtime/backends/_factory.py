@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 
 import httpx
 
-from orchestrator.core._model_round import Backend
-from orchestrator.spec._model import AgentSpec, TeamSpec
+from orchestrator.core import Backend
+from orchestrator.spec import AgentSpec, TeamSpec
 
 from ._openai import OpenAIBackend
 from ._scripted import ScriptedBackend

@@ -33,16 +33,16 @@ import stamina
 import structlog
 import trio
 
-from orchestrator.base._errors import (
+from orchestrator.base import (
     ModelRequestError,
     ModelStreamError,
     PeerProtocolError,
     RunError,
+    parse_json_counted,
 )
-from orchestrator.base._input_gate import parse_json_counted
-from orchestrator.core._model_round import ModelEvent, RoundContext
+from orchestrator.core import ModelEvent, RoundContext
 from orchestrator.runtime._logging import register_secret
-from orchestrator.spec._model import AgentSpec, OpenAISettings, TeamSpec
+from orchestrator.spec import AgentSpec, OpenAISettings, TeamSpec
 
 from ._openai_wire import (
     ChunkAssembler,

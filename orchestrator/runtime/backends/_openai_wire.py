@@ -33,9 +33,8 @@ from typing import Any, Final
 
 import attrs
 
-from orchestrator.base._errors import ModelStreamError, PeerProtocolError
-from orchestrator.base._input_gate import parse_json
-from orchestrator.core._model_round import (
+from orchestrator.base import ModelStreamError, PeerProtocolError, parse_json
+from orchestrator.core import (
     ModelEvent,
     ReasoningDelta,
     TextDelta,
@@ -44,8 +43,7 @@ from orchestrator.core._model_round import (
     ToolCallStarted,
     UsageReport,
 )
-from orchestrator.spec._model import AgentSpec, OpenAISettings, TeamSpec
-from orchestrator.spec._tools import ToolDefinition, check_tool_input
+from orchestrator.spec import AgentSpec, OpenAISettings, TeamSpec, ToolDefinition, check_tool_input
 
 from ._transcript import AssistantMessage, ToolMessage, TranscriptMessage, UserMessage
 

@@ -26,8 +26,8 @@ from typing import Any, Final, assert_never
 
 import trio
 
-from orchestrator.base._errors import RunError
-from orchestrator.core._model_round import (
+from orchestrator.base import RunError
+from orchestrator.core import (
     ModelEvent,
     ReasoningDelta,
     RoundContext,
@@ -36,8 +36,8 @@ from orchestrator.core._model_round import (
     ToolOutcome,
     UsageReport,
 )
-from orchestrator.spec._model import AgentSpec
-from orchestrator.spec._script import (
+from orchestrator.spec import (
+    AgentSpec,
     AskStep,
     DelegateStep,
     FailStep,

@@ -26,7 +26,7 @@ from typing import Final, TypeAlias, TypeGuard
 
 import attrs
 
-from orchestrator.ahp._state import (
+from orchestrator.ahp import (
     ActiveTurn,
     ChatState,
     MarkdownResponsePart,
@@ -38,8 +38,7 @@ from orchestrator.ahp._state import (
     ToolCallState,
     Turn,
 )
-from orchestrator.core._queries import is_interrupted, outcome_of, round_of
-from orchestrator.core._reports import STEERING_META
+from orchestrator.core import STEERING_META, is_interrupted, outcome_of, round_of
 
 __all__ = [
     "AssistantMessage",
