@@ -1,64 +1,53 @@
-"""The package's shape: a pure core that imports no IO, and one public facade."""
+"""The package's shape: layers that import only downwards, pure layers that import no IO, and
+a facade per package that names its public parts.
+
+The layers and the purity rule are import-linter contracts in ``pyproject.toml`` (one list,
+checked statically by ``lint-imports`` in the README's test command); the tests here check
+what a static graph cannot see (a library that loads IO when imported) and that the
+contracts bite.
+"""
 
 from __future__ import annotations
 
+import ast
 import importlib
+import shutil
 import subprocess
 import sys
+import tomllib
 import types
+from pathlib import Path
 
 import pytest
 
 import orchestrator
 
-#: Protocol types, reducers, graph and projections: facts in, state or envelopes out.
-PURE_MODULES = (
-    "orchestrator.base._errors",
-    "orchestrator.base._compact_json",
-    "orchestrator.ahp._state",
-    "orchestrator.ahp._actions",
-    "orchestrator.ahp._wire",
-    "orchestrator.ahp._commands",
-    "orchestrator.protocols._ahp_rpc",
-    "orchestrator.protocols._agentui",
-    "orchestrator.protocols._agentui_wire",
-    "orchestrator.core._team_actions",
-    "orchestrator.core._facts",
-    "orchestrator.core._facts_wire",
-    "orchestrator.ahp._chat_reducer",
-    "orchestrator.ahp._session_reducer",
-    "orchestrator.ahp._validate",
-    "orchestrator.core._team_records",
-    "orchestrator.core._team_reducer",
-    "orchestrator.core._team_validate",
-    "orchestrator.core._team_state",
-    "orchestrator.core._graph",
-    "orchestrator.core._graph_export",
-    "orchestrator.protocols._project_agentui",
-    "orchestrator.protocols._project_agui",
-    "orchestrator.spec._teamfile",
-    "orchestrator.spec._model",
-    "orchestrator.spec._script",
-    "orchestrator.spec._parse",
-    "orchestrator.spec._checks",
-    "orchestrator.spec._wording",
-    "orchestrator.spec._schedule",
-    "orchestrator.core._reports",
-    "orchestrator.core._recovery",
-    "orchestrator.protocols._agent_messages",
-    "orchestrator.spec._tools",
-    "orchestrator.core._model_round",
-    "orchestrator.protocols._agent_channel",
-    "orchestrator.base._input_gate",
-    "orchestrator.protocols._json_frames",
-)
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "orchestrator"
+CONTRACTS = {
+    contract["id"]: contract
+    for contract in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
+        "contracts"
+    ]
+}
+
+#: The pure packages and modules, as the import contract names them.
+PURE = tuple(CONTRACTS["pure"]["source_modules"])
 
 #: What a pure module may never pull in, directly or through another module of ours.
-FORBIDDEN = ("trio", "sqlite3", "socket", "httpx", "hypercorn", "structlog", "rich")
+FORBIDDEN = tuple(CONTRACTS["pure"]["forbidden_modules"])
 
 #: The libraries a pure module may use. Their own imports are theirs: networkx loads the
-#: stdlib's socket module as a side effect of its plugin discovery, which does no IO.
-PURE_LIBRARIES = ("attrs", "cattrs", "networkx", "jsonschema")
+#: stdlib's socket module as a side effect of its plugin discovery, and croniter subprocess,
+#: neither of which does any IO on import.
+PURE_LIBRARIES = ("attrs", "cattrs", "croniter", "networkx", "jsonschema", "immutables")
+
+#: Every package below the root, as a dotted name (``orchestrator.core``, ...).
+PACKAGES = tuple(
+    ".".join(("orchestrator", *init.parent.relative_to(PACKAGE).parts))
+    for init in sorted(PACKAGE.rglob("__init__.py"))
+    if init.parent != PACKAGE
+)
 
 
 def loaded_after(imports: str) -> set[str]:
@@ -68,35 +57,133 @@ def loaded_after(imports: str) -> set[str]:
     return set(filter(None, done.stdout.strip().split(",")))
 
 
-class TestPureCore:
-    @pytest.mark.parametrize("module", PURE_MODULES)
-    def test_pure_module_imports_no_io(self, module: str) -> None:
-        """Importing the module alone loads no IO library beyond what its libraries load."""
+def module_all(path: Path) -> list[str]:
+    """The names a module's ``__all__`` lists (read, not imported)."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
+        ):
+            return [ast.literal_eval(element) for element in node.value.elts]  # type: ignore[attr-defined]
+    return []
+
+
+class TestPureLayers:
+    def test_all_pure_packages_are_named(self) -> None:
+        assert {"orchestrator.base", "orchestrator.ahp", "orchestrator.core"} <= set(PURE)
+
+    @pytest.mark.parametrize("module", [m for m in PURE if m.count(".") == 1])
+    def test_pure_package_loads_no_io(self, module: str) -> None:
+        """Importing it alone loads no IO library beyond what its libraries load (what a
+        static graph cannot see). The pure modules of impure packages are checked by the
+        contract alone: importing one runs its package's __init__ first."""
         libraries = loaded_after("; ".join(f"import {name}" for name in PURE_LIBRARIES))
         added = loaded_after(f"import {module}") - libraries
         assert added == set(), f"{module} imports {sorted(added)}"
 
     def test_the_check_can_fail(self) -> None:
         """The runtime is not pure: the same check sees trio come in."""
-        assert "trio" in loaded_after("import orchestrator.runtime._team_runtime")
+        assert "trio" in loaded_after("import orchestrator.runtime")
 
 
-class TestFacade:
-    def test_all_is_sorted_and_unique(self) -> None:
+#: ``lint-imports`` run by this interpreter (its console script may not be on PATH).
+LINT_IMPORTS = "from importlinter.cli import lint_imports_command; lint_imports_command()"
+
+
+class TestContracts:
+    """The import contracts bite: a copy of the package with one bad import breaks them."""
+
+    @pytest.fixture
+    def clone(self, tmp_path: Path) -> Path:
+        shutil.copytree(
+            PACKAGE, tmp_path / "orchestrator", ignore=shutil.ignore_patterns("__pycache__")
+        )
+        shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+        return tmp_path
+
+    @staticmethod
+    def lint(where: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from importlinter.cli import lint_imports_command; lint_imports_command()",
+                "--no-cache",
+            ],
+            cwd=where,
+            env={"PYTHONPATH": str(where), "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    @staticmethod
+    def add_import(module: Path, statement: str) -> None:
+        text = module.read_text()
+        head, marker, rest = text.partition("from __future__ import annotations\n")
+        module.write_text(f"{head}{marker}\n{statement}\n{rest}")
+
+    def test_the_package_keeps_them(self, clone: Path) -> None:
+        done = self.lint(clone)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    @pytest.mark.parametrize(
+        ("module", "statement", "contract"),
+        [
+            ("core/_graph.py", "import orchestrator.server  # noqa", "Each layer imports only"),
+            ("ahp/_state.py", "import trio  # noqa", "import neither trio nor any IO"),
+            ("protocols/_agentui.py", "import sqlite3  # noqa", "import neither trio nor any IO"),
+            (
+                "server/_app.py",
+                "from orchestrator.core._facts import Fact  # noqa",
+                "private modules",
+            ),
+            ("spec/_schedule.py", "from . import _tools  # noqa", "No import circle"),
+        ],
+    )
+    def test_a_bad_import_breaks_one(
+        self, clone: Path, module: str, statement: str, contract: str
+    ) -> None:
+        self.add_import(clone / "orchestrator" / module, statement)
+        done = self.lint(clone)
+        assert done.returncode != 0
+        broken = done.stdout.split("Broken contracts", 1)[-1]
+        assert contract in broken.replace("\n", " "), done.stdout
+
+
+class TestFacades:
+    def test_root_all_is_sorted_and_unique(self) -> None:
         assert list(orchestrator.__all__) == sorted(set(orchestrator.__all__))
 
-    @pytest.mark.parametrize("name", orchestrator.__all__)
-    def test_every_export_comes_from_a_private_module(self, name: str) -> None:
-        value = getattr(orchestrator, name)
-        module = getattr(value, "__module__", "")
-        private = module.startswith("orchestrator.") and module.rsplit(".", 1)[1].startswith("_")
-        assert private, f"{name} is defined in {module!r}"
-        assert getattr(importlib.import_module(module), name) is value
-
-    def test_nothing_public_is_left_out(self) -> None:
+    def test_root_exports_only_its_all(self) -> None:
         public = {
             name
             for name, value in vars(orchestrator).items()
             if not name.startswith("_") and not isinstance(value, types.ModuleType)
         }
         assert public == set(orchestrator.__all__)
+
+    @pytest.mark.parametrize("package", PACKAGES)
+    def test_a_facade_names_every_public_part_of_its_modules(self, package: str) -> None:
+        """A package's ``__all__`` is exactly the union of its modules' ``__all__`` (ruff
+        keeps it sorted), each name once."""
+        facade = importlib.import_module(package)
+        folder = PACKAGE.joinpath(*package.split(".")[1:])
+        expected = [
+            name
+            for module in folder.glob("_*.py")
+            if not module.name.startswith("__")
+            for name in module_all(module)
+        ]
+        assert len(set(expected)) == len(expected), "two modules export one name"
+        assert sorted(facade.__all__) == sorted(expected)
+
+    @pytest.mark.parametrize("package", PACKAGES)
+    def test_each_export_is_the_object_its_module_defines(self, package: str) -> None:
+        facade = importlib.import_module(package)
+        folder = PACKAGE.joinpath(*package.split(".")[1:])
+        for module in folder.glob("_*.py"):
+            if module.name.startswith("__"):
+                continue
+            loaded = importlib.import_module(f"{package}.{module.stem}")
+            for name in module_all(module):
+                assert getattr(facade, name) is getattr(loaded, name), f"{package}.{name}"
