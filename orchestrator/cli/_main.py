@@ -72,7 +72,9 @@ from orchestrator.spec import check_team, load_team, parse_team
 from ._console import ApprovalMode, TeamConsole
 from ._teammates_client import TOKEN_ENV, print_answer, read_token, request, teammates_url
 
-__all__ = ["default_db", "main"]
+__all__ = [
+    "main",
+]
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -21,7 +21,7 @@ from trio_websocket import ConnectionClosed, ConnectionRejected, HandshakeError,
 from orchestrator.base import ConfigError, RunError
 from orchestrator.runtime import register_secret
 
-__all__ = ["TOKEN_ENV", "print_answer", "request", "teammates_url"]
+__all__: list[str] = []
 
 #: The environment variable a CLI token is read from.
 TOKEN_ENV = "ORCHESTRATOR_TOKEN"

@@ -34,8 +34,6 @@ from ._model_round import (
 from ._queries import (
     INTERRUPTED,
     ROUND_META,
-    TEXT_PARTS,
-    calls_in,
     has_open_input,
     input_request_id,
     interrupted_turns,
@@ -84,13 +82,11 @@ from ._team_actions import (
     TeamAction,
     ViewUpdated,
 )
-from ._team_records import ApprovalRecord, Member, Overlay, RunRecord, TaskRecord, Transition
+from ._team_records import ApprovalRecord, Member, RunRecord, TaskRecord, Transition
 from ._team_reducer import TASK_TRANSITIONS, reduce_action, reduce_team_action
 from ._team_state import MemberStatus, TeamState
 from ._team_validate import validate_action, validate_team_action
 from ._teammate_actions import (
-    TEAMMATE_ACTION_TYPES,
-    TEAMMATE_SCHEME,
     RunOutcome,
     TeammateAction,
     TeammatePaused,
@@ -120,9 +116,6 @@ __all__ = [
     "RUNS_KEPT",
     "STEERING_META",
     "TASK_TRANSITIONS",
-    "TEAMMATE_ACTION_TYPES",
-    "TEAMMATE_SCHEME",
-    "TEXT_PARTS",
     "USER",
     "USER_NODE",
     "Action",
@@ -142,7 +135,6 @@ __all__ = [
     "MemberStatus",
     "ModelEvent",
     "NodeKind",
-    "Overlay",
     "ReasoningDelta",
     "RecoveryPlan",
     "ResumePoint",
@@ -183,7 +175,6 @@ __all__ = [
     "WakeDecision",
     "WakeReason",
     "build_graph",
-    "calls_in",
     "cut_off",
     "decode_fact",
     "delegation_output",

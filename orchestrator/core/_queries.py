@@ -35,8 +35,6 @@ from ._team_state import TeamState
 __all__ = [
     "INTERRUPTED",
     "ROUND_META",
-    "TEXT_PARTS",
-    "calls_in",
     "has_open_input",
     "input_request_id",
     "interrupted_turns",

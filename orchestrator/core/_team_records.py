@@ -27,7 +27,6 @@ from ._team_actions import ApprovalDecision, ApprovalRequested, RunStatus, TaskS
 __all__ = [
     "ApprovalRecord",
     "Member",
-    "Overlay",
     "RunRecord",
     "TaskRecord",
     "Transition",

@@ -24,8 +24,6 @@ from urllib.parse import quote
 import attrs
 
 __all__ = [
-    "TEAMMATE_ACTION_TYPES",
-    "TEAMMATE_SCHEME",
     "RunOutcome",
     "TeammateAction",
     "TeammatePaused",

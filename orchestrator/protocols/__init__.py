@@ -16,10 +16,7 @@ from ._agent_channel import (
     ToolResponse,
     agent_event,
     parse_client_message,
-    permission_request,
-    question,
     replay,
-    tool_call_of_request,
     view_update,
 )
 from ._agent_messages import (
@@ -52,36 +49,28 @@ from ._agentui import (
     Topology,
     WorkItemStatus,
 )
-from ._agentui_envelopes import EnvelopeBuilder, compact
 from ._agentui_wire import (
-    converter,
     envelope_from_json_line,
     envelope_to_json_line,
     structure_envelope,
     unstructure_envelope,
 )
-from ._agui_run_input import Event, ResumeDecision, RunRequest, approval_interrupt, parse_run_input
+from ._agui_run_input import Event, ResumeDecision, RunRequest, parse_run_input
 from ._agui_state import json_patch, team_view
 from ._ahp_rpc import (
-    METHODS,
-    NOTIFICATIONS,
-    SUPPORTED_VERSIONS,
     Call,
     channel_envelopes,
     error_frame,
     negotiate,
     notification_frame,
     parse_call,
-    pre_run_session_state,
     result_frame,
     session_snapshot_state,
 )
-from ._json_frames import decode_object, shown
 from ._project_agentui import AgentUiProjector, project_facts
 from ._project_agui import AguiProjector, AguiRunStatus
-from ._project_teammates import teammate_agent_id, teammate_envelopes, teammate_task_id
+from ._project_teammates import teammate_envelopes
 from ._teammate_channel import (
-    CONTROLS,
     ControlTeammate,
     ListTeammates,
     Subscribe,
@@ -92,10 +81,6 @@ from ._teammate_channel import (
 )
 
 __all__ = [
-    "CONTROLS",
-    "METHODS",
-    "NOTIFICATIONS",
-    "SUPPORTED_VERSIONS",
     "TURN_ENDS",
     "Abort",
     "ActionType",
@@ -112,7 +97,6 @@ __all__ = [
     "ControlTeammate",
     "CoordinatorTeamStatus",
     "Envelope",
-    "EnvelopeBuilder",
     "Event",
     "EventType",
     "HandoffStatus",
@@ -140,11 +124,7 @@ __all__ = [
     "Topology",
     "WorkItemStatus",
     "agent_event",
-    "approval_interrupt",
     "channel_envelopes",
-    "compact",
-    "converter",
-    "decode_object",
     "envelope_from_json_line",
     "envelope_to_json_line",
     "error_frame",
@@ -155,22 +135,15 @@ __all__ = [
     "parse_client_message",
     "parse_request",
     "parse_run_input",
-    "permission_request",
-    "pre_run_session_state",
     "project_facts",
-    "question",
     "replay",
     "restore_actions",
     "result_frame",
     "session_snapshot_state",
-    "shown",
     "structure_envelope",
     "team_view",
-    "teammate_agent_id",
     "teammate_envelopes",
-    "teammate_task_id",
     "teammates_message",
-    "tool_call_of_request",
     "truncate_action",
     "turn_from_facts",
     "turn_messages",

@@ -74,10 +74,7 @@ __all__ = [
     "ToolResponse",
     "agent_event",
     "parse_client_message",
-    "permission_request",
-    "question",
     "replay",
-    "tool_call_of_request",
     "view_update",
 ]
 

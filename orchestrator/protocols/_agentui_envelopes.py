@@ -34,7 +34,7 @@ from ._agentui import (
     Topology,
 )
 
-__all__ = ["EnvelopeBuilder", "compact"]
+__all__: list[str] = []
 
 #: The teammate status a roster status is shown as on the wire (the spec's list has no
 #: separate "needs approval": it is input the teammate needs, ``waitingFor`` says which).

@@ -47,7 +47,6 @@ from ._agentui import (
 )
 
 __all__ = [
-    "converter",
     "envelope_from_json_line",
     "envelope_to_json_line",
     "structure_envelope",

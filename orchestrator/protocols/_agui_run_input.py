@@ -25,7 +25,6 @@ __all__ = [
     "Event",
     "ResumeDecision",
     "RunRequest",
-    "approval_interrupt",
     "parse_run_input",
 ]
 

@@ -89,16 +89,12 @@ from orchestrator.base import (
 from orchestrator.core import Fact, RunStarted
 
 __all__ = [
-    "METHODS",
-    "NOTIFICATIONS",
-    "SUPPORTED_VERSIONS",
     "Call",
     "channel_envelopes",
     "error_frame",
     "negotiate",
     "notification_frame",
     "parse_call",
-    "pre_run_session_state",
     "result_frame",
     "session_snapshot_state",
 ]

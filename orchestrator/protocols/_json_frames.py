@@ -11,7 +11,7 @@ from typing import Any
 from orchestrator.ahp import json_type
 from orchestrator.base import JSON_LIMITS, JsonLimits, PeerProtocolError, parse_json
 
-__all__ = ["decode_object", "shown"]
+__all__: list[str] = []
 
 
 def decode_object(

@@ -35,7 +35,9 @@ from ._agentui import (
     Topology,
 )
 
-__all__ = ["teammate_agent_id", "teammate_envelopes", "teammate_task_id"]
+__all__ = [
+    "teammate_envelopes",
+]
 
 _PHASE = {
     BackgroundJobStatus.SCHEDULED: Phase.WAITING,

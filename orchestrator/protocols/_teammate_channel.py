@@ -43,7 +43,6 @@ from orchestrator.base import JSON_LIMITS, JsonLimits, PeerProtocolError
 from ._json_frames import decode_object, shown
 
 __all__ = [
-    "CONTROLS",
     "ControlTeammate",
     "ListTeammates",
     "Subscribe",

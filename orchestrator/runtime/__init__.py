@@ -3,14 +3,13 @@ subscribers, the team runtime (turns, tools, delegation, approvals), command too
 logging and process settings. The model backends are in :mod:`orchestrator.runtime.backends`.
 """
 
-from ._approvals import Approvals, answer_text, parse_answer, summary
+from ._approvals import answer_text, parse_answer
 from ._bus import BusStatistics, FactBus, Subscription
 from ._command_tool import (
     CALLBACK_TOKEN_VAR,
     CALLBACK_URL_VAR,
     GROUP_ID_VAR,
     KILL_GRACE,
-    OUTPUT_LIMIT,
     STDERR_TAIL,
     TOOL_CALL_ID_VAR,
     CommandResult,
@@ -20,18 +19,6 @@ from ._command_tool import (
     group_id,
     run_command,
 )
-from ._context import (
-    CANCELLED,
-    STOPPED,
-    ChatContext,
-    RunContext,
-    Slot,
-    TurnFailedError,
-    TurnResult,
-    chat_added,
-    is_cancellation,
-)
-from ._delegation import Delegation, RunChat, Turnstile
 from ._factlog import (
     DoneTicket,
     EventTicket,
@@ -54,36 +41,28 @@ from ._logging import (
     configure_logging,
     redact_text,
     register_secret,
-    sanitize,
 )
-from ._process import GC_THRESHOLDS, tune_gc
-from ._recorder import PendingBatch, Recorder
+from ._process import tune_gc
+from ._recorder import Recorder
 from ._team_runtime import RunOutcome, TeamRuntime, require_prompt
-from ._turns import BackendFactory, Turns, conversation
+from ._turns import BackendFactory, conversation
 
 __all__ = [
     "CALLBACK_TOKEN_VAR",
     "CALLBACK_URL_VAR",
-    "CANCELLED",
-    "GC_THRESHOLDS",
     "GROUP_ID_VAR",
     "KILL_GRACE",
     "MAX_EVENT_CHARS",
     "MAX_FRAMES",
     "MAX_TRACEBACK_CHARS",
     "MAX_VALUE_CHARS",
-    "OUTPUT_LIMIT",
     "REPEAT_LIMIT",
     "REPEAT_WINDOW",
     "STDERR_TAIL",
-    "STOPPED",
     "TOOL_CALL_ID_VAR",
-    "Approvals",
     "BackendFactory",
     "BusStatistics",
-    "ChatContext",
     "CommandResult",
-    "Delegation",
     "DoneTicket",
     "EventTicket",
     "FactBus",
@@ -91,37 +70,25 @@ __all__ = [
     "Ids",
     "JsonlFactLog",
     "MemoryFactLog",
-    "PendingBatch",
     "Recorder",
     "RepeatKey",
     "RepeatLimiter",
-    "RunChat",
-    "RunContext",
     "RunOutcome",
-    "Slot",
     "Subscription",
     "TeamRuntime",
     "Ticket",
     "ToolCallback",
-    "TurnFailedError",
-    "TurnResult",
-    "Turns",
-    "Turnstile",
     "answer_text",
     "callback_url",
-    "chat_added",
     "command_environment",
     "configure_logging",
     "conversation",
     "group_id",
-    "is_cancellation",
     "parse_answer",
     "read_facts",
     "redact_text",
     "register_secret",
     "require_prompt",
     "run_command",
-    "sanitize",
-    "summary",
     "tune_gc",
 ]

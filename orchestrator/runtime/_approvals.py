@@ -66,7 +66,10 @@ from orchestrator.core import (
 
 from ._context import ChatContext, RunContext, is_cancellation
 
-__all__ = ["Approvals", "answer_text", "parse_answer", "summary"]
+__all__ = [
+    "answer_text",
+    "parse_answer",
+]
 
 #: Longest tool input shown in an approval request's summary.
 SUMMARY_LIMIT = 160

@@ -55,7 +55,6 @@ __all__ = [
     "CALLBACK_URL_VAR",
     "GROUP_ID_VAR",
     "KILL_GRACE",
-    "OUTPUT_LIMIT",
     "STDERR_TAIL",
     "TOOL_CALL_ID_VAR",
     "CommandResult",

@@ -43,17 +43,7 @@ from ._command_tool import ToolCallback
 from ._ids import Ids
 from ._recorder import Recorder
 
-__all__ = [
-    "CANCELLED",
-    "STOPPED",
-    "ChatContext",
-    "RunContext",
-    "Slot",
-    "TurnFailedError",
-    "TurnResult",
-    "chat_added",
-    "is_cancellation",
-]
+__all__: list[str] = []
 
 CANCELLED = "cancelled"
 STOPPED = "stopped with the process: the run resumes at the next start"

@@ -69,7 +69,7 @@ from ._context import (
     is_cancellation,
 )
 
-__all__ = ["Delegation", "RunChat", "Turnstile"]
+__all__: list[str] = []
 
 log = structlog.get_logger("orchestrator.runtime")
 

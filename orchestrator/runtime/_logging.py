@@ -52,7 +52,6 @@ __all__ = [
     "configure_logging",
     "redact_text",
     "register_secret",
-    "sanitize",
 ]
 
 #: Frames kept of each stack of a traceback, half from each end: the frames nearest the

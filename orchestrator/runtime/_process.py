@@ -16,7 +16,9 @@ from __future__ import annotations
 import gc
 from typing import Final
 
-__all__ = ["GC_THRESHOLDS", "tune_gc"]
+__all__ = [
+    "tune_gc",
+]
 
 #: (young generation, middle, old) collection thresholds; see the module docstring.
 GC_THRESHOLDS: Final = (50_000, 20, 10)

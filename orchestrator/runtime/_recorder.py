@@ -26,7 +26,9 @@ from orchestrator.core import Action, Fact, TeamState, Transition
 from ._bus import FactBus
 from ._factlog import FactLog, Ticket
 
-__all__ = ["PendingBatch", "Recorder"]
+__all__ = [
+    "Recorder",
+]
 
 log = structlog.get_logger("orchestrator.runtime")
 

@@ -89,7 +89,10 @@ from ._context import ChatContext, RunContext, TurnFailedError, TurnResult, is_c
 from ._delegation import Delegation, Turnstile
 from ._recorder import PendingBatch
 
-__all__ = ["BackendFactory", "Turns", "conversation"]
+__all__ = [
+    "BackendFactory",
+    "conversation",
+]
 
 log = structlog.get_logger("orchestrator.runtime")
 

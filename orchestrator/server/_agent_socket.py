@@ -70,7 +70,7 @@ from ._metrics import DaemonMetrics
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._rate_limit import TokenBucket
 
-__all__ = ["AgentSocket"]
+__all__: list[str] = []
 
 log = structlog.get_logger("orchestrator.ws")
 

@@ -40,7 +40,7 @@ from ._auth import Principal
 from ._daemon import Daemon
 from ._live_session import LiveSession
 
-__all__ = ["AguiRequestError", "agui_run"]
+__all__: list[str] = []
 
 log = structlog.get_logger("orchestrator.agui")
 

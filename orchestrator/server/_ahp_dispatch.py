@@ -63,7 +63,7 @@ from ._auth import Permission, Principal
 from ._daemon import Daemon
 from ._live_session import CHAT_PREFIX, SESSION_PREFIX, LiveSession
 
-__all__ = ["ActionDispatcher"]
+__all__: list[str] = []
 
 #: Seconds a confirmation waits for the approval request of its tool call to be recorded.
 APPROVAL_WAIT: Final = 5.0

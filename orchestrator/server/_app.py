@@ -77,7 +77,10 @@ from ._scheduler import Scheduler
 from ._sd_notify import SystemdNotifier
 from ._teammates_socket import serve_teammates
 
-__all__ = ["ConnectionCap", "DaemonAssembly", "assemble", "build_app", "serve"]
+__all__ = [
+    "assemble",
+    "serve",
+]
 
 log = structlog.get_logger("orchestrator.server")
 

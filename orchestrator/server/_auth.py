@@ -18,7 +18,13 @@ from typing import Final
 
 import attrs
 
-__all__ = ["LOCAL", "Authenticator", "Permission", "Principal", "Role", "Token"]
+__all__ = [
+    "LOCAL",
+    "Authenticator",
+    "Permission",
+    "Role",
+    "Token",
+]
 
 
 class Role(enum.StrEnum):

@@ -9,7 +9,7 @@ from starlette.websockets import WebSocket
 
 from ._rate_limit import TokenBucket
 
-__all__ = ["client_frames"]
+__all__: list[str] = []
 
 
 async def client_frames(

@@ -58,7 +58,6 @@ __all__ = [
     "DEFAULT_PORT",
     "Limits",
     "ServeConfig",
-    "is_loopback",
     "load_serve_config",
     "parse_serve_config",
 ]

@@ -62,7 +62,9 @@ from orchestrator.spec import BackgroundSpec, TeamSpec, load_team, parse_team
 from ._config import Limits
 from ._live_session import LiveSession, SessionObserver, _busy, session_uri
 
-__all__ = ["Companion", "Daemon", "load_teams"]
+__all__ = [
+    "Daemon",
+]
 
 log = structlog.get_logger("orchestrator.daemon")
 

@@ -56,7 +56,12 @@ try:
 except ImportError:  # pragma: no cover - a hypercorn without the seam: Starlette's path
     WSStream = HTTPStream = None  # type: ignore[assignment, misc]
 
-__all__ = ["SCOPE_KEY", "FrameWriter", "HypercornSeam", "OpenSockets", "frame_writer"]
+__all__ = [
+    "SCOPE_KEY",
+    "FrameWriter",
+    "HypercornSeam",
+    "frame_writer",
+]
 
 #: Where :class:`HypercornSeam` keeps the server's ``send`` callable in a WebSocket scope.
 SCOPE_KEY: Final = "orchestrator.asgi_send"

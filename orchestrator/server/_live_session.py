@@ -39,14 +39,7 @@ from orchestrator.protocols import TURN_ENDS, AgentChannelProjector, AguiProject
 from orchestrator.runtime import BusStatistics, Ids, Subscription, TeamRuntime
 
 __all__ = [
-    "CHAT_PREFIX",
-    "SESSION_PREFIX",
     "LiveSession",
-    "SessionHost",
-    "SessionObserver",
-    "Sink",
-    "session_id",
-    "session_uri",
 ]
 
 log = structlog.get_logger("orchestrator.daemon")

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ._daemon import Daemon
     from ._scheduler import Scheduler
 
-__all__ = ["CONTENT_TYPE", "DaemonMetrics"]
+__all__: list[str] = []
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

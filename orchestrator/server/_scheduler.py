@@ -91,7 +91,11 @@ if TYPE_CHECKING:
     from ._daemon import Daemon
     from ._live_session import LiveSession
 
-__all__ = ["Scheduler", "Teammate", "Watch", "describe_schedule", "run_usage"]
+__all__ = [
+    "Scheduler",
+    "Teammate",
+    "describe_schedule",
+]
 
 log = structlog.get_logger("orchestrator.scheduler")
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import structlog
 import trio
 
-__all__ = ["SystemdNotifier"]
+__all__: list[str] = []
 
 log = structlog.get_logger("orchestrator.systemd")
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ._config import Limits
     from ._metrics import DaemonMetrics
 
-__all__ = ["serve_teammates"]
+__all__: list[str] = []
 
 log = structlog.get_logger("orchestrator.teammates")
 

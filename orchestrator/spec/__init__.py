@@ -21,7 +21,6 @@ from ._model import (
     Topology,
 )
 from ._schedule import (
-    DEFAULT_CATCH_UP_LIMIT,
     BackgroundSpec,
     CatchUp,
     Cron,
@@ -58,7 +57,6 @@ from ._tools import ToolDefinition, check_tool_input, tool_definitions
 
 __all__ = [
     "COMMAND_ENV_PREFIX",
-    "DEFAULT_CATCH_UP_LIMIT",
     "DEFAULT_CHUNKS",
     "DEFAULT_COMMAND_TIMEOUT",
     "DEFAULT_PARALLEL_BUDGET",

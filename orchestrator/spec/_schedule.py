@@ -52,7 +52,6 @@ from croniter import CroniterBadDateError, croniter
 from orchestrator.base import ScheduleError
 
 __all__ = [
-    "DEFAULT_CATCH_UP_LIMIT",
     "BackgroundSpec",
     "CatchUp",
     "Cron",

@@ -17,13 +17,7 @@ from ._contract import (
 )
 from ._factory import backend_factory
 from ._openai import HOSTED_API, OpenAIBackend, base_url_of, http_client
-from ._openai_wire import (
-    ChunkAssembler,
-    provider_message,
-    request_body,
-    retry_after_seconds,
-    system_prompt,
-)
+from ._openai_wire import ChunkAssembler, provider_message, request_body, retry_after_seconds
 from ._scripted import (
     ScriptedBackend,
     ScriptedFailure,
@@ -73,7 +67,6 @@ __all__ = [
     "render_text",
     "request_body",
     "retry_after_seconds",
-    "system_prompt",
     "tool_call_id",
     "tool_call_ids",
     "transcript",

@@ -41,7 +41,7 @@ from orchestrator.base import (
     parse_json_counted,
 )
 from orchestrator.core import ModelEvent, RoundContext
-from orchestrator.runtime._logging import register_secret
+from orchestrator.runtime import register_secret
 from orchestrator.spec import AgentSpec, OpenAISettings, TeamSpec
 
 from ._openai_wire import (
@@ -55,7 +55,7 @@ from ._transcript import tool_call_ids, transcript
 
 __all__ = ["HOSTED_API", "OpenAIBackend", "base_url_of", "http_client"]
 
-log = structlog.get_logger(__name__)
+log = structlog.get_logger("orchestrator.backend.openai")
 
 #: Where requests go when neither the team file nor ``OPENAI_BASE_URL`` says.
 HOSTED_API: Final = "https://api.openai.com/v1"

@@ -52,7 +52,6 @@ __all__ = [
     "provider_message",
     "request_body",
     "retry_after_seconds",
-    "system_prompt",
 ]
 
 #: The longest provider error text kept in a turn's error message.
