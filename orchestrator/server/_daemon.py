@@ -217,7 +217,7 @@ class Daemon:
         error = await self.journal.wait_failed()
         for live in list(self.sessions.values()):
             if live.started:
-                live.runtime.recorder.fail(error)  # its runtime ends: see TeamRuntime._lost
+                live.fail(error)  # its runtime ends: see TeamRuntime._lost
             else:
                 self._drop_unprompted(live, error.message)
 
@@ -275,7 +275,7 @@ class Daemon:
                 if live.clients == 0 and live.idle.is_set() and now - live.idle_since >= after:
                     log.info("idle session put away", session=live.uri)
                     live.put_away = True
-                    live.runtime.stop()
+                    live.stop()
 
     async def stop(self) -> None:
         """SIGTERM: give running turns ``shutdown_grace`` to end, then stop every session
@@ -290,7 +290,7 @@ class Daemon:
         stopping = list(self.sessions.values())
         for live in stopping:
             if live.started:
-                live.runtime.stop()
+                live.stop()
             else:
                 self._drop_unprompted(live, "the daemon is stopping")
         deadline = trio.current_time() + STOP_AFTER_GRACE
@@ -430,7 +430,7 @@ class Daemon:
         """Forget a session with no run (nothing of it was recorded); its clients are told."""
         live.put_away = True
         self.sessions.pop(live.uri, None)
-        live.runtime.bus.close()
+        live.close_streams()
         live.finished.set()
         live.end_sinks(why)
 
@@ -507,7 +507,7 @@ class Daemon:
         async def run(
             *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED
         ) -> RunOutcome:
-            return await live.runtime.run(prompt, task_status=task_status)
+            return await live.run(prompt, task_status=task_status)
 
         await self._launch(live, run)
 
@@ -534,7 +534,7 @@ class Daemon:
                     outcome = await start(task_status=reported)
                     log.info("session ended", session=live.uri, status=str(outcome.status))
                 finally:
-                    live.runtime.bus.close()  # clients' streams end
+                    live.close_streams()  # clients' streams end
                     live.end_sinks(live.end_reason)
             except Exception as exc:
                 errors.append(_message(exc))
@@ -559,7 +559,7 @@ class Daemon:
             if not live.started:
                 self._drop_unprompted(live, "the session was disposed")
                 return
-        live.runtime.cancel()
+        live.cancel()
         await live.finished.wait()
 
 

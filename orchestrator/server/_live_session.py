@@ -23,7 +23,7 @@ import structlog
 import trio
 
 from orchestrator.ahp import ChatInputResponseKind, ChatTurnStartedAction
-from orchestrator.base import RunError
+from orchestrator.base import FactLogError, RunError
 from orchestrator.core import (
     USER,
     ApprovalRequested,
@@ -36,7 +36,7 @@ from orchestrator.core import (
     open_questions,
 )
 from orchestrator.protocols import TURN_ENDS, AgentChannelProjector, AguiProjector
-from orchestrator.runtime import BusStatistics, Ids, Subscription, TeamRuntime
+from orchestrator.runtime import BusStatistics, Ids, RunOutcome, Subscription, TeamRuntime
 
 __all__ = [
     "LiveSession",
@@ -104,8 +104,9 @@ class _Task:
 class LiveSession:
     """One session the daemon runs; what clients may ask of it.
 
-    Sockets, endpoints and the scheduler call these methods, never :attr:`runtime`: the
-    daemon, which made the runtime, is the only other hand on it.
+    Sockets, endpoints and the scheduler call these methods; the runtime itself is private.
+    The daemon, which made the runtime, uses the few methods under "the daemon's hand"
+    (run, stop, fail, close_streams) to start and end it.
     """
 
     def __init__(
@@ -118,7 +119,7 @@ class LiveSession:
     ) -> None:
         self.daemon = daemon
         self.team_name = team_name
-        self.runtime = runtime
+        self._runtime = runtime
         # The principal that opened it (None: the daemon's own, or taken up): its sessions
         # not yet prompted are counted against max_unprompted_per_token.
         self.owner = owner
@@ -158,7 +159,7 @@ class LiveSession:
 
     @property
     def state(self) -> TeamState:
-        return self.runtime.state
+        return self._runtime.state
 
     def task_of(self, queued_message: str | None) -> str | None:
         """The client's ``taskId`` for the turn answering ``queued_message``."""
@@ -182,7 +183,7 @@ class LiveSession:
                 return
         chat = self.state.coordinator_chat()
         assert chat is not None
-        message = await self.runtime.queue(chat, text)
+        message = await self._runtime.queue(chat, text)
         if task_id is not None:
             self._tasks.append(_Task(task_id, message))
 
@@ -195,25 +196,25 @@ class LiveSession:
             raise RunError(f"task {task_id!r} is not running")
         chat = self.state.coordinator_chat()
         assert chat is not None
-        self.runtime.cancel_turn(chat)
+        self._runtime.cancel_turn(chat)
 
     async def answer(self, tool_call_id: str, text: str) -> None:
         """Answer the question the ``ask`` call ``tool_call_id`` put, in whichever chat."""
         request_id = input_request_id(tool_call_id)
         for chat, request in open_questions(self.state):
             if request.id == request_id:
-                await self.runtime.answer_input(chat, request_id, text)
+                await self._runtime.answer_input(chat, request_id, text)
                 return
         raise RunError(f"no open question for tool call {tool_call_id!r}")
 
     async def decide(self, approval: str, *, approved: bool, principal: str) -> None:
-        await self.runtime.resolve_approval(
+        await self._runtime.resolve_approval(
             approval, approved=approved, by=USER, principal=principal
         )
 
     async def update_view(self, view_type: str, content: Mapping[str, Any]) -> None:
         """Keep ``content`` as the latest of ``view_type`` (a fact) and broadcast it."""
-        await self.runtime.recorder.record(
+        await self._runtime.recorder.record(
             [(self.uri, ViewUpdated(view_type=view_type, content=content))]
         )
 
@@ -279,17 +280,17 @@ class LiveSession:
     @property
     def end_reason(self) -> str | None:
         """Why the session ended, when the journal stopped it: what clients are told."""
-        failed = self.runtime.recorder.failed
+        failed = self._runtime.recorder.failed
         return None if failed is None else failed.message
 
     def subscribe(self, name: str) -> tuple[Subscription, TeamState]:
         """A bus subscription and the state it starts after (see the module docstring)."""
-        subscription = self.runtime.bus.subscribe(name, buffer_size=self.daemon.subscriber_buffer)
+        subscription = self._runtime.bus.subscribe(name, buffer_size=self.daemon.subscriber_buffer)
         return subscription, self.state
 
     def unsubscribe(self, subscription: Subscription) -> None:
         """End a subscription of :meth:`subscribe` (its client went, or stopped following)."""
-        self.runtime.bus.unsubscribe(subscription)
+        self._runtime.bus.unsubscribe(subscription)
 
     def follow(self, name: str) -> tuple[Subscription, TeamState]:
         """:meth:`subscribe` for a connected client, counted as one (see :meth:`attached`)
@@ -306,26 +307,26 @@ class LiveSession:
     def observe(self, observer: Callable[[Sequence[Fact]], None]) -> None:
         """Call ``observer`` with each batch of facts as it is published, before any
         subscriber reads it (see :meth:`~orchestrator.runtime._bus.FactBus.observe`)."""
-        self.runtime.bus.observe(observer)
+        self._runtime.bus.observe(observer)
 
     def bus_statistics(self) -> BusStatistics:
         """The session's fact bus in numbers (its subscribers, for the metrics)."""
-        return self.runtime.bus.statistics()
+        return self._runtime.bus.statistics()
 
     # ── chat-level requests (AHP clients name the chat) ────────────────────
 
     @property
     def ids(self) -> Ids:
         """What makes the session's ids (AHP clients choose theirs: see ``ClientIds``)."""
-        return self.runtime.ids
+        return self._runtime.ids
 
     async def queue(self, chat: str, text: str) -> str:
         """Queue ``text`` as ``chat``'s next turn; the queued message's id."""
-        return await self.runtime.queue(chat, text)
+        return await self._runtime.queue(chat, text)
 
     async def steer(self, chat: str, text: str) -> str:
         """Steer ``chat``'s running turn with ``text``; the steering message's id."""
-        return await self.runtime.steer(chat, text)
+        return await self._runtime.steer(chat, text)
 
     async def answer_input(
         self,
@@ -337,19 +338,41 @@ class LiveSession:
     ) -> None:
         """Answer (or decline, cancel) the open input request ``request_id`` of ``chat``;
         :class:`RunError` if the answer is not what the question asks."""
-        await self.runtime.answer_input(chat, request_id, answer, response=response)
+        await self._runtime.answer_input(chat, request_id, answer, response=response)
 
     def cancel_turn(self, chat: str) -> None:
         """Cancel the coordinator's running turn in ``chat``; the run goes on."""
-        self.runtime.cancel_turn(chat)
+        self._runtime.cancel_turn(chat)
 
     def cancel_worker(self, chat: str) -> None:
         """Cancel the worker ``chat`` and its subtree (its task is reported killed)."""
-        self.runtime.cancel_worker(chat)
+        self._runtime.cancel_worker(chat)
 
     def cancel(self) -> None:
         """Cancel the whole session: its turns end cancelled, its run ``cancelled``."""
-        self.runtime.cancel()
+        self._runtime.cancel()
+
+    # ── the daemon's hand: starting and ending the run ─────────────────────
+
+    async def run(
+        self, prompt: str, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED
+    ) -> RunOutcome:
+        """Run the team on ``prompt`` (see :meth:`TeamRuntime.run`)."""
+        return await self._runtime.run(prompt, task_status=task_status)
+
+    def stop(self) -> None:
+        """End the run without recording its end, to be taken up again later (put away when
+        idle, or SIGTERM; see :meth:`TeamRuntime.stop`)."""
+        self._runtime.stop()
+
+    def fail(self, error: FactLogError) -> None:
+        """The journal can record nothing more for this session: its runtime ends with
+        ``error`` (see :meth:`Recorder.fail`)."""
+        self._runtime.recorder.fail(error)
+
+    def close_streams(self) -> None:
+        """End every bus subscription: the clients' streams of facts end."""
+        self._runtime.bus.close()
 
     # ── the session's own bookkeeping ──────────────────────────────────────
 
