@@ -63,6 +63,7 @@ from ._reports import (
     steering_injected,
     tool_result_actions,
 )
+from ._task_lifecycle import TASK_TRANSITIONS
 from ._team_actions import (
     FINISHED_TASK_STATUSES,
     USER,
@@ -83,7 +84,7 @@ from ._team_actions import (
     ViewUpdated,
 )
 from ._team_records import ApprovalRecord, Member, RunRecord, TaskRecord, Transition
-from ._team_reducer import TASK_TRANSITIONS, reduce_action, reduce_team_action
+from ._team_reducer import reduce_action, reduce_team_action
 from ._team_state import MemberStatus, TeamState
 from ._team_validate import validate_action, validate_team_action
 from ._teammate_actions import (

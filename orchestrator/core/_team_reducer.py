@@ -26,10 +26,10 @@ a ``team/taskCreated`` or ``team/approvalRequested`` with a known id replaces th
 ``team/taskStarted`` and ``team/taskFinished`` overwrite a task whatever its status, and a
 ``team/runFinished`` of a finished run finishes it again.
 
-**The task lifecycle is a table.** :data:`TASK_TRANSITIONS` maps a task's status to the
-statuses it may move to; a status with an empty row is terminal. The validator refuses a
-``team/taskStarted`` or ``team/taskFinished`` the table does not allow; the reducer reads it
-to decide whether the end of the run also ends its root task.
+**The task lifecycle is a table**, in :mod:`._task_lifecycle`: :data:`TASK_TRANSITIONS`
+maps a task's status to the statuses it may move to; a status with an empty row is terminal.
+The validator refuses a ``team/taskStarted`` or ``team/taskFinished`` the table does not
+allow; the reducer reads it to decide whether the end of the run also ends its root task.
 
 The reducer writes into a :class:`~orchestrator.core._team_records.Transition` (an overlay
 over the state: nothing committed changes) and is pure: no IO, no clock (the time it stamps
@@ -38,7 +38,6 @@ comes in as ``now``), no trio.
 
 from __future__ import annotations
 
-import types
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
@@ -60,6 +59,7 @@ from orchestrator.ahp import (
 from orchestrator.base import evolve
 
 from ._facts import Action
+from ._task_lifecycle import TASK_TRANSITIONS
 from ._team_actions import (
     ApprovalRequested,
     ApprovalResolved,
@@ -79,33 +79,10 @@ from ._team_actions import (
 from ._team_records import ApprovalRecord, Member, RunRecord, TaskRecord, Transition
 
 __all__ = [
-    "TASK_TRANSITIONS",
     "reduce_action",
     "reduce_team_action",
 ]
 
-
-# ─── The task lifecycle ──────────────────────────────────────────────────────
-
-_T = TaskStatus
-
-TASK_TRANSITIONS: Final[Mapping[TaskStatus, frozenset[TaskStatus]]] = types.MappingProxyType(
-    {
-        # A delegation waits here while the parallel budget is spent; it can also end
-        # before a worker takes it up (killed or failed while queued).
-        _T.QUEUED: frozenset({_T.RUNNING, _T.COMPLETED, _T.FAILED, _T.KILLED}),
-        _T.RUNNING: frozenset({_T.COMPLETED, _T.FAILED, _T.KILLED}),
-        _T.COMPLETED: frozenset(),
-        _T.FAILED: frozenset(),
-        _T.KILLED: frozenset(),
-    }
-)
-"""``{status: the statuses a task in it may move to}``; a status whose row is empty is terminal.
-
-``team/taskStarted`` moves a task to ``running``, ``team/taskFinished`` to the status it
-names, and ``team/runFinished`` the root task to the status the run ended in. The terminal
-statuses are :data:`~orchestrator.core._team_actions.FINISHED_TASK_STATUSES`.
-"""
 
 #: The status the root task ends in, by how the run ended.
 _ROOT_TASK_STATUS: Final[Mapping[RunStatus, TaskStatus]] = {

@@ -33,6 +33,7 @@ from orchestrator.ahp import ChatAction, ChatState, UnknownAction, reduce_chat, 
 from orchestrator.base import IllegalTransitionError
 
 from ._facts import Action
+from ._task_lifecycle import TASK_TRANSITIONS
 from ._team_actions import (
     ApprovalRequested,
     ApprovalResolved,
@@ -48,7 +49,6 @@ from ._team_actions import (
     ViewUpdated,
 )
 from ._team_records import TaskRecord, Transition
-from ._team_reducer import TASK_TRANSITIONS
 
 __all__ = [
     "validate_action",
