@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from orchestrator.base import PeerProtocolError
 from orchestrator.core import (
     Fact,
-    RunOutcome,
     TeammateAction,
     TeammatePaused,
     TeammateResumed,
     TeammateRunFinished,
+    TeammateRunOutcome,
     TeammateRunStarted,
     TeammateSlept,
     TeammateWoke,
@@ -78,7 +78,7 @@ actions: st.SearchStrategy[TeammateAction] = st.one_of(
         TeammateRunFinished,
         name=st.just(NAME),
         session=sessions,
-        outcome=st.sampled_from(RunOutcome),
+        outcome=st.sampled_from(TeammateRunOutcome),
         summary=st.text(max_size=20),
         error=st.text(max_size=20),
         by=st.none() | names,
@@ -189,7 +189,9 @@ def test_a_run_in_order_then_its_status() -> None:
     assert len(state.backlog) == 1
     more = facts_of(
         [
-            TeammateRunFinished(name=NAME, session="ahp-session:/1", outcome=RunOutcome.COMPLETED),
+            TeammateRunFinished(
+                name=NAME, session="ahp-session:/1", outcome=TeammateRunOutcome.COMPLETED
+            ),
             TeammateRunStarted(
                 name=NAME,
                 session="ahp-session:/2",
@@ -215,7 +217,7 @@ def test_a_state_keeps_the_last_thousand_runs() -> None:
         session = f"ahp-session:/{i}"
         batch += [
             TeammateRunStarted(name=NAME, session=session, reason=WakeReason.TRIGGER),
-            TeammateRunFinished(name=NAME, session=session, outcome=RunOutcome.COMPLETED),
+            TeammateRunFinished(name=NAME, session=session, outcome=TeammateRunOutcome.COMPLETED),
         ]
     state = fold_teammate("nightly", NAME, facts_of(batch))
     assert (len(state.runs), state.run_count) == (1_000, 1_005)

@@ -9,7 +9,7 @@ import trio
 import trio.testing
 
 from orchestrator.base import RunError
-from orchestrator.core import RunOutcome, TeammateWoke, WakeDecision, WakeReason
+from orchestrator.core import TeammateRunOutcome, TeammateWoke, WakeDecision, WakeReason
 
 from .teammates import AUTOJUMP, RunningScheduler, instant, scheduler_daemon, slow_team
 
@@ -45,7 +45,7 @@ async def test_overlap_skip_drops_a_wake_while_a_run_goes_on(
         assert poller.state.running is None
         run = poller.state.runs[0]
         assert (run.outcome, run.summary, run.usage) == (
-            RunOutcome.COMPLETED,
+            TeammateRunOutcome.COMPLETED,
             "Polled.",
             {"inputTokens": 120, "outputTokens": 30},
         )
@@ -77,7 +77,7 @@ async def test_overlap_replace_stops_the_run_and_starts_anew(
         await trio.sleep(2 * HOUR + 5 * MINUTE)  # until 14:05
         assert decisions(running) == ["13:00 start", "14:00 replace"]
         (replaced,) = poller.state.runs
-        assert replaced.outcome is RunOutcome.REPLACED
+        assert replaced.outcome is TeammateRunOutcome.REPLACED
         assert replaced.ended_at is not None
         assert replaced.ended_at[11:16] == "14:00"
         assert poller.state.running is not None
@@ -93,7 +93,7 @@ async def test_max_runtime_stops_a_run_that_goes_on_too_long(
         await trio.sleep(3 * HOUR + 30 * MINUTE)  # until 15:30
         (run,) = poller.state.runs
         assert run.scheduled_for == instant("2026-03-27T14:00:00+00:00")
-        assert run.outcome is RunOutcome.TIMED_OUT
+        assert run.outcome is TeammateRunOutcome.TIMED_OUT
         assert run.ended_at is not None
         assert run.ended_at[11:16] == "15:00"
         assert running.daemon.reader.session(run.session).status == "cancelled"
@@ -112,7 +112,7 @@ async def test_trigger_stop_pause_and_resume(tmp_path: Path, clock: trio.testing
         (stopped,) = poller.state.runs
         assert (stopped.reason, stopped.outcome, stopped.by) == (
             WakeReason.TRIGGER,
-            RunOutcome.STOPPED,
+            TeammateRunOutcome.STOPPED,
             "alice",
         )
         assert poller.stop("alice") is False  # nothing runs
@@ -196,5 +196,5 @@ async def test_a_run_waiting_for_an_approval_is_blocked_until_someone_decides(
         await live.decide(approval.request.approval, approved=True, principal="bob")
         await deployer.wait_idle()
         (run,) = deployer.state.runs
-        assert (run.outcome, run.summary) == (RunOutcome.COMPLETED, "Deployed.")
+        assert (run.outcome, run.summary) == (TeammateRunOutcome.COMPLETED, "Deployed.")
         assert seen[seen.index("running") :] == ["running", "blocked", "running", "sleeping"]

@@ -11,7 +11,7 @@ import trio.testing
 
 from orchestrator.core import (
     Fact,
-    RunOutcome,
+    TeammateRunOutcome,
     TeammateRunStarted,
     TeammateWoke,
     WakeDecision,
@@ -63,7 +63,7 @@ async def test_missed_wakes_follow_the_catch_up_policy(
             await trio.sleep(MINUTE)
         caught_up = [r for r in audit.state.runs if r.reason is WakeReason.CATCH_UP]
         assert [r.scheduled_for for r in caught_up] == [instant(e) for e in expected]
-        assert {r.outcome for r in caught_up} <= {RunOutcome.COMPLETED}
+        assert {r.outcome for r in caught_up} <= {TeammateRunOutcome.COMPLETED}
         assert len(audit.state.runs) == 1 + len(expected)
         # Then it sleeps until Wednesday night.
         assert audit.next_wake == instant("2026-04-01T01:00:00+00:00")
@@ -85,7 +85,7 @@ async def test_a_run_cut_off_by_a_restart_is_taken_up_not_run_twice(
         await trio.sleep(3 * HOUR)
         await poller.wait_idle()
         (run,) = poller.state.runs
-        assert (run.session, run.outcome) == (session, RunOutcome.COMPLETED)
+        assert (run.session, run.outcome) == (session, TeammateRunOutcome.COMPLETED)
         assert run.scheduled_for == instant("2026-03-28T00:00:00+00:00")
         starts = [f for f in running.stream("slow", "poller") if f.type.endswith("RunStarted")]
         assert len(starts) == 1
@@ -136,7 +136,11 @@ async def test_a_run_recorded_but_never_started_starts_under_its_session(
         await trio.sleep(5 * MINUTE)
         await poller.wait_idle()
         (run,) = poller.state.runs
-        assert (run.session, run.outcome, run.by) == (session, RunOutcome.COMPLETED, "alice")
+        assert (run.session, run.outcome, run.by) == (
+            session,
+            TeammateRunOutcome.COMPLETED,
+            "alice",
+        )
         assert running.daemon.reader.session(session).status == "completed"
 
 

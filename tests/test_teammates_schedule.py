@@ -9,8 +9,8 @@ import trio
 import trio.testing
 
 from orchestrator.core import (
-    RunOutcome,
     TeammateRunFinished,
+    TeammateRunOutcome,
     TeammateRunStarted,
     TeammateSlept,
     TeammateWoke,
@@ -48,7 +48,7 @@ async def test_nightly_wakes_at_three_in_berlin_through_the_clock_change(
         instant("2026-03-30T01:00:00+00:00"),
         instant("2026-03-31T01:00:00+00:00"),
     ]
-    assert {r.outcome for r in runs} == {RunOutcome.COMPLETED}
+    assert {r.outcome for r in runs} == {TeammateRunOutcome.COMPLETED}
     assert all(r.reason is WakeReason.SCHEDULE for r in runs)
     assert all(r.summary.startswith("Nightly dependency audit") for r in runs)
     assert len({r.session for r in runs}) == 4

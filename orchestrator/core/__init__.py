@@ -88,11 +88,11 @@ from ._team_reducer import reduce_action, reduce_team_action
 from ._team_state import MemberStatus, TeamState
 from ._team_validate import validate_action, validate_team_action
 from ._teammate_actions import (
-    RunOutcome,
     TeammateAction,
     TeammatePaused,
     TeammateResumed,
     TeammateRunFinished,
+    TeammateRunOutcome,
     TeammateRunStarted,
     TeammateSlept,
     TeammateWoke,
@@ -141,7 +141,6 @@ __all__ = [
     "ResumePoint",
     "RoundContext",
     "RunFinished",
-    "RunOutcome",
     "RunRecord",
     "RunResumed",
     "RunStarted",
@@ -158,6 +157,7 @@ __all__ = [
     "TeammateResumed",
     "TeammateRun",
     "TeammateRunFinished",
+    "TeammateRunOutcome",
     "TeammateRunStarted",
     "TeammateSlept",
     "TeammateState",

@@ -24,11 +24,11 @@ from urllib.parse import quote
 import attrs
 
 __all__ = [
-    "RunOutcome",
     "TeammateAction",
     "TeammatePaused",
     "TeammateResumed",
     "TeammateRunFinished",
+    "TeammateRunOutcome",
     "TeammateRunStarted",
     "TeammateSlept",
     "TeammateWoke",
@@ -63,7 +63,7 @@ class WakeDecision(enum.StrEnum):
     REPLACE = "replace"  # the running run is stopped; this wake runs next
 
 
-class RunOutcome(enum.StrEnum):
+class TeammateRunOutcome(enum.StrEnum):
     """How one run of a teammate ended."""
 
     COMPLETED = "completed"
@@ -128,7 +128,7 @@ class TeammateRunFinished:
     type: str = attrs.field(default="team/teammateRunFinished", init=False)
     name: str
     session: str
-    outcome: RunOutcome
+    outcome: TeammateRunOutcome
     summary: str = ""
     error: str = ""
     by: str | None = None  # who stopped it (outcome "stopped")

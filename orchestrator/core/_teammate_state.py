@@ -23,10 +23,10 @@ import attrs
 
 from ._facts import Fact
 from ._teammate_actions import (
-    RunOutcome,
     TeammatePaused,
     TeammateResumed,
     TeammateRunFinished,
+    TeammateRunOutcome,
     TeammateRunStarted,
     TeammateSlept,
     TeammateWoke,
@@ -82,7 +82,7 @@ class TeammateRun:
     started_at: str
     by: str | None = None
     ended_at: str | None = None
-    outcome: RunOutcome | None = None
+    outcome: TeammateRunOutcome | None = None
     summary: str = ""
     error: str = ""
     usage: Mapping[str, int] = attrs.field(factory=dict)

@@ -56,13 +56,13 @@ from orchestrator.core import (
     ApprovalRequested,
     ApprovalResolved,
     Fact,
-    RunOutcome,
     RunStatus,
     TeammateAction,
     TeammatePaused,
     TeammateResumed,
     TeammateRun,
     TeammateRunFinished,
+    TeammateRunOutcome,
     TeammateRunStarted,
     TeammateSlept,
     TeammateState,
@@ -108,9 +108,9 @@ RETRY_SECONDS: Final = 60.0
 SUMMARY_CHARS: Final = 500
 
 _RUN_OUTCOME: Final = {
-    RunStatus.COMPLETED: RunOutcome.COMPLETED,
-    RunStatus.FAILED: RunOutcome.FAILED,
-    RunStatus.CANCELLED: RunOutcome.CANCELLED,
+    RunStatus.COMPLETED: TeammateRunOutcome.COMPLETED,
+    RunStatus.FAILED: TeammateRunOutcome.FAILED,
+    RunStatus.CANCELLED: TeammateRunOutcome.CANCELLED,
 }
 _TINY: Final = dt.timedelta(microseconds=1)
 
@@ -174,7 +174,7 @@ class Teammate:
         self._run_done = trio.Event()
         self._run_done.set()
         self._live: LiveSession | None = None
-        self._ending: tuple[RunOutcome, str | None] | None = None  # why we cancel the run
+        self._ending: tuple[TeammateRunOutcome, str | None] | None = None  # why we cancel the run
 
     # ── what clients see ───────────────────────────────────────────────────
 
@@ -222,7 +222,7 @@ class Teammate:
 
     def stop(self, by: str) -> bool:
         """Stop the running run (recorded ``stopped``); False if none was running."""
-        return self._end_run(RunOutcome.STOPPED, by)
+        return self._end_run(TeammateRunOutcome.STOPPED, by)
 
     # ── the schedule ───────────────────────────────────────────────────────
 
@@ -316,7 +316,7 @@ class Teammate:
         if run is not None:
             self._follow_current()
         elif decision is Decision.REPLACE:
-            self._end_run(RunOutcome.REPLACED, by)
+            self._end_run(TeammateRunOutcome.REPLACED, by)
         return wake_decision
 
     def _run_started(self, wake: Wake) -> TeammateRunStarted:
@@ -394,7 +394,7 @@ class Teammate:
         try:
             live = await daemon.find(run.session)  # live, or taken up if it was going
         except (OrchestratorError, OSError) as exc:
-            await self._finished(run, RunOutcome.FAILED, error=str(exc))
+            await self._finished(run, TeammateRunOutcome.FAILED, error=str(exc))
             return True
         if live is None:
             if await daemon.journal_knows(run.session):
@@ -411,7 +411,7 @@ class Teammate:
                 await live.prompt(self.spec.prompt, task_id=None)
             except (OrchestratorError, OSError) as exc:
                 log.error("teammate run did not start", teammate=self.key, error=str(exc))
-                await self._finished(run, RunOutcome.FAILED, error=str(exc))
+                await self._finished(run, TeammateRunOutcome.FAILED, error=str(exc))
                 return True
         self._live = live
         live.observe(self._observe_run)
@@ -424,7 +424,7 @@ class Teammate:
             await live.finished.wait()
         if not live.finished.is_set():
             log.warning("teammate run timed out", teammate=self.key, session=run.session)
-            self._ending = (RunOutcome.TIMED_OUT, None)
+            self._ending = (TeammateRunOutcome.TIMED_OUT, None)
             live.cancel()
             await live.finished.wait()
         final = live.state.run
@@ -436,7 +436,7 @@ class Teammate:
     async def _finished_from(self, run: TeammateRun, state: TeamState) -> None:
         final = state.run
         if final is None or final.status is None:
-            await self._finished(run, RunOutcome.FAILED, error="the run never finished")
+            await self._finished(run, TeammateRunOutcome.FAILED, error="the run never finished")
             return
         outcome, by = _RUN_OUTCOME[final.status], None
         if self._ending is not None and final.status is RunStatus.CANCELLED:
@@ -453,7 +453,7 @@ class Teammate:
     async def _finished(
         self,
         run: TeammateRun,
-        outcome: RunOutcome,
+        outcome: TeammateRunOutcome,
         *,
         summary: str = "",
         error: str = "",
@@ -475,7 +475,7 @@ class Teammate:
             ]
         )
 
-    def _end_run(self, outcome: RunOutcome, by: str | None) -> bool:
+    def _end_run(self, outcome: TeammateRunOutcome, by: str | None) -> bool:
         live = self._live
         if live is None or live.finished.is_set():
             return False
