@@ -79,7 +79,8 @@ __all__ = [
 ]
 
 PROTOCOL: Final = "agent-channel"
-#: The prefix of the id of the input request an ``ask`` tool call puts (see _recovery).
+#: The prefix of the id of the input request an ``ask`` tool call puts (see
+#: :func:`orchestrator.core.input_request_id`).
 _INPUT_PREFIX: Final = "input-"
 
 

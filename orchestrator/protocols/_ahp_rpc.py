@@ -7,7 +7,7 @@ Framing
 -------
 One JSON-RPC 2.0 message per text frame. :func:`parse_call` turns a frame into a
 :class:`Call` (a request, or a notification when ``id`` is None) with typed params, or raises
-:class:`~orchestrator.RpcError` with the code the peer gets back:
+:class:`~orchestrator.base.RpcError` with the code the peer gets back:
 
 =========================================  =================================================
 the frame                                  error

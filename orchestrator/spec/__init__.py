@@ -1,7 +1,7 @@
 """What a team file says: the team, agent and tool model and its parser (every problem
 named by its key path), background schedules, and the tool definitions a model is offered.
 
-Pure: no trio, no IO.
+Pure: no trio; its only IO is reading the team file :func:`load_team` is given.
 """
 
 from ._model import (
