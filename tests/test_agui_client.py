@@ -23,8 +23,8 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from orchestrator.protocols._agui_run_input import ResumeDecision, RunRequest, parse_run_input
-from orchestrator.spec._teamfile import load_team
+from orchestrator.protocols import ResumeDecision, RunRequest, parse_run_input
+from orchestrator.spec import load_team
 
 from .agui import run_team, sse, team
 from .conftest import PROJECT_ROOT
