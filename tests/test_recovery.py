@@ -43,12 +43,13 @@ from orchestrator.core import (
     TaskStatus,
     TeamState,
     build_graph,
+    conversation,
     interrupted_turns,
     is_interrupted,
     plan_recovery,
     resume_point,
 )
-from orchestrator.runtime import Ids, MemoryFactLog, RunOutcome, TeamRuntime, Ticket, conversation
+from orchestrator.runtime import Ids, MemoryFactLog, RunOutcome, TeamRuntime, Ticket
 from orchestrator.runtime.backends import ScriptedBackend, tool_call_id
 from orchestrator.spec import RestartPolicy, TeamSpec, parse_team
 

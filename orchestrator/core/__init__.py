@@ -34,6 +34,7 @@ from ._model_round import (
 from ._queries import (
     INTERRUPTED,
     ROUND_META,
+    conversation,
     has_open_input,
     input_request_id,
     interrupted_turns,
@@ -176,6 +177,7 @@ __all__ = [
     "WakeDecision",
     "WakeReason",
     "build_graph",
+    "conversation",
     "cut_off",
     "decode_fact",
     "delegation_output",

@@ -35,6 +35,7 @@ from ._team_state import TeamState
 __all__ = [
     "INTERRUPTED",
     "ROUND_META",
+    "conversation",
     "has_open_input",
     "input_request_id",
     "interrupted_turns",
@@ -176,3 +177,23 @@ def outcome_of(call: ToolCallCompletedState | ToolCallCancelledState) -> ToolOut
     return ToolOutcome(
         tool_call_id=call.tool_call_id, tool_name=call.tool_name, success=success, output=output
     )
+
+
+def conversation(chat: ChatState) -> tuple[tuple[str, str], ...]:
+    """The chat's conversation as (role, text) pairs, derived from its state.
+
+    A turn a restart interrupted is left out: it runs again (or was reported failed), and
+    the model should see the conversation as if the attempt had not happened.
+    """
+    history: list[tuple[str, str]] = []
+    turns = [turn for turn in chat.turns if not is_interrupted(turn)]
+    for turn in turns:
+        history.append(("user", turn.message.text))
+        text = "".join(
+            p.content for p in turn.response_parts if isinstance(p, MarkdownResponsePart)
+        )
+        if text:
+            history.append(("assistant", text))
+    if chat.active_turn is not None:
+        history.append(("user", chat.active_turn.message.text))
+    return tuple(history)

@@ -45,7 +45,7 @@ from ._logging import (
 from ._process import tune_gc
 from ._recorder import Recorder
 from ._team_runtime import RunOutcome, TeamRuntime, require_prompt
-from ._turns import BackendFactory, conversation
+from ._turns import BackendFactory
 
 __all__ = [
     "CALLBACK_TOKEN_VAR",
@@ -82,7 +82,6 @@ __all__ = [
     "callback_url",
     "command_environment",
     "configure_logging",
-    "conversation",
     "group_id",
     "parse_answer",
     "read_facts",

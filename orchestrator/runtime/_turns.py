@@ -35,7 +35,6 @@ from orchestrator.ahp import (
     ChatPendingMessageSetAction,
     ChatReasoningAction,
     ChatResponsePartAction,
-    ChatState,
     ChatToolCallDeltaAction,
     ChatToolCallReadyAction,
     ChatToolCallStartAction,
@@ -71,6 +70,7 @@ from orchestrator.core import (
     ToolCallStarted,
     ToolOutcome,
     UsageReport,
+    conversation,
     interrupted_turns,
     is_interrupted,
     pending_approval_of,
@@ -91,7 +91,6 @@ from ._recorder import PendingBatch
 
 __all__ = [
     "BackendFactory",
-    "conversation",
 ]
 
 log = structlog.get_logger("orchestrator.runtime")
@@ -650,26 +649,6 @@ class Turns:
 
 
 # ── helpers ──────────────────────────────────────────────────────────────────
-
-
-def conversation(chat: ChatState) -> tuple[tuple[str, str], ...]:
-    """The chat's conversation as (role, text) pairs, derived from its state.
-
-    A turn a restart interrupted is left out: it runs again (or was reported failed), and
-    the model should see the conversation as if the attempt had not happened.
-    """
-    history: list[tuple[str, str]] = []
-    turns = [turn for turn in chat.turns if not is_interrupted(turn)]
-    for turn in turns:
-        history.append(("user", turn.message.text))
-        text = "".join(
-            p.content for p in turn.response_parts if isinstance(p, MarkdownResponsePart)
-        )
-        if text:
-            history.append(("assistant", text))
-    if chat.active_turn is not None:
-        history.append(("user", chat.active_turn.message.text))
-    return tuple(history)
 
 
 def _display_name(tool_name: str, request: ToolCallRequest | None) -> str:
