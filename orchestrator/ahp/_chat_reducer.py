@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
-from orchestrator.base import evolve
+from orchestrator.base import evolve, registrar
 
 from ._actions import (
     ChatAction,
@@ -194,13 +194,7 @@ _Handler: TypeAlias = Callable[[ChatState, Any, str], ChatState]
 _HANDLERS: dict[type, _Handler] = {}
 
 
-def _handles(*classes: type) -> Callable[[_Handler], _Handler]:
-    def register(handler: _Handler) -> _Handler:
-        for cls in classes:
-            _HANDLERS[cls] = handler
-        return handler
-
-    return register
+_handles = registrar(_HANDLERS)
 
 
 @_handles(ChatTurnStartedAction)

@@ -38,7 +38,7 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, Final, NoReturn, TypeAlias
 
-from orchestrator.base import IllegalTransitionError
+from orchestrator.base import IllegalTransitionError, registrar
 
 from ._actions import (
     ChatAction,
@@ -249,13 +249,7 @@ _Check: TypeAlias = Callable[[ChatState, Any, str], None]
 _CHECKS: dict[type, _Check] = {}
 
 
-def _checks(*classes: type) -> Callable[[_Check], _Check]:
-    def register(check: _Check) -> _Check:
-        for cls in classes:
-            _CHECKS[cls] = check
-        return check
-
-    return register
+_checks = registrar(_CHECKS)
 
 
 def _statuses_accepting(event: ToolCallEvent) -> str:

@@ -4,6 +4,7 @@ the input gate every JSON from outside passes, and compact JSON.
 Pure: no trio, no IO.
 """
 
+from ._by_class import registrar
 from ._clock import now_timestamp, parse_timestamp, timestamp, utc_now
 from ._compact_json import compact_dumps
 from ._errors import (
@@ -64,6 +65,7 @@ __all__ = [
     "parse_json",
     "parse_json_counted",
     "parse_timestamp",
+    "registrar",
     "text_problem",
     "timestamp",
     "utc_now",

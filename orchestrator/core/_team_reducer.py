@@ -56,7 +56,7 @@ from orchestrator.ahp import (
     reduce_chat,
     reduce_session,
 )
-from orchestrator.base import evolve
+from orchestrator.base import evolve, registrar
 
 from ._facts import Action
 from ._task_lifecycle import TASK_TRANSITIONS
@@ -104,13 +104,7 @@ _Handler: TypeAlias = Callable[[Transition, Any, str, str], None]
 _HANDLERS: dict[type, _Handler] = {}
 
 
-def _handles(*classes: type) -> Callable[[_Handler], _Handler]:
-    def register(handler: _Handler) -> _Handler:
-        for cls in classes:
-            _HANDLERS[cls] = handler
-        return handler
-
-    return register
+_handles = registrar(_HANDLERS)
 
 
 @_handles(RunStarted)

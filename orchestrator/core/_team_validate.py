@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn, TypeAlias
 
 from orchestrator.ahp import ChatAction, ChatState, UnknownAction, reduce_chat, validate_chat_action
-from orchestrator.base import IllegalTransitionError
+from orchestrator.base import IllegalTransitionError, registrar
 
 from ._facts import Action
 from ._task_lifecycle import TASK_TRANSITIONS
@@ -74,13 +74,7 @@ _Check: TypeAlias = Callable[[Transition, Any, str], None]
 _CHECKS: dict[type, _Check] = {}
 
 
-def _checks(*classes: type) -> Callable[[_Check], _Check]:
-    def register(check: _Check) -> _Check:
-        for cls in classes:
-            _CHECKS[cls] = check
-        return check
-
-    return register
+_checks = registrar(_CHECKS)
 
 
 def _existing_task(
