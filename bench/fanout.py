@@ -235,7 +235,13 @@ def main(argv: list[str]) -> None:
     if len(argv) == 3 and argv[0] == "--one":
         print(json.dumps(measure(argv[1], int(argv[2]))))
         return
-    sizes = [int(a) for a in argv] or list(SIZES)
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        return
+    try:
+        sizes = [int(a) for a in argv] or list(SIZES)
+    except ValueError:
+        sys.exit(f"usage: bench/fanout.py [N ...]: each N a number of workers, not {argv!r}")
     header = (
         f"{'implementation':<14} {'N':>6} {'wall (s)':>9} {'µs/worker':>10} "
         f"{'peak RSS (MB)':>14} {'RSS growth (KB/worker)':>23}"
