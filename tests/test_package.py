@@ -103,12 +103,7 @@ class TestContracts:
     @staticmethod
     def lint(where: Path) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "from importlinter.cli import lint_imports_command; lint_imports_command()",
-                "--no-cache",
-            ],
+            [sys.executable, "-c", LINT_IMPORTS, "--no-cache"],
             cwd=where,
             env={"PYTHONPATH": str(where), "PATH": "/usr/bin:/bin"},
             capture_output=True,
