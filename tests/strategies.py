@@ -81,6 +81,7 @@ __all__ = [
     "tool_call_states",
     "tool_result_contents",
     "unknown_actions",
+    "with_unknown_keys",
 ]
 
 MAX_ITEMS = 2
@@ -112,6 +113,21 @@ unknown_actions = st.builds(
     st.dictionaries(st.text(max_size=8), json_values, max_size=MAX_ITEMS),
 )
 """Actions of a ``type`` the project does not model (never a ``chat/`` or ``session/`` one)."""
+
+unknown_keys = st.from_regex(r"future[A-Z][a-zA-Z]{0,8}", fullmatch=True)
+"""Object keys no protocol we speak uses yet: a newer peer's."""
+
+
+def with_unknown_keys(value: Any) -> st.SearchStrategy[Any]:
+    """``value`` (decoded JSON) with keys of :data:`unknown_keys` added to some of its objects,
+    at any depth, as a peer speaking a newer version of the protocol would send it."""
+    if isinstance(value, list):
+        return st.tuples(*(with_unknown_keys(item) for item in value)).map(list)
+    if not isinstance(value, dict):
+        return st.just(value)
+    known = st.fixed_dictionaries({key: with_unknown_keys(item) for key, item in value.items()})
+    added = st.dictionaries(unknown_keys, json_values, max_size=MAX_ITEMS)
+    return st.builds(lambda fields, extra: {**extra, **fields}, known, added)
 
 
 def ahp_values(tp: Any) -> st.SearchStrategy[Any]:

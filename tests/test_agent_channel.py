@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 
 from orchestrator.base import PeerProtocolError
 from orchestrator.core import ApprovalRequested, TeamState
@@ -28,6 +30,7 @@ from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import load_team
 
+from . import strategies
 from .conftest import PROJECT_ROOT
 
 
@@ -37,32 +40,40 @@ def parse(message: Any, max_bytes: int = 1000) -> object:
     )
 
 
+EVERY_MESSAGE: list[tuple[dict[str, Any], object]] = [
+    (
+        {"channel": "agent", "type": "prompt", "prompt": "hi", "taskId": "t"},
+        Prompt(prompt="hi", task_id="t"),
+    ),
+    ({"channel": "agent", "type": "prompt", "prompt": "hi"}, Prompt(prompt="hi")),
+    ({"channel": "agent", "type": "settings", "model": "m"}, Settings(model="m")),
+    ({"channel": "agent", "type": "abort", "taskId": "t"}, Abort(task_id="t")),
+    (
+        {"channel": "agent", "type": "tool_response", "toolCallId": "c", "result": "r"},
+        ToolResponse(tool_call_id="c", result="r"),
+    ),
+    ({"channel": "agent", "type": "approve", "requestId": "a"}, Approve(request_id="a")),
+    ({"channel": "agent", "type": "reject", "requestId": "a"}, Reject(request_id="a")),
+    (
+        {"channel": "team", "type": "subscribe", "fromSequence": 7},
+        TeamSubscribe(from_sequence=7),
+    ),
+    ({"channel": "team", "type": "subscribe"}, TeamSubscribe(from_sequence=0)),
+]
+"""Each message a client may send, and what it reads as."""
+
+
 class TestParse:
-    @pytest.mark.parametrize(
-        ("message", "expected"),
-        [
-            (
-                {"channel": "agent", "type": "prompt", "prompt": "hi", "taskId": "t"},
-                Prompt(prompt="hi", task_id="t"),
-            ),
-            ({"channel": "agent", "type": "prompt", "prompt": "hi"}, Prompt(prompt="hi")),
-            ({"channel": "agent", "type": "settings", "model": "m"}, Settings(model="m")),
-            ({"channel": "agent", "type": "abort", "taskId": "t"}, Abort(task_id="t")),
-            (
-                {"channel": "agent", "type": "tool_response", "toolCallId": "c", "result": "r"},
-                ToolResponse(tool_call_id="c", result="r"),
-            ),
-            ({"channel": "agent", "type": "approve", "requestId": "a"}, Approve(request_id="a")),
-            ({"channel": "agent", "type": "reject", "requestId": "a"}, Reject(request_id="a")),
-            (
-                {"channel": "team", "type": "subscribe", "fromSequence": 7},
-                TeamSubscribe(from_sequence=7),
-            ),
-            ({"channel": "team", "type": "subscribe"}, TeamSubscribe(from_sequence=0)),
-        ],
-    )
+    @pytest.mark.parametrize(("message", "expected"), EVERY_MESSAGE)
     def test_every_client_message(self, message: Any, expected: object) -> None:
         assert parse(message) == expected
+
+    @given(data=st.data())
+    def test_keys_it_does_not_know_change_nothing(self, data: st.DataObject) -> None:
+        """A newer client's keys are read past: each message means what it meant."""
+        message = data.draw(st.sampled_from([message for message, _ in EVERY_MESSAGE]))
+        extended = data.draw(strategies.with_unknown_keys(message))
+        assert parse(extended, max_bytes=10_000) == parse(message)
 
     @pytest.mark.parametrize(
         ("message", "path", "says"),

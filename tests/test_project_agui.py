@@ -32,6 +32,7 @@ from orchestrator.protocols import (
 )
 from orchestrator.spec import load_team
 
+from . import strategies
 from .agui import THREAD, Session, check_run, of_type, run_team, team, validate_event
 from .conftest import PROJECT_ROOT, PROTOCOLS
 
@@ -651,6 +652,34 @@ class TestParseRunInput:
             (),
         )
 
+    def test_a_message_of_a_role_it_does_not_know_is_skipped(self) -> None:
+        """A newer client's role is no user message, and not an error."""
+        user = {"id": "m1", "role": "user", "content": "Ship it"}
+        hologram = {"id": "m2", "role": "hologram", "content": {"beam": 3}}
+        request = parse_run_input(body(messages=[user, hologram]))
+        assert (request.user_message, request.user_message_id, request.new_user_message) == (
+            "Ship it",
+            "m1",
+            False,
+        )
+
+    @given(data=st.data())
+    def test_keys_it_does_not_know_change_nothing(self, data: st.DataObject) -> None:
+        """A newer client's keys, at any depth, are read past: the request is the same."""
+        content = [{"type": "text", "text": "look"}, {"type": "image", "source": {"x": 1}}]
+        original = body(
+            messages=[
+                {"id": "m0", "role": "assistant", "content": "hi"},
+                {"id": "m1", "role": "user", "content": content},
+            ],
+            resume=[
+                {"interruptId": "a", "status": "resolved", "payload": {"approved": True}},
+                {"interruptId": "b", "status": "cancelled"},
+            ],
+        )
+        extended = data.draw(strategies.with_unknown_keys(original))
+        assert parse_run_input(extended) == parse_run_input(original)
+
     def test_text_parts_are_joined_and_media_skipped(self) -> None:
         content = [
             {"type": "text", "text": "look"},
@@ -684,9 +713,9 @@ class TestParseRunInput:
             ({"threadId": 3}, "$.threadId", "expected a string, got a number"),
             ({"runId": ""}, "$.runId", "must not be empty"),
             (
-                {"messages": [{"id": "m", "role": "robot"}]},
+                {"messages": [{"id": "m", "role": 7}]},
                 "$.messages[0].role",
-                "unknown role 'robot'",
+                "expected a string, got a number",
             ),
             (
                 {"messages": [{"id": "m", "role": "user", "content": 7}]},

@@ -99,17 +99,13 @@ class RunRequest:
     resume: tuple[ResumeDecision, ...] = ()
 
 
-_ROLES: Final = frozenset(
-    {"developer", "system", "assistant", "user", "tool", "activity", "reasoning"}
-)
-
-
 def parse_run_input(body: object) -> RunRequest:
     """Read an AG-UI ``RunAgentInput`` (already decoded from JSON).
 
     Raises :class:`~orchestrator.base._errors.RunInputError` (a ``ValueError``) naming the path of
     the first bad field (``$.messages[1].content``). Fields the daemon does not use (``tools``,
-    ``context``, ``state``, ``forwardedProps``, unknown keys) are not checked beyond being there.
+    ``context``, ``state``, ``forwardedProps``), keys it does not know and messages of roles it
+    does not know (a newer client's) are not checked beyond being there.
     """
     data = _object(body, "$")
     thread_id = _string(data, "threadId", "$")
@@ -126,14 +122,10 @@ def parse_run_input(body: object) -> RunRequest:
         path = f"$.messages[{index}]"
         message = _object(item, path)
         message_id = _string(message, "id", path)
-        role = _string(message, "role", path)
-        if role not in _ROLES:
-            raise RunInputError(
-                f"unknown role {role!r} (expected one of {', '.join(sorted(_ROLES))})",
-                path=f"{path}.role",
-            )
-        last_role = role
-        if role == "user":
+        # A role this version does not know (a newer client's) is a message the daemon has
+        # no use for, like a tool or system message: skipped, never refused.
+        last_role = _string(message, "role", path)
+        if last_role == "user":
             user_message = _user_text(message.get("content"), f"{path}.content")
             user_message_id = message_id
     return RunRequest(
