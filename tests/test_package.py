@@ -67,6 +67,11 @@ def module_all(path: Path) -> list[str]:
     return []
 
 
+def load_everything(package: str) -> str:
+    """Code that imports ``package`` and every name its lazy facade exports."""
+    return f"import {package} as p; [getattr(p, name) for name in p.__all__]"
+
+
 class TestPureLayers:
     def test_all_pure_packages_are_named(self) -> None:
         assert {"orchestrator.base", "orchestrator.ahp", "orchestrator.core"} <= set(PURE)
@@ -77,12 +82,12 @@ class TestPureLayers:
         static graph cannot see). The pure modules of impure packages are checked by the
         contract alone: importing one runs its package's __init__ first."""
         libraries = loaded_after("; ".join(f"import {name}" for name in PURE_LIBRARIES))
-        added = loaded_after(f"import {module}") - libraries
+        added = loaded_after(load_everything(module)) - libraries
         assert added == set(), f"{module} imports {sorted(added)}"
 
     def test_the_check_can_fail(self) -> None:
         """The runtime is not pure: the same check sees trio come in."""
-        assert "trio" in loaded_after("import orchestrator.runtime")
+        assert "trio" in loaded_after(load_everything("orchestrator.runtime"))
 
 
 #: ``lint-imports`` run by this interpreter (its console script may not be on PATH).
@@ -146,6 +151,27 @@ class TestContracts:
 
 
 class TestFacades:
+    def test_a_facade_loads_a_module_when_a_name_of_it_is_used(self) -> None:
+        """Importing a facade costs nothing; a name loads its own module and no other."""
+        code = (
+            "import sys; import orchestrator.core as core; before = set(sys.modules); "
+            "core.build_graph; after = set(sys.modules) - before; "
+            "print(sorted(m for m in after if m.startswith('orchestrator.core.')))"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        loaded = ast.literal_eval(done.stdout)
+        assert "orchestrator.core._graph" in loaded
+        assert "orchestrator.core._recovery" not in loaded
+
+    def test_a_facade_refuses_a_name_it_does_not_export(self) -> None:
+        import orchestrator.core
+
+        with pytest.raises(AttributeError, match=r"'orchestrator\.core' has no attribute 'nope'"):
+            orchestrator.core.nope  # noqa: B018
+        assert "build_graph" in dir(orchestrator.core)
+
     def test_root_all_is_sorted_and_unique(self) -> None:
         assert list(orchestrator.__all__) == sorted(set(orchestrator.__all__))
 

@@ -4,38 +4,43 @@ the input gate every JSON from outside passes, and compact JSON.
 Pure: no trio, no IO.
 """
 
-from ._by_class import registrar
-from ._clock import now_timestamp, parse_timestamp, timestamp, utc_now
-from ._compact_json import compact_dumps
-from ._errors import (
-    ConfigError,
-    FactLogError,
-    IllegalTransitionError,
-    LocalProtocolError,
-    ModelError,
-    ModelRequestError,
-    ModelStreamError,
-    OrchestratorError,
-    PeerProtocolError,
-    ProtocolError,
-    RpcError,
-    RunError,
-    RunInputError,
-    ScheduleError,
-    SessionExistsError,
-    SessionLimitError,
-    TeamFileError,
-)
-from ._evolve import evolve
-from ._input_gate import (
-    JSON_LIMITS,
-    JsonLimits,
-    clean_text,
-    parse_json,
-    parse_json_counted,
-    text_problem,
-)
-from ._keyed import KeyedVector
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_facade
+
+if TYPE_CHECKING:
+    from ._by_class import registrar
+    from ._clock import now_timestamp, parse_timestamp, timestamp, utc_now
+    from ._compact_json import compact_dumps
+    from ._errors import (
+        ConfigError,
+        FactLogError,
+        IllegalTransitionError,
+        LocalProtocolError,
+        ModelError,
+        ModelRequestError,
+        ModelStreamError,
+        OrchestratorError,
+        PeerProtocolError,
+        ProtocolError,
+        RpcError,
+        RunError,
+        RunInputError,
+        ScheduleError,
+        SessionExistsError,
+        SessionLimitError,
+        TeamFileError,
+    )
+    from ._evolve import evolve
+    from ._input_gate import (
+        JSON_LIMITS,
+        JsonLimits,
+        clean_text,
+        parse_json,
+        parse_json_counted,
+        text_problem,
+    )
+    from ._keyed import KeyedVector
 
 __all__ = [
     "JSON_LIMITS",
@@ -61,6 +66,7 @@ __all__ = [
     "clean_text",
     "compact_dumps",
     "evolve",
+    "lazy_facade",
     "now_timestamp",
     "parse_json",
     "parse_json_counted",
@@ -70,3 +76,42 @@ __all__ = [
     "timestamp",
     "utc_now",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_facade(
+        __name__,
+        {
+            "._by_class": ("registrar",),
+            "._clock": ("now_timestamp", "parse_timestamp", "timestamp", "utc_now"),
+            "._compact_json": ("compact_dumps",),
+            "._errors": (
+                "ConfigError",
+                "FactLogError",
+                "IllegalTransitionError",
+                "LocalProtocolError",
+                "ModelError",
+                "ModelRequestError",
+                "ModelStreamError",
+                "OrchestratorError",
+                "PeerProtocolError",
+                "ProtocolError",
+                "RpcError",
+                "RunError",
+                "RunInputError",
+                "ScheduleError",
+                "SessionExistsError",
+                "SessionLimitError",
+                "TeamFileError",
+            ),
+            "._evolve": ("evolve",),
+            "._input_gate": (
+                "JSON_LIMITS",
+                "JsonLimits",
+                "clean_text",
+                "parse_json",
+                "parse_json_counted",
+                "text_problem",
+            ),
+            "._keyed": ("KeyedVector",),
+        },
+    )

@@ -1,7 +1,12 @@
 """The command line (``orchestrator ...``), the live console, and the teammates client."""
 
-from ._console import ApprovalMode, TeamConsole, describe_fact, render_tree
-from ._main import main
+from typing import TYPE_CHECKING
+
+from orchestrator.base import lazy_facade
+
+if TYPE_CHECKING:
+    from ._console import ApprovalMode, TeamConsole, describe_fact, render_tree
+    from ._main import main
 
 __all__ = [
     "ApprovalMode",
@@ -10,3 +15,12 @@ __all__ = [
     "main",
     "render_tree",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_facade(
+        __name__,
+        {
+            "._console": ("ApprovalMode", "TeamConsole", "describe_fact", "render_tree"),
+            "._main": ("main",),
+        },
+    )

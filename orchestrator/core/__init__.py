@@ -5,110 +5,115 @@ model-round contract, and the delegation graph with its renderers.
 Pure: state and facts in, state, facts or text out; no trio, no IO.
 """
 
-from ._facts import Action, Fact
-from ._facts_wire import decode_fact, encode_fact, fact_from_json, fact_to_json
-from ._graph import (
-    USER_NODE,
-    DelegationGraph,
-    EdgeKind,
-    GraphStatistics,
-    NodeKind,
-    Violation,
-    ViolationKind,
-    build_graph,
-    tool_call_node,
-)
-from ._graph_export import to_dot, to_graphml, to_json, to_mermaid
-from ._model_round import (
-    Backend,
-    ModelEvent,
-    ReasoningDelta,
-    RoundContext,
-    TextDelta,
-    ToolCallInputDelta,
-    ToolCallRequest,
-    ToolCallStarted,
-    ToolOutcome,
-    UsageReport,
-)
-from ._queries import (
-    INTERRUPTED,
-    ROUND_META,
-    conversation,
-    has_open_input,
-    input_request_id,
-    interrupted_turns,
-    is_interrupted,
-    open_questions,
-    outcome_of,
-    pending_approval_of,
-    round_of,
-    subagent_of,
-    task_of_call,
-    tool_call_of,
-    turn_text,
-)
-from ._recovery import (
-    INTERRUPTED_SUMMARY,
-    RecoveryPlan,
-    ResumePoint,
-    cut_off,
-    plan_recovery,
-    resume_point,
-)
-from ._reports import (
-    STEERING_META,
-    delegation_output,
-    delegation_report,
-    first_line,
-    steering_injected,
-    tool_result_actions,
-)
-from ._task_lifecycle import TASK_TRANSITIONS
-from ._team_actions import (
-    FINISHED_TASK_STATUSES,
-    USER,
-    ApprovalDecision,
-    ApprovalRequested,
-    ApprovalResolved,
-    HandoffRecorded,
-    MemberJoined,
-    RunFinished,
-    RunResumed,
-    RunStarted,
-    RunStatus,
-    TaskCreated,
-    TaskFinished,
-    TaskStarted,
-    TaskStatus,
-    TeamAction,
-    ViewUpdated,
-)
-from ._team_records import ApprovalRecord, Member, RunRecord, TaskRecord, Transition
-from ._team_reducer import reduce_action, reduce_team_action
-from ._team_state import MemberStatus, TeamState
-from ._team_validate import validate_action, validate_team_action
-from ._teammate_actions import (
-    TeammateAction,
-    TeammatePaused,
-    TeammateResumed,
-    TeammateRunFinished,
-    TeammateRunOutcome,
-    TeammateRunStarted,
-    TeammateSlept,
-    TeammateWoke,
-    WakeDecision,
-    WakeReason,
-    teammate_uri,
-)
-from ._teammate_state import (
-    RUNS_KEPT,
-    BackgroundJobStatus,
-    TeammateRun,
-    TeammateState,
-    Wake,
-    fold_teammate,
-)
+from typing import TYPE_CHECKING
+
+from orchestrator.base import lazy_facade
+
+if TYPE_CHECKING:
+    from ._facts import Action, Fact
+    from ._facts_wire import decode_fact, encode_fact, fact_from_json, fact_to_json
+    from ._graph import (
+        USER_NODE,
+        DelegationGraph,
+        EdgeKind,
+        GraphStatistics,
+        NodeKind,
+        Violation,
+        ViolationKind,
+        build_graph,
+        tool_call_node,
+    )
+    from ._graph_export import to_dot, to_graphml, to_json, to_mermaid
+    from ._model_round import (
+        Backend,
+        ModelEvent,
+        ReasoningDelta,
+        RoundContext,
+        TextDelta,
+        ToolCallInputDelta,
+        ToolCallRequest,
+        ToolCallStarted,
+        ToolOutcome,
+        UsageReport,
+    )
+    from ._queries import (
+        INTERRUPTED,
+        ROUND_META,
+        conversation,
+        has_open_input,
+        input_request_id,
+        interrupted_turns,
+        is_interrupted,
+        open_questions,
+        outcome_of,
+        pending_approval_of,
+        round_of,
+        subagent_of,
+        task_of_call,
+        tool_call_of,
+        turn_text,
+    )
+    from ._recovery import (
+        INTERRUPTED_SUMMARY,
+        RecoveryPlan,
+        ResumePoint,
+        cut_off,
+        plan_recovery,
+        resume_point,
+    )
+    from ._reports import (
+        STEERING_META,
+        delegation_output,
+        delegation_report,
+        first_line,
+        steering_injected,
+        tool_result_actions,
+    )
+    from ._task_lifecycle import TASK_TRANSITIONS
+    from ._team_actions import (
+        FINISHED_TASK_STATUSES,
+        USER,
+        ApprovalDecision,
+        ApprovalRequested,
+        ApprovalResolved,
+        HandoffRecorded,
+        MemberJoined,
+        RunFinished,
+        RunResumed,
+        RunStarted,
+        RunStatus,
+        TaskCreated,
+        TaskFinished,
+        TaskStarted,
+        TaskStatus,
+        TeamAction,
+        ViewUpdated,
+    )
+    from ._team_records import ApprovalRecord, Member, RunRecord, TaskRecord, Transition
+    from ._team_reducer import reduce_action, reduce_team_action
+    from ._team_state import MemberStatus, TeamState
+    from ._team_validate import validate_action, validate_team_action
+    from ._teammate_actions import (
+        TeammateAction,
+        TeammatePaused,
+        TeammateResumed,
+        TeammateRunFinished,
+        TeammateRunOutcome,
+        TeammateRunStarted,
+        TeammateSlept,
+        TeammateWoke,
+        WakeDecision,
+        WakeReason,
+        teammate_uri,
+    )
+    from ._teammate_state import (
+        RUNS_KEPT,
+        BackgroundJobStatus,
+        TeammateRun,
+        TeammateState,
+        Wake,
+        fold_teammate,
+    )
 
 __all__ = [
     "FINISHED_TASK_STATUSES",
@@ -214,3 +219,114 @@ __all__ = [
     "validate_action",
     "validate_team_action",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_facade(
+        __name__,
+        {
+            "._facts": ("Action", "Fact"),
+            "._facts_wire": ("decode_fact", "encode_fact", "fact_from_json", "fact_to_json"),
+            "._graph": (
+                "DelegationGraph",
+                "EdgeKind",
+                "GraphStatistics",
+                "NodeKind",
+                "USER_NODE",
+                "Violation",
+                "ViolationKind",
+                "build_graph",
+                "tool_call_node",
+            ),
+            "._graph_export": ("to_dot", "to_graphml", "to_json", "to_mermaid"),
+            "._model_round": (
+                "Backend",
+                "ModelEvent",
+                "ReasoningDelta",
+                "RoundContext",
+                "TextDelta",
+                "ToolCallInputDelta",
+                "ToolCallRequest",
+                "ToolCallStarted",
+                "ToolOutcome",
+                "UsageReport",
+            ),
+            "._queries": (
+                "INTERRUPTED",
+                "ROUND_META",
+                "conversation",
+                "has_open_input",
+                "input_request_id",
+                "interrupted_turns",
+                "is_interrupted",
+                "open_questions",
+                "outcome_of",
+                "pending_approval_of",
+                "round_of",
+                "subagent_of",
+                "task_of_call",
+                "tool_call_of",
+                "turn_text",
+            ),
+            "._recovery": (
+                "INTERRUPTED_SUMMARY",
+                "RecoveryPlan",
+                "ResumePoint",
+                "cut_off",
+                "plan_recovery",
+                "resume_point",
+            ),
+            "._reports": (
+                "STEERING_META",
+                "delegation_output",
+                "delegation_report",
+                "first_line",
+                "steering_injected",
+                "tool_result_actions",
+            ),
+            "._task_lifecycle": ("TASK_TRANSITIONS",),
+            "._team_actions": (
+                "ApprovalDecision",
+                "ApprovalRequested",
+                "ApprovalResolved",
+                "FINISHED_TASK_STATUSES",
+                "HandoffRecorded",
+                "MemberJoined",
+                "RunFinished",
+                "RunResumed",
+                "RunStarted",
+                "RunStatus",
+                "TaskCreated",
+                "TaskFinished",
+                "TaskStarted",
+                "TaskStatus",
+                "TeamAction",
+                "USER",
+                "ViewUpdated",
+            ),
+            "._team_records": ("ApprovalRecord", "Member", "RunRecord", "TaskRecord", "Transition"),
+            "._team_reducer": ("reduce_action", "reduce_team_action"),
+            "._team_state": ("MemberStatus", "TeamState"),
+            "._team_validate": ("validate_action", "validate_team_action"),
+            "._teammate_actions": (
+                "TeammateAction",
+                "TeammatePaused",
+                "TeammateResumed",
+                "TeammateRunFinished",
+                "TeammateRunOutcome",
+                "TeammateRunStarted",
+                "TeammateSlept",
+                "TeammateWoke",
+                "WakeDecision",
+                "WakeReason",
+                "teammate_uri",
+            ),
+            "._teammate_state": (
+                "BackgroundJobStatus",
+                "RUNS_KEPT",
+                "TeammateRun",
+                "TeammateState",
+                "Wake",
+                "fold_teammate",
+            ),
+        },
+    )

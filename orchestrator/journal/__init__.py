@@ -2,26 +2,31 @@
 snapshots in parts, and history editing.
 """
 
-from ._file import Durability
-from ._history import Edit, edit_history, resolve_chat
-from ._journal import JournalStatistics, SqliteJournal
-from ._reader import AgentMessage, JournalReader, SessionInfo
-from ._rows import fact_checksum
-from ._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
-from ._snapshot import (
-    CHUNK,
-    SNAPSHOT_FORMAT,
-    PartKey,
-    decode_parts,
-    decode_state,
-    encode_part,
-    encode_state,
-    same_values,
-    snapshot_due,
-    snapshot_header,
-    snapshot_parts,
-    state_entries,
-)
+from typing import TYPE_CHECKING
+
+from orchestrator.base import lazy_facade
+
+if TYPE_CHECKING:
+    from ._file import Durability
+    from ._history import Edit, edit_history, resolve_chat
+    from ._journal import JournalStatistics, SqliteJournal
+    from ._reader import AgentMessage, JournalReader, SessionInfo
+    from ._rows import fact_checksum
+    from ._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+    from ._snapshot import (
+        CHUNK,
+        SNAPSHOT_FORMAT,
+        PartKey,
+        decode_parts,
+        decode_state,
+        encode_part,
+        encode_state,
+        same_values,
+        snapshot_due,
+        snapshot_header,
+        snapshot_parts,
+        state_entries,
+    )
 
 __all__ = [
     "APPLICATION_ID",
@@ -50,3 +55,30 @@ __all__ = [
     "snapshot_parts",
     "state_entries",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_facade(
+        __name__,
+        {
+            "._file": ("Durability",),
+            "._history": ("Edit", "edit_history", "resolve_chat"),
+            "._journal": ("JournalStatistics", "SqliteJournal"),
+            "._reader": ("AgentMessage", "JournalReader", "SessionInfo"),
+            "._rows": ("fact_checksum",),
+            "._schema": ("APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"),
+            "._snapshot": (
+                "CHUNK",
+                "PartKey",
+                "SNAPSHOT_FORMAT",
+                "decode_parts",
+                "decode_state",
+                "encode_part",
+                "encode_state",
+                "same_values",
+                "snapshot_due",
+                "snapshot_header",
+                "snapshot_parts",
+                "state_entries",
+            ),
+        },
+    )

@@ -4,81 +4,86 @@ the agent channel and its history, AHP over JSON-RPC, and the teammates channel.
 Pure: facts and state in, JSON-ready values out; no trio, no IO.
 """
 
-from ._agent_channel import (
-    Abort,
-    AgentChannelProjector,
-    Approve,
-    ClientMessage,
-    Prompt,
-    Reject,
-    Settings,
-    TeamSubscribe,
-    ToolResponse,
-    agent_event,
-    parse_client_message,
-    replay,
-    view_update,
-)
-from ._agent_messages import (
-    TURN_ENDS,
-    restore_actions,
-    truncate_action,
-    turn_from_facts,
-    turn_messages,
-    undo_action,
-)
-from ._agentui import (
-    ActionType,
-    BackgroundJobStatus,
-    BoardItemStatus,
-    Control,
-    CoordinatorTeamStatus,
-    Envelope,
-    EventType,
-    HandoffStatus,
-    Owner,
-    Persistence,
-    Phase,
-    QueuedTurnStatus,
-    RemoteTaskStatus,
-    ReviewStatus,
-    RuntimeEntity,
-    Scope,
-    Surface,
-    TeammateStatus,
-    Topology,
-    WorkItemStatus,
-)
-from ._agentui_wire import (
-    envelope_from_json_line,
-    envelope_to_json_line,
-    structure_envelope,
-    unstructure_envelope,
-)
-from ._agui_run_input import Event, ResumeDecision, RunRequest, parse_run_input
-from ._agui_state import json_patch, team_view
-from ._ahp_rpc import (
-    Call,
-    channel_envelopes,
-    error_frame,
-    negotiate,
-    notification_frame,
-    parse_call,
-    result_frame,
-    session_snapshot_state,
-)
-from ._project_agentui import AgentUiProjector, project_facts
-from ._project_agui import AguiProjector, AguiRunStatus
-from ._project_teammates import teammate_envelopes
-from ._teammate_channel import (
-    ControlTeammate,
-    ListTeammates,
-    Subscribe,
-    TeammateHistory,
-    TeammateRequest,
-    parse_request,
-    teammates_message,
-)
+from typing import TYPE_CHECKING
+
+from orchestrator.base import lazy_facade
+
+if TYPE_CHECKING:
+    from ._agent_channel import (
+        Abort,
+        AgentChannelProjector,
+        Approve,
+        ClientMessage,
+        Prompt,
+        Reject,
+        Settings,
+        TeamSubscribe,
+        ToolResponse,
+        agent_event,
+        parse_client_message,
+        replay,
+        view_update,
+    )
+    from ._agent_messages import (
+        TURN_ENDS,
+        restore_actions,
+        truncate_action,
+        turn_from_facts,
+        turn_messages,
+        undo_action,
+    )
+    from ._agentui import (
+        ActionType,
+        BackgroundJobStatus,
+        BoardItemStatus,
+        Control,
+        CoordinatorTeamStatus,
+        Envelope,
+        EventType,
+        HandoffStatus,
+        Owner,
+        Persistence,
+        Phase,
+        QueuedTurnStatus,
+        RemoteTaskStatus,
+        ReviewStatus,
+        RuntimeEntity,
+        Scope,
+        Surface,
+        TeammateStatus,
+        Topology,
+        WorkItemStatus,
+    )
+    from ._agentui_wire import (
+        envelope_from_json_line,
+        envelope_to_json_line,
+        structure_envelope,
+        unstructure_envelope,
+    )
+    from ._agui_run_input import Event, ResumeDecision, RunRequest, parse_run_input
+    from ._agui_state import json_patch, team_view
+    from ._ahp_rpc import (
+        Call,
+        channel_envelopes,
+        error_frame,
+        negotiate,
+        notification_frame,
+        parse_call,
+        result_frame,
+        session_snapshot_state,
+    )
+    from ._project_agentui import AgentUiProjector, project_facts
+    from ._project_agui import AguiProjector, AguiRunStatus
+    from ._project_teammates import teammate_envelopes
+    from ._teammate_channel import (
+        ControlTeammate,
+        ListTeammates,
+        Subscribe,
+        TeammateHistory,
+        TeammateRequest,
+        parse_request,
+        teammates_message,
+    )
 
 __all__ = [
     "TURN_ENDS",
@@ -151,3 +156,85 @@ __all__ = [
     "unstructure_envelope",
     "view_update",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_facade(
+        __name__,
+        {
+            "._agent_channel": (
+                "Abort",
+                "AgentChannelProjector",
+                "Approve",
+                "ClientMessage",
+                "Prompt",
+                "Reject",
+                "Settings",
+                "TeamSubscribe",
+                "ToolResponse",
+                "agent_event",
+                "parse_client_message",
+                "replay",
+                "view_update",
+            ),
+            "._agent_messages": (
+                "TURN_ENDS",
+                "restore_actions",
+                "truncate_action",
+                "turn_from_facts",
+                "turn_messages",
+                "undo_action",
+            ),
+            "._agentui": (
+                "ActionType",
+                "BackgroundJobStatus",
+                "BoardItemStatus",
+                "Control",
+                "CoordinatorTeamStatus",
+                "Envelope",
+                "EventType",
+                "HandoffStatus",
+                "Owner",
+                "Persistence",
+                "Phase",
+                "QueuedTurnStatus",
+                "RemoteTaskStatus",
+                "ReviewStatus",
+                "RuntimeEntity",
+                "Scope",
+                "Surface",
+                "TeammateStatus",
+                "Topology",
+                "WorkItemStatus",
+            ),
+            "._agentui_wire": (
+                "envelope_from_json_line",
+                "envelope_to_json_line",
+                "structure_envelope",
+                "unstructure_envelope",
+            ),
+            "._agui_run_input": ("Event", "ResumeDecision", "RunRequest", "parse_run_input"),
+            "._agui_state": ("json_patch", "team_view"),
+            "._ahp_rpc": (
+                "Call",
+                "channel_envelopes",
+                "error_frame",
+                "negotiate",
+                "notification_frame",
+                "parse_call",
+                "result_frame",
+                "session_snapshot_state",
+            ),
+            "._project_agentui": ("AgentUiProjector", "project_facts"),
+            "._project_agui": ("AguiProjector", "AguiRunStatus"),
+            "._project_teammates": ("teammate_envelopes",),
+            "._teammate_channel": (
+                "ControlTeammate",
+                "ListTeammates",
+                "Subscribe",
+                "TeammateHistory",
+                "TeammateRequest",
+                "parse_request",
+                "teammates_message",
+            ),
+        },
+    )

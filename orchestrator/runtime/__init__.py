@@ -3,49 +3,54 @@ subscribers, the team runtime (turns, tools, delegation, approvals), command too
 logging and process settings. The model backends are in :mod:`orchestrator.runtime.backends`.
 """
 
-from ._approvals import answer_text, parse_answer
-from ._bus import BusStatistics, FactBus, Subscription
-from ._command_tool import (
-    CALLBACK_TOKEN_VAR,
-    CALLBACK_URL_VAR,
-    GROUP_ID_VAR,
-    KILL_GRACE,
-    STDERR_TAIL,
-    TOOL_CALL_ID_VAR,
-    CommandResult,
-    ToolCallback,
-    callback_url,
-    command_environment,
-    group_id,
-    run_command,
-)
-from ._factlog import (
-    DoneTicket,
-    EventTicket,
-    FactLog,
-    JsonlFactLog,
-    MemoryFactLog,
-    Ticket,
-    read_facts,
-)
-from ._ids import Ids
-from ._logging import (
-    MAX_EVENT_CHARS,
-    MAX_FRAMES,
-    MAX_TRACEBACK_CHARS,
-    MAX_VALUE_CHARS,
-    REPEAT_LIMIT,
-    REPEAT_WINDOW,
-    RepeatKey,
-    RepeatLimiter,
-    configure_logging,
-    redact_text,
-    register_secret,
-)
-from ._process import tune_gc
-from ._recorder import Recorder
-from ._team_runtime import RunOutcome, TeamRuntime, require_prompt
-from ._turns import BackendFactory
+from typing import TYPE_CHECKING
+
+from orchestrator.base import lazy_facade
+
+if TYPE_CHECKING:
+    from ._approvals import answer_text, parse_answer
+    from ._bus import BusStatistics, FactBus, Subscription
+    from ._command_tool import (
+        CALLBACK_TOKEN_VAR,
+        CALLBACK_URL_VAR,
+        GROUP_ID_VAR,
+        KILL_GRACE,
+        STDERR_TAIL,
+        TOOL_CALL_ID_VAR,
+        CommandResult,
+        ToolCallback,
+        callback_url,
+        command_environment,
+        group_id,
+        run_command,
+    )
+    from ._factlog import (
+        DoneTicket,
+        EventTicket,
+        FactLog,
+        JsonlFactLog,
+        MemoryFactLog,
+        Ticket,
+        read_facts,
+    )
+    from ._ids import Ids
+    from ._logging import (
+        MAX_EVENT_CHARS,
+        MAX_FRAMES,
+        MAX_TRACEBACK_CHARS,
+        MAX_VALUE_CHARS,
+        REPEAT_LIMIT,
+        REPEAT_WINDOW,
+        RepeatKey,
+        RepeatLimiter,
+        configure_logging,
+        redact_text,
+        register_secret,
+    )
+    from ._process import tune_gc
+    from ._recorder import Recorder
+    from ._team_runtime import RunOutcome, TeamRuntime, require_prompt
+    from ._turns import BackendFactory
 
 __all__ = [
     "CALLBACK_TOKEN_VAR",
@@ -91,3 +96,53 @@ __all__ = [
     "run_command",
     "tune_gc",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_facade(
+        __name__,
+        {
+            "._approvals": ("answer_text", "parse_answer"),
+            "._bus": ("BusStatistics", "FactBus", "Subscription"),
+            "._command_tool": (
+                "CALLBACK_TOKEN_VAR",
+                "CALLBACK_URL_VAR",
+                "CommandResult",
+                "GROUP_ID_VAR",
+                "KILL_GRACE",
+                "STDERR_TAIL",
+                "TOOL_CALL_ID_VAR",
+                "ToolCallback",
+                "callback_url",
+                "command_environment",
+                "group_id",
+                "run_command",
+            ),
+            "._factlog": (
+                "DoneTicket",
+                "EventTicket",
+                "FactLog",
+                "JsonlFactLog",
+                "MemoryFactLog",
+                "Ticket",
+                "read_facts",
+            ),
+            "._ids": ("Ids",),
+            "._logging": (
+                "MAX_EVENT_CHARS",
+                "MAX_FRAMES",
+                "MAX_TRACEBACK_CHARS",
+                "MAX_VALUE_CHARS",
+                "REPEAT_LIMIT",
+                "REPEAT_WINDOW",
+                "RepeatKey",
+                "RepeatLimiter",
+                "configure_logging",
+                "redact_text",
+                "register_secret",
+            ),
+            "._process": ("tune_gc",),
+            "._recorder": ("Recorder",),
+            "._team_runtime": ("RunOutcome", "TeamRuntime", "require_prompt"),
+            "._turns": ("BackendFactory",),
+        },
+    )

@@ -3,15 +3,20 @@ background-teammate scheduler, metrics, the WebSocket sockets and HTTP endpoints
 hypercorn seam and outbox, auth, rate limits, systemd notification and daemon config.
 """
 
-from ._app import assemble, serve
-from ._auth import LOCAL, Authenticator, Permission, Role, Token
-from ._config import DEFAULT_PORT, Limits, ServeConfig, load_serve_config, parse_serve_config
-from ._daemon import Daemon
-from ._hypercorn_ws import SCOPE_KEY, FrameWriter, HypercornSeam, frame_writer
-from ._live_session import LiveSession
-from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
-from ._rate_limit import TokenBucket
-from ._scheduler import Scheduler, Teammate, describe_schedule
+from typing import TYPE_CHECKING
+
+from orchestrator.base import lazy_facade
+
+if TYPE_CHECKING:
+    from ._app import assemble, serve
+    from ._auth import LOCAL, Authenticator, Permission, Role, Token
+    from ._config import DEFAULT_PORT, Limits, ServeConfig, load_serve_config, parse_serve_config
+    from ._daemon import Daemon
+    from ._hypercorn_ws import SCOPE_KEY, FrameWriter, HypercornSeam, frame_writer
+    from ._live_session import LiveSession
+    from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
+    from ._rate_limit import TokenBucket
+    from ._scheduler import Scheduler, Teammate, describe_schedule
 
 __all__ = [
     "CLOSE_FELL_BEHIND",
@@ -40,3 +45,25 @@ __all__ = [
     "parse_serve_config",
     "serve",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_facade(
+        __name__,
+        {
+            "._app": ("assemble", "serve"),
+            "._auth": ("Authenticator", "LOCAL", "Permission", "Role", "Token"),
+            "._config": (
+                "DEFAULT_PORT",
+                "Limits",
+                "ServeConfig",
+                "load_serve_config",
+                "parse_serve_config",
+            ),
+            "._daemon": ("Daemon",),
+            "._hypercorn_ws": ("FrameWriter", "HypercornSeam", "SCOPE_KEY", "frame_writer"),
+            "._live_session": ("LiveSession",),
+            "._outbox": ("CLOSE_FELL_BEHIND", "CLOSE_GOING_AWAY", "Outbox"),
+            "._rate_limit": ("TokenBucket",),
+            "._scheduler": ("Scheduler", "Teammate", "describe_schedule"),
+        },
+    )

@@ -4,56 +4,61 @@ named by its key path), background schedules, and the tool definitions a model i
 Pure: no trio; its only IO is reading the team file :func:`load_team` is given.
 """
 
-from ._model import (
-    COMMAND_ENV_PREFIX,
-    DEFAULT_COMMAND_TIMEOUT,
-    DEFAULT_PARALLEL_BUDGET,
-    DEFAULT_TOOL_RESULT,
-    TEAM_TOOLS,
-    AgentSpec,
-    ApprovedBy,
-    BackendName,
-    CommandTool,
-    Interactivity,
-    OpenAISettings,
-    RestartPolicy,
-    TeamSpec,
-    Topology,
-)
-from ._schedule import (
-    BackgroundSpec,
-    CatchUp,
-    Cron,
-    Decision,
-    Every,
-    Overlap,
-    Schedule,
-    missed_wakes,
-    next_wake,
-    on_wake,
-    parse_cron,
-    parse_duration,
-    parse_zone,
-    run_deadline,
-)
-from ._script import (
-    DEFAULT_CHUNKS,
-    AskStep,
-    DelegateStep,
-    Delegation,
-    FailStep,
-    HandoffStep,
-    QuestionKind,
-    SayStep,
-    ScriptedTurn,
-    SleepStep,
-    Step,
-    ThinkStep,
-    ToolStep,
-    UsageStep,
-)
-from ._teamfile import check_team, lint_team, load_team, parse_team, team_from_mapping
-from ._tools import ToolDefinition, check_tool_input, tool_definitions
+from typing import TYPE_CHECKING
+
+from orchestrator.base import lazy_facade
+
+if TYPE_CHECKING:
+    from ._model import (
+        COMMAND_ENV_PREFIX,
+        DEFAULT_COMMAND_TIMEOUT,
+        DEFAULT_PARALLEL_BUDGET,
+        DEFAULT_TOOL_RESULT,
+        TEAM_TOOLS,
+        AgentSpec,
+        ApprovedBy,
+        BackendName,
+        CommandTool,
+        Interactivity,
+        OpenAISettings,
+        RestartPolicy,
+        TeamSpec,
+        Topology,
+    )
+    from ._schedule import (
+        BackgroundSpec,
+        CatchUp,
+        Cron,
+        Decision,
+        Every,
+        Overlap,
+        Schedule,
+        missed_wakes,
+        next_wake,
+        on_wake,
+        parse_cron,
+        parse_duration,
+        parse_zone,
+        run_deadline,
+    )
+    from ._script import (
+        DEFAULT_CHUNKS,
+        AskStep,
+        DelegateStep,
+        Delegation,
+        FailStep,
+        HandoffStep,
+        QuestionKind,
+        SayStep,
+        ScriptedTurn,
+        SleepStep,
+        Step,
+        ThinkStep,
+        ToolStep,
+        UsageStep,
+    )
+    from ._teamfile import check_team, lint_team, load_team, parse_team, team_from_mapping
+    from ._tools import ToolDefinition, check_tool_input, tool_definitions
 
 __all__ = [
     "COMMAND_ENV_PREFIX",
@@ -107,3 +112,66 @@ __all__ = [
     "team_from_mapping",
     "tool_definitions",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_facade(
+        __name__,
+        {
+            "._model": (
+                "AgentSpec",
+                "ApprovedBy",
+                "BackendName",
+                "COMMAND_ENV_PREFIX",
+                "CommandTool",
+                "DEFAULT_COMMAND_TIMEOUT",
+                "DEFAULT_PARALLEL_BUDGET",
+                "DEFAULT_TOOL_RESULT",
+                "Interactivity",
+                "OpenAISettings",
+                "RestartPolicy",
+                "TEAM_TOOLS",
+                "TeamSpec",
+                "Topology",
+            ),
+            "._schedule": (
+                "BackgroundSpec",
+                "CatchUp",
+                "Cron",
+                "Decision",
+                "Every",
+                "Overlap",
+                "Schedule",
+                "missed_wakes",
+                "next_wake",
+                "on_wake",
+                "parse_cron",
+                "parse_duration",
+                "parse_zone",
+                "run_deadline",
+            ),
+            "._script": (
+                "AskStep",
+                "DEFAULT_CHUNKS",
+                "DelegateStep",
+                "Delegation",
+                "FailStep",
+                "HandoffStep",
+                "QuestionKind",
+                "SayStep",
+                "ScriptedTurn",
+                "SleepStep",
+                "Step",
+                "ThinkStep",
+                "ToolStep",
+                "UsageStep",
+            ),
+            "._teamfile": (
+                "check_team",
+                "lint_team",
+                "load_team",
+                "parse_team",
+                "team_from_mapping",
+            ),
+            "._tools": ("ToolDefinition", "check_tool_input", "tool_definitions"),
+        },
+    )

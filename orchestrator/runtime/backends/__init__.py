@@ -3,39 +3,44 @@
 form and transcript, and the factory that makes each agent's backend from its team file.
 """
 
-from ._contract import (
-    Backend,
-    ModelEvent,
-    ReasoningDelta,
-    RoundContext,
-    TextDelta,
-    ToolCallInputDelta,
-    ToolCallRequest,
-    ToolCallStarted,
-    ToolOutcome,
-    UsageReport,
-)
-from ._factory import backend_factory
-from ._openai import HOSTED_API, OpenAIBackend, base_url_of, http_client
-from ._openai_wire import ChunkAssembler, provider_message, request_body, retry_after_seconds
-from ._scripted import (
-    ScriptedBackend,
-    ScriptedFailure,
-    chunk_text,
-    render_json,
-    render_text,
-    tool_call_id,
-    turn_index_of,
-)
-from ._transcript import (
-    AssistantMessage,
-    AssistantToolCall,
-    ToolMessage,
-    TranscriptMessage,
-    UserMessage,
-    tool_call_ids,
-    transcript,
-)
+from typing import TYPE_CHECKING
+
+from orchestrator.base import lazy_facade
+
+if TYPE_CHECKING:
+    from ._contract import (
+        Backend,
+        ModelEvent,
+        ReasoningDelta,
+        RoundContext,
+        TextDelta,
+        ToolCallInputDelta,
+        ToolCallRequest,
+        ToolCallStarted,
+        ToolOutcome,
+        UsageReport,
+    )
+    from ._factory import backend_factory
+    from ._openai import HOSTED_API, OpenAIBackend, base_url_of, http_client
+    from ._openai_wire import ChunkAssembler, provider_message, request_body, retry_after_seconds
+    from ._scripted import (
+        ScriptedBackend,
+        ScriptedFailure,
+        chunk_text,
+        render_json,
+        render_text,
+        tool_call_id,
+        turn_index_of,
+    )
+    from ._transcript import (
+        AssistantMessage,
+        AssistantToolCall,
+        ToolMessage,
+        TranscriptMessage,
+        UserMessage,
+        tool_call_ids,
+        transcript,
+    )
 
 __all__ = [
     "HOSTED_API",
@@ -72,3 +77,48 @@ __all__ = [
     "transcript",
     "turn_index_of",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_facade(
+        __name__,
+        {
+            "._contract": (
+                "Backend",
+                "ModelEvent",
+                "ReasoningDelta",
+                "RoundContext",
+                "TextDelta",
+                "ToolCallInputDelta",
+                "ToolCallRequest",
+                "ToolCallStarted",
+                "ToolOutcome",
+                "UsageReport",
+            ),
+            "._factory": ("backend_factory",),
+            "._openai": ("HOSTED_API", "OpenAIBackend", "base_url_of", "http_client"),
+            "._openai_wire": (
+                "ChunkAssembler",
+                "provider_message",
+                "request_body",
+                "retry_after_seconds",
+            ),
+            "._scripted": (
+                "ScriptedBackend",
+                "ScriptedFailure",
+                "chunk_text",
+                "render_json",
+                "render_text",
+                "tool_call_id",
+                "turn_index_of",
+            ),
+            "._transcript": (
+                "AssistantMessage",
+                "AssistantToolCall",
+                "ToolMessage",
+                "TranscriptMessage",
+                "UserMessage",
+                "tool_call_ids",
+                "transcript",
+            ),
+        },
+    )
