@@ -240,3 +240,45 @@ class TestTeamsCheck:
         done = orchestrator("teams", "check", str(bad))
         assert done.returncode == 2
         assert str(bad) in done.stdout
+
+
+class TestParser:
+    """The parser names its choices without loading the commands; they must agree."""
+
+    def test_every_graph_format_has_a_renderer(self) -> None:
+        from orchestrator.cli._journal_commands import _RENDERERS
+        from orchestrator.cli._main import GRAPH_FORMATS
+
+        assert sorted(_RENDERERS) == sorted(GRAPH_FORMATS)
+
+    def test_every_command_names_a_handler_that_exists(self) -> None:
+        import argparse
+        import importlib
+
+        from orchestrator.cli._main import build_parser
+
+        def handlers(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
+            found = []
+            for action in parser._actions:
+                if isinstance(action, argparse._SubParsersAction):
+                    for sub in action.choices.values():
+                        found += handlers(sub) or [sub.get_default("handler")]
+            return found
+
+        named = handlers(build_parser())
+        assert len(named) >= 15
+        for module, name in named:
+            assert callable(getattr(importlib.import_module(module, "orchestrator.cli"), name))
+
+    def test_help_loads_no_command(self) -> None:
+        """``--help`` imports the parser only: no trio, no journal, no daemon."""
+        code = (
+            "import sys\nfrom orchestrator.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('trio', 'sqlite3', 'networkx', 'rich', 'structlog', "
+            "'orchestrator.ahp._state', 'orchestrator.server._app') if m in sys.modules))"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -5,7 +5,8 @@ from typing import TYPE_CHECKING
 from orchestrator.base import lazy_facade
 
 if TYPE_CHECKING:
-    from ._console import ApprovalMode, TeamConsole, describe_fact, render_tree
+    from ._approval_mode import ApprovalMode
+    from ._console import TeamConsole, describe_fact, render_tree
     from ._main import main
 
 __all__ = [
@@ -20,7 +21,8 @@ if not TYPE_CHECKING:
     __getattr__, __dir__ = lazy_facade(
         __name__,
         {
-            "._console": ("ApprovalMode", "TeamConsole", "describe_fact", "render_tree"),
+            "._approval_mode": ("ApprovalMode",),
+            "._console": ("TeamConsole", "describe_fact", "render_tree"),
             "._main": ("main",),
         },
     )

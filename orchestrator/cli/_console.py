@@ -10,7 +10,6 @@ prompt (``--approve ask``), or decided by policy (``auto`` / ``deny``).
 
 from __future__ import annotations
 
-import enum
 import math
 import sys
 from collections.abc import Awaitable, Callable
@@ -49,19 +48,13 @@ from orchestrator.core import (
 )
 from orchestrator.runtime import TeamRuntime
 
-__all__ = ["ApprovalMode", "TeamConsole", "describe_fact", "render_tree"]
+from ._approval_mode import ApprovalMode
+
+__all__ = ["TeamConsole", "describe_fact", "render_tree"]
 
 
 #: How often the live tree is redrawn.
 REFRESH_PER_SECOND = 8
-
-
-class ApprovalMode(enum.StrEnum):
-    """How ``orchestrator run`` decides approvals routed to the user."""
-
-    ASK = "ask"
-    AUTO = "auto"
-    DENY = "deny"
 
 
 _STYLE = {

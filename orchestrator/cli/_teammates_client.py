@@ -21,10 +21,11 @@ from trio_websocket import ConnectionClosed, ConnectionRejected, HandshakeError,
 from orchestrator.base import ConfigError, RunError
 from orchestrator.runtime import register_secret
 
+from ._conventions import TOKEN_ENV
+
 __all__: list[str] = []
 
 #: The environment variable a CLI token is read from.
-TOKEN_ENV = "ORCHESTRATOR_TOKEN"
 #: How long a command waits for the daemon (a trigger answers once its wake is recorded).
 TIMEOUT_SECONDS = 30.0
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from orchestrator.base import lazy_facade
 
 if TYPE_CHECKING:
-    from ._file import Durability
+    from ._durability import Durability
     from ._history import Edit, edit_history, resolve_chat
     from ._journal import JournalStatistics, SqliteJournal
     from ._reader import AgentMessage, JournalReader, SessionInfo
@@ -60,7 +60,7 @@ if not TYPE_CHECKING:
     __getattr__, __dir__ = lazy_facade(
         __name__,
         {
-            "._file": ("Durability",),
+            "._durability": ("Durability",),
             "._history": ("Edit", "edit_history", "resolve_chat"),
             "._journal": ("JournalStatistics", "SqliteJournal"),
             "._reader": ("AgentMessage", "JournalReader", "SessionInfo"),

@@ -18,7 +18,6 @@ What survives what (``durability``):
 from __future__ import annotations
 
 import contextlib
-import enum
 import os
 import sqlite3
 from pathlib import Path
@@ -28,18 +27,12 @@ import structlog
 
 from orchestrator.base import FactLogError
 
+from ._durability import Durability
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, _migrate
 
-__all__ = ["Durability"]
+__all__: list[str] = []
 
 log = structlog.get_logger("orchestrator.journal")
-
-
-class Durability(enum.StrEnum):
-    """What an acknowledged fact survives (see the module docstring)."""
-
-    POWER = "power"
-    PROCESS = "process"
 
 
 _SYNCHRONOUS: Final = {Durability.POWER: "FULL", Durability.PROCESS: "NORMAL"}

@@ -18,7 +18,7 @@ from orchestrator.base import RunError
 from orchestrator.core import Action, Fact
 from orchestrator.runtime import FactBus, Recorder
 
-from ._file import Durability
+from ._durability import Durability
 from ._journal import SqliteJournal
 from ._reader import JournalReader
 

@@ -72,7 +72,8 @@ from orchestrator.base import FactLogError
 from orchestrator.core import Fact, TeamState
 from orchestrator.runtime import EventTicket, Ticket
 
-from ._file import Durability, _connect, _error
+from ._durability import Durability
+from ._file import _connect, _error
 from ._reader import JournalReader
 from ._rows import (
     _AgentHistory,

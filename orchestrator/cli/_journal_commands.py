@@ -1,0 +1,177 @@
+"""The commands that read or edit the journal: ``sessions``, ``events``, ``graph``,
+``history``, ``undo``, ``truncate``, ``restore``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable
+from typing import TextIO
+
+import trio
+
+from orchestrator.base import FactLogError
+from orchestrator.core import (
+    Fact,
+    build_graph,
+    fact_to_json,
+    to_dot,
+    to_graphml,
+    to_json,
+    to_mermaid,
+)
+from orchestrator.journal import (
+    Edit,
+    JournalReader,
+    SessionInfo,
+    edit_history,
+    resolve_chat,
+)
+from orchestrator.protocols import (
+    envelope_to_json_line,
+    project_facts,
+    restore_actions,
+    truncate_action,
+    undo_action,
+)
+from orchestrator.runtime import (
+    read_facts,
+)
+
+from ._conventions import EXIT_FAILED, EXIT_OK, default_db
+
+__all__: list[str] = []
+
+
+_RENDERERS = {"json": to_json, "dot": to_dot, "mermaid": to_mermaid, "graphml": to_graphml}
+"""Each ``graph --format`` and what draws it."""
+
+
+def reader_of(args: argparse.Namespace) -> JournalReader:
+    return JournalReader(args.db or default_db())
+
+
+def history(args: argparse.Namespace, out: TextIO) -> int:
+    """``orchestrator history``."""
+    reader = reader_of(args)
+    info = resolve_session(reader, args.session)
+    chat = resolve_chat(reader, info.session, args.chat)
+    for message in reader.agent_messages(info.session, chat, deleted=args.deleted):
+        event = message.event
+        if args.deleted:
+            event = {**event, "turnId": message.turn_id, "deletedAt": message.deleted_at}
+        out.write(json.dumps(event, ensure_ascii=False) + "\n")
+    return EXIT_OK
+
+
+def edit(args: argparse.Namespace, out: TextIO) -> int:
+    """``orchestrator undo``, ``truncate`` and ``restore``."""
+    return trio.run(_edit, args)
+
+
+async def _edit(args: argparse.Namespace) -> int:
+    path = args.db or default_db()
+    reader = JournalReader(path)
+    info = resolve_session(reader, args.session)
+    chat = resolve_chat(reader, info.session, args.chat)
+    edit: Edit
+    match args.command:
+        case "undo":
+            edit = lambda state, facts: [undo_action(state)]  # noqa: E731
+        case "truncate":
+            keep = None if args.keep == "none" else args.keep
+            edit = lambda state, facts: [truncate_action(state, keep)]  # noqa: E731
+        case _:
+            edit = restore_actions
+    recorded = await edit_history(path, info.session, chat, edit)
+    turns = reader.open(info.session).chats[chat].turns
+    print(
+        f"{args.command}: {len(recorded)} fact(s) recorded; {chat} has {len(turns)} turn(s)"
+        + (f", the last {turns[-1].id}" if turns else ""),
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+def resolve_session(reader: JournalReader, wanted: str) -> SessionInfo:
+    """The session a user named: its URI, or a unique beginning of its id."""
+    sessions = reader.sessions()
+    exact = [s for s in sessions if s.session == wanted]
+    if exact:
+        return exact[0]
+    prefix = wanted.removeprefix("ahp-session:/")
+    matching = [s for s in sessions if s.session.removeprefix("ahp-session:/").startswith(prefix)]
+    if len(matching) == 1:
+        return matching[0]
+    if not matching:
+        raise FactLogError(
+            f"no session {wanted!r} (orchestrator sessions lists them)", source=str(reader.path)
+        )
+    shown = ", ".join(s.session for s in matching[:3])
+    raise FactLogError(
+        f"{wanted!r} names {len(matching)} sessions ({shown}...); give more of the id",
+        source=str(reader.path),
+    )
+
+
+def sessions(args: argparse.Namespace, out: TextIO) -> int:
+    """``orchestrator sessions``."""
+    reader, as_json = reader_of(args), args.json
+    sessions = reader.sessions()
+    if as_json:
+        json.dump([s.to_json() for s in sessions], out, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    if not sessions:
+        print(f"no sessions in {reader.path}", file=out)
+        return EXIT_OK
+    for s in sessions:
+        print(f"{s.session}  {s.status:<9}  {s.created_at}  {s.team}: {s.title}", file=out)
+    return EXIT_OK
+
+
+def events(args: argparse.Namespace, out: TextIO) -> int:
+    """``orchestrator events``."""
+    reader, wanted, fmt = reader_of(args), args.session, args.format
+    session = resolve_session(reader, wanted).session
+    facts = reader.facts(session)
+    if fmt == "facts":
+        _lines(out, (fact_to_json(f) for f in facts))
+    else:
+        _lines(out, (envelope_to_json_line(e) for e in project_facts(session, facts)))
+    return EXIT_OK
+
+
+def _lines(out: TextIO, lines: Iterable[str]) -> None:
+    for line in lines:
+        out.write(line + "\n")
+
+
+def graph(args: argparse.Namespace, out: TextIO) -> int:
+    """``orchestrator graph``."""
+    facts: Iterable[Fact]
+    if args.facts is not None:
+        if args.session is not None:
+            raise FactLogError("give a SESSION or --facts FILE, not both", source="graph")
+        source = str(args.facts)
+        facts = read_facts(args.facts)
+    elif args.session is not None:
+        reader = reader_of(args)
+        source = resolve_session(reader, args.session).session
+        facts = reader.facts(source)
+    else:
+        raise FactLogError("name a SESSION (orchestrator sessions lists them)", source="graph")
+    graph = build_graph(facts)
+    if args.check:
+        violations = graph.check()
+        for violation in violations:
+            print(f"{violation.kind}: {violation.message}", file=out)
+        if violations:
+            print(f"{len(violations)} violation(s) in {source}", file=out)
+            return EXIT_FAILED
+        print(f"ok: {source} is consistent", file=out)
+        return EXIT_OK
+    drawn = _RENDERERS[args.format](graph)
+    out.write(drawn if drawn.endswith("\n") else drawn + "\n")
+    return EXIT_OK

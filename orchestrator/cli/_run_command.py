@@ -1,0 +1,256 @@
+"""``orchestrator run`` and ``resume``: a team run in this process, with the live console, the
+journal and the optional JSON Lines outputs around it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TextIO
+
+import trio
+
+from orchestrator.base import FactLogError, RunError
+from orchestrator.core import (
+    Fact,
+    RunStatus,
+    fact_to_json,
+)
+from orchestrator.journal import (
+    Durability,
+    JournalReader,
+    SqliteJournal,
+)
+from orchestrator.protocols import (
+    AgentUiProjector,
+    envelope_to_json_line,
+)
+from orchestrator.runtime import (
+    RunOutcome,
+    TeamRuntime,
+    require_prompt,
+)
+from orchestrator.runtime.backends import backend_factory, http_client
+from orchestrator.spec import load_team, parse_team
+
+from ._approval_mode import ApprovalMode
+from ._console import TeamConsole
+from ._conventions import EXIT_FAILED, EXIT_OK, default_db
+from ._journal_commands import resolve_session
+
+__all__: list[str] = []
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """``orchestrator run``."""
+    return trio.run(_run, args)
+
+
+def resume(args: argparse.Namespace, out: TextIO) -> int:
+    """``orchestrator resume``."""
+    return trio.run(_resume, args)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    # Everything that can be bad input is checked before the first task starts, so it
+    # reaches main() as a plain OrchestratorError (exit 2), not inside an exception group.
+    team = load_team(args.team)
+    require_prompt(args.prompt)
+
+    async def start(runtime: TeamRuntime, console: TeamConsole) -> RunOutcome:
+        return await runtime.run(args.prompt)
+
+    async with http_client() as http:
+        backends = backend_factory(team, client=http)  # an unset API key stops us here
+        journal = SqliteJournal(args.db or default_db(), durability=Durability(args.durability))
+        await trio.to_thread.run_sync(journal.open)
+        runtime = TeamRuntime(team, backends=backends, factlog=journal)
+        return await _supervise(args, journal, runtime, start)
+
+
+async def _resume(args: argparse.Namespace) -> int:
+    path = args.db or default_db()
+    journal = SqliteJournal(path, durability=Durability(args.durability))
+    await trio.to_thread.run_sync(journal.open)  # first: it migrates an older file
+    reader = JournalReader(path)
+    info = resolve_session(reader, args.session)
+    if info.status != "running":
+        raise RunError(f"the run of {info.session} has already {info.status}: nothing to resume")
+    if args.team is not None:
+        team = load_team(args.team)
+    else:
+        team_file, team_toml = reader.team_toml(info.session)
+        if not team_toml:
+            raise RunError(f"{info.session} did not record its team file: pass --team FILE")
+        team = parse_team(team_toml, file=team_file or "<journal>")
+    state = await trio.to_thread.run_sync(reader.open, info.session)
+    wanted = args.events or args.facts
+    history = await trio.to_thread.run_sync(reader.facts, info.session) if wanted else []
+
+    async def start(runtime: TeamRuntime, console: TeamConsole) -> RunOutcome:
+        outcome: list[RunOutcome] = []
+
+        async def resume(*, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
+            outcome.append(await runtime.resume(task_status=task_status))
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(resume)
+            console.take_up_waits()  # asked before the stop: ask again
+        return outcome[0]
+
+    async with http_client() as http:
+        backends = backend_factory(team, client=http)
+        runtime = TeamRuntime(team, backends=backends, factlog=journal, state=state)
+        return await _supervise(args, journal, runtime, start, history=history, append=True)
+
+
+async def _supervise(
+    args: argparse.Namespace,
+    journal: SqliteJournal,
+    runtime: TeamRuntime,
+    start: Callable[[TeamRuntime, TeamConsole], Awaitable[RunOutcome]],
+    *,
+    history: Sequence[Fact] = (),
+    append: bool = False,
+) -> int:
+    """Run ``start`` with the journal, the console and the output files around it."""
+    outputs = [
+        (*_open_output(path, append=append), write)
+        for path, write in ((args.events, _write_events), (args.facts, _write_facts))
+        if path is not None
+    ]
+    try:
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            console = TeamConsole(
+                runtime, mode=ApprovalMode(args.approve), live=False if args.plain else None
+            )
+            async with trio.open_nursery() as nursery:
+                for out, written, write in outputs:
+                    await nursery.start(write, runtime, out, history, written)
+                await nursery.start(console.serve)
+                signals: trio.CancelScope = await nursery.start(_cancel_on_signal, runtime)
+                outcome = await start(runtime, console)
+                signals.cancel()
+                # The readers drain what is buffered for them, then their iteration ends.
+                runtime.bus.close()
+            services.cancel_scope.cancel()  # the journal drains what was submitted, and closes
+    finally:
+        for out, _, _ in outputs:
+            out.close()
+    if outcome.status is RunStatus.COMPLETED:
+        print(outcome.result)
+        return EXIT_OK
+    print(f"orchestrator: run {outcome.status}: {outcome.error}", file=sys.stderr)
+    print(f"orchestrator: session {outcome.session}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+async def _cancel_on_signal(
+    runtime: TeamRuntime,
+    *,
+    task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """SIGINT / SIGTERM cancel the team: turns end cancelled, the run is recorded cancelled.
+
+    Reports its cancel scope, which the caller cancels once the run is over.
+    """
+    with (
+        trio.CancelScope() as scope,
+        trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals,
+    ):
+        task_status.started(scope)
+        async for _ in signals:
+            runtime.cancel()
+            return
+
+
+def _open_output(path: Path, *, append: bool) -> tuple[TextIO, int]:
+    """Open a JSON Lines output; appending, also the ``sequence`` of its last whole line.
+
+    A process killed mid-write can leave a torn last line: appending cuts it off first, so
+    the file goes on with whole lines only.
+    """
+    written = 0
+    if append and path.exists():
+        try:
+            with path.open("r+b") as existing:
+                data = existing.read()
+                whole = data.rfind(b"\n") + 1
+                existing.truncate(whole)
+            lines = data[:whole].splitlines()
+            written = int(json.loads(lines[-1])["sequence"]) if lines else 0
+        except OSError as exc:
+            raise FactLogError(f"cannot append: {exc.strerror}", source=str(path)) from exc
+        except (ValueError, KeyError, TypeError) as exc:
+            raise FactLogError(
+                f"cannot append: its last line is not a JSON object with a sequence ({exc})",
+                source=str(path),
+            ) from exc
+    return _open_for_writing(path, append=append), written
+
+
+def _open_for_writing(path: Path, *, append: bool = False) -> TextIO:
+    try:
+        return path.open("a" if append else "w", encoding="utf-8")
+    except OSError as exc:
+        raise FactLogError(f"cannot open for writing: {exc.strerror}", source=str(path)) from exc
+
+
+async def _write_events(
+    runtime: TeamRuntime,
+    out: TextIO,
+    history: Sequence[Fact],
+    written: int,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Project every fact to Agent UI envelopes and write them as JSON Lines.
+
+    ``history``: the facts before this process (a resumed run), which bring the projection
+    up to date; of their envelopes, those after sequence ``written`` (the file's last) are
+    written too, which a stop kept the process before from writing.
+    """
+    subscription = runtime.bus.subscribe("events-file", buffer_size=float("inf"))
+    projector = AgentUiProjector(runtime.session)
+    for fact in history:
+        for envelope in projector.feed(fact):
+            if (envelope.sequence or 0) > written:
+                out.write(envelope_to_json_line(envelope) + "\n")
+    task_status.started()
+    try:
+        async for fact in subscription:
+            for envelope in projector.feed(fact):
+                out.write(envelope_to_json_line(envelope) + "\n")
+            if not subscription.buffered():
+                out.flush()  # a burst is written in one go; a quiet moment leaves it on disk
+    finally:
+        out.flush()
+
+
+async def _write_facts(
+    runtime: TeamRuntime,
+    out: TextIO,
+    history: Sequence[Fact],
+    written: int,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Write every fact as a JSON line, once it is durable: each line was acknowledged.
+
+    ``history``: a resumed run's earlier facts; those after ``written`` (the file's last
+    sequence) are written first.
+    """
+    subscription = runtime.bus.subscribe("facts-file", buffer_size=float("inf"))
+    out.writelines(fact_to_json(f) + "\n" for f in history if f.sequence > written)
+    out.flush()
+    task_status.started()
+    try:
+        async for fact in subscription:
+            out.write(fact_to_json(fact) + "\n")
+            out.flush()
+    finally:
+        out.flush()
