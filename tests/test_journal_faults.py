@@ -35,7 +35,7 @@ from orchestrator.ahp import (
 from orchestrator.base import FactLogError
 from orchestrator.core import Action, Fact, MemberJoined, RunStarted, TeamState, ViewUpdated
 from orchestrator.journal import SCHEMA_VERSION, JournalReader, SqliteJournal, fact_checksum
-from orchestrator.journal._rows import _checked
+from orchestrator.journal._checksum import checked_fact_text as _checked
 
 from .conftest import back_to_schema_4
 from .test_journal import DELIVERY, run_team

@@ -24,7 +24,6 @@ from orchestrator.core import (
 from orchestrator.journal import (
     Edit,
     JournalReader,
-    SessionInfo,
     edit_history,
     resolve_chat,
 )
@@ -40,16 +39,13 @@ from orchestrator.runtime import (
 )
 
 from ._conventions import EXIT_FAILED, EXIT_OK, default_db
+from ._sessions_command import reader_of, resolve_session
 
 __all__: list[str] = []
 
 
 _RENDERERS = {"json": to_json, "dot": to_dot, "mermaid": to_mermaid, "graphml": to_graphml}
 """Each ``graph --format`` and what draws it."""
-
-
-def reader_of(args: argparse.Namespace) -> JournalReader:
-    return JournalReader(args.db or default_db())
 
 
 def history(args: argparse.Namespace, out: TextIO) -> int:
@@ -91,43 +87,6 @@ async def _edit(args: argparse.Namespace) -> int:
         + (f", the last {turns[-1].id}" if turns else ""),
         file=sys.stderr,
     )
-    return EXIT_OK
-
-
-def resolve_session(reader: JournalReader, wanted: str) -> SessionInfo:
-    """The session a user named: its URI, or a unique beginning of its id."""
-    sessions = reader.sessions()
-    exact = [s for s in sessions if s.session == wanted]
-    if exact:
-        return exact[0]
-    prefix = wanted.removeprefix("ahp-session:/")
-    matching = [s for s in sessions if s.session.removeprefix("ahp-session:/").startswith(prefix)]
-    if len(matching) == 1:
-        return matching[0]
-    if not matching:
-        raise FactLogError(
-            f"no session {wanted!r} (orchestrator sessions lists them)", source=str(reader.path)
-        )
-    shown = ", ".join(s.session for s in matching[:3])
-    raise FactLogError(
-        f"{wanted!r} names {len(matching)} sessions ({shown}...); give more of the id",
-        source=str(reader.path),
-    )
-
-
-def sessions(args: argparse.Namespace, out: TextIO) -> int:
-    """``orchestrator sessions``."""
-    reader, as_json = reader_of(args), args.json
-    sessions = reader.sessions()
-    if as_json:
-        json.dump([s.to_json() for s in sessions], out, indent=2)
-        out.write("\n")
-        return EXIT_OK
-    if not sessions:
-        print(f"no sessions in {reader.path}", file=out)
-        return EXIT_OK
-    for s in sessions:
-        print(f"{s.session}  {s.status:<9}  {s.created_at}  {s.team}: {s.title}", file=out)
     return EXIT_OK
 
 

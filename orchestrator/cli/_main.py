@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sessions = with_db(commands.add_parser("sessions", help="list the journal's sessions"))
     sessions.add_argument("--json", action="store_true", help="a JSON array, oldest first")
-    sessions.set_defaults(handler=("._journal_commands", "sessions"))
+    sessions.set_defaults(handler=("._sessions_command", "sessions"))
 
     events = with_db(commands.add_parser("events", help="print a session's facts or envelopes"))
     events.add_argument("session", help="session URI, or a unique beginning of its id")

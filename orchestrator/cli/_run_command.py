@@ -39,7 +39,7 @@ from orchestrator.spec import load_team, parse_team
 from ._approval_mode import ApprovalMode
 from ._console import TeamConsole
 from ._conventions import EXIT_FAILED, EXIT_OK, default_db
-from ._journal_commands import resolve_session
+from ._sessions_command import resolve_session
 
 __all__: list[str] = []
 

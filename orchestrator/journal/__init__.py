@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 from orchestrator.base import lazy_facade
 
 if TYPE_CHECKING:
+    from ._checksum import fact_checksum
     from ._durability import Durability
     from ._history import Edit, edit_history, resolve_chat
     from ._journal import JournalStatistics, SqliteJournal
     from ._reader import AgentMessage, JournalReader, SessionInfo
-    from ._rows import fact_checksum
     from ._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
     from ._snapshot import (
         CHUNK,
@@ -60,11 +60,11 @@ if not TYPE_CHECKING:
     __getattr__, __dir__ = lazy_facade(
         __name__,
         {
+            "._checksum": ("fact_checksum",),
             "._durability": ("Durability",),
             "._history": ("Edit", "edit_history", "resolve_chat"),
             "._journal": ("JournalStatistics", "SqliteJournal"),
             "._reader": ("AgentMessage", "JournalReader", "SessionInfo"),
-            "._rows": ("fact_checksum",),
             "._schema": ("APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"),
             "._snapshot": (
                 "CHUNK",

@@ -8,6 +8,10 @@ checksum (CRC32 of its stored text): a damaged one is reported with its session 
 sequence (:class:`FactLogError`), never applied nor skipped; other sessions read on. A
 snapshot's rows carry checksums too: a damaged snapshot is ignored (it is only a cache) and
 the session folded from its facts.
+
+Imports: the fact decoder, the team state and the snapshot decoder are imported by the
+methods that use them, so that listing sessions (``orchestrator sessions``, the CLI's
+session lookups) loads SQLite and this module, not the AHP model and its converters.
 """
 
 from __future__ import annotations
@@ -18,18 +22,19 @@ import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import structlog
 
 from orchestrator.base import PeerProtocolError
-from orchestrator.core import Fact, TeamState, decode_fact
 
+from ._checksum import checked_fact_text, fact_checksum
 from ._file import _check_file, _error, _from_sqlite, _read_uri
-from ._rows import _checked, fact_checksum
 from ._schema import SCHEMA_VERSION
-from ._snapshot import decode_parts
+
+if TYPE_CHECKING:
+    from orchestrator.core import Fact, TeamState
 
 __all__ = ["AgentMessage", "JournalReader", "SessionInfo"]
 
@@ -179,7 +184,7 @@ class JournalReader:
         ).fetchall()
         source = str(self.path)
         return [
-            self._decode(_checked(session, sequence, text, checksum, source=source))
+            self._decode(checked_fact_text(session, sequence, text, checksum, source=source))
             for sequence, text, checksum in rows
         ]
 
@@ -201,6 +206,8 @@ class JournalReader:
         ]
 
     def _decode(self, text: str) -> Fact:
+        from orchestrator.core import decode_fact  # see the module docstring: imports
+
         try:
             return decode_fact(json.loads(text))
         except (json.JSONDecodeError, PeerProtocolError) as exc:
@@ -212,6 +219,8 @@ class JournalReader:
         A snapshot that cannot be read is ignored (it is only a cache): the session is then
         folded from its first fact.
         """
+        from orchestrator.core import TeamState  # see the module docstring: imports
+
         # One connection for all of it: the header, the parts and the facts in one view.
         with self._connection() as connection:
             self._session(connection, session)  # a clear error for an unknown session
@@ -256,6 +265,8 @@ def _snapshot(
     sequence: int, header: str, parts: Sequence[tuple[str, str, int, int, str]]
 ) -> TeamState:
     """A snapshot's state from its ``snapshots`` and ``snapshot_parts`` rows."""
+    from ._snapshot import decode_parts  # see the module docstring: imports
+
     if any(written > sequence for _, _, _, written, _ in parts):
         raise PeerProtocolError(
             "a part is newer than its snapshot", path="$.sequence", protocol="snapshot"

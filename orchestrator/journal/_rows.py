@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
-import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -33,11 +32,12 @@ from orchestrator.ahp import (
     SessionChatAddedAction,
     Turn,
 )
-from orchestrator.base import FactLogError, compact_dumps
+from orchestrator.base import compact_dumps
 from orchestrator.core import Fact, RunFinished, RunStarted, TeamState, decode_fact, fact_to_json
 from orchestrator.protocols import TURN_ENDS, turn_from_facts, turn_messages
 from orchestrator.runtime import EventTicket
 
+from ._checksum import checked_fact_text, fact_checksum
 from ._snapshot import (
     PartKey,
     encode_part,
@@ -46,16 +46,7 @@ from ._snapshot import (
     snapshot_parts,
 )
 
-__all__ = ["fact_checksum"]
-
-
-def fact_checksum(text: str) -> int:
-    """The checksum stored with a fact: CRC32 of its text as UTF-8.
-
-    It finds a damaged row (a flipped bit, a torn sector that SQLite's page format still
-    accepts), not a forged one: anyone who can write the file can write a matching sum.
-    """
-    return zlib.crc32(text.encode())
+__all__: list[str] = []
 
 
 @attrs.define(eq=False)
@@ -372,20 +363,9 @@ def _turn_facts(connection: sqlite3.Connection, end: Fact) -> list[Fact]:
         ),
     )
     return [
-        decode_fact(json.loads(_checked(end.session, sequence, text, checksum, source="")))
+        decode_fact(json.loads(checked_fact_text(end.session, sequence, text, checksum, source="")))
         for sequence, text, checksum in rows
     ]
-
-
-def _checked(session: str, sequence: int, text: str, checksum: int, *, source: str) -> str:
-    """``text``, the stored fact ``sequence`` of ``session``, if it matches its checksum."""
-    if fact_checksum(text) != checksum:
-        raise FactLogError(
-            f"fact {sequence} of {session} is damaged (its checksum does not match): it was "
-            "not applied; restore the journal from a backup",
-            source=source,
-        )
-    return text
 
 
 def _soft_delete(connection: sqlite3.Connection, cut: Fact, action: ChatTruncatedAction) -> None:

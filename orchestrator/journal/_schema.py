@@ -18,10 +18,8 @@ from collections.abc import Callable
 from typing import Final
 
 from orchestrator.base import PeerProtocolError
-from orchestrator.core import decode_fact
 
-from ._rows import _AgentHistory, _SnapshotWriter, fact_checksum
-from ._snapshot import decode_state
+from ._checksum import fact_checksum
 
 __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"]
 
@@ -72,6 +70,12 @@ CREATE INDEX agent_messages_replay ON agent_messages (session, chat, id)
 
 def _add_agent_messages(connection: sqlite3.Connection) -> None:
     """Schema 3: the agent channel's history, written for the turns already on file."""
+    # Imported here: they load the AHP model and the projections, which a reader that only
+    # checks the schema version has no use for.
+    from orchestrator.core import decode_fact
+
+    from ._rows import _AgentHistory
+
     for statement in filter(str.strip, _AGENT_MESSAGES.split(";")):
         connection.execute(statement)
     history = _AgentHistory()
@@ -100,6 +104,9 @@ CREATE TABLE snapshot_parts (
 def _split_snapshots(connection: sqlite3.Connection) -> None:
     """Schema 4: snapshots in parts (see :mod:`._snapshot`); the whole-state snapshots on
     file are converted (one that cannot be read is dropped: it is only a cache)."""
+    from ._rows import _SnapshotWriter
+    from ._snapshot import decode_state
+
     connection.execute(_SNAPSHOT_PARTS)
     rows = connection.execute("SELECT state FROM snapshots").fetchall()
     connection.execute("DELETE FROM snapshots")
