@@ -52,7 +52,8 @@ class TestHealthAndMetrics:
             metrics = await http.get("/metrics")
             assert metrics.status_code == 200
             assert metrics.headers["content-type"].startswith("text/plain")
-            assert 'orchestrator_sessions{status="running"} 0.0' in metrics.text
+            assert 'orchestrator_sessions{activity="busy",status="running"} 0.0' in metrics.text
+            assert 'orchestrator_sessions{activity="idle",status="running"} 0.0' in metrics.text
             assert "orchestrator_facts_appended_total" in metrics.text
 
 
@@ -529,7 +530,8 @@ class TestRequests:
             "taskId": "slow",
         }
         assert done == {"channel": "agent", "type": "done", "taskId": "slow"}
-        assert 'orchestrator_sessions{status="idle"} 1.0' in metrics
+        # `orchestrator sessions` says running too: one vocabulary; idle is the activity.
+        assert 'orchestrator_sessions{activity="idle",status="running"} 1.0' in metrics
         assert 'orchestrator_chats{status="killed"} 1.0' in metrics, "the aborted worker"
 
 

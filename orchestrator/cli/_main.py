@@ -57,6 +57,8 @@ __all__ = [
 GRAPH_FORMATS = ("dot", "graphml", "json", "mermaid")
 EVENT_FORMATS = ("facts", "agent-ui")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+#: A session's status, as the journal, `sessions` and /metrics name it.
+SESSION_STATUSES = ("running", "completed", "failed", "cancelled")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -142,6 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sessions = with_db(commands.add_parser("sessions", help="list the journal's sessions"))
     sessions.add_argument("--json", action="store_true", help="a JSON array, oldest first")
+    sessions.add_argument(
+        "--status", choices=SESSION_STATUSES, help="only the sessions of this status"
+    )
+    sessions.add_argument("--team", help="only the sessions of this team")
+    sessions.add_argument("--limit", type=_positive, metavar="N", help="only the N most recent")
     sessions.set_defaults(handler=("._sessions_command", "sessions"))
 
     events = with_db(commands.add_parser("events", help="print a session's facts or envelopes"))
@@ -183,6 +190,23 @@ def build_parser() -> argparse.ArgumentParser:
     truncate.add_argument(
         "--keep", required=True, metavar="TURN", help='the last turn to keep ("none": all go)'
     )
+
+    prune = with_db(
+        commands.add_parser(
+            "prune", help="remove ended sessions (facts, snapshots, history) older than AGE"
+        )
+    )
+    prune.add_argument(
+        "--older-than",
+        required=True,
+        metavar="AGE",
+        help="last written more than AGE ago: 90s, 15m, 2h, 30d (at most 366d)",
+    )
+    prune.add_argument(
+        "--dry-run", action="store_true", help="say what would be removed, remove nothing"
+    )
+    prune.add_argument("--json", action="store_true", help="print the report as JSON")
+    prune.set_defaults(handler=("._sessions_command", "prune"))
 
     serve = commands.add_parser(
         "serve", help="run the daemon: WebSocket and HTTP clients on one port"
@@ -245,6 +269,16 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print a JSON array of results")
     check.set_defaults(handler=("._teams_command", "check"))
     return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {text!r}")
+    return value
 
 
 class _Commands:
