@@ -463,14 +463,16 @@ class AhpSocket:
 
     async def _open(self, uri: str) -> tuple[Snapshot, TeamState | None]:
         """Subscribe to ``uri``: its snapshot, and its session's state (None: the root)."""
-        if uri in self._channels:
-            self._unsubscribe(uri)
         if uri == ROOT:
-            self._pump_root()  # what an earlier root subscription has waiting goes first
+            # Subscribed again: the same subscription goes on (nothing in between is lost).
             self._follow_root()
+            self.daemon.root.flush()  # changes held back go to every subscriber, this one too
+            self._pump_root()  # ...and out, under the channel as it was (if any)
             root, seq = self.daemon.root.snapshot()
             self._channels[uri] = _Channel(uri=uri, session=None, from_seq=seq)
             return Snapshot(resource=uri, state=root, from_seq=seq), None
+        if uri in self._channels:
+            self._unsubscribe(uri)
         live, chat = self._live_channel(uri)
         if live is None and not chat:
             live = await self.daemon.find(uri)  # an unfinished session put away: take it up

@@ -174,7 +174,7 @@ class RootSubscription:
         self.name = name
         self.buffer_size = buffer_size
         self._frames: deque[RootFrame] = deque()
-        self._ready = trio.Event()
+        self._waiting = trio.lowlevel.ParkingLot()  # whoever waits for frames (its forwarder)
         self.closed = False
         self.dropped_reason: str | None = None
 
@@ -190,24 +190,23 @@ class RootSubscription:
             self.close()
             return False
         self._frames.append(frame)
-        self._ready.set()
+        self._waiting.unpark_all()
         return True
 
     def drain(self) -> list[RootFrame]:
         """Every frame waiting, in order (none once dropped: its connection is closing)."""
         frames = [] if self.dropped_reason is not None else list(self._frames)
         self._frames.clear()
-        if not self.closed:
-            self._ready = trio.Event()
         return frames
 
     async def wait(self) -> None:
         """Wait until a frame waits, or the subscription is closed."""
-        await self._ready.wait()
+        if not self._frames and not self.closed:
+            await self._waiting.park()
 
     def close(self) -> None:
         self.closed = True
-        self._ready.set()
+        self._waiting.unpark_all()
 
 
 # ─── The channel ─────────────────────────────────────────────────────────────
@@ -247,8 +246,12 @@ class RootChannel:
     def summaries(self) -> list[SessionSummary]:
         """Every live session's summary, as up to date as its state (what was held back is
         sent to subscribers first)."""
-        self._refresh_stale()
+        self.flush()
         return [entry.sent for entry in self._sessions.values()]
+
+    def flush(self) -> None:
+        """Send every change held back (or not yet made up) now."""
+        self._refresh_stale()
 
     def subscribe(self, name: str) -> RootSubscription:
         """A subscription to every root frame published from now on."""
