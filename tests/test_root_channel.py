@@ -8,7 +8,7 @@ import json
 import os
 import random
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -20,16 +20,22 @@ import trio
 from trio_websocket import ConnectionClosed, wrap_client_stream
 
 from orchestrator.ahp import (
+    ChatSummary,
     RootState,
     SessionAddedParams,
+    SessionLifecycle,
     SessionRemovedParams,
+    SessionState,
+    SessionStatus,
     SessionSummaryChangedParams,
     reduce_root,
     structure_action,
     structure_as,
 )
+from orchestrator.base import evolve
+from orchestrator.core import Fact, TeamState
 from orchestrator.server import Limits, ServeConfig, _outbox
-from orchestrator.server._root_channel import RootFrame, RootSubscription
+from orchestrator.server._root_channel import RootChannel, RootFrame, RootSubscription
 
 from .ahp_client import ROOT, AhpClient, connect_ahp, user_message
 from .daemon import ECHO, TEAMS, RunningDaemon, connect, running_daemon, websocket
@@ -167,7 +173,7 @@ async def check_mirrors(client: AhpClient, summaries: list[dict[str, Any]]) -> N
         for key in ("provider", "title", "status", "activity", "workingDirectories"):
             assert summary.get(key) == state.get(key), (session, key)
         chats = [c["modifiedAt"] for c in state["chats"]]
-        assert summary["modifiedAt"] == max([*chats, summary["createdAt"]]), session
+        assert summary["modifiedAt"] == max(chats, default=summary["createdAt"]), session
 
 
 def assert_lifecycle(methods: list[str], *, removed: bool) -> None:
@@ -450,3 +456,161 @@ class TestClientsCannotActOnTheRoot:
             root.client.actions.remove(refused)  # an echo, not a root action
             await root.check()
             assert root.state.active_sessions == 0
+
+
+# ─── the channel alone: coalescing, a summary made from the state ────────────
+
+
+class FakeSession:
+    """A live session as the root channel reads it; the test publishes its batches."""
+
+    def __init__(self, uri: str, state: TeamState) -> None:
+        self.uri = uri
+        self.team_name = "team"
+        self.state = state
+        self.observers: list[Callable[[Sequence[Fact]], None]] = []
+
+    def observe(self, observer: Callable[[Sequence[Fact]], None]) -> None:
+        self.observers.append(observer)
+
+    def publish(self, **session_changes: Any) -> None:
+        """The session's state changes (its facts are published)."""
+        session = self.state.session
+        assert session is not None
+        self.state = team_state(self.uri, evolve(session, **session_changes))
+        for observer in self.observers:
+            observer([])
+
+
+def team_state(uri: str, session: SessionState) -> TeamState:
+    return TeamState.restore(
+        uri,
+        last_sequence=1,
+        session=session,
+        run=None,
+        chats={},
+        members={},
+        tasks={},
+        approvals={},
+    )
+
+
+def chat_at(modified_at: str) -> ChatSummary:
+    return ChatSummary(
+        resource="ahp-chat:/c", title="c", status=SessionStatus.IN_PROGRESS, modified_at=modified_at
+    )
+
+
+def frames(subscription: RootSubscription) -> list[tuple[str, Any]]:
+    return [
+        (message["method"], message["params"])
+        for message in (json.loads(frame.text) for frame in subscription.drain())
+    ]
+
+
+T0, T1, T2 = "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:01.000Z", "2026-01-01T00:00:02.000Z"
+
+
+class TestRootChannel:
+    async def test_modified_at_alone_waits_a_second_other_changes_go_at_once(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        uri = "ahp-session:/s"
+        session = SessionState(
+            provider="orchestrator",
+            title="t",
+            status=SessionStatus.IN_PROGRESS,
+            lifecycle=SessionLifecycle.READY,
+            active_clients=(),
+            chats=(chat_at(T0),),
+        )
+        fake = FakeSession(uri, team_state(uri, session))
+        channel = RootChannel((), buffer_size=100, coalesce=1.0)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(channel.serve)
+            subscription = channel.subscribe("test")
+            channel.session_added(fake)
+            added, counted = frames(subscription)
+            assert added[0] == "root/sessionAdded"
+            assert added[1]["summary"]["provider"] == "team"  # the team, not the state's
+            assert added[1]["summary"]["modifiedAt"] == T0
+            assert counted[1]["action"] == {
+                "type": "root/activeSessionsChanged",
+                "activeSessions": 1,
+            }
+            fake.publish(chats=(chat_at(T1),))
+            await trio.sleep(0.5)
+            fake.publish(chats=(chat_at(T2),))
+            await trio.sleep(0.4)
+            assert frames(subscription) == []  # held back
+            await trio.sleep(0.2)
+            assert frames(subscription) == [
+                (
+                    "root/sessionSummaryChanged",
+                    {"channel": ROOT, "session": uri, "changes": {"modifiedAt": T2}},
+                )
+            ]
+            assert trio.current_time() == pytest.approx(1.1)
+            fake.publish(status=SessionStatus.IDLE)
+            assert frames(subscription) == [
+                (
+                    "root/sessionSummaryChanged",
+                    {"channel": ROOT, "session": uri, "changes": {"status": 1}},
+                )
+            ]
+            nursery.cancel_scope.cancel()
+
+    async def test_list_sessions_sends_what_is_held_back_first(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        uri = "ahp-session:/s"
+        session = SessionState(
+            provider="team",
+            title="t",
+            status=SessionStatus.IN_PROGRESS,
+            lifecycle=SessionLifecycle.READY,
+            active_clients=(),
+            chats=(chat_at(T0),),
+            activity="thinking",
+        )
+        fake = FakeSession(uri, team_state(uri, session))
+        channel = RootChannel((), buffer_size=100)
+        subscription = channel.subscribe("test")
+        channel.session_added(fake)
+        frames(subscription)
+        fake.publish(chats=(chat_at(T1),))
+        assert frames(subscription) == []
+        (summary,) = channel.summaries()
+        assert summary.modified_at == T1
+        assert [method for method, _ in frames(subscription)] == ["root/sessionSummaryChanged"]
+        # A cleared field cannot be said by a partial summary: the whole one again.
+        fake.publish(activity=None)
+        ((method, params),) = frames(subscription)
+        assert method == "root/sessionAdded"
+        assert "activity" not in params["summary"]
+        channel.session_removed(fake)
+        assert [method for method, _ in frames(subscription)] == [
+            "root/sessionRemoved",
+            "action",
+        ]
+        assert channel.snapshot() == (RootState(agents=(), active_sessions=0), 2)
+
+    def test_a_slow_subscriber_is_dropped_and_the_others_go_on(self) -> None:
+        channel = RootChannel((), buffer_size=3)
+        slow, quick = channel.subscribe("slow"), channel.subscribe("quick")
+        for index in range(4):
+            uri = f"ahp-session:/{index}"
+            session = SessionState(
+                provider="team",
+                title="t",
+                status=SessionStatus.IDLE,
+                lifecycle=SessionLifecycle.READY,
+                active_clients=(),
+                chats=(),
+            )
+            channel.session_added(FakeSession(uri, team_state(uri, session)))
+            assert len(frames(quick)) == 2
+        assert slow.closed
+        assert slow.dropped_reason is not None
+        assert channel.subscribers == 1
+        assert channel.dropped == 1

@@ -48,8 +48,8 @@ from __future__ import annotations
 
 import functools
 from collections import deque
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Protocol
 
 import attrs
 import structlog
@@ -77,8 +77,6 @@ from orchestrator.base import evolve, now_timestamp
 from orchestrator.core import Fact, TeamState
 from orchestrator.protocols import notification_frame, session_snapshot_state
 from orchestrator.spec import TeamSpec
-
-from ._live_session import LiveSession
 
 __all__: list[str] = []  # the server's own: no other package needs it
 
@@ -146,11 +144,26 @@ def session_summary(
         working_directories=channel.working_directories,
         annotations=channel.annotations,
         created_at=created_at,
-        modified_at=max(modified, created_at),
+        modified_at=modified,
     )
 
 
-def _summary_of(live: LiveSession, created_at: str) -> SessionSummary:
+class FollowedSession(Protocol):
+    """What the root channel reads of a live session (a :class:`LiveSession`)."""
+
+    @property
+    def uri(self) -> str: ...
+
+    @property
+    def team_name(self) -> str: ...
+
+    @property
+    def state(self) -> TeamState: ...
+
+    def observe(self, observer: Callable[[Sequence[Fact]], None]) -> None: ...
+
+
+def _summary_of(live: FollowedSession, created_at: str) -> SessionSummary:
     return session_summary(live.uri, live.state, provider=live.team_name, created_at=created_at)
 
 
@@ -216,7 +229,7 @@ class RootSubscription:
 class _Entry:
     """A live session on the root channel."""
 
-    live: LiveSession
+    live: FollowedSession
     created_at: str
     sent: SessionSummary  # the summary subscribers were last told (listSessions gives it)
     stale: bool = False  # facts came since ``sent`` was made (held back, or nobody listened)
@@ -271,7 +284,7 @@ class RootChannel:
 
     # ── the daemon's hand ───────────────────────────────────────────────────
 
-    def session_added(self, live: LiveSession) -> None:
+    def session_added(self, live: FollowedSession) -> None:
         """``live`` entered the daemon's sessions; follow its facts."""
         if live.uri in self._sessions:
             return
@@ -283,7 +296,7 @@ class RootChannel:
         self._publish(SESSION_ADDED, SessionAddedParams(channel=ROOT, summary=summary))
         self._act(RootActiveSessionsChangedAction(active_sessions=len(self._sessions)))
 
-    def session_removed(self, live: LiveSession) -> None:
+    def session_removed(self, live: FollowedSession) -> None:
         """``live`` left the daemon's sessions (a later session of the same URI is another)."""
         entry = self._sessions.get(live.uri)
         if entry is None or entry.live is not live:
@@ -303,7 +316,7 @@ class RootChannel:
 
     # ── inside ──────────────────────────────────────────────────────────────
 
-    def _observed(self, live: LiveSession, facts: Sequence[Fact]) -> None:
+    def _observed(self, live: FollowedSession, facts: Sequence[Fact]) -> None:
         """A batch of ``live``'s facts was published (it runs inside the recorder's commit:
         quick, and never raises)."""
         entry = self._sessions.get(live.uri)
