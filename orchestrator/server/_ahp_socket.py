@@ -11,7 +11,12 @@ Two tasks per connection, plus one per session the client follows, in one nurser
 - a **feed** per session moves the session's facts from its bus subscription to the
   channels the client subscribed to, as ``action`` notifications
   (:func:`~orchestrator.protocols._ahp_rpc.channel_envelopes`);
-- the **sender** writes frames to the socket.
+- the **sender** writes frames to the socket;
+- while the client follows ``ahp-root://``, a **root forwarder** moves what the daemon's
+  :class:`~orchestrator.server._root_channel.RootChannel` publishes (``root/*`` actions and
+  the ``root/sessionAdded`` / ``sessionRemoved`` / ``sessionSummaryChanged`` notifications)
+  from this connection's bounded root subscription to the outbox; a subscription that fills
+  up is dropped, and the client disconnected with 1008, like a full outbox.
 
 Everything goes through one bounded outbox: a client that lets it fill up, or whose bus
 subscription was dropped, is disconnected (close code 1008, "fell behind").
@@ -23,6 +28,15 @@ above it reaches the bus after the subscription was made. The feed and the reade
 interleave within a step, so a snapshot's response is queued before any action after it.
 ``reconnect`` reads the journal (in a thread) for the replay; meanwhile the feed holds the
 channels' new actions back (``_Channel.held``) and lets them go after the response.
+The root channel is numbered apart (its own ``serverSeq``) and never replayed: its snapshot is
+taken with the subscription in place, and root frames are held back while an ``initialize``
+or ``reconnect`` is answered. Before a reply that a client compares with what it folded (a
+root ``subscribe``, ``listSessions``), the root frames waiting are sent first (``_pump_root``),
+so a client's fold and the reply agree at that point.
+
+Sessions' catalog: ``listSessions`` answers from the root channel's summaries
+(:func:`~orchestrator.server._root_channel.session_summary`, made from the session channel's
+state); a session channel's snapshot names the team the session runs as its ``provider``.
 
 Sessions and chats: ``createSession`` makes a session at the client's URI whose run starts
 with its first message; ``createChat`` with ``initialMessage`` on such a session starts the
