@@ -17,6 +17,8 @@ import attrs
 import httpx
 import pytest
 import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from trio_websocket import ConnectionClosed, wrap_client_stream
 
 from orchestrator.ahp import (
@@ -35,8 +37,15 @@ from orchestrator.ahp import (
 from orchestrator.base import evolve
 from orchestrator.core import Fact, TeamState
 from orchestrator.server import Limits, ServeConfig, _outbox
-from orchestrator.server._root_channel import RootChannel, RootFrame, RootSubscription
+from orchestrator.server._root_channel import (
+    RootChannel,
+    RootFrame,
+    RootSubscription,
+    session_channel_state,
+    session_summary,
+)
 
+from . import strategies
 from .ahp_client import ROOT, AhpClient, connect_ahp, user_message
 from .daemon import ECHO, TEAMS, RunningDaemon, connect, running_daemon, websocket
 from .teammates import slow_team
@@ -614,3 +623,19 @@ class TestRootChannel:
         assert slow.dropped_reason is not None
         assert channel.subscribers == 1
         assert channel.dropped == 1
+
+
+class TestSessionSummary:
+    @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(session=strategies.session_states(), provider=st.text(min_size=1, max_size=8))
+    def test_says_what_the_session_channel_says(self, session: SessionState, provider: str) -> None:
+        """Made from the state as it is, the summary has the fields of the session channel's
+        snapshot (hidden chats left out, the provider the session runs)."""
+        uri = "ahp-session:/s"
+        state = team_state(uri, session)
+        summary = session_summary(uri, state, provider=provider, created_at=T0)
+        channel = session_channel_state(state, provider)
+        for name in ("title", "status", "activity", "project", "working_directories"):
+            assert getattr(summary, name) == getattr(channel, name), name
+        assert summary.provider == channel.provider == provider
+        assert summary.modified_at == max((c.modified_at for c in channel.chats), default=T0)

@@ -62,6 +62,7 @@ from orchestrator.ahp import (
     SESSION_SUMMARY_CHANGED,
     ActionEnvelope,
     AgentInfo,
+    ChatInteractivity,
     PartialSessionSummary,
     RootAction,
     RootActiveSessionsChangedAction,
@@ -75,7 +76,10 @@ from orchestrator.ahp import (
 )
 from orchestrator.base import evolve, now_timestamp
 from orchestrator.core import Fact, TeamState
-from orchestrator.protocols import notification_frame, session_snapshot_state
+from orchestrator.protocols import (
+    notification_frame,
+    session_snapshot_state,
+)
 from orchestrator.spec import TeamSpec
 
 __all__: list[str] = []  # the server's own: no other package needs it
@@ -126,23 +130,32 @@ def session_channel_state(state: TeamState, provider: str) -> SessionState:
     return channel if channel.provider == provider else evolve(channel, provider=provider)
 
 
-# Invariant: for a live session, summary.{provider, title, status, activity, project,
-#   working_directories, annotations} == the same fields of session_channel_state(...).
+# Invariant: summary.{provider, title, status, activity, project, working_directories,
+#   annotations} == the same fields of session_channel_state(state, provider), and
+#   summary.modified_at == max of its chats' modified_at (created_at when it has none).
 def session_summary(
     uri: str, state: TeamState, *, provider: str, created_at: str
 ) -> SessionSummary:
-    """The catalog entry of the session ``uri``, made from its channel's state."""
-    channel = session_channel_state(state, provider)
-    modified = max((c.modified_at for c in channel.chats), default=created_at)
+    """The catalog entry of the session ``uri``, made from its channel's state.
+
+    Read from the state as it is (the channel's state differs only by leaving hidden chats
+    out, and by its provider), without building the channel's state: this runs for every
+    batch of facts while somebody follows the root channel.
+    """
+    session = state.session or session_snapshot_state(None)  # before its first prompt
+    modified = max(
+        (c.modified_at for c in session.chats if c.interactivity is not ChatInteractivity.HIDDEN),
+        default=created_at,
+    )
     return SessionSummary(
         resource=uri,
-        provider=channel.provider,
-        title=channel.title,
-        status=channel.status,
-        activity=channel.activity,
-        project=channel.project,
-        working_directories=channel.working_directories,
-        annotations=channel.annotations,
+        provider=provider,
+        title=session.title,
+        status=session.status,
+        activity=session.activity,
+        project=session.project,
+        working_directories=session.working_directories,
+        annotations=session.annotations,
         created_at=created_at,
         modified_at=modified,
     )
