@@ -639,3 +639,41 @@ class TestSessionSummary:
             assert getattr(summary, name) == getattr(channel, name), name
         assert summary.provider == channel.provider == provider
         assert summary.modified_at == max((c.modified_at for c in channel.chats), default=T0)
+
+
+class TestReconnect:
+    async def test_the_root_gets_a_snapshot_unless_its_cursor_is_current(
+        self, tmp_path: Path
+    ) -> None:
+        """Root actions are not replayed: a reconnect gives the root a fresh snapshot,
+        unless the client's cursor of the root is the root's last action."""
+        async with (
+            running_daemon(tmp_path, teams={"echo": ECHO}, config=config()) as daemon,
+            root_follower(daemon, "re") as root,
+            connect_ahp(daemon) as actor,
+        ):
+            await actor.initialize(client_id="actor")
+            await actor.request("createSession", {"channel": new_session(), "provider": "echo"})
+            await root.check()
+            assert root.seq == 1
+
+            async def reconnect(**extra: Any) -> dict[str, Any]:
+                async with connect_ahp(daemon) as again:
+                    params = {
+                        "channel": ROOT,
+                        "clientId": "re",
+                        "lastSeenServerSeq": 1,
+                        "subscriptions": [ROOT],
+                        **extra,
+                    }
+                    result: dict[str, Any] = await again.request("reconnect", params)
+                    return result
+
+            current = await reconnect(cursors={ROOT: 1})
+            assert current == {"type": "replay", "actions": [], "missing": [], "snapshots": []}
+            behind = await reconnect(cursors={ROOT: 0})
+            assert [s["fromSeq"] for s in behind["snapshots"]] == [1]
+            plain = await reconnect()
+            assert plain["type"] == "snapshot"
+            (snapshot,) = plain["snapshots"]
+            assert snapshot["state"]["activeSessions"] == 1

@@ -562,7 +562,9 @@ class AhpSocket:
             cursor = cursors.get(uri, params.last_seen_server_seq)
             last = channel.from_seq
             if state is None:
-                if cursor != last:  # root actions are not kept: a gap takes a snapshot
+                # Root actions are not kept: a snapshot, unless the client's own cursor of
+                # the root says it has seen them all (lastSeenServerSeq counts sessions').
+                if cursors.get(uri) != last:
                     snapshots.append(snapshot)
             elif cursor > last or last - cursor > REPLAY_LIMIT:
                 snapshots.append(snapshot)  # a gap too big to replay
