@@ -27,6 +27,11 @@ session write ``team/runStarted`` at sequence 1 again under a URI the journal ho
 URI is reserved before the journal is asked (an await), so two clients opening the same
 one at once cannot both get it.
 
+The root channel: :attr:`Daemon.root` (:mod:`orchestrator.server._root_channel`) hears of
+every session that enters or leaves :attr:`Daemon.sessions` (only :meth:`Daemon._add_session`
+and :meth:`Daemon._remove_session` change it) and follows their facts: what AHP clients
+subscribed to ``ahp-root://`` are told of the daemon's sessions comes from there.
+
 Bounds: a session opened but never prompted holds memory and nothing else; it is forgotten
 ``unprompted_session`` seconds after it was opened or its last client left (at most
 ``idle_session`` with a client on it), and each principal may hold
@@ -61,6 +66,7 @@ from orchestrator.spec import BackgroundSpec, TeamSpec, load_team, parse_team
 
 from ._config import Limits
 from ._live_session import LiveSession, SessionObserver, _busy, session_uri
+from ._root_channel import RootChannel, agents_of
 
 __all__ = [
     "Daemon",
@@ -164,7 +170,12 @@ class Daemon:
                 log.warning("team unavailable", team=name, error=str(exc))
         self._http = http
         self._environ = environ
+        # The live sessions; changed only by _add_session and _remove_session, which tell
+        # the root channel (what AHP root subscribers hear of the sessions).
         self.sessions: dict[str, LiveSession] = {}
+        self.root = RootChannel(
+            agents_of(self.teams, self.unavailable), buffer_size=subscriber_buffer
+        )
         # URIs being opened (asked of the journal) → the principal opening them; and the
         # chat URIs being claimed (see claim_chat). Reserved before the await, so a second
         # client naming the same URI meanwhile is refused.
@@ -188,6 +199,7 @@ class Daemon:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             nursery.start_soon(self._end_sessions_if_the_journal_fails)
+            await nursery.start(self.root.serve)
             await self._take_up_unfinished()
             self.accepting = True
             # After the take-up: a teammate's run that was going is followed where it is.
@@ -368,7 +380,7 @@ class Daemon:
                 background=None if background is None else background.name,
             )
             live = LiveSession(self, name, runtime, owner=principal)
-            self.sessions[live.uri] = live
+            self._add_session(live)
         finally:
             del self._opening[uri]
         if self._nursery is not None:
@@ -429,7 +441,7 @@ class Daemon:
     def _drop_unprompted(self, live: LiveSession, why: str) -> None:
         """Forget a session with no run (nothing of it was recorded); its clients are told."""
         live.put_away = True
-        self.sessions.pop(live.uri, None)
+        self._remove_session(live)
         live.close_streams()
         live.finished.set()
         live.end_sinks(why)
@@ -468,6 +480,19 @@ class Daemon:
     def release_chat(self, chat: str) -> None:
         """The claim of :meth:`claim_chat` is over (the chat is live, or was not made)."""
         self._claimed_chats.discard(chat)
+
+    def _add_session(self, live: LiveSession) -> None:
+        """``live`` is one of the daemon's sessions (again, when its run starts)."""
+        if self.sessions.get(live.uri) is not live:
+            self.sessions[live.uri] = live
+            self.root.session_added(live)
+
+    def _remove_session(self, live: LiveSession) -> None:
+        """``live`` is no longer one of the daemon's sessions (its URI may be taken up again
+        by another)."""
+        if self.sessions.get(live.uri) is live:
+            del self.sessions[live.uri]
+            self.root.session_removed(live)
 
     def live(self, session: str) -> LiveSession | None:
         return self.sessions.get(session_uri(session))
@@ -519,7 +544,7 @@ class Daemon:
         failed before that (nothing was recorded, or the journal failed).
         """
         assert self._nursery is not None, "the daemon is not serving"
-        self.sessions[live.uri] = live
+        self._add_session(live)
         errors: list[str] = []
 
         async def supervised(
@@ -541,7 +566,7 @@ class Daemon:
                 log.error("session failed", session=live.uri, error=errors[-1], exc_info=exc)
             finally:
                 live.finished.set()
-                self.sessions.pop(live.uri, None)
+                self._remove_session(live)
                 if not reported.done:
                     reported.started()
 
