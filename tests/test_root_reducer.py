@@ -1,4 +1,5 @@
-"""The root channel, pure: ``reduce_root`` (with the upstream root fixtures), the root actions
+"""The root channel, pure: ``reduce_root`` (its upstream fixtures run with the others in
+test_ahp_reducer_fixtures), the root actions
 and the root-channel notifications' params on the wire."""
 
 from __future__ import annotations
@@ -6,7 +7,6 @@ from __future__ import annotations
 import functools
 import json
 import typing
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -41,7 +41,7 @@ from orchestrator.ahp import (
 )
 
 from . import strategies
-from .conftest import AHP_SCHEMAS, ahp_fixtures_dir
+from .conftest import AHP_SCHEMAS
 
 SETTINGS = settings(
     max_examples=60,
@@ -50,42 +50,8 @@ SETTINGS = settings(
 )
 
 
-def _load(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data
-
-
-def root_fixtures() -> list[str]:
-    directory = ahp_fixtures_dir() / "reducers"
-    return sorted(p.name for p in directory.glob("*.json") if _load(p)["reducer"] == "root")
-
-
-def without_nulls(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: without_nulls(item) for key, item in value.items() if item is not None}
-    if isinstance(value, list):
-        return [without_nulls(item) for item in value]
-    return value
-
-
 root_states = strategies.ahp_values(RootState)
 root_actions = strategies.ahp_values(RootAction)
-
-
-class TestUpstreamFixtures:
-    def test_there_are_root_fixtures(self) -> None:
-        assert root_fixtures(), "no root reducer fixtures found: is the corpus complete?"
-
-    @pytest.mark.parametrize("name", root_fixtures())
-    def test_fold_reaches_expected(self, name: str) -> None:
-        """Folding the fixture's actions over ``initial`` gives ``expected``."""
-        fixture = _load(ahp_fixtures_dir() / "reducers" / name)
-        state = structure_as(fixture["initial"], RootState)
-        for action in fixture["actions"]:
-            state = reduce_root(state, structure_action(action))
-        assert without_nulls(unstructure(state)) == without_nulls(fixture["expected"]), fixture[
-            "description"
-        ]
 
 
 class TestReduceRoot:
