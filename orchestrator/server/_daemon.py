@@ -75,27 +75,33 @@ __all__ = [
 log = structlog.get_logger("orchestrator.daemon")
 
 
-def load_teams(directory: Path) -> dict[str, TeamSpec]:
-    """Every team file of ``directory`` by stem; :class:`ConfigError` listing every one
-    that cannot be used (a daemon with a broken team file does not start half-configured)."""
+@attrs.frozen(kw_only=True)
+class TeamFiles:
+    """The team files of a directory: those that load, by stem, and why the others do not."""
+
+    teams: Mapping[str, TeamSpec]
+    invalid: Mapping[str, str]  # stem → the file's problems
+
+
+def load_teams(directory: Path) -> TeamFiles:
+    """Every team file of ``directory`` by stem. A file that cannot be used is reported (the
+    daemon serves the others, says which at start and in ``/healthz``); :class:`ConfigError`
+    only when the directory is not there or no file in it can be used."""
     if not directory.is_dir():
         raise ConfigError("not a directory of team files", file=str(directory), key_path="teams")
     teams: dict[str, TeamSpec] = {}
-    problems: list[str] = []
+    invalid: dict[str, str] = {}
     for path in sorted(directory.glob("*.toml")):
         try:
             teams[path.stem] = load_team(path)
         except TeamFileError as exc:
-            problems.append(str(exc))
-    if problems:
-        raise ConfigError(
-            "team files that cannot be used:\n" + "\n".join(problems),
-            file=str(directory),
-            key_path="teams",
-        )
+            invalid[path.stem] = str(exc)
     if not teams:
-        raise ConfigError("no team files (*.toml) here", file=str(directory), key_path="teams")
-    return teams
+        why = "no team files (*.toml) here" if not invalid else "no team file here can be used:"
+        raise ConfigError(
+            "\n".join([why, *invalid.values()]), file=str(directory), key_path="teams"
+        )
+    return TeamFiles(teams=teams, invalid=invalid)
 
 
 #: Seconds stopped sessions get to be done after ``shutdown_grace``: a command tool's process
@@ -141,6 +147,7 @@ class Daemon:
         environ: Mapping[str, str] | None = None,
         callback: ToolCallback | None = None,
         limits: Limits | None = None,
+        invalid_teams: Mapping[str, str] | None = None,
     ) -> None:
         """``limits``: the sessions' bounds (unprompted sessions, per token and in all);
         the other limits are the server's. Its observer and companions (the metrics, the
@@ -152,6 +159,10 @@ class Daemon:
                 key_path="default_team",
             )
         self.teams = dict(teams)
+        # Team files that did not load (stem → why): served by nobody, named when asked for.
+        self.invalid_teams = dict(invalid_teams or {})
+        for name, problems in self.invalid_teams.items():
+            log.error("team file cannot be used", team=name, error=problems)
         self.default_team = default_team or (next(iter(teams)) if len(teams) == 1 else None)
         self.journal = journal
         self.reader = journal.reader  # checked as the journal opened: not again
@@ -326,6 +337,9 @@ class Daemon:
         if wanted is None:
             raise RunError(f"name a team with ?team= (teams: {', '.join(sorted(self.teams))})")
         team = self.teams.get(wanted)
+        if team is None and wanted in self.invalid_teams:
+            problems = self.invalid_teams[wanted]
+            raise RunError(f"team {wanted!r} cannot be used: its file has problems ({problems})")
         if team is None:
             raise RunError(f"no team {wanted!r} (teams: {', '.join(sorted(self.teams))})")
         return wanted, team
