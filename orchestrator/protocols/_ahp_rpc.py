@@ -37,6 +37,10 @@ fact: team facts (``team/*``) are not AHP actions and are left out, except that 
 start, which gives the session its title, reaches the session channel as
 ``session/titleChanged``; catalog actions of hidden chats are left out. Snapshots leave hidden
 chats out of the catalog the same way (:func:`session_snapshot_state`).
+
+An envelope carries the ``origin`` of its fact (:attr:`~orchestrator.core._facts.Fact.origin`):
+the client whose dispatched action the fact carries out, the same for every subscriber and in
+a replay from the journal; a fact the host made on its own has none.
 """
 
 from __future__ import annotations
@@ -265,7 +269,8 @@ def channel_envelopes(
     session_title: str,
     is_hidden: Callable[[str], bool],
 ) -> list[ActionEnvelope]:
-    """The envelopes ``channel`` gets for ``fact`` (see the module docstring).
+    """The envelopes ``channel`` gets for ``fact`` (see the module docstring), each with the
+    fact's ``origin``.
 
     ``session_title``: the title the run's start gave the session; ``is_hidden``: whether a
     chat of the session is hidden.
@@ -286,7 +291,11 @@ def channel_envelopes(
     ):
         return []
     state_action: Any = action
-    return [ActionEnvelope(channel=channel, action=state_action, server_seq=fact.sequence)]
+    return [
+        ActionEnvelope(
+            channel=channel, action=state_action, server_seq=fact.sequence, origin=fact.origin
+        )
+    ]
 
 
 def pre_run_session_state() -> SessionState:

@@ -19,14 +19,15 @@ Each is first checked: the client may act (operator), the chat is live and not h
 messages are user messages and go to a chat whose interactivity is ``full``, and the chat's
 validator (:func:`~orchestrator.ahp._validate.validate_chat_action`) accepts the action. A
 refusal is echoed as the client's envelope with ``rejectionReason`` (and, for a
-``dispatchAction`` sent with an id, an error response too); an accepted action's effect
-comes as the facts the runtime records, and the fact that carries it (the turn started, the
-tool call confirmed...) has the client's ``origin``.
+``dispatchAction`` sent with an id, an error response too). An accepted action's effect
+comes as the facts the runtime records; before carrying the action out, the dispatcher tells
+the live session which fact will carry it (:meth:`LiveSession.expect_origin`: the turn
+started, the tool call confirmed...), and that fact is recorded with the client's ``origin``,
+so every subscriber of the chat, and a replay from the journal, sees the same origin.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from typing import Final
 
@@ -55,8 +56,8 @@ from orchestrator.ahp import (
     StateAction,
     validate_chat_action,
 )
-from orchestrator.base import IllegalTransitionError, RpcError, RunError, evolve
-from orchestrator.core import TeamState, open_questions
+from orchestrator.base import IllegalTransitionError, RpcError, RunError
+from orchestrator.core import Action, TeamState, open_questions
 from orchestrator.protocols import notification_frame
 
 from ._auth import Permission, Principal
@@ -67,17 +68,6 @@ __all__: list[str] = []
 
 #: Seconds a confirmation waits for the approval request of its tool call to be recorded.
 APPROVAL_WAIT: Final = 5.0
-#: Origins waiting for the fact that carries a dispatched action (oldest dropped first).
-MAX_EXPECTED: Final = 256
-
-
-@attrs.define(eq=False)
-class _Expected:
-    """The fact that will carry a dispatched action, and the origin to stamp it with."""
-
-    channel: str
-    matches: Callable[[StateAction], bool]
-    origin: ActionOrigin
 
 
 class _RefusedError(Exception):
@@ -90,9 +80,8 @@ class _RefusedError(Exception):
 
 
 class ActionDispatcher:
-    """``dispatchAction`` for one connection: checks a client's action, carries it out on
-    its live session, and remembers the client's origin until the fact that carries the
-    action comes by (:meth:`stamped`)."""
+    """``dispatchAction`` for one connection: checks a client's action and carries it out on
+    its live session, which records the client's origin with the fact that carries it."""
 
     def __init__(
         self,
@@ -108,15 +97,6 @@ class ActionDispatcher:
         self.principal = principal
         self._emit = emit
         self._live_channel = live_channel
-        self._expected: deque[_Expected] = deque(maxlen=MAX_EXPECTED)
-
-    def stamped(self, envelope: ActionEnvelope) -> ActionEnvelope:
-        """``envelope`` with the origin of the dispatched action it carries, if any."""
-        for expected in self._expected:
-            if expected.channel == envelope.channel and expected.matches(envelope.action):
-                self._expected.remove(expected)
-                return evolve(envelope, origin=expected.origin)
-        return envelope
 
     async def dispatch(
         self, params: DispatchActionParams, *, client_id: str, as_request: bool
@@ -187,10 +167,10 @@ class ActionDispatcher:
                             "a new turn starts only in the coordinator chat; a worker takes "
                             "messages while it runs (chat/pendingMessageSet)"
                         )
-                    self._expect(chat, origin, lambda a: _turn_of(a, message.text))
+                    live.expect_origin(chat, lambda a: _turn_of(a, message.text), origin)
                     await live.prompt(message.text, task_id=None)
                 case ChatPendingMessageSetAction(kind=kind, message=message):
-                    self._expect(chat, origin, lambda a: _pending_of(a, kind, message.text))
+                    live.expect_origin(chat, lambda a: _pending_of(a, kind, message.text), origin)
                     if kind == "queued" and chat == coordinator:
                         await live.prompt(message.text, task_id=None)
                     elif kind == "queued":
@@ -199,7 +179,9 @@ class ActionDispatcher:
                         await live.steer(chat, message.text)
                 case ChatToolCallApprovedAction() | ChatToolCallDeniedAction():
                     approval = await _approval_of(live, chat, action.tool_call_id)
-                    self._expect(chat, origin, lambda a: _confirmation_of(a, action.tool_call_id))
+                    live.expect_origin(
+                        chat, lambda a: _confirmation_of(a, action.tool_call_id), origin
+                    )
                     await live.decide(
                         approval,
                         approved=isinstance(action, ChatToolCallApprovedAction),
@@ -207,10 +189,10 @@ class ActionDispatcher:
                     )
                 case ChatInputCompletedAction():
                     text = _answer_text(live.state, chat, action)
-                    self._expect(chat, origin, lambda a: _completion_of(a, action.request_id))
+                    live.expect_origin(chat, lambda a: _completion_of(a, action.request_id), origin)
                     await live.answer_input(chat, action.request_id, text, response=action.response)
                 case ChatTurnCancelledAction(turn_id=turn_id):
-                    self._expect(chat, origin, lambda a: _cancellation_of(a, turn_id))
+                    live.expect_origin(chat, lambda a: _cancellation_of(a, turn_id), origin)
                     if chat == coordinator:
                         live.cancel_turn(chat)
                     else:
@@ -221,21 +203,11 @@ class ActionDispatcher:
                         f"{', '.join(sorted(_DISPATCHABLE_TYPES))}"
                     )
         except RunError as exc:
-            self._drop_expected(origin)
+            live.forget_origin(origin)
             raise _RefusedError(str(exc)) from None
         except _RefusedError:
-            self._drop_expected(origin)
+            live.forget_origin(origin)
             raise
-
-    def _expect(
-        self, chat: str, origin: ActionOrigin, matches: Callable[[StateAction], bool]
-    ) -> None:
-        self._expected.append(_Expected(channel=chat, matches=matches, origin=origin))
-
-    def _drop_expected(self, origin: ActionOrigin) -> None:
-        for expected in list(self._expected):
-            if expected.origin == origin:
-                self._expected.remove(expected)
 
 
 _DISPATCHABLE: Final = (
@@ -307,11 +279,11 @@ def _answer_text(state: TeamState, chat: str, action: ChatInputCompletedAction) 
             return str(other.value)
 
 
-def _turn_of(action: StateAction, text: str) -> bool:
+def _turn_of(action: Action, text: str) -> bool:
     return isinstance(action, ChatTurnStartedAction) and action.message.text == text
 
 
-def _pending_of(action: StateAction, kind: str, text: str) -> bool:
+def _pending_of(action: Action, kind: str, text: str) -> bool:
     return (
         isinstance(action, ChatPendingMessageSetAction)
         and action.kind == kind
@@ -319,16 +291,16 @@ def _pending_of(action: StateAction, kind: str, text: str) -> bool:
     )
 
 
-def _confirmation_of(action: StateAction, tool_call_id: str) -> bool:
+def _confirmation_of(action: Action, tool_call_id: str) -> bool:
     return (
         isinstance(action, ChatToolCallApprovedAction | ChatToolCallDeniedAction)
         and action.tool_call_id == tool_call_id
     )
 
 
-def _completion_of(action: StateAction, request_id: str) -> bool:
+def _completion_of(action: Action, request_id: str) -> bool:
     return isinstance(action, ChatInputCompletedAction) and action.request_id == request_id
 
 
-def _cancellation_of(action: StateAction, turn_id: str) -> bool:
+def _cancellation_of(action: Action, turn_id: str) -> bool:
     return isinstance(action, ChatTurnCancelledAction) and action.turn_id == turn_id
