@@ -24,6 +24,11 @@ comes as the facts the runtime records; before carrying the action out, the disp
 the live session which fact will carry it (:meth:`LiveSession.expect_origin`: the turn
 started, the tool call confirmed...), and that fact is recorded with the client's ``origin``,
 so every subscriber of the chat, and a replay from the journal, sees the same origin.
+
+An action for a channel that does not exist (no live session or chat has that URI, the
+journal knows no session of that URI, or the chat is hidden: as if it did not exist) is
+ignored: no echo, no rejection (a ``dispatchAction`` sent with an id still gets its error
+response, as every JSON-RPC request gets an answer).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import attrs
 import trio
 
 from orchestrator.ahp import (
+    ROOT,
     ActionEnvelope,
     ActionOrigin,
     ChatInputAnswered,
@@ -70,6 +76,15 @@ __all__: list[str] = []
 APPROVAL_WAIT: Final = 5.0
 
 
+class _UnknownChannelError(Exception):
+    """A dispatched action names a channel that does not exist: it is ignored."""
+
+    def __init__(self, reason: str, code: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.code = code
+
+
 class _RefusedError(Exception):
     """A dispatched action refused: ``reason`` for the echo, ``code`` for a request's error."""
 
@@ -102,17 +117,22 @@ class ActionDispatcher:
         self, params: DispatchActionParams, *, client_id: str, as_request: bool
     ) -> None:
         """Carry out a client's ``dispatchAction``; a refusal is echoed to the client with
-        its ``rejectionReason`` (and raised as an :class:`RpcError` for a request)."""
+        its ``rejectionReason`` (and raised as an :class:`RpcError` for a request); an
+        action for a channel that does not exist is ignored (an :class:`RpcError` for a
+        request, no echo)."""
         origin = ActionOrigin(client_id=client_id, client_seq=params.client_seq)
         live: LiveSession | None = None
         try:
+            live = await self._dispatch_target(params.channel)
             if not self.principal.may(Permission.OPERATE):
                 raise _RefusedError(
                     f"{self.principal.name} may watch, not act (an operator token may)",
                     ErrorCode.PERMISSION_DENIED,
                 )
-            live = self._dispatch_target(params.channel)
             await self._carry_out(live, params.channel, params.action, origin)
+        except _UnknownChannelError as unknown:
+            if as_request:
+                raise RpcError(unknown.code, unknown.reason) from None
         except _RefusedError as refusal:
             seq = live.state.last_sequence if live is not None else 0
             echo = ActionEnvelope(
@@ -129,17 +149,28 @@ class ActionDispatcher:
                 )
                 raise RpcError(refusal.code, refusal.reason, data=data) from None
 
-    def _dispatch_target(self, channel: str) -> LiveSession:
+    async def _dispatch_target(self, channel: str) -> LiveSession:
+        """The live session of the chat ``channel``; :class:`_UnknownChannelError` if there
+        is no such channel, :class:`_RefusedError` if it takes no client actions."""
         if channel.startswith(SESSION_PREFIX):
+            if self.daemon.live(channel) is None and not await self.daemon.journal_knows(channel):
+                raise _UnknownChannelError(f"no session {channel}", ErrorCode.SESSION_NOT_FOUND)
             if self.daemon.live(channel) is None:
-                raise _RefusedError(f"no live session {channel}", ErrorCode.SESSION_NOT_FOUND)
+                raise _RefusedError(
+                    f"session {channel} has ended: it takes no actions",
+                    ErrorCode.SESSION_NOT_FOUND,
+                )
             raise _RefusedError(
                 "session actions are not taken from clients on this host: the team's runtime "
                 "keeps the session channel"
             )
+        if channel == ROOT:
+            raise _RefusedError("root actions are not taken from clients on this host")
         live, _ = self._live_channel(channel) if channel.startswith(CHAT_PREFIX) else (None, 0)
         if live is None:
-            raise _RefusedError(f"no chat {channel} in a live session", ErrorCode.NOT_FOUND)
+            # A hidden chat, or a chat of a session that has ended, is not a channel a client
+            # can subscribe to either: as if it did not exist.
+            raise _UnknownChannelError(f"no chat {channel} in a live session", ErrorCode.NOT_FOUND)
         return live
 
     async def _carry_out(
