@@ -85,7 +85,7 @@ from ._team_actions import (
     ViewUpdated,
 )
 from ._team_records import ApprovalRecord, Member, RunRecord, TaskRecord, Transition
-from ._team_reducer import reduce_action, reduce_team_action
+from ._team_reducer import new_session_state, reduce_action, reduce_team_action
 from ._team_state import MemberStatus, TeamState
 from ._team_validate import validate_action, validate_team_action
 from ._teammate_actions import (
@@ -191,6 +191,7 @@ __all__ = [
     "input_request_id",
     "interrupted_turns",
     "is_interrupted",
+    "new_session_state",
     "open_questions",
     "outcome_of",
     "pending_approval_of",
