@@ -191,8 +191,7 @@ class Watcher:
             action = envelope["action"]
             if action["type"] == "session/chatAdded":
                 self.hear_of(action["summary"]["resource"])
-            if folded is None:
-                continue  # an action of a channel since unsubscribed: none here
+            assert folded is not None, ("an action of a channel not subscribed to", envelope)
             seq = envelope["serverSeq"]
             assert seq > folded.from_seq, ("an action the snapshot had", envelope)
             assert seq > folded.history[-1][0], ("out of order", envelope)
@@ -205,8 +204,9 @@ class Watcher:
         self.fold_received()
         waiting = [c for c in self.known if c not in self.folded]
         if waiting and self.rng.random() < 0.2:
-            await self.subscribe(self.rng.choice(waiting))
-            self.fold_received()
+            # Shielded: a subscription the host made must be one the watcher knows of.
+            with trio.CancelScope(shield=True):
+                await self.subscribe(self.rng.choice(waiting))
 
 
 def _last_sent(session: str, facts: list[Fact], channel: str) -> int:
