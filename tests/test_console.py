@@ -140,8 +140,16 @@ class TestAnswers:
         outcome, text, _, log = await run_with_console(
             load_team(DELIVERY), mode=ApprovalMode.ASK, stdin="y\n"
         )
-        assert "Approve? [y/N]" in text
         (resolved,) = [f.action for f in log.facts if isinstance(f.action, ApprovalResolved)]
+        (requested,) = [f.action for f in log.facts if isinstance(f.action, ApprovalRequested)]
+        # Which of the three researchers asks: its chat's short id and its task.
+        asked = (
+            f"researcher [{requested.chat[-8:]}] (task: Publish the release notes to the "
+            "release page) wants to run publish(target=release page)"
+        )
+        flat = " ".join(text.split())
+        assert f"{asked}. Approve? [y/N]" in flat
+        assert f"? {asked} → approved by you" in flat  # the decision stays on screen
         assert resolved.decision == "approved"
         assert "published to https://example.invalid" in outcome.result
 
@@ -167,7 +175,8 @@ class TestAnswers:
         outcome, text, _, _ = await run_with_console(
             team, mode=ApprovalMode.ASK, stdin="maybe\nyes\n"
         )
-        assert text.count("lead asks: Ship now? [y/n]") == 2
+        assert text.count("asks: Ship now? [y/n]") == 2
+        assert ") asks: Ship now? → yes" in " ".join(text.split())  # the answer stays
         assert "input-00000000-t0-r0-c0: answer yes or no, not 'maybe'" in text
         assert outcome.result == "answer: yes"
 

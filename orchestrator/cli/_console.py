@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TextIO
 
 import trio
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.text import Text
 from rich.tree import Tree
@@ -49,6 +49,7 @@ from orchestrator.runtime import TeamRuntime
 
 from ._approval_mode import ApprovalMode
 from ._conventions import Reporter
+from ._line_editor import LineBuffer, TerminalKeys, Typed
 
 __all__ = ["TeamConsole", "describe_fact", "render_tree"]
 
@@ -203,6 +204,9 @@ class TeamConsole:
         # and may also arrive as facts; each is asked once.
         self._asked: set[str] = set()
         self._asking = trio.Lock()
+        # The question being asked under the live tree, and what was typed so far.
+        self._question: str | None = None
+        self._typed = LineBuffer()
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Follow the run until the bus closes; answer prompts on the way."""
@@ -248,9 +252,18 @@ class TeamConsole:
 
     async def _redraw(self) -> None:
         while True:
-            if self._live is not None and not self._asking.locked():
-                self._live.update(render_tree(self.view), refresh=True)
+            if self._live is not None:
+                self._live.update(self._drawing(), refresh=True)
             await trio.sleep(1 / REFRESH_PER_SECOND)
+
+    def _drawing(self) -> RenderableType:
+        """The tree, and under it the question being asked with what was typed so far."""
+        tree = render_tree(self.view)
+        if self._question is None:
+            return tree
+        line = Text(self._question, style="bold yellow")
+        line.append(self._typed.text + "▌", style="bold")
+        return Group(tree, line)
 
     def _dispatch(self, nursery: trio.Nursery, fact: Fact) -> None:
         action = fact.action
@@ -269,15 +282,32 @@ class TeamConsole:
 
     async def _decide(self, request: ApprovalRequested) -> None:
         if self.mode is ApprovalMode.ASK:
-            question = (
-                f"{request.requested_by} wants to run {request.tool_name}({request.summary}). "
-                "Approve? [y/N] "
-            )
-            reply = await self._prompt(question)
+            asked = f"{self._who(request.chat)} wants to run {request.tool_name}({request.summary})"
+            reply = await self._prompt(f"{asked}. Approve? [y/N] ")
             approved = reply is not None and reply.strip().lower() in {"y", "yes"}
+            # The question and the decision stay on screen, above the tree.
+            self._said(f"? {asked} → {'approved' if approved else 'denied'} by you")
         else:
             approved = self.mode is ApprovalMode.AUTO
         await self.runtime.resolve_approval(request.approval, approved=approved)
+
+    def _who(self, chat: str) -> str:
+        """An agent told apart from the others of its name: ``researcher [1a2b3c4d] (task:
+        Summarise the changelog)``, the chat's short id and the task it works on."""
+        member = self.view.members.get(chat)
+        if member is None:
+            return chat
+        short = chat[-8:]
+        task = self.view.tasks.get(member.task) if member.task else None
+        on = f" (task: {_first(task.title, 60)})" if task is not None and task.title else ""
+        return f"{member.agent} [{short}]{on}"
+
+    def _said(self, line: str) -> None:
+        """A line that stays: printed above the live tree (or in order, without one)."""
+        if self._live is None and self.reporter is not None:
+            self.reporter.progress(line)
+        else:
+            self.console.print(line, markup=False, soft_wrap=True)
 
     async def _answer(self, chat: str, action: ChatInputRequestedAction) -> None:
         request = action.request
@@ -286,37 +316,50 @@ class TeamConsole:
                 chat, request.id, "", response=ChatInputResponseKind.DECLINE
             )
             return
-        member = self.view.members.get(chat)
-        who = member.agent if member else chat
         hint = _answer_hint(request.questions[0]) if request.questions else ""
+        asked = f"{self._who(chat)} asks: {request.message}"
         while True:
-            reply = await self._prompt(f"{who} asks: {request.message}{hint} ")
+            reply = await self._prompt(f"{asked}{hint} ")
             if reply is None:
                 await self.runtime.answer_input(
                     chat, request.id, "", response=ChatInputResponseKind.CANCEL
                 )
+                self._said(f"? {asked} → no answer (input ended)")
                 return
             try:
                 await self.runtime.answer_input(chat, request.id, reply.strip())
             except RunError as exc:
-                self.console.print(f"  {exc}", markup=False)  # say what is expected, ask again
+                self._said(f"  {exc}")  # say what is expected, ask again
             else:
+                self._said(f"? {asked} → {reply.strip()}")
                 return
 
     async def _prompt(self, question: str) -> str | None:
         """Ask one question at a time; None when input has ended (EOF)."""
         async with self._asking:
-            if self._live is not None:
-                self._live.stop()
-            try:
-                self.console.print(question, end="", markup=False)
-                line: str = await trio.to_thread.run_sync(
-                    self.stdin.readline, abandon_on_cancel=True
-                )
-                if not line:
-                    self.console.print("(no input: treated as no)", markup=False)
-                    return None
-                return line
-            finally:
-                if self._live is not None:
-                    self._live.start()
+            if self._live is not None and self.stdin.isatty():
+                return await self._prompt_live(question)
+            self.console.print(question, end="", markup=False)
+            line: str = await trio.to_thread.run_sync(self.stdin.readline, abandon_on_cancel=True)
+            if not self.stdin.isatty():
+                self.console.print()  # a terminal echoes the answer's end of line; a pipe not
+            if not line:
+                self.console.print("(no input: treated as no)", markup=False)
+                return None
+            return line
+
+    async def _prompt_live(self, question: str) -> str | None:
+        """Ask under the tree, which goes on drawing, with the keys typed shown there."""
+        self._question, self._typed = question, LineBuffer()
+        try:
+            with TerminalKeys(self.stdin.fileno()) as keys:
+                while True:
+                    typed = self._typed.feed(await keys.read())
+                    if self._live is not None:
+                        self._live.update(self._drawing(), refresh=True)
+                    if typed is Typed.DONE:
+                        return self._typed.text
+                    if typed is Typed.ENDED:
+                        return None
+        finally:
+            self._question = None

@@ -553,6 +553,16 @@ def _exc_text(exc_info: object) -> str:
 # ─── configuration ────────────────────────────────────────────────────────────
 
 
+class _CurrentStderr:
+    """A stream that is ``sys.stderr`` as it is at each write."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(
     *,
     json: bool | None = None,
@@ -601,7 +611,10 @@ def configure_logging(
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,
     )
-    handler = logging.StreamHandler(out)
+    # Without a stream of its own, the handler writes to whatever sys.stderr is when a record
+    # is written: a live display that redirects stderr (the CLI's team tree) then prints the
+    # logs above itself instead of being drawn over.
+    handler = logging.StreamHandler(out if stream is not None else _CurrentStderr())
     handler.addFilter(limiter.filter)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
