@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TextIO
 
 from orchestrator.base import TeamFileError
-from orchestrator.spec import check_team
+from orchestrator.runtime.backends import backend_problems
+from orchestrator.spec import check_team, load_team
 
 from ._conventions import EXIT_BAD_INPUT, EXIT_OK
 
@@ -23,7 +24,8 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
         raise TeamFileError("no team files to check (give a PATH)", file="teams/")
     status = EXIT_OK
     for path in files:
-        problems = check_team(path)
+        # A file that parses has its plugin backends looked up too (imported, not made).
+        problems = check_team(path) or backend_problems(load_team(path))
         if problems:
             status = EXIT_BAD_INPUT
             for problem in problems:
