@@ -49,7 +49,9 @@ configures it. :func:`configure_logging` sets up the CLI's (console or JSON on s
 ``__version__`` is the installed distribution's version.
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from orchestrator.base import lazy_facade
 
@@ -142,7 +144,6 @@ __all__ = [
     "ToolCallStarted",
     "ToolOutcome",
     "UsageReport",
-    "__version__",
     "configure_logging",
     "envelope_to_json_line",
     "fact_to_json",
@@ -154,7 +155,7 @@ __all__ = [
 ]
 
 #: The distribution whose version ``__version__`` is.
-DISTRIBUTION = "team-orchestrator"
+_DISTRIBUTION = "team-orchestrator"
 
 if TYPE_CHECKING:
     __version__: str
@@ -213,7 +214,7 @@ else:
         },
     )
 
-    def __getattr__(name: str) -> Any:
+    def __getattr__(name: str) -> object:
         # Not the generated facade alone: the first public name used routes the library's
         # logging to the standard library (see orchestrator.runtime._library_logging), and
         # __version__ is asked of the installed metadata. A submodule name (``from
@@ -233,6 +234,10 @@ def _installed_version() -> str:
     import importlib.metadata
 
     try:
-        return importlib.metadata.version(DISTRIBUTION)
+        return importlib.metadata.version(_DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         return "0+unknown"
+
+
+# The facade's own tools are not part of the API (``vars(orchestrator)`` is ``__all__``).
+del TYPE_CHECKING, annotations, lazy_facade

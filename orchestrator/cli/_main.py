@@ -5,6 +5,7 @@
     orchestrator events SESSION [--db PATH] [--format facts|agent-ui]
     orchestrator graph [SESSION | --facts FILE] [--db PATH] [--format FORMAT] [--check]
     orchestrator teams check [PATH ...]
+    orchestrator init [DIR]
     orchestrator serve [--config FILE] [--host H] [--port P] [--db PATH] [--teams DIR]
 
 Every fact of a run goes to the journal (``--db``, by default under the XDG state
@@ -29,6 +30,7 @@ from orchestrator.server import DEFAULT_PORT
 
 from ._approval_mode import ApprovalMode
 from ._conventions import EXIT_BAD_INPUT, TOKEN_ENV, default_db
+from ._version import ShowVersion
 
 __all__ = [
     "main",
@@ -46,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
+    parser.add_argument("--version", action=ShowVersion)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def with_db(command: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -199,6 +202,14 @@ def build_parser() -> argparse.ArgumentParser:
         )
         command.add_argument("--json", action="store_true", help="print JSON")
         command.set_defaults(handler=("._serve_command", "teammates"))
+
+    init = commands.add_parser(
+        "init", help="write a starter team directory (offline, OpenAI-compatible, background)"
+    )
+    init.add_argument(
+        "directory", nargs="?", type=Path, default=Path("teams"), help="where (default teams/)"
+    )
+    init.set_defaults(handler=("._init_command", "init"))
 
     teams = commands.add_parser("teams", help="work with team files")
     team_commands = teams.add_subparsers(dest="teams_command", required=True, metavar="ACTION")
