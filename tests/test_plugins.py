@@ -22,6 +22,7 @@ from orchestrator.base import RunError
 from orchestrator.runtime.backends import backend_factory, backend_problems, http_client
 
 from .conftest import PROJECT_ROOT
+from .daemon import connect, running_daemon
 
 PLUGIN = '''
 """A plugin: a backend that says its settings' greeting and the prompt."""
@@ -208,3 +209,18 @@ class TestCommandLine:
         assert f"{team}: agents.lead.backend: module 'greeter_plugin' has no 'absent'" in (
             checked.stdout
         )
+
+
+class TestDaemon:
+    async def test_serve_answers_with_a_plugin_backend(
+        self, installed: Path, tmp_path: Path
+    ) -> None:
+        async with (
+            running_daemon(tmp_path, teams={"plugged": team_toml("greeter")}) as daemon,
+            connect(daemon) as client,
+        ):
+            init = await client.until_type("init")
+            assert init["team"] == "plugged"
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "daemon"})
+            result = await client.until_type("result")
+        assert result["summary"] == "hello, daemon"
