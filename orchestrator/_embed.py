@@ -388,7 +388,9 @@ async def run_team(
         on_question=on_question or _decline,
         environ=environ,
     ) as run:
-        if on_update is not None:
+        if on_update is None:
+            run.runtime.bus.unsubscribe(run._subscription)  # nobody reads: keep no facts
+        else:
             async for update in run.updates():
                 result = on_update(update)
                 if inspect.isawaitable(result):
