@@ -1,7 +1,8 @@
 """A small AHP client for tests: JSON-RPC 2.0 over trio-websocket, one message per frame.
 
-It keeps every ``action`` notification it received, in order, and every error response that
-names no request (``"id": null``), so tests can assert on the whole stream.
+It keeps every ``action`` notification it received, in order, every other notification (the
+root channel's ``root/sessionAdded``...) with its method, and every error response that names
+no request (``"id": null``), so tests can assert on the whole stream.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class AhpClient:
         self._ids = itertools.count(1)
         self._client_seqs = itertools.count(1)
         self.actions: list[dict[str, Any]] = []  # ActionEnvelope params, in order
+        self.notifications: list[dict[str, Any]] = []  # other notifications, whole, in order
         self.stray_errors: list[dict[str, Any]] = []  # error responses with "id": null
         self.responses: dict[int | str, dict[str, Any]] = {}
         self._scanned = 0
@@ -52,6 +54,8 @@ class AhpClient:
             message: dict[str, Any] = json.loads(await self.connection.get_message())
         if message.get("method") == "action":
             self.actions.append(message["params"])
+        elif "method" in message and "id" not in message:
+            self.notifications.append(message)
         elif "id" in message and message["id"] is None:
             self.stray_errors.append(message)
         elif "id" in message:

@@ -32,22 +32,6 @@ def back_to_schema_4(connection: sqlite3.Connection) -> None:
     connection.commit()
 
 
-def ahp_fixtures_dir() -> Path:
-    """The AHP test-case directory: ``$AHP_FIXTURES`` (another set of the same shape) or ours."""
-    configured = os.environ.get("AHP_FIXTURES")
-    if configured:
-        return Path(configured).resolve()
-    return PROTOCOLS / "ahp" / "test-cases"
-
-
-@pytest.fixture(scope="session")
-def ahp_fixtures() -> Path:
-    path = ahp_fixtures_dir()
-    if not path.is_dir():
-        pytest.fail(f"AHP fixture directory {path} does not exist (set AHP_FIXTURES)")
-    return path
-
-
 def pytest_configure(config: pytest.Config) -> None:
     """Runs without --db (the CLI's subprocesses included) write a journal in a temporary
     state directory, never in the home directory of whoever runs the tests."""

@@ -247,6 +247,32 @@ AHP_TEMPLATES: Final[list[dict[str, Any]]] = [
         },
     },
     {"jsonrpc": "2.0", "id": 5, "method": "reconnect", "params": {"channel": ROOT}},
+    # The root channel: a subscription that is fed as sessions come and go, and the root
+    # actions (the host's own: a client's is refused).
+    {"jsonrpc": "2.0", "id": 6, "method": "subscribe", "params": {"channel": ROOT}},
+    {"jsonrpc": "2.0", "method": "unsubscribe", "params": {"channel": ROOT}},
+    {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "dispatchAction",
+        "params": {
+            "channel": ROOT,
+            "clientSeq": 2,
+            "action": {"type": "root/activeSessionsChanged", "activeSessions": 3},
+        },
+    },
+    {
+        "jsonrpc": "2.0",
+        "method": "dispatchAction",
+        "params": {
+            "channel": ROOT,
+            "clientSeq": 3,
+            "action": {
+                "type": "root/agentsChanged",
+                "agents": [{"provider": "p", "displayName": "P", "description": "d", "models": []}],
+            },
+        },
+    },
 ]
 
 

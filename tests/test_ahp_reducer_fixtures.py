@@ -1,4 +1,4 @@
-"""Conformance: the chat and session reducers reproduce the shared AHP reducer fixtures.
+"""Conformance: the chat, session and root reducers reproduce the shared AHP reducer fixtures.
 
 Each ``reducers/*.json`` fixture is ``{description, reducer, initial, actions, expected}``.
 We decode ``initial`` and every action with the AHP converter (``null`` and an absent key
@@ -6,15 +6,13 @@ both mean "absent"), fold the actions with our reducer, re-encode, and compare w
 ``expected``, leaving ``null`` members out on both sides. The upstream suite pins
 ``Date.now()`` to 9999 ms while generating fixtures; here that instant is passed as ``now``.
 
-Fixtures of reducers this project does not implement (root, terminal, changeset, annotations,
-resource watch) are not run, but one test lists them, so that a fixture of a new reducer kind
-fails instead of being skipped silently. ``$AHP_FIXTURES`` points the suite at another corpus.
+Every fixture of the directory (``$AHP_FIXTURES`` or ours, see :mod:`tests.ahp_conformance`)
+is a test of its own, whatever its name: a fixture of a reducer we implement must pass; one of a
+channel listed out of scope there is skipped with the reason; any other fails and says why.
 """
 
 from __future__ import annotations
 
-import importlib
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,98 +21,77 @@ import pytest
 
 from orchestrator.ahp import (
     ChatState,
+    RootState,
     SessionState,
     reduce_chat,
+    reduce_root,
+    reduce_session,
     structure_action,
     structure_as,
     unstructure,
 )
 
-from .conftest import ahp_fixtures_dir
+from .ahp_conformance import OUT_OF_SCOPE_REDUCERS, fixture_files, load, without_nulls
 
 FIXTURE_NOW = "1970-01-01T00:00:09.999Z"
 """``new Date(9999).toISOString()``: the pinned clock of the upstream fixture generator."""
 
-IMPLEMENTED = ("chat", "session")
-"""Reducer kinds this project implements; their fixtures must all pass."""
-
-NOT_IMPLEMENTED = {
-    "annotations": "annotations channel",
-    "changeset": "changeset channel",
-    "resourceWatch": "resource-watch channel",
-    "root": "root channel (agent catalogue)",
-    "terminal": "terminal channel",
-}
-"""Reducer kinds of channels this project does not serve: kind → what it is."""
-
 _Reducer = Callable[[Any, Any], Any]
 
-
-def _load(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data
-
-
-def _reducer_files(kinds: tuple[str, ...]) -> list[str]:
-    """File names of the reducer fixtures of ``kinds``, read at collection time."""
-    directory = ahp_fixtures_dir() / "reducers"
-    return sorted(p.name for p in directory.glob("*.json") if _load(p)["reducer"] in kinds)
-
-
-def without_nulls(value: Any) -> Any:
-    """``value`` with every ``null`` object member removed, recursively."""
-    if isinstance(value, dict):
-        return {key: without_nulls(item) for key, item in value.items() if item is not None}
-    if isinstance(value, list):
-        return [without_nulls(item) for item in value]
-    return value
-
-
-def _chat_reducer() -> tuple[type, _Reducer]:
-    return ChatState, lambda state, action: reduce_chat(state, action, now=FIXTURE_NOW)
-
-
-def _session_reducer() -> tuple[type, _Reducer]:
-    try:
-        module = importlib.import_module("orchestrator.ahp._session_reducer")
-    except ModuleNotFoundError as exc:
-        if exc.name != "orchestrator.ahp._session_reducer":
-            raise
-        pytest.fail(
-            "session fixture, but orchestrator/ahp/_session_reducer.py (reduce_session) does not "
-            "exist yet"
-        )
-    reduce_session = module.reduce_session
-    return SessionState, lambda state, action: reduce_session(state, action, now=FIXTURE_NOW)
-
-
-REDUCERS: dict[str, Callable[[], tuple[type, _Reducer]]] = {
-    "chat": _chat_reducer,
-    "session": _session_reducer,
+REDUCERS: dict[str, tuple[type, _Reducer]] = {
+    "chat": (ChatState, lambda state, action: reduce_chat(state, action, now=FIXTURE_NOW)),
+    "session": (
+        SessionState,
+        lambda state, action: reduce_session(state, action, now=FIXTURE_NOW),
+    ),
+    "root": (RootState, reduce_root),
 }
+"""Reducer kind → the state type it folds and our reducer."""
 
 
-class TestReducerFixtures:
-    @pytest.mark.parametrize("name", _reducer_files(IMPLEMENTED))
-    def test_fold_reaches_expected(self, ahp_fixtures: Path, name: str) -> None:
-        """Folding the fixture's actions over ``initial`` gives ``expected``."""
-        fixture = _load(ahp_fixtures / "reducers" / name)
-        state_type, reduce = REDUCERS[fixture["reducer"]]()
-        state = structure_as(fixture["initial"], state_type)
-        for action in fixture["actions"]:
-            state = reduce(state, structure_action(action))
-        assert without_nulls(unstructure(state)) == without_nulls(fixture["expected"]), fixture[
-            "description"
-        ]
+def reducer_of(path: Path, fixture: dict[str, Any]) -> tuple[type, _Reducer]:
+    """The state type and reducer a fixture is for; skips or fails for the others."""
+    kind = fixture.get("reducer")
+    if kind in REDUCERS:
+        return REDUCERS[kind]
+    if kind in OUT_OF_SCOPE_REDUCERS:
+        pytest.skip(f"{kind}: {OUT_OF_SCOPE_REDUCERS[kind]}")
+    pytest.fail(
+        f"{path.name}: reducer {kind!r} is neither implemented ({', '.join(REDUCERS)}) nor "
+        "listed out of scope in tests/ahp_conformance.py"
+    )
 
-    def test_only_unimplemented_reducers_are_left_out(self, ahp_fixtures: Path) -> None:
-        """Every reducer fixture is run, except those of the channels listed as not served."""
-        kinds: dict[str, list[str]] = {}
-        for path in sorted((ahp_fixtures / "reducers").glob("*.json")):
-            kinds.setdefault(_load(path)["reducer"], []).append(path.name)
-        left_out = set(kinds) - set(IMPLEMENTED)
-        assert left_out <= NOT_IMPLEMENTED.keys(), f"unknown reducer kinds: {left_out}"
-        assert kinds.get("chat"), "no chat fixtures found: is the corpus complete?"
-        assert sorted(name for kind in IMPLEMENTED for name in kinds.get(kind, ())) == (
-            _reducer_files(IMPLEMENTED)
-        )
+
+@pytest.mark.parametrize("path", fixture_files("reducers"), ids=lambda p: p.stem)
+def test_fold_reaches_expected(path: Path) -> None:
+    """Folding the fixture's actions over ``initial`` gives ``expected``."""
+    fixture = load(path)
+    state_type, reduce = reducer_of(path, fixture)
+    state = structure_as(fixture["initial"], state_type)
+    for action in fixture["actions"]:
+        state = reduce(state, structure_action(action))
+    assert without_nulls(unstructure(state)) == without_nulls(fixture["expected"]), fixture.get(
+        "description"
+    )
+
+
+def test_the_corpus_is_there() -> None:
+    """The directory has reducer fixtures, some of them of a reducer we implement."""
+    fixtures = [load(path) for path in fixture_files("reducers")]
+    assert fixtures, "no reducer fixtures found: is AHP_FIXTURES the test-cases directory?"
+    assert any(fixture.get("reducer") in REDUCERS for fixture in fixtures)
+
+
+class TestReducerOf:
+    """How a fixture of each kind of reducer is treated."""
+
+    def test_an_implemented_reducer_runs(self) -> None:
+        assert reducer_of(Path("x.json"), {"reducer": "chat"})[0] is ChatState
+
+    def test_an_out_of_scope_reducer_is_skipped_with_its_reason(self) -> None:
+        with pytest.raises(pytest.skip.Exception, match="terminal channel"):
+            reducer_of(Path("x.json"), {"reducer": "terminal"})
+
+    def test_an_unknown_reducer_fails_and_names_the_fixture(self) -> None:
+        with pytest.raises(pytest.fail.Exception, match=r"900-new\.json: reducer 'telepathy'"):
+            reducer_of(Path("900-new.json"), {"reducer": "telepathy"})

@@ -37,7 +37,8 @@ from orchestrator.ahp import _actions as _ahp_actions
 from orchestrator.ahp import _state as _ahp_state
 
 from . import strategies
-from .conftest import AHP_SCHEMAS, ahp_fixtures_dir
+from .ahp_conformance import fixtures_dir
+from .conftest import AHP_SCHEMAS
 
 SCHEMAS = ("state", "actions")
 
@@ -56,12 +57,8 @@ NOT_MODELLED: dict[str, str] = {
             "ResourceChange",
             "ResourceChangeType",
             "ResourceWatchState",
-            "TerminalClaim",
-            "TerminalClientClaim",
             "TerminalCommandPart",
             "TerminalContentPart",
-            "TerminalInfo",
-            "TerminalSessionClaim",
             "TerminalState",
             "TerminalUnclassifiedPart",
         ],
@@ -69,18 +66,10 @@ NOT_MODELLED: dict[str, str] = {
     ),
     **dict.fromkeys(
         [
-            "AgentCapabilities",
-            "AgentInfo",
-            "MultipleChatsCapability",
-            "MultipleWorkingDirectoriesCapability",
-            "PolicyState",
-            "RootConfigState",
-            "RootState",
-            "SessionModelInfo",
             "Snapshot",
             "TelemetryCapabilities",
         ],
-        "root channel state, or a snapshot of any channel",
+        "a snapshot of any channel, or telemetry (not offered by this host)",
     ),
     **dict.fromkeys(
         [
@@ -116,10 +105,6 @@ NOT_MODELLED: dict[str, str] = {
             "ChangesetOperationsChangedAction",
             "ChangesetStatusChangedAction",
             "ResourceWatchChangedAction",
-            "RootActiveSessionsChangedAction",
-            "RootAgentsChangedAction",
-            "RootConfigChangedAction",
-            "RootTerminalsChangedAction",
             "TerminalClaimedAction",
             "TerminalClearedAction",
             "TerminalCommandDetectionAvailableAction",
@@ -302,7 +287,7 @@ class TestOutputValidates:
     def test_reducer_fixture_states(self) -> None:
         """The chat and session states of the reducer fixtures, decoded and re-encoded."""
         reducers = {"chat": ChatState, "session": SessionState}
-        for path in sorted((ahp_fixtures_dir() / "reducers").glob("*.json")):
+        for path in sorted((fixtures_dir() / "reducers").glob("*.json")):
             fixture = json.loads(path.read_text(encoding="utf-8"))
             if (state_type := reducers.get(fixture["reducer"])) is None:
                 continue

@@ -728,3 +728,35 @@ class TestShippedTeam:
             check=False,
         )
         assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    @pytest.mark.parametrize("how", ["--model", "ORCHESTRATOR_MODEL"])
+    async def test_the_model_is_chosen_for_one_run(self, tmp_path: Path, how: str) -> None:
+        """`run --model` (or $ORCHESTRATOR_MODEL) asks every OpenAI-compatible agent's
+        rounds of that model; the team file is unchanged and the next run asks its own."""
+
+        def answer(request: dict[str, Any]) -> Answer:
+            if agent_of(request) == "researcher":
+                return Stream(text("found it"))
+            if rounds_done(request) == 0:
+                return Stream(tool_calls(("c0", "delegate", {"agent": "researcher", "task": "x"})))
+            return Stream(text("done"))
+
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+        environ.pop("ORCHESTRATOR_MODEL", None)
+        command = [*ORCHESTRATOR, "run", SHIPPED, "go", "--db", str(tmp_path / "j.db"), "--plain"]
+        async with fake_openai(answer) as server:
+            environ["OPENAI_BASE_URL"] = server.url
+            chosen = {**environ, "ORCHESTRATOR_MODEL": "tiny-1"} if how != "--model" else environ
+            extra = ["--model", "tiny-1"] if how == "--model" else []
+            with trio.fail_after(120):
+                done = await trio.run_process(
+                    [*command, *extra], env=chosen, capture_stderr=True, check=False
+                )
+                assert done.returncode == 0, done.stderr.decode()
+                asked = len(server.requests)
+                again = await trio.run_process(command, env=environ, capture_stderr=True)
+                assert again.returncode == 0
+        models = [request["model"] for request in server.requests]
+        assert asked == 3
+        assert set(models[:asked]) == {"tiny-1"}
+        assert "tiny-1" not in models[asked:]

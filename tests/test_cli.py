@@ -63,7 +63,7 @@ class TestRun:
         assert "The release notes are ready." in done.stdout
         assert "researcher asks to run publish(target=release page)" in done.stderr
         assert "approved by you" in done.stderr
-        assert "run completed" in done.stderr
+        assert "the run completed (session ahp-session:/" in done.stderr
 
     def test_events_file_holds_agent_ui_envelopes_in_sequence(
         self, delivery_run: tuple[subprocess.CompletedProcess[str], Path]
@@ -222,24 +222,53 @@ class TestTeamsCheck:
         assert done.returncode == 0, done.stdout
         assert "ok: teams/nightly.toml" in done.stdout.splitlines()
 
-    def test_a_bad_background_entry_exits_2(self, tmp_path: Path) -> None:
+    def test_a_bad_background_entry_exits_1(self, tmp_path: Path) -> None:
         """A bad [[background]] value is named by file and key path, saying what is expected."""
         bad = tmp_path / "nightly.toml"
         text = (PROJECT_ROOT / "teams" / "nightly.toml").read_text(encoding="utf-8")
         bad.write_text(text.replace('schedule = "0 3 * * *"', 'schedule = "0 25 * * *"'))
         done = orchestrator("teams", "check", str(bad))
-        assert done.returncode == 2
+        assert done.returncode == 1
         assert done.stdout.startswith(
             f"{bad}: background[0].schedule: invalid cron expression '0 25 * * *'"
         )
         assert "expected 5 fields (minute hour day-of-month month day-of-week)" in done.stdout
 
-    def test_a_bad_team_file_exits_2(self, tmp_path: Path) -> None:
+    def test_a_bad_team_file_exits_1_as_a_graph_check_does(self, tmp_path: Path) -> None:
         bad = tmp_path / "bad.toml"
         bad.write_text("[team\n")
         done = orchestrator("teams", "check", str(bad))
-        assert done.returncode == 2
+        assert done.returncode == 1
         assert str(bad) in done.stdout
+
+    def test_a_directory_is_checked_file_by_file(self, tmp_path: Path) -> None:
+        """A directory means its *.toml; each file's result, good and bad, in name order."""
+        (tmp_path / "a.toml").write_text((PROJECT_ROOT / "teams" / "handoff.toml").read_text())
+        (tmp_path / "b.toml").write_text("[team\n")
+        (tmp_path / "notes.txt").write_text("not a team")
+        done = orchestrator("teams", "check", str(tmp_path))
+        assert done.returncode == 1
+        lines = done.stdout.splitlines()
+        assert lines[0] == f"ok: {tmp_path / 'a.toml'}"
+        assert lines[1].startswith(f"{tmp_path / 'b.toml'}: invalid TOML")
+        assert len(lines) == 2
+
+    def test_json_lists_every_file(self, tmp_path: Path) -> None:
+        (tmp_path / "b.toml").write_text("[team\n")
+        done = orchestrator("teams", "check", HANDOFF, str(tmp_path / "b.toml"), "--json")
+        assert done.returncode == 1
+        report = json.loads(done.stdout)
+        assert [(r["file"], r["ok"]) for r in report] == [
+            (HANDOFF, True),
+            (str(tmp_path / "b.toml"), False),
+        ]
+        assert report[0]["problems"] == []
+        assert "invalid TOML" in report[1]["problems"][0]
+
+    def test_a_path_that_is_not_there_is_bad_input(self, tmp_path: Path) -> None:
+        done = orchestrator("teams", "check", str(tmp_path / "nope.toml"))
+        assert done.returncode == 2
+        assert "nope.toml: no such file or directory" in done.stderr
 
 
 class TestParser:
@@ -282,3 +311,131 @@ class TestParser:
             [sys.executable, "-c", code], capture_output=True, text=True, check=True
         )
         assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+FAILING_TEAM = """
+[team]
+name = "failing"
+coordinator = "lead"
+
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[[agents.lead.turns]]
+steps = [{ delegate = [{ agent = "worker", task = "do it" }] }, { fail = "gave up" }]
+
+[agents.worker]
+role = "worker"
+[[agents.worker.turns]]
+steps = [{ fail = "the disk is full" }]
+"""
+
+
+class TestCommandLine:
+    """What every command shares: logging options, one stderr format, exit statuses."""
+
+    @pytest.mark.parametrize(
+        "flags",
+        [["-v", "teams", "check", HANDOFF], ["teams", "check", HANDOFF, "-vv"]],
+    )
+    def test_verbose_goes_before_or_after_the_subcommand(self, flags: list[str]) -> None:
+        done = orchestrator(*flags, "--log-level", "debug")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == f"ok: {HANDOFF}\n"
+
+    def test_help_lists_the_exit_statuses(self) -> None:
+        for command in ([], ["sessions"], ["teams", "check"]):
+            done = orchestrator(*command, "--help")
+            assert "3 the daemon or a service it needs cannot be reached" in " ".join(
+                done.stdout.split()
+            )
+
+    def test_a_failed_run_says_so_once_on_stderr_in_one_format(self, tmp_path: Path) -> None:
+        """Piped stderr is JSON records only; the failure is said once, with its session,
+        which is also the session the run announced when it started."""
+        team = tmp_path / "failing.toml"
+        team.write_text(FAILING_TEAM)
+        done = orchestrator("run", str(team), "go", "--db", str(tmp_path / "j.db"), "--plain")
+        assert done.returncode == 1
+        records = [json.loads(line) for line in done.stderr.splitlines()]
+        started, *_, ended = records
+        assert started["event"] == f"session {started['session']}"
+        assert ended["level"] == "error"
+        assert ended["session"] == started["session"]
+        assert ended["status"] == "failed"
+        assert "gave up" in ended["event"]
+        assert sum("gave up" in r["event"] for r in records) == 1
+
+    def test_console_format_has_no_json(self, tmp_path: Path) -> None:
+        team = tmp_path / "failing.toml"
+        team.write_text(FAILING_TEAM)
+        done = orchestrator(
+            "run", str(team), "go", "--db", str(tmp_path / "j.db"), "--log-format", "console"
+        )
+        assert done.returncode == 1
+        lines = done.stderr.splitlines()
+        assert lines[0].startswith("orchestrator: session ahp-session:/")
+        assert lines[-1].startswith("orchestrator: the run failed: ")
+        assert not any(line.startswith("{") for line in lines)
+
+    def test_run_json_is_the_outcome(self, tmp_path: Path) -> None:
+        done = orchestrator(
+            "run", HANDOFF, "refund", "--db", str(tmp_path / "j.db"), "--json", "--plain"
+        )
+        assert done.returncode == 0, done.stderr
+        outcome = json.loads(done.stdout)
+        assert outcome["status"] == "completed"
+        assert outcome["error"] is None
+        assert outcome["result"]
+        listed = orchestrator("sessions", "--json", "--db", str(tmp_path / "j.db"))
+        assert [s["session"] for s in json.loads(listed.stdout)] == [outcome["session"]]
+
+    @pytest.mark.parametrize("how", ["stdin", "file"])
+    def test_the_prompt_comes_from_stdin_or_a_file(self, tmp_path: Path, how: str) -> None:
+        prompt = "Refund order 42,\nplease: it came broken.\n"
+        facts = tmp_path / "facts.jsonl"
+        if how == "stdin":
+            done = orchestrator("run", HANDOFF, "-", "--facts", str(facts), "--plain", stdin=prompt)
+        else:
+            (tmp_path / "prompt.txt").write_text(prompt)
+            done = orchestrator(
+                "run",
+                HANDOFF,
+                "--prompt-file",
+                str(tmp_path / "prompt.txt"),
+                "--facts",
+                str(facts),
+                "--plain",
+            )
+        assert done.returncode == 0, done.stderr
+        first_turn = next(f for f in read_facts(facts) if f.action.type == "chat/turnStarted")
+        assert first_turn.action.message.text == prompt  # type: ignore[union-attr]
+
+    def test_no_prompt_is_bad_input(self) -> None:
+        done = orchestrator("run", HANDOFF)
+        assert done.returncode == 2
+        assert "give a prompt" in done.stderr
+
+    def test_a_model_for_a_team_without_such_agents_is_bad_input(self) -> None:
+        done = orchestrator("run", HANDOFF, "refund", "--model", "tiny-1")
+        assert done.returncode == 2
+        assert "no agent of" in done.stderr
+
+    def test_a_closed_pipe_ends_quietly(self, delivery_run: tuple[object, Path]) -> None:
+        """``orchestrator graph ... | head``: the reader is gone before the first line is
+        written; the command stops without a BrokenPipeError traceback."""
+        _, out = delivery_run
+        command = [sys.executable, "-m", "orchestrator", "graph", "--facts"]
+        with subprocess.Popen(
+            [*command, str(out / "run.facts.jsonl")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=PROJECT_ROOT,
+        ) as reader:
+            assert reader.stdout is not None
+            assert reader.stderr is not None
+            reader.stdout.close()  # like `head` that has read enough
+            stderr = reader.stderr.read().decode()
+            assert reader.wait(timeout=60) == 0, stderr
+        assert stderr == ""

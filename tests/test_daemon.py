@@ -52,8 +52,36 @@ class TestHealthAndMetrics:
             metrics = await http.get("/metrics")
             assert metrics.status_code == 200
             assert metrics.headers["content-type"].startswith("text/plain")
-            assert 'orchestrator_sessions{status="running"} 0.0' in metrics.text
+            assert 'orchestrator_sessions{activity="busy",status="running"} 0.0' in metrics.text
+            assert 'orchestrator_sessions{activity="idle",status="running"} 0.0' in metrics.text
             assert "orchestrator_facts_appended_total" in metrics.text
+
+    @pytest.mark.filterwarnings("ignore::ResourceWarning")
+    @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+    async def test_a_team_file_that_cannot_be_used_does_not_stop_the_others(
+        self, tmp_path: Path
+    ) -> None:
+        """The daemon serves the good teams, names the bad file in /healthz, and a client
+        asking for that team is told why, not 'no such team'."""
+        teams = {
+            "delivery": (PROJECT_ROOT / "teams" / "delivery.toml").read_text(encoding="utf-8"),
+            "broken": '[team]\nname = "broken"\ncoordinator = "lead"\nparalel_budget = 2\n',
+        }
+        async with running_daemon(tmp_path, teams=teams) as daemon:
+            async with daemon.http() as http:
+                health = (await http.get("/healthz")).json()
+            assert health["status"] == "ok"
+            assert health["teams"] == ["delivery"]
+            assert list(health["invalid_teams"]) == ["broken"]
+            assert "paralel_budget" in health["invalid_teams"]["broken"]
+            status, body = await refused(daemon, "team=broken", None)
+            assert status == 404
+            message = json.loads(body)["error"]
+            assert message.startswith("team 'broken' cannot be used: its file has problems")
+            assert "paralel_budget" in message
+            async with connect(daemon, "team=delivery") as client:
+                _, result = await run_delivery(client)
+            assert result["type"] == "result"
 
 
 class TestAgentChannel:
@@ -529,7 +557,8 @@ class TestRequests:
             "taskId": "slow",
         }
         assert done == {"channel": "agent", "type": "done", "taskId": "slow"}
-        assert 'orchestrator_sessions{status="idle"} 1.0' in metrics
+        # `orchestrator sessions` says running too: one vocabulary; idle is the activity.
+        assert 'orchestrator_sessions{activity="idle",status="running"} 1.0' in metrics
         assert 'orchestrator_chats{status="killed"} 1.0' in metrics, "the aborted worker"
 
 

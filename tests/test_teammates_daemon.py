@@ -155,8 +155,8 @@ async def test_the_cli_says_when_no_daemon_answers(tmp_path: Path) -> None:
         capture_stderr=True,
         check=False,
     )
-    assert done.returncode == 2
-    assert b"no daemon answers at ws://127.0.0.1:9/teammates" in done.stderr
+    assert done.returncode == 3  # unavailable, not bad input
+    assert b"no daemon answers at ws://127.0.0.1:9/teammates: all attempts" in done.stderr
 
 
 async def test_subscribers_see_automation_job_envelopes_as_teammates_change(

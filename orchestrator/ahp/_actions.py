@@ -1,4 +1,4 @@
-"""AHP actions of the chat and session channels, and the envelope that carries them.
+"""AHP actions of the root, session and chat channels, and the envelope that carries them.
 
 One frozen class per ``$defs`` entry of ``actions.schema.json``, each with its ``type`` as a
 ``Literal`` field, so ``action.type`` works on every action. The unions:
@@ -7,8 +7,10 @@ One frozen class per ``$defs`` entry of ``actions.schema.json``, each with its `
   :class:`ChatToolCallApprovedAction` and :class:`ChatToolCallDeniedAction`, told apart by
   ``approved`` (:data:`ChatToolCallConfirmedAction`).
 * :data:`SessionAction`: every ``session/*`` action.
-* :data:`StateAction`: both, plus :class:`UnknownAction`, which keeps the JSON object of any
-  ``type`` this project does not model (root, terminal, changeset, annotations and
+* :data:`RootAction`: every ``root/*`` action (the root channel's, see
+  :mod:`orchestrator.ahp._root_reducer`).
+* :data:`StateAction`: all three, plus :class:`UnknownAction`, which keeps the JSON object of
+  any ``type`` this project does not model (terminal, changeset, annotations and
   resource-watch actions, and actions of later protocol versions), so that it decodes without
   error and re-encodes verbatim. Reducers treat it as a no-op.
 
@@ -24,6 +26,7 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from ._state import (
+    AgentInfo,
     Changeset,
     ChatInputAnswer,
     ChatInputRequest,
@@ -44,6 +47,7 @@ from ._state import (
     SessionInputRequest,
     SessionStatus,
     StringOrMarkdown,
+    TerminalInfo,
     ToolCallCancellationReason,
     ToolCallConfirmationReason,
     ToolCallContributor,
@@ -92,6 +96,11 @@ __all__ = [
     "ChatUsageAction",
     "ChatWorkingDirectoryRemovedAction",
     "ChatWorkingDirectorySetAction",
+    "RootAction",
+    "RootActiveSessionsChangedAction",
+    "RootAgentsChangedAction",
+    "RootConfigChangedAction",
+    "RootTerminalsChangedAction",
     "SessionAction",
     "SessionActiveClientRemovedAction",
     "SessionActiveClientSetAction",
@@ -762,6 +771,51 @@ ChatAction: TypeAlias = (
 """Every ``chat/*`` action, discriminated on ``type`` (and ``approved``)."""
 
 
+# ─── Root actions ────────────────────────────────────────────────────────────
+
+
+@attrs.frozen(kw_only=True)
+class RootAgentsChangedAction:
+    """The agent providers (or their models) changed: ``agents`` replaces the list."""
+
+    type: Literal["root/agentsChanged"] = "root/agentsChanged"
+    agents: tuple[AgentInfo, ...]
+
+
+@attrs.frozen(kw_only=True)
+class RootActiveSessionsChangedAction:
+    """The number of active sessions changed."""
+
+    type: Literal["root/activeSessionsChanged"] = "root/activeSessionsChanged"
+    active_sessions: int
+
+
+@attrs.frozen(kw_only=True)
+class RootTerminalsChangedAction:
+    """The known terminals changed: ``terminals`` replaces the list."""
+
+    type: Literal["root/terminalsChanged"] = "root/terminalsChanged"
+    terminals: tuple[TerminalInfo, ...]
+
+
+@attrs.frozen(kw_only=True)
+class RootConfigChangedAction:
+    """Configuration values changed: merged into the current ones, or replacing them."""
+
+    type: Literal["root/configChanged"] = "root/configChanged"
+    config: Mapping[str, Any]
+    replace: bool | None = None
+
+
+RootAction: TypeAlias = (
+    RootAgentsChangedAction
+    | RootActiveSessionsChangedAction
+    | RootTerminalsChangedAction
+    | RootConfigChangedAction
+)
+"""Every ``root/*`` action, discriminated on ``type``."""
+
+
 # ─── State actions and their envelope ────────────────────────────────────────
 
 
@@ -779,7 +833,7 @@ class UnknownAction:
         return action_type
 
 
-StateAction: TypeAlias = ChatAction | SessionAction | UnknownAction
+StateAction: TypeAlias = ChatAction | SessionAction | RootAction | UnknownAction
 """Any action of a state channel; types we do not model decode as :class:`UnknownAction`."""
 
 

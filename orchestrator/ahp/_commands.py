@@ -12,7 +12,12 @@ converter), the framing and the method table in :mod:`orchestrator.protocols._ah
   (:class:`ReconnectParams`, :data:`ReconnectResult`), ``subscribe`` / ``unsubscribe``,
   ``dispatchAction``.
 * **Root channel**: ``createSession`` / ``disposeSession`` / ``listSessions``, and the
-  :class:`RootState` a subscriber of ``ahp-root://`` gets.
+  notifications its subscribers get as sessions come, go and change their summary:
+  ``root/sessionAdded`` (:class:`SessionAddedParams`), ``root/sessionRemoved``
+  (:class:`SessionRemovedParams`) and ``root/sessionSummaryChanged``
+  (:class:`SessionSummaryChangedParams`, whose :class:`PartialSessionSummary` carries only the
+  fields that changed). Its state, :class:`~orchestrator.ahp._state.RootState`, is with the
+  other channels' states.
 * **Chats**: ``createChat`` (with its :data:`ChatSource`) / ``disposeChat``.
 * :class:`ErrorCode`: the JSON-RPC codes and AHP's application codes.
 
@@ -25,24 +30,31 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
 from ._actions import ActionEnvelope, StateAction
 from ._state import (
     AgentSelection,
+    AnnotationsSummary,
+    ChangesSummary,
     ChatState,
     Message,
     ModelSelection,
+    ProjectInfo,
+    RootState,
     SessionState,
+    SessionStatus,
     SessionSummary,
     SideChatSelection,
 )
 
 __all__ = [
     "ROOT",
-    "AgentInfo",
+    "SESSION_ADDED",
+    "SESSION_REMOVED",
+    "SESSION_SUMMARY_CHANGED",
     "ChatSource",
     "ClientCapabilities",
     "CreateChatParams",
@@ -63,14 +75,18 @@ __all__ = [
     "JsonRpcSuccess",
     "ListSessionsParams",
     "ListSessionsResult",
+    "PartialSessionSummary",
     "PingParams",
     "ReconnectParams",
     "ReconnectReplayResult",
     "ReconnectResult",
     "ReconnectSnapshotResult",
     "RequestId",
-    "RootState",
+    "RootNotificationParams",
+    "SessionAddedParams",
     "SessionForkSource",
+    "SessionRemovedParams",
+    "SessionSummaryChangedParams",
     "SideChatSource",
     "Snapshot",
     "SnapshotState",
@@ -184,25 +200,6 @@ class InitializeParams:
     initial_subscriptions: tuple[str, ...] | None = None
     locale: str | None = None
     capabilities: ClientCapabilities | None = None
-
-
-@attrs.frozen(kw_only=True)
-class AgentInfo:
-    """An agent provider of the root state; this host's providers are its teams."""
-
-    provider: str
-    display_name: str
-    description: str
-    models: tuple[Mapping[str, Any], ...]
-
-
-@attrs.frozen(kw_only=True)
-class RootState:
-    """The state of ``ahp-root://``: the providers, and how many sessions are active."""
-
-    agents: tuple[AgentInfo, ...]
-    active_sessions: int | None = None
-    meta: Mapping[str, Any] | None = None
 
 
 SnapshotState: TypeAlias = RootState | SessionState | ChatState | Mapping[str, Any]
@@ -373,3 +370,62 @@ class CreateChatParams:
 class DisposeChatParams:
     channel: str  # the chat
     meta: Mapping[str, Any] | None = None
+
+
+# ─── root-channel notifications ──────────────────────────────────────────────
+
+#: The JSON-RPC methods of the root channel's notifications (``notifications.schema.json``).
+SESSION_ADDED: Final = "root/sessionAdded"
+SESSION_REMOVED: Final = "root/sessionRemoved"
+SESSION_SUMMARY_CHANGED: Final = "root/sessionSummaryChanged"
+
+
+@attrs.frozen(kw_only=True)
+class SessionAddedParams:
+    """``root/sessionAdded``: a session was created (``channel`` is the root channel)."""
+
+    channel: str
+    summary: SessionSummary
+
+
+@attrs.frozen(kw_only=True)
+class SessionRemovedParams:
+    """``root/sessionRemoved``: the session ``session`` was disposed (or is no longer active)."""
+
+    channel: str
+    session: str
+
+
+@attrs.frozen(kw_only=True)
+class PartialSessionSummary:
+    """The changed fields of a :class:`SessionSummary`; ``None`` means unchanged."""
+
+    # Invariant: self.resource is None and self.provider is None and self.created_at is None
+    #   when sent (identity never changes; receivers ignore them)
+    provider: str | None = None
+    title: str | None = None
+    status: SessionStatus | None = None
+    activity: str | None = None
+    project: ProjectInfo | None = None
+    working_directories: tuple[str, ...] | None = None
+    annotations: AnnotationsSummary | None = None
+    resource: str | None = None
+    created_at: str | None = None
+    modified_at: str | None = None
+    changes: ChangesSummary | None = None
+    meta: Mapping[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SessionSummaryChangedParams:
+    """``root/sessionSummaryChanged``: some summary fields of a known session changed."""
+
+    channel: str
+    session: str
+    changes: PartialSessionSummary
+
+
+RootNotificationParams: TypeAlias = (
+    SessionAddedParams | SessionRemovedParams | SessionSummaryChangedParams
+)
+"""The params of a root-channel notification (the method names which)."""

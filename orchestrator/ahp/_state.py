@@ -1,6 +1,7 @@
-"""AHP state types of the chat channel and the session channel.
+"""AHP state types of the root, session and chat channels.
 
-The chat channel is ``ahp-chat:/<uuid>``, the session channel ``ahp-session:/<uuid>``.
+The chat channel is ``ahp-chat:/<uuid>``, the session channel ``ahp-session:/<uuid>``, the root
+channel ``ahp-root://``.
 
 Plain frozen data, named after the ``$defs`` of ``state.schema.json``; the wire format (camelCase
 keys, ``_meta``, discriminators, absent optionals) lives in :mod:`orchestrator.ahp._wire` and
@@ -18,6 +19,9 @@ nowhere else. What is here, top-down:
   definitions; :data:`Customization` (plugins, directories, MCP servers and their children) with
   :data:`McpServerState`; configuration schema and values; :data:`SessionInputRequest` (what the
   session is blocked on); changeset catalogue entries.
+* **Root channel** (``ahp-root://``): :class:`RootState`, its :class:`AgentInfo` providers with
+  their :class:`SessionModelInfo` models and :class:`AgentCapabilities`, :class:`TerminalInfo`
+  entries and :class:`RootConfigState`.
 * **Shared leaves**: :class:`SessionStatus` (an int bitset: unknown bits are kept),
   :data:`StringOrMarkdown`, :class:`ContentRef`, :class:`FileEdit`, :class:`UsageInfo`,
   :class:`ErrorInfo`, text positions and ranges.
@@ -43,7 +47,9 @@ from orchestrator.base import KeyedVector
 
 __all__ = [
     "ActiveTurn",
+    "AgentCapabilities",
     "AgentCustomization",
+    "AgentInfo",
     "AgentSelection",
     "AhpMcpUiHostCapabilities",
     "AhpMcpUiListChangedCapability",
@@ -122,9 +128,12 @@ __all__ = [
     "MessageOrigin",
     "MessageResourceAttachment",
     "ModelSelection",
+    "MultipleChatsCapability",
+    "MultipleWorkingDirectoriesCapability",
     "PendingMessage",
     "PendingMessageKind",
     "PluginCustomization",
+    "PolicyState",
     "ProjectInfo",
     "PromptCustomization",
     "ProtectedResourceMetadata",
@@ -132,6 +141,8 @@ __all__ = [
     "ResourceResponsePart",
     "ResponsePart",
     "ResponseParts",
+    "RootConfigState",
+    "RootState",
     "RuleCustomization",
     "SessionActiveClient",
     "SessionChatInputRequest",
@@ -140,6 +151,7 @@ __all__ = [
     "SessionConfigState",
     "SessionInputRequest",
     "SessionLifecycle",
+    "SessionModelInfo",
     "SessionState",
     "SessionStatus",
     "SessionSummary",
@@ -152,7 +164,11 @@ __all__ = [
     "SkillCustomization",
     "StringOrMarkdown",
     "SystemNotificationResponsePart",
+    "TerminalClaim",
+    "TerminalClientClaim",
     "TerminalCommandResult",
+    "TerminalInfo",
+    "TerminalSessionClaim",
     "TextPosition",
     "TextRange",
     "TextSelection",
@@ -1858,4 +1874,119 @@ class SessionState:
     changesets: tuple[Changeset, ...] | None = None
     # Invariant: every entry's chat is in {c.resource for c in self.chats}; ids are unique
     input_needed: tuple[SessionInputRequest, ...] | None = None
+    meta: Mapping[str, Any] | None = None
+
+
+# ─── Root channel ────────────────────────────────────────────────────────────
+
+
+class PolicyState(enum.StrEnum):
+    """Whether a model is enabled by policy."""
+
+    ENABLED = "enabled"
+    DISABLED = "disabled"
+    UNCONFIGURED = "unconfigured"
+
+
+@attrs.frozen(kw_only=True)
+class SessionModelInfo:
+    """A model an agent offers."""
+
+    id: str
+    provider: str
+    name: str
+    max_context_window: int | None = None
+    max_output_tokens: int | None = None
+    max_prompt_tokens: int | None = None
+    supports_vision: bool | None = None
+    policy_state: PolicyState | None = None
+    config_schema: ConfigSchema | None = None
+    meta: Mapping[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MultipleChatsCapability:
+    """The agent runs several chats in one session (and may fork, open side chats)."""
+
+    fork: bool | None = None
+    side_chat: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MultipleWorkingDirectoriesCapability:
+    """The agent works in several directories (the first one fixed, if immutable)."""
+
+    immutable_primary: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class AgentCapabilities:
+    """What an agent supports; an absent capability is unsupported."""
+
+    multiple_chats: MultipleChatsCapability | None = None
+    multiple_working_directories: MultipleWorkingDirectoriesCapability | None = None
+
+
+@attrs.frozen(kw_only=True)
+class AgentInfo:
+    """An agent provider of the root state; this host's providers are its teams."""
+
+    provider: str
+    display_name: str
+    description: str
+    models: tuple[SessionModelInfo, ...]
+    protected_resources: tuple[ProtectedResourceMetadata, ...] | None = None
+    customizations: tuple[Customization, ...] | None = None
+    capabilities: AgentCapabilities | None = None
+
+
+@attrs.frozen(kw_only=True)
+class TerminalClientClaim:
+    """A terminal held by a connected client."""
+
+    kind: Literal["client"] = "client"
+    client_id: str
+
+
+@attrs.frozen(kw_only=True)
+class TerminalSessionClaim:
+    """A terminal held by a session (a turn or a tool call of it, when given)."""
+
+    kind: Literal["session"] = "session"
+    session: str
+    turn_id: str | None = None
+    tool_call_id: str | None = None
+
+
+TerminalClaim: TypeAlias = TerminalClientClaim | TerminalSessionClaim
+"""Who holds a terminal, discriminated on ``kind``."""
+
+
+@attrs.frozen(kw_only=True)
+class TerminalInfo:
+    """A terminal as the root state lists it (its own channel has the rest)."""
+
+    resource: str
+    title: str
+    claim: TerminalClaim
+    exit_code: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RootConfigState:
+    """The agent host's configuration: its schema and current values."""
+
+    schema: ConfigSchema
+    values: Mapping[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class RootState:
+    """The state of ``ahp-root://``: the providers, how many sessions are active, terminals
+    and the host's configuration (this host has neither of the last two)."""
+
+    agents: tuple[AgentInfo, ...]
+    active_sessions: int | None = None
+    terminals: tuple[TerminalInfo, ...] | None = None
+    config: RootConfigState | None = None
     meta: Mapping[str, Any] | None = None

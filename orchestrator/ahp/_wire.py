@@ -1,4 +1,4 @@
-"""The AHP wire format: the one cattrs converter for the chat and session channels.
+"""The AHP wire format: the one cattrs converter for the root, session and chat channels.
 
 Everything that knows how AHP looks as JSON is here; the models in :mod:`._state` and
 :mod:`._actions` are plain data. The rules:
@@ -49,6 +49,7 @@ from ._actions import (
     ActionEnvelope,
     ChatAction,
     ChatToolCallConfirmedAction,
+    RootAction,
     SessionAction,
     StateAction,
     UnknownAction,
@@ -61,7 +62,6 @@ from ._commands import (
     JsonRpcRequest,
     JsonRpcSuccess,
     ReconnectResult,
-    RootState,
     Snapshot,
 )
 from ._state import (
@@ -82,9 +82,11 @@ from ._state import (
     ProtectedResourceMetadata,
     ResponsePart,
     ResponseParts,
+    RootState,
     SessionInputRequest,
     SessionState,
     SessionStatus,
+    TerminalClaim,
     ToolCallConfirmationState,
     ToolCallContributor,
     ToolCallRiskAssessment,
@@ -265,6 +267,8 @@ _TAGGED_UNIONS: Final = (
     _tagged("ChatToolCallConfirmedAction", ChatToolCallConfirmedAction, "approved"),
     _tagged("ChatAction", ChatAction, "type", nested=ChatToolCallConfirmedAction),
     _tagged("SessionAction", SessionAction, "type"),
+    _tagged("RootAction", RootAction, "type"),
+    _tagged("TerminalClaim", TerminalClaim, "kind"),
     _tagged(
         "StateAction",
         StateAction,

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         SessionExistsError,
         SessionLimitError,
         TeamFileError,
+        UnavailableError,
     )
     from ._evolve import evolve
     from ._input_gate import (
@@ -63,6 +64,7 @@ __all__ = [
     "SessionExistsError",
     "SessionLimitError",
     "TeamFileError",
+    "UnavailableError",
     "clean_text",
     "compact_dumps",
     "evolve",
@@ -102,6 +104,7 @@ if not TYPE_CHECKING:
                 "SessionExistsError",
                 "SessionLimitError",
                 "TeamFileError",
+                "UnavailableError",
             ),
             "._evolve": ("evolve",),
             "._input_gate": (

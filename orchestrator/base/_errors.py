@@ -48,6 +48,7 @@ __all__ = [
     "SessionExistsError",
     "SessionLimitError",
     "TeamFileError",
+    "UnavailableError",
 ]
 
 
@@ -194,6 +195,11 @@ class FactLogError(OrchestratorError):
         self.message = message
         self.source = source
         self.line = line
+
+
+class UnavailableError(OrchestratorError):
+    """A service a command needs (the daemon, say) cannot be reached or did not answer in
+    time: nothing is wrong with the request, try again later (the CLI exits 3)."""
 
 
 class RunError(OrchestratorError):

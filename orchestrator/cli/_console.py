@@ -40,7 +40,6 @@ from orchestrator.core import (
     HandoffRecorded,
     MemberJoined,
     MemberStatus,
-    RunFinished,
     TaskCreated,
     TaskFinished,
     TaskStatus,
@@ -49,6 +48,7 @@ from orchestrator.core import (
 from orchestrator.runtime import TeamRuntime
 
 from ._approval_mode import ApprovalMode
+from ._conventions import Reporter
 
 __all__ = ["TeamConsole", "describe_fact", "render_tree"]
 
@@ -116,7 +116,8 @@ def _add_member(
 
 
 def describe_fact(state: TeamState, fact: Fact) -> str | None:
-    """One line for a notable fact (plain output), or None for stream noise."""
+    """One line for a notable fact (plain output), or None for stream noise and for the
+    run's end (which ``orchestrator run`` says itself)."""
     action = fact.action
     name = _agent_namer(state)
     match action:
@@ -137,8 +138,8 @@ def describe_fact(state: TeamState, fact: Fact) -> str | None:
         case ApprovalResolved():
             decider = "you" if action.resolved_by == USER else name(action.resolved_by)
             return f"  {action.approval} {action.decision} by {decider}"
-        case RunFinished():
-            return f"run {action.status}" + (f": {action.error}" if action.error else "")
+    # The run's end is said by the command that ran it (orchestrator run), once, with the
+    # session: not here too.
     return None
 
 
@@ -183,8 +184,12 @@ class TeamConsole:
         stream: TextIO | None = None,
         stdin: TextIO | None = None,
         live: bool | None = None,
+        reporter: Reporter | None = None,
     ) -> None:
         self.runtime = runtime
+        # Plain lines go through the reporter when there is one, so that they take the
+        # logs' format (JSON records when stderr is piped).
+        self.reporter = reporter
         self.mode = mode
         self.stream = stream or sys.stderr
         self.stdin = stdin or sys.stdin
@@ -218,7 +223,9 @@ class TeamConsole:
                     self.view.apply(fact)
                     if self._live is None:
                         line = describe_fact(self.view, fact)
-                        if line:
+                        if line and self.reporter is not None:
+                            self.reporter.progress(line, sequence=fact.sequence, type=fact.type)
+                        elif line:
                             # One fact, one line: no wrapping, whatever the pipe's width.
                             self.console.print(line, markup=False, soft_wrap=True)
                     self._dispatch(nursery, fact)

@@ -1,26 +1,111 @@
-"""What every command shares: its exit statuses and where the journal is by default.
+"""What every command shares: its exit statuses, the one voice it speaks in on stderr, and
+where the journal is by default.
 
 Kept apart from the commands so that building the parser (and ``--help``) imports none of
 them.
+
+Stderr carries one format: a command's own lines (an error, a session id, a run's outcome)
+go through :class:`Reporter`, which writes them as ``orchestrator: ...`` lines when the logs
+are drawn for a person and as JSON records, with the log records' keys (``timestamp``,
+``level``, ``logger``, ``event``), when the logs are JSON (``--log-format json``, or stderr
+is not a terminal). A program reading a daemon's or a run's stderr never has to tell two
+formats apart.
 """
 
 from __future__ import annotations
 
+import enum
+import json
 import os
+import sys
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final
+from typing import Final, TextIO
 
 __all__: list[str] = []
 
-EXIT_OK: Final = 0
-EXIT_FAILED: Final = 1
-EXIT_BAD_INPUT: Final = 2
+
+class Exit(enum.IntEnum):
+    """How a command ends (``orchestrator --help`` lists them)."""
+
+    OK = 0
+    FAILED = 1  # the run failed, or a check found problems
+    BAD_INPUT = 2  # the command line, a team file, a journal or a file that cannot be used
+    UNAVAILABLE = 3  # the daemon (or another service the command needs) cannot be reached
+
+
+EXIT_OK: Final = Exit.OK
+EXIT_FAILED: Final = Exit.FAILED
+EXIT_BAD_INPUT: Final = Exit.BAD_INPUT
+EXIT_UNAVAILABLE: Final = Exit.UNAVAILABLE
+
+EXIT_STATUSES: Final = (
+    "exit status: 0 ok; 1 the run failed or a check found problems; 2 bad usage or input; "
+    "3 the daemon or a service it needs cannot be reached"
+)
+
+#: The variable that overrides the model of a run's OpenAI-compatible agents (``--model``).
+MODEL_ENV: Final = "ORCHESTRATOR_MODEL"
 
 #: The variable that holds the token of the daemon's operator (or viewer).
 TOKEN_ENV: Final = "ORCHESTRATOR_TOKEN"
+
+LOG_FORMATS: Final = ("auto", "console", "json")
 
 
 def default_db() -> Path:
     """The journal's default place: ``$XDG_STATE_HOME/orchestrator/journal.db``."""
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "orchestrator" / "journal.db"
+
+
+def logs_as_json(log_format: str, stream: TextIO) -> bool:
+    """Whether logs (and the command's own lines) are JSON: ``auto`` means when ``stream``
+    is not a terminal (systemd, CI, a file)."""
+    if log_format == "auto":
+        return not stream.isatty()
+    return log_format == "json"
+
+
+class Reporter:
+    """A command's own lines on stderr, in the format the logs use."""
+
+    def __init__(self, *, as_json: bool, stream: TextIO | None = None) -> None:
+        self.as_json = as_json
+        self._stream = stream
+
+    def say(
+        self,
+        message: str,
+        *,
+        level: str = "info",
+        logger: str = "orchestrator.cli",
+        **fields: object,
+    ) -> None:
+        """Tell the user ``message``; ``fields`` are kept as keys in JSON (a person reads
+        them in ``message``)."""
+        self._write(message, f"orchestrator: {message}", level, logger, fields)
+
+    def progress(self, line: str, **fields: object) -> None:
+        """A line of a run's progress (the console's plain output), as it is on a console."""
+        self._write(line, line, "info", "orchestrator.console", fields)
+
+    def _write(
+        self, message: str, text: str, level: str, logger: str, fields: dict[str, object]
+    ) -> None:
+        stream = self._stream or sys.stderr
+        if self.as_json:
+            record = {
+                "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+                "level": level,
+                "logger": logger,
+                "event": message,
+                **fields,
+            }
+            stream.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        else:
+            stream.write(text + "\n")
+        stream.flush()
+
+    def error(self, message: str, **fields: object) -> None:
+        self._write(message, f"orchestrator: {message}", "error", "orchestrator.cli", fields)

@@ -44,9 +44,8 @@ def init(args: argparse.Namespace, out: TextIO) -> int:
         raise OrchestratorError(f"cannot write to {target}: {exc.strerror or exc}") from exc
     for name, _ in files:
         print(f"wrote {target / name}", file=out)
-    teams = " ".join(str(target / name) for name, _ in files if name.endswith(".toml"))
     print(
-        f"\nnext:\n  orchestrator teams check {teams}\n"
+        f"\nnext:\n  orchestrator teams check {target}\n"
         f'  orchestrator run {target / "offline.toml"} "Write the release notes"',
         file=out,
     )

@@ -1,17 +1,25 @@
 """The ``orchestrator`` command line.
 
-    orchestrator run TEAM PROMPT [--db PATH] [--events FILE] [--facts FILE] [--approve MODE]
+    orchestrator run TEAM [PROMPT | -] [--prompt-file FILE] [--db PATH] [--model M] [--json]
+    orchestrator resume SESSION [--team FILE]
     orchestrator sessions [--db PATH] [--json]
     orchestrator events SESSION [--db PATH] [--format facts|agent-ui]
     orchestrator graph [SESSION | --facts FILE] [--db PATH] [--format FORMAT] [--check]
-    orchestrator teams check [PATH ...]
+    orchestrator history | undo | truncate | restore SESSION [--chat CHAT]
+    orchestrator teams check [PATH ...] [--json]
     orchestrator init [DIR]
     orchestrator serve [--config FILE] [--host H] [--port P] [--db PATH] [--teams DIR]
+    orchestrator teammates list | history | pause | resume | trigger | stop [NAME]
 
-Every fact of a run goes to the journal (``--db``, by default under the XDG state
-directory) before anyone sees it. Exit status: 0 success, 1 the run failed (or the graph check
-found violations), 2 bad input (a team file, a journal, a fact file or an argument that cannot
-be used).
+Every command takes ``-v`` / ``--log-level`` and ``--log-format`` (before or after its name).
+Every fact of a run goes to the journal (``--db``, by default under the XDG state directory)
+before anyone sees it. Exit status (:class:`._conventions.Exit`): 0 ok, 1 the run failed or a
+check found problems, 2 bad usage or input, 3 the daemon or a service it needs cannot be
+reached.
+
+This module is the parser and nothing else: each command's handler is named by module
+(``set_defaults(handler=...)``) and imported when the command runs, so that ``--help`` and
+the light commands do not load the daemon, the backends or the console.
 """
 
 from __future__ import annotations
@@ -19,17 +27,29 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from orchestrator.base import OrchestratorError
+from orchestrator.base import OrchestratorError, UnavailableError
 from orchestrator.journal import Durability
 from orchestrator.server import DEFAULT_PORT
 
 from ._approval_mode import ApprovalMode
-from ._conventions import EXIT_BAD_INPUT, TOKEN_ENV, default_db
+from ._conventions import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_STATUSES,
+    EXIT_UNAVAILABLE,
+    LOG_FORMATS,
+    MODEL_ENV,
+    TOKEN_ENV,
+    Reporter,
+    default_db,
+    logs_as_json,
+)
 from ._version import ShowVersion
 
 __all__ = [
@@ -38,6 +58,9 @@ __all__ = [
 
 GRAPH_FORMATS = ("dot", "graphml", "json", "mermaid")
 EVENT_FORMATS = ("facts", "agent-ui")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+#: A session's status, as the journal, `sessions` and /metrics name it.
+SESSION_STATUSES = ("running", "completed", "failed", "cancelled")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,10 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Run coordinator-worker teams of AI agents and inspect their delegation graphs."
         ),
+        epilog=EXIT_STATUSES,
     )
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
     parser.add_argument("--version", action=ShowVersion)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _logging_options(parser, inherited=False)
+    commands = _Commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
 
     def with_db(command: argparse.ArgumentParser) -> argparse.ArgumentParser:
         command.add_argument(
@@ -84,6 +108,15 @@ def build_parser() -> argparse.ArgumentParser:
             "--plain", action="store_true", help="print progress lines instead of the live tree"
         )
         command.add_argument(
+            "--model",
+            help=f"the model of the OpenAI-compatible agents, for this run (or ${MODEL_ENV})",
+        )
+        command.add_argument(
+            "--json",
+            action="store_true",
+            help="print the outcome as JSON (session, status, result, error) on stdout",
+        )
+        command.add_argument(
             "--durability",
             choices=[d.value for d in Durability],
             default=Durability.POWER.value,
@@ -93,7 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = running(commands.add_parser("run", help="run a team on a prompt"), "write")
     run.add_argument("team", type=Path, help="team file (TOML), e.g. teams/delivery.toml")
-    run.add_argument("prompt", help="what the coordinator should do")
+    run.add_argument(
+        "prompt", nargs="?", help="what the coordinator should do (-: read it from stdin)"
+    )
+    run.add_argument("--prompt-file", type=Path, metavar="FILE", help="read the prompt from FILE")
     run.set_defaults(handler=("._run_command", "run"))
 
     resume = running(
@@ -111,6 +147,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sessions = with_db(commands.add_parser("sessions", help="list the journal's sessions"))
     sessions.add_argument("--json", action="store_true", help="a JSON array, oldest first")
+    sessions.add_argument(
+        "--status", choices=SESSION_STATUSES, help="only the sessions of this status"
+    )
+    sessions.add_argument("--team", help="only the sessions of this team")
+    sessions.add_argument("--limit", type=_positive, metavar="N", help="only the N most recent")
     sessions.set_defaults(handler=("._sessions_command", "sessions"))
 
     events = with_db(commands.add_parser("events", help="print a session's facts or envelopes"))
@@ -153,6 +194,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep", required=True, metavar="TURN", help='the last turn to keep ("none": all go)'
     )
 
+    prune = with_db(
+        commands.add_parser(
+            "prune", help="remove ended sessions (facts, snapshots, history) older than AGE"
+        )
+    )
+    prune.add_argument(
+        "--older-than",
+        required=True,
+        metavar="AGE",
+        help="last written more than AGE ago: 90s, 15m, 2h, 30d (at most 366d)",
+    )
+    prune.add_argument(
+        "--dry-run", action="store_true", help="say what would be removed, remove nothing"
+    )
+    prune.add_argument("--json", action="store_true", help="print the report as JSON")
+    prune.set_defaults(handler=("._sessions_command", "prune"))
+
     serve = commands.add_parser(
         "serve", help="run the daemon: WebSocket and HTTP clients on one port"
     )
@@ -170,8 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     teammates = commands.add_parser(
         "teammates", help="list and control the running daemon's background teammates"
     )
-    mate_commands = teammates.add_subparsers(
-        dest="teammates_command", required=True, metavar="ACTION"
+    mate_commands = _Commands(
+        teammates.add_subparsers(dest="teammates_command", required=True, metavar="ACTION")
     )
     for action, text in (
         ("list", "each teammate's state, schedule, next wake and last run"),
@@ -212,11 +270,77 @@ def build_parser() -> argparse.ArgumentParser:
     init.set_defaults(handler=("._init_command", "init"))
 
     teams = commands.add_parser("teams", help="work with team files")
-    team_commands = teams.add_subparsers(dest="teams_command", required=True, metavar="ACTION")
-    check = team_commands.add_parser("check", help="validate team files (default: teams/*.toml)")
-    check.add_argument("paths", nargs="*", type=Path, metavar="PATH")
+    team_commands = _Commands(
+        teams.add_subparsers(dest="teams_command", required=True, metavar="ACTION")
+    )
+    check = team_commands.add_parser("check", help="validate team files (default: teams/)")
+    check.add_argument(
+        "paths", nargs="*", type=Path, metavar="PATH", help="team files or directories of them"
+    )
+    check.add_argument("--json", action="store_true", help="print a JSON array of results")
     check.set_defaults(handler=("._teams_command", "check"))
     return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {text!r}")
+    return value
+
+
+class _Commands:
+    """Subcommands that each take the logging options (``-v`` before or after the
+    subcommand) and list the exit statuses in their help."""
+
+    def __init__(self, group: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+        self._group = group
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        command = self._group.add_parser(name, epilog=EXIT_STATUSES, **kwargs)
+        _logging_options(command, inherited=True)
+        return command
+
+
+def _logging_options(parser: argparse.ArgumentParser, *, inherited: bool) -> None:
+    """``-v``, ``--log-level``, ``--log-format``. On a subcommand their defaults are left
+    out (SUPPRESS), so that one given before the subcommand is not reset by it; ``-v``
+    counts on across both."""
+
+    def default(value: object) -> object:
+        return argparse.SUPPRESS if inherited else value
+
+    group = parser.add_argument_group("logging")
+    group.add_argument(
+        "-v", "--verbose", action="count", default=default(0), help="log more (-vv: debug)"
+    )
+    group.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        default=default(None),
+        help="the least level logged (default: WARNING; INFO for serve)",
+    )
+    group.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default=default("auto"),
+        help="console lines, or JSON records (auto: JSON when stderr is not a terminal)",
+    )
+
+
+def _log_level(args: argparse.Namespace) -> int:
+    if args.log_level is not None:
+        level: int = logging.getLevelName(args.log_level)
+        return level
+    # The daemon says what it does (its URL, sessions taken up); the one-shot commands
+    # keep quiet unless asked.
+    quiet = logging.INFO if args.command == "serve" else logging.WARNING
+    verbose: int = args.verbose
+    return max(logging.DEBUG, quiet - 10 * verbose)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -224,15 +348,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from orchestrator.runtime import configure_logging, tune_gc
 
-    # The daemon says what it does (its URL, sessions taken up); the one-shot commands
-    # keep quiet unless asked.
-    quiet = logging.INFO if args.command == "serve" else logging.WARNING
-    configure_logging(level=max(logging.DEBUG, quiet - 10 * args.verbose))
+    as_json = logs_as_json(args.log_format, sys.stderr)
+    configure_logging(json=as_json, level=_log_level(args))
+    args.reporter = reporter = Reporter(as_json=as_json)
     tune_gc()
     try:
-        return _dispatch(args)
+        status = _dispatch(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return status
+    except BrokenPipeError:
+        # The reader went away (``orchestrator events S | head``): stop quietly. Python
+        # would complain again when it flushes stdout at exit, so point it at /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except UnavailableError as exc:
+        reporter.error(str(exc))
+        return EXIT_UNAVAILABLE
     except OrchestratorError as exc:
-        print(f"orchestrator: {exc}", file=sys.stderr)
+        reporter.error(str(exc))
         return EXIT_BAD_INPUT
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -34,11 +35,11 @@ from orchestrator.runtime import (
     require_prompt,
 )
 from orchestrator.runtime.backends import backend_factory, http_client
-from orchestrator.spec import load_team, parse_team
+from orchestrator.spec import TeamSpec, load_team, parse_team, with_model
 
 from ._approval_mode import ApprovalMode
 from ._console import TeamConsole
-from ._conventions import EXIT_FAILED, EXIT_OK, default_db
+from ._conventions import EXIT_FAILED, EXIT_OK, MODEL_ENV, Reporter, default_db
 from ._sessions_command import resolve_session
 
 __all__: list[str] = []
@@ -57,11 +58,12 @@ def resume(args: argparse.Namespace, out: TextIO) -> int:
 async def _run(args: argparse.Namespace) -> int:
     # Everything that can be bad input is checked before the first task starts, so it
     # reaches main() as a plain OrchestratorError (exit 2), not inside an exception group.
-    team = load_team(args.team)
-    require_prompt(args.prompt)
+    team = _with_model(load_team(args.team), args)
+    prompt = _prompt(args)
+    require_prompt(prompt)
 
     async def start(runtime: TeamRuntime, console: TeamConsole) -> RunOutcome:
-        return await runtime.run(args.prompt)
+        return await runtime.run(prompt)
 
     async with http_client() as http:
         backends = backend_factory(team, client=http)  # an unset API key stops us here
@@ -86,6 +88,7 @@ async def _resume(args: argparse.Namespace) -> int:
         if not team_toml:
             raise RunError(f"{info.session} did not record its team file: pass --team FILE")
         team = parse_team(team_toml, file=team_file or "<journal>")
+    team = _with_model(team, args)
     state = await trio.to_thread.run_sync(reader.open, info.session)
     wanted = args.events or args.facts
     history = await trio.to_thread.run_sync(reader.facts, info.session) if wanted else []
@@ -122,11 +125,16 @@ async def _supervise(
         for path, write in ((args.events, _write_events), (args.facts, _write_facts))
         if path is not None
     ]
+    reporter: Reporter = args.reporter
+    reporter.say(f"session {runtime.session}", session=runtime.session)
     try:
         async with trio.open_nursery() as services:
             await services.start(journal.serve)
             console = TeamConsole(
-                runtime, mode=ApprovalMode(args.approve), live=False if args.plain else None
+                runtime,
+                mode=ApprovalMode(args.approve),
+                live=False if args.plain else None,
+                reporter=reporter,
             )
             async with trio.open_nursery() as nursery:
                 for out, written, write in outputs:
@@ -141,12 +149,65 @@ async def _supervise(
     finally:
         for out, _, _ in outputs:
             out.close()
-    if outcome.status is RunStatus.COMPLETED:
+    completed = outcome.status is RunStatus.COMPLETED
+    if args.json:
+        json.dump(_outcome_json(outcome), sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+    elif completed:
         print(outcome.result)
-        return EXIT_OK
-    print(f"orchestrator: run {outcome.status}: {outcome.error}", file=sys.stderr)
-    print(f"orchestrator: session {outcome.session}", file=sys.stderr)
-    return EXIT_FAILED
+    if completed:
+        reporter.say(
+            f"the run completed (session {outcome.session})",
+            session=outcome.session,
+            status=str(outcome.status),
+        )
+    else:
+        reporter.error(
+            f"the run {outcome.status}: {outcome.error} (session {outcome.session})",
+            session=outcome.session,
+            status=str(outcome.status),
+        )
+    return EXIT_OK if completed else EXIT_FAILED
+
+
+def _outcome_json(outcome: RunOutcome) -> dict[str, object]:
+    """``run --json``: the session, how the run ended, its answer or its error."""
+    return {
+        "session": outcome.session,
+        "status": str(outcome.status),
+        "result": outcome.result or None,
+        "error": outcome.error or None,
+    }
+
+
+def _prompt(args: argparse.Namespace) -> str:
+    """The prompt: the argument, standard input (``-``) or ``--prompt-file``."""
+    if args.prompt_file is not None:
+        if args.prompt is not None:
+            raise RunError("give the prompt as an argument or with --prompt-file, not both")
+        try:
+            return str(args.prompt_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RunError(f"cannot read the prompt from {args.prompt_file}: {exc}") from exc
+    if args.prompt == "-":
+        return sys.stdin.read()
+    if args.prompt is None:
+        raise RunError("give a prompt: as an argument, - for standard input, or --prompt-file")
+    prompt: str = args.prompt
+    return prompt
+
+
+def _with_model(team: TeamSpec, args: argparse.Namespace) -> TeamSpec:
+    """``team`` with ``--model`` (or ``$ORCHESTRATOR_MODEL``) for its OpenAI-compatible
+    agents, for this run only."""
+    model = args.model or os.environ.get(MODEL_ENV) or None
+    if model is None:
+        return team
+    if not any(agent.openai is not None for agent in team.agents):
+        raise RunError(
+            f"--model {model}: no agent of {team.name} uses the OpenAI-compatible backend"
+        )
+    return with_model(team, model)
 
 
 async def _cancel_on_signal(

@@ -10,7 +10,9 @@ import argparse
 import json
 from typing import TextIO
 
-from orchestrator.base import FactLogError
+import attrs
+
+from orchestrator.base import ConfigError, FactLogError, ScheduleError, utc_now
 from orchestrator.journal import JournalReader, SessionInfo
 
 from ._conventions import EXIT_OK, default_db
@@ -44,16 +46,74 @@ def resolve_session(reader: JournalReader, wanted: str) -> SessionInfo:
 
 
 def sessions(args: argparse.Namespace, out: TextIO) -> int:
-    """``orchestrator sessions``."""
-    reader, as_json = reader_of(args), args.json
-    sessions = reader.sessions()
-    if as_json:
-        json.dump([s.to_json() for s in sessions], out, indent=2)
+    """``orchestrator sessions``: a table with a header (or ``--json``), oldest first."""
+    reader = reader_of(args)
+    found = reader.sessions(status=args.status, team=args.team, limit=args.limit)
+    if args.json:
+        json.dump([s.to_json() for s in found], out, indent=2)
         out.write("\n")
         return EXIT_OK
-    if not sessions:
-        print(f"no sessions in {reader.path}", file=out)
+    if not found:
+        print(f"no sessions{_filters(args)} in {reader.path}", file=out)
         return EXIT_OK
-    for s in sessions:
-        print(f"{s.session}  {s.status:<9}  {s.created_at}  {s.team}: {s.title}", file=out)
+    rows = [("SESSION", "STATUS", "CREATED", "FACTS", "TEAM", "TITLE")] + [
+        (s.session, s.status, s.created_at, str(s.last_sequence), s.team, _one_line(s.title))
+        for s in found
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        print("  ".join([*cells, row[-1]]).rstrip(), file=out)
     return EXIT_OK
+
+
+def prune(args: argparse.Namespace, out: TextIO) -> int:
+    """``orchestrator prune --older-than 30d [--dry-run]``."""
+    from orchestrator.journal import prune as prune_journal
+    from orchestrator.spec import parse_duration
+
+    try:
+        older_than = parse_duration(args.older_than)
+    except ScheduleError as exc:
+        raise ConfigError(exc.message, file="--older-than") from None
+    report = prune_journal(
+        args.db or default_db(), older_than=older_than, now=utc_now(), dry_run=args.dry_run
+    )
+    if args.json:
+        json.dump(attrs.asdict(report), out, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    verb = "would remove" if report.dry_run else "removed"
+    print(
+        f"{verb} {len(report.sessions)} ended session(s) last written before {report.cutoff}"
+        f" ({report.facts} facts)",
+        file=out,
+    )
+    for session in report.sessions if report.dry_run else ():
+        print(f"  {session}", file=out)
+    if not report.dry_run and report.sessions:
+        size = f"{_mb(report.bytes_before)} → {_mb(report.bytes_after)}"
+        print(
+            f"journal {size}"
+            + (
+                ""
+                if report.vacuumed
+                else " (not compacted: the journal was busy; its free space is reused)"
+            ),
+            file=out,
+        )
+    return EXIT_OK
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
+
+
+def _one_line(text: str, limit: int = 60) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _filters(args: argparse.Namespace) -> str:
+    said = [f"{key} {value}" for key in ("status", "team") if (value := getattr(args, key))]
+    return f" ({', '.join(said)})" if said else ""

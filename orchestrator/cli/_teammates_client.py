@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected, HandshakeError, open_websocket_url
 
-from orchestrator.base import ConfigError, RunError
+from orchestrator.base import ConfigError, RunError, UnavailableError
 from orchestrator.runtime import register_secret
 
 from ._conventions import TOKEN_ENV
@@ -86,14 +86,18 @@ async def request(url: str, message: dict[str, Any], *, token: str | None) -> di
         detail = _rejection(exc)
         raise RunError(f"the daemon at {url} refused the connection: {detail}") from None
     except (OSError, HandshakeError) as exc:
-        raise RunError(
-            f"no daemon answers at {url} ({exc}); start one with `orchestrator serve`, "
+        # trio-websocket's HandshakeError says nothing itself: the reason is its cause.
+        reason = str(exc) or str(exc.__cause__ or "") or "the connection failed"
+        raise UnavailableError(
+            f"no daemon answers at {url}: {reason}; start one with `orchestrator serve`, "
             "or name its address with --url"
         ) from None
     except ConnectionClosed as exc:
-        raise RunError(f"the daemon closed the connection: {exc.reason}") from None
+        raise UnavailableError(f"the daemon closed the connection: {exc.reason}") from None
     except trio.TooSlowError:
-        raise RunError(f"the daemon at {url} did not answer in {TIMEOUT_SECONDS:g} s") from None
+        raise UnavailableError(
+            f"the daemon at {url} did not answer in {TIMEOUT_SECONDS:g} s"
+        ) from None
     if answer.get("type") == "error":
         raise RunError(f"{answer.get('message')} ({answer.get('code')})")
     return answer  # type: ignore[no-any-return]

@@ -1,9 +1,16 @@
-"""``orchestrator teams check``: team files validated as ``run`` and ``serve`` load them."""
+"""``orchestrator teams check``: team files validated as ``run`` and ``serve`` load them.
+
+Paths may be files or directories (their ``*.toml``, not recursive); none means ``teams/``.
+Each file's problems are printed together, one per line, then ``ok: FILE`` for a good one.
+``--json`` prints one array instead: ``[{"file", "ok", "problems"}, ...]``. The exit status
+is 1 when any file has problems, as ``graph --check`` does for violations.
+"""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -11,25 +18,53 @@ from orchestrator.base import TeamFileError
 from orchestrator.runtime.backends import backend_problems
 from orchestrator.spec import check_team, load_team
 
-from ._conventions import EXIT_BAD_INPUT, EXIT_OK
+from ._conventions import EXIT_FAILED, EXIT_OK
 
 __all__: list[str] = []
+
+DEFAULT_DIRECTORY = Path("teams")
 
 
 def check(args: argparse.Namespace, out: TextIO) -> int:
     """``orchestrator teams check``."""
     paths: Sequence[Path] = args.paths
-    files = list(paths) or sorted(Path("teams").glob("*.toml"))
-    if not files:
-        raise TeamFileError("no team files to check (give a PATH)", file="teams/")
-    status = EXIT_OK
-    for path in files:
-        # A file that parses has its plugin backends looked up too (imported, not made).
-        problems = check_team(path) or backend_problems(load_team(path))
-        if problems:
-            status = EXIT_BAD_INPUT
+    files = team_files(paths or [DEFAULT_DIRECTORY])
+    results = [(path, _problems(path)) for path in files]
+    if args.json:
+        report = [
+            {"file": str(path), "ok": not problems, "problems": problems}
+            for path, problems in results
+        ]
+        json.dump(report, out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    else:
+        for path, problems in results:
             for problem in problems:
                 print(problem, file=out)
+            if not problems:
+                print(f"ok: {path}", file=out)
+    return EXIT_FAILED if any(problems for _, problems in results) else EXIT_OK
+
+
+def _problems(path: Path) -> list[str]:
+    """The file's problems; a file that parses has its plugin backends looked up too
+    (imported, not made: see ``runtime.backends.backend_problems``)."""
+    return check_team(path) or backend_problems(load_team(path))
+
+
+def team_files(paths: Iterable[Path]) -> list[Path]:
+    """The team files ``paths`` name: files as given, directories' ``*.toml`` sorted.
+
+    :class:`TeamFileError` for a path that does not exist or a directory without any."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(path.glob("*.toml"))
+            if not found:
+                raise TeamFileError("no team files (*.toml) in this directory", file=str(path))
+            files.extend(found)
+        elif path.exists():
+            files.append(path)
         else:
-            print(f"ok: {path}", file=out)
-    return status
+            raise TeamFileError("no such file or directory", file=str(path))
+    return files

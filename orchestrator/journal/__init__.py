@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from ._durability import Durability
     from ._history import Edit, edit_history, resolve_chat
     from ._journal import JournalStatistics, SqliteJournal
+    from ._prune import PruneReport, prune
     from ._reader import AgentMessage, JournalReader, SessionInfo
     from ._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
     from ._snapshot import (
@@ -40,6 +41,7 @@ __all__ = [
     "JournalReader",
     "JournalStatistics",
     "PartKey",
+    "PruneReport",
     "SessionInfo",
     "SqliteJournal",
     "decode_parts",
@@ -48,6 +50,7 @@ __all__ = [
     "encode_part",
     "encode_state",
     "fact_checksum",
+    "prune",
     "resolve_chat",
     "same_values",
     "snapshot_due",
@@ -64,6 +67,7 @@ if not TYPE_CHECKING:
             "._durability": ("Durability",),
             "._history": ("Edit", "edit_history", "resolve_chat"),
             "._journal": ("JournalStatistics", "SqliteJournal"),
+            "._prune": ("PruneReport", "prune"),
             "._reader": ("AgentMessage", "JournalReader", "SessionInfo"),
             "._schema": ("APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"),
             "._snapshot": (

@@ -140,14 +140,28 @@ class JournalReader:
             row = connection.execute("SELECT session FROM chats WHERE chat = ?", (chat,)).fetchone()
         return None if row is None else str(row[0])
 
-    def sessions(self) -> list[SessionInfo]:
-        """Every session, oldest first."""
+    def sessions(
+        self, *, status: str | None = None, team: str | None = None, limit: int | None = None
+    ) -> list[SessionInfo]:
+        """Every session, oldest first; only those of ``status`` and ``team`` if given, and
+        of those the ``limit`` most recent."""
+        where, values = [], []
+        for column, wanted in (("status", status), ("team", team)):
+            if wanted is not None:
+                where.append(f"{column} = ?")
+                values.append(wanted)
+        query = (
+            "SELECT session, team, title, status, created_at, updated_at, last_sequence, "
+            "team_file FROM sessions"
+            + (f" WHERE {' AND '.join(where)}" if where else "")
+            + " ORDER BY created_at DESC, rowid DESC"
+            + (" LIMIT ?" if limit is not None else "")
+        )
         with self._connection() as connection:
             rows = connection.execute(
-                "SELECT session, team, title, status, created_at, updated_at, last_sequence, "
-                "team_file FROM sessions ORDER BY created_at, rowid"
+                query, (*values, limit) if limit is not None else values
             ).fetchall()
-        return [_session_info(row) for row in rows]
+        return [_session_info(row) for row in reversed(rows)]
 
     def session(self, session: str) -> SessionInfo:
         with self._connection() as connection:

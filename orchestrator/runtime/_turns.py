@@ -334,7 +334,9 @@ class Turns:
         except Exception as exc:
             if self.run.recorder.failed is not None:
                 raise  # nothing can be recorded: the run is going down (see TeamRuntime.run)
-            log.warning("turn failed", chat=chat, agent=ctx.agent.name, error=str(exc))
+            # Recorded below as the turn's error, which every client (and the CLI's console)
+            # shows: for the daemon's own record it is information, not a warning.
+            log.info("turn failed", chat=chat, agent=ctx.agent.name, error=str(exc))
             await self.run.recorder.record(
                 [
                     (

@@ -34,6 +34,7 @@ import attrs
 import trio
 
 from orchestrator.ahp import (
+    ROOT,
     ActionEnvelope,
     ActionOrigin,
     ChatInputAnswered,
@@ -150,6 +151,11 @@ class ActionDispatcher:
                 raise RpcError(refusal.code, refusal.reason, data=data) from None
 
     def _dispatch_target(self, channel: str) -> LiveSession:
+        if channel == ROOT:
+            raise _RefusedError(
+                "the root channel is the host's: it changes as sessions come and go, and "
+                "takes no root actions from clients"
+            )
         if channel.startswith(SESSION_PREFIX):
             if self.daemon.live(channel) is None:
                 raise _RefusedError(f"no live session {channel}", ErrorCode.SESSION_NOT_FOUND)

@@ -11,7 +11,12 @@ Two tasks per connection, plus one per session the client follows, in one nurser
 - a **feed** per session moves the session's facts from its bus subscription to the
   channels the client subscribed to, as ``action`` notifications
   (:func:`~orchestrator.protocols._ahp_rpc.channel_envelopes`);
-- the **sender** writes frames to the socket.
+- the **sender** writes frames to the socket;
+- while the client follows ``ahp-root://``, a **root forwarder** moves what the daemon's
+  :class:`~orchestrator.server._root_channel.RootChannel` publishes (``root/*`` actions and
+  the ``root/sessionAdded`` / ``sessionRemoved`` / ``sessionSummaryChanged`` notifications)
+  from this connection's bounded root subscription to the outbox; a subscription that fills
+  up is dropped, and the client disconnected with 1008, like a full outbox.
 
 Everything goes through one bounded outbox: a client that lets it fill up, or whose bus
 subscription was dropped, is disconnected (close code 1008, "fell behind").
@@ -23,6 +28,15 @@ above it reaches the bus after the subscription was made. The feed and the reade
 interleave within a step, so a snapshot's response is queued before any action after it.
 ``reconnect`` reads the journal (in a thread) for the replay; meanwhile the feed holds the
 channels' new actions back (``_Channel.held``) and lets them go after the response.
+The root channel is numbered apart (its own ``serverSeq``) and never replayed: its snapshot is
+taken with the subscription in place, and root frames are held back while an ``initialize``
+or ``reconnect`` is answered. Before a reply that a client compares with what it folded (a
+root ``subscribe``, ``listSessions``), the root frames waiting are sent first (``_pump_root``),
+so a client's fold and the reply agree at that point.
+
+Sessions' catalog: ``listSessions`` answers from the root channel's summaries
+(:func:`~orchestrator.server._root_channel.session_summary`, made from the session channel's
+state); a session channel's snapshot names the team the session runs as its ``provider``.
 
 Sessions and chats: ``createSession`` makes a session at the client's URI whose run starts
 with its first message; ``createChat`` with ``initialMessage`` on such a session starts the
@@ -37,8 +51,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import weakref
 from collections import deque
+from pathlib import Path
 from typing import Final
 
 import attrs
@@ -50,7 +64,6 @@ from starlette.websockets import WebSocket
 from orchestrator.ahp import (
     ROOT,
     ActionEnvelope,
-    AgentInfo,
     ChatInteractivity,
     CreateChatParams,
     CreateSessionParams,
@@ -68,9 +81,6 @@ from orchestrator.ahp import (
     ReconnectReplayResult,
     ReconnectResult,
     ReconnectSnapshotResult,
-    RootState,
-    SessionStatus,
-    SessionSummary,
     Snapshot,
     SubscribeParams,
     SubscribeResult,
@@ -84,7 +94,6 @@ from orchestrator.base import (
     RunError,
     SessionExistsError,
     SessionLimitError,
-    now_timestamp,
 )
 from orchestrator.core import Fact, TeamState
 from orchestrator.protocols import (
@@ -95,7 +104,6 @@ from orchestrator.protocols import (
     notification_frame,
     parse_call,
     result_frame,
-    session_snapshot_state,
 )
 from orchestrator.runtime import Ids, Subscription
 
@@ -107,6 +115,7 @@ from ._live_session import CHAT_PREFIX, SESSION_PREFIX, LiveSession
 from ._metrics import DaemonMetrics
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._rate_limit import TokenBucket
+from ._root_channel import RootSubscription, session_channel_state
 
 __all__: list[str] = []
 
@@ -216,6 +225,11 @@ class AhpSocket:
             daemon, principal, emit=self._emit, live_channel=self._live_channel
         )
         self._nursery: trio.Nursery | None = None
+        # The root channel: this connection's subscription (while it follows ahp-root://),
+        # and whether its frames wait for a reply being made (see _hold_root).
+        self._root: RootSubscription | None = None
+        self._root_released = trio.Event()
+        self._root_released.set()
 
     # ── the connection ─────────────────────────────────────────────────────
 
@@ -230,6 +244,8 @@ class AhpSocket:
         finally:
             for feed in self._feeds.values():
                 feed.live.unfollow(feed.subscription)
+            if self._root is not None:
+                self.daemon.root.unsubscribe(self._root)
 
     async def _close_when_stopped(self) -> None:
         """The daemon stopped its sessions (SIGTERM): say goodbye with 1001 "going away",
@@ -300,6 +316,48 @@ class AhpSocket:
                 if envelope.server_seq > channel.from_seq:
                     self._emit(notification_frame("action", self._dispatcher.stamped(envelope)))
 
+    # ── the root channel: the daemon's sessions coming, going, changing ─────
+
+    def _follow_root(self) -> None:
+        """Subscribe to the daemon's root channel (once per connection)."""
+        if self._root is None:
+            self._root = self.daemon.root.subscribe(f"ahp {self.principal.name}")
+            assert self._nursery is not None
+            self._nursery.start_soon(self._forward_root, self._root)
+
+    def _unfollow_root(self) -> None:
+        if self._root is not None:
+            self.daemon.root.unsubscribe(self._root)
+            self._root = None
+
+    async def _forward_root(self, subscription: RootSubscription) -> None:
+        while not subscription.closed:
+            await subscription.wait()
+            await self._root_released.wait()
+            self._pump_root()
+        if subscription.dropped_reason is not None:
+            self._hang_up(CLOSE_FELL_BEHIND, subscription.dropped_reason)
+
+    def _pump_root(self) -> None:
+        """Send every root frame waiting, now: before a reply that must follow them (the
+        actions a new snapshot already holds are left out)."""
+        if self._root is None:
+            return
+        channel = self._channels.get(ROOT)
+        for frame in self._root.drain():
+            if channel is not None and (frame.seq is None or frame.seq > channel.from_seq):
+                self._emit(frame.text)
+
+    def _hold_root(self) -> None:
+        """Hold root frames back until the reply being made is sent (``initialize`` and
+        ``reconnect`` may give a root snapshot, then wait for other channels)."""
+        if self._root_released.is_set():
+            self._root_released = trio.Event()
+
+    def _release_root(self) -> None:
+        self._root_released.set()
+        self._pump_root()
+
     # ── requests ───────────────────────────────────────────────────────────
 
     async def _read(self, cancel: trio.CancelScope) -> None:
@@ -344,6 +402,7 @@ class AhpSocket:
             finally:
                 if call is not None and call.method in ("subscribe", "reconnect", "initialize"):
                     self._release([c for c in self._channels.values() if c.held is not None])
+                    self._release_root()
 
     async def _handle(self, call: Call) -> object:
         method = call.method
@@ -394,6 +453,7 @@ class AhpSocket:
         if self.client_id is not None:
             raise RpcError(ErrorCode.INVALID_REQUEST, "initialize: this connection is initialized")
         version = negotiate(params.protocol_versions)
+        self._hold_root()
         self.client_id = params.client_id
         snapshots: list[Snapshot] = []
         for uri in params.initial_subscriptions or ():
@@ -417,27 +477,35 @@ class AhpSocket:
 
     async def _open(self, uri: str) -> tuple[Snapshot, TeamState | None]:
         """Subscribe to ``uri``: its snapshot, and its session's state (None: the root)."""
+        if uri == ROOT:
+            # Subscribed again: the same subscription goes on (nothing in between is lost).
+            self._follow_root()
+            self.daemon.root.flush()  # changes held back go to every subscriber, this one too
+            self._pump_root()  # ...and out, under the channel as it was (if any)
+            root, seq = self.daemon.root.snapshot()
+            self._channels[uri] = _Channel(uri=uri, session=None, from_seq=seq)
+            return Snapshot(resource=uri, state=root, from_seq=seq), None
         if uri in self._channels:
             self._unsubscribe(uri)
-        if uri == ROOT:
-            self._channels[uri] = _Channel(uri=uri, session=None, from_seq=0)
-            return Snapshot(resource=uri, state=self._root_state(), from_seq=0), None
         live, chat = self._live_channel(uri)
         if live is None and not chat:
             live = await self.daemon.find(uri)  # an unfinished session put away: take it up
         if live is not None:
             self._feed(live)  # before the state is read: nothing after it is missed
-            state = live.state
+            state, provider = live.state, live.team_name
         elif chat:
             raise RpcError(ErrorCode.NOT_FOUND, f"no chat {uri} in a live session of this host")
         else:
-            state = await self._past_state(uri)
-        snapshot = _snapshot(state, uri)
+            state, provider = await self._past_state(uri)
+        snapshot = _snapshot(state, uri, provider)
         session = live.uri if live is not None else uri
         self._channels[uri] = _Channel(uri=uri, session=session, from_seq=snapshot.from_seq)
         return snapshot, state
 
     def _unsubscribe(self, uri: str) -> None:
+        if uri == ROOT:
+            self._pump_root()  # what waits was published while subscribed
+            self._unfollow_root()
         channel = self._channels.pop(uri, None)
         if channel is not None and channel.session is not None:
             self._drop_feed_if_unused(channel.session)
@@ -460,25 +528,17 @@ class AhpSocket:
             )
         return self.daemon.sessions.get(uri), False
 
-    async def _past_state(self, uri: str) -> TeamState:
-        """The state of a session this daemon no longer runs, from the journal."""
+    async def _past_state(self, uri: str) -> tuple[TeamState, str]:
+        """The state of a session this daemon no longer runs, from the journal, and its
+        provider (the team it ran: its team file's name, as the daemon names teams)."""
         try:
-            return await trio.to_thread.run_sync(self.daemon.reader.open, uri)
+            state = await trio.to_thread.run_sync(self.daemon.reader.open, uri)
+            team_file, _ = await trio.to_thread.run_sync(self.daemon.reader.team_toml, uri)
         except FactLogError:
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"no session {uri}") from None
-
-    def _root_state(self) -> RootState:
-        agents = tuple(
-            AgentInfo(
-                provider=name,
-                display_name=team.name,
-                description=f"team {team.name}: {team.topology}, coordinator {team.coordinator}",
-                models=(),
-            )
-            for name, team in sorted(self.daemon.teams.items())
-            if name not in self.daemon.unavailable
-        )
-        return RootState(agents=agents, active_sessions=len(self.daemon.sessions))
+        if team_file:
+            return state, Path(team_file).stem
+        return state, state.run.team if state.run is not None else "orchestrator"
 
     async def _reconnect(self, params: ReconnectParams) -> ReconnectResult:
         if self.client_id is not None and self.client_id != params.client_id:
@@ -486,6 +546,7 @@ class AhpSocket:
                 ErrorCode.INVALID_REQUEST, "reconnect: this connection has another clientId"
             )
         self.client_id = params.client_id
+        self._hold_root()
         cursors = dict(params.cursors or {})
         snapshots: list[Snapshot] = []
         missing: list[str] = []
@@ -500,8 +561,13 @@ class AhpSocket:
             channel.held = []  # until the reply is sent (see _read)
             cursor = cursors.get(uri, params.last_seen_server_seq)
             last = channel.from_seq
-            if state is None or cursor > last or last - cursor > REPLAY_LIMIT:
-                snapshots.append(snapshot)  # the root has no actions; a gap too big to replay
+            if state is None:
+                # Root actions are not kept: a snapshot, unless the client's own cursor of
+                # the root says it has seen them all (lastSeenServerSeq counts sessions').
+                if cursors.get(uri) != last:
+                    snapshots.append(snapshot)
+            elif cursor > last or last - cursor > REPLAY_LIMIT:
+                snapshots.append(snapshot)  # a gap too big to replay
             else:
                 to_replay.append((channel, cursor, state))
         if snapshots and not params.cursors:
@@ -535,16 +601,17 @@ class AhpSocket:
         feed = self._feeds.get(channel.session or "")
         if feed is None:
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"{uri}: its session has ended")
-        snapshot = _snapshot(feed.live.state, uri)
+        snapshot = _snapshot(feed.live.state, uri, feed.live.team_name)
         channel.from_seq = snapshot.from_seq
         return snapshot
 
     def _list_sessions(self, params: ListSessionsParams) -> ListSessionsResult:
         summaries = sorted(
-            (_summary(live) for live in self.daemon.sessions.values()),
+            self.daemon.root.summaries(),  # what was held back is sent to subscribers...
             key=lambda s: (s.modified_at, s.resource),
             reverse=True,
         )
+        self._pump_root()  # ...and to this client before the reply
         start = 0
         if params.cursor is not None:
             if not params.cursor.isdigit() or int(params.cursor) > len(summaries):
@@ -677,7 +744,7 @@ def _envelopes(state: TeamState, fact: Fact, channel: str) -> list[ActionEnvelop
     return channel_envelopes(fact, channel, session_title=title, is_hidden=hidden)
 
 
-def _snapshot(state: TeamState, uri: str) -> Snapshot:
+def _snapshot(state: TeamState, uri: str, provider: str) -> Snapshot:
     if uri.startswith(CHAT_PREFIX):
         chat = state.chats.get(uri)
         if chat is None:
@@ -685,28 +752,6 @@ def _snapshot(state: TeamState, uri: str) -> Snapshot:
         return Snapshot(resource=uri, state=chat, from_seq=state.last_sequence)
     return Snapshot(
         resource=uri,
-        state=session_snapshot_state(state.session),
+        state=session_channel_state(state, provider),
         from_seq=state.last_sequence,
-    )
-
-
-#: When a session not yet prompted was first seen (it has no run, so no start time yet).
-_first_seen: weakref.WeakKeyDictionary[LiveSession, str] = weakref.WeakKeyDictionary()
-
-
-def _summary(live: LiveSession) -> SessionSummary:
-    state = live.state
-    session = state.session
-    if state.run is not None:
-        created = state.run.started_at
-    else:
-        created = _first_seen.setdefault(live, now_timestamp())
-    modified = max((c.modified_at for c in state.chats.values()), default=created)
-    return SessionSummary(
-        resource=live.uri,
-        provider=live.team_name,
-        title=session.title if session is not None else "",
-        status=session.status if session is not None else SessionStatus.IDLE,
-        created_at=created,
-        modified_at=modified,
     )

@@ -194,7 +194,16 @@ def build_app(
                 {"status": "journal failed", "error": daemon.journal.failed.message},
                 status_code=503,
             )
-        return JSONResponse({"status": "ok", "sessions": len(daemon.sessions)})
+        return JSONResponse(
+            {
+                "status": "ok",
+                "sessions": len(daemon.sessions),
+                # What a client may ask for, and why the others cannot be asked for.
+                "teams": sorted(set(daemon.teams) - set(daemon.unavailable)),
+                "unavailable_teams": daemon.unavailable,
+                "invalid_teams": daemon.invalid_teams,
+            }
+        )
 
     async def metrics(request: Request) -> Response:
         require(request, Permission.READ)
@@ -474,7 +483,8 @@ async def serve(
             "each (slower with many clients)",
             reason=problem,
         )
-    teams = load_teams(config.teams)
+    team_files = load_teams(config.teams)
+    teams = team_files.teams
     journal = SqliteJournal(db)
     await trio.to_thread.run_sync(journal.open)  # a refused journal stops us here
     notifier = SystemdNotifier.from_environment()
@@ -489,6 +499,7 @@ async def serve(
             shutdown_grace=config.limits.shutdown_grace,
             callback=ToolCallback(token=config.tool_token),
             limits=config.limits,
+            invalid_teams=team_files.invalid,
         )
         assembly = assemble(daemon)
         async with trio.open_nursery() as services:

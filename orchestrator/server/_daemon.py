@@ -27,6 +27,11 @@ session write ``team/runStarted`` at sequence 1 again under a URI the journal ho
 URI is reserved before the journal is asked (an await), so two clients opening the same
 one at once cannot both get it.
 
+The root channel: :attr:`Daemon.root` (:mod:`orchestrator.server._root_channel`) hears of
+every session that enters or leaves :attr:`Daemon.sessions` (only :meth:`Daemon._add_session`
+and :meth:`Daemon._remove_session` change it) and follows their facts: what AHP clients
+subscribed to ``ahp-root://`` are told of the daemon's sessions comes from there.
+
 Bounds: a session opened but never prompted holds memory and nothing else; it is forgotten
 ``unprompted_session`` seconds after it was opened or its last client left (at most
 ``idle_session`` with a client on it), and each principal may hold
@@ -61,6 +66,7 @@ from orchestrator.spec import BackgroundSpec, TeamSpec, load_team, parse_team
 
 from ._config import Limits
 from ._live_session import LiveSession, SessionObserver, _busy, session_uri
+from ._root_channel import RootChannel, agents_of
 
 __all__ = [
     "Daemon",
@@ -69,27 +75,33 @@ __all__ = [
 log = structlog.get_logger("orchestrator.daemon")
 
 
-def load_teams(directory: Path) -> dict[str, TeamSpec]:
-    """Every team file of ``directory`` by stem; :class:`ConfigError` listing every one
-    that cannot be used (a daemon with a broken team file does not start half-configured)."""
+@attrs.frozen(kw_only=True)
+class TeamFiles:
+    """The team files of a directory: those that load, by stem, and why the others do not."""
+
+    teams: Mapping[str, TeamSpec]
+    invalid: Mapping[str, str]  # stem → the file's problems
+
+
+def load_teams(directory: Path) -> TeamFiles:
+    """Every team file of ``directory`` by stem. A file that cannot be used is reported (the
+    daemon serves the others, says which at start and in ``/healthz``); :class:`ConfigError`
+    only when the directory is not there or no file in it can be used."""
     if not directory.is_dir():
         raise ConfigError("not a directory of team files", file=str(directory), key_path="teams")
     teams: dict[str, TeamSpec] = {}
-    problems: list[str] = []
+    invalid: dict[str, str] = {}
     for path in sorted(directory.glob("*.toml")):
         try:
             teams[path.stem] = load_team(path)
         except TeamFileError as exc:
-            problems.append(str(exc))
-    if problems:
-        raise ConfigError(
-            "team files that cannot be used:\n" + "\n".join(problems),
-            file=str(directory),
-            key_path="teams",
-        )
+            invalid[path.stem] = str(exc)
     if not teams:
-        raise ConfigError("no team files (*.toml) here", file=str(directory), key_path="teams")
-    return teams
+        why = "no team files (*.toml) here" if not invalid else "no team file here can be used:"
+        raise ConfigError(
+            "\n".join([why, *invalid.values()]), file=str(directory), key_path="teams"
+        )
+    return TeamFiles(teams=teams, invalid=invalid)
 
 
 #: Seconds stopped sessions get to be done after ``shutdown_grace``: a command tool's process
@@ -135,6 +147,7 @@ class Daemon:
         environ: Mapping[str, str] | None = None,
         callback: ToolCallback | None = None,
         limits: Limits | None = None,
+        invalid_teams: Mapping[str, str] | None = None,
     ) -> None:
         """``limits``: the sessions' bounds (unprompted sessions, per token and in all);
         the other limits are the server's. Its observer and companions (the metrics, the
@@ -146,6 +159,10 @@ class Daemon:
                 key_path="default_team",
             )
         self.teams = dict(teams)
+        # Team files that did not load (stem → why): served by nobody, named when asked for.
+        self.invalid_teams = dict(invalid_teams or {})
+        for name, problems in self.invalid_teams.items():
+            log.error("team file cannot be used", team=name, error=problems)
         self.default_team = default_team or (next(iter(teams)) if len(teams) == 1 else None)
         self.journal = journal
         self.reader = journal.reader  # checked as the journal opened: not again
@@ -164,7 +181,12 @@ class Daemon:
                 log.warning("team unavailable", team=name, error=str(exc))
         self._http = http
         self._environ = environ
+        # The live sessions; changed only by _add_session and _remove_session, which tell
+        # the root channel (what AHP root subscribers hear of the sessions).
         self.sessions: dict[str, LiveSession] = {}
+        self.root = RootChannel(
+            agents_of(self.teams, self.unavailable), buffer_size=subscriber_buffer
+        )
         # URIs being opened (asked of the journal) → the principal opening them; and the
         # chat URIs being claimed (see claim_chat). Reserved before the await, so a second
         # client naming the same URI meanwhile is refused.
@@ -188,6 +210,7 @@ class Daemon:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             nursery.start_soon(self._end_sessions_if_the_journal_fails)
+            await nursery.start(self.root.serve)
             await self._take_up_unfinished()
             self.accepting = True
             # After the take-up: a teammate's run that was going is followed where it is.
@@ -314,6 +337,9 @@ class Daemon:
         if wanted is None:
             raise RunError(f"name a team with ?team= (teams: {', '.join(sorted(self.teams))})")
         team = self.teams.get(wanted)
+        if team is None and wanted in self.invalid_teams:
+            problems = self.invalid_teams[wanted]
+            raise RunError(f"team {wanted!r} cannot be used: its file has problems ({problems})")
         if team is None:
             raise RunError(f"no team {wanted!r} (teams: {', '.join(sorted(self.teams))})")
         return wanted, team
@@ -368,7 +394,7 @@ class Daemon:
                 background=None if background is None else background.name,
             )
             live = LiveSession(self, name, runtime, owner=principal)
-            self.sessions[live.uri] = live
+            self._add_session(live)
         finally:
             del self._opening[uri]
         if self._nursery is not None:
@@ -429,7 +455,7 @@ class Daemon:
     def _drop_unprompted(self, live: LiveSession, why: str) -> None:
         """Forget a session with no run (nothing of it was recorded); its clients are told."""
         live.put_away = True
-        self.sessions.pop(live.uri, None)
+        self._remove_session(live)
         live.close_streams()
         live.finished.set()
         live.end_sinks(why)
@@ -468,6 +494,19 @@ class Daemon:
     def release_chat(self, chat: str) -> None:
         """The claim of :meth:`claim_chat` is over (the chat is live, or was not made)."""
         self._claimed_chats.discard(chat)
+
+    def _add_session(self, live: LiveSession) -> None:
+        """``live`` is one of the daemon's sessions (again, when its run starts)."""
+        if self.sessions.get(live.uri) is not live:
+            self.sessions[live.uri] = live
+            self.root.session_added(live)
+
+    def _remove_session(self, live: LiveSession) -> None:
+        """``live`` is no longer one of the daemon's sessions (its URI may be taken up again
+        by another)."""
+        if self.sessions.get(live.uri) is live:
+            del self.sessions[live.uri]
+            self.root.session_removed(live)
 
     def live(self, session: str) -> LiveSession | None:
         return self.sessions.get(session_uri(session))
@@ -519,7 +558,7 @@ class Daemon:
         failed before that (nothing was recorded, or the journal failed).
         """
         assert self._nursery is not None, "the daemon is not serving"
-        self.sessions[live.uri] = live
+        self._add_session(live)
         errors: list[str] = []
 
         async def supervised(
@@ -541,7 +580,7 @@ class Daemon:
                 log.error("session failed", session=live.uri, error=errors[-1], exc_info=exc)
             finally:
                 live.finished.set()
-                self.sessions.pop(live.uri, None)
+                self._remove_session(live)
                 if not reported.done:
                     reported.started()
 

@@ -49,25 +49,34 @@ class DaemonMetrics(Collector):
 
     def collect(self) -> Iterator[Metric]:
         daemon = self._daemon
+        # One vocabulary with `orchestrator sessions` and the journal: a session's status is
+        # its run's (running until the run ends); whether a turn is going is its activity.
         sessions = GaugeMetricFamily(
-            "orchestrator_sessions", "Live sessions by status", labels=["status"]
+            "orchestrator_sessions",
+            "Live sessions by status (as `orchestrator sessions` says) and activity "
+            "(busy: a turn is running; idle: waiting for a prompt or an answer)",
+            labels=["status", "activity"],
         )
         chats = GaugeMetricFamily(
             "orchestrator_chats",
             "Chats of live sessions by status (the Agent UI member status)",
             labels=["status"],
         )
-        by_session: Counter[str] = Counter()
+        by_session: Counter[tuple[str, str]] = Counter()
         by_chat: Counter[str] = Counter()
         subscribers = 0
         for live in daemon.sessions.values():
             state = live.state
-            by_session["idle" if live.idle.is_set() else "running"] += 1
+            run = state.run
+            status = str(run.status) if run is not None and run.status is not None else "running"
+            by_session[status, "idle" if live.idle.is_set() else "busy"] += 1
             by_chat.update(str(state.member_status(chat)) for chat in state.members)
             statistics = live.bus_statistics()
             subscribers += statistics.subscribers + live.sinks
-        for status in ("idle", "running"):
-            sessions.add_metric([status], by_session[status])
+        for activity in ("busy", "idle"):  # always there, so a dashboard sees zeros
+            by_session.setdefault(("running", activity), 0)
+        for (status, activity), count in sorted(by_session.items()):
+            sessions.add_metric([status, activity], count)
         for status, count in sorted(by_chat.items()):
             chats.add_metric([status], count)
         yield sessions

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         RestartPolicy,
         TeamSpec,
         Topology,
+        with_model,
     )
     from ._schedule import (
         BackgroundSpec,
@@ -113,6 +114,7 @@ __all__ = [
     "run_deadline",
     "team_from_mapping",
     "tool_definitions",
+    "with_model",
 ]
 
 if not TYPE_CHECKING:
@@ -135,6 +137,7 @@ if not TYPE_CHECKING:
                 "TEAM_TOOLS",
                 "TeamSpec",
                 "Topology",
+                "with_model",
             ),
             "._schedule": (
                 "BackgroundSpec",

@@ -40,6 +40,7 @@ __all__ = [
     "RestartPolicy",
     "TeamSpec",
     "Topology",
+    "with_model",
 ]
 
 Topology: TypeAlias = Literal[
@@ -228,3 +229,15 @@ class TeamSpec:
             f"team {self.name!r} ({self.file}) has no agent {name!r}"
             f"{_did_you_mean(name, names)}; agents: {', '.join(names)}"
         )
+
+
+def with_model(team: TeamSpec, model: str) -> TeamSpec:
+    """``team`` with every agent of the OpenAI-compatible backend asking ``model``
+    (``orchestrator run --model``: one run's choice, the team file unchanged)."""
+    agents = tuple(
+        agent
+        if agent.openai is None
+        else attrs.evolve(agent, openai=attrs.evolve(agent.openai, model=model))
+        for agent in team.agents
+    )
+    return attrs.evolve(team, agents=agents)
