@@ -29,7 +29,6 @@ see :func:`backend_problems`).
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -103,11 +102,15 @@ def resolve_plugin(team: TeamSpec, agent: AgentSpec) -> PluginFactory:
                     f"{where}: module {module_name!r} has no {attribute!r} (backend {name!r})"
                 ) from None
     else:
-        found = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP, name=name)
+        # Imported here: it costs ~30 ms, and a team of built-in backends (teams check, the
+        # CLI's start) never needs it.
+        from importlib import metadata
+
+        found = metadata.entry_points(group=ENTRY_POINT_GROUP, name=name)
         entry = next(iter(found), None)
         if entry is None:
             known = sorted(
-                {*BUILTIN_BACKENDS, *importlib.metadata.entry_points(group=ENTRY_POINT_GROUP).names}
+                {*BUILTIN_BACKENDS, *metadata.entry_points(group=ENTRY_POINT_GROUP).names}
             )
             raise RunError(
                 f"{where}: unknown backend {name!r}: no built-in backend and no entry point of "
