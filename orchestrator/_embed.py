@@ -241,12 +241,20 @@ class TeamRun:
             await self.answer(question, text)
 
 
-def _only(group: BaseExceptionGroup[BaseException], exc: BaseException) -> bool:
-    """Whether ``exc`` is all ``group`` holds, cancellations aside."""
-    rest = group.subgroup(
-        lambda e: not isinstance(e, BaseExceptionGroup | trio.Cancelled) and e is not exc
-    )
-    return rest is None and group.subgroup(lambda e: e is exc) is not None
+def _alone(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one exception ``group`` holds, cancellations aside (nested groups flattened);
+    None if it holds several, or only cancellations."""
+    leaves: list[BaseException] = []
+
+    def collect(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                collect(inner)
+        elif not isinstance(exc, trio.Cancelled):
+            leaves.append(exc)
+
+    collect(group)
+    return leaves[0] if len(leaves) == 1 else None
 
 
 def _approval_of(fact: Fact) -> ApprovalRequested | None:
@@ -308,7 +316,6 @@ async def open_run(
         runtime = TeamRuntime(spec, backends=factory, factlog=factlog)
         run = TeamRun(runtime)
         deciding = runtime.bus.subscribe("embed-decisions", buffer_size=float("inf"))
-        raised: list[BaseException] = []
         try:
             async with trio.open_nursery() as nursery:
                 if on_approval is not None or on_question is not None:
@@ -318,16 +325,17 @@ async def open_run(
                 await nursery.start(run._drive, prompt)
                 try:
                     yield run
-                except BaseException as exc:
-                    raised.append(exc)
+                except BaseException:
                     run.cancel()
                     raise
                 await run.outcome()
         except BaseExceptionGroup as group:
-            # The block's own exception comes out as the block raised it, not in the group
-            # the nursery wraps it in (with the cancellations it caused).
-            if raised and _only(group, raised[0]):
-                raise raised[0] from None
+            # One error (the block's, or the run's: a fact log that failed to start, say)
+            # comes out as it was raised, not in the group the nursery wraps it in with the
+            # cancellations it caused: ``except RunError`` works around open_run.
+            alone = _alone(group)
+            if alone is not None:
+                raise alone from None
             raise
 
 

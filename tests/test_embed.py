@@ -211,6 +211,13 @@ class TestOpenRun:
         assert run.runtime.state.run is not None
         assert str(run.runtime.state.run.status) == "cancelled"
 
+    async def test_a_callback_that_raises_ends_the_run_with_its_error(self) -> None:
+        def broken(request: orchestrator.ApprovalRequested) -> bool:
+            raise ValueError("the callback broke")
+
+        with pytest.raises(ValueError, match="the callback broke"):
+            await orchestrator.run_team(team(APPROVAL), "ship", on_approval=broken)
+
     async def test_a_journal_path_keeps_the_run(self, tmp_path: Path) -> None:
         db = tmp_path / "runs.db"
         outcome = await orchestrator.run_team(team(SOLO), "go", journal=db)
