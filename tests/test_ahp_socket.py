@@ -385,6 +385,60 @@ class TestSessionsAndChats:
             assert [c["resource"] for c in snapshot["snapshot"]["state"]["chats"]] == [chat]
 
 
+class TestUnknownChannels:
+    async def test_an_action_for_a_channel_that_does_not_exist_is_ignored(
+        self, tmp_path: Path
+    ) -> None:
+        """An action for a channel that does not exist (a chat or session nobody made, a URI
+        of no AHP scheme, a hidden chat, which is as if it did not exist) is ignored: no
+        echo, no rejection. Sent with an id, it gets its error response, and nothing else."""
+        async with (
+            running_daemon(tmp_path, teams={"hidden": HIDDEN}) as daemon,
+            connect_ahp(daemon) as client,
+        ):
+            await client.initialize(client_id=CLIENT)
+            session, chat = new_session(), new_chat()
+            await client.request("createSession", {"channel": session})
+            await client.request("subscribe", {"channel": session})
+            await client.request(
+                "createChat",
+                {"channel": session, "chat": chat, "initialMessage": user_message("go")},
+            )
+            await client.request("subscribe", {"channel": chat})
+            await client.until_action(lambda e: e["action"]["type"] == "chat/turnComplete")
+            (helper,) = [
+                c["resource"]
+                for e in of_type(client.actions, "chat/toolCallComplete", chat)
+                for c in e["action"]["result"]["content"]
+                if c["type"] == "subagent"
+            ]
+            title = {"type": "session/titleChanged", "title": "x"}
+            cases: list[tuple[str, dict[str, Any], int]] = [
+                (new_chat(), turn_started("x"), -32008),
+                (helper, turn_started("x"), -32008),
+                (new_session(), title, -32001),
+                ("file:///x", title, -32008),
+            ]
+            ignored: list[int] = []
+            for channel, action, code in cases:
+                ignored.append(await client.dispatch(channel, action))
+                response = await client.call(
+                    "dispatchAction", {"channel": channel, "clientSeq": 99, "action": action}
+                )
+                assert response["error"]["code"] == code, (channel, response)
+            # A refusal on a channel that exists is echoed: everything sent before it has
+            # been dealt with when its echo arrives.
+            marker = await client.dispatch(chat, {"type": "chat/somethingNew"})
+            echo = await client.until_action(lambda e: "rejectionReason" in e)
+            assert echo["origin"] == {"clientId": CLIENT, "clientSeq": marker}
+            assert [e for e in client.actions if "rejectionReason" in e] == [echo]
+            assert not any(
+                e.get("origin", {}).get("clientSeq") in (*ignored, 99) for e in client.actions
+            )
+            assert {e["channel"] for e in client.actions} <= {session, chat}
+            assert client.stray_errors == []
+
+
 class TestIdentity:
     async def test_a_session_uri_is_taken_for_good_and_by_one_client(self, tmp_path: Path) -> None:
         """createSession of a URI in the journal (a /ws session's) is -32003; two clients
@@ -549,8 +603,7 @@ class TestDispatchRefusals:
                     "",
                 ),
                 (session, {"type": "session/titleChanged", "title": "x"}, -32602, "session"),
-                (new_chat(), turn_started("x"), -32008, "no chat"),
-                (new_session(), {"type": "session/titleChanged", "title": "x"}, -32001, ""),
+                (ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 0}, -32602, "root"),
                 (chat, {"type": "chat/somethingNew"}, -32602, "not"),
             ]
             for channel, action, code, reason in cases:

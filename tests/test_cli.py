@@ -208,6 +208,12 @@ class TestBadInput:
         assert done.returncode == 1
         assert "origin-without-subagent: worker ahp-chat:/" in done.stdout
         assert "1 violation(s)" in done.stdout
+        as_json = orchestrator("graph", "--facts", str(tampered), "--check", "--json")
+        assert as_json.returncode == 1
+        report = json.loads(as_json.stdout)
+        assert report["ok"] is False
+        assert [v["kind"] for v in report["violations"]] == ["origin-without-subagent"]
+        assert report["violations"][0]["nodes"]
 
 
 class TestTeamsCheck:

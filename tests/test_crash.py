@@ -207,6 +207,7 @@ def test_an_approval_asked_before_a_kill_is_answered_after_resume(tmp_path: Path
             db,
             "--format",
             "agent-ui",
+            "--json",
         ],
         capture_output=True,
         text=True,

@@ -165,7 +165,9 @@ class TestVersions:
         assert version == SCHEMA_VERSION
         reader = JournalReader(db)
         assert [s.title for s in reader.sessions()] == ["an old run"]
-        assert [f.type for f in reader.facts("ahp-session:/1")] == ["session/titleChanged"]
+        assert [(f.type, f.origin) for f in reader.facts("ahp-session:/1")] == [
+            ("session/titleChanged", None)  # written before facts kept a client's origin
+        ]
 
     async def test_a_failed_migration_leaves_the_file_as_it_was(self, tmp_path: Path) -> None:
         """The migration is one transaction: one that cannot complete changes nothing."""
@@ -504,13 +506,26 @@ class TestCommandLine:
         ]
         assert all(s["session"].startswith("ahp-session:/") and s["createdAt"] for s in listed)
         short = listed[1]["session"].removeprefix("ahp-session:/")[:8]
-        facts = self.orchestrator("events", short, "--db", db).stdout.splitlines()
+        facts = self.orchestrator("events", short, "--db", db, "--json").stdout.splitlines()
         assert json.loads(facts[0])["action"]["type"] == "team/runStarted"
-        envelopes = self.orchestrator("events", short, "--db", db, "--format", "agent-ui")
+        envelopes = self.orchestrator("events", short, "--db", db, "--format", "agent-ui", "--json")
         assert json.loads(envelopes.stdout.splitlines()[-1])["type"] == "run.finished"
         checked = self.orchestrator("graph", short, "--db", db, "--check")
         assert checked.returncode == 0
         assert "is consistent" in checked.stdout
+        as_json = json.loads(
+            self.orchestrator("graph", short, "--db", db, "--check", "--json").stdout
+        )
+        assert as_json == {"source": listed[1]["session"], "ok": True, "violations": []}
+
+        # For a person: one line per fact, numbered, with the agent and what happened.
+        lines = self.orchestrator("events", short, "--db", db).stdout.splitlines()
+        assert len(lines) == len(facts)
+        assert lines[0].split()[0::3] == ["1", "team/runStarted"]
+        assert any(line.split()[2] == "researcher" and "chat/turnStarted" in line for line in lines)
+        assert any("+ lead joined (coordinator)" in line for line in lines)
+        people = self.orchestrator("events", short, "--db", db, "--format", "agent-ui")
+        assert people.stdout.splitlines()[-1].split()[-1] == "run.finished"
 
     def test_an_unknown_session_is_named(self, tmp_path: Path) -> None:
         db = str(tmp_path / "journal.db")

@@ -52,6 +52,7 @@ from orchestrator.ahp import (
     UserChatOrigin,
     _session_reducer,
     reduce_session,
+    session_status,
     summary_action,
     summary_changes,
     summary_of,
@@ -486,3 +487,46 @@ class TestNoOpIdentity:
         state = make_session(working_directories=("file:///repo",))
         action = SessionWorkingDirectorySetAction(directory="file:///repo")
         assert reduce_session(state, action, now=NOW) is state
+
+
+class TestSessionStatus:
+    """A session's catalog status by the schema's rule across its chats."""
+
+    @staticmethod
+    def session(*chats: tuple[str, SessionStatus, str], default: str | None = None) -> SessionState:
+        return SessionState(
+            provider="p",
+            title="t",
+            status=SessionStatus.IDLE | SessionStatus.IS_READ,
+            lifecycle=SessionLifecycle.READY,
+            active_clients=(),
+            default_chat=default,
+            chats=tuple(
+                ChatSummary(resource=uri, title=uri, status=status, modified_at=at)
+                for uri, status, at in chats
+            ),
+        )
+
+    def test_no_chat_is_the_session_s_own(self) -> None:
+        assert session_status(self.session()) == SessionStatus.IDLE | SessionStatus.IS_READ
+
+    def test_the_default_chat_speaks_else_the_latest(self) -> None:
+        lead = ("ahp-chat:/lead", SessionStatus.IN_PROGRESS, "2026-01-01T00:00:00.000Z")
+        late = ("ahp-chat:/late", SessionStatus.IDLE, "2026-01-02T00:00:00.000Z")
+        flags = SessionStatus.IS_READ
+        assert session_status(self.session(lead, late, default=lead[0])) == (
+            SessionStatus.IN_PROGRESS | flags
+        )
+        assert session_status(self.session(lead, late)) == SessionStatus.IDLE | flags
+
+    def test_input_needed_and_error_anywhere_are_promoted(self) -> None:
+        lead = ("ahp-chat:/lead", SessionStatus.IN_PROGRESS, "2026-01-01T00:00:00.000Z")
+        asks = ("ahp-chat:/w1", SessionStatus.INPUT_NEEDED, "2026-01-01T00:00:00.000Z")
+        broke = ("ahp-chat:/w2", SessionStatus.ERROR, "2026-01-01T00:00:00.000Z")
+        flags = SessionStatus.IS_READ
+        assert session_status(self.session(lead, asks, default=lead[0])) == (
+            SessionStatus.INPUT_NEEDED | flags
+        )
+        assert session_status(self.session(lead, asks, broke, default=lead[0])) == (
+            SessionStatus.ERROR | flags
+        )

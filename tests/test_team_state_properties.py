@@ -476,7 +476,9 @@ def _legacy_reduce_team(
             tr.session = SessionState(
                 provider="orchestrator",
                 title=_legacy_title(action.prompt),
-                status=SessionStatus.IN_PROGRESS,
+                # Changed on purpose (issue 22): the run's start leaves the status idle, as a
+                # session not yet prompted shows it, since no action could announce it.
+                status=SessionStatus.IDLE,
                 lifecycle=SessionLifecycle.READY,
                 active_clients=(),
                 chats=(),

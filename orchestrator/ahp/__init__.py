@@ -128,7 +128,13 @@ if TYPE_CHECKING:
         UnsubscribeParams,
     )
     from ._root_reducer import reduce_root
-    from ._session_reducer import reduce_session, summary_action, summary_changes, summary_of
+    from ._session_reducer import (
+        reduce_session,
+        session_status,
+        summary_action,
+        summary_changes,
+        summary_of,
+    )
     from ._state import (
         ActiveTurn,
         AgentCapabilities,
@@ -628,6 +634,7 @@ __all__ = [
     "reduce_chat",
     "reduce_root",
     "reduce_session",
+    "session_status",
     "structure",
     "structure_action",
     "structure_as",
@@ -778,6 +785,7 @@ if not TYPE_CHECKING:
             "._root_reducer": ("reduce_root",),
             "._session_reducer": (
                 "reduce_session",
+                "session_status",
                 "summary_action",
                 "summary_changes",
                 "summary_of",

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import attrs
 
@@ -89,6 +89,7 @@ from ._state import (
 
 __all__ = [
     "reduce_session",
+    "session_status",
     "summary_action",
     "summary_changes",
     "summary_of",
@@ -616,3 +617,30 @@ def summary_action(
     if changes is None:
         return None
     return SessionChatUpdatedAction(chat=after.resource, changes=changes)
+
+
+#: The activity bits of a status (idle, error, in progress, input needed); the others (read,
+#: archived, bits of a newer peer) are the session's own.
+_ACTIVITY_BITS: Final = (1 << 5) - 1
+
+
+def session_status(session: SessionState) -> SessionStatus:
+    """A session's status for its catalog entry (``SessionSummary.status``), by the schema's
+    rule across its chats: the activity bits of the default chat (else of the most recently
+    modified one), ``InputNeeded`` promoted when any chat needs input and ``Error`` when any
+    chat is in error (hidden chats count: a hidden worker that needs input still needs it);
+    the other bits are the session state's own.
+    """
+    chats = list(session.chats)
+    own = int(session.status) & ~_ACTIVITY_BITS
+    if not chats:
+        return SessionStatus(int(session.status))
+    lead = next((c for c in chats if c.resource == session.default_chat), None)
+    if lead is None:
+        lead = max(chats, key=lambda chat: chat.modified_at)
+    activity = int(lead.status) & _ACTIVITY_BITS
+    if any(int(c.status) & _ACTIVITY_BITS == SessionStatus.INPUT_NEEDED for c in chats):
+        activity = int(SessionStatus.INPUT_NEEDED)
+    if any(int(c.status) & _ACTIVITY_BITS == SessionStatus.ERROR for c in chats):
+        activity = int(SessionStatus.ERROR)
+    return SessionStatus(own | activity)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TextIO
 
 import trio
@@ -14,6 +14,7 @@ import trio
 from orchestrator.base import FactLogError
 from orchestrator.core import (
     Fact,
+    TeamState,
     build_graph,
     fact_to_json,
     to_dot,
@@ -38,6 +39,7 @@ from orchestrator.runtime import (
     read_facts,
 )
 
+from ._console import describe_fact
 from ._conventions import EXIT_FAILED, EXIT_OK, default_db
 from ._sessions_command import reader_of, resolve_session
 
@@ -91,15 +93,41 @@ async def _edit(args: argparse.Namespace) -> int:
 
 
 def events(args: argparse.Namespace, out: TextIO) -> int:
-    """``orchestrator events``."""
+    """``orchestrator events``: one line per fact (or Agent UI envelope) for a person, or
+    JSON Lines with ``--json``."""
     reader, wanted, fmt = reader_of(args), args.session, args.format
     session = resolve_session(reader, wanted).session
     facts = reader.facts(session)
     if fmt == "facts":
-        _lines(out, (fact_to_json(f) for f in facts))
-    else:
+        if args.json:
+            _lines(out, (fact_to_json(f) for f in facts))
+        else:
+            _lines(out, _fact_lines(session, facts))
+    elif args.json:
         _lines(out, (envelope_to_json_line(e) for e in project_facts(session, facts)))
+    else:
+        _lines(
+            out,
+            (
+                f"{e.sequence or '':>6}  {e.timestamp or '':<24}  {e.type}"
+                for e in project_facts(session, facts)
+            ),
+        )
     return EXIT_OK
+
+
+def _fact_lines(session: str, facts: Sequence[Fact]) -> Iterator[str]:
+    """``SEQ  AT  WHO  TYPE  what happened`` for each fact; ``who`` is the agent of the
+    fact's chat (the session's own facts say ``session``)."""
+    state = TeamState(session)
+    for fact in facts:
+        state.apply(fact)
+        member = state.members.get(fact.channel)
+        who = member.agent if member is not None else "session"
+        said = describe_fact(state, fact)
+        yield f"{fact.sequence:>6}  {fact.at}  {who:<12}  {fact.type}" + (
+            f"  {said}" if said else ""
+        )
 
 
 def _lines(out: TextIO, lines: Iterable[str]) -> None:
@@ -124,13 +152,21 @@ def graph(args: argparse.Namespace, out: TextIO) -> int:
     graph = build_graph(facts)
     if args.check:
         violations = graph.check()
-        for violation in violations:
-            print(f"{violation.kind}: {violation.message}", file=out)
-        if violations:
-            print(f"{len(violations)} violation(s) in {source}", file=out)
-            return EXIT_FAILED
-        print(f"ok: {source} is consistent", file=out)
-        return EXIT_OK
+        if args.json:
+            found = [
+                {"kind": str(v.kind), "message": v.message, "nodes": list(v.nodes)}
+                for v in violations
+            ]
+            json.dump({"source": source, "ok": not violations, "violations": found}, out)
+            out.write("\n")
+        else:
+            for violation in violations:
+                print(f"{violation.kind}: {violation.message}", file=out)
+            if violations:
+                print(f"{len(violations)} violation(s) in {source}", file=out)
+            else:
+                print(f"ok: {source} is consistent", file=out)
+        return EXIT_FAILED if violations else EXIT_OK
     drawn = _RENDERERS[args.format](graph)
     out.write(drawn if drawn.endswith("\n") else drawn + "\n")
     return EXIT_OK

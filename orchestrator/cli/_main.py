@@ -156,7 +156,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     events = with_db(commands.add_parser("events", help="print a session's facts or envelopes"))
     events.add_argument("session", help="session URI, or a unique beginning of its id")
-    events.add_argument("--format", choices=EVENT_FORMATS, default="facts")
+    events.add_argument(
+        "--format",
+        choices=EVENT_FORMATS,
+        default="facts",
+        help="the session's facts (default) or the Agent UI envelopes projected from them",
+    )
+    events.add_argument(
+        "--json", action="store_true", help="JSON Lines, one fact or envelope a line"
+    )
     events.set_defaults(handler=("._journal_commands", "events"))
 
     graph = with_db(commands.add_parser("graph", help="draw or check a session's delegation graph"))
@@ -167,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--format", choices=GRAPH_FORMATS, default="mermaid")
     graph.add_argument(
         "--check", action="store_true", help="check consistency; exit 1 on violations"
+    )
+    graph.add_argument(
+        "--json", action="store_true", help="with --check: the result as one JSON object"
     )
     graph.set_defaults(handler=("._journal_commands", "graph"))
 

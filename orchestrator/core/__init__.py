@@ -90,7 +90,7 @@ if TYPE_CHECKING:
         ViewUpdated,
     )
     from ._team_records import ApprovalRecord, Member, RunRecord, TaskRecord, Transition
-    from ._team_reducer import reduce_action, reduce_team_action
+    from ._team_reducer import new_session_state, reduce_action, reduce_team_action
     from ._team_state import MemberStatus, TeamState
     from ._team_validate import validate_action, validate_team_action
     from ._teammate_actions import (
@@ -196,6 +196,7 @@ __all__ = [
     "input_request_id",
     "interrupted_turns",
     "is_interrupted",
+    "new_session_state",
     "open_questions",
     "outcome_of",
     "pending_approval_of",
@@ -304,7 +305,7 @@ if not TYPE_CHECKING:
                 "ViewUpdated",
             ),
             "._team_records": ("ApprovalRecord", "Member", "RunRecord", "TaskRecord", "Transition"),
-            "._team_reducer": ("reduce_action", "reduce_team_action"),
+            "._team_reducer": ("new_session_state", "reduce_action", "reduce_team_action"),
             "._team_state": ("MemberStatus", "TeamState"),
             "._team_validate": ("validate_action", "validate_team_action"),
             "._teammate_actions": (

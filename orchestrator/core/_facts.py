@@ -2,7 +2,9 @@
 
 A fact is an action (an AHP ``chat/*`` or ``session/*`` action, or a ``team/*``
 action) scoped to the channel it applies to, stamped with the session's
-monotonic ``sequence`` and the time it was recorded. Its shape mirrors the AHP
+monotonic ``sequence`` and the time it was recorded, and, when a client's
+dispatched action is what it carries out, with that client's ``origin``
+(``{clientId, clientSeq}``; None: the host did it on its own). Its shape mirrors the AHP
 ``ActionEnvelope`` (``channel`` + ``action`` + a server sequence) so a fact can
 be sent to an AHP subscriber as it is, and it is the shape the durable journal
 stores.
@@ -12,6 +14,11 @@ On the wire (JSON Lines, one fact per line)::
     {"sequence": 7, "session": "ahp-session:/...", "channel": "ahp-chat:/...",
      "at": "2026-11-22T21:00:00.000Z", "action": {"type": "chat/delta", ...}}
 
+A fact that carries a client's action also has ``"origin": {"clientId": ..., "clientSeq": ...}``
+after its action; one without (every fact of a journal written before origins were kept) has
+none, so old logs read as they always did. The origin travels with the fact, so every
+subscriber of its channel, and a replay from the journal, sees the same origin.
+
 Invariant: within one session, ``sequence`` starts at 1 and increases by exactly
 one per fact, in append order.
 """
@@ -20,7 +27,7 @@ from __future__ import annotations
 
 import attrs
 
-from orchestrator.ahp import StateAction
+from orchestrator.ahp import ActionOrigin, StateAction
 
 from ._team_actions import TeamAction
 from ._teammate_actions import TeammateAction
@@ -39,6 +46,7 @@ class Fact:
     channel: str
     at: str
     action: Action
+    origin: ActionOrigin | None = None
 
     @property
     def type(self) -> str:

@@ -4,7 +4,9 @@ AHP actions are encoded by the AHP converter (:mod:`orchestrator.ahp._wire`);
 ``team/*`` actions by a converter configured here the same way (camelCase
 names, absent optionals omitted). Decoding dispatches on the action's
 ``type``: ``team/...`` to a team action, anything else to the AHP decoder,
-where an unknown type is kept verbatim as :class:`UnknownAction`.
+where an unknown type is kept verbatim as :class:`UnknownAction`. A fact's
+``origin`` (a client's dispatched action) is written only when it has one and
+read when present: facts written before origins were kept have none.
 """
 
 from __future__ import annotations
@@ -83,13 +85,16 @@ def decode_action(data: object, *, path: str = "$.action") -> Action:
 
 
 def encode_fact(fact: Fact) -> dict[str, Any]:
-    return {
+    encoded = {
         "sequence": fact.sequence,
         "session": fact.session,
         "channel": fact.channel,
         "at": fact.at,
         "action": encode_action(fact.action),
     }
+    if fact.origin is not None:
+        encoded["origin"] = ahp.unstructure(fact.origin)
+    return encoded
 
 
 def decode_fact(data: object) -> Fact:
@@ -104,13 +109,22 @@ def decode_fact(data: object) -> Fact:
             )
     if "action" not in data:
         raise PeerProtocolError("missing the action", path="$.action")
+    origin = data.get("origin")
     return Fact(
         sequence=data["sequence"],
         session=data["session"],
         channel=data["channel"],
         at=data["at"],
         action=decode_action(data["action"]),
+        origin=None if origin is None else _decode_origin(origin),
     )
+
+
+def _decode_origin(data: object) -> ahp.ActionOrigin:
+    try:
+        return ahp.structure(data, ahp.ActionOrigin)
+    except PeerProtocolError as exc:
+        raise PeerProtocolError(exc.message, path="$.origin" + exc.path.removeprefix("$")) from exc
 
 
 def fact_to_json(fact: Fact) -> str:

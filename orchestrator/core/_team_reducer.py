@@ -79,6 +79,7 @@ from ._team_actions import (
 from ._team_records import ApprovalRecord, Member, RunRecord, TaskRecord, Transition
 
 __all__ = [
+    "new_session_state",
     "reduce_action",
     "reduce_team_action",
 ]
@@ -96,6 +97,25 @@ def _title(prompt: str, limit: int = 80) -> str:
     """The title a run gives its session and root task: the prompt's first line, shortened."""
     line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def new_session_state(title: str = "") -> SessionState:
+    """A session's state as it begins: ready, no chats yet, and the given title.
+
+    Its ``status`` is idle, and stays what session actions make it (read, archived, input
+    needed): no session action says a session's activity, so the state never claims one it
+    could not announce to a subscriber; what a session is doing is its chats' status, which
+    its catalog carries. A session not yet prompted shows this state untitled, and the run's
+    start changes only its title (``session/titleChanged`` on the session channel).
+    """
+    return SessionState(
+        provider="orchestrator",
+        title=title,
+        status=SessionStatus.IDLE,
+        lifecycle=SessionLifecycle.READY,
+        active_clients=(),
+        chats=(),
+    )
 
 
 # ─── Team handlers, one per action class ─────────────────────────────────────
@@ -121,14 +141,7 @@ def _run_started(tr: Transition, action: RunStarted, session_uri: str, now: str)
         started_at=now,
         background=action.background,
     )
-    tr.session = SessionState(
-        provider="orchestrator",
-        title=_title(action.prompt),
-        status=SessionStatus.IN_PROGRESS,
-        lifecycle=SessionLifecycle.READY,
-        active_clients=(),
-        chats=(),
-    )
+    tr.session = new_session_state(_title(action.prompt))
     tr.tasks[action.task] = TaskRecord(
         task=action.task,
         title=_title(action.prompt),

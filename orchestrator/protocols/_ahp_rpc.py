@@ -37,6 +37,22 @@ fact: team facts (``team/*``) are not AHP actions and are left out, except that 
 start, which gives the session its title, reaches the session channel as
 ``session/titleChanged``; catalog actions of hidden chats are left out. Snapshots leave hidden
 chats out of the catalog the same way (:func:`session_snapshot_state`).
+
+Actions are the only way a channel's state changes. Invariant: for every channel and every
+``n``, folding the envelopes :func:`channel_envelopes` gives for the facts after a snapshot
+taken at ``n`` onto that snapshot, with the AHP reducers, gives the snapshot at any later
+point (``tests/test_ahp_fold.py`` checks it on real runs, as an independent client). This
+holds because the session channel's state is changed by nothing but ``session/*`` facts and
+the run's start, whose one change (the title) is announced: a session not yet prompted shows
+:func:`~orchestrator.core._team_reducer.new_session_state`, the state the run starts from
+(its status is idle, and stays what session actions make it; no session action tells a
+session's activity, which its chats' catalog entries carry). The one field a client cannot
+reproduce is a chat's ``modifiedAt``: the chat reducer stamps the folding side's own clock on
+it, as the upstream reducer does; the catalog's copy arrives by ``session/chatUpdated``.
+
+An envelope carries the ``origin`` of its fact (:attr:`~orchestrator.core._facts.Fact.origin`):
+the client whose dispatched action the fact carries out, the same for every subscriber and in
+a replay from the journal; a fact the host made on its own has none.
 """
 
 from __future__ import annotations
@@ -69,9 +85,7 @@ from orchestrator.ahp import (
     SessionChatAddedAction,
     SessionChatRemovedAction,
     SessionChatUpdatedAction,
-    SessionLifecycle,
     SessionState,
-    SessionStatus,
     SessionTitleChangedAction,
     SubscribeParams,
     UnsubscribeParams,
@@ -86,7 +100,7 @@ from orchestrator.base import (
     evolve,
     parse_json,
 )
-from orchestrator.core import Fact, RunStarted
+from orchestrator.core import Fact, RunStarted, new_session_state
 
 __all__ = [
     "Call",
@@ -265,7 +279,8 @@ def channel_envelopes(
     session_title: str,
     is_hidden: Callable[[str], bool],
 ) -> list[ActionEnvelope]:
-    """The envelopes ``channel`` gets for ``fact`` (see the module docstring).
+    """The envelopes ``channel`` gets for ``fact`` (see the module docstring), each with the
+    fact's ``origin``.
 
     ``session_title``: the title the run's start gave the session; ``is_hidden``: whether a
     chat of the session is hidden.
@@ -286,25 +301,17 @@ def channel_envelopes(
     ):
         return []
     state_action: Any = action
-    return [ActionEnvelope(channel=channel, action=state_action, server_seq=fact.sequence)]
-
-
-def pre_run_session_state() -> SessionState:
-    """A session's state before its first prompt (the run that gives it one starts then)."""
-    return SessionState(
-        provider="orchestrator",
-        title="",
-        status=SessionStatus.IDLE,
-        lifecycle=SessionLifecycle.READY,
-        active_clients=(),
-        chats=(),
-    )
+    return [
+        ActionEnvelope(
+            channel=channel, action=state_action, server_seq=fact.sequence, origin=fact.origin
+        )
+    ]
 
 
 def session_snapshot_state(state: SessionState | None) -> SessionState:
     """The session channel's state as clients see it: hidden chats left out of the catalog."""
     if state is None:
-        return pre_run_session_state()
+        return new_session_state()  # not prompted yet: the run's start only gives it a title
     hidden = [c for c in state.chats if c.interactivity is ChatInteractivity.HIDDEN]
     if not hidden:
         return state

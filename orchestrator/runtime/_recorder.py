@@ -9,17 +9,25 @@ to the fact log, committed to the state, and only then published on the bus.
 A batch is all or nothing; it is how a spawn records the worker's ChatOrigin
 and the parent tool call's subagent content together. How batches in flight are
 ordered, settled and failed is told in :class:`Recorder`'s docstring.
+
+A client's action (AHP ``dispatchAction``) is carried out by the runtime later, as facts
+of its own making: the turn the prompt starts, the tool call the approval confirms. Whoever
+takes the client's action says first which fact will carry it (:meth:`Recorder.expect_origin`:
+a channel and a test of the action); the first fact recorded that passes it is stamped with
+the client's ``origin``, so the origin is in the journal and every subscriber sees it.
 """
 
 from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Sequence
+from typing import Final
 
 import attrs
 import structlog
 import trio
 
+from orchestrator.ahp import ActionOrigin
 from orchestrator.base import FactLogError, now_timestamp
 from orchestrator.core import Action, Fact, TeamState, Transition
 
@@ -31,6 +39,18 @@ __all__ = [
 ]
 
 log = structlog.get_logger("orchestrator.runtime")
+
+#: Origins waiting for the fact that carries their client's action (oldest dropped first).
+MAX_EXPECTED_ORIGINS: Final = 256
+
+
+@attrs.define(eq=False)
+class _ExpectedOrigin:
+    """The fact that will carry a client's action, and the origin to stamp it with."""
+
+    channel: str
+    matches: Callable[[Action], bool]
+    origin: ActionOrigin
 
 
 class Recorder:
@@ -66,6 +86,29 @@ class Recorder:
         self.failed: FactLogError | None = None
         # Told once the log fails (the runtime ends its session: nothing can be recorded).
         self.on_failed: Callable[[FactLogError], None] | None = None
+        self._expected: collections.deque[_ExpectedOrigin] = collections.deque(
+            maxlen=MAX_EXPECTED_ORIGINS
+        )
+
+    def expect_origin(
+        self, channel: str, matches: Callable[[Action], bool], origin: ActionOrigin
+    ) -> None:
+        """Stamp ``origin`` on the first fact recorded from now on whose channel is
+        ``channel`` and whose action passes ``matches`` (see the module docstring)."""
+        self._expected.append(_ExpectedOrigin(channel=channel, matches=matches, origin=origin))
+
+    def forget_origin(self, origin: ActionOrigin) -> None:
+        """The client's action was refused: no fact will carry it."""
+        for expected in list(self._expected):
+            if expected.origin == origin:
+                self._expected.remove(expected)
+
+    def _origin_of(self, channel: str, action: Action) -> ActionOrigin | None:
+        for expected in self._expected:
+            if expected.channel == channel and expected.matches(action):
+                self._expected.remove(expected)
+                return expected.origin
+        return None
 
     async def record(
         self, actions: Sequence[tuple[str, Action]], *, guard: Callable[[], None] | None = None
@@ -106,6 +149,7 @@ class Recorder:
                 channel=channel,
                 at=now,
                 action=action,
+                origin=self._origin_of(channel, action) if self._expected else None,
             )
             for offset, (channel, action) in enumerate(transition.actions)
         ]

@@ -19,14 +19,20 @@ Each is first checked: the client may act (operator), the chat is live and not h
 messages are user messages and go to a chat whose interactivity is ``full``, and the chat's
 validator (:func:`~orchestrator.ahp._validate.validate_chat_action`) accepts the action. A
 refusal is echoed as the client's envelope with ``rejectionReason`` (and, for a
-``dispatchAction`` sent with an id, an error response too); an accepted action's effect
-comes as the facts the runtime records, and the fact that carries it (the turn started, the
-tool call confirmed...) has the client's ``origin``.
+``dispatchAction`` sent with an id, an error response too). An accepted action's effect
+comes as the facts the runtime records; before carrying the action out, the dispatcher tells
+the live session which fact will carry it (:meth:`LiveSession.expect_origin`: the turn
+started, the tool call confirmed...), and that fact is recorded with the client's ``origin``,
+so every subscriber of the chat, and a replay from the journal, sees the same origin.
+
+An action for a channel that does not exist (no live session or chat has that URI, the
+journal knows no session of that URI, or the chat is hidden: as if it did not exist) is
+ignored: no echo, no rejection (a ``dispatchAction`` sent with an id still gets its error
+response, as every JSON-RPC request gets an answer).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from typing import Final
 
@@ -56,8 +62,8 @@ from orchestrator.ahp import (
     StateAction,
     validate_chat_action,
 )
-from orchestrator.base import IllegalTransitionError, RpcError, RunError, evolve
-from orchestrator.core import TeamState, open_questions
+from orchestrator.base import IllegalTransitionError, RpcError, RunError
+from orchestrator.core import Action, TeamState, open_questions
 from orchestrator.protocols import notification_frame
 
 from ._auth import Permission, Principal
@@ -68,17 +74,15 @@ __all__: list[str] = []
 
 #: Seconds a confirmation waits for the approval request of its tool call to be recorded.
 APPROVAL_WAIT: Final = 5.0
-#: Origins waiting for the fact that carries a dispatched action (oldest dropped first).
-MAX_EXPECTED: Final = 256
 
 
-@attrs.define(eq=False)
-class _Expected:
-    """The fact that will carry a dispatched action, and the origin to stamp it with."""
+class _UnknownChannelError(Exception):
+    """A dispatched action names a channel that does not exist: it is ignored."""
 
-    channel: str
-    matches: Callable[[StateAction], bool]
-    origin: ActionOrigin
+    def __init__(self, reason: str, code: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.code = code
 
 
 class _RefusedError(Exception):
@@ -91,9 +95,8 @@ class _RefusedError(Exception):
 
 
 class ActionDispatcher:
-    """``dispatchAction`` for one connection: checks a client's action, carries it out on
-    its live session, and remembers the client's origin until the fact that carries the
-    action comes by (:meth:`stamped`)."""
+    """``dispatchAction`` for one connection: checks a client's action and carries it out on
+    its live session, which records the client's origin with the fact that carries it."""
 
     def __init__(
         self,
@@ -109,31 +112,27 @@ class ActionDispatcher:
         self.principal = principal
         self._emit = emit
         self._live_channel = live_channel
-        self._expected: deque[_Expected] = deque(maxlen=MAX_EXPECTED)
-
-    def stamped(self, envelope: ActionEnvelope) -> ActionEnvelope:
-        """``envelope`` with the origin of the dispatched action it carries, if any."""
-        for expected in self._expected:
-            if expected.channel == envelope.channel and expected.matches(envelope.action):
-                self._expected.remove(expected)
-                return evolve(envelope, origin=expected.origin)
-        return envelope
 
     async def dispatch(
         self, params: DispatchActionParams, *, client_id: str, as_request: bool
     ) -> None:
         """Carry out a client's ``dispatchAction``; a refusal is echoed to the client with
-        its ``rejectionReason`` (and raised as an :class:`RpcError` for a request)."""
+        its ``rejectionReason`` (and raised as an :class:`RpcError` for a request); an
+        action for a channel that does not exist is ignored (an :class:`RpcError` for a
+        request, no echo)."""
         origin = ActionOrigin(client_id=client_id, client_seq=params.client_seq)
         live: LiveSession | None = None
         try:
+            live = await self._dispatch_target(params.channel)
             if not self.principal.may(Permission.OPERATE):
                 raise _RefusedError(
                     f"{self.principal.name} may watch, not act (an operator token may)",
                     ErrorCode.PERMISSION_DENIED,
                 )
-            live = self._dispatch_target(params.channel)
             await self._carry_out(live, params.channel, params.action, origin)
+        except _UnknownChannelError as unknown:
+            if as_request:
+                raise RpcError(unknown.code, unknown.reason) from None
         except _RefusedError as refusal:
             seq = live.state.last_sequence if live is not None else 0
             echo = ActionEnvelope(
@@ -150,22 +149,33 @@ class ActionDispatcher:
                 )
                 raise RpcError(refusal.code, refusal.reason, data=data) from None
 
-    def _dispatch_target(self, channel: str) -> LiveSession:
+    async def _dispatch_target(self, channel: str) -> LiveSession:
+        """The live session of the chat ``channel``; :class:`_UnknownChannelError` if there
+        is no such channel, :class:`_RefusedError` if it takes no client actions."""
         if channel == ROOT:
             raise _RefusedError(
                 "the root channel is the host's: it changes as sessions come and go, and "
                 "takes no root actions from clients"
             )
         if channel.startswith(SESSION_PREFIX):
+            if self.daemon.live(channel) is None and not await self.daemon.journal_knows(channel):
+                raise _UnknownChannelError(f"no session {channel}", ErrorCode.SESSION_NOT_FOUND)
             if self.daemon.live(channel) is None:
-                raise _RefusedError(f"no live session {channel}", ErrorCode.SESSION_NOT_FOUND)
+                raise _RefusedError(
+                    f"session {channel} has ended: it takes no actions",
+                    ErrorCode.SESSION_NOT_FOUND,
+                )
             raise _RefusedError(
                 "session actions are not taken from clients on this host: the team's runtime "
                 "keeps the session channel"
             )
+        if channel == ROOT:
+            raise _RefusedError("root actions are not taken from clients on this host")
         live, _ = self._live_channel(channel) if channel.startswith(CHAT_PREFIX) else (None, 0)
         if live is None:
-            raise _RefusedError(f"no chat {channel} in a live session", ErrorCode.NOT_FOUND)
+            # A hidden chat, or a chat of a session that has ended, is not a channel a client
+            # can subscribe to either: as if it did not exist.
+            raise _UnknownChannelError(f"no chat {channel} in a live session", ErrorCode.NOT_FOUND)
         return live
 
     async def _carry_out(
@@ -193,10 +203,10 @@ class ActionDispatcher:
                             "a new turn starts only in the coordinator chat; a worker takes "
                             "messages while it runs (chat/pendingMessageSet)"
                         )
-                    self._expect(chat, origin, lambda a: _turn_of(a, message.text))
+                    live.expect_origin(chat, lambda a: _turn_of(a, message.text), origin)
                     await live.prompt(message.text, task_id=None)
                 case ChatPendingMessageSetAction(kind=kind, message=message):
-                    self._expect(chat, origin, lambda a: _pending_of(a, kind, message.text))
+                    live.expect_origin(chat, lambda a: _pending_of(a, kind, message.text), origin)
                     if kind == "queued" and chat == coordinator:
                         await live.prompt(message.text, task_id=None)
                     elif kind == "queued":
@@ -205,7 +215,9 @@ class ActionDispatcher:
                         await live.steer(chat, message.text)
                 case ChatToolCallApprovedAction() | ChatToolCallDeniedAction():
                     approval = await _approval_of(live, chat, action.tool_call_id)
-                    self._expect(chat, origin, lambda a: _confirmation_of(a, action.tool_call_id))
+                    live.expect_origin(
+                        chat, lambda a: _confirmation_of(a, action.tool_call_id), origin
+                    )
                     await live.decide(
                         approval,
                         approved=isinstance(action, ChatToolCallApprovedAction),
@@ -213,10 +225,10 @@ class ActionDispatcher:
                     )
                 case ChatInputCompletedAction():
                     text = _answer_text(live.state, chat, action)
-                    self._expect(chat, origin, lambda a: _completion_of(a, action.request_id))
+                    live.expect_origin(chat, lambda a: _completion_of(a, action.request_id), origin)
                     await live.answer_input(chat, action.request_id, text, response=action.response)
                 case ChatTurnCancelledAction(turn_id=turn_id):
-                    self._expect(chat, origin, lambda a: _cancellation_of(a, turn_id))
+                    live.expect_origin(chat, lambda a: _cancellation_of(a, turn_id), origin)
                     if chat == coordinator:
                         live.cancel_turn(chat)
                     else:
@@ -227,21 +239,11 @@ class ActionDispatcher:
                         f"{', '.join(sorted(_DISPATCHABLE_TYPES))}"
                     )
         except RunError as exc:
-            self._drop_expected(origin)
+            live.forget_origin(origin)
             raise _RefusedError(str(exc)) from None
         except _RefusedError:
-            self._drop_expected(origin)
+            live.forget_origin(origin)
             raise
-
-    def _expect(
-        self, chat: str, origin: ActionOrigin, matches: Callable[[StateAction], bool]
-    ) -> None:
-        self._expected.append(_Expected(channel=chat, matches=matches, origin=origin))
-
-    def _drop_expected(self, origin: ActionOrigin) -> None:
-        for expected in list(self._expected):
-            if expected.origin == origin:
-                self._expected.remove(expected)
 
 
 _DISPATCHABLE: Final = (
@@ -313,11 +315,11 @@ def _answer_text(state: TeamState, chat: str, action: ChatInputCompletedAction) 
             return str(other.value)
 
 
-def _turn_of(action: StateAction, text: str) -> bool:
+def _turn_of(action: Action, text: str) -> bool:
     return isinstance(action, ChatTurnStartedAction) and action.message.text == text
 
 
-def _pending_of(action: StateAction, kind: str, text: str) -> bool:
+def _pending_of(action: Action, kind: str, text: str) -> bool:
     return (
         isinstance(action, ChatPendingMessageSetAction)
         and action.kind == kind
@@ -325,16 +327,16 @@ def _pending_of(action: StateAction, kind: str, text: str) -> bool:
     )
 
 
-def _confirmation_of(action: StateAction, tool_call_id: str) -> bool:
+def _confirmation_of(action: Action, tool_call_id: str) -> bool:
     return (
         isinstance(action, ChatToolCallApprovedAction | ChatToolCallDeniedAction)
         and action.tool_call_id == tool_call_id
     )
 
 
-def _completion_of(action: StateAction, request_id: str) -> bool:
+def _completion_of(action: Action, request_id: str) -> bool:
     return isinstance(action, ChatInputCompletedAction) and action.request_id == request_id
 
 
-def _cancellation_of(action: StateAction, turn_id: str) -> bool:
+def _cancellation_of(action: Action, turn_id: str) -> bool:
     return isinstance(action, ChatTurnCancelledAction) and action.turn_id == turn_id

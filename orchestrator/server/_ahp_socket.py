@@ -10,7 +10,9 @@ Two tasks per connection, plus one per session the client follows, in one nurser
   usable;
 - a **feed** per session moves the session's facts from its bus subscription to the
   channels the client subscribed to, as ``action`` notifications
-  (:func:`~orchestrator.protocols._ahp_rpc.channel_envelopes`);
+  (:func:`~orchestrator.protocols._ahp_rpc.channel_envelopes`: every change of a channel's
+  state, and each with its fact's ``origin``, so every subscriber sees a client's action as
+  its dispatcher's echo does);
 - the **sender** writes frames to the socket;
 - while the client follows ``ahp-root://``, a **root forwarder** moves what the daemon's
   :class:`~orchestrator.server._root_channel.RootChannel` publishes (``root/*`` actions and
@@ -306,7 +308,7 @@ class AhpSocket:
                 if channel.held is not None:
                     channel.held.append(envelope)
                 elif envelope.server_seq > channel.from_seq:
-                    self._emit(notification_frame("action", self._dispatcher.stamped(envelope)))
+                    self._emit(notification_frame("action", envelope))
 
     def _release(self, channels: list[_Channel]) -> None:
         """Send what the channels held back while a reply was made, after the reply."""
@@ -314,7 +316,7 @@ class AhpSocket:
             held, channel.held = channel.held or [], None
             for envelope in held:
                 if envelope.server_seq > channel.from_seq:
-                    self._emit(notification_frame("action", self._dispatcher.stamped(envelope)))
+                    self._emit(notification_frame("action", envelope))
 
     # ── the root channel: the daemon's sessions coming, going, changing ─────
 

@@ -22,10 +22,11 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.ahp import ChatInputResponseKind, ChatTurnStartedAction
+from orchestrator.ahp import ActionOrigin, ChatInputResponseKind, ChatTurnStartedAction
 from orchestrator.base import FactLogError, RunError
 from orchestrator.core import (
     USER,
+    Action,
     ApprovalRequested,
     ApprovalResolved,
     Fact,
@@ -319,6 +320,17 @@ class LiveSession:
     def ids(self) -> Ids:
         """What makes the session's ids (AHP clients choose theirs: see ``ClientIds``)."""
         return self._runtime.ids
+
+    def expect_origin(
+        self, chat: str, matches: Callable[[Action], bool], origin: ActionOrigin
+    ) -> None:
+        """The next fact on ``chat`` whose action passes ``matches`` carries a client's
+        action: it is recorded with the client's ``origin`` (see ``Recorder.expect_origin``)."""
+        self._runtime.recorder.expect_origin(chat, matches, origin)
+
+    def forget_origin(self, origin: ActionOrigin) -> None:
+        """The client's action with ``origin`` was refused: no fact will carry it."""
+        self._runtime.recorder.forget_origin(origin)
 
     async def queue(self, chat: str, text: str) -> str:
         """Queue ``text`` as ``chat``'s next turn; the queued message's id."""

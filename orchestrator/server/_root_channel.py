@@ -73,6 +73,7 @@ from orchestrator.ahp import (
     SessionSummary,
     SessionSummaryChangedParams,
     reduce_root,
+    session_status,
 )
 from orchestrator.base import evolve, now_timestamp
 from orchestrator.core import Fact, TeamState
@@ -151,7 +152,7 @@ def session_summary(
         resource=uri,
         provider=provider,
         title=session.title,
-        status=session.status,
+        status=session_status(session),
         activity=session.activity,
         project=session.project,
         working_directories=session.working_directories,
