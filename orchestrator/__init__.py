@@ -1,29 +1,243 @@
 """Team orchestrator: runs coordinator-worker teams of AI agents as trio tasks.
 
-The package's own facade. The implementation lives in layer packages, each with a facade of
-its own (``base``, ``ahp``, ``spec``, ``core``, ``runtime``, ``protocols``, ``journal``,
-``server``, ``cli``: see the README's Architecture); what ``__all__`` lists here is
-importable from ``orchestrator`` itself.
+The public API: what a program that embeds the orchestrator needs, importable from
+``orchestrator`` itself (each name is imported when first used, so ``import orchestrator``
+costs nothing; the layer packages behind it are the README's Architecture).
+
+Run a team::
+
+    import orchestrator
+
+    outcome = orchestrator.run_team_sync("teams/delivery.toml", "Ship the release notes")
+    print(outcome.status, outcome.result)
+
+Under trio, watching the run (every fact once durable, with its Agent UI envelopes) and
+deciding its approvals and answering its questions::
+
+    async with orchestrator.open_run(team, prompt, journal="runs.db") as run:
+        async for update in run.updates():
+            if update.approval is not None:
+                await run.approve(update.approval.approval)
+            if update.question is not None:
+                await run.answer(update.question, "yes")
+        outcome = await run.outcome()
+
+The parts:
+
+* teams: :func:`load_team` (a file), :func:`parse_team` (TOML text), :class:`TeamSpec`;
+* runs: :func:`open_run` (a :class:`TeamRun`: :meth:`~TeamRun.updates`,
+  :meth:`~TeamRun.approve`, :meth:`~TeamRun.deny`, :meth:`~TeamRun.answer`,
+  :meth:`~TeamRun.outcome`), :func:`run_team` and :func:`run_team_sync` (unattended: without
+  callbacks an approval is denied and a question declined), :class:`RunOutcome`,
+  :class:`RunStatus`; :class:`TeamRuntime` underneath, for what these do not cover;
+* what a run says: :class:`RunUpdate` (a :class:`Fact` and its :class:`Envelope` values),
+  :class:`ApprovalRequested`, :class:`Question`; :func:`fact_to_json`,
+  :func:`envelope_to_json_line` for their wire forms;
+* model backends: the :class:`Backend` contract (``stream_round(RoundContext)`` yields
+  :data:`ModelEvent` values: :class:`TextDelta`, :class:`ReasoningDelta`,
+  :class:`ToolCallStarted`, :class:`ToolCallInputDelta`, :class:`ToolCallRequest`,
+  :class:`UsageReport`), passed as ``backends=`` or named by a team file as a plugin
+  (``backend = "module:factory"``, or an ``orchestrator.backends`` entry point: the factory
+  gets a :class:`BackendSetup`);
+* journals: :class:`SqliteJournal` (``journal=`` takes its path), :class:`JournalReader`
+  (sessions, facts, states of a journal file), :class:`SessionInfo`; :class:`MemoryFactLog`;
+* errors: :class:`OrchestratorError` and its subclasses.
+
+As a library it writes nothing to stdout and configures no logging: its loggers
+(``orchestrator.*``) go to the standard library's :mod:`logging`, silent unless the program
+configures it. :func:`configure_logging` sets up the CLI's (console or JSON on stderr).
+``__version__`` is the installed distribution's version.
 """
 
-from .base import (
-    FactLogError,
-    IllegalTransitionError,
-    LocalProtocolError,
-    OrchestratorError,
-    PeerProtocolError,
-    ProtocolError,
-    RunError,
-    TeamFileError,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from orchestrator.base import lazy_facade
+
+if TYPE_CHECKING:
+    from ._embed import (
+        ApprovalHandler,
+        Backends,
+        Question,
+        QuestionHandler,
+        RunUpdate,
+        TeamRun,
+        open_run,
+        run_team,
+        run_team_sync,
+    )
+    from .base import (
+        FactLogError,
+        IllegalTransitionError,
+        LocalProtocolError,
+        OrchestratorError,
+        PeerProtocolError,
+        ProtocolError,
+        RunError,
+        TeamFileError,
+    )
+    from .core import (
+        ApprovalRequested,
+        Backend,
+        Fact,
+        ModelEvent,
+        ReasoningDelta,
+        RoundContext,
+        RunStatus,
+        TextDelta,
+        ToolCallInputDelta,
+        ToolCallRequest,
+        ToolCallStarted,
+        ToolOutcome,
+        UsageReport,
+        fact_to_json,
+    )
+    from .journal import JournalReader, SessionInfo, SqliteJournal
+    from .protocols import Envelope, envelope_to_json_line
+    from .runtime import (
+        FactLog,
+        MemoryFactLog,
+        RunOutcome,
+        TeamRuntime,
+        configure_logging,
+    )
+    from .runtime.backends import BackendSetup
+    from .spec import AgentSpec, TeamSpec, load_team, parse_team
 
 __all__ = [
+    "AgentSpec",
+    "ApprovalHandler",
+    "ApprovalRequested",
+    "Backend",
+    "BackendSetup",
+    "Backends",
+    "Envelope",
+    "Fact",
+    "FactLog",
     "FactLogError",
     "IllegalTransitionError",
+    "JournalReader",
     "LocalProtocolError",
+    "MemoryFactLog",
+    "ModelEvent",
     "OrchestratorError",
     "PeerProtocolError",
     "ProtocolError",
+    "Question",
+    "QuestionHandler",
+    "ReasoningDelta",
+    "RoundContext",
     "RunError",
+    "RunOutcome",
+    "RunStatus",
+    "RunUpdate",
+    "SessionInfo",
+    "SqliteJournal",
     "TeamFileError",
+    "TeamRun",
+    "TeamRuntime",
+    "TeamSpec",
+    "TextDelta",
+    "ToolCallInputDelta",
+    "ToolCallRequest",
+    "ToolCallStarted",
+    "ToolOutcome",
+    "UsageReport",
+    "configure_logging",
+    "envelope_to_json_line",
+    "fact_to_json",
+    "load_team",
+    "open_run",
+    "parse_team",
+    "run_team",
+    "run_team_sync",
 ]
+
+#: The distribution whose version ``__version__`` is.
+_DISTRIBUTION = "team-orchestrator"
+
+if TYPE_CHECKING:
+    __version__: str
+else:
+    _public_name, __dir__ = lazy_facade(
+        __name__,
+        {
+            "._embed": (
+                "ApprovalHandler",
+                "Backends",
+                "Question",
+                "QuestionHandler",
+                "RunUpdate",
+                "TeamRun",
+                "open_run",
+                "run_team",
+                "run_team_sync",
+            ),
+            ".base": (
+                "FactLogError",
+                "IllegalTransitionError",
+                "LocalProtocolError",
+                "OrchestratorError",
+                "PeerProtocolError",
+                "ProtocolError",
+                "RunError",
+                "TeamFileError",
+            ),
+            ".core": (
+                "ApprovalRequested",
+                "Backend",
+                "Fact",
+                "ModelEvent",
+                "ReasoningDelta",
+                "RoundContext",
+                "RunStatus",
+                "TextDelta",
+                "ToolCallInputDelta",
+                "ToolCallRequest",
+                "ToolCallStarted",
+                "ToolOutcome",
+                "UsageReport",
+                "fact_to_json",
+            ),
+            ".journal": ("JournalReader", "SessionInfo", "SqliteJournal"),
+            ".protocols": ("Envelope", "envelope_to_json_line"),
+            ".runtime": (
+                "FactLog",
+                "MemoryFactLog",
+                "RunOutcome",
+                "TeamRuntime",
+                "configure_logging",
+            ),
+            ".runtime.backends": ("BackendSetup",),
+            ".spec": ("AgentSpec", "TeamSpec", "load_team", "parse_team"),
+        },
+    )
+
+    def __getattr__(name: str) -> object:
+        # Not the generated facade alone: the first public name used routes the library's
+        # logging to the standard library (see orchestrator.runtime._library_logging), and
+        # __version__ is asked of the installed metadata. A submodule name (``from
+        # orchestrator import server``) falls through to the import system untouched.
+        if name == "__version__":
+            globals()[name] = version = _installed_version()
+            return version
+        if name in __all__:
+            from orchestrator.runtime import library_logging
+
+            library_logging()
+        return _public_name(name)
+
+
+def _installed_version() -> str:
+    """The installed distribution's version; ``0+unknown`` from a tree not installed."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+# The facade's own tools are not part of the API (``vars(orchestrator)`` is ``__all__``).
+del TYPE_CHECKING, annotations, lazy_facade

@@ -321,7 +321,8 @@ class TestErrors:
         )
         assert error.key_path == "agents.researcher.backend"
         assert error.message == (
-            "unknown backend 'openia' (did you mean 'openai'?); allowed: scripted, openai"
+            "unknown backend 'openia' (did you mean 'openai'?); allowed: scripted, openai, "
+            "a plugin's entry-point name, or module:factory"
         )
 
     def test_coordinator_cannot_approve_itself(self) -> None:

@@ -7,6 +7,7 @@
     orchestrator graph [SESSION | --facts FILE] [--db PATH] [--format FORMAT] [--check]
     orchestrator history | undo | truncate | restore SESSION [--chat CHAT]
     orchestrator teams check [PATH ...] [--json]
+    orchestrator init [DIR]
     orchestrator serve [--config FILE] [--host H] [--port P] [--db PATH] [--teams DIR]
     orchestrator teammates list | history | pause | resume | trigger | stop [NAME]
 
@@ -49,6 +50,7 @@ from ._conventions import (
     default_db,
     logs_as_json,
 )
+from ._version import ShowVersion
 
 __all__ = [
     "main",
@@ -69,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=EXIT_STATUSES,
     )
+    parser.add_argument("--version", action=ShowVersion)
     _logging_options(parser, inherited=False)
     commands = _Commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
 
@@ -268,6 +271,14 @@ def build_parser() -> argparse.ArgumentParser:
         )
         command.add_argument("--json", action="store_true", help="print JSON")
         command.set_defaults(handler=("._serve_command", "teammates"))
+
+    init = commands.add_parser(
+        "init", help="write a starter team directory (offline, OpenAI-compatible, background)"
+    )
+    init.add_argument(
+        "directory", nargs="?", type=Path, default=Path("teams"), help="where (default teams/)"
+    )
+    init.set_defaults(handler=("._init_command", "init"))
 
     teams = commands.add_parser("teams", help="work with team files")
     team_commands = _Commands(

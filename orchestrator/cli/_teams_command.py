@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TextIO
 
 from orchestrator.base import TeamFileError
-from orchestrator.spec import check_team
+from orchestrator.runtime.backends import backend_problems
+from orchestrator.spec import check_team, load_team
 
 from ._conventions import EXIT_FAILED, EXIT_OK
 
@@ -28,7 +29,7 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
     """``orchestrator teams check``."""
     paths: Sequence[Path] = args.paths
     files = team_files(paths or [DEFAULT_DIRECTORY])
-    results = [(path, check_team(path)) for path in files]
+    results = [(path, _problems(path)) for path in files]
     if args.json:
         report = [
             {"file": str(path), "ok": not problems, "problems": problems}
@@ -43,6 +44,12 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
             if not problems:
                 print(f"ok: {path}", file=out)
     return EXIT_FAILED if any(problems for _, problems in results) else EXIT_OK
+
+
+def _problems(path: Path) -> list[str]:
+    """The file's problems; a file that parses has its plugin backends looked up too
+    (imported, not made: see ``runtime.backends.backend_problems``)."""
+    return check_team(path) or backend_problems(load_team(path))
 
 
 def team_files(paths: Iterable[Path]) -> list[Path]:

@@ -1,6 +1,7 @@
 """Running a team under trio: the recorder and fact log (write-ahead), the bus that tells
 subscribers, the team runtime (turns, tools, delegation, approvals), command tools,
-logging and process settings. The model backends are in :mod:`orchestrator.runtime.backends`.
+logging (the CLI's, and the library's default) and process settings. The model backends
+are in :mod:`orchestrator.runtime.backends`.
 """
 
 from typing import TYPE_CHECKING
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
         read_facts,
     )
     from ._ids import Ids
+    from ._library_logging import library_logging
     from ._logging import (
         MAX_EVENT_CHARS,
         MAX_FRAMES,
@@ -88,6 +90,7 @@ __all__ = [
     "command_environment",
     "configure_logging",
     "group_id",
+    "library_logging",
     "parse_answer",
     "read_facts",
     "redact_text",
@@ -127,6 +130,7 @@ if not TYPE_CHECKING:
                 "read_facts",
             ),
             "._ids": ("Ids",),
+            "._library_logging": ("library_logging",),
             "._logging": (
                 "MAX_EVENT_CHARS",
                 "MAX_FRAMES",

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ._auth import LOCAL, Authenticator, Permission, Role, Token
     from ._config import DEFAULT_PORT, Limits, ServeConfig, load_serve_config, parse_serve_config
     from ._daemon import Daemon
-    from ._hypercorn_ws import SCOPE_KEY, FrameWriter, HypercornSeam, frame_writer
+    from ._hypercorn_ws import SCOPE_KEY, FrameWriter, HypercornSeam, frame_writer, seam_problem
     from ._live_session import LiveSession
     from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
     from ._rate_limit import TokenBucket
@@ -43,6 +43,7 @@ __all__ = [
     "frame_writer",
     "load_serve_config",
     "parse_serve_config",
+    "seam_problem",
     "serve",
 ]
 
@@ -60,7 +61,13 @@ if not TYPE_CHECKING:
                 "parse_serve_config",
             ),
             "._daemon": ("Daemon",),
-            "._hypercorn_ws": ("FrameWriter", "HypercornSeam", "SCOPE_KEY", "frame_writer"),
+            "._hypercorn_ws": (
+                "FrameWriter",
+                "HypercornSeam",
+                "SCOPE_KEY",
+                "frame_writer",
+                "seam_problem",
+            ),
             "._live_session": ("LiveSession",),
             "._outbox": ("CLOSE_FELL_BEHIND", "CLOSE_GOING_AWAY", "Outbox"),
             "._rate_limit": ("TokenBucket",),

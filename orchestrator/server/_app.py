@@ -69,7 +69,7 @@ from ._ahp_socket import serve_ahp
 from ._auth import Authenticator, Permission, Principal
 from ._config import ServeConfig
 from ._daemon import Daemon, load_teams
-from ._hypercorn_ws import HypercornSeam, OpenSockets
+from ._hypercorn_ws import HypercornSeam, OpenSockets, seam_problem
 from ._live_session import session_id, session_uri
 from ._metrics import CONTENT_TYPE, DaemonMetrics
 from ._outbox import CLOSE_GOING_AWAY
@@ -477,6 +477,12 @@ async def serve(
     for token in config.tokens:  # first: a line logged from here on never shows one
         register_secret(token.secret)
     config.check()
+    if (problem := seam_problem()) is not None:
+        log.warning(
+            "hypercorn seam unavailable: WebSocket frames go through Starlette, one write "
+            "each (slower with many clients)",
+            reason=problem,
+        )
     team_files = load_teams(config.teams)
     teams = team_files.teams
     journal = SqliteJournal(db)

@@ -61,6 +61,7 @@ __all__ = [
     "FrameWriter",
     "HypercornSeam",
     "frame_writer",
+    "seam_problem",
 ]
 
 #: Where :class:`HypercornSeam` keeps the server's ``send`` callable in a WebSocket scope.
@@ -233,6 +234,26 @@ class FrameWriter:
         (HTTP/2, TLS) there is nothing to close."""
         if self._tcp is not None:
             self._tcp.stream.socket.close()  # trio's close wakes whoever waits on it
+
+
+def seam_problem() -> str | None:
+    """Why no connection can take the seam with the hypercorn installed, or ``None``.
+
+    What can be seen without a connection: the modules and the methods the seam goes
+    through. The daemon logs the reason at startup (its frames then go through Starlette,
+    correct but slower with many clients); pyproject bounds hypercorn to the versions
+    checked, so this is for an install that forced another.
+    """
+    if WSStream is None:
+        return "hypercorn has none of the protocol modules the seam uses"
+    for owner, method in (
+        (WSStream, "app_send"),
+        (H11Protocol, "stream_send"),
+        (TCPServer, "protocol_send"),
+    ):
+        if not callable(getattr(owner, method, None)):
+            return f"hypercorn's {owner.__name__} has no {method}"
+    return None
 
 
 def frame_writer(websocket: WebSocket) -> FrameWriter | None:

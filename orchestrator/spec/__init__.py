@@ -10,6 +10,7 @@ from orchestrator.base import lazy_facade
 
 if TYPE_CHECKING:
     from ._model import (
+        BUILTIN_BACKENDS,
         COMMAND_ENV_PREFIX,
         DEFAULT_COMMAND_TIMEOUT,
         DEFAULT_PARALLEL_BUDGET,
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from ._tools import ToolDefinition, check_tool_input, tool_definitions
 
 __all__ = [
+    "BUILTIN_BACKENDS",
     "COMMAND_ENV_PREFIX",
     "DEFAULT_CHUNKS",
     "DEFAULT_COMMAND_TIMEOUT",
@@ -122,6 +124,7 @@ if not TYPE_CHECKING:
             "._model": (
                 "AgentSpec",
                 "ApprovedBy",
+                "BUILTIN_BACKENDS",
                 "BackendName",
                 "COMMAND_ENV_PREFIX",
                 "CommandTool",

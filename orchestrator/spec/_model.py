@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime
 import enum
 from collections.abc import Mapping
-from typing import Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
@@ -25,6 +25,7 @@ from ._script import ScriptedTurn
 from ._wording import _did_you_mean
 
 __all__ = [
+    "BUILTIN_BACKENDS",
     "COMMAND_ENV_PREFIX",
     "DEFAULT_COMMAND_TIMEOUT",
     "DEFAULT_PARALLEL_BUDGET",
@@ -54,7 +55,12 @@ Topology: TypeAlias = Literal[
 ]
 Interactivity: TypeAlias = Literal["full", "read-only", "hidden"]
 ApprovedBy: TypeAlias = Literal["user", "coordinator"]
-BackendName: TypeAlias = Literal["scripted", "openai"]
+#: An agent's backend: a built-in one (:data:`BUILTIN_BACKENDS`), the name of a plugin
+#: registered under the ``orchestrator.backends`` entry-point group, or ``module:factory``.
+#: The spec only records it; :mod:`orchestrator.runtime.backends` resolves it.
+BackendName: TypeAlias = str
+#: The backends the runtime has built in; any other name is a plugin's.
+BUILTIN_BACKENDS: Final = ("scripted", "openai")
 
 #: Tool names the runtime implements itself; any other name is a plain tool.
 TEAM_TOOLS: Final = frozenset({"delegate", "handoff", "ask"})
@@ -120,6 +126,10 @@ class AgentSpec:
     backend: BackendName = "scripted"
     # Invariant: (self.openai is not None) == (self.backend == "openai")
     openai: OpenAISettings | None = None
+    # A plugin backend's ``[agents.<name>.settings]`` table, as TOML decoded it; the
+    # plugin's factory reads it (see :mod:`orchestrator.runtime.backends._plugins`).
+    # Invariant: not self.settings or self.backend not in BUILTIN_BACKENDS
+    settings: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
     instructions: str = ""
     interactivity: Interactivity = "read-only"
     tools: tuple[str, ...] = ()

@@ -39,6 +39,7 @@ from orchestrator.base import ScheduleError, TeamFileError
 
 from ._checks import _ValueChecks
 from ._model import (
+    BUILTIN_BACKENDS,
     COMMAND_ENV_PREFIX,
     DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_PARALLEL_BUDGET,
@@ -86,7 +87,12 @@ __all__: list[str] = []
 _TOPOLOGIES: Final[dict[str, Topology]] = {v: v for v in get_args(Topology)}
 _INTERACTIVITIES: Final[dict[str, Interactivity]] = {v: v for v in get_args(Interactivity)}
 _APPROVERS: Final[dict[str, ApprovedBy]] = {v: v for v in get_args(ApprovedBy)}
-_BACKENDS: Final[dict[str, BackendName]] = {v: v for v in get_args(BackendName)}
+#: A plugin backend named by where its factory is: ``package.module:factory``.
+_DOTTED: Final = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+_FACTORY_PATH_RE: Final = re.compile(rf"{_DOTTED}:{_DOTTED}\Z")
+#: A plugin backend named by its entry point (``[project.entry-points."orchestrator.backends"]``).
+_ENTRY_POINT_NAME_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+_PLUGIN_FORMS: Final = "a plugin's entry-point name, or module:factory"
 _QUESTION_KINDS: Final[dict[str, QuestionKind]] = {v: v for v in get_args(QuestionKind)}
 _SELECT_KINDS: Final = frozenset({"single-select", "multi-select"})
 
@@ -121,6 +127,8 @@ _AGENT_KEYS: Final = (
     "timeout",
     "tool_results",
     "turns",
+    # A plugin backend's own table, handed to its factory as it is.
+    "settings",
     # The backend's own settings, overriding the file's [openai] table for this agent.
     *_OPENAI_KEYS,
 )
@@ -475,8 +483,17 @@ class _Parser(_ValueChecks):
         role = self.string(data["role"], f"{path}.role")
         backend: BackendName = "scripted"
         if "backend" in data:
-            backend = self.choice(data["backend"], f"{path}.backend", _BACKENDS, "backend")
+            backend = self.backend_name(data["backend"], f"{path}.backend")
         openai = self.openai_settings(data, path) if backend == "openai" else None
+        settings: dict[str, Any] = {}
+        if "settings" in data:
+            if backend in BUILTIN_BACKENDS:
+                raise self.error(
+                    f"{path}.settings",
+                    f"settings are handed to a plugin backend's factory; the {backend} "
+                    "backend takes none (remove them, or name a plugin in backend)",
+                )
+            settings = dict(self.table(data["settings"], f"{path}.settings"))
         if backend != "openai":
             for key in _OPENAI_KEYS:
                 if key in data:
@@ -485,10 +502,10 @@ class _Parser(_ValueChecks):
                         f"{key} is a setting of the openai backend; this agent's backend is "
                         f'{backend!r} (set backend = "openai" to use it)',
                     )
-        elif "turns" in data:
+        if backend != "scripted" and "turns" in data:
             raise self.error(
                 f"{path}.turns",
-                'turns script the scripted backend; an agent with backend = "openai" is '
+                f"turns script the scripted backend; an agent with backend = {backend!r} is "
                 "answered by its model",
             )
         instructions = ""
@@ -563,6 +580,7 @@ class _Parser(_ValueChecks):
             role=role,
             backend=backend,
             openai=openai,
+            settings=settings,
             instructions=instructions,
             interactivity=interactivity,
             tools=tools,
@@ -581,6 +599,22 @@ class _Parser(_ValueChecks):
                 for index, turn in enumerate(self.array(data["turns"], turns_path))
             )
         return attrs.evolve(agent, turns=turns)
+
+    def backend_name(self, value: object, path: str) -> BackendName:
+        """A built-in backend, or a plugin's name as written (resolved when a run starts,
+        not here: the spec does no IO). A near miss of a built-in name is refused as the
+        typo it most likely is."""
+        name = self.string(value, path)
+        if name in BUILTIN_BACKENDS or _FACTORY_PATH_RE.match(name):
+            return name
+        hint = _did_you_mean(name, BUILTIN_BACKENDS)
+        if hint or not _ENTRY_POINT_NAME_RE.match(name):
+            raise self.error(
+                path,
+                f"unknown backend {name!r}{hint}; allowed: {', '.join(BUILTIN_BACKENDS)}, "
+                f"{_PLUGIN_FORMS}",
+            )
+        return name
 
     def openai_settings(self, data: Mapping[str, object], path: str) -> OpenAISettings:
         """The agent's keys over the file's [openai] table; each error names where the value

@@ -1,6 +1,7 @@
 """Where model rounds come from: the backend contract (defined with the model round in
 :mod:`orchestrator.core`), the scripted backend, the OpenAI-compatible backend with its wire
-form and transcript, and the factory that makes each agent's backend from its team file.
+form and transcript, backend plugins, and the factory that makes each agent's backend from
+its team file.
 """
 
 from typing import TYPE_CHECKING
@@ -23,6 +24,14 @@ if TYPE_CHECKING:
     from ._factory import backend_factory
     from ._openai import HOSTED_API, OpenAIBackend, base_url_of, http_client
     from ._openai_wire import ChunkAssembler, provider_message, request_body, retry_after_seconds
+    from ._plugins import (
+        ENTRY_POINT_GROUP,
+        BackendSetup,
+        PluginFactory,
+        backend_problems,
+        make_plugin_backend,
+        resolve_plugin,
+    )
     from ._scripted import (
         ScriptedBackend,
         ScriptedFailure,
@@ -43,13 +52,16 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "HOSTED_API",
     "AssistantMessage",
     "AssistantToolCall",
     "Backend",
+    "BackendSetup",
     "ChunkAssembler",
     "ModelEvent",
     "OpenAIBackend",
+    "PluginFactory",
     "ReasoningDelta",
     "RoundContext",
     "ScriptedBackend",
@@ -64,13 +76,16 @@ __all__ = [
     "UsageReport",
     "UserMessage",
     "backend_factory",
+    "backend_problems",
     "base_url_of",
     "chunk_text",
     "http_client",
+    "make_plugin_backend",
     "provider_message",
     "render_json",
     "render_text",
     "request_body",
+    "resolve_plugin",
     "retry_after_seconds",
     "tool_call_id",
     "tool_call_ids",
@@ -101,6 +116,14 @@ if not TYPE_CHECKING:
                 "provider_message",
                 "request_body",
                 "retry_after_seconds",
+            ),
+            "._plugins": (
+                "BackendSetup",
+                "ENTRY_POINT_GROUP",
+                "PluginFactory",
+                "backend_problems",
+                "make_plugin_backend",
+                "resolve_plugin",
             ),
             "._scripted": (
                 "ScriptedBackend",

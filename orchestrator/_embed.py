@@ -1,0 +1,443 @@
+"""Running a team from a program: :func:`open_run`, :func:`run_team`, :func:`run_team_sync`.
+
+The layer packages give the parts (a :class:`~orchestrator.runtime.TeamRuntime`, a fact
+log, the backends, the bus, the Agent UI projector); the CLI's ``run`` puts them together
+with a console. This module puts them together for a program instead, and owns every
+resource it opens: the HTTP client the team file's backends share, the SQLite journal when
+given a path, the run's task. Leaving :func:`open_run`'s block waits for the run to end
+(or cancels it, if the block raised), stops the journal (which drains what was submitted),
+then closes the HTTP client.
+
+What a program sees is what the CLI's outputs see: every fact once it is durable, in order,
+with its Agent UI envelopes (:class:`RunUpdate`). Approvals routed to the user and the
+agents' questions are answered through :class:`TeamRun` (the runtime's own doors:
+``resolve_approval`` and ``answer_input``), or by the callbacks given to :func:`open_run`.
+
+Nothing here writes to stdout or configures logging: the library's loggers go to the
+standard library's ``logging`` (quiet unless the program configures it; see
+:func:`orchestrator.runtime.library_logging`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import TypeAlias, cast
+
+import attrs
+import trio
+
+from orchestrator.ahp import ChatInputRequest, ChatInputRequestedAction, ChatInputResponseKind
+from orchestrator.core import USER, ApprovalRequested, Backend, Fact
+from orchestrator.journal import SqliteJournal
+from orchestrator.protocols import AgentUiProjector, Envelope
+from orchestrator.runtime import (
+    FactLog,
+    MemoryFactLog,
+    RunOutcome,
+    Subscription,
+    TeamRuntime,
+    library_logging,
+    require_prompt,
+)
+from orchestrator.runtime.backends import backend_factory, http_client
+from orchestrator.spec import AgentSpec, TeamSpec, load_team
+
+__all__ = [
+    "ApprovalHandler",
+    "Backends",
+    "Question",
+    "QuestionHandler",
+    "RunUpdate",
+    "TeamRun",
+    "open_run",
+    "run_team",
+    "run_team_sync",
+]
+
+#: Which backend answers each agent: None (what the team file says), one :class:`Backend`
+#: for every agent, a mapping of agent names to backends (the others as the file says), or
+#: a factory called once per agent.
+Backends: TypeAlias = Backend | Mapping[str, Backend] | Callable[[AgentSpec], Backend] | None
+
+
+@attrs.frozen(kw_only=True)
+class Question:
+    """An agent's question to the user (its ``ask`` tool), open until answered."""
+
+    chat: str  # the asking chat's URI
+    agent: str  # the asking agent's name
+    request: ChatInputRequest  # the question(s) as the protocol has them
+
+    @property
+    def id(self) -> str:
+        return self.request.id
+
+    @property
+    def message(self) -> str:
+        return self.request.message or ""
+
+
+#: Decides an approval: True approves, False denies (may be a coroutine function).
+ApprovalHandler: TypeAlias = Callable[[ApprovalRequested], bool | Awaitable[bool]]
+#: Answers a question: the answer text, or None to decline it (may be a coroutine function).
+QuestionHandler: TypeAlias = Callable[[Question], str | Awaitable[str | None] | None]
+
+
+@attrs.frozen(kw_only=True)
+class RunUpdate:
+    """One recorded fact of the run and the Agent UI envelopes it projects to."""
+
+    fact: Fact
+    envelopes: tuple[Envelope, ...]
+    # Set when this fact asks the user something: an approval routed to the user, or an
+    # agent's question. Answer through TeamRun.approve / deny / answer.
+    approval: ApprovalRequested | None = None
+    question: Question | None = None
+
+
+class _Updates:
+    """The iterator :meth:`TeamRun.updates` returns (a plain iterator: breaking out of the
+    loop leaves no generator to finalize)."""
+
+    def __init__(self, run: TeamRun, subscription: Subscription) -> None:
+        self._run = run
+        self._subscription = subscription
+        self._projector = AgentUiProjector(run.session)
+
+    def __aiter__(self) -> _Updates:
+        return self
+
+    async def __anext__(self) -> RunUpdate:
+        fact = await self._subscription.__anext__()
+        return RunUpdate(
+            fact=fact,
+            envelopes=tuple(self._projector.feed(fact)),
+            approval=_approval_of(fact),
+            question=self._run._question_of(fact),
+        )
+
+
+class TeamRun:
+    """A run in progress, as :func:`open_run` hands it out."""
+
+    def __init__(self, runtime: TeamRuntime) -> None:
+        self.runtime = runtime
+        # Subscribed before the run starts: the first iteration sees the first fact.
+        self._subscription = runtime.bus.subscribe("embed", buffer_size=float("inf"))
+        self._iterated = False
+        self._outcome: RunOutcome | None = None
+        self._done = trio.Event()
+
+    @property
+    def session(self) -> str:
+        """The session's URI (its facts' ``session``; ``orchestrator events`` takes it)."""
+        return self.runtime.session
+
+    @property
+    def team(self) -> TeamSpec:
+        return self.runtime.team
+
+    def updates(self) -> AsyncIterator[RunUpdate]:
+        """Every fact from the run's first, with its envelopes, as each becomes durable;
+        the iteration ends when the run has ended. One iteration a run: the facts are
+        buffered for it from the start, however late it begins."""
+        if self._iterated:
+            raise RuntimeError("updates() of a run can be iterated once")
+        self._iterated = True
+        return _Updates(self, self._subscription)
+
+    async def outcome(self) -> RunOutcome:
+        """Wait for the run to end; how it ended (status, the coordinator's answer or the
+        error)."""
+        await self._done.wait()
+        assert self._outcome is not None
+        return self._outcome
+
+    def pending_approvals(self) -> list[ApprovalRequested]:
+        """The approvals waiting for the user's decision."""
+        return self.runtime.waiting_for_user()[0]
+
+    def open_questions(self) -> list[Question]:
+        """The agents' questions waiting for an answer."""
+        return [self._question(chat, r) for chat, r in self.runtime.waiting_for_user()[1]]
+
+    async def approve(self, approval: str) -> None:
+        """Approve a pending approval (its ``approval`` id); returns once applied."""
+        await self.runtime.resolve_approval(approval, approved=True)
+
+    async def deny(self, approval: str) -> None:
+        """Deny a pending approval; the tool call fails with the denial."""
+        await self.runtime.resolve_approval(approval, approved=False)
+
+    async def answer(self, question: Question, text: str | None) -> None:
+        """Answer ``question`` (a number, yes/no, option ids... as it asks); None declines.
+
+        :class:`~orchestrator.base.RunError` says what was expected; the question stays open.
+        """
+        if text is None:
+            await self.runtime.answer_input(
+                question.chat, question.id, "", response=ChatInputResponseKind.DECLINE
+            )
+        else:
+            await self.runtime.answer_input(question.chat, question.id, text)
+
+    def cancel(self) -> None:
+        """Cancel the whole team: the run ends ``cancelled``."""
+        self.runtime.cancel()
+
+    # ── inside ──────────────────────────────────────────────────────────────
+
+    def _question(self, chat: str, request: ChatInputRequest) -> Question:
+        member = self.runtime.state.members.get(chat)
+        return Question(chat=chat, agent=member.agent if member else "", request=request)
+
+    def _question_of(self, fact: Fact) -> Question | None:
+        if isinstance(fact.action, ChatInputRequestedAction):
+            return self._question(fact.channel, fact.action.request)
+        return None
+
+    async def _drive(
+        self, prompt: str, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        try:
+            self._outcome = await self.runtime.run(prompt, task_status=task_status)
+        finally:
+            # The readers drain what is buffered for them, then their iteration ends.
+            self.runtime.bus.close()
+            self._done.set()
+
+    async def _decide(
+        self,
+        subscription: Subscription,
+        on_approval: ApprovalHandler | None,
+        on_question: QuestionHandler | None,
+    ) -> None:
+        """Hand every approval and question to its callback, each in a task of its own."""
+        async with trio.open_nursery() as nursery:
+            async for fact in subscription:
+                approval = _approval_of(fact)
+                if approval is not None and on_approval is not None:
+                    nursery.start_soon(self._approval_decided, on_approval, approval)
+                question = self._question_of(fact)
+                if question is not None and on_question is not None:
+                    nursery.start_soon(self._question_answered, on_question, question)
+
+    async def _approval_decided(self, handler: ApprovalHandler, request: ApprovalRequested) -> None:
+        approved = handler(request)
+        if inspect.isawaitable(approved):
+            approved = await approved
+        if not self._done.is_set():  # a decision after the end has nothing to decide
+            await self.runtime.resolve_approval(request.approval, approved=bool(approved))
+
+    async def _question_answered(self, handler: QuestionHandler, question: Question) -> None:
+        text = handler(question)
+        if inspect.isawaitable(text):
+            text = await text
+        if not self._done.is_set():
+            await self.answer(question, text)
+
+
+def _alone(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one exception ``group`` holds, cancellations aside (nested groups flattened);
+    None if it holds several, or only cancellations."""
+    leaves: list[BaseException] = []
+
+    def collect(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                collect(inner)
+        elif not isinstance(exc, trio.Cancelled):
+            leaves.append(exc)
+
+    collect(group)
+    return leaves[0] if len(leaves) == 1 else None
+
+
+def _approval_of(fact: Fact) -> ApprovalRequested | None:
+    action = fact.action
+    if isinstance(action, ApprovalRequested) and action.routed_to == USER:
+        return action
+    return None
+
+
+def _team_of(team: TeamSpec | str | os.PathLike[str]) -> TeamSpec:
+    return team if isinstance(team, TeamSpec) else load_team(Path(team))
+
+
+@contextlib.asynccontextmanager
+async def open_run(
+    team: TeamSpec | str | os.PathLike[str],
+    prompt: str,
+    *,
+    backends: Backends = None,
+    journal: str | os.PathLike[str] | FactLog | None = None,
+    on_approval: ApprovalHandler | None = None,
+    on_question: QuestionHandler | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> AsyncIterator[TeamRun]:
+    """Start ``team`` (a :class:`TeamSpec`, or a team file's path) on ``prompt``; the block
+    gets the :class:`TeamRun` once its first facts are recorded.
+
+    ``backends``: see :data:`Backends`. ``journal``: None keeps the facts in memory; a path
+    opens (creating) a SQLite journal for the run and closes it after; a
+    :class:`~orchestrator.runtime.FactLog` is used as it is (a
+    :class:`~orchestrator.journal.SqliteJournal` must then be served by the caller).
+    ``on_approval`` / ``on_question``: decide approvals and answer questions as they come;
+    without them, the block does (:meth:`TeamRun.approve`, :meth:`TeamRun.answer`) or the run
+    waits. ``environ``: where the team file's backends read their keys (default
+    ``os.environ``).
+
+    Leaving the block waits for the run to end; an exception in it cancels the run first.
+    Problems found before the run starts (an empty prompt, a team file that does not parse,
+    a backend that cannot be made) raise here, before any fact is written.
+    """
+    library_logging()
+    spec = _team_of(team)
+    require_prompt(prompt)
+    async with contextlib.AsyncExitStack() as stack:
+        factory = await _backend_factory(stack, spec, backends, environ)
+        factlog: FactLog
+        if journal is None:
+            factlog = MemoryFactLog()
+        elif isinstance(journal, str | os.PathLike):
+            sqlite = SqliteJournal(Path(journal))
+            await trio.to_thread.run_sync(sqlite.open)  # a refused file raises here
+            services = await stack.enter_async_context(trio.open_nursery())
+            # Exits run last first: the run's nursery ends, then this stops the journal.
+            stack.callback(services.cancel_scope.cancel)
+            await services.start(sqlite.serve)
+            factlog = sqlite
+        else:
+            factlog = journal
+        runtime = TeamRuntime(spec, backends=factory, factlog=factlog)
+        run = TeamRun(runtime)
+        deciding = runtime.bus.subscribe("embed-decisions", buffer_size=float("inf"))
+        try:
+            async with trio.open_nursery() as nursery:
+                if on_approval is not None or on_question is not None:
+                    nursery.start_soon(run._decide, deciding, on_approval, on_question)
+                else:
+                    runtime.bus.unsubscribe(deciding)
+                await nursery.start(run._drive, prompt)
+                try:
+                    yield run
+                except BaseException:
+                    run.cancel()
+                    raise
+                await run.outcome()
+        except BaseExceptionGroup as group:
+            # One error (the block's, or the run's: a fact log that failed to start, say)
+            # comes out as it was raised, not in the group the nursery wraps it in with the
+            # cancellations it caused: ``except RunError`` works around open_run.
+            alone = _alone(group)
+            if alone is not None:
+                raise alone from None
+            raise
+
+
+async def _backend_factory(
+    stack: contextlib.AsyncExitStack,
+    team: TeamSpec,
+    backends: Backends,
+    environ: Mapping[str, str] | None,
+) -> Callable[[AgentSpec], Backend]:
+    """The runtime's factory for ``backends`` (see :data:`Backends`); the team file's
+    backends are made now, with an HTTP client the stack closes."""
+    if backends is None:
+        given: Mapping[str, Backend] = {}
+    elif isinstance(backends, Mapping):
+        given = backends
+    elif callable(getattr(backends, "stream_round", None)):
+        only = cast(Backend, backends)
+        return lambda agent: only
+    else:
+        return cast(Callable[[AgentSpec], Backend], backends)
+    unknown = sorted(set(given) - set(team.agent_names))
+    if unknown:
+        raise ValueError(
+            f"backends for agents the team {team.name!r} does not have: {', '.join(unknown)}"
+        )
+    rest = [a.name for a in team.agents if a.name not in given]
+    if not rest:
+        return lambda agent: given[agent.name]
+    client = await stack.enter_async_context(http_client())
+    from_file = backend_factory(team, client=client, environ=environ, agents=rest)
+    return lambda agent: given[agent.name] if agent.name in given else from_file(agent)
+
+
+async def run_team(
+    team: TeamSpec | str | os.PathLike[str],
+    prompt: str,
+    *,
+    backends: Backends = None,
+    journal: str | os.PathLike[str] | FactLog | None = None,
+    on_update: Callable[[RunUpdate], object] | None = None,
+    on_approval: ApprovalHandler | None = None,
+    on_question: QuestionHandler | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> RunOutcome:
+    """Run ``team`` on ``prompt`` to the end; how it ended.
+
+    As :func:`open_run`, but unattended: ``on_update`` is called with every
+    :class:`RunUpdate` (awaited if it returns an awaitable), and without ``on_approval`` an
+    approval is denied, without ``on_question`` a question is declined, so the run never
+    waits for someone who is not there.
+    """
+    async with open_run(
+        team,
+        prompt,
+        backends=backends,
+        journal=journal,
+        on_approval=on_approval or _deny,
+        on_question=on_question or _decline,
+        environ=environ,
+    ) as run:
+        if on_update is None:
+            run.runtime.bus.unsubscribe(run._subscription)  # nobody reads: keep no facts
+        else:
+            async for update in run.updates():
+                result = on_update(update)
+                if inspect.isawaitable(result):
+                    await result
+        return await run.outcome()
+
+
+def run_team_sync(
+    team: TeamSpec | str | os.PathLike[str],
+    prompt: str,
+    *,
+    backends: Backends = None,
+    journal: str | os.PathLike[str] | FactLog | None = None,
+    on_update: Callable[[RunUpdate], object] | None = None,
+    on_approval: ApprovalHandler | None = None,
+    on_question: QuestionHandler | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> RunOutcome:
+    """:func:`run_team` for a script with no event loop of its own: runs trio itself.
+
+    The callbacks are called on trio's thread; returning an awaitable is allowed.
+    """
+    return trio.run(
+        lambda: run_team(
+            team,
+            prompt,
+            backends=backends,
+            journal=journal,
+            on_update=on_update,
+            on_approval=on_approval,
+            on_question=on_question,
+            environ=environ,
+        )
+    )
+
+
+def _deny(request: ApprovalRequested) -> bool:
+    return False
+
+
+def _decline(question: Question) -> None:
+    return None

@@ -1,0 +1,298 @@
+"""The public API (``import orchestrator``): running a team from a program, watching it,
+deciding its approvals and answering its questions; the example; a quiet library."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncGenerator
+from pathlib import Path
+
+import pytest
+import trio
+
+import orchestrator
+from orchestrator.core import ApprovalResolved
+
+from .conftest import PROJECT_ROOT
+
+APPROVAL = """
+[team]
+name = "approvals"
+coordinator = "lead"
+
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+
+[[agents.lead.turns]]
+steps = [
+  { delegate = [ { agent = "worker", task = "publish it" } ] },
+  { say = "{outcomes}" },
+]
+
+[agents.worker]
+role = "publisher"
+tools = ["publish"]
+needs_approval = ["publish"]
+
+[agents.worker.tool_results]
+publish = "published"
+
+[[agents.worker.turns]]
+steps = [ { tool = "publish", input = { target = "site" } }, { say = "after: {outcomes}" } ]
+"""
+
+ASK = """
+[team]
+name = "asking"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["ask"]
+[[agents.lead.turns]]
+steps = [ { ask = "Which version?" }, { say = "Releasing {outcomes}" } ]
+"""
+
+SOLO = """
+[team]
+name = "solo"
+topology = "solo_run"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { say = "done" } ]
+"""
+
+
+class Echo:
+    """Answers with the last user message."""
+
+    async def stream_round(
+        self, context: orchestrator.RoundContext
+    ) -> AsyncGenerator[orchestrator.ModelEvent, None]:
+        said = next((text for role, text in reversed(context.history) if role == "user"), "")
+        yield orchestrator.TextDelta(text=f"echo: {said}")
+
+
+def team(text: str) -> orchestrator.TeamSpec:
+    return orchestrator.parse_team(text, file="t.toml")
+
+
+class TestFacade:
+    def test_every_listed_name_resolves(self) -> None:
+        for name in orchestrator.__all__:
+            assert getattr(orchestrator, name) is not None, name
+        assert set(orchestrator.__all__) <= set(dir(orchestrator))
+
+    def test_importing_the_package_loads_nothing_heavy(self) -> None:
+        code = (
+            "import sys, orchestrator\n"
+            "print(sorted(m for m in ('trio', 'structlog', 'sqlite3', 'networkx', 'httpx') "
+            "if m in sys.modules))"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        assert done.stdout.strip() == "[]"
+
+    def test_version_is_the_installed_distributions(self) -> None:
+        from importlib.metadata import version
+
+        assert orchestrator.__version__ == version("team-orchestrator")
+
+    def test_an_unknown_name_is_an_attribute_error(self) -> None:
+        with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+            _ = orchestrator.nothing_here  # type: ignore[attr-defined]
+
+
+class TestOpenRun:
+    async def test_updates_are_every_fact_in_order_with_envelopes(self) -> None:
+        async with orchestrator.open_run(team(SOLO), "go") as run:
+            updates = [u async for u in run.updates()]
+            outcome = await run.outcome()
+        assert outcome.status is orchestrator.RunStatus.COMPLETED
+        assert outcome.result == "done"
+        assert outcome.session == run.session
+        assert [u.fact.sequence for u in updates] == list(range(1, len(updates) + 1))
+        assert updates[0].fact.type == "team/runStarted"
+        assert updates[-1].fact.type == "team/runFinished"
+        assert "run.finished" in [e.type for e in updates[-1].envelopes]
+        with pytest.raises(RuntimeError, match="iterated once"):
+            run.updates()
+
+    async def test_a_backend_given_answers_every_agent(self) -> None:
+        outcome = await orchestrator.run_team(team(SOLO), "hello there", backends=Echo())
+        assert outcome.result == "echo: hello there"
+
+    async def test_backends_by_agent_name_and_by_factory(self) -> None:
+        by_name = await orchestrator.run_team(team(SOLO), "x", backends={"lead": Echo()})
+        assert by_name.result == "echo: x"
+        made: list[str] = []
+
+        def factory(agent: orchestrator.AgentSpec) -> orchestrator.Backend:
+            made.append(agent.name)
+            return Echo()
+
+        by_factory = await orchestrator.run_team(team(SOLO), "y", backends=factory)
+        assert by_factory.result == "echo: y"
+        assert made == ["lead"]
+
+    async def test_a_backend_for_an_agent_the_team_lacks_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="does not have: ghost"):
+            await orchestrator.run_team(team(SOLO), "x", backends={"ghost": Echo()})
+
+    async def test_an_empty_prompt_is_refused_before_anything_runs(self) -> None:
+        with pytest.raises(orchestrator.RunError, match="prompt is empty"):
+            async with orchestrator.open_run(team(SOLO), "  "):
+                pass  # pragma: no cover
+
+    async def test_the_block_approves_what_it_is_asked(self) -> None:
+        async with orchestrator.open_run(team(APPROVAL), "ship") as run:
+            async for update in run.updates():
+                if update.approval is not None:
+                    assert update.approval.tool_name == "publish"
+                    assert update.approval.requested_by == "worker"
+                    assert run.pending_approvals() == [update.approval]
+                    await run.approve(update.approval.approval)
+            outcome = await run.outcome()
+        assert outcome.status is orchestrator.RunStatus.COMPLETED
+        assert outcome.result == "[worker, completed] after: published"
+
+    async def test_unattended_runs_deny_approvals(self) -> None:
+        decisions: list[str] = []
+
+        def collect(update: orchestrator.RunUpdate) -> None:
+            if isinstance(update.fact.action, ApprovalResolved):
+                decisions.append(str(update.fact.action.decision))
+
+        outcome = await orchestrator.run_team(team(APPROVAL), "ship", on_update=collect)
+        assert decisions == ["denied"]
+        assert outcome.result == "[worker, completed] after: publish was denied by user"
+
+    async def test_an_async_callback_approves(self) -> None:
+        async def approve(request: orchestrator.ApprovalRequested) -> bool:
+            await trio.lowlevel.checkpoint()
+            return request.tool_name == "publish"
+
+        outcome = await orchestrator.run_team(team(APPROVAL), "ship", on_approval=approve)
+        assert outcome.result == "[worker, completed] after: published"
+
+    async def test_questions_are_answered_by_the_callback_or_declined(self) -> None:
+        asked: list[orchestrator.Question] = []
+
+        def answer(question: orchestrator.Question) -> str:
+            asked.append(question)
+            return "2.0"
+
+        answered = await orchestrator.run_team(team(ASK), "release", on_question=answer)
+        assert answered.result == "Releasing 2.0"
+        assert [(q.agent, q.message) for q in asked] == [("lead", "Which version?")]
+        declined = await orchestrator.run_team(team(ASK), "release")
+        assert declined.result == "Releasing the user chose to decline"
+
+    async def test_the_block_answers_an_open_question(self) -> None:
+        async with orchestrator.open_run(team(ASK), "release") as run:
+            async for update in run.updates():
+                if update.question is not None:
+                    assert run.open_questions() == [update.question]
+                    await run.answer(update.question, "3.1")
+            outcome = await run.outcome()
+        assert outcome.result == "Releasing 3.1"
+
+    async def test_an_error_in_the_block_cancels_the_run(self) -> None:
+        with pytest.raises(KeyError):
+            async with orchestrator.open_run(team(APPROVAL), "ship") as run:
+                raise KeyError("the program gave up")
+        assert run.runtime.state.run is not None
+        assert str(run.runtime.state.run.status) == "cancelled"
+
+    async def test_a_callback_that_raises_ends_the_run_with_its_error(self) -> None:
+        def broken(request: orchestrator.ApprovalRequested) -> bool:
+            raise ValueError("the callback broke")
+
+        with pytest.raises(ValueError, match="the callback broke"):
+            await orchestrator.run_team(team(APPROVAL), "ship", on_approval=broken)
+
+    async def test_a_journal_path_keeps_the_run(self, tmp_path: Path) -> None:
+        db = tmp_path / "runs.db"
+        outcome = await orchestrator.run_team(team(SOLO), "go", journal=db)
+        reader = orchestrator.JournalReader(db)
+        [info] = reader.sessions()
+        assert (info.session, info.status) == (outcome.session, "completed")
+        assert reader.facts(outcome.session)[-1].type == "team/runFinished"
+
+    def test_run_team_sync_runs_trio_itself(self) -> None:
+        seen: list[str] = []
+        outcome = orchestrator.run_team_sync(
+            team(SOLO), "go", on_update=lambda u: seen.append(u.fact.type)
+        )
+        assert outcome.status is orchestrator.RunStatus.COMPLETED
+        assert seen[0] == "team/runStarted"
+        assert seen[-1] == "team/runFinished"
+
+
+def run_python(code: str, *, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+        timeout=120,
+    )
+
+
+class TestQuietLibrary:
+    PROGRAM = """
+        import logging, sys
+        import orchestrator
+        {setup}
+        team = orchestrator.parse_team('''{team}''', file="t.toml")
+        outcome = orchestrator.run_team_sync(team, "ship")
+        # written to a file, not stdout: stdout must hold nothing the library wrote
+        open("outcome.txt", "w").write(str(outcome.status))
+    """
+
+    def test_an_embedding_program_writes_nothing_it_did_not_write(self, tmp_path: Path) -> None:
+        # The run logs (run started, run finished at info) and the denied approval: with
+        # structlog left as it was, those lines went to stdout.
+        done = run_python(
+            textwrap.dedent(self.PROGRAM).format(setup="", team=APPROVAL), cwd=tmp_path
+        )
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "outcome.txt").read_text() == "completed"
+        assert done.stdout == ""
+        assert done.stderr == ""
+
+    def test_the_programs_logging_configuration_shows_the_librarys_lines(
+        self, tmp_path: Path
+    ) -> None:
+        setup = "logging.basicConfig(level=logging.INFO, stream=sys.stderr)"
+        done = run_python(
+            textwrap.dedent(self.PROGRAM).format(setup=setup, team=APPROVAL), cwd=tmp_path
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == ""
+        assert "INFO:orchestrator.runtime:event='run started'" in done.stderr
+
+
+class TestExample:
+    def test_embed_py_runs_a_team_with_its_own_backend(self, tmp_path: Path) -> None:
+        done = subprocess.run(
+            [sys.executable, str(PROJECT_ROOT / "examples" / "embed.py"), "make it loud"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        assert lines[0].split() == ["1", "team/runStarted"]
+        assert "      → run.finished" in lines
+        assert lines[-1] == "completed: MAKE IT LOUD "
+        assert done.stderr == ""
