@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -270,6 +271,31 @@ class TestTeamsCheck:
         ]
         assert report[0]["problems"] == []
         assert "invalid TOML" in report[1]["problems"][0]
+
+    @pytest.mark.parametrize("where", ["hosted", "local"])
+    def test_an_agent_that_cannot_run_here_is_a_warning(self, where: str) -> None:
+        """The file is fine (exit 0); the hosted API with no key set is said, per agent; a
+        local server (OPENAI_BASE_URL) needs no key, so nothing is said."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+        if where == "local":
+            env["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"
+        shipped = str(PROJECT_ROOT / "teams" / "openai-delivery.toml")
+        done = subprocess.run(
+            [sys.executable, "-m", "orchestrator", "teams", "check", shipped, "--json"],
+            capture_output=True,
+            text=True,
+            cwd=PROJECT_ROOT,
+            env=env,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        (report,) = json.loads(done.stdout)
+        assert report["ok"] is True
+        if where == "local":
+            assert report["warnings"] == []
+        else:
+            assert [w.split("'")[1] for w in report["warnings"]] == ["lead", "researcher"]
+            assert all("OPENAI_API_KEY" in w for w in report["warnings"])
 
     def test_a_path_that_is_not_there_is_bad_input(self, tmp_path: Path) -> None:
         done = orchestrator("teams", "check", str(tmp_path / "nope.toml"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TextIO
@@ -29,27 +30,46 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
     """``orchestrator teams check``."""
     paths: Sequence[Path] = args.paths
     files = team_files(paths or [DEFAULT_DIRECTORY])
-    results = [(path, _problems(path)) for path in files]
+    results = [(path, *_findings(path)) for path in files]
     if args.json:
         report = [
-            {"file": str(path), "ok": not problems, "problems": problems}
-            for path, problems in results
+            {"file": str(path), "ok": not problems, "problems": problems, "warnings": warnings}
+            for path, problems, warnings in results
         ]
         json.dump(report, out, indent=2, ensure_ascii=False)
         out.write("\n")
     else:
-        for path, problems in results:
+        for path, problems, warnings in results:
             for problem in problems:
                 print(problem, file=out)
             if not problems:
                 print(f"ok: {path}", file=out)
-    return EXIT_FAILED if any(problems for _, problems in results) else EXIT_OK
+            for warning in warnings:
+                print(f"warning: {path}: {warning}", file=out)
+    return EXIT_FAILED if any(problems for _, problems, _ in results) else EXIT_OK
 
 
-def _problems(path: Path) -> list[str]:
-    """The file's problems; a file that parses has its plugin backends looked up too
-    (imported, not made: see ``runtime.backends.backend_problems``)."""
-    return check_team(path) or backend_problems(load_team(path))
+def _findings(path: Path) -> tuple[list[str], list[str]]:
+    """The file's problems, and warnings about what it needs that this machine lacks.
+
+    A file that parses has its plugin backends looked up too (imported, not made: see
+    ``runtime.backends.backend_problems``); a warning names an agent that cannot reach its
+    model here (an unset API key), which the file itself does not make wrong.
+    """
+    problems = check_team(path)
+    if problems:
+        return problems, []
+    team = load_team(path)
+    problems = backend_problems(team)
+    warnings: list[str] = []
+    if any(agent.openai is not None for agent in team.agents):
+        from orchestrator.runtime.backends import missing_key  # httpx: only when needed
+
+        for agent in team.agents:
+            missing = missing_key(team, agent, os.environ)
+            if missing is not None:
+                warnings.append(f"cannot run here: {missing}")
+    return problems, warnings
 
 
 def team_files(paths: Iterable[Path]) -> list[Path]:

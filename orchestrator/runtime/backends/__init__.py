@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         UsageReport,
     )
     from ._factory import backend_factory
-    from ._openai import HOSTED_API, OpenAIBackend, base_url_of, http_client
+    from ._openai import HOSTED_API, OpenAIBackend, base_url_of, http_client, missing_key
     from ._openai_wire import ChunkAssembler, provider_message, request_body, retry_after_seconds
     from ._plugins import (
         ENTRY_POINT_GROUP,
@@ -81,6 +81,7 @@ __all__ = [
     "chunk_text",
     "http_client",
     "make_plugin_backend",
+    "missing_key",
     "provider_message",
     "render_json",
     "render_text",
@@ -110,7 +111,13 @@ if not TYPE_CHECKING:
                 "UsageReport",
             ),
             "._factory": ("backend_factory",),
-            "._openai": ("HOSTED_API", "OpenAIBackend", "base_url_of", "http_client"),
+            "._openai": (
+                "HOSTED_API",
+                "OpenAIBackend",
+                "base_url_of",
+                "http_client",
+                "missing_key",
+            ),
             "._openai_wire": (
                 "ChunkAssembler",
                 "provider_message",

@@ -53,7 +53,7 @@ from ._openai_wire import (
 )
 from ._transcript import tool_call_ids, transcript
 
-__all__ = ["HOSTED_API", "OpenAIBackend", "base_url_of", "http_client"]
+__all__ = ["HOSTED_API", "OpenAIBackend", "base_url_of", "http_client", "missing_key"]
 
 log = structlog.get_logger("orchestrator.backend.openai")
 
@@ -100,6 +100,20 @@ def base_url_of(settings: OpenAISettings, environ: Mapping[str, str]) -> str:
     return url.rstrip("/")
 
 
+def missing_key(team: TeamSpec, agent: AgentSpec, environ: Mapping[str, str]) -> str | None:
+    """Why ``agent`` cannot reach its model here, if it cannot: it asks the hosted API and
+    its key's environment variable is not set (a local server needs no key)."""
+    settings = agent.openai
+    if settings is None or environ.get(settings.api_key_env):
+        return None
+    if not base_url_of(settings, environ).startswith(HOSTED_API):
+        return None
+    return (
+        f"agent {agent.name!r} uses {HOSTED_API} but the environment variable "
+        f"{settings.api_key_env} (api_key_env in {team.file}) is not set"
+    )
+
+
 class OpenAIBackend:
     """Model rounds of one agent, streamed from an OpenAI-compatible server.
 
@@ -121,12 +135,10 @@ class OpenAIBackend:
         self.agent = agent
         self.settings = agent.openai
         self.url = f"{base_url_of(self.settings, environ)}/chat/completions"
+        missing = missing_key(team, agent, environ)
+        if missing is not None:
+            raise RunError(missing)
         key = environ.get(self.settings.api_key_env, "")
-        if not key and self.url.startswith(HOSTED_API):
-            raise RunError(
-                f"agent {agent.name!r} uses {HOSTED_API} but the environment variable "
-                f"{self.settings.api_key_env} (api_key_env in {team.file}) is not set"
-            )
         register_secret(key)  # whatever logs it (a traceback, a library), a line shows [redacted]
         self._headers = {"authorization": f"Bearer {key}"} if key else {}
         self._client = client
