@@ -236,6 +236,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(handler=("._serve_command", "serve"))
 
+    completion = commands.add_parser(
+        "completion",
+        help="print a shell completion script",
+        description="Print the completion script for SHELL. For bash: "
+        "orchestrator completion bash > ~/.local/share/bash-completion/completions/orchestrator",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh", "tcsh"))
+    completion.set_defaults(handler=("._completion_command", "completion"))
+
     teammates = commands.add_parser(
         "teammates", help="list and control the running daemon's background teammates"
     )
