@@ -1,5 +1,6 @@
 """A minimal agent-channel client: open a session of a team, send a prompt, print what the
-team does, answer its approvals and questions from the terminal.
+team does (the coordinator's stream, and each worker as it starts and ends, from the team
+channel), answer its approvals and questions from the terminal.
 
     orchestrator serve &                        # in another terminal, from the project root
     python examples/agent_client.py "Ship the release notes" --team delivery
@@ -20,32 +21,57 @@ import trio
 from trio_websocket import ConnectionClosed, open_websocket_url
 
 
-def show(event: dict[str, Any]) -> None:
-    match event.get("type"):
-        case "text":
-            print(event["content"], end="", flush=True)
-        case "thinking":
-            print(f"\x1b[2m{event['content']}\x1b[0m", end="", flush=True)
-        case "tool_invocation":
-            print(f"\n→ {event['toolName']} {json.dumps(event['args'])}")
-        case "tool_result":
-            print(f"← {str(event['result'])[:200]}")
-        case "result":
-            print(f"\n\n== {event['summary'][:500]}")
-        case "error":
-            print(f"\n!! {event.get('code', 'error')}: {event['message']}", file=sys.stderr)
-        case "history":
-            print(f"({len(event['messages'])} events of history)")
-        case "view_update":
-            print(f"[view {event['view_type']} updated]")
-        case "init":
-            print(f"session {event['sessionId']} of team {event['team']}")
+class Screen:
+    """What the client prints; the answer once (streamed as text, not again at the end)."""
+
+    def __init__(self) -> None:
+        self.streamed = False  # the coordinator's answer came as text
+
+    def show(self, event: dict[str, Any]) -> None:
+        match event.get("type"):
+            case "text":
+                self.streamed = True
+                print(event["content"], end="", flush=True)
+            case "thinking":
+                print(f"\x1b[2m{event['content']}\x1b[0m", end="", flush=True)
+            case "tool_invocation":
+                print(f"\n→ {event['toolName']} {json.dumps(event['args'])}")
+            case "tool_result":
+                print(f"← {str(event['result'])[:200]}")
+            case "result":
+                # The answer was streamed as text: say only that the turn is over.
+                print("\n\n== done" if self.streamed else f"\n\n== {event['summary'][:500]}")
+                self.streamed = False
+            case "error":
+                print(f"\n!! {event.get('code', 'error')}: {event['message']}", file=sys.stderr)
+            case "history":
+                print(f"({len(event['messages'])} events of history)")
+            case "view_update":
+                print(f"[view {event['view_type']} updated]")
+            case "init":
+                print(f"session {event['sessionId']} of team {event['team']}")
+
+    def show_team(self, envelope: dict[str, Any]) -> None:
+        """A worker's start and end, from the team channel's Agent UI envelopes."""
+        payload = envelope.get("payload") or {}
+        if payload.get("role") == "coordinator" or payload.get("runtimeEntity") == "agent_turn":
+            return  # the coordinator is the agent channel's own
+        who = envelope.get("agentId", payload.get("agentName", "?"))
+        match envelope.get("type"):
+            case "agent.spawned":
+                print(f"\n  + {who} started")
+            case "agent.completed" | "agent.failed":
+                state = "done" if envelope["type"] == "agent.completed" else "failed"
+                print(f"\n  ✔ {who} {state}: {str(payload.get('summary', ''))[:160]}")
 
 
 async def main(args: argparse.Namespace) -> None:
     query = f"session={args.session}" if args.session else f"team={args.team}"
     headers = [(b"authorization", f"Bearer {args.token}".encode())] if args.token else None
+    screen = Screen()
     async with open_websocket_url(f"{args.url}/ws?{query}", extra_headers=headers) as ws:
+        # Workers are not on the agent channel: follow the team channel too.
+        await ws.send_message(json.dumps({"channel": "team", "type": "subscribe"}))
         if args.prompt:
             await ws.send_message(
                 json.dumps({"channel": "agent", "type": "prompt", "prompt": args.prompt})
@@ -53,7 +79,11 @@ async def main(args: argparse.Namespace) -> None:
         try:
             while True:
                 event = json.loads(await ws.get_message())
-                show(event)
+                if event.get("channel") == "team":
+                    if event.get("type") == "event":
+                        screen.show_team(event["event"])
+                    continue
+                screen.show(event)
                 if event.get("type") == "permission_request":
                     print(
                         f"\n{event['agentName']} wants to run {event['toolName']}"

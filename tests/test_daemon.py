@@ -469,7 +469,12 @@ async def test_the_example_client_runs_a_team_through_the_daemon(tmp_path: Path)
         )
     out = done.stdout.decode()
     assert "researcher wants to run publish(target=release page)" in out
-    assert "The release notes are ready." in out
+    # The workers show (from the team channel), each started and done.
+    assert out.count("+ researcher@delivery#") == 3
+    assert out.count("✔ researcher@delivery#") == 3
+    # The answer once: streamed, then only "done".
+    assert out.count("The release notes are ready.") == 1
+    assert "== done" in out
 
 
 ASKS = """
