@@ -1264,3 +1264,66 @@ class TestCommandToolErrors:
         document["tools"] = {"web_search": table}
         outcome = _parse_or_error(document)
         assert not isinstance(outcome, TeamFileError) or outcome.file == FILE
+
+
+class TestEveryProblemAtOnce:
+    """One table's problems are reported together: a person fixes a file in one pass."""
+
+    def test_an_agent_table_s_problems_come_together(self) -> None:
+        text = """
+[team]
+name = "t"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate", "publish"]
+delegates_to = ["helper"]
+needs_approval = ["pubilsh"]
+timeout = -3
+colour = "blue"
+[[agents.lead.turns]]
+steps = [{ say = 3 }]
+[[agents.lead.turns]]
+steps = [{ dance = "now" }]
+[agents.helper]
+role = "worker"
+"""
+        with pytest.raises(TeamFileError) as caught:
+            parse(text)
+        paths = [problem.key_path for problem in caught.value.problems]
+        assert paths == [
+            "agents.lead.colour",
+            "agents.lead.needs_approval[0]",
+            "agents.lead.timeout",
+            "agents.lead.turns[0].steps[0].say",
+            "agents.lead.turns[1].steps[0].dance",
+        ]
+
+    def test_a_key_that_cannot_be_read_raises_nothing_more_about_it(self) -> None:
+        """A broken tools list is one problem: the checks against the tools are skipped,
+        not failed for want of them."""
+        text = """
+[team]
+name = "t"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["publish", "publish"]
+needs_approval = ["publish"]
+tool_results = { publish = "done" }
+"""
+        with pytest.raises(TeamFileError) as caught:
+            parse(text)
+        assert [problem.key_path for problem in caught.value.problems] == ["agents.lead.tools[1]"]
+
+    def test_teams_check_prints_them_all(self, tmp_path: Path) -> None:
+        bad = tmp_path / "bad.toml"
+        bad.write_text(
+            '[team]\nname = "t"\ncoordinator = "lead"\n'
+            '[agents.lead]\nrole = "coordinator"\ntimeout = 0\ninteractivity = "loud"\n'
+        )
+        problems = check_team(bad)
+        assert [p.split(": ")[1] for p in problems] == [
+            "agents.lead.interactivity",
+            "agents.lead.timeout",
+        ]

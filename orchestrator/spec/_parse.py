@@ -27,9 +27,10 @@ Pure: no trio and no IO.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, get_args
 
@@ -168,6 +169,28 @@ _STEP_COMMON_KEYS: Final = ("when_task_contains",)
 _ALL_STEP_KEYS: Final = (
     tuple(dict.fromkeys(k for keys in _STEP_KEYS.values() for k in keys)) + _STEP_COMMON_KEYS
 )
+
+
+class _Problems:
+    """The problems found in one table, kept while the table's other keys are checked."""
+
+    def __init__(self) -> None:
+        self.found: list[TeamFileError] = []
+
+    @contextlib.contextmanager
+    def kept(self) -> Iterator[None]:
+        """Keep a problem raised in the block instead of stopping at it."""
+        try:
+            yield
+        except TeamFileError as exc:
+            self.found.extend(exc.problems)
+
+    def add(self, problem: TeamFileError) -> None:
+        self.found.extend(problem.problems)
+
+    def raise_any(self) -> None:
+        if self.found:
+            raise TeamFileError.of(self.found)
 
 
 class _Parser(_ValueChecks):
@@ -477,104 +500,150 @@ class _Parser(_ValueChecks):
                 )
 
     def agent(self, name: str, value: object, *, is_coordinator: bool) -> AgentSpec:
+        """One ``[agents.NAME]`` table. Its keys are checked one by one and every problem
+        found is raised together (a key that cannot be read counts as absent for the checks
+        that depend on it), so ``teams check`` reports them all at once."""
         path = _join("agents", name)
         data = self.table(value, path)
-        self.check_keys(data, path, _AGENT_KEYS, required=("role",))
-        role = self.string(data["role"], f"{path}.role")
+        problems = _Problems()
+        with problems.kept():
+            self.check_keys(data, path, _AGENT_KEYS, required=("role",))
+        role = ""
+        if "role" in data:
+            with problems.kept():
+                role = self.string(data["role"], f"{path}.role")
         backend: BackendName = "scripted"
+        backend_known = True  # False: the backend could not be read; its checks are skipped
         if "backend" in data:
-            backend = self.backend_name(data["backend"], f"{path}.backend")
-        openai = self.openai_settings(data, path) if backend == "openai" else None
+            backend_known = False
+            with problems.kept():
+                backend = self.backend_name(data["backend"], f"{path}.backend")
+                backend_known = True
+        openai = None
+        if backend == "openai":
+            with problems.kept():
+                openai = self.openai_settings(data, path)
         settings: dict[str, Any] = {}
-        if "settings" in data:
-            if backend in BUILTIN_BACKENDS:
-                raise self.error(
-                    f"{path}.settings",
-                    f"settings are handed to a plugin backend's factory; the {backend} "
-                    "backend takes none (remove them, or name a plugin in backend)",
-                )
-            settings = dict(self.table(data["settings"], f"{path}.settings"))
-        if backend != "openai":
+        if "settings" in data and backend_known:
+            with problems.kept():
+                if backend in BUILTIN_BACKENDS:
+                    raise self.error(
+                        f"{path}.settings",
+                        f"settings are handed to a plugin backend's factory; the {backend} "
+                        "backend takes none (remove them, or name a plugin in backend)",
+                    )
+                settings = dict(self.table(data["settings"], f"{path}.settings"))
+        if backend != "openai" and backend_known:
             for key in _OPENAI_KEYS:
                 if key in data:
-                    raise self.error(
-                        _join(path, key),
-                        f"{key} is a setting of the openai backend; this agent's backend is "
-                        f'{backend!r} (set backend = "openai" to use it)',
+                    problems.add(
+                        self.error(
+                            _join(path, key),
+                            f"{key} is a setting of the openai backend; this agent's backend "
+                            f'is {backend!r} (set backend = "openai" to use it)',
+                        )
                     )
-        if backend != "scripted" and "turns" in data:
-            raise self.error(
-                f"{path}.turns",
-                f"turns script the scripted backend; an agent with backend = {backend!r} is "
-                "answered by its model",
+        if backend != "scripted" and backend_known and "turns" in data:
+            problems.add(
+                self.error(
+                    f"{path}.turns",
+                    f"turns script the scripted backend; an agent with backend = {backend!r} "
+                    "is answered by its model",
+                )
             )
         instructions = ""
         if "instructions" in data:
-            instructions = self.string(data["instructions"], f"{path}.instructions", empty_ok=True)
+            with problems.kept():
+                instructions = self.string(
+                    data["instructions"], f"{path}.instructions", empty_ok=True
+                )
         interactivity: Interactivity = "full" if is_coordinator else "read-only"
         if "interactivity" in data:
-            interactivity = self.choice(
-                data["interactivity"], f"{path}.interactivity", _INTERACTIVITIES, "interactivity"
-            )
-        tools = self.names(data.get("tools", []), f"{path}.tools", "tool name")
+            with problems.kept():
+                interactivity = self.choice(
+                    data["interactivity"],
+                    f"{path}.interactivity",
+                    _INTERACTIVITIES,
+                    "interactivity",
+                )
+        tools: tuple[str, ...] = ()
+        tools_known = False  # the checks against the agent's tools need its tools
+        with problems.kept():
+            tools = self.names(data.get("tools", []), f"{path}.tools", "tool name")
+            tools_known = True
         delegates_to: tuple[str, ...] = ()
+        before_delegates = len(problems.found)
         if "delegates_to" in data:
             delegates_path = f"{path}.delegates_to"
-            delegates_to = self.names(data["delegates_to"], delegates_path, "agent name")
+            with problems.kept():
+                delegates_to = self.names(data["delegates_to"], delegates_path, "agent name")
             for index, target in enumerate(delegates_to):
-                self.agent_ref(target, f"{delegates_path}[{index}]")
+                with problems.kept():
+                    self.agent_ref(target, f"{delegates_path}[{index}]")
+        delegates_known = len(problems.found) == before_delegates
         needs_approval: tuple[str, ...] = ()
         if "needs_approval" in data:
             approval_path = f"{path}.needs_approval"
-            needs_approval = self.names(data["needs_approval"], approval_path, "tool name")
+            with problems.kept():
+                needs_approval = self.names(data["needs_approval"], approval_path, "tool name")
             for index, tool in enumerate(needs_approval):
-                if tool not in tools:
-                    raise self.error(
-                        f"{approval_path}[{index}]",
-                        f"tool {tool!r} is not in this agent's tools "
-                        f"({_one_of(tools) or 'none'}); add it to tools or remove it here",
+                if tools_known and tool not in tools:
+                    problems.add(
+                        self.error(
+                            f"{approval_path}[{index}]",
+                            f"tool {tool!r} is not in this agent's tools "
+                            f"({_one_of(tools) or 'none'}); add it to tools or remove it here",
+                        )
                     )
         approved_by: ApprovedBy = "user"
         if "approved_by" in data:
-            approved_by = self.choice(
-                data["approved_by"], f"{path}.approved_by", _APPROVERS, "approver"
-            )
-            if is_coordinator and approved_by == "coordinator":
-                raise self.error(
-                    f"{path}.approved_by",
-                    'the coordinator cannot approve its own tool calls; use "user"',
+            with problems.kept():
+                approved_by = self.choice(
+                    data["approved_by"], f"{path}.approved_by", _APPROVERS, "approver"
                 )
+                if is_coordinator and approved_by == "coordinator":
+                    raise self.error(
+                        f"{path}.approved_by",
+                        'the coordinator cannot approve its own tool calls; use "user"',
+                    )
         approves: tuple[str, ...] | None = None
         if "approves" in data:
-            if not is_coordinator:
-                raise self.error(
-                    f"{path}.approves",
-                    "only the coordinator decides approvals routed to it; approves belongs on "
-                    "the agent named by team.coordinator",
-                )
-            approves = self.names(data["approves"], f"{path}.approves", "tool name")
+            with problems.kept():
+                if not is_coordinator:
+                    raise self.error(
+                        f"{path}.approves",
+                        "only the coordinator decides approvals routed to it; approves belongs "
+                        "on the agent named by team.coordinator",
+                    )
+                approves = self.names(data["approves"], f"{path}.approves", "tool name")
         timeout = None
         if "timeout" in data:
-            timeout = self.number(data["timeout"], f"{path}.timeout", positive=True)
+            with problems.kept():
+                timeout = self.number(data["timeout"], f"{path}.timeout", positive=True)
         tool_results: dict[str, str] = {}
-        if "tool_results" in data:
+        if "tool_results" in data and tools_known:
             results_path = f"{path}.tool_results"
             plain = tuple(t for t in tools if t not in TEAM_TOOLS)
-            for tool, text in self.table(data["tool_results"], results_path).items():
+            results: Mapping[str, object] = {}
+            with problems.kept():
+                results = self.table(data["tool_results"], results_path)
+            for tool, text in results.items():
                 tool_path = _join(results_path, tool)
-                if tool not in plain:
-                    raise self.error(
-                        tool_path,
-                        f"{tool!r} is not a plain tool of this agent{_did_you_mean(tool, plain)}; "
-                        f"plain tools: {_one_of(plain) or 'none'}",
-                    )
-                if tool in self.command_names:
-                    raise self.error(
-                        tool_path,
-                        f"{tool!r} runs a command ([tools.{tool}]): its result is what the "
-                        "program prints, not a text from tool_results; remove it here",
-                    )
-                tool_results[tool] = self.string(text, tool_path, empty_ok=True)
+                with problems.kept():
+                    if tool not in plain:
+                        hint = _did_you_mean(tool, plain)
+                        raise self.error(
+                            tool_path,
+                            f"{tool!r} is not a plain tool of this agent{hint}; "
+                            f"plain tools: {_one_of(plain) or 'none'}",
+                        )
+                    if tool in self.command_names:
+                        raise self.error(
+                            tool_path,
+                            f"{tool!r} runs a command ([tools.{tool}]): its result is what the "
+                            "program prints, not a text from tool_results; remove it here",
+                        )
+                    tool_results[tool] = self.string(text, tool_path, empty_ok=True)
         agent = AgentSpec(
             name=name,
             role=role,
@@ -591,14 +660,16 @@ class _Parser(_ValueChecks):
             timeout=timeout,
             tool_results=tool_results,
         )
-        turns: tuple[ScriptedTurn, ...] = ()
-        if "turns" in data:
+        turns: list[ScriptedTurn] = []
+        # The turns are checked against the agent's tools and whom it delegates to: not when
+        # those could not be read (each would fail for want of them).
+        if "turns" in data and tools_known and delegates_known:
             turns_path = f"{path}.turns"
-            turns = tuple(
-                self.turn(agent, turn, f"{turns_path}[{index}]")
-                for index, turn in enumerate(self.array(data["turns"], turns_path))
-            )
-        return attrs.evolve(agent, turns=turns)
+            for index, turn in enumerate(self.array(data["turns"], turns_path)):
+                with problems.kept():  # each turn on its own: all their problems at once
+                    turns.append(self.turn(agent, turn, f"{turns_path}[{index}]"))
+        problems.raise_any()
+        return attrs.evolve(agent, turns=tuple(turns))
 
     def backend_name(self, value: object, path: str) -> BackendName:
         """A built-in backend, or a plugin's name as written (resolved when a run starts,
