@@ -108,6 +108,9 @@ class TestRoundTripFixtures:
             pytest.skip(f"{kind}: {reason}")
         assert kind in IMPLEMENTED, f"fixture type {kind!r} is neither implemented nor skipped"
         (expected,) = fixture["acceptableOutputs"]
+        if fixture.get("group") == "B" and "preservedOutput" in fixture:
+            # We keep unknown keys, as TypeScript does (round-trips/KNOWN-FIDELITY-GAPS.md).
+            expected = fixture["preservedOutput"]
         actual = unstructure(structure_as(fixture["input"], IMPLEMENTED[kind]))
         assert canonical(actual) == canonical(expected)
 
