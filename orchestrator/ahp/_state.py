@@ -1334,7 +1334,8 @@ class ResponseParts(KeyedVector[ResponsePart]):
     Found by :meth:`find` under ``("part", id)`` (markdown and reasoning ids, tool call ids),
     ``("tool", tool call id)`` and, while unanswered, ``("input", request id)``; tallied by
     what they wait for: ``("tool", status, tool name)`` for tool calls and ``("input",)`` for
-    an open input request.
+    an open input request. A part of a kind we do not model (:class:`UnknownResponsePart`) is
+    neither found nor tallied: no action can address it.
     """
 
     __slots__ = ()
