@@ -12,8 +12,10 @@ TypeScript ``sessionReducer``; the fixtures in ``protocols/ahp/test-cases/reduce
 * :func:`reduce_session` is total and pure: no IO, no clock (``now`` is accepted for symmetry
   with the chat reducer; no session action stamps a time), no trio. An action that does not
   apply (unknown chat, unknown id, no config to merge into, a type this reducer does not handle,
-  a chat action) is a no-op and returns the *same* ``state`` object, so a caller can test
-  ``new is old`` to skip fan-out. Setting a field to the value it already has is a no-op too.
+  a chat action, a customization or input request of a kind we do not model, which no action
+  addresses and which is never upserted) is a no-op and returns the *same* ``state`` object,
+  so a caller can test ``new is old`` to skip fan-out. Setting a field to the value it
+  already has is a no-op too.
 * Dispatch is one dict lookup on the action's class (:data:`_HANDLERS`), so the cost of an action
   is that of its handler: the catalog (``chats``) is a :class:`ChatCatalog`, so ``chatAdded``
   and ``chatUpdated`` find their entry by resource and replace it in O(log n) whatever the
