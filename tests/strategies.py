@@ -41,6 +41,7 @@ from orchestrator.ahp import (
     ToolDefinition,
     ToolResultContent,
     UnknownAction,
+    UnknownVariant,
 )
 from orchestrator.core import (
     ApprovalDecision,
@@ -81,6 +82,7 @@ __all__ = [
     "tool_call_states",
     "tool_result_contents",
     "unknown_actions",
+    "unknown_variants",
     "with_unknown_keys",
 ]
 
@@ -130,10 +132,21 @@ def with_unknown_keys(value: Any) -> st.SearchStrategy[Any]:
     return st.builds(lambda fields, extra: {**extra, **fields}, known, added)
 
 
+def unknown_variants(cls: type[UnknownVariant]) -> st.SearchStrategy[Any]:
+    """Variants of an open union of a kind the project does not model (tag ``future-...``)."""
+    return st.builds(
+        lambda name, payload: cls(raw={**payload, cls.TAG: f"future-{name}"}),
+        st.from_regex(r"[a-zA-Z]{1,12}", fullmatch=True),
+        st.dictionaries(st.text(max_size=8), json_values, max_size=MAX_ITEMS),
+    )
+
+
 def ahp_values(tp: Any) -> st.SearchStrategy[Any]:
     """Values of an AHP class, union alias, enum or field type."""
     if tp is UnknownAction:
         return unknown_actions
+    if _unknown(tp):
+        return unknown_variants(tp)
     if tp is SessionStatus:
         return session_statuses
     if tp is Any:
@@ -152,7 +165,9 @@ def ahp_values(tp: Any) -> st.SearchStrategy[Any]:
     if origin is typing.Literal:
         return st.sampled_from(typing.get_args(tp))
     if origin in (typing.Union, types.UnionType):
-        return st.one_of([ahp_values(arg) for arg in typing.get_args(tp)])
+        # The known variants (and UnknownAction); unknown variants of the other open unions
+        # are injected at the JSON level by the forward-compatibility tests.
+        return st.one_of([ahp_values(arg) for arg in typing.get_args(tp) if not _unknown(arg)])
     if origin is tuple:
         (item, _) = typing.get_args(tp)
         return st.lists(ahp_values(item), max_size=MAX_ITEMS).map(tuple)
@@ -193,14 +208,24 @@ FIELD_VALUES: Mapping[tuple[type, str], st.SearchStrategy[Any]] = {
 """Fields whose type says less than the schema: free-form by type, constrained on the wire."""
 
 
+def _unknown(tp: Any) -> bool:
+    """Whether ``tp`` is an unknown variant other than :class:`UnknownAction`."""
+    return isinstance(tp, type) and issubclass(tp, UnknownVariant) and tp is not UnknownAction
+
+
 def _builds(cls: type, fields: Mapping[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
-    """``cls`` from its type hints, with the strategies in ``fields`` for those fields."""
+    """``cls`` from its type hints, with the strategies in ``fields`` for those fields.
+
+    ``unknown_fields`` keeps its default (none): the keys it holds must not be wire names of
+    ``cls``, which only the forward-compatibility tests take care to draw.
+    """
     hints = typing.get_type_hints(cls)
     return st.builds(
         cls,
         **{
             f.name: fields[f.name] if f.name in fields else ahp_values(hints[f.name])
             for f in attrs.fields(cls)
+            if f.name != "unknown_fields"
         },
     )
 

@@ -40,6 +40,7 @@ def ahp_types() -> dict[str, Any]:
         name: getattr(module, name)
         for module in (_ahp_state, _ahp_actions)
         for name in module.__all__
+        if not callable(getattr(module, name)) or isinstance(getattr(module, name), type)
     }
 
 

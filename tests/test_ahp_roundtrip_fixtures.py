@@ -1,8 +1,10 @@
 """Conformance: the shared AHP round-trip fixtures, and the reducer fixtures' JSON, re-encode.
 
 Round-trip fixtures (``round-trips/*.json``) decode ``input`` as their ``type`` and must
-re-encode to exactly the canonical form, ``acceptableOutputs[0]``: key presence matters,
-``null`` is not absent (see ``round-trips/KNOWN-FIDELITY-GAPS.md``).
+re-encode to exactly the canonical form: key presence matters, ``null`` is not absent (see
+``round-trips/KNOWN-FIDELITY-GAPS.md``). For a fixture of group "B" (a known type carrying
+keys it does not model) that form is ``preservedOutput``: like the TypeScript client, we keep
+what we do not understand and pass it on unchanged; for the others, ``acceptableOutputs[0]``.
 
 Reducer fixtures of the reducers we implement must decode (states and actions) and re-encode
 to themselves with their ``null`` optionals left out.
@@ -63,7 +65,11 @@ def type_of(path: Path, fixture: dict[str, Any]) -> Any:
 
 
 def expected_output(fixture: dict[str, Any]) -> Any:
-    """The canonical re-encoding: the one ``acceptableOutputs`` entry."""
+    """The canonical re-encoding: ``preservedOutput`` when a fixture has one (group "B": a
+    known type with keys it does not model, which we keep and pass on, as the TypeScript
+    client does); else the one ``acceptableOutputs`` entry."""
+    if "preservedOutput" in fixture:
+        return fixture["preservedOutput"]
     outputs = fixture["acceptableOutputs"]
     assert len(outputs) == 1, "acceptableOutputs must have exactly one entry"
     return outputs[0]
@@ -129,3 +135,7 @@ class TestTypeOf:
     def test_anything_else_fails_and_names_the_fixture(self, name: str) -> None:
         with pytest.raises(pytest.fail.Exception, match=rf"900-new\.json: type '{name}'"):
             type_of(Path("900-new.json"), {"type": name})
+
+    def test_preserved_output_wins_over_the_dropped_form(self) -> None:
+        fixture = {"acceptableOutputs": [{"a": 1}], "preservedOutput": {"a": 1, "b": 2}}
+        assert expected_output(fixture) == {"a": 1, "b": 2}

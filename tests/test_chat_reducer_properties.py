@@ -47,6 +47,7 @@ from orchestrator.ahp import (
     ToolCallStatus,
     UnknownAction,
     answer_problem,
+    known_questions,
     part_id,
     reduce_chat,
     tool_call_event,
@@ -235,7 +236,7 @@ def breaks_turn_table_or_invariant(state: ChatState, action: ChatAction | Unknow
 
 def answers_fit(request: ChatInputRequest) -> bool:
     """Every answer answers a question the request asks, as that question can be answered."""
-    questions = {q.id: q for q in request.questions or ()}
+    questions = {q.id: q for q in known_questions(request.questions)}
     return all(
         question_id in questions and answer_problem(questions[question_id], answer) is None
         for question_id, answer in (request.answers or {}).items()

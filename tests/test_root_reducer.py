@@ -153,7 +153,7 @@ class TestNotificationParams:
     def test_partial_summary_fields_are_the_schema_s(self) -> None:
         """Every field is optional, and the fields are the schema's inline ``changes``."""
         changes = notification_defs()["SessionSummaryChangedParams"]["properties"]["changes"]
-        fields = attrs.fields(PartialSessionSummary)
+        fields = [f for f in attrs.fields(PartialSessionSummary) if f.name != "unknown_fields"]
         assert {wire_name(PartialSessionSummary, f.name) for f in fields} == set(
             changes["properties"]
         )

@@ -21,7 +21,7 @@ format lives in :mod:`orchestrator.ahp._wire`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import attrs
 
@@ -59,6 +59,7 @@ from ._state import (
     Turn,
     UsageInfo,
 )
+from ._unknown import UnknownVariant, WireObject
 
 __all__ = [
     "ActionEnvelope",
@@ -137,14 +138,14 @@ __all__ = [
 
 
 @attrs.frozen(kw_only=True)
-class SessionReadyAction:
+class SessionReadyAction(WireObject):
     """The session backend initialized."""
 
     type: Literal["session/ready"] = "session/ready"
 
 
 @attrs.frozen(kw_only=True)
-class SessionCreationFailedAction:
+class SessionCreationFailedAction(WireObject):
     """The session backend failed to initialize."""
 
     type: Literal["session/creationFailed"] = "session/creationFailed"
@@ -152,7 +153,7 @@ class SessionCreationFailedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionChatAddedAction:
+class SessionChatAddedAction(WireObject):
     """A chat joined the session's catalog (upsert by ``summary.resource``)."""
 
     type: Literal["session/chatAdded"] = "session/chatAdded"
@@ -160,7 +161,7 @@ class SessionChatAddedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionChatRemovedAction:
+class SessionChatRemovedAction(WireObject):
     """A chat left the session's catalog."""
 
     type: Literal["session/chatRemoved"] = "session/chatRemoved"
@@ -168,7 +169,7 @@ class SessionChatRemovedAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatSummaryChanges:
+class ChatSummaryChanges(WireObject):
     """The changed fields of a :class:`ChatSummary`; ``None`` means unchanged."""
 
     # Invariant: self.resource is None (identity never changes; receivers ignore it)
@@ -183,7 +184,7 @@ class ChatSummaryChanges:
 
 
 @attrs.frozen(kw_only=True)
-class SessionChatUpdatedAction:
+class SessionChatUpdatedAction(WireObject):
     """Some summary fields of one chat changed (no-op for an unknown chat)."""
 
     type: Literal["session/chatUpdated"] = "session/chatUpdated"
@@ -192,7 +193,7 @@ class SessionChatUpdatedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionDefaultChatChangedAction:
+class SessionDefaultChatChangedAction(WireObject):
     """The chat that receives session-addressed input changed (``None`` clears it)."""
 
     type: Literal["session/defaultChatChanged"] = "session/defaultChatChanged"
@@ -200,7 +201,7 @@ class SessionDefaultChatChangedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionTitleChangedAction:
+class SessionTitleChangedAction(WireObject):
     """The session title changed."""
 
     type: Literal["session/titleChanged"] = "session/titleChanged"
@@ -208,7 +209,7 @@ class SessionTitleChangedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionIsReadChangedAction:
+class SessionIsReadChangedAction(WireObject):
     """The session's read flag changed."""
 
     type: Literal["session/isReadChanged"] = "session/isReadChanged"
@@ -216,7 +217,7 @@ class SessionIsReadChangedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionIsArchivedChangedAction:
+class SessionIsArchivedChangedAction(WireObject):
     """The session's archived flag changed."""
 
     type: Literal["session/isArchivedChanged"] = "session/isArchivedChanged"
@@ -224,7 +225,7 @@ class SessionIsArchivedChangedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionActivityChangedAction:
+class SessionActivityChangedAction(WireObject):
     """The session's activity text changed (``None`` clears it)."""
 
     type: Literal["session/activityChanged"] = "session/activityChanged"
@@ -232,7 +233,7 @@ class SessionActivityChangedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionChangesetsChangedAction:
+class SessionChangesetsChangedAction(WireObject):
     """The changeset catalogue changed (``None`` clears it)."""
 
     type: Literal["session/changesetsChanged"] = "session/changesetsChanged"
@@ -240,7 +241,7 @@ class SessionChangesetsChangedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionServerToolsChangedAction:
+class SessionServerToolsChangedAction(WireObject):
     """The server's tools changed (full replacement)."""
 
     type: Literal["session/serverToolsChanged"] = "session/serverToolsChanged"
@@ -248,7 +249,7 @@ class SessionServerToolsChangedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionActiveClientSetAction:
+class SessionActiveClientSetAction(WireObject):
     """An active client was added or updated (matched by ``client_id``)."""
 
     type: Literal["session/activeClientSet"] = "session/activeClientSet"
@@ -256,7 +257,7 @@ class SessionActiveClientSetAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionActiveClientRemovedAction:
+class SessionActiveClientRemovedAction(WireObject):
     """An active client left the session."""
 
     type: Literal["session/activeClientRemoved"] = "session/activeClientRemoved"
@@ -264,7 +265,7 @@ class SessionActiveClientRemovedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionWorkingDirectorySetAction:
+class SessionWorkingDirectorySetAction(WireObject):
     """A working directory was granted to the session's agent."""
 
     type: Literal["session/workingDirectorySet"] = "session/workingDirectorySet"
@@ -272,7 +273,7 @@ class SessionWorkingDirectorySetAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionWorkingDirectoryRemovedAction:
+class SessionWorkingDirectoryRemovedAction(WireObject):
     """A working directory was revoked from the session's agent."""
 
     type: Literal["session/workingDirectoryRemoved"] = "session/workingDirectoryRemoved"
@@ -280,7 +281,7 @@ class SessionWorkingDirectoryRemovedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionInputNeededSetAction:
+class SessionInputNeededSetAction(WireObject):
     """A session-level input request was added or updated (matched by ``id``)."""
 
     type: Literal["session/inputNeededSet"] = "session/inputNeededSet"
@@ -288,7 +289,7 @@ class SessionInputNeededSetAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionInputNeededRemovedAction:
+class SessionInputNeededRemovedAction(WireObject):
     """A session-level input request was removed."""
 
     type: Literal["session/inputNeededRemoved"] = "session/inputNeededRemoved"
@@ -296,7 +297,7 @@ class SessionInputNeededRemovedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionCustomizationsChangedAction:
+class SessionCustomizationsChangedAction(WireObject):
     """The session's customizations changed (full replacement)."""
 
     type: Literal["session/customizationsChanged"] = "session/customizationsChanged"
@@ -304,7 +305,7 @@ class SessionCustomizationsChangedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionCustomizationToggledAction:
+class SessionCustomizationToggledAction(WireObject):
     """A container or child customization was enabled or disabled."""
 
     type: Literal["session/customizationToggled"] = "session/customizationToggled"
@@ -313,7 +314,7 @@ class SessionCustomizationToggledAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionCustomizationUpdatedAction:
+class SessionCustomizationUpdatedAction(WireObject):
     """A top-level customization was upserted (matched by id)."""
 
     type: Literal["session/customizationUpdated"] = "session/customizationUpdated"
@@ -321,7 +322,7 @@ class SessionCustomizationUpdatedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionCustomizationRemovedAction:
+class SessionCustomizationRemovedAction(WireObject):
     """A customization was removed by id."""
 
     type: Literal["session/customizationRemoved"] = "session/customizationRemoved"
@@ -329,7 +330,7 @@ class SessionCustomizationRemovedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionMcpServerStateChangedAction:
+class SessionMcpServerStateChangedAction(WireObject):
     """An MCP server customization changed state (``channel`` is replaced, ``None`` clears)."""
 
     type: Literal["session/mcpServerStateChanged"] = "session/mcpServerStateChanged"
@@ -339,7 +340,7 @@ class SessionMcpServerStateChangedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionMcpServerStartRequestedAction:
+class SessionMcpServerStartRequestedAction(WireObject):
     """A client asks the host to start or restart an MCP server."""
 
     type: Literal["session/mcpServerStartRequested"] = "session/mcpServerStartRequested"
@@ -347,7 +348,7 @@ class SessionMcpServerStartRequestedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionMcpServerStopRequestedAction:
+class SessionMcpServerStopRequestedAction(WireObject):
     """A client asks the host to stop an MCP server."""
 
     type: Literal["session/mcpServerStopRequested"] = "session/mcpServerStopRequested"
@@ -355,7 +356,7 @@ class SessionMcpServerStopRequestedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionConfigChangedAction:
+class SessionConfigChangedAction(WireObject):
     """Config values changed: merged, or replacing all when ``replace``."""
 
     type: Literal["session/configChanged"] = "session/configChanged"
@@ -364,7 +365,7 @@ class SessionConfigChangedAction:
 
 
 @attrs.frozen(kw_only=True)
-class SessionMetaChangedAction:
+class SessionMetaChangedAction(WireObject):
     """The session's ``_meta`` was replaced (``None`` clears it)."""
 
     type: Literal["session/metaChanged"] = "session/metaChanged"
@@ -409,7 +410,7 @@ SessionAction: TypeAlias = (
 
 
 @attrs.frozen(kw_only=True)
-class ChatTurnStartedAction:
+class ChatTurnStartedAction(WireObject):
     """A message was sent and a new turn starts."""
 
     type: Literal["chat/turnStarted"] = "chat/turnStarted"
@@ -422,7 +423,7 @@ class ChatTurnStartedAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatDeltaAction:
+class ChatDeltaAction(WireObject):
     """A chunk of text appended to the markdown part ``part_id``."""
 
     type: Literal["chat/delta"] = "chat/delta"
@@ -433,7 +434,7 @@ class ChatDeltaAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatResponsePartAction:
+class ChatResponsePartAction(WireObject):
     """A response part appended to the active turn."""
 
     type: Literal["chat/responsePart"] = "chat/responsePart"
@@ -443,7 +444,7 @@ class ChatResponsePartAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatToolCallStartAction:
+class ChatToolCallStartAction(WireObject):
     """A tool call begins; its parameters are streaming (state ``streaming``)."""
 
     type: Literal["chat/toolCallStart"] = "chat/toolCallStart"
@@ -457,7 +458,7 @@ class ChatToolCallStartAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatToolCallDeltaAction:
+class ChatToolCallDeltaAction(WireObject):
     """More streamed parameters (``content``) or a new progress message."""
 
     type: Literal["chat/toolCallDelta"] = "chat/toolCallDelta"
@@ -469,7 +470,7 @@ class ChatToolCallDeltaAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatToolCallReadyAction:
+class ChatToolCallReadyAction(WireObject):
     """Parameters are complete, or a running tool needs re-confirmation.
 
     With ``confirmed`` set the call was auto-confirmed and goes straight to ``running``;
@@ -493,7 +494,7 @@ class ChatToolCallReadyAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatToolCallApprovedAction:
+class ChatToolCallApprovedAction(WireObject):
     """The client approved a pending tool call (``chat/toolCallConfirmed``, approved)."""
 
     type: Literal["chat/toolCallConfirmed"] = "chat/toolCallConfirmed"
@@ -507,7 +508,7 @@ class ChatToolCallApprovedAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatToolCallDeniedAction:
+class ChatToolCallDeniedAction(WireObject):
     """The client denied a pending tool call (``chat/toolCallConfirmed``, not approved)."""
 
     type: Literal["chat/toolCallConfirmed"] = "chat/toolCallConfirmed"
@@ -526,7 +527,7 @@ ChatToolCallConfirmedAction: TypeAlias = ChatToolCallApprovedAction | ChatToolCa
 
 
 @attrs.frozen(kw_only=True)
-class ChatToolCallCompleteAction:
+class ChatToolCallCompleteAction(WireObject):
     """The tool finished: ``completed``, or ``pending-result-confirmation`` if requested."""
 
     type: Literal["chat/toolCallComplete"] = "chat/toolCallComplete"
@@ -538,7 +539,7 @@ class ChatToolCallCompleteAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatToolCallResultConfirmedAction:
+class ChatToolCallResultConfirmedAction(WireObject):
     """The client approved or denied a tool's result."""
 
     type: Literal["chat/toolCallResultConfirmed"] = "chat/toolCallResultConfirmed"
@@ -549,7 +550,7 @@ class ChatToolCallResultConfirmedAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatToolCallContentChangedAction:
+class ChatToolCallContentChangedAction(WireObject):
     """Partial content of a running tool call (replaces the previous partial content)."""
 
     type: Literal["chat/toolCallContentChanged"] = "chat/toolCallContentChanged"
@@ -560,7 +561,7 @@ class ChatToolCallContentChangedAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatToolCallAuthRequiredAction:
+class ChatToolCallAuthRequiredAction(WireObject):
     """A running MCP tool call pauses until authentication (state ``auth-required``)."""
 
     type: Literal["chat/toolCallAuthRequired"] = "chat/toolCallAuthRequired"
@@ -571,7 +572,7 @@ class ChatToolCallAuthRequiredAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatToolCallAuthResolvedAction:
+class ChatToolCallAuthResolvedAction(WireObject):
     """The authentication blocking a tool call was resolved; it runs again."""
 
     type: Literal["chat/toolCallAuthResolved"] = "chat/toolCallAuthResolved"
@@ -581,7 +582,7 @@ class ChatToolCallAuthResolvedAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatTurnCompleteAction:
+class ChatTurnCompleteAction(WireObject):
     """The turn finished; the assistant is idle."""
 
     type: Literal["chat/turnComplete"] = "chat/turnComplete"
@@ -591,7 +592,7 @@ class ChatTurnCompleteAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatTurnCancelledAction:
+class ChatTurnCancelledAction(WireObject):
     """The turn was aborted."""
 
     type: Literal["chat/turnCancelled"] = "chat/turnCancelled"
@@ -601,7 +602,7 @@ class ChatTurnCancelledAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatErrorAction:
+class ChatErrorAction(WireObject):
     """The turn failed with an error."""
 
     type: Literal["chat/error"] = "chat/error"
@@ -612,7 +613,7 @@ class ChatErrorAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatActivityChangedAction:
+class ChatActivityChangedAction(WireObject):
     """The chat's activity text changed (``None`` clears it)."""
 
     type: Literal["chat/activityChanged"] = "chat/activityChanged"
@@ -620,7 +621,7 @@ class ChatActivityChangedAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatWorkingDirectorySetAction:
+class ChatWorkingDirectorySetAction(WireObject):
     """A working directory was added to the chat's subset."""
 
     type: Literal["chat/workingDirectorySet"] = "chat/workingDirectorySet"
@@ -628,7 +629,7 @@ class ChatWorkingDirectorySetAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatWorkingDirectoryRemovedAction:
+class ChatWorkingDirectoryRemovedAction(WireObject):
     """A working directory was removed from the chat's subset."""
 
     type: Literal["chat/workingDirectoryRemoved"] = "chat/workingDirectoryRemoved"
@@ -636,7 +637,7 @@ class ChatWorkingDirectoryRemovedAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatUsageAction:
+class ChatUsageAction(WireObject):
     """Token usage of the turn."""
 
     type: Literal["chat/usage"] = "chat/usage"
@@ -646,7 +647,7 @@ class ChatUsageAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatReasoningAction:
+class ChatReasoningAction(WireObject):
     """A chunk of reasoning appended to the reasoning part ``part_id``."""
 
     type: Literal["chat/reasoning"] = "chat/reasoning"
@@ -657,7 +658,7 @@ class ChatReasoningAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatTruncatedAction:
+class ChatTruncatedAction(WireObject):
     """History is cut after ``turn_id`` (all turns when ``None``); the active turn is dropped."""
 
     type: Literal["chat/truncated"] = "chat/truncated"
@@ -665,7 +666,7 @@ class ChatTruncatedAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatTurnsLoadedAction:
+class ChatTurnsLoadedAction(WireObject):
     """Older completed turns, oldest first, prepended to the chat's turns."""
 
     type: Literal["chat/turnsLoaded"] = "chat/turnsLoaded"
@@ -674,7 +675,7 @@ class ChatTurnsLoadedAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatPendingMessageSetAction:
+class ChatPendingMessageSetAction(WireObject):
     """A steering or queued message was created or replaced."""
 
     type: Literal["chat/pendingMessageSet"] = "chat/pendingMessageSet"
@@ -684,7 +685,7 @@ class ChatPendingMessageSetAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatPendingMessageRemovedAction:
+class ChatPendingMessageRemovedAction(WireObject):
     """A steering or queued message was removed."""
 
     type: Literal["chat/pendingMessageRemoved"] = "chat/pendingMessageRemoved"
@@ -693,7 +694,7 @@ class ChatPendingMessageRemovedAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatQueuedMessagesReorderedAction:
+class ChatQueuedMessagesReorderedAction(WireObject):
     """Queued messages reordered; ids not listed keep their order after the listed ones."""
 
     type: Literal["chat/queuedMessagesReordered"] = "chat/queuedMessagesReordered"
@@ -701,7 +702,7 @@ class ChatQueuedMessagesReorderedAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatDraftChangedAction:
+class ChatDraftChangedAction(WireObject):
     """The chat's draft input changed (``None`` clears it)."""
 
     type: Literal["chat/draftChanged"] = "chat/draftChanged"
@@ -709,7 +710,7 @@ class ChatDraftChangedAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatInputRequestedAction:
+class ChatInputRequestedAction(WireObject):
     """An input request was created or replaced."""
 
     type: Literal["chat/inputRequested"] = "chat/inputRequested"
@@ -717,7 +718,7 @@ class ChatInputRequestedAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatInputAnswerChangedAction:
+class ChatInputAnswerChangedAction(WireObject):
     """One answer of an input request changed (``None`` clears the draft)."""
 
     type: Literal["chat/inputAnswerChanged"] = "chat/inputAnswerChanged"
@@ -727,7 +728,7 @@ class ChatInputAnswerChangedAction:
 
 
 @attrs.frozen(kw_only=True)
-class ChatInputCompletedAction:
+class ChatInputCompletedAction(WireObject):
     """An input request was accepted, declined or cancelled."""
 
     type: Literal["chat/inputCompleted"] = "chat/inputCompleted"
@@ -775,7 +776,7 @@ ChatAction: TypeAlias = (
 
 
 @attrs.frozen(kw_only=True)
-class RootAgentsChangedAction:
+class RootAgentsChangedAction(WireObject):
     """The agent providers (or their models) changed: ``agents`` replaces the list."""
 
     type: Literal["root/agentsChanged"] = "root/agentsChanged"
@@ -783,7 +784,7 @@ class RootAgentsChangedAction:
 
 
 @attrs.frozen(kw_only=True)
-class RootActiveSessionsChangedAction:
+class RootActiveSessionsChangedAction(WireObject):
     """The number of active sessions changed."""
 
     type: Literal["root/activeSessionsChanged"] = "root/activeSessionsChanged"
@@ -791,7 +792,7 @@ class RootActiveSessionsChangedAction:
 
 
 @attrs.frozen(kw_only=True)
-class RootTerminalsChangedAction:
+class RootTerminalsChangedAction(WireObject):
     """The known terminals changed: ``terminals`` replaces the list."""
 
     type: Literal["root/terminalsChanged"] = "root/terminalsChanged"
@@ -799,7 +800,7 @@ class RootTerminalsChangedAction:
 
 
 @attrs.frozen(kw_only=True)
-class RootConfigChangedAction:
+class RootConfigChangedAction(WireObject):
     """Configuration values changed: merged into the current ones, or replacing them."""
 
     type: Literal["root/configChanged"] = "root/configChanged"
@@ -820,17 +821,15 @@ RootAction: TypeAlias = (
 
 
 @attrs.frozen(kw_only=True)
-class UnknownAction:
+class UnknownAction(UnknownVariant):
     """An action of a ``type`` this project does not model, kept as its JSON object."""
 
-    # Invariant: isinstance(self.raw.get("type"), str)
-    raw: Mapping[str, Any]
+    TAG: ClassVar[str] = "type"
 
     @property
     def type(self) -> str:
         """The action's ``type`` as sent."""
-        action_type: str = self.raw["type"]
-        return action_type
+        return self.tag
 
 
 StateAction: TypeAlias = ChatAction | SessionAction | RootAction | UnknownAction
@@ -838,7 +837,7 @@ StateAction: TypeAlias = ChatAction | SessionAction | RootAction | UnknownAction
 
 
 @attrs.frozen(kw_only=True)
-class ActionOrigin:
+class ActionOrigin(WireObject):
     """The client that dispatched an action, with its own sequence number."""
 
     client_id: str
@@ -846,7 +845,7 @@ class ActionOrigin:
 
 
 @attrs.frozen(kw_only=True)
-class ActionEnvelope:
+class ActionEnvelope(WireObject):
     """A state action as broadcast on ``channel``, numbered by the server.
 
     ``origin`` is absent for server-originated actions; ``rejection_reason`` is set when the

@@ -33,7 +33,10 @@ Three rules shape it:
   confirmation or authentication. The other bits (read, archived, and bits unknown to us) are
   kept, except that a new turn or a new input request clears "read".
 
-Actions of a type this module does not know (:class:`UnknownAction`) leave the state as it is.
+Actions of a type this module does not know (:class:`UnknownAction`) leave the state as it is,
+and so does an action aimed at a part of a kind it does not model (:class:`UnknownResponsePart`
+has no id it knows) or at a part without an id. What a newer peer added is carried along: parts
+and tool calls are rebuilt with ``evolve``, which keeps their ``unknown_fields``.
 """
 
 from __future__ import annotations
@@ -80,7 +83,6 @@ from ._actions import (
 from ._state import (
     ActiveTurn,
     ChatInputAnswer,
-    ChatInputRequest,
     ChatState,
     ErrorInfo,
     InputRequestResponsePart,
@@ -417,7 +419,7 @@ def _tool_call(state: ChatState, action: ToolCallAction, now: str) -> ChatState:
     updated = TOOL_CALL_BUILDERS[event](part.tool_call, action, target)
     if updated is part.tool_call or updated == part.tool_call:
         return state
-    parts = turn.response_parts.set(index, ToolCallResponsePart(tool_call=updated))
+    parts = turn.response_parts.set(index, evolve(part, tool_call=updated))
     moved = _with_parts(state, turn, parts)
     return _refresh_status(moved) if event in EVENTS_THAT_REFRESH_STATUS else moved
 
@@ -478,7 +480,7 @@ def _input_requested(state: ChatState, action: ChatInputRequestedAction, now: st
             request = evolve(request, answers=current.request.answers)
         if request == current.request:
             return state  # re-sent as it stands: nothing new to ask
-        parts = turn.response_parts.set(index, InputRequestResponsePart(request=request))
+        parts = turn.response_parts.set(index, evolve(current, request=request))
     requested = _with_parts(state, turn, parts)
     return evolve(
         requested,
@@ -489,14 +491,14 @@ def _input_requested(state: ChatState, action: ChatInputRequestedAction, now: st
 
 def _open_request(
     state: ChatState, request_id: str
-) -> tuple[ActiveTurn, int, ChatInputRequest] | None:
+) -> tuple[ActiveTurn, int, InputRequestResponsePart] | None:
     turn = state.active_turn
     index = None if turn is None else _find_open_request(turn, request_id)
     if turn is None or index is None:
         return None
     part = turn.response_parts[index]
     assert isinstance(part, InputRequestResponsePart)
-    return turn, index, part.request
+    return turn, index, part
 
 
 def _answers_or_none(answers: dict[str, ChatInputAnswer]) -> dict[str, ChatInputAnswer] | None:
@@ -510,7 +512,8 @@ def _input_answer_changed(
     found = _open_request(state, action.request_id)
     if found is None:
         return state
-    turn, index, request = found
+    turn, index, part = found
+    request = part.request
     answers = dict(request.answers or {})
     if action.answer is None:
         answers.pop(action.question_id, None)
@@ -518,7 +521,7 @@ def _input_answer_changed(
         answers[action.question_id] = action.answer
     if answers == (request.answers or {}):
         return state
-    part = InputRequestResponsePart(request=evolve(request, answers=_answers_or_none(answers)))
+    part = evolve(part, request=evolve(request, answers=_answers_or_none(answers)))
     changed = _with_parts(state, turn, turn.response_parts.set(index, part))
     return evolve(changed, modified_at=now)
 
@@ -528,10 +531,12 @@ def _input_completed(state: ChatState, action: ChatInputCompletedAction, now: st
     found = _open_request(state, action.request_id)
     if found is None:
         return state
-    turn, index, request = found
+    turn, index, part = found
+    request = part.request
     # The part stays in the turn as the record of what was asked and answered.
     answers = {**(request.answers or {}), **(action.answers or {})}
-    part = InputRequestResponsePart(
+    part = evolve(
+        part,
         request=evolve(request, answers=_answers_or_none(answers)),
         response=action.response,
     )

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 import attrs
 
@@ -49,6 +49,7 @@ from ._state import (
     SessionSummary,
     SideChatSelection,
 )
+from ._unknown import UnknownVariant, WireObject
 
 __all__ = [
     "ROOT",
@@ -92,6 +93,7 @@ __all__ = [
     "SnapshotState",
     "SubscribeParams",
     "SubscribeResult",
+    "UnknownChatSource",
     "UnsubscribeParams",
 ]
 
@@ -132,7 +134,7 @@ RequestId: TypeAlias = str | int
 
 
 @attrs.frozen(kw_only=True)
-class JsonRpcRequest:
+class JsonRpcRequest(WireObject):
     jsonrpc: Literal["2.0"] = "2.0"
     id: RequestId
     method: str
@@ -140,28 +142,28 @@ class JsonRpcRequest:
 
 
 @attrs.frozen(kw_only=True)
-class JsonRpcNotification:
+class JsonRpcNotification(WireObject):
     jsonrpc: Literal["2.0"] = "2.0"
     method: str
     params: Mapping[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)
-class JsonRpcSuccess:
+class JsonRpcSuccess(WireObject):
     jsonrpc: Literal["2.0"] = "2.0"
     id: RequestId
     result: Any  # ``null`` is a result: it is always encoded
 
 
 @attrs.frozen(kw_only=True)
-class JsonRpcError:
+class JsonRpcError(WireObject):
     code: int
     message: str
     data: Any = None
 
 
 @attrs.frozen(kw_only=True)
-class JsonRpcErrorResponse:
+class JsonRpcErrorResponse(WireObject):
     jsonrpc: Literal["2.0"] = "2.0"
     id: RequestId | None  # ``null`` when the request's id could not be read: always encoded
     error: JsonRpcError
@@ -177,7 +179,7 @@ JsonRpcMessage: TypeAlias = (
 
 
 @attrs.frozen(kw_only=True)
-class Implementation:
+class Implementation(WireObject):
     """Who is at one end of the connection (informational: never used to detect features)."""
 
     name: str
@@ -186,12 +188,12 @@ class Implementation:
 
 
 @attrs.frozen(kw_only=True)
-class ClientCapabilities:
+class ClientCapabilities(WireObject):
     mcp_apps: Mapping[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)
-class InitializeParams:
+class InitializeParams(WireObject):
     channel: str
     meta: Mapping[str, Any] | None = None
     protocol_versions: tuple[str, ...]
@@ -207,7 +209,7 @@ SnapshotState: TypeAlias = RootState | SessionState | ChatState | Mapping[str, A
 
 
 @attrs.frozen(kw_only=True)
-class Snapshot:
+class Snapshot(WireObject):
     """A channel's state as of ``from_seq``: its actions after it have ``serverSeq > from_seq``."""
 
     resource: str
@@ -216,7 +218,7 @@ class Snapshot:
 
 
 @attrs.frozen(kw_only=True)
-class InitializeResult:
+class InitializeResult(WireObject):
     protocol_version: str
     server_seq: int
     server_info: Implementation | None = None
@@ -228,13 +230,13 @@ class InitializeResult:
 
 
 @attrs.frozen(kw_only=True)
-class PingParams:
+class PingParams(WireObject):
     channel: str
     meta: Mapping[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)
-class ReconnectParams:
+class ReconnectParams(WireObject):
     channel: str
     meta: Mapping[str, Any] | None = None
     client_id: str
@@ -247,7 +249,7 @@ class ReconnectParams:
 
 
 @attrs.frozen(kw_only=True)
-class ReconnectReplayResult:
+class ReconnectReplayResult(WireObject):
     type: Literal["replay"] = "replay"
     actions: tuple[ActionEnvelope, ...]
     missing: tuple[str, ...]
@@ -257,7 +259,7 @@ class ReconnectReplayResult:
 
 
 @attrs.frozen(kw_only=True)
-class ReconnectSnapshotResult:
+class ReconnectSnapshotResult(WireObject):
     type: Literal["snapshot"] = "snapshot"
     snapshots: tuple[Snapshot, ...]
 
@@ -269,7 +271,7 @@ ReconnectResult: TypeAlias = ReconnectReplayResult | ReconnectSnapshotResult
 
 
 @attrs.frozen(kw_only=True)
-class SubscribeParams:
+class SubscribeParams(WireObject):
     channel: str
     meta: Mapping[str, Any] | None = None
     delivery: Mapping[str, Any] | None = None  # advisory; this host delivers at once
@@ -277,17 +279,17 @@ class SubscribeParams:
 
 
 @attrs.frozen(kw_only=True)
-class SubscribeResult:
+class SubscribeResult(WireObject):
     snapshot: Snapshot | None = None
 
 
 @attrs.frozen(kw_only=True)
-class UnsubscribeParams:
+class UnsubscribeParams(WireObject):
     channel: str
 
 
 @attrs.frozen(kw_only=True)
-class DispatchActionParams:
+class DispatchActionParams(WireObject):
     channel: str
     client_seq: int
     action: StateAction
@@ -297,13 +299,13 @@ class DispatchActionParams:
 
 
 @attrs.frozen(kw_only=True)
-class SessionForkSource:
+class SessionForkSource(WireObject):
     session: str
     turn_id: str
 
 
 @attrs.frozen(kw_only=True)
-class CreateSessionParams:
+class CreateSessionParams(WireObject):
     channel: str  # the session URI, chosen by the client
     meta: Mapping[str, Any] | None = None
     provider: str | None = None
@@ -313,13 +315,13 @@ class CreateSessionParams:
 
 
 @attrs.frozen(kw_only=True)
-class DisposeSessionParams:
+class DisposeSessionParams(WireObject):
     channel: str
     meta: Mapping[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)
-class ListSessionsParams:
+class ListSessionsParams(WireObject):
     channel: str
     meta: Mapping[str, Any] | None = None
     limit: int | None = None
@@ -327,7 +329,7 @@ class ListSessionsParams:
 
 
 @attrs.frozen(kw_only=True)
-class ListSessionsResult:
+class ListSessionsResult(WireObject):
     next_cursor: str | None = None
     items: tuple[SessionSummary, ...]
 
@@ -336,26 +338,38 @@ class ListSessionsResult:
 
 
 @attrs.frozen(kw_only=True)
-class ForkChatSource:
+class ForkChatSource(WireObject):
     kind: Literal["fork"] = "fork"
     chat: str
     turn_id: str
 
 
 @attrs.frozen(kw_only=True)
-class SideChatSource:
+class SideChatSource(WireObject):
     kind: Literal["sideChat"] = "sideChat"
     chat: str
     turn_id: str
     selection: SideChatSelection | None = None
 
 
-ChatSource: TypeAlias = ForkChatSource | SideChatSource
+@attrs.frozen(kw_only=True)
+class UnknownChatSource(UnknownVariant):
+    """A chat source of a ``kind`` this project does not model, kept as its JSON object."""
+
+    TAG: ClassVar[str] = "kind"
+
+    @property
+    def kind(self) -> str:
+        """The ``kind`` as sent."""
+        return self.tag
+
+
+ChatSource: TypeAlias = ForkChatSource | SideChatSource | UnknownChatSource
 """Where a new chat comes from, discriminated on ``kind``."""
 
 
 @attrs.frozen(kw_only=True)
-class CreateChatParams:
+class CreateChatParams(WireObject):
     channel: str  # the session
     meta: Mapping[str, Any] | None = None
     chat: str  # the new chat's URI, chosen by the client
@@ -367,7 +381,7 @@ class CreateChatParams:
 
 
 @attrs.frozen(kw_only=True)
-class DisposeChatParams:
+class DisposeChatParams(WireObject):
     channel: str  # the chat
     meta: Mapping[str, Any] | None = None
 
@@ -381,7 +395,7 @@ SESSION_SUMMARY_CHANGED: Final = "root/sessionSummaryChanged"
 
 
 @attrs.frozen(kw_only=True)
-class SessionAddedParams:
+class SessionAddedParams(WireObject):
     """``root/sessionAdded``: a session was created (``channel`` is the root channel)."""
 
     channel: str
@@ -389,7 +403,7 @@ class SessionAddedParams:
 
 
 @attrs.frozen(kw_only=True)
-class SessionRemovedParams:
+class SessionRemovedParams(WireObject):
     """``root/sessionRemoved``: the session ``session`` was disposed (or is no longer active)."""
 
     channel: str
@@ -397,7 +411,7 @@ class SessionRemovedParams:
 
 
 @attrs.frozen(kw_only=True)
-class PartialSessionSummary:
+class PartialSessionSummary(WireObject):
     """The changed fields of a :class:`SessionSummary`; ``None`` means unchanged."""
 
     # Invariant: self.resource is None and self.provider is None and self.created_at is None
@@ -417,7 +431,7 @@ class PartialSessionSummary:
 
 
 @attrs.frozen(kw_only=True)
-class SessionSummaryChangedParams:
+class SessionSummaryChangedParams(WireObject):
     """``root/sessionSummaryChanged``: some summary fields of a known session changed."""
 
     channel: str

@@ -12,8 +12,10 @@ TypeScript ``sessionReducer``; the fixtures in ``protocols/ahp/test-cases/reduce
 * :func:`reduce_session` is total and pure: no IO, no clock (``now`` is accepted for symmetry
   with the chat reducer; no session action stamps a time), no trio. An action that does not
   apply (unknown chat, unknown id, no config to merge into, a type this reducer does not handle,
-  a chat action) is a no-op and returns the *same* ``state`` object, so a caller can test
-  ``new is old`` to skip fan-out. Setting a field to the value it already has is a no-op too.
+  a chat action, a customization or input request of a kind we do not model, which no action
+  addresses and which is never upserted) is a no-op and returns the *same* ``state`` object,
+  so a caller can test ``new is old`` to skip fan-out. Setting a field to the value it
+  already has is a no-op too.
 * Dispatch is one dict lookup on the action's class (:data:`_HANDLERS`), so the cost of an action
   is that of its handler: the catalog (``chats``) is a :class:`ChatCatalog`, so ``chatAdded``
   and ``chatUpdated`` find their entry by resource and replace it in O(log n) whatever the
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeGuard, TypeVar
 
 import attrs
 
@@ -77,15 +79,21 @@ from ._state import (
     ChatState,
     ChatSummary,
     Customization,
+    DirectoryCustomization,
     McpServerCustomization,
     McpServerStartingState,
     McpServerStoppedState,
+    PluginCustomization,
     SessionInputRequest,
     SessionLifecycle,
     SessionState,
     SessionStatus,
     SessionToolClientExecutionRequest,
+    UnknownChildCustomization,
+    UnknownCustomization,
+    UnknownSessionInputRequest,
 )
+from ._unknown import UnknownVariant
 
 __all__ = [
     "reduce_session",
@@ -112,8 +120,9 @@ def _with_flag(status: SessionStatus, flag: SessionStatus, on: bool) -> SessionS
 
 
 def _awaits_user(request: SessionInputRequest) -> bool:
-    # A tool call a client executes blocks the turn on that client, not on the user.
-    return not isinstance(request, SessionToolClientExecutionRequest)
+    # A tool call a client executes blocks the turn on that client, not on the user; a request
+    # of a kind we do not know blocks nobody we know of (the host says so through the status).
+    return not isinstance(request, SessionToolClientExecutionRequest | UnknownSessionInputRequest)
 
 
 def _with_input_needed(
@@ -147,7 +156,14 @@ def _set(state: SessionState, **changes: Any) -> SessionState:
 
 
 _BY_CLIENT_ID = operator.attrgetter("client_id")
-_BY_ID = operator.attrgetter("id")
+
+
+def _by_id(item: Any) -> object:
+    # An unknown variant is never an action's target: it has no id this reducer knows.
+    return None if isinstance(item, UnknownVariant) else item.id
+
+
+_BY_ID: Final = _by_id
 
 
 def _index(items: tuple[_T, ...], key: Callable[[_T], object], value: object) -> int:
@@ -239,7 +255,7 @@ def _server_tools_changed(
 
 # The ChatSummary fields a chatUpdated may carry: all but the identity field ``resource``.
 _MUTABLE_SUMMARY_FIELDS: tuple[str, ...] = tuple(
-    f.name for f in attrs.fields(ChatSummaryChanges) if f.name != "resource"
+    f.name for f in attrs.fields(ChatSummaryChanges) if f.name not in {"resource", "unknown_fields"}
 )
 
 
@@ -340,6 +356,8 @@ def _working_directory_removed(
 
 def _input_needed_set(state: SessionState, action: SessionInputNeededSetAction) -> SessionState:
     request = action.request
+    if isinstance(request, UnknownSessionInputRequest):
+        return state  # a kind we cannot place
     queue = state.input_needed or ()
     i = _index(queue, _BY_ID, request.id)
     queue = _upsert(queue, i, request)
@@ -366,6 +384,13 @@ def _input_needed_removed(
 # ─── Customizations and MCP servers ──────────────────────────────────────────
 
 
+def _is_container(
+    customization: Customization,
+) -> TypeGuard[PluginCustomization | DirectoryCustomization]:
+    """Whether ``customization`` may hold children (an unknown type holds none we know)."""
+    return isinstance(customization, PluginCustomization | DirectoryCustomization)
+
+
 def _customizations_changed(
     state: SessionState, action: SessionCustomizationsChangedAction
 ) -> SessionState:
@@ -381,21 +406,22 @@ def _customization_toggled(
     i = _index(customizations, _BY_ID, action.id)
     if i >= 0:
         entry = customizations[i]
-        if entry.enabled == action.enabled:
+        if isinstance(entry, UnknownCustomization) or entry.enabled == action.enabled:
             return state
         toggled = evolve(entry, enabled=action.enabled)
         return evolve(state, customizations=_replaced(customizations, i, toggled))
     # Not a container: the first container child with that id (ids are unique in practice).
     for i, container in enumerate(customizations):
-        if isinstance(container, McpServerCustomization) or not container.children:
+        if not _is_container(container) or not container.children:
             continue
         children = container.children
         j = _index(children, _BY_ID, action.id)
         if j < 0:
             continue
-        if children[j].enabled == action.enabled:
+        found = children[j]
+        if isinstance(found, UnknownChildCustomization) or found.enabled == action.enabled:
             return state
-        child = evolve(children[j], enabled=action.enabled)
+        child = evolve(found, enabled=action.enabled)
         container = evolve(container, children=_replaced(children, j, child))
         return evolve(state, customizations=_replaced(customizations, i, container))
     return state
@@ -405,6 +431,8 @@ def _customization_updated(
     state: SessionState, action: SessionCustomizationUpdatedAction
 ) -> SessionState:
     customization = action.customization
+    if isinstance(customization, UnknownCustomization):
+        return state  # a type we cannot place
     customizations = state.customizations or ()
     i = _index(customizations, _BY_ID, customization.id)
     if i >= 0 and _same(customizations[i], customization):
@@ -425,7 +453,7 @@ def _customization_removed(
     changed = False
     updated: list[Customization] = []
     for container in customizations:
-        if not isinstance(container, McpServerCustomization) and container.children:
+        if _is_container(container) and container.children:
             children = container.children
             j = _index(children, _BY_ID, action.id)
             if j >= 0:
@@ -460,7 +488,7 @@ def _update_mcp_server(
     changed = False
     updated: list[Customization] = []
     for container in customizations:
-        if not isinstance(container, McpServerCustomization) and container.children:
+        if _is_container(container) and container.children:
             children = container.children
             j = _index(children, _BY_ID, server_id)
             child = children[j] if j >= 0 else None

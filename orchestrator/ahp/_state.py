@@ -33,17 +33,26 @@ objects of free form (``_meta``, config values) are ``Mapping[str, Any]`` and mu
 mutated; a discriminated variant carries its tag as a ``Literal`` field with a default, so
 ``MarkdownResponsePart(id=..., content=...)`` is complete. A JSON ``number`` that may be
 fractional is typed ``float`` and keeps the int a peer sent, so it re-encodes unchanged.
+
+Forward compatibility (:mod:`._unknown`): every model is a :class:`WireObject` and keeps the keys
+it does not name in ``unknown_fields``; every open union lists an ``Unknown...`` variant (e.g.
+:class:`UnknownResponsePart`) that keeps an object of a kind we do not model;
+:class:`ToolCallRiskAssessmentKind` and :class:`ChildCustomizationType` are open enums. The
+tool-call states are a closed union: their ``status`` is the lifecycle the reducers own.
+:func:`known_questions` gives the questions a reader can show or answer.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Hashable, Iterable, Mapping
-from typing import Any, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import attrs
 
 from orchestrator.base import KeyedVector
+
+from ._unknown import OpenStrEnum, UnknownVariant, WireObject
 
 __all__ = [
     "ActiveTurn",
@@ -106,6 +115,7 @@ __all__ = [
     "Icon",
     "InputRequestResponsePart",
     "JsonPrimitive",
+    "KnownChatInputQuestion",
     "MarkdownResponsePart",
     "MarkdownString",
     "McpAuthRequiredReason",
@@ -206,8 +216,23 @@ __all__ = [
     "ToolResultTextContent",
     "Turn",
     "TurnState",
+    "UnknownChatInputAnswer",
+    "UnknownChatInputAnswerValue",
+    "UnknownChatInputQuestion",
+    "UnknownChatOrigin",
+    "UnknownChildCustomization",
+    "UnknownCustomization",
+    "UnknownCustomizationLoadState",
+    "UnknownMcpServerState",
+    "UnknownMessageAttachment",
+    "UnknownResponsePart",
+    "UnknownSessionInputRequest",
+    "UnknownToolCallContributor",
+    "UnknownToolCallRiskAssessment",
+    "UnknownToolResultContent",
     "UsageInfo",
     "UserChatOrigin",
+    "known_questions",
 ]
 
 # ─── Enumerations ────────────────────────────────────────────────────────────
@@ -277,8 +302,9 @@ class ChatInputResponseKind(enum.StrEnum):
     CANCEL = "cancel"
 
 
-class ToolCallRiskAssessmentKind(enum.StrEnum):
-    """The source of a confirmation requirement (a model judge)."""
+class ToolCallRiskAssessmentKind(OpenStrEnum):
+    """The source of a confirmation requirement (a model judge); open: a newer peer may name
+    another source, which is kept."""
 
     JUDGE = "judge"
 
@@ -314,8 +340,9 @@ class McpAuthRequiredReason(enum.StrEnum):
     INSUFFICIENT_SCOPE = "insufficientScope"
 
 
-class ChildCustomizationType(enum.StrEnum):
-    """The kinds of customization that live inside a plugin or directory."""
+class ChildCustomizationType(OpenStrEnum):
+    """The kinds of customization that live inside a plugin or directory; open, as
+    :data:`ChildCustomization` is (a directory of a newer kind names it in ``contents``)."""
 
     AGENT = "agent"
     SKILL = "skill"
@@ -332,7 +359,7 @@ JsonPrimitive: TypeAlias = str | int | float | bool | None
 
 
 @attrs.frozen(kw_only=True)
-class MarkdownString:
+class MarkdownString(WireObject):
     """Text to render as Markdown (the object form of :data:`StringOrMarkdown`)."""
 
     markdown: str
@@ -343,7 +370,7 @@ StringOrMarkdown: TypeAlias = str | MarkdownString
 
 
 @attrs.frozen(kw_only=True)
-class Icon:
+class Icon(WireObject):
     """An optionally sized icon for display."""
 
     src: str
@@ -353,7 +380,7 @@ class Icon:
 
 
 @attrs.frozen(kw_only=True)
-class ProtectedResourceMetadata:
+class ProtectedResourceMetadata(WireObject):
     """RFC 9728 protected-resource metadata (its wire keys are snake_case, as in the RFC)."""
 
     resource: str
@@ -370,7 +397,7 @@ class ProtectedResourceMetadata:
 
 
 @attrs.frozen(kw_only=True)
-class ConfigPropertySchema:
+class ConfigPropertySchema(WireObject):
     """A JSON-Schema-like property descriptor with display extensions."""
 
     type: Literal["string", "number", "boolean", "array", "object"]
@@ -389,7 +416,7 @@ class ConfigPropertySchema:
 
 
 @attrs.frozen(kw_only=True)
-class ConfigSchema:
+class ConfigSchema(WireObject):
     """A JSON-Schema object describing configuration properties."""
 
     type: Literal["object"] = "object"
@@ -398,7 +425,7 @@ class ConfigSchema:
 
 
 @attrs.frozen(kw_only=True)
-class TextPosition:
+class TextPosition(WireObject):
     """A zero-based line and character position in a text document."""
 
     line: int
@@ -406,7 +433,7 @@ class TextPosition:
 
 
 @attrs.frozen(kw_only=True)
-class TextRange:
+class TextRange(WireObject):
     """A range in a text document."""
 
     start: TextPosition
@@ -414,14 +441,14 @@ class TextRange:
 
 
 @attrs.frozen(kw_only=True)
-class TextSelection:
+class TextSelection(WireObject):
     """A selection within a textual resource."""
 
     range: TextRange
 
 
 @attrs.frozen(kw_only=True)
-class ContentRef:
+class ContentRef(WireObject):
     """A reference to content stored outside the state tree."""
 
     uri: str
@@ -435,7 +462,7 @@ ToolInput: TypeAlias = str | ContentRef
 
 
 @attrs.frozen(kw_only=True)
-class FileEditSide:
+class FileEditSide(WireObject):
     """One side (before or after) of a file edit."""
 
     uri: str
@@ -443,7 +470,7 @@ class FileEditSide:
 
 
 @attrs.frozen(kw_only=True)
-class FileEditDiffStats:
+class FileEditDiffStats(WireObject):
     """Diff display counts of a file edit."""
 
     added: int | None = None
@@ -451,7 +478,7 @@ class FileEditDiffStats:
 
 
 @attrs.frozen(kw_only=True)
-class FileEdit:
+class FileEdit(WireObject):
     """A file creation (only ``after``), deletion (only ``before``), move or edit."""
 
     before: FileEditSide | None = None
@@ -460,14 +487,14 @@ class FileEdit:
 
 
 @attrs.frozen(kw_only=True)
-class FileEditCollection:
+class FileEditCollection(WireObject):
     """File edits a tool call will perform, wrapped for forward compatibility."""
 
     items: tuple[FileEdit, ...]
 
 
 @attrs.frozen(kw_only=True)
-class UsageInfo:
+class UsageInfo(WireObject):
     """Token usage of a turn."""
 
     input_tokens: int | None = None
@@ -478,7 +505,7 @@ class UsageInfo:
 
 
 @attrs.frozen(kw_only=True)
-class ErrorInfo:
+class ErrorInfo(WireObject):
     """An error: type identifier, message, optional stack."""
 
     error_type: str
@@ -488,7 +515,7 @@ class ErrorInfo:
 
 
 @attrs.frozen(kw_only=True)
-class ModelSelection:
+class ModelSelection(WireObject):
     """A chosen model id with model-specific configuration values."""
 
     id: str
@@ -496,7 +523,7 @@ class ModelSelection:
 
 
 @attrs.frozen(kw_only=True)
-class AgentSelection:
+class AgentSelection(WireObject):
     """A selected custom agent (an :class:`AgentCustomization` ``uri``)."""
 
     uri: str
@@ -506,7 +533,7 @@ class AgentSelection:
 
 
 @attrs.frozen(kw_only=True)
-class ChatInputOption:
+class ChatInputOption(WireObject):
     """A choice in a select question."""
 
     id: str
@@ -516,7 +543,7 @@ class ChatInputOption:
 
 
 @attrs.frozen(kw_only=True)
-class ChatInputTextQuestion:
+class ChatInputTextQuestion(WireObject):
     """A free-text question (``min``/``max`` bound the length)."""
 
     kind: Literal["text"] = "text"
@@ -531,7 +558,7 @@ class ChatInputTextQuestion:
 
 
 @attrs.frozen(kw_only=True)
-class ChatInputNumberQuestion:
+class ChatInputNumberQuestion(WireObject):
     """A numeric question; ``kind`` ``"integer"`` asks for a whole number."""
 
     kind: Literal["number", "integer"] = "number"
@@ -545,7 +572,7 @@ class ChatInputNumberQuestion:
 
 
 @attrs.frozen(kw_only=True)
-class ChatInputBooleanQuestion:
+class ChatInputBooleanQuestion(WireObject):
     """A yes/no question."""
 
     kind: Literal["boolean"] = "boolean"
@@ -557,7 +584,7 @@ class ChatInputBooleanQuestion:
 
 
 @attrs.frozen(kw_only=True)
-class ChatInputSingleSelectQuestion:
+class ChatInputSingleSelectQuestion(WireObject):
     """Pick one option (or type one, if ``allow_freeform_input``)."""
 
     kind: Literal["single-select"] = "single-select"
@@ -570,7 +597,7 @@ class ChatInputSingleSelectQuestion:
 
 
 @attrs.frozen(kw_only=True)
-class ChatInputMultiSelectQuestion:
+class ChatInputMultiSelectQuestion(WireObject):
     """Pick several options (``min``/``max`` bound the count)."""
 
     kind: Literal["multi-select"] = "multi-select"
@@ -584,18 +611,46 @@ class ChatInputMultiSelectQuestion:
     max: int | None = None
 
 
+@attrs.frozen(kw_only=True)
+class UnknownChatInputQuestion(UnknownVariant):
+    """A question of a ``kind`` this project does not model, kept as its JSON object."""
+
+    TAG: ClassVar[str] = "kind"
+
+    @property
+    def kind(self) -> str:
+        """The ``kind`` as sent."""
+        return self.tag
+
+
 ChatInputQuestion: TypeAlias = (
     ChatInputTextQuestion
     | ChatInputNumberQuestion
     | ChatInputBooleanQuestion
     | ChatInputSingleSelectQuestion
     | ChatInputMultiSelectQuestion
+    | UnknownChatInputQuestion
 )
 """One question of an input request, discriminated on ``kind``."""
 
+KnownChatInputQuestion: TypeAlias = (
+    ChatInputTextQuestion
+    | ChatInputNumberQuestion
+    | ChatInputBooleanQuestion
+    | ChatInputSingleSelectQuestion
+    | ChatInputMultiSelectQuestion
+)
+"""A question of a kind this project models."""
+
+
+def known_questions(questions: Iterable[ChatInputQuestion] | None) -> list[KnownChatInputQuestion]:
+    """The questions of a kind this project models, in order: what a reader can show or answer
+    (one of a newer kind is passed over, and stays in the request)."""
+    return [q for q in questions or () if not isinstance(q, UnknownChatInputQuestion)]
+
 
 @attrs.frozen(kw_only=True)
-class ChatInputTextAnswerValue:
+class ChatInputTextAnswerValue(WireObject):
     """A text answer."""
 
     kind: Literal["text"] = "text"
@@ -603,7 +658,7 @@ class ChatInputTextAnswerValue:
 
 
 @attrs.frozen(kw_only=True)
-class ChatInputNumberAnswerValue:
+class ChatInputNumberAnswerValue(WireObject):
     """A numeric answer."""
 
     kind: Literal["number"] = "number"
@@ -611,7 +666,7 @@ class ChatInputNumberAnswerValue:
 
 
 @attrs.frozen(kw_only=True)
-class ChatInputBooleanAnswerValue:
+class ChatInputBooleanAnswerValue(WireObject):
     """A boolean answer."""
 
     kind: Literal["boolean"] = "boolean"
@@ -619,7 +674,7 @@ class ChatInputBooleanAnswerValue:
 
 
 @attrs.frozen(kw_only=True)
-class ChatInputSelectedAnswerValue:
+class ChatInputSelectedAnswerValue(WireObject):
     """The id of the selected option, plus any free-form text."""
 
     kind: Literal["selected"] = "selected"
@@ -628,12 +683,24 @@ class ChatInputSelectedAnswerValue:
 
 
 @attrs.frozen(kw_only=True)
-class ChatInputSelectedManyAnswerValue:
+class ChatInputSelectedManyAnswerValue(WireObject):
     """The ids of the selected options, plus any free-form text."""
 
     kind: Literal["selected-many"] = "selected-many"
     value: tuple[str, ...]
     freeform_values: tuple[str, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class UnknownChatInputAnswerValue(UnknownVariant):
+    """An answer value of a ``kind`` this project does not model, kept as its JSON object."""
+
+    TAG: ClassVar[str] = "kind"
+
+    @property
+    def kind(self) -> str:
+        """The ``kind`` as sent."""
+        return self.tag
 
 
 ChatInputAnswerValue: TypeAlias = (
@@ -642,12 +709,13 @@ ChatInputAnswerValue: TypeAlias = (
     | ChatInputBooleanAnswerValue
     | ChatInputSelectedAnswerValue
     | ChatInputSelectedManyAnswerValue
+    | UnknownChatInputAnswerValue
 )
 """The value of one answer, discriminated on ``kind``."""
 
 
 @attrs.frozen(kw_only=True)
-class ChatInputAnswered:
+class ChatInputAnswered(WireObject):
     """A draft or submitted answer."""
 
     state: Literal["draft", "submitted"]
@@ -655,19 +723,31 @@ class ChatInputAnswered:
 
 
 @attrs.frozen(kw_only=True)
-class ChatInputSkipped:
+class ChatInputSkipped(WireObject):
     """A skipped question, with any free-form reason."""
 
     state: Literal["skipped"] = "skipped"
     freeform_values: tuple[str, ...] | None = None
 
 
-ChatInputAnswer: TypeAlias = ChatInputAnswered | ChatInputSkipped
+@attrs.frozen(kw_only=True)
+class UnknownChatInputAnswer(UnknownVariant):
+    """An answer in a ``state`` this project does not model, kept as its JSON object."""
+
+    TAG: ClassVar[str] = "state"
+
+    @property
+    def state(self) -> str:
+        """The ``state`` as sent."""
+        return self.tag
+
+
+ChatInputAnswer: TypeAlias = ChatInputAnswered | ChatInputSkipped | UnknownChatInputAnswer
 """Draft, submitted or skipped answer, discriminated on ``state``."""
 
 
 @attrs.frozen(kw_only=True)
-class ChatInputRequest:
+class ChatInputRequest(WireObject):
     """A request for user input: questions and their current answers."""
 
     id: str
@@ -682,14 +762,14 @@ class ChatInputRequest:
 
 
 @attrs.frozen(kw_only=True)
-class MessageOrigin:
+class MessageOrigin(WireObject):
     """Who produced a message."""
 
     kind: MessageKind
 
 
 @attrs.frozen(kw_only=True)
-class SimpleMessageAttachment:
+class SimpleMessageAttachment(WireObject):
     """An opaque attachment described by its producer."""
 
     type: Literal["simple"] = "simple"
@@ -701,7 +781,7 @@ class SimpleMessageAttachment:
 
 
 @attrs.frozen(kw_only=True)
-class MessageEmbeddedResourceAttachment:
+class MessageEmbeddedResourceAttachment(WireObject):
     """An attachment whose data is embedded as base64."""
 
     type: Literal["embeddedResource"] = "embeddedResource"
@@ -715,7 +795,7 @@ class MessageEmbeddedResourceAttachment:
 
 
 @attrs.frozen(kw_only=True)
-class MessageResourceAttachment:
+class MessageResourceAttachment(WireObject):
     """An attachment that references a resource by URI."""
 
     type: Literal["resource"] = "resource"
@@ -731,7 +811,7 @@ class MessageResourceAttachment:
 
 
 @attrs.frozen(kw_only=True)
-class MessageAnnotationsAttachment:
+class MessageAnnotationsAttachment(WireObject):
     """An attachment that references annotations (all, or the listed ids)."""
 
     type: Literal["annotations"] = "annotations"
@@ -744,7 +824,7 @@ class MessageAnnotationsAttachment:
 
 
 @attrs.frozen(kw_only=True)
-class MessageChatAttachment:
+class MessageChatAttachment(WireObject):
     """An attachment that references another chat's transcript up to ``end_turn``."""
 
     type: Literal["chat"] = "chat"
@@ -756,18 +836,31 @@ class MessageChatAttachment:
     end_turn: str | None = None
 
 
+@attrs.frozen(kw_only=True)
+class UnknownMessageAttachment(UnknownVariant):
+    """An attachment of a ``type`` this project does not model, kept as its JSON object."""
+
+    TAG: ClassVar[str] = "type"
+
+    @property
+    def type(self) -> str:
+        """The ``type`` as sent."""
+        return self.tag
+
+
 MessageAttachment: TypeAlias = (
     SimpleMessageAttachment
     | MessageEmbeddedResourceAttachment
     | MessageResourceAttachment
     | MessageAnnotationsAttachment
     | MessageChatAttachment
+    | UnknownMessageAttachment
 )
 """An attachment of a message, discriminated on ``type``."""
 
 
 @attrs.frozen(kw_only=True)
-class Message:
+class Message(WireObject):
     """A message that starts or steers a turn."""
 
     text: str
@@ -779,7 +872,7 @@ class Message:
 
 
 @attrs.frozen(kw_only=True)
-class PendingMessage:
+class PendingMessage(WireObject):
     """A steering or queued message waiting to be delivered."""
 
     id: str
@@ -790,7 +883,7 @@ class PendingMessage:
 
 
 @attrs.frozen(kw_only=True)
-class ToolCallClientContributor:
+class ToolCallClientContributor(WireObject):
     """The tool is provided by a connected client."""
 
     kind: Literal["client"] = "client"
@@ -798,7 +891,7 @@ class ToolCallClientContributor:
 
 
 @attrs.frozen(kw_only=True)
-class ToolCallMcpContributor:
+class ToolCallMcpContributor(WireObject):
     """The tool is provided by an MCP server customization."""
 
     kind: Literal["mcp"] = "mcp"
@@ -806,12 +899,26 @@ class ToolCallMcpContributor:
     customization_id: str
 
 
-ToolCallContributor: TypeAlias = ToolCallClientContributor | ToolCallMcpContributor
+@attrs.frozen(kw_only=True)
+class UnknownToolCallContributor(UnknownVariant):
+    """A tool contributor of a ``kind`` this project does not model, kept as its JSON object."""
+
+    TAG: ClassVar[str] = "kind"
+
+    @property
+    def kind(self) -> str:
+        """The ``kind`` as sent."""
+        return self.tag
+
+
+ToolCallContributor: TypeAlias = (
+    ToolCallClientContributor | ToolCallMcpContributor | UnknownToolCallContributor
+)
 """Who contributed the tool being called, discriminated on ``kind``."""
 
 
 @attrs.frozen(kw_only=True)
-class ToolCallRiskAssessmentLoadingState:
+class ToolCallRiskAssessmentLoadingState(WireObject):
     """The model judge is still evaluating the tool call."""
 
     kind: ToolCallRiskAssessmentKind = ToolCallRiskAssessmentKind.JUDGE
@@ -819,7 +926,7 @@ class ToolCallRiskAssessmentLoadingState:
 
 
 @attrs.frozen(kw_only=True)
-class ToolCallRiskAssessmentCompleteState:
+class ToolCallRiskAssessmentCompleteState(WireObject):
     """The model judge's verdict: a reason and a safety score (0 unsafe … 1 safe)."""
 
     kind: ToolCallRiskAssessmentKind = ToolCallRiskAssessmentKind.JUDGE
@@ -828,14 +935,28 @@ class ToolCallRiskAssessmentCompleteState:
     safety: float
 
 
+@attrs.frozen(kw_only=True)
+class UnknownToolCallRiskAssessment(UnknownVariant):
+    """A risk assessment in a ``status`` this project does not model, kept as its JSON object."""
+
+    TAG: ClassVar[str] = "status"
+
+    @property
+    def status(self) -> str:
+        """The ``status`` as sent."""
+        return self.tag
+
+
 ToolCallRiskAssessment: TypeAlias = (
-    ToolCallRiskAssessmentLoadingState | ToolCallRiskAssessmentCompleteState
+    ToolCallRiskAssessmentLoadingState
+    | ToolCallRiskAssessmentCompleteState
+    | UnknownToolCallRiskAssessment
 )
 """A risk assessment, discriminated on ``status``."""
 
 
 @attrs.frozen(kw_only=True)
-class ConfirmationOption:
+class ConfirmationOption(WireObject):
     """An approve or deny choice the server offers for a pending confirmation."""
 
     id: str
@@ -845,7 +966,7 @@ class ConfirmationOption:
 
 
 @attrs.frozen(kw_only=True)
-class TerminalCommandResult:
+class TerminalCommandResult(WireObject):
     """Outcome of a command run in a terminal-style tool."""
 
     exit_code: int | None = None
@@ -854,7 +975,7 @@ class TerminalCommandResult:
 
 
 @attrs.frozen(kw_only=True)
-class ToolResultTextContent:
+class ToolResultTextContent(WireObject):
     """Text in a tool result."""
 
     type: Literal["text"] = "text"
@@ -862,7 +983,7 @@ class ToolResultTextContent:
 
 
 @attrs.frozen(kw_only=True)
-class ToolResultEmbeddedResourceContent:
+class ToolResultEmbeddedResourceContent(WireObject):
     """Base64 data embedded in a tool result."""
 
     type: Literal["embeddedResource"] = "embeddedResource"
@@ -871,7 +992,7 @@ class ToolResultEmbeddedResourceContent:
 
 
 @attrs.frozen(kw_only=True)
-class ToolResultResourceContent:
+class ToolResultResourceContent(WireObject):
     """A reference to a resource stored outside the tool result."""
 
     type: Literal["resource"] = "resource"
@@ -882,7 +1003,7 @@ class ToolResultResourceContent:
 
 
 @attrs.frozen(kw_only=True)
-class ToolResultFileEditContent:
+class ToolResultFileEditContent(WireObject):
     """A file modification performed by a tool."""
 
     type: Literal["fileEdit"] = "fileEdit"
@@ -892,7 +1013,7 @@ class ToolResultFileEditContent:
 
 
 @attrs.frozen(kw_only=True)
-class ToolResultTerminalContent:
+class ToolResultTerminalContent(WireObject):
     """A terminal whose output belongs to this tool result."""
 
     type: Literal["terminal"] = "terminal"
@@ -903,7 +1024,7 @@ class ToolResultTerminalContent:
 
 
 @attrs.frozen(kw_only=True)
-class ToolResultSubagentContent:
+class ToolResultSubagentContent(WireObject):
     """The worker chat a tool call spawned, seen from the parent chat's side."""
 
     type: Literal["subagent"] = "subagent"
@@ -915,6 +1036,18 @@ class ToolResultSubagentContent:
     description: str | None = None
 
 
+@attrs.frozen(kw_only=True)
+class UnknownToolResultContent(UnknownVariant):
+    """Tool result content of a ``type`` this project does not model, kept as its JSON object."""
+
+    TAG: ClassVar[str] = "type"
+
+    @property
+    def type(self) -> str:
+        """The ``type`` as sent."""
+        return self.tag
+
+
 ToolResultContent: TypeAlias = (
     ToolResultTextContent
     | ToolResultEmbeddedResourceContent
@@ -922,12 +1055,13 @@ ToolResultContent: TypeAlias = (
     | ToolResultFileEditContent
     | ToolResultTerminalContent
     | ToolResultSubagentContent
+    | UnknownToolResultContent
 )
 """A content block of a tool result, discriminated on ``type``."""
 
 
 @attrs.frozen(kw_only=True)
-class ToolCallResultError:
+class ToolCallResultError(WireObject):
     """Why a tool failed."""
 
     message: str
@@ -935,7 +1069,7 @@ class ToolCallResultError:
 
 
 @attrs.frozen(kw_only=True)
-class ToolCallResult:
+class ToolCallResult(WireObject):
     """A tool's execution result (carried by ``chat/toolCallComplete``)."""
 
     success: bool
@@ -946,7 +1080,7 @@ class ToolCallResult:
 
 
 @attrs.frozen(kw_only=True)
-class McpOAuthClient:
+class McpOAuthClient(WireObject):
     """A pre-registered OAuth client to use instead of dynamic registration."""
 
     client_id: str
@@ -954,7 +1088,7 @@ class McpOAuthClient:
 
 
 @attrs.frozen(kw_only=True)
-class McpAuthRequirement:
+class McpAuthRequirement(WireObject):
     """An MCP authentication challenge (RFC 9728 discovery info)."""
 
     reason: McpAuthRequiredReason
@@ -973,7 +1107,7 @@ class McpAuthRequirement:
 
 
 @attrs.frozen(kw_only=True)
-class ToolCallStreamingState:
+class ToolCallStreamingState(WireObject):
     """The model is still streaming the call's parameters."""
 
     status: Literal["streaming"] = "streaming"
@@ -988,7 +1122,7 @@ class ToolCallStreamingState:
 
 
 @attrs.frozen(kw_only=True)
-class ToolCallPendingConfirmationState:
+class ToolCallPendingConfirmationState(WireObject):
     """Parameters are complete (or a running tool asks again); waiting for the client to confirm."""
 
     status: Literal["pending-confirmation"] = "pending-confirmation"
@@ -1008,7 +1142,7 @@ class ToolCallPendingConfirmationState:
 
 
 @attrs.frozen(kw_only=True)
-class ToolCallRunningState:
+class ToolCallRunningState(WireObject):
     """The tool is executing; ``content`` is its partial output so far."""
 
     status: Literal["running"] = "running"
@@ -1026,7 +1160,7 @@ class ToolCallRunningState:
 
 
 @attrs.frozen(kw_only=True)
-class ToolCallAuthRequiredState:
+class ToolCallAuthRequiredState(WireObject):
     """A running call paused until its MCP server is authenticated."""
 
     status: Literal["auth-required"] = "auth-required"
@@ -1046,7 +1180,7 @@ class ToolCallAuthRequiredState:
 
 
 @attrs.frozen(kw_only=True)
-class ToolCallPendingResultConfirmationState:
+class ToolCallPendingResultConfirmationState(WireObject):
     """The tool finished; waiting for the client to approve its result."""
 
     status: Literal["pending-result-confirmation"] = "pending-result-confirmation"
@@ -1068,7 +1202,7 @@ class ToolCallPendingResultConfirmationState:
 
 
 @attrs.frozen(kw_only=True)
-class ToolCallCompletedState:
+class ToolCallCompletedState(WireObject):
     """The tool finished, successfully or not (``success``)."""
 
     status: Literal["completed"] = "completed"
@@ -1090,7 +1224,7 @@ class ToolCallCompletedState:
 
 
 @attrs.frozen(kw_only=True)
-class ToolCallCancelledState:
+class ToolCallCancelledState(WireObject):
     """The call was denied, skipped, or its result was denied."""
 
     status: Literal["cancelled"] = "cancelled"
@@ -1129,7 +1263,7 @@ ToolCallConfirmationState: TypeAlias = (
 
 
 @attrs.frozen(kw_only=True)
-class MarkdownResponsePart:
+class MarkdownResponsePart(WireObject):
     """Markdown text of the response; ``chat/delta`` appends to it by ``id``."""
 
     kind: Literal["markdown"] = "markdown"
@@ -1138,7 +1272,7 @@ class MarkdownResponsePart:
 
 
 @attrs.frozen(kw_only=True)
-class ResourceResponsePart:
+class ResourceResponsePart(WireObject):
     """A reference to large response content stored outside the state tree."""
 
     kind: Literal["contentRef"] = "contentRef"
@@ -1149,7 +1283,7 @@ class ResourceResponsePart:
 
 
 @attrs.frozen(kw_only=True)
-class ToolCallResponsePart:
+class ToolCallResponsePart(WireObject):
     """A tool call in the response stream (``tool_call.tool_call_id`` is the part's id)."""
 
     kind: Literal["toolCall"] = "toolCall"
@@ -1157,7 +1291,7 @@ class ToolCallResponsePart:
 
 
 @attrs.frozen(kw_only=True)
-class ReasoningResponsePart:
+class ReasoningResponsePart(WireObject):
     """Reasoning text of the model; ``chat/reasoning`` appends to it by ``id``."""
 
     kind: Literal["reasoning"] = "reasoning"
@@ -1166,7 +1300,7 @@ class ReasoningResponsePart:
 
 
 @attrs.frozen(kw_only=True)
-class InputRequestResponsePart:
+class InputRequestResponsePart(WireObject):
     """A live or resolved input request; ``response`` is absent until completed."""
 
     kind: Literal["inputRequest"] = "inputRequest"
@@ -1175,12 +1309,27 @@ class InputRequestResponsePart:
 
 
 @attrs.frozen(kw_only=True)
-class SystemNotificationResponsePart:
+class SystemNotificationResponsePart(WireObject):
     """A system notification in the response stream (e.g. a worker reporting back)."""
 
     kind: Literal["systemNotification"] = "systemNotification"
     content: StringOrMarkdown
     meta: Mapping[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class UnknownResponsePart(UnknownVariant):
+    """A response part of a ``kind`` this project does not model, kept as its JSON object.
+
+    Reducers never address it (it has no id they know), and carry it along unchanged.
+    """
+
+    TAG: ClassVar[str] = "kind"
+
+    @property
+    def kind(self) -> str:
+        """The ``kind`` as sent."""
+        return self.tag
 
 
 ResponsePart: TypeAlias = (
@@ -1190,6 +1339,7 @@ ResponsePart: TypeAlias = (
     | ReasoningResponsePart
     | SystemNotificationResponsePart
     | InputRequestResponsePart
+    | UnknownResponsePart
 )
 """One part of a turn's response, discriminated on ``kind``."""
 
@@ -1200,7 +1350,8 @@ class ResponseParts(KeyedVector[ResponsePart]):
     Found by :meth:`find` under ``("part", id)`` (markdown and reasoning ids, tool call ids),
     ``("tool", tool call id)`` and, while unanswered, ``("input", request id)``; tallied by
     what they wait for: ``("tool", status, tool name)`` for tool calls and ``("input",)`` for
-    an open input request.
+    an open input request. A part of a kind we do not model (:class:`UnknownResponsePart`) is
+    neither found nor tallied: no action can address it.
     """
 
     __slots__ = ()
@@ -1231,7 +1382,7 @@ def _response_parts(parts: Iterable[ResponsePart]) -> ResponseParts:
 
 
 @attrs.frozen(kw_only=True)
-class Turn:
+class Turn(WireObject):
     """A completed request/response cycle."""
 
     id: str
@@ -1246,7 +1397,7 @@ class Turn:
 
 
 @attrs.frozen(kw_only=True)
-class ActiveTurn:
+class ActiveTurn(WireObject):
     """The turn in progress: the assistant is streaming."""
 
     id: str
@@ -1260,14 +1411,14 @@ class ActiveTurn:
 
 
 @attrs.frozen(kw_only=True)
-class UserChatOrigin:
+class UserChatOrigin(WireObject):
     """The user created the chat."""
 
     kind: Literal["user"] = "user"
 
 
 @attrs.frozen(kw_only=True)
-class ForkChatOrigin:
+class ForkChatOrigin(WireObject):
     """The chat was forked from ``chat`` at turn ``turn_id``."""
 
     kind: Literal["fork"] = "fork"
@@ -1276,7 +1427,7 @@ class ForkChatOrigin:
 
 
 @attrs.frozen(kw_only=True)
-class SideChatSelection:
+class SideChatSelection(WireObject):
     """Text selected when a side chat was created (a snapshot; ``response_part_id`` is advisory)."""
 
     text: str
@@ -1284,7 +1435,7 @@ class SideChatSelection:
 
 
 @attrs.frozen(kw_only=True)
-class SideChatOrigin:
+class SideChatOrigin(WireObject):
     """The chat is a side conversation started from ``chat`` at turn ``turn_id``."""
 
     kind: Literal["sideChat"] = "sideChat"
@@ -1294,7 +1445,7 @@ class SideChatOrigin:
 
 
 @attrs.frozen(kw_only=True)
-class ToolChatOrigin:
+class ToolChatOrigin(WireObject):
     """The chat is a worker spawned by tool call ``tool_call_id`` in chat ``chat``.
 
     This is the canonical record of the delegation edge; the parent's tool call mirrors it.
@@ -1307,12 +1458,26 @@ class ToolChatOrigin:
     tool_call_id: str
 
 
-ChatOrigin: TypeAlias = UserChatOrigin | ForkChatOrigin | SideChatOrigin | ToolChatOrigin
+@attrs.frozen(kw_only=True)
+class UnknownChatOrigin(UnknownVariant):
+    """A chat origin of a ``kind`` this project does not model, kept as its JSON object."""
+
+    TAG: ClassVar[str] = "kind"
+
+    @property
+    def kind(self) -> str:
+        """The ``kind`` as sent."""
+        return self.tag
+
+
+ChatOrigin: TypeAlias = (
+    UserChatOrigin | ForkChatOrigin | SideChatOrigin | ToolChatOrigin | UnknownChatOrigin
+)
 """How a chat came into existence, discriminated on ``kind``."""
 
 
 @attrs.frozen(kw_only=True)
-class ChatSummary:
+class ChatSummary(WireObject):
     """A chat's catalog entry in :attr:`SessionState.chats`."""
 
     resource: str
@@ -1341,7 +1506,7 @@ def _chat_catalog(summaries: Iterable[ChatSummary]) -> ChatCatalog:
 
 
 @attrs.frozen(kw_only=True)
-class ChatState:
+class ChatState(WireObject):
     """Full state of one chat channel; it inlines every :class:`ChatSummary` field."""
 
     # Invariant: the summary fields (resource .. working_directories) equal those of this
@@ -1369,7 +1534,7 @@ class ChatState:
 
 
 @attrs.frozen(kw_only=True)
-class ProjectInfo:
+class ProjectInfo(WireObject):
     """The server-owned project of a session."""
 
     uri: str
@@ -1377,7 +1542,7 @@ class ProjectInfo:
 
 
 @attrs.frozen(kw_only=True)
-class AnnotationsSummary:
+class AnnotationsSummary(WireObject):
     """Counts of a session's annotations channel."""
 
     resource: str
@@ -1386,7 +1551,7 @@ class AnnotationsSummary:
 
 
 @attrs.frozen(kw_only=True)
-class ChangesSummary:
+class ChangesSummary(WireObject):
     """Aggregate counts of a session's file changes."""
 
     additions: int | None = None
@@ -1395,7 +1560,7 @@ class ChangesSummary:
 
 
 @attrs.frozen(kw_only=True)
-class SessionSummary:
+class SessionSummary(WireObject):
     """A session's catalog entry."""
 
     resource: str
@@ -1413,7 +1578,7 @@ class SessionSummary:
 
 
 @attrs.frozen(kw_only=True)
-class ToolAnnotations:
+class ToolAnnotations(WireObject):
     """Advisory behaviour hints of a tool."""
 
     title: str | None = None
@@ -1424,7 +1589,7 @@ class ToolAnnotations:
 
 
 @attrs.frozen(kw_only=True)
-class ToolDefinition:
+class ToolDefinition(WireObject):
     """A tool offered to a session by the server or a client.
 
     ``input_schema`` and ``output_schema`` are JSON Schema documents (``{"type": "object", ...}``),
@@ -1441,7 +1606,7 @@ class ToolDefinition:
 
 
 @attrs.frozen(kw_only=True)
-class SessionConfigPropertySchema:
+class SessionConfigPropertySchema(WireObject):
     """A session configuration property: a :class:`ConfigPropertySchema` plus session flags."""
 
     type: Literal["string", "number", "boolean", "array", "object"]
@@ -1461,7 +1626,7 @@ class SessionConfigPropertySchema:
 
 
 @attrs.frozen(kw_only=True)
-class SessionConfigSchema:
+class SessionConfigSchema(WireObject):
     """The session's configuration properties."""
 
     type: Literal["object"] = "object"
@@ -1470,7 +1635,7 @@ class SessionConfigSchema:
 
 
 @attrs.frozen(kw_only=True)
-class SessionConfigState:
+class SessionConfigState(WireObject):
     """Session configuration: its schema and current values."""
 
     schema: SessionConfigSchema
@@ -1478,21 +1643,21 @@ class SessionConfigState:
 
 
 @attrs.frozen(kw_only=True)
-class CustomizationLoadingState:
+class CustomizationLoadingState(WireObject):
     """The host is loading the container."""
 
     kind: Literal["loading"] = "loading"
 
 
 @attrs.frozen(kw_only=True)
-class CustomizationLoadedState:
+class CustomizationLoadedState(WireObject):
     """The container loaded."""
 
     kind: Literal["loaded"] = "loaded"
 
 
 @attrs.frozen(kw_only=True)
-class CustomizationDegradedState:
+class CustomizationDegradedState(WireObject):
     """The container loaded with warnings."""
 
     kind: Literal["degraded"] = "degraded"
@@ -1500,11 +1665,23 @@ class CustomizationDegradedState:
 
 
 @attrs.frozen(kw_only=True)
-class CustomizationErrorState:
+class CustomizationErrorState(WireObject):
     """The container failed to load."""
 
     kind: Literal["error"] = "error"
     message: str
+
+
+@attrs.frozen(kw_only=True)
+class UnknownCustomizationLoadState(UnknownVariant):
+    """A load state of a ``kind`` this project does not model, kept as its JSON object."""
+
+    TAG: ClassVar[str] = "kind"
+
+    @property
+    def kind(self) -> str:
+        """The ``kind`` as sent."""
+        return self.tag
 
 
 CustomizationLoadState: TypeAlias = (
@@ -1512,26 +1689,27 @@ CustomizationLoadState: TypeAlias = (
     | CustomizationLoadedState
     | CustomizationDegradedState
     | CustomizationErrorState
+    | UnknownCustomizationLoadState
 )
 """A container's load state, discriminated on ``kind``."""
 
 
 @attrs.frozen(kw_only=True)
-class McpServerStartingState:
+class McpServerStartingState(WireObject):
     """The MCP server is registered but not started yet."""
 
     kind: Literal["starting"] = "starting"
 
 
 @attrs.frozen(kw_only=True)
-class McpServerReadyState:
+class McpServerReadyState(WireObject):
     """The MCP server is serving requests."""
 
     kind: Literal["ready"] = "ready"
 
 
 @attrs.frozen(kw_only=True)
-class McpServerAuthRequiredState:
+class McpServerAuthRequiredState(WireObject):
     """The MCP server needs the client to authenticate."""
 
     kind: Literal["authRequired"] = "authRequired"
@@ -1543,7 +1721,7 @@ class McpServerAuthRequiredState:
 
 
 @attrs.frozen(kw_only=True)
-class McpServerErrorState:
+class McpServerErrorState(WireObject):
     """The MCP server failed or crashed."""
 
     kind: Literal["error"] = "error"
@@ -1551,10 +1729,22 @@ class McpServerErrorState:
 
 
 @attrs.frozen(kw_only=True)
-class McpServerStoppedState:
+class McpServerStoppedState(WireObject):
     """The MCP server has been shut down."""
 
     kind: Literal["stopped"] = "stopped"
+
+
+@attrs.frozen(kw_only=True)
+class UnknownMcpServerState(UnknownVariant):
+    """An MCP server state of a ``kind`` this project does not model, kept as its JSON object."""
+
+    TAG: ClassVar[str] = "kind"
+
+    @property
+    def kind(self) -> str:
+        """The ``kind`` as sent."""
+        return self.tag
 
 
 McpServerState: TypeAlias = (
@@ -1563,26 +1753,27 @@ McpServerState: TypeAlias = (
     | McpServerAuthRequiredState
     | McpServerErrorState
     | McpServerStoppedState
+    | UnknownMcpServerState
 )
 """An MCP server's lifecycle state, discriminated on ``kind``."""
 
 
 @attrs.frozen(kw_only=True)
-class AhpMcpUiListChangedCapability:
+class AhpMcpUiListChangedCapability(WireObject):
     """A proxied MCP list capability."""
 
     list_changed: bool | None = None
 
 
 @attrs.frozen(kw_only=True)
-class AhpMcpUiSamplingCapability:
+class AhpMcpUiSamplingCapability(WireObject):
     """The producer serves ``sampling/createMessage`` for MCP Apps."""
 
     tools: Mapping[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)
-class AhpMcpUiHostCapabilities:
+class AhpMcpUiHostCapabilities(WireObject):
     """The MCP App host capabilities the producer offers."""
 
     server_tools: AhpMcpUiListChangedCapability | None = None
@@ -1592,14 +1783,14 @@ class AhpMcpUiHostCapabilities:
 
 
 @attrs.frozen(kw_only=True)
-class McpServerCustomizationApps:
+class McpServerCustomizationApps(WireObject):
     """What a client needs to render MCP Apps of this server."""
 
     capabilities: AhpMcpUiHostCapabilities
 
 
 @attrs.frozen(kw_only=True)
-class AgentCustomization:
+class AgentCustomization(WireObject):
     """A custom agent contributed by a plugin or directory."""
 
     type: Literal["agent"] = "agent"
@@ -1618,7 +1809,7 @@ class AgentCustomization:
 
 
 @attrs.frozen(kw_only=True)
-class SkillCustomization:
+class SkillCustomization(WireObject):
     """A skill contributed by a plugin or directory."""
 
     type: Literal["skill"] = "skill"
@@ -1635,7 +1826,7 @@ class SkillCustomization:
 
 
 @attrs.frozen(kw_only=True)
-class PromptCustomization:
+class PromptCustomization(WireObject):
     """A prompt contributed by a plugin or directory."""
 
     type: Literal["prompt"] = "prompt"
@@ -1650,7 +1841,7 @@ class PromptCustomization:
 
 
 @attrs.frozen(kw_only=True)
-class RuleCustomization:
+class RuleCustomization(WireObject):
     """A rule contributed by a plugin or directory."""
 
     type: Literal["rule"] = "rule"
@@ -1667,7 +1858,7 @@ class RuleCustomization:
 
 
 @attrs.frozen(kw_only=True)
-class HookCustomization:
+class HookCustomization(WireObject):
     """A hook manifest contributed by a plugin or directory."""
 
     type: Literal["hook"] = "hook"
@@ -1681,7 +1872,7 @@ class HookCustomization:
 
 
 @attrs.frozen(kw_only=True)
-class McpServerCustomization:
+class McpServerCustomization(WireObject):
     """An MCP server, top-level or inside a plugin or directory."""
 
     type: Literal["mcpServer"] = "mcpServer"
@@ -1697,6 +1888,18 @@ class McpServerCustomization:
     mcp_app: McpServerCustomizationApps | None = None
 
 
+@attrs.frozen(kw_only=True)
+class UnknownChildCustomization(UnknownVariant):
+    """A child customization of a ``type`` this project does not model, kept as its JSON object."""
+
+    TAG: ClassVar[str] = "type"
+
+    @property
+    def type(self) -> str:
+        """The ``type`` as sent."""
+        return self.tag
+
+
 ChildCustomization: TypeAlias = (
     AgentCustomization
     | SkillCustomization
@@ -1704,12 +1907,13 @@ ChildCustomization: TypeAlias = (
     | RuleCustomization
     | HookCustomization
     | McpServerCustomization
+    | UnknownChildCustomization
 )
 """A customization inside a plugin or directory, discriminated on ``type``."""
 
 
 @attrs.frozen(kw_only=True)
-class PluginCustomization:
+class PluginCustomization(WireObject):
     """An Open Plugins plugin."""
 
     type: Literal["plugin"] = "plugin"
@@ -1727,7 +1931,7 @@ class PluginCustomization:
 
 
 @attrs.frozen(kw_only=True)
-class ClientPluginCustomization:
+class ClientPluginCustomization(WireObject):
     """A plugin as published by a client, with a version token."""
 
     type: Literal["plugin"] = "plugin"
@@ -1746,7 +1950,7 @@ class ClientPluginCustomization:
 
 
 @attrs.frozen(kw_only=True)
-class DirectoryCustomization:
+class DirectoryCustomization(WireObject):
     """A directory the host watches for customizations of one type."""
 
     type: Literal["directory"] = "directory"
@@ -1765,12 +1969,26 @@ class DirectoryCustomization:
     writable: bool
 
 
-Customization: TypeAlias = PluginCustomization | DirectoryCustomization | McpServerCustomization
+@attrs.frozen(kw_only=True)
+class UnknownCustomization(UnknownVariant):
+    """A customization of a ``type`` this project does not model, kept as its JSON object."""
+
+    TAG: ClassVar[str] = "type"
+
+    @property
+    def type(self) -> str:
+        """The ``type`` as sent."""
+        return self.tag
+
+
+Customization: TypeAlias = (
+    PluginCustomization | DirectoryCustomization | McpServerCustomization | UnknownCustomization
+)
 """A top-level customization, discriminated on ``type``."""
 
 
 @attrs.frozen(kw_only=True)
-class SessionActiveClient:
+class SessionActiveClient(WireObject):
     """A client providing tools and interactive capabilities to the session."""
 
     client_id: str
@@ -1780,7 +1998,7 @@ class SessionActiveClient:
 
 
 @attrs.frozen(kw_only=True)
-class SessionChatInputRequest:
+class SessionChatInputRequest(WireObject):
     """An input request of one of the session's chats, mirrored at session level."""
 
     kind: Literal["chatInput"] = "chatInput"
@@ -1790,7 +2008,7 @@ class SessionChatInputRequest:
 
 
 @attrs.frozen(kw_only=True)
-class SessionToolConfirmationRequest:
+class SessionToolConfirmationRequest(WireObject):
     """A tool call in one of the session's chats, blocked on confirmation."""
 
     kind: Literal["toolConfirmation"] = "toolConfirmation"
@@ -1801,7 +2019,7 @@ class SessionToolConfirmationRequest:
 
 
 @attrs.frozen(kw_only=True)
-class SessionToolClientExecutionRequest:
+class SessionToolClientExecutionRequest(WireObject):
     """A running tool call that an active client (``client_id``) is expected to execute."""
 
     kind: Literal["toolClientExecution"] = "toolClientExecution"
@@ -1813,7 +2031,7 @@ class SessionToolClientExecutionRequest:
 
 
 @attrs.frozen(kw_only=True)
-class SessionToolAuthenticationRequest:
+class SessionToolAuthenticationRequest(WireObject):
     """A tool call in one of the session's chats, blocked on MCP authentication."""
 
     kind: Literal["toolAuthentication"] = "toolAuthentication"
@@ -1823,24 +2041,37 @@ class SessionToolAuthenticationRequest:
     tool_call: ToolCallAuthRequiredState
 
 
+@attrs.frozen(kw_only=True)
+class UnknownSessionInputRequest(UnknownVariant):
+    """A session input request of a ``kind`` this project does not model, kept as JSON."""
+
+    TAG: ClassVar[str] = "kind"
+
+    @property
+    def kind(self) -> str:
+        """The ``kind`` as sent."""
+        return self.tag
+
+
 SessionInputRequest: TypeAlias = (
     SessionChatInputRequest
     | SessionToolConfirmationRequest
     | SessionToolClientExecutionRequest
     | SessionToolAuthenticationRequest
+    | UnknownSessionInputRequest
 )
 """Input a session is blocked on, discriminated on ``kind``."""
 
 
 @attrs.frozen(kw_only=True)
-class ChangesetCapabilities:
+class ChangesetCapabilities(WireObject):
     """Optional capabilities of a changeset (``review`` enables per-file review)."""
 
     review: Mapping[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)
-class Changeset:
+class Changeset(WireObject):
     """A catalogue entry for a changeset the server can produce (``change_kind`` is open)."""
 
     label: str
@@ -1851,7 +2082,7 @@ class Changeset:
 
 
 @attrs.frozen(kw_only=True)
-class SessionState:
+class SessionState(WireObject):
     """Full state of one session channel."""
 
     provider: str
@@ -1889,7 +2120,7 @@ class PolicyState(enum.StrEnum):
 
 
 @attrs.frozen(kw_only=True)
-class SessionModelInfo:
+class SessionModelInfo(WireObject):
     """A model an agent offers."""
 
     id: str
@@ -1905,7 +2136,7 @@ class SessionModelInfo:
 
 
 @attrs.frozen(kw_only=True)
-class MultipleChatsCapability:
+class MultipleChatsCapability(WireObject):
     """The agent runs several chats in one session (and may fork, open side chats)."""
 
     fork: bool | None = None
@@ -1913,14 +2144,14 @@ class MultipleChatsCapability:
 
 
 @attrs.frozen(kw_only=True)
-class MultipleWorkingDirectoriesCapability:
+class MultipleWorkingDirectoriesCapability(WireObject):
     """The agent works in several directories (the first one fixed, if immutable)."""
 
     immutable_primary: bool | None = None
 
 
 @attrs.frozen(kw_only=True)
-class AgentCapabilities:
+class AgentCapabilities(WireObject):
     """What an agent supports; an absent capability is unsupported."""
 
     multiple_chats: MultipleChatsCapability | None = None
@@ -1928,7 +2159,7 @@ class AgentCapabilities:
 
 
 @attrs.frozen(kw_only=True)
-class AgentInfo:
+class AgentInfo(WireObject):
     """An agent provider of the root state; this host's providers are its teams."""
 
     provider: str
@@ -1941,7 +2172,7 @@ class AgentInfo:
 
 
 @attrs.frozen(kw_only=True)
-class TerminalClientClaim:
+class TerminalClientClaim(WireObject):
     """A terminal held by a connected client."""
 
     kind: Literal["client"] = "client"
@@ -1949,7 +2180,7 @@ class TerminalClientClaim:
 
 
 @attrs.frozen(kw_only=True)
-class TerminalSessionClaim:
+class TerminalSessionClaim(WireObject):
     """A terminal held by a session (a turn or a tool call of it, when given)."""
 
     kind: Literal["session"] = "session"
@@ -1963,7 +2194,7 @@ TerminalClaim: TypeAlias = TerminalClientClaim | TerminalSessionClaim
 
 
 @attrs.frozen(kw_only=True)
-class TerminalInfo:
+class TerminalInfo(WireObject):
     """A terminal as the root state lists it (its own channel has the rest)."""
 
     resource: str
@@ -1973,7 +2204,7 @@ class TerminalInfo:
 
 
 @attrs.frozen(kw_only=True)
-class RootConfigState:
+class RootConfigState(WireObject):
     """The agent host's configuration: its schema and current values."""
 
     schema: ConfigSchema
@@ -1981,7 +2212,7 @@ class RootConfigState:
 
 
 @attrs.frozen(kw_only=True)
-class RootState:
+class RootState(WireObject):
     """The state of ``ahp-root://``: the providers, how many sessions are active, terminals
     and the host's configuration (this host has neither of the last two)."""
 

@@ -43,6 +43,7 @@ from ._state import (
     ToolCallRunningState,
     ToolCallState,
     ToolCallStreamingState,
+    UnknownToolCallContributor,
 )
 from ._tool_call_lifecycle import ToolCallEvent, ToolCallStatus
 
@@ -65,8 +66,13 @@ def _first(value: T | None, fallback: T | None) -> T | None:
 
 
 def _common(tool_call: ToolCallState, meta: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The fields every tool-call state shares; an action's ``_meta`` replaces the call's."""
+    """The fields every tool-call state shares; an action's ``_meta`` replaces the call's.
+
+    The call's unknown fields (a newer peer's) go along, as a spread of the call would take
+    them: the call is one object on the wire whatever its status.
+    """
     return {
+        "unknown_fields": tool_call.unknown_fields,
         "tool_call_id": tool_call.tool_call_id,
         "tool_name": tool_call.tool_name,
         "display_name": tool_call.display_name,
@@ -82,9 +88,11 @@ def _refine_contributor(
     """The contributor after ``chat/toolCallReady`` named ``proposed``.
 
     Who executes a client tool is settled when the call starts: a client contributor can only
-    be replaced by itself (same client), and a client cannot take over a call late.
+    be replaced by itself (same client), and a client cannot take over a call late. A
+    contributor of a kind we do not model is skipped, as if absent: we cannot tell who would
+    execute the call.
     """
-    if proposed is None:
+    if proposed is None or isinstance(proposed, UnknownToolCallContributor):
         return current
     if isinstance(current, ToolCallClientContributor):
         same_client = (

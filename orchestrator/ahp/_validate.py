@@ -104,6 +104,10 @@ from ._state import (
     ResponsePart,
     SessionState,
     ToolCallResponsePart,
+    UnknownChatInputQuestion,
+    UnknownChildCustomization,
+    UnknownCustomization,
+    UnknownSessionInputRequest,
 )
 from ._tool_call_lifecycle import (
     TOOL_CALL_TRANSITIONS,
@@ -113,6 +117,7 @@ from ._tool_call_lifecycle import (
     tool_call_event,
     tool_call_guard,
 )
+from ._unknown import UnknownVariant
 
 __all__ = [
     "IDEMPOTENT_CHAT_ACTIONS",
@@ -375,10 +380,18 @@ _KIND_NAMES: Final[Mapping[type, str]] = {
 }
 
 
+def _question_id(question: ChatInputQuestion) -> str | None:
+    """A question's id; one of a kind we do not model has the id it was sent with, if any."""
+    if isinstance(question, UnknownChatInputQuestion):
+        sent = question.raw.get("id")
+        return sent if isinstance(sent, str) else None
+    return question.id
+
+
 def _unknown_questions(
     request: ChatInputRequest, answers: Mapping[str, ChatInputAnswer] | None
 ) -> list[str]:
-    asked = {question.id for question in request.questions or ()}
+    asked = {_question_id(question) for question in request.questions or ()}
     return sorted(set(answers or ()) - asked)
 
 
@@ -395,8 +408,9 @@ _ANSWER_KINDS: Final[Mapping[str, frozenset[str]]] = {
 
 def answer_problem(question: ChatInputQuestion, answer: ChatInputAnswer) -> str | None:
     """Why ``answer`` cannot answer ``question`` (wrong kind, not an integer, an option the
-    question does not offer), or None. A skipped question is never a problem here."""
-    if not isinstance(answer, ChatInputAnswered):
+    question does not offer), or None. A skipped question is never a problem here, nor is
+    an answer to a question of a kind we do not model (we cannot judge it)."""
+    if not isinstance(answer, ChatInputAnswered) or isinstance(question, UnknownChatInputQuestion):
         return None
     value = answer.value
     if value.kind not in _ANSWER_KINDS[question.kind]:
@@ -420,7 +434,7 @@ def answer_problem(question: ChatInputQuestion, answer: ChatInputAnswer) -> str 
 def _answer_problems(
     request: ChatInputRequest, answers: Mapping[str, ChatInputAnswer] | None
 ) -> list[str]:
-    questions = {question.id: question for question in request.questions or ()}
+    questions = {_question_id(question): question for question in request.questions or ()}
     return [
         problem
         for question_id, answer in (answers or {}).items()
@@ -695,11 +709,15 @@ def describe_session_state(state: SessionState) -> str:
 def _customization_ids(state: SessionState) -> dict[str, bool]:
     """Every customization id, top-level or child, → whether it is an MCP server."""
     ids: dict[str, bool] = {}
+    # A customization of a type we do not model is no action's target (the reducer skips it).
     for entry in state.customizations or ():
+        if isinstance(entry, UnknownCustomization):
+            continue
         ids.setdefault(entry.id, isinstance(entry, McpServerCustomization))
         if not isinstance(entry, McpServerCustomization):
             for child in entry.children or ():
-                ids.setdefault(child.id, isinstance(child, McpServerCustomization))
+                if not isinstance(child, UnknownChildCustomization):
+                    ids.setdefault(child.id, isinstance(child, McpServerCustomization))
     return ids
 
 
@@ -711,9 +729,12 @@ def _session_target_missing(state: SessionState, action: SessionAction) -> str |
         case SessionDefaultChatChangedAction(default_chat=str() as chat):
             pass
         case SessionInputNeededSetAction(request=request):
+            if isinstance(request, UnknownSessionInputRequest):
+                return f"an input-needed request of kind {request.kind!r} is not one we know"
             chat = request.chat
         case SessionInputNeededRemovedAction(id=entry_id):
-            if all(entry.id != entry_id for entry in state.input_needed or ()):
+            known = (e for e in state.input_needed or () if not isinstance(e, UnknownVariant))
+            if all(entry.id != entry_id for entry in known):
                 return f"there is no input-needed entry {entry_id!r}"
             return None
         case SessionActiveClientRemovedAction(client_id=client_id):

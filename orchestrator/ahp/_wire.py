@@ -8,11 +8,22 @@ Everything that knows how AHP looks as JSON is here; the models in :mod:`._state
 * An optional field is ``None`` in Python. On input, an absent key and ``null`` both give
   ``None``; on output, ``None`` is omitted (fixtures write absent optionals as ``null``, the
   canonical re-encoding omits them).
-* Unknown keys are dropped (round-trip fixture 017); an unknown action ``type`` decodes as
-  :class:`UnknownAction` and re-encodes verbatim (fixture 002).
+* What a newer peer adds is kept and re-encoded verbatim (see :mod:`._unknown`): a key a
+  model does not name goes to its ``unknown_fields`` and is written back after the known keys
+  (round-trip fixture 017, as its ``preservedOutput``); a known key is known by its wire name
+  (``_meta``, camelCase), never taken for an unknown one.
 * Unions are discriminated on ``kind`` / ``type`` / ``status`` / ``state`` (and
   ``chat/toolCallConfirmed`` on ``approved``); :data:`StringOrMarkdown` and :data:`ToolInput`
-  are told apart by being a string or an object.
+  are told apart by being a string or an object. A union is *open* when its type alias lists
+  an :class:`UnknownVariant` subclass: any other string tag decodes as that class, which keeps
+  the object and re-encodes it verbatim (an unknown action ``type`` is an
+  :class:`UnknownAction`, fixture 002). A tag of the wrong JSON type (a number for a string)
+  is still an error, as is any unknown tag of a closed union: the tool-call ``status`` (a
+  state machine the reducers own, whose table has no row for a status it does not know), the
+  confirmation ``approved`` flag, the ``chat/*`` and ``session/*`` action unions (an unknown
+  action is a :data:`StateAction`), and the host's own ``reconnect`` result.
+* A :class:`OpenStrEnum` (values the specification leaves open) takes any string; every other
+  enum is closed and takes only its members.
 * Primitives are checked strictly: a string is never taken for a number, ``true`` never for
   ``1``, and a JSON array never for a string. A ``float`` field keeps the int it was given, so
   ``0`` re-encodes as ``0``. :class:`SessionStatus` accepts any 32-bit unsigned bitset.
@@ -52,7 +63,6 @@ from ._actions import (
     RootAction,
     SessionAction,
     StateAction,
-    UnknownAction,
 )
 from ._commands import (
     ChatSource,
@@ -93,6 +103,7 @@ from ._state import (
     ToolCallState,
     ToolResultContent,
 )
+from ._unknown import UnknownVariant, WireObject
 
 __all__ = [
     "json_type",
@@ -175,8 +186,12 @@ def _is_model(cls: Any) -> bool:
         isinstance(cls, type)
         and attrs.has(cls)
         and cls.__module__ in _MODEL_MODULES
-        and cls is not UnknownAction
+        and not issubclass(cls, UnknownVariant)
     )
+
+
+def _is_unknown_variant(cls: Any) -> bool:
+    return isinstance(cls, type) and issubclass(cls, UnknownVariant)
 
 
 def _union_members(tp: Any) -> frozenset[Any] | None:
@@ -199,7 +214,8 @@ class _TaggedUnion:
     # (type of the tag value, tag value) -> class or nested union. Keyed by type too, so
     # that ``1`` never selects the ``true`` variant.
     variants: Mapping[tuple[type, object], Any]
-    unknown: type[UnknownAction] | None = None
+    # The union's UnknownVariant member, if the union is open: it takes any other string tag.
+    unknown: type[UnknownVariant] | None = None
 
     def structure(self, data: object) -> object:
         obj = _require_object(data)
@@ -209,8 +225,13 @@ class _TaggedUnion:
         target = self.variants.get((type(value), value))
         if target is not None:
             return _converter.structure(obj, target)
-        if self.unknown is not None and isinstance(value, str):
-            return self.unknown(raw=dict(obj))
+        if self.unknown is not None:
+            if isinstance(value, str):
+                return self.unknown(raw=dict(obj))
+            raise _WireError(
+                f"expected the {self.name} {self.tag} as a string, got {json_type(value)}",
+                key=self.tag,
+            )
         message = f"unknown {self.name} {self.tag} {_show(value)}"
         if len(self.variants) <= _MAX_LISTED_CHOICES:
             message += f"; expected one of {', '.join(sorted(_show(v) for _, v in self.variants))}"
@@ -225,17 +246,17 @@ def _tag_values(cls: type, tag: str) -> tuple[object, ...]:
     raise TypeError(f"{cls.__name__} has no discriminator field {tag!r}")
 
 
-def _tagged(
-    name: str,
-    union: Any,
-    tag: str,
-    *,
-    nested: Any = None,
-    unknown: type[UnknownAction] | None = None,
-) -> _TaggedUnion:
-    """The dispatch table of ``union``; members of the ``nested`` union dispatch through it."""
+def _tagged(name: str, union: Any, tag: str, *, nested: Any = None) -> _TaggedUnion:
+    """The dispatch table of ``union``; members of the ``nested`` union dispatch through it.
+
+    The union is open if one of its members is an :class:`UnknownVariant` (of this ``tag``).
+    """
     members = _union_members(union) or frozenset()
     nested_members = _union_members(nested) or frozenset()
+    unknowns = [cls for cls in members if _is_unknown_variant(cls)]
+    unknown = unknowns[0] if unknowns else None
+    if len(unknowns) > 1 or (unknown is not None and tag != unknown.TAG):
+        raise TypeError(f"{name}: expected at most one unknown variant, of tag {tag!r}")
     variants: dict[tuple[type, object], Any] = {}
     for cls in members - {unknown}:
         target = nested if cls in nested_members else cls
@@ -269,13 +290,7 @@ _TAGGED_UNIONS: Final = (
     _tagged("SessionAction", SessionAction, "type"),
     _tagged("RootAction", RootAction, "type"),
     _tagged("TerminalClaim", TerminalClaim, "kind"),
-    _tagged(
-        "StateAction",
-        StateAction,
-        "type",
-        nested=ChatToolCallConfirmedAction,
-        unknown=UnknownAction,
-    ),
+    _tagged("StateAction", StateAction, "type", nested=ChatToolCallConfirmedAction),
     _tagged("ChatSource", ChatSource, "kind"),
     _tagged("ReconnectResult", ReconnectResult, "type"),
 )
@@ -327,6 +342,9 @@ _SNAPSHOT_STATES: Final = (
 )
 
 
+_SNAPSHOT_KEYS: Final = frozenset({"resource", "state", "fromSeq"})
+
+
 def _structure_snapshot(data: object, _: Any) -> Snapshot:
     """A snapshot; its state's type follows from its resource's scheme."""
     obj = _require_object(data)
@@ -343,26 +361,30 @@ def _structure_snapshot(data: object, _: Any) -> Snapshot:
         raise _WireError(message, key=f"state{path}") from exc
     if state is None:
         raise _WireError("required field is missing", key="state")
-    return Snapshot(
+    snapshot = Snapshot(
         resource=_converter.structure(resource, str),
         state=state,
         from_seq=_converter.structure(obj.get("fromSeq"), int),
     )
+    _keep_unknown_fields(snapshot, obj, _SNAPSHOT_KEYS)
+    return snapshot
 
 
 def _unstructure_response(response: JsonRpcSuccess | JsonRpcErrorResponse) -> dict[str, Any]:
     """A response keeps ``id`` and ``result`` even when they are ``null``."""
     if isinstance(response, JsonRpcSuccess):
-        return {
+        encoded = {
             "jsonrpc": "2.0",
             "id": response.id,
             "result": _converter.unstructure(response.result),
         }
-    return {
-        "jsonrpc": "2.0",
-        "id": response.id,
-        "error": _converter.unstructure(response.error),
-    }
+    else:
+        encoded = {
+            "jsonrpc": "2.0",
+            "id": response.id,
+            "error": _converter.unstructure(response.error),
+        }
+    return _with_unknown_fields(encoded, response)
 
 
 # Union hooks keyed by the union's members other than None, so that ``ResponsePart`` and
@@ -394,33 +416,83 @@ def _union_structure_hook(tp: Any) -> Callable[[object, Any], object]:
 # ─── Models, primitives, collections ─────────────────────────────────────────
 
 
+_UNKNOWN_FIELDS: Final = "unknown_fields"
+
+
+def _wire_fields(cls: type) -> list[attrs.Attribute[Any]]:
+    """The fields of model ``cls`` that are JSON keys (all but ``unknown_fields``)."""
+    return [a for a in attrs.fields(cls) if a.name != _UNKNOWN_FIELDS]
+
+
+def _known_keys(cls: type) -> frozenset[str]:
+    return frozenset(wire_name(cls, a.name) for a in _wire_fields(cls))
+
+
+def _keep_unknown_fields(value: WireObject, obj: Mapping[str, Any], known: frozenset[str]) -> None:
+    """Give the freshly built ``value`` the keys of ``obj`` that are not in ``known``."""
+    if obj.keys() <= known:  # nearly always: keep the shared empty mapping
+        return
+    extra = {key: item for key, item in obj.items() if key not in known}
+    # ``value`` is ours alone until we return it: set the field as attrs' own __init__ does,
+    # rather than building the object (and its converters) a second time with attrs.evolve.
+    object.__setattr__(value, _UNKNOWN_FIELDS, extra)
+
+
 def _model_structure_hook(cls: type) -> Callable[[object, Any], object]:
     renames: dict[str, Any] = {
-        a.name: override(rename=wire_name(cls, a.name)) for a in attrs.fields(cls)
+        a.name: override(rename=wire_name(cls, a.name)) for a in _wire_fields(cls)
     }
-    structure_fields: Callable[[Mapping[str, Any], Any], object] = make_dict_structure_fn(
-        cls, _converter, **renames
+    structure_fields: Callable[[Mapping[str, Any], Any], WireObject] = make_dict_structure_fn(
+        cls, _converter, **renames, unknown_fields=override(omit=True)
     )
+    known = _known_keys(cls)
 
     def structure_model(data: object, _: Any) -> object:
-        return structure_fields(_require_object(data), cls)
+        obj = _require_object(data)
+        value = structure_fields(obj, cls)
+        if not obj.keys() <= known:  # inline the common case: this runs for every object
+            _keep_unknown_fields(value, obj, known)
+        return value
 
     return structure_model
+
+
+def _with_unknown_fields(known: dict[str, Any], value: WireObject) -> dict[str, Any]:
+    """``known`` (a model's encoded fields) followed by the model's unknown fields."""
+    for key, item in value.unknown_fields.items():
+        known.setdefault(key, item)  # the invariant says no key is known; if one is, it wins
+    return known
 
 
 def _model_unstructure_hook(cls: type) -> Callable[[Any], dict[str, Any]]:
     overrides: dict[str, Any] = {
         a.name: override(rename=wire_name(cls, a.name), omit_if_default=a.default is None)
-        for a in attrs.fields(cls)
+        for a in _wire_fields(cls)
     }
-    return make_dict_unstructure_fn(cls, _converter, **overrides)
+    unstructure_fields: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(
+        cls, _converter, **overrides, unknown_fields=override(omit=True)
+    )
+
+    def unstructure_model(value: WireObject) -> dict[str, Any]:
+        if value.unknown_fields:
+            return _with_unknown_fields(unstructure_fields(value), value)
+        return unstructure_fields(value)
+
+    return unstructure_model
 
 
-def _structure_unknown_action(data: object, _: Any) -> UnknownAction:
-    obj = _require_object(data)
-    if not isinstance(obj.get("type"), str):
-        raise _WireError("expected the action's type as a string", key="type")
-    return UnknownAction(raw=dict(obj))
+def _unknown_variant_structure_hook(cls: type[UnknownVariant]) -> Callable[[object, Any], object]:
+    def structure_unknown(data: object, _: Any) -> UnknownVariant:
+        obj = _require_object(data)
+        if not isinstance(obj.get(cls.TAG), str):
+            raise _WireError(f"expected the {cls.TAG} as a string", key=cls.TAG)
+        return cls(raw=dict(obj))
+
+    return structure_unknown
+
+
+def _unstructure_unknown_variant(value: UnknownVariant) -> dict[str, Any]:
+    return dict(value.raw)
 
 
 def _strict(kind: type | tuple[type, ...], what: str) -> Callable[[object, Any], Any]:
@@ -532,8 +604,10 @@ def _make_converter() -> cattrs.Converter:
     # Later registrations take precedence over earlier ones.
     converter.register_structure_hook_factory(_is_model, _model_structure_hook)
     converter.register_unstructure_hook_factory(_is_model, _model_unstructure_hook)
-    converter.register_structure_hook(UnknownAction, _structure_unknown_action)
-    converter.register_unstructure_hook(UnknownAction, lambda action: dict(action.raw))
+    converter.register_structure_hook_factory(_is_unknown_variant, _unknown_variant_structure_hook)
+    converter.register_unstructure_hook_factory(
+        _is_unknown_variant, lambda _: _unstructure_unknown_variant
+    )
     converter.register_structure_hook_factory(
         lambda tp: (_union_members(tp) or frozenset()) in _UNION_HOOKS, _union_structure_hook
     )

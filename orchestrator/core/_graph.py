@@ -68,6 +68,7 @@ from orchestrator.ahp import (
     ToolChatOrigin,
     ToolResultContent,
     ToolResultSubagentContent,
+    UnknownChatOrigin,
     UserChatOrigin,
 )
 
@@ -426,8 +427,8 @@ class DelegationGraph:
         node = self._g.nodes[chat]
         node.update(origin=None, origin_chat=None, origin_tool_call_id=None, origin_turn_id=None)
         match origin:
-            case None:
-                pass
+            case None | UnknownChatOrigin():
+                pass  # an origin of a kind we do not model draws no edge
             case UserChatOrigin():
                 node["origin"] = origin.kind
             case ToolChatOrigin():

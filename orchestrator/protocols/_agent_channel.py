@@ -46,6 +46,7 @@ from orchestrator.ahp import (
     Turn,
     TurnState,
     json_type,
+    known_questions,
 )
 from orchestrator.base import JSON_LIMITS, JsonLimits, PeerProtocolError
 from orchestrator.core import (
@@ -335,7 +336,7 @@ def permission_request(request: ApprovalRequested) -> dict[str, Any]:
 
 def question(chat: str, request: ChatInputRequest, agent_name: str) -> dict[str, Any]:
     """A question a chat put; ``tool_response`` answers it by ``toolCallId``."""
-    asked = [q.message for q in request.questions or () if q.message]
+    asked = [q.message for q in known_questions(request.questions) if q.message]
     return agent_event(
         "question",
         questions=asked or [request.message or ""],

@@ -37,6 +37,7 @@ from orchestrator.ahp import (
     ToolResultTextContent,
     Turn,
     TurnState,
+    known_questions,
     reduce_chat,
 )
 from orchestrator.base import RunError, evolve
@@ -101,7 +102,7 @@ def turn_messages(turn: Turn) -> list[dict[str, Any]]:
                         )
                     )
             case InputRequestResponsePart(request=request):
-                asked = [q.message for q in request.questions or () if q.message]
+                asked = [q.message for q in known_questions(request.questions) if q.message]
                 events.append(_event("question", questions=asked or [request.message or ""]))
             case _:
                 pass

@@ -72,6 +72,7 @@ from orchestrator.ahp import (
     PendingMessageKind,
     SessionChatAddedAction,
     ToolChatOrigin,
+    known_questions,
 )
 from orchestrator.core import (
     Action,
@@ -522,7 +523,7 @@ class AgentUiProjector(EnvelopeBuilder):
         chat_state = self.state.chats.get(fact.channel)
         turn = chat_state.active_turn if chat_state is not None else None
         parent = self._lineage.get(fact.channel)
-        questions = request.questions or ()
+        questions = known_questions(request.questions)  # what a client can show
         free_text = all(q.kind == "text" for q in questions)
         return [
             self._envelope(

@@ -46,8 +46,10 @@ from orchestrator.ahp import (
     ChatInputTextQuestion,
     ChatToolCallApprovedAction,
     ChatToolCallDeniedAction,
+    KnownChatInputQuestion,
     ToolCallCancellationReason,
     ToolCallConfirmationReason,
+    UnknownChatInputAnswerValue,
 )
 from orchestrator.base import RunError
 from orchestrator.core import (
@@ -360,6 +362,8 @@ def answer_text(value: ChatInputAnswerValue) -> str:
         return "yes" if value.value else "no"
     if isinstance(value, ChatInputSelectedManyAnswerValue):
         return ", ".join(value.value)
+    if isinstance(value, UnknownChatInputAnswerValue):
+        return json.dumps(value.raw.get("value"))  # as sent: the model may still read it
     return str(value.value)
 
 
@@ -379,7 +383,7 @@ def _option(
     raise ValueError(f"choose from {offered}, not {text!r}")
 
 
-def _question(kind: str, message: str, options: Sequence[str]) -> ChatInputQuestion:
+def _question(kind: str, message: str, options: Sequence[str]) -> KnownChatInputQuestion:
     choices = tuple(ChatInputOption(id=o, label=o) for o in options)
     if kind == "boolean":
         return ChatInputBooleanQuestion(id="answer", message=message)

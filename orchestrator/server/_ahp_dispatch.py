@@ -60,6 +60,8 @@ from orchestrator.ahp import (
     ErrorCode,
     MessageKind,
     StateAction,
+    UnknownChatInputAnswerValue,
+    known_questions,
     validate_chat_action,
 )
 from orchestrator.base import IllegalTransitionError, RpcError, RunError
@@ -300,7 +302,8 @@ def _answer_text(state: TeamState, chat: str, action: ChatInputCompletedAction) 
     if action.response != "accept":
         return ""
     answers = dict(request.answers or {}) | dict(action.answers or {})
-    question = (request.questions or (None,))[0]
+    # The runtime asks one question of a kind it models (runtime._approvals).
+    question = next(iter(known_questions(request.questions)), None)
     answer = answers.get(question.id) if question is not None else None
     if not isinstance(answer, ChatInputAnswered):
         raise _RefusedError(f"answers: no answer to question {question.id if question else '?'!r}")
@@ -311,6 +314,8 @@ def _answer_text(state: TeamState, chat: str, action: ChatInputCompletedAction) 
             return ", ".join(chosen)
         case ChatInputTextAnswerValue(value=text) | ChatInputSelectedAnswerValue(value=text):
             return text
+        case UnknownChatInputAnswerValue(kind=kind):
+            raise _RefusedError(f"answers: an answer of kind {kind!r} is not one we can read")
         case other:
             return str(other.value)
 
