@@ -52,9 +52,7 @@ def run_once(command: list[str]) -> tuple[float, float]:
     )
     wall = time.perf_counter() - started
     imports = sum(
-        int(match.group(1))
-        for line in done.stderr.splitlines()
-        if (match := TOP_LEVEL.match(line))
+        int(match.group(1)) for line in done.stderr.splitlines() if (match := TOP_LEVEL.match(line))
     )
     return wall, imports / 1e6
 
