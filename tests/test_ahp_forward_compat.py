@@ -89,7 +89,7 @@ PREFIX: Final = "x-fwd-"
 
 TAGS: Final = ("kind", "type", "status", "state")
 
-RUN = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=60)
+RUN = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=30)
 
 names = st.from_regex(r"x-fwd-[a-z]{1,6}", fullmatch=True)
 unknown_objects = st.dictionaries(names, json_values, max_size=2)
