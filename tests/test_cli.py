@@ -331,6 +331,33 @@ class TestParser:
         for module, name in named:
             assert callable(getattr(importlib.import_module(module, "orchestrator.cli"), name))
 
+    def test_the_parser_s_default_port_is_the_daemon_s(self) -> None:
+        from orchestrator.cli._conventions import DEFAULT_PORT
+        from orchestrator.server import DEFAULT_PORT as DAEMON_PORT
+
+        assert DEFAULT_PORT == DAEMON_PORT
+
+    @pytest.mark.parametrize(
+        "command",
+        [["teams", "check", "teams/handoff.toml"], ["sessions", "--db", "{db}"]],
+        ids=["teams check", "sessions"],
+    )
+    def test_the_light_commands_load_no_logging_library_nor_model(
+        self, command: list[str], tmp_path: Path
+    ) -> None:
+        """What makes them start fast: no structlog (nor rich), trio or AHP model loaded."""
+        argv = [part.format(db=tmp_path / "none.db") for part in command]
+        code = (
+            "import sys\nfrom orchestrator.cli import main\n"
+            f"main({argv!r})\n"
+            "print(sorted(m for m in ('structlog', 'rich', 'trio', 'networkx', "
+            "'orchestrator.ahp._state') if m in sys.modules))"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT_ROOT
+        )
+        assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
+
     def test_help_loads_no_command(self) -> None:
         """``--help`` imports the parser only: no trio, no journal, no daemon."""
         code = (

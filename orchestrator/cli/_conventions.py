@@ -47,6 +47,10 @@ EXIT_STATUSES: Final = (
 #: The variable that overrides the model of a run's OpenAI-compatible agents (``--model``).
 MODEL_ENV: Final = "ORCHESTRATOR_MODEL"
 
+#: The daemon's port when its config names none (the server's DEFAULT_PORT: a test checks
+#: they agree; named here so that the parser does not load the server's config).
+DEFAULT_PORT: Final = 8765
+
 #: The variable that holds the token of the daemon's operator (or viewer).
 TOKEN_ENV: Final = "ORCHESTRATOR_TOKEN"
 

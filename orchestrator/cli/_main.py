@@ -35,10 +35,10 @@ from typing import Any, TextIO
 
 from orchestrator.base import OrchestratorError, UnavailableError
 from orchestrator.journal import Durability
-from orchestrator.server import DEFAULT_PORT
 
 from ._approval_mode import ApprovalMode
 from ._conventions import (
+    DEFAULT_PORT,
     EXIT_BAD_INPUT,
     EXIT_OK,
     EXIT_STATUSES,
@@ -152,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sessions.add_argument("--team", help="only the sessions of this team")
     sessions.add_argument("--limit", type=_positive, metavar="N", help="only the N most recent")
-    sessions.set_defaults(handler=("._sessions_command", "sessions"))
+    sessions.set_defaults(handler=("._sessions_command", "sessions"), logs=False)
 
     events = with_db(commands.add_parser("events", help="print a session's facts or envelopes"))
     events.add_argument("session", help="session URI, or a unique beginning of its id")
@@ -243,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
         "orchestrator completion bash > ~/.local/share/bash-completion/completions/orchestrator",
     )
     completion.add_argument("shell", choices=("bash", "zsh", "tcsh"))
-    completion.set_defaults(handler=("._completion_command", "completion"))
+    completion.set_defaults(handler=("._completion_command", "completion"), logs=False)
 
     teammates = commands.add_parser(
         "teammates", help="list and control the running daemon's background teammates"
@@ -298,7 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
         "paths", nargs="*", type=Path, metavar="PATH", help="team files or directories of them"
     )
     check.add_argument("--json", action="store_true", help="print a JSON array of results")
-    check.set_defaults(handler=("._teams_command", "check"))
+    check.set_defaults(handler=("._teams_command", "check"), logs=False)
     return parser
 
 
@@ -366,10 +366,15 @@ def _log_level(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from orchestrator.runtime import configure_logging, tune_gc
+    from orchestrator.runtime import tune_gc
 
     as_json = logs_as_json(args.log_format, sys.stderr)
-    configure_logging(json=as_json, level=_log_level(args))
+    if getattr(args, "logs", True):
+        # Commands that log set structlog up; the light ones (sessions, teams check,
+        # completion) do not log and skip its import, a good part of their start-up.
+        from orchestrator.runtime import configure_logging
+
+        configure_logging(json=as_json, level=_log_level(args))
     args.reporter = reporter = Reporter(as_json=as_json)
     tune_gc()
     try:

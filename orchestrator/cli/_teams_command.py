@@ -17,7 +17,7 @@ from typing import TextIO
 
 from orchestrator.base import TeamFileError
 from orchestrator.runtime.backends import backend_problems
-from orchestrator.spec import check_team, load_team
+from orchestrator.spec import lint_team, load_team
 
 from ._conventions import EXIT_FAILED, EXIT_OK
 
@@ -56,11 +56,11 @@ def _findings(path: Path) -> tuple[list[str], list[str]]:
     ``runtime.backends.backend_problems``); a warning names an agent that cannot reach its
     model here (an unset API key), which the file itself does not make wrong.
     """
-    problems = check_team(path)
-    if problems:
-        return problems, []
-    team = load_team(path)
-    problems = backend_problems(team)
+    try:
+        team = load_team(path)
+    except TeamFileError as exc:
+        return [str(problem) for problem in exc.problems], []
+    problems = lint_team(team) or backend_problems(team)
     warnings: list[str] = []
     if any(agent.openai is not None for agent in team.agents):
         from orchestrator.runtime.backends import missing_key  # httpx: only when needed

@@ -23,16 +23,12 @@ import sqlite3
 from pathlib import Path
 from typing import Final
 
-import structlog
-
 from orchestrator.base import FactLogError
 
 from ._durability import Durability
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, _migrate
 
 __all__: list[str] = []
-
-log = structlog.get_logger("orchestrator.journal")
 
 
 _SYNCHRONOUS: Final = {Durability.POWER: "FULL", Durability.PROCESS: "NORMAL"}
@@ -141,7 +137,11 @@ def _connect(path: Path, *, durability: Durability, max_bytes: int | None) -> sq
         if version < SCHEMA_VERSION:
             _migrate(connection, version)
             if version:
-                log.info("journal migrated", path=str(path), old=version, new=SCHEMA_VERSION)
+                import structlog  # here: reading a journal loads no logging library
+
+                structlog.get_logger("orchestrator.journal").info(
+                    "journal migrated", path=str(path), old=version, new=SCHEMA_VERSION
+                )
     except sqlite3.Error as exc:
         connection.close()
         raise _from_sqlite(path, exc, "prepare the journal for writing") from exc

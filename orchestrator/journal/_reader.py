@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
-import structlog
 
 from orchestrator.base import PeerProtocolError
 
@@ -37,8 +36,6 @@ if TYPE_CHECKING:
     from orchestrator.core import Fact, TeamState
 
 __all__ = ["AgentMessage", "JournalReader", "SessionInfo"]
-
-log = structlog.get_logger("orchestrator.journal")
 
 
 @attrs.frozen(kw_only=True)
@@ -265,7 +262,11 @@ class JournalReader:
                         )
                     start = _snapshot(row[0], row[1], [part[:5] for part in parts])
                 except (json.JSONDecodeError, PeerProtocolError) as exc:
-                    log.warning("snapshot ignored", session=session, error=str(exc))
+                    import structlog  # here: reading a journal loads no logging library
+
+                    structlog.get_logger("orchestrator.journal").warning(
+                        "snapshot ignored", session=session, error=str(exc)
+                    )
             after = start.last_sequence if start is not None else 0
             facts = self._facts(connection, session, after)
         return TeamState.fold(session, facts, start=start)

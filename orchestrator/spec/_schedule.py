@@ -47,7 +47,6 @@ from collections.abc import Iterator, Mapping
 from typing import Final, TypeAlias
 
 import attrs
-from croniter import CroniterBadDateError, croniter
 
 from orchestrator.base import ScheduleError
 
@@ -247,6 +246,10 @@ def parse_cron(expression: str, timezone: str = "UTC") -> Cron:
                 "wakes at the same times"
             )
     normalized = " ".join(fields)
+    # croniter is imported when a cron expression is read: a team without one (and
+    # `teams check` of it) does not load it.
+    from croniter import CroniterBadDateError, croniter
+
     try:
         croniter(normalized, _PROBE_START).get_next(dt.datetime)
     except CroniterBadDateError as exc:
@@ -382,6 +385,8 @@ def _gap_end(before: dt.datetime, after: dt.datetime, zone: dt.tzinfo) -> dt.dat
 
 def _walls(cron: Cron, start: dt.datetime, *, backwards: bool) -> Iterator[dt.datetime]:
     """The wall times matching ``cron`` strictly after (or before) the naive ``start``."""
+    from croniter import croniter
+
     matches = croniter(cron.expression, start)
     step = matches.get_prev if backwards else matches.get_next
     while True:
