@@ -36,7 +36,7 @@ def commands(db: Path) -> dict[str, list[str]]:
             "check",
             str(ROOT / "teams" / "handoff.toml"),
         ],
-        "orchestrator sessions (an empty journal)": [*orchestrator, "sessions", "--db", str(db)],
+        "orchestrator sessions (one session)": [*orchestrator, "sessions", "--db", str(db)],
     }
 
 
