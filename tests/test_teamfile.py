@@ -1327,3 +1327,23 @@ tool_results = { publish = "done" }
             "agents.lead.interactivity",
             "agents.lead.timeout",
         ]
+
+    def test_the_team_table_s_problems_come_with_the_agents(self) -> None:
+        """A typo in [team] no longer hides the agents' problems (it stopped the check)."""
+        text = """
+[team]
+name = "t"
+coordinator = "lead"
+paralel_budget = 2
+on_restart = "sometimes"
+[agents.lead]
+role = "coordinator"
+timeout = 0
+"""
+        with pytest.raises(TeamFileError) as caught:
+            parse(text)
+        assert [problem.key_path for problem in caught.value.problems] == [
+            "team.paralel_budget",
+            "team.on_restart",
+            "agents.lead.timeout",
+        ]

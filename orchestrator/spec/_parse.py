@@ -220,49 +220,72 @@ class _Parser(_ValueChecks):
         # first error in a file that is still being written.
         self.check_keys(data, "", _TOP_KEYS, required=("team",))
         team = self.table(data["team"], "team", "a [team] table")
-        self.check_keys(team, "team", _TEAM_KEYS, required=("name", "coordinator"))
+        # The [team] table's problems are kept while its other keys and the agents are
+        # checked: one teams check reports them all (see _Problems).
+        found = _Problems()
+        with found.kept():
+            self.check_keys(team, "team", _TEAM_KEYS, required=("name", "coordinator"))
+        if "agents" not in data:
+            found.raise_any()
         self.check_keys(data, "", _TOP_KEYS, required=("team", "agents"))
-        name = self.string(team["name"], "team.name")
+        name = ""
+        if "name" in team:
+            with found.kept():
+                name = self.string(team["name"], "team.name")
         topology: Topology = "coordinator_team"
         if "topology" in team:
-            topology = self.choice(team["topology"], "team.topology", _TOPOLOGIES, "topology")
+            with found.kept():
+                topology = self.choice(team["topology"], "team.topology", _TOPOLOGIES, "topology")
         budget = DEFAULT_PARALLEL_BUDGET
         if "parallel_budget" in team:
-            budget = self.integer(team["parallel_budget"], "team.parallel_budget", minimum=1)
-        coordinator = self.string(team["coordinator"], "team.coordinator")
+            with found.kept():
+                budget = self.integer(team["parallel_budget"], "team.parallel_budget", minimum=1)
+        coordinator = ""
+        if "coordinator" in team:
+            with found.kept():
+                coordinator = self.string(team["coordinator"], "team.coordinator")
         on_restart = RestartPolicy.RESUME
         if "on_restart" in team:
-            on_restart = self.choice(
-                team["on_restart"],
-                "team.on_restart",
-                {policy.value: policy for policy in RestartPolicy},
-                "restart policy",
-            )
+            with found.kept():
+                on_restart = self.choice(
+                    team["on_restart"],
+                    "team.on_restart",
+                    {policy.value: policy for policy in RestartPolicy},
+                    "restart policy",
+                )
 
-        agents = self.table(data["agents"], "agents", "[agents.<name>] tables")
-        if not agents:
-            raise self.error("agents", "declare at least one agent as [agents.<name>]")
-        self.agent_names = tuple(
-            self.name(agent_name, _join("agents", agent_name), "agent name")
-            for agent_name in agents
-        )
-        if coordinator not in self.agent_names:
-            raise self.error(
-                "team.coordinator",
-                f"the coordinator {coordinator!r} is not declared"
-                f"{_did_you_mean(coordinator, self.agent_names)}; add [agents.{coordinator}] "
-                f"or pick one of: {', '.join(self.agent_names)}",
+        try:  # without the agents' names nothing more can be checked
+            agents = self.table(data["agents"], "agents", "[agents.<name>] tables")
+            if not agents:
+                raise self.error("agents", "declare at least one agent as [agents.<name>]")
+            self.agent_names = tuple(
+                self.name(agent_name, _join("agents", agent_name), "agent name")
+                for agent_name in agents
+            )
+        except TeamFileError as exc:
+            found.add(exc)
+            found.raise_any()
+        if coordinator and coordinator not in self.agent_names:
+            found.add(
+                self.error(
+                    "team.coordinator",
+                    f"the coordinator {coordinator!r} is not declared"
+                    f"{_did_you_mean(coordinator, self.agent_names)}; add "
+                    f"[agents.{coordinator}] or pick one of: {', '.join(self.agent_names)}",
+                )
             )
         description = ""
         if "description" in team:
-            description = self.string(team["description"], "team.description", empty_ok=True)
+            with found.kept():
+                description = self.string(team["description"], "team.description", empty_ok=True)
         if "openai" in data:
-            self.openai_defaults = self.table(data["openai"], "openai", "an [openai] table")
-            self.check_keys(self.openai_defaults, "openai", _OPENAI_KEYS)
+            with found.kept():
+                self.openai_defaults = self.table(data["openai"], "openai", "an [openai] table")
+                self.check_keys(self.openai_defaults, "openai", _OPENAI_KEYS)
 
         # Each command tool and each agent is checked on its own, so one run of `teams check`
-        # reports them all.
-        problems: list[TeamFileError] = []
+        # reports them all (after the [team] table's problems).
+        problems: list[TeamFileError] = found.found
         commands: list[CommandTool] = []
         if "tools" in data:
             tables: Mapping[str, object] = {}
