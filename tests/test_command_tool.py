@@ -30,6 +30,7 @@ from orchestrator.ahp import (
     ChatTurnCancelledAction,
     ToolResultTextContent,
 )
+from orchestrator.base import TeamFileError
 from orchestrator.core import (
     ApprovalRequested,
     Backend,
@@ -63,7 +64,14 @@ from orchestrator.runtime import (
 )
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.server import Limits, Role, ServeConfig, Token
-from orchestrator.spec import AgentSpec, CommandTool, TeamSpec, parse_team, tool_definitions
+from orchestrator.spec import (
+    AgentSpec,
+    CommandTool,
+    TeamSpec,
+    load_team,
+    parse_team,
+    tool_definitions,
+)
 
 from .conftest import PROJECT_ROOT
 from .daemon import connect, running_daemon
@@ -630,6 +638,96 @@ def test_a_command_tool_is_offered_with_its_description() -> None:
     team = team_with(toml_argv("pass") + '\ndescription = "Run the tests"', steps='{ say = "x" }')
     (definition,) = tool_definitions(team, team.coordinator_agent)
     assert (definition.name, definition.description) == ("probe", "Run the tests")
+
+
+# ─── typed command tools: an input schema, offered and enforced ─────────────────────────
+
+QUERY_SCHEMA = (
+    'parameters = { type = "object", required = ["query"], additionalProperties = false, '
+    'properties = { query = { type = "string", minLength = 1 }, limit = { type = "integer" } } }'
+)
+
+
+class TestTypedCommandTools:
+    def test_the_schema_is_offered_to_the_model(self) -> None:
+        team = team_with(toml_argv("pass") + "\n" + QUERY_SCHEMA, steps='{ say = "x" }')
+        (definition,) = tool_definitions(team, team.coordinator_agent)
+        assert definition.parameters["required"] == ["query"]
+        assert definition.parameters["properties"]["limit"] == {"type": "integer"}
+
+    def test_without_a_schema_any_object(self) -> None:
+        team = team_with(toml_argv("pass"), steps='{ say = "x" }')
+        (definition,) = tool_definitions(team, team.coordinator_agent)
+        assert definition.parameters == {"type": "object"}
+
+    def test_a_schema_file_is_read_from_the_team_file_s_directory(self, tmp_path: Path) -> None:
+        (tmp_path / "schemas").mkdir()
+        schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+        (tmp_path / "schemas" / "probe.json").write_text(json.dumps(schema))
+        (tmp_path / "team.toml").write_text(
+            '[team]\nname = "t"\ncoordinator = "lead"\n'
+            f'[tools.probe]\n{toml_argv("pass")}\nparameters_file = "schemas/probe.json"\n'
+            '[agents.lead]\nrole = "coordinator"\ntools = ["probe"]\n'
+            '[[agents.lead.turns]]\nsteps = [{ say = "x" }]\n'
+        )
+        team = load_team(tmp_path / "team.toml")
+        assert team.command_tool("probe").parameters == schema  # type: ignore[union-attr]
+
+    @pytest.mark.parametrize(
+        ("table", "key", "says"),
+        [
+            (
+                'parameters = { type = "object", properties = { q = { type = "strng" } } }',
+                "tools.probe.parameters",
+                "not a valid JSON Schema: at .properties.q.type:",
+            ),
+            ('parameters = { type = "string" }', "tools.probe.parameters", 'must be "object"'),
+            ("parameters = 3", "tools.probe.parameters", "expected a JSON Schema (a table)"),
+            (
+                'parameters = {}\nparameters_file = "x.json"',
+                "tools.probe.parameters_file",
+                "not both",
+            ),
+            ('parameters_file = "nope.json"', "tools.probe.parameters_file", "cannot read"),
+        ],
+    )
+    def test_a_bad_schema_is_named_where_it_is(self, table: str, key: str, says: str) -> None:
+        with pytest.raises(TeamFileError) as caught:
+            team_with(toml_argv("pass") + "\n" + table, steps='{ say = "x" }')
+        assert caught.value.key_path == key
+        assert says in caught.value.message
+
+    async def test_input_that_does_not_fit_fails_the_call_and_the_program_never_runs(
+        self, tmp_path: Path
+    ) -> None:
+        """The model (here scripted) reads why in its next round; the program is not run
+        (it would have left a file)."""
+        ran = tmp_path / "ran"
+        team = team_with(
+            toml_argv(f"open({str(ran)!r}, 'w').close()") + "\n" + QUERY_SCHEMA,
+            steps='{ tool = "probe", input = { query = "", limt = 3 } }, '
+            '{ say = "after: {outcomes}" }',
+        )
+        runtime = new_runtime(team)
+        with trio.fail_after(60):
+            outcome = await runtime.run("go")
+        (complete,) = completions(runtime)
+        assert not complete.result.success
+        assert result_text(complete).startswith("invalid input for probe: ")
+        assert not ran.exists()
+        assert "invalid input for probe" in outcome.result
+
+    async def test_input_that_fits_runs_the_program(self) -> None:
+        team = team_with(
+            toml_argv(ECHO_INPUT) + "\n" + QUERY_SCHEMA,
+            steps='{ tool = "probe", input = { query = "trio", limit = 2 } }',
+        )
+        runtime = new_runtime(team)
+        with trio.fail_after(60):
+            await runtime.run("go")
+        (complete,) = completions(runtime)
+        assert complete.result.success
+        assert json.loads(result_text(complete)) == {"limit": 2, "query": "trio"}
 
 
 # ─── under the daemon: a tool posts a view update to the callback it was given ───────────

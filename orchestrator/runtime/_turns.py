@@ -81,7 +81,13 @@ from orchestrator.core import (
     tool_call_of,
     turn_text,
 )
-from orchestrator.spec import AgentSpec, RestartPolicy, ToolDefinition, tool_definitions
+from orchestrator.spec import (
+    AgentSpec,
+    RestartPolicy,
+    ToolDefinition,
+    command_input_problem,
+    tool_definitions,
+)
 
 from ._approvals import Approvals, summary
 from ._command_tool import command_environment, run_command
@@ -636,6 +642,12 @@ class Turns:
             return await self.run.complete_tool_call(
                 ctx, request, success=True, output=ctx.agent.tool_result(request.tool_name)
             )
+        problem = command_input_problem(command, request.arguments)
+        if problem is not None:
+            # The program never sees input its schema refuses: the call fails, and the
+            # model reads why in its next round (as a delegate with bad input does).
+            await trio.lowlevel.checkpoint()
+            return await self.run.complete_tool_call(ctx, request, success=False, output=problem)
         env = command_environment(
             os.environ,
             command,

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
         UsageStep,
     )
     from ._teamfile import check_team, lint_team, load_team, parse_team, team_from_mapping
-    from ._tools import ToolDefinition, check_tool_input, tool_definitions
+    from ._tools import ToolDefinition, check_tool_input, command_input_problem, tool_definitions
 
 __all__ = [
     "BUILTIN_BACKENDS",
@@ -102,6 +102,7 @@ __all__ = [
     "UsageStep",
     "check_team",
     "check_tool_input",
+    "command_input_problem",
     "lint_team",
     "load_team",
     "missed_wakes",
@@ -178,6 +179,11 @@ if not TYPE_CHECKING:
                 "parse_team",
                 "team_from_mapping",
             ),
-            "._tools": ("ToolDefinition", "check_tool_input", "tool_definitions"),
+            "._tools": (
+                "ToolDefinition",
+                "check_tool_input",
+                "command_input_problem",
+                "tool_definitions",
+            ),
         },
     )

@@ -115,6 +115,10 @@ class CommandTool:
     cwd: str | None = None
     # Added to the orchestrator's environment for the program.
     env: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+    # The JSON Schema of a call's input (``parameters`` or ``parameters_file``): offered to the
+    # model as the tool's parameters, and a call's input is checked against it before the
+    # program runs. Without one, any JSON object.
+    parameters: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object"}, hash=False)
 
 
 @attrs.frozen(kw_only=True)

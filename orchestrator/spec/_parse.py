@@ -135,7 +135,15 @@ _AGENT_KEYS: Final = (
 )
 _ENV_NAME_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 #: What a [tools.<name>] table may set (see :class:`CommandTool`).
-_COMMAND_KEYS: Final = ("command", "description", "timeout", "cwd", "env")
+_COMMAND_KEYS: Final = (
+    "command",
+    "description",
+    "timeout",
+    "cwd",
+    "env",
+    "parameters",
+    "parameters_file",
+)
 _TURN_KEYS: Final = ("steps",)
 _BACKGROUND_KEYS: Final = (
     "name",
@@ -505,7 +513,43 @@ class _Parser(_ValueChecks):
             timeout=timeout,
             cwd=cwd,
             env=env,
+            parameters=self.tool_parameters(data, path),
         )
+
+    def tool_parameters(self, data: Mapping[str, Any], path: str) -> dict[str, Any]:
+        """A command tool's input schema: ``parameters`` (a table) or ``parameters_file`` (a
+        JSON file, from the team file's directory), checked as a JSON Schema whose input is
+        an object; a bad schema is named by its key path and the place in the schema."""
+        if "parameters" in data and "parameters_file" in data:
+            raise self.error(
+                f"{path}.parameters_file", "give parameters or parameters_file, not both"
+            )
+        if "parameters_file" in data:
+            file_path = f"{path}.parameters_file"
+            name = self.argument(data["parameters_file"], file_path, empty_ok=False)
+            where = Path(name)
+            if not where.is_absolute() and not self.file.startswith("<"):
+                where = Path(self.file).parent / where
+            try:
+                schema = json.loads(where.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError) as exc:
+                raise self.error(file_path, f"cannot read {where}: {exc}") from exc
+            except ValueError as exc:
+                raise self.error(file_path, f"{where} is not JSON: {exc}") from exc
+            key = file_path
+        elif "parameters" in data:
+            key = f"{path}.parameters"
+            schema = data["parameters"]
+        else:
+            return {"type": "object"}
+        if not isinstance(schema, dict):
+            raise self.error(key, f"expected a JSON Schema (a table), got {_describe(schema)}")
+        from ._tools import schema_problem  # jsonschema: only for a file that has a schema
+
+        problem = schema_problem(schema)
+        if problem is not None:
+            raise self.error(key, problem)
+        return dict(schema)
 
     def check_approvers(self, agents: Sequence[AgentSpec], coordinator: str) -> None:
         """Approvals routed to the coordinator need its ``approves`` list to be decided."""

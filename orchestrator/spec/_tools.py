@@ -22,10 +22,15 @@ import attrs
 import jsonschema
 import jsonschema.exceptions
 
-from ._model import AgentSpec, TeamSpec
+from ._model import AgentSpec, CommandTool, TeamSpec
 from ._script import QuestionKind
 
-__all__ = ["ToolDefinition", "check_tool_input", "tool_definitions"]
+__all__ = [
+    "ToolDefinition",
+    "check_tool_input",
+    "command_input_problem",
+    "tool_definitions",
+]
 
 #: Plain tools take whatever JSON object the model sends: the team file gives no schema.
 _ANY_OBJECT: Final[Mapping[str, Any]] = {"type": "object", "additionalProperties": True}
@@ -145,7 +150,32 @@ def _definition(team: TeamSpec, agent: AgentSpec, name: str) -> ToolDefinition:
         description = command.description
     else:
         description = f"The {name} tool of team {team.name}."
-    return ToolDefinition(name=name, description=description, parameters=_ANY_OBJECT)
+    parameters = dict(command.parameters) if command is not None else _ANY_OBJECT
+    return ToolDefinition(name=name, description=description, parameters=parameters)
+
+
+def schema_problem(schema: Mapping[str, Any]) -> str | None:
+    """Why ``schema`` cannot be a tool's input schema, or None: it must be a valid JSON Schema
+    (draft 2020-12) whose instances may be objects (a tool's input is one)."""
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in exc.path)
+        return f"not a valid JSON Schema: at {where or 'the top'}: {exc.message}"
+    kind = schema.get("type", "object")
+    if kind != "object" and not (isinstance(kind, list) and "object" in kind):
+        return f"a tool's input is an object: the schema's type must be \"object\", not {kind!r}"
+    return None
+
+
+def command_input_problem(command: CommandTool, arguments: object) -> str | None:
+    """Why ``arguments`` do not fit ``command``'s input schema, in words a model can act on."""
+    validator = jsonschema.Draft202012Validator(command.parameters)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    if error is None:
+        return None
+    where = error.json_path if error.json_path != "$" else "the input"
+    return f"invalid input for {command.name}: {where}: {error.message}"
 
 
 def _object(*, optional: Sequence[str] = (), **properties: Mapping[str, Any]) -> dict[str, Any]:
