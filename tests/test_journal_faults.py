@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 import stat
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -240,6 +241,23 @@ class TestBoundedShutdown:
         writes the transaction in hand and fails the rest (never acknowledged): every ticket
         completes, the file holds exactly the batches reported durable, in order."""
         journal = SqliteJournal(tmp_path / "journal.db", drain_limit=1.0)
+        # The writer's first transaction waits until the drain limit has passed (the stop
+        # gave up on the backlog): on a machine where the writer thread kept up with the
+        # submissions, the whole backlog could otherwise be written in time, and the test
+        # would see nothing cut short.
+        write_together, stop_writing = journal._write_together, journal.stop_writing
+        gave_up = threading.Event()
+
+        def write_after_the_limit(connection: sqlite3.Connection, group: Any) -> None:
+            gave_up.wait()
+            write_together(connection, group)
+
+        def give_up() -> None:
+            stop_writing()
+            gave_up.set()
+
+        journal._write_together = write_after_the_limit  # type: ignore[method-assign]
+        journal.stop_writing = give_up  # type: ignore[method-assign]
         tickets = []
         async with trio.open_nursery() as services:
             await services.start(journal.serve)
