@@ -915,7 +915,7 @@ def team_runs(draw: st.DrawFn) -> tuple[str, list[bool], float]:
 
 
 class TestAnyTeamRun:
-    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(case=team_runs())
     def test_every_stream_is_well_formed_valid_ag_ui(
         self, case: tuple[str, list[bool], float]
