@@ -647,11 +647,6 @@ def summary_action(
     return SessionChatUpdatedAction(chat=after.resource, changes=changes)
 
 
-#: The activity bits of a status (idle, error, in progress, input needed); the others (read,
-#: archived, bits of a newer peer) are the session's own.
-_ACTIVITY_BITS: Final = (1 << 5) - 1
-
-
 def session_status(session: SessionState) -> SessionStatus:
     """A session's status for its catalog entry (``SessionSummary.status``), by the schema's
     rule across its chats: the activity bits of the default chat (else of the most recently
@@ -660,15 +655,15 @@ def session_status(session: SessionState) -> SessionStatus:
     the other bits are the session state's own.
     """
     chats = list(session.chats)
-    own = int(session.status) & ~_ACTIVITY_BITS
+    own = int(session.status) & ~_ACTIVITY_MASK
     if not chats:
         return SessionStatus(int(session.status))
     lead = next((c for c in chats if c.resource == session.default_chat), None)
     if lead is None:
         lead = max(chats, key=lambda chat: chat.modified_at)
-    activity = int(lead.status) & _ACTIVITY_BITS
-    if any(int(c.status) & _ACTIVITY_BITS == SessionStatus.INPUT_NEEDED for c in chats):
+    activity = int(lead.status) & _ACTIVITY_MASK
+    if any(int(c.status) & _ACTIVITY_MASK == SessionStatus.INPUT_NEEDED for c in chats):
         activity = int(SessionStatus.INPUT_NEEDED)
-    if any(int(c.status) & _ACTIVITY_BITS == SessionStatus.ERROR for c in chats):
+    if any(int(c.status) & _ACTIVITY_MASK == SessionStatus.ERROR for c in chats):
         activity = int(SessionStatus.ERROR)
     return SessionStatus(own | activity)

@@ -72,12 +72,7 @@ def check_tool_input(
     if definition is None:
         offered = ", ".join(d.name for d in definitions) or "none"
         return f"there is no tool named {tool_name!r} (tools: {offered})"
-    validator = jsonschema.Draft202012Validator(definition.parameters)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
-    if error is None:
-        return None
-    where = error.json_path if error.json_path != "$" else "the input"
-    return f"invalid input for {tool_name}: {where}: {error.message}"
+    return _input_problem(tool_name, definition.parameters, arguments)
 
 
 def _definition(team: TeamSpec, agent: AgentSpec, name: str) -> ToolDefinition:
@@ -170,12 +165,17 @@ def schema_problem(schema: Mapping[str, Any]) -> str | None:
 
 def command_input_problem(command: CommandTool, arguments: object) -> str | None:
     """Why ``arguments`` do not fit ``command``'s input schema, in words a model can act on."""
-    validator = jsonschema.Draft202012Validator(command.parameters)
+    return _input_problem(command.name, command.parameters, arguments)
+
+
+def _input_problem(tool_name: str, schema: Mapping[str, Any], arguments: object) -> str | None:
+    """The first place where ``arguments`` do not fit ``schema``, and what was expected."""
+    validator = jsonschema.Draft202012Validator(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
     if error is None:
         return None
     where = error.json_path if error.json_path != "$" else "the input"
-    return f"invalid input for {command.name}: {where}: {error.message}"
+    return f"invalid input for {tool_name}: {where}: {error.message}"
 
 
 def _object(*, optional: Sequence[str] = (), **properties: Mapping[str, Any]) -> dict[str, Any]:
