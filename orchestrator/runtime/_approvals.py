@@ -224,7 +224,7 @@ class Approvals:
                 # The team policy gives the coordinator this decision: it approves the tools
                 # its team file lists under ``approves`` and denies the rest.
                 coordinator = run.team.coordinator_agent
-                decision.approved = request.tool_name in (coordinator.approves or ())
+                decision.approved = coordinator.approves_tool(request.tool_name)
                 decision.decided_by = routed_to
                 decision.event.set()
             await decision.event.wait()

@@ -581,7 +581,7 @@ class Turns:
             gated = isinstance(call, ToolCallPendingConfirmationState)
             was_running = isinstance(call, ToolCallRunningState)
         try:
-            if tool not in ctx.agent.tools:
+            if not ctx.agent.may_call(tool):
                 raise RunError(f"agent {ctx.agent.name!r} has no tool {tool!r}")
             if gated:
                 if position is not None:

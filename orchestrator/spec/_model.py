@@ -28,18 +28,24 @@ __all__ = [
     "BUILTIN_BACKENDS",
     "COMMAND_ENV_PREFIX",
     "DEFAULT_COMMAND_TIMEOUT",
+    "DEFAULT_MCP_CALL_TIMEOUT",
+    "DEFAULT_MCP_START_TIMEOUT",
     "DEFAULT_PARALLEL_BUDGET",
     "DEFAULT_TOOL_RESULT",
+    "MCP_PREFIX",
     "TEAM_TOOLS",
     "AgentSpec",
     "ApprovedBy",
     "BackendName",
     "CommandTool",
     "Interactivity",
+    "McpServer",
+    "McpToolRef",
     "OpenAISettings",
     "RestartPolicy",
     "TeamSpec",
     "Topology",
+    "mcp_tool_ref",
     "with_model",
 ]
 
@@ -72,6 +78,13 @@ DEFAULT_PARALLEL_BUDGET: Final = 4
 DEFAULT_TOOL_RESULT: Final = "ok"
 #: How long a command tool may run when its table sets no ``timeout``.
 DEFAULT_COMMAND_TIMEOUT: Final = datetime.timedelta(minutes=10)
+#: How long one call of an MCP server's tool may take when its table sets no ``timeout``.
+DEFAULT_MCP_CALL_TIMEOUT: Final = datetime.timedelta(minutes=5)
+#: How long an MCP server may take to start and answer the handshake.
+DEFAULT_MCP_START_TIMEOUT: Final = datetime.timedelta(seconds=30)
+#: How an agent's ``tools`` names an MCP server's tool: ``mcp.<server>/<tool>``, or
+#: ``mcp.<server>/*`` for every tool the server lists.
+MCP_PREFIX: Final = "mcp."
 
 
 @attrs.frozen(kw_only=True)
@@ -113,12 +126,98 @@ class CommandTool:
     # taken from the team file's directory (resolved when parsed, like the daemon's
     # token_file), so a team file can name its project's directory wherever it runs from.
     cwd: str | None = None
-    # Added to the orchestrator's environment for the program.
+    # Added to the program's allow-listed environment (the orchestrator's own is not
+    # passed on: see orchestrator.runtime's tool_environment).
     env: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+    # Variables of the orchestrator's environment the program also gets, by name.
+    env_passthrough: tuple[str, ...] = ()
     # The JSON Schema of a call's input (``parameters`` or ``parameters_file``): offered to the
     # model as the tool's parameters, and a call's input is checked against it before the
     # program runs. Without one, any JSON object.
     parameters: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object"}, hash=False)
+
+
+@attrs.frozen(kw_only=True)
+class McpServer:
+    """A Model Context Protocol tool server: an ``[mcp.<name>]`` table of a team file.
+
+    Exactly one transport: ``command`` (stdio: the runtime starts the program and speaks
+    MCP over its stdin and stdout) or ``url`` (streamable HTTP). Its tools are listed when
+    the team starts; an agent names them as ``mcp.<name>/<tool>`` (see :class:`McpToolRef`).
+
+    Invariant: (len(self.command) >= 1) != (self.url is not None)
+    Invariant: not self.headers or self.url is not None
+    Invariant: not (self.env or self.env_passthrough or self.cwd) or self.command
+    """
+
+    name: str
+    command: tuple[str, ...] = ()
+    url: str | None = None
+    # The program's working directory (stdio); relative paths are taken from the team
+    # file's directory, as for a command tool.
+    cwd: str | None = None
+    # Added to the program's allow-listed environment (stdio).
+    env: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+    # Variables of the orchestrator's environment the program also gets (stdio).
+    env_passthrough: tuple[str, ...] = ()
+    # HTTP headers sent with every request (url). A value is literal text, or the name of
+    # an environment variable to read it from when the server is contacted (``env_headers``),
+    # so a team file never holds a token.
+    headers: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+    # Header name -> environment variable: ``headers = { Authorization = "env:TOKEN" }``.
+    env_headers: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+    # One call's limit; a call that takes longer fails (and its request is cancelled).
+    timeout: datetime.timedelta = DEFAULT_MCP_CALL_TIMEOUT
+    # Starting the program (or reaching the URL) and the handshake, together.
+    start_timeout: datetime.timedelta = DEFAULT_MCP_START_TIMEOUT
+
+    @property
+    def transport(self) -> Literal["stdio", "http"]:
+        return "http" if self.url is not None else "stdio"
+
+
+@attrs.frozen
+class McpToolRef:
+    """An MCP tool as an agent's ``tools`` names it: ``mcp.<server>/<tool>``; ``tool`` is
+    ``"*"`` for every tool the server lists."""
+
+    server: str
+    tool: str
+
+    @property
+    def is_wildcard(self) -> bool:
+        return self.tool == "*"
+
+    def covers(self, name: str) -> bool:
+        """Whether this entry names the tool ``name`` (a full ``mcp.<server>/<tool>``)."""
+        ref = mcp_tool_ref(name)
+        return (
+            ref is not None
+            and ref.server == self.server
+            and (self.is_wildcard or ref.tool == self.tool)
+        )
+
+    def __str__(self) -> str:
+        return f"{MCP_PREFIX}{self.server}/{self.tool}"
+
+
+def _names(entries: tuple[str, ...], tool: str) -> bool:
+    """Whether ``entries`` (a list of tool names of a team file) names ``tool``."""
+    if tool in entries:
+        return True
+    ref = mcp_tool_ref(tool)
+    return ref is not None and f"{MCP_PREFIX}{ref.server}/*" in entries
+
+
+def mcp_tool_ref(name: str) -> McpToolRef | None:
+    """The MCP server and tool that ``name`` names, or None if it is not an MCP tool's name
+    (``mcp.<server>/<tool>``; the parser has checked both parts of a team file's names)."""
+    if not name.startswith(MCP_PREFIX):
+        return None
+    server, slash, tool = name[len(MCP_PREFIX) :].partition("/")
+    if not slash or not server or not tool:
+        return None
+    return McpToolRef(server, tool)
 
 
 @attrs.frozen(kw_only=True)
@@ -154,9 +253,18 @@ class AgentSpec:
         """The tools that are not team tools (the runtime executes them as plain tools)."""
         return tuple(t for t in self.tools if t not in TEAM_TOOLS)
 
+    def may_call(self, tool: str) -> bool:
+        """Whether ``tool`` is one of this agent's tools: listed by name, or an MCP tool
+        whose server's ``mcp.<server>/*`` is listed."""
+        return _names(self.tools, tool)
+
     def needs_approval_for(self, tool: str) -> bool:
         """Whether a call of ``tool`` by this agent waits for a decision."""
-        return tool in self.needs_approval
+        return _names(self.needs_approval, tool)
+
+    def approves_tool(self, tool: str) -> bool:
+        """Whether this agent (the coordinator) approves calls of ``tool`` routed to it."""
+        return _names(self.approves or (), tool)
 
     def tool_result(self, tool: str) -> str:
         """The scripted result text of a plain tool (``"ok"`` unless the file says)."""
@@ -196,6 +304,9 @@ class TeamSpec:
     # The [tools.<name>] command tools, in file order.
     # Invariant: not ({c.name for c in command_tools} & TEAM_TOOLS)
     command_tools: tuple[CommandTool, ...] = ()
+    # The [mcp.<name>] tool servers, in file order.
+    # Invariant: every mcp_tool_ref(t) of an agent's tools names one of them
+    mcp_servers: tuple[McpServer, ...] = ()
     file: str = "<team>"
     # The TOML text it was parsed from (kept with a session so it can be resumed as it was).
     source: str = attrs.field(default="", repr=False, eq=False)
@@ -221,6 +332,13 @@ class TeamSpec:
         for tool in self.command_tools:
             if tool.name == name:
                 return tool
+        return None
+
+    def mcp_server(self, name: str) -> McpServer | None:
+        """The ``[mcp.<name>]`` server called ``name``, or None."""
+        for server in self.mcp_servers:
+            if server.name == name:
+                return server
         return None
 
     def agent(self, name: str) -> AgentSpec:

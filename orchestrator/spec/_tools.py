@@ -6,7 +6,15 @@ Theory of operation: :func:`tool_definitions` turns an agent of a team into one
 schemas with the team's names in them (``delegate``'s ``agent`` is an enum of the agents this
 caller may delegate to, so a model cannot even be offered a wrong name); a plain tool takes
 any JSON object (a team file does not declare plain tools' parameters); a command tool
-(``[tools.<name>]``) is described by its ``description``. A backend that
+(``[tools.<name>]``) is described by its ``description`` and ``parameters``. Tools whose
+schema is known only at run time (an MCP server's listing, a Python function's signature)
+come in as ``discovered`` definitions, keyed by the name the team file calls them; an
+agent's ``mcp.<server>/*`` takes every discovered tool of that server, in listing order.
+
+A definition has two names: ``name``, the team file's (what facts record and the scripted
+backend calls, e.g. ``mcp.time/get_current_time``), and ``function_name``, the one a model
+is offered (letters, digits, ``_`` and ``-``, at most 64: ``time__get_current_time``); a
+backend maps a model's call back by the latter. A backend that
 receives input from an untrusted model checks it with :func:`check_tool_input` against the
 definition it offered, so "offered" and "accepted" cannot drift apart.
 
@@ -15,6 +23,8 @@ Pure: no trio and no IO.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, get_args
 
@@ -22,18 +32,22 @@ import attrs
 import jsonschema
 import jsonschema.exceptions
 
-from ._model import AgentSpec, CommandTool, TeamSpec
+from ._model import MCP_PREFIX, AgentSpec, CommandTool, TeamSpec, mcp_tool_ref
 from ._script import QuestionKind
 
 __all__ = [
     "ToolDefinition",
     "check_tool_input",
     "command_input_problem",
+    "function_name",
     "tool_definitions",
 ]
 
 #: Plain tools take whatever JSON object the model sends: the team file gives no schema.
 _ANY_OBJECT: Final[Mapping[str, Any]] = {"type": "object", "additionalProperties": True}
+#: What a model API accepts as a function's name (OpenAI's rule; others are laxer).
+_FUNCTION_NAME_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+_UNSAFE_RE: Final = re.compile(r"[^A-Za-z0-9_-]")
 
 
 @attrs.frozen(kw_only=True)
@@ -44,20 +58,60 @@ class ToolDefinition:
     description: str
     # JSON-compatible; treat as read-only.
     parameters: Mapping[str, Any] = attrs.field(hash=False)
+    # The name a model is offered and calls; ``name`` when that is already one.
+    function_name: str = attrs.field()
+
+    @function_name.default
+    def _function_name(self) -> str:
+        return function_name(self.name)
 
 
-def tool_definitions(team: TeamSpec, agent: AgentSpec) -> tuple[ToolDefinition, ...]:
+def function_name(name: str) -> str:
+    """The model-facing name of the tool a team file calls ``name``: itself when it is
+    already a valid function name, ``<server>__<tool>`` for an MCP tool, with any other
+    character made ``_`` and a long name cut, a hash of the whole keeping it distinct."""
+    if _FUNCTION_NAME_RE.match(name):
+        return name
+    ref = mcp_tool_ref(name)
+    readable = f"{ref.server}__{ref.tool}" if ref is not None else name
+    safe = _UNSAFE_RE.sub("_", readable)
+    if safe == readable and len(safe) <= 64:
+        return safe
+    # Two names may come to the same safe text (a.b and a_b): a hash of the whole tells
+    # them apart.
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{safe[:55]}_{digest}"
+
+
+def tool_definitions(
+    team: TeamSpec,
+    agent: AgentSpec,
+    discovered: Mapping[str, ToolDefinition] | None = None,
+) -> tuple[ToolDefinition, ...]:
     """The tools ``agent`` of ``team`` may call, in the order its ``tools`` lists them.
 
     ``delegate`` and ``handoff`` are left out when ``delegates_to`` is empty: there is
-    nobody to name (``teams check`` reports that team file).
+    nobody to name (``teams check`` reports that team file). ``discovered``: the
+    definitions known at run time, by team-file name; an MCP tool the agent names that is
+    not among them (its server is down, or does not list it) is left out, not guessed.
     """
+    discovered = discovered or {}
     routes = {"delegate", "handoff"}
-    return tuple(
-        _definition(team, agent, name)
-        for name in agent.tools
-        if agent.delegates_to or name not in routes
-    )
+    offered: dict[str, ToolDefinition] = {}
+    for name in agent.tools:
+        if name in routes and not agent.delegates_to:
+            continue
+        ref = mcp_tool_ref(name)
+        if ref is not None and ref.is_wildcard:
+            prefix = f"{MCP_PREFIX}{ref.server}/"
+            for key, definition in discovered.items():
+                if key.startswith(prefix):
+                    offered.setdefault(key, definition)
+        elif name in discovered:
+            offered.setdefault(name, discovered[name])
+        elif ref is None:
+            offered.setdefault(name, _definition(team, agent, name))
+    return tuple(offered.values())
 
 
 def check_tool_input(
@@ -70,7 +124,7 @@ def check_tool_input(
     """
     definition = next((d for d in definitions if d.name == tool_name), None)
     if definition is None:
-        offered = ", ".join(d.name for d in definitions) or "none"
+        offered = ", ".join(d.function_name for d in definitions) or "none"
         return f"there is no tool named {tool_name!r} (tools: {offered})"
     return _input_problem(tool_name, definition.parameters, arguments)
 

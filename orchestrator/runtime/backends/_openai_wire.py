@@ -43,7 +43,14 @@ from orchestrator.core import (
     ToolCallStarted,
     UsageReport,
 )
-from orchestrator.spec import AgentSpec, OpenAISettings, TeamSpec, ToolDefinition, check_tool_input
+from orchestrator.spec import (
+    AgentSpec,
+    OpenAISettings,
+    TeamSpec,
+    ToolDefinition,
+    check_tool_input,
+    function_name,
+)
 
 from ._transcript import AssistantMessage, ToolMessage, TranscriptMessage, UserMessage
 
@@ -94,7 +101,7 @@ def request_body(
             {
                 "type": "function",
                 "function": {
-                    "name": t.name,
+                    "name": t.function_name,
                     "description": t.description,
                     "parameters": dict(t.parameters),
                 },
@@ -118,7 +125,8 @@ def _message(message: TranscriptMessage) -> dict[str, Any]:
                     {
                         "id": c.tool_call_id,
                         "type": "function",
-                        "function": {"name": c.tool_name, "arguments": c.arguments},
+                        # The model knows a tool by its function name, not the team file's.
+                        "function": {"name": function_name(c.tool_name), "arguments": c.arguments},
                     }
                     for c in calls
                 ]
@@ -159,6 +167,8 @@ class ChunkAssembler:
         id_prefix: str = "call",
     ) -> None:
         self._tools = tools
+        # A model calls a tool by the function name it was offered; facts use the team's.
+        self._team_names = {t.function_name: t.name for t in tools}
         self._taken = set(taken_ids)
         self._id_prefix = id_prefix
         self._calls: list[_Call] = []
@@ -226,6 +236,7 @@ class ChunkAssembler:
         if isinstance(name, str) and name and not call.started:
             call.name += name
         if call.name and not call.started:
+            call.name = self._team_names.get(call.name, call.name)
             call.started = True
             events.append(ToolCallStarted(tool_call_id=call.tool_call_id, tool_name=call.name))
             # Fragments that came before the name was known.
