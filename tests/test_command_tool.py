@@ -24,6 +24,8 @@ import attrs
 import pytest
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 
 from orchestrator.ahp import (
     ChatToolCallCompleteAction,
@@ -62,6 +64,7 @@ from orchestrator.runtime import (
     group_id,
     run_command,
 )
+from orchestrator.runtime import BASE_VARIABLES
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.server import Limits, Role, ServeConfig, Token
 from orchestrator.spec import (
@@ -385,6 +388,65 @@ class TestEnvironment:
         )
         assert env[CALLBACK_URL_VAR] == "http://elsewhere/callback"
         assert CALLBACK_TOKEN_VAR not in env
+
+    def test_the_orchestrator_s_secrets_are_not_passed_on(self) -> None:
+        """Only the allow-list, the named pass-throughs and the tool's own values reach it."""
+        base = {
+            "PATH": "/usr/bin",
+            "LANG": "C.UTF-8",
+            "OPENAI_API_KEY": "sk-secret",
+            "ORCHESTRATOR_TOKEN": "daemon-token",
+            "GITHUB_TOKEN": "gh-token",
+            "AWS_SECRET_ACCESS_KEY": "aws",
+        }
+        tool = CommandTool(name="t", command=("t",), env_passthrough=("GITHUB_TOKEN", "UNSET"))
+        env = command_environment(
+            base, tool, session="ahp-session:/s", tool_call_id="c", callback=None
+        )
+        assert env == {
+            "PATH": "/usr/bin",
+            "LANG": "C.UTF-8",
+            "GITHUB_TOKEN": "gh-token",
+            GROUP_ID_VAR: "s",
+            TOOL_CALL_ID_VAR: "c",
+        }
+
+    @given(
+        base=st.dictionaries(
+            st.from_regex(r"[A-Z_][A-Z0-9_]{0,12}", fullmatch=True), st.text(max_size=5)
+        ),
+        passthrough=st.lists(st.from_regex(r"[A-Z_][A-Z0-9_]{0,12}", fullmatch=True)),
+    )
+    def test_nothing_outside_the_allow_list_gets_through(
+        self, base: dict[str, str], passthrough: list[str]
+    ) -> None:
+        tool = CommandTool(name="t", command=("t",), env_passthrough=tuple(passthrough))
+        env = command_environment(
+            base, tool, session="ahp-session:/s", tool_call_id="c", callback=ToolCallback()
+        )
+        allowed = {*BASE_VARIABLES, *passthrough, GROUP_ID_VAR, TOOL_CALL_ID_VAR}
+        assert set(env) <= allowed
+        assert all(
+            env[k] == base[k]
+            for k in env
+            if k in base and k not in (GROUP_ID_VAR, TOOL_CALL_ID_VAR)
+        )
+
+    async def test_a_secret_in_the_daemon_s_environment_does_not_reach_the_program(
+        self,
+    ) -> None:
+        script = "import json, os; print(json.dumps(dict(os.environ)))"
+        tool = attrs.evolve(command_tool(script), env_passthrough=("SHARED_TOKEN",))
+        base = {**os.environ, "OPENAI_API_KEY": "sk-leak", "SHARED_TOKEN": "shared"}
+        env = command_environment(
+            base, tool, session="ahp-session:/s", tool_call_id="c", callback=None
+        )
+        with trio.fail_after(60):
+            result = await run_command(tool, {}, env)
+        seen = json.loads(result.output)
+        assert "OPENAI_API_KEY" not in seen
+        assert seen["SHARED_TOKEN"] == "shared"
+        assert seen["PATH"] == os.environ["PATH"]
 
     def test_the_token_is_not_in_the_repr(self) -> None:
         assert "secret" not in repr(ToolCallback(url="u", token="secret-token"))

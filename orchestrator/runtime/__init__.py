@@ -52,9 +52,11 @@ if TYPE_CHECKING:
     from ._process import tune_gc
     from ._recorder import Recorder
     from ._team_runtime import RunOutcome, TeamRuntime, require_prompt
+    from ._tool_environment import BASE_VARIABLES, tool_environment
     from ._turns import BackendFactory
 
 __all__ = [
+    "BASE_VARIABLES",
     "CALLBACK_TOKEN_VAR",
     "CALLBACK_URL_VAR",
     "GROUP_ID_VAR",
@@ -97,6 +99,7 @@ __all__ = [
     "register_secret",
     "require_prompt",
     "run_command",
+    "tool_environment",
     "tune_gc",
 ]
 
@@ -147,6 +150,7 @@ if not TYPE_CHECKING:
             "._process": ("tune_gc",),
             "._recorder": ("Recorder",),
             "._team_runtime": ("RunOutcome", "TeamRuntime", "require_prompt"),
+            "._tool_environment": ("BASE_VARIABLES", "tool_environment"),
             "._turns": ("BackendFactory",),
         },
     )

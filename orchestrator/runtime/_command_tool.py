@@ -22,11 +22,13 @@ When the call ends, in every case, whatever the program left running in its proc
 is killed: nothing a tool started outlives its call (a program that must leave something
 behind starts it in a session of its own).
 
-What the program is told (:func:`command_environment`): the orchestrator's environment, the
-tool's ``env`` table, and ``ORCHESTRATOR_GROUP_ID`` (the session id: the ``group_id`` of a
-view update it posts), ``ORCHESTRATOR_TOOL_CALL_ID``, ``ORCHESTRATOR_CALLBACK_URL`` (the
-daemon's ``POST /callback``) and ``ORCHESTRATOR_CALLBACK_TOKEN`` (the daemon's first token
-with role ``tool``, when it has tokens). Without a daemon (``orchestrator run``) the two
+What the program is told (:func:`command_environment`): an allow-listed environment
+(:mod:`._tool_environment`: PATH, HOME, the locale... never the daemon's keys and tokens),
+the variables the tool's ``env_passthrough`` names, the tool's ``env`` table, and
+``ORCHESTRATOR_GROUP_ID`` (the session id: the ``group_id`` of a view update it posts),
+``ORCHESTRATOR_TOOL_CALL_ID``, ``ORCHESTRATOR_CALLBACK_URL`` (the daemon's ``POST
+/callback``) and ``ORCHESTRATOR_CALLBACK_TOKEN`` (the daemon's first token with role
+``tool``, when it has tokens). Without a daemon (``orchestrator run``) the two
 callback variables are whatever the orchestrator's own environment holds, if anything.
 
 Calls are independent: each has its own process, pipes and buffers, so a model may call
@@ -49,6 +51,8 @@ import structlog
 import trio
 
 from orchestrator.spec import CommandTool
+
+from ._tool_environment import tool_environment
 
 __all__ = [
     "CALLBACK_TOKEN_VAR",
@@ -127,18 +131,18 @@ def command_environment(
     tool_call_id: str,
     callback: ToolCallback | None,
 ) -> dict[str, str]:
-    """The environment of one call of ``tool``: ``base`` (the orchestrator's), the tool's
-    ``env``, then the runtime's variables. ``callback`` None: no daemon; the callback
-    variables of ``base``, if any, pass through (that is how ``orchestrator run`` is told)."""
-    env = {**base, **tool.env}
+    """The environment of one call of ``tool``: the allow-listed part of ``base`` (the
+    orchestrator's; see :func:`tool_environment`), the tool's ``env``, then the runtime's
+    variables. ``callback`` None: no daemon; the callback variables of ``base``, if any,
+    pass through (that is how ``orchestrator run`` is told)."""
+    env = tool_environment(base, tool.env, tool.env_passthrough)
     env[GROUP_ID_VAR] = group_id(session)
     env[TOOL_CALL_ID_VAR] = tool_call_id
-    if callback is not None:
-        for name, value in ((CALLBACK_URL_VAR, callback.url), (CALLBACK_TOKEN_VAR, callback.token)):
-            if value is None:
-                env.pop(name, None)
-            else:
-                env[name] = value
+    if callback is None:
+        told = {name: base.get(name) for name in (CALLBACK_URL_VAR, CALLBACK_TOKEN_VAR)}
+    else:
+        told = {CALLBACK_URL_VAR: callback.url, CALLBACK_TOKEN_VAR: callback.token}
+    env.update({name: value for name, value in told.items() if value is not None})
     return env
 
 

@@ -1,0 +1,42 @@
+"""The environment a tool's program gets: an allow-list, never the orchestrator's whole one.
+
+The daemon's environment holds its secrets (``OPENAI_API_KEY``, ``ORCHESTRATOR_TOKEN``, a
+cloud provider's credentials...). A command tool or a stdio MCP server is a program the
+team file names, fed input a model wrote: it gets only what it needs to run
+(:data:`BASE_VARIABLES`, those of them that are set), the variables its table passes on by
+name (``env_passthrough``), and the values its table sets (``env``), in that order, so the
+table's own values win. The runtime's per-call ``ORCHESTRATOR_*`` variables are added by
+the caller (see :mod:`._command_tool`); the orchestrator's own ``ORCHESTRATOR_*`` variables
+are not passed on (``ORCHESTRATOR_TOKEN`` is one of them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+__all__ = ["BASE_VARIABLES", "tool_environment"]
+
+#: What every tool's program gets from the orchestrator's environment, when set: enough to
+#: find programs, a home, the locale and the time zone, and a place for temporary files.
+BASE_VARIABLES: Final = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+)
+
+
+def tool_environment(
+    base: Mapping[str, str], env: Mapping[str, str], passthrough: Iterable[str] = ()
+) -> dict[str, str]:
+    """The environment of a tool's program: ``base``'s :data:`BASE_VARIABLES` and
+    ``passthrough`` variables (those set), then ``env``."""
+    allowed = {name: base[name] for name in (*BASE_VARIABLES, *passthrough) if name in base}
+    return {**allowed, **env}
