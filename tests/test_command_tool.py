@@ -47,6 +47,7 @@ from orchestrator.core import (
 )
 from orchestrator.journal import JournalReader
 from orchestrator.runtime import (
+    BASE_VARIABLES,
     CALLBACK_TOKEN_VAR,
     CALLBACK_URL_VAR,
     GROUP_ID_VAR,
@@ -64,7 +65,6 @@ from orchestrator.runtime import (
     group_id,
     run_command,
 )
-from orchestrator.runtime import BASE_VARIABLES
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.server import Limits, Role, ServeConfig, Token
 from orchestrator.spec import (

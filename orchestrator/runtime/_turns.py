@@ -10,8 +10,13 @@ the run is closed (:meth:`Turns.converse`). A turn is a loop of model rounds (se
 by the turn (:meth:`Turns._run_tools`). A tool call is dispatched by name: gated calls wait
 for their approval and ``ask`` for its answer (:mod:`orchestrator.runtime._approvals`),
 ``delegate`` and ``handoff`` run another agent's chat (:mod:`orchestrator.runtime._delegation`,
-which runs that chat's turns through this loop again), command tools run their program, and
-every other tool answers its scripted result.
+which runs that chat's turns through this loop again), command tools run their program, an
+MCP server's tool (``mcp.<server>/<tool>``) is called on its server, and every other tool
+answers its scripted result. A command tool's or MCP tool's input is checked against its
+schema first: input that does not fit fails the call, and the model reads why.
+
+The tools a model is offered are made once per agent, and again when an MCP server's
+listing changes (:attr:`ToolServers.version`).
 
 ``trio.Cancelled`` is never swallowed: the facts that say a turn was cancelled are written
 in a shielded scope (:meth:`RunContext.record_cancelled`), then the cancellation goes on. A
@@ -85,7 +90,9 @@ from orchestrator.spec import (
     AgentSpec,
     RestartPolicy,
     ToolDefinition,
+    check_tool_input,
     command_input_problem,
+    mcp_tool_ref,
     tool_definitions,
 )
 
@@ -114,7 +121,9 @@ class Turns:
         self.delegation = Delegation(run, run_chat=self.run_chat)
         self._backends = backends
         self._backend_cache: dict[str, Backend] = {}
+        # The tools offered to each agent, made for the servers' listing of this version.
         self._tool_cache: dict[str, tuple[ToolDefinition, ...]] = {}
+        self._tools_version = 0
         # Chats that take steering and queued messages: from their first turn until they
         # decide, with the recorder held, that no queued message is left (see run_chat).
         self._open_chats: set[str] = set()
@@ -167,9 +176,15 @@ class Turns:
         return backend
 
     def _tools(self, agent: AgentSpec) -> tuple[ToolDefinition, ...]:
+        servers = self.run.tool_servers
+        if servers is not None and servers.version != self._tools_version:
+            self._tool_cache.clear()
+            self._tools_version = servers.version
         tools = self._tool_cache.get(agent.name)
         if tools is None:
-            tools = self._tool_cache[agent.name] = tool_definitions(self.run.team, agent)
+            discovered = servers.definitions() if servers is not None else None
+            tools = tool_definitions(self.run.team, agent, discovered)
+            self._tool_cache[agent.name] = tools
         return tools
 
     async def run_chat(
@@ -635,7 +650,10 @@ class Turns:
         results[index] = outcome
 
     async def _plain_tool(self, ctx: ChatContext, request: ToolCallRequest) -> ToolOutcome:
-        """A command tool runs its program; any other plain tool answers its scripted result."""
+        """A command tool runs its program, an MCP tool is called on its server; any other
+        plain tool answers its scripted result."""
+        if mcp_tool_ref(request.tool_name) is not None:
+            return await self._mcp_tool(ctx, request)
         command = self.run.team.command_tool(request.tool_name)
         if command is None:
             await trio.lowlevel.checkpoint()
@@ -661,6 +679,27 @@ class Turns:
             ctx, request, success=result.success, output=result.output
         )
 
+    async def _mcp_tool(self, ctx: ChatContext, request: ToolCallRequest) -> ToolOutcome:
+        """Call an MCP server's tool, its input first checked against the server's schema."""
+        servers = self.run.tool_servers
+        name = request.tool_name
+        if servers is None:  # the parser refuses an MCP tool without its server
+            raise RunError(f"{name}: this team declares no MCP servers")
+        offered = self._tools(ctx.agent)
+        # A tool the server does not list (now) is left to its call: the answer says why.
+        if any(t.name == name for t in offered):
+            problem = check_tool_input(offered, name, request.arguments)
+            if problem is not None:
+                await trio.lowlevel.checkpoint()
+                return await self.run.complete_tool_call(
+                    ctx, request, success=False, output=problem
+                )
+        with structlog.contextvars.bound_contextvars(tool_call=request.tool_call_id):
+            result = await servers.call(name, request.arguments)
+        return await self.run.complete_tool_call(
+            ctx, request, success=result.success, output=result.output
+        )
+
 
 # ── helpers ──────────────────────────────────────────────────────────────────
 
@@ -673,6 +712,9 @@ def _display_name(tool_name: str, request: ToolCallRequest | None) -> str:
         return f"Hand off to {request.arguments.get('agent', '?')}" if request else "Hand off"
     if tool_name == "ask":
         return "Ask the user"
+    ref = mcp_tool_ref(tool_name)
+    if ref is not None:
+        return f"{ref.tool.replace('_', ' ').capitalize()} ({ref.server})"
     return tool_name.replace("_", " ").capitalize()
 
 

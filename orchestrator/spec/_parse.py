@@ -3,7 +3,8 @@ path.
 
 Theory of operation: :func:`~._teamfile.parse_team` hands the text to :mod:`tomllib`, then
 :class:`_Parser` walks the resulting dict once, top-down (``[team]``, then every command tool
-``[tools.<name>]``, then every ``[agents.<name>]`` in file order, then its turns
+``[tools.<name>]``, then every MCP server ``[mcp.<name>]`` (:mod:`._parse_mcp`), then every
+``[agents.<name>]`` in file order, then its turns
 and steps, then every ``[[background]]`` teammate, whose schedule
 :mod:`._schedule` checks). Each check knows
 the key path of the value it looks at, so the first problem raises a
@@ -38,23 +39,26 @@ import attrs
 
 from orchestrator.base import ScheduleError, TeamFileError
 
-from ._checks import _ValueChecks
 from ._model import (
     BUILTIN_BACKENDS,
     COMMAND_ENV_PREFIX,
     DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_PARALLEL_BUDGET,
+    MCP_PREFIX,
     TEAM_TOOLS,
     AgentSpec,
     ApprovedBy,
     BackendName,
     CommandTool,
     Interactivity,
+    McpServer,
     OpenAISettings,
     RestartPolicy,
     TeamSpec,
     Topology,
+    mcp_tool_ref,
 )
+from ._parse_mcp import _McpChecks
 from ._schedule import (
     DEFAULT_CATCH_UP_LIMIT,
     BackgroundSpec,
@@ -97,7 +101,7 @@ _PLUGIN_FORMS: Final = "a plugin's entry-point name, or module:factory"
 _QUESTION_KINDS: Final[dict[str, QuestionKind]] = {v: v for v in get_args(QuestionKind)}
 _SELECT_KINDS: Final = frozenset({"single-select", "multi-select"})
 
-_TOP_KEYS: Final = ("team", "agents", "tools", "openai", "background")
+_TOP_KEYS: Final = ("team", "agents", "tools", "mcp", "openai", "background")
 _TEAM_KEYS: Final = (
     "name",
     "topology",
@@ -141,6 +145,7 @@ _COMMAND_KEYS: Final = (
     "timeout",
     "cwd",
     "env",
+    "env_passthrough",
     "parameters",
     "parameters_file",
 )
@@ -201,7 +206,7 @@ class _Problems:
             raise TeamFileError.of(self.found)
 
 
-class _Parser(_ValueChecks):
+class _Parser(_McpChecks):
     """One walk over one decoded document; ``file`` goes into every error."""
 
     def __init__(self, file: str) -> None:
@@ -309,6 +314,22 @@ class _Parser(_ValueChecks):
                     commands.append(self.command_tool(tool_name, value))
                 except TeamFileError as exc:
                     problems.extend(exc.problems)
+        # The MCP servers before the agents, whose tools name them.
+        servers: list[McpServer] = []
+        if "mcp" in data:
+            mcp_tables: Mapping[str, object] = {}
+            try:
+                mcp_tables = self.table(
+                    data["mcp"], "mcp", 'tables such as [mcp.time] command = ["..."]'
+                )
+            except TeamFileError as exc:
+                problems.extend(exc.problems)
+            self.mcp_names = tuple(mcp_tables)
+            for server_name, value in mcp_tables.items():
+                try:
+                    servers.append(self.mcp_server(server_name, value))
+                except TeamFileError as exc:
+                    problems.extend(exc.problems)
         parsed: list[AgentSpec] = []
         for agent_name, value in agents.items():
             try:
@@ -343,6 +364,7 @@ class _Parser(_ValueChecks):
             agents=specs,
             background=tuple(background),
             command_tools=tuple(commands),
+            mcp_servers=tuple(servers),
             file=self.file,
         )
 
@@ -452,24 +474,7 @@ class _Parser(_ValueChecks):
             )
         data = self.table(value, path, 'a [tools.<name>] table with command = ["..."]')
         self.check_keys(data, path, _COMMAND_KEYS, required=("command",))
-        command_path = f"{path}.command"
-        raw = data["command"]
-        if isinstance(raw, str):
-            example = json.dumps(raw.split() or ["program", "argument"], ensure_ascii=False)
-            raise self.error(
-                command_path,
-                f"expected an array of arguments such as {example} (no shell reads it), "
-                f"got {_describe(raw)}",
-            )
-        items = self.array(raw, command_path, "an array of arguments")
-        if not items:
-            raise self.error(
-                command_path, 'name at least the program to run, e.g. ["python", "tool.py"]'
-            )
-        command = tuple(
-            self.argument(item, f"{command_path}[{index}]", empty_ok=index > 0)
-            for index, item in enumerate(items)
-        )
+        command = self.program(data["command"], f"{path}.command")
         description = ""
         if "description" in data:
             description = self.string(data["description"], f"{path}.description")
@@ -483,29 +488,9 @@ class _Parser(_ValueChecks):
                     f"{_describe(data['timeout'])}",
                 )
             timeout = self.duration(data["timeout"], timeout_path)
-        cwd = None
-        if "cwd" in data:
-            cwd = self.argument(data["cwd"], f"{path}.cwd", empty_ok=False)
-            if not Path(cwd).is_absolute() and not self.file.startswith("<"):
-                cwd = str(Path(self.file).parent / cwd)
-        env: dict[str, str] = {}
-        if "env" in data:
-            env_path = f"{path}.env"
-            for key, text in self.table(data["env"], env_path, "a table of variables").items():
-                key_path = _join(env_path, key)
-                if not _ENV_NAME_RE.match(key):
-                    raise self.error(
-                        key_path,
-                        f"{key!r} is not an environment variable name (letters, digits and "
-                        "'_', not starting with a digit)",
-                    )
-                if key.upper().startswith(COMMAND_ENV_PREFIX):
-                    raise self.error(
-                        key_path,
-                        f"variables starting with {COMMAND_ENV_PREFIX} are set by the runtime "
-                        "for each call (the callback URL, the group id, ...); choose another name",
-                    )
-                env[key] = self.argument(text, key_path, empty_ok=True)
+        cwd = self.directory(data["cwd"], f"{path}.cwd") if "cwd" in data else None
+        env = self.env_table(data.get("env", {}), f"{path}.env", reserved_prefix=COMMAND_ENV_PREFIX)
+        passthrough = self.env_names(data.get("env_passthrough", []), f"{path}.env_passthrough")
         return CommandTool(
             name=name,
             command=command,
@@ -513,6 +498,7 @@ class _Parser(_ValueChecks):
             timeout=timeout,
             cwd=cwd,
             env=env,
+            env_passthrough=passthrough,
             parameters=self.tool_parameters(data, path),
         )
 
@@ -636,7 +622,7 @@ class _Parser(_ValueChecks):
         tools: tuple[str, ...] = ()
         tools_known = False  # the checks against the agent's tools need its tools
         with problems.kept():
-            tools = self.names(data.get("tools", []), f"{path}.tools", "tool name")
+            tools = self.tool_names(data.get("tools", []), f"{path}.tools")
             tools_known = True
         delegates_to: tuple[str, ...] = ()
         before_delegates = len(problems.found)
@@ -652,9 +638,9 @@ class _Parser(_ValueChecks):
         if "needs_approval" in data:
             approval_path = f"{path}.needs_approval"
             with problems.kept():
-                needs_approval = self.names(data["needs_approval"], approval_path, "tool name")
+                needs_approval = self.tool_names(data["needs_approval"], approval_path)
             for index, tool in enumerate(needs_approval):
-                if tools_known and tool not in tools:
+                if tools_known and not _lists(tools, tool):
                     problems.add(
                         self.error(
                             f"{approval_path}[{index}]",
@@ -682,7 +668,7 @@ class _Parser(_ValueChecks):
                         "only the coordinator decides approvals routed to it; approves belongs "
                         "on the agent named by team.coordinator",
                     )
-                approves = self.names(data["approves"], f"{path}.approves", "tool name")
+                approves = self.tool_names(data["approves"], f"{path}.approves")
         timeout = None
         if "timeout" in data:
             with problems.kept():
@@ -703,6 +689,12 @@ class _Parser(_ValueChecks):
                             tool_path,
                             f"{tool!r} is not a plain tool of this agent{hint}; "
                             f"plain tools: {_one_of(plain) or 'none'}",
+                        )
+                    if tool.startswith(MCP_PREFIX):
+                        raise self.error(
+                            tool_path,
+                            f"{tool!r} is an MCP server's tool: its result is what the server "
+                            "answers, not a text from tool_results; remove it here",
                         )
                     if tool in self.command_names:
                         raise self.error(
@@ -856,7 +848,7 @@ class _Parser(_ValueChecks):
                 return SayStep(text=text, chunks=chunks, when_task_contains=when)
             return ThinkStep(text=text, chunks=chunks, when_task_contains=when)
         if action == "tool":
-            tool = self.name(raw, action_path, "tool name")
+            tool = self.tool_name(raw, action_path, wildcard_ok=False)
             if tool in TEAM_TOOLS:
                 raise self.error(
                     action_path,
@@ -940,7 +932,7 @@ class _Parser(_ValueChecks):
         )
 
     def require_tool(self, agent: AgentSpec, tool: str, path: str) -> None:
-        if tool not in agent.tools:
+        if not agent.may_call(tool):
             raise self.error(
                 path,
                 f"agent {agent.name!r} calls {tool!r} but it is not in its tools "
@@ -956,3 +948,16 @@ class _Parser(_ValueChecks):
                 f"({_one_of(agent.delegates_to) or 'empty'}); add it there",
             )
         return target
+
+
+def _lists(tools: Sequence[str], tool: str) -> bool:
+    """Whether an agent with ``tools`` has ``tool`` (a ``needs_approval`` entry): by name, an
+    MCP tool through its server's ``mcp.<server>/*``, and ``mcp.<server>/*`` through any
+    tool of that server."""
+    if tool in tools:
+        return True
+    ref = mcp_tool_ref(tool)
+    if ref is None:
+        return False
+    prefix = f"{MCP_PREFIX}{ref.server}/"
+    return f"{prefix}*" in tools or (ref.is_wildcard and any(t.startswith(prefix) for t in tools))

@@ -30,7 +30,7 @@ import attrs
 
 from orchestrator.base import TeamFileError
 
-from ._model import TEAM_TOOLS, TeamSpec
+from ._model import TEAM_TOOLS, TeamSpec, mcp_tool_ref
 from ._parse import _Parser
 from ._wording import _did_you_mean, _join
 
@@ -126,7 +126,12 @@ def lint_team(team: TeamSpec) -> list[str]:
             problem(f"{path}.tools", f"has {tools} but delegates_to is empty")
         commands = [c.name for c in team.command_tools]
         for index, tool in enumerate(agent.tools):
-            if tool in TEAM_TOOLS or tool in commands or tool in agent.tool_results:
+            if (
+                tool in TEAM_TOOLS
+                or tool in commands
+                or tool in agent.tool_results
+                or mcp_tool_ref(tool) is not None
+            ):
                 continue
             # A near miss of a command tool's name would quietly answer "ok" instead.
             hint = _did_you_mean(tool, commands)
@@ -147,6 +152,17 @@ def lint_team(team: TeamSpec) -> list[str]:
             problem(
                 _join("tools", command.name),
                 f"no agent lists {command.name!r} in its tools, so nothing can call it",
+            )
+    for server in team.mcp_servers:
+        if not any(
+            (ref := mcp_tool_ref(tool)) is not None and ref.server == server.name
+            for agent in team.agents
+            for tool in agent.tools
+        ):
+            problem(
+                _join("mcp", server.name),
+                f"no agent lists a tool of {server.name!r} (mcp.{server.name}/<tool> or "
+                f"mcp.{server.name}/*) in its tools, so nothing can call it",
             )
     return problems
 
