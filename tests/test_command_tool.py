@@ -51,6 +51,7 @@ from orchestrator.runtime import (
     CALLBACK_TOKEN_VAR,
     CALLBACK_URL_VAR,
     GROUP_ID_VAR,
+    INTERPRETER_BIN,
     KILL_GRACE,
     STDERR_TAIL,
     TOOL_CALL_ID_VAR,
@@ -404,7 +405,7 @@ class TestEnvironment:
             base, tool, session="ahp-session:/s", tool_call_id="c", callback=None
         )
         assert env == {
-            "PATH": "/usr/bin",
+            "PATH": f"{INTERPRETER_BIN}{os.pathsep}/usr/bin",
             "LANG": "C.UTF-8",
             "GITHUB_TOKEN": "gh-token",
             GROUP_ID_VAR: "s",
@@ -426,10 +427,11 @@ class TestEnvironment:
         )
         allowed = {*BASE_VARIABLES, *passthrough, GROUP_ID_VAR, TOOL_CALL_ID_VAR}
         assert set(env) <= allowed
+        assert env["PATH"].split(os.pathsep)[0] == INTERPRETER_BIN
         assert all(
             env[k] == base[k]
             for k in env
-            if k in base and k not in (GROUP_ID_VAR, TOOL_CALL_ID_VAR)
+            if k in base and k not in (GROUP_ID_VAR, TOOL_CALL_ID_VAR, "PATH")
         )
 
     async def test_a_secret_in_the_daemon_s_environment_does_not_reach_the_program(
@@ -446,7 +448,22 @@ class TestEnvironment:
         seen = json.loads(result.output)
         assert "OPENAI_API_KEY" not in seen
         assert seen["SHARED_TOKEN"] == "shared"
-        assert seen["PATH"] == os.environ["PATH"]
+        assert seen["PATH"].endswith(os.environ["PATH"])
+
+    async def test_python_is_the_orchestrator_s_interpreter(self) -> None:
+        """Its directory comes first on PATH, as if its environment were activated, so a
+        daemon started with a bare PATH runs what is installed beside it."""
+        tool = CommandTool(name="which", command=("python", "-c", "import sys; print(sys.prefix)"))
+        env = command_environment(
+            {"PATH": "/usr/bin:/bin"},
+            tool,
+            session="ahp-session:/s",
+            tool_call_id="c",
+            callback=None,
+        )
+        with trio.fail_after(60):
+            result = await run_command(tool, {}, env)
+        assert result.output.strip() == sys.prefix
 
     def test_the_token_is_not_in_the_repr(self) -> None:
         assert "secret" not in repr(ToolCallback(url="u", token="secret-token"))

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from ._process import tune_gc
     from ._recorder import Recorder
     from ._team_runtime import RunOutcome, TeamRuntime, require_prompt
-    from ._tool_environment import BASE_VARIABLES, tool_environment
+    from ._tool_environment import BASE_VARIABLES, INTERPRETER_BIN, tool_environment
     from ._turns import BackendFactory
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     "CALLBACK_TOKEN_VAR",
     "CALLBACK_URL_VAR",
     "GROUP_ID_VAR",
+    "INTERPRETER_BIN",
     "KILL_GRACE",
     "MAX_EVENT_CHARS",
     "MAX_FRAMES",
@@ -150,7 +151,7 @@ if not TYPE_CHECKING:
             "._process": ("tune_gc",),
             "._recorder": ("Recorder",),
             "._team_runtime": ("RunOutcome", "TeamRuntime", "require_prompt"),
-            "._tool_environment": ("BASE_VARIABLES", "tool_environment"),
+            "._tool_environment": ("BASE_VARIABLES", "INTERPRETER_BIN", "tool_environment"),
             "._turns": ("BackendFactory",),
         },
     )
