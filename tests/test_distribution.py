@@ -50,6 +50,7 @@ class TestBundledTeams:
             "handoff.toml",
             "nightly.toml",
             "openai-delivery.toml",
+            "tools.toml",
         ]
 
     def test_every_team_the_readme_names_exists(self) -> None:
@@ -88,6 +89,8 @@ class TestWheel:
         names = set(wheel.namelist())
         for team in (PACKAGE / "teams").glob("*.toml"):
             assert f"orchestrator/teams/{team.name}" in names
+        # The example MCP server teams/tools.toml starts, beside it.
+        assert "orchestrator/teams/servers/notes.py" in names
         for starter in STARTER:
             assert f"orchestrator/cli/starter/{starter}" in names
         assert "orchestrator/py.typed" in names
