@@ -1,7 +1,9 @@
-"""What a team file says: the team, agent and tool model and its parser (every problem
-named by its key path), background schedules, and the tool definitions a model is offered.
+"""What a team file says: the team, agent, tool and MCP server model and its parser (every
+problem named by its key path), background schedules, and the tool definitions a model is
+offered.
 
-Pure: no trio; its only IO is reading the team file :func:`load_team` is given.
+Pure: no trio; its only IO is reading the team file :func:`load_team` is given and the
+schema files it names (``parameters_file``).
 """
 
 from typing import TYPE_CHECKING
