@@ -127,15 +127,18 @@ class HeaderRecorder:
 
 
 @asynccontextmanager
-async def serve_http(server: MCPServer | None = None) -> AsyncIterator[tuple[str, HeaderRecorder]]:
+async def serve_http(
+    server: MCPServer | None = None, port: int = 0
+) -> AsyncIterator[tuple[str, HeaderRecorder]]:
     """Serve ``server`` (a new :func:`make_server` by default) over streamable HTTP on a
-    loopback port; yields its URL and the recorder of the headers it received."""
+    loopback port (``port``, or any free one); yields its URL and the recorder of the
+    headers it received."""
     from hypercorn.config import Config
     from hypercorn.trio import serve
 
     app = HeaderRecorder((server or make_server()).streamable_http_app())
     config = Config()
-    config.bind = ["127.0.0.1:0"]
+    config.bind = [f"127.0.0.1:{port}"]
     config.graceful_timeout = 0.5
     async with trio.open_nursery() as nursery:
         binds = await nursery.start(serve, app, config)

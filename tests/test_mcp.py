@@ -487,6 +487,27 @@ class TestFailures:
                 result = await servers.call("mcp.web/add", {})
         assert result.output.startswith(f"MCP server 'web' cannot be reached at {url}: ")
 
+    async def test_an_http_server_that_goes_away_is_reached_again_when_it_is_back(
+        self,
+    ) -> None:
+        """Its calls fail naming it while it is away; a call once it is back (here with
+        no backoff) connects again."""
+        port = unused_port()
+        url = f"http://127.0.0.1:{port}/mcp"
+        servers = McpServers([McpServer(name="web", url=url)], {}, backoff_first=0.0)
+        with trio.fail_after(15):
+            async with running(servers):
+                async with serve_http(port=port):
+                    assert servers.definitions() == {}  # started before the server was
+                    first = await servers.call("mcp.web/add", {"a": 1, "b": 2})
+                away = await servers.call("mcp.web/add", {"a": 1, "b": 2})
+                async with serve_http(port=port):
+                    back = await servers.call("mcp.web/add", {"a": 2, "b": 2})
+        assert first.output == "3"
+        assert not away.success
+        assert away.output.startswith("MCP server 'web' ")
+        assert back.output == "4"
+
 
 class TestEnvironment:
     async def test_a_stdio_server_sees_the_allow_list_not_the_daemons_secrets(self) -> None:

@@ -367,7 +367,7 @@ class McpServers:
             mode=self._protocol_mode,
             cache=None,  # listings are taken when the server says they changed, not cached
             message_handler=connection.on_message,
-            client_info=Implementation(name="orchestrator", version="1"),
+            client_info=Implementation(name="orchestrator", version=_version()),
         )
         async with client:
             yield client
@@ -411,23 +411,28 @@ class McpServers:
                 )
                 task_status.started()
                 return
-            # A server that ends the stream has gone away.
-            connection.lose(f"its subscriptions/listen stream broke off: {problem}")
+            # A server that ends the stream has gone away (the SDK's text says to listen
+            # again: a new connection will).
+            log.debug("mcp listen stream ended", server=server.name, problem=problem)
+            connection.lose("its stream of changes (subscriptions/listen) broke off")
 
     async def _relist(self, server: _Server, connection: _Connection, client: Client) -> None:
         while True:
             await connection.relist.wait()
             connection.relist = trio.Event()
             try:
-                with trio.fail_after(server.spec.timeout.total_seconds()):
+                with trio.move_on_after(server.spec.timeout.total_seconds()) as deadline:
                     tools = await _list_tools(client)
             except Exception as exc:
                 leaf = _leaf(exc)
-                if isinstance(leaf, TimeoutError) or _is_transport_failure(leaf):
+                if _is_transport_failure(leaf):
                     connection.lose(f"listing its tools again failed: {_text(leaf)}")
                     return
                 log.warning("mcp tools not listed", server=server.name, problem=_text(leaf))
                 continue
+            if deadline.cancelled_caught:
+                connection.lose("listing its tools again timed out")
+                return
             server.tools = tools
             if self._rebuild():
                 log.info("mcp tools changed", server=server.name, tools=len(tools))
@@ -574,6 +579,16 @@ async def _http_transport(url: str, headers: Mapping[str, str]) -> AsyncIterator
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
+
+
+def _version() -> str:
+    """The orchestrator's version, as a client tells a server."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("team-orchestrator")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
 
 
 def _tells_changes(client: Client) -> bool:
