@@ -107,6 +107,8 @@ class TestListing:
         with trio.fail_after(10):
             async with running([probe.server()]) as servers:
                 definitions = servers.definitions()
+                errors = servers.errors()
+        assert errors == {}
         assert list(definitions) == [
             f"mcp.web/{tool}"
             for tool in (
@@ -401,7 +403,12 @@ class TestFailures:
         server = McpServer(name="gone", command=("/nonexistent/mcp-server",))
         with trio.fail_after(10):
             async with running([server]) as servers:
+                errors = servers.errors()
                 result = await servers.call("mcp.gone/tool", {})
+        assert errors == {
+            "gone": "MCP server 'gone' cannot start: /nonexistent/mcp-server: No such file or "
+            "directory"
+        }
         assert result.output == (
             "MCP server 'gone' cannot start: /nonexistent/mcp-server: No such file or "
             "directory\n(the next attempt to start it is in 1s)"
@@ -467,7 +474,7 @@ class TestFailures:
         call starts it again, quickly this time."""
         once = tmp_path / "started-once"
         command = (*RAW_SERVER, "--start-delay", "60", "--delay-once", str(once))
-        server = McpServer(name="raw", command=command, start_timeout=seconds(1))
+        server = McpServer(name="raw", command=command, start_timeout=seconds(2))
         servers = McpServers([server], BASE_ENV, backoff_first=0.0)
         with trio.fail_after(15):
             async with running(servers):
@@ -477,7 +484,7 @@ class TestFailures:
                 assert state.process.returncode is not None  # stopped
                 error = state.error
                 result = await servers.call("mcp.raw/echo", {"text": "at last"})
-        assert error == "MCP server 'raw' did not start within 1s\nstderr:\nraw server starting"
+        assert error == "MCP server 'raw' did not start within 2s\nstderr:\nraw server starting"
         assert result.output == "at last"
 
     async def test_a_url_that_refuses_connections(self) -> None:

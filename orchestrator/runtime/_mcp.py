@@ -211,6 +211,15 @@ class McpServers:
         each server's listing order. A new mapping at each change; treat as read-only."""
         return self._definitions
 
+    def errors(self) -> dict[str, str]:
+        """The servers that are not connected, in file order, with why: the last start's
+        failure, or how the connection was lost (empty when every server is listed)."""
+        return {
+            name: server.error or f"MCP server '{name}' is not connected"
+            for name, server in self._servers.items()
+            if server.live is None or server.live.lost.is_set()
+        }
+
     async def wait_definitions_changed(self, version: int) -> int:
         """Wait until :attr:`version` is no longer ``version``; return the new one."""
         while self._version == version:
@@ -556,11 +565,10 @@ async def list_server_tools(
     servers = McpServers([server], environ)
     async with trio.open_nursery() as nursery:
         await nursery.start(servers.run)
-        state = servers._servers[server.name]
         listing = McpListing(
             server=server.name,
             definitions=tuple(servers.definitions().values()),
-            error=None if state.live is not None else state.error,
+            error=servers.errors().get(server.name),
         )
         nursery.cancel_scope.cancel()
     return listing
