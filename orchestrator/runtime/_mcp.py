@@ -56,6 +56,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -190,8 +191,6 @@ class McpServers:
         backoff_first: float = BACKOFF_FIRST,
         backoff_max: float = BACKOFF_MAX,
     ) -> None:
-        import os
-
         self._servers = {spec.name: _Server(spec) for spec in servers}
         self._environ: Mapping[str, str] = os.environ if environ is None else environ
         self._backoff_first = backoff_first
