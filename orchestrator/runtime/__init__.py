@@ -49,6 +49,15 @@ if TYPE_CHECKING:
         redact_text,
         register_secret,
     )
+    from ._mcp import (
+        BACKOFF_FIRST,
+        BACKOFF_MAX,
+        MCP_OUTPUT_LIMIT,
+        McpListing,
+        McpResult,
+        McpServers,
+        list_server_tools,
+    )
     from ._process import tune_gc
     from ._recorder import Recorder
     from ._team_runtime import RunOutcome, TeamRuntime, require_prompt
@@ -56,6 +65,8 @@ if TYPE_CHECKING:
     from ._turns import BackendFactory
 
 __all__ = [
+    "BACKOFF_FIRST",
+    "BACKOFF_MAX",
     "BASE_VARIABLES",
     "CALLBACK_TOKEN_VAR",
     "CALLBACK_URL_VAR",
@@ -66,6 +77,7 @@ __all__ = [
     "MAX_FRAMES",
     "MAX_TRACEBACK_CHARS",
     "MAX_VALUE_CHARS",
+    "MCP_OUTPUT_LIMIT",
     "REPEAT_LIMIT",
     "REPEAT_WINDOW",
     "STDERR_TAIL",
@@ -79,6 +91,9 @@ __all__ = [
     "FactLog",
     "Ids",
     "JsonlFactLog",
+    "McpListing",
+    "McpResult",
+    "McpServers",
     "MemoryFactLog",
     "Recorder",
     "RepeatKey",
@@ -94,6 +109,7 @@ __all__ = [
     "configure_logging",
     "group_id",
     "library_logging",
+    "list_server_tools",
     "parse_answer",
     "read_facts",
     "redact_text",
@@ -147,6 +163,15 @@ if not TYPE_CHECKING:
                 "configure_logging",
                 "redact_text",
                 "register_secret",
+            ),
+            "._mcp": (
+                "BACKOFF_FIRST",
+                "BACKOFF_MAX",
+                "MCP_OUTPUT_LIMIT",
+                "McpListing",
+                "McpResult",
+                "McpServers",
+                "list_server_tools",
             ),
             "._process": ("tune_gc",),
             "._recorder": ("Recorder",),
