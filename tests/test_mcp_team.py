@@ -14,9 +14,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
-from orchestrator.ahp import ChatToolCallCompleteAction, ChatToolCallStartAction, ToolResultTextContent
+from orchestrator.ahp import (
+    ChatToolCallCompleteAction,
+    ChatToolCallDeniedAction,
+    ChatToolCallStartAction,
+    ToolResultTextContent,
+)
 from orchestrator.core import ApprovalRequested, RunStatus
 from orchestrator.runtime.backends import backend_factory, http_client
 from orchestrator.spec import TeamSpec, load_team, parse_team
@@ -32,15 +38,20 @@ ENV = {"FAKE_KEY": "sk-test"}
 
 def results(h: Harness) -> dict[str, tuple[bool, str]]:
     """Each completed call's (success, text), by tool name then position: ``name#n``."""
-    names = {a.tool_call_id: a.tool_name for a in h.actions(ChatToolCallStartAction)}
+    # Tool call ids are a chat's own: two chats may use the same one.
+    names = {
+        (f.channel, f.action.tool_call_id): f.action.tool_name
+        for f in h.facts_of(ChatToolCallStartAction)
+    }
     seen: dict[str, int] = {}
     found: dict[str, tuple[bool, str]] = {}
-    for action in h.actions(ChatToolCallCompleteAction):
-        name = names[action.tool_call_id]
+    for fact in h.facts_of(ChatToolCallCompleteAction):
+        action = fact.action
+        name = names[fact.channel, action.tool_call_id]
         seen[name] = seen.get(name, 0) + 1
         content = action.result.content or ()
         texts = [c.text for c in content if isinstance(c, ToolResultTextContent)]
-        found[f"{name}#{seen[name]}"] = (action.result.success, "\n".join(texts))
+        found[f"{name}#{seen[name]}"] = (action.result.success, "\n".join(texts).strip())
     return found
 
 
@@ -79,8 +90,7 @@ class TestShippedTeam:
         assert added == (
             "added note 'task' in the notebook of tools-team (6 words)"
         )  # NOTES_OWNER came from the table's env
-        assert found["mcp.notes/list_notes#1"][0]
-        assert json.loads(found["mcp.notes/list_notes#1"][1]) == ["task"]
+        assert found["mcp.notes/list_notes#1"] == (True, "task")
         assert found["mcp.notes/read_note#1"] == (True, "Note down: Summarise the release notes")
         assert "Note down: Summarise the release notes" in outcome.result
         h.finished()
@@ -118,9 +128,11 @@ class TestApprovals:
             assert isinstance(fact.action, ApprovalRequested)
             assert fact.action.tool_name == "mcp.notes/add_note"
             await h.runtime.resolve_approval(fact.action.approval, approved=False)
+        (denied,) = h.actions(ChatToolCallDeniedAction)
+        assert denied.tool_call_id == fact.action.tool_call_id
         found = results(h)
-        assert not found["mcp.notes/add_note#1"][0]
-        assert found["mcp.notes/list_notes#1"] == (True, "[]")  # nothing was written
+        assert "mcp.notes/add_note#1" not in found  # it never ran
+        assert found["mcp.notes/list_notes#1"] == (True, "no notes yet")  # nothing was written
         h.finished()
 
     async def test_an_approved_call_runs(self) -> None:
@@ -157,7 +169,7 @@ class TestScriptedInput:
         assert not success
         assert message.startswith("invalid input for mcp.notes/add_note: ")
         assert "'text' is a required property" in message
-        assert found["mcp.notes/list_notes#1"] == (True, "[]")
+        assert found["mcp.notes/list_notes#1"] == (True, "no notes yet")
 
     async def test_a_tool_error_fails_the_call_with_the_server_s_message(self) -> None:
         team = notes_team(scribe_steps='{ tool = "mcp.notes/read_note", input = { title = "x" } }')
@@ -181,7 +193,8 @@ max_retries = 0
 
 [tools.word_count]
 command = {word_count}
-parameters = {{ type = "object", required = ["text"], additionalProperties = false, properties = {{ text = {{ type = "string", minLength = 1 }} }} }}
+parameters = {{ type = "object", required = ["text"], additionalProperties = false, \
+properties = {{ text = {{ type = "string", minLength = 1 }} }} }}
 
 [mcp.notes]
 command = {notes}
@@ -194,6 +207,12 @@ tools = ["word_count", "mcp.notes/*"]
 
 
 class TestModel:
+    # The OpenAI backend stops reading a response at [DONE]: see test_backend_openai.
+    pytestmark = pytest.mark.filterwarnings(
+        r"ignore:Async generator '(httpx|httpcore|httpx_sse)\.[^']*' was garbage collected"
+        ":ResourceWarning"
+    )
+
     async def test_the_model_reads_refused_input_and_retries(self) -> None:
         """Round 1: two calls whose input does not fit; round 2: the same, fixed; round 3:
         the answer. The offered names are the function names; facts keep the team's."""
@@ -253,5 +272,7 @@ class TestModel:
         second = tool_results(server.requests[1])
         assert any("invalid input for word_count" in r for r in second)
         assert any("'text' is a required property" in r for r in second)
-        assert outcome.result.startswith("3 | added note 't'")
+        assert outcome.result.endswith(
+            " | 3\n | added note 't' in the notebook of the team (3 words)"
+        )
         h.finished()

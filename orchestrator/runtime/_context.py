@@ -9,14 +9,11 @@ the parallel budget) shared by the collaborators that do the work: the turn loop
 they read :attr:`RunContext.state` and change it only through :attr:`RunContext.recorder`.
 
 A :class:`ChatContext` is what the tool calls of one running chat need to know about it.
-:class:`ToolServers` is what the turn loop needs of the team's MCP tool servers (see
-:mod:`orchestrator.runtime._mcp`): their tools as listed now, and a call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
 
 import attrs
 import trio
@@ -39,32 +36,15 @@ from orchestrator.core import (
     first_line,
     tool_result_actions,
 )
-from orchestrator.spec import AgentSpec, TeamSpec, ToolDefinition
+from orchestrator.spec import AgentSpec, TeamSpec
 
 from ._bus import FactBus
-from ._command_tool import CommandResult, ToolCallback
+from ._command_tool import ToolCallback
 from ._ids import Ids
+from ._mcp import McpServers
 from ._recorder import Recorder
 
 __all__: list[str] = []
-
-
-class ToolServers(Protocol):
-    """The team's MCP tool servers, as the turn loop uses them."""
-
-    @property
-    def version(self) -> int:
-        """Goes up each time a server's listing changes (the tools offered are made again)."""
-        ...
-
-    def definitions(self) -> Mapping[str, ToolDefinition]:
-        """Every tool the servers list now, by its team-file name ``mcp.<server>/<tool>``."""
-        ...
-
-    async def call(self, name: str, arguments: Mapping[str, Any]) -> CommandResult:
-        """Call the tool ``name``: a failure (the server down, the call timed out, the tool
-        said ``isError``) is an unsuccessful result, never an exception."""
-        ...
 
 
 CANCELLED = "cancelled"
@@ -85,7 +65,7 @@ class RunContext:
     callback: ToolCallback | None
     limiter: trio.CapacityLimiter  # the team's parallel budget (see Slot)
     # The team's MCP tool servers; None when its file declares none.
-    tool_servers: ToolServers | None = None
+    tool_servers: McpServers | None = None
     # The cancel scope of every running chat, by chat: the coordinator's is the session's.
     scopes: dict[str, trio.CancelScope] = attrs.field(factory=dict)
     # stop(): cancellations record nothing, so the journal holds what a crash would.

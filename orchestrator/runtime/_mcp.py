@@ -199,6 +199,7 @@ class McpServers:
         self._definitions: dict[str, ToolDefinition] = {}
         self._version = 0
         self._changed = trio.Event()
+        self._started = trio.Event()
 
     @property
     def version(self) -> int:
@@ -218,6 +219,12 @@ class McpServers:
             for name, server in self._servers.items()
             if server.live is None or server.live.lost.is_set()
         }
+
+    async def wait_started(self) -> None:
+        """Wait until :meth:`run` has started: every server listed or failed once. A runtime
+        sharing servers another task runs waits here before its first model round, so the
+        tools it offers are those listed."""
+        await self._started.wait()
 
     async def wait_definitions_changed(self, version: int) -> int:
         """Wait until :attr:`version` is no longer ``version``; return the new one."""
@@ -240,6 +247,7 @@ class McpServers:
                     nursery.start_soon(self._supervise, server)
                 for started in first_starts:
                     await started.wait()
+                self._started.set()
                 task_status.started()
                 await trio.sleep_forever()
         finally:

@@ -40,7 +40,8 @@ the session, its ids, recorder and state, the chats' cancel scopes, the parallel
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 
 import attrs
 import structlog
@@ -82,6 +83,7 @@ from ._context import (
 )
 from ._factlog import FactLog, MemoryFactLog
 from ._ids import Ids
+from ._mcp import McpServers
 from ._recorder import Recorder
 from ._turns import BackendFactory, Turns
 
@@ -123,6 +125,7 @@ class TeamRuntime:
         session: str | None = None,
         background: str | None = None,
         callback: ToolCallback | None = None,
+        tool_servers: McpServers | None = None,
     ) -> None:
         """``state``: an unfinished run's state, folded from its log, to :meth:`resume`
         (``ids`` should then be made with the ``restart`` that resume will record).
@@ -136,6 +139,9 @@ class TeamRuntime:
         ``[[background]]`` teammate whose wake this run is (recorded on ``team/runStarted``).
         ``callback``: where the team's command tools post view updates (the daemon's
         ``POST /callback``); None outside a daemon (see :mod:`orchestrator.runtime._command_tool`).
+        ``tool_servers``: the team's MCP servers, run by the caller (a daemon shares them
+        between its sessions of a team); None: the runtime runs its own for the length of
+        the run, if the team declares any.
         """
         ids = ids or Ids(
             restart=0 if state is None or state.run is None else state.run.restarts + 1
@@ -158,6 +164,11 @@ class TeamRuntime:
             callback=callback,
             limiter=trio.CapacityLimiter(team.parallel_budget),
         )
+        # The MCP servers this runtime runs itself (see _tool_servers_running).
+        self._own_servers: McpServers | None = None
+        if tool_servers is None and team.mcp_servers:
+            tool_servers = self._own_servers = McpServers(team.mcp_servers)
+        self._context.tool_servers = tool_servers
         self._approvals = Approvals(self._context)
         self._turns = Turns(self._context, self._approvals, backends)
         self._delegation = self._turns.delegation
@@ -317,6 +328,31 @@ class TeamRuntime:
         self, run_id: str, ctx: ChatContext, message: Message, *, resume: bool = False
     ) -> RunOutcome:
         """Run the coordinator's chat to the end of the run, and record how it ended."""
+        async with self._tool_servers_running():
+            return await self._drive_coordinator(run_id, ctx, message, resume=resume)
+
+    @contextlib.asynccontextmanager
+    async def _tool_servers_running(self) -> AsyncIterator[None]:
+        """The team's MCP servers are listed before the coordinator's first round (so a
+        model is offered their tools) and, if this runtime runs them, stopped after its
+        last."""
+        servers = self._context.tool_servers
+        if servers is None:
+            yield
+        elif self._own_servers is None:
+            await servers.wait_started()
+            yield
+        else:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self._own_servers.run)
+                try:
+                    yield
+                finally:
+                    nursery.cancel_scope.cancel()
+
+    async def _drive_coordinator(
+        self, run_id: str, ctx: ChatContext, message: Message, *, resume: bool
+    ) -> RunOutcome:
         chat = ctx.chat
         try:
             with trio.CancelScope() as scope:

@@ -16,7 +16,7 @@ answers its scripted result. A command tool's or MCP tool's input is checked aga
 schema first: input that does not fit fails the call, and the model reads why.
 
 The tools a model is offered are made once per agent, and again when an MCP server's
-listing changes (:attr:`ToolServers.version`).
+listing changes (:attr:`McpServers.version <orchestrator.runtime._mcp.McpServers.version>`).
 
 ``trio.Cancelled`` is never swallowed: the facts that say a turn was cancelled are written
 in a shielded scope (:meth:`RunContext.record_cancelled`), then the cancellation goes on. A

@@ -13,6 +13,7 @@ import os
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 server = MCPServer("notes")
@@ -35,9 +36,9 @@ def add_note(
 
 
 @server.tool()
-def list_notes() -> list[str]:
-    """The titles of every note, in the order they were first written."""
-    return list(_notes)
+def list_notes() -> str:
+    """The titles of every note, one a line, in the order they were first written."""
+    return "\n".join(_notes) or "no notes yet"
 
 
 @server.tool()
@@ -45,7 +46,9 @@ def read_note(title: str) -> str:
     """The text of the note with this title."""
     if title not in _notes:
         known = ", ".join(repr(t) for t in _notes) or "none"
-        raise ValueError(f"no note {title!r} (notes: {known})")
+        # A ToolError's message is what the model reads (any other exception is reported
+        # without its text, so a server's internals do not leak).
+        raise ToolError(f"no note {title!r} (notes: {known})")
     return _notes[title]
 
 
