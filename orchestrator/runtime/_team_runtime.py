@@ -82,6 +82,7 @@ from ._context import (
 )
 from ._factlog import FactLog, MemoryFactLog
 from ._ids import Ids
+from ._python_tool import resolve_python_tools
 from ._recorder import Recorder
 from ._turns import BackendFactory, Turns
 
@@ -136,7 +137,11 @@ class TeamRuntime:
         ``[[background]]`` teammate whose wake this run is (recorded on ``team/runStarted``).
         ``callback``: where the team's command tools post view updates (the daemon's
         ``POST /callback``); None outside a daemon (see :mod:`orchestrator.runtime._command_tool`).
+
+        The team's Python tools are imported here: :class:`~orchestrator.base.TeamFileError`
+        naming ``tools.<name>.python`` if one does not resolve, before anything is recorded.
         """
+        python_tools = resolve_python_tools(team)
         ids = ids or Ids(
             restart=0 if state is None or state.run is None else state.run.restarts + 1
         )
@@ -159,7 +164,7 @@ class TeamRuntime:
             limiter=trio.CapacityLimiter(team.parallel_budget),
         )
         self._approvals = Approvals(self._context)
-        self._turns = Turns(self._context, self._approvals, backends)
+        self._turns = Turns(self._context, self._approvals, backends, python_tools=python_tools)
         self._delegation = self._turns.delegation
         self._session_scope: trio.CancelScope | None = None
         self.conversation = conversation
