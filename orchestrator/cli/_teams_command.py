@@ -53,14 +53,21 @@ def _findings(path: Path) -> tuple[list[str], list[str]]:
     """The file's problems, and warnings about what it needs that this machine lacks.
 
     A file that parses has its plugin backends looked up too (imported, not made: see
-    ``runtime.backends.backend_problems``); a warning names an agent that cannot reach its
-    model here (an unset API key), which the file itself does not make wrong.
+    ``runtime.backends.backend_problems``), and its Python tools resolved (imported, their
+    schemas derived: see ``runtime.python_tool_problems``); a warning names an agent that
+    cannot reach its model here (an unset API key), which the file itself does not make wrong.
     """
     try:
         team = load_team(path)
     except TeamFileError as exc:
         return [str(problem) for problem in exc.problems], []
     problems = lint_team(team) or backend_problems(team)
+    if team.python_tools:
+        # Imported here: trio and structlog come with it, and a team without Python tools
+        # (most) checks without them.
+        from orchestrator.runtime import python_tool_problems
+
+        problems += python_tool_problems(team)
     warnings: list[str] = []
     if any(agent.openai is not None for agent in team.agents):
         from orchestrator.runtime.backends import missing_key  # httpx: only when needed

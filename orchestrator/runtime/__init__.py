@@ -59,6 +59,14 @@ if TYPE_CHECKING:
         list_server_tools,
     )
     from ._process import tune_gc
+    from ._python_tool import (
+        PYTHON_TOOL_THREADS,
+        ResolvedPythonTool,
+        python_tool_problems,
+        resolve_python_tool,
+        resolve_python_tools,
+        run_python_tool,
+    )
     from ._recorder import Recorder
     from ._team_runtime import RunOutcome, TeamRuntime, require_prompt
     from ._tool_environment import BASE_VARIABLES, INTERPRETER_BIN, tool_environment
@@ -78,6 +86,7 @@ __all__ = [
     "MAX_TRACEBACK_CHARS",
     "MAX_VALUE_CHARS",
     "MCP_OUTPUT_LIMIT",
+    "PYTHON_TOOL_THREADS",
     "REPEAT_LIMIT",
     "REPEAT_WINDOW",
     "STDERR_TAIL",
@@ -98,6 +107,7 @@ __all__ = [
     "Recorder",
     "RepeatKey",
     "RepeatLimiter",
+    "ResolvedPythonTool",
     "RunOutcome",
     "Subscription",
     "TeamRuntime",
@@ -111,11 +121,15 @@ __all__ = [
     "library_logging",
     "list_server_tools",
     "parse_answer",
+    "python_tool_problems",
     "read_facts",
     "redact_text",
     "register_secret",
     "require_prompt",
+    "resolve_python_tool",
+    "resolve_python_tools",
     "run_command",
+    "run_python_tool",
     "tool_environment",
     "tune_gc",
 ]
@@ -174,6 +188,14 @@ if not TYPE_CHECKING:
                 "list_server_tools",
             ),
             "._process": ("tune_gc",),
+            "._python_tool": (
+                "PYTHON_TOOL_THREADS",
+                "ResolvedPythonTool",
+                "python_tool_problems",
+                "resolve_python_tool",
+                "resolve_python_tools",
+                "run_python_tool",
+            ),
             "._recorder": ("Recorder",),
             "._team_runtime": ("RunOutcome", "TeamRuntime", "require_prompt"),
             "._tool_environment": ("BASE_VARIABLES", "INTERPRETER_BIN", "tool_environment"),

@@ -84,6 +84,7 @@ from ._context import (
 from ._factlog import FactLog, MemoryFactLog
 from ._ids import Ids
 from ._mcp import McpServers
+from ._python_tool import resolve_python_tools
 from ._recorder import Recorder
 from ._turns import BackendFactory, Turns
 
@@ -142,7 +143,11 @@ class TeamRuntime:
         ``tool_servers``: the team's MCP servers, run by the caller (a daemon shares them
         between its sessions of a team); None: the runtime runs its own for the length of
         the run, if the team declares any.
+
+        The team's Python tools are imported here: :class:`~orchestrator.base.TeamFileError`
+        naming ``tools.<name>.python`` if one does not resolve, before anything is recorded.
         """
+        python_tools = resolve_python_tools(team)
         ids = ids or Ids(
             restart=0 if state is None or state.run is None else state.run.restarts + 1
         )
@@ -170,7 +175,7 @@ class TeamRuntime:
             tool_servers = self._own_servers = McpServers(team.mcp_servers)
         self._context.tool_servers = tool_servers
         self._approvals = Approvals(self._context)
-        self._turns = Turns(self._context, self._approvals, backends)
+        self._turns = Turns(self._context, self._approvals, backends, python_tools=python_tools)
         self._delegation = self._turns.delegation
         self._session_scope: trio.CancelScope | None = None
         self.conversation = conversation

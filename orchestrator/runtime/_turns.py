@@ -10,10 +10,12 @@ the run is closed (:meth:`Turns.converse`). A turn is a loop of model rounds (se
 by the turn (:meth:`Turns._run_tools`). A tool call is dispatched by name: gated calls wait
 for their approval and ``ask`` for its answer (:mod:`orchestrator.runtime._approvals`),
 ``delegate`` and ``handoff`` run another agent's chat (:mod:`orchestrator.runtime._delegation`,
-which runs that chat's turns through this loop again), command tools run their program, an
-MCP server's tool (``mcp.<server>/<tool>``) is called on its server, and every other tool
-answers its scripted result. A command tool's or MCP tool's input is checked against its
-schema first: input that does not fit fails the call, and the model reads why.
+which runs that chat's turns through this loop again), command tools run their program,
+Python tools their function (:mod:`orchestrator.runtime._python_tool`; resolved once, when
+the team runtime is made), an MCP server's tool (``mcp.<server>/<tool>``) is called on its
+server, and every other tool answers its scripted result. A command tool's, Python tool's or
+MCP tool's input is checked against its schema first: input that does not fit fails the
+call, and the model reads why.
 
 The tools a model is offered are made once per agent, and again when an MCP server's
 listing changes (:attr:`McpServers.version <orchestrator.runtime._mcp.McpServers.version>`).
@@ -28,7 +30,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import aclosing
 
 import structlog
@@ -100,6 +102,7 @@ from ._approvals import Approvals, summary
 from ._command_tool import command_environment, run_command
 from ._context import ChatContext, RunContext, TurnFailedError, TurnResult, is_cancellation
 from ._delegation import Delegation, Turnstile
+from ._python_tool import ResolvedPythonTool, run_python_tool
 from ._recorder import PendingBatch
 
 __all__ = [
@@ -114,8 +117,20 @@ BackendFactory = Callable[[AgentSpec], Backend]
 class Turns:
     """The turn loop of one run's chats, and the dispatch of their tool calls."""
 
-    def __init__(self, run: RunContext, approvals: Approvals, backends: BackendFactory) -> None:
+    def __init__(
+        self,
+        run: RunContext,
+        approvals: Approvals,
+        backends: BackendFactory,
+        *,
+        python_tools: Mapping[str, ResolvedPythonTool] | None = None,
+    ) -> None:
         self.run = run
+        self._python_tools = dict(python_tools or {})
+        # The tools whose definitions are known only now (see spec tool_definitions).
+        self._discovered: dict[str, ToolDefinition] = {
+            name: tool.definition for name, tool in self._python_tools.items()
+        }
         self.approvals = approvals
         # A worker's chat runs its turns through this loop too: delegation recurses here.
         self.delegation = Delegation(run, run_chat=self.run_chat)
@@ -182,7 +197,9 @@ class Turns:
             self._tools_version = servers.version
         tools = self._tool_cache.get(agent.name)
         if tools is None:
-            discovered = servers.definitions() if servers is not None else None
+            discovered = dict(self._discovered)  # the Python tools'
+            if servers is not None:
+                discovered.update(servers.definitions())
             tools = tool_definitions(self.run.team, agent, discovered)
             self._tool_cache[agent.name] = tools
         return tools
@@ -650,10 +667,18 @@ class Turns:
         results[index] = outcome
 
     async def _plain_tool(self, ctx: ChatContext, request: ToolCallRequest) -> ToolOutcome:
-        """A command tool runs its program, an MCP tool is called on its server; any other
-        plain tool answers its scripted result."""
+        """A command tool runs its program, a Python tool its function, an MCP tool is called
+        on its server; any other plain tool answers its scripted result."""
         if mcp_tool_ref(request.tool_name) is not None:
             return await self._mcp_tool(ctx, request)
+        python = self._python_tools.get(request.tool_name)
+        if python is not None:
+            # It checks the input against its schema first, as below for a command tool.
+            with structlog.contextvars.bound_contextvars(tool_call=request.tool_call_id):
+                called = await run_python_tool(python, request.arguments)
+            return await self.run.complete_tool_call(
+                ctx, request, success=called.success, output=called.output
+            )
         command = self.run.team.command_tool(request.tool_name)
         if command is None:
             await trio.lowlevel.checkpoint()

@@ -60,7 +60,14 @@ from orchestrator.base import (
 )
 from orchestrator.core import TeamState
 from orchestrator.journal import SqliteJournal
-from orchestrator.runtime import BackendFactory, Ids, RunOutcome, TeamRuntime, ToolCallback
+from orchestrator.runtime import (
+    BackendFactory,
+    Ids,
+    RunOutcome,
+    TeamRuntime,
+    ToolCallback,
+    resolve_python_tools,
+)
 from orchestrator.runtime.backends import backend_factory
 from orchestrator.spec import BackgroundSpec, TeamSpec, load_team, parse_team
 
@@ -169,14 +176,16 @@ class Daemon:
         self.limits = limits or Limits()
         self.subscriber_buffer = subscriber_buffer
         self.shutdown_grace = shutdown_grace
-        # Made now, so a team that cannot run (an unset API key for a hosted model) is
-        # known at start: it is logged, and opening a session of it says why it cannot.
+        # Made now, so a team that cannot run (an unset API key for a hosted model, a Python
+        # tool that does not import) is known at start: it is logged, and opening a session
+        # of it says why it cannot.
         self._backends: dict[str, BackendFactory] = {}
         self.unavailable: dict[str, str] = {}
         for name, team in teams.items():
             try:
+                resolve_python_tools(team)
                 self._backends[name] = backend_factory(team, client=http, environ=environ)
-            except RunError as exc:
+            except (RunError, TeamFileError) as exc:
                 self.unavailable[name] = str(exc)
                 log.warning("team unavailable", team=name, error=str(exc))
         self._http = http

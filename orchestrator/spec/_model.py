@@ -2,7 +2,8 @@
 
 :class:`TeamSpec` holds the ``[team]`` table, its agents (:class:`AgentSpec`, each with
 its backend's settings and its scripted turns, :mod:`._script`), its command tools
-(:class:`CommandTool`) and its ``[[background]]`` teammates (:mod:`._schedule`). The
+(:class:`CommandTool`), its Python tools (:class:`PythonTool`) and its ``[[background]]``
+teammates (:mod:`._schedule`). The
 parser (:mod:`._parse`) builds them and checks every invariant written beside a field,
 so the runtime trusts them as they are.
 
@@ -42,6 +43,7 @@ __all__ = [
     "McpServer",
     "McpToolRef",
     "OpenAISettings",
+    "PythonTool",
     "RestartPolicy",
     "TeamSpec",
     "Topology",
@@ -135,6 +137,39 @@ class CommandTool:
     # model as the tool's parameters, and a call's input is checked against it before the
     # program runs. Without one, any JSON object.
     parameters: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object"}, hash=False)
+
+
+@attrs.frozen(kw_only=True)
+class PythonTool:
+    """A tool that calls a Python function: a ``[tools.<name>]`` table with ``python``.
+
+    ``target`` names the function as ``package.module:qualname``; the spec only records it
+    (it imports no user code): the runtime imports it when a team starts, and derives the
+    input schema from its signature unless ``parameters`` gives one (see
+    :mod:`orchestrator.runtime._python_tool`). The function runs in the orchestrator's own
+    process, so the table has no ``cwd`` or ``env``.
+
+    Invariant: ":" in self.target
+    """
+
+    name: str
+    target: str
+    # Empty: the function's docstring (its first paragraph) describes it.
+    description: str = ""
+    timeout: datetime.timedelta = DEFAULT_COMMAND_TIMEOUT
+    # The input schema (``parameters`` or ``parameters_file``); None: derived from the
+    # function's signature and type hints when the team starts.
+    parameters: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
+
+    @property
+    def module(self) -> str:
+        """The module to import: ``package.module`` of ``package.module:qualname``."""
+        return self.target.partition(":")[0]
+
+    @property
+    def qualname(self) -> str:
+        """The function's (dotted) name inside :attr:`module`."""
+        return self.target.partition(":")[2]
 
 
 @attrs.frozen(kw_only=True)
@@ -244,7 +279,7 @@ class AgentSpec:
     # is denied). None when not declared (a team routing approvals to it must declare it).
     approves: tuple[str, ...] | None = None
     timeout: float | None = None
-    # Invariant: set(tool_results) <= set(tools) - TEAM_TOOLS - {the team's command tools}
+    # Invariant: set(tool_results) <= set(tools) - TEAM_TOOLS - {the team's [tools] tables}
     tool_results: Mapping[str, str] = attrs.field(factory=dict, hash=False)
     turns: tuple[ScriptedTurn, ...] = ()
 
@@ -304,6 +339,10 @@ class TeamSpec:
     # The [tools.<name>] command tools, in file order.
     # Invariant: not ({c.name for c in command_tools} & TEAM_TOOLS)
     command_tools: tuple[CommandTool, ...] = ()
+    # The [tools.<name>] tables with ``python``, in file order.
+    # Invariant: not ({p.name for p in python_tools} & {c.name for c in command_tools})
+    # Invariant: not ({p.name for p in python_tools} & TEAM_TOOLS)
+    python_tools: tuple[PythonTool, ...] = ()
     # The [mcp.<name>] tool servers, in file order.
     # Invariant: every mcp_tool_ref(t) of an agent's tools names one of them
     mcp_servers: tuple[McpServer, ...] = ()
@@ -326,10 +365,22 @@ class TeamSpec:
         """Every agent but the coordinator, in file order."""
         return tuple(a for a in self.agents if a.name != self.coordinator)
 
+    @property
+    def tool_table_names(self) -> tuple[str, ...]:
+        """The ``[tools.<name>]`` tools: the command tools, then the Python tools."""
+        return tuple(t.name for t in self.command_tools) + tuple(t.name for t in self.python_tools)
+
     def command_tool(self, name: str) -> CommandTool | None:
         """The command tool called ``name``; None if ``name`` is not one (a plain tool then
         answers its scripted ``tool_results``)."""
         for tool in self.command_tools:
+            if tool.name == name:
+                return tool
+        return None
+
+    def python_tool(self, name: str) -> PythonTool | None:
+        """The Python tool called ``name``, or None."""
+        for tool in self.python_tools:
             if tool.name == name:
                 return tool
         return None

@@ -53,6 +53,7 @@ from ._model import (
     Interactivity,
     McpServer,
     OpenAISettings,
+    PythonTool,
     RestartPolicy,
     TeamSpec,
     Topology,
@@ -138,7 +139,8 @@ _AGENT_KEYS: Final = (
     *_OPENAI_KEYS,
 )
 _ENV_NAME_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-#: What a [tools.<name>] table may set (see :class:`CommandTool`).
+#: What a [tools.<name>] table may set (see :class:`CommandTool`; with ``python``,
+#: :class:`PythonTool` and :data:`_PYTHON_KEYS`).
 _COMMAND_KEYS: Final = (
     "command",
     "description",
@@ -148,7 +150,13 @@ _COMMAND_KEYS: Final = (
     "env_passthrough",
     "parameters",
     "parameters_file",
+    "python",
 )
+#: What a [tools.<name>] table with ``python`` may set (see :class:`PythonTool`).
+_PYTHON_KEYS: Final = ("python", "description", "timeout", "parameters", "parameters_file")
+#: Keys of a command tool that a Python tool cannot have: it runs in the orchestrator's
+#: own process, in its directory and environment.
+_PROCESS_KEYS: Final = ("cwd", "env", "env_passthrough")
 _TURN_KEYS: Final = ("steps",)
 _BACKGROUND_KEYS: Final = (
     "name",
@@ -214,6 +222,8 @@ class _Parser(_McpChecks):
         self.agent_names: tuple[str, ...] = ()
         # The [tools.<name>] keys, known before any agent is read (tool_results refers to them).
         self.command_names: tuple[str, ...] = ()
+        # Those of them that call a Python function (``python``) rather than run a program.
+        self.python_names: tuple[str, ...] = ()
         self.openai_defaults: Mapping[str, object] = {}
 
     def agent_ref(self, value: object, path: str) -> str:
@@ -300,6 +310,7 @@ class _Parser(_McpChecks):
         # reports them all (after the [team] table's problems).
         problems: list[TeamFileError] = found.found
         commands: list[CommandTool] = []
+        pythons: list[PythonTool] = []
         if "tools" in data:
             tables: Mapping[str, object] = {}
             try:
@@ -309,9 +320,16 @@ class _Parser(_McpChecks):
             except TeamFileError as exc:
                 problems.extend(exc.problems)
             self.command_names = tuple(tables)
+            self.python_names = tuple(
+                n for n, table in tables.items() if isinstance(table, dict) and "python" in table
+            )
             for tool_name, value in tables.items():
                 try:
-                    commands.append(self.command_tool(tool_name, value))
+                    match self.command_tool(tool_name, value):
+                        case CommandTool() as command:
+                            commands.append(command)
+                        case PythonTool() as python:
+                            pythons.append(python)
                 except TeamFileError as exc:
                     problems.extend(exc.problems)
         # The MCP servers before the agents, whose tools name them.
@@ -362,6 +380,7 @@ class _Parser(_McpChecks):
             description=description,
             on_restart=on_restart,
             agents=specs,
+            python_tools=tuple(pythons),
             background=tuple(background),
             command_tools=tuple(commands),
             mcp_servers=tuple(servers),
@@ -462,8 +481,9 @@ class _Parser(_McpChecks):
             catch_up_limit=limit,
         )
 
-    def command_tool(self, name: str, value: object) -> CommandTool:
-        """One [tools.<name>] table: a program the runtime runs for a call of the tool."""
+    def command_tool(self, name: str, value: object) -> CommandTool | PythonTool:
+        """One [tools.<name>] table: a program the runtime runs for a call of the tool, or
+        (with ``python``) a function it calls (:meth:`python_tool`)."""
         path = _join("tools", name)
         self.name(name, path, "tool name")
         if name in TEAM_TOOLS:
@@ -473,6 +493,15 @@ class _Parser(_McpChecks):
                 "another name",
             )
         data = self.table(value, path, 'a [tools.<name>] table with command = ["..."]')
+        if "python" in data:
+            return self.python_tool(name, data, path)
+        if "command" not in data:
+            self.check_keys(data, path, _COMMAND_KEYS)  # a misspelt key is the better hint
+            raise self.error(
+                f"{path}.command",
+                "missing required key 'command' (a program to run), or set "
+                'python = "package.module:function" (a function to call)',
+            )
         self.check_keys(data, path, _COMMAND_KEYS, required=("command",))
         command = self.program(data["command"], f"{path}.command")
         description = ""
@@ -500,6 +529,52 @@ class _Parser(_McpChecks):
             env=env,
             env_passthrough=passthrough,
             parameters=self.tool_parameters(data, path),
+        )
+
+    def python_tool(self, name: str, data: Mapping[str, Any], path: str) -> PythonTool:
+        """A [tools.<name>] table with ``python``: a function the runtime calls (it is
+        imported when a team starts, not here: the spec runs no user code)."""
+        if "command" in data:
+            raise self.error(
+                f"{path}.python",
+                "set either command (a program to run) or python (a function to call), not both",
+            )
+        for key in _PROCESS_KEYS:
+            if key in data:
+                raise self.error(
+                    f"{path}.{key}",
+                    f"a Python tool runs in the orchestrator's own process, so it has no {key} "
+                    "of its own; remove it (or make the tool a command)",
+                )
+        self.check_keys(data, path, _PYTHON_KEYS)
+        target_path = f"{path}.python"
+        target = self.string(data["python"], target_path)
+        if not _FACTORY_PATH_RE.match(target):
+            raise self.error(
+                target_path,
+                f'expected "package.module:function" (a module to import, a colon, then the '
+                f"function's name in it), got {target!r}",
+            )
+        description = ""
+        if "description" in data:
+            description = self.string(data["description"], f"{path}.description")
+        timeout = DEFAULT_COMMAND_TIMEOUT
+        if "timeout" in data:
+            timeout_path = f"{path}.timeout"
+            if isinstance(data["timeout"], int | float) and not isinstance(data["timeout"], bool):
+                raise self.error(
+                    timeout_path,
+                    'expected a duration such as "90s", "5m" or "1h30m", got '
+                    f"{_describe(data['timeout'])}",
+                )
+            timeout = self.duration(data["timeout"], timeout_path)
+        given = "parameters" in data or "parameters_file" in data
+        return PythonTool(
+            name=name,
+            target=target,
+            description=description,
+            timeout=timeout,
+            parameters=self.tool_parameters(data, path) if given else None,
         )
 
     def tool_parameters(self, data: Mapping[str, Any], path: str) -> dict[str, Any]:
@@ -697,10 +772,15 @@ class _Parser(_McpChecks):
                             "answers, not a text from tool_results; remove it here",
                         )
                     if tool in self.command_names:
+                        runs, gives = (
+                            ("calls a Python function", "function returns")
+                            if tool in self.python_names
+                            else ("runs a command", "program prints")
+                        )
                         raise self.error(
                             tool_path,
-                            f"{tool!r} runs a command ([tools.{tool}]): its result is what the "
-                            "program prints, not a text from tool_results; remove it here",
+                            f"{tool!r} {runs} ([tools.{tool}]): its result is what the "
+                            f"{gives}, not a text from tool_results; remove it here",
                         )
                     tool_results[tool] = self.string(text, tool_path, empty_ok=True)
         agent = AgentSpec(

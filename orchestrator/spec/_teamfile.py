@@ -124,7 +124,7 @@ def lint_team(team: TeamSpec) -> list[str]:
         if routes and not agent.delegates_to:
             tools = ", ".join(repr(t) for t in sorted(routes))
             problem(f"{path}.tools", f"has {tools} but delegates_to is empty")
-        commands = [c.name for c in team.command_tools]
+        commands = list(team.tool_table_names)
         for index, tool in enumerate(agent.tools):
             if (
                 tool in TEAM_TOOLS
@@ -147,11 +147,11 @@ def lint_team(team: TeamSpec) -> list[str]:
                 "add [[" + path + ".turns]] with steps",
             )
     listed = {tool for agent in team.agents for tool in agent.tools}
-    for command in team.command_tools:
-        if command.name not in listed:
+    for tool_name in team.tool_table_names:
+        if tool_name not in listed:
             problem(
-                _join("tools", command.name),
-                f"no agent lists {command.name!r} in its tools, so nothing can call it",
+                _join("tools", tool_name),
+                f"no agent lists {tool_name!r} in its tools, so nothing can call it",
             )
     for server in team.mcp_servers:
         if not any(

@@ -8,8 +8,10 @@ caller may delegate to, so a model cannot even be offered a wrong name); a plain
 any JSON object (a team file does not declare plain tools' parameters); a command tool
 (``[tools.<name>]``) is described by its ``description`` and ``parameters``. Tools whose
 schema is known only at run time (an MCP server's listing, a Python function's signature)
-come in as ``discovered`` definitions, keyed by the name the team file calls them; an
-agent's ``mcp.<server>/*`` takes every discovered tool of that server, in listing order.
+come in as ``discovered`` definitions, keyed by the name the team file calls them (without
+one, a Python tool is offered with its table's ``description`` and ``parameters``, or any
+object); an agent's ``mcp.<server>/*`` takes every discovered tool of that server, in
+listing order.
 
 A definition has two names: ``name``, the team file's (what facts record and the scripted
 backend calls, e.g. ``mcp.time/get_current_time``), and ``function_name``, the one a model
@@ -40,6 +42,7 @@ __all__ = [
     "check_tool_input",
     "command_input_problem",
     "function_name",
+    "schema_problem",
     "tool_definitions",
 ]
 
@@ -194,12 +197,14 @@ def _definition(team: TeamSpec, agent: AgentSpec, name: str) -> ToolDefinition:
                 optional=("kind", "options"),
             ),
         )
-    command = team.command_tool(name)
-    if command is not None and command.description:
-        description = command.description
+    table = team.command_tool(name) or team.python_tool(name)
+    if table is not None and table.description:
+        description = table.description
     else:
         description = f"The {name} tool of team {team.name}."
-    parameters = dict(command.parameters) if command is not None else _ANY_OBJECT
+    parameters: Mapping[str, Any] = _ANY_OBJECT
+    if table is not None and table.parameters is not None:
+        parameters = dict(table.parameters)
     return ToolDefinition(name=name, description=description, parameters=parameters)
 
 

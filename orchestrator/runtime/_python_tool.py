@@ -1,0 +1,410 @@
+"""Python tools: a team file's ``[tools.<name>] python = "package.module:function"``, called
+for a tool call in the orchestrator's own process.
+
+Theory of operation
+-------------------
+**When a team starts** (:class:`~orchestrator.runtime.TeamRuntime` is made, and
+``orchestrator teams check``), :func:`resolve_python_tools` imports each tool's module
+(from ``sys.path``, as any import), looks the function up and reads its signature: a
+reference that does not resolve fails the start with a
+:class:`~orchestrator.base.TeamFileError` naming ``tools.<name>.python``, not the first call.
+Without a ``parameters`` table, the input schema is derived from the signature: each
+parameter is a property (required unless it has a default), typed by its annotation; the
+function's docstring (its first paragraph) describes the tool when the table does not. The
+result, a :class:`ResolvedPythonTool`, carries the :class:`~orchestrator.spec.ToolDefinition`
+the model is offered (``discovered`` of :func:`~orchestrator.spec.tool_definitions`).
+
+The schema comes from pydantic (``create_model`` over the signature, then
+``model_json_schema``), not from a type-to-schema mapper of our own: it is what the official
+MCP SDK (FastMCP) does for the same job, so ``str``, ``int``, ``float``, ``bool``,
+``list[...]``, ``dict[str, ...]``, ``Literal``, ``Optional``, enums, ``TypedDict``,
+dataclasses and pydantic models get the schemas the ecosystem expects, and
+``Annotated[int, Field(description=...)]`` describes a parameter. The same model turns the
+checked input into the function's arguments (a dataclass parameter gets a dataclass).
+
+**A call** (:func:`run_python_tool`): the input is checked against the offered schema (the
+check a model's input gets in the backend, :func:`~orchestrator.spec.check_tool_input`);
+input it refuses fails the call with a message the model reads, and the function is not
+called. Then the input object's keys are the keyword arguments:
+
+* an ``async def`` runs in trio, in the turn's task: cancelling the turn cancels it;
+* a plain ``def`` runs in a worker thread (``trio.to_thread.run_sync`` with
+  ``abandon_on_cancel``, on a limiter of its own so a stuck tool cannot take the threads
+  the journal uses). A cancelled turn does not wait for it, but **a thread cannot be
+  stopped**: the function runs on to its end, and its result is dropped;
+* ``timeout`` (as for command tools) bounds the call either way; a timed-out call fails.
+
+Its return value is the result: a ``str`` as it is, anything else JSON can hold as compact
+JSON, anything else a failed call naming the type. An exception fails the call with
+``ExceptionType: message``; its traceback goes to the log, not to the model. Results are cut
+at :data:`~._command_tool.OUTPUT_LIMIT` bytes, as a command tool's stdout is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import inspect
+import json
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+import structlog
+import trio
+
+from orchestrator.base import TeamFileError, clean_text
+from orchestrator.spec import (
+    PythonTool,
+    TeamSpec,
+    ToolDefinition,
+    check_tool_input,
+    schema_problem,
+)
+
+from ._command_tool import OUTPUT_LIMIT, CommandResult, _duration
+
+if TYPE_CHECKING:
+    # Imported where a team has Python tools (~60 ms): a team without pays nothing.
+    import pydantic
+
+__all__ = [
+    "PYTHON_TOOL_THREADS",
+    "ResolvedPythonTool",
+    "python_tool_problems",
+    "resolve_python_tool",
+    "resolve_python_tools",
+    "run_python_tool",
+]
+
+log = structlog.get_logger("orchestrator.python_tool")
+
+#: Worker threads the sync Python tools of one process may hold at once (abandoned ones
+#: included, until they end); further calls wait for one.
+PYTHON_TOOL_THREADS: Final = 16
+_THREADS: Final = trio.lowlevel.RunVar[trio.CapacityLimiter]("python_tool_threads")
+
+#: What a sync tool's call comes to when the function returned a coroutine (closed unrun).
+_RETURNED_COROUTINE: Final = object()
+
+_KINDS_REFUSED: Final[Mapping[object, str]] = {
+    inspect.Parameter.VAR_POSITIONAL: "*{name}",
+    inspect.Parameter.VAR_KEYWORD: "**{name}",
+    inspect.Parameter.POSITIONAL_ONLY: "{name} (positional-only)",
+}
+
+
+@attrs.frozen(kw_only=True)
+class ResolvedPythonTool:
+    """A :class:`~orchestrator.spec.PythonTool` whose function was found: what a call needs.
+
+    ``arguments``: the model that turns checked input into keyword arguments (a dataclass
+    parameter gets a dataclass); None when the table gives ``parameters``, whose input is
+    passed on as JSON decoded it.
+    """
+
+    tool: PythonTool
+    function: Callable[..., Any] = attrs.field(eq=False)
+    is_async: bool
+    definition: ToolDefinition
+    arguments: type[pydantic.BaseModel] | None = attrs.field(default=None, eq=False)
+
+    @property
+    def name(self) -> str:
+        return self.tool.name
+
+
+def resolve_python_tools(team: TeamSpec) -> dict[str, ResolvedPythonTool]:
+    """Every Python tool of ``team``, by name; :class:`TeamFileError` naming each that does
+    not resolve (all of them, one per line)."""
+    resolved: dict[str, ResolvedPythonTool] = {}
+    problems: list[TeamFileError] = []
+    for tool in team.python_tools:
+        try:
+            resolved[tool.name] = resolve_python_tool(team, tool)
+        except TeamFileError as exc:
+            problems.append(exc)
+    if problems:
+        raise TeamFileError.of(problems)
+    return resolved
+
+
+def python_tool_problems(team: TeamSpec) -> list[str]:
+    """What stops ``team``'s Python tools from resolving, one line each (``teams check``)."""
+    try:
+        resolve_python_tools(team)
+    except TeamFileError as exc:
+        return [str(problem) for problem in exc.problems]
+    return []
+
+
+def resolve_python_tool(team: TeamSpec, tool: PythonTool) -> ResolvedPythonTool:
+    """Import ``tool``'s function and make its definition; :class:`TeamFileError` naming
+    ``tools.<name>.python`` if it cannot be used."""
+
+    def error(message: str) -> TeamFileError:
+        return TeamFileError(message, file=team.file, key_path=f"tools.{tool.name}.python")
+
+    function = _find(tool, error)
+    if inspect.isasyncgenfunction(function) or inspect.isgeneratorfunction(function):
+        raise error(f"{tool.target} is a generator function: a tool returns one result")
+    unwrapped = function.func if isinstance(function, functools.partial) else function
+    is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+        type(function).__call__  # an object whose __call__ is async
+    )
+    description = tool.description or _summary(unwrapped)
+    if not description:
+        description = f"The {tool.name} tool of team {team.name}."
+    arguments: type[pydantic.BaseModel] | None = None
+    if tool.parameters is not None:
+        parameters = dict(tool.parameters)
+    else:
+        arguments = _arguments_model(tool, function, error)
+        parameters = _schema(arguments)
+        problem = schema_problem(parameters)
+        if problem is not None:  # pydantic makes valid schemas; a custom type may not
+            raise error(f"the schema derived from {tool.target}'s signature is {problem}")
+    return ResolvedPythonTool(
+        tool=tool,
+        function=function,
+        is_async=is_async,
+        definition=ToolDefinition(name=tool.name, description=description, parameters=parameters),
+        arguments=arguments,
+    )
+
+
+async def run_python_tool(
+    resolved: ResolvedPythonTool,
+    arguments: Mapping[str, Any],
+    *,
+    output_limit: int = OUTPUT_LIMIT,
+) -> CommandResult:
+    """Run one call of ``resolved`` with input ``arguments``; never raises but Cancelled."""
+    name = resolved.name
+    problem = check_tool_input((resolved.definition,), name, arguments)
+    keywords: dict[str, Any] = {}
+    if problem is None:
+        keywords, problem = _keywords(resolved, arguments)
+    if problem is not None:
+        # The function never sees input its schema refuses (as a command tool's program).
+        await trio.lowlevel.checkpoint()
+        return CommandResult(success=False, output=problem)
+    started = trio.current_time()
+    seconds = resolved.tool.timeout.total_seconds()
+    with trio.move_on_after(seconds) as deadline:
+        try:
+            if resolved.is_async:
+                value = await resolved.function(**keywords)
+            else:
+                value = await trio.to_thread.run_sync(
+                    functools.partial(_in_thread, resolved.function, keywords),
+                    abandon_on_cancel=True,  # a cancelled turn does not wait for the thread
+                    limiter=_threads(),
+                )
+        except Exception as exc:
+            # The model reads what went wrong; the traceback is for whoever runs the daemon.
+            log.warning("python tool raised", tool=name, exc_info=exc)
+            said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            return CommandResult(success=False, output=said)
+    elapsed = round(trio.current_time() - started, 3)
+    if deadline.cancelled_caught:
+        left = "" if resolved.is_async else " (its thread cannot be stopped: it runs on)"
+        problem = f"{name} timed out after {_duration(seconds)}{left}"
+        log.info("python tool failed", tool=name, problem=problem, seconds=elapsed)
+        return CommandResult(success=False, output=problem)
+    result = _result(name, value, output_limit)
+    log.info("python tool ran", tool=name, success=result.success, seconds=elapsed)
+    return result
+
+
+# ── resolving ───────────────────────────────────────────────────────────────
+
+
+def _find(tool: PythonTool, error: Callable[[str], TeamFileError]) -> Callable[..., Any]:
+    """The callable ``tool.target`` names."""
+    try:
+        target: Any = importlib.import_module(tool.module)
+    except Exception as exc:  # the module's own code may raise anything as it is imported
+        raise error(
+            f"cannot import {tool.module!r} for {tool.target}: {type(exc).__name__}: {exc}"
+        ) from exc
+    for part in tool.qualname.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise error(f"module {tool.module!r} has no {tool.qualname!r}") from None
+    if not callable(target):
+        raise error(f"{tool.target} is {type(target).__name__}, not a function")
+    function: Callable[..., Any] = target
+    return function
+
+
+def _arguments_model(
+    tool: PythonTool, function: Callable[..., Any], error: Callable[[str], TeamFileError]
+) -> type[pydantic.BaseModel]:
+    """A pydantic model of ``function``'s parameters, each aliased to its name (so any name
+    works, ``model_config`` and ``_private`` included) and refusing unknown keys."""
+    import pydantic
+
+    try:
+        signature = inspect.signature(function, eval_str=True)
+    except Exception as exc:  # an annotation naming what its module does not define...
+        raise error(
+            f"cannot read the signature of {tool.target}: {type(exc).__name__}: {exc}"
+        ) from exc
+    fields: dict[str, Any] = {}
+    for index, parameter in enumerate(signature.parameters.values()):
+        refused = _KINDS_REFUSED.get(parameter.kind)
+        if refused is not None:
+            raise error(
+                f"{tool.target} takes {refused.format(name=parameter.name)}: a tool's input is "
+                "an object of named values, passed as keyword arguments; name each parameter, "
+                "or give the input's schema as parameters in the table"
+            )
+        annotation = Any if parameter.annotation is parameter.empty else parameter.annotation
+        try:
+            with _quiet_schema_warnings():
+                pydantic.TypeAdapter(annotation).json_schema()
+        except Exception as exc:
+            raise error(
+                f"parameter {parameter.name!r} of {tool.target}: its type "
+                f"{_type_name(annotation)} has no JSON Schema ({type(exc).__name__}: "
+                f"{_first_line(exc)}); "
+                "use JSON types (str, int, float, bool, list, dict, Literal, a TypedDict or "
+                "dataclass of them), or give the input's schema as parameters in the table"
+            ) from exc
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[f"p{index}"] = (annotation, pydantic.Field(default, alias=parameter.name))
+    model: type[pydantic.BaseModel] = pydantic.create_model(
+        tool.name, __config__=pydantic.ConfigDict(extra="forbid"), **fields
+    )
+    return model
+
+
+def _schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
+    from pydantic.json_schema import GenerateJsonSchema
+
+    class WithoutFieldTitles(GenerateJsonSchema):
+        """Pydantic's schema without a ``title`` per property (its name says it already; a
+        model reads every byte of a schema in every request)."""
+
+        def field_title_should_be_set(self, schema: Any) -> bool:
+            return False
+
+    with _quiet_schema_warnings():
+        schema = model.model_json_schema(schema_generator=WithoutFieldTitles)
+    schema.pop("title", None)  # the model's name: the tool's, which the model is told
+    return schema
+
+
+@contextlib.contextmanager
+def _quiet_schema_warnings() -> Iterator[None]:
+    """A default that JSON cannot hold is left out of the schema; pydantic warns about it,
+    and the tool works the same without it in the schema."""
+    from pydantic.json_schema import PydanticJsonSchemaWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PydanticJsonSchemaWarning)
+        yield
+
+
+def _summary(function: Callable[..., Any]) -> str:
+    """The first paragraph of ``function``'s docstring, on one line ("" without one)."""
+    doc = inspect.getdoc(function) or ""
+    paragraph = doc.strip().split("\n\n", 1)[0]
+    return " ".join(line.strip() for line in paragraph.splitlines())
+
+
+def _first_line(exc: Exception) -> str:
+    """An error's first line (pydantic's go on with a link to its documentation)."""
+    return next(iter(str(exc).splitlines()), "")
+
+
+def _type_name(annotation: Any) -> str:
+    return getattr(annotation, "__qualname__", None) or repr(annotation)
+
+
+# ── calling ─────────────────────────────────────────────────────────────────
+
+
+def _keywords(
+    resolved: ResolvedPythonTool, arguments: Mapping[str, Any]
+) -> tuple[dict[str, Any], str | None]:
+    """The keyword arguments of a call, or why there are none: through the signature's model
+    when the schema was derived from it (only the keys given: the function's own defaults
+    stay its own)."""
+    model = resolved.arguments
+    if model is None:
+        return dict(arguments), None
+    import pydantic
+
+    try:
+        checked = model.model_validate(dict(arguments))
+    except pydantic.ValidationError as exc:
+        # The schema check passed: what is left is what JSON Schema cannot say (a date's
+        # format, a validator of the type's own).
+        return {}, f"invalid input for {resolved.name}: {_validation_problem(exc)}"
+    keywords = {
+        field.alias or key: getattr(checked, key)
+        for key, field in model.model_fields.items()
+        if key in checked.model_fields_set
+    }
+    return keywords, None
+
+
+def _in_thread(function: Callable[..., Any], keywords: Mapping[str, Any]) -> object:
+    """Call a sync tool (in its worker thread); a coroutine it returns (an async function
+    in disguise) is closed here, in the thread that made it, and said so."""
+    value = function(**keywords)
+    if inspect.iscoroutine(value):
+        value.close()
+        return _RETURNED_COROUTINE
+    return value
+
+
+def _validation_problem(exc: pydantic.ValidationError) -> str:
+    """The first of pydantic's complaints, placed as the JSON Schema check places its own."""
+    first = exc.errors(include_url=False)[0]
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
+    return f"${where}: {first['msg']}"
+
+
+def _result(name: str, value: object, limit: int) -> CommandResult:
+    """What a call's return value comes to (see the module docstring)."""
+    if isinstance(value, str):
+        text = value
+    else:
+        if inspect.iscoroutine(value) or value is _RETURNED_COROUTINE:
+            if inspect.iscoroutine(value):
+                value.close()  # never awaited: closed here, not left to warn at collection
+            return CommandResult(
+                success=False,
+                output=f"{name} returned a coroutine: declare the function async def",
+            )
+        try:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            return CommandResult(
+                success=False,
+                output=f"{name} returned {type(value).__name__}, which is neither a str nor "
+                "JSON-serialisable (a dict, list, str, number, bool or None)",
+            )
+    text, _ = clean_text(text)  # a lone surrogate has no UTF-8: U+FFFD, as a model's text
+    data = text.encode("utf-8")
+    if len(data) > limit:
+        # A character cut in two at the limit is left out, as for a command tool's output.
+        kept = data[:limit].decode("utf-8", errors="ignore")
+        text = f"{kept}\n[output truncated: {len(data) - limit} more bytes not shown]"
+    return CommandResult(success=True, output=text)
+
+
+def _threads() -> trio.CapacityLimiter:
+    """This trio run's limiter of Python tools' threads (see :data:`PYTHON_TOOL_THREADS`)."""
+    try:
+        return _THREADS.get()
+    except LookupError:
+        limiter = trio.CapacityLimiter(PYTHON_TOOL_THREADS)
+        _THREADS.set(limiter)
+        return limiter
