@@ -27,7 +27,9 @@ from orchestrator.core import ApprovalRequested, RunStatus
 from orchestrator.runtime.backends import backend_factory, http_client
 from orchestrator.spec import TeamSpec, load_team, parse_team
 from tests.conftest import PROJECT_ROOT
+from tests.daemon import connect, running_daemon
 from tests.fake_openai import Answer, Stream, fake_openai, text, tool_calls
+from tests.mcp_servers import STDIO_SERVER
 from tests.test_backend_openai import rounds_done, tool_results
 from tests.test_runtime import Harness, run_to_end, wait_for
 
@@ -276,3 +278,39 @@ class TestModel:
             " | 3\n | added note 't' in the notebook of the team (3 words)"
         )
         h.finished()
+
+
+def probe_team() -> str:
+    return f"""
+[team]
+name = "probe"
+coordinator = "lead"
+
+[mcp.probe]
+command = {json.dumps(list(STDIO_SERVER))}
+
+[agents.lead]
+role = "coordinator"
+tools = ["mcp.probe/pid"]
+
+[[agents.lead.turns]]
+steps = [{{ tool = "mcp.probe/pid" }}, {{ say = "{{outcomes}}" }}]
+"""
+
+
+class TestDaemon:
+    async def test_the_sessions_of_a_team_share_one_connection_per_server(
+        self, tmp_path: Path
+    ) -> None:
+        """Two sessions, two prompts: one server program answers both."""
+        pids = []
+        async with running_daemon(tmp_path, teams={"probe": probe_team()}) as daemon:
+            for _ in range(2):
+                async with connect(daemon) as client:
+                    await client.until_type("init")
+                    await client.send(
+                        {"channel": "agent", "type": "prompt", "prompt": "pid?", "taskId": "t"}
+                    )
+                    result = await client.until_type("result")
+                    pids.append(int(result["summary"]))
+        assert pids[0] == pids[1]

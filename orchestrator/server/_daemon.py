@@ -3,8 +3,9 @@
 Theory of operation
 -------------------
 :class:`Daemon` owns the journal, the teams (one per ``*.toml`` of its teams directory,
-addressed by file stem), one HTTP client for the model backends, and a nursery in which
-every live session runs. A session is a :class:`~orchestrator.runtime._team_runtime.TeamRuntime` in
+addressed by file stem), one HTTP client for the model backends, the MCP tool servers of
+each team (one connection per server per team, shared by its sessions), and a nursery in
+which every live session runs. A session is a :class:`~orchestrator.runtime._team_runtime.TeamRuntime` in
 *conversation* mode: it exists (with its URI) as soon as a client opens it, its run starts
 with the first prompt, and each later prompt is queued to the coordinator as its next turn.
 
@@ -63,13 +64,14 @@ from orchestrator.journal import SqliteJournal
 from orchestrator.runtime import (
     BackendFactory,
     Ids,
+    McpServers,
     RunOutcome,
     TeamRuntime,
     ToolCallback,
     resolve_python_tools,
 )
 from orchestrator.runtime.backends import backend_factory
-from orchestrator.spec import BackgroundSpec, TeamSpec, load_team, parse_team
+from orchestrator.spec import BackgroundSpec, McpServer, TeamSpec, load_team, parse_team
 
 from ._config import Limits
 from ._live_session import LiveSession, SessionObserver, _busy, session_uri
@@ -190,6 +192,10 @@ class Daemon:
                 log.warning("team unavailable", team=name, error=str(exc))
         self._http = http
         self._environ = environ
+        # The MCP servers of each team, shared by its sessions: one connection per server
+        # per team (see _shared_tool_servers). Keyed by the servers' definitions too, so a session
+        # taken up with the team file it recorded does not share an edited file's servers.
+        self._tool_servers: dict[tuple[str, tuple[McpServer, ...]], McpServers] = {}
         # The live sessions; changed only by _add_session and _remove_session, which tell
         # the root channel (what AHP root subscribers hear of the sessions).
         self.sessions: dict[str, LiveSession] = {}
@@ -547,7 +553,23 @@ class Daemon:
             session=session,
             background=background,
             callback=self.callback,
+            tool_servers=self._shared_tool_servers(team),
         )
+
+    def _shared_tool_servers(self, team: TeamSpec) -> McpServers | None:
+        """The MCP servers of ``team``, shared by every session of it: started in the
+        daemon's nursery for the first session that needs them, kept until the daemon
+        stops (a session waits for their first listing before its first model round)."""
+        if not team.mcp_servers:
+            return None
+        key = (team.name, team.mcp_servers)
+        servers = self._tool_servers.get(key)
+        if servers is None:
+            assert self._nursery is not None, "the daemon is not serving"
+            servers = self._tool_servers[key] = McpServers(team.mcp_servers, self._environ)
+            self._nursery.start_soon(servers.run)
+            log.info("mcp servers started for team", team=team.name, servers=len(key[1]))
+        return servers
 
     async def start_run(self, live: LiveSession, prompt: str) -> None:
         """Start ``live``'s run on ``prompt``; returns once its first facts are recorded."""
