@@ -5,9 +5,10 @@ Theory of operation
 :class:`Daemon` owns the journal, the teams (one per ``*.toml`` of its teams directory,
 addressed by file stem), one HTTP client for the model backends, the MCP tool servers of
 each team (one connection per server per team, shared by its sessions), and a nursery in
-which every live session runs. A session is a :class:`~orchestrator.runtime._team_runtime.TeamRuntime` in
-*conversation* mode: it exists (with its URI) as soon as a client opens it, its run starts
-with the first prompt, and each later prompt is queued to the coordinator as its next turn.
+which every live session runs. A session is a
+:class:`~orchestrator.runtime._team_runtime.TeamRuntime` in *conversation* mode: it exists
+(with its URI) as soon as a client opens it, its run starts with the first prompt, and each
+later prompt is queued to the coordinator as its next turn.
 
 At start the daemon takes up every unfinished session of its journal (``resume``, with the
 team file the session recorded): a session is a conversation that outlives a restart. On
