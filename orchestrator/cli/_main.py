@@ -6,7 +6,7 @@
     orchestrator events SESSION [--db PATH] [--format facts|agent-ui]
     orchestrator graph [SESSION | --facts FILE] [--db PATH] [--format FORMAT] [--check]
     orchestrator history | undo | truncate | restore SESSION [--chat CHAT]
-    orchestrator teams check [PATH ...] [--json]
+    orchestrator teams check [PATH ...] [--tools] [--json]
     orchestrator init [DIR]
     orchestrator serve [--config FILE] [--host H] [--port P] [--db PATH] [--teams DIR]
     orchestrator teammates list | history | pause | resume | trigger | stop [NAME]
@@ -298,6 +298,12 @@ def build_parser() -> argparse.ArgumentParser:
         "paths", nargs="*", type=Path, metavar="PATH", help="team files or directories of them"
     )
     check.add_argument("--json", action="store_true", help="print a JSON array of results")
+    check.add_argument(
+        "--tools",
+        action="store_true",
+        help="also start the MCP servers and resolve the Python tools, and list the tools "
+        "each agent is offered, with their parameters",
+    )
     check.set_defaults(handler=("._teams_command", "check"), logs=False)
     return parser
 
@@ -342,7 +348,7 @@ def _logging_options(parser: argparse.ArgumentParser, *, inherited: bool) -> Non
         type=str.upper,
         choices=LOG_LEVELS,
         default=default(None),
-        help="the least level logged (default: WARNING; INFO for serve)",
+        help="the least level logged (default: WARNING; INFO for serve, ERROR for teams)",
     )
     group.add_argument(
         "--log-format",
@@ -359,6 +365,8 @@ def _log_level(args: argparse.Namespace) -> int:
     # The daemon says what it does (its URL, sessions taken up); the one-shot commands
     # keep quiet unless asked.
     quiet = logging.INFO if args.command == "serve" else logging.WARNING
+    if args.command == "teams":
+        quiet = logging.ERROR  # teams check --tools reports a server that fails itself
     verbose: int = args.verbose
     return max(logging.DEBUG, quiet - 10 * verbose)
 
@@ -369,9 +377,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from orchestrator.runtime import tune_gc
 
     as_json = logs_as_json(args.log_format, sys.stderr)
-    if getattr(args, "logs", True):
+    if getattr(args, "logs", True) or getattr(args, "tools", False):
         # Commands that log set structlog up; the light ones (sessions, teams check,
-        # completion) do not log and skip its import, a good part of their start-up.
+        # completion) do not log and skip its import, a good part of their start-up
+        # (teams check --tools starts the teams' tool servers: it logs).
         from orchestrator.runtime import configure_logging
 
         configure_logging(json=as_json, level=_log_level(args))

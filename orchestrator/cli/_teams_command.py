@@ -4,6 +4,11 @@ Paths may be files or directories (their ``*.toml``, not recursive); none means 
 Each file's problems are printed together, one per line, then ``ok: FILE`` for a good one.
 ``--json`` prints one array instead: ``[{"file", "ok", "problems"}, ...]``. The exit status
 is 1 when any file has problems, as ``graph --check`` does for violations.
+
+``--tools`` also does, for each good file, what a run does before its first model round:
+starts its MCP servers and resolves its Python tools, then lists the tools each agent is
+offered with their parameters (:mod:`._tool_listing`; ``"tools"`` in the JSON); a server
+that cannot be reached is one of the file's problems.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from orchestrator.base import TeamFileError
 from orchestrator.runtime.backends import backend_problems
@@ -31,9 +36,27 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
     paths: Sequence[Path] = args.paths
     files = team_files(paths or [DEFAULT_DIRECTORY])
     results = [(path, *_findings(path)) for path in files]
+    listings: dict[Path, Any] = {}
+    if getattr(args, "tools", False):
+        import trio  # the runtime and trio: only when asked
+
+        from ._tool_listing import offered_tools
+
+        for path, problems, _ in results:
+            if not problems:
+                listings[path] = listing = trio.run(offered_tools, load_team(path))
+                problems.extend(f"{path}: {problem}" for problem in listing.problems)
     if args.json:
+        from ._tool_listing import listing_json
+
         report = [
-            {"file": str(path), "ok": not problems, "problems": problems, "warnings": warnings}
+            {
+                "file": str(path),
+                "ok": not problems,
+                "problems": problems,
+                "warnings": warnings,
+                **({"tools": listing_json(listings[path])} if path in listings else {}),
+            }
             for path, problems, warnings in results
         ]
         json.dump(report, out, indent=2, ensure_ascii=False)
@@ -46,6 +69,11 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
                 print(f"ok: {path}", file=out)
             for warning in warnings:
                 print(f"warning: {path}: {warning}", file=out)
+            if path in listings:
+                from ._tool_listing import listing_lines
+
+                for line in listing_lines(listings[path]):
+                    print(line, file=out)
     return EXIT_FAILED if any(problems for _, problems, _ in results) else EXIT_OK
 
 
