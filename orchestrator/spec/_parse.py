@@ -2,12 +2,11 @@
 path.
 
 Theory of operation: :func:`~._teamfile.parse_team` hands the text to :mod:`tomllib`, then
-:class:`_Parser` walks the resulting dict once, top-down (``[team]``, then every command tool
-``[tools.<name>]``, then every MCP server ``[mcp.<name>]`` (:mod:`._parse_mcp`), then every
-``[agents.<name>]`` in file order, then its turns
-and steps, then every ``[[background]]`` teammate, whose schedule
-:mod:`._schedule` checks). Each check knows
-the key path of the value it looks at, so the first problem raises a
+:class:`_Parser` walks the resulting dict once, top-down: ``[team]``, then every tool table
+``[tools.<name>]`` and MCP server ``[mcp.<name>]`` (their checks are :mod:`._parse_tools`'s),
+then every ``[agents.<name>]`` in file order with its turns and steps, then every
+``[[background]]`` teammate, whose schedule :mod:`._schedule` checks. Each check knows the
+key path of the value it looks at, so the first problem raises a
 :class:`~orchestrator.base._errors.TeamFileError` naming the file, the key path
 (``agents.researcher.turns[0].steps[2].chunks``) and what is wrong. The checks of single
 values (a table's keys, a name, an integer from a minimum, a duration...) are those of
@@ -29,10 +28,8 @@ Pure: no trio and no IO.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any, Final, get_args
 
 import attrs
@@ -41,8 +38,6 @@ from orchestrator.base import ScheduleError, TeamFileError
 
 from ._model import (
     BUILTIN_BACKENDS,
-    COMMAND_ENV_PREFIX,
-    DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_PARALLEL_BUDGET,
     MCP_PREFIX,
     TEAM_TOOLS,
@@ -57,9 +52,8 @@ from ._model import (
     RestartPolicy,
     TeamSpec,
     Topology,
-    mcp_tool_ref,
 )
-from ._parse_mcp import _McpChecks
+from ._parse_tools import _FACTORY_PATH_RE, ENV_NAME_RE, _lists, _ToolChecks
 from ._schedule import (
     DEFAULT_CATCH_UP_LIMIT,
     BackgroundSpec,
@@ -86,16 +80,13 @@ from ._script import (
     ToolStep,
     UsageStep,
 )
-from ._wording import _describe, _did_you_mean, _join, _one_of
+from ._wording import _did_you_mean, _join, _one_of
 
 __all__: list[str] = []
 
 _TOPOLOGIES: Final[dict[str, Topology]] = {v: v for v in get_args(Topology)}
 _INTERACTIVITIES: Final[dict[str, Interactivity]] = {v: v for v in get_args(Interactivity)}
 _APPROVERS: Final[dict[str, ApprovedBy]] = {v: v for v in get_args(ApprovedBy)}
-#: A plugin backend named by where its factory is: ``package.module:factory``.
-_DOTTED: Final = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
-_FACTORY_PATH_RE: Final = re.compile(rf"{_DOTTED}:{_DOTTED}\Z")
 #: A plugin backend named by its entry point (``[project.entry-points."orchestrator.backends"]``).
 _ENTRY_POINT_NAME_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _PLUGIN_FORMS: Final = "a plugin's entry-point name, or module:factory"
@@ -138,25 +129,6 @@ _AGENT_KEYS: Final = (
     # The backend's own settings, overriding the file's [openai] table for this agent.
     *_OPENAI_KEYS,
 )
-_ENV_NAME_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-#: What a [tools.<name>] table may set (see :class:`CommandTool`; with ``python``,
-#: :class:`PythonTool` and :data:`_PYTHON_KEYS`).
-_COMMAND_KEYS: Final = (
-    "command",
-    "description",
-    "timeout",
-    "cwd",
-    "env",
-    "env_passthrough",
-    "parameters",
-    "parameters_file",
-    "python",
-)
-#: What a [tools.<name>] table with ``python`` may set (see :class:`PythonTool`).
-_PYTHON_KEYS: Final = ("python", "description", "timeout", "parameters", "parameters_file")
-#: Keys of a command tool that a Python tool cannot have: it runs in the orchestrator's
-#: own process, in its directory and environment.
-_PROCESS_KEYS: Final = ("cwd", "env", "env_passthrough")
 _TURN_KEYS: Final = ("steps",)
 _BACKGROUND_KEYS: Final = (
     "name",
@@ -214,7 +186,7 @@ class _Problems:
             raise TeamFileError.of(self.found)
 
 
-class _Parser(_McpChecks):
+class _Parser(_ToolChecks):
     """One walk over one decoded document; ``file`` goes into every error."""
 
     def __init__(self, file: str) -> None:
@@ -481,137 +453,6 @@ class _Parser(_McpChecks):
             catch_up_limit=limit,
         )
 
-    def command_tool(self, name: str, value: object) -> CommandTool | PythonTool:
-        """One [tools.<name>] table: a program the runtime runs for a call of the tool, or
-        (with ``python``) a function it calls (:meth:`python_tool`)."""
-        path = _join("tools", name)
-        self.name(name, path, "tool name")
-        if name in TEAM_TOOLS:
-            raise self.error(
-                path,
-                f"{name!r} is a team tool the runtime runs itself; give the command tool "
-                "another name",
-            )
-        data = self.table(value, path, 'a [tools.<name>] table with command = ["..."]')
-        if "python" in data:
-            return self.python_tool(name, data, path)
-        if "command" not in data:
-            self.check_keys(data, path, _COMMAND_KEYS)  # a misspelt key is the better hint
-            raise self.error(
-                f"{path}.command",
-                "missing required key 'command' (a program to run), or set "
-                'python = "package.module:function" (a function to call)',
-            )
-        self.check_keys(data, path, _COMMAND_KEYS, required=("command",))
-        command = self.program(data["command"], f"{path}.command")
-        description = ""
-        if "description" in data:
-            description = self.string(data["description"], f"{path}.description")
-        timeout = DEFAULT_COMMAND_TIMEOUT
-        if "timeout" in data:
-            timeout_path = f"{path}.timeout"
-            if isinstance(data["timeout"], int | float) and not isinstance(data["timeout"], bool):
-                raise self.error(
-                    timeout_path,
-                    'expected a duration such as "90s", "5m" or "1h30m", got '
-                    f"{_describe(data['timeout'])}",
-                )
-            timeout = self.duration(data["timeout"], timeout_path)
-        cwd = self.directory(data["cwd"], f"{path}.cwd") if "cwd" in data else None
-        env = self.env_table(data.get("env", {}), f"{path}.env", reserved_prefix=COMMAND_ENV_PREFIX)
-        passthrough = self.env_names(data.get("env_passthrough", []), f"{path}.env_passthrough")
-        return CommandTool(
-            name=name,
-            command=command,
-            description=description,
-            timeout=timeout,
-            cwd=cwd,
-            env=env,
-            env_passthrough=passthrough,
-            parameters=self.tool_parameters(data, path),
-        )
-
-    def python_tool(self, name: str, data: Mapping[str, Any], path: str) -> PythonTool:
-        """A [tools.<name>] table with ``python``: a function the runtime calls (it is
-        imported when a team starts, not here: the spec runs no user code)."""
-        if "command" in data:
-            raise self.error(
-                f"{path}.python",
-                "set either command (a program to run) or python (a function to call), not both",
-            )
-        for key in _PROCESS_KEYS:
-            if key in data:
-                raise self.error(
-                    f"{path}.{key}",
-                    f"a Python tool runs in the orchestrator's own process, so it has no {key} "
-                    "of its own; remove it (or make the tool a command)",
-                )
-        self.check_keys(data, path, _PYTHON_KEYS)
-        target_path = f"{path}.python"
-        target = self.string(data["python"], target_path)
-        if not _FACTORY_PATH_RE.match(target):
-            raise self.error(
-                target_path,
-                f'expected "package.module:function" (a module to import, a colon, then the '
-                f"function's name in it), got {target!r}",
-            )
-        description = ""
-        if "description" in data:
-            description = self.string(data["description"], f"{path}.description")
-        timeout = DEFAULT_COMMAND_TIMEOUT
-        if "timeout" in data:
-            timeout_path = f"{path}.timeout"
-            if isinstance(data["timeout"], int | float) and not isinstance(data["timeout"], bool):
-                raise self.error(
-                    timeout_path,
-                    'expected a duration such as "90s", "5m" or "1h30m", got '
-                    f"{_describe(data['timeout'])}",
-                )
-            timeout = self.duration(data["timeout"], timeout_path)
-        given = "parameters" in data or "parameters_file" in data
-        return PythonTool(
-            name=name,
-            target=target,
-            description=description,
-            timeout=timeout,
-            parameters=self.tool_parameters(data, path) if given else None,
-        )
-
-    def tool_parameters(self, data: Mapping[str, Any], path: str) -> dict[str, Any]:
-        """A command tool's input schema: ``parameters`` (a table) or ``parameters_file`` (a
-        JSON file, from the team file's directory), checked as a JSON Schema whose input is
-        an object; a bad schema is named by its key path and the place in the schema."""
-        if "parameters" in data and "parameters_file" in data:
-            raise self.error(
-                f"{path}.parameters_file", "give parameters or parameters_file, not both"
-            )
-        if "parameters_file" in data:
-            file_path = f"{path}.parameters_file"
-            name = self.argument(data["parameters_file"], file_path, empty_ok=False)
-            where = Path(name)
-            if not where.is_absolute() and not self.file.startswith("<"):
-                where = Path(self.file).parent / where
-            try:
-                schema = json.loads(where.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError) as exc:
-                raise self.error(file_path, f"cannot read {where}: {exc}") from exc
-            except ValueError as exc:
-                raise self.error(file_path, f"{where} is not JSON: {exc}") from exc
-            key = file_path
-        elif "parameters" in data:
-            key = f"{path}.parameters"
-            schema = data["parameters"]
-        else:
-            return {"type": "object"}
-        if not isinstance(schema, dict):
-            raise self.error(key, f"expected a JSON Schema (a table), got {_describe(schema)}")
-        from ._tools import schema_problem  # jsonschema: only for a file that has a schema
-
-        problem = schema_problem(schema)
-        if problem is not None:
-            raise self.error(key, problem)
-        return dict(schema)
-
     def check_approvers(self, agents: Sequence[AgentSpec], coordinator: str) -> None:
         """Approvals routed to the coordinator need its ``approves`` list to be decided."""
         lead = next(a for a in agents if a.name == coordinator)
@@ -851,7 +692,7 @@ class _Parser(_McpChecks):
             settings = attrs.evolve(settings, base_url=url.rstrip("/"))
         if (found := pick("api_key_env")) is not None:
             env = self.string(*found)
-            if not _ENV_NAME_RE.match(env):
+            if not ENV_NAME_RE.match(env):
                 raise self.error(
                     found[1],
                     f"{env!r} is not an environment variable name (the key itself never goes "
@@ -1028,16 +869,3 @@ class _Parser(_McpChecks):
                 f"({_one_of(agent.delegates_to) or 'empty'}); add it there",
             )
         return target
-
-
-def _lists(tools: Sequence[str], tool: str) -> bool:
-    """Whether an agent with ``tools`` has ``tool`` (a ``needs_approval`` entry): by name, an
-    MCP tool through its server's ``mcp.<server>/*``, and ``mcp.<server>/*`` through any
-    tool of that server."""
-    if tool in tools:
-        return True
-    ref = mcp_tool_ref(tool)
-    if ref is None:
-        return False
-    prefix = f"{MCP_PREFIX}{ref.server}/"
-    return f"{prefix}*" in tools or (ref.is_wildcard and any(t.startswith(prefix) for t in tools))

@@ -1,4 +1,10 @@
-"""The checks of a team file's ``[mcp.<name>]`` tables and of the names that refer to them.
+"""The checks of a team file's tools: ``[tools.<name>]`` and ``[mcp.<name>]`` tables, and the
+names of tools an agent lists.
+
+A ``[tools.<name>]`` table is a command tool (``command``: a program run for each call) or a
+Python tool (``python = "module:function"``), with an optional input schema (``parameters``
+or ``parameters_file``, checked as a JSON Schema whose instances are objects). What only a
+program can have (``cwd``, ``env``, ``env_passthrough``) is refused for a Python tool.
 
 An ``[mcp.<name>]`` table declares a Model Context Protocol tool server, reached one of two
 ways: ``command`` (stdio: the runtime starts the program) or ``url`` (streamable HTTP).
@@ -9,27 +15,32 @@ environment variable ``NAME`` when the server is contacted, so a token never sit
 file.
 
 An agent names a server's tool in ``tools`` (and ``needs_approval``, ``approves``) as
-``mcp.<server>/<tool>``, or ``mcp.<server>/*`` for all of them; :meth:`_McpChecks.tool_name`
+``mcp.<server>/<tool>``, or ``mcp.<server>/*`` for all of them; :meth:`_ToolChecks.tool_name`
 checks such a name against the declared servers. Which tools a server has is known only
 when it is contacted (the runtime lists them; ``teams check --tools`` shows them).
 
-Pure: no trio and no IO.
+Pure: no trio; its only IO is reading a ``parameters_file``.
 """
-
 from __future__ import annotations
 
 import json
 import re
 import urllib.parse
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from ._checks import _ValueChecks
 from ._model import (
+    COMMAND_ENV_PREFIX,
+    DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_MCP_CALL_TIMEOUT,
     DEFAULT_MCP_START_TIMEOUT,
     MCP_PREFIX,
+    TEAM_TOOLS,
+    CommandTool,
     McpServer,
+    PythonTool,
     mcp_tool_ref,
 )
 from ._wording import _describe, _did_you_mean, _join
@@ -47,14 +58,35 @@ _MCP_KEYS: Final = (
     "timeout",
     "start_timeout",
 )
+#: What a [tools.<name>] table may set (see :class:`CommandTool`; with ``python``,
+#: :class:`PythonTool` and :data:`_PYTHON_KEYS`).
+_COMMAND_KEYS: Final = (
+    "command",
+    "description",
+    "timeout",
+    "cwd",
+    "env",
+    "env_passthrough",
+    "parameters",
+    "parameters_file",
+    "python",
+)
+#: What a [tools.<name>] table with ``python`` may set (see :class:`PythonTool`).
+_PYTHON_KEYS: Final = ("python", "description", "timeout", "parameters", "parameters_file")
+#: Keys of a command tool that a Python tool cannot have: it runs in the orchestrator's
+#: own process, in its directory and environment.
+_PROCESS_KEYS: Final = ("cwd", "env", "env_passthrough")
 _STDIO_KEYS: Final = ("cwd", "env", "env_passthrough")
+#: A plugin backend named by where its factory is: ``package.module:factory``.
+_DOTTED: Final = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+_FACTORY_PATH_RE: Final = re.compile(rf"{_DOTTED}:{_DOTTED}\Z")
 ENV_NAME_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 #: The MCP specification's tool names: 1-128 of letters, digits, '_', '-' and '.'.
 _MCP_TOOL_RE: Final = re.compile(r"[A-Za-z0-9_.-]{1,128}\Z")
 _ENV_REFERENCE: Final = "env:"
 
 
-class _McpChecks(_ValueChecks):
+class _ToolChecks(_ValueChecks):
     """The checks of ``[mcp.<name>]`` tables, and of tool names that may name their tools."""
 
     #: The declared servers' names, known before any agent is read.
@@ -257,3 +289,147 @@ class _McpChecks(_ValueChecks):
                 raise self.error(item_path, f"{name!r} is listed twice")
             result.append(name)
         return tuple(result)
+
+    def command_tool(self, name: str, value: object) -> CommandTool | PythonTool:
+        """One [tools.<name>] table: a program the runtime runs for a call of the tool, or
+        (with ``python``) a function it calls (:meth:`python_tool`)."""
+        path = _join("tools", name)
+        self.name(name, path, "tool name")
+        if name in TEAM_TOOLS:
+            raise self.error(
+                path,
+                f"{name!r} is a team tool the runtime runs itself; give the command tool "
+                "another name",
+            )
+        data = self.table(value, path, 'a [tools.<name>] table with command = ["..."]')
+        if "python" in data:
+            return self.python_tool(name, data, path)
+        if "command" not in data:
+            self.check_keys(data, path, _COMMAND_KEYS)  # a misspelt key is the better hint
+            raise self.error(
+                f"{path}.command",
+                "missing required key 'command' (a program to run), or set "
+                'python = "package.module:function" (a function to call)',
+            )
+        self.check_keys(data, path, _COMMAND_KEYS, required=("command",))
+        command = self.program(data["command"], f"{path}.command")
+        description = ""
+        if "description" in data:
+            description = self.string(data["description"], f"{path}.description")
+        timeout = DEFAULT_COMMAND_TIMEOUT
+        if "timeout" in data:
+            timeout_path = f"{path}.timeout"
+            if isinstance(data["timeout"], int | float) and not isinstance(data["timeout"], bool):
+                raise self.error(
+                    timeout_path,
+                    'expected a duration such as "90s", "5m" or "1h30m", got '
+                    f"{_describe(data['timeout'])}",
+                )
+            timeout = self.duration(data["timeout"], timeout_path)
+        cwd = self.directory(data["cwd"], f"{path}.cwd") if "cwd" in data else None
+        env = self.env_table(data.get("env", {}), f"{path}.env", reserved_prefix=COMMAND_ENV_PREFIX)
+        passthrough = self.env_names(data.get("env_passthrough", []), f"{path}.env_passthrough")
+        return CommandTool(
+            name=name,
+            command=command,
+            description=description,
+            timeout=timeout,
+            cwd=cwd,
+            env=env,
+            env_passthrough=passthrough,
+            parameters=self.tool_parameters(data, path),
+        )
+
+    def python_tool(self, name: str, data: Mapping[str, Any], path: str) -> PythonTool:
+        """A [tools.<name>] table with ``python``: a function the runtime calls (it is
+        imported when a team starts, not here: the spec runs no user code)."""
+        if "command" in data:
+            raise self.error(
+                f"{path}.python",
+                "set either command (a program to run) or python (a function to call), not both",
+            )
+        for key in _PROCESS_KEYS:
+            if key in data:
+                raise self.error(
+                    f"{path}.{key}",
+                    f"a Python tool runs in the orchestrator's own process, so it has no {key} "
+                    "of its own; remove it (or make the tool a command)",
+                )
+        self.check_keys(data, path, _PYTHON_KEYS)
+        target_path = f"{path}.python"
+        target = self.string(data["python"], target_path)
+        if not _FACTORY_PATH_RE.match(target):
+            raise self.error(
+                target_path,
+                f'expected "package.module:function" (a module to import, a colon, then the '
+                f"function's name in it), got {target!r}",
+            )
+        description = ""
+        if "description" in data:
+            description = self.string(data["description"], f"{path}.description")
+        timeout = DEFAULT_COMMAND_TIMEOUT
+        if "timeout" in data:
+            timeout_path = f"{path}.timeout"
+            if isinstance(data["timeout"], int | float) and not isinstance(data["timeout"], bool):
+                raise self.error(
+                    timeout_path,
+                    'expected a duration such as "90s", "5m" or "1h30m", got '
+                    f"{_describe(data['timeout'])}",
+                )
+            timeout = self.duration(data["timeout"], timeout_path)
+        given = "parameters" in data or "parameters_file" in data
+        return PythonTool(
+            name=name,
+            target=target,
+            description=description,
+            timeout=timeout,
+            parameters=self.tool_parameters(data, path) if given else None,
+        )
+
+    def tool_parameters(self, data: Mapping[str, Any], path: str) -> dict[str, Any]:
+        """A command tool's input schema: ``parameters`` (a table) or ``parameters_file`` (a
+        JSON file, from the team file's directory), checked as a JSON Schema whose input is
+        an object; a bad schema is named by its key path and the place in the schema."""
+        if "parameters" in data and "parameters_file" in data:
+            raise self.error(
+                f"{path}.parameters_file", "give parameters or parameters_file, not both"
+            )
+        if "parameters_file" in data:
+            file_path = f"{path}.parameters_file"
+            name = self.argument(data["parameters_file"], file_path, empty_ok=False)
+            where = Path(name)
+            if not where.is_absolute() and not self.file.startswith("<"):
+                where = Path(self.file).parent / where
+            try:
+                schema = json.loads(where.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError) as exc:
+                raise self.error(file_path, f"cannot read {where}: {exc}") from exc
+            except ValueError as exc:
+                raise self.error(file_path, f"{where} is not JSON: {exc}") from exc
+            key = file_path
+        elif "parameters" in data:
+            key = f"{path}.parameters"
+            schema = data["parameters"]
+        else:
+            return {"type": "object"}
+        if not isinstance(schema, dict):
+            raise self.error(key, f"expected a JSON Schema (a table), got {_describe(schema)}")
+        from ._tools import schema_problem  # jsonschema: only for a file that has a schema
+
+        problem = schema_problem(schema)
+        if problem is not None:
+            raise self.error(key, problem)
+        return dict(schema)
+
+
+def _lists(tools: Sequence[str], tool: str) -> bool:
+    """Whether an agent with ``tools`` has ``tool`` (a ``needs_approval`` entry): by name, an
+    MCP tool through its server's ``mcp.<server>/*``, and ``mcp.<server>/*`` through any
+    tool of that server."""
+    if tool in tools:
+        return True
+    ref = mcp_tool_ref(tool)
+    if ref is None:
+        return False
+    prefix = f"{MCP_PREFIX}{ref.server}/"
+    return f"{prefix}*" in tools or (ref.is_wildcard and any(t.startswith(prefix) for t in tools))
