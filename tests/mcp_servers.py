@@ -13,8 +13,8 @@ The tools:
 * ``only_structured(n)``: structured content and no text.
 * ``picture()``: an image and a text.
 * ``crash(code)``: writes to stderr, then exits with status ``code`` (mid-call).
-* ``slow(seconds, marker)``: sleeps; if its request is cancelled, writes ``cancelled`` to
-  the file ``marker`` first.
+* ``slow(seconds, marker)``: writes ``started`` to the file ``marker``, sleeps; if its
+  request is cancelled, writes ``cancelled`` to it first.
 * ``getenv(name)``: the variable's value in the server's environment, or ``"<unset>"``.
 * ``grow(name)``: adds a tool ``name`` and says the list changed (both protocol eras).
 * ``pid()``: the server program's process id.
@@ -78,10 +78,12 @@ def make_server(
         print("crashing on purpose: the tail of stderr", file=sys.stderr, flush=True)
         os._exit(code)
 
-    @server.tool(description="Sleep; tell a file if cancelled.")
+    @server.tool(description="Sleep; tell a file when it started and if it was cancelled.")
     async def slow(seconds: float, marker: str = "") -> str:
         if on_slow is not None:
             on_slow()
+        if marker:
+            Path(marker).write_text("started")
         try:
             await anyio.sleep(seconds)
         except anyio.get_cancelled_exc_class():

@@ -24,6 +24,7 @@ from orchestrator.ahp import (
     ToolResultTextContent,
 )
 from orchestrator.core import ApprovalRequested, RunStatus
+from orchestrator.runtime import RunOutcome
 from orchestrator.runtime.backends import backend_factory, http_client
 from orchestrator.spec import TeamSpec, load_team, parse_team
 from tests.conftest import PROJECT_ROOT
@@ -32,6 +33,11 @@ from tests.fake_openai import Answer, Stream, fake_openai, text, tool_calls
 from tests.mcp_servers import STDIO_SERVER
 from tests.test_backend_openai import rounds_done, tool_results
 from tests.test_runtime import Harness, run_to_end, wait_for
+
+
+async def run_into(harness: Harness, outcomes: list[RunOutcome]) -> None:
+    outcomes.append(await run_to_end(harness))
+
 
 TOOLS_TEAM = PROJECT_ROOT / "teams" / "tools.toml"
 NOTES = PROJECT_ROOT / "orchestrator" / "teams" / "servers" / "notes.py"
@@ -314,3 +320,44 @@ class TestDaemon:
                     result = await client.until_type("result")
                     pids.append(int(result["summary"]))
         assert pids[0] == pids[1]
+
+
+class TestCancel:
+    async def test_cancelling_the_run_cancels_the_request_on_the_server(
+        self, tmp_path: Path
+    ) -> None:
+        """The turn's cancellation reaches the server (notifications/cancelled: its handler
+        is cancelled), and the call is recorded as cancelled with the turn."""
+        marker = tmp_path / "marker"
+        where = json.dumps(str(marker))  # a TOML string
+        team = parse_team(
+            f"""
+[team]
+name = "probe"
+coordinator = "lead"
+
+[mcp.probe]
+command = {json.dumps(list(STDIO_SERVER))}
+
+[agents.lead]
+role = "coordinator"
+tools = ["mcp.probe/slow"]
+
+[[agents.lead.turns]]
+steps = [{{ tool = "mcp.probe/slow", input = {{ seconds = 60, marker = {where} }} }}]
+""",
+            file="probe.toml",
+        )
+        h = Harness(team)
+        outcomes: list[RunOutcome] = []
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run_into, h, outcomes)
+                while not marker.exists():  # noqa: ASYNC110 (the server writes it)
+                    await trio.sleep(0.01)
+                h.runtime.cancel()
+            while marker.read_text() != "cancelled":  # noqa: ASYNC110
+                await trio.sleep(0.01)
+        assert outcomes[0].status is RunStatus.CANCELLED
+        assert "mcp.probe/slow#1" not in results(h)  # never completed: cancelled with its turn
+        h.finished()
