@@ -286,7 +286,8 @@ class TestModel:
         h.finished()
 
 
-def probe_team() -> str:
+def probe_team(tool: str, steps: str) -> str:
+    """A team whose coordinator has the probe server's ``tool`` and plays ``steps``."""
     return f"""
 [team]
 name = "probe"
@@ -297,11 +298,14 @@ command = {json.dumps(list(STDIO_SERVER))}
 
 [agents.lead]
 role = "coordinator"
-tools = ["mcp.probe/pid"]
+tools = ["mcp.probe/{tool}"]
 
 [[agents.lead.turns]]
-steps = [{{ tool = "mcp.probe/pid" }}, {{ say = "{{outcomes}}" }}]
+steps = [{steps}]
 """
+
+
+PID_STEPS = '{ tool = "mcp.probe/pid" }, { say = "{outcomes}" }'
 
 
 class TestDaemon:
@@ -310,7 +314,9 @@ class TestDaemon:
     ) -> None:
         """Two sessions, two prompts: one server program answers both."""
         pids = []
-        async with running_daemon(tmp_path, teams={"probe": probe_team()}) as daemon:
+        async with running_daemon(
+            tmp_path, teams={"probe": probe_team("pid", PID_STEPS)}
+        ) as daemon:
             for _ in range(2):
                 async with connect(daemon) as client:
                     await client.until_type("init")
@@ -330,24 +336,8 @@ class TestCancel:
         is cancelled), and the call is recorded as cancelled with the turn."""
         marker = tmp_path / "marker"
         where = json.dumps(str(marker))  # a TOML string
-        team = parse_team(
-            f"""
-[team]
-name = "probe"
-coordinator = "lead"
-
-[mcp.probe]
-command = {json.dumps(list(STDIO_SERVER))}
-
-[agents.lead]
-role = "coordinator"
-tools = ["mcp.probe/slow"]
-
-[[agents.lead.turns]]
-steps = [{{ tool = "mcp.probe/slow", input = {{ seconds = 60, marker = {where} }} }}]
-""",
-            file="probe.toml",
-        )
+        steps = f'{{ tool = "mcp.probe/slow", input = {{ seconds = 60, marker = {where} }} }}'
+        team = parse_team(probe_team("slow", steps), file="probe.toml")
         h = Harness(team)
         outcomes: list[RunOutcome] = []
         with trio.fail_after(60):

@@ -240,7 +240,7 @@ MCP_ERRORS = [
     pytest.param(
         replaced('timeout = "20s"', "timeout = 20"),
         "mcp.time.timeout",
-        "expected a string",
+        'expected a duration such as "90s"',
         id="timeout-number",
     ),
     pytest.param(

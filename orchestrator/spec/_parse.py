@@ -284,13 +284,9 @@ class _Parser(_ToolChecks):
         commands: list[CommandTool] = []
         pythons: list[PythonTool] = []
         if "tools" in data:
-            tables: Mapping[str, object] = {}
-            try:
-                tables = self.table(
-                    data["tools"], "tools", 'tables such as [tools.run_tests] command = ["..."]'
-                )
-            except TeamFileError as exc:
-                problems.extend(exc.problems)
+            tables = self.section(
+                data, "tools", 'tables such as [tools.run_tests] command = ["..."]', problems
+            )
             self.command_names = tuple(tables)
             self.python_names = tuple(
                 n for n, table in tables.items() if isinstance(table, dict) and "python" in table
@@ -307,13 +303,9 @@ class _Parser(_ToolChecks):
         # The MCP servers before the agents, whose tools name them.
         servers: list[McpServer] = []
         if "mcp" in data:
-            mcp_tables: Mapping[str, object] = {}
-            try:
-                mcp_tables = self.table(
-                    data["mcp"], "mcp", 'tables such as [mcp.time] command = ["..."]'
-                )
-            except TeamFileError as exc:
-                problems.extend(exc.problems)
+            mcp_tables = self.section(
+                data, "mcp", 'tables such as [mcp.time] command = ["..."]', problems
+            )
             self.mcp_names = tuple(mcp_tables)
             for server_name, value in mcp_tables.items():
                 try:
@@ -358,6 +350,17 @@ class _Parser(_ToolChecks):
             mcp_servers=tuple(servers),
             file=self.file,
         )
+
+    def section(
+        self, data: Mapping[str, Any], key: str, what: str, problems: list[TeamFileError]
+    ) -> Mapping[str, object]:
+        """The tables of a section such as ``[tools]`` (empty, its problem kept in
+        ``problems``, if it is not a table)."""
+        try:
+            return self.table(data[key], key, what)
+        except TeamFileError as exc:
+            problems.extend(exc.problems)
+            return {}
 
     def background_entries(self, value: object) -> list[object]:
         if isinstance(value, dict):

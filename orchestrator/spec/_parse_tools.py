@@ -21,8 +21,10 @@ when it is contacted (the runtime lists them; ``teams check --tools`` shows them
 
 Pure: no trio; its only IO is reading a ``parameters_file``.
 """
+
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import urllib.parse
@@ -109,12 +111,8 @@ class _ToolChecks(_ValueChecks):
                 'say how to reach the server: command = ["program", "arg"] (stdio) or '
                 'url = "http://host:port/mcp" (streamable HTTP)',
             )
-        timeout = DEFAULT_MCP_CALL_TIMEOUT
-        if "timeout" in data:
-            timeout = self.duration(data["timeout"], f"{path}.timeout")
-        start_timeout = DEFAULT_MCP_START_TIMEOUT
-        if "start_timeout" in data:
-            start_timeout = self.duration(data["start_timeout"], f"{path}.start_timeout")
+        timeout = self.limit(data, path, "timeout", DEFAULT_MCP_CALL_TIMEOUT)
+        start_timeout = self.limit(data, path, "start_timeout", DEFAULT_MCP_START_TIMEOUT)
         if "url" in data:
             for key in (*_STDIO_KEYS, "command"):
                 if key in data:
@@ -148,6 +146,21 @@ class _ToolChecks(_ValueChecks):
             timeout=timeout,
             start_timeout=start_timeout,
         )
+
+    def limit(
+        self, data: Mapping[str, object], path: str, key: str, default: datetime.timedelta
+    ) -> datetime.timedelta:
+        """A time limit (``timeout``...): a duration such as ``"90s"``; ``default`` if unset.
+        A bare number is refused: seconds or minutes would be a guess."""
+        if key not in data:
+            return default
+        value, key_path = data[key], f"{path}.{key}"
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            raise self.error(
+                key_path,
+                f'expected a duration such as "90s", "5m" or "1h30m", got {_describe(value)}',
+            )
+        return self.duration(value, key_path)
 
     def http_url(self, value: object, path: str) -> str:
         url = self.string(value, path)
@@ -316,16 +329,7 @@ class _ToolChecks(_ValueChecks):
         description = ""
         if "description" in data:
             description = self.string(data["description"], f"{path}.description")
-        timeout = DEFAULT_COMMAND_TIMEOUT
-        if "timeout" in data:
-            timeout_path = f"{path}.timeout"
-            if isinstance(data["timeout"], int | float) and not isinstance(data["timeout"], bool):
-                raise self.error(
-                    timeout_path,
-                    'expected a duration such as "90s", "5m" or "1h30m", got '
-                    f"{_describe(data['timeout'])}",
-                )
-            timeout = self.duration(data["timeout"], timeout_path)
+        timeout = self.limit(data, path, "timeout", DEFAULT_COMMAND_TIMEOUT)
         cwd = self.directory(data["cwd"], f"{path}.cwd") if "cwd" in data else None
         env = self.env_table(data.get("env", {}), f"{path}.env", reserved_prefix=COMMAND_ENV_PREFIX)
         passthrough = self.env_names(data.get("env_passthrough", []), f"{path}.env_passthrough")
@@ -367,16 +371,7 @@ class _ToolChecks(_ValueChecks):
         description = ""
         if "description" in data:
             description = self.string(data["description"], f"{path}.description")
-        timeout = DEFAULT_COMMAND_TIMEOUT
-        if "timeout" in data:
-            timeout_path = f"{path}.timeout"
-            if isinstance(data["timeout"], int | float) and not isinstance(data["timeout"], bool):
-                raise self.error(
-                    timeout_path,
-                    'expected a duration such as "90s", "5m" or "1h30m", got '
-                    f"{_describe(data['timeout'])}",
-                )
-            timeout = self.duration(data["timeout"], timeout_path)
+        timeout = self.limit(data, path, "timeout", DEFAULT_COMMAND_TIMEOUT)
         given = "parameters" in data or "parameters_file" in data
         return PythonTool(
             name=name,
