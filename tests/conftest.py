@@ -1,4 +1,4 @@
-"""Shared test configuration: where the protocol fixtures live."""
+"""Shared test configuration: where the protocol fixtures live, and hypothesis's profile."""
 
 from __future__ import annotations
 
@@ -8,6 +8,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests check what a function does, not how fast a loaded machine draws its
+# inputs: hypothesis's wall-clock checks (a 200 ms deadline per example, "input generation
+# is slow") fail at random when two xdist workers share two busy cores. The examples, their
+# number and the seed's determinism are unchanged.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
