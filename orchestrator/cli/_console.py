@@ -1,10 +1,11 @@
 """What ``orchestrator run`` shows a person: a live team tree, or plain progress lines.
 
-The view is a reader of the run like any other: it folds the facts the bus
-publishes into its own :class:`TeamState` and draws from that. On a terminal
-it redraws a tree of the team (who runs, waits, needs approval, is done) with
-``rich.live``; elsewhere (a pipe, CI, a log file) it prints one line per
-notable fact. Approvals and questions routed to the user are answered at a
+The view reads the run's own :class:`TeamState` (the runtime's, after each commit): it
+folds nothing itself, so a fact is folded once in the process, not once more for the
+screen. On a terminal it redraws a tree of the team (who runs, waits, needs approval, is
+done) with ``rich.live`` at a steady rate (``REFRESH_PER_SECOND``), however fast the facts
+come; elsewhere (a pipe, CI, a log file) it prints one line per notable fact, naming agents
+from that state (which is as new as the fact or newer: names are never taken back). Approvals and questions routed to the user are answered at a
 prompt (``--approve ask``), or decided by policy (``auto`` / ``deny``).
 """
 
@@ -196,8 +197,6 @@ class TeamConsole:
         self.stdin = stdin or sys.stdin
         self.console = Console(file=self.stream, highlight=False)
         self.live = self.console.is_terminal if live is None else live
-        # A resumed run's console starts from the state recovery found.
-        self.view = runtime.state.copy()
         self._live: Live | None = None
         self._nursery: trio.Nursery | None = None
         # What has been put to the user: a resumed run's waits are taken up from the state
@@ -224,9 +223,8 @@ class TeamConsole:
                 nursery.start_soon(self._redraw)
             try:
                 async for fact in subscription:
-                    self.view.apply(fact)
                     if self._live is None:
-                        line = describe_fact(self.view, fact)
+                        line = describe_fact(self.runtime.state, fact)
                         if line and self.reporter is not None:
                             self.reporter.progress(line, sequence=fact.sequence, type=fact.type)
                         elif line:
@@ -235,7 +233,7 @@ class TeamConsole:
                     self._dispatch(nursery, fact)
             finally:
                 if self._live is not None:
-                    self._live.update(render_tree(self.view), refresh=True)
+                    self._live.update(render_tree(self.runtime.state), refresh=True)
                     self._live.stop()
                     self._live = None
             nursery.cancel_scope.cancel()
@@ -258,7 +256,7 @@ class TeamConsole:
 
     def _drawing(self) -> RenderableType:
         """The tree, and under it the question being asked with what was typed so far."""
-        tree = render_tree(self.view)
+        tree = render_tree(self.runtime.state)
         if self._question is None:
             return tree
         line = Text(self._question, style="bold yellow")
@@ -294,11 +292,11 @@ class TeamConsole:
     def _who(self, chat: str) -> str:
         """An agent told apart from the others of its name: ``researcher [1a2b3c4d] (task:
         Summarise the changelog)``, the chat's short id and the task it works on."""
-        member = self.view.members.get(chat)
+        member = self.runtime.state.members.get(chat)
         if member is None:
             return chat
         short = chat[-8:]
-        task = self.view.tasks.get(member.task) if member.task else None
+        task = self.runtime.state.tasks.get(member.task) if member.task else None
         on = f" (task: {_first(task.title, 60)})" if task is not None and task.title else ""
         return f"{member.agent} [{short}]{on}"
 
