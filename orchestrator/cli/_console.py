@@ -5,8 +5,9 @@ folds nothing itself, so a fact is folded once in the process, not once more for
 screen. On a terminal it redraws a tree of the team (who runs, waits, needs approval, is
 done) with ``rich.live`` at a steady rate (``REFRESH_PER_SECOND``), however fast the facts
 come; elsewhere (a pipe, CI, a log file) it prints one line per notable fact, naming agents
-from that state (which is as new as the fact or newer: names are never taken back). Approvals and questions routed to the user are answered at a
-prompt (``--approve ask``), or decided by policy (``auto`` / ``deny``).
+from that state (which is as new as the fact or newer: names are never taken back).
+Approvals and questions routed to the user are answered at a prompt (``--approve ask``), or
+decided by policy (``auto`` / ``deny``).
 """
 
 from __future__ import annotations
