@@ -325,7 +325,10 @@ class TestDaemon:
                     )
                     result = await client.until_type("result")
                     pids.append(int(result["summary"]))
+            async with daemon.http() as http:
+                health = (await http.get("/healthz")).json()
         assert pids[0] == pids[1]
+        assert health["mcp_servers"] == {"probe": {"probe": "connected"}}
 
 
 class TestCancel:

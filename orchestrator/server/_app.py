@@ -202,6 +202,9 @@ def build_app(
                 "teams": sorted(set(daemon.teams) - set(daemon.unavailable)),
                 "unavailable_teams": daemon.unavailable,
                 "invalid_teams": daemon.invalid_teams,
+                # The MCP servers started so far (for a session of their team), and why
+                # those that are not connected are not.
+                "mcp_servers": daemon.tool_server_status(),
             }
         )
 

@@ -557,6 +557,16 @@ class Daemon:
             tool_servers=self._shared_tool_servers(team),
         )
 
+    def tool_server_status(self) -> dict[str, dict[str, str]]:
+        """Each team's MCP servers started so far: ``"connected"``, or why not."""
+        status: dict[str, dict[str, str]] = {}
+        for (team, specs), servers in self._tool_servers.items():
+            errors = servers.errors()
+            status.setdefault(team, {}).update(
+                {spec.name: errors.get(spec.name, "connected") for spec in specs}
+            )
+        return status
+
     def _shared_tool_servers(self, team: TeamSpec) -> McpServers | None:
         """The MCP servers of ``team``, shared by every session of it: started in the
         daemon's nursery for the first session that needs them, kept until the daemon
