@@ -57,6 +57,7 @@ import contextlib
 import json
 import math
 import os
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -64,11 +65,18 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.base import compact_dumps
-from orchestrator.spec import MCP_PREFIX, McpServer, ToolDefinition, mcp_tool_ref
+from orchestrator.base import clean_text, compact_dumps
+from orchestrator.spec import MCP_PREFIX, McpServer, ToolDefinition, mcp_tool_ref, schema_problem
 
 from ._command_tool import KILL_GRACE, _duration
-from ._mcp_stdio import ProgramNotStartedError, StdioProcess, stdio_transport
+from ._mcp_stdio import (
+    OUTPUT_CLOSED,
+    REFUSED_ANSWER,
+    ProgramNotStartedError,
+    StdioProcess,
+    stdio_transport,
+    validation_text,
+)
 from ._tool_environment import tool_environment
 
 if TYPE_CHECKING:
@@ -93,8 +101,15 @@ log = structlog.get_logger("orchestrator.mcp")
 BACKOFF_FIRST: Final = 1.0
 #: The longest wait between two attempts to start a server.
 BACKOFF_MAX: Final = 30.0
-#: Characters of a call's result text kept; the rest is dropped, with a note saying so.
+#: Characters of a call's result text (or failure message) kept; the rest is dropped, with a
+#: note saying so. Structured content whose JSON is longer is not kept at all.
 MCP_OUTPUT_LIMIT: Final = 64 * 1024
+#: Tools of one server offered: the rest of a longer listing is dropped, with a warning.
+MCP_MAX_TOOLS: Final = 1000
+#: Characters of a tool's description offered; the rest is dropped.
+MCP_DESCRIPTION_LIMIT: Final = 8 * 1024
+#: A tool name as the MCP specification (2025-11-25, "Tool names") allows it.
+_TOOL_NAME_RE: Final = re.compile(r"[A-Za-z0-9_.-]{1,128}\Z")
 
 #: How long a call that lost its server waits for the connection's end (the program
 #: stopped, its stderr read), so its message can say how the server ended.
@@ -313,8 +328,15 @@ class McpServers:
         leaf = _leaf(exc)
         lost = connection.lost.is_set() or _is_transport_failure(leaf)
         if isinstance(leaf, MCPError) and not lost:
+            if leaf.error.code == REFUSED_ANSWER:  # refused by our transport
+                return _failed(f"MCP server '{server.name}': {tool} failed: {leaf.error.message}")
             # The server answered with an error: the connection is fine.
             return _failed(f"MCP server '{server.name}' refused {tool}: {leaf.error.message}")
+        if isinstance(leaf, ValueError) and not lost:  # the SDK's validation of the answer
+            return _failed(
+                f"MCP server '{server.name}': {tool} failed: its answer is not a valid "
+                f"tool result: {validation_text(leaf)}"
+            )
         if not lost:
             return _failed(f"MCP server '{server.name}': {tool} failed: {_text(leaf)}")
         connection.lose(f"its connection failed during a call: {_text(leaf)}")
@@ -344,7 +366,7 @@ class McpServers:
                     # Subscribed before listing, so no change between the two is missed.
                     if _tells_changes(client):
                         await nursery.start(self._listen, server, connection, client)
-                    tools = await _list_tools(client)
+                    tools = await _list_tools(client, server.name)
                     scope.deadline = math.inf
                     connection.client = client
                     self._listed(server, connection, tools, trio.current_time() - began)
@@ -376,7 +398,7 @@ class McpServers:
                 env=tool_environment(self._environ, spec.env, spec.env_passthrough),
                 cwd=spec.cwd,
                 process_info=server.process,
-                on_end=lambda: connection.lose("it closed its output"),
+                on_end=connection.lose,
             )
         client = Client(
             transport,
@@ -438,7 +460,7 @@ class McpServers:
             connection.relist = trio.Event()
             try:
                 with trio.move_on_after(server.spec.timeout.total_seconds()) as deadline:
-                    tools = await _list_tools(client)
+                    tools = await _list_tools(client, server.name)
             except Exception as exc:
                 leaf = _leaf(exc)
                 if _is_transport_failure(leaf):
@@ -494,7 +516,9 @@ class McpServers:
             server.retry_at = trio.current_time()  # started again at the next call, at once
             log.warning("mcp server stopped", server=server.name, reason=_first_line(server.error))
         else:
-            server.error = self._start_problem(server, problem, timed_out=timed_out)
+            server.error = self._start_problem(
+                server, problem, timed_out=timed_out, reason=connection.reason
+            )
             server.failures += 1
             delay = min(self._backoff_first * 2 ** (server.failures - 1), self._backoff_max)
             server.retry_at = trio.current_time() + delay
@@ -515,11 +539,24 @@ class McpServers:
         what = connection.reason or (
             _text(_leaf(problem)) if problem is not None else "its connection closed"
         )
-        if process is not None and process.exited_by_itself and process.returncode is not None:
+        broke = connection.reason not in (None, OUTPUT_CLOSED)  # it broke the stream
+        if (
+            not broke
+            and process is not None
+            and process.exited_by_itself
+            and process.returncode is not None
+        ):
             what = f"its program {process.exit_text()}"
         return _with_stderr(f"MCP server '{server.name}' stopped: {what}", server)
 
-    def _start_problem(self, server: _Server, problem: Exception | None, *, timed_out: bool) -> str:
+    def _start_problem(
+        self,
+        server: _Server,
+        problem: Exception | None,
+        *,
+        timed_out: bool,
+        reason: str | None = None,
+    ) -> str:
         from mcp.shared.exceptions import MCPError
 
         spec = server.spec
@@ -531,6 +568,8 @@ class McpServers:
             message = f"MCP server '{name}' did not start within {_duration(seconds)}"
         elif isinstance(leaf, _StartRefusedError | ProgramNotStartedError):
             return str(leaf)
+        elif process is not None and reason not in (None, OUTPUT_CLOSED):
+            message = f"MCP server '{name}' failed to start: {reason}"
         elif process is not None and isinstance(leaf, MCPError):
             ended = process.exit_text() or "closed its output"
             message = (
@@ -547,14 +586,27 @@ class McpServers:
     def _rebuild(self) -> bool:
         """Make the definitions again from the listings; whether they changed."""
         definitions: dict[str, ToolDefinition] = {}
+        function_names: dict[str, str] = {}
         for server in self._servers.values():
             for tool in server.tools:
                 name = f"{MCP_PREFIX}{server.name}/{tool.name}"
-                definitions[name] = ToolDefinition(
+                definition = ToolDefinition(
                     name=name,
                     description=tool.description or "",
                     parameters=json.loads(json.dumps(tool.input_schema)),  # plain JSON, a copy
                 )
+                # A model calls a tool by its function name: two tools under one would be
+                # one tool to it (a hash in the name makes that unlikely, not impossible).
+                taken = function_names.setdefault(definition.function_name, name)
+                if taken != name:
+                    log.warning(
+                        "mcp tool dropped",
+                        server=server.name,
+                        tool=tool.name,
+                        problem=f"its function name {definition.function_name} is {taken}'s",
+                    )
+                    continue
+                definitions[name] = definition
         if definitions == self._definitions:
             return False
         self._definitions = definitions
@@ -619,16 +671,69 @@ def _tells_changes(client: Client) -> bool:
     )
 
 
-async def _list_tools(client: Client) -> tuple[mcp_types.Tool, ...]:
+async def _list_tools(client: Client, server: str) -> tuple[mcp_types.Tool, ...]:
     tools: list[mcp_types.Tool] = []
     cursor: str | None = None
     for _ in range(_MAX_PAGES):
         page = await client.list_tools(cursor=cursor)
         tools.extend(page.tools)
         cursor = page.next_cursor
-        if cursor is None:
+        if cursor is None or len(tools) > MCP_MAX_TOOLS:
             break
-    return tuple(tools)
+    return _offerable(server, tools)
+
+
+def _offerable(server: str, tools: Sequence[mcp_types.Tool]) -> tuple[mcp_types.Tool, ...]:
+    """The tools of a listing that can be offered to a model: a name the MCP specification
+    allows, listed once, an input schema that is a valid JSON Schema of an object (what
+    :func:`~orchestrator.spec.check_tool_input` can check input against); at most
+    :data:`MCP_MAX_TOOLS`, descriptions cut to :data:`MCP_DESCRIPTION_LIMIT`. Each tool
+    left out is logged, naming the server and the tool."""
+    offered: dict[str, mcp_types.Tool] = {}
+    for tool in tools:
+        name = tool.name
+        if len(offered) == MCP_MAX_TOOLS:
+            log.warning(
+                "mcp tools dropped",
+                server=server,
+                problem=f"it lists more than {MCP_MAX_TOOLS} tools; the rest are not offered",
+            )
+            break
+        if not _TOOL_NAME_RE.match(name):
+            problem: str | None = (
+                "a tool name is 1 to 128 letters, digits, '_', '-' or '.' "
+                "(the MCP specification's rule)"
+            )
+        elif name in offered:
+            problem = "listed twice: the first is offered"
+        else:
+            problem = _schema_problem(tool.input_schema)
+        if problem is not None:
+            shown = name if len(name) <= 80 else f"{name[:80]}… ({len(name)} characters)"
+            log.warning("mcp tool dropped", server=server, tool=shown, problem=problem)
+            continue
+        description = tool.description or ""
+        if len(description) > MCP_DESCRIPTION_LIMIT:
+            log.warning(
+                "mcp tool description cut",
+                server=server,
+                tool=name,
+                characters=len(description),
+            )
+            cut = f"{description[:MCP_DESCRIPTION_LIMIT]}… (cut: {len(description)} characters)"
+            tool = tool.model_copy(update={"description": cut})
+        offered[name] = tool
+    return tuple(offered.values())
+
+
+def _schema_problem(schema: Any) -> str | None:
+    """Why a listed input schema cannot be offered (None: it can), as plain JSON."""
+    try:
+        plain = json.loads(compact_dumps(schema))
+    except (TypeError, ValueError, RecursionError) as exc:
+        return f"its input schema is not plain JSON: {_text(exc)}"
+    problem = schema_problem(plain) if isinstance(plain, dict) else "not an object"
+    return None if problem is None else f"its input schema is {problem}"
 
 
 def _result(result: mcp_types.CallToolResult) -> McpResult:
@@ -656,19 +761,25 @@ def _result(result: mcp_types.CallToolResult) -> McpResult:
                 f"[resource: {resource.uri}, {kind}, {_decoded_size(resource.blob)} bytes]"
             )
     structured = result.structured_content
-    if structured is not None and not has_text:
-        parts.append(compact_dumps(structured))
-    output = "\n".join(parts)
-    if len(output) > MCP_OUTPUT_LIMIT:
-        dropped = len(output) - MCP_OUTPUT_LIMIT
-        output = (
-            f"{output[:MCP_OUTPUT_LIMIT]}\n[output truncated: {dropped} more characters not shown]"
-        )
+    if structured is not None:
+        structured_json = compact_dumps(structured)
+        if not has_text:
+            parts.append(structured_json)
+        if len(structured_json) > MCP_OUTPUT_LIMIT:
+            structured = None  # only the text (cut below) is kept of it
+    output = _capped(clean_text("\n".join(parts))[0])
     return McpResult(success=not result.is_error, output=output, structured=structured)
 
 
 def _failed(message: str) -> McpResult:
-    return McpResult(success=False, output=message)
+    return McpResult(success=False, output=_capped(clean_text(message)[0]))
+
+
+def _capped(output: str) -> str:
+    if len(output) <= MCP_OUTPUT_LIMIT:
+        return output
+    dropped = len(output) - MCP_OUTPUT_LIMIT
+    return f"{output[:MCP_OUTPUT_LIMIT]}\n[output truncated: {dropped} more characters not shown]"
 
 
 def _release(server: _Server) -> None:
