@@ -30,7 +30,7 @@ from structlog.testing import capture_logs
 
 from orchestrator.base import compact_dumps, text_problem
 from orchestrator.runtime import MCP_OUTPUT_LIMIT, McpResult, McpServers
-from orchestrator.runtime._mcp import MCP_DESCRIPTION_LIMIT, MCP_MAX_TOOLS
+from orchestrator.runtime._mcp_listing import MCP_DESCRIPTION_LIMIT, MCP_MAX_TOOLS
 from orchestrator.runtime._mcp_stdio import MAX_LINE
 from orchestrator.spec import McpServer, ToolDefinition, check_tool_input, schema_problem
 
@@ -298,6 +298,13 @@ class TestAnswers:
                 id="wrong-id",
             ),
             pytest.param(
+                b'{"jsonrpc":"2.0","id":true,"result":[]}',
+                0,
+                "it wrote a line that cannot be read: not a JSON-RPC answer: its result is "
+                "not an object: {'jsonrpc': '2.0', 'id': True, 'result': []}",
+                id="id-true",
+            ),
+            pytest.param(
                 b"this is not json",
                 0,
                 "it wrote a line that cannot be read: at $: not JSON: Expecting value "
@@ -434,7 +441,7 @@ class TestFuzz:
         offers only checkable schemas under distinct valid function names; run goes on."""
         fuzzer = Fuzzer(SEED)
         restarts = 0
-        with trio.fail_after(120), capture_logs():
+        with trio.fail_after(120), capture_logs() as logs:
             async with trio.open_nursery() as nursery:
                 servers, scope = await self._start(nursery)
                 for _ in range(CASES):
@@ -455,7 +462,12 @@ class TestFuzz:
                             restarts += 1
                 await assert_echo_works(servers)
                 nursery.cancel_scope.cancel()
-        print(f"MCP fuzz: seed {SEED}, {CASES} cases, {restarts} fresh connections")
+        events = [e["event"] for e in logs]
+        print(
+            f"MCP fuzz: seed {SEED}, {CASES} cases, {restarts} fresh connections, "
+            f"{events.count('mcp server stopped')} broken, "
+            f"{events.count('mcp call timed out')} timed out"
+        )
 
     async def _start(self, nursery: trio.Nursery) -> tuple[McpServers, trio.CancelScope]:
         servers = McpServers([hostile(timeout=1.0)], BASE_ENV)

@@ -13,7 +13,11 @@ closes every connection and stops every program, its whole process group with it
 
 Listing. :meth:`McpServers.definitions` are the listed tools, keyed by the name a team file
 gives them (``mcp.<server>/<tool>``), servers in file order, each server's tools in its
-listing order, with the server's description and its own input schema. A server's tools
+listing order, with the server's description and its own input schema: only the tools
+that can be offered (a name the MCP specification allows, listed once, a valid JSON Schema
+of an object, a function name no other tool has; at most :data:`MCP_MAX_TOOLS`, descriptions
+cut), each other one dropped with a warning naming it (see :func:`._mcp_listing.offerable`; a stdio
+transport has already dropped those that are not MCP tools at all). A server's tools
 are listed again when it says they changed: on a 2026-07-28 connection through a
 ``subscriptions/listen`` stream its supervisor keeps open (when the server's capabilities
 say ``tools.listChanged``); on an earlier one through the ``notifications/tools/list_changed``
@@ -29,6 +33,11 @@ caller cancels the request the same way, and the cancellation goes on.
 
 Failures are results (:class:`McpResult` with ``success`` False), never exceptions: a
 message naming the server, what happened and, for a stdio server, the end of its stderr.
+A result's text and a failure's message are cut to :data:`MCP_OUTPUT_LIMIT`; structured
+content is kept only when its JSON fits in it. A stdio server's answers have passed the
+input gate in its transport (:mod:`._mcp_stdio`): a refused answer is an error answer with
+the code ``REFUSED_ANSWER``, and a line that breaks the stream is a lost connection whose
+reason says what the server wrote.
 A server's state is a small machine::
 
     starting ──listed──▶ ready ──lost──▶ down ──a call──▶ starting
@@ -57,7 +66,6 @@ import contextlib
 import json
 import math
 import os
-import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -66,9 +74,10 @@ import structlog
 import trio
 
 from orchestrator.base import clean_text, compact_dumps
-from orchestrator.spec import MCP_PREFIX, McpServer, ToolDefinition, mcp_tool_ref, schema_problem
+from orchestrator.spec import MCP_PREFIX, McpServer, ToolDefinition, mcp_tool_ref
 
 from ._command_tool import KILL_GRACE, _duration
+from ._mcp_listing import MCP_MAX_TOOLS, offerable
 from ._mcp_stdio import (
     OUTPUT_CLOSED,
     REFUSED_ANSWER,
@@ -104,12 +113,6 @@ BACKOFF_MAX: Final = 30.0
 #: Characters of a call's result text (or failure message) kept; the rest is dropped, with a
 #: note saying so. Structured content whose JSON is longer is not kept at all.
 MCP_OUTPUT_LIMIT: Final = 64 * 1024
-#: Tools of one server offered: the rest of a longer listing is dropped, with a warning.
-MCP_MAX_TOOLS: Final = 1000
-#: Characters of a tool's description offered; the rest is dropped.
-MCP_DESCRIPTION_LIMIT: Final = 8 * 1024
-#: A tool name as the MCP specification (2025-11-25, "Tool names") allows it.
-_TOOL_NAME_RE: Final = re.compile(r"[A-Za-z0-9_.-]{1,128}\Z")
 
 #: How long a call that lost its server waits for the connection's end (the program
 #: stopped, its stderr read), so its message can say how the server ended.
@@ -680,60 +683,7 @@ async def _list_tools(client: Client, server: str) -> tuple[mcp_types.Tool, ...]
         cursor = page.next_cursor
         if cursor is None or len(tools) > MCP_MAX_TOOLS:
             break
-    return _offerable(server, tools)
-
-
-def _offerable(server: str, tools: Sequence[mcp_types.Tool]) -> tuple[mcp_types.Tool, ...]:
-    """The tools of a listing that can be offered to a model: a name the MCP specification
-    allows, listed once, an input schema that is a valid JSON Schema of an object (what
-    :func:`~orchestrator.spec.check_tool_input` can check input against); at most
-    :data:`MCP_MAX_TOOLS`, descriptions cut to :data:`MCP_DESCRIPTION_LIMIT`. Each tool
-    left out is logged, naming the server and the tool."""
-    offered: dict[str, mcp_types.Tool] = {}
-    for tool in tools:
-        name = tool.name
-        if len(offered) == MCP_MAX_TOOLS:
-            log.warning(
-                "mcp tools dropped",
-                server=server,
-                problem=f"it lists more than {MCP_MAX_TOOLS} tools; the rest are not offered",
-            )
-            break
-        if not _TOOL_NAME_RE.match(name):
-            problem: str | None = (
-                "a tool name is 1 to 128 letters, digits, '_', '-' or '.' "
-                "(the MCP specification's rule)"
-            )
-        elif name in offered:
-            problem = "listed twice: the first is offered"
-        else:
-            problem = _schema_problem(tool.input_schema)
-        if problem is not None:
-            shown = name if len(name) <= 80 else f"{name[:80]}… ({len(name)} characters)"
-            log.warning("mcp tool dropped", server=server, tool=shown, problem=problem)
-            continue
-        description = tool.description or ""
-        if len(description) > MCP_DESCRIPTION_LIMIT:
-            log.warning(
-                "mcp tool description cut",
-                server=server,
-                tool=name,
-                characters=len(description),
-            )
-            cut = f"{description[:MCP_DESCRIPTION_LIMIT]}… (cut: {len(description)} characters)"
-            tool = tool.model_copy(update={"description": cut})
-        offered[name] = tool
-    return tuple(offered.values())
-
-
-def _schema_problem(schema: Any) -> str | None:
-    """Why a listed input schema cannot be offered (None: it can), as plain JSON."""
-    try:
-        plain = json.loads(compact_dumps(schema))
-    except (TypeError, ValueError, RecursionError) as exc:
-        return f"its input schema is not plain JSON: {_text(exc)}"
-    problem = schema_problem(plain) if isinstance(plain, dict) else "not an object"
-    return None if problem is None else f"its input schema is {problem}"
+    return offerable(server, tools)
 
 
 def _result(result: mcp_types.CallToolResult) -> McpResult:

@@ -155,7 +155,11 @@ async def stdio_transport(
         try:
             async with read_writer, contextlib.aclosing(_lines(stdout)) as lines:
                 async for line in lines:
-                    item = checker.received(line)
+                    try:
+                        item = checker.received(line)
+                    except Exception as exc:  # a check's own fault must not end the team
+                        log.exception("mcp line not checked", server=name)
+                        item = _BrokenStreamError(f"a line of it could not be checked: {exc!r}")
                     if isinstance(item, _BrokenStreamError):
                         reason = str(item)
                         break
@@ -313,7 +317,8 @@ class _Checker:
     def _refused(self, ident: Any, message: str, problem: str) -> Any:
         """An error answer to the pending request ``ident`` saying ``message``, or (no such
         request) the stream broken by a line that is ``problem``."""
-        if isinstance(ident, int | str) and self.pending.pop(ident, None) is not None:
+        # Not a bool: True == 1 would find request 1.
+        if type(ident) in (int, str) and self.pending.pop(ident, None) is not None:
             return _refusal(ident, message)
         return _BrokenStreamError(f"it wrote a line that cannot be read: {problem}")
 
