@@ -331,6 +331,37 @@ class TestAnswers:
         starts = [e for e in logs if e["event"] == "mcp server started"]
         assert len(starts) == 2
 
+    async def test_an_id_answered_twice_keeps_the_first_answer(self) -> None:
+        """The second answer to a request already answered is dropped (as a late answer
+        to a cancelled request is): the connection goes on."""
+        twice = result('{"content":[{"type":"text","text":"first"}]}') + b"\n"
+        twice += result('{"content":[{"type":"text","text":"second"}]}')
+        with trio.fail_after(10), capture_logs() as logs:
+            async with running(hostile()) as servers:
+                called = await answer(servers, twice)
+                await assert_echo_works(servers)
+        assert called == McpResult(success=True, output="first")
+        assert not [e for e in logs if e["event"] == "mcp server stopped"]
+
+    async def test_a_refused_relisting_keeps_the_last_listing(self) -> None:
+        """A tools/list answer the gate refuses, after a list_changed: the tools listed
+        before stay offered, with a warning naming the server and why."""
+        listing = result('{"tools":[{"name":"x","inputSchema":{"type":"object"},"n":NaN}]}')
+        with trio.fail_after(10), capture_logs() as logs:
+            async with running(hostile("--listing", "unsafe-pair")) as servers:
+                before = servers.definitions()
+                relisted = await servers.call("mcp.h/relist", {"hex": listing.hex()})
+                await trio.testing.wait_all_tasks_blocked()
+                after = servers.definitions()
+                await assert_echo_works(servers)
+        assert relisted.success
+        assert after is before
+        [warning] = [e for e in logs if e["event"] == "mcp tools not listed"]
+        assert (warning["server"], warning["problem"]) == (
+            "h",
+            "its answer was refused: at $.result.tools[0].n: NaN is not a JSON number",
+        )
+
     async def test_lone_surrogates_are_replaced(self) -> None:
         line = result('{"content":[{"type":"text","text":"a\\ud800b"}]}')
         with trio.fail_after(10):
