@@ -13,7 +13,11 @@ closes every connection and stops every program, its whole process group with it
 
 Listing. :meth:`McpServers.definitions` are the listed tools, keyed by the name a team file
 gives them (``mcp.<server>/<tool>``), servers in file order, each server's tools in its
-listing order, with the server's description and its own input schema. A server's tools
+listing order, with the server's description and its own input schema: only the tools
+that can be offered (a name the MCP specification allows, listed once, a valid JSON Schema
+of an object, a function name no other tool has; at most :data:`MCP_MAX_TOOLS`, descriptions
+cut), each other one dropped with a warning naming it (see :func:`._mcp_listing.offerable`; a stdio
+transport has already dropped those that are not MCP tools at all). A server's tools
 are listed again when it says they changed: on a 2026-07-28 connection through a
 ``subscriptions/listen`` stream its supervisor keeps open (when the server's capabilities
 say ``tools.listChanged``); on an earlier one through the ``notifications/tools/list_changed``
@@ -29,6 +33,11 @@ caller cancels the request the same way, and the cancellation goes on.
 
 Failures are results (:class:`McpResult` with ``success`` False), never exceptions: a
 message naming the server, what happened and, for a stdio server, the end of its stderr.
+A result's text and a failure's message are cut to :data:`MCP_OUTPUT_LIMIT`; structured
+content is kept only when its JSON fits in it. A stdio server's answers have passed the
+input gate in its transport (:mod:`._mcp_stdio`): a refused answer is an error answer with
+the code ``REFUSED_ANSWER``, and a line that breaks the stream is a lost connection whose
+reason says what the server wrote.
 A server's state is a small machine::
 
     starting ──listed──▶ ready ──lost──▶ down ──a call──▶ starting
@@ -64,11 +73,19 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.base import compact_dumps
+from orchestrator.base import clean_text, compact_dumps
 from orchestrator.spec import MCP_PREFIX, McpServer, ToolDefinition, mcp_tool_ref
 
 from ._command_tool import KILL_GRACE, _duration
-from ._mcp_stdio import ProgramNotStartedError, StdioProcess, stdio_transport
+from ._mcp_listing import MCP_MAX_TOOLS, offerable
+from ._mcp_stdio import (
+    OUTPUT_CLOSED,
+    REFUSED_ANSWER,
+    ProgramNotStartedError,
+    StdioProcess,
+    stdio_transport,
+    validation_text,
+)
 from ._tool_environment import tool_environment
 
 if TYPE_CHECKING:
@@ -93,7 +110,8 @@ log = structlog.get_logger("orchestrator.mcp")
 BACKOFF_FIRST: Final = 1.0
 #: The longest wait between two attempts to start a server.
 BACKOFF_MAX: Final = 30.0
-#: Characters of a call's result text kept; the rest is dropped, with a note saying so.
+#: Characters of a call's result text (or failure message) kept; the rest is dropped, with a
+#: note saying so. Structured content whose JSON is longer is not kept at all.
 MCP_OUTPUT_LIMIT: Final = 64 * 1024
 
 #: How long a call that lost its server waits for the connection's end (the program
@@ -313,8 +331,15 @@ class McpServers:
         leaf = _leaf(exc)
         lost = connection.lost.is_set() or _is_transport_failure(leaf)
         if isinstance(leaf, MCPError) and not lost:
+            if leaf.error.code == REFUSED_ANSWER:  # refused by our transport
+                return _failed(f"MCP server '{server.name}': {tool} failed: {leaf.error.message}")
             # The server answered with an error: the connection is fine.
             return _failed(f"MCP server '{server.name}' refused {tool}: {leaf.error.message}")
+        if isinstance(leaf, ValueError) and not lost:  # the SDK's validation of the answer
+            return _failed(
+                f"MCP server '{server.name}': {tool} failed: its answer is not a valid "
+                f"tool result: {validation_text(leaf)}"
+            )
         if not lost:
             return _failed(f"MCP server '{server.name}': {tool} failed: {_text(leaf)}")
         connection.lose(f"its connection failed during a call: {_text(leaf)}")
@@ -344,7 +369,7 @@ class McpServers:
                     # Subscribed before listing, so no change between the two is missed.
                     if _tells_changes(client):
                         await nursery.start(self._listen, server, connection, client)
-                    tools = await _list_tools(client)
+                    tools = await _list_tools(client, server.name)
                     scope.deadline = math.inf
                     connection.client = client
                     self._listed(server, connection, tools, trio.current_time() - began)
@@ -376,7 +401,7 @@ class McpServers:
                 env=tool_environment(self._environ, spec.env, spec.env_passthrough),
                 cwd=spec.cwd,
                 process_info=server.process,
-                on_end=lambda: connection.lose("it closed its output"),
+                on_end=connection.lose,
             )
         client = Client(
             transport,
@@ -438,7 +463,7 @@ class McpServers:
             connection.relist = trio.Event()
             try:
                 with trio.move_on_after(server.spec.timeout.total_seconds()) as deadline:
-                    tools = await _list_tools(client)
+                    tools = await _list_tools(client, server.name)
             except Exception as exc:
                 leaf = _leaf(exc)
                 if _is_transport_failure(leaf):
@@ -494,7 +519,9 @@ class McpServers:
             server.retry_at = trio.current_time()  # started again at the next call, at once
             log.warning("mcp server stopped", server=server.name, reason=_first_line(server.error))
         else:
-            server.error = self._start_problem(server, problem, timed_out=timed_out)
+            server.error = self._start_problem(
+                server, problem, timed_out=timed_out, reason=connection.reason
+            )
             server.failures += 1
             delay = min(self._backoff_first * 2 ** (server.failures - 1), self._backoff_max)
             server.retry_at = trio.current_time() + delay
@@ -515,11 +542,24 @@ class McpServers:
         what = connection.reason or (
             _text(_leaf(problem)) if problem is not None else "its connection closed"
         )
-        if process is not None and process.exited_by_itself and process.returncode is not None:
+        broke = connection.reason not in (None, OUTPUT_CLOSED)  # it broke the stream
+        if (
+            not broke
+            and process is not None
+            and process.exited_by_itself
+            and process.returncode is not None
+        ):
             what = f"its program {process.exit_text()}"
         return _with_stderr(f"MCP server '{server.name}' stopped: {what}", server)
 
-    def _start_problem(self, server: _Server, problem: Exception | None, *, timed_out: bool) -> str:
+    def _start_problem(
+        self,
+        server: _Server,
+        problem: Exception | None,
+        *,
+        timed_out: bool,
+        reason: str | None = None,
+    ) -> str:
         from mcp.shared.exceptions import MCPError
 
         spec = server.spec
@@ -531,6 +571,8 @@ class McpServers:
             message = f"MCP server '{name}' did not start within {_duration(seconds)}"
         elif isinstance(leaf, _StartRefusedError | ProgramNotStartedError):
             return str(leaf)
+        elif process is not None and reason not in (None, OUTPUT_CLOSED):
+            message = f"MCP server '{name}' failed to start: {reason}"
         elif process is not None and isinstance(leaf, MCPError):
             ended = process.exit_text() or "closed its output"
             message = (
@@ -547,14 +589,27 @@ class McpServers:
     def _rebuild(self) -> bool:
         """Make the definitions again from the listings; whether they changed."""
         definitions: dict[str, ToolDefinition] = {}
+        function_names: dict[str, str] = {}
         for server in self._servers.values():
             for tool in server.tools:
                 name = f"{MCP_PREFIX}{server.name}/{tool.name}"
-                definitions[name] = ToolDefinition(
+                definition = ToolDefinition(
                     name=name,
                     description=tool.description or "",
                     parameters=json.loads(json.dumps(tool.input_schema)),  # plain JSON, a copy
                 )
+                # A model calls a tool by its function name: two tools under one would be
+                # one tool to it (a hash in the name makes that unlikely, not impossible).
+                taken = function_names.setdefault(definition.function_name, name)
+                if taken != name:
+                    log.warning(
+                        "mcp tool dropped",
+                        server=server.name,
+                        tool=tool.name,
+                        problem=f"its function name {definition.function_name} is {taken}'s",
+                    )
+                    continue
+                definitions[name] = definition
         if definitions == self._definitions:
             return False
         self._definitions = definitions
@@ -619,16 +674,16 @@ def _tells_changes(client: Client) -> bool:
     )
 
 
-async def _list_tools(client: Client) -> tuple[mcp_types.Tool, ...]:
+async def _list_tools(client: Client, server: str) -> tuple[mcp_types.Tool, ...]:
     tools: list[mcp_types.Tool] = []
     cursor: str | None = None
     for _ in range(_MAX_PAGES):
         page = await client.list_tools(cursor=cursor)
         tools.extend(page.tools)
         cursor = page.next_cursor
-        if cursor is None:
+        if cursor is None or len(tools) > MCP_MAX_TOOLS:
             break
-    return tuple(tools)
+    return offerable(server, tools)
 
 
 def _result(result: mcp_types.CallToolResult) -> McpResult:
@@ -656,19 +711,25 @@ def _result(result: mcp_types.CallToolResult) -> McpResult:
                 f"[resource: {resource.uri}, {kind}, {_decoded_size(resource.blob)} bytes]"
             )
     structured = result.structured_content
-    if structured is not None and not has_text:
-        parts.append(compact_dumps(structured))
-    output = "\n".join(parts)
-    if len(output) > MCP_OUTPUT_LIMIT:
-        dropped = len(output) - MCP_OUTPUT_LIMIT
-        output = (
-            f"{output[:MCP_OUTPUT_LIMIT]}\n[output truncated: {dropped} more characters not shown]"
-        )
+    if structured is not None:
+        structured_json = compact_dumps(structured)
+        if not has_text:
+            parts.append(structured_json)
+        if len(structured_json) > MCP_OUTPUT_LIMIT:
+            structured = None  # only the text (cut below) is kept of it
+    output = _capped(clean_text("\n".join(parts))[0])
     return McpResult(success=not result.is_error, output=output, structured=structured)
 
 
 def _failed(message: str) -> McpResult:
-    return McpResult(success=False, output=message)
+    return McpResult(success=False, output=_capped(clean_text(message)[0]))
+
+
+def _capped(output: str) -> str:
+    if len(output) <= MCP_OUTPUT_LIMIT:
+        return output
+    dropped = len(output) - MCP_OUTPUT_LIMIT
+    return f"{output[:MCP_OUTPUT_LIMIT]}\n[output truncated: {dropped} more characters not shown]"
 
 
 def _release(server: _Server) -> None:
