@@ -34,7 +34,10 @@ Systems (``--only`` takes these names):
 - ``openai-agents``: OpenAI Agents SDK, a coordinator ``Agent`` whose tool is the worker agent
   (``worker.as_tool``: each call is its own ``Runner`` run with its own history); the SDK
   runs one response's function calls concurrently. The fake model is a custom ``Model``;
-  tracing is off (it would export to OpenAI).
+  tracing is off (it would export to OpenAI). Its cost per worker grows with N: each of the
+  N concurrent runs of the one worker ``Agent`` checks its tools against every other run of
+  that agent in flight (``agents/run_internal/agent_tool_configuration.py``, 0.24), which is
+  the SDK's work in its documented idiom, so it is measured as it is.
 - ``crewai``: CrewAI. Its coordinator cannot ask for N delegations in one model response:
   delegation is a tool its ReAct loop calls once per model round, so a coordinator that
   delegated N tasks would make N sequential model rounds (another workload). CrewAI's
@@ -43,7 +46,9 @@ Systems (``--only`` takes these names):
   coordinator's one model round reads the N outputs, and the N worker rounds run in threads.
   That is what runs here: there is no coordinator round that plans the delegations (less work
   than the others do). The fake model is a custom ``BaseLLM`` answering in CrewAI's
-  ``Final Answer:`` format; telemetry and tracing are off.
+  ``Final Answer:`` format; telemetry and tracing are off. CrewAI keeps a log: after each
+  task it stores the task's output in a SQLite file in the user's data directory (for
+  ``crew.replay``), loading every earlier output first, so its cost per worker grows with N.
 
 Each (system, N, repetition) runs in a fresh subprocess, so peak RSS is its own. The child
 imports everything first; the timed region is building the agents and running them; RSS
