@@ -1,0 +1,550 @@
+/* One session (`#/sessions/ID`): the delegation graph live, its table, transcript, timeline,
+ * pending approvals and questions, the sequence scrubber and the exports.
+ *
+ * Where the envelopes come from:
+ * - an offline copy: the embedded data, nothing else;
+ * - an ended session (`live: false`): `GET /api/sessions/ID/envelopes`, no socket;
+ * - a live one: `WS /ws?session=ID`, then `{"channel": "team", "type": "subscribe",
+ *   "fromSequence": N}` with N the last sequence folded (0 at first). When the socket closes
+ *   (the session ended, or the daemon stopped: both say `session_ended`), the page asks
+ *   `GET /api/sessions/ID` again, backing off 1 s doubling to 10 s while the daemon is
+ *   unreachable: still live, it reattaches and resubscribes from N (no gap; the model ignores
+ *   anything at or below N, so no duplicate); ended, it fetches the envelopes after N.
+ *
+ * Envelopes are queued as they arrive and folded once per animation frame: the model
+ * (graph-model.js) takes them all, then the graph, the table, the timeline, the controls and
+ * the scrubber are brought up to date once. The scrubber (`input type=range` over the
+ * envelopes' sequences) shows the graph folded up to the chosen fact; at its right end it
+ * follows the live model.
+ *
+ * Approve / Deny / Answer appear only for a principal with `operate`, on a live session.
+ * The agent channel carries them: `approve` / `reject` with the approval id as `requestId`,
+ * `tool_response` with the question's `toolCallId`.
+ */
+(function (root) {
+  "use strict";
+  const O = root.Orchestrator;
+  const h = O.h;
+  const GM = O.graphModel;
+
+  const TIMELINE_CAP = 500;
+  const FIRST_RETRY_MS = 1000;
+  const LAST_RETRY_MS = 10000;
+
+  function sessionPage(main, context) {
+    O.clear(main);
+    const offline = context.offline || null;
+    const id = context.id;
+    let disposed = false;
+    let summary = null;
+    const envelopes = []; // every envelope folded, in sequence order
+    const model = GM.createModel();
+    let queue = [];
+    let frame = null;
+    let scrubAt = null; // null: follow live; else the sequence shown
+    let selected = null;
+    let socket = null;
+    let ended = false;
+    const questions = new Map(); // toolCallId -> {agentName, questions}
+    const timers = [];
+
+    // ── the page's parts ──
+    const title = h("h2", { id: "session-title", text: "Session" });
+    const meta = h("p", { id: "session-meta", class: "meta" });
+    const connection = h("p", { id: "connection", class: "connection", role: "status", "aria-live": "polite", text: offline ? "offline copy" : "loading…" });
+    const graphBox = h("div", {
+      id: "graph",
+      class: "graph",
+      role: "img",
+      "aria-label": "Delegation graph (loading)",
+      "aria-describedby": "nodes-caption",
+    });
+    const tableBody = h("tbody", { id: "nodes-body" });
+    const nodesTable = h(
+      "table",
+      { id: "nodes", class: "data nodes" },
+      h("caption", { id: "nodes-caption", text: "Every node of the delegation graph: agent, role, status and parent" }),
+      h(
+        "thead",
+        null,
+        h("tr", null, ["Agent", "Role", "Status", "Parent"].map((name) => h("th", { scope: "col", text: name })))
+      ),
+      tableBody
+    );
+    const scrubber = h("input", { id: "scrubber", type: "range", min: "0", max: "0", value: "0", step: "1", "aria-describedby": "scrubber-label" });
+    const scrubLabel = h("output", { id: "scrubber-label", for: "scrubber", text: "at fact 0" });
+    const liveButton = h("button", { type: "button", id: "scrubber-live", text: "Latest" });
+    const exportSvg = h("button", { type: "button", id: "export-svg", text: "Download SVG" });
+    const exportPng = h("button", { type: "button", id: "export-png", text: "Download PNG" });
+    const actions = h("section", { id: "actions", class: "actions", "aria-labelledby": "actions-title" }, h("h3", { id: "actions-title", text: "Waiting for a decision" }));
+    const actionsList = h("ul", { id: "actions-list", class: "plain" });
+    actions.appendChild(actionsList);
+    const panel = h("aside", { id: "transcript", class: "transcript", "aria-labelledby": "transcript-title", "aria-live": "polite" }, h("h3", { id: "transcript-title", text: "Transcript" }), h("p", { class: "notice", text: "Select a node (in the graph or the table) to read its chat." }));
+    const timelineList = h("ol", { id: "timeline-list", class: "timeline" });
+    const timelineNote = h("p", { id: "timeline-note", class: "meta" });
+    const timeline = h("section", { id: "timeline", "aria-labelledby": "timeline-title" }, h("h3", { id: "timeline-title", text: "Timeline" }), timelineNote, timelineList);
+    const errorBox = h("p", { id: "session-error", class: "error", role: "alert" });
+
+    main.appendChild(
+      h(
+        "div",
+        { class: "session-head" },
+        h("div", null, title, meta, connection),
+        h("div", { class: "exports", role: "group", "aria-label": "Export the graph" }, exportSvg, exportPng)
+      )
+    );
+    main.appendChild(errorBox);
+    main.appendChild(
+      h(
+        "div",
+        { class: "scrub", role: "group", "aria-label": "Sequence scrubber" },
+        h("label", { for: "scrubber", text: "Graph as it stood" }),
+        scrubber,
+        scrubLabel,
+        liveButton
+      )
+    );
+    main.appendChild(
+      h(
+        "div",
+        { class: "session-grid" },
+        h("div", { class: "graph-wrap" }, graphBox),
+        h("div", { class: "table-wrap" }, nodesTable),
+        h("div", { class: "side" }, actions, panel)
+      )
+    );
+    main.appendChild(timeline);
+
+    const view = O.createGraphView(graphBox, { onSelect: selectNode });
+
+    // ── drawing ──
+    function shownModel() {
+      if (scrubAt === null) return model;
+      return GM.foldEnvelopes(envelopes, scrubAt);
+    }
+
+    const rowOf = new Map();
+    function drawTable(m) {
+      const seen = new Set();
+      for (const row of GM.tableRows(m)) {
+        seen.add(row.id);
+        let tr = rowOf.get(row.id);
+        if (!tr) {
+          const button = h("button", { type: "button", class: "link node-select", "data-node": row.id });
+          button.addEventListener("click", function () {
+            selectNode(row.id);
+          });
+          tr = h("tr", { "data-node": row.id, class: "kind-" + row.kind }, h("th", { scope: "row" }, button), h("td"), h("td", null, h("span", { class: "badge" })), h("td"));
+          rowOf.set(row.id, tr);
+        }
+        const cells = tr.children;
+        const button = cells[0].firstChild;
+        const agentText = row.agent + (row.agentId ? " " + row.agentId.replace(/^[^#]*#/, "#") : "");
+        if (button.textContent !== agentText) button.textContent = agentText;
+        if (cells[1].textContent !== row.role) cells[1].textContent = row.role;
+        const badge = cells[2].firstChild;
+        if (badge.textContent !== row.status) {
+          badge.textContent = row.status;
+          badge.className = "badge status-" + row.status.split(" ")[0];
+        }
+        if (cells[3].textContent !== row.parent) cells[3].textContent = row.parent;
+        tr.classList.toggle("selected", row.id === selected);
+        if (tr.parentNode !== tableBody || tableBody.lastChild !== tr) tableBody.appendChild(tr);
+      }
+      for (const [nodeId, tr] of rowOf) {
+        if (!seen.has(nodeId)) {
+          tr.remove();
+          rowOf.delete(nodeId);
+        }
+      }
+    }
+
+    function drawActions() {
+      O.clear(actionsList);
+      const live = !offline && summary && summary.live && !ended;
+      const operate = context.canOperate && live;
+      let count = 0;
+      for (const node of model.nodes.values()) {
+        if (node.kind !== "approval" || node.status !== "pending" || node.question) continue;
+        count += 1;
+        const item = h(
+          "li",
+          { class: "approval", "data-approval": node.actionId },
+          h("p", null, h("strong", { text: (node.toolName || "an action") + " " }), "asked by " + node.requestedBy + ", routed to " + node.routedTo + (node.summary ? ": " + node.summary : ""))
+        );
+        if (operate) {
+          item.appendChild(
+            h(
+              "div",
+              { class: "buttons" },
+              h("button", { type: "button", class: "approve", "data-action": "approve", text: "Approve", "aria-label": "Approve " + (node.toolName || "") + " asked by " + node.requestedBy, onclick: () => decide(node.actionId, "approve") }),
+              h("button", { type: "button", class: "deny", "data-action": "deny", text: "Deny", "aria-label": "Deny " + (node.toolName || "") + " asked by " + node.requestedBy, onclick: () => decide(node.actionId, "reject") })
+            )
+          );
+        }
+        actionsList.appendChild(item);
+      }
+      for (const [toolCallId, question] of questions) {
+        count += 1;
+        const input = h("input", { type: "text", id: "answer-" + toolCallId, class: "answer" });
+        const item = h(
+          "li",
+          { class: "question", "data-question": toolCallId },
+          h("p", null, h("strong", { text: (question.agentName || "an agent") + " asks: " }), (question.questions || []).map((q) => (typeof q === "string" ? q : q.message || JSON.stringify(q))).join(" / "))
+        );
+        if (operate) {
+          item.appendChild(h("label", { for: "answer-" + toolCallId, text: "Answer" }));
+          item.appendChild(input);
+          item.appendChild(
+            h("button", {
+              type: "button",
+              "data-action": "answer",
+              text: "Answer",
+              onclick: function () {
+                if (socket && socket.send({ channel: "agent", type: "tool_response", toolCallId: toolCallId, result: input.value })) {
+                  questions.delete(toolCallId);
+                  drawActions();
+                }
+              },
+            })
+          );
+        }
+        actionsList.appendChild(item);
+      }
+      if (count === 0) actionsList.appendChild(h("li", { class: "notice", text: "Nothing is waiting." }));
+    }
+
+    function decide(actionId, type) {
+      if (!socket || !socket.send({ channel: "agent", type: type, requestId: actionId })) {
+        errorBox.textContent = "Not connected: the decision was not sent.";
+      }
+    }
+
+    const timelineRows = [];
+    function drawTimeline(fresh) {
+      for (const env of fresh) {
+        const payload = env.payload || {};
+        const agent = payload.agentName || payload.requestedBy || (payload.fromAgent ? payload.fromAgent + " → " + payload.toAgent : "") || payload.team || payload.teamName || "";
+        const li = h(
+          "li",
+          { "data-sequence": env.sequence },
+          h("span", { class: "seq", text: "#" + env.sequence }),
+          " ",
+          h("time", { datetime: env.timestamp || "", text: O.formatTime(env.timestamp) }),
+          " ",
+          h("span", { class: "type", text: env.type }),
+          " ",
+          h("span", { class: "agent", text: agent + (payload.status ? " [" + payload.status + "]" : "") })
+        );
+        timelineList.appendChild(li);
+        timelineRows.push(li);
+      }
+      while (timelineRows.length > TIMELINE_CAP) timelineRows.shift().remove();
+      timelineNote.textContent =
+        envelopes.length > TIMELINE_CAP
+          ? "The last " + TIMELINE_CAP + " of " + envelopes.length + " events, newest last."
+          : envelopes.length + " events, newest last.";
+    }
+
+    function drawScrubber() {
+      const last = envelopes.length ? envelopes[envelopes.length - 1].sequence : 0;
+      scrubber.max = String(last);
+      scrubber.min = envelopes.length ? "1" : "0";
+      if (scrubAt === null) scrubber.value = String(last);
+      const at = scrubAt === null ? last : scrubAt;
+      scrubLabel.textContent = "at fact " + at + (scrubAt === null ? " (latest)" : " of " + last);
+      liveButton.disabled = scrubAt === null;
+    }
+
+    function drawAll(fresh) {
+      const m = shownModel();
+      view.render(m);
+      graphBox.setAttribute("aria-label", GM.describe(m) + (scrubAt === null ? "" : " (at fact " + scrubAt + ")"));
+      drawTable(m);
+      drawActions();
+      drawTimeline(fresh || []);
+      drawScrubber();
+      drawMeta();
+    }
+
+    function drawMeta() {
+      if (!summary) return;
+      title.textContent = summary.title || O.sessionId(summary.id || summary.uri);
+      const status = ended && summary.live ? "ended" : summary.status || model.run.status || "";
+      meta.textContent = "";
+      meta.appendChild(h("span", { class: "badge status-" + status, id: "session-status", text: status }));
+      meta.appendChild(document.createTextNode(" team " + (summary.team || model.run.team || "?") + " · started " + O.formatTime(summary.startedAt) + (summary.endedAt ? " · ended " + O.formatTime(summary.endedAt) : "")));
+    }
+
+    // ── envelopes in, once per frame ──
+    function receive(list) {
+      for (const env of list) queue.push(env);
+      if (frame === null) {
+        frame = document.hidden ? setTimeout(flush, 50) : requestAnimationFrame(flush);
+      }
+    }
+
+    const threadsTouched = new Set();
+    function flush() {
+      frame = null;
+      if (disposed) return;
+      const fresh = [];
+      const batch = queue;
+      queue = [];
+      for (const env of batch) {
+        if (GM.applyEnvelope(model, env)) {
+          envelopes.push(env);
+          fresh.push(env);
+          if (env.threadId) threadsTouched.add(env.threadId);
+        }
+      }
+      if (fresh.length === 0) return;
+      drawAll(fresh);
+      if (selected && threadsTouched.has(selected)) refreshTranscript();
+      threadsTouched.clear();
+    }
+
+    // ── the side panel ──
+    function selectNode(nodeId) {
+      selected = nodeId;
+      view.select(nodeId);
+      for (const [rowId, tr] of rowOf) tr.classList.toggle("selected", rowId === nodeId);
+      showDetails();
+    }
+
+    const refreshTranscript = O.debounce(showDetails, 300);
+
+    async function showDetails() {
+      const node = shownModel().nodes.get(selected);
+      O.clear(panel);
+      if (!node) return;
+      panel.appendChild(h("h3", { id: "transcript-title", text: node.kind === "chat" ? "Transcript: " + node.agentName : node.agentName }));
+      const facts = h("dl", { class: "facts" });
+      const add = (k, v) => {
+        if (v) {
+          facts.appendChild(h("dt", { text: k }));
+          facts.appendChild(h("dd", { text: String(v) }));
+        }
+      };
+      add("Status", GM.statusText(node));
+      add("Role", node.role);
+      add("Agent id", node.agentId);
+      add("Task", node.title || node.taskId);
+      if (node.kind === "approval") {
+        add("Asked by", node.requestedBy);
+        add("Routed to", node.routedTo);
+        add("Decided by", node.resolvedBy);
+        add("Decision", node.decision);
+      }
+      add("Summary", node.summary);
+      panel.appendChild(facts);
+      if (node.kind !== "chat" || offline) return;
+      const target = h("div", { class: "turns", text: "Loading the transcript…" });
+      panel.appendChild(target);
+      try {
+        const transcript = await O.api("/api/sessions/" + encodeURIComponent(id) + "/transcript?thread=" + encodeURIComponent(node.id));
+        if (disposed || selected !== node.id) return;
+        O.clear(target);
+        drawTranscript(target, transcript);
+      } catch (error) {
+        target.textContent = "The transcript could not be loaded: " + error.message;
+      }
+    }
+
+    function drawTranscript(target, transcript) {
+      const turns = transcript.turns || [];
+      if (turns.length === 0) target.appendChild(h("p", { class: "notice", text: "No turns yet." }));
+      for (const turn of turns) {
+        const section = h("section", { class: "turn" }, h("h4", { text: "Turn " + turn.id + " (" + turn.state + ")" }));
+        if (turn.user) section.appendChild(h("p", { class: "user" }, h("strong", { text: "Asked: " }), turn.user));
+        for (const part of turn.parts || []) {
+          if (part.kind === "text") section.appendChild(h("p", { class: "text", text: part.text }));
+          else if (part.kind === "reasoning") section.appendChild(h("details", { class: "reasoning" }, h("summary", { text: "Reasoning" }), h("p", { text: part.text })));
+          else if (part.kind === "tool") {
+            section.appendChild(
+              h(
+                "div",
+                { class: "tool" },
+                h("p", null, h("strong", { text: "Tool " + part.name }), " [" + part.status + "]"),
+                h("pre", { text: part.input || "" }),
+                part.output !== null && part.output !== undefined ? h("pre", { class: "output", text: part.output }) : null
+              )
+            );
+          }
+        }
+        if (turn.error) section.appendChild(h("p", { class: "error", text: "Error: " + turn.error }));
+        target.appendChild(section);
+      }
+    }
+
+    // ── controls ──
+    scrubber.addEventListener("input", function () {
+      const value = Number(scrubber.value);
+      const last = envelopes.length ? envelopes[envelopes.length - 1].sequence : 0;
+      scrubAt = value >= last ? null : value;
+      drawAll([]);
+    });
+    liveButton.addEventListener("click", function () {
+      scrubAt = null;
+      drawAll([]);
+    });
+    exportSvg.addEventListener("click", function () {
+      O.download("session-" + id + ".svg", new Blob([view.svgText()], { type: "image/svg+xml" }));
+    });
+    exportPng.addEventListener("click", async function () {
+      O.download("session-" + id + ".png", await view.pngBlob());
+    });
+
+    // ── loading ──
+    function showConnection(kind, seconds) {
+      connection.textContent = O.connectionText(kind, seconds);
+      connection.className = "connection " + kind;
+    }
+
+    async function loadEnded(after) {
+      const answer = await O.api("/api/sessions/" + encodeURIComponent(id) + "/envelopes" + (after ? "?after=" + after : ""));
+      if (disposed) return;
+      summary = answer.session || summary;
+      receive(answer.envelopes || []);
+      showConnection(summary && summary.live ? "open" : "ended");
+      connection.textContent = "ended: loaded from the journal";
+    }
+
+    let retry = FIRST_RETRY_MS;
+    function later(fn) {
+      // Backoff: 1 s, doubling to 10 s; the countdown is shown.
+      let left = Math.round(retry / 1000);
+      showConnection("retrying", left);
+      const tick = setInterval(() => (left > 1 ? showConnection("retrying", --left) : null), 1000);
+      timers.push(tick);
+      timers.push(
+        setTimeout(function () {
+          clearInterval(tick);
+          fn();
+        }, retry)
+      );
+      retry = Math.min(retry * 2, LAST_RETRY_MS);
+    }
+
+    async function check() {
+      // After a close: live again (reattach) or ended (read the rest from the journal)?
+      if (disposed) return;
+      try {
+        summary = await O.api("/api/sessions/" + encodeURIComponent(id));
+      } catch (error) {
+        if (error.status === 404) {
+          errorBox.textContent = "No such session: " + id;
+          return;
+        }
+        later(check);
+        return;
+      }
+      retry = FIRST_RETRY_MS;
+      drawMeta();
+      if (summary.live) {
+        attach();
+      } else {
+        ended = true;
+        drawActions();
+        await loadEnded(model.lastSequence);
+      }
+    }
+
+    function attach() {
+      let opened = false;
+      socket = O.liveSocket("/ws?session=" + encodeURIComponent(id), {
+        onState: function (kind, seconds) {
+          showConnection(kind, seconds);
+        },
+        onOpen: function (send) {
+          opened = true;
+          retry = FIRST_RETRY_MS;
+          send({ channel: "team", type: "subscribe", fromSequence: lastQueued() });
+        },
+        onMessage: function (message) {
+          if (message.channel === "team" && message.type === "event" && message.event) {
+            receive([message.event]);
+          } else if (message.type === "session_ended") {
+            /* the close that follows says what next */
+          } else if (message.type === "question" && message.toolCallId) {
+            questions.set(message.toolCallId, { agentName: message.agentName, questions: message.questions });
+            drawActions();
+          } else if (message.type === "tool_result" && questions.has(message.toolCallId)) {
+            questions.delete(message.toolCallId);
+            drawActions();
+          } else if (message.type === "error") {
+            errorBox.textContent = (message.code ? message.code + ": " : "") + (message.message || "error");
+          }
+        },
+        onClose: function () {
+          socket = null;
+          questions.clear();
+          // Ended or the daemon going away: ask the daemon which (it may be down a while).
+          // A socket that never opened waits its turn first, so a refusing daemon is not
+          // asked in a loop.
+          if (opened) check();
+          else later(check);
+          return false;
+        },
+      });
+    }
+
+    function lastQueued() {
+      return Math.max(model.lastSequence, queue.length ? queue[queue.length - 1].sequence : 0);
+    }
+
+    async function start() {
+      if (offline) {
+        summary = offline.session || {};
+        receive(offline.envelopes || []);
+        drawMeta();
+        return;
+      }
+      try {
+        summary = await O.api("/api/sessions/" + encodeURIComponent(id));
+      } catch (error) {
+        if (error.status === 404) {
+          errorBox.textContent = "No such session: " + id;
+          showConnection("closed");
+          return;
+        }
+        check();
+        return;
+      }
+      drawMeta();
+      if (summary.live) attach();
+      else {
+        ended = true;
+        await loadEnded(0).catch((error) => (errorBox.textContent = error.message));
+      }
+    }
+
+    drawAll([]);
+    start();
+
+    const onResize = O.debounce(() => view.resize(), 150);
+    root.addEventListener("resize", onResize);
+    return function dispose() {
+      disposed = true;
+      if (frame !== null) {
+        cancelAnimationFrame(frame);
+        clearTimeout(frame);
+      }
+      timers.forEach((t) => {
+        clearTimeout(t);
+        clearInterval(t);
+      });
+      refreshTranscript.cancel();
+      root.removeEventListener("resize", onResize);
+      if (socket) {
+        const s = socket;
+        socket = null;
+        s.close();
+      }
+      view.destroy();
+    };
+  }
+
+  O.pages = O.pages || {};
+  O.pages.session = sessionPage;
+})(window);

@@ -1,0 +1,174 @@
+/* The sessions list (`#/`): every session the journal holds, live ones updating in place.
+ *
+ * `GET /api/sessions` draws the list once; the AHP root channel (`WS /ahp`, `initialize`
+ * with `ahp-root://` as its initial subscription) says when a session is added or its summary changes,
+ * and the row is refetched from `GET /api/sessions/ID` (debounced per session), so a new
+ * session appears without a reload. After a reconnection the whole list is fetched again
+ * (what happened while the socket was down is in it). Filters (status, team) are applied in
+ * the page; their choices are the values present.
+ */
+(function (root) {
+  "use strict";
+  const O = root.Orchestrator;
+  const h = O.h;
+
+  function sessionsPage(main, context) {
+    const sessions = new Map(); // id -> summary
+    let disposed = false;
+    const status = h("p", { id: "connection", class: "connection", role: "status", "aria-live": "polite", text: "connecting…" });
+    const statusFilter = h("select", { id: "filter-status" }, h("option", { value: "", text: "all" }));
+    const teamFilter = h("select", { id: "filter-team" }, h("option", { value: "", text: "all" }));
+    const body = h("tbody", { id: "sessions-body" });
+    const empty = h("p", { id: "sessions-empty", class: "notice", text: "" });
+    const table = h(
+      "table",
+      { id: "sessions", class: "data" },
+      h("caption", { text: "Sessions, newest first" }),
+      h(
+        "thead",
+        null,
+        h(
+          "tr",
+          null,
+          ["Status", "Team", "Title", "Started", "Duration", "Pending approvals"].map(function (name) {
+            return h("th", { scope: "col", text: name });
+          })
+        )
+      ),
+      body
+    );
+    main.appendChild(h("h2", { text: "Sessions" }));
+    main.appendChild(
+      h(
+        "div",
+        { class: "filters", role: "group", "aria-label": "Filters" },
+        h("label", { for: "filter-status", text: "Status" }),
+        statusFilter,
+        h("label", { for: "filter-team", text: "Team" }),
+        teamFilter,
+        status
+      )
+    );
+    main.appendChild(table);
+    main.appendChild(empty);
+    statusFilter.addEventListener("change", draw);
+    teamFilter.addEventListener("change", draw);
+
+    function options(select, values) {
+      const current = select.value;
+      const wanted = [""].concat([...values].sort());
+      if ([...select.options].map((o) => o.value).join("\n") === wanted.join("\n")) return;
+      O.clear(select);
+      wanted.forEach(function (value) {
+        select.appendChild(h("option", { value: value, text: value || "all" }));
+      });
+      select.value = wanted.indexOf(current) >= 0 ? current : "";
+    }
+
+    function draw() {
+      const all = [...sessions.values()].sort(function (a, b) {
+        return String(b.startedAt || "").localeCompare(String(a.startedAt || ""));
+      });
+      options(statusFilter, new Set(all.map((s) => s.status)));
+      options(teamFilter, new Set(all.map((s) => s.team)));
+      const shown = all.filter(function (s) {
+        return (!statusFilter.value || s.status === statusFilter.value) && (!teamFilter.value || s.team === teamFilter.value);
+      });
+      O.clear(body);
+      for (const s of shown) {
+        const id = O.sessionId(s.id || s.uri);
+        body.appendChild(
+          h(
+            "tr",
+            { "data-session": id, class: "status-" + s.status },
+            h("td", null, h("span", { class: "badge status-" + s.status, text: s.status + (s.live ? "" : " (ended)") })),
+            h("td", { text: s.team || "" }),
+            h("th", { scope: "row" }, h("a", { href: "#/sessions/" + encodeURIComponent(id), text: s.title || id })),
+            h("td", null, h("time", { datetime: s.startedAt || "", text: O.formatTime(s.startedAt) })),
+            h("td", { text: O.formatDuration(s.startedAt, s.endedAt) }),
+            h("td", { class: s.pendingApprovals ? "attention" : "", text: String(s.pendingApprovals || 0) })
+          )
+        );
+      }
+      empty.textContent = all.length === 0 ? "No sessions yet." : shown.length === 0 ? "No session matches these filters." : "";
+    }
+
+    async function loadAll() {
+      try {
+        const answer = await O.api("/api/sessions");
+        if (disposed) return;
+        sessions.clear();
+        for (const s of answer.sessions || []) sessions.set(O.sessionId(s.id || s.uri), s);
+        draw();
+      } catch (error) {
+        if (!disposed) empty.textContent = "Could not load the sessions: " + error.message;
+      }
+    }
+
+    const refetchers = new Map();
+    function refetch(idOrUri) {
+      const id = O.sessionId(idOrUri);
+      if (!refetchers.has(id)) {
+        refetchers.set(
+          id,
+          O.debounce(async function () {
+            try {
+              const summary = await O.api("/api/sessions/" + encodeURIComponent(id));
+              if (disposed) return;
+              sessions.set(id, summary);
+              draw();
+            } catch (error) {
+              /* a session gone in between: the next full load drops it */
+            }
+          }, 200)
+        );
+      }
+      refetchers.get(id)();
+    }
+
+    let nextId = 1;
+    const socket = O.liveSocket("/ahp", {
+      onState: function (kind, seconds) {
+        status.textContent = "Updates: " + O.connectionText(kind, seconds);
+        status.className = "connection " + kind;
+      },
+      onOpen: function (send) {
+        send({
+          jsonrpc: "2.0",
+          id: nextId++,
+          method: "initialize",
+          params: {
+            channel: "ahp-root://",
+            protocolVersions: ["0.7.0"],
+            clientId: "web-" + Math.random().toString(36).slice(2),
+            clientInfo: { name: "orchestrator-web", version: "1" },
+            initialSubscriptions: ["ahp-root://"],
+          },
+        });
+        loadAll();
+      },
+      onMessage: function (message) {
+        // Notifications: root/sessionAdded {summary: {resource, ...}}, root/sessionRemoved
+        // {session}, root/sessionSummaryChanged {session, changes}.
+        const params = message.params || {};
+        const method = message.method || "";
+        if (method === "root/sessionAdded") {
+          if (params.summary && params.summary.resource) refetch(params.summary.resource);
+        } else if (method === "root/sessionSummaryChanged" || method === "root/sessionRemoved") {
+          if (params.session) refetch(params.session); // removed: it ended, its row says so
+        }
+      },
+    });
+
+    const ticker = setInterval(draw, 10000); // durations of running sessions
+    return function dispose() {
+      disposed = true;
+      clearInterval(ticker);
+      for (const r of refetchers.values()) r.cancel();
+      socket.close();
+    };
+  }
+
+  O.pages = O.pages || {};
+  O.pages.sessions = sessionsPage;
+})(window);
