@@ -21,9 +21,21 @@ from hypothesis import strategies as st
 from trio_websocket import ConnectionRejected, WebSocketConnection, open_websocket_url
 
 from orchestrator.cli import main
-from orchestrator.server import Limits, ServeConfig
-from orchestrator.server._auth import COOKIE_LIFETIME, Authenticator, Principal, Role, Token
-from orchestrator.server._web_assets import CONTENT_SECURITY_POLICY, WebAssets
+from orchestrator.journal import JournalReader
+from orchestrator.protocols import envelope_to_json_line, project_facts
+from orchestrator.server import (
+    CONTENT_SECURITY_POLICY,
+    COOKIE_LIFETIME,
+    Authenticator,
+    Limits,
+    Role,
+    ServeConfig,
+    Token,
+    WebAssets,
+    _web,
+)
+from orchestrator.server._auth import Principal
+from orchestrator.server._envelope_cache import EnvelopeCache
 
 from .daemon import ECHO, RunningDaemon, connect, running_daemon
 from .fuzz import Fuzzer
@@ -463,3 +475,48 @@ async def test_hostile_requests_to_the_web_routes_get_clear_refusals(tmp_path: P
                 if answer.status_code >= 400 and answer.url.path.startswith("/api/"):
                     assert "error" in answer.json(), (url, answer.text)
             assert (await http.get(f"/api/sessions/{session}")).status_code == 200
+
+
+# ─── envelopes kept between reads ────────────────────────────────────────────
+
+
+async def test_kept_envelopes_grow_with_the_log_and_the_oldest_go_first(tmp_path: Path) -> None:
+    async with running_daemon(tmp_path, teams=TEAMS, config=CONFIG) as daemon:
+        first = await _finished_session(daemon)
+        second = await _finished_session(daemon)
+        reader = JournalReader(daemon.db)
+        cache = EnvelopeCache(reader)
+        uri = f"ahp-session:/{first}"
+        before = await cache.envelopes(uri)
+        # the same session answers a second prompt: the cache is fed only what is new
+        async with connect(daemon, f"session={first}", token=OPERATOR) as client:
+            await client.until_type("history")
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "again"})
+            await client.until_type("done")
+        after = await cache.envelopes(uri)
+        whole = [envelope_to_json_line(e) for e in project_facts(uri, reader.facts(uri))]
+        assert after == whole
+        assert after[: len(before)] == before
+        assert len(after) > len(before)
+        # past its capacity, the least recently read session goes
+        small = EnvelopeCache(reader, capacity=cache.size)
+        await small.envelopes(uri)
+        await small.envelopes(f"ahp-session:/{second}")
+        kept = await small.envelopes(f"ahp-session:/{second}")
+        assert small.size == sum(len(line) for line in kept)
+
+
+async def test_large_answers_are_gzipped_for_clients_that_take_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_web, "GZIP_FROM", 1)
+    async with running_daemon(tmp_path, teams=TEAMS, config=CONFIG) as daemon:
+        session = await _finished_session(daemon)
+        async with daemon.http(VIEWER) as http:
+            path = f"/api/sessions/{session}/envelopes"
+            zipped = await http.get(path, headers={"accept-encoding": "gzip"})
+            plain = await http.get(path, headers={"accept-encoding": "identity"})
+    assert zipped.headers["content-encoding"] == "gzip"
+    assert "content-encoding" not in plain.headers
+    assert zipped.json() == plain.json()
+    assert int(zipped.headers["content-length"]) < int(plain.headers["content-length"])

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ._auth import COOKIE_LIFETIME, COOKIE_NAME, LOCAL, Authenticator, Permission, Role, Token
     from ._config import DEFAULT_PORT, Limits, ServeConfig, load_serve_config, parse_serve_config
     from ._daemon import Daemon
+    from ._envelope_cache import EnvelopeCache
     from ._hypercorn_ws import SCOPE_KEY, FrameWriter, HypercornSeam, frame_writer, seam_problem
     from ._live_session import LiveSession
     from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
@@ -33,6 +34,7 @@ __all__ = [
     "Asset",
     "Authenticator",
     "Daemon",
+    "EnvelopeCache",
     "FrameWriter",
     "HypercornSeam",
     "Limits",
@@ -82,6 +84,7 @@ if not TYPE_CHECKING:
                 "parse_serve_config",
             ),
             "._daemon": ("Daemon",),
+            "._envelope_cache": ("EnvelopeCache",),
             "._hypercorn_ws": (
                 "FrameWriter",
                 "HypercornSeam",

@@ -25,6 +25,7 @@ sign-in body) passes the input gate, and each error names what was wrong.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -39,10 +40,11 @@ from starlette.routing import BaseRoute, Route
 from orchestrator.base import FactLogError, JsonLimits, PeerProtocolError, parse_json
 from orchestrator.core import TeamState, build_graph, to_json
 from orchestrator.journal import SessionInfo
-from orchestrator.protocols import chat_transcript, envelope_to_json_line, project_facts
+from orchestrator.protocols import chat_transcript
 
 from ._auth import COOKIE_LIFETIME, COOKIE_NAME, Permission, Principal
 from ._daemon import Daemon
+from ._envelope_cache import EnvelopeCache
 from ._live_session import LiveSession, session_id, session_uri
 from ._principals import Principals
 from ._web_assets import CONTENT_SECURITY_POLICY, WebAssets
@@ -63,6 +65,8 @@ DEFAULT_LIMIT: Final = 200
 MAX_LIMIT: Final = 2000
 #: A sign-in body is a token in a small JSON object.
 MAX_LOGIN_BYTES: Final = 4096
+#: Bytes from which a JSON answer is gzipped (when the client takes it).
+GZIP_FROM: Final = 64 * 1024
 #: Seconds a sign-in body has to arrive in whole.
 BODY_TIMEOUT: Final = 10.0
 #: Longest session id, chat URI or filter value taken from a URL.
@@ -82,8 +86,15 @@ def _json(data: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(data, status_code=status, headers={"Cache-Control": "no-store"})
 
 
-def _raw_json(body: str) -> Response:
-    return Response(body, media_type="application/json", headers={"Cache-Control": "no-store"})
+async def _large_json(request: Request, body: str) -> Response:
+    """JSON text that may run to megabytes (a 1,000-worker session's envelopes are 7 MB):
+    gzipped, in a worker thread, when the client takes it and it is worth it."""
+    headers = {"Cache-Control": "no-store", "Vary": "Accept-Encoding"}
+    data = body.encode("utf-8")
+    if len(data) >= GZIP_FROM and "gzip" in request.headers.get("accept-encoding", ""):
+        data = await trio.to_thread.run_sync(lambda: gzip.compress(data, compresslevel=5))
+        headers["Content-Encoding"] = "gzip"
+    return Response(data, media_type="application/json", headers=headers)
 
 
 def _name(value: str | None, what: str) -> str:
@@ -141,6 +152,7 @@ def web_routes(
     """The web view's routes on ``daemon``."""
     auth = principals.auth
     reader = daemon.reader
+    projected = EnvelopeCache(reader)
 
     def require(request: Request, permission: Permission = Permission.READ) -> Principal:
         if principals.foreign(request):
@@ -260,21 +272,17 @@ def web_routes(
     async def envelopes(request: Request) -> Response:
         uri, info = await known(request)
         after = _count(request.query_params.get("after"), "after", default=0, most=2**62)
-        facts = await trio.to_thread.run_sync(reader.facts, uri)
-        lines = await trio.to_thread.run_sync(
-            lambda: [
-                envelope_to_json_line(e)
-                for e in project_facts(uri, facts)
-                if (e.sequence or 0) > after
-            ]
-        )
+        lines = await projected.envelopes(uri)
+        # Envelopes are numbered from 1 without gaps: the N-th is at index N - 1.
         summary = json.dumps(session_summary(info, daemon.sessions.get(uri)), ensure_ascii=False)
-        return _raw_json(f'{{"session":{summary},"envelopes":[{",".join(lines)}]}}')
+        body = f'{{"session":{summary},"envelopes":[{",".join(lines[after:])}]}}'
+        return await _large_json(request, body)
 
     async def graph(request: Request) -> Response:
         uri, _ = await known(request)
         facts = await trio.to_thread.run_sync(reader.facts, uri)
-        return _raw_json(await trio.to_thread.run_sync(lambda: to_json(build_graph(facts))))
+        body = await trio.to_thread.run_sync(lambda: to_json(build_graph(facts)))
+        return await _large_json(request, body)
 
     async def transcript(request: Request) -> Response:
         uri, _ = await known(request)
