@@ -226,6 +226,13 @@ async def test_sign_in_gives_a_cookie_that_reads_and_acts_by_role(tmp_path: Path
             refused = await http.post("/api/login", json={"token": "not-a-token"})
             assert refused.status_code == 401
             assert "set-cookie" not in refused.headers
+            # a guesser is slowed down: ten failures at once, then one every 6 s
+            for _ in range(9):
+                wrong = await http.post("/api/login", json={"token": "guess"})
+                assert wrong.status_code == 401
+            limited = await http.post("/api/login", json={"token": "guess"})
+            assert limited.status_code == 429
+            assert "too many failed sign-ins" in limited.json()["error"]
             tool = await http.post("/api/login", json={"token": TOOL})
             assert tool.status_code == 403
             assert "may not read" in tool.json()["error"]
@@ -455,7 +462,7 @@ async def test_hostile_requests_to_the_web_routes_get_clear_refusals(tmp_path: P
                     if isinstance(body, bytes)
                     else body.encode("utf-8", "surrogatepass"),
                 )
-                assert answer.status_code in (200, 400, 401, 413), (body, answer.text)
+                assert answer.status_code in (200, 400, 401, 413, 429), (body, answer.text)
                 assert isinstance(answer.json(), dict), (body, answer.status_code, answer.text)
             for _ in range(200):
                 hostile = fuzzer.hostile()[:3000]

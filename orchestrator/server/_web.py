@@ -47,6 +47,7 @@ from ._daemon import Daemon
 from ._envelope_cache import EnvelopeCache
 from ._live_session import LiveSession, session_id, session_uri
 from ._principals import Principals
+from ._rate_limit import TokenBucket
 from ._web_assets import CONTENT_SECURITY_POLICY, WebAssets
 
 __all__ = ["WebError", "session_summary", "web_routes"]
@@ -69,6 +70,11 @@ MAX_LOGIN_BYTES: Final = 4096
 GZIP_FROM: Final = 64 * 1024
 #: Seconds a sign-in body has to arrive in whole.
 BODY_TIMEOUT: Final = 10.0
+#: Failed sign-ins an address may make at once, then one every 6 s.
+SIGN_IN_FAILURE_BURST: Final = 10
+SIGN_IN_FAILURES_PER_SECOND: Final = 1 / 6
+#: Addresses whose failures are counted at once (the count restarts past it).
+MAX_SIGN_IN_CLIENTS: Final = 10_000
 #: Longest session id, chat URI or filter value taken from a URL.
 MAX_NAME: Final = 512
 
@@ -153,6 +159,8 @@ def web_routes(
     auth = principals.auth
     reader = daemon.reader
     projected = EnvelopeCache(reader)
+    # Failed sign-ins per client address: guessing tokens is slowed to a few a minute.
+    failed_sign_ins: dict[str, TokenBucket] = {}
 
     def require(request: Request, permission: Permission = Permission.READ) -> Principal:
         if principals.foreign(request):
@@ -216,7 +224,19 @@ def web_routes(
         else:
             principal = auth.authenticate(f"Bearer {token}")
         if principal is None:
-            log.info("sign-in refused", reason="unknown token")
+            client = request.client.host if request.client is not None else "?"
+            bucket = failed_sign_ins.get(client)
+            now = trio.current_time()
+            if bucket is None:
+                if len(failed_sign_ins) >= MAX_SIGN_IN_CLIENTS:
+                    failed_sign_ins.clear()  # a flood of addresses: start counting afresh
+                bucket = failed_sign_ins[client] = TokenBucket(
+                    rate=SIGN_IN_FAILURES_PER_SECOND, burst=SIGN_IN_FAILURE_BURST, now=now
+                )
+            if not bucket.take(now):
+                log.warning("sign-in refused", reason="too many failures", client=client)
+                raise WebError(429, "too many failed sign-ins from this address: wait a minute")
+            log.info("sign-in refused", reason="unknown token", client=client)
             raise WebError(401, "this daemon has no such token")
         if not principal.may(Permission.READ):
             raise WebError(403, "this token may not read: it cannot sign in to the web view")
