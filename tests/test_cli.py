@@ -307,10 +307,10 @@ class TestParser:
     """The parser names its choices without loading the commands; they must agree."""
 
     def test_every_graph_format_has_a_renderer(self) -> None:
-        from orchestrator.cli._journal_commands import _RENDERERS
+        from orchestrator.cli._journal_commands import _PAGE_FORMAT, _RENDERERS
         from orchestrator.cli._main import GRAPH_FORMATS
 
-        assert sorted(_RENDERERS) == sorted(GRAPH_FORMATS)
+        assert sorted([*_RENDERERS, _PAGE_FORMAT]) == sorted(GRAPH_FORMATS)
 
     def test_every_command_names_a_handler_that_exists(self) -> None:
         import argparse

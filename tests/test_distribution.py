@@ -94,6 +94,12 @@ class TestWheel:
         for starter in STARTER:
             assert f"orchestrator/cli/starter/{starter}" in names
         assert "orchestrator/py.typed" in names
+        # The web view: its page, and every asset with the vendored libraries' licences.
+        web = PACKAGE / "server" / "web"
+        shipped = {p.relative_to(PACKAGE).as_posix() for p in web.rglob("*") if p.is_file()}
+        assert "server/web/index.html" in shipped
+        for path in shipped:
+            assert f"orchestrator/{path}" in names
         [licence] = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
         assert wheel.read(licence) == (PROJECT_ROOT / "LICENSE").read_bytes()
 

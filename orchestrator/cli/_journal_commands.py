@@ -25,6 +25,7 @@ from orchestrator.core import (
 from orchestrator.journal import (
     Edit,
     JournalReader,
+    SessionInfo,
     edit_history,
     resolve_chat,
 )
@@ -47,7 +48,9 @@ __all__: list[str] = []
 
 
 _RENDERERS = {"json": to_json, "dot": to_dot, "mermaid": to_mermaid, "graphml": to_graphml}
-"""Each ``graph --format`` and what draws it."""
+"""Each ``graph --format`` drawn from the graph, and what draws it."""
+_PAGE_FORMAT = "html"
+"""The ``graph --format`` drawn by the web view's page, from the session's envelopes."""
 
 
 def history(args: argparse.Namespace, out: TextIO) -> int:
@@ -116,6 +119,21 @@ def events(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _offline_page(source: str, facts: Sequence[Fact], info: SessionInfo | None) -> str:
+    """The web view's page for one session, in one file that draws it offline."""
+    from orchestrator.server import WebAssets, session_summary  # the page's files: only here
+
+    session = facts[0].session if facts else source
+    summary = (
+        session_summary(info)
+        if info is not None
+        else {"id": session.removeprefix("ahp-session:/"), "uri": session, "title": source}
+    )
+    envelopes = [json.loads(envelope_to_json_line(e)) for e in project_facts(session, facts)]
+    title = f"{summary.get('title') or session} · delegation graph"
+    return WebAssets().standalone({"session": summary, "envelopes": envelopes}, title=title)
+
+
 def _fact_lines(session: str, facts: Sequence[Fact]) -> Iterator[str]:
     """``SEQ  AT  WHO  TYPE  what happened`` for each fact; ``who`` is the agent of the
     fact's chat (the session's own facts say ``session``)."""
@@ -138,6 +156,7 @@ def _lines(out: TextIO, lines: Iterable[str]) -> None:
 def graph(args: argparse.Namespace, out: TextIO) -> int:
     """``orchestrator graph``."""
     facts: Iterable[Fact]
+    info: SessionInfo | None = None
     if args.facts is not None:
         if args.session is not None:
             raise FactLogError("give a SESSION or --facts FILE, not both", source="graph")
@@ -145,10 +164,14 @@ def graph(args: argparse.Namespace, out: TextIO) -> int:
         facts = read_facts(args.facts)
     elif args.session is not None:
         reader = reader_of(args)
-        source = resolve_session(reader, args.session).session
+        info = resolve_session(reader, args.session)
+        source = info.session
         facts = reader.facts(source)
     else:
         raise FactLogError("name a SESSION (orchestrator sessions lists them)", source="graph")
+    if args.format == _PAGE_FORMAT and not args.check:
+        out.write(_offline_page(source, list(facts), info))
+        return EXIT_OK
     graph = build_graph(facts)
     if args.check:
         violations = graph.check()

@@ -56,7 +56,7 @@ __all__ = [
     "main",
 ]
 
-GRAPH_FORMATS = ("dot", "graphml", "json", "mermaid")
+GRAPH_FORMATS = ("dot", "graphml", "html", "json", "mermaid")
 EVENT_FORMATS = ("facts", "agent-ui")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 #: A session's status, as the journal, `sessions` and /metrics name it.
@@ -172,7 +172,12 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument(
         "--facts", type=Path, metavar="FILE", help="a fact log (JSON Lines) instead of a session"
     )
-    graph.add_argument("--format", choices=GRAPH_FORMATS, default="mermaid")
+    graph.add_argument(
+        "--format",
+        choices=GRAPH_FORMATS,
+        default="mermaid",
+        help="html: one file that draws the graph offline, as the web view does (default: mermaid)",
+    )
     graph.add_argument(
         "--check", action="store_true", help="check consistency; exit 1 on violations"
     )

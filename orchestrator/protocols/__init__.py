@@ -84,6 +84,7 @@ if TYPE_CHECKING:
         parse_request,
         teammates_message,
     )
+    from ._transcript import chat_transcript
 
 __all__ = [
     "TURN_ENDS",
@@ -130,6 +131,7 @@ __all__ = [
     "WorkItemStatus",
     "agent_event",
     "channel_envelopes",
+    "chat_transcript",
     "envelope_from_json_line",
     "envelope_to_json_line",
     "error_frame",
@@ -236,5 +238,6 @@ if not TYPE_CHECKING:
                 "parse_request",
                 "teammates_message",
             ),
+            "._transcript": ("chat_transcript",),
         },
     )

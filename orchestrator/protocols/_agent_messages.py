@@ -19,6 +19,7 @@ from typing import Any
 
 from orchestrator.ahp import (
     TURN_ENDS,
+    ActiveTurn,
     ChatDeltaAction,
     ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
@@ -71,6 +72,19 @@ def turn_messages(turn: Turn) -> list[dict[str, Any]]:
     The user's message comes first as the ``prompt`` that started the turn; worker
     notifications are left out (the team channel carries them).
     """
+    events = turn_so_far(turn)
+    if turn.state is TurnState.COMPLETE:
+        events.append(_event("result", summary=turn_text(turn)))
+    else:
+        message = turn.error.message if turn.error is not None else str(turn.state)
+        events.append(_event("error", message=message))
+    events.append(_event("done"))
+    return events
+
+
+def turn_so_far(turn: Turn | ActiveTurn) -> list[dict[str, Any]]:
+    """A turn's events up to its end (a running turn's, as streamed so far): its prompt,
+    then its text, reasoning, tool calls and results, and questions."""
     events = [_event("prompt", prompt=turn.message.text)]
     for part in turn.response_parts:
         match part:
@@ -106,12 +120,6 @@ def turn_messages(turn: Turn) -> list[dict[str, Any]]:
                 events.append(_event("question", questions=asked or [request.message or ""]))
             case _:
                 pass
-    if turn.state is TurnState.COMPLETE:
-        events.append(_event("result", summary=turn_text(turn)))
-    else:
-        message = turn.error.message if turn.error is not None else str(turn.state)
-        events.append(_event("error", message=message))
-    events.append(_event("done"))
     return events
 
 

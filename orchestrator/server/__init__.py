@@ -9,35 +9,47 @@ from orchestrator.base import lazy_facade
 
 if TYPE_CHECKING:
     from ._app import assemble, serve
-    from ._auth import LOCAL, Authenticator, Permission, Role, Token
+    from ._auth import COOKIE_LIFETIME, COOKIE_NAME, LOCAL, Authenticator, Permission, Role, Token
     from ._config import DEFAULT_PORT, Limits, ServeConfig, load_serve_config, parse_serve_config
     from ._daemon import Daemon
+    from ._envelope_cache import EnvelopeCache
     from ._hypercorn_ws import SCOPE_KEY, FrameWriter, HypercornSeam, frame_writer, seam_problem
     from ._live_session import LiveSession
     from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
+    from ._principals import Principals
     from ._rate_limit import TokenBucket
     from ._scheduler import Scheduler, Teammate, describe_schedule
+    from ._web import WebError, session_summary, web_routes
+    from ._web_assets import CONTENT_SECURITY_POLICY, Asset, WebAssets, web_root
 
 __all__ = [
     "CLOSE_FELL_BEHIND",
     "CLOSE_GOING_AWAY",
+    "CONTENT_SECURITY_POLICY",
+    "COOKIE_LIFETIME",
+    "COOKIE_NAME",
     "DEFAULT_PORT",
     "LOCAL",
     "SCOPE_KEY",
+    "Asset",
     "Authenticator",
     "Daemon",
+    "EnvelopeCache",
     "FrameWriter",
     "HypercornSeam",
     "Limits",
     "LiveSession",
     "Outbox",
     "Permission",
+    "Principals",
     "Role",
     "Scheduler",
     "ServeConfig",
     "Teammate",
     "Token",
     "TokenBucket",
+    "WebAssets",
+    "WebError",
     "assemble",
     "describe_schedule",
     "frame_writer",
@@ -45,6 +57,9 @@ __all__ = [
     "parse_serve_config",
     "seam_problem",
     "serve",
+    "session_summary",
+    "web_root",
+    "web_routes",
 ]
 
 if not TYPE_CHECKING:
@@ -52,7 +67,15 @@ if not TYPE_CHECKING:
         __name__,
         {
             "._app": ("assemble", "serve"),
-            "._auth": ("Authenticator", "LOCAL", "Permission", "Role", "Token"),
+            "._auth": (
+                "Authenticator",
+                "COOKIE_LIFETIME",
+                "COOKIE_NAME",
+                "LOCAL",
+                "Permission",
+                "Role",
+                "Token",
+            ),
             "._config": (
                 "DEFAULT_PORT",
                 "Limits",
@@ -61,6 +84,7 @@ if not TYPE_CHECKING:
                 "parse_serve_config",
             ),
             "._daemon": ("Daemon",),
+            "._envelope_cache": ("EnvelopeCache",),
             "._hypercorn_ws": (
                 "FrameWriter",
                 "HypercornSeam",
@@ -70,7 +94,10 @@ if not TYPE_CHECKING:
             ),
             "._live_session": ("LiveSession",),
             "._outbox": ("CLOSE_FELL_BEHIND", "CLOSE_GOING_AWAY", "Outbox"),
+            "._principals": ("Principals",),
             "._rate_limit": ("TokenBucket",),
             "._scheduler": ("Scheduler", "Teammate", "describe_schedule"),
+            "._web": ("WebError", "session_summary", "web_routes"),
+            "._web_assets": ("Asset", "CONTENT_SECURITY_POLICY", "WebAssets", "web_root"),
         },
     )

@@ -11,7 +11,9 @@ Routes:
 - ``WS /teammates``: the background teammates: list, history, pause / resume / trigger /
   stop (operator), and their Agent UI envelopes (see
   :mod:`orchestrator.protocols._teammate_channel`);
-- ``POST /callback``: view updates from tools (tool role).
+- ``POST /callback``: view updates from tools (tool role);
+- ``GET /``, ``/assets/...``, ``/api/...``: the web view, its sign-in and the JSON it reads
+  (see :mod:`orchestrator.server._web`).
 
 Theory of operation: :func:`serve` opens the journal, loads the teams, builds the daemon and
 :func:`assembles <assemble>` it with its background teammates' scheduler and its metrics (the
@@ -73,9 +75,12 @@ from ._hypercorn_ws import HypercornSeam, OpenSockets, seam_problem
 from ._live_session import session_id, session_uri
 from ._metrics import CONTENT_TYPE, DaemonMetrics
 from ._outbox import CLOSE_GOING_AWAY
+from ._principals import Principals
 from ._scheduler import Scheduler
 from ._sd_notify import SystemdNotifier
 from ._teammates_socket import serve_teammates
+from ._web import web_routes
+from ._web_assets import WebAssets
 
 __all__ = [
     "assemble",
@@ -146,19 +151,23 @@ def assemble(daemon: Daemon, *, wall_clock: Callable[[], dt.datetime] = utc_now)
 
 
 def build_app(
-    assembly: DaemonAssembly, config: ServeConfig, sockets: OpenSockets | None = None
+    assembly: DaemonAssembly,
+    config: ServeConfig,
+    sockets: OpenSockets | None = None,
+    *,
+    web: WebAssets | None = None,
 ) -> ASGIApp:
     """The ASGI app of an assembled daemon: every route on one port; under it, the server's
-    own ``send`` of each connection is recorded (before Starlette wraps an HTTP one)."""
+    own ``send`` of each connection is recorded (before Starlette wraps an HTTP one).
+    ``web``: the web view's files (default: the package's)."""
     daemon = assembly.daemon
-    auth = Authenticator(config.tokens)
+    principals = Principals(Authenticator(config.tokens))
     limits = config.limits
 
-    def principal_of(headers: Any, query: Any) -> Principal | None:
-        return auth.authenticate(headers.get("authorization"), query.get("token"))
-
     def require(request: Request, permission: Permission) -> Principal:
-        principal = principal_of(request.headers, request.query_params)
+        if principals.foreign(request):
+            raise _HttpError(403, "a request from another site's page is refused")
+        principal = principals.of(request)
         if principal is None:
             raise _HttpError(401, "a bearer token is needed (Authorization: Bearer TOKEN)")
         if not principal.may(permission):
@@ -245,7 +254,11 @@ def build_app(
 
     async def admitted(websocket: WebSocket) -> Principal | None:
         """The principal of a WebSocket handshake that may watch; None once refused."""
-        principal = principal_of(websocket.headers, websocket.query_params)
+        if principals.foreign(websocket):
+            message = "a connection from another site's page is refused"
+            await websocket.send_denial_response(_json_error(403, message))
+            return None
+        principal = principals.of(websocket)
         if principal is None or not principal.may(Permission.READ):
             status = 401 if principal is None else 403
             await websocket.send_denial_response(
@@ -326,8 +339,11 @@ def build_app(
             assembly.metrics.connected_clients -= 1
 
     async def ahp_socket(websocket: WebSocket) -> None:
-        principal = principal_of(websocket.headers, websocket.query_params)
-        await serve_ahp(websocket, daemon, assembly.metrics, principal, limits)
+        if principals.foreign(websocket):
+            message = "a connection from another site's page is refused"
+            await websocket.send_denial_response(_json_error(403, message))
+            return
+        await serve_ahp(websocket, daemon, assembly.metrics, principals.of(websocket), limits)
 
     app: ASGIApp = Starlette(
         routes=[
@@ -338,6 +354,12 @@ def build_app(
             WebSocketRoute("/ws", agent_socket),
             WebSocketRoute("/ahp", ahp_socket),
             WebSocketRoute("/teammates", teammates_socket),
+            *web_routes(
+                daemon,
+                principals,
+                web if web is not None else WebAssets(),
+                json_limits=limits.json,
+            ),
         ],
     )
     return HypercornSeam(ConnectionCap(app, limits.max_connections), sockets)

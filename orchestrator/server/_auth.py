@@ -6,12 +6,22 @@
 
 With no token configured the daemon binds loopback only, and every local client acts as the
 principal ``local`` with every permission. Tokens are compared in constant time and never
-logged: a principal is known by its token's name. Pure.
+logged: a principal is known by its token's name.
+
+The web view signs in once per browser: the token is posted once, and the browser is given a
+cookie that is not the token but a credential derived from it (the token's name, an expiry,
+and an HMAC of both keyed by the token's secret). So the token is never stored by the page or
+put in a URL; a cookie lasts :data:`COOKIE_LIFETIME`, survives a daemon restart, and stops
+working when its token is removed or changed in the config. Pure (the caller says what time
+it is).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import enum
+import hashlib
 import hmac
 from collections.abc import Sequence
 from typing import Final
@@ -19,6 +29,8 @@ from typing import Final
 import attrs
 
 __all__ = [
+    "COOKIE_LIFETIME",
+    "COOKIE_NAME",
     "LOCAL",
     "Authenticator",
     "Permission",
@@ -68,9 +80,63 @@ class Principal:
 LOCAL: Final = Principal(name="local", permissions=frozenset(Permission))
 
 
+#: The web view's sign-in cookie.
+COOKIE_NAME: Final = "orchestrator_session"
+#: Seconds a sign-in lasts: a browser signs in again after a month.
+COOKIE_LIFETIME: Final = 30 * 24 * 3600
+_COOKIE_VERSION: Final = "v1"
+_COOKIE_PURPOSE: Final = b"orchestrator web sign-in\x00"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
 class Authenticator:
     def __init__(self, tokens: Sequence[Token]) -> None:
         self._tokens = [(t.secret.encode("utf-8"), t) for t in tokens]
+        self._by_name = {t.name: t for t in tokens}
+
+    def sign_in_cookie(self, principal: Principal, *, now: float) -> str:
+        """The cookie value that stands for ``principal`` (a token's holder) until
+        ``now`` + :data:`COOKIE_LIFETIME`. Not the token: an HMAC keyed by it."""
+        expires = int(now) + COOKIE_LIFETIME
+        name = _b64(principal.name.encode("utf-8"))
+        token = self._by_name[principal.name]
+        return f"{_COOKIE_VERSION}.{name}.{expires}.{_b64(self._mac(token, name, expires))}"
+
+    def from_cookie(self, value: str | None, *, now: float) -> Principal | None:
+        """The principal a sign-in cookie stands for; None if it is malformed, expired, or
+        its token is no longer configured as it was."""
+        if self.open:
+            return LOCAL
+        if not value:
+            return None
+        version, _, rest = value.partition(".")
+        name, _, rest = rest.partition(".")
+        expires_text, _, mac_text = rest.partition(".")
+        if version != _COOKIE_VERSION or not expires_text.isdigit() or len(expires_text) > 12:
+            return None
+        expires = int(expires_text)
+        try:
+            token = self._by_name.get(_unb64(name).decode("utf-8"))
+            mac = _unb64(mac_text)
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            return None
+        if token is None or expires <= now:
+            return None
+        if not hmac.compare_digest(mac, self._mac(token, name, expires)):
+            return None
+        return Principal(name=token.name, permissions=_GRANTS[token.role])
+
+    @staticmethod
+    def _mac(token: Token, name: str, expires: int) -> bytes:
+        message = _COOKIE_PURPOSE + f"{name}.{expires}".encode("ascii")
+        return hmac.new(token.secret.encode("utf-8"), message, hashlib.sha256).digest()
 
     @property
     def open(self) -> bool:

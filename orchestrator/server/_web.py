@@ -1,0 +1,362 @@
+"""The web view: the page at ``/``, its assets, sign-in, and the JSON it reads.
+
+Routes (the page itself is :mod:`orchestrator.server.web`, drawn in the browser):
+
+- ``GET /``: the page (revalidated on every load); ``GET /assets/NAME.HASH.EXT``: its files,
+  cached for a year (see :mod:`._web_assets`). Every answer carries the Content-Security-Policy
+  and headers that keep the page out of frames and its URLs out of referrers.
+- ``POST /api/login`` ``{"token"}``: a sign-in cookie for the token's holder (see
+  :mod:`._auth`); ``POST /api/logout``; ``GET /api/me``: who the browser is and what it may do.
+- ``GET /api/sessions`` (``?status=``, ``?team=``, ``?limit=``, newest first),
+  ``GET /api/sessions/ID``: sessions as the list shows them, live and ended;
+  ``GET /api/sessions/ID/envelopes?after=N``: the session's Agent UI envelopes after N,
+  projected from the journal (the team channel's numbering: a page reads them, then
+  subscribes from the last one, with no gap and no duplicate);
+  ``GET /api/sessions/ID/graph``: the delegation graph, node-link JSON;
+  ``GET /api/sessions/ID/transcript?thread=CHAT``: one chat's turns as agent-channel events.
+
+Everything live comes over the daemon's existing sockets (``/ahp``'s root channel for the
+list, ``/ws``'s team channel for a session, ``/teammates``): these routes only read.
+
+Reads of the journal run in a worker thread; a request's input (its path, query and the
+sign-in body) passes the input gate, and each error names what was wrong.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final
+
+import structlog
+import trio
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from orchestrator.base import FactLogError, JsonLimits, PeerProtocolError, parse_json
+from orchestrator.core import TeamState, build_graph, to_json
+from orchestrator.journal import SessionInfo
+from orchestrator.protocols import chat_transcript
+
+from ._auth import COOKIE_LIFETIME, COOKIE_NAME, Permission, Principal
+from ._daemon import Daemon
+from ._envelope_cache import EnvelopeCache
+from ._live_session import LiveSession, session_id, session_uri
+from ._principals import Principals
+from ._rate_limit import TokenBucket
+from ._web_assets import CONTENT_SECURITY_POLICY, WebAssets
+
+__all__ = ["WebError", "session_summary", "web_routes"]
+
+log = structlog.get_logger("orchestrator.server.web")
+
+#: Headers of every page and asset answer.
+SECURITY_HEADERS: Final = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
+#: Sessions listed when the page does not say how many.
+DEFAULT_LIMIT: Final = 200
+MAX_LIMIT: Final = 2000
+#: A sign-in body is a token in a small JSON object.
+MAX_LOGIN_BYTES: Final = 4096
+#: Bytes from which a JSON answer is gzipped (when the client takes it).
+GZIP_FROM: Final = 64 * 1024
+#: Seconds a sign-in body has to arrive in whole.
+BODY_TIMEOUT: Final = 10.0
+#: Failed sign-ins an address may make at once, then one every 6 s.
+SIGN_IN_FAILURE_BURST: Final = 10
+SIGN_IN_FAILURES_PER_SECOND: Final = 1 / 6
+#: Addresses whose failures are counted at once (the count restarts past it).
+MAX_SIGN_IN_CLIENTS: Final = 10_000
+#: Longest session id, chat URI or filter value taken from a URL.
+MAX_NAME: Final = 512
+
+
+class WebError(Exception):
+    """A request the web routes refuse: its status and what was wrong."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _json(data: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(data, status_code=status, headers={"Cache-Control": "no-store"})
+
+
+async def _large_json(request: Request, body: str) -> Response:
+    """JSON text that may run to megabytes (a 1,000-worker session's envelopes are 7 MB):
+    gzipped, in a worker thread, when the client takes it and it is worth it."""
+    headers = {"Cache-Control": "no-store", "Vary": "Accept-Encoding"}
+    data = body.encode("utf-8")
+    if len(data) >= GZIP_FROM and "gzip" in request.headers.get("accept-encoding", ""):
+        data = await trio.to_thread.run_sync(lambda: gzip.compress(data, compresslevel=5))
+        headers["Content-Encoding"] = "gzip"
+    return Response(data, media_type="application/json", headers=headers)
+
+
+def _name(value: str | None, what: str) -> str:
+    """A name from the URL: text, not too long, no control characters."""
+    if not value:
+        raise WebError(400, f"{what}: missing")
+    if len(value) > MAX_NAME or any(ord(c) < 32 or c == "\x7f" for c in value):
+        raise WebError(400, f"{what}: not a name this daemon could have given")
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
+        raise WebError(400, f"{what}: not valid text (a lone surrogate)")
+    return value
+
+
+def _count(value: str | None, what: str, *, default: int, most: int) -> int:
+    if value is None or value == "":
+        return default
+    if not value.isascii() or not value.isdigit() or len(value) > 9:
+        raise WebError(400, f"{what}: expected a whole number from 0, got {value[:40]!r}")
+    return min(int(value), most)
+
+
+def session_summary(info: SessionInfo, live: LiveSession | None = None) -> dict[str, Any]:
+    """A session as the list shows it: the journal's record, and what the live one adds."""
+    pending = 0
+    activity = None
+    if live is not None:
+        state = live.state
+        pending = sum(1 for a in state.approvals.values() if a.decision is None)
+        activity = "idle" if live.idle.is_set() else "busy"
+    ended = info.status != "running"
+    return {
+        "id": session_id(info.session),
+        "uri": info.session,
+        "team": info.team,
+        "title": info.title,
+        "status": info.status,
+        "activity": activity,
+        "live": live is not None,
+        "startedAt": info.created_at,
+        "updatedAt": info.updated_at,
+        "endedAt": info.updated_at if ended else None,
+        "facts": info.last_sequence,
+        "pendingApprovals": pending,
+    }
+
+
+def web_routes(
+    daemon: Daemon,
+    principals: Principals,
+    assets: WebAssets,
+    *,
+    json_limits: JsonLimits,
+    clock: Callable[[], float] = time.time,
+) -> Sequence[BaseRoute]:
+    """The web view's routes on ``daemon``."""
+    auth = principals.auth
+    reader = daemon.reader
+    projected = EnvelopeCache(reader)
+    # Failed sign-ins per client address: guessing tokens is slowed to a few a minute.
+    failed_sign_ins: dict[str, TokenBucket] = {}
+
+    def require(request: Request, permission: Permission = Permission.READ) -> Principal:
+        if principals.foreign(request):
+            raise WebError(403, "a request from another site's page is refused")
+        principal = principals.of(request)
+        if principal is None:
+            raise WebError(401, "sign in first (POST /api/login with a token)")
+        if not principal.may(permission):
+            raise WebError(403, f"this token may not {permission}")
+        return principal
+
+    def handled(
+        endpoint: Callable[[Request], Awaitable[Response]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def handle(request: Request) -> Response:
+            try:
+                return await endpoint(request)
+            except WebError as exc:
+                return _json({"error": exc.message}, exc.status)
+            except FactLogError as exc:
+                log.warning("journal read failed", path=request.url.path, error=exc.message)
+                return _json({"error": f"the journal cannot be read: {exc.message}"}, 503)
+
+        return handle
+
+    async def page(request: Request) -> Response:
+        return Response(
+            assets.index_html,
+            media_type="text/html; charset=utf-8",
+            headers={**SECURITY_HEADERS, "Cache-Control": "no-cache"},
+        )
+
+    async def asset(request: Request) -> Response:
+        found = assets.asset(request.path_params["path"])
+        if found is None:
+            return Response(
+                "no such asset (the page may be older than the daemon: reload it)\n",
+                status_code=404,
+                media_type="text/plain; charset=utf-8",
+                headers={**SECURITY_HEADERS, "Cache-Control": "no-store"},
+            )
+        return Response(
+            found.body,
+            media_type=found.media_type,
+            headers={**SECURITY_HEADERS, "Cache-Control": "public, max-age=31536000, immutable"},
+        )
+
+    async def login(request: Request) -> Response:
+        if principals.foreign(request):
+            raise WebError(403, "a sign-in from another site's page is refused")
+        body = await _small_body(request, MAX_LOGIN_BYTES)
+        try:
+            data = parse_json(body, protocol="sign-in", limits=json_limits)
+        except PeerProtocolError as exc:
+            raise WebError(400, str(exc)) from None
+        token = data.get("token") if isinstance(data, dict) else None
+        if not isinstance(token, str) or not token:
+            raise WebError(400, '$.token: expected the token as a string ({"token": "..."})')
+        if auth.open:
+            principal: Principal | None = principals.of(request)
+        else:
+            principal = auth.authenticate(f"Bearer {token}")
+        if principal is None:
+            client = request.client.host if request.client is not None else "?"
+            bucket = failed_sign_ins.get(client)
+            now = trio.current_time()
+            if bucket is None:
+                if len(failed_sign_ins) >= MAX_SIGN_IN_CLIENTS:
+                    failed_sign_ins.clear()  # a flood of addresses: start counting afresh
+                bucket = failed_sign_ins[client] = TokenBucket(
+                    rate=SIGN_IN_FAILURES_PER_SECOND, burst=SIGN_IN_FAILURE_BURST, now=now
+                )
+            if not bucket.take(now):
+                log.warning("sign-in refused", reason="too many failures", client=client)
+                raise WebError(429, "too many failed sign-ins from this address: wait a minute")
+            log.info("sign-in refused", reason="unknown token", client=client)
+            raise WebError(401, "this daemon has no such token")
+        if not principal.may(Permission.READ):
+            raise WebError(403, "this token may not read: it cannot sign in to the web view")
+        response = _json(_me(principal, open_=auth.open))
+        if not auth.open:
+            response.set_cookie(
+                COOKIE_NAME,
+                auth.sign_in_cookie(principal, now=clock()),
+                max_age=COOKIE_LIFETIME,
+                path="/",
+                httponly=True,
+                samesite="strict",
+                secure=request.url.scheme == "https",
+            )
+        log.info("signed in", principal=principal.name)
+        return response
+
+    async def logout(request: Request) -> Response:
+        if principals.foreign(request):
+            raise WebError(403, "a sign-out from another site's page is refused")
+        response = Response(status_code=204, headers={"Cache-Control": "no-store"})
+        response.delete_cookie(COOKIE_NAME, path="/", httponly=True, samesite="strict")
+        return response
+
+    async def me(request: Request) -> Response:
+        return _json(_me(require(request), open_=auth.open))
+
+    async def sessions(request: Request) -> Response:
+        require(request)
+        query = request.query_params
+        status = _name(query["status"], "status") if query.get("status") else None
+        team = _name(query["team"], "team") if query.get("team") else None
+        limit = _count(query.get("limit"), "limit", default=DEFAULT_LIMIT, most=MAX_LIMIT)
+        found = await trio.to_thread.run_sync(
+            lambda: reader.sessions(status=status, team=team, limit=limit)
+        )
+        listed = [
+            session_summary(info, daemon.sessions.get(info.session)) for info in reversed(found)
+        ]
+        return _json({"sessions": listed})
+
+    async def known(request: Request) -> tuple[str, SessionInfo]:
+        require(request)
+        uri = session_uri(_name(request.path_params["session"], "session"))
+        if not await trio.to_thread.run_sync(reader.has_session, uri):
+            raise WebError(404, f"no session {session_id(uri)!r} on this daemon")
+        return uri, await trio.to_thread.run_sync(reader.session, uri)
+
+    async def session(request: Request) -> Response:
+        uri, info = await known(request)
+        return _json(session_summary(info, daemon.sessions.get(uri)))
+
+    async def envelopes(request: Request) -> Response:
+        uri, info = await known(request)
+        after = _count(request.query_params.get("after"), "after", default=0, most=2**62)
+        lines = await projected.envelopes(uri)
+        # Envelopes are numbered from 1 without gaps: the N-th is at index N - 1.
+        summary = json.dumps(session_summary(info, daemon.sessions.get(uri)), ensure_ascii=False)
+        body = f'{{"session":{summary},"envelopes":[{",".join(lines[after:])}]}}'
+        return await _large_json(request, body)
+
+    async def graph(request: Request) -> Response:
+        uri, _ = await known(request)
+        facts = await trio.to_thread.run_sync(reader.facts, uri)
+        body = await trio.to_thread.run_sync(lambda: to_json(build_graph(facts)))
+        return await _large_json(request, body)
+
+    async def transcript(request: Request) -> Response:
+        uri, _ = await known(request)
+        chat = _name(request.query_params.get("thread"), "thread")
+        live = daemon.sessions.get(uri)
+        state: TeamState = (
+            live.state if live is not None else await trio.to_thread.run_sync(reader.open, uri)
+        )
+        found = chat_transcript(state, chat)
+        if found is None:
+            raise WebError(404, f"thread: session {session_id(uri)!r} has no chat {chat!r}")
+        return _json(found)
+
+    async def unknown(request: Request) -> Response:
+        raise WebError(404, f"no endpoint {request.method} {request.url.path[:200]}")
+
+    return [
+        Route("/", page),
+        Route("/assets/{path:path}", asset),
+        Route("/api/login", handled(login), methods=["POST"]),
+        Route("/api/logout", handled(logout), methods=["POST"]),
+        Route("/api/me", handled(me)),
+        Route("/api/sessions", handled(sessions)),
+        Route("/api/sessions/{session}", handled(session)),
+        Route("/api/sessions/{session}/envelopes", handled(envelopes)),
+        Route("/api/sessions/{session}/graph", handled(graph)),
+        Route("/api/sessions/{session}/transcript", handled(transcript)),
+        Route("/api/{rest:path}", handled(unknown), methods=["GET", "POST", "PUT", "DELETE"]),
+    ]
+
+
+async def _small_body(request: Request, limit: int) -> bytes:
+    """A short request body: 413 past ``limit`` bytes (read no further), 408 if it takes
+    more than :data:`BODY_TIMEOUT` seconds to come."""
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared[:12]) > limit:
+        raise WebError(413, f"the body is {declared} bytes; the limit is {limit}")
+    body = bytearray()
+    with trio.move_on_after(BODY_TIMEOUT):
+        try:
+            async with contextlib.aclosing(request.stream()) as chunks:
+                async for chunk in chunks:
+                    body += chunk
+                    if len(body) > limit:
+                        raise WebError(413, f"the body is over the limit of {limit} bytes")
+        except ClientDisconnect:
+            raise WebError(400, "the client went before its body came") from None
+        return bytes(body)
+    raise WebError(408, f"the body did not arrive within {BODY_TIMEOUT:g} s")
+
+
+def _me(principal: Principal, *, open_: bool) -> dict[str, Any]:
+    return {
+        "name": principal.name,
+        "permissions": sorted(str(p) for p in principal.permissions),
+        "open": open_,
+    }

@@ -1,0 +1,529 @@
+"""The web view's server side: the page and its assets, sign-in, origins, the JSON reads,
+and the one-file export; against a real daemon on loopback (the page in a real browser is
+tests/test_web_ui.py)."""
+
+from __future__ import annotations
+
+import gc
+import json
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+import trio
+from hypothesis import given
+from hypothesis import strategies as st
+from trio_websocket import ConnectionRejected, WebSocketConnection, open_websocket_url
+
+from orchestrator.cli import main
+from orchestrator.journal import JournalReader
+from orchestrator.protocols import envelope_to_json_line, project_facts
+from orchestrator.server import (
+    CONTENT_SECURITY_POLICY,
+    COOKIE_LIFETIME,
+    Authenticator,
+    Limits,
+    Role,
+    ServeConfig,
+    Token,
+    WebAssets,
+    _web,
+)
+from orchestrator.server._auth import Principal
+from orchestrator.server._envelope_cache import EnvelopeCache
+
+from .daemon import ECHO, RunningDaemon, connect, running_daemon
+from .fuzz import Fuzzer
+
+OPERATOR = "web-operator-secret-0123456789"
+VIEWER = "web-viewer-secret-0123456789ab"
+TOOL = "web-tool-secret-0123456789abcd"
+TOKENS = (
+    Token(name="olivia", role=Role.OPERATOR, secret=OPERATOR),
+    Token(name="victor", role=Role.VIEWER, secret=VIEWER),
+    Token(name="sandbox", role=Role.TOOL, secret=TOOL),
+)
+CONFIG = ServeConfig(tokens=TOKENS, limits=Limits(shutdown_grace=0.5))
+TEAMS = {"echo": ECHO}
+
+
+@asynccontextmanager
+async def _signed_in(daemon: RunningDaemon, token: str) -> AsyncIterator[httpx.AsyncClient]:
+    """A browser-like client, signed in: it holds the cookie and sends its page's origin."""
+    async with httpx.AsyncClient(
+        base_url=daemon.url, timeout=10, headers={"origin": daemon.url}
+    ) as client:
+        answer = await client.post("/api/login", json={"token": token})
+        assert answer.status_code == 200, answer.text
+        yield client
+
+
+@asynccontextmanager
+async def _raw_websocket(url: str, headers: dict[str, str]) -> AsyncIterator[WebSocketConnection]:
+    """A WebSocket handshake with exactly ``headers`` (a browser's: origin, cookie)."""
+    extra = [(k.encode(), v.encode()) for k, v in headers.items()]
+    connection: WebSocketConnection | None = None
+    try:
+        async with open_websocket_url(url, extra_headers=extra) as connection:
+            yield connection
+    finally:
+        if connection is not None:
+            await connection._stream.aclose()
+
+
+async def _refused(url: str, headers: dict[str, str]) -> int:
+    """The status of a refused WebSocket handshake."""
+    with pytest.raises(ConnectionRejected) as rejection:
+        async with _raw_websocket(url, headers):
+            pass
+    status = rejection.value.status_code
+    del rejection
+    gc.collect()  # trio-websocket leaves the refused socket to the collector
+    return int(status)
+
+
+async def _finished_session(daemon: RunningDaemon) -> str:
+    """A session of the echo team that has answered one prompt; its id."""
+    async with connect(daemon, "team=echo", token=OPERATOR) as client:
+        init = await client.until_type("init")
+        await client.send({"channel": "agent", "type": "prompt", "prompt": "hello web"})
+        await client.until_type("done")
+    return str(init["sessionId"])
+
+
+# ─── the page and its assets ─────────────────────────────────────────────────
+
+
+async def test_the_page_is_served_with_its_policy_and_hashed_assets(tmp_path: Path) -> None:
+    async with (
+        running_daemon(tmp_path, teams=TEAMS, config=CONFIG) as daemon,
+        httpx.AsyncClient(base_url=daemon.url, timeout=10) as http,
+    ):
+        page = await http.get("/")
+        assert page.status_code == 200
+        assert page.headers["content-type"] == "text/html; charset=utf-8"
+        assert page.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+        assert page.headers["cache-control"] == "no-cache"
+        assert page.headers["x-frame-options"] == "DENY"
+        referenced = re.findall(r'"/assets/([^"]+)"', page.text)
+        assert referenced, page.text
+        for name in referenced:
+            # every reference is content-hashed, and served for a year
+            assert re.search(r"\.[0-9a-f]{12}(\.[a-z]+)?$", name), name
+            asset = await http.get(f"/assets/{name}")
+            assert asset.status_code == 200, name
+            assert asset.headers["cache-control"] == "public, max-age=31536000, immutable"
+            assert asset.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+            if name.endswith(".js"):
+                assert asset.headers["content-type"].startswith("text/javascript")
+        # the plain name, a stale hash, a path out of the directory: all 404
+        for wrong in ("app.js", "app.000000000000.js", "../_web.py", "%2e%2e/_app.py"):
+            answer = await http.get(f"/assets/{wrong}")
+            assert answer.status_code == 404, wrong
+            if answer.url.path.startswith("/assets/"):  # not normalised away by httpx
+                assert answer.headers["cache-control"] == "no-store"
+
+
+def test_an_asset_is_named_by_its_content_and_a_missing_one_is_a_packaging_error(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "web"
+    (root / "assets" / "vendor").mkdir(parents=True)
+    (root / "index.html").write_text(
+        '<html><head><title>x</title><script src="/assets/app.js" defer></script>'
+        '<link rel="stylesheet" href="/assets/vendor/lib.min.css"></head></html>'
+    )
+    (root / "assets" / "app.js").write_text("one();")
+    (root / "assets" / "vendor" / "lib.min.css").write_text("a{}")
+    (root / "assets" / "vendor" / "LICENSE").write_text("MIT")
+    first = WebAssets(root)
+    app_url = first.url("app.js")
+    assert re.fullmatch(r"/assets/app\.[0-9a-f]{12}\.js", app_url)
+    assert re.fullmatch(
+        r"/assets/vendor/lib\.min\.[0-9a-f]{12}\.css", first.url("vendor/lib.min.css")
+    )
+    assert re.fullmatch(r"/assets/vendor/LICENSE\.[0-9a-f]{12}", first.url("vendor/LICENSE"))
+    assert app_url.encode() in first.index_html
+    served = first.asset(app_url.removeprefix("/assets/"))
+    assert served is not None
+    assert served.body == b"one();"
+    (root / "assets" / "app.js").write_text("two();")
+    assert WebAssets(root).url("app.js") != app_url  # new content, new name
+    (root / "assets" / "app.js").unlink()
+    with pytest.raises(FileNotFoundError, match=r"/assets/app\.js"):
+        WebAssets(root)
+
+
+@given(st.text(max_size=200))
+def test_the_offline_page_carries_any_text_intact_and_inert(text: str) -> None:
+    """Whatever a session's titles and texts hold, the one-file page's data element holds
+    the same JSON, and no text can end the element or open markup."""
+    assets = _ASSETS
+    data = {"session": {"title": text}, "envelopes": [{"payload": {"text": text}}]}
+    html = assets.standalone(data, title=text)
+    match = re.search(
+        r'<script type="application/json" id="orchestrator-data">(.*?)</script>', html, re.S
+    )
+    assert match is not None
+    assert "<" not in match.group(1)
+    assert json.loads(match.group(1)) == data
+    title = re.search(r"<title>(.*?)</title>", html, re.S)
+    assert title is not None
+    assert "<" not in title.group(1)
+
+
+_ASSETS = WebAssets()
+
+
+# ─── sign-in and origins ─────────────────────────────────────────────────────
+
+
+def test_a_sign_in_cookie_is_not_the_token_and_ends_with_it() -> None:
+    auth = Authenticator(TOKENS)
+    olivia = Principal(name="olivia", permissions=frozenset())
+    cookie = auth.sign_in_cookie(olivia, now=1000.0)
+    assert OPERATOR not in cookie
+    signed_in = auth.from_cookie(cookie, now=1000.0 + COOKIE_LIFETIME - 1)
+    assert signed_in is not None
+    assert signed_in.name == "olivia"
+    assert auth.from_cookie(cookie, now=1000.0 + COOKIE_LIFETIME) is None  # expired
+    # a token changed or removed in the config: its cookies stop working
+    rotated = Authenticator(
+        [attrs.evolve(TOKENS[0], secret="a-new-secret-0123456789"), *TOKENS[1:]]
+    )
+    assert rotated.from_cookie(cookie, now=1000.0) is None
+    assert Authenticator(TOKENS[1:]).from_cookie(cookie, now=1000.0) is None
+    # another name, a later expiry, a cut MAC: refused
+    version, name, expires, mac = cookie.split(".")
+    victor = auth.sign_in_cookie(Principal(name="victor", permissions=frozenset()), now=1000.0)
+    forged = [
+        f"{version}.{victor.split('.')[1]}.{expires}.{mac}",
+        f"{version}.{name}.{int(expires) + 1}.{mac}",
+        f"{version}.{name}.{expires}.{mac[:-2]}",
+        f"v2.{name}.{expires}.{mac}",
+        "",
+        "....",
+        "v1.%%%.1.%%%",
+    ]
+    for value in forged:
+        assert auth.from_cookie(value, now=1000.0) is None, value
+
+
+@given(st.text(max_size=300))
+def test_no_cookie_text_breaks_the_check(value: str) -> None:
+    assert Authenticator(TOKENS).from_cookie(value, now=0.0) is None
+
+
+async def test_sign_in_gives_a_cookie_that_reads_and_acts_by_role(tmp_path: Path) -> None:
+    async with running_daemon(tmp_path, teams=TEAMS, config=CONFIG) as daemon:
+        async with httpx.AsyncClient(base_url=daemon.url, timeout=10) as http:
+            assert (await http.get("/api/me")).status_code == 401
+            refused = await http.post("/api/login", json={"token": "not-a-token"})
+            assert refused.status_code == 401
+            assert "set-cookie" not in refused.headers
+            # a guesser is slowed down: ten failures at once, then one every 6 s
+            for _ in range(9):
+                wrong = await http.post("/api/login", json={"token": "guess"})
+                assert wrong.status_code == 401
+            limited = await http.post("/api/login", json={"token": "guess"})
+            assert limited.status_code == 429
+            assert "too many failed sign-ins" in limited.json()["error"]
+            tool = await http.post("/api/login", json={"token": TOOL})
+            assert tool.status_code == 403
+            assert "may not read" in tool.json()["error"]
+            for body, where in ((b"[]", "$.token"), (b'{"token": 5}', "$.token"), (b"{", "")):
+                answer = await http.post("/api/login", content=body)
+                assert answer.status_code == 400, body
+                assert where in answer.json()["error"], body
+            huge = await http.post("/api/login", content=b"x" * 10_000)
+            assert huge.status_code == 413
+            signed = await http.post("/api/login", json={"token": VIEWER})
+            attributes = signed.headers["set-cookie"].lower().split("; ")
+            assert {"httponly", "samesite=strict", "path=/"} <= set(attributes)
+            assert "secure" not in attributes  # plain http on loopback
+        async with _signed_in(daemon, VIEWER) as viewer:
+            [cookie] = list(viewer.cookies.jar)
+            assert cookie.name == "orchestrator_session"
+            assert cookie.value is not None
+            assert VIEWER not in cookie.value
+            me = (await viewer.get("/api/me")).json()
+            assert me == {"name": "victor", "permissions": ["read"], "open": False}
+            assert (await viewer.get("/api/sessions")).status_code == 200
+            logout = await viewer.post("/api/logout")
+            assert logout.status_code == 204
+            assert (await viewer.get("/api/me")).status_code == 401
+        async with _signed_in(daemon, OPERATOR) as operator:
+            me = (await operator.get("/api/me")).json()
+            assert me["permissions"] == ["operate", "read"]
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+async def test_a_page_of_another_site_cannot_use_the_cookie(tmp_path: Path) -> None:
+    async with running_daemon(tmp_path, teams=TEAMS, config=CONFIG) as daemon:
+        session = await _finished_session(daemon)
+        async with _signed_in(daemon, OPERATOR) as operator:
+            cookie = operator.cookies["orchestrator_session"]
+            evil = {"origin": "https://evil.example", "cookie": f"orchestrator_session={cookie}"}
+            async with httpx.AsyncClient(base_url=daemon.url, timeout=10) as http:
+                answer = await http.get("/api/sessions", headers=evil)
+                assert answer.status_code == 403
+                login = await http.post(
+                    "/api/login",
+                    json={"token": OPERATOR},
+                    headers={"origin": "https://evil.example"},
+                )
+                assert login.status_code == 403
+                same = {"origin": daemon.url, "cookie": f"orchestrator_session={cookie}"}
+                assert (await http.get("/api/sessions", headers=same)).status_code == 200
+            ws_url = f"{daemon.ws_url}/ws?session={session}"
+            async with _raw_websocket(ws_url, same) as ws:
+                assert json.loads(await ws.get_message())["type"] == "init"
+            assert await _refused(ws_url, evil) == 403
+            # a token brought by the page itself is taken from any origin, as before
+            async with httpx.AsyncClient(base_url=daemon.url, timeout=10) as http:
+                bearer = {"origin": "https://ui.example", "authorization": f"Bearer {VIEWER}"}
+                assert (await http.get("/metrics", headers=bearer)).status_code == 200
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+async def test_with_no_tokens_only_loopback_pages_may_drive_the_daemon(tmp_path: Path) -> None:
+    async with (
+        running_daemon(tmp_path, teams=TEAMS) as daemon,
+        httpx.AsyncClient(base_url=daemon.url, timeout=10) as http,
+    ):
+        me = await http.get("/api/me")
+        assert me.json() == {
+            "name": "local",
+            "permissions": ["callback", "operate", "read"],
+            "open": True,
+        }
+        for origin, status in (
+            ("http://localhost:5173", 200),
+            ("http://127.0.0.1:9", 200),
+            ("https://evil.example", 403),
+            ("http://attacker.test:8765", 403),  # DNS rebinding: its own name
+            ("null", 403),
+        ):
+            answer = await http.get("/api/me", headers={"origin": origin})
+            assert answer.status_code == status, origin
+        port = daemon.url.rsplit(":", 1)[1]
+        rebinding = {"origin": f"http://attacker.test:{port}"}
+        assert await _refused(f"{daemon.ws_url}/ahp", rebinding) == 403
+
+
+# ─── the JSON reads ──────────────────────────────────────────────────────────
+
+
+async def _team_envelopes(daemon: RunningDaemon, session: str, count: int) -> list[dict[str, Any]]:
+    """The first ``count`` envelopes the team channel sends from the start."""
+    async with connect(daemon, f"session={session}", token=VIEWER) as client:
+        await client.send({"channel": "team", "type": "subscribe", "fromSequence": 0})
+        got: list[dict[str, Any]] = []
+        while len(got) < count:
+            event = await client.until(lambda e: e.get("channel") == "team")
+            got.append(event["event"])
+        return got
+
+
+async def test_reads_match_what_the_live_channels_send(tmp_path: Path) -> None:
+    async with running_daemon(tmp_path, teams=TEAMS, config=CONFIG) as daemon:
+        session = await _finished_session(daemon)
+        second = await _finished_session(daemon)
+        async with daemon.http(VIEWER) as http:
+            listed = (await http.get("/api/sessions")).json()["sessions"]
+            assert [s["id"] for s in listed] == [second, session]  # newest first
+            summary = listed[1]
+            assert summary["team"] == "echo"
+            assert summary["live"] is True
+            assert summary["pendingApprovals"] == 0
+            assert summary["uri"] == f"ahp-session:/{session}"
+            assert (await http.get(f"/api/sessions/{session}")).json() == summary
+            assert len((await http.get("/api/sessions?limit=1")).json()["sessions"]) == 1
+            none = (await http.get("/api/sessions?team=nobody")).json()
+            assert none == {"sessions": []}
+
+            read = (await http.get(f"/api/sessions/{session}/envelopes")).json()
+            assert read["session"]["id"] == session
+            envelopes = read["envelopes"]
+            assert [e["sequence"] for e in envelopes] == list(range(1, len(envelopes) + 1))
+            # the team channel's own numbering and content
+            assert await _team_envelopes(daemon, session, len(envelopes)) == envelopes
+            after = (await http.get(f"/api/sessions/{session}/envelopes?after=3")).json()
+            assert after["envelopes"] == envelopes[3:]
+
+            graph = (await http.get(f"/api/sessions/{session}/graph")).json()
+            kinds = {n["kind"] for n in graph["nodes"]}
+            assert {"session", "chat"} <= kinds
+            chat = next(n["id"] for n in graph["nodes"] if n["kind"] == "chat")
+            transcript = (
+                await http.get(f"/api/sessions/{session}/transcript", params={"thread": chat})
+            ).json()
+            assert transcript["thread"] == chat
+            assert transcript["agent"] == "lead"
+            assert transcript["role"] == "coordinator"
+            [turn] = transcript["turns"]
+            kinds_seen = [e["type"] for e in turn["events"]]
+            assert kinds_seen[0] == "prompt"
+            assert kinds_seen[-2:] == ["result", "done"]
+            assert turn["events"][0]["prompt"] == "hello web"
+
+            for path, status, where in (
+                ("/api/sessions/nope", 404, "no session 'nope'"),
+                (f"/api/sessions/{session}/transcript", 400, "thread: missing"),
+                (f"/api/sessions/{session}/transcript?thread=ahp-chat:/x", 404, "no chat"),
+                (f"/api/sessions/{session}/envelopes?after=-1", 400, "after:"),
+                (f"/api/sessions/{session}/envelopes?after=1e3", 400, "after:"),
+                ("/api/sessions?limit=x", 400, "limit:"),
+                ("/api/sessions?team=%01", 400, "team:"),
+            ):
+                answer = await http.get(path)
+                assert answer.status_code == status, (path, answer.text)
+                assert where in answer.json()["error"], (path, answer.text)
+    # an ended session, after a restart on the same journal, reads the same
+    async with (
+        running_daemon(tmp_path, teams=TEAMS, config=CONFIG, db=daemon.db) as again,
+        again.http(VIEWER) as http,
+    ):
+        ended = (await http.get(f"/api/sessions/{session}/envelopes")).json()
+        assert ended["envelopes"] == envelopes
+
+
+async def test_a_pending_approval_is_counted_in_the_list(tmp_path: Path) -> None:
+    async with (
+        running_daemon(tmp_path, config=CONFIG) as daemon,
+        connect(daemon, "team=delivery", token=OPERATOR) as client,
+    ):  # the delivery team
+        init = await client.until_type("init")
+        await client.send({"channel": "agent", "type": "prompt", "prompt": "Ship it"})
+        request = await client.until_type("permission_request")
+        async with daemon.http(VIEWER) as http:
+            summary = (await http.get(f"/api/sessions/{init['sessionId']}")).json()
+            assert summary["pendingApprovals"] == 1
+            assert summary["status"] == "running"
+        await client.send(
+            {"channel": "agent", "type": "approve", "requestId": request["requestId"]}
+        )
+        await client.until_type("done")
+        async with daemon.http(VIEWER) as http:
+            summary = (await http.get(f"/api/sessions/{init['sessionId']}")).json()
+            assert summary["pendingApprovals"] == 0
+
+
+# ─── the one-file export ─────────────────────────────────────────────────────
+
+
+async def test_graph_html_writes_one_file_that_draws_the_session_offline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with running_daemon(tmp_path, teams=TEAMS, config=CONFIG) as daemon:
+        session = await _finished_session(daemon)
+        async with daemon.http(VIEWER) as http:
+            envelopes = (await http.get(f"/api/sessions/{session}/envelopes")).json()["envelopes"]
+    out = tmp_path / "graph.html"
+    code = await trio.to_thread.run_sync(
+        lambda: main(["graph", session[:8], "--db", str(daemon.db), "--format", "html"])
+    )
+    assert code == 0
+    html = capsys.readouterr().out
+    out.write_text(html)
+    assert "/assets/" not in html  # nothing to fetch: scripts and styles are inline
+    assert "<script>" in html
+    assert "<style>" in html
+    data = re.search(r'id="orchestrator-data">(.*?)</script>', html, re.S)
+    assert data is not None
+    offline = json.loads(data.group(1))
+    assert offline["envelopes"] == envelopes
+    assert offline["session"]["id"] == session
+
+
+# ─── hostile input ───────────────────────────────────────────────────────────
+
+
+async def test_hostile_requests_to_the_web_routes_get_clear_refusals(tmp_path: Path) -> None:
+    """Seeded: sign-in bodies broken every way the fuzzer knows, and hostile text in every
+    path segment and query value. Each gets a 2xx or a 4xx JSON error (never a 5xx), and
+    the daemon serves on."""
+    fuzzer = Fuzzer(20261127)
+    async with running_daemon(tmp_path, teams=TEAMS, config=CONFIG) as daemon:
+        session = await _finished_session(daemon)
+        async with daemon.http(VIEWER) as http:
+            for _ in range(120):
+                body = fuzzer.frame({"token": VIEWER})
+                answer = await http.post(
+                    "/api/login",
+                    content=body
+                    if isinstance(body, bytes)
+                    else body.encode("utf-8", "surrogatepass"),
+                )
+                assert answer.status_code in (200, 400, 401, 413, 429), (body, answer.text)
+                assert isinstance(answer.json(), dict), (body, answer.status_code, answer.text)
+            for _ in range(200):
+                hostile = fuzzer.hostile()[:3000]
+                path = fuzzer.random.choice(
+                    [
+                        "/api/sessions/{x}",
+                        "/api/sessions/{x}/envelopes",
+                        "/api/sessions/{x}/graph",
+                        f"/api/sessions/{session}/transcript?thread={{x}}",
+                        f"/api/sessions/{session}/envelopes?after={{x}}",
+                        "/api/sessions?limit={x}&team={x}&status={x}",
+                    ]
+                )
+                url = path.replace("{x}", httpx.QueryParams({"v": hostile}).__str__()[2:])
+                answer = await http.get(url)
+                assert answer.status_code < 500, (url, answer.text)
+                if answer.status_code >= 400 and answer.url.path.startswith("/api/"):
+                    assert "error" in answer.json(), (url, answer.text)
+            assert (await http.get(f"/api/sessions/{session}")).status_code == 200
+
+
+# ─── envelopes kept between reads ────────────────────────────────────────────
+
+
+async def test_kept_envelopes_grow_with_the_log_and_the_oldest_go_first(tmp_path: Path) -> None:
+    async with running_daemon(tmp_path, teams=TEAMS, config=CONFIG) as daemon:
+        first = await _finished_session(daemon)
+        second = await _finished_session(daemon)
+        reader = JournalReader(daemon.db)
+        cache = EnvelopeCache(reader)
+        uri = f"ahp-session:/{first}"
+        before = await cache.envelopes(uri)
+        # the same session answers a second prompt: the cache is fed only what is new
+        async with connect(daemon, f"session={first}", token=OPERATOR) as client:
+            await client.until_type("history")
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "again"})
+            await client.until_type("done")
+        after = await cache.envelopes(uri)
+        whole = [envelope_to_json_line(e) for e in project_facts(uri, reader.facts(uri))]
+        assert after == whole
+        assert after[: len(before)] == before
+        assert len(after) > len(before)
+        # past its capacity, the least recently read session goes
+        small = EnvelopeCache(reader, capacity=cache.size)
+        await small.envelopes(uri)
+        await small.envelopes(f"ahp-session:/{second}")
+        kept = await small.envelopes(f"ahp-session:/{second}")
+        assert small.size == sum(len(line) for line in kept)
+
+
+async def test_large_answers_are_gzipped_for_clients_that_take_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_web, "GZIP_FROM", 1)
+    async with running_daemon(tmp_path, teams=TEAMS, config=CONFIG) as daemon:
+        session = await _finished_session(daemon)
+        async with daemon.http(VIEWER) as http:
+            path = f"/api/sessions/{session}/envelopes"
+            zipped = await http.get(path, headers={"accept-encoding": "gzip"})
+            plain = await http.get(path, headers={"accept-encoding": "identity"})
+    assert zipped.headers["content-encoding"] == "gzip"
+    assert "content-encoding" not in plain.headers
+    assert zipped.json() == plain.json()
+    assert int(zipped.headers["content-length"]) < int(plain.headers["content-length"])
