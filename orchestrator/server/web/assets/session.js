@@ -116,6 +116,7 @@
     main.appendChild(timeline);
 
     const view = O.createGraphView(graphBox, { onSelect: selectNode });
+    O.currentGraph = view; // for the console and the browser tests
 
     // ── drawing ──
     function shownModel() {

@@ -1,0 +1,383 @@
+"""The web view in a real browser (Chromium via Playwright) on a real daemon process.
+
+Each test starts ``orchestrator serve`` with its own journal and tokens (an operator, a
+viewer; see tests/web_browser.py), drives a run as a client would (AG-UI, or the CLI into the
+journal for an ended session) and checks what the page shows: the table of nodes and the
+drawn graph (cytoscape's elements), the controls, the connection. Screenshots of each go to
+``$WEB_ARTEFACTS`` (default test-artefacts/web/). Plain sync tests: Playwright's sync API
+must not run inside trio.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from .web_browser import (
+    VIEWER_TOKEN,
+    WAIT_MS,
+    chromium,
+    graph_edges,
+    graph_nodes,
+    open_page,
+    running_daemon,
+    start_run,
+    table_rows,
+    team_file,
+)
+
+#: A coordinator that delegates two workers taking two (real) seconds each; a restart
+#: takes the run up again.
+SLOW = """
+[team]
+name = "slow"
+coordinator = "lead"
+on_restart = "resume"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "one" }, { agent = "worker", task = "two" } ] },
+          { say = "both done: {outcomes}" } ]
+[agents.worker]
+role = "builder"
+[[agents.worker.turns]]
+steps = [ { sleep = 2 }, { say = "finished {task}" } ]
+"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as launched:
+        yield launched
+
+
+def wait_rows(page: Page, expression: str) -> None:
+    """Wait until ``expression`` (JavaScript over ``rows``, the node table's cell texts)
+    holds."""
+    page.wait_for_function(
+        f"""() => {{
+            const rows = [...document.querySelectorAll('#nodes-body tr')].map(
+                tr => [...tr.children].map(cell => cell.innerText.trim()));
+            return {expression};
+        }}""",
+        timeout=WAIT_MS,
+    )
+
+
+def ended_session(directory: Path) -> str:
+    """Run the delivery team to its end with the CLI into ``directory``'s journal (before
+    the daemon starts on it); return the session id."""
+    directory.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "run",
+            str(Path(__file__).resolve().parent.parent / "orchestrator/teams/delivery.toml"),
+            "Ship it",
+            "--plain",
+            "--approve",
+            "auto",
+            "--db",
+            str(directory / "journal.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    marker = "session ahp-session:/"
+    text = done.stdout + done.stderr
+    return text[text.index(marker) + len(marker) :].split(")", 1)[0].split('"', 1)[0]
+
+
+def test_a_delivery_run_appears_and_is_drawn_live(browser: Browser, tmp_path: Path) -> None:
+    """The delivery team run by a client: its row appears in the list without a reload, and
+    its page shows the coordinator, three workers and the approval one asked for, with their
+    spawn edges and statuses, in the table and the graph, while the run is still going."""
+    with (
+        running_daemon(tmp_path, {"delivery": team_file("delivery")}) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        page.wait_for_selector("#sessions-empty:has-text('No sessions yet')")
+        page.evaluate("() => { window.notReloaded = true; }")
+        run = start_run(daemon, "delivery", "Ship it")
+        link = page.wait_for_selector(f"tr[data-session='{run.session}'] a")
+        assert link is not None
+        watched.screenshot("live-01-sessions-list")
+        link.click()
+        wait_rows(page, "rows.length === 5 && rows.some(r => r[2].startsWith('pending'))")
+        assert page.evaluate("() => window.notReloaded") is True
+        rows = table_rows(page)
+        agents = sorted((row[0].split(" ")[0], row[1]) for row in rows[:4])
+        assert agents == [("lead", "coordinator")] + [("researcher", "researcher")] * 3
+        lead = next(row for row in rows if row[1] == "coordinator")
+        assert lead[3] == "", "the coordinator has no parent"
+        assert lead[2].startswith("waiting"), lead
+        workers = [row for row in rows if row[1] == "researcher"]
+        assert all(row[3].startswith("lead") for row in workers)
+        assert sorted(row[2] for row in workers)[-1].startswith("needs_input (approval)"), workers
+        approval = next(row for row in rows if row[0].startswith("approval"))
+        assert approval[0] == "approval publish"
+        assert approval[1] == "asked by researcher, routed to user"
+        assert approval[2] == "pending (routed to user)"
+        edges = graph_edges(page)
+        assert edges.count(("spawn", "lead", "researcher")) == 3, edges
+        assert ("asks", "approval", "researcher") in edges, edges
+        assert len(edges) == 4, edges
+        nodes = graph_nodes(page)
+        assert [label for kind, label in nodes if kind == "chat" and label.startswith("lead")] == [
+            "lead | coordinator | [waiting (teammate)]"
+        ], nodes
+        assert [label for kind, label in nodes if "researcher" in label].count(
+            "researcher | researcher | [needs_input (approval)]"
+        ) == 1, nodes
+        assert ("approval", "approval | publish | [pending (routed to user)]") in nodes
+        assert page.get_attribute("#graph", "role") == "img"
+        label = page.get_attribute("#graph", "aria-label") or ""
+        assert "4 chats" in label and "1 pending" in label, label
+        assert page.inner_text("#connection") == "live"
+        watched.screenshot("live-02-session-pending")
+        assert watched.errors == []
+
+
+def test_the_approve_button_approves_and_the_graph_shows_it_resolved(
+    browser: Browser, tmp_path: Path
+) -> None:
+    with (
+        running_daemon(tmp_path, {"delivery": team_file("delivery")}) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        run = start_run(daemon, "delivery", "Ship it")
+        page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
+        button = page.wait_for_selector("#actions [data-action=approve]")
+        assert button is not None
+        assert button.get_attribute("aria-label") == "Approve publish asked by researcher"
+        watched.screenshot("approve-01-pending")
+        button.click()
+        wait_rows(page, "rows.some(r => r[0] === 'approval publish' && r[2].startsWith('approved'))")
+        wait_rows(page, "rows.some(r => r[1] === 'coordinator' && r[2] === 'completed')")
+        rows = table_rows(page)
+        assert all(row[2].startswith(("completed", "approved")) for row in rows), rows
+        approval = next(row for row in rows if row[0] == "approval publish")
+        assert approval[2] in ("approved by olivia", "approved by user"), approval
+        nodes = graph_nodes(page)
+        assert any(k == "approval" and "[approved" in label for k, label in nodes), nodes
+        assert page.locator("#actions [data-action]").count() == 0
+        assert "Nothing is waiting" in page.inner_text("#actions")
+        watched.screenshot("approve-02-resolved")
+        assert watched.errors == []
+
+
+def test_a_viewer_sees_no_action_controls(browser: Browser, tmp_path: Path) -> None:
+    teams = {"delivery": team_file("delivery"), "nightly": team_file("nightly")}
+    with running_daemon(tmp_path, teams) as daemon:
+        with open_page(browser, daemon, token=None) as refused:
+            refused.page.fill("#login-token", "not-a-token-of-this-daemon")
+            refused.page.click("button[type=submit]")
+            refused.page.wait_for_selector("#login-error:has-text('not accepted')")
+        run = start_run(daemon, "delivery", "Ship it")
+        with open_page(
+            browser, daemon, token=VIEWER_TOKEN, fragment=f"#/sessions/{run.session}"
+        ) as watched:
+            page = watched.page
+            assert page.inner_text("#principal") == "victor (viewer)"
+            page.wait_for_selector("#actions li.approval")
+            assert "publish" in page.inner_text("#actions li.approval")
+            assert page.locator("#actions button").count() == 0
+            watched.screenshot("viewer-01-session")
+            page.evaluate("() => { location.hash = '#/teammates'; }")
+            page.wait_for_selector("tr[data-teammate='nightly/dependency-audit']")
+            assert page.locator("#teammates [data-action=trigger]").count() == 0
+            assert page.locator("#teammates [data-action=pause]").count() == 0
+            assert page.locator("#teammates [data-action=history]").count() == 1
+            watched.screenshot("viewer-02-teammates")
+            assert [e for e in watched.errors if "401" not in e] == []
+
+
+def test_the_page_survives_a_daemon_restart_and_resumes_live(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """Stopped mid-run, the page says the daemon is unreachable and counts down; started
+    again on the same port and journal (which takes the run up), it reattaches and follows
+    the run to its end, with no envelope missing or shown twice."""
+    with (
+        running_daemon(tmp_path, {"slow": SLOW}) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        run = start_run(daemon, "slow", "go")
+        page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
+        wait_rows(page, "rows.filter(r => r[1] === 'builder').length === 2")
+        assert page.inner_text("#connection") == "live"
+        port = daemon.port
+        daemon.stop()
+        page.wait_for_selector("#connection:has-text('unreachable, retrying in')")
+        watched.screenshot("restart-01-unreachable")
+        daemon.start(port)
+        wait_rows(page, "rows.some(r => r[1] === 'coordinator' && r[2] === 'completed')")
+        rows = table_rows(page)
+        builders = [row for row in rows if row[1] == "builder"]
+        assert len(builders) >= 2, rows
+        assert all(row[2] == "completed" for row in builders), rows
+        sequences = page.evaluate(
+            "() => [...document.querySelectorAll('#timeline-list li')].map(li => +li.dataset.sequence)"
+        )
+        assert sequences == list(range(1, len(sequences) + 1)), "a gap or a duplicate"
+        assert page.inner_text("#connection") in ("live", "ended: loaded from the journal")
+        watched.screenshot("restart-02-resumed")
+        assert "session taken up" in daemon.log()
+
+
+def test_an_ended_sessions_scrubber_shows_an_earlier_graph(
+    browser: Browser, tmp_path: Path
+) -> None:
+    session = ended_session(tmp_path)
+    with (
+        running_daemon(tmp_path, {"delivery": team_file("delivery")}) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        sockets: list[str] = []
+        page.on("websocket", lambda socket: sockets.append(socket.url))
+        row = page.wait_for_selector(f"tr[data-session='{session}'] a")
+        assert row is not None
+        row.click()
+        wait_rows(page, "rows.length === 5")
+        assert page.inner_text("#connection") == "ended: loaded from the journal"
+        assert [url for url in sockets if "/ws" in url] == [], "an ended session needs no socket"
+        last = int(page.get_attribute("#scrubber", "max") or 0)
+        assert page.inner_text("#scrubber-label") == f"at fact {last} (latest)"
+        spawned = page.evaluate(
+            """async id => {
+                const answer = await (await fetch('/api/sessions/' + id + '/envelopes')).json();
+                return answer.envelopes.filter(e => e.type === 'agent.spawned').map(e => e.sequence);
+            }""",
+            session,
+        )
+        assert len(spawned) == 4
+        page.eval_on_selector(
+            "#scrubber",
+            "(el, at) => { el.value = String(at); el.dispatchEvent(new Event('input')); }",
+            spawned[1],
+        )
+        assert page.inner_text("#scrubber-label") == f"at fact {spawned[1]} of {last}"
+        wait_rows(page, "rows.length === 2")
+        assert graph_edges(page) == [("spawn", "lead", "researcher")]
+        watched.screenshot("scrubber-01-earlier")
+        page.focus("#scrubber")
+        page.keyboard.press("Home")
+        wait_rows(page, "rows.length === 0")
+        page.click("#scrubber-live")
+        wait_rows(page, "rows.length === 5")
+        assert len(graph_edges(page)) == 4
+        with page.expect_download() as svg:
+            page.click("#export-svg")
+        text = Path(svg.value.path()).read_text()
+        assert text.startswith("<?xml") and "<svg" in text and "researcher" in text
+        with page.expect_download() as png:
+            page.click("#export-png")
+        assert Path(png.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        watched.screenshot("scrubber-02-latest")
+        assert watched.errors == []
+
+
+def test_the_teammates_page_triggers_a_run(browser: Browser, tmp_path: Path) -> None:
+    with (
+        running_daemon(tmp_path, {"nightly": team_file("nightly")}) as daemon,
+        open_page(browser, daemon, fragment="#/teammates") as watched,
+    ):
+        page = watched.page
+        row = "tr[data-teammate='nightly/dependency-audit']"
+        page.wait_for_selector(row)
+        assert "0 3 * * *" in page.inner_text(row)
+        watched.screenshot("teammates-01-list")
+        page.click(f"{row} [data-action=trigger]")
+        page.wait_for_selector("#teammates-message:has-text('trigger nightly/dependency-audit')")
+        page.click(f"{row} [data-action=history]")
+        link = page.wait_for_selector("tr[data-history] a.session-link")
+        assert link is not None
+        watched.screenshot("teammates-02-history")
+        link.click()
+        wait_rows(page, "rows.some(r => r[0].startsWith('auditor'))")
+        rows = table_rows(page)
+        assert [row[1] for row in rows] == ["coordinator", "auditor"]
+        assert graph_edges(page) == [("spawn", "lead", "auditor")]
+        watched.screenshot("teammates-03-run")
+        assert watched.errors == []
+
+
+@pytest.mark.parametrize("viewport", [(1280, 800), (390, 844)], ids=["desktop", "phone"])
+def test_the_pages_draw_without_error(
+    browser: Browser, tmp_path: Path, viewport: tuple[int, int]
+) -> None:
+    """Every page, at a desktop and a phone size: no console error, no uncaught exception;
+    the graph beside its table on the desktop, above it on the phone."""
+    session = ended_session(tmp_path)
+    teams = {"delivery": team_file("delivery"), "nightly": team_file("nightly")}
+    name = f"{viewport[0]}x{viewport[1]}"
+    with (
+        running_daemon(tmp_path, teams) as daemon,
+        open_page(browser, daemon, viewport=viewport) as watched,
+    ):
+        page = watched.page
+        page.wait_for_selector(f"tr[data-session='{session}']")
+        watched.screenshot(f"draw-{name}-sessions")
+        page.evaluate("id => { location.hash = '#/sessions/' + id; }", session)
+        wait_rows(page, "rows.length === 5")
+        page.click("#nodes-body tr:first-child button")
+        page.wait_for_selector("#transcript .turn")
+        assert "Transcript: lead" in page.inner_text("#transcript")
+        graph = page.locator("#graph").bounding_box()
+        table = page.locator("#nodes").bounding_box()
+        assert graph is not None and table is not None
+        if viewport[0] >= 1000:
+            assert table["x"] >= graph["x"] + graph["width"] - 1, "the table beside the graph"
+        else:
+            assert table["y"] >= graph["y"] + graph["height"] - 1, "the table below the graph"
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= viewport[0]
+        watched.screenshot(f"draw-{name}-session")
+        page.evaluate("() => { location.hash = '#/teammates'; }")
+        page.wait_for_selector("tr[data-teammate]")
+        watched.screenshot(f"draw-{name}-teammates")
+        assert watched.errors == []
+
+
+def test_the_node_table_is_keyboard_operable(browser: Browser, tmp_path: Path) -> None:
+    session = ended_session(tmp_path)
+    with (
+        running_daemon(tmp_path, {"delivery": team_file("delivery")}) as daemon,
+        open_page(browser, daemon, fragment=f"#/sessions/{session}") as watched,
+    ):
+        page = watched.page
+        wait_rows(page, "rows.length === 5")
+        page.focus("#nodes-body tr:nth-child(2) button")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#nodes-body tr.selected:nth-child(2)")
+        selected = page.evaluate("() => Orchestrator.currentGraph.cy.$(':selected').map(n => n.id())")
+        second = page.get_attribute("#nodes-body tr:nth-child(2)", "data-node")
+        assert selected == [second]
+        page.wait_for_selector("#transcript .turn")
+        assert "Transcript: researcher" in page.inner_text("#transcript")
+        assert page.locator("#nodes caption").count() == 1
+        assert page.locator("#nodes thead th[scope=col]").count() == 4
+        assert watched.errors == []
+
+
+def test_an_unknown_session_says_so(browser: Browser, tmp_path: Path) -> None:
+    with (
+        running_daemon(tmp_path, {"delivery": team_file("delivery")}) as daemon,
+        open_page(browser, daemon, fragment=f"#/sessions/{uuid.uuid4()}") as watched,
+    ):
+        watched.page.wait_for_selector("#session-error:has-text('No such session')")
