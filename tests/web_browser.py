@@ -159,9 +159,7 @@ class Daemon:
         self.start(port)
 
     def log(self) -> str:
-        return "\n".join(
-            path.read_text() for path in sorted(self.directory.glob("daemon-*.log"))
-        )
+        return "\n".join(path.read_text() for path in sorted(self.directory.glob("daemon-*.log")))
 
 
 @contextmanager
@@ -233,7 +231,16 @@ def start_run(daemon: Daemon, team: str, prompt: str, *, session: str | None = N
 
     run.thread = threading.Thread(target=read, daemon=True)
     run.thread.start()
-    return run
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while time.monotonic() < deadline:  # the session exists once its first fact is down
+        answer = httpx.get(
+            f"{daemon.url}/api/sessions/{run.session}",
+            headers={"authorization": f"Bearer {OPERATOR_TOKEN}"},
+        )
+        if answer.status_code == 200:
+            return run
+        time.sleep(0.05)
+    raise AssertionError(f"session {run.session} did not start: {run.error or run.events}")
 
 
 @attrs.define
@@ -292,6 +299,11 @@ def open_page(
             page.fill("#login-token", token)
             page.click("button[type=submit]")
             page.wait_for_selector("#principal")
+            # Chromium logs the 401 of the first GET /api/me (not signed in yet, which is
+            # how the page learns it must ask for a token) as a console error.
+            expected = [e for e in watched.errors if "status of 401" in e]
+            assert len(expected) <= 1, watched.errors
+            watched.errors[:] = [e for e in watched.errors if e not in expected]
         if fragment != "#/":
             page.evaluate("fragment => { location.hash = fragment; }", fragment)
         yield watched
@@ -327,3 +339,34 @@ def table_rows(page: Page) -> list[list[str]]:
     )
     return rows
 
+
+def server_sequences(daemon: Daemon, session: str) -> list[int]:
+    """The sequences of the session's envelopes as the daemon has them now."""
+    answer = httpx.get(
+        f"{daemon.url}/api/sessions/{session}/envelopes",
+        headers={"authorization": f"Bearer {OPERATOR_TOKEN}"},
+    )
+    answer.raise_for_status()
+    return [envelope["sequence"] for envelope in answer.json()["envelopes"]]
+
+
+def page_sequences(page: Page) -> list[int]:
+    """The sequences of the envelopes the page folded (its timeline, oldest first)."""
+    sequences: list[int] = page.evaluate(
+        "() => [...document.querySelectorAll('#timeline-list li')].map(li => +li.dataset.sequence)"
+    )
+    return sequences
+
+
+def caught_up(page: Page, daemon: Daemon, run: AguiRun) -> list[int]:
+    """Wait until the run's turn is over and the page has folded every envelope the daemon
+    has of the session, no more and no fewer; return their sequences."""
+    run.finished()
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while True:
+        expected = server_sequences(daemon, run.session)
+        shown = page_sequences(page)
+        if shown == expected or time.monotonic() > deadline:
+            assert shown == expected, f"the page shows {shown}, the daemon has {expected}"
+            return shown
+        time.sleep(0.1)
