@@ -15,6 +15,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,8 +23,10 @@ from playwright.sync_api import Browser, Page
 from playwright.sync_api import Error as PlaywrightError
 
 from .web_browser import (
+    TEAMS,
     VIEWER_TOKEN,
     WAIT_MS,
+    Watched,
     caught_up,
     chromium,
     graph_edges,
@@ -85,9 +88,9 @@ def wait_rows(page: Page, expression: str) -> None:
         raise AssertionError(f"{expression}: not so; rows {table_rows(page)}, {state}") from error
 
 
-def ended_session(directory: Path) -> str:
-    """Run the delivery team to its end with the CLI into ``directory``'s journal (before
-    the daemon starts on it); return the session id."""
+def ended_session(directory: Path, team: Path = TEAMS / "delivery.toml") -> str:
+    """Run ``team`` to its end with the CLI into ``directory``'s journal (before the daemon
+    starts on it); return the session id."""
     directory.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
         [
@@ -95,7 +98,7 @@ def ended_session(directory: Path) -> str:
             "-m",
             "orchestrator",
             "run",
-            str(Path(__file__).resolve().parent.parent / "orchestrator/teams/delivery.toml"),
+            str(team),
             "Ship it",
             "--plain",
             "--approve",
@@ -111,6 +114,60 @@ def ended_session(directory: Path) -> str:
     marker = "session ahp-session:/"
     text = done.stdout + done.stderr
     return text[text.index(marker) + len(marker) :].split(")", 1)[0].split('"', 1)[0]
+
+
+def standalone(directory: Path, team: Path) -> Path:
+    """A run of ``team`` exported by ``orchestrator graph --format html``: one offline file."""
+    session = ended_session(directory, team)
+    exported = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "graph",
+            session,
+            "--format",
+            "html",
+            "--db",
+            str(directory / "journal.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    path = directory / "graph.html"
+    path.write_text(exported.stdout, encoding="utf-8")
+    return path
+
+
+@contextmanager
+def offline_page(browser: Browser, path: Path) -> Iterator[Watched]:
+    """``path`` opened from disk, every request it makes recorded in ``watched.errors``
+    unless it is the file itself."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    watched = Watched(page=page)
+    page.on("console", lambda m: watched.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: watched.errors.append(str(e)))
+    page.on(
+        "request",
+        lambda r: None if r.url.startswith("file:") else watched.errors.append("fetched " + r.url),
+    )
+    try:
+        page.goto(path.as_uri())
+        yield watched
+    finally:
+        context.close()
+
+
+def scrub_to(page: Page, sequence: int) -> None:
+    page.eval_on_selector(
+        "#scrubber",
+        "(el, at) => { el.value = String(at); el.dispatchEvent(new Event('input')); }",
+        sequence,
+    )
 
 
 def test_a_delivery_run_appears_and_is_drawn_live(browser: Browser, tmp_path: Path) -> None:
@@ -285,11 +342,7 @@ def test_an_ended_sessions_scrubber_shows_an_earlier_graph(
             session,
         )
         assert len(spawned) == 4
-        page.eval_on_selector(
-            "#scrubber",
-            "(el, at) => { el.value = String(at); el.dispatchEvent(new Event('input')); }",
-            spawned[1],
-        )
+        scrub_to(page, spawned[1])
         assert page.inner_text("#scrubber-label") == f"at fact {spawned[1]} of {last}"
         wait_rows(page, "rows.length === 2")
         assert graph_edges(page) == [("spawn", "lead", "researcher")]
@@ -404,3 +457,72 @@ def test_an_unknown_session_says_so(browser: Browser, tmp_path: Path) -> None:
         open_page(browser, daemon, fragment=f"#/sessions/{uuid.uuid4()}") as watched,
     ):
         watched.page.wait_for_selector("#session-error:has-text('No such session')")
+
+
+def test_the_standalone_export_draws_the_session_offline(browser: Browser, tmp_path: Path) -> None:
+    """``orchestrator graph --format html``: the same page from one file, with no request
+    beyond the file, no login and no controls."""
+    with offline_page(browser, standalone(tmp_path, TEAMS / "delivery.toml")) as watched:
+        page = watched.page
+        wait_rows(page, "rows.length === 5")
+        assert page.inner_text("#connection") == "offline copy"
+        assert len(graph_edges(page)) == 4
+        assert page.locator("#actions button").count() == 0
+        assert page.locator("#login-token").count() == 0
+        page.click("#nodes-body tr:first-child button")
+        assert "Transcript: lead" in page.inner_text("#transcript")
+        watched.screenshot("offline-01-export")
+        assert watched.errors == []
+
+
+def test_handoffs_are_drawn_both_ways(browser: Browser, tmp_path: Path) -> None:
+    """The support team: triage hands the user to billing, billing hands back."""
+    with offline_page(browser, standalone(tmp_path, TEAMS / "handoff.toml")) as watched:
+        page = watched.page
+        wait_rows(page, "rows.length === 2")
+        assert graph_edges(page) == [
+            ("handoff", "billing", "triage"),
+            ("handoff", "triage", "billing"),
+            ("spawn", "triage", "billing"),
+        ]
+        labels = page.evaluate(
+            "() => Orchestrator.currentGraph.cy.edges('.handoff').map(e => e.data('label')).sort()"
+        )
+        assert labels == ["handoff accepted", "handoff returned"]
+        watched.screenshot("handoff-01-graph")
+        assert watched.errors == []
+
+
+def test_queued_delegations_are_dashed_placeholders_until_they_run(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """A parallel budget of 1: the second and third delegations wait as queued placeholders
+    (the scrubber shows them), each replaced by its worker's chat once it runs."""
+    team = tmp_path / "delivery1.toml"
+    team.write_text(
+        (TEAMS / "delivery.toml").read_text().replace("parallel_budget = 3", "parallel_budget = 1")
+    )
+    with offline_page(browser, standalone(tmp_path / "run", team)) as watched:
+        page = watched.page
+        wait_rows(page, "rows.length === 5")
+        queued_at = page.evaluate(
+            """() => {
+                const data = JSON.parse(document.getElementById('orchestrator-data').textContent);
+                return data.envelopes.filter(e => e.type === 'task.changed'
+                    && e.payload.status === 'queued').map(e => e.sequence);
+            }"""
+        )
+        assert len(queued_at) == 2
+        scrub_to(page, queued_at[1])
+        wait_rows(page, "rows.filter(r => r[2] === 'queued').length === 2")
+        kinds = page.evaluate(
+            """() => Orchestrator.currentGraph.cy.nodes('.queued').map(
+                n => [n.style('border-style'), n.data('label').split('\\n').join(' | ')])"""
+        )
+        assert kinds == [["dashed", "researcher | (queued task) | [queued]"]] * 2
+        assert graph_edges(page).count(("queued", "lead", "researcher")) == 2
+        watched.screenshot("queued-01-placeholders")
+        page.click("#scrubber-live")
+        wait_rows(page, "rows.filter(r => r[2] === 'queued').length === 0")
+        assert graph_edges(page).count(("spawn", "lead", "researcher")) == 3
+        assert watched.errors == []
