@@ -39,6 +39,8 @@ from orchestrator.core import (
 from orchestrator.protocols import TURN_ENDS, AgentChannelProjector, AguiProjector
 from orchestrator.runtime import BusStatistics, Ids, RunOutcome, Subscription, TeamRuntime
 
+from ._team_log import TeamLog, team_frame
+
 __all__ = [
     "LiveSession",
 ]
@@ -85,8 +87,10 @@ class SessionHost(Protocol):
 class Sink(Protocol):
     """A client the session pushes its facts to as they are published (see attach)."""
 
-    def deliver(self, fact: Fact, frames: tuple[str, ...]) -> None:
-        """``fact`` and its agent-channel events as JSON texts; must be quick, never wait."""
+    def deliver(self, fact: Fact, frames: tuple[str, ...], team: Sequence[str]) -> None:
+        """``fact``, its agent-channel events as JSON texts, and its Agent UI envelopes'
+        team-channel frames (none while no one reads the team log); must be quick, never
+        wait."""
 
     def ended(self, reason: str | None = None) -> None:
         """The session ended: nothing more comes. ``reason``: why, when it did not end as
@@ -156,6 +160,8 @@ class LiveSession:
         self._channel = AgentChannelProjector(task_of=self.task_of)
         self._channel.prime(self.state)
         self._sinks: list[Sink] = []
+        # The session's Agent UI envelopes, once a reader asks for them (see team_log).
+        self._team_log: TeamLog | None = None
         runtime.bus.observe(self._observe_batch)
 
     @property
@@ -382,6 +388,17 @@ class LiveSession:
         ``error`` (see :meth:`Recorder.fail`)."""
         self._runtime.recorder.fail(error)
 
+    async def team_log(self, read: Callable[[str], list[Fact]]) -> TeamLog:
+        """The session's Agent UI envelopes, every one so far, ready (made on the first
+        call, from the journal by ``read``; fed each fact as it is published from then on).
+        Between this returning and the next checkpoint, its lines end exactly where the
+        facts pushed to sinks so far end."""
+        if self._team_log is None:
+            self._team_log = TeamLog(self.uri, read)
+        team_log = self._team_log
+        await team_log.ready()
+        return team_log
+
     def close_streams(self) -> None:
         """End every bus subscription: the clients' streams of facts end."""
         self._runtime.bus.close()
@@ -399,12 +416,19 @@ class LiveSession:
                 # Bookkeeping must never take the recorder down; the fact is recorded.
                 log.exception("session bookkeeping failed", session=self.uri, fact=fact.sequence)
                 continue
+            team: Sequence[str] = ()
+            if self._team_log is not None:
+                try:
+                    team = [team_frame(line) for line in self._team_log.feed((fact,))[0]]
+                except Exception:
+                    log.exception("the team log failed", session=self.uri, fact=fact.sequence)
+                    self._team_log = None  # the next reader starts one afresh
             if not self._sinks:
                 continue
             frames = tuple(json.dumps(e, ensure_ascii=False) for e in events)
             for sink in list(self._sinks):
                 try:
-                    sink.deliver(fact, frames)
+                    sink.deliver(fact, frames, team)
                 except Exception:
                     log.exception("a client's feed failed", session=self.uri)
                     self.detach(sink)
