@@ -15,7 +15,8 @@ from trio_websocket import ConnectionRejected
 from orchestrator.base import FactLogError
 from orchestrator.core import ApprovalResolved
 from orchestrator.journal import JournalReader
-from orchestrator.server import Limits, Role, ServeConfig, Token
+from orchestrator.protocols import notification_frame
+from orchestrator.server import Limits, Role, ServeConfig, Token, _live_session
 
 from .ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
 from .daemon import ECHO, connect, running_daemon
@@ -634,3 +635,45 @@ class TestDispatchRefusals:
             await client.until_action(
                 lambda e: e["channel"] == chat and e["action"]["type"] == "chat/turnComplete"
             )
+
+
+class TestSharedFrames:
+    async def test_every_subscriber_is_sent_the_frames_made_once(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Three clients on a session's channels get the same action frames, and each
+        (fact, channel) is encoded once for all of them (issue 17: one projection per
+        protocol per session)."""
+        made: list[tuple[int, str]] = []
+        original = notification_frame
+
+        def counting(method: str, envelope: Any) -> str:
+            made.append((envelope.server_seq, envelope.channel))
+            return original(method, envelope)
+
+        monkeypatch.setattr(_live_session, "notification_frame", counting)
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon, connect(daemon) as ws:
+            init = await ws.until_type("init")
+            await ws.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+            await ws.until_type("done")
+            session = "ahp-session:/" + init["sessionId"]
+            chat = JournalReader(daemon.db).open(session).coordinator_chat()
+            assert chat is not None
+            async with (
+                connect_ahp(daemon) as a,
+                connect_ahp(daemon) as b,
+                connect_ahp(daemon) as c,
+            ):
+                for client, name in ((a, "a"), (b, "b"), (c, "c")):
+                    await client.initialize(client_id=name, subscriptions=(session, chat))
+                await ws.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+                await ws.until_type("done")
+                ended = [
+                    await client.until_action(lambda e: e["action"]["type"] == "chat/turnComplete")
+                    for client in (a, b, c)
+                ]
+                assert ended[0] == ended[1] == ended[2]
+                assert a.actions == b.actions == c.actions
+                assert a.actions
+        assert len(made) == len(set(made))  # each (fact, channel) frame made once
+        assert len(made) >= len(a.actions)

@@ -5,7 +5,7 @@ times asserted are exact."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -58,7 +58,7 @@ class EndedSink:
         self.ended_at: float | None = None
         self.reason: str | None = None
 
-    def deliver(self, fact: Fact, frames: tuple[str, ...]) -> None:
+    def deliver(self, fact: Fact, frames: tuple[str, ...], team: Sequence[str]) -> None:
         pass
 
     def ended(self, reason: str | None = None) -> None:

@@ -22,7 +22,7 @@ from trio_websocket import ConnectionRejected, WebSocketConnection, open_websock
 
 from orchestrator.cli import main
 from orchestrator.journal import JournalReader
-from orchestrator.protocols import envelope_to_json_line, project_facts
+from orchestrator.protocols import AgentUiProjector, envelope_to_json_line, project_facts
 from orchestrator.server import (
     CONTENT_SECURITY_POLICY,
     COOKIE_LIFETIME,
@@ -527,3 +527,42 @@ async def test_large_answers_are_gzipped_for_clients_that_take_it(
     assert "content-encoding" not in plain.headers
     assert zipped.json() == plain.json()
     assert int(zipped.headers["content-length"]) < int(plain.headers["content-length"])
+
+
+async def test_a_live_sessions_envelopes_are_projected_once_for_every_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two team-channel subscribers from different cursors and the web view's reads share
+    one projection: each fact of the session is fed to a projector once, and each reader
+    sees the same envelopes, with no gap and no duplicate, across a live turn."""
+    fed: list[int] = []
+    original = AgentUiProjector.feed
+
+    def counting(self: AgentUiProjector, fact: Any) -> Any:
+        fed.append(fact.sequence)
+        return original(self, fact)
+
+    monkeypatch.setattr(AgentUiProjector, "feed", counting)
+    async with running_daemon(tmp_path, teams=TEAMS, config=CONFIG) as daemon:
+        session = await _finished_session(daemon)
+        async with (
+            daemon.http(VIEWER) as http,
+            connect(daemon, f"session={session}", token=OPERATOR) as first,
+            connect(daemon, f"session={session}", token=VIEWER) as second,
+        ):
+            path = f"/api/sessions/{session}/envelopes"
+            before = (await http.get(path)).json()["envelopes"]
+            await first.send({"channel": "team", "type": "subscribe", "fromSequence": 0})
+            await second.send({"channel": "team", "type": "subscribe", "fromSequence": 2})
+            await first.until_type("history")
+            await first.send({"channel": "agent", "type": "prompt", "prompt": "again"})
+            await first.until_type("done")
+            after = (await http.get(path)).json()["envelopes"]
+            assert after[: len(before)] == before
+            assert len(after) > len(before)
+            for client, start in ((first, 0), (second, 2)):
+                seen = [e["event"] for e in client.received if e.get("channel") == "team"]
+                while len(seen) < len(after) - start:
+                    seen.append((await client.until(lambda e: e.get("channel") == "team"))["event"])
+                assert seen == after[start:]
+    assert sorted(fed) == sorted(set(fed))  # no fact projected twice

@@ -26,9 +26,8 @@ all as of one state: the facts after it come live, with no gap and no duplicate.
 from __future__ import annotations
 
 import contextlib
-import functools
-import itertools
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -47,10 +46,8 @@ from orchestrator.base import (
 from orchestrator.core import Fact, TeamState
 from orchestrator.protocols import (
     Abort,
-    AgentUiProjector,
     Approve,
     ClientMessage,
-    Envelope,
     Prompt,
     Reject,
     Settings,
@@ -59,7 +56,6 @@ from orchestrator.protocols import (
     agent_event,
     parse_client_message,
     replay,
-    unstructure_envelope,
 )
 
 from ._auth import Permission, Principal
@@ -69,6 +65,7 @@ from ._live_session import LiveSession
 from ._metrics import DaemonMetrics
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._rate_limit import TokenBucket
+from ._team_log import team_frame
 
 __all__: list[str] = []
 
@@ -106,7 +103,7 @@ class AgentSocket:
         self._held: list[tuple[str, ...]] | None = [] if reattached else None
         self._held_frames = 0  # frames in _held
         self._outbox_size = outbox_size
-        self._team: AgentUiProjector | None = None
+        self._team = False  # subscribed to the team channel
         self._reached = 0  # the sequence of the last fact pushed to this client
 
     # ── the connection ─────────────────────────────────────────────────────
@@ -158,12 +155,12 @@ class AgentSocket:
 
     # ── what the session pushes (a Sink: called as facts are published) ───────
 
-    def deliver(self, fact: Fact, frames: tuple[str, ...]) -> None:
+    def deliver(self, fact: Fact, frames: tuple[str, ...], team: Sequence[str]) -> None:
         if fact.sequence <= self._reached:
             return
         self._reached = fact.sequence
-        if self._team is not None:
-            frames += tuple(_team_frame(envelope) for envelope in self._team.feed(fact))
+        if self._team:
+            frames += tuple(team)
         if self._held is not None:
             # A replay is being read or sent: these go after it, and a client that lets as
             # many pile up meanwhile as its buffer holds has fallen behind all the same.
@@ -198,26 +195,15 @@ class AgentSocket:
     async def _subscribe_team(self, from_sequence: int) -> None:
         """Envelopes after ``from_sequence`` up to the last fact pushed, then live ones.
 
-        Pushes go on while the journal is read; once the read has every fact pushed so far
-        (facts are durable before they are published), they are folded here and the
-        projector handed to :meth:`deliver` with no checkpoint in between, so the envelopes
-        meet the pushed ones exactly.
+        The session's team log (one for every reader, see :mod:`._team_log`) ends, once
+        ready and until the next checkpoint, exactly where the facts pushed to this client
+        end: the replay is its lines after ``from_sequence`` taken then, and the frames of
+        every later fact come with the fact (:meth:`deliver`).
         """
-        facts: list[Fact] = []
-        read = 0  # the last sequence read from the journal
-        while read < self._reached:
-            facts += await trio.to_thread.run_sync(
-                functools.partial(self.daemon.reader.facts, self.live.uri, after=read)
-            )
-            read = facts[-1].sequence if facts else 0
-        projector = AgentUiProjector(self.live.uri)
-        replay = [
-            _team_frame(envelope)
-            for fact in itertools.takewhile(lambda f: f.sequence <= self._reached, facts)
-            for envelope in projector.feed(fact)
-            if (envelope.sequence or 0) > from_sequence
-        ]
-        self._team = projector
+        team_log = await self.live.team_log(self.daemon.reader.facts)
+        # Envelopes are numbered from 1 without gaps: the N-th is at index N - 1.
+        replay = [team_frame(line) for line in team_log.lines[from_sequence:]]
+        self._team = True
         # Sent at the client's pace: a session's whole history may be longer than the buffer
         # that tells a slow client (see Outbox.put_waiting); live frames wait behind it.
         self._held = []
@@ -294,8 +280,3 @@ class _Replay:
 
 def _error(code: str, message: str) -> dict[str, Any]:
     return agent_event("error", code=code, message=message)
-
-
-def _team_frame(envelope: Envelope) -> str:
-    event = {"channel": "team", "type": "event", "event": unstructure_envelope(envelope)}
-    return json.dumps(event, ensure_ascii=False)

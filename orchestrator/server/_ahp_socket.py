@@ -100,10 +100,8 @@ from orchestrator.base import (
 from orchestrator.core import Fact, TeamState
 from orchestrator.protocols import (
     Call,
-    channel_envelopes,
     error_frame,
     negotiate,
-    notification_frame,
     parse_call,
     result_frame,
 )
@@ -113,7 +111,7 @@ from ._ahp_dispatch import ActionDispatcher
 from ._auth import Permission, Principal
 from ._config import Limits
 from ._daemon import Daemon
-from ._live_session import CHAT_PREFIX, SESSION_PREFIX, LiveSession
+from ._live_session import CHAT_PREFIX, SESSION_PREFIX, LiveSession, ahp_envelopes
 from ._metrics import DaemonMetrics
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._rate_limit import TokenBucket
@@ -186,7 +184,8 @@ class _Channel:
     uri: str
     session: str | None  # None: the root channel
     from_seq: int  # actions up to here are in the snapshot (or were replayed)
-    held: list[ActionEnvelope] | None = None  # new actions held back while a reply is made
+    # New actions held back while a reply is made: (serverSeq, frame).
+    held: list[tuple[int, str]] | None = None
 
 
 @attrs.define(eq=False)
@@ -295,28 +294,29 @@ class AhpSocket:
                 except trio.EndOfChannel:
                     break
                 for fact in batch:
-                    self._deliver(feed.live.state, fact)
+                    self._deliver(feed.live, fact)
             if feed.subscription.dropped_reason is not None:
                 self._hang_up(CLOSE_FELL_BEHIND, feed.subscription.dropped_reason)
         # A session that ended leaves its channels subscribed: nothing more comes on them.
 
-    def _deliver(self, state: TeamState, fact: Fact) -> None:
+    def _deliver(self, live: LiveSession, fact: Fact) -> None:
         for channel in list(self._channels.values()):
             if channel.session != fact.session:
                 continue
-            for envelope in _envelopes(state, fact, channel.uri):
+            # Made once for every client of the session (see LiveSession.action_frames).
+            for server_seq, frame in live.action_frames(fact, channel.uri):
                 if channel.held is not None:
-                    channel.held.append(envelope)
-                elif envelope.server_seq > channel.from_seq:
-                    self._emit(notification_frame("action", envelope))
+                    channel.held.append((server_seq, frame))
+                elif server_seq > channel.from_seq:
+                    self._emit(frame)
 
     def _release(self, channels: list[_Channel]) -> None:
         """Send what the channels held back while a reply was made, after the reply."""
         for channel in channels:
             held, channel.held = channel.held or [], None
-            for envelope in held:
-                if envelope.server_seq > channel.from_seq:
-                    self._emit(notification_frame("action", envelope))
+            for server_seq, frame in held:
+                if server_seq > channel.from_seq:
+                    self._emit(frame)
 
     # ── the root channel: the daemon's sessions coming, going, changing ─────
 
@@ -589,7 +589,7 @@ class AhpSocket:
                     envelope
                     for fact in facts
                     if cursor < fact.sequence <= channel.from_seq
-                    for envelope in _envelopes(state, fact, channel.uri)
+                    for envelope in ahp_envelopes(state, fact, channel.uri)
                 ]
         replayed.sort(key=lambda e: e.server_seq)
         return ReconnectReplayResult(
@@ -733,17 +733,6 @@ class AhpSocket:
         # A worker that has finished holds nothing; its chat stays in the record.
         with contextlib.suppress(RunError):
             live.cancel_worker(uri)
-
-
-def _envelopes(state: TeamState, fact: Fact, channel: str) -> list[ActionEnvelope]:
-    session = state.session
-    title = session.title if session is not None else ""
-
-    def hidden(chat: str) -> bool:
-        found = state.chats.get(chat)
-        return found is not None and found.interactivity is ChatInteractivity.HIDDEN
-
-    return channel_envelopes(fact, channel, session_title=title, is_hidden=hidden)
 
 
 def _snapshot(state: TeamState, uri: str, provider: str) -> Snapshot:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, Protocol
 
@@ -22,7 +23,13 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.ahp import ActionOrigin, ChatInputResponseKind, ChatTurnStartedAction
+from orchestrator.ahp import (
+    ActionEnvelope,
+    ActionOrigin,
+    ChatInputResponseKind,
+    ChatInteractivity,
+    ChatTurnStartedAction,
+)
 from orchestrator.base import FactLogError, RunError
 from orchestrator.core import (
     USER,
@@ -36,15 +43,27 @@ from orchestrator.core import (
     input_request_id,
     open_questions,
 )
-from orchestrator.protocols import TURN_ENDS, AgentChannelProjector, AguiProjector
+from orchestrator.protocols import (
+    TURN_ENDS,
+    AgentChannelProjector,
+    AguiProjector,
+    channel_envelopes,
+    notification_frame,
+)
 from orchestrator.runtime import BusStatistics, Ids, RunOutcome, Subscription, TeamRuntime
+
+from ._team_log import TeamLog, team_frame
 
 __all__ = [
     "LiveSession",
+    "ahp_envelopes",
 ]
 
 log = structlog.get_logger("orchestrator.daemon")
 
+#: AHP action frames kept for clients still to deliver them: a client further behind than
+#: this (its bus subscription holds fewer facts) makes its own.
+ACTION_FRAMES_KEPT: Final = 8192
 #: The URI schemes of a session and of a chat (AHP resources; a /ws session id is the rest).
 SESSION_PREFIX: Final = "ahp-session:/"
 CHAT_PREFIX: Final = "ahp-chat:/"
@@ -85,8 +104,10 @@ class SessionHost(Protocol):
 class Sink(Protocol):
     """A client the session pushes its facts to as they are published (see attach)."""
 
-    def deliver(self, fact: Fact, frames: tuple[str, ...]) -> None:
-        """``fact`` and its agent-channel events as JSON texts; must be quick, never wait."""
+    def deliver(self, fact: Fact, frames: tuple[str, ...], team: Sequence[str]) -> None:
+        """``fact``, its agent-channel events as JSON texts, and its Agent UI envelopes'
+        team-channel frames (none while no one reads the team log); must be quick, never
+        wait."""
 
     def ended(self, reason: str | None = None) -> None:
         """The session ended: nothing more comes. ``reason``: why, when it did not end as
@@ -156,6 +177,12 @@ class LiveSession:
         self._channel = AgentChannelProjector(task_of=self.task_of)
         self._channel.prime(self.state)
         self._sinks: list[Sink] = []
+        # Recent facts' AHP action frames per channel (see action_frames), oldest first.
+        self._action_frames: OrderedDict[tuple[int, str], tuple[tuple[int, str], ...]] = (
+            OrderedDict()
+        )
+        # The session's Agent UI envelopes, once a reader asks for them (see team_log).
+        self._team_log: TeamLog | None = None
         runtime.bus.observe(self._observe_batch)
 
     @property
@@ -382,6 +409,33 @@ class LiveSession:
         ``error`` (see :meth:`Recorder.fail`)."""
         self._runtime.recorder.fail(error)
 
+    async def team_log(self, read: Callable[[str], list[Fact]]) -> TeamLog:
+        """The session's Agent UI envelopes, every one so far, ready (made on the first
+        call, from the journal by ``read``; fed each fact as it is published from then on).
+        Between this returning and the next checkpoint, its lines end exactly where the
+        facts pushed to sinks so far end."""
+        if self._team_log is None:
+            self._team_log = TeamLog(self.uri, read)
+        team_log = self._team_log
+        await team_log.ready()
+        return team_log
+
+    def action_frames(self, fact: Fact, channel: str) -> tuple[tuple[int, str], ...]:
+        """``fact``'s AHP ``action`` notifications on ``channel``, each with its
+        ``serverSeq``: made and encoded by the first client that delivers the fact, and the
+        same frames for every other (issue 17: one projection per protocol per session)."""
+        key = (fact.sequence, channel)
+        frames = self._action_frames.get(key)
+        if frames is None:
+            frames = tuple(
+                (envelope.server_seq, notification_frame("action", envelope))
+                for envelope in ahp_envelopes(self.state, fact, channel)
+            )
+            self._action_frames[key] = frames
+            if len(self._action_frames) > ACTION_FRAMES_KEPT:
+                self._action_frames.popitem(last=False)
+        return frames
+
     def close_streams(self) -> None:
         """End every bus subscription: the clients' streams of facts end."""
         self._runtime.bus.close()
@@ -399,12 +453,19 @@ class LiveSession:
                 # Bookkeeping must never take the recorder down; the fact is recorded.
                 log.exception("session bookkeeping failed", session=self.uri, fact=fact.sequence)
                 continue
+            team: Sequence[str] = ()
+            if self._team_log is not None:
+                try:
+                    team = [team_frame(line) for line in self._team_log.feed((fact,))[0]]
+                except Exception:
+                    log.exception("the team log failed", session=self.uri, fact=fact.sequence)
+                    self._team_log = None  # the next reader starts one afresh
             if not self._sinks:
                 continue
             frames = tuple(json.dumps(e, ensure_ascii=False) for e in events)
             for sink in list(self._sinks):
                 try:
-                    sink.deliver(fact, frames)
+                    sink.deliver(fact, frames, team)
                 except Exception:
                     log.exception("a client's feed failed", session=self.uri)
                     self.detach(sink)
@@ -438,6 +499,19 @@ class LiveSession:
         elif isinstance(action, RunFinished):
             self.idle.set()
         return events
+
+
+def ahp_envelopes(state: TeamState, fact: Fact, channel: str) -> list[ActionEnvelope]:
+    """The AHP ``action`` envelopes ``fact`` makes on ``channel`` (none if it is not one of
+    its facts), named as ``state`` names the session and its hidden chats."""
+    session = state.session
+    title = session.title if session is not None else ""
+
+    def hidden(chat: str) -> bool:
+        found = state.chats.get(chat)
+        return found is not None and found.interactivity is ChatInteractivity.HIDDEN
+
+    return channel_envelopes(fact, channel, session_title=title, is_hidden=hidden)
 
 
 def _busy(state: TeamState) -> bool:

@@ -292,9 +292,13 @@ def web_routes(
     async def envelopes(request: Request) -> Response:
         uri, info = await known(request)
         after = _count(request.query_params.get("after"), "after", default=0, most=2**62)
-        lines = await projected.envelopes(uri)
+        live = daemon.sessions.get(uri)
+        if live is not None:  # the session's own log, fed as facts come (and kept)
+            lines = (await live.team_log(reader.facts)).lines
+        else:
+            lines = await projected.envelopes(uri)
         # Envelopes are numbered from 1 without gaps: the N-th is at index N - 1.
-        summary = json.dumps(session_summary(info, daemon.sessions.get(uri)), ensure_ascii=False)
+        summary = json.dumps(session_summary(info, live), ensure_ascii=False)
         body = f'{{"session":{summary},"envelopes":[{",".join(lines[after:])}]}}'
         return await _large_json(request, body)
 

@@ -1,0 +1,76 @@
+"""A live session's Agent UI envelopes, projected once for every reader (issue 17, item 2).
+
+Before, each team-channel subscriber read the session's whole journal, projected it with a
+projector of its own, and then projected every live fact again for itself: N subscribers,
+N projections of every fact, and a page that subscribed from envelope 9,000 of a
+1,000-worker session still cost the daemon 2 s to project the 9,000 it skipped. Now the
+session keeps one log, made when a reader first asks (a team subscription, or the web
+view's ``/envelopes``), and fed each fact as it is published: every envelope is projected
+and encoded once, and a reader takes a slice of the encoded lines (its cursor) and then the
+frames :meth:`TeamLog.feed` returns for each new fact.
+
+Catching up: the log is made empty, and from then on every published fact is kept aside;
+the journal is read and projected in a worker thread (facts are durable before they are
+published, so each fact is in the read or kept aside, maybe both); then, with no checkpoint,
+the facts kept aside are fed (the projector ignores what it has folded) and the log is
+ready. Until then, readers wait on :meth:`TeamLog.ready`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import trio
+
+from orchestrator.core import Fact
+from orchestrator.protocols import AgentUiProjector, envelope_to_json_line
+
+__all__ = ["TeamLog", "team_frame"]
+
+
+def team_frame(line: str) -> str:
+    """The team channel's frame of one encoded envelope."""
+    return f'{{"channel":"team","type":"event","event":{line}}}'
+
+
+class TeamLog:
+    def __init__(self, session: str, read: Callable[[str], list[Fact]]) -> None:
+        self.session = session
+        self._read = read
+        self._projector = AgentUiProjector(session)
+        #: Every envelope so far, encoded; the N-th (they are numbered from 1) at N - 1.
+        self.lines: list[str] = []
+        self._aside: list[Fact] | None = []  # published while catching up (None: ready)
+        self._lock = trio.Lock()
+
+    async def ready(self) -> None:
+        """Wait until the log holds every envelope of the facts published so far. The first
+        caller reads the journal (``FactLogError`` if it cannot; the next call tries
+        again, from where the read stopped)."""
+        async with self._lock:
+            if self._aside is None:
+                return
+            await trio.to_thread.run_sync(self._catch_up)
+            # No checkpoint from here: no fact is published between these lines.
+            for fact in self._aside:
+                self._add(fact)
+            self._aside = None
+
+    def feed(self, facts: Sequence[Fact]) -> list[list[str]]:
+        """Take facts as they are published; the new envelopes' lines of each (none until
+        the log is ready: they are kept aside for it)."""
+        if self._aside is not None:
+            self._aside.extend(facts)
+            return [[] for _ in facts]
+        return [self._add(fact) for fact in facts]
+
+    def _catch_up(self) -> None:
+        """Project what the journal holds (in a worker thread; the log is not ready yet, so
+        nothing else touches the projector)."""
+        for fact in self._read(self.session):
+            self._add(fact)
+
+    def _add(self, fact: Fact) -> list[str]:
+        new = [envelope_to_json_line(e) for e in self._projector.feed(fact)]
+        self.lines.extend(new)
+        return new
