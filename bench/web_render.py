@@ -113,22 +113,24 @@ def load_once(browser: Any, url: str, n: int) -> dict[str, float]:
     page.add_init_script(LONG_TASKS)
     started = time.perf_counter()
     page.goto(url)
+    # Functions, not expression strings: Playwright evaluates a string with eval(), which
+    # the page's Content-Security-Policy refuses.
     page.wait_for_function(
-        f"document.querySelectorAll('#nodes-body tr').length >= {n + 1}", timeout=120_000
+        f"() => document.querySelectorAll('#nodes-body tr').length >= {n + 1}", timeout=120_000
     )
     # Laid out and painted: two frames after the last change.
-    page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     drawn = time.perf_counter() - started
     fetched = page.evaluate(
-        "performance.getEntriesByType('resource').filter(e => e.name.includes('/envelopes'))"
-        ".map(e => e.duration)[0] || 0"
+        "() => performance.getEntriesByType('resource')"
+        ".filter(e => e.name.includes('/envelopes')).map(e => e.duration)[0] || 0"
     )
     rows = page.locator("#nodes-body tr")
     clicked = time.perf_counter()
     rows.nth(n).click()
     page.wait_for_selector("#transcript .turn, #transcript [data-turn]", timeout=30_000)
     click = time.perf_counter() - clicked
-    longest = page.evaluate("window.__longest")
+    longest = page.evaluate("() => window.__longest")
     context.close()
     return {"envelopes": fetched / 1000, "drawn": drawn, "click": click, "frame": longest / 1000}
 

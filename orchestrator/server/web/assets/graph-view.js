@@ -2,11 +2,12 @@
  *
  * `createGraphView(container, {onSelect})` returns a view whose `render(model)` brings the
  * cytoscape graph in line with the model: elements added or removed, data (label, status)
- * updated in place. The dagre layout (top-down) runs again only when the model's `structure`
- * counter moved (a node or edge came or went): a status change only restyles. Layouts are
+ * updated in place. The dagre layout (top-down) runs again only when an element came or
+ * went: a status change only restyles. Layouts are
  * at most one per LAYOUT_INTERVAL_MS, so a burst of spawns in a 1,000-worker session lays
  * out a few times, not a thousand. Callers batch envelopes per animation frame and call
- * `render` once per frame.
+ * `render` once per frame. Above DAGRE_MOST nodes, an O(n) tree layout of our own replaces
+ * dagre, which takes seconds on a 1,000-worker session.
  *
  * Status is drawn as colour AND as text in the label ("[running]"), never colour alone;
  * queued delegations are dashed; approvals are small diamonds attached to the asking chat.
@@ -15,6 +16,8 @@
   "use strict";
 
   const LAYOUT_INTERVAL_MS = 250;
+  // Above this many nodes the layout is treeLayout's (below), not dagre's.
+  const DAGRE_MOST = 150;
 
   const STATUS_COLOURS = {
     spawning: "#9ecae1",
@@ -67,6 +70,8 @@
         height: 56,
         "border-width": 1,
         "border-color": "#444",
+        // Labels too small to read are not drawn (a 1,000-node graph fitted to the screen).
+        "min-zoomed-font-size": 5,
       },
     },
     {
@@ -91,6 +96,7 @@
         "text-background-color": "#fff",
         "text-background-opacity": 0.8,
         "text-background-padding": 1,
+        "min-zoomed-font-size": 5,
       },
     },
     {
@@ -115,7 +121,83 @@
       colour: statusColour(node.kind === "queued" ? "queued" : node.status),
       kind: node.kind,
       status: node.status,
+      up: node.parent || null, // not `parent`: cytoscape would take it for a compound parent
     };
+  }
+
+  /* A tree layout in O(n) for big graphs, where dagre takes seconds (about 1 s for 1,000
+   * workers on a quiet machine, several on a busy one). Each node sits under the node it
+   * hangs from (`up`: the delegating chat, the asking chat); leaves beyond WRAP siblings wrap
+   * into rows, so a 1,000-worker fan-out is a block, not a line a hundred screens wide.
+   * Handoff and resume edges are drawn between wherever their ends are. */
+  const WRAP = 25;
+  const CELL_W = 170;
+  const CELL_H = 100;
+
+  function treeLayout(cy) {
+    const children = new Map();
+    const roots = [];
+    cy.nodes().forEach(function (node) {
+      const up = node.data("up");
+      if (up && cy.getElementById(up).nonempty() && up !== node.id()) {
+        if (!children.has(up)) children.set(up, []);
+        children.get(up).push(node.id());
+      } else {
+        roots.push(node.id());
+      }
+    });
+    const size = new Map(); // id -> {w, h} of its subtree, in cells
+    const seen = new Set();
+    function measure(id) {
+      if (seen.has(id)) return { w: 1, h: 1 }; // a cycle in bad data: draw it once
+      seen.add(id);
+      const kids = children.get(id) || [];
+      let result;
+      if (kids.length === 0) result = { w: 1, h: 1 };
+      else {
+        const leaves = kids.filter((k) => !(children.get(k) || []).length);
+        const inner = kids.filter((k) => (children.get(k) || []).length);
+        let w = 0;
+        let h = 0;
+        for (const k of inner) {
+          const m = measure(k);
+          w += m.w;
+          h = Math.max(h, m.h);
+        }
+        for (const k of leaves) seen.add(k);
+        if (leaves.length) {
+          w += Math.min(leaves.length, WRAP);
+          h = Math.max(h, Math.ceil(leaves.length / WRAP));
+        }
+        result = { w: Math.max(1, w), h: 1 + h };
+      }
+      size.set(id, result);
+      return result;
+    }
+    const positions = {};
+    function place(id, left, top) {
+      const box = size.get(id) || { w: 1, h: 1 };
+      positions[id] = { x: (left + box.w / 2) * CELL_W, y: top * CELL_H };
+      const kids = children.get(id) || [];
+      let x = left;
+      const leaves = kids.filter((k) => !(children.get(k) || []).length);
+      for (const k of kids) {
+        if ((children.get(k) || []).length) {
+          place(k, x, top + 1);
+          x += size.get(k).w;
+        }
+      }
+      leaves.forEach(function (k, i) {
+        positions[k] = { x: (x + (i % WRAP) + 0.5) * CELL_W, y: (top + 1 + Math.floor(i / WRAP)) * CELL_H };
+      });
+    }
+    let left = 0;
+    for (const r of roots) {
+      measure(r);
+      place(r, left, 0);
+      left += size.get(r).w;
+    }
+    cy.layout({ name: "preset", positions: positions, fit: true, padding: 20, animate: false }).run();
   }
 
   function createGraphView(container, options) {
@@ -125,12 +207,12 @@
       style: STYLE,
       elements: [],
       wheelSensitivity: 0.3,
+      hideEdgesOnViewport: true, // panning and zooming a big graph stays smooth
       minZoom: 0.05,
       maxZoom: 3,
       boxSelectionEnabled: false,
       autounselectify: false,
     });
-    let laidOutStructure = -1;
     let lastLayoutAt = 0;
     let pendingLayout = null;
 
@@ -141,6 +223,10 @@
     function layout() {
       pendingLayout = null;
       lastLayoutAt = Date.now();
+      if (cy.nodes().length > DAGRE_MOST) {
+        treeLayout(cy);
+        return;
+      }
       cy.layout({
         name: "dagre",
         rankDir: "TB",
@@ -154,6 +240,8 @@
 
     function render(model) {
       const wanted = new Set();
+      const added = [];
+      let changed = false;
       cy.batch(function () {
         for (const node of model.nodes.values()) {
           wanted.add(node.id);
@@ -164,14 +252,14 @@
               existing.data(data);
             }
           } else {
-            cy.add({ group: "nodes", data: data, classes: node.kind });
+            added.push({ group: "nodes", data: data, classes: node.kind });
           }
         }
         for (const edge of model.edges.values()) {
           wanted.add(edge.id);
           const existing = cy.getElementById(edge.id);
           if (existing.empty()) {
-            cy.add({
+            added.push({
               group: "edges",
               data: { id: edge.id, source: edge.source, target: edge.target, label: edge.label, kind: edge.kind },
               classes: edge.kind,
@@ -180,12 +268,18 @@
             existing.data("label", edge.label);
           }
         }
-        cy.elements().forEach(function (element) {
-          if (!wanted.has(element.id())) element.remove();
-        });
+        const gone = cy.elements().filter((element) => !wanted.has(element.id()));
+        if (gone.nonempty()) {
+          gone.remove();
+          changed = true;
+        }
+        if (added.length) {
+          cy.add(added);
+          changed = true;
+        }
       });
-      if (model.structure !== laidOutStructure) {
-        laidOutStructure = model.structure;
+      // Lay out again only when elements came or went: a status change only restyles.
+      if (changed) {
         const wait = LAYOUT_INTERVAL_MS - (Date.now() - lastLayoutAt);
         if (wait <= 0) {
           layout();

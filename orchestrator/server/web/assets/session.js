@@ -131,11 +131,13 @@
         seen.add(row.id);
         let tr = rowOf.get(row.id);
         if (!tr) {
+          // The button is the keyboard's way in (Enter, Space); a click anywhere on the row
+          // (the button's included: it bubbles) selects the node.
           const button = h("button", { type: "button", class: "link node-select", "data-node": row.id });
-          button.addEventListener("click", function () {
+          tr = h("tr", { "data-node": row.id, class: "kind-" + row.kind }, h("th", { scope: "row" }, button), h("td"), h("td", null, h("span", { class: "badge" })), h("td"));
+          tr.addEventListener("click", function () {
             selectNode(row.id);
           });
-          tr = h("tr", { "data-node": row.id, class: "kind-" + row.kind }, h("th", { scope: "row" }, button), h("td"), h("td", null, h("span", { class: "badge" })), h("td"));
           rowOf.set(row.id, tr);
         }
         const cells = tr.children;
@@ -223,7 +225,8 @@
 
     const timelineRows = [];
     function drawTimeline(fresh) {
-      for (const env of fresh) {
+      // Only the newest TIMELINE_CAP are ever made: a 1,000-worker session has 10,000.
+      for (const env of fresh.length > TIMELINE_CAP ? fresh.slice(-TIMELINE_CAP) : fresh) {
         const payload = env.payload || {};
         const agent = payload.agentName || payload.requestedBy || (payload.fromAgent ? payload.fromAgent + " → " + payload.toAgent : "") || payload.team || payload.teamName || "";
         const li = h(
