@@ -378,6 +378,9 @@ def test_the_teammates_page_triggers_a_run(browser: Browser, tmp_path: Path) -> 
         watched.screenshot("teammates-01-list")
         page.click(f"{row} [data-action=trigger]")
         page.wait_for_selector("#teammates-message:has-text('trigger nightly/dependency-audit')")
+        # The run is short: the row follows it to its end (the subscription's events).
+        page.wait_for_selector(f"{row}:has-text('completed at') a.session-link")
+        assert "sleeping" in page.inner_text(f"{row} .badge")
         page.click(f"{row} [data-action=history]")
         link = page.locator("tr[data-history] a.session-link").first
         link.wait_for()
@@ -445,7 +448,12 @@ def test_the_node_table_is_keyboard_operable(browser: Browser, tmp_path: Path) -
         second = page.get_attribute("#nodes-body tr:nth-child(2)", "data-node")
         assert selected == [second]
         page.wait_for_selector("#transcript .turn")
-        assert "Transcript: researcher" in page.inner_text("#transcript")
+        transcript = page.inner_text("#transcript")
+        assert "Transcript: researcher" in transcript
+        assert "Asked: Summarise the changelog since the last release" in transcript
+        assert "Tool web_search [done]" in transcript
+        assert "3 results: changelog, issue tracker, release page draft" in transcript
+        assert "Result: Done: Summarise the changelog" in transcript
         assert page.locator("#nodes caption").count() == 1
         assert page.locator("#nodes thead th[scope=col]").count() == 4
         assert watched.errors == []
@@ -525,4 +533,34 @@ def test_queued_delegations_are_dashed_placeholders_until_they_run(
         page.click("#scrubber-live")
         wait_rows(page, "rows.filter(r => r[2] === 'queued').length === 0")
         assert graph_edges(page).count(("spawn", "lead", "researcher")) == 3
+        assert watched.errors == []
+
+
+def test_the_sessions_list_filters_by_status_and_team(browser: Browser, tmp_path: Path) -> None:
+    ended_session(tmp_path, TEAMS / "delivery.toml")
+    ended_session(tmp_path, TEAMS / "handoff.toml")
+    teams = {"delivery": team_file("delivery"), "handoff": team_file("handoff")}
+    with (
+        running_daemon(tmp_path, teams) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        rows = "#sessions-body tr"
+        page.wait_for_function(f"() => document.querySelectorAll('{rows}').length === 2")
+        run = start_run(daemon, "delivery", "Ship it")
+        page.wait_for_selector(f"tr[data-session='{run.session}']")
+        assert page.locator(rows).count() == 3
+        page.select_option("#filter-team", "support")
+        assert page.locator(rows).count() == 1
+        assert "support" in page.inner_text(rows)
+        page.select_option("#filter-team", "")
+        page.select_option("#filter-status", "completed")
+        assert page.locator(rows).count() == 2
+        assert page.locator(f"tr[data-session='{run.session}']").count() == 0
+        page.select_option("#filter-team", "delivery")
+        assert page.locator(rows).count() == 1
+        page.select_option("#filter-status", "")
+        page.select_option("#filter-team", "")
+        assert page.locator(rows).count() == 3
+        watched.screenshot("sessions-01-filters")
         assert watched.errors == []

@@ -359,25 +359,70 @@
       const turns = transcript.turns || [];
       if (turns.length === 0) target.appendChild(h("p", { class: "notice", text: "No turns yet." }));
       for (const turn of turns) {
-        const section = h("section", { class: "turn" }, h("h4", { text: "Turn " + turn.id + " (" + turn.state + ")" }));
-        if (turn.user) section.appendChild(h("p", { class: "user" }, h("strong", { text: "Asked: " }), turn.user));
-        for (const part of turn.parts || []) {
-          if (part.kind === "text") section.appendChild(h("p", { class: "text", text: part.text }));
-          else if (part.kind === "reasoning") section.appendChild(h("details", { class: "reasoning" }, h("summary", { text: "Reasoning" }), h("p", { text: part.text })));
-          else if (part.kind === "tool") {
-            section.appendChild(
-              h(
-                "div",
-                { class: "tool" },
-                h("p", null, h("strong", { text: "Tool " + part.name }), " [" + part.status + "]"),
-                h("pre", { text: part.input || "" }),
-                part.output !== null && part.output !== undefined ? h("pre", { class: "output", text: part.output }) : null
-              )
-            );
-          }
-        }
+        const section = h("section", { class: "turn", "data-turn": turn.id }, h("h4", { text: "Turn " + turn.id + " (" + turn.state + ")" }));
+        if (turn.events) drawEvents(section, turn.events);
+        else drawParts(section, turn);
         if (turn.error) section.appendChild(h("p", { class: "error", text: "Error: " + turn.error }));
         target.appendChild(section);
+      }
+    }
+
+    function toolBox(name, status, input) {
+      const state = h("span", { class: "tool-status", text: " [" + status + "]" });
+      const box = h("div", { class: "tool" }, h("p", null, h("strong", { text: "Tool " + name }), state), h("pre", { text: input }));
+      box.state = state;
+      return box;
+    }
+
+    function asText(value) {
+      if (value === undefined || value === null) return "";
+      return typeof value === "string" ? value : JSON.stringify(value, null, 2);
+    }
+
+    // A turn as agent-channel events (what GET .../transcript answers): the prompt,
+    // reasoning, text, tool calls with their results, questions, the result or error.
+    function drawEvents(section, events) {
+      const tools = new Map();
+      let text = null;
+      for (const event of events) {
+        if (event.type !== "text") text = null;
+        if (event.type === "prompt") section.appendChild(h("p", { class: "user" }, h("strong", { text: "Asked: " }), asText(event.prompt)));
+        else if (event.type === "thinking") section.appendChild(h("details", { class: "reasoning" }, h("summary", { text: "Reasoning" }), h("p", { text: asText(event.content) })));
+        else if (event.type === "text") {
+          if (text === null) {
+            text = h("p", { class: "text" });
+            section.appendChild(text);
+          }
+          text.textContent += asText(event.content);
+        } else if (event.type === "tool_invocation") {
+          const box = toolBox(event.toolName, "called", asText(event.args));
+          tools.set(event.toolCallId, box);
+          section.appendChild(box);
+        } else if (event.type === "tool_result") {
+          const box = tools.get(event.toolCallId);
+          const output = h("pre", { class: "output", text: asText(event.result) });
+          if (box) {
+            box.state.textContent = " [done]";
+            box.appendChild(output);
+          } else section.appendChild(output);
+        } else if (event.type === "question") section.appendChild(h("p", { class: "question" }, h("strong", { text: "Question: " }), (event.questions || []).map(asText).join(" / ")));
+        else if (event.type === "permission_request") section.appendChild(h("p", null, h("strong", { text: "Asked to run " + (event.toolName || "a tool") + ": " }), asText(event.summary)));
+        else if (event.type === "result") section.appendChild(h("p", { class: "result" }, h("strong", { text: "Result: " }), asText(event.summary)));
+        else if (event.type === "error") section.appendChild(h("p", { class: "error", text: "Error: " + asText(event.message || event.error) }));
+      }
+    }
+
+    // The contract's first shape: parts of kind text, reasoning and tool.
+    function drawParts(section, turn) {
+      if (turn.user) section.appendChild(h("p", { class: "user" }, h("strong", { text: "Asked: " }), turn.user));
+      for (const part of turn.parts || []) {
+        if (part.kind === "text") section.appendChild(h("p", { class: "text", text: part.text }));
+        else if (part.kind === "reasoning") section.appendChild(h("details", { class: "reasoning" }, h("summary", { text: "Reasoning" }), h("p", { text: part.text })));
+        else if (part.kind === "tool") {
+          const box = toolBox(part.name, part.status, part.input || "");
+          if (part.output !== null && part.output !== undefined) box.appendChild(h("pre", { class: "output", text: part.output }));
+          section.appendChild(box);
+        }
       }
     }
 
