@@ -26,6 +26,7 @@ from .web_browser import (
     TEAMS,
     VIEWER_TOKEN,
     WAIT_MS,
+    WEB_ASSETS,
     Watched,
     caught_up,
     chromium,
@@ -58,6 +59,18 @@ steps = [ { delegate = [ { agent = "worker", task = "one" }, { agent = "worker",
 role = "builder"
 [[agents.worker.turns]]
 steps = [ { sleep = 2 }, { say = "finished {task}" } ]
+"""
+
+#: A coordinator that asks the user a question before it answers.
+ASKS = """
+[team]
+name = "asks"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["ask"]
+[[agents.lead.turns]]
+steps = [ { ask = "Which database?" }, { say = "Using {outcomes}." } ]
 """
 
 
@@ -564,3 +577,69 @@ def test_the_sessions_list_filters_by_status_and_team(browser: Browser, tmp_path
         assert page.locator(rows).count() == 3
         watched.screenshot("sessions-01-filters")
         assert watched.errors == []
+
+
+def test_a_question_is_answered_from_the_page(browser: Browser, tmp_path: Path) -> None:
+    with (
+        running_daemon(tmp_path, {"asks": ASKS}) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        run = start_run(daemon, "asks", "set up")
+        page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
+        card = page.locator("#actions li.question")
+        card.wait_for()
+        assert card.inner_text().startswith("lead asks: Which database?")
+        wait_rows(page, "rows.some(r => r[0] === 'question' && r[2].startsWith('pending'))")
+        watched.screenshot("question-01-asked")
+        page.fill("#actions li.question input", "PostgreSQL")
+        page.click("#actions li.question [data-action=answer]")
+        wait_rows(page, "rows.some(r => r[0] === 'question' && !r[2].startsWith('pending'))")
+        assert page.locator("#actions li.question").count() == 0
+        page.click("#nodes-body tr:first-child button")
+        page.wait_for_selector("#transcript .turn p.text:has-text('Using PostgreSQL.')")
+        watched.screenshot("question-02-answered")
+        assert watched.errors == []
+
+
+def test_the_fold_ignores_replays_and_draws_a_resume_edge(browser: Browser) -> None:
+    """graph-model.js alone (no daemon): an envelope at or below the last sequence folded is
+    ignored (a replay overlapping the live feed), and a finished worker that runs again
+    under a new task hangs from a resume edge as well as its spawn edge."""
+    page = browser.new_page()
+    try:
+        page.add_script_tag(path=str(WEB_ASSETS / "graph-model.js"))
+        folded = page.evaluate(
+            """() => {
+                const lead = 'ahp-chat:/lead', worker = 'ahp-chat:/worker';
+                const agent = (sequence, type, status, extra) => Object.assign({
+                    sequence, type, threadId: worker, parentThreadId: lead, taskId: 'task-2',
+                    payload: {agentName: 'worker', role: 'builder', status}}, extra || {});
+                const envelopes = [
+                    {sequence: 1, type: 'agent.spawned', threadId: lead, taskId: 'task-1',
+                     payload: {agentName: 'lead', role: 'coordinator', status: 'running'}},
+                    agent(2, 'agent.spawned', 'spawning'),
+                    agent(3, 'agent.completed', 'completed'),
+                    agent(3, 'agent.changed', 'failed'),
+                    agent(4, 'agent.changed', 'running', {taskId: 'task-3'}),
+                ];
+                const GM = Orchestrator.graphModel;
+                const model = GM.foldEnvelopes(envelopes);
+                const before = GM.foldEnvelopes(envelopes, 3);
+                return {
+                    edges: [...model.edges.values()].map(e => [e.kind, e.source, e.target]),
+                    status: model.nodes.get(worker).status,
+                    before: [...before.edges.values()].map(e => e.kind),
+                    beforeStatus: before.nodes.get(worker).status,
+                };
+            }"""
+        )
+    finally:
+        page.close()
+    assert folded["edges"] == [
+        ["spawn", "ahp-chat:/lead", "ahp-chat:/worker"],
+        ["resume", "ahp-chat:/lead", "ahp-chat:/worker"],
+    ]
+    assert folded["status"] == "running"
+    assert folded["before"] == ["spawn"]
+    assert folded["beforeStatus"] == "completed", "the replayed sequence 3 was folded twice"

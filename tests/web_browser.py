@@ -51,6 +51,7 @@ CHROMIUM_ARGS = [
 OPERATOR_TOKEN = "operator-token-0123456789abcdef"
 VIEWER_TOKEN = "viewer-token-0123456789abcdef"
 TEAMS = PROJECT_ROOT / "orchestrator" / "teams"
+WEB_ASSETS = PROJECT_ROOT / "orchestrator" / "server" / "web" / "assets"
 #: How long the page may take to show what a test waits for (a loaded CI machine).
 WAIT_MS = 20_000
 

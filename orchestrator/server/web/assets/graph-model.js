@@ -194,7 +194,11 @@
         resolvedBy: null,
         decision: null,
         toolName: payload.toolName || null,
-        summary: payload.inputSummary || payload.message || "",
+        summary:
+          payload.inputSummary ||
+          payload.message ||
+          (payload.questions || []).map((q) => q.message || q.id).join(" / ") ||
+          "",
         sequence: env.sequence,
       });
       if (env.threadId) {

@@ -18,6 +18,7 @@
   const LAYOUT_INTERVAL_MS = 250;
   // Above this many nodes the layout is treeLayout's (below), not dagre's.
   const DAGRE_MOST = 150;
+  const MOST_FITTED_ZOOM = 1.2;
 
   const STATUS_COLOURS = {
     spawning: "#9ecae1",
@@ -42,10 +43,16 @@
     return STATUS_COLOURS[status] || "#bdbdbd";
   }
 
+  function shorten(text, most) {
+    const value = String(text || "");
+    return value.length > most ? value.slice(0, most - 1) + "…" : value;
+  }
+
   function labelOf(node) {
     const status = root.Orchestrator.graphModel.statusText(node);
     if (node.kind === "approval") {
-      return (node.question ? "question" : "approval") + "\n" + (node.toolName || "") + "\n[" + status + "]";
+      const what = node.question ? shorten(node.summary, 28) : node.toolName || "";
+      return (node.question ? "question" : "approval") + "\n" + what + "\n[" + status + "]";
     }
     if (node.kind === "queued") {
       return node.agentName + "\n(queued task)\n[queued]";
@@ -225,17 +232,22 @@
       lastLayoutAt = Date.now();
       if (cy.nodes().length > DAGRE_MOST) {
         treeLayout(cy);
-        return;
+      } else {
+        cy.layout({
+          name: "dagre",
+          rankDir: "TB",
+          nodeSep: 30,
+          rankSep: 60,
+          animate: false,
+          fit: true,
+          padding: 20,
+        }).run();
       }
-      cy.layout({
-        name: "dagre",
-        rankDir: "TB",
-        nodeSep: 30,
-        rankSep: 60,
-        animate: false,
-        fit: true,
-        padding: 20,
-      }).run();
+      // A graph of two nodes fitted to the box would be drawn huge: no closer than 1.2.
+      if (cy.zoom() > MOST_FITTED_ZOOM) {
+        cy.zoom(MOST_FITTED_ZOOM);
+        cy.center();
+      }
     }
 
     function render(model) {
