@@ -1,6 +1,6 @@
 /* The page's shell: who is signed in, the header and nav, and routing in the fragment.
  *
- * Start-up: if the document carries `<script type="application/json" id="orchestrator-data">`
+ * Start-up: if the document carries a JSON script element with the id orchestrator-data
  * (a standalone export, `orchestrator graph SESSION --format html`) the page draws that
  * session from it and touches no network: no login, no sockets, no action controls.
  * Otherwise `GET /api/me` says who we are; a 401 shows the login form (the token is posted
