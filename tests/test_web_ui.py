@@ -643,3 +643,36 @@ def test_the_fold_ignores_replays_and_draws_a_resume_edge(browser: Browser) -> N
     assert folded["status"] == "running"
     assert folded["before"] == ["spawn"]
     assert folded["beforeStatus"] == "completed", "the replayed sequence 3 was folded twice"
+
+
+def test_signing_out_asks_for_the_token_again(browser: Browser, tmp_path: Path) -> None:
+    with (
+        running_daemon(tmp_path, {"delivery": team_file("delivery")}) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        page.wait_for_selector("#sessions-empty:has-text('No sessions yet')")
+        page.click("#logout")
+        page.wait_for_selector("#login-token")
+        assert page.evaluate("() => fetch('/api/sessions').then(r => r.status)") == 401
+        page.reload()
+        page.wait_for_selector("#login-token")
+        assert page.locator("#principal").count() == 0
+
+
+def test_an_expired_sign_in_asks_for_the_token_again(browser: Browser, tmp_path: Path) -> None:
+    """The cookie gone (expired, revoked) under an open page: the next request (the list)
+    or socket (the teammates page has only its socket) that is refused brings the sign-in
+    form back."""
+    teams = {"delivery": team_file("delivery"), "nightly": team_file("nightly")}
+    with running_daemon(tmp_path, teams) as daemon:
+        for first, ready, then in (
+            ("#/", "#sessions-empty", "#/teammates"),
+            ("#/teammates", "tr[data-teammate]", "#/"),
+        ):
+            with open_page(browser, daemon, fragment=first) as watched:
+                page = watched.page
+                page.wait_for_selector(ready)
+                page.context.clear_cookies()
+                page.evaluate("fragment => { location.hash = fragment; }", then)
+                page.wait_for_selector("#login-error:has-text('sign in again')")

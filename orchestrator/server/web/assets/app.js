@@ -196,6 +196,13 @@
   }
 
   root.addEventListener("hashchange", route);
+  root.addEventListener("orchestrator:signed-out", function () {
+    if (!app.me || app.me.open) return;
+    app.me = null;
+    if (app.dispose) app.dispose();
+    app.dispose = null;
+    renderLogin("Your sign-in has expired: sign in again.");
+  });
   O.app = app;
   O.pages = O.pages || {};
   document.addEventListener("DOMContentLoaded", start);

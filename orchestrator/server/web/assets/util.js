@@ -66,6 +66,10 @@
     } catch (error) {
       body = null;
     }
+    if (response.status === 401 && path !== "/api/login" && path !== "/api/me") {
+      // The cookie expired or was revoked: the shell asks for a token again.
+      root.dispatchEvent(new CustomEvent("orchestrator:signed-out"));
+    }
     if (!response.ok) {
       throw new HttpError(response.status, (body && body.error) || response.statusText || "error " + response.status);
     }
@@ -100,7 +104,9 @@
       if (closed) return;
       state("connecting");
       socket = new WebSocket(wsUrl(path));
+      let opened = false;
       socket.addEventListener("open", function () {
+        opened = true;
         delay = FIRST_RETRY_MS;
         state("open");
         if (handlers.onOpen) handlers.onOpen(send);
@@ -117,6 +123,7 @@
       socket.addEventListener("close", function (event) {
         socket = null;
         if (closed) return;
+        if (!opened) signedIn(); // refused: a daemon down, or a sign-in that expired?
         if (handlers.onClose && handlers.onClose(event) === false) {
           closed = true; // the caller takes it from here
           return;
@@ -160,6 +167,13 @@
         if (socket) socket.close(1000);
       },
     };
+  }
+
+  /** Whether we are still signed in; if not, the shell is told (and asks for a token). */
+  function signedIn() {
+    api("/api/me").catch(function (error) {
+      if (error.status === 401) root.dispatchEvent(new CustomEvent("orchestrator:signed-out"));
+    });
   }
 
   function connectionText(kind, seconds) {
