@@ -394,6 +394,12 @@ def test_the_teammates_page_triggers_a_run(browser: Browser, tmp_path: Path) -> 
         # The run is short: the row follows it to its end (the subscription's events).
         page.wait_for_selector(f"{row}:has-text('completed at') a.session-link")
         assert "sleeping" in page.inner_text(f"{row} .badge")
+        page.click(f"{row} [data-action=pause]")
+        page.wait_for_selector(f"{row} .badge:has-text('(paused)')")
+        assert page.inner_text(f"{row} td:nth-child(4)") == "-", "no next wake while paused"
+        page.click(f"{row} [data-action=resume]")
+        page.wait_for_selector(f"{row} [data-action=pause]")
+        assert "(paused)" not in page.inner_text(f"{row} .badge")
         page.click(f"{row} [data-action=history]")
         link = page.locator("tr[data-history] a.session-link").first
         link.wait_for()
