@@ -8,7 +8,9 @@
  * unreachable daemon shows a retry countdown. Then the shell routes on the fragment:
  * `#/` sessions, `#/sessions/ID` one session, `#/teammates` teammates. Each page is a function
  * `(main, context) -> dispose` and the router disposes the last page (its sockets, timers)
- * before drawing the next.
+ * before drawing the next. A request or socket refused for want of a sign-in later (the
+ * cookie expired or was revoked: util.js raises `orchestrator:signed-out`) brings the form
+ * back.
  */
 (function (root) {
   "use strict";

@@ -24,8 +24,8 @@
  *     kind "resume"   the chat that took a finished worker up again -> that worker
  *     kind "queued"   delegating chat -> queued placeholder
  *     kind "asks"     approval -> the chat that asked
- *   structure: a counter bumped whenever a node or an edge is added or removed, so a view
- *     re-runs its layout only then (a status change only restyles).
+ *   structure: a counter bumped whenever a node or an edge is added or removed (a status
+ *     change leaves it): how a caller tells a change of shape from a restyle.
  *
  * Envelopes at or below the last sequence folded are ignored (a replay overlapping a live
  * feed), as the server's projector does with facts.
