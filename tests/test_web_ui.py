@@ -195,8 +195,8 @@ def test_a_delivery_run_appears_and_is_drawn_live(browser: Browser, tmp_path: Pa
         page.wait_for_selector("#sessions-empty:has-text('No sessions yet')")
         page.evaluate("() => { window.notReloaded = true; }")
         run = start_run(daemon, "delivery", "Ship it")
-        link = page.wait_for_selector(f"tr[data-session='{run.session}'] a")
-        assert link is not None
+        link = page.locator(f"tr[data-session='{run.session}'] a")
+        link.wait_for()
         watched.screenshot("live-01-sessions-list")
         link.click()
         wait_rows(page, "rows.length === 5 && rows.some(r => r[2].startsWith('pending'))")
@@ -245,8 +245,8 @@ def test_the_approve_button_approves_and_the_graph_shows_it_resolved(
         page = watched.page
         run = start_run(daemon, "delivery", "Ship it")
         page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
-        button = page.wait_for_selector("#actions [data-action=approve]")
-        assert button is not None
+        button = page.locator("#actions [data-action=approve]")
+        button.wait_for()
         assert button.get_attribute("aria-label") == "Approve publish asked by researcher"
         watched.screenshot("approve-01-pending")
         button.click()
@@ -338,8 +338,8 @@ def test_an_ended_sessions_scrubber_shows_an_earlier_graph(
         page = watched.page
         sockets: list[str] = []
         page.on("websocket", lambda socket: sockets.append(socket.url))
-        row = page.wait_for_selector(f"tr[data-session='{session}'] a")
-        assert row is not None
+        row = page.locator(f"tr[data-session='{session}'] a")
+        row.wait_for()
         row.click()
         wait_rows(page, "rows.length === 5")
         assert page.inner_text("#connection") == "ended: loaded from the journal"

@@ -9,7 +9,9 @@
  *   (the session ended, or the daemon stopped: both say `session_ended`), the page asks
  *   `GET /api/sessions/ID` again, backing off 1 s doubling to 10 s while the daemon is
  *   unreachable: still live, it reattaches and resubscribes from N (no gap; the model ignores
- *   anything at or below N, so no duplicate); ended, it fetches the envelopes after N.
+ *   anything at or below N, so no duplicate); ended, it fetches the envelopes after N. A
+ *   "not live" is believed only from a healthy daemon (`/healthz` 200: a stopping one drops
+ *   its sessions before its HTTP), and for an unfinished status only after three asks.
  *
  * Envelopes are queued as they arrive and folded once per animation frame: the model
  * (graph-model.js) takes them all, then the graph, the table, the timeline, the controls and
@@ -28,6 +30,8 @@
   const GM = O.graphModel;
 
   const TIMELINE_CAP = 500;
+  const FINISHED = new Set(["completed", "failed", "cancelled", "ended"]);
+  const NOT_LIVE_CHECKS = 3;
   const FIRST_RETRY_MS = 1000;
   const LAST_RETRY_MS = 10000;
 
@@ -162,10 +166,19 @@
       }
     }
 
+    let actionsDrawn = null;
     function drawActions() {
-      O.clear(actionsList);
       const live = !offline && summary && summary.live && !ended;
       const operate = context.canOperate && live;
+      // Redrawn only when what waits changed: a button rebuilt under the pointer of a busy
+      // session would lose its click.
+      const waiting = [...model.nodes.values()]
+        .filter((node) => node.kind === "approval" && node.status === "pending" && !node.question)
+        .map((node) => node.id + "|" + node.summary);
+      const signature = JSON.stringify([operate, waiting, [...questions.keys()]]);
+      if (signature === actionsDrawn) return;
+      actionsDrawn = signature;
+      O.clear(actionsList);
       let count = 0;
       for (const node of model.nodes.values()) {
         if (node.kind !== "approval" || node.status !== "pending" || node.question) continue;
@@ -460,6 +473,7 @@
     }
 
     let retry = FIRST_RETRY_MS;
+    let notLive = 0;
     function later(fn) {
       // Backoff: 1 s, doubling to 10 s; the countdown is shown.
       let left = Math.round(retry / 1000);
@@ -488,15 +502,29 @@
         later(check);
         return;
       }
-      retry = FIRST_RETRY_MS;
       drawMeta();
       if (summary.live) {
+        retry = FIRST_RETRY_MS;
+        notLive = 0;
         attach();
-      } else {
-        ended = true;
-        drawActions();
-        await loadEnded(model.lastSequence);
+        return;
       }
+      // Not live: ended; or a daemon stopping (its sessions go before its HTTP does); or
+      // one just started that has not taken the session up yet. Only a healthy daemon's
+      // word is taken, and an unfinished status is asked again a few times.
+      const healthy = await fetch("/healthz").then(
+        (response) => response.ok,
+        () => false
+      );
+      if (disposed) return;
+      if (!healthy || (!FINISHED.has(summary.status) && notLive < NOT_LIVE_CHECKS)) {
+        notLive += 1;
+        later(check);
+        return;
+      }
+      ended = true;
+      drawActions();
+      await loadEnded(model.lastSequence);
     }
 
     function attach() {

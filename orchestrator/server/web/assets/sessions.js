@@ -65,6 +65,11 @@
       select.value = wanted.indexOf(current) >= 0 ? current : "";
     }
 
+    const rows = new Map(); // session id -> its <tr>
+    function set(element, text) {
+      if (element.textContent !== text) element.textContent = text;
+    }
+
     function draw() {
       const all = [...sessions.values()].sort(function (a, b) {
         return String(b.startedAt || "").localeCompare(String(a.startedAt || ""));
@@ -74,21 +79,43 @@
       const shown = all.filter(function (s) {
         return (!statusFilter.value || s.status === statusFilter.value) && (!teamFilter.value || s.team === teamFilter.value);
       });
-      O.clear(body);
+      // Rows are kept and updated in place (a click on a link being redrawn is not lost).
+      const keep = new Set();
       for (const s of shown) {
         const id = O.sessionId(s.id || s.uri);
-        body.appendChild(
-          h(
+        keep.add(id);
+        let tr = rows.get(id);
+        if (!tr) {
+          tr = h(
             "tr",
-            { "data-session": id, class: "status-" + s.status },
-            h("td", null, h("span", { class: "badge status-" + s.status, text: s.status + (s.live ? "" : " (ended)") })),
-            h("td", { text: s.team || "" }),
-            h("th", { scope: "row" }, h("a", { href: "#/sessions/" + encodeURIComponent(id), text: s.title || id })),
-            h("td", null, h("time", { datetime: s.startedAt || "", text: O.formatTime(s.startedAt) })),
-            h("td", { text: O.formatDuration(s.startedAt, s.endedAt) }),
-            h("td", { class: s.pendingApprovals ? "attention" : "", text: String(s.pendingApprovals || 0) })
-          )
-        );
+            { "data-session": id },
+            h("td", null, h("span", { class: "badge" })),
+            h("td"),
+            h("th", { scope: "row" }, h("a", { href: "#/sessions/" + encodeURIComponent(id) })),
+            h("td", null, h("time")),
+            h("td"),
+            h("td")
+          );
+          rows.set(id, tr);
+        }
+        const cells = tr.children;
+        const status = s.status + (s.live ? "" : " (ended)");
+        set(cells[0].firstChild, status);
+        cells[0].firstChild.className = "badge status-" + s.status;
+        set(cells[1], s.team || "");
+        set(cells[2].firstChild, s.title || id);
+        set(cells[3].firstChild, O.formatTime(s.startedAt));
+        cells[3].firstChild.setAttribute("datetime", s.startedAt || "");
+        set(cells[4], O.formatDuration(s.startedAt, s.endedAt));
+        set(cells[5], String(s.pendingApprovals || 0));
+        cells[5].className = s.pendingApprovals ? "attention" : "";
+        body.appendChild(tr); // in order: an existing row moves, a new one is added
+      }
+      for (const [id, tr] of rows) {
+        if (!keep.has(id)) {
+          tr.remove();
+          rows.delete(id);
+        }
       }
       empty.textContent = all.length === 0 ? "No sessions yet." : shown.length === 0 ? "No session matches these filters." : "";
     }
