@@ -22,6 +22,9 @@
  * Approve / Deny / Answer appear only for a principal with `operate`, on a live session.
  * The agent channel carries them: `approve` / `reject` with the approval id as `requestId`,
  * `tool_response` with the question's `toolCallId`.
+ *
+ * The side panel shows the selected chat's transcript (`GET .../transcript?thread=`), fetched
+ * again (debounced) when an envelope of that chat or any agent-channel activity arrives.
  */
 (function (root) {
   "use strict";
@@ -32,6 +35,7 @@
   const TIMELINE_CAP = 500;
   const FINISHED = new Set(["completed", "failed", "cancelled", "ended"]);
   const NOT_LIVE_CHECKS = 3;
+  const AGENT_ACTIVITY = new Set(["text", "thinking", "tool_invocation", "tool_result", "result", "done", "question"]);
   const FIRST_RETRY_MS = 1000;
   const LAST_RETRY_MS = 10000;
 
@@ -330,12 +334,24 @@
     }
 
     const refreshTranscript = O.debounce(showDetails, 300);
+    let transcriptAsked = 0;
+
+    let panelNode = null; // the node the panel shows
+    function fillPanel(parts) {
+      const top = panel.scrollTop; // a refresh while reading keeps the place
+      O.clear(panel);
+      parts.forEach((part) => panel.appendChild(part));
+      panel.scrollTop = top;
+    }
 
     async function showDetails() {
       const node = shownModel().nodes.get(selected);
-      O.clear(panel);
-      if (!node) return;
-      panel.appendChild(h("h3", { id: "transcript-title", text: node.kind === "chat" ? "Transcript: " + node.agentName : node.agentName }));
+      if (!node) {
+        O.clear(panel);
+        panelNode = null;
+        return;
+      }
+      const heading = h("h3", { id: "transcript-title", text: node.kind === "chat" ? "Transcript: " + node.agentName : node.agentName });
       const facts = h("dl", { class: "facts" });
       const add = (k, v) => {
         if (v) {
@@ -354,18 +370,27 @@
         add("Decision", node.decision);
       }
       add("Summary", node.summary);
-      panel.appendChild(facts);
-      if (node.kind !== "chat" || offline) return;
-      const target = h("div", { class: "turns", text: "Loading the transcript…" });
-      panel.appendChild(target);
+      if (node.kind !== "chat" || offline) {
+        fillPanel([heading, facts]);
+        panelNode = node.id;
+        return;
+      }
+      if (panelNode !== node.id) {
+        // Another node: say so at once; a refresh of the same one keeps what is shown.
+        fillPanel([heading, facts, h("div", { class: "turns", text: "Loading the transcript…" })]);
+        panelNode = node.id;
+      }
+      const asked = ++transcriptAsked;
+      const turns = h("div", { class: "turns" });
       try {
         const transcript = await O.api("/api/sessions/" + encodeURIComponent(id) + "/transcript?thread=" + encodeURIComponent(node.id));
-        if (disposed || selected !== node.id) return;
-        O.clear(target);
-        drawTranscript(target, transcript);
+        if (disposed || asked !== transcriptAsked) return; // a later answer is coming
+        drawTranscript(turns, transcript);
       } catch (error) {
-        target.textContent = "The transcript could not be loaded: " + error.message;
+        if (disposed || asked !== transcriptAsked) return;
+        turns.textContent = "The transcript could not be loaded: " + error.message;
       }
+      fillPanel([heading, facts, turns]);
     }
 
     function drawTranscript(target, transcript) {
@@ -552,6 +577,9 @@
           } else if (message.type === "error") {
             errorBox.textContent = (message.code ? message.code + ": " : "") + (message.message || "error");
           }
+          // Text and tool calls stream on the agent channel, not as envelopes: an open
+          // transcript is fetched again after them too (debounced).
+          if (selected && AGENT_ACTIVITY.has(message.type)) refreshTranscript();
         },
         onClose: function () {
           socket = null;

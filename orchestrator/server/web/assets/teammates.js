@@ -65,7 +65,13 @@
       });
     }
 
+    let drawn = null;
     function draw() {
+      // Redrawn only when something shown changed (a button rebuilt under the pointer
+      // would lose its click).
+      const signature = JSON.stringify([teammates, [...histories]]);
+      if (signature === drawn) return;
+      drawn = signature;
       O.clear(body);
       if (teammates.length === 0) {
         body.appendChild(h("tr", null, h("td", { colspan: "7", class: "notice", text: "No background teammates (add [[background]] to a team file)." })));
