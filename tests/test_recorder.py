@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
+import trio
+import trio.testing
+
 from orchestrator.ahp import (
     ActionOrigin,
     ChatTurnCancelledAction,
@@ -9,9 +14,10 @@ from orchestrator.ahp import (
     Message,
     MessageKind,
     MessageOrigin,
+    Turn,
 )
-from orchestrator.core import Action, TeamState
-from orchestrator.runtime import FactBus, MemoryFactLog, Recorder
+from orchestrator.core import Action, Fact, TeamState
+from orchestrator.runtime import EventTicket, FactBus, MemoryFactLog, Recorder, Ticket
 
 from .sessions import solo_opening
 
@@ -62,3 +68,82 @@ class TestOrigins:
         recorder.expect_origin(CHAT, turn_started, SECOND)
         (started, _) = await recorder.record([(CHAT, turn("t1"))])
         assert started.origin == SECOND
+
+
+class HeldTickets(MemoryFactLog):
+    """A fact log whose batches become durable when the test completes their tickets."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tickets: list[EventTicket] = []
+
+    def submit(
+        self, facts: Sequence[Fact], *, ended_turns: Mapping[int, Turn] | None = None
+    ) -> Ticket:
+        super().submit(facts, ended_turns=ended_turns)
+        ticket = EventTicket()
+        self.tickets.append(ticket)
+        return ticket
+
+
+class TestWaiting:
+    async def test_a_cancelled_waiter_waits_until_its_batch_is_durable(self) -> None:
+        """Cancelling a task that waits on its batch does not abandon the batch: the wait
+        goes on until the batch is durable, commits and publishes it, and the cancellation
+        arrives at the task's next checkpoint."""
+        log = HeldTickets()
+        recorder = Recorder(TeamState(SESSION), log, FactBus(), clock=lambda: NOW)
+        published: list[Fact] = []
+        recorder.bus.observe(published.extend)
+        batch = solo_opening(SESSION, CHAT, prompt="go", at=NOW, member=False)
+        got: list[list[Fact]] = []
+        reached_checkpoint = False
+
+        scope = trio.CancelScope()
+
+        async def record() -> None:
+            nonlocal reached_checkpoint
+            with scope:
+                got.append(await recorder.record(batch))
+                reached_checkpoint = True
+                await trio.lowlevel.checkpoint()
+
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(record)
+                await trio.testing.wait_all_tasks_blocked()
+                scope.cancel()
+                await trio.testing.wait_all_tasks_blocked()
+                assert not got  # still waiting: the cancellation did not end the wait
+                assert recorder.state.last_sequence == 0
+                log.tickets[0].complete()
+        assert scope.cancelled_caught
+        assert reached_checkpoint  # cancelled at the checkpoint after the wait, not in it
+        assert [f.sequence for f in got[0]] == list(range(1, len(batch) + 1))
+        assert recorder.state.last_sequence == len(batch)
+        assert published == got[0]
+
+    async def test_every_waiter_of_a_ticket_wakes_and_a_done_ticket_does_not_wait(
+        self,
+    ) -> None:
+        ticket = EventTicket()
+        woken: list[int] = []
+
+        async def wait(index: int) -> None:
+            await ticket.wait()
+            woken.append(index)
+
+        async with trio.open_nursery() as nursery:
+            for index in range(3):
+                nursery.start_soon(wait, index)
+            await trio.testing.wait_all_tasks_blocked()
+            assert not woken
+            assert not ticket.done()
+            ticket.complete()
+            assert ticket.done()
+            assert ticket.error is None
+        assert sorted(woken) == [0, 1, 2]
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await ticket.wait()  # done: returns without a checkpoint, so no Cancelled
+        assert not scope.cancelled_caught

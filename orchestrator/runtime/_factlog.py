@@ -60,7 +60,11 @@ class Ticket(Protocol):
         ...
 
     async def wait(self) -> None:
-        """Return once :meth:`done` (a checkpoint only if it has to wait)."""
+        """Return once :meth:`done` (a checkpoint only if it has to wait).
+
+        Not cancellable, as if shielded: a submitted batch is never abandoned by its waiter.
+        A cancellation that arrives meanwhile is delivered at the caller's next checkpoint.
+        """
         ...
 
 
@@ -81,27 +85,43 @@ class DoneTicket:
         return None
 
 
+def _cannot_abort(_: object) -> trio.lowlevel.Abort:
+    return trio.lowlevel.Abort.FAILED
+
+
 class EventTicket:
-    """A ticket completed later, from the trio thread, by :meth:`complete`."""
+    """A ticket completed later, from the trio thread, by :meth:`complete`.
+
+    Its waiters park on trio's lowlevel wait and refuse to be aborted: that is the
+    uncancellable wait the :class:`Ticket` contract asks, without a shielded cancel scope
+    and a ``trio.Event`` per batch (the journal makes one ticket per batch, seven per
+    fan-out worker, and a scope costs more than the rest of the wait).
+    """
 
     def __init__(self) -> None:
-        self._event = trio.Event()
+        self._done = False
         self._error: FactLogError | None = None
+        self._waiters: list[trio.lowlevel.Task] = []
 
     @property
     def error(self) -> FactLogError | None:
         return self._error
 
     def done(self) -> bool:
-        return self._event.is_set()
+        return self._done
 
     def complete(self, error: FactLogError | None = None) -> None:
         self._error = error
-        self._event.set()
+        self._done = True
+        waiters, self._waiters = self._waiters, []
+        for task in waiters:
+            trio.lowlevel.reschedule(task)
 
     async def wait(self) -> None:
-        if not self._event.is_set():
-            await self._event.wait()
+        if self._done:
+            return
+        self._waiters.append(trio.lowlevel.current_task())
+        await trio.lowlevel.wait_task_rescheduled(_cannot_abort)
 
 
 class FactLog(Protocol):

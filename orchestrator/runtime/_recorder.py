@@ -25,7 +25,6 @@ from typing import Final
 
 import attrs
 import structlog
-import trio
 
 from orchestrator.ahp import ActionOrigin
 from orchestrator.base import FactLogError, now_timestamp
@@ -59,7 +58,7 @@ class Recorder:
     Theory of operation: :meth:`submit` prepares a batch against the state as the batches in
     flight will leave it, numbers its facts and submits them to the fact log, all without
     an await: trio runs one task at a time, so batches are ordered without a lock. Waiting
-    on the returned :class:`PendingBatch` (shielded: a submitted batch is never abandoned)
+    on the returned :class:`PendingBatch` (not cancellable: a submitted batch is never abandoned)
     returns once it is durable, after committing every batch that is, oldest first, and
     publishing their facts; :meth:`record` is the two in one. A log that writes in the
     background can thus make many batches durable in one transaction, and a task may submit
@@ -214,12 +213,10 @@ class PendingBatch:
     async def wait(self) -> list[Fact]:
         """Return the batch's facts once they are durable, committed and published; raise
         :class:`FactLogError` if the log failed it (or a batch before it)."""
-        # Shielded: a cancelled waiter would leave its batch durable but never committed
-        # if no one waited after it. A done ticket's wait is no checkpoint, so the scope is
-        # skipped then: entering and closing one costs more than the rest of a small batch.
-        if not self.ticket.done():
-            with trio.CancelScope(shield=True):
-                await self.ticket.wait()
+        # Not cancellable (the ticket's wait is not): a cancelled waiter would leave its
+        # batch durable but never committed if no one waited after it. The cancellation
+        # arrives at the caller's next checkpoint.
+        await self.ticket.wait()
         self.recorder._settle()
         if self.error is not None:
             raise self.error
