@@ -1,4 +1,5 @@
-"""The SQLite journal on real files: writes, reads, versions, damage, full disks, snapshots."""
+"""The journal on real files and a real PostgreSQL server: writes, reads, versions, damage,
+full disks, snapshots. The tests that take ``journal_db`` run against both databases."""
 
 from __future__ import annotations
 
@@ -22,9 +23,12 @@ from orchestrator.journal import (
     MIGRATIONS,
     SCHEMA_VERSION,
     Durability,
+    Journal,
     JournalReader,
     SqliteJournal,
     encode_state,
+    open_journal,
+    open_reader,
     state_entries,
 )
 from orchestrator.journal._reader import _snapshot
@@ -34,16 +38,17 @@ from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import TeamSpec, load_team
 
 from .conftest import PROJECT_ROOT, back_to_schema_4
+from .postgres import direct_sql
 
 DELIVERY = PROJECT_ROOT / "teams" / "delivery.toml"
 HANDOFF = PROJECT_ROOT / "teams" / "handoff.toml"
 
 
 async def run_team(
-    path: Path, team: TeamSpec | None = None, **options: object
-) -> tuple[RunOutcome, TeamRuntime, SqliteJournal]:
-    """Run a team against a journal at ``path`` (approvals approved) and close it."""
-    journal = SqliteJournal(path, **options)  # type: ignore[arg-type]
+    db: Path | str, team: TeamSpec | None = None, **options: object
+) -> tuple[RunOutcome, TeamRuntime, Any]:
+    """Run a team against the journal ``db`` names (approvals approved) and close it."""
+    journal: Journal = open_journal(db, **options)  # type: ignore[arg-type]
     async with trio.open_nursery() as services:
         await services.start(journal.serve)
         runtime = TeamRuntime(
@@ -74,13 +79,12 @@ def file_bytes(path: Path) -> bytes:
 
 
 class TestWriteAndRead:
-    async def test_a_run_reads_back_as_it_was_recorded(self, tmp_path: Path) -> None:
+    async def test_a_run_reads_back_as_it_was_recorded(self, journal_db: Path | str) -> None:
         """Every fact is on disk, in order; the session is listed with its status and title;
         opening it gives the state the runtime had; the graph checks clean."""
-        db = tmp_path / "journal.db"
-        outcome, runtime, journal = await run_team(db)
+        outcome, runtime, journal = await run_team(journal_db)
         assert outcome.status is RunStatus.COMPLETED
-        reader = JournalReader(db)
+        reader = open_reader(journal_db)
         facts = reader.facts(runtime.session)
         assert [f.sequence for f in facts] == list(range(1, runtime.state.last_sequence + 1))
         (info,) = reader.sessions()
@@ -101,9 +105,9 @@ class TestWriteAndRead:
         assert stats.facts == len(facts)
         assert stats.transactions <= stats.batches
 
-    async def test_batches_in_flight_share_transactions(self, tmp_path: Path) -> None:
+    async def test_batches_in_flight_share_transactions(self, journal_db: Path | str) -> None:
         """Group commit: three researchers' batches are made durable together."""
-        _, _, journal = await run_team(tmp_path / "journal.db")
+        _, _, journal = await run_team(journal_db)
         stats = journal.statistics()
         assert stats.transactions < stats.batches
 
@@ -339,15 +343,16 @@ class TestFailures:
 
 
 class TestSnapshots:
-    async def test_opening_a_session_starts_from_its_snapshot(self, tmp_path: Path) -> None:
+    async def test_opening_a_session_starts_from_its_snapshot(self, journal_db: Path | str) -> None:
         """With snapshots every 20 facts the latest is kept; opening from it equals a fold."""
-        db = tmp_path / "journal.db"
+        db = journal_db
         _, runtime, journal = await run_team(db, snapshot_every=20)
         assert journal.statistics().snapshots >= 3
-        rows = sqlite3.connect(db).execute("SELECT sequence FROM snapshots").fetchall()
+        with direct_sql(db) as connection:
+            rows = connection.execute("SELECT sequence FROM snapshots").fetchall()
         assert len(rows) == 1
         assert rows[0][0] >= runtime.state.last_sequence - 20
-        reader = JournalReader(db)
+        reader = open_reader(db)
         opened = reader.open(runtime.session)
         folded = TeamState.fold(runtime.session, reader.facts(runtime.session))
         assert opened.chats == folded.chats
@@ -358,26 +363,26 @@ class TestSnapshots:
         assert opened.last_sequence == folded.last_sequence
 
     async def test_a_snapshot_writes_again_only_the_parts_that_changed(
-        self, tmp_path: Path
+        self, journal_db: Path | str
     ) -> None:
         """Parts unchanged since an earlier snapshot keep the sequence of the snapshot that
         wrote them (a finished worker's chat is not written again); opening still equals
         the fold."""
-        db = tmp_path / "journal.db"
+        db = journal_db
         _, runtime, journal = await run_team(db, snapshot_every=10)
-        connection = sqlite3.connect(db)
-        ((latest,),) = connection.execute("SELECT sequence FROM snapshots").fetchall()
-        kinds = dict(
-            connection.execute(
-                "SELECT kind, count(*) FROM snapshot_parts WHERE sequence < ? GROUP BY kind",
-                (latest,),
-            ).fetchall()
-        )
+        with direct_sql(db) as connection:
+            ((latest,),) = connection.execute("SELECT sequence FROM snapshots").fetchall()
+            kinds = dict(
+                connection.execute(
+                    "SELECT kind, count(*) FROM snapshot_parts WHERE sequence < ? GROUP BY kind",
+                    (latest,),
+                ).fetchall()
+            )
         assert kinds.get("chat", 0) >= 1, kinds
         assert kinds.get("turns", 0) >= 1, kinds
         assert journal.statistics().snapshots >= 6
         assert journal._snapshots._written == {}, "a finished run's state is let go"
-        reader = JournalReader(db)
+        reader = open_reader(db)
         opened = reader.open(runtime.session)
         folded = TeamState.fold(runtime.session, reader.facts(runtime.session))
         assert opened.chats == folded.chats
@@ -472,14 +477,13 @@ class TestSnapshots:
             "UPDATE snapshot_parts SET sequence = sequence + 1000 WHERE kind = 'chat'",
         ],
     )
-    async def test_a_damaged_snapshot_is_only_a_cache(self, tmp_path: Path, damage: str) -> None:
-        db = tmp_path / "journal.db"
-        _, runtime, _ = await run_team(db, snapshot_every=20)
-        connection = sqlite3.connect(db)
-        connection.execute(damage)
-        connection.commit()
-        connection.close()
-        opened = JournalReader(db).open(runtime.session)
+    async def test_a_damaged_snapshot_is_only_a_cache(
+        self, journal_db: Path | str, damage: str
+    ) -> None:
+        _, runtime, _ = await run_team(journal_db, snapshot_every=20)
+        with direct_sql(journal_db) as connection:
+            connection.execute(damage)
+        opened = open_reader(journal_db).open(runtime.session)
         assert opened.chats == runtime.state.chats
         assert opened.last_sequence == runtime.state.last_sequence
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -45,6 +44,7 @@ from ._snapshot import (
     snapshot_header,
     snapshot_parts,
 )
+from ._sql import _Connection
 
 __all__: list[str] = []
 
@@ -70,9 +70,7 @@ class _Batch:
         return len(self.rows)
 
 
-def _write_group(
-    connection: sqlite3.Connection, group: Sequence[_Item], history: _AgentHistory
-) -> None:
+def _write_group(connection: _Connection, group: Sequence[_Item], history: _AgentHistory) -> None:
     """Write one transaction's items, as writing them one after another would.
 
     With as few SQLite calls as that allows: each call lets go of the GIL while SQLite
@@ -113,7 +111,9 @@ def _write_group(
     )
     added = [chat for batch in batches for chat in batch.chats]
     if added:
-        connection.executemany("INSERT OR IGNORE INTO chats (chat, session) VALUES (?, ?)", added)
+        connection.executemany(
+            "INSERT INTO chats (chat, session) VALUES (?, ?) ON CONFLICT DO NOTHING", added
+        )
     for item in group:
         if isinstance(item, _Batch):
             history.record(connection, item.facts, item.ended_turns)
@@ -127,7 +127,7 @@ ROWS_PER_INSERT: Final = 256
 
 
 def _insert_rows(
-    connection: sqlite3.Connection, head: str, rows: Sequence[Sequence[Any]], tail: str = ""
+    connection: _Connection, head: str, rows: Sequence[Sequence[Any]], tail: str = ""
 ) -> None:
     """``head VALUES (...), (...) tail`` for ``rows``, in order, in few statements.
 
@@ -158,12 +158,14 @@ class _Describe:
     team_file: str
     team_toml: str
 
-    def write(self, connection: sqlite3.Connection) -> None:
+    def write(self, connection: _Connection) -> None:
         # The text in a table of its own: the sessions row is updated with every batch, and
         # SQLite reads a row whole to update it, and writes it whole when its size changes
         # (a 5 MB team file there cost each batch 5 MB).
         connection.execute(
-            "INSERT OR REPLACE INTO session_teams (session, team_file, team_toml) VALUES (?, ?, ?)",
+            "INSERT INTO session_teams (session, team_file, team_toml) VALUES (?, ?, ?) "
+            "ON CONFLICT (session) DO UPDATE SET team_file = excluded.team_file, "
+            "team_toml = excluded.team_toml",
             (self.session, self.team_file, self.team_toml),
         )
         connection.execute(
@@ -185,7 +187,7 @@ class _Snapshot:
     def session(self) -> str:
         return self.state.session_uri
 
-    def write(self, connection: sqlite3.Connection) -> None:
+    def write(self, connection: _Connection) -> None:
         self.writer.write(connection, self.state)
 
     def size(self) -> int:
@@ -209,7 +211,7 @@ class _SnapshotWriter:
         self._written: dict[str, dict[PartKey, tuple[Any, ...]]] = {}
         self._checksums = checksums
 
-    def write(self, connection: sqlite3.Connection, state: TeamState) -> None:
+    def write(self, connection: _Connection, state: TeamState) -> None:
         session, sequence = state.session_uri, state.last_sequence
         parts = snapshot_parts(state)
         written = self._written.get(session)
@@ -229,13 +231,16 @@ class _SnapshotWriter:
         header = compact_dumps(snapshot_header(state))
         if self._checksums:
             connection.executemany(
-                "INSERT OR REPLACE INTO snapshot_parts (session, kind, name, position, "
-                "sequence, data, checksum) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO snapshot_parts (session, kind, name, position, sequence, data, "
+                "checksum) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (session, kind, name, position) DO UPDATE SET "
+                "sequence = excluded.sequence, data = excluded.data, checksum = excluded.checksum",
                 [(*row, fact_checksum(row[-1])) for row in rows],
             )
             connection.execute(
-                "INSERT OR REPLACE INTO snapshots (session, sequence, state, checksum) "
-                "VALUES (?, ?, ?, ?)",
+                "INSERT INTO snapshots (session, sequence, state, checksum) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (session, sequence) DO UPDATE SET state = excluded.state, "
+                "checksum = excluded.checksum",
                 (session, sequence, header, fact_checksum(header)),
             )
         else:
@@ -287,7 +292,7 @@ class _AgentHistory:
         self._turns.clear()
         self._rows.clear()
 
-    def flush(self, connection: sqlite3.Connection) -> None:
+    def flush(self, connection: _Connection) -> None:
         """Write the rows kept so far, in the order their turns ended."""
         rows, self._rows = self._rows, []
         # A restored turn writes the same rows again: they come back from deletion in place.
@@ -302,7 +307,7 @@ class _AgentHistory:
 
     def record(
         self,
-        connection: sqlite3.Connection,
+        connection: _Connection,
         facts: Sequence[Fact],
         ended_turns: Mapping[int, Turn] | None = None,
     ) -> None:
@@ -344,7 +349,7 @@ class _AgentHistory:
                     )
 
 
-def _turn_facts(connection: sqlite3.Connection, end: Fact) -> list[Fact]:
+def _turn_facts(connection: _Connection, end: Fact) -> list[Fact]:
     """A turn's facts read back from the table: from its chat's last turn start to ``end``."""
     rows = connection.execute(
         "SELECT sequence, fact, checksum FROM facts WHERE session = ? AND channel = ? "
@@ -368,7 +373,7 @@ def _turn_facts(connection: sqlite3.Connection, end: Fact) -> list[Fact]:
     ]
 
 
-def _soft_delete(connection: sqlite3.Connection, cut: Fact, action: ChatTruncatedAction) -> None:
+def _soft_delete(connection: _Connection, cut: Fact, action: ChatTruncatedAction) -> None:
     """Mark the rows of the turns ``chat/truncated`` removed deleted (they stay on disk)."""
     connection.execute(
         "UPDATE agent_messages SET deleted_at = ?, deleted_by = ? "
