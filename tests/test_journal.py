@@ -4,6 +4,7 @@ full disks, snapshots. The tests that take ``journal_db`` run against both datab
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from orchestrator.journal import (
     open_reader,
     state_entries,
 )
+from orchestrator.journal._pg_connection import redacted
 from orchestrator.journal._reader import _snapshot
 from orchestrator.journal._rows import _Snapshot
 from orchestrator.runtime import RunOutcome, TeamRuntime
@@ -38,7 +40,7 @@ from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import TeamSpec, load_team
 
 from .conftest import PROJECT_ROOT, back_to_schema_4
-from .postgres import direct_sql
+from .postgres import PostgresServer, direct_sql
 
 DELIVERY = PROJECT_ROOT / "teams" / "delivery.toml"
 HANDOFF = PROJECT_ROOT / "teams" / "handoff.toml"
@@ -498,8 +500,9 @@ class TestCommandLine:
             check=False,
         )
 
-    def test_sessions_events_and_graph_of_past_runs(self, tmp_path: Path) -> None:
-        db = str(tmp_path / "journal.db")
+    def test_sessions_events_and_graph_of_past_runs(self, journal_db: Path | str) -> None:
+        """``--db`` a SQLite file or ``postgresql://...``: the same commands, the same answers."""
+        db = str(journal_db)
         first = self.orchestrator("run", str(HANDOFF), "refund", "--db", db)
         second = self.orchestrator("run", str(DELIVERY), "Ship it", "--db", db, "--approve", "auto")
         assert first.returncode == second.returncode == 0
@@ -537,3 +540,60 @@ class TestCommandLine:
         done = self.orchestrator("events", "nope", "--db", db)
         assert done.returncode == 2
         assert "no session 'nope'" in done.stderr
+
+
+class TestPostgresInput:
+    """What ``--db postgresql://...`` says when it cannot be used: each a clear error naming
+    what was wrong, with the README's exit status (2: bad input, 3: unreachable)."""
+
+    def orchestrator(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return TestCommandLine().orchestrator(*args)
+
+    def test_a_url_that_does_not_parse(self) -> None:
+        done = self.orchestrator("sessions", "--db", "postgresql://me@127.0.0.1:port/journal")
+        assert done.returncode == 2, done.stderr
+        assert "this PostgreSQL URL does not parse" in done.stderr
+        done = self.orchestrator("sessions", "--db", "postgresql://me@127.0.0.1:5432")
+        assert done.returncode == 2, done.stderr
+        assert "names no database" in done.stderr
+
+    def test_a_server_that_is_not_there(self) -> None:
+        with socket.socket() as probe:  # a port nobody listens on
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        url = f"postgresql://me:secret@127.0.0.1:{port}/journal"
+        for command in (("sessions",), ("run", str(HANDOFF), "refund")):
+            done = self.orchestrator(*command, "--db", url)
+            assert done.returncode == 3, done.stderr
+            assert "cannot reach the PostgreSQL server" in done.stderr
+            assert f"127.0.0.1:{port}" in done.stderr
+            assert "secret" not in done.stderr, "the password is never shown"
+
+    def test_a_database_that_does_not_exist(self, postgres_server: PostgresServer) -> None:
+        url = postgres_server.url("no_such_database")
+        for command in (("sessions",), ("run", str(HANDOFF), "refund")):
+            done = self.orchestrator(*command, "--db", url)
+            assert done.returncode == 2, done.stderr
+            assert "no such database" in done.stderr
+            assert "no_such_database" in done.stderr
+
+    def test_an_empty_database_and_a_foreign_one(self, postgres_database: str) -> None:
+        done = self.orchestrator("sessions", "--db", postgres_database)
+        assert done.returncode == 2, done.stderr
+        assert "no journal here" in done.stderr
+        with direct_sql(postgres_database) as connection:
+            connection.execute("CREATE TABLE facts (id integer)")
+        done = self.orchestrator("run", str(HANDOFF), "refund", "--db", postgres_database)
+        assert done.returncode == 2, done.stderr
+        assert "not an orchestrator journal" in done.stderr
+        with direct_sql(postgres_database) as connection:
+            (tables,) = connection.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+            ).fetchone()
+        assert tables == 1, "nothing was written to it"
+
+    def test_a_password_never_names_the_journal(self) -> None:
+        assert redacted("postgresql://me:secret@db.example:5432/j") == (
+            "postgresql://me:***@db.example:5432/j"
+        )
+        assert redacted("postgresql://me@db.example/j") == "postgresql://me@db.example/j"

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from ._checksum import fact_checksum
     from ._durability import Durability
     from ._history import Edit, edit_history, resolve_chat
-    from ._interface import Journal, is_postgres_url, open_journal, open_reader
+    from ._interface import Db, Journal, db_location, is_postgres_url, open_journal, open_reader
     from ._journal import JournalStatistics, SqliteJournal
     from ._pg_journal import PostgresJournal
     from ._pg_reader import PostgresReader
@@ -39,6 +39,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SNAPSHOT_FORMAT",
     "AgentMessage",
+    "Db",
     "Durability",
     "Edit",
     "Journal",
@@ -50,6 +51,7 @@ __all__ = [
     "PruneReport",
     "SessionInfo",
     "SqliteJournal",
+    "db_location",
     "decode_parts",
     "decode_state",
     "edit_history",
@@ -75,7 +77,14 @@ if not TYPE_CHECKING:
             "._checksum": ("fact_checksum",),
             "._durability": ("Durability",),
             "._history": ("Edit", "edit_history", "resolve_chat"),
-            "._interface": ("Journal", "is_postgres_url", "open_journal", "open_reader"),
+            "._interface": (
+                "Db",
+                "Journal",
+                "db_location",
+                "is_postgres_url",
+                "open_journal",
+                "open_reader",
+            ),
             "._journal": ("JournalStatistics", "SqliteJournal"),
             "._pg_journal": ("PostgresJournal",),
             "._pg_reader": ("PostgresReader",),

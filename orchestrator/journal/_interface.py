@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ._journal import JournalStatistics
     from ._reader import JournalReader
 
-__all__ = ["Journal", "is_postgres_url", "open_journal", "open_reader"]
+__all__ = ["Db", "Journal", "db_location", "is_postgres_url", "open_journal", "open_reader"]
 
 #: What ``--db`` (or ``db =``) may be: a SQLite file's path, or a PostgreSQL URL.
 Db = str | os.PathLike[str]
@@ -71,6 +71,12 @@ class Journal(Protocol):
     def session_failed(self, session: str) -> FactLogError | None: ...
 
     def statistics(self) -> JournalStatistics: ...
+
+
+def db_location(text: str | os.PathLike[str]) -> Path | str:
+    """What ``--db`` or ``db =`` names: a PostgreSQL URL (kept as text: a ``Path`` would
+    fold its ``//``), or a SQLite file's path."""
+    return str(text) if is_postgres_url(str(text)) else Path(text)
 
 
 def open_journal(db: Db, *, durability: Durability = Durability.POWER, **options: Any) -> Journal:
