@@ -61,15 +61,19 @@ async def edit_history(
     journal = open_journal(path, durability=durability)
     await trio.to_thread.run_sync(journal.open)
     reader = journal.reader
-    info = reader.session(session)
-    if info.status == "running":
-        raise RunError(
-            f"{session} is running (or a stop left it unfinished: orchestrator resume it "
-            "first); its history can be edited once the run has ended"
-        )
-    state = await trio.to_thread.run_sync(reader.open, session)
-    facts = await trio.to_thread.run_sync(reader.facts, session)
-    actions = edit(state.chats[chat], facts)
+    try:
+        info = reader.session(session)
+        if info.status == "running":
+            raise RunError(
+                f"{session} is running (or a stop left it unfinished: orchestrator resume it "
+                "first); its history can be edited once the run has ended"
+            )
+        state = await trio.to_thread.run_sync(reader.open, session)
+        facts = await trio.to_thread.run_sync(reader.facts, session)
+        actions = edit(state.chats[chat], facts)
+    except BaseException:
+        journal.close()  # opened, never served: its connection would be left open
+        raise
     async with trio.open_nursery() as services:
         await services.start(journal.serve)
         recorder = Recorder(state, journal, FactBus())

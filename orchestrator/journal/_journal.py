@@ -187,6 +187,14 @@ class _GroupCommitJournal:
         if self._connection is None:
             self._connection = self._connect()
 
+    def close(self) -> None:
+        """Close a journal that was opened but will not be served (``serve`` closes its
+        own connection when it stops)."""
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                self._close(connection)
+
     async def serve(self, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
         """Write until cancelled, then drain what was submitted and close.
 
