@@ -16,7 +16,7 @@ from trio_websocket import ConnectionClosed, ConnectionRejected
 
 from orchestrator.base import ConfigError
 from orchestrator.core import ApprovalResolved, RunFinished, build_graph
-from orchestrator.journal import JournalReader, SqliteJournal
+from orchestrator.journal import JournalReader, SqliteJournal, open_reader
 from orchestrator.server import Limits, Role, ServeConfig, Token
 from orchestrator.server._app import BODY_TIMEOUT
 
@@ -44,8 +44,10 @@ async def run_delivery(client: Client) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 class TestHealthAndMetrics:
-    async def test_healthz_and_metrics_answer_once_the_daemon_listens(self, tmp_path: Path) -> None:
-        async with running_daemon(tmp_path) as daemon, daemon.http() as http:
+    async def test_healthz_and_metrics_answer_once_the_daemon_listens(
+        self, tmp_path: Path, journal_db: Path | str
+    ) -> None:
+        async with running_daemon(tmp_path, db=journal_db) as daemon, daemon.http() as http:
             health = await http.get("/healthz")
             assert health.status_code == 200
             assert health.json()["status"] == "ok"
@@ -85,8 +87,14 @@ class TestHealthAndMetrics:
 
 
 class TestAgentChannel:
-    async def test_a_team_run_with_a_delegated_approval(self, tmp_path: Path) -> None:
-        async with running_daemon(tmp_path) as daemon, connect(daemon, "team=delivery") as client:
+    async def test_a_team_run_with_a_delegated_approval(
+        self, tmp_path: Path, journal_db: Path | str
+    ) -> None:
+        """On each database (``serve --db PATH`` or ``postgresql://...``)."""
+        async with (
+            running_daemon(tmp_path, db=journal_db) as daemon,
+            connect(daemon, "team=delivery") as client,
+        ):
             init, result = await run_delivery(client)
         assert init["team"] == "delivery"
         events = client.received
@@ -121,7 +129,7 @@ class TestAgentChannel:
         text = "".join(e["content"] for e in of_type(events, "text"))
         assert text.startswith("I'll split this into three tasks")
         # The journal has the run, the approval with who decided, and a consistent graph.
-        facts = JournalReader(daemon.db).facts("ahp-session:/" + init["sessionId"])
+        facts = open_reader(daemon.db).facts("ahp-session:/" + init["sessionId"])
         decisions = [f.action for f in facts if isinstance(f.action, ApprovalResolved)]
         assert [(d.resolved_by, d.principal) for d in decisions] == [("user", "local")]
         assert not any(isinstance(f.action, RunFinished) for f in facts), "still a conversation"
@@ -147,8 +155,10 @@ class TestAgentChannel:
             ("second answer", "t1"),
         ]
 
-    async def test_reconnecting_replays_the_history_then_live_events(self, tmp_path: Path) -> None:
-        async with running_daemon(tmp_path) as daemon:
+    async def test_reconnecting_replays_the_history_then_live_events(
+        self, tmp_path: Path, journal_db: Path | str
+    ) -> None:
+        async with running_daemon(tmp_path, db=journal_db) as daemon:
             async with connect(daemon, "team=delivery") as first:
                 init, _ = await run_delivery(first)
             async with connect(daemon, f"session={init['sessionId']}") as second:
