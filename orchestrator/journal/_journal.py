@@ -43,6 +43,13 @@ the pieces; see :mod:`._snapshot`), and the writer writes again only the parts t
 since its previous snapshot of the session: a snapshot costs what changed, not the size of
 the session.
 
+Two databases: the writer, group commit, faults, tickets and snapshots above are
+:class:`_GroupCommitJournal`, whatever the database; :class:`SqliteJournal` says how a SQLite
+file is opened (:mod:`._file`), begun (``BEGIN IMMEDIATE``) and which faults are the file's
+(:data:`_ENVIRONMENT_CODES`), and :class:`~._pg_journal.PostgresJournal` the same for a
+PostgreSQL database. Both write the same rows (:mod:`._rows`), and :mod:`._interface` picks
+one by what ``--db`` names.
+
 Where the rest lives:
 
 * :mod:`._file`: opening a file (the checks before a byte is written, the write connection)
