@@ -32,7 +32,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ __all__ = [
     "direct_sql",
     "find_postgres_binaries",
     "journal_db",
+    "new_journal_db",
     "postgres_database",
     "postgres_server",
 ]
@@ -249,3 +250,14 @@ def direct_sql(db: Path | str) -> Iterator[Any]:
         yield PgConnection(raw)
     finally:
         raw.close()
+
+
+@pytest.fixture(params=ENGINES)
+def new_journal_db(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Path | str]:
+    """Makes what ``--db`` names for a new journal each time it is called, on one database
+    kind per parameter (as ``journal_db``, for tests that need several journals)."""
+    numbers = itertools.count()
+    if request.param == "sqlite":
+        return lambda: tmp_path / f"journal-{next(numbers)}.db"
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return server.create_database
