@@ -26,6 +26,7 @@ from orchestrator.journal import (
     Durability,
     Journal,
     JournalReader,
+    PostgresJournal,
     SqliteJournal,
     encode_state,
     open_journal,
@@ -33,6 +34,7 @@ from orchestrator.journal import (
     state_entries,
 )
 from orchestrator.journal._pg_connection import redacted
+from orchestrator.journal._pg_schema import PG_SCHEMA_VERSION
 from orchestrator.journal._reader import _snapshot
 from orchestrator.journal._rows import _Snapshot
 from orchestrator.runtime import RunOutcome, TeamRuntime
@@ -597,3 +599,49 @@ class TestPostgresInput:
             "postgresql://me:***@db.example:5432/j"
         )
         assert redacted("postgresql://me@db.example/j") == "postgresql://me@db.example/j"
+
+
+class TestPostgresSchema:
+    """The PostgreSQL journal's own schema: its version table, what it refuses, what two
+    nodes opening one new database at once do, and what --durability sets."""
+
+    @pytest.mark.parametrize(("durability", "expected"), [("power", "on"), ("process", "off")])
+    async def test_each_durability_sets_the_writer_s_synchronous_commit(
+        self, postgres_database: str, durability: str, expected: str
+    ) -> None:
+        journal = PostgresJournal(postgres_database, durability=Durability(durability))
+        await trio.to_thread.run_sync(journal.open)
+        try:
+            (setting,) = journal._connection.execute("SHOW synchronous_commit").fetchone()
+        finally:
+            journal.close()
+        assert setting == expected
+
+    async def test_two_nodes_opening_a_new_database_at_once_create_it_once(
+        self, postgres_database: str
+    ) -> None:
+        journals = [open_journal(postgres_database) for _ in range(4)]
+        async with trio.open_nursery() as nursery:
+            for journal in journals:
+                nursery.start_soon(trio.to_thread.run_sync, journal.open)
+        for journal in journals:
+            journal.close()
+        with direct_sql(postgres_database) as connection:
+            versions = connection.execute("SELECT version FROM journal_migrations").fetchall()
+        assert versions == [(PG_SCHEMA_VERSION,)]
+        assert open_reader(postgres_database).sessions() == []
+
+    async def test_a_newer_journal_is_refused_untouched(self, postgres_database: str) -> None:
+        journal = open_journal(postgres_database)
+        await trio.to_thread.run_sync(journal.open)
+        journal.close()
+        with direct_sql(postgres_database) as connection:
+            connection.execute(
+                "INSERT INTO journal_migrations (version) VALUES (?)", (PG_SCHEMA_VERSION + 1,)
+            )
+        for opening in (
+            open_journal(postgres_database).open,
+            open_reader(postgres_database).sessions,
+        ):
+            with pytest.raises(FactLogError, match="written by a newer orchestrator"):
+                opening()
