@@ -645,3 +645,12 @@ class TestPostgresSchema:
         ):
             with pytest.raises(FactLogError, match="written by a newer orchestrator"):
                 opening()
+
+    def test_the_statements_question_marks_are_parameters_and_percents_are_text(
+        self, postgres_database: str
+    ) -> None:
+        """The journal's statements are written with SQLite's ``?``; on PostgreSQL each is a
+        parameter, and a ``%`` stays the character it is, with parameters or without."""
+        with direct_sql(postgres_database) as connection:
+            assert connection.execute("SELECT '100%'").fetchone() == ("100%",)
+            assert connection.execute("SELECT '50%' || ?", ("?",)).fetchone() == ("50%?",)

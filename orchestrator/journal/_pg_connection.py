@@ -130,7 +130,9 @@ class PgConnection:
         self.raw = connection
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
-        return self.raw.execute(_pg_sql(sql), parameters or None)
+        # Always with parameters, none or some: psycopg then reads the statement's %% as
+        # the % it was (see _pg_sql).
+        return self.raw.execute(_pg_sql(sql), parameters)
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any:
         rows = list(parameters)
