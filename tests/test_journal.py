@@ -594,6 +594,11 @@ class TestPostgresInput:
             ).fetchone()
         assert tables == 1, "nothing was written to it"
 
+    def test_prune_says_it_works_on_sqlite_only(self, postgres_database: str) -> None:
+        done = self.orchestrator("prune", "--older-than", "30d", "--db", postgres_database)
+        assert done.returncode == 2, done.stderr
+        assert "prune works on a SQLite journal only" in done.stderr
+
     def test_a_password_never_names_the_journal(self) -> None:
         assert redacted("postgresql://me:secret@db.example:5432/j") == (
             "postgresql://me:***@db.example:5432/j"
