@@ -645,7 +645,7 @@ class _SmallDisk(SqliteJournal):
 async def test_a_full_journal_turns_healthz_503_and_the_daemon_keeps_answering(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("orchestrator.server._app.SqliteJournal", _SmallDisk)
+    monkeypatch.setattr("orchestrator.server._app.open_journal", _SmallDisk)
     async with running_daemon(tmp_path) as daemon, daemon.http() as http:
         assert (await http.get("/healthz")).status_code == 200
         async with connect(daemon, "team=delivery") as client:
@@ -883,7 +883,7 @@ class TestJournalFaults:
     ) -> None:
         """A full disk ends every live session at once, the idle ones too (not only the one
         whose batch found the disk full): each client gets ``session_ended`` saying so."""
-        monkeypatch.setattr("orchestrator.server._app.SqliteJournal", _SmallDisk)
+        monkeypatch.setattr("orchestrator.server._app.open_journal", _SmallDisk)
         async with (
             running_daemon(tmp_path, teams={"echo": ECHO}) as daemon,
             connect(daemon) as idle,
@@ -908,7 +908,7 @@ class TestJournalFaults:
     ) -> None:
         """An AG-UI client streaming a run when the journal fails gets ``RUN_ERROR`` with
         the journal's reason, not a bare "the session ended"."""
-        monkeypatch.setattr("orchestrator.server._app.SqliteJournal", _SmallDisk)
+        monkeypatch.setattr("orchestrator.server._app.open_journal", _SmallDisk)
         sleepy = ECHO.replace(
             'steps = [ { say = "first answer", chunks = 2 } ]', "steps = [ { sleep = 60 } ]"
         )
