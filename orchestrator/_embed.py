@@ -283,7 +283,7 @@ async def open_run(
     gets the :class:`TeamRun` once its first facts are recorded.
 
     ``backends``: see :data:`Backends`. ``journal``: None keeps the facts in memory; a path
-    opens (creating) a SQLite journal for the run and closes it after; a
+    (or a ``postgresql://`` URL) opens (creating) a journal for the run and closes it after; a
     :class:`~orchestrator.runtime.FactLog` is used as it is (a
     :class:`~orchestrator.journal.SqliteJournal` must then be served by the caller).
     ``on_approval`` / ``on_question``: decide approvals and answer questions as they come;
