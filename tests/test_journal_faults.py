@@ -47,6 +47,7 @@ from orchestrator.journal import (
     open_reader,
 )
 from orchestrator.journal._checksum import checked_fact_text as _checked
+from orchestrator.journal._rows import COPY_AT_LEAST
 
 from .conftest import back_to_schema_4
 from .postgres import direct_sql
@@ -176,6 +177,31 @@ class TestOneBatchFailsAlone:
             services.cancel_scope.cancel()
         assert sequences(journal_db, B) == [1, 2, 3]
         assert open_reader(journal_db).facts(A) == [started(A)]
+
+    async def test_large_batches_are_written_whole_and_one_that_clashes_fails_alone(
+        self, journal_db: Path | str
+    ) -> None:
+        """Batches of many facts (copied in on PostgreSQL, ``COPY_AT_LEAST``) read back as
+        they were submitted; one whose sequences clash with facts on file fails alone, with
+        the database's reason, and the batches queued with it commit."""
+        assert COPY_AT_LEAST < 100
+        journal: Journal = open_journal(journal_db)
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            first = journal.submit([started(A), *(view(A, n) for n in range(2, 101))])
+            b1 = journal.submit([started(B), *(view(B, n) for n in range(2, 101))])
+            clash = journal.submit([view(A, n) for n in range(60, 160)])
+            b2 = journal.submit([view(B, n) for n in range(101, 201)])
+            await wait_all(first, b1, clash, b2)
+            assert (first.error, b1.error, b2.error) == (None, None, None)
+            assert clash.error is not None
+            assert re.search("UNIQUE constraint failed|duplicate key value", str(clash.error))
+            services.cancel_scope.cancel()
+        assert sequences(journal_db, A) == list(range(1, 101))
+        assert sequences(journal_db, B) == list(range(1, 201))
+        assert [f.action for f in open_reader(journal_db).facts(B)][1:] == [
+            view(B, n).action for n in range(2, 201)
+        ]
 
     async def test_a_snapshot_that_cannot_be_written_is_skipped(
         self, journal_db: Path | str

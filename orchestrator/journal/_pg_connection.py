@@ -140,6 +140,18 @@ class PgConnection:
             with self.raw.cursor() as cursor:
                 cursor.executemany(_pg_sql(sql), rows)
 
+    def copy_rows(self, head: str, rows: Sequence[Sequence[Any]]) -> None:
+        """``head`` (``INSERT INTO table (columns)``) for ``rows``, as one ``COPY``: the
+        same rows, and the same errors (a duplicate key fails it whole), at a fraction of
+        the cost of multi-row ``INSERT``s (see :func:`._rows._insert_rows`)."""
+        if not rows:
+            return
+        table_and_columns = head.removeprefix("INSERT INTO ").strip()
+        statement = _pg_sql(f"COPY {table_and_columns} FROM STDIN")
+        with self.raw.cursor() as cursor, cursor.copy(statement) as copy:
+            for row in rows:
+                copy.write_row(row)
+
     def close(self) -> None:
         self.raw.close()
 
