@@ -9,7 +9,10 @@ psycopg 3 connection instead of a ``sqlite3`` one. The blocking driver runs in t
 thread, as ``sqlite3`` does: trio's thread only encodes and queues batches, and the writer
 completes their tickets through the trio token after ``COMMIT`` returned. The rows are the
 same statements (:mod:`._rows`, adapted by :class:`~._pg_connection.PgConnection`), in
-the tables of :mod:`._pg_schema`.
+the tables of :mod:`._pg_schema`, but for a group's facts, which are copied in with one
+``COPY`` when there are more than a few (seven times the rows a second of multi-row
+``INSERT``s: batched appends went from 16k to 60k facts a second on this machine, about
+what SQLite does).
 
 Durability: a batch is acknowledged once the server answered its transaction's
 ``COMMIT``. With ``--durability power`` (the default) the writer's session keeps the
