@@ -39,7 +39,8 @@ The parts:
   :class:`UsageReport`), passed as ``backends=`` or named by a team file as a plugin
   (``backend = "module:factory"``, or an ``orchestrator.backends`` entry point: the factory
   gets a :class:`BackendSetup`);
-* journals: :class:`SqliteJournal` (``journal=`` takes its path), :class:`JournalReader`
+* journals: :class:`SqliteJournal` (``journal=`` takes its path, or a ``postgresql://`` URL
+  for the PostgreSQL journal), :class:`JournalReader`
   (sessions, facts, states of a journal file), :class:`SessionInfo`; :class:`MemoryFactLog`;
 * errors: :class:`OrchestratorError` and its subclasses.
 

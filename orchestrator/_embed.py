@@ -32,7 +32,7 @@ import trio
 
 from orchestrator.ahp import ChatInputRequest, ChatInputRequestedAction, ChatInputResponseKind
 from orchestrator.core import USER, ApprovalRequested, Backend, Fact
-from orchestrator.journal import SqliteJournal
+from orchestrator.journal import open_journal
 from orchestrator.protocols import AgentUiProjector, Envelope
 from orchestrator.runtime import (
     FactLog,
@@ -283,7 +283,7 @@ async def open_run(
     gets the :class:`TeamRun` once its first facts are recorded.
 
     ``backends``: see :data:`Backends`. ``journal``: None keeps the facts in memory; a path
-    opens (creating) a SQLite journal for the run and closes it after; a
+    (or a ``postgresql://`` URL) opens (creating) a journal for the run and closes it after; a
     :class:`~orchestrator.runtime.FactLog` is used as it is (a
     :class:`~orchestrator.journal.SqliteJournal` must then be served by the caller).
     ``on_approval`` / ``on_question``: decide approvals and answer questions as they come;
@@ -304,13 +304,13 @@ async def open_run(
         if journal is None:
             factlog = MemoryFactLog()
         elif isinstance(journal, str | os.PathLike):
-            sqlite = SqliteJournal(Path(journal))
-            await trio.to_thread.run_sync(sqlite.open)  # a refused file raises here
+            durable = open_journal(journal)  # a SQLite file's path, or postgresql://...
+            await trio.to_thread.run_sync(durable.open)  # a refused journal raises here
             services = await stack.enter_async_context(trio.open_nursery())
             # Exits run last first: the run's nursery ends, then this stops the journal.
             stack.callback(services.cancel_scope.cancel)
-            await services.start(sqlite.serve)
-            factlog = sqlite
+            await services.start(durable.serve)
+            factlog = durable
         else:
             factlog = journal
         runtime = TeamRuntime(spec, backends=factory, factlog=factlog)

@@ -19,6 +19,9 @@ settings.load_profile("suite")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
+#: The throwaway PostgreSQL server and the journal fixtures over both databases.
+pytest_plugins = ["tests.postgres"]
+
 #: Public schemas and fixtures of the protocols we implement, copied byte for byte with their
 #: licences (see protocols/SOURCES.md), so a clean clone tests without anything beside it.
 PROTOCOLS = Path(__file__).resolve().parent / "protocols"

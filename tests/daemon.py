@@ -40,7 +40,7 @@ steps = [ { say = "second answer" } ]
 @attrs.define
 class RunningDaemon:
     url: str  # http://127.0.0.1:PORT
-    db: Path
+    db: Path | str  # a SQLite file, or postgresql://...
     stop: trio.Event
     stopped: trio.Event = attrs.field(factory=trio.Event)  # set once serve() has returned
 
@@ -66,7 +66,7 @@ async def running_daemon(
     *,
     teams: Mapping[str, str] | None = None,
     config: ServeConfig | None = None,
-    db: Path | None = None,
+    db: Path | str | None = None,
 ) -> AsyncIterator[RunningDaemon]:
     """A daemon serving ``teams`` (name → TOML; default: the project's delivery team)."""
     if teams is None:

@@ -25,7 +25,7 @@ import trio.testing
 from orchestrator.ahp import Turn
 from orchestrator.base import FactLogError, timestamp
 from orchestrator.core import Fact, teammate_uri
-from orchestrator.journal import Durability, JournalReader, SqliteJournal
+from orchestrator.journal import Durability, Journal, open_journal, open_reader
 from orchestrator.runtime import EventTicket, Ticket
 from orchestrator.server import Daemon, Scheduler, Teammate, assemble
 from orchestrator.spec import TeamSpec, parse_team
@@ -50,13 +50,13 @@ def instant(text: str) -> str:
 class RunningScheduler:
     daemon: Daemon
     scheduler: Scheduler
-    db: Path
+    db: Path | str
 
     def teammate(self, name: str) -> Teammate:
         return self.scheduler.find(name)
 
     def stream(self, team: str, name: str) -> list[Fact]:
-        return JournalReader(self.db).facts(teammate_uri(team, name))
+        return open_reader(self.db).facts(teammate_uri(team, name))
 
 
 class HeldClock:
@@ -94,31 +94,35 @@ class HeldClock:
         finally:
             trio.to_thread.run_sync = run_sync
 
-    def journal(self, db: Path) -> SqliteJournal:
+    def journal(self, db: Path | str) -> Journal:
+        """The journal ``db`` names (a file or postgresql://...), holding the clock while
+        each batch it was given is in flight."""
         held = self
+        journal = open_journal(db, durability=Durability.PROCESS)
+        submit = journal.submit
 
-        class HeldJournal(SqliteJournal):
-            def submit(
-                self, facts: Sequence[Fact], *, ended_turns: Mapping[int, Turn] | None = None
-            ) -> Ticket:
-                ticket = super().submit(facts, ended_turns=ended_turns)
-                if isinstance(ticket, EventTicket) and not ticket.done():
-                    held.hold()
-                    complete = ticket.complete
+        def held_submit(
+            facts: Sequence[Fact], *, ended_turns: Mapping[int, Turn] | None = None
+        ) -> Ticket:
+            ticket = submit(facts, ended_turns=ended_turns)
+            if isinstance(ticket, EventTicket) and not ticket.done():
+                held.hold()
+                complete = ticket.complete
 
-                    def completed(error: FactLogError | None = None) -> None:
-                        complete(error)
-                        held.release()
+                def completed(error: FactLogError | None = None) -> None:
+                    complete(error)
+                    held.release()
 
-                    ticket.complete = completed  # type: ignore[method-assign]
-                return ticket
+                ticket.complete = completed  # type: ignore[method-assign]
+            return ticket
 
-        return HeldJournal(db, durability=Durability.PROCESS)
+        journal.submit = held_submit  # type: ignore[method-assign]
+        return journal
 
 
 @asynccontextmanager
 async def scheduler_daemon(
-    tmp_path: Path, teams: Mapping[str, str], *, db: Path | None = None
+    tmp_path: Path, teams: Mapping[str, str], *, db: Path | str | None = None
 ) -> AsyncIterator[RunningScheduler]:
     """A daemon (no HTTP server) serving ``teams`` (name → TOML) on ``db``, its teammates
     scheduled on :func:`wall_clock`; stopped as SIGTERM stops it when the block ends.
@@ -138,7 +142,7 @@ async def scheduler_daemon(
 
 @asynccontextmanager
 async def _daemon(
-    journal: SqliteJournal, specs: Mapping[str, TeamSpec], db: Path
+    journal: Journal, specs: Mapping[str, TeamSpec], db: Path | str
 ) -> AsyncIterator[RunningScheduler]:
     async with trio.open_nursery() as services, httpx.AsyncClient() as http:
         await services.start(journal.serve)

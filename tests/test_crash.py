@@ -1,11 +1,12 @@
 """``kill -9`` in the middle of a real run, then ``orchestrator resume``: nothing acknowledged
 is lost, and the run ends as if it had been stopped cleanly at the last durable fact.
 
-Each point runs ``orchestrator run teams/delivery.toml`` in a subprocess on its own SQLite
-journal, waits until the ``--facts`` mirror (written only once a fact is durable: each line
-is an acknowledgement) has a seeded random number of lines, and kills the process with
-SIGKILL. Then it checks the journal against what was acknowledged, resumes the session in
-a second subprocess, and checks the finished run.
+Each point runs ``orchestrator run teams/delivery.toml`` in a subprocess on its own journal
+(a SQLite file, or a PostgreSQL database: the tests run on both), waits until the
+``--facts`` mirror (written only once a fact is durable: each line is an acknowledgement)
+has a seeded random number of lines, and kills the process with SIGKILL. Then it checks the
+journal against what was acknowledged, resumes the session in a second subprocess, and
+checks the finished run.
 
 ``CRASH_POINTS`` (default 8) and ``CRASH_SEED`` choose how many points and which.
 """
@@ -19,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,7 +38,7 @@ from orchestrator.core import (
     is_interrupted,
     resume_point,
 )
-from orchestrator.journal import JournalReader
+from orchestrator.journal import JournalReader, open_reader
 
 ROOT = Path(__file__).resolve().parent.parent
 TEAM = ROOT / "teams" / "delivery.toml"
@@ -92,17 +94,21 @@ def same_state(a: TeamState, b: TeamState) -> None:
     assert a.approvals == b.approvals
 
 
-def resume(db: Path, session: str, *extra: str | Path) -> subprocess.CompletedProcess[str]:
+def resume(db: Path | str, session: str, *extra: str | Path) -> subprocess.CompletedProcess[str]:
     process = orchestrator("resume", session, "--db", db, "--plain", "--approve", "auto", *extra)
     out, err = process.communicate(timeout=120)
     return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
-def test_kill_9_at_seeded_points_loses_nothing_acknowledged(tmp_path: Path) -> None:
+def test_kill_9_at_seeded_points_loses_nothing_acknowledged(
+    tmp_path: Path, new_journal_db: Callable[[], Path | str]
+) -> None:
+    """On each database: a fact the run acknowledged (wrote to ``--facts``) is in the
+    journal after ``kill -9``, and ``resume`` runs the session to its end."""
     rng = random.Random(CRASH_SEED)
     killed_with_cut_off_turns = 0
     for point in range(CRASH_POINTS):
-        db, mirror = tmp_path / f"journal-{point}.db", tmp_path / f"facts-{point}.jsonl"
+        db, mirror = new_journal_db(), tmp_path / f"facts-{point}.jsonl"
         lines = rng.randint(1, DELIVERY_FACTS - 5)
         run = orchestrator(
             "run",
@@ -123,7 +129,7 @@ def test_kill_9_at_seeded_points_loses_nothing_acknowledged(tmp_path: Path) -> N
         seen = acknowledged(mirror)
         assert seen, f"point {point}: nothing acknowledged"
         session = seen[0].session
-        reader = JournalReader(db)
+        reader = open_reader(db)
         stored = reader.facts(session)
         assert stored[: len(seen)] == seen, f"point {point}: an acknowledged fact is missing"
         # 2. Opening the session (snapshot + tail) gives the state a fresh fold gives.
@@ -159,8 +165,10 @@ def test_kill_9_at_seeded_points_loses_nothing_acknowledged(tmp_path: Path) -> N
     assert killed_with_cut_off_turns > 0
 
 
-def test_an_approval_asked_before_a_kill_is_answered_after_resume(tmp_path: Path) -> None:
-    db, mirror, events = tmp_path / "journal.db", tmp_path / "facts.jsonl", tmp_path / "run.jsonl"
+def test_an_approval_asked_before_a_kill_is_answered_after_resume(
+    tmp_path: Path, journal_db: Path | str
+) -> None:
+    db, mirror, events = journal_db, tmp_path / "facts.jsonl", tmp_path / "run.jsonl"
     # Nobody answers the prompt: the run parks on the researcher's publish approval.
     run = orchestrator(
         "run",
@@ -187,14 +195,14 @@ def test_an_approval_asked_before_a_kill_is_answered_after_resume(tmp_path: Path
 
     resumed = resume(db, session, "--facts", mirror, "--events", events)
     assert resumed.returncode == 0, resumed.stderr
-    state = JournalReader(db).open(session)
+    state = open_reader(db).open(session)
     record = state.approvals[asked.approval]
     assert record.decision is ApprovalDecision.APPROVED, "the same approval, answered"
     assert len(state.approvals) == 1, "not asked a second time"
     assert "published to" in resumed.stdout
 
     # The appended files equal what the journal holds: facts, and envelopes projected.
-    stored = JournalReader(db).facts(session)
+    stored = open_reader(db).facts(session)
     assert acknowledged(mirror) == stored
     printed = subprocess.run(
         [

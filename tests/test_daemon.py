@@ -16,7 +16,7 @@ from trio_websocket import ConnectionClosed, ConnectionRejected
 
 from orchestrator.base import ConfigError
 from orchestrator.core import ApprovalResolved, RunFinished, build_graph
-from orchestrator.journal import JournalReader, SqliteJournal
+from orchestrator.journal import JournalReader, SqliteJournal, open_reader
 from orchestrator.server import Limits, Role, ServeConfig, Token
 from orchestrator.server._app import BODY_TIMEOUT
 
@@ -44,8 +44,10 @@ async def run_delivery(client: Client) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 class TestHealthAndMetrics:
-    async def test_healthz_and_metrics_answer_once_the_daemon_listens(self, tmp_path: Path) -> None:
-        async with running_daemon(tmp_path) as daemon, daemon.http() as http:
+    async def test_healthz_and_metrics_answer_once_the_daemon_listens(
+        self, tmp_path: Path, journal_db: Path | str
+    ) -> None:
+        async with running_daemon(tmp_path, db=journal_db) as daemon, daemon.http() as http:
             health = await http.get("/healthz")
             assert health.status_code == 200
             assert health.json()["status"] == "ok"
@@ -85,8 +87,14 @@ class TestHealthAndMetrics:
 
 
 class TestAgentChannel:
-    async def test_a_team_run_with_a_delegated_approval(self, tmp_path: Path) -> None:
-        async with running_daemon(tmp_path) as daemon, connect(daemon, "team=delivery") as client:
+    async def test_a_team_run_with_a_delegated_approval(
+        self, tmp_path: Path, journal_db: Path | str
+    ) -> None:
+        """On each database (``serve --db PATH`` or ``postgresql://...``)."""
+        async with (
+            running_daemon(tmp_path, db=journal_db) as daemon,
+            connect(daemon, "team=delivery") as client,
+        ):
             init, result = await run_delivery(client)
         assert init["team"] == "delivery"
         events = client.received
@@ -121,7 +129,7 @@ class TestAgentChannel:
         text = "".join(e["content"] for e in of_type(events, "text"))
         assert text.startswith("I'll split this into three tasks")
         # The journal has the run, the approval with who decided, and a consistent graph.
-        facts = JournalReader(daemon.db).facts("ahp-session:/" + init["sessionId"])
+        facts = open_reader(daemon.db).facts("ahp-session:/" + init["sessionId"])
         decisions = [f.action for f in facts if isinstance(f.action, ApprovalResolved)]
         assert [(d.resolved_by, d.principal) for d in decisions] == [("user", "local")]
         assert not any(isinstance(f.action, RunFinished) for f in facts), "still a conversation"
@@ -147,8 +155,10 @@ class TestAgentChannel:
             ("second answer", "t1"),
         ]
 
-    async def test_reconnecting_replays_the_history_then_live_events(self, tmp_path: Path) -> None:
-        async with running_daemon(tmp_path) as daemon:
+    async def test_reconnecting_replays_the_history_then_live_events(
+        self, tmp_path: Path, journal_db: Path | str
+    ) -> None:
+        async with running_daemon(tmp_path, db=journal_db) as daemon:
             async with connect(daemon, "team=delivery") as first:
                 init, _ = await run_delivery(first)
             async with connect(daemon, f"session={init['sessionId']}") as second:
@@ -635,7 +645,7 @@ class _SmallDisk(SqliteJournal):
 async def test_a_full_journal_turns_healthz_503_and_the_daemon_keeps_answering(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("orchestrator.server._app.SqliteJournal", _SmallDisk)
+    monkeypatch.setattr("orchestrator.server._app.open_journal", _SmallDisk)
     async with running_daemon(tmp_path) as daemon, daemon.http() as http:
         assert (await http.get("/healthz")).status_code == 200
         async with connect(daemon, "team=delivery") as client:
@@ -873,7 +883,7 @@ class TestJournalFaults:
     ) -> None:
         """A full disk ends every live session at once, the idle ones too (not only the one
         whose batch found the disk full): each client gets ``session_ended`` saying so."""
-        monkeypatch.setattr("orchestrator.server._app.SqliteJournal", _SmallDisk)
+        monkeypatch.setattr("orchestrator.server._app.open_journal", _SmallDisk)
         async with (
             running_daemon(tmp_path, teams={"echo": ECHO}) as daemon,
             connect(daemon) as idle,
@@ -898,7 +908,7 @@ class TestJournalFaults:
     ) -> None:
         """An AG-UI client streaming a run when the journal fails gets ``RUN_ERROR`` with
         the journal's reason, not a bare "the session ended"."""
-        monkeypatch.setattr("orchestrator.server._app.SqliteJournal", _SmallDisk)
+        monkeypatch.setattr("orchestrator.server._app.open_journal", _SmallDisk)
         sleepy = ECHO.replace(
             'steps = [ { say = "first answer", chunks = 2 } ]', "steps = [ { sleep = 60 } ]"
         )

@@ -16,7 +16,6 @@ import trio.testing
 
 from orchestrator.base import FactLogError, RunError, SessionExistsError, SessionLimitError
 from orchestrator.core import Fact
-from orchestrator.journal import JournalReader
 from orchestrator.server import Daemon, Limits, LiveSession, assemble
 from orchestrator.spec import parse_team
 
@@ -169,12 +168,12 @@ class TestIdentity:
             await live.prompt("hello", task_id=None)
             await live.idle.wait()
             await daemon.dispose(live)
-            facts = JournalReader(daemon.journal.path).facts(live.uri)
+            facts = daemon.journal.reader.facts(live.uri)
             with pytest.raises(SessionExistsError, match="is in the journal") as ended:
                 await daemon.open_session("echo", session="thread-1")
             assert ended.value.ended
             assert ended.value.uri == live.uri
-            assert JournalReader(daemon.journal.path).facts(live.uri) == facts
+            assert daemon.journal.reader.facts(live.uri) == facts
 
     async def test_a_journal_that_cannot_be_read_opens_nothing(
         self,

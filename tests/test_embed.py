@@ -15,6 +15,7 @@ import trio
 
 import orchestrator
 from orchestrator.core import ApprovalResolved
+from orchestrator.journal import open_reader
 
 from .conftest import PROJECT_ROOT
 
@@ -218,10 +219,11 @@ class TestOpenRun:
         with pytest.raises(ValueError, match="the callback broke"):
             await orchestrator.run_team(team(APPROVAL), "ship", on_approval=broken)
 
-    async def test_a_journal_path_keeps_the_run(self, tmp_path: Path) -> None:
-        db = tmp_path / "runs.db"
+    async def test_a_journal_path_keeps_the_run(self, journal_db: Path | str) -> None:
+        """``journal=`` a SQLite file's path or a ``postgresql://`` URL."""
+        db = journal_db
         outcome = await orchestrator.run_team(team(SOLO), "go", journal=db)
-        reader = orchestrator.JournalReader(db)
+        reader = open_reader(db)
         [info] = reader.sessions()
         assert (info.session, info.status) == (outcome.session, "completed")
         assert reader.facts(outcome.session)[-1].type == "team/runFinished"

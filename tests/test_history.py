@@ -38,13 +38,21 @@ from orchestrator.core import (
     Transition,
     build_graph,
 )
-from orchestrator.journal import JournalReader, SqliteJournal, edit_history
+from orchestrator.journal import (
+    Journal,
+    JournalReader,
+    SqliteJournal,
+    edit_history,
+    open_journal,
+    open_reader,
+)
 from orchestrator.journal._rows import _AgentHistory, _batch, _write_group
 from orchestrator.journal._schema import _migrate
 from orchestrator.protocols import restore_actions, truncate_action, turn_messages, undo_action
 from orchestrator.runtime import FactBus, MemoryFactLog, Recorder, Ticket
 
 from .conftest import back_to_schema_4
+from .postgres import direct_sql
 from .sessions import solo_opening
 from .test_chat_reducer_properties import (
     CHANNEL,
@@ -60,9 +68,9 @@ CHAT = "ahp-chat:/lead"
 NOW = "2026-11-23T00:00:00.000Z"
 
 
-async def three_turns(db: Path) -> None:
+async def three_turns(db: Path | str) -> None:
     """A finished session whose coordinator chat has three turns: "one", "two", "three"."""
-    journal = SqliteJournal(db)
+    journal: Journal = open_journal(db)
     state = TeamState(SESSION)
     async with trio.open_nursery() as services:
         await services.start(journal.serve)
@@ -86,18 +94,20 @@ async def three_turns(db: Path) -> None:
         services.cancel_scope.cancel()
 
 
-def prompts(db: Path, *, deleted: bool = False) -> list[str]:
+def prompts(db: Path | str, *, deleted: bool = False) -> list[str]:
     return [
         m.event["prompt"]
-        for m in JournalReader(db).agent_messages(SESSION, CHAT, deleted=deleted)
+        for m in open_reader(db).agent_messages(SESSION, CHAT, deleted=deleted)
         if m.event["type"] == "prompt"
     ]
 
 
-async def test_each_finished_turn_is_written_as_agent_channel_events(tmp_path: Path) -> None:
-    db = tmp_path / "journal.db"
+async def test_each_finished_turn_is_written_as_agent_channel_events(
+    journal_db: Path | str,
+) -> None:
+    db = journal_db
     await three_turns(db)
-    messages = JournalReader(db).agent_messages(SESSION, CHAT)
+    messages = open_reader(db).agent_messages(SESSION, CHAT)
     assert [m.event["type"] for m in messages[:4]] == ["prompt", "text", "result", "done"]
     assert messages[1].event == {"channel": "agent", "type": "text", "content": "said one"}
     assert messages[2].event["summary"] == "said one"
@@ -105,12 +115,12 @@ async def test_each_finished_turn_is_written_as_agent_channel_events(tmp_path: P
     assert prompts(db) == ["one", "two", "three"]
 
 
-async def test_a_real_run_replays_tool_calls_and_results(tmp_path: Path) -> None:
-    db = tmp_path / "journal.db"
+async def test_a_real_run_replays_tool_calls_and_results(journal_db: Path | str) -> None:
+    db = journal_db
     outcome, runtime, _ = await run_team(db)
     lead = runtime.state.coordinator_chat()
     assert lead is not None
-    events = [m.event for m in JournalReader(db).agent_messages(outcome.session, lead)]
+    events = [m.event for m in open_reader(db).agent_messages(outcome.session, lead)]
     kinds = [e["type"] for e in events]
     assert kinds[0] == "prompt"
     assert kinds.count("tool_invocation") == kinds.count("tool_result") == 3
@@ -121,46 +131,46 @@ async def test_a_real_run_replays_tool_calls_and_results(tmp_path: Path) -> None
     assert events == turn_messages(turn)
 
 
-async def test_undo_truncate_and_restore_soft_delete_and_bring_back(tmp_path: Path) -> None:
-    db = tmp_path / "journal.db"
+async def test_undo_truncate_and_restore_soft_delete_and_bring_back(journal_db: Path | str) -> None:
+    db = journal_db
     await three_turns(db)
 
     await edit_history(db, SESSION, CHAT, lambda chat, facts: [undo_action(chat)])
     assert prompts(db) == ["one", "two"]
     assert prompts(db, deleted=True) == ["one", "two", "three"], "rows stay on disk"
-    assert [t.id for t in JournalReader(db).open(SESSION).chats[CHAT].turns] == [
+    assert [t.id for t in open_reader(db).open(SESSION).chats[CHAT].turns] == [
         "turn-1",
         "turn-2",
     ]
 
     await edit_history(db, SESSION, CHAT, lambda chat, facts: [truncate_action(chat, None)])
     assert prompts(db) == []
-    assert JournalReader(db).open(SESSION).chats[CHAT].turns == ()
+    assert open_reader(db).open(SESSION).chats[CHAT].turns == ()
 
     # Restore brings back what the last cut removed: the turns and their rows, in place.
     recorded = await edit_history(db, SESSION, CHAT, restore_actions)
     assert recorded
     assert prompts(db) == ["one", "two"]
-    restored = JournalReader(db).open(SESSION).chats[CHAT].turns
+    restored = open_reader(db).open(SESSION).chats[CHAT].turns
     assert [t.id for t in restored] == ["turn-1", "turn-2"]
     assert [
         m.event["content"]
-        for m in JournalReader(db).agent_messages(SESSION, CHAT)
+        for m in open_reader(db).agent_messages(SESSION, CHAT)
         if m.event["type"] == "text"
     ] == ["said one", "said two"]
-    facts = JournalReader(db).facts(SESSION)
+    facts = open_reader(db).facts(SESSION)
     assert build_graph(facts).check() == []
     folded = TeamState.fold(SESSION, facts)
-    assert folded.chats[CHAT] == JournalReader(db).open(SESSION).chats[CHAT]
+    assert folded.chats[CHAT] == open_reader(db).open(SESSION).chats[CHAT]
 
 
 async def test_a_turn_cut_in_the_transaction_it_ended_in_is_written_deleted(
-    tmp_path: Path,
+    journal_db: Path | str,
 ) -> None:
     """The rows of a turn are kept until its transaction is written, and a cut in the same
     transaction marks them deleted (it writes the rows kept so far first)."""
-    db = tmp_path / "journal.db"
-    journal = SqliteJournal(db)
+    db = journal_db
+    journal: Journal = open_journal(db)
     async with trio.open_nursery() as services:
         await services.start(journal.serve)
         recorder = Recorder(TeamState(SESSION), journal, FactBus(), clock=lambda: NOW)
@@ -184,17 +194,17 @@ async def test_a_turn_cut_in_the_transaction_it_ended_in_is_written_deleted(
     assert prompts(db, deleted=True) == ["one"]
 
 
-async def test_edits_that_cannot_apply_say_why_and_change_nothing(tmp_path: Path) -> None:
-    db = tmp_path / "journal.db"
+async def test_edits_that_cannot_apply_say_why_and_change_nothing(journal_db: Path | str) -> None:
+    db = journal_db
     await three_turns(db)
-    before = JournalReader(db).facts(SESSION)
+    before = open_reader(db).facts(SESSION)
     with pytest.raises(RunError, match="nothing to restore"):
         await edit_history(db, SESSION, CHAT, restore_actions)
     with pytest.raises(RunError, match=r"no turn 'turn-9' \(its turns: turn-1, turn-2, turn-3\)"):
         await edit_history(db, SESSION, CHAT, lambda chat, facts: [truncate_action(chat, "turn-9")])
     with pytest.raises(RunError, match="no turn after turn-3"):
         await edit_history(db, SESSION, CHAT, lambda chat, facts: [truncate_action(chat, "turn-3")])
-    assert JournalReader(db).facts(SESSION) == before
+    assert open_reader(db).facts(SESSION) == before
 
     await edit_history(db, SESSION, CHAT, lambda chat, facts: [undo_action(chat)])
     await edit_history(db, SESSION, CHAT, lambda chat, facts: [undo_action(chat)])
@@ -203,13 +213,11 @@ async def test_edits_that_cannot_apply_say_why_and_change_nothing(tmp_path: Path
         await edit_history(db, SESSION, CHAT, restore_actions)
 
 
-async def test_a_running_session_is_not_edited(tmp_path: Path) -> None:
-    db = tmp_path / "journal.db"
+async def test_a_running_session_is_not_edited(journal_db: Path | str) -> None:
+    db = journal_db
     await three_turns(db)
-    connection = sqlite3.connect(db)
-    connection.execute("UPDATE sessions SET status = 'running'")
-    connection.commit()
-    connection.close()
+    with direct_sql(db) as connection:
+        connection.execute("UPDATE sessions SET status = 'running'")
     with pytest.raises(RunError, match="resume it"):
         await edit_history(db, SESSION, CHAT, lambda chat, facts: [undo_action(chat)])
 
@@ -230,9 +238,9 @@ async def test_a_schema_2_journal_gets_its_history_written_when_migrated(tmp_pat
 
 
 def test_history_undo_and_restore_from_the_command_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    journal_db: Path | str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = tmp_path / "journal.db"
+    db = journal_db
     trio.run(three_turns, db)
     capsys.readouterr()
     assert main(["history", "history", "--db", str(db)]) == 0

@@ -36,7 +36,7 @@ async def healthy(daemon: RunningDaemon) -> None:
         assert (await client.until_type("result"))["type"] == "result"
 
 
-def stored_texts(db: Path) -> list[str]:
+def stored_texts(db: Path | str) -> list[str]:
     reader = JournalReader(db)
     return [
         json.dumps(fact.action.prompt)

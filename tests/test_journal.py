@@ -1,8 +1,10 @@
-"""The SQLite journal on real files: writes, reads, versions, damage, full disks, snapshots."""
+"""The journal on real files and a real PostgreSQL server: writes, reads, versions, damage,
+full disks, snapshots. The tests that take ``journal_db`` run against both databases."""
 
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -22,11 +24,17 @@ from orchestrator.journal import (
     MIGRATIONS,
     SCHEMA_VERSION,
     Durability,
+    Journal,
     JournalReader,
+    PostgresJournal,
     SqliteJournal,
     encode_state,
+    open_journal,
+    open_reader,
     state_entries,
 )
+from orchestrator.journal._pg_connection import redacted
+from orchestrator.journal._pg_schema import PG_SCHEMA_VERSION
 from orchestrator.journal._reader import _snapshot
 from orchestrator.journal._rows import _Snapshot
 from orchestrator.runtime import RunOutcome, TeamRuntime
@@ -34,16 +42,17 @@ from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import TeamSpec, load_team
 
 from .conftest import PROJECT_ROOT, back_to_schema_4
+from .postgres import PostgresServer, direct_sql
 
 DELIVERY = PROJECT_ROOT / "teams" / "delivery.toml"
 HANDOFF = PROJECT_ROOT / "teams" / "handoff.toml"
 
 
 async def run_team(
-    path: Path, team: TeamSpec | None = None, **options: object
-) -> tuple[RunOutcome, TeamRuntime, SqliteJournal]:
-    """Run a team against a journal at ``path`` (approvals approved) and close it."""
-    journal = SqliteJournal(path, **options)  # type: ignore[arg-type]
+    db: Path | str, team: TeamSpec | None = None, **options: object
+) -> tuple[RunOutcome, TeamRuntime, Any]:
+    """Run a team against the journal ``db`` names (approvals approved) and close it."""
+    journal: Journal = open_journal(db, **options)  # type: ignore[arg-type]
     async with trio.open_nursery() as services:
         await services.start(journal.serve)
         runtime = TeamRuntime(
@@ -74,13 +83,12 @@ def file_bytes(path: Path) -> bytes:
 
 
 class TestWriteAndRead:
-    async def test_a_run_reads_back_as_it_was_recorded(self, tmp_path: Path) -> None:
+    async def test_a_run_reads_back_as_it_was_recorded(self, journal_db: Path | str) -> None:
         """Every fact is on disk, in order; the session is listed with its status and title;
         opening it gives the state the runtime had; the graph checks clean."""
-        db = tmp_path / "journal.db"
-        outcome, runtime, journal = await run_team(db)
+        outcome, runtime, journal = await run_team(journal_db)
         assert outcome.status is RunStatus.COMPLETED
-        reader = JournalReader(db)
+        reader = open_reader(journal_db)
         facts = reader.facts(runtime.session)
         assert [f.sequence for f in facts] == list(range(1, runtime.state.last_sequence + 1))
         (info,) = reader.sessions()
@@ -101,9 +109,9 @@ class TestWriteAndRead:
         assert stats.facts == len(facts)
         assert stats.transactions <= stats.batches
 
-    async def test_batches_in_flight_share_transactions(self, tmp_path: Path) -> None:
+    async def test_batches_in_flight_share_transactions(self, journal_db: Path | str) -> None:
         """Group commit: three researchers' batches are made durable together."""
-        _, _, journal = await run_team(tmp_path / "journal.db")
+        _, _, journal = await run_team(journal_db)
         stats = journal.statistics()
         assert stats.transactions < stats.batches
 
@@ -339,15 +347,16 @@ class TestFailures:
 
 
 class TestSnapshots:
-    async def test_opening_a_session_starts_from_its_snapshot(self, tmp_path: Path) -> None:
+    async def test_opening_a_session_starts_from_its_snapshot(self, journal_db: Path | str) -> None:
         """With snapshots every 20 facts the latest is kept; opening from it equals a fold."""
-        db = tmp_path / "journal.db"
+        db = journal_db
         _, runtime, journal = await run_team(db, snapshot_every=20)
         assert journal.statistics().snapshots >= 3
-        rows = sqlite3.connect(db).execute("SELECT sequence FROM snapshots").fetchall()
+        with direct_sql(db) as connection:
+            rows = connection.execute("SELECT sequence FROM snapshots").fetchall()
         assert len(rows) == 1
         assert rows[0][0] >= runtime.state.last_sequence - 20
-        reader = JournalReader(db)
+        reader = open_reader(db)
         opened = reader.open(runtime.session)
         folded = TeamState.fold(runtime.session, reader.facts(runtime.session))
         assert opened.chats == folded.chats
@@ -358,26 +367,26 @@ class TestSnapshots:
         assert opened.last_sequence == folded.last_sequence
 
     async def test_a_snapshot_writes_again_only_the_parts_that_changed(
-        self, tmp_path: Path
+        self, journal_db: Path | str
     ) -> None:
         """Parts unchanged since an earlier snapshot keep the sequence of the snapshot that
         wrote them (a finished worker's chat is not written again); opening still equals
         the fold."""
-        db = tmp_path / "journal.db"
+        db = journal_db
         _, runtime, journal = await run_team(db, snapshot_every=10)
-        connection = sqlite3.connect(db)
-        ((latest,),) = connection.execute("SELECT sequence FROM snapshots").fetchall()
-        kinds = dict(
-            connection.execute(
-                "SELECT kind, count(*) FROM snapshot_parts WHERE sequence < ? GROUP BY kind",
-                (latest,),
-            ).fetchall()
-        )
+        with direct_sql(db) as connection:
+            ((latest,),) = connection.execute("SELECT sequence FROM snapshots").fetchall()
+            kinds = dict(
+                connection.execute(
+                    "SELECT kind, count(*) FROM snapshot_parts WHERE sequence < ? GROUP BY kind",
+                    (latest,),
+                ).fetchall()
+            )
         assert kinds.get("chat", 0) >= 1, kinds
         assert kinds.get("turns", 0) >= 1, kinds
         assert journal.statistics().snapshots >= 6
         assert journal._snapshots._written == {}, "a finished run's state is let go"
-        reader = JournalReader(db)
+        reader = open_reader(db)
         opened = reader.open(runtime.session)
         folded = TeamState.fold(runtime.session, reader.facts(runtime.session))
         assert opened.chats == folded.chats
@@ -472,14 +481,13 @@ class TestSnapshots:
             "UPDATE snapshot_parts SET sequence = sequence + 1000 WHERE kind = 'chat'",
         ],
     )
-    async def test_a_damaged_snapshot_is_only_a_cache(self, tmp_path: Path, damage: str) -> None:
-        db = tmp_path / "journal.db"
-        _, runtime, _ = await run_team(db, snapshot_every=20)
-        connection = sqlite3.connect(db)
-        connection.execute(damage)
-        connection.commit()
-        connection.close()
-        opened = JournalReader(db).open(runtime.session)
+    async def test_a_damaged_snapshot_is_only_a_cache(
+        self, journal_db: Path | str, damage: str
+    ) -> None:
+        _, runtime, _ = await run_team(journal_db, snapshot_every=20)
+        with direct_sql(journal_db) as connection:
+            connection.execute(damage)
+        opened = open_reader(journal_db).open(runtime.session)
         assert opened.chats == runtime.state.chats
         assert opened.last_sequence == runtime.state.last_sequence
 
@@ -494,8 +502,9 @@ class TestCommandLine:
             check=False,
         )
 
-    def test_sessions_events_and_graph_of_past_runs(self, tmp_path: Path) -> None:
-        db = str(tmp_path / "journal.db")
+    def test_sessions_events_and_graph_of_past_runs(self, journal_db: Path | str) -> None:
+        """``--db`` a SQLite file or ``postgresql://...``: the same commands, the same answers."""
+        db = str(journal_db)
         first = self.orchestrator("run", str(HANDOFF), "refund", "--db", db)
         second = self.orchestrator("run", str(DELIVERY), "Ship it", "--db", db, "--approve", "auto")
         assert first.returncode == second.returncode == 0
@@ -533,3 +542,120 @@ class TestCommandLine:
         done = self.orchestrator("events", "nope", "--db", db)
         assert done.returncode == 2
         assert "no session 'nope'" in done.stderr
+
+
+class TestPostgresInput:
+    """What ``--db postgresql://...`` says when it cannot be used: each a clear error naming
+    what was wrong, with the README's exit status (2: bad input, 3: unreachable)."""
+
+    def orchestrator(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return TestCommandLine().orchestrator(*args)
+
+    def test_a_url_that_does_not_parse(self) -> None:
+        done = self.orchestrator("sessions", "--db", "postgresql://me@127.0.0.1:port/journal")
+        assert done.returncode == 2, done.stderr
+        assert "this PostgreSQL URL does not parse" in done.stderr
+        done = self.orchestrator("sessions", "--db", "postgresql://me@127.0.0.1:5432")
+        assert done.returncode == 2, done.stderr
+        assert "names no database" in done.stderr
+
+    def test_a_server_that_is_not_there(self) -> None:
+        with socket.socket() as probe:  # a port nobody listens on
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        url = f"postgresql://me:secret@127.0.0.1:{port}/journal"
+        for command in (("sessions",), ("run", str(HANDOFF), "refund")):
+            done = self.orchestrator(*command, "--db", url)
+            assert done.returncode == 3, done.stderr
+            assert "cannot reach the PostgreSQL server" in done.stderr
+            assert f"127.0.0.1:{port}" in done.stderr
+            assert "secret" not in done.stderr, "the password is never shown"
+
+    def test_a_database_that_does_not_exist(self, postgres_server: PostgresServer) -> None:
+        url = postgres_server.url("no_such_database")
+        for command in (("sessions",), ("run", str(HANDOFF), "refund")):
+            done = self.orchestrator(*command, "--db", url)
+            assert done.returncode == 2, done.stderr
+            assert "no such database" in done.stderr
+            assert "no_such_database" in done.stderr
+
+    def test_an_empty_database_and_a_foreign_one(self, postgres_database: str) -> None:
+        done = self.orchestrator("sessions", "--db", postgres_database)
+        assert done.returncode == 2, done.stderr
+        assert "no journal here" in done.stderr
+        with direct_sql(postgres_database) as connection:
+            connection.execute("CREATE TABLE facts (id integer)")
+        done = self.orchestrator("run", str(HANDOFF), "refund", "--db", postgres_database)
+        assert done.returncode == 2, done.stderr
+        assert "not an orchestrator journal" in done.stderr
+        with direct_sql(postgres_database) as connection:
+            (tables,) = connection.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+            ).fetchone()
+        assert tables == 1, "nothing was written to it"
+
+    def test_prune_says_it_works_on_sqlite_only(self, postgres_database: str) -> None:
+        done = self.orchestrator("prune", "--older-than", "30d", "--db", postgres_database)
+        assert done.returncode == 2, done.stderr
+        assert "prune works on a SQLite journal only" in done.stderr
+
+    def test_a_password_never_names_the_journal(self) -> None:
+        assert redacted("postgresql://me:secret@db.example:5432/j") == (
+            "postgresql://me:***@db.example:5432/j"
+        )
+        assert redacted("postgresql://me@db.example/j") == "postgresql://me@db.example/j"
+
+
+class TestPostgresSchema:
+    """The PostgreSQL journal's own schema: its version table, what it refuses, what two
+    nodes opening one new database at once do, and what --durability sets."""
+
+    @pytest.mark.parametrize(("durability", "expected"), [("power", "on"), ("process", "off")])
+    async def test_each_durability_sets_the_writer_s_synchronous_commit(
+        self, postgres_database: str, durability: str, expected: str
+    ) -> None:
+        journal = PostgresJournal(postgres_database, durability=Durability(durability))
+        await trio.to_thread.run_sync(journal.open)
+        try:
+            (setting,) = journal._connection.execute("SHOW synchronous_commit").fetchone()
+        finally:
+            journal.close()
+        assert setting == expected
+
+    async def test_two_nodes_opening_a_new_database_at_once_create_it_once(
+        self, postgres_database: str
+    ) -> None:
+        journals = [open_journal(postgres_database) for _ in range(4)]
+        async with trio.open_nursery() as nursery:
+            for journal in journals:
+                nursery.start_soon(trio.to_thread.run_sync, journal.open)
+        for journal in journals:
+            journal.close()
+        with direct_sql(postgres_database) as connection:
+            versions = connection.execute("SELECT version FROM journal_migrations").fetchall()
+        assert versions == [(PG_SCHEMA_VERSION,)]
+        assert open_reader(postgres_database).sessions() == []
+
+    async def test_a_newer_journal_is_refused_untouched(self, postgres_database: str) -> None:
+        journal = open_journal(postgres_database)
+        await trio.to_thread.run_sync(journal.open)
+        journal.close()
+        with direct_sql(postgres_database) as connection:
+            connection.execute(
+                "INSERT INTO journal_migrations (version) VALUES (?)", (PG_SCHEMA_VERSION + 1,)
+            )
+        for opening in (
+            open_journal(postgres_database).open,
+            open_reader(postgres_database).sessions,
+        ):
+            with pytest.raises(FactLogError, match="written by a newer orchestrator"):
+                opening()
+
+    def test_the_statements_question_marks_are_parameters_and_percents_are_text(
+        self, postgres_database: str
+    ) -> None:
+        """The journal's statements are written with SQLite's ``?``; on PostgreSQL each is a
+        parameter, and a ``%`` stays the character it is, with parameters or without."""
+        with direct_sql(postgres_database) as connection:
+            assert connection.execute("SELECT '100%'").fetchone() == ("100%",)
+            assert connection.execute("SELECT '50%' || ?", ("?",)).fetchone() == ("50%?",)

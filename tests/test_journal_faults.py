@@ -1,9 +1,11 @@
 """The journal contains faults: what one batch holds fails that batch and its session only,
 the writer never dies silently, a stopping journal waits for its backlog a bounded time, and
-the file can be trusted (checksummed facts, owner-only mode, the whole-file check once)."""
+the file can be trusted (checksummed facts, owner-only mode, the whole-file check once).
+The tests that take ``journal_db`` run on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import stat
 import threading
@@ -35,10 +37,20 @@ from orchestrator.ahp import (
 )
 from orchestrator.base import FactLogError
 from orchestrator.core import Action, Fact, MemberJoined, RunStarted, TeamState, ViewUpdated
-from orchestrator.journal import SCHEMA_VERSION, JournalReader, SqliteJournal, fact_checksum
+from orchestrator.journal import (
+    SCHEMA_VERSION,
+    Journal,
+    JournalReader,
+    SqliteJournal,
+    fact_checksum,
+    open_journal,
+    open_reader,
+)
 from orchestrator.journal._checksum import checked_fact_text as _checked
+from orchestrator.journal._rows import COPY_AT_LEAST
 
 from .conftest import back_to_schema_4
+from .postgres import direct_sql
 from .test_journal import DELIVERY, run_team
 
 AT = "2026-11-26T00:00:00.000Z"
@@ -93,8 +105,8 @@ def conversation(session: str, chat: str) -> list[Fact]:
     ]
 
 
-def sequences(path: Path, session: str) -> list[int]:
-    return [f.sequence for f in JournalReader(path).facts(session)]
+def sequences(db: Path | str, session: str) -> list[int]:
+    return [f.sequence for f in open_reader(db).facts(session)]
 
 
 async def wait_all(*tickets: Any) -> None:
@@ -105,13 +117,13 @@ async def wait_all(*tickets: Any) -> None:
 
 class TestOneBatchFailsAlone:
     async def test_text_that_cannot_be_encoded_fails_its_session_and_no_other(
-        self, tmp_path: Path
+        self, journal_db: Path | str
     ) -> None:
         """A lone surrogate in a fact (it cannot be UTF-8) fails that batch with an error
         naming the session, the facts and what was wrong; the session's later batches fail
         with it and its next submission is refused; the other session goes on writing, and
         the journal as a whole stays healthy."""
-        journal = SqliteJournal(tmp_path / "journal.db")
+        journal: Journal = open_journal(journal_db)
         async with trio.open_nursery() as services:
             await services.start(journal.serve)
             a1, b1 = journal.submit([started(A)]), journal.submit([started(B)])
@@ -134,16 +146,17 @@ class TestOneBatchFailsAlone:
             assert journal.session_failed(B) is None
             assert journal.session_failed(A) is bad.error
             services.cancel_scope.cancel()
-        assert sequences(journal.path, A) == [1]
-        assert sequences(journal.path, B) == [1, 2, 3]
+        assert sequences(journal_db, A) == [1]
+        assert sequences(journal_db, B) == [1, 2, 3]
 
     async def test_a_duplicate_sequence_fails_that_session_and_the_others_commit(
-        self, tmp_path: Path
+        self, journal_db: Path | str
     ) -> None:
         """A conflict on (session, sequence) is one session's problem: its batch fails with
-        SQLite's reason and the session's name, the good batches queued with it (in the same
-        transaction or not) commit, and the journal takes facts of other sessions on."""
-        journal = SqliteJournal(tmp_path / "journal.db")
+        the database's reason and the session's name, the good batches queued with it (in
+        the same transaction or not) commit, and the journal takes facts of other sessions
+        on. (On PostgreSQL this is also what a second writer of a session meets.)"""
+        journal: Journal = open_journal(journal_db)
         async with trio.open_nursery() as services:
             await services.start(journal.serve)
             await wait_all(journal.submit([started(A)]))
@@ -153,19 +166,49 @@ class TestOneBatchFailsAlone:
             b2 = journal.submit([view(B, 2)])
             await wait_all(b1, again, b2)
             assert again.error is not None
-            assert "UNIQUE constraint failed" in str(again.error)
+            assert re.search(
+                "UNIQUE constraint failed|duplicate key value violates unique constraint",
+                str(again.error),
+            )
             assert f"session {A}" in str(again.error)
             assert (b1.error, b2.error) == (None, None)
             assert journal.failed is None
             await wait_all(journal.submit([view(B, 3)]))
             services.cancel_scope.cancel()
-        assert sequences(journal.path, B) == [1, 2, 3]
-        assert JournalReader(journal.path).facts(A) == [started(A)]
+        assert sequences(journal_db, B) == [1, 2, 3]
+        assert open_reader(journal_db).facts(A) == [started(A)]
 
-    async def test_a_snapshot_that_cannot_be_written_is_skipped(self, tmp_path: Path) -> None:
+    async def test_large_batches_are_written_whole_and_one_that_clashes_fails_alone(
+        self, journal_db: Path | str
+    ) -> None:
+        """Batches of many facts (copied in on PostgreSQL, ``COPY_AT_LEAST``) read back as
+        they were submitted; one whose sequences clash with facts on file fails alone, with
+        the database's reason, and the batches queued with it commit."""
+        assert COPY_AT_LEAST < 100
+        journal: Journal = open_journal(journal_db)
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            first = journal.submit([started(A), *(view(A, n) for n in range(2, 101))])
+            b1 = journal.submit([started(B), *(view(B, n) for n in range(2, 101))])
+            clash = journal.submit([view(A, n) for n in range(60, 160)])
+            b2 = journal.submit([view(B, n) for n in range(101, 201)])
+            await wait_all(first, b1, clash, b2)
+            assert (first.error, b1.error, b2.error) == (None, None, None)
+            assert clash.error is not None
+            assert re.search("UNIQUE constraint failed|duplicate key value", str(clash.error))
+            services.cancel_scope.cancel()
+        assert sequences(journal_db, A) == list(range(1, 101))
+        assert sequences(journal_db, B) == list(range(1, 201))
+        assert [f.action for f in open_reader(journal_db).facts(B)][1:] == [
+            view(B, n).action for n in range(2, 201)
+        ]
+
+    async def test_a_snapshot_that_cannot_be_written_is_skipped(
+        self, journal_db: Path | str
+    ) -> None:
         """A snapshot is only a cache: one that cannot be stored is logged and skipped, and
         no session fails for it."""
-        journal = SqliteJournal(tmp_path / "journal.db", snapshot_every=1)
+        journal: Journal = open_journal(journal_db, snapshot_every=1)
         state = TeamState(A)
         state.apply(started(A, "bad \ud800 prompt"))  # in memory only: a bug's state, say
         async with trio.open_nursery() as services:
@@ -179,9 +222,9 @@ class TestOneBatchFailsAlone:
             assert journal.session_failed(A) is None
             assert [e["session"] for e in logs if e["event"] == "journal skipped a snapshot"] == [A]
             services.cancel_scope.cancel()
-        connection = sqlite3.connect(journal.path)
-        assert connection.execute("SELECT count(*) FROM snapshots").fetchone() == (0,)
-        assert sequences(journal.path, B) == [1]
+        with direct_sql(journal_db) as connection:
+            assert connection.execute("SELECT count(*) FROM snapshots").fetchone() == (0,)
+        assert sequences(journal_db, B) == [1]
 
     async def test_a_full_disk_still_stops_the_whole_journal(self, tmp_path: Path) -> None:
         """A fault of the file (here: it may not grow) is not one session's: the journal
@@ -206,12 +249,12 @@ class _WriterBug(BaseException):
 
 class TestTheWriterNeverDiesSilently:
     async def test_a_writer_that_dies_fails_the_journal_and_every_ticket(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+        self, journal_db: Path | str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """The writer thread ending on what it cannot contain fails the journal with the
         reason (what /healthz reports), fails every batch in hand or queued, refuses later
         ones, and the journal still stops at once when cancelled."""
-        journal = SqliteJournal(tmp_path / "journal.db")
+        journal: Journal = open_journal(journal_db)
 
         def broken(*args: object) -> None:
             raise _WriterBug("out of its depth")
@@ -230,7 +273,7 @@ class TestTheWriterNeverDiesSilently:
             with pytest.raises(FactLogError, match="writer stopped"):
                 journal.submit([view(B, 1)])
             services.cancel_scope.cancel()
-        assert sequences(journal.path, A) == [1]
+        assert sequences(journal_db, A) == [1]
 
 
 class TestBoundedShutdown:
@@ -337,26 +380,24 @@ class TestTeamFileStoredOnce:
 
 
 class TestStoredDataYouCanTrust:
-    async def test_a_damaged_fact_is_named_never_applied(self, tmp_path: Path) -> None:
+    async def test_a_damaged_fact_is_named_never_applied(self, journal_db: Path | str) -> None:
         """One byte changed in a stored fact (still valid JSON, still a valid fact) is found
         by its checksum: reading or opening the session fails naming the session and the
         fact's sequence; other sessions read and open as before."""
-        db = tmp_path / "journal.db"
+        db = journal_db
         _, damaged, _ = await run_team(db)
         _, intact, _ = await run_team(db)
-        connection = sqlite3.connect(db)
-        ((sequence, text),) = connection.execute(
-            "SELECT sequence, fact FROM facts WHERE session = ? AND sequence = 1",
-            (damaged.session,),
-        ).fetchall()
-        assert "Ship the release notes" in text
-        connection.execute(
-            "UPDATE facts SET fact = ? WHERE session = ? AND sequence = ?",
-            (text.replace("Ship the", "Shiq the"), damaged.session, sequence),
-        )
-        connection.commit()
-        connection.close()
-        reader = JournalReader(db)
+        with direct_sql(db) as connection:
+            ((sequence, text),) = connection.execute(
+                "SELECT sequence, fact FROM facts WHERE session = ? AND sequence = 1",
+                (damaged.session,),
+            ).fetchall()
+            assert "Ship the release notes" in text
+            connection.execute(
+                "UPDATE facts SET fact = ? WHERE session = ? AND sequence = ?",
+                (text.replace("Ship the", "Shiq the"), damaged.session, sequence),
+            )
+        reader = open_reader(db)
         message = f"fact {sequence} of {damaged.session} is damaged"
         with pytest.raises(FactLogError, match=message):
             reader.facts(damaged.session)
@@ -402,27 +443,27 @@ class TestStoredDataYouCanTrust:
             "snapshot: $: a row's checksum does not match"
         ]
 
-    async def test_a_damaged_fact_is_not_folded_into_a_turn_s_history(self, tmp_path: Path) -> None:
+    async def test_a_damaged_fact_is_not_folded_into_a_turn_s_history(
+        self, journal_db: Path | str
+    ) -> None:
         """The writer reads a turn's facts back from the file when the turn began before
         it started (to write the turn's agent-channel history): a damaged one fails the
         batch that ends the turn, naming the fact, instead of going into the history."""
-        db = tmp_path / "journal.db"
+        db = journal_db
         chat = "ahp-chat:/a-lead"
         facts = conversation(A, chat)
-        first = SqliteJournal(db)
+        first: Journal = open_journal(db)
         async with trio.open_nursery() as services:
             await services.start(first.serve)
             await wait_all(first.submit(facts[:-1]))  # the turn is running
             services.cancel_scope.cancel()
-        connection = sqlite3.connect(db)
-        connection.execute(
-            "UPDATE facts SET fact = replace(fact, 'question', 'questioN') "
-            "WHERE session = ? AND type = 'chat/turnStarted'",
-            (A,),
-        )
-        connection.commit()
-        connection.close()
-        second = SqliteJournal(db)
+        with direct_sql(db) as connection:
+            connection.execute(
+                "UPDATE facts SET fact = replace(fact, 'question', 'questioN') "
+                "WHERE session = ? AND type = 'chat/turnStarted'",
+                (A,),
+            )
+        second: Journal = open_journal(db)
         async with trio.open_nursery() as services:
             await services.start(second.serve)
             ended = second.submit(facts[-1:])  # no ended_turns: the turn is read back
@@ -430,7 +471,7 @@ class TestStoredDataYouCanTrust:
             assert ended.error is not None
             assert f"fact 4 of {A} is damaged" in str(ended.error)
             services.cancel_scope.cancel()
-        assert JournalReader(db).agent_messages(A, chat) == []
+        assert open_reader(db).agent_messages(A, chat) == []
 
     async def test_the_journal_and_its_wal_are_readable_by_their_owner_only(
         self, tmp_path: Path
@@ -511,3 +552,32 @@ class TestCheapLookups:
         replacement.replace(db)
         with pytest.raises(FactLogError, match="not an orchestrator journal"):
             reader.sessions()
+
+
+class TestPostgresServerFaults:
+    async def test_a_lost_connection_stops_the_whole_journal(self, postgres_database: str) -> None:
+        """The server ending the writer's connection (a restart, an administrator, a
+        failover) is not one session's fault: the journal fails as a whole, with the
+        server's reason, for every session; what was acknowledged before is on the server."""
+        journal: Journal = open_journal(postgres_database)
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            await wait_all(journal.submit([started(A)]))
+            with direct_sql(postgres_database) as connection:
+                (ended,) = connection.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = 'orchestrator journal writer' "
+                    "AND datname = current_database()"
+                ).fetchone()
+            assert ended
+            lost = journal.submit([started(B)])
+            await wait_all(lost)
+            assert lost.error is not None
+            assert journal.failed is lost.error
+            assert "the journal failed" in str(journal.failed)
+            assert "terminat" in str(journal.failed)  # the server's own words
+            with pytest.raises(FactLogError, match="the journal failed"):
+                journal.submit([view(A, 2)])
+            services.cancel_scope.cancel()
+        assert sequences(postgres_database, A) == [1]
+        assert not open_reader(postgres_database).has_session(B)

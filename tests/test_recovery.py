@@ -8,11 +8,17 @@ recovery must finish the run, keep the log consistent (the graph check, live sta
 to a fold), mark cut-off turns interrupted, carry parked turns on, and keep every approval
 and question that survived answerable. The subprocess crash test (real SIGKILL, SQLite)
 is in ``test_crash.py``.
+
+The stops that matter most are also recovered through a real journal, on each database
+(``journal_db``): the prefix written batch by batch (snapshots included), the session
+opened from the journal as ``orchestrator resume`` opens it, the run resumed onto the
+journal, and the log read back checked as above.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import attrs
 import pytest
@@ -49,6 +55,7 @@ from orchestrator.core import (
     plan_recovery,
     resume_point,
 )
+from orchestrator.journal import Journal, open_journal, open_reader
 from orchestrator.runtime import Ids, MemoryFactLog, RunOutcome, TeamRuntime, Ticket
 from orchestrator.runtime.backends import ScriptedBackend, tool_call_id
 from orchestrator.spec import RestartPolicy, TeamSpec, parse_team
@@ -569,3 +576,79 @@ def test_tool_calls_record_the_round_that_asked_for_them() -> None:
     assert tool_call_id(context, 0, 1) == "00000000-t0-r2-c1"
     retried = attrs.evolve(context, attempt=1)
     assert tool_call_id(retried, 0, 1) == "00000000-t0-r2-c1-a1"
+
+
+# ── the same stops, through a real journal on each database ─────────────────
+
+
+@pytest.fixture
+def fast_clock() -> trio.testing.MockClock:
+    """Virtual time 20 times real time: the scripted agents' sleeps pass quickly, while the
+    journal's writer thread, which an autojump clock would take for idleness (and jump to
+    the next deadline), works in real time."""
+    return trio.testing.MockClock(rate=20)
+
+
+async def recover_from_journal(
+    db: Path | str, log: BatchLog, stop: int, policy: RestartPolicy
+) -> Recovery:
+    """Write the run's batches up to ``stop`` into the journal ``db`` names (with a snapshot
+    every few facts), open the session from it, resume the run onto it, and read it back."""
+    prefix = log.facts[:stop]
+    session = prefix[0].session
+    journal: Journal = open_journal(db, snapshot_every=5, drain_limit=3600.0)
+    async with trio.open_nursery() as services:
+        await services.start(journal.serve)
+        state = TeamState(session)
+        start = 0
+        for end in (boundary for boundary in log.boundaries if boundary <= stop):
+            batch = prefix[start:end]
+            ticket = journal.submit(batch)
+            await ticket.wait()
+            assert ticket.error is None
+            for fact in batch:
+                state.apply(fact)
+            journal.committed(state)
+            start = end
+        opened = await trio.to_thread.run_sync(journal.reader.open, session)
+        assert opened.last_sequence == stop
+        assert opened.chats == state.chats, "the journal opens the state the stop left"
+        assert opened.tasks == state.tasks
+        assert opened.approvals == state.approvals
+        runtime = TeamRuntime(
+            team(policy),
+            backends=ScriptedBackend,
+            factlog=journal,
+            ids=Ids(deterministic=True, restart=1),
+            clock=lambda: LATER,
+            state=opened,
+        )
+        outcome = await drive(runtime, resume=True)
+        services.cancel_scope.cancel()
+    assert journal.statistics().snapshots > 0
+    facts = await trio.to_thread.run_sync(open_reader(db).facts, session)
+    return Recovery(TeamState.fold(session, prefix), facts, outcome, runtime.state, [])
+
+
+@pytest.mark.parametrize("policy", list(RestartPolicy))
+@pytest.mark.parametrize("where", ["coordinator mid-stream", "worker mid-turn"])
+async def test_a_stop_is_recovered_from_the_journal(
+    journal_db: Path | str, where: str, policy: RestartPolicy, fast_clock: trio.testing.MockClock
+) -> None:
+    """As the memory-log tests above: a cut-off coordinator runs again (``resume``) or fails
+    the run (``fail``); a cut-off worker runs again, or its task fails and the run goes on."""
+    log = await full_run(policy)
+    if where == "coordinator mid-stream":
+        stop = _stop_mid_stream(log.facts, log)
+        recovery = await recover_from_journal(journal_db, log, stop, policy)
+        check_recovery(recovery, policy)
+        failed = policy is RestartPolicy.FAIL
+        assert (recovery.outcome.status is RunStatus.FAILED) is failed
+    else:
+        stop, worker = _stop_with_a_worker_mid_turn(log)
+        recovery = await recover_from_journal(journal_db, log, stop, policy)
+        check_recovery(recovery, policy)
+        assert recovery.outcome.status is RunStatus.COMPLETED
+        task = recovery.after.tasks[recovery.after.members[worker].task]
+        expected = TaskStatus.FAILED if policy is RestartPolicy.FAIL else TaskStatus.COMPLETED
+        assert task.status is expected

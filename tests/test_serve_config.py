@@ -31,6 +31,12 @@ def parse(text: str, environ: dict[str, str] | None = None) -> ServeConfig:
 
 
 class TestParse:
+    def test_db_is_a_file_or_a_postgresql_url(self) -> None:
+        """A URL is kept as it was written (a path would fold its ``//``)."""
+        url = "postgresql://orchestrator@db.internal:5432/journal"
+        assert parse(f'db = "{url}"').db == url
+        assert parse('db = "journal.db"').db == Path("journal.db")
+
     def test_a_full_file(self, tmp_path: Path) -> None:
         (tmp_path / "tool.token").write_text(SECRET + "-file\n")
         path = tmp_path / "daemon.toml"

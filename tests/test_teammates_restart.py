@@ -1,4 +1,5 @@
-"""Background teammates across restarts: missed wakes, runs cut off, pause, exactly once."""
+"""Background teammates across restarts: missed wakes, runs cut off, pause, exactly once;
+on SQLite and on PostgreSQL (``journal_db``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from orchestrator.core import (
     WakeReason,
     teammate_uri,
 )
-from orchestrator.journal import Durability, SqliteJournal
+from orchestrator.journal import Durability, Journal, open_journal
 
 from .teammates import AUTOJUMP, instant, nightly, scheduler_daemon, slow_team
 
@@ -48,14 +49,18 @@ def clock() -> trio.testing.MockClock:
     ],
 )
 async def test_missed_wakes_follow_the_catch_up_policy(
-    tmp_path: Path, clock: trio.testing.MockClock, catch_up: str, expected: list[str]
+    tmp_path: Path,
+    journal_db: Path | str,
+    clock: trio.testing.MockClock,
+    catch_up: str,
+    expected: list[str],
 ) -> None:
     team = {"nightly": nightly(catch_up=catch_up)}
-    async with scheduler_daemon(tmp_path, team) as running:
+    async with scheduler_daemon(tmp_path, team, db=journal_db) as running:
         await trio.sleep(DAY)  # the first night runs: Saturday 02:00Z
         await running.teammate("dependency-audit").wait_idle()
     await trio.sleep(3 * DAY)  # down Sunday, Monday and Tuesday nights
-    async with scheduler_daemon(tmp_path, team) as running:
+    async with scheduler_daemon(tmp_path, team, db=journal_db) as running:
         audit = running.teammate("dependency-audit")
         await trio.sleep(HOUR)
         while audit.state.running is not None or audit.state.backlog:
@@ -70,17 +75,17 @@ async def test_missed_wakes_follow_the_catch_up_policy(
 
 
 async def test_a_run_cut_off_by_a_restart_is_taken_up_not_run_twice(
-    tmp_path: Path, clock: trio.testing.MockClock
+    tmp_path: Path, journal_db: Path | str, clock: trio.testing.MockClock
 ) -> None:
     team = {"slow": slow_team(minutes=90, background='every = "1d"')}
     # START is 12:00Z: the daily wake is at 00:00Z, 12 hours on.
-    async with scheduler_daemon(tmp_path, team) as running:
+    async with scheduler_daemon(tmp_path, team, db=journal_db) as running:
         await trio.sleep(12 * HOUR + 30 * MINUTE)  # 00:30Z: half an hour into the run
         poller = running.teammate("poller")
         assert poller.state.running is not None
         session = poller.state.running.session
     await trio.sleep(15 * MINUTE)  # down from 00:30 to 00:45
-    async with scheduler_daemon(tmp_path, team) as running:
+    async with scheduler_daemon(tmp_path, team, db=journal_db) as running:
         poller = running.teammate("poller")
         await trio.sleep(3 * HOUR)
         await poller.wait_idle()
@@ -95,11 +100,11 @@ async def test_a_run_cut_off_by_a_restart_is_taken_up_not_run_twice(
 
 
 async def test_a_run_recorded_but_never_started_starts_under_its_session(
-    tmp_path: Path, clock: trio.testing.MockClock
+    tmp_path: Path, journal_db: Path | str, clock: trio.testing.MockClock
 ) -> None:
     # A crash between recording a wake's run and the run's first fact leaves this stream.
     team = {"slow": slow_team(minutes=1, background='every = "1d"')}
-    async with scheduler_daemon(tmp_path, team) as running:
+    async with scheduler_daemon(tmp_path, team, db=journal_db) as running:
         await trio.sleep(MINUTE)
         last = running.teammate("poller").state.last_sequence
     uri = teammate_uri("slow", "poller")
@@ -124,14 +129,14 @@ async def test_a_run_recorded_but_never_started_starts_under_its_session(
             ),
         ),
     ]
-    journal = SqliteJournal(tmp_path / "journal.db", durability=Durability.PROCESS)
+    journal: Journal = open_journal(journal_db, durability=Durability.PROCESS)
     async with trio.open_nursery() as nursery:
         await nursery.start(journal.serve)
         ticket = journal.submit(facts)
         await ticket.wait()
         assert ticket.error is None
         nursery.cancel_scope.cancel()
-    async with scheduler_daemon(tmp_path, team) as running:
+    async with scheduler_daemon(tmp_path, team, db=journal_db) as running:
         poller = running.teammate("poller")
         await trio.sleep(5 * MINUTE)
         await poller.wait_idle()
@@ -145,13 +150,13 @@ async def test_a_run_recorded_but_never_started_starts_under_its_session(
 
 
 async def test_a_paused_teammate_stays_paused_across_a_restart(
-    tmp_path: Path, clock: trio.testing.MockClock
+    tmp_path: Path, journal_db: Path | str, clock: trio.testing.MockClock
 ) -> None:
     team = {"slow": slow_team(minutes=1, background='every = "1h"\ncatch_up = "all"')}
-    async with scheduler_daemon(tmp_path, team) as running:
+    async with scheduler_daemon(tmp_path, team, db=journal_db) as running:
         await running.teammate("poller").pause("alice")
     await trio.sleep(3 * HOUR)
-    async with scheduler_daemon(tmp_path, team) as running:
+    async with scheduler_daemon(tmp_path, team, db=journal_db) as running:
         poller = running.teammate("poller")
         await trio.sleep(3 * HOUR)  # 18:00: six hourly wakes came and went
         assert not poller.state.runs
@@ -166,15 +171,17 @@ async def test_a_paused_teammate_stays_paused_across_a_restart(
 
 
 async def test_a_changed_schedule_starts_afresh(
-    tmp_path: Path, clock: trio.testing.MockClock
+    tmp_path: Path, journal_db: Path | str, clock: trio.testing.MockClock
 ) -> None:
     async with scheduler_daemon(
-        tmp_path, {"slow": slow_team(minutes=1, background='every = "1h"\ncatch_up = "all"')}
+        tmp_path,
+        {"slow": slow_team(minutes=1, background='every = "1h"\ncatch_up = "all"')},
+        db=journal_db,
     ):
         await trio.sleep(MINUTE)
     await trio.sleep(5 * HOUR)
     changed = {"slow": slow_team(minutes=1, background='every = "2h"\ncatch_up = "all"')}
-    async with scheduler_daemon(tmp_path, changed) as running:
+    async with scheduler_daemon(tmp_path, changed, db=journal_db) as running:
         poller = running.teammate("poller")
         await trio.sleep(MINUTE)
         # The old schedule's missed wakes are moot; the new one starts from now (17:01).

@@ -24,9 +24,9 @@ from orchestrator.core import (
 )
 from orchestrator.journal import (
     Edit,
-    JournalReader,
     SessionInfo,
     edit_history,
+    open_reader,
     resolve_chat,
 )
 from orchestrator.protocols import (
@@ -73,7 +73,7 @@ def edit(args: argparse.Namespace, out: TextIO) -> int:
 
 async def _edit(args: argparse.Namespace) -> int:
     path = args.db or default_db()
-    reader = JournalReader(path)
+    reader = open_reader(path)
     info = resolve_session(reader, args.session)
     chat = resolve_chat(reader, info.session, args.chat)
     edit: Edit

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from orchestrator.base import OrchestratorError, UnavailableError
-from orchestrator.journal import Durability
+from orchestrator.journal import Durability, db_location
 
 from ._approval_mode import ApprovalMode
 from ._conventions import (
@@ -78,10 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
     def with_db(command: argparse.ArgumentParser) -> argparse.ArgumentParser:
         command.add_argument(
             "--db",
-            type=Path,
-            metavar="PATH",
+            type=db_location,
+            metavar="PATH|URL",
             default=None,
-            help=f"the journal (SQLite; default {default_db()})",
+            help=f"the journal: a SQLite file (default {default_db()}) or "
+            "postgresql://USER@HOST:PORT/DB",
         )
         return command
 
@@ -234,7 +235,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help=f"port to bind (default {DEFAULT_PORT}; 0: any)")
     serve.add_argument(
-        "--db", type=Path, metavar="PATH", help=f"the journal (default {default_db()})"
+        "--db",
+        type=db_location,
+        metavar="PATH|URL",
+        help=f"the journal: a SQLite file (default {default_db()}) or "
+        "postgresql://USER@HOST:PORT/DB",
     )
     serve.add_argument(
         "--teams", type=Path, metavar="DIR", help="directory of team files (default teams/)"

@@ -22,8 +22,8 @@ from orchestrator.core import (
 )
 from orchestrator.journal import (
     Durability,
-    JournalReader,
-    SqliteJournal,
+    Journal,
+    open_journal,
 )
 from orchestrator.protocols import (
     AgentUiProjector,
@@ -67,7 +67,7 @@ async def _run(args: argparse.Namespace) -> int:
 
     async with http_client() as http:
         backends = backend_factory(team, client=http)  # an unset API key stops us here
-        journal = SqliteJournal(args.db or default_db(), durability=Durability(args.durability))
+        journal = open_journal(args.db or default_db(), durability=Durability(args.durability))
         await trio.to_thread.run_sync(journal.open)
         runtime = TeamRuntime(team, backends=backends, factlog=journal)
         return await _supervise(args, journal, runtime, start)
@@ -75,9 +75,9 @@ async def _run(args: argparse.Namespace) -> int:
 
 async def _resume(args: argparse.Namespace) -> int:
     path = args.db or default_db()
-    journal = SqliteJournal(path, durability=Durability(args.durability))
+    journal = open_journal(path, durability=Durability(args.durability))
     await trio.to_thread.run_sync(journal.open)  # first: it migrates an older file
-    reader = JournalReader(path)
+    reader = journal.reader
     info = resolve_session(reader, args.session)
     if info.status != "running":
         raise RunError(f"the run of {info.session} has already {info.status}: nothing to resume")
@@ -112,7 +112,7 @@ async def _resume(args: argparse.Namespace) -> int:
 
 async def _supervise(
     args: argparse.Namespace,
-    journal: SqliteJournal,
+    journal: Journal,
     runtime: TeamRuntime,
     start: Callable[[TeamRuntime, TeamConsole], Awaitable[RunOutcome]],
     *,

@@ -13,7 +13,7 @@ from typing import TextIO
 import attrs
 
 from orchestrator.base import ConfigError, FactLogError, ScheduleError, utc_now
-from orchestrator.journal import JournalReader, SessionInfo
+from orchestrator.journal import JournalReader, SessionInfo, is_postgres_url, open_reader
 
 from ._conventions import EXIT_OK, default_db
 
@@ -21,7 +21,7 @@ __all__: list[str] = []
 
 
 def reader_of(args: argparse.Namespace) -> JournalReader:
-    return JournalReader(args.db or default_db())
+    return open_reader(args.db or default_db())
 
 
 def resolve_session(reader: JournalReader, wanted: str) -> SessionInfo:
@@ -36,12 +36,12 @@ def resolve_session(reader: JournalReader, wanted: str) -> SessionInfo:
         return matching[0]
     if not matching:
         raise FactLogError(
-            f"no session {wanted!r} (orchestrator sessions lists them)", source=str(reader.path)
+            f"no session {wanted!r} (orchestrator sessions lists them)", source=reader.source
         )
     shown = ", ".join(s.session for s in matching[:3])
     raise FactLogError(
         f"{wanted!r} names {len(matching)} sessions ({shown}...); give more of the id",
-        source=str(reader.path),
+        source=reader.source,
     )
 
 
@@ -54,7 +54,7 @@ def sessions(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\n")
         return EXIT_OK
     if not found:
-        print(f"no sessions{_filters(args)} in {reader.path}", file=out)
+        print(f"no sessions{_filters(args)} in {reader.source}", file=out)
         return EXIT_OK
     rows = [("SESSION", "STATUS", "CREATED", "FACTS", "TEAM", "TITLE")] + [
         (s.session, s.status, s.created_at, str(s.last_sequence), s.team, _one_line(s.title))
@@ -76,6 +76,12 @@ def prune(args: argparse.Namespace, out: TextIO) -> int:
         older_than = parse_duration(args.older_than)
     except ScheduleError as exc:
         raise ConfigError(exc.message, file="--older-than") from None
+    if is_postgres_url(args.db):
+        raise ConfigError(
+            "prune works on a SQLite journal only, for now (on PostgreSQL: delete the "
+            "sessions' rows, or partition the facts table by time)",
+            file="--db",
+        )
     report = prune_journal(
         args.db or default_db(), older_than=older_than, now=utc_now(), dry_run=args.dry_run
     )

@@ -1,5 +1,5 @@
-"""The durable log: the SQLite journal (write-ahead, group commit, recovery on open),
-snapshots in parts, and history editing.
+"""The durable log: the journal (write-ahead, group commit, recovery on open) on a SQLite
+file or a PostgreSQL database, snapshots in parts, and history editing.
 """
 
 from typing import TYPE_CHECKING
@@ -10,7 +10,10 @@ if TYPE_CHECKING:
     from ._checksum import fact_checksum
     from ._durability import Durability
     from ._history import Edit, edit_history, resolve_chat
+    from ._interface import Db, Journal, db_location, is_postgres_url, open_journal, open_reader
     from ._journal import JournalStatistics, SqliteJournal
+    from ._pg_journal import PostgresJournal
+    from ._pg_reader import PostgresReader
     from ._prune import PruneReport, prune
     from ._reader import AgentMessage, JournalReader, SessionInfo
     from ._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
@@ -36,20 +39,28 @@ __all__ = [
     "SCHEMA_VERSION",
     "SNAPSHOT_FORMAT",
     "AgentMessage",
+    "Db",
     "Durability",
     "Edit",
+    "Journal",
     "JournalReader",
     "JournalStatistics",
     "PartKey",
+    "PostgresJournal",
+    "PostgresReader",
     "PruneReport",
     "SessionInfo",
     "SqliteJournal",
+    "db_location",
     "decode_parts",
     "decode_state",
     "edit_history",
     "encode_part",
     "encode_state",
     "fact_checksum",
+    "is_postgres_url",
+    "open_journal",
+    "open_reader",
     "prune",
     "resolve_chat",
     "same_values",
@@ -66,7 +77,17 @@ if not TYPE_CHECKING:
             "._checksum": ("fact_checksum",),
             "._durability": ("Durability",),
             "._history": ("Edit", "edit_history", "resolve_chat"),
+            "._interface": (
+                "Db",
+                "Journal",
+                "db_location",
+                "is_postgres_url",
+                "open_journal",
+                "open_reader",
+            ),
             "._journal": ("JournalStatistics", "SqliteJournal"),
+            "._pg_journal": ("PostgresJournal",),
+            "._pg_reader": ("PostgresReader",),
             "._prune": ("PruneReport", "prune"),
             "._reader": ("AgentMessage", "JournalReader", "SessionInfo"),
             "._schema": ("APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"),

@@ -34,7 +34,7 @@ __all__: list[str] = []
 _SYNCHRONOUS: Final = {Durability.POWER: "FULL", Durability.PROCESS: "NORMAL"}
 
 
-def _error(path: Path, message: str) -> FactLogError:
+def _error(path: Path | str, message: str) -> FactLogError:
     return FactLogError(message, source=str(path))
 
 

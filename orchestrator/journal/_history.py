@@ -9,7 +9,6 @@ rows in the same transaction (see :mod:`orchestrator.protocols._agent_messages`)
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import trio
 
@@ -19,7 +18,7 @@ from orchestrator.core import Action, Fact
 from orchestrator.runtime import FactBus, Recorder
 
 from ._durability import Durability
-from ._journal import SqliteJournal
+from ._interface import Db, open_journal
 from ._reader import JournalReader
 
 __all__ = ["Edit", "edit_history", "resolve_chat"]
@@ -47,7 +46,7 @@ def resolve_chat(reader: JournalReader, session: str, wanted: str | None) -> str
 
 
 async def edit_history(
-    path: Path,
+    path: Db,
     session: str,
     chat: str,
     edit: Edit,
@@ -59,18 +58,22 @@ async def edit_history(
     Refused (:class:`RunError`) while the session's run is going on: only the process
     running it may append to it (a run a stop left unfinished: resume it first).
     """
-    journal = SqliteJournal(path, durability=durability)
+    journal = open_journal(path, durability=durability)
     await trio.to_thread.run_sync(journal.open)
-    reader = JournalReader(path)
-    info = reader.session(session)
-    if info.status == "running":
-        raise RunError(
-            f"{session} is running (or a stop left it unfinished: orchestrator resume it "
-            "first); its history can be edited once the run has ended"
-        )
-    state = await trio.to_thread.run_sync(reader.open, session)
-    facts = await trio.to_thread.run_sync(reader.facts, session)
-    actions = edit(state.chats[chat], facts)
+    reader = journal.reader
+    try:
+        info = reader.session(session)
+        if info.status == "running":
+            raise RunError(
+                f"{session} is running (or a stop left it unfinished: orchestrator resume it "
+                "first); its history can be edited once the run has ended"
+            )
+        state = await trio.to_thread.run_sync(reader.open, session)
+        facts = await trio.to_thread.run_sync(reader.facts, session)
+        actions = edit(state.chats[chat], facts)
+    except BaseException:
+        journal.close()  # opened, never served: its connection would be left open
+        raise
     async with trio.open_nursery() as services:
         await services.start(journal.serve)
         recorder = Recorder(state, journal, FactBus())

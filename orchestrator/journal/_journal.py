@@ -43,6 +43,13 @@ the pieces; see :mod:`._snapshot`), and the writer writes again only the parts t
 since its previous snapshot of the session: a snapshot costs what changed, not the size of
 the session.
 
+Two databases: the writer, group commit, faults, tickets and snapshots above are
+:class:`_GroupCommitJournal`, whatever the database; :class:`SqliteJournal` says how a SQLite
+file is opened (:mod:`._file`), begun (``BEGIN IMMEDIATE``) and which faults are the file's
+(:data:`_ENVIRONMENT_CODES`), and :class:`~._pg_journal.PostgresJournal` the same for a
+PostgreSQL database. Both write the same rows (:mod:`._rows`), and :mod:`._interface` picks
+one by what ``--db`` names.
+
 Where the rest lives:
 
 * :mod:`._file`: opening a file (the checks before a byte is written, the write connection)
@@ -112,22 +119,21 @@ class JournalStatistics:
     failed: bool
 
 
-class SqliteJournal:
-    """The durable fact log on a SQLite file; start it with ``await nursery.start(j.serve)``."""
+class _GroupCommitJournal:
+    """The writer thread, group commit, faults and tickets, whatever the database; a
+    subclass says how to connect, begin a write transaction and tell the database's own
+    faults (:meth:`_environmental`) from one item's, and what to call itself in errors
+    (:attr:`source`). The transactions are plain SQL (``BEGIN``, ``SAVEPOINT``,
+    ``COMMIT``) that SQLite and PostgreSQL both take; the rows are :mod:`._rows`'."""
 
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        durability: Durability = Durability.POWER,
-        snapshot_every: int = SNAPSHOT_EVERY,
-        max_bytes: int | None = None,
-        drain_limit: float = DRAIN_LIMIT,
-    ) -> None:
-        self.path = Path(path)
-        self.durability = durability
+    #: Names the journal in errors and logs (a file's path; a URL without its password).
+    source: str
+    reader: JournalReader
+    #: The driver's errors, whose text says enough without their class's name.
+    _database_errors: tuple[type[BaseException], ...] = ()
+
+    def __init__(self, *, snapshot_every: int, drain_limit: float) -> None:
         self.snapshot_every = snapshot_every
-        self.max_bytes = max_bytes
         self.drain_limit = drain_limit
         # Batches and other writes for the writer thread; None tells it to stop.
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
@@ -151,28 +157,52 @@ class SqliteJournal:
         self._snapshot_at: dict[str, int] = {}
         self._snapshots = _SnapshotWriter()
         self._history = _AgentHistory()
-        self._connection: sqlite3.Connection | None = None
-        self.reader = JournalReader(self.path)
+        self._connection: Any = None
         # Written by the writer thread only; read (racily, as counters) by statistics().
         self._written = {"facts": 0, "batches": 0, "transactions": 0, "snapshots": 0}
+
+    # ── what each database does its own way ────────────────────────────────
+
+    def _connect(self) -> Any:
+        """The write connection, the schema checked and brought up to date (blocking)."""
+        raise NotImplementedError
+
+    def _begin(self, connection: Any) -> None:
+        """Begin a write transaction."""
+        connection.execute("BEGIN")
+
+    def _close(self, connection: Any) -> None:
+        connection.close()
+
+    def _environmental(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the database's or the machine's fault (the journal cannot go
+        on), rather than that of what one item holds (that item fails, the rest is written)."""
+        return isinstance(exc, MemoryError)
+
+    def _describe(self) -> dict[str, str]:
+        """What the "journal open" log line says of the journal."""
+        return {"path": self.source}
 
     # ── the service ────────────────────────────────────────────────────────
 
     def open(self) -> None:
-        """Check, migrate and open the file for writing (blocking: run it in a thread).
+        """Check, migrate and open the journal for writing (blocking: run it in a thread).
 
-        Raises :class:`FactLogError` naming the file and the problem; nothing is written to
-        a file that is refused.
+        Raises :class:`FactLogError` naming the journal and the problem; nothing is written
+        to one that is refused.
         """
         if self._connection is None:
-            self._connection = _connect(
-                self.path, durability=self.durability, max_bytes=self.max_bytes
-            )
-            self.reader.checked()  # by _connect, a moment ago: its reads need not again
+            self._connection = self._connect()
 
-    async def serve(
-        self, *, task_status: trio.TaskStatus[SqliteJournal] = trio.TASK_STATUS_IGNORED
-    ) -> None:
+    def close(self) -> None:
+        """Close a journal that was opened but will not be served (``serve`` closes its
+        own connection when it stops)."""
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                self._close(connection)
+
+    async def serve(self, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
         """Write until cancelled, then drain what was submitted and close.
 
         Opens the file first if :meth:`open` was not called; reports the journal itself once
@@ -191,14 +221,14 @@ class SqliteJournal:
             except BaseException as exc:  # reported: see _writer_died
                 self._writer_died(exc)
             finally:
-                with contextlib.suppress(sqlite3.Error):
-                    connection.close()
+                with contextlib.suppress(Exception):
+                    self._close(connection)
                 self._connection = None
                 self._token_run(done.set)
 
         thread = threading.Thread(target=write_until_stopped, name="journal-writer", daemon=True)
         thread.start()
-        log.info("journal open", path=str(self.path), durability=str(self.durability))
+        log.info("journal open", **self._describe())
         task_status.started(self)
         try:
             await trio.sleep_forever()
@@ -219,17 +249,17 @@ class SqliteJournal:
         fails (it was never acknowledged), at once. For a shutdown that cannot wait for
         the backlog; the journal stays sound, and the next start recovers the sessions."""
         if self._abandoned is None:
-            self._abandoned = _error(self.path, "the journal closed before this batch was written")
-            log.warning(
-                "journal backlog abandoned", path=str(self.path), queued=self._queue.qsize()
+            self._abandoned = _error(
+                self.source, "the journal closed before this batch was written"
             )
+            log.warning("journal backlog abandoned", path=self.source, queued=self._queue.qsize())
 
     def _token_run(self, function: Any, *args: Any) -> None:
         assert self._token is not None
         with contextlib.suppress(trio.RunFinishedError):
             self._token.run_sync_soon(function, *args)
 
-    def _write(self, connection: sqlite3.Connection) -> None:
+    def _write(self, connection: Any) -> None:
         """The writer thread: take what is queued, write it in one transaction, report."""
         stop = False
         while not stop:
@@ -260,20 +290,20 @@ class SqliteJournal:
                 self._write_together(connection, group)
             self._writing = []
 
-    def _write_together(self, connection: sqlite3.Connection, group: list[_Item]) -> None:
+    def _write_together(self, connection: Any, group: list[_Item]) -> None:
         """The fast path: the whole group in one transaction, its rows in few statements."""
         try:
-            connection.execute("BEGIN IMMEDIATE")
+            self._begin(connection)
             _write_group(connection, group, self._history)
             connection.execute("COMMIT")
         except Exception as exc:  # sorted out below: the file's, or one item's
             self._rolled_back(connection, group)
-            if _environmental(exc):
+            if self._environmental(exc):
                 self._journal_failed(exc, group)
                 return
             log.warning(
                 "journal transaction failed: writing its batches one by one",
-                path=str(self.path),
+                path=self.source,
                 error=_printable(f"{type(exc).__name__}: {exc}"),
             )
             self._write_each(connection, group)
@@ -285,7 +315,7 @@ class SqliteJournal:
         if tickets:
             self._token_run(self._completed, tickets, None)
 
-    def _write_each(self, connection: sqlite3.Connection, group: list[_Item]) -> None:
+    def _write_each(self, connection: Any, group: list[_Item]) -> None:
         """The slow path, after a fault of one item: each item in a savepoint of its own, so
         that one batch that cannot be stored fails alone (and its session with it), a
         snapshot that cannot be is skipped, and all else commits, still in one transaction.
@@ -294,7 +324,7 @@ class SqliteJournal:
         refused: dict[str, FactLogError] = {}
         written: list[_Item] = []
         try:
-            connection.execute("BEGIN IMMEDIATE")
+            self._begin(connection)
             for item in group:
                 earlier = self._refused.get(item.session)
                 if earlier is not None:
@@ -309,7 +339,7 @@ class SqliteJournal:
                     connection.execute("RELEASE item")
                     self._history.reset()
                     self._snapshots.forget(item.session)
-                    if _environmental(exc):
+                    if self._environmental(exc):
                         raise
                     problem = self._item_failed(item, exc)
                     if isinstance(item, _Batch) and problem is not None:
@@ -337,14 +367,14 @@ class SqliteJournal:
                 "journal skipped a snapshot"
                 if isinstance(item, _Snapshot)
                 else "journal could not record a session's team file",
-                path=str(self.path),
+                path=self.source,
                 session=item.session,
                 error=_printable(what),
             )
             return None
         first, last = item.facts[0].sequence, item.facts[-1].sequence
         problem = _error(
-            self.path,
+            self.source,
             _printable(
                 f"session {item.session} can record nothing more: its facts {first} to {last} "
                 f"could not be stored ({what}); the other sessions go on"
@@ -352,15 +382,15 @@ class SqliteJournal:
         )
         log.error(
             "journal refused a session",
-            path=str(self.path),
+            path=self.source,
             session=item.session,
             error=problem.message,
         )
         return problem
 
-    def _rolled_back(self, connection: sqlite3.Connection, group: Sequence[_Item]) -> None:
+    def _rolled_back(self, connection: Any, group: Sequence[_Item]) -> None:
         """Roll back, and forget what the writer remembered of the rolled-back writes."""
-        with contextlib.suppress(sqlite3.Error):
+        with contextlib.suppress(Exception):
             connection.execute("ROLLBACK")
         self._history.reset()
         for item in group:
@@ -368,11 +398,13 @@ class SqliteJournal:
                 self._snapshots.forget(item.session)
 
     def _journal_failed(self, exc: BaseException, group: Sequence[_Item]) -> None:
-        """The file cannot be written (full, read-only, damaged, gone): nothing more is."""
-        what = str(exc) if isinstance(exc, sqlite3.Error) else f"{type(exc).__name__}: {exc}"
-        reason = _error(self.path, _printable(f"the journal failed: {what}"))
+        """The database cannot be written (full, read-only, damaged, gone): nothing more is."""
+        what = (
+            str(exc) if isinstance(exc, self._database_errors) else f"{type(exc).__name__}: {exc}"
+        )
+        reason = _error(self.source, _printable(f"the journal failed: {what}"))
         self._write_failed = reason
-        log.error("journal write failed", path=str(self.path), error=reason.message)
+        log.error("journal write failed", path=self.source, error=reason.message)
         self._token_run(self._completed, _tickets(group), reason)
 
     def _wrote(self, written: Sequence[_Item]) -> None:
@@ -387,12 +419,12 @@ class SqliteJournal:
         is not an ``Exception``): the journal fails with the reason, and every batch in
         hand, queued or submitted later fails with it, so nobody waits forever."""
         reason = _error(
-            self.path,
+            self.source,
             _printable(f"the journal's writer stopped: {type(exc).__name__}: {exc}"),
         )
         if self._write_failed is None:
             self._write_failed = reason
-        log.critical("journal writer died", path=str(self.path), exc_info=exc)
+        log.critical("journal writer died", path=self.source, exc_info=exc)
         self._dead = True
         stranded = self._writing + _drain(self._queue)
         self._token_run(self._completed, _tickets(stranded), self._write_failed)
@@ -468,7 +500,7 @@ class SqliteJournal:
             if refused is not None:
                 raise refused
         if self._token is None or self._closed:
-            raise _error(self.path, "the journal is not open for writing")
+            raise _error(self.source, "the journal is not open for writing")
         batch = _batch(facts, ended_turns)
         self._queue.put(batch)
         if self._dead:
@@ -491,6 +523,44 @@ class SqliteJournal:
         if due and self._failed is None:
             self._snapshot_at[state.session_uri] = state.last_sequence
             self._queue.put(_Snapshot(state.copy(), self._snapshots))
+
+
+class SqliteJournal(_GroupCommitJournal):
+    """The durable fact log on a SQLite file; start it with ``await nursery.start(j.serve)``."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        durability: Durability = Durability.POWER,
+        snapshot_every: int = SNAPSHOT_EVERY,
+        max_bytes: int | None = None,
+        drain_limit: float = DRAIN_LIMIT,
+    ) -> None:
+        super().__init__(snapshot_every=snapshot_every, drain_limit=drain_limit)
+        self.path = Path(path)
+        self.source = str(self.path)
+        self.durability = durability
+        self.max_bytes = max_bytes
+        self.reader = JournalReader(self.path)
+
+    _database_errors = (sqlite3.Error,)
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = _connect(self.path, durability=self.durability, max_bytes=self.max_bytes)
+        self.reader.checked()  # by _connect, a moment ago: its reads need not again
+        return connection
+
+    def _begin(self, connection: sqlite3.Connection) -> None:
+        # The write lock at once: a transaction that must wait for it fails now, before it
+        # wrote anything, rather than at its first write.
+        connection.execute("BEGIN IMMEDIATE")
+
+    def _environmental(self, exc: BaseException) -> bool:
+        return _environmental(exc)
+
+    def _describe(self) -> dict[str, str]:
+        return {"path": self.source, "durability": str(self.durability)}
 
 
 #: SQLite's primary result codes that say the file or its environment cannot be written

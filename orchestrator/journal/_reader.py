@@ -31,6 +31,7 @@ from orchestrator.base import PeerProtocolError
 from ._checksum import checked_fact_text, fact_checksum
 from ._file import _check_file, _error, _from_sqlite, _read_uri
 from ._schema import SCHEMA_VERSION
+from ._sql import _Connection
 
 if TYPE_CHECKING:
     from orchestrator.core import Fact, TeamState
@@ -79,8 +80,13 @@ class JournalReader:
     Synchronous: call it from a worker thread in trio code (``trio.to_thread.run_sync``).
     """
 
+    #: The order of :meth:`sessions`, newest first (``rowid``: the order they were made in).
+    _NEWEST_FIRST = "created_at DESC, rowid DESC"
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        #: Names the journal in errors (a file's path; a URL without its password).
+        self.source = str(self.path)
         # The file (device, inode) this reader has checked: the whole-file check runs once
         # per file, not per read (PRAGMA quick_check: 410 ms of CPU on a 137 MB journal, for
         # every lookup of a session id a client named).
@@ -92,7 +98,7 @@ class JournalReader:
             self._checked = _identity(self.path.stat())
 
     @contextlib.contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
+    def _connection(self) -> Iterator[_Connection]:
         try:
             identity = _identity(self.path.stat())
         except FileNotFoundError:
@@ -151,7 +157,7 @@ class JournalReader:
             "SELECT session, team, title, status, created_at, updated_at, last_sequence, "
             "team_file FROM sessions"
             + (f" WHERE {' AND '.join(where)}" if where else "")
-            + " ORDER BY created_at DESC, rowid DESC"
+            + f" ORDER BY {self._NEWEST_FIRST}"
             + (" LIMIT ?" if limit is not None else "")
         )
         with self._connection() as connection:
@@ -164,14 +170,14 @@ class JournalReader:
         with self._connection() as connection:
             return self._session(connection, session)
 
-    def _session(self, connection: sqlite3.Connection, session: str) -> SessionInfo:
+    def _session(self, connection: _Connection, session: str) -> SessionInfo:
         row = connection.execute(
             "SELECT session, team, title, status, created_at, updated_at, last_sequence, "
             "team_file FROM sessions WHERE session = ?",
             (session,),
         ).fetchone()
         if row is None:
-            raise _error(self.path, f"no session {session} (orchestrator sessions lists them)")
+            raise _error(self.source, f"no session {session} (orchestrator sessions lists them)")
         return _session_info(row)
 
     def team_toml(self, session: str) -> tuple[str | None, str | None]:
@@ -187,13 +193,13 @@ class JournalReader:
         with self._connection() as connection:
             return self._facts(connection, session, after)
 
-    def _facts(self, connection: sqlite3.Connection, session: str, after: int) -> list[Fact]:
+    def _facts(self, connection: _Connection, session: str, after: int) -> list[Fact]:
         rows = connection.execute(
             "SELECT sequence, fact, checksum FROM facts WHERE session = ? AND sequence > ? "
             "ORDER BY sequence",
             (session, after),
         ).fetchall()
-        source = str(self.path)
+        source = self.source
         return [
             self._decode(checked_fact_text(session, sequence, text, checksum, source=source))
             for sequence, text, checksum in rows
@@ -222,7 +228,7 @@ class JournalReader:
         try:
             return decode_fact(json.loads(text))
         except (json.JSONDecodeError, PeerProtocolError) as exc:
-            raise _error(self.path, f"a stored fact cannot be read: {exc}") from exc
+            raise _error(self.source, f"a stored fact cannot be read: {exc}") from exc
 
     def open(self, session: str) -> TeamState:
         """A session's state: its latest snapshot and the facts after it.

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -45,6 +44,7 @@ from ._snapshot import (
     snapshot_header,
     snapshot_parts,
 )
+from ._sql import _Connection
 
 __all__: list[str] = []
 
@@ -70,9 +70,7 @@ class _Batch:
         return len(self.rows)
 
 
-def _write_group(
-    connection: sqlite3.Connection, group: Sequence[_Item], history: _AgentHistory
-) -> None:
+def _write_group(connection: _Connection, group: Sequence[_Item], history: _AgentHistory) -> None:
     """Write one transaction's items, as writing them one after another would.
 
     With as few SQLite calls as that allows: each call lets go of the GIL while SQLite
@@ -113,7 +111,9 @@ def _write_group(
     )
     added = [chat for batch in batches for chat in batch.chats]
     if added:
-        connection.executemany("INSERT OR IGNORE INTO chats (chat, session) VALUES (?, ?)", added)
+        connection.executemany(
+            "INSERT INTO chats (chat, session) VALUES (?, ?) ON CONFLICT DO NOTHING", added
+        )
     for item in group:
         if isinstance(item, _Batch):
             history.record(connection, item.facts, item.ended_turns)
@@ -122,18 +122,27 @@ def _write_group(
     history.flush(connection)
 
 
+#: Fewest rows a connection that can copy rows in (PostgreSQL) copies rather than inserts.
+COPY_AT_LEAST: Final = 32
 #: Most rows one INSERT statement writes (7 columns each: SQLite takes 32,766 parameters).
 ROWS_PER_INSERT: Final = 256
 
 
 def _insert_rows(
-    connection: sqlite3.Connection, head: str, rows: Sequence[Sequence[Any]], tail: str = ""
+    connection: _Connection, head: str, rows: Sequence[Sequence[Any]], tail: str = ""
 ) -> None:
     """``head VALUES (...), (...) tail`` for ``rows``, in order, in few statements.
 
     Statements hold :data:`ROWS_PER_INSERT` rows, then halves of that for the rest: few
-    distinct texts, which the sqlite3 module compiles once and keeps in its cache.
+    distinct texts, which the sqlite3 module compiles once and keeps in its cache. A
+    connection that can copy rows in (PostgreSQL's ``COPY``: seven times the rows a second of
+    multi-row ``INSERT``s) does, when nothing follows the rows (no ``ON CONFLICT``) and there
+    are enough of them to pay for the ``COPY``'s own round trips.
     """
+    copy_rows = getattr(connection, "copy_rows", None)
+    if copy_rows is not None and not tail and len(rows) >= COPY_AT_LEAST:
+        copy_rows(head, rows)
+        return
     start = 0
     while start < len(rows):
         size = min(ROWS_PER_INSERT, 1 << ((len(rows) - start).bit_length() - 1))
@@ -158,12 +167,14 @@ class _Describe:
     team_file: str
     team_toml: str
 
-    def write(self, connection: sqlite3.Connection) -> None:
+    def write(self, connection: _Connection) -> None:
         # The text in a table of its own: the sessions row is updated with every batch, and
         # SQLite reads a row whole to update it, and writes it whole when its size changes
         # (a 5 MB team file there cost each batch 5 MB).
         connection.execute(
-            "INSERT OR REPLACE INTO session_teams (session, team_file, team_toml) VALUES (?, ?, ?)",
+            "INSERT INTO session_teams (session, team_file, team_toml) VALUES (?, ?, ?) "
+            "ON CONFLICT (session) DO UPDATE SET team_file = excluded.team_file, "
+            "team_toml = excluded.team_toml",
             (self.session, self.team_file, self.team_toml),
         )
         connection.execute(
@@ -185,7 +196,7 @@ class _Snapshot:
     def session(self) -> str:
         return self.state.session_uri
 
-    def write(self, connection: sqlite3.Connection) -> None:
+    def write(self, connection: _Connection) -> None:
         self.writer.write(connection, self.state)
 
     def size(self) -> int:
@@ -209,7 +220,7 @@ class _SnapshotWriter:
         self._written: dict[str, dict[PartKey, tuple[Any, ...]]] = {}
         self._checksums = checksums
 
-    def write(self, connection: sqlite3.Connection, state: TeamState) -> None:
+    def write(self, connection: _Connection, state: TeamState) -> None:
         session, sequence = state.session_uri, state.last_sequence
         parts = snapshot_parts(state)
         written = self._written.get(session)
@@ -229,13 +240,16 @@ class _SnapshotWriter:
         header = compact_dumps(snapshot_header(state))
         if self._checksums:
             connection.executemany(
-                "INSERT OR REPLACE INTO snapshot_parts (session, kind, name, position, "
-                "sequence, data, checksum) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO snapshot_parts (session, kind, name, position, sequence, data, "
+                "checksum) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (session, kind, name, position) DO UPDATE SET "
+                "sequence = excluded.sequence, data = excluded.data, checksum = excluded.checksum",
                 [(*row, fact_checksum(row[-1])) for row in rows],
             )
             connection.execute(
-                "INSERT OR REPLACE INTO snapshots (session, sequence, state, checksum) "
-                "VALUES (?, ?, ?, ?)",
+                "INSERT INTO snapshots (session, sequence, state, checksum) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (session, sequence) DO UPDATE SET state = excluded.state, "
+                "checksum = excluded.checksum",
                 (session, sequence, header, fact_checksum(header)),
             )
         else:
@@ -287,7 +301,7 @@ class _AgentHistory:
         self._turns.clear()
         self._rows.clear()
 
-    def flush(self, connection: sqlite3.Connection) -> None:
+    def flush(self, connection: _Connection) -> None:
         """Write the rows kept so far, in the order their turns ended."""
         rows, self._rows = self._rows, []
         # A restored turn writes the same rows again: they come back from deletion in place.
@@ -302,7 +316,7 @@ class _AgentHistory:
 
     def record(
         self,
-        connection: sqlite3.Connection,
+        connection: _Connection,
         facts: Sequence[Fact],
         ended_turns: Mapping[int, Turn] | None = None,
     ) -> None:
@@ -344,7 +358,7 @@ class _AgentHistory:
                     )
 
 
-def _turn_facts(connection: sqlite3.Connection, end: Fact) -> list[Fact]:
+def _turn_facts(connection: _Connection, end: Fact) -> list[Fact]:
     """A turn's facts read back from the table: from its chat's last turn start to ``end``."""
     rows = connection.execute(
         "SELECT sequence, fact, checksum FROM facts WHERE session = ? AND channel = ? "
@@ -368,7 +382,7 @@ def _turn_facts(connection: sqlite3.Connection, end: Fact) -> list[Fact]:
     ]
 
 
-def _soft_delete(connection: sqlite3.Connection, cut: Fact, action: ChatTruncatedAction) -> None:
+def _soft_delete(connection: _Connection, cut: Fact, action: ChatTruncatedAction) -> None:
     """Mark the rows of the turns ``chat/truncated`` removed deleted (they stay on disk)."""
     connection.execute(
         "UPDATE agent_messages SET deleted_at = ?, deleted_by = ? "

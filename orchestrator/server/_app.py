@@ -59,7 +59,7 @@ from orchestrator.base import (
     parse_json,
     utc_now,
 )
-from orchestrator.journal import SqliteJournal
+from orchestrator.journal import Db, open_journal
 from orchestrator.protocols import agent_event, view_update
 from orchestrator.runtime import ToolCallback, callback_url, register_secret
 from orchestrator.runtime.backends import http_client
@@ -489,7 +489,7 @@ async def ended_session(daemon: Daemon, session: str) -> list[dict[str, Any]] | 
 async def serve(
     config: ServeConfig,
     *,
-    db: Path,
+    db: Db,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
     handle_signals: bool = True,
     stop: trio.Event | None = None,
@@ -510,7 +510,7 @@ async def serve(
         )
     team_files = load_teams(config.teams)
     teams = team_files.teams
-    journal = SqliteJournal(db)
+    journal = open_journal(db)  # a SQLite file, or postgresql://...
     await trio.to_thread.run_sync(journal.open)  # a refused journal stops us here
     notifier = SystemdNotifier.from_environment()
     stop = trio.Event() if stop is None else stop
@@ -532,7 +532,9 @@ async def serve(
                 # Before anything else: from here on SIGTERM / SIGINT stop us cleanly.
                 await services.start(_set_on_signal, stop)
             await services.start(journal.serve)
-            await _serve_daemon(assembly, config, teams, db, notifier, stop, task_status)
+            await _serve_daemon(
+                assembly, config, teams, journal.source, notifier, stop, task_status
+            )
             services.cancel_scope.cancel()  # the journal drains what was submitted, closes
     log.info("daemon stopped")
 
@@ -541,7 +543,7 @@ async def _serve_daemon(
     assembly: DaemonAssembly,
     config: ServeConfig,
     teams: Mapping[str, TeamSpec],
-    db: Path,
+    db: str,  # the journal, as its errors name it (a URL without its password)
     notifier: SystemdNotifier,
     stop: trio.Event,
     task_status: trio.TaskStatus[str],
@@ -565,7 +567,7 @@ async def _serve_daemon(
         )
         url = binds[0]
         daemon.callback.url = callback_url(url)  # command tools post view updates there
-        log.info("daemon listening", url=url, teams=sorted(teams), db=str(db))
+        log.info("daemon listening", url=url, teams=sorted(teams), db=db)
         notifier.notify(f"READY=1\nSTATUS=listening on {url}")
         task_status.started(url)
         nursery.start_soon(notifier.watchdog)

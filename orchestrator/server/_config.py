@@ -51,6 +51,7 @@ from typing import Any, Final
 import attrs
 
 from orchestrator.base import JSON_LIMITS, ConfigError, JsonLimits
+from orchestrator.journal import db_location
 
 from ._auth import Role, Token
 
@@ -103,7 +104,8 @@ class Limits:
 class ServeConfig:
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
-    db: Path | None = None  # None: the default journal (see orchestrator.cli._main.default_db)
+    # A SQLite file, or postgresql://...; None: the default (orchestrator.cli._main.default_db)
+    db: Path | str | None = None
     teams: Path = Path("teams")
     default_team: str | None = None
     tokens: tuple[Token, ...] = ()
@@ -182,9 +184,10 @@ def parse_serve_config(
     for key in ("host", "default_team"):
         if key in data:
             values[key] = text(key, data[key])
-    for key in ("db", "teams"):
-        if key in data:
-            values[key] = Path(text(key, data[key]))
+    if "db" in data:
+        values["db"] = db_location(text("db", data["db"]))  # a path, or postgresql://...
+    if "teams" in data:
+        values["teams"] = Path(text("teams", data["teams"]))
     if "port" in data:
         port = data["port"]
         if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:

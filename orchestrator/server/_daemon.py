@@ -61,7 +61,7 @@ from orchestrator.base import (
     TeamFileError,
 )
 from orchestrator.core import TeamState
-from orchestrator.journal import SqliteJournal
+from orchestrator.journal import Journal
 from orchestrator.runtime import (
     BackendFactory,
     Ids,
@@ -149,7 +149,7 @@ class Daemon:
         self,
         *,
         teams: Mapping[str, TeamSpec],
-        journal: SqliteJournal,
+        journal: Journal,
         http: httpx.AsyncClient,
         default_team: str | None = None,
         subscriber_buffer: int = 2_000,

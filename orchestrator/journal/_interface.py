@@ -1,0 +1,112 @@
+"""One journal interface, two databases: :class:`Journal`, and :func:`open_journal` /
+:func:`open_reader`, which pick the database from what ``--db`` names.
+
+``--db postgresql://USER@HOST:PORT/DB`` (or ``postgres://``) is a PostgreSQL journal
+(:mod:`._pg_journal`); anything else is the path of a SQLite file (:mod:`._journal`), the
+embedded default. Both journals are the same writer (:class:`~._journal._GroupCommitJournal`)
+and their readers the same queries (:class:`~._reader.JournalReader`); :class:`Journal`
+is what the daemon and the command line use of a journal, which mypy checks both satisfy.
+
+Imports: the PostgreSQL modules (and psycopg) are imported only when a URL is given.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ._durability import Durability
+from ._pg_connection import is_postgres_url
+
+if TYPE_CHECKING:
+    import trio
+
+    from orchestrator.ahp import Turn
+    from orchestrator.base import FactLogError
+    from orchestrator.core import Fact, TeamState
+    from orchestrator.runtime import Ticket
+
+    from ._journal import JournalStatistics
+    from ._reader import JournalReader
+
+__all__ = ["Db", "Journal", "db_location", "is_postgres_url", "open_journal", "open_reader"]
+
+#: What ``--db`` (or ``db =``) may be: a SQLite file's path, or a PostgreSQL URL.
+Db = str | os.PathLike[str]
+
+
+class Journal(Protocol):
+    """The durable fact log a daemon or a run writes, whatever the database."""
+
+    #: Names the journal in errors and logs (a path, or a URL without its password).
+    source: str
+    drain_limit: float
+
+    @property
+    def reader(self) -> JournalReader:
+        """Reads the journal beside its writer (checked as the writer opened it)."""
+        ...
+
+    def open(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    async def serve(self, *, task_status: trio.TaskStatus[Any] = ...) -> None: ...
+
+    def stop_writing(self) -> None: ...
+
+    def submit(
+        self, facts: Sequence[Fact], *, ended_turns: Mapping[int, Turn] | None = None
+    ) -> Ticket: ...
+
+    def describe(self, session: str, *, team_file: str, team_toml: str) -> None: ...
+
+    def committed(self, state: TeamState) -> None: ...
+
+    @property
+    def failed(self) -> FactLogError | None: ...
+
+    async def wait_failed(self) -> FactLogError: ...
+
+    def session_failed(self, session: str) -> FactLogError | None: ...
+
+    def statistics(self) -> JournalStatistics: ...
+
+
+def db_location(text: str | os.PathLike[str]) -> Path | str:
+    """What ``--db`` or ``db =`` names: a PostgreSQL URL (kept as text: a ``Path`` would
+    fold its ``//``), or a SQLite file's path."""
+    return str(text) if is_postgres_url(str(text)) else Path(text)
+
+
+def open_journal(db: Db, *, durability: Durability = Durability.POWER, **options: Any) -> Journal:
+    """The journal ``db`` names (not opened yet: :meth:`Journal.open` or ``serve``)."""
+    if is_postgres_url(db):
+        from ._pg_journal import PostgresJournal
+
+        return PostgresJournal(str(db), durability=durability, **options)
+    from ._journal import SqliteJournal
+
+    return SqliteJournal(Path(db), durability=durability, **options)
+
+
+def open_reader(db: Db) -> JournalReader:
+    """A reader of the journal ``db`` names (it connects when it first reads)."""
+    if is_postgres_url(db):
+        from ._pg_reader import PostgresReader
+
+        return PostgresReader(str(db))
+    from ._reader import JournalReader
+
+    return JournalReader(Path(db))
+
+
+if TYPE_CHECKING:
+    # Both journals are Journals: mypy checks these assignments.
+    from ._journal import SqliteJournal
+    from ._pg_journal import PostgresJournal
+
+    _sqlite: type[Journal] = SqliteJournal
+    _postgres: type[Journal] = PostgresJournal
