@@ -22,6 +22,7 @@ from orchestrator.core import Fact, RunStarted, RunStatus, TeamState, build_grap
 from orchestrator.journal import (
     APPLICATION_ID,
     MIGRATIONS,
+    PG_SCHEMA_VERSION,
     SCHEMA_VERSION,
     Durability,
     Journal,
@@ -34,7 +35,6 @@ from orchestrator.journal import (
     state_entries,
 )
 from orchestrator.journal._pg_connection import redacted
-from orchestrator.journal._pg_schema import PG_SCHEMA_VERSION
 from orchestrator.journal._reader import _snapshot
 from orchestrator.journal._rows import _Snapshot
 from orchestrator.runtime import RunOutcome, TeamRuntime

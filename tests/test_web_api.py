@@ -27,6 +27,7 @@ from orchestrator.server import (
     CONTENT_SECURITY_POLICY,
     COOKIE_LIFETIME,
     Authenticator,
+    EnvelopeCache,
     Limits,
     Role,
     ServeConfig,
@@ -35,7 +36,6 @@ from orchestrator.server import (
     _web,
 )
 from orchestrator.server._auth import Principal
-from orchestrator.server._envelope_cache import EnvelopeCache
 
 from .daemon import ECHO, RunningDaemon, connect, running_daemon
 from .fuzz import Fuzzer

@@ -10,10 +10,12 @@ if TYPE_CHECKING:
     from ._checksum import fact_checksum
     from ._durability import Durability
     from ._history import Edit, edit_history, resolve_chat
-    from ._interface import Db, Journal, db_location, is_postgres_url, open_journal, open_reader
+    from ._interface import Db, Journal, db_location, open_journal, open_reader
     from ._journal import JournalStatistics, SqliteJournal
+    from ._pg_connection import is_postgres_url
     from ._pg_journal import PostgresJournal
     from ._pg_reader import PostgresReader
+    from ._pg_schema import PG_SCHEMA_VERSION
     from ._prune import PruneReport, prune
     from ._reader import AgentMessage, JournalReader, SessionInfo
     from ._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
@@ -36,6 +38,7 @@ __all__ = [
     "APPLICATION_ID",
     "CHUNK",
     "MIGRATIONS",
+    "PG_SCHEMA_VERSION",
     "SCHEMA_VERSION",
     "SNAPSHOT_FORMAT",
     "AgentMessage",
@@ -77,17 +80,12 @@ if not TYPE_CHECKING:
             "._checksum": ("fact_checksum",),
             "._durability": ("Durability",),
             "._history": ("Edit", "edit_history", "resolve_chat"),
-            "._interface": (
-                "Db",
-                "Journal",
-                "db_location",
-                "is_postgres_url",
-                "open_journal",
-                "open_reader",
-            ),
+            "._interface": ("Db", "Journal", "db_location", "open_journal", "open_reader"),
             "._journal": ("JournalStatistics", "SqliteJournal"),
+            "._pg_connection": ("is_postgres_url",),
             "._pg_journal": ("PostgresJournal",),
             "._pg_reader": ("PostgresReader",),
+            "._pg_schema": ("PG_SCHEMA_VERSION",),
             "._prune": ("PruneReport", "prune"),
             "._reader": ("AgentMessage", "JournalReader", "SessionInfo"),
             "._schema": ("APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"),

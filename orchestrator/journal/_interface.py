@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ._journal import JournalStatistics
     from ._reader import JournalReader
 
-__all__ = ["Db", "Journal", "db_location", "is_postgres_url", "open_journal", "open_reader"]
+__all__ = ["Db", "Journal", "db_location", "open_journal", "open_reader"]
 
 #: What ``--db`` (or ``db =``) may be: a SQLite file's path, or a PostgreSQL URL.
 Db = str | os.PathLike[str]

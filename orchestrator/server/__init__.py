@@ -14,11 +14,12 @@ if TYPE_CHECKING:
     from ._daemon import Daemon
     from ._envelope_cache import EnvelopeCache
     from ._hypercorn_ws import SCOPE_KEY, FrameWriter, HypercornSeam, frame_writer, seam_problem
-    from ._live_session import LiveSession
+    from ._live_session import LiveSession, ahp_envelopes
     from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
     from ._principals import Principals
     from ._rate_limit import TokenBucket
     from ._scheduler import Scheduler, Teammate, describe_schedule
+    from ._team_log import TeamLog, team_frame
     from ._web import WebError, session_summary, web_routes
     from ._web_assets import CONTENT_SECURITY_POLICY, Asset, WebAssets, web_root
 
@@ -45,11 +46,13 @@ __all__ = [
     "Role",
     "Scheduler",
     "ServeConfig",
+    "TeamLog",
     "Teammate",
     "Token",
     "TokenBucket",
     "WebAssets",
     "WebError",
+    "ahp_envelopes",
     "assemble",
     "describe_schedule",
     "frame_writer",
@@ -58,6 +61,7 @@ __all__ = [
     "seam_problem",
     "serve",
     "session_summary",
+    "team_frame",
     "web_root",
     "web_routes",
 ]
@@ -92,11 +96,12 @@ if not TYPE_CHECKING:
                 "frame_writer",
                 "seam_problem",
             ),
-            "._live_session": ("LiveSession",),
+            "._live_session": ("LiveSession", "ahp_envelopes"),
             "._outbox": ("CLOSE_FELL_BEHIND", "CLOSE_GOING_AWAY", "Outbox"),
             "._principals": ("Principals",),
             "._rate_limit": ("TokenBucket",),
             "._scheduler": ("Scheduler", "Teammate", "describe_schedule"),
+            "._team_log": ("TeamLog", "team_frame"),
             "._web": ("WebError", "session_summary", "web_routes"),
             "._web_assets": ("Asset", "CONTENT_SECURITY_POLICY", "WebAssets", "web_root"),
         },
