@@ -60,9 +60,10 @@ FREE_FORM = frozenset(
 )
 """Keys holding free-form JSON, where ``null`` is a legitimate value."""
 
-FREE_FORM_OBJECTS = frozenset({"tools", "logging"})
+FREE_FORM_OBJECTS = frozenset({"tools", "logging", "review"})
 """Keys holding a free-form JSON object in one type (MCP App ``sampling.tools``,
-``logging``) and typed data elsewhere (an agent's ``tools`` array)."""
+``logging``, a changeset's ``capabilities.review``) and typed data elsewhere (an agent's
+``tools`` array)."""
 
 
 def over_the_wire(value: object) -> Any:
