@@ -682,3 +682,66 @@ def test_an_expired_sign_in_asks_for_the_token_again(browser: Browser, tmp_path:
                 page.context.clear_cookies()
                 page.evaluate("fragment => { location.hash = fragment; }", then)
                 page.wait_for_selector("#login-error:has-text('sign in again')")
+
+
+def fan_out_team(n: int) -> str:
+    """A scripted coordinator that delegates ``n`` one-line tasks in one round."""
+    tasks = ", ".join(f'{{ agent = "worker", task = "task {i}" }}' for i in range(n))
+    return f"""
+[team]
+name = "wide"
+coordinator = "lead"
+parallel_budget = {n}
+
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+
+[[agents.lead.turns]]
+steps = [{{ delegate = [{tasks}] }}, {{ say = "collected" }}]
+
+[agents.worker]
+role = "worker"
+
+[[agents.worker.turns]]
+steps = [{{ say = "done: {{task}}" }}]
+"""
+
+
+def test_a_big_session_is_laid_out_as_a_tree_in_view(browser: Browser, tmp_path: Path) -> None:
+    """Above 150 chats the graph is laid out by the page's own tree layout, not dagre: the
+    coordinator above its workers, workers in rows of 25 that do not overlap, straight
+    edges, and the whole graph fitted into the view."""
+    team = tmp_path / "wide.toml"
+    team.write_text(fan_out_team(200), encoding="utf-8")
+    with offline_page(browser, standalone(tmp_path / "run", team)) as watched:
+        page = watched.page
+        wait_rows(page, "rows.length === 201")
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => r()))")
+        drawn = page.evaluate(
+            """() => {
+                const cy = Orchestrator.currentGraph.cy;
+                const ext = cy.extent();
+                return {
+                    nodes: cy.nodes().map(n => [n.data('label').split('\\n')[0],
+                                                n.position('x'), n.position('y')]),
+                    curves: [...new Set(cy.edges().map(e => e.style('curve-style')))],
+                    view: [ext.x1, ext.y1, ext.x2, ext.y2],
+                };
+            }"""
+        )
+        positions = {(x, y) for _, x, y in drawn["nodes"]}
+        assert len(positions) == 201  # no two chats on one spot
+        (lead,) = [(x, y) for name, x, y in drawn["nodes"] if name == "lead"]
+        workers = [(x, y) for name, x, y in drawn["nodes"] if name == "worker"]
+        assert len(workers) == 200
+        assert all(y > lead[1] for _, y in workers)
+        rows = sorted({y for _, y in workers})
+        assert len(rows) == 8  # 200 workers in rows of 25
+        assert all(sum(1 for _, y in workers if y == row) == 25 for row in rows)
+        assert drawn["curves"] == ["straight"]
+        x1, y1, x2, y2 = drawn["view"]
+        assert all(x1 <= x <= x2 and y1 <= y <= y2 for x, y in positions)
+        watched.screenshot("big-01-tree")
+        assert watched.errors == []

@@ -7,7 +7,7 @@
  * at most one per LAYOUT_INTERVAL_MS, so a burst of spawns in a 1,000-worker session lays
  * out a few times, not a thousand. Callers batch envelopes per animation frame and call
  * `render` once per frame. Above DAGRE_MOST nodes, an O(n) tree layout of our own replaces
- * dagre, which takes seconds on a 1,000-worker session.
+ * dagre, which takes seconds on a 1,000-worker session, and edges are drawn straight.
  *
  * Status is drawn as colour AND as text in the label ("[running]"), never colour alone;
  * queued delegations are dashed; approvals are small diamonds attached to the asking chat.
@@ -204,7 +204,39 @@
       place(r, left, 0);
       left += size.get(r).w;
     }
-    cy.layout({ name: "preset", positions: positions, fit: true, padding: 20, animate: false }).run();
+    // Positions set in one batch and the viewport fitted from them: a "preset" layout with
+    // `fit` measures every element's bounding box, labels included (most of a second at
+    // 1,000 nodes), where the extent of a grid of cells is known.
+    cy.batch(function () {
+      cy.nodes().positions(function (node) {
+        return positions[node.id()] || { x: 0, y: 0 };
+      });
+    });
+    let minX = Infinity;
+    let minY = Infinity;
+    let maxX = -Infinity;
+    let maxY = -Infinity;
+    for (const id in positions) {
+      const at = positions[id];
+      minX = Math.min(minX, at.x);
+      minY = Math.min(minY, at.y);
+      maxX = Math.max(maxX, at.x);
+      maxY = Math.max(maxY, at.y);
+    }
+    if (minX === Infinity) return;
+    const width = maxX - minX + CELL_W;
+    const height = maxY - minY + CELL_H;
+    const zoom = Math.max(
+      cy.minZoom(),
+      Math.min(cy.maxZoom(), (cy.width() - 40) / width, (cy.height() - 40) / height)
+    );
+    cy.viewport({
+      zoom: zoom,
+      pan: {
+        x: (cy.width() - (minX + maxX) * zoom) / 2,
+        y: (cy.height() - (minY + maxY) * zoom) / 2,
+      },
+    });
   }
 
   function createGraphView(container, options) {
@@ -222,6 +254,7 @@
     });
     let lastLayoutAt = 0;
     let pendingLayout = null;
+    let big = false;
 
     cy.on("tap", "node", function (event) {
       onSelect(event.target.id());
@@ -231,6 +264,12 @@
       pendingLayout = null;
       lastLayoutAt = Date.now();
       if (cy.nodes().length > DAGRE_MOST) {
+        if (!big) {
+          // Straight edges: a bezier edge's control points are worked out against every
+          // other edge between the same nodes (a fifth of a 1,000-node graph's first draw).
+          big = true;
+          cy.style().selector("edge").style("curve-style", "straight").update();
+        }
         treeLayout(cy);
       } else {
         cy.layout({
