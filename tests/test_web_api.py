@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from trio_websocket import ConnectionRejected, WebSocketConnection, open_websocket_url
 
 from orchestrator.cli import main
+from orchestrator.core import build_graph, to_json
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import AgentUiProjector, envelope_to_json_line, project_facts
 from orchestrator.server import (
@@ -28,6 +29,7 @@ from orchestrator.server import (
     COOKIE_LIFETIME,
     Authenticator,
     EnvelopeCache,
+    GraphCache,
     Limits,
     Role,
     ServeConfig,
@@ -511,6 +513,34 @@ async def test_kept_envelopes_grow_with_the_log_and_the_oldest_go_first(tmp_path
         await small.envelopes(f"ahp-session:/{second}")
         kept = await small.envelopes(f"ahp-session:/{second}")
         assert small.size == sum(len(line) for line in kept)
+
+
+async def test_kept_graphs_grow_with_the_log_and_the_oldest_go_first(tmp_path: Path) -> None:
+    async with running_daemon(tmp_path, teams=TEAMS, config=CONFIG) as daemon:
+        first = await _finished_session(daemon)
+        second = await _finished_session(daemon)
+        reader = JournalReader(daemon.db)
+        graphs = GraphCache(reader)
+        uri = f"ahp-session:/{first}"
+        await graphs.graph_json(uri)
+        folded = graphs.size
+        async with connect(daemon, f"session={first}", token=OPERATOR) as client:
+            await client.until_type("history")
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "again"})
+            await client.until_type("done")
+        # fed only what is new, it is the graph of the whole log
+        after = await graphs.graph_json(uri)
+        assert after == to_json(build_graph(reader.facts(uri)))
+        assert graphs.size == len(reader.facts(uri)) > folded
+        # the daemon's endpoint answers the same
+        async with daemon.http(VIEWER) as http:
+            answer = await http.get(f"/api/sessions/{first}/graph")
+        assert answer.json() == json.loads(after)
+        # past its capacity, the least recently read session goes
+        small = GraphCache(reader, capacity=graphs.size)
+        await small.graph_json(uri)
+        await small.graph_json(f"ahp-session:/{second}")
+        assert small.size == len(reader.facts(f"ahp-session:/{second}"))
 
 
 async def test_large_answers_are_gzipped_for_clients_that_take_it(

@@ -12,13 +12,13 @@ if TYPE_CHECKING:
     from ._auth import COOKIE_LIFETIME, COOKIE_NAME, LOCAL, Authenticator, Permission, Role, Token
     from ._config import DEFAULT_PORT, Limits, ServeConfig, load_serve_config, parse_serve_config
     from ._daemon import Daemon
-    from ._envelope_cache import EnvelopeCache
     from ._hypercorn_ws import SCOPE_KEY, FrameWriter, HypercornSeam, frame_writer, seam_problem
     from ._live_session import LiveSession, ahp_envelopes
     from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
     from ._principals import Principals
     from ._rate_limit import TokenBucket
     from ._scheduler import Scheduler, Teammate, describe_schedule
+    from ._session_folds import EnvelopeCache, GraphCache, SessionFolds
     from ._team_log import TeamLog, team_frame
     from ._web import WebError, session_summary, web_routes
     from ._web_assets import CONTENT_SECURITY_POLICY, Asset, WebAssets, web_root
@@ -37,6 +37,7 @@ __all__ = [
     "Daemon",
     "EnvelopeCache",
     "FrameWriter",
+    "GraphCache",
     "HypercornSeam",
     "Limits",
     "LiveSession",
@@ -46,6 +47,7 @@ __all__ = [
     "Role",
     "Scheduler",
     "ServeConfig",
+    "SessionFolds",
     "TeamLog",
     "Teammate",
     "Token",
@@ -88,7 +90,6 @@ if not TYPE_CHECKING:
                 "parse_serve_config",
             ),
             "._daemon": ("Daemon",),
-            "._envelope_cache": ("EnvelopeCache",),
             "._hypercorn_ws": (
                 "FrameWriter",
                 "HypercornSeam",
@@ -101,6 +102,7 @@ if not TYPE_CHECKING:
             "._principals": ("Principals",),
             "._rate_limit": ("TokenBucket",),
             "._scheduler": ("Scheduler", "Teammate", "describe_schedule"),
+            "._session_folds": ("EnvelopeCache", "GraphCache", "SessionFolds"),
             "._team_log": ("TeamLog", "team_frame"),
             "._web": ("WebError", "session_summary", "web_routes"),
             "._web_assets": ("Asset", "CONTENT_SECURITY_POLICY", "WebAssets", "web_root"),

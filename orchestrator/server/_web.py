@@ -38,16 +38,16 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from orchestrator.base import FactLogError, JsonLimits, PeerProtocolError, parse_json
-from orchestrator.core import TeamState, build_graph, to_json
+from orchestrator.core import TeamState
 from orchestrator.journal import SessionInfo
 from orchestrator.protocols import chat_transcript
 
 from ._auth import COOKIE_LIFETIME, COOKIE_NAME, Permission, Principal
 from ._daemon import Daemon
-from ._envelope_cache import EnvelopeCache
 from ._live_session import LiveSession, session_id, session_uri
 from ._principals import Principals
 from ._rate_limit import TokenBucket
+from ._session_folds import EnvelopeCache, GraphCache
 from ._web_assets import CONTENT_SECURITY_POLICY, WebAssets
 
 __all__ = ["WebError", "session_summary", "web_routes"]
@@ -159,6 +159,7 @@ def web_routes(
     auth = principals.auth
     reader = daemon.reader
     projected = EnvelopeCache(reader)
+    graphs = GraphCache(reader)
     # Failed sign-ins per client address: guessing tokens is slowed to a few a minute.
     failed_sign_ins: dict[str, TokenBucket] = {}
 
@@ -304,9 +305,7 @@ def web_routes(
 
     async def graph(request: Request) -> Response:
         uri, _ = await known(request)
-        facts = await trio.to_thread.run_sync(reader.facts, uri)
-        body = await trio.to_thread.run_sync(lambda: to_json(build_graph(facts)))
-        return await _large_json(request, body)
+        return await _large_json(request, await graphs.graph_json(uri))
 
     async def transcript(request: Request) -> Response:
         uri, _ = await known(request)
