@@ -3,9 +3,12 @@
  *
  * Where the envelopes come from:
  * - an offline copy: the embedded data, nothing else;
- * - an ended session (`live: false`): `GET /api/sessions/ID/envelopes`, no socket;
- * - a live one: `WS /ws?session=ID`, then `{"channel": "team", "type": "subscribe",
- *   "fromSequence": N}` with N the last sequence folded (0 at first). When the socket closes
+ * - any other: first `GET /api/sessions/ID/envelopes` (one gzipped answer, with the
+ *   session's summary: a 1,000-worker session's 9,000 envelopes are 300 KiB on the wire,
+ *   where a replay over the socket would be 9,000 messages). An ended one (`live: false`)
+ *   needs no socket;
+ * - a live one then opens `WS /ws?session=ID` and sends `{"channel": "team", "type":
+ *   "subscribe", "fromSequence": N}` with N the last sequence it has. When the socket closes
  *   (the session ended, or the daemon stopped: both say `session_ended`), the page asks
  *   `GET /api/sessions/ID` again, backing off 1 s doubling to 10 s while the daemon is
  *   unreachable: still live, it reattaches and resubscribes from N (no gap; the model ignores
@@ -605,8 +608,9 @@
         drawMeta();
         return;
       }
+      let answer;
       try {
-        summary = await O.api("/api/sessions/" + encodeURIComponent(id));
+        answer = await O.api("/api/sessions/" + encodeURIComponent(id) + "/envelopes");
       } catch (error) {
         if (error.status === 404) {
           errorBox.textContent = "No such session: " + id;
@@ -616,12 +620,16 @@
         check();
         return;
       }
+      if (disposed) return;
+      summary = answer.session || {};
+      receive(answer.envelopes || []);
       drawMeta();
       if (summary.live) attach();
-      else {
+      else if (FINISHED.has(summary.status)) {
         ended = true;
-        await loadEnded(0).catch((error) => (errorBox.textContent = error.message));
-      }
+        showConnection("ended");
+        connection.textContent = "ended: loaded from the journal";
+      } else check(); // not live yet unfinished: a daemon starting or stopping, ask again
     }
 
     drawAll([]);
