@@ -418,6 +418,30 @@ async def test_a_pending_approval_is_counted_in_the_list(tmp_path: Path) -> None
             assert summary["pendingApprovals"] == 0
 
 
+async def test_a_stopping_daemon_says_so_rather_than_not_live(tmp_path: Path) -> None:
+    """While the daemon stops it drops its sessions before its HTTP goes: a session read
+    then answers 503, not ``live: false``, which a page would take for "ended"."""
+    config = attrs.evolve(CONFIG, limits=Limits(shutdown_grace=3))
+    async with (
+        running_daemon(tmp_path, config=config) as daemon,
+        connect(daemon, "team=delivery", token=OPERATOR) as client,
+        daemon.http(VIEWER) as http,
+    ):
+        init = await client.until_type("init")
+        await client.send({"channel": "agent", "type": "prompt", "prompt": "Ship it"})
+        await client.until_type("permission_request")  # parked: stopping takes the grace
+        path = f"/api/sessions/{init['sessionId']}"
+        assert (await http.get(path)).json()["live"] is True
+        daemon.stop.set()
+        with trio.fail_after(5):
+            while (answer := await http.get(path)).status_code == 200:
+                assert answer.json()["live"] is True, "read as not live while stopping"
+                await trio.sleep(0.01)
+        assert answer.status_code == 503
+        assert "stopping" in answer.json()["error"]
+        assert (await http.get(f"{path}/envelopes")).status_code == 503
+
+
 # ─── the one-file export ─────────────────────────────────────────────────────
 
 

@@ -281,6 +281,10 @@ def web_routes(
 
     async def known(request: Request) -> tuple[str, SessionInfo]:
         require(request)
+        if not daemon.accepting:
+            # Starting or stopping, its sessions are not (or no longer) live here: "not
+            # live" would read as "ended". A page asks again.
+            raise WebError(503, "the daemon is starting or stopping: ask again shortly")
         uri = session_uri(_name(request.path_params["session"], "session"))
         if not await trio.to_thread.run_sync(reader.has_session, uri):
             raise WebError(404, f"no session {session_id(uri)!r} on this daemon")
