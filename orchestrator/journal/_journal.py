@@ -68,7 +68,7 @@ import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import structlog
@@ -93,6 +93,9 @@ from ._rows import (
     _write_group,
 )
 from ._snapshot import snapshot_due, state_entries
+
+if TYPE_CHECKING:
+    from ._pg_leases import PostgresLeases  # psycopg only when a URL is given
 
 __all__ = ["JournalStatistics", "SqliteJournal"]
 
@@ -131,6 +134,9 @@ class _GroupCommitJournal:
     reader: JournalReader
     #: The driver's errors, whose text says enough without their class's name.
     _database_errors: tuple[type[BaseException], ...] = ()
+    #: The session leases of this node (several daemons on one PostgreSQL database); None:
+    #: this journal's one writer owns every session (SQLite, and ``orchestrator run``).
+    leases: PostgresLeases | None = None
 
     def __init__(self, *, snapshot_every: int, drain_limit: float) -> None:
         self.snapshot_every = snapshot_every
@@ -173,6 +179,11 @@ class _GroupCommitJournal:
 
     def _close(self, connection: Any) -> None:
         connection.close()
+
+    def _write_rows(self, connection: Any, group: Sequence[_Item]) -> None:
+        """Write ``group``'s rows in the transaction in hand (a subclass may check first
+        that it may: the PostgreSQL journal's lease fence)."""
+        _write_group(connection, group, self._history)
 
     def _environmental(self, exc: BaseException) -> bool:
         """Whether ``exc`` is the database's or the machine's fault (the journal cannot go
@@ -294,7 +305,7 @@ class _GroupCommitJournal:
         """The fast path: the whole group in one transaction, its rows in few statements."""
         try:
             self._begin(connection)
-            _write_group(connection, group, self._history)
+            self._write_rows(connection, group)
             connection.execute("COMMIT")
         except Exception as exc:  # sorted out below: the file's, or one item's
             self._rolled_back(connection, group)
@@ -333,7 +344,7 @@ class _GroupCommitJournal:
                     continue
                 connection.execute("SAVEPOINT item")
                 try:
-                    _write_group(connection, [item], self._history)
+                    self._write_rows(connection, [item])
                 except Exception as exc:
                     connection.execute("ROLLBACK TO item")
                     connection.execute("RELEASE item")

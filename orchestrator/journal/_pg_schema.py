@@ -27,7 +27,7 @@ from orchestrator.base import FactLogError
 __all__ = ["PG_SCHEMA_VERSION"]
 
 #: The schema this code writes.
-PG_SCHEMA_VERSION: Final = 1
+PG_SCHEMA_VERSION: Final = 2
 #: The advisory lock key migrations hold ("ORCH"): one migrating node at a time.
 _MIGRATION_LOCK: Final = 0x4F524348
 
@@ -95,8 +95,29 @@ _SCHEMA_V1: Final = (
 )""",
 )
 
+#: Version 2: several daemons on one database (issue 21). ``session_leases``: the node that
+#: owns each running session, until when, and the epoch every write of the session is
+#: fenced by (see :mod:`._pg_leases`); ``teammate_wakes``: each background teammate's
+#: scheduled wake, claimed by the one node that runs it.
+_SCHEMA_V2: Final = (
+    """CREATE TABLE session_leases (
+    session text PRIMARY KEY,
+    owner text NOT NULL,
+    epoch bigint NOT NULL,
+    expires_at timestamptz NOT NULL
+)""",
+    "CREATE INDEX session_leases_expiry ON session_leases (expires_at)",
+    """CREATE TABLE teammate_wakes (
+    teammate text NOT NULL,
+    wake_at text NOT NULL,
+    node text NOT NULL,
+    claimed_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (teammate, wake_at)
+)""",
+)
+
 #: Each entry brings a database from the version before it to its own.
-PG_MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _SCHEMA_V1}
+PG_MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
 
 
 def schema_version(connection: Any, source: str) -> int:
