@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ._journal import JournalStatistics, SqliteJournal
     from ._pg_connection import is_postgres_url
     from ._pg_journal import PostgresJournal
-    from ._pg_leases import Lease, LeaseStatistics, PostgresLeases
+    from ._pg_leases import Lease, LeaseLostError, LeaseStatistics, PostgresLeases
     from ._pg_reader import PostgresReader
     from ._pg_schema import PG_SCHEMA_VERSION
     from ._prune import PruneReport, prune
@@ -50,6 +50,7 @@ __all__ = [
     "JournalReader",
     "JournalStatistics",
     "Lease",
+    "LeaseLostError",
     "LeaseStatistics",
     "PartKey",
     "PostgresJournal",
@@ -88,7 +89,7 @@ if not TYPE_CHECKING:
             "._journal": ("JournalStatistics", "SqliteJournal"),
             "._pg_connection": ("is_postgres_url",),
             "._pg_journal": ("PostgresJournal",),
-            "._pg_leases": ("Lease", "LeaseStatistics", "PostgresLeases"),
+            "._pg_leases": ("Lease", "LeaseLostError", "LeaseStatistics", "PostgresLeases"),
             "._pg_reader": ("PostgresReader",),
             "._pg_schema": ("PG_SCHEMA_VERSION",),
             "._prune": ("PruneReport", "prune"),

@@ -185,6 +185,12 @@ class _GroupCommitJournal:
         that it may: the PostgreSQL journal's lease fence)."""
         _write_group(connection, group, self._history)
 
+    def _refuses_session(self, exc: Exception) -> bool:
+        """Whether a batch that failed on ``exc`` refuses its session from then on (its
+        later batches were prepared on top of it); not so for a batch a lease fence kept
+        out, whose later batches each meet the fence themselves (see _pg_journal)."""
+        return True
+
     def _environmental(self, exc: BaseException) -> bool:
         """Whether ``exc`` is the database's or the machine's fault (the journal cannot go
         on), rather than that of what one item holds (that item fails, the rest is written)."""
@@ -354,7 +360,8 @@ class _GroupCommitJournal:
                         raise
                     problem = self._item_failed(item, exc)
                     if isinstance(item, _Batch) and problem is not None:
-                        self._refused[item.session] = refused[item.session] = problem
+                        if self._refuses_session(exc):
+                            self._refused[item.session] = refused[item.session] = problem
                         outcomes.append((item.ticket, problem))
                     continue
                 connection.execute("RELEASE item")
@@ -513,6 +520,8 @@ class _GroupCommitJournal:
         if self._token is None or self._closed:
             raise _error(self.source, "the journal is not open for writing")
         batch = _batch(facts, ended_turns)
+        if self.leases is not None:
+            batch.epoch = self.leases.epoch(batch.session)
         self._queue.put(batch)
         if self._dead:
             # The writer died after this was checked, perhaps before the put: nobody

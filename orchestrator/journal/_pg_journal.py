@@ -50,7 +50,7 @@ import psycopg
 from ._durability import Durability
 from ._journal import DRAIN_LIMIT, SNAPSHOT_EVERY, _GroupCommitJournal
 from ._pg_connection import PgConnection, connect, environmental, redacted
-from ._pg_leases import LEASE_TTL, PostgresLeases
+from ._pg_leases import LEASE_TTL, LeaseLostError, PostgresLeases
 from ._pg_reader import PostgresReader
 from ._pg_schema import migrate
 from ._rows import _Batch, _Item, _write_group
@@ -113,18 +113,32 @@ class PostgresJournal(_GroupCommitJournal):
         return environmental(exc)
 
     def _write_rows(self, connection: PgConnection, group: Sequence[_Item]) -> None:
-        """The group's rows, once the fence let them: a batch of a session whose lease
-        this node lost fails the group (its items are then written one by one, and that
-        batch fails alone); a snapshot or team file of such a session is dropped."""
+        """The group's rows, once the fence let them: a batch submitted under a lease this
+        node does not hold any more (its epoch moved on) fails the group (its items are
+        then written one by one, and that batch fails alone); a snapshot or team file of a
+        session this node does not hold is dropped (it would overwrite the new owner's)."""
         leases = self.leases
         if leases is not None:
-            lost = leases.fence(connection, {item.session for item in group})
+            current = {item.session: leases.epoch(item.session) for item in group}
+            wanted = {
+                (item.session, item.epoch if isinstance(item, _Batch) else current[item.session])
+                for item in group
+            }
+            lost = leases.fence(connection, wanted)
             if lost:
                 for item in group:
-                    if isinstance(item, _Batch) and item.session in lost:
+                    if isinstance(item, _Batch) and (item.session, item.epoch) in lost:
                         raise leases.lost_error(item.session)
-                group = [item for item in group if item.session not in lost]
+                group = [
+                    item for item in group if (item.session, current[item.session]) not in lost
+                ]
         _write_group(connection, group, self._history)
+
+    def _refuses_session(self, exc: Exception) -> bool:
+        # A batch kept out by the fence was submitted under a lease lost since: the batches
+        # after it meet the fence each, and this node may take the session up again later
+        # (under a new epoch) and write it then.
+        return not isinstance(exc, LeaseLostError)
 
     def _describe(self) -> dict[str, str]:
         return {"path": self.source, "durability": str(self.durability)}

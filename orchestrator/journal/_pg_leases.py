@@ -8,7 +8,8 @@ A *node* is one daemon process, named by its node id (``node =`` in daemon.toml,
 renews its leases every ``ttl / 3`` seconds (:meth:`PostgresLeases.renew`); a node that
 stops renewing (killed, cut off from the database) lets them expire, and another node
 takes the session up (:meth:`PostgresLeases.acquire` succeeds on an expired lease, or on
-one of its own node id, and adds one to the epoch).
+one of its own node id, and adds one to the epoch). A lease given up keeps its row (owner
+``''``), so that a session's epochs only ever grow.
 
 Safety does not rest on clocks: every write transaction of the journal *fences* the
 sessions it writes (:meth:`PostgresLeases.fence`, in the writer thread, in the same
@@ -23,9 +24,10 @@ Clocks matter only for *when* a lease expires: ``expires_at`` is the database's
 ``clock_timestamp()`` plus the TTL (so nodes need not agree on the time), unless a caller
 passes ``now`` (tests give trio's clock).
 
-Wakes of background teammates are claimed the same way, once across nodes
-(:meth:`PostgresLeases.claim_wake`): the first node to insert ``(teammate, wake time)``
-runs the wake, the others skip it.
+A background teammate's stream (its schedule, wakes and runs: a stream of facts like a
+session's) is leased the same way: the node holding it runs the teammate, the others wait
+to take it over, and a wake recorded in the stream is fenced like any fact, so it happens
+once across nodes.
 
 All methods block (psycopg): call them from a worker thread, as the journal does. The
 component keeps one connection of its own for leases and claims (the writer's is only for
@@ -47,7 +49,7 @@ from orchestrator.base import FactLogError
 
 from ._pg_connection import connect, connect_error, redacted
 
-__all__ = ["Lease", "LeaseStatistics", "PostgresLeases"]
+__all__ = ["Lease", "LeaseLostError", "LeaseStatistics", "PostgresLeases"]
 
 log = structlog.get_logger("orchestrator.journal")
 
@@ -55,6 +57,12 @@ log = structlog.get_logger("orchestrator.journal")
 LEASE_TTL: Final = 15.0
 #: Most expired leases one scan returns (the next scan takes the rest).
 SCAN_LIMIT: Final = 100
+
+
+class LeaseLostError(FactLogError):
+    """A write of a session this node does not hold the lease of any more (or never did):
+    another node took the session over. It fails that write, and the session's runtime here
+    ends; the journal goes on, and this node may take the session up again later."""
 
 
 @attrs.frozen(kw_only=True)
@@ -165,8 +173,8 @@ class PostgresLeases:
             )
             if rows:
                 epoch, expires_at = int(rows[0][0]), rows[0][1]
-                self._held[session] = epoch
                 with self._lost_lock:
+                    self._held[session] = epoch
                     self._lost.discard(session)
                 return Lease(session=session, owner=self.node, epoch=epoch, expires_at=expires_at)
             rows = self._run(
@@ -205,94 +213,99 @@ class PostgresLeases:
         return lost
 
     def release(self, session: str, *, keep: bool = False) -> None:
-        """Give ``session``'s lease up: gone (the session ended, or is idle: the next node
-        a client asks takes it), or with ``keep`` expired at once (it still has work: the
-        next scan of any node takes it up). Nothing if another node holds it."""
+        """Give ``session``'s lease up: to nobody (the session ended, or is idle: the next
+        node a client asks takes it), or with ``keep`` expired at once (it still has work:
+        the next scan of any node takes it up). Nothing if another node holds it.
+
+        The row stays (owner ``''``): a session's epochs only ever grow, so a batch
+        submitted under an old lease never passes the fence of a new one."""
         epoch = self._held.pop(session, None)
         if epoch is None:
             return
-        if keep:
-            self._run(
-                "UPDATE session_leases SET expires_at = '-infinity' "
-                "WHERE session = %s AND owner = %s AND epoch = %s",
-                (session, self.node, epoch),
-            )
-        else:
-            self._run(
-                "DELETE FROM session_leases WHERE session = %s AND owner = %s AND epoch = %s",
-                (session, self.node, epoch),
-            )
+        self._run(
+            "UPDATE session_leases SET expires_at = 'epoch', owner = %s "
+            "WHERE session = %s AND owner = %s AND epoch = %s",
+            (self.node if keep else "", session, self.node, epoch),
+        )
 
     def expired(self, *, now: dt.datetime | None = None) -> list[str]:
-        """The running sessions whose lease expired (their owner died or let them go),
-        oldest expiry first; expired leases of sessions that are not running any more are
-        deleted on the way."""
+        """The running sessions whose lease expired (their owner died or let them go with
+        work left), oldest expiry first; expired leases of sessions that ended are deleted
+        on the way (they are never written again). Leases of what has no running session
+        (a background teammate's stream) are not listed: their nodes wait for them."""
         self._run(
             "DELETE FROM session_leases l "
             "WHERE l.expires_at <= coalesce(%s::timestamptz, clock_timestamp()) "
-            "AND NOT EXISTS (SELECT 1 FROM sessions s "
-            "WHERE s.session = l.session AND s.status = 'running')",
+            "AND EXISTS (SELECT 1 FROM sessions s "
+            "WHERE s.session = l.session AND s.status <> 'running')",
             (now,),
         )
         rows = self._run(
-            "SELECT l.session FROM session_leases l "
+            "SELECT l.session FROM session_leases l JOIN sessions s ON s.session = l.session "
             "WHERE l.expires_at <= coalesce(%s::timestamptz, clock_timestamp()) "
+            "AND l.owner <> '' AND s.status = 'running' "
             "ORDER BY l.expires_at, l.session LIMIT %s",
             (now, SCAN_LIMIT),
         )
         return [row[0] for row in rows if row[0] not in self._held]
+
+    def forget(self, session: str, *, why: str) -> None:
+        """Count ``session``'s lease as lost without asking the database (its renewals
+        failed for a whole TTL: another node may hold it by now)."""
+        epoch = self._held.pop(session, None)
+        if epoch is not None:
+            self._lose(session, epoch, why)
 
     def lease(self, session: str) -> Lease | None:
         """``session``'s lease as the database has it (None: nobody's)."""
         rows = self._run(
             "SELECT owner, epoch, expires_at FROM session_leases WHERE session = %s", (session,)
         )
-        if not rows:
+        if not rows or not rows[0][0]:
             return None
         owner, epoch, expires_at = rows[0]
         return Lease(session=session, owner=owner, epoch=int(epoch), expires_at=expires_at)
 
-    def claim_wake(self, teammate: str, wake_at: str) -> bool:
-        """Whether this node runs ``teammate``'s wake scheduled for ``wake_at``: True for
-        the first node to claim it, False for every other (and for this one again)."""
-        rows = self._run(
-            "INSERT INTO teammate_wakes (teammate, wake_at, node) VALUES (%s, %s, %s) "
-            "ON CONFLICT DO NOTHING RETURNING node",
-            (teammate, wake_at, self.node),
-        )
-        return bool(rows)
-
     # ── the writer thread's ────────────────────────────────────────────────
 
-    def fence(self, connection: Any, sessions: Iterable[str]) -> Set[str]:
-        """In the writer's transaction: lock the lease of each of ``sessions`` that this
-        node still holds at its epoch (a take-over waits for this transaction); the
-        sessions it does not hold (their writes must not be made)."""
-        wanted = set(sessions)
-        held = {session: self._held.get(session) for session in wanted}
-        known = {session: epoch for session, epoch in held.items() if epoch is not None}
-        kept: set[str] = set()
+    def epoch(self, session: str) -> int | None:
+        """The epoch this node holds ``session``'s lease at (None: it does not)."""
+        return self._held.get(session)
+
+    def fence(
+        self, connection: Any, wanted: Iterable[tuple[str, int | None]]
+    ) -> Set[tuple[str, int | None]]:
+        """In the writer's transaction: lock the lease of each ``(session, epoch)`` that
+        this node still holds at that epoch (a take-over waits for this transaction); the
+        pairs it does not hold (their writes must not be made)."""
+        pairs = set(wanted)
+        known = [(session, epoch) for session, epoch in pairs if epoch is not None]
+        kept: set[tuple[str, int | None]] = set()
         if known:
             rows = connection.execute(
-                "SELECT session FROM session_leases WHERE owner = ? "
+                "SELECT session, epoch FROM session_leases WHERE owner = ? "
                 "AND (session, epoch) IN (SELECT * FROM unnest(?::text[], ?::bigint[])) "
                 "FOR SHARE",
-                (self.node, list(known), list(known.values())),
+                (self.node, [s for s, _ in known], [e for _, e in known]),
             ).fetchall()
-            kept = {row[0] for row in rows}
-        lost = wanted - kept
-        for session in lost:
-            epoch = held[session]
+            kept = {(row[0], int(row[1])) for row in rows}
+        lost = pairs - kept
+        for session, epoch in lost:
             why = "taken over by another node" if epoch is not None else "never acquired"
+            with self._lost_lock:
+                if epoch is not None and self._held.get(session) == epoch:
+                    del self._held[session]
             self._lose(session, epoch, why)
         return lost
 
-    def lost_error(self, session: str) -> FactLogError:
-        return FactLogError(
+    def lost_message(self, session: str) -> str:
+        return (
             f"lease lost: node {self.node} no longer owns session {session} (another node "
-            "took it over, or it was released); it records nothing more of it here",
-            source=self.source,
+            "took it over, or it was released); it records nothing more of it here"
         )
+
+    def lost_error(self, session: str) -> FactLogError:
+        return LeaseLostError(self.lost_message(session), source=self.source)
 
     def _lose(self, session: str, epoch: int | None, why: str) -> None:
         with self._lost_lock:

@@ -96,9 +96,8 @@ _SCHEMA_V1: Final = (
 )
 
 #: Version 2: several daemons on one database (issue 21). ``session_leases``: the node that
-#: owns each running session, until when, and the epoch every write of the session is
-#: fenced by (see :mod:`._pg_leases`); ``teammate_wakes``: each background teammate's
-#: scheduled wake, claimed by the one node that runs it.
+#: owns each running session (and each background teammate's stream), until when, and the
+#: epoch every write of it is fenced by (see :mod:`._pg_leases`).
 _SCHEMA_V2: Final = (
     """CREATE TABLE session_leases (
     session text PRIMARY KEY,
@@ -107,13 +106,6 @@ _SCHEMA_V2: Final = (
     expires_at timestamptz NOT NULL
 )""",
     "CREATE INDEX session_leases_expiry ON session_leases (expires_at)",
-    """CREATE TABLE teammate_wakes (
-    teammate text NOT NULL,
-    wake_at text NOT NULL,
-    node text NOT NULL,
-    claimed_at timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (teammate, wake_at)
-)""",
 )
 
 #: Each entry brings a database from the version before it to its own.
