@@ -33,8 +33,8 @@ from orchestrator.journal import open_reader
 from .conftest import PROJECT_ROOT
 from .daemon import RunningDaemon, connect
 
-#: Seconds a lease lasts in these tests (renewed every 0.5 s, scanned every 0.5 s).
-TTL = 1.5
+#: Seconds a lease lasts in these tests (renewed every second, scanned every second).
+TTL = 3.0
 DELIVERY = (PROJECT_ROOT / "teams" / "delivery.toml").read_text(encoding="utf-8")
 
 
@@ -83,7 +83,9 @@ steps = [ { say = "tock" } ]
 """
 
 
-def start_node(tmp_path: Path, name: str, db: str, *, team: str = "delivery") -> Node:
+def start_node(
+    tmp_path: Path, name: str, db: str, *, team: str = "delivery", ttl: float = TTL
+) -> Node:
     """``orchestrator serve`` as node ``name`` on ``db``, serving the delivery team (or
     the ticker)."""
     teams = tmp_path / "teams"
@@ -91,7 +93,7 @@ def start_node(tmp_path: Path, name: str, db: str, *, team: str = "delivery") ->
     (teams / f"{team}.toml").write_text(DELIVERY if team == "delivery" else TICKER)
     config = tmp_path / f"{name}.toml"
     config.write_text(
-        f'node = "{name}"\nlease_ttl = {TTL}\n[limits]\nshutdown_grace = 0.2\n', encoding="utf-8"
+        f'node = "{name}"\nlease_ttl = {ttl}\n[limits]\nshutdown_grace = 0.2\n', encoding="utf-8"
     )
     log = tmp_path / f"{name}.log"
     with log.open("w") as err:
@@ -131,8 +133,8 @@ def start_node(tmp_path: Path, name: str, db: str, *, team: str = "delivery") ->
 def nodes(tmp_path: Path, postgres_database: str) -> Iterator[Callable[..., Node]]:
     started: list[Node] = []
 
-    def start(name: str, team: str = "delivery") -> Node:
-        node = start_node(tmp_path / team, name, postgres_database, team=team)
+    def start(name: str, team: str = "delivery", ttl: float = TTL) -> Node:
+        node = start_node(tmp_path / team, name, postgres_database, team=team, ttl=ttl)
         started.append(node)
         return node
 
@@ -240,6 +242,48 @@ class TestTakeOver:
         assert_one_log(postgres_database, uri)
         lost = next(e for e in a.events() if e["event"] == "session stopped: lease lost")
         assert (lost["session"], lost["node"]) == (uri, "a")
+
+
+class TestHandOver:
+    async def test_a_node_stopping_hands_its_busy_session_over_at_once(
+        self, nodes: Callable[..., Node], postgres_database: str
+    ) -> None:
+        """SIGTERM: A stops its session (recording nothing, as ever) and gives the lease up
+        as due, so B takes the session up at its next scan (every 10 s here), before the
+        lease, renewed until the stop, could have expired (20 s at the earliest)."""
+        a, b = nodes("a", ttl=30), nodes("b", ttl=30)
+        uri, request = await park_a_session(a)
+        a.process.send_signal(signal.SIGTERM)
+        assert await trio.to_thread.run_sync(a.process.wait, 15) == 0
+        took = await wait_until_owned(b, uri, within=25)
+        result = await approve_on(b, uri, request)
+        assert "The release notes are ready." in result["summary"]
+        assert took < 15, f"taken up after {took:.1f} s: when the lease expired, not at once"
+        assert_one_log(postgres_database, uri)
+
+    async def test_another_node_says_where_the_session_runs(
+        self, nodes: Callable[..., Node]
+    ) -> None:
+        """Following another node's session is not there yet: B refuses to attach to A's
+        session, or take a view update for it, and says why, rather than take it up."""
+        a, b = nodes("a"), nodes("b")
+        uri, _ = await park_a_session(a)
+        session = uri.removeprefix("ahp-session:/")
+        async with httpx.AsyncClient(base_url=b.url, timeout=5) as http:
+            update = await http.post(
+                "/callback",
+                json={
+                    "type": "view_update",
+                    "group_id": session,
+                    "view_type": "diff",
+                    "content": {},
+                },
+            )
+        assert update.status_code == 404
+        assert "runs on another node of this journal" in update.json()["error"]
+        assert "this is b" in update.json()["error"]
+        assert (await a.health())["owned_sessions"] == [uri]
+        assert (await b.health())["owned_sessions"] == []
 
 
 class TestTeammates:

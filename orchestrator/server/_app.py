@@ -229,7 +229,10 @@ def build_app(
         require(request, Permission.CALLBACK)
         body = await _body(request, limits.max_body_bytes)
         view_type, group_id, content = _view_update(body, limits.json)
-        live = await daemon.find(group_id)
+        try:
+            live = await daemon.find(group_id)
+        except RunError as exc:  # another node of the journal runs it
+            raise _HttpError(404, f"group_id: {exc}") from None
         if live is None:
             if not await daemon.journal_knows(group_id):
                 raise _HttpError(404, f"group_id: no thread {group_id!r} on this daemon")

@@ -303,8 +303,10 @@ class Daemon:
                     return None
                 return await self._take_up(uri, state)
             except BaseException:
+                # Not due again at once: a session that cannot be taken up here (no team
+                # file recorded) cannot elsewhere either; a client asking tries again.
                 if uri not in self.sessions:
-                    await self._release(uri, keep=True)
+                    await self._release(uri, keep=False)
                 raise
 
     # ── leases (several daemons on one PostgreSQL journal) ────────────────
@@ -526,6 +528,11 @@ class Daemon:
         with trio.move_on_at(deadline):
             for live in stopping:
                 await live.finished.wait()
+        if self.leases is not None:
+            # What this node still holds (background teammates' streams, sessions that did
+            # not end in time) is due for another node at once, not after the TTL.
+            for uri in sorted(self.leases.held):
+                await self._release(uri, keep=True)
         self.stopped.set()  # connections not tied to a session (AHP) close now
 
     # ── sessions ───────────────────────────────────────────────────────────
