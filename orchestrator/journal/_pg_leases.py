@@ -195,12 +195,15 @@ class PostgresLeases:
         held = dict(self._held)
         if not held:
             return []
+        # The rows locked in the order the writer's fence locks them (by session): a renewal
+        # and a write transaction of this node never wait for each other in a cycle.
         rows = self._run(
             "UPDATE session_leases "
             "SET expires_at = coalesce(%s::timestamptz, clock_timestamp()) "
             "+ make_interval(secs => %s) "
-            "WHERE owner = %s "
+            "WHERE session IN (SELECT session FROM session_leases WHERE owner = %s "
             "AND (session, epoch) IN (SELECT * FROM unnest(%s::text[], %s::bigint[])) "
+            "ORDER BY session FOR UPDATE) "
             "RETURNING session",
             (now, self.ttl, self.node, list(held), list(held.values())),
         )
@@ -285,7 +288,7 @@ class PostgresLeases:
             rows = connection.execute(
                 "SELECT session, epoch FROM session_leases WHERE owner = ? "
                 "AND (session, epoch) IN (SELECT * FROM unnest(?::text[], ?::bigint[])) "
-                "FOR SHARE",
+                "ORDER BY session FOR SHARE",
                 (self.node, [s for s, _ in known], [e for _, e in known]),
             ).fetchall()
             kept = {(row[0], int(row[1])) for row in rows}
