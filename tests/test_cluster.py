@@ -83,6 +83,26 @@ steps = [ { say = "tock" } ]
 """
 
 
+#: A coordinator whose one tool call waits for the user's approval, with nothing else going:
+#: once the request is out, the node writes nothing until it is decided.
+APPROVER = """
+[team]
+name = "approver"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["publish"]
+needs_approval = ["publish"]
+approved_by = "user"
+[agents.lead.tool_results]
+publish = "published"
+[[agents.lead.turns]]
+steps = [ { tool = "publish", input = { target = "release page" } },
+          { say = "The release notes are ready." } ]
+"""
+TEAMS = {"delivery": DELIVERY, "ticker": TICKER, "approver": APPROVER}
+
+
 def start_node(
     tmp_path: Path, name: str, db: str, *, team: str = "delivery", ttl: float = TTL
 ) -> Node:
@@ -90,7 +110,7 @@ def start_node(
     the ticker)."""
     teams = tmp_path / "teams"
     teams.mkdir(parents=True, exist_ok=True)
-    (teams / f"{team}.toml").write_text(DELIVERY if team == "delivery" else TICKER)
+    (teams / f"{team}.toml").write_text(TEAMS[team])
     config = tmp_path / f"{name}.toml"
     config.write_text(
         f'node = "{name}"\nlease_ttl = {ttl}\n[limits]\nshutdown_grace = 0.2\n', encoding="utf-8"
@@ -158,10 +178,10 @@ async def wait_until_owned(node: Node, uri: str, *, within: float) -> float:
     return time.monotonic() - began
 
 
-async def park_a_session(node: Node) -> tuple[str, dict[str, Any]]:
-    """A delivery session on ``node`` whose worker waits for an approval: its URI and the
+async def park_a_session(node: Node, team: str = "delivery") -> tuple[str, dict[str, Any]]:
+    """A session of ``team`` on ``node`` whose turn waits for an approval: its URI and the
     request."""
-    async with connect(node.daemon, "team=delivery") as client:
+    async with connect(node.daemon, f"team={team}") as client:
         init = await client.until_type("init")
         await client.send({"channel": "agent", "type": "prompt", "prompt": "Ship 2.0"})
         request = await client.until_type("permission_request")
@@ -226,8 +246,10 @@ class TestTakeOver:
         """A stalls past its lease (SIGSTOP); B takes the session up; when A runs again its
         renewal finds the lease lost, and A stops the session ("lease lost") rather than
         write to it; B finishes the run, and the log is one log."""
-        a, b = nodes("a"), nodes("b")
-        uri, request = await park_a_session(a)
+        # A team with nothing else going: A is stopped between transactions (one stopped
+        # inside a write transaction loses its connection after the TTL: see test_leases).
+        a, b = nodes("a", "approver"), nodes("b", "approver")
+        uri, request = await park_a_session(a, "approver")
         a.process.send_signal(signal.SIGSTOP)
         await wait_until_owned(b, uri, within=TTL + 5)
         a.process.send_signal(signal.SIGCONT)

@@ -139,6 +139,43 @@ class TestOwnership:
             PostgresLeases(postgres_database, node="a", ttl=0)
 
 
+class TestStalledWriter:
+    def test_a_take_over_waits_a_third_of_the_ttl_for_a_stalled_writer_not_forever(
+        self, postgres_database: str
+    ) -> None:
+        """A writer stalled inside its transaction holds its lease rows (the fence): a
+        node trying to take the session over gives up after a third of the TTL with an
+        error saying so (it tries again at its next scan), so its own renewals go on."""
+        a = journal_of(postgres_database, "a")
+        b = PostgresLeases(postgres_database, node="b", ttl=0.3)
+        try:
+            leases_of(a).acquire(SESSION, now=at(0))
+            with direct_sql(postgres_database) as stalled:
+                stalled.execute("BEGIN")
+                stalled.execute("SELECT * FROM session_leases FOR SHARE")
+                with pytest.raises(FactLogError, match="lock timeout"):
+                    b.acquire(SESSION, now=at(TTL))
+                stalled.execute("ROLLBACK")
+            assert b.acquire(SESSION, now=at(TTL)).owner == "b"
+        finally:
+            a.close()
+            b.close()
+
+    def test_a_daemons_writer_may_idle_in_a_transaction_for_the_ttl_at_most(
+        self, postgres_database: str
+    ) -> None:
+        """Past that the server ends its connection (and the rows it holds are free): the
+        journal fails as when its connection is lost; others take its sessions over."""
+        journal = open_journal(postgres_database, node="a", lease_ttl=2.5)
+        journal.open()
+        try:
+            connection = journal._connection  # type: ignore[attr-defined]
+            (setting,) = connection.execute("SHOW idle_in_transaction_session_timeout").fetchone()
+        finally:
+            journal.close()
+        assert setting == "2500ms"
+
+
 class TestFence:
     async def test_a_node_that_lost_its_lease_cannot_append(self, postgres_database: str) -> None:
         """A writes facts 1-2; B takes the session over; A's next batch fails with "lease

@@ -90,6 +90,14 @@ class PostgresJournal(_GroupCommitJournal):
             old = migrate(connection, self.source)
             if self.durability is Durability.PROCESS:
                 connection.execute("SET synchronous_commit = off")
+            if self.leases is not None:
+                # A write transaction holds its sessions' lease rows (the fence): a writer
+                # that stalls inside one (a stopped process, a partition) must not keep
+                # other nodes from taking them over. The server ends a connection idle in
+                # a transaction past the TTL; this journal then fails (as when the
+                # connection is lost), its sessions taken up elsewhere.
+                ttl_ms = max(1, round(self.leases.ttl * 1000))
+                connection.execute(f"SET idle_in_transaction_session_timeout = {ttl_ms}")
         except psycopg.Error as exc:
             connection.close()
             from orchestrator.base import FactLogError

@@ -128,10 +128,24 @@ class PostgresLeases:
         """``sql`` on this component's connection (opened again if it was lost)."""
         with self._lock:
             if self._connection is None or self._connection.closed:
-                self._connection = connect(self.url, application="orchestrator leases")
+                # A lease row another node's writer holds (see fence) waits a third of the
+                # TTL at most: renewals must not stall behind a take-over attempt.
+                wait_ms = max(1, round(self.ttl * 1000 / 3))
+                self._connection = connect(
+                    self.url,
+                    application="orchestrator leases",
+                    options=f"-c lock_timeout={wait_ms}",
+                )
             try:
                 cursor = self._connection.execute(sql, parameters)
                 return cursor.fetchall() if cursor.description is not None else []
+            except psycopg.errors.LockNotAvailable as exc:
+                raise FactLogError(
+                    f"a lease row is held by a write in progress (of a node that may have "
+                    f"stalled) past the lock timeout ({' '.join(str(exc).split())}); "
+                    "tried again at the next scan",
+                    source=self.source,
+                ) from exc
             except psycopg.OperationalError as exc:
                 self._connection.close()
                 raise connect_error(self.source, exc) from exc

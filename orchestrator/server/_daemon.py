@@ -54,7 +54,6 @@ Bounds: a session opened but never prompted holds memory and nothing else; it is
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import os
 import socket
@@ -185,14 +184,12 @@ class Daemon:
         limits: Limits | None = None,
         invalid_teams: Mapping[str, str] | None = None,
         node: str | None = None,
-        lease_clock: Callable[[], dt.datetime] | None = None,
     ) -> None:
         """``limits``: the sessions' bounds (unprompted sessions, per token and in all);
         the other limits are the server's. Its observer and companions (the metrics, the
         scheduler) are the app assembly's to set (see :mod:`orchestrator.server._app`).
         ``node``: this daemon's node id (default: its journal's leases' node, or
-        ``HOSTNAME:PID``); ``lease_clock``: the time leases are reckoned in (default: the
-        database's clock; tests give trio's)."""
+        ``HOSTNAME:PID``). Leases are reckoned in the database's clock."""
         if default_team is not None and default_team not in teams:
             raise ConfigError(
                 f"no team {default_team!r} (teams: {', '.join(sorted(teams))})",
@@ -211,7 +208,6 @@ class Daemon:
         # only node, SQLite's). Counted for /metrics: sessions taken over from a dead node.
         self.leases: PostgresLeases | None = journal.leases
         self.node = node or (self.leases.node if self.leases is not None else default_node())
-        self.lease_clock = lease_clock
         self.taken_over = 0
         self.limits = limits or Limits()
         self.subscriber_buffer = subscriber_buffer
@@ -318,18 +314,13 @@ class Daemon:
             return sorted(self.leases.held)
         return sorted(uri for uri, live in self.sessions.items() if live.started)
 
-    def _lease_now(self) -> dt.datetime | None:
-        return None if self.lease_clock is None else self.lease_clock()
-
     async def _acquire(self, uri: str, *, quiet: bool = False) -> bool:
         """Whether this node may run ``uri``: always on SQLite; on PostgreSQL once it holds
         the session's lease (False: another node's lease has not expired)."""
         leases = self.leases
         if leases is None or leases.holds(uri):
             return True
-        lease = await trio.to_thread.run_sync(
-            functools.partial(leases.acquire, uri, now=self._lease_now())
-        )
+        lease = await trio.to_thread.run_sync(leases.acquire, uri)
         if lease.owner != self.node:
             if not quiet:
                 log.info("session owned by another node", session=uri, owner=lease.owner)
@@ -370,9 +361,7 @@ class Daemon:
         while True:
             await trio.sleep(leases.ttl / 3)
             try:
-                lost = await trio.to_thread.run_sync(
-                    functools.partial(leases.renew, now=self._lease_now())
-                )
+                lost = await trio.to_thread.run_sync(leases.renew)
             except (OrchestratorError, OSError) as exc:
                 log.warning("leases not renewed", node=self.node, error=str(exc))
                 if trio.current_time() - renewed < leases.ttl:
@@ -403,9 +392,7 @@ class Daemon:
             if not self.accepting:
                 continue
             try:
-                expired = await trio.to_thread.run_sync(
-                    functools.partial(leases.expired, now=self._lease_now())
-                )
+                expired = await trio.to_thread.run_sync(leases.expired)
             except (OrchestratorError, OSError) as exc:
                 log.warning("expired leases not read", node=self.node, error=str(exc))
                 continue
