@@ -12,6 +12,7 @@ These tests wait for processes (real time, with a short ``lease_ttl``), as
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -26,10 +27,13 @@ import attrs
 import httpx
 import pytest
 import trio
+from trio_websocket import ConnectionRejected
 
+from orchestrator.ahp import ErrorCode
 from orchestrator.core import build_graph, teammate_uri
 from orchestrator.journal import open_reader
 
+from .ahp_client import connect_ahp
 from .conftest import PROJECT_ROOT
 from .daemon import RunningDaemon, connect
 
@@ -283,6 +287,10 @@ class TestHandOver:
         assert took < 15, f"taken up after {took:.1f} s: when the lease expired, not at once"
         assert_one_log(postgres_database, uri)
 
+    # trio-websocket leaves a refused handshake's socket to the garbage collector: collect
+    # it here, where its ResourceWarning is expected (as test_daemon does).
+    @pytest.mark.filterwarnings("ignore::ResourceWarning")
+    @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
     async def test_another_node_says_where_the_session_runs(
         self, nodes: Callable[..., Node]
     ) -> None:
@@ -304,6 +312,18 @@ class TestHandOver:
         assert update.status_code == 404
         assert "runs on another node of this journal" in update.json()["error"]
         assert "this is b" in update.json()["error"]
+        async with connect_ahp(b.daemon) as ahp:
+            await ahp.initialize()
+            refused = await ahp.call("subscribe", {"channel": uri})
+        assert refused["error"]["code"] == ErrorCode.SESSION_NOT_FOUND
+        assert "runs on another node of this journal" in refused["error"]["message"]
+        with pytest.raises(ConnectionRejected) as rejected:
+            async with connect(b.daemon, f"session={session}"):
+                pass
+        assert rejected.value.status_code == 404
+        assert b"runs on another node of this journal" in (rejected.value.body or b"")
+        del rejected  # its traceback holds the refused socket: closed now, not in a later test
+        gc.collect()
         assert (await a.health())["owned_sessions"] == [uri]
         assert (await b.health())["owned_sessions"] == []
 
