@@ -233,11 +233,13 @@ class TestTakeOver:
 
         a.process.send_signal(signal.SIGKILL)
         a.process.wait(10)
-        took = await wait_until_owned(b, uri, within=TTL + 5)
+        took = await wait_until_owned(b, uri, within=TTL + 10)
         result = await approve_on(b, uri, request)
 
         assert "The release notes are ready." in result["summary"]
-        assert took < TTL + 2, f"taken over after {took:.1f} s"
+        # The TTL, a scan (a third of it) and room for a loaded machine (2 cores shared with
+        # parallel test runs, where this test failed once with tighter bounds).
+        assert took < TTL + 4, f"taken over after {took:.1f} s"
         assert "session taken over" in [e["event"] for e in b.events()]
         metrics = await b.metrics()
         assert "orchestrator_leases_taken_over_total 1.0" in metrics
@@ -255,7 +257,7 @@ class TestTakeOver:
         a, b = nodes("a", "approver"), nodes("b", "approver")
         uri, request = await park_a_session(a, "approver")
         a.process.send_signal(signal.SIGSTOP)
-        await wait_until_owned(b, uri, within=TTL + 5)
+        await wait_until_owned(b, uri, within=TTL + 10)
         a.process.send_signal(signal.SIGCONT)
         with trio.fail_after(10):
             while "session stopped: lease lost" not in [e["event"] for e in a.events()]:  # noqa: ASYNC110
