@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import os
+import socket
 import sqlite3
 import sys
 from pathlib import Path
@@ -51,12 +53,16 @@ class TestHealthAndMetrics:
             health = await http.get("/healthz")
             assert health.status_code == 200
             assert health.json()["status"] == "ok"
+            assert health.json()["node"] == f"{socket.gethostname()}:{os.getpid()}"
+            assert health.json()["owned_sessions"] == []
             metrics = await http.get("/metrics")
             assert metrics.status_code == 200
             assert metrics.headers["content-type"].startswith("text/plain")
             assert 'orchestrator_sessions{activity="busy",status="running"} 0.0' in metrics.text
             assert 'orchestrator_sessions{activity="idle",status="running"} 0.0' in metrics.text
             assert "orchestrator_facts_appended_total" in metrics.text
+            for counted in ("held", "taken_over_total", "lost_total"):
+                assert f"orchestrator_leases_{counted} 0.0" in metrics.text
 
     @pytest.mark.filterwarnings("ignore::ResourceWarning")
     @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")

@@ -633,7 +633,7 @@ class TestPostgresSchema:
             journal.close()
         with direct_sql(postgres_database) as connection:
             versions = connection.execute("SELECT version FROM journal_migrations").fetchall()
-        assert versions == [(PG_SCHEMA_VERSION,)]
+        assert versions == [(version,) for version in range(1, PG_SCHEMA_VERSION + 1)]
         assert open_reader(postgres_database).sessions() == []
 
     async def test_a_newer_journal_is_refused_untouched(self, postgres_database: str) -> None:

@@ -37,6 +37,13 @@ class TestParse:
         assert parse(f'db = "{url}"').db == url
         assert parse('db = "journal.db"').db == Path("journal.db")
 
+    def test_a_node_and_its_lease_ttl(self) -> None:
+        """Several daemons on one PostgreSQL journal: each names itself; by default it is
+        HOSTNAME:PID (chosen at start: None here) and leases last 15 s."""
+        config = parse('node = "node-a"\nlease_ttl = 6')
+        assert (config.node, config.lease_ttl) == ("node-a", 6.0)
+        assert (parse("").node, parse("").lease_ttl) == (None, 15.0)
+
     def test_a_full_file(self, tmp_path: Path) -> None:
         (tmp_path / "tool.token").write_text(SECRET + "-file\n")
         path = tmp_path / "daemon.toml"
@@ -92,6 +99,10 @@ class TestParse:
             ("[tokens.a]\nrole = 'viewer'\ntoken_env = 'UNSET'", "tokens.a.token_env", "not set"),
             ("[tokens.a]\nrole = 'viewer'\ntoken_file = 'nope'", "tokens.a.token_file", "cannot"),
             ("tokens = 3", "tokens", "named tokens"),
+            ('node = ""', "node", "non-empty string"),
+            (f'node = "{"n" * 201}"', "node", "at most 200"),
+            ("lease_ttl = 0", "lease_ttl", "above 0"),
+            ('lease_ttl = "15s"', "lease_ttl", "seconds above 0"),
         ],
     )
     def test_a_bad_value_names_its_key(self, text: str, key: str, problem: str) -> None:

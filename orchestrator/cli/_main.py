@@ -244,6 +244,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--teams", type=Path, metavar="DIR", help="directory of team files (default teams/)"
     )
+    serve.add_argument(
+        "--node",
+        metavar="ID",
+        help="this daemon's id among several on one PostgreSQL journal (default HOSTNAME:PID)",
+    )
     serve.set_defaults(handler=("._serve_command", "serve"))
 
     completion = commands.add_parser(

@@ -29,11 +29,14 @@ def serve(args: argparse.Namespace, out: TextIO) -> int:
             ("host", args.host),
             ("port", args.port),
             ("teams", args.teams),
+            ("node", args.node),
         )
         if value is not None
     }
     if args.port is not None and not 0 <= args.port <= 65535:
         raise ConfigError("expected a port number from 0 to 65535", file="--port")
+    if args.node is not None and not 0 < len(args.node) <= 200:
+        raise ConfigError("expected 1 to 200 characters", file="--node")
     config = attrs.evolve(config, **overrides)
     db = args.db or config.db or default_db()
     try:

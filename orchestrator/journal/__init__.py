@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ._journal import JournalStatistics, SqliteJournal
     from ._pg_connection import is_postgres_url
     from ._pg_journal import PostgresJournal
+    from ._pg_leases import Lease, LeaseLostError, LeaseStatistics, PostgresLeases
     from ._pg_reader import PostgresReader
     from ._pg_schema import PG_SCHEMA_VERSION
     from ._prune import PruneReport, prune
@@ -48,8 +49,12 @@ __all__ = [
     "Journal",
     "JournalReader",
     "JournalStatistics",
+    "Lease",
+    "LeaseLostError",
+    "LeaseStatistics",
     "PartKey",
     "PostgresJournal",
+    "PostgresLeases",
     "PostgresReader",
     "PruneReport",
     "SessionInfo",
@@ -84,6 +89,7 @@ if not TYPE_CHECKING:
             "._journal": ("JournalStatistics", "SqliteJournal"),
             "._pg_connection": ("is_postgres_url",),
             "._pg_journal": ("PostgresJournal",),
+            "._pg_leases": ("Lease", "LeaseLostError", "LeaseStatistics", "PostgresLeases"),
             "._pg_reader": ("PostgresReader",),
             "._pg_schema": ("PG_SCHEMA_VERSION",),
             "._prune": ("PruneReport", "prune"),

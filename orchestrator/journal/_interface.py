@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from orchestrator.runtime import Ticket
 
     from ._journal import JournalStatistics
+    from ._pg_leases import PostgresLeases
     from ._reader import JournalReader
 
 __all__ = ["Db", "Journal", "db_location", "open_journal", "open_reader"]
@@ -43,6 +44,9 @@ class Journal(Protocol):
     #: Names the journal in errors and logs (a path, or a URL without its password).
     source: str
     drain_limit: float
+    #: This node's session leases (a daemon's PostgreSQL journal, several daemons on one
+    #: database); None where one writer owns every session (SQLite, ``orchestrator run``).
+    leases: PostgresLeases | None
 
     @property
     def reader(self) -> JournalReader:
@@ -81,11 +85,26 @@ def db_location(text: str | os.PathLike[str]) -> Path | str:
     return str(text) if is_postgres_url(str(text)) else Path(text)
 
 
-def open_journal(db: Db, *, durability: Durability = Durability.POWER, **options: Any) -> Journal:
-    """The journal ``db`` names (not opened yet: :meth:`Journal.open` or ``serve``)."""
+def open_journal(
+    db: Db,
+    *,
+    durability: Durability = Durability.POWER,
+    node: str | None = None,
+    lease_ttl: float | None = None,
+    **options: Any,
+) -> Journal:
+    """The journal ``db`` names (not opened yet: :meth:`Journal.open` or ``serve``).
+
+    ``node`` (a daemon's node id) and ``lease_ttl``: on PostgreSQL, the sessions this
+    journal writes are leased to that node (several daemons on one database, see
+    :mod:`._pg_leases`); a SQLite file has one writer, and no leases."""
     if is_postgres_url(db):
         from ._pg_journal import PostgresJournal
 
+        if node is not None:
+            options["node"] = node
+            if lease_ttl is not None:
+                options["lease_ttl"] = lease_ttl
         return PostgresJournal(str(db), durability=durability, **options)
     from ._journal import SqliteJournal
 

@@ -68,7 +68,7 @@ import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import structlog
@@ -93,6 +93,9 @@ from ._rows import (
     _write_group,
 )
 from ._snapshot import snapshot_due, state_entries
+
+if TYPE_CHECKING:
+    from ._pg_leases import PostgresLeases  # psycopg only when a URL is given
 
 __all__ = ["JournalStatistics", "SqliteJournal"]
 
@@ -131,6 +134,9 @@ class _GroupCommitJournal:
     reader: JournalReader
     #: The driver's errors, whose text says enough without their class's name.
     _database_errors: tuple[type[BaseException], ...] = ()
+    #: The session leases of this node (several daemons on one PostgreSQL database); None:
+    #: this journal's one writer owns every session (SQLite, and ``orchestrator run``).
+    leases: PostgresLeases | None = None
 
     def __init__(self, *, snapshot_every: int, drain_limit: float) -> None:
         self.snapshot_every = snapshot_every
@@ -173,6 +179,17 @@ class _GroupCommitJournal:
 
     def _close(self, connection: Any) -> None:
         connection.close()
+
+    def _write_rows(self, connection: Any, group: Sequence[_Item]) -> None:
+        """Write ``group``'s rows in the transaction in hand (a subclass may check first
+        that it may: the PostgreSQL journal's lease fence)."""
+        _write_group(connection, group, self._history)
+
+    def _refuses_session(self, exc: Exception) -> bool:
+        """Whether a batch that failed on ``exc`` refuses its session from then on (its
+        later batches were prepared on top of it); not so for a batch a lease fence kept
+        out, whose later batches each meet the fence themselves (see _pg_journal)."""
+        return True
 
     def _environmental(self, exc: BaseException) -> bool:
         """Whether ``exc`` is the database's or the machine's fault (the journal cannot go
@@ -294,7 +311,7 @@ class _GroupCommitJournal:
         """The fast path: the whole group in one transaction, its rows in few statements."""
         try:
             self._begin(connection)
-            _write_group(connection, group, self._history)
+            self._write_rows(connection, group)
             connection.execute("COMMIT")
         except Exception as exc:  # sorted out below: the file's, or one item's
             self._rolled_back(connection, group)
@@ -333,7 +350,7 @@ class _GroupCommitJournal:
                     continue
                 connection.execute("SAVEPOINT item")
                 try:
-                    _write_group(connection, [item], self._history)
+                    self._write_rows(connection, [item])
                 except Exception as exc:
                     connection.execute("ROLLBACK TO item")
                     connection.execute("RELEASE item")
@@ -343,7 +360,8 @@ class _GroupCommitJournal:
                         raise
                     problem = self._item_failed(item, exc)
                     if isinstance(item, _Batch) and problem is not None:
-                        self._refused[item.session] = refused[item.session] = problem
+                        if self._refuses_session(exc):
+                            self._refused[item.session] = refused[item.session] = problem
                         outcomes.append((item.ticket, problem))
                     continue
                 connection.execute("RELEASE item")
@@ -502,6 +520,8 @@ class _GroupCommitJournal:
         if self._token is None or self._closed:
             raise _error(self.source, "the journal is not open for writing")
         batch = _batch(facts, ended_turns)
+        if self.leases is not None:
+            batch.epoch = self.leases.epoch(batch.session)
         self._queue.put(batch)
         if self._dead:
             # The writer died after this was checked, perhaps before the put: nobody

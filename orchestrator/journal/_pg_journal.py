@@ -28,21 +28,32 @@ the disk full, the database read-only, no privilege) fail the journal, and a res
 recovers; one item's (a duplicate ``(session, sequence)``, text the server refuses) fail
 that batch and its session, the rest of the group commits.
 
-Not yet: several daemons on one database (leases, LISTEN/NOTIFY, commands for the owner;
-issue 21), reconnecting after the server restarts (the journal fails instead: the daemon
-reports it on ``/healthz`` and a restart takes the sessions up), ``orchestrator prune`` and
-``--max-bytes``, which stay the SQLite journal's.
+Several daemons on one database: a daemon's journal has :attr:`leases` (its node's
+:class:`~._pg_leases.PostgresLeases`), and every write transaction fences the sessions it
+writes by them (:meth:`_write_rows`): a batch of a session whose lease another node took
+fails ("lease lost") and its session is refused from then on, as any batch that cannot be
+stored; a snapshot or team file of such a session is dropped (they would overwrite the new
+owner's). Without a node (``orchestrator run``) there are no leases and no fence.
+
+Not yet: following another node's sessions (LISTEN/NOTIFY) and forwarding commands to
+their owner (issue 21), reconnecting after the server restarts (the journal fails instead:
+the daemon reports it on ``/healthz`` and a restart takes the sessions up), ``orchestrator
+prune`` and ``--max-bytes``, which stay the SQLite journal's.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import psycopg
 
 from ._durability import Durability
 from ._journal import DRAIN_LIMIT, SNAPSHOT_EVERY, _GroupCommitJournal
 from ._pg_connection import PgConnection, connect, environmental, redacted
+from ._pg_leases import LEASE_TTL, LeaseLostError, PostgresLeases
 from ._pg_reader import PostgresReader
 from ._pg_schema import migrate
+from ._rows import _Batch, _Item, _write_group
 
 __all__ = ["PostgresJournal"]
 
@@ -61,12 +72,17 @@ class PostgresJournal(_GroupCommitJournal):
         durability: Durability = Durability.POWER,
         snapshot_every: int = SNAPSHOT_EVERY,
         drain_limit: float = DRAIN_LIMIT,
+        node: str | None = None,
+        lease_ttl: float = LEASE_TTL,
     ) -> None:
+        """``node``: this daemon's node id; its sessions are then leased to it (see
+        :mod:`._pg_leases`), for ``lease_ttl`` seconds unless renewed."""
         super().__init__(snapshot_every=snapshot_every, drain_limit=drain_limit)
         self.url = url
         self.source = redacted(url)
         self.durability = durability
         self.reader = PostgresReader(url)
+        self.leases = None if node is None else PostgresLeases(url, node=node, ttl=lease_ttl)
 
     def _connect(self) -> PgConnection:
         connection = PgConnection(connect(self.url, application="orchestrator journal writer"))
@@ -74,6 +90,14 @@ class PostgresJournal(_GroupCommitJournal):
             old = migrate(connection, self.source)
             if self.durability is Durability.PROCESS:
                 connection.execute("SET synchronous_commit = off")
+            if self.leases is not None:
+                # A write transaction holds its sessions' lease rows (the fence): a writer
+                # that stalls inside one (a stopped process, a partition) must not keep
+                # other nodes from taking them over. The server ends a connection idle in
+                # a transaction past the TTL; this journal then fails (as when the
+                # connection is lost), its sessions taken up elsewhere.
+                ttl_ms = max(1, round(self.leases.ttl * 1000))
+                connection.execute(f"SET idle_in_transaction_session_timeout = {ttl_ms}")
         except psycopg.Error as exc:
             connection.close()
             from orchestrator.base import FactLogError
@@ -96,9 +120,39 @@ class PostgresJournal(_GroupCommitJournal):
     def _environmental(self, exc: BaseException) -> bool:
         return environmental(exc)
 
+    def _write_rows(self, connection: PgConnection, group: Sequence[_Item]) -> None:
+        """The group's rows, once the fence let them: a batch submitted under a lease this
+        node does not hold any more (its epoch moved on) fails the group (its items are
+        then written one by one, and that batch fails alone); a snapshot or team file of a
+        session this node does not hold is dropped (it would overwrite the new owner's)."""
+        leases = self.leases
+        if leases is not None:
+            current = {item.session: leases.epoch(item.session) for item in group}
+            wanted = {
+                (item.session, item.epoch if isinstance(item, _Batch) else current[item.session])
+                for item in group
+            }
+            lost = leases.fence(connection, wanted)
+            if lost:
+                for item in group:
+                    if isinstance(item, _Batch) and (item.session, item.epoch) in lost:
+                        raise leases.lost_error(item.session)
+                group = [
+                    item for item in group if (item.session, current[item.session]) not in lost
+                ]
+        _write_group(connection, group, self._history)
+
+    def _refuses_session(self, exc: Exception) -> bool:
+        # A batch kept out by the fence was submitted under a lease lost since: the batches
+        # after it meet the fence each, and this node may take the session up again later
+        # (under a new epoch) and write it then.
+        return not isinstance(exc, LeaseLostError)
+
     def _describe(self) -> dict[str, str]:
         return {"path": self.source, "durability": str(self.durability)}
 
     def _close(self, connection: PgConnection) -> None:
         connection.close()
-        self.reader.close()  # its pool; opened again if it is read after
+        self.reader.close()
+        if self.leases is not None:
+            self.leases.close()  # its pool; opened again if it is read after

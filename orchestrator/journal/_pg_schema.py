@@ -27,7 +27,7 @@ from orchestrator.base import FactLogError
 __all__ = ["PG_SCHEMA_VERSION"]
 
 #: The schema this code writes.
-PG_SCHEMA_VERSION: Final = 1
+PG_SCHEMA_VERSION: Final = 2
 #: The advisory lock key migrations hold ("ORCH"): one migrating node at a time.
 _MIGRATION_LOCK: Final = 0x4F524348
 
@@ -95,8 +95,21 @@ _SCHEMA_V1: Final = (
 )""",
 )
 
+#: Version 2: several daemons on one database (issue 21). ``session_leases``: the node that
+#: owns each running session (and each background teammate's stream), until when, and the
+#: epoch every write of it is fenced by (see :mod:`._pg_leases`).
+_SCHEMA_V2: Final = (
+    """CREATE TABLE session_leases (
+    session text PRIMARY KEY,
+    owner text NOT NULL,
+    epoch bigint NOT NULL,
+    expires_at timestamptz NOT NULL
+)""",
+    "CREATE INDEX session_leases_expiry ON session_leases (expires_at)",
+)
+
 #: Each entry brings a database from the version before it to its own.
-PG_MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _SCHEMA_V1}
+PG_MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
 
 
 def schema_version(connection: Any, source: str) -> int:

@@ -65,6 +65,9 @@ class _Batch:
     # Why the batch could not even be encoded (the writer fails it in its place in order).
     unencodable: Exception | None = None
     chats: list[tuple[str, str]] = attrs.Factory(list)  # (chat, session) the batch adds
+    # The lease epoch its node held the session at when the batch was submitted (several
+    # daemons on one PostgreSQL journal): the fence lets it through only at that epoch.
+    epoch: int | None = None
 
     def size(self) -> int:
         return len(self.rows)

@@ -75,8 +75,9 @@ async def agui_run(
             400, "threadId: use letters, digits and . _ : - (at most 128), starting with one"
         )
     team = request.query_params.get("team")
-    live = await daemon.find(run.thread_id)
     try:
+        # RunError when another node of the journal runs the thread (404, saying so).
+        live = await daemon.find(run.thread_id)
         if live is None:
             # A thread that ended (disposed over AHP, say) is refused here, before anything
             # is written: its id is taken for good (409).

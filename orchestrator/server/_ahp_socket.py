@@ -491,7 +491,10 @@ class AhpSocket:
             self._unsubscribe(uri)
         live, chat = self._live_channel(uri)
         if live is None and not chat:
-            live = await self.daemon.find(uri)  # an unfinished session put away: take it up
+            try:
+                live = await self.daemon.find(uri)  # an unfinished session put away: take it up
+            except RunError as exc:  # another node of the journal runs it
+                raise RpcError(ErrorCode.SESSION_NOT_FOUND, str(exc)) from None
         if live is not None:
             self._feed(live)  # before the state is read: nothing after it is missed
             state, provider = live.state, live.team_name

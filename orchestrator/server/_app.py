@@ -59,7 +59,7 @@ from orchestrator.base import (
     parse_json,
     utc_now,
 )
-from orchestrator.journal import Db, open_journal
+from orchestrator.journal import Db, is_postgres_url, open_journal
 from orchestrator.protocols import agent_event, view_update
 from orchestrator.runtime import ToolCallback, callback_url, register_secret
 from orchestrator.runtime.backends import http_client
@@ -70,7 +70,7 @@ from ._agui_endpoint import AguiRequestError, agui_run
 from ._ahp_socket import serve_ahp
 from ._auth import Authenticator, Permission, Principal
 from ._config import ServeConfig
-from ._daemon import Daemon, load_teams
+from ._daemon import Daemon, default_node, load_teams
 from ._hypercorn_ws import HypercornSeam, OpenSockets, seam_problem
 from ._live_session import session_id, session_uri
 from ._metrics import CONTENT_TYPE, DaemonMetrics
@@ -207,6 +207,10 @@ def build_app(
             {
                 "status": "ok",
                 "sessions": len(daemon.sessions),
+                # Which node this is, and the sessions it runs: on PostgreSQL those it holds
+                # the lease of (several daemons on one journal); on SQLite all it runs.
+                "node": daemon.node,
+                "owned_sessions": daemon.owned_sessions(),
                 # What a client may ask for, and why the others cannot be asked for.
                 "teams": sorted(set(daemon.teams) - set(daemon.unavailable)),
                 "unavailable_teams": daemon.unavailable,
@@ -225,7 +229,10 @@ def build_app(
         require(request, Permission.CALLBACK)
         body = await _body(request, limits.max_body_bytes)
         view_type, group_id, content = _view_update(body, limits.json)
-        live = await daemon.find(group_id)
+        try:
+            live = await daemon.find(group_id)
+        except RunError as exc:  # another node of the journal runs it
+            raise _HttpError(404, f"group_id: {exc}") from None
         if live is None:
             if not await daemon.journal_knows(group_id):
                 raise _HttpError(404, f"group_id: no thread {group_id!r} on this daemon")
@@ -510,7 +517,13 @@ async def serve(
         )
     team_files = load_teams(config.teams)
     teams = team_files.teams
-    journal = open_journal(db)  # a SQLite file, or postgresql://...
+    node = config.node or default_node()
+    # A SQLite file, or postgresql://... (there, this node's sessions are leased to it).
+    journal = (
+        open_journal(db, node=node, lease_ttl=config.lease_ttl)
+        if is_postgres_url(db)
+        else open_journal(db)  # one node: no leases
+    )
     await trio.to_thread.run_sync(journal.open)  # a refused journal stops us here
     notifier = SystemdNotifier.from_environment()
     stop = trio.Event() if stop is None else stop
@@ -525,6 +538,7 @@ async def serve(
             callback=ToolCallback(token=config.tool_token),
             limits=config.limits,
             invalid_teams=team_files.invalid,
+            node=node,
         )
         assembly = assemble(daemon)
         async with trio.open_nursery() as services:

@@ -7,6 +7,9 @@
     db = "/var/lib/orchestrator/journal.db"   # default: the XDG state directory
     teams = "/etc/orchestrator/teams"         # every *.toml here is a team, by file stem
     default_team = "delivery"                 # /ws without ?team= (default: the only team)
+    node = "node-a"             # this daemon's id among several on one PostgreSQL journal
+                                # (default: HOSTNAME:PID)
+    lease_ttl = 15.0            # seconds a session's lease lasts unless renewed (PostgreSQL)
 
     [tokens.alice]              # a bearer token, named: the name is what the logs and the
     role = "operator"           # approvals record, never the token itself
@@ -111,6 +114,10 @@ class ServeConfig:
     tokens: tuple[Token, ...] = ()
     limits: Limits = Limits()
     file: str = "<defaults>"
+    # Several daemons on one PostgreSQL journal: this one's id (None: HOSTNAME:PID), and how
+    # long a session's lease lasts unless renewed (renewed every third of it).
+    node: str | None = None
+    lease_ttl: float = 15.0
 
     @property
     def tool_token(self) -> str | None:
@@ -139,7 +146,17 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-_TOP: Final = {"host", "port", "db", "teams", "default_team", "tokens", "limits"}
+_TOP: Final = {
+    "host",
+    "port",
+    "db",
+    "teams",
+    "default_team",
+    "tokens",
+    "limits",
+    "node",
+    "lease_ttl",
+}
 _LIMITS: Final = frozenset(a.name for a in attrs.fields(Limits))
 #: Limits the input gate caps: past them it would give way to Python's own (the recursion
 #: limit, int()'s digit limit) and fail where it should refuse.
@@ -181,9 +198,16 @@ def parse_serve_config(
         return value
 
     values: dict[str, Any] = {"file": file}
-    for key in ("host", "default_team"):
+    for key in ("host", "default_team", "node"):
         if key in data:
             values[key] = text(key, data[key])
+    if len(values.get("node", "")) > 200:
+        raise fail("at most 200 characters", "node")
+    if "lease_ttl" in data:
+        ttl = data["lease_ttl"]
+        if not isinstance(ttl, int | float) or isinstance(ttl, bool) or not ttl > 0:
+            raise fail("expected a number of seconds above 0", "lease_ttl")
+        values["lease_ttl"] = float(ttl)
     if "db" in data:
         values["db"] = db_location(text("db", data["db"]))  # a path, or postgresql://...
     if "teams" in data:

@@ -34,6 +34,18 @@ every session that enters or leaves :attr:`Daemon.sessions` (only :meth:`Daemon.
 and :meth:`Daemon._remove_session` change it) and follows their facts: what AHP clients
 subscribed to ``ahp-root://`` are told of the daemon's sessions comes from there.
 
+Several daemons on one PostgreSQL journal (issue 21): each daemon is a *node* (its
+:attr:`Daemon.node` id) and runs a session only while its journal's
+:class:`~orchestrator.journal.PostgresLeases` hold the session's lease. A lease is acquired
+before a session's run starts, and before an unfinished session is read to be taken up (so
+the state read is the one the previous owner left: the journal's fence orders them); it is
+renewed every third of its TTL (:meth:`Daemon._keep_leases`: a lease found taken ends its
+session here, recording nothing, "lease lost"); and it is given up when the session ends or
+is put away (kept due for take-over when it still has work, e.g. on SIGTERM). Every third of
+the TTL, each node takes up the sessions whose leases expired (:meth:`Daemon._take_over`:
+their node died) by the start-up's rules. A SQLite journal has no leases: its one daemon
+owns every session.
+
 Bounds: a session opened but never prompted holds memory and nothing else; it is forgotten
 ``unprompted_session`` seconds after it was opened or its last client left (at most
 ``idle_session`` with a client on it), and each principal may hold
@@ -42,6 +54,9 @@ Bounds: a session opened but never prompted holds memory and nothing else; it is
 
 from __future__ import annotations
 
+import functools
+import os
+import socket
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -61,7 +76,7 @@ from orchestrator.base import (
     TeamFileError,
 )
 from orchestrator.core import TeamState
-from orchestrator.journal import Journal
+from orchestrator.journal import Journal, PostgresLeases
 from orchestrator.runtime import (
     BackendFactory,
     Ids,
@@ -119,6 +134,16 @@ def load_teams(directory: Path) -> TeamFiles:
 #: within it. With hypercorn's 1.5 s after it, SIGTERM exits within ``shutdown_grace`` + 4 s:
 #: 9 s with the default grace, under the 10 s a service manager commonly allows.
 STOP_AFTER_GRACE: Final = 2.5
+#: Seconds a session's end waits to give its lease up (a lease not given up expires).
+RELEASE_LIMIT: Final = 2.0
+
+
+def default_node() -> str:
+    """A node id when none is configured: ``HOSTNAME:PID`` (unique among running daemons;
+    a restarted daemon is a new node, which takes up the sessions its predecessor left
+    with work at once, as they are released, and those of a crash once their leases
+    expired: a stable ``node =`` takes the latter up at once too)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 class _Unobserved:
@@ -158,10 +183,13 @@ class Daemon:
         callback: ToolCallback | None = None,
         limits: Limits | None = None,
         invalid_teams: Mapping[str, str] | None = None,
+        node: str | None = None,
     ) -> None:
         """``limits``: the sessions' bounds (unprompted sessions, per token and in all);
         the other limits are the server's. Its observer and companions (the metrics, the
-        scheduler) are the app assembly's to set (see :mod:`orchestrator.server._app`)."""
+        scheduler) are the app assembly's to set (see :mod:`orchestrator.server._app`).
+        ``node``: this daemon's node id (default: its journal's leases' node, or
+        ``HOSTNAME:PID``). Leases are reckoned in the database's clock."""
         if default_team is not None and default_team not in teams:
             raise ConfigError(
                 f"no team {default_team!r} (teams: {', '.join(sorted(teams))})",
@@ -176,6 +204,11 @@ class Daemon:
         self.default_team = default_team or (next(iter(teams)) if len(teams) == 1 else None)
         self.journal = journal
         self.reader = journal.reader  # checked as the journal opened: not again
+        # Several daemons on one PostgreSQL journal: the sessions this node owns (None: the
+        # only node, SQLite's). Counted for /metrics: sessions taken over from a dead node.
+        self.leases: PostgresLeases | None = journal.leases
+        self.node = node or (self.leases.node if self.leases is not None else default_node())
+        self.taken_over = 0
         self.limits = limits or Limits()
         self.subscriber_buffer = subscriber_buffer
         self.shutdown_grace = shutdown_grace
@@ -229,6 +262,9 @@ class Daemon:
             await nursery.start(self.root.serve)
             await self._take_up_unfinished()
             self.accepting = True
+            if self.leases is not None:
+                nursery.start_soon(self._keep_leases, self.leases)
+                nursery.start_soon(self._take_over, self.leases)
             # After the take-up: a teammate's run that was going is followed where it is.
             for companion in self.companions:
                 await nursery.start(companion.serve)
@@ -244,11 +280,133 @@ class Daemon:
             if info.status != "running":
                 continue
             try:
-                state = await trio.to_thread.run_sync(self.reader.open, info.session)
-                if _needs_running(state):
-                    await self._take_up(info.session, state)
+                await self._take_up_if_busy(info.session)
             except (OrchestratorError, OSError) as exc:
                 log.error("session not taken up", session=info.session, error=str(exc))
+
+    async def _take_up_if_busy(self, uri: str) -> LiveSession | None:
+        """Take ``uri`` up if it was doing something and no other node runs it (its lease
+        acquired first, so the state read is all its previous owner wrote)."""
+        async with self._finding:
+            if uri in self.sessions:
+                return None
+            if not await self._acquire(uri):
+                return None
+            try:
+                state = await trio.to_thread.run_sync(self.reader.open, uri)
+                if not _needs_running(state):
+                    await self._release(uri, keep=False)  # idle: whoever is asked takes it
+                    return None
+                return await self._take_up(uri, state)
+            except BaseException:
+                # Not due again at once: a session that cannot be taken up here (no team
+                # file recorded) cannot elsewhere either; a client asking tries again.
+                if uri not in self.sessions:
+                    await self._release(uri, keep=False)
+                raise
+
+    # ── leases (several daemons on one PostgreSQL journal) ────────────────
+
+    def owned_sessions(self) -> list[str]:
+        """The sessions this node owns: those it holds the lease of (PostgreSQL), or every
+        session it runs (SQLite: the only node)."""
+        if self.leases is not None:
+            return sorted(self.leases.held)
+        return sorted(uri for uri, live in self.sessions.items() if live.started)
+
+    async def _acquire(self, uri: str, *, quiet: bool = False) -> bool:
+        """Whether this node may run ``uri``: always on SQLite; on PostgreSQL once it holds
+        the session's lease (False: another node's lease has not expired)."""
+        leases = self.leases
+        if leases is None or leases.holds(uri):
+            return True
+        lease = await trio.to_thread.run_sync(leases.acquire, uri)
+        if lease.owner != self.node:
+            if not quiet:
+                log.info("session owned by another node", session=uri, owner=lease.owner)
+            return False
+        return True
+
+    async def wait_lease(self, uri: str) -> None:
+        """Return once this node holds the lease of ``uri`` (a background teammate's
+        stream: one node runs the teammate, the others wait to take it over); at once on
+        SQLite. Tries again every third of the TTL."""
+        leases = self.leases
+        if leases is None:
+            return
+        while True:
+            if await self._acquire(uri, quiet=True):
+                return
+            await trio.sleep(leases.ttl / 3)
+
+    async def _release(self, uri: str, *, keep: bool) -> None:
+        """Give up ``uri``'s lease (``keep``: due for take-over at once); never raises, and
+        never holds a stop up for long (a lease not released expires)."""
+        leases = self.leases
+        if leases is None or not leases.holds(uri):
+            return
+        with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_LIMIT):
+            try:
+                await trio.to_thread.run_sync(
+                    functools.partial(leases.release, uri, keep=keep), abandon_on_cancel=True
+                )
+            except OrchestratorError as exc:
+                log.warning("lease not released", session=uri, error=str(exc))
+
+    async def _keep_leases(self, leases: PostgresLeases) -> None:
+        """Renew this node's leases every third of their TTL; a session whose lease another
+        node took ends here, recording nothing ("lease lost"), and so does every leased
+        session once renewals have failed for a whole TTL (others may have taken them)."""
+        renewed = trio.current_time()
+        while True:
+            await trio.sleep(leases.ttl / 3)
+            try:
+                lost = await trio.to_thread.run_sync(leases.renew)
+            except (OrchestratorError, OSError) as exc:
+                log.warning("leases not renewed", node=self.node, error=str(exc))
+                if trio.current_time() - renewed < leases.ttl:
+                    continue
+                lost = sorted(leases.held)
+                for uri in lost:
+                    leases.forget(uri, why="not renewed for a whole TTL")
+            else:
+                renewed = trio.current_time()
+            for uri in lost:
+                live = self.sessions.get(uri)
+                if live is not None:
+                    self._lease_lost(live, leases)
+
+    def _lease_lost(self, live: LiveSession, leases: PostgresLeases) -> None:
+        error = leases.lost_error(live.uri)
+        log.error("session stopped: lease lost", session=live.uri, node=self.node)
+        if live.started:
+            live.fail(error)  # its runtime ends, recording nothing; clients told why
+        else:
+            self._drop_unprompted(live, error.message)
+
+    async def _take_over(self, leases: PostgresLeases) -> None:
+        """Every third of the TTL, take up the running sessions whose lease expired (their
+        node died, or gave them up with work left) by the start-up's rules."""
+        while True:
+            await trio.sleep(leases.ttl / 3)
+            if not self.accepting:
+                continue
+            try:
+                expired = await trio.to_thread.run_sync(leases.expired)
+            except (OrchestratorError, OSError) as exc:
+                log.warning("expired leases not read", node=self.node, error=str(exc))
+                continue
+            for uri in expired:
+                if uri in self.sessions or self.journal.session_failed(uri) is not None:
+                    continue
+                try:
+                    live = await self._take_up_if_busy(uri)
+                except (OrchestratorError, OSError) as exc:
+                    log.error("session not taken over", session=uri, error=str(exc))
+                    continue
+                if live is not None:
+                    self.taken_over += 1
+                    log.info("session taken over", session=uri, node=self.node)
 
     async def _end_sessions_if_the_journal_fails(self) -> None:
         """Once the journal can take nothing more (a full disk, a damaged file), every live
@@ -280,8 +438,21 @@ class Daemon:
                 return None
             if info.status != "running":
                 return None
-            state = await trio.to_thread.run_sync(self.reader.open, uri)
-            return await self._take_up(uri, state)
+            if not await self._acquire(uri):
+                raise RunError(self._elsewhere(uri))
+            try:
+                state = await trio.to_thread.run_sync(self.reader.open, uri)
+                return await self._take_up(uri, state)
+            except BaseException:
+                if uri not in self.sessions:
+                    await self._release(uri, keep=False)
+                raise
+
+    def _elsewhere(self, uri: str) -> str:
+        return (
+            f"session {uri} runs on another node of this journal: connect to that node "
+            f"(this is {self.node}; following another node's sessions is not there yet)"
+        )
 
     async def _take_up(self, uri: str, state: TeamState) -> LiveSession:
         team_file, team_toml = await trio.to_thread.run_sync(self.reader.team_toml, uri)
@@ -344,6 +515,11 @@ class Daemon:
         with trio.move_on_at(deadline):
             for live in stopping:
                 await live.finished.wait()
+        if self.leases is not None:
+            # What this node still holds (background teammates' streams, sessions that did
+            # not end in time) is due for another node at once, not after the TTL.
+            for uri in sorted(self.leases.held):
+                await self._release(uri, keep=True)
         self.stopped.set()  # connections not tied to a session (AHP) close now
 
     # ── sessions ───────────────────────────────────────────────────────────
@@ -584,6 +760,8 @@ class Daemon:
 
     async def start_run(self, live: LiveSession, prompt: str) -> None:
         """Start ``live``'s run on ``prompt``; returns once its first facts are recorded."""
+        if not await self._acquire(live.uri):
+            raise RunError(self._elsewhere(live.uri))
 
         async def run(
             *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED
@@ -621,6 +799,11 @@ class Daemon:
                 errors.append(_message(exc))
                 log.error("session failed", session=live.uri, error=errors[-1], exc_info=exc)
             finally:
+                # Its lease given up once it ends (kept due for take-over when it still has
+                # work: a stopping daemon's busy session, another node takes it up at
+                # once), while it is still in self.sessions: nobody here takes it up again
+                # before the lease is given up.
+                await self._release(live.uri, keep=_unfinished(live.state))
                 live.finished.set()
                 self._remove_session(live)
                 if not reported.done:
@@ -664,6 +847,13 @@ def _message(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return str(exc) or type(exc).__name__
+
+
+def _unfinished(state: TeamState) -> bool:
+    """A session that stopped with work left (its run not finished, a turn or a question
+    going): another node should take it up."""
+    run = state.run
+    return run is not None and run.status is None and _needs_running(state)
 
 
 def _needs_running(state: TeamState) -> bool:

@@ -92,11 +92,35 @@ class DaemonMetrics(Collector):
         )
         yield GaugeMetricFamily("orchestrator_clients", "Connected clients", self.connected_clients)
         yield from _teammates(self._scheduler)
+        yield from _leases(daemon)
         yield CounterMetricFamily(
             "orchestrator_dropped_subscribers",
             "Clients disconnected because they fell behind",
             self.dropped_clients,
         )
+
+
+def _leases(daemon: Daemon) -> Iterator[Metric]:
+    """Several daemons on one PostgreSQL journal: the session leases this node holds, the
+    sessions it took over from a node that died, and the leases it lost (its sessions then
+    stopped here). Zeros on SQLite, where the one node owns every session."""
+    leases = daemon.leases
+    statistics = None if leases is None else leases.statistics()
+    yield GaugeMetricFamily(
+        "orchestrator_leases_held",
+        "Session leases this node holds",
+        0 if statistics is None else statistics.held,
+    )
+    yield CounterMetricFamily(
+        "orchestrator_leases_taken_over",
+        "Sessions this node took over from another whose lease expired",
+        daemon.taken_over,
+    )
+    yield CounterMetricFamily(
+        "orchestrator_leases_lost",
+        "Session leases this node lost to another node (the session stopped here)",
+        0 if statistics is None else statistics.lost,
+    )
 
 
 def _teammates(scheduler: Scheduler) -> Iterator[Metric]:

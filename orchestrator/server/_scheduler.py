@@ -228,7 +228,17 @@ class Teammate:
 
     async def serve(self) -> None:
         """Run the teammate until cancelled: take up where its facts left off, then wake,
-        run, record and sleep."""
+        run, record and sleep.
+
+        Several daemons on one PostgreSQL journal: only the node holding the lease of the
+        teammate's stream runs it (the others wait here to take it over), and every fact of
+        the stream is fenced by that lease, so a wake is recorded, and run, by one node."""
+        daemon = self.scheduler.daemon
+        if daemon.leases is not None:
+            await daemon.wait_lease(self.uri)
+            # Another node may have run it until now: its facts as they are.
+            facts = await trio.to_thread.run_sync(daemon.reader.facts, self.uri)
+            self.state = fold_teammate(self.team, self.name, facts)
         await self._take_up()
         while True:
             if self.state.paused:
