@@ -17,6 +17,7 @@ from orchestrator.core import ApprovalResolved
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import notification_frame
 from orchestrator.server import Limits, Role, ServeConfig, Token, _live_session
+from orchestrator.server._hypercorn_ws import SharedText
 
 from .ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
 from .daemon import ECHO, connect, running_daemon
@@ -677,3 +678,43 @@ class TestSharedFrames:
                 assert a.actions
         assert len(made) == len(set(made))  # each (fact, channel) frame made once
         assert len(made) >= len(a.actions)
+
+    async def test_every_client_is_sent_the_same_bytes(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Two /ws clients and an AHP client of one session: each fact's frames (agent
+        channel, AHP actions) are framed once, and every connection writes those very
+        bytes objects (issue 17: clients are sent bytes)."""
+        written: defaultdict[int, list[bytes]] = defaultdict(list)
+        texts: list[SharedText] = []  # kept alive: their ids stay theirs
+        original = SharedText.framed
+
+        def recording(self: SharedText) -> bytes:
+            frame = original(self)
+            if id(self) not in written:
+                texts.append(self)
+            written[id(self)].append(frame)
+            return frame
+
+        monkeypatch.setattr(SharedText, "framed", recording)
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon, connect(daemon) as ws:
+            init = await ws.until_type("init")
+            await ws.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+            await ws.until_type("done")
+            session = "ahp-session:/" + init["sessionId"]
+            chat = JournalReader(daemon.db).open(session).coordinator_chat()
+            assert chat is not None
+            async with (
+                connect(daemon, f"session={init['sessionId']}") as other,
+                connect_ahp(daemon) as ahp,
+            ):
+                await other.until_type("history")
+                await ahp.initialize(client_id="a", subscriptions=(session, chat))
+                await ws.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+                await ws.until_type("done")
+                await other.until_type("done")
+                await ahp.until_action(lambda e: e["action"]["type"] == "chat/turnComplete")
+        shared = [frames for frames in written.values() if len(frames) >= 2]
+        assert shared  # the agent channel's frames of the second turn, to both /ws clients
+        for frames in written.values():
+            assert all(frame is frames[0] for frame in frames)

@@ -13,7 +13,14 @@ if TYPE_CHECKING:
     from ._config import DEFAULT_PORT, Limits, ServeConfig, load_serve_config, parse_serve_config
     from ._daemon import Daemon
     from ._envelope_cache import EnvelopeCache
-    from ._hypercorn_ws import SCOPE_KEY, FrameWriter, HypercornSeam, frame_writer, seam_problem
+    from ._hypercorn_ws import (
+        SCOPE_KEY,
+        FrameWriter,
+        HypercornSeam,
+        SharedText,
+        frame_writer,
+        seam_problem,
+    )
     from ._live_session import LiveSession, ahp_envelopes
     from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
     from ._principals import Principals
@@ -46,6 +53,7 @@ __all__ = [
     "Role",
     "Scheduler",
     "ServeConfig",
+    "SharedText",
     "TeamLog",
     "Teammate",
     "Token",
@@ -93,6 +101,7 @@ if not TYPE_CHECKING:
                 "FrameWriter",
                 "HypercornSeam",
                 "SCOPE_KEY",
+                "SharedText",
                 "frame_writer",
                 "seam_problem",
             ),
