@@ -16,6 +16,7 @@ from orchestrator.base import FactLogError
 from orchestrator.core import ApprovalResolved
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import notification_frame
+from orchestrator.runtime import FactBus, Subscription
 from orchestrator.server import Limits, Role, ServeConfig, Token, _live_session
 from orchestrator.server._hypercorn_ws import SharedText
 
@@ -718,3 +719,35 @@ class TestSharedFrames:
         assert shared  # the agent channel's frames of the second turn, to both /ws clients
         for frames in written.values():
             assert all(frame is frames[0] for frame in frames)
+
+    async def test_a_following_client_is_pushed_to_with_no_queue_or_task_of_its_own(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Three AHP clients following a session take no bus subscription each (a queue
+        and a task per client): the session hands every fact to them as it is published,
+        and they all see the same actions."""
+        subscribed: list[str] = []
+        original = FactBus.subscribe
+
+        def recording(bus: FactBus, name: str, *, buffer_size: float | None = None) -> Subscription:
+            subscribed.append(name)
+            return original(bus, name, buffer_size=buffer_size)
+
+        monkeypatch.setattr(FactBus, "subscribe", recording)
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon, connect(daemon) as ws:
+            init = await ws.until_type("init")
+            await ws.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+            await ws.until_type("done")
+            session = "ahp-session:/" + init["sessionId"]
+            chat = JournalReader(daemon.db).open(session).coordinator_chat()
+            assert chat is not None
+            before = len(subscribed)
+            async with connect_ahp(daemon) as a, connect_ahp(daemon) as b, connect_ahp(daemon) as c:
+                for client, name in ((a, "a"), (b, "b"), (c, "c")):
+                    await client.initialize(client_id=name, subscriptions=(session, chat))
+                await ws.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+                await ws.until_type("done")
+                for client in (a, b, c):
+                    await client.until_action(lambda e: e["action"]["type"] == "chat/turnComplete")
+                assert a.actions == b.actions == c.actions
+        assert [name for name in subscribed[before:] if name.startswith("ahp")] == []

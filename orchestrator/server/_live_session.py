@@ -321,18 +321,6 @@ class LiveSession:
         """End a subscription of :meth:`subscribe` (its client went, or stopped following)."""
         self._runtime.bus.unsubscribe(subscription)
 
-    def follow(self, name: str) -> tuple[Subscription, TeamState]:
-        """:meth:`subscribe` for a connected client, counted as one (see :meth:`attached`)
-        until :meth:`unfollow`: a session a client follows is never put away."""
-        subscription, state = self.subscribe(name)
-        self.clients += 1
-        return subscription, state
-
-    def unfollow(self, subscription: Subscription) -> None:
-        """End a subscription of :meth:`follow`, and count its client gone."""
-        self.unsubscribe(subscription)
-        self.clients -= 1
-
     def observe(self, observer: Callable[[Sequence[Fact]], None]) -> None:
         """Call ``observer`` with each batch of facts as it is published, before any
         subscriber reads it (see :meth:`~orchestrator.runtime._bus.FactBus.observe`)."""
