@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
+import time
 
 import pytest
 import trio
 import trio.testing
-from rich.console import Console
+from rich.console import Console, RenderableType
 
 from orchestrator.cli import ApprovalMode, TeamConsole, describe_fact, render_tree
-from orchestrator.cli._console import REFRESH_PER_SECOND
+from orchestrator.cli._console import DRAWING_SHARE, REFRESH_PER_SECOND
 from orchestrator.cli._conventions import Reporter
 from orchestrator.core import ApprovalRequested, ApprovalResolved, RunStatus, TeamState
 from orchestrator.runtime import Ids, MemoryFactLog, RunOutcome, TeamRuntime
@@ -268,6 +270,34 @@ class TestBoundedFrames:
         assert 2 <= frames <= elapsed * REFRESH_PER_SECOND + 2
         final = text.rsplit("team wide — go", 1)[-1]
         assert final.count("completed") == 32  # the last frame draws everyone
+
+    async def test_costly_frames_come_less_often(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """A frame that takes 20 ms to draw is followed by at least 20 ms / DRAWING_SHARE
+        without one: the live view takes a bounded share of the process, whatever the
+        team's size."""
+        runtime, _ = runtime_for(wide_team(30, 1))
+        out = _Terminal()
+        console = TeamConsole(
+            runtime, mode=ApprovalMode.AUTO, stream=out, stdin=io.StringIO(), live=True
+        )
+        drawing = console._drawing
+        frames: list[float] = []
+
+        def slow_drawing() -> RenderableType:
+            frames.append(trio.current_time())
+            time.sleep(0.02)  # real time: the virtual clock stands still meanwhile
+            return drawing()
+
+        console._drawing = slow_drawing  # type: ignore[method-assign]
+        async with trio.open_nursery() as nursery:
+            await nursery.start(console.serve)
+            await runtime.run("go")
+            runtime.bus.close()
+        gaps = [later - earlier for earlier, later in itertools.pairwise(frames)]
+        assert gaps
+        assert min(gaps) >= 0.02 / DRAWING_SHARE > 1 / REFRESH_PER_SECOND
 
 
 class TestPlainLinesReported:

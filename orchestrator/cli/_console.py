@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TextIO
 
@@ -66,6 +67,11 @@ __all__ = ["TeamConsole", "describe_fact", "render_tree"]
 #: render_tree), so drawing costs at most a few milliseconds a second, whatever the team's
 #: size and however fast its facts come. A frame is drawn only when something changed.
 REFRESH_PER_SECOND: Final = 10
+#: The most of the process's time the live view may take: a frame that took ``d`` seconds
+#: to draw is followed by at least ``d / DRAWING_SHARE`` without one. A frame reads the whole
+#: roster (a few µs a teammate), so on a team of thousands the rate falls below
+#: REFRESH_PER_SECOND rather than the drawing growing with the team times the run's length.
+DRAWING_SHARE: Final = 0.05
 
 
 _STYLE = {
@@ -359,15 +365,19 @@ class TeamConsole:
             self._ask_once(f"{chat} {question.id}", self._answer, chat, action)
 
     async def _redraw(self) -> None:
-        """Draw a frame at most :data:`REFRESH_PER_SECOND` times a second, and only when
-        the state, the question or what was typed changed since the last one."""
+        """Draw a frame at most :data:`REFRESH_PER_SECOND` times a second (fewer when a frame
+        is costly: see :data:`DRAWING_SHARE`), and only when the state, the question or what
+        was typed changed since the last one."""
         drawn: tuple[int, str | None, str] | None = None
         while True:
+            pause = 1 / REFRESH_PER_SECOND
             now = (self.runtime.state.last_sequence, self._question, self._typed.text)
             if self._live is not None and now != drawn:
+                started = time.perf_counter()
                 self._live.update(self._drawing(), refresh=True)
                 drawn = now
-            await trio.sleep(1 / REFRESH_PER_SECOND)
+                pause = max(pause, (time.perf_counter() - started) / DRAWING_SHARE)
+            await trio.sleep(pause)
 
     def _drawing(self) -> RenderableType:
         """The tree, as much as the terminal shows, and under it the question being asked
