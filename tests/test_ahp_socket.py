@@ -10,15 +10,14 @@ from typing import Any
 
 import pytest
 import trio
-from trio_websocket import ConnectionRejected
+from trio_websocket import ConnectionClosed, ConnectionRejected
 
 from orchestrator.base import FactLogError
 from orchestrator.core import ApprovalResolved
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import notification_frame
 from orchestrator.runtime import FactBus, Subscription
-from orchestrator.server import Limits, Role, ServeConfig, Token, _live_session
-from orchestrator.server._hypercorn_ws import SharedText
+from orchestrator.server import Limits, Role, ServeConfig, SharedText, Token, _live_session
 
 from .ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
 from .daemon import ECHO, connect, running_daemon
@@ -639,6 +638,12 @@ class TestDispatchRefusals:
             )
 
 
+async def drain(client: AhpClient) -> None:
+    """Receive until the connection closes (ConnectionClosed)."""
+    while True:
+        await client.receive()
+
+
 class TestSharedFrames:
     async def test_every_subscriber_is_sent_the_frames_made_once(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -751,3 +756,27 @@ class TestSharedFrames:
                     await client.until_action(lambda e: e["action"]["type"] == "chat/turnComplete")
                 assert a.actions == b.actions == c.actions
         assert [name for name in subscribed[before:] if name.startswith("ahp")] == []
+
+    async def test_a_client_whose_feed_fails_is_told_and_let_go(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The session stops feeding a client whose feed raised (it logs why): the client is
+        closed with 1011, not left subscribed to channels that say nothing more."""
+
+        def failing(*args: Any) -> Any:
+            raise RuntimeError("a projection bug")
+
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon, connect(daemon) as ws:
+            init = await ws.until_type("init")
+            await ws.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+            await ws.until_type("done")
+            session = "ahp-session:/" + init["sessionId"]
+            async with connect_ahp(daemon) as client:
+                await client.initialize(client_id="a", subscriptions=(session,))
+                monkeypatch.setattr(_live_session, "ahp_envelopes", failing)
+                await ws.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+                with pytest.raises(ConnectionClosed) as closed:
+                    await drain(client)
+                assert closed.value.reason is not None
+                assert closed.value.reason.code == 1011
+            await ws.until_type("done")  # the session and its other clients go on

@@ -46,14 +46,10 @@ from orchestrator.server import (
     FrameWriter,
     HypercornSeam,
     Outbox,
+    SharedText,
     frame_writer,
 )
-from orchestrator.server._hypercorn_ws import (
-    DISCONNECT_TIMEOUT,
-    SharedText,
-    _tcp_server,
-    take_until_disconnect,
-)
+from orchestrator.server._hypercorn_ws import DISCONNECT_TIMEOUT, _tcp_server, take_until_disconnect
 from orchestrator.server._outbox import CLOSE_TIMEOUT, MAX_BATCH
 
 Handler = Callable[[WebSocket], Awaitable[None]]

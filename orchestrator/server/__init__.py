@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         seam_problem,
     )
     from ._live_session import LiveSession, ahp_envelopes
-    from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
+    from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, CLOSE_INTERNAL_ERROR, Outbox
     from ._principals import Principals
     from ._rate_limit import TokenBucket
     from ._scheduler import Scheduler, Teammate, describe_schedule
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLOSE_FELL_BEHIND",
     "CLOSE_GOING_AWAY",
+    "CLOSE_INTERNAL_ERROR",
     "CONTENT_SECURITY_POLICY",
     "COOKIE_LIFETIME",
     "COOKIE_NAME",
@@ -106,7 +107,7 @@ if not TYPE_CHECKING:
                 "seam_problem",
             ),
             "._live_session": ("LiveSession", "ahp_envelopes"),
-            "._outbox": ("CLOSE_FELL_BEHIND", "CLOSE_GOING_AWAY", "Outbox"),
+            "._outbox": ("CLOSE_FELL_BEHIND", "CLOSE_GOING_AWAY", "CLOSE_INTERNAL_ERROR", "Outbox"),
             "._principals": ("Principals",),
             "._rate_limit": ("TokenBucket",),
             "._scheduler": ("Scheduler", "Teammate", "describe_schedule"),

@@ -117,7 +117,7 @@ from ._config import Limits
 from ._daemon import Daemon
 from ._live_session import CHAT_PREFIX, SESSION_PREFIX, LiveSession, ahp_envelopes
 from ._metrics import DaemonMetrics
-from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
+from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, CLOSE_INTERNAL_ERROR, Outbox
 from ._rate_limit import TokenBucket
 from ._root_channel import RootSubscription, session_channel_state
 
@@ -201,7 +201,13 @@ class _Feed:
     socket: AhpSocket
 
     def deliver(self, fact: Fact, frames: tuple[str, ...], team: Sequence[str]) -> None:
-        self.socket._deliver(self.live, fact)
+        try:
+            self.socket._deliver(self.live, fact)
+        except Exception:
+            # The session logs it and stops feeding this client: tell the client, rather
+            # than leave it subscribed to channels that say nothing more.
+            self.socket._hang_up(CLOSE_INTERNAL_ERROR, "the session's feed failed")
+            raise
 
     def ended(self, reason: str | None = None) -> None:
         """A session that ended leaves its channels subscribed: nothing more comes on them."""
