@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import pty
+import resource
 import statistics
 import subprocess
 import sys
@@ -55,8 +56,9 @@ steps = [{{ say = "done: {{task}}" }}]
 """
 
 
-def run_once(n: int, directory: Path, *, tty: bool) -> float:
-    """Seconds of one ``orchestrator run`` of the N-worker team, in a fresh process."""
+def run_once(n: int, directory: Path, *, tty: bool) -> tuple[float, float]:
+    """Seconds of one ``orchestrator run`` of the N-worker team, in a fresh process: wall
+    time, and the process's CPU time (user + system, every thread)."""
     team = directory / f"bench-{n}.toml"
     team.write_text(team_toml(n))
     db = directory / f"journal-{n}-{time.monotonic_ns()}.db"
@@ -65,6 +67,7 @@ def run_once(n: int, directory: Path, *, tty: bool) -> float:
         *("--db", str(db), str(team), "go"),
     ]
     env = {**os.environ, "COLUMNS": "120", "LINES": "40"}
+    cpu_before = _children_cpu()
     started = time.perf_counter()
     if tty:
         # The console draws its live tree when stderr is a terminal: give it one, and
@@ -82,7 +85,12 @@ def run_once(n: int, directory: Path, *, tty: bool) -> float:
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"orchestrator run failed at N = {n}: {done.stderr!r}")
-    return wall
+    return wall, _children_cpu() - cpu_before
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _drain(fd: int) -> None:
@@ -114,20 +122,21 @@ def main() -> None:
     small, large = min(options.sizes), max(options.sizes)
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
-        walls = {
-            n: statistics.median(
-                run_once(n, directory, tty=options.tty) for _ in range(options.repeat)
-            )
+        runs = {
+            n: [run_once(n, directory, tty=options.tty) for _ in range(options.repeat)]
             for n in (small, large)
         }
+    walls = {n: statistics.median(wall for wall, _ in rows) for n, rows in runs.items()}
+    cpus = {n: statistics.median(cpu for _, cpu in rows) for n, rows in runs.items()}
     floor = statistics.median(trio_per_worker_us(large) for _ in range(options.repeat))
     marginal = (walls[large] - walls[small]) / (large - small) * 1e6
+    marginal_cpu = (cpus[large] - cpus[small]) / (large - small) * 1e6
     console = "live tree on a terminal" if options.tty else "progress lines on a pipe"
     print(f"orchestrator run, journal on (power), console: {console}; median of {options.repeat}")
-    print(f"{'N':>6} {'wall (s)':>9}")
+    print(f"{'N':>6} {'wall (s)':>9} {'CPU (s)':>8}")
     for n, wall in walls.items():
-        print(f"{n:>6} {wall:>9.3f}")
-    print(f"marginal cost per worker: {marginal:,.0f} µs")
+        print(f"{n:>6} {wall:>9.3f} {cpus[n]:>8.3f}")
+    print(f"marginal cost per worker: {marginal:,.0f} µs (CPU {marginal_cpu:,.0f} µs)")
     print(f"plain trio at N = {large}: {floor:,.1f} µs per worker")
     print(f"multiple of plain trio: {marginal / floor:.1f}x (target: at most 8x)")
 

@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 import trio
-from trio_websocket import ConnectionRejected
+from trio_websocket import ConnectionClosed, ConnectionRejected
 
 from orchestrator.base import FactLogError
 from orchestrator.core import ApprovalResolved
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import notification_frame
-from orchestrator.server import Limits, Role, ServeConfig, Token, _live_session
+from orchestrator.runtime import FactBus, Subscription
+from orchestrator.server import Limits, Role, ServeConfig, SharedText, Token, _live_session
 
 from .ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
 from .daemon import ECHO, connect, running_daemon
@@ -637,6 +638,12 @@ class TestDispatchRefusals:
             )
 
 
+async def drain(client: AhpClient) -> None:
+    """Receive until the connection closes (ConnectionClosed)."""
+    while True:
+        await client.receive()
+
+
 class TestSharedFrames:
     async def test_every_subscriber_is_sent_the_frames_made_once(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -677,3 +684,99 @@ class TestSharedFrames:
                 assert a.actions
         assert len(made) == len(set(made))  # each (fact, channel) frame made once
         assert len(made) >= len(a.actions)
+
+    async def test_every_client_is_sent_the_same_bytes(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Two /ws clients and an AHP client of one session: each fact's frames (agent
+        channel, AHP actions) are framed once, and every connection writes those very
+        bytes objects (issue 17: clients are sent bytes)."""
+        written: defaultdict[int, list[bytes]] = defaultdict(list)
+        texts: list[SharedText] = []  # kept alive: their ids stay theirs
+        original = SharedText.framed
+
+        def recording(self: SharedText) -> bytes:
+            frame = original(self)
+            if id(self) not in written:
+                texts.append(self)
+            written[id(self)].append(frame)
+            return frame
+
+        monkeypatch.setattr(SharedText, "framed", recording)
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon, connect(daemon) as ws:
+            init = await ws.until_type("init")
+            await ws.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+            await ws.until_type("done")
+            session = "ahp-session:/" + init["sessionId"]
+            chat = JournalReader(daemon.db).open(session).coordinator_chat()
+            assert chat is not None
+            async with (
+                connect(daemon, f"session={init['sessionId']}") as other,
+                connect_ahp(daemon) as ahp,
+            ):
+                await other.until_type("history")
+                await ahp.initialize(client_id="a", subscriptions=(session, chat))
+                await ws.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+                await ws.until_type("done")
+                await other.until_type("done")
+                await ahp.until_action(lambda e: e["action"]["type"] == "chat/turnComplete")
+        shared = [frames for frames in written.values() if len(frames) >= 2]
+        assert shared  # the agent channel's frames of the second turn, to both /ws clients
+        for frames in written.values():
+            assert all(frame is frames[0] for frame in frames)
+
+    async def test_a_following_client_is_pushed_to_with_no_queue_or_task_of_its_own(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Three AHP clients following a session take no bus subscription each (a queue
+        and a task per client): the session hands every fact to them as it is published,
+        and they all see the same actions."""
+        subscribed: list[str] = []
+        original = FactBus.subscribe
+
+        def recording(bus: FactBus, name: str, *, buffer_size: float | None = None) -> Subscription:
+            subscribed.append(name)
+            return original(bus, name, buffer_size=buffer_size)
+
+        monkeypatch.setattr(FactBus, "subscribe", recording)
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon, connect(daemon) as ws:
+            init = await ws.until_type("init")
+            await ws.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+            await ws.until_type("done")
+            session = "ahp-session:/" + init["sessionId"]
+            chat = JournalReader(daemon.db).open(session).coordinator_chat()
+            assert chat is not None
+            before = len(subscribed)
+            async with connect_ahp(daemon) as a, connect_ahp(daemon) as b, connect_ahp(daemon) as c:
+                for client, name in ((a, "a"), (b, "b"), (c, "c")):
+                    await client.initialize(client_id=name, subscriptions=(session, chat))
+                await ws.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+                await ws.until_type("done")
+                for client in (a, b, c):
+                    await client.until_action(lambda e: e["action"]["type"] == "chat/turnComplete")
+                assert a.actions == b.actions == c.actions
+        assert [name for name in subscribed[before:] if name.startswith("ahp")] == []
+
+    async def test_a_client_whose_feed_fails_is_told_and_let_go(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The session stops feeding a client whose feed raised (it logs why): the client is
+        closed with 1011, not left subscribed to channels that say nothing more."""
+
+        def failing(*args: Any) -> Any:
+            raise RuntimeError("a projection bug")
+
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon, connect(daemon) as ws:
+            init = await ws.until_type("init")
+            await ws.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+            await ws.until_type("done")
+            session = "ahp-session:/" + init["sessionId"]
+            async with connect_ahp(daemon) as client:
+                await client.initialize(client_id="a", subscriptions=(session,))
+                monkeypatch.setattr(_live_session, "ahp_envelopes", failing)
+                await ws.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+                with pytest.raises(ConnectionClosed) as closed:
+                    await drain(client)
+                assert closed.value.reason is not None
+                assert closed.value.reason.code == 1011
+            await ws.until_type("done")  # the session and its other clients go on

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import io
+import itertools
+import json
+import time
 
 import pytest
 import trio
 import trio.testing
-from rich.console import Console
+from rich.console import Console, RenderableType
 
 from orchestrator.cli import ApprovalMode, TeamConsole, describe_fact, render_tree
+from orchestrator.cli._console import DRAWING_SHARE, REFRESH_PER_SECOND
+from orchestrator.cli._conventions import Reporter
 from orchestrator.core import ApprovalRequested, ApprovalResolved, RunStatus, TeamState
 from orchestrator.runtime import Ids, MemoryFactLog, RunOutcome, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
@@ -190,3 +195,134 @@ class TestAnswers:
         assert outcome.status is RunStatus.COMPLETED
         final = text.rsplit("team delivery", 1)[-1]
         assert final.count("completed") == 4  # the lead and its three researchers
+
+
+def wide_team(quick: int, slow: int) -> TeamSpec:
+    """A coordinator that delegates ``quick`` workers that answer at once and ``slow`` ones
+    that take 100 s (virtual) first."""
+    tasks = [f'{{ agent = "quick", task = "q{i}" }}' for i in range(quick)]
+    tasks += [f'{{ agent = "slow", task = "s{i}" }}' for i in range(slow)]
+    return parse_team(
+        f'[team]\nname = "wide"\ncoordinator = "lead"\nparallel_budget = {quick + slow}\n'
+        '[agents.lead]\nrole = "coordinator"\ntools = ["delegate"]\n'
+        'delegates_to = ["quick", "slow"]\n'
+        f"[[agents.lead.turns]]\nsteps = [ {{ delegate = [{', '.join(tasks)}] }} ]\n"
+        '[agents.quick]\nrole = "worker"\n[[agents.quick.turns]]\nsteps = [ { say = "ok" } ]\n'
+        '[agents.slow]\nrole = "worker"\n[[agents.slow.turns]]\n'
+        'steps = [ { sleep = 100 }, { say = "ok" } ]\n',
+        file="wide.toml",
+    )
+
+
+class _Terminal(io.StringIO):
+    """What a terminal is to rich (so the live view draws every frame), kept as text."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+class TestBoundedFrames:
+    async def test_a_frame_fits_the_height_and_shows_who_runs_first(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """40 quick workers done, 3 slow ones running, 10 lines: the title, the lead, the
+        three running workers, as many done ones as fit, and a line counting the rest."""
+        runtime, _ = runtime_for(wide_team(40, 3))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(runtime.run, "go")
+            await trio.sleep(50)
+            console = Console(file=io.StringIO(), width=200, color_system=None)
+            console.print(render_tree(runtime.state, max_lines=10))
+            lines = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+            nursery.cancel_scope.cancel()
+        assert len(lines) == 10
+        assert lines[0] == "team wide — go"
+        assert "lead" in lines[1]
+        assert sum("slow  running" in line for line in lines) == 3  # drawn first
+        assert sum("quick  completed" in line for line in lines) == 4  # then what fits
+        assert lines[-1].endswith("… 36 more teammates: 36 completed")
+
+    def test_a_team_that_fits_is_drawn_whole(self) -> None:
+        """Under the bound, the frame is the full tree."""
+        state = TeamState("ahp-session:/x")
+        assert render_tree(state, max_lines=3).label == render_tree(state).label
+
+    async def test_frames_are_bounded_in_rate_and_drawn_on_change(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """At most REFRESH_PER_SECOND frames a second however fast the facts come, none
+        while nothing changes, and a last frame with everyone once the run ends."""
+        runtime, _ = runtime_for(wide_team(30, 1))
+        out = _Terminal()
+        console = TeamConsole(
+            runtime, mode=ApprovalMode.AUTO, stream=out, stdin=io.StringIO(), live=True
+        )
+        async with trio.open_nursery() as nursery:
+            await nursery.start(console.serve)
+            await trio.sleep(5)  # nothing happens: one frame, the first
+            assert out.getvalue().count("team (starting)") == 1
+            started = trio.current_time()
+            await runtime.run("go")
+            elapsed = trio.current_time() - started
+            runtime.bus.close()
+        text = out.getvalue()
+        frames = text.count("team wide — go")
+        assert 2 <= frames <= elapsed * REFRESH_PER_SECOND + 2
+        final = text.rsplit("team wide — go", 1)[-1]
+        assert final.count("completed") == 32  # the last frame draws everyone
+
+    async def test_costly_frames_come_less_often(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """A frame that takes 20 ms to draw is followed by at least 20 ms / DRAWING_SHARE
+        without one: the live view takes a bounded share of the process, whatever the
+        team's size."""
+        runtime, _ = runtime_for(wide_team(30, 1))
+        out = _Terminal()
+        console = TeamConsole(
+            runtime, mode=ApprovalMode.AUTO, stream=out, stdin=io.StringIO(), live=True
+        )
+        drawing = console._drawing
+        frames: list[float] = []
+
+        def slow_drawing() -> RenderableType:
+            frames.append(trio.current_time())
+            time.sleep(0.02)  # real time: the virtual clock stands still meanwhile
+            return drawing()
+
+        console._drawing = slow_drawing  # type: ignore[method-assign]
+        async with trio.open_nursery() as nursery:
+            await nursery.start(console.serve)
+            await runtime.run("go")
+            runtime.bus.close()
+        gaps = [later - earlier for earlier, later in itertools.pairwise(frames)]
+        assert gaps
+        assert min(gaps) >= 0.02 / DRAWING_SHARE > 1 / REFRESH_PER_SECOND
+
+
+class TestPlainLinesReported:
+    async def test_every_line_in_order_with_its_fact(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """Through the reporter (JSON on a pipe), lines written a batch at a time stay one
+        per notable fact, in the order of the facts."""
+        runtime, log = runtime_for(wide_team(20, 0))
+        out = io.StringIO()
+        reporter = Reporter(as_json=True, stream=out)
+        console = TeamConsole(
+            runtime, mode=ApprovalMode.AUTO, stream=out, stdin=io.StringIO(), reporter=reporter
+        )
+        async with trio.open_nursery() as nursery:
+            await nursery.start(console.serve)
+            await runtime.run("go")
+            runtime.bus.close()
+        records = [json.loads(line) for line in out.getvalue().splitlines()]
+        state = TeamState(runtime.session)
+        expected = []
+        for fact in log.facts:
+            state.apply(fact)
+            if describe_fact(state, fact) is not None:
+                expected.append(fact.sequence)
+        assert [r["sequence"] for r in records] == expected
+        assert sum(r["event"].startswith("+ quick joined") for r in records) == 20
+        assert sum(r["event"].startswith("✔ quick completed") for r in records) == 20

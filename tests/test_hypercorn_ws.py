@@ -37,6 +37,7 @@ from wsproto.events import (
     Request,
     TextMessage,
 )
+from wsproto.extensions import PerMessageDeflate
 
 from orchestrator.server import (
     CLOSE_FELL_BEHIND,
@@ -45,6 +46,7 @@ from orchestrator.server import (
     FrameWriter,
     HypercornSeam,
     Outbox,
+    SharedText,
     frame_writer,
 )
 from orchestrator.server._hypercorn_ws import DISCONNECT_TIMEOUT, _tcp_server, take_until_disconnect
@@ -647,3 +649,65 @@ class TestOutbox:
         with trio.fail_after(60):
             async with serving(handler) as address, connected(address) as client:
                 assert await client.until_closed() == (["still here"], CLOSE_GOING_AWAY)
+
+
+class CountingConnection(Connection):
+    """A server's wsproto connection that counts the text frames it makes itself."""
+
+    framed = 0
+
+    def send(self, event: Event) -> bytes:
+        if isinstance(event, TextMessage):
+            self.framed += 1
+        return super().send(event)
+
+
+def deflating() -> tuple[Connection, Connection]:
+    """A server connection and its client with permessage-deflate negotiated."""
+    server_ext, client_ext = PerMessageDeflate(), PerMessageDeflate()
+    offer = client_ext.offer()
+    assert isinstance(offer, str)
+    accepted = server_ext.accept(offer)
+    assert isinstance(accepted, str)
+    client_ext.finalize(accepted)
+    return (
+        Connection(ConnectionType.SERVER, [server_ext]),
+        Connection(ConnectionType.CLIENT, [client_ext]),
+    )
+
+
+class TestSharedText:
+    async def test_one_frame_for_every_connection(self) -> None:
+        """A shared text is framed once (by wsproto, as a server frames it) and every
+        connection without extensions is handed those very bytes; a plain ``str`` is still
+        framed by each connection."""
+        text = SharedText(json.dumps({"type": "text", "text": "héllo"}))
+        streams = [FakeWSStream(connection=CountingConnection(ConnectionType.SERVER))]
+        streams.append(FakeWSStream(connection=CountingConnection(ConnectionType.SERVER)))
+        for stream in streams:
+            await FrameWriter(stream, None).write([text, "own"])
+        assert text.frame is not None
+        assert text.framed() is text.frame  # made once, kept
+        for stream in streams:
+            assert texts_in(stream.handed[0]) == [text, "own"]
+            assert stream.handed[0].startswith(text.frame)
+            assert isinstance(stream.connection, CountingConnection)
+            assert stream.connection.framed == 1  # "own" only
+
+    async def test_a_deflating_connection_frames_it_itself(self) -> None:
+        """permessage-deflate compresses with each connection's own context: such a
+        connection frames a shared text itself, and its client reads it."""
+        server, client = deflating()
+        stream = FakeWSStream(connection=server)
+        text = SharedText("x" * 200)
+        await FrameWriter(stream, None).write([text])
+        assert text.frame is None  # not made for this connection
+        client.receive_data(stream.handed[0])
+        assert [e.data for e in client.events() if isinstance(e, TextMessage)] == [text]
+        assert len(stream.handed[0]) < 100  # compressed
+
+    async def test_a_closing_connection_takes_no_shared_frame_either(self) -> None:
+        stream = FakeWSStream()
+        stream.connection.send(CloseConnection(code=1000))
+        await FrameWriter(stream, None).write([SharedText("a")])
+        assert stream.handed == []

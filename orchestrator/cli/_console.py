@@ -2,10 +2,14 @@
 
 The view reads the run's own :class:`TeamState` (the runtime's, after each commit): it
 folds nothing itself, so a fact is folded once in the process, not once more for the
-screen. On a terminal it redraws a tree of the team (who runs, waits, needs approval, is
-done) with ``rich.live`` at a steady rate (``REFRESH_PER_SECOND``), however fast the facts
-come; elsewhere (a pipe, CI, a log file) it prints one line per notable fact, naming agents
-from that state (which is as new as the fact or newer: names are never taken back).
+screen. On a terminal it draws a tree of the team (who runs, waits, needs approval, is
+done) with ``rich.live`` at a bounded frame rate (at most ``REFRESH_PER_SECOND``, and only
+when something changed), however fast the facts come; each frame fits the terminal's height
+(a large team shows who needs a look first and counts the rest), so a frame costs about the
+same with 30 teammates or 3,000; the last frame, left on the screen, draws everyone.
+Elsewhere (a pipe, CI, a log file) it prints one line per notable fact, in order, the lines
+of the facts that came together written at once, naming agents from that state (which is as
+new as the fact or newer: names are never taken back).
 Approvals and questions routed to the user are answered at a prompt (``--approve ask``), or
 decided by policy (``auto`` / ``deny``).
 """
@@ -14,8 +18,9 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 import trio
 from rich.console import Console, Group, RenderableType
@@ -44,6 +49,7 @@ from orchestrator.core import (
     MemberStatus,
     TaskCreated,
     TaskFinished,
+    TaskRecord,
     TaskStatus,
     TeamState,
 )
@@ -56,8 +62,16 @@ from ._line_editor import LineBuffer, TerminalKeys, Typed
 __all__ = ["TeamConsole", "describe_fact", "render_tree"]
 
 
-#: How often the live tree is redrawn.
-REFRESH_PER_SECOND = 8
+#: How often, at most, the live tree is redrawn: about as often as an eye follows a
+#: status view change, and each frame is bounded by the terminal's height (see
+#: render_tree), so drawing costs at most a few milliseconds a second, whatever the team's
+#: size and however fast its facts come. A frame is drawn only when something changed.
+REFRESH_PER_SECOND: Final = 10
+#: The most of the process's time the live view may take: a frame that took ``d`` seconds
+#: to draw is followed by at least ``d / DRAWING_SHARE`` without one. A frame reads the whole
+#: roster (a few µs a teammate), so on a team of thousands the rate falls below
+#: REFRESH_PER_SECOND rather than the drawing growing with the team times the run's length.
+DRAWING_SHARE: Final = 0.05
 
 
 _STYLE = {
@@ -73,17 +87,95 @@ _STYLE = {
 }
 
 
-def render_tree(state: TeamState) -> Tree:
-    """The team as a tree: coordinator at the root, each worker under who spawned it."""
+def render_tree(state: TeamState, *, max_lines: int | None = None) -> Tree:
+    """The team as a tree: coordinator at the root, each worker under who spawned it.
+
+    ``max_lines`` bounds what is drawn (a live frame fits the terminal): a team taller than
+    that shows the teammates that need attention first (asking, then running, then failed),
+    each under who spawned it, and one line counting the rest by status: what a frame draws
+    is bounded however large the team (the roster is still read once per frame, a few µs
+    a teammate). ``None`` draws everyone (the final frame).
+    """
     run = state.run
     title = f"team {run.team} — {run.prompt}" if run else "team (starting)"
     tree = Tree(Text(title, style="bold"))
     root = state.coordinator_chat()
+    queued = [t for t in state.tasks.values() if t.status is TaskStatus.QUEUED]
+    children = _children_by_parent(state)
+    if max_lines is not None and 1 + len(state.members) + len(queued) > max_lines:
+        return _bounded_tree(tree, state, root, children, queued, max_lines)
     if root is not None:
-        _add_member(tree, state, root, _children_by_parent(state), set())
-    for task in state.tasks.values():
-        if task.status is TaskStatus.QUEUED:
-            tree.add(Text(f"… {task.agent}: {task.title} (queued)", style="dim"))
+        _add_member(tree, state, root, children, set())
+    for task in queued:
+        tree.add(Text(f"… {task.agent}: {task.title} (queued)", style="dim"))
+    return tree
+
+
+#: Which teammates a frame too small for all of them shows first (lower first).
+_ATTENTION: Final = {
+    MemberStatus.NEEDS_APPROVAL: 0,
+    MemberStatus.NEEDS_INPUT: 0,
+    MemberStatus.RUNNING: 1,
+    MemberStatus.WAITING: 1,
+    MemberStatus.SPAWNING: 1,
+    MemberStatus.FAILED: 2,
+    MemberStatus.KILLED: 2,
+    MemberStatus.IDLE: 3,
+    MemberStatus.COMPLETED: 4,
+}
+
+
+def _bounded_tree(
+    tree: Tree,
+    state: TeamState,
+    root: str | None,
+    children: dict[str, list[str]],
+    queued: list[TaskRecord],
+    max_lines: int,
+) -> Tree:
+    """``tree`` with at most ``max_lines`` lines: the title, the members most in need of a
+    look with the chats they hang under, and a line counting what is not shown."""
+    parent_of = {child: parent for parent, kids in children.items() for child in kids}
+    statuses = {chat: state.member_status(chat) for chat in state.members}
+    budget = max_lines - 2 - (1 if queued else 0)  # the title, the rest counted, the queue
+    shown: set[str] = set()
+
+    def show(chat: str) -> bool:
+        """Show ``chat`` and the chats it hangs under, if they fit."""
+        path = []
+        node: str | None = chat
+        while node is not None and node not in shown and node not in path:
+            path.append(node)
+            node = parent_of.get(node)
+        if len(shown) + len(path) > budget:
+            return False
+        shown.update(path)
+        return True
+
+    if root is not None and budget > 0:
+        show(root)
+    by_rank: list[list[str]] = [[] for _ in range(max(_ATTENTION.values()) + 1)]
+    for chat, status in statuses.items():
+        by_rank[_ATTENTION[status]].append(chat)
+    for ranked in by_rank:
+        for chat in ranked:
+            if len(shown) >= budget:
+                break
+            show(chat)
+    tops = [c for c in state.members if c in shown and parent_of.get(c) not in shown]
+    for chat in tops:
+        _add_member(tree, state, chat, children, set(), only=shown)
+    hidden: dict[MemberStatus, int] = {}
+    for chat, status in statuses.items():
+        if chat not in shown:
+            hidden[status] = hidden.get(status, 0) + 1
+    if hidden:
+        counts = ", ".join(
+            f"{hidden[s]:,} {s.value.replace('_', ' ')}" for s in _STYLE if s in hidden
+        )
+        tree.add(Text(f"… {sum(hidden.values()):,} more teammates: {counts}", style="dim"))
+    if queued:
+        tree.add(Text(f"… {len(queued):,} tasks queued (parallel budget full)", style="dim"))
     return tree
 
 
@@ -100,7 +192,13 @@ def _children_by_parent(state: TeamState) -> dict[str, list[str]]:
 
 
 def _add_member(
-    parent: Tree, state: TeamState, chat: str, children: dict[str, list[str]], seen: set[str]
+    parent: Tree,
+    state: TeamState,
+    chat: str,
+    children: dict[str, list[str]],
+    seen: set[str],
+    *,
+    only: set[str] | None = None,
 ) -> None:
     seen.add(chat)  # a malformed log could make origins loop: draw each chat once
     member = state.members.get(chat)
@@ -114,8 +212,8 @@ def _add_member(
         label.append(f"  — {task.title}", style="dim")
     node = parent.add(label)
     for child in children.get(chat, ()):
-        if child not in seen:
-            _add_member(node, state, child, children, seen)
+        if child not in seen and (only is None or child in only):
+            _add_member(node, state, child, children, seen, only=only)
 
 
 def describe_fact(state: TeamState, fact: Fact) -> str | None:
@@ -223,21 +321,38 @@ class TeamConsole:
                 self._live.start()
                 nursery.start_soon(self._redraw)
             try:
-                async for fact in subscription:
+                while True:
+                    try:
+                        batch = await subscription.receive_batch()
+                    except trio.EndOfChannel:
+                        break
                     if self._live is None:
-                        line = describe_fact(self.runtime.state, fact)
-                        if line and self.reporter is not None:
-                            self.reporter.progress(line, sequence=fact.sequence, type=fact.type)
-                        elif line:
-                            # One fact, one line: no wrapping, whatever the pipe's width.
-                            self.console.print(line, markup=False, soft_wrap=True)
-                    self._dispatch(nursery, fact)
+                        self._print_lines(batch)
+                    for fact in batch:
+                        self._dispatch(nursery, fact)
             finally:
                 if self._live is not None:
+                    # The last frame draws everyone, and stays on the screen.
                     self._live.update(render_tree(self.runtime.state), refresh=True)
                     self._live.stop()
                     self._live = None
             nursery.cancel_scope.cancel()
+
+    def _print_lines(self, facts: list[Fact]) -> None:
+        """The plain lines of ``facts``, in order, written together (one write, one flush
+        for a batch of facts that came while this task waited its turn)."""
+        state = self.runtime.state
+        lines = [(line, fact) for fact in facts if (line := describe_fact(state, fact))]
+        if not lines:
+            return
+        if self.reporter is not None:
+            self.reporter.progress_lines(
+                [(line, {"sequence": fact.sequence, "type": fact.type}) for line, fact in lines]
+            )
+            return
+        for line, _ in lines:
+            # One fact, one line: no wrapping, whatever the pipe's width.
+            self.console.print(line, markup=False, soft_wrap=True)
 
     def take_up_waits(self) -> None:
         """Ask again what a resumed run still waits on from the user (asked before the stop)."""
@@ -250,14 +365,26 @@ class TeamConsole:
             self._ask_once(f"{chat} {question.id}", self._answer, chat, action)
 
     async def _redraw(self) -> None:
+        """Draw a frame at most :data:`REFRESH_PER_SECOND` times a second (fewer when a frame
+        is costly: see :data:`DRAWING_SHARE`), and only when the state, the question or what
+        was typed changed since the last one."""
+        drawn: tuple[int, str | None, str] | None = None
         while True:
-            if self._live is not None:
+            pause = 1 / REFRESH_PER_SECOND
+            now = (self.runtime.state.last_sequence, self._question, self._typed.text)
+            if self._live is not None and now != drawn:
+                started = time.perf_counter()
                 self._live.update(self._drawing(), refresh=True)
-            await trio.sleep(1 / REFRESH_PER_SECOND)
+                drawn = now
+                pause = max(pause, (time.perf_counter() - started) / DRAWING_SHARE)
+            await trio.sleep(pause)
 
     def _drawing(self) -> RenderableType:
-        """The tree, and under it the question being asked with what was typed so far."""
-        tree = render_tree(self.runtime.state)
+        """The tree, as much as the terminal shows, and under it the question being asked
+        with what was typed so far."""
+        # Leave a line for the question, and one for the cursor.
+        height = self.console.size.height - (2 if self._question is not None else 1)
+        tree = render_tree(self.runtime.state, max_lines=max(height, 3))
         if self._question is None:
             return tree
         line = Text(self._question, style="bold yellow")

@@ -18,6 +18,7 @@ import enum
 import json
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, TextIO
@@ -94,21 +95,42 @@ class Reporter:
         """A line of a run's progress (the console's plain output), as it is on a console."""
         self._write(line, line, "info", "orchestrator.console", fields)
 
+    def progress_lines(self, lines: Sequence[tuple[str, Mapping[str, object]]]) -> None:
+        """Several lines of :meth:`progress` (each with its fields), in one write."""
+        self._write_all(
+            [(line, line, "info", "orchestrator.console", fields) for line, fields in lines]
+        )
+
     def _write(
-        self, message: str, text: str, level: str, logger: str, fields: dict[str, object]
+        self, message: str, text: str, level: str, logger: str, fields: Mapping[str, object]
     ) -> None:
+        self._write_all([(message, text, level, logger, fields)])
+
+    def _write_all(
+        self, records: Sequence[tuple[str, str, str, str, Mapping[str, object]]]
+    ) -> None:
+        """Each (message, text, level, logger, fields) as a line, written and flushed once."""
         stream = self._stream or sys.stderr
         if self.as_json:
-            record = {
-                "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
-                "level": level,
-                "logger": logger,
-                "event": message,
-                **fields,
-            }
-            stream.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            timestamp = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+            out = [
+                json.dumps(
+                    {
+                        "timestamp": timestamp,
+                        "level": level,
+                        "logger": logger,
+                        "event": message,
+                        **fields,
+                    },
+                    ensure_ascii=False,
+                    default=str,
+                )
+                + "\n"
+                for message, _, level, logger, fields in records
+            ]
         else:
-            stream.write(text + "\n")
+            out = [text + "\n" for _, text, _, _, _ in records]
+        stream.write("".join(out))
         stream.flush()
 
     def error(self, message: str, **fields: object) -> None:

@@ -12,9 +12,16 @@ if TYPE_CHECKING:
     from ._auth import COOKIE_LIFETIME, COOKIE_NAME, LOCAL, Authenticator, Permission, Role, Token
     from ._config import DEFAULT_PORT, Limits, ServeConfig, load_serve_config, parse_serve_config
     from ._daemon import Daemon
-    from ._hypercorn_ws import SCOPE_KEY, FrameWriter, HypercornSeam, frame_writer, seam_problem
+    from ._hypercorn_ws import (
+        SCOPE_KEY,
+        FrameWriter,
+        HypercornSeam,
+        SharedText,
+        frame_writer,
+        seam_problem,
+    )
     from ._live_session import LiveSession, ahp_envelopes
-    from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
+    from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, CLOSE_INTERNAL_ERROR, Outbox
     from ._principals import Principals
     from ._rate_limit import TokenBucket
     from ._scheduler import Scheduler, Teammate, describe_schedule
@@ -26,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLOSE_FELL_BEHIND",
     "CLOSE_GOING_AWAY",
+    "CLOSE_INTERNAL_ERROR",
     "CONTENT_SECURITY_POLICY",
     "COOKIE_LIFETIME",
     "COOKIE_NAME",
@@ -48,6 +56,7 @@ __all__ = [
     "Scheduler",
     "ServeConfig",
     "SessionFolds",
+    "SharedText",
     "TeamLog",
     "Teammate",
     "Token",
@@ -94,11 +103,12 @@ if not TYPE_CHECKING:
                 "FrameWriter",
                 "HypercornSeam",
                 "SCOPE_KEY",
+                "SharedText",
                 "frame_writer",
                 "seam_problem",
             ),
             "._live_session": ("LiveSession", "ahp_envelopes"),
-            "._outbox": ("CLOSE_FELL_BEHIND", "CLOSE_GOING_AWAY", "Outbox"),
+            "._outbox": ("CLOSE_FELL_BEHIND", "CLOSE_GOING_AWAY", "CLOSE_INTERNAL_ERROR", "Outbox"),
             "._principals": ("Principals",),
             "._rate_limit": ("TokenBucket",),
             "._scheduler": ("Scheduler", "Teammate", "describe_schedule"),

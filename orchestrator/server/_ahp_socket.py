@@ -8,11 +8,13 @@ Two tasks per connection, plus one per session the client follows, in one nurser
   (:func:`~orchestrator.protocols._ahp_rpc.parse_call`) and carries out each call in turn; a bad
   frame or a refused call is answered with a JSON-RPC error and the connection stays
   usable;
-- a **feed** per session moves the session's facts from its bus subscription to the
-  channels the client subscribed to, as ``action`` notifications
-  (:func:`~orchestrator.protocols._ahp_rpc.channel_envelopes`: every change of a channel's
-  state, and each with its fact's ``origin``, so every subscriber sees a client's action as
-  its dispatcher's echo does);
+- a **feed** per session the client follows: a sink of the session
+  (:class:`~orchestrator.server._live_session.Sink`), which the session hands each fact as
+  it is published, puts it on the channels the client subscribed to as ``action``
+  notifications (:func:`~orchestrator.protocols._ahp_rpc.channel_envelopes`: every change of
+  a channel's state, and each with its fact's ``origin``, so every subscriber sees a client's
+  action as its dispatcher's echo does), frames made once per session for every client
+  (:meth:`LiveSession.action_frames`); no task and no bus subscription of its own;
 - the **sender** writes frames to the socket;
 - while the client follows ``ahp-root://``, a **root forwarder** moves what the daemon's
   :class:`~orchestrator.server._root_channel.RootChannel` publishes (``root/*`` actions and
@@ -20,14 +22,15 @@ Two tasks per connection, plus one per session the client follows, in one nurser
   from this connection's bounded root subscription to the outbox; a subscription that fills
   up is dropped, and the client disconnected with 1008, like a full outbox.
 
-Everything goes through one bounded outbox: a client that lets it fill up, or whose bus
-subscription was dropped, is disconnected (close code 1008, "fell behind").
+Everything goes through one bounded outbox: a client that lets it fill up is disconnected
+(close code 1008, "fell behind").
 
 No gap, no duplicate. A channel's snapshot is taken from the session's committed state
-*after* the session's bus subscription exists, and the channel remembers the state's
+*after* the feed is attached to the session, and the channel remembers the state's
 ``last_sequence`` as its ``from_seq``: the feed passes only facts above it, and every fact
-above it reaches the bus after the subscription was made. The feed and the reader never
-interleave within a step, so a snapshot's response is queued before any action after it.
+above it is published after the feed was attached. Facts are published by another task,
+so never within a step of the reader: a snapshot's response is queued before any action
+after it.
 ``reconnect`` reads the journal (in a thread) for the replay; meanwhile the feed holds the
 channels' new actions back (``_Channel.held``) and lets them go after the response.
 The root channel is numbered apart (its own ``serverSeq``) and never replayed: its snapshot is
@@ -54,6 +57,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -105,7 +109,7 @@ from orchestrator.protocols import (
     parse_call,
     result_frame,
 )
-from orchestrator.runtime import Ids, Subscription
+from orchestrator.runtime import Ids
 
 from ._ahp_dispatch import ActionDispatcher
 from ._auth import Permission, Principal
@@ -113,7 +117,7 @@ from ._config import Limits
 from ._daemon import Daemon
 from ._live_session import CHAT_PREFIX, SESSION_PREFIX, LiveSession, ahp_envelopes
 from ._metrics import DaemonMetrics
-from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
+from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, CLOSE_INTERNAL_ERROR, Outbox
 from ._rate_limit import TokenBucket
 from ._root_channel import RootSubscription, session_channel_state
 
@@ -190,11 +194,23 @@ class _Channel:
 
 @attrs.define(eq=False)
 class _Feed:
-    """A live session's facts, on their way to the client's channels of that session."""
+    """A live session's facts, on their way to the client's channels of that session: a
+    sink the session pushes each fact to as it is published (see Sink)."""
 
     live: LiveSession
-    subscription: Subscription
-    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    socket: AhpSocket
+
+    def deliver(self, fact: Fact, frames: tuple[str, ...], team: Sequence[str]) -> None:
+        try:
+            self.socket._deliver(self.live, fact)
+        except Exception:
+            # The session logs it and stops feeding this client: tell the client, rather
+            # than leave it subscribed to channels that say nothing more.
+            self.socket._hang_up(CLOSE_INTERNAL_ERROR, "the session's feed failed")
+            raise
+
+    def ended(self, reason: str | None = None) -> None:
+        """A session that ended leaves its channels subscribed: nothing more comes on them."""
 
 
 class AhpSocket:
@@ -244,7 +260,8 @@ class AhpSocket:
                 nursery.cancel_scope.cancel()
         finally:
             for feed in self._feeds.values():
-                feed.live.unfollow(feed.subscription)
+                feed.live.detach(feed)
+                feed.live.clients -= 1
             if self._root is not None:
                 self.daemon.root.unsubscribe(self._root)
 
@@ -272,10 +289,9 @@ class AhpSocket:
         """The feed of ``live``, made (with its bus subscription) on first use."""
         feed = self._feeds.get(live.uri)
         if feed is None:
-            subscription, _ = live.follow(f"ahp {self.principal.name}")
-            feed = self._feeds[live.uri] = _Feed(live=live, subscription=subscription)
-            assert self._nursery is not None
-            self._nursery.start_soon(self._forward, feed)
+            feed = self._feeds[live.uri] = _Feed(live=live, socket=self)
+            live.attach(feed)
+            live.clients += 1  # a session a client follows is never put away
         return feed
 
     def _drop_feed_if_unused(self, session: str) -> None:
@@ -283,21 +299,8 @@ class AhpSocket:
             return
         feed = self._feeds.pop(session, None)
         if feed is not None:
-            feed.scope.cancel()
-            feed.live.unfollow(feed.subscription)
-
-    async def _forward(self, feed: _Feed) -> None:
-        with feed.scope:
-            while True:
-                try:
-                    batch = await feed.subscription.receive_batch()
-                except trio.EndOfChannel:
-                    break
-                for fact in batch:
-                    self._deliver(feed.live, fact)
-            if feed.subscription.dropped_reason is not None:
-                self._hang_up(CLOSE_FELL_BEHIND, feed.subscription.dropped_reason)
-        # A session that ended leaves its channels subscribed: nothing more comes on them.
+            feed.live.detach(feed)
+            feed.live.clients -= 1
 
     def _deliver(self, live: LiveSession, fact: Fact) -> None:
         for channel in list(self._channels.values()):

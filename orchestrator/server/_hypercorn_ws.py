@@ -23,6 +23,14 @@ returns ``None`` without the first (another server, a test client, a changed hyp
 caller sends through Starlette), and writes through hypercorn only, without the socket
 (HTTP/2, TLS). ``tests/test_hypercorn_ws.py`` fails if the seam changes.
 
+A text many clients are sent (a fact's events, made once per session) is a
+:class:`SharedText`: its WebSocket frame is made once, by wsproto, by the first writer that
+sends it, and the very same bytes go to every connection that frames as that one does (a
+server's frames are not masked; one without extensions, which is what the seam checks:
+permessage-deflate compresses each connection's frames with a context of its own, so
+those connections frame the text themselves). A client then costs the daemon a lookup and
+its share of a ``send()``, not an encoding.
+
 Only text frames go this way; accepting, closing and reading stay with Starlette.
 :meth:`FrameWriter.abort` closes the socket under a write that waits for a client which
 stopped reading: hypercorn shields each write from cancellation, so without it such a
@@ -44,7 +52,9 @@ from typing import Any, Final
 import trio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
+from wsproto.connection import ConnectionState
 from wsproto.events import TextMessage
+from wsproto.frame_protocol import FrameProtocol
 from wsproto.utilities import LocalProtocolError
 
 try:
@@ -60,6 +70,7 @@ __all__ = [
     "SCOPE_KEY",
     "FrameWriter",
     "HypercornSeam",
+    "SharedText",
     "frame_writer",
     "seam_problem",
 ]
@@ -174,6 +185,38 @@ async def _received_disconnect(receive: Receive) -> bool:
     return False
 
 
+class SharedText(str):
+    """A text frame sent to many clients, as it is (a ``str``), and its WebSocket frame,
+    made once by the first writer that sends it on a connection without extensions
+    (:attr:`frame`, ``None`` until then); every such connection is sent those same bytes."""
+
+    frame: bytes | None = None
+
+    def framed(self) -> bytes:
+        """The server's unmasked text frame of this text, with no extension (made once)."""
+        frame = self.frame
+        if frame is None:
+            frame = self.frame = bytes(_FRAMES.send_data(str(self), fin=True))
+        return frame
+
+
+#: Frames whole text messages for :class:`SharedText`: wsproto's own framing of a server
+#: connection without extensions (each frame is final, so it keeps no state between them).
+_FRAMES: Final = FrameProtocol(client=False, extensions=[])
+
+
+def _frames_plainly(connection: Any) -> bool:
+    """Whether ``connection`` (a wsproto ``Connection``) sends a text as
+    :meth:`SharedText.framed` frames it: open, and no extension negotiated."""
+    proto = getattr(connection, "_proto", None)
+    return (
+        connection.state is ConnectionState.OPEN
+        and proto is not None
+        and getattr(proto, "extensions", None) == []
+        and getattr(proto, "_outbound_opcode", None) is None
+    )
+
+
 class FrameWriter:
     """Writes text frames to one hypercorn WebSocket; one writer task at a time."""
 
@@ -196,8 +239,12 @@ class FrameWriter:
         if stream.closed or stream.state is not ASGIWebsocketState.CONNECTED:
             return
         connection = stream.connection
+        plain = _frames_plainly(connection)
         frames = []
         for text in texts:
+            if plain and isinstance(text, SharedText):
+                frames.append(text.framed())  # made once for every client
+                continue
             try:
                 frames.append(connection.send(TextMessage(data=text)))
             except LocalProtocolError:

@@ -52,6 +52,7 @@ from orchestrator.protocols import (
 )
 from orchestrator.runtime import BusStatistics, Ids, RunOutcome, Subscription, TeamRuntime
 
+from ._hypercorn_ws import SharedText
 from ._team_log import TeamLog, team_frame
 
 __all__ = [
@@ -320,18 +321,6 @@ class LiveSession:
         """End a subscription of :meth:`subscribe` (its client went, or stopped following)."""
         self._runtime.bus.unsubscribe(subscription)
 
-    def follow(self, name: str) -> tuple[Subscription, TeamState]:
-        """:meth:`subscribe` for a connected client, counted as one (see :meth:`attached`)
-        until :meth:`unfollow`: a session a client follows is never put away."""
-        subscription, state = self.subscribe(name)
-        self.clients += 1
-        return subscription, state
-
-    def unfollow(self, subscription: Subscription) -> None:
-        """End a subscription of :meth:`follow`, and count its client gone."""
-        self.unsubscribe(subscription)
-        self.clients -= 1
-
     def observe(self, observer: Callable[[Sequence[Fact]], None]) -> None:
         """Call ``observer`` with each batch of facts as it is published, before any
         subscriber reads it (see :meth:`~orchestrator.runtime._bus.FactBus.observe`)."""
@@ -428,7 +417,7 @@ class LiveSession:
         frames = self._action_frames.get(key)
         if frames is None:
             frames = tuple(
-                (envelope.server_seq, notification_frame("action", envelope))
+                (envelope.server_seq, SharedText(notification_frame("action", envelope)))
                 for envelope in ahp_envelopes(self.state, fact, channel)
             )
             self._action_frames[key] = frames
@@ -456,13 +445,16 @@ class LiveSession:
             team: Sequence[str] = ()
             if self._team_log is not None:
                 try:
-                    team = [team_frame(line) for line in self._team_log.feed((fact,))[0]]
+                    team = [
+                        SharedText(team_frame(line)) for line in self._team_log.feed((fact,))[0]
+                    ]
                 except Exception:
                     log.exception("the team log failed", session=self.uri, fact=fact.sequence)
                     self._team_log = None  # the next reader starts one afresh
             if not self._sinks:
                 continue
-            frames = tuple(json.dumps(e, ensure_ascii=False) for e in events)
+            # Made once for every client, and framed once for those that frame alike.
+            frames = tuple(SharedText(json.dumps(e, ensure_ascii=False)) for e in events)
             for sink in list(self._sinks):
                 try:
                     sink.deliver(fact, frames, team)

@@ -24,11 +24,13 @@ from starlette.websockets import WebSocket
 
 from ._hypercorn_ws import FrameWriter, frame_writer
 
-__all__ = ["CLOSE_FELL_BEHIND", "CLOSE_GOING_AWAY", "Outbox"]
+__all__ = ["CLOSE_FELL_BEHIND", "CLOSE_GOING_AWAY", "CLOSE_INTERNAL_ERROR", "Outbox"]
 
-#: Close codes: 1008 policy violation (the client fell behind), 1001 going away.
+#: Close codes: 1008 policy violation (the client fell behind), 1001 going away, 1011 an
+#: internal error (what the client was being fed failed).
 CLOSE_FELL_BEHIND: Final = 1008
 CLOSE_GOING_AWAY: Final = 1001
+CLOSE_INTERNAL_ERROR: Final = 1011
 #: The most frames written together (a client far behind catches up in writes of this many).
 MAX_BATCH: Final = 64
 #: How long a client that is hung up on has to take what is left and the close frame before
