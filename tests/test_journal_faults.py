@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import stat
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,6 @@ import trio.testing
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-import orchestrator.journal._journal
 from orchestrator.ahp import (
     ChatDeltaAction,
     ChatResponsePartAction,
@@ -262,7 +262,9 @@ class TestTheWriterNeverDiesSilently:
         async with trio.open_nursery() as services:
             await services.start(journal.serve)
             await wait_all(journal.submit([started(A)]))
-            monkeypatch.setattr(orchestrator.journal._journal, "_write_group", broken)
+            # Where this journal's writer looks it up (each database's module imports it).
+            writer_module = sys.modules[type(journal).__module__]
+            monkeypatch.setattr(writer_module, "_write_group", broken)
             tickets = [journal.submit([view(A, n)]) for n in range(2, 6)]
             await wait_all(*tickets)
             assert all(t.error is not None for t in tickets)
