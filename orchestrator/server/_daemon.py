@@ -424,6 +424,8 @@ class Daemon:
         uri = session_uri(session)
         live = self.sessions.get(uri)
         if live is not None and not live.put_away:
+            if live.resuming is not None:
+                await live.resuming.wait()  # being taken up: its approvals reopened first
             return live
         async with self._finding:  # two clients asking at once take it up once
             live = self.sessions.get(uri)
@@ -468,7 +470,11 @@ class Daemon:
             name, team, state=state, background=None if run is None else run.background
         )
         live = LiveSession(self, name, runtime)
-        await self._launch(live, runtime.resume)
+        live.resuming = resuming = trio.Event()
+        try:
+            await self._launch(live, runtime.resume)
+        finally:
+            resuming.set()
         log.info("session taken up", session=uri, team=name)
         return live
 

@@ -154,6 +154,10 @@ class LiveSession:
         # that is under way ends before it puts the session away or stops it.
         self.start_lock = trio.Lock()
         self.started = runtime.state.run is not None
+        # Set once a session taken up from the journal has reopened what it waits for
+        # (approvals, questions): a client that finds it meanwhile waits for this, or its
+        # answer to a surviving approval would be refused. None: nothing to wait for.
+        self.resuming: trio.Event | None = None
         self.finished = trio.Event()
         # The coordinator's running turn: the queued message it answers (None: the first).
         self._running: tuple[str | None] | None = None
