@@ -75,7 +75,7 @@ from ._hypercorn_ws import HypercornSeam, OpenSockets, seam_problem
 from ._live_session import session_id, session_uri
 from ._metrics import CONTENT_TYPE, DaemonMetrics
 from ._outbox import CLOSE_GOING_AWAY
-from ._principals import Principals
+from ._principals import AccessRefusedError, Principals
 from ._scheduler import Scheduler
 from ._sd_notify import SystemdNotifier
 from ._teammates_socket import serve_teammates
@@ -165,14 +165,9 @@ def build_app(
     limits = config.limits
 
     def require(request: Request, permission: Permission) -> Principal:
-        if principals.foreign(request):
-            raise _HttpError(403, "a request from another site's page is refused")
-        principal = principals.of(request)
-        if principal is None:
-            raise _HttpError(401, "a bearer token is needed (Authorization: Bearer TOKEN)")
-        if not principal.may(permission):
-            raise _HttpError(403, f"this token may not {permission}")
-        return principal
+        return principals.require(
+            request, permission, sign_in="a bearer token is needed (Authorization: Bearer TOKEN)"
+        )
 
     def guarded(
         endpoint: Callable[[Request], Awaitable[Response]],
@@ -180,10 +175,11 @@ def build_app(
         async def handle(request: Request) -> Response:
             try:
                 return await endpoint(request)
-            except _HttpError as exc:
+            except AccessRefusedError as exc:
                 extra = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
-                if exc.close:
-                    extra["Connection"] = "close"
+                return _json_error(exc.status, exc.message, **extra)
+            except _HttpError as exc:
+                extra = {"Connection": "close"} if exc.close else {}
                 return _json_error(exc.status, exc.message, **extra)
             except _ClientGoneError as exc:
                 log.info("request abandoned", path=request.url.path, reason=str(exc))

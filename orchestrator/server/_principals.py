@@ -20,10 +20,20 @@ from urllib.parse import urlsplit
 
 from starlette.requests import HTTPConnection
 
-from ._auth import COOKIE_NAME, LOCAL, Authenticator, Principal
+from ._auth import COOKIE_NAME, LOCAL, Authenticator, Permission, Principal
 from ._config import is_loopback
 
-__all__ = ["Principals"]
+__all__ = ["AccessRefusedError", "Principals"]
+
+
+class AccessRefusedError(Exception):
+    """A request refused for who sends it: 401 (no credential this daemon accepts) or 403
+    (another site's page, or a principal without the permission); what to tell the client."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
 class Principals:
@@ -43,6 +53,21 @@ class Principals:
         if self.auth.open:
             return LOCAL
         return self.auth.from_cookie(connection.cookies.get(COOKIE_NAME), now=self._clock())
+
+    def require(
+        self, connection: HTTPConnection, permission: Permission, *, sign_in: str
+    ) -> Principal:
+        """The principal of ``connection`` if it may ``permission``; else
+        :class:`AccessRefusedError` (``sign_in``: how this route's clients present a credential,
+        said with the 401)."""
+        if self.foreign(connection):
+            raise AccessRefusedError(403, "a request from another site's page is refused")
+        principal = self.of(connection)
+        if principal is None:
+            raise AccessRefusedError(401, sign_in)
+        if not principal.may(permission):
+            raise AccessRefusedError(403, f"this token may not {permission}")
+        return principal
 
     def _bearer(self, connection: HTTPConnection) -> bool:
         """Whether ``connection`` brings a token of its own (with tokens configured)."""

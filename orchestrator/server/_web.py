@@ -45,7 +45,7 @@ from orchestrator.protocols import chat_transcript
 from ._auth import COOKIE_LIFETIME, COOKIE_NAME, Permission, Principal
 from ._daemon import Daemon
 from ._live_session import LiveSession, session_id, session_uri
-from ._principals import Principals
+from ._principals import AccessRefusedError, Principals
 from ._rate_limit import TokenBucket
 from ._session_folds import EnvelopeCache, GraphCache
 from ._web_assets import CONTENT_SECURITY_POLICY, WebAssets
@@ -164,14 +164,9 @@ def web_routes(
     failed_sign_ins: dict[str, TokenBucket] = {}
 
     def require(request: Request, permission: Permission = Permission.READ) -> Principal:
-        if principals.foreign(request):
-            raise WebError(403, "a request from another site's page is refused")
-        principal = principals.of(request)
-        if principal is None:
-            raise WebError(401, "sign in first (POST /api/login with a token)")
-        if not principal.may(permission):
-            raise WebError(403, f"this token may not {permission}")
-        return principal
+        return principals.require(
+            request, permission, sign_in="sign in first (POST /api/login with a token)"
+        )
 
     def handled(
         endpoint: Callable[[Request], Awaitable[Response]],
@@ -179,7 +174,7 @@ def web_routes(
         async def handle(request: Request) -> Response:
             try:
                 return await endpoint(request)
-            except WebError as exc:
+            except (WebError, AccessRefusedError) as exc:
                 return _json({"error": exc.message}, exc.status)
             except FactLogError as exc:
                 log.warning("journal read failed", path=request.url.path, error=exc.message)
