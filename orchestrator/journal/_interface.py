@@ -32,9 +32,10 @@ if TYPE_CHECKING:
 
     from ._journal import JournalStatistics
     from ._pg_leases import PostgresLeases
+    from ._prune import PruneReport
     from ._reader import JournalReader
 
-__all__ = ["Db", "Journal", "db_location", "open_journal", "open_reader"]
+__all__ = ["Db", "Journal", "db_location", "open_journal", "open_reader", "prune"]
 
 #: What ``--db`` (or ``db =``) may be: a SQLite file's path, or a PostgreSQL URL.
 Db = str | os.PathLike[str]
@@ -133,6 +134,19 @@ def open_reader(db: Db) -> JournalReader:
     from ._reader import JournalReader
 
     return JournalReader(Path(db))
+
+
+def prune(db: Db, *, older_than: dt.timedelta, now: dt.datetime, dry_run: bool) -> PruneReport:
+    """Remove the ended sessions of the journal ``db`` names (a SQLite file, or a
+    PostgreSQL database) last written before ``now - older_than`` (:mod:`._prune`,
+    :mod:`._pg_prune`); blocking."""
+    if is_postgres_url(db):
+        from ._pg_prune import prune_postgres
+
+        return prune_postgres(str(db), older_than=older_than, now=now, dry_run=dry_run)
+    from ._prune import prune_sqlite
+
+    return prune_sqlite(Path(db), older_than=older_than, now=now, dry_run=dry_run)
 
 
 if TYPE_CHECKING:
