@@ -176,11 +176,14 @@ class PostgresLeases:
                 self._connection.close()
                 self._connection = None
 
-    def acquire(self, session: str, *, now: dt.datetime | None = None) -> Lease:
+    def acquire(
+        self, session: str, *, now: dt.datetime | None = None, replacing: str = ""
+    ) -> Lease:
         """Take ``session``'s lease if nobody holds it, it expired, or it is this node id's
-        own (its epoch then moves on, so whatever wrote under the old one is fenced off);
-        returns the lease as it now is: ``lease.owner != self.node`` when another node
-        holds it."""
+        own (its epoch then moves on, so whatever wrote under the old one is fenced off),
+        or node ``replacing``'s (one the caller knows is dead: an ``orchestrator run``
+        killed on this machine); returns the lease as it now is: ``lease.owner !=
+        self.node`` when another node holds it."""
         epoch = self._held.get(session)
         if epoch is not None:
             rows = self._run(
@@ -197,9 +200,9 @@ class PostgresLeases:
                 "ON CONFLICT (session) DO UPDATE SET owner = excluded.owner, "
                 "epoch = l.epoch + 1, expires_at = excluded.expires_at "
                 "WHERE l.expires_at <= coalesce(%s::timestamptz, clock_timestamp()) "
-                "OR l.owner = excluded.owner "
+                "OR l.owner = excluded.owner OR (%s <> '' AND l.owner = %s) "
                 "RETURNING epoch, expires_at",
-                (session, self.node, now, self.ttl, now),
+                (session, self.node, now, self.ttl, now, replacing, replacing),
             )
             if rows:
                 epoch, expires_at = int(rows[0][0]), rows[0][1]
