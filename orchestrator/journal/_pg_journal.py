@@ -112,8 +112,8 @@ class PostgresJournal(_GroupCommitJournal):
                 # A write transaction holds its sessions' lease rows (the fence): a writer
                 # that stalls inside one (a stopped process, a partition) must not keep
                 # other nodes from taking them over. The server ends a connection idle in
-                # a transaction past the TTL; this journal then fails (as when the
-                # connection is lost), its sessions taken up elsewhere.
+                # a transaction past the TTL (its sessions are taken up elsewhere); the
+                # writer then reconnects, and its retried batches meet the fence.
                 ttl_ms = max(1, round(self.leases.ttl * 1000))
                 connection.execute(f"SET idle_in_transaction_session_timeout = {ttl_ms}")
         except psycopg.Error as exc:
