@@ -389,6 +389,28 @@ class TestServerRestart:
         assert len(events(logs, "journal connection lost: reconnecting")) == 1
         assert len(events(logs, "journal reconnected")) == 1
 
+    async def test_a_journal_stopping_while_it_reconnects_stops_within_its_drain_limit(
+        self, own_postgres_server: PostgresServer
+    ) -> None:
+        """A shutdown does not wait ``reconnect_for``: after the drain limit the reconnection
+        stops, and the batch it held fails as a backlog abandoned (never acknowledged)."""
+        db = own_postgres_server.create_database()
+        journal = open_journal(db, reconnect_for=60, drain_limit=0.5)
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            await wait_all(journal.submit([started(A)]))
+            await trio.to_thread.run_sync(own_postgres_server.stop, "fast")
+            held = journal.submit([view(A, 2)])
+            with trio.fail_after(10):
+                while journal.reconnecting is None:  # noqa: ASYNC110 (the writer is a thread)
+                    await trio.sleep(0.01)
+            began = time.monotonic()
+            services.cancel_scope.cancel()
+        assert time.monotonic() - began < 5
+        assert held.error is not None
+        assert "the journal closed before this batch was written" in held.error.message
+        assert journal.failed is None
+
     async def test_a_daemons_session_pauses_over_a_restart_and_its_client_sees_no_error(
         self, tmp_path: Path, own_postgres_server: PostgresServer
     ) -> None:
