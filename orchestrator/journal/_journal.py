@@ -168,9 +168,12 @@ class _GroupCommitJournal:
         #: Seconds the writer tries to connect again after losing its connection (a
         #: database server's restart) before the journal fails; see the module docstring.
         self.reconnect_for = reconnect_for
-        # When the writer lost its connection (time.monotonic(), and the wall clock's for
-        # /healthz), until a transaction commits on a new one; None while it has one.
+        # When the writer lost its connection (time.monotonic(), and the wall clock's),
+        # until a transaction commits on a new one (the bound counts from the first loss
+        # of a server that comes and goes); None while it has one.
         self._lost_at: float | None = None
+        self._lost_since: dt.datetime | None = None
+        # _lost_since while the writer has no connection (it is reconnecting): /healthz.
         self._reconnecting: dt.datetime | None = None
         self._stopping = threading.Event()  # cuts a reconnection's pause short
         # Batches and other writes for the writer thread; None tells it to stop.
@@ -356,7 +359,7 @@ class _GroupCommitJournal:
                 group = self._recover(group, lost.__cause__ or lost)
                 continue
             if self._lost_at is not None:
-                self._lost_at = self._reconnecting = None  # a transaction committed again
+                self._lost_at = self._lost_since = None  # a transaction committed again
             return
 
     def _write_together(self, connection: Any, group: list[_Item]) -> None:
@@ -441,13 +444,14 @@ class _GroupCommitJournal:
         or once the journal stops, the group fails (and with the bound, the journal)."""
         if self._lost_at is None:
             self._lost_at = time.monotonic()
-            self._reconnecting = dt.datetime.now(dt.UTC)
+            self._lost_since = dt.datetime.now(dt.UTC)
             log.warning(
                 "journal connection lost: reconnecting",
                 path=self.source,
                 error=_printable(" ".join(str(exc).split())),
                 within=self.reconnect_for,
             )
+        self._reconnecting = self._lost_since
         while True:
             try:
                 connection = reconnect(
@@ -458,10 +462,11 @@ class _GroupCommitJournal:
                 )
                 committed = _stored_batches(connection, group)
             except UnreachableError as unreachable:
-                self._lost_at = self._reconnecting = None
+                self._lost_at = self._lost_since = self._reconnecting = None
                 self._journal_failed(unreachable, group)
                 return []
             except ReconnectStoppedError:
+                self._reconnecting = None
                 abandoned = self._abandoned
                 assert abandoned is not None
                 self._token_run(self._settled, [(t, abandoned) for t in _tickets(group)], {})
@@ -471,6 +476,7 @@ class _GroupCommitJournal:
                     raise
                 continue
             break
+        self._reconnecting = None  # before any ticket of the group completes
         log.info(
             "journal reconnected",
             path=self.source,
