@@ -14,6 +14,10 @@ PostgreSQL refuses to run as root, and the tests run as root here and in CI: the
 cluster's directory is given to ``nobody`` and ``initdb``, ``pg_ctl`` and the server run
 as that user (``subprocess``'s ``user=``/``group=``, no ``su`` needed).
 
+Tests that stop or restart the server (the journal reconnecting) take a cluster of their
+own, ``own_postgres_server`` (one per test, a second or two to make), so that the other
+tests' cluster never goes away under them.
+
 ``fsync=off`` (and ``full_page_writes=off``): what the tests check is the journal's
 side of durability, that a batch is acknowledged only after PostgreSQL answered its
 COMMIT; whether PostgreSQL then reaches the platter is PostgreSQL's business, and a
@@ -46,6 +50,7 @@ __all__ = [
     "find_postgres_binaries",
     "journal_db",
     "new_journal_db",
+    "own_postgres_server",
     "postgres_database",
     "postgres_server",
 ]
@@ -81,6 +86,7 @@ class PostgresServer:
     directory: Path
     port: int
     as_user: dict[str, Any]  # subprocess's user=/group= when run as root, else empty
+    options: str = ""  # the server's command line options (pg_ctl -o)
     _databases: Iterator[int] = attrs.field(factory=lambda: itertools.count(1))
 
     def url(self, database: str = "postgres") -> str:
@@ -95,13 +101,36 @@ class PostgresServer:
             connection.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
-    def stop(self) -> None:
+    def stop(self, mode: str = "immediate") -> None:
         subprocess.run(
-            [self.bin / "pg_ctl", "stop", "-D", self.directory / "data", "-m", "immediate"],
+            [self.bin / "pg_ctl", "stop", "-w", "-D", self.directory / "data", "-m", mode],
             capture_output=True,
             check=False,
             **self.as_user,
         )
+
+    def start(self) -> None:
+        """Start a stopped server again, on the same port, with the same options."""
+        self._ctl("start", "-o", self.options)
+
+    def restart(self, mode: str = "fast") -> None:
+        """Stop the server (``fast``: every connection ended, as an administrator's
+        restart or a failover does) and start it again on the same port."""
+        self._ctl("restart", "-m", mode)
+
+    def _ctl(self, command: str, *options: str) -> None:
+        data = self.directory / "data"
+        arguments: list[Any] = [self.bin / "pg_ctl", command, "-w", "-t", "60", "-D", data]
+        arguments += [*options, "-l", self.directory / "server.log"]
+        done = subprocess.run(
+            arguments,
+            capture_output=True,
+            text=True,
+            check=False,
+            **self.as_user,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"pg_ctl {command} failed: {done.stderr}{done.stdout}")
 
 
 def _unprivileged() -> dict[str, Any]:
@@ -179,7 +208,9 @@ def start_postgres(bin_dir: Path) -> PostgresServer:
             **as_user,
         )
         if started.returncode == 0:
-            return PostgresServer(bin=bin_dir, directory=directory, port=port, as_user=as_user)
+            return PostgresServer(
+                bin=bin_dir, directory=directory, port=port, as_user=as_user, options=options
+            )
         log = directory / "server.log"
         problem = started.stderr + (log.read_text(errors="replace")[-2000:] if log.exists() else "")
     shutil.rmtree(directory, ignore_errors=True)
@@ -198,6 +229,24 @@ def postgres_server() -> Iterator[PostgresServer]:
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
+    server = start_postgres(bin_dir)
+    try:
+        yield server
+    finally:
+        server.stop()
+        with contextlib.suppress(OSError):
+            shutil.rmtree(server.directory)
+
+
+@pytest.fixture
+def own_postgres_server() -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL cluster for this test alone, which it may stop, restart and
+    start (see the module docstring)."""
+    bin_dir = find_postgres_binaries()
+    if bin_dir is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL's binaries are missing: apt-get install postgresql")
+        pytest.skip("PostgreSQL's binaries are missing: apt-get install postgresql")
     server = start_postgres(bin_dir)
     try:
         yield server

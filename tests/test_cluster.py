@@ -12,6 +12,7 @@ These tests wait for processes (real time, with a short ``lease_ttl``), as
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
@@ -36,6 +37,7 @@ from orchestrator.journal import open_reader
 from .ahp_client import connect_ahp
 from .conftest import PROJECT_ROOT
 from .daemon import RunningDaemon, connect
+from .postgres import direct_sql
 
 #: Seconds a lease lasts in these tests (renewed every second, scanned every second).
 TTL = 3.0
@@ -370,3 +372,87 @@ class TestTeammates:
         for session in sessions[:before]:
             ran = await trio.to_thread.run_sync(reader.facts, session)
             assert [f.type for f in ran].count("team/runStarted") == 1
+
+
+#: A coordinator that takes a while (longer than the run's lease, unless renewed).
+SLOW = """
+[team]
+name = "slow"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { sleep = 5 }, { say = "done at last" } ]
+"""
+
+
+def orchestrator(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=PROJECT_ROOT,
+    )
+
+
+class TestRunsBesideNodes:
+    async def test_a_run_holds_its_sessions_lease_while_it_runs(
+        self, nodes: Callable[..., Node], postgres_database: str, tmp_path: Path
+    ) -> None:
+        """``orchestrator run --db postgresql://`` beside a daemon: the run's lease (1.5 s
+        here) is renewed while it runs (5 s), so the daemon, scanning every second for
+        expired leases, never takes the session over; the run completes as one log."""
+        a = nodes("a")
+        team = tmp_path / "slow.toml"
+        team.write_text(SLOW, encoding="utf-8")
+        run = functools.partial(
+            orchestrator,
+            "run",
+            team,
+            "take your time",
+            "--db",
+            postgres_database,
+            "--plain",
+            "--approve",
+            "auto",
+            "--json",
+            "--lease-ttl",
+            "1.5",
+        )
+        done = await trio.to_thread.run_sync(run)
+
+        assert done.returncode == 0, done.stderr
+        outcome = json.loads(done.stdout)
+        assert outcome["status"] == "completed"
+        uri = outcome["session"]
+        facts = open_reader(postgres_database).facts(uri)
+        assert [f.sequence for f in facts] == list(range(1, len(facts) + 1))
+        assert "team/runResumed" not in [f.type for f in facts], "nobody took it over"
+        assert "session taken over" not in [e["event"] for e in a.events()]
+        assert "lease lost" not in done.stderr
+        assert (await a.health())["owned_sessions"] == []
+        with direct_sql(postgres_database) as connection:
+            owners = connection.execute(
+                "SELECT owner FROM session_leases WHERE session = ?", (uri,)
+            ).fetchall()
+        assert owners in ([], [("",)]), "given up when the run ended"
+
+    async def test_resume_refuses_a_session_a_live_node_holds_naming_it(
+        self, nodes: Callable[..., Node], postgres_database: str
+    ) -> None:
+        """A session parked on node a: ``orchestrator resume`` on the same database does
+        not take it (exit 3: try again later), and says which node runs it; a keeps it."""
+        a = nodes("a")
+        uri, _ = await park_a_session(a)
+        refused = await trio.to_thread.run_sync(
+            functools.partial(
+                orchestrator, "resume", uri, "--db", postgres_database, "--approve", "auto"
+            )
+        )
+        assert refused.returncode == 3, refused.stderr
+        assert f"{uri} runs on node a" in refused.stderr
+        assert (await a.health())["owned_sessions"] == [uri]
+        facts = open_reader(postgres_database).facts(uri)
+        assert "team/runResumed" not in [f.type for f in facts]

@@ -554,32 +554,3 @@ class TestCheapLookups:
         replacement.replace(db)
         with pytest.raises(FactLogError, match="not an orchestrator journal"):
             reader.sessions()
-
-
-class TestPostgresServerFaults:
-    async def test_a_lost_connection_stops_the_whole_journal(self, postgres_database: str) -> None:
-        """The server ending the writer's connection (a restart, an administrator, a
-        failover) is not one session's fault: the journal fails as a whole, with the
-        server's reason, for every session; what was acknowledged before is on the server."""
-        journal: Journal = open_journal(postgres_database)
-        async with trio.open_nursery() as services:
-            await services.start(journal.serve)
-            await wait_all(journal.submit([started(A)]))
-            with direct_sql(postgres_database) as connection:
-                (ended,) = connection.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE application_name = 'orchestrator journal writer' "
-                    "AND datname = current_database()"
-                ).fetchone()
-            assert ended
-            lost = journal.submit([started(B)])
-            await wait_all(lost)
-            assert lost.error is not None
-            assert journal.failed is lost.error
-            assert "the journal failed" in str(journal.failed)
-            assert "terminat" in str(journal.failed)  # the server's own words
-            with pytest.raises(FactLogError, match="the journal failed"):
-                journal.submit([view(A, 2)])
-            services.cancel_scope.cancel()
-        assert sequences(postgres_database, A) == [1]
-        assert not open_reader(postgres_database).has_session(B)

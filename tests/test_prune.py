@@ -1,11 +1,11 @@
 """Pruning a journal: ended sessions older than a cutoff go, with everything they hold;
-running ones and recent ones stay, and so does every other session's data."""
+running ones and recent ones stay, and so does every other session's data. On both
+databases (``journal_db``); on PostgreSQL a session a live node holds the lease of stays."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -14,30 +14,31 @@ import pytest
 import trio
 
 from orchestrator.base import FactLogError
-from orchestrator.journal import JournalReader, SqliteJournal, prune
+from orchestrator.journal import open_journal, open_reader, prune
 from orchestrator.runtime import TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import load_team
 
 from .conftest import PROJECT_ROOT
+from .postgres import direct_sql
 from .test_journal import HANDOFF, run_team
 
 NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
 TABLES = ("facts", "snapshot_parts", "snapshots", "agent_messages", "session_teams", "sessions")
 
 
-def age(db: Path, session: str, *, days: int, status: str | None = None) -> None:
+def age(db: Path | str, session: str, *, days: int, status: str | None = None) -> None:
     """Make ``session`` last written ``days`` before NOW (and set its status)."""
     written = (NOW - dt.timedelta(days=days)).isoformat(timespec="milliseconds")
-    with sqlite3.connect(db) as connection:
+    with direct_sql(db) as connection:
         connection.execute(
             "UPDATE sessions SET updated_at = ?, status = coalesce(?, status) WHERE session = ?",
             (written.replace("+00:00", "Z"), status, session),
         )
 
 
-def rows(db: Path, session: str) -> dict[str, int]:
-    with sqlite3.connect(db) as connection:
+def rows(db: Path | str, session: str) -> dict[str, int]:
+    with direct_sql(db) as connection:
         return {
             table: connection.execute(
                 f"SELECT count(*) FROM {table} WHERE session = ?",
@@ -48,9 +49,9 @@ def rows(db: Path, session: str) -> dict[str, int]:
 
 
 @pytest.fixture
-async def journal_of_four(tmp_path: Path) -> tuple[Path, list[str]]:
+async def journal_of_four(journal_db: Path | str) -> tuple[Path | str, list[str]]:
     """Four finished runs: old, old but still running, recent, old and failed."""
-    db = tmp_path / "journal.db"
+    db = journal_db
     sessions = []
     for _ in range(4):
         outcome, _, _ = await run_team(db, load_team(HANDOFF), snapshot_every=5)
@@ -64,7 +65,7 @@ async def journal_of_four(tmp_path: Path) -> tuple[Path, list[str]]:
 
 class TestPrune:
     async def test_old_ended_sessions_go_with_all_they_hold(
-        self, journal_of_four: tuple[Path, list[str]]
+        self, journal_of_four: tuple[Path | str, list[str]]
     ) -> None:
         db, (old, running, recent, failed) = journal_of_four
         kept_before = {s: rows(db, s) for s in (running, recent)}
@@ -80,11 +81,13 @@ class TestPrune:
             assert {table: gone[table] for table in TABLES} == dict.fromkeys(TABLES, 0)
             assert gone["chats"] > 0, "a chat URI once used stays taken"
         assert {s: rows(db, s) for s in (running, recent)} == kept_before
-        reader = JournalReader(db)
+        reader = open_reader(db)
         assert [s.session for s in reader.sessions()] == [running, recent]
         assert reader.open(recent).run is not None  # still folds from its snapshot + facts
 
-    async def test_a_dry_run_removes_nothing(self, journal_of_four: tuple[Path, list[str]]) -> None:
+    async def test_a_dry_run_removes_nothing(
+        self, journal_of_four: tuple[Path | str, list[str]]
+    ) -> None:
         db, sessions = journal_of_four
         before = {s: rows(db, s) for s in sessions}
         report = prune(db, older_than=dt.timedelta(days=30), now=NOW, dry_run=True)
@@ -94,19 +97,19 @@ class TestPrune:
         assert {s: rows(db, s) for s in sessions} == before
 
     async def test_nothing_old_enough_is_no_change(
-        self, journal_of_four: tuple[Path, list[str]]
+        self, journal_of_four: tuple[Path | str, list[str]]
     ) -> None:
         db, _ = journal_of_four
         report = prune(db, older_than=dt.timedelta(days=60), now=NOW, dry_run=False)
         assert report.sessions == ()
         assert report.facts == 0
 
-    async def test_it_runs_beside_a_writer_that_goes_on(self, tmp_path: Path) -> None:
+    async def test_it_runs_beside_a_writer_that_goes_on(self, journal_db: Path | str) -> None:
         """A daemon's journal stays open and writes on while a prune removes old sessions."""
-        db = tmp_path / "journal.db"
+        db = journal_db
         outcome, _, _ = await run_team(db, load_team(HANDOFF))
         age(db, outcome.session, days=40)
-        journal = SqliteJournal(db)
+        journal = open_journal(db)
         async with trio.open_nursery() as services:
             await services.start(journal.serve)
             report = await trio.to_thread.run_sync(
@@ -116,12 +119,48 @@ class TestPrune:
             later = await runtime.run("refund order 7")
             services.cancel_scope.cancel()
         assert report.sessions == (outcome.session,)
-        sessions = JournalReader(db).sessions()
+        sessions = open_reader(db).sessions()
         assert [(s.session, s.status) for s in sessions] == [(later.session, "completed")]
 
     def test_a_file_that_is_no_journal_is_refused(self, tmp_path: Path) -> None:
         with pytest.raises(FactLogError, match="no journal here"):
             prune(tmp_path / "none.db", older_than=dt.timedelta(days=1), now=NOW, dry_run=True)
+
+    def test_a_database_that_is_no_journal_is_refused(self, postgres_database: str) -> None:
+        with pytest.raises(FactLogError, match="no journal here"):
+            prune(postgres_database, older_than=dt.timedelta(days=1), now=NOW, dry_run=True)
+
+
+class TestPruneBesideNodes:
+    async def test_a_session_a_live_node_holds_is_not_pruned(self, postgres_database: str) -> None:
+        """Several daemons on one database: an old ended session whose lease a live node
+        holds (a client on it) stays, however old; once the lease is given up (or expired)
+        the next prune removes it, and its lease row with it."""
+        db = postgres_database
+        held, free = [(await run_team(db, load_team(HANDOFF)))[0].session for _ in range(2)]
+        for session in (held, free):
+            age(db, session, days=40)
+        node = open_journal(db, node="a", lease_ttl=60)
+        node.open()
+        try:
+            assert node.leases is not None
+            assert node.leases.acquire(held).owner == "a"
+            dry = prune(db, older_than=dt.timedelta(days=30), now=NOW, dry_run=True)
+            assert dry.sessions == (free,)
+            first = prune(db, older_than=dt.timedelta(days=30), now=NOW, dry_run=False)
+            assert first.sessions == (free,)
+            assert open_reader(db).has_session(held)
+            node.leases.release(held)
+            second = prune(db, older_than=dt.timedelta(days=30), now=NOW, dry_run=False)
+            assert second.sessions == (held,)
+            assert node.leases.lease(held) is None
+            with direct_sql(db) as connection:
+                (leases,) = connection.execute(
+                    "SELECT count(*) FROM session_leases WHERE session = ?", (held,)
+                ).fetchone()
+            assert leases == 0
+        finally:
+            node.close()
 
 
 class TestCommand:
@@ -135,7 +174,7 @@ class TestCommand:
         )
 
     async def test_sessions_filters_and_prune_through_the_command(
-        self, journal_of_four: tuple[Path, list[str]]
+        self, journal_of_four: tuple[Path | str, list[str]]
     ) -> None:
         db, (old, running, recent, failed) = journal_of_four
         listed = self.orchestrator("sessions", "--db", str(db), "--log-format", "console")

@@ -44,6 +44,13 @@ class TestParse:
         assert (config.node, config.lease_ttl) == ("node-a", 6.0)
         assert (parse("").node, parse("").lease_ttl) == (None, 15.0)
 
+    def test_how_long_the_journal_tries_to_reconnect(self) -> None:
+        """A PostgreSQL server lost (a restart, a failover): the journal tries to reconnect
+        for ``reconnect_for`` seconds (default 15, about a lease's TTL; 0: one try)."""
+        assert parse("reconnect_for = 40").reconnect_for == 40.0
+        assert parse("reconnect_for = 0").reconnect_for == 0.0
+        assert parse("").reconnect_for == 15.0
+
     def test_a_full_file(self, tmp_path: Path) -> None:
         (tmp_path / "tool.token").write_text(SECRET + "-file\n")
         path = tmp_path / "daemon.toml"
@@ -103,6 +110,8 @@ class TestParse:
             (f'node = "{"n" * 201}"', "node", "at most 200"),
             ("lease_ttl = 0", "lease_ttl", "above 0"),
             ('lease_ttl = "15s"', "lease_ttl", "seconds above 0"),
+            ("reconnect_for = -1", "reconnect_for", "0 or more"),
+            ("reconnect_for = true", "reconnect_for", "number of seconds"),
         ],
     )
     def test_a_bad_value_names_its_key(self, text: str, key: str, problem: str) -> None:

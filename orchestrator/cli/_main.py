@@ -123,6 +123,14 @@ def build_parser() -> argparse.ArgumentParser:
             default=Durability.POWER.value,
             help="what an acknowledged fact survives: a power loss (default), or a process kill",
         )
+        command.add_argument(
+            "--lease-ttl",
+            type=_seconds,
+            default=15.0,
+            metavar="SECONDS",
+            help="on a PostgreSQL journal daemons share: how long the session's lease lasts "
+            "unless renewed (default 15; renewed every third of it while the run lives)",
+        )
         return with_db(command)
 
     run = running(commands.add_parser("run", help="run a team on a prompt"), "write")
@@ -321,6 +329,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(handler=("._teams_command", "check"), logs=False)
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return value
 
 
 def _positive(text: str) -> int:

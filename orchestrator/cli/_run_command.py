@@ -1,20 +1,33 @@
 """``orchestrator run`` and ``resume``: a team run in this process, with the live console, the
-journal and the optional JSON Lines outputs around it."""
+journal and the optional JSON Lines outputs around it.
+
+On a PostgreSQL journal that daemons may share (issue 21), the run is a node of its own
+(``run:HOSTNAME:PID``) and holds its session's lease while it runs, renewed every third of
+its TTL (:func:`_keep_lease`), so that no daemon takes the session over meanwhile; the
+lease is given up once the journal has written the run's last batch. A run killed leaves
+its lease to expire, and a daemon on the database then takes the session up by its
+recovery rules. ``resume`` takes the lease before it reads the session, and refuses
+(exit 3: try again later) while a live node holds it, naming that node; the lease of a
+run on this machine whose process is gone (``kill -9``, a crash) is taken at once, as
+``resume`` after a crash always could."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
+import structlog
 import trio
 
-from orchestrator.base import FactLogError, RunError
+from orchestrator.base import FactLogError, OrchestratorError, RunError, UnavailableError
 from orchestrator.core import (
     Fact,
     RunStatus,
@@ -23,6 +36,8 @@ from orchestrator.core import (
 from orchestrator.journal import (
     Durability,
     Journal,
+    PostgresLeases,
+    is_postgres_url,
     open_journal,
 )
 from orchestrator.protocols import (
@@ -43,6 +58,8 @@ from ._conventions import EXIT_FAILED, EXIT_OK, MODEL_ENV, Reporter, default_db
 from ._sessions_command import resolve_session
 
 __all__: list[str] = []
+
+log = structlog.get_logger("orchestrator.cli")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -67,20 +84,100 @@ async def _run(args: argparse.Namespace) -> int:
 
     async with http_client() as http:
         backends = backend_factory(team, client=http)  # an unset API key stops us here
-        journal = open_journal(args.db or default_db(), durability=Durability(args.durability))
+        db = args.db or default_db()
+        journal = _open(db, args)
         await trio.to_thread.run_sync(journal.open)
         runtime = TeamRuntime(team, backends=backends, factlog=journal)
+        if journal.leases is not None:  # a new session: nobody else holds its lease
+            await trio.to_thread.run_sync(journal.leases.acquire, runtime.session)
         return await _supervise(args, journal, runtime, start)
+
+
+def _open(db: Path | str, args: argparse.Namespace) -> Journal:
+    """The run's journal; on PostgreSQL, its session leased to this process as node
+    ``run:HOSTNAME:PID`` (none on a SQLite file: one writer, no leases)."""
+    durability = Durability(args.durability)
+    if not is_postgres_url(db):
+        return open_journal(db, durability=durability)
+    node = f"run:{socket.gethostname()}:{os.getpid()}"
+    return open_journal(db, durability=durability, node=node, lease_ttl=args.lease_ttl)
+
+
+async def _hold(leases: PostgresLeases, session: str) -> None:
+    """Take ``session``'s lease before reading it (so the read comes after its previous
+    owner's last write); :class:`UnavailableError` naming the node that holds it."""
+    lease = await trio.to_thread.run_sync(leases.acquire, session)
+    if lease.owner != leases.node and _dead_run(lease.owner):
+        take = functools.partial(leases.acquire, session, replacing=lease.owner)
+        lease = await trio.to_thread.run_sync(take)
+    if lease.owner != leases.node:
+        raise UnavailableError(
+            f"{session} runs on node {lease.owner} (its lease lasts until "
+            f"{lease.expires_at.isoformat(timespec='seconds')}, renewed while that node "
+            "lives): resume it there, or once that node has stopped"
+        )
+
+
+def _dead_run(node: str) -> bool:
+    """Whether ``node`` is an ``orchestrator run`` of this machine whose process is gone."""
+    prefix = f"run:{socket.gethostname()}:"
+    if not node.startswith(prefix) or not node[len(prefix) :].isdigit():
+        return False
+    try:
+        os.kill(int(node[len(prefix) :]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists (another user's): alive
+        return False
+    return False
+
+
+async def _keep_lease(
+    leases: PostgresLeases, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Renew the run's lease every third of its TTL until cancelled. A renewal that fails
+    is tried again at the next; a lease found taken (this process stalled past its TTL)
+    is logged: the journal's fence then fails the run's next batch, and the run stops."""
+    task_status.started()
+    while True:
+        await trio.sleep(leases.ttl / 3)
+        try:
+            lost = await trio.to_thread.run_sync(leases.renew)
+        except (OrchestratorError, OSError) as exc:
+            log.warning("lease not renewed", node=leases.node, error=str(exc))
+            continue
+        for session in lost:
+            log.error("lease lost: another node took the session over", session=session)
+
+
+async def _release(journal: Journal, session: str) -> None:
+    """Give the run's lease up (after its last batch is written: the fence would refuse
+    one written after); never raises (a lease not given up expires)."""
+    leases = journal.leases
+    if leases is None or not leases.holds(session):
+        return
+    try:
+        await trio.to_thread.run_sync(functools.partial(leases.release, session))
+    except (OrchestratorError, OSError) as exc:
+        log.warning("lease not released", session=session, error=str(exc))
+    finally:
+        leases.close()
 
 
 async def _resume(args: argparse.Namespace) -> int:
     path = args.db or default_db()
-    journal = open_journal(path, durability=Durability(args.durability))
+    journal = _open(path, args)
     await trio.to_thread.run_sync(journal.open)  # first: it migrates an older file
     reader = journal.reader
     info = resolve_session(reader, args.session)
     if info.status != "running":
         raise RunError(f"the run of {info.session} has already {info.status}: nothing to resume")
+    if journal.leases is not None:
+        try:
+            await _hold(journal.leases, info.session)
+        except BaseException:
+            journal.close()
+            raise
     if args.team is not None:
         team = load_team(args.team)
     else:
@@ -130,6 +227,8 @@ async def _supervise(
     try:
         async with trio.open_nursery() as services:
             await services.start(journal.serve)
+            if journal.leases is not None:
+                await services.start(_keep_lease, journal.leases)
             console = TeamConsole(
                 runtime,
                 mode=ApprovalMode(args.approve),
@@ -149,6 +248,8 @@ async def _supervise(
     finally:
         for out, _, _ in outputs:
             out.close()
+        with trio.CancelScope(shield=True):
+            await _release(journal, runtime.session)
     completed = outcome.status is RunStatus.COMPLETED
     if args.json:
         json.dump(_outcome_json(outcome), sys.stdout, ensure_ascii=False)

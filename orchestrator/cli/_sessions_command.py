@@ -13,7 +13,7 @@ from typing import TextIO
 import attrs
 
 from orchestrator.base import ConfigError, FactLogError, ScheduleError, utc_now
-from orchestrator.journal import JournalReader, SessionInfo, is_postgres_url, open_reader
+from orchestrator.journal import JournalReader, SessionInfo, open_reader
 
 from ._conventions import EXIT_OK, default_db
 
@@ -76,12 +76,6 @@ def prune(args: argparse.Namespace, out: TextIO) -> int:
         older_than = parse_duration(args.older_than)
     except ScheduleError as exc:
         raise ConfigError(exc.message, file="--older-than") from None
-    if is_postgres_url(args.db):
-        raise ConfigError(
-            "prune works on a SQLite journal only, for now (on PostgreSQL: delete the "
-            "sessions' rows, or partition the facts table by time)",
-            file="--db",
-        )
     report = prune_journal(
         args.db or default_db(), older_than=older_than, now=utc_now(), dry_run=args.dry_run
     )

@@ -10,14 +10,14 @@ if TYPE_CHECKING:
     from ._checksum import fact_checksum
     from ._durability import Durability
     from ._history import Edit, edit_history, resolve_chat
-    from ._interface import Db, Journal, db_location, open_journal, open_reader
+    from ._interface import Db, Journal, db_location, open_journal, open_reader, prune
     from ._journal import JournalStatistics, SqliteJournal
     from ._pg_connection import is_postgres_url
     from ._pg_journal import PostgresJournal
     from ._pg_leases import Lease, LeaseLostError, LeaseStatistics, PostgresLeases
     from ._pg_reader import PostgresReader
     from ._pg_schema import PG_SCHEMA_VERSION
-    from ._prune import PruneReport, prune
+    from ._prune import PruneReport
     from ._reader import AgentMessage, JournalReader, SessionInfo
     from ._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
     from ._snapshot import (
@@ -85,14 +85,21 @@ if not TYPE_CHECKING:
             "._checksum": ("fact_checksum",),
             "._durability": ("Durability",),
             "._history": ("Edit", "edit_history", "resolve_chat"),
-            "._interface": ("Db", "Journal", "db_location", "open_journal", "open_reader"),
+            "._interface": (
+                "Db",
+                "Journal",
+                "db_location",
+                "open_journal",
+                "open_reader",
+                "prune",
+            ),
             "._journal": ("JournalStatistics", "SqliteJournal"),
             "._pg_connection": ("is_postgres_url",),
             "._pg_journal": ("PostgresJournal",),
             "._pg_leases": ("Lease", "LeaseLostError", "LeaseStatistics", "PostgresLeases"),
             "._pg_reader": ("PostgresReader",),
             "._pg_schema": ("PG_SCHEMA_VERSION",),
-            "._prune": ("PruneReport", "prune"),
+            "._prune": ("PruneReport",),
             "._reader": ("AgentMessage", "JournalReader", "SessionInfo"),
             "._schema": ("APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"),
             "._snapshot": (

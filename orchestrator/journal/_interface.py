@@ -21,6 +21,8 @@ from ._durability import Durability
 from ._pg_connection import is_postgres_url
 
 if TYPE_CHECKING:
+    import datetime as dt
+
     import trio
 
     from orchestrator.ahp import Turn
@@ -30,9 +32,10 @@ if TYPE_CHECKING:
 
     from ._journal import JournalStatistics
     from ._pg_leases import PostgresLeases
+    from ._prune import PruneReport
     from ._reader import JournalReader
 
-__all__ = ["Db", "Journal", "db_location", "open_journal", "open_reader"]
+__all__ = ["Db", "Journal", "db_location", "open_journal", "open_reader", "prune"]
 
 #: What ``--db`` (or ``db =``) may be: a SQLite file's path, or a PostgreSQL URL.
 Db = str | os.PathLike[str]
@@ -72,6 +75,12 @@ class Journal(Protocol):
     @property
     def failed(self) -> FactLogError | None: ...
 
+    @property
+    def reconnecting(self) -> dt.datetime | None:
+        """Since when the writer has been reconnecting to a database it lost (None: it
+        is not; a SQLite journal never is)."""
+        ...
+
     async def wait_failed(self) -> FactLogError: ...
 
     def session_failed(self, session: str) -> FactLogError | None: ...
@@ -91,13 +100,16 @@ def open_journal(
     durability: Durability = Durability.POWER,
     node: str | None = None,
     lease_ttl: float | None = None,
+    reconnect_for: float | None = None,
     **options: Any,
 ) -> Journal:
     """The journal ``db`` names (not opened yet: :meth:`Journal.open` or ``serve``).
 
     ``node`` (a daemon's node id) and ``lease_ttl``: on PostgreSQL, the sessions this
     journal writes are leased to that node (several daemons on one database, see
-    :mod:`._pg_leases`); a SQLite file has one writer, and no leases."""
+    :mod:`._pg_leases`); a SQLite file has one writer, and no leases. ``reconnect_for``:
+    seconds a PostgreSQL journal tries to reconnect to a server it lost before it fails
+    (default :data:`~._pg_connection.RECONNECT_FOR`; a file is never lost)."""
     if is_postgres_url(db):
         from ._pg_journal import PostgresJournal
 
@@ -105,6 +117,8 @@ def open_journal(
             options["node"] = node
             if lease_ttl is not None:
                 options["lease_ttl"] = lease_ttl
+        if reconnect_for is not None:
+            options["reconnect_for"] = reconnect_for
         return PostgresJournal(str(db), durability=durability, **options)
     from ._journal import SqliteJournal
 
@@ -120,6 +134,19 @@ def open_reader(db: Db) -> JournalReader:
     from ._reader import JournalReader
 
     return JournalReader(Path(db))
+
+
+def prune(db: Db, *, older_than: dt.timedelta, now: dt.datetime, dry_run: bool) -> PruneReport:
+    """Remove the ended sessions of the journal ``db`` names (a SQLite file, or a
+    PostgreSQL database) last written before ``now - older_than`` (:mod:`._prune`,
+    :mod:`._pg_prune`); blocking."""
+    if is_postgres_url(db):
+        from ._pg_prune import prune_postgres
+
+        return prune_postgres(str(db), older_than=older_than, now=now, dry_run=dry_run)
+    from ._prune import prune_sqlite
+
+    return prune_sqlite(Path(db), older_than=older_than, now=now, dry_run=dry_run)
 
 
 if TYPE_CHECKING:

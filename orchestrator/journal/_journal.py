@@ -25,6 +25,19 @@ Faults are sorted by whose they are:
   logged and skipped. Every other batch commits. What the writer remembers across
   transactions (running turns' facts, the snapshot parts on file) is forgotten on a
   rollback and read back from the file when needed.
+* **the connection's** (PostgreSQL only: the server restarted, failed over, or ended the
+  connection; :meth:`_GroupCommitJournal._transient`): the group is not lost, it waits. The
+  writer connects again (:func:`~._pg_connection.reconnect`: 0.1 s doubling to 5 s between
+  tries) for :attr:`reconnect_for` seconds at most since the connection was lost, then
+  reads back what the group's batches left on the server (:func:`._rows._stored_batches`):
+  the lost transaction rolled back, unless the connection died during its ``COMMIT``,
+  where only the server knows. A batch whose facts are stored, each with its checksum, was
+  committed (its ticket completes: it is durable); the rest is written again, so no fact is
+  lost or written twice. Meanwhile batches queue up behind the group (their runtimes wait
+  for their tickets: nothing is published before it is durable), and :attr:`reconnecting`
+  says since when (``/healthz``). Past the bound the journal fails as for the file's fault,
+  saying the database was unreachable for so many seconds. The loss and the reconnection
+  are logged once each, not each try.
 * **the writer's own death** (an exception that is not an ``Exception``): the journal fails
   with the reason, and every batch in hand, queued or submitted later fails with it, so no
   one waits forever and a shutdown still returns.
@@ -63,9 +76,11 @@ Where the rest lives:
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -81,6 +96,7 @@ from orchestrator.runtime import EventTicket, Ticket
 
 from ._durability import Durability
 from ._file import _connect, _error
+from ._pg_connection import ReconnectStoppedError, UnreachableError, reconnect
 from ._reader import JournalReader
 from ._rows import (
     _AgentHistory,
@@ -90,6 +106,7 @@ from ._rows import (
     _Item,
     _Snapshot,
     _SnapshotWriter,
+    _stored_batches,
     _write_group,
 )
 from ._snapshot import snapshot_due, state_entries
@@ -122,6 +139,11 @@ class JournalStatistics:
     failed: bool
 
 
+class _ConnectionLostError(Exception):
+    """The writer's connection was lost in the middle of a group (raised from the lost
+    connection's error): the group waits for :meth:`_GroupCommitJournal._recover`."""
+
+
 class _GroupCommitJournal:
     """The writer thread, group commit, faults and tickets, whatever the database; a
     subclass says how to connect, begin a write transaction and tell the database's own
@@ -138,9 +160,22 @@ class _GroupCommitJournal:
     #: this journal's one writer owns every session (SQLite, and ``orchestrator run``).
     leases: PostgresLeases | None = None
 
-    def __init__(self, *, snapshot_every: int, drain_limit: float) -> None:
+    def __init__(
+        self, *, snapshot_every: int, drain_limit: float, reconnect_for: float = 0.0
+    ) -> None:
         self.snapshot_every = snapshot_every
         self.drain_limit = drain_limit
+        #: Seconds the writer tries to connect again after losing its connection (a
+        #: database server's restart) before the journal fails; see the module docstring.
+        self.reconnect_for = reconnect_for
+        # When the writer lost its connection (time.monotonic(), and the wall clock's),
+        # until a transaction commits on a new one (the bound counts from the first loss
+        # of a server that comes and goes); None while it has one.
+        self._lost_at: float | None = None
+        self._lost_since: dt.datetime | None = None
+        # _lost_since while the writer has no connection (it is reconnecting): /healthz.
+        self._reconnecting: dt.datetime | None = None
+        self._stopping = threading.Event()  # cuts a reconnection's pause short
         # Batches and other writes for the writer thread; None tells it to stop.
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._token: trio.lowlevel.TrioToken | None = None
@@ -191,6 +226,11 @@ class _GroupCommitJournal:
         out, whose later batches each meet the fence themselves (see _pg_journal)."""
         return True
 
+    def _transient(self, exc: BaseException, connection: Any) -> bool:
+        """Whether ``exc`` is the loss of ``connection`` (connect again and try again),
+        rather than a fault of the database or of what one item holds. A file is not lost."""
+        return False
+
     def _environmental(self, exc: BaseException) -> bool:
         """Whether ``exc`` is the database's or the machine's fault (the journal cannot go
         on), rather than that of what one item holds (that item fails, the rest is written)."""
@@ -227,19 +267,18 @@ class _GroupCommitJournal:
         transaction in hand): what is not written by then fails (:meth:`stop_writing`).
         """
         await trio.to_thread.run_sync(self.open)
-        connection = self._connection
-        assert connection is not None
+        assert self._connection is not None
         self._token = trio.lowlevel.current_trio_token()
         done = trio.Event()
 
         def write_until_stopped() -> None:
             try:
-                self._write(connection)
+                self._write()
             except BaseException as exc:  # reported: see _writer_died
                 self._writer_died(exc)
             finally:
                 with contextlib.suppress(Exception):
-                    self._close(connection)
+                    self._close(self._connection)  # the last one (see _reconnect)
                 self._connection = None
                 self._token_run(done.set)
 
@@ -269,6 +308,7 @@ class _GroupCommitJournal:
             self._abandoned = _error(
                 self.source, "the journal closed before this batch was written"
             )
+            self._stopping.set()
             log.warning("journal backlog abandoned", path=self.source, queued=self._queue.qsize())
 
     def _token_run(self, function: Any, *args: Any) -> None:
@@ -276,7 +316,7 @@ class _GroupCommitJournal:
         with contextlib.suppress(trio.RunFinishedError):
             self._token.run_sync_soon(function, *args)
 
-    def _write(self, connection: Any) -> None:
+    def _write(self) -> None:
         """The writer thread: take what is queued, write it in one transaction, report."""
         stop = False
         while not stop:
@@ -301,11 +341,26 @@ class _GroupCommitJournal:
             elif self._abandoned is not None:
                 abandoned = self._abandoned
                 self._token_run(self._settled, [(t, abandoned) for t in _tickets(group)], {})
-            elif self._refused and any(item.session in self._refused for item in group):
-                self._write_each(connection, group)
             else:
-                self._write_together(connection, group)
+                self._write_or_wait(group)
             self._writing = []
+
+    def _write_or_wait(self, group: list[_Item]) -> None:
+        """Write ``group``; if the connection is lost meanwhile, wait for a new one and
+        write what the lost transaction did not (:meth:`_recover`)."""
+        while group:
+            connection = self._connection
+            try:
+                if self._refused and any(item.session in self._refused for item in group):
+                    self._write_each(connection, group)
+                else:
+                    self._write_together(connection, group)
+            except _ConnectionLostError as lost:
+                group = self._recover(group, lost.__cause__ or lost)
+                continue
+            if self._lost_at is not None:
+                self._lost_at = self._lost_since = None  # a transaction committed again
+            return
 
     def _write_together(self, connection: Any, group: list[_Item]) -> None:
         """The fast path: the whole group in one transaction, its rows in few statements."""
@@ -313,8 +368,10 @@ class _GroupCommitJournal:
             self._begin(connection)
             self._write_rows(connection, group)
             connection.execute("COMMIT")
-        except Exception as exc:  # sorted out below: the file's, or one item's
+        except Exception as exc:  # sorted out below: the connection's, the file's, or one item's
             self._rolled_back(connection, group)
+            if self._transient(exc, connection):
+                raise _ConnectionLostError() from exc
             if self._environmental(exc):
                 self._journal_failed(exc, group)
                 return
@@ -340,6 +397,7 @@ class _GroupCommitJournal:
         outcomes: list[tuple[EventTicket, FactLogError | None]] = []
         refused: dict[str, FactLogError] = {}
         written: list[_Item] = []
+        refused_before = dict(self._refused)  # what a lost connection puts back
         try:
             self._begin(connection)
             for item in group:
@@ -356,7 +414,7 @@ class _GroupCommitJournal:
                     connection.execute("RELEASE item")
                     self._history.reset()
                     self._snapshots.forget(item.session)
-                    if self._environmental(exc):
+                    if self._transient(exc, connection) or self._environmental(exc):
                         raise
                     problem = self._item_failed(item, exc)
                     if isinstance(item, _Batch) and problem is not None:
@@ -369,12 +427,84 @@ class _GroupCommitJournal:
                 if isinstance(item, _Batch):
                     outcomes.append((item.ticket, None))
             connection.execute("COMMIT")
-        except Exception as exc:  # the file's fault: the journal stops
+        except Exception as exc:  # the connection's (it waits), or the file's: the journal stops
             self._rolled_back(connection, group)
+            if self._transient(exc, connection):
+                self._refused = refused_before  # the group is written again, whole
+                raise _ConnectionLostError() from exc
             self._journal_failed(exc, group)
             return
         self._wrote(written)
         self._token_run(self._settled, outcomes, refused)
+
+    def _recover(self, group: list[_Item], exc: BaseException) -> list[_Item]:
+        """The connection was lost while ``group`` was written: connect again (within
+        :attr:`reconnect_for` of the loss), complete the tickets of the batches the lost
+        transaction committed after all, and return what is left to write. Past the bound,
+        or once the journal stops, the group fails (and with the bound, the journal)."""
+        if self._lost_at is None:
+            self._lost_at = time.monotonic()
+            self._lost_since = dt.datetime.now(dt.UTC)
+            log.warning(
+                "journal connection lost: reconnecting",
+                path=self.source,
+                error=_printable(" ".join(str(exc).split())),
+                within=self.reconnect_for,
+            )
+        self._reconnecting = self._lost_since
+        while True:
+            try:
+                connection = reconnect(
+                    self._reconnect,
+                    since=self._lost_at,
+                    within=self.reconnect_for,
+                    stop=self._stopping,
+                )
+                committed = _stored_batches(connection, group)
+            except UnreachableError as unreachable:
+                self._lost_at = self._lost_since = self._reconnecting = None
+                self._journal_failed(unreachable, group)
+                return []
+            except ReconnectStoppedError:
+                self._reconnecting = None
+                abandoned = self._abandoned
+                assert abandoned is not None
+                self._token_run(self._settled, [(t, abandoned) for t in _tickets(group)], {})
+                return []
+            except Exception as again:  # lost again while reading back: try again
+                if not self._transient(again, self._connection):
+                    raise
+                continue
+            break
+        self._reconnecting = None  # before any ticket of the group completes
+        log.info(
+            "journal reconnected",
+            path=self.source,
+            after=round(time.monotonic() - self._lost_at, 3),
+            committed=len(committed),
+        )
+        if committed:
+            # The lost COMMIT went through: its batches are durable, and the rest of the
+            # group (snapshots, team files) with them. A batch of the group not stored was
+            # one the slow path left out: it is written again, and fails again alone.
+            self._wrote(committed)
+            self._token_run(self._completed, _tickets(committed), None)
+            done = {id(item) for item in committed}
+            return [item for item in group if isinstance(item, _Batch) and id(item) not in done]
+        return group
+
+    def _reconnect(self) -> Any:
+        """A new write connection in place of the lost one (a try of :func:`reconnect`)."""
+        with contextlib.suppress(Exception):
+            self._connection.close()  # the lost one: its socket only
+        self._connection = None
+        self._connection = self._connect()
+        return self._connection
+
+    @property
+    def reconnecting(self) -> dt.datetime | None:
+        """Since when the writer has been reconnecting to the database (None: it is not)."""
+        return self._reconnecting
 
     def _item_failed(self, item: _Item, exc: Exception) -> FactLogError | None:
         """Log why ``item`` could not be written; a batch's error, None for what is only a
@@ -417,9 +547,8 @@ class _GroupCommitJournal:
 
     def _journal_failed(self, exc: BaseException, group: Sequence[_Item]) -> None:
         """The database cannot be written (full, read-only, damaged, gone): nothing more is."""
-        what = (
-            str(exc) if isinstance(exc, self._database_errors) else f"{type(exc).__name__}: {exc}"
-        )
+        plain = isinstance(exc, (*self._database_errors, UnreachableError))
+        what = str(exc) if plain else f"{type(exc).__name__}: {exc}"  # their text says enough
         reason = _error(self.source, _printable(f"the journal failed: {what}"))
         self._write_failed = reason
         log.error("journal write failed", path=self.source, error=reason.message)

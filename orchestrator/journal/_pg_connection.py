@@ -13,6 +13,12 @@ written, and what the command line does with it (README, "Exit status"):
 
 Errors and logs name the journal by its URL without the password (:func:`redacted`).
 
+A connection that is lost later (the server restarted, failed over, or an administrator
+ended it) is *transient* (:func:`transient`): whoever holds it connects again with
+:func:`reconnect` (0.1 s, doubling to 5 s between tries, for a bound of its caller's), and
+tries again what it was doing. A fault of what was sent (a constraint, a lease fence, a
+full disk) is not: reconnecting would not cure it.
+
 The writer's rows (:mod:`._rows`) and the reader's queries (:mod:`._reader`) are written
 with SQLite's ``?`` parameters; :class:`PgConnection` turns them into psycopg's ``%s``
 (the statements hold no ``%``), so both journals run the same statements.
@@ -21,9 +27,11 @@ with SQLite's ``?`` parameters; :class:`PgConnection` turns them into psycopg's 
 from __future__ import annotations
 
 import functools
+import threading
+import time
 import urllib.parse
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from orchestrator.base import FactLogError, UnavailableError
 
@@ -34,6 +42,17 @@ __all__ = ["is_postgres_url"]
 
 #: Seconds to wait for the server to answer a connection (unless the URL says otherwise).
 CONNECT_TIMEOUT: Final = 10
+#: Seconds a journal tries to reconnect to a server it lost before it fails (about a lease's
+#: TTL: a node cut off longer than that has lost its sessions to others anyway).
+RECONNECT_FOR: Final = 15.0
+#: The first pause between two tries to reconnect, and the longest (it doubles in between).
+RECONNECT_FIRST: Final = 0.1
+RECONNECT_LONGEST: Final = 5.0
+#: The SQLSTATEs of a server going away (besides class 08, the connection's): shut down by
+#: an administrator or a restart, crashed, still starting.
+_SERVER_GOING: Final = frozenset({"57P01", "57P02", "57P03"})
+
+_T = TypeVar("_T")
 _SCHEMES: Final = ("postgresql://", "postgres://")
 
 
@@ -155,6 +174,10 @@ class PgConnection:
     def close(self) -> None:
         self.raw.close()
 
+    def transient(self, exc: BaseException) -> bool:
+        """Whether ``exc`` (raised by a statement on this connection) is its loss."""
+        return transient(exc, self.raw)
+
 
 @functools.lru_cache(maxsize=512)
 def _pg_sql(sql: str) -> Any:
@@ -179,3 +202,79 @@ def environmental(exc: BaseException) -> bool:
         sqlstate = exc.sqlstate or ""
         return sqlstate in ("42501", "25006") or sqlstate[:2] in ("08", "53", "57", "58", "XX")
     return False
+
+
+def transient(exc: BaseException, connection: psycopg.Connection[Any] | None = None) -> bool:
+    """Whether ``exc`` is the loss of the connection (the server restarted, failed over, shut
+    down or ended it; the network between is cut): connecting again and trying again may
+    succeed. Not so a fault of what was sent (a constraint, text the server refuses, a
+    lease fence), nor of the server's state (a full disk, a read-only database, no
+    privilege), which a new connection meets again. ``connection``: the one ``exc`` came
+    from, when known (one found broken was lost, whatever the error says)."""
+    import psycopg
+
+    if not isinstance(exc, psycopg.Error):
+        return False
+    if connection is not None and connection.broken:
+        return True
+    sqlstate = exc.sqlstate
+    if sqlstate is None:
+        # No answer from the server: the socket closed, the connection found closed.
+        return isinstance(exc, psycopg.OperationalError)
+    return sqlstate.startswith("08") or sqlstate in _SERVER_GOING
+
+
+class UnreachableError(Exception):
+    """:func:`reconnect` gave up: the server did not take a connection for ``seconds``."""
+
+    def __init__(self, seconds: float, last: BaseException | None) -> None:
+        what = "" if last is None else f" ({' '.join(str(last).split())})"
+        super().__init__(f"the database was unreachable for {seconds:.0f} s{what}")
+        self.seconds = seconds
+        self.last = last
+
+
+class ReconnectStoppedError(Exception):
+    """:func:`reconnect` was told to stop (its service is stopping)."""
+
+
+def backoff(first: float = RECONNECT_FIRST, longest: float = RECONNECT_LONGEST) -> Iterator[float]:
+    """The pauses between tries to reconnect: ``first``, doubling, ``longest`` at most."""
+    pause = first
+    while True:
+        yield pause
+        pause = min(pause * 2, longest)
+
+
+def reconnect(
+    connect: Callable[[], _T],
+    *,
+    since: float,
+    within: float,
+    stop: threading.Event | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    pauses: Iterator[float] | None = None,
+) -> _T:
+    """What ``connect`` returns, tried at once and then after each of :func:`backoff`'s
+    pauses until ``within`` seconds have passed ``since`` (``clock``'s time the connection
+    was lost); blocking (a worker thread's). :class:`UnreachableError` past the bound
+    (naming the last failure), :class:`ReconnectStoppedError` once ``stop`` is set (it also cuts a
+    pause short). Every ``Exception`` of ``connect`` is tried again: a server restarting
+    refuses connections, or answers "the database system is starting up", for a while.
+
+    Shared by every connection that outlives a server restart: the journal's writer (which
+    then checks what its lost transaction left, see :mod:`._journal`), and a listener."""
+    stop = stop if stop is not None else threading.Event()
+    pauses = pauses if pauses is not None else backoff()
+    while True:
+        if stop.is_set():
+            raise ReconnectStoppedError()
+        try:
+            return connect()
+        except Exception as exc:  # tried again until the bound: see above
+            last: BaseException = exc
+        left = since + within - clock()
+        if left <= 0:
+            raise UnreachableError(clock() - since, last) from last
+        if stop.wait(min(next(pauses), left)):
+            raise ReconnectStoppedError()

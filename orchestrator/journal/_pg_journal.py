@@ -22,11 +22,16 @@ flushed to the server's WAL, and to its synchronous standbys if it has any); wit
 acknowledged batch survives this process being killed, and a server crash may lose the
 last few hundred milliseconds of commits (never corrupt them).
 
-Faults, as :mod:`._journal` sorts them: the server's or the connection's
-(:func:`~._pg_connection.environmental`: the connection lost, the server shutting down,
-the disk full, the database read-only, no privilege) fail the journal, and a restart
-recovers; one item's (a duplicate ``(session, sequence)``, text the server refuses) fail
-that batch and its session, the rest of the group commits.
+Faults, as :mod:`._journal` sorts them: the connection's (:func:`~._pg_connection.
+transient`: the server restarted, failed over or ended the connection) make the writer
+connect again, for ``reconnect_for`` seconds (default :data:`~._pg_connection.
+RECONNECT_FOR`, a lease's TTL), read back what its lost transaction committed and write
+the rest, while appends wait; the server's (:func:`~._pg_connection.environmental`: the
+disk full, the database read-only, no privilege, or the server unreachable past that
+bound) fail the journal, and a restart recovers; one item's (a duplicate ``(session,
+sequence)``, text the server refuses) fail that batch and its session, the rest of the
+group commits. The reader's kept connections are dropped when the writer reconnects (they
+were lost with it), and the leases' connection reconnects at its next statement.
 
 Several daemons on one database: a daemon's journal has :attr:`leases` (its node's
 :class:`~._pg_leases.PostgresLeases`), and every write transaction fences the sessions it
@@ -36,9 +41,7 @@ stored; a snapshot or team file of such a session is dropped (they would overwri
 owner's). Without a node (``orchestrator run``) there are no leases and no fence.
 
 Not yet: following another node's sessions (LISTEN/NOTIFY) and forwarding commands to
-their owner (issue 21), reconnecting after the server restarts (the journal fails instead:
-the daemon reports it on ``/healthz`` and a restart takes the sessions up), ``orchestrator
-prune`` and ``--max-bytes``, which stay the SQLite journal's.
+their owner (issue 21), and ``--max-bytes``, which stays the SQLite journal's.
 """
 
 from __future__ import annotations
@@ -49,7 +52,14 @@ import psycopg
 
 from ._durability import Durability
 from ._journal import DRAIN_LIMIT, SNAPSHOT_EVERY, _GroupCommitJournal
-from ._pg_connection import PgConnection, connect, environmental, redacted
+from ._pg_connection import (
+    RECONNECT_FOR,
+    PgConnection,
+    connect,
+    environmental,
+    redacted,
+    transient,
+)
 from ._pg_leases import LEASE_TTL, LeaseLostError, PostgresLeases
 from ._pg_reader import PostgresReader
 from ._pg_schema import migrate
@@ -74,10 +84,18 @@ class PostgresJournal(_GroupCommitJournal):
         drain_limit: float = DRAIN_LIMIT,
         node: str | None = None,
         lease_ttl: float = LEASE_TTL,
+        reconnect_for: float = RECONNECT_FOR,
     ) -> None:
         """``node``: this daemon's node id; its sessions are then leased to it (see
-        :mod:`._pg_leases`), for ``lease_ttl`` seconds unless renewed."""
-        super().__init__(snapshot_every=snapshot_every, drain_limit=drain_limit)
+        :mod:`._pg_leases`), for ``lease_ttl`` seconds unless renewed. ``reconnect_for``:
+        seconds the writer tries to reconnect to a server it lost before the journal fails."""
+        if not reconnect_for >= 0:
+            from orchestrator.base import FactLogError
+
+            raise FactLogError("reconnect_for must be 0 seconds or more", source=redacted(url))
+        super().__init__(
+            snapshot_every=snapshot_every, drain_limit=drain_limit, reconnect_for=reconnect_for
+        )
         self.url = url
         self.source = redacted(url)
         self.durability = durability
@@ -94,8 +112,8 @@ class PostgresJournal(_GroupCommitJournal):
                 # A write transaction holds its sessions' lease rows (the fence): a writer
                 # that stalls inside one (a stopped process, a partition) must not keep
                 # other nodes from taking them over. The server ends a connection idle in
-                # a transaction past the TTL; this journal then fails (as when the
-                # connection is lost), its sessions taken up elsewhere.
+                # a transaction past the TTL (its sessions are taken up elsewhere); the
+                # writer then reconnects, and its retried batches meet the fence.
                 ttl_ms = max(1, round(self.leases.ttl * 1000))
                 connection.execute(f"SET idle_in_transaction_session_timeout = {ttl_ms}")
         except psycopg.Error as exc:
@@ -115,7 +133,12 @@ class PostgresJournal(_GroupCommitJournal):
                 "journal migrated", path=self.source, old=old
             )
         self.reader.checked()
+        if self._lost_at is not None:
+            self.reader.close()  # its kept connections were lost with the writer's
         return connection
+
+    def _transient(self, exc: BaseException, connection: PgConnection | None) -> bool:
+        return transient(exc, None if connection is None else connection.raw)
 
     def _environmental(self, exc: BaseException) -> bool:
         return environmental(exc)
@@ -151,8 +174,9 @@ class PostgresJournal(_GroupCommitJournal):
     def _describe(self) -> dict[str, str]:
         return {"path": self.source, "durability": str(self.durability)}
 
-    def _close(self, connection: PgConnection) -> None:
-        connection.close()
+    def _close(self, connection: PgConnection | None) -> None:
+        if connection is not None:
+            connection.close()
         self.reader.close()
         if self.leases is not None:
             self.leases.close()  # its pool; opened again if it is read after

@@ -31,7 +31,12 @@ once across nodes.
 
 All methods block (psycopg): call them from a worker thread, as the journal does. The
 component keeps one connection of its own for leases and claims (the writer's is only for
-the fence).
+the fence). When the server restarted, that connection is found lost at its next
+statement: it is opened again and the statement tried once more at once (every statement
+here may run twice: a renewal or a release sets what it sets, an acquire of this node's
+own lease moves its epoch on again), so a renewal after a short restart does not wait for
+the next one; a server still down fails the statement, and renewals go on failing (the
+daemon stops its sessions only after a whole TTL of them).
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ import structlog
 
 from orchestrator.base import FactLogError
 
-from ._pg_connection import connect, connect_error, redacted
+from ._pg_connection import connect, connect_error, redacted, transient
 
 __all__ = ["Lease", "LeaseLostError", "LeaseStatistics", "PostgresLeases"]
 
@@ -125,19 +130,22 @@ class PostgresLeases:
     # ── the database ───────────────────────────────────────────────────────
 
     def _run(self, sql: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        """``sql`` on this component's connection (opened again if it was lost)."""
+        """``sql`` on this component's connection (opened again if it was lost, and the
+        statement tried again at once if it was lost under it: see the module docstring)."""
         with self._lock:
-            if self._connection is None or self._connection.closed:
-                # A lease row another node's writer holds (see fence) waits a third of the
-                # TTL at most: renewals must not stall behind a take-over attempt.
-                wait_ms = max(1, round(self.ttl * 1000 / 3))
-                self._connection = connect(
-                    self.url,
-                    application="orchestrator leases",
-                    options=f"-c lock_timeout={wait_ms}",
-                )
+            fresh = self._connection is None or self._connection.closed
+            if fresh:
+                self._connection = self._connect()
+            assert self._connection is not None
             try:
-                cursor = self._connection.execute(sql, parameters)
+                try:
+                    cursor = self._connection.execute(sql, parameters)
+                except psycopg.Error as exc:
+                    if fresh or not transient(exc, self._connection):
+                        raise
+                    self._connection.close()  # lost since its last statement (a restart)
+                    self._connection = self._connect()
+                    cursor = self._connection.execute(sql, parameters)
                 return cursor.fetchall() if cursor.description is not None else []
             except psycopg.errors.LockNotAvailable as exc:
                 raise FactLogError(
@@ -154,17 +162,28 @@ class PostgresLeases:
                     f"cannot manage session leases: {exc}", source=self.source
                 ) from exc
 
+    def _connect(self) -> psycopg.Connection[Any]:
+        # A lease row another node's writer holds (see fence) waits a third of the TTL at
+        # most: renewals must not stall behind a take-over attempt.
+        wait_ms = max(1, round(self.ttl * 1000 / 3))
+        return connect(
+            self.url, application="orchestrator leases", options=f"-c lock_timeout={wait_ms}"
+        )
+
     def close(self) -> None:
         with self._lock:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
 
-    def acquire(self, session: str, *, now: dt.datetime | None = None) -> Lease:
+    def acquire(
+        self, session: str, *, now: dt.datetime | None = None, replacing: str = ""
+    ) -> Lease:
         """Take ``session``'s lease if nobody holds it, it expired, or it is this node id's
-        own (its epoch then moves on, so whatever wrote under the old one is fenced off);
-        returns the lease as it now is: ``lease.owner != self.node`` when another node
-        holds it."""
+        own (its epoch then moves on, so whatever wrote under the old one is fenced off),
+        or node ``replacing``'s (one the caller knows is dead: an ``orchestrator run``
+        killed on this machine); returns the lease as it now is: ``lease.owner !=
+        self.node`` when another node holds it."""
         epoch = self._held.get(session)
         if epoch is not None:
             rows = self._run(
@@ -181,9 +200,9 @@ class PostgresLeases:
                 "ON CONFLICT (session) DO UPDATE SET owner = excluded.owner, "
                 "epoch = l.epoch + 1, expires_at = excluded.expires_at "
                 "WHERE l.expires_at <= coalesce(%s::timestamptz, clock_timestamp()) "
-                "OR l.owner = excluded.owner "
+                "OR l.owner = excluded.owner OR (%s <> '' AND l.owner = %s) "
                 "RETURNING epoch, expires_at",
-                (session, self.node, now, self.ttl, now),
+                (session, self.node, now, self.ttl, now, replacing, replacing),
             )
             if rows:
                 epoch, expires_at = int(rows[0][0]), rows[0][1]

@@ -18,11 +18,19 @@ server that is not there, a database that does not exist) rather than a pool's t
 
 The schema version is checked once per reader (:mod:`._pg_schema`). Every fact read is
 checked against its checksum, as on SQLite.
+
+A server that restarted (or an administrator) ends every kept connection, and says so on
+each before it closes it: a kept connection with something to read (that notice, or the
+end of the stream) is dropped before it is lent (one ``select`` of its socket), so a read
+after a restart connects anew rather than fail. A connection lost in the middle of a read
+fails that read (``UnavailableError``, as when the server is not there) and drops the
+other kept ones with it; the journal's writer, when it reconnects, drops them as well.
 """
 
 from __future__ import annotations
 
 import contextlib
+import select
 import threading
 import weakref
 from collections.abc import Iterator
@@ -32,7 +40,14 @@ import psycopg
 
 from orchestrator.base import FactLogError
 
-from ._pg_connection import PgConnection, checked_url, connect, connect_error, redacted
+from ._pg_connection import (
+    PgConnection,
+    checked_url,
+    connect,
+    connect_error,
+    redacted,
+    transient,
+)
 from ._pg_schema import PG_SCHEMA_VERSION, schema_version
 from ._reader import JournalReader
 from ._sql import _Connection
@@ -70,9 +85,14 @@ class PostgresReader(JournalReader):
         _close_all(self._idle, self._lock)
 
     def _take(self) -> psycopg.Connection[Any]:
-        with self._lock:
-            if self._idle:
-                return self._idle.pop()
+        while True:
+            with self._lock:
+                if not self._idle:
+                    break
+                kept = self._idle.pop()
+            if not _lost(kept):
+                return kept
+            kept.close()
         connection = connect(
             self.url,
             application="orchestrator journal reader",
@@ -119,11 +139,23 @@ class PostgresReader(JournalReader):
             yield PgConnection(connection)
         except psycopg.OperationalError as exc:
             connection.close()
+            if transient(exc, connection):
+                self.close()  # the kept ones were lost with it: the next read reconnects
             raise connect_error(self.source, exc) from exc
         except psycopg.Error as exc:
             raise FactLogError(f"cannot read the journal: {exc}", source=self.source) from exc
         finally:
             self._give_back(connection)
+
+
+def _lost(connection: psycopg.Connection[Any]) -> bool:
+    """Whether an idle connection was ended by the server (it has something to say, which
+    can only be why it ended it, or the stream's end); without waiting."""
+    try:
+        readable, _, _ = select.select([connection.pgconn.socket], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return True
+    return bool(readable)
 
 
 def _close_all(connections: list[psycopg.Connection[Any]], lock: threading.Lock) -> None:

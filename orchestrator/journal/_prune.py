@@ -12,6 +12,10 @@ It may run beside a daemon writing the same journal (SQLite's locks keep the two
 delete waits for the daemon's batch, or the daemon for the delete). ``VACUUM`` needs the file
 to itself for a moment; when the daemon is busy it is skipped, and :class:`PruneReport` says
 so (the space is reused by later writes either way).
+
+A PostgreSQL journal (``--db postgresql://...``) is pruned by :mod:`._pg_prune`, with the
+same choice of sessions (and the leases of several daemons honoured); :func:`._interface.
+prune` picks one by what ``--db`` names.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from orchestrator.base import timestamp
 from ._file import _check_file, _error, _from_sqlite
 from ._schema import SCHEMA_VERSION
 
-__all__ = ["PruneReport", "prune"]
+__all__ = ["PruneReport", "prune_sqlite"]
 
 #: Tables that hold a session's data by its ``session`` column, children first.
 _SESSION_TABLES = ("facts", "snapshot_parts", "snapshots", "agent_messages", "session_teams")
@@ -50,7 +54,9 @@ class PruneReport:
     vacuumed: bool  # False: skipped (a dry run, nothing removed, or the file was busy)
 
 
-def prune(path: Path, *, older_than: dt.timedelta, now: dt.datetime, dry_run: bool) -> PruneReport:
+def prune_sqlite(
+    path: Path, *, older_than: dt.timedelta, now: dt.datetime, dry_run: bool
+) -> PruneReport:
     """Remove the sessions of the journal at ``path`` that ended before ``now - older_than``.
 
     Synchronous (run it in a worker thread from trio code). :class:`FactLogError` if the

@@ -125,6 +125,30 @@ def _write_group(connection: _Connection, group: Sequence[_Item], history: _Agen
     history.flush(connection)
 
 
+def _stored_batches(connection: _Connection, group: Sequence[_Item]) -> list[_Batch]:
+    """The batches of ``group`` whose every fact is stored, each with its checksum: those a
+    transaction whose outcome was not seen (its connection lost during ``COMMIT``)
+    committed after all. One query per session, over the sequences the group holds of it."""
+    batches = [item for item in group if isinstance(item, _Batch) and item.rows]
+    spans: dict[str, tuple[int, int]] = {}
+    for batch in batches:
+        first, last = batch.rows[0][1], batch.rows[-1][1]
+        low, high = spans.get(batch.session, (first, last))
+        spans[batch.session] = (min(low, first), max(high, last))
+    stored: dict[tuple[str, int], int] = {}
+    for session, (low, high) in spans.items():
+        for sequence, checksum in connection.execute(
+            "SELECT sequence, checksum FROM facts WHERE session = ? AND sequence BETWEEN ? AND ?",
+            (session, low, high),
+        ).fetchall():
+            stored[(session, int(sequence))] = int(checksum)
+    return [
+        batch
+        for batch in batches
+        if all(stored.get((row[0], row[1])) == row[6] for row in batch.rows)
+    ]
+
+
 #: Fewest rows a connection that can copy rows in (PostgreSQL) copies rather than inserts.
 COPY_AT_LEAST: Final = 32
 #: Most rows one INSERT statement writes (7 columns each: SQLite takes 32,766 parameters).

@@ -57,6 +57,7 @@ from orchestrator.base import (
     RunError,
     SessionLimitError,
     parse_json,
+    timestamp,
     utc_now,
 )
 from orchestrator.journal import Db, is_postgres_url, open_journal
@@ -199,9 +200,18 @@ def build_app(
                 {"status": "journal failed", "error": daemon.journal.failed.message},
                 status_code=503,
             )
+        reconnecting = daemon.journal.reconnecting
+        journal = (
+            # The database went away (a restart, a failover): sessions pause, none ends,
+            # until the journal is back or gives up (then 503 above).
+            {"journal": "reconnecting", "journal_reconnecting_since": timestamp(reconnecting)}
+            if reconnecting is not None
+            else {}
+        )
         return JSONResponse(
             {
                 "status": "ok",
+                **journal,
                 "sessions": len(daemon.sessions),
                 # Which node this is, and the sessions it runs: on PostgreSQL those it holds
                 # the lease of (several daemons on one journal); on SQLite all it runs.
@@ -516,7 +526,7 @@ async def serve(
     node = config.node or default_node()
     # A SQLite file, or postgresql://... (there, this node's sessions are leased to it).
     journal = (
-        open_journal(db, node=node, lease_ttl=config.lease_ttl)
+        open_journal(db, node=node, lease_ttl=config.lease_ttl, reconnect_for=config.reconnect_for)
         if is_postgres_url(db)
         else open_journal(db)  # one node: no leases
     )

@@ -10,6 +10,8 @@
     node = "node-a"             # this daemon's id among several on one PostgreSQL journal
                                 # (default: HOSTNAME:PID)
     lease_ttl = 15.0            # seconds a session's lease lasts unless renewed (PostgreSQL)
+    reconnect_for = 15.0        # seconds the journal tries to reconnect to a PostgreSQL server
+                                # it lost (a restart, a failover) before it fails
 
     [tokens.alice]              # a bearer token, named: the name is what the logs and the
     role = "operator"           # approvals record, never the token itself
@@ -118,6 +120,9 @@ class ServeConfig:
     # long a session's lease lasts unless renewed (renewed every third of it).
     node: str | None = None
     lease_ttl: float = 15.0
+    # Seconds a PostgreSQL journal's writer tries to reconnect to a server it lost (its
+    # sessions pause meanwhile) before the journal fails.
+    reconnect_for: float = 15.0
 
     @property
     def tool_token(self) -> str | None:
@@ -156,6 +161,7 @@ _TOP: Final = {
     "limits",
     "node",
     "lease_ttl",
+    "reconnect_for",
 }
 _LIMITS: Final = frozenset(a.name for a in attrs.fields(Limits))
 #: Limits the input gate caps: past them it would give way to Python's own (the recursion
@@ -208,6 +214,11 @@ def parse_serve_config(
         if not isinstance(ttl, int | float) or isinstance(ttl, bool) or not ttl > 0:
             raise fail("expected a number of seconds above 0", "lease_ttl")
         values["lease_ttl"] = float(ttl)
+    if "reconnect_for" in data:
+        bound = data["reconnect_for"]
+        if not isinstance(bound, int | float) or isinstance(bound, bool) or not bound >= 0:
+            raise fail("expected a number of seconds, 0 or more", "reconnect_for")
+        values["reconnect_for"] = float(bound)
     if "db" in data:
         values["db"] = db_location(text("db", data["db"]))  # a path, or postgresql://...
     if "teams" in data:
