@@ -12,7 +12,6 @@ These tests wait for processes (real time, with a short ``lease_ttl``), as
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import signal
@@ -27,9 +26,7 @@ import attrs
 import httpx
 import pytest
 import trio
-from trio_websocket import ConnectionRejected
 
-from orchestrator.ahp import ErrorCode
 from orchestrator.core import build_graph, teammate_uri
 from orchestrator.journal import open_reader
 
@@ -204,15 +201,16 @@ async def approve_on(node: Node, uri: str, request: dict[str, Any]) -> dict[str,
         return await client.until_type("result")
 
 
-def assert_one_log(db: str, uri: str) -> None:
+def assert_one_log(db: str, uri: str, *, resumed: int = 1) -> None:
     """The session's facts are each sequence once, none missing, its graph checks clean,
-    and the run was taken up once (a conversation: it waits for the next prompt)."""
+    and the run was taken up ``resumed`` times (a conversation: it waits for the next
+    prompt)."""
     reader = open_reader(db)
     facts = reader.facts(uri)
     assert [fact.sequence for fact in facts] == list(range(1, len(facts) + 1))
     assert build_graph(facts).check() == []
     assert reader.session(uri).status == "running"
-    assert [f.type for f in facts].count("team/runResumed") == 1, "taken up once, by one node"
+    assert [f.type for f in facts].count("team/runResumed") == resumed, "taken up by one node"
 
 
 class TestTakeOver:
@@ -289,46 +287,6 @@ class TestHandOver:
         assert took < 15, f"taken up after {took:.1f} s: when the lease expired, not at once"
         assert_one_log(postgres_database, uri)
 
-    # trio-websocket leaves a refused handshake's socket to the garbage collector: collect
-    # it here, where its ResourceWarning is expected (as test_daemon does).
-    @pytest.mark.filterwarnings("ignore::ResourceWarning")
-    @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-    async def test_another_node_says_where_the_session_runs(
-        self, nodes: Callable[..., Node]
-    ) -> None:
-        """Following another node's session is not there yet: B refuses to attach to A's
-        session, or take a view update for it, and says why, rather than take it up."""
-        a, b = nodes("a"), nodes("b")
-        uri, _ = await park_a_session(a)
-        session = uri.removeprefix("ahp-session:/")
-        async with httpx.AsyncClient(base_url=b.url, timeout=5) as http:
-            update = await http.post(
-                "/callback",
-                json={
-                    "type": "view_update",
-                    "group_id": session,
-                    "view_type": "diff",
-                    "content": {},
-                },
-            )
-        assert update.status_code == 404
-        assert "runs on another node of this journal" in update.json()["error"]
-        assert "this is b" in update.json()["error"]
-        async with connect_ahp(b.daemon) as ahp:
-            await ahp.initialize()
-            refused = await ahp.call("subscribe", {"channel": uri})
-        assert refused["error"]["code"] == ErrorCode.SESSION_NOT_FOUND
-        assert "runs on another node of this journal" in refused["error"]["message"]
-        with pytest.raises(ConnectionRejected) as rejected:
-            async with connect(b.daemon, f"session={session}"):
-                pass
-        assert rejected.value.status_code == 404
-        assert b"runs on another node of this journal" in (rejected.value.body or b"")
-        del rejected  # its traceback holds the refused socket: closed now, not in a later test
-        gc.collect()
-        assert (await a.health())["owned_sessions"] == [uri]
-        assert (await b.health())["owned_sessions"] == []
-
 
 class TestTeammates:
     async def test_a_teammates_wakes_happen_once_across_nodes(
@@ -370,3 +328,149 @@ class TestTeammates:
         for session in sessions[:before]:
             ran = await trio.to_thread.run_sync(reader.facts, session)
             assert [f.type for f in ran].count("team/runStarted") == 1
+
+
+def session_actions(client: Any, uri: str) -> list[tuple[int, dict[str, Any]]]:
+    return [(e["serverSeq"], e["action"]) for e in client.actions if e["channel"] == uri]
+
+
+async def same_actions(
+    first: Any, second: Any, uri: str, db: str
+) -> list[tuple[int, dict[str, Any]]]:
+    """Wait until both clients received the same actions of ``uri``, up to the last the
+    journal holds for it; those actions."""
+    facts = open_reader(db).facts(uri)
+    last = max(f.sequence for f in facts if f.channel == uri)
+    with trio.fail_after(20):
+        while True:
+            ours, theirs = session_actions(first, uri), session_actions(second, uri)
+            if ours and ours == theirs and ours[-1][0] >= last:
+                return ours
+            with trio.move_on_after(0.2):
+                await (first if len(ours) <= len(theirs) else second).receive()
+
+
+class TestFollowing:
+    async def test_a_client_on_another_node_sees_the_session_live(
+        self, nodes: Callable[..., Node], postgres_database: str
+    ) -> None:
+        """B follows A's session: an AHP client of B receives the very actions (serverSeq,
+        order, content) an AHP client of A does as the run goes on, gap-free; a client that
+        reconnects to B with a cursor is replayed what came after it, once each."""
+        a, b = nodes("a", "approver"), nodes("b", "approver")
+        uri, request = await park_a_session(a, "approver")
+        async with connect_ahp(a.daemon) as on_a, connect_ahp(b.daemon) as on_b:
+            await on_a.initialize(client_id="on-a", subscriptions=(uri,))
+            await on_b.initialize(client_id="on-b", subscriptions=(uri,))
+            assert on_b.snapshots[uri]["fromSeq"] == on_a.snapshots[uri]["fromSeq"]
+            start = on_a.snapshots[uri]["fromSeq"]
+            assert (await b.health())["owned_sessions"] == [], "B follows, A owns"
+            result = await approve_on(a, uri, request)
+            assert "The release notes are ready." in result["summary"]
+            seen = await same_actions(on_a, on_b, uri, postgres_database)
+        sequences = [seq for seq, _ in seen]
+        assert sequences == sorted(set(sequences))
+        assert sequences[0] > start
+        facts = open_reader(postgres_database).facts(uri)
+        assert sequences[-1] <= facts[-1].sequence
+        middle = sequences[len(sequences) // 2]
+        async with connect_ahp(b.daemon) as again:
+            resumed = await again.request(
+                "reconnect",
+                {
+                    "channel": "ahp-root://",
+                    "clientId": "on-b",
+                    "lastSeenServerSeq": 0,
+                    "subscriptions": [uri],
+                    "cursors": {uri: middle},
+                },
+            )
+        assert resumed["type"] == "replay"
+        replayed = [
+            (e["serverSeq"], e["action"]) for e in resumed["actions"] if e["channel"] == uri
+        ]
+        assert replayed == [(seq, action) for seq, action in seen if seq > middle]
+        assert "following session" in [e["event"] for e in b.events()]
+        assert_one_log(postgres_database, uri, resumed=0)
+
+
+async def refusal(node: Node, uri: str, message: dict[str, Any]) -> str:
+    """What ``node`` answers ``message`` (a request it refuses) on ``uri``'s /ws."""
+    async with connect(node.daemon, "session=" + uri.removeprefix("ahp-session:/")) as client:
+        await client.until_type("init")
+        await client.send(message)
+        error = await client.until_type("error")
+    return str(error["message"])
+
+
+class TestForwarding:
+    async def test_commands_sent_to_a_follower_reach_the_owner(
+        self, nodes: Callable[..., Node], postgres_database: str
+    ) -> None:
+        """A view update, an approval and a prompt sent to B (which follows A's session)
+        are carried out by A; a refused approval comes back to B's client with A's own
+        message; the log is one log, written by A alone."""
+        a, b = nodes("a", "approver"), nodes("b", "approver")
+        uri, request = await park_a_session(a, "approver")
+        session = uri.removeprefix("ahp-session:/")
+        bogus = {"channel": "agent", "type": "approve", "requestId": "no-such-approval"}
+        assert await refusal(b, uri, bogus) == await refusal(a, uri, bogus)
+
+        async with httpx.AsyncClient(base_url=b.url, timeout=40) as http:
+            update = await http.post(
+                "/callback",
+                json={
+                    "type": "view_update",
+                    "group_id": session,
+                    "view_type": "diff",
+                    "content": {"lines": 3},
+                },
+            )
+        assert update.status_code == 200, update.text
+        result = await approve_on(b, uri, request)
+        assert "The release notes are ready." in result["summary"]
+        async with connect(b.daemon, f"session={session}") as client:
+            await client.until_type("init")
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "And again"})
+            with trio.fail_after(20):
+                while True:
+                    facts = open_reader(postgres_database).facts(uri)
+                    if any(
+                        f.type == "chat/turnStarted" and f.action.message.text == "And again"  # type: ignore[union-attr]
+                        for f in facts
+                    ):
+                        break
+                    await trio.sleep(0.1)  # polling the owner's work
+        facts = open_reader(postgres_database).facts(uri)
+        views = [f for f in facts if f.type == "team/viewUpdated"]
+        assert [dict(f.action.content) for f in views] == [{"lines": 3}]  # type: ignore[union-attr,arg-type]
+        assert (await a.health())["owned_sessions"] == [uri]
+        assert (await b.health())["owned_sessions"] == []
+        assert_one_log(postgres_database, uri, resumed=0)
+
+
+class TestOwnerDies:
+    async def test_a_follower_takes_the_session_over_and_its_clients_reattach(
+        self, nodes: Callable[..., Node], postgres_database: str
+    ) -> None:
+        """B follows A's session (its client sees the approval waiting); A is killed; B's
+        followed session ends, its client told why (reattach), B takes the session over;
+        the client reattaches to B, approves, and the run finishes: one log, taken up once."""
+        a, b = nodes("a", "approver"), nodes("b", "approver")
+        uri, request = await park_a_session(a, "approver")
+        session = uri.removeprefix("ahp-session:/")
+        async with connect(b.daemon, f"session={session}") as client:
+            waiting = await client.until_type("permission_request")
+            assert waiting["requestId"] == request["requestId"]
+            a.process.send_signal(signal.SIGKILL)
+            a.process.wait(10)
+            ended = await client.until_type("session_ended")
+        assert "reattach" in ended["reason"]
+        assert "node a" in ended["reason"]
+        await wait_until_owned(b, uri, within=TTL + 10)
+        result = await approve_on(b, uri, request)
+        assert "The release notes are ready." in result["summary"]
+        assert_one_log(postgres_database, uri)
+        events = [e["event"] for e in b.events()]
+        assert "session no longer followed" in events
+        assert "session taken over" in events or "session taken up" in events

@@ -76,7 +76,16 @@ from orchestrator.base import (
     TeamFileError,
 )
 from orchestrator.core import TeamState
-from orchestrator.journal import Journal, PostgresLeases
+from orchestrator.journal import (
+    ANSWERS_CHANNEL,
+    COMMANDS_CHANNEL,
+    FACTS_CHANNEL,
+    Journal,
+    PostgresCommands,
+    PostgresLeases,
+    PostgresListener,
+    read_facts_payload,
+)
 from orchestrator.runtime import (
     BackendFactory,
     Ids,
@@ -90,6 +99,8 @@ from orchestrator.runtime.backends import backend_factory
 from orchestrator.spec import BackgroundSpec, McpServer, TeamSpec, load_team, parse_team
 
 from ._config import Limits
+from ._followed import FollowedRuntime
+from ._forwarding import CommandServer, Forwarder
 from ._live_session import LiveSession, SessionObserver, _busy, session_uri
 from ._root_channel import RootChannel, agents_of
 
@@ -136,6 +147,8 @@ def load_teams(directory: Path) -> TeamFiles:
 STOP_AFTER_GRACE: Final = 2.5
 #: Seconds a session's end waits to give its lease up (a lease not given up expires).
 RELEASE_LIMIT: Final = 2.0
+#: Take-over scans between two deletions of old forwarded commands.
+OLD_COMMANDS_EVERY: Final = 100
 
 
 def default_node() -> str:
@@ -209,6 +222,22 @@ class Daemon:
         self.leases: PostgresLeases | None = journal.leases
         self.node = node or (self.leases.node if self.leases is not None else default_node())
         self.taken_over = 0
+        # Following the other nodes' sessions and forwarding commands to their owners
+        # (see _followed and _forwarding): a listening connection, the command table.
+        self._followed: dict[str, FollowedRuntime] = {}
+        self.listener: PostgresListener | None = None
+        self.commands: PostgresCommands | None = None
+        self.forwarder: Forwarder | None = None
+        self.command_server: CommandServer | None = None
+        if self.leases is not None:
+            self.listener = PostgresListener(self.leases.url)
+            self.commands = PostgresCommands(self.leases.url, node=self.node)
+            self.forwarder = Forwarder(self.commands)
+            self.command_server = CommandServer(
+                self.commands,
+                held=lambda: self.leases.held if self.leases else {},
+                find=self._owned,
+            )
         self.limits = limits or Limits()
         self.subscriber_buffer = subscriber_buffer
         self.shutdown_grace = shutdown_grace
@@ -265,6 +294,9 @@ class Daemon:
             if self.leases is not None:
                 nursery.start_soon(self._keep_leases, self.leases)
                 nursery.start_soon(self._take_over, self.leases)
+            if self.listener is not None and self.command_server is not None:
+                await nursery.start(self.listener.serve, self._heard, self._listening)
+                nursery.start_soon(self.command_server.serve)
             # After the take-up: a teammate's run that was going is followed where it is.
             for companion in self.companions:
                 await nursery.start(companion.serve)
@@ -386,7 +418,10 @@ class Daemon:
 
     async def _take_over(self, leases: PostgresLeases) -> None:
         """Every third of the TTL, take up the running sessions whose lease expired (their
-        node died, or gave them up with work left) by the start-up's rules."""
+        node died, or gave them up with work left) by the start-up's rules; a session this
+        node followed ends first (its clients reattach to the one taken up). Now and then,
+        deletes the old forwarded commands."""
+        scans = 0
         while True:
             await trio.sleep(leases.ttl / 3)
             if not self.accepting:
@@ -396,7 +431,13 @@ class Daemon:
             except (OrchestratorError, OSError) as exc:
                 log.warning("expired leases not read", node=self.node, error=str(exc))
                 continue
+            scans += 1
+            if self.commands is not None and scans % OLD_COMMANDS_EVERY == 0:
+                await self._delete_old_commands(self.commands)
             for uri in expired:
+                followed = self._followed.get(uri)
+                if followed is not None:
+                    await self._unfollow(uri, followed, _owner_gone(uri, followed.owner))
                 if uri in self.sessions or self.journal.session_failed(uri) is not None:
                     continue
                 try:
@@ -441,7 +482,7 @@ class Daemon:
             if info.status != "running":
                 return None
             if not await self._acquire(uri):
-                raise RunError(self._elsewhere(uri))
+                return await self._follow(uri)
             try:
                 state = await trio.to_thread.run_sync(self.reader.open, uri)
                 return await self._take_up(uri, state)
@@ -452,9 +493,107 @@ class Daemon:
 
     def _elsewhere(self, uri: str) -> str:
         return (
-            f"session {uri} runs on another node of this journal: connect to that node "
-            f"(this is {self.node}; following another node's sessions is not there yet)"
+            f"session {uri} runs on another node of this journal: ask for it again (this "
+            f"node, {self.node}, then follows it) or connect to that node"
         )
+
+    # ── following the other nodes' sessions ────────────────────────────────
+
+    async def _follow(self, uri: str) -> LiveSession:
+        """Follow ``uri``, which another node runs (see :mod:`._followed`); its clients
+        reach it as any live session."""
+        commands, forwarder, leases = self.commands, self.forwarder, self.leases
+        if commands is None or forwarder is None or leases is None or self._nursery is None:
+            raise RunError(self._elsewhere(uri))
+        owner = await trio.to_thread.run_sync(commands.live_owner, uri)
+        state = await trio.to_thread.run_sync(self.reader.open, uri)
+        team_file, _ = await trio.to_thread.run_sync(self.reader.team_toml, uri)
+        name = Path(team_file).stem if team_file else (state.run.team if state.run else "")
+        runtime = FollowedRuntime(
+            state,
+            owner=owner or "another node",
+            reader=self.reader,
+            forwarder=forwarder,
+            live_owner=commands.live_owner,
+            lease_check=leases.ttl / 3,
+        )
+        live = LiveSession(self, name, runtime)
+        self._followed[uri] = runtime
+        self._add_session(live)
+        await self._nursery.start(self._run_followed, live, runtime)
+        log.info("following session", session=uri, owner=runtime.owner)
+        return live
+
+    async def _run_followed(
+        self,
+        live: LiveSession,
+        runtime: FollowedRuntime,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        structlog.contextvars.bind_contextvars(session=live.uri, team=live.team_name)
+        try:
+            await runtime.follow(task_status=task_status)
+        except Exception as exc:
+            log.error("following failed", session=live.uri, error=_message(exc), exc_info=exc)
+            runtime.end(f"session {live.uri} cannot be followed here: {_message(exc)}")
+        finally:
+            live.close_streams()
+            live.end_sinks(runtime.end_reason)
+            live.finished.set()
+            self._remove_session(live)
+            if self._followed.get(live.uri) is runtime:
+                del self._followed[live.uri]
+            log.info("session no longer followed", session=live.uri, why=runtime.end_reason)
+
+    async def _unfollow(self, uri: str, runtime: FollowedRuntime, why: str) -> None:
+        """End following ``uri`` (its clients told ``why``); returns once it has ended."""
+        live = self.sessions.get(uri)
+        runtime.end(why)
+        if live is not None:
+            await live.finished.wait()
+
+    def _heard(self, channel: str, payload: str) -> None:
+        """A notification of the cluster (see orchestrator.journal._pg_notify)."""
+        if channel == FACTS_CHANNEL:
+            session, sequence = read_facts_payload(payload)
+            followed = self._followed.get(session) if session is not None else None
+            if session is None:
+                for runtime in self._followed.values():
+                    runtime.wake()
+            elif followed is not None:
+                followed.wake(sequence)
+        elif channel == COMMANDS_CHANNEL and self.command_server is not None:
+            self.command_server.wake()
+        elif channel == ANSWERS_CHANNEL and self.forwarder is not None:
+            self.forwarder.answered(payload)
+
+    def _listening(self) -> None:
+        """Listening (again): notifications may have been missed, everything is read."""
+        for runtime in self._followed.values():
+            runtime.wake()
+        if self.command_server is not None:
+            self.command_server.wake()
+        if self.forwarder is not None:
+            self.forwarder.wake_all()
+
+    async def _owned(self, uri: str) -> LiveSession | None:
+        """The session ``uri`` as this node runs it (a forwarded command's target)."""
+        live = self.sessions.get(uri)
+        if live is None or uri in self._followed or live.put_away:
+            return None
+        if live.resuming is not None:
+            await live.resuming.wait()
+        return live
+
+    async def _delete_old_commands(self, commands: PostgresCommands) -> None:
+        try:
+            deleted = await trio.to_thread.run_sync(commands.delete_old)
+        except (OrchestratorError, OSError) as exc:
+            log.warning("old forwarded commands not deleted", error=str(exc))
+            return
+        if deleted:
+            log.info("old forwarded commands deleted", count=deleted)
 
     async def _take_up(self, uri: str, state: TeamState) -> LiveSession:
         team_file, team_toml = await trio.to_thread.run_sync(self.reader.team_toml, uri)
@@ -486,6 +625,13 @@ class Daemon:
             await trio.sleep(max(after / 4, 0.05))
             now = trio.current_time()
             for live in list(self.sessions.values()):
+                followed = self._followed.get(live.uri)
+                if followed is not None:
+                    # Followed, idle or not: dropped once nobody has watched it for a while.
+                    if live.clients == 0 and now - live.alone_since >= after:
+                        log.info("followed session nobody watches dropped", session=live.uri)
+                        followed.end(None)
+                    continue
                 if not live.started:
                     continue  # never prompted: forget_unprompted's own timer ends it
                 if live.clients == 0 and live.idle.is_set() and now - live.idle_since >= after:
@@ -502,7 +648,8 @@ class Daemon:
             companion.stopping.set()
         with trio.move_on_after(self.shutdown_grace):
             for live in list(self.sessions.values()):
-                await live.idle.wait()
+                if live.uri not in self._followed:  # another node's turns: not ours to wait
+                    await live.idle.wait()
         stopping = list(self.sessions.values())
         for live in stopping:
             if live.started:
@@ -829,7 +976,7 @@ class Daemon:
             if not live.started:
                 self._drop_unprompted(live, "the session was disposed")
                 return
-        live.cancel()
+        await live.cancel()
         await live.finished.wait()
 
 
@@ -860,6 +1007,13 @@ def _unfinished(state: TeamState) -> bool:
     going): another node should take it up."""
     run = state.run
     return run is not None and run.status is None and _needs_running(state)
+
+
+def _owner_gone(uri: str, owner: str) -> str:
+    return (
+        f"session {uri}: node {owner}, which ran it, is gone (its lease expired); this node "
+        "takes it over: reattach with your cursor"
+    )
 
 
 def _needs_running(state: TeamState) -> bool:
