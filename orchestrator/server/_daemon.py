@@ -46,6 +46,16 @@ the TTL, each node takes up the sessions whose leases expired (:meth:`Daemon._ta
 their node died) by the start-up's rules. A SQLite journal has no leases: its one daemon
 owns every session.
 
+Any node serves any client: :meth:`Daemon.find` asked for a session another node holds
+*follows* it (:meth:`Daemon._follow`, see :mod:`._followed`): a LiveSession over a
+:class:`~._followed.FollowedRuntime` in :attr:`Daemon.sessions` like any, woken by the
+node's one listening connection (:meth:`Daemon._heard`), whose commands are forwarded to
+the owner (:mod:`._forwarding`); this node's :class:`~._forwarding.CommandServer` carries
+out those forwarded to it. When the lease of a session this node follows expires (its owner
+died), the take-over scan ends the followed session first (its clients are told to
+reattach) and takes the session up; a followed session nobody watches is dropped by
+:meth:`Daemon.evict_idle`.
+
 Bounds: a session opened but never prompted holds memory and nothing else; it is forgotten
 ``unprompted_session`` seconds after it was opened or its last client left (at most
 ``idle_session`` with a client on it), and each principal may hold
@@ -461,7 +471,8 @@ class Daemon:
 
     async def find(self, session: str) -> LiveSession | None:
         """The live session ``session`` (an id or URI), taking an unfinished one up from the
-        journal if it is not in memory; None if there is no such unfinished session."""
+        journal if it is not in memory, or following it if another node runs it (see
+        :mod:`._followed`); None if there is no such unfinished session."""
         uri = session_uri(session)
         live = self.sessions.get(uri)
         if live is not None and not live.put_away:
