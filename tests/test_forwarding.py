@@ -7,7 +7,7 @@ and the owner's command loop, which garbage rows must not end. The whole path be
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import hypothesis
@@ -18,7 +18,7 @@ from psycopg.types.json import Jsonb
 
 from orchestrator.ahp import ActionOrigin
 from orchestrator.base import PeerProtocolError
-from orchestrator.journal import PostgresCommands, open_journal
+from orchestrator.journal import FACTS_CHANNEL, PostgresCommands, PostgresListener, open_journal
 from orchestrator.server._expected_action import ExpectedAction
 from orchestrator.server._forwarding import (
     KINDS,
@@ -232,3 +232,51 @@ class TestCommandLoop:
             garbage = follower.outcome(command)
             assert garbage is not None
             assert garbage.error["message"].startswith("forwarding: "), garbage.error
+
+
+class TestListener:
+    async def test_it_listens_again_after_its_connection_is_cut(self, table: str) -> None:
+        """The listening connection is terminated by the server: the listener connects
+        again, says so (whoever follows then reads everything again), and hears the
+        notifications sent after."""
+        listener = PostgresListener(table)
+        heard: list[tuple[str, str]] = []
+        connections = 0
+        changed = trio.Event()
+
+        def on_notify(channel: str, payload: str) -> None:
+            heard.append((channel, payload))
+            changed.set()
+
+        def on_connected() -> None:
+            nonlocal connections
+            connections += 1
+            changed.set()
+
+        async def until(condition: Callable[[], bool]) -> None:
+            nonlocal changed
+            with trio.fail_after(20):
+                while not condition():
+                    changed = trio.Event()
+                    with trio.move_on_after(0.2):  # a notification sent meanwhile
+                        await changed.wait()
+
+        def notify(payload: str) -> None:
+            with direct_sql(table) as connection:
+                connection.execute("SELECT pg_notify(?, ?)", (FACTS_CHANNEL, payload))
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(listener.serve, on_notify, on_connected)
+            await until(lambda: connections == 1)
+            await trio.to_thread.run_sync(notify, "one")
+            await until(lambda: (FACTS_CHANNEL, "one") in heard)
+            with direct_sql(table) as connection:
+                connection.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = 'orchestrator listener'"
+                )
+            await until(lambda: connections == 2)
+            await trio.to_thread.run_sync(notify, "two")
+            await until(lambda: (FACTS_CHANNEL, "two") in heard)
+            nursery.cancel_scope.cancel()
+        assert listener.reconnections >= 1
