@@ -295,6 +295,13 @@ class Daemon:
         self, *, task_status: trio.TaskStatus[Daemon] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Run the sessions until cancelled; take up the journal's unfinished ones first."""
+        try:
+            await self._serve(task_status)
+        finally:
+            if self.commands is not None:
+                self.commands.close()  # its connection (the listener's closes in its thread)
+
+    async def _serve(self, task_status: trio.TaskStatus[Daemon]) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             nursery.start_soon(self._end_sessions_if_the_journal_fails)
