@@ -474,3 +474,41 @@ class TestOwnerDies:
         events = [e["event"] for e in b.events()]
         assert "session no longer followed" in events
         assert "session taken over" in events or "session taken up" in events
+
+    async def test_an_ahp_clients_origin_survives_forwarding(
+        self, nodes: Callable[..., Node], postgres_database: str
+    ) -> None:
+        """An AHP client of B confirms the tool call of A's session: A records the
+        confirmation with the client's origin, and B's client receives its own action
+        echoed with that origin (as it would from the owner)."""
+        a, b = nodes("a", "approver"), nodes("b", "approver")
+        uri, _ = await park_a_session(a, "approver")
+        state = open_reader(postgres_database).open(uri)
+        chat = state.coordinator_chat()
+        assert chat is not None
+        (pending,) = state.pending_approvals()
+        async with connect_ahp(b.daemon) as on_b:
+            await on_b.initialize(client_id="tablet", subscriptions=(uri, chat))
+            seq = await on_b.dispatch(
+                chat,
+                {
+                    "type": "chat/toolCallConfirmed",
+                    "turnId": pending.request.turn_id,
+                    "toolCallId": pending.request.tool_call_id,
+                    "approved": True,
+                    "confirmed": "user-action",
+                },
+            )
+            confirmed = await on_b.until_action(
+                lambda e: e["action"]["type"] == "chat/toolCallConfirmed"
+            )
+            assert "rejectionReason" not in confirmed
+            assert confirmed["origin"] == {"clientId": "tablet", "clientSeq": seq}
+            await on_b.until_action(
+                lambda e: e["channel"] == chat and e["action"]["type"] == "chat/turnComplete"
+            )
+        facts = open_reader(postgres_database).facts(uri)
+        (fact,) = [f for f in facts if f.type == "chat/toolCallConfirmed"]
+        assert fact.origin is not None
+        assert (fact.origin.client_id, fact.origin.client_seq) == ("tablet", seq)
+        assert_one_log(postgres_database, uri, resumed=0)
