@@ -47,14 +47,13 @@ their node died) by the start-up's rules. A SQLite journal has no leases: its on
 owns every session.
 
 Any node serves any client: :meth:`Daemon.find` asked for a session another node holds
-*follows* it (:meth:`Daemon._follow`, see :mod:`._followed`): a LiveSession over a
-:class:`~._followed.FollowedRuntime` in :attr:`Daemon.sessions` like any, woken by the
-node's one listening connection (:meth:`Daemon._heard`), whose commands are forwarded to
-the owner (:mod:`._forwarding`); this node's :class:`~._forwarding.CommandServer` carries
-out those forwarded to it. When the lease of a session this node follows expires (its owner
-died), the take-over scan ends the followed session first (its clients are told to
-reattach) and takes the session up; a followed session nobody watches is dropped by
-:meth:`Daemon.evict_idle`.
+*follows* it (its :attr:`Daemon.cluster`, see :mod:`._cluster` and :mod:`._followed`): a
+LiveSession over a :class:`~._followed.FollowedRuntime` in :attr:`Daemon.sessions` like
+any, whose commands are forwarded to the owner (:mod:`._forwarding`); the cluster also
+carries out the commands forwarded to this node. When the lease of a session this node
+follows expires (its owner died), the take-over scan ends the followed session first (its
+clients are told to reattach) and takes the session up; a followed session nobody watches
+is dropped by :meth:`Daemon.evict_idle`.
 
 Bounds: a session opened but never prompted holds memory and nothing else; it is forgotten
 ``unprompted_session`` seconds after it was opened or its last client left (at most
@@ -86,16 +85,7 @@ from orchestrator.base import (
     TeamFileError,
 )
 from orchestrator.core import TeamState
-from orchestrator.journal import (
-    ANSWERS_CHANNEL,
-    COMMANDS_CHANNEL,
-    FACTS_CHANNEL,
-    Journal,
-    PostgresCommands,
-    PostgresLeases,
-    PostgresListener,
-    read_facts_payload,
-)
+from orchestrator.journal import Journal, PostgresLeases
 from orchestrator.runtime import (
     BackendFactory,
     Ids,
@@ -108,9 +98,8 @@ from orchestrator.runtime import (
 from orchestrator.runtime.backends import backend_factory
 from orchestrator.spec import BackgroundSpec, McpServer, TeamSpec, load_team, parse_team
 
+from ._cluster import Cluster
 from ._config import Limits
-from ._followed import FollowedRuntime
-from ._forwarding import CommandServer, Forwarder
 from ._live_session import LiveSession, SessionObserver, _busy, session_uri
 from ._root_channel import RootChannel, agents_of
 
@@ -232,22 +221,9 @@ class Daemon:
         self.leases: PostgresLeases | None = journal.leases
         self.node = node or (self.leases.node if self.leases is not None else default_node())
         self.taken_over = 0
-        # Following the other nodes' sessions and forwarding commands to their owners
-        # (see _followed and _forwarding): a listening connection, the command table.
-        self._followed: dict[str, FollowedRuntime] = {}
-        self.listener: PostgresListener | None = None
-        self.commands: PostgresCommands | None = None
-        self.forwarder: Forwarder | None = None
-        self.command_server: CommandServer | None = None
-        if self.leases is not None:
-            self.listener = PostgresListener(self.leases.url)
-            self.commands = PostgresCommands(self.leases.url, node=self.node)
-            self.forwarder = Forwarder(self.commands)
-            self.command_server = CommandServer(
-                self.commands,
-                held=lambda: self.leases.held if self.leases else {},
-                find=self._owned,
-            )
+        # Following the other nodes' sessions and serving their commands (see _cluster):
+        # made once the daemon's own parts are.
+        self.cluster: Cluster | None = None
         self.limits = limits or Limits()
         self.subscriber_buffer = subscriber_buffer
         self.shutdown_grace = shutdown_grace
@@ -288,6 +264,16 @@ class Daemon:
         self.stopped = trio.Event()  # set once stop() has stopped every session
         # Given to every session's command tools; the server sets its URL once it listens.
         self.callback = callback or ToolCallback()
+        if self.leases is not None:
+            self.cluster = Cluster(
+                self,
+                leases=self.leases,
+                node=self.node,
+                reader=self.reader,
+                add=self._add_session,
+                remove=self._remove_session,
+                owned=self._owned,
+            )
 
     # ── the service ────────────────────────────────────────────────────────
 
@@ -295,13 +281,6 @@ class Daemon:
         self, *, task_status: trio.TaskStatus[Daemon] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Run the sessions until cancelled; take up the journal's unfinished ones first."""
-        try:
-            await self._serve(task_status)
-        finally:
-            if self.commands is not None:
-                self.commands.close()  # its connection (the listener's closes in its thread)
-
-    async def _serve(self, task_status: trio.TaskStatus[Daemon]) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             nursery.start_soon(self._end_sessions_if_the_journal_fails)
@@ -311,9 +290,8 @@ class Daemon:
             if self.leases is not None:
                 nursery.start_soon(self._keep_leases, self.leases)
                 nursery.start_soon(self._take_over, self.leases)
-            if self.listener is not None and self.command_server is not None:
-                await nursery.start(self.listener.serve, self._heard, self._listening)
-                nursery.start_soon(self.command_server.serve)
+            if self.cluster is not None:
+                await nursery.start(self.cluster.serve)
             # After the take-up: a teammate's run that was going is followed where it is.
             for companion in self.companions:
                 await nursery.start(companion.serve)
@@ -449,12 +427,13 @@ class Daemon:
                 log.warning("expired leases not read", node=self.node, error=str(exc))
                 continue
             scans += 1
-            if self.commands is not None and scans % OLD_COMMANDS_EVERY == 0:
-                await self._delete_old_commands(self.commands)
+            if self.cluster is not None and scans % OLD_COMMANDS_EVERY == 0:
+                await self.cluster.delete_old_commands()
             for uri in expired:
-                followed = self._followed.get(uri)
-                if followed is not None:
-                    await self._unfollow(uri, followed, _owner_gone(uri, followed.owner))
+                followed = self.cluster.follows(uri) if self.cluster is not None else None
+                live = self.sessions.get(uri)
+                if followed is not None and live is not None and self.cluster is not None:
+                    await self.cluster.unfollow(live, _owner_gone(uri, followed.owner))
                 if uri in self.sessions or self.journal.session_failed(uri) is not None:
                     continue
                 try:
@@ -500,7 +479,9 @@ class Daemon:
             if info.status != "running":
                 return None
             if not await self._acquire(uri):
-                return await self._follow(uri)
+                if self.cluster is None:
+                    raise RunError(self._elsewhere(uri))
+                return await self.cluster.follow(uri)
             try:
                 state = await trio.to_thread.run_sync(self.reader.open, uri)
                 return await self._take_up(uri, state)
@@ -515,103 +496,18 @@ class Daemon:
             f"node, {self.node}, then follows it) or connect to that node"
         )
 
-    # ── following the other nodes' sessions ────────────────────────────────
-
-    async def _follow(self, uri: str) -> LiveSession:
-        """Follow ``uri``, which another node runs (see :mod:`._followed`); its clients
-        reach it as any live session."""
-        commands, forwarder, leases = self.commands, self.forwarder, self.leases
-        if commands is None or forwarder is None or leases is None or self._nursery is None:
-            raise RunError(self._elsewhere(uri))
-        owner = await trio.to_thread.run_sync(commands.live_owner, uri)
-        state = await trio.to_thread.run_sync(self.reader.open, uri)
-        team_file, _ = await trio.to_thread.run_sync(self.reader.team_toml, uri)
-        name = Path(team_file).stem if team_file else (state.run.team if state.run else "")
-        runtime = FollowedRuntime(
-            state,
-            owner=owner or "another node",
-            reader=self.reader,
-            forwarder=forwarder,
-            live_owner=commands.live_owner,
-            lease_check=leases.ttl / 3,
-        )
-        live = LiveSession(self, name, runtime)
-        self._followed[uri] = runtime
-        self._add_session(live)
-        await self._nursery.start(self._run_followed, live, runtime)
-        log.info("following session", session=uri, owner=runtime.owner)
-        return live
-
-    async def _run_followed(
-        self,
-        live: LiveSession,
-        runtime: FollowedRuntime,
-        *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        structlog.contextvars.bind_contextvars(session=live.uri, team=live.team_name)
-        try:
-            await runtime.follow(task_status=task_status)
-        except Exception as exc:
-            log.error("following failed", session=live.uri, error=_message(exc), exc_info=exc)
-            runtime.end(f"session {live.uri} cannot be followed here: {_message(exc)}")
-        finally:
-            live.close_streams()
-            live.end_sinks(runtime.end_reason)
-            live.finished.set()
-            self._remove_session(live)
-            if self._followed.get(live.uri) is runtime:
-                del self._followed[live.uri]
-            log.info("session no longer followed", session=live.uri, why=runtime.end_reason)
-
-    async def _unfollow(self, uri: str, runtime: FollowedRuntime, why: str) -> None:
-        """End following ``uri`` (its clients told ``why``); returns once it has ended."""
-        live = self.sessions.get(uri)
-        runtime.end(why)
-        if live is not None:
-            await live.finished.wait()
-
-    def _heard(self, channel: str, payload: str) -> None:
-        """A notification of the cluster (see orchestrator.journal._pg_notify)."""
-        if channel == FACTS_CHANNEL:
-            session, sequence = read_facts_payload(payload)
-            followed = self._followed.get(session) if session is not None else None
-            if session is None:
-                for runtime in self._followed.values():
-                    runtime.wake()
-            elif followed is not None:
-                followed.wake(sequence)
-        elif channel == COMMANDS_CHANNEL and self.command_server is not None:
-            self.command_server.wake()
-        elif channel == ANSWERS_CHANNEL and self.forwarder is not None:
-            self.forwarder.answered(payload)
-
-    def _listening(self) -> None:
-        """Listening (again): notifications may have been missed, everything is read."""
-        for runtime in self._followed.values():
-            runtime.wake()
-        if self.command_server is not None:
-            self.command_server.wake()
-        if self.forwarder is not None:
-            self.forwarder.wake_all()
+    def _followed(self, uri: str) -> bool:
+        """Whether this node follows ``uri`` (another node runs it)."""
+        return self.cluster is not None and self.cluster.follows(uri) is not None
 
     async def _owned(self, uri: str) -> LiveSession | None:
         """The session ``uri`` as this node runs it (a forwarded command's target)."""
         live = self.sessions.get(uri)
-        if live is None or uri in self._followed or live.put_away:
+        if live is None or self._followed(uri) or live.put_away:
             return None
         if live.resuming is not None:
             await live.resuming.wait()
         return live
-
-    async def _delete_old_commands(self, commands: PostgresCommands) -> None:
-        try:
-            deleted = await trio.to_thread.run_sync(commands.delete_old)
-        except (OrchestratorError, OSError) as exc:
-            log.warning("old forwarded commands not deleted", error=str(exc))
-            return
-        if deleted:
-            log.info("old forwarded commands deleted", count=deleted)
 
     async def _take_up(self, uri: str, state: TeamState) -> LiveSession:
         team_file, team_toml = await trio.to_thread.run_sync(self.reader.team_toml, uri)
@@ -643,7 +539,7 @@ class Daemon:
             await trio.sleep(max(after / 4, 0.05))
             now = trio.current_time()
             for live in list(self.sessions.values()):
-                followed = self._followed.get(live.uri)
+                followed = self.cluster.follows(live.uri) if self.cluster is not None else None
                 if followed is not None:
                     # Followed, idle or not: dropped once nobody has watched it for a while.
                     if live.clients == 0 and now - live.alone_since >= after:
@@ -666,7 +562,7 @@ class Daemon:
             companion.stopping.set()
         with trio.move_on_after(self.shutdown_grace):
             for live in list(self.sessions.values()):
-                if live.uri not in self._followed:  # another node's turns: not ours to wait
+                if not self._followed(live.uri):  # another node's turns: not ours to wait
                     await live.idle.wait()
         stopping = list(self.sessions.values())
         for live in stopping:
