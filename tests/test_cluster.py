@@ -105,7 +105,13 @@ TEAMS = {"delivery": DELIVERY, "ticker": TICKER, "approver": APPROVER}
 
 
 def start_node(
-    tmp_path: Path, name: str, db: str, *, team: str = "delivery", ttl: float = TTL
+    tmp_path: Path,
+    name: str,
+    db: str,
+    *,
+    team: str = "delivery",
+    ttl: float = TTL,
+    limits: str = "",
 ) -> Node:
     """``orchestrator serve`` as node ``name`` on ``db``, serving the delivery team (or
     the ticker)."""
@@ -114,7 +120,8 @@ def start_node(
     (teams / f"{team}.toml").write_text(TEAMS[team])
     config = tmp_path / f"{name}.toml"
     config.write_text(
-        f'node = "{name}"\nlease_ttl = {ttl}\n[limits]\nshutdown_grace = 0.2\n', encoding="utf-8"
+        f'node = "{name}"\nlease_ttl = {ttl}\n[limits]\nshutdown_grace = 0.2\n{limits}\n',
+        encoding="utf-8",
     )
     log = tmp_path / f"{name}.log"
     with log.open("w") as err:
@@ -154,8 +161,10 @@ def start_node(
 def nodes(tmp_path: Path, postgres_database: str) -> Iterator[Callable[..., Node]]:
     started: list[Node] = []
 
-    def start(name: str, team: str = "delivery", ttl: float = TTL) -> Node:
-        node = start_node(tmp_path / team, name, postgres_database, team=team, ttl=ttl)
+    def start(name: str, team: str = "delivery", ttl: float = TTL, limits: str = "") -> Node:
+        node = start_node(
+            tmp_path / team, name, postgres_database, team=team, ttl=ttl, limits=limits
+        )
         started.append(node)
         return node
 
@@ -401,6 +410,31 @@ async def refusal(node: Node, uri: str, message: dict[str, Any]) -> str:
         await client.send(message)
         error = await client.until_type("error")
     return str(error["message"])
+
+
+class TestFollowedSessionsEnd:
+    async def test_a_followed_session_nobody_watches_is_dropped(
+        self, nodes: Callable[..., Node]
+    ) -> None:
+        """B follows A's session while a client watches it there; once nobody has for
+        ``idle_session``, B drops it (A runs on, unaware), and follows it again when asked."""
+        a = nodes("a", "approver")
+        b = nodes("b", "approver", limits="idle_session = 1.0")
+        uri, request = await park_a_session(a, "approver")
+        session = uri.removeprefix("ahp-session:/")
+        async with connect(b.daemon, f"session={session}") as client:
+            await client.until_type("permission_request")
+            assert (await b.health())["followed_sessions"] == [uri]
+        with trio.fail_after(20):
+            while "followed session nobody watches dropped" not in [  # noqa: ASYNC110
+                e["event"] for e in b.events()
+            ]:
+                await trio.sleep(0.1)  # polling another process's log
+        assert (await b.health())["followed_sessions"] == []
+        assert (await a.health())["owned_sessions"] == [uri]
+        async with connect(b.daemon, f"session={session}") as client:
+            again = await client.until_type("permission_request")
+        assert again["requestId"] == request["requestId"]
 
 
 class TestForwarding:

@@ -341,6 +341,10 @@ class Daemon:
             return sorted(self.leases.held)
         return sorted(uri for uri, live in self.sessions.items() if live.started)
 
+    def followed_sessions(self) -> list[str]:
+        """The sessions this node follows (another node of the journal runs them)."""
+        return sorted(self.cluster.followed) if self.cluster is not None else []
+
     async def _acquire(self, uri: str, *, quiet: bool = False) -> bool:
         """Whether this node may run ``uri``: always on SQLite; on PostgreSQL once it holds
         the session's lease (False: another node's lease has not expired)."""
