@@ -17,13 +17,14 @@ from hypothesis import strategies as st
 from psycopg.types.json import Jsonb
 
 from orchestrator.ahp import ActionOrigin
-from orchestrator.base import PeerProtocolError
+from orchestrator.base import PeerProtocolError, RunError
 from orchestrator.journal import FACTS_CHANNEL, PostgresCommands, PostgresListener, open_journal
 from orchestrator.server._expected_action import ExpectedAction
 from orchestrator.server._forwarding import (
     KINDS,
     Command,
     CommandServer,
+    Forwarder,
     Origin,
     decode_command,
     decode_error,
@@ -280,3 +281,40 @@ class TestListener:
             await until(lambda: (FACTS_CHANNEL, "two") in heard)
             nursery.cancel_scope.cancel()
         assert listener.reconnections >= 1
+
+
+class TestForwarder:
+    async def test_no_answer_in_time_is_an_error_naming_the_owner(
+        self, two: tuple[PostgresCommands, PostgresCommands]
+    ) -> None:
+        """Nobody claims the command: after the limit the client is told which node did
+        not answer, and the command is withdrawn (no owner runs it later)."""
+        follower, owner = two
+        forwarder = Forwarder(follower, limit=0.3)
+        with trio.fail_after(20), pytest.raises(RunError, match="node a-node, which runs"):
+            await forwarder.call(SESSION, Command(kind="cancel"), owner="a-node")
+        assert owner.claim([SESSION]) == []
+
+    async def test_the_owners_answer_is_returned_or_raised(
+        self, two: tuple[PostgresCommands, PostgresCommands]
+    ) -> None:
+        follower, owner = two
+        forwarder = Forwarder(follower, limit=20)
+
+        async def owner_answers(**outcome: Any) -> None:
+            while not (rows := await trio.to_thread.run_sync(owner.claim, [SESSION])):  # noqa: ASYNC110
+                await trio.sleep(0.05)  # polling the table (no listener here)
+            await trio.to_thread.run_sync(lambda: owner.answer(rows[0].id, **outcome))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: owner_answers(result={"value": 1, "sequence": 2}))
+            with trio.fail_after(20):
+                answer = await forwarder.call(SESSION, Command(kind="cancel"), owner="b")
+        assert answer == {"value": 1, "sequence": 2}
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                lambda: owner_answers(error=encode_error(RunError("no pending approval 'x'")))
+            )
+            with trio.fail_after(20), pytest.raises(RunError) as refused:
+                await forwarder.call(SESSION, Command(kind="cancel"), owner="b")
+        assert str(refused.value) == "no pending approval 'x'"

@@ -39,6 +39,7 @@ from orchestrator.base import (
     OrchestratorError,
     PeerProtocolError,
     RunError,
+    UnavailableError,
 )
 from orchestrator.journal import ForwardedCommand, PostgresCommands
 
@@ -288,37 +289,55 @@ class Forwarder:
     async def call(self, session: str, command: Command, *, owner: str) -> Any:
         """Forward ``command`` for ``session`` to its owner (the node ``owner``, as last
         seen); its result, or the owner's error raised here."""
-        sent = await trio.to_thread.run_sync(
-            self.commands.send, session, command.kind, command.payload()
-        )
-        deadline = trio.current_time() + self.limit
-        withdrawn_once = False
         try:
-            while True:
-                self._waiting[sent] = trio.Event()
-                answer = await trio.to_thread.run_sync(self.commands.outcome, sent)
-                if answer is not None:
-                    if answer.error is not None:
-                        raise decode_error(answer.error)
-                    return answer.result
-                remaining = deadline - trio.current_time()
-                if remaining <= 0:
-                    if withdrawn_once or await trio.to_thread.run_sync(
-                        self.commands.withdraw, sent, {"type": "RunError", "message": "expired"}
-                    ):
-                        raise RunError(
-                            f"node {owner}, which runs session {session}, did not answer in "
-                            f"{self.limit:g} s; try again (another node takes the session "
-                            "over if that node is gone)"
-                        )
-                    # Claimed: the owner is carrying it out; give it one more while.
-                    withdrawn_once = True
-                    deadline = trio.current_time() + self.limit
-                    continue
-                with trio.move_on_after(min(remaining, COMMAND_POLL)):
-                    await self._waiting[sent].wait()
+            sent = await trio.to_thread.run_sync(
+                self.commands.send, session, command.kind, command.payload()
+            )
+        except (FactLogError, UnavailableError) as exc:
+            raise RunError(
+                f"cannot forward to node {owner}, which runs session {session}: {exc}"
+            ) from exc
+        try:
+            return await self._answer(session, sent, owner=owner)
         finally:
             self._waiting.pop(sent, None)
+
+    async def _answer(self, session: str, sent: int, *, owner: str) -> Any:
+        deadline = trio.current_time() + self.limit
+        withdrawn_once = False
+        while True:
+            self._waiting[sent] = trio.Event()
+            try:
+                answer = await trio.to_thread.run_sync(self.commands.outcome, sent)
+            except (FactLogError, UnavailableError) as exc:
+                log.warning("forwarded command's answer not read", command=sent, error=str(exc))
+                answer = None  # the database is away for now: try again until the deadline
+            if answer is not None:
+                if answer.error is not None:
+                    raise decode_error(answer.error)
+                return answer.result
+            remaining = deadline - trio.current_time()
+            if remaining <= 0:
+                if withdrawn_once or await self._withdraw(sent):
+                    raise RunError(
+                        f"node {owner}, which runs session {session}, did not answer in "
+                        f"{self.limit:g} s; try again (another node takes the session "
+                        "over if that node is gone)"
+                    )
+                # Claimed: the owner is carrying it out; give it one more while.
+                withdrawn_once = True
+                deadline = trio.current_time() + self.limit
+                continue
+            with trio.move_on_after(min(remaining, COMMAND_POLL)):
+                await self._waiting[sent].wait()
+
+    async def _withdraw(self, sent: int) -> bool:
+        """Withdraw an unanswered command (True), unless its owner claimed it (False)."""
+        expired = {"type": "RunError", "message": "withdrawn: no answer in time"}
+        try:
+            return await trio.to_thread.run_sync(self.commands.withdraw, sent, expired)
+        except (FactLogError, UnavailableError):
+            return True  # nothing more can be done for it from here
 
 
 class CommandServer:
