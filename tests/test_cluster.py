@@ -4,7 +4,10 @@ each a node holding the leases of the sessions it runs.
 A node that dies (SIGKILL) or stalls past its lease (SIGSTOP) loses its sessions to another
 node, which takes them up by the start-up's recovery rules; the log stays one log (each
 sequence once, none missing), and the stalled node, once it runs again, stops the session
-("lease lost") instead of writing to it.
+("lease lost") instead of writing to it. A node asked for another node's session follows
+it (its clients see the owner's facts, with the owner's numbers) and forwards their
+commands to the owner; when the owner dies, the follower's clients are told to reattach and
+the follower takes the session over.
 
 These tests wait for processes (real time, with a short ``lease_ttl``), as
 ``test_daemon_process`` does; the lease logic itself is tested without waiting in

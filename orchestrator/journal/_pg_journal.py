@@ -35,7 +35,7 @@ fails ("lease lost") and its session is refused from then on, as any batch that 
 stored; a snapshot or team file of such a session is dropped (they would overwrite the new
 owner's). Without a node (``orchestrator run``) there are no leases and no fence.
 
-Other nodes follow a node's sessions: in each group's transaction the writer notifies
+Other nodes follow a node's sessions: in each group's transaction a node's writer notifies
 :data:`~._pg_notify.FACTS_CHANNEL` once per session it wrote facts of, with the session's
 last sequence (:func:`_notify_followers`; delivered on commit, see :mod:`._pg_notify`).
 

@@ -9,6 +9,13 @@ read by subscribing to the session's fact bus (bounded: a client that cannot kee
 dropped, see :mod:`orchestrator.runtime._bus`), after a consistent snapshot: the facts up to
 :attr:`TeamState.last_sequence` at the moment of subscribing are history, the bus delivers
 the rest, so a client sees no gap and no duplicate.
+
+Behind it is a :class:`SessionRuntime`: the :class:`~orchestrator.runtime.TeamRuntime` that
+runs the session on this node, or, when another node of a PostgreSQL journal runs it, a
+:class:`~orchestrator.server._followed.FollowedRuntime` that reads its facts from the journal
+and forwards what would change it to the owner. Clients cannot tell them apart: the same
+requests, the same refusals, the same facts with the same sequence numbers. A forwarded
+cancel is awaited (its answer comes through the database), hence the async cancels.
 """
 
 from __future__ import annotations
