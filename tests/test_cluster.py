@@ -4,7 +4,10 @@ each a node holding the leases of the sessions it runs.
 A node that dies (SIGKILL) or stalls past its lease (SIGSTOP) loses its sessions to another
 node, which takes them up by the start-up's recovery rules; the log stays one log (each
 sequence once, none missing), and the stalled node, once it runs again, stops the session
-("lease lost") instead of writing to it.
+("lease lost") instead of writing to it. A node asked for another node's session follows
+it (its clients see the owner's facts, with the owner's numbers) and forwards their
+commands to the owner; when the owner dies, the follower's clients are told to reattach and
+the follower takes the session over.
 
 These tests wait for processes (real time, with a short ``lease_ttl``), as
 ``test_daemon_process`` does; the lease logic itself is tested without waiting in
@@ -13,7 +16,6 @@ These tests wait for processes (real time, with a short ``lease_ttl``), as
 from __future__ import annotations
 
 import functools
-import gc
 import json
 import os
 import signal
@@ -28,9 +30,7 @@ import attrs
 import httpx
 import pytest
 import trio
-from trio_websocket import ConnectionRejected
 
-from orchestrator.ahp import ErrorCode
 from orchestrator.core import build_graph, teammate_uri
 from orchestrator.journal import open_reader
 
@@ -110,7 +110,13 @@ TEAMS = {"delivery": DELIVERY, "ticker": TICKER, "approver": APPROVER}
 
 
 def start_node(
-    tmp_path: Path, name: str, db: str, *, team: str = "delivery", ttl: float = TTL
+    tmp_path: Path,
+    name: str,
+    db: str,
+    *,
+    team: str = "delivery",
+    ttl: float = TTL,
+    limits: str = "",
 ) -> Node:
     """``orchestrator serve`` as node ``name`` on ``db``, serving the delivery team (or
     the ticker)."""
@@ -119,7 +125,8 @@ def start_node(
     (teams / f"{team}.toml").write_text(TEAMS[team])
     config = tmp_path / f"{name}.toml"
     config.write_text(
-        f'node = "{name}"\nlease_ttl = {ttl}\n[limits]\nshutdown_grace = 0.2\n', encoding="utf-8"
+        f'node = "{name}"\nlease_ttl = {ttl}\n[limits]\nshutdown_grace = 0.2\n{limits}\n',
+        encoding="utf-8",
     )
     log = tmp_path / f"{name}.log"
     with log.open("w") as err:
@@ -159,8 +166,10 @@ def start_node(
 def nodes(tmp_path: Path, postgres_database: str) -> Iterator[Callable[..., Node]]:
     started: list[Node] = []
 
-    def start(name: str, team: str = "delivery", ttl: float = TTL) -> Node:
-        node = start_node(tmp_path / team, name, postgres_database, team=team, ttl=ttl)
+    def start(name: str, team: str = "delivery", ttl: float = TTL, limits: str = "") -> Node:
+        node = start_node(
+            tmp_path / team, name, postgres_database, team=team, ttl=ttl, limits=limits
+        )
         started.append(node)
         return node
 
@@ -206,15 +215,16 @@ async def approve_on(node: Node, uri: str, request: dict[str, Any]) -> dict[str,
         return await client.until_type("result")
 
 
-def assert_one_log(db: str, uri: str) -> None:
+def assert_one_log(db: str, uri: str, *, resumed: int = 1) -> None:
     """The session's facts are each sequence once, none missing, its graph checks clean,
-    and the run was taken up once (a conversation: it waits for the next prompt)."""
+    and the run was taken up ``resumed`` times (a conversation: it waits for the next
+    prompt)."""
     reader = open_reader(db)
     facts = reader.facts(uri)
     assert [fact.sequence for fact in facts] == list(range(1, len(facts) + 1))
     assert build_graph(facts).check() == []
     assert reader.session(uri).status == "running"
-    assert [f.type for f in facts].count("team/runResumed") == 1, "taken up once, by one node"
+    assert [f.type for f in facts].count("team/runResumed") == resumed, "taken up by one node"
 
 
 class TestTakeOver:
@@ -290,46 +300,6 @@ class TestHandOver:
         assert "The release notes are ready." in result["summary"]
         assert took < 15, f"taken up after {took:.1f} s: when the lease expired, not at once"
         assert_one_log(postgres_database, uri)
-
-    # trio-websocket leaves a refused handshake's socket to the garbage collector: collect
-    # it here, where its ResourceWarning is expected (as test_daemon does).
-    @pytest.mark.filterwarnings("ignore::ResourceWarning")
-    @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-    async def test_another_node_says_where_the_session_runs(
-        self, nodes: Callable[..., Node]
-    ) -> None:
-        """Following another node's session is not there yet: B refuses to attach to A's
-        session, or take a view update for it, and says why, rather than take it up."""
-        a, b = nodes("a"), nodes("b")
-        uri, _ = await park_a_session(a)
-        session = uri.removeprefix("ahp-session:/")
-        async with httpx.AsyncClient(base_url=b.url, timeout=5) as http:
-            update = await http.post(
-                "/callback",
-                json={
-                    "type": "view_update",
-                    "group_id": session,
-                    "view_type": "diff",
-                    "content": {},
-                },
-            )
-        assert update.status_code == 404
-        assert "runs on another node of this journal" in update.json()["error"]
-        assert "this is b" in update.json()["error"]
-        async with connect_ahp(b.daemon) as ahp:
-            await ahp.initialize()
-            refused = await ahp.call("subscribe", {"channel": uri})
-        assert refused["error"]["code"] == ErrorCode.SESSION_NOT_FOUND
-        assert "runs on another node of this journal" in refused["error"]["message"]
-        with pytest.raises(ConnectionRejected) as rejected:
-            async with connect(b.daemon, f"session={session}"):
-                pass
-        assert rejected.value.status_code == 404
-        assert b"runs on another node of this journal" in (rejected.value.body or b"")
-        del rejected  # its traceback holds the refused socket: closed now, not in a later test
-        gc.collect()
-        assert (await a.health())["owned_sessions"] == [uri]
-        assert (await b.health())["owned_sessions"] == []
 
 
 class TestTeammates:
@@ -456,3 +426,212 @@ class TestRunsBesideNodes:
         assert (await a.health())["owned_sessions"] == [uri]
         facts = open_reader(postgres_database).facts(uri)
         assert "team/runResumed" not in [f.type for f in facts]
+
+
+def session_actions(client: Any, uri: str) -> list[tuple[int, dict[str, Any]]]:
+    return [(e["serverSeq"], e["action"]) for e in client.actions if e["channel"] == uri]
+
+
+async def same_actions(
+    first: Any, second: Any, uri: str, db: str
+) -> list[tuple[int, dict[str, Any]]]:
+    """Wait until both clients received the same actions of ``uri``, up to the last the
+    journal holds for it; those actions."""
+    facts = open_reader(db).facts(uri)
+    last = max(f.sequence for f in facts if f.channel == uri)
+    with trio.fail_after(20):
+        while True:
+            ours, theirs = session_actions(first, uri), session_actions(second, uri)
+            if ours and ours == theirs and ours[-1][0] >= last:
+                return ours
+            with trio.move_on_after(0.2):
+                await (first if len(ours) <= len(theirs) else second).receive()
+
+
+class TestFollowing:
+    async def test_a_client_on_another_node_sees_the_session_live(
+        self, nodes: Callable[..., Node], postgres_database: str
+    ) -> None:
+        """B follows A's session: an AHP client of B receives the very actions (serverSeq,
+        order, content) an AHP client of A does as the run goes on, gap-free; a client that
+        reconnects to B with a cursor is replayed what came after it, once each."""
+        a, b = nodes("a", "approver"), nodes("b", "approver")
+        uri, request = await park_a_session(a, "approver")
+        async with connect_ahp(a.daemon) as on_a, connect_ahp(b.daemon) as on_b:
+            await on_a.initialize(client_id="on-a", subscriptions=(uri,))
+            await on_b.initialize(client_id="on-b", subscriptions=(uri,))
+            assert on_b.snapshots[uri]["fromSeq"] == on_a.snapshots[uri]["fromSeq"]
+            start = on_a.snapshots[uri]["fromSeq"]
+            assert (await b.health())["owned_sessions"] == [], "B follows, A owns"
+            result = await approve_on(a, uri, request)
+            assert "The release notes are ready." in result["summary"]
+            seen = await same_actions(on_a, on_b, uri, postgres_database)
+        sequences = [seq for seq, _ in seen]
+        assert sequences == sorted(set(sequences))
+        assert sequences[0] > start
+        facts = open_reader(postgres_database).facts(uri)
+        assert sequences[-1] <= facts[-1].sequence
+        middle = sequences[len(sequences) // 2]
+        async with connect_ahp(b.daemon) as again:
+            resumed = await again.request(
+                "reconnect",
+                {
+                    "channel": "ahp-root://",
+                    "clientId": "on-b",
+                    "lastSeenServerSeq": 0,
+                    "subscriptions": [uri],
+                    "cursors": {uri: middle},
+                },
+            )
+        assert resumed["type"] == "replay"
+        replayed = [
+            (e["serverSeq"], e["action"]) for e in resumed["actions"] if e["channel"] == uri
+        ]
+        assert replayed == [(seq, action) for seq, action in seen if seq > middle]
+        assert "following session" in [e["event"] for e in b.events()]
+        assert_one_log(postgres_database, uri, resumed=0)
+
+
+async def refusal(node: Node, uri: str, message: dict[str, Any]) -> str:
+    """What ``node`` answers ``message`` (a request it refuses) on ``uri``'s /ws."""
+    async with connect(node.daemon, "session=" + uri.removeprefix("ahp-session:/")) as client:
+        await client.until_type("init")
+        await client.send(message)
+        error = await client.until_type("error")
+    return str(error["message"])
+
+
+class TestFollowedSessionsEnd:
+    async def test_a_followed_session_nobody_watches_is_dropped(
+        self, nodes: Callable[..., Node]
+    ) -> None:
+        """B follows A's session while a client watches it there; once nobody has for
+        ``idle_session``, B drops it (A runs on, unaware), and follows it again when asked."""
+        a = nodes("a", "approver")
+        b = nodes("b", "approver", limits="idle_session = 1.0")
+        uri, request = await park_a_session(a, "approver")
+        session = uri.removeprefix("ahp-session:/")
+        async with connect(b.daemon, f"session={session}") as client:
+            await client.until_type("permission_request")
+            assert (await b.health())["followed_sessions"] == [uri]
+        with trio.fail_after(20):
+            while "followed session nobody watches dropped" not in [  # noqa: ASYNC110
+                e["event"] for e in b.events()
+            ]:
+                await trio.sleep(0.1)  # polling another process's log
+        assert (await b.health())["followed_sessions"] == []
+        assert (await a.health())["owned_sessions"] == [uri]
+        async with connect(b.daemon, f"session={session}") as client:
+            again = await client.until_type("permission_request")
+        assert again["requestId"] == request["requestId"]
+
+
+class TestForwarding:
+    async def test_commands_sent_to_a_follower_reach_the_owner(
+        self, nodes: Callable[..., Node], postgres_database: str
+    ) -> None:
+        """A view update, an approval and a prompt sent to B (which follows A's session)
+        are carried out by A; a refused approval comes back to B's client with A's own
+        message; the log is one log, written by A alone."""
+        a, b = nodes("a", "approver"), nodes("b", "approver")
+        uri, request = await park_a_session(a, "approver")
+        session = uri.removeprefix("ahp-session:/")
+        bogus = {"channel": "agent", "type": "approve", "requestId": "no-such-approval"}
+        assert await refusal(b, uri, bogus) == await refusal(a, uri, bogus)
+
+        async with httpx.AsyncClient(base_url=b.url, timeout=40) as http:
+            update = await http.post(
+                "/callback",
+                json={
+                    "type": "view_update",
+                    "group_id": session,
+                    "view_type": "diff",
+                    "content": {"lines": 3},
+                },
+            )
+        assert update.status_code == 200, update.text
+        result = await approve_on(b, uri, request)
+        assert "The release notes are ready." in result["summary"]
+        async with connect(b.daemon, f"session={session}") as client:
+            await client.until_type("init")
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "And again"})
+            with trio.fail_after(20):
+                while True:
+                    facts = open_reader(postgres_database).facts(uri)
+                    if any(
+                        f.type == "chat/turnStarted" and f.action.message.text == "And again"  # type: ignore[union-attr]
+                        for f in facts
+                    ):
+                        break
+                    await trio.sleep(0.1)  # polling the owner's work
+        facts = open_reader(postgres_database).facts(uri)
+        views = [f for f in facts if f.type == "team/viewUpdated"]
+        assert [dict(f.action.content) for f in views] == [{"lines": 3}]  # type: ignore[union-attr,arg-type]
+        assert (await a.health())["owned_sessions"] == [uri]
+        assert (await b.health())["owned_sessions"] == []
+        assert_one_log(postgres_database, uri, resumed=0)
+
+
+class TestOwnerDies:
+    async def test_a_follower_takes_the_session_over_and_its_clients_reattach(
+        self, nodes: Callable[..., Node], postgres_database: str
+    ) -> None:
+        """B follows A's session (its client sees the approval waiting); A is killed; B's
+        followed session ends, its client told why (reattach), B takes the session over;
+        the client reattaches to B, approves, and the run finishes: one log, taken up once."""
+        a, b = nodes("a", "approver"), nodes("b", "approver")
+        uri, request = await park_a_session(a, "approver")
+        session = uri.removeprefix("ahp-session:/")
+        async with connect(b.daemon, f"session={session}") as client:
+            waiting = await client.until_type("permission_request")
+            assert waiting["requestId"] == request["requestId"]
+            a.process.send_signal(signal.SIGKILL)
+            a.process.wait(10)
+            ended = await client.until_type("session_ended")
+        assert "reattach" in ended["reason"]
+        assert "node a" in ended["reason"]
+        await wait_until_owned(b, uri, within=TTL + 10)
+        result = await approve_on(b, uri, request)
+        assert "The release notes are ready." in result["summary"]
+        assert_one_log(postgres_database, uri)
+        events = [e["event"] for e in b.events()]
+        assert "session no longer followed" in events
+        assert "session taken over" in events or "session taken up" in events
+
+    async def test_an_ahp_clients_origin_survives_forwarding(
+        self, nodes: Callable[..., Node], postgres_database: str
+    ) -> None:
+        """An AHP client of B confirms the tool call of A's session: A records the
+        confirmation with the client's origin, and B's client receives its own action
+        echoed with that origin (as it would from the owner)."""
+        a, b = nodes("a", "approver"), nodes("b", "approver")
+        uri, _ = await park_a_session(a, "approver")
+        state = open_reader(postgres_database).open(uri)
+        chat = state.coordinator_chat()
+        assert chat is not None
+        (pending,) = state.pending_approvals()
+        async with connect_ahp(b.daemon) as on_b:
+            await on_b.initialize(client_id="tablet", subscriptions=(uri, chat))
+            seq = await on_b.dispatch(
+                chat,
+                {
+                    "type": "chat/toolCallConfirmed",
+                    "turnId": pending.request.turn_id,
+                    "toolCallId": pending.request.tool_call_id,
+                    "approved": True,
+                    "confirmed": "user-action",
+                },
+            )
+            confirmed = await on_b.until_action(
+                lambda e: e["action"]["type"] == "chat/toolCallConfirmed"
+            )
+            assert "rejectionReason" not in confirmed
+            assert confirmed["origin"] == {"clientId": "tablet", "clientSeq": seq}
+            await on_b.until_action(
+                lambda e: e["channel"] == chat and e["action"]["type"] == "chat/turnComplete"
+            )
+        facts = open_reader(postgres_database).facts(uri)
+        (fact,) = [f for f in facts if f.type == "chat/toolCallConfirmed"]
+        assert fact.origin is not None
+        assert (fact.origin.client_id, fact.origin.client_seq) == ("tablet", seq)
+        assert_one_log(postgres_database, uri, resumed=0)

@@ -27,7 +27,7 @@ from psycopg.errors import _sqlcodes  # every SQLSTATE psycopg knows, with its c
 
 from orchestrator.base import FactLogError
 from orchestrator.core import RunStatus, build_graph
-from orchestrator.journal import Journal, open_journal, open_reader
+from orchestrator.journal import Journal, LeaseLostError, PostgresJournal, open_journal, open_reader
 from orchestrator.journal._pg_connection import (
     PgConnection,
     ReconnectStoppedError,
@@ -37,8 +37,6 @@ from orchestrator.journal._pg_connection import (
     reconnect,
     transient,
 )
-from orchestrator.journal._pg_journal import PostgresJournal
-from orchestrator.journal._pg_leases import LeaseLostError
 from orchestrator.runtime import TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.server import Limits, ServeConfig

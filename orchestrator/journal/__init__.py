@@ -12,12 +12,22 @@ if TYPE_CHECKING:
     from ._history import Edit, edit_history, resolve_chat
     from ._interface import Db, Journal, db_location, open_journal, open_reader, prune
     from ._journal import JournalStatistics, SqliteJournal
+    from ._pg_commands import CommandAnswer, ForwardedCommand, PostgresCommands
     from ._pg_connection import is_postgres_url
     from ._pg_journal import PostgresJournal
     from ._pg_leases import Lease, LeaseLostError, LeaseStatistics, PostgresLeases
+    from ._pg_notify import (
+        ANSWERS_CHANNEL,
+        COMMANDS_CHANNEL,
+        FACTS_CHANNEL,
+        PostgresListener,
+        facts_payload,
+        read_facts_payload,
+    )
+    from ._pg_prune import prune_postgres
     from ._pg_reader import PostgresReader
     from ._pg_schema import PG_SCHEMA_VERSION
-    from ._prune import PruneReport
+    from ._prune import PruneReport, prune_sqlite
     from ._reader import AgentMessage, JournalReader, SessionInfo
     from ._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
     from ._snapshot import (
@@ -36,16 +46,21 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "ANSWERS_CHANNEL",
     "APPLICATION_ID",
     "CHUNK",
+    "COMMANDS_CHANNEL",
+    "FACTS_CHANNEL",
     "MIGRATIONS",
     "PG_SCHEMA_VERSION",
     "SCHEMA_VERSION",
     "SNAPSHOT_FORMAT",
     "AgentMessage",
+    "CommandAnswer",
     "Db",
     "Durability",
     "Edit",
+    "ForwardedCommand",
     "Journal",
     "JournalReader",
     "JournalStatistics",
@@ -53,8 +68,10 @@ __all__ = [
     "LeaseLostError",
     "LeaseStatistics",
     "PartKey",
+    "PostgresCommands",
     "PostgresJournal",
     "PostgresLeases",
+    "PostgresListener",
     "PostgresReader",
     "PruneReport",
     "SessionInfo",
@@ -66,10 +83,14 @@ __all__ = [
     "encode_part",
     "encode_state",
     "fact_checksum",
+    "facts_payload",
     "is_postgres_url",
     "open_journal",
     "open_reader",
     "prune",
+    "prune_postgres",
+    "prune_sqlite",
+    "read_facts_payload",
     "resolve_chat",
     "same_values",
     "snapshot_due",
@@ -85,21 +106,24 @@ if not TYPE_CHECKING:
             "._checksum": ("fact_checksum",),
             "._durability": ("Durability",),
             "._history": ("Edit", "edit_history", "resolve_chat"),
-            "._interface": (
-                "Db",
-                "Journal",
-                "db_location",
-                "open_journal",
-                "open_reader",
-                "prune",
-            ),
+            "._interface": ("Db", "Journal", "db_location", "open_journal", "open_reader", "prune"),
             "._journal": ("JournalStatistics", "SqliteJournal"),
+            "._pg_commands": ("CommandAnswer", "ForwardedCommand", "PostgresCommands"),
             "._pg_connection": ("is_postgres_url",),
             "._pg_journal": ("PostgresJournal",),
             "._pg_leases": ("Lease", "LeaseLostError", "LeaseStatistics", "PostgresLeases"),
+            "._pg_notify": (
+                "ANSWERS_CHANNEL",
+                "COMMANDS_CHANNEL",
+                "FACTS_CHANNEL",
+                "PostgresListener",
+                "facts_payload",
+                "read_facts_payload",
+            ),
+            "._pg_prune": ("prune_postgres",),
             "._pg_reader": ("PostgresReader",),
             "._pg_schema": ("PG_SCHEMA_VERSION",),
-            "._prune": ("PruneReport",),
+            "._prune": ("PruneReport", "prune_sqlite"),
             "._reader": ("AgentMessage", "JournalReader", "SessionInfo"),
             "._schema": ("APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"),
             "._snapshot": (

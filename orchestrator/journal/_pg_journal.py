@@ -40,8 +40,11 @@ fails ("lease lost") and its session is refused from then on, as any batch that 
 stored; a snapshot or team file of such a session is dropped (they would overwrite the new
 owner's). Without a node (``orchestrator run``) there are no leases and no fence.
 
-Not yet: following another node's sessions (LISTEN/NOTIFY) and forwarding commands to
-their owner (issue 21), and ``--max-bytes``, which stays the SQLite journal's.
+Other nodes follow a node's sessions: in each group's transaction a node's writer notifies
+:data:`~._pg_notify.FACTS_CHANNEL` once per session it wrote facts of, with the session's
+last sequence (:func:`_notify_followers`; delivered on commit, see :mod:`._pg_notify`).
+
+Not yet: ``--max-bytes``, which stays the SQLite journal's.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ from ._pg_connection import (
     transient,
 )
 from ._pg_leases import LEASE_TTL, LeaseLostError, PostgresLeases
+from ._pg_notify import FACTS_CHANNEL, facts_payload
 from ._pg_reader import PostgresReader
 from ._pg_schema import migrate
 from ._rows import _Batch, _Item, _write_group
@@ -164,6 +168,8 @@ class PostgresJournal(_GroupCommitJournal):
                     item for item in group if (item.session, current[item.session]) not in lost
                 ]
         _write_group(connection, group, self._history)
+        if leases is not None:
+            _notify_followers(connection, group)
 
     def _refuses_session(self, exc: Exception) -> bool:
         # A batch kept out by the fence was submitted under a lease lost since: the batches
@@ -180,3 +186,17 @@ class PostgresJournal(_GroupCommitJournal):
         self.reader.close()
         if self.leases is not None:
             self.leases.close()  # its pool; opened again if it is read after
+
+
+def _notify_followers(connection: PgConnection, group: Sequence[_Item]) -> None:
+    """Tell the nodes following these sessions that facts were committed (one statement
+    per group, one notification per session: its last sequence in the group)."""
+    last: dict[str, int] = {}
+    for item in group:
+        if isinstance(item, _Batch) and item.facts:
+            last[item.session] = max(last.get(item.session, 0), item.last_sequence)
+    if last:
+        connection.execute(
+            "SELECT pg_notify(?, payload) FROM unnest(?::text[]) AS payload",
+            (FACTS_CHANNEL, [facts_payload(session, n) for session, n in last.items()]),
+        )

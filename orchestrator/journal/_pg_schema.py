@@ -27,7 +27,7 @@ from orchestrator.base import FactLogError
 __all__ = ["PG_SCHEMA_VERSION"]
 
 #: The schema this code writes.
-PG_SCHEMA_VERSION: Final = 2
+PG_SCHEMA_VERSION: Final = 3
 #: The advisory lock key migrations hold ("ORCH"): one migrating node at a time.
 _MIGRATION_LOCK: Final = 0x4F524348
 
@@ -108,8 +108,31 @@ _SCHEMA_V2: Final = (
     "CREATE INDEX session_leases_expiry ON session_leases (expires_at)",
 )
 
+#: Version 3: commands forwarded to a session's owner (issue 21). A node that follows
+#: another node's session writes what its client asked (a prompt, an approval, a cancel) as
+#: a row of ``session_commands``; the owner claims it, carries it out and writes the outcome
+#: in ``result`` or ``error`` (see :mod:`._pg_commands`).
+_SCHEMA_V3: Final = (
+    """CREATE TABLE session_commands (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    session text NOT NULL,
+    kind text NOT NULL,
+    payload jsonb NOT NULL,
+    sender text NOT NULL,
+    created timestamptz NOT NULL DEFAULT clock_timestamp(),
+    claimed_by text,
+    claimed_at timestamptz,
+    answered_at timestamptz,
+    result jsonb,
+    error jsonb
+)""",
+    "CREATE INDEX session_commands_open ON session_commands (session, id) "
+    "WHERE claimed_by IS NULL AND answered_at IS NULL",
+    "CREATE INDEX session_commands_created ON session_commands (created)",
+)
+
 #: Each entry brings a database from the version before it to its own.
-PG_MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+PG_MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 
 
 def schema_version(connection: Any, source: str) -> int:

@@ -10,8 +10,20 @@ from orchestrator.base import lazy_facade
 if TYPE_CHECKING:
     from ._app import assemble, serve
     from ._auth import COOKIE_LIFETIME, COOKIE_NAME, LOCAL, Authenticator, Permission, Role, Token
+    from ._cluster import Cluster
     from ._config import DEFAULT_PORT, Limits, ServeConfig, load_serve_config, parse_serve_config
     from ._daemon import Daemon
+    from ._expected_action import ExpectedAction, decode_origin, encode_origin
+    from ._followed import FollowedRuntime
+    from ._forwarding import (
+        Command,
+        CommandServer,
+        Forwarder,
+        carry_out,
+        decode_command,
+        decode_error,
+        encode_error,
+    )
     from ._hypercorn_ws import (
         SCOPE_KEY,
         FrameWriter,
@@ -20,9 +32,9 @@ if TYPE_CHECKING:
         frame_writer,
         seam_problem,
     )
-    from ._live_session import LiveSession, ahp_envelopes
+    from ._live_session import LiveSession, SessionRecorder, SessionRuntime, ahp_envelopes
     from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, CLOSE_INTERNAL_ERROR, Outbox
-    from ._principals import Principals
+    from ._principals import AccessRefusedError, Principals
     from ._rate_limit import TokenBucket
     from ._scheduler import Scheduler, Teammate, describe_schedule
     from ._session_folds import EnvelopeCache, GraphCache, SessionFolds
@@ -40,10 +52,17 @@ __all__ = [
     "DEFAULT_PORT",
     "LOCAL",
     "SCOPE_KEY",
+    "AccessRefusedError",
     "Asset",
     "Authenticator",
+    "Cluster",
+    "Command",
+    "CommandServer",
     "Daemon",
     "EnvelopeCache",
+    "ExpectedAction",
+    "FollowedRuntime",
+    "Forwarder",
     "FrameWriter",
     "GraphCache",
     "HypercornSeam",
@@ -56,6 +75,8 @@ __all__ = [
     "Scheduler",
     "ServeConfig",
     "SessionFolds",
+    "SessionRecorder",
+    "SessionRuntime",
     "SharedText",
     "TeamLog",
     "Teammate",
@@ -65,7 +86,13 @@ __all__ = [
     "WebError",
     "ahp_envelopes",
     "assemble",
+    "carry_out",
+    "decode_command",
+    "decode_error",
+    "decode_origin",
     "describe_schedule",
+    "encode_error",
+    "encode_origin",
     "frame_writer",
     "load_serve_config",
     "parse_serve_config",
@@ -91,6 +118,7 @@ if not TYPE_CHECKING:
                 "Role",
                 "Token",
             ),
+            "._cluster": ("Cluster",),
             "._config": (
                 "DEFAULT_PORT",
                 "Limits",
@@ -99,6 +127,17 @@ if not TYPE_CHECKING:
                 "parse_serve_config",
             ),
             "._daemon": ("Daemon",),
+            "._expected_action": ("ExpectedAction", "decode_origin", "encode_origin"),
+            "._followed": ("FollowedRuntime",),
+            "._forwarding": (
+                "Command",
+                "CommandServer",
+                "Forwarder",
+                "carry_out",
+                "decode_command",
+                "decode_error",
+                "encode_error",
+            ),
             "._hypercorn_ws": (
                 "FrameWriter",
                 "HypercornSeam",
@@ -107,9 +146,9 @@ if not TYPE_CHECKING:
                 "frame_writer",
                 "seam_problem",
             ),
-            "._live_session": ("LiveSession", "ahp_envelopes"),
+            "._live_session": ("LiveSession", "SessionRecorder", "SessionRuntime", "ahp_envelopes"),
             "._outbox": ("CLOSE_FELL_BEHIND", "CLOSE_GOING_AWAY", "CLOSE_INTERNAL_ERROR", "Outbox"),
-            "._principals": ("Principals",),
+            "._principals": ("AccessRefusedError", "Principals"),
             "._rate_limit": ("TokenBucket",),
             "._scheduler": ("Scheduler", "Teammate", "describe_schedule"),
             "._session_folds": ("EnvelopeCache", "GraphCache", "SessionFolds"),

@@ -247,7 +247,7 @@ class AgentSocket:
             case Prompt(prompt=text, task_id=task_id):
                 await live.prompt(text, task_id=task_id)
             case Abort(task_id=task_id):
-                live.abort(task_id)
+                await live.abort(task_id)
             case ToolResponse(tool_call_id=call, result=result):
                 await live.answer(call, result)
             case Approve(request_id=approval):

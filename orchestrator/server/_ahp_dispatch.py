@@ -65,11 +65,12 @@ from orchestrator.ahp import (
     validate_chat_action,
 )
 from orchestrator.base import IllegalTransitionError, RpcError, RunError
-from orchestrator.core import Action, TeamState, open_questions
+from orchestrator.core import TeamState, open_questions
 from orchestrator.protocols import notification_frame
 
 from ._auth import Permission, Principal
 from ._daemon import Daemon
+from ._expected_action import ExpectedAction
 from ._live_session import CHAT_PREFIX, SESSION_PREFIX, LiveSession
 
 __all__: list[str] = []
@@ -205,10 +206,14 @@ class ActionDispatcher:
                             "a new turn starts only in the coordinator chat; a worker takes "
                             "messages while it runs (chat/pendingMessageSet)"
                         )
-                    live.expect_origin(chat, lambda a: _turn_of(a, message.text), origin)
+                    live.expect_origin(chat, ExpectedAction(kind="turn", key=message.text), origin)
                     await live.prompt(message.text, task_id=None)
                 case ChatPendingMessageSetAction(kind=kind, message=message):
-                    live.expect_origin(chat, lambda a: _pending_of(a, kind, message.text), origin)
+                    live.expect_origin(
+                        chat,
+                        ExpectedAction(kind="pending", key=message.text, pending=kind),
+                        origin,
+                    )
                     if kind == "queued" and chat == coordinator:
                         await live.prompt(message.text, task_id=None)
                     elif kind == "queued":
@@ -218,7 +223,7 @@ class ActionDispatcher:
                 case ChatToolCallApprovedAction() | ChatToolCallDeniedAction():
                     approval = await _approval_of(live, chat, action.tool_call_id)
                     live.expect_origin(
-                        chat, lambda a: _confirmation_of(a, action.tool_call_id), origin
+                        chat, ExpectedAction(kind="confirmation", key=action.tool_call_id), origin
                     )
                     await live.decide(
                         approval,
@@ -227,14 +232,18 @@ class ActionDispatcher:
                     )
                 case ChatInputCompletedAction():
                     text = _answer_text(live.state, chat, action)
-                    live.expect_origin(chat, lambda a: _completion_of(a, action.request_id), origin)
+                    live.expect_origin(
+                        chat, ExpectedAction(kind="completion", key=action.request_id), origin
+                    )
                     await live.answer_input(chat, action.request_id, text, response=action.response)
                 case ChatTurnCancelledAction(turn_id=turn_id):
-                    live.expect_origin(chat, lambda a: _cancellation_of(a, turn_id), origin)
+                    live.expect_origin(
+                        chat, ExpectedAction(kind="cancellation", key=turn_id), origin
+                    )
                     if chat == coordinator:
-                        live.cancel_turn(chat)
+                        await live.cancel_turn(chat)
                     else:
-                        live.cancel_worker(chat)
+                        await live.cancel_worker(chat)
                 case _:
                     raise _RefusedError(
                         f"{action.type} is not taken from clients; they may dispatch "
@@ -318,30 +327,3 @@ def _answer_text(state: TeamState, chat: str, action: ChatInputCompletedAction) 
             raise _RefusedError(f"answers: an answer of kind {kind!r} is not one we can read")
         case other:
             return str(other.value)
-
-
-def _turn_of(action: Action, text: str) -> bool:
-    return isinstance(action, ChatTurnStartedAction) and action.message.text == text
-
-
-def _pending_of(action: Action, kind: str, text: str) -> bool:
-    return (
-        isinstance(action, ChatPendingMessageSetAction)
-        and action.kind == kind
-        and action.message.text == text
-    )
-
-
-def _confirmation_of(action: Action, tool_call_id: str) -> bool:
-    return (
-        isinstance(action, ChatToolCallApprovedAction | ChatToolCallDeniedAction)
-        and action.tool_call_id == tool_call_id
-    )
-
-
-def _completion_of(action: Action, request_id: str) -> bool:
-    return isinstance(action, ChatInputCompletedAction) and action.request_id == request_id
-
-
-def _cancellation_of(action: Action, turn_id: str) -> bool:
-    return isinstance(action, ChatTurnCancelledAction) and action.turn_id == turn_id

@@ -441,7 +441,7 @@ class AhpSocket:
             case CreateChatParams():
                 await self._create_chat(call.params)
             case DisposeChatParams(channel=channel):
-                self._dispose_chat(channel)
+                await self._dispose_chat(channel)
         return None
 
     def _require_operator(self, what: str) -> None:
@@ -727,7 +727,7 @@ class AhpSocket:
             ids.reserved.clear()
             raise RpcError(ErrorCode.INVALID_PARAMS, str(exc)) from None
 
-    def _dispose_chat(self, uri: str) -> None:
+    async def _dispose_chat(self, uri: str) -> None:
         live, _ = self._live_channel(uri) if uri.startswith(CHAT_PREFIX) else (None, False)
         if live is None:
             raise RpcError(ErrorCode.NOT_FOUND, f"no chat {uri} in a live session of this host")
@@ -738,7 +738,7 @@ class AhpSocket:
             )
         # A worker that has finished holds nothing; its chat stays in the record.
         with contextlib.suppress(RunError):
-            live.cancel_worker(uri)
+            await live.cancel_worker(uri)
 
 
 def _snapshot(state: TeamState, uri: str, provider: str) -> Snapshot:

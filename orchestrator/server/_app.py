@@ -217,6 +217,8 @@ def build_app(
                 # the lease of (several daemons on one journal); on SQLite all it runs.
                 "node": daemon.node,
                 "owned_sessions": daemon.owned_sessions(),
+                # The sessions it follows (another node of the journal runs them).
+                "followed_sessions": daemon.followed_sessions(),
                 # What a client may ask for, and why the others cannot be asked for.
                 "teams": sorted(set(daemon.teams) - set(daemon.unavailable)),
                 "unavailable_teams": daemon.unavailable,

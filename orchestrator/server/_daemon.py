@@ -46,6 +46,15 @@ the TTL, each node takes up the sessions whose leases expired (:meth:`Daemon._ta
 their node died) by the start-up's rules. A SQLite journal has no leases: its one daemon
 owns every session.
 
+Any node serves any client: :meth:`Daemon.find` asked for a session another node holds
+*follows* it (its :attr:`Daemon.cluster`, see :mod:`._cluster` and :mod:`._followed`): a
+LiveSession over a :class:`~._followed.FollowedRuntime` in :attr:`Daemon.sessions` like
+any, whose commands are forwarded to the owner (:mod:`._forwarding`); the cluster also
+carries out the commands forwarded to this node. When the lease of a session this node
+follows expires (its owner died), the take-over scan ends the followed session first (its
+clients are told to reattach) and takes the session up; a followed session nobody watches
+is dropped by :meth:`Daemon.evict_idle`.
+
 Bounds: a session opened but never prompted holds memory and nothing else; it is forgotten
 ``unprompted_session`` seconds after it was opened or its last client left (at most
 ``idle_session`` with a client on it), and each principal may hold
@@ -89,6 +98,7 @@ from orchestrator.runtime import (
 from orchestrator.runtime.backends import backend_factory
 from orchestrator.spec import BackgroundSpec, McpServer, TeamSpec, load_team, parse_team
 
+from ._cluster import Cluster
 from ._config import Limits
 from ._live_session import LiveSession, SessionObserver, _busy, session_uri
 from ._root_channel import RootChannel, agents_of
@@ -136,6 +146,8 @@ def load_teams(directory: Path) -> TeamFiles:
 STOP_AFTER_GRACE: Final = 2.5
 #: Seconds a session's end waits to give its lease up (a lease not given up expires).
 RELEASE_LIMIT: Final = 2.0
+#: Take-over scans between two deletions of old forwarded commands.
+OLD_COMMANDS_EVERY: Final = 100
 
 
 def default_node() -> str:
@@ -209,6 +221,9 @@ class Daemon:
         self.leases: PostgresLeases | None = journal.leases
         self.node = node or (self.leases.node if self.leases is not None else default_node())
         self.taken_over = 0
+        # Following the other nodes' sessions and serving their commands (see _cluster):
+        # made once the daemon's own parts are.
+        self.cluster: Cluster | None = None
         self.limits = limits or Limits()
         self.subscriber_buffer = subscriber_buffer
         self.shutdown_grace = shutdown_grace
@@ -249,6 +264,16 @@ class Daemon:
         self.stopped = trio.Event()  # set once stop() has stopped every session
         # Given to every session's command tools; the server sets its URL once it listens.
         self.callback = callback or ToolCallback()
+        if self.leases is not None:
+            self.cluster = Cluster(
+                self,
+                leases=self.leases,
+                node=self.node,
+                reader=self.reader,
+                add=self._add_session,
+                remove=self._remove_session,
+                owned=self._owned,
+            )
 
     # ── the service ────────────────────────────────────────────────────────
 
@@ -265,6 +290,8 @@ class Daemon:
             if self.leases is not None:
                 nursery.start_soon(self._keep_leases, self.leases)
                 nursery.start_soon(self._take_over, self.leases)
+            if self.cluster is not None:
+                await nursery.start(self.cluster.serve)
             # After the take-up: a teammate's run that was going is followed where it is.
             for companion in self.companions:
                 await nursery.start(companion.serve)
@@ -313,6 +340,10 @@ class Daemon:
         if self.leases is not None:
             return sorted(self.leases.held)
         return sorted(uri for uri, live in self.sessions.items() if live.started)
+
+    def followed_sessions(self) -> list[str]:
+        """The sessions this node follows (another node of the journal runs them)."""
+        return sorted(self.cluster.followed) if self.cluster is not None else []
 
     async def _acquire(self, uri: str, *, quiet: bool = False) -> bool:
         """Whether this node may run ``uri``: always on SQLite; on PostgreSQL once it holds
@@ -386,7 +417,10 @@ class Daemon:
 
     async def _take_over(self, leases: PostgresLeases) -> None:
         """Every third of the TTL, take up the running sessions whose lease expired (their
-        node died, or gave them up with work left) by the start-up's rules."""
+        node died, or gave them up with work left) by the start-up's rules; a session this
+        node followed ends first (its clients reattach to the one taken up). Now and then,
+        deletes the old forwarded commands."""
+        scans = 0
         while True:
             await trio.sleep(leases.ttl / 3)
             if not self.accepting:
@@ -396,7 +430,14 @@ class Daemon:
             except (OrchestratorError, OSError) as exc:
                 log.warning("expired leases not read", node=self.node, error=str(exc))
                 continue
+            scans += 1
+            if self.cluster is not None and scans % OLD_COMMANDS_EVERY == 0:
+                await self.cluster.delete_old_commands()
             for uri in expired:
+                followed = self.cluster.follows(uri) if self.cluster is not None else None
+                live = self.sessions.get(uri)
+                if followed is not None and live is not None and self.cluster is not None:
+                    await self.cluster.unfollow(live, _owner_gone(uri, followed.owner))
                 if uri in self.sessions or self.journal.session_failed(uri) is not None:
                     continue
                 try:
@@ -420,7 +461,8 @@ class Daemon:
 
     async def find(self, session: str) -> LiveSession | None:
         """The live session ``session`` (an id or URI), taking an unfinished one up from the
-        journal if it is not in memory; None if there is no such unfinished session."""
+        journal if it is not in memory, or following it if another node runs it (see
+        :mod:`._followed`); None if there is no such unfinished session."""
         uri = session_uri(session)
         live = self.sessions.get(uri)
         if live is not None and not live.put_away:
@@ -441,7 +483,9 @@ class Daemon:
             if info.status != "running":
                 return None
             if not await self._acquire(uri):
-                raise RunError(self._elsewhere(uri))
+                if self.cluster is None:
+                    raise RunError(self._elsewhere(uri))
+                return await self.cluster.follow(uri)
             try:
                 state = await trio.to_thread.run_sync(self.reader.open, uri)
                 return await self._take_up(uri, state)
@@ -452,9 +496,22 @@ class Daemon:
 
     def _elsewhere(self, uri: str) -> str:
         return (
-            f"session {uri} runs on another node of this journal: connect to that node "
-            f"(this is {self.node}; following another node's sessions is not there yet)"
+            f"session {uri} runs on another node of this journal: ask for it again (this "
+            f"node, {self.node}, then follows it) or connect to that node"
         )
+
+    def _followed(self, uri: str) -> bool:
+        """Whether this node follows ``uri`` (another node runs it)."""
+        return self.cluster is not None and self.cluster.follows(uri) is not None
+
+    async def _owned(self, uri: str) -> LiveSession | None:
+        """The session ``uri`` as this node runs it (a forwarded command's target)."""
+        live = self.sessions.get(uri)
+        if live is None or self._followed(uri) or live.put_away:
+            return None
+        if live.resuming is not None:
+            await live.resuming.wait()
+        return live
 
     async def _take_up(self, uri: str, state: TeamState) -> LiveSession:
         team_file, team_toml = await trio.to_thread.run_sync(self.reader.team_toml, uri)
@@ -486,6 +543,13 @@ class Daemon:
             await trio.sleep(max(after / 4, 0.05))
             now = trio.current_time()
             for live in list(self.sessions.values()):
+                followed = self.cluster.follows(live.uri) if self.cluster is not None else None
+                if followed is not None:
+                    # Followed, idle or not: dropped once nobody has watched it for a while.
+                    if live.clients == 0 and now - live.alone_since >= after:
+                        log.info("followed session nobody watches dropped", session=live.uri)
+                        followed.end(None)
+                    continue
                 if not live.started:
                     continue  # never prompted: forget_unprompted's own timer ends it
                 if live.clients == 0 and live.idle.is_set() and now - live.idle_since >= after:
@@ -502,7 +566,8 @@ class Daemon:
             companion.stopping.set()
         with trio.move_on_after(self.shutdown_grace):
             for live in list(self.sessions.values()):
-                await live.idle.wait()
+                if not self._followed(live.uri):  # another node's turns: not ours to wait
+                    await live.idle.wait()
         stopping = list(self.sessions.values())
         for live in stopping:
             if live.started:
@@ -829,7 +894,7 @@ class Daemon:
             if not live.started:
                 self._drop_unprompted(live, "the session was disposed")
                 return
-        live.cancel()
+        await live.cancel()
         await live.finished.wait()
 
 
@@ -860,6 +925,13 @@ def _unfinished(state: TeamState) -> bool:
     going): another node should take it up."""
     run = state.run
     return run is not None and run.status is None and _needs_running(state)
+
+
+def _owner_gone(uri: str, owner: str) -> str:
+    return (
+        f"session {uri}: node {owner}, which ran it, is gone (its lease expired); this node "
+        "takes it over: reattach with your cursor"
+    )
 
 
 def _needs_running(state: TeamState) -> bool:

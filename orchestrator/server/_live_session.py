@@ -9,6 +9,13 @@ read by subscribing to the session's fact bus (bounded: a client that cannot kee
 dropped, see :mod:`orchestrator.runtime._bus`), after a consistent snapshot: the facts up to
 :attr:`TeamState.last_sequence` at the moment of subscribing are history, the bus delivers
 the rest, so a client sees no gap and no duplicate.
+
+Behind it is a :class:`SessionRuntime`: the :class:`~orchestrator.runtime.TeamRuntime` that
+runs the session on this node, or, when another node of a PostgreSQL journal runs it, a
+:class:`~orchestrator.server._followed.FollowedRuntime` that reads its facts from the journal
+and forwards what would change it to the owner. Clients cannot tell them apart: the same
+requests, the same refusals, the same facts with the same sequence numbers. A forwarded
+cancel is awaited (its answer comes through the database), hence the async cancels.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 import attrs
@@ -50,13 +57,15 @@ from orchestrator.protocols import (
     channel_envelopes,
     notification_frame,
 )
-from orchestrator.runtime import BusStatistics, Ids, RunOutcome, Subscription, TeamRuntime
+from orchestrator.runtime import BusStatistics, FactBus, Ids, RunOutcome, Subscription
 
 from ._hypercorn_ws import SharedText
 from ._team_log import TeamLog, team_frame
 
 __all__ = [
     "LiveSession",
+    "SessionRecorder",
+    "SessionRuntime",
     "ahp_envelopes",
 ]
 
@@ -102,6 +111,81 @@ class SessionHost(Protocol):
         """Start ``live``'s run on ``prompt``; returns once its first facts are recorded."""
 
 
+class SessionRecorder(Protocol):
+    """What a session asks of its runtime's recorder (see :class:`SessionRuntime`)."""
+
+    @property
+    def failed(self) -> FactLogError | None: ...
+
+    async def record(self, actions: Sequence[tuple[str, Action]]) -> list[Fact]: ...
+
+    def expect_origin(
+        self, channel: str, matches: Callable[[Action], bool], origin: ActionOrigin
+    ) -> None: ...
+
+    def forget_origin(self, origin: ActionOrigin) -> None: ...
+
+    def fail(self, error: FactLogError) -> None: ...
+
+
+class SessionRuntime(Protocol):
+    """What a :class:`LiveSession` asks of the runtime behind it: a
+    :class:`~orchestrator.runtime.TeamRuntime` (this node runs the session), or a
+    :class:`~orchestrator.server._followed.FollowedRuntime` (another node does: its facts
+    are read from the journal, its commands forwarded to the owner). A cancel returns None
+    when done at once (a runtime's), or what to wait for (a forwarded one's answer)."""
+
+    @property
+    def session(self) -> str: ...
+
+    @property
+    def state(self) -> TeamState: ...
+
+    @property
+    def ids(self) -> Ids: ...
+
+    @property
+    def bus(self) -> FactBus: ...
+
+    @property
+    def recorder(self) -> SessionRecorder: ...
+
+    async def queue(self, chat: str, text: str) -> str: ...
+
+    async def steer(self, chat: str, text: str) -> str: ...
+
+    async def answer_input(
+        self,
+        chat: str,
+        request_id: str,
+        answer: str,
+        *,
+        response: ChatInputResponseKind = ChatInputResponseKind.ACCEPT,
+    ) -> None: ...
+
+    async def resolve_approval(
+        self, approval: str, *, approved: bool, by: str = USER, principal: str | None = None
+    ) -> None: ...
+
+    def cancel_turn(self, chat: str) -> Awaitable[None] | None: ...
+
+    def cancel_worker(self, chat: str) -> Awaitable[None] | None: ...
+
+    def cancel(self) -> Awaitable[None] | None: ...
+
+    async def run(
+        self, prompt: str, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED
+    ) -> RunOutcome: ...
+
+    def stop(self) -> None: ...
+
+
+async def _done(pending: Awaitable[None] | None) -> None:
+    """Wait for what a runtime's cancel returned, if anything (see SessionRuntime)."""
+    if pending is not None:
+        await pending
+
+
 class Sink(Protocol):
     """A client the session pushes its facts to as they are published (see attach)."""
 
@@ -136,7 +220,7 @@ class LiveSession:
         self,
         daemon: SessionHost,
         team_name: str,
-        runtime: TeamRuntime,
+        runtime: SessionRuntime,
         *,
         owner: str | None = None,
     ) -> None:
@@ -220,7 +304,7 @@ class LiveSession:
         if task_id is not None:
             self._tasks.append(_Task(task_id, message))
 
-    def abort(self, task_id: str) -> None:
+    async def abort(self, task_id: str) -> None:
         """Cancel the coordinator's turn for ``task_id`` (and its workers)."""
         task = next((t for t in self._tasks if t.task_id == task_id), None)
         if task is None:
@@ -229,7 +313,7 @@ class LiveSession:
             raise RunError(f"task {task_id!r} is not running")
         chat = self.state.coordinator_chat()
         assert chat is not None
-        self._runtime.cancel_turn(chat)
+        await _done(self._runtime.cancel_turn(chat))
 
     async def answer(self, tool_call_id: str, text: str) -> None:
         """Answer the question the ``ask`` call ``tool_call_id`` put, in whichever chat."""
@@ -372,17 +456,24 @@ class LiveSession:
         :class:`RunError` if the answer is not what the question asks."""
         await self._runtime.answer_input(chat, request_id, answer, response=response)
 
-    def cancel_turn(self, chat: str) -> None:
+    async def cancel_turn(self, chat: str) -> None:
         """Cancel the coordinator's running turn in ``chat``; the run goes on."""
-        self._runtime.cancel_turn(chat)
+        await _done(self._runtime.cancel_turn(chat))
 
-    def cancel_worker(self, chat: str) -> None:
+    async def cancel_worker(self, chat: str) -> None:
         """Cancel the worker ``chat`` and its subtree (its task is reported killed)."""
-        self._runtime.cancel_worker(chat)
+        await _done(self._runtime.cancel_worker(chat))
 
-    def cancel(self) -> None:
+    async def cancel(self) -> None:
         """Cancel the whole session: its turns end cancelled, its run ``cancelled``."""
-        self._runtime.cancel()
+        await _done(self._runtime.cancel())
+
+    def cancel_nowait(self) -> None:
+        """:meth:`cancel` a session this node runs, without waiting (a background
+        teammate's run, which its scheduler started here); :class:`RunError` for a session
+        another node runs, whose cancel goes through the database (await :meth:`cancel`)."""
+        if self._runtime.cancel() is not None:
+            raise RunError(f"session {self.id} runs on another node: its cancel is forwarded")
 
     # ── the daemon's hand: starting and ending the run ─────────────────────
 

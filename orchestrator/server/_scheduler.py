@@ -435,7 +435,7 @@ class Teammate:
         if not live.finished.is_set():
             log.warning("teammate run timed out", teammate=self.key, session=run.session)
             self._ending = (TeammateRunOutcome.TIMED_OUT, None)
-            live.cancel()
+            await live.cancel()
             await live.finished.wait()
         final = live.state.run
         if final is None or final.status is None:
@@ -490,7 +490,7 @@ class Teammate:
         if live is None or live.finished.is_set():
             return False
         self._ending = (outcome, by)
-        live.cancel()
+        live.cancel_nowait()
         return True
 
     def _observe_run(self, facts: Sequence[Fact]) -> None:

@@ -1,0 +1,319 @@
+"""Commands forwarded to a session's owner through the database (issue 21): the command
+table on a throwaway PostgreSQL cluster (claimed once under two claimers, answered,
+withdrawn, deleted), the decoding of a row's payload (fuzzed: a row is the sender's word),
+and the owner's command loop, which garbage rows must not end. The whole path between two
+``orchestrator serve`` processes is tested in ``test_cluster``."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import hypothesis
+import pytest
+import trio
+from hypothesis import strategies as st
+from psycopg.types.json import Jsonb
+
+from orchestrator.ahp import ActionOrigin
+from orchestrator.base import PeerProtocolError, RunError
+from orchestrator.journal import FACTS_CHANNEL, PostgresCommands, PostgresListener, open_journal
+from orchestrator.server import (
+    Command,
+    CommandServer,
+    ExpectedAction,
+    Forwarder,
+    decode_command,
+    decode_error,
+    encode_error,
+)
+from orchestrator.server._forwarding import KINDS, Origin
+
+from .postgres import direct_sql
+
+SESSION = "ahp-session:/forwarded"
+OTHER = "ahp-session:/other"
+
+
+@pytest.fixture
+def table(postgres_database: str) -> Iterator[str]:
+    journal = open_journal(postgres_database, node="a")
+    journal.open()  # the schema, migrated
+    try:
+        yield postgres_database
+    finally:
+        journal.close()
+
+
+@pytest.fixture
+def two(table: str) -> Iterator[tuple[PostgresCommands, PostgresCommands]]:
+    a, b = PostgresCommands(table, node="a"), PostgresCommands(table, node="b")
+    try:
+        yield a, b
+    finally:
+        a.close()
+        b.close()
+
+
+class TestCommandTable:
+    def test_each_command_is_claimed_once_under_two_claimers(
+        self, two: tuple[PostgresCommands, PostgresCommands]
+    ) -> None:
+        a, b = two
+        sent = [a.send(SESSION, "cancel", {"n": n}) for n in range(60)]
+        other = a.send(OTHER, "cancel", {})
+        claimed: dict[str, list[int]] = {"a": [], "b": []}
+
+        def claim(commands: PostgresCommands) -> None:
+            while rows := commands.claim([SESSION], limit=3):
+                claimed[commands.node].extend(row.id for row in rows)
+
+        threads = [threading.Thread(target=claim, args=(c,)) for c in (a, b)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert sorted(claimed["a"] + claimed["b"]) == sent, "every command, once"
+        assert not set(claimed["a"]) & set(claimed["b"])
+        assert other not in claimed["a"] + claimed["b"], "only the sessions held"
+        assert [row.id for row in b.claim([OTHER])] == [other]
+
+    def test_an_answer_reaches_the_sender(
+        self, two: tuple[PostgresCommands, PostgresCommands]
+    ) -> None:
+        follower, owner = two
+        sent = follower.send(SESSION, "queue", {"chat": "c", "text": "hi"})
+        assert follower.outcome(sent) is None
+        (row,) = owner.claim([SESSION])
+        assert (row.id, row.kind, row.payload, row.sender) == (
+            sent,
+            "queue",
+            {"chat": "c", "text": "hi"},
+            "a",
+        )
+        assert follower.outcome(sent) is None, "claimed, not answered"
+        owner.answer(sent, result={"value": {"message": "m1"}, "sequence": 7})
+        answer = follower.outcome(sent)
+        assert answer is not None
+        assert answer.result == {"value": {"message": "m1"}, "sequence": 7}
+        assert answer.error is None
+        assert answer.claimed_by == "b"
+
+    def test_a_command_nobody_claimed_is_withdrawn_and_never_runs(
+        self, two: tuple[PostgresCommands, PostgresCommands]
+    ) -> None:
+        follower, owner = two
+        expired = follower.send(SESSION, "cancel", {})
+        assert follower.withdraw(expired, {"type": "RunError", "message": "expired"})
+        assert owner.claim([SESSION]) == [], "withdrawn: never claimed"
+        claimed = follower.send(SESSION, "cancel", {})
+        assert [row.id for row in owner.claim([SESSION])] == [claimed]
+        assert not follower.withdraw(claimed, {}), "claimed: its owner answers it"
+
+    def test_old_commands_are_deleted(self, two: tuple[PostgresCommands, PostgresCommands]) -> None:
+        follower, _ = two
+        follower.send(SESSION, "cancel", {})
+        assert follower.delete_old() == 0, "an hour by default"
+        assert follower.delete_old(older_than=0) == 1
+
+
+PAYLOAD_KEYS = (
+    "chat",
+    "text",
+    "request",
+    "response",
+    "approval",
+    "approved",
+    "principal",
+    "view_type",
+    "content",
+    "origins",
+)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from((*PAYLOAD_KEYS, "x")), inner, max_size=5)
+    ),
+    max_leaves=20,
+)
+
+
+class TestDecoding:
+    @hypothesis.seed(21)
+    @hypothesis.settings(max_examples=500)
+    @hypothesis.given(kind=st.sampled_from((*KINDS, "rm -rf", "")) | JSON, payload=JSON)
+    def test_a_row_is_a_command_or_refused(self, kind: Any, payload: Any) -> None:
+        """Whatever a row holds: a command, or PeerProtocolError; never anything else."""
+        try:
+            command = decode_command(kind, payload)
+        except PeerProtocolError:
+            return
+        assert command.kind in KINDS
+        assert decode_command(command.kind, command.payload()) == command
+
+    def test_a_command_travels_whole(self) -> None:
+        command = Command(
+            kind="decide",
+            approval="approval-1",
+            approved=True,
+            principal="ops",
+            origins=(
+                Origin(
+                    chat="ahp-chat:/c",
+                    expected=ExpectedAction(kind="confirmation", key="call-1"),
+                    origin=ActionOrigin(client_id="tablet", client_seq=4),
+                ),
+            ),
+        )
+        assert decode_command("decide", command.payload()) == command
+
+    def test_an_owners_refusal_is_raised_as_it_was(self) -> None:
+        from orchestrator.base import IllegalTransitionError, RunError
+
+        refused = RunError("no pending approval 'x'")
+        again = decode_error(encode_error(refused))
+        assert (type(again), str(again)) == (RunError, str(refused))
+        illegal = IllegalTransitionError(
+            "not waiting", action_type="chat/x", channel="c", state="idle"
+        )
+        back = decode_error(encode_error(illegal))
+        assert isinstance(back, IllegalTransitionError)
+        assert (str(back), back.reason) == (str(illegal), "not waiting")
+        assert isinstance(decode_error(["garbage"]), RunError)
+
+
+GARBAGE: list[tuple[str, Any]] = [
+    ("rm -rf", {}),
+    ("queue", []),
+    ("queue", {"chat": 7}),
+    ("decide", {"approved": "yes"}),
+    ("answer_input", {"response": "maybe"}),
+    ("view", {"content": "not an object"}),
+    ("queue", {"origins": [{"chat": "c", "expected": {"kind": "?"}, "origin": {}}]}),
+    ("cancel", None),
+]
+
+
+class TestCommandLoop:
+    async def test_garbage_rows_are_answered_and_the_loop_goes_on(
+        self, two: tuple[PostgresCommands, PostgresCommands]
+    ) -> None:
+        """Rows that are not commands are each answered with an error (the sender's
+        client is told), and the command after them is carried out (here: refused, the
+        session is not running on this node) by the same loop."""
+        follower, owner = two
+        with direct_sql(follower.url) as connection:
+            for kind, payload in GARBAGE:
+                connection.execute(
+                    "INSERT INTO session_commands (session, kind, payload, sender) "
+                    "VALUES (?, ?, ?, 'a')",
+                    (SESSION, kind, Jsonb(payload)),
+                )
+        last = follower.send(SESSION, "cancel", {})
+
+        async def nothing_here(session: str) -> None:
+            return None
+
+        server = CommandServer(owner, held=lambda: {SESSION}, find=nothing_here, poll=0.05)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.serve)
+            with trio.fail_after(20):
+                while (await trio.to_thread.run_sync(follower.outcome, last)) is None:  # noqa: ASYNC110
+                    await trio.sleep(0.05)  # the loop works in threads: polled
+            nursery.cancel_scope.cancel()
+        answer = follower.outcome(last)
+        assert answer is not None
+        assert "not running any more" in answer.error["message"]
+        assert server.refused == len(GARBAGE) + 1
+        ids = range(last - len(GARBAGE), last)
+        for command in ids:
+            garbage = follower.outcome(command)
+            assert garbage is not None
+            assert garbage.error["message"].startswith("forwarding: "), garbage.error
+
+
+class TestListener:
+    async def test_it_listens_again_after_its_connection_is_cut(self, table: str) -> None:
+        """The listening connection is terminated by the server: the listener connects
+        again, says so (whoever follows then reads everything again), and hears the
+        notifications sent after."""
+        listener = PostgresListener(table)
+        heard: list[tuple[str, str]] = []
+        connections = 0
+        changed = trio.Event()
+
+        def on_notify(channel: str, payload: str) -> None:
+            heard.append((channel, payload))
+            changed.set()
+
+        def on_connected() -> None:
+            nonlocal connections
+            connections += 1
+            changed.set()
+
+        async def until(condition: Callable[[], bool]) -> None:
+            nonlocal changed
+            with trio.fail_after(20):
+                while not condition():
+                    changed = trio.Event()
+                    with trio.move_on_after(0.2):  # a notification sent meanwhile
+                        await changed.wait()
+
+        def notify(payload: str) -> None:
+            with direct_sql(table) as connection:
+                connection.execute("SELECT pg_notify(?, ?)", (FACTS_CHANNEL, payload))
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(listener.serve, on_notify, on_connected)
+            await until(lambda: connections == 1)
+            await trio.to_thread.run_sync(notify, "one")
+            await until(lambda: (FACTS_CHANNEL, "one") in heard)
+            with direct_sql(table) as connection:
+                connection.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = 'orchestrator listener'"
+                )
+            await until(lambda: connections == 2)
+            await trio.to_thread.run_sync(notify, "two")
+            await until(lambda: (FACTS_CHANNEL, "two") in heard)
+            nursery.cancel_scope.cancel()
+        assert listener.reconnections >= 1
+
+
+class TestForwarder:
+    async def test_no_answer_in_time_is_an_error_naming_the_owner(
+        self, two: tuple[PostgresCommands, PostgresCommands]
+    ) -> None:
+        """Nobody claims the command: after the limit the client is told which node did
+        not answer, and the command is withdrawn (no owner runs it later)."""
+        follower, owner = two
+        forwarder = Forwarder(follower, limit=0.3)
+        with trio.fail_after(20), pytest.raises(RunError, match="node a-node, which runs"):
+            await forwarder.call(SESSION, Command(kind="cancel"), owner="a-node")
+        assert owner.claim([SESSION]) == []
+
+    async def test_the_owners_answer_is_returned_or_raised(
+        self, two: tuple[PostgresCommands, PostgresCommands]
+    ) -> None:
+        follower, owner = two
+        forwarder = Forwarder(follower, limit=20)
+
+        async def owner_answers(**outcome: Any) -> None:
+            while not (rows := await trio.to_thread.run_sync(owner.claim, [SESSION])):  # noqa: ASYNC110
+                await trio.sleep(0.05)  # polling the table (no listener here)
+            await trio.to_thread.run_sync(lambda: owner.answer(rows[0].id, **outcome))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: owner_answers(result={"value": 1, "sequence": 2}))
+            with trio.fail_after(20):
+                answer = await forwarder.call(SESSION, Command(kind="cancel"), owner="b")
+        assert answer == {"value": 1, "sequence": 2}
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                lambda: owner_answers(error=encode_error(RunError("no pending approval 'x'")))
+            )
+            with trio.fail_after(20), pytest.raises(RunError) as refused:
+                await forwarder.call(SESSION, Command(kind="cancel"), owner="b")
+        assert str(refused.value) == "no pending approval 'x'"
