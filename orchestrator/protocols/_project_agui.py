@@ -64,8 +64,9 @@ Within a run
   and the same id: the AG-UI client appends to the message or call it already has.
 * State: ``STATE_SNAPSHOT`` at each run's start holds
   :func:`~orchestrator.protocols._agui_state.team_view`; after a fact that changes the view,
-  ``STATE_DELTA`` carries :func:`~orchestrator.protocols._agui_state.json_patch` of the old view
-  to the new (RFC 6902).
+  ``STATE_DELTA`` carries that fact's changes (RFC 6902), which a
+  :class:`~orchestrator.protocols._agui_state.TeamView` built at the snapshot computes from the
+  fact and the entries it touched: the same whatever the team's size.
 
 Beside this module: :mod:`orchestrator.protocols._agui_state` (the view and its patches) and
 :mod:`orchestrator.protocols._agui_run_input` (the interrupts, and
@@ -121,14 +122,9 @@ from orchestrator.core import (
 )
 
 from ._agui_run_input import Event, approval_interrupt
-from ._agui_state import json_patch, team_view
+from ._agui_state import TeamView, team_view
 
 __all__ = ["AguiProjector", "AguiRunStatus"]
-
-#: Facts that never change :func:`team_view` (text streams on the chats): no diff for them.
-_QUIET: Final = frozenset(
-    {"chat/delta", "chat/reasoning", "chat/toolCallDelta", "chat/usage", "session/chatUpdated"}
-)
 
 _TERMINAL_MEMBER: Final = frozenset(
     {MemberStatus.COMPLETED, MemberStatus.FAILED, MemberStatus.KILLED}
@@ -201,7 +197,7 @@ class AguiProjector:
         self._terminal_buffered: AguiRunStatus | None = None
         self._out: list[Event] = []
         self._buffer: list[Event] = []  # what an interrupted run would have said, for resume()
-        self._view: dict[str, Any] | None = None  # the state the client has
+        self._view: TeamView | None = None  # the state the client has, while a run is on
         self._interrupts: tuple[str, ...] = ()
         # Streams open in the current run.
         # Invariant: set(self._chat_stream.values()) == set(self._open_text) | set(
@@ -282,8 +278,7 @@ class AguiProjector:
         if self._status is AguiRunStatus.FAILED or self._terminal_buffered is not None:
             return []
         ending = self._project(fact)
-        if fact.type not in _QUIET:
-            self._state_delta()
+        self._state_delta(fact)
         if ending is not None:
             ending()
         return self._flush()
@@ -302,16 +297,17 @@ class AguiProjector:
 
     def _open_run(self) -> None:
         self._out.append({"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id})
-        self._view = team_view(self.state)
-        self._out.append({"type": "STATE_SNAPSHOT", "snapshot": self._view})
+        self._view = TeamView(self.state)
+        self._out.append({"type": "STATE_SNAPSHOT", "snapshot": team_view(self.state)})
 
-    def _state_delta(self) -> None:
+    def _state_delta(self, fact: Fact) -> None:
         if self._status is not AguiRunStatus.RUNNING or self._view is None:
-            return  # an interrupted run's client gets a snapshot when it resumes
-        view = team_view(self.state)
-        delta = json_patch(self._view, view)
+            # An interrupted run's client gets a snapshot when it resumes; the view, which
+            # misses this fact, is built again then.
+            self._view = None
+            return
+        delta = self._view.update(self.state, fact)
         if delta:
-            self._view = view
             self._emit({"type": "STATE_DELTA", "delta": delta})
 
     # ── which chats belong to the run ──────────────────────────────────────
