@@ -207,8 +207,13 @@ class AguiProjector:
         self._open_reasoning: dict[str, str] = {}  # message id -> chat
         self._open_calls: dict[str, str] = {}  # wire tool call id -> chat
         self._round_message: dict[str, str] = {}  # chat -> text message of its current round
-        self._calls: dict[tuple[str, str], _ToolCall] = {}  # (chat, toolCallId) -> call
+        # chat -> toolCallId -> call: a chat's own, so that its turn's end looks at them alone.
+        self._calls: dict[str, dict[str, _ToolCall]] = {}
         self._subagents: dict[str, _Subagent] = {}  # chat -> subagent, in join order
+        # The subagents by what spawned them, in join order: the ends of a call or of a
+        # subagent look up theirs instead of going through the whole team.
+        self._spawned_by: dict[str, list[str]] = {}  # wire tool call id -> subagent chats
+        self._children: dict[str, list[str]] = {}  # subagent chat -> its subagents' chats
 
     # ── public ─────────────────────────────────────────────────────────────
 
@@ -469,7 +474,7 @@ class AguiProjector:
             name=tool_name,
             parent_message_id=self._round_message.get(chat),
         )
-        self._calls[(chat, tool_call_id)] = call
+        self._calls.setdefault(chat, {})[tool_call_id] = call
         self._start_call(call, chat, subagent)
         return call
 
@@ -486,7 +491,7 @@ class AguiProjector:
     def _open_call(self, chat: str, subagent: str | None, tool_call_id: str) -> _ToolCall | None:
         """The call, open in this run (started again if it was cut, or begun before this
         projector joined); ``None`` for a call the state does not know."""
-        call = self._calls.get((chat, tool_call_id))
+        call = self._calls.get(chat, {}).get(tool_call_id)
         if call is None:
             known = tool_call_of(self.state, chat, tool_call_id)
             if known is None:
@@ -496,7 +501,7 @@ class AguiProjector:
                 name=known.tool_name,
                 parent_message_id=None,
             )
-            self._calls[(chat, tool_call_id)] = call
+            self._calls.setdefault(chat, {})[tool_call_id] = call
         if call.wire_id not in self._open_calls and not call.ended:
             self._start_call(call, chat, subagent)
         return call
@@ -524,9 +529,9 @@ class AguiProjector:
         if call is None or call.result_sent:
             return
         # A subagent the call spawned has reported by now; end it if no fact did.
-        for spawned in list(self._subagents.values()):
-            if spawned.parent_tool_call_id == call.wire_id and not spawned.ended:
-                self._end_subagent(spawned.chat, True, text, None)
+        for spawned in list(self._spawned_by.get(call.wire_id, ())):
+            if not self._subagents[spawned].ended:
+                self._end_subagent(spawned, True, text, None)
         self._open_subagent(subagent)
         self._emit(
             _attributed(
@@ -545,8 +550,8 @@ class AguiProjector:
         turn's end cancels them)."""
         self._close_stream(chat)
         self._round_message.pop(chat, None)
-        for (call_chat, tool_call_id), call in list(self._calls.items()):
-            if call_chat == chat and not call.result_sent:
+        for tool_call_id, call in list(self._calls.get(chat, {}).items()):
+            if not call.result_sent:
                 self._call_result(chat, subagent, tool_call_id, "cancelled")
 
     # ── subagents ──────────────────────────────────────────────────────────
@@ -569,7 +574,7 @@ class AguiProjector:
             parent = origin.chat
         else:
             return None
-        call = self._calls.get((origin.chat, origin.tool_call_id))
+        call = self._calls.get(origin.chat, {}).get(origin.tool_call_id)
         record = self.state.tasks.get(task)
         delegated = record is not None and record.tool_call_id == origin.tool_call_id
         subagent = _Subagent(
@@ -583,6 +588,9 @@ class AguiProjector:
             task=task,
         )
         self._subagents[chat] = subagent
+        self._spawned_by.setdefault(subagent.parent_tool_call_id, []).append(chat)
+        if parent is not None:
+            self._children.setdefault(parent, []).append(chat)
         return subagent
 
     def _adopt_subagents(self) -> None:
@@ -624,9 +632,9 @@ class AguiProjector:
         subagent = self._subagents[chat]
         if subagent.ended:
             return
-        for child in list(self._subagents.values()):
-            if child.parent == chat and not child.ended:
-                self._end_subagent(child.chat, False, "ended with its parent", "killed")
+        for child in list(self._children.get(chat, ())):
+            if not self._subagents[child].ended:
+                self._end_subagent(child, False, "ended with its parent", "killed")
         self._turn_ended(chat, chat)
         self._open_subagent(chat)
         if ok:
