@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from collections.abc import Iterator, Sequence
+from types import FrameType
 from typing import Any
 
 import attrs
@@ -252,3 +254,38 @@ class TestWorkPerFact:
             if projector.status is not AguiRunStatus.RUNNING:
                 break
         assert 1 <= most <= 3, most
+
+    def test_the_projectors_own_work_per_worker_does_not_grow_with_the_team(self) -> None:
+        """Lines of the projector's modules run per worker (traced, so no clock): a fan-out of
+        120 workers costs no more per worker than one of 3 (less: the run's own lines are
+        shared by more workers). A pass over every subagent or tool call of the session at
+        each worker's end, or over the whole view at each fact, costs more per worker the
+        more workers there are (diffing whole views: 6 times as much at 60 as at 3)."""
+
+        def lines_per_worker(workers: int) -> float:
+            session = trio.run(
+                lambda: run_team(team(fan_out(workers))),
+                clock=trio.testing.MockClock(autojump_threshold=0),
+            )
+            ours = {"_project_agui.py", "_agui_state.py"}
+            lines = 0
+
+            def local(frame: FrameType, event: str, arg: Any) -> Any:
+                nonlocal lines
+                lines += event == "line"
+                return local
+
+            def calls(frame: FrameType, event: str, arg: Any) -> Any:
+                return local if frame.f_code.co_filename.rsplit("/", 1)[-1] in ours else None
+
+            sys.settrace(calls)
+            try:
+                for _fact, projector, _events in replay(session.facts):
+                    if projector.status is not AguiRunStatus.RUNNING:
+                        break
+            finally:
+                sys.settrace(None)
+            return lines / workers
+
+        few, many = lines_per_worker(3), lines_per_worker(120)
+        assert many <= few, (few, many)
