@@ -23,7 +23,8 @@ as the team reducer (:mod:`orchestrator.core._team_reducer`) writes them:
 
 So a fact costs the same whatever the team's size, where diffing two whole views cost one pass
 over every member, task and approval per fact. Should the state ever shrink under a view (an
-entry dropped), :meth:`TeamView.update` falls back to :func:`json_patch` of the whole views.
+entry dropped: no reducer does), the next ``team/*`` fact's :meth:`TeamView.update` falls back
+to :func:`json_patch` of the whole views.
 
 :func:`json_patch` is the general diff of two JSON values (that fallback, and a reference).
 
@@ -245,9 +246,9 @@ class TeamView:
 
     def _refresh_member(self, state: TeamState, chat: str, ops: list[Op]) -> None:
         row = self._members.get(chat)
-        if row is None:
+        member = state.members.get(chat)
+        if row is None or member is None:
             return  # not on the team (yet): its memberJoined adds it
-        member = state.members[chat]
         if member.task != row.task:
             self._working_on[row.task].discard(chat)
             self._working_on.setdefault(member.task, set()).add(chat)
