@@ -61,7 +61,7 @@ if TYPE_CHECKING:
         unstructure_envelope,
     )
     from ._agui_run_input import Event, ResumeDecision, RunRequest, parse_run_input
-    from ._agui_state import json_patch, team_view
+    from ._agui_state import TeamView, json_patch, team_view
     from ._ahp_rpc import (
         Call,
         channel_envelopes,
@@ -123,6 +123,7 @@ __all__ = [
     "Subscribe",
     "Surface",
     "TeamSubscribe",
+    "TeamView",
     "TeammateHistory",
     "TeammateRequest",
     "TeammateStatus",
@@ -215,7 +216,7 @@ if not TYPE_CHECKING:
                 "unstructure_envelope",
             ),
             "._agui_run_input": ("Event", "ResumeDecision", "RunRequest", "parse_run_input"),
-            "._agui_state": ("json_patch", "team_view"),
+            "._agui_state": ("TeamView", "json_patch", "team_view"),
             "._ahp_rpc": (
                 "Call",
                 "channel_envelopes",

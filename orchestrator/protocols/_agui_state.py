@@ -1,20 +1,65 @@
 """The team state AG-UI clients see: ``STATE_SNAPSHOT`` and ``STATE_DELTA`` (RFC 6902).
 
 :func:`team_view` is the small JSON view of a :class:`~orchestrator.core._team_state.TeamState`
-that :class:`~orchestrator.protocols._project_agui.AguiProjector` sends whole at each run's start;
-after a fact that changes it, the projector sends :func:`json_patch` of the view the client has
-to the new one. Both are plain functions of their inputs.
+that :class:`~orchestrator.protocols._project_agui.AguiProjector` sends whole at each run's start
+(the snapshot, and the reference every delta is checked against in the tests).
+
+After each fact, the projector sends the patch :meth:`TeamView.update` returns: the changes of
+that fact alone, as RFC 6902 operations on the paths it touched. A :class:`TeamView` is built from
+the state at the snapshot and then follows it fact by fact; it remembers what the client holds
+(each member's and task's place and fields, the pending approvals in order) and, for one fact,
+looks only at the entries the fact can change. Which entries those are is read off the fact,
+as the team reducer (:mod:`orchestrator.core._team_reducer`) writes them:
+
+* a ``chat/*`` fact changes that chat, so at most its member's ``status``;
+  ``session/chatAdded`` creates a chat (its member's status again); other ``session/*`` facts
+  change nothing the view shows;
+* a ``team/*`` fact may append members, tasks and approvals (the state's dicts keep insertion
+  order and never drop an entry, so the new ones are the last ``k`` of each, appended to the
+  view's lists), change the run (``team``, and the coordinator, whose status depends on it),
+  and change the entry it names: ``memberJoined`` its member, ``task*`` / ``handoff`` /
+  ``runStarted`` its task and ``runFinished`` the root task (and the status of every member
+  working on that task), ``approval*`` its approval (its place among the pending ones).
+
+So a fact costs the same whatever the team's size, where diffing two whole views cost one pass
+over every member, task and approval per fact. Should the state ever shrink under a view (an
+entry dropped: no reducer does), the next ``team/*`` fact's :meth:`TeamView.update` falls back
+to :func:`json_patch` of the whole views.
+
+:func:`json_patch` is the general diff of two JSON values (that fallback, and a reference).
 
 The module is pure: no trio, no IO.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
+from collections.abc import Iterator
 from typing import Any
 
-from orchestrator.core import TeamState
+import attrs
 
-__all__ = ["json_patch", "team_view"]
+from orchestrator.ahp import SessionChatAddedAction
+from orchestrator.core import (
+    ApprovalRecord,
+    ApprovalRequested,
+    ApprovalResolved,
+    Fact,
+    HandoffRecorded,
+    MemberJoined,
+    RunFinished,
+    RunStarted,
+    TaskCreated,
+    TaskFinished,
+    TaskStarted,
+    TeamState,
+)
+
+__all__ = ["TeamView", "json_patch", "team_view"]
+
+#: A JSON Patch operation (RFC 6902).
+Op = dict[str, Any]
 
 
 def team_view(state: TeamState) -> dict[str, Any]:
@@ -47,6 +92,220 @@ def team_view(state: TeamState) -> dict[str, Any]:
             for record in state.pending_approvals()
         ],
     }
+
+
+def _approval_entry(record: ApprovalRecord) -> dict[str, Any]:
+    request = record.request
+    return {
+        "id": request.approval,
+        "chat": request.chat,
+        "agent": request.requested_by,
+        "tool": request.tool_name,
+        "summary": request.summary,
+        "routedTo": request.routed_to,
+    }
+
+
+@attrs.define
+class _Row:
+    """A member or task as the client has it: its place in its list and its fields."""
+
+    index: int
+    agent: str
+    status: str
+    task: str = ""  # a member's task (the tasks whose change can change its status)
+
+
+def _last(entries: dict[str, Any], count: int) -> Iterator[str]:
+    """The last ``count`` keys of ``entries``, oldest first (without a pass over the rest)."""
+    return reversed(list(itertools.islice(reversed(entries.keys()), count)))
+
+
+class TeamView:
+    """:func:`team_view` of a state, followed fact by fact (see the module docstring).
+
+    ``TeamView(state)`` holds what a client given ``team_view(state)`` holds; after each fact
+    folded into that state, ``update(state, fact)`` returns the operations that bring the
+    client to ``team_view(state)`` again (``[]`` when the fact changed nothing it shows).
+    Every fact must be passed, in order: a view that missed one is stale (build a new one).
+    """
+
+    def __init__(self, state: TeamState) -> None:
+        self._team: str | None = None
+        self._coordinator: str | None = None
+        self._members: dict[str, _Row] = {}
+        # Invariant: self._working_on[t] == {c for c, row in self._members.items() if row.task == t}
+        self._working_on: dict[str, set[str]] = {}
+        self._tasks: dict[str, _Row] = {}
+        self._approval_place: dict[str, int] = {}  # every approval -> its place in the state's
+        # The pending approvals as the client lists them: (place, id), sorted; and their entries.
+        self._pending: list[tuple[int, str]] = []
+        self._pending_entries: dict[str, dict[str, Any]] = {}
+        self._reset(state)
+
+    def update(self, state: TeamState, fact: Fact) -> list[Op]:
+        """The patch of ``fact``, just folded into ``state``; the view now holds the new state."""
+        ops: list[Op] = []
+        action = fact.action
+        kind = action.type
+        if kind.startswith("chat/"):
+            self._refresh_member(state, fact.channel, ops)
+            return ops
+        if isinstance(action, SessionChatAddedAction):
+            self._refresh_member(state, action.summary.resource, ops)
+            return ops
+        if not kind.startswith("team/"):
+            return ops
+        if (
+            len(state.members) < len(self._members)
+            or len(state.tasks) < len(self._tasks)
+            or len(state.approvals) < len(self._approval_place)
+        ):
+            return self._rebuild(state)
+        run = state.run
+        team = run.team if run is not None else None
+        if team != self._team:
+            ops.append({"op": "replace", "path": "/team", "value": team})
+            self._team = team
+        self._add_new(state, ops)
+        coordinator = state.coordinator_chat()
+        if coordinator != self._coordinator:
+            # Whether a member owns the root task depends on being the coordinator.
+            former, self._coordinator = self._coordinator, coordinator
+            for chat in (former, coordinator):
+                if chat is not None:
+                    self._refresh_member(state, chat, ops)
+        match action:
+            case MemberJoined():
+                self._refresh_member(state, action.chat, ops)
+            case TaskCreated() | TaskStarted() | TaskFinished() | HandoffRecorded() | RunStarted():
+                self._refresh_task(state, action.task, ops)
+            case RunFinished() if run is not None:
+                self._refresh_task(state, run.task, ops)
+            case ApprovalRequested() | ApprovalResolved():
+                self._refresh_approval(state, action.approval, ops)
+        return ops
+
+    # ── building ───────────────────────────────────────────────────────────
+
+    def _reset(self, state: TeamState) -> None:
+        run = state.run
+        self._team = run.team if run is not None else None
+        self._coordinator = state.coordinator_chat()
+        self._members.clear()
+        self._working_on.clear()
+        self._tasks.clear()
+        self._approval_place.clear()
+        self._pending.clear()
+        self._pending_entries.clear()
+        self._add_new(state, [])
+
+    def _rebuild(self, state: TeamState) -> list[Op]:
+        """The fallback: the whole views diffed, and the view built again from ``state``."""
+        ops = json_patch(self._as_json(), team_view(state))
+        self._reset(state)
+        return ops
+
+    def _as_json(self) -> dict[str, Any]:
+        """What the client holds, whole (for the fallback)."""
+        return {
+            "team": self._team,
+            "members": [
+                {"chat": chat, "agent": row.agent, "status": row.status}
+                for chat, row in self._members.items()
+            ],
+            "tasks": [
+                {"id": task, "agent": row.agent, "status": row.status}
+                for task, row in self._tasks.items()
+            ],
+            "pendingApprovals": [dict(self._pending_entries[id_]) for _, id_ in self._pending],
+        }
+
+    def _add_new(self, state: TeamState, ops: list[Op]) -> None:
+        """Append the members, tasks and approvals the state has and the view has not yet."""
+        for chat in _last(state.members, len(state.members) - len(self._members)):
+            member = state.members[chat]
+            row = _Row(
+                len(self._members), member.agent, state.member_status(chat).value, member.task
+            )
+            self._members[chat] = row
+            self._working_on.setdefault(member.task, set()).add(chat)
+            value = {"chat": chat, "agent": row.agent, "status": row.status}
+            ops.append({"op": "add", "path": f"/members/{row.index}", "value": value})
+        for task_id in _last(state.tasks, len(state.tasks) - len(self._tasks)):
+            task = state.tasks[task_id]
+            row = _Row(len(self._tasks), task.agent, task.status.value)
+            self._tasks[task_id] = row
+            value = {"id": task_id, "agent": row.agent, "status": row.status}
+            ops.append({"op": "add", "path": f"/tasks/{row.index}", "value": value})
+        for approval in _last(state.approvals, len(state.approvals) - len(self._approval_place)):
+            self._approval_place[approval] = len(self._approval_place)
+            self._refresh_approval(state, approval, ops)
+
+    # ── one entry ──────────────────────────────────────────────────────────
+
+    def _refresh_member(self, state: TeamState, chat: str, ops: list[Op]) -> None:
+        row = self._members.get(chat)
+        member = state.members.get(chat)
+        if row is None or member is None:
+            return  # not on the team (yet): its memberJoined adds it
+        if member.task != row.task:
+            self._working_on[row.task].discard(chat)
+            self._working_on.setdefault(member.task, set()).add(chat)
+            row.task = member.task
+        if member.agent != row.agent:
+            row.agent = member.agent
+            ops.append({"op": "replace", "path": f"/members/{row.index}/agent", "value": row.agent})
+        status = state.member_status(chat).value
+        if status != row.status:
+            row.status = status
+            ops.append({"op": "replace", "path": f"/members/{row.index}/status", "value": status})
+
+    def _refresh_task(self, state: TeamState, task_id: str, ops: list[Op]) -> None:
+        row = self._tasks.get(task_id)
+        if row is None:
+            return  # no such task: the fact changed nothing
+        task = state.tasks[task_id]
+        if task.agent != row.agent:
+            row.agent = task.agent
+            ops.append({"op": "replace", "path": f"/tasks/{row.index}/agent", "value": row.agent})
+        if task.status.value != row.status:
+            row.status = task.status.value
+            ops.append({"op": "replace", "path": f"/tasks/{row.index}/status", "value": row.status})
+        # A member's status follows the task it works on (its end, once recorded).
+        for chat in sorted(self._working_on.get(task_id, ()), key=self._member_index):
+            self._refresh_member(state, chat, ops)
+
+    def _member_index(self, chat: str) -> int:
+        return self._members[chat].index
+
+    def _refresh_approval(self, state: TeamState, approval: str, ops: list[Op]) -> None:
+        place = self._approval_place.get(approval)
+        if place is None:
+            return  # no such approval: the fact changed nothing
+        record = state.approvals[approval]
+        key = (place, approval)
+        at = bisect.bisect_left(self._pending, key)
+        listed = at < len(self._pending) and self._pending[at] == key
+        if record.decision is not None:
+            if listed:
+                del self._pending[at]
+                del self._pending_entries[approval]
+                ops.append({"op": "remove", "path": f"/pendingApprovals/{at}"})
+            return
+        entry = _approval_entry(record)
+        if not listed:
+            self._pending.insert(at, key)
+            self._pending_entries[approval] = entry
+            ops.append({"op": "add", "path": f"/pendingApprovals/{at}", "value": dict(entry)})
+            return
+        before = self._pending_entries[approval]
+        for field, value in entry.items():
+            if before[field] != value:
+                ops.append(
+                    {"op": "replace", "path": f"/pendingApprovals/{at}/{field}", "value": value}
+                )
+        self._pending_entries[approval] = entry
 
 
 def json_patch(old: Any, new: Any) -> list[dict[str, Any]]:

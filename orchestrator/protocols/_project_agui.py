@@ -64,8 +64,9 @@ Within a run
   and the same id: the AG-UI client appends to the message or call it already has.
 * State: ``STATE_SNAPSHOT`` at each run's start holds
   :func:`~orchestrator.protocols._agui_state.team_view`; after a fact that changes the view,
-  ``STATE_DELTA`` carries :func:`~orchestrator.protocols._agui_state.json_patch` of the old view
-  to the new (RFC 6902).
+  ``STATE_DELTA`` carries that fact's changes (RFC 6902), which a
+  :class:`~orchestrator.protocols._agui_state.TeamView` built at the snapshot computes from the
+  fact and the entries it touched: the same whatever the team's size.
 
 Beside this module: :mod:`orchestrator.protocols._agui_state` (the view and its patches) and
 :mod:`orchestrator.protocols._agui_run_input` (the interrupts, and
@@ -121,14 +122,9 @@ from orchestrator.core import (
 )
 
 from ._agui_run_input import Event, approval_interrupt
-from ._agui_state import json_patch, team_view
+from ._agui_state import TeamView, team_view
 
 __all__ = ["AguiProjector", "AguiRunStatus"]
-
-#: Facts that never change :func:`team_view` (text streams on the chats): no diff for them.
-_QUIET: Final = frozenset(
-    {"chat/delta", "chat/reasoning", "chat/toolCallDelta", "chat/usage", "session/chatUpdated"}
-)
 
 _TERMINAL_MEMBER: Final = frozenset(
     {MemberStatus.COMPLETED, MemberStatus.FAILED, MemberStatus.KILLED}
@@ -201,7 +197,7 @@ class AguiProjector:
         self._terminal_buffered: AguiRunStatus | None = None
         self._out: list[Event] = []
         self._buffer: list[Event] = []  # what an interrupted run would have said, for resume()
-        self._view: dict[str, Any] | None = None  # the state the client has
+        self._view: TeamView | None = None  # the state the client has, while a run is on
         self._interrupts: tuple[str, ...] = ()
         # Streams open in the current run.
         # Invariant: set(self._chat_stream.values()) == set(self._open_text) | set(
@@ -211,8 +207,13 @@ class AguiProjector:
         self._open_reasoning: dict[str, str] = {}  # message id -> chat
         self._open_calls: dict[str, str] = {}  # wire tool call id -> chat
         self._round_message: dict[str, str] = {}  # chat -> text message of its current round
-        self._calls: dict[tuple[str, str], _ToolCall] = {}  # (chat, toolCallId) -> call
+        # chat -> toolCallId -> call: a chat's own, so that its turn's end looks at them alone.
+        self._calls: dict[str, dict[str, _ToolCall]] = {}
         self._subagents: dict[str, _Subagent] = {}  # chat -> subagent, in join order
+        # The subagents by what spawned them, in join order: the ends of a call or of a
+        # subagent look up theirs instead of going through the whole team.
+        self._spawned_by: dict[str, list[str]] = {}  # wire tool call id -> subagent chats
+        self._children: dict[str, list[str]] = {}  # subagent chat -> its subagents' chats
 
     # ── public ─────────────────────────────────────────────────────────────
 
@@ -282,8 +283,7 @@ class AguiProjector:
         if self._status is AguiRunStatus.FAILED or self._terminal_buffered is not None:
             return []
         ending = self._project(fact)
-        if fact.type not in _QUIET:
-            self._state_delta()
+        self._state_delta(fact)
         if ending is not None:
             ending()
         return self._flush()
@@ -302,16 +302,17 @@ class AguiProjector:
 
     def _open_run(self) -> None:
         self._out.append({"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id})
-        self._view = team_view(self.state)
-        self._out.append({"type": "STATE_SNAPSHOT", "snapshot": self._view})
+        self._view = TeamView(self.state)
+        self._out.append({"type": "STATE_SNAPSHOT", "snapshot": team_view(self.state)})
 
-    def _state_delta(self) -> None:
+    def _state_delta(self, fact: Fact) -> None:
         if self._status is not AguiRunStatus.RUNNING or self._view is None:
-            return  # an interrupted run's client gets a snapshot when it resumes
-        view = team_view(self.state)
-        delta = json_patch(self._view, view)
+            # An interrupted run's client gets a snapshot when it resumes; the view, which
+            # misses this fact, is built again then.
+            self._view = None
+            return
+        delta = self._view.update(self.state, fact)
         if delta:
-            self._view = view
             self._emit({"type": "STATE_DELTA", "delta": delta})
 
     # ── which chats belong to the run ──────────────────────────────────────
@@ -473,7 +474,7 @@ class AguiProjector:
             name=tool_name,
             parent_message_id=self._round_message.get(chat),
         )
-        self._calls[(chat, tool_call_id)] = call
+        self._calls.setdefault(chat, {})[tool_call_id] = call
         self._start_call(call, chat, subagent)
         return call
 
@@ -490,7 +491,7 @@ class AguiProjector:
     def _open_call(self, chat: str, subagent: str | None, tool_call_id: str) -> _ToolCall | None:
         """The call, open in this run (started again if it was cut, or begun before this
         projector joined); ``None`` for a call the state does not know."""
-        call = self._calls.get((chat, tool_call_id))
+        call = self._calls.get(chat, {}).get(tool_call_id)
         if call is None:
             known = tool_call_of(self.state, chat, tool_call_id)
             if known is None:
@@ -500,7 +501,7 @@ class AguiProjector:
                 name=known.tool_name,
                 parent_message_id=None,
             )
-            self._calls[(chat, tool_call_id)] = call
+            self._calls.setdefault(chat, {})[tool_call_id] = call
         if call.wire_id not in self._open_calls and not call.ended:
             self._start_call(call, chat, subagent)
         return call
@@ -528,9 +529,9 @@ class AguiProjector:
         if call is None or call.result_sent:
             return
         # A subagent the call spawned has reported by now; end it if no fact did.
-        for spawned in list(self._subagents.values()):
-            if spawned.parent_tool_call_id == call.wire_id and not spawned.ended:
-                self._end_subagent(spawned.chat, True, text, None)
+        for spawned in list(self._spawned_by.get(call.wire_id, ())):
+            if not self._subagents[spawned].ended:
+                self._end_subagent(spawned, True, text, None)
         self._open_subagent(subagent)
         self._emit(
             _attributed(
@@ -549,8 +550,8 @@ class AguiProjector:
         turn's end cancels them)."""
         self._close_stream(chat)
         self._round_message.pop(chat, None)
-        for (call_chat, tool_call_id), call in list(self._calls.items()):
-            if call_chat == chat and not call.result_sent:
+        for tool_call_id, call in list(self._calls.get(chat, {}).items()):
+            if not call.result_sent:
                 self._call_result(chat, subagent, tool_call_id, "cancelled")
 
     # ── subagents ──────────────────────────────────────────────────────────
@@ -573,7 +574,7 @@ class AguiProjector:
             parent = origin.chat
         else:
             return None
-        call = self._calls.get((origin.chat, origin.tool_call_id))
+        call = self._calls.get(origin.chat, {}).get(origin.tool_call_id)
         record = self.state.tasks.get(task)
         delegated = record is not None and record.tool_call_id == origin.tool_call_id
         subagent = _Subagent(
@@ -587,6 +588,9 @@ class AguiProjector:
             task=task,
         )
         self._subagents[chat] = subagent
+        self._spawned_by.setdefault(subagent.parent_tool_call_id, []).append(chat)
+        if parent is not None:
+            self._children.setdefault(parent, []).append(chat)
         return subagent
 
     def _adopt_subagents(self) -> None:
@@ -628,9 +632,9 @@ class AguiProjector:
         subagent = self._subagents[chat]
         if subagent.ended:
             return
-        for child in list(self._subagents.values()):
-            if child.parent == chat and not child.ended:
-                self._end_subagent(child.chat, False, "ended with its parent", "killed")
+        for child in list(self._children.get(chat, ())):
+            if not self._subagents[child].ended:
+                self._end_subagent(child, False, "ended with its parent", "killed")
         self._turn_ended(chat, chat)
         self._open_subagent(chat)
         if ok:
