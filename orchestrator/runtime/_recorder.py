@@ -178,7 +178,8 @@ class Recorder:
                 self._fail(error)
                 return
             self.state.commit(entry.transition, entry.facts[-1].sequence)
-            self.bus.publish_nowait(entry.facts)
+            # With what each fact wrote, for the readers that follow the state.
+            self.bus.publish_nowait(entry.facts, entry.transition.changes)
             self.factlog.committed(self.state)
 
     def fail(self, error: FactLogError) -> None:
