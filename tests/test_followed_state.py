@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import pytest
 import trio
+import trio.lowlevel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,12 +23,19 @@ from orchestrator.base import IllegalTransitionError
 from orchestrator.core import (
     Action,
     Fact,
+    FactChange,
     TeamState,
     Transition,
 )
-from orchestrator.protocols import AgentUiProjector, Envelope, project_facts
+from orchestrator.protocols import (
+    AgentUiProjector,
+    Envelope,
+    envelope_to_json_line,
+    project_facts,
+)
 from orchestrator.runtime import FactBus, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
+from orchestrator.server import TeamLog
 
 from .test_project_agentui import SCENARIOS, SESSION, scenarios
 from .test_runtime import fanout
@@ -235,3 +243,50 @@ class TestThroughTheBus:
                 await subscription.receive()
 
         trio.run(run)
+
+
+class TestTeamLog:
+    def test_live_envelopes_follow_the_runtime_and_equal_a_projection_of_the_log(self) -> None:
+        """The daemon's team log of a live session, made before the run, during it (while
+        facts are published: those kept aside overlap the journal's read) and after it: its
+        lines are those of projecting the whole log, though live facts are followed, not
+        folded."""
+        logs: list[TeamLog] = []
+        published: list[Fact] = []
+
+        async def run() -> TeamRuntime:
+            runtime = TeamRuntime(fanout(budget=2), backends=ScriptedBackend)
+
+            def observe(facts: Sequence[Fact], changes: Sequence[FactChange | None]) -> None:
+                assert all(change is not None for change in changes)
+                published.extend(facts)
+                for log in logs:
+                    log.feed(facts, changes)
+
+            runtime.bus.observe_changes(observe)
+
+            def read(session: str) -> list[Fact]:
+                return list(published)
+
+            async def join_late(after: int) -> None:
+                while len(published) < after:
+                    await trio.lowlevel.checkpoint()
+                log = TeamLog(runtime.session, read)
+                logs.append(log)
+                await log.ready()
+
+            logs.append(TeamLog(runtime.session, read))
+            await logs[0].ready()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(join_late, 40)
+                await runtime.run("Ship it")
+            late = TeamLog(runtime.session, read)
+            await late.ready()
+            logs.append(late)
+            return runtime
+
+        runtime = trio.run(run)
+        expected = [envelope_to_json_line(e) for e in project_facts(runtime.session, published)]
+        assert len(logs) == 3
+        for log in logs:
+            assert log.lines == expected

@@ -122,6 +122,9 @@ class FactBus:
         self._buffer_size = buffer_size
         self._subscriptions: list[Subscription] = []
         self._observers: list[Callable[[Sequence[Fact]], None]] = []
+        self._change_observers: list[
+            Callable[[Sequence[Fact], Sequence[FactChange | None]], None]
+        ] = []
         self._dropped = 0
         self._published = 0
         self._following = 0  # subscriptions with a state
@@ -154,6 +157,14 @@ class FactBus:
         raise: it runs inside the recorder's commit."""
         self._observers.append(observer)
 
+    def observe_changes(
+        self, observer: Callable[[Sequence[Fact], Sequence[FactChange | None]], None]
+    ) -> None:
+        """As :meth:`observe`, with what each fact wrote as the runtime reduced it (``None``
+        where the publisher did not say): for bookkeeping that keeps a view of the state
+        (:meth:`~orchestrator.core.TeamState.follow`) rather than folding the facts again."""
+        self._change_observers.append(observer)
+
     def unsubscribe(self, subscription: Subscription) -> None:
         if subscription in self._subscriptions:
             self._subscriptions.remove(subscription)
@@ -176,8 +187,10 @@ class FactBus:
         for observer in self._observers:
             observer(facts)
         written: Sequence[FactChange | None] = ()
-        if self._following:
+        if self._following or self._change_observers:
             written = changes() if changes is not None else [None] * len(facts)
+        for change_observer in self._change_observers:
+            change_observer(facts, written)
         slow: list[Subscription] = []
         for subscription in self._subscriptions:
             if subscription.state is not None:
