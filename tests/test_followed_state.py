@@ -22,10 +22,13 @@ from hypothesis import strategies as st
 from orchestrator.base import IllegalTransitionError
 from orchestrator.core import (
     Action,
+    DelegationGraph,
     Fact,
     FactChange,
     TeamState,
     Transition,
+    build_graph,
+    to_json,
 )
 from orchestrator.protocols import (
     AgentUiProjector,
@@ -290,3 +293,22 @@ class TestTeamLog:
         assert len(logs) == 3
         for log in logs:
             assert log.lines == expected
+
+
+class TestGraphKeptIncrementally:
+    @settings(max_examples=100, deadline=None)
+    @given(facts=scenarios(), data=st.data())
+    def test_a_graph_fed_in_batches_and_read_between_equals_one_built_at_once(
+        self, facts: list[Fact], data: st.DataObject
+    ) -> None:
+        """The session's one graph (the web view keeps it and feeds it what is new at each
+        read) fed the log in any batches, read (exported, checked) between them: the graph
+        built from scratch of the whole log."""
+        graph = DelegationGraph()
+        for batch in data.draw(cuts(facts)):
+            for fact in batch:
+                graph.apply(fact)
+            to_json(graph)  # a read between batches changes nothing
+            graph.check()
+        assert to_json(graph) == to_json(build_graph(facts))
+        assert graph.last_sequence == (facts[-1].sequence if facts else None)
