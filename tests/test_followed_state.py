@@ -64,7 +64,7 @@ class Runtime:
     def submit(self, actions: Sequence[tuple[str, Action]], *, validate: bool) -> bool:
         """Prepare and push one batch; False (nothing changed) if the state refused it."""
         try:
-            tr = self.state.prepare(actions, now=NOW, validate=validate)
+            tr = self.state.prepare(actions, now=NOW, validate=validate, record=True)
         except IllegalTransitionError:
             return False
         facts = []

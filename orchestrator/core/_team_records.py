@@ -113,9 +113,9 @@ class Overlay(Generic[K, V]):
     """A batch's writes over a store: reads see the batch's own writes first, then the
     writes of batches in flight before it (``pending``), then the committed ``base``.
 
-    Every write is also appended to ``log`` (shared by the batch's overlays, tagged with
-    ``kind``) in the order made, so that what each action of the batch wrote can be handed
-    to readers (:meth:`Transition.changes`)."""
+    With a ``log`` (a batch prepared to be handed to readers), every write is also appended
+    to it (shared by the batch's overlays, tagged with ``kind``) in the order made, so that
+    what each action of the batch wrote can be handed out (:meth:`Transition.changes`)."""
 
     def __init__(
         self,
@@ -129,7 +129,7 @@ class Overlay(Generic[K, V]):
         self.pending = pending
         self.writes: dict[K, V] = {}
         self.kind: StoreKind = kind
-        self.log: list[tuple[StoreKind, Any, Any]] = [] if log is None else log
+        self.log = log
 
     def get(self, key: K) -> V | None:
         if key in self.writes:
@@ -140,7 +140,8 @@ class Overlay(Generic[K, V]):
 
     def __setitem__(self, key: K, value: V) -> None:
         self.writes[key] = value
-        self.log.append((self.kind, key, value))
+        if self.log is not None:
+            self.log.append((self.kind, key, value))
 
 
 @attrs.define
@@ -165,15 +166,24 @@ class Transition:
     #: long the overlays' shared write log was (:meth:`changes` slices it per action).
     steps: list[tuple[SessionState | None, RunRecord | None, int]] = attrs.field(factory=list)
 
+    @property
+    def recorded(self) -> bool:
+        """Whether the batch notes what each action wrote (``prepare(record=True)``)."""
+        return self.chats.log is not None
+
     def step(self) -> None:
-        """The next action of ``actions`` has been reduced: note what it left."""
-        self.steps.append((self.session, self.run, len(self.chats.log)))
+        """The next action of ``actions`` has been reduced: note what it left (recorded
+        batches only)."""
+        log = self.chats.log
+        assert log is not None, "a batch prepared without record notes no steps"
+        self.steps.append((self.session, self.run, len(log)))
 
     def changes(self) -> list[FactChange]:
-        """What each action wrote, in order, one :class:`FactChange` per action (for an
-        action a batch was prepared with: every action has been reduced, and stepped)."""
-        assert len(self.steps) == len(self.actions), "an action was not stepped"
+        """What each action wrote, in order, one :class:`FactChange` per action (a recorded
+        batch, once prepared: every action has been reduced, and stepped)."""
         log = self.chats.log
+        assert log is not None, "a batch prepared without record has no changes"
+        assert len(self.steps) == len(self.actions), "an action was not stepped"
         changes = []
         start = 0
         for session, run, end in self.steps:

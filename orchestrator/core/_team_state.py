@@ -144,7 +144,12 @@ class TeamState:
     # ── folding ────────────────────────────────────────────────────────────
 
     def prepare(
-        self, actions: Sequence[tuple[str, Action]], *, now: str, validate: bool = True
+        self,
+        actions: Sequence[tuple[str, Action]],
+        *,
+        now: str,
+        validate: bool = True,
+        record: bool = False,
     ) -> Transition:
         """Reduce ``actions`` (``(channel, action)`` pairs) against an overlay of this state.
 
@@ -152,10 +157,13 @@ class TeamState:
         :func:`~orchestrator.core._team_validate.validate_action`: one that the state the
         batch has built refuses raises :class:`IllegalTransitionError` and nothing changes.
         The returned transition lists the actions, followed by any ``session/chatUpdated``
-        needed to keep each chat's summary equal to the fields its state inlines.
+        needed to keep each chat's summary equal to the fields its state inlines. With
+        ``record``, it also notes what each action wrote (:meth:`Transition.changes`, for
+        readers that follow this state); the recorder asks only when someone follows.
         """
         latest = self._in_flight[-1] if self._in_flight else None
-        log: list[tuple[StoreKind, Any, Any]] = []  # every write, in order (tr.changes())
+        # With record: every write, in order (tr.changes()).
+        log: list[tuple[StoreKind, Any, Any]] | None = [] if record else None
         tr = Transition(
             actions=list(actions),
             session=latest.session if latest is not None else self.session,
@@ -183,7 +191,8 @@ class TeamState:
             )
             if ended is not None:
                 tr.ended_turns[index] = ended
-            tr.step()
+            if record:
+                tr.step()
         if validate:
             # Announce summary changes in the same batch (session/chatUpdated).
             for chat_uri in sorted(tr.touched_chats):
@@ -370,7 +379,8 @@ class TeamState:
             return
         tr.actions.append((self.session_uri, update))
         tr.session = reduce_session(session, update, now=now)
-        tr.step()
+        if tr.recorded:
+            tr.step()
 
     # ── queries (used by the runtime, the tree and the projections) ──────────
 

@@ -165,6 +165,11 @@ class FactBus:
         (:meth:`~orchestrator.core.TeamState.follow`) rather than folding the facts again."""
         self._change_observers.append(observer)
 
+    def wants_changes(self) -> bool:
+        """Whether anyone follows the state (then the recorder notes what each fact writes;
+        a batch published without that is folded by its followers instead)."""
+        return bool(self._following or self._change_observers)
+
     def unsubscribe(self, subscription: Subscription) -> None:
         if subscription in self._subscriptions:
             self._subscriptions.remove(subscription)
