@@ -22,6 +22,10 @@ Readers of the committed state (everything public here) see only durable facts.
 If the log fails, :meth:`discard_pending` drops every batch in flight. Applying an
 already-recorded fact (replay) is prepare + commit without validation.
 
+A reader's copy of the state need not fold the facts again: a batch prepared with ``record``
+notes what each action wrote (:meth:`Transition.changes`), and :meth:`follow` stores those
+values into the copy, fact by fact (one fold per session: the runtime's reducers run once).
+
 The container is mutable (a dict per kind of entity, replaced entry by entry)
 so that one fact costs what its channel's reducer costs, whatever the number
 of chats; every entry is an immutable value produced by a pure reducer.
