@@ -120,11 +120,11 @@ async def _run_fanout(n: int, factlog: Any) -> tuple[Any, Any, int]:
     team = _team(n)
     runtime = TeamRuntime(team, backends=ScriptedBackend, factlog=factlog)  # type: ignore[arg-type]
     graph = DelegationGraph()
-    projector = AgentUiProjector(runtime.session)
+    # Subscribed before the run starts, as every reader must be to see the first fact; it
+    # follows the runtime's state (one fold per session), which the projector reads.
+    subscription = runtime.bus.subscribe("bench", buffer_size=float("inf"), state=runtime.state)
+    projector = AgentUiProjector(runtime.session, subscription.state)
     envelopes = 0
-
-    # Subscribed before the run starts, as every reader must be to see the first fact.
-    subscription = runtime.bus.subscribe("bench", buffer_size=float("inf"))
 
     async def fold_graph_and_envelopes() -> None:
         nonlocal envelopes

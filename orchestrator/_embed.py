@@ -106,7 +106,8 @@ class _Updates:
     def __init__(self, run: TeamRun, subscription: Subscription) -> None:
         self._run = run
         self._subscription = subscription
-        self._projector = AgentUiProjector(run.session)
+        # Projected from the runtime's state as the subscription follows it (one fold).
+        self._projector = AgentUiProjector(run.session, subscription.state)
 
     def __aiter__(self) -> _Updates:
         return self
@@ -127,7 +128,9 @@ class TeamRun:
     def __init__(self, runtime: TeamRuntime) -> None:
         self.runtime = runtime
         # Subscribed before the run starts: the first iteration sees the first fact.
-        self._subscription = runtime.bus.subscribe("embed", buffer_size=float("inf"))
+        self._subscription = runtime.bus.subscribe(
+            "embed", buffer_size=float("inf"), state=runtime.state
+        )
         self._iterated = False
         self._outcome: RunOutcome | None = None
         self._done = trio.Event()

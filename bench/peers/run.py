@@ -220,9 +220,11 @@ def prepare_ours(n: int, *, journal: bool, reader: bool) -> Callable[[], object]
             await runtime.run(PROMPT)
             return runtime, 0
         graph = DelegationGraph()
-        projector = AgentUiProjector(runtime.session)
+        # The reader follows the runtime's state (one fold per session): the projector
+        # reads it rather than folding the facts again.
+        subscription = runtime.bus.subscribe("bench", buffer_size=float("inf"), state=runtime.state)
+        projector = AgentUiProjector(runtime.session, subscription.state)
         envelopes = 0
-        subscription = runtime.bus.subscribe("bench", buffer_size=float("inf"))
 
         async def fold_graph_and_envelopes() -> None:
             nonlocal envelopes

@@ -89,7 +89,7 @@ if TYPE_CHECKING:
         TeamAction,
         ViewUpdated,
     )
-    from ._team_records import ApprovalRecord, Member, RunRecord, TaskRecord, Transition
+    from ._team_records import ApprovalRecord, FactChange, Member, RunRecord, TaskRecord, Transition
     from ._team_reducer import new_session_state, reduce_action, reduce_team_action
     from ._team_state import MemberStatus, TeamState
     from ._team_validate import validate_action, validate_team_action
@@ -135,6 +135,7 @@ __all__ = [
     "DelegationGraph",
     "EdgeKind",
     "Fact",
+    "FactChange",
     "GraphStatistics",
     "HandoffRecorded",
     "Member",
@@ -304,7 +305,14 @@ if not TYPE_CHECKING:
                 "USER",
                 "ViewUpdated",
             ),
-            "._team_records": ("ApprovalRecord", "Member", "RunRecord", "TaskRecord", "Transition"),
+            "._team_records": (
+                "ApprovalRecord",
+                "FactChange",
+                "Member",
+                "RunRecord",
+                "TaskRecord",
+                "Transition",
+            ),
             "._team_reducer": ("new_session_state", "reduce_action", "reduce_team_action"),
             "._team_state": ("MemberStatus", "TeamState"),
             "._team_validate": ("validate_action", "validate_team_action"),

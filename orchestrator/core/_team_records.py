@@ -9,13 +9,15 @@ immutable value; a reducer replaces it, never edits it.
 A batch of actions is reduced into a :class:`Transition`: the run and session it leaves, and
 its writes to each kind of entity, kept in an overlay over the state (:class:`Overlay`)
 until the batch is committed. Reads through the overlay see the batch's own writes first,
-then those of the batches in flight before it, then the committed state.
+then those of the batches in flight before it, then the committed state. The transition also
+notes what each of its actions wrote (:meth:`Transition.changes`, one :class:`FactChange` per
+fact): readers advance their view of the state by these instead of reducing the facts again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import attrs
 
@@ -26,6 +28,7 @@ from ._team_actions import ApprovalDecision, ApprovalRequested, RunStatus, TaskS
 
 __all__ = [
     "ApprovalRecord",
+    "FactChange",
     "Member",
     "RunRecord",
     "TaskRecord",
@@ -102,15 +105,31 @@ class ApprovalRecord:
 K = TypeVar("K")
 V = TypeVar("V")
 
+#: Which store of the team state an entry belongs to.
+StoreKind = Literal["chat", "member", "task", "approval"]
+
 
 class Overlay(Generic[K, V]):
     """A batch's writes over a store: reads see the batch's own writes first, then the
-    writes of batches in flight before it (``pending``), then the committed ``base``."""
+    writes of batches in flight before it (``pending``), then the committed ``base``.
 
-    def __init__(self, base: dict[K, V], pending: dict[K, V]) -> None:
+    With a ``log`` (a batch prepared to be handed to readers), every write is also appended
+    to it (shared by the batch's overlays, tagged with ``kind``) in the order made, so that
+    what each action of the batch wrote can be handed out (:meth:`Transition.changes`)."""
+
+    def __init__(
+        self,
+        base: dict[K, V],
+        pending: dict[K, V],
+        *,
+        kind: StoreKind = "chat",
+        log: list[tuple[StoreKind, Any, Any]] | None = None,
+    ) -> None:
         self.base = base
         self.pending = pending
         self.writes: dict[K, V] = {}
+        self.kind: StoreKind = kind
+        self.log = log
 
     def get(self, key: K) -> V | None:
         if key in self.writes:
@@ -121,6 +140,8 @@ class Overlay(Generic[K, V]):
 
     def __setitem__(self, key: K, value: V) -> None:
         self.writes[key] = value
+        if self.log is not None:
+            self.log.append((self.kind, key, value))
 
 
 @attrs.define
@@ -141,3 +162,46 @@ class Transition:
     ended_turns: dict[int, Turn] = attrs.field(factory=dict)
     #: Set by :meth:`TeamState.push`: the batch's place among those in flight.
     serial: int | None = None
+    #: After each action of ``actions``, by position: the session and run it left and how
+    #: long the overlays' shared write log was (:meth:`changes` slices it per action).
+    steps: list[tuple[SessionState | None, RunRecord | None, int]] = attrs.field(factory=list)
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the batch notes what each action wrote (``prepare(record=True)``)."""
+        return self.chats.log is not None
+
+    def step(self) -> None:
+        """The next action of ``actions`` has been reduced: note what it left (recorded
+        batches only)."""
+        log = self.chats.log
+        assert log is not None, "a batch prepared without record notes no steps"
+        self.steps.append((self.session, self.run, len(log)))
+
+    def changes(self) -> list[FactChange]:
+        """What each action wrote, in order, one :class:`FactChange` per action (a recorded
+        batch, once prepared: every action has been reduced, and stepped)."""
+        log = self.chats.log
+        assert log is not None, "a batch prepared without record has no changes"
+        assert len(self.steps) == len(self.actions), "an action was not stepped"
+        changes = []
+        start = 0
+        for session, run, end in self.steps:
+            changes.append(FactChange(session=session, run=run, writes=tuple(log[start:end])))
+            start = end
+        return changes
+
+
+@attrs.frozen(slots=True)
+class FactChange:
+    """What one recorded fact changed in the team state, as the runtime reduced it: the
+    session and run after it and the entries it wrote (store, key, new value), in order.
+
+    A reader's :class:`~orchestrator.core._team_state.TeamState` advanced by these
+    (:meth:`~orchestrator.core._team_state.TeamState.follow`) is the state a fold of the
+    same facts makes, without running a reducer again: the values are the runtime's own.
+    """
+
+    session: SessionState | None
+    run: RunRecord | None
+    writes: tuple[tuple[StoreKind, Any, Any], ...]

@@ -22,6 +22,10 @@ Readers of the committed state (everything public here) see only durable facts.
 If the log fails, :meth:`discard_pending` drops every batch in flight. Applying an
 already-recorded fact (replay) is prepare + commit without validation.
 
+A reader's copy of the state need not fold the facts again: a batch prepared with ``record``
+notes what each action wrote (:meth:`Transition.changes`), and :meth:`follow` stores those
+values into the copy, fact by fact (one fold per session: the runtime's reducers run once).
+
 The container is mutable (a dict per kind of entity, replaced entry by entry)
 so that one fact costs what its channel's reducer costs, whatever the number
 of chats; every entry is an immutable value produced by a pure reducer.
@@ -33,7 +37,7 @@ import collections
 import enum
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from orchestrator.ahp import (
     ChatState,
@@ -48,7 +52,16 @@ from orchestrator.ahp import (
 
 from ._facts import Action, Fact
 from ._team_actions import FINISHED_TASK_STATUSES, TaskStatus
-from ._team_records import ApprovalRecord, Member, Overlay, RunRecord, TaskRecord, Transition
+from ._team_records import (
+    ApprovalRecord,
+    FactChange,
+    Member,
+    Overlay,
+    RunRecord,
+    StoreKind,
+    TaskRecord,
+    Transition,
+)
 from ._team_reducer import reduce_action
 from ._team_validate import validate_action
 
@@ -135,7 +148,12 @@ class TeamState:
     # ── folding ────────────────────────────────────────────────────────────
 
     def prepare(
-        self, actions: Sequence[tuple[str, Action]], *, now: str, validate: bool = True
+        self,
+        actions: Sequence[tuple[str, Action]],
+        *,
+        now: str,
+        validate: bool = True,
+        record: bool = False,
     ) -> Transition:
         """Reduce ``actions`` (``(channel, action)`` pairs) against an overlay of this state.
 
@@ -143,17 +161,23 @@ class TeamState:
         :func:`~orchestrator.core._team_validate.validate_action`: one that the state the
         batch has built refuses raises :class:`IllegalTransitionError` and nothing changes.
         The returned transition lists the actions, followed by any ``session/chatUpdated``
-        needed to keep each chat's summary equal to the fields its state inlines.
+        needed to keep each chat's summary equal to the fields its state inlines. With
+        ``record``, it also notes what each action wrote (:meth:`Transition.changes`, for
+        readers that follow this state); the recorder asks only when someone follows.
         """
         latest = self._in_flight[-1] if self._in_flight else None
+        # With record: every write, in order (tr.changes()).
+        log: list[tuple[StoreKind, Any, Any]] | None = [] if record else None
         tr = Transition(
             actions=list(actions),
             session=latest.session if latest is not None else self.session,
             run=latest.run if latest is not None else self.run,
-            chats=Overlay(self.chats, self._pending_chats.values),
-            members=Overlay(self.members, self._pending_members.values),
-            tasks=Overlay(self.tasks, self._pending_tasks.values),
-            approvals=Overlay(self.approvals, self._pending_approvals.values),
+            chats=Overlay(self.chats, self._pending_chats.values, kind="chat", log=log),
+            members=Overlay(self.members, self._pending_members.values, kind="member", log=log),
+            tasks=Overlay(self.tasks, self._pending_tasks.values, kind="task", log=log),
+            approvals=Overlay(
+                self.approvals, self._pending_approvals.values, kind="approval", log=log
+            ),
         )
         for index, (channel, action) in enumerate(actions):
             reduced_chat = None
@@ -171,6 +195,8 @@ class TeamState:
             )
             if ended is not None:
                 tr.ended_turns[index] = ended
+            if record:
+                tr.step()
         if validate:
             # Announce summary changes in the same batch (session/chatUpdated).
             for chat_uri in sorted(tr.touched_chats):
@@ -222,17 +248,9 @@ class TeamState:
         self.session = tr.session
         self.run = tr.run
         for task_id, task in tr.tasks.writes.items():
-            before = self.tasks.get(task_id)
-            if before is not None and before.requested_by is not None:
-                self._delegated[before.status] -= 1
-            if task.requested_by is not None:
-                self._delegated[task.status] += 1
+            self._count_task(self.tasks.get(task_id), task)
         for approval_id, record in tr.approvals.writes.items():
-            was = self.approvals.get(approval_id)
-            if was is not None and was.decision is None:
-                self._pending_by_chat[was.request.chat] -= 1
-            if record.decision is None:
-                self._pending_by_chat[record.request.chat] += 1
+            self._count_approval(self.approvals.get(approval_id), record)
         self.chats.update(tr.chats.writes)
         self.members.update(tr.members.writes)
         self.tasks.update(tr.tasks.writes)
@@ -243,6 +261,39 @@ class TeamState:
             self._pending_tasks.settle(tr.tasks.writes, tr.serial)
             self._pending_approvals.settle(tr.approvals.writes, tr.serial)
         self.last_sequence = last_sequence
+
+    def _count_task(self, before: TaskRecord | None, after: TaskRecord) -> None:
+        if before is not None and before.requested_by is not None:
+            self._delegated[before.status] -= 1
+        if after.requested_by is not None:
+            self._delegated[after.status] += 1
+
+    def _count_approval(self, before: ApprovalRecord | None, after: ApprovalRecord) -> None:
+        if before is not None and before.decision is None:
+            self._pending_by_chat[before.request.chat] -= 1
+        if after.decision is None:
+            self._pending_by_chat[after.request.chat] += 1
+
+    def follow(self, change: FactChange, sequence: int) -> None:
+        """Advance this state past the fact numbered ``sequence``, by what the runtime's
+        reduction of that fact wrote (a reader's view of the runtime's state: see
+        :meth:`Transition.changes`). The same state as :meth:`apply` of the fact, without
+        running a reducer: the values are taken, not computed again."""
+        assert not self._in_flight, "a followed state prepares nothing of its own"
+        self.session = change.session
+        self.run = change.run
+        for kind, key, value in change.writes:
+            if kind == "chat":
+                self.chats[key] = value
+            elif kind == "member":
+                self.members[key] = value
+            elif kind == "task":
+                self._count_task(self.tasks.get(key), value)
+                self.tasks[key] = value
+            else:
+                self._count_approval(self.approvals.get(key), value)
+                self.approvals[key] = value
+        self.last_sequence = sequence
 
     def apply(self, fact: Fact) -> None:
         """Fold one recorded fact (replay: no validation, no derived actions)."""
@@ -332,6 +383,8 @@ class TeamState:
             return
         tr.actions.append((self.session_uri, update))
         tr.session = reduce_session(session, update, now=now)
+        if tr.recorded:
+            tr.step()
 
     # ── queries (used by the runtime, the tree and the projections) ──────────
 

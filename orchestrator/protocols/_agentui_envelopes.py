@@ -60,13 +60,17 @@ class EnvelopeBuilder:
     """Numbers and addresses the Agent UI envelopes of one session.
 
     Holds what every envelope's ids come from: the session's :class:`TeamState` (folded by the
-    subclass), the envelope count, each member's ``agentId`` and lineage, and the status last
-    announced for each member (which :meth:`_agent_envelope` records).
+    subclass, or given and kept by someone else), the envelope count, each member's
+    ``agentId`` and lineage, and the status last announced for each member (which
+    :meth:`_agent_envelope` records).
     """
 
-    def __init__(self, session: str) -> None:
+    def __init__(self, session: str, state: TeamState | None = None) -> None:
         self.session = session
-        self.state = TeamState(session)
+        #: Whether :attr:`state` is someone else's, kept at each fact before it is fed
+        #: (the projector then folds nothing: see AgentUiProjector).
+        self.follows = state is not None
+        self.state = TeamState(session) if state is None else state
         self._sequence = 0
         # Invariant: set(self._agent_ids) == set(self.state.members) between feeds
         self._agent_ids: dict[str, str] = {}  # chat URI -> agentId

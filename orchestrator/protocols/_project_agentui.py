@@ -2,11 +2,15 @@
 
 Theory of operation
 -------------------
-:class:`AgentUiProjector` owns a :class:`~orchestrator.core._team_state.TeamState` and folds every
-fact into it itself (``state.apply(fact)``) before projecting it, so a live client and a client
-hydrating from the log get the same envelopes: the output is a function of the fact sequence
-and nothing else (no clock, no ids of its own beyond counters derived from the facts).
-:func:`project_facts` is that fold over a whole log.
+:class:`AgentUiProjector` projects each fact from the fact and the
+:class:`~orchestrator.core._team_state.TeamState` as that fact left it, so a live client and a
+client hydrating from the log get the same envelopes: the output is a function of the fact
+sequence and nothing else (no clock, no ids of its own beyond counters derived from the facts).
+The state is either its own, into which it folds every fact (``state.apply(fact)``) before
+projecting it (:func:`project_facts` is that fold over a whole log), or given: a live reader's
+view of the runtime's state (a bus subscription's ``state``), which is already at the fact
+when it is fed, so the session's facts are reduced once, by the runtime, however many readers
+project them. Both give the same envelopes (the state after a fact is the same either way).
 
 Each fact is projected in three steps, always in this order:
 
@@ -90,6 +94,7 @@ from orchestrator.core import (
     TaskFinished,
     TaskStarted,
     TaskStatus,
+    TeamState,
 )
 
 from ._agentui import (
@@ -172,10 +177,13 @@ class AgentUiProjector(EnvelopeBuilder):
     ``feed`` folds the fact into the projector's own
     :class:`~orchestrator.core._team_state.TeamState` (available as
     :attr:`state`) and returns the envelopes for it, numbered on from the previous ones.
+    Given a ``state``, the projector folds nothing: whoever keeps that state brings it to
+    each fact before feeding it (a subscription's state, from the session's first fact on).
     """
 
-    def __init__(self, session: str) -> None:
-        super().__init__(session)
+    def __init__(self, session: str, state: TeamState | None = None) -> None:
+        super().__init__(session, state)
+        self._last_sequence = 0  # of the last fact fed
         self._joins: Counter[str] = Counter()  # agent name -> chats joined as it
         self._team_view: _TeamView | None = None
         self._handed_from: set[tuple[str, str]] = set()  # (task, chat) that handed a task off
@@ -185,9 +193,16 @@ class AgentUiProjector(EnvelopeBuilder):
 
     def feed(self, fact: Fact) -> list[Envelope]:
         """Fold ``fact`` and return its envelopes (none for a fact already folded)."""
-        if fact.sequence <= self.state.last_sequence:
+        if fact.sequence <= self._last_sequence:
             return []
-        self.state.apply(fact)
+        if not self.follows:
+            self.state.apply(fact)
+        elif self.state.last_sequence != fact.sequence:
+            raise ValueError(
+                f"the state followed is at fact {self.state.last_sequence}, "
+                f"not at fact {fact.sequence} fed"
+            )
+        self._last_sequence = fact.sequence
         action = fact.action
         head: list[Envelope] = []
         if (

@@ -139,7 +139,7 @@ class Recorder:
         if guard is not None:
             guard()
         now = self.clock()
-        transition = self.state.prepare(actions, now=now)
+        transition = self.state.prepare(actions, now=now, record=self.bus.wants_changes())
         first = self._last_sequence + 1
         facts = [
             Fact(
@@ -178,7 +178,9 @@ class Recorder:
                 self._fail(error)
                 return
             self.state.commit(entry.transition, entry.facts[-1].sequence)
-            self.bus.publish_nowait(entry.facts)
+            # With what each fact wrote, for the readers that follow the state.
+            tr = entry.transition
+            self.bus.publish_nowait(entry.facts, tr.changes if tr.recorded else None)
             self.factlog.committed(self.state)
 
     def fail(self, error: FactLogError) -> None:

@@ -44,6 +44,7 @@ from orchestrator.core import (
     ApprovalRequested,
     ApprovalResolved,
     Fact,
+    FactChange,
     RunFinished,
     TeamState,
     ViewUpdated,
@@ -272,7 +273,7 @@ class LiveSession:
         )
         # The session's Agent UI envelopes, once a reader asks for them (see team_log).
         self._team_log: TeamLog | None = None
-        runtime.bus.observe(self._observe_batch)
+        runtime.bus.observe_changes(self._observe_batch)
 
     @property
     def state(self) -> TeamState:
@@ -526,11 +527,11 @@ class LiveSession:
 
     # ── the session's own bookkeeping ──────────────────────────────────────
 
-    def _observe_batch(self, facts: Sequence[Fact]) -> None:
+    def _observe_batch(self, facts: Sequence[Fact], changes: Sequence[FactChange | None]) -> None:
         """Follow the session's facts as they are published (a bus observer): the running
         turn (for requests), approval wait times (metrics), idleness, and each fact's
         agent-channel events, projected once and serialized once for every client."""
-        for fact in facts:
+        for fact, change in zip(facts, changes, strict=True):
             try:
                 events = self._observe(fact)
             except Exception:
@@ -541,7 +542,8 @@ class LiveSession:
             if self._team_log is not None:
                 try:
                     team = [
-                        SharedText(team_frame(line)) for line in self._team_log.feed((fact,))[0]
+                        SharedText(team_frame(line))
+                        for line in self._team_log.feed((fact,), (change,))[0]
                     ]
                 except Exception:
                     log.exception("the team log failed", session=self.uri, fact=fact.sequence)

@@ -14,6 +14,11 @@ the journal is read and projected in a worker thread (facts are durable before t
 published, so each fact is in the read or kept aside, maybe both); then, with no checkpoint,
 the facts kept aside are fed (the projector ignores what it has folded) and the log is
 ready. Until then, readers wait on :meth:`TeamLog.ready`.
+
+One fold per session: the log's state is folded from the journal while catching up; from
+then on it follows the runtime's reductions (each published fact comes with what it wrote,
+:meth:`~orchestrator.core.TeamState.follow`), so a live fact is reduced once, by the
+runtime, and the projector reads the state as the fact left it.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from collections.abc import Callable, Sequence
 
 import trio
 
-from orchestrator.core import Fact
+from orchestrator.core import Fact, FactChange, TeamState
 from orchestrator.protocols import AgentUiProjector, envelope_to_json_line
 
 __all__ = ["TeamLog", "team_frame"]
@@ -37,10 +42,13 @@ class TeamLog:
     def __init__(self, session: str, read: Callable[[str], list[Fact]]) -> None:
         self.session = session
         self._read = read
-        self._projector = AgentUiProjector(session)
+        # Folded from the journal while catching up, then following the runtime's state.
+        self._state = TeamState(session)
+        self._projector = AgentUiProjector(session, self._state)
         #: Every envelope so far, encoded; the N-th (they are numbered from 1) at N - 1.
         self.lines: list[str] = []
-        self._aside: list[Fact] | None = []  # published while catching up (None: ready)
+        # Published while catching up, with what each wrote (None: ready).
+        self._aside: list[tuple[Fact, FactChange | None]] | None = []
         self._lock = trio.Lock()
 
     async def ready(self) -> None:
@@ -52,25 +60,34 @@ class TeamLog:
                 return
             await trio.to_thread.run_sync(self._catch_up)
             # No checkpoint from here: no fact is published between these lines.
-            for fact in self._aside:
-                self._add(fact)
+            for fact, change in self._aside:
+                self._add(fact, change)
             self._aside = None
 
-    def feed(self, facts: Sequence[Fact]) -> list[list[str]]:
-        """Take facts as they are published; the new envelopes' lines of each (none until
-        the log is ready: they are kept aside for it)."""
+    def feed(
+        self, facts: Sequence[Fact], changes: Sequence[FactChange | None] | None = None
+    ) -> list[list[str]]:
+        """Take facts as they are published, with what each wrote (``changes``; without
+        them, the facts are folded); the new envelopes' lines of each (none until the log
+        is ready: they are kept aside for it)."""
+        written: Sequence[FactChange | None] = [None] * len(facts) if changes is None else changes
         if self._aside is not None:
-            self._aside.extend(facts)
+            self._aside.extend(zip(facts, written, strict=True))
             return [[] for _ in facts]
-        return [self._add(fact) for fact in facts]
+        return [self._add(fact, change) for fact, change in zip(facts, written, strict=True)]
 
     def _catch_up(self) -> None:
         """Project what the journal holds (in a worker thread; the log is not ready yet, so
         nothing else touches the projector)."""
         for fact in self._read(self.session):
-            self._add(fact)
+            self._add(fact, None)
 
-    def _add(self, fact: Fact) -> list[str]:
+    def _add(self, fact: Fact, change: FactChange | None) -> list[str]:
+        if fact.sequence > self._state.last_sequence:  # else folded already: projects nothing
+            if change is None:
+                self._state.apply(fact)
+            else:
+                self._state.follow(change, fact.sequence)
         new = [envelope_to_json_line(e) for e in self._projector.feed(fact)]
         self.lines.extend(new)
         return new
