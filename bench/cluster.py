@@ -29,8 +29,11 @@ Then one node is killed (SIGKILL) and its clients reattach: **owned after** is t
 the kill until the other nodes' ``/healthz`` list all its sessions (their leases expired
 after ``--ttl`` seconds, then the nodes' scans, every third of it, took them up), and
 **progressing after** until each of them delivered something new to its client (a
-``result``, or an event of the prompt the client sent on reattaching). A session nobody took
-up by a scan (one with nothing running) is taken up by the node its client asks.
+``result``, or an event of the prompt the client sent on reattaching). The nodes' scans
+take up the sessions that had work (a turn running or parked); one with nothing running is
+taken up by the node its client asks once the lease expired (before that the node refuses:
+"runs on another node"), so a client that lost its node tries the owner ``/healthz``
+names, else the next live node, every quarter of a second, as a reconnecting UI would.
 
 Last, the clients stop, the survivors are stopped (SIGTERM), and the journal is checked:
 each session's sequences are 1..n with no gap (a duplicate cannot be stored: the primary
@@ -281,6 +284,7 @@ class SessionClient:
     _tasks: Iterator[int] = attrs.field(factory=itertools.count)
     _done: dict[str, trio.Event] = attrs.field(factory=dict)
     _fresh_prompt: str | None = None
+    _gate_released: bool = False
 
     @property
     def uri(self) -> str:
@@ -295,8 +299,7 @@ class SessionClient:
             url = f"{self.run.nodes[node].ws_url}/ws?{query}"
             try:
                 if self.session is None:
-                    async with opened:
-                        await self.connected(url, node, opening=True)
+                    await self.connected(url, node, opening=True, gate=opened)
                 else:
                     await self.connected(url, node, opening=False)
             except Exception as error:
@@ -305,7 +308,8 @@ class SessionClient:
                     raise
                 if self.run.over():
                     return
-                if isinstance(gone, HandshakeError) and node not in self.run.dead:
+                refused = isinstance(gone, HandshakeError) and self.run.killed_at is None
+                if refused:
                     self.run.refusals.append(f"{self.run.nodes[node].name}: {gone}")
                     if len(self.run.refusals) > 20 * len(self.run.nodes):
                         return  # refused everywhere (--clients any before following)
@@ -318,22 +322,32 @@ class SessionClient:
         return alive[self.index % len(alive)]
 
     async def find_new_owner(self) -> None:
-        """Wait until a live node lists the session (its lease expired and a scan took it
-        up); past two TTLs and a margin, ask one (it takes the session up when attached)."""
-        given_up = trio.current_time() + 2 * self.run.ttl + 3
-        while self.owner in self.run.dead and not self.run.over():
-            owner = self.run.owners.get(self.uri)
-            if owner is not None and owner not in self.run.dead:
-                self.owner = owner
-                return
-            if trio.current_time() > given_up:
-                alive = self.run.alive()
-                self.owner = alive[self.index % len(alive)]
-                return
-            await trio.sleep(0.1)
-        await trio.sleep(0.2)  # the same node refused or dropped us: not in a tight loop
+        """After its node died: the live node ``/healthz`` lists as the session's owner (a
+        scan took it up: it had work), else the next live node, which takes the session up
+        when asked if its lease expired and refuses it ("runs on another node") until then;
+        so a client retries every quarter of a second, as a UI reconnecting would."""
+        await trio.sleep(0.25)
+        owner = self.run.owners.get(self.uri)
+        if owner is not None and owner not in self.run.dead:
+            self.owner = owner
+        elif self.owner in self.run.dead or self.run.killed_at is not None:
+            alive = self.run.alive()
+            self.owner = alive[(self.index + next(self._tasks)) % len(alive)]
 
-    async def connected(self, url: str, node: int, *, opening: bool) -> None:
+    async def connected(
+        self, url: str, node: int, *, opening: bool, gate: trio.Semaphore | None = None
+    ) -> None:
+        """One connection: open the session (``gate``: a few at a time, until their first
+        turn ended) or reattach to it, then prompt at a steady pace."""
+        if gate is not None:
+            await gate.acquire()
+        try:
+            await self._connected(url, opening=opening, gate=gate)
+        finally:
+            if gate is not None and not self._gate_released:
+                gate.release()  # it failed before its first turn ended
+
+    async def _connected(self, url: str, *, opening: bool, gate: trio.Semaphore | None) -> None:
         async with websocket(url) as connection, trio.open_nursery() as nursery:
             if opening:
                 init = orjson.loads(await connection.get_message())
@@ -345,6 +359,9 @@ class SessionClient:
             )
             nursery.start_soon(self.read, connection, nursery, opening)
             await self.prompt_on(connection, reattached=not opening)
+            if gate is not None:
+                gate.release()
+                self._gate_released = True
             if opening and self.run.mode == "any":
                 nursery.cancel_scope.cancel()  # attach elsewhere from now on
                 return
@@ -441,6 +458,7 @@ class Figures:
     progressing_after: float | None
     progressing_median: float | None
     victims: int
+    scanned: int  # of them taken up by the other nodes' scans (the rest: when asked)
     checked: str
     load: tuple[float, float]
 
@@ -510,6 +528,7 @@ async def one_run(args: argparse.Namespace, server: PostgresServer, directory: P
             latencies = sorted(run.latencies)
 
             owned_after = progressing_after = progressing_median = None
+            scanned = 0
             victims: list[SessionClient] = []
             if not args.no_kill:
                 victim = 0
@@ -528,6 +547,9 @@ async def one_run(args: argparse.Namespace, server: PostgresServer, directory: P
                         ):
                             owned_after = trio.current_time() - killed
                         await trio.sleep(0.05)
+                for index in run.alive():
+                    text = (await http.get(nodes[index].url + "/metrics")).text
+                    scanned += int(metric(text, "orchestrator_leases_taken_over_total"))
                 done = [c.progressing_at - killed for c in victims if c.progressing_at]
                 if len(done) == len(victims) and done:
                     progressing_after = max(done)
@@ -556,6 +578,7 @@ async def one_run(args: argparse.Namespace, server: PostgresServer, directory: P
         progressing_after=progressing_after,
         progressing_median=progressing_median,
         victims=len(victims),
+        scanned=scanned,
         checked=checked,
         load=(load_start, os.getloadavg()[0]),
     )
@@ -629,7 +652,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--sessions", type=int, default=300)
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--duration", type=float, default=30.0, help="the steady window (s)")
-    parser.add_argument("--interval", type=float, default=5.0, help="s between a session's turns")
+    parser.add_argument("--interval", type=float, default=20.0, help="s between a session's turns")
     parser.add_argument("--park-every", type=int, default=5, help="every Nth session parks")
     parser.add_argument("--park", type=float, default=3.0, help="s a parked approval waits")
     parser.add_argument("--ttl", type=float, default=3.0, help="the nodes' lease_ttl (s)")
@@ -665,7 +688,10 @@ def main(argv: list[str]) -> None:
                 figures = trio.run(one_run, args, server, Path(tmp))
             results.append(figures)
             print(row(f"{number}", figures), flush=True)
-            print(f"        {figures.victims} sessions on the killed node; {figures.checked}")
+            print(
+                f"        {figures.victims} sessions on the killed node ({figures.scanned} "
+                f"taken up by a scan, the rest when their client asked); {figures.checked}"
+            )
     finally:
         server.stop()
         shutil.rmtree(server.directory, ignore_errors=True)
@@ -692,6 +718,7 @@ def median_figures(results: list[Figures]) -> Figures:
         progressing_after=med([r.progressing_after for r in results]),
         progressing_median=med([r.progressing_median for r in results]),
         victims=first.victims,
+        scanned=first.scanned,
         checked="",
         load=(min(r.load[0] for r in results), max(r.load[1] for r in results)),
     )
