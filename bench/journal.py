@@ -21,6 +21,10 @@ a backlog of one-fact batches queued at once and the journal cancelled: how long
 ``serve`` returns, and how much of the backlog was written (the rest fails, never
 acknowledged).
 
+Notify (PostgreSQL): what following a session from other nodes would add to the primary
+(LISTEN/NOTIFY, one NOTIFY per committed group): commits that each send one notification,
+from 1 and 4 connections, and the rate one listener receives them.
+
 Open: a session of N facts (one long conversation: turns of a prompt, a text part and
 eight deltas) is written with snapshots as the journal takes them, then opened with
 ``JournalReader.open`` (latest snapshot + the facts after it; on PostgreSQL connecting
@@ -31,6 +35,7 @@ median (and best) of ``--repeat``.
     .venv/bin/python bench/journal.py append --db both
     .venv/bin/python bench/journal.py open 100000 --db both
     .venv/bin/python bench/journal.py shutdown [BACKLOG]      # SQLite
+    .venv/bin/python bench/journal.py notify --db postgresql  # commits with a NOTIFY each
 """
 
 from __future__ import annotations
@@ -351,6 +356,61 @@ def bench_open(targets: list[Target], sizes: list[int], repeat: int) -> None:
             )
 
 
+# ── NOTIFY ─────────────────────────────────────────────────────────────────
+
+
+def _notifier(url: str, count: int, writers: int, index: int) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        for n in range(index, count, writers):
+            # One transaction per NOTIFY, as a commit of one group would send one.
+            connection.execute("SELECT pg_notify('facts', %s)", (f"ahp-session:/s{n % 300} {n}",))
+
+
+def bench_notify(server: Any, repeat: int) -> None:
+    """What following (issue 21: LISTEN/NOTIFY woken nodes) would cost the primary: commits
+    that each send one NOTIFY (a session and a sequence as payload), from 1 and 4
+    connections, with one listener receiving them all; median of ``repeat``."""
+    import threading
+
+    import psycopg
+
+    print(f"{'writers':>7} {'notifies':>9} {'commits/s':>10} {'received/s':>11} {'load':>10}")
+    print("-" * 51)
+    for writers in (1, 4):
+        rates: list[tuple[float, float]] = []
+        loads = [load()]
+        for _ in range(repeat):
+            url = server.create_database()
+            count = 20_000
+            with psycopg.connect(url, autocommit=True) as listener:
+                listener.execute("LISTEN facts")
+                threads = [
+                    threading.Thread(target=_notifier, args=(url, count, writers, i))
+                    for i in range(writers)
+                ]
+                began = time.perf_counter()
+                for thread in threads:
+                    thread.start()
+                received = 0
+                for _notify in listener.notifies(timeout=60, stop_after=count):
+                    received += 1
+                took = time.perf_counter() - began
+                for thread in threads:
+                    thread.join()
+                sent = time.perf_counter() - began
+            rates.append((count / sent, received / took))
+        loads.append(load())
+        commits = statistics.median(r[0] for r in rates)
+        got = statistics.median(r[1] for r in rates)
+        print(
+            f"{writers:>7} {count:>9} {commits:>10,.0f} {got:>11,.0f} "
+            f"{min(loads):>4.1f}-{max(loads):<4.1f}",
+            flush=True,
+        )
+
+
 def main(argv: list[str]) -> None:
     configure_logging(level=logging.WARNING)
     if argv[:1] == ["--open-once"]:
@@ -358,7 +418,7 @@ def main(argv: list[str]) -> None:
         return
     parser = argparse.ArgumentParser(description="Journal benchmarks (see the docstring).")
     parser.add_argument(
-        "what", nargs="?", default="all", choices=["all", "append", "open", "shutdown"]
+        "what", nargs="?", default="all", choices=["all", "append", "open", "shutdown", "notify"]
     )
     parser.add_argument("numbers", nargs="*", type=int, help="open: sizes; shutdown: backlog")
     parser.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="sqlite")
@@ -391,6 +451,11 @@ def main(argv: list[str]) -> None:
         flush=True,
     )
     try:
+        if args.what == "notify":
+            if server is None:
+                sys.exit("notify measures PostgreSQL: --db postgresql")
+            bench_notify(server, args.repeat)
+            return
         if args.what in ("append", "all"):
             bench_append(targets, args.repeat)
             print()
