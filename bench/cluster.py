@@ -501,11 +501,11 @@ async def one_run(args: argparse.Namespace, server: PostgresServer, directory: P
             with trio.fail_after(120 + args.sessions):
                 while sum(c.results > 0 for c in clients) < len(clients):
                     if run.refusals and args.clients == "any":
-                        raise SystemExit(
-                            "--clients any: a node refused another node's session "
-                            f"({run.refusals[0]}): following is not there yet"
-                        )
+                        break
                     await trio.sleep(0.2)
+            if run.refusals and args.clients == "any":
+                run.stopping = True
+                nursery.cancel_scope.cancel()
 
             async def metrics() -> list[float]:
                 return [
@@ -516,7 +516,8 @@ async def one_run(args: argparse.Namespace, server: PostgresServer, directory: P
                     for n in nodes
                 ]
 
-            note(f"all {len(clients)} sessions ran a turn: measuring {args.duration:g} s")
+            if not run.over():
+                note(f"all {len(clients)} sessions ran a turn: measuring {args.duration:g} s")
             cpu_before = [n.cpu_seconds() for n in nodes]
             client_before = process_cpu(os.getpid())
             db_before = database_cpu(server)
@@ -579,6 +580,12 @@ async def one_run(args: argparse.Namespace, server: PostgresServer, directory: P
             except subprocess.TimeoutExpired:
                 node.process.kill()
                 node.process.wait()
+    if run.refusals and args.clients == "any":
+        refusal = run.refusals[0].split("b'{", 1)[-1][:200]
+        raise SystemExit(
+            f"--clients any: a node refused another node's session ({refusal}...): "
+            "following a session from any node is not there yet"
+        )
     checked = await trio.to_thread.run_sync(check_journal, db, clients, victims)
     return Figures(
         facts_per_s=facts_per_s,
