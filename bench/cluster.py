@@ -732,8 +732,10 @@ def main(argv: list[str]) -> None:
 
 def median_figures(results: list[Figures]) -> Figures:
     def med(values: list[float | None]) -> float | None:
-        kept = [v for v in values if v is not None]
-        return statistics.median(kept) if kept else None
+        """The median, or None if a run has none (a recovery not done in time)."""
+        if any(v is None for v in values):
+            return None
+        return statistics.median(v for v in values if v is not None)
 
     first = results[0]
     return Figures(
