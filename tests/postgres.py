@@ -148,8 +148,13 @@ def _free_port() -> int:
         return port
 
 
-def start_postgres(bin_dir: Path) -> PostgresServer:
-    """initdb a cluster in a new temporary directory and start it on a free loopback port."""
+def start_postgres(
+    bin_dir: Path, *, fsync: bool = False, max_connections: int = 60
+) -> PostgresServer:
+    """initdb a cluster in a new temporary directory and start it on a free loopback port.
+
+    ``fsync``: the benchmarks' choice (``bench/``: a server that flushes its WAL, as one in
+    production does); the tests keep it off (see the module docstring)."""
     as_user = _unprivileged()
     # In the system's temporary directory, not pytest's (0700 and root's: nobody could not
     # reach a directory under it).
@@ -181,11 +186,11 @@ def start_postgres(bin_dir: Path) -> PostgresServer:
                 f"-p {port}",
                 "-c listen_addresses=127.0.0.1",
                 f"-c unix_socket_directories={directory}",
-                "-c fsync=off",
-                "-c full_page_writes=off",
+                f"-c fsync={'on' if fsync else 'off'}",
+                f"-c full_page_writes={'on' if fsync else 'off'}",
                 "-c synchronous_commit=on",
                 "-c shared_buffers=32MB",
-                "-c max_connections=60",
+                f"-c max_connections={max_connections}",
             ]
         )
         started = subprocess.run(

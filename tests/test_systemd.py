@@ -18,6 +18,7 @@ import pytest
 from .conftest import PROJECT_ROOT
 
 UNIT = PROJECT_ROOT / "systemd" / "orchestrator.service"
+NODE_UNIT = PROJECT_ROOT / "systemd" / "orchestrator-node@.service"
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze here")
@@ -47,6 +48,35 @@ def test_the_unit_file_verifies(tmp_path: Path) -> None:
         "ProtectSystem=strict",
         "NoNewPrivileges=yes",
         "WatchdogSec=",
+    ):
+        assert setting in text
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze here")
+def test_the_cluster_node_template_verifies(tmp_path: Path) -> None:
+    """The template unit of a cluster's node, as an instance (``@a``): it verifies, takes
+    the database from its EnvironmentFile and the node's name from the instance, and gives
+    a stop time that covers the hand-over."""
+    program = Path(sys.executable).with_name("orchestrator")
+    text = NODE_UNIT.read_text()
+    instance = tmp_path / "orchestrator-node@a.service"
+    instance.write_text(text.replace("/opt/orchestrator/.venv/bin/orchestrator", str(program)))
+    result = subprocess.run(
+        ["systemd-analyze", "verify", str(instance)], capture_output=True, text=True, timeout=60
+    )
+    problems = [line for line in result.stderr.splitlines() if "orchestrator-node@" in line]
+    assert problems == [], result.stderr
+    (exec_start,) = [line for line in text.splitlines() if line.startswith("ExecStart=")]
+    assert "--db ${ORCHESTRATOR_DB}" in exec_start
+    assert "--node %i" in exec_start
+    for setting in (
+        "EnvironmentFile=/etc/orchestrator/cluster.env",
+        "KillSignal=SIGTERM",
+        "TimeoutStopSec=30",
+        "Restart=always",
+        "Type=notify",
+        "DynamicUser=yes",
+        "ProtectSystem=strict",
     ):
         assert setting in text
 

@@ -22,6 +22,11 @@ Systems (``--only`` takes these names):
   contract), in memory or with the SQLite journal (durability ``power``: every fact fsynced
   before it counts), with no reader or with one reader (a bus subscriber folding the
   delegation graph and projecting Agent UI envelopes, as ``bench/fanout.py``'s does).
+- ``ours-postgres``, ``ours-postgres-reader``: the same with the journal on PostgreSQL
+  (durability ``power``: each batch acknowledged once the server answered its ``COMMIT``,
+  with ``synchronous_commit`` on), each run on a new database of one throwaway cluster the
+  harness starts (``tests/postgres.py``, with ``fsync=on`` as a server in production; the
+  project's own venv has what it needs: run these with ``.venv/bin/python``).
 - ``langgraph``, ``langgraph-memory``: a ``StateGraph`` whose coordinator node calls a custom
   ``BaseChatModel``; its tool calls fan out with one ``Send`` per call to a worker node that
   runs its own chat (its own message list) and answers with a ``ToolMessage``; the
@@ -72,6 +77,7 @@ import os
 import platform
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -148,8 +154,29 @@ def answer_trio(kept: Any) -> str:
 # --------------------------------------------------------------------------- this project
 
 
-def prepare_ours(n: int, *, journal: bool, reader: bool) -> Callable[[], object]:
-    """This project's runtime on the model path; returns a runner and its answer."""
+#: The throwaway PostgreSQL cluster's URL, for the children of ``ours-postgres*`` (set by
+#: the harness when it started one).
+POSTGRES_URL = "BENCH_POSTGRES_URL"
+
+
+def new_postgres_database() -> str:
+    """A new database on the harness's cluster (before the clock starts); its URL."""
+    import uuid
+
+    import psycopg
+
+    server = os.environ[POSTGRES_URL]
+    name = f"peers_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    return server.rsplit("/", 1)[0] + "/" + name
+
+
+def prepare_ours(
+    n: int, *, journal: bool, reader: bool, postgres: bool = False
+) -> Callable[[], object]:
+    """This project's runtime on the model path; returns a runner and its answer. With
+    ``postgres``, the journal is on a new PostgreSQL database instead of a SQLite file."""
     import logging
     from collections.abc import Mapping
 
@@ -164,7 +191,7 @@ def prepare_ours(n: int, *, journal: bool, reader: bool) -> Callable[[], object]
         ToolCallRequest,
         UsageReport,
     )
-    from orchestrator.journal import Durability, SqliteJournal
+    from orchestrator.journal import Durability, SqliteJournal, open_journal
     from orchestrator.protocols import AgentUiProjector
     from orchestrator.runtime import TeamRuntime, configure_logging, tune_gc
     from orchestrator.spec import AgentSpec, TeamSpec
@@ -213,6 +240,11 @@ def prepare_ours(n: int, *, journal: bool, reader: bool) -> Callable[[], object]
     configure_logging(level=logging.WARNING)
     tune_gc()
     tmp = tempfile.mkdtemp(prefix="bench-peers-")
+    database = new_postgres_database() if postgres else None
+    if database is not None:  # its tables made before the clock (a server's are there)
+        made = open_journal(database, durability=Durability.POWER)
+        made.open()
+        made.close()
 
     async def run(factlog: Any) -> tuple[TeamRuntime, int]:
         runtime = TeamRuntime(team, backends=backends, factlog=factlog)
@@ -242,7 +274,11 @@ def prepare_ours(n: int, *, journal: bool, reader: bool) -> Callable[[], object]
     async def main() -> tuple[TeamRuntime, int]:
         if not journal:
             return await run(None)
-        log = SqliteJournal(Path(tmp) / "journal.db", durability=Durability.POWER)
+        log = (
+            open_journal(database, durability=Durability.POWER)
+            if database is not None
+            else SqliteJournal(Path(tmp) / "journal.db", durability=Durability.POWER)
+        )
         async with trio.open_nursery() as services:
             await services.start(log.serve)
             kept = await run(log)
@@ -625,6 +661,16 @@ SYSTEMS: dict[str, tuple[str, Callable[[int], Callable[[], object]], Callable[[A
         lambda n: prepare_ours(n, journal=True, reader=True),
         answer_ours,
     ),
+    "ours-postgres": (
+        "this project, PostgreSQL journal, no reader",
+        lambda n: prepare_ours(n, journal=True, reader=False, postgres=True),
+        answer_ours,
+    ),
+    "ours-postgres-reader": (
+        "this project, PostgreSQL journal + one reader",
+        lambda n: prepare_ours(n, journal=True, reader=True, postgres=True),
+        answer_ours,
+    ),
     "langgraph": (
         "LangGraph (`Send` fan-out)",
         lambda n: prepare_langgraph(n, checkpointer=False),
@@ -751,6 +797,7 @@ def table(
         + [f"µs/worker N = {n:,}" for n in sizes]
         + [f"x trio N = {n:,}" for n in sizes]
         + [f"peak RSS MB (N = {largest:,})", f"RSS growth KB/worker (N = {largest:,})"]
+        + ["load (1 min, min-max)"]
     )
     lines = ["| " + " | ".join(header) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]
     for name in names:
@@ -777,6 +824,8 @@ def table(
             cells += [f"{peak:,.0f}{at}", f"{growth:,.1f}{at}"]
         else:
             cells += ["", ""]
+        loads = [r.get("load", 0.0) for n in sizes for r in runs.get((name, n), [])]
+        cells.append(f"{min(loads):.1f}-{max(loads):.1f}" if loads else "")
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -809,6 +858,57 @@ def main(argv: list[str]) -> None:
         "trio",
         *[name for name in SYSTEMS if name != "trio" and (args.only is None or name in args.only)],
     ]
+    server = start_postgres_for(names)
+    try:
+        runs, too_slow, started, load_before, load_after = run_all(names, sizes, args)
+    finally:
+        if server is not None:
+            server.stop()
+            shutil.rmtree(server.directory, ignore_errors=True)
+    print(
+        f"date: {started:%Y-%m-%d %H:%M} UTC; Python {platform.python_version()}; "
+        f"CPU: {cpu_model()}, {os.cpu_count()} cores; load average "
+        f"{load_before[0]:.2f} at start, {load_after[0]:.2f} at end"
+        + ("; PostgreSQL: a throwaway cluster, fsync on" if server is not None else "")
+    )
+    print(
+        f"median of {args.repeat} fresh processes per cell; µs per worker; "
+        "x trio: the multiple of plain trio's time at that N in this run"
+    )
+    print()
+    print("\n".join(table(names, sizes, runs, too_slow, args.budget)))
+
+
+def start_postgres_for(names: Sequence[str]) -> Any:
+    """A throwaway cluster (fsync on) when a ``*-postgres*`` system runs; its URL is handed
+    to the children in the environment."""
+    if not any("postgres" in name for name in names):
+        return None
+    try:
+        from tests.postgres import find_postgres_binaries, start_postgres
+    except ImportError as missing:  # the peers' venv has no pytest
+        raise SystemExit(
+            f"the PostgreSQL variants need the project's dev venv ({missing}): "
+            ".venv/bin/python bench/peers/run.py --only ours-postgres ..."
+        ) from None
+    binaries = find_postgres_binaries()
+    if binaries is None:
+        raise SystemExit("no PostgreSQL binaries (apt-get install postgresql)")
+    server = start_postgres(binaries, fsync=True)
+    os.environ[POSTGRES_URL] = server.url()
+    return server
+
+
+def run_all(
+    names: Sequence[str], sizes: Sequence[int], args: argparse.Namespace
+) -> tuple[
+    dict[tuple[str, int], list[dict[str, float]]],
+    dict[str, int],
+    datetime.datetime,
+    tuple[float, float, float],
+    tuple[float, float, float],
+]:
+    """Every (size, repetition, system) in a fresh process, systems alternating."""
     load_before = os.getloadavg()
     started = datetime.datetime.now(datetime.UTC)
     runs: dict[tuple[str, int], list[dict[str, float]]] = {}
@@ -826,19 +926,9 @@ def main(argv: list[str]) -> None:
                     too_slow[name] = n
                     runs.pop((name, n), None)
                 else:
+                    figures["load"] = os.getloadavg()[0]  # the shared machine's, after it
                     runs.setdefault((name, n), []).append(figures)
-    load_after = os.getloadavg()
-    print(
-        f"date: {started:%Y-%m-%d %H:%M} UTC; Python {platform.python_version()}; "
-        f"CPU: {cpu_model()}, {os.cpu_count()} cores; load average "
-        f"{load_before[0]:.2f} at start, {load_after[0]:.2f} at end"
-    )
-    print(
-        f"median of {args.repeat} fresh processes per cell; µs per worker; "
-        "x trio: the multiple of plain trio's time at that N in this run"
-    )
-    print()
-    print("\n".join(table(names, sizes, runs, too_slow, args.budget)))
+    return runs, too_slow, started, load_before, os.getloadavg()
 
 
 if __name__ == "__main__":
