@@ -63,10 +63,11 @@ Bounds: a session opened but never prompted holds memory and nothing else; it is
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import socket
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, Protocol
 
@@ -156,6 +157,34 @@ def default_node() -> str:
     with work at once, as they are released, and those of a crash once their leases
     expired: a stable ``node =`` takes the latter up at once too)."""
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class _SessionLocks:
+    """One lock per session URI, held while the session is taken up or followed: two
+    clients asking for a session at once take it up once, while different sessions are
+    taken up side by side (the clients of a dead node's hundred sessions reattach at once;
+    one lock for all made the last wait for the ninety-nine before it). A lock that nobody
+    holds or waits for is forgotten."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[trio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, uri: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(uri) or (trio.Lock(), 0)
+        self._locks[uri] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[uri]
+            if users == 1:
+                del self._locks[uri]
+            else:
+                self._locks[uri] = (lock, users - 1)
+
+    def __len__(self) -> int:
+        return len(self._locks)
 
 
 class _Unobserved:
@@ -256,7 +285,7 @@ class Daemon:
         # client naming the same URI meanwhile is refused.
         self._opening: dict[str, str | None] = {}
         self._claimed_chats: set[str] = set()
-        self._finding = trio.Lock()
+        self._finding = _SessionLocks()
         self._nursery: trio.Nursery | None = None
         self.observer: SessionObserver = _Unobserved()
         self.companions: list[Companion] = []
@@ -314,7 +343,7 @@ class Daemon:
     async def _take_up_if_busy(self, uri: str) -> LiveSession | None:
         """Take ``uri`` up if it was doing something and no other node runs it (its lease
         acquired first, so the state read is all its previous owner wrote)."""
-        async with self._finding:
+        async with self._finding.hold(uri):
             if uri in self.sessions:
                 return None
             if not await self._acquire(uri):
@@ -469,7 +498,7 @@ class Daemon:
             if live.resuming is not None:
                 await live.resuming.wait()  # being taken up: its approvals reopened first
             return live
-        async with self._finding:  # two clients asking at once take it up once
+        async with self._finding.hold(uri):  # two clients asking at once take it up once
             live = self.sessions.get(uri)
             if live is not None and live.put_away:
                 await live.finished.wait()  # being put away: take it up again after
