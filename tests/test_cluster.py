@@ -106,7 +106,33 @@ publish = "published"
 steps = [ { tool = "publish", input = { target = "release page" } },
           { say = "The release notes are ready." } ]
 """
-TEAMS = {"delivery": DELIVERY, "ticker": TICKER, "approver": APPROVER}
+#: A conversation whose every turn delegates to a worker (a turn of several facts, started
+#: at once when a prompt is queued to the idle coordinator).
+CONVERSATION = """
+[team]
+name = "conversation"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "part a" } ] }, { say = "Done: {outcomes}" } ]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "part b" } ] }, { say = "Done: {outcomes}" } ]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "part c" } ] }, { say = "Done: {outcomes}" } ]
+[agents.worker]
+role = "worker"
+[[agents.worker.turns]]
+steps = [ { say = "{task} is done" } ]
+"""
+TEAMS = {
+    "delivery": DELIVERY,
+    "ticker": TICKER,
+    "approver": APPROVER,
+    "conversation": CONVERSATION,
+}
 
 
 def start_node(
@@ -501,6 +527,41 @@ async def refusal(node: Node, uri: str, message: dict[str, Any]) -> str:
     return str(error["message"])
 
 
+class TestPromptsThroughAFollower:
+    async def test_a_followers_client_hears_its_own_tasks_end(
+        self, nodes: Callable[..., Node], postgres_database: str
+    ) -> None:
+        """A /ws client of B prompts A's idle conversation, twice, with task ids: the turn
+        starts at once on A, and B may read its facts before A's answer; each ``result``
+        B's client hears still carries the client's ``taskId`` (bound before any fact of
+        the turn could come), and the turns are in A's log, in order."""
+        a, b = nodes("a", "conversation"), nodes("b", "conversation")
+        async with connect(a.daemon, "team=conversation") as client:
+            init = await client.until_type("init")
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+            await client.until_type("result")
+        uri = "ahp-session:/" + init["sessionId"]
+        async with connect(b.daemon, f"session={init['sessionId']}") as client:
+            await client.until_type("init")
+            for task, prompt in (("t2", "two"), ("t3", "three")):
+                await client.send(
+                    {"channel": "agent", "type": "prompt", "prompt": prompt, "taskId": task}
+                )
+                with trio.fail_after(20):
+                    result = await client.until_type("result")
+                assert result.get("taskId") == task, result
+                assert "part" in result["summary"]
+        facts = open_reader(postgres_database).facts(uri)
+        started = [f.action.message.text for f in facts if f.type == "chat/turnStarted"]  # type: ignore[union-attr]
+        assert [text for text in started if text in {"one", "two", "three"}] == [
+            "one",
+            "two",
+            "three",
+        ]
+        assert (await b.health())["owned_sessions"] == []
+        assert_one_log(postgres_database, uri, resumed=0)
+
+
 class TestFollowedSessionsEnd:
     async def test_a_followed_session_nobody_watches_is_dropped(
         self, nodes: Callable[..., Node]
@@ -554,16 +615,18 @@ class TestForwarding:
         assert "The release notes are ready." in result["summary"]
         async with connect(b.daemon, f"session={session}") as client:
             await client.until_type("init")
-            await client.send({"channel": "agent", "type": "prompt", "prompt": "And again"})
+            await client.send(
+                {"channel": "agent", "type": "prompt", "prompt": "And again", "taskId": "t2"}
+            )
             with trio.fail_after(20):
-                while True:
-                    facts = open_reader(postgres_database).facts(uri)
-                    if any(
-                        f.type == "chat/turnStarted" and f.action.message.text == "And again"  # type: ignore[union-attr]
-                        for f in facts
-                    ):
-                        break
-                    await trio.sleep(0.1)  # polling the owner's work
+                done = await client.until_type("result")
+            assert done["taskId"] == "t2", "B's client hears its own task end"
+        turns = [
+            f.action.message.text  # type: ignore[union-attr]
+            for f in open_reader(postgres_database).facts(uri)
+            if f.type == "chat/turnStarted"
+        ]
+        assert "And again" in turns
         facts = open_reader(postgres_database).facts(uri)
         views = [f for f in facts if f.type == "team/viewUpdated"]
         assert [dict(f.action.content) for f in views] == [{"lines": 3}]  # type: ignore[union-attr,arg-type]

@@ -128,6 +128,7 @@ PAYLOAD_KEYS = (
     "principal",
     "view_type",
     "content",
+    "message",
     "origins",
 )
 JSON = st.recursive(
@@ -168,6 +169,17 @@ class TestDecoding:
             ),
         )
         assert decode_command("decide", command.payload()) == command
+
+    def test_a_queued_message_id_is_a_followers_uuid_or_none(self) -> None:
+        """A follower chooses its queued message's id (``message-`` and a UUID, which no
+        id the owner numbers can equal); anything else is refused, never queued."""
+        chosen = "message-0b8f0d4e-7f43-4a8e-9a64-3c1f4bb0a1f2"
+        command = Command(kind="queue", chat="ahp-chat:/c", text="go", message=chosen)
+        assert decode_command("queue", command.payload()).message == chosen
+        assert decode_command("queue", {"chat": "ahp-chat:/c", "text": "go"}).message == ""
+        for bad in ("message-3", "approval-" + chosen.removeprefix("message-"), "x" * 40):
+            with pytest.raises(PeerProtocolError, match="is not message-UUID"):
+                decode_command("queue", {**command.payload(), "message": bad})
 
     def test_an_owners_refusal_is_raised_as_it_was(self) -> None:
         from orchestrator.base import IllegalTransitionError, RunError

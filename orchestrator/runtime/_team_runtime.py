@@ -508,8 +508,12 @@ class TeamRuntime:
         returns the message's id."""
         return await self._turns.set_pending(chat, text, PendingMessageKind.STEERING)
 
-    async def queue(self, chat: str, text: str) -> str:
+    async def queue(self, chat: str, text: str, *, message_id: str | None = None) -> str:
         """Queue a message that starts a new turn once the chat's current turn finishes
         (at once, for a conversation's idle coordinator); returns the message's id, which
-        the turn it starts records as its ``queuedMessageId``."""
-        return await self._turns.set_pending(chat, text, PendingMessageKind.QUEUED)
+        the turn it starts records as its ``queuedMessageId`` (``message_id``: the caller's
+        choice, unique in the session, e.g. another node's, which must know it before the
+        message's facts reach it; else one is made)."""
+        return await self._turns.set_pending(
+            chat, text, PendingMessageKind.QUEUED, message_id=message_id
+        )

@@ -160,9 +160,11 @@ class Turns:
             raise RunError(f"no running turn in {chat}")
         scope.cancel()
 
-    async def set_pending(self, chat: str, text: str, kind: PendingMessageKind) -> str:
+    async def set_pending(
+        self, chat: str, text: str, kind: PendingMessageKind, *, message_id: str | None = None
+    ) -> str:
         """Give a running chat a steering or queued message (see :meth:`TeamRuntime.steer`,
-        :meth:`TeamRuntime.queue`); return the message's id."""
+        :meth:`TeamRuntime.queue`); return the message's id (``message_id``, or a new one)."""
         state = self.run.state.chats.get(chat)
         if state is None:
             raise RunError(f"no chat {chat} in session {self.run.session}")
@@ -174,7 +176,7 @@ class Turns:
                 raise RunError(f"chat {chat} is not running: it cannot take a {kind} message")
 
         message = Message(text=text, origin=MessageOrigin(kind=MessageKind.USER))
-        message_id = self.run.ids.numbered("message")
+        message_id = message_id or self.run.ids.numbered("message")
         await self.run.recorder.record(
             [(chat, ChatPendingMessageSetAction(kind=kind, id=message_id, message=message))],
             guard=still_open,

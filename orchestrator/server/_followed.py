@@ -263,8 +263,9 @@ class FollowedRuntime:
         await self.caught_up(sequence)
         return value
 
-    async def queue(self, chat: str, text: str) -> str:
-        return _message(await self.forward(Command(kind="queue", chat=chat, text=text)))
+    async def queue(self, chat: str, text: str, *, message_id: str | None = None) -> str:
+        command = Command(kind="queue", chat=chat, text=text, message=message_id or "")
+        return _message(await self.forward(command))
 
     async def steer(self, chat: str, text: str) -> str:
         return _message(await self.forward(Command(kind="steer", chat=chat, text=text)))

@@ -25,6 +25,7 @@ command out, so the fact that carries the action bears the client's origin.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -103,6 +104,7 @@ class Command:
     principal: str | None = None
     view_type: str = ""
     content: Mapping[str, Any] = attrs.field(factory=dict)
+    message: str = ""  # a queued message's id, chosen by the follower ("": the owner's)
     origins: tuple[Origin, ...] = ()
 
     def payload(self) -> dict[str, Any]:
@@ -117,6 +119,7 @@ class Command:
             "principal": self.principal,
             "view_type": self.view_type,
             "content": dict(self.content),
+            "message": self.message,
             "origins": [
                 {
                     "chat": o.chat,
@@ -183,8 +186,23 @@ def decode_command(kind: object, payload: object) -> Command:
         principal=principal,
         view_type=_text(payload, "view_type"),
         content=dict(content),
+        message=_message_id(payload),
         origins=tuple(decoded),
     )
+
+
+def _message_id(payload: Mapping[str, Any]) -> str:
+    """A follower's queued message id: ``message-`` and a UUID, which no id the owner
+    numbers can equal (``""``: none chosen)."""
+    message = _text(payload, "message")
+    if message:
+        try:
+            uuid.UUID(message.removeprefix("message-"))
+        except ValueError:
+            raise _bad(f"message {message!r:.100} is not message-UUID") from None
+        if not message.startswith("message-"):
+            raise _bad(f"message {message!r:.100} is not message-UUID")
+    return message
 
 
 async def carry_out(live: LiveSession, command: Command) -> Any:
@@ -195,7 +213,10 @@ async def carry_out(live: LiveSession, command: Command) -> Any:
     try:
         match command.kind:
             case "queue":
-                return {"message": await live.queue(command.chat, command.text)}
+                message = await live.queue(
+                    command.chat, command.text, message_id=command.message or None
+                )
+                return {"message": message}
             case "steer":
                 return {"message": await live.steer(command.chat, command.text)}
             case "answer_input":

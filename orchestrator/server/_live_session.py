@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, Protocol
@@ -58,7 +59,14 @@ from orchestrator.protocols import (
     channel_envelopes,
     notification_frame,
 )
-from orchestrator.runtime import BusStatistics, FactBus, Ids, RunOutcome, Subscription
+from orchestrator.runtime import (
+    BusStatistics,
+    FactBus,
+    Ids,
+    RunOutcome,
+    Subscription,
+    TeamRuntime,
+)
 
 from ._hypercorn_ws import SharedText
 from ._team_log import TeamLog, team_frame
@@ -151,7 +159,7 @@ class SessionRuntime(Protocol):
     @property
     def recorder(self) -> SessionRecorder: ...
 
-    async def queue(self, chat: str, text: str) -> str: ...
+    async def queue(self, chat: str, text: str, *, message_id: str | None = None) -> str: ...
 
     async def steer(self, chat: str, text: str) -> str: ...
 
@@ -301,9 +309,20 @@ class LiveSession:
                 return
         chat = self.state.coordinator_chat()
         assert chat is not None
-        message = await self._runtime.queue(chat, text)
-        if task_id is not None:
-            self._tasks.append(_Task(task_id, message))
+        if task_id is None or isinstance(self._runtime, TeamRuntime):
+            message = await self._runtime.queue(chat, text)
+            if task_id is not None:
+                self._tasks.append(_Task(task_id, message))
+            return
+        # Another node runs the session: the facts of the turn may be read here before its
+        # answer is, so the task is bound to an id chosen here, before the facts can come.
+        task = _Task(task_id, f"message-{uuid.uuid4()}")
+        self._tasks.append(task)
+        try:
+            await self._runtime.queue(chat, text, message_id=task.message)
+        except BaseException:
+            self._tasks.remove(task)
+            raise
 
     async def abort(self, task_id: str) -> None:
         """Cancel the coordinator's turn for ``task_id`` (and its workers)."""
@@ -437,9 +456,10 @@ class LiveSession:
         """The client's action with ``origin`` was refused: no fact will carry it."""
         self._runtime.recorder.forget_origin(origin)
 
-    async def queue(self, chat: str, text: str) -> str:
-        """Queue ``text`` as ``chat``'s next turn; the queued message's id."""
-        return await self._runtime.queue(chat, text)
+    async def queue(self, chat: str, text: str, *, message_id: str | None = None) -> str:
+        """Queue ``text`` as ``chat``'s next turn; the queued message's id (``message_id``:
+        chosen by a follower, see :meth:`prompt`)."""
+        return await self._runtime.queue(chat, text, message_id=message_id)
 
     async def steer(self, chat: str, text: str) -> str:
         """Steer ``chat``'s running turn with ``text``; the steering message's id."""
