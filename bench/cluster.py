@@ -42,10 +42,10 @@ key), its delegation graph checks clean, it was taken up at most once
 ``chat/turnComplete`` of the coordinator, or more: one may end as the node dies).
 
 ``--clients owner`` (the default) attaches each client to the node that owns its session
-(after a kill: the node that took it up). ``--clients any`` attaches each client to another
-node than the owner, as behind a load balancer: that needs following a session from any
-node (LISTEN/NOTIFY), and until that lands every such attach fails with "runs on another
-node of this journal".
+(after a kill: the node that took it up). ``--clients any`` opens each session on one node
+and then attaches its client to another, as behind a load balancer: that node follows the
+session (LISTEN/NOTIFY) and forwards the client's prompts and approvals to the owner. After
+the kill, the clients of the dead node's sessions are told by their follower to reattach.
 
 ``--repeat`` runs the whole thing that many times (a new database and new nodes each time)
 and prints each run and the medians; each run's line carries the load average.
@@ -309,10 +309,8 @@ class SessionClient:
                 if self.run.over():
                     return
                 refused = isinstance(gone, HandshakeError) and self.run.killed_at is None
-                if refused:
+                if refused:  # before any node died: a node that would not serve it
                     self.run.refusals.append(f"{self.run.nodes[node].name}: {gone}")
-                    if len(self.run.refusals) > 20 * len(self.run.nodes):
-                        return  # refused everywhere (--clients any before following)
                 await self.find_new_owner()
 
     def attach_to(self) -> int:
@@ -354,8 +352,8 @@ class SessionClient:
             if opening:
                 init = orjson.loads(await connection.get_message())
                 self.session = init["sessionId"]
-            else:
-                self.reattached_at = trio.current_time()
+            elif self.run.killed_at is not None:
+                self.reattached_at = trio.current_time()  # after the kill: progress counts
             await connection.send_message(
                 orjson.dumps({"channel": "team", "type": "subscribe", "fromSequence": 0}).decode()
             )
@@ -407,11 +405,11 @@ class SessionClient:
                 self.results += kind == "result"
                 if task in self._done:
                     self._done[task].set()
-            if self.reattached_at is not None and self.progressing_at is None:
-                fresh = task is not None and task == self._fresh_prompt
-                if kind == "result" or fresh:
+            fresh = task is not None and task == self._fresh_prompt
+            if replaying and (kind == "result" or fresh):
+                replaying = False  # live from here
+                if self.reattached_at is not None and self.progressing_at is None:
                     self.progressing_at = trio.current_time()
-                    replaying = False
 
     async def approve(self, connection: Any, request: str, at_once: bool) -> None:
         if not at_once:
@@ -499,13 +497,8 @@ async def one_run(args: argparse.Namespace, server: PostgresServer, directory: P
             note(f"{len(clients)} sessions opening on {len(nodes)} nodes")
             # Warm: every session has finished a turn.
             with trio.fail_after(120 + args.sessions):
-                while sum(c.results > 0 for c in clients) < len(clients):
-                    if run.refusals and args.clients == "any":
-                        break
+                while sum(c.results > 0 for c in clients) < len(clients):  # noqa: ASYNC110
                     await trio.sleep(0.2)
-            if run.refusals and args.clients == "any":
-                run.stopping = True
-                nursery.cancel_scope.cancel()
 
             async def metrics() -> list[float]:
                 return [
@@ -580,13 +573,10 @@ async def one_run(args: argparse.Namespace, server: PostgresServer, directory: P
             except subprocess.TimeoutExpired:
                 node.process.kill()
                 node.process.wait()
-    if run.refusals and args.clients == "any":
-        refusal = run.refusals[0].split("b'{", 1)[-1][:200]
-        raise SystemExit(
-            f"--clients any: a node refused another node's session ({refusal}...): "
-            "following a session from any node is not there yet"
-        )
     checked = await trio.to_thread.run_sync(check_journal, db, clients, victims)
+    if run.refusals:  # no node refuses a session another runs: it follows it
+        note(f"{len(run.refusals)} attaches refused before the kill, e.g. {run.refusals[0]}")
+        checked += f", refused attaches {len(run.refusals)}"
     return Figures(
         facts_per_s=facts_per_s,
         node_cpu=cpu,
