@@ -127,7 +127,31 @@ role = "worker"
 [[agents.worker.turns]]
 steps = [ { say = "{task} is done" } ]
 """
+#: A background teammate whose run waits for the user's approval (``publish``).
+PUBLISHER = """
+[team]
+name = "publisher"
+coordinator = "lead"
+[[background]]
+name = "nightly"
+every = "1s"
+prompt = "publish the notes"
+agent = "lead"
+overlap = "skip"
+catch_up = "latest"
+[agents.lead]
+role = "coordinator"
+tools = ["publish"]
+needs_approval = ["publish"]
+approved_by = "user"
+[agents.lead.tool_results]
+publish = "published"
+[[agents.lead.turns]]
+steps = [ { tool = "publish", input = { target = "release page" } },
+          { say = "The release notes are ready." } ]
+"""
 TEAMS = {
+    "publisher": PUBLISHER,
     "delivery": DELIVERY,
     "ticker": TICKER,
     "approver": APPROVER,
@@ -368,6 +392,78 @@ class TestTeammates:
         for session in sessions[:before]:
             ran = await trio.to_thread.run_sync(reader.facts, session)
             assert [f.type for f in ran].count("team/runStarted") == 1
+
+    async def test_a_teammate_follows_its_run_where_another_node_took_it_up(
+        self, nodes: Callable[..., Node], postgres_database: str
+    ) -> None:
+        """Node c runs a teammate whose run waits for an approval, and dies. Node b (which
+        does not serve the teammate's team) takes the parked run up; node a, stopped
+        meanwhile, then takes the teammate's stream over: it follows the run on b (and
+        keeps following it with no client watching, past ``idle_session``) instead of
+        recording it failed. When b dies too, a takes the run up and waits for it there.
+        Approved, the run finishes and a records it completed, once."""
+        stream = teammate_uri("publisher", "nightly")
+        reader = open_reader(postgres_database)
+
+        async def stream_facts(until: Callable[[list[Any]], bool]) -> list[Any]:
+            with trio.fail_after(40):
+                while True:
+                    facts = await trio.to_thread.run_sync(reader.facts, stream)
+                    if until(facts):
+                        return facts
+                    await trio.sleep(0.1)  # polling the nodes' work
+
+        c = nodes("c", "publisher")
+        started = await stream_facts(
+            lambda facts: any(f.type == "team/teammateRunStarted" for f in facts)
+        )
+        run = next(f.action.session for f in started if f.type == "team/teammateRunStarted")
+        with trio.fail_after(20):
+            while not any(  # noqa: ASYNC110 (polling the node's work)
+                f.type == "team/approvalRequested"
+                for f in await trio.to_thread.run_sync(reader.facts, run)
+            ):
+                await trio.sleep(0.1)
+        b = nodes("b", "approver")
+        a = nodes("a", "publisher", limits="idle_session = 1.0")
+        a.process.send_signal(signal.SIGSTOP)
+        try:
+            c.process.send_signal(signal.SIGKILL)
+            c.process.wait(10)
+            await wait_until_owned(b, run, within=TTL + 10)  # b's scan: the run had work
+        finally:
+            a.process.send_signal(signal.SIGCONT)
+        await wait_until_owned(a, stream, within=TTL + 10)
+        with trio.fail_after(20):
+            while run not in (await a.health())["followed_sessions"]:  # noqa: ASYNC110
+                await trio.sleep(0.1)
+        await trio.sleep(3.0)  # idle_session thrice: the teammate's watch keeps it followed
+        assert run in (await a.health())["followed_sessions"]
+        b.process.send_signal(signal.SIGKILL)  # the run's node dies too: a takes it up
+        b.process.wait(10)
+        await wait_until_owned(a, run, within=TTL + 10)
+        async with connect(a.daemon, "session=" + run.removeprefix("ahp-session:/")) as client:
+            request = await client.until_type("permission_request")
+            await client.send(
+                {"channel": "agent", "type": "approve", "requestId": request["requestId"]}
+            )
+            result = await client.until_type("result")
+        assert "The release notes are ready." in result["summary"]
+        facts = await stream_facts(
+            lambda facts: any(
+                f.type == "team/teammateRunFinished" and f.action.session == run for f in facts
+            )
+        )
+        finished = [
+            f.action
+            for f in facts
+            if f.type == "team/teammateRunFinished" and f.action.session == run
+        ]
+        assert [(f.outcome.value, f.error) for f in finished] == [("completed", "")]
+        ran = await trio.to_thread.run_sync(reader.facts, run)
+        assert [f.sequence for f in ran] == list(range(1, len(ran) + 1))
+        assert build_graph(ran).check() == []
+        assert [f.type for f in ran].count("team/runResumed") == 2, "by b, then by a"
 
 
 #: A coordinator that takes a while (longer than the run's lease, unless renewed).

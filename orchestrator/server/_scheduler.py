@@ -104,6 +104,9 @@ POLL_SECONDS: Final = 60.0
 #: After a teammate's task failed (the journal could not record, say), wait this long
 #: before it starts again from its facts.
 RETRY_SECONDS: Final = 60.0
+#: After following a run another node ran ended without its end (that node went), wait
+#: this long before finding it again (its lease may not have expired yet).
+FIND_AGAIN_AFTER: Final = 1.0
 #: How much of a run's final answer its record keeps.
 SUMMARY_CHARS: Final = 500
 
@@ -399,30 +402,49 @@ class Teammate:
     async def _drive(self, run: TeammateRun) -> bool:
         """Start or find ``run``'s session, wait for it to end (stopping it at
         ``max_runtime``) and record how it ended; False if the daemon is stopping and
-        the run goes on at the next start."""
+        the run goes on at the next start.
+
+        Several nodes: a run another node took up (its node died while this one held the
+        teammate's stream, or the other way round) is followed where it runs, and found
+        again if following it ends without the run's end (its owner went: the run is
+        taken up here or followed where it went)."""
         daemon = self.scheduler.daemon
-        try:
-            live = await daemon.find(run.session)  # live, or taken up if it was going
-        except (OrchestratorError, OSError) as exc:
-            await self._finished(run, TeammateRunOutcome.FAILED, error=str(exc))
-            return True
-        if live is None:
-            if await daemon.journal_knows(run.session):
-                # It ended while the daemon was down: record how.
-                state = await trio.to_thread.run_sync(daemon.reader.open, run.session)
-                await self._finished_from(run, state)
-                return True
-            if not daemon.accepting:
-                return False
+        opened = False
+        while True:
             try:
-                live = await daemon.open_session(
-                    self.team, session=run.session, background=self.spec
-                )
-                await live.prompt(self.spec.prompt, task_id=None)
+                live = await daemon.find(run.session)  # live, taken up, or followed
             except (OrchestratorError, OSError) as exc:
-                log.error("teammate run did not start", teammate=self.key, error=str(exc))
                 await self._finished(run, TeammateRunOutcome.FAILED, error=str(exc))
                 return True
+            if live is None:
+                if await daemon.journal_knows(run.session):
+                    # It ended while the daemon was down (or elsewhere): record how.
+                    state = await trio.to_thread.run_sync(daemon.reader.open, run.session)
+                    await self._finished_from(run, state)
+                    return True
+                if not daemon.accepting or opened:
+                    return False
+                try:
+                    live = await daemon.open_session(
+                        self.team, session=run.session, background=self.spec
+                    )
+                    await live.prompt(self.spec.prompt, task_id=None)
+                except (OrchestratorError, OSError) as exc:
+                    log.error("teammate run did not start", teammate=self.key, error=str(exc))
+                    await self._finished(run, TeammateRunOutcome.FAILED, error=str(exc))
+                    return True
+                opened = True
+            ended = await self._wait(run, live)
+            if ended is not None:
+                return ended
+            if not daemon.accepting or daemon.leases is None or daemon.journal.failed:
+                return False  # stopped with the daemon, recording nothing: taken up next start
+            await trio.sleep(FIND_AGAIN_AFTER)  # following ended with its owner: find it again
+
+    async def _wait(self, run: TeammateRun, live: LiveSession) -> bool | None:
+        """Wait for ``live`` (the run's session) to end, stopping it at ``max_runtime``;
+        True once its end is recorded, None if it stopped without one (the daemon
+        stopping, or the node running it gone while this one followed it)."""
         self._live = live
         live.observe(self._observe_run)
         self._set_blocked(_blocked(live.state))
@@ -430,16 +452,17 @@ class Teammate:
         seconds = math.inf
         if deadline is not None:
             seconds = max((deadline - self._now()).total_seconds(), 0.0)
-        with trio.move_on_after(seconds):
-            await live.finished.wait()
-        if not live.finished.is_set():
-            log.warning("teammate run timed out", teammate=self.key, session=run.session)
-            self._ending = (TeammateRunOutcome.TIMED_OUT, None)
-            await live.cancel()
-            await live.finished.wait()
+        with live.attached():  # watched: a followed session nobody watches is dropped
+            with trio.move_on_after(seconds):
+                await live.finished.wait()
+            if not live.finished.is_set():
+                log.warning("teammate run timed out", teammate=self.key, session=run.session)
+                self._ending = (TeammateRunOutcome.TIMED_OUT, None)
+                await live.cancel()
+                await live.finished.wait()
         final = live.state.run
         if final is None or final.status is None:
-            return False  # stopped with the daemon, recording nothing: taken up next start
+            return None
         await self._finished_from(run, live.state)
         return True
 
