@@ -594,10 +594,17 @@ class TestPostgresInput:
             ).fetchone()
         assert tables == 1, "nothing was written to it"
 
-    def test_prune_says_it_works_on_sqlite_only(self, postgres_database: str) -> None:
+    def test_prune_of_a_database_without_a_journal_says_so(self, postgres_database: str) -> None:
+        """prune works on PostgreSQL too (tests/test_prune.py); on an empty database it
+        says there is no journal there (exit 2), and creates nothing."""
         done = self.orchestrator("prune", "--older-than", "30d", "--db", postgres_database)
         assert done.returncode == 2, done.stderr
-        assert "prune works on a SQLite journal only" in done.stderr
+        assert f"{postgres_database}: no journal here" in done.stderr
+        with direct_sql(postgres_database) as connection:
+            (tables,) = connection.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+            ).fetchone()
+        assert tables == 0
 
     def test_a_password_never_names_the_journal(self) -> None:
         assert redacted("postgresql://me:secret@db.example:5432/j") == (
