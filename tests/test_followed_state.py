@@ -294,6 +294,47 @@ class TestTeamLog:
         for log in logs:
             assert log.lines == expected
 
+    def test_changes_are_noted_only_while_an_observer_wants_them(self) -> None:
+        """A change observer that keeps no view yet (the daemon's session before a team
+        log) costs the recorder nothing: the facts come with no changes. Once it wants
+        them, they come with each fact, and a log started then ends as a projection of the
+        whole log."""
+        published: list[Fact] = []
+        noted: list[bool] = []
+        logs: list[TeamLog] = []
+
+        async def run() -> TeamRuntime:
+            runtime = TeamRuntime(fanout(budget=2), backends=ScriptedBackend)
+
+            def observe(facts: Sequence[Fact], changes: Sequence[FactChange | None]) -> None:
+                published.extend(facts)
+                noted.extend(change is not None for change in changes)
+                for log in logs:
+                    log.feed(facts, changes)
+
+            runtime.bus.observe_changes(observe, wanted=lambda: bool(logs))
+            assert not runtime.bus.wants_changes()
+
+            async def join_late(after: int) -> None:
+                while len(published) < after:
+                    await trio.lowlevel.checkpoint()
+                log = TeamLog(runtime.session, lambda session: list(published))
+                logs.append(log)
+                assert runtime.bus.wants_changes()
+                await log.ready()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(join_late, 40)
+                await runtime.run("Ship it")
+            return runtime
+
+        runtime = trio.run(run)
+        first = noted.index(True)
+        assert first >= 40, "none noted before the log wanted them"
+        assert all(noted[first:]), "every batch prepared since comes with its changes"
+        expected = [envelope_to_json_line(e) for e in project_facts(runtime.session, published)]
+        assert logs[0].lines == expected
+
 
 class TestGraphKeptIncrementally:
     @settings(max_examples=100, deadline=None)

@@ -125,6 +125,8 @@ class FactBus:
         self._change_observers: list[
             Callable[[Sequence[Fact], Sequence[FactChange | None]], None]
         ] = []
+        # Whether each change observer needs the changes now (see observe_changes).
+        self._changes_wanted: list[Callable[[], bool]] = []
         self._dropped = 0
         self._published = 0
         self._following = 0  # subscriptions with a state
@@ -158,17 +160,23 @@ class FactBus:
         self._observers.append(observer)
 
     def observe_changes(
-        self, observer: Callable[[Sequence[Fact], Sequence[FactChange | None]], None]
+        self,
+        observer: Callable[[Sequence[Fact], Sequence[FactChange | None]], None],
+        *,
+        wanted: Callable[[], bool] = lambda: True,
     ) -> None:
         """As :meth:`observe`, with what each fact wrote as the runtime reduced it (``None``
         where the publisher did not say): for bookkeeping that keeps a view of the state
-        (:meth:`~orchestrator.core.TeamState.follow`) rather than folding the facts again."""
+        (:meth:`~orchestrator.core.TeamState.follow`) rather than folding the facts again.
+        ``wanted``: whether the observer needs the changes now (while it keeps no view, the
+        recorder need not note them: the observer is given ``None`` for each fact)."""
         self._change_observers.append(observer)
+        self._changes_wanted.append(wanted)
 
     def wants_changes(self) -> bool:
         """Whether anyone follows the state (then the recorder notes what each fact writes;
         a batch published without that is folded by its followers instead)."""
-        return bool(self._following or self._change_observers)
+        return bool(self._following) or any(wanted() for wanted in self._changes_wanted)
 
     def unsubscribe(self, subscription: Subscription) -> None:
         if subscription in self._subscriptions:

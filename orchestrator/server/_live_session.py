@@ -281,7 +281,8 @@ class LiveSession:
         )
         # The session's Agent UI envelopes, once a reader asks for them (see team_log).
         self._team_log: TeamLog | None = None
-        runtime.bus.observe_changes(self._observe_batch)
+        # What each fact wrote is asked for only while a team log follows the state.
+        runtime.bus.observe_changes(self._observe_batch, wanted=lambda: self._team_log is not None)
 
     @property
     def state(self) -> TeamState:
