@@ -17,11 +17,22 @@ The seam is hypercorn's, not a public API (checked with hypercorn 0.17.3 and 0.1
 that ``WSStream`` keeps the wsproto ``connection``, its ASGI ``state``, its ``closed`` flag,
 its ``stream_id`` and ``send``, the bound ``H11Protocol.stream_send``, whose protocol's
 ``send`` is the bound ``TCPServer.protocol_send``; the ``TCPServer`` keeps the
-``trio.SocketStream`` and the ``send_lock`` it holds while it writes. :class:`HypercornSeam`
-keeps the ASGI ``send`` in the scope; :func:`frame_writer` checks every piece it uses and
-returns ``None`` without the first (another server, a test client, a changed hypercorn: the
-caller sends through Starlette), and writes through hypercorn only, without the socket
-(HTTP/2, TLS). ``tests/test_hypercorn_ws.py`` fails if the seam changes.
+``trio.SocketStream`` and the ``send_lock`` it holds while it writes (``async with``, its
+one use of it). :class:`HypercornSeam` keeps the ASGI ``send`` in the scope;
+:func:`frame_writer` checks every piece it uses and returns ``None`` without the first
+(another server, a test client, a changed hypercorn: the caller sends through Starlette),
+and writes through hypercorn only, without the socket (HTTP/2, TLS).
+``tests/test_hypercorn_ws.py`` fails if the seam changes.
+
+Written from any task. A session publishing a fact writes each client's frames to its
+socket itself (:meth:`FrameWriter.write_now`, one ``send()``, no task to wake) when nothing
+else is writing to it. When the socket takes only part, the rest must reach the client
+before any other byte (a pong, a close frame, the next frames), and the task that finishes
+it (the client's sender) is not the one that began it. hypercorn's ``send_lock`` is a
+``trio.Lock``, which only the task that took it may release; so the writer puts in its
+place, while it is free (no task holds it or waits for it then), a :class:`SendLock`, which
+belongs to no task: the publisher takes it for the rest, the sender writes the rest and
+releases it (:meth:`FrameWriter.flush`), and hypercorn's writers wait for it meanwhile.
 
 A text many clients are sent (a fact's events, made once per session) is a
 :class:`SharedText`: its WebSocket frame is made once, by wsproto, by the first writer that
