@@ -57,7 +57,7 @@ import contextlib
 import functools
 import os
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 import trio
@@ -304,7 +304,7 @@ class FrameWriter:
         lock = _send_lock(tcp)
         return lock is not None and not lock.locked()
 
-    def write_now(self, texts: Sequence[str]) -> bool:
+    def write_now(self, texts: Iterable[str]) -> bool:
         """Write ``texts`` as text frames with one socket ``send()``, now, without waiting:
         ``True`` when done (or dropped, once the stream has closed, as :meth:`write` drops
         them); ``False`` when nothing was written (something else is writing to the

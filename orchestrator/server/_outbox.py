@@ -88,18 +88,23 @@ class Outbox:
         """Write what is queued, now, from the caller's task, when nothing else is writing
         to the socket (one ``send()``, and no writer task to wake); otherwise, or for what
         the socket did not take, the writer task does. Never waits."""
-        if not self._queue:
+        queue = self._queue
+        if not queue:
             return
         writer = self._writer
-        if writer is not None and not self._writing and writer.ready():
-            batch = self._take()
-            if writer.write_now(batch):
-                if not (writer.pending or self._queue):
-                    return
-            else:
-                self._queue.extendleft(reversed(batch))  # the writer task writes them
+        if (
+            writer is not None
+            and not self._writing
+            and len(queue) <= MAX_BATCH
+            and writer.write_now(queue)
+        ):
+            queue.clear()
+            if self._room:
+                self._room.unpark_all()
+            if not writer.pending:
+                return
         if self._frames:
-            self._frames.unpark()
+            self._frames.unpark()  # the rest, or what is queued, is the writer task's
 
     async def put_waiting(self, text: str) -> None:
         """Queue ``text`` once there is room (nothing, once hung up on)."""
