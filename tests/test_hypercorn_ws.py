@@ -559,6 +559,53 @@ class TestOutbox:
             }
         ]
 
+    async def test_through_starlette_pushed_frames_go_in_order_with_put_ones(self) -> None:
+        asgi = FakeAsgi()
+        websocket = await accepted(asgi)
+        outbox = Outbox(websocket, 10, on_hang_up=lambda *args: None)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(outbox.send)
+            await trio.testing.wait_all_tasks_blocked()
+            outbox.hold("held 0")
+            outbox.put("put")
+            outbox.hold("held 1")
+            outbox.push()
+            await trio.testing.wait_all_tasks_blocked()
+            outbox.hold("held 2")
+            outbox.push()
+            outbox.hang_up(CLOSE_GOING_AWAY, "done")
+        assert [m.get("text") for m in asgi.sent[1:-1]] == ["held 0", "put", "held 1", "held 2"]
+
+    async def test_a_replay_longer_than_the_buffer_waits_for_room(self) -> None:
+        """put_waiting waits for the writer to take frames, rather than hang up."""
+        asgi = FakeAsgi()
+        websocket = await accepted(asgi)
+        hung_up: list[tuple[int, str]] = []
+        outbox = Outbox(websocket, 2, on_hang_up=lambda *args: hung_up.append(args))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(outbox.send)
+            for n in range(10):
+                await outbox.put_waiting(f"replayed {n}")
+            outbox.hang_up(CLOSE_GOING_AWAY, "done")
+        assert [m.get("text") for m in asgi.sent[1:-1]] == [f"replayed {n}" for n in range(10)]
+        assert hung_up == [(CLOSE_GOING_AWAY, "done")]
+
+    async def test_a_replay_waiting_for_room_ends_with_the_hang_up(self) -> None:
+        asgi = FakeAsgi()
+        websocket = await accepted(asgi)
+        outbox = Outbox(websocket, 2, on_hang_up=lambda *args: None)
+        outbox.put("a")
+        outbox.put("b")  # full: no writer yet
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(outbox.put_waiting, "c")
+            await trio.testing.wait_all_tasks_blocked()
+            outbox.hang_up(CLOSE_FELL_BEHIND, "gone")
+        with trio.fail_after(5):
+            await outbox.send()
+        assert asgi.sent[1:] == [
+            {"type": "websocket.close", "code": CLOSE_FELL_BEHIND, "reason": "gone"}
+        ]
+
     async def test_under_hypercorn_a_backlog_goes_out_in_batches_in_order(self) -> None:
         """What waits when the writer wakes goes out together (at most MAX_BATCH frames a
         write), in order, then the close."""
