@@ -37,6 +37,7 @@ import argparse
 import functools
 import json
 import logging
+import os
 import resource
 import statistics
 import subprocess
@@ -58,7 +59,8 @@ from wsproto.events import (
     TextMessage,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+#: The project measured (``BENCH_ROOT``: another checkout's, to compare with this script).
+ROOT = Path(os.environ.get("BENCH_ROOT") or Path(__file__).resolve().parent.parent)
 sys.path.insert(0, str(ROOT))
 
 SIZES = (1, 10, 100, 1000)
@@ -224,7 +226,7 @@ def _stamp_publications(stamps: dict[int, float]) -> None:
 
     publish = FactBus.publish_nowait
 
-    def stamped(bus: FactBus, facts: Sequence[Any]) -> None:
+    def stamped(bus: FactBus, facts: Sequence[Any], *rest: Any) -> None:
         now = time.perf_counter()
         for fact in facts:
             action = fact.action
@@ -237,7 +239,7 @@ def _stamp_publications(stamps: dict[int, float]) -> None:
                 content = action.part.content
             if content and content.endswith("|"):
                 stamps[int(content[:6])] = now
-        publish(bus, facts)
+        publish(bus, facts, *rest)
 
     FactBus.publish_nowait = stamped  # type: ignore[method-assign, assignment]
 

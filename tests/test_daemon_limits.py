@@ -61,6 +61,9 @@ class EndedSink:
     def deliver(self, fact: Fact, frames: tuple[str, ...], team: Sequence[str]) -> None:
         pass
 
+    def published(self) -> None:
+        pass
+
     def ended(self, reason: str | None = None) -> None:
         self.ended_at = trio.current_time()
         self.reason = reason

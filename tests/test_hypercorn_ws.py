@@ -46,6 +46,7 @@ from orchestrator.server import (
     FrameWriter,
     HypercornSeam,
     Outbox,
+    SendLock,
     SharedText,
     frame_writer,
 )
@@ -413,7 +414,7 @@ class FakeTCPServer:
     """What the writer uses of hypercorn's TCPServer: the socket stream and the send lock."""
 
     stream: trio.SocketStream
-    send_lock: trio.Lock = attrs.Factory(trio.Lock)
+    send_lock: trio.Lock | SendLock = attrs.Factory(trio.Lock)  # replaced by a SendLock
 
 
 @attrs.frozen
@@ -556,6 +557,53 @@ class TestOutbox:
                 "code": CLOSE_FELL_BEHIND,
                 "reason": "fell behind: 2 messages were waiting",
             }
+        ]
+
+    async def test_through_starlette_pushed_frames_go_in_order_with_put_ones(self) -> None:
+        asgi = FakeAsgi()
+        websocket = await accepted(asgi)
+        outbox = Outbox(websocket, 10, on_hang_up=lambda *args: None)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(outbox.send)
+            await trio.testing.wait_all_tasks_blocked()
+            outbox.hold("held 0")
+            outbox.put("put")
+            outbox.hold("held 1")
+            outbox.push()
+            await trio.testing.wait_all_tasks_blocked()
+            outbox.hold("held 2")
+            outbox.push()
+            outbox.hang_up(CLOSE_GOING_AWAY, "done")
+        assert [m.get("text") for m in asgi.sent[1:-1]] == ["held 0", "put", "held 1", "held 2"]
+
+    async def test_a_replay_longer_than_the_buffer_waits_for_room(self) -> None:
+        """put_waiting waits for the writer to take frames, rather than hang up."""
+        asgi = FakeAsgi()
+        websocket = await accepted(asgi)
+        hung_up: list[tuple[int, str]] = []
+        outbox = Outbox(websocket, 2, on_hang_up=lambda *args: hung_up.append(args))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(outbox.send)
+            for n in range(10):
+                await outbox.put_waiting(f"replayed {n}")
+            outbox.hang_up(CLOSE_GOING_AWAY, "done")
+        assert [m.get("text") for m in asgi.sent[1:-1]] == [f"replayed {n}" for n in range(10)]
+        assert hung_up == [(CLOSE_GOING_AWAY, "done")]
+
+    async def test_a_replay_waiting_for_room_ends_with_the_hang_up(self) -> None:
+        asgi = FakeAsgi()
+        websocket = await accepted(asgi)
+        outbox = Outbox(websocket, 2, on_hang_up=lambda *args: None)
+        outbox.put("a")
+        outbox.put("b")  # full: no writer yet
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(outbox.put_waiting, "c")
+            await trio.testing.wait_all_tasks_blocked()
+            outbox.hang_up(CLOSE_FELL_BEHIND, "gone")
+        with trio.fail_after(5):
+            await outbox.send()
+        assert asgi.sent[1:] == [
+            {"type": "websocket.close", "code": CLOSE_FELL_BEHIND, "reason": "gone"}
         ]
 
     async def test_under_hypercorn_a_backlog_goes_out_in_batches_in_order(self) -> None:
@@ -711,3 +759,326 @@ class TestSharedText:
         stream.connection.send(CloseConnection(code=1000))
         await FrameWriter(stream, None).write([SharedText("a")])
         assert stream.handed == []
+
+
+def small_socketpair() -> tuple[trio.socket.SocketType, trio.socket.SocketType]:
+    """Two connected sockets with small buffers: a write of a megabyte goes in part."""
+    ours, theirs = trio.socket.socketpair()
+    ours.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_SNDBUF, 4_096)
+    theirs.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_RCVBUF, 4_096)
+    return ours, theirs
+
+
+async def read_exactly(sock: trio.socket.SocketType, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = await sock.recv(65_536)
+        assert chunk, f"the stream ended after {len(data)} of {size} bytes"
+        data += chunk
+    return data
+
+
+async def hypercorn_writes(tcp: FakeTCPServer, data: bytes) -> None:
+    """What hypercorn's TCPServer.protocol_send does with a pong or a close frame."""
+    async with tcp.send_lock:
+        await tcp.stream.send_all(data)
+
+
+class TestWriteNow:
+    """:meth:`FrameWriter.write_now`: frames written from any task, without waiting; what
+    the socket does not take is written by :meth:`FrameWriter.flush` (another task may),
+    and nothing else is written to the socket in between."""
+
+    async def test_a_frame_the_socket_takes_part_of_is_finished_before_anything_else(
+        self,
+    ) -> None:
+        ours, theirs = small_socketpair()
+        with ours, theirs:
+            tcp = FakeTCPServer(trio.SocketStream(ours))
+            writer = FrameWriter(FakeWSStream(), tcp)
+            text = SharedText("x" * 1_000_000)
+            assert writer.write_now([text])
+            assert writer.pending  # the socket took part of it
+            assert text.frame is not None
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(hypercorn_writes, tcp, b"PONG")
+                await trio.testing.wait_all_tasks_blocked()  # it waits for the rest
+                assert not writer.write_now(["after"])  # and so does every other frame
+                nursery.start_soon(writer.flush)  # a task other than the one that began
+                received = await read_exactly(theirs, len(text.frame) + 4)
+        assert received == text.frame + b"PONG"
+        assert not writer.pending
+
+    async def test_a_frame_the_socket_takes_whole_leaves_it_free(self) -> None:
+        ours, theirs = small_socketpair()
+        with ours, theirs:
+            tcp = FakeTCPServer(trio.SocketStream(ours))
+            writer = FrameWriter(FakeWSStream(), tcp)
+            assert writer.write_now([SharedText("a"), "b"])
+            assert not writer.pending
+            assert writer.ready()
+            await hypercorn_writes(tcp, b"PONG")
+            received = await theirs.recv(65_536)
+        assert texts_in(received[:-4]) == ["a", "b"]
+        assert received.endswith(b"PONG")
+
+    async def test_nothing_is_written_now_while_another_writer_holds_the_socket(self) -> None:
+        ours, theirs = small_socketpair()
+        with ours, theirs:
+            tcp = FakeTCPServer(trio.SocketStream(ours))
+            writer = FrameWriter(FakeWSStream(), tcp)
+            async with tcp.send_lock:  # hypercorn is writing (its own trio.Lock)
+                assert not writer.ready()
+                assert not writer.write_now(["a"])
+            assert writer.write_now(["a"])  # its lock is replaced once free
+            assert isinstance(tcp.send_lock, SendLock)
+            async with tcp.send_lock:  # and hypercorn takes the new one
+                assert not writer.write_now(["b"])
+            assert texts_in(await theirs.recv(65_536)) == ["a"]
+
+    async def test_a_full_socket_takes_nothing_now(self) -> None:
+        ours, theirs = small_socketpair()
+        with ours, theirs:
+            while True:
+                try:
+                    os.write(ours.fileno(), b"x" * 65_536)
+                except BlockingIOError:
+                    break
+            writer = FrameWriter(FakeWSStream(), FakeTCPServer(trio.SocketStream(ours)))
+            assert not writer.write_now(["a"])
+            assert not writer.pending
+
+    async def test_a_connection_that_frames_otherwise_is_written_by_its_writer_task(
+        self,
+    ) -> None:
+        """A deflating connection's frames are made with its own context, in the order of
+        the writes: only :meth:`FrameWriter.write` makes them. A closed stream drops them."""
+        ours, theirs = small_socketpair()
+        with ours, theirs:
+            server, _client = deflating()
+            tcp = FakeTCPServer(trio.SocketStream(ours))
+            assert not FrameWriter(FakeWSStream(connection=server), tcp).write_now(["a"])
+            assert FrameWriter(FakeWSStream(closed=True), tcp).write_now(["a"])
+            with trio.move_on_after(0.1):  # nothing was written
+                assert await theirs.recv(65_536) == b""
+                raise AssertionError("written")
+
+    async def test_given_up_it_closes_the_socket_and_lets_the_other_writers_go(self) -> None:
+        """A write whose rest cannot be written (its writer task torn down): the client
+        has part of a frame, so the socket is closed; hypercorn's writer waiting for it
+        finds it closed rather than waiting for ever."""
+        ours, theirs = small_socketpair()
+        with theirs:
+            tcp = FakeTCPServer(trio.SocketStream(ours))
+            writer = FrameWriter(FakeWSStream(), tcp)
+            assert writer.write_now(["x" * 1_000_000])
+            failed: list[BaseException] = []
+
+            async def pong() -> None:
+                try:
+                    await hypercorn_writes(tcp, b"PONG")
+                except trio.ClosedResourceError as exc:
+                    failed.append(exc)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(pong)
+                await trio.testing.wait_all_tasks_blocked()
+                writer.discard()
+            assert ours.fileno() == -1
+            assert len(failed) == 1
+            assert not writer.pending
+
+
+#: A frame larger than what loopback's socket buffers hold for a client that reads nothing.
+HUGE = SharedText(json.dumps({"pad": "x" * 8_000_000}))
+
+
+async def read_until(client: Client, done: Callable[[list[Event]], bool]) -> None:
+    while not done(client.events):
+        data = await client.stream.receive_some(65_536)
+        assert data, "the stream ended"
+        client.ws.receive_data(data)
+        client.events.extend(client.ws.events())
+
+
+def whole_texts(events: list[Event]) -> list[str]:
+    texts: list[str] = []
+    pieces: list[str] = []
+    for event in events:
+        if isinstance(event, TextMessage):
+            pieces.append(event.data)
+            if event.message_finished:
+                texts.append("".join(pieces))
+                pieces.clear()
+    return texts
+
+
+class TestPush:
+    """:meth:`Outbox.push` under hypercorn: what a session publishes is written from its own
+    task when the socket is free; the rest of a write the socket took part of, the frames
+    queued after it, and hypercorn's own frames come after it, whole."""
+
+    async def test_written_now_without_waking_the_writer_task(self) -> None:
+        async def handler(websocket: WebSocket) -> None:
+            outbox = Outbox(websocket, 10, on_hang_up=lambda *args: None)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(outbox.send)
+                await trio.testing.wait_all_tasks_blocked()  # the writer waits for frames
+                for n in range(3):
+                    outbox.hold(SharedText(f"fact {n}"))
+                outbox.push()
+                assert outbox._frames.statistics().tasks_waiting == 1  # not woken
+                outbox.hang_up(CLOSE_GOING_AWAY, "done")
+
+        with trio.fail_after(10):
+            async with serving(handler) as address, connected(address) as client:
+                assert await client.until_closed() == (
+                    ["fact 0", "fact 1", "fact 2"],
+                    CLOSE_GOING_AWAY,
+                )
+
+    async def test_a_pong_comes_after_the_rest_of_a_pushed_frame(self) -> None:
+        pushed = trio.Event()
+        read = trio.Event()
+
+        async def handler(websocket: WebSocket) -> None:
+            outbox = Outbox(websocket, 10, on_hang_up=lambda *args: None)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(outbox.send)
+                await trio.testing.wait_all_tasks_blocked()
+                outbox.hold(HUGE)
+                outbox.push()
+                assert outbox._writer is not None
+                assert outbox._writer.pending  # the socket took part of it
+                pushed.set()
+                await read.wait()
+                outbox.hang_up(CLOSE_GOING_AWAY, "done")
+
+        with trio.fail_after(20):
+            async with (
+                serving(handler) as address,
+                connected(address, receive_buffer=4_096) as client,
+            ):
+                await pushed.wait()
+                await client.send(Ping(b"are you there"))
+                await trio.testing.wait_all_tasks_blocked()  # hypercorn waits to answer
+                await read_until(client, lambda events: Pong(b"are you there") in events)
+                read.set()
+                texts, code = await client.until_closed()
+        pong = client.events.index(Pong(b"are you there"))
+        assert whole_texts(client.events[:pong]) == [HUGE]
+        assert (texts, code) == ([], CLOSE_GOING_AWAY)
+
+    async def test_a_close_comes_after_the_rest_of_a_pushed_frame(self) -> None:
+        """The app closes the WebSocket (through Starlette and hypercorn) while the rest of
+        a pushed frame is still to be written: the close frame follows it."""
+
+        async def handler(websocket: WebSocket) -> None:
+            outbox = Outbox(websocket, 10, on_hang_up=lambda *args: None)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(outbox.send)
+                await trio.testing.wait_all_tasks_blocked()
+                outbox.hold(HUGE)
+                outbox.push()
+                assert outbox._writer is not None
+                assert outbox._writer.pending
+                await websocket.close(code=CLOSE_GOING_AWAY)
+                nursery.cancel_scope.cancel()
+
+        with trio.fail_after(20):
+            async with (
+                serving(handler) as address,
+                connected(address, receive_buffer=4_096) as client,
+            ):
+                assert await client.until_closed() == ([HUGE], CLOSE_GOING_AWAY)
+
+    async def test_frames_go_in_order_whichever_task_writes_them(self) -> None:
+        """Pushed while the rest of a frame waits, put between pushes, pushed once the
+        socket is free again: every frame arrives whole, in the order queued."""
+        pushed = trio.Event()
+
+        async def handler(websocket: WebSocket) -> None:
+            outbox = Outbox(websocket, 100, on_hang_up=lambda *args: None)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(outbox.send)
+                await trio.testing.wait_all_tasks_blocked()
+                outbox.hold(HUGE)
+                outbox.push()  # written in part: the rest is the writer task's
+                outbox.put("put")
+                outbox.hold(SharedText("held"))
+                outbox.push()  # queued behind the rest
+                pushed.set()
+                await trio.testing.wait_all_tasks_blocked()  # the client reads it all
+                outbox.hold(SharedText("later"))
+                outbox.push()  # the socket is free: written now
+                assert outbox._frames.statistics().tasks_waiting == 1
+                outbox.hang_up(CLOSE_GOING_AWAY, "done")
+
+        with trio.fail_after(20):
+            async with (
+                serving(handler) as address,
+                connected(address, receive_buffer=4_096) as client,
+            ):
+                await pushed.wait()
+                assert await client.until_closed() == (
+                    [HUGE, "put", "held", "later"],
+                    CLOSE_GOING_AWAY,
+                )
+
+    async def test_a_client_that_reads_nothing_falls_behind_as_before(self) -> None:
+        """Pushes to a client that reads nothing: written now until its socket is full,
+        then queued; once ``size`` frames wait it is hung up on with 1008, its backlog
+        dropped. It finds whole frames, in order, then the close."""
+        frames = [SharedText(json.dumps({"n": n, "pad": "x" * 200_000})) for n in range(200)]
+        hung_up: list[tuple[int, str]] = []
+
+        async def handler(websocket: WebSocket) -> None:
+            outbox = Outbox(websocket, 5, on_hang_up=lambda *args: hung_up.append(args))
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(outbox.send)
+                await trio.testing.wait_all_tasks_blocked()
+                for frame in frames:
+                    outbox.hold(frame)
+                    outbox.push()
+                    if outbox.closing is not None:
+                        break
+
+        with trio.fail_after(20):
+            async with (
+                serving(handler) as address,
+                connected(address, receive_buffer=4_096) as client,
+            ):
+                await trio.testing.wait_all_tasks_blocked()
+                texts, code = await client.until_closed()
+        assert hung_up == [(CLOSE_FELL_BEHIND, "fell behind: 5 messages were waiting")]
+        assert code == CLOSE_FELL_BEHIND
+        assert 0 < len(texts) < len(frames) - 5
+        assert texts == frames[: len(texts)]
+
+    async def test_torn_down_with_the_rest_of_a_push_to_write_it_closes_the_socket(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """Cancelled (the daemon stops) while the rest of a pushed frame waits for a client
+        that reads nothing: the socket is closed, and hypercorn is not left waiting."""
+        returned = trio.Event()
+
+        async def handler(websocket: WebSocket) -> None:
+            outbox = Outbox(websocket, 10, on_hang_up=lambda *args: None)
+            with trio.move_on_after(1):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(outbox.send)
+                    await trio.testing.wait_all_tasks_blocked()
+                    outbox.hold(HUGE)
+                    outbox.push()
+                    assert outbox._writer is not None
+                    assert outbox._writer.pending
+            returned.set()
+
+        with trio.fail_after(60):
+            async with (
+                serving(handler) as address,
+                connected(address, receive_buffer=4_096) as client,
+            ):
+                await returned.wait()
+                assert trio.current_time() < 2
+                assert await client.until_eof() == []

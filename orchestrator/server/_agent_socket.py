@@ -172,7 +172,10 @@ class AgentSocket:
                 )
             return
         for text in frames:
-            self._outbox.put(text)
+            self._outbox.hold(text)  # sent with the batch (see published)
+
+    def published(self) -> None:
+        self._outbox.push()
 
     def _release_held(self) -> None:
         """Send what came live while a replay was read or sent, after it."""

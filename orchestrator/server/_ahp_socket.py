@@ -209,6 +209,9 @@ class _Feed:
             self.socket._hang_up(CLOSE_INTERNAL_ERROR, "the session's feed failed")
             raise
 
+    def published(self) -> None:
+        self.socket._outbox.push()
+
     def ended(self, reason: str | None = None) -> None:
         """A session that ended leaves its channels subscribed: nothing more comes on them."""
 
@@ -311,7 +314,7 @@ class AhpSocket:
                 if channel.held is not None:
                     channel.held.append((server_seq, frame))
                 elif server_seq > channel.from_seq:
-                    self._emit(frame)
+                    self._outbox.hold(frame)  # sent with the batch (see _Feed.published)
 
     def _release(self, channels: list[_Channel]) -> None:
         """Send what the channels held back while a reply was made, after the reply."""

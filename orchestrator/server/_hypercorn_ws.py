@@ -17,11 +17,22 @@ The seam is hypercorn's, not a public API (checked with hypercorn 0.17.3 and 0.1
 that ``WSStream`` keeps the wsproto ``connection``, its ASGI ``state``, its ``closed`` flag,
 its ``stream_id`` and ``send``, the bound ``H11Protocol.stream_send``, whose protocol's
 ``send`` is the bound ``TCPServer.protocol_send``; the ``TCPServer`` keeps the
-``trio.SocketStream`` and the ``send_lock`` it holds while it writes. :class:`HypercornSeam`
-keeps the ASGI ``send`` in the scope; :func:`frame_writer` checks every piece it uses and
-returns ``None`` without the first (another server, a test client, a changed hypercorn: the
-caller sends through Starlette), and writes through hypercorn only, without the socket
-(HTTP/2, TLS). ``tests/test_hypercorn_ws.py`` fails if the seam changes.
+``trio.SocketStream`` and the ``send_lock`` it holds while it writes (``async with``, its
+one use of it). :class:`HypercornSeam` keeps the ASGI ``send`` in the scope;
+:func:`frame_writer` checks every piece it uses and returns ``None`` without the first
+(another server, a test client, a changed hypercorn: the caller sends through Starlette),
+and writes through hypercorn only, without the socket (HTTP/2, TLS).
+``tests/test_hypercorn_ws.py`` fails if the seam changes.
+
+Written from any task. A session publishing a fact writes each client's frames to its
+socket itself (:meth:`FrameWriter.write_now`, one ``send()``, no task to wake) when nothing
+else is writing to it. When the socket takes only part, the rest must reach the client
+before any other byte (a pong, a close frame, the next frames), and the task that finishes
+it (the client's sender) is not the one that began it. hypercorn's ``send_lock`` is a
+``trio.Lock``, which only the task that took it may release; so the writer puts in its
+place, while it is free (no task holds it or waits for it then), a :class:`SendLock`, which
+belongs to no task: the publisher takes it for the rest, the sender writes the rest and
+releases it (:meth:`FrameWriter.flush`), and hypercorn's writers wait for it meanwhile.
 
 A text many clients are sent (a fact's events, made once per session) is a
 :class:`SharedText`: its WebSocket frame is made once, by wsproto, by the first writer that
@@ -46,7 +57,7 @@ import contextlib
 import functools
 import os
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 import trio
@@ -70,6 +81,7 @@ __all__ = [
     "SCOPE_KEY",
     "FrameWriter",
     "HypercornSeam",
+    "SendLock",
     "SharedText",
     "frame_writer",
     "seam_problem",
@@ -217,17 +229,150 @@ def _frames_plainly(connection: Any) -> bool:
     )
 
 
+class SendLock:
+    """A socket's write side, held by whoever writes to it: what :class:`FrameWriter` puts in
+    place of hypercorn's ``TCPServer.send_lock``, which hypercorn's own writers (pongs, the
+    close frame, the handshake) take with ``async with``, as they took that one.
+
+    A ``trio.Lock`` belongs to the task that took it: only that task may release it. This
+    one belongs to no task, so that a write begun by one task (a session publishing a fact
+    writes straight to its clients' sockets) can be finished by another (the client's
+    sender, when the socket took only part of it), hypercorn's writers waiting meanwhile."""
+
+    __slots__ = ("_semaphore",)
+
+    def __init__(self) -> None:
+        self._semaphore = trio.Semaphore(1, max_value=1)  # fair: released to a waiter
+
+    def locked(self) -> bool:
+        return self._semaphore.value == 0
+
+    def acquire_nowait(self) -> None:
+        self._semaphore.acquire_nowait()
+
+    def release(self) -> None:
+        self._semaphore.release()
+
+    async def __aenter__(self) -> None:
+        await self._semaphore.acquire()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._semaphore.release()
+
+
+def _send_lock(tcp: Any) -> SendLock | None:
+    """``tcp``'s send lock, a :class:`SendLock` (put in place of hypercorn's own while that
+    one is free: no task holds or waits for it then, so every writer from now on takes
+    this one); ``None`` while hypercorn's is held."""
+    lock = tcp.send_lock
+    if isinstance(lock, SendLock):
+        return lock
+    if lock.locked():
+        return None
+    lock = tcp.send_lock = SendLock()
+    return lock
+
+
 class FrameWriter:
-    """Writes text frames to one hypercorn WebSocket; one writer task at a time."""
+    """Writes text frames to one hypercorn WebSocket: :meth:`write` from the connection's
+    one writer task, :meth:`write_now` from any task, without waiting (see
+    :meth:`write_now`)."""
 
     def __init__(self, stream: Any, tcp: Any) -> None:
         self._stream = stream
         self._tcp = tcp  # None: everything through hypercorn
+        # What the socket did not take of a write begun without waiting, its send lock held
+        # for it until :meth:`flush` writes it (b"": none).
+        self._rest = b""
 
     @property
     def direct(self) -> bool:
         """Whether frames may go straight to the socket."""
         return self._tcp is not None
+
+    @property
+    def pending(self) -> bool:
+        """Whether the socket took only part of a write: :meth:`flush` must write the rest
+        before anything else is written to it (hypercorn's writers wait for it)."""
+        return bool(self._rest)
+
+    def ready(self) -> bool:
+        """Whether :meth:`write_now` may write (it may still find the socket full)."""
+        tcp = self._tcp
+        if tcp is None or self._rest:
+            return False
+        lock = _send_lock(tcp)
+        return lock is not None and not lock.locked()
+
+    def write_now(self, texts: Iterable[str]) -> bool:
+        """Write ``texts`` as text frames with one socket ``send()``, now, without waiting:
+        ``True`` when done (or dropped, once the stream has closed, as :meth:`write` drops
+        them); ``False`` when nothing was written (something else is writing to the
+        socket, it is full, or the connection frames otherwise): :meth:`write` them.
+
+        When the socket takes only part, the rest is :attr:`pending`, the socket's send lock
+        held for it: the caller has :meth:`flush` write it (the writer task does), and every
+        other writer waits for that, so no frame is ever cut by another.
+
+        Only a connection that frames a text as :class:`SharedText` does is written to this
+        way: framing with a connection's own context (permessage-deflate) must come in the
+        order of the writes, which :meth:`write` keeps."""
+        if not self.ready():
+            return False
+        stream = self._stream
+        if stream.closed or stream.state is not ASGIWebsocketState.CONNECTED:
+            return True
+        if not _frames_plainly(stream.connection):
+            return False
+        data = b"".join(
+            text.framed() if isinstance(text, SharedText) else _FRAMES.send_data(text, fin=True)
+            for text in texts
+        )
+        return self._send_now(data)
+
+    def _send_now(self, data: bytes) -> bool:
+        """Write ``data`` to the socket, whose send lock is free: whether it took any (the
+        rest, if any, is then pending, with the lock held for it)."""
+        tcp = self._tcp
+        fd = tcp.stream.socket.fileno()  # -1 once closed: then hypercorn's path says so
+        if fd < 0:
+            return False
+        try:
+            sent = os.write(fd, data)
+        except OSError:  # full (BlockingIOError) or broken: hypercorn's path deals with it
+            return False
+        if sent < len(data):
+            tcp.send_lock.acquire_nowait()  # free, so taken at once: nothing can cut in
+            self._rest = data[sent:]
+        return True
+
+    async def flush(self) -> None:
+        """Write what the socket did not take of the last write (see :attr:`pending`),
+        even if this task is being cancelled (the rest of a frame must follow it), then
+        let the socket's other writers go."""
+        rest = self._rest
+        if not rest:
+            return
+        self._rest = b""  # the lock stays held until it is written
+        tcp = self._tcp
+        try:
+            with trio.CancelScope(shield=True):
+                await tcp.stream.send_all(rest)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.BusyResourceError):
+            # The client is gone, or hypercorn is closing the connection: close the socket
+            # (if it is not yet), which ends the connection's reader, hence the connection.
+            self.abort()
+        finally:
+            tcp.send_lock.release()
+
+    def discard(self) -> None:
+        """Give up what is pending (the writer task is torn down before it could write
+        it): the socket is closed, since its client has part of a frame, and the socket's
+        other writers are let go (they find it closed)."""
+        if self._rest:
+            self.abort()
+            self._rest = b""
+            self._tcp.send_lock.release()
 
     async def write(self, texts: Sequence[str]) -> None:
         """Write ``texts`` as text frames, in order, after whatever was written before.
@@ -235,6 +380,7 @@ class FrameWriter:
         As ``WSStream.app_send`` does for a ``websocket.send``: nothing once the stream has
         closed (the client went away; the reader hears of it), and no frame once wsproto
         refuses one (the connection is closing)."""
+        await self.flush()  # the rest of a write begun without waiting, if any, first
         stream = self._stream
         if stream.closed or stream.state is not ASGIWebsocketState.CONNECTED:
             return
@@ -252,26 +398,11 @@ class FrameWriter:
         data = b"".join(frames)
         if not data:
             return
-        tcp = self._tcp
-        # Invariant: nothing else writes to the socket while its send lock is free and this
-        # task does not yield; so the bytes written here are whole frames or are followed,
-        # before anything else, by the rest of the frame (the lock is free: the rest takes
-        # it at once).
-        if tcp is not None and not tcp.send_lock.locked():
-            fd = tcp.stream.socket.fileno()  # -1 once closed: then hypercorn's path says so
-            sent = 0
-            if fd >= 0:
-                try:
-                    sent = os.write(fd, data)
-                except OSError:  # full (BlockingIOError) or broken: hypercorn's path deals
-                    sent = 0
-            if sent == len(data):
-                return
-            if sent:
-                # The rest of a frame must follow it, even if this task is being cancelled.
-                with trio.CancelScope(shield=True):
-                    await stream.send(Data(stream_id=stream.stream_id, data=data[sent:]))
-                return
+        # Nothing else writes to the socket while its send lock is free and this task does
+        # not yield: what the socket does not take is written next, the lock held for it.
+        if self.ready() and self._send_now(data):
+            await self.flush()
+            return
         await stream.send(Data(stream_id=stream.stream_id, data=data))
 
     def abort(self) -> None:
@@ -329,7 +460,7 @@ def _tcp_server(stream: Any) -> Any:
     if (
         not isinstance(tcp, TCPServer)
         or getattr(protocol_send, "__func__", None) is not TCPServer.protocol_send
-        or not isinstance(getattr(tcp, "send_lock", None), trio.Lock)
+        or not isinstance(getattr(tcp, "send_lock", None), trio.Lock | SendLock)
         or not isinstance(getattr(tcp, "stream", None), trio.SocketStream)
     ):
         return None

@@ -201,7 +201,11 @@ class Sink(Protocol):
     def deliver(self, fact: Fact, frames: tuple[str, ...], team: Sequence[str]) -> None:
         """``fact``, its agent-channel events as JSON texts, and its Agent UI envelopes'
         team-channel frames (none while no one reads the team log); must be quick, never
-        wait."""
+        wait. What it sends may wait for :meth:`published`."""
+
+    def published(self) -> None:
+        """Every fact of the batch published was delivered: send what they make now (one
+        write for the batch); must be quick, never wait."""
 
     def ended(self, reason: str | None = None) -> None:
         """The session ended: nothing more comes. ``reason``: why, when it did not end as
@@ -579,6 +583,13 @@ class LiveSession:
                 except Exception:
                     log.exception("a client's feed failed", session=self.uri)
                     self.detach(sink)
+        # Each client is sent the whole batch at once.
+        for sink in list(self._sinks):
+            try:
+                sink.published()
+            except Exception:
+                log.exception("a client's feed failed", session=self.uri)
+                self.detach(sink)
 
     def _observe(self, fact: Fact) -> list[dict[str, Any]]:
         """Note what ``fact`` changes; its agent-channel events."""
