@@ -8,8 +8,11 @@ test needs them.
 from __future__ import annotations
 
 import json
+import re
+from typing import Any
 
 import attrs
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -161,3 +164,53 @@ class TestRoundTrip:
         plain = {str, int, float, bool, list, dict, type(None)}
 
         assert {type(value) for value in unstructure_envelope(env).values()} <= plain
+
+
+#: The fields ``Envelope.from_fields`` takes, each maybe empty where an id may be.
+maybe_empty_ids = st.none() | st.text(max_size=2)
+projected_fields = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(EventType) | st.text(max_size=2),
+        "sequence": st.none() | gate_integers,
+        "timestamp": st.none() | st.text(),
+        "session_id": maybe_empty_ids,
+        "thread_id": maybe_empty_ids,
+        "run_id": maybe_empty_ids,
+        "turn_id": maybe_empty_ids,
+        "task_id": maybe_empty_ids,
+        "agent_id": maybe_empty_ids,
+        "parent_session_id": maybe_empty_ids,
+        "parent_thread_id": maybe_empty_ids,
+        "tool_call_id": maybe_empty_ids,
+        "action_id": maybe_empty_ids,
+        "owner": st.none() | st.sampled_from(Owner),
+        "scope": st.none() | st.sampled_from(Scope),
+        "phase": st.none() | st.sampled_from(Phase),
+        "surface": st.none() | st.sampled_from(Surface),
+        "persistence": st.none() | st.sampled_from(Persistence),
+        "control": st.none() | st.sampled_from(Control),
+        "topology": st.none() | st.sampled_from(Topology),
+        "payload": st.none() | json_objects,
+        "refs": st.none() | st.lists(json_values, max_size=3) | json_objects,
+        "raw_event_ref": st.none() | st.text(),
+    }
+)
+
+
+class TestFromFields:
+    @given(projected_fields)
+    def test_builds_what_the_constructor_builds(self, fields: dict[str, Any]) -> None:
+        """``Envelope.from_fields`` (the projector's constructor) gives the envelope
+        ``Envelope(...)`` gives for the same fields, with its own ``extra``, and refuses what
+        it refuses (an empty id or type) with the same error."""
+        try:
+            expected = Envelope(**fields)
+        except ValueError as error:
+            with pytest.raises(ValueError, match=re.escape(str(error))):
+                Envelope.from_fields(**fields)
+            return
+        built = Envelope.from_fields(**fields)
+        assert built == expected
+        assert envelope_to_json_line(built) == envelope_to_json_line(expected)
+        assert built.extra == {}
+        assert built.extra is not Envelope.from_fields(**fields).extra

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from orchestrator.core import Fact, MemberStatus, TaskRecord, TeamState
+from orchestrator.core import Fact, MemberStatus, RunRecord, TaskRecord, TeamState
 
 from ._agentui import (
     Control,
@@ -77,6 +77,11 @@ class EnvelopeBuilder:
         # chat URI -> (parent chat, delegating tool call); only for chats with a parent.
         self._lineage: dict[str, tuple[str, str]] = {}
         self._announced: dict[str, MemberStatus] = {}  # chat URI -> last status sent
+        # What every envelope takes from the run record, worked out once per record (a
+        # frozen RunRecord: a change of the run is a new record).
+        self._run: RunRecord | None = None
+        self._run_id: str | None = None
+        self._run_topology: Topology | None = None
 
     def _envelope(
         self,
@@ -102,13 +107,17 @@ class EnvelopeBuilder:
     ) -> Envelope:
         self._sequence += 1
         run = self.state.run
-        return Envelope(
+        if run is not self._run:
+            self._run = run
+            self._run_id = run.run if run is not None else None
+            self._run_topology = self._topology()
+        return Envelope.from_fields(
             type=event,
             sequence=self._sequence,
             timestamp=fact.at,
             session_id=self.session,
             thread_id=thread_id,
-            run_id=run.run if run is not None else None,
+            run_id=self._run_id,
             turn_id=turn_id,
             task_id=task_id,
             agent_id=agent_id,
@@ -122,7 +131,7 @@ class EnvelopeBuilder:
             surface=surface,
             persistence=persistence,
             control=control,
-            topology=self._topology(),
+            topology=self._run_topology,
             payload=payload,
             refs=refs,
             raw_event_ref=f"fact:{fact.sequence}",
