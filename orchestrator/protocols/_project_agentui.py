@@ -63,8 +63,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-import attrs
-
 from orchestrator.ahp import (
     ChatInputCompletedAction,
     ChatInputRequestedAction,
@@ -161,14 +159,9 @@ _DECISION_CONTROL: Final[dict[ApprovalDecision, Control | None]] = {
 }
 
 
-@attrs.frozen(kw_only=True)
-class _TeamView:
-    """What a ``team.changed`` envelope says; one is emitted when this changes."""
-
-    phase: CoordinatorTeamStatus
-    parallel_budget: int
-    active: int
-    queued: int
+#: What a ``team.changed`` envelope says; one is emitted when this changes: the team's
+#: phase, parallel budget, active and queued counts (a tuple: compared at every team fact).
+_TeamView = tuple[CoordinatorTeamStatus, int, int, int]
 
 
 class AgentUiProjector(EnvelopeBuilder):
@@ -278,17 +271,17 @@ class AgentUiProjector(EnvelopeBuilder):
 
     def _feed_chat_added(self, fact: Fact, action: SessionChatAddedAction) -> list[Envelope]:
         # A chat's state begins with its catalog entry: only that chat can change.
-        return self._status_changes(fact, (action.summary.resource,))
+        return self._status_change(fact, action.summary.resource)
 
     def _feed_input_requested(self, fact: Fact, action: ChatInputRequestedAction) -> list[Envelope]:
         if fact.channel not in self.state.members:
             return []
-        return self._input_required(fact, action) + self._status_changes(fact, (fact.channel,))
+        return self._input_required(fact, action) + self._status_change(fact, fact.channel)
 
     def _feed_input_completed(self, fact: Fact, action: ChatInputCompletedAction) -> list[Envelope]:
         if fact.channel not in self.state.members:
             return []
-        return self._input_resolved(fact, action) + self._status_changes(fact, (fact.channel,))
+        return self._input_resolved(fact, action) + self._status_change(fact, fact.channel)
 
     def _feed_queue(
         self,
@@ -299,14 +292,14 @@ class AgentUiProjector(EnvelopeBuilder):
     ) -> list[Envelope]:
         if fact.channel not in self.state.members:
             return []
-        return self._queue_changed(fact, action) + self._status_changes(fact, (fact.channel,))
+        return self._queue_changed(fact, action) + self._status_change(fact, fact.channel)
 
     def _feed_other(self, fact: Fact, action: Action) -> list[Envelope]:
         # Any other AHP action changes the chat it is on; on the session channel it mirrors
         # a chat's summary, which says nothing new about a member's status. (A team action
         # without a projection of its own, on the session channel, is no member's either.)
         if fact.channel in self.state.members:
-            return self._status_changes(fact, (fact.channel,))
+            return self._status_change(fact, fact.channel)
         return []
 
     # ── team facts ─────────────────────────────────────────────────────────
@@ -712,6 +705,19 @@ class AgentUiProjector(EnvelopeBuilder):
             return MemberStatus.NEEDS_APPROVAL
         return None if status is MemberStatus.NEEDS_APPROVAL else status
 
+    def _status_change(self, fact: Fact, chat: str) -> list[Envelope]:
+        """:meth:`_status_changes` of one chat (an AHP fact's: the chat it is on)."""
+        if chat not in self._agent_ids:
+            return []  # not a member (yet): team/memberJoined announces it
+        status = self._roster_status(chat)
+        if status is None or status is self._announced.get(chat):
+            return []
+        return [
+            self._agent_envelope(
+                fact, EventType.AGENT_CHANGED, chat, status, phase=_MEMBER_PHASE[status]
+            )
+        ]
+
     def _status_changes(self, fact: Fact, chats: Iterable[str]) -> list[Envelope]:
         envelopes = []
         for chat in chats:
@@ -731,19 +737,17 @@ class AgentUiProjector(EnvelopeBuilder):
         run = self.state.run
         if run is None:
             return None
-        view = _TeamView(
-            phase=self._team_phase(),
-            parallel_budget=run.parallel_budget,
-            active=self.state.active_count(),
-            queued=self.state.queued_count(),
-        )
+        team_phase = self._team_phase()
+        active = self.state.active_count()
+        queued = self.state.queued_count()
+        view = (team_phase, run.parallel_budget, active, queued)
         if view == self._team_view:
             return None
         self._team_view = view
-        if view.phase is CoordinatorTeamStatus.DONE:
+        if team_phase is CoordinatorTeamStatus.DONE:
             phase = _RUN_PHASE[run.status] if run.status is not None else Phase.COMPLETED
         else:
-            phase = _TEAM_PHASE[view.phase]
+            phase = _TEAM_PHASE[team_phase]
         return self._envelope(
             fact,
             EventType.TEAM_CHANGED,
@@ -754,10 +758,10 @@ class AgentUiProjector(EnvelopeBuilder):
             persistence=Persistence.SNAPSHOT,
             payload={
                 "teamName": run.team,
-                "teamPhase": view.phase.value,
-                "teamParallelBudget": view.parallel_budget,
-                "teamActiveCount": view.active,
-                "teamQueuedCount": view.queued,
+                "teamPhase": team_phase.value,
+                "teamParallelBudget": run.parallel_budget,
+                "teamActiveCount": active,
+                "teamQueuedCount": queued,
             },
         )
 
