@@ -434,12 +434,10 @@ class DelegationGraph:
             if data:
                 found.update(data)
         else:
+            # Invariant: u in self._nodes and v in self._nodes (every caller makes both ends
+            # first), so add_edge adds no node behind self._nodes' back.
             self._g.add_edge(u, v, key=key, kind=value, sequence=seq, **data)
             self._edges[u, v, key] = self._g.edges[u, v, key]
-            if u not in self._nodes:  # add_edge made it: no kind (as networkx would leave it)
-                self._nodes[u] = self._g.nodes[u]
-            if v not in self._nodes:
-                self._nodes[v] = self._g.nodes[v]
 
     def _remove_edge(self, u: str, v: str, key: str) -> None:
         self._g.remove_edge(u, v, key)

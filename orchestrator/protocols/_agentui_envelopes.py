@@ -66,6 +66,13 @@ def compact(**fields: Any) -> dict[str, Any]:
     return {key: value for key, value in fields.items() if value is not None}
 
 
+def _topology(run: RunRecord) -> Topology | None:
+    try:
+        return Topology(run.topology)
+    except ValueError:
+        return None  # not a spec topology: say nothing rather than guess
+
+
 class EnvelopeBuilder:
     """Numbers and addresses the Agent UI envelopes of one session.
 
@@ -120,7 +127,7 @@ class EnvelopeBuilder:
         if run is not self._run:
             self._run = run
             self._run_id = run.run if run is not None else None
-            self._run_topology = self._topology()
+            self._run_topology = _topology(run) if run is not None else None
         # Every field of Envelope, in declaration order (Envelope.from_values).
         return Envelope.from_values(
             (
@@ -224,15 +231,6 @@ class EnvelopeBuilder:
 
     def _team_name(self) -> str | None:
         return self.state.run.team if self.state.run is not None else None
-
-    def _topology(self) -> Topology | None:
-        run = self.state.run
-        if run is None:
-            return None
-        try:
-            return Topology(run.topology)
-        except ValueError:
-            return None  # not a spec topology: say nothing rather than guess
 
     def _runtime_entity(self, chat: str) -> str:
         if chat == self.state.coordinator_chat():
