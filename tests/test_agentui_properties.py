@@ -8,8 +8,11 @@ test needs them.
 from __future__ import annotations
 
 import json
+import re
+from typing import Any
 
 import attrs
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -161,3 +164,63 @@ class TestRoundTrip:
         plain = {str, int, float, bool, list, dict, type(None)}
 
         assert {type(value) for value in unstructure_envelope(env).values()} <= plain
+
+
+#: Every field of an envelope, ids and type maybe empty (which ``Envelope`` refuses).
+maybe_empty_ids = st.none() | st.text(max_size=2)
+any_fields = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(EventType) | st.text(max_size=2),
+        "sequence": st.none() | gate_integers,
+        "timestamp": st.none() | st.text(),
+        **dict.fromkeys(
+            (
+                "session_id",
+                "thread_id",
+                "run_id",
+                "turn_id",
+                "message_id",
+                "part_id",
+                "task_id",
+                "agent_id",
+                "parent_session_id",
+                "parent_thread_id",
+                "tool_call_id",
+                "action_id",
+                "artifact_id",
+                "evidence_id",
+            ),
+            maybe_empty_ids,
+        ),
+        "owner": st.none() | st.sampled_from(Owner),
+        "scope": st.none() | st.sampled_from(Scope),
+        "phase": st.none() | st.sampled_from(Phase),
+        "surface": st.none() | st.sampled_from(Surface),
+        "persistence": st.none() | st.sampled_from(Persistence),
+        "control": st.none() | st.sampled_from(Control),
+        "topology": st.none() | st.sampled_from(Topology),
+        "payload": st.none() | json_objects,
+        "refs": st.none() | st.lists(json_values, max_size=3) | json_objects,
+        "raw_event_ref": st.none() | st.text(),
+        "extra": extra_fields,
+    }
+)
+
+
+class TestFromValues:
+    @given(any_fields)
+    def test_builds_what_the_constructor_builds(self, fields: dict[str, Any]) -> None:
+        """``Envelope.from_values`` (the projector's constructor) gives the envelope
+        ``Envelope(...)`` gives for the same fields, and refuses what it refuses (an empty id
+        or type) with the same error."""
+        values = tuple(fields[field.name] for field in attrs.fields(Envelope))
+        try:
+            expected = Envelope(**fields)
+        except ValueError as error:
+            with pytest.raises(ValueError, match=re.escape(str(error))):
+                Envelope.from_values(values)
+            return
+        built = Envelope.from_values(values)
+        assert built == expected
+        assert envelope_to_json_line(built) == envelope_to_json_line(expected)
+        assert built.extra is fields["extra"]

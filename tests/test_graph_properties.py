@@ -1,15 +1,30 @@
-"""Properties of the delegation graph over generated spawn trees."""
+"""Properties of the delegation graph over generated spawn trees and generated logs."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestrator.ahp import (
+    ChatErrorAction,
+    ChatSummary,
+    ChatSummaryChanges,
     ChatToolCallCompleteAction,
     ChatToolCallContentChangedAction,
+    ChatTurnCancelledAction,
+    ErrorInfo,
+    ForkChatOrigin,
+    SessionChatAddedAction,
+    SessionChatRemovedAction,
+    SessionChatUpdatedAction,
+    SessionStatus,
+    SideChatOrigin,
+    ToolChatOrigin,
     ToolResultSubagentContent,
+    UserChatOrigin,
 )
 from orchestrator.core import (
     DelegationGraph,
@@ -20,7 +35,9 @@ from orchestrator.core import (
     tool_call_node,
 )
 
+from .graph_reference import build_reference
 from .test_graph import COORDINATOR, FactLog, chat
+from .test_project_agentui import LEAD, SESSION, scenarios
 
 
 @attrs.frozen(kw_only=True)
@@ -134,3 +151,84 @@ class TestSpawnTrees:
         assert violation.kind == ViolationKind.ORIGIN_WITHOUT_SUBAGENT
         parent = chat_of(tree.parents[victim - 1])
         assert violation.nodes == (worker, tool_call_node(parent, call_of(victim)))
+
+
+# ── the fold against its reference ─────────────────────────────────────────
+
+
+def _chat_added(uri: str, origin: object) -> SessionChatAddedAction:
+    return SessionChatAddedAction(
+        summary=ChatSummary(
+            resource=uri,
+            title=uri.rsplit("/", 1)[-1],
+            status=SessionStatus.IDLE,
+            modified_at="2026-11-22T21:00:00.000Z",
+            origin=origin,  # type: ignore[arg-type]
+        )
+    )
+
+
+#: Facts a run's log seldom has, mixed into generated logs: chats re-added or updated with
+#: another origin (fork, side chat, spawn by someone else, user), removed, turns that end.
+_WORKER = "ahp-chat:/worker-0"
+_ODD_ACTIONS: list[tuple[str, object]] = [
+    (SESSION, _chat_added(_WORKER, ForkChatOrigin(chat=LEAD, turn_id="turn-1"))),
+    (SESSION, _chat_added(_WORKER, ToolChatOrigin(chat="ahp-chat:/worker-1", tool_call_id="x"))),
+    (SESSION, _chat_added(_WORKER, UserChatOrigin())),
+    (SESSION, _chat_added(_WORKER, None)),
+    (
+        SESSION,
+        SessionChatUpdatedAction(
+            chat=_WORKER,
+            changes=ChatSummaryChanges(
+                title="t", origin=SideChatOrigin(chat=LEAD, turn_id="turn-1")
+            ),
+        ),
+    ),
+    (SESSION, SessionChatRemovedAction(chat=_WORKER)),
+    (LEAD, ChatTurnCancelledAction(turn_id="turn-1", duration=0)),
+    (
+        _WORKER,
+        ChatErrorAction(turn_id="turn-1", duration=0, error=ErrorInfo(error_type="x", message="")),
+    ),
+]
+
+
+@st.composite
+def shuffled_logs(draw: st.DrawFn) -> list[Fact]:
+    """Facts of a generated run, and odd ones, drawn in any order, any number of times."""
+    facts = draw(scenarios())
+    pool = [(f.channel, f.action) for f in facts] + _ODD_ACTIONS
+    picked = draw(st.lists(st.sampled_from(pool), max_size=80))
+    return [
+        Fact(
+            sequence=i,
+            session=SESSION,
+            channel=channel,
+            at="2026-11-22T21:00:00.000Z",
+            action=action,  # type: ignore[arg-type]
+        )
+        for i, (channel, action) in enumerate(picked, start=1)
+    ]
+
+
+def _dump(g: Any) -> tuple[Any, ...]:
+    """Everything of a graph, in order: attributes as reprs (a StrEnum is not its value)."""
+    return (
+        repr(g.graph),
+        [(n, repr(d)) for n, d in g.nodes(data=True)],
+        [(u, v, k, repr(d)) for u, v, k, d in g.edges(keys=True, data=True)],
+        list(g.in_edges(keys=True)),
+    )
+
+
+class TestAgainstReference:
+    @given(st.one_of(scenarios(), shuffled_logs()))
+    def test_the_fold_builds_the_reference_graph(self, facts: list[Fact]) -> None:
+        """The fold (indexes of its own, folds looked up by type) builds exactly the graph of
+        the plain fold it replaced (tests/graph_reference.py): the same nodes, edges, keys
+        and attributes, in the same order, whatever the facts and their order."""
+        graph = build_graph(facts)
+        reference = build_reference(facts)
+        assert _dump(graph.graph) == _dump(reference._g)
+        assert graph.last_sequence == reference.last_sequence

@@ -45,8 +45,8 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Final
 
 import attrs
 import networkx as nx
@@ -219,6 +219,23 @@ _NODE_DEFAULTS: Mapping[NodeKind, Mapping[str, Any]] = {
     NodeKind.USER: {},
 }
 
+# Every node of a kind starts as its template: kind, sequence (set per node), then the
+# kind's defaults, in that order (the attribute order exports show).
+_NODE_TEMPLATES: Mapping[NodeKind, Mapping[str, Any]] = {
+    kind: {"kind": kind.value, "sequence": None, **defaults}
+    for kind, defaults in _NODE_DEFAULTS.items()
+}
+
+# The plain strings the fold writes and compares, looked up once rather than per fact.
+_EDGE_VALUES: Mapping[EdgeKind, str] = {kind: kind.value for kind in EdgeKind}
+_CHAT: Final = NodeKind.CHAT.value
+_TASK: Final = NodeKind.TASK.value
+_SPAWNED: Final = EdgeKind.SPAWNED.value
+_FORKED: Final = EdgeKind.FORKED.value
+_OWNS: Final = EdgeKind.OWNS.value
+_WAITS_ON: Final = EdgeKind.WAITS_ON.value
+_RUNNING: Final = TaskStatus.RUNNING.value
+
 # Tool call statuses after which nothing but a new tool call happens.
 _TERMINAL_TOOL_STATUSES = frozenset({"completed", "cancelled"})
 
@@ -234,6 +251,13 @@ class DelegationGraph:
         self.last_sequence: int | None = None
         # task -> the (u, v) of its waits_on edges, so a finished task ends them in O(1).
         self._waits: dict[str, list[tuple[str, str]]] = {}
+        # Indexes into self._g, kept by the fold helpers as they change its structure.
+        # Invariant: self._nodes[n] is self._g.nodes[n] for every node n of self._g (and
+        # no other key); self._edges[u, v, key] is self._g.edges[u, v, key] likewise.
+        self._nodes: dict[str, dict[str, Any]] = {}
+        self._edges: dict[tuple[str, str, str], dict[str, Any]] = {}
+        # chat -> (source, key) of its spawned or forked edge, while it has one.
+        self._origins: dict[str, tuple[str, str]] = {}
 
     # ── reading ─────────────────────────────────────────────────────────────
 
@@ -285,76 +309,112 @@ class DelegationGraph:
     def apply(self, fact: Fact) -> None:
         """Fold one fact; facts that say nothing about delegation change nothing."""
         self.last_sequence = fact.sequence
-        seq = fact.sequence
         action = fact.action
-        match action:
-            case SessionChatAddedAction():
-                self._chat_added(fact.session, action, seq)
-            case SessionChatUpdatedAction():
-                self._chat_updated(action, seq)
-            case SessionChatRemovedAction():
-                if self._is(action.chat, NodeKind.CHAT):
-                    self._g.nodes[action.chat]["removed"] = True
-            case ChatToolCallStartAction():
-                node = self._tool_call(fact.channel, action.tool_call_id, seq)
-                self._g.nodes[node].update(
-                    turn_id=action.turn_id,
-                    tool_name=action.tool_name,
-                    display_name=action.display_name,
-                    status="streaming",
-                )
-            case ChatToolCallReadyAction():
-                status = "pending-confirmation" if action.confirmed is None else "running"
-                self._tool_status(fact.channel, action.tool_call_id, status, seq)
-            case ChatToolCallApprovedAction():
-                self._tool_status(fact.channel, action.tool_call_id, "running", seq)
-            case ChatToolCallDeniedAction():
-                self._tool_status(fact.channel, action.tool_call_id, "cancelled", seq)
-            case ChatToolCallContentChangedAction():
-                node = self._tool_call(fact.channel, action.tool_call_id, seq)
-                self._subagents(node, action.content, seq)
-            case ChatToolCallCompleteAction():
-                pending = bool(action.requires_result_confirmation)
-                status = "pending-result-confirmation" if pending else "completed"
-                node = self._tool_status(fact.channel, action.tool_call_id, status, seq)
-                self._g.nodes[node]["success"] = action.result.success
-                self._subagents(node, action.result.content, seq)
-            case ChatToolCallResultConfirmedAction():
-                status = "completed" if action.approved else "cancelled"
-                self._tool_status(fact.channel, action.tool_call_id, status, seq)
-            case ChatTurnCancelledAction() | ChatErrorAction():
-                self._turn_cancelled(fact.channel, action.turn_id)
-            case RunStarted():
-                self._run_started(fact.session, action, seq)
-            case RunFinished():
-                self._run_finished(action)
-            case MemberJoined():
-                self._member_joined(action, seq)
-            case TaskCreated():
-                self._task_created(action, seq)
-            case TaskStarted():
-                self._task_started(action, seq)
-            case TaskFinished():
-                self._task_finished(action)
-            case HandoffRecorded():
-                self._handoff(action, seq)
-            case ApprovalRequested():
-                self._approval_requested(action, seq)
-            case ApprovalResolved():
-                self._approval_resolved(action, seq)
-            case _:
-                pass
+        fold = _FOLDS.get(type(action), _UNRESOLVED)
+        if fold is _UNRESOLVED:
+            fold = _resolve_fold(type(action))
+        if fold is not None:
+            fold(self, fact, action)
+
+    # One method per action type the graph folds, looked up by the action's type (_FOLDS):
+    # a fact costs one dict lookup to find its fold, or to learn it has none.
+
+    def _fold_chat_added(self, fact: Fact, action: SessionChatAddedAction) -> None:
+        self._chat_added(fact.session, action, fact.sequence)
+
+    def _fold_chat_updated(self, fact: Fact, action: SessionChatUpdatedAction) -> None:
+        self._chat_updated(action, fact.sequence)
+
+    def _fold_chat_removed(self, fact: Fact, action: SessionChatRemovedAction) -> None:
+        if self._is(action.chat, _CHAT):
+            self._nodes[action.chat]["removed"] = True
+
+    def _fold_tool_call_start(self, fact: Fact, action: ChatToolCallStartAction) -> None:
+        self._nodes[self._tool_call(fact.channel, action.tool_call_id, fact.sequence)].update(
+            turn_id=action.turn_id,
+            tool_name=action.tool_name,
+            display_name=action.display_name,
+            status="streaming",
+        )
+
+    def _fold_tool_call_ready(self, fact: Fact, action: ChatToolCallReadyAction) -> None:
+        status = "pending-confirmation" if action.confirmed is None else "running"
+        self._tool_status(fact.channel, action.tool_call_id, status, fact.sequence)
+
+    def _fold_tool_call_approved(self, fact: Fact, action: ChatToolCallApprovedAction) -> None:
+        self._tool_status(fact.channel, action.tool_call_id, "running", fact.sequence)
+
+    def _fold_tool_call_denied(self, fact: Fact, action: ChatToolCallDeniedAction) -> None:
+        self._tool_status(fact.channel, action.tool_call_id, "cancelled", fact.sequence)
+
+    def _fold_tool_call_content(self, fact: Fact, action: ChatToolCallContentChangedAction) -> None:
+        node = self._tool_call(fact.channel, action.tool_call_id, fact.sequence)
+        self._subagents(node, action.content, fact.sequence)
+
+    def _fold_tool_call_complete(self, fact: Fact, action: ChatToolCallCompleteAction) -> None:
+        pending = bool(action.requires_result_confirmation)
+        status = "pending-result-confirmation" if pending else "completed"
+        node = self._tool_status(fact.channel, action.tool_call_id, status, fact.sequence)
+        self._nodes[node]["success"] = action.result.success
+        self._subagents(node, action.result.content, fact.sequence)
+
+    def _fold_tool_call_result_confirmed(
+        self, fact: Fact, action: ChatToolCallResultConfirmedAction
+    ) -> None:
+        status = "completed" if action.approved else "cancelled"
+        self._tool_status(fact.channel, action.tool_call_id, status, fact.sequence)
+
+    def _fold_turn_cancelled(
+        self, fact: Fact, action: ChatTurnCancelledAction | ChatErrorAction
+    ) -> None:
+        self._turn_cancelled(fact.channel, action.turn_id)
+
+    def _fold_run_started(self, fact: Fact, action: RunStarted) -> None:
+        self._run_started(fact.session, action, fact.sequence)
+
+    def _fold_run_finished(self, fact: Fact, action: RunFinished) -> None:
+        self._run_finished(action)
+
+    def _fold_member_joined(self, fact: Fact, action: MemberJoined) -> None:
+        self._member_joined(action, fact.sequence)
+
+    def _fold_task_created(self, fact: Fact, action: TaskCreated) -> None:
+        self._task_created(action, fact.sequence)
+
+    def _fold_task_started(self, fact: Fact, action: TaskStarted) -> None:
+        self._task_started(action, fact.sequence)
+
+    def _fold_task_finished(self, fact: Fact, action: TaskFinished) -> None:
+        self._task_finished(action)
+
+    def _fold_handoff(self, fact: Fact, action: HandoffRecorded) -> None:
+        self._handoff(action, fact.sequence)
+
+    def _fold_approval_requested(self, fact: Fact, action: ApprovalRequested) -> None:
+        self._approval_requested(action, fact.sequence)
+
+    def _fold_approval_resolved(self, fact: Fact, action: ApprovalResolved) -> None:
+        self._approval_resolved(action, fact.sequence)
 
     # ── fold helpers ────────────────────────────────────────────────────────
+    # They write through self._nodes and self._edges (the graph's own attribute dicts, by
+    # node and by (u, v, key)) rather than through networkx's views: a fact touches a few
+    # nodes and edges, and a view lookup costs more than the write it serves. Structure
+    # changes (nodes and edges added or removed) go through networkx, and into the indexes.
 
-    def _is(self, node: str, kind: NodeKind) -> bool:
-        return node in self._g and self._g.nodes[node]["kind"] == kind
+    def _is(self, node: str, kind: str) -> bool:
+        data = self._nodes.get(node)
+        return data is not None and data["kind"] == kind
 
     def _node(self, node: str, kind: NodeKind, seq: int) -> str:
         # Invariant: a node keeps the kind it was first mentioned as (ids of different
         # kinds never collide: URIs, "<URI>#<id>", "task-<n>", "approval-<n>", "user").
-        if node not in self._g:
-            self._g.add_node(node, kind=kind.value, sequence=seq, **_NODE_DEFAULTS[kind])
+        if node not in self._nodes:
+            self._g.add_node(node)
+            data = self._g.nodes[node]
+            data.update(_NODE_TEMPLATES[kind])  # kind, sequence, then the kind's defaults
+            data["sequence"] = seq
+            self._nodes[node] = data
         return node
 
     def _party(self, party: str, seq: int) -> str:
@@ -366,18 +426,29 @@ class DelegationGraph:
     def _edge(
         self, u: str, v: str, kind: EdgeKind, seq: int, *, key: str | None = None, **data: Any
     ) -> None:
-        key = kind.value if key is None else key
-        if self._g.has_edge(u, v, key):
-            self._g.edges[u, v, key].update(data)
+        value = _EDGE_VALUES[kind]
+        if key is None:
+            key = value
+        found = self._edges.get((u, v, key))
+        if found is not None:
+            if data:
+                found.update(data)
         else:
-            self._g.add_edge(u, v, key=key, kind=kind.value, sequence=seq, **data)
+            # Invariant: u in self._nodes and v in self._nodes (every caller makes both ends
+            # first), so add_edge adds no node behind self._nodes' back.
+            self._g.add_edge(u, v, key=key, kind=value, sequence=seq, **data)
+            self._edges[u, v, key] = self._g.edges[u, v, key]
+
+    def _remove_edge(self, u: str, v: str, key: str) -> None:
+        self._g.remove_edge(u, v, key)
+        del self._edges[u, v, key]
 
     def _tool_call(self, chat: str, tool_call_id: str, seq: int) -> str:
         self._node(chat, NodeKind.CHAT, seq)
         node = tool_call_node(chat, tool_call_id)
-        if node not in self._g:
+        if node not in self._nodes:
             self._node(node, NodeKind.TOOL_CALL, seq)
-            self._g.nodes[node].update(chat=chat, tool_call_id=tool_call_id)
+            self._nodes[node].update(chat=chat, tool_call_id=tool_call_id)
         # Invariant: every tool call node has exactly one in-edge of kind "invoked",
         # from the chat named in its id.
         self._edge(chat, node, EdgeKind.INVOKED, seq)
@@ -385,7 +456,7 @@ class DelegationGraph:
 
     def _tool_status(self, chat: str, tool_call_id: str, status: str, seq: int) -> str:
         node = self._tool_call(chat, tool_call_id, seq)
-        self._g.nodes[node]["status"] = status
+        self._nodes[node]["status"] = status
         return node
 
     def _subagents(
@@ -404,10 +475,10 @@ class DelegationGraph:
                 )
 
     def _turn_cancelled(self, chat: str, turn_id: str) -> None:
-        if chat not in self._g:
+        if chat not in self._nodes:
             return
         for _, node, data in self._g.out_edges(chat, data=True):
-            attrs_ = self._g.nodes[node]
+            attrs_ = self._nodes[node]
             if (
                 data["kind"] == EdgeKind.INVOKED
                 and attrs_["turn_id"] == turn_id
@@ -416,15 +487,13 @@ class DelegationGraph:
                 attrs_["status"] = "cancelled"
 
     def _set_origin(self, chat: str, origin: ChatOrigin | None, seq: int) -> None:
-        # session/chatAdded upserts: drop the edges of a previous origin before adding the new.
-        old = [
-            (u, k)
-            for u, _, k, d in self._g.in_edges(chat, keys=True, data=True)
-            if d["kind"] in (EdgeKind.SPAWNED, EdgeKind.FORKED)
-        ]
-        for u, k in old:
-            self._g.remove_edge(u, chat, k)
-        node = self._g.nodes[chat]
+        # session/chatAdded upserts: drop the edge of a previous origin before adding the new.
+        # Invariant: self._origins[chat] is the (source, key) of the one spawned or forked
+        # edge into chat, when there is one (only this method draws them).
+        old = self._origins.pop(chat, None)
+        if old is not None:
+            self._remove_edge(old[0], chat, old[1])
+        node = self._nodes[chat]
         node.update(origin=None, origin_chat=None, origin_tool_call_id=None, origin_turn_id=None)
         match origin:
             case None | UnknownChatOrigin():
@@ -443,6 +512,7 @@ class DelegationGraph:
                 self._edge(
                     origin.chat, chat, EdgeKind.SPAWNED, seq, tool_call_id=origin.tool_call_id
                 )
+                self._origins[chat] = (origin.chat, _SPAWNED)
             case _:  # ForkChatOrigin | SideChatOrigin: the rest of the union, narrowed by mypy
                 node.update(
                     origin=origin.kind, origin_chat=origin.chat, origin_turn_id=origin.turn_id
@@ -456,11 +526,12 @@ class DelegationGraph:
                     origin=origin.kind,
                     turn_id=origin.turn_id,
                 )
+                self._origins[chat] = (origin.chat, _FORKED)
 
     def _chat_added(self, session: str, action: SessionChatAddedAction, seq: int) -> None:
         summary = action.summary
         chat = self._node(summary.resource, NodeKind.CHAT, seq)
-        self._g.nodes[chat].update(
+        self._nodes[chat].update(
             added=True,
             removed=False,
             title=summary.title,
@@ -471,10 +542,10 @@ class DelegationGraph:
         self._edge(session, chat, EdgeKind.CONTAINS, seq)
 
     def _chat_updated(self, action: SessionChatUpdatedAction, seq: int) -> None:
-        if not self._is(action.chat, NodeKind.CHAT):
+        if not self._is(action.chat, _CHAT):
             return  # AHP: a no-op when no entry matches
         changes = action.changes
-        node = self._g.nodes[action.chat]
+        node = self._nodes[action.chat]
         if changes.title is not None:
             node["title"] = changes.title
         if changes.interactivity is not None:
@@ -493,52 +564,47 @@ class DelegationGraph:
             status="running",
         )
         task = self._node(action.task, NodeKind.TASK, seq)
-        self._g.nodes[task].update(
-            title=action.prompt, agent=action.coordinator, status=TaskStatus.RUNNING.value
-        )
+        self._nodes[task].update(title=action.prompt, agent=action.coordinator, status=_RUNNING)
 
     def _run_finished(self, action: RunFinished) -> None:
         self._g.graph["status"] = action.status.value
         root: str | None = self._g.graph.get("root_task")
-        if root is None or root not in self._g:
+        if root is None or root not in self._nodes:
             return
-        self._g.nodes[root]["status"] = action.status.value
+        self._nodes[root]["status"] = action.status.value
         for chat, _, data in self._g.in_edges(root, data=True):
             if data["kind"] == EdgeKind.WORKS_ON:
-                self._g.nodes[chat]["status"] = action.status.value
+                self._nodes[chat]["status"] = action.status.value
 
     def _set_owner(self, task: str, chat: str, seq: int) -> None:
         # Invariant: len([e for e in in_edges(task) if e.kind == "owns"]) <= 1, and its
-        # source == nodes[task]["owner"].
-        old = [
-            (u, k)
-            for u, _, k, d in self._g.in_edges(task, keys=True, data=True)
-            if d["kind"] == EdgeKind.OWNS
-        ]
-        for u, k in old:
-            self._g.remove_edge(u, task, k)
-        self._g.nodes[task]["owner"] = chat
+        # source == nodes[task]["owner"] (only this method draws owns edges).
+        data = self._nodes[task]
+        old = data["owner"]
+        if old is not None:
+            self._remove_edge(old, task, _OWNS)
+        data["owner"] = chat
         self._edge(chat, task, EdgeKind.OWNS, seq)
 
     def _task_status(self, task: str, status: str, chat: str | None) -> None:
-        self._g.nodes[task]["status"] = status
+        self._nodes[task]["status"] = status
         if chat is not None:
-            self._g.nodes[chat]["status"] = status
+            self._nodes[chat]["status"] = status
 
     def _member_joined(self, action: MemberJoined, seq: int) -> None:
         chat = self._node(action.chat, NodeKind.CHAT, seq)
         task = self._node(action.task, NodeKind.TASK, seq)
-        node = self._g.nodes[chat]
+        node = self._nodes[chat]
         node.update(agent=action.agent, role=action.role)
         if node["status"] is None:
-            node["status"] = self._g.nodes[task]["status"] or "joined"
+            node["status"] = self._nodes[task]["status"] or "joined"
         self._edge(chat, task, EdgeKind.WORKS_ON, seq)
-        if self._g.nodes[task]["owner"] is None:
+        if self._nodes[task]["owner"] is None:
             self._set_owner(task, chat, seq)
 
     def _task_created(self, action: TaskCreated, seq: int) -> None:
         task = self._node(action.task, NodeKind.TASK, seq)
-        self._g.nodes[task].update(
+        self._nodes[task].update(
             title=action.title,
             agent=action.agent,
             requested_by=action.requested_by,
@@ -555,57 +621,54 @@ class DelegationGraph:
                 task,
                 EdgeKind.WAITS_ON,
                 seq,
-                key=f"{EdgeKind.WAITS_ON.value}:{task}",
+                key=_WAITS_ON + ":" + task,
                 active=True,
                 task=task,
             )
             self._waits.setdefault(task, []).append((action.requested_by, task))
 
     def _delegator(self, task: str, worker: str) -> str | None:
-        requested_by: str | None = self._g.nodes[task]["requested_by"]
+        requested_by: str | None = self._nodes[task]["requested_by"]
         if requested_by is not None:
             return requested_by
-        origin_chat: str | None = self._g.nodes[worker]["origin_chat"]
+        origin_chat: str | None = self._nodes[worker]["origin_chat"]
         return origin_chat
 
     def _task_started(self, action: TaskStarted, seq: int) -> None:
         task = self._node(action.task, NodeKind.TASK, seq)
         chat = self._node(action.chat, NodeKind.CHAT, seq)
-        self._task_status(task, TaskStatus.RUNNING.value, chat)
+        self._task_status(task, _RUNNING, chat)
         self._edge(chat, task, EdgeKind.WORKS_ON, seq)
-        if self._g.nodes[task]["owner"] is None:
+        if self._nodes[task]["owner"] is None:
             self._set_owner(task, chat, seq)
         delegator = self._delegator(task, chat)
         if delegator is None:
             return
-        key = f"{EdgeKind.WAITS_ON.value}:{task}"
-        if self._g.has_edge(delegator, task, key):  # it waited in the queue until now
-            self._g.edges[delegator, task, key]["active"] = False
+        key = _WAITS_ON + ":" + task
+        queued = self._edges.get((delegator, task, key))
+        if queued is not None:  # it waited in the queue until now
+            queued["active"] = False
         # Invariant: edges[delegator, worker, "waits_on:<task>"]["active"] is True exactly
         # while nodes[task]["status"] == "running".
         self._edge(delegator, chat, EdgeKind.WAITS_ON, seq, key=key, active=True, task=task)
         self._waits.setdefault(task, []).append((delegator, chat))
 
     def _task_finished(self, action: TaskFinished) -> None:
-        if not self._is(action.task, NodeKind.TASK):
+        if not self._is(action.task, _TASK):
             return
-        chat = (
-            action.chat
-            if action.chat is not None and self._is(action.chat, NodeKind.CHAT)
-            else None
-        )
+        chat = action.chat if action.chat is not None and self._is(action.chat, _CHAT) else None
         self._task_status(action.task, action.status.value, chat)
         # Every wait on the task ends: on the task while it was queued, then on its worker.
-        key = f"{EdgeKind.WAITS_ON.value}:{action.task}"
+        key = _WAITS_ON + ":" + action.task
         for u, v in self._waits.get(action.task, ()):
-            self._g.edges[u, v, key]["active"] = False
+            self._edges[u, v, key]["active"] = False
 
     def _handoff(self, action: HandoffRecorded, seq: int) -> None:
         source = self._node(action.from_chat, NodeKind.CHAT, seq)
         target = self._node(action.to_chat, NodeKind.CHAT, seq)
         task = self._node(action.task, NodeKind.TASK, seq)
-        if self._g.nodes[target]["agent"] is None:
-            self._g.nodes[target]["agent"] = action.to_agent
+        if self._nodes[target]["agent"] is None:
+            self._nodes[target]["agent"] = action.to_agent
         self._edge(
             source,
             target,
@@ -621,13 +684,13 @@ class DelegationGraph:
         self._edge(target, task, EdgeKind.WORKS_ON, seq)
         self._set_owner(task, target, seq)
         # Labels show who holds the task now; the task's own status is untouched.
-        self._g.nodes[source]["status"] = "handed-off"
-        self._g.nodes[target]["status"] = TaskStatus.RUNNING.value
+        self._nodes[source]["status"] = "handed-off"
+        self._nodes[target]["status"] = _RUNNING
 
     def _approval_requested(self, action: ApprovalRequested, seq: int) -> None:
         approval = self._node(action.approval, NodeKind.APPROVAL, seq)
         tool_call = self._tool_call(action.chat, action.tool_call_id, seq)
-        self._g.nodes[approval].update(
+        self._nodes[approval].update(
             status="pending",
             chat=action.chat,
             tool_call=tool_call,
@@ -642,7 +705,7 @@ class DelegationGraph:
 
     def _approval_resolved(self, action: ApprovalResolved, seq: int) -> None:
         approval = self._node(action.approval, NodeKind.APPROVAL, seq)
-        self._g.nodes[approval]["status"] = action.decision.value
+        self._nodes[approval]["status"] = action.decision.value
         self._edge(approval, self._party(action.resolved_by, seq), EdgeKind.RESOLVED_BY, seq)
 
     # ── consistency ─────────────────────────────────────────────────────────
@@ -760,6 +823,43 @@ class DelegationGraph:
                         ),
                         nodes=(approval, chat),
                     )
+
+
+#: The fold of each action type the graph folds (the types of ``DelegationGraph.apply``).
+_FOLDS: dict[type, Callable[[DelegationGraph, Fact, Any], None] | None] = {
+    SessionChatAddedAction: DelegationGraph._fold_chat_added,
+    SessionChatUpdatedAction: DelegationGraph._fold_chat_updated,
+    SessionChatRemovedAction: DelegationGraph._fold_chat_removed,
+    ChatToolCallStartAction: DelegationGraph._fold_tool_call_start,
+    ChatToolCallReadyAction: DelegationGraph._fold_tool_call_ready,
+    ChatToolCallApprovedAction: DelegationGraph._fold_tool_call_approved,
+    ChatToolCallDeniedAction: DelegationGraph._fold_tool_call_denied,
+    ChatToolCallContentChangedAction: DelegationGraph._fold_tool_call_content,
+    ChatToolCallCompleteAction: DelegationGraph._fold_tool_call_complete,
+    ChatToolCallResultConfirmedAction: DelegationGraph._fold_tool_call_result_confirmed,
+    ChatTurnCancelledAction: DelegationGraph._fold_turn_cancelled,
+    ChatErrorAction: DelegationGraph._fold_turn_cancelled,
+    RunStarted: DelegationGraph._fold_run_started,
+    RunFinished: DelegationGraph._fold_run_finished,
+    MemberJoined: DelegationGraph._fold_member_joined,
+    TaskCreated: DelegationGraph._fold_task_created,
+    TaskStarted: DelegationGraph._fold_task_started,
+    TaskFinished: DelegationGraph._fold_task_finished,
+    HandoffRecorded: DelegationGraph._fold_handoff,
+    ApprovalRequested: DelegationGraph._fold_approval_requested,
+    ApprovalResolved: DelegationGraph._fold_approval_resolved,
+}
+_FOLDED_TYPES: Final = tuple(_FOLDS)
+_UNRESOLVED: Final[Any] = object()
+
+
+def _resolve_fold(cls: type) -> Callable[[DelegationGraph, Fact, Any], None] | None:
+    """The fold of an action type not in _FOLDS yet: that of the first folded type it is a
+    subclass of (as a ``match`` on the types in _FOLDS' order would pick), or none;
+    remembered for the next fact of the type."""
+    fold = next((_FOLDS[base] for base in _FOLDED_TYPES if issubclass(cls, base)), None)
+    _FOLDS[cls] = fold
+    return fold
 
 
 def build_graph(facts: Iterable[Fact]) -> DelegationGraph:

@@ -347,6 +347,36 @@ class Envelope:
             if value is not None and len(value) < 1:
                 raise ValueError(f"Length of '{name}' must be >= 1: {len(value)}")
 
+    @classmethod
+    def from_values(cls, values: tuple[Any, ...]) -> Envelope:
+        """``Envelope(...)`` of ``values``, one per field in declaration order (as
+        ``attrs.fields(Envelope)`` lists them), at less than half its cost: what the
+        projector builds, ten envelopes per worker.
+
+        The same envelope, and the same checks: an empty id (or type) is refused with the
+        error ``Envelope(...)`` raises, by building it so. The common case (none empty) is
+        one scan of the ids, then the slots are written directly, as ``__init__`` writes
+        them, without its keyword arguments, validator call and second scan.
+        """
+        if values[0] == "" or "" in values[_IDS]:
+            return cls(**dict(zip(_FIELD_NAMES, values, strict=True)))
+        envelope = object.__new__(cls)
+        for set_field, value in zip(_SLOT_SETTERS, values, strict=True):
+            set_field(envelope, value)
+        return envelope
+
+
+#: Envelope's field names, in declaration order, and where the ids are among them.
+_FIELD_NAMES: Final = tuple(field.name for field in attrs.fields(Envelope))
+_IDS: Final = slice(_FIELD_NAMES.index(_ID_FIELDS[0]), _FIELD_NAMES.index(_ID_FIELDS[-1]) + 1)
+assert _FIELD_NAMES[_IDS] == _ID_FIELDS
+
+#: The slot descriptors' setters of Envelope's fields, in declaration order (a frozen
+#: class's fields are written through them, as attrs' ``__init__`` does).
+_SLOT_SETTERS: Final[tuple[Any, ...]] = tuple(
+    getattr(Envelope, name).__set__ for name in _FIELD_NAMES
+)
+
 
 # Payload vocabulary: status values from the spec's "Task and multi-agent taxonomy".
 

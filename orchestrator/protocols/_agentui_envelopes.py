@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from orchestrator.core import Fact, MemberStatus, TaskRecord, TeamState
+from orchestrator.core import Fact, MemberStatus, RunRecord, TaskRecord, TeamState
 
 from ._agentui import (
     Control,
@@ -51,9 +51,26 @@ _WIRE_STATUS: Final[dict[MemberStatus, tuple[TeammateStatus, str | None]]] = {
 }
 
 
+#: _WIRE_STATUS with the teammate status as its plain value, as payloads carry it.
+_WIRE_STATUS_VALUE: Final[dict[MemberStatus, tuple[str, str | None]]] = {
+    status: (teammate.value, waiting_for)
+    for status, (teammate, waiting_for) in _WIRE_STATUS.items()
+}
+_AGENT_TURN: Final = RuntimeEntity.AGENT_TURN.value
+_SUBAGENT_TURN: Final = RuntimeEntity.SUBAGENT_TURN.value
+_AUTOMATION_JOB: Final = RuntimeEntity.AUTOMATION_JOB.value
+
+
 def compact(**fields: Any) -> dict[str, Any]:
     """A payload without its absent (``None``) fields: absent is not ``null`` on the wire."""
     return {key: value for key, value in fields.items() if value is not None}
+
+
+def _topology(run: RunRecord) -> Topology | None:
+    try:
+        return Topology(run.topology)
+    except ValueError:
+        return None  # not a spec topology: say nothing rather than guess
 
 
 class EnvelopeBuilder:
@@ -77,6 +94,11 @@ class EnvelopeBuilder:
         # chat URI -> (parent chat, delegating tool call); only for chats with a parent.
         self._lineage: dict[str, tuple[str, str]] = {}
         self._announced: dict[str, MemberStatus] = {}  # chat URI -> last status sent
+        # What every envelope takes from the run record, worked out once per record (a
+        # frozen RunRecord: a change of the run is a new record).
+        self._run: RunRecord | None = None
+        self._run_id: str | None = None
+        self._run_topology: Topology | None = None
 
     def _envelope(
         self,
@@ -102,30 +124,42 @@ class EnvelopeBuilder:
     ) -> Envelope:
         self._sequence += 1
         run = self.state.run
-        return Envelope(
-            type=event,
-            sequence=self._sequence,
-            timestamp=fact.at,
-            session_id=self.session,
-            thread_id=thread_id,
-            run_id=run.run if run is not None else None,
-            turn_id=turn_id,
-            task_id=task_id,
-            agent_id=agent_id,
-            parent_session_id=parent_session_id,
-            parent_thread_id=parent_thread_id,
-            tool_call_id=tool_call_id,
-            action_id=action_id,
-            owner=owner,
-            scope=scope,
-            phase=phase,
-            surface=surface,
-            persistence=persistence,
-            control=control,
-            topology=self._topology(),
-            payload=payload,
-            refs=refs,
-            raw_event_ref=f"fact:{fact.sequence}",
+        if run is not self._run:
+            self._run = run
+            self._run_id = run.run if run is not None else None
+            self._run_topology = _topology(run) if run is not None else None
+        # Every field of Envelope, in declaration order (Envelope.from_values).
+        return Envelope.from_values(
+            (
+                event,  # type
+                self._sequence,
+                fact.at,  # timestamp
+                self.session,  # session_id
+                thread_id,
+                self._run_id,
+                turn_id,
+                None,  # message_id
+                None,  # part_id
+                task_id,
+                agent_id,
+                parent_session_id,
+                parent_thread_id,
+                tool_call_id,
+                action_id,
+                None,  # artifact_id
+                None,  # evidence_id
+                owner,
+                scope,
+                phase,
+                surface,
+                persistence,
+                control,
+                self._run_topology,
+                payload,
+                refs,
+                f"fact:{fact.sequence}",  # raw_event_ref
+                {},  # extra
+            )
         )
 
     def _agent_envelope(
@@ -150,12 +184,12 @@ class EnvelopeBuilder:
                 latest = chat_state.turns[-1].state.value
         task = self.state.tasks.get(member.task)
         runtime_status = task.status.value if task is not None and task.chat == chat else None
-        wire_status, waiting_for = _WIRE_STATUS[status]
+        wire_status, waiting_for = _WIRE_STATUS_VALUE[status]
         payload = compact(
             agentName=member.agent,
             teamName=self._team_name(),
             role=member.role,
-            status=wire_status.value,
+            status=wire_status,
             waitingFor=waiting_for,
             chat=chat,
             runtimeEntity=self._runtime_entity(chat),
@@ -198,19 +232,10 @@ class EnvelopeBuilder:
     def _team_name(self) -> str | None:
         return self.state.run.team if self.state.run is not None else None
 
-    def _topology(self) -> Topology | None:
-        run = self.state.run
-        if run is None:
-            return None
-        try:
-            return Topology(run.topology)
-        except ValueError:
-            return None  # not a spec topology: say nothing rather than guess
-
     def _runtime_entity(self, chat: str) -> str:
         if chat == self.state.coordinator_chat():
             run = self.state.run
             if run is not None and run.background is not None:
-                return RuntimeEntity.AUTOMATION_JOB.value  # a background teammate's wake
-            return RuntimeEntity.AGENT_TURN.value
-        return RuntimeEntity.SUBAGENT_TURN.value
+                return _AUTOMATION_JOB  # a background teammate's wake
+            return _AGENT_TURN
+        return _SUBAGENT_TURN

@@ -60,10 +60,8 @@ The module is pure: no trio, no IO.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
-
-import attrs
 
 from orchestrator.ahp import (
     ChatInputCompletedAction,
@@ -161,14 +159,9 @@ _DECISION_CONTROL: Final[dict[ApprovalDecision, Control | None]] = {
 }
 
 
-@attrs.frozen(kw_only=True)
-class _TeamView:
-    """What a ``team.changed`` envelope says; one is emitted when this changes."""
-
-    phase: CoordinatorTeamStatus
-    parallel_budget: int
-    active: int
-    queued: int
+#: What a ``team.changed`` envelope says; one is emitted when this changes: the team's
+#: phase, parallel budget, active and queued counts (a tuple: compared at every team fact).
+_TeamView = tuple[CoordinatorTeamStatus, int, int, int]
 
 
 class AgentUiProjector(EnvelopeBuilder):
@@ -204,62 +197,110 @@ class AgentUiProjector(EnvelopeBuilder):
             )
         self._last_sequence = fact.sequence
         action = fact.action
-        head: list[Envelope] = []
-        if (
-            isinstance(action, TaskStarted | TaskFinished | HandoffRecorded)
-            and action.task not in self.state.tasks
-        ):
-            return []  # the fold ignores a fact about an unknown task; so does the projection
-        match action:
-            case RunStarted():
-                head.append(self._run_started(fact, action))
-            case MemberJoined():
-                spawned = self._member_joined(fact, action)
-                if spawned is not None:
-                    head.append(spawned)
-            case TaskCreated() | TaskStarted():
-                head.append(self._task_changed(fact, action.task))
-            case TaskFinished():
-                head += self._task_finished(fact, action)
-            case HandoffRecorded():
-                head.append(self._handoff(fact, action))
-            case ApprovalRequested():
-                head.append(self._action_required(fact, action))
-            case ApprovalResolved():
-                resolved = self._action_resolved(fact, action)
-                if resolved is not None:
-                    head.append(resolved)
-            case RunFinished():
-                pass  # run.finished closes the run's envelopes: built below, numbered last
-            case SessionChatAddedAction():
-                # A chat's state begins with its catalog entry: only that chat can change.
-                return self._status_changes(fact, [action.summary.resource])
-            case ChatInputRequestedAction() if fact.channel in self.state.members:
-                opened = self._input_required(fact, action)
-                return opened + self._status_changes(fact, [fact.channel])
-            case ChatInputCompletedAction() if fact.channel in self.state.members:
-                answered = self._input_resolved(fact, action)
-                return answered + self._status_changes(fact, [fact.channel])
-            case (
-                ChatPendingMessageSetAction()
-                | ChatPendingMessageRemovedAction()
-                | ChatTurnStartedAction()
-            ) if fact.channel in self.state.members:
-                queue = self._queue_changed(fact, action)
-                return queue + self._status_changes(fact, [fact.channel])
-            case _:
-                # Any other AHP action changes the chat it is on; on the session channel it
-                # mirrors a chat's summary, which says nothing new about a member's status.
-                if fact.channel in self.state.members:
-                    return self._status_changes(fact, [fact.channel])
-                return []
-        envelopes = head + self._status_changes(fact, self._members_touched(action))
+        project = _PROJECTIONS.get(type(action), _UNRESOLVED)
+        if project is _UNRESOLVED:
+            project = _resolve_projection(type(action))
+        envelopes: list[Envelope] = project(self, fact, action)
+        return envelopes
+
+    # One method per action type, looked up by the action's type (_PROJECTIONS): a fact
+    # costs one dict lookup to find what it projects to. A team fact's envelopes are those
+    # it is, then _after_team_fact's; an AHP fact's are its own, then its chat's change.
+
+    def _after_team_fact(
+        self, fact: Fact, head: list[Envelope], touched: Iterable[str]
+    ) -> list[Envelope]:
+        """``head``, then ``agent.changed`` of the members ``touched``, then ``team.changed``
+        (steps 1 to 3 of the module docstring).
+
+        ``touched``: the members whose roster status the team fact can change (after it was
+        folded). A member's status is a function of its chat, its task and its pending
+        approvals, so a team fact can only move the members it names; listing them keeps a
+        fact's cost independent of the size of the team. The end of the run can move anyone.
+        """
+        envelopes = head + self._status_changes(fact, touched) if touched else head
         team = self._team_changed(fact)
         if team is not None:
             envelopes.append(team)
-        if isinstance(action, RunFinished):
-            envelopes.append(self._run_finished(fact, action))
         return envelopes
+
+    def _feed_run_started(self, fact: Fact, action: RunStarted) -> list[Envelope]:
+        return self._after_team_fact(fact, [self._run_started(fact, action)], ())
+
+    def _feed_member_joined(self, fact: Fact, action: MemberJoined) -> list[Envelope]:
+        spawned = self._member_joined(fact, action)
+        head = [] if spawned is None else [spawned]
+        return self._after_team_fact(fact, head, (action.chat,))
+
+    def _feed_task_created(self, fact: Fact, action: TaskCreated) -> list[Envelope]:
+        return self._after_team_fact(fact, [self._task_changed(fact, action.task)], ())
+
+    def _feed_task_started(self, fact: Fact, action: TaskStarted) -> list[Envelope]:
+        if action.task not in self.state.tasks:
+            return []  # the fold ignores a fact about an unknown task; so does the projection
+        head = [self._task_changed(fact, action.task)]
+        return self._after_team_fact(fact, head, (action.chat,))
+
+    def _feed_task_finished(self, fact: Fact, action: TaskFinished) -> list[Envelope]:
+        if action.task not in self.state.tasks:
+            return []
+        head = self._task_finished(fact, action)
+        worker = self.state.tasks[action.task].chat
+        return self._after_team_fact(fact, head, () if worker is None else (worker,))
+
+    def _feed_handoff(self, fact: Fact, action: HandoffRecorded) -> list[Envelope]:
+        if action.task not in self.state.tasks:
+            return []
+        head = [self._handoff(fact, action)]
+        return self._after_team_fact(fact, head, (action.from_chat, action.to_chat))
+
+    def _feed_approval_requested(self, fact: Fact, action: ApprovalRequested) -> list[Envelope]:
+        return self._after_team_fact(fact, [self._action_required(fact, action)], (action.chat,))
+
+    def _feed_approval_resolved(self, fact: Fact, action: ApprovalResolved) -> list[Envelope]:
+        resolved = self._action_resolved(fact, action)
+        head = [] if resolved is None else [resolved]
+        record = self.state.approvals.get(action.approval)
+        return self._after_team_fact(fact, head, () if record is None else (record.request.chat,))
+
+    def _feed_run_finished(self, fact: Fact, action: RunFinished) -> list[Envelope]:
+        # The end of the run can move anyone; run.finished closes the run's envelopes.
+        envelopes = self._after_team_fact(fact, [], self.state.members)
+        envelopes.append(self._run_finished(fact, action))
+        return envelopes
+
+    def _feed_chat_added(self, fact: Fact, action: SessionChatAddedAction) -> list[Envelope]:
+        # A chat's state begins with its catalog entry: only that chat can change.
+        return self._status_change(fact, action.summary.resource)
+
+    def _feed_input_requested(self, fact: Fact, action: ChatInputRequestedAction) -> list[Envelope]:
+        if fact.channel not in self.state.members:
+            return []
+        return self._input_required(fact, action) + self._status_change(fact, fact.channel)
+
+    def _feed_input_completed(self, fact: Fact, action: ChatInputCompletedAction) -> list[Envelope]:
+        if fact.channel not in self.state.members:
+            return []
+        return self._input_resolved(fact, action) + self._status_change(fact, fact.channel)
+
+    def _feed_queue(
+        self,
+        fact: Fact,
+        action: ChatPendingMessageSetAction
+        | ChatPendingMessageRemovedAction
+        | ChatTurnStartedAction,
+    ) -> list[Envelope]:
+        if fact.channel not in self.state.members:
+            return []
+        return self._queue_changed(fact, action) + self._status_change(fact, fact.channel)
+
+    def _feed_other(self, fact: Fact, action: Action) -> list[Envelope]:
+        # Any other AHP action changes the chat it is on; on the session channel it mirrors
+        # a chat's summary, which says nothing new about a member's status. (A team action
+        # without a projection of its own, on the session channel, is no member's either.)
+        if fact.channel in self.state.members:
+            return self._status_change(fact, fact.channel)
+        return []
 
     # ── team facts ─────────────────────────────────────────────────────────
 
@@ -651,33 +692,6 @@ class AgentUiProjector(EnvelopeBuilder):
 
     # ── derived changes ────────────────────────────────────────────────────
 
-    def _members_touched(self, action: Action) -> Iterable[str]:
-        """The members whose roster status a team fact can change (after it was folded).
-
-        A member's status is a function of its chat, its task and its pending approvals, so
-        a team fact can only move the members it names; listing them keeps a fact's cost
-        independent of the size of the team. The end of the run can move anyone.
-        """
-        match action:
-            case MemberJoined():
-                return (action.chat,)
-            case TaskStarted():
-                return (action.chat,)
-            case TaskFinished():
-                task = self.state.tasks[action.task]
-                return () if task.chat is None else (task.chat,)
-            case HandoffRecorded():
-                return (action.from_chat, action.to_chat)
-            case ApprovalRequested():
-                return (action.chat,)
-            case ApprovalResolved():
-                record = self.state.approvals.get(action.approval)
-                return () if record is None else (record.request.chat,)
-            case RunFinished():
-                return self.state.members
-            case _:
-                return ()
-
     def _roster_status(self, chat: str) -> MemberStatus | None:
         """The status to announce for ``chat``; ``None`` while it is not yet announceable.
 
@@ -690,6 +704,19 @@ class AgentUiProjector(EnvelopeBuilder):
         if self.state.has_pending_approval(chat):
             return MemberStatus.NEEDS_APPROVAL
         return None if status is MemberStatus.NEEDS_APPROVAL else status
+
+    def _status_change(self, fact: Fact, chat: str) -> list[Envelope]:
+        """:meth:`_status_changes` of one chat (an AHP fact's: the chat it is on)."""
+        if chat not in self._agent_ids:
+            return []  # not a member (yet): team/memberJoined announces it
+        status = self._roster_status(chat)
+        if status is None or status is self._announced.get(chat):
+            return []
+        return [
+            self._agent_envelope(
+                fact, EventType.AGENT_CHANGED, chat, status, phase=_MEMBER_PHASE[status]
+            )
+        ]
 
     def _status_changes(self, fact: Fact, chats: Iterable[str]) -> list[Envelope]:
         envelopes = []
@@ -710,19 +737,17 @@ class AgentUiProjector(EnvelopeBuilder):
         run = self.state.run
         if run is None:
             return None
-        view = _TeamView(
-            phase=self._team_phase(),
-            parallel_budget=run.parallel_budget,
-            active=self.state.active_count(),
-            queued=self.state.queued_count(),
-        )
+        team_phase = self._team_phase()
+        active = self.state.active_count()
+        queued = self.state.queued_count()
+        view = (team_phase, run.parallel_budget, active, queued)
         if view == self._team_view:
             return None
         self._team_view = view
-        if view.phase is CoordinatorTeamStatus.DONE:
+        if team_phase is CoordinatorTeamStatus.DONE:
             phase = _RUN_PHASE[run.status] if run.status is not None else Phase.COMPLETED
         else:
-            phase = _TEAM_PHASE[view.phase]
+            phase = _TEAM_PHASE[team_phase]
         return self._envelope(
             fact,
             EventType.TEAM_CHANGED,
@@ -733,10 +758,10 @@ class AgentUiProjector(EnvelopeBuilder):
             persistence=Persistence.SNAPSHOT,
             payload={
                 "teamName": run.team,
-                "teamPhase": view.phase.value,
-                "teamParallelBudget": view.parallel_budget,
-                "teamActiveCount": view.active,
-                "teamQueuedCount": view.queued,
+                "teamPhase": team_phase.value,
+                "teamParallelBudget": run.parallel_budget,
+                "teamActiveCount": active,
+                "teamQueuedCount": queued,
             },
         )
 
@@ -754,6 +779,43 @@ class AgentUiProjector(EnvelopeBuilder):
         if self.state.unfinished_count():
             return CoordinatorTeamStatus.ACTIVE
         return CoordinatorTeamStatus.MERGING
+
+
+#: What each action type projects to (``AgentUiProjector.feed``); any other type is
+#: resolved by _resolve_projection on its first fact.
+_PROJECTIONS: dict[type, Callable[[AgentUiProjector, Fact, Any], list[Envelope]]] = {
+    RunStarted: AgentUiProjector._feed_run_started,
+    MemberJoined: AgentUiProjector._feed_member_joined,
+    TaskCreated: AgentUiProjector._feed_task_created,
+    TaskStarted: AgentUiProjector._feed_task_started,
+    TaskFinished: AgentUiProjector._feed_task_finished,
+    HandoffRecorded: AgentUiProjector._feed_handoff,
+    ApprovalRequested: AgentUiProjector._feed_approval_requested,
+    ApprovalResolved: AgentUiProjector._feed_approval_resolved,
+    RunFinished: AgentUiProjector._feed_run_finished,
+    SessionChatAddedAction: AgentUiProjector._feed_chat_added,
+    ChatInputRequestedAction: AgentUiProjector._feed_input_requested,
+    ChatInputCompletedAction: AgentUiProjector._feed_input_completed,
+    ChatPendingMessageSetAction: AgentUiProjector._feed_queue,
+    ChatPendingMessageRemovedAction: AgentUiProjector._feed_queue,
+    ChatTurnStartedAction: AgentUiProjector._feed_queue,
+}
+_PROJECTED_TYPES: Final = tuple(_PROJECTIONS)
+_UNRESOLVED: Final[Any] = object()
+
+
+def _resolve_projection(
+    cls: type,
+) -> Callable[[AgentUiProjector, Fact, Any], list[Envelope]]:
+    """The projection of an action type not in _PROJECTIONS yet: that of the first type in
+    _PROJECTIONS it is a subclass of (as a ``match`` in that order would pick), or
+    ``_feed_other``; remembered for the next fact of the type."""
+    project = next(
+        (_PROJECTIONS[base] for base in _PROJECTED_TYPES if issubclass(cls, base)),
+        AgentUiProjector._feed_other,
+    )
+    _PROJECTIONS[cls] = project
+    return project
 
 
 def _text(value: object) -> str | None:
