@@ -130,6 +130,7 @@ if TYPE_CHECKING:
     )
     from ._root_reducer import reduce_root
     from ._session_reducer import (
+        chat_summary_action,
         reduce_session,
         session_status,
         summary_action,
@@ -662,6 +663,7 @@ __all__ = [
     "UserChatOrigin",
     "WireObject",
     "answer_problem",
+    "chat_summary_action",
     "describe_chat_state",
     "describe_session_state",
     "find_part",
@@ -824,6 +826,7 @@ if not TYPE_CHECKING:
             ),
             "._root_reducer": ("reduce_root",),
             "._session_reducer": (
+                "chat_summary_action",
                 "reduce_session",
                 "session_status",
                 "summary_action",

@@ -96,6 +96,7 @@ from ._state import (
 from ._unknown import UnknownVariant
 
 __all__ = [
+    "chat_summary_action",
     "reduce_session",
     "session_status",
     "summary_action",
@@ -645,6 +646,26 @@ def summary_action(
     if changes is None:
         return None
     return SessionChatUpdatedAction(chat=after.resource, changes=changes)
+
+
+#: The fields a chatUpdated may carry, read at once from a ChatSummary or a ChatState (which
+#: inlines them): a tuple compared with ``==`` tests each pair as :func:`_same` does.
+_summary_fields = operator.attrgetter(*_MUTABLE_SUMMARY_FIELDS)
+
+
+def chat_summary_action(
+    entry: ChatSummary, chat: ChatState
+) -> SessionChatUpdatedAction | SessionChatAddedAction | None:
+    """``summary_action(entry, summary_of(chat))``: the session action that brings the catalog
+    entry ``entry`` to the fields ``chat`` inlines, or None.
+
+    The runtime asks this after every batch, for every chat the batch touched, and most
+    batches change no summary field (a response part, a tool call's progress): that answer
+    is found by comparing the fields in place, without building the chat's summary.
+    """
+    if entry.resource == chat.resource and _summary_fields(entry) == _summary_fields(chat):
+        return None
+    return summary_action(entry, summary_of(chat))
 
 
 def session_status(session: SessionState) -> SessionStatus:

@@ -44,10 +44,9 @@ from orchestrator.ahp import (
     SessionChatUpdatedAction,
     SessionState,
     TurnState,
+    chat_summary_action,
     reduce_chat,
     reduce_session,
-    summary_action,
-    summary_of,
 )
 
 from ._facts import Action, Fact
@@ -378,7 +377,7 @@ class TeamState:
         index = session.chats.find(chat_uri)
         if index is None:
             return
-        update = summary_action(session.chats[index], summary_of(chat))
+        update = chat_summary_action(session.chats[index], chat)
         if update is None:
             return
         tr.actions.append((self.session_uri, update))
