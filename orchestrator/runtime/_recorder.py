@@ -27,7 +27,7 @@ import attrs
 import structlog
 
 from orchestrator.ahp import ActionOrigin
-from orchestrator.base import FactLogError, now_timestamp
+from orchestrator.base import FactLogError, now_timestamp, slot_init
 from orchestrator.core import Action, Fact, TeamState, Transition
 
 from ._bus import FactBus
@@ -41,6 +41,9 @@ log = structlog.get_logger("orchestrator.runtime")
 
 #: Origins waiting for the fact that carries their client's action (oldest dropped first).
 MAX_EXPECTED_ORIGINS: Final = 256
+
+#: ``Fact(...)``, the same instance at half the cost (every fact is made here).
+_new_fact: Final = slot_init(Fact)
 
 
 @attrs.define(eq=False)
@@ -142,7 +145,7 @@ class Recorder:
         transition = self.state.prepare(actions, now=now, record=self.bus.wants_changes())
         first = self._last_sequence + 1
         facts = [
-            Fact(
+            _new_fact(
                 sequence=first + offset,
                 session=self.state.session_uri,
                 channel=channel,
