@@ -127,13 +127,19 @@ class TestSequenceBehaviour:
 
     def test_every_empty_tuple_is_one_empty_vector_of_each_class(self) -> None:
         empty = Tagged.of(())
-        assert empty is Tagged.of(()) and type(empty) is Tagged and empty == ()
+        assert empty is Tagged.of(())
+        assert type(empty) is Tagged
+        assert empty == ()
         assert type(ResponseParts.of(())) is ResponseParts
         assert type(ChatCatalog.of(())) is ChatCatalog
         grown = empty.append(("a", "x"))
-        assert empty == () and empty.find("a") is None and dict(empty.tally) == {}
-        assert grown == (("a", "x"),) and Tagged.of(()) == ()
-        assert Tagged.of([]) is not empty and Tagged.of([]) == ()
+        assert empty == ()
+        assert empty.find("a") is None
+        assert dict(empty.tally) == {}
+        assert grown == (("a", "x"),)
+        assert Tagged.of(()) == ()
+        assert Tagged.of([]) is not empty
+        assert Tagged.of([]) == ()
 
     def test_setting_the_same_item_returns_the_same_vector(self) -> None:
         item: Item = ("a", "x")

@@ -151,13 +151,13 @@ class KeyedVector(Sequence[T], Generic[T]):
         was, counted = self.tally_of(old), self.tally_of(item)
         if was != counted:  # the usual move of a part's status; else the tally stays
             tally = _retallied(tally, was, counted)
-        old_keys, new_keys = self.keys_of(old), self.keys_of(item)
         items = items.set(position, item)
-        if old_keys == new_keys:
-            # The usual case: a part replaced by its next state keeps its id.
-            index = self._index
-        else:
-            index = _index_of(_values(items), self.keys_of)
+        # The usual case: a part replaced by its next state keeps its id, and its index.
+        index = (
+            self._index
+            if self.keys_of(old) == self.keys_of(item)
+            else _index_of(_values(items), self.keys_of)
+        )
         derived = object.__new__(type(self))
         derived._items = items
         derived._index = index

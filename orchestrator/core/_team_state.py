@@ -205,12 +205,17 @@ class TeamState:
     def push(self, tr: Transition) -> None:
         """``tr``'s facts are being written: batches prepared from now on build on it."""
         self._serials += 1
-        tr.serial = self._serials
+        serial = tr.serial = self._serials
         self._in_flight.append(tr)
-        self._pending_chats.push(tr.chats.writes, tr.serial)
-        self._pending_members.push(tr.members.writes, tr.serial)
-        self._pending_tasks.push(tr.tasks.writes, tr.serial)
-        self._pending_approvals.push(tr.approvals.writes, tr.serial)
+        # Most batches write chats only: a store the batch did not write is skipped.
+        if tr.chats.writes:
+            self._pending_chats.push(tr.chats.writes, serial)
+        if tr.members.writes:
+            self._pending_members.push(tr.members.writes, serial)
+        if tr.tasks.writes:
+            self._pending_tasks.push(tr.tasks.writes, serial)
+        if tr.approvals.writes:
+            self._pending_approvals.push(tr.approvals.writes, serial)
 
     def discard_pending(self) -> None:
         """Forget every batch in flight: their facts did not become durable."""
@@ -246,19 +251,34 @@ class TeamState:
             assert not self._in_flight, "an unpushed batch cannot overtake those in flight"
         self.session = tr.session
         self.run = tr.run
-        for task_id, task in tr.tasks.writes.items():
-            self._count_task(self.tasks.get(task_id), task)
-        for approval_id, record in tr.approvals.writes.items():
-            self._count_approval(self.approvals.get(approval_id), record)
-        self.chats.update(tr.chats.writes)
-        self.members.update(tr.members.writes)
-        self.tasks.update(tr.tasks.writes)
-        self.approvals.update(tr.approvals.writes)
-        if tr.serial is not None:
-            self._pending_chats.settle(tr.chats.writes, tr.serial)
-            self._pending_members.settle(tr.members.writes, tr.serial)
-            self._pending_tasks.settle(tr.tasks.writes, tr.serial)
-            self._pending_approvals.settle(tr.approvals.writes, tr.serial)
+        serial = tr.serial
+        # A store the batch did not write is skipped (most batches write chats only).
+        chats, members, tasks, approvals = (
+            tr.chats.writes,
+            tr.members.writes,
+            tr.tasks.writes,
+            tr.approvals.writes,
+        )
+        if chats:
+            self.chats.update(chats)
+            if serial is not None:
+                self._pending_chats.settle(chats, serial)
+        if members:
+            self.members.update(members)
+            if serial is not None:
+                self._pending_members.settle(members, serial)
+        if tasks:
+            for task_id, task in tasks.items():
+                self._count_task(self.tasks.get(task_id), task)
+            self.tasks.update(tasks)
+            if serial is not None:
+                self._pending_tasks.settle(tasks, serial)
+        if approvals:
+            for approval_id, record in approvals.items():
+                self._count_approval(self.approvals.get(approval_id), record)
+            self.approvals.update(approvals)
+            if serial is not None:
+                self._pending_approvals.settle(approvals, serial)
         self.last_sequence = last_sequence
 
     def _count_task(self, before: TaskRecord | None, after: TaskRecord) -> None:
