@@ -328,6 +328,7 @@ if TYPE_CHECKING:
         next_tool_call_status,
         tool_call_event,
         tool_call_guard,
+        tool_call_status,
     )
     from ._unknown import NO_UNKNOWN_FIELDS, OpenStrEnum, UnknownVariant, WireObject
     from ._validate import (
@@ -690,6 +691,7 @@ __all__ = [
     "summary_status",
     "tool_call_event",
     "tool_call_guard",
+    "tool_call_status",
     "unstructure",
     "validate_chat_action",
     "validate_session_action",
@@ -1024,6 +1026,7 @@ if not TYPE_CHECKING:
                 "next_tool_call_status",
                 "tool_call_event",
                 "tool_call_guard",
+                "tool_call_status",
             ),
             "._unknown": ("NO_UNKNOWN_FIELDS", "OpenStrEnum", "UnknownVariant", "WireObject"),
             "._validate": (

@@ -104,9 +104,9 @@ from ._tool_call_lifecycle import (
     EVENTS_THAT_REFRESH_STATUS,
     TOOL_CALL_TRANSITIONS,
     ToolCallAction,
-    ToolCallStatus,
     next_tool_call_status,
     tool_call_event,
+    tool_call_status,
 )
 
 __all__ = ["TURN_ENDS", "find_part", "part_id", "reduce_chat", "summary_status"]
@@ -277,7 +277,7 @@ def _end_turn(
     parts = tuple(
         ToolCallResponsePart(tool_call=force_cancel(part.tool_call))
         if isinstance(part, ToolCallResponsePart)
-        and TOOL_CALL_TRANSITIONS[ToolCallStatus(part.tool_call.status)]
+        and TOOL_CALL_TRANSITIONS[tool_call_status(part.tool_call)]
         else part
         for part in active.response_parts
     )
