@@ -68,6 +68,7 @@ from ._context import (
     chat_added,
     is_cancellation,
 )
+from ._logging import bound_log_context
 
 __all__: list[str] = []
 
@@ -410,7 +411,7 @@ class Delegation:
         with trio.CancelScope() as scope:
             run.scopes[ctx.chat] = scope
             deadline = trio.move_on_after(timeout) if timeout is not None else nullcontext()
-            with structlog.contextvars.bound_contextvars(chat=ctx.chat, agent=ctx.agent.name):
+            with bound_log_context(chat=ctx.chat, agent=ctx.agent.name):
                 try:
                     with deadline as timer:
                         result = await self._run_chat(ctx, message, resume=resume)

@@ -27,7 +27,10 @@ class Ids:
         self._counters: dict[str, itertools.count[int]] = {}
 
     def _next(self, kind: str) -> int:
-        return next(self._counters.setdefault(kind, itertools.count(1)))
+        counter = self._counters.get(kind)
+        if counter is None:
+            counter = self._counters[kind] = itertools.count(1)
+        return next(counter)
 
     def _uuid(self, kind: str) -> str:
         if self._deterministic:
