@@ -124,7 +124,15 @@ class Recorder:
         check and the append. Once submitted, the batch is recorded whole even if the caller
         is cancelled meanwhile (the cancellation arrives at the caller's next checkpoint).
         """
-        return await self.submit(actions, guard=guard).wait()
+        # PendingBatch.wait, inlined (one coroutine less per batch: most facts come this way).
+        entry = self.submit(actions, guard=guard)
+        ticket = entry.ticket
+        if not ticket.done():
+            await ticket.wait()
+        self._settle()
+        if entry.error is not None:
+            raise entry.error
+        return entry.facts
 
     def submit(
         self, actions: Sequence[tuple[str, Action]], *, guard: Callable[[], None] | None = None
@@ -220,8 +228,10 @@ class PendingBatch:
         :class:`FactLogError` if the log failed it (or a batch before it)."""
         # Not cancellable (the ticket's wait is not): a cancelled waiter would leave its
         # batch durable but never committed if no one waited after it. The cancellation
-        # arrives at the caller's next checkpoint.
-        await self.ticket.wait()
+        # arrives at the caller's next checkpoint. A done ticket's wait returns at once (no
+        # checkpoint): it is not called then.
+        if not self.ticket.done():
+            await self.ticket.wait()
         self.recorder._settle()
         if self.error is not None:
             raise self.error
