@@ -26,7 +26,6 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Protocol
 
-import attrs
 import structlog
 import trio
 
@@ -38,7 +37,7 @@ from orchestrator.ahp import (
     ToolChatOrigin,
     ToolResultSubagentContent,
 )
-from orchestrator.base import RunError
+from orchestrator.base import RunError, evolve
 from orchestrator.core import (
     Action,
     HandoffRecorded,
@@ -237,7 +236,7 @@ class Delegation:
             )
             spawn: list[tuple[str, Action]] = []
             if task not in run.state.tasks:  # it did not wait: created and started at once
-                spawn.append((run.session, attrs.evolve(created, status=TaskStatus.RUNNING)))
+                spawn.append((run.session, evolve(created, status=TaskStatus.RUNNING)))
             spawn += [
                 (
                     run.session,
