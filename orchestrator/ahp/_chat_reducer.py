@@ -144,13 +144,15 @@ def _status_of(value: int) -> SessionStatus:
     return status
 
 
-def _blocks(tally_key: Any) -> bool:
-    """Whether parts of this :meth:`ResponseParts.tally_of` key wait on the user."""
-    return tally_key[0] == "input" or tally_key[1] in BLOCKING_TOOL_CALL_STATUSES
-
-
 def _needs_input(turn: ActiveTurn | None) -> bool:
-    return turn is not None and turn.response_parts.count_where(_blocks) > 0
+    if turn is None:
+        return False
+    # A tally keeps only keys with items: any key (see ResponseParts.tally_of) of an open
+    # input request or of a tool call in a blocking status is a part that waits on the user.
+    for key in turn.response_parts.tally:  # not count_where: one call per key less
+        if key[0] == "input" or key[1] in BLOCKING_TOOL_CALL_STATUSES:
+            return True
+    return False
 
 
 def _derived_status(

@@ -216,7 +216,8 @@ class TeamState:
                 tr.step()
         if validate:
             # Announce summary changes in the same batch (session/chatUpdated).
-            for chat_uri in sorted(tr.touched_chats):
+            touched = tr.touched_chats
+            for chat_uri in sorted(touched) if len(touched) > 1 else touched:
                 self._announce_summary(tr, chat_uri, now=now)
         return tr
 
