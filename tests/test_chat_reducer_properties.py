@@ -46,12 +46,14 @@ from orchestrator.ahp import (
     ToolCallState,
     ToolCallStatus,
     UnknownAction,
+    _tool_call_lifecycle,
     answer_problem,
     known_questions,
     part_id,
     reduce_chat,
     tool_call_event,
     tool_call_guard,
+    tool_call_status,
     validate_chat_action,
 )
 
@@ -349,6 +351,16 @@ class TestValidatorAgreesWithReducer:
                 invariants_hold(state)
             else:
                 assert reduced == state or breaks_turn_table_or_invariant(state, action), action
+
+    @RUN
+    @given(tool_call_states(), pooled_actions(TOOL_CALL_ACTION_CLASSES))
+    def test_the_lookups_answer_as_the_enum_and_the_match(
+        self, tool_call: ToolCallState, action: ToolCallAction
+    ) -> None:
+        """tool_call_status and tool_call_event look up by value and by class what the
+        enum's call and the match by class and payload answer."""
+        assert tool_call_status(tool_call) is ToolCallStatus(tool_call.status)
+        assert tool_call_event(action) is _tool_call_lifecycle._event_of(action)
 
     @RUN
     @given(tool_call_states(), pooled_actions(TOOL_CALL_ACTION_CLASSES))

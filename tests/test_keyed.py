@@ -125,6 +125,22 @@ class TestSequenceBehaviour:
         assert Tagged.of(vector) is vector
         assert Tagged.of((("a", None),)) == vector
 
+    def test_every_empty_tuple_is_one_empty_vector_of_each_class(self) -> None:
+        empty = Tagged.of(())
+        assert empty is Tagged.of(())
+        assert type(empty) is Tagged
+        assert empty == ()
+        assert type(ResponseParts.of(())) is ResponseParts
+        assert type(ChatCatalog.of(())) is ChatCatalog
+        grown = empty.append(("a", "x"))
+        assert empty == ()
+        assert empty.find("a") is None
+        assert dict(empty.tally) == {}
+        assert grown == (("a", "x"),)
+        assert Tagged.of(()) == ()
+        assert Tagged.of([]) is not empty
+        assert Tagged.of([]) == ()
+
     def test_setting_the_same_item_returns_the_same_vector(self) -> None:
         item: Item = ("a", "x")
         vector = Tagged([item])

@@ -661,3 +661,44 @@ class TestDaemonLogs:
             assert secret not in text
         for line in text.splitlines():
             assert len(line) < MAX_EVENT_CHARS + MAX_TRACEBACK_CHARS + 4_096
+
+
+# ─── bound_log_context ───────────────────────────────────────────────────────
+
+
+@settings(max_examples=100)
+@given(
+    st.lists(
+        st.dictionaries(st.sampled_from(["chat", "agent", "tool_call"]), st.integers(), max_size=3),
+        max_size=4,
+    ),
+    st.dictionaries(st.sampled_from(["chat", "agent", "tool_call"]), st.integers(), max_size=3),
+)
+def test_bound_log_context_binds_as_structlog_does(
+    nested: list[dict[str, int]], outside: dict[str, int]
+) -> None:
+    """Nested blocks of bound_log_context and of structlog's bound_contextvars see the same
+    context inside each block and leave the same after it (in a fresh context each)."""
+    import contextvars
+
+    from orchestrator.runtime._logging import bound_log_context
+
+    def trace(bind: Any) -> list[dict[str, Any]]:
+        seen: list[dict[str, Any]] = []
+
+        def run(level: int) -> None:
+            seen.append(structlog.contextvars.get_contextvars())
+            if level < len(nested):
+                with bind(**nested[level]):
+                    run(level + 1)
+                seen.append(structlog.contextvars.get_contextvars())
+
+        def fresh() -> None:
+            structlog.contextvars.clear_contextvars()
+            structlog.contextvars.bind_contextvars(**outside)
+            run(0)
+
+        contextvars.copy_context().run(fresh)
+        return seen
+
+    assert trace(bound_log_context) == trace(structlog.contextvars.bound_contextvars)

@@ -76,6 +76,7 @@ from orchestrator.core import (
     TeamState,
     TextDelta,
     ToolCallRequest,
+    UsageReport,
     build_graph,
 )
 from orchestrator.runtime import (
@@ -1476,3 +1477,83 @@ class TestRecording:
         with pytest.raises(RunError, match="prompt is empty"):
             await h.runtime.run("   ")
         assert h.facts == []
+
+
+@given(st.binary(min_size=16, max_size=16))
+def test_uuid4_text_is_the_text_of_a_version_4_uuid(random: bytes) -> None:
+    """The ids of sessions, chats and runs: the text uuid.UUID makes of the same bytes."""
+    import uuid
+
+    from orchestrator.runtime._ids import uuid4_text
+
+    assert uuid4_text(random) == str(uuid.UUID(bytes=random, version=4))
+    assert uuid.UUID(uuid4_text(random)).version == 4
+
+
+class _Answers:
+    """A worker's model: its rounds' usage as given; each round but the last asks for a tool
+    the worker does not have (the call fails, the next round goes on), the last answers."""
+
+    def __init__(self, *usage: tuple[int, int]) -> None:
+        self.usage = usage
+
+    async def stream_round(self, context: RoundContext) -> AsyncGenerator[ModelEvent, None]:
+        await trio.lowlevel.checkpoint()
+        if context.round_index < len(self.usage) - 1:
+            yield ToolCallRequest(
+                tool_call_id=f"c{context.round_index}", tool_name="nope", arguments={}
+            )
+        else:
+            yield TextDelta(text="done")
+        used = self.usage[context.round_index]
+        yield UsageReport(input_tokens=used[0], output_tokens=used[1])
+
+
+def _workers_answer(*usage: tuple[int, int]) -> Callable[[AgentSpec], Backend]:
+    def backends(spec: AgentSpec) -> Backend:
+        return _Answers(*usage) if spec.name == "worker" else ScriptedBackend(spec)
+
+    return backends
+
+
+class TestLastRoundUsage:
+    async def test_the_last_rounds_usage_is_written_with_the_turns_end(self) -> None:
+        """A round that asks for no tool ends its turn: its chat/usage and the
+        chat/turnComplete that follows are one batch; the facts are as they were."""
+        h = Harness(fanout(), backends=_workers_answer((3, 4)))
+        batches: list[list[tuple[str, str]]] = []
+        h.runtime.bus.observe(lambda facts: batches.append([(f.channel, f.type) for f in facts]))
+        await run_to_end(h)
+        for chat in h.worker_chats():
+            assert [f.type for f in h.facts if f.channel == chat] == [
+                "chat/turnStarted",
+                "chat/responsePart",
+                "chat/usage",
+                "chat/turnComplete",
+            ]
+            ended = [b for b in batches if (chat, "chat/turnComplete") in b]
+            assert [t for _, t in ended[0]] == [
+                "chat/usage",
+                "chat/turnComplete",
+                "session/chatUpdated",
+            ]
+
+    async def test_a_round_that_asks_for_tools_writes_its_usage_before_they_run(self) -> None:
+        """The first round's usage is a batch of its own, before the tool call completes;
+        the last round's (the same totals: chat/usage is idempotent) goes with the turn's
+        end, and the turn completes."""
+        h = Harness(fanout(), backends=_workers_answer((3, 4), (3, 4)))
+        batches: list[list[tuple[str, str]]] = []
+        h.runtime.bus.observe(lambda facts: batches.append([(f.channel, f.type) for f in facts]))
+        await run_to_end(h)
+        for chat in h.worker_chats():
+            mine = [[t for c, t in b if c == chat] for b in batches]
+            mine = [b for b in mine if b]
+            assert mine[-4:] == [
+                ["chat/usage"],
+                ["chat/toolCallComplete"],
+                ["chat/responsePart"],
+                ["chat/usage", "chat/turnComplete"],
+            ]
+        finished = h.actions(TaskFinished)
+        assert [t.status for t in finished] == [TaskStatus.COMPLETED] * 3

@@ -51,6 +51,7 @@ from orchestrator.ahp import (
     UnknownAction,
     UserChatOrigin,
     _session_reducer,
+    chat_summary_action,
     reduce_session,
     session_status,
     summary_action,
@@ -425,6 +426,28 @@ class TestSummaryProperties:
         action = summary_action(summary_of(old), summary_of(new))
         after = state if action is None else reduce_session(state, action, now=NOW)
         assert after.chats == (left, summary_of(new), right)
+
+    @given(old=chat_states(), new=chat_states(), relation=st.sampled_from(["any", "same", "next"]))
+    def test_chat_summary_action_is_summary_action_of_summary_of(
+        self, old: ChatState, new: ChatState, relation: str
+    ) -> None:
+        """chat_summary_action(entry, chat) is summary_action(entry, summary_of(chat)), refusals
+        included: for any two chats, the same chat, and a chat whose next state keeps every
+        summary field (the usual case, answered without building a summary)."""
+        if relation == "same":
+            new = attrs.evolve(new, resource=old.resource)
+        elif relation == "next":
+            new = attrs.evolve(old, turns=new.turns, active_turn=new.active_turn, draft=new.draft)
+        entry = summary_of(old)
+        try:
+            expected = summary_action(entry, summary_of(new))
+        except LocalProtocolError:
+            with pytest.raises(LocalProtocolError):
+                chat_summary_action(entry, new)
+            return
+        assert chat_summary_action(entry, new) == expected
+        if relation == "next":
+            assert expected is None
 
     @given(old=chat_states(), new=chat_states())
     def test_no_action_means_no_change(self, old: ChatState, new: ChatState) -> None:

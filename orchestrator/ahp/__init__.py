@@ -130,6 +130,7 @@ if TYPE_CHECKING:
     )
     from ._root_reducer import reduce_root
     from ._session_reducer import (
+        chat_summary_action,
         reduce_session,
         session_status,
         summary_action,
@@ -327,6 +328,7 @@ if TYPE_CHECKING:
         next_tool_call_status,
         tool_call_event,
         tool_call_guard,
+        tool_call_status,
     )
     from ._unknown import NO_UNKNOWN_FIELDS, OpenStrEnum, UnknownVariant, WireObject
     from ._validate import (
@@ -662,6 +664,7 @@ __all__ = [
     "UserChatOrigin",
     "WireObject",
     "answer_problem",
+    "chat_summary_action",
     "describe_chat_state",
     "describe_session_state",
     "find_part",
@@ -688,6 +691,7 @@ __all__ = [
     "summary_status",
     "tool_call_event",
     "tool_call_guard",
+    "tool_call_status",
     "unstructure",
     "validate_chat_action",
     "validate_session_action",
@@ -824,6 +828,7 @@ if not TYPE_CHECKING:
             ),
             "._root_reducer": ("reduce_root",),
             "._session_reducer": (
+                "chat_summary_action",
                 "reduce_session",
                 "session_status",
                 "summary_action",
@@ -1021,6 +1026,7 @@ if not TYPE_CHECKING:
                 "next_tool_call_status",
                 "tool_call_event",
                 "tool_call_guard",
+                "tool_call_status",
             ),
             "._unknown": ("NO_UNKNOWN_FIELDS", "OpenStrEnum", "UnknownVariant", "WireObject"),
             "._validate": (

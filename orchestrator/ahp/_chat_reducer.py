@@ -104,9 +104,9 @@ from ._tool_call_lifecycle import (
     EVENTS_THAT_REFRESH_STATUS,
     TOOL_CALL_TRANSITIONS,
     ToolCallAction,
-    ToolCallStatus,
     next_tool_call_status,
     tool_call_event,
+    tool_call_status,
 )
 
 __all__ = ["TURN_ENDS", "find_part", "part_id", "reduce_chat", "summary_status"]
@@ -120,15 +120,56 @@ TURN_ENDS: Final = (ChatTurnCompleteAction, ChatErrorAction, ChatTurnCancelledAc
 # ─── Status and lookups ──────────────────────────────────────────────────────
 
 _ACTIVITY_MASK: Final = (1 << 5) - 1  # idle, error, in progress, input needed: exclusive
+_KEPT_BITS: Final = ~_ACTIVITY_MASK
+_IDLE: Final = int(SessionStatus.IDLE)
+_ERROR: Final = int(SessionStatus.ERROR)
+_IN_PROGRESS: Final = int(SessionStatus.IN_PROGRESS)
+_INPUT_NEEDED: Final = int(SessionStatus.INPUT_NEEDED)
+_UNREAD_BITS: Final = ~int(SessionStatus.IS_READ)
+
+# The flag values met so far, by value: the status is derived after many actions, and both
+# ``SessionStatus(value)`` and an operator between flags run the enum's Python code. Bounded:
+# only values of the bits the protocol names (a peer's unknown bits are made each time).
+_STATUSES: dict[int, SessionStatus] = {}
+_CACHED_BITS: Final = (1 << 7) - 1
 
 
-def _blocks(tally_key: Any) -> bool:
-    """Whether parts of this :meth:`ResponseParts.tally_of` key wait on the user."""
-    return tally_key[0] == "input" or tally_key[1] in BLOCKING_TOOL_CALL_STATUSES
+def _status_of(value: int) -> SessionStatus:
+    """``SessionStatus(value)``, the flag made once per value."""
+    status = _STATUSES.get(value)
+    if status is None:
+        status = SessionStatus(value)
+        if 0 <= value <= _CACHED_BITS:
+            _STATUSES[value] = status
+    return status
 
 
 def _needs_input(turn: ActiveTurn | None) -> bool:
-    return turn is not None and turn.response_parts.count_where(_blocks) > 0
+    if turn is None:
+        return False
+    # A tally keeps only keys with items: any key (see ResponseParts.tally_of) of an open
+    # input request or of a tool call in a blocking status is a part that waits on the user.
+    for key in turn.response_parts.tally:  # not count_where: one call per key less
+        if key[0] == "input" or key[1] in BLOCKING_TOOL_CALL_STATUSES:
+            return True
+    return False
+
+
+def _derived_status(
+    status: SessionStatus, turn: ActiveTurn | None, *, failed: bool = False
+) -> SessionStatus:
+    """``status`` with its activity bits derived from ``turn``, the chat's active turn (see
+    :func:`summary_status`): so that a handler building a new state can set its status in
+    the same ``evolve``."""
+    if failed:
+        activity = _ERROR
+    elif turn is None:
+        activity = _IDLE
+    elif _needs_input(turn):
+        activity = _INPUT_NEEDED
+    else:
+        activity = _IN_PROGRESS
+    return _status_of((int(status) & _KEPT_BITS) | activity)
 
 
 def summary_status(state: ChatState, *, failed: bool = False) -> SessionStatus:
@@ -137,19 +178,11 @@ def summary_status(state: ChatState, *, failed: bool = False) -> SessionStatus:
     ``failed`` (the turn just ended with an error) wins over everything; the bits outside the
     activity mask (read, archived, unknown) are kept as they are.
     """
-    if failed:
-        activity = SessionStatus.ERROR
-    elif _needs_input(state.active_turn):
-        activity = SessionStatus.INPUT_NEEDED
-    elif state.active_turn is not None:
-        activity = SessionStatus.IN_PROGRESS
-    else:
-        activity = SessionStatus.IDLE
-    return SessionStatus((int(state.status) & ~_ACTIVITY_MASK) | activity)
+    return _derived_status(state.status, state.active_turn, failed=failed)
 
 
 def _unread(status: SessionStatus) -> SessionStatus:
-    return SessionStatus(int(status) & ~SessionStatus.IS_READ.value)
+    return _status_of(int(status) & _UNREAD_BITS)
 
 
 def _refresh_status(state: ChatState) -> ChatState:
@@ -204,7 +237,6 @@ def _turn_started(state: ChatState, action: ChatTurnStartedAction, now: str) -> 
     turn = ActiveTurn(
         id=action.turn_id, started_at=action.started_at, message=action.message, response_parts=()
     )
-    started = evolve(state, active_turn=turn)
     steering, queued = state.steering_message, state.queued_messages
     # A turn started from a pending message consumes it.
     if action.queued_message_id:
@@ -212,7 +244,7 @@ def _turn_started(state: ChatState, action: ChatTurnStartedAction, now: str) -> 
             steering = None
         if queued is not None:
             queued = tuple(m for m in queued if m.id != action.queued_message_id) or None
-    status = _unread(summary_status(started))
+    status = _unread(_derived_status(state.status, turn))
     # The same turn started again (refused by validation, replayed from elsewhere) may
     # rebuild exactly what is there: then it is a no-op, and no-ops are the same object.
     if (
@@ -223,7 +255,8 @@ def _turn_started(state: ChatState, action: ChatTurnStartedAction, now: str) -> 
     ):
         return state
     return evolve(
-        started,
+        state,
+        active_turn=turn,
         status=status,
         modified_at=now,
         steering_message=steering,
@@ -246,7 +279,7 @@ def _end_turn(
     parts = tuple(
         ToolCallResponsePart(tool_call=force_cancel(part.tool_call))
         if isinstance(part, ToolCallResponsePart)
-        and TOOL_CALL_TRANSITIONS[ToolCallStatus(part.tool_call.status)]
+        and TOOL_CALL_TRANSITIONS[tool_call_status(part.tool_call)]
         else part
         for part in active.response_parts
     )
@@ -261,8 +294,13 @@ def _end_turn(
         state=outcome,
         error=error,
     )
-    ended = evolve(state, turns=(*state.turns, turn), active_turn=None, modified_at=now)
-    return evolve(ended, status=summary_status(ended, failed=outcome is TurnState.ERROR))
+    return evolve(
+        state,
+        turns=(*state.turns, turn),
+        active_turn=None,
+        modified_at=now,
+        status=_derived_status(state.status, None, failed=outcome is TurnState.ERROR),
+    )
 
 
 @_handles(ChatTurnCompleteAction)

@@ -96,6 +96,7 @@ from ._state import (
 from ._unknown import UnknownVariant
 
 __all__ = [
+    "chat_summary_action",
     "reduce_session",
     "session_status",
     "summary_action",
@@ -257,6 +258,9 @@ def _server_tools_changed(
 _MUTABLE_SUMMARY_FIELDS: tuple[str, ...] = tuple(
     f.name for f in attrs.fields(ChatSummaryChanges) if f.name not in {"resource", "unknown_fields"}
 )
+#: Those fields, read at once from a ChatSummary, its changes or a ChatState (which inlines
+#: them): a tuple compared with ``==`` tests each pair as :func:`_same` does.
+_summary_fields = operator.attrgetter(*_MUTABLE_SUMMARY_FIELDS)
 
 
 def _chat_added(state: SessionState, action: SessionChatAddedAction) -> SessionState:
@@ -297,8 +301,10 @@ def _merge_changes(entry: ChatSummary, changes: ChatSummaryChanges) -> ChatSumma
     """Write the fields present in ``changes`` (``resource`` is identity and is ignored)."""
     present = {
         name: value
-        for name in _MUTABLE_SUMMARY_FIELDS
-        if (value := getattr(changes, name)) is not None and not _same(getattr(entry, name), value)
+        for name, value, old in zip(
+            _MUTABLE_SUMMARY_FIELDS, _summary_fields(changes), _summary_fields(entry), strict=True
+        )
+        if value is not None and not _same(old, value)
     }
     return evolve(entry, **present) if present else entry
 
@@ -612,9 +618,10 @@ def summary_changes(before: ChatSummary, after: ChatSummary) -> ChatSummaryChang
             path="$.chat",
         )
     changes: dict[str, Any] = {}
-    for name in _MUTABLE_SUMMARY_FIELDS:
-        old, new = getattr(before, name), getattr(after, name)
-        if _same(old, new):
+    for name, old, new in zip(
+        _MUTABLE_SUMMARY_FIELDS, _summary_fields(before), _summary_fields(after), strict=True
+    ):
+        if old is new or old == new:
             continue
         if new is None:
             raise LocalProtocolError(
@@ -645,6 +652,21 @@ def summary_action(
     if changes is None:
         return None
     return SessionChatUpdatedAction(chat=after.resource, changes=changes)
+
+
+def chat_summary_action(
+    entry: ChatSummary, chat: ChatState
+) -> SessionChatUpdatedAction | SessionChatAddedAction | None:
+    """``summary_action(entry, summary_of(chat))``: the session action that brings the catalog
+    entry ``entry`` to the fields ``chat`` inlines, or None.
+
+    The runtime asks this after every batch, for every chat the batch touched, and most
+    batches change no summary field (a response part, a tool call's progress): that answer
+    is found by comparing the fields in place, without building the chat's summary.
+    """
+    if entry.resource == chat.resource and _summary_fields(entry) == _summary_fields(chat):
+        return None
+    return summary_action(entry, summary_of(chat))
 
 
 def session_status(session: SessionState) -> SessionStatus:

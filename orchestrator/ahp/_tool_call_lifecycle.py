@@ -42,6 +42,7 @@ __all__ = [
     "next_tool_call_status",
     "tool_call_event",
     "tool_call_guard",
+    "tool_call_status",
 ]
 
 
@@ -161,8 +162,26 @@ ToolCallAction: TypeAlias = (
 """The actions that move an existing tool call through :data:`TOOL_CALL_TRANSITIONS`."""
 
 
+def tool_call_status(tool_call: ToolCallState) -> ToolCallStatus:
+    """``ToolCallStatus(tool_call.status)``, looked up (the enum's call runs Python code, and
+    this is asked for every tool-call action, by the validator and the reducer)."""
+    status = _STATUSES.get(tool_call.status)
+    return status if status is not None else ToolCallStatus(tool_call.status)
+
+
+_STATUSES: Final[Mapping[str, ToolCallStatus]] = {status.value: status for status in _S}
+
+
 def tool_call_event(action: ToolCallAction) -> ToolCallEvent:
     """The lifecycle event ``action`` stands for."""
+    # By the action's class first: most classes are one event (the match below tests the
+    # classes one after another).
+    event = _EVENT_OF_CLASS.get(type(action))
+    return event if event is not None else _event_of(action)
+
+
+def _event_of(action: ToolCallAction) -> ToolCallEvent:
+    """:func:`tool_call_event`, by the action's class and payload."""
     match action:
         case ChatToolCallDeltaAction():
             return _E.DELTA
@@ -188,6 +207,17 @@ def tool_call_event(action: ToolCallAction) -> ToolCallEvent:
             return _E.AUTH_RESOLVED
 
 
+#: The event of each action class that stands for one event whatever its payload.
+_EVENT_OF_CLASS: Final[Mapping[type, ToolCallEvent]] = {
+    ChatToolCallDeltaAction: _E.DELTA,
+    ChatToolCallApprovedAction: _E.APPROVED,
+    ChatToolCallDeniedAction: _E.DENIED,
+    ChatToolCallContentChangedAction: _E.CONTENT_CHANGED,
+    ChatToolCallAuthRequiredAction: _E.AUTH_REQUIRED,
+    ChatToolCallAuthResolvedAction: _E.AUTH_RESOLVED,
+}
+
+
 def tool_call_guard(tool_call: ToolCallState, event: ToolCallEvent) -> str | None:
     """Why a transition the table allows is still refused for this tool call, or None.
 
@@ -201,7 +231,7 @@ def tool_call_guard(tool_call: ToolCallState, event: ToolCallEvent) -> str | Non
 
 def next_tool_call_status(tool_call: ToolCallState, event: ToolCallEvent) -> ToolCallStatus | None:
     """The status ``event`` moves ``tool_call`` to; None if the table or the guard refuses it."""
-    target = TOOL_CALL_TRANSITIONS[ToolCallStatus(tool_call.status)].get(event)
+    target = TOOL_CALL_TRANSITIONS[tool_call_status(tool_call)].get(event)
     if target is None or tool_call_guard(tool_call, event) is not None:
         return None
     return target

@@ -113,9 +113,9 @@ from ._tool_call_lifecycle import (
     TOOL_CALL_TRANSITIONS,
     ToolCallAction,
     ToolCallEvent,
-    ToolCallStatus,
     tool_call_event,
     tool_call_guard,
+    tool_call_status,
 )
 from ._unknown import UnknownVariant
 
@@ -288,7 +288,7 @@ def _check_tool_call(state: ChatState, action: ToolCallAction, channel: str) -> 
     part = turn.response_parts[index]
     assert isinstance(part, ToolCallResponsePart)
     tool_call = part.tool_call
-    status = ToolCallStatus(tool_call.status)
+    status = tool_call_status(tool_call)
     event = tool_call_event(action)
     if event not in TOOL_CALL_TRANSITIONS[status]:
         _refuse(
@@ -624,6 +624,11 @@ _ADDRESS_ACTIVE_TURN: Final = (
 )
 
 
+#: Whether an action class is one of _ADDRESS_ACTIVE_TURN (the isinstance on the tuple tests
+#: its classes one after another, for every chat action).
+_ADDRESSES_ACTIVE_TURN: dict[type, bool] = {}
+
+
 def validate_chat_action(
     state: ChatState,
     action: ChatAction | UnknownAction,
@@ -657,11 +662,15 @@ def validate_chat_action(
             "before another turn starts"
         )
         _refuse(reason, action, channel, describe_chat_state(state), tool_call_id)
-    if isinstance(action, _ADDRESS_ACTIVE_TURN):
+    addresses = _ADDRESSES_ACTIVE_TURN.get(type(action))
+    if addresses is None:
+        addresses = _ADDRESSES_ACTIVE_TURN[type(action)] = isinstance(action, _ADDRESS_ACTIVE_TURN)
+    if addresses:
         assert turn is not None
-        if action.turn_id != turn.id:
+        turn_id = action.turn_id  # type: ignore[union-attr]  # one of _ADDRESS_ACTIVE_TURN
+        if turn_id != turn.id:
             _refuse(
-                f"turn {action.turn_id!r} is not the active turn",
+                f"turn {turn_id!r} is not the active turn",
                 action,
                 channel,
                 describe_chat_state(state),

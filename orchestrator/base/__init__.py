@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         TeamFileError,
         UnavailableError,
     )
-    from ._evolve import evolve
+    from ._evolve import evolve, slot_init
     from ._input_gate import (
         JSON_LIMITS,
         JsonLimits,
@@ -74,6 +74,7 @@ __all__ = [
     "parse_json_counted",
     "parse_timestamp",
     "registrar",
+    "slot_init",
     "text_problem",
     "timestamp",
     "utc_now",
@@ -106,7 +107,7 @@ if not TYPE_CHECKING:
                 "TeamFileError",
                 "UnavailableError",
             ),
-            "._evolve": ("evolve",),
+            "._evolve": ("evolve", "slot_init"),
             "._input_gate": (
                 "JSON_LIMITS",
                 "JsonLimits",

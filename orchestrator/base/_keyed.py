@@ -106,56 +106,73 @@ class KeyedVector(Sequence[T], Generic[T]):
 
     @classmethod
     def of(cls, items: Iterable[T]) -> Self:
-        """``items`` as this vector type; an instance of it is returned as it is."""
+        """``items`` as this vector type; an instance of it is returned as it is, and every
+        empty tuple is one empty vector (values are immutable: every turn starts with one)."""
         if type(items) is cls:
             return items
+        if items == () and type(items) is tuple:
+            empty = _EMPTY_VECTORS.get(cls)
+            if empty is None:
+                empty = _EMPTY_VECTORS[cls] = cls(())
+            return empty  # type: ignore[return-value]
         return cls(items)
 
     # ── changes (each returns a new vector) ────────────────────────────────
 
     def append(self, item: T) -> Self:
         """A vector with ``item`` added at the end."""
-        position = len(self._items)
+        items = self._items
+        position = len(items)
         index = self._index
         for key in self.keys_of(item):
             if key not in index:
                 index = index.set(key, position)
-        items = self._items.set(position, item)
-        return self._derived(items, index, self._counted(self._tally, item, +1))
+        tally = self._tally
+        counted = self.tally_of(item)
+        if counted is not None:
+            tally = _retallied(tally, None, counted)
+        # As _derived, inlined: this runs for nearly every fact of a fan-out.
+        derived = object.__new__(type(self))
+        derived._items = items.set(position, item)
+        derived._index = index
+        derived._tally = tally
+        derived._hash = None
+        return derived
 
     def set(self, position: int, item: T) -> Self:
         """A vector with the item at ``position`` replaced by ``item``."""
-        position = self._position(position)
-        old = self._items[position]
+        items = self._items
+        if type(position) is not int or not 0 <= position < len(items):
+            position = self._position(position)
+        old = items[position]
         if old is item:
             return self
-        items = self._items.set(position, item)
-        tally = self._counted(self._counted(self._tally, old, -1), item, +1)
-        old_keys, new_keys = self.keys_of(old), self.keys_of(item)
-        if old_keys == new_keys:
-            # The usual case: a part replaced by its next state keeps its id.
-            return self._derived(items, self._index, tally)
-        return self._derived(items, _index_of(_values(items), self.keys_of), tally)
+        tally = self._tally
+        was, counted = self.tally_of(old), self.tally_of(item)
+        if was != counted:  # the usual move of a part's status; else the tally stays
+            tally = _retallied(tally, was, counted)
+        items = items.set(position, item)
+        # The usual case: a part replaced by its next state keeps its id, and its index.
+        index = (
+            self._index
+            if self.keys_of(old) == self.keys_of(item)
+            else _index_of(_values(items), self.keys_of)
+        )
+        derived = object.__new__(type(self))
+        derived._items = items
+        derived._index = index
+        derived._tally = tally
+        derived._hash = None
+        return derived
 
     def remove(self, position: int) -> Self:
         """A vector without the item at ``position`` (O(n): removals are rare)."""
         position = self._position(position)
         kept = [item for at, item in enumerate(self) if at != position]
         items: Map[int, T] = Map(enumerate(kept))
-        tally = self._counted(self._tally, self._items[position], -1)
+        was = self.tally_of(self._items[position])
+        tally = self._tally if was is None else _retallied(self._tally, was, None)
         return self._derived(items, _index_of(kept, self.keys_of), tally)
-
-    def _counted(self, tally: Mapping[Hashable, int], item: T, step: int) -> Mapping[Hashable, int]:
-        counted = self.tally_of(item)
-        if counted is None:
-            return tally
-        changed = dict(tally)
-        total = changed.get(counted, 0) + step
-        if total:
-            changed[counted] = total
-        else:
-            del changed[counted]
-        return changed
 
     # ── lookups ────────────────────────────────────────────────────────────
 
@@ -227,6 +244,26 @@ class KeyedVector(Sequence[T], Generic[T]):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({list(self)!r})"
+
+
+#: The empty vector of each subclass (see :meth:`KeyedVector.of`).
+_EMPTY_VECTORS: dict[type, KeyedVector[Any]] = {}
+
+
+def _retallied(
+    tally: Mapping[Hashable, int], removed: Hashable | None, added: Hashable | None
+) -> Mapping[Hashable, int]:
+    """``tally`` less one item counted under ``removed`` and plus one under ``added`` (None:
+    not counted), in a new mapping; a key whose count falls to 0 is dropped."""
+    changed = dict(tally)
+    for key, step in ((removed, -1), (added, +1)):
+        if key is not None:
+            total = changed.get(key, 0) + step
+            if total:
+                changed[key] = total
+            else:
+                del changed[key]
+    return changed
 
 
 def _values(items: Map[int, T]) -> Iterator[T]:

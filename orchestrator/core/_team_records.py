@@ -117,6 +117,8 @@ class Overlay(Generic[K, V]):
     to it (shared by the batch's overlays, tagged with ``kind``) in the order made, so that
     what each action of the batch wrote can be handed out (:meth:`Transition.changes`)."""
 
+    __slots__ = ("base", "kind", "log", "pending", "writes")
+
     def __init__(
         self,
         base: dict[K, V],

@@ -40,14 +40,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final, Generic, TypeVar
 
 from orchestrator.ahp import (
+    TURN_ENDS,
     ChatState,
     SessionChatUpdatedAction,
     SessionState,
+    Turn,
     TurnState,
+    chat_summary_action,
     reduce_chat,
     reduce_session,
-    summary_action,
-    summary_of,
+    validate_chat_action,
 )
 
 from ._facts import Action, Fact
@@ -179,39 +181,60 @@ class TeamState:
                 self.approvals, self._pending_approvals.values, kind="approval", log=log
             ),
         )
+        chats = tr.chats
         for index, (channel, action) in enumerate(actions):
-            reduced_chat = None
-            if validate:
-                reduced_chat = validate_action(
-                    tr, channel, action, session_uri=self.session_uri, now=now
+            ended: Turn | None = None
+            chat = chats.get(channel) if action.type.startswith("chat/") else None
+            if chat is not None:
+                # A chat action on a chat of the run (most facts): what validate_action and
+                # reduce_action do with it below, in one step (the property tests hold this
+                # path to the reference).
+                reduced = reduce_chat(chat, action, now=now)  # type: ignore[arg-type]
+                if validate:
+                    validate_chat_action(chat, action, channel=channel, reduced=reduced)  # type: ignore[arg-type]
+                chats[channel] = reduced
+                tr.touched_chats.add(channel)
+                if reduced is not chat and isinstance(action, TURN_ENDS):
+                    ended = reduced.turns[-1]  # an end that applied appends its turn
+            else:
+                reduced_chat = None
+                if validate:
+                    reduced_chat = validate_action(
+                        tr, channel, action, session_uri=self.session_uri, now=now
+                    )
+                ended = reduce_action(
+                    tr,
+                    channel,
+                    action,
+                    session_uri=self.session_uri,
+                    now=now,
+                    reduced_chat=reduced_chat,
                 )
-            ended = reduce_action(
-                tr,
-                channel,
-                action,
-                session_uri=self.session_uri,
-                now=now,
-                reduced_chat=reduced_chat,
-            )
             if ended is not None:
                 tr.ended_turns[index] = ended
             if record:
                 tr.step()
         if validate:
             # Announce summary changes in the same batch (session/chatUpdated).
-            for chat_uri in sorted(tr.touched_chats):
+            touched = tr.touched_chats
+            for chat_uri in sorted(touched) if len(touched) > 1 else touched:
                 self._announce_summary(tr, chat_uri, now=now)
         return tr
 
     def push(self, tr: Transition) -> None:
         """``tr``'s facts are being written: batches prepared from now on build on it."""
         self._serials += 1
-        tr.serial = self._serials
+        serial = tr.serial = self._serials
         self._in_flight.append(tr)
-        self._pending_chats.push(tr.chats.writes, tr.serial)
-        self._pending_members.push(tr.members.writes, tr.serial)
-        self._pending_tasks.push(tr.tasks.writes, tr.serial)
-        self._pending_approvals.push(tr.approvals.writes, tr.serial)
+        # Most batches write chats only: a store the batch did not write is skipped.
+        if tr.chats.writes:
+            self._pending_chats.push(tr.chats.writes, serial)
+        if tr.members.writes:
+            self._pending_members.push(tr.members.writes, serial)
+        if tr.tasks.writes:
+            self._pending_tasks.push(tr.tasks.writes, serial)
+        if tr.approvals.writes:
+            self._pending_approvals.push(tr.approvals.writes, serial)
 
     def discard_pending(self) -> None:
         """Forget every batch in flight: their facts did not become durable."""
@@ -247,19 +270,34 @@ class TeamState:
             assert not self._in_flight, "an unpushed batch cannot overtake those in flight"
         self.session = tr.session
         self.run = tr.run
-        for task_id, task in tr.tasks.writes.items():
-            self._count_task(self.tasks.get(task_id), task)
-        for approval_id, record in tr.approvals.writes.items():
-            self._count_approval(self.approvals.get(approval_id), record)
-        self.chats.update(tr.chats.writes)
-        self.members.update(tr.members.writes)
-        self.tasks.update(tr.tasks.writes)
-        self.approvals.update(tr.approvals.writes)
-        if tr.serial is not None:
-            self._pending_chats.settle(tr.chats.writes, tr.serial)
-            self._pending_members.settle(tr.members.writes, tr.serial)
-            self._pending_tasks.settle(tr.tasks.writes, tr.serial)
-            self._pending_approvals.settle(tr.approvals.writes, tr.serial)
+        serial = tr.serial
+        # A store the batch did not write is skipped (most batches write chats only).
+        chats, members, tasks, approvals = (
+            tr.chats.writes,
+            tr.members.writes,
+            tr.tasks.writes,
+            tr.approvals.writes,
+        )
+        if chats:
+            self.chats.update(chats)
+            if serial is not None:
+                self._pending_chats.settle(chats, serial)
+        if members:
+            self.members.update(members)
+            if serial is not None:
+                self._pending_members.settle(members, serial)
+        if tasks:
+            for task_id, task in tasks.items():
+                self._count_task(self.tasks.get(task_id), task)
+            self.tasks.update(tasks)
+            if serial is not None:
+                self._pending_tasks.settle(tasks, serial)
+        if approvals:
+            for approval_id, record in approvals.items():
+                self._count_approval(self.approvals.get(approval_id), record)
+            self.approvals.update(approvals)
+            if serial is not None:
+                self._pending_approvals.settle(approvals, serial)
         self.last_sequence = last_sequence
 
     def _count_task(self, before: TaskRecord | None, after: TaskRecord) -> None:
@@ -378,7 +416,7 @@ class TeamState:
         index = session.chats.find(chat_uri)
         if index is None:
             return
-        update = summary_action(session.chats[index], summary_of(chat))
+        update = chat_summary_action(session.chats[index], chat)
         if update is None:
             return
         tr.actions.append((self.session_uri, update))

@@ -176,7 +176,10 @@ class FactBus:
     def wants_changes(self) -> bool:
         """Whether anyone follows the state (then the recorder notes what each fact writes;
         a batch published without that is folded by its followers instead)."""
-        return bool(self._following) or any(wanted() for wanted in self._changes_wanted)
+        # Asked for every batch: no generator while no one asks for the changes.
+        return bool(self._following) or (
+            bool(self._changes_wanted) and any(wanted() for wanted in self._changes_wanted)
+        )
 
     def unsubscribe(self, subscription: Subscription) -> None:
         if subscription in self._subscriptions:

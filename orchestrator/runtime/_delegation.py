@@ -26,7 +26,6 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Protocol
 
-import attrs
 import structlog
 import trio
 
@@ -38,7 +37,7 @@ from orchestrator.ahp import (
     ToolChatOrigin,
     ToolResultSubagentContent,
 )
-from orchestrator.base import RunError
+from orchestrator.base import RunError, evolve
 from orchestrator.core import (
     Action,
     HandoffRecorded,
@@ -68,6 +67,7 @@ from ._context import (
     chat_added,
     is_cancellation,
 )
+from ._logging import bound_log_context
 
 __all__: list[str] = []
 
@@ -236,7 +236,7 @@ class Delegation:
             )
             spawn: list[tuple[str, Action]] = []
             if task not in run.state.tasks:  # it did not wait: created and started at once
-                spawn.append((run.session, attrs.evolve(created, status=TaskStatus.RUNNING)))
+                spawn.append((run.session, evolve(created, status=TaskStatus.RUNNING)))
             spawn += [
                 (
                     run.session,
@@ -410,7 +410,7 @@ class Delegation:
         with trio.CancelScope() as scope:
             run.scopes[ctx.chat] = scope
             deadline = trio.move_on_after(timeout) if timeout is not None else nullcontext()
-            with structlog.contextvars.bound_contextvars(chat=ctx.chat, agent=ctx.agent.name):
+            with bound_log_context(chat=ctx.chat, agent=ctx.agent.name):
                 try:
                     with deadline as timer:
                         result = await self._run_chat(ctx, message, resume=resume)

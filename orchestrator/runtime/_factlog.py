@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Protocol
+from typing import IO, TYPE_CHECKING, Final, Protocol
 
 import trio
 
@@ -83,6 +83,10 @@ class DoneTicket:
 
     async def wait(self) -> None:
         return None
+
+
+#: The ticket of every batch a synchronous log took (a done ticket without error is a value).
+_DONE: Final = DoneTicket()
 
 
 def _cannot_abort(_: object) -> trio.lowlevel.Abort:
@@ -167,7 +171,7 @@ class MemoryFactLog(_KeepsNothingElse):
         self, facts: Sequence[Fact], *, ended_turns: Mapping[int, Turn] | None = None
     ) -> Ticket:
         self.facts.extend(facts)
-        return DoneTicket()
+        return _DONE
 
 
 class JsonlFactLog(_KeepsNothingElse):

@@ -8,9 +8,20 @@ examples.
 from __future__ import annotations
 
 import itertools
+import os
 import uuid
 
 __all__ = ["Ids"]
+
+
+def uuid4_text(random: bytes) -> str:
+    """``str(uuid.UUID(bytes=random, version=4))``, a third of the cost (a fan-out makes one
+    per worker): the same bits set (version 4, the RFC 4122 variant), the same text."""
+    value = int.from_bytes(random, "big")
+    value = (value & ~(0xC000 << 48)) | (0x8000 << 48)
+    value = (value & ~(0xF000 << 64)) | (4 << 76)
+    digits = f"{value:032x}"
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
 class Ids:
@@ -27,12 +38,15 @@ class Ids:
         self._counters: dict[str, itertools.count[int]] = {}
 
     def _next(self, kind: str) -> int:
-        return next(self._counters.setdefault(kind, itertools.count(1)))
+        counter = self._counters.get(kind)
+        if counter is None:
+            counter = self._counters[kind] = itertools.count(1)
+        return next(counter)
 
     def _uuid(self, kind: str) -> str:
         if self._deterministic:
             return str(uuid.UUID(int=(self._restart << 64) | self._next(kind)))
-        return str(uuid.uuid4())
+        return uuid4_text(os.urandom(16))
 
     def session(self) -> str:
         return f"ahp-session:/{self._uuid('session')}"

@@ -17,7 +17,8 @@ trio-websocket, httpx), goes through the same steps before it is rendered:
 Our events run these steps as structlog processors; a library's records run them in the
 ``ProcessorFormatter``'s ``foreign_pre_chain`` (the repeat limit as a filter on the handler:
 a formatter cannot drop a record). Tasks bind their ids (chat, agent, session) with
-``structlog.contextvars.bound_contextvars``.
+``structlog.contextvars.bound_contextvars``, or :class:`bound_log_context` where one is
+entered per worker.
 
 The secrets redacted by their exact value are the daemon's tokens and the model backends'
 API keys: whoever holds one calls :func:`register_secret` when it starts.
@@ -49,10 +50,32 @@ __all__ = [
     "REPEAT_WINDOW",
     "RepeatKey",
     "RepeatLimiter",
+    "bound_log_context",
     "configure_logging",
     "redact_text",
     "register_secret",
 ]
+
+
+class bound_log_context:  # noqa: N801  # named as the structlog function it stands for
+    """``structlog.contextvars.bound_contextvars(**fields)`` for the hot path (a fan-out
+    binds a worker's chat and agent once per worker): it resets each variable by the token
+    its binding returned, where structlog's reads the whole context first (a copy of every
+    context variable) and binds the saved values again after. Either way, inside the block
+    each key has its value, and after it the value it had before (or none)."""
+
+    __slots__ = ("_fields", "_tokens")
+
+    def __init__(self, **fields: Any) -> None:
+        self._fields = fields
+        self._tokens: Mapping[str, Any] = {}
+
+    def __enter__(self) -> None:
+        self._tokens = structlog.contextvars.bind_contextvars(**self._fields)
+
+    def __exit__(self, *exc_info: object) -> None:
+        structlog.contextvars.reset_contextvars(**self._tokens)
+
 
 #: Frames kept of each stack of a traceback, half from each end: the frames nearest the
 #: caller and nearest the failure are the ones read; a stack much deeper is a recursion,

@@ -27,7 +27,7 @@ import attrs
 import structlog
 
 from orchestrator.ahp import ActionOrigin
-from orchestrator.base import FactLogError, now_timestamp
+from orchestrator.base import FactLogError, now_timestamp, slot_init
 from orchestrator.core import Action, Fact, TeamState, Transition
 
 from ._bus import FactBus
@@ -41,6 +41,9 @@ log = structlog.get_logger("orchestrator.runtime")
 
 #: Origins waiting for the fact that carries their client's action (oldest dropped first).
 MAX_EXPECTED_ORIGINS: Final = 256
+
+#: ``Fact(...)``, the same instance at half the cost (every fact is made here).
+_new_fact: Final = slot_init(Fact)
 
 
 @attrs.define(eq=False)
@@ -121,7 +124,15 @@ class Recorder:
         check and the append. Once submitted, the batch is recorded whole even if the caller
         is cancelled meanwhile (the cancellation arrives at the caller's next checkpoint).
         """
-        return await self.submit(actions, guard=guard).wait()
+        # PendingBatch.wait, inlined (one coroutine less per batch: most facts come this way).
+        entry = self.submit(actions, guard=guard)
+        ticket = entry.ticket
+        if not ticket.done():
+            await ticket.wait()
+        self._settle()
+        if entry.error is not None:
+            raise entry.error
+        return entry.facts
 
     def submit(
         self, actions: Sequence[tuple[str, Action]], *, guard: Callable[[], None] | None = None
@@ -142,7 +153,7 @@ class Recorder:
         transition = self.state.prepare(actions, now=now, record=self.bus.wants_changes())
         first = self._last_sequence + 1
         facts = [
-            Fact(
+            _new_fact(
                 sequence=first + offset,
                 session=self.state.session_uri,
                 channel=channel,
@@ -217,8 +228,10 @@ class PendingBatch:
         :class:`FactLogError` if the log failed it (or a batch before it)."""
         # Not cancellable (the ticket's wait is not): a cancelled waiter would leave its
         # batch durable but never committed if no one waited after it. The cancellation
-        # arrives at the caller's next checkpoint.
-        await self.ticket.wait()
+        # arrives at the caller's next checkpoint. A done ticket's wait returns at once (no
+        # checkpoint): it is not called then.
+        if not self.ticket.done():
+            await self.ticket.wait()
         self.recorder._settle()
         if self.error is not None:
             raise self.error

@@ -340,6 +340,7 @@ class Turns:
         input_tokens = output_tokens = 0
         text = ""
         ctx.steering = []
+        unrecorded: list[tuple[str, Action]] = []  # the last round's, left to the turn's end
         attempt = interrupted_turns(self.run.state.chats[chat])
         try:
             backend = self._backend(ctx.agent)  # inside: a backend that cannot start fails the turn
@@ -362,7 +363,9 @@ class Turns:
                     chat_state=self.run.state.chats[chat],
                     tools=self._tools(ctx.agent),
                 )
-                requests, round_text, usage = await self._stream_round(ctx, backend, context)
+                requests, round_text, usage, unrecorded = await self._stream_round(
+                    ctx, backend, context
+                )
                 text = round_text or text
                 if usage is not None:
                     input_tokens += usage.input_tokens
@@ -397,8 +400,9 @@ class Turns:
                     [(chat, ChatTurnCancelledAction(turn_id=turn_id, duration=_ms(started)))]
                 )
             raise
+        # With the last round's usage, if _stream_round left it to this batch.
         await self.run.recorder.record(
-            [(chat, ChatTurnCompleteAction(turn_id=turn_id, duration=_ms(started)))]
+            [*unrecorded, (chat, ChatTurnCompleteAction(turn_id=turn_id, duration=_ms(started)))]
         )
         return TurnResult(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
 
@@ -457,8 +461,16 @@ class Turns:
 
     async def _stream_round(
         self, ctx: ChatContext, backend: Backend, context: RoundContext
-    ) -> tuple[list[ToolCallRequest], str, UsageReport | None]:
-        """Turn one model round into facts; return its tool calls, text and usage."""
+    ) -> tuple[list[ToolCallRequest], str, UsageReport | None, list[tuple[str, Action]]]:
+        """Turn one model round into facts; return its tool calls, text and usage, and the
+        facts left to the turn's end.
+
+        A round that asks for no tool call ends its turn: its ``chat/usage`` is then left to
+        the caller, to be recorded in one batch with the ``chat/turnComplete`` that follows it
+        at once (the same facts in the same order, one durable write less per turn; nothing
+        runs between the two, and ``chat/usage`` is refused only off the active turn, as
+        ``chat/turnComplete`` is). A round that asks for tools records it before they run.
+        """
         chat, turn_id = ctx.chat, ctx.turn_id
         requests: list[ToolCallRequest] = []
         usage: UsageReport | None = None
@@ -521,21 +533,15 @@ class Turns:
                         usage = event
         if requested is not None:
             await requested.wait()
+        unrecorded: list[tuple[str, Action]] = []
         if usage is not None:
-            await self.run.recorder.record(
-                [
-                    (
-                        chat,
-                        ChatUsageAction(
-                            turn_id=turn_id,
-                            usage=UsageInfo(
-                                input_tokens=usage.input_tokens, output_tokens=usage.output_tokens
-                            ),
-                        ),
-                    )
-                ]
-            )
-        return requests, "".join(text_parts), usage
+            info = UsageInfo(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+            used: list[tuple[str, Action]] = [(chat, ChatUsageAction(turn_id=turn_id, usage=info))]
+            if requests:
+                await self.run.recorder.record(used)
+            else:
+                unrecorded = used
+        return requests, "".join(text_parts), usage, unrecorded
 
     def _tool_call_start(
         self,
