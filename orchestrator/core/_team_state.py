@@ -466,11 +466,12 @@ class TeamState:
 
     def queued_count(self) -> int:
         """Delegated tasks waiting for a slot in the parallel budget."""
-        return self._delegated[TaskStatus.QUEUED]
+        # ``get``: a Counter's missing key goes through a Python-level ``__missing__``.
+        return self._delegated.get(TaskStatus.QUEUED, 0)
 
     def active_count(self) -> int:
         """Delegated tasks running now."""
-        return self._delegated[TaskStatus.RUNNING]
+        return self._delegated.get(TaskStatus.RUNNING, 0)
 
     def unfinished_count(self) -> int:
         """Delegated tasks queued or running."""
@@ -487,7 +488,7 @@ class TeamState:
         """Whether an approval (of ``chat_uri``, or of anyone) waits for a decision."""
         if chat_uri is None:
             return any(n > 0 for n in self._pending_by_chat.values())
-        return self._pending_by_chat[chat_uri] > 0
+        return self._pending_by_chat.get(chat_uri, 0) > 0
 
     def coordinator_chat(self) -> str | None:
         return None if self.run is None else self.run.coordinator_chat
