@@ -37,6 +37,7 @@ from orchestrator.ahp import (
     ChatResponsePartAction,
     ChatSource,
     ChatState,
+    ChatSummaryChanges,
     ChatToolCallCompleteAction,
     ChildCustomizationType,
     Customization,
@@ -128,6 +129,11 @@ def unknown_variant(draw: st.DrawFn, cls: type[UnknownVariant]) -> dict[str, Any
     return {cls.TAG: draw(names), **draw(unknown_objects)}
 
 
+#: Values whose absent fields mean "unchanged": a value of a new kind there is a change (the
+#: reducer keeps and applies it), which stripping it cannot undo, so none is injected.
+PARTIAL_UPDATES: Final = frozenset({ChatSummaryChanges})
+
+
 def inject(draw: st.DrawFn, data: Any, tp: Any) -> Any:
     """``data`` (the JSON of a value of type ``tp``) with unknown keys and variants injected."""
     members = _members(tp)
@@ -162,7 +168,11 @@ def inject(draw: st.DrawFn, data: Any, tp: Any) -> Any:
         field_type = hints[field.name]
         if key in data:
             out[key] = inject(draw, data[key], field_type)
-        elif (unknown := _unknown_of(field_type)) is not None and draw(st.integers(0, 3)) == 0:
+        elif (
+            (unknown := _unknown_of(field_type)) is not None
+            and tp not in PARTIAL_UPDATES
+            and draw(st.integers(0, 3)) == 0
+        ):
             out[key] = draw(unknown_variant(unknown))  # an absent optional, now of a new kind
     out.update(draw(unknown_objects))
     return out
