@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import threading
 import typing
 from collections.abc import Callable
 from typing import Any, Final
@@ -35,7 +36,7 @@ from typing import Any, Final
 import attrs
 from cattrs.fns import identity
 
-from . import _actions, _commands, _state
+from . import _state
 from ._unknown import UnknownVariant
 from ._wire import (
     _converter,
@@ -115,26 +116,30 @@ class _Compiler:
         self.encoders: dict[type, _Encoder] = {}
         self._compiling: set[type] = set()
         self._names = itertools.count()
+        # Compiling is rare and takes the lock (the journal's writer thread encodes too);
+        # encoding reads ``encoders`` without it.
+        self._lock = threading.RLock()
 
     def encoder_of(self, cls: type) -> _Encoder:
         """The function that unstructures a value of exactly ``cls`` as the converter does."""
-        found = self.encoders.get(cls)
-        if found is not None:
-            return found
-        hook = _converter.get_unstructure_hook(cls)
-        encoder: _Encoder = hook
-        if isinstance(cls, type) and issubclass(cls, UnknownVariant):
-            encoder = _unstructure_unknown_variant
-        elif _code_of(hook) is _MODEL_CODE and _is_model(cls):
-            self._compiling.add(cls)
-            try:
-                encoder = self._compile(cls)
-            except _NotCompiledError:
-                pass
-            finally:
-                self._compiling.discard(cls)
-        self.encoders[cls] = encoder
-        return encoder
+        with self._lock:
+            found = self.encoders.get(cls)
+            if found is not None:
+                return found
+            hook = _converter.get_unstructure_hook(cls)
+            encoder: _Encoder = hook
+            if isinstance(cls, type) and issubclass(cls, UnknownVariant):
+                encoder = _unstructure_unknown_variant
+            elif _code_of(hook) is _MODEL_CODE and _is_model(cls):
+                self._compiling.add(cls)
+                try:
+                    encoder = self._compile(cls)
+                except _NotCompiledError:
+                    pass
+                finally:
+                    self._compiling.discard(cls)
+            self.encoders[cls] = encoder
+            return encoder
 
     def dispatch(self, value: Any) -> Any:
         """As the converter unstructures a value of a union: by the value's own class."""
@@ -148,7 +153,7 @@ class _Compiler:
         names: dict[str, Any] = {
             "_with_unknown_fields": _with_unknown_fields,
             "_dispatch": self.dispatch,
-            "_encoders": self.encoders,
+            "_encoder_of": self.encoder_of,
             "_plain": _plain,
             "_str": str,
             "_json_tree": _json_tree,
@@ -209,7 +214,7 @@ class _Compiler:
             return f"{{key: _json_tree(item) for key, item in {value}.items()}}"
         if code is _MODEL_CODE and isinstance(tp, type) and _is_model(tp):
             if tp in self._compiling:  # a model that holds itself: looked up when called
-                return f"_encoders[{self._name(tp, names)}]({value})"
+                return f"_encoder_of({self._name(tp, names)})({value})"
             return f"{self._name(self.encoder_of(tp), names)}({value})"
         if code is _ITERABLE_CODE and hook.__defaults__[0] is list and typing.get_args(tp):
             item = f"item{next(self._names)}"
@@ -235,16 +240,9 @@ def _optional_of(tp: Any) -> Any:
 
 _COMPILER: Final = _Compiler()
 
-for _module in (_state, _actions, _commands):
-    for _item in vars(_module).values():
-        if isinstance(_item, type) and (_is_model(_item) or issubclass(_item, UnknownVariant)):
-            _COMPILER.encoder_of(_item)
-
 
 def unstructure(value: object) -> Any:
     """Encode an AHP value (model, union member, enum, tuple...) as JSON-ready data: equal,
-    key order included, to what the converter of :mod:`._wire` gives."""
-    encoder = _COMPILER.encoders.get(value.__class__)
-    if encoder is None:
-        return _converter.unstructure(value)
-    return encoder(value)
+    key order included, to what the converter of :mod:`._wire` gives. A class is compiled
+    when first met (as the converter makes its hooks): a process pays for what it encodes."""
+    return _COMPILER.dispatch(value)
