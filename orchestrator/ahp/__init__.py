@@ -352,9 +352,9 @@ if TYPE_CHECKING:
         structure_envelope,
         structure_session_action,
         structure_session_state,
-        unstructure,
         wire_name,
     )
+    from ._wire_encode import unstructure
 
 __all__ = [
     "BLOCKING_TOOL_CALL_STATUSES",
@@ -1050,8 +1050,8 @@ if not TYPE_CHECKING:
                 "structure_envelope",
                 "structure_session_action",
                 "structure_session_state",
-                "unstructure",
                 "wire_name",
             ),
+            "._wire_encode": ("unstructure",),
         },
     )

@@ -115,7 +115,6 @@ __all__ = [
     "structure_envelope",
     "structure_session_action",
     "structure_session_state",
-    "unstructure",
     "wire_name",
 ]
 
@@ -710,8 +709,3 @@ def structure_chat_state(data: object) -> ChatState:
 def structure_session_state(data: object) -> SessionState:
     """Decode a session channel snapshot."""
     return structure(data, SessionState)
-
-
-def unstructure(value: object) -> Any:
-    """Encode an AHP value (model, union member, enum, tuple...) as JSON-ready data."""
-    return _converter.unstructure(value)

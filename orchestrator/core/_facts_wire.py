@@ -50,11 +50,19 @@ for _cls in _TEAM_TYPES.values():
     )
 
 
+#: Each team action's generated hook, looked up by class: what ``_team.unstructure`` would
+#: dispatch to, without its dispatch (every fact is encoded).
+_TEAM_HOOKS: dict[type[Any], Any] = {
+    cls: _team.get_unstructure_hook(cls) for cls in _TEAM_TYPES.values()
+}
+
+
 def encode_action(action: Action) -> dict[str, Any]:
-    if action.type.startswith("team/"):
+    team = _TEAM_HOOKS.get(action.__class__)
+    if team is not None or action.type.startswith("team/"):
         # ``type`` first, like the AHP actions, so a log reads well.
         encoded: dict[str, Any] = {"type": action.type}
-        encoded.update(_team.unstructure(action))
+        encoded.update(_team.unstructure(action) if team is None else team(action))
         return encoded
     wire: dict[str, Any] = ahp.unstructure(action)
     return wire

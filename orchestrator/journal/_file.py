@@ -125,7 +125,11 @@ def _connect(path: Path, *, durability: Durability, max_bytes: int | None) -> sq
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         _create_private(path)
-        connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        # Room for every statement the writer makes (the multi-row INSERTs' texts:
+        # _rows._insert_rows), so that none is compiled again.
+        connection = sqlite3.connect(
+            path, isolation_level=None, check_same_thread=False, cached_statements=256
+        )
     except (OSError, sqlite3.Error) as exc:
         raise _error(path, f"cannot create the journal: {exc}") from exc
     try:

@@ -112,11 +112,14 @@ def _write_group(connection: _Connection, group: Sequence[_Item], history: _Agen
         "WHERE session = ?",
         [(*values, session) for session, values in latest.items()],
     )
-    added = [chat for batch in batches for chat in batch.chats]
-    if added:
-        connection.executemany(
-            "INSERT INTO chats (chat, session) VALUES (?, ?) ON CONFLICT DO NOTHING", added
-        )
+    # In few multi-row statements (executemany steps once per row, and every step lets go of
+    # the GIL: see above).
+    _insert_rows(
+        connection,
+        "INSERT INTO chats (chat, session)",
+        [chat for batch in batches for chat in batch.chats],
+        " ON CONFLICT DO NOTHING",
+    )
     for item in group:
         if isinstance(item, _Batch):
             history.record(connection, item.facts, item.ended_turns)
@@ -153,6 +156,9 @@ def _stored_batches(connection: _Connection, group: Sequence[_Item]) -> list[_Ba
 COPY_AT_LEAST: Final = 32
 #: Most rows one INSERT statement writes (7 columns each: SQLite takes 32,766 parameters).
 ROWS_PER_INSERT: Final = 256
+#: Rows go in statements of a multiple of this many rows, then one of fewer: two statements
+#: for up to :data:`ROWS_PER_INSERT` rows, of 31 texts a table.
+ROWS_STEP: Final = 16
 
 
 def _insert_rows(
@@ -160,8 +166,9 @@ def _insert_rows(
 ) -> None:
     """``head VALUES (...), (...) tail`` for ``rows``, in order, in few statements.
 
-    Statements hold :data:`ROWS_PER_INSERT` rows, then halves of that for the rest: few
-    distinct texts, which the sqlite3 module compiles once and keeps in its cache. A
+    Statements hold :data:`ROWS_PER_INSERT` rows, then a multiple of :data:`ROWS_STEP`,
+    then the rest: at most two statements for a group's rows, of few distinct texts, which
+    the sqlite3 module compiles once and keeps in its cache (see ``_file._connect``). A
     connection that can copy rows in (PostgreSQL's ``COPY``: seven times the rows a second of
     multi-row ``INSERT``s) does, when nothing follows the rows (no ``ON CONFLICT``) and there
     are enough of them to pay for the ``COPY``'s own round trips.
@@ -172,7 +179,8 @@ def _insert_rows(
         return
     start = 0
     while start < len(rows):
-        size = min(ROWS_PER_INSERT, 1 << ((len(rows) - start).bit_length() - 1))
+        left = len(rows) - start
+        size = min(ROWS_PER_INSERT, left if left < ROWS_STEP else left - left % ROWS_STEP)
         chunk = rows[start : start + size]
         connection.execute(
             _values_sql(head, len(chunk[0]), size, tail), [v for row in chunk for v in row]
@@ -254,11 +262,15 @@ class _SnapshotWriter:
         if written is None:
             connection.execute("DELETE FROM snapshot_parts WHERE session = ?", (session,))
             written = {}
-        connection.executemany(
-            "DELETE FROM snapshot_parts WHERE session = ? AND kind = ? AND name = ? "
-            "AND position = ?",
-            [(session, *key) for key in written.keys() - parts.keys()],
-        )
+        # The parts gone since, in few statements (as the rows below, and for the same reason).
+        gone = sorted(written.keys() - parts.keys())
+        for start in range(0, len(gone), ROWS_PER_INSERT):
+            keys = gone[start : start + ROWS_PER_INSERT]
+            connection.execute(
+                "DELETE FROM snapshot_parts WHERE session = ? AND (kind, name, position) IN "
+                f"(VALUES {', '.join(['(?, ?, ?)'] * len(keys))})",
+                [session, *(value for key in keys for value in key)],
+            )
         rows = [
             (session, *key, sequence, compact_dumps(encode_part(key, values)))
             for key, values in parts.items()
@@ -266,12 +278,16 @@ class _SnapshotWriter:
         ]
         header = compact_dumps(snapshot_header(state))
         if self._checksums:
-            connection.executemany(
+            # In multi-row statements: a first snapshot of a large session has thousands of
+            # parts, and executemany would let go of the GIL, and wait to take it back from
+            # the trio thread, for each (see _write_group).
+            _insert_rows(
+                connection,
                 "INSERT INTO snapshot_parts (session, kind, name, position, sequence, data, "
-                "checksum) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (session, kind, name, position) DO UPDATE SET "
-                "sequence = excluded.sequence, data = excluded.data, checksum = excluded.checksum",
+                "checksum)",
                 [(*row, fact_checksum(row[-1])) for row in rows],
+                " ON CONFLICT (session, kind, name, position) DO UPDATE SET "
+                "sequence = excluded.sequence, data = excluded.data, checksum = excluded.checksum",
             )
             connection.execute(
                 "INSERT INTO snapshots (session, sequence, state, checksum) VALUES (?, ?, ?, ?) "
