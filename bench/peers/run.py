@@ -770,8 +770,13 @@ def run_one(name: str, n: int, budget: float) -> dict[str, float] | None:
         return None
     if done.returncode != 0:
         raise SystemExit(f"{name} at N = {n} failed:\n{done.stderr[-3000:]}")
-    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return figures
+    # The figures are the child's last JSON line: a framework may print after it (CrewAI's
+    # first run in a fresh data directory prints a notice at exit).
+    for line in reversed(done.stdout.strip().splitlines()):
+        if line.startswith("{"):
+            figures: dict[str, float] = json.loads(line)
+            return figures
+    raise SystemExit(f"{name} at N = {n} printed no figures:\n{done.stdout[-3000:]}")
 
 
 def thousands(value: float) -> str:
