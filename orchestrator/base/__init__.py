@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ._lazy import lazy_facade
 
 if TYPE_CHECKING:
-    from ._by_class import registrar
+    from ._by_class import registrar, resolve_subclass
     from ._clock import now_timestamp, parse_timestamp, timestamp, utc_now
     from ._compact_json import compact_dumps
     from ._errors import (
@@ -74,6 +74,7 @@ __all__ = [
     "parse_json_counted",
     "parse_timestamp",
     "registrar",
+    "resolve_subclass",
     "slot_init",
     "text_problem",
     "timestamp",
@@ -84,7 +85,7 @@ if not TYPE_CHECKING:
     __getattr__, __dir__ = lazy_facade(
         __name__,
         {
-            "._by_class": ("registrar",),
+            "._by_class": ("registrar", "resolve_subclass"),
             "._clock": ("now_timestamp", "parse_timestamp", "timestamp", "utc_now"),
             "._compact_json": ("compact_dumps",),
             "._errors": (

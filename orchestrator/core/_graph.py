@@ -71,6 +71,7 @@ from orchestrator.ahp import (
     UnknownChatOrigin,
     UserChatOrigin,
 )
+from orchestrator.base import resolve_subclass
 
 from ._facts import Fact
 from ._team_actions import (
@@ -312,7 +313,7 @@ class DelegationGraph:
         action = fact.action
         fold = _FOLDS.get(type(action), _UNRESOLVED)
         if fold is _UNRESOLVED:
-            fold = _resolve_fold(type(action))
+            fold = resolve_subclass(_FOLDS, _FOLDED_TYPES, type(action), None)
         if fold is not None:
             fold(self, fact, action)
 
@@ -851,15 +852,6 @@ _FOLDS: dict[type, Callable[[DelegationGraph, Fact, Any], None] | None] = {
 }
 _FOLDED_TYPES: Final = tuple(_FOLDS)
 _UNRESOLVED: Final[Any] = object()
-
-
-def _resolve_fold(cls: type) -> Callable[[DelegationGraph, Fact, Any], None] | None:
-    """The fold of an action type not in _FOLDS yet: that of the first folded type it is a
-    subclass of (as a ``match`` on the types in _FOLDS' order would pick), or none;
-    remembered for the next fact of the type."""
-    fold = next((_FOLDS[base] for base in _FOLDED_TYPES if issubclass(cls, base)), None)
-    _FOLDS[cls] = fold
-    return fold
 
 
 def build_graph(facts: Iterable[Fact]) -> DelegationGraph:

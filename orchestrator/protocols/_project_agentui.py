@@ -76,6 +76,7 @@ from orchestrator.ahp import (
     ToolChatOrigin,
     known_questions,
 )
+from orchestrator.base import resolve_subclass
 from orchestrator.core import (
     Action,
     ApprovalDecision,
@@ -199,7 +200,9 @@ class AgentUiProjector(EnvelopeBuilder):
         action = fact.action
         project = _PROJECTIONS.get(type(action), _UNRESOLVED)
         if project is _UNRESOLVED:
-            project = _resolve_projection(type(action))
+            project = resolve_subclass(
+                _PROJECTIONS, _PROJECTED_TYPES, type(action), AgentUiProjector._feed_other
+            )
         envelopes: list[Envelope] = project(self, fact, action)
         return envelopes
 
@@ -782,7 +785,7 @@ class AgentUiProjector(EnvelopeBuilder):
 
 
 #: What each action type projects to (``AgentUiProjector.feed``); any other type is
-#: resolved by _resolve_projection on its first fact.
+#: resolved by base.resolve_subclass on its first fact.
 _PROJECTIONS: dict[type, Callable[[AgentUiProjector, Fact, Any], list[Envelope]]] = {
     RunStarted: AgentUiProjector._feed_run_started,
     MemberJoined: AgentUiProjector._feed_member_joined,
@@ -802,20 +805,6 @@ _PROJECTIONS: dict[type, Callable[[AgentUiProjector, Fact, Any], list[Envelope]]
 }
 _PROJECTED_TYPES: Final = tuple(_PROJECTIONS)
 _UNRESOLVED: Final[Any] = object()
-
-
-def _resolve_projection(
-    cls: type,
-) -> Callable[[AgentUiProjector, Fact, Any], list[Envelope]]:
-    """The projection of an action type not in _PROJECTIONS yet: that of the first type in
-    _PROJECTIONS it is a subclass of (as a ``match`` in that order would pick), or
-    ``_feed_other``; remembered for the next fact of the type."""
-    project = next(
-        (_PROJECTIONS[base] for base in _PROJECTED_TYPES if issubclass(cls, base)),
-        AgentUiProjector._feed_other,
-    )
-    _PROJECTIONS[cls] = project
-    return project
 
 
 def _text(value: object) -> str | None:
