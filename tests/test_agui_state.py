@@ -278,13 +278,16 @@ class TestWorkPerFact:
             def calls(frame: FrameType, event: str, arg: Any) -> Any:
                 return local if frame.f_code.co_filename.rsplit("/", 1)[-1] in ours else None
 
+            # The tracer before ours (coverage's, under --cov) is put back after: with
+            # settrace(None) every later test in this process went unmeasured.
+            previous = sys.gettrace()
             sys.settrace(calls)
             try:
                 for _fact, projector, _events in replay(session.facts):
                     if projector.status is not AguiRunStatus.RUNNING:
                         break
             finally:
-                sys.settrace(None)
+                sys.settrace(previous)
             return lines / workers
 
         few, many = lines_per_worker(3), lines_per_worker(120)
