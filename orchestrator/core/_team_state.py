@@ -40,11 +40,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final, Generic, TypeVar
 
 from orchestrator.ahp import (
-    TURN_ENDS,
     ChatState,
     SessionChatUpdatedAction,
     SessionState,
-    Turn,
     TurnState,
     chat_summary_action,
     reduce_chat,
@@ -183,33 +181,27 @@ class TeamState:
         )
         chats = tr.chats
         for index, (channel, action) in enumerate(actions):
-            ended: Turn | None = None
+            reduced_chat = None
             chat = chats.get(channel) if action.type.startswith("chat/") else None
             if chat is not None:
-                # A chat action on a chat of the run (most facts): what validate_action and
-                # reduce_action do with it below, in one step (the property tests hold this
-                # path to the reference).
-                reduced = reduce_chat(chat, action, now=now)  # type: ignore[arg-type]
+                # A chat action on a chat of the run (most facts): reduced once, checked
+                # against that reduction (what validate_action does with it, without its
+                # routing; the property tests hold this path to the reference).
+                reduced_chat = reduce_chat(chat, action, now=now)  # type: ignore[arg-type]
                 if validate:
-                    validate_chat_action(chat, action, channel=channel, reduced=reduced)  # type: ignore[arg-type]
-                chats[channel] = reduced
-                tr.touched_chats.add(channel)
-                if reduced is not chat and isinstance(action, TURN_ENDS):
-                    ended = reduced.turns[-1]  # an end that applied appends its turn
-            else:
-                reduced_chat = None
-                if validate:
-                    reduced_chat = validate_action(
-                        tr, channel, action, session_uri=self.session_uri, now=now
-                    )
-                ended = reduce_action(
-                    tr,
-                    channel,
-                    action,
-                    session_uri=self.session_uri,
-                    now=now,
-                    reduced_chat=reduced_chat,
+                    validate_chat_action(chat, action, channel=channel, reduced=reduced_chat)  # type: ignore[arg-type]
+            elif validate:
+                reduced_chat = validate_action(
+                    tr, channel, action, session_uri=self.session_uri, now=now
                 )
+            ended = reduce_action(
+                tr,
+                channel,
+                action,
+                session_uri=self.session_uri,
+                now=now,
+                reduced_chat=reduced_chat,
+            )
             if ended is not None:
                 tr.ended_turns[index] = ended
             if record:
