@@ -231,6 +231,12 @@ def nodes(tmp_path: Path, postgres_database: str) -> Iterator[Callable[..., Node
                 os.kill(node.process.pid, signal.SIGCONT)
                 node.process.kill()
             node.process.wait(10)
+            # pytest shows a test's captured output only when it fails: then the end of
+            # each node's log is there to read (these tests fail under load, if at all).
+            tail = node.log.read_text(errors="replace").splitlines()[-60:]
+            print(
+                f"--- node {node.name}: the last {len(tail)} lines of {node.log}", *tail, sep="\n"
+            )
 
 
 async def wait_until_owned(node: Node, uri: str, *, within: float) -> float:
@@ -364,13 +370,15 @@ class TestTeammates:
         reader = open_reader(postgres_database)
 
         async def runs_started(count: int) -> list[Any]:
-            with trio.fail_after(30):
+            started: list[Any] = []
+            with trio.move_on_after(30):
                 while True:
                     facts = await trio.to_thread.run_sync(reader.facts, stream)
                     started = [f for f in facts if f.type == "team/teammateRunStarted"]
                     if len(started) >= count:
                         return facts
                     await trio.sleep(0.1)  # polling the nodes' work
+            raise AssertionError(f"{len(started)} runs started in 30 s, not {count}")
 
         await runs_started(2)
         holders = [n for n in (a, b) if stream in (await n.health())["owned_sessions"]]
