@@ -15,9 +15,10 @@ from trio_websocket import ConnectionClosed, ConnectionRejected
 from orchestrator.base import FactLogError
 from orchestrator.core import ApprovalResolved
 from orchestrator.journal import JournalReader
-from orchestrator.protocols import notification_frame
+from orchestrator.protocols import AgentChannelProjector, notification_frame
 from orchestrator.runtime import FactBus, Subscription
 from orchestrator.server import Limits, Role, ServeConfig, SharedText, Token, _live_session
+from orchestrator.server._agent_socket import AgentSocket
 
 from .ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
 from .daemon import ECHO, connect, running_daemon
@@ -780,3 +781,69 @@ class TestSharedFrames:
                 assert closed.value.reason is not None
                 assert closed.value.reason.code == 1011
             await ws.until_type("done")  # the session and its other clients go on
+
+    async def test_events_that_do_not_encode_cost_only_their_frames(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A projection bug that makes agent-channel events JSON cannot encode costs those
+        frames only: the session runs on, its AHP client sees the turn finish."""
+        original = AgentChannelProjector.feed
+
+        def unencodable(self: AgentChannelProjector, *args: Any) -> list[dict[str, Any]]:
+            return [{**event, "bug": object()} for event in original(self, *args)]
+
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon, connect(daemon) as ws:
+            init = await ws.until_type("init")
+            session = "ahp-session:/" + init["sessionId"]
+            async with connect_ahp(daemon) as client:
+                await client.initialize(client_id="a", subscriptions=(session,))
+                monkeypatch.setattr(AgentChannelProjector, "feed", unencodable)
+                await ws.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+                statuses = []
+                for _ in range(2):
+                    updated = await client.until_action(
+                        lambda e: e["action"]["type"] == "session/chatUpdated"
+                    )
+                    statuses.append(updated["action"]["changes"]["status"])
+                assert statuses == [8, 1]  # busy, then idle: the turn ran to its end
+
+    async def test_an_agent_channel_client_whose_send_fails_is_told_and_the_others_go_on(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A batch's send to an agent-channel client raising (a bug) closes that client with
+        1011 instead of leaving it connected to a session that sends it nothing more; the
+        session runs on and its AHP client sees the turn finish."""
+
+        def failing(self: Any) -> None:
+            raise RuntimeError("a send bug")
+
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon, connect(daemon) as ws:
+            init = await ws.until_type("init")
+            await ws.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+            await ws.until_type("done")
+            session = "ahp-session:/" + init["sessionId"]
+            async with connect_ahp(daemon) as client:
+                await client.initialize(client_id="a", subscriptions=(session,))
+                monkeypatch.setattr(AgentSocket, "published", failing)
+                await ws.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+                with pytest.raises(ConnectionClosed) as closed:
+                    await ws.until(lambda event: False)  # everything, until the close
+                assert closed.value.reason is not None
+                assert (closed.value.reason.code, closed.value.reason.reason) == (
+                    1011,
+                    "the session's feed failed",
+                )
+                # The turn runs on: its chat goes busy (status 8, InProgress), then idle (1).
+                busy = await client.until_action(
+                    lambda e: e["action"]["type"] == "session/chatUpdated"
+                )
+                idle = await client.until_action(
+                    lambda e: e["action"]["type"] == "session/chatUpdated"
+                )
+                assert [
+                    busy["action"]["changes"]["status"],
+                    idle["action"]["changes"]["status"],
+                ] == [
+                    8,
+                    1,
+                ]

@@ -64,6 +64,9 @@ class EndedSink:
     def published(self) -> None:
         pass
 
+    def failed(self) -> None:
+        pass
+
     def ended(self, reason: str | None = None) -> None:
         self.ended_at = trio.current_time()
         self.reason = reason

@@ -63,7 +63,7 @@ from ._client_frames import client_frames
 from ._daemon import Daemon
 from ._live_session import LiveSession
 from ._metrics import DaemonMetrics
-from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
+from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, CLOSE_INTERNAL_ERROR, Outbox
 from ._rate_limit import TokenBucket
 from ._team_log import team_frame
 
@@ -176,6 +176,9 @@ class AgentSocket:
 
     def published(self) -> None:
         self._outbox.push()
+
+    def failed(self) -> None:
+        self._hang_up(CLOSE_INTERNAL_ERROR, "the session's feed failed")
 
     def _release_held(self) -> None:
         """Send what came live while a replay was read or sent, after it."""

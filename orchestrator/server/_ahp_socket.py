@@ -201,16 +201,13 @@ class _Feed:
     socket: AhpSocket
 
     def deliver(self, fact: Fact, frames: tuple[str, ...], team: Sequence[str]) -> None:
-        try:
-            self.socket._deliver(self.live, fact)
-        except Exception:
-            # The session logs it and stops feeding this client: tell the client, rather
-            # than leave it subscribed to channels that say nothing more.
-            self.socket._hang_up(CLOSE_INTERNAL_ERROR, "the session's feed failed")
-            raise
+        self.socket._deliver(self.live, fact)
 
     def published(self) -> None:
         self.socket._outbox.push()
+
+    def failed(self) -> None:
+        self.socket._hang_up(CLOSE_INTERNAL_ERROR, "the session's feed failed")
 
     def ended(self, reason: str | None = None) -> None:
         """A session that ended leaves its channels subscribed: nothing more comes on them."""

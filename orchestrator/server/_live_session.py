@@ -207,6 +207,11 @@ class Sink(Protocol):
         """Every fact of the batch published was delivered: send what they make now (one
         write for the batch); must be quick, never wait."""
 
+    def failed(self) -> None:
+        """:meth:`deliver` or :meth:`published` raised: the session logged it and feeds this
+        client no more. Tell the client (close its connection), rather than leave it
+        subscribed to a session that says nothing more; must be quick, never wait."""
+
     def ended(self, reason: str | None = None) -> None:
         """The session ended: nothing more comes. ``reason``: why, when it did not end as
         sessions do (it could record nothing more)."""
@@ -576,20 +581,35 @@ class LiveSession:
             if not self._sinks:
                 continue
             # Made once for every client, and framed once for those that frame alike.
-            frames = tuple(SharedText(json.dumps(e, ensure_ascii=False)) for e in events)
+            try:
+                frames = tuple(SharedText(json.dumps(e, ensure_ascii=False)) for e in events)
+            except Exception:
+                # A projection bug: the other protocols' clients still get the fact.
+                log.exception(
+                    "a fact's agent-channel events failed", session=self.uri, fact=fact.sequence
+                )
+                frames = ()
             for sink in list(self._sinks):
                 try:
                     sink.deliver(fact, frames, team)
                 except Exception:
-                    log.exception("a client's feed failed", session=self.uri)
-                    self.detach(sink)
+                    self._feed_failed(sink)
         # Each client is sent the whole batch at once.
         for sink in list(self._sinks):
             try:
                 sink.published()
             except Exception:
-                log.exception("a client's feed failed", session=self.uri)
-                self.detach(sink)
+                self._feed_failed(sink)
+
+    def _feed_failed(self, sink: Sink) -> None:
+        """A client's feed raised (a bug: feeds do not raise): log it, feed it no more and
+        tell it so; the session and its other clients go on."""
+        log.exception("a client's feed failed", session=self.uri)
+        self.detach(sink)
+        try:
+            sink.failed()
+        except Exception:
+            log.exception("a client whose feed failed could not be told", session=self.uri)
 
     def _observe(self, fact: Fact) -> list[dict[str, Any]]:
         """Note what ``fact`` changes; its agent-channel events."""
