@@ -122,6 +122,9 @@ class _Compiler:
 
     def encoder_of(self, cls: type) -> _Encoder:
         """The function that unstructures a value of exactly ``cls`` as the converter does."""
+        found = self.encoders.get(cls)  # compiled: no lock to wait for (a compile elsewhere)
+        if found is not None:
+            return found
         with self._lock:
             found = self.encoders.get(cls)
             if found is not None:
