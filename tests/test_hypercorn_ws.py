@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -888,8 +890,19 @@ class TestWriteNow:
             assert len(failed) == 1
             assert not writer.pending
 
+    #: A frame larger than what loopback's socket buffers hold for a client that reads nothing.
 
-#: A frame larger than what loopback's socket buffers hold for a client that reads nothing.
+    async def test_a_write_to_a_peer_that_is_gone_raises_nothing(self) -> None:
+        """EPIPE / ECONNRESET in the publisher: write_now says 'not written' and raises
+        nothing (the publisher feeds every client of the session)."""
+        ours, theirs = trio.socket.socketpair()
+        with ours:
+            theirs.close()
+            writer = FrameWriter(FakeWSStream(), FakeTCPServer(trio.SocketStream(ours)))
+            assert writer.write_now([SharedText("a")]) is False
+            assert not writer.pending
+
+
 HUGE = SharedText(json.dumps({"pad": "x" * 8_000_000}))
 
 
@@ -1082,3 +1095,48 @@ class TestPush:
                 await returned.wait()
                 assert trio.current_time() < 2
                 assert await client.until_eof() == []
+
+    async def test_a_client_that_resets_mid_push_is_let_go_and_the_publisher_goes_on(
+        self,
+    ) -> None:
+        """The rest of a pushed frame waits for a client that reads nothing; the client then
+        resets (RST). The publisher keeps pushing without raising, the writer task's flush
+        fails, the connection ends and the app returns: nothing is left waiting."""
+        pushed, reset, returned = trio.Event(), trio.Event(), trio.Event()
+
+        async def handler(websocket: WebSocket) -> None:
+            outbox = Outbox(websocket, 1_000, on_hang_up=lambda *args: None)
+
+            async def read(cancel: trio.CancelScope) -> None:
+                while (await websocket.receive())["type"] != "websocket.disconnect":
+                    pass
+                cancel.cancel()
+
+            async def publish() -> None:
+                outbox.hold(HUGE)
+                outbox.push()
+                assert outbox._writer is not None
+                assert outbox._writer.pending
+                pushed.set()
+                await reset.wait()
+                for n in range(200):  # the publisher goes on while the connection dies
+                    outbox.hold(SharedText(f"fact {n}"))
+                    outbox.push()
+                    await trio.lowlevel.checkpoint()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(read, nursery.cancel_scope)
+                nursery.start_soon(publish)
+                await outbox.send()
+                nursery.cancel_scope.cancel()
+            returned.set()
+
+        with trio.fail_after(20):
+            async with serving(handler) as address:
+                async with connected(address, receive_buffer=4_096) as client:
+                    await pushed.wait()
+                    client.stream.socket.setsockopt(  # closed with SO_LINGER 0: a reset
+                        socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                    )
+                reset.set()
+                await returned.wait()
