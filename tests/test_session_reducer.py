@@ -330,9 +330,12 @@ class TestSummaryOf:
 
     def test_chat_state_inlines_every_summary_field(self) -> None:
         """ChatState declares each ChatSummary field with the same type, so none is dropped."""
-        state_fields = {field.name: field.type for field in attrs.fields(ChatState)}
-        for field in attrs.fields(ChatSummary):
-            assert state_fields.get(field.name) == field.type, field.name
+        # Both classes' annotations resolved (strings until cattrs, or this, resolves
+        # them: which one a test earlier in the process converted must not matter).
+        state_fields = attrs.fields_dict(attrs.resolve_types(ChatState))
+        for field in attrs.fields(attrs.resolve_types(ChatSummary)):
+            assert field.name in state_fields, field.name
+            assert state_fields[field.name].type == field.type, field.name
 
 
 class TestSummaryChanges:
