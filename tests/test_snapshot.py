@@ -123,6 +123,18 @@ class TestWhenToSnapshot:
         assert not snapshot_due(30_000, 30_001, every=5_000)
         assert snapshot_due(30_001, 30_001, every=5_000)
 
+    @given(every=st.integers(1, 50_000), since=st.integers(0, 100_000), entries=st.integers(0))
+    def test_nothing_is_due_before_every_facts_whatever_the_entries(
+        self, every: int, since: int, entries: int
+    ) -> None:
+        """What lets the journal skip counting the entries for most batches (``committed``):
+        under ``every`` facts nothing is due, and from there only the entries decide."""
+        due = snapshot_due(since, entries, every=every)
+        if since < every:
+            assert not due
+        else:
+            assert due == (since >= entries)
+
     @given(
         every=st.integers(1, 50),
         commits=st.lists(st.tuples(st.integers(1, 20), st.integers(0, 30)), max_size=200),

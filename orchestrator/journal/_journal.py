@@ -668,6 +668,10 @@ class _GroupCommitJournal:
     def committed(self, state: TeamState) -> None:
         """The runtime committed facts: snapshot the state when enough have accumulated."""
         since = state.last_sequence - self._snapshot_at.get(state.session_uri, 0)
+        if since < self.snapshot_every:
+            # Never due before ``every`` facts, whatever the entries (snapshot_due): most
+            # batches stop here without counting them (this runs for every batch settled).
+            return
         due = snapshot_due(since, state_entries(state), every=self.snapshot_every)
         if due and self._failed is None:
             self._snapshot_at[state.session_uri] = state.last_sequence
