@@ -141,12 +141,14 @@ class Recorder:
         return entry.facts
 
     async def wait_for_room(self) -> None:
-        """Return once fewer than :attr:`max_in_flight` batches are in flight (at once if
-        they are): waits for the oldest to be durable and settles it, as its waiter would.
+        """Return once fewer than :attr:`max_in_flight` batches are in flight (at once when
+        they already are): waits for the oldest to be durable and settles what is, as its
+        waiter would.
 
-        A task that submits without waiting for the batches before it to be durable (the
-        spawns of one delegate step, one per task, behind each other) calls this before it
-        submits, so that a burst of them does not hold all its batches, their prepared
+        Whoever submits without waiting for the batches before it to be durable (a model
+        round's tool calls, one after another; the spawns of its delegations, one per task,
+        behind each other) calls this before it submits, so that a burst of them does not
+        hold all its batches, their prepared
         transitions and encoded rows at once while the log writes the first: a fan-out of
         N workers would otherwise hold N of each at its peak, and the process keeps the
         memory of its peak (pymalloc frees an arena only once it is empty). The log still
