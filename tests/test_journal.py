@@ -29,6 +29,8 @@ from orchestrator.journal import (
     JournalReader,
     PostgresJournal,
     SqliteJournal,
+    _journal,
+    _rows,
     encode_state,
     open_journal,
     open_reader,
@@ -392,6 +394,44 @@ class TestSnapshots:
         assert opened.chats == folded.chats
         assert list(opened.tasks.items()) == list(folded.tasks.items())
         assert opened.last_sequence == folded.last_sequence
+
+    async def test_a_snapshot_of_more_parts_than_a_statement_takes_is_written_whole(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The writer encodes and inserts a snapshot's parts a statement's rows at a time:
+        with room for three rows a statement, every part of a snapshot of many is on file,
+        and opening the session equals the fold."""
+        monkeypatch.setattr(_rows, "ROWS_PER_INSERT", 3)
+        db = tmp_path / "journal.db"
+        _, runtime, journal = await run_team(db, snapshot_every=10)
+        assert journal.statistics().snapshots >= 1
+        with direct_sql(db) as connection:
+            ((parts,),) = connection.execute("SELECT count(*) FROM snapshot_parts").fetchall()
+        assert parts > 3
+        reader = open_reader(db)
+        opened = reader.open(runtime.session)
+        folded = TeamState.fold(runtime.session, reader.facts(runtime.session))
+        assert opened.chats == folded.chats
+        assert list(opened.tasks.items()) == list(folded.tasks.items())
+
+    async def test_closing_hands_freed_memory_back_once_the_connection_is_closed(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The writer thread, once it closed its connection, asks the C library to give
+        back what it freed (release_free_memory), once."""
+        closed_when_called: list[bool] = []
+        journal = SqliteJournal(tmp_path / "journal.db")
+
+        def released() -> bool:
+            closed_when_called.append(journal._connection is None)
+            return True
+
+        monkeypatch.setattr(_journal, "release_free_memory", released)
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            assert closed_when_called == []
+            services.cancel_scope.cancel()
+        assert closed_when_called == [True]
 
     async def test_a_session_is_snapshot_once_per_fact_per_entry_at_most(
         self, tmp_path: Path

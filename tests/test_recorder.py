@@ -18,6 +18,7 @@ from orchestrator.ahp import (
 )
 from orchestrator.core import Action, Fact, TeamState
 from orchestrator.runtime import EventTicket, FactBus, MemoryFactLog, Recorder, Ticket
+from orchestrator.runtime._recorder import PendingBatch
 
 from .sessions import solo_opening
 
@@ -122,6 +123,45 @@ class TestWaiting:
         assert [f.sequence for f in got[0]] == list(range(1, len(batch) + 1))
         assert recorder.state.last_sequence == len(batch)
         assert published == got[0]
+
+    async def test_wait_for_room_bounds_the_batches_in_flight_and_loses_none(self) -> None:
+        """A task that waits for room before each submission never has more than
+        ``max_in_flight`` batches in flight however slowly the log makes them durable, and
+        every batch is still numbered, committed and published once, in submission order."""
+        log = HeldTickets()
+        recorder = Recorder(TeamState(SESSION), log, FactBus(), clock=lambda: NOW, max_in_flight=3)
+        published: list[Fact] = []
+        recorder.bus.observe(published.extend)
+        batches: list[list[tuple[str, Action]]] = [
+            solo_opening(SESSION, CHAT, prompt="go", at=NOW, member=False)
+        ]
+        for index in range(6):
+            batches.append([(CHAT, turn(f"t{index}"))])
+            batches.append([(CHAT, ChatTurnCancelledAction(turn_id=f"t{index}", duration=0))])
+        submitted: list[PendingBatch] = []
+
+        async def produce() -> None:
+            for batch in batches:
+                await recorder.wait_for_room()
+                submitted.append(recorder.submit(batch))
+
+        in_flight: list[int] = []
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(produce)
+                durable = 0
+                while durable < len(batches):
+                    await trio.testing.wait_all_tasks_blocked()
+                    in_flight.append(len(log.tickets) - durable)
+                    log.tickets[durable].complete()
+                    durable += 1
+        assert max(in_flight) == 3  # reached and never passed
+        assert len(submitted) == len(batches)
+        await submitted[-1].wait()  # settles the durable batches nobody waited for
+        sequences = [f.sequence for f in published]
+        assert sequences == list(range(1, len(sequences) + 1))
+        assert published == [f for entry in submitted for f in entry.facts] == log.facts
+        assert recorder.state.last_sequence == sequences[-1]
 
     async def test_every_waiter_of_a_ticket_wakes_and_a_done_ticket_does_not_wait(
         self,

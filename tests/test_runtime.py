@@ -1178,6 +1178,29 @@ class FullDisk(MemoryFactLog):
         return DoneTicket()
 
 
+#: A coordinator whose one round delegates ``calls`` (a list of delegate calls).
+BURST = """
+[team]
+name = "burst"
+parallel_budget = 7
+coordinator = "lead"
+
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+
+[[agents.lead.turns]]
+steps = [ {{ delegate = [ {calls} ] }}, {{ say = "All done" }} ]
+
+[agents.worker]
+role = "researcher"
+
+[[agents.worker.turns]]
+steps = [ {{ say = "did {{task}}" }} ]
+"""
+
+
 class SlowDisk(MemoryFactLog):
     """A fact log that makes batches durable later, in order, a few at a time: many batches
     are in flight at once, as with the SQLite journal's group commits."""
@@ -1357,6 +1380,43 @@ class TestPipelinedSubmission:
                 await trio.testing.wait_all_tasks_blocked()
         assert outcome[0].status is RunStatus.COMPLETED
         assert [f.sequence for f in published] == [f.sequence for f in log.facts]
+
+    async def test_a_burst_of_tool_calls_and_spawns_holds_at_most_the_bound_in_flight(
+        self,
+    ) -> None:
+        """A round of seven delegate calls with room for two batches in flight: while
+        nothing becomes durable, two tool calls are pending, then two spawns, never more
+        (Recorder.wait_for_room); as batches become durable one at a time the rest follow,
+        and the run ends with every fact written once, in order, as the state folds it."""
+        calls = ", ".join(f'{{ agent = "worker", task = "t{index}" }}' for index in range(7))
+        team = parse_team(BURST.format(calls=calls), file="burst.toml")
+        log = HeldLog()
+        runtime = TeamRuntime(team, backends=ScriptedBackend, factlog=log)
+        runtime.recorder.max_in_flight = 2
+        published: list[Fact] = []
+        runtime.bus.observe(published.extend)
+        async with held_run(runtime, log) as outcome:
+            await complete_until(log, ChatToolCallReadyAction)
+            assert len(log.pending) == 2
+            for _ in range(5):  # the next call's batch takes each place made
+                log.complete(1)
+                await trio.testing.wait_all_tasks_blocked()
+                assert len(log.pending) == 2
+                assert len(log.held(ChatToolCallReadyAction)) == 2
+            await complete_until(log, TaskStarted)
+            assert len(log.pending) == len(log.held(TaskStarted)) == 2
+            while log.pending:
+                log.complete(1)
+                await trio.testing.wait_all_tasks_blocked()
+        assert outcome[0].status is RunStatus.COMPLETED
+        delegated = [t for t in runtime.state.tasks.values() if t.agent == "worker"]
+        assert sorted(t.title for t in delegated) == [f"t{index}" for index in range(7)]
+        assert all(t.status is TaskStatus.COMPLETED for t in delegated)
+        sequences = [f.sequence for f in log.facts]
+        assert sequences == list(range(1, len(sequences) + 1))
+        assert published == log.facts
+        assert TeamState.fold(runtime.session, log.facts).chats == runtime.state.chats
+        assert build_graph(log.facts).check() == []
 
     async def test_a_failed_spawn_fails_the_spawns_behind_it_and_none_is_applied(
         self,

@@ -92,7 +92,7 @@ import trio
 from orchestrator.ahp import Turn
 from orchestrator.base import FactLogError
 from orchestrator.core import Fact, TeamState
-from orchestrator.runtime import EventTicket, Ticket
+from orchestrator.runtime import EventTicket, Ticket, release_free_memory
 
 from ._durability import Durability
 from ._file import _connect, _error
@@ -280,6 +280,9 @@ class _GroupCommitJournal:
                 with contextlib.suppress(Exception):
                     self._close(self._connection)  # the last one (see _reconnect)
                 self._connection = None
+                # What the database and this thread held is free now, but glibc keeps it in
+                # this thread's arena, resident: hand it back (see release_free_memory).
+                release_free_memory()
                 self._token_run(done.set)
 
         thread = threading.Thread(target=write_until_stopped, name="journal-writer", daemon=True)

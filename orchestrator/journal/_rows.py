@@ -271,8 +271,8 @@ class _SnapshotWriter:
                 f"(VALUES {', '.join(['(?, ?, ?)'] * len(keys))})",
                 [session, *(value for key in keys for value in key)],
             )
-        rows = [
-            (session, *key, sequence, compact_dumps(encode_part(key, values)))
+        changed = [
+            (key, values)
             for key, values in parts.items()
             if not same_values(written.get(key), values)
         ]
@@ -280,15 +280,22 @@ class _SnapshotWriter:
         if self._checksums:
             # In multi-row statements: a first snapshot of a large session has thousands of
             # parts, and executemany would let go of the GIL, and wait to take it back from
-            # the trio thread, for each (see _write_group).
-            _insert_rows(
-                connection,
-                "INSERT INTO snapshot_parts (session, kind, name, position, sequence, data, "
-                "checksum)",
-                [(*row, fact_checksum(row[-1])) for row in rows],
-                " ON CONFLICT (session, kind, name, position) DO UPDATE SET "
-                "sequence = excluded.sequence, data = excluded.data, checksum = excluded.checksum",
-            )
+            # the trio thread, for each (see _write_group). Encoded a statement's rows at a
+            # time: a snapshot of a large fan-out changes a part per worker, and their texts
+            # all at once were the journal's largest transient allocation.
+            for start in range(0, len(changed), ROWS_PER_INSERT):
+                rows = []
+                for key, values in changed[start : start + ROWS_PER_INSERT]:
+                    text = compact_dumps(encode_part(key, values))
+                    rows.append((session, *key, sequence, text, fact_checksum(text)))
+                _insert_rows(
+                    connection,
+                    "INSERT INTO snapshot_parts (session, kind, name, position, sequence, "
+                    "data, checksum)",
+                    rows,
+                    " ON CONFLICT (session, kind, name, position) DO UPDATE SET sequence = "
+                    "excluded.sequence, data = excluded.data, checksum = excluded.checksum",
+                )
             connection.execute(
                 "INSERT INTO snapshots (session, sequence, state, checksum) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (session, sequence) DO UPDATE SET state = excluded.state, "
@@ -299,7 +306,10 @@ class _SnapshotWriter:
             connection.executemany(
                 "INSERT OR REPLACE INTO snapshot_parts (session, kind, name, position, "
                 "sequence, data) VALUES (?, ?, ?, ?, ?, ?)",
-                rows,
+                [
+                    (session, *key, sequence, compact_dumps(encode_part(key, values)))
+                    for key, values in changed
+                ],
             )
             connection.execute(
                 "INSERT OR REPLACE INTO snapshots (session, sequence, state) VALUES (?, ?, ?)",

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
         McpServers,
         list_server_tools,
     )
-    from ._process import tune_gc
+    from ._process import release_free_memory, tune_gc
     from ._python_tool import (
         PYTHON_TOOL_THREADS,
         ResolvedPythonTool,
@@ -127,6 +127,7 @@ __all__ = [
     "read_facts",
     "redact_text",
     "register_secret",
+    "release_free_memory",
     "require_prompt",
     "resolve_python_tool",
     "resolve_python_tools",
@@ -190,7 +191,7 @@ if not TYPE_CHECKING:
                 "McpServers",
                 "list_server_tools",
             ),
-            "._process": ("tune_gc",),
+            "._process": ("release_free_memory", "tune_gc"),
             "._python_tool": (
                 "PYTHON_TOOL_THREADS",
                 "ResolvedPythonTool",

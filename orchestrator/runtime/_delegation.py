@@ -158,6 +158,9 @@ class Delegation:
             raise RunError("delegate needs a non-empty task")
         worker = run.team.agent(target)
         await turnstile.wait(position)
+        # Behind the turnstile, so that the round's spawns stay in request order; a burst of
+        # them holds a bounded number in flight (see Recorder.wait_for_room).
+        await run.recorder.wait_for_room()
         task_id = run.ids.numbered("task")
         started = trio.current_time()
         created = TaskCreated(

@@ -42,6 +42,10 @@ log = structlog.get_logger("orchestrator.runtime")
 #: Origins waiting for the fact that carries their client's action (oldest dropped first).
 MAX_EXPECTED_ORIGINS: Final = 256
 
+#: Most batches in flight (submitted, not yet durable) before :meth:`Recorder.wait_for_room`
+#: waits; see there.
+MAX_IN_FLIGHT: Final = 256
+
 #: ``Fact(...)``, the same instance at half the cost (every fact is made here).
 _new_fact: Final = slot_init(Fact)
 
@@ -78,12 +82,14 @@ class Recorder:
         bus: FactBus,
         *,
         clock: Callable[[], str] = now_timestamp,
+        max_in_flight: int = MAX_IN_FLIGHT,
     ) -> None:
         self.state = state
         self.factlog = factlog
         self.bus = bus
         self.clock = clock
         self._last_sequence = state.last_sequence  # of the last fact submitted
+        self.max_in_flight = max_in_flight
         self._in_flight: collections.deque[PendingBatch] = collections.deque()
         self.failed: FactLogError | None = None
         # Told once the log fails (the runtime ends its session: nothing can be recorded).
@@ -133,6 +139,27 @@ class Recorder:
         if entry.error is not None:
             raise entry.error
         return entry.facts
+
+    async def wait_for_room(self) -> None:
+        """Return once fewer than :attr:`max_in_flight` batches are in flight (at once when
+        they already are): waits for the oldest to be durable and settles what is, as its
+        waiter would.
+
+        Whoever submits without waiting for the batches before it to be durable (a model
+        round's tool calls, one after another; the spawns of its delegations, one per task,
+        behind each other) calls this before it submits, so that a burst of them does not
+        hold all its batches, their prepared
+        transitions and encoded rows at once while the log writes the first: a fan-out of
+        N workers would otherwise hold N of each at its peak, and the process keeps the
+        memory of its peak (pymalloc frees an arena only once it is empty). The log still
+        takes many batches per write (group commit): the bound is far above what one
+        write's time lets the trio thread prepare.
+        """
+        while len(self._in_flight) >= self.max_in_flight and self.failed is None:
+            oldest = self._in_flight[0]
+            if not oldest.ticket.done():
+                await oldest.ticket.wait()
+            self._settle()
 
     def submit(
         self, actions: Sequence[tuple[str, Action]], *, guard: Callable[[], None] | None = None

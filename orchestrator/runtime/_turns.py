@@ -524,6 +524,10 @@ class Turns:
                         )
                         await self.run.recorder.record([(chat, delta)])
                     case ToolCallRequest():
+                        # Each call's batch is submitted without waiting for the one before
+                        # (they join one write); a round of N calls holds a bounded number in
+                        # flight (see Recorder.wait_for_room).
+                        await self.run.recorder.wait_for_room()
                         open_part = None
                         started = event.tool_call_id in streaming
                         streaming.discard(event.tool_call_id)
