@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import uuid
 from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ from orchestrator.server import Limits, Role, ServeConfig, SharedText, Token, _l
 from orchestrator.server._agent_socket import AgentSocket
 
 from .ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
-from .daemon import ECHO, connect, running_daemon
+from .daemon import ECHO, Client, connect, running_daemon
 
 CLIENT = "client-1"
 CLIENT_DEFAULT = "test-client"
@@ -645,6 +647,30 @@ async def drain(client: AhpClient) -> None:
         await client.receive()
 
 
+async def chat_statuses(client: AhpClient, count: int) -> list[int]:
+    """The chat status each of the next ``count`` ``session/chatUpdated`` actions sets."""
+    statuses = []
+    for _ in range(count):
+        updated = await client.until_action(lambda e: e["action"]["type"] == "session/chatUpdated")
+        statuses.append(updated["action"]["changes"]["status"])
+    return statuses
+
+
+@asynccontextmanager
+async def an_ahp_client_of_a_session(tmp_path: Path) -> AsyncIterator[tuple[Client, AhpClient]]:
+    """A daemon, a ``/ws`` client whose session has run one turn, and an AHP client
+    subscribed to that session."""
+    async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon, connect(daemon) as ws:
+        init = await ws.until_type("init")
+        await ws.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+        await ws.until_type("done")
+        async with connect_ahp(daemon) as client:
+            await client.initialize(
+                client_id="a", subscriptions=("ahp-session:/" + init["sessionId"],)
+            )
+            yield ws, client
+
+
 class TestSharedFrames:
     async def test_every_subscriber_is_sent_the_frames_made_once(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -767,19 +793,13 @@ class TestSharedFrames:
         def failing(*args: Any) -> Any:
             raise RuntimeError("a projection bug")
 
-        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon, connect(daemon) as ws:
-            init = await ws.until_type("init")
-            await ws.send({"channel": "agent", "type": "prompt", "prompt": "one"})
-            await ws.until_type("done")
-            session = "ahp-session:/" + init["sessionId"]
-            async with connect_ahp(daemon) as client:
-                await client.initialize(client_id="a", subscriptions=(session,))
-                monkeypatch.setattr(_live_session, "ahp_envelopes", failing)
-                await ws.send({"channel": "agent", "type": "prompt", "prompt": "two"})
-                with pytest.raises(ConnectionClosed) as closed:
-                    await drain(client)
-                assert closed.value.reason is not None
-                assert closed.value.reason.code == 1011
+        async with an_ahp_client_of_a_session(tmp_path) as (ws, client):
+            monkeypatch.setattr(_live_session, "ahp_envelopes", failing)
+            await ws.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+            with pytest.raises(ConnectionClosed) as closed:
+                await drain(client)
+            assert closed.value.reason is not None
+            assert closed.value.reason.code == 1011
             await ws.until_type("done")  # the session and its other clients go on
 
     async def test_events_that_do_not_encode_cost_only_their_frames(
@@ -792,20 +812,10 @@ class TestSharedFrames:
         def unencodable(self: AgentChannelProjector, *args: Any) -> list[dict[str, Any]]:
             return [{**event, "bug": object()} for event in original(self, *args)]
 
-        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon, connect(daemon) as ws:
-            init = await ws.until_type("init")
-            session = "ahp-session:/" + init["sessionId"]
-            async with connect_ahp(daemon) as client:
-                await client.initialize(client_id="a", subscriptions=(session,))
-                monkeypatch.setattr(AgentChannelProjector, "feed", unencodable)
-                await ws.send({"channel": "agent", "type": "prompt", "prompt": "one"})
-                statuses = []
-                for _ in range(2):
-                    updated = await client.until_action(
-                        lambda e: e["action"]["type"] == "session/chatUpdated"
-                    )
-                    statuses.append(updated["action"]["changes"]["status"])
-                assert statuses == [8, 1]  # busy, then idle: the turn ran to its end
+        async with an_ahp_client_of_a_session(tmp_path) as (ws, client):
+            monkeypatch.setattr(AgentChannelProjector, "feed", unencodable)
+            await ws.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+            assert await chat_statuses(client, 2) == [8, 1]  # busy, idle: the turn ran to its end
 
     async def test_an_agent_channel_client_whose_send_fails_is_told_and_the_others_go_on(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -817,33 +827,14 @@ class TestSharedFrames:
         def failing(self: Any) -> None:
             raise RuntimeError("a send bug")
 
-        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon, connect(daemon) as ws:
-            init = await ws.until_type("init")
-            await ws.send({"channel": "agent", "type": "prompt", "prompt": "one"})
-            await ws.until_type("done")
-            session = "ahp-session:/" + init["sessionId"]
-            async with connect_ahp(daemon) as client:
-                await client.initialize(client_id="a", subscriptions=(session,))
-                monkeypatch.setattr(AgentSocket, "published", failing)
-                await ws.send({"channel": "agent", "type": "prompt", "prompt": "two"})
-                with pytest.raises(ConnectionClosed) as closed:
-                    await ws.until(lambda event: False)  # everything, until the close
-                assert closed.value.reason is not None
-                assert (closed.value.reason.code, closed.value.reason.reason) == (
-                    1011,
-                    "the session's feed failed",
-                )
-                # The turn runs on: its chat goes busy (status 8, InProgress), then idle (1).
-                busy = await client.until_action(
-                    lambda e: e["action"]["type"] == "session/chatUpdated"
-                )
-                idle = await client.until_action(
-                    lambda e: e["action"]["type"] == "session/chatUpdated"
-                )
-                assert [
-                    busy["action"]["changes"]["status"],
-                    idle["action"]["changes"]["status"],
-                ] == [
-                    8,
-                    1,
-                ]
+        async with an_ahp_client_of_a_session(tmp_path) as (ws, client):
+            monkeypatch.setattr(AgentSocket, "published", failing)
+            await ws.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+            with pytest.raises(ConnectionClosed) as closed:
+                await ws.until(lambda event: False)  # everything, until the close
+            assert closed.value.reason is not None
+            assert (closed.value.reason.code, closed.value.reason.reason) == (
+                1011,
+                "the session's feed failed",
+            )
+            assert await chat_statuses(client, 2) == [8, 1]  # the turn ran to its end
