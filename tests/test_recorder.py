@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import pytest
 import trio
 import trio.testing
 
@@ -16,6 +17,7 @@ from orchestrator.ahp import (
     MessageOrigin,
     Turn,
 )
+from orchestrator.base import FactLogError
 from orchestrator.core import Action, Fact, TeamState
 from orchestrator.runtime import EventTicket, FactBus, MemoryFactLog, Recorder, Ticket
 from orchestrator.runtime._recorder import PendingBatch
@@ -162,6 +164,35 @@ class TestWaiting:
         assert sequences == list(range(1, len(sequences) + 1))
         assert published == [f for entry in submitted for f in entry.facts] == log.facts
         assert recorder.state.last_sequence == sequences[-1]
+
+    async def test_a_log_that_fails_while_a_task_waits_for_room_lets_it_go(self) -> None:
+        """The log fails the oldest batch while a task waits for room: the wait returns
+        (nothing hangs on a failed log), every batch in flight fails with the log's error,
+        nothing of them is published, and the next submission is refused with that error."""
+        log = HeldTickets()
+        recorder = Recorder(TeamState(SESSION), log, FactBus(), clock=lambda: NOW, max_in_flight=2)
+        published: list[Fact] = []
+        recorder.bus.observe(published.extend)
+        opening = recorder.submit(solo_opening(SESSION, CHAT, prompt="go", at=NOW, member=False))
+        started = recorder.submit([(CHAT, turn("t0"))])
+        waited = trio.Event()
+
+        async def wait_then_go() -> None:
+            await recorder.wait_for_room()
+            waited.set()
+
+        error = FactLogError("the disk is full", source="journal.db")
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(wait_then_go)
+                await trio.testing.wait_all_tasks_blocked()
+                assert not waited.is_set()  # two in flight: no room
+                log.tickets[0].complete(error)
+        assert recorder.failed is error
+        assert (opening.error, started.error) == (error, error)
+        assert published == []
+        with pytest.raises(FactLogError, match="the disk is full"):
+            recorder.submit([(CHAT, ChatTurnCancelledAction(turn_id="t0", duration=0))])
 
     async def test_every_waiter_of_a_ticket_wakes_and_a_done_ticket_does_not_wait(
         self,
