@@ -85,7 +85,7 @@ import tempfile
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -173,10 +173,18 @@ def new_postgres_database() -> str:
 
 
 def prepare_ours(
-    n: int, *, journal: bool, reader: bool, postgres: bool = False
+    n: int,
+    *,
+    journal: bool,
+    reader: bool,
+    postgres: bool = False,
+    reader_does: Literal["drain", "graph", "graph+agentui"] = "graph+agentui",
 ) -> Callable[[], object]:
     """This project's runtime on the model path; returns a runner and its answer. With
-    ``postgres``, the journal is on a new PostgreSQL database instead of a SQLite file."""
+    ``postgres``, the journal is on a new PostgreSQL database instead of a SQLite file.
+    ``reader_does`` is what the reader does with each fact (``bench/fanout_parts.py``
+    measures each part): only take it off the bus, fold the delegation graph, or that and
+    project the Agent UI envelopes (the reader every other figure means)."""
     import logging
     from collections.abc import Mapping
 
@@ -260,15 +268,21 @@ def prepare_ours(
 
         async def fold_graph_and_envelopes() -> None:
             nonlocal envelopes
+            if reader_does == "drain":
+                async for _ in subscription:
+                    pass
+                return
             async for fact in subscription:
                 graph.apply(fact)
-                envelopes += len(projector.feed(fact))
+                if reader_does == "graph+agentui":
+                    envelopes += len(projector.feed(fact))
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(fold_graph_and_envelopes)
             await runtime.run(PROMPT)
             runtime.bus.close()  # the reader drains what it was sent, then stops
-        assert len(graph.workers_of(runtime.state.coordinator_chat() or "")) == n
+        if reader_does != "drain":
+            assert len(graph.workers_of(runtime.state.coordinator_chat() or "")) == n
         return runtime, envelopes
 
     async def main() -> tuple[TeamRuntime, int]:
@@ -702,9 +716,11 @@ def measure(name: str, n: int) -> dict[str, float]:
     run = prepare(n)  # imports and definitions before the baseline RSS and the clock
     gc.collect()
     before = _rss_kb()
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
+    main_started = time.thread_time()
     kept = run()
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    main = time.thread_time() - main_started
     gc.collect()
     after = _rss_kb()  # with the run's result still alive
     said = answer(kept)
@@ -713,6 +729,8 @@ def measure(name: str, n: int) -> dict[str, float]:
     return {
         "wall_s": wall,
         "per_worker_us": wall / n * 1e6,
+        "cpu_per_worker_us": cpu / n * 1e6,  # every thread's: the journal's writer too
+        "main_cpu_per_worker_us": main / n * 1e6,  # the thread trio runs in
         "peak_rss_mb": _peak_kb() / 1024,
         "rss_growth_kb_per_worker": max(after - before, 0) / n,
     }
