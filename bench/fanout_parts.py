@@ -7,15 +7,18 @@ more than the row above it:
 
 - ``trio``: plain trio, the floor every multiple is of;
 - ``runtime``: this project's runtime in memory, no reader;
-- ``+ bus``: a bus subscriber that takes each fact off the bus and does nothing with it;
+- ``+ bus``: a bus subscriber that takes each fact off the bus, keeping its own view of the
+  team state up to date (what a projection reads: the recorder notes what each fact wrote,
+  the view follows it), and does nothing else with it;
 - ``+ graph``: that subscriber folds the delegation graph;
 - ``+ Agent UI``: and projects the Agent UI envelopes (the "one reader" of every table);
 - ``+ journal``: the same with the SQLite journal (durability ``power``).
 
 The table shows each row's CPU per worker (every thread's: the journal's writer too), the
 part's own cost (this row minus the one above it) and the multiple of plain trio; below it,
-the journal's cost split between the trio thread (encoding the rows, tickets, the waits)
-and the writer thread (SQLite, the agent channel's history rows, snapshots). Read it with
+the journal's cost split between the trio thread (encoding the rows, the tickets, the extra
+parking and waking of tasks) and its other threads (the writer: SQLite, the agent channel's
+history rows, snapshots; and the file's opening, once per run). Read it with
 ``bench/fact_floor.py``: a worker's 16 facts cost about 4.7 times plain trio before any
 validation, reducer, journal, graph or projection.
 
@@ -24,9 +27,10 @@ cProfile's own CPU time per function (the thread's CPU clock: waiting is not cou
 grouped by the layer its module belongs to (time in C functions and generated code, such as
 ``dict.get`` or an attrs ``__init__``, goes to the layer of the function that called it),
 and scaled to the unprofiled run's CPU. Shares, not exact figures: the profiler's cost per
-call weighs on small functions called often. Not for the journal's row: the profiler's
-cost per call would hide how little of it is per call (use callgrind's instruction counts,
-``valgrind --tool=callgrind --separate-threads=yes``, to compare threads exactly).
+call weighs on small functions called often. A layer is where code lives; a part's own cost
+in the first table also counts the core, AHP and trio code the part calls. Not for the
+journal's row, whose cost is mostly in another thread and in C (compare threads with
+callgrind's instruction counts: ``valgrind --tool=callgrind --separate-threads=yes``).
 
     .venv/bin/python bench/fanout_parts.py                  # N = 1,000, 3 repeats
     .venv/bin/python bench/fanout_parts.py 1000 --repeat 5 --profile
@@ -50,9 +54,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT / "peers"))
-sys.path.insert(0, str(ROOT.parent))
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH / "peers"))
+sys.path.insert(0, str(BENCH.parent))
 
 import run as peers
 
@@ -65,7 +69,7 @@ PARTS: dict[str, tuple[str, Callable[[int], Callable[[], object]], str | None]] 
         "trio",
     ),
     "bus": (
-        "+ a subscriber taking each fact off the bus",
+        "+ a subscriber taking each fact off the bus (and following the state)",
         lambda n: peers.prepare_ours(n, journal=False, reader=True, reader_does="drain"),
         "runtime",
     ),
@@ -94,8 +98,10 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("/orchestrator/journal/", "journal, trio thread (encoding, tickets)"),
     ("/orchestrator/ahp/", "AHP validation and chat/session reducers"),
     ("/orchestrator/core/", "team state, team reducers, facts"),
+    ("/orchestrator/spec/", "team state, team reducers, facts"),
     ("/orchestrator/base/", "frozen values (evolve, keyed vectors)"),
     ("<evolve ", "frozen values (evolve, keyed vectors)"),
+    ("<slot_init ", "frozen values (evolve, keyed vectors)"),
     ("/immutables/", "frozen values (evolve, keyed vectors)"),
     ("/orchestrator/runtime/_bus", "bus (publish, subscriptions)"),
     ("/orchestrator/runtime/_recorder", "recorder (batches, tickets, commit)"),
@@ -170,8 +176,11 @@ def measure(name: str, n: int, profile: bool) -> dict[str, Any]:
         # (for I/O, or for the GIL while the journal's writer holds it) is not its cost.
         profiler = cProfile.Profile(time.thread_time_ns, 1e-9)
         profiler.enable()
-        run()
+        kept = run()
         profiler.disable()
+        said = (peers.answer_trio if name == "trio" else peers.answer_ours)(kept)
+        if said != f"collected {n} replies":
+            raise SystemExit(f"{name} at N = {n}, profiled: the coordinator answered {said!r}")
         seconds = layer_shares(pstats.Stats(profiler))
         total = sum(seconds.values())
         figures["layers"] = {layer: value / total for layer, value in seconds.items()}
@@ -207,7 +216,9 @@ def main(argv: list[str]) -> None:
         return
     parser = argparse.ArgumentParser(description="A fan-out worker's cost, part by part.")
     parser.add_argument("n", type=int, nargs="?", default=1000, help="workers (default 1,000)")
-    parser.add_argument("--repeat", type=int, default=3, help="fresh processes per row")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="fresh processes per row (3 or more: medians)"
+    )
     parser.add_argument(
         "--profile", action="store_true", help="split the one-reader row's CPU by layer"
     )
@@ -236,20 +247,29 @@ def main(argv: list[str]) -> None:
     )
     print()
     floor = median("trio", "cpu_per_worker_us")
-    print("| part | CPU µs/worker | the part's own µs | x trio | wall µs/worker |")
-    print("|---|---:|---:|---:|---:|")
+    # The spread beside each median: a part's own cost is a difference of two medians, and
+    # one smaller than the spread of its rows is noise.
+    print("| part | CPU µs/worker | min-max | the part's own µs | x trio | wall µs/worker |")
+    print("|---|---:|---:|---:|---:|---:|")
     for name, (label, _, adds_to) in PARTS.items():
         cpu = median(name, "cpu_per_worker_us")
+        cpus = [figures["cpu_per_worker_us"] for figures in runs[name]]
         own = "" if adds_to is None else f"{cpu - median(adds_to, 'cpu_per_worker_us'):,.0f}"
         wall = median(name, "per_worker_us")
-        print(f"| {label} | {cpu:,.0f} | {own} | {cpu / floor:,.1f} | {wall:,.0f} |")
-    journal_trio = median("journal", "main_cpu_per_worker_us")
-    writer = median("journal", "cpu_per_worker_us") - journal_trio
-    own_trio = journal_trio - median("agentui", "main_cpu_per_worker_us")
+        print(
+            f"| {label} | {cpu:,.0f} | {min(cpus):,.0f}-{max(cpus):,.0f} | {own} "
+            f"| {cpu / floor:,.1f} | {wall:,.0f} |"
+        )
+    own_trio = median("journal", "main_cpu_per_worker_us") - median(
+        "agentui", "main_cpu_per_worker_us"
+    )
+    writer = statistics.median(
+        run["cpu_per_worker_us"] - run["main_cpu_per_worker_us"] for run in runs["journal"]
+    )
     print()
     print(
         f"the journal's own: {own_trio:,.0f} µs/worker on the trio thread, "
-        f"{writer:,.0f} on its writer thread"
+        f"{writer:,.0f} on its other threads (the writer; the file's opening)"
     )
     for name, (figures,) in layers.items():
         main_cpu = median(name, "main_cpu_per_worker_us")
