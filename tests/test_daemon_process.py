@@ -1,17 +1,21 @@
-"""``orchestrator serve`` as a process: it says where it listens, stops on SIGTERM within
-10 s with exit status 0, and the next start takes its unfinished sessions up."""
+"""``orchestrator serve`` as a process: it says where it listens (or, in one line, why it
+cannot), stops on SIGTERM within 10 s with exit status 0, and the next start takes its
+unfinished sessions up."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import trio
+
+from orchestrator.journal import JournalReader
 
 from .daemon import RunningDaemon, connect
 
@@ -156,3 +160,30 @@ async def test_sigterm_exits_within_grace_plus_4s_with_a_tool_that_ignores_it(
             process.kill()
     assert status == 0, (tmp_path / "daemon.log").read_text()
     assert 5 <= took < 9.5, took
+
+
+def test_a_port_in_use_is_said_in_one_line_with_exit_status_2(tmp_path: Path) -> None:
+    """Binding fails inside hypercorn's nursery (an exception group): the operator is told
+    which address and why, not shown a traceback, and nothing is written to the journal."""
+    (tmp_path / "teams").mkdir()
+    (tmp_path / "teams" / "slow.toml").write_text(SLOW)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        done = subprocess.run(
+            [
+                *(sys.executable, "-m", "orchestrator", "serve"),
+                *("--teams", str(tmp_path / "teams"), "--db", str(tmp_path / "journal.db")),
+                *("--port", str(port)),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    assert done.returncode == 2, done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert "ExceptionGroup" not in done.stderr
+    assert JournalReader(tmp_path / "journal.db").sessions() == []

@@ -625,17 +625,49 @@ async def _hypercorn(
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until ``stopped`` is set; set ``served`` once hypercorn has returned."""
+    listening = _Listening(task_status)
     try:
         await hypercorn_serve(
             app,  # type: ignore[arg-type]
             config,
             shutdown_trigger=stopped.wait,
-            task_status=task_status,
+            task_status=listening,  # type: ignore[arg-type]
         )
-    except OSError as exc:
-        raise OrchestratorError(f"cannot listen on {config.bind[0]}: {exc.strerror}") from exc
+    except (OSError, BaseExceptionGroup) as exc:
+        # Binding fails inside hypercorn's nursery, so the OSError comes in a group. Before
+        # the daemon listens, it is the address's fault: said in one line (a port in use,
+        # an address not on this machine). After, it is not ours to rename.
+        refused = _first_os_error(exc)
+        if listening.binds is not None or refused is None:
+            raise
+        reason = refused.strerror or str(refused)
+        raise OrchestratorError(f"cannot listen on {config.bind[0]}: {reason}") from exc
     finally:
         served.set()
+
+
+@attrs.define
+class _Listening:
+    """The task status hypercorn reports its addresses to, remembering them."""
+
+    status: trio.TaskStatus[list[str]]
+    binds: list[str] | None = None
+
+    def started(self, binds: list[str]) -> None:
+        self.binds = binds
+        self.status.started(binds)
+
+
+def _first_os_error(exc: BaseException) -> OSError | None:
+    """``exc`` if it is an ``OSError``, else the first one in the groups it holds."""
+    if isinstance(exc, OSError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _first_os_error(inner)
+            if found is not None:
+                return found
+    return None
 
 
 async def _set_on_signal(
