@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -147,6 +148,32 @@ class TestRun:
         assert done.returncode == 0, done.stderr
         assert "0 new advisories since the last audit" in done.stdout
         assert orchestrator("graph", "--facts", str(facts), "--check").returncode == 0
+
+    def test_a_journal_that_refuses_the_first_facts_fails_the_run_in_one_line(
+        self, tmp_path: Path
+    ) -> None:
+        """The journal's failure at the run's first facts (here its facts table is gone) is
+        the run's failure: exit 1, one line naming the file and the cause, ``--json`` says
+        so too; no traceback. The other sessions of the file are left as they were."""
+        db = tmp_path / "j.db"
+        first = orchestrator("run", DELIVERY, "Ship", "--approve", "auto", "--db", str(db))
+        assert first.returncode == 0, first.stderr
+        with sqlite3.connect(db) as connection:
+            connection.execute("DROP TABLE facts")
+        done = orchestrator(
+            "run", DELIVERY, "Ship again", "--approve", "auto", "--db", str(db), "--json"
+        )
+        assert done.returncode == 1, done.stderr
+        assert "Traceback" not in done.stderr
+        failed = [json.loads(line) for line in done.stderr.splitlines() if "the run failed" in line]
+        assert len(failed) == 1, done.stderr
+        assert failed[0]["status"] == "failed"
+        assert "no such table: facts" in failed[0]["event"]
+        assert f"{db}:" in failed[0]["event"]
+        said = json.loads(done.stdout)
+        assert said["status"] == "failed"
+        assert said["session"] == failed[0]["session"]
+        assert "no such table: facts" in said["error"]
 
 
 class TestBadInput:

@@ -61,6 +61,9 @@ __all__: list[str] = []
 
 log = structlog.get_logger("orchestrator.cli")
 
+#: A task that writes one of the run's output files (``--events``, ``--facts``) as it goes.
+_Writer = Callable[..., Awaitable[None]]
+
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """``orchestrator run``."""
@@ -225,6 +228,48 @@ async def _supervise(
     reporter: Reporter = args.reporter
     reporter.say(f"session {runtime.session}", session=runtime.session)
     try:
+        outcome = await _served(args, journal, runtime, start, history, outputs)
+    except BaseExceptionGroup as group:
+        # The journal refused the run's first facts (a table gone, the file locked past
+        # its wait): the run never started, and that is what it is said, in one line.
+        failure = _journal_failure(group)
+        if failure is None:
+            raise
+        outcome = RunOutcome(
+            session=runtime.session, status=RunStatus.FAILED, result="", error=str(failure)
+        )
+    completed = outcome.status is RunStatus.COMPLETED
+    if args.json:
+        json.dump(_outcome_json(outcome), sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+    elif completed:
+        print(outcome.result)
+    if completed:
+        reporter.say(
+            f"the run completed (session {outcome.session})",
+            session=outcome.session,
+            status=str(outcome.status),
+        )
+    else:
+        reporter.error(
+            f"the run {outcome.status}: {outcome.error} (session {outcome.session})",
+            session=outcome.session,
+            status=str(outcome.status),
+        )
+    return EXIT_OK if completed else EXIT_FAILED
+
+
+async def _served(
+    args: argparse.Namespace,
+    journal: Journal,
+    runtime: TeamRuntime,
+    start: Callable[[TeamRuntime, TeamConsole], Awaitable[RunOutcome]],
+    history: Sequence[Fact],
+    outputs: Sequence[tuple[TextIO, int, _Writer]],
+) -> RunOutcome:
+    """``start``'s outcome, run with the journal, the console and the output files."""
+    reporter: Reporter = args.reporter
+    try:
         async with trio.open_nursery() as services:
             await services.start(journal.serve)
             if journal.leases is not None:
@@ -250,25 +295,18 @@ async def _supervise(
             out.close()
         with trio.CancelScope(shield=True):
             await _release(journal, runtime.session)
-    completed = outcome.status is RunStatus.COMPLETED
-    if args.json:
-        json.dump(_outcome_json(outcome), sys.stdout, ensure_ascii=False)
-        sys.stdout.write("\n")
-    elif completed:
-        print(outcome.result)
-    if completed:
-        reporter.say(
-            f"the run completed (session {outcome.session})",
-            session=outcome.session,
-            status=str(outcome.status),
-        )
-    else:
-        reporter.error(
-            f"the run {outcome.status}: {outcome.error} (session {outcome.session})",
-            session=outcome.session,
-            status=str(outcome.status),
-        )
-    return EXIT_OK if completed else EXIT_FAILED
+    return outcome
+
+
+def _journal_failure(group: BaseExceptionGroup[BaseException]) -> FactLogError | None:
+    """The journal's failure, when it is all ``group`` holds (else None: raised as it is)."""
+    failures, rest = group.split(FactLogError)
+    if failures is None or rest is not None:
+        return None
+    first: BaseException = failures
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    return first if isinstance(first, FactLogError) else None
 
 
 def _outcome_json(outcome: RunOutcome) -> dict[str, object]:
