@@ -9,7 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from orchestrator.journal import (
     state_entries,
 )
 from orchestrator.journal._pg_connection import redacted
+from orchestrator.journal._pg_schema import PG_MIGRATIONS, schema_version
 from orchestrator.journal._reader import _snapshot
 from orchestrator.journal._rows import _Snapshot
 from orchestrator.runtime import RunOutcome, TeamRuntime
@@ -682,6 +683,36 @@ class TestPostgresSchema:
             versions = connection.execute("SELECT version FROM journal_migrations").fetchall()
         assert versions == [(version,) for version in range(1, PG_SCHEMA_VERSION + 1)]
         assert open_reader(postgres_database).sessions() == []
+
+    def test_a_migration_committed_between_its_two_questions_is_a_journal(
+        self, postgres_database: str
+    ) -> None:
+        """Opening asks whether the migrations table is there, then, if not, whether a
+        journal's tables are: another node's migration (one transaction) committing between
+        the two made a new journal look like a foreign database (a flaky refusal when two
+        daemons start on a new database at once)."""
+
+        class CommitsTheOtherAfterOneQuestion:
+            def __init__(self, connection: Any, other: Any) -> None:
+                self.connection, self.other, self.asked = connection, other, 0
+
+            def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+                found = self.connection.execute(sql, params)
+                self.asked += 1
+                if self.asked == 1:
+                    self.other.execute("COMMIT")
+                return found
+
+        with direct_sql(postgres_database) as other, direct_sql(postgres_database) as here:
+            other.execute("BEGIN")
+            other.execute("CREATE TABLE journal_migrations (version integer PRIMARY KEY)")
+            for target in range(1, PG_SCHEMA_VERSION + 1):
+                for statement in PG_MIGRATIONS[target]:
+                    other.execute(statement)
+                other.execute("INSERT INTO journal_migrations (version) VALUES (?)", (target,))
+            asking = CommitsTheOtherAfterOneQuestion(here, other)
+            assert schema_version(asking, postgres_database) == PG_SCHEMA_VERSION
+            assert asking.asked >= 3, "the first question was asked before the commit"
 
     async def test_a_newer_journal_is_refused_untouched(self, postgres_database: str) -> None:
         journal = open_journal(postgres_database)

@@ -138,19 +138,21 @@ PG_MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2
 def schema_version(connection: Any, source: str) -> int:
     """The journal's schema version (0: an empty database); refuses a database that is not
     a journal and one written by a newer orchestrator."""
-    row = connection.execute("SELECT to_regclass('journal_migrations') IS NOT NULL").fetchone()
-    if not row[0]:
+    if not _has_migrations(connection):
         tables = connection.execute(
             "SELECT count(*) FROM pg_catalog.pg_tables "
             "WHERE schemaname = current_schema() AND tablename IN ('sessions', 'facts')"
         ).fetchone()[0]
-        if tables:
+        # Asked again: another node's migration (one transaction: its tables and the
+        # migrations table together) may have committed between the two questions.
+        if tables and not _has_migrations(connection):
             raise FactLogError(
                 "this database holds tables of something that is not an orchestrator "
                 "journal; name another database in --db",
                 source=source,
             )
-        return 0
+        if not tables:
+            return 0
     version = int(
         connection.execute("SELECT coalesce(max(version), 0) FROM journal_migrations").fetchone()[0]
     )
@@ -161,6 +163,12 @@ def schema_version(connection: Any, source: str) -> int:
             source=source,
         )
     return version
+
+
+def _has_migrations(connection: Any) -> bool:
+    return bool(
+        connection.execute("SELECT to_regclass('journal_migrations') IS NOT NULL").fetchone()[0]
+    )
 
 
 def migrate(connection: Any, source: str) -> int:
