@@ -93,12 +93,15 @@ async def _run(args: argparse.Namespace) -> int:
         runtime = TeamRuntime(team, backends=backends, factlog=journal)
         if journal.leases is not None:  # a new session: nobody else holds its lease
             await trio.to_thread.run_sync(journal.leases.acquire, runtime.session)
+        if journal.session_locks is not None:  # nor its lock: a daemon must not take it up
+            journal.session_locks.acquire(runtime.session)
         return await _supervise(args, journal, runtime, start)
 
 
 def _open(db: Path | str, args: argparse.Namespace) -> Journal:
     """The run's journal; on PostgreSQL, its session leased to this process as node
-    ``run:HOSTNAME:PID`` (none on a SQLite file: one writer, no leases)."""
+    ``run:HOSTNAME:PID`` (a SQLite file has no leases: its session is locked to this
+    process instead, see ``journal/_session_locks``)."""
     durability = Durability(args.durability)
     if not is_postgres_url(db):
         return open_journal(db, durability=durability)
@@ -154,8 +157,11 @@ async def _keep_lease(
 
 
 async def _release(journal: Journal, session: str) -> None:
-    """Give the run's lease up (after its last batch is written: the fence would refuse
-    one written after); never raises (a lease not given up expires)."""
+    """Give the run's lease or lock up (after its last batch is written: the fence would
+    refuse one written after); never raises (a lease not given up expires, and the kernel
+    lets go of a lock when the process ends)."""
+    if journal.session_locks is not None:
+        journal.session_locks.release(session)
     leases = journal.leases
     if leases is None or not leases.holds(session):
         return
@@ -181,6 +187,14 @@ async def _resume(args: argparse.Namespace) -> int:
         except BaseException:
             journal.close()
             raise
+    locks = journal.session_locks
+    if locks is not None and not locks.acquire(info.session):
+        journal.close()
+        raise UnavailableError(
+            f"{info.session} is being run by another process on {path} (a daemon, or "
+            "another `orchestrator run` or `resume`): resume it through that daemon, or "
+            "once that process has stopped"
+        )
     if args.team is not None:
         team = load_team(args.team)
     else:

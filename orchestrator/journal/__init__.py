@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ._prune import PruneReport, prune_sqlite
     from ._reader import AgentMessage, JournalReader, SessionInfo
     from ._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+    from ._session_locks import SessionLocks, lock_path
     from ._snapshot import (
         CHUNK,
         SNAPSHOT_FORMAT,
@@ -75,6 +76,7 @@ __all__ = [
     "PostgresReader",
     "PruneReport",
     "SessionInfo",
+    "SessionLocks",
     "SqliteJournal",
     "db_location",
     "decode_parts",
@@ -85,6 +87,7 @@ __all__ = [
     "fact_checksum",
     "facts_payload",
     "is_postgres_url",
+    "lock_path",
     "open_journal",
     "open_reader",
     "prune",
@@ -125,6 +128,7 @@ if not TYPE_CHECKING:
             "._pg_schema": ("PG_SCHEMA_VERSION",),
             "._prune": ("PruneReport", "prune_sqlite"),
             "._reader": ("AgentMessage", "JournalReader", "SessionInfo"),
+            "._session_locks": ("SessionLocks", "lock_path"),
             "._schema": ("APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"),
             "._snapshot": (
                 "CHUNK",

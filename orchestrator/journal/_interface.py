@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ._pg_leases import PostgresLeases
     from ._prune import PruneReport
     from ._reader import JournalReader
+    from ._session_locks import SessionLocks
 
 __all__ = ["Db", "Journal", "db_location", "open_journal", "open_reader", "prune"]
 
@@ -48,8 +49,11 @@ class Journal(Protocol):
     source: str
     drain_limit: float
     #: This node's session leases (a daemon's PostgreSQL journal, several daemons on one
-    #: database); None where one writer owns every session (SQLite, ``orchestrator run``).
+    #: database); None on SQLite (its session locks) and for ``orchestrator run``.
     leases: PostgresLeases | None
+    #: Which sessions of a SQLite file this process runs, one process a session
+    #: (:mod:`._session_locks`); None on PostgreSQL, whose leases do that.
+    session_locks: SessionLocks | None
 
     @property
     def reader(self) -> JournalReader:
@@ -107,7 +111,8 @@ def open_journal(
 
     ``node`` (a daemon's node id) and ``lease_ttl``: on PostgreSQL, the sessions this
     journal writes are leased to that node (several daemons on one database, see
-    :mod:`._pg_leases`); a SQLite file has one writer, and no leases. ``reconnect_for``:
+    :mod:`._pg_leases`); a SQLite file has no leases: each of its sessions is locked to the
+    process that runs it (:mod:`._session_locks`). ``reconnect_for``:
     seconds a PostgreSQL journal tries to reconnect to a server it lost before it fails
     (default :data:`~._pg_connection.RECONNECT_FOR`; a file is never lost)."""
     if is_postgres_url(db):

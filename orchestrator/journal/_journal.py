@@ -109,6 +109,7 @@ from ._rows import (
     _stored_batches,
     _write_group,
 )
+from ._session_locks import SessionLocks
 from ._snapshot import snapshot_due, state_entries
 
 if TYPE_CHECKING:
@@ -159,6 +160,8 @@ class _GroupCommitJournal:
     #: The session leases of this node (several daemons on one PostgreSQL database); None:
     #: this journal's one writer owns every session (SQLite, and ``orchestrator run``).
     leases: PostgresLeases | None = None
+    #: Which sessions of a SQLite file this process runs (see :mod:`._session_locks`).
+    session_locks: SessionLocks | None = None
 
     def __init__(
         self, *, snapshot_every: int, drain_limit: float, reconnect_for: float = 0.0
@@ -699,6 +702,7 @@ class SqliteJournal(_GroupCommitJournal):
         self.durability = durability
         self.max_bytes = max_bytes
         self.reader = JournalReader(self.path)
+        self.session_locks = SessionLocks(self.path)
 
     _database_errors = (sqlite3.Error,)
 

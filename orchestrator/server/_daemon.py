@@ -375,10 +375,19 @@ class Daemon:
         return sorted(self.cluster.followed) if self.cluster is not None else []
 
     async def _acquire(self, uri: str, *, quiet: bool = False) -> bool:
-        """Whether this node may run ``uri``: always on SQLite; on PostgreSQL once it holds
-        the session's lease (False: another node's lease has not expired)."""
+        """Whether this node may run ``uri``: on SQLite once this process holds the
+        session's lock (False: another process on the file runs it, an ``orchestrator
+        run`` or ``resume`` or another daemon); on PostgreSQL once it holds the session's
+        lease (False: another node's lease has not expired)."""
         leases = self.leases
-        if leases is None or leases.holds(uri):
+        if leases is None:
+            locks = self.journal.session_locks
+            if locks is None or locks.acquire(uri):
+                return True
+            if not quiet:
+                log.info("session run by another process of this journal", session=uri)
+            return False
+        if leases.holds(uri):
             return True
         lease = await trio.to_thread.run_sync(leases.acquire, uri)
         if lease.owner != self.node:
@@ -403,7 +412,11 @@ class Daemon:
         """Give up ``uri``'s lease (``keep``: due for take-over at once); never raises, and
         never holds a stop up for long (a lease not released expires)."""
         leases = self.leases
-        if leases is None or not leases.holds(uri):
+        if leases is None:
+            if self.journal.session_locks is not None:
+                self.journal.session_locks.release(uri)
+            return
+        if not leases.holds(uri):
             return
         with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_LIMIT):
             try:
@@ -524,6 +537,12 @@ class Daemon:
                 raise
 
     def _elsewhere(self, uri: str) -> str:
+        if self.leases is None:
+            return (
+                f"session {uri} is being run by another process on this journal (an "
+                "`orchestrator run` or `resume`, or another daemon): ask for it again once "
+                "that process has stopped"
+            )
         return (
             f"session {uri} runs on another node of this journal: ask for it again (this "
             f"node, {self.node}, then follows it) or connect to that node"
@@ -878,6 +897,10 @@ class Daemon:
         failed before that (nothing was recorded, or the journal failed).
         """
         assert self._nursery is not None, "the daemon is not serving"
+        # A new session's lock (SQLite), so that no other process on the file takes it up
+        # while it runs here (a session taken up holds its lock already).
+        if self.leases is None and not await self._acquire(live.uri):
+            raise RunError(self._elsewhere(live.uri))
         self._add_session(live)
         errors: list[str] = []
 

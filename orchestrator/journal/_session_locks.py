@@ -1,0 +1,119 @@
+"""Which process runs each session of a SQLite journal: one at a time.
+
+Several processes may write one SQLite journal: three ``orchestrator run`` of different
+sessions, a daemon and a ``run`` beside it. They must not run the *same* session: a daemon
+that takes up a session an ``orchestrator resume`` is running (or a second daemon on the
+file, or a second ``resume``) runs its turns again (a tool call runs twice), and the
+slower one's next batch fails on the facts' unique key, ending its session there. A
+PostgreSQL journal has leases for this (:mod:`._pg_leases`); a SQLite file, which lives on
+one machine, has the kernel's record locks.
+
+Each session is one byte of a lock file beside the journal (``<journal>-sessions.lock``),
+at an offset hashed from its URI (56 bits: two URIs meet with odds of one in 2**56), locked
+by the process that runs the session. The kernel lets go of a process's locks when it
+ends, however it ends, so a crashed ``run`` frees its session at once: no expiry to wait
+for, no stale owner to tell apart.
+
+POSIX record locks belong to a process, not to a descriptor, and closing any descriptor of
+the file lets go of all of them: so a process keeps one descriptor per lock file
+(:data:`_FILES`), open as long as the process. Nor do they exclude each other within a
+process, so the sessions this process holds are also kept here (:data:`_HELD`): two
+:class:`SessionLocks` of one file in one process (a test's daemon and its ``resume``)
+refuse each other as two processes would.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import os
+import threading
+from pathlib import Path
+
+from orchestrator.base import FactLogError
+
+__all__ = ["SessionLocks", "lock_path"]
+
+#: The lock file of each journal this process has locked a session of (see the module
+#: docstring: closed only with the process), by its resolved path.
+_FILES: dict[Path, int] = {}
+#: (lock file, session URI) → the :class:`SessionLocks` that holds it, in this process.
+_HELD: dict[tuple[Path, str], SessionLocks] = {}
+_GUARD = threading.Lock()  # the journal's threads and trio's both call in
+
+
+def lock_path(journal: Path) -> Path:
+    """The lock file of the SQLite journal at ``journal``."""
+    return journal.with_name(journal.name + "-sessions.lock")
+
+
+def _offset(session: str) -> int:
+    return int.from_bytes(hashlib.blake2b(session.encode(), digest_size=7).digest(), "big")
+
+
+class SessionLocks:
+    """The sessions of one SQLite journal that this process runs (see the module docstring)."""
+
+    def __init__(self, journal: Path) -> None:
+        self.path = lock_path(journal)
+        self._held: set[str] = set()
+
+    def acquire(self, session: str) -> bool:
+        """Lock ``session`` for this process: True once it holds it (at once if it did);
+        False if another process, or another holder in this one, runs it. Never waits.
+        :class:`FactLogError` if the lock file cannot be opened."""
+        with _GUARD:
+            if session in self._held:
+                return True
+            key = (self._resolved(), session)
+            if key in _HELD:
+                return False
+            descriptor = self._descriptor(key[0])
+            try:
+                fcntl.lockf(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _offset(session))
+            except OSError as exc:
+                if exc.errno in (errno.EACCES, errno.EAGAIN):
+                    return False
+                raise FactLogError(
+                    f"cannot lock the session's byte of {self.path}: {exc.strerror}",
+                    source=str(self.path),
+                ) from exc
+            _HELD[key] = self
+            self._held.add(session)
+            return True
+
+    def release(self, session: str) -> None:
+        """Let go of ``session`` (nothing if this does not hold it)."""
+        with _GUARD:
+            if session not in self._held:
+                return
+            self._held.discard(session)
+            key = (self._resolved(), session)
+            _HELD.pop(key, None)
+            descriptor = _FILES.get(key[0])
+            if descriptor is not None:
+                fcntl.lockf(descriptor, fcntl.LOCK_UN, 1, _offset(session))
+
+    def holds(self, session: str) -> bool:
+        return session in self._held
+
+    @property
+    def held(self) -> frozenset[str]:
+        return frozenset(self._held)
+
+    def _resolved(self) -> Path:
+        return self.path.resolve()
+
+    def _descriptor(self, path: Path) -> int:
+        descriptor = _FILES.get(path)
+        if descriptor is None:
+            try:
+                descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            except OSError as exc:
+                raise FactLogError(
+                    f"cannot open the journal's lock file {path}: {exc.strerror}",
+                    source=str(path),
+                ) from exc
+            _FILES[path] = descriptor
+        return descriptor

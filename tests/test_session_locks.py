@@ -1,0 +1,196 @@
+"""One process runs a session of a SQLite journal at a time (``journal/_session_locks``).
+
+The locks themselves: held and let go, refused to a second holder in this process and in
+another, freed by the kernel when the process that held them dies however it dies. Then
+what they are for: ``orchestrator resume`` of a session a live ``orchestrator run`` holds
+is refused (exit 3) and writes nothing; once that process is killed, the same ``resume``
+runs the session to its end; and a daemon started on the file leaves the run's session
+alone.
+"""
+
+from __future__ import annotations
+
+import gc
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from trio_websocket import ConnectionRejected
+
+from orchestrator.core import ApprovalRequested
+from orchestrator.journal import JournalReader, SessionLocks, lock_path
+
+from .daemon import connect, running_daemon
+from .test_crash import TEAM, acknowledged, orchestrator, resume
+
+SESSION = "ahp-session:/0f6c5d1e-0000-4000-8000-000000000001"
+
+
+def test_a_session_is_held_by_one_holder_until_it_lets_go(tmp_path: Path) -> None:
+    journal = tmp_path / "journal.db"
+    first, second = SessionLocks(journal), SessionLocks(journal)
+    assert first.acquire(SESSION)
+    assert first.acquire(SESSION), "holding it again is holding it"
+    assert first.holds(SESSION)
+    assert not second.acquire(SESSION)
+    assert not second.holds(SESSION)
+    first.release(SESSION)
+    assert not first.holds(SESSION)
+    assert second.acquire(SESSION)
+    assert second.held == frozenset({SESSION})
+    second.release(SESSION)
+    second.release(SESSION)  # twice: nothing held, nothing done
+    assert lock_path(journal) == tmp_path / "journal.db-sessions.lock"
+    assert lock_path(journal).exists()
+
+
+@settings(max_examples=50, deadline=None)
+@given(sessions=st.lists(st.text(min_size=1, max_size=40), min_size=2, max_size=8, unique=True))
+def test_different_sessions_never_refuse_each_other(
+    tmp_path_factory: pytest.TempPathFactory, sessions: list[str]
+) -> None:
+    """Each session is its own byte: holders of different sessions all hold theirs, and a
+    newcomer gets none of them."""
+    journal = tmp_path_factory.mktemp("locks") / "journal.db"
+    holders = [SessionLocks(journal) for _ in sessions]
+    try:
+        for holder, session in zip(holders, sessions, strict=True):
+            assert holder.acquire(session)
+        for holder, session in zip(holders, sessions, strict=True):
+            assert holder.held == frozenset({session})
+        newcomer = SessionLocks(journal)
+        assert not any(newcomer.acquire(session) for session in sessions)
+    finally:
+        for holder, session in zip(holders, sessions, strict=True):
+            holder.release(session)
+
+
+HOLD = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from orchestrator.journal import SessionLocks
+    locks = SessionLocks(Path(sys.argv[1]))
+    print("held" if locks.acquire(sys.argv[2]) else "refused", flush=True)
+    sys.stdin.read()  # until the test closes it, or kills this process
+    """
+)
+
+
+def test_another_process_is_refused_and_a_killed_holder_frees_the_session(
+    tmp_path: Path,
+) -> None:
+    journal = tmp_path / "journal.db"
+    with subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(journal), SESSION],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as holder:
+        try:
+            assert holder.stdout is not None
+            assert holder.stdout.readline().strip() == "held"
+            here = SessionLocks(journal)
+            assert not here.acquire(SESSION)
+            assert here.acquire(SESSION + "-another"), "the other process holds one session"
+            holder.send_signal(signal.SIGKILL)
+            holder.wait(timeout=30)
+            assert here.acquire(SESSION), "the kernel let go of the dead process's lock"
+        finally:
+            holder.kill()
+
+
+def parked(mirror: Path) -> str:
+    """The session of a run that parked on its approval (its ``--facts`` mirror says so)."""
+    deadline = time.monotonic() + 60
+    while not any(isinstance(f.action, ApprovalRequested) for f in acknowledged(mirror)):
+        assert time.monotonic() < deadline, "no approval was asked for"
+        time.sleep(0.01)
+    return acknowledged(mirror)[0].session
+
+
+def test_resume_of_a_session_a_live_run_holds_is_refused_then_runs_once_it_is_killed(
+    tmp_path: Path,
+) -> None:
+    """The operator's mistake at 3 a.m.: ``resume`` while the run is still going. Before the
+    locks, both ran the session: its tools twice, and one of them failed on the facts'
+    unique key."""
+    db, mirror = tmp_path / "journal.db", tmp_path / "facts.jsonl"
+    # Nobody answers the prompt: the run parks on the researcher's publish approval, alive.
+    run = orchestrator(
+        "run",
+        TEAM,
+        "Ship the release notes",
+        "--db",
+        db,
+        "--plain",
+        "--facts",
+        mirror,
+        stdin=subprocess.PIPE,
+    )
+    try:
+        session = parked(mirror)
+        before = JournalReader(db).facts(session)
+
+        refused = resume(db, session)
+        assert refused.returncode == 3, refused.stderr
+        assert "is being run by another process" in refused.stderr
+        assert "Traceback" not in refused.stderr
+        assert JournalReader(db).facts(session) == before, "the refused resume wrote nothing"
+        assert run.poll() is None, "the run goes on"
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.communicate()
+
+    resumed = resume(db, session)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "published to" in resumed.stdout
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")  # a rejected trio-websocket client
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+async def test_a_daemon_leaves_alone_a_session_a_live_run_holds(tmp_path: Path) -> None:
+    """A daemon started on the journal of a live ``orchestrator run`` does not take its
+    session up (before the locks, it did, and ran its turns again), and a client asking for
+    it is told why; the run goes on and is the only writer of its session."""
+    db, mirror = tmp_path / "journal.db", tmp_path / "facts.jsonl"
+    run = orchestrator(
+        "run",
+        TEAM,
+        "Ship the release notes",
+        "--db",
+        db,
+        "--plain",
+        "--facts",
+        mirror,
+        stdin=subprocess.PIPE,
+    )
+    try:
+        session = await trio.to_thread.run_sync(parked, mirror)
+        before = JournalReader(db).facts(session)
+        async with running_daemon(tmp_path, db=db) as daemon:
+            with pytest.raises(ConnectionRejected) as refused:
+                async with connect(daemon, f"session={session}"):
+                    pass
+            assert refused.value.status_code == 404
+            assert b"is being run by another process" in (refused.value.body or b"")
+            del refused
+            gc.collect()
+        assert JournalReader(db).facts(session) == before, "the daemon wrote nothing of it"
+        assert run.poll() is None, "the run goes on"
+        # The run's own approval: it finishes, alone.
+        _, err = await trio.to_thread.run_sync(lambda: run.communicate("y\n", timeout=60))
+        assert run.returncode == 0, err
+    finally:
+        if run.returncode is None:
+            run.kill()
+            run.communicate()
+    (info,) = JournalReader(db).sessions()
+    assert info.status == "completed"
