@@ -214,6 +214,18 @@ class TestBadInput:
         assert f"{path}:1" in done.stderr
         assert "$.action.type" in done.stderr
 
+    def test_a_fact_file_that_is_not_utf_8_is_named_not_a_traceback(self, tmp_path: Path) -> None:
+        """A journal given as ``--facts`` by mistake, or a damaged copy: exit 2, the file and
+        the line."""
+        path = tmp_path / "f.jsonl"
+        good = '{"sequence": 1, "session": "s", "channel": "s", "at": "t", "action": {}}'
+        path.write_bytes(b"\n" + b"SQLite format 3\x00\xff\xfe" + good.encode() + b"\n")
+        done = orchestrator("graph", "--facts", str(path))
+        assert done.returncode == 2, done.stderr
+        assert f"{path}:2" in done.stderr
+        assert "byte 17 of the line is not UTF-8" in done.stderr
+        assert "Traceback" not in done.stderr
+
     def test_graph_check_reports_violations(self, tmp_path: Path) -> None:
         """A log whose worker origin has no subagent content in the parent fails the check."""
         source = tmp_path / "ok.jsonl"

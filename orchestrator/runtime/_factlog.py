@@ -223,12 +223,22 @@ def read_facts(path: str | Path) -> Iterator[Fact]:
     """Facts of a JSON Lines file in order; :class:`FactLogError` names a bad line."""
     source = str(path)
     try:
-        handle = Path(path).open(encoding="utf-8")  # noqa: SIM115 (closed by the with below)
+        handle = Path(path).open("rb")  # noqa: SIM115 (closed by the with below)
     except OSError as exc:
         raise FactLogError(f"cannot read: {exc.strerror}", source=source) from exc
     with handle:
         previous: Fact | None = None
-        for number, line in enumerate(handle, start=1):
+        # Bytes, decoded a line at a time: a file that is not UTF-8 (a journal given as a
+        # fact file, a damaged copy) is refused naming the line, not with a traceback.
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise FactLogError(
+                    f"byte {exc.start + 1} of the line is not UTF-8: not a fact file",
+                    source=source,
+                    line=number,
+                ) from exc
             if not line.strip():
                 continue
             try:
