@@ -36,6 +36,7 @@ from orchestrator.journal import (
     open_reader,
     state_entries,
 )
+from orchestrator.journal._file import _unreadable
 from orchestrator.journal._pg_connection import redacted
 from orchestrator.journal._pg_schema import PG_MIGRATIONS, schema_version
 from orchestrator.journal._reader import _snapshot
@@ -233,6 +234,31 @@ class TestVersions:
         with pytest.raises(FactLogError, match=message):
             await trio.to_thread.run_sync(SqliteJournal(db).open)
         assert file_bytes(db) == before
+
+    def test_a_directory_is_refused_as_one(self, tmp_path: Path) -> None:
+        with pytest.raises(FactLogError, match="this is a directory: --db takes a journal"):
+            JournalReader(tmp_path).sessions()
+
+    @pytest.mark.parametrize(
+        ("code", "said"),
+        [
+            (sqlite3.SQLITE_CANTOPEN, "must be able to write its directory"),
+            (sqlite3.SQLITE_IOERR, "is its disk full or failing"),
+            (sqlite3.SQLITE_FULL, "is its disk full or failing"),
+            (sqlite3.SQLITE_BUSY, "locked by another process"),
+            (sqlite3.SQLITE_NOTADB, "not an orchestrator journal, or it is damaged"),
+            (sqlite3.SQLITE_CORRUPT, "not an orchestrator journal, or it is damaged"),
+        ],
+    )
+    def test_only_a_file_that_is_not_a_database_or_damaged_is_called_so(
+        self, code: int, said: str
+    ) -> None:
+        """A healthy journal on a full disk, or in a directory this user cannot write, must
+        not be called damaged: at 3 a.m. that reads as "restore from backup"."""
+        exc = sqlite3.OperationalError("what SQLite said")
+        exc.sqlite_errorcode = code
+        assert said in _unreadable(exc)
+        assert "what SQLite said" in _unreadable(exc)
 
     async def test_a_damaged_journal_is_refused_untouched(self, tmp_path: Path) -> None:
         db = tmp_path / "journal.db"

@@ -77,6 +77,8 @@ def _check_file(path: Path) -> int:
     """
     if not path.exists():
         return 0
+    if path.is_dir():
+        raise _error(path, "this is a directory: --db takes a journal file's path (or a URL)")
     try:
         connection = sqlite3.connect(_read_uri(path), uri=True)
     except sqlite3.Error as exc:
@@ -105,13 +107,30 @@ def _check_file(path: Path) -> int:
             )
         return int(version)
     except sqlite3.DatabaseError as exc:
-        raise _error(
-            path,
-            f"this file is not an orchestrator journal, or it is damaged ({exc}); it was left "
-            "untouched",
-        ) from exc
+        raise _error(path, _unreadable(exc)) from exc
     finally:
         connection.close()
+
+
+def _unreadable(exc: sqlite3.DatabaseError) -> str:
+    """Why a journal could not be checked, by what SQLite said: only a file that is not a
+    database, or a damaged one, is called so (a full disk or a directory this user may not
+    write is not a reason to restore a healthy journal from a backup)."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if code == sqlite3.SQLITE_CANTOPEN:
+        return (
+            f"cannot open the journal ({exc}): a reader needs to make its -shm file beside it, "
+            "so this user must be able to write its directory; it was left untouched"
+        )
+    if code in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL):
+        return (
+            f"cannot read the journal ({exc}): is its disk full or failing? It was left untouched"
+        )
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return f"the journal is locked by another process ({exc}): try again"
+    return (
+        f"this file is not an orchestrator journal, or it is damaged ({exc}); it was left untouched"
+    )
 
 
 def _connect(path: Path, *, durability: Durability, max_bytes: int | None) -> sqlite3.Connection:
