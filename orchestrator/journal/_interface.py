@@ -77,8 +77,8 @@ class Journal(Protocol):
 
     @property
     def reconnecting(self) -> dt.datetime | None:
-        """Since when the writer has been reconnecting to a database it lost (None: it
-        is not; a SQLite journal never is)."""
+        """Since when the writer has been reconnecting to a database it lost, or waiting
+        for a SQLite file another connection locked (None: it is not)."""
         ...
 
     async def wait_failed(self) -> FactLogError: ...
@@ -109,7 +109,8 @@ def open_journal(
     journal writes are leased to that node (several daemons on one database, see
     :mod:`._pg_leases`); a SQLite file has one writer, and no leases. ``reconnect_for``:
     seconds a PostgreSQL journal tries to reconnect to a server it lost before it fails
-    (default :data:`~._pg_connection.RECONNECT_FOR`; a file is never lost)."""
+    (default :data:`~._pg_connection.RECONNECT_FOR`), or a SQLite journal waits for its
+    file's lock another connection holds (default :data:`~._journal.LOCKED_FOR`)."""
     if is_postgres_url(db):
         from ._pg_journal import PostgresJournal
 
@@ -122,6 +123,8 @@ def open_journal(
         return PostgresJournal(str(db), durability=durability, **options)
     from ._journal import SqliteJournal
 
+    if reconnect_for is not None:
+        options["reconnect_for"] = reconnect_for
     return SqliteJournal(Path(db), durability=durability, **options)
 
 
