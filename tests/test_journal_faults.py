@@ -1,16 +1,18 @@
 """The journal contains faults: what one batch holds fails that batch and its session only,
-the writer never dies silently, a stopping journal waits for its backlog a bounded time, and
-the file can be trusted (checksummed facts, owner-only mode, the whole-file check once).
+the writer never dies silently, a stopping journal waits for its backlog a bounded time, a
+file another connection locked is waited for a bounded time, and the file can be trusted
+(checksummed facts, owner-only mode, the whole-file check once).
 The tests that take ``journal_db`` run on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import sqlite3
 import stat
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -322,6 +324,236 @@ class TestBoundedShutdown:
             "closed before this batch was written" in str(t.error) for t in tickets[len(durable) :]
         )
         assert sequences(journal.path, A) == list(range(1, 2 + 250 * (len(durable) - 1)))
+
+
+def busy() -> sqlite3.OperationalError:
+    """The error SQLite's busy handler ends with: another connection holds the lock."""
+    error = sqlite3.OperationalError("database is locked")
+    error.sqlite_errorcode = sqlite3.SQLITE_BUSY
+    error.sqlite_errorname = "SQLITE_BUSY"
+    return error
+
+
+def locked_by_another(db: Path) -> sqlite3.Connection:
+    """A second connection holding ``db``'s write lock (as the sqlite3 shell can, or a
+    backup into the file) until it rolls back."""
+    connection = sqlite3.connect(db, isolation_level=None)
+    connection.execute("BEGIN EXCLUSIVE")
+    return connection
+
+
+def noted_waits(journal: SqliteJournal) -> threading.Event:
+    """Set when the journal's writer first tries to take the lock again (it is waiting:
+    :attr:`~SqliteJournal.reconnecting` was set before)."""
+    waiting = threading.Event()
+    try_again = journal._reconnect
+
+    def noted() -> Any:
+        waiting.set()
+        return try_again()
+
+    journal._reconnect = noted  # type: ignore[method-assign]
+    return waiting
+
+
+async def until_set(event: threading.Event) -> None:
+    assert await trio.to_thread.run_sync(event.wait, 10), "real seconds: the writer is a thread"
+
+
+def logged(logs: Sequence[Mapping[str, Any]], event: str) -> list[Mapping[str, Any]]:
+    return [entry for entry in logs if entry["event"] == event]
+
+
+class BusyAtCommit(SqliteJournal):
+    """A journal whose next ``COMMIT`` says SQLITE_BUSY once (``busy_next_commit``), ``when``:
+    ``after-commit`` (SQLite committed; only the answer is lost), ``before-commit`` (the
+    transaction still open, as SQLite leaves it), or ``rollback-refused`` (and the
+    ``ROLLBACK`` after it says SQLITE_BUSY too, so the transaction stays open)."""
+
+    def __init__(self, path: Path, *, when: str, **options: Any) -> None:
+        super().__init__(path, **options)
+        self.when = when
+        self.busy_next_commit = False
+        self.refuse_rollback = False
+
+    def _connect(self) -> Any:
+        return _BusyAtCommit(self, super()._connect())
+
+
+class _BusyAtCommit:
+    def __init__(self, journal: BusyAtCommit, connection: sqlite3.Connection) -> None:
+        self.journal = journal
+        self.connection = connection
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.connection, name)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        journal = self.journal
+        if sql == "COMMIT" and journal.busy_next_commit:
+            journal.busy_next_commit = False
+            if journal.when == "after-commit":
+                self.connection.execute(sql)
+            journal.refuse_rollback = journal.when == "rollback-refused"
+            raise busy()
+        if sql == "ROLLBACK" and journal.refuse_rollback:
+            journal.refuse_rollback = False
+            raise busy()
+        return self.connection.execute(sql, parameters)
+
+
+class TestALockedFile:
+    """Another connection holds the file's write lock (the sqlite3 shell, a backup): the
+    writer waits for it, for ``reconnect_for`` at most, and writes every batch once, in
+    order. The lock is a real one and the writer a thread: these tests wait in real time
+    (a ``busy_timeout`` of 0.05 s, bounded by ``fail_after``)."""
+
+    def test_a_lock_is_waited_for_and_a_fault_of_the_file_is_not(self) -> None:
+        """SQLITE_BUSY and SQLITE_LOCKED, with their extended codes, are another
+        connection's lock: the writer waits. A full disk, an I/O error or a constraint
+        are not; the file's faults still fail the journal at once."""
+        journal = SqliteJournal("journal.db")
+        for code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, 517, 262):  # BUSY_SNAPSHOT,
+            error = busy()  # LOCKED_SHAREDCACHE
+            error.sqlite_errorcode = code
+            assert journal._transient(error, None)
+            assert journal._retries(error)
+        for code in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CONSTRAINT):
+            error = busy()
+            error.sqlite_errorcode = code
+            assert not journal._transient(error, None)
+            assert not journal._retries(error)
+        assert not journal._transient(ValueError("database is locked"), None)
+
+    def test_how_long_it_waits(self, tmp_path: Path) -> None:
+        """A minute by default (``reconnect_for``; the daemon's ``reconnect_for`` key sets
+        it, through ``open_journal``); each try waits SQLite's ``busy_timeout``, 5 s by
+        default."""
+        journal = SqliteJournal(tmp_path / "journal.db")
+        assert (journal.reconnect_for, journal.busy_timeout) == (60.0, 5.0)
+        configured = open_journal(tmp_path / "journal.db", reconnect_for=7)
+        assert isinstance(configured, SqliteJournal)
+        assert configured.reconnect_for == 7.0
+        with pytest.raises(FactLogError, match="0 seconds or more"):
+            SqliteJournal(tmp_path / "journal.db", reconnect_for=-1)
+
+    async def test_batches_wait_for_the_lock_and_are_written_once_in_order(
+        self, tmp_path: Path
+    ) -> None:
+        """Batches submitted while another connection holds the lock wait (none fails,
+        none is acknowledged), ``reconnecting`` says since when, and the log says the
+        journal is locked, not that a connection was lost; once the lock is let go every
+        batch is durable exactly once, in order, and the journal is healthy."""
+        db = tmp_path / "journal.db"
+        journal = SqliteJournal(db, busy_timeout=0.05, reconnect_for=30)
+        waiting = noted_waits(journal)
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            await wait_all(journal.submit([started(A)]))
+            other = locked_by_another(db)
+            try:
+                with structlog.testing.capture_logs() as logs:
+                    tickets = [journal.submit([view(A, 2), view(A, 3)])]
+                    tickets.append(journal.submit([started(B)]))
+                    await until_set(waiting)
+                    since = journal.reconnecting
+                    assert since is not None
+                    assert since <= dt.datetime.now(dt.UTC)
+                    tickets.append(journal.submit([view(A, 4)]))  # queued behind the group
+                    tickets.append(journal.submit([view(B, 2)]))
+                    assert not any(t.done() for t in tickets)
+                    assert journal.failed is None
+                    other.execute("ROLLBACK")
+                    await wait_all(*tickets)
+            finally:
+                other.close()
+            assert [t.error for t in tickets] == [None] * 4
+            assert journal.failed is None
+            assert journal.reconnecting is None
+            statistics = journal.statistics()
+            services.cancel_scope.cancel()
+        reader = open_reader(db)
+        assert [f.sequence for f in reader.facts(A)] == [1, 2, 3, 4]
+        assert [f.sequence for f in reader.facts(B)] == [1, 2]
+        assert reader.facts(A)[1:] == [view(A, 2), view(A, 3), view(A, 4)]
+        assert reader.session(A).last_sequence == 4
+        assert (statistics.facts, statistics.batches) == (6, 5)
+        assert (statistics.queued, statistics.failed) == (0, False)
+        (locked,) = logged(logs, "journal locked by another connection: waiting")
+        assert locked["error"] == "database is locked"
+        assert locked["within"] == 30
+        (unlocked,) = logged(logs, "journal unlocked")
+        assert unlocked["committed"] == 0
+        assert not logged(logs, "journal connection lost: reconnecting")
+        assert not logged(logs, "journal write failed")
+
+    @pytest.mark.parametrize("when", ["after-commit", "before-commit", "rollback-refused"])
+    async def test_a_commit_that_says_busy_is_read_back_not_written_twice(
+        self, tmp_path: Path, when: str
+    ) -> None:
+        """A ``COMMIT`` that says SQLITE_BUSY (in WAL mode it can): the writer reads back
+        what is stored, by checksum. A group that committed after all is acknowledged as it
+        is; one whose transaction is still open (SQLite keeps it, for the COMMIT to be
+        tried again) is rolled back before the reading, even when its first ROLLBACK
+        failed too (its rows would read as stored), and written again: each fact once."""
+        db = tmp_path / "journal.db"
+        journal = BusyAtCommit(db, when=when, busy_timeout=0.05, reconnect_for=30)
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            await wait_all(journal.submit([started(A)]))
+            journal.busy_next_commit = True
+            with structlog.testing.capture_logs() as logs:
+                tickets = [
+                    journal.submit([view(A, 2), view(A, 3)]),
+                    journal.submit([started(B)]),
+                    journal.submit([view(A, 4)]),
+                ]
+                await wait_all(*tickets)
+            assert [t.error for t in tickets] == [None, None, None]
+            assert journal.failed is None
+            assert not journal.busy_next_commit, "the commit said busy"
+            assert journal.statistics().facts == 5, "each fact counted written once"
+            services.cancel_scope.cancel()
+        reader = open_reader(db)
+        assert [f.sequence for f in reader.facts(A)] == [1, 2, 3, 4]
+        assert [f.sequence for f in reader.facts(B)] == [1]
+        assert reader.session(A).last_sequence == 4
+        (unlocked,) = logged(logs, "journal unlocked")
+        assert (unlocked["committed"] > 0) is (when == "after-commit")
+
+    async def test_a_lock_held_past_reconnect_for_fails_the_journal_saying_so(
+        self, tmp_path: Path
+    ) -> None:
+        """The lock is held longer than ``reconnect_for``: the batch fails, and the journal
+        with it, saying the database stayed locked for so long (what ``/healthz`` and the
+        sessions' clients are told); what was acknowledged before stays."""
+        db = tmp_path / "journal.db"
+        journal = SqliteJournal(db, busy_timeout=0.05, reconnect_for=1)
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            await wait_all(journal.submit([started(A)]))
+            other = locked_by_another(db)
+            try:
+                with structlog.testing.capture_logs() as logs:
+                    held = journal.submit([view(A, 2)])
+                    await wait_all(held)
+            finally:
+                other.close()
+            assert held.error is not None
+            assert journal.failed is held.error
+            assert journal.reconnecting is None
+            assert (
+                "the journal failed: the database stayed locked by another connection for 1 s "
+                "(database is locked)"
+            ) in held.error.message
+            with pytest.raises(FactLogError, match="stayed locked"):
+                journal.submit([view(A, 3)])
+            services.cancel_scope.cancel()
+        assert sequences(db, A) == [1]
+        assert len(logged(logs, "journal locked by another connection: waiting")) == 1
+        assert not logged(logs, "journal connection lost: reconnecting")
+        (failed,) = logged(logs, "journal write failed")
+        assert "stayed locked" in failed["error"]
 
 
 class TestTeamFileStoredOnce:

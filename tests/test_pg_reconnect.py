@@ -187,6 +187,26 @@ class TestBackoff:
             reconnect(refused, since=clock.now, within=60, stop=clock, clock=clock)
         assert clock.waits == [0.1, 0.2]
 
+    def test_only_what_retry_accepts_is_tried_again(self) -> None:
+        """With ``retry`` (a SQLite journal's: only a lock another connection holds), a
+        failure it refuses is raised at once, as it is, not waited on until the bound."""
+        clock = FakeClock()
+        failures = [TimeoutError("locked"), TimeoutError("locked"), OSError("disk I/O error")]
+
+        def fails() -> None:
+            raise failures.pop(0)
+
+        with pytest.raises(OSError, match="disk I/O error"):
+            reconnect(
+                fails,
+                since=clock.now,
+                within=60,
+                stop=clock,
+                clock=clock,
+                retry=lambda exc: isinstance(exc, TimeoutError),
+            )
+        assert clock.waits == [0.1, 0.2]
+
 
 # ── one connection ended (the shared cluster) ─────────────────────────────
 

@@ -45,11 +45,12 @@ class TestParse:
         assert (parse("").node, parse("").lease_ttl) == (None, 15.0)
 
     def test_how_long_the_journal_tries_to_reconnect(self) -> None:
-        """A PostgreSQL server lost (a restart, a failover): the journal tries to reconnect
-        for ``reconnect_for`` seconds (default 15, about a lease's TTL; 0: one try)."""
+        """A PostgreSQL server lost (a restart, a failover), or a SQLite file another
+        process locked: the journal tries again for ``reconnect_for`` seconds (0: one try;
+        unset, None: the journal's own default, 15 s on PostgreSQL and 60 s on SQLite)."""
         assert parse("reconnect_for = 40").reconnect_for == 40.0
         assert parse("reconnect_for = 0").reconnect_for == 0.0
-        assert parse("").reconnect_for == 15.0
+        assert parse("").reconnect_for is None
 
     def test_a_full_file(self, tmp_path: Path) -> None:
         (tmp_path / "tool.token").write_text(SECRET + "-file\n")

@@ -32,6 +32,10 @@ __all__: list[str] = []
 
 
 _SYNCHRONOUS: Final = {Durability.POWER: "FULL", Durability.PROCESS: "NORMAL"}
+#: Seconds a statement of the write connection waits for a lock another connection holds
+#: (SQLite's busy handler) before it fails with SQLITE_BUSY (see ``_journal``: the writer
+#: then waits on, for its ``reconnect_for``); ``sqlite3.connect``'s own default.
+BUSY_TIMEOUT: Final = 5.0
 
 
 def _error(path: Path | str, message: str) -> FactLogError:
@@ -133,8 +137,15 @@ def _unreadable(exc: sqlite3.DatabaseError) -> str:
     )
 
 
-def _connect(path: Path, *, durability: Durability, max_bytes: int | None) -> sqlite3.Connection:
-    """The write connection: the schema brought up to :data:`SCHEMA_VERSION`, WAL on."""
+def _connect(
+    path: Path,
+    *,
+    durability: Durability,
+    max_bytes: int | None,
+    busy_timeout: float = BUSY_TIMEOUT,
+) -> sqlite3.Connection:
+    """The write connection: the schema brought up to :data:`SCHEMA_VERSION`, WAL on; its
+    statements wait ``busy_timeout`` seconds for a lock another connection holds."""
     problem = _unwritable(path)
     if problem is not None:
         raise _error(
@@ -147,7 +158,11 @@ def _connect(path: Path, *, durability: Durability, max_bytes: int | None) -> sq
         # Room for every statement the writer makes (the multi-row INSERTs' texts:
         # _rows._insert_rows), so that none is compiled again.
         connection = sqlite3.connect(
-            path, isolation_level=None, check_same_thread=False, cached_statements=256
+            path,
+            isolation_level=None,
+            check_same_thread=False,
+            cached_statements=256,
+            timeout=busy_timeout,
         )
     except (OSError, sqlite3.Error) as exc:
         raise _error(path, f"cannot create the journal: {exc}") from exc

@@ -81,8 +81,8 @@ class Journal(Protocol):
 
     @property
     def reconnecting(self) -> dt.datetime | None:
-        """Since when the writer has been reconnecting to a database it lost (None: it
-        is not; a SQLite journal never is)."""
+        """Since when the writer has been reconnecting to a database it lost, or waiting
+        for a SQLite file another connection locked (None: it is not)."""
         ...
 
     async def wait_failed(self) -> FactLogError: ...
@@ -114,7 +114,8 @@ def open_journal(
     :mod:`._pg_leases`); a SQLite file has no leases: each of its sessions is locked to the
     process that runs it (:mod:`._session_locks`). ``reconnect_for``:
     seconds a PostgreSQL journal tries to reconnect to a server it lost before it fails
-    (default :data:`~._pg_connection.RECONNECT_FOR`; a file is never lost)."""
+    (default :data:`~._pg_connection.RECONNECT_FOR`), or a SQLite journal waits for its
+    file's lock another connection holds (default :data:`~._journal.LOCKED_FOR`)."""
     if is_postgres_url(db):
         from ._pg_journal import PostgresJournal
 
@@ -127,6 +128,8 @@ def open_journal(
         return PostgresJournal(str(db), durability=durability, **options)
     from ._journal import SqliteJournal
 
+    if reconnect_for is not None:
+        options["reconnect_for"] = reconnect_for
     return SqliteJournal(Path(db), durability=durability, **options)
 
 

@@ -25,19 +25,25 @@ Faults are sorted by whose they are:
   logged and skipped. Every other batch commits. What the writer remembers across
   transactions (running turns' facts, the snapshot parts on file) is forgotten on a
   rollback and read back from the file when needed.
-* **the connection's** (PostgreSQL only: the server restarted, failed over, or ended the
-  connection; :meth:`_GroupCommitJournal._transient`): the group is not lost, it waits. The
+* **the connection's** (:meth:`_GroupCommitJournal._transient`: on PostgreSQL the server
+  restarted, failed over, or ended the connection; on SQLite another connection holds the
+  file's lock, a backup or the ``sqlite3`` shell, past the write connection's
+  ``busy_timeout``: SQLITE_BUSY or SQLITE_LOCKED): the group is not lost, it waits. The
   writer connects again (:func:`~._pg_connection.reconnect`: 0.1 s doubling to 5 s between
-  tries) for :attr:`reconnect_for` seconds at most since the connection was lost, then
-  reads back what the group's batches left on the server (:func:`._rows._stored_batches`):
-  the lost transaction rolled back, unless the connection died during its ``COMMIT``,
-  where only the server knows. A batch whose facts are stored, each with its checksum, was
-  committed (its ticket completes: it is durable); the rest is written again, so no fact is
-  lost or written twice. Meanwhile batches queue up behind the group (their runtimes wait
+  tries; on SQLite it keeps its connection and tries to take the write lock,
+  :meth:`SqliteJournal._reconnect`) for :attr:`reconnect_for` seconds at most since the
+  connection was lost, then reads back what the group's batches left in the database
+  (:func:`._rows._stored_batches`): the lost transaction rolled back, unless the connection
+  died during its ``COMMIT``, where only the server knows (SQLite's ``COMMIT`` can also
+  say SQLITE_BUSY: its transaction is then still open, and rolled back before the reading).
+  A batch whose facts are stored, each with its checksum, was committed (its ticket
+  completes: it is durable); the rest is written again, so no fact is lost or written
+  twice. Meanwhile batches queue up behind the group (their runtimes wait
   for their tickets: nothing is published before it is durable), and :attr:`reconnecting`
   says since when (``/healthz``). Past the bound the journal fails as for the file's fault,
-  saying the database was unreachable for so many seconds. The loss and the reconnection
-  are logged once each, not each try.
+  saying the database was unreachable (a file: stayed locked) for so many seconds. The loss
+  and the reconnection are logged once each, not each try, in the database's own words
+  (:attr:`_GroupCommitJournal._waiting_event`).
 * **the writer's own death** (an exception that is not an ``Exception``): the journal fails
   with the reason, and every batch in hand, queued or submitted later fails with it, so no
   one waits forever and a shutdown still returns.
@@ -58,7 +64,8 @@ the session.
 
 Two databases: the writer, group commit, faults, tickets and snapshots above are
 :class:`_GroupCommitJournal`, whatever the database; :class:`SqliteJournal` says how a SQLite
-file is opened (:mod:`._file`), begun (``BEGIN IMMEDIATE``) and which faults are the file's
+file is opened (:mod:`._file`), begun (``BEGIN IMMEDIATE``), which faults are waited for (a
+lock another connection holds: :func:`_locked`) and which are the file's
 (:data:`_ENVIRONMENT_CODES`), and :class:`~._pg_journal.PostgresJournal` the same for a
 PostgreSQL database. Both write the same rows (:mod:`._rows`), and :mod:`._interface` picks
 one by what ``--db`` names.
@@ -95,7 +102,7 @@ from orchestrator.core import Fact, TeamState
 from orchestrator.runtime import EventTicket, Ticket, release_free_memory
 
 from ._durability import Durability
-from ._file import _connect, _error
+from ._file import BUSY_TIMEOUT, _connect, _error
 from ._pg_connection import ReconnectStoppedError, UnreachableError, reconnect
 from ._reader import JournalReader
 from ._rows import (
@@ -162,6 +169,12 @@ class _GroupCommitJournal:
     leases: PostgresLeases | None = None
     #: Which sessions of a SQLite file this process runs (see :mod:`._session_locks`).
     session_locks: SessionLocks | None = None
+    #: What the log says when the writer loses its connection and waits (:meth:`_recover`),
+    #: and when it writes again; and the journal's failure once it waited in vain (the last
+    #: fault follows, in parentheses).
+    _waiting_event = "journal connection lost: reconnecting"
+    _back_event = "journal reconnected"
+    _waited_too_long = "the database was unreachable for {seconds:.0f} s"
 
     def __init__(
         self, *, snapshot_every: int, drain_limit: float, reconnect_for: float = 0.0
@@ -238,6 +251,12 @@ class _GroupCommitJournal:
         """Whether ``exc`` is the database's or the machine's fault (the journal cannot go
         on), rather than that of what one item holds (that item fails, the rest is written)."""
         return isinstance(exc, MemoryError)
+
+    def _retries(self, exc: Exception) -> bool:
+        """Whether a try to connect again (:meth:`_reconnect`) that failed on ``exc`` is
+        tried again until the bound; if not, it is sorted as a fault of the write path. On
+        a server every fault is: one restarting refuses connections for a while."""
+        return True
 
     def _describe(self) -> dict[str, str]:
         """What the "journal open" log line says of the journal."""
@@ -452,7 +471,7 @@ class _GroupCommitJournal:
             self._lost_at = time.monotonic()
             self._lost_since = dt.datetime.now(dt.UTC)
             log.warning(
-                "journal connection lost: reconnecting",
+                self._waiting_event,
                 path=self.source,
                 error=_printable(" ".join(str(exc).split())),
                 within=self.reconnect_for,
@@ -465,11 +484,15 @@ class _GroupCommitJournal:
                     since=self._lost_at,
                     within=self.reconnect_for,
                     stop=self._stopping,
+                    retry=self._retries,
                 )
                 committed = _stored_batches(connection, group)
             except UnreachableError as unreachable:
                 self._lost_at = self._lost_since = self._reconnecting = None
-                self._journal_failed(unreachable, group)
+                what = self._waited_too_long.format(seconds=unreachable.seconds)
+                if unreachable.last is not None:
+                    what += f" ({' '.join(str(unreachable.last).split())})"
+                self._journal_failed(unreachable, group, what=what)
                 return []
             except ReconnectStoppedError:
                 self._reconnecting = None
@@ -478,13 +501,18 @@ class _GroupCommitJournal:
                 self._token_run(self._settled, [(t, abandoned) for t in _tickets(group)], {})
                 return []
             except Exception as again:  # lost again while reading back: try again
-                if not self._transient(again, self._connection):
+                if self._transient(again, self._connection):
+                    continue
+                if not self._environmental(again):
                     raise
-                continue
+                # A fault that is not waited for (_retries), the file's: as on the write path.
+                self._lost_at = self._lost_since = self._reconnecting = None
+                self._journal_failed(again, group)
+                return []
             break
         self._reconnecting = None  # before any ticket of the group completes
         log.info(
-            "journal reconnected",
+            self._back_event,
             path=self.source,
             after=round(time.monotonic() - self._lost_at, 3),
             committed=len(committed),
@@ -551,10 +579,14 @@ class _GroupCommitJournal:
             if isinstance(item, _Snapshot):
                 self._snapshots.forget(item.session)
 
-    def _journal_failed(self, exc: BaseException, group: Sequence[_Item]) -> None:
-        """The database cannot be written (full, read-only, damaged, gone): nothing more is."""
-        plain = isinstance(exc, (*self._database_errors, UnreachableError))
-        what = str(exc) if plain else f"{type(exc).__name__}: {exc}"  # their text says enough
+    def _journal_failed(
+        self, exc: BaseException, group: Sequence[_Item], *, what: str | None = None
+    ) -> None:
+        """The database cannot be written (full, read-only, damaged, gone): nothing more is.
+        ``what``: the reason, if not ``exc``'s own text."""
+        if what is None:
+            plain = isinstance(exc, (*self._database_errors, UnreachableError))
+            what = str(exc) if plain else f"{type(exc).__name__}: {exc}"  # their text says enough
         reason = _error(self.source, _printable(f"the journal failed: {what}"))
         self._write_failed = reason
         log.error("journal write failed", path=self.source, error=reason.message)
@@ -684,8 +716,22 @@ class _GroupCommitJournal:
             self._queue.put(_Snapshot(state.copy(), self._snapshots))
 
 
+#: Seconds a SQLite journal's writer waits for a lock another connection holds on its file
+#: (after its ``busy_timeout``) before the journal fails. Longer than a PostgreSQL server's
+#: bound (:data:`~._pg_connection.RECONNECT_FOR`, a lease's TTL): no lease hangs on it (one
+#: daemon writes a file), and the holder is a tool on this machine (the ``sqlite3`` shell,
+#: a backup, a ``VACUUM``) that lets go when it is done, while failing the journal would
+#: end every session until a restart. Yet bounded: a lock never let go (a stuck process)
+#: fails the journal, and ``/healthz`` with it, within a minute.
+LOCKED_FOR: Final = 60.0
+
+
 class SqliteJournal(_GroupCommitJournal):
     """The durable fact log on a SQLite file; start it with ``await nursery.start(j.serve)``."""
+
+    _waiting_event = "journal locked by another connection: waiting"
+    _back_event = "journal unlocked"
+    _waited_too_long = "the database stayed locked by another connection for {seconds:.0f} s"
 
     def __init__(
         self,
@@ -695,19 +741,35 @@ class SqliteJournal(_GroupCommitJournal):
         snapshot_every: int = SNAPSHOT_EVERY,
         max_bytes: int | None = None,
         drain_limit: float = DRAIN_LIMIT,
+        busy_timeout: float = BUSY_TIMEOUT,
+        reconnect_for: float = LOCKED_FOR,
     ) -> None:
-        super().__init__(snapshot_every=snapshot_every, drain_limit=drain_limit)
+        """``busy_timeout``: seconds a write waits for a lock another connection holds
+        before the writer notices it (SQLite's busy handler); ``reconnect_for``: seconds
+        it then waits on, trying again, before the journal fails (see the module
+        docstring)."""
+        if not (busy_timeout >= 0 and reconnect_for >= 0):
+            raise _error(path, "busy_timeout and reconnect_for must be 0 seconds or more")
+        super().__init__(
+            snapshot_every=snapshot_every, drain_limit=drain_limit, reconnect_for=reconnect_for
+        )
         self.path = Path(path)
         self.source = str(self.path)
         self.durability = durability
         self.max_bytes = max_bytes
+        self.busy_timeout = busy_timeout
         self.reader = JournalReader(self.path)
         self.session_locks = SessionLocks(self.path)
 
     _database_errors = (sqlite3.Error,)
 
     def _connect(self) -> sqlite3.Connection:
-        connection = _connect(self.path, durability=self.durability, max_bytes=self.max_bytes)
+        connection = _connect(
+            self.path,
+            durability=self.durability,
+            max_bytes=self.max_bytes,
+            busy_timeout=self.busy_timeout,
+        )
         self.reader.checked()  # by _connect, a moment ago: its reads need not again
         return connection
 
@@ -715,6 +777,28 @@ class SqliteJournal(_GroupCommitJournal):
         # The write lock at once: a transaction that must wait for it fails now, before it
         # wrote anything, rather than at its first write.
         connection.execute("BEGIN IMMEDIATE")
+
+    def _transient(self, exc: BaseException, connection: Any) -> bool:
+        # Another connection holds the file's lock (the sqlite3 shell, a backup, a VACUUM):
+        # the file is sound, and the group waits for the lock rather than failing the journal.
+        return _locked(exc)
+
+    def _retries(self, exc: Exception) -> bool:
+        return _locked(exc)
+
+    def _reconnect(self) -> Any:
+        """The same connection, once it can take the write lock (a try of
+        :func:`~._pg_connection.reconnect`: a locked file is not lost, and opening it again
+        would not get the lock sooner). SQLITE_BUSY while another connection holds it."""
+        connection = self._connection
+        if connection.in_transaction:
+            # The lost transaction is still open (its COMMIT said SQLITE_BUSY, and the
+            # ROLLBACK after it failed as well): what it wrote must not be read back as
+            # committed (_stored_batches), so it is rolled back first, or this try fails.
+            connection.execute("ROLLBACK")
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute("ROLLBACK")
+        return connection
 
     def _environmental(self, exc: BaseException) -> bool:
         return _environmental(exc)
@@ -724,7 +808,9 @@ class SqliteJournal(_GroupCommitJournal):
 
 
 #: SQLite's primary result codes that say the file or its environment cannot be written
-#: (as opposed to one statement's data: a constraint, a value too big).
+#: (as opposed to one statement's data: a constraint, a value too big). A lock another
+#: connection holds (SQLITE_BUSY, SQLITE_LOCKED) is waited for first (:func:`_locked`), and
+#: fails the journal only past the writer's ``reconnect_for``.
 _ENVIRONMENT_CODES: Final = frozenset(
     {
         sqlite3.SQLITE_PERM,
@@ -752,6 +838,19 @@ def _environmental(exc: BaseException) -> bool:
     if isinstance(exc, sqlite3.Error):
         code = getattr(exc, "sqlite_errorcode", None)
         return code is not None and code & 0xFF in _ENVIRONMENT_CODES
+    return False
+
+
+#: SQLite's primary result codes of a lock another connection holds: waited for.
+_LOCKED_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
+def _locked(exc: BaseException) -> bool:
+    """Whether ``exc`` says another connection holds a lock the writer needs (it waited
+    ``busy_timeout`` for it): the file is sound, the write can be tried again later."""
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", None)
+        return code is not None and code & 0xFF in _LOCKED_CODES
     return False
 
 

@@ -254,16 +254,19 @@ def reconnect(
     stop: threading.Event | None = None,
     clock: Callable[[], float] = time.monotonic,
     pauses: Iterator[float] | None = None,
+    retry: Callable[[Exception], bool] | None = None,
 ) -> _T:
     """What ``connect`` returns, tried at once and then after each of :func:`backoff`'s
     pauses until ``within`` seconds have passed ``since`` (``clock``'s time the connection
     was lost); blocking (a worker thread's). :class:`UnreachableError` past the bound
     (naming the last failure), :class:`ReconnectStoppedError` once ``stop`` is set (it also cuts a
-    pause short). Every ``Exception`` of ``connect`` is tried again: a server restarting
-    refuses connections, or answers "the database system is starting up", for a while.
+    pause short). Every ``Exception`` of ``connect`` is tried again (a server restarting
+    refuses connections, or answers "the database system is starting up", for a while),
+    unless ``retry`` says not to: that one is raised as it is.
 
     Shared by every connection that outlives a server restart: the journal's writer (which
-    then checks what its lost transaction left, see :mod:`._journal`), and a listener."""
+    then checks what its lost transaction left, see :mod:`._journal`), and a listener; and
+    by a SQLite journal's writer waiting for a lock another connection holds."""
     stop = stop if stop is not None else threading.Event()
     pauses = pauses if pauses is not None else backoff()
     while True:
@@ -272,6 +275,8 @@ def reconnect(
         try:
             return connect()
         except Exception as exc:  # tried again until the bound: see above
+            if retry is not None and not retry(exc):
+                raise
             last: BaseException = exc
         left = since + within - clock()
         if left <= 0:

@@ -202,8 +202,9 @@ def build_app(
             )
         reconnecting = daemon.journal.reconnecting
         journal = (
-            # The database went away (a restart, a failover): sessions pause, none ends,
-            # until the journal is back or gives up (then 503 above).
+            # The database went away (a restart, a failover) or another process locked the
+            # file: sessions pause, none ends, until the journal is back or gives up (then
+            # 503 above).
             {"journal": "reconnecting", "journal_reconnecting_since": timestamp(reconnecting)}
             if reconnecting is not None
             else {}
@@ -526,11 +527,15 @@ async def serve(
     team_files = load_teams(config.teams)
     teams = team_files.teams
     node = config.node or default_node()
-    # A SQLite file, or postgresql://... (there, this node's sessions are leased to it).
+    # A SQLite file, or postgresql://... (there, this node's sessions are leased to it);
+    # reconnect_for only when daemon.toml sets it: each journal has its own default.
+    bound: dict[str, Any] = (
+        {} if config.reconnect_for is None else {"reconnect_for": config.reconnect_for}
+    )
     journal = (
-        open_journal(db, node=node, lease_ttl=config.lease_ttl, reconnect_for=config.reconnect_for)
+        open_journal(db, node=node, lease_ttl=config.lease_ttl, **bound)
         if is_postgres_url(db)
-        else open_journal(db)  # one node: no leases
+        else open_journal(db, **bound)  # one node: no leases
     )
     await trio.to_thread.run_sync(journal.open)  # a refused journal stops us here
     notifier = SystemdNotifier.from_environment()

@@ -11,7 +11,9 @@
                                 # (default: HOSTNAME:PID)
     lease_ttl = 15.0            # seconds a session's lease lasts unless renewed (PostgreSQL)
     reconnect_for = 15.0        # seconds the journal tries to reconnect to a PostgreSQL server
-                                # it lost (a restart, a failover) before it fails
+                                # it lost (a restart, a failover), or waits for a SQLite file
+                                # another process locked, before it fails (default: 15 on
+                                # PostgreSQL, 60 on SQLite)
 
     [tokens.alice]              # a bearer token, named: the name is what the logs and the
     role = "operator"           # approvals record, never the token itself
@@ -120,9 +122,11 @@ class ServeConfig:
     # long a session's lease lasts unless renewed (renewed every third of it).
     node: str | None = None
     lease_ttl: float = 15.0
-    # Seconds a PostgreSQL journal's writer tries to reconnect to a server it lost (its
-    # sessions pause meanwhile) before the journal fails.
-    reconnect_for: float = 15.0
+    # Seconds the journal's writer tries to reconnect to a PostgreSQL server it lost, or
+    # waits for a SQLite file another connection locked (its sessions pause meanwhile),
+    # before the journal fails. None: the journal's own default (RECONNECT_FOR, a lease's
+    # TTL, on PostgreSQL; LOCKED_FOR on a file).
+    reconnect_for: float | None = None
 
     @property
     def tool_token(self) -> str | None:
