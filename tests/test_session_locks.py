@@ -107,6 +107,22 @@ def test_another_process_is_refused_and_a_killed_holder_frees_the_session(
             holder.kill()
 
 
+def parking_run(db: Path, mirror: Path) -> subprocess.Popen[str]:
+    """``orchestrator run`` of the delivery team that nobody answers: it parks, alive, on the
+    researcher's publish approval (its facts mirrored to ``mirror``)."""
+    return orchestrator(
+        "run",
+        TEAM,
+        "Ship the release notes",
+        "--db",
+        db,
+        "--plain",
+        "--facts",
+        mirror,
+        stdin=subprocess.PIPE,
+    )
+
+
 def parked(mirror: Path) -> str:
     """The session of a run that parked on its approval (its ``--facts`` mirror says so)."""
     deadline = time.monotonic() + 60
@@ -123,18 +139,7 @@ def test_resume_of_a_session_a_live_run_holds_is_refused_then_runs_once_it_is_ki
     locks, both ran the session: its tools twice, and one of them failed on the facts'
     unique key."""
     db, mirror = tmp_path / "journal.db", tmp_path / "facts.jsonl"
-    # Nobody answers the prompt: the run parks on the researcher's publish approval, alive.
-    run = orchestrator(
-        "run",
-        TEAM,
-        "Ship the release notes",
-        "--db",
-        db,
-        "--plain",
-        "--facts",
-        mirror,
-        stdin=subprocess.PIPE,
-    )
+    run = parking_run(db, mirror)
     try:
         session = parked(mirror)
         before = JournalReader(db).facts(session)
@@ -161,17 +166,7 @@ async def test_a_daemon_leaves_alone_a_session_a_live_run_holds(tmp_path: Path) 
     session up (before the locks, it did, and ran its turns again), and a client asking for
     it is told why; the run goes on and is the only writer of its session."""
     db, mirror = tmp_path / "journal.db", tmp_path / "facts.jsonl"
-    run = orchestrator(
-        "run",
-        TEAM,
-        "Ship the release notes",
-        "--db",
-        db,
-        "--plain",
-        "--facts",
-        mirror,
-        stdin=subprocess.PIPE,
-    )
+    run = parking_run(db, mirror)
     try:
         session = await trio.to_thread.run_sync(parked, mirror)
         before = JournalReader(db).facts(session)
