@@ -11,6 +11,7 @@ alone.
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import subprocess
 import sys
@@ -49,6 +50,26 @@ def test_a_session_is_held_by_one_holder_until_it_lets_go(tmp_path: Path) -> Non
     second.release(SESSION)  # twice: nothing held, nothing done
     assert lock_path(journal) == tmp_path / "journal.db-sessions.lock"
     assert lock_path(journal).exists()
+
+
+def test_a_process_keeps_no_descriptor_of_a_file_it_holds_nothing_of(tmp_path: Path) -> None:
+    """A daemon (or a test run) touches many journals over its life: the lock file's
+    descriptor is closed once the last session of it is let go, and closing it lets go of
+    nothing still held."""
+    journal = tmp_path / "journal.db"
+    first, second = SessionLocks(journal), SessionLocks(journal)
+    before = len(os.listdir("/proc/self/fd"))
+    assert first.acquire(SESSION)
+    assert second.acquire(SESSION + "-2")
+    assert len(os.listdir("/proc/self/fd")) == before + 1, "one descriptor for the file"
+    first.release(SESSION)
+    assert len(os.listdir("/proc/self/fd")) == before + 1, "the other session still held"
+    assert not SessionLocks(journal).acquire(SESSION + "-2"), "and still locked"
+    second.release(SESSION + "-2")
+    assert len(os.listdir("/proc/self/fd")) == before
+    third = SessionLocks(journal)
+    assert third.acquire(SESSION)
+    third.release(SESSION)
 
 
 @settings(max_examples=50, deadline=None)
@@ -103,6 +124,8 @@ def test_another_process_is_refused_and_a_killed_holder_frees_the_session(
             holder.send_signal(signal.SIGKILL)
             holder.wait(timeout=30)
             assert here.acquire(SESSION), "the kernel let go of the dead process's lock"
+            here.release(SESSION)
+            here.release(SESSION + "-another")
         finally:
             holder.kill()
 

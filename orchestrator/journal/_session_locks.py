@@ -16,10 +16,10 @@ for, no stale owner to tell apart.
 
 POSIX record locks belong to a process, not to a descriptor, and closing any descriptor of
 the file lets go of all of them: so a process keeps one descriptor per lock file
-(:data:`_FILES`), open as long as the process. Nor do they exclude each other within a
-process, so the sessions this process holds are also kept here (:data:`_HELD`): two
-:class:`SessionLocks` of one file in one process (a test's daemon and its ``resume``)
-refuse each other as two processes would.
+(:data:`_FILES`), open while it holds a session of that file. Nor do they exclude each
+other within a process, so the sessions this process holds are also kept here
+(:data:`_HELD`): two :class:`SessionLocks` of one file in one process (a test's daemon and
+its ``resume``) refuse each other as two processes would.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from orchestrator.base import FactLogError
 
 __all__ = ["SessionLocks", "lock_path"]
 
-#: The lock file of each journal this process has locked a session of (see the module
-#: docstring: closed only with the process), by its resolved path.
+#: The lock file of each journal this process holds a session of (see the module docstring:
+#: closed once it holds none), by its resolved path.
 _FILES: dict[Path, int] = {}
 #: (lock file, session URI) → the :class:`SessionLocks` that holds it, in this process.
 _HELD: dict[tuple[Path, str], SessionLocks] = {}
@@ -92,8 +92,16 @@ class SessionLocks:
             key = (self._resolved(), session)
             _HELD.pop(key, None)
             descriptor = _FILES.get(key[0])
-            if descriptor is not None:
+            if descriptor is None:
+                return
+            if any(path == key[0] for path, _ in _HELD):
                 fcntl.lockf(descriptor, fcntl.LOCK_UN, 1, _offset(session))
+            else:
+                # This process holds nothing more of the file: closing its descriptor lets go
+                # of the last lock too, and a long-lived process (a daemon, a test run)
+                # keeps no descriptor per journal it ever touched.
+                del _FILES[key[0]]
+                os.close(descriptor)
 
     def holds(self, session: str) -> bool:
         return session in self._held
