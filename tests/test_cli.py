@@ -176,6 +176,14 @@ class TestRun:
         assert "no such table: facts" in said["error"]
 
 
+def test_the_status_choices_are_the_journal_s() -> None:
+    """The parser keeps its own copy (``--help`` loads no journal module): the same."""
+    from orchestrator.cli._main import SESSION_STATUSES as PARSED
+    from orchestrator.journal import SESSION_STATUSES
+
+    assert PARSED == SESSION_STATUSES
+
+
 class TestBadInput:
     def test_an_invalid_team_file_names_file_and_key(self, tmp_path: Path) -> None:
         bad = tmp_path / "bad.toml"

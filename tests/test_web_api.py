@@ -384,6 +384,7 @@ async def test_reads_match_what_the_live_channels_send(tmp_path: Path) -> None:
                 (f"/api/sessions/{session}/envelopes?after=1e3", 400, "after:"),
                 ("/api/sessions?limit=x", 400, "limit:"),
                 ("/api/sessions?team=%01", 400, "team:"),
+                ("/api/sessions?status=bogus", 400, "status: expected one of running, "),
             ):
                 answer = await http.get(path)
                 assert answer.status_code == status, (path, answer.text)

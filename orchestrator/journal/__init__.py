@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ._pg_reader import PostgresReader
     from ._pg_schema import PG_SCHEMA_VERSION
     from ._prune import PruneReport, prune_sqlite
-    from ._reader import AgentMessage, JournalReader, SessionInfo
+    from ._reader import SESSION_STATUSES, AgentMessage, JournalReader, SessionInfo
     from ._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
     from ._session_locks import SessionLocks, lock_path
     from ._snapshot import (
@@ -55,6 +55,7 @@ __all__ = [
     "MIGRATIONS",
     "PG_SCHEMA_VERSION",
     "SCHEMA_VERSION",
+    "SESSION_STATUSES",
     "SNAPSHOT_FORMAT",
     "AgentMessage",
     "CommandAnswer",
@@ -127,7 +128,7 @@ if not TYPE_CHECKING:
             "._pg_reader": ("PostgresReader",),
             "._pg_schema": ("PG_SCHEMA_VERSION",),
             "._prune": ("PruneReport", "prune_sqlite"),
-            "._reader": ("AgentMessage", "JournalReader", "SessionInfo"),
+            "._reader": ("SESSION_STATUSES", "AgentMessage", "JournalReader", "SessionInfo"),
             "._session_locks": ("SessionLocks", "lock_path"),
             "._schema": ("APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"),
             "._snapshot": (

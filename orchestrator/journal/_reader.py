@@ -22,7 +22,7 @@ import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -46,6 +46,10 @@ class AgentMessage:
     turn_id: str
     event: dict[str, Any]
     deleted_at: str | None = None  # when undo or truncation removed it from the replay
+
+
+#: A session's status in the journal (``SessionInfo.status``): its run's, once it ended.
+SESSION_STATUSES: Final = ("running", "completed", "failed", "cancelled")
 
 
 @attrs.frozen(kw_only=True)

@@ -39,7 +39,7 @@ from starlette.routing import BaseRoute, Route
 
 from orchestrator.base import FactLogError, JsonLimits, PeerProtocolError, parse_json
 from orchestrator.core import TeamState
-from orchestrator.journal import SessionInfo
+from orchestrator.journal import SESSION_STATUSES, SessionInfo
 from orchestrator.protocols import chat_transcript
 
 from ._auth import COOKIE_LIFETIME, COOKIE_NAME, Permission, Principal
@@ -264,6 +264,10 @@ def web_routes(
         require(request)
         query = request.query_params
         status = _name(query["status"], "status") if query.get("status") else None
+        if status is not None and status not in SESSION_STATUSES:
+            raise WebError(
+                400, f"status: expected one of {', '.join(SESSION_STATUSES)}, got {status[:40]!r}"
+            )
         team = _name(query["team"], "team") if query.get("team") else None
         limit = _count(query.get("limit"), "limit", default=DEFAULT_LIMIT, most=MAX_LIMIT)
         found = await trio.to_thread.run_sync(
