@@ -145,6 +145,7 @@ class TestOfficialClient:
             user_message="Ship the release notes",
             user_message_id="user-1",
             new_user_message=True,
+            last_role="user",
         )
         assert second.resume == (ResumeDecision(approval="approval-1", approved=not deny),)
         assert (second.thread_id, second.run_id) == ("thread-1", "thread-1-run-2")

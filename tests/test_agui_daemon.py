@@ -105,6 +105,18 @@ class TestAguiEndpoint:
             (json.dumps(run_input("r", [])).encode(), 400, "no new user message"),
             (
                 json.dumps(
+                    run_input("r", [{"id": "m", "role": "wizard", "content": "x"}])
+                ).encode(),
+                400,
+                "$.messages[-1].role: the input ends with a 'wizard' message, not a new user",
+            ),
+            (
+                json.dumps(run_input("r", [{"id": "m", "role": "user", "content": ""}])).encode(),
+                400,
+                "$.messages[-1].content: the user message is empty",
+            ),
+            (
+                json.dumps(
                     {
                         **run_input("r", [{"id": "m", "role": "user", "content": "x"}]),
                         "threadId": "../etc",

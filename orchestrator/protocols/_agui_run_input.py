@@ -97,6 +97,9 @@ class RunRequest:
     user_message_id: str | None = None
     new_user_message: bool = False
     resume: tuple[ResumeDecision, ...] = ()
+    #: The role of the conversation's last message (None: no message), for saying why an
+    #: input that ends with another role's message starts nothing.
+    last_role: str | None = None
 
 
 def parse_run_input(body: object) -> RunRequest:
@@ -136,6 +139,7 @@ def parse_run_input(body: object) -> RunRequest:
         user_message_id=user_message_id,
         new_user_message=last_role == "user",
         resume=_resume(data.get("resume")),
+        last_role=last_role,
     )
 
 

@@ -138,9 +138,7 @@ async def agui_run(
             head = projector.start()
             await live.prompt(run.user_message, task_id=run.run_id)
         else:
-            raise AguiRequestError(
-                400, "messages: the input ends with no new user message and resumes nothing"
-            )
+            raise AguiRequestError(400, _nothing_to_run(run))
     except BaseException:
         live.unsubscribe(subscription)
         raise
@@ -190,3 +188,17 @@ async def _events(
     finally:
         live.agui_streaming = False
         live.unsubscribe(subscription)
+
+
+def _nothing_to_run(run: RunRequest) -> str:
+    """Why an input starts nothing: it resumes no interrupt, and it does not end with a new
+    user message (a role this daemon does not know is skipped, not refused: a newer
+    client's)."""
+    if run.last_role is None:
+        return "messages: the input ends with no new user message and resumes nothing"
+    if run.last_role == "user":
+        return "$.messages[-1].content: the user message is empty: nothing to run"
+    return (
+        f"$.messages[-1].role: the input ends with a {run.last_role[:40]!r} message, not a "
+        "new user message, and resumes nothing (messages of other roles are kept, not run)"
+    )
