@@ -36,7 +36,7 @@ from ._sql import _Connection
 if TYPE_CHECKING:
     from orchestrator.core import Fact, TeamState
 
-__all__ = ["AgentMessage", "JournalReader", "SessionInfo"]
+__all__ = ["SESSION_STATUSES", "AgentMessage", "JournalReader", "SessionInfo"]
 
 
 @attrs.frozen(kw_only=True)
