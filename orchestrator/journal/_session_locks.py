@@ -31,16 +31,25 @@ import os
 import threading
 from pathlib import Path
 
+import attrs
+
 from orchestrator.base import FactLogError
 
 __all__ = ["SessionLocks", "lock_path"]
 
 #: The lock file of each journal this process holds a session of (see the module docstring:
-#: closed once it holds none), by its resolved path.
-_FILES: dict[Path, int] = {}
-#: (lock file, session URI) → the :class:`SessionLocks` that holds it, in this process.
-_HELD: dict[tuple[Path, str], SessionLocks] = {}
+#: closed once it holds none), by its resolved path: its descriptor, and how many sessions
+#: of it this process holds.
+_FILES: dict[Path, _LockFile] = {}
+#: (lock file, session URI) of every session this process holds.
+_HELD: set[tuple[Path, str]] = set()
 _GUARD = threading.Lock()  # the journal's threads and trio's both call in
+
+
+@attrs.define
+class _LockFile:
+    descriptor: int
+    held: int = 0
 
 
 def lock_path(journal: Path) -> Path:
@@ -57,6 +66,7 @@ class SessionLocks:
 
     def __init__(self, journal: Path) -> None:
         self.path = lock_path(journal)
+        self._file = self.path.resolve()  # one key however the journal's path is spelt
         self._held: set[str] = set()
 
     def acquire(self, session: str) -> bool:
@@ -66,20 +76,23 @@ class SessionLocks:
         with _GUARD:
             if session in self._held:
                 return True
-            key = (self._resolved(), session)
-            if key in _HELD:
+            if (self._file, session) in _HELD:
                 return False
-            descriptor = self._descriptor(key[0])
+            lock_file = self._open()
             try:
-                fcntl.lockf(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _offset(session))
+                fcntl.lockf(
+                    lock_file.descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _offset(session)
+                )
             except OSError as exc:
+                self._close_if_unused(lock_file)
                 if exc.errno in (errno.EACCES, errno.EAGAIN):
                     return False
                 raise FactLogError(
                     f"cannot lock the session's byte of {self.path}: {exc.strerror}",
                     source=str(self.path),
                 ) from exc
-            _HELD[key] = self
+            _HELD.add((self._file, session))
+            lock_file.held += 1
             self._held.add(session)
             return True
 
@@ -89,19 +102,13 @@ class SessionLocks:
             if session not in self._held:
                 return
             self._held.discard(session)
-            key = (self._resolved(), session)
-            _HELD.pop(key, None)
-            descriptor = _FILES.get(key[0])
-            if descriptor is None:
-                return
-            if any(path == key[0] for path, _ in _HELD):
-                fcntl.lockf(descriptor, fcntl.LOCK_UN, 1, _offset(session))
+            _HELD.discard((self._file, session))
+            lock_file = _FILES[self._file]
+            lock_file.held -= 1
+            if lock_file.held:
+                fcntl.lockf(lock_file.descriptor, fcntl.LOCK_UN, 1, _offset(session))
             else:
-                # This process holds nothing more of the file: closing its descriptor lets go
-                # of the last lock too, and a long-lived process (a daemon, a test run)
-                # keeps no descriptor per journal it ever touched.
-                del _FILES[key[0]]
-                os.close(descriptor)
+                self._close_if_unused(lock_file)
 
     def holds(self, session: str) -> bool:
         return session in self._held
@@ -110,18 +117,23 @@ class SessionLocks:
     def held(self) -> frozenset[str]:
         return frozenset(self._held)
 
-    def _resolved(self) -> Path:
-        return self.path.resolve()
-
-    def _descriptor(self, path: Path) -> int:
-        descriptor = _FILES.get(path)
-        if descriptor is None:
+    def _open(self) -> _LockFile:
+        lock_file = _FILES.get(self._file)
+        if lock_file is None:
             try:
-                descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                descriptor = os.open(self._file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             except OSError as exc:
                 raise FactLogError(
-                    f"cannot open the journal's lock file {path}: {exc.strerror}",
-                    source=str(path),
+                    f"cannot open the journal's lock file {self.path}: {exc.strerror}",
+                    source=str(self.path),
                 ) from exc
-            _FILES[path] = descriptor
-        return descriptor
+            lock_file = _FILES[self._file] = _LockFile(descriptor)
+        return lock_file
+
+    def _close_if_unused(self, lock_file: _LockFile) -> None:
+        """Close the file's descriptor once this process holds nothing of it: that lets go
+        of its last lock too, and a long-lived process (a daemon, a test run) keeps no
+        descriptor per journal it ever touched."""
+        if not lock_file.held:
+            del _FILES[self._file]
+            os.close(lock_file.descriptor)
