@@ -93,8 +93,9 @@ async def _run(args: argparse.Namespace) -> int:
         runtime = TeamRuntime(team, backends=backends, factlog=journal)
         if journal.leases is not None:  # a new session: nobody else holds its lease
             await trio.to_thread.run_sync(journal.leases.acquire, runtime.session)
-        if journal.session_locks is not None:  # nor its lock: a daemon must not take it up
-            journal.session_locks.acquire(runtime.session)
+        # Nor its lock: a daemon on the same file must not take it up while it runs here.
+        if journal.session_locks is not None and not journal.session_locks.acquire(runtime.session):
+            raise RunError(f"{runtime.session} is held by another process: run again")
         return await _supervise(args, journal, runtime, start)
 
 

@@ -116,6 +116,19 @@ def _check_file(path: Path) -> int:
         connection.close()
 
 
+#: SQLite's primary result codes of a lock another connection holds.
+_LOCKED_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
+def locked(exc: BaseException) -> bool:
+    """Whether ``exc`` says another connection holds a lock this one needs (after waiting
+    its ``busy_timeout``): the file is sound, and the statement can be tried again later."""
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", None)
+        return code is not None and code & 0xFF in _LOCKED_CODES
+    return False
+
+
 def _unreadable(exc: sqlite3.DatabaseError) -> str:
     """Why a journal could not be checked, by what SQLite said: only a file that is not a
     database, or a damaged one, is called so (a full disk or a directory this user may not
@@ -130,7 +143,7 @@ def _unreadable(exc: sqlite3.DatabaseError) -> str:
         return (
             f"cannot read the journal ({exc}): is its disk full or failing? It was left untouched"
         )
-    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+    if locked(exc):
         return f"the journal is locked by another process ({exc}): try again"
     return (
         f"this file is not an orchestrator journal, or it is damaged ({exc}); it was left untouched"

@@ -65,7 +65,7 @@ the session.
 Two databases: the writer, group commit, faults, tickets and snapshots above are
 :class:`_GroupCommitJournal`, whatever the database; :class:`SqliteJournal` says how a SQLite
 file is opened (:mod:`._file`), begun (``BEGIN IMMEDIATE``), which faults are waited for (a
-lock another connection holds: :func:`_locked`) and which are the file's
+lock another connection holds: :func:`._file.locked`) and which are the file's
 (:data:`_ENVIRONMENT_CODES`), and :class:`~._pg_journal.PostgresJournal` the same for a
 PostgreSQL database. Both write the same rows (:mod:`._rows`), and :mod:`._interface` picks
 one by what ``--db`` names.
@@ -102,7 +102,7 @@ from orchestrator.core import Fact, TeamState
 from orchestrator.runtime import EventTicket, Ticket, release_free_memory
 
 from ._durability import Durability
-from ._file import BUSY_TIMEOUT, _connect, _error
+from ._file import BUSY_TIMEOUT, _connect, _error, locked
 from ._pg_connection import ReconnectStoppedError, UnreachableError, reconnect
 from ._reader import JournalReader
 from ._rows import (
@@ -164,8 +164,8 @@ class _GroupCommitJournal:
     reader: JournalReader
     #: The driver's errors, whose text says enough without their class's name.
     _database_errors: tuple[type[BaseException], ...] = ()
-    #: The session leases of this node (several daemons on one PostgreSQL database); None:
-    #: this journal's one writer owns every session (SQLite, and ``orchestrator run``).
+    #: The session leases of this node (several daemons on one PostgreSQL database); None
+    #: on a SQLite file (its :attr:`session_locks`) and for ``orchestrator run``.
     leases: PostgresLeases | None = None
     #: Which sessions of a SQLite file this process runs (see :mod:`._session_locks`).
     session_locks: SessionLocks | None = None
@@ -781,10 +781,10 @@ class SqliteJournal(_GroupCommitJournal):
     def _transient(self, exc: BaseException, connection: Any) -> bool:
         # Another connection holds the file's lock (the sqlite3 shell, a backup, a VACUUM):
         # the file is sound, and the group waits for the lock rather than failing the journal.
-        return _locked(exc)
+        return locked(exc)
 
     def _retries(self, exc: Exception) -> bool:
-        return _locked(exc)
+        return locked(exc)
 
     def _reconnect(self) -> Any:
         """The same connection, once it can take the write lock (a try of
@@ -809,8 +809,8 @@ class SqliteJournal(_GroupCommitJournal):
 
 #: SQLite's primary result codes that say the file or its environment cannot be written
 #: (as opposed to one statement's data: a constraint, a value too big). A lock another
-#: connection holds (SQLITE_BUSY, SQLITE_LOCKED) is waited for first (:func:`_locked`), and
-#: fails the journal only past the writer's ``reconnect_for``.
+#: connection holds (SQLITE_BUSY, SQLITE_LOCKED) is waited for first
+#: (:func:`._file.locked`), and fails the journal only past the writer's ``reconnect_for``.
 _ENVIRONMENT_CODES: Final = frozenset(
     {
         sqlite3.SQLITE_PERM,
@@ -838,19 +838,6 @@ def _environmental(exc: BaseException) -> bool:
     if isinstance(exc, sqlite3.Error):
         code = getattr(exc, "sqlite_errorcode", None)
         return code is not None and code & 0xFF in _ENVIRONMENT_CODES
-    return False
-
-
-#: SQLite's primary result codes of a lock another connection holds: waited for.
-_LOCKED_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-
-
-def _locked(exc: BaseException) -> bool:
-    """Whether ``exc`` says another connection holds a lock the writer needs (it waited
-    ``busy_timeout`` for it): the file is sound, the write can be tried again later."""
-    if isinstance(exc, sqlite3.Error):
-        code = getattr(exc, "sqlite_errorcode", None)
-        return code is not None and code & 0xFF in _LOCKED_CODES
     return False
 
 
