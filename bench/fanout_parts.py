@@ -169,7 +169,8 @@ def layer_shares(stats: pstats.Stats) -> dict[str, float]:
 def measure(name: str, n: int, profile: bool) -> dict[str, Any]:
     """One run of ``name`` at ``n`` in this process, its answer checked (``peers.measure``);
     with ``profile``, a second run under cProfile and its layers."""
-    figures: dict[str, Any] = dict(peers.measure(_as_system(name), n))
+    system = _as_system(name)
+    figures: dict[str, Any] = dict(peers.measure(system, n))
     if profile:
         run = PARTS[name][1](n)
         # The thread's CPU clock, not the wall clock: time the trio thread spends waiting
@@ -178,7 +179,7 @@ def measure(name: str, n: int, profile: bool) -> dict[str, Any]:
         profiler.enable()
         kept = run()
         profiler.disable()
-        said = (peers.answer_trio if name == "trio" else peers.answer_ours)(kept)
+        said = peers.SYSTEMS[system][2](kept)
         if said != f"collected {n} replies":
             raise SystemExit(f"{name} at N = {n}, profiled: the coordinator answered {said!r}")
         seconds = layer_shares(pstats.Stats(profiler))
