@@ -38,12 +38,14 @@ if TYPE_CHECKING:
     from ._principals import AccessRefusedError, Principals
     from ._rate_limit import TokenBucket
     from ._scheduler import Scheduler, Teammate, describe_schedule
+    from ._served_names import ANY_NAME, ServedNames, host_name, is_served
     from ._session_folds import EnvelopeCache, GraphCache, SessionFolds
     from ._team_log import TeamLog, team_frame
     from ._web import WebError, session_summary, web_routes
     from ._web_assets import CONTENT_SECURITY_POLICY, Asset, WebAssets, web_root
 
 __all__ = [
+    "ANY_NAME",
     "CLOSE_FELL_BEHIND",
     "CLOSE_GOING_AWAY",
     "CLOSE_INTERNAL_ERROR",
@@ -76,6 +78,7 @@ __all__ = [
     "Scheduler",
     "SendLock",
     "ServeConfig",
+    "ServedNames",
     "SessionFolds",
     "SessionRecorder",
     "SessionRuntime",
@@ -96,6 +99,8 @@ __all__ = [
     "encode_error",
     "encode_origin",
     "frame_writer",
+    "host_name",
+    "is_served",
     "load_serve_config",
     "parse_serve_config",
     "seam_problem",
@@ -154,6 +159,7 @@ if not TYPE_CHECKING:
             "._principals": ("AccessRefusedError", "Principals"),
             "._rate_limit": ("TokenBucket",),
             "._scheduler": ("Scheduler", "Teammate", "describe_schedule"),
+            "._served_names": ("ANY_NAME", "ServedNames", "host_name", "is_served"),
             "._session_folds": ("EnvelopeCache", "GraphCache", "SessionFolds"),
             "._team_log": ("TeamLog", "team_frame"),
             "._web": ("WebError", "session_summary", "web_routes"),

@@ -79,6 +79,7 @@ from ._outbox import CLOSE_GOING_AWAY
 from ._principals import AccessRefusedError, Principals
 from ._scheduler import Scheduler
 from ._sd_notify import SystemdNotifier
+from ._served_names import ServedNames
 from ._teammates_socket import serve_teammates
 from ._web import web_routes
 from ._web_assets import WebAssets
@@ -378,7 +379,10 @@ def build_app(
             ),
         ],
     )
-    return HypercornSeam(ConnectionCap(app, limits.max_connections), sockets)
+    # The name first: a request for another name is refused before it counts or costs.
+    return HypercornSeam(
+        ServedNames(ConnectionCap(app, limits.max_connections), config.served_names), sockets
+    )
 
 
 class ConnectionCap:
@@ -594,7 +598,14 @@ async def _serve_daemon(
         )
         url = binds[0]
         daemon.callback.url = callback_url(url)  # command tools post view updates there
-        log.info("daemon listening", url=url, teams=sorted(teams), db=db)
+        log.info(
+            "daemon listening",
+            url=url,
+            teams=sorted(teams),
+            db=db,
+            # Besides IP literals and localhost (see orchestrator.server._served_names).
+            server_names=list(config.served_names),
+        )
         notifier.notify(f"READY=1\nSTATUS=listening on {url}")
         task_status.started(url)
         nursery.start_soon(notifier.watchdog)

@@ -10,6 +10,9 @@
     node = "node-a"             # this daemon's id among several on one PostgreSQL journal
                                 # (default: HOSTNAME:PID)
     lease_ttl = 15.0            # seconds a session's lease lasts unless renewed (PostgreSQL)
+    server_names = ["orch.example.com"]   # the names clients reach the daemon by, besides
+                                # IP literals and localhost, which are always answered;
+                                # ["*"]: any name (behind a proxy that checks them)
     reconnect_for = 15.0        # seconds the journal tries to reconnect to a PostgreSQL server
                                 # it lost (a restart, a failover), or waits for a SQLite file
                                 # another process locked, before it fails (default: 15 on
@@ -34,6 +37,9 @@
     max_json_depth = 64         # objects / arrays inside one another in a client's JSON
     max_json_integer_digits = 32  # digits of one integer in a client's JSON
 
+A request or WebSocket handshake whose ``Host`` is another name is refused with 421 (see
+:mod:`orchestrator.server._served_names`: a DNS-rebinding page presents its own name).
+
 A session that never gets its first prompt (a ``/ws?team=`` connection that only looks, an
 AHP ``createSession`` with no ``createChat``) is forgotten ``unprompted_session`` seconds after
 it was opened or after its last client left; a client that stays keeps it at most
@@ -50,6 +56,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -127,6 +134,16 @@ class ServeConfig:
     # before the journal fails. None: the journal's own default (RECONNECT_FOR, a lease's
     # TTL, on PostgreSQL; LOCKED_FOR on a file).
     reconnect_for: float | None = None
+    # The DNS names clients reach the daemon by (IP literals and localhost always answer).
+    server_names: tuple[str, ...] = ()
+
+    @property
+    def served_names(self) -> tuple[str, ...]:
+        """The names answered besides IP literals and ``localhost``: ``server_names``, and
+        the bind ``host`` when it is a name."""
+        if self.host in self.server_names or _is_ip_literal(self.host):
+            return self.server_names
+        return (*self.server_names, self.host)
 
     @property
     def tool_token(self) -> str | None:
@@ -144,6 +161,14 @@ class ServeConfig:
                 file=self.file,
                 key_path="host",
             )
+
+
+def _is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def is_loopback(host: str) -> bool:
@@ -166,7 +191,10 @@ _TOP: Final = {
     "node",
     "lease_ttl",
     "reconnect_for",
+    "server_names",
 }
+#: One label of a host name (RFC 1123; an underscore is let in, as resolvers do).
+_LABEL: Final = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
 _LIMITS: Final = frozenset(a.name for a in attrs.fields(Limits))
 #: Limits the input gate caps: past them it would give way to Python's own (the recursion
 #: limit, int()'s digit limit) and fail where it should refuse.
@@ -223,6 +251,8 @@ def parse_serve_config(
         if not isinstance(bound, int | float) or isinstance(bound, bool) or not bound >= 0:
             raise fail("expected a number of seconds, 0 or more", "reconnect_for")
         values["reconnect_for"] = float(bound)
+    if "server_names" in data:
+        values["server_names"] = _server_names(data["server_names"], fail)
     if "db" in data:
         values["db"] = db_location(text("db", data["db"]))  # a path, or postgresql://...
     if "teams" in data:
@@ -243,6 +273,27 @@ def parse_serve_config(
         _token(name, entry, fail, environ, file) for name, entry in tokens.items()
     )
     return ServeConfig(**values)
+
+
+def _server_names(value: Any, fail: Any) -> tuple[str, ...]:
+    """``server_names``: DNS names as a client writes them in a URL, without scheme or port."""
+    if not isinstance(value, list):
+        raise fail('expected a list of names, e.g. ["orch.example.com"]', "server_names")
+    names: list[str] = []
+    for index, name in enumerate(value):
+        key = f"server_names[{index}]"
+        if not isinstance(name, str) or not name:
+            raise fail("expected a non-empty string", key)
+        if name != "*" and (
+            len(name) > 253 or not all(part and _LABEL.fullmatch(part) for part in name.split("."))
+        ):
+            raise fail(
+                f"{name!r:.80} is not a host name (letters, digits and hyphens between dots, "
+                'no scheme or port; "*" for any name)',
+                key,
+            )
+        names.append(name.lower())
+    return tuple(names)
 
 
 def _limits(table: Mapping[str, Any], fail: Any) -> Limits:
