@@ -68,8 +68,9 @@ def why_unreachable(url: str, exc: httpx.TransportError, *, timeout: float) -> s
         return f"{where}: {type(exc).__name__}"
     tls = next((c for c in causes if isinstance(c, ssl.SSLError)), None)
     if tls is not None:
-        hint = " (does it speak http://, not https://?)" if "WRONG_VERSION" in str(tls) else ""
-        return f"TLS with {where} failed: {tls.reason or tls}{hint}"
+        if "WRONG_VERSION" in str(tls):  # a plain HTTP answer to a TLS hello
+            return f"TLS with {where} failed ({tls.reason}): does it speak http://, not https://?"
+        return f"TLS with {where} failed: {tls.reason or tls}"
     return str(exc) or type(exc).__name__
 
 
