@@ -15,7 +15,7 @@ import re
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -178,7 +178,7 @@ RETRY_LINE = re.compile(
 )
 
 
-def retry_lines(logs: list[dict[str, Any]]) -> list[re.Match[str]]:
+def retry_lines(logs: Sequence[MutableMapping[str, Any]]) -> list[re.Match[str]]:
     """The retry warnings among ``logs``, each matched by :data:`RETRY_LINE`."""
     lines = [e for e in logs if str(e["event"]).startswith("model request failed")]
     assert all(e["log_level"] == "warning" for e in lines)

@@ -12,6 +12,7 @@ import functools
 import json
 import os
 import socket
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -231,7 +232,7 @@ class TestModelsList:
 
 async def teams_check(
     *args: str, environ: dict[str, str] | None = None
-) -> trio.CompletedProcess[bytes]:
+) -> subprocess.CompletedProcess[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env.update(environ or {})
     with trio.fail_after(60):

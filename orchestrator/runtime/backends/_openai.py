@@ -291,7 +291,7 @@ def _wait_after(refusal: ModelRequestError, attempt: int) -> float | None:
 
 def _backoff(attempt: int) -> float:
     """Exponential backoff after failed attempt ``attempt`` (1-based), with jitter."""
-    return min(WAIT_MAX, WAIT_INITIAL * 2 ** (attempt - 1) + random.uniform(0, WAIT_JITTER))
+    return min(WAIT_MAX, WAIT_INITIAL * 2.0 ** (attempt - 1) + random.uniform(0, WAIT_JITTER))
 
 
 def _gave_up(exc: ModelRequestError, tried: int, attempts: int) -> ModelRequestError:
