@@ -182,6 +182,7 @@ def retry_lines(logs: Sequence[MutableMapping[str, Any]]) -> list[re.Match[str]]
     """The retry warnings among ``logs``, each matched by :data:`RETRY_LINE`."""
     lines = [e for e in logs if str(e["event"]).startswith("model request failed")]
     assert all(e["log_level"] == "warning" for e in lines)
+    assert all(e["agent"] == "lead" for e in lines)  # whose request (the coordinator's here)
     matched = [RETRY_LINE.fullmatch(e["event"]) for e in lines]
     assert None not in matched, lines
     return [m for m in matched if m is not None]

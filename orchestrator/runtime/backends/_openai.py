@@ -199,7 +199,8 @@ class OpenAIBackend:
                 raise _gave_up(failure, attempt, attempts) from cause
             log.warning(
                 f"model request failed, retrying in {wait:.1f} s "
-                f"(attempt {attempt + 1} of {attempts}): {failure}"
+                f"(attempt {attempt + 1} of {attempts}): {failure}",
+                agent=self.agent.name,
             )
             await trio.sleep(wait)
         raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
