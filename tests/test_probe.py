@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 
 from orchestrator.runtime.backends import (
     PROBE_TIMEOUT,
@@ -217,6 +219,16 @@ class TestModelsList:
     )
     def test_the_ids_listed(self, body: bytes, served: list[str] | None) -> None:
         assert served_models(body) == served
+
+    @given(st.lists(st.text(st.characters(exclude_categories=["Cs"]))))
+    def test_every_listed_id_is_read_back_in_order(self, ids: list[str]) -> None:
+        """Whatever the ids (any text JSON escapes), the ids come back as listed, whatever
+        else an entry holds, and each is served."""
+        entries = [{"id": model, "created": index} for index, model in enumerate(ids)]
+        body = json.dumps({"object": "list", "data": entries}).encode()
+        served = served_models(body)
+        assert served == ids
+        assert all(serves_model(served, model) for model in ids)
 
     @pytest.mark.parametrize(
         ("model", "listed"),
