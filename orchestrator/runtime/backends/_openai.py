@@ -3,10 +3,11 @@
 Theory of operation: one :meth:`OpenAIBackend.stream_round` is one streaming
 ``POST {base_url}/chat/completions`` (body from
 :func:`~orchestrator.runtime.backends._openai_wire.request_body`: the conversation is derived from
-the chat's state each round, never kept here). Opening the stream is retried with exponential
-backoff and jitter: a 429 or 5xx answer, or a server that could not be reached, is tried again up
-to ``max_retries`` times, waiting what the server asked (``Retry-After``) when it said. Each retry
-is one warning naming the attempt, the wait and the failure. Any other 4xx ends the turn with the
+the chat's state each round, never kept here). Opening the stream is retried by stamina, with
+exponential backoff and jitter: a 429 or 5xx answer, or a server that could not be reached, is
+tried again up to ``max_retries`` times, waiting what the server asked (``Retry-After``) when it
+said. Each retry is one warning naming the attempt, the wait and the failure (stamina's own line
+is dropped by the logging configuration). Any other 4xx ends the turn with the
 provider's message, and so does a server that cannot be there: a loopback address that refuses
 the connection, or a name that does not resolve
 (:func:`~orchestrator.runtime.backends._reachability.worth_retrying`). Once the server streams,
@@ -33,6 +34,7 @@ from typing import Final
 
 import httpx
 import httpx_sse
+import stamina
 import structlog
 import trio
 
@@ -170,40 +172,63 @@ class OpenAIBackend:
                 await response.aclose()
 
     async def _open(self, body: Mapping[str, object]) -> httpx.Response:
-        """Send the request until the server starts a stream; the response, still unread."""
+        """Send the request until the server starts a stream; the response, still unread.
+
+        stamina runs the attempts; the hook it asks after each failure decides whether to send
+        again and how long to wait first (the wait it returns is the one stamina sleeps), and
+        logs the retry in our words.
+        """
         attempts = self.settings.max_retries + 1
-        for attempt in range(1, attempts + 1):
-            request = self._client.build_request(
-                "POST", self.url, json=body, headers=self._headers, timeout=self._timeout
-            )
-            try:
-                response = await self._client.send(request, stream=True)
-            except httpx.ReadTimeout as exc:
-                raise ModelRequestError(
-                    f"POST {self.url}: no answer within {self.settings.read_timeout:g} s "
-                    "(read_timeout)"
-                ) from exc
-            except httpx.TransportError as exc:
-                cause: Exception = exc
-                failure = ModelRequestError(
-                    f"could not reach {self.url}: "
-                    f"{why_unreachable(self.url, exc, timeout=CONNECT_TIMEOUT)}"
-                )
-                wait = _backoff(attempt) if worth_retrying(self.url, exc) else None
-            else:
-                if response.is_success:
-                    return response
-                cause = failure = await self._refused(response)
-                wait = _wait_after(failure, attempt)
-            if wait is None or attempt == attempts:
-                raise _gave_up(failure, attempt, attempts) from cause
+        failed = 0
+
+        def wait_before_retry(exc: Exception) -> bool | float:
+            """The seconds to wait before the next attempt, or False: ``exc`` is final."""
+            nonlocal failed
+            failed += 1
+            wait: float | None
+            if isinstance(exc, ModelRequestError):
+                failure, wait = exc, _wait_after(exc, failed)
+            elif isinstance(exc, httpx.TransportError) and worth_retrying(self.url, exc):
+                failure, wait = self._unreachable(exc), _backoff(failed)
+            else:  # a read timeout, cancellation, a bug: not sent again
+                return False
+            # stamina asks after the last attempt too (before it checks ``attempts``).
+            if wait is None or failed >= attempts:
+                return False
             log.warning(
                 f"model request failed, retrying in {wait:.1f} s "
-                f"(attempt {attempt + 1} of {attempts}): {failure}",
+                f"(attempt {failed + 1} of {attempts}): {failure}",
                 agent=self.agent.name,
             )
-            await trio.sleep(wait)
-        raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+            return wait
+
+        try:
+            # The hook always names the wait, so stamina's own backoff settings never apply.
+            async for attempt in stamina.retry_context(
+                on=wait_before_retry, attempts=attempts, timeout=None
+            ):
+                with attempt:
+                    request = self._client.build_request(
+                        "POST", self.url, json=body, headers=self._headers, timeout=self._timeout
+                    )
+                    response = await self._client.send(request, stream=True)
+                    if response.is_success:
+                        return response
+                    raise await self._refused(response)
+        except ModelRequestError as exc:
+            raise _gave_up(exc, failed, attempts) from exc
+        except httpx.ReadTimeout as exc:
+            raise ModelRequestError(
+                f"POST {self.url}: no answer within {self.settings.read_timeout:g} s (read_timeout)"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise _gave_up(self._unreachable(exc), failed, attempts) from exc
+        raise AssertionError("unreachable: stamina returns or raises")  # pragma: no cover
+
+    def _unreachable(self, exc: httpx.TransportError) -> ModelRequestError:
+        """The error for a request that did not reach the server, with the likely cause."""
+        why = why_unreachable(self.url, exc, timeout=CONNECT_TIMEOUT)
+        return ModelRequestError(f"could not reach {self.url}: {why}")
 
     async def _refused(self, response: httpx.Response) -> ModelRequestError:
         """The error for a non-2xx answer (its body read and the response closed): the URL,
