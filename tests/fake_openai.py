@@ -4,7 +4,8 @@ It speaks the real wire format over real HTTP (hypercorn on a port of 127.0.0.1)
 ``POST /v1/chat/completions`` is recorded and answered by the test's ``answer`` function,
 which sees the decoded request body and returns a :class:`Stream` (server-sent
 ``chat.completion.chunk`` events, optionally cut, stalled or left unfinished) or a
-:class:`Refusal` (an error status with a JSON body and headers).
+:class:`Refusal` (an error status with a JSON body and headers). ``GET /v1/models`` lists
+``models`` (or answers with it, a :class:`Refusal`), and is recorded in ``model_requests``.
 """
 
 from __future__ import annotations
@@ -58,7 +59,10 @@ class FakeOpenAI:
     """The server's state: what it was asked, and how to answer."""
 
     answer: Callable[[dict[str, Any]], Answer]
+    models: Sequence[str] | Refusal = ("fake-model",)
     url: str = ""
+    #: The headers of each ``GET /v1/models``.
+    model_requests: list[dict[str, str]] = attrs.Factory(list)
     requests: list[dict[str, Any]] = attrs.Factory(list)
     headers: list[dict[str, str]] = attrs.Factory(list)
     stalled: trio.Event = attrs.Factory(trio.Event)
@@ -80,6 +84,14 @@ class FakeOpenAI:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
+        if scope["method"] == "GET" and scope["path"] == "/v1/models":
+            self.model_requests.append({k.decode(): v.decode() for k, v in scope["headers"]})
+            if isinstance(self.models, Refusal):
+                await _refuse(send, self.models)
+            else:
+                listed = [{"id": model, "object": "model"} for model in self.models]
+                await _send_json(send, 200, {"object": "list", "data": listed})
+            return
         if scope["path"] != "/v1/chat/completions":
             await _send_json(send, 404, {"error": {"message": f"no route {scope['path']}"}})
             return
@@ -88,8 +100,7 @@ class FakeOpenAI:
         self.headers.append({k.decode(): v.decode() for k, v in scope["headers"]})
         answer = self.answer(request)
         if isinstance(answer, Refusal):
-            error = {"error": {"message": answer.message, "type": "fake_error"}}
-            await _send_json(send, answer.status, error, answer.headers)
+            await _refuse(send, answer)
             return
         await send(
             {
@@ -117,6 +128,11 @@ class FakeOpenAI:
         await send({"type": "http.response.body", "body": tail, "more_body": False})
 
 
+async def _refuse(send: Any, refusal: Refusal) -> None:
+    error = {"error": {"message": refusal.message, "type": "fake_error"}}
+    await _send_json(send, refusal.status, error, refusal.headers)
+
+
 async def _send_json(
     send: Any, status: int, data: object, headers: Mapping[str, str] | None = None
 ) -> None:
@@ -127,9 +143,13 @@ async def _send_json(
 
 
 @asynccontextmanager
-async def fake_openai(answer: Callable[[dict[str, Any]], Answer]) -> AsyncIterator[FakeOpenAI]:
+async def fake_openai(
+    answer: Callable[[dict[str, Any]], Answer],
+    *,
+    models: Sequence[str] | Refusal = ("fake-model",),
+) -> AsyncIterator[FakeOpenAI]:
     """Serve a :class:`FakeOpenAI` on a free port of 127.0.0.1 for the block's duration."""
-    server = FakeOpenAI(answer)
+    server = FakeOpenAI(answer, models)
     config = Config()
     config.bind = ["127.0.0.1:0"]
     config.accesslog = None

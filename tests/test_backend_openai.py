@@ -8,12 +8,14 @@ the model saw (the conversation derived from the chat's state, the tool schemas)
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -159,6 +161,31 @@ async def approval_requested(harness: Harness) -> ApprovalRequested:
     fact = await wait_for(harness, lambda f: isinstance(f.action, ApprovalRequested))
     assert isinstance(fact.action, ApprovalRequested)
     return fact.action
+
+
+def closed_port() -> int:
+    """A port of 127.0.0.1 where nothing listens: bound, then closed."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+#: A retry's warning: the wait, the attempt to come and what failed.
+RETRY_LINE = re.compile(
+    r"model request failed, retrying in (?P<wait>\d+\.\d) s "
+    r"\(attempt (?P<attempt>\d+) of (?P<attempts>\d+)\): (?P<failure>.*)"
+)
+
+
+def retry_lines(logs: Sequence[MutableMapping[str, Any]]) -> list[re.Match[str]]:
+    """The retry warnings among ``logs``, each matched by :data:`RETRY_LINE`."""
+    lines = [e for e in logs if str(e["event"]).startswith("model request failed")]
+    assert all(e["log_level"] == "warning" for e in lines)
+    assert all(e["agent"] == "lead" for e in lines)  # whose request (the coordinator's here)
+    matched = [RETRY_LINE.fullmatch(e["event"]) for e in lines]
+    assert None not in matched, lines
+    return [m for m in matched if m is not None]
 
 
 def no_key_anywhere(harness: Harness) -> None:
@@ -465,20 +492,33 @@ class TestFailures:
     async def test_a_500_storm_gives_up_after_the_bounded_retries(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
-        async with model_team(lambda request: Refusal(503, "overloaded"), retries=2) as (
-            h,
-            server,
-        ):
-            outcome = await run(h)
+        """Each retry is one warning in our words: the wait, the attempt to come and the
+        answer that failed; the waits it names are the ones waited (exponential, jittered)."""
+        with structlog.testing.capture_logs() as logs:
+            async with model_team(lambda request: Refusal(503, "overloaded"), retries=2) as (
+                h,
+                server,
+            ):
+                started = trio.current_time()
+                outcome = await run(h)
+                waited = trio.current_time() - started
         assert outcome.status is RunStatus.FAILED
         assert len(server.requests) == 3
         error = coordinator_error(h).error
         assert error.error_type == "ModelRequestError"
-        assert error.message == (
-            f"POST {server.url}/chat/completions: 503 Service Unavailable: overloaded "
-            "(fake_error) (gave up after 3 attempts)"
-        )
+        refusal = f"POST {server.url}/chat/completions: 503 Service Unavailable: overloaded"
+        assert error.message == f"{refusal} (fake_error) (gave up after 3 attempts)"
         h.finished()
+
+        retries = retry_lines(logs)
+        assert [(m["attempt"], m["attempts"]) for m in retries] == [("2", "3"), ("3", "3")]
+        assert {m["failure"] for m in retries} == {f"{refusal} (fake_error)"}
+        waits = [float(m["wait"]) for m in retries]
+        assert 1.0 <= waits[0] <= 2.0  # 1 s, plus up to 1 s of jitter
+        assert 2.0 <= waits[1] <= 3.0
+        assert waited == pytest.approx(sum(waits), abs=0.1)
+        # capture_logs sees events before the configured processors: that stamina's own line
+        # is dropped is tested through the real configuration, in a subprocess (TestShippedTeam).
 
     async def test_a_client_error_is_not_retried_and_its_message_is_kept(self) -> None:
         async with model_team(lambda request: Refusal(400, "model 'x' does not exist")) as (
@@ -561,18 +601,56 @@ class TestFailures:
         assert len(h.actions(ChatTurnCancelledAction)) == 1
         h.finished()
 
-    async def test_an_unreachable_server_is_retried_then_reported(
+    async def test_a_local_server_that_is_not_running_fails_the_round_at_once(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
-        toml = TEAM.format(url="http://127.0.0.1:9/v1", retries=1)
-        team = team_of(toml)
-        async with http_client() as http:
-            h = Harness(team, backends=backend_factory(team, client=http, environ=ENV))
-            outcome = await run(h)
+        """Nothing listens on a loopback port: the turn fails on the first refusal, with no
+        wait and no retry, in one line that names the URL and says what is wrong."""
+        port = closed_port()
+        team = team_of(TEAM.format(url=f"http://127.0.0.1:{port}/v1", retries=4))
+        with structlog.testing.capture_logs() as logs:
+            async with http_client() as http:
+                h = Harness(team, backends=backend_factory(team, client=http, environ=ENV))
+                started = trio.current_time()
+                outcome = await run(h)
         assert outcome.status is RunStatus.FAILED
+        assert trio.current_time() == started  # not one backoff waited
+        error = coordinator_error(h).error
+        assert error.error_type == "ModelRequestError"
+        assert error.message == (
+            f"could not reach http://127.0.0.1:{port}/v1/chat/completions: "
+            f"nothing listens on 127.0.0.1:{port}"
+        )
+        assert retry_lines(logs) == []
+
+    async def test_a_server_that_drops_connections_is_retried_then_reported(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """A server that takes the connection and closes it before answering may be
+        restarting: that is retried, each retry logged, then reported with the count."""
+
+        async def drop(stream: trio.SocketStream) -> None:
+            await stream.aclose()
+
+        async with trio.open_nursery() as nursery:
+            [listener] = await nursery.start(
+                functools.partial(trio.serve_tcp, drop, 0, host="127.0.0.1")
+            )
+            port = listener.socket.getsockname()[1]
+            team = team_of(TEAM.format(url=f"http://127.0.0.1:{port}/v1", retries=1))
+            with structlog.testing.capture_logs() as logs:
+                async with http_client() as http:
+                    h = Harness(team, backends=backend_factory(team, client=http, environ=ENV))
+                    outcome = await run(h)
+            nursery.cancel_scope.cancel()
+        assert outcome.status is RunStatus.FAILED
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
         message = coordinator_error(h).error.message
-        assert message.startswith("could not reach http://127.0.0.1:9/v1/chat/completions")
-        assert "gave up after 2 attempts" in message
+        assert message.startswith(f"could not reach {url}: ")
+        assert message.endswith(" (gave up after 2 attempts)")
+        [retry] = retry_lines(logs)
+        assert (retry["attempt"], retry["attempts"]) == ("2", "2")
+        assert retry["failure"].startswith(f"could not reach {url}: ")
 
 
 # ─── configuration ───────────────────────────────────────────────────────────
@@ -728,6 +806,86 @@ class TestShippedTeam:
             check=False,
         )
         assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    async def test_a_local_server_that_is_not_running_fails_the_run_in_one_line(
+        self, tmp_path: Path
+    ) -> None:
+        """`orchestrator run` with OPENAI_BASE_URL on a port where nothing listens: exit 1 at
+        the first refusal, one error line naming the URL, no retry lines; the journal holds
+        the coordinator's error."""
+        port = closed_port()
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+        environ["OPENAI_BASE_URL"] = f"http://127.0.0.1:{port}/v1"
+        db = tmp_path / "journal.db"
+        command = [*ORCHESTRATOR, "run", SHIPPED, "go", "--db", str(db), "--log-format", "json"]
+        with trio.fail_after(60):
+            done = await trio.run_process(
+                command, env=environ, capture_stdout=True, capture_stderr=True, check=False
+            )
+        assert done.returncode == 1
+        records = [json.loads(line) for line in done.stderr.decode().splitlines()]
+        errors = [r for r in records if r["level"] in ("warning", "error")]
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        [failed] = errors
+        assert failed["event"] == (
+            f"the run failed: lead: could not reach {url}: nothing listens on 127.0.0.1:{port} "
+            f"(session {failed['session']})"
+        )
+        assert all(r["logger"].startswith("orchestrator") for r in records)
+
+        events = subprocess.run(
+            [*ORCHESTRATOR, "events", failed["session"], "--db", str(db), "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        facts = [json.loads(line) for line in events.stdout.splitlines()]
+        reason = f"could not reach {url}: nothing listens on 127.0.0.1:{port}"
+        chat_errors = [f["action"] for f in facts if f["action"]["type"] == "chat/error"]
+        assert [a["error"]["message"] for a in chat_errors] == [reason]
+        [finished] = [f["action"] for f in facts if f["action"]["type"] == "team/runFinished"]
+        assert (finished["status"], finished["error"]) == ("failed", f"lead: {reason}")
+
+    async def test_a_retried_run_logs_each_retry_once_in_our_words(self, tmp_path: Path) -> None:
+        """`orchestrator run` against a server that asks twice to come back later: stderr,
+        under the logging the CLI configures, holds one warning per retry in our words and
+        not stamina's own `stamina.retry_scheduled` line; the run then succeeds."""
+        refused = 0
+
+        def answer(request: dict[str, Any]) -> Answer:
+            nonlocal refused
+            if refused < 2:
+                refused += 1
+                return Refusal(429, "slow down", headers={"retry-after-ms": "200"})
+            return Stream(text("done"))
+
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+        db = str(tmp_path / "journal.db")
+        command = [*ORCHESTRATOR, "run", SHIPPED, "go", "--db", db, "--log-format", "json"]
+        async with fake_openai(answer) as server:
+            environ["OPENAI_BASE_URL"] = server.url
+            with trio.fail_after(60):
+                done = await trio.run_process(
+                    command, env=environ, capture_stdout=True, capture_stderr=True, check=False
+                )
+        assert done.returncode == 0, done.stderr.decode()
+        assert len(server.requests) == 3
+        records = [json.loads(line) for line in done.stderr.decode().splitlines()]
+        refusal = (
+            f"POST {server.url}/chat/completions: 429 Too Many Requests: slow down (fake_error)"
+        )
+        warnings = [r for r in records if r["level"] != "info"]
+        assert [(r["level"], r["logger"], r["event"], r.get("agent")) for r in warnings] == [
+            (
+                "warning",
+                "orchestrator.backend.openai",
+                f"model request failed, retrying in 0.2 s (attempt {attempt} of 5): {refusal}",
+                "lead",
+            )
+            for attempt in (2, 3)
+        ]
+        assert all(r["logger"].startswith("orchestrator") for r in records)
+        assert "retry_scheduled" not in done.stderr.decode()
 
     @pytest.mark.parametrize("how", ["--model", "ORCHESTRATOR_MODEL"])
     async def test_the_model_is_chosen_for_one_run(self, tmp_path: Path, how: str) -> None:

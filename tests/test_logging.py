@@ -19,6 +19,7 @@ import structlog.testing
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stamina.instrumentation import LoggingOnRetryHook, RetryDetails, StructlogOnRetryHook
 
 from orchestrator.base import ConfigError
 from orchestrator.cli._teammates_client import read_token
@@ -561,6 +562,37 @@ class TestConfigure:
             "warning",
             "t",
         )
+
+    @MODES
+    def test_stamina_retry_lines_are_dropped_by_both_routes(self, as_json: bool) -> None:
+        """The model backend logs each retry in its own words, so stamina's line for it is
+        dropped, whether stamina writes it through structlog (its choice here) or through
+        stdlib logging (its choice without structlog); other lines of those loggers stay."""
+        details = RetryDetails(
+            name="<context block>",
+            args=(),
+            kwargs={},
+            retry_num=1,
+            wait_for=1.5,
+            waited_so_far=0.0,
+            caused_by=OSError("refused"),
+        )
+        with configured(as_json=as_json) as out:
+            StructlogOnRetryHook.hook_factory()(details)
+            LoggingOnRetryHook.hook_factory()(details)
+            structlog.get_logger("stamina").warning("kept from structlog")
+            logging.getLogger("stamina").warning("kept from stdlib")
+            structlog.get_logger("t").warning("stamina.retry_scheduled")
+        text = out.getvalue()
+        assert "<context block>" not in text
+        lines = text.splitlines()
+        assert len(lines) == 3
+        for kept, line in zip(
+            ["kept from structlog", "kept from stdlib", "stamina.retry_scheduled"],
+            lines,
+            strict=True,
+        ):
+            assert kept in line
 
     def test_capture_logs_still_works_after_configuring(self) -> None:
         """Loggers cached on first use keep structlog's processor list: configure_logging

@@ -6,7 +6,7 @@
     orchestrator events SESSION [--db PATH] [--format facts|agent-ui]
     orchestrator graph [SESSION | --facts FILE] [--db PATH] [--format FORMAT] [--check]
     orchestrator history | undo | truncate | restore SESSION [--chat CHAT]
-    orchestrator teams check [PATH ...] [--tools] [--json]
+    orchestrator teams check [PATH ...] [--tools] [--offline] [--json]
     orchestrator init [DIR]
     orchestrator serve [--config FILE] [--host H] [--port P] [--db PATH] [--teams DIR]
     orchestrator teammates list | history | pause | resume | trigger | stop [NAME]
@@ -326,6 +326,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also start the MCP servers and resolve the Python tools, and list the tools "
         "each agent is offered, with their parameters",
+    )
+    check.add_argument(
+        "--offline",
+        action="store_true",
+        help="do not probe the model servers the teams use (GET BASE_URL/models)",
     )
     check.set_defaults(handler=("._teams_command", "check"), logs=False)
     return parser

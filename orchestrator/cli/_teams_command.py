@@ -5,6 +5,11 @@ Each file's problems are printed together, one per line, then ``ok: FILE`` for a
 ``--json`` prints one array instead: ``[{"file", "ok", "problems"}, ...]``. The exit status
 is 1 when any file has problems, as ``graph --check`` does for violations.
 
+Each model server an OpenAI-compatible agent asks is probed (``GET {base_url}/models``, all at
+once, 2 s a step): a server that is not there, refuses the key or does not list the model is a
+warning, as an unset key is. Warnings leave the exit status alone (the server may be up when the
+team runs); ``--offline`` skips the probes.
+
 ``--tools`` also does, for each good file, what a run does before its first model round:
 starts its MCP servers and resolves its Python tools, then lists the tools each agent is
 offered with their parameters (:mod:`._tool_listing`; ``"tools"`` in the JSON); a server
@@ -36,6 +41,8 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
     paths: Sequence[Path] = args.paths
     files = team_files(paths or [DEFAULT_DIRECTORY])
     results = [(path, *_findings(path)) for path in files]
+    if not getattr(args, "offline", False):
+        _probe_model_servers(results)
     listings: dict[Path, Any] = {}
     if getattr(args, "tools", False):
         import trio  # the runtime and trio: only when asked
@@ -105,6 +112,24 @@ def _findings(path: Path) -> tuple[list[str], list[str]]:
             if missing is not None:
                 warnings.append(f"cannot run here: {missing}")
     return problems, warnings
+
+
+def _probe_model_servers(results: list[tuple[Path, list[str], list[str]]]) -> None:
+    """Add to each good file's warnings what the probes of its model servers found."""
+    teams = [(load_team(path), warnings) for path, problems, warnings in results if not problems]
+    if not any(agent.openai is not None for team, _ in teams for agent in team.agents):
+        return
+    import trio  # httpx and trio: only for a team on the OpenAI-compatible backend
+
+    from orchestrator.runtime.backends import model_servers, probe_model_servers
+
+    asked = [
+        (server, warnings) for team, warnings in teams for server in model_servers(team, os.environ)
+    ]
+    found = trio.run(probe_model_servers, [server for server, _ in asked])
+    for (_, warnings), warning in zip(asked, found, strict=True):
+        if warning is not None:
+            warnings.append(warning)
 
 
 def team_files(paths: Iterable[Path]) -> list[Path]:

@@ -16,7 +16,9 @@ trio-websocket, httpx), goes through the same steps before it is rendered:
 
 Our events run these steps as structlog processors; a library's records run them in the
 ``ProcessorFormatter``'s ``foreign_pre_chain`` (the repeat limit as a filter on the handler:
-a formatter cannot drop a record). Tasks bind their ids (chat, agent, session) with
+a formatter cannot drop a record). Before the repeat limit, a library's line that repeats one
+of ours in other words (stamina's retry line) is dropped, in structlog's chain and by a filter
+on the handler, as the repeat limit is. Tasks bind their ids (chat, agent, session) with
 ``structlog.contextvars.bound_contextvars``, or :class:`bound_log_context` where one is
 entered per worker.
 
@@ -573,6 +575,32 @@ def _exc_text(exc_info: object) -> str:
     return "" if exc is None else f"{type(exc).__qualname__}: {_text(exc)}"
 
 
+# ─── libraries' lines said in ours ────────────────────────────────────────────
+
+#: Lines a library logs that the project logs in its own words: (logger, event). stamina's
+#: retry line (``callable='<context block>'``, a repr of the exception) repeats the warning
+#: the model backend writes for each retry, which names the attempt, the wait and the failure.
+_SAID_IN_OUR_WORDS: Final = frozenset({("stamina", "stamina.retry_scheduled")})
+
+
+def _drop_said_in_our_words(
+    _logger: WrappedLogger, _method: str, event_dict: EventDict
+) -> EventDict:
+    """Processor: drops a library's structlog event listed in :data:`_SAID_IN_OUR_WORDS`."""
+    if (event_dict.get("logger"), event_dict.get("event")) in _SAID_IN_OUR_WORDS:
+        raise structlog.DropEvent
+    return event_dict
+
+
+def _not_said_in_our_words(record: logging.LogRecord) -> bool:
+    """The stdlib handler's filter: False for a library's record listed in
+    :data:`_SAID_IN_OUR_WORDS` (stamina's hook for stdlib logging, its choice where structlog
+    is not installed, writes its line there). Our events (a dict) passed the processor."""
+    if not isinstance(record.msg, str):
+        return True
+    return (record.name, record.msg) not in _SAID_IN_OUR_WORDS
+
+
 # ─── configuration ────────────────────────────────────────────────────────────
 
 
@@ -624,6 +652,7 @@ def configure_logging(
         processors = []
     processors[:] = [
         *before,
+        _drop_said_in_our_words,
         limiter.processor,
         *after,
         structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
@@ -638,6 +667,7 @@ def configure_logging(
     # is written: a live display that redirects stderr (the CLI's team tree) then prints the
     # logs above itself instead of being drawn over.
     handler = logging.StreamHandler(out if stream is not None else _CurrentStderr())
+    handler.addFilter(_not_said_in_our_words)
     handler.addFilter(limiter.filter)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(

@@ -104,7 +104,8 @@ class OpenAISettings:
     temperature: float | None = None
     # Seconds without a byte from the server before the round fails (models think slowly).
     read_timeout: float = 120.0
-    # Retries of a request the server refused with 429 / 5xx or could not be reached.
+    # Retries of a request the server refused with 429 / 5xx or could not be reached (not
+    # when a loopback address refuses or a name does not resolve: see backends/_reachability).
     max_retries: int = 4
 
 

@@ -23,7 +23,14 @@ if TYPE_CHECKING:
     )
     from ._factory import backend_factory
     from ._openai import HOSTED_API, OpenAIBackend, base_url_of, http_client, missing_key
-    from ._openai_wire import ChunkAssembler, provider_message, request_body, retry_after_seconds
+    from ._openai_wire import (
+        ChunkAssembler,
+        provider_message,
+        request_body,
+        retry_after_seconds,
+        served_models,
+        serves_model,
+    )
     from ._plugins import (
         ENTRY_POINT_GROUP,
         BackendSetup,
@@ -32,6 +39,8 @@ if TYPE_CHECKING:
         make_plugin_backend,
         resolve_plugin,
     )
+    from ._probe import PROBE_TIMEOUT, ModelServer, model_servers, probe_model_servers
+    from ._reachability import why_unreachable, worth_retrying
     from ._scripted import (
         ScriptedBackend,
         ScriptedFailure,
@@ -54,12 +63,14 @@ if TYPE_CHECKING:
 __all__ = [
     "ENTRY_POINT_GROUP",
     "HOSTED_API",
+    "PROBE_TIMEOUT",
     "AssistantMessage",
     "AssistantToolCall",
     "Backend",
     "BackendSetup",
     "ChunkAssembler",
     "ModelEvent",
+    "ModelServer",
     "OpenAIBackend",
     "PluginFactory",
     "ReasoningDelta",
@@ -82,16 +93,22 @@ __all__ = [
     "http_client",
     "make_plugin_backend",
     "missing_key",
+    "model_servers",
+    "probe_model_servers",
     "provider_message",
     "render_json",
     "render_text",
     "request_body",
     "resolve_plugin",
     "retry_after_seconds",
+    "served_models",
+    "serves_model",
     "tool_call_id",
     "tool_call_ids",
     "transcript",
     "turn_index_of",
+    "why_unreachable",
+    "worth_retrying",
 ]
 
 if not TYPE_CHECKING:
@@ -123,7 +140,11 @@ if not TYPE_CHECKING:
                 "provider_message",
                 "request_body",
                 "retry_after_seconds",
+                "served_models",
+                "serves_model",
             ),
+            "._probe": ("PROBE_TIMEOUT", "ModelServer", "model_servers", "probe_model_servers"),
+            "._reachability": ("why_unreachable", "worth_retrying"),
             "._plugins": (
                 "BackendSetup",
                 "ENTRY_POINT_GROUP",

@@ -3,15 +3,19 @@
 Theory of operation: one :meth:`OpenAIBackend.stream_round` is one streaming
 ``POST {base_url}/chat/completions`` (body from
 :func:`~orchestrator.runtime.backends._openai_wire.request_body`: the conversation is derived from
-the chat's state each round, never kept here). Opening the stream is retried with exponential
-backoff by stamina: a 429 or 5xx answer, or a server that could not be reached, is tried again up
-to ``max_retries`` times, waiting what the server asked (``Retry-After``) when it said; any other
-4xx ends the turn with the provider's message. Once the server streams, nothing is retried (the
-events already went out): a stream that breaks off, stalls past ``read_timeout`` or makes no sense
-ends the turn in error, and a tool call whose input was still streaming is never run
-(:class:`~orchestrator.runtime.backends._openai_wire.ChunkAssembler`). The runtime closes the
-round's generator however the round ends, which closes the HTTP response: cancelling a turn closes
-its stream.
+the chat's state each round, never kept here). Opening the stream is retried by stamina, with
+exponential backoff and jitter: a 429 or 5xx answer, or a server that could not be reached, is
+tried again up to ``max_retries`` times, waiting what the server asked (``Retry-After``) when it
+said. Each retry is one warning naming the attempt, the wait and the failure (stamina's own line
+is dropped by the logging configuration). Any other 4xx ends the turn with the
+provider's message, and so does a server that cannot be there: a loopback address that refuses
+the connection, or a name that does not resolve
+(:func:`~orchestrator.runtime.backends._reachability.worth_retrying`). Once the server streams,
+nothing is retried (the events already went out): a stream that breaks off, stalls past
+``read_timeout`` or makes no sense ends the turn in error, and a tool call whose input was still
+streaming is never run (:class:`~orchestrator.runtime.backends._openai_wire.ChunkAssembler`).
+The runtime closes the round's generator however the round ends, which closes the HTTP response:
+cancelling a turn closes its stream.
 
 The API key is read from the environment when the backend is made (the team file names the
 variable) and goes only into the ``Authorization`` header: never into facts, logs or errors.
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import random
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import Final
@@ -51,6 +56,7 @@ from ._openai_wire import (
     retry_after_seconds,
     system_prompt,
 )
+from ._reachability import why_unreachable, worth_retrying
 from ._transcript import tool_call_ids, transcript
 
 __all__ = ["HOSTED_API", "OpenAIBackend", "base_url_of", "http_client", "missing_key"]
@@ -67,23 +73,13 @@ POOL_TIMEOUT: Final = 30.0
 #: Backoff between retries when the server does not say how long to wait (seconds).
 WAIT_INITIAL: Final = 1.0
 WAIT_MAX: Final = 30.0
+#: Up to this much is added to each backoff at random, so clients do not retry in step.
+WAIT_JITTER: Final = 1.0
 #: The longest ``Retry-After`` honoured; a server asking more is not retried (a turn does
 #: not sit silent for an hour: the error says what the server asked).
 RETRY_AFTER_MAX: Final = 120.0
 #: How long closing a response may take when the round was cancelled.
 CLOSE_TIMEOUT: Final = 5.0
-
-#: Transport failures before any byte of a response: the request can safely go again.
-_RETRYABLE_TRANSPORT: Final = (
-    httpx.ConnectError,
-    httpx.ConnectTimeout,
-    httpx.PoolTimeout,
-    httpx.RemoteProtocolError,
-    httpx.ReadError,
-    httpx.WriteError,
-)
-# Not retried: a read timeout waiting for the answer (the server has the request and may be
-# working on it; sending it again doubles the bill), any error once the stream started.
 
 
 def http_client() -> httpx.AsyncClient:
@@ -176,19 +172,42 @@ class OpenAIBackend:
                 await response.aclose()
 
     async def _open(self, body: Mapping[str, object]) -> httpx.Response:
-        """Send the request until the server starts a stream; the response, still unread."""
+        """Send the request until the server starts a stream; the response, still unread.
+
+        stamina runs the attempts; the hook it asks after each failure decides whether to send
+        again and how long to wait first (the wait it returns is the one stamina sleeps), and
+        logs the retry in our words.
+        """
         attempts = self.settings.max_retries + 1
-        tried = 0
+        failed = 0
+
+        def wait_before_retry(exc: Exception) -> bool | float:
+            """The seconds to wait before the next attempt, or False: ``exc`` is final."""
+            nonlocal failed
+            failed += 1
+            wait: float | None
+            if isinstance(exc, ModelRequestError):
+                failure, wait = exc, _wait_after(exc, failed)
+            elif isinstance(exc, httpx.TransportError) and worth_retrying(self.url, exc):
+                failure, wait = self._unreachable(exc), _backoff(failed)
+            else:  # a read timeout, cancellation, a bug: not sent again
+                return False
+            # stamina asks after the last attempt too (before it checks ``attempts``).
+            if wait is None or failed >= attempts:
+                return False
+            log.warning(
+                f"model request failed, retrying in {wait:.1f} s "
+                f"(attempt {failed + 1} of {attempts}): {failure}",
+                agent=self.agent.name,
+            )
+            return wait
+
         try:
+            # The hook always names the wait, so stamina's own backoff settings never apply.
             async for attempt in stamina.retry_context(
-                on=_should_retry,
-                attempts=attempts,
-                timeout=None,
-                wait_initial=WAIT_INITIAL,
-                wait_max=WAIT_MAX,
+                on=wait_before_retry, attempts=attempts, timeout=None
             ):
                 with attempt:
-                    tried = attempt.num
                     request = self._client.build_request(
                         "POST", self.url, json=body, headers=self._headers, timeout=self._timeout
                     )
@@ -197,16 +216,19 @@ class OpenAIBackend:
                         return response
                     raise await self._refused(response)
         except ModelRequestError as exc:
-            raise _gave_up(exc, tried, attempts) from exc
+            raise _gave_up(exc, failed, attempts) from exc
         except httpx.ReadTimeout as exc:
             raise ModelRequestError(
                 f"POST {self.url}: no answer within {self.settings.read_timeout:g} s (read_timeout)"
             ) from exc
         except httpx.TransportError as exc:
-            raise ModelRequestError(
-                f"could not reach {self.url}{_after(tried)}: {_describe(exc)}"
-            ) from exc
+            raise _gave_up(self._unreachable(exc), failed, attempts) from exc
         raise AssertionError("unreachable: stamina returns or raises")  # pragma: no cover
+
+    def _unreachable(self, exc: httpx.TransportError) -> ModelRequestError:
+        """The error for a request that did not reach the server, with the likely cause."""
+        why = why_unreachable(self.url, exc, timeout=CONNECT_TIMEOUT)
+        return ModelRequestError(f"could not reach {self.url}: {why}")
 
     async def _refused(self, response: httpx.Response) -> ModelRequestError:
         """The error for a non-2xx answer (its body read and the response closed): the URL,
@@ -283,27 +305,29 @@ class OpenAIBackend:
             yield event
 
 
-def _should_retry(exc: Exception) -> bool | float:
-    """stamina's backoff hook: retry, wait what the server asked, or give up."""
-    if isinstance(exc, ModelRequestError):
-        status = exc.status or 0
-        if status != 429 and status < 500:
-            return False
-        if exc.retry_after is None:
-            return True
-        return exc.retry_after if exc.retry_after <= RETRY_AFTER_MAX else False
-    return isinstance(exc, _RETRYABLE_TRANSPORT)
+def _wait_after(refusal: ModelRequestError, attempt: int) -> float | None:
+    """Seconds to wait before sending a refused request again; None: it is not sent again."""
+    status = refusal.status or 0
+    if status != 429 and status < 500:
+        return None
+    if refusal.retry_after is None:
+        return _backoff(attempt)
+    return refusal.retry_after if refusal.retry_after <= RETRY_AFTER_MAX else None
+
+
+def _backoff(attempt: int) -> float:
+    """Exponential backoff after failed attempt ``attempt`` (1-based), with jitter."""
+    return min(WAIT_MAX, WAIT_INITIAL * 2.0 ** (attempt - 1) + random.uniform(0, WAIT_JITTER))
 
 
 def _gave_up(exc: ModelRequestError, tried: int, attempts: int) -> ModelRequestError:
     message = str(exc)
-    status = exc.status or 0
     if exc.retry_after is not None and exc.retry_after > RETRY_AFTER_MAX:
         message += (
             f" (the server asks to wait {exc.retry_after:g} s, longer than the "
             f"{RETRY_AFTER_MAX:g} s a turn waits)"
         )
-    elif (status == 429 or status >= 500) and tried >= attempts:
+    elif tried >= attempts:
         message += _after(tried)
     return ModelRequestError(message, status=exc.status, retry_after=exc.retry_after)
 

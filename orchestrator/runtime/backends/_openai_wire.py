@@ -59,6 +59,8 @@ __all__ = [
     "provider_message",
     "request_body",
     "retry_after_seconds",
+    "served_models",
+    "serves_model",
 ]
 
 #: The longest provider error text kept in a turn's error message.
@@ -316,6 +318,30 @@ def provider_message(status: int, reason: str, body: bytes) -> str:
         detail = _error(data) if isinstance(data, dict) and "error" in data else text
     detail = detail if len(detail) <= MESSAGE_LIMIT else detail[: MESSAGE_LIMIT - 1] + "…"
     return f"{status} {reason}".strip() + (f": {detail}" if detail else "")
+
+
+def served_models(body: bytes) -> list[str] | None:
+    """The model ids a ``GET /models`` answer lists (``{"data": [{"id": ...}, ...]}``), or
+    None when the body is not such a list (a server that answers something else is not
+    said to lack a model)."""
+    try:
+        data = parse_json(body, protocol="models list", bad_text="replace")
+    except PeerProtocolError:
+        return None
+    listed = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(listed, list):
+        return None
+    return [
+        entry["id"]
+        for entry in listed
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str)
+    ]
+
+
+def serves_model(served: Collection[str], model: str) -> bool:
+    """Whether ``model`` is among ``served``: Ollama answers a name without a tag with its
+    ``:latest``, so ``qwen2.5`` is served when ``qwen2.5:latest`` is listed."""
+    return model in served or (":" not in model and f"{model}:latest" in served)
 
 
 def retry_after_seconds(headers: Mapping[str, str], now: datetime.datetime) -> float | None:

@@ -1,0 +1,165 @@
+"""The probe ``teams check`` sends to each model server a team uses.
+
+The probe is ``GET {base_url}/models`` with the agents' key, the way the official clients list
+models. In a couple of seconds, without paying for a completion, it says whether the server is
+there, whether it takes the key, and whether it serves the models the team file names. All
+probes run at once; what one finds is a warning (``teams check`` exits 0 for it), since the
+server may well be there when the team runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import attrs
+import httpx
+import trio
+
+from orchestrator.spec import TeamSpec
+
+from ._openai import base_url_of, missing_key
+from ._openai_wire import provider_message, served_models, serves_model
+from ._reachability import host_port, why_unreachable
+
+__all__ = ["PROBE_TIMEOUT", "ModelServer", "model_servers", "probe_model_servers"]
+
+#: Seconds a probe waits for each step (connect, send, answer).
+PROBE_TIMEOUT: Final = 2.0
+#: The most of a models list read (the hosted API's is about 10 KiB).
+MAX_LIST_BYTES: Final = 1 << 20
+#: Models named in a warning that the wanted one is not served.
+LISTED_MODELS: Final = 8
+
+
+@attrs.frozen(kw_only=True)
+class ModelServer:
+    """One server a team's agents ask, with what they need of it."""
+
+    base_url: str
+    #: The environment variable the key was read from ("" sent no key).
+    key_env: str
+    key: str = attrs.field(repr=False)
+    #: The models the agents ask of it, in the order the team file names them.
+    models: tuple[str, ...]
+    #: The agents that ask it, in the team file's order.
+    agents: tuple[str, ...]
+
+
+def model_servers(team: TeamSpec, environ: Mapping[str, str]) -> list[ModelServer]:
+    """The servers ``team``'s OpenAI-compatible agents ask here, one per URL and key.
+
+    An agent that cannot run here for want of a key is left out: that is said already.
+    """
+    grouped: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+    for agent in team.agents:
+        settings = agent.openai
+        if settings is None or missing_key(team, agent, environ) is not None:
+            continue
+        models, agents = grouped.setdefault(
+            (base_url_of(settings, environ), settings.api_key_env), ([], [])
+        )
+        if settings.model not in models:
+            models.append(settings.model)
+        agents.append(agent.name)
+    return [
+        ModelServer(
+            base_url=url,
+            key_env=key_env,
+            key=environ.get(key_env, ""),
+            models=tuple(models),
+            agents=tuple(agents),
+        )
+        for (url, key_env), (models, agents) in grouped.items()
+    ]
+
+
+@attrs.frozen
+class _Unreachable:
+    reason: str
+
+
+@attrs.frozen
+class _Answered:
+    status: int
+    reason: str
+    body: bytes
+    location: str | None
+
+
+async def probe_model_servers(
+    servers: Sequence[ModelServer], *, seconds: float = PROBE_TIMEOUT
+) -> list[str | None]:
+    """For each of ``servers``, what stands in its agents' way (None: nothing found).
+
+    Each distinct URL and key is asked once, all at once; ``seconds`` bounds each step of a
+    probe (connect, send, answer).
+    """
+    answers: dict[tuple[str, str], _Unreachable | _Answered] = {}
+
+    async def ask(client: httpx.AsyncClient, base_url: str, key: str) -> None:
+        answers[base_url, key] = await _ask(client, f"{base_url}/models", key, seconds)
+
+    async with (
+        httpx.AsyncClient(
+            timeout=httpx.Timeout(seconds), headers={"user-agent": "team-orchestrator"}
+        ) as client,
+        trio.open_nursery() as nursery,
+    ):
+        for base_url, key in dict.fromkeys((s.base_url, s.key) for s in servers):
+            nursery.start_soon(ask, client, base_url, key)
+    return [_warning(server, answers[server.base_url, server.key]) for server in servers]
+
+
+async def _ask(
+    client: httpx.AsyncClient, url: str, key: str, seconds: float
+) -> _Unreachable | _Answered:
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    # httpx's timeout bounds each step; this bounds the whole (a server dripping bytes).
+    with trio.move_on_after(2 * seconds):
+        try:
+            async with client.stream("GET", url, headers=headers) as response:
+                body = b""
+                async for piece in response.aiter_bytes():
+                    body += piece
+                    if len(body) > MAX_LIST_BYTES:
+                        break
+                return _Answered(
+                    status=response.status_code,
+                    reason=response.reason_phrase
+                    or httpx.codes.get_reason_phrase(response.status_code),
+                    body=body,
+                    location=response.headers.get("location"),
+                )
+        except httpx.TransportError as exc:
+            return _Unreachable(why_unreachable(url, exc, timeout=seconds))
+    return _Unreachable(f"{host_port(url)} did not finish its answer within {2 * seconds:g} s")
+
+
+def _warning(server: ModelServer, answer: _Unreachable | _Answered) -> str | None:
+    who = f"model server {server.base_url} ({', '.join(server.agents)})"
+    if isinstance(answer, _Unreachable):
+        return f"{who}: {answer.reason}"
+    url = f"{server.base_url}/models"
+    if 200 <= answer.status < 300:
+        served = served_models(answer.body)
+        if served is None:
+            return None  # it answers, in words of its own: the run will tell
+        missing = [model for model in server.models if not serves_model(served, model)]
+        if not missing:
+            return None
+        listed = ", ".join(served[:LISTED_MODELS]) + (", …" if len(served) > LISTED_MODELS else "")
+        names = ", ".join(repr(model) for model in missing)
+        return f"{who}: it does not list model {names} (it lists {listed or 'none'})"
+    message = provider_message(answer.status, answer.reason, answer.body)
+    if server.key:
+        message = message.replace(server.key, "[api key]")
+    if answer.status in (401, 403):
+        if server.key:
+            return f"{who}: the key in {server.key_env} is refused ({message})"
+        return f"{who}: it asks for a key ({message}): set {server.key_env}"
+    if 300 <= answer.status < 400:
+        return f"{who}: GET {url}: {message} (redirects to {answer.location or '?'}; fix base_url)"
+    if answer.status == 404:
+        return f"{who}: GET {url}: {message} (is base_url right? it often ends in /v1)"
+    return f"{who}: GET {url}: {message}"
