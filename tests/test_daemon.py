@@ -807,7 +807,7 @@ class TestLyingContentLength:
 
         def request(declared: int) -> bytes:
             head = (
-                f"POST {path}?team=echo HTTP/1.1\r\nHost: x\r\n"
+                f"POST {path}?team=echo HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 f"Content-Type: application/json\r\nContent-Length: {declared}\r\n\r\n"
             )
             return head.encode() + body
@@ -831,7 +831,7 @@ class TestLyingContentLength:
         BODY_TIMEOUT seconds, then gets 408 JSON and the connection is closed."""
         body = b'{"type": "view_update"'
         request = (
-            b"POST /callback HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"POST /callback HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             b"Content-Length: 100\r\n\r\n" + body
         )
         async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon:
