@@ -735,7 +735,8 @@ async def test_a_daemon_serves_its_other_teams_and_names_a_bad_reference(
     """A team whose Python tool does not resolve is known at start: /healthz names it
     unavailable with the key path; the daemon serves the others."""
     good = ADD_TEAM.replace("{steps}", '{ say = "x" }')
-    teams = {"adders": good, "broken": good.replace(":add", ":absent")}
+    broken = good.replace(":add", ":absent").replace('name = "adders"', 'name = "broken"')
+    teams = {"adders": good, "broken": broken}
     async with running_daemon(tmp_path, teams=teams) as daemon, daemon.http() as http:
         health = (await http.get("/healthz")).json()
     assert health["teams"] == ["adders"]
