@@ -41,11 +41,20 @@ def drawn(state: TeamState, width: int = 200) -> str:
 
 
 async def run_with_console(
-    team: TeamSpec, *, mode: ApprovalMode, stdin: str = "", live: bool = False
+    team: TeamSpec,
+    *,
+    mode: ApprovalMode,
+    stdin: str = "",
+    live: bool = False,
+    json_logs: bool = False,
 ) -> tuple[RunOutcome, str, TeamRuntime, MemoryFactLog]:
+    """``json_logs``: the console's lines go through a reporter writing JSON records."""
     runtime, log = runtime_for(team)
     out = io.StringIO()
-    console = TeamConsole(runtime, mode=mode, stream=out, stdin=io.StringIO(stdin), live=live)
+    reporter = Reporter(as_json=True, stream=out) if json_logs else None
+    console = TeamConsole(
+        runtime, mode=mode, stream=out, stdin=io.StringIO(stdin), live=live, reporter=reporter
+    )
     with trio.fail_after(600):
         async with trio.open_nursery() as nursery:
             await nursery.start(console.serve)
@@ -162,7 +171,33 @@ class TestAnswers:
         _, text, _, log = await run_with_console(
             load_team(DELIVERY), mode=ApprovalMode.ASK, stdin=""
         )
-        assert "(no input: treated as no)" in text
+        assert (
+            "(no answer, input ended: treated as no. To decide without being asked, run with "
+            "--approve auto or --approve deny)"
+        ) in text
+        (resolved,) = [f.action for f in log.facts if isinstance(f.action, ApprovalResolved)]
+        assert resolved.decision == "denied"
+
+    async def test_with_json_logs_the_question_and_the_end_of_input_are_records(
+        self, thread_safe_clock: trio.testing.MockClock
+    ) -> None:
+        """Stderr speaks one format: every line is a JSON record, the question one of its
+        own (whatever its length), and the end of input a warning naming ``--approve``."""
+        _, text, _, log = await run_with_console(
+            load_team(DELIVERY), mode=ApprovalMode.ASK, stdin="", json_logs=True
+        )
+        records = [json.loads(line) for line in text.splitlines()]  # each line is JSON
+        (question,) = [r for r in records if r.get("awaiting") == "stdin"]
+        assert question["event"].startswith("researcher [")
+        assert question["event"].endswith(
+            "wants to run publish(target=release page). Approve? [y/N]"
+        )
+        (ended,) = [r for r in records if r["level"] == "warning"]
+        assert ended["event"] == (
+            "no answer, input ended: treated as no. To decide without being asked, run with "
+            "--approve auto or --approve deny"
+        )
+        assert records.index(question) < records.index(ended)
         (resolved,) = [f.action for f in log.facts if isinstance(f.action, ApprovalResolved)]
         assert resolved.decision == "denied"
 
