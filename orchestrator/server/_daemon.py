@@ -126,12 +126,14 @@ def load_teams(directory: Path) -> TeamFiles:
     A file that cannot be used is reported (the daemon serves the others, says which at
     start and in ``/healthz``), and so is a second file of a name already taken;
     :class:`ConfigError` only when the directory is not there or no file in it can be used."""
+    init = "orchestrator init" + ("" if directory == Path("teams") else f" {directory}")
     if not directory.is_dir():
+        # Said once (not "teams: teams: ..."), with what to do about it.
         raise ConfigError(
-            "not a directory of team files: name one with --teams DIR (or `teams =` in the "
-            "config file), or run `orchestrator init` here to make teams/ with an example team",
+            "not a directory of team files: name the directory of your team files with "
+            f"--teams DIR (or `teams =` in the config file), or run `{init}` to write "
+            "starter teams there",
             file=str(directory),
-            key_path="teams",
         )
     teams: dict[str, TeamSpec] = {}
     files: dict[str, str] = {}
@@ -151,7 +153,11 @@ def load_teams(directory: Path) -> TeamFiles:
         teams[team.name] = team
         files[team.name] = path.name
     if not teams:
-        why = "no team files (*.toml) here" if not invalid else "no team file here can be used:"
+        why = (
+            f"no team files (*.toml) here: run `{init}` to write starter teams"
+            if not invalid
+            else "no team file here can be used:"
+        )
         raise ConfigError(
             "\n".join([why, *invalid.values()]), file=str(directory), key_path="teams"
         )
