@@ -178,6 +178,26 @@ class TestAnswers:
         (resolved,) = [f.action for f in log.facts if isinstance(f.action, ApprovalResolved)]
         assert resolved.decision == "denied"
 
+    async def test_outcomes_name_their_task_and_count_denied_calls(
+        self, thread_safe_clock: trio.testing.MockClock
+    ) -> None:
+        """The coordinator's ``{outcomes}``: one line per delegated task, each naming its
+        task; the worker whose publish was denied completed with ``1 call denied``, and its
+        progress line is marked so (⚠), not ✔."""
+        outcome, text, _, _ = await run_with_console(
+            load_team(DELIVERY), mode=ApprovalMode.ASK, stdin="n\n"
+        )
+        lines = [line for line in outcome.result.splitlines() if line.startswith("[")]
+        assert [line.split(") ", 1)[0] + ")" for line in lines] == [
+            "[researcher, completed] (task: Summarise the changelog since the last release)",
+            "[researcher, completed] (task: List the known issues reported against this version)",
+            "[researcher, completed, 1 call denied] (task: Publish the release notes to the "
+            "release page)",
+        ]
+        finished = [line for line in text.splitlines() if " researcher completed" in line]
+        assert sorted(line[0] for line in finished) == ["⚠", "✔", "✔"]
+        assert any(line.startswith("⚠ researcher completed, 1 call denied: ") for line in finished)
+
     async def test_with_json_logs_the_question_and_the_end_of_input_are_records(
         self, thread_safe_clock: trio.testing.MockClock
     ) -> None:

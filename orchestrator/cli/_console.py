@@ -52,6 +52,7 @@ from orchestrator.core import (
     TaskRecord,
     TaskStatus,
     TeamState,
+    denied_calls,
 )
 from orchestrator.runtime import TeamRuntime
 
@@ -227,8 +228,12 @@ def describe_fact(state: TeamState, fact: Fact) -> str | None:
         case TaskCreated() if action.status == "queued":
             return f"… {action.agent} queued: {action.title} (parallel budget full)"
         case TaskFinished():
-            mark = "✔" if action.status == "completed" else "✘"
-            return f"{mark} {name(action.chat)} {action.status}: {_first(action.summary)}"
+            denied = denied_calls(state.approvals, action.chat) if action.chat else 0
+            # A task that completed without the calls it was denied is not done in full.
+            mark = "✘" if action.status != "completed" else "⚠" if denied else "✔"
+            status = f"{action.status}, {denied} call{'' if denied == 1 else 's'} denied"
+            status = status if denied else str(action.status)
+            return f"{mark} {name(action.chat)} {status}: {_first(action.summary)}"
         case HandoffRecorded():
             return f"⇄ {name(action.from_chat)} handed off to {action.to_agent}: {action.reason}"
         case ApprovalRequested():
