@@ -88,13 +88,24 @@ class Cluster:
 
     # ── following ──────────────────────────────────────────────────────────
 
-    async def follow(self, uri: str) -> LiveSession:
+    async def runs_elsewhere(self, uri: str) -> bool:
+        """Whether another node holds the lease of ``uri`` (it opened it, say, and the
+        journal has nothing of it yet)."""
+        owner = await trio.to_thread.run_sync(self.commands.live_owner, uri)
+        return owner is not None and owner != self._leases.node
+
+    async def follow(self, uri: str, *, new: bool = False) -> LiveSession:
         """Follow ``uri``, which another node runs (see :mod:`._followed`); its clients
-        reach it as any live session."""
+        reach it as any live session. ``new``: the journal has nothing of it yet (its
+        owner opened it and has not started its run): followed from its first fact."""
         assert self._nursery is not None, "the cluster is not serving"
         owner = await trio.to_thread.run_sync(self.commands.live_owner, uri)
-        state = await trio.to_thread.run_sync(self._reader.open, uri)
-        name = await trio.to_thread.run_sync(self._team_name, uri, state)
+        if new:
+            state = TeamState(uri)
+            name = ""  # said by its run's first facts (a client here learns it from them)
+        else:
+            state = await trio.to_thread.run_sync(self._reader.open, uri)
+            name = await trio.to_thread.run_sync(self._team_name, uri, state)
         runtime = FollowedRuntime(
             state,
             owner=owner or "another node",

@@ -557,6 +557,11 @@ class Daemon:
             try:
                 info = await trio.to_thread.run_sync(self.reader.session, uri)
             except FactLogError:
+                # Not in the journal yet: opened on another node, and not prompted (or its
+                # first facts not yet written), that node holds its lease. Followed at once,
+                # so any node serves a session from the moment its opener knows its id.
+                if self.cluster is not None and await self.cluster.runs_elsewhere(uri):
+                    return await self.cluster.follow(uri, new=True)
                 return None
             if info.status != "running":
                 return None
@@ -752,13 +757,25 @@ class Daemon:
                     uri=uri,
                     ended=True,
                 )
-            runtime = self._runtime(
-                name,
-                team,
-                session=uri,
-                ids=ids,
-                background=None if background is None else background.name,
-            )
+            if self.leases is not None and not await self._acquire(uri):
+                raise SessionExistsError(
+                    f"session {uri} is being opened on another node", uri=uri, ended=False
+                )
+            # On PostgreSQL its lease is this node's from now on, before any client is told
+            # its id: another node asked for it (the journal has nothing of it before its
+            # first prompt) finds who runs it there, and follows it.
+            try:
+                runtime = self._runtime(
+                    name,
+                    team,
+                    session=uri,
+                    ids=ids,
+                    background=None if background is None else background.name,
+                )
+            except BaseException:
+                if self.leases is not None:
+                    await self._drop_lease(self.leases, uri)
+                raise
             live = LiveSession(self, name, runtime, owner=principal)
             self._add_session(live)
         finally:
@@ -819,12 +836,25 @@ class Daemon:
         )
 
     def _drop_unprompted(self, live: LiveSession, why: str) -> None:
-        """Forget a session with no run (nothing of it was recorded); its clients are told."""
+        """Forget a session with no run (nothing of it was recorded); its clients are told.
+        Its lease (PostgreSQL) is given up, and its row deleted: no fact was written under
+        it, and nobody would ever delete it."""
         live.put_away = True
         self._remove_session(live)
         live.close_streams()
         live.finished.set()
         live.end_sinks(why)
+        leases = self.leases
+        if leases is not None and leases.holds(live.uri) and self._nursery is not None:
+            self._nursery.start_soon(self._drop_lease, leases, live.uri)
+
+    async def _drop_lease(self, leases: PostgresLeases, uri: str) -> None:
+        """Give up and delete the lease of ``uri``, a session never prompted; never raises."""
+        with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_LIMIT):
+            try:
+                await trio.to_thread.run_sync(leases.drop_unused, uri, abandon_on_cancel=True)
+            except OrchestratorError as exc:
+                log.warning("lease not released", session=uri, error=str(exc))
 
     async def journal_knows(self, session: str) -> bool:
         """Whether the journal has a session ``session`` (an id or URI), ended or not; False
@@ -933,7 +963,12 @@ class Daemon:
         return servers
 
     async def start_run(self, live: LiveSession, prompt: str) -> None:
-        """Start ``live``'s run on ``prompt``; returns once its first facts are recorded."""
+        """Start ``live``'s run on ``prompt``; returns once its first facts are recorded (or,
+        when another node opened it and runs it, read here)."""
+        followed = self.cluster.follows(live.uri) if self.cluster is not None else None
+        if followed is not None:
+            await followed.start(prompt)
+            return
         if not await self._acquire(live.uri):
             raise RunError(self._elsewhere(live.uri))
 
