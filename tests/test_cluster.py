@@ -649,6 +649,8 @@ class TestAnyNodeFromTheStart:
                 result = await on_b.until_type("result")
                 assert result["taskId"] == "t1"
                 assert "The release notes are ready." in result["summary"]
+                async with connect(b.daemon, "session=" + init["sessionId"]) as again:
+                    assert (await again.until_type("init"))["team"] == "approver"
         uri = "ahp-session:/" + init["sessionId"]
         assert (await a.health())["owned_sessions"] == [uri], "A runs it, B followed"
         assert_one_log(postgres_database, uri, resumed=0)

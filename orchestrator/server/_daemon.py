@@ -968,6 +968,8 @@ class Daemon:
         followed = self.cluster.follows(live.uri) if self.cluster is not None else None
         if followed is not None:
             await followed.start(prompt)
+            if followed.state.run is not None:
+                live.team_name = followed.state.run.team  # unknown here before its run
             return
         if not await self._acquire(live.uri):
             raise RunError(self._elsewhere(live.uri))
