@@ -184,7 +184,7 @@ class TestAnswers:
         """The coordinator's ``{outcomes}``: one line per delegated task, each naming its
         task; the worker whose publish was denied completed with ``1 call denied``, and its
         progress line is marked so (⚠), not ✔."""
-        outcome, text, _, _ = await run_with_console(
+        outcome, text, runtime, _ = await run_with_console(
             load_team(DELIVERY), mode=ApprovalMode.ASK, stdin="n\n"
         )
         lines = [line for line in outcome.result.splitlines() if line.startswith("[")]
@@ -197,6 +197,10 @@ class TestAnswers:
         finished = [line for line in text.splitlines() if " researcher completed" in line]
         assert sorted(line[0] for line in finished) == ["⚠", "✔", "✔"]
         assert any(line.startswith("⚠ researcher completed, 1 call denied: ") for line in finished)
+        tree = [line for line in drawn(runtime.state).splitlines() if "researcher" in line]
+        denied = "⚠ researcher  completed, 1 call denied  — Publish the release notes"
+        assert sum(denied in line for line in tree) == 1
+        assert sum("✔ researcher  completed  — " in line for line in tree) == 2
 
     async def test_with_json_logs_the_question_and_the_end_of_input_are_records(
         self, thread_safe_clock: trio.testing.MockClock

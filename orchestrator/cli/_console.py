@@ -205,10 +205,15 @@ def _add_member(
     member = state.members.get(chat)
     status = state.member_status(chat)
     icon, style = _STYLE[status]
+    said = status.value.replace("_", " ")
+    if status is MemberStatus.COMPLETED and (denied := denied_calls(state.approvals, chat)):
+        # Completed without the calls it was denied: not done in full.
+        icon, style = "⚠", "yellow"
+        said += f", {_denied(denied)}"
     name = member.agent if member else chat
     task = state.tasks.get(member.task) if member else None
     label = Text(f"{icon} {name}", style=style)
-    label.append(f"  {status.value.replace('_', ' ')}", style="italic")
+    label.append(f"  {said}", style="italic")
     if task is not None and task.requested_by is not None:
         label.append(f"  — {task.title}", style="dim")
     node = parent.add(label)
@@ -231,8 +236,7 @@ def describe_fact(state: TeamState, fact: Fact) -> str | None:
             denied = denied_calls(state.approvals, action.chat) if action.chat else 0
             # A task that completed without the calls it was denied is not done in full.
             mark = "✘" if action.status != "completed" else "⚠" if denied else "✔"
-            status = f"{action.status}, {denied} call{'' if denied == 1 else 's'} denied"
-            status = status if denied else str(action.status)
+            status = f"{action.status}, {_denied(denied)}" if denied else str(action.status)
             return f"{mark} {name(action.chat)} {status}: {_first(action.summary)}"
         case HandoffRecorded():
             return f"⇄ {name(action.from_chat)} handed off to {action.to_agent}: {action.reason}"
@@ -257,6 +261,10 @@ def _agent_namer(state: TeamState) -> Callable[[str | None], str]:
         return member.agent if member else chat
 
     return name
+
+
+def _denied(count: int) -> str:
+    return f"{count} call{'' if count == 1 else 's'} denied"
 
 
 def _first(text: str, limit: int = 100) -> str:
