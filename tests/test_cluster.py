@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -620,6 +621,59 @@ class TestFollowing:
         assert replayed == [(seq, action) for seq, action in seen if seq > middle]
         assert "following session" in [e["event"] for e in b.events()]
         assert_one_log(postgres_database, uri, resumed=0)
+
+
+class TestAnyNodeFromTheStart:
+    async def test_a_session_opened_on_one_node_is_served_by_another_at_once(
+        self, nodes: Callable[..., Node], postgres_database: str
+    ) -> None:
+        """A client opens a session on A and is told its id (``init``); the very next
+        moment, before any prompt (the journal has nothing of it), B serves it: a client
+        of B attaches (not 404), prompts it (the prompt goes to A, which runs it), and
+        hears its run as A's client does; a session A forgets unprompted leaves no lease."""
+        a, b = nodes("a", "approver"), nodes("b", "approver")
+        async with connect(a.daemon, "team=approver") as on_a:
+            init = await on_a.until_type("init")
+            async with connect(b.daemon, "session=" + init["sessionId"]) as on_b:
+                attached = await on_b.until_type("init")
+                assert attached["sessionId"] == init["sessionId"]
+                await on_b.send(
+                    {"channel": "agent", "type": "prompt", "prompt": "Ship", "taskId": "t1"}
+                )
+                request = await on_b.until_type("permission_request")
+                assert request["toolName"] == "publish"
+                assert (await on_a.until_type("permission_request")) == request
+                await on_b.send(
+                    {"channel": "agent", "type": "approve", "requestId": request["requestId"]}
+                )
+                result = await on_b.until_type("result")
+                assert result["taskId"] == "t1"
+                assert "The release notes are ready." in result["summary"]
+                async with connect(b.daemon, "session=" + init["sessionId"]) as again:
+                    assert (await again.until_type("init"))["team"] == "approver"
+        uri = "ahp-session:/" + init["sessionId"]
+        assert (await a.health())["owned_sessions"] == [uri], "A runs it, B followed"
+        assert_one_log(postgres_database, uri, resumed=0)
+        # Never prompted, then forgotten (disposed here): its lease's row goes with it.
+        async with connect_ahp(a.daemon) as ahp:
+            await ahp.initialize()
+            unused = "ahp-session:/" + str(uuid.uuid4())
+            await ahp.request("createSession", {"channel": unused, "provider": "approver"})
+            assert (await a.health())["owned_sessions"] == sorted([uri, unused])
+            await ahp.request("disposeSession", {"channel": unused})
+        with trio.fail_after(10):
+            while lease_rows(postgres_database, unused):  # noqa: ASYNC110 (another process)
+                await trio.sleep(0.05)
+
+
+def lease_rows(db: str, uri: str) -> int:
+    """How many lease rows the journal has of ``uri``."""
+    with direct_sql(db) as connection:
+        return len(
+            connection.execute(
+                "SELECT owner FROM session_leases WHERE session = ?", (uri,)
+            ).fetchall()
+        )
 
 
 async def refusal(node: Node, uri: str, message: dict[str, Any]) -> str:

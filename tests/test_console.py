@@ -41,11 +41,20 @@ def drawn(state: TeamState, width: int = 200) -> str:
 
 
 async def run_with_console(
-    team: TeamSpec, *, mode: ApprovalMode, stdin: str = "", live: bool = False
+    team: TeamSpec,
+    *,
+    mode: ApprovalMode,
+    stdin: str = "",
+    live: bool = False,
+    json_logs: bool = False,
 ) -> tuple[RunOutcome, str, TeamRuntime, MemoryFactLog]:
+    """``json_logs``: the console's lines go through a reporter writing JSON records."""
     runtime, log = runtime_for(team)
     out = io.StringIO()
-    console = TeamConsole(runtime, mode=mode, stream=out, stdin=io.StringIO(stdin), live=live)
+    reporter = Reporter(as_json=True, stream=out) if json_logs else None
+    console = TeamConsole(
+        runtime, mode=mode, stream=out, stdin=io.StringIO(stdin), live=live, reporter=reporter
+    )
     with trio.fail_after(600):
         async with trio.open_nursery() as nursery:
             await nursery.start(console.serve)
@@ -162,7 +171,57 @@ class TestAnswers:
         _, text, _, log = await run_with_console(
             load_team(DELIVERY), mode=ApprovalMode.ASK, stdin=""
         )
-        assert "(no input: treated as no)" in text
+        assert (
+            "(no answer, input ended: treated as no. To decide without being asked, run with "
+            "--approve auto or --approve deny)"
+        ) in text
+        (resolved,) = [f.action for f in log.facts if isinstance(f.action, ApprovalResolved)]
+        assert resolved.decision == "denied"
+
+    async def test_outcomes_name_their_task_and_count_denied_calls(
+        self, thread_safe_clock: trio.testing.MockClock
+    ) -> None:
+        """The coordinator's ``{outcomes}``: one line per delegated task, each naming its
+        task; the worker whose publish was denied completed with ``1 call denied``, and its
+        progress line is marked so (⚠), not ✔."""
+        outcome, text, runtime, _ = await run_with_console(
+            load_team(DELIVERY), mode=ApprovalMode.ASK, stdin="n\n"
+        )
+        lines = [line for line in outcome.result.splitlines() if line.startswith("[")]
+        assert [line.split(") ", 1)[0] + ")" for line in lines] == [
+            "[researcher, completed] (task: Summarise the changelog since the last release)",
+            "[researcher, completed] (task: List the known issues reported against this version)",
+            "[researcher, completed, 1 call denied] (task: Publish the release notes to the "
+            "release page)",
+        ]
+        finished = [line for line in text.splitlines() if " researcher completed" in line]
+        assert sorted(line[0] for line in finished) == ["⚠", "✔", "✔"]
+        assert any(line.startswith("⚠ researcher completed, 1 call denied: ") for line in finished)
+        tree = [line for line in drawn(runtime.state).splitlines() if "researcher" in line]
+        denied = "⚠ researcher  completed, 1 call denied  — Publish the release notes"
+        assert sum(denied in line for line in tree) == 1
+        assert sum("✔ researcher  completed  — " in line for line in tree) == 2
+
+    async def test_with_json_logs_the_question_and_the_end_of_input_are_records(
+        self, thread_safe_clock: trio.testing.MockClock
+    ) -> None:
+        """Stderr speaks one format: every line is a JSON record, the question one of its
+        own (whatever its length), and the end of input a warning naming ``--approve``."""
+        _, text, _, log = await run_with_console(
+            load_team(DELIVERY), mode=ApprovalMode.ASK, stdin="", json_logs=True
+        )
+        records = [json.loads(line) for line in text.splitlines()]  # each line is JSON
+        (question,) = [r for r in records if r.get("awaiting") == "stdin"]
+        assert question["event"].startswith("researcher [")
+        assert question["event"].endswith(
+            "wants to run publish(target=release page). Approve? [y/N]"
+        )
+        (ended,) = [r for r in records if r["level"] == "warning"]
+        assert ended["event"] == (
+            "no answer, input ended: treated as no. To decide without being asked, run with "
+            "--approve auto or --approve deny"
+        )
+        assert records.index(question) < records.index(ended)
         (resolved,) = [f.action for f in log.facts if isinstance(f.action, ApprovalResolved)]
         assert resolved.decision == "denied"
 

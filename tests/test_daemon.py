@@ -92,6 +92,56 @@ class TestHealthAndMetrics:
             assert result["type"] == "result"
 
 
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+class TestTeamNames:
+    async def test_a_team_is_named_by_its_team_name_and_its_file_is_shown_beside_it(
+        self, tmp_path: Path
+    ) -> None:
+        """``handoff.toml`` holding ``[team] name = "support"``: /healthz, the session's
+        init, the sessions list and AHP's root agents all say ``support``; /healthz shows
+        the file beside it; a client asking by file stem (as before) gets the same team."""
+        support = ECHO.replace('name = "echo"', 'name = "support"')
+        async with running_daemon(tmp_path, teams={"handoff": support}) as daemon:
+            async with daemon.http() as http:
+                health = (await http.get("/healthz")).json()
+            assert health["teams"] == ["support"]
+            assert health["team_files"] == {"support": "handoff.toml"}
+            for asked in ("support", "handoff"):
+                async with connect(daemon, f"team={asked}") as client:
+                    init = await client.until_type("init")
+                    await client.send({"channel": "agent", "type": "prompt", "prompt": "hi"})
+                    await client.until_type("done")
+                assert init["team"] == "support"
+            async with daemon.http() as http:
+                listed = (await http.get("/api/sessions")).json()["sessions"]
+                assert [s["team"] for s in listed] == ["support", "support"]
+                agui = await http.post(
+                    "/agui?team=handoff",
+                    json={"threadId": init["sessionId"], "runId": "r", "messages": []},
+                )
+                assert "runs team" not in agui.text  # the stem names the session's team
+            async with connect_ahp(daemon) as ahp:
+                result = await ahp.initialize(subscriptions=(ROOT,))
+                (root,) = result["snapshots"]
+                assert [a["provider"] for a in root["state"]["agents"]] == ["support"]
+                status, body = await refused(daemon, "team=nope", None)
+            assert status == 404
+            assert "(teams: support (handoff.toml))" in json.loads(body)["error"]
+
+    async def test_two_files_of_one_team_name_keep_the_first(self, tmp_path: Path) -> None:
+        """The second file is not served, and /healthz says why."""
+        async with (
+            running_daemon(tmp_path, teams={"a": ECHO, "b": ECHO}) as daemon,
+            daemon.http() as http,
+        ):
+            health = (await http.get("/healthz")).json()
+        assert health["teams"] == ["echo"]
+        assert health["team_files"] == {"echo": "a.toml"}
+        assert list(health["invalid_teams"]) == ["b"]
+        assert "[team] name 'echo' is already that of a.toml" in health["invalid_teams"]["b"]
+
+
 class TestAgentChannel:
     async def test_a_team_run_with_a_delegated_approval(
         self, tmp_path: Path, journal_db: Path | str
@@ -917,7 +967,7 @@ class TestJournalFaults:
         monkeypatch.setattr("orchestrator.server._app.open_journal", _SmallDisk)
         sleepy = ECHO.replace(
             'steps = [ { say = "first answer", chunks = 2 } ]', "steps = [ { sleep = 60 } ]"
-        )
+        ).replace('name = "echo"', 'name = "sleepy"')
         body = {
             "threadId": "slow-thread",
             "runId": "run-1",

@@ -243,3 +243,49 @@ class TestHypercornSeam:
         [warning] = [entry for entry in logs if entry["log_level"] == "warning"]
         assert warning["event"].startswith("hypercorn seam unavailable")
         assert warning["reason"] == "no seam here"
+
+
+class TestDemoScript:
+    """``./scripts/demo`` installs the project only when what it installs from changed."""
+
+    def test_pip_runs_only_when_pyproject_or_constraints_changed(self, tmp_path: Path) -> None:
+        """In a copy of the project whose venv's python logs each pip call (and runs the
+        rest), and whose ``orchestrator`` says what it was asked: the first demo installs,
+        the second does not, an edited constraints.txt installs again."""
+        project = tmp_path / "project"
+        (project / "scripts").mkdir(parents=True)
+        shutil.copy(PROJECT_ROOT / "scripts" / "demo", project / "scripts" / "demo")
+        for name in ("pyproject.toml", "constraints.txt"):
+            shutil.copy(PROJECT_ROOT / name, project / name)
+        bin_ = project / ".venv" / "bin"
+        bin_.mkdir(parents=True)
+        log = tmp_path / "pip.log"
+        (bin_ / "python").write_text(
+            "#!/bin/sh\n"
+            f'if [ "$1 $2" = "-m pip" ]; then echo "$*" >> {log}; exit 0; fi\n'
+            f'exec {sys.executable} "$@"\n'
+        )
+        (bin_ / "orchestrator").write_text('#!/bin/sh\necho "orchestrator $*"\n')
+        for program in bin_.iterdir():
+            program.chmod(0o755)
+
+        def demo() -> list[str]:
+            done = subprocess.run(
+                [str(project / "scripts" / "demo"), "--plain"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=True,
+            )
+            assert done.stdout == (
+                "orchestrator run teams/delivery.toml Ship the release notes --plain\n"
+            )
+            return log.read_text().splitlines() if log.exists() else []
+
+        install = "-m pip install --quiet --disable-pip-version-check -c constraints.txt -e ."
+        assert demo() == [install]
+        assert demo() == [install]  # current: pip not run
+        with (project / "constraints.txt").open("a") as constraints:
+            constraints.write("# changed\n")
+        assert demo() == [install, install]
+        assert demo() == [install, install]

@@ -162,7 +162,7 @@ class TestOpenRun:
                     await run.approve(update.approval.approval)
             outcome = await run.outcome()
         assert outcome.status is orchestrator.RunStatus.COMPLETED
-        assert outcome.result == "[worker, completed] after: published"
+        assert outcome.result == "[worker, completed] (task: publish it) after: published"
 
     async def test_unattended_runs_deny_approvals(self) -> None:
         decisions: list[str] = []
@@ -173,7 +173,10 @@ class TestOpenRun:
 
         outcome = await orchestrator.run_team(team(APPROVAL), "ship", on_update=collect)
         assert decisions == ["denied"]
-        assert outcome.result == "[worker, completed] after: publish was denied by user"
+        assert outcome.result == (
+            "[worker, completed, 1 call denied] (task: publish it) after: publish was denied "
+            "by user"
+        )
 
     async def test_an_async_callback_approves(self) -> None:
         async def approve(request: orchestrator.ApprovalRequested) -> bool:
@@ -181,7 +184,7 @@ class TestOpenRun:
             return request.tool_name == "publish"
 
         outcome = await orchestrator.run_team(team(APPROVAL), "ship", on_approval=approve)
-        assert outcome.result == "[worker, completed] after: published"
+        assert outcome.result == "[worker, completed] (task: publish it) after: published"
 
     async def test_questions_are_answered_by_the_callback_or_declined(self) -> None:
         asked: list[orchestrator.Question] = []

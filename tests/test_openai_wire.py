@@ -287,7 +287,8 @@ class TestTranscript:
         assert all(isinstance(m, ToolMessage) for m in results)
         for message, task in zip(results, ("alpha", "beta", "gamma"), strict=True):
             assert isinstance(message, ToolMessage)
-            assert message.content.endswith(f"completed] did {task}"), message.content
+            assert message.content.startswith("[worker, completed] (task: "), message.content
+            assert message.content.endswith(f") did {task}"), message.content
         assert isinstance(messages[-1], AssistantMessage)
         assert messages[-1].tool_calls == ()
 

@@ -251,7 +251,8 @@ class TestDeliveryRun:
                 if e["toolCallId"] == started["parentToolCallId"]
             ]
             assert events.index(end) < events.index(result)
-            assert result["content"] == f"[researcher, completed] {end['result']}"
+            task = started["description"]
+            assert result["content"] == f"[researcher, completed] (task: {task}) {end['result']}"
             assert started["metadata"]["task"] in {
                 m["id"] for m in team_view(session.runtime.state)["tasks"]
             }

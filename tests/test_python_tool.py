@@ -16,6 +16,7 @@ import inspect
 import io
 import json
 import keyword
+import os
 import subprocess
 import sys
 import threading
@@ -670,6 +671,62 @@ class TestCommandLine:
         )
 
 
+BESIDE_TEAM = """
+[team]
+name = "beside"
+coordinator = "lead"
+
+[tools.add]
+python = "{module}.maths:add"
+
+[agents.lead]
+role = "coordinator"
+tools = ["add"]
+
+[[agents.lead.turns]]
+steps = [ { tool = "add", input = { a = 2, b = 3 } }, { say = "sum: {outcomes}" } ]
+"""
+
+
+class TestBesideTheTeamFile:
+    """A tool module in the team file's directory imports without ``PYTHONPATH``."""
+
+    def test_run_imports_a_module_beside_the_team_file(self, tmp_path: Path) -> None:
+        """``orchestrator run teams/x.toml`` from elsewhere, ``mytools/maths.py`` beside it
+        (no PYTHONPATH): the tool resolves and runs."""
+        teams = tmp_path / "teams"
+        (teams / "beside_tools").mkdir(parents=True)
+        (teams / "beside_tools" / "__init__.py").write_text("")
+        (teams / "beside_tools" / "maths.py").write_text(
+            "def add(a: int, b: int) -> int:\n    return a + b\n"
+        )
+        (teams / "beside.toml").write_text(BESIDE_TEAM.replace("{module}", "beside_tools"))
+        environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        done = subprocess.run(
+            [*ORCHESTRATOR, "run", "teams/beside.toml", "go", "--plain", "--db", "j.db"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env=environ,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == "sum: 5\n"
+
+    def test_a_module_found_nowhere_says_where_it_was_looked_for(self, tmp_path: Path) -> None:
+        team_file = tmp_path / "beside.toml"
+        team_file.write_text(BESIDE_TEAM.replace("{module}", "nowhere_beside"))
+        status, out = teams_check(team_file)
+        assert status != 0
+        assert out == (
+            f"{team_file}: tools.add.python: cannot import 'nowhere_beside.maths' for "
+            "nowhere_beside.maths:add: ModuleNotFoundError: No module named 'nowhere_beside' "
+            f"(put it beside the team file (in {tmp_path}), install it, or name its directory "
+            "in PYTHONPATH)\n"
+        )
+
+
 # ─── through the OpenAI-compatible backend ─────────────────────────────────────────────
 
 MODEL_TEAM = """
@@ -735,7 +792,8 @@ async def test_a_daemon_serves_its_other_teams_and_names_a_bad_reference(
     """A team whose Python tool does not resolve is known at start: /healthz names it
     unavailable with the key path; the daemon serves the others."""
     good = ADD_TEAM.replace("{steps}", '{ say = "x" }')
-    teams = {"adders": good, "broken": good.replace(":add", ":absent")}
+    broken = good.replace(":add", ":absent").replace('name = "adders"', 'name = "broken"')
+    teams = {"adders": good, "broken": broken}
     async with running_daemon(tmp_path, teams=teams) as daemon, daemon.http() as http:
         health = (await http.get("/healthz")).json()
     assert health["teams"] == ["adders"]

@@ -204,3 +204,21 @@ async def test_subscribers_see_automation_job_envelopes_as_teammates_change(
         bad = await ask(operator, {"type": "history", "name": "poller", "limit": 0})
         assert bad["message"].startswith("$.limit:")
         assert (await ask(operator, {"type": "list"}))["type"] == "teammates"
+
+
+async def test_a_teammate_of_a_journal_that_named_teams_by_file_keeps_its_stream(
+    tmp_path: Path,
+) -> None:
+    """A journal written when teams were named by their file's stem (``jobs.toml`` as
+    ``jobs``, its ``[team] name`` now ``slow``): the teammate is ``slow/poller`` and goes on
+    with the stream it had (still paused), and ``jobs/poller`` still names it."""
+    db = tmp_path / "journal.db"
+    as_before = QUICK.replace('name = "slow"', 'name = "jobs"', 1)
+    async with running_daemon(tmp_path / "before", teams={"jobs": as_before}, db=db) as daemon:
+        assert (await cli(daemon, "pause", "jobs/poller"))[1] == "jobs/poller: paused\n"
+    async with running_daemon(tmp_path / "after", teams={"jobs": QUICK}, db=db) as daemon:
+        code, out, _ = await cli(daemon, "list", "--json")
+        assert code == 0
+        (poller,) = json.loads(out)
+        assert (poller["team"], poller["name"], poller["state"]) == ("slow", "poller", "paused")
+        assert (await cli(daemon, "resume", "jobs/poller"))[1] == "slow/poller: resumed\n"

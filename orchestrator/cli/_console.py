@@ -52,6 +52,7 @@ from orchestrator.core import (
     TaskRecord,
     TaskStatus,
     TeamState,
+    denied_calls,
 )
 from orchestrator.runtime import TeamRuntime
 
@@ -204,10 +205,15 @@ def _add_member(
     member = state.members.get(chat)
     status = state.member_status(chat)
     icon, style = _STYLE[status]
+    said = status.value.replace("_", " ")
+    if status is MemberStatus.COMPLETED and (denied := denied_calls(state.approvals, chat)):
+        # Completed without the calls it was denied: not done in full.
+        icon, style = "⚠", "yellow"
+        said += f", {_denied(denied)}"
     name = member.agent if member else chat
     task = state.tasks.get(member.task) if member else None
     label = Text(f"{icon} {name}", style=style)
-    label.append(f"  {status.value.replace('_', ' ')}", style="italic")
+    label.append(f"  {said}", style="italic")
     if task is not None and task.requested_by is not None:
         label.append(f"  — {task.title}", style="dim")
     node = parent.add(label)
@@ -227,8 +233,11 @@ def describe_fact(state: TeamState, fact: Fact) -> str | None:
         case TaskCreated() if action.status == "queued":
             return f"… {action.agent} queued: {action.title} (parallel budget full)"
         case TaskFinished():
-            mark = "✔" if action.status == "completed" else "✘"
-            return f"{mark} {name(action.chat)} {action.status}: {_first(action.summary)}"
+            denied = denied_calls(state.approvals, action.chat) if action.chat else 0
+            # A task that completed without the calls it was denied is not done in full.
+            mark = "✘" if action.status != "completed" else "⚠" if denied else "✔"
+            status = f"{action.status}, {_denied(denied)}" if denied else str(action.status)
+            return f"{mark} {name(action.chat)} {status}: {_first(action.summary)}"
         case HandoffRecorded():
             return f"⇄ {name(action.from_chat)} handed off to {action.to_agent}: {action.reason}"
         case ApprovalRequested():
@@ -252,6 +261,10 @@ def _agent_namer(state: TeamState) -> Callable[[str | None], str]:
         return member.agent if member else chat
 
     return name
+
+
+def _denied(count: int) -> str:
+    return f"{count} call{'' if count == 1 else 's'} denied"
 
 
 def _first(text: str, limit: int = 100) -> str:
@@ -409,7 +422,7 @@ class TeamConsole:
     async def _decide(self, request: ApprovalRequested) -> None:
         if self.mode is ApprovalMode.ASK:
             asked = f"{self._who(request.chat)} wants to run {request.tool_name}({request.summary})"
-            reply = await self._prompt(f"{asked}. Approve? [y/N] ")
+            reply = await self._prompt(f"{asked}. Approve? [y/N] ", unanswered="treated as no")
             approved = reply is not None and reply.strip().lower() in {"y", "yes"}
             # The question and the decision stay on screen, above the tree.
             self._said(f"? {asked} → {'approved' if approved else 'denied'} by you")
@@ -445,7 +458,7 @@ class TeamConsole:
         hint = _answer_hint(request.questions[0]) if request.questions else ""
         asked = f"{self._who(chat)} asks: {request.message}"
         while True:
-            reply = await self._prompt(f"{asked}{hint} ")
+            reply = await self._prompt(f"{asked}{hint} ", unanswered="left unanswered")
             if reply is None:
                 await self.runtime.answer_input(
                     chat, request.id, "", response=ChatInputResponseKind.CANCEL
@@ -460,17 +473,33 @@ class TeamConsole:
                 self._said(f"? {asked} → {reply.strip()}")
                 return
 
-    async def _prompt(self, question: str) -> str | None:
-        """Ask one question at a time; None when input has ended (EOF)."""
+    async def _prompt(self, question: str, *, unanswered: str) -> str | None:
+        """Ask one question at a time; None when input has ended (EOF), which is said, with
+        ``unanswered`` (what that makes of the question) and how to run without asking."""
         async with self._asking:
             if self._live is not None and self.stdin.isatty():
                 return await self._prompt_live(question)
-            self.console.print(question, end="", markup=False)
+            reporter = (
+                self.reporter if self.reporter is not None and self.reporter.as_json else None
+            )
+            if reporter is not None:
+                # Stderr speaks one format: with JSON logs the question is a record of its
+                # own, not text wrapped between two of them.
+                reporter.progress(question.strip(), awaiting="stdin")
+            else:
+                self.console.print(question, end="", markup=False, soft_wrap=True)
             line: str = await trio.to_thread.run_sync(self.stdin.readline, abandon_on_cancel=True)
-            if not self.stdin.isatty():
+            if reporter is None and not self.stdin.isatty():
                 self.console.print()  # a terminal echoes the answer's end of line; a pipe not
             if not line:
-                self.console.print("(no input: treated as no)", markup=False)
+                ended = (
+                    f"no answer, input ended: {unanswered}. To decide without being asked, "
+                    "run with --approve auto or --approve deny"
+                )
+                if reporter is not None:
+                    reporter.say(ended, level="warning")
+                else:
+                    self.console.print(f"({ended})", markup=False, soft_wrap=True)
                 return None
             return line
 

@@ -65,7 +65,7 @@ from ._queries import (
     task_of_call,
     tool_call_of,
 )
-from ._reports import delegation_report, tool_result_actions
+from ._reports import delegation_report, denied_calls, tool_result_actions
 from ._team_actions import (
     FINISHED_TASK_STATUSES,
     ApprovalDecision,
@@ -377,6 +377,8 @@ class _Planner:
             finished,
             worker=task.agent,
             subagent=subagent,
+            task_title=task.title,
+            denied=0 if worker is None else denied_calls(self.state.approvals, worker),
         )
 
 

@@ -12,7 +12,7 @@ Pure: facts in, facts out; no trio, no IO.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from orchestrator.ahp import (
@@ -27,12 +27,14 @@ from orchestrator.ahp import (
 )
 
 from ._facts import Action
-from ._team_actions import TaskFinished, TaskStatus
+from ._team_actions import ApprovalDecision, TaskFinished, TaskStatus
+from ._team_records import ApprovalRecord
 
 __all__ = [
     "STEERING_META",
     "delegation_output",
     "delegation_report",
+    "denied_calls",
     "first_line",
     "steering_injected",
     "tool_result_actions",
@@ -80,9 +82,27 @@ def tool_result_actions(
     return [*extra, (chat, complete)]
 
 
-def delegation_output(worker: str, finished: TaskFinished) -> str:
-    """What the delegating model reads of a finished task."""
-    return f"[{worker}, {finished.status}] {finished.summary}"
+def denied_calls(approvals: Mapping[str, ApprovalRecord], chat: str) -> int:
+    """How many of ``chat``'s tool calls were denied (a task that completed all the same
+    did not do all it set out to)."""
+    return sum(
+        record.request.chat == chat and record.decision is ApprovalDecision.DENIED
+        for record in approvals.values()
+    )
+
+
+def delegation_output(
+    worker: str, finished: TaskFinished, *, task_title: str = "", denied: int = 0
+) -> str:
+    """What the delegating model (and a script's ``{outcomes}``) reads of a finished task:
+    ``[writer, completed, 1 call denied] (task: Publish the notes) Drafted, then ...``. The
+    task's title tells the outcomes of several delegations apart; ``denied`` calls are
+    counted, so a task that completed without them does not read as done in full."""
+    status = str(finished.status)
+    if denied:
+        status += f", {denied} call{'' if denied == 1 else 's'} denied"
+    task = f"(task: {first_line(task_title, 80)}) " if task_title.strip() else ""
+    return f"[{worker}, {status}] {task}{finished.summary}"
 
 
 def delegation_report(
@@ -94,8 +114,11 @@ def delegation_report(
     *,
     worker: str,
     subagent: ToolResultSubagentContent | None,
+    task_title: str = "",
+    denied: int = 0,
 ) -> list[tuple[str, Action]]:
-    """The batch that reports ``finished`` back to the delegating ``chat``."""
+    """The batch that reports ``finished`` back to the delegating ``chat`` (``task_title``
+    and ``denied``: see :func:`delegation_output`)."""
     notification = SystemNotificationResponsePart(
         content=f"{worker} {finished.status}: {first_line(finished.summary)}",
         meta={
@@ -110,7 +133,7 @@ def delegation_report(
         tool_call_id,
         "delegate",
         success=finished.status is TaskStatus.COMPLETED,
-        output=delegation_output(worker, finished),
+        output=delegation_output(worker, finished, task_title=task_title, denied=denied),
         content_before=() if subagent is None else (subagent,),
         extra=[
             (session, finished),

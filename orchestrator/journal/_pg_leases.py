@@ -264,6 +264,24 @@ class PostgresLeases:
             (self.node if keep else "", session, self.node, epoch),
         )
 
+    def drop_unused(self, session: str) -> None:
+        """Give ``session``'s lease up and delete its row, if nothing was ever written under
+        it (no run of it started: a session opened and never prompted); else as
+        :meth:`release`. Nothing if another node holds it."""
+        epoch = self._held.pop(session, None)
+        if epoch is None:
+            return
+        self._run(
+            "DELETE FROM session_leases l WHERE l.session = %s AND l.owner = %s "
+            "AND l.epoch = %s AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.session = %s)",
+            (session, self.node, epoch, session),
+        )
+        self._run(
+            "UPDATE session_leases SET expires_at = 'epoch', owner = '' "
+            "WHERE session = %s AND owner = %s AND epoch = %s",
+            (session, self.node, epoch),
+        )
+
     def expired(self, *, now: dt.datetime | None = None) -> list[str]:
         """The running sessions whose lease expired (their owner died or let them go with
         work left), oldest expiry first; expired leases of sessions that ended are deleted

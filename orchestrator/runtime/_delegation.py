@@ -52,6 +52,7 @@ from orchestrator.core import (
     cut_off,
     delegation_output,
     delegation_report,
+    denied_calls,
     subagent_of,
     tool_call_of,
 )
@@ -374,6 +375,10 @@ class Delegation:
     ) -> ToolOutcome:
         """Report a finished task back: the task fact, a worker notification in the delegating
         chat's turn and the delegate call's result, in one batch."""
+        state = self.run.state
+        task = state.tasks.get(finished.task)
+        title = task.title if task is not None else ""
+        denied = denied_calls(state.approvals, finished.chat) if finished.chat else 0
         await self.run.recorder.record(
             delegation_report(
                 self.run.session,
@@ -383,13 +388,15 @@ class Delegation:
                 finished,
                 worker=worker.name,
                 subagent=subagent,
+                task_title=title,
+                denied=denied,
             )
         )
         return ToolOutcome(
             tool_call_id=request.tool_call_id,
             tool_name=request.tool_name,
             success=finished.status is TaskStatus.COMPLETED,
-            output=delegation_output(worker.name, finished),
+            output=delegation_output(worker.name, finished, task_title=title, denied=denied),
         )
 
     # ── a worker's lifecycle ─────────────────────────────────────────────────

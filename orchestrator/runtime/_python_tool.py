@@ -5,7 +5,9 @@ Theory of operation
 -------------------
 **When a team starts** (:class:`~orchestrator.runtime.TeamRuntime` is made, and
 ``orchestrator teams check``), :func:`resolve_python_tools` imports each tool's module
-(from ``sys.path``, as any import), looks the function up and reads its signature: a
+(from ``sys.path``, as any import, to which the team file's directory is added at its end:
+``mytools/maths.py`` beside the team file imports without ``PYTHONPATH``, and an installed
+module of the same name goes first), looks the function up and reads its signature: a
 reference that does not resolve fails the start with a
 :class:`~orchestrator.base.TeamFileError` naming ``tools.<name>.python``, not the first call.
 Without a ``parameters`` table, the input schema is derived from the signature: each
@@ -47,8 +49,10 @@ import functools
 import importlib
 import inspect
 import json
+import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -147,7 +151,7 @@ def resolve_python_tool(team: TeamSpec, tool: PythonTool) -> ResolvedPythonTool:
     def error(message: str) -> TeamFileError:
         return TeamFileError(message, file=team.file, key_path=f"tools.{tool.name}.python")
 
-    function = _find(tool, error)
+    function = _find(tool, error, _team_directory(team))
     if inspect.isasyncgenfunction(function) or inspect.isgeneratorfunction(function):
         raise error(f"{tool.target} is a generator function: a tool returns one result")
     unwrapped = function.func if isinstance(function, functools.partial) else function
@@ -222,13 +226,31 @@ async def run_python_tool(
 # ── resolving ───────────────────────────────────────────────────────────────
 
 
-def _find(tool: PythonTool, error: Callable[[str], TeamFileError]) -> Callable[..., Any]:
-    """The callable ``tool.target`` names."""
+def _team_directory(team: TeamSpec) -> Path | None:
+    """The directory of ``team``'s file (None for a team not read from a file)."""
+    path = Path(team.file)
+    return path.parent.resolve() if path.is_file() else None
+
+
+def _find(
+    tool: PythonTool, error: Callable[[str], TeamFileError], directory: Path | None
+) -> Callable[..., Any]:
+    """The callable ``tool.target`` names, imported with ``directory`` (the team file's) on
+    ``sys.path``: at its end, for good (the module may import more of its package later,
+    as a call runs)."""
+    if directory is not None and str(directory) not in sys.path:
+        sys.path.append(str(directory))
     try:
         target: Any = importlib.import_module(tool.module)
     except Exception as exc:  # the module's own code may raise anything as it is imported
+        hint = ""
+        missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+        if missing is not None and f"{tool.module}.".startswith(f"{missing}."):
+            # The tool's own module (not one it imports) is nowhere: say where it was looked for.
+            beside = f"beside the team file (in {directory}), " if directory is not None else ""
+            hint = f" (put it {beside}install it, or name its directory in PYTHONPATH)"
         raise error(
-            f"cannot import {tool.module!r} for {tool.target}: {type(exc).__name__}: {exc}"
+            f"cannot import {tool.module!r} for {tool.target}: {type(exc).__name__}: {exc}{hint}"
         ) from exc
     for part in tool.qualname.split("."):
         try:

@@ -89,7 +89,7 @@ async def agui_run(
         raise  # the server answers it (429 / 503, naming the limit)
     except RunError as exc:
         raise AguiRequestError(404, str(exc)) from None
-    if team is not None and live.team_name != team:
+    if team is not None and live.team_name != daemon.team_name(team):
         raise AguiRequestError(
             409, f"threadId: thread {run.thread_id!r} runs team {live.team_name!r}, not {team!r}"
         )

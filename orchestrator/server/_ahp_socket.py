@@ -58,7 +58,6 @@ import contextlib
 import functools
 from collections import deque
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Final
 
 import attrs
@@ -538,14 +537,11 @@ class AhpSocket:
 
     async def _past_state(self, uri: str) -> tuple[TeamState, str]:
         """The state of a session this daemon no longer runs, from the journal, and its
-        provider (the team it ran: its team file's name, as the daemon names teams)."""
+        provider (the team it ran: its ``[team] name``, as the daemon names teams)."""
         try:
             state = await trio.to_thread.run_sync(self.daemon.reader.open, uri)
-            team_file, _ = await trio.to_thread.run_sync(self.daemon.reader.team_toml, uri)
         except FactLogError:
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"no session {uri}") from None
-        if team_file:
-            return state, Path(team_file).stem
         return state, state.run.team if state.run is not None else "orchestrator"
 
     async def _reconnect(self, params: ReconnectParams) -> ReconnectResult:

@@ -33,7 +33,6 @@ import json
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import Any, Final
 
 import attrs
@@ -222,7 +221,10 @@ def build_app(
                 # The sessions it follows (another node of the journal runs them).
                 "followed_sessions": daemon.followed_sessions(),
                 # What a client may ask for, and why the others cannot be asked for.
+                # Named by their [team] name (what sessions record); the file of each
+                # beside it (its stem names the team too).
                 "teams": sorted(set(daemon.teams) - set(daemon.unavailable)),
+                "team_files": daemon.team_files,
                 "unavailable_teams": daemon.unavailable,
                 "invalid_teams": daemon.invalid_teams,
                 # The MCP servers started so far (for a session of their team), and why
@@ -492,7 +494,7 @@ async def ended_session(daemon: Daemon, session: str) -> list[dict[str, Any]] | 
         if chat is not None
         else []
     )
-    team = Path(info.team_file).stem if info.team_file else info.team
+    team = info.team  # its [team] name, as the daemon names teams
     events: list[dict[str, Any]] = [
         agent_event("init", sessionId=session_id(uri), team=team),
         agent_event("history", messages=[row.event for row in rows]),
@@ -556,6 +558,7 @@ async def serve(
             limits=config.limits,
             invalid_teams=team_files.invalid,
             node=node,
+            team_files=team_files.files,
         )
         assembly = assemble(daemon)
         async with trio.open_nursery() as services:

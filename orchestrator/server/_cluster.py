@@ -18,12 +18,12 @@ told why (nothing when the run finished).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
 import structlog
 import trio
 
 from orchestrator.base import OrchestratorError
+from orchestrator.core import TeamState
 from orchestrator.journal import (
     ANSWERS_CHANNEL,
     COMMANDS_CHANNEL,
@@ -34,6 +34,7 @@ from orchestrator.journal import (
     PostgresListener,
     read_facts_payload,
 )
+from orchestrator.spec import parse_team
 
 from ._followed import FollowedRuntime
 from ._forwarding import CommandServer, Forwarder
@@ -87,14 +88,24 @@ class Cluster:
 
     # ── following ──────────────────────────────────────────────────────────
 
-    async def follow(self, uri: str) -> LiveSession:
+    async def runs_elsewhere(self, uri: str) -> bool:
+        """Whether another node holds the lease of ``uri`` (it opened it, say, and the
+        journal has nothing of it yet)."""
+        owner = await trio.to_thread.run_sync(self.commands.live_owner, uri)
+        return owner is not None and owner != self._leases.node
+
+    async def follow(self, uri: str, *, new: bool = False) -> LiveSession:
         """Follow ``uri``, which another node runs (see :mod:`._followed`); its clients
-        reach it as any live session."""
+        reach it as any live session. ``new``: the journal has nothing of it yet (its
+        owner opened it and has not started its run): followed from its first fact."""
         assert self._nursery is not None, "the cluster is not serving"
         owner = await trio.to_thread.run_sync(self.commands.live_owner, uri)
-        state = await trio.to_thread.run_sync(self._reader.open, uri)
-        team_file, _ = await trio.to_thread.run_sync(self._reader.team_toml, uri)
-        name = Path(team_file).stem if team_file else (state.run.team if state.run else "")
+        if new:
+            state = TeamState(uri)
+            name = ""  # said by its run's first facts (a client here learns it from them)
+        else:
+            state = await trio.to_thread.run_sync(self._reader.open, uri)
+            name = await trio.to_thread.run_sync(self._team_name, uri, state)
         runtime = FollowedRuntime(
             state,
             owner=owner or "another node",
@@ -138,6 +149,17 @@ class Cluster:
         if runtime is not None:
             runtime.end(why)
             await live.finished.wait()
+
+    def _team_name(self, uri: str, state: TeamState) -> str:
+        """The ``[team] name`` a session runs (as the daemon names teams), from its run, or
+        its recorded team file before its run started (in a thread: it reads the journal)."""
+        if state.run is not None:
+            return state.run.team
+        _, team_toml = self._reader.team_toml(uri)
+        try:
+            return parse_team(team_toml, file="<journal>").name if team_toml else ""
+        except OrchestratorError:
+            return ""
 
     def follows(self, uri: str) -> FollowedRuntime | None:
         return self.followed.get(uri)

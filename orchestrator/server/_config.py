@@ -5,7 +5,7 @@
     host = "127.0.0.1"          # with no [tokens], only a loopback address is allowed
     port = 8765
     db = "/var/lib/orchestrator/journal.db"   # default: the XDG state directory
-    teams = "/etc/orchestrator/teams"         # every *.toml here is a team, by file stem
+    teams = "/etc/orchestrator/teams"         # every *.toml here is a team, by [team] name
     default_team = "delivery"                 # /ws without ?team= (default: the only team)
     node = "node-a"             # this daemon's id among several on one PostgreSQL journal
                                 # (default: HOSTNAME:PID)

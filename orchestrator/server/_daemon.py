@@ -3,9 +3,9 @@
 Theory of operation
 -------------------
 :class:`Daemon` owns the journal, the teams (one per ``*.toml`` of its teams directory,
-addressed by file stem), one HTTP client for the model backends, the MCP tool servers of
-each team (one connection per server per team, shared by its sessions), and a nursery in
-which every live session runs. A session is a
+named by its ``[team] name``, the file's stem accepted too), one HTTP client for the model
+backends, the MCP tool servers of each team (one connection per server per team, shared by
+its sessions), and a nursery in which every live session runs. A session is a
 :class:`~orchestrator.runtime._team_runtime.TeamRuntime` in *conversation* mode: it exists
 (with its URI) as soon as a client opens it, its run starts with the first prompt, and each
 later prompt is queued to the coordinator as its next turn.
@@ -113,31 +113,55 @@ log = structlog.get_logger("orchestrator.daemon")
 
 @attrs.frozen(kw_only=True)
 class TeamFiles:
-    """The team files of a directory: those that load, by stem, and why the others do not."""
+    """The team files of a directory: those that load, by their ``[team] name``, the file
+    each was read from, and why the others do not load."""
 
     teams: Mapping[str, TeamSpec]
-    invalid: Mapping[str, str]  # stem → the file's problems
+    files: Mapping[str, str]  # [team] name → the team file's name (``handoff.toml``)
+    invalid: Mapping[str, str]  # file stem → the file's problems
 
 
 def load_teams(directory: Path) -> TeamFiles:
-    """Every team file of ``directory`` by stem. A file that cannot be used is reported (the
-    daemon serves the others, says which at start and in ``/healthz``); :class:`ConfigError`
-    only when the directory is not there or no file in it can be used."""
+    """Every team file of ``directory`` by its ``[team] name`` (the name sessions record).
+    A file that cannot be used is reported (the daemon serves the others, says which at
+    start and in ``/healthz``), and so is a second file of a name already taken;
+    :class:`ConfigError` only when the directory is not there or no file in it can be used."""
+    init = "orchestrator init" + ("" if directory == Path("teams") else f" {directory}")
     if not directory.is_dir():
-        raise ConfigError("not a directory of team files", file=str(directory), key_path="teams")
+        # Said once (not "teams: teams: ..."), with what to do about it.
+        raise ConfigError(
+            "not a directory of team files: name the directory of your team files with "
+            f"--teams DIR (or `teams =` in the config file), or run `{init}` to write "
+            "starter teams there",
+            file=str(directory),
+        )
     teams: dict[str, TeamSpec] = {}
+    files: dict[str, str] = {}
     invalid: dict[str, str] = {}
     for path in sorted(directory.glob("*.toml")):
         try:
-            teams[path.stem] = load_team(path)
+            team = load_team(path)
         except TeamFileError as exc:
             invalid[path.stem] = str(exc)
+            continue
+        if team.name in teams:
+            invalid[path.stem] = (
+                f"{path}: [team] name {team.name!r} is already that of {files[team.name]}: "
+                "give one of them another name"
+            )
+            continue
+        teams[team.name] = team
+        files[team.name] = path.name
     if not teams:
-        why = "no team files (*.toml) here" if not invalid else "no team file here can be used:"
+        why = (
+            f"no team files (*.toml) here: run `{init}` to write starter teams"
+            if not invalid
+            else "no team file here can be used:"
+        )
         raise ConfigError(
             "\n".join([why, *invalid.values()]), file=str(directory), key_path="teams"
         )
-    return TeamFiles(teams=teams, invalid=invalid)
+    return TeamFiles(teams=teams, files=files, invalid=invalid)
 
 
 #: Seconds stopped sessions get to be done after ``shutdown_grace``: a command tool's process
@@ -225,19 +249,31 @@ class Daemon:
         limits: Limits | None = None,
         invalid_teams: Mapping[str, str] | None = None,
         node: str | None = None,
+        team_files: Mapping[str, str] | None = None,
     ) -> None:
         """``limits``: the sessions' bounds (unprompted sessions, per token and in all);
         the other limits are the server's. Its observer and companions (the metrics, the
         scheduler) are the app assembly's to set (see :mod:`orchestrator.server._app`).
         ``node``: this daemon's node id (default: its journal's leases' node, or
-        ``HOSTNAME:PID``). Leases are reckoned in the database's clock."""
+        ``HOSTNAME:PID``). Leases are reckoned in the database's clock. ``teams`` are
+        named by their ``[team] name``; ``team_files``: the file each was read from, whose
+        stem a client may name too (as clients did before teams were named by name)."""
+        self.teams = dict(teams)
+        self.team_files = dict(team_files or {})
+        # File stem → [team] name, for a stem that is not itself a team's name.
+        self._stems = {
+            Path(file).stem: name
+            for name, file in self.team_files.items()
+            if Path(file).stem not in teams
+        }
+        if default_team is not None:
+            default_team = self._stems.get(default_team, default_team)
         if default_team is not None and default_team not in teams:
             raise ConfigError(
-                f"no team {default_team!r} (teams: {', '.join(sorted(teams))})",
+                f"no team {default_team!r} (teams: {self.team_list()})",
                 file="<config>",
                 key_path="default_team",
             )
-        self.teams = dict(teams)
         # Team files that did not load (stem → why): served by nobody, named when asked for.
         self.invalid_teams = dict(invalid_teams or {})
         for name, problems in self.invalid_teams.items():
@@ -521,6 +557,11 @@ class Daemon:
             try:
                 info = await trio.to_thread.run_sync(self.reader.session, uri)
             except FactLogError:
+                # Not in the journal yet: opened on another node, and not prompted (or its
+                # first facts not yet written), that node holds its lease. Followed at once,
+                # so any node serves a session from the moment its opener knows its id.
+                if self.cluster is not None and await self.cluster.runs_elsewhere(uri):
+                    return await self.cluster.follow(uri, new=True)
                 return None
             if info.status != "running":
                 return None
@@ -566,7 +607,7 @@ class Daemon:
         if not team_toml:
             raise RunError(f"{uri} did not record its team file: it cannot be taken up")
         team = parse_team(team_toml, file=team_file or "<journal>")
-        name = Path(team_file).stem if team_file else team.name
+        name = team.name  # the name it ran under, as its journal's sessions row says
         run = state.run
         if run is not None and run.coordinator != team.coordinator:
             # A background teammate's run: its agent was the run's coordinator.
@@ -643,16 +684,35 @@ class Daemon:
 
     # ── sessions ───────────────────────────────────────────────────────────
 
+    def team_list(self) -> str:
+        """The teams a client may name, each with its file: ``support (handoff.toml)``."""
+        return ", ".join(
+            f"{name} ({self.team_files[name]})" if name in self.team_files else name
+            for name in sorted(self.teams)
+        )
+
+    def team_name(self, name: str) -> str:
+        """The name of the team a client names ``name``: its ``[team] name``, or the stem of
+        its file (``handoff`` for ``handoff.toml``), which names the same team."""
+        return name if name in self.teams else self._stems.get(name, name)
+
+    def team_stem(self, name: str) -> str | None:
+        """The stem of team ``name``'s file, when it is not the team's name."""
+        file = self.team_files.get(name)
+        return Path(file).stem if file is not None and Path(file).stem != name else None
+
     def team_of(self, name: str | None) -> tuple[str, TeamSpec]:
-        wanted = name or self.default_team
+        """The team a client asks for (by ``[team] name`` or file stem; None: the default
+        team), and its name; :class:`RunError` saying which teams there are otherwise."""
+        wanted = self.team_name(name) if name else self.default_team
         if wanted is None:
-            raise RunError(f"name a team with ?team= (teams: {', '.join(sorted(self.teams))})")
+            raise RunError(f"name a team with ?team= (teams: {self.team_list()})")
         team = self.teams.get(wanted)
         if team is None and wanted in self.invalid_teams:
             problems = self.invalid_teams[wanted]
             raise RunError(f"team {wanted!r} cannot be used: its file has problems ({problems})")
         if team is None:
-            raise RunError(f"no team {wanted!r} (teams: {', '.join(sorted(self.teams))})")
+            raise RunError(f"no team {wanted!r} (teams: {self.team_list()})")
         return wanted, team
 
     async def open_session(
@@ -697,13 +757,25 @@ class Daemon:
                     uri=uri,
                     ended=True,
                 )
-            runtime = self._runtime(
-                name,
-                team,
-                session=uri,
-                ids=ids,
-                background=None if background is None else background.name,
-            )
+            if self.leases is not None and not await self._acquire(uri):
+                raise SessionExistsError(
+                    f"session {uri} is being opened on another node", uri=uri, ended=False
+                )
+            # On PostgreSQL its lease is this node's from now on, before any client is told
+            # its id: another node asked for it (the journal has nothing of it before its
+            # first prompt) finds who runs it there, and follows it.
+            try:
+                runtime = self._runtime(
+                    name,
+                    team,
+                    session=uri,
+                    ids=ids,
+                    background=None if background is None else background.name,
+                )
+            except BaseException:
+                if self.leases is not None:
+                    await self._drop_lease(self.leases, uri)
+                raise
             live = LiveSession(self, name, runtime, owner=principal)
             self._add_session(live)
         finally:
@@ -764,12 +836,25 @@ class Daemon:
         )
 
     def _drop_unprompted(self, live: LiveSession, why: str) -> None:
-        """Forget a session with no run (nothing of it was recorded); its clients are told."""
+        """Forget a session with no run (nothing of it was recorded); its clients are told.
+        Its lease (PostgreSQL) is given up, and its row deleted: no fact was written under
+        it, and nobody would ever delete it."""
         live.put_away = True
         self._remove_session(live)
         live.close_streams()
         live.finished.set()
         live.end_sinks(why)
+        leases = self.leases
+        if leases is not None and leases.holds(live.uri) and self._nursery is not None:
+            self._nursery.start_soon(self._drop_lease, leases, live.uri)
+
+    async def _drop_lease(self, leases: PostgresLeases, uri: str) -> None:
+        """Give up and delete the lease of ``uri``, a session never prompted; never raises."""
+        with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_LIMIT):
+            try:
+                await trio.to_thread.run_sync(leases.drop_unused, uri, abandon_on_cancel=True)
+            except OrchestratorError as exc:
+                log.warning("lease not released", session=uri, error=str(exc))
 
     async def journal_knows(self, session: str) -> bool:
         """Whether the journal has a session ``session`` (an id or URI), ended or not; False
@@ -878,7 +963,14 @@ class Daemon:
         return servers
 
     async def start_run(self, live: LiveSession, prompt: str) -> None:
-        """Start ``live``'s run on ``prompt``; returns once its first facts are recorded."""
+        """Start ``live``'s run on ``prompt``; returns once its first facts are recorded (or,
+        when another node opened it and runs it, read here)."""
+        followed = self.cluster.follows(live.uri) if self.cluster is not None else None
+        if followed is not None:
+            await followed.start(prompt)
+            if followed.state.run is not None:
+                live.team_name = followed.state.run.team  # unknown here before its run
+            return
         if not await self._acquire(live.uri):
             raise RunError(self._elsewhere(live.uri))
 

@@ -309,6 +309,12 @@ class FollowedRuntime:
     async def _forward_none(self, command: Command) -> None:
         await self.forward(command)
 
+    async def start(self, prompt: str) -> None:
+        """Start the run of a session its owner opened and nobody has prompted yet (or
+        queue ``prompt`` there, if someone did meanwhile); returns once its first facts are
+        read here."""
+        await self.forward(Command(kind="prompt", text=prompt))
+
     async def run(
         self, prompt: str, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED
     ) -> RunOutcome:

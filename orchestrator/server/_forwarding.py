@@ -68,6 +68,7 @@ COMMAND_POLL: Final = 1.0
 #: Most bytes of a text field a command may carry (a prompt, a view update's content).
 MAX_TEXT: Final = 1 << 20
 KINDS: Final = (
+    "prompt",
     "queue",
     "steer",
     "answer_input",
@@ -212,6 +213,8 @@ async def carry_out(live: LiveSession, command: Command) -> Any:
         live.expect_origin(origin.chat, origin.expected, origin.origin)
     try:
         match command.kind:
+            case "prompt":  # the first prompt of a session opened there, not started yet
+                await live.prompt(command.text, task_id=None)
             case "queue":
                 message = await live.queue(
                     command.chat, command.text, message_id=command.message or None

@@ -163,13 +163,15 @@ class Teammate:
         team: str,
         spec: BackgroundSpec,
         state: TeammateState,
+        uri: str | None = None,
     ) -> None:
+        """``uri``: its stream (default: the one of ``team``'s name and the spec's)."""
         self.scheduler = scheduler
         self.team = team
         self.spec = spec
         self.name = spec.name
         self.key = f"{team}/{spec.name}"
-        self.uri = teammate_uri(team, spec.name)
+        self.uri = uri or teammate_uri(team, spec.name)
         self.state = state
         self.blocked = False
         self._record_lock = trio.Lock()
@@ -613,8 +615,16 @@ class Scheduler:
                         continue
                     uri = teammate_uri(team_name, spec.name)
                     facts = await trio.to_thread.run_sync(self.daemon.reader.facts, uri)
+                    stem = self.daemon.team_stem(team_name)
+                    if not facts and stem is not None:
+                        # A journal of before teams were named by [team] name: its stream
+                        # is under the file's stem, and goes on there.
+                        old_uri = teammate_uri(stem, spec.name)
+                        old = await trio.to_thread.run_sync(self.daemon.reader.facts, old_uri)
+                        if old:
+                            uri, facts = old_uri, old
                     state = fold_teammate(team_name, spec.name, facts)
-                    teammate = Teammate(self, team_name, spec, state)
+                    teammate = Teammate(self, team_name, spec, state, uri)
                     self.teammates[teammate.key] = teammate
             for teammate in self.teammates.values():
                 nursery.start_soon(self._supervise, teammate)
@@ -645,6 +655,9 @@ class Scheduler:
         :class:`RunError` naming the known ones otherwise."""
         if name in self.teammates:
             return self.teammates[name]
+        team, slash, teammate = name.partition("/")
+        if slash and f"{self.daemon.team_name(team)}/{teammate}" in self.teammates:
+            return self.teammates[f"{self.daemon.team_name(team)}/{teammate}"]  # a file stem
         matches = [t for t in self.teammates.values() if t.name == name]
         if len(matches) == 1:
             return matches[0]
