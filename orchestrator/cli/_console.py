@@ -228,7 +228,8 @@ def describe_fact(state: TeamState, fact: Fact) -> str | None:
             return f"… {action.agent} queued: {action.title} (parallel budget full)"
         case TaskFinished():
             mark = "✔" if action.status == "completed" else "✘"
-            return f"{mark} {name(action.chat)} {action.status}: {_first(action.summary)}"
+            line = f"{mark} {name(action.chat)} {action.status}"
+            return f"{line}: {_first(action.summary)}" if _says_more(action) else line
         case HandoffRecorded():
             return f"⇄ {name(action.from_chat)} handed off to {action.to_agent}: {action.reason}"
         case ApprovalRequested():
@@ -252,6 +253,12 @@ def _agent_namer(state: TeamState) -> Callable[[str | None], str]:
         return member.agent if member else chat
 
     return name
+
+
+def _says_more(finished: TaskFinished) -> bool:
+    """Whether a summary adds to the status: older journals record a killed task's summary
+    as the bare word ``cancelled``, which would read ``killed: cancelled``."""
+    return finished.summary.strip().lower() not in ("", str(finished.status), "cancelled")
 
 
 def _first(text: str, limit: int = 100) -> str:
