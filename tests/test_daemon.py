@@ -493,6 +493,32 @@ async def test_the_example_client_runs_a_team_through_the_daemon(tmp_path: Path)
     assert "== done" in out
 
 
+async def test_the_example_client_says_in_one_line_that_a_session_is_unknown(
+    tmp_path: Path,
+) -> None:
+    """A 404 (no such session) is one line naming the refusal and a failing exit, not a
+    traceback."""
+    async with running_daemon(tmp_path) as daemon:
+        done = await trio.run_process(
+            [
+                sys.executable,
+                str(PROJECT_ROOT / "examples" / "agent_client.py"),
+                "--session",
+                "0000-no-such-session",
+                "--url",
+                daemon.ws_url,
+            ],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert done.returncode == 1
+    err = done.stderr.decode()
+    assert err.count("\n") == 1, err
+    assert err.startswith(f"agent_client: the daemon at {daemon.ws_url} refused: HTTP 404: ")
+    assert "0000-no-such-session" in err
+
+
 ASKS = """
 [team]
 name = "asks"
