@@ -288,6 +288,28 @@ class TestAgentChannel:
                 del refused
                 gc.collect()
 
+    async def test_an_error_answers_on_the_channel_of_the_frame_that_caused_it(
+        self, tmp_path: Path
+    ) -> None:
+        """A bad team-channel frame is answered on the team channel; an agent-channel one,
+        and a frame that names no channel, on the agent channel."""
+        async with running_daemon(tmp_path) as daemon, connect(daemon, "team=delivery") as client:
+            await client.until_type("init")
+            await client.send({"channel": "team", "type": "subscribe", "fromSequence": -1})
+            error = await client.until(lambda e: e.get("type") == "error")
+            assert error["channel"] == "team"
+            assert error["code"] == "bad_request"
+            assert error["message"].startswith("$.fromSequence: ")
+            await client.send({"channel": "team", "type": "dance"})
+            error = await client.until(lambda e: e.get("type") == "error")
+            assert (error["channel"], error["code"]) == ("team", "bad_request")
+            await client.send({"channel": "agent", "type": "prompt", "prompt": 3})
+            error = await client.until(lambda e: e.get("type") == "error")
+            assert (error["channel"], error["code"]) == ("agent", "bad_request")
+            await client.send("{")
+            error = await client.until(lambda e: e.get("type") == "error")
+            assert (error["channel"], error["code"]) == ("agent", "bad_request")
+
 
 class TestViewUpdates:
     async def test_a_view_reaches_clients_is_replayed_and_can_be_cleared(
