@@ -28,7 +28,7 @@ import attrs
 
 from orchestrator.base import PeerProtocolError
 
-from ._checksum import checked_fact_text, fact_checksum
+from ._checksum import checked_fact_text, fact_checksum, not_utf8_fact, undecodable_column
 from ._file import _check_file, _error, _from_sqlite, _read_uri
 from ._schema import SCHEMA_VERSION
 from ._sql import _Connection
@@ -198,12 +198,23 @@ class JournalReader:
             return self._facts(connection, session, after)
 
     def _facts(self, connection: _Connection, session: str, after: int) -> list[Fact]:
-        rows = connection.execute(
-            "SELECT sequence, fact, checksum FROM facts WHERE session = ? AND sequence > ? "
-            "ORDER BY sequence",
-            (session, after),
-        ).fetchall()
         source = self.source
+        try:
+            rows = connection.execute(
+                "SELECT sequence, fact, checksum FROM facts WHERE session = ? AND sequence > ? "
+                "ORDER BY sequence",
+                (session, after),
+            ).fetchall()
+        except sqlite3.OperationalError as exc:
+            if undecodable_column(exc) != "fact":
+                raise
+            # Which fact, looked for only now: the common read pays nothing for it.
+            raw = connection.execute(
+                "SELECT sequence, CAST(fact AS BLOB) FROM facts WHERE session = ? "
+                "AND sequence > ? ORDER BY sequence",
+                (session, after),
+            )
+            raise not_utf8_fact(session, "fact", raw, source=source) from None
         return [
             self._decode(checked_fact_text(session, sequence, text, checksum, source=source))
             for sequence, text, checksum in rows

@@ -36,7 +36,7 @@ from orchestrator.core import Fact, RunFinished, RunStarted, TeamState, decode_f
 from orchestrator.protocols import TURN_ENDS, turn_from_facts, turn_messages
 from orchestrator.runtime import EventTicket
 
-from ._checksum import checked_fact_text, fact_checksum
+from ._checksum import checked_fact_text, fact_checksum, not_utf8_fact, undecodable_column
 from ._snapshot import (
     PartKey,
     encode_part,
@@ -413,22 +413,28 @@ class _AgentHistory:
 
 def _turn_facts(connection: _Connection, end: Fact) -> list[Fact]:
     """A turn's facts read back from the table: from its chat's last turn start to ``end``."""
-    rows = connection.execute(
-        "SELECT sequence, fact, checksum FROM facts WHERE session = ? AND channel = ? "
-        "AND sequence >= coalesce("
+    where = (
+        "FROM facts WHERE session = ? AND channel = ? AND sequence >= coalesce("
         "(SELECT max(sequence) FROM facts WHERE session = ? AND channel = ? "
         "AND type = 'chat/turnStarted' AND sequence <= ?), ?) AND sequence <= ? "
-        "ORDER BY sequence",
-        (
-            end.session,
-            end.channel,
-            end.session,
-            end.channel,
-            end.sequence,
-            end.sequence,
-            end.sequence,
-        ),
+        "ORDER BY sequence"
     )
+    values = (
+        end.session,
+        end.channel,
+        end.session,
+        end.channel,
+        end.sequence,
+        end.sequence,
+        end.sequence,
+    )
+    try:
+        rows = connection.execute(f"SELECT sequence, fact, checksum {where}", values).fetchall()
+    except Exception as exc:  # the connection's own error type (SQLite's, PostgreSQL's)
+        if undecodable_column(exc) != "fact":
+            raise
+        raw = connection.execute(f"SELECT sequence, CAST(fact AS BLOB) {where}", values)
+        raise not_utf8_fact(end.session, "fact", raw, source="") from None
     return [
         decode_fact(json.loads(checked_fact_text(end.session, sequence, text, checksum, source="")))
         for sequence, text, checksum in rows
