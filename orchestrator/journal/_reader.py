@@ -224,18 +224,31 @@ class JournalReader:
         self, session: str, chat: str, *, deleted: bool = False
     ) -> list[AgentMessage]:
         """A chat's agent-channel history in replay order; ``deleted``: with the rows undo
-        and truncation removed (marked, never dropped)."""
+        and truncation removed (marked, never dropped).
+
+        Each row is verified against its checksum; a damaged one fails the read naming it
+        (:class:`FactLogError`). Rows written before schema 7 have none and read unchecked.
+        """
         self.session(session)
         with self._connection() as connection:
             rows = connection.execute(
-                "SELECT turn_id, message, deleted_at FROM agent_messages "
+                "SELECT turn_id, part, message, deleted_at, checksum FROM agent_messages "
                 "WHERE session = ? AND chat = ? AND (? OR deleted_at IS NULL) ORDER BY id",
                 (session, chat, deleted),
             ).fetchall()
-        return [
-            AgentMessage(turn_id=turn_id, event=json.loads(message), deleted_at=deleted_at)
-            for turn_id, message, deleted_at in rows
-        ]
+        history = []
+        for turn_id, part, message, deleted_at, checksum in rows:
+            if checksum is not None and fact_checksum(message) != checksum:
+                raise _error(
+                    self.source,
+                    f"history row {part} of turn {turn_id} of {chat} in {session} is damaged "
+                    "(its checksum does not match): it was not replayed; restore the journal "
+                    "from a backup",
+                )
+            history.append(
+                AgentMessage(turn_id=turn_id, event=json.loads(message), deleted_at=deleted_at)
+            )
+        return history
 
     def _decode(self, text: str) -> Fact:
         from orchestrator.core import decode_fact  # see the module docstring: imports

@@ -344,9 +344,12 @@ class _AgentHistory:
     so that its turns are written with one statement.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, checksums: bool = True) -> None:
         self._turns: dict[tuple[str, str], list[Fact]] = {}  # (session, chat) -> its turn
-        self._rows: list[tuple[str, str, str, int, int, str, str]] = []  # not yet written
+        # Not yet written: (session, chat, turn_id, part, sequence, type, message, checksum).
+        self._rows: list[tuple[str, str, str, int, int, str, str, int]] = []
+        # False: rows of schema 3 to 6, without their checksum (the migration to schema 3).
+        self._checksums = checksums
 
     def reset(self) -> None:
         """Forget what is kept (a transaction that wrote some of it was rolled back): the
@@ -357,14 +360,16 @@ class _AgentHistory:
     def flush(self, connection: _Connection) -> None:
         """Write the rows kept so far, in the order their turns ended."""
         rows, self._rows = self._rows, []
+        checksum = (", checksum", "checksum = excluded.checksum, ") if self._checksums else ("", "")
         # A restored turn writes the same rows again: they come back from deletion in place.
         _insert_rows(
             connection,
-            "INSERT INTO agent_messages (session, chat, turn_id, part, sequence, type, message)",
-            rows,
+            "INSERT INTO agent_messages (session, chat, turn_id, part, sequence, type, "
+            f"message{checksum[0]})",
+            rows if self._checksums else [row[:7] for row in rows],
             " ON CONFLICT (session, chat, turn_id, part) DO UPDATE SET "
             "sequence = excluded.sequence, type = excluded.type, message = excluded.message, "
-            "deleted_at = NULL, deleted_by = NULL",
+            f"{checksum[1]}deleted_at = NULL, deleted_by = NULL",
         )
 
     def record(
@@ -397,18 +402,20 @@ class _AgentHistory:
                 if turn is None:
                     turn = turn_from_facts(fact.channel, kept or _turn_facts(connection, fact))
                 if turn is not None and turn.id == action.turn_id:
-                    self._rows.extend(
-                        (
-                            fact.session,
-                            fact.channel,
-                            turn.id,
-                            part,
-                            fact.sequence,
-                            message["type"],
-                            compact_dumps(message),
+                    for part, message in enumerate(turn_messages(turn)):
+                        text = compact_dumps(message)
+                        self._rows.append(
+                            (
+                                fact.session,
+                                fact.channel,
+                                turn.id,
+                                part,
+                                fact.sequence,
+                                message["type"],
+                                text,
+                                fact_checksum(text),
+                            )
                         )
-                        for part, message in enumerate(turn_messages(turn))
-                    )
 
 
 def _turn_facts(connection: _Connection, end: Fact) -> list[Fact]:
