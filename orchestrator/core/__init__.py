@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from ._queries import (
         INTERRUPTED,
         ROUND_META,
+        Conversation,
+        Conversations,
         conversation,
         has_open_input,
         input_request_id,
@@ -132,6 +134,8 @@ __all__ = [
     "ApprovalResolved",
     "Backend",
     "BackgroundJobStatus",
+    "Conversation",
+    "Conversations",
     "DelegationGraph",
     "EdgeKind",
     "Fact",
@@ -255,6 +259,8 @@ if not TYPE_CHECKING:
             "._queries": (
                 "INTERRUPTED",
                 "ROUND_META",
+                "Conversation",
+                "Conversations",
                 "conversation",
                 "has_open_input",
                 "input_request_id",
