@@ -19,6 +19,7 @@ from trio_websocket import ConnectionClosed, ConnectionRejected
 from orchestrator.base import ConfigError
 from orchestrator.core import ApprovalResolved, RunFinished, build_graph
 from orchestrator.journal import JournalReader, SqliteJournal, open_reader
+from orchestrator.protocols import envelope_to_json_line, project_facts
 from orchestrator.server import Limits, Role, ServeConfig, Token
 from orchestrator.server._app import BODY_TIMEOUT
 
@@ -677,6 +678,57 @@ class TestIdleSessions:
                 assert snapshot["resource"] == uri
                 await trio.sleep(0.6)  # three idle periods: a followed session stays
                 assert await live_sessions(daemon) == 1
+
+
+    async def test_a_session_s_envelopes_are_folded_once_across_put_away_and_take_up(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The team channel's log of a session put away is kept: the web view's read of it,
+        and the team channel once the session is taken up again, go on from it, reading
+        only the facts after it (not the whole session again), and send what a projection
+        of the whole session gives."""
+        reads: list[tuple[str, int]] = []
+        facts_of = JournalReader.facts
+
+        def spied(self: JournalReader, session: str, *, after: int = 0) -> list[Any]:
+            reads.append((session, after))
+            return facts_of(self, session, after=after)
+
+        monkeypatch.setattr(JournalReader, "facts", spied)
+        config = ServeConfig(limits=Limits(idle_session=0.2, shutdown_grace=0.5))
+        async with running_daemon(tmp_path, teams={"echo": ECHO}, config=config) as daemon:
+            async with connect(daemon) as first:
+                init = await first.until_type("init")
+                await first.send({"channel": "team", "type": "subscribe"})
+                await first.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+                await first.until_type("done")
+            uri = "ahp-session:/" + init["sessionId"]
+            assert (uri, 0) in reads, "the log's first fold"
+            with trio.fail_after(10):
+                while await live_sessions(daemon):  # noqa: ASYNC110 (polls over HTTP)
+                    await trio.sleep(0.1)
+            put_away = JournalReader(daemon.db).session(uri).last_sequence
+            reads.clear()
+            async with daemon.http() as http:
+                answer = await http.get(f"/api/sessions/{init['sessionId']}/envelopes")
+            assert answer.status_code == 200
+            read_back = answer.json()["envelopes"]
+            async with connect(daemon, f"session={init['sessionId']}") as again:
+                await again.until_type("init")
+                await again.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+                await again.until_type("done")
+                await again.send({"channel": "team", "type": "subscribe"})
+                facts = facts_of(JournalReader(daemon.db), uri)
+                projected = project_facts(uri, facts)
+                team = [
+                    (await again.until(lambda e: e.get("channel") == "team"))["event"]
+                    for _ in projected
+                ]
+        assert [after for session, after in reads if session == uri and after < put_away] == []
+        whole = [json.loads(envelope_to_json_line(e)) for e in projected]
+        assert team == whole
+        assert read_back == whole[: len(read_back)]
+        assert len(read_back) < len(whole)  # the second prompt's came after
 
 
 async def live_sessions(daemon: RunningDaemon) -> int:

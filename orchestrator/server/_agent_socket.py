@@ -208,7 +208,7 @@ class AgentSocket:
         end: the replay is its lines after ``from_sequence`` taken then, and the frames of
         every later fact come with the fact (:meth:`deliver`).
         """
-        team_log = await self.live.team_log(self.daemon.reader.facts)
+        team_log = await self.daemon.team_log(self.live)
         # Envelopes are numbered from 1 without gaps: the N-th is at index N - 1.
         replay = [team_frame(line) for line in team_log.lines[from_sequence:]]
         self._team = True
