@@ -679,7 +679,6 @@ class TestIdleSessions:
                 await trio.sleep(0.6)  # three idle periods: a followed session stays
                 assert await live_sessions(daemon) == 1
 
-
     async def test_a_session_s_envelopes_are_folded_once_across_put_away_and_take_up(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
