@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 import trio
-from trio_websocket import ConnectionClosed, open_websocket_url
+from trio_websocket import ConnectionClosed, ConnectionRejected, HandshakeError, open_websocket_url
 
 
 class Screen:
@@ -116,6 +116,30 @@ async def main(args: argparse.Namespace) -> None:
             print(f"\nconnection closed: {closed.reason}", file=sys.stderr)
 
 
+def refusal(exc: ConnectionRejected) -> str:
+    """The daemon's reason for refusing the connection (its JSON ``error``), with the status."""
+    try:
+        error = json.loads(exc.body or b"{}").get("error")
+    except (ValueError, AttributeError):
+        error = None
+    return f"HTTP {exc.status_code}" + (f": {error}" if error else "")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the client; a daemon that refuses or is not there is one line and exit 1."""
+    try:
+        trio.run(main, args)
+    except ConnectionRejected as exc:
+        print(f"agent_client: the daemon at {args.url} refused: {refusal(exc)}", file=sys.stderr)
+        return 1
+    except (OSError, HandshakeError) as exc:
+        # trio-websocket's HandshakeError says nothing itself: the reason is its cause.
+        reason = str(exc) or str(exc.__cause__ or "") or "the connection failed"
+        print(f"agent_client: no daemon answers at {args.url}: {reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("prompt", nargs="?")
@@ -124,4 +148,4 @@ if __name__ == "__main__":
     parser.add_argument("--url", default="ws://127.0.0.1:8765")
     parser.add_argument("--token")
     parser.add_argument("--approve", action="store_true")
-    trio.run(main, parser.parse_args())
+    sys.exit(run(parser.parse_args()))

@@ -18,11 +18,13 @@ from orchestrator.protocols import (
     Abort,
     AgentChannelProjector,
     Approve,
+    ClientMessageError,
     Prompt,
     Reject,
     Settings,
     TeamSubscribe,
     ToolResponse,
+    channel_of,
     parse_client_message,
     turn_messages,
 )
@@ -113,6 +115,31 @@ class TestParse:
             parse(message)
         assert error.value.path == path
         assert says in error.value.message
+
+    @pytest.mark.parametrize(
+        ("message", "channel"),
+        [
+            ({"channel": "team", "type": "subscribe", "fromSequence": -1}, "team"),
+            ({"channel": "team", "type": "dance"}, "team"),
+            ({"channel": "agent", "type": "prompt"}, "agent"),
+            ({"channel": "nowhere", "type": "prompt"}, "agent"),
+            ("{", "agent"),
+        ],
+    )
+    def test_a_bad_frame_names_the_channel_it_came_on(self, message: Any, channel: str) -> None:
+        """So the error is answered there (a team-channel error is not the agent's)."""
+        with pytest.raises(ClientMessageError) as error:
+            parse(message)
+        assert error.value.channel == channel
+
+    def test_each_message_names_its_channel(self) -> None:
+        read = [
+            parse_client_message(json.dumps(message), max_bytes=1000)
+            for message, _ in EVERY_MESSAGE
+        ]
+        channels = {type(message).__name__: channel_of(message) for message in read}
+        assert channels.pop("TeamSubscribe") == "team"
+        assert set(channels.values()) == {"agent"}
 
 
 async def test_a_finished_turn_s_live_events_are_its_history(

@@ -15,7 +15,16 @@ from rich.console import Console, RenderableType
 from orchestrator.cli import ApprovalMode, TeamConsole, describe_fact, render_tree
 from orchestrator.cli._console import DRAWING_SHARE, REFRESH_PER_SECOND
 from orchestrator.cli._conventions import Reporter
-from orchestrator.core import ApprovalRequested, ApprovalResolved, RunStatus, TeamState
+from orchestrator.cli._run_command import ending_line
+from orchestrator.core import (
+    ApprovalRequested,
+    ApprovalResolved,
+    Fact,
+    RunStatus,
+    TaskFinished,
+    TaskStatus,
+    TeamState,
+)
 from orchestrator.runtime import Ids, MemoryFactLog, RunOutcome, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import TeamSpec, load_team, parse_team
@@ -385,3 +394,40 @@ class TestPlainLinesReported:
         assert [r["sequence"] for r in records] == expected
         assert sum(r["event"].startswith("+ quick joined") for r in records) == 20
         assert sum(r["event"].startswith("✔ quick completed") for r in records) == 20
+
+
+class TestEndingLines:
+    """A killed worker and a cancelled run are said once, with the reason when there is one."""
+
+    def _finished(self, summary: str) -> tuple[TeamState, Fact]:
+        state = TeamState("ahp-session:/s")
+        action = TaskFinished(
+            task="t1", status=TaskStatus.KILLED, summary=summary, duration_ms=5, chat="c1"
+        )
+        return state, Fact(sequence=9, session="ahp-session:/s", channel="c1", at="", action=action)
+
+    def test_a_killed_worker_says_why(self) -> None:
+        state, fact = self._finished("stopped at a client's request")
+        assert describe_fact(state, fact) == "✘ c1 killed: stopped at a client's request"
+
+    def test_an_old_journal_s_bare_cancelled_is_not_repeated(self) -> None:
+        """Journals before 2026-12-07 record a killed task's summary as ``cancelled``."""
+        state, fact = self._finished("cancelled")
+        assert describe_fact(state, fact) == "✘ c1 killed"
+
+    @pytest.mark.parametrize(
+        ("status", "error", "line"),
+        [
+            (RunStatus.CANCELLED, "cancelled", "the run was cancelled (session s)"),
+            (
+                RunStatus.CANCELLED,
+                "stopped with the process: the run resumes at the next start",
+                "the run was cancelled: stopped with the process: the run resumes at the next"
+                " start (session s)",
+            ),
+            (RunStatus.FAILED, "model down", "the run failed: model down (session s)"),
+            (RunStatus.COMPLETED, "", "the run completed (session s)"),
+        ],
+    )
+    def test_the_run_s_last_line(self, status: RunStatus, error: str, line: str) -> None:
+        assert ending_line(RunOutcome(session="s", status=status, error=error)) == line

@@ -19,6 +19,7 @@ from trio_websocket import ConnectionClosed, ConnectionRejected
 from orchestrator.base import ConfigError
 from orchestrator.core import ApprovalResolved, RunFinished, build_graph
 from orchestrator.journal import JournalReader, SqliteJournal, open_reader
+from orchestrator.protocols import envelope_to_json_line, project_facts
 from orchestrator.server import Limits, Role, ServeConfig, Token
 from orchestrator.server._app import BODY_TIMEOUT
 
@@ -338,6 +339,28 @@ class TestAgentChannel:
                 del refused
                 gc.collect()
 
+    async def test_an_error_answers_on_the_channel_of_the_frame_that_caused_it(
+        self, tmp_path: Path
+    ) -> None:
+        """A bad team-channel frame is answered on the team channel; an agent-channel one,
+        and a frame that names no channel, on the agent channel."""
+        async with running_daemon(tmp_path) as daemon, connect(daemon, "team=delivery") as client:
+            await client.until_type("init")
+            await client.send({"channel": "team", "type": "subscribe", "fromSequence": -1})
+            error = await client.until(lambda e: e.get("type") == "error")
+            assert error["channel"] == "team"
+            assert error["code"] == "bad_request"
+            assert error["message"].startswith("$.fromSequence: ")
+            await client.send({"channel": "team", "type": "dance"})
+            error = await client.until(lambda e: e.get("type") == "error")
+            assert (error["channel"], error["code"]) == ("team", "bad_request")
+            await client.send({"channel": "agent", "type": "prompt", "prompt": 3})
+            error = await client.until(lambda e: e.get("type") == "error")
+            assert (error["channel"], error["code"]) == ("agent", "bad_request")
+            await client.send("{")
+            error = await client.until(lambda e: e.get("type") == "error")
+            assert (error["channel"], error["code"]) == ("agent", "bad_request")
+
 
 class TestViewUpdates:
     async def test_a_view_reaches_clients_is_replayed_and_can_be_cleared(
@@ -543,6 +566,32 @@ async def test_the_example_client_runs_a_team_through_the_daemon(tmp_path: Path)
     assert "== done" in out
 
 
+async def test_the_example_client_says_in_one_line_that_a_session_is_unknown(
+    tmp_path: Path,
+) -> None:
+    """A 404 (no such session) is one line naming the refusal and a failing exit, not a
+    traceback."""
+    async with running_daemon(tmp_path) as daemon:
+        done = await trio.run_process(
+            [
+                sys.executable,
+                str(PROJECT_ROOT / "examples" / "agent_client.py"),
+                "--session",
+                "0000-no-such-session",
+                "--url",
+                daemon.ws_url,
+            ],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert done.returncode == 1
+    err = done.stderr.decode()
+    assert err.count("\n") == 1, err
+    assert err.startswith(f"agent_client: the daemon at {daemon.ws_url} refused: HTTP 404: ")
+    assert "0000-no-such-session" in err
+
+
 ASKS = """
 [team]
 name = "asks"
@@ -679,6 +728,56 @@ class TestIdleSessions:
                 assert snapshot["resource"] == uri
                 await trio.sleep(0.6)  # three idle periods: a followed session stays
                 assert await live_sessions(daemon) == 1
+
+    async def test_a_session_s_envelopes_are_folded_once_across_put_away_and_take_up(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The team channel's log of a session put away is kept: the web view's read of it,
+        and the team channel once the session is taken up again, go on from it, reading
+        only the facts after it (not the whole session again), and send what a projection
+        of the whole session gives."""
+        reads: list[tuple[str, int]] = []
+        facts_of = JournalReader.facts
+
+        def spied(self: JournalReader, session: str, *, after: int = 0) -> list[Any]:
+            reads.append((session, after))
+            return facts_of(self, session, after=after)
+
+        monkeypatch.setattr(JournalReader, "facts", spied)
+        config = ServeConfig(limits=Limits(idle_session=0.2, shutdown_grace=0.5))
+        async with running_daemon(tmp_path, teams={"echo": ECHO}, config=config) as daemon:
+            async with connect(daemon) as first:
+                init = await first.until_type("init")
+                await first.send({"channel": "team", "type": "subscribe"})
+                await first.send({"channel": "agent", "type": "prompt", "prompt": "one"})
+                await first.until_type("done")
+            uri = "ahp-session:/" + init["sessionId"]
+            assert (uri, 0) in reads, "the log's first fold"
+            with trio.fail_after(10):
+                while await live_sessions(daemon):  # noqa: ASYNC110 (polls over HTTP)
+                    await trio.sleep(0.1)
+            put_away = JournalReader(daemon.db).session(uri).last_sequence
+            reads.clear()
+            async with daemon.http() as http:
+                answer = await http.get(f"/api/sessions/{init['sessionId']}/envelopes")
+            assert answer.status_code == 200
+            read_back = answer.json()["envelopes"]
+            async with connect(daemon, f"session={init['sessionId']}") as again:
+                await again.until_type("init")
+                await again.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+                await again.until_type("done")
+                await again.send({"channel": "team", "type": "subscribe"})
+                facts = facts_of(JournalReader(daemon.db), uri)
+                projected = project_facts(uri, facts)
+                team = [
+                    (await again.until(lambda e: e.get("channel") == "team"))["event"]
+                    for _ in projected
+                ]
+        assert [after for session, after in reads if session == uri and after < put_away] == []
+        whole = [json.loads(envelope_to_json_line(e)) for e in projected]
+        assert team == whole
+        assert read_back == whole[: len(read_back)]
+        assert len(read_back) < len(whole)  # the second prompt's came after
 
 
 async def live_sessions(daemon: RunningDaemon) -> int:

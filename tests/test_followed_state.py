@@ -268,8 +268,8 @@ class TestTeamLog:
 
             runtime.bus.observe_changes(observe)
 
-            def read(session: str) -> list[Fact]:
-                return list(published)
+            def read(session: str, *, after: int = 0) -> list[Fact]:
+                return [fact for fact in published if fact.sequence > after]
 
             async def join_late(after: int) -> None:
                 while len(published) < after:
@@ -318,7 +318,10 @@ class TestTeamLog:
             async def join_late(after: int) -> None:
                 while len(published) < after:
                     await trio.lowlevel.checkpoint()
-                log = TeamLog(runtime.session, lambda session: list(published))
+                log = TeamLog(
+                    runtime.session,
+                    lambda session, *, after=0: [f for f in published if f.sequence > after],
+                )
                 logs.append(log)
                 assert runtime.bus.wants_changes()
                 await log.ready()

@@ -27,7 +27,7 @@ from orchestrator.ahp import (
     MessageOrigin,
     Turn,
 )
-from orchestrator.base import IllegalTransitionError, RunError
+from orchestrator.base import FactLogError, IllegalTransitionError, RunError
 from orchestrator.cli import main
 from orchestrator.core import (
     Action,
@@ -235,6 +235,76 @@ async def test_a_schema_2_journal_gets_its_history_written_when_migrated(tmp_pat
     connection.close()
     await trio.to_thread.run_sync(SqliteJournal(db).open)
     assert JournalReader(db).agent_messages(SESSION, CHAT) == written
+
+
+class TestHistoryChecksums:
+    """Each history row carries a checksum, as facts do, verified when it is read."""
+
+    async def test_a_damaged_row_fails_the_read_naming_it(self, journal_db: Path | str) -> None:
+        """A row changed on disk that still parses is not replayed as the history."""
+        db = journal_db
+        await three_turns(db)
+        written = open_reader(db).agent_messages(SESSION, CHAT)
+        assert any(m.event.get("prompt") == "two" for m in written)
+        with direct_sql(db) as connection:
+            changed = connection.execute(
+                "UPDATE agent_messages SET message = replace(message, '\"two\"', '\"tw0\"') "
+                "WHERE session = ? AND message LIKE '%\"two\"%'",
+                (SESSION,),
+            ).rowcount
+        assert changed == 1
+        with pytest.raises(FactLogError, match=f"of turn turn-2 of {CHAT} in {SESSION} is damaged"):
+            open_reader(db).agent_messages(SESSION, CHAT)
+
+    async def test_rows_written_without_one_still_read(self, journal_db: Path | str) -> None:
+        """Rows of an older journal (or of a node running older code on a shared database)
+        have no checksum: they read as they were written."""
+        db = journal_db
+        await three_turns(db)
+        written = open_reader(db).agent_messages(SESSION, CHAT)
+        with direct_sql(db) as connection:
+            connection.execute("UPDATE agent_messages SET checksum = NULL")
+        assert open_reader(db).agent_messages(SESSION, CHAT) == written
+
+    async def test_a_schema_6_file_gains_the_column_and_reads_its_rows(
+        self, tmp_path: Path
+    ) -> None:
+        db = tmp_path / "journal.db"
+        await three_turns(db)
+        written = JournalReader(db).agent_messages(SESSION, CHAT)
+        connection = sqlite3.connect(db)
+        connection.execute("ALTER TABLE agent_messages DROP COLUMN checksum")
+        connection.execute("PRAGMA user_version=6")
+        connection.commit()
+        connection.close()
+        await trio.to_thread.run_sync(SqliteJournal(db).open)
+        assert JournalReader(db).agent_messages(SESSION, CHAT) == written
+        with sqlite3.connect(db) as connection:
+            nulls = connection.execute(
+                "SELECT count(*) FROM agent_messages WHERE checksum IS NULL"
+            ).fetchone()
+        assert nulls == (len(written),)  # added, not computed: the rows read unchecked
+
+    async def test_a_version_3_postgresql_journal_gains_the_column(
+        self, postgres_database: str
+    ) -> None:
+        db = postgres_database
+        await three_turns(db)
+        written = open_reader(db).agent_messages(SESSION, CHAT)
+        with direct_sql(db) as connection:
+            connection.execute("ALTER TABLE agent_messages DROP COLUMN checksum")
+            connection.execute("DELETE FROM journal_migrations WHERE version = 4")
+        journal = open_journal(db)
+        await trio.to_thread.run_sync(journal.open)
+        journal.close()
+        with direct_sql(db) as connection:
+            version = connection.execute("SELECT max(version) FROM journal_migrations").fetchone()
+            nulls = connection.execute(
+                "SELECT count(*) FROM agent_messages WHERE checksum IS NULL"
+            ).fetchone()
+        assert version == (4,)
+        assert nulls == (len(written),)
+        assert open_reader(db).agent_messages(SESSION, CHAT) == written
 
 
 def test_history_undo_and_restore_from_the_command_line(

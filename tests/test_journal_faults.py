@@ -640,6 +640,34 @@ class TestStoredDataYouCanTrust:
         assert reader.open(intact.session).chats == intact.state.chats
         assert len(reader.facts(intact.session)) == intact.state.last_sequence
 
+    async def test_a_fact_that_is_not_utf8_is_named_in_a_short_error(self, tmp_path: Path) -> None:
+        """Bytes in a fact's column that are not UTF-8 (written by something else, or a
+        damaged page) are reported naming the session, the sequence and the column, in a
+        line of bounded length, not as SQLite's decode error quoting the whole row; reading
+        or opening the session fails, other sessions read on."""
+        db = tmp_path / "journal.db"
+        _, damaged, _ = await run_team(db)
+        _, intact, _ = await run_team(db)
+        with direct_sql(db) as connection:
+            (text,) = connection.execute(
+                "SELECT fact FROM facts WHERE session = ? AND sequence = 3", (damaged.session,)
+            ).fetchone()
+            raw = text.encode() + b" \xff\xfe" + b"x" * 5000
+            connection.execute(
+                "UPDATE facts SET fact = CAST(? AS TEXT) WHERE session = ? AND sequence = 3",
+                (raw, damaged.session),
+            )
+        reader = open_reader(db)
+        for read in (reader.facts, reader.open):
+            with pytest.raises(FactLogError) as error:
+                read(damaged.session)
+            message = str(error.value)
+            assert f"fact 3 of {damaged.session}" in message
+            assert "(its column fact is not UTF-8 text: byte 0xff at offset " in message
+            assert "\ufffd" not in message
+            assert len(message) < 400, message
+        assert len(reader.facts(intact.session)) == intact.state.last_sequence
+
     @given(text=st.text(min_size=1), data=st.data())
     def test_any_flipped_bit_of_a_fact_is_found(self, text: str, data: st.DataObject) -> None:
         """CRC32 finds every single-bit error: a stored fact with one bit flipped (that is
@@ -706,6 +734,36 @@ class TestStoredDataYouCanTrust:
             assert f"fact 4 of {A} is damaged" in str(ended.error)
             services.cancel_scope.cancel()
         assert open_reader(db).agent_messages(A, chat) == []
+
+    async def test_a_turn_s_fact_that_is_not_utf8_fails_the_batch_naming_it(
+        self, tmp_path: Path
+    ) -> None:
+        """Read back by the writer for a turn's history, a fact that is not UTF-8 fails the
+        batch that ends the turn with a short error naming it."""
+        db = tmp_path / "journal.db"
+        chat = "ahp-chat:/a-lead"
+        facts = conversation(A, chat)
+        first: Journal = open_journal(db)
+        async with trio.open_nursery() as services:
+            await services.start(first.serve)
+            await wait_all(first.submit(facts[:-1]))  # the turn is running
+            services.cancel_scope.cancel()
+        with direct_sql(db) as connection:
+            connection.execute(
+                "UPDATE facts SET fact = CAST(CAST(fact AS BLOB) || x'c0' || zeroblob(4000) "
+                "AS TEXT) WHERE session = ? AND type = 'chat/turnStarted'",
+                (A,),
+            )
+        second: Journal = open_journal(db)
+        async with trio.open_nursery() as services:
+            await services.start(second.serve)
+            ended = second.submit(facts[-1:])  # no ended_turns: the turn is read back
+            await wait_all(ended)
+            assert ended.error is not None
+            message = str(ended.error)
+            assert f"fact 4 of {A} is damaged (its column fact is not UTF-8 text" in message
+            assert len(message) < 400, message
+            services.cancel_scope.cancel()
 
     async def test_the_journal_and_its_wal_are_readable_by_their_owner_only(
         self, tmp_path: Path

@@ -881,6 +881,10 @@ class TestCancellation:
         assert outcomes[0].status is RunStatus.CANCELLED
         assert len(h.actions(ChatTurnCancelledAction)) == 3  # coordinator + two workers
         assert sorted(f.status for f in h.actions(TaskFinished)) == [TaskStatus.KILLED] * 2
+        # Why, in words that do not repeat the status ("killed: cancelled").
+        assert {f.summary for f in h.actions(TaskFinished)} == {
+            "the run, or the task that delegated it, ended first"
+        }
         assert isinstance(h.facts[-1].action, RunFinished)
         assert h.facts[-1].action.status is RunStatus.CANCELLED
         h.finished()
@@ -907,7 +911,9 @@ class TestCancellation:
             ("worker", TaskStatus.KILLED),
             ("worker", TaskStatus.KILLED),
         ]
-        assert finished["manager"].summary == "cancelled"
+        assert finished["manager"].summary == "stopped at a client's request"
+        workers = [f.summary for f in h.actions(TaskFinished) if f.chat != manager]
+        assert workers == ["the run, or the task that delegated it, ended first"] * 2
         cancelled = {f.channel for f in h.facts_of(ChatTurnCancelledAction)}
         assert manager in cancelled
         assert len(cancelled) == 3  # the manager and both of its workers

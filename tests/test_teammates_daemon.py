@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 from trio_websocket import WebSocketConnection
 
@@ -157,6 +158,21 @@ async def test_the_cli_says_when_no_daemon_answers(tmp_path: Path) -> None:
     )
     assert done.returncode == 3  # unavailable, not bad input
     assert b"no daemon answers at ws://127.0.0.1:9/teammates: all attempts" in done.stderr
+
+
+@pytest.mark.parametrize("url", ["notaurl", "127.0.0.1:99999", "ftp://127.0.0.1:8765"])
+async def test_an_address_that_is_not_one_is_a_usage_error(url: str) -> None:
+    """``--url notaurl`` is bad input (exit 2, what was expected), not a daemon that is down
+    (exit 3)."""
+    done = await trio.run_process(
+        [sys.executable, "-m", "orchestrator", "teammates", "list", "--url", url],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert b"--url: expected the daemon's address, like http://127.0.0.1:8765" in (done.stderr)
+    assert f"got {url!r}".encode() in done.stderr
 
 
 async def test_subscribers_see_automation_job_envelopes_as_teammates_change(

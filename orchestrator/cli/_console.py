@@ -237,7 +237,8 @@ def describe_fact(state: TeamState, fact: Fact) -> str | None:
             # A task that completed without the calls it was denied is not done in full.
             mark = "✘" if action.status != "completed" else "⚠" if denied else "✔"
             status = f"{action.status}, {_denied(denied)}" if denied else str(action.status)
-            return f"{mark} {name(action.chat)} {status}: {_first(action.summary)}"
+            line = f"{mark} {name(action.chat)} {status}"
+            return f"{line}: {_first(action.summary)}" if _says_more(action) else line
         case HandoffRecorded():
             return f"⇄ {name(action.from_chat)} handed off to {action.to_agent}: {action.reason}"
         case ApprovalRequested():
@@ -265,6 +266,12 @@ def _agent_namer(state: TeamState) -> Callable[[str | None], str]:
 
 def _denied(count: int) -> str:
     return f"{count} call{'' if count == 1 else 's'} denied"
+
+
+def _says_more(finished: TaskFinished) -> bool:
+    """Whether a summary adds to the status: older journals record a killed task's summary
+    as the bare word ``cancelled``, which would read ``killed: cancelled``."""
+    return finished.summary.strip().lower() not in ("", str(finished.status), "cancelled")
 
 
 def _first(text: str, limit: int = 100) -> str:

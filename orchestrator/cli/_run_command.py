@@ -260,18 +260,27 @@ async def _supervise(
     elif completed:
         print(outcome.result)
     if completed:
-        reporter.say(
-            f"the run completed (session {outcome.session})",
-            session=outcome.session,
-            status=str(outcome.status),
-        )
+        reporter.say(ending_line(outcome), session=outcome.session, status=str(outcome.status))
     else:
-        reporter.error(
-            f"the run {outcome.status}: {outcome.error} (session {outcome.session})",
-            session=outcome.session,
-            status=str(outcome.status),
-        )
+        reporter.error(ending_line(outcome), session=outcome.session, status=str(outcome.status))
     return EXIT_OK if completed else EXIT_FAILED
+
+
+_ENDED = {
+    RunStatus.COMPLETED: "the run completed",
+    RunStatus.FAILED: "the run failed",
+    RunStatus.CANCELLED: "the run was cancelled",
+}
+
+
+def ending_line(outcome: RunOutcome) -> str:
+    """The line ``run`` ends with: how the run ended, then why, unless the recorded error
+    only repeats the status (a cancelled run's error is the word ``cancelled``)."""
+    line = _ENDED.get(outcome.status, f"the run ended {outcome.status}")
+    error = outcome.error.strip()
+    if error and error.lower() != str(outcome.status):
+        line = f"{line}: {error}"
+    return f"{line} (session {outcome.session})"
 
 
 async def _served(

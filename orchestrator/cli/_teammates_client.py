@@ -33,13 +33,23 @@ TIMEOUT_SECONDS = 30.0
 def teammates_url(base: str) -> str:
     """The ``/teammates`` WebSocket URL of a daemon at ``base`` (``http://host:port``,
     ``ws://...``, or ``host:port``)."""
-    if "://" not in base:
+    given = base
+    # Without a scheme only ``host:port`` is an address: a bare word is more likely a
+    # mistake (a session id, a team name) than a daemon on port 80.
+    bare = "://" not in base
+    if bare:
         base = f"http://{base}"
     parts = urlsplit(base)
     scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme)
-    if scheme is None or not parts.netloc:
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+        scheme = None  # a port that is not a number in 0..65535
+    if scheme is None or not parts.hostname or (bare and port is None):
         raise ConfigError(
-            f"expected the daemon's address, like http://127.0.0.1:8765; got {base!r}",
+            "expected the daemon's address, like http://127.0.0.1:8765 or 127.0.0.1:8765; "
+            f"got {given!r}",
             file="--url",
         )
     return urlunsplit((scheme, parts.netloc, "/teammates", "", ""))

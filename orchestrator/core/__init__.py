@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from ._queries import (
         INTERRUPTED,
         ROUND_META,
+        Conversation,
+        Conversations,
         conversation,
         has_open_input,
         input_request_id,
@@ -133,6 +135,8 @@ __all__ = [
     "ApprovalResolved",
     "Backend",
     "BackgroundJobStatus",
+    "Conversation",
+    "Conversations",
     "DelegationGraph",
     "EdgeKind",
     "Fact",
@@ -257,6 +261,8 @@ if not TYPE_CHECKING:
             "._queries": (
                 "INTERRUPTED",
                 "ROUND_META",
+                "Conversation",
+                "Conversations",
                 "conversation",
                 "has_open_input",
                 "input_request_id",

@@ -9,7 +9,8 @@ Pure: state in, values out; no trio, no IO.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
 
 from orchestrator.ahp import (
     ActiveTurn,
@@ -35,6 +36,8 @@ from ._team_state import TeamState
 __all__ = [
     "INTERRUPTED",
     "ROUND_META",
+    "Conversation",
+    "Conversations",
     "conversation",
     "has_open_input",
     "input_request_id",
@@ -186,14 +189,151 @@ def conversation(chat: ChatState) -> tuple[tuple[str, str], ...]:
     the model should see the conversation as if the attempt had not happened.
     """
     history: list[tuple[str, str]] = []
-    turns = [turn for turn in chat.turns if not is_interrupted(turn)]
-    for turn in turns:
-        history.append(("user", turn.message.text))
-        text = "".join(
-            p.content for p in turn.response_parts if isinstance(p, MarkdownResponsePart)
-        )
-        if text:
-            history.append(("assistant", text))
+    for turn in chat.turns:
+        _add_turn(history, turn)
     if chat.active_turn is not None:
         history.append(("user", chat.active_turn.message.text))
     return tuple(history)
+
+
+def _add_turn(history: list[tuple[str, str]], turn: Turn) -> None:
+    """Append a finished turn's pairs to ``history`` (none for an interrupted turn)."""
+    if is_interrupted(turn):
+        return
+    history.append(("user", turn.message.text))
+    text = "".join(p.content for p in turn.response_parts if isinstance(p, MarkdownResponsePart))
+    if text:
+        history.append(("assistant", text))
+
+
+class Conversation(Sequence[tuple[str, str]]):
+    """What :func:`conversation` gives, as a view made in constant time by
+    :class:`Conversations`, with what a backend asks of it already counted: ``users``
+    (the user messages), ``characters`` (of every text) and ``interrupted`` (the turns a
+    restart cut off, which it leaves out).
+
+    It views the first ``length`` pairs of a list that only grows (the finished turns'),
+    then ``tail`` (the running turn's message): a later turn does not change it.
+    """
+
+    __slots__ = ("_finished", "_length", "_tail", "characters", "interrupted", "users")
+
+    def __init__(
+        self,
+        finished: list[tuple[str, str]],
+        length: int,
+        tail: tuple[tuple[str, str], ...],
+        *,
+        users: int,
+        characters: int,
+        interrupted: int,
+    ) -> None:
+        self._finished = finished
+        self._length = length
+        self._tail = tail
+        self.users = users
+        self.characters = characters
+        self.interrupted = interrupted
+
+    def __len__(self) -> int:
+        return self._length + len(self._tail)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[str, str]: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[tuple[str, str], ...]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("conversation index out of range")
+        if index < self._length:
+            return self._finished[index]
+        return self._tail[index - self._length]
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        for index in range(self._length):
+            yield self._finished[index]
+        yield from self._tail
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"Conversation({tuple(self)!r})"
+
+
+class _Folded:
+    """One chat's conversation so far: the finished turns it has taken in, and their pairs."""
+
+    __slots__ = ("characters", "interrupted", "pairs", "turns", "users")
+
+    def __init__(self) -> None:
+        self.turns: Sequence[Turn] = ()
+        self.pairs: list[tuple[str, str]] = []
+        self.users = self.characters = self.interrupted = 0
+
+    def take(self, turns: Sequence[Turn]) -> None:
+        """Take in the turns that ended since (the chat's turns only grow at the end; a
+        truncation or restore, which change earlier ones, starts it over)."""
+        seen = len(self.turns)
+        if turns is self.turns:
+            return
+        if seen and not (len(turns) >= seen and turns[seen - 1] is self.turns[-1]):
+            # Not an extension of what was taken in: start again, on a new list (the
+            # conversations handed out view the old one).
+            self.pairs, self.users, self.characters, self.interrupted = [], 0, 0, 0
+            seen = 0
+        for turn in turns[seen:]:
+            length = len(self.pairs)
+            _add_turn(self.pairs, turn)
+            if len(self.pairs) == length:
+                self.interrupted += 1
+                continue
+            self.users += 1
+            self.characters += sum(len(text) for _, text in self.pairs[length:])
+        self.turns = turns
+
+
+class Conversations:
+    """Each chat's :class:`Conversation`, extended by the turns that ended since it was last
+    asked for, instead of made again from every turn: a chat's hundredth turn costs what its
+    first did (see :func:`conversation`, whose pairs it gives).
+
+    :meth:`forget` a chat when its turns are done, to let go of its pairs.
+    """
+
+    def __init__(self) -> None:
+        self._chats: dict[str, _Folded] = {}
+
+    def of(self, chat: ChatState) -> Conversation:
+        """``chat``'s conversation as its state has it now."""
+        folded = self._chats.get(chat.resource)
+        if folded is None:
+            folded = self._chats[chat.resource] = _Folded()
+        folded.take(chat.turns)
+        tail: tuple[tuple[str, str], ...] = ()
+        users, characters = folded.users, folded.characters
+        if chat.active_turn is not None:
+            text = chat.active_turn.message.text
+            tail = (("user", text),)
+            users, characters = users + 1, characters + len(text)
+        return Conversation(
+            folded.pairs,
+            len(folded.pairs),
+            tail,
+            users=users,
+            characters=characters,
+            interrupted=folded.interrupted,
+        )
+
+    def forget(self, chat: str) -> None:
+        """Let go of what is kept of ``chat``."""
+        self._chats.pop(chat, None)

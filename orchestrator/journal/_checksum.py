@@ -6,11 +6,17 @@ facts does not load what writing needs.
 
 from __future__ import annotations
 
+import re
 import zlib
+from collections.abc import Iterable
 
 from orchestrator.base import FactLogError
 
 __all__ = ["fact_checksum"]
+
+#: SQLite's own words for a text value that is not UTF-8 (they go on to quote the whole
+#: value, with a replacement character for each bad byte: kilobytes in an error line).
+_UNDECODABLE = re.compile(r"Could not decode to UTF-8 column '([^']{1,64})'")
 
 
 def fact_checksum(text: str) -> int:
@@ -31,3 +37,34 @@ def checked_fact_text(session: str, sequence: int, text: str, checksum: int, *, 
             source=source,
         )
     return text
+
+
+def undecodable_column(exc: Exception) -> str | None:
+    """The column SQLite's error ``exc`` says holds text that is not UTF-8, or None when it
+    is another error."""
+    match = _UNDECODABLE.match(str(exc))
+    return match.group(1) if match else None
+
+
+def not_utf8_fact(
+    session: str, column: str, rows: Iterable[tuple[int, bytes]], *, source: str
+) -> FactLogError:
+    """The error for a stored fact whose ``column`` is not UTF-8 text: ``rows`` are the
+    sequence and raw bytes of that column of the facts that were being read, and the first
+    that does not decode is named, with where in it, in a line of bounded length."""
+    for sequence, raw in rows:
+        try:
+            bytes(raw).decode()
+        except UnicodeDecodeError as exc:
+            return FactLogError(
+                f"fact {sequence} of {session} is damaged (its column {column} is not UTF-8 "
+                f"text: byte 0x{raw[exc.start]:02x} at offset {exc.start}): it was not applied; "
+                "restore the journal from a backup",
+                source=source,
+            )
+    # Not found on a second look: the row changed between the two reads.
+    return FactLogError(
+        f"a fact of {session} is damaged (its column {column} is not UTF-8 text): it was not "
+        "applied; restore the journal from a backup",
+        source=source,
+    )

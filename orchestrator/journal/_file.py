@@ -25,6 +25,7 @@ from typing import Final
 
 from orchestrator.base import FactLogError
 
+from ._checksum import undecodable_column
 from ._durability import Durability
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, _migrate
 
@@ -42,9 +43,21 @@ def _error(path: Path | str, message: str) -> FactLogError:
     return FactLogError(message, source=str(path))
 
 
+#: Most of SQLite's own message an error quotes.
+_SQLITE_SAID: Final = 300
+
+
 def _from_sqlite(path: Path, exc: sqlite3.Error, doing: str) -> FactLogError:
-    """A SQLite error as our error: what we were doing, and what SQLite said."""
-    return _error(path, f"cannot {doing}: {exc}")
+    """A SQLite error as our error: what we were doing, and what SQLite said (bounded: a
+    decode error quotes the whole value it could not decode)."""
+    column = undecodable_column(exc)
+    if column is not None:
+        said = f"a value of its column {column} is not UTF-8 text (the journal is damaged)"
+    else:
+        said = str(exc)
+        if len(said) > _SQLITE_SAID:
+            said = said[: _SQLITE_SAID - 1] + "…"
+    return _error(path, f"cannot {doing}: {said}")
 
 
 def _read_only_filesystem(path: Path) -> bool:

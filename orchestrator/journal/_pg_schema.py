@@ -1,6 +1,6 @@
 """The PostgreSQL journal's tables, its schema versions and the migrations between them.
 
-The same tables and columns as the SQLite journal's schema 6 (:mod:`._schema`), so that
+The same tables and columns as the SQLite journal's schema 7 (:mod:`._schema`), so that
 the writer's rows (:mod:`._rows`) and the reader's queries (:mod:`._reader`) are the same
 statements, with PostgreSQL's types: ``bigint`` sequences and checksums (a CRC32 does not
 fit an ``integer``), identity columns where SQLite has its ``rowid`` (``sessions.id``
@@ -27,7 +27,7 @@ from orchestrator.base import FactLogError
 __all__ = ["PG_SCHEMA_VERSION"]
 
 #: The schema this code writes.
-PG_SCHEMA_VERSION: Final = 3
+PG_SCHEMA_VERSION: Final = 4
 #: The advisory lock key migrations hold ("ORCH"): one migrating node at a time.
 _MIGRATION_LOCK: Final = 0x4F524348
 
@@ -131,8 +131,18 @@ _SCHEMA_V3: Final = (
     "CREATE INDEX session_commands_created ON session_commands (created)",
 )
 
+#: Version 4: a checksum with every agent-channel history row (SQLite's schema 7). Only
+#: added: rows on file, and rows a node still running version 3 code writes, have none
+#: (NULL) and read unchecked.
+_SCHEMA_V4: Final = ("ALTER TABLE agent_messages ADD COLUMN checksum bigint",)
+
 #: Each entry brings a database from the version before it to its own.
-PG_MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
+PG_MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
+    1: _SCHEMA_V1,
+    2: _SCHEMA_V2,
+    3: _SCHEMA_V3,
+    4: _SCHEMA_V4,
+}
 
 
 def schema_version(connection: Any, source: str) -> int:

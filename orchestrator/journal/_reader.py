@@ -28,7 +28,7 @@ import attrs
 
 from orchestrator.base import PeerProtocolError
 
-from ._checksum import checked_fact_text, fact_checksum
+from ._checksum import checked_fact_text, fact_checksum, not_utf8_fact, undecodable_column
 from ._file import _check_file, _error, _from_sqlite, _read_uri
 from ._schema import SCHEMA_VERSION
 from ._sql import _Connection
@@ -198,12 +198,23 @@ class JournalReader:
             return self._facts(connection, session, after)
 
     def _facts(self, connection: _Connection, session: str, after: int) -> list[Fact]:
-        rows = connection.execute(
-            "SELECT sequence, fact, checksum FROM facts WHERE session = ? AND sequence > ? "
-            "ORDER BY sequence",
-            (session, after),
-        ).fetchall()
         source = self.source
+        try:
+            rows = connection.execute(
+                "SELECT sequence, fact, checksum FROM facts WHERE session = ? AND sequence > ? "
+                "ORDER BY sequence",
+                (session, after),
+            ).fetchall()
+        except sqlite3.OperationalError as exc:
+            if undecodable_column(exc) != "fact":
+                raise
+            # Which fact, looked for only now: the common read pays nothing for it.
+            raw = connection.execute(
+                "SELECT sequence, CAST(fact AS BLOB) FROM facts WHERE session = ? "
+                "AND sequence > ? ORDER BY sequence",
+                (session, after),
+            )
+            raise not_utf8_fact(session, "fact", raw, source=source) from None
         return [
             self._decode(checked_fact_text(session, sequence, text, checksum, source=source))
             for sequence, text, checksum in rows
@@ -213,18 +224,31 @@ class JournalReader:
         self, session: str, chat: str, *, deleted: bool = False
     ) -> list[AgentMessage]:
         """A chat's agent-channel history in replay order; ``deleted``: with the rows undo
-        and truncation removed (marked, never dropped)."""
+        and truncation removed (marked, never dropped).
+
+        Each row is verified against its checksum; a damaged one fails the read naming it
+        (:class:`FactLogError`). Rows written before schema 7 have none and read unchecked.
+        """
         self.session(session)
         with self._connection() as connection:
             rows = connection.execute(
-                "SELECT turn_id, message, deleted_at FROM agent_messages "
+                "SELECT turn_id, part, message, deleted_at, checksum FROM agent_messages "
                 "WHERE session = ? AND chat = ? AND (? OR deleted_at IS NULL) ORDER BY id",
                 (session, chat, deleted),
             ).fetchall()
-        return [
-            AgentMessage(turn_id=turn_id, event=json.loads(message), deleted_at=deleted_at)
-            for turn_id, message, deleted_at in rows
-        ]
+        history = []
+        for turn_id, part, message, deleted_at, checksum in rows:
+            if checksum is not None and fact_checksum(message) != checksum:
+                raise _error(
+                    self.source,
+                    f"history row {part} of turn {turn_id} of {chat} in {session} is damaged "
+                    "(its checksum does not match): it was not replayed; restore the journal "
+                    "from a backup",
+                )
+            history.append(
+                AgentMessage(turn_id=turn_id, event=json.loads(message), deleted_at=deleted_at)
+            )
+        return history
 
     def _decode(self, text: str) -> Fact:
         from orchestrator.core import decode_fact  # see the module docstring: imports

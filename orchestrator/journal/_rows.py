@@ -36,7 +36,7 @@ from orchestrator.core import Fact, RunFinished, RunStarted, TeamState, decode_f
 from orchestrator.protocols import TURN_ENDS, turn_from_facts, turn_messages
 from orchestrator.runtime import EventTicket
 
-from ._checksum import checked_fact_text, fact_checksum
+from ._checksum import checked_fact_text, fact_checksum, not_utf8_fact, undecodable_column
 from ._snapshot import (
     PartKey,
     encode_part,
@@ -344,9 +344,12 @@ class _AgentHistory:
     so that its turns are written with one statement.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, checksums: bool = True) -> None:
         self._turns: dict[tuple[str, str], list[Fact]] = {}  # (session, chat) -> its turn
-        self._rows: list[tuple[str, str, str, int, int, str, str]] = []  # not yet written
+        # Not yet written: (session, chat, turn_id, part, sequence, type, message, checksum).
+        self._rows: list[tuple[str, str, str, int, int, str, str, int]] = []
+        # False: rows of schema 3 to 6, without their checksum (the migration to schema 3).
+        self._checksums = checksums
 
     def reset(self) -> None:
         """Forget what is kept (a transaction that wrote some of it was rolled back): the
@@ -357,14 +360,16 @@ class _AgentHistory:
     def flush(self, connection: _Connection) -> None:
         """Write the rows kept so far, in the order their turns ended."""
         rows, self._rows = self._rows, []
+        checksum = (", checksum", "checksum = excluded.checksum, ") if self._checksums else ("", "")
         # A restored turn writes the same rows again: they come back from deletion in place.
         _insert_rows(
             connection,
-            "INSERT INTO agent_messages (session, chat, turn_id, part, sequence, type, message)",
-            rows,
+            "INSERT INTO agent_messages (session, chat, turn_id, part, sequence, type, "
+            f"message{checksum[0]})",
+            rows if self._checksums else [row[:7] for row in rows],
             " ON CONFLICT (session, chat, turn_id, part) DO UPDATE SET "
             "sequence = excluded.sequence, type = excluded.type, message = excluded.message, "
-            "deleted_at = NULL, deleted_by = NULL",
+            f"{checksum[1]}deleted_at = NULL, deleted_by = NULL",
         )
 
     def record(
@@ -397,38 +402,46 @@ class _AgentHistory:
                 if turn is None:
                     turn = turn_from_facts(fact.channel, kept or _turn_facts(connection, fact))
                 if turn is not None and turn.id == action.turn_id:
-                    self._rows.extend(
-                        (
-                            fact.session,
-                            fact.channel,
-                            turn.id,
-                            part,
-                            fact.sequence,
-                            message["type"],
-                            compact_dumps(message),
+                    for part, message in enumerate(turn_messages(turn)):
+                        text = compact_dumps(message)
+                        self._rows.append(
+                            (
+                                fact.session,
+                                fact.channel,
+                                turn.id,
+                                part,
+                                fact.sequence,
+                                message["type"],
+                                text,
+                                fact_checksum(text),
+                            )
                         )
-                        for part, message in enumerate(turn_messages(turn))
-                    )
 
 
 def _turn_facts(connection: _Connection, end: Fact) -> list[Fact]:
     """A turn's facts read back from the table: from its chat's last turn start to ``end``."""
-    rows = connection.execute(
-        "SELECT sequence, fact, checksum FROM facts WHERE session = ? AND channel = ? "
-        "AND sequence >= coalesce("
+    where = (
+        "FROM facts WHERE session = ? AND channel = ? AND sequence >= coalesce("
         "(SELECT max(sequence) FROM facts WHERE session = ? AND channel = ? "
         "AND type = 'chat/turnStarted' AND sequence <= ?), ?) AND sequence <= ? "
-        "ORDER BY sequence",
-        (
-            end.session,
-            end.channel,
-            end.session,
-            end.channel,
-            end.sequence,
-            end.sequence,
-            end.sequence,
-        ),
+        "ORDER BY sequence"
     )
+    values = (
+        end.session,
+        end.channel,
+        end.session,
+        end.channel,
+        end.sequence,
+        end.sequence,
+        end.sequence,
+    )
+    try:
+        rows = connection.execute(f"SELECT sequence, fact, checksum {where}", values).fetchall()
+    except Exception as exc:  # the connection's own error type (SQLite's, PostgreSQL's)
+        if undecodable_column(exc) != "fact":
+            raise
+        raw = connection.execute(f"SELECT sequence, CAST(fact AS BLOB) {where}", values)
+        raise not_utf8_fact(end.session, "fact", raw, source="") from None
     return [
         decode_fact(json.loads(checked_fact_text(end.session, sequence, text, checksum, source="")))
         for sequence, text, checksum in rows

@@ -26,7 +26,7 @@ __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"]
 #: ``PRAGMA application_id`` of our files: "ORCH".
 APPLICATION_ID: Final = 0x4F524348
 #: The schema this code writes; see :data:`MIGRATIONS` for how older ones are brought up.
-SCHEMA_VERSION: Final = 6
+SCHEMA_VERSION: Final = 7
 
 _SCHEMA_V1: Final = """
 CREATE TABLE sessions (
@@ -78,7 +78,7 @@ def _add_agent_messages(connection: sqlite3.Connection) -> None:
 
     for statement in filter(str.strip, _AGENT_MESSAGES.split(";")):
         connection.execute(statement)
-    history = _AgentHistory()
+    history = _AgentHistory(checksums=False)  # schema 3's rows: schema 7 adds the column
     sessions = [row[0] for row in connection.execute("SELECT session FROM sessions")]
     for session in sessions:
         rows = connection.execute(
@@ -175,6 +175,12 @@ def _chats_table(connection: sqlite3.Connection) -> None:
     )
 
 
+#: Schema 7: a checksum with every agent-channel history row, as facts have one. Only added:
+#: the rows on file keep none (NULL) and read unchecked, as do those a writer of schema 6
+#: code leaves in a shared PostgreSQL journal.
+_AGENT_MESSAGE_CHECKSUMS: Final = "ALTER TABLE agent_messages ADD COLUMN checksum INTEGER"
+
+
 #: Each entry brings a file from the version before it to its own version: SQL, or a
 #: function run inside the migration's transaction.
 MIGRATIONS: Final[dict[int, str | Callable[[sqlite3.Connection], None]]] = {
@@ -193,6 +199,7 @@ CREATE TABLE snapshots (
     4: _split_snapshots,
     5: _teams_apart_and_checksums,
     6: _chats_table,
+    7: _AGENT_MESSAGE_CHECKSUMS,
 }
 
 

@@ -68,12 +68,14 @@ __all__ = [
     "AgentChannelProjector",
     "Approve",
     "ClientMessage",
+    "ClientMessageError",
     "Prompt",
     "Reject",
     "Settings",
     "TeamSubscribe",
     "ToolResponse",
     "agent_event",
+    "channel_of",
     "parse_client_message",
     "replay",
     "view_update",
@@ -162,22 +164,47 @@ _TYPE_NAMES: Final = {str: "a string", int: "an integer"}
 MAX_TEXT: Final = 100_000
 
 
-def _error(message: str, path: str = "$") -> PeerProtocolError:
-    return PeerProtocolError(message, path=path, protocol=PROTOCOL)
+_CHANNEL_OF: Final[Mapping[type[ClientMessage], str]] = {
+    cls: channel for (channel, _), (cls, _) in _MESSAGES.items()
+}
+
+
+class ClientMessageError(PeerProtocolError):
+    """A client frame that breaks the wire. ``channel`` is the channel the frame was sent
+    on, so the error is answered on it; ``agent`` when the frame names no channel we know."""
+
+    def __init__(self, message: str, *, path: str = "$", channel: str = "agent") -> None:
+        super().__init__(message, path=path, protocol=PROTOCOL)
+        self.channel = channel
+
+
+def channel_of(message: ClientMessage) -> str:
+    """The channel ``message`` came on (``agent``, ``team``)."""
+    return _CHANNEL_OF[type(message)]
+
+
+def _error(message: str, path: str = "$", channel: str = "agent") -> ClientMessageError:
+    return ClientMessageError(message, path=path, channel=channel)
 
 
 def parse_client_message(
     frame: str | bytes, *, max_bytes: int, limits: JsonLimits = JSON_LIMITS
 ) -> ClientMessage:
-    """Read one client frame; :class:`PeerProtocolError` says what is wrong and where."""
-    data = decode_object(frame, max_bytes=max_bytes, protocol=PROTOCOL, limits=limits)
+    """Read one client frame; :class:`ClientMessageError` says what is wrong, where, and on
+    which channel."""
+    try:
+        data = decode_object(frame, max_bytes=max_bytes, protocol=PROTOCOL, limits=limits)
+    except PeerProtocolError as exc:
+        raise _error(exc.message, exc.path) from exc
     channel = data.get("channel")
     if not isinstance(channel, str) or channel not in _CHANNELS:
         raise _error(f"expected one of {', '.join(_CHANNELS)}, got {shown(channel)}", "$.channel")
     kind = data.get("type")
     known = sorted(t for c, t in _MESSAGES if c == channel)
     if not isinstance(kind, str) or (channel, kind) not in _MESSAGES:
-        raise _error(f"the {channel} channel takes {', '.join(known)}; got {shown(kind)}", "$.type")
+        raise _error(
+            f"the {channel} channel takes {', '.join(known)}; got {shown(kind)}", "$.type", channel
+        )
     cls, fields = _MESSAGES[(channel, kind)]
     values: dict[str, Any] = {}
     for wire, attribute, expected, required in fields:
@@ -185,18 +212,18 @@ def parse_client_message(
         path = f"$.{wire}"
         if value is None:
             if required:
-                raise _error(f"{kind} needs {wire} ({_TYPE_NAMES[expected]})", path)
+                raise _error(f"{kind} needs {wire} ({_TYPE_NAMES[expected]})", path, channel)
             continue
         # bool is an int to Python, never to a client.
         if not isinstance(value, expected) or isinstance(value, bool):
-            raise _error(f"expected {_TYPE_NAMES[expected]}, got {json_type(value)}", path)
+            raise _error(f"expected {_TYPE_NAMES[expected]}, got {json_type(value)}", path, channel)
         if isinstance(value, str) and len(value) > MAX_TEXT:
-            raise _error(f"{len(value)} characters; the limit is {MAX_TEXT}", path)
+            raise _error(f"{len(value)} characters; the limit is {MAX_TEXT}", path, channel)
         if isinstance(value, int) and value < 0:
-            raise _error("expected a sequence number of 0 or more", path)
+            raise _error("expected a sequence number of 0 or more", path, channel)
         values[attribute] = value
     if isinstance(values.get("prompt"), str) and not values["prompt"].strip():
-        raise _error("the prompt is empty", "$.prompt")
+        raise _error("the prompt is empty", "$.prompt", channel)
     return cls(**values)
 
 

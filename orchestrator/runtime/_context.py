@@ -48,6 +48,9 @@ __all__: list[str] = []
 
 
 CANCELLED = "cancelled"
+# Why a task ended ``killed``, in words that add to the status rather than repeat it.
+STOPPED_ON_REQUEST = "stopped at a client's request"
+ENDED_FROM_ABOVE = "the run, or the task that delegated it, ended first"
 STOPPED = "stopped with the process: the run resumes at the next start"
 
 

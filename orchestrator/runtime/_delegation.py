@@ -59,7 +59,8 @@ from orchestrator.core import (
 from orchestrator.spec import AgentSpec
 
 from ._context import (
-    CANCELLED,
+    ENDED_FROM_ABOVE,
+    STOPPED_ON_REQUEST,
     ChatContext,
     RunContext,
     Slot,
@@ -355,7 +356,7 @@ class Delegation:
                 killed = TaskFinished(
                     task=task,
                     status=TaskStatus.KILLED,
-                    summary=CANCELLED,
+                    summary=ENDED_FROM_ABOVE,
                     duration_ms=_elapsed_ms(started),
                 )
                 await self.run.record_cancelled([(self.run.session, killed)])
@@ -444,7 +445,7 @@ class Delegation:
                     raise
         run.scopes.pop(ctx.chat, None)
         if scope.cancelled_caught:
-            status, summary = TaskStatus.KILLED, CANCELLED
+            status, summary = TaskStatus.KILLED, STOPPED_ON_REQUEST
         return status, summary, usage, int((trio.current_time() - started) * 1000)
 
     # ── handoff ──────────────────────────────────────────────────────────────
@@ -564,7 +565,7 @@ def _killed(ctx: ChatContext, started: float) -> TaskFinished:
     return TaskFinished(
         task=ctx.task,
         status=TaskStatus.KILLED,
-        summary=CANCELLED,
+        summary=ENDED_FROM_ABOVE,
         duration_ms=int((trio.current_time() - started) * 1000),
         chat=ctx.chat,
     )

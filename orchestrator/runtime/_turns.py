@@ -68,6 +68,7 @@ from orchestrator.core import (
     ROUND_META,
     Action,
     Backend,
+    Conversations,
     ReasoningDelta,
     ResumePoint,
     RoundContext,
@@ -77,8 +78,6 @@ from orchestrator.core import (
     ToolCallStarted,
     ToolOutcome,
     UsageReport,
-    conversation,
-    interrupted_turns,
     is_interrupted,
     pending_approval_of,
     resume_point,
@@ -142,6 +141,9 @@ class Turns:
         # Chats that take steering and queued messages: from their first turn until they
         # decide, with the recorder held, that no queued message is left (see run_chat).
         self._open_chats: set[str] = set()
+        # Each running chat's conversation, extended turn by turn (not made again from every
+        # turn at each round); let go of when the chat's turns are done.
+        self._conversations = Conversations()
         self._closing = False
         self._prompted = trio.Event()  # a conversation's idle coordinator waits on it
         self._turn_scopes: dict[str, trio.CancelScope] = {}  # a conversation's current turn
@@ -232,6 +234,7 @@ class Turns:
                 result = await self._run_turn(ctx, queued[0].message, queued_id=queued[0].id)
         finally:
             self._open_chats.discard(ctx.chat)
+            self._conversations.forget(ctx.chat)
 
     async def converse(
         self, ctx: ChatContext, message: Message, *, resume: bool = False
@@ -275,6 +278,7 @@ class Turns:
                         del self._turn_scopes[ctx.chat]
         finally:
             self._open_chats.discard(ctx.chat)
+            self._conversations.forget(ctx.chat)
 
     async def _resume_turn(self, ctx: ChatContext, message: Message) -> TurnResult:
         """Take a chat up after a restart: its parked turn goes on; a turn the stop cut off
@@ -341,7 +345,7 @@ class Turns:
         text = ""
         ctx.steering = []
         unrecorded: list[tuple[str, Action]] = []  # the last round's, left to the turn's end
-        attempt = interrupted_turns(self.run.state.chats[chat])
+        attempt = self._conversations.of(self.run.state.chats[chat]).interrupted
         try:
             backend = self._backend(ctx.agent)  # inside: a backend that cannot start fails the turn
             if resume is not None:
@@ -356,7 +360,7 @@ class Turns:
                     agent=ctx.agent.name,
                     task=message.text,
                     round_index=round_index,
-                    history=conversation(self.run.state.chats[chat]),
+                    history=self._conversations.of(self.run.state.chats[chat]),
                     outcomes=outcomes,
                     steering=tuple(ctx.steering),
                     attempt=attempt,

@@ -48,12 +48,14 @@ from orchestrator.protocols import (
     Abort,
     Approve,
     ClientMessage,
+    ClientMessageError,
     Prompt,
     Reject,
     Settings,
     TeamSubscribe,
     ToolResponse,
     agent_event,
+    channel_of,
     parse_client_message,
     replay,
 )
@@ -206,7 +208,7 @@ class AgentSocket:
         end: the replay is its lines after ``from_sequence`` taken then, and the frames of
         every later fact come with the fact (:meth:`deliver`).
         """
-        team_log = await self.live.team_log(self.daemon.reader.facts)
+        team_log = await self.daemon.team_log(self.live)
         # Envelopes are numbered from 1 without gaps: the N-th is at index N - 1.
         replay = [team_frame(line) for line in team_log.lines[from_sequence:]]
         self._team = True
@@ -228,18 +230,22 @@ class AgentSocket:
         frames = client_frames(self.websocket, self._bucket, dropped=dropped)
         async with contextlib.aclosing(frames):
             async for frame in frames:
+                channel = "agent"  # until the frame says which: errors answer on it
                 try:
                     request = parse_client_message(
                         frame, max_bytes=self.max_frame_bytes, limits=self.json_limits
                     )
+                    channel = channel_of(request)
                     await self._handle(request)
+                except ClientMessageError as exc:
+                    self._emit(_error("bad_request", f"{exc.path}: {exc.message}", exc.channel))
                 except PeerProtocolError as exc:
-                    self._emit(_error("bad_request", f"{exc.path}: {exc.message}"))
+                    self._emit(_error("bad_request", f"{exc.path}: {exc.message}", channel))
                 except (RunError, IllegalTransitionError) as exc:
-                    self._emit(_error("refused", str(exc)))
+                    self._emit(_error("refused", str(exc), channel))
                 except FactLogError as exc:
                     # The journal cannot take facts any more: nothing can be done, say why.
-                    self._emit(_error("unavailable", f"the journal failed: {exc.message}"))
+                    self._emit(_error("unavailable", f"the journal failed: {exc.message}", channel))
         cancel.cancel()  # the client disconnected
 
     async def _handle(self, request: ClientMessage) -> None:
@@ -284,5 +290,6 @@ class _Replay:
         return cls(chat, frozenset(turn.id for turn in turns), replay(state))
 
 
-def _error(code: str, message: str) -> dict[str, Any]:
-    return agent_event("error", code=code, message=message)
+def _error(code: str, message: str, channel: str = "agent") -> dict[str, Any]:
+    """An ``error`` event on ``channel``: the one the request that caused it came on."""
+    return {**agent_event("error", code=code, message=message), "channel": channel}

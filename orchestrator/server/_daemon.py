@@ -103,6 +103,8 @@ from ._cluster import Cluster
 from ._config import Limits
 from ._live_session import LiveSession, SessionObserver, _busy, session_uri
 from ._root_channel import RootChannel, agents_of
+from ._session_folds import EnvelopeCache
+from ._team_log import TeamLog
 
 __all__ = [
     "Daemon",
@@ -281,6 +283,9 @@ class Daemon:
         self.default_team = default_team or (next(iter(teams)) if len(teams) == 1 else None)
         self.journal = journal
         self.reader = journal.reader  # checked as the journal opened: not again
+        # Sessions' Agent UI envelopes, kept between reads: the web view's, and each live
+        # session's log once the session is put away or ends (see team_log).
+        self.envelopes = EnvelopeCache(self.reader)
         # Several daemons on one PostgreSQL journal: the sessions this node owns (None: the
         # only node, SQLite's). Counted for /metrics: sessions taken over from a dead node.
         self.leases: PostgresLeases | None = journal.leases
@@ -903,6 +908,14 @@ class Daemon:
         if self.sessions.get(live.uri) is live:
             del self.sessions[live.uri]
             self.root.session_removed(live)
+            fold = live.release_team_log()
+            if fold is not None:  # for the next reader, or the session's next take-up
+                self.envelopes.keep(live.uri, fold)
+
+    async def team_log(self, live: LiveSession) -> TeamLog:
+        """``live``'s Agent UI envelopes, ready: its log, made by the first reader from the
+        fold kept of the session if there is one (then only the facts after it are read)."""
+        return await live.team_log(self.reader.facts, self.envelopes.take)
 
     def live(self, session: str) -> LiveSession | None:
         return self.sessions.get(session_uri(session))

@@ -69,7 +69,8 @@ from orchestrator.runtime import (
 )
 
 from ._hypercorn_ws import SharedText
-from ._team_log import TeamLog, team_frame
+from ._session_folds import EnvelopeFold
+from ._team_log import ReadFacts, TeamLog, team_frame
 
 __all__ = [
     "LiveSession",
@@ -524,16 +525,29 @@ class LiveSession:
         ``error`` (see :meth:`Recorder.fail`)."""
         self._runtime.recorder.fail(error)
 
-    async def team_log(self, read: Callable[[str], list[Fact]]) -> TeamLog:
+    async def team_log(
+        self,
+        read: ReadFacts,
+        kept: Callable[[str], Awaitable[EnvelopeFold | None]] | None = None,
+    ) -> TeamLog:
         """The session's Agent UI envelopes, every one so far, ready (made on the first
-        call, from the journal by ``read``; fed each fact as it is published from then on).
-        Between this returning and the next checkpoint, its lines end exactly where the
-        facts pushed to sinks so far end."""
+        call, from the journal by ``read``, going on from the fold ``kept`` hands over if it
+        has one; fed each fact as it is published from then on). Between this returning and
+        the next checkpoint, its lines end exactly where the facts pushed to sinks so far
+        end."""
         if self._team_log is None:
-            self._team_log = TeamLog(self.uri, read)
+            start = await kept(self.uri) if kept is not None else None
+            if self._team_log is None:  # else another reader made it meanwhile
+                self._team_log = TeamLog(self.uri, read, start)
         team_log = self._team_log
         await team_log.ready()
         return team_log
+
+    def release_team_log(self) -> EnvelopeFold | None:
+        """Let go of the session's log (it is no longer live here); what it folded, to be
+        kept for its next reader, or None if it had none ready."""
+        team_log, self._team_log = self._team_log, None
+        return team_log.fold() if team_log is not None else None
 
     def action_frames(self, fact: Fact, channel: str) -> tuple[tuple[int, str], ...]:
         """``fact``'s AHP ``action`` notifications on ``channel``, each with its

@@ -8,6 +8,11 @@ on the same session, costs what is new, not the whole log: reading a 1,000-worke
 18,000 facts from the journal takes about 2 s on a quiet machine, folding them a fifth of
 that, answering from a kept fold a few milliseconds.
 
+A live session keeps its envelopes in its own log (:mod:`._team_log`), which starts from
+the entry kept of the session, if any (:meth:`EnvelopeCache.take`), and is kept here when
+the session stops being live (:meth:`EnvelopeCache.keep`): a session taken up, put away
+and read again is folded once, not once per reader or per take-up.
+
 Entries are kept most recently read first, up to a capacity in the fold's own measure
 (bytes of encoded envelopes; facts folded into a graph); the oldest go first. One read of
 an entry at a time (its lock): the fold is fed, and read, in a worker thread, and never by
@@ -27,7 +32,7 @@ from orchestrator.core import DelegationGraph, Fact, to_json
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import AgentUiProjector, envelope_to_json_line
 
-__all__ = ["EnvelopeCache", "GraphCache", "SessionFolds"]
+__all__ = ["EnvelopeCache", "EnvelopeFold", "GraphCache", "SessionFolds"]
 
 #: Bytes of encoded envelopes kept across sessions (about ten 1,000-worker sessions).
 ENVELOPE_CAPACITY: Final = 64 * 1024 * 1024
@@ -96,13 +101,17 @@ class SessionFolds(Generic[F]):
                 total -= self._entries.pop(session).fold.size
 
 
+#: A session's envelopes so far: the projector that made them (folding its own state) and
+#: their encoded lines, in order.
+EnvelopeFold = tuple[AgentUiProjector, list[str]]
+
+
 class _Envelopes:
     """A session's envelopes, each encoded as one JSON text, in order."""
 
-    def __init__(self, session: str) -> None:
-        self.projector = AgentUiProjector(session)
-        self.lines: list[str] = []
-        self.size = 0
+    def __init__(self, session: str, kept: EnvelopeFold | None = None) -> None:
+        self.projector, self.lines = kept if kept is not None else (AgentUiProjector(session), [])
+        self.size = sum(len(line) for line in self.lines)
 
     @property
     def last_sequence(self) -> int:
@@ -140,6 +149,26 @@ class EnvelopeCache(SessionFolds[_Envelopes]):
     async def envelopes(self, session: str) -> list[str]:
         """Every envelope of ``session`` so far, each encoded as one JSON text, in order."""
         return await self.read(session, lambda fold: fold.lines[:])
+
+    async def take(self, session: str) -> EnvelopeFold | None:
+        """Hand over the fold kept of ``session`` (None if none is): a live session's log
+        goes on from it instead of folding the session again. It is no longer kept here."""
+        entry = self._entries.get(session)
+        if entry is None:
+            return None
+        async with entry.lock:  # not while a read feeds it
+            if self._entries.get(session) is not entry:
+                return None
+            del self._entries[session]
+        return entry.fold.projector, entry.fold.lines
+
+    def keep(self, session: str, fold: EnvelopeFold) -> None:
+        """Keep the fold a live session's log leaves (the session is put away or ended), for
+        the next reader to go on from. One kept already (a read made it meanwhile) stays."""
+        if session in self._entries:
+            return
+        self._entries[session] = _Entry(_Envelopes(session, fold))
+        self._evict(keep="")
 
 
 class GraphCache(SessionFolds[_Graph]):

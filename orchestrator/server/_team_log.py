@@ -15,6 +15,11 @@ published, so each fact is in the read or kept aside, maybe both); then, with no
 the facts kept aside are fed (the projector ignores what it has folded) and the log is
 ready. Until then, readers wait on :meth:`TeamLog.ready`.
 
+A log may start from a fold kept of the session (the web view's, or the log of an earlier
+take-up of it: see :mod:`._session_folds`): it then catches up with the facts after that
+fold's, and the session is not folded again from its first fact. When the session stops
+being live, its log's fold is kept for the next (:meth:`TeamLog.fold`).
+
 One fold per session: the log's state is folded from the journal while catching up; from
 then on it follows the runtime's reductions (each published fact comes with what it wrote,
 :meth:`~orchestrator.core.TeamState.follow`), so a live fact is reduced once, by the
@@ -23,14 +28,23 @@ runtime, and the projector reads the state as the fact left it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 import trio
 
 from orchestrator.core import Fact, FactChange, TeamState
 from orchestrator.protocols import AgentUiProjector, envelope_to_json_line
 
-__all__ = ["TeamLog", "team_frame"]
+from ._session_folds import EnvelopeFold
+
+__all__ = ["ReadFacts", "TeamLog", "team_frame"]
+
+
+class ReadFacts(Protocol):
+    """Reads a session's facts after a sequence (``JournalReader.facts``)."""
+
+    def __call__(self, session: str, *, after: int = 0) -> list[Fact]: ...
 
 
 def team_frame(line: str) -> str:
@@ -39,14 +53,22 @@ def team_frame(line: str) -> str:
 
 
 class TeamLog:
-    def __init__(self, session: str, read: Callable[[str], list[Fact]]) -> None:
+    def __init__(self, session: str, read: ReadFacts, start: EnvelopeFold | None = None) -> None:
+        """``start``: a fold kept of the session to go on from (its facts are not read)."""
         self.session = session
         self._read = read
-        # Folded from the journal while catching up, then following the runtime's state.
-        self._state = TeamState(session)
-        self._projector = AgentUiProjector(session, self._state)
         #: Every envelope so far, encoded; the N-th (they are numbered from 1) at N - 1.
-        self.lines: list[str] = []
+        self.lines: list[str]
+        if start is None:
+            # Folded from the journal while catching up, then following the runtime's state.
+            self._state = TeamState(session)
+            self._projector = AgentUiProjector(session, self._state)
+            self.lines = []
+        else:
+            self._projector, self.lines = start
+            self._state = self._projector.state
+            # From here the log brings the state to each fact itself (see _add).
+            self._projector.follows = True
         # Published while catching up, with what each wrote (None: ready).
         self._aside: list[tuple[Fact, FactChange | None]] | None = []
         self._lock = trio.Lock()
@@ -76,10 +98,18 @@ class TeamLog:
             return [[] for _ in facts]
         return [self._add(fact, change) for fact, change in zip(facts, written, strict=True)]
 
+    def fold(self) -> EnvelopeFold | None:
+        """What the log has folded, for a cache to go on from once the session is no longer
+        live (None before the log is ready: it is not whole). Feed it nothing after."""
+        if self._aside is not None:
+            return None
+        self._projector.follows = False  # the cache's reads fold with the projector's own
+        return self._projector, self.lines
+
     def _catch_up(self) -> None:
-        """Project what the journal holds (in a worker thread; the log is not ready yet, so
-        nothing else touches the projector)."""
-        for fact in self._read(self.session):
+        """Project what the journal holds after what the log has (in a worker thread; the
+        log is not ready yet, so nothing else touches the projector)."""
+        for fact in self._read(self.session, after=self._state.last_sequence):
             self._add(fact, None)
 
     def _add(self, fact: Fact, change: FactChange | None) -> list[str]:

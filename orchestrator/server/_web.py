@@ -47,7 +47,7 @@ from ._daemon import Daemon
 from ._live_session import LiveSession, session_id, session_uri
 from ._principals import AccessRefusedError, Principals
 from ._rate_limit import TokenBucket
-from ._session_folds import EnvelopeCache, GraphCache
+from ._session_folds import GraphCache
 from ._web_assets import CONTENT_SECURITY_POLICY, WebAssets
 
 __all__ = ["WebError", "session_summary", "web_routes"]
@@ -158,7 +158,7 @@ def web_routes(
     """The web view's routes on ``daemon``."""
     auth = principals.auth
     reader = daemon.reader
-    projected = EnvelopeCache(reader)
+    projected = daemon.envelopes
     graphs = GraphCache(reader)
     # Failed sign-ins per client address: guessing tokens is slowed to a few a minute.
     failed_sign_ins: dict[str, TokenBucket] = {}
@@ -298,7 +298,7 @@ def web_routes(
         after = _count(request.query_params.get("after"), "after", default=0, most=2**62)
         live = daemon.sessions.get(uri)
         if live is not None:  # the session's own log, fed as facts come (and kept)
-            lines = (await live.team_log(reader.facts)).lines
+            lines = (await daemon.team_log(live)).lines
         else:
             lines = await projected.envelopes(uri)
         # Envelopes are numbered from 1 without gaps: the N-th is at index N - 1.

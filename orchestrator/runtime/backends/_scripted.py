@@ -28,6 +28,7 @@ import trio
 
 from orchestrator.base import RunError
 from orchestrator.core import (
+    Conversation,
     ModelEvent,
     ReasoningDelta,
     RoundContext,
@@ -83,7 +84,11 @@ def turn_index_of(context: RoundContext) -> int:
     started the current turn, so the current turn is the number of user
     messages minus one (0 for an empty history: a worker started with its task).
     """
-    users = sum(1 for role, _ in context.history if role == "user")
+    history = context.history
+    if isinstance(history, Conversation):
+        users = history.users  # counted as the conversation grew: a chat's long history
+    else:
+        users = sum(1 for role, _ in history if role == "user")
     return max(users - 1, 0)
 
 
@@ -142,7 +147,10 @@ def estimated_usage(context: RoundContext, said: Sequence[str]) -> UsageReport:
     and think steps with ``{task}`` substituted and ``{outcomes}`` counted as
     empty (earlier rounds' outcomes are not known to a later round).
     """
-    history = sum(len(text) for _, text in context.history)
+    if isinstance(context.history, Conversation):
+        history = context.history.characters
+    else:
+        history = sum(len(text) for _, text in context.history)
     output = sum(len(text) for text in said)
     return UsageReport(
         input_tokens=history // CHARS_PER_TOKEN, output_tokens=output // CHARS_PER_TOKEN
