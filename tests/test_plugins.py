@@ -47,6 +47,19 @@ def make(setup: BackendSetup):
 
 def make_nothing(setup):
     return 42
+
+
+def make_keyed(setup):
+    key = setup.environ["GREETER_KEY"]
+    raise ValueError(f"the greeting service refused the key {key}")
+
+
+class Crash(BaseException):
+    """Not an Exception: nothing on the way catches it, and the process ends with it."""
+
+
+def make_crash(setup):
+    raise Crash(f"crashed holding {setup.environ['GREETER_KEY']}")
 '''
 
 
@@ -198,6 +211,36 @@ class TestCommandLine:
         )
         assert ran.returncode == 0, ran.stderr
         assert ran.stdout.splitlines()[-1] == "hello, world"
+
+    @pytest.mark.parametrize("log_format", ["json", "console"])
+    def test_a_key_in_a_factory_s_error_is_redacted(
+        self, plugin_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log_format: str
+    ) -> None:
+        """The factory's exception is quoted in the run's one error line, its key not."""
+        key = "sk-proj-" + "Zq7" * 12
+        monkeypatch.setenv("GREETER_KEY", key)
+        team = tmp_path / "plugged.toml"
+        team.write_text(team_toml("greeter_plugin:make_keyed"))
+        ran = self.orchestrator(
+            plugin_dir, "run", str(team), "hi", "--db", str(tmp_path / "j.db"),
+            "--log-format", log_format,
+        )  # fmt: skip
+        assert ran.returncode == 2, ran.stderr
+        assert "the greeting service refused the key [redacted]" in ran.stderr
+        assert key not in ran.stderr + ran.stdout
+
+    def test_a_key_in_a_crash_s_traceback_is_redacted(
+        self, plugin_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A crash (a BaseException nothing catches) prints Python's traceback, redacted."""
+        key = "sk-proj-" + "Zq7" * 12
+        monkeypatch.setenv("GREETER_KEY", key)
+        team = tmp_path / "plugged.toml"
+        team.write_text(team_toml("greeter_plugin:make_crash"))
+        ran = self.orchestrator(plugin_dir, "run", str(team), "hi", "--db", str(tmp_path / "j"))
+        assert ran.returncode == 1, ran.stderr
+        assert "greeter_plugin.Crash: crashed holding [redacted]" in ran.stderr
+        assert key not in ran.stderr + ran.stdout
 
     def test_teams_check_reports_a_plugin_it_cannot_find(
         self, plugin_dir: Path, tmp_path: Path
