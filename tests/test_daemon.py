@@ -917,6 +917,31 @@ class TestLyingContentLength:
         errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
         assert errors == []
 
+    @pytest.mark.parametrize("path", ["/callback", "/agui"])
+    async def test_a_huge_declared_body_and_a_half_close_is_answered_413_every_time(
+        self, tmp_path: Path, path: str, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A Content-Length far over the limit is refused from the headers; a client that
+        half-closes right after sending a little of the body still reads the whole 413,
+        every time, and nothing is logged as an error (hypercorn used to close the socket
+        under the answer: an empty reply, and a BusyResourceError logged, about one in two)."""
+        request = (
+            f"POST {path}?team=echo HTTP/1.1\r\nHost: x\r\n"
+            "Content-Type: application/json\r\nContent-Length: 99999999999999\r\n\r\n"
+            '{"type": "view_update"'
+        ).encode()
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon:
+            answers = [await raw_request(daemon, request, then="eof") for _ in range(30)]
+            async with daemon.http() as http:
+                assert (await http.get("/healthz")).status_code == 200
+        for answer in answers:
+            head, _, text = answer.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 413 "), answer
+            assert json.loads(text) == {
+                "error": "the body is 99999999999999 bytes; the limit is 1048576"
+            }
+        assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+
     async def test_a_body_that_never_comes_is_answered_408_on_time(
         self, tmp_path: Path, autojump_clock: trio.testing.MockClock
     ) -> None:
