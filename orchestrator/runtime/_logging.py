@@ -147,7 +147,7 @@ _PATTERNS: Final = re.compile(
     # a token or key in a URL's query (libpq takes ?password= and ?sslpassword= too)
     | (?P<query>[?&](?:token|access_token|api_key|apikey|key|(?:ssl)?password)=)[^&#\s'"\[]+
     # the password of a URL's user: scheme://user:PASSWORD@host
-    | (?P<userinfo>\b[a-z][a-z0-9+.-]*://[^\s/?#@:'"]*:)(?!\[|\*\*\*@)[^\s/?#@'"]+(?=@)
+    | (?P<userinfo>\b[a-z][a-z0-9+.-]{{0,31}}://[^\s/?#@:'"]*:)(?!\[|\*\*\*@)[^\s/?#@'"]+(?=@)
     # an OpenAI-style API key
     | \bsk-[A-Za-z0-9_-]{{16,}}
     """,
