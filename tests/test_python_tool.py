@@ -279,6 +279,11 @@ class TestResolve:
                 "cannot import 'tests.no_such_module' for tests.no_such_module:f: "
                 "ModuleNotFoundError: No module named 'tests.no_such_module'",
             ),
+            (
+                "tests.python_tools_exiting:f",
+                "cannot import 'tests.python_tools_exiting' for tests.python_tools_exiting:f: "
+                "SystemExit: 3",
+            ),
             ("tests.python_tools:absent", "module 'tests.python_tools' has no 'absent'"),
             ("tests.python_tools:Box.nope", "module 'tests.python_tools' has no 'Box.nope'"),
             ("tests.python_tools:NOT_CALLABLE", "tests.python_tools:NOT_CALLABLE is int"),
@@ -417,6 +422,13 @@ class TestCall:
         (raised,) = [e for e in logs if e["event"] == "python tool raised"]
         assert raised["tool"] == "probe"
         assert isinstance(raised["exc_info"], ValueError), "the traceback goes to the log"
+
+    @pytest.mark.parametrize("function", ["exits", "exits_async"])
+    async def test_sys_exit_fails_the_call_not_the_process(self, function: str) -> None:
+        """A tool that calls sys.exit() fails its call, as an exception does: the run (or
+        the daemon) it runs in goes on."""
+        result = await call(function, {"status": 3})
+        assert result == CommandResult(success=False, output="SystemExit: 3")
 
     async def test_an_exception_without_a_message_is_named_by_its_type(self) -> None:
         result = await call("fails", {"message": ""})
