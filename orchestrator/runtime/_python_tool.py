@@ -227,8 +227,7 @@ def _find(tool: PythonTool, error: Callable[[str], TeamFileError]) -> Callable[.
     """The callable ``tool.target`` names."""
     try:
         target: Any = importlib.import_module(tool.module)
-    # The module's own code may raise anything as it is imported, sys.exit() included.
-    except (Exception, SystemExit) as exc:
+    except Exception as exc:  # the module's own code may raise anything as it is imported
         raise error(
             f"cannot import {tool.module!r} for {tool.target}: {type(exc).__name__}: {exc}"
         ) from exc
