@@ -926,7 +926,7 @@ class TestLyingContentLength:
         every time, and nothing is logged as an error (hypercorn used to close the socket
         under the answer: an empty reply, and a BusyResourceError logged, about one in two)."""
         request = (
-            f"POST {path}?team=echo HTTP/1.1\r\nHost: x\r\n"
+            f"POST {path}?team=echo HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             "Content-Type: application/json\r\nContent-Length: 99999999999999\r\n\r\n"
             '{"type": "view_update"'
         ).encode()
