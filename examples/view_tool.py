@@ -11,7 +11,7 @@ Declare it in a team file and list it in an agent's tools:
 A call's input arrives on stdin as JSON: ``{"patch": "..."}`` shows that patch; without one,
 the tool shows ``git diff`` of its working directory. It posts a ``view_update`` to the
 callback the orchestrator gives it (``ORCHESTRATOR_CALLBACK_URL``, with the session id as
-``group_id`` and, when the daemon has tokens, ``ORCHESTRATOR_CALLBACK_TOKEN``), and what it
+``group_id`` and the call's own ``ORCHESTRATOR_CALLBACK_TOKEN``), and what it
 prints is the tool call's result, which the model reads. An empty patch clears the view.
 Standard library only, so any Python 3 runs it.
 """

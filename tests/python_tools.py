@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal, NoReturn
@@ -111,6 +112,16 @@ def echo(**values: Any) -> dict[str, Any]:
 
 def fails(message: str) -> str:
     raise ValueError(message)
+
+
+def exits(status: int) -> str:
+    """Calls sys.exit(), from its worker thread."""
+    sys.exit(status)
+
+
+async def exits_async(status: int) -> str:
+    """Calls sys.exit(), in trio."""
+    sys.exit(status)
 
 
 async def _never_awaited() -> None:  # pragma: no cover - closed, not run

@@ -297,6 +297,42 @@ class TestBadInput:
         assert report["violations"][0]["nodes"]
 
 
+class TestSecretsInErrorLines:
+    """A command that fails quotes what it was given (a journal's URL): its line on stderr
+    goes through the logs' redactor, and a password in the URL never shows."""
+
+    SECRET = "hunter2-not-for-your-eyes"
+
+    @pytest.mark.parametrize(
+        "db",
+        [
+            # Port 1: nothing listens, the connection is refused at once.
+            f"postgresql://alice@127.0.0.1:1/journal?password={SECRET}",
+            f"postgresql://alice:{SECRET}@127.0.0.1:1/journal",
+        ],
+    )
+    @pytest.mark.parametrize(
+        "command",
+        [
+            ["sessions"],
+            ["events", "ahp-session:/0"],
+            ["prune", "--older-than", "30d"],
+            ["run", HANDOFF, "refund"],
+            ["serve", "--port", "0", "--teams", str(PROJECT_ROOT / "teams")],
+        ],
+        ids=["sessions", "events", "prune", "run", "serve"],
+    )
+    @pytest.mark.parametrize("log_format", ["json", "console"])
+    def test_a_password_in_the_journal_s_url_is_never_printed(
+        self, command: list[str], db: str, log_format: str
+    ) -> None:
+        done = orchestrator(*command, "--db", db, "--log-format", log_format, timeout=60)
+        assert done.returncode == 3, done.stderr
+        assert "cannot reach the PostgreSQL server" in done.stderr
+        assert "alice" in done.stderr  # the URL is named, its password is not
+        assert self.SECRET not in done.stderr + done.stdout
+
+
 class TestTeamsCheck:
     def test_shipped_team_files_are_valid(self) -> None:
         done = orchestrator("teams", "check", DELIVERY, HANDOFF)

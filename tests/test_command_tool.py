@@ -360,7 +360,8 @@ class TestEnvironment:
             self.TOOL,
             session="ahp-session:/abc",
             tool_call_id="call-7",
-            callback=ToolCallback(url="http://127.0.0.1:9/callback", token="secret-token"),
+            callback=ToolCallback(url="http://127.0.0.1:9/callback"),
+            token="secret-token",
         )
         assert env == {
             "PATH": "/tool/bin",
@@ -465,8 +466,35 @@ class TestEnvironment:
             result = await run_command(tool, {}, env)
         assert result.output.strip() == sys.prefix
 
-    def test_the_token_is_not_in_the_repr(self) -> None:
-        assert "secret" not in repr(ToolCallback(url="u", token="secret-token"))
+    def test_a_call_token_is_not_in_the_repr(self) -> None:
+        callback = ToolCallback(url="u")
+        with callback.call_token("ahp-session:/s") as token:
+            assert token not in repr(callback)
+
+    def test_a_call_token_names_its_session_until_the_call_ends(self) -> None:
+        """Each call gets a token of its own (never one shared by calls or sessions), known
+        only while its block runs."""
+        callback = ToolCallback(url="u")
+        with (
+            callback.call_token("ahp-session:/a") as first,
+            callback.call_token("ahp-session:/a") as second,
+            callback.call_token("ahp-session:/b") as other,
+        ):
+            assert len({first, second, other}) == 3
+            assert len(first) >= 32
+            assert callback.session_of(first) == "ahp-session:/a"
+            assert callback.session_of(second) == "ahp-session:/a"
+            assert callback.session_of(other) == "ahp-session:/b"
+            assert callback.session_of(first[:-1]) is None
+        assert callback.session_of(first) is None
+        assert callback.session_of(other) is None
+
+    def test_no_token_is_told_before_the_daemon_has_a_url(self) -> None:
+        env = command_environment(
+            {}, self.TOOL, session="ahp-session:/s", tool_call_id="c",
+            callback=ToolCallback(), token="secret-token",
+        )  # fmt: skip
+        assert CALLBACK_TOKEN_VAR not in env
 
     def test_group_id_is_the_session_id(self) -> None:
         assert group_id("ahp-session:/1234") == "1234"

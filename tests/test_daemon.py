@@ -17,7 +17,7 @@ import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected
 
 from orchestrator.base import ConfigError
-from orchestrator.core import ApprovalResolved, RunFinished, build_graph
+from orchestrator.core import ApprovalResolved, RunFinished, ViewUpdated, build_graph
 from orchestrator.journal import JournalReader, SqliteJournal, open_reader
 from orchestrator.protocols import envelope_to_json_line, project_facts
 from orchestrator.server import Limits, Role, ServeConfig, Token
@@ -450,6 +450,38 @@ class TestViewUpdates:
             gc.collect()
 
 
+#: A command tool that posts a view update into its own session and into the one named in
+#: the file ``argv[1]``, writes the token it was told to ``argv[2]``, and prints the two
+#: answers' statuses and its token.
+CALLBACK_PROBE = """
+import json, os, sys, urllib.error, urllib.request
+
+token = os.environ["ORCHESTRATOR_CALLBACK_TOKEN"]
+with open(sys.argv[2], "w") as told:
+    told.write(token)
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def post(group):
+    update = {"type": "view_update", "group_id": group, "view_type": "diff",
+              "content": {"patch": "+x"}}
+    headers = {"content-type": "application/json", "authorization": "Bearer " + token}
+    request = urllib.request.Request(
+        os.environ["ORCHESTRATOR_CALLBACK_URL"], json.dumps(update).encode(), headers,
+        method="POST")
+    try:
+        with opener.open(request, timeout=30) as answer:
+            return answer.status
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+
+with open(sys.argv[1]) as other:
+    other_group = other.read()
+own = post(os.environ["ORCHESTRATOR_GROUP_ID"])
+print(json.dumps({"own": own, "other": post(other_group), "env": token}))
+"""
+
 OPERATOR, VIEWER, TOOL = "operator-token-0123456789", "viewer-token-0123456789", "tool-token-012345"
 TOKENS = ServeConfig(
     tokens=(
@@ -533,6 +565,67 @@ class TestAuth:
         facts = JournalReader(daemon.db).facts("ahp-session:/" + init["sessionId"])
         decisions = [f.action for f in facts if isinstance(f.action, ApprovalResolved)]
         assert [d.principal for d in decisions] == ["alice"]
+
+    async def test_a_tool_call_s_token_posts_into_its_own_session_while_the_call_runs(
+        self, tmp_path: Path
+    ) -> None:
+        """A command tool is given a token made for its call, not the daemon's tool token:
+        POST /callback takes it for the call's own session (200), refuses it for another
+        (403), and refuses it once the call has ended (401). A tool that prints it records
+        ``[redacted]``; the journal never holds it."""
+        other_file, token_file = tmp_path / "other-session", tmp_path / "told-token"
+        script = tmp_path / "view_probe.py"
+        script.write_text(CALLBACK_PROBE)
+        argv = json.dumps([sys.executable, str(script), str(other_file), str(token_file)])
+        team = (
+            '[team]\nname = "views"\ncoordinator = "lead"\n'
+            f"[tools.probe]\ncommand = {argv}\n"
+            '[agents.lead]\nrole = "coordinator"\ntools = ["probe"]\n'
+            '[[agents.lead.turns]]\nsteps = [ { tool = "probe" }, { say = "saw {outcomes}" } ]\n'
+        )
+        teams = {"views": team, "echo": ECHO}
+        async with (
+            running_daemon(tmp_path, teams=teams, config=TOKENS) as daemon,
+            connect(daemon, "team=echo", token=OPERATOR) as bystander,
+            connect(daemon, "team=views", token=OPERATOR) as client,
+        ):
+            other = (await bystander.until_type("init"))["sessionId"]
+            await bystander.send({"channel": "agent", "type": "prompt", "prompt": "hi"})
+            await bystander.until_type("done")  # a started run: it takes views
+            other_file.write_text(other)
+            own = (await client.until_type("init"))["sessionId"]
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "go"})
+            result = await client.until_type("result")
+            told = token_file.read_text()
+            update = {
+                "type": "view_update",
+                "group_id": own,
+                "view_type": "diff",
+                "content": {"patch": "+late"},
+            }
+            async with daemon.http(told) as http:
+                late = await http.post("/callback", json=update)
+            async with daemon.http(TOOL) as http:  # an outside tool's token still works
+                outside = await http.post(
+                    "/callback", json={**update, "content": {"patch": "+outside"}}
+                )
+        reported = json.loads(result["summary"].removeprefix("saw "))
+        assert reported == {"own": 200, "other": 403, "env": "[redacted]"}
+        assert len(told) >= 32
+        assert told not in (OPERATOR, VIEWER, TOOL)
+        assert late.status_code == 401, late.text
+        assert outside.status_code == 200, outside.text
+        reader = JournalReader(daemon.db)
+        views = {
+            session: [
+                f.action.content
+                for f in reader.facts("ahp-session:/" + session)
+                if isinstance(f.action, ViewUpdated)
+            ]
+            for session in (own, other)
+        }
+        assert views == {own: [{"patch": "+x"}, {"patch": "+outside"}], other: []}
+        assert told.encode() not in Path(daemon.db).read_bytes()
 
     def test_without_tokens_only_a_loopback_address_may_be_bound(self) -> None:
         ServeConfig(host="127.0.0.1").check()
@@ -972,6 +1065,31 @@ class TestLyingContentLength:
                 assert (await http.get("/healthz")).status_code == 200
         errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
         assert errors == []
+
+    @pytest.mark.parametrize("path", ["/callback", "/agui"])
+    async def test_a_huge_declared_body_and_a_half_close_is_answered_413_every_time(
+        self, tmp_path: Path, path: str, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A Content-Length far over the limit is refused from the headers; a client that
+        half-closes right after sending a little of the body still reads the whole 413,
+        every time, and nothing is logged as an error (hypercorn used to close the socket
+        under the answer: an empty reply, and a BusyResourceError logged, about one in two)."""
+        request = (
+            f"POST {path}?team=echo HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            "Content-Type: application/json\r\nContent-Length: 99999999999999\r\n\r\n"
+            '{"type": "view_update"'
+        ).encode()
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon:
+            answers = [await raw_request(daemon, request, then="eof") for _ in range(30)]
+            async with daemon.http() as http:
+                assert (await http.get("/healthz")).status_code == 200
+        for answer in answers:
+            head, _, text = answer.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 413 "), answer
+            assert json.loads(text) == {
+                "error": "the body is 99999999999999 bytes; the limit is 1048576"
+            }
+        assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
 
     async def test_a_body_that_never_comes_is_answered_408_on_time(
         self, tmp_path: Path, autojump_clock: trio.testing.MockClock

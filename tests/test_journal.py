@@ -678,6 +678,12 @@ class TestPostgresInput:
             "postgresql://me:***@db.example:5432/j"
         )
         assert redacted("postgresql://me@db.example/j") == "postgresql://me@db.example/j"
+        assert redacted("postgresql://me@db.example/j?sslmode=require&password=secret") == (
+            "postgresql://me@db.example/j?sslmode=require&password=***"
+        )
+        assert redacted("postgres://db/j?PassWord=a%26b&sslpassword=c") == (
+            "postgres://db/j?PassWord=***&sslpassword=***"
+        )
 
 
 class TestPostgresSchema:

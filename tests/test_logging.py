@@ -211,6 +211,19 @@ class TestRedactText:
             (f"ws://h/ws?team=a&token={TOKEN}&x=1", "ws://h/ws?team=a&token=[redacted]&x=1"),
             (f"GET /ahp?token={TOKEN} HTTP/1.1", "GET /ahp?token=[redacted] HTTP/1.1"),
             (f"Incorrect API key provided: {KEY}", "Incorrect API key provided: [redacted]"),
+            (
+                "postgresql://u@db:5432/j?password=hunter2secret: cannot reach",
+                "postgresql://u@db:5432/j?password=[redacted] cannot reach",
+            ),
+            (
+                "postgresql://u@db/j?sslmode=require&sslpassword=hunter2secret",
+                "postgresql://u@db/j?sslmode=require&sslpassword=[redacted]",
+            ),
+            (
+                "journal postgresql://alice:hunter2secret@db.example:5432/j: refused",
+                "journal postgresql://alice:[redacted]@db.example:5432/j: refused",
+            ),
+            ("'postgres://:hunter2@db/j'", "'postgres://:[redacted]@db/j'"),
         ],
     )
     def test_credentials_by_their_shape(self, text: str, expected: str) -> None:
@@ -224,6 +237,9 @@ class TestRedactText:
             "authorization refused for token alice",
             "sk-short",
             "Bearer [redacted]",
+            "postgresql://alice:***@db.example:5432/j",
+            "postgresql://alice@db.example/j and alice@example.com",
+            "http://127.0.0.1:8765/ws",
         ],
     )
     def test_ordinary_text_is_kept(self, text: str) -> None:

@@ -292,12 +292,6 @@ class TestAnswers:
                 id="100-mb-of-text",
             ),
             pytest.param(
-                b'{"jsonrpc":"2.0","id":99999,"result":{"content":[]}}',
-                0,
-                "it answered a request it was never sent (id 99999)",
-                id="wrong-id",
-            ),
-            pytest.param(
                 b'{"jsonrpc":"2.0","id":true,"result":[]}',
                 0,
                 "it wrote a line that cannot be read: not a JSON-RPC answer: its result is "
@@ -330,6 +324,44 @@ class TestAnswers:
         ]
         starts = [e for e in logs if e["event"] == "mcp server started"]
         assert len(starts) == 2
+
+    @pytest.mark.parametrize(
+        ("stray", "why"),
+        [
+            (b"99999", "99999, which is no request waiting (never sent)"),
+            (b'"4"', '"4", which is no request waiting (never sent)'),  # an id as a string
+            (b"0", "0, which is no request waiting (answered already)"),  # initialize's
+            # JSON-RPC's answer to a request that could not be read: an error, its id null.
+            (b"null", "null, which is no request waiting (never sent)"),
+        ],
+    )
+    async def test_an_answer_to_no_waiting_request_is_dropped_and_said(
+        self, stray: bytes, why: str
+    ) -> None:
+        """An answer whose id is no pending request is dropped with a warning naming the
+        server and the id; the call waiting gets its own answer when it comes (not a
+        timeout, not a broken connection), and the next call works on the same connection."""
+        answered = (
+            b'"error":{"code":-32700,"message":"Parse error"}'
+            if stray == b"null"
+            else b'"result":{"content":[]}'
+        )
+        wrong = b'{"jsonrpc":"2.0","id":' + stray + b"," + answered + b"}"
+        line = wrong + b"\n" + result('{"content":[{"type":"text","text":"mine"}]}')
+        with trio.fail_after(10), capture_logs() as logs:
+            async with running(hostile(timeout=5.0)) as servers:
+                asked = trio.current_time()
+                called = await answer(servers, line)
+                took = trio.current_time() - asked
+                await assert_echo_works(servers)
+        assert called == McpResult(success=True, output="mine")
+        assert took < 5.0
+        assert [
+            (e["log_level"], e["server"], e["problem"])
+            for e in logs
+            if e["event"] == "mcp answer dropped"
+        ] == [("warning", "h", f"it answered request {why}")]
+        assert not [e for e in logs if e["event"] == "mcp server stopped"]  # one connection
 
     async def test_an_id_answered_twice_keeps_the_first_answer(self) -> None:
         """The second answer to a request already answered is dropped (as a late answer

@@ -47,6 +47,23 @@ def make(setup: BackendSetup):
 
 def make_nothing(setup):
     return 42
+
+
+def make_keyed(setup):
+    key = setup.environ["GREETER_KEY"]
+    raise ValueError(f"the greeting service refused the key {key}")
+
+
+class Crash(BaseException):
+    """Not an Exception: nothing on the way catches it, and the process ends with it."""
+
+
+def make_exit(setup):
+    raise SystemExit("no greeting today")
+
+
+def make_crash(setup):
+    raise Crash(f"crashed holding {setup.environ['GREETER_KEY']}")
 '''
 
 
@@ -76,6 +93,7 @@ def plugin_dir(tmp_path: Path) -> Path:
     package.mkdir(parents=True)
     (package / "__init__.py").write_text(PLUGIN)
     (root / "broken_plugin.py").write_text("raise ImportError('a dependency is missing')\n")
+    (root / "exiting_plugin.py").write_text("import sys\nsys.exit(3)\n")
     info = root / "greeter_plugin-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: greeter-plugin\nVersion: 1.0\n")
@@ -89,7 +107,7 @@ def plugin_dir(tmp_path: Path) -> Path:
 def installed(plugin_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.syspath_prepend(str(plugin_dir))
     yield plugin_dir
-    for name in ("greeter_plugin", "broken_plugin"):
+    for name in ("greeter_plugin", "broken_plugin", "exiting_plugin"):
         sys.modules.pop(name, None)
 
 
@@ -198,6 +216,76 @@ class TestCommandLine:
         )
         assert ran.returncode == 0, ran.stderr
         assert ran.stdout.splitlines()[-1] == "hello, world"
+
+    @pytest.mark.parametrize("log_format", ["json", "console"])
+    def test_a_key_in_a_factory_s_error_is_redacted(
+        self, plugin_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log_format: str
+    ) -> None:
+        """The factory's exception is quoted in the run's one error line, its key not."""
+        key = "sk-proj-" + "Zq7" * 12
+        monkeypatch.setenv("GREETER_KEY", key)
+        team = tmp_path / "plugged.toml"
+        team.write_text(team_toml("greeter_plugin:make_keyed"))
+        ran = self.orchestrator(
+            plugin_dir, "run", str(team), "hi", "--db", str(tmp_path / "j.db"),
+            "--log-format", log_format,
+        )  # fmt: skip
+        assert ran.returncode == 2, ran.stderr
+        assert "the greeting service refused the key [redacted]" in ran.stderr
+        assert key not in ran.stderr + ran.stdout
+
+    def test_a_key_in_a_crash_s_traceback_is_redacted(
+        self, plugin_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A crash (a BaseException nothing catches) prints Python's traceback, redacted."""
+        key = "sk-proj-" + "Zq7" * 12
+        monkeypatch.setenv("GREETER_KEY", key)
+        team = tmp_path / "plugged.toml"
+        team.write_text(team_toml("greeter_plugin:make_crash"))
+        ran = self.orchestrator(plugin_dir, "run", str(team), "hi", "--db", str(tmp_path / "j"))
+        assert ran.returncode == 1, ran.stderr
+        assert "greeter_plugin.Crash: crashed holding [redacted]" in ran.stderr
+        assert key not in ran.stderr + ran.stdout
+
+    @pytest.mark.parametrize(
+        ("backend", "said"),
+        [
+            (
+                "exiting_plugin:make",
+                "agents.lead.backend: cannot import 'exiting_plugin' for backend "
+                "'exiting_plugin:make': SystemExit(3) (the plugin tried to end the process)",
+            ),
+            (
+                "greeter_plugin:make_exit",
+                "agents.lead.backend: the factory of backend 'greeter_plugin:make_exit' raised "
+                "SystemExit('no greeting today') (the plugin tried to end the process)",
+            ),
+        ],
+    )
+    def test_a_plugin_that_exits_is_a_plugin_error(
+        self, plugin_dir: Path, tmp_path: Path, backend: str, said: str
+    ) -> None:
+        """``sys.exit()`` in a plugin's module or factory does not end ``run`` with the
+        plugin's status and no word: the run fails as for any plugin error, in one line
+        naming the plugin (exit 2)."""
+        team = tmp_path / "plugged.toml"
+        team.write_text(team_toml(backend))
+        ran = self.orchestrator(
+            plugin_dir, "run", str(team), "hi", "--db", str(tmp_path / "j.db"),
+            "--log-format", "console",
+        )  # fmt: skip
+        assert ran.returncode == 2, ran.stderr
+        assert ran.stderr == f"orchestrator: {team}: {said}\n"
+
+    def test_teams_check_reports_a_plugin_that_exits_on_import(
+        self, plugin_dir: Path, tmp_path: Path
+    ) -> None:
+        team = tmp_path / "plugged.toml"
+        team.write_text(team_toml("exiting_plugin:make"))
+        checked = self.orchestrator(plugin_dir, "teams", "check", str(team))
+        assert checked.returncode == 1, checked.stdout + checked.stderr
+        assert "cannot import 'exiting_plugin'" in checked.stdout
+        assert "SystemExit(3)" in checked.stdout
 
     def test_teams_check_reports_a_plugin_it_cannot_find(
         self, plugin_dir: Path, tmp_path: Path

@@ -419,6 +419,13 @@ class TestCall:
         assert raised["tool"] == "probe"
         assert isinstance(raised["exc_info"], ValueError), "the traceback goes to the log"
 
+    @pytest.mark.parametrize("function", ["exits", "exits_async"])
+    async def test_sys_exit_fails_the_call_not_the_process(self, function: str) -> None:
+        """A tool that calls sys.exit() fails its call, as an exception does: the run (or
+        the daemon) it runs in goes on."""
+        result = await call(function, {"status": 3})
+        assert result == CommandResult(success=False, output="SystemExit: 3")
+
     async def test_an_exception_without_a_message_is_named_by_its_type(self) -> None:
         result = await call("fails", {"message": ""})
         assert result == CommandResult(success=False, output="ValueError")

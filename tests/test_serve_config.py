@@ -136,21 +136,6 @@ class TestParse:
             load_serve_config(bad)
 
 
-class TestToolToken:
-    def test_command_tools_get_the_first_token_of_role_tool(self) -> None:
-        """The daemon hands its command tools one token for POST /callback: the first of
-        role tool, in file order."""
-        text = "".join(
-            f'[tokens.{name}]\nrole = "{role}"\ntoken = "{SECRET}-{name}"\n'
-            for name, role in (("alice", "operator"), ("sandbox", "tool"), ("ci", "tool"))
-        )
-        assert parse(text).tool_token == f"{SECRET}-sandbox"
-
-    def test_without_one_there_is_none(self) -> None:
-        assert parse(f'[tokens.alice]\nrole = "operator"\ntoken = "{SECRET}"\n').tool_token is None
-        assert ServeConfig().tool_token is None
-
-
 class TestAuthenticator:
     tokens = (
         Token(name="alice", role=Role.OPERATOR, secret=SECRET),

@@ -109,7 +109,27 @@ class Reporter:
     def _write_all(
         self, records: Sequence[tuple[str, str, str, str, Mapping[str, object]]]
     ) -> None:
-        """Each (message, text, level, logger, fields) as a line, written and flushed once."""
+        """Each (message, text, level, logger, fields) as a line, written and flushed once.
+
+        Every line goes through the logs' redactor first: an error quotes what it was given
+        (a journal's URL with its password, a plugin's exception with its key)."""
+        # Imported when a line is written: the light commands (sessions, teams check) do
+        # not load the logging stack unless they have something to say.
+        from orchestrator.runtime import redact_text
+
+        records = [
+            (
+                redact_text(message),
+                redact_text(text),
+                level,
+                logger,
+                {
+                    key: redact_text(value) if isinstance(value, str) else value
+                    for key, value in fields.items()
+                },
+            )
+            for message, text, level, logger, fields in records
+        ]
         stream = self._stream or sys.stderr
         if self.as_json:
             timestamp = datetime.now(UTC).isoformat().replace("+00:00", "Z")

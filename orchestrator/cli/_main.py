@@ -29,8 +29,10 @@ import importlib
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any, TextIO
 
 from orchestrator.base import OrchestratorError, UnavailableError
@@ -423,6 +425,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         configure_logging(json=as_json, level=_log_level(args))
     args.reporter = reporter = Reporter(as_json=as_json)
+    # A crash's traceback is a line on stderr too: it goes through the logs' redactor, as
+    # every other one (a frame's source line or the message may hold a URL's password).
+    sys.excepthook = _redacted_traceback
     tune_gc()
     try:
         status = _dispatch(args)
@@ -440,6 +445,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OrchestratorError as exc:
         reporter.error(str(exc))
         return EXIT_BAD_INPUT
+
+
+def _redacted_traceback(
+    kind: type[BaseException], value: BaseException, trace: TracebackType | None
+) -> None:
+    """``sys.excepthook``: Python's traceback, redacted as a log line is."""
+    from orchestrator.runtime import redact_text
+
+    text = "".join(traceback.format_exception(kind, value, trace))
+    sys.stderr.write(redact_text(text))
+    sys.stderr.flush()
 
 
 def _dispatch(args: argparse.Namespace) -> int:

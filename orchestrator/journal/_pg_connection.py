@@ -61,17 +61,31 @@ def is_postgres_url(db: object) -> bool:
     return isinstance(db, str) and db.startswith(_SCHEMES)
 
 
+#: Parameters of a URL's query that libpq takes as a password.
+_SECRET_PARAMETERS: Final = frozenset({"password", "sslpassword"})
+
+
 def redacted(url: str) -> str:
-    """``url`` without its password, to name the journal in errors and logs."""
+    """``url`` without its password (``user:***@host``, ``?password=***``), to name the
+    journal in errors and logs."""
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
         return url.split("@")[-1] if "@" in url else url
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    if parts.password is not None:
+        user = parts.username or ""
+        host = parts.netloc.rsplit("@", 1)[-1]
+        parts = parts._replace(netloc=f"{user}:***@{host}")
+    if parts.query:
+        # Each parameter as written (its escapes kept), its value hidden when it is secret.
+        query = "&".join(
+            f"{name}=***"
+            if (name := pair.partition("=")[0]).lower() in _SECRET_PARAMETERS
+            else pair
+            for pair in parts.query.split("&")
+        )
+        parts = parts._replace(query=query)
+    return urllib.parse.urlunsplit(parts)
 
 
 def checked_url(url: str) -> str:

@@ -27,9 +27,14 @@ What the program is told (:func:`command_environment`): an allow-listed environm
 the variables the tool's ``env_passthrough`` names, the tool's ``env`` table, and
 ``ORCHESTRATOR_GROUP_ID`` (the session id: the ``group_id`` of a view update it posts),
 ``ORCHESTRATOR_TOOL_CALL_ID``, ``ORCHESTRATOR_CALLBACK_URL`` (the daemon's ``POST
-/callback``) and ``ORCHESTRATOR_CALLBACK_TOKEN`` (the daemon's first token with role
-``tool``, when it has tokens). Without a daemon (``orchestrator run``) the two
-callback variables are whatever the orchestrator's own environment holds, if anything.
+/callback``) and ``ORCHESTRATOR_CALLBACK_TOKEN``: a token made for this call
+(:meth:`ToolCallback.call_token`), which ``POST /callback`` takes for the call's own session
+only, and only until the call ends. A tool can thus post into its own session and no other,
+and a token it lets out (a program that prints its environment) is dead by the time anyone
+reads it; the call's recorded output shows it as ``[redacted]`` all the same. The daemon's
+configured ``tool`` tokens are for programs outside it. Without a daemon (``orchestrator
+run``) the two callback variables are whatever the orchestrator's own environment holds, if
+anything.
 
 Calls are independent: each has its own process, pipes and buffers, so a model may call
 command tools, the same one included, concurrently.
@@ -39,11 +44,13 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import hashlib
 import json
 import os
+import secrets
 import signal
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 import attrs
@@ -59,6 +66,7 @@ __all__ = [
     "CALLBACK_URL_VAR",
     "GROUP_ID_VAR",
     "KILL_GRACE",
+    "REDACTED_TOKEN",
     "STDERR_TAIL",
     "TOOL_CALL_ID_VAR",
     "CommandResult",
@@ -89,17 +97,44 @@ _CALLBACK_PATH: Final = "/callback"
 _WILDCARDS: Final = {"0.0.0.0": "127.0.0.1", "[::]": "[::1]"}
 
 
+#: What a call's token is shown as in the call's recorded output.
+REDACTED_TOKEN: Final = "[redacted]"
+
+
 @attrs.define
 class ToolCallback:
-    """Where command tools post view updates: the daemon's ``POST /callback``, and the token
-    that may.
+    """Where command tools post view updates (the daemon's ``POST /callback``), and the
+    tokens of the calls running now, each good for its own session only.
 
     Not frozen: the daemon makes one before it listens, hands it to every session, and sets
     ``url`` once the server knows its port, so sessions taken up at start see it too.
     """
 
     url: str | None = None
-    token: str | None = attrs.field(default=None, repr=False)  # never in a repr or a log
+    # A call token's SHA-256 → the session it may post into. Keyed by digest, so that a
+    # lookup's timing says nothing about the tokens themselves.
+    _calls: dict[bytes, str] = attrs.field(factory=dict, init=False, repr=False)
+
+    @contextlib.contextmanager
+    def call_token(self, session: str) -> Iterator[str]:
+        """A new token for one tool call in ``session``: :meth:`session_of` knows it until
+        the block ends."""
+        token = secrets.token_urlsafe(32)
+        key = _digest(token)
+        self._calls[key] = session
+        try:
+            yield token
+        finally:
+            del self._calls[key]
+
+    def session_of(self, token: str) -> str | None:
+        """The session of the running call whose token is ``token``; None if there is none
+        (a token never made, or its call has ended)."""
+        return self._calls.get(_digest(token))
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
 
 
 @attrs.frozen(kw_only=True)
@@ -130,18 +165,23 @@ def command_environment(
     session: str,
     tool_call_id: str,
     callback: ToolCallback | None,
+    token: str | None = None,
 ) -> dict[str, str]:
     """The environment of one call of ``tool``: the allow-listed part of ``base`` (the
     orchestrator's; see :func:`tool_environment`), the tool's ``env``, then the runtime's
     variables. ``callback`` None: no daemon; the callback variables of ``base``, if any,
-    pass through (that is how ``orchestrator run`` is told)."""
+    pass through (that is how ``orchestrator run`` is told). ``token``: the call's own
+    (:meth:`ToolCallback.call_token`), told with the daemon's URL."""
     env = tool_environment(base, tool.env, tool.env_passthrough)
     env[GROUP_ID_VAR] = group_id(session)
     env[TOOL_CALL_ID_VAR] = tool_call_id
     if callback is None:
         told = {name: base.get(name) for name in (CALLBACK_URL_VAR, CALLBACK_TOKEN_VAR)}
     else:
-        told = {CALLBACK_URL_VAR: callback.url, CALLBACK_TOKEN_VAR: callback.token}
+        told = {
+            CALLBACK_URL_VAR: callback.url,
+            CALLBACK_TOKEN_VAR: token if callback.url is not None else None,
+        }
     env.update({name: value for name, value in told.items() if value is not None})
     return env
 

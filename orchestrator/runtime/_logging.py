@@ -146,8 +146,10 @@ _PATTERNS: Final = re.compile(
     | (?P<pair>\b(?:proxy-)?authorization['"]\s*,\s*b?['"])(?!\[)[^'"\r\n]+
     # a credential after its scheme, wherever it is
     | (?P<scheme>\bbearer\s+|\b(?-i:Basic)\s+){_CRED}
-    # a token or key in a URL's query
-    | (?P<query>[?&](?:token|access_token|api_key|apikey|key|password)=)[^&#\s'"\[]+
+    # a token or key in a URL's query (libpq takes ?password= and ?sslpassword= too)
+    | (?P<query>[?&](?:token|access_token|api_key|apikey|key|(?:ssl)?password)=)[^&#\s'"\[]+
+    # the password of a URL's user: scheme://user:PASSWORD@host
+    | (?P<userinfo>\b[a-z][a-z0-9+.-]{{0,31}}://[^\s/?#@:'"]*:)(?!\[|\*\*\*@)[^\s/?#@'"]+(?=@)
     # an OpenAI-style API key
     | \bsk-[A-Za-z0-9_-]{{16,}}
     """,
@@ -157,7 +159,7 @@ _PATTERNS: Final = re.compile(
 
 def _keep_prefix(match: re.Match[str]) -> str:
     prefix = match.group("header") or match.group("pair") or match.group("scheme")
-    return (prefix or match.group("query") or "") + REDACTED
+    return (prefix or match.group("query") or match.group("userinfo") or "") + REDACTED
 
 
 class _Secrets:
@@ -217,6 +219,7 @@ def redact_text(text: str) -> str:
     # tests on a typical short string).
     if (
         "=" in text
+        or "@" in text
         or "sk-" in lowered
         or "bearer" in lowered
         or "basic" in lowered

@@ -25,10 +25,13 @@ request each id it sent was. An answer to a pending request that fails a check b
 error answer to that request (code :data:`REFUSED_ANSWER`, the message naming the field), so
 that call fails and the connection goes on; so does a ``tools/call`` answer whose ``isError``
 is not a boolean. A ``tools/list`` answer loses the tools that are not valid MCP tools (each
-dropped with a warning naming the server and the tool), not the rest. A line that cannot be
-tied to a pending request (not JSON, nested too deep to read, not a JSON-RPC message, an
-answer to an id never sent) or longer than :data:`MAX_LINE` breaks the stream: the
-connection ends, its calls fail saying why, and the next call starts the server again.
+dropped with a warning naming the server and the tool), not the rest. A well-formed answer
+whose id is no pending request (answered already, or never sent) is dropped with a warning
+naming the server and the id: the calls waiting go on waiting for their own answers, and the
+connection goes on. A line that cannot be read (not JSON, nested too deep to read, not a
+JSON-RPC message) and cannot be tied to a pending request, or one longer than
+:data:`MAX_LINE`, breaks the stream: the connection ends, its calls fail saying why, and the
+next call starts the server again.
 
 Leaving the context stops the program the way the MCP specification's shutdown section
 says: stdin is closed, the program has ``grace`` seconds to exit, then its process group
@@ -40,6 +43,7 @@ server nor hangs on one.
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -163,6 +167,9 @@ async def stdio_transport(
                     if isinstance(item, _BrokenStreamError):
                         reason = str(item)
                         break
+                    if isinstance(item, _StrayAnswer):
+                        log.warning("mcp answer dropped", server=name, problem=str(item))
+                        continue
                     await read_writer.send(item)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the session is gone, or we are closing: nothing to tell
@@ -247,6 +254,10 @@ class _BrokenStreamError(Exception):
     """A line that breaks the stream: the message says what the server wrote."""
 
 
+class _StrayAnswer(Exception):  # noqa: N818  # a verdict on a line, raised by no one
+    """An answer whose id is no pending request: the message says which id, and why."""
+
+
 class _Checker:
     """The checks of what a server writes (see the module's doc), and what they need: the
     requests sent and not yet answered, by id, with their method."""
@@ -293,9 +304,13 @@ class _Checker:
         if isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
             ident = message.id
             method = self.pending.pop(ident, None) if ident is not None else None
-            if method is None and not self._was_sent(ident):
-                return _BrokenStreamError(
-                    f"it answered a request it was never sent (id {_short(ident)})"
+            if method is None:
+                # Not an answer of any call waiting: dropped (the SDK would drop it without a
+                # word, and the call waiting would seem to hang for no reason).
+                why = "answered already" if self._was_sent(ident) else "never sent"
+                return _StrayAnswer(
+                    f"it answered request {_short(json.dumps(ident))}, which is no request "
+                    f"waiting ({why})"
                 )
             if isinstance(message, mcp_types.JSONRPCResponse):
                 if method == "initialize":

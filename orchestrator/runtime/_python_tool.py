@@ -207,8 +207,9 @@ async def run_python_tool(
                     abandon_on_cancel=True,  # a cancelled turn does not wait for the thread
                     limiter=_threads(),
                 )
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             # The model reads what went wrong; the traceback is for whoever runs the daemon.
+            # sys.exit() in a tool is its failure too: it must not end the run or the daemon.
             log.warning("python tool raised", tool=name, exc_info=exc)
             said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             return CommandResult(success=False, output=said)

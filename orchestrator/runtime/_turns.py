@@ -31,7 +31,7 @@ import itertools
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import aclosing
+from contextlib import ExitStack, aclosing
 
 import structlog
 import trio
@@ -98,7 +98,7 @@ from orchestrator.spec import (
 )
 
 from ._approvals import Approvals, summary
-from ._command_tool import command_environment, run_command
+from ._command_tool import REDACTED_TOKEN, command_environment, run_command
 from ._context import ChatContext, RunContext, TurnFailedError, TurnResult, is_cancellation
 from ._delegation import Delegation, Turnstile
 from ._python_tool import ResolvedPythonTool, run_python_tool
@@ -707,17 +707,29 @@ class Turns:
             # model reads why in its next round (as a delegate with bad input does).
             await trio.lowlevel.checkpoint()
             return await self.run.complete_tool_call(ctx, request, success=False, output=problem)
-        env = command_environment(
-            os.environ,
-            command,
-            session=self.run.session,
-            tool_call_id=request.tool_call_id,
-            callback=self.run.callback,
-        )
-        with structlog.contextvars.bound_contextvars(tool_call=request.tool_call_id):
-            result = await run_command(command, request.arguments, env)
+        callback = self.run.callback
+        with ExitStack() as call:
+            # Under a daemon, the call's own token: good for this session, until the call ends.
+            token = (
+                None
+                if callback is None
+                else call.enter_context(callback.call_token(self.run.session))
+            )
+            env = command_environment(
+                os.environ,
+                command,
+                session=self.run.session,
+                tool_call_id=request.tool_call_id,
+                callback=callback,
+                token=token,
+            )
+            with structlog.contextvars.bound_contextvars(tool_call=request.tool_call_id):
+                result = await run_command(command, request.arguments, env)
+        output = result.output
+        if token is not None:  # a program that prints its environment shows it
+            output = output.replace(token, REDACTED_TOKEN)
         return await self.run.complete_tool_call(
-            ctx, request, success=result.success, output=result.output
+            ctx, request, success=result.success, output=output
         )
 
     async def _mcp_tool(self, ctx: ChatContext, request: ToolCallRequest) -> ToolOutcome:

@@ -62,6 +62,7 @@ from orchestrator.base import (
 from orchestrator.journal import Db, is_postgres_url, open_journal
 from orchestrator.protocols import agent_event, view_update
 from orchestrator.runtime import ToolCallback, callback_url, register_secret
+from orchestrator.runtime import group_id as session_group
 from orchestrator.runtime.backends import http_client
 from orchestrator.spec import TeamSpec
 
@@ -115,6 +116,15 @@ class _ClientGoneError(Exception):
 
     def __init__(self, declared: str | None, received: int) -> None:
         super().__init__(f"the client went after {received} of {declared} declared bytes")
+
+
+def _call_session(request: Request, callback: ToolCallback) -> str | None:
+    """The session whose running tool call ``request``'s bearer token was made for; None
+    when it brings no such token."""
+    scheme, _, credential = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not credential.strip():
+        return None
+    return callback.session_of(credential.strip())
 
 
 def _json_error(status: int, message: str, **headers: str) -> JSONResponse:
@@ -238,9 +248,15 @@ def build_app(
         return Response(assembly.metrics.render(), media_type=CONTENT_TYPE)
 
     async def callback(request: Request) -> Response:
-        require(request, Permission.CALLBACK)
+        # A tool call's own token (see ToolCallback.call_token) posts into its session only;
+        # any other credential is checked as on every route (a configured tool token).
+        call_session = _call_session(request, daemon.callback)
+        if call_session is None:
+            require(request, Permission.CALLBACK)
         body = await _body(request, limits.max_body_bytes)
         view_type, group_id, content = _view_update(body, limits.json)
+        if call_session is not None and group_id != session_group(call_session):
+            raise _HttpError(403, "group_id: this tool call's token is for another session")
         try:
             live = await daemon.find(group_id)
         except RunError as exc:  # another node of the journal runs it
@@ -554,7 +570,7 @@ async def serve(
             default_team=config.default_team,
             subscriber_buffer=config.limits.subscriber_buffer,
             shutdown_grace=config.limits.shutdown_grace,
-            callback=ToolCallback(token=config.tool_token),
+            callback=ToolCallback(),
             limits=config.limits,
             invalid_teams=team_files.invalid,
             node=node,

@@ -145,12 +145,6 @@ class ServeConfig:
             return self.server_names
         return (*self.server_names, self.host)
 
-    @property
-    def tool_token(self) -> str | None:
-        """The token the daemon gives its command tools for ``POST /callback``: the first
-        of role ``tool``, in file order; None when there is none."""
-        return next((t.secret for t in self.tokens if t.role is Role.TOOL), None)
-
     def check(self) -> None:
         """:class:`ConfigError` for a configuration that must not start: no tokens and a
         bind address other than loopback (anyone on the network could drive the team)."""

@@ -49,6 +49,10 @@ client holds its connection's tasks, and a shutdown, for as long as it reads not
 :class:`OpenSockets` does the same for every connection (HTTP too) that is still open when
 a shutdown has given up waiting; :class:`HypercornSeam` wraps the Starlette app (not as
 Starlette middleware, whose error handler wraps an HTTP ``send``) to feed both.
+
+For HTTP, the seam also makes hypercorn's close of a connection (its ``TCPServer._close``,
+replaced on the instance) wait for the response the app is writing, and take the
+``send_lock`` before it shuts the socket: see :func:`_responding_whole`.
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ import contextlib
 import functools
 import os
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Final
 
 import trio
@@ -91,6 +95,9 @@ __all__ = [
 SCOPE_KEY: Final = "orchestrator.asgi_send"
 #: How long a client has to go once the app is done with its WebSocket (seconds).
 DISCONNECT_TIMEOUT: Final = 5.0
+#: How long a connection hypercorn closes (the client half-closed it mid-request) waits for
+#: the response the app has begun to be written whole (seconds).
+RESPONSE_GRACE: Final = 2.0
 
 
 class OpenSockets:
@@ -139,6 +146,9 @@ class HypercornSeam:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("websocket", "http") and self.sockets is not None:
             self.sockets.add(send)
+        if scope["type"] == "http":
+            await _responding_whole(self.app, scope, receive, send)
+            return
         if scope["type"] != "websocket":
             await self.app(scope, receive, send)
             return
@@ -167,6 +177,73 @@ class HypercornSeam:
         # A refused handshake queued nothing (hypercorn answers data on it with a 400).
         if accepted and not disconnected:
             await take_until_disconnect(receive, functools.partial(_cut_off, send))
+
+
+class _Response:
+    """The response an HTTP request's app is writing: the task that writes it, and whether
+    it has begun and ended."""
+
+    def __init__(self) -> None:
+        self.writer = trio.lowlevel.current_task()
+        self.begun = False
+        self.ended = trio.Event()
+
+
+async def _responding_whole(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """Run ``app`` for an HTTP request; should hypercorn close the connection meanwhile, its
+    close waits (:data:`RESPONSE_GRACE` at most) for a response begun to be written whole.
+
+    That works around hypercorn (0.17, 0.18): when a client half-closes the connection before
+    the body its ``Content-Length`` declared (a huge one, say, refused 413 from its headers),
+    hypercorn closes the socket at once, under the app's response. The client got nothing,
+    or the response cut off; and when the close came while the response was being written,
+    the app's write failed with ``BusyResourceError``, logged by hypercorn as an error."""
+    stream = getattr(send, "__self__", None)
+    tcp = _tcp_server(stream) if HTTPStream is not None and isinstance(stream, HTTPStream) else None
+    if tcp is None or not callable(getattr(tcp, "_close", None)):
+        await app(scope, receive, send)
+        return
+    response = tcp.orchestrator_response = _Response()
+    if not getattr(tcp, "orchestrator_close_waits", False):
+        tcp.orchestrator_close_waits = True
+        tcp._close = functools.partial(_close_after_response, tcp, tcp._close)
+
+    async def send_noting_response(message: Message) -> None:
+        response.begun = response.begun or message["type"] == "http.response.start"
+        try:
+            await send(message)
+        finally:
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                response.ended.set()
+
+    try:
+        await app(scope, receive, send_noting_response)
+    finally:
+        response.ended.set()
+
+
+async def _close_after_response(tcp: Any, close: Callable[[], Awaitable[None]]) -> None:
+    """``TCPServer._close`` of a connection that may be writing a response: first that
+    response is written, then the socket is closed while no one writes to it; both waits
+    end when :data:`RESPONSE_GRACE` has passed (a client that does not read), and the
+    socket is closed then all the same."""
+    response: _Response | None = getattr(tcp, "orchestrator_response", None)
+    task = trio.lowlevel.current_task()
+    lock = tcp.send_lock
+    held = False
+    try:
+        with trio.move_on_after(RESPONSE_GRACE):
+            if response is not None and response.begun and response.writer is not task:
+                await response.ended.wait()
+            if isinstance(lock, trio.Lock) and lock.statistics().owner is not task:
+                await lock.acquire()
+                held = True
+    finally:
+        try:
+            await close()
+        finally:
+            if held:
+                lock.release()
 
 
 async def take_until_disconnect(receive: Receive, cut_off: Callable[[], None]) -> None:

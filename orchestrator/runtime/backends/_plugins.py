@@ -54,6 +54,12 @@ __all__ = [
 #: The entry-point group a distribution registers its backends under.
 ENTRY_POINT_GROUP: Final = "orchestrator.backends"
 
+#: What a plugin's import or factory may raise that is its failure, said as one: any error,
+#: and ``SystemExit`` too (``sys.exit()`` in a module is a plugin's bug, not the
+#: orchestrator's request to end; uncaught, it would end ``run`` with the plugin's status
+#: and no word of why). A KeyboardInterrupt stays the user's.
+_PLUGIN_FAILURES: Final = (Exception, SystemExit)
+
 
 @attrs.frozen(kw_only=True)
 class BackendSetup:
@@ -77,6 +83,13 @@ class BackendSetup:
 PluginFactory = Callable[[BackendSetup], "Backend"]
 
 
+def _failure(exc: BaseException) -> str:
+    """What a plugin raised, in one line: ``ValueError: no key``, ``SystemExit(3)``."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit({exc.code!r}) (the plugin tried to end the process)"
+    return f"{type(exc).__name__}: {exc}"
+
+
 def _where(team: TeamSpec, agent: AgentSpec) -> str:
     return f"{team.file}: agents.{agent.name}.backend"
 
@@ -89,10 +102,9 @@ def resolve_plugin(team: TeamSpec, agent: AgentSpec) -> PluginFactory:
         module_name, _, attribute = name.partition(":")
         try:
             target: Any = importlib.import_module(module_name)
-        except Exception as exc:
+        except _PLUGIN_FAILURES as exc:
             raise RunError(
-                f"{where}: cannot import {module_name!r} for backend {name!r}: "
-                f"{type(exc).__name__}: {exc}"
+                f"{where}: cannot import {module_name!r} for backend {name!r}: {_failure(exc)}"
             ) from exc
         for part in attribute.split("."):
             try:
@@ -119,10 +131,9 @@ def resolve_plugin(team: TeamSpec, agent: AgentSpec) -> PluginFactory:
             )
         try:
             target = entry.load()
-        except Exception as exc:
+        except _PLUGIN_FAILURES as exc:
             raise RunError(
-                f"{where}: cannot load entry point {name!r} ({entry.value}): "
-                f"{type(exc).__name__}: {exc}"
+                f"{where}: cannot load entry point {name!r} ({entry.value}): {_failure(exc)}"
             ) from exc
     if not callable(target):
         raise RunError(f"{where}: backend {name!r} is {type(target).__name__}, not a factory")
@@ -147,9 +158,9 @@ def make_plugin_backend(
         backend = factory(setup)
     except RunError as exc:
         raise RunError(f"{where}: {exc}") from exc
-    except Exception as exc:
+    except _PLUGIN_FAILURES as exc:
         raise RunError(
-            f"{where}: the factory of backend {agent.backend!r} raised {type(exc).__name__}: {exc}"
+            f"{where}: the factory of backend {agent.backend!r} raised {_failure(exc)}"
         ) from exc
     if not callable(getattr(backend, "stream_round", None)):
         raise RunError(
