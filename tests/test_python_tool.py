@@ -280,6 +280,11 @@ class TestResolve:
                 "cannot import 'tests.no_such_module' for tests.no_such_module:f: "
                 "ModuleNotFoundError: No module named 'tests.no_such_module'",
             ),
+            (
+                "tests.python_tools_exiting:f",
+                "cannot import 'tests.python_tools_exiting' for tests.python_tools_exiting:f: "
+                "SystemExit: 3",
+            ),
             ("tests.python_tools:absent", "module 'tests.python_tools' has no 'absent'"),
             ("tests.python_tools:Box.nope", "module 'tests.python_tools' has no 'Box.nope'"),
             ("tests.python_tools:NOT_CALLABLE", "tests.python_tools:NOT_CALLABLE is int"),

@@ -243,7 +243,9 @@ def _find(
         sys.path.append(str(directory))
     try:
         target: Any = importlib.import_module(tool.module)
-    except Exception as exc:  # the module's own code may raise anything as it is imported
+    # The module's own code may raise anything as it is imported, sys.exit() included: that
+    # is a bad tool, not a reason to end the run or the daemon.
+    except (Exception, SystemExit) as exc:
         hint = ""
         missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
         if missing is not None and f"{tool.module}.".startswith(f"{missing}."):
