@@ -831,6 +831,7 @@ class TestTypedCommandTools:
         (ready,) = [f.action for f in log.facts if isinstance(f.action, ChatToolCallReadyAction)]
         assert ready.confirmed is ToolCallConfirmationReason.NOT_NEEDED
         assert ready.confirmation_title is None
+        assert isinstance(ready.tool_input, str)
         assert json.loads(ready.tool_input) == {"limt": 3}
         (complete,) = completions(runtime)
         assert not complete.result.success

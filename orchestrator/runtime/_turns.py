@@ -65,6 +65,7 @@ from orchestrator.ahp import (
 )
 from orchestrator.base import RunError, evolve
 from orchestrator.core import (
+    ASKED_BY_META,
     INTERRUPTED_SUMMARY,
     ROUND_META,
     Action,
@@ -81,6 +82,7 @@ from orchestrator.core import (
     conversation,
     interrupted_turns,
     is_interrupted,
+    member_name,
     pending_approval_of,
     resume_point,
     steering_injected,
@@ -585,9 +587,20 @@ class Turns:
         else:
             tool_input = json.dumps(request.arguments, sort_keys=True, ensure_ascii=False)
             needs_approval = ctx.agent.needs_approval_for(request.tool_name)
+        meta = None
+        asker = (
+            member_name(self.run.state, ctx.chat)
+            if needs_approval or (request.tool_name == "ask" and request.input_error is None)
+            else None
+        )
+        if asker is not None:
+            # Put to a person: say who asks, and for what task (the ready's _meta replaces
+            # the start's, so the round goes too).
+            meta = {ROUND_META: ctx.round_index, ASKED_BY_META: asker.meta()}
         ready = ChatToolCallReadyAction(
             turn_id=ctx.turn_id,
             tool_call_id=request.tool_call_id,
+            meta=meta,
             invocation_message=_invocation(request),
             tool_input=tool_input,
             confirmation_title=f"Run {request.tool_name}" if needs_approval else None,
