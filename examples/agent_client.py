@@ -65,6 +65,16 @@ class Screen:
                 print(f"\n  ✔ {who} {state}: {str(payload.get('summary', ''))[:160]}")
 
 
+def asker(event: dict[str, Any]) -> str:
+    """Who asks: ``researcher #3 (task: ...)`` (an older daemon sends the name alone)."""
+    name = event.get("agentName") or "the agent"
+    if "agentNumber" in event:
+        name += f" #{event['agentNumber']}"
+    if event.get("taskTitle"):
+        name += f" (task: {event['taskTitle']})"
+    return name
+
+
 async def main(args: argparse.Namespace) -> None:
     query = f"session={args.session}" if args.session else f"team={args.team}"
     headers = [(b"authorization", f"Bearer {args.token}".encode())] if args.token else None
@@ -85,10 +95,7 @@ async def main(args: argparse.Namespace) -> None:
                     continue
                 screen.show(event)
                 if event.get("type") == "permission_request":
-                    print(
-                        f"\n{event['agentName']} wants to run {event['toolName']}"
-                        f"({event['summary']})."
-                    )
+                    print(f"\n{asker(event)} wants to run {event['toolName']}({event['summary']}).")
                     yes = args.approve or (
                         await trio.to_thread.run_sync(input, "Approve? [y/N] ")
                     ).strip().lower() in ("y", "yes")
@@ -99,7 +106,8 @@ async def main(args: argparse.Namespace) -> None:
                         )
                     )
                 elif event.get("type") == "question":
-                    answer = await trio.to_thread.run_sync(input, f"\n{event['questions'][0]} ")
+                    asked = f"\n{asker(event)} asks: {event['questions'][0]} "
+                    answer = await trio.to_thread.run_sync(input, asked)
                     await ws.send_message(
                         json.dumps(
                             {

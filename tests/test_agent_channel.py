@@ -185,3 +185,8 @@ async def test_a_finished_turn_s_live_events_are_its_history(
     (asked,) = [e for e in live if e["type"] == "permission_request"]
     assert asked["requestId"] == request.approval
     assert asked["agentName"] == "researcher"
+    # Which of the three researchers asks, and for what task.
+    assert (asked["agentNumber"], asked["taskTitle"]) == (
+        3,
+        "Publish the release notes to the release page",
+    )

@@ -63,7 +63,10 @@ class TestRun:
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("Here is what the team found:")
         assert "The release notes are ready." in done.stdout
-        assert "researcher asks to run publish(target=release page)" in done.stderr
+        assert (
+            "researcher #3 (task: Publish the release notes to the release page) asks to run "
+            "publish(target=release page)"
+        ) in done.stderr
         assert "approved by you" in done.stderr
         assert "the run completed (session ahp-session:/" in done.stderr
 

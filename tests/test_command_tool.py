@@ -29,7 +29,9 @@ from hypothesis import strategies as st
 
 from orchestrator.ahp import (
     ChatToolCallCompleteAction,
+    ChatToolCallReadyAction,
     ChatTurnCancelledAction,
+    ToolCallConfirmationReason,
     ToolResultTextContent,
 )
 from orchestrator.base import TeamFileError
@@ -821,6 +823,49 @@ class TestTypedCommandTools:
         (complete,) = completions(runtime)
         assert not complete.result.success
         assert result_text(complete).startswith("invalid input for probe: ")
+        assert not ran.exists()
+        assert "invalid input for probe" in outcome.result
+
+    async def test_a_gated_call_whose_input_does_not_fit_is_never_put_to_a_person(
+        self, tmp_path: Path
+    ) -> None:
+        """Validated first: a call its schema refuses asks nobody for approval (it could not
+        run, whatever they decided); it fails at once with the schema's reason, its input
+        recorded as sent."""
+        ran = tmp_path / "ran"
+        team = team_with(
+            toml_argv(f"open({str(ran)!r}, 'w').close()") + "\n" + QUERY_SCHEMA,
+            steps='{ tool = "probe", input = { limt = 3 } }, { say = "after: {outcomes}" }',
+            agent_extra='needs_approval = ["probe"]',
+        )
+        runtime = new_runtime(team)
+        subscription = runtime.bus.subscribe("test")
+        outcomes: list[RunOutcome] = []
+
+        async def run() -> None:
+            outcomes.append(await runtime.run("go"))
+
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run)
+                async for fact in subscription:
+                    assert not isinstance(fact.action, ApprovalRequested), fact.action
+                    if isinstance(fact.action, RunFinished):
+                        break
+        (outcome,) = outcomes
+        log = runtime.recorder.factlog
+        assert isinstance(log, MemoryFactLog)
+        assert [f for f in log.facts if isinstance(f.action, ApprovalRequested)] == []
+        (ready,) = [f.action for f in log.facts if isinstance(f.action, ChatToolCallReadyAction)]
+        assert ready.confirmed is ToolCallConfirmationReason.NOT_NEEDED
+        assert ready.confirmation_title is None
+        assert isinstance(ready.tool_input, str)
+        assert json.loads(ready.tool_input) == {"limt": 3}
+        (complete,) = completions(runtime)
+        assert not complete.result.success
+        assert result_text(complete) == (
+            "invalid input for probe: the input: 'query' is a required property"
+        )
         assert not ran.exists()
         assert "invalid input for probe" in outcome.result
 

@@ -650,7 +650,10 @@ async def test_the_example_client_runs_a_team_through_the_daemon(tmp_path: Path)
             capture_stderr=True,
         )
     out = done.stdout.decode()
-    assert "researcher wants to run publish(target=release page)" in out
+    assert (
+        "researcher #3 (task: Publish the release notes to the release page) wants to run "
+        "publish(target=release page)"
+    ) in out
     # The workers show (from the team channel), each started and done.
     assert out.count("+ researcher@delivery#") == 3
     assert out.count("✔ researcher@delivery#") == 3

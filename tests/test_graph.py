@@ -983,17 +983,17 @@ class TestMermaid:
         """Chats with agent and status, who spawned whom, the handoff and the approval."""
         nodes, edges = parse_mermaid(to_mermaid(full))
         by_label = {label.split("<br/>")[0]: node_id for node_id, label in nodes.items()}
-        lead = by_label["lead #quot;boss#quot; #35;1 #lt;x#gt; \\ {y}"]
+        lead = by_label["lead #quot;boss#quot; #35;1 #lt;x#gt; \\ {y} #35;1"]
         researcher, writer, checker = (
-            by_label["researcher"],
-            by_label["writer"],
-            by_label["checker"],
+            by_label["researcher #35;1"],
+            by_label["writer #35;1"],
+            by_label["checker #35;1"],
         )
-        assert nodes[researcher] == "researcher<br/>running"
+        assert nodes[researcher] == "researcher #35;1<br/>running"
         assert (lead, "spawned", researcher) in edges
         assert (lead, "spawned", writer) in edges
         assert (researcher, "spawned", checker) in edges
-        assert (lead, "handoff", by_label["legal"]) in edges
+        assert (lead, "handoff", by_label["legal #35;1"]) in edges
         approval = by_label["approval-1: shell"]
         assert (approval, "requested_by", writer) in edges
         assert (approval, "routed_to", by_label["user"]) in edges
@@ -1017,6 +1017,38 @@ class TestMermaid:
 
 
 class TestExportDetails:
+    def test_chats_are_named_by_agent_and_number(self) -> None:
+        """Two chats of one agent are ``analyst #1`` and ``analyst #2`` in DOT and Mermaid,
+        and the coordinator an approval is routed to is ``lead #1``: never a chat URI."""
+        log = FactLog()
+        log.coordinator()
+        log.spawn(COORDINATOR, "c1", chat("a1"), agent="analyst")
+        log.spawn(COORDINATOR, "c2", chat("a2"), agent="analyst")
+        log.tool_call(chat("a2"), "c9")
+        log.add(
+            SESSION,
+            ApprovalRequested(
+                approval="approval-1",
+                chat=chat("a2"),
+                turn_id="turn-1",
+                tool_call_id="c9",
+                tool_name="deploy",
+                requested_by="analyst",
+                routed_to=COORDINATOR,
+                policy_scope="analyst.needs_approval",
+                summary="region=south",
+            ),
+        )
+        graph = log.graph()
+        dot = to_dot(graph)
+        assert f'"{chat("a1")}" [label="analyst #1\\n' in dot
+        assert f'"{chat("a2")}" [label="analyst #2\\n' in dot
+        nodes, edges = parse_mermaid(to_mermaid(graph))
+        by_label = {label.split("<br/>")[0]: node_id for node_id, label in nodes.items()}
+        approval = by_label["approval-1: deploy"]
+        assert (approval, "requested_by", by_label["analyst #35;2"]) in edges
+        assert (approval, "routed_to", by_label["lead #35;1"]) in edges
+
     def test_finished_waits_are_drawn_dashed(self) -> None:
         """A wait that ended is dashed in DOT and dotted in Mermaid."""
         log = FactLog()

@@ -118,7 +118,7 @@ def test_an_approval_is_answered_under_the_live_tree(tmp_path: Path) -> None:
     assert status == 0, text
     flat = " ".join(text.split())
     assert re.search(
-        r"\? researcher \[\w{8}\] \(task: Publish the release notes to the release page\) "
+        r"\? researcher #3 \(task: Publish the release notes to the release page\) "
         r"wants to run publish\(target=release page\) → approved by you",
         flat,
     ), flat

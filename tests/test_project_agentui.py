@@ -234,7 +234,9 @@ class Log:
 
     # ── team actions ───────────────────────────────────────────────────────
 
-    def delegate(self, parent: str, agent: str, *, queued: bool = False) -> tuple[str, str]:
+    def delegate(
+        self, parent: str, agent: str, title: str | None = None, *, queued: bool = False
+    ) -> tuple[str, str]:
         """A delegate call of ``parent``; returns (tool call id, task id)."""
         call = self.tool_call(parent, "delegate")
         task = f"task-{len([f for f in self.facts if f.type == 'team/taskCreated']) + 1}"
@@ -242,7 +244,7 @@ class Log:
             SESSION,
             TaskCreated(
                 task=task,
-                title=f"{agent} work",
+                title=title or f"{agent} work",
                 agent=agent,
                 requested_by=parent,
                 tool_call_id=call,
@@ -291,7 +293,13 @@ class Log:
         self.complete_call(parent, call, success=status is TaskStatus.COMPLETED)
 
     def approval(
-        self, chat: str, tool: str, *, routed_to: str = USER, approved: bool = True
+        self,
+        chat: str,
+        tool: str,
+        *,
+        routed_to: str = USER,
+        approved: bool = True,
+        principal: str | None = None,
     ) -> tuple[str, str]:
         """A tool call needing confirmation, routed, decided and applied; (call, approval)."""
         call = self.tool_call(chat, tool, needs_approval=True)
@@ -328,6 +336,7 @@ class Log:
                 approval=approval,
                 decision=ApprovalDecision.APPROVED if approved else ApprovalDecision.DENIED,
                 resolved_by=decider,
+                principal=principal,
             ),
         )
         return call, approval
@@ -733,6 +742,9 @@ class TestTwoWorkersWithApproval:
         assert done.payload["latestTurnStatus"] == "complete"
 
 
+_NAMES = ("requestedByName", "taskTitle", "routedToName", "routedToAgentId")
+
+
 class TestApprovals:
     def test_action_required_names_the_requesting_worker(self) -> None:
         """action.required: policy-owned, hitl, approve; a worker's request is delegated."""
@@ -762,7 +774,10 @@ class TestApprovals:
             "actionType": "delegated_permission",
             "requestedBy": "researcher",
             "requestedByAgentId": agent_id("researcher"),
+            "requestedByName": "researcher #1",
+            "taskTitle": "researcher work",
             "routedTo": USER,
+            "routedToName": "user",
             "policyScope": "researcher.needs_approval",
             "toolName": "web_search",
             "inputSummary": 'query="launch"',
@@ -794,6 +809,43 @@ class TestApprovals:
         assert resolved.payload is not None
         assert resolved.payload["resolvedBy"] == LEAD
 
+    def test_who_asks_and_who_decides_are_named_by_name_and_number(self) -> None:
+        """Two researchers and a coordinator: the second researcher's approval, routed to
+        the coordinator, names ``researcher #2`` and its task, and ``lead #1`` as routed
+        to and decider (never a chat URI); a user's decision names its principal."""
+        log = Log()
+        log.run_started()
+        log.turn(LEAD)
+        first_call, first_task = log.delegate(LEAD, "researcher", "look at the north")
+        log.start_worker(LEAD, first_call, first_task, W1, "researcher")
+        second_call, second_task = log.delegate(LEAD, "researcher", "look at the south")
+        log.start_worker(LEAD, second_call, second_task, W2, "researcher")
+        log.turn(W2)
+        log.approval(W2, "web_search", routed_to=LEAD)
+        log.turn(W1)
+        log.approval(W1, "web_search", principal="alice")
+        envelopes = project_facts(SESSION, log.facts)
+        routed, by_user = only(envelopes, "action.required")
+        decided, user_decided = only(envelopes, "action.resolved")
+        assert routed.payload is not None
+        assert decided.payload is not None
+        assert {k: routed.payload[k] for k in _NAMES} == {
+            "requestedByName": "researcher #2",
+            "taskTitle": "look at the south",
+            "routedToName": "lead #1",
+            "routedToAgentId": agent_id("lead"),
+        }
+        assert (decided.payload["resolvedByName"], decided.payload["resolvedByAgentId"]) == (
+            "lead #1",
+            agent_id("lead"),
+        )
+        assert by_user.payload is not None
+        assert user_decided.payload is not None
+        assert by_user.payload["requestedByName"] == "researcher #1"
+        assert by_user.payload["taskTitle"] == "look at the north"
+        assert user_decided.payload["resolvedByName"] == "alice"
+        assert "resolvedByAgentId" not in user_decided.payload
+
     def test_action_resolved_comes_from_the_approval_resolved_fact(self) -> None:
         """The action is resolved only once the runtime recorded the decision, never
         earlier: not on the chat's confirmation, which the runtime records first."""
@@ -812,8 +864,10 @@ class TestApprovals:
         assert resolved[0].payload == {
             "decision": "approved",
             "resolvedBy": USER,
+            "resolvedByName": "user",
             "toolName": "web_search",
             "requestedBy": "researcher",
+            "requestedByName": "researcher #1",
         }
         assert (resolved[0].phase, resolved[0].control) == (Phase.ACTING, Control.APPROVE)
 

@@ -126,7 +126,15 @@ class TestQuestions:
         assert required.payload["questions"] == [
             {"id": "answer", "kind": "text", "message": "Which version?"}
         ]
-        assert resolved.payload == {"response": "accept", "requestedBy": "lead"}
+        assert required.payload["requestedByName"] == "lead #1"
+        assert required.payload["taskTitle"] == "Ship it"
+        assert required.tool_call_id == "00000000-t0-r0-c0", "what an answer names"
+        assert resolved.payload == {
+            "response": "accept",
+            "requestedBy": "lead",
+            "requestedByName": "lead #1",
+            "answer": "2.0",
+        }
         assert resolved.phase is Phase.ACTING
         waiting = [
             e

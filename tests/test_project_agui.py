@@ -179,7 +179,10 @@ class TestDeliveryRun:
         assert interrupt == {
             "id": request.approval,
             "reason": "tool_approval",
-            "message": f"researcher asks to run publish: {request.summary}",
+            "message": (
+                "researcher #3 (task: Publish the release notes to the release page) asks to "
+                f"run publish: {request.summary}"
+            ),
             "toolCallId": wire_call,
             "subagentRunId": worker,
             "responseSchema": {
@@ -193,6 +196,10 @@ class TestDeliveryRun:
                 "agent": "researcher",
                 "chat": worker,
                 "summary": request.summary,
+                "agentName": "researcher #3",
+                "agentNumber": 3,
+                "task": "task-4",
+                "taskTitle": "Publish the release notes to the release page",
             },
         }
         (gated,) = [e for e in of_type(first, "TOOL_CALL_START") if e["toolCallId"] == wire_call]

@@ -537,6 +537,31 @@ class TestApprovals:
             assert any(isinstance(f.action, ApprovalResolved) for f in h.facts)
         return h
 
+    async def test_the_call_put_to_a_person_says_who_asks_and_for_what_task(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """AHP: the gated call's ``chat/toolCallReady`` carries in its ``_meta`` (where the
+        schema allows extra data) the asking agent's name and number and its task, beside
+        the model round; a call that needs nobody carries the round alone."""
+        h = await self._run_with_decision(approved=True)
+        (request,) = h.actions(ApprovalRequested)
+        readies = {
+            f.channel: f.action for f in h.facts_of(ChatToolCallReadyAction)
+        }  # one call per chat: the lead's delegate, the worker's publish
+        assert readies[request.chat].meta == {
+            "round": 0,
+            "askedBy": {
+                "agent": "worker",
+                "number": 1,
+                "name": "worker #1",
+                "task": "task-2",
+                "taskTitle": "publish it",
+            },
+        }
+        others = [a for chat, a in readies.items() if chat != request.chat]
+        assert [a.meta for a in others] == [None]  # the delegate call: its start's _meta
+        h.finished()
+
     async def test_an_approved_tool_call_runs_after_the_decision_is_applied(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
@@ -700,6 +725,30 @@ class TestAnswers:
 
 
 class TestAsk:
+    async def test_the_ask_call_says_who_asks_and_for_what_task(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """AHP: the ``ask`` call that holds the input request names the asking agent, its
+        number and its task in its ``_meta``; its round stays there too."""
+        h = Harness(parse_team(ASK, file="ask.toml"))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_to_end, h, "Release 2.0")
+            fact = await wait_for(h, lambda f: isinstance(f.action, ChatInputRequestedAction))
+            assert isinstance(fact.action, ChatInputRequestedAction)
+            await h.runtime.answer_input(fact.channel, fact.action.request.id, "2.0")
+        (ready,) = h.actions(ChatToolCallReadyAction)
+        assert ready.meta == {
+            "round": 0,
+            "askedBy": {
+                "agent": "lead",
+                "number": 1,
+                "name": "lead #1",
+                "task": "task-1",
+                "taskTitle": "Release 2.0",
+            },
+        }
+        h.finished()
+
     async def test_a_yes_no_question_takes_yes_or_no(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:

@@ -409,6 +409,7 @@ async def test_a_pending_approval_is_counted_in_the_list(tmp_path: Path) -> None
         async with daemon.http(VIEWER) as http:
             summary = (await http.get(f"/api/sessions/{init['sessionId']}")).json()
             assert summary["pendingApprovals"] == 1
+            assert (summary["pendingQuestions"], summary["pending"]) == (0, 1)
             assert summary["status"] == "running"
         await client.send(
             {"channel": "agent", "type": "approve", "requestId": request["requestId"]}

@@ -74,6 +74,50 @@ steps = [ { ask = "Which database?" }, { say = "Using {outcomes}." } ]
 """
 
 
+#: A coordinator asking a question whose answer must be a whole number.
+REPLICAS = """
+[team]
+name = "replicas"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["ask"]
+[[agents.lead.turns]]
+steps = [ { ask = "How many replicas?", kind = "integer" }, { say = "Running {outcomes}." } ]
+"""
+
+#: Two analysts; the second asks to deploy, and the coordinator decides (it approves it).
+OPS = """
+[team]
+name = "ops"
+coordinator = "boss"
+[agents.boss]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["analyst"]
+approves = ["deploy"]
+[[agents.boss.turns]]
+steps = [ { delegate = [ { agent = "analyst", task = "check the north" },
+                         { agent = "analyst", task = "deploy the south" } ] },
+          { say = "done: {outcomes}" } ]
+[agents.analyst]
+role = "analyst"
+tools = ["deploy"]
+needs_approval = ["deploy"]
+approved_by = "coordinator"
+[[agents.analyst.turns]]
+steps = [ { tool = "deploy", input = { region = "south" }, when_task_contains = "deploy" },
+          { say = "did {task}" } ]
+"""
+
+
+def write_team(directory: Path, text: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "team.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     with chromium() as launched:
@@ -212,7 +256,7 @@ def test_a_delivery_run_appears_and_is_drawn_live(browser: Browser, tmp_path: Pa
         assert sorted(row[2] for row in workers)[-1].startswith("needs_input (approval)"), workers
         approval = next(row for row in rows if row[0].startswith("approval"))
         assert approval[0] == "approval publish"
-        assert approval[1] == "asked by researcher, routed to user"
+        assert approval[1] == "asked by researcher #3, routed to user"
         assert approval[2] == "pending (routed to user)"
         edges = graph_edges(page)
         assert edges.count(("spawn", "lead", "researcher")) == 3, edges
@@ -247,7 +291,11 @@ def test_the_approve_button_approves_and_the_graph_shows_it_resolved(
         page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
         button = page.locator("#actions [data-action=approve]")
         button.wait_for()
-        assert button.get_attribute("aria-label") == "Approve publish asked by researcher"
+        assert button.get_attribute("aria-label") == "Approve publish asked by researcher #3"
+        assert page.inner_text("#actions li.approval").startswith(
+            "publish asked by researcher #3 (task: Publish the release notes to the release "
+            "page), routed to user"
+        )
         watched.screenshot("approve-01-pending")
         button.click()
         wait_rows(page, "rows.some(r => r[0] === 'approval publish' && r[2].startsWith('approv'))")
@@ -595,16 +643,75 @@ def test_a_question_is_answered_from_the_page(browser: Browser, tmp_path: Path) 
         page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
         card = page.locator("#actions li.question")
         card.wait_for()
-        assert card.inner_text().startswith("lead asks: Which database?")
+        assert card.inner_text().startswith("lead #1 (task: set up) asks: Which database?")
         wait_rows(page, "rows.some(r => r[0] === 'question' && r[2].startsWith('pending'))")
         watched.screenshot("question-01-asked")
         page.fill("#actions li.question input", "PostgreSQL")
         page.click("#actions li.question [data-action=answer]")
-        wait_rows(page, "rows.some(r => r[0] === 'question' && !r[2].startsWith('pending'))")
+        wait_rows(page, "rows.some(r => r[0] === 'question' && r[2] === 'answered: PostgreSQL')")
         assert page.locator("#actions li.question").count() == 0
         page.click("#nodes-body tr:first-child button")
         page.wait_for_selector("#transcript .turn p.text:has-text('Using PostgreSQL.')")
         watched.screenshot("question-02-answered")
+        assert watched.errors == []
+
+
+def test_a_refused_answer_leaves_the_question_waiting_and_counted(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """An answer the daemon refuses (not a whole number) leaves the card up, saying why,
+    and the panel never says nothing waits; the sessions list and ``/api/sessions`` count
+    the question as pending; answered, the table shows the answer, not ``accept``."""
+    with (
+        running_daemon(tmp_path, {"replicas": REPLICAS}) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        page.wait_for_selector("#sessions-empty:has-text('No sessions yet')")
+        run = start_run(daemon, "replicas", "scale the web tier")
+        # The list follows live: the row's count goes to 1 once the question is asked.
+        page.wait_for_selector(f"tr[data-session='{run.session}'] td.attention:has-text('1')")
+        summary = page.evaluate("id => Orchestrator.api('/api/sessions/' + id)", run.session)
+        assert (summary["pending"], summary["pendingQuestions"]) == (1, 1)
+        page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
+        card = page.locator("#actions li.question")
+        card.wait_for()
+        assert card.inner_text().startswith(
+            "lead #1 (task: scale the web tier) asks: How many replicas?"
+        )
+        page.fill("#actions li.question input", "a few")
+        page.click("#actions li.question [data-action=answer]")
+        page.wait_for_selector("#actions li.question .error:has-text('Not taken')")
+        assert "answer a number, not 'a few'" in card.inner_text(), card.inner_text()
+        assert "Nothing is waiting" not in page.inner_text("#actions")
+        wait_rows(page, "rows.some(r => r[0] === 'question' && r[2].startsWith('pending'))")
+        watched.screenshot("question-03-refused")
+        page.fill("#actions li.question input", "3")
+        page.click("#actions li.question [data-action=answer]")
+        wait_rows(page, "rows.some(r => r[0] === 'question' && r[2] === 'answered: 3')")
+        assert page.locator("#actions li.question").count() == 0
+        assert "Nothing is waiting" in page.inner_text("#actions")
+        watched.screenshot("question-04-answered")
+        assert watched.errors == []
+
+
+def test_who_asks_and_who_decides_are_named_in_the_export(browser: Browser, tmp_path: Path) -> None:
+    """Approvals routed to the coordinator, in ``graph --format html``: the table, the card
+    and the graph name agents by name and number (``boss #1``), never by chat URI."""
+    with offline_page(browser, standalone(tmp_path, write_team(tmp_path, OPS))) as watched:
+        page = watched.page
+        wait_rows(page, "rows.length === 4")
+        rows = table_rows(page)
+        approval = next(row for row in rows if row[0] == "approval deploy")
+        assert approval[1] == "asked by analyst #2, routed to boss #1", approval
+        assert approval[2] == "approved by boss #1", approval
+        page.click("#nodes-body tr[data-node^='approval:'] button")
+        details = page.inner_text("#transcript")
+        assert "Asked by\nanalyst #2" in details, details
+        assert "Decided by\nboss #1" in details, details
+        drawn = " ".join(label for _, label in graph_nodes(page))
+        shown = page.inner_text("#nodes") + drawn + details
+        assert "ahp-chat:" not in shown, shown
         assert watched.errors == []
 
 

@@ -6,12 +6,13 @@ from orchestrator.base import lazy_facade
 
 if TYPE_CHECKING:
     from ._approval_mode import ApprovalMode
-    from ._console import TeamConsole, describe_fact, render_tree
+    from ._console import TeamConsole, asker_text, describe_fact, render_tree
     from ._main import main
 
 __all__ = [
     "ApprovalMode",
     "TeamConsole",
+    "asker_text",
     "describe_fact",
     "main",
     "render_tree",
@@ -22,7 +23,7 @@ if not TYPE_CHECKING:
         __name__,
         {
             "._approval_mode": ("ApprovalMode",),
-            "._console": ("TeamConsole", "describe_fact", "render_tree"),
+            "._console": ("TeamConsole", "asker_text", "describe_fact", "render_tree"),
             "._main": ("main",),
         },
     )

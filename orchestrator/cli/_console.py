@@ -53,6 +53,8 @@ from orchestrator.core import (
     TaskStatus,
     TeamState,
     denied_calls,
+    member_name,
+    party_name,
 )
 from orchestrator.runtime import TeamRuntime
 
@@ -60,7 +62,7 @@ from ._approval_mode import ApprovalMode
 from ._conventions import Reporter
 from ._line_editor import LineBuffer, TerminalKeys, Typed
 
-__all__ = ["TeamConsole", "describe_fact", "render_tree"]
+__all__ = ["TeamConsole", "asker_text", "describe_fact", "render_tree"]
 
 
 #: How often, at most, the live tree is redrawn: about as often as an eye follows a
@@ -242,16 +244,31 @@ def describe_fact(state: TeamState, fact: Fact) -> str | None:
         case HandoffRecorded():
             return f"⇄ {name(action.from_chat)} handed off to {action.to_agent}: {action.reason}"
         case ApprovalRequested():
+            routed = "you" if action.routed_to == USER else party_name(state, action.routed_to)
             return (
-                f"? {action.requested_by} asks to run {action.tool_name}({action.summary}) "
-                f"— routed to {name(action.routed_to) if action.routed_to != USER else 'you'}"
+                f"? {asker_text(state, action.chat, action.requested_by)} asks to run "
+                f"{action.tool_name}({action.summary}) — routed to {routed}"
             )
         case ApprovalResolved():
-            decider = "you" if action.resolved_by == USER else name(action.resolved_by)
+            decider = (
+                "you"
+                if action.resolved_by == USER and action.principal is None
+                else party_name(state, action.resolved_by, action.principal)
+            )
             return f"  {action.approval} {action.decision} by {decider}"
     # The run's end is said by the command that ran it (orchestrator run), once, with the
     # session: not here too.
     return None
+
+
+def asker_text(state: TeamState, chat: str, fallback: str | None = None) -> str:
+    """Who asks, told apart from the others of its name: ``researcher #3 (task: Summarise
+    the changelog)``, its number among its agent's chats and the task it works on."""
+    name = member_name(state, chat)
+    if name is None:
+        return fallback or chat
+    on = f" (task: {_first(name.task_title, 60)})" if name.task_title else ""
+    return f"{name.label}{on}"
 
 
 def _agent_namer(state: TeamState) -> Callable[[str | None], str]:
@@ -438,15 +455,8 @@ class TeamConsole:
         await self.runtime.resolve_approval(request.approval, approved=approved)
 
     def _who(self, chat: str) -> str:
-        """An agent told apart from the others of its name: ``researcher [1a2b3c4d] (task:
-        Summarise the changelog)``, the chat's short id and the task it works on."""
-        member = self.runtime.state.members.get(chat)
-        if member is None:
-            return chat
-        short = chat[-8:]
-        task = self.runtime.state.tasks.get(member.task) if member.task else None
-        on = f" (task: {_first(task.title, 60)})" if task is not None and task.title else ""
-        return f"{member.agent} [{short}]{on}"
+        """An agent told apart from the others of its name (see :func:`asker_text`)."""
+        return asker_text(self.runtime.state, chat)
 
     def _said(self, line: str) -> None:
         """A line that stays: printed above the live tree (or in order, without one)."""

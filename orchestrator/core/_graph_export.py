@@ -2,15 +2,17 @@
 
 Each exporter is a pure function of a :class:`~orchestrator.core._graph.DelegationGraph`
 returning text; it reads the graph through its read-only view and never changes it. The
-diagram exporters (DOT, Mermaid) caption a node by its kind (:func:`_node_caption`: an agent
-and its status for a chat, a tool name for a tool call, ...); the data exporters (JSON,
-GraphML) keep every attribute. The module is pure: no trio, no sockets, no files.
+diagram exporters (DOT, Mermaid) caption a node by its kind (:func:`_node_caption`: its agent
+by name and number, ``analyst #2``, and its status for a chat, a tool name for a tool call,
+...); the data exporters (JSON, GraphML) keep every attribute. The module is pure: no trio,
+no sockets, no files.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -61,11 +63,26 @@ def to_graphml(graph: DelegationGraph) -> str:
     return "\n".join(nx.generate_graphml(clean)) + "\n"
 
 
-def _node_caption(node: str, data: Mapping[str, Any]) -> tuple[str, str | None]:
-    """A node's name and status, for diagram labels."""
+def _chat_names(g: Any) -> dict[str, str]:
+    """Each chat that runs an agent as people are shown it: ``analyst #2``, the n-th chat
+    (from 1, in the order the log first mentions them) that runs that agent, as an Agent
+    UI ``agentId`` numbers it."""
+    joined: Counter[str] = Counter()
+    names: dict[str, str] = {}
+    for node, data in g.nodes(data=True):
+        if data["kind"] == NodeKind.CHAT and data["agent"]:
+            joined[data["agent"]] += 1
+            names[node] = f"{data['agent']} #{joined[data['agent']]}"
+    return names
+
+
+def _node_caption(
+    node: str, data: Mapping[str, Any], names: Mapping[str, str]
+) -> tuple[str, str | None]:
+    """A node's name and status, for diagram labels; ``names``: see :func:`_chat_names`."""
     match data["kind"]:
         case NodeKind.CHAT:
-            return data["agent"] or data["title"] or node, data["status"]
+            return names.get(node) or data["title"] or node, data["status"]
         case NodeKind.TOOL_CALL:
             return data["tool_name"] or data["tool_call_id"] or node, data["status"]
         case NodeKind.TASK:
@@ -103,9 +120,10 @@ def _dot_string(text: object) -> str:
 def to_dot(graph: DelegationGraph) -> str:
     """Graphviz DOT text: node shapes by kind, edge labels = edge kind, every id quoted."""
     g = graph.graph
+    names = _chat_names(g)
     lines = ["digraph delegation {", "  node [fontname=Helvetica];", "  edge [fontsize=10];"]
     for node, data in g.nodes(data=True):
-        name, status = _node_caption(node, data)
+        name, status = _node_caption(node, data, names)
         label = name if status is None else f"{name}\n{status}"
         attributes = {
             "label": label,
@@ -197,9 +215,10 @@ def to_mermaid(graph: DelegationGraph, *, detail: bool = False) -> str:
         if detail or data["kind"] in _MERMAID_COMPACT_NODES
     ]
     ids = _mermaid_ids((node, data["kind"]) for node, data in shown)
+    names = _chat_names(g)
     lines = ["flowchart TD"]
     for node, data in shown:
-        name, status = _node_caption(node, data)
+        name, status = _node_caption(node, data, names)
         label = _mermaid_text(name)
         if status is not None:
             label += "<br/>" + _mermaid_text(status)

@@ -9,12 +9,18 @@ Pure: state in, values out; no trio, no IO.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
+import attrs
+
 from orchestrator.ahp import (
     ActiveTurn,
+    ChatInputAnswerValue,
+    ChatInputBooleanAnswerValue,
     ChatInputRequest,
+    ChatInputSelectedManyAnswerValue,
     ChatState,
     InputRequestResponsePart,
     MarkdownResponsePart,
@@ -27,24 +33,31 @@ from orchestrator.ahp import (
     ToolResultTextContent,
     Turn,
     TurnState,
+    UnknownChatInputAnswerValue,
 )
 
 from ._model_round import ToolOutcome
+from ._team_actions import USER
 from ._team_records import ApprovalRecord, TaskRecord
 from ._team_state import TeamState
 
 __all__ = [
+    "ASKED_BY_META",
     "INTERRUPTED",
     "ROUND_META",
     "Conversation",
     "Conversations",
+    "MemberName",
+    "answer_text",
     "conversation",
     "has_open_input",
     "input_request_id",
     "interrupted_turns",
     "is_interrupted",
+    "member_name",
     "open_questions",
     "outcome_of",
+    "party_name",
     "pending_approval_of",
     "round_of",
     "subagent_of",
@@ -55,6 +68,9 @@ __all__ = [
 
 #: The key in a tool call's ``_meta`` naming the model round (0, 1, ...) that asked for it.
 ROUND_META = "round"
+#: The key in the ``_meta`` of a call put to a person (a gated call, an ``ask``) naming
+#: who asks: ``{"agent", "number", "name", "task", "taskTitle"}`` (see :class:`MemberName`).
+ASKED_BY_META = "askedBy"
 #: ``errorType`` of a turn a stop cut off.
 INTERRUPTED = "Interrupted"
 
@@ -74,6 +90,17 @@ def is_interrupted(turn: Turn) -> bool:
 def interrupted_turns(chat: ChatState) -> int:
     """How many of the chat's turns a stop cut off (a backend numbers its retries by it)."""
     return sum(1 for turn in chat.turns if is_interrupted(turn))
+
+
+def answer_text(value: ChatInputAnswerValue) -> str:
+    """An answer as the asking model reads it."""
+    if isinstance(value, ChatInputBooleanAnswerValue):
+        return "yes" if value.value else "no"
+    if isinstance(value, ChatInputSelectedManyAnswerValue):
+        return ", ".join(value.value)
+    if isinstance(value, UnknownChatInputAnswerValue):
+        return json.dumps(value.raw.get("value"))  # as sent: the model may still read it
+    return str(value.value)
 
 
 def input_request_id(tool_call_id: str) -> str:
@@ -337,3 +364,69 @@ class Conversations:
     def forget(self, chat: str) -> None:
         """Let go of what is kept of ``chat``."""
         self._chats.pop(chat, None)
+
+
+# ── who asks, who decides ────────────────────────────────────────────────────
+
+
+@attrs.frozen(kw_only=True)
+class MemberName:
+    """A member as people are shown it: its agent's name and number, and its task.
+
+    ``number`` counts the chats that joined the run as ``agent``, from 1 in join order (the
+    ``#<n>`` of an Agent UI ``agentId``), so six analysts are ``analyst #1`` to ``#6``.
+    """
+
+    chat: str
+    agent: str
+    number: int
+    task: str
+    task_title: str | None  # None when the task is not (yet) known
+
+    @property
+    def label(self) -> str:
+        """``"analyst #3"``."""
+        return f"{self.agent} #{self.number}"
+
+    def meta(self) -> dict[str, Any]:
+        """As the ``_meta`` of a call put to a person carries it (:data:`ASKED_BY_META`)."""
+        meta: dict[str, Any] = {
+            "agent": self.agent,
+            "number": self.number,
+            "name": self.label,
+            "task": self.task,
+        }
+        if self.task_title is not None:
+            meta["taskTitle"] = self.task_title
+        return meta
+
+
+def member_name(state: TeamState, chat: str) -> MemberName | None:
+    """``chat``'s name and number, and its task; None for a chat that is no member."""
+    member = state.members.get(chat)
+    if member is None:
+        return None
+    number = 0
+    for other in state.members.values():  # in join order
+        if other.agent == member.agent:
+            number += 1
+        if other.chat == chat:
+            break
+    task = state.tasks.get(member.task)
+    return MemberName(
+        chat=chat,
+        agent=member.agent,
+        number=number,
+        task=member.task,
+        task_title=task.title if task is not None else None,
+    )
+
+
+def party_name(state: TeamState, party: str, principal: str | None = None) -> str:
+    """Who an approval is routed to or was decided by, as people say it: a member by its
+    name and number (``boss #1``), the user by the principal behind the decision when one
+    is known (``alice``), else ``user``; anything else as recorded."""
+    if party == USER:
+        return principal or USER
+    name = member_name(state, party)
+    return name.label if name is not None else party

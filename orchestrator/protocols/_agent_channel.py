@@ -55,8 +55,10 @@ from orchestrator.core import (
     ApprovalResolved,
     Fact,
     MemberJoined,
+    MemberName,
     TeamState,
     ViewUpdated,
+    member_name,
     open_questions,
 )
 
@@ -253,28 +255,25 @@ class AgentChannelProjector:
     def __init__(self, *, task_of: TaskIds = lambda _: None) -> None:
         self._task_of = task_of
         self._coordinator: str | None = None
-        self._agents: dict[str, str] = {}  # chat → agent name
         self._task: str | None = None  # the taskId of the coordinator's running turn
 
     def prime(self, state: TeamState, *, running_task: str | None = None) -> None:
-        """Start after ``state`` (a client reattaching): learn its chats and agents, and
-        the ``taskId`` of the coordinator's running turn (its result and done carry it)."""
+        """Start after ``state`` (a client reattaching): learn its coordinator, and the
+        ``taskId`` of the coordinator's running turn (its result and done carry it)."""
         self._coordinator = state.coordinator_chat()
         self._task = running_task
-        self._agents.update({chat: member.agent for chat, member in state.members.items()})
 
     def feed(self, fact: Fact, state: TeamState) -> list[dict[str, Any]]:
         """The events ``fact`` makes; ``state`` is the session's state with it applied."""
         action = fact.action
         chat = fact.channel
         match action:
-            case MemberJoined(chat=joined, agent=agent):
-                self._agents[joined] = agent
+            case MemberJoined(chat=joined):
                 if self._coordinator is None:
                     self._coordinator = joined
                 return []
             case ApprovalRequested() if action.routed_to == USER:
-                return [permission_request(action)]
+                return [permission_request(action, member_name(state, action.chat))]
             case ApprovalResolved():
                 record = state.approvals.get(action.approval)
                 if record is None or record.request.routed_to != USER:
@@ -290,7 +289,7 @@ class AgentChannelProjector:
             case ViewUpdated(view_type=view_type, content=content):
                 return [view_update(view_type, content)]
             case ChatInputRequestedAction(request=request):
-                return [question(chat, request, self._agents.get(chat, ""))]
+                return [question(chat, request, member_name(state, chat))]
         if chat != self._coordinator:
             return []
         return self._coordinator_event(fact, state)
@@ -349,19 +348,21 @@ class AgentChannelProjector:
         return [e for e in turn_messages(only) if e["type"] == kind]
 
 
-def permission_request(request: ApprovalRequested) -> dict[str, Any]:
-    """An approval routed to the user: who asked (the worker's chat and agent), for what."""
+def permission_request(request: ApprovalRequested, asker: MemberName | None) -> dict[str, Any]:
+    """An approval routed to the user: who asked (the worker's chat and agent, its number
+    among that agent's chats and its task's title), for what."""
     return agent_event(
         "permission_request",
         requestId=request.approval,
         agentId=request.chat,
         agentName=request.requested_by,
+        **_asker_fields(asker),
         toolName=request.tool_name,
         summary=request.summary,
     )
 
 
-def question(chat: str, request: ChatInputRequest, agent_name: str) -> dict[str, Any]:
+def question(chat: str, request: ChatInputRequest, asker: MemberName | None) -> dict[str, Any]:
     """A question a chat put; ``tool_response`` answers it by ``toolCallId``."""
     asked = [q.message for q in known_questions(request.questions) if q.message]
     return agent_event(
@@ -369,8 +370,20 @@ def question(chat: str, request: ChatInputRequest, agent_name: str) -> dict[str,
         questions=asked or [request.message or ""],
         toolCallId=tool_call_of_request(request.id),
         agentId=chat,
-        agentName=agent_name,
+        agentName=asker.agent if asker is not None else "",
+        **_asker_fields(asker),
     )
+
+
+def _asker_fields(asker: MemberName | None) -> dict[str, Any]:
+    """``agentNumber`` and ``taskTitle``: which of its agent's chats asks, and for what (the
+    spec's events take added fields; a client that does not know them ignores them)."""
+    if asker is None:
+        return {}
+    fields: dict[str, Any] = {"agentNumber": asker.number}
+    if asker.task_title is not None:
+        fields["taskTitle"] = asker.task_title
+    return fields
 
 
 def view_update(view_type: str, content: Any) -> dict[str, Any]:
@@ -399,13 +412,12 @@ def replay(state: TeamState) -> list[dict[str, Any]]:
         )
         events += turn_messages(attrs.evolve(turn, response_parts=ready))[:-2]  # no result yet
     events += [
-        permission_request(record.request)
+        permission_request(record.request, member_name(state, record.request.chat))
         for record in state.pending_approvals()
         if record.request.routed_to == USER
     ]
     for asking, request in open_questions(state):
-        member = state.members.get(asking)
-        events.append(question(asking, request, member.agent if member is not None else ""))
+        events.append(question(asking, request, member_name(state, asking)))
     views = state.run.views if state.run is not None else {}
     events += [view_update(view_type, content) for view_type, content in views.items()]
     return events

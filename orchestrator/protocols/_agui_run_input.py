@@ -19,7 +19,7 @@ from typing import Any, Final
 import attrs
 
 from orchestrator.base import RunInputError
-from orchestrator.core import ApprovalRecord
+from orchestrator.core import ApprovalRecord, MemberName
 
 __all__ = [
     "Event",
@@ -42,28 +42,43 @@ APPROVAL_RESPONSE_SCHEMA: Final[dict[str, Any]] = {
 }
 
 
-def approval_interrupt(record: ApprovalRecord, *, tool_call_id: str, subagent: str | None) -> Event:
+def approval_interrupt(
+    record: ApprovalRecord,
+    *,
+    tool_call_id: str,
+    subagent: str | None,
+    asker: MemberName | None = None,
+) -> Event:
     """The interrupt of a pending approval routed to the user.
 
     ``id`` is the approval id (what the resume entry answers), ``reason`` ``tool_approval``,
     ``toolCallId`` the wire id of the gated call, ``subagentRunId`` the worker that asked
     (absent when the coordinator itself did), and ``metadata`` names the approval, the tool,
-    the agent that asked and the summary of the call's input.
+    the agent that asked and the summary of the call's input. ``asker``: who asked, by name
+    and number, and its task; the message and ``metadata`` then say so (the schema keeps
+    extra data to ``metadata``).
     """
     request = record.request
+    who = request.requested_by
+    metadata: Event = {
+        "approval": request.approval,
+        "toolName": request.tool_name,
+        "agent": request.requested_by,
+        "chat": request.chat,
+        "summary": request.summary,
+    }
+    if asker is not None:
+        who = asker.label + (f" (task: {asker.task_title})" if asker.task_title else "")
+        metadata |= {"agentName": asker.label, "agentNumber": asker.number, "task": asker.task}
+        if asker.task_title is not None:
+            metadata["taskTitle"] = asker.task_title
     interrupt: Event = {
         "id": request.approval,
         "reason": TOOL_APPROVAL,
-        "message": f"{request.requested_by} asks to run {request.tool_name}: {request.summary}",
+        "message": f"{who} asks to run {request.tool_name}: {request.summary}",
         "toolCallId": tool_call_id,
         "responseSchema": APPROVAL_RESPONSE_SCHEMA,
-        "metadata": {
-            "approval": request.approval,
-            "toolName": request.tool_name,
-            "agent": request.requested_by,
-            "chat": request.chat,
-            "summary": request.summary,
-        },
+        "metadata": metadata,
     }
     if subagent is not None:
         interrupt["subagentRunId"] = subagent

@@ -64,6 +64,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from orchestrator.ahp import (
+    ChatInputAnswered,
     ChatInputCompletedAction,
     ChatInputRequestedAction,
     ChatInputResponseKind,
@@ -78,6 +79,7 @@ from orchestrator.ahp import (
 )
 from orchestrator.base import resolve_subclass
 from orchestrator.core import (
+    USER,
     Action,
     ApprovalDecision,
     ApprovalRequested,
@@ -94,8 +96,10 @@ from orchestrator.core import (
     TaskStarted,
     TaskStatus,
     TeamState,
+    answer_text,
 )
 
+from ._agent_channel import tool_call_of_request
 from ._agentui import (
     ActionType,
     Control,
@@ -511,8 +515,12 @@ class AgentUiProjector(EnvelopeBuilder):
                 ).value,
                 requestedBy=action.requested_by,
                 requestedByAgentId=self._agent_ids.get(action.chat),
+                requestedByName=self._name_of(action.chat),
+                taskTitle=self._task_title(action.chat),
                 routedTo=action.routed_to,
                 routedToAgent=routed_member.agent if routed_member is not None else None,
+                routedToAgentId=self._agent_ids.get(action.routed_to),
+                routedToName=self._party(action.routed_to),
                 policyScope=action.policy_scope,
                 toolName=action.tool_name,
                 inputSummary=action.summary,
@@ -545,11 +553,33 @@ class AgentUiProjector(EnvelopeBuilder):
             payload={
                 "decision": record.decision.value,
                 "resolvedBy": action.resolved_by,
+                "resolvedByName": self._party(action.resolved_by, action.principal),
+                **compact(resolvedByAgentId=self._agent_ids.get(action.resolved_by)),
                 "toolName": request.tool_name,
                 "requestedBy": request.requested_by,
+                **compact(requestedByName=self._name_of(request.chat)),
                 **({"principal": action.principal} if action.principal is not None else {}),
             },
         )
+
+    def _name_of(self, chat: str) -> str | None:
+        """A member as people are shown it: ``analyst #3``, the number of its ``agentId``."""
+        member = self.state.members.get(chat)
+        agent_id = self._agent_ids.get(chat)
+        if member is None or agent_id is None:
+            return None
+        return f"{member.agent} #{agent_id.rpartition('#')[2]}"
+
+    def _party(self, party: str, principal: str | None = None) -> str:
+        """Who an approval is routed to or decided by (see :func:`party_name`)."""
+        if party == USER:
+            return principal or USER
+        return self._name_of(party) or party
+
+    def _task_title(self, chat: str) -> str | None:
+        member = self.state.members.get(chat)
+        task = self.state.tasks.get(member.task) if member is not None else None
+        return task.title if task is not None else None
 
     def _run_finished(self, fact: Fact, action: RunFinished) -> Envelope:
         failed = action.status is RunStatus.FAILED
@@ -600,6 +630,7 @@ class AgentUiProjector(EnvelopeBuilder):
                 agent_id=self._agent_ids.get(fact.channel),
                 parent_session_id=self.session if parent is not None else None,
                 parent_thread_id=parent[0] if parent is not None else None,
+                tool_call_id=tool_call_of_request(request.id),  # what an answer names
                 action_id=request.id,
                 payload=compact(
                     actionType=(
@@ -607,7 +638,10 @@ class AgentUiProjector(EnvelopeBuilder):
                     ).value,
                     requestedBy=member.agent,
                     requestedByAgentId=self._agent_ids.get(fact.channel),
+                    requestedByName=self._name_of(fact.channel),
+                    taskTitle=self._task_title(fact.channel),
                     routedTo="user",
+                    routedToName="user",
                     message=_text(request.message),
                     questions=[
                         compact(
@@ -644,7 +678,14 @@ class AgentUiProjector(EnvelopeBuilder):
                 task_id=member.task,
                 agent_id=self._agent_ids.get(fact.channel),
                 action_id=action.request_id,
-                payload={"response": action.response.value, "requestedBy": member.agent},
+                payload={
+                    "response": action.response.value,
+                    "requestedBy": member.agent,
+                    **compact(
+                        requestedByName=self._name_of(fact.channel),
+                        answer=_answer_of(action) if accepted else None,
+                    ),
+                },
             )
         ]
 
@@ -819,3 +860,14 @@ def project_facts(session: str, facts: Iterable[Fact]) -> list[Envelope]:
     """Every envelope of ``facts`` (one session's log, in order): a fresh projector's feed."""
     projector = AgentUiProjector(session)
     return [envelope for fact in facts for envelope in projector.feed(fact)]
+
+
+def _answer_of(action: ChatInputCompletedAction) -> str | None:
+    """What was answered, as the asking model reads it (one question per request: the
+    answers of several are joined)."""
+    values = [
+        answer_text(answer.value)
+        for answer in (action.answers or {}).values()
+        if isinstance(answer, ChatInputAnswered)
+    ]
+    return "; ".join(values) if values else None

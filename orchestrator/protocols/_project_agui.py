@@ -117,6 +117,7 @@ from orchestrator.core import (
     TaskFinished,
     TaskStatus,
     TeamState,
+    member_name,
     tool_call_of,
     turn_text,
 )
@@ -723,6 +724,7 @@ class AguiProjector:
                 record,
                 tool_call_id=self._wire_call_id(record.request.chat, record.request.tool_call_id),
                 subagent=self._subagent_of(record.request.chat),
+                asker=member_name(self.state, record.request.chat),
             )
             for record in waiting
         ]

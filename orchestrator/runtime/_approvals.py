@@ -49,7 +49,6 @@ from orchestrator.ahp import (
     KnownChatInputQuestion,
     ToolCallCancellationReason,
     ToolCallConfirmationReason,
-    UnknownChatInputAnswerValue,
 )
 from orchestrator.base import RunError
 from orchestrator.core import (
@@ -61,6 +60,7 @@ from orchestrator.core import (
     ApprovalResolved,
     ToolCallRequest,
     ToolOutcome,
+    answer_text,
     has_open_input,
     input_request_id,
     open_questions,
@@ -354,17 +354,6 @@ def parse_answer(question: ChatInputQuestion, text: str) -> ChatInputAnswerValue
             )
         case _:
             return ChatInputTextAnswerValue(value=text.strip())
-
-
-def answer_text(value: ChatInputAnswerValue) -> str:
-    """An answer as the asking model reads it."""
-    if isinstance(value, ChatInputBooleanAnswerValue):
-        return "yes" if value.value else "no"
-    if isinstance(value, ChatInputSelectedManyAnswerValue):
-        return ", ".join(value.value)
-    if isinstance(value, UnknownChatInputAnswerValue):
-        return json.dumps(value.raw.get("value"))  # as sent: the model may still read it
-    return str(value.value)
 
 
 _YES: Final = frozenset({"y", "yes", "true", "1"})

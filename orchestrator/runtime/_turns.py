@@ -14,8 +14,9 @@ which runs that chat's turns through this loop again), command tools run their p
 Python tools their function (:mod:`orchestrator.runtime._python_tool`; resolved once, when
 the team runtime is made), an MCP server's tool (``mcp.<server>/<tool>``) is called on its
 server, and every other tool answers its scripted result. A command tool's, Python tool's or
-MCP tool's input is checked against its schema first: input that does not fit fails the
-call, and the model reads why.
+MCP tool's input is checked against its schema as the call is recorded, before any approval
+is asked (:meth:`Turns._checked`): input that does not fit fails the call, and the model
+reads why.
 
 The tools a model is offered are made once per agent, and again when an MCP server's
 listing changes (:attr:`McpServers.version <orchestrator.runtime._mcp.McpServers.version>`).
@@ -62,8 +63,9 @@ from orchestrator.ahp import (
     TurnState,
     UsageInfo,
 )
-from orchestrator.base import RunError
+from orchestrator.base import RunError, evolve
 from orchestrator.core import (
+    ASKED_BY_META,
     INTERRUPTED_SUMMARY,
     ROUND_META,
     Action,
@@ -79,6 +81,7 @@ from orchestrator.core import (
     ToolOutcome,
     UsageReport,
     is_interrupted,
+    member_name,
     pending_approval_of,
     resume_point,
     steering_injected,
@@ -535,8 +538,9 @@ class Turns:
                         open_part = None
                         started = event.tool_call_id in streaming
                         streaming.discard(event.tool_call_id)
-                        requested = self._tool_call_ready(ctx, event, started=started)
-                        requests.append(event)
+                        request = self._checked(ctx, event)
+                        requested = self._tool_call_ready(ctx, request, started=started)
+                        requests.append(request)
                     case UsageReport():
                         usage = event
         if requested is not None:
@@ -578,14 +582,29 @@ class Turns:
         A call whose input cannot run needs no approval: it will not run.
         """
         if request.input_error is not None:
-            tool_input = request.raw_input or "{}"
+            tool_input = (
+                request.raw_input
+                if request.raw_input is not None
+                else json.dumps(request.arguments, sort_keys=True, ensure_ascii=False)
+            )
             needs_approval = False
         else:
             tool_input = json.dumps(request.arguments, sort_keys=True, ensure_ascii=False)
             needs_approval = ctx.agent.needs_approval_for(request.tool_name)
+        meta = None
+        asker = (
+            member_name(self.run.state, ctx.chat)
+            if needs_approval or (request.tool_name == "ask" and request.input_error is None)
+            else None
+        )
+        if asker is not None:
+            # Put to a person: say who asks, and for what task (the ready's _meta replaces
+            # the start's, so the round goes too).
+            meta = {ROUND_META: ctx.round_index, ASKED_BY_META: asker.meta()}
         ready = ChatToolCallReadyAction(
             turn_id=ctx.turn_id,
             tool_call_id=request.tool_call_id,
+            meta=meta,
             invocation_message=_invocation(request),
             tool_input=tool_input,
             confirmation_title=f"Run {request.tool_name}" if needs_approval else None,
@@ -596,6 +615,31 @@ class Turns:
             start = self._tool_call_start(ctx, request.tool_call_id, request.tool_name, request)
             batch.insert(0, (ctx.chat, start))
         return self.run.recorder.submit(batch)
+
+    def _checked(self, ctx: ChatContext, request: ToolCallRequest) -> ToolCallRequest:
+        """``request``, with its ``input_error`` set when its input does not fit its tool's
+        schema: checked before the call is recorded, so a call that cannot run is never put
+        to a person for approval (a backend's own check, an OpenAI model's, comes first).
+
+        Command, Python and MCP tools declare schemas; the team's tools (``delegate``,
+        ``handoff``, ``ask``) are checked as they run, and a plain tool takes any object.
+        """
+        name = request.tool_name
+        if request.input_error is not None or not ctx.agent.may_call(name):
+            return request  # already refused, or refused with its own message as it runs
+        problem: str | None = None
+        python = self._python_tools.get(name)
+        command = self.run.team.command_tool(name)
+        if python is not None:
+            problem = check_tool_input((python.definition,), name, request.arguments)
+        elif command is not None:
+            problem = command_input_problem(command, request.arguments)
+        elif mcp_tool_ref(name) is not None and self.run.tool_servers is not None:
+            offered = self._tools(ctx.agent)
+            # A tool the server does not list (now) is left to its call: the answer says why.
+            if any(t.name == name for t in offered):
+                problem = check_tool_input(offered, name, request.arguments)
+        return request if problem is None else evolve(request, input_error=problem)
 
     # ── tools ────────────────────────────────────────────────────────────────
 

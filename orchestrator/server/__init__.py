@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from ._rate_limit import TokenBucket
     from ._scheduler import Scheduler, Teammate, describe_schedule
     from ._served_names import ANY_NAME, ServedNames, host_name, is_served
-    from ._session_folds import EnvelopeCache, GraphCache, SessionFolds
-    from ._team_log import TeamLog, team_frame
+    from ._session_folds import EnvelopeCache, EnvelopeFold, GraphCache, SessionFolds
+    from ._team_log import ReadFacts, TeamLog, team_frame
     from ._web import WebError, session_summary, web_routes
     from ._web_assets import CONTENT_SECURITY_POLICY, Asset, WebAssets, web_root
 
@@ -63,6 +63,7 @@ __all__ = [
     "CommandServer",
     "Daemon",
     "EnvelopeCache",
+    "EnvelopeFold",
     "ExpectedAction",
     "FollowedRuntime",
     "Forwarder",
@@ -74,6 +75,7 @@ __all__ = [
     "Outbox",
     "Permission",
     "Principals",
+    "ReadFacts",
     "Role",
     "Scheduler",
     "SendLock",
@@ -160,8 +162,8 @@ if not TYPE_CHECKING:
             "._rate_limit": ("TokenBucket",),
             "._scheduler": ("Scheduler", "Teammate", "describe_schedule"),
             "._served_names": ("ANY_NAME", "ServedNames", "host_name", "is_served"),
-            "._session_folds": ("EnvelopeCache", "GraphCache", "SessionFolds"),
-            "._team_log": ("TeamLog", "team_frame"),
+            "._session_folds": ("EnvelopeCache", "EnvelopeFold", "GraphCache", "SessionFolds"),
+            "._team_log": ("ReadFacts", "TeamLog", "team_frame"),
             "._web": ("WebError", "session_summary", "web_routes"),
             "._web_assets": ("Asset", "CONTENT_SECURITY_POLICY", "WebAssets", "web_root"),
         },

@@ -38,7 +38,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from orchestrator.base import FactLogError, JsonLimits, PeerProtocolError, parse_json
-from orchestrator.core import TeamState
+from orchestrator.core import TeamState, open_questions
 from orchestrator.journal import SESSION_STATUSES, SessionInfo
 from orchestrator.protocols import chat_transcript
 
@@ -124,11 +124,12 @@ def _count(value: str | None, what: str, *, default: int, most: int) -> int:
 
 def session_summary(info: SessionInfo, live: LiveSession | None = None) -> dict[str, Any]:
     """A session as the list shows it: the journal's record, and what the live one adds."""
-    pending = 0
+    pending = questions = 0
     activity = None
     if live is not None:
         state = live.state
         pending = sum(1 for a in state.approvals.values() if a.decision is None)
+        questions = len(open_questions(state))
         activity = "idle" if live.idle.is_set() else "busy"
     ended = info.status != "running"
     return {
@@ -144,6 +145,9 @@ def session_summary(info: SessionInfo, live: LiveSession | None = None) -> dict[
         "endedAt": info.updated_at if ended else None,
         "facts": info.last_sequence,
         "pendingApprovals": pending,
+        "pendingQuestions": questions,
+        # What waits for a decision of someone: the list's "Pending" column.
+        "pending": pending + questions,
     }
 
 

@@ -16,8 +16,11 @@
  *     kind "queued":   id = "queued:" + taskId; a delegation waiting for room in the parallel
  *                      budget (task.changed status "queued" with no chat yet); removed when
  *                      the task's chat is spawned
- *     kind "approval": id = "approval:" + actionId; requestedBy, routedTo, resolvedBy,
- *                      decision, toolName, summary, chat (the asking chat), status
+ *     kind "approval": id = "approval:" + actionId; requestedBy, routedTo, resolvedBy (each
+ *                      as people say it: "analyst #3", "alice"), taskTitle (the asker's
+ *                      task), decision, toolName, summary, chat (the asking chat), status;
+ *                      a question (`question` true) also toolCallId (what an answer names)
+ *                      and, answered, its answer
  *   edges: Map id -> {id, kind, source, target, label}
  *     kind "spawn"    parent chat -> worker chat (agent.spawned's parentThreadId)
  *     kind "handoff"  from chat -> to chat (agent.handoff), label its status
@@ -189,10 +192,14 @@
         role: "",
         status: "pending",
         parent: env.threadId || null,
-        requestedBy: payload.requestedBy || "?",
-        routedTo: payload.routedTo || "?",
+        // A name and number ("analyst #3") where the envelope has one, else as recorded.
+        requestedBy: payload.requestedByName || payload.requestedBy || "?",
+        routedTo: payload.routedToName || payload.routedTo || "?",
+        taskTitle: payload.taskTitle || "",
+        toolCallId: env.toolCallId || null,
         resolvedBy: null,
         decision: null,
+        answer: null,
         toolName: payload.toolName || null,
         summary:
           payload.inputSummary ||
@@ -203,7 +210,7 @@
       });
       if (env.threadId) {
         chatNode(model, env.threadId);
-        addEdge(model, "asks", id, env.threadId, "asked by " + (payload.requestedBy || "?"));
+        addEdge(model, "asks", id, env.threadId, "asked by " + model.nodes.get(id).requestedBy);
       }
     }
   }
@@ -213,8 +220,12 @@
     const node = model.nodes.get("approval:" + env.actionId);
     if (!node) return;
     node.decision = payload.decision || payload.response || "resolved";
-    node.resolvedBy = payload.resolvedBy || null;
-    node.status = node.decision;
+    node.resolvedBy = payload.resolvedByName || payload.resolvedBy || null;
+    if (node.question && payload.response === "accept") {
+      // What was answered is what a reader wants, not the protocol's "accept".
+      node.answer = payload.answer === undefined ? null : payload.answer;
+      node.status = "answered";
+    } else node.status = node.decision;
   }
 
   function onRun(model, env) {
@@ -294,6 +305,7 @@
   function statusText(node) {
     if (node.kind === "approval") {
       if (node.status === "pending") return "pending (routed to " + node.routedTo + ")";
+      if (node.status === "answered") return node.answer === null ? "answered" : "answered: " + node.answer;
       return node.status + (node.resolvedBy ? " by " + node.resolvedBy : "");
     }
     if (node.waitingFor) return node.status + " (" + node.waitingFor + ")";

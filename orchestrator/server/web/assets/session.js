@@ -24,7 +24,9 @@
  *
  * Approve / Deny / Answer appear only for a principal with `operate`, on a live session.
  * The agent channel carries them: `approve` / `reject` with the approval id as `requestId`,
- * `tool_response` with the question's `toolCallId`.
+ * `tool_response` with the question's `toolCallId`. What waits (approvals and questions
+ * alike) is read from the model, so a card stays until its `action.resolved` arrives: an
+ * answer the daemon refuses leaves it up, with the reason, to be answered again.
  *
  * The side panel shows the selected chat's transcript (`GET .../transcript?thread=`), fetched
  * again (debounced) when an envelope of that chat or any agent-channel activity arrives.
@@ -56,7 +58,8 @@
     let selected = null;
     let socket = null;
     let ended = false;
-    const questions = new Map(); // toolCallId -> {agentName, questions}
+    const refusals = new Map(); // toolCallId -> why the daemon refused the last answer sent
+    let answering = null; // the toolCallId of the answer sent last, until its reply
     const timers = [];
 
     // ── the page's parts ──
@@ -174,26 +177,33 @@
     }
 
     let actionsDrawn = null;
+    // "analyst #3" and its task: who asks, told apart from the others of its name.
+    function asker(node) {
+      const task = node.taskTitle ? " (task: " + O.shorten(node.taskTitle, 80) + ")" : "";
+      return node.requestedBy + task;
+    }
+
     function drawActions() {
       const live = !offline && summary && summary.live && !ended;
       const operate = context.canOperate && live;
+      const pending = [...model.nodes.values()].filter((node) => node.kind === "approval" && node.status === "pending");
+      if (answering !== null && !pending.some((node) => node.question && questionCall(node) === answering)) answering = null; // taken
       // Redrawn only when what waits changed: a button rebuilt under the pointer of a busy
-      // session would lose its click.
-      const waiting = [...model.nodes.values()]
-        .filter((node) => node.kind === "approval" && node.status === "pending" && !node.question)
-        .map((node) => node.id + "|" + node.summary);
-      const signature = JSON.stringify([operate, waiting, [...questions.keys()]]);
+      // session would lose its click, an answer being typed its text.
+      const signature = JSON.stringify([operate, pending.map((node) => node.id + "|" + node.summary), [...refusals]]);
       if (signature === actionsDrawn) return;
       actionsDrawn = signature;
+      const typed = new Map([...actionsList.querySelectorAll("input.answer")].map((input) => [input.id, input.value]));
       O.clear(actionsList);
-      let count = 0;
-      for (const node of model.nodes.values()) {
-        if (node.kind !== "approval" || node.status !== "pending" || node.question) continue;
-        count += 1;
+      for (const node of pending) {
+        if (node.question) {
+          actionsList.appendChild(questionItem(node, operate, typed));
+          continue;
+        }
         const item = h(
           "li",
           { class: "approval", "data-approval": node.actionId },
-          h("p", null, h("strong", { text: (node.toolName || "an action") + " " }), "asked by " + node.requestedBy + ", routed to " + node.routedTo + (node.summary ? ": " + node.summary : ""))
+          h("p", null, h("strong", { text: (node.toolName || "an action") + " " }), "asked by " + asker(node) + ", routed to " + node.routedTo + (node.summary ? ": " + node.summary : ""))
         );
         if (operate) {
           item.appendChild(
@@ -207,34 +217,44 @@
         }
         actionsList.appendChild(item);
       }
-      for (const [toolCallId, question] of questions) {
-        count += 1;
-        const input = h("input", { type: "text", id: "answer-" + toolCallId, class: "answer" });
-        const item = h(
-          "li",
-          { class: "question", "data-question": toolCallId },
-          h("p", null, h("strong", { text: (question.agentName || "an agent") + " asks: " }), (question.questions || []).map((q) => (typeof q === "string" ? q : q.message || JSON.stringify(q))).join(" / "))
-        );
-        if (operate) {
-          item.appendChild(h("label", { for: "answer-" + toolCallId, text: "Answer" }));
-          item.appendChild(input);
-          item.appendChild(
-            h("button", {
-              type: "button",
-              "data-action": "answer",
-              text: "Answer",
-              onclick: function () {
-                if (socket && socket.send({ channel: "agent", type: "tool_response", toolCallId: toolCallId, result: input.value })) {
-                  questions.delete(toolCallId);
-                  drawActions();
-                }
-              },
-            })
-          );
-        }
-        actionsList.appendChild(item);
-      }
-      if (count === 0) actionsList.appendChild(h("li", { class: "notice", text: "Nothing is waiting." }));
+      if (pending.length === 0) actionsList.appendChild(h("li", { class: "notice", text: "Nothing is waiting." }));
+    }
+
+    function questionCall(node) {
+      return node.toolCallId || node.actionId.replace(/^input-/, "");
+    }
+
+    function questionItem(node, operate, typed) {
+      const toolCallId = questionCall(node);
+      const inputId = "answer-" + toolCallId;
+      const item = h(
+        "li",
+        { class: "question", "data-question": toolCallId },
+        h("p", null, h("strong", { text: asker(node) + " asks: " }), node.summary)
+      );
+      if (refusals.has(toolCallId)) item.appendChild(h("p", { class: "error", role: "alert", text: "Not taken: " + refusals.get(toolCallId) }));
+      if (!operate) return item;
+      const input = h("input", { type: "text", id: inputId, class: "answer" });
+      input.value = typed.get(inputId) || "";
+      item.appendChild(h("label", { for: inputId, text: "Answer" }));
+      item.appendChild(input);
+      item.appendChild(
+        h("button", {
+          type: "button",
+          "data-action": "answer",
+          text: "Answer",
+          onclick: function () {
+            // The card stays until the answer is recorded (action.resolved): one the daemon
+            // refuses comes back as an error, said on the card.
+            if (socket && socket.send({ channel: "agent", type: "tool_response", toolCallId: toolCallId, result: input.value })) {
+              answering = toolCallId;
+              refusals.delete(toolCallId);
+              drawActions();
+            } else errorBox.textContent = "Not connected: the answer was not sent.";
+          },
+        })
+      );
+      return item;
     }
 
     function decide(actionId, type) {
@@ -571,14 +591,13 @@
             receive([message.event]);
           } else if (message.type === "session_ended") {
             /* the close that follows says what next */
-          } else if (message.type === "question" && message.toolCallId) {
-            questions.set(message.toolCallId, { agentName: message.agentName, questions: message.questions });
-            drawActions();
-          } else if (message.type === "tool_result" && questions.has(message.toolCallId)) {
-            questions.delete(message.toolCallId);
-            drawActions();
           } else if (message.type === "error") {
-            errorBox.textContent = (message.code ? message.code + ": " : "") + (message.message || "error");
+            const text = (message.code ? message.code + ": " : "") + (message.message || "error");
+            if (answering !== null) {
+              refusals.set(answering, message.message || text); // said on its card
+              answering = null;
+              drawActions();
+            } else errorBox.textContent = text;
           }
           // Text and tool calls stream on the agent channel, not as envelopes: an open
           // transcript is fetched again after them too (debounced).
@@ -586,7 +605,7 @@
         },
         onClose: function () {
           socket = null;
-          questions.clear();
+          answering = null;
           // Ended or the daemon going away: ask the daemon which (it may be down a while).
           // A socket that never opened waits its turn first, so a refusing daemon is not
           // asked in a loop.

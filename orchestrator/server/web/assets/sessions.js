@@ -30,7 +30,7 @@
         h(
           "tr",
           null,
-          ["Status", "Team", "Title", "Started", "Duration", "Pending approvals"].map(function (name) {
+          ["Status", "Team", "Title", "Started", "Duration", "Pending"].map(function (name) {
             return h("th", { scope: "col", text: name });
           })
         )
@@ -107,8 +107,12 @@
         set(cells[3].firstChild, O.formatTime(s.startedAt));
         cells[3].firstChild.setAttribute("datetime", s.startedAt || "");
         set(cells[4], O.formatDuration(s.startedAt, s.endedAt));
-        set(cells[5], String(s.pendingApprovals || 0));
-        cells[5].className = s.pendingApprovals ? "attention" : "";
+        // Approvals and questions alike wait for someone (a daemon before `pending` counted
+        // approvals only).
+        const waiting = s.pending !== undefined ? s.pending : s.pendingApprovals || 0;
+        set(cells[5], String(waiting));
+        cells[5].title = (s.pendingApprovals || 0) + " approval(s), " + (s.pendingQuestions || 0) + " question(s)";
+        cells[5].className = waiting ? "attention" : "";
         body.appendChild(tr); // in order: an existing row moves, a new one is added
       }
       for (const [id, tr] of rows) {

@@ -206,6 +206,12 @@
     return seconds + " s";
   }
 
+  /** `text` cut to `limit` characters, an ellipsis saying so. */
+  function shorten(text, limit) {
+    const value = String(text || "");
+    return value.length <= limit ? value : value.slice(0, limit - 1) + "…";
+  }
+
   /** The id used in `#/sessions/ID` from a session id or URI. */
   function sessionId(idOrUri) {
     return String(idOrUri || "").replace(/^ahp-session:\//, "");
@@ -251,6 +257,7 @@
     formatTime: formatTime,
     formatDuration: formatDuration,
     sessionId: sessionId,
+    shorten: shorten,
     debounce: debounce,
     download: download,
   });
