@@ -10,7 +10,6 @@ alone.
 
 from __future__ import annotations
 
-import gc
 import os
 import signal
 import subprocess
@@ -23,7 +22,6 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trio_websocket import ConnectionRejected
 
 from orchestrator.core import ApprovalRequested
 from orchestrator.journal import JournalReader, SessionLocks, lock_path
@@ -182,25 +180,22 @@ def test_resume_of_a_session_a_live_run_holds_is_refused_then_runs_once_it_is_ki
     assert "published to" in resumed.stdout
 
 
-@pytest.mark.filterwarnings("ignore::ResourceWarning")  # a rejected trio-websocket client
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_a_daemon_leaves_alone_a_session_a_live_run_holds(tmp_path: Path) -> None:
     """A daemon started on the journal of a live ``orchestrator run`` does not take its
-    session up (before the locks, it did, and ran its turns again), and a client asking for
-    it is told why; the run goes on and is the only writer of its session."""
+    session up (before the locks, it did, and ran its turns again): a client asking for it
+    follows it (``test_sqlite_following``), and a prompt to it is refused, naming the run;
+    the run goes on and is the only writer of its session."""
     db, mirror = tmp_path / "journal.db", tmp_path / "facts.jsonl"
     run = parking_run(db, mirror)
     try:
         session = await trio.to_thread.run_sync(parked, mirror)
         before = JournalReader(db).facts(session)
         async with running_daemon(tmp_path, db=db) as daemon:
-            with pytest.raises(ConnectionRejected) as refused:
-                async with connect(daemon, f"session={session}"):
-                    pass
-            assert refused.value.status_code == 404
-            assert b"is being run by another process" in (refused.value.body or b"")
-            del refused
-            gc.collect()
+            async with connect(daemon, f"session={session}") as client:
+                await client.until_type("init")
+                await client.send({"channel": "agent", "type": "prompt", "prompt": "and more"})
+                refused = await client.until_type("error")
+            assert f"is run by `orchestrator run`, pid {run.pid}" in refused["message"]
         assert JournalReader(db).facts(session) == before, "the daemon wrote nothing of it"
         assert run.poll() is None, "the run goes on"
         # The run's own approval: it finishes, alone.

@@ -53,7 +53,10 @@ any, whose commands are forwarded to the owner (:mod:`._forwarding`); the cluste
 carries out the commands forwarded to this node. When the lease of a session this node
 follows expires (its owner died), the take-over scan ends the followed session first (its
 clients are told to reattach) and takes the session up; a followed session nobody watches
-is dropped by :meth:`Daemon.evict_idle`.
+is dropped by :meth:`Daemon.evict_idle`. On a SQLite journal, a session that another process
+on the file runs (an ``orchestrator run`` beside the daemon) is followed the same way, read-only
+(:attr:`Daemon.following`, see :mod:`._sqlite_following`), and :meth:`Daemon.run_by` says
+which process runs it.
 
 Bounds: a session opened but never prompted holds memory and nothing else; it is forgotten
 ``unprompted_session`` seconds after it was opened or its last client left (at most
@@ -101,8 +104,10 @@ from orchestrator.spec import BackgroundSpec, McpServer, TeamSpec, load_team, pa
 
 from ._cluster import Cluster
 from ._config import Limits
+from ._followed import FollowedRuntime
 from ._live_session import LiveSession, SessionObserver, _busy, session_uri
 from ._root_channel import RootChannel, agents_of
+from ._sqlite_following import SqliteFollowing
 
 __all__ = [
     "Daemon",
@@ -253,6 +258,9 @@ class Daemon:
         # Following the other nodes' sessions and serving their commands (see _cluster):
         # made once the daemon's own parts are.
         self.cluster: Cluster | None = None
+        # Following the sessions other processes on a SQLite file run (see
+        # _sqlite_following): made once the daemon's own parts are.
+        self.following: SqliteFollowing | None = None
         self.limits = limits or Limits()
         self.subscriber_buffer = subscriber_buffer
         self.shutdown_grace = shutdown_grace
@@ -303,6 +311,14 @@ class Daemon:
                 remove=self._remove_session,
                 owned=self._owned,
             )
+        elif journal.session_locks is not None:
+            self.following = SqliteFollowing(
+                self,
+                locks=journal.session_locks,
+                reader=self.reader,
+                add=self._add_session,
+                remove=self._remove_session,
+            )
 
     # ── the service ────────────────────────────────────────────────────────
 
@@ -321,6 +337,8 @@ class Daemon:
                 nursery.start_soon(self._take_over, self.leases)
             if self.cluster is not None:
                 await nursery.start(self.cluster.serve)
+            if self.following is not None:
+                await nursery.start(self.following.serve)
             # After the take-up: a teammate's run that was going is followed where it is.
             for companion in self.companions:
                 await nursery.start(companion.serve)
@@ -371,8 +389,26 @@ class Daemon:
         return sorted(uri for uri, live in self.sessions.items() if live.started)
 
     def followed_sessions(self) -> list[str]:
-        """The sessions this node follows (another node of the journal runs them)."""
-        return sorted(self.cluster.followed) if self.cluster is not None else []
+        """The sessions this node follows (another node of the journal runs them, or
+        another process of its SQLite file)."""
+        if self.cluster is not None:
+            return sorted(self.cluster.followed)
+        return sorted(self.following.followed) if self.following is not None else []
+
+    def run_by(self, uri: str) -> dict[str, object] | None:
+        """Who runs ``uri`` when this daemon does not: on SQLite the process holding it
+        (``{"program": "orchestrator run", "pid": 4242}``, either None where unknown), on
+        PostgreSQL the node it is followed from (``{"node": ...}``); None when this daemon
+        runs it or nobody does (as far as it knows without asking the database).
+        Blocking (a system call, a file of /proc): cheap, but not a checkpoint."""
+        if self.following is not None:
+            try:
+                holder = self.following.holder(uri)
+            except FactLogError:
+                return None
+            return None if holder is None else holder.to_json()
+        followed = self.cluster.follows(uri) if self.cluster is not None else None
+        return None if followed is None else {"node": followed.owner}
 
     async def _acquire(self, uri: str, *, quiet: bool = False) -> bool:
         """Whether this node may run ``uri``: on SQLite once this process holds the
@@ -525,6 +561,8 @@ class Daemon:
             if info.status != "running":
                 return None
             if not await self._acquire(uri):
+                if self.following is not None:
+                    return await self.following.follow(uri)
                 if self.cluster is None:
                     raise RunError(self._elsewhere(uri))
                 return await self.cluster.follow(uri)
@@ -548,9 +586,41 @@ class Daemon:
             f"node, {self.node}, then follows it) or connect to that node"
         )
 
+    async def watch(self, session: str) -> LiveSession | None:
+        """The live session ``session`` (an id or URI) without taking it up: the one this
+        daemon runs, or, on SQLite, followed when another process runs it (see
+        :meth:`find`, which also takes up a session nobody runs). None otherwise. What a
+        page that reads a session asks for: reading takes nothing up."""
+        uri = session_uri(session)
+        live = self.sessions.get(uri)
+        if live is not None and not live.put_away:
+            return live
+        if self.following is None:
+            return None
+        async with self._finding.hold(uri):
+            live = self.sessions.get(uri)
+            if live is not None:
+                return None if live.put_away else live
+            try:
+                holder = await trio.to_thread.run_sync(self.following.holder, uri)
+                if holder is None:
+                    return None
+                info = await trio.to_thread.run_sync(self.reader.session, uri)
+            except FactLogError:
+                return None
+            if info.status != "running":
+                return None
+            return await self.following.follow(uri)
+
+    def _follower(self, uri: str) -> FollowedRuntime | None:
+        """How this daemon follows ``uri`` (another node or process runs it), if it does."""
+        if self.cluster is not None:
+            return self.cluster.follows(uri)
+        return self.following.follows(uri) if self.following is not None else None
+
     def _followed(self, uri: str) -> bool:
-        """Whether this node follows ``uri`` (another node runs it)."""
-        return self.cluster is not None and self.cluster.follows(uri) is not None
+        """Whether this daemon follows ``uri`` (another node or process runs it)."""
+        return self._follower(uri) is not None
 
     async def _owned(self, uri: str) -> LiveSession | None:
         """The session ``uri`` as this node runs it (a forwarded command's target)."""
@@ -591,7 +661,7 @@ class Daemon:
             await trio.sleep(max(after / 4, 0.05))
             now = trio.current_time()
             for live in list(self.sessions.values()):
-                followed = self.cluster.follows(live.uri) if self.cluster is not None else None
+                followed = self._follower(live.uri)
                 if followed is not None:
                     # Followed, idle or not: dropped once nobody has watched it for a while.
                     if live.clients == 0 and now - live.alone_since >= after:
