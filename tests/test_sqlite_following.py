@@ -11,20 +11,49 @@ at the file (``PRAGMA data_version``, one per interval for the whole journal).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import trio
 import trio.testing
 
 from orchestrator.core import ApprovalRequested
 from orchestrator.journal import JournalReader
+from orchestrator.runtime import TeamRuntime
+from orchestrator.runtime.backends import backend_factory
+from orchestrator.server._sqlite_following import CHANGES_POLL, HOLDER_CHECK
+from orchestrator.spec import parse_team
 
-from .daemon import connect, running_daemon
+from .daemon import RunningDaemon, connect, running_daemon
+from .teammates import HeldClock
 from .test_crash import TEAM, acknowledged, orchestrator
+
+#: Real seconds of quiet before the clock jumps (it is held while threads work: see
+#: HeldClock).
+THREADS = 0.05
+#: A coordinator whose one turn asks to publish, and waits for the decision.
+PARKS = """
+[team]
+name = "parks"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["publish"]
+needs_approval = ["publish"]
+approved_by = "user"
+[[agents.lead.turns]]
+steps = [
+  { say = "asking to publish" },
+  { tool = "publish", input = { target = "page" } },
+  { say = "published" },
+]
+"""
 
 
 def parking_run(db: Path, mirror: Path) -> subprocess.Popen[str]:
@@ -107,3 +136,117 @@ class TestARunBesideTheDaemon:
         assert (summary["status"], summary["live"], summary["runBy"]) == ("completed", False, None)
         facts = JournalReader(db).facts(uri)
         assert not any(f.action.type == "team/runResumed" for f in facts), "only followed"
+
+
+@asynccontextmanager
+async def runs_beside(
+    db: Path | str, count: int, held: HeldClock
+) -> AsyncIterator[list[TeamRuntime]]:
+    """``count`` runs of :data:`PARKS` recorded as ``orchestrator run`` records them: a
+    journal of their own on the file, each session locked to its runtime (here, this
+    process's other holder of the file's locks), each run parked on its approval. The
+    clock is held while their batches are written."""
+    team = parse_team(PARKS, file="parks.toml")
+    journal = held.journal(db)
+    await trio.to_thread.run_sync(journal.open)
+    assert journal.session_locks is not None
+    async with httpx.AsyncClient() as http, trio.open_nursery() as nursery:
+        await nursery.start(journal.serve)
+        runtimes = []
+        for _ in range(count):
+            runtime = TeamRuntime(
+                team, backends=backend_factory(team, client=http), factlog=journal
+            )
+            assert journal.session_locks.acquire(runtime.session)
+            await nursery.start(runtime.run, "Publish the notes")
+            runtimes.append(runtime)
+        for runtime in runtimes:
+            while not runtime.state.approvals:  # noqa: ASYNC110 (the clock jumps)
+                await trio.sleep(0.01)
+        try:
+            yield runtimes
+        finally:
+            for runtime in runtimes:
+                runtime.stop()  # as a killed run: nothing more recorded
+            nursery.cancel_scope.cancel()
+            for runtime in runtimes:
+                journal.session_locks.release(runtime.session)
+
+
+async def journal_looks(daemon: RunningDaemon) -> int:
+    async with daemon.http() as http:
+        text = (await http.get("/metrics")).text
+    (line,) = [
+        line for line in text.splitlines() if line.startswith("orchestrator_journal_looks_total")
+    ]
+    return int(float(line.split()[-1]))
+
+
+class TestWhenToRead:
+    async def test_a_fact_recorded_beside_reaches_a_client_within_a_look(
+        self, tmp_path: Path, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """The decision the run records and its end reach the daemon's /ws client within
+        about one look at the file (never on the 2 s poll of a PostgreSQL follower: a
+        SQLite follower does not poll its session at all); then the session ends there."""
+        autojump_clock.autojump_threshold = THREADS
+        held = HeldClock(autojump_clock)
+        with held.holding_threads():
+            await self.decided_and_ended(tmp_path, held)
+
+    async def decided_and_ended(self, tmp_path: Path, held: HeldClock) -> None:
+        async with (
+            running_daemon(tmp_path, teams={"parks": PARKS}) as daemon,
+            runs_beside(daemon.db, 1, held) as (runtime,),
+            daemon.http() as http,
+        ):
+            session = runtime.session.removeprefix("ahp-session:/")
+            page = (await http.get(f"/api/sessions/{session}/envelopes")).json()
+            assert page["session"]["runBy"] == {"program": None, "pid": os.getpid()}
+            async with connect(daemon, f"session={session}") as client:
+                await client.until_type("init")
+                await client.send(
+                    {
+                        "channel": "team",
+                        "type": "subscribe",
+                        "fromSequence": len(page["envelopes"]),
+                    }
+                )
+                await trio.sleep(5)  # nothing recorded meanwhile: nothing comes
+                assert [e for e in client.received if e.get("channel") == "team"] == []
+                (approval,) = runtime.state.approvals
+                await runtime.resolve_approval(approval, approved=True)
+                decided_at = trio.current_time()
+                await client.until(lambda e: e.get("channel") == "team")
+                assert trio.current_time() - decided_at <= 2 * CHANGES_POLL
+                await client.until(is_team("run.finished"))
+                ended_at = trio.current_time()
+                await client.until_type("session_ended")
+                assert trio.current_time() - ended_at <= HOLDER_CHECK
+
+    async def test_one_look_per_interval_for_the_journal_and_none_while_nothing_is_followed(
+        self, tmp_path: Path, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """Cheap: nothing followed, the file is not asked; three sessions followed, it is
+        asked once per interval, not three times."""
+        autojump_clock.autojump_threshold = THREADS
+        held = HeldClock(autojump_clock)
+        with held.holding_threads():
+            await self.looks_of_three(tmp_path, held)
+
+    async def looks_of_three(self, tmp_path: Path, held: HeldClock) -> None:
+        async with (
+            running_daemon(tmp_path, teams={"parks": PARKS}) as daemon,
+            runs_beside(daemon.db, 3, held) as runtimes,
+            daemon.http() as http,
+        ):
+            await trio.sleep(10)
+            assert await journal_looks(daemon) == 0, "nothing followed: never asked"
+            for runtime in runtimes:
+                session = runtime.session.removeprefix("ahp-session:/")
+                assert (await http.get(f"/api/sessions/{session}")).json()["live"]
+            before, start = await journal_looks(daemon), trio.current_time()
+            await trio.sleep(10)
+            looks = await journal_looks(daemon) - before
+            intervals = (trio.current_time() - start) / CHANGES_POLL
+            assert intervals - 2 <= looks <= intervals + 1
