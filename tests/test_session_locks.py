@@ -24,7 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.core import ApprovalRequested
-from orchestrator.journal import JournalReader, SessionLocks, lock_path
+from orchestrator.journal import Holder, JournalReader, SessionLocks, lock_path
+from orchestrator.journal._session_locks import command_of
 
 from .daemon import connect, running_daemon
 from .test_crash import TEAM, acknowledged, orchestrator, resume
@@ -126,6 +127,90 @@ def test_another_process_is_refused_and_a_killed_holder_frees_the_session(
             here.release(SESSION + "-another")
         finally:
             holder.kill()
+
+
+class TestHolder:
+    """Who holds a session: the kernel's word (its pid) and the process's command line."""
+
+    def test_another_process_is_named_by_its_pid_until_it_dies(self, tmp_path: Path) -> None:
+        journal = tmp_path / "journal.db"
+        here = SessionLocks(journal)
+        assert here.holder(SESSION) is None, "no lock file yet: nobody"
+        with subprocess.Popen(
+            [sys.executable, "-c", HOLD, str(journal), SESSION],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        ) as holder:
+            try:
+                assert holder.stdout is not None
+                assert holder.stdout.readline().strip() == "held"
+                assert here.holder(SESSION) == Holder(pid=holder.pid, program=None)
+                assert here.holder(SESSION + "-another") is None
+                holder.send_signal(signal.SIGKILL)
+                holder.wait(timeout=30)
+                assert here.holder(SESSION) is None
+            finally:
+                holder.kill()
+
+    def test_this_process_is_named_through_another_holder_and_never_through_itself(
+        self, tmp_path: Path
+    ) -> None:
+        journal = tmp_path / "journal.db"
+        first, second = SessionLocks(journal), SessionLocks(journal)
+        assert first.acquire(SESSION)
+        try:
+            assert first.holder(SESSION) is None, "its own: not another's"
+            found = second.holder(SESSION)
+            assert found is not None
+            assert found.pid == os.getpid()
+        finally:
+            first.release(SESSION)
+        assert second.holder(SESSION) is None
+
+    def test_asking_lets_go_of_nothing_this_process_holds(self, tmp_path: Path) -> None:
+        """POSIX record locks go when *any* descriptor of their file is closed: asking
+        about one session must not free another that this process runs."""
+        journal = tmp_path / "journal.db"
+        mine, asker = SessionLocks(journal), SessionLocks(journal)
+        assert mine.acquire(SESSION)
+        try:
+            for _ in range(3):
+                assert asker.holder(SESSION + "-another") is None
+            asked = subprocess.run(
+                [sys.executable, "-c", HOLD, str(journal), SESSION],
+                input="",
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=True,
+            )
+            assert asked.stdout.strip() == "refused", "still held by this process"
+        finally:
+            mine.release(SESSION)
+
+    @pytest.mark.parametrize(
+        ("argv", "command"),
+        [
+            (["/v/bin/python", "/v/bin/orchestrator", "run", "t.toml"], "orchestrator run"),
+            (["python", "-m", "orchestrator", "-v", "-v", "serve"], "orchestrator serve"),
+            (["orchestrator", "resume", "0f6c", "--team", "run.toml"], "orchestrator resume"),
+            (["orchestrator", "sessions", "--json"], "orchestrator"),
+            (["python", "-c", "...", "run"], None),
+            (["/usr/bin/pytest", "tests/orchestrator_test.py"], None),
+            ([], None),
+        ],
+    )  # fmt: skip
+    def test_the_command_is_read_from_the_command_line(
+        self, argv: list[str], command: str | None
+    ) -> None:
+        assert command_of(argv) == command
+
+    def test_a_holder_says_what_is_known_of_it(self) -> None:
+        assert str(Holder(pid=4242, program="orchestrator run")) == "`orchestrator run`, pid 4242"
+        assert str(Holder(pid=4242, program=None)) == "pid 4242"
+        assert str(Holder(pid=None, program=None)) == "another process"
+        assert Holder(pid=7, program=None).to_json() == {"program": None, "pid": 7}
 
 
 def parking_run(db: Path, mirror: Path) -> subprocess.Popen[str]:

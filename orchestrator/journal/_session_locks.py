@@ -37,6 +37,7 @@ import hashlib
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -129,11 +130,17 @@ def program_of(pid: int) -> str | None:
             argv = cmdline.read(64 * 1024).split(b"\0")
     except OSError:
         return None
-    words = [word.decode("utf-8", "replace") for word in argv]
-    for index, word in enumerate(words):
-        # The console script (.venv/bin/orchestrator) or ``python -m orchestrator``.
+    return command_of([word.decode("utf-8", "replace") for word in argv])
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """What the command line ``argv`` runs, when it is the orchestrator (see
+    :func:`program_of`): the first word named ``orchestrator`` (its console script, or
+    ``python -m orchestrator``), then its command, the first word after it that is one
+    (no option's value is: they are levels and formats)."""
+    for index, word in enumerate(argv):
         if os.path.basename(word) == "orchestrator":
-            command = next((w for w in words[index + 1 :] if w in _COMMANDS), None)
+            command = next((w for w in argv[index + 1 :] if w in _COMMANDS), None)
             return "orchestrator" if command is None else f"orchestrator {command}"
     return None
 
