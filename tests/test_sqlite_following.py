@@ -30,6 +30,7 @@ from orchestrator.runtime.backends import backend_factory
 from orchestrator.server._sqlite_following import CHANGES_POLL, HOLDER_CHECK
 from orchestrator.spec import parse_team
 
+from .ahp_client import connect_ahp
 from .daemon import RunningDaemon, connect, running_daemon
 from .teammates import HeldClock
 from .test_crash import TEAM, acknowledged, orchestrator
@@ -250,3 +251,55 @@ class TestWhenToRead:
             looks = await journal_looks(daemon) - before
             intervals = (trio.current_time() - start) / CHANGES_POLL
             assert intervals - 2 <= looks <= intervals + 1
+
+
+class TestClients:
+    async def test_an_ahp_subscriber_gets_the_runs_actions_and_commands_are_refused(
+        self, tmp_path: Path, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """An AHP client subscribed to the session gets each action the run records after
+        its snapshot, in order, up to the last; a view update for the session (``POST
+        /callback``) is refused 409 naming the process (not a 500), and the daemon writes
+        nothing of the session."""
+        autojump_clock.autojump_threshold = THREADS
+        held = HeldClock(autojump_clock)
+        with held.holding_threads():
+            await self.subscribed(tmp_path, held)
+
+    async def subscribed(self, tmp_path: Path, held: HeldClock) -> None:
+        async with (
+            running_daemon(tmp_path, teams={"parks": PARKS}) as daemon,
+            runs_beside(daemon.db, 1, held) as (runtime,),
+            daemon.http() as http,
+            connect_ahp(daemon) as ahp,
+        ):
+            uri = runtime.session
+            await ahp.initialize(subscriptions=(uri,))
+            start = ahp.snapshots[uri]["fromSeq"]
+            posted = await http.post(
+                "/callback",
+                json={
+                    "type": "view_update",
+                    "group_id": uri.removeprefix("ahp-session:/"),
+                    "view_type": "diff",
+                    "content": {"patch": "+x"},
+                },
+            )
+            assert posted.status_code == 409
+            assert f"is run by pid {os.getpid()}: this daemon follows it" in posted.json()["error"]
+            (approval,) = runtime.state.approvals
+            await runtime.resolve_approval(approval, approved=True)
+            while runtime.state.run is None or runtime.state.run.status is None:  # noqa: ASYNC110
+                await trio.sleep(0.1)
+            facts = JournalReader(daemon.db).facts(uri)
+            # The session channel's AHP actions: its session/* facts (team/* ones are not AHP).
+            wanted = [
+                f.sequence
+                for f in facts
+                if f.channel == uri and f.sequence > start and f.action.type.startswith("session/")
+            ]
+            await ahp.until_action(lambda e: e["channel"] == uri and e["serverSeq"] >= wanted[-1])
+        seen = [e["serverSeq"] for e in ahp.actions if e["channel"] == uri]
+        assert len(wanted) >= 2, "a decision and the run's end, at least"
+        assert seen == wanted, "each once, in order, none missing"
+        assert [f for f in facts if f.action.type == "view/updated"] == []
