@@ -23,7 +23,7 @@ import httpx
 import trio
 import trio.testing
 
-from orchestrator.core import ApprovalRequested
+from orchestrator.core import ApprovalRequested, ViewUpdated
 from orchestrator.journal import JournalReader
 from orchestrator.runtime import TeamRuntime
 from orchestrator.runtime.backends import backend_factory
@@ -302,4 +302,4 @@ class TestClients:
         seen = [e["serverSeq"] for e in ahp.actions if e["channel"] == uri]
         assert len(wanted) >= 2, "a decision and the run's end, at least"
         assert seen == wanted, "each once, in order, none missing"
-        assert [f for f in facts if f.action.type == "view/updated"] == []
+        assert [f for f in facts if isinstance(f.action, ViewUpdated)] == []
