@@ -12,6 +12,7 @@ at the file (``PRAGMA data_version``, one per interval for the whole journal).
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from collections.abc import AsyncIterator, Callable
@@ -137,6 +138,43 @@ class TestARunBesideTheDaemon:
         assert (summary["status"], summary["live"], summary["runBy"]) == ("completed", False, None)
         facts = JournalReader(db).facts(uri)
         assert not any(f.action.type == "team/runResumed" for f in facts), "only followed"
+
+    async def test_a_run_killed_ends_the_followed_session_and_the_daemon_takes_it_up(
+        self, tmp_path: Path
+    ) -> None:
+        """``kill -9`` of the run: its followed session ends with a reason to reattach (its
+        lock is free, its run not finished); the client that reattaches finds the session
+        taken up by the daemon (its approval asked again), which runs its turn to its end."""
+        db, mirror = tmp_path / "journal.db", tmp_path / "facts.jsonl"
+        run = parking_run(db, mirror)
+        try:
+            uri, _ = await trio.to_thread.run_sync(parked, mirror)
+            session = uri.removeprefix("ahp-session:/")
+            async with running_daemon(tmp_path, db=db) as daemon, daemon.http() as http:
+                async with connect(daemon, f"session={session}") as client:
+                    await client.until_type("init")
+                    run.send_signal(signal.SIGKILL)
+                    await trio.to_thread.run_sync(run.communicate)
+                    with trio.fail_after(HOLDER_CHECK * 5):
+                        ended = await client.until_type("session_ended")
+                reason = ended["reason"]
+                assert f"`orchestrator run`, pid {run.pid}, which ran it, stopped" in reason
+                assert "reattach" in reason
+                async with connect(daemon, f"session={session}") as again:
+                    await again.until_type("init")
+                    assert (await http.get("/healthz")).json()["owned_sessions"] == [uri]
+                    asked = await again.until_type("permission_request")
+                    await again.send(
+                        {"channel": "agent", "type": "approve", "requestId": asked["requestId"]}
+                    )
+                    result = await again.until_type("result")
+        finally:
+            if run.returncode is None:
+                run.kill()
+                run.communicate()
+        assert "The release notes are ready." in result["summary"]
+        facts = JournalReader(db).facts(uri)
+        assert [f.action.type for f in facts].count("team/runResumed") == 1, "taken up once"
 
 
 @asynccontextmanager
