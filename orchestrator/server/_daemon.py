@@ -588,29 +588,42 @@ class Daemon:
 
     async def watch(self, session: str) -> LiveSession | None:
         """The live session ``session`` (an id or URI) without taking it up: the one this
-        daemon runs, or, on SQLite, followed when another process runs it (see
-        :meth:`find`, which also takes up a session nobody runs). None otherwise. What a
-        page that reads a session asks for: reading takes nothing up."""
+        daemon runs, or one it follows because another process of its SQLite file or
+        another node of its PostgreSQL journal runs it (see :meth:`find`, which also takes
+        up a session nobody runs). None otherwise. What a page that reads a session asks
+        for: reading takes nothing up."""
         uri = session_uri(session)
         live = self.sessions.get(uri)
         if live is not None and not live.put_away:
             return live
-        if self.following is None:
+        if self.following is None and self.cluster is None:
             return None
         async with self._finding.hold(uri):
             live = self.sessions.get(uri)
             if live is not None:
                 return None if live.put_away else live
             try:
-                holder = await trio.to_thread.run_sync(self.following.holder, uri)
-                if holder is None:
+                if not await trio.to_thread.run_sync(self._run_elsewhere, uri):
                     return None
                 info = await trio.to_thread.run_sync(self.reader.session, uri)
-            except FactLogError:
-                return None
+            except (OrchestratorError, OSError):
+                return None  # cannot tell: not followed (a client's find says why)
             if info.status != "running":
                 return None
-            return await self.following.follow(uri)
+            if self.following is not None:
+                return await self.following.follow(uri)
+            assert self.cluster is not None
+            return await self.cluster.follow(uri)
+
+    def _run_elsewhere(self, uri: str) -> bool:
+        """Whether another process of the SQLite file, or another node of the PostgreSQL
+        journal, runs ``uri`` now. Blocking (a system call, or a query)."""
+        if self.following is not None:
+            return self.following.holder(uri) is not None
+        if self.cluster is None:
+            return False
+        owner = self.cluster.commands.live_owner(uri)
+        return owner is not None and owner != self.node
 
     def _follower(self, uri: str) -> FollowedRuntime | None:
         """How this daemon follows ``uri`` (another node or process runs it), if it does."""
