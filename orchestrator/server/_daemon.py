@@ -43,8 +43,8 @@ renewed every third of its TTL (:meth:`Daemon._keep_leases`: a lease found taken
 session here, recording nothing, "lease lost"); and it is given up when the session ends or
 is put away (kept due for take-over when it still has work, e.g. on SIGTERM). Every third of
 the TTL, each node takes up the sessions whose leases expired (:meth:`Daemon._take_over`:
-their node died) by the start-up's rules. A SQLite journal has no leases: its one daemon
-owns every session.
+their node died) by the start-up's rules. A SQLite journal has no leases: each session is
+locked to the one process that runs it (see ``journal/_session_locks``).
 
 Any node serves any client: :meth:`Daemon.find` asked for a session another node holds
 *follows* it (its :attr:`Daemon.cluster`, see :mod:`._cluster` and :mod:`._followed`): a
