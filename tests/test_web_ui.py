@@ -499,7 +499,8 @@ def test_a_run_beside_the_daemon_is_live_on_its_page_to_its_end(
         )  # fmt: skip
         try:
             deadline = time.monotonic() + WAIT_MS / 1000
-            while b"team/approvalRequested" not in (mirror.read_bytes() if mirror.exists() else b""):
+            asked = b"team/approvalRequested"
+            while asked not in (mirror.read_bytes() if mirror.exists() else b""):
                 assert time.monotonic() < deadline, "the run did not park on its approval"
                 time.sleep(0.05)
             session = mirror.read_text().split('"session":"ahp-session:/', 1)[1].split('"', 1)[0]
