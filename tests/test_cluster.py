@@ -621,7 +621,6 @@ class TestFollowing:
         assert "following session" in [e["event"] for e in b.events()]
         assert_one_log(postgres_database, uri, resumed=0)
 
-
     async def test_a_page_of_a_session_another_node_runs_is_live_and_names_it(
         self, nodes: Callable[..., Node]
     ) -> None:
