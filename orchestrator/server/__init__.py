@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ._config import DEFAULT_PORT, Limits, ServeConfig, load_serve_config, parse_serve_config
     from ._daemon import Daemon
     from ._expected_action import ExpectedAction, decode_origin, encode_origin
-    from ._followed import FollowedRuntime
+    from ._followed import CommandRoute, FollowedRuntime, Refusal
     from ._forwarding import (
         Command,
         CommandServer,
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ._rate_limit import TokenBucket
     from ._scheduler import Scheduler, Teammate, describe_schedule
     from ._session_folds import EnvelopeCache, GraphCache, SessionFolds
+    from ._sqlite_following import SqliteFollowing
     from ._team_log import TeamLog, team_frame
     from ._web import WebError, session_summary, web_routes
     from ._web_assets import CONTENT_SECURITY_POLICY, Asset, WebAssets, web_root
@@ -58,6 +59,7 @@ __all__ = [
     "Authenticator",
     "Cluster",
     "Command",
+    "CommandRoute",
     "CommandServer",
     "Daemon",
     "EnvelopeCache",
@@ -72,6 +74,7 @@ __all__ = [
     "Outbox",
     "Permission",
     "Principals",
+    "Refusal",
     "Role",
     "Scheduler",
     "SendLock",
@@ -80,6 +83,7 @@ __all__ = [
     "SessionRecorder",
     "SessionRuntime",
     "SharedText",
+    "SqliteFollowing",
     "TeamLog",
     "Teammate",
     "Token",
@@ -130,7 +134,7 @@ if not TYPE_CHECKING:
             ),
             "._daemon": ("Daemon",),
             "._expected_action": ("ExpectedAction", "decode_origin", "encode_origin"),
-            "._followed": ("FollowedRuntime",),
+            "._followed": ("CommandRoute", "FollowedRuntime", "Refusal"),
             "._forwarding": (
                 "Command",
                 "CommandServer",
@@ -155,6 +159,7 @@ if not TYPE_CHECKING:
             "._rate_limit": ("TokenBucket",),
             "._scheduler": ("Scheduler", "Teammate", "describe_schedule"),
             "._session_folds": ("EnvelopeCache", "GraphCache", "SessionFolds"),
+            "._sqlite_following": ("SqliteFollowing",),
             "._team_log": ("TeamLog", "team_frame"),
             "._web": ("WebError", "session_summary", "web_routes"),
             "._web_assets": ("Asset", "CONTENT_SECURITY_POLICY", "WebAssets", "web_root"),
