@@ -143,8 +143,9 @@ class TestARunBesideTheDaemon:
         self, tmp_path: Path
     ) -> None:
         """``kill -9`` of the run: its followed session ends with a reason to reattach (its
-        lock is free, its run not finished); the client that reattaches finds the session
-        taken up by the daemon (its approval asked again), which runs its turn to its end."""
+        lock is free, its run not finished), and the daemon takes the session up at once
+        (as at its start); the client that reattaches finds it live there, its approval
+        asked again, and the daemon runs its turn to its end."""
         db, mirror = tmp_path / "journal.db", tmp_path / "facts.jsonl"
         run = parking_run(db, mirror)
         try:
@@ -160,9 +161,12 @@ class TestARunBesideTheDaemon:
                 reason = ended["reason"]
                 assert f"`orchestrator run`, pid {run.pid}, which ran it, stopped" in reason
                 assert "reattach" in reason
+                with trio.fail_after(30):
+                    owned = "owned_sessions"
+                    while (await http.get("/healthz")).json()[owned] != [uri]:  # noqa: ASYNC110
+                        await trio.sleep(0.05)  # a server's state, asked over HTTP
                 async with connect(daemon, f"session={session}") as again:
                     await again.until_type("init")
-                    assert (await http.get("/healthz")).json()["owned_sessions"] == [uri]
                     asked = await again.until_type("permission_request")
                     await again.send(
                         {"channel": "agent", "type": "approve", "requestId": asked["requestId"]}

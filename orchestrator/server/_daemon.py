@@ -318,6 +318,7 @@ class Daemon:
                 reader=self.reader,
                 add=self._add_session,
                 remove=self._remove_session,
+                take_up=self._take_up_orphan,
             )
 
     # ── the service ────────────────────────────────────────────────────────
@@ -378,6 +379,23 @@ class Daemon:
                 if uri not in self.sessions:
                     await self._release(uri, keep=False)
                 raise
+
+    async def _take_up_orphan(self, uri: str) -> None:
+        """Take ``uri`` up if it was doing something: the process on the SQLite file that
+        ran it (and that this daemon followed it from) died before its run ended. Never
+        raises: what cannot be taken up is logged (a client asking tries again)."""
+        if not self.accepting:
+            return  # stopping: the next start takes it up
+        try:
+            live = await self._take_up_if_busy(uri)
+        except (OrchestratorError, OSError) as exc:
+            log.error("session not taken up", session=uri, error=str(exc))
+            return
+        except Exception as exc:  # a bug: the daemon's other sessions go on
+            log.error("session not taken up", session=uri, error=str(exc), exc_info=exc)
+            return
+        if live is not None:
+            log.info("session taken up: its process stopped", session=uri)
 
     # ── leases (several daemons on one PostgreSQL journal) ────────────────
 

@@ -21,8 +21,9 @@ Who runs it: the process holding the session's lock (the kernel says which, see
 :meth:`~orchestrator.journal.SessionLocks.holder`), asked every :data:`HOLDER_CHECK`
 seconds. Once nobody holds it, the facts it wrote last are read; a run that finished ends
 as it does on a PostgreSQL follower (clients' streams end, no reason given), and one that
-did not (the process was killed) ends with a reason telling its clients to reattach: the
-daemon then takes the session up when asked, by its start-up rules.
+did not (the process was killed) ends with a reason telling its clients to reattach, and
+the daemon takes the session up at once by its start-up rules (``take_up``: as a node of a
+PostgreSQL journal takes up the session of a node that died), so that they find it live.
 
 Writing: the process takes no commands from the daemon; each (a prompt, a decision, an
 answer, a cancel) is refused with an error that names the process (see
@@ -32,7 +33,7 @@ answer, a cancel) is refused with an error that names the process (see
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Final
 
@@ -79,11 +80,13 @@ class SqliteFollowing:
         reader: JournalReader,
         add: Callable[[LiveSession], None],
         remove: Callable[[LiveSession], None],
+        take_up: Callable[[str], Awaitable[object]],
         poll: float = CHANGES_POLL,
         holder_check: float = HOLDER_CHECK,
     ) -> None:
         """``locks``: the daemon's locks of the journal's sessions; ``add`` and
-        ``remove``: the daemon's hands on its sessions."""
+        ``remove``: the daemon's hands on its sessions; ``take_up``: the daemon's take-up
+        of a session whose process died before its run ended (never raises)."""
         self._host = host
         self._locks = locks
         self._reader = reader
@@ -91,6 +94,8 @@ class SqliteFollowing:
         self._remove = remove
         self._poll = poll
         self._holder_check = holder_check
+        self._take_up = take_up
+        self._orphans: set[str] = set()  # followed sessions whose process died mid-run
         self.changes = SqliteChanges(reader.path)
         self.followed: dict[str, FollowedRuntime] = {}
         self._following = trio.Event()  # set while a session is followed
@@ -131,7 +136,7 @@ class SqliteFollowing:
             live_owner=self._live_owner,
             lease_check=self._holder_check,
             poll=math.inf,  # woken by _watch: no session reads on its own
-            gone=_process_gone,
+            gone=self._gone,
         )
         live = LiveSession(self._host, name, runtime)
         self.followed[uri] = runtime
@@ -140,6 +145,10 @@ class SqliteFollowing:
         await self._nursery.start(self._run_followed, live, runtime)
         log.info("following session", session=uri, run_by=runtime.owner)
         return live
+
+    def _gone(self, uri: str, owner: str) -> str:
+        self._orphans.add(uri)
+        return _process_gone(uri, owner)
 
     def _live_owner(self, uri: str) -> str | None:
         holder = self._locks.holder(uri)
@@ -168,6 +177,10 @@ class SqliteFollowing:
             if not self.followed:
                 self._following = trio.Event()
             log.info("session no longer followed", session=live.uri, why=runtime.end_reason)
+            if live.uri in self._orphans:
+                self._orphans.discard(live.uri)
+                assert self._nursery is not None
+                self._nursery.start_soon(self._take_up, live.uri)
 
     async def unfollow(self, live: LiveSession, why: str | None) -> None:
         """End following ``live`` (its clients told ``why``); returns once it has ended."""
