@@ -186,7 +186,7 @@
       const waiting = [...model.nodes.values()]
         .filter((node) => node.kind === "approval" && node.status === "pending" && !node.question)
         .map((node) => node.id + "|" + node.summary);
-      const signature = JSON.stringify([operate, waiting, [...questions.keys()]]);
+      const signature = JSON.stringify([operate, live, waiting, [...questions.keys()]]);
       if (signature === actionsDrawn) return;
       actionsDrawn = signature;
       O.clear(actionsList);
