@@ -553,6 +553,7 @@
         return;
       }
       drawMeta();
+      drawActions(); // who may decide can change with the summary (a session taken up here)
       if (summary.live) {
         retry = FIRST_RETRY_MS;
         notLive = 0;
