@@ -622,6 +622,23 @@ class TestFollowing:
         assert "following session" in [e["event"] for e in b.events()]
         assert_one_log(postgres_database, uri, resumed=0)
 
+    async def test_a_page_of_a_session_another_node_runs_is_live_and_names_it(
+        self, nodes: Callable[..., Node]
+    ) -> None:
+        """The web view's reads on B of A's session follow it, so its page attaches (before:
+        not live on B, and the page said "the daemon is unreachable"); the summary names
+        the node that runs it. Reading does not take the session up."""
+        a, b = nodes("a", "approver"), nodes("b", "approver")
+        uri, _ = await park_a_session(a, "approver")
+        session = uri.removeprefix("ahp-session:/")
+        async with httpx.AsyncClient(base_url=b.url, timeout=10) as http:
+            page = (await http.get(f"/api/sessions/{session}/envelopes")).json()
+            summary = (await http.get(f"/api/sessions/{session}")).json()
+        assert (page["session"]["live"], page["session"]["runBy"]) == (True, {"node": "a"})
+        assert (summary["live"], summary["runBy"]) == (True, {"node": "a"})
+        assert (await b.health())["followed_sessions"] == [uri]
+        assert (await a.health())["owned_sessions"] == [uri]
+
 
 class TestAnyNodeFromTheStart:
     async def test_a_session_opened_on_one_node_is_served_by_another_at_once(

@@ -10,7 +10,6 @@ alone.
 
 from __future__ import annotations
 
-import gc
 import os
 import signal
 import subprocess
@@ -23,10 +22,10 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trio_websocket import ConnectionRejected
 
 from orchestrator.core import ApprovalRequested
-from orchestrator.journal import JournalReader, SessionLocks, lock_path
+from orchestrator.journal import Holder, JournalReader, SessionLocks, lock_path
+from orchestrator.journal._session_locks import command_of
 
 from .daemon import connect, running_daemon
 from .test_crash import TEAM, acknowledged, orchestrator, resume
@@ -130,6 +129,90 @@ def test_another_process_is_refused_and_a_killed_holder_frees_the_session(
             holder.kill()
 
 
+class TestHolder:
+    """Who holds a session: the kernel's word (its pid) and the process's command line."""
+
+    def test_another_process_is_named_by_its_pid_until_it_dies(self, tmp_path: Path) -> None:
+        journal = tmp_path / "journal.db"
+        here = SessionLocks(journal)
+        assert here.holder(SESSION) is None, "no lock file yet: nobody"
+        with subprocess.Popen(
+            [sys.executable, "-c", HOLD, str(journal), SESSION],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        ) as holder:
+            try:
+                assert holder.stdout is not None
+                assert holder.stdout.readline().strip() == "held"
+                assert here.holder(SESSION) == Holder(pid=holder.pid, program=None)
+                assert here.holder(SESSION + "-another") is None
+                holder.send_signal(signal.SIGKILL)
+                holder.wait(timeout=30)
+                assert here.holder(SESSION) is None
+            finally:
+                holder.kill()
+
+    def test_this_process_is_named_through_another_holder_and_never_through_itself(
+        self, tmp_path: Path
+    ) -> None:
+        journal = tmp_path / "journal.db"
+        first, second = SessionLocks(journal), SessionLocks(journal)
+        assert first.acquire(SESSION)
+        try:
+            assert first.holder(SESSION) is None, "its own: not another's"
+            found = second.holder(SESSION)
+            assert found is not None
+            assert found.pid == os.getpid()
+        finally:
+            first.release(SESSION)
+        assert second.holder(SESSION) is None
+
+    def test_asking_lets_go_of_nothing_this_process_holds(self, tmp_path: Path) -> None:
+        """POSIX record locks go when *any* descriptor of their file is closed: asking
+        about one session must not free another that this process runs."""
+        journal = tmp_path / "journal.db"
+        mine, asker = SessionLocks(journal), SessionLocks(journal)
+        assert mine.acquire(SESSION)
+        try:
+            for _ in range(3):
+                assert asker.holder(SESSION + "-another") is None
+            asked = subprocess.run(
+                [sys.executable, "-c", HOLD, str(journal), SESSION],
+                input="",
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=True,
+            )
+            assert asked.stdout.strip() == "refused", "still held by this process"
+        finally:
+            mine.release(SESSION)
+
+    @pytest.mark.parametrize(
+        ("argv", "command"),
+        [
+            (["/v/bin/python", "/v/bin/orchestrator", "run", "t.toml"], "orchestrator run"),
+            (["python", "-m", "orchestrator", "-v", "-v", "serve"], "orchestrator serve"),
+            (["orchestrator", "resume", "0f6c", "--team", "run.toml"], "orchestrator resume"),
+            (["orchestrator", "sessions", "--json"], "orchestrator"),
+            (["python", "-c", "...", "run"], None),
+            (["/usr/bin/pytest", "tests/orchestrator_test.py"], None),
+            ([], None),
+        ],
+    )  # fmt: skip
+    def test_the_command_is_read_from_the_command_line(
+        self, argv: list[str], command: str | None
+    ) -> None:
+        assert command_of(argv) == command
+
+    def test_a_holder_says_what_is_known_of_it(self) -> None:
+        assert str(Holder(pid=4242, program="orchestrator run")) == "`orchestrator run`, pid 4242"
+        assert str(Holder(pid=4242, program=None)) == "pid 4242"
+        assert str(Holder(pid=None, program=None)) == "another process"
+        assert Holder(pid=7, program=None).to_json() == {"program": None, "pid": 7}
+
+
 def parking_run(db: Path, mirror: Path) -> subprocess.Popen[str]:
     """``orchestrator run`` of the delivery team that nobody answers: it parks, alive, on the
     researcher's publish approval (its facts mirrored to ``mirror``)."""
@@ -182,25 +265,22 @@ def test_resume_of_a_session_a_live_run_holds_is_refused_then_runs_once_it_is_ki
     assert "published to" in resumed.stdout
 
 
-@pytest.mark.filterwarnings("ignore::ResourceWarning")  # a rejected trio-websocket client
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_a_daemon_leaves_alone_a_session_a_live_run_holds(tmp_path: Path) -> None:
     """A daemon started on the journal of a live ``orchestrator run`` does not take its
-    session up (before the locks, it did, and ran its turns again), and a client asking for
-    it is told why; the run goes on and is the only writer of its session."""
+    session up (before the locks, it did, and ran its turns again): a client asking for it
+    follows it (``test_sqlite_following``), and a prompt to it is refused, naming the run;
+    the run goes on and is the only writer of its session."""
     db, mirror = tmp_path / "journal.db", tmp_path / "facts.jsonl"
     run = parking_run(db, mirror)
     try:
         session = await trio.to_thread.run_sync(parked, mirror)
         before = JournalReader(db).facts(session)
         async with running_daemon(tmp_path, db=db) as daemon:
-            with pytest.raises(ConnectionRejected) as refused:
-                async with connect(daemon, f"session={session}"):
-                    pass
-            assert refused.value.status_code == 404
-            assert b"is being run by another process" in (refused.value.body or b"")
-            del refused
-            gc.collect()
+            async with connect(daemon, f"session={session}") as client:
+                await client.until_type("init")
+                await client.send({"channel": "agent", "type": "prompt", "prompt": "and more"})
+                refused = await client.until_type("error")
+            assert f"is run by `orchestrator run`, pid {run.pid}" in refused["message"]
         assert JournalReader(db).facts(session) == before, "the daemon wrote nothing of it"
         assert run.poll() is None, "the run goes on"
         # The run's own approval: it finishes, alone.

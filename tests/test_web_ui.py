@@ -27,6 +27,7 @@ from .web_browser import (
     VIEWER_TOKEN,
     WAIT_MS,
     WEB_ASSETS,
+    Daemon,
     Watched,
     caught_up,
     chromium,
@@ -523,6 +524,93 @@ def test_the_node_table_is_keyboard_operable(browser: Browser, tmp_path: Path) -
         assert "Result: Done: Summarise the changelog" in transcript
         assert page.locator("#nodes caption").count() == 1
         assert page.locator("#nodes thead th[scope=col]").count() == 4
+        assert watched.errors == []
+
+
+@contextmanager
+def run_beside(daemon: Daemon) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``orchestrator run`` of the delivery team on ``daemon``'s journal, parked on its
+    publish approval (its console asks on stdin); the process and its session id."""
+    mirror = daemon.directory / "facts.jsonl"
+    run = subprocess.Popen(
+        [
+            sys.executable, "-m", "orchestrator", "run", str(TEAMS / "delivery.toml"),
+            "Ship it", "--plain", "--db", str(daemon.db), "--facts", str(mirror),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + WAIT_MS / 1000
+        asked = b"team/approvalRequested"
+        while asked not in (mirror.read_bytes() if mirror.exists() else b""):
+            assert time.monotonic() < deadline, "the run did not park on its approval"
+            time.sleep(0.05)
+        yield run, mirror.read_text().split('"session":"ahp-session:/', 1)[1].split('"', 1)[0]
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.communicate()
+
+
+def test_a_run_beside_the_daemon_is_live_on_its_page_to_its_end(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """An ``orchestrator run`` on the daemon's journal: its page is live (before: "the
+    daemon is unreachable, retrying in 1 s" while the daemon was up), says who runs it and
+    offers no decision (the run's console takes them); once the run's console approves,
+    the header turns ``completed`` without a reload (before: ``running`` until one)."""
+    with (
+        running_daemon(tmp_path, {"delivery": team_file("delivery")}) as daemon,
+        run_beside(daemon) as (run, session),
+        open_page(browser, daemon, fragment=f"#/sessions/{session}") as watched,
+    ):
+        page = watched.page
+        page.wait_for_selector("#connection:text-is('live')")
+        wait_rows(page, "rows.some(r => r[2].startsWith('pending'))")
+        assert page.inner_text("#session-status") == "running"
+        assert page.inner_text("#session-run-by") == f" · run by orchestrator run, pid {run.pid}"
+        assert page.locator("#actions-list button").count() == 0
+        assert "Decide in the process" in page.inner_text("#actions-list")
+        watched.screenshot("beside-01-live")
+        page.evaluate("() => { window.notReloaded = true; }")
+        assert run.stdin is not None
+        run.stdin.write("y\n")
+        run.stdin.flush()
+        page.wait_for_selector("#session-status:text-is('completed')")
+        assert page.evaluate("() => window.notReloaded") is True
+        assert page.locator("#session-run-by").count() == 0
+        watched.screenshot("beside-02-ended")
+        assert watched.errors == []
+        assert run.wait(timeout=60) == 0
+
+
+def test_a_run_beside_that_is_killed_goes_on_live_in_the_daemon(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """``kill -9`` of the run whose page is open: the daemon takes the session up, and the
+    page, without a reload, is live on it again, now with the approval's buttons (the
+    daemon runs it: its decisions are taken here)."""
+    with (
+        running_daemon(tmp_path, {"delivery": team_file("delivery")}) as daemon,
+        run_beside(daemon) as (run, session),
+        open_page(browser, daemon, fragment=f"#/sessions/{session}") as watched,
+    ):
+        page = watched.page
+        page.wait_for_selector("#session-run-by")
+        page.evaluate("() => { window.notReloaded = true; }")
+        run.kill()
+        run.wait(timeout=30)
+        button = page.locator("#actions [data-action=approve]")
+        button.wait_for()
+        assert page.inner_text("#connection") == "live"
+        assert page.locator("#session-run-by").count() == 0
+        button.click()
+        wait_rows(page, "rows.some(r => r[0] === 'approval publish' && r[2].startsWith('approv'))")
+        assert page.evaluate("() => window.notReloaded") is True
+        assert "session taken up: its process stopped" in daemon.log()
         assert watched.errors == []
 
 

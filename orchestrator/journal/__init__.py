@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ._prune import PruneReport, prune_sqlite
     from ._reader import SESSION_STATUSES, AgentMessage, JournalReader, SessionInfo
     from ._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
-    from ._session_locks import SessionLocks, lock_path
+    from ._session_locks import Holder, SessionLocks, lock_path
     from ._snapshot import (
         CHUNK,
         SNAPSHOT_FORMAT,
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         snapshot_parts,
         state_entries,
     )
+    from ._sqlite_changes import SqliteChanges
 
 __all__ = [
     "ANSWERS_CHANNEL",
@@ -63,6 +64,7 @@ __all__ = [
     "Durability",
     "Edit",
     "ForwardedCommand",
+    "Holder",
     "Journal",
     "JournalReader",
     "JournalStatistics",
@@ -78,6 +80,7 @@ __all__ = [
     "PruneReport",
     "SessionInfo",
     "SessionLocks",
+    "SqliteChanges",
     "SqliteJournal",
     "db_location",
     "decode_parts",
@@ -129,8 +132,9 @@ if not TYPE_CHECKING:
             "._pg_schema": ("PG_SCHEMA_VERSION",),
             "._prune": ("PruneReport", "prune_sqlite"),
             "._reader": ("SESSION_STATUSES", "AgentMessage", "JournalReader", "SessionInfo"),
-            "._session_locks": ("SessionLocks", "lock_path"),
+            "._session_locks": ("Holder", "SessionLocks", "lock_path"),
             "._schema": ("APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"),
+            "._sqlite_changes": ("SqliteChanges",),
             "._snapshot": (
                 "CHUNK",
                 "PartKey",

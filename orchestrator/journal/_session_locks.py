@@ -20,22 +20,35 @@ the file lets go of all of them: so a process keeps one descriptor per lock file
 other within a process, so the sessions this process holds are also kept here
 (:data:`_HELD`): two :class:`SessionLocks` of one file in one process (a test's daemon and
 its ``resume``) refuse each other as two processes would.
+
+Who holds a session (:meth:`SessionLocks.holder`) is the kernel's word too: ``F_GETLK`` on
+its byte names the process (its pid), and that process's command line says what it is
+(``orchestrator run``, ``resume`` or ``serve``), read from ``/proc`` on Linux. Nothing is
+stored for it, so nothing can go stale: a process that ends, however it ends, holds
+nothing. A daemon asks this of the sessions it follows (it says who runs them).
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import hashlib
 import os
+import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Final
 
 import attrs
 
 from orchestrator.base import FactLogError
 
-__all__ = ["SessionLocks", "lock_path"]
+__all__ = ["Holder", "SessionLocks", "lock_path"]
+
+#: The commands whose process may hold a session (what :class:`Holder` names).
+_COMMANDS: Final = ("run", "resume", "serve")
 
 #: The lock file of each journal this process holds a session of (see the module docstring:
 #: closed once it holds none), by its resolved path: its descriptor, and how many sessions
@@ -50,6 +63,86 @@ _GUARD = threading.Lock()  # the journal's threads and trio's both call in
 class _LockFile:
     descriptor: int
     held: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class Holder:
+    """The process that holds a session: its pid (None where the kernel does not say: not
+    Linux, or another pid namespace) and its command (``"orchestrator run"``; None when
+    its command line cannot be read or is not the orchestrator's)."""
+
+    pid: int | None
+    program: str | None
+
+    def __str__(self) -> str:
+        r"""``\`orchestrator run\`, pid 4242`` (as far as it is known)."""
+        named = f"`{self.program}`" if self.program is not None else None
+        pid = f"pid {self.pid}" if self.pid is not None else None
+        return ", ".join(part for part in (named, pid) if part) or "another process"
+
+    def to_json(self) -> dict[str, object]:
+        return {"program": self.program, "pid": self.pid}
+
+
+class _Flock(ctypes.Structure):
+    """Linux's ``struct flock`` on a 64-bit machine (what ``F_GETLK`` fills in)."""
+
+    _fields_ = (
+        ("l_type", ctypes.c_short),
+        ("l_whence", ctypes.c_short),
+        ("l_start", ctypes.c_int64),
+        ("l_len", ctypes.c_int64),
+        ("l_pid", ctypes.c_int32),
+    )
+
+
+#: Whether ``F_GETLK`` answers with :class:`_Flock`'s layout here (elsewhere a holder's pid
+#: is not asked for: its lock is still seen, by a lock attempt).
+_GETLK: Final = sys.platform == "linux" and ctypes.sizeof(ctypes.c_void_p) == 8
+
+
+def _locker(descriptor: int, offset: int) -> int | None:
+    """The pid of the process that holds byte ``offset`` of the lock file (0: one does, its
+    pid not known here), None when it is free."""
+    if not _GETLK:
+        try:  # a lock this process can take is free (it lets go at once)
+            fcntl.lockf(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EAGAIN):
+                return 0
+            raise
+        fcntl.lockf(descriptor, fcntl.LOCK_UN, 1, offset)
+        return None
+    query = _Flock(l_type=fcntl.F_WRLCK, l_whence=os.SEEK_SET, l_start=offset, l_len=1)
+    answer = _Flock.from_buffer_copy(fcntl.fcntl(descriptor, fcntl.F_GETLK, bytes(query)))
+    if answer.l_type == fcntl.F_UNLCK:
+        return None
+    return max(int(answer.l_pid), 0)
+
+
+def program_of(pid: int) -> str | None:
+    """What process ``pid`` runs, when it is the orchestrator: ``"orchestrator run"`` (its
+    command), ``"orchestrator"`` (another); None when it is not, or it cannot be told
+    (not Linux, the process is gone). Only these words are ever returned, never what else
+    its command line holds (a prompt, a path)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            argv = cmdline.read(64 * 1024).split(b"\0")
+    except OSError:
+        return None
+    return command_of([word.decode("utf-8", "replace") for word in argv])
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """What the command line ``argv`` runs, when it is the orchestrator (see
+    :func:`program_of`): the first word named ``orchestrator`` (its console script, or
+    ``python -m orchestrator``), then its command, the first word after it that is one
+    (no option's value is: they are levels and formats)."""
+    for index, word in enumerate(argv):
+        if os.path.basename(word) == "orchestrator":
+            command = next((w for w in argv[index + 1 :] if w in _COMMANDS), None)
+            return "orchestrator" if command is None else f"orchestrator {command}"
+    return None
 
 
 def lock_path(journal: Path) -> Path:
@@ -112,6 +205,46 @@ class SessionLocks:
 
     def holds(self, session: str) -> bool:
         return session in self._held
+
+    def holder(self, session: str) -> Holder | None:
+        """The process that runs ``session``, when it is not this holder: another process
+        (its pid from the kernel), or this one through another holder; None when nobody
+        holds it, or this holder does. Never waits. :class:`FactLogError` if the lock file
+        cannot be read."""
+        with _GUARD:
+            if session in self._held:
+                return None
+            if (self._file, session) in _HELD:
+                return Holder(pid=os.getpid(), program=program_of(os.getpid()))
+            # This process's own descriptor if it has one: closing another descriptor of
+            # the file would let go of every lock this process holds on it.
+            lock_file = _FILES.get(self._file)
+            try:
+                if lock_file is not None:
+                    pid = _locker(lock_file.descriptor, _offset(session))
+                else:
+                    pid = self._ask_unopened(session)
+            except OSError as exc:
+                raise FactLogError(
+                    f"cannot read the session's lock in {self.path}: {exc.strerror}",
+                    source=str(self.path),
+                ) from exc
+        if pid is None:
+            return None
+        known = pid or None
+        return Holder(pid=known, program=None if known is None else program_of(known))
+
+    def _ask_unopened(self, session: str) -> int | None:
+        """:func:`_locker` through a descriptor of its own (this process holds nothing of
+        the file, so closing it lets go of nothing); None if there is no lock file yet."""
+        try:
+            descriptor = os.open(self._file, os.O_RDWR | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        try:
+            return _locker(descriptor, _offset(session))
+        finally:
+            os.close(descriptor)
 
     @property
     def held(self) -> frozenset[str]:

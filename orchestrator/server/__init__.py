@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ._config import DEFAULT_PORT, Limits, ServeConfig, load_serve_config, parse_serve_config
     from ._daemon import Daemon
     from ._expected_action import ExpectedAction, decode_origin, encode_origin
-    from ._followed import FollowedRuntime
+    from ._followed import CommandRoute, FollowedRuntime, Refusal
     from ._forwarding import (
         Command,
         CommandServer,
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ._scheduler import Scheduler, Teammate, describe_schedule
     from ._served_names import ANY_NAME, ServedNames, host_name, is_served
     from ._session_folds import EnvelopeCache, EnvelopeFold, GraphCache, SessionFolds
+    from ._sqlite_following import SqliteFollowing
     from ._team_log import ReadFacts, TeamLog, team_frame
     from ._web import WebError, session_summary, web_routes
     from ._web_assets import CONTENT_SECURITY_POLICY, Asset, WebAssets, web_root
@@ -60,6 +61,7 @@ __all__ = [
     "Authenticator",
     "Cluster",
     "Command",
+    "CommandRoute",
     "CommandServer",
     "Daemon",
     "EnvelopeCache",
@@ -76,6 +78,7 @@ __all__ = [
     "Permission",
     "Principals",
     "ReadFacts",
+    "Refusal",
     "Role",
     "Scheduler",
     "SendLock",
@@ -85,6 +88,7 @@ __all__ = [
     "SessionRecorder",
     "SessionRuntime",
     "SharedText",
+    "SqliteFollowing",
     "TeamLog",
     "Teammate",
     "Token",
@@ -137,7 +141,7 @@ if not TYPE_CHECKING:
             ),
             "._daemon": ("Daemon",),
             "._expected_action": ("ExpectedAction", "decode_origin", "encode_origin"),
-            "._followed": ("FollowedRuntime",),
+            "._followed": ("CommandRoute", "FollowedRuntime", "Refusal"),
             "._forwarding": (
                 "Command",
                 "CommandServer",
@@ -163,6 +167,7 @@ if not TYPE_CHECKING:
             "._scheduler": ("Scheduler", "Teammate", "describe_schedule"),
             "._served_names": ("ANY_NAME", "ServedNames", "host_name", "is_served"),
             "._session_folds": ("EnvelopeCache", "EnvelopeFold", "GraphCache", "SessionFolds"),
+            "._sqlite_following": ("SqliteFollowing",),
             "._team_log": ("ReadFacts", "TeamLog", "team_frame"),
             "._web": ("WebError", "session_summary", "web_routes"),
             "._web_assets": ("Asset", "CONTENT_SECURITY_POLICY", "WebAssets", "web_root"),

@@ -269,6 +269,8 @@ def build_app(
             await live.update_view(view_type, content)
         except IllegalTransitionError as exc:
             raise _HttpError(409, f"group_id: {exc.reason}") from None
+        except RunError as exc:  # a session this daemon follows, whose runner refused
+            raise _HttpError(409, f"group_id: {exc}") from None
         except FactLogError as exc:
             raise _HttpError(503, f"the view could not be stored: {exc}") from None
         return JSONResponse({"status": "ok"})

@@ -43,8 +43,8 @@ renewed every third of its TTL (:meth:`Daemon._keep_leases`: a lease found taken
 session here, recording nothing, "lease lost"); and it is given up when the session ends or
 is put away (kept due for take-over when it still has work, e.g. on SIGTERM). Every third of
 the TTL, each node takes up the sessions whose leases expired (:meth:`Daemon._take_over`:
-their node died) by the start-up's rules. A SQLite journal has no leases: its one daemon
-owns every session.
+their node died) by the start-up's rules. A SQLite journal has no leases: each session is
+locked to the one process that runs it (see ``journal/_session_locks``).
 
 Any node serves any client: :meth:`Daemon.find` asked for a session another node holds
 *follows* it (its :attr:`Daemon.cluster`, see :mod:`._cluster` and :mod:`._followed`): a
@@ -53,7 +53,10 @@ any, whose commands are forwarded to the owner (:mod:`._forwarding`); the cluste
 carries out the commands forwarded to this node. When the lease of a session this node
 follows expires (its owner died), the take-over scan ends the followed session first (its
 clients are told to reattach) and takes the session up; a followed session nobody watches
-is dropped by :meth:`Daemon.evict_idle`.
+is dropped by :meth:`Daemon.evict_idle`. On a SQLite journal, a session that another process
+on the file runs (an ``orchestrator run`` beside the daemon) is followed the same way, read-only
+(:attr:`Daemon.following`, see :mod:`._sqlite_following`), and :meth:`Daemon.run_by` says
+which process runs it.
 
 Bounds: a session opened but never prompted holds memory and nothing else; it is forgotten
 ``unprompted_session`` seconds after it was opened or its last client left (at most
@@ -101,9 +104,11 @@ from orchestrator.spec import BackgroundSpec, McpServer, TeamSpec, load_team, pa
 
 from ._cluster import Cluster
 from ._config import Limits
+from ._followed import FollowedRuntime
 from ._live_session import LiveSession, SessionObserver, _busy, session_uri
 from ._root_channel import RootChannel, agents_of
 from ._session_folds import EnvelopeCache
+from ._sqlite_following import SqliteFollowing
 from ._team_log import TeamLog
 
 __all__ = [
@@ -294,6 +299,9 @@ class Daemon:
         # Following the other nodes' sessions and serving their commands (see _cluster):
         # made once the daemon's own parts are.
         self.cluster: Cluster | None = None
+        # Following the sessions other processes on a SQLite file run (see
+        # _sqlite_following): made once the daemon's own parts are.
+        self.following: SqliteFollowing | None = None
         self.limits = limits or Limits()
         self.subscriber_buffer = subscriber_buffer
         self.shutdown_grace = shutdown_grace
@@ -344,6 +352,15 @@ class Daemon:
                 remove=self._remove_session,
                 owned=self._owned,
             )
+        elif journal.session_locks is not None:
+            self.following = SqliteFollowing(
+                self,
+                locks=journal.session_locks,
+                reader=self.reader,
+                add=self._add_session,
+                remove=self._remove_session,
+                take_up=self._take_up_orphan,
+            )
 
     # ── the service ────────────────────────────────────────────────────────
 
@@ -362,6 +379,8 @@ class Daemon:
                 nursery.start_soon(self._take_over, self.leases)
             if self.cluster is not None:
                 await nursery.start(self.cluster.serve)
+            if self.following is not None:
+                await nursery.start(self.following.serve)
             # After the take-up: a teammate's run that was going is followed where it is.
             for companion in self.companions:
                 await nursery.start(companion.serve)
@@ -402,6 +421,23 @@ class Daemon:
                     await self._release(uri, keep=False)
                 raise
 
+    async def _take_up_orphan(self, uri: str) -> None:
+        """Take ``uri`` up if it was doing something: the process on the SQLite file that
+        ran it (and that this daemon followed it from) died before its run ended. Never
+        raises: what cannot be taken up is logged (a client asking tries again)."""
+        if not self.accepting:
+            return  # stopping: the next start takes it up
+        try:
+            live = await self._take_up_if_busy(uri)
+        except (OrchestratorError, OSError) as exc:
+            log.error("session not taken up", session=uri, error=str(exc))
+            return
+        except Exception as exc:  # a bug: the daemon's other sessions go on
+            log.error("session not taken up", session=uri, error=str(exc), exc_info=exc)
+            return
+        if live is not None:
+            log.info("session taken up: its process stopped", session=uri)
+
     # ── leases (several daemons on one PostgreSQL journal) ────────────────
 
     def owned_sessions(self) -> list[str]:
@@ -412,8 +448,26 @@ class Daemon:
         return sorted(uri for uri, live in self.sessions.items() if live.started)
 
     def followed_sessions(self) -> list[str]:
-        """The sessions this node follows (another node of the journal runs them)."""
-        return sorted(self.cluster.followed) if self.cluster is not None else []
+        """The sessions this node follows (another node of the journal runs them, or
+        another process of its SQLite file)."""
+        if self.cluster is not None:
+            return sorted(self.cluster.followed)
+        return sorted(self.following.followed) if self.following is not None else []
+
+    def run_by(self, uri: str) -> dict[str, object] | None:
+        """Who runs ``uri`` when this daemon does not: on SQLite the process holding it
+        (``{"program": "orchestrator run", "pid": 4242}``, either None where unknown), on
+        PostgreSQL the node it is followed from (``{"node": ...}``); None when this daemon
+        runs it or nobody does (as far as it knows without asking the database).
+        Blocking (a system call, a file of /proc): cheap, but not a checkpoint."""
+        if self.following is not None:
+            try:
+                holder = self.following.holder(uri)
+            except FactLogError:
+                return None
+            return None if holder is None else holder.to_json()
+        followed = self.cluster.follows(uri) if self.cluster is not None else None
+        return None if followed is None else {"node": followed.owner}
 
     async def _acquire(self, uri: str, *, quiet: bool = False) -> bool:
         """Whether this node may run ``uri``: on SQLite once this process holds the
@@ -571,6 +625,8 @@ class Daemon:
             if info.status != "running":
                 return None
             if not await self._acquire(uri):
+                if self.following is not None:
+                    return await self.following.follow(uri)
                 if self.cluster is None:
                     raise RunError(self._elsewhere(uri))
                 return await self.cluster.follow(uri)
@@ -594,9 +650,54 @@ class Daemon:
             f"node, {self.node}, then follows it) or connect to that node"
         )
 
+    async def watch(self, session: str) -> LiveSession | None:
+        """The live session ``session`` (an id or URI) without taking it up: the one this
+        daemon runs, or one it follows because another process of its SQLite file or
+        another node of its PostgreSQL journal runs it (see :meth:`find`, which also takes
+        up a session nobody runs). None otherwise. What a page that reads a session asks
+        for: reading takes nothing up."""
+        uri = session_uri(session)
+        live = self.sessions.get(uri)
+        if live is not None and not live.put_away:
+            return live
+        if self.following is None and self.cluster is None:
+            return None
+        async with self._finding.hold(uri):
+            live = self.sessions.get(uri)
+            if live is not None:
+                return None if live.put_away else live
+            try:
+                if not await trio.to_thread.run_sync(self._run_elsewhere, uri):
+                    return None
+                info = await trio.to_thread.run_sync(self.reader.session, uri)
+            except (OrchestratorError, OSError):
+                return None  # cannot tell: not followed (a client's find says why)
+            if info.status != "running":
+                return None
+            if self.following is not None:
+                return await self.following.follow(uri)
+            assert self.cluster is not None
+            return await self.cluster.follow(uri)
+
+    def _run_elsewhere(self, uri: str) -> bool:
+        """Whether another process of the SQLite file, or another node of the PostgreSQL
+        journal, runs ``uri`` now. Blocking (a system call, or a query)."""
+        if self.following is not None:
+            return self.following.holder(uri) is not None
+        if self.cluster is None:
+            return False
+        owner = self.cluster.commands.live_owner(uri)
+        return owner is not None and owner != self.node
+
+    def _follower(self, uri: str) -> FollowedRuntime | None:
+        """How this daemon follows ``uri`` (another node or process runs it), if it does."""
+        if self.cluster is not None:
+            return self.cluster.follows(uri)
+        return self.following.follows(uri) if self.following is not None else None
+
     def _followed(self, uri: str) -> bool:
-        """Whether this node follows ``uri`` (another node runs it)."""
-        return self.cluster is not None and self.cluster.follows(uri) is not None
+        """Whether this daemon follows ``uri`` (another node or process runs it)."""
+        return self._follower(uri) is not None
 
     async def _owned(self, uri: str) -> LiveSession | None:
         """The session ``uri`` as this node runs it (a forwarded command's target)."""
@@ -637,7 +738,7 @@ class Daemon:
             await trio.sleep(max(after / 4, 0.05))
             now = trio.current_time()
             for live in list(self.sessions.values()):
-                followed = self.cluster.follows(live.uri) if self.cluster is not None else None
+                followed = self._follower(live.uri)
                 if followed is not None:
                     # Followed, idle or not: dropped once nobody has watched it for a while.
                     if live.clients == 0 and now - live.alone_since >= after:

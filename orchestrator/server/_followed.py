@@ -36,12 +36,17 @@ new lease (the fence orders it after the old owner's last write) and starts a ne
 with its own bus; the follower's bus and state cannot become that runtime's. A client that
 reattaches with its cursor loses nothing and sees nothing twice. A session another node
 took over meanwhile needs nothing: the log is one log, and following goes on.
+
+Another process on a SQLite journal (an ``orchestrator run`` beside the daemon) is followed
+the same way (see :mod:`._sqlite_following`): it is woken when the file changed, its owner
+is the process that holds the session's lock, and nothing is forwarded to it (a
+:class:`Refusal` says who runs the session, and where to answer it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator, Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 import structlog
@@ -54,9 +59,9 @@ from orchestrator.journal import JournalReader
 from orchestrator.runtime import FactBus, Ids, RunOutcome
 
 from ._expected_action import ExpectedAction
-from ._forwarding import Command, Forwarder, Origin
+from ._forwarding import Command, Origin
 
-__all__ = ["FollowedRuntime"]
+__all__ = ["CommandRoute", "FollowedRuntime", "Refusal"]
 
 log = structlog.get_logger("orchestrator.daemon")
 
@@ -64,6 +69,32 @@ log = structlog.get_logger("orchestrator.daemon")
 FOLLOW_POLL: Final = 2.0
 #: Seconds a forwarded command's answer waits for the follower to read the facts it made.
 CATCH_UP_LIMIT: Final = 5.0
+
+
+class CommandRoute(Protocol):
+    """Where a followed session's commands go: the owner (a :class:`Forwarder`), or
+    nowhere (a :class:`Refusal`)."""
+
+    async def call(self, session: str, command: Command, *, owner: str) -> Any:
+        """Carry ``command`` out for ``session`` (run by ``owner``); its answer."""
+
+
+@attrs.frozen
+class Refusal:
+    """The route of a session whose owner takes no commands from this daemon (a process
+    on its SQLite file): every command is refused with ``why``, which says where to turn."""
+
+    why: str
+
+    async def call(self, session: str, command: Command, *, owner: str) -> Any:
+        raise RunError(f"session {session} is run by {owner}: {self.why}")
+
+
+def _node_gone(session: str, owner: str) -> str:
+    return (
+        f"session {session}: node {owner}, which ran it, stopped (its lease expired or was "
+        "given up); reattach with your cursor: the node you reach takes the session up"
+    )
 
 
 class FollowedRecorder:
@@ -126,14 +157,16 @@ class FollowedRuntime:
         *,
         owner: str,
         reader: JournalReader,
-        forwarder: Forwarder,
+        forwarder: CommandRoute,
         live_owner: Callable[[str], str | None],
         lease_check: float,
         poll: float = FOLLOW_POLL,
+        gone: Callable[[str, str], str] = _node_gone,
     ) -> None:
         """``owner``: the node holding the lease when following began; ``live_owner``
         (blocking): the node whose lease has not expired, None when nobody's, asked every
-        ``lease_check`` seconds."""
+        ``lease_check`` seconds; ``gone(session, owner)``: what clients are told when the
+        owner let go of an unfinished session."""
         self._state = state
         self.owner = owner
         self.bus = FactBus()
@@ -144,6 +177,7 @@ class FollowedRuntime:
         self._live_owner = live_owner
         self._lease_check = lease_check
         self._poll = poll
+        self._gone = gone
         self._wake = trio.Event()
         self._progress = trio.Event()
         self._ending = False
@@ -197,11 +231,7 @@ class FollowedRuntime:
                     await self._catch_up()  # what the last owner wrote before it went
                     if self._finished():
                         return
-                    self.end(
-                        f"session {self.session}: node {self.owner}, which ran it, stopped "
-                        "(its lease expired or was given up); reattach with your cursor: the "
-                        "node you reach takes the session up"
-                    )
+                    self.end(self._gone(self.session, self.owner))
                     return
                 self.owner = owner
             with trio.move_on_at(min(trio.current_time() + self._poll, check_at)):

@@ -8,7 +8,9 @@ Routes (the page itself is :mod:`orchestrator.server.web`, drawn in the browser)
 - ``POST /api/login`` ``{"token"}``: a sign-in cookie for the token's holder (see
   :mod:`._auth`); ``POST /api/logout``; ``GET /api/me``: who the browser is and what it may do.
 - ``GET /api/sessions`` (``?status=``, ``?team=``, ``?limit=``, newest first),
-  ``GET /api/sessions/ID``: sessions as the list shows them, live and ended;
+  ``GET /api/sessions/ID``: sessions as the list shows them, live and ended, and who runs
+  each running one when this daemon does not (``runBy``: an ``orchestrator run`` beside it
+  on its SQLite file, which ``GET /api/sessions/ID`` then follows, so that its page is live);
   ``GET /api/sessions/ID/envelopes?after=N``: the session's Agent UI envelopes after N,
   projected from the journal (the team channel's numbering: a page reads them, then
   subscribes from the last one, with no gap and no duplicate);
@@ -28,7 +30,7 @@ import contextlib
 import gzip
 import json
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 import structlog
@@ -122,8 +124,13 @@ def _count(value: str | None, what: str, *, default: int, most: int) -> int:
     return min(int(value), most)
 
 
-def session_summary(info: SessionInfo, live: LiveSession | None = None) -> dict[str, Any]:
-    """A session as the list shows it: the journal's record, and what the live one adds."""
+def session_summary(
+    info: SessionInfo,
+    live: LiveSession | None = None,
+    run_by: Mapping[str, object] | None = None,
+) -> dict[str, Any]:
+    """A session as the list shows it: the journal's record, what the live one adds, and
+    who runs it when this daemon does not (``run_by``, see :meth:`Daemon.run_by`)."""
     pending = questions = 0
     activity = None
     if live is not None:
@@ -148,6 +155,7 @@ def session_summary(info: SessionInfo, live: LiveSession | None = None) -> dict[
         "pendingQuestions": questions,
         # What waits for a decision of someone: the list's "Pending" column.
         "pending": pending + questions,
+        "runBy": dict(run_by) if run_by is not None and not ended else None,
     }
 
 
@@ -274,11 +282,19 @@ def web_routes(
             )
         team = _name(query["team"], "team") if query.get("team") else None
         limit = _count(query.get("limit"), "limit", default=DEFAULT_LIMIT, most=MAX_LIMIT)
-        found = await trio.to_thread.run_sync(
-            lambda: reader.sessions(status=status, team=team, limit=limit)
-        )
+
+        def read() -> list[tuple[SessionInfo, Mapping[str, object] | None]]:
+            found = reader.sessions(status=status, team=team, limit=limit)
+            # Who runs each running session (a system call each): in the same thread.
+            return [
+                (info, daemon.run_by(info.session) if info.status == "running" else None)
+                for info in found
+            ]
+
+        found = await trio.to_thread.run_sync(read)
         listed = [
-            session_summary(info, daemon.sessions.get(info.session)) for info in reversed(found)
+            session_summary(info, daemon.sessions.get(info.session), runner)
+            for info, runner in reversed(found)
         ]
         return _json({"sessions": listed})
 
@@ -293,20 +309,35 @@ def web_routes(
             raise WebError(404, f"no session {session_id(uri)!r} on this daemon")
         return uri, await trio.to_thread.run_sync(reader.session, uri)
 
+    async def watched(uri: str, info: SessionInfo) -> LiveSession | None:
+        """The live session ``uri``: the one this daemon runs, or followed when another
+        process runs it (so its page attaches, and sees it end); never taken up."""
+        if info.status != "running":
+            return daemon.sessions.get(uri)
+        return await daemon.watch(uri)
+
+    async def run_by(uri: str, info: SessionInfo) -> Mapping[str, object] | None:
+        if info.status != "running":
+            return None
+        return await trio.to_thread.run_sync(daemon.run_by, uri)
+
     async def session(request: Request) -> Response:
         uri, info = await known(request)
-        return _json(session_summary(info, daemon.sessions.get(uri)))
+        live = await watched(uri, info)
+        return _json(session_summary(info, live, await run_by(uri, info)))
 
     async def envelopes(request: Request) -> Response:
         uri, info = await known(request)
         after = _count(request.query_params.get("after"), "after", default=0, most=2**62)
-        live = daemon.sessions.get(uri)
+        live = await watched(uri, info)
         if live is not None:  # the session's own log, fed as facts come (and kept)
             lines = (await daemon.team_log(live)).lines
         else:
             lines = await projected.envelopes(uri)
         # Envelopes are numbered from 1 without gaps: the N-th is at index N - 1.
-        summary = json.dumps(session_summary(info, live), ensure_ascii=False)
+        summary = json.dumps(
+            session_summary(info, live, await run_by(uri, info)), ensure_ascii=False
+        )
         body = f'{{"session":{summary},"envelopes":[{",".join(lines[after:])}]}}'
         return await _large_json(request, body)
 

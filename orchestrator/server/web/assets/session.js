@@ -14,7 +14,11 @@
  *   unreachable: still live, it reattaches and resubscribes from N (no gap; the model ignores
  *   anything at or below N, so no duplicate); ended, it fetches the envelopes after N. A
  *   "not live" is believed only from a healthy daemon (`/healthz` 200: a stopping one drops
- *   its sessions before its HTTP), and for an unfinished status only after three asks.
+ *   its sessions before its HTTP), and for an unfinished status only after three asks
+ *   (meanwhile the page says it waits, not that the daemon is unreachable: it answered).
+ *   A session another process runs (an `orchestrator run` on the daemon's SQLite file) is
+ *   live too: the daemon follows it, read-only, and the header says who runs it
+ *   (`runBy`); its decisions are that process's, so the page offers none.
  *
  * Envelopes are queued as they arrive and folded once per animation frame: the model
  * (graph-model.js) takes them all, then the graph, the table, the timeline, the controls and
@@ -185,12 +189,12 @@
 
     function drawActions() {
       const live = !offline && summary && summary.live && !ended;
-      const operate = context.canOperate && live;
+      const operate = context.canOperate && live && !runElsewhere();
       const pending = [...model.nodes.values()].filter((node) => node.kind === "approval" && node.status === "pending");
       if (answering !== null && !pending.some((node) => node.question && questionCall(node) === answering)) answering = null; // taken
       // Redrawn only when what waits changed: a button rebuilt under the pointer of a busy
       // session would lose its click, an answer being typed its text.
-      const signature = JSON.stringify([operate, pending.map((node) => node.id + "|" + node.summary), [...refusals]]);
+      const signature = JSON.stringify([operate, live, pending.map((node) => node.id + "|" + node.summary), [...refusals]]);
       if (signature === actionsDrawn) return;
       actionsDrawn = signature;
       const typed = new Map([...actionsList.querySelectorAll("input.answer")].map((input) => [input.id, input.value]));
@@ -218,6 +222,7 @@
         actionsList.appendChild(item);
       }
       if (pending.length === 0) actionsList.appendChild(h("li", { class: "notice", text: "Nothing is waiting." }));
+      else if (live && runElsewhere()) actionsList.appendChild(h("li", { class: "notice", text: "Decide in the process that runs this session." }));
     }
 
     function questionCall(node) {
@@ -255,6 +260,20 @@
         })
       );
       return item;
+    }
+
+    // Another process runs the session (the daemon follows it): it takes no commands here.
+    function runElsewhere() {
+      return Boolean(summary && summary.runBy && summary.runBy.pid !== undefined);
+    }
+
+    function runByText(by) {
+      const parts = [];
+      if (by.program) parts.push(h("code", { text: by.program }));
+      if (by.pid) parts.push((by.program ? ", " : "") + "pid " + by.pid);
+      if (by.node) parts.push("node " + by.node);
+      if (parts.length === 0) parts.push("another process");
+      return h("span", { id: "session-run-by" }, " · run by ", parts);
     }
 
     function decide(actionId, type) {
@@ -318,6 +337,7 @@
       meta.textContent = "";
       meta.appendChild(h("span", { class: "badge status-" + status, id: "session-status", text: status }));
       meta.appendChild(document.createTextNode(" team " + (summary.team || model.run.team || "?") + " · started " + O.formatTime(summary.startedAt) + (summary.endedAt ? " · ended " + O.formatTime(summary.endedAt) : "")));
+      if (summary.runBy && !ended) meta.appendChild(runByText(summary.runBy));
     }
 
     // ── envelopes in, once per frame ──
@@ -522,11 +542,13 @@
 
     let retry = FIRST_RETRY_MS;
     let notLive = 0;
-    function later(fn) {
-      // Backoff: 1 s, doubling to 10 s; the countdown is shown.
+    function later(fn, kind) {
+      // Backoff: 1 s, doubling to 10 s; the countdown is shown. ``kind``: "retrying" (the
+      // daemon did not answer) or "waiting" (it did: the session is not live there yet).
+      const state = kind || "retrying";
       let left = Math.round(retry / 1000);
-      showConnection("retrying", left);
-      const tick = setInterval(() => (left > 1 ? showConnection("retrying", --left) : null), 1000);
+      showConnection(state, left);
+      const tick = setInterval(() => (left > 1 ? showConnection(state, --left) : null), 1000);
       timers.push(tick);
       timers.push(
         setTimeout(function () {
@@ -551,6 +573,7 @@
         return;
       }
       drawMeta();
+      drawActions(); // who may decide can change with the summary (a session taken up here)
       if (summary.live) {
         retry = FIRST_RETRY_MS;
         notLive = 0;
@@ -567,7 +590,7 @@
       if (disposed) return;
       if (!healthy || (!FINISHED.has(summary.status) && notLive < NOT_LIVE_CHECKS)) {
         notLive += 1;
-        later(check);
+        later(check, healthy ? "waiting" : "retrying");
         return;
       }
       ended = true;

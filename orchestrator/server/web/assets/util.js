@@ -180,6 +180,7 @@
     if (kind === "open") return "live";
     if (kind === "connecting") return "connecting…";
     if (kind === "retrying") return "the daemon is unreachable, retrying in " + seconds + " s";
+    if (kind === "waiting") return "not live on the daemon yet, asking again in " + seconds + " s";
     if (kind === "closed") return "closed";
     return kind;
   }
