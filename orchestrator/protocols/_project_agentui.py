@@ -394,7 +394,11 @@ class AgentUiProjector(EnvelopeBuilder):
                 status=task.status.value,
                 title=task.title,
                 agentName=task.agent,
-                runtimeEntity=RuntimeEntity.SUBAGENT_TURN.value,
+                runtimeEntity=(
+                    RuntimeEntity.SUBAGENT_TURN
+                    if task.requested_by is not None
+                    else RuntimeEntity.AGENT_TURN
+                ).value,
                 parentTaskId=task.parent_task,
                 teamQueuedCount=self.state.queued_count(),
                 teamActiveCount=self.state.active_count(),
@@ -405,6 +409,10 @@ class AgentUiProjector(EnvelopeBuilder):
 
     def _task_finished(self, fact: Fact, action: TaskFinished) -> list[Envelope]:
         task = self.state.tasks[action.task]
+        if task.requested_by is None:
+            # A conversation's prompt answered: no worker reports back; its coordinator's
+            # change (idle, waiting for the next message) follows as agent.changed.
+            return [self._task_changed(fact, action.task)]
         worker = task.chat
         result_ref: dict[str, Any] | None = None
         if worker is not None:

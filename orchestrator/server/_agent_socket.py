@@ -48,6 +48,7 @@ from orchestrator.protocols import (
     Abort,
     Approve,
     ClientMessage,
+    End,
     Prompt,
     Reject,
     Settings,
@@ -254,6 +255,10 @@ class AgentSocket:
                 await live.prompt(text, task_id=task_id)
             case Abort(task_id=task_id):
                 await live.abort(task_id)
+            case End():
+                # The session's end reaches this client as every session's does: its
+                # connection closes once the run is recorded finished.
+                await self.daemon.dispose(live)
             case ToolResponse(tool_call_id=call, result=result):
                 await live.answer(call, result)
             case Approve(request_id=approval):

@@ -75,6 +75,7 @@ KINDS: Final = (
     "cancel_turn",
     "cancel_worker",
     "cancel",
+    "end",
     "view",
 )
 
@@ -238,6 +239,8 @@ async def carry_out(live: LiveSession, command: Command) -> Any:
                 await live.cancel_worker(command.chat)
             case "cancel":
                 await live.cancel()
+            case "end":
+                await live.end()
             case _:
                 await live.update_view(command.view_type, command.content)
     except BaseException:
