@@ -9,11 +9,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
+import trio.testing
 
-from orchestrator.core import RunFinished, TaskFinished
+from orchestrator.core import (
+    Fact,
+    MemberStatus,
+    RunFinished,
+    TaskCreated,
+    TaskFinished,
+    TaskStarted,
+    TeamState,
+    build_graph,
+)
 from orchestrator.journal import JournalReader, prune
+from orchestrator.protocols import project_facts
+from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
+from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.server import Limits, ServeConfig
+from orchestrator.spec import parse_team
 
 from .ahp_client import connect_ahp
 from .daemon import ECHO, Client, RunningDaemon, connect, running_daemon
@@ -80,9 +95,9 @@ class TestTwoPrompts:
             ("agent.changed", "task-1", "running"),
             ("task.changed", "task-1", "completed"),
             ("agent.changed", "task-1", "idle"),
-            ("task.changed", "task-2", "running"),  # team/taskCreated
-            ("task.changed", "task-2", "running"),  # team/taskStarted: the coordinator's
+            ("task.changed", "task-2", "running"),  # team/taskCreated: the next prompt's
             ("agent.changed", "task-2", "running"),
+            ("task.changed", "task-2", "running"),  # team/taskStarted: the coordinator's
             ("task.changed", "task-2", "completed"),
             ("agent.changed", "task-2", "idle"),
         ]
@@ -209,3 +224,175 @@ class TestEnding:
         assert ended["status"] == "completed"
         assert run_end(daemon, first["sessionId"]) == ("completed", "first answer")
         assert run_end(daemon, second["sessionId"]) == ("completed", "first answer")
+
+
+class TestRestart:
+    async def test_a_daemon_restarted_between_prompts_goes_on_with_the_conversation(
+        self, tmp_path: Path
+    ) -> None:
+        """The coordinator is idle in the replay a client gets after the restart, the next
+        prompt is a root task of its own, and ending it still completes it."""
+        db = tmp_path / "journal.db"
+        async with (
+            running_daemon(tmp_path, teams={"echo": ECHO}, db=db) as daemon,
+            connect(daemon) as client,
+        ):
+            init = await client.until_type("init")
+            await prompt(client, "one", "t1")
+        async with (
+            running_daemon(tmp_path, teams={"echo": ECHO}, db=db) as daemon,
+            connect(daemon, f"session={init['sessionId']}") as client,
+        ):
+            await client.until_type("history")
+            await client.send({"channel": "team", "type": "subscribe"})
+            await client.until(lambda e: is_team(e, "agent.changed", status="idle"))
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "two"})
+            result = await client.until_type("result")
+            await client.until(
+                lambda e: (
+                    is_team(e, "agent.changed", status="idle") and e["event"]["taskId"] != "task-1"
+                )
+            )
+            await client.send({"channel": "agent", "type": "end"})
+            ended = await client.until_type("session_ended")
+        assert result["summary"] == "second answer"
+        assert ended["status"] == "completed"
+        coordinator = [
+            (e["taskId"], e["payload"]["status"])
+            for e in team_events(client)
+            if e["type"] in ("agent.changed", "agent.spawned")
+        ]
+        assert coordinator == [
+            ("task-1", "spawning"),
+            ("task-1", "running"),
+            ("task-1", "idle"),
+            ("task-r1-1", "running"),  # the restarted process's ids
+            ("task-r1-1", "idle"),
+            ("task-r1-1", "completed"),
+        ]
+        facts = session_facts(daemon, init["sessionId"])
+        assert build_graph(facts).check() == []
+        roots = [f.action.task for f in facts if isinstance(f.action, TaskFinished)]
+        assert roots == ["task-1", "task-r1-1"]
+
+
+async def converse(team: str, *prompts: str, log: MemoryFactLog | None = None) -> TeamRuntime:
+    """A conversation runtime (as the daemon runs one) given ``prompts``, then ended."""
+    runtime = TeamRuntime(
+        parse_team(team, file="t.toml"),
+        backends=ScriptedBackend,
+        factlog=log or MemoryFactLog(),
+        ids=Ids(deterministic=True),
+        conversation=True,
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runtime.run, prompts[0])
+        coordinator = runtime.state.coordinator_chat()
+        assert coordinator is not None
+        for text in prompts[1:]:
+            await trio.testing.wait_all_tasks_blocked()
+            await runtime.queue(coordinator, text)
+        await trio.testing.wait_all_tasks_blocked()
+        runtime.end_conversation()
+    return runtime
+
+
+def coordinator_statuses(session: str, facts: list[Fact]) -> list[str]:
+    """The coordinator's roster status after each fact, repeats dropped."""
+    state = TeamState(session)
+    shown: list[str] = []
+    for fact in facts:
+        state.apply(fact)
+        chat = state.coordinator_chat()
+        if chat is not None and chat in state.members:
+            status = state.member_status(chat).value
+            if not shown or shown[-1] != status:
+                shown.append(status)
+    return shown
+
+
+class TestFold:
+    async def test_each_prompt_is_a_root_task_and_the_coordinator_idles_between(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        log = MemoryFactLog()
+        runtime = await converse(ECHO, "one", "two", log=log)
+        assert coordinator_statuses(runtime.session, log.facts) == [
+            "spawning",
+            "running",
+            "idle",
+            "running",
+            "idle",
+            "completed",
+        ]
+        roots = [
+            (f.action.task, f.action.title)
+            for f in log.facts
+            if isinstance(f.action, TaskCreated) and f.action.requested_by is None
+        ]
+        assert roots == [("task-2", "two")], "the first prompt's is team/runStarted's"
+        state = runtime.state
+        assert state.run is not None
+        assert state.run.task == "task-2"
+        assert (state.run.status, state.run.result) == ("completed", "second answer")
+        assert [(t.task, t.status, t.summary) for t in state.tasks.values()] == [
+            ("task-1", "completed", "first answer"),
+            ("task-2", "completed", "second answer"),
+        ]
+        graph = build_graph(log.facts)
+        assert graph.check() == []
+
+    async def test_a_cli_run_keeps_its_shape(self, autojump_clock: trio.testing.MockClock) -> None:
+        """One prompt, the coordinator running until team/runFinished: no idle, and the root
+        task ends with the run."""
+        log = MemoryFactLog()
+        runtime = TeamRuntime(
+            parse_team(ECHO, file="t.toml"), backends=ScriptedBackend, factlog=log
+        )
+        await runtime.run("one")
+        assert coordinator_statuses(runtime.session, log.facts) == [
+            "spawning",
+            "running",
+            "completed",
+        ]
+        assert not any(isinstance(f.action, (TaskCreated, TaskFinished)) for f in log.facts)
+        envelopes = project_facts(runtime.session, log.facts)
+        assert envelopes[-1].type == "run.finished"
+
+    async def test_an_old_journal_means_what_it_meant_and_is_idle_once_taken_up(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """A conversation recorded before each prompt was a root task (no team/task* of the
+        root) folds as it did: its coordinator running after its answer. Taken up, the
+        answered prompt's end is recorded, and the coordinator is idle."""
+        log = MemoryFactLog()
+        runtime = await converse(ECHO, "one", "two", log=log)
+        old = [
+            f
+            for f in log.facts
+            if not isinstance(f.action, (TaskCreated, TaskStarted, TaskFinished, RunFinished))
+        ]
+        old = [attrs.evolve(f, sequence=n) for n, f in enumerate(old, start=1)]
+        session = runtime.session
+        assert coordinator_statuses(session, old) == ["spawning", "running"]
+        state = TeamState.fold(session, old)
+        again = MemoryFactLog()
+        resumed = TeamRuntime(
+            parse_team(ECHO, file="t.toml"),
+            backends=ScriptedBackend,
+            factlog=again,
+            state=state,
+            ids=Ids(restart=1),
+            conversation=True,
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(resumed.resume)
+            await trio.testing.wait_all_tasks_blocked()
+            coordinator = state.coordinator_chat()
+            assert coordinator is not None
+            assert state.member_status(coordinator) is MemberStatus.IDLE
+            resumed.end_conversation()
+        (ended,) = [f.action for f in again.facts if isinstance(f.action, TaskFinished)]
+        assert (ended.task, ended.status, ended.summary) == ("task-1", "completed", "second answer")
+        assert state.run is not None
+        assert state.run.status == "completed"

@@ -184,6 +184,9 @@ class TeamView:
                 self._refresh_task(state, run.task, ops)
             case ApprovalRequested() | ApprovalResolved():
                 self._refresh_approval(state, action.approval, ops)
+        if isinstance(action, TaskCreated) and action.requested_by is None and coordinator:
+            # A conversation's next prompt: the coordinator works on its root task now.
+            self._refresh_member(state, coordinator, ops)
         return ops
 
     # ── building ───────────────────────────────────────────────────────────

@@ -236,7 +236,10 @@ class AgentUiProjector(EnvelopeBuilder):
         return self._after_team_fact(fact, head, (action.chat,))
 
     def _feed_task_created(self, fact: Fact, action: TaskCreated) -> list[Envelope]:
-        return self._after_team_fact(fact, [self._task_changed(fact, action.task)], ())
+        # A conversation's next prompt moves its coordinator onto the prompt's root task.
+        coordinator = self.state.coordinator_chat() if action.requested_by is None else None
+        touched = () if coordinator is None else (coordinator,)
+        return self._after_team_fact(fact, [self._task_changed(fact, action.task)], touched)
 
     def _feed_task_started(self, fact: Fact, action: TaskStarted) -> list[Envelope]:
         if action.task not in self.state.tasks:
