@@ -5,11 +5,14 @@ daemon's idle expiry ends it, ``completed`` and prunable. A CLI run keeps its sh
 from __future__ import annotations
 
 import datetime as dt
+import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
+import httpx
 import trio
 import trio.testing
 
@@ -30,6 +33,7 @@ from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.server import Limits, ServeConfig
 from orchestrator.spec import parse_team
 
+from .agui import check_run, validate_event
 from .ahp_client import connect_ahp
 from .daemon import ECHO, Client, RunningDaemon, connect, running_daemon
 
@@ -55,6 +59,12 @@ def is_team(event: dict[str, Any], kind: str, **payload: Any) -> bool:
     return all(event["event"]["payload"].get(k) == v for k, v in payload.items())
 
 
+async def seen(client: Client, predicate: Callable[[dict[str, Any]], bool]) -> None:
+    """Return once ``client`` has received an event ``predicate`` holds for (or had)."""
+    if not any(predicate(e) for e in client.received):
+        await client.until(predicate)
+
+
 async def prompt(client: Client, text: str, task: str) -> None:
     await client.send({"channel": "agent", "type": "prompt", "prompt": text, "taskId": task})
     await client.until_type("done")
@@ -77,12 +87,13 @@ class TestTwoPrompts:
             await client.until_type("init")
             await client.send({"channel": "team", "type": "subscribe"})
             await prompt(client, "one", "t1")
-            await client.until(lambda e: is_team(e, "agent.changed", status="idle"))
+            await seen(client, lambda e: is_team(e, "agent.changed", status="idle"))
             await prompt(client, "two", "t2")
-            await client.until(
+            await seen(
+                client,
                 lambda e: (
                     is_team(e, "agent.changed", status="idle") and e["event"]["taskId"] == "task-2"
-                )
+                ),
             )
         shown = [
             (e["type"], e.get("taskId"), e["payload"].get("status"))
@@ -245,13 +256,14 @@ class TestRestart:
         ):
             await client.until_type("history")
             await client.send({"channel": "team", "type": "subscribe"})
-            await client.until(lambda e: is_team(e, "agent.changed", status="idle"))
+            await seen(client, lambda e: is_team(e, "agent.changed", status="idle"))
             await client.send({"channel": "agent", "type": "prompt", "prompt": "two"})
             result = await client.until_type("result")
-            await client.until(
+            await seen(
+                client,
                 lambda e: (
                     is_team(e, "agent.changed", status="idle") and e["event"]["taskId"] != "task-1"
-                )
+                ),
             )
             await client.send({"channel": "agent", "type": "end"})
             ended = await client.until_type("session_ended")
@@ -396,3 +408,62 @@ class TestFold:
         assert (ended.task, ended.status, ended.summary) == ("task-1", "completed", "second answer")
         assert state.run is not None
         assert state.run.status == "completed"
+
+
+async def post_run(daemon: RunningDaemon, run_id: str, messages: list[Any]) -> list[Any]:
+    """POST one RunAgentInput of the thread to the echo team; its SSE events, checked."""
+    body = {
+        "threadId": "thread-1",
+        "runId": run_id,
+        "messages": messages,
+        "tools": [],
+        "context": [],
+        "state": {},
+        "forwardedProps": {},
+    }
+    events: list[Any] = []
+    async with (
+        httpx.AsyncClient(base_url=daemon.url, timeout=30) as http,
+        http.stream("POST", "/agui?team=echo", json=body) as response,
+    ):
+        assert response.status_code == 200, await response.aread()
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                events.append(json.loads(line.removeprefix("data: ")))
+                validate_event(events[-1])
+    check_run(events)
+    return events
+
+
+def final_state(events: list[dict[str, Any]]) -> Any:
+    """The AG-UI state a client holds at the end of a run's ``events``."""
+    import jsonpatch
+
+    state: Any = None
+    for event in events:
+        if event["type"] == "STATE_SNAPSHOT":
+            state = event["snapshot"]
+        elif event["type"] == "STATE_DELTA":
+            state = jsonpatch.apply_patch(state, event["delta"])
+    return state
+
+
+class TestAgui:
+    async def test_the_coordinator_is_idle_in_the_state_each_run_leaves(
+        self, tmp_path: Path
+    ) -> None:
+        """An AG-UI run is one prompt of the thread's conversation: the state its client
+        holds at RUN_FINISHED shows the coordinator idle and the prompt's task completed."""
+        messages: list[dict[str, Any]] = []
+        states = []
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon:
+            for n, text in enumerate(("one", "two"), start=1):
+                messages.append({"id": f"u{n}", "role": "user", "content": text})
+                events = await post_run(daemon, f"run-{n}", messages)
+                assert events[-1]["type"] == "RUN_FINISHED"
+                states.append(final_state(events))
+                answer = events[-1]["result"]
+                messages.append({"id": f"a{n}", "role": "assistant", "content": answer})
+        for state, task in zip(states, ("task-1", "task-2"), strict=True):
+            assert [m["status"] for m in state["members"]] == ["idle"]
+            assert {t["id"]: t["status"] for t in state["tasks"]}[task] == "completed"

@@ -356,7 +356,10 @@ class Turns:
         output_tokens: int,
     ) -> list[tuple[str, Action]]:
         """The end of a conversation's prompt, recorded with its turn's end: its root task
-        ends as the turn did (none for a turn that answers no prompt of a conversation)."""
+        ends as the turn did (none for a turn that answers no prompt of a conversation).
+
+        Just before the turn's end, in its batch: a projection that stops at the turn's end
+        (an AG-UI run) has then shown the coordinator idle."""
         if prompt_task is None:
             return []
         return [
@@ -497,14 +500,6 @@ class Turns:
             log.info("turn failed", chat=chat, agent=ctx.agent.name, error=str(exc))
             await self.run.recorder.record(
                 [
-                    (
-                        chat,
-                        ChatErrorAction(
-                            turn_id=turn_id,
-                            duration=_ms(started),
-                            error=ErrorInfo(error_type=type(exc).__name__, message=str(exc)),
-                        ),
-                    ),
                     *self._prompt_end(
                         ctx,
                         prompt_task,
@@ -514,6 +509,14 @@ class Turns:
                         input_tokens=input_tokens,
                         output_tokens=output_tokens,
                     ),
+                    (
+                        chat,
+                        ChatErrorAction(
+                            turn_id=turn_id,
+                            duration=_ms(started),
+                            error=ErrorInfo(error_type=type(exc).__name__, message=str(exc)),
+                        ),
+                    ),
                 ]
             )
             raise TurnFailedError(f"{ctx.agent.name}: {exc}") from exc
@@ -522,7 +525,6 @@ class Turns:
             if is_cancellation(exc):
                 await self.run.record_cancelled(
                     [
-                        (chat, ChatTurnCancelledAction(turn_id=turn_id, duration=_ms(started))),
                         *self._prompt_end(
                             ctx,
                             prompt_task,
@@ -532,6 +534,7 @@ class Turns:
                             input_tokens=input_tokens,
                             output_tokens=output_tokens,
                         ),
+                        (chat, ChatTurnCancelledAction(turn_id=turn_id, duration=_ms(started))),
                     ]
                 )
             raise
@@ -539,7 +542,6 @@ class Turns:
         await self.run.recorder.record(
             [
                 *unrecorded,
-                (chat, ChatTurnCompleteAction(turn_id=turn_id, duration=_ms(started))),
                 *self._prompt_end(
                     ctx,
                     prompt_task,
@@ -549,6 +551,7 @@ class Turns:
                     input_tokens=input_tokens,
                     output_tokens=output_tokens,
                 ),
+                (chat, ChatTurnCompleteAction(turn_id=turn_id, duration=_ms(started))),
             ]
         )
         return TurnResult(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
