@@ -618,6 +618,9 @@ class Daemon:
         and is taken up to be ended. A session at work (a turn running, an approval or a
         question waiting, a prompt queued) never expires.
         """
+        # Sessions this node could not take up to end (no team file recorded, run by another
+        # process): said once, not every round.
+        refused: set[str] = set()
         while True:
             await trio.sleep(min(max(after / 4, 0.05), 60.0))
             if not self.accepting:
@@ -644,9 +647,12 @@ class Daemon:
             for info in infos:
                 if info.updated_at >= cutoff or info.session in self.sessions:
                     continue
+                if info.session in refused:
+                    continue
                 try:
                     found = await self.find(info.session)
                 except (OrchestratorError, OSError) as exc:
+                    refused.add(info.session)
                     log.warning(
                         "idle conversation not taken up", session=info.session, error=str(exc)
                     )
