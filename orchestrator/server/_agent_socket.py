@@ -198,9 +198,7 @@ class AgentSocket:
         if reason is None:
             self._emit(agent_event("session_ended", sessionId=self.live.id, **ended))
         else:
-            self._emit(
-                agent_event("session_ended", sessionId=self.live.id, reason=reason, **ended)
-            )
+            self._emit(agent_event("session_ended", sessionId=self.live.id, reason=reason, **ended))
         # A close frame's reason holds 123 bytes: a long one is in session_ended only.
         short = reason if reason is not None and len(reason.encode()) <= 120 else None
         self._hang_up(CLOSE_GOING_AWAY, short or "the session ended")
