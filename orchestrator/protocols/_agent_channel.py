@@ -69,6 +69,7 @@ __all__ = [
     "AgentChannelProjector",
     "Approve",
     "ClientMessage",
+    "End",
     "Prompt",
     "Reject",
     "Settings",

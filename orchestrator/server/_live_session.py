@@ -504,7 +504,7 @@ class LiveSession:
     async def end(self) -> None:
         """End the conversation (see :meth:`TeamRuntime.end_conversation`): an idle one is recorded
         ``completed``, one at work ``cancelled``; a session never prompted is only
-        forgotten, by the daemon (:meth:`Daemon.end`). Returns once asked: the session's
+        forgotten, by the daemon (:meth:`Daemon.dispose`). Returns once asked: the session's
         end follows (:attr:`finished`)."""
         if self.finished.is_set() or (self.state.run is not None and self.state.run.status):
             raise RunError(f"session {self.id} has ended already")
