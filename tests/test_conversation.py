@@ -353,6 +353,13 @@ class TestFold:
         ]
         graph = build_graph(log.facts)
         assert graph.check() == []
+        # The delegation graph (the web view's, `orchestrator graph`'s) says it too.
+        coordinator = state.coordinator_chat()
+        before_end = [f for f in log.facts if not isinstance(f.action, RunFinished)]
+        assert build_graph(before_end).graph.nodes[coordinator]["status"] == "idle"
+        assert graph.graph.nodes[coordinator]["status"] == "completed"
+        tasks = {n: graph.graph.nodes[n]["status"] for n in ("task-1", "task-2")}
+        assert tasks == {"task-1": "completed", "task-2": "completed"}
 
     async def test_a_cli_run_keeps_its_shape(self, autojump_clock: trio.testing.MockClock) -> None:
         """One prompt, the coordinator running until team/runFinished: no idle, and the root
