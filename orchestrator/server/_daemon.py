@@ -8,7 +8,10 @@ each team (one connection per server per team, shared by its sessions), and a nu
 which every live session runs. A session is a
 :class:`~orchestrator.runtime._team_runtime.TeamRuntime` in *conversation* mode: it exists
 (with its URI) as soon as a client opens it, its run starts with the first prompt, and each
-later prompt is queued to the coordinator as its next turn.
+later prompt is queued to the coordinator as its next turn (a root task of its own; between
+prompts the coordinator is idle). The conversation ends when a client ends it
+(:meth:`Daemon.dispose`: AHP ``disposeSession``, ``end`` on ``/ws``) or when it has waited
+``idle_conversation`` seconds for a prompt (:meth:`Daemon.expire_conversations`).
 
 At start the daemon takes up every unfinished session of its journal (``resume``, with the
 team file the session recorded): a session is a conversation that outlives a restart. On
