@@ -228,7 +228,9 @@ class AgentUiProjector(EnvelopeBuilder):
         return envelopes
 
     def _feed_run_started(self, fact: Fact, action: RunStarted) -> list[Envelope]:
-        return self._after_team_fact(fact, [self._run_started(fact, action)], ())
+        # A run that starts (again) can move anyone who owns a finished root task (idle
+        # while a run goes on); a run's first fact has no members yet.
+        return self._after_team_fact(fact, [self._run_started(fact, action)], self.state.members)
 
     def _feed_member_joined(self, fact: Fact, action: MemberJoined) -> list[Envelope]:
         spawned = self._member_joined(fact, action)
