@@ -359,7 +359,17 @@ class Turns:
         ends as the turn did (none for a turn that answers no prompt of a conversation).
 
         Just before the turn's end, in its batch: a projection that stops at the turn's end
-        (an AG-UI run) has then shown the coordinator idle."""
+        (an AG-UI run) has then shown the coordinator idle.
+
+        Args:
+            ctx: the coordinator's chat.
+            prompt_task: the prompt's root task (None: no conversation's prompt).
+            status: how the turn ended, as a task status.
+            summary: the answer, or why it failed.
+            started: when the turn started (trio time).
+            input_tokens: the turn's input tokens.
+            output_tokens: the turn's output tokens.
+        """
         if prompt_task is None:
             return []
         return [
