@@ -112,6 +112,10 @@ class TestTwoPrompts:
             ("task.changed", "task-2", "completed"),
             ("agent.changed", "task-2", "idle"),
         ]
+        phases = [
+            e["payload"]["teamPhase"] for e in team_events(client) if e["type"] == "team.changed"
+        ]
+        assert phases == ["forming", "waiting", "forming", "waiting"], "waiting for a message"
         idle = [e for e in team_events(client) if e["payload"].get("status") == "idle"]
         assert {e["payload"]["waitingFor"] for e in idle} == {"message"}
         sequences = [e["sequence"] for e in team_events(client)]

@@ -784,11 +784,15 @@ class AgentUiProjector(EnvelopeBuilder):
     def _team_phase(self) -> CoordinatorTeamStatus:
         """``forming`` until the first delegation; ``waiting`` while an approval is pending;
         ``active`` while delegated work runs or waits in the queue; ``merging`` once it has
-        all finished (the coordinator synthesizes); ``done`` when the run ended."""
+        all finished (the coordinator synthesizes); ``waiting`` too while a conversation
+        waits for its next message; ``done`` when the run ended."""
         run = self.state.run
         if run is not None and run.status is not None:
             return CoordinatorTeamStatus.DONE
         if self.state.has_pending_approval():
+            return CoordinatorTeamStatus.WAITING
+        coordinator = self.state.coordinator_chat()
+        if coordinator is not None and self.state.member_status(coordinator) is MemberStatus.IDLE:
             return CoordinatorTeamStatus.WAITING
         if not self.state.delegated_count():
             return CoordinatorTeamStatus.FORMING
