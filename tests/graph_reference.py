@@ -66,6 +66,8 @@ class ReferenceGraph:
         self.last_sequence: int | None = None
         # task -> the (u, v) of its waits_on edges, so a finished task ends them in O(1).
         self._waits: dict[str, list[tuple[str, str]]] = {}
+        # Every prompt's root task (the run's, then a conversation's later prompts'), in order.
+        self._root_tasks: list[str] = []
 
     # ── folding ─────────────────────────────────────────────────────────────
 
@@ -283,13 +285,15 @@ class ReferenceGraph:
         self._g.nodes[task].update(
             title=action.prompt, agent=action.coordinator, status=TaskStatus.RUNNING.value
         )
+        self._root_tasks.append(task)
 
     def _run_finished(self, action: RunFinished) -> None:
         self._g.graph["status"] = action.status.value
-        root: str | None = self._g.graph.get("root_task")
+        root = self._root_tasks[-1] if self._root_tasks else None
         if root is None or root not in self._g:
             return
-        self._g.nodes[root]["status"] = action.status.value
+        if self._g.nodes[root]["status"] == TaskStatus.RUNNING.value:
+            self._g.nodes[root]["status"] = action.status.value
         for chat, _, data in self._g.in_edges(root, data=True):
             if data["kind"] == EdgeKind.WORKS_ON:
                 self._g.nodes[chat]["status"] = action.status.value
@@ -333,6 +337,9 @@ class ReferenceGraph:
             parent_task=action.parent_task,
             status=action.status.value,
         )
+        if action.requested_by is None or action.parent_task is None:
+            self._root_tasks.append(task)  # a conversation's next prompt
+            return
         self._node(action.parent_task, NodeKind.TASK, seq)
         self._edge(task, action.parent_task, EdgeKind.SUBTASK_OF, seq)
         self._node(action.requested_by, NodeKind.CHAT, seq)
@@ -382,6 +389,9 @@ class ReferenceGraph:
             else None
         )
         self._task_status(action.task, action.status.value, chat)
+        running = self._g.graph.get("status") == TaskStatus.RUNNING.value
+        if chat is not None and action.task in self._root_tasks and running:
+            self._g.nodes[chat]["status"] = "idle"  # the conversation goes on
         # Every wait on the task ends: on the task while it was queued, then on its worker.
         key = f"{EdgeKind.WAITS_ON.value}:{action.task}"
         for u, v in self._waits.get(action.task, ()):

@@ -372,6 +372,10 @@ def team_actions(
             parent_task=task,
             status=st.sampled_from(TaskStatus),
         ),
+        # A conversation's next prompt: a root task, with no delegation.
+        st.builds(
+            TaskCreated, task=task, title=text, agent=text, status=st.sampled_from(TaskStatus)
+        ),
         st.builds(TaskStarted, task=task, chat=chat),
         st.builds(
             TaskFinished,

@@ -808,6 +808,15 @@ class TestForwarding:
         assert (await a.health())["owned_sessions"] == [uri]
         assert (await b.health())["owned_sessions"] == []
         assert_one_log(postgres_database, uri, resumed=0)
+        # Ending the conversation on B: A records its end (completed: it was idle).
+        async with connect(b.daemon, f"session={session}") as client:
+            await client.until_type("init")
+            await client.send({"channel": "agent", "type": "end"})
+            with trio.fail_after(20):
+                ended = await client.until_type("session_ended")
+        assert ended["status"] == "completed"
+        (info,) = [i for i in open_reader(postgres_database).sessions() if i.session == uri]
+        assert info.status == "completed"
 
 
 class TestOwnerDies:

@@ -317,7 +317,7 @@ class TestAgentChannel:
             "channel": "agent",
             "type": "session_ended",
             "sessionId": init["sessionId"],
-            "status": "cancelled",
+            "status": "completed",  # disposed while it waited for its next message
         }
         assert closed.value.reason is not None
         assert closed.value.reason.code == 1001

@@ -1151,9 +1151,16 @@ class TestConversation:
             )
             h.runtime.close()
         assert coordinator_turn_ends(h) == [ChatTurnCancelledAction, ChatTurnCompleteAction]
-        assert {a.status for a in h.actions(TaskFinished) if a.task != "task-1"} == {
+        tasks = h.runtime.state.tasks
+        delegated = {task for task, record in tasks.items() if record.requested_by is not None}
+        assert {a.status for a in h.actions(TaskFinished) if a.task in delegated} == {
             TaskStatus.KILLED
         }
+        # Each prompt is a root task: the cancelled turn's killed, the next one's completed.
+        assert [a.status for a in h.actions(TaskFinished) if a.task not in delegated] == [
+            TaskStatus.KILLED,
+            TaskStatus.COMPLETED,
+        ]
         assert h.runtime.state.run is not None
         assert h.runtime.state.run.status is RunStatus.COMPLETED
         h.finished()

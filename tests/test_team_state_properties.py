@@ -510,6 +510,22 @@ def _legacy_reduce_team(
                     state="task exists",
                     tool_call_id=action.tool_call_id,
                 )
+            run, owner = tr.run, None
+            if action.requested_by is None:
+                # A conversation's next prompt (each prompt its own root task, issue 33).
+                if validate and (run is None or run.status is not None):
+                    raise IllegalTransitionError(
+                        "a prompt's root task needs a running run",
+                        action_type=action.type,
+                        channel=state.session_uri,
+                        state="not started" if run is None else f"run {run.status}",
+                    )
+                if run is not None:
+                    owner = run.coordinator_chat
+                    tr.run = evolve(run, task=action.task)
+                    member = tr.members.get(owner) if owner is not None else None
+                    if member is not None:
+                        tr.members[member.chat] = evolve(member, task=action.task)
             tr.tasks[action.task] = TaskRecord(
                 task=action.task,
                 title=action.title,
@@ -519,6 +535,7 @@ def _legacy_reduce_team(
                 tool_call_id=action.tool_call_id,
                 parent_task=action.parent_task,
                 created_at=now,
+                owner=owner,
             )
         case TaskStarted():
             task = _legacy_task_for(state, tr, action, validate=validate)

@@ -940,3 +940,39 @@ def test_a_big_session_is_laid_out_as_a_tree_in_view(browser: Browser, tmp_path:
         assert all(x1 <= x <= x2 and y1 <= y <= y2 for x, y in positions)
         watched.screenshot("big-01-tree")
         assert watched.errors == []
+
+
+def test_an_idle_conversation_shows_idle_and_end_conversation_ends_it(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """Between prompts the header and the coordinator's row say idle; the End conversation
+    button ends the session, recorded completed."""
+    from orchestrator.journal import JournalReader
+
+    from .daemon import ECHO
+
+    with (
+        running_daemon(tmp_path, {"echo": ECHO}) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        run = start_run(daemon, "echo", "one")
+        run.finished()
+        page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
+        page.wait_for_function(
+            "() => document.querySelector('#session-status')?.textContent === 'idle'"
+        )
+        wait_rows(page, "rows.some(r => r[2] === 'idle (waiting for the next message)')")
+        watched.screenshot("conversation-01-idle")
+        page.click("#end-session")
+        page.wait_for_function(
+            "() => document.querySelector('#end-session').hidden"
+            " && document.querySelector('#session-status')?.textContent !== 'idle'"
+        )
+        deadline = time.monotonic() + WAIT_MS / 1000
+        uri = "ahp-session:/" + run.session
+        while JournalReader(daemon.db).session(uri).status == "running":
+            assert time.monotonic() < deadline, "the conversation did not end"
+            time.sleep(0.05)
+        assert JournalReader(daemon.db).session(uri).status == "completed"
+        assert watched.errors == []

@@ -306,6 +306,23 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--json", action="store_true", help="print JSON")
         command.set_defaults(handler=("._serve_command", "teammates"))
 
+    end = commands.add_parser(
+        "end", help="end a conversation of the running daemon (then prunable)"
+    )
+    end.add_argument("session", help="the session (its id or ahp-session:/ URI)")
+    end.add_argument(
+        "--url",
+        help=f"the daemon (default: --config's host and port, else http://127.0.0.1:{DEFAULT_PORT})",
+    )
+    end.add_argument("--config", type=Path, metavar="FILE", help="the daemon's config")
+    end.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help=f"a file holding the token (default: ${TOKEN_ENV})",
+    )
+    end.set_defaults(handler=("._end_command", "end"))
+
     init = commands.add_parser(
         "init", help="write a starter team directory (offline, OpenAI-compatible, background)"
     )

@@ -56,14 +56,19 @@ def teammates(args: argparse.Namespace, out: TextIO) -> int:
     return trio.run(_teammates, args, out)
 
 
+def daemon_base(args: argparse.Namespace) -> str:
+    """The running daemon's address: ``--url``, else ``--config``'s host and port, else the
+    default ones."""
+    if args.url is not None:
+        return str(args.url)
+    config = load_serve_config(args.config) if args.config is not None else ServeConfig()
+    host = "127.0.0.1" if config.host in ("0.0.0.0", "::") else config.host
+    return f"http://[{host}]:{config.port}" if ":" in host else f"http://{host}:{config.port}"
+
+
 async def _teammates(args: argparse.Namespace, out: TextIO) -> int:
     action = args.teammates_command
-    if args.url is not None:
-        base = args.url
-    else:
-        config = load_serve_config(args.config) if args.config is not None else ServeConfig()
-        host = "127.0.0.1" if config.host in ("0.0.0.0", "::") else config.host
-        base = f"http://[{host}]:{config.port}" if ":" in host else f"http://{host}:{config.port}"
+    base = daemon_base(args)
     message: dict[str, object] = {"type": action}
     if action != "list":
         message["name"] = args.name

@@ -93,7 +93,7 @@ async def request(url: str, message: dict[str, Any], *, token: str | None) -> di
                     ):
                         break
     except ConnectionRejected as exc:
-        detail = _rejection(exc)
+        detail = rejection(exc)
         raise RunError(f"the daemon at {url} refused the connection: {detail}") from None
     except (OSError, HandshakeError) as exc:
         # trio-websocket's HandshakeError says nothing itself: the reason is its cause.
@@ -113,7 +113,8 @@ async def request(url: str, message: dict[str, Any], *, token: str | None) -> di
     return answer  # type: ignore[no-any-return]
 
 
-def _rejection(exc: ConnectionRejected) -> str:
+def rejection(exc: ConnectionRejected) -> str:
+    """What a daemon that refused a WebSocket handshake said: its status and error."""
     body = exc.body or b""
     try:
         error = json.loads(body).get("error")

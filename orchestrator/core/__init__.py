@@ -98,7 +98,12 @@ if TYPE_CHECKING:
         ViewUpdated,
     )
     from ._team_records import ApprovalRecord, FactChange, Member, RunRecord, TaskRecord, Transition
-    from ._team_reducer import new_session_state, reduce_action, reduce_team_action
+    from ._team_reducer import (
+        new_session_state,
+        prompt_title,
+        reduce_action,
+        reduce_team_action,
+    )
     from ._team_state import MemberStatus, TeamState
     from ._team_validate import validate_action, validate_team_action
     from ._teammate_actions import (
@@ -218,6 +223,7 @@ __all__ = [
     "party_name",
     "pending_approval_of",
     "plan_recovery",
+    "prompt_title",
     "reduce_action",
     "reduce_team_action",
     "resume_point",
@@ -337,7 +343,12 @@ if not TYPE_CHECKING:
                 "TaskRecord",
                 "Transition",
             ),
-            "._team_reducer": ("new_session_state", "reduce_action", "reduce_team_action"),
+            "._team_reducer": (
+                "new_session_state",
+                "prompt_title",
+                "reduce_action",
+                "reduce_team_action",
+            ),
             "._team_state": ("MemberStatus", "TeamState"),
             "._team_validate": ("validate_action", "validate_team_action"),
             "._teammate_actions": (

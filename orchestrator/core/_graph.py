@@ -259,6 +259,10 @@ class DelegationGraph:
         self._edges: dict[tuple[str, str, str], dict[str, Any]] = {}
         # chat -> (source, key) of its spawned or forked edge, while it has one.
         self._origins: dict[str, tuple[str, str]] = {}
+        # The root task of each prompt (team/runStarted's, then a conversation's later
+        # prompts', see TaskCreated), and the latest: the one the run's end ends.
+        self._root_tasks: set[str] = set()
+        self._prompt_task: str | None = None
 
     # ── reading ─────────────────────────────────────────────────────────────
 
@@ -566,13 +570,17 @@ class DelegationGraph:
         )
         task = self._node(action.task, NodeKind.TASK, seq)
         self._nodes[task].update(title=action.prompt, agent=action.coordinator, status=_RUNNING)
+        self._root_tasks.add(task)
+        self._prompt_task = task
 
     def _run_finished(self, action: RunFinished) -> None:
         self._g.graph["status"] = action.status.value
-        root: str | None = self._g.graph.get("root_task")
+        root = self._prompt_task
         if root is None or root not in self._nodes:
             return
-        self._nodes[root]["status"] = action.status.value
+        if self._nodes[root]["status"] == _RUNNING:
+            # A prompt answered already keeps how it ended (a conversation ended idle).
+            self._nodes[root]["status"] = action.status.value
         for chat, _, data in self._g.in_edges(root, data=True):
             if data["kind"] == EdgeKind.WORKS_ON:
                 self._nodes[chat]["status"] = action.status.value
@@ -613,6 +621,11 @@ class DelegationGraph:
             parent_task=action.parent_task,
             status=action.status.value,
         )
+        if action.requested_by is None or action.parent_task is None:
+            # A conversation's next prompt: a root task, which its turn's chat works on.
+            self._root_tasks.add(task)
+            self._prompt_task = task
+            return
         self._node(action.parent_task, NodeKind.TASK, seq)
         self._edge(task, action.parent_task, EdgeKind.SUBTASK_OF, seq)
         self._node(action.requested_by, NodeKind.CHAT, seq)
@@ -659,6 +672,14 @@ class DelegationGraph:
             return
         chat = action.chat if action.chat is not None and self._is(action.chat, _CHAT) else None
         self._task_status(action.task, action.status.value, chat)
+        if (
+            chat is not None
+            and action.task in self._root_tasks
+            and self._g.graph.get("status") == _RUNNING
+        ):
+            # A prompt answered in a conversation that goes on: its coordinator waits for
+            # the next message.
+            self._nodes[chat]["status"] = "idle"
         # Every wait on the task ends: on the task while it was queued, then on its worker.
         key = _WAITS_ON + ":" + action.task
         for u, v in self._waits.get(action.task, ()):

@@ -109,20 +109,27 @@ class MemberJoined:
 
 @attrs.frozen(kw_only=True)
 class TaskCreated:
-    """A piece of work was delegated: one per ``delegate`` tool call.
+    """A piece of work was delegated: one per ``delegate`` tool call; or a conversation's
+    next prompt began (its root task, with no ``requested_by``).
 
     ``status`` is ``queued`` when the team's parallel budget was exhausted at the
     time of the call, ``running`` when the worker starts at once (a
     :class:`TaskStarted` follows in the same append).
+
+    A root task (``requested_by`` None) is the run's task from then on: the prompt a
+    daemon conversation's coordinator answers now (each prompt is its own root task; the
+    first is :class:`RunStarted`'s). It is recorded with the ``chat/turnStarted`` of that
+    prompt's turn, and ended by a :class:`TaskFinished` with that turn's end.
     """
 
     type: str = attrs.field(default="team/taskCreated", init=False)
     task: str
     title: str
     agent: str  # the agent definition that will do the work
-    requested_by: str  # the delegating chat
-    tool_call_id: str  # the delegate tool call in ``requested_by``
-    parent_task: str
+    # Invariant: (requested_by is None) == (tool_call_id is None) == (parent_task is None)
+    requested_by: str | None = None  # the delegating chat; None: a prompt's root task
+    tool_call_id: str | None = None  # the delegate tool call in ``requested_by``
+    parent_task: str | None = None
     status: TaskStatus
 
 

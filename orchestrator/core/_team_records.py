@@ -46,7 +46,9 @@ class RunRecord:
     topology: str
     parallel_budget: int
     coordinator: str
-    prompt: str
+    prompt: str  # the first prompt (the run's title)
+    # The root task of the prompt answered now: team/runStarted's, then each later prompt's
+    # (a team/taskCreated with no requested_by; see TaskCreated).
     task: str
     started_at: str
     # The chat of the first member that joined on the root task: the coordinator.

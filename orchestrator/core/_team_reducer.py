@@ -80,6 +80,7 @@ from ._team_records import ApprovalRecord, Member, RunRecord, TaskRecord, Transi
 
 __all__ = [
     "new_session_state",
+    "prompt_title",
     "reduce_action",
     "reduce_team_action",
 ]
@@ -93,7 +94,7 @@ _ROOT_TASK_STATUS: Final[Mapping[RunStatus, TaskStatus]] = {
 }
 
 
-def _title(prompt: str, limit: int = 80) -> str:
+def prompt_title(prompt: str, limit: int = 80) -> str:
     """The title a run gives its session and root task: the prompt's first line, shortened."""
     line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
     return line if len(line) <= limit else line[: limit - 1] + "…"
@@ -141,10 +142,10 @@ def _run_started(tr: Transition, action: RunStarted, session_uri: str, now: str)
         started_at=now,
         background=action.background,
     )
-    tr.session = new_session_state(_title(action.prompt))
+    tr.session = new_session_state(prompt_title(action.prompt))
     tr.tasks[action.task] = TaskRecord(
         task=action.task,
-        title=_title(action.prompt),
+        title=prompt_title(action.prompt),
         agent=action.coordinator,
         status=TaskStatus.RUNNING,
         created_at=now,
@@ -167,6 +168,16 @@ def _member_joined(tr: Transition, action: MemberJoined, session_uri: str, now: 
 
 @_handles(TaskCreated)
 def _task_created(tr: Transition, action: TaskCreated, session_uri: str, now: str) -> None:
+    run = tr.run
+    owner = None
+    if action.requested_by is None and run is not None:
+        # A conversation's next prompt: its root task is the run's task from now on, the
+        # coordinator's, which owns it (as it owned the first prompt's).
+        owner = run.coordinator_chat
+        tr.run = evolve(run, task=action.task)
+        member = tr.members.get(owner) if owner is not None else None
+        if member is not None:
+            tr.members[member.chat] = evolve(member, task=action.task)
     tr.tasks[action.task] = TaskRecord(
         task=action.task,
         title=action.title,
@@ -176,6 +187,7 @@ def _task_created(tr: Transition, action: TaskCreated, session_uri: str, now: st
         tool_call_id=action.tool_call_id,
         parent_task=action.parent_task,
         created_at=now,
+        owner=owner,
     )
 
 

@@ -424,6 +424,11 @@ class TeamState:
         A member that owns a task (a delegated worker, or the coordinator and its root task)
         reports the task's end once it is recorded, and ``running`` from the end of its turn
         until then: the runtime is reporting the result, nothing has been decided yet.
+
+        A conversation's coordinator whose prompt's root task has ended while the run goes
+        on is ``idle``: it waits for the next message (each prompt is its own root task, see
+        :class:`~orchestrator.core._team_actions.TaskCreated`). A CLI run's root task ends
+        with the run, so its coordinator goes from ``running`` to the run's end.
         """
         member = self.members.get(chat_uri)
         task = self.tasks.get(member.task) if member else None
@@ -432,6 +437,9 @@ class TeamState:
             or (task.requested_by is None and chat_uri == self.coordinator_chat())
         )
         if owns_task and task is not None and task.status in FINISHED_TASK_STATUSES:
+            run = self.run
+            if task.requested_by is None and run is not None and run.status is None:
+                return MemberStatus.IDLE
             return MemberStatus(task.status.value)
         chat = self.chats.get(chat_uri)
         if chat is None:

@@ -98,6 +98,14 @@ def _check_task_created(tr: Transition, action: TaskCreated, session_uri: str) -
         _refuse(
             "a task with this id exists", action, session_uri, "task exists", action.tool_call_id
         )
+    if action.requested_by is None and (tr.run is None or tr.run.status is not None):
+        # A prompt's root task: the prompt of a conversation that goes on.
+        _refuse(
+            "a prompt's root task needs a running run",
+            action,
+            session_uri,
+            "not started" if tr.run is None else f"run {tr.run.status}",
+        )
 
 
 @_checks(TaskStarted)

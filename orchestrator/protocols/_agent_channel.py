@@ -4,7 +4,8 @@ A client sends JSON objects ``{"channel": ..., "type": ..., ...}`` (one per WebS
 frame); :func:`parse_client_message` reads one into a typed message or raises
 :class:`~orchestrator.base._errors.PeerProtocolError` naming what is wrong and where
 (``$.taskId: expected a string``). Channels: ``agent`` (the spec's prompt, settings, abort,
-tool_response, approve, reject), ``team`` (subscribe to Agent UI envelopes from a sequence).
+tool_response, approve, reject; and ``end``, which ends the session's conversation), ``team``
+(subscribe to Agent UI envelopes from a sequence).
 
 :class:`AgentChannelProjector` turns a session's facts, as they are recorded, into the
 events the spec lists for the coordinator chat (``prompt``, ``text``, ``thinking``,
@@ -71,6 +72,7 @@ __all__ = [
     "Approve",
     "ClientMessage",
     "ClientMessageError",
+    "End",
     "Prompt",
     "Reject",
     "Settings",
@@ -112,6 +114,13 @@ class Abort:
 
 
 @attrs.frozen(kw_only=True)
+class End:
+    """End the session's conversation: one waiting for its next message ends
+    ``completed``, one at work is cancelled (the daemon's ``end``; AHP's
+    ``disposeSession``)."""
+
+
+@attrs.frozen(kw_only=True)
 class ToolResponse:
     tool_call_id: str
     result: str
@@ -134,7 +143,7 @@ class TeamSubscribe:
     from_sequence: int = 0
 
 
-ClientMessage = Prompt | Settings | Abort | ToolResponse | Approve | Reject | TeamSubscribe
+ClientMessage = Prompt | Settings | Abort | End | ToolResponse | Approve | Reject | TeamSubscribe
 
 # Per (channel, type): the message class and its fields as (wire name, attribute, type,
 # required). One table, so the parser and its error messages cannot drift apart.
@@ -149,6 +158,7 @@ _MESSAGES: Final[Mapping[tuple[str, str], tuple[type[ClientMessage], tuple[_Fiel
         (("provider", "provider", str, False), ("model", "model", str, False)),
     ),
     ("agent", "abort"): (Abort, (("taskId", "task_id", str, True),)),
+    ("agent", "end"): (End, ()),
     ("agent", "tool_response"): (
         ToolResponse,
         (("toolCallId", "tool_call_id", str, True), ("result", "result", str, True)),

@@ -44,7 +44,9 @@ _WIRE_STATUS: Final[dict[MemberStatus, tuple[TeammateStatus, str | None]]] = {
     MemberStatus.WAITING: (TeammateStatus.WAITING, "teammate"),
     MemberStatus.NEEDS_APPROVAL: (TeammateStatus.NEEDS_INPUT, "approval"),
     MemberStatus.NEEDS_INPUT: (TeammateStatus.NEEDS_INPUT, "answer"),
-    MemberStatus.IDLE: (TeammateStatus.IDLE, None),
+    # Its turn is over: it waits for its next message (a conversation's coordinator between
+    # prompts; a teammate done with its part).
+    MemberStatus.IDLE: (TeammateStatus.IDLE, "message"),
     MemberStatus.COMPLETED: (TeammateStatus.COMPLETED, None),
     MemberStatus.FAILED: (TeammateStatus.FAILED, None),
     MemberStatus.KILLED: (TeammateStatus.KILLED, None),

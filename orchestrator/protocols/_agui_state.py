@@ -184,6 +184,14 @@ class TeamView:
                 self._refresh_task(state, run.task, ops)
             case ApprovalRequested() | ApprovalResolved():
                 self._refresh_approval(state, action.approval, ops)
+        if isinstance(action, TaskCreated) and action.requested_by is None and coordinator:
+            # A conversation's next prompt: the coordinator works on its root task now.
+            self._refresh_member(state, coordinator, ops)
+        elif isinstance(action, RunStarted | RunFinished):
+            # Whether the run goes on decides between idle and a prompt's end for whoever
+            # owns a finished root task (once a run: every member is asked).
+            for chat in list(self._members):
+                self._refresh_member(state, chat, ops)
         return ops
 
     # ── building ───────────────────────────────────────────────────────────

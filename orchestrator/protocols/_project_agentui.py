@@ -232,7 +232,9 @@ class AgentUiProjector(EnvelopeBuilder):
         return envelopes
 
     def _feed_run_started(self, fact: Fact, action: RunStarted) -> list[Envelope]:
-        return self._after_team_fact(fact, [self._run_started(fact, action)], ())
+        # A run that starts (again) can move anyone who owns a finished root task (idle
+        # while a run goes on); a run's first fact has no members yet.
+        return self._after_team_fact(fact, [self._run_started(fact, action)], self.state.members)
 
     def _feed_member_joined(self, fact: Fact, action: MemberJoined) -> list[Envelope]:
         spawned = self._member_joined(fact, action)
@@ -240,7 +242,10 @@ class AgentUiProjector(EnvelopeBuilder):
         return self._after_team_fact(fact, head, (action.chat,))
 
     def _feed_task_created(self, fact: Fact, action: TaskCreated) -> list[Envelope]:
-        return self._after_team_fact(fact, [self._task_changed(fact, action.task)], ())
+        # A conversation's next prompt moves its coordinator onto the prompt's root task.
+        coordinator = self.state.coordinator_chat() if action.requested_by is None else None
+        touched = () if coordinator is None else (coordinator,)
+        return self._after_team_fact(fact, [self._task_changed(fact, action.task)], touched)
 
     def _feed_task_started(self, fact: Fact, action: TaskStarted) -> list[Envelope]:
         if action.task not in self.state.tasks:
@@ -398,7 +403,11 @@ class AgentUiProjector(EnvelopeBuilder):
                 status=task.status.value,
                 title=task.title,
                 agentName=task.agent,
-                runtimeEntity=RuntimeEntity.SUBAGENT_TURN.value,
+                runtimeEntity=(
+                    RuntimeEntity.SUBAGENT_TURN
+                    if task.requested_by is not None
+                    else RuntimeEntity.AGENT_TURN
+                ).value,
                 parentTaskId=task.parent_task,
                 teamQueuedCount=self.state.queued_count(),
                 teamActiveCount=self.state.active_count(),
@@ -409,6 +418,10 @@ class AgentUiProjector(EnvelopeBuilder):
 
     def _task_finished(self, fact: Fact, action: TaskFinished) -> list[Envelope]:
         task = self.state.tasks[action.task]
+        if task.requested_by is None:
+            # A conversation's prompt answered: no worker reports back; its coordinator's
+            # change (idle, waiting for the next message) follows as agent.changed.
+            return [self._task_changed(fact, action.task)]
         worker = task.chat
         result_ref: dict[str, Any] | None = None
         if worker is not None:
@@ -812,11 +825,15 @@ class AgentUiProjector(EnvelopeBuilder):
     def _team_phase(self) -> CoordinatorTeamStatus:
         """``forming`` until the first delegation; ``waiting`` while an approval is pending;
         ``active`` while delegated work runs or waits in the queue; ``merging`` once it has
-        all finished (the coordinator synthesizes); ``done`` when the run ended."""
+        all finished (the coordinator synthesizes); ``waiting`` too while a conversation
+        waits for its next message; ``done`` when the run ended."""
         run = self.state.run
         if run is not None and run.status is not None:
             return CoordinatorTeamStatus.DONE
         if self.state.has_pending_approval():
+            return CoordinatorTeamStatus.WAITING
+        coordinator = self.state.coordinator_chat()
+        if coordinator is not None and self.state.member_status(coordinator) is MemberStatus.IDLE:
             return CoordinatorTeamStatus.WAITING
         if not self.state.delegated_count():
             return CoordinatorTeamStatus.FORMING

@@ -462,6 +462,25 @@ class TeamRuntime:
         ``completed`` with the last turn's answer. No effect on a run that is not one."""
         self._turns.close()
 
+    def end_conversation(self) -> None:
+        """End a conversation, as a client asks (AHP dispose, ``end`` on ``/ws``, the web
+        view, ``orchestrator end``) or the daemon's idle expiry: one that waits for its next
+        message finishes ``completed`` with its last answer; one still at work has it
+        cancelled, and finishes ``cancelled``. A run that is not a conversation is
+        cancelled."""
+        if self.conversation and not self._at_work():
+            self.close()
+        else:
+            self.cancel()
+
+    def _at_work(self) -> bool:
+        """Whether a turn runs or a prompt waits its turn (a conversation that is not idle)."""
+        state = self.state
+        if any(chat.active_turn is not None for chat in state.chats.values()):
+            return True
+        coordinator = state.chats.get(state.coordinator_chat() or "")
+        return coordinator is not None and bool(coordinator.queued_messages)
+
     def cancel_turn(self, chat: str) -> None:
         """Cancel the running turn of a conversation's coordinator; the run goes on."""
         self._turns.cancel_turn(chat)

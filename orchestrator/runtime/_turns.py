@@ -33,6 +33,7 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack, aclosing
+from typing import Final
 
 import structlog
 import trio
@@ -74,6 +75,10 @@ from orchestrator.core import (
     ReasoningDelta,
     ResumePoint,
     RoundContext,
+    TaskCreated,
+    TaskFinished,
+    TaskStarted,
+    TaskStatus,
     TextDelta,
     ToolCallInputDelta,
     ToolCallRequest,
@@ -83,6 +88,7 @@ from orchestrator.core import (
     is_interrupted,
     member_name,
     pending_approval_of,
+    prompt_title,
     resume_point,
     steering_injected,
     subagent_of,
@@ -102,7 +108,14 @@ from orchestrator.spec import (
 
 from ._approvals import Approvals, summary
 from ._command_tool import REDACTED_TOKEN, command_environment, run_command
-from ._context import ChatContext, RunContext, TurnFailedError, TurnResult, is_cancellation
+from ._context import (
+    CANCELLED,
+    ChatContext,
+    RunContext,
+    TurnFailedError,
+    TurnResult,
+    is_cancellation,
+)
 from ._delegation import Delegation, Turnstile
 from ._python_tool import ResolvedPythonTool, run_python_tool
 from ._recorder import PendingBatch
@@ -253,12 +266,14 @@ class Turns:
         first = True
         try:
             while True:
+                resumed = False
                 if first:
                     first = False
+                    resumed = resume
                     turn = (
-                        self._resume_turn(ctx, message)
+                        self._resume_turn(ctx, message, prompt_task=ctx.task)
                         if resume
-                        else self._run_turn(ctx, message, queued_id=None)
+                        else self._run_turn(ctx, message, queued_id=None, prompt_task=ctx.task)
                     )
                 else:
                     # As in run_chat: no await between this check and closing.
@@ -270,7 +285,27 @@ class Turns:
                         self._prompted = trio.Event()
                         await self._prompted.wait()
                         continue
-                    turn = self._run_turn(ctx, queued[0].message, queued_id=queued[0].id)
+                    # Each prompt is its own root task, begun with its turn (one batch).
+                    ctx.task = self.run.ids.numbered("task")
+                    begun: list[tuple[str, Action]] = [
+                        (
+                            self.run.session,
+                            TaskCreated(
+                                task=ctx.task,
+                                title=prompt_title(queued[0].message.text),
+                                agent=ctx.agent.name,
+                                status=TaskStatus.RUNNING,
+                            ),
+                        ),
+                        (self.run.session, TaskStarted(task=ctx.task, chat=ctx.chat)),
+                    ]
+                    turn = self._run_turn(
+                        ctx,
+                        queued[0].message,
+                        queued_id=queued[0].id,
+                        begun=begun,
+                        prompt_task=ctx.task,
+                    )
                 with trio.CancelScope() as scope:
                     self._turn_scopes[ctx.chat] = scope
                     try:
@@ -279,29 +314,114 @@ class Turns:
                         log.info("conversation turn failed", chat=ctx.chat, error=str(exc))
                     finally:
                         del self._turn_scopes[ctx.chat]
+                if resumed:
+                    await self._end_answered_prompt(ctx)
         finally:
             self._open_chats.discard(ctx.chat)
             self._conversations.forget(ctx.chat)
 
-    async def _resume_turn(self, ctx: ChatContext, message: Message) -> TurnResult:
+    async def _end_answered_prompt(self, ctx: ChatContext) -> None:
+        """End the root task of a prompt whose turn ended before this process took the
+        conversation up, if no fact ended it (a session recorded before each prompt was its
+        own root task): its coordinator is idle from here on, as the turn's end says."""
+        task = self.run.state.tasks.get(ctx.task)
+        chat = self.run.state.chats.get(ctx.chat)
+        if task is None or task.status is not TaskStatus.RUNNING or chat is None:
+            return
+        if chat.active_turn is not None or not chat.turns:
+            return
+        last = chat.turns[-1]
+        status, summary = _PROMPT_END.get(last.state, TaskStatus.FAILED), ""
+        if last.state is TurnState.COMPLETE:
+            summary = turn_text(last)
+        elif last.error is not None:
+            summary = last.error.message
+        await self.run.recorder.record(
+            [
+                (
+                    self.run.session,
+                    TaskFinished(
+                        task=ctx.task,
+                        status=status,
+                        summary=summary,
+                        duration_ms=0,
+                        chat=ctx.chat,
+                    ),
+                )
+            ]
+        )
+
+    def _prompt_end(
+        self,
+        ctx: ChatContext,
+        prompt_task: str | None,
+        status: TaskStatus,
+        summary: str,
+        *,
+        started: float,
+        input_tokens: int,
+        output_tokens: int,
+    ) -> list[tuple[str, Action]]:
+        """The end of a conversation's prompt, recorded with its turn's end: its root task
+        ends as the turn did (none for a turn that answers no prompt of a conversation).
+
+        Just before the turn's end, in its batch: a projection that stops at the turn's end
+        (an AG-UI run) has then shown the coordinator idle.
+
+        Args:
+            ctx: the coordinator's chat.
+            prompt_task: the prompt's root task (None: no conversation's prompt).
+            status: how the turn ended, as a task status.
+            summary: the answer, or why it failed.
+            started: when the turn started (trio time).
+            input_tokens: the turn's input tokens.
+            output_tokens: the turn's output tokens.
+        """
+        if prompt_task is None:
+            return []
+        return [
+            (
+                self.run.session,
+                TaskFinished(
+                    task=prompt_task,
+                    status=status,
+                    summary=summary,
+                    duration_ms=round(_ms(started)),
+                    input_tokens=input_tokens,
+                    output_tokens=output_tokens,
+                    chat=ctx.chat,
+                ),
+            )
+        ]
+
+    async def _resume_turn(
+        self, ctx: ChatContext, message: Message, *, prompt_task: str | None = None
+    ) -> TurnResult:
         """Take a chat up after a restart: its parked turn goes on; a turn the stop cut off
         runs again (or fails, as ``on_restart`` says); a finished turn is its result.
 
-        ``message`` starts a chat that had not begun its first turn.
+        ``message`` starts a chat that had not begun its first turn. ``prompt_task``: as
+        :meth:`_run_turn`'s, for the turn that goes on or runs again.
         """
         chat = self.run.state.chats[ctx.chat]
         if chat.active_turn is not None:
             point = resume_point(self.run.state, ctx.chat)
             # plan_recovery ended every active turn that cannot go on.
             assert point is not None, f"{ctx.chat}: an active turn recovery did not end"
-            return await self._run_turn(ctx, chat.active_turn.message, queued_id=None, resume=point)
+            return await self._run_turn(
+                ctx,
+                chat.active_turn.message,
+                queued_id=None,
+                resume=point,
+                prompt_task=prompt_task,
+            )
         last = chat.turns[-1] if chat.turns else None
         if last is None:
-            return await self._run_turn(ctx, message, queued_id=None)
+            return await self._run_turn(ctx, message, queued_id=None, prompt_task=prompt_task)
         if is_interrupted(last):
             if self.run.team.on_restart is RestartPolicy.FAIL:
                 raise TurnFailedError(f"{ctx.agent.name}: {INTERRUPTED_SUMMARY}")
-            return await self._run_turn(ctx, last.message, queued_id=None)
+            return await self._run_turn(ctx, last.message, queued_id=None, prompt_task=prompt_task)
         if last.state is TurnState.COMPLETE:
             usage = last.usage
             return TurnResult(
@@ -319,8 +439,15 @@ class Turns:
         *,
         queued_id: str | None,
         resume: ResumePoint | None = None,
+        begun: Sequence[tuple[str, Action]] = (),
+        prompt_task: str | None = None,
     ) -> TurnResult:
-        """Run one turn (or, with ``resume``, go on with a parked one) to its end."""
+        """Run one turn (or, with ``resume``, go on with a parked one) to its end.
+
+        ``begun``: facts recorded with the turn's start (a conversation's next prompt's root
+        task). ``prompt_task``: the root task of the conversation's prompt this turn answers,
+        ended with the turn's end, in the same batch (see :meth:`_prompt_end`).
+        """
         chat = ctx.chat
         started = trio.current_time()
         round_index = 0
@@ -328,6 +455,7 @@ class Turns:
             turn_id = self.run.ids.numbered("turn")
             await self.run.recorder.record(
                 [
+                    *begun,
                     (
                         chat,
                         ChatTurnStartedAction(
@@ -336,7 +464,7 @@ class Turns:
                             message=message,
                             queued_message_id=queued_id,
                         ),
-                    )
+                    ),
                 ]
             )
         else:
@@ -389,6 +517,15 @@ class Turns:
             log.info("turn failed", chat=chat, agent=ctx.agent.name, error=str(exc))
             await self.run.recorder.record(
                 [
+                    *self._prompt_end(
+                        ctx,
+                        prompt_task,
+                        TaskStatus.FAILED,
+                        str(exc),
+                        started=started,
+                        input_tokens=input_tokens,
+                        output_tokens=output_tokens,
+                    ),
                     (
                         chat,
                         ChatErrorAction(
@@ -396,7 +533,7 @@ class Turns:
                             duration=_ms(started),
                             error=ErrorInfo(error_type=type(exc).__name__, message=str(exc)),
                         ),
-                    )
+                    ),
                 ]
             )
             raise TurnFailedError(f"{ctx.agent.name}: {exc}") from exc
@@ -404,12 +541,35 @@ class Turns:
             # Cancelled, possibly grouped by the tool calls' nursery: say so, then go on.
             if is_cancellation(exc):
                 await self.run.record_cancelled(
-                    [(chat, ChatTurnCancelledAction(turn_id=turn_id, duration=_ms(started)))]
+                    [
+                        *self._prompt_end(
+                            ctx,
+                            prompt_task,
+                            TaskStatus.KILLED,
+                            CANCELLED,
+                            started=started,
+                            input_tokens=input_tokens,
+                            output_tokens=output_tokens,
+                        ),
+                        (chat, ChatTurnCancelledAction(turn_id=turn_id, duration=_ms(started))),
+                    ]
                 )
             raise
         # With the last round's usage, if _stream_round left it to this batch.
         await self.run.recorder.record(
-            [*unrecorded, (chat, ChatTurnCompleteAction(turn_id=turn_id, duration=_ms(started)))]
+            [
+                *unrecorded,
+                *self._prompt_end(
+                    ctx,
+                    prompt_task,
+                    TaskStatus.COMPLETED,
+                    text,
+                    started=started,
+                    input_tokens=input_tokens,
+                    output_tokens=output_tokens,
+                ),
+                (chat, ChatTurnCompleteAction(turn_id=turn_id, duration=_ms(started))),
+            ]
         )
         return TurnResult(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
 
@@ -799,6 +959,14 @@ class Turns:
 
 
 # ── helpers ──────────────────────────────────────────────────────────────────
+
+
+#: How a conversation's prompt ended, by how its turn ended (see _end_answered_prompt).
+_PROMPT_END: Final = {
+    TurnState.COMPLETE: TaskStatus.COMPLETED,
+    TurnState.ERROR: TaskStatus.FAILED,
+    TurnState.CANCELLED: TaskStatus.KILLED,
+}
 
 
 def _display_name(tool_name: str, request: ToolCallRequest | None) -> str:

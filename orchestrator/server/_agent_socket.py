@@ -49,6 +49,7 @@ from orchestrator.protocols import (
     Approve,
     ClientMessage,
     ClientMessageError,
+    End,
     Prompt,
     Reject,
     Settings,
@@ -192,10 +193,14 @@ class AgentSocket:
     def ended(self, reason: str | None = None) -> None:
         """The session ended (its run finished, the daemon is stopping, it was never
         prompted, or the journal could record nothing more of it: ``reason`` says so)."""
+        # How its run ended, when it was recorded (a conversation a client or the idle
+        # expiry ended: completed or cancelled).
+        run = self.live.state.run
+        ended = {"status": str(run.status)} if run is not None and run.status else {}
         if reason is None:
-            self._emit(agent_event("session_ended", sessionId=self.live.id))
+            self._emit(agent_event("session_ended", sessionId=self.live.id, **ended))
         else:
-            self._emit(agent_event("session_ended", sessionId=self.live.id, reason=reason))
+            self._emit(agent_event("session_ended", sessionId=self.live.id, reason=reason, **ended))
         # A close frame's reason holds 123 bytes: a long one is in session_ended only.
         short = reason if reason is not None and len(reason.encode()) <= 120 else None
         self._hang_up(CLOSE_GOING_AWAY, short or "the session ended")
@@ -260,6 +265,10 @@ class AgentSocket:
                 await live.prompt(text, task_id=task_id)
             case Abort(task_id=task_id):
                 await live.abort(task_id)
+            case End():
+                # The session's end reaches this client as every session's does: its
+                # connection closes once the run is recorded finished.
+                await self.daemon.dispose(live)
             case ToolResponse(tool_call_id=call, result=result):
                 await live.answer(call, result)
             case Approve(request_id=approval):

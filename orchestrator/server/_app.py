@@ -631,6 +631,7 @@ async def _serve_daemon(
         task_status.started(url)
         nursery.start_soon(notifier.watchdog)
         nursery.start_soon(daemon.evict_idle, config.limits.idle_session)
+        nursery.start_soon(daemon.expire_conversations, config.limits.idle_conversation)
         await stop.wait()
         log.info("daemon stopping", sessions=len(daemon.sessions))
         notifier.notify("STOPPING=1")

@@ -30,6 +30,8 @@
     subscriber_buffer = 2000    # events queued for one client before it is disconnected
     shutdown_grace = 5.0        # seconds running turns get to end on SIGTERM
     idle_session = 600.0        # seconds an idle session with no client stays in memory
+    idle_conversation = 86400.0 # seconds a conversation waits for its next prompt before
+                                # the daemon ends it (completed, and prunable)
     unprompted_session = 30.0   # seconds a session never prompted stays with no client on it
     max_unprompted_per_token = 16   # sessions never prompted one token may hold at once
     max_sessions = 500          # live sessions in memory at once: no new one beyond
@@ -89,6 +91,9 @@ class Limits:
     subscriber_buffer: int = 2_000
     shutdown_grace: float = 5.0
     idle_session: float = 600.0
+    # A day: a person comes back to a conversation the next morning; one nobody prompted
+    # for a day is over (ended completed, so `prune` can remove it in time).
+    idle_conversation: float = 86_400.0
     # A client opens a session and prompts it in the same breath; 30 s covers a slow one,
     # and keeps what a session nobody uses holds short (it is bounded below as well).
     unprompted_session: float = 30.0

@@ -8,7 +8,10 @@ backends, the MCP tool servers of each team (one connection per server per team,
 its sessions), and a nursery in which every live session runs. A session is a
 :class:`~orchestrator.runtime._team_runtime.TeamRuntime` in *conversation* mode: it exists
 (with its URI) as soon as a client opens it, its run starts with the first prompt, and each
-later prompt is queued to the coordinator as its next turn.
+later prompt is queued to the coordinator as its next turn (a root task of its own; between
+prompts the coordinator is idle). The conversation ends when a client ends it
+(:meth:`Daemon.dispose`: AHP ``disposeSession``, ``end`` on ``/ws``) or when it has waited
+``idle_conversation`` seconds for a prompt (:meth:`Daemon.expire_conversations`).
 
 At start the daemon takes up every unfinished session of its journal (``resume``, with the
 team file the session recorded): a session is a conversation that outlives a restart. On
@@ -67,6 +70,7 @@ Bounds: a session opened but never prompted holds memory and nothing else; it is
 from __future__ import annotations
 
 import contextlib
+import datetime
 import functools
 import os
 import socket
@@ -87,6 +91,8 @@ from orchestrator.base import (
     SessionExistsError,
     SessionLimitError,
     TeamFileError,
+    timestamp,
+    utc_now,
 )
 from orchestrator.core import TeamState
 from orchestrator.journal import Journal, PostgresLeases
@@ -752,6 +758,65 @@ class Daemon:
                     live.put_away = True
                     live.stop()
 
+    async def expire_conversations(self, after: float) -> None:
+        """Every so often, end the conversations that have waited ``after`` seconds for their
+        next prompt (the ``idle_conversation`` limit): each is recorded ``completed`` as if
+        a client ended it (:meth:`dispose`), so ``prune`` can remove it in time.
+
+        A live session counts from the end of its last turn; one not in memory (put away,
+        or left idle by the daemon before a restart) from the journal's last write of it,
+        and is taken up to be ended. A session at work (a turn running, an approval or a
+        question waiting, a prompt queued) never expires.
+        """
+        # Sessions this node could not take up to end (no team file recorded, run by another
+        # process): said once, not every round.
+        refused: set[str] = set()
+        while True:
+            await trio.sleep(min(max(after / 4, 0.05), 60.0))
+            if not self.accepting:
+                continue
+            now = trio.current_time()
+            for live in list(self.sessions.values()):
+                if (
+                    live.started
+                    and not live.put_away
+                    and not self._followed(live.uri)
+                    and not live.finished.is_set()
+                    and not _needs_running(live.state)
+                    and now - live.idle_since >= after
+                ):
+                    await self._expire(live, after)
+            try:
+                infos = await trio.to_thread.run_sync(
+                    functools.partial(self.reader.sessions, status="running")
+                )
+            except FactLogError as exc:
+                log.warning("idle conversations not read", error=str(exc))
+                continue
+            cutoff = timestamp(utc_now() - datetime.timedelta(seconds=after))
+            for info in infos:
+                if info.updated_at >= cutoff or info.session in self.sessions:
+                    continue
+                if info.session in refused:
+                    continue
+                try:
+                    found = await self.find(info.session)
+                except (OrchestratorError, OSError) as exc:
+                    refused.add(info.session)
+                    log.warning(
+                        "idle conversation not taken up", session=info.session, error=str(exc)
+                    )
+                    continue
+                if found is not None and not _needs_running(found.state):
+                    await self._expire(found, after)
+
+    async def _expire(self, live: LiveSession, after: float) -> None:
+        log.info("idle conversation ended", session=live.uri, after=after)
+        try:
+            await self.dispose(live)
+        except (OrchestratorError, OSError) as exc:
+            log.warning("idle conversation not ended", session=live.uri, error=str(exc))
+
     async def stop(self) -> None:
         """SIGTERM: give running turns ``shutdown_grace`` to end, then stop every session
         without recording (see :meth:`TeamRuntime.stop`), waiting :data:`STOP_AFTER_GRACE`
@@ -1145,14 +1210,18 @@ class Daemon:
     # ── for the AHP host (clients choose the URIs) ─────────────────────────
 
     async def dispose(self, live: LiveSession) -> None:
-        """End ``live`` for good (AHP ``disposeSession``): its turns are cancelled and its
-        run recorded ``cancelled``; a session never prompted is dropped. Returns once it
-        has left :attr:`sessions`."""
+        """End ``live`` for good (AHP ``disposeSession``; ``end`` on ``/ws``, which the web
+        view and ``orchestrator end`` send): a conversation waiting for its next message is
+        recorded ``completed``, one at work has its turns cancelled and is recorded
+        ``cancelled`` (:meth:`LiveSession.end`); a session never prompted is dropped.
+        Returns once it has left :attr:`sessions`."""
         async with live.start_lock:
             if not live.started:
                 self._drop_unprompted(live, "the session was disposed")
                 return
-        await live.cancel()
+        run = live.state.run
+        if not live.finished.is_set() and (run is None or run.status is None):
+            await live.end()
         await live.finished.wait()
 
 

@@ -336,6 +336,9 @@ class FollowedRuntime:
     def cancel(self) -> Awaitable[None]:
         return _Forwarded(lambda: self._forward_none(Command(kind="cancel")))
 
+    def end_conversation(self) -> Awaitable[None]:
+        return _Forwarded(lambda: self._forward_none(Command(kind="end")))
+
     async def _forward_none(self, command: Command) -> None:
         await self.forward(command)
 

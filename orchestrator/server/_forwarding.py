@@ -76,6 +76,7 @@ KINDS: Final = (
     "cancel_turn",
     "cancel_worker",
     "cancel",
+    "end",
     "view",
 )
 
@@ -241,6 +242,8 @@ async def carry_out(live: LiveSession, command: Command) -> Any:
                 await live.cancel_worker(command.chat)
             case "cancel":
                 await live.cancel()
+            case "end":
+                await live.end()
             case _:
                 await live.update_view(command.view_type, command.content)
     except BaseException:

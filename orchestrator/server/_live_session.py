@@ -183,6 +183,8 @@ class SessionRuntime(Protocol):
 
     def cancel(self) -> Awaitable[None] | None: ...
 
+    def end_conversation(self) -> Awaitable[None] | None: ...
+
     async def run(
         self, prompt: str, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED
     ) -> RunOutcome: ...
@@ -499,6 +501,15 @@ class LiveSession:
     async def cancel(self) -> None:
         """Cancel the whole session: its turns end cancelled, its run ``cancelled``."""
         await _done(self._runtime.cancel())
+
+    async def end(self) -> None:
+        """End the conversation (see :meth:`TeamRuntime.end_conversation`): an idle one is recorded
+        ``completed``, one at work ``cancelled``; a session never prompted is only
+        forgotten, by the daemon (:meth:`Daemon.dispose`). Returns once asked: the session's
+        end follows (:attr:`finished`)."""
+        if self.finished.is_set() or (self.state.run is not None and self.state.run.status):
+            raise RunError(f"session {self.id} has ended already")
+        await _done(self._runtime.end_conversation())
 
     def cancel_nowait(self) -> None:
         """:meth:`cancel` a session this node runs, without waiting (a background

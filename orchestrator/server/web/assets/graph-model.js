@@ -308,6 +308,8 @@
       if (node.status === "answered") return node.answer === null ? "answered" : "answered: " + node.answer;
       return node.status + (node.resolvedBy ? " by " + node.resolvedBy : "");
     }
+    // A conversation's coordinator between prompts (and any member done with its turn).
+    if (node.status === "idle" && node.waitingFor === "message") return "idle (waiting for the next message)";
     if (node.waitingFor) return node.status + " (" + node.waitingFor + ")";
     return node.status;
   }

@@ -94,6 +94,8 @@
     const liveButton = h("button", { type: "button", id: "scrubber-live", text: "Latest" });
     const exportSvg = h("button", { type: "button", id: "export-svg", text: "Download SVG" });
     const exportPng = h("button", { type: "button", id: "export-png", text: "Download PNG" });
+    // Ends the conversation: completed if it waits for its next message, else cancelled.
+    const endButton = h("button", { type: "button", id: "end-session", text: "End conversation", hidden: true, onclick: endConversation });
     const actions = h("section", { id: "actions", class: "actions", "aria-labelledby": "actions-title" }, h("h3", { id: "actions-title", text: "Waiting for a decision" }));
     const actionsList = h("ul", { id: "actions-list", class: "plain" });
     actions.appendChild(actionsList);
@@ -107,7 +109,7 @@
       h(
         "div",
         { class: "session-head" },
-        h("div", null, title, meta, connection),
+        h("div", null, title, meta, connection, endButton),
         h("div", { class: "exports", role: "group", "aria-label": "Export the graph" }, exportSvg, exportPng)
       )
     );
@@ -276,6 +278,20 @@
       return h("span", { id: "session-run-by" }, " · run by ", parts);
     }
 
+    function endConversation() {
+      if (!socket || !socket.send({ channel: "agent", type: "end" })) {
+        errorBox.textContent = "Not connected: the conversation was not ended.";
+      }
+    }
+
+    /** The coordinator's roster status ("idle" between prompts), if the model has it. */
+    function coordinatorStatus() {
+      for (const node of model.nodes.values()) {
+        if (node.kind === "chat" && !node.parent && node.agentName === model.run.coordinator) return node.status;
+      }
+      return null;
+    }
+
     function decide(actionId, type) {
       if (!socket || !socket.send({ channel: "agent", type: type, requestId: actionId })) {
         errorBox.textContent = "Not connected: the decision was not sent.";
@@ -333,7 +349,11 @@
     function drawMeta() {
       if (!summary) return;
       title.textContent = summary.title || O.sessionId(summary.id || summary.uri);
-      const status = ended && summary.live ? "ended" : summary.status || model.run.status || "";
+      let status = ended && summary.live ? "ended" : summary.status || model.run.status || "";
+      const open = status === "running" && !ended && !offline && model.run.status === "running";
+      // Between prompts a conversation waits for its next message: it is idle, not running.
+      if (open && coordinatorStatus() === "idle") status = "idle";
+      endButton.hidden = !open;
       meta.textContent = "";
       meta.appendChild(h("span", { class: "badge status-" + status, id: "session-status", text: status }));
       meta.appendChild(document.createTextNode(" team " + (summary.team || model.run.team || "?") + " · started " + O.formatTime(summary.startedAt) + (summary.endedAt ? " · ended " + O.formatTime(summary.endedAt) : "")));

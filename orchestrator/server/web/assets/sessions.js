@@ -99,7 +99,9 @@
           rows.set(id, tr);
         }
         const cells = tr.children;
-        const status = s.status + (s.live ? "" : " (ended)");
+        // An open conversation is idle between prompts; one not in memory waits for its
+        // next message too (the daemon takes it up when it is opened).
+        const status = s.status !== "running" ? s.status : s.live && s.activity === "busy" ? "running" : "idle";
         set(cells[0].firstChild, status);
         cells[0].firstChild.className = "badge status-" + s.status;
         set(cells[1], s.team || "");
