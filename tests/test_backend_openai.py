@@ -44,9 +44,9 @@ from orchestrator.ahp import (
     ToolCallCancelledState,
     ToolCallResponsePart,
 )
-from orchestrator.base import RunError
+from orchestrator.base import RunError, forget_secrets, redact_text
 from orchestrator.core import ApprovalRequested, RunStatus, TaskCreated, TaskStarted, fact_to_json
-from orchestrator.runtime import RunOutcome, _logging, redact_text
+from orchestrator.runtime import RunOutcome
 from orchestrator.runtime.backends import HOSTED_API, backend_factory, http_client
 from orchestrator.spec import TeamSpec, parse_team
 from tests.conftest import PROJECT_ROOT
@@ -678,7 +678,7 @@ class TestConfiguration:
                 backend_factory(team, client=http, environ={"FAKE_KEY": secret})
             assert redact_text(f"key {secret}") == "key [redacted]"
         finally:
-            _logging._SECRETS.clear()
+            forget_secrets()
 
     async def test_base_url_falls_back_to_the_environment(self) -> None:
         toml = TEAM.replace('base_url = "{url}"\n', "").format(retries=0)

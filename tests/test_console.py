@@ -222,7 +222,7 @@ class TestAnswers:
         )
         records = [json.loads(line) for line in text.splitlines()]  # each line is JSON
         (question,) = [r for r in records if r.get("awaiting") == "stdin"]
-        assert question["event"].startswith("researcher [")
+        assert question["event"].startswith("researcher #3 (task: Publish the release notes")
         assert question["event"].endswith(
             "wants to run publish(target=release page). Approve? [y/N]"
         )

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stamina.instrumentation import LoggingOnRetryHook, RetryDetails, StructlogOnRetryHook
 
-from orchestrator.base import ConfigError
+from orchestrator.base import ConfigError, forget_secrets, redact_text, register_secret
 from orchestrator.cli._teammates_client import read_token
 from orchestrator.runtime import (
     MAX_EVENT_CHARS,
@@ -34,8 +34,6 @@ from orchestrator.runtime import (
     RepeatLimiter,
     _logging,
     configure_logging,
-    redact_text,
-    register_secret,
 )
 from orchestrator.server import Limits, Role, ServeConfig, Token, serve
 from tests.daemon import ECHO, connect, running_daemon
@@ -86,7 +84,7 @@ def configured(
         )
         root.handlers[:] = handlers
         root.setLevel(level)
-        _logging._SECRETS.clear()
+        forget_secrets()
 
 
 def json_lines(stream: io.StringIO) -> list[dict[str, Any]]:
@@ -253,7 +251,7 @@ class TestRedactText:
             assert redact_text(f"x{secret}y {secret}") == "x[redacted]y [redacted]"
             assert redact_text(repr(secret.encode())) == "b'[redacted]'"
         finally:
-            _logging._SECRETS.clear()
+            forget_secrets()
 
     def test_a_secret_that_contains_another_is_redacted_whole(self) -> None:
         try:
@@ -261,7 +259,7 @@ class TestRedactText:
             register_secret("abcdefgh")
             assert redact_text("abcdefgh-1234 abcdefgh") == "[redacted] [redacted]"
         finally:
-            _logging._SECRETS.clear()
+            forget_secrets()
 
     def test_a_short_secret_is_not_registered(self) -> None:
         """A local server's placeholder key ("ollama") would garble every line."""
@@ -269,7 +267,7 @@ class TestRedactText:
             register_secret("ollama")
             assert redact_text("http://ollama:11434/v1") == "http://ollama:11434/v1"
         finally:
-            _logging._SECRETS.clear()
+            forget_secrets()
 
 
 class TestRedactedLines:
@@ -635,7 +633,7 @@ class TestRegisteredSecrets:
                 await serve(config, db=tmp_path / "j.db", handle_signals=False)
             assert redact_text(f"x {TOKEN} y") == "x [redacted] y"
         finally:
-            _logging._SECRETS.clear()
+            forget_secrets()
 
     @pytest.mark.parametrize("source", ["file", "environment"])
     def test_the_teammates_client_registers_its_token(self, tmp_path: Path, source: str) -> None:
@@ -649,7 +647,7 @@ class TestRegisteredSecrets:
                 assert read_token(None, {"ORCHESTRATOR_TOKEN": secret}) == secret
             assert redact_text(f"x {secret} y") == "x [redacted] y"
         finally:
-            _logging._SECRETS.clear()
+            forget_secrets()
 
 
 OPERATOR, TOOL = "operator-token-0123456789", "tool-token-0123456789"

@@ -42,9 +42,23 @@ if TYPE_CHECKING:
         text_problem,
     )
     from ._keyed import KeyedVector
+    from ._redact import (
+        MIN_SECRET_CHARS,
+        REDACTED,
+        SENSITIVE_HEADERS,
+        SENSITIVE_KEYS,
+        forget_secrets,
+        redact_text,
+        register_secret,
+        registered_secrets,
+    )
 
 __all__ = [
     "JSON_LIMITS",
+    "MIN_SECRET_CHARS",
+    "REDACTED",
+    "SENSITIVE_HEADERS",
+    "SENSITIVE_KEYS",
     "ConfigError",
     "FactLogError",
     "IllegalTransitionError",
@@ -68,11 +82,15 @@ __all__ = [
     "clean_text",
     "compact_dumps",
     "evolve",
+    "forget_secrets",
     "lazy_facade",
     "now_timestamp",
     "parse_json",
     "parse_json_counted",
     "parse_timestamp",
+    "redact_text",
+    "register_secret",
+    "registered_secrets",
     "registrar",
     "resolve_subclass",
     "slot_init",
@@ -88,6 +106,16 @@ if not TYPE_CHECKING:
             "._by_class": ("registrar", "resolve_subclass"),
             "._clock": ("now_timestamp", "parse_timestamp", "timestamp", "utc_now"),
             "._compact_json": ("compact_dumps",),
+            "._redact": (
+                "MIN_SECRET_CHARS",
+                "REDACTED",
+                "SENSITIVE_HEADERS",
+                "SENSITIVE_KEYS",
+                "forget_secrets",
+                "redact_text",
+                "register_secret",
+                "registered_secrets",
+            ),
             "._errors": (
                 "ConfigError",
                 "FactLogError",

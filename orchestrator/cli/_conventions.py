@@ -115,7 +115,7 @@ class Reporter:
         (a journal's URL with its password, a plugin's exception with its key)."""
         # Imported when a line is written: the light commands (sessions, teams check) do
         # not load the logging stack unless they have something to say.
-        from orchestrator.runtime import redact_text
+        from orchestrator.base import redact_text
 
         records = [
             (

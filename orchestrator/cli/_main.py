@@ -468,7 +468,7 @@ def _redacted_traceback(
     kind: type[BaseException], value: BaseException, trace: TracebackType | None
 ) -> None:
     """``sys.excepthook``: Python's traceback, redacted as a log line is."""
-    from orchestrator.runtime import redact_text
+    from orchestrator.base import redact_text
 
     text = "".join(traceback.format_exception(kind, value, trace))
     sys.stderr.write(redact_text(text))

@@ -18,8 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected, HandshakeError, open_websocket_url
 
-from orchestrator.base import ConfigError, RunError, UnavailableError
-from orchestrator.runtime import register_secret
+from orchestrator.base import ConfigError, RunError, UnavailableError, register_secret
 
 from ._conventions import TOKEN_ENV
 

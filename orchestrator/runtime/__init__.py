@@ -48,8 +48,6 @@ if TYPE_CHECKING:
         RepeatLimiter,
         bound_log_context,
         configure_logging,
-        redact_text,
-        register_secret,
     )
     from ._mcp import (
         BACKOFF_FIRST,
@@ -127,8 +125,6 @@ __all__ = [
     "parse_answer",
     "python_tool_problems",
     "read_facts",
-    "redact_text",
-    "register_secret",
     "release_free_memory",
     "require_prompt",
     "resolve_python_tool",
@@ -182,8 +178,6 @@ if not TYPE_CHECKING:
                 "RepeatLimiter",
                 "bound_log_context",
                 "configure_logging",
-                "redact_text",
-                "register_secret",
             ),
             "._mcp": (
                 "BACKOFF_FIRST",

@@ -23,15 +23,14 @@ on the handler, as the repeat limit is. Tasks bind their ids (chat, agent, sessi
 entered per worker.
 
 The secrets redacted by their exact value are the daemon's tokens and the model backends'
-API keys: whoever holds one calls :func:`register_secret` when it starts.
+API keys: whoever holds one calls :func:`orchestrator.base.register_secret` when it starts
+(see :mod:`orchestrator.base._redact`).
 """
 
 from __future__ import annotations
 
-import json as jsonlib
 import logging
 import math
-import re
 import sys
 import threading
 import time
@@ -42,6 +41,15 @@ from typing import Any, Final, TextIO
 import attrs
 import structlog
 from structlog.typing import EventDict, ExcInfo, Processor, WrappedLogger
+
+from orchestrator.base import (
+    REDACTED,
+    SENSITIVE_HEADERS,
+    SENSITIVE_KEYS,
+    redact_text,
+    register_secret,
+    registered_secrets,
+)
 
 __all__ = [
     "MAX_EVENT_CHARS",
@@ -54,8 +62,6 @@ __all__ = [
     "RepeatLimiter",
     "bound_log_context",
     "configure_logging",
-    "redact_text",
-    "register_secret",
 ]
 
 
@@ -110,125 +116,6 @@ REPEAT_WINDOW: Final = 60.0
 MAX_REPEAT_KEYS: Final = 1_000
 #: Characters of the event and error text that make two events "the same".
 REPEAT_KEY_CHARS: Final = 200
-#: Registered secrets shorter than this are not redacted: redacting a short word everywhere
-#: garbles every line, and such a value protects nothing (a local server's placeholder key
-#: such as ``ollama``). The daemon's tokens have at least 16 characters.
-MIN_SECRET_CHARS: Final = 8
-
-REDACTED: Final = "[redacted]"
-
-# ─── redaction ────────────────────────────────────────────────────────────────
-
-#: Header names whose value is never shown, in a mapping or an ASGI ``(name, value)`` pair.
-SENSITIVE_HEADERS: Final = frozenset(
-    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key"}
-)
-#: Keys of a mapping whose value is never shown, whatever it looks like (in lower case).
-SENSITIVE_KEYS: Final = SENSITIVE_HEADERS | {
-    "api_key",
-    "api-key",
-    "apikey",
-    "password",
-    "secret",
-    "token",
-    "access_token",
-}
-
-# A credential's characters: anything but blanks, quotes, separators and closing brackets,
-# so the match ends where a repr, a header or a URL puts the next thing. Never "[", so the
-# marker itself is not redacted again.
-_CRED: Final = r"""[^\s'"\\,;)\]}>\[]+"""
-_PATTERNS: Final = re.compile(
-    rf"""
-    # "Authorization: ...", "authorization=...", {{'authorization': '...'}}
-      (?P<header>\b(?:proxy-)?authorization\b['"]?\s*[:=]\s*b?['"]?)(?!\[)[^'"\r\n]+
-    # an ASGI header pair: (b'authorization', b'Bearer ...')
-    | (?P<pair>\b(?:proxy-)?authorization['"]\s*,\s*b?['"])(?!\[)[^'"\r\n]+
-    # a credential after its scheme, wherever it is
-    | (?P<scheme>\bbearer\s+|\b(?-i:Basic)\s+){_CRED}
-    # a token or key in a URL's query (libpq takes ?password= and ?sslpassword= too)
-    | (?P<query>[?&](?:token|access_token|api_key|apikey|key|(?:ssl)?password)=)[^&#\s'"\[]+
-    # the password of a URL's user: scheme://user:PASSWORD@host
-    | (?P<userinfo>\b[a-z][a-z0-9+.-]{{0,31}}://[^\s/?#@:'"]*:)(?!\[|\*\*\*@)[^\s/?#@'"]+(?=@)
-    # an OpenAI-style API key
-    | \bsk-[A-Za-z0-9_-]{{16,}}
-    """,
-    re.IGNORECASE | re.VERBOSE,
-)
-
-
-def _keep_prefix(match: re.Match[str]) -> str:
-    prefix = match.group("header") or match.group("pair") or match.group("scheme")
-    return (prefix or match.group("query") or match.group("userinfo") or "") + REDACTED
-
-
-class _Secrets:
-    """The exact values redacted wherever they appear (process-global, like logging)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        # Swapped whole, so a reader sees the values and their pattern together.
-        self.current: tuple[tuple[str, ...], re.Pattern[str] | None] = ((), None)
-
-    def add(self, secret: str) -> None:
-        if len(secret) < MIN_SECRET_CHARS:
-            return
-        # The value as it reads in a repr of a str or of bytes, and in JSON text.
-        forms = {secret, repr(secret)[1:-1], repr(secret.encode())[2:-1]}
-        forms.add(jsonlib.dumps(secret)[1:-1])
-        with self._lock:
-            values = set(self.current[0])
-            if forms <= values:
-                return
-            # Longest first, so a secret that contains another is redacted whole.
-            ordered = tuple(sorted(values | forms, key=lambda v: (-len(v), v)))
-            self.current = (ordered, re.compile("|".join(map(re.escape, ordered))))
-
-    def clear(self) -> None:
-        with self._lock:
-            self.current = ((), None)
-
-
-_SECRETS: Final = _Secrets()
-
-
-def register_secret(secret: str) -> None:
-    """Redact ``secret`` (a token, an API key) from every line logged from now on.
-
-    Values shorter than :data:`MIN_SECRET_CHARS` are ignored.
-    """
-    _SECRETS.add(secret)
-
-
-def redact_text(text: str) -> str:
-    """``text`` with registered secrets, credentials after ``Bearer`` / ``Basic``,
-    ``Authorization`` values, tokens in URL queries and ``sk-...`` keys replaced by
-    ``[redacted]``. Linear in the length of ``text`` (times the number of secrets).
-
-    Secrets go first, in a pass of their own: a pattern's match might end inside one.
-    Plain substring tests (C speed) spare most strings both regular expressions.
-    """
-    values, pattern = _SECRETS.current
-    if pattern is not None:
-        for value in values:
-            if value in text:
-                text = pattern.sub(REDACTED, text)
-                break
-    lowered = text.lower()
-    # What each match of _PATTERNS contains (spelled out: a generator costs more than the
-    # tests on a typical short string).
-    if (
-        "=" in text
-        or "@" in text
-        or "sk-" in lowered
-        or "bearer" in lowered
-        or "basic" in lowered
-        or "authorization" in lowered
-    ):
-        text = _PATTERNS.sub(_keep_prefix, text)
-    return text
-
-
 # ─── bounds ───────────────────────────────────────────────────────────────────
 
 
@@ -263,7 +150,7 @@ def _shown(text: str, limit: int, budget: _Budget) -> str:
     if len(text) <= longest:
         return _cut(redact_text(text), limit, budget)
     prefix = text[:longest]
-    for value in _SECRETS.current[0]:
+    for value in registered_secrets():
         for size in range(min(len(value), len(prefix)) - 1, 0, -1):
             if prefix.endswith(value[:size]):
                 prefix = prefix[:-size]
@@ -629,7 +516,7 @@ def configure_logging(
 
     ``json=None`` picks JSON when ``stream`` is not a terminal (systemd, CI, a
     file) and a console renderer otherwise. ``secrets`` are registered as by
-    :func:`register_secret`; ``clock`` times the repeat limit's windows.
+    :func:`orchestrator.base.register_secret`; ``clock`` times the repeat limit's windows.
     """
     for secret in secrets:
         register_secret(secret)

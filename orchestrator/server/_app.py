@@ -56,12 +56,13 @@ from orchestrator.base import (
     RunError,
     SessionLimitError,
     parse_json,
+    register_secret,
     timestamp,
     utc_now,
 )
 from orchestrator.journal import Db, is_postgres_url, open_journal
 from orchestrator.protocols import agent_event, view_update
-from orchestrator.runtime import ToolCallback, callback_url, register_secret
+from orchestrator.runtime import ToolCallback, callback_url
 from orchestrator.runtime import group_id as session_group
 from orchestrator.runtime.backends import http_client
 from orchestrator.spec import TeamSpec

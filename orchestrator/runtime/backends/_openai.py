@@ -44,9 +44,9 @@ from orchestrator.base import (
     PeerProtocolError,
     RunError,
     parse_json_counted,
+    register_secret,
 )
 from orchestrator.core import ModelEvent, RoundContext
-from orchestrator.runtime import register_secret
 from orchestrator.spec import AgentSpec, OpenAISettings, TeamSpec
 
 from ._openai_wire import (
