@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ._config import DEFAULT_PORT, Limits, ServeConfig, load_serve_config, parse_serve_config
     from ._daemon import Daemon
     from ._expected_action import ExpectedAction, decode_origin, encode_origin
-    from ._followed import CommandRoute, FollowedRuntime, Refusal
+    from ._followed import CommandRoute, FollowedRuntime, Refusal, follow_session
     from ._forwarding import (
         Command,
         CommandServer,
@@ -104,6 +104,7 @@ __all__ = [
     "describe_schedule",
     "encode_error",
     "encode_origin",
+    "follow_session",
     "frame_writer",
     "host_name",
     "is_served",
@@ -141,7 +142,7 @@ if not TYPE_CHECKING:
             ),
             "._daemon": ("Daemon",),
             "._expected_action": ("ExpectedAction", "decode_origin", "encode_origin"),
-            "._followed": ("CommandRoute", "FollowedRuntime", "Refusal"),
+            "._followed": ("CommandRoute", "FollowedRuntime", "Refusal", "follow_session"),
             "._forwarding": (
                 "Command",
                 "CommandServer",

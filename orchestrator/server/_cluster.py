@@ -36,7 +36,7 @@ from orchestrator.journal import (
 )
 from orchestrator.spec import parse_team
 
-from ._followed import FollowedRuntime
+from ._followed import FollowedRuntime, follow_session
 from ._forwarding import CommandServer, Forwarder
 from ._live_session import LiveSession, SessionHost
 
@@ -128,16 +128,9 @@ class Cluster:
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        structlog.contextvars.bind_contextvars(session=live.uri, team=live.team_name)
         try:
-            await runtime.follow(task_status=task_status)
-        except Exception as exc:
-            log.error("following failed", session=live.uri, error=str(exc), exc_info=exc)
-            runtime.end(f"session {live.uri} cannot be followed here: {exc}")
+            await follow_session(live, runtime, task_status=task_status)
         finally:
-            live.close_streams()
-            live.end_sinks(runtime.end_reason)
-            live.finished.set()
             self._remove(live)
             if self.followed.get(live.uri) is runtime:
                 del self.followed[live.uri]

@@ -46,7 +46,7 @@ is the process that holds the session's lock, and nothing is forwarded to it (a
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator, Sequence
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 import structlog
@@ -61,7 +61,10 @@ from orchestrator.runtime import FactBus, Ids, RunOutcome
 from ._expected_action import ExpectedAction
 from ._forwarding import Command, Origin
 
-__all__ = ["CommandRoute", "FollowedRuntime", "Refusal"]
+if TYPE_CHECKING:
+    from ._live_session import LiveSession
+
+__all__ = ["CommandRoute", "FollowedRuntime", "Refusal", "follow_session"]
 
 log = structlog.get_logger("orchestrator.daemon")
 
@@ -366,3 +369,24 @@ def _message(value: Any) -> str:
     if isinstance(value, dict) and isinstance(value.get("message"), str):
         return str(value["message"])
     raise RunError(f"the session's node answered with no message id: {value!r:.200}")
+
+
+async def follow_session(
+    live: LiveSession,
+    runtime: FollowedRuntime,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Follow ``live``'s session with ``runtime`` until it ends, then close ``live`` for its
+    clients (told why). The error barrier of one followed session: a failure to follow it
+    ends the following, saying so, and never reaches the daemon's other sessions."""
+    structlog.contextvars.bind_contextvars(session=live.uri, team=live.team_name)
+    try:
+        await runtime.follow(task_status=task_status)
+    except Exception as exc:
+        log.error("following failed", session=live.uri, error=str(exc), exc_info=exc)
+        runtime.end(f"session {live.uri} cannot be followed here: {exc}")
+    finally:
+        live.close_streams()
+        live.end_sinks(runtime.end_reason)
+        live.finished.set()

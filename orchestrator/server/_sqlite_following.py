@@ -43,7 +43,7 @@ import trio
 from orchestrator.base import OrchestratorError
 from orchestrator.journal import Holder, JournalReader, SessionLocks, SqliteChanges
 
-from ._followed import FollowedRuntime, Refusal
+from ._followed import FollowedRuntime, Refusal, follow_session
 from ._live_session import LiveSession, SessionHost
 
 __all__ = ["SqliteFollowing"]
@@ -161,16 +161,9 @@ class SqliteFollowing:
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        structlog.contextvars.bind_contextvars(session=live.uri, team=live.team_name)
         try:
-            await runtime.follow(task_status=task_status)
-        except Exception as exc:
-            log.error("following failed", session=live.uri, error=str(exc), exc_info=exc)
-            runtime.end(f"session {live.uri} cannot be followed here: {exc}")
+            await follow_session(live, runtime, task_status=task_status)
         finally:
-            live.close_streams()
-            live.end_sinks(runtime.end_reason)
-            live.finished.set()
             self._remove(live)
             if self.followed.get(live.uri) is runtime:
                 del self.followed[live.uri]
