@@ -818,6 +818,9 @@ class Daemon:
         if self.sessions.get(live.uri) is live:
             del self.sessions[live.uri]
             self.root.session_removed(live)
+            # What the journal keeps of a session (its last snapshot's values: the whole
+            # state then) goes with it, or every session ever run stays in memory.
+            self.journal.forget_session(live.uri)
 
     def live(self, session: str) -> LiveSession | None:
         return self.sessions.get(session_uri(session))
