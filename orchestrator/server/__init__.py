@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ._auth import COOKIE_LIFETIME, COOKIE_NAME, LOCAL, Authenticator, Permission, Role, Token
     from ._cluster import Cluster
     from ._config import DEFAULT_PORT, Limits, ServeConfig, load_serve_config, parse_serve_config
-    from ._daemon import Daemon
+    from ._daemon import Daemon, DaemonStatistics
     from ._expected_action import ExpectedAction, decode_origin, encode_origin
     from ._followed import FollowedRuntime
     from ._forwarding import (
@@ -60,6 +60,7 @@ __all__ = [
     "Command",
     "CommandServer",
     "Daemon",
+    "DaemonStatistics",
     "EnvelopeCache",
     "ExpectedAction",
     "FollowedRuntime",
@@ -128,7 +129,7 @@ if not TYPE_CHECKING:
                 "load_serve_config",
                 "parse_serve_config",
             ),
-            "._daemon": ("Daemon",),
+            "._daemon": ("Daemon", "DaemonStatistics"),
             "._expected_action": ("ExpectedAction", "decode_origin", "encode_origin"),
             "._followed": ("FollowedRuntime",),
             "._forwarding": (

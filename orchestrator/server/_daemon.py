@@ -102,10 +102,12 @@ from orchestrator.spec import BackgroundSpec, McpServer, TeamSpec, load_team, pa
 from ._cluster import Cluster
 from ._config import Limits
 from ._live_session import LiveSession, SessionObserver, _busy, session_uri
+from ._reclaim import Reclaimer, ReclaimStatistics
 from ._root_channel import RootChannel, agents_of
 
 __all__ = [
     "Daemon",
+    "DaemonStatistics",
 ]
 
 log = structlog.get_logger("orchestrator.daemon")
@@ -185,6 +187,19 @@ class _SessionLocks:
 
     def __len__(self) -> int:
         return len(self._locks)
+
+
+@attrs.frozen(kw_only=True)
+class DaemonStatistics:
+    """The daemon's per-session structures, counted (see :meth:`Daemon.statistics`)."""
+
+    sessions: int  # live sessions
+    opening: int  # URIs being opened
+    claimed_chats: int  # chat URIs being claimed
+    session_locks: int  # sessions being taken up or followed
+    root_sessions: int  # sessions the root channel follows
+    journal_sessions: int  # sessions the journal keeps something of between batches
+    reclaim: ReclaimStatistics
 
 
 class _Unobserved:
@@ -286,6 +301,8 @@ class Daemon:
         self._opening: dict[str, str | None] = {}
         self._claimed_chats: set[str] = set()
         self._finding = _SessionLocks()
+        # Collects what the sessions that left memory held (their objects are in cycles).
+        self.reclaimer = Reclaimer()
         self._nursery: trio.Nursery | None = None
         self.observer: SessionObserver = _Unobserved()
         self.companions: list[Companion] = []
@@ -314,6 +331,7 @@ class Daemon:
             self._nursery = nursery
             nursery.start_soon(self._end_sessions_if_the_journal_fails)
             await nursery.start(self.root.serve)
+            await nursery.start(self.reclaimer.serve)
             await self._take_up_unfinished()
             self.accepting = True
             if self.leases is not None:
@@ -590,6 +608,7 @@ class Daemon:
         while True:
             await trio.sleep(max(after / 4, 0.05))
             now = trio.current_time()
+            live: LiveSession | None
             for live in list(self.sessions.values()):
                 followed = self.cluster.follows(live.uri) if self.cluster is not None else None
                 if followed is not None:
@@ -604,6 +623,7 @@ class Daemon:
                     log.info("idle session put away", session=live.uri)
                     live.put_away = True
                     live.stop()
+            live = None  # the last one scanned is not held until the next scan
 
     async def stop(self) -> None:
         """SIGTERM: give running turns ``shutdown_grace`` to end, then stop every session
@@ -821,9 +841,23 @@ class Daemon:
             # What the journal keeps of a session (its last snapshot's values: the whole
             # state then) goes with it, or every session ever run stays in memory.
             self.journal.forget_session(live.uri)
+            self.reclaimer.session_left()
 
     def live(self, session: str) -> LiveSession | None:
         return self.sessions.get(session_uri(session))
+
+    def statistics(self) -> DaemonStatistics:
+        """What the daemon holds for sessions now: with no session live, every count but
+        the reclaimer's is 0 (what outlived a session was a leak)."""
+        return DaemonStatistics(
+            sessions=len(self.sessions),
+            opening=len(self._opening),
+            claimed_chats=len(self._claimed_chats),
+            session_locks=len(self._finding),
+            root_sessions=self.root.sessions,
+            journal_sessions=self.journal.kept_sessions(),
+            reclaim=self.reclaimer.statistics(),
+        )
 
     def _runtime(
         self,
