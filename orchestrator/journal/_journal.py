@@ -370,6 +370,9 @@ class _GroupCommitJournal:
             else:
                 self._write_or_wait(group)
             self._writing = []
+            # Hold nothing of it while waiting for the next: its snapshot is a session's
+            # whole state, which a session put away meanwhile would leave behind.
+            group, first, item = [], None, None
 
     def _write_or_wait(self, group: list[_Item]) -> None:
         """Write ``group``; if the connection is lost meanwhile, wait for a new one and

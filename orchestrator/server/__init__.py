@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, CLOSE_INTERNAL_ERROR, Outbox
     from ._principals import AccessRefusedError, Principals
     from ._rate_limit import TokenBucket
+    from ._reclaim import Reclaimer, ReclaimStatistics
     from ._scheduler import Scheduler, Teammate, describe_schedule
     from ._session_folds import EnvelopeCache, GraphCache, SessionFolds
     from ._team_log import TeamLog, team_frame
@@ -73,6 +74,8 @@ __all__ = [
     "Outbox",
     "Permission",
     "Principals",
+    "ReclaimStatistics",
+    "Reclaimer",
     "Role",
     "Scheduler",
     "SendLock",
@@ -153,6 +156,7 @@ if not TYPE_CHECKING:
             "._live_session": ("LiveSession", "SessionRecorder", "SessionRuntime", "ahp_envelopes"),
             "._outbox": ("CLOSE_FELL_BEHIND", "CLOSE_GOING_AWAY", "CLOSE_INTERNAL_ERROR", "Outbox"),
             "._principals": ("AccessRefusedError", "Principals"),
+            "._reclaim": ("ReclaimStatistics", "Reclaimer"),
             "._rate_limit": ("TokenBucket",),
             "._scheduler": ("Scheduler", "Teammate", "describe_schedule"),
             "._session_folds": ("EnvelopeCache", "GraphCache", "SessionFolds"),

@@ -35,7 +35,7 @@ import trio
 
 from orchestrator.runtime import release_free_memory
 
-__all__ = ["Reclaimer", "ReclaimStatistics"]
+__all__ = ["ReclaimStatistics", "Reclaimer"]
 
 log = structlog.get_logger("orchestrator.daemon")
 
