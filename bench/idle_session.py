@@ -1,0 +1,135 @@
+"""What one idle session holds: the memory of a session in the daemon between prompts.
+
+A daemon (no HTTP server: the :class:`~orchestrator.server.Daemon` its clients reach, with
+its journal on a SQLite file, durability "process") opens ``--sessions`` sessions of a team,
+prompts each ``--prompts`` times and waits until each is idle (no turn running, no client).
+Measured with ``tracemalloc``, what Python holds with them all idle, less what it held
+before, per session; then the same once the daemon put them away (``idle_session``) and
+collected what they held, which should be about nothing. Two teams: ``echo`` (a coordinator
+that answers) and ``fan`` (a coordinator that hands three tasks to workers every prompt).
+Memory outside Python's allocator (SQLite's page cache, malloc's free pages) is not counted:
+the RSS of a whole daemon is ``bench/soak.py memory``'s.
+
+    .venv/bin/python bench/idle_session.py
+    .venv/bin/python bench/idle_session.py --sessions 200 --prompts 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import tempfile
+import tracemalloc
+from pathlib import Path
+from typing import Final
+
+import httpx
+import structlog
+import trio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from orchestrator.journal import Durability, open_journal
+from orchestrator.server import Daemon, Limits, LiveSession, assemble
+from orchestrator.spec import parse_team
+
+ECHO: Final = """
+[team]
+name = "echo"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { say = "an answer of a few words", chunks = 2 } ]
+"""
+FAN: Final = """
+[team]
+name = "fan"
+coordinator = "lead"
+parallel_budget = 3
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[agents.worker]
+role = "works"
+[[agents.worker.turns]]
+steps = [ { say = "finished {task}", chunks = 3 } ]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "one" }, { agent = "worker", task = "two" },
+                         { agent = "worker", task = "three" } ] },
+          { say = "done: {outcomes}", chunks = 2 } ]
+"""
+#: Seconds an idle session with no client stays (short: the bench waits for it).
+IDLE: Final = 2.0
+
+
+async def answered(live: LiveSession, chats: int) -> None:
+    """Until ``live`` is idle with ``chats`` chats (the prompt's workers made)."""
+    while not (live.idle.is_set() and len(live.state.chats) >= chats):  # noqa: ASYNC110
+        await trio.sleep(0.01)
+
+
+async def measure(team: str, text: str, sessions: int, prompts: int) -> tuple[float, float]:
+    """Bytes a session holds idle, and once put away, for ``sessions`` sessions of ``team``."""
+    workers = 3 if team == "fan" else 0
+    with tempfile.TemporaryDirectory(prefix="idle-session-") as directory:
+        journal = open_journal(Path(directory) / "journal.db", durability=Durability.PROCESS)
+        async with trio.open_nursery() as services, httpx.AsyncClient() as http:
+            await services.start(journal.serve)
+            daemon = Daemon(
+                teams={team: parse_team(text, file=f"{team}.toml")},
+                journal=journal,
+                http=http,
+                limits=Limits(idle_session=IDLE, max_sessions=sessions + 10),
+            )
+            assemble(daemon)
+            await services.start(daemon.serve)
+            # A first session warms up what every session uses once (code paths, caches).
+            warm = await daemon.open_session(team)
+            await warm.prompt("warm up", task_id=None)
+            await answered(warm, 1 + workers)
+            gc.collect()
+            before = tracemalloc.get_traced_memory()[0]
+
+            async def converse(index: int) -> None:
+                live = await daemon.open_session(team)
+                for prompt in range(prompts):
+                    await live.prompt(f"session {index}, prompt {prompt}", task_id=None)
+                    await answered(live, 1 + workers * (prompt + 1))
+
+            async with trio.open_nursery() as nursery:
+                for index in range(sessions):
+                    nursery.start_soon(converse, index)
+            gc.collect()
+            idle = (tracemalloc.get_traced_memory()[0] - before) / sessions
+            services.start_soon(daemon.evict_idle, IDLE)
+            with trio.fail_after(120):
+                while daemon.statistics().sessions or daemon.statistics().reclaim.waiting:  # noqa: ASYNC110
+                    await trio.sleep(0.5)
+            put_away = (tracemalloc.get_traced_memory()[0] - before) / sessions
+            await daemon.stop()
+            services.cancel_scope.cancel()
+    return idle, put_away
+
+
+async def main(sessions: int, prompts: int) -> None:
+    tracemalloc.start()
+    print(f"\nidle sessions: {sessions} of each team, {prompts} prompt(s) each\n")
+    print("| team | chats a session | held idle, a session | after put away, a session |")
+    print("|---|---:|---:|---:|")
+    for team, text in (("echo", ECHO), ("fan", FAN)):
+        idle, put_away = await measure(team, text, sessions, prompts)
+        chats = 1 + (3 * prompts if team == "fan" else 0)
+        print(f"| {team} | {chats} | {idle / 1024:,.1f} KB | {put_away / 1024:,.2f} KB |")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=100)
+    parser.add_argument("--prompts", type=int, default=1)
+    args = parser.parse_args()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
+    trio.run(main, args.sessions, args.prompts)
