@@ -5,7 +5,9 @@ its journal on a SQLite file, durability "process") opens ``--sessions`` session
 prompts each ``--prompts`` times and waits until each is idle (no turn running, no client).
 Measured with ``tracemalloc``, what Python holds with them all idle, less what it held
 before, per session; then the same once the daemon put them away (``idle_session``) and
-collected what they held, which should be about nothing. Two teams: ``echo`` (a coordinator
+collected what they held. That second column is no session's: it is what running sessions
+side by side grew once (trio's sets, the thread pool), some 100-150 KB in all, divided by
+``--sessions`` (3 KB a session at 50, 22 KB at 5). Two teams: ``echo`` (a coordinator
 that answers) and ``fan`` (a coordinator that hands three tasks to workers every prompt).
 Memory outside Python's allocator (SQLite's page cache, malloc's free pages) is not counted:
 the RSS of a whole daemon is ``bench/soak.py memory``'s.
@@ -57,24 +59,44 @@ delegates_to = ["worker"]
 role = "works"
 [[agents.worker.turns]]
 steps = [ { say = "finished {task}", chunks = 3 } ]
+""" + "".join(
+    """
 [[agents.lead.turns]]
 steps = [ { delegate = [ { agent = "worker", task = "one" }, { agent = "worker", task = "two" },
                          { agent = "worker", task = "three" } ] },
           { say = "done: {outcomes}", chunks = 2 } ]
 """
+    for _ in range(20)  # a prompt each, up to --prompts 20
+)
 #: Seconds an idle session with no client stays (short: the bench waits for it).
 IDLE: Final = 2.0
 
 
-async def answered(live: LiveSession, chats: int) -> None:
-    """Until ``live`` is idle with ``chats`` chats (the prompt's workers made)."""
-    while not (live.idle.is_set() and len(live.state.chats) >= chats):  # noqa: ASYNC110
+async def answered(live: LiveSession, prompts: int) -> None:
+    """Until ``live`` is idle with ``prompts`` prompts answered (its coordinator's turns)."""
+    while True:
+        coordinator = live.state.coordinator_chat()
+        chat = live.state.chats.get(coordinator) if coordinator is not None else None
+        if live.idle.is_set() and chat is not None and len(chat.turns) >= prompts:
+            return
         await trio.sleep(0.01)
+
+
+async def put_away(daemon: Daemon) -> None:
+    """Until the daemon put every session away (idle for :data:`IDLE` seconds, no client)
+    and collected what they held."""
+    with trio.move_on_after(120) as waiting:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(daemon.evict_idle, IDLE)
+            while daemon.statistics().sessions or daemon.statistics().reclaim.waiting:  # noqa: ASYNC110
+                await trio.sleep(0.5)
+            nursery.cancel_scope.cancel()
+    if waiting.cancelled_caught:
+        raise RuntimeError("the sessions were not put away within 120 s")
 
 
 async def measure(team: str, text: str, sessions: int, prompts: int) -> tuple[float, float]:
     """Bytes a session holds idle, and once put away, for ``sessions`` sessions of ``team``."""
-    workers = 3 if team == "fan" else 0
     with tempfile.TemporaryDirectory(prefix="idle-session-") as directory:
         journal = open_journal(Path(directory) / "journal.db", durability=Durability.PROCESS)
         async with trio.open_nursery() as services, httpx.AsyncClient() as http:
@@ -89,8 +111,11 @@ async def measure(team: str, text: str, sessions: int, prompts: int) -> tuple[fl
             await services.start(daemon.serve)
             # A first session warms up what every session uses once (code paths, caches).
             warm = await daemon.open_session(team)
-            await warm.prompt("warm up", task_id=None)
-            await answered(warm, 1 + workers)
+            for prompt in range(prompts):
+                await warm.prompt(f"warm up {prompt}", task_id=None)
+                await answered(warm, prompt + 1)
+            del warm
+            await put_away(daemon)
             gc.collect()
             before = tracemalloc.get_traced_memory()[0]
 
@@ -98,21 +123,18 @@ async def measure(team: str, text: str, sessions: int, prompts: int) -> tuple[fl
                 live = await daemon.open_session(team)
                 for prompt in range(prompts):
                     await live.prompt(f"session {index}, prompt {prompt}", task_id=None)
-                    await answered(live, 1 + workers * (prompt + 1))
+                    await answered(live, prompt + 1)
 
             async with trio.open_nursery() as nursery:
                 for index in range(sessions):
                     nursery.start_soon(converse, index)
             gc.collect()
             idle = (tracemalloc.get_traced_memory()[0] - before) / sessions
-            services.start_soon(daemon.evict_idle, IDLE)
-            with trio.fail_after(120):
-                while daemon.statistics().sessions or daemon.statistics().reclaim.waiting:  # noqa: ASYNC110
-                    await trio.sleep(0.5)
-            put_away = (tracemalloc.get_traced_memory()[0] - before) / sessions
+            await put_away(daemon)
+            left = (tracemalloc.get_traced_memory()[0] - before) / sessions
             await daemon.stop()
             services.cancel_scope.cancel()
-    return idle, put_away
+    return idle, left
 
 
 async def main(sessions: int, prompts: int) -> None:
