@@ -10,6 +10,12 @@ logs kept), with the harness and the seeded fuzzer of ``tests/fuzz.py``:
   parsers predict against the ``bad_request`` / error answers received, unanswered requests
   and 5xx answers (both must be 0), frames/s, the daemon's RSS, the bystander's turns, and
   what the log holds (lines, the longest, any token, any frame locals).
+* **memory**: for ``--duration`` seconds (an hour by default), cycles of ``--sessions``
+  conversations of ``--turns`` prompts each with a delegating team; after each cycle the
+  sessions idle with no client until the daemon puts them away (``--idle``, its
+  ``idle_session``) and collects what they held. Printed: the daemon's RSS at start, after
+  each cycle ran and after it was put away, against the live sessions and the prompts
+  answered; and how far the last put-away is from the start and from the first cycle's.
 * **kill**: ``--points`` times: start the daemon on one journal, let three clients run a
   delegating team with the team channel subscribed, kill -9 the daemon at a seeded moment,
   then check that every Agent UI envelope a client received is in the journal, equal
@@ -18,6 +24,7 @@ logs kept), with the harness and the seeded fuzzer of ``tests/fuzz.py``:
     .venv/bin/python bench/soak.py                       # both, 100,000 frames, 100 kills
     .venv/bin/python bench/soak.py frames --frames 10000
     .venv/bin/python bench/soak.py kill --points 20 --seed 7
+    .venv/bin/python bench/soak.py memory --duration 300 --turns 30
 """
 
 from __future__ import annotations
@@ -64,6 +71,9 @@ PER_CONNECTION: Final = 5_000
 HTTP_CLIENTS: Final = 8
 #: Seconds between two turns of the bystander session.
 BYSTANDER_PAUSE: Final = 1.0
+#: Seconds the memory part waits for the daemon to collect what sessions put away held
+#: (it collects 1 s after they leave, and at most every 30 s).
+COLLECT_WAIT: Final = 35.0
 #: AG-UI thread ids the fuzz reuses (a valid body runs a turn of one of them).
 AGUI_THREADS: Final = 16
 
@@ -320,6 +330,125 @@ async def frames_part(frames: int, seed: int) -> None:
     )
 
 
+# ─── memory ──────────────────────────────────────────────────────────────────
+
+
+class MemoryRow:
+    """One phase: what ran, and the daemon's RSS after it."""
+
+    def __init__(self, phase: str, live: int, turns: int, rss_kib: int, seconds: float) -> None:
+        self.phase, self.live, self.turns = phase, live, turns
+        self.rss_kib, self.seconds = rss_kib, seconds
+
+    def row(self, start_kib: int) -> str:
+        change = 100 * (self.rss_kib - start_kib) / start_kib
+        return (
+            f"| {self.phase} | {self.seconds:,.0f} s | {self.live} | {self.turns:,} | "
+            f"{self.rss_kib / 1024:.1f} MB | {change:+.0f}% |"
+        )
+
+
+async def live_sessions(daemon: DaemonProcess) -> int:
+    async with daemon.http(OPERATOR) as http:
+        text = (await http.get("/metrics")).text
+    return sum(
+        int(float(line.rsplit(" ", 1)[1]))
+        for line in text.splitlines()
+        if line.startswith("orchestrator_sessions{")
+    )
+
+
+def collected_sessions(daemon: DaemonProcess) -> int:
+    """Sessions whose memory the daemon collected after they left (its log says)."""
+    return sum(
+        json.loads(line).get("sessions", 0)
+        for line in daemon.lines()
+        if '"memory of sessions that left collected"' in line
+    )
+
+
+async def _until_put_away(daemon: DaemonProcess, sessions: int) -> None:
+    """Until no session is live and the daemon collected ``sessions`` sessions' memory (or
+    :data:`COLLECT_WAIT` seconds passed: a daemon from before it collected)."""
+    while await live_sessions(daemon):  # noqa: ASYNC110 (polls over HTTP)
+        await trio.sleep(0.5)
+    with trio.move_on_after(COLLECT_WAIT):
+        while collected_sessions(daemon) < sessions:  # noqa: ASYNC110 (reads its log)
+            await trio.sleep(0.5)
+
+
+async def _converse(daemon: DaemonProcess, turns: int, done: list[int]) -> None:
+    """One client: a session of the fan team, ``turns`` prompts, each answered; then it
+    leaves (the session stays until the daemon's idle expiry puts it away)."""
+    async with websocket(f"{daemon.ws_url}/ws?team=fan", token=OPERATOR) as connection:
+        while json.loads(await connection.get_message()).get("type") != "init":
+            pass
+        for turn in range(turns):
+            prompt = {"channel": "agent", "type": "prompt", "prompt": f"prompt {turn}"}
+            await connection.send_message(json.dumps(prompt))
+            with trio.fail_after(120):
+                while json.loads(await connection.get_message()).get("type") != "done":
+                    pass
+            done[0] += 1
+
+
+async def memory_part(duration: float, sessions: int, turns: int, idle: float) -> None:
+    """Cycles of ``sessions`` conversations of ``turns`` prompts each, side by side, for
+    ``duration`` seconds; after each, every session goes idle with no client, the daemon
+    puts it away ``idle`` seconds later and collects what it held. The daemon's RSS is
+    read at start, after each cycle's sessions ran and after they were put away."""
+    rows: list[MemoryRow] = []
+    done = [0]
+    with tempfile.TemporaryDirectory(prefix="soak-memory-") as directory:
+        async with daemon_process(
+            Path(directory), teams={"fan": FAN}, limits={"idle_session": idle}
+        ) as daemon:
+            began = time.perf_counter()
+
+            async def phase(name: str) -> None:
+                live = await live_sessions(daemon)
+                seconds = time.perf_counter() - began
+                rows.append(MemoryRow(name, live, done[0], daemon.rss_kib(), seconds))
+                print(f"  {rows[-1].row(rows[0].rss_kib)}", file=sys.stderr)
+
+            await phase("start")
+            cycle = 0
+            while cycle == 0 or time.perf_counter() - began < duration:
+                cycle += 1
+                async with trio.open_nursery() as nursery:
+                    for _ in range(sessions):
+                        nursery.start_soon(_converse, daemon, turns, done)
+                await phase(f"cycle {cycle}: {sessions} sessions answered")
+                with trio.fail_after(idle * 4 + 120):
+                    await _until_put_away(daemon, cycle * sessions)
+                await phase(f"cycle {cycle}: put away, collected")
+    start = rows[0].rss_kib
+    print(
+        f"\nmemory: {cycle} cycles of {sessions} sessions x {turns} prompts (a delegating "
+        f"team, three workers a prompt), idle_session {idle:g} s, {duration:,.0f} s asked\n"
+    )
+    print("| phase | at | live sessions | prompts answered | daemon RSS | vs start |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for row in rows:
+        print(row.row(start))
+    put_away = [row.rss_kib for row in rows if row.phase.endswith("collected")]
+    first, last = put_away[0], put_away[-1]
+    half = put_away[len(put_away) // 2]
+    print(
+        f"\nafter the last sessions were put away: {last / 1024:.1f} MB, "
+        f"{100 * (last - start) / start:+.0f}% of the start ({start / 1024:.1f} MB), "
+        f"{100 * (last - first) / first:+.0f}% of the first cycle's; a cycle: "
+        f"{_per_cycle(put_away):+.2f} MB after the first, "
+        f"{_per_cycle(put_away[len(put_away) // 2 :]):+.2f} MB over the last half "
+        f"(from {half / 1024:.1f} MB)"
+    )
+
+
+def _per_cycle(rss_kib: list[int]) -> float:
+    """MB of RSS a cycle, from the first of ``rss_kib`` to the last."""
+    return (rss_kib[-1] - rss_kib[0]) / 1024 / max(1, len(rss_kib) - 1)
+
+
 # ─── kill -9 ─────────────────────────────────────────────────────────────────
 
 
@@ -401,11 +530,23 @@ async def kill_part(points: int, seed: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("part", nargs="?", choices=["frames", "kill", "both"], default="both")
+    parser.add_argument(
+        "part", nargs="?", choices=["frames", "kill", "memory", "both"], default="both"
+    )
     parser.add_argument("--frames", type=int, default=100_000, help="per endpoint")
     parser.add_argument("--points", type=int, default=100, help="kill -9 points")
     parser.add_argument("--seed", type=int, default=20261126)
+    parser.add_argument(
+        "--duration", type=float, default=3600.0, help="memory: seconds of cycles (1 hour)"
+    )
+    parser.add_argument("--sessions", type=int, default=8, help="memory: sessions a cycle")
+    parser.add_argument("--turns", type=int, default=100, help="memory: prompts a session")
+    parser.add_argument(
+        "--idle", type=float, default=10.0, help="memory: the daemon's idle_session, seconds"
+    )
     args = parser.parse_args()
+    if args.part == "memory":
+        trio.run(memory_part, args.duration, args.sessions, args.turns, args.idle)
     if args.part in ("frames", "both"):
         trio.run(frames_part, args.frames, args.seed)
     if args.part in ("kill", "both"):

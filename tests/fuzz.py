@@ -409,16 +409,19 @@ async def daemon_process(
     model_url: str = "http://127.0.0.1:9/v1",
     *,
     teams: Mapping[str, str] | None = None,
+    limits: Mapping[str, float] | None = None,
 ) -> AsyncIterator[DaemonProcess]:
     """``orchestrator -v serve`` on port 0 with its files in ``directory`` (a journal there
-    is taken up again), its stderr read (and kept) as it writes it. On leaving, SIGTERM must
-    stop it within 10 s with status 0, unless the caller killed it."""
+    is taken up again), its stderr read (and kept) as it writes it; ``limits``: more keys
+    of its ``[limits]``. On leaving, SIGTERM must stop it within 10 s with status 0, unless
+    the caller killed it."""
     team_dir = directory / "teams"
     team_dir.mkdir(parents=True, exist_ok=True)
     every = {"echo": ECHO, "model": MODEL_TEAM.format(url=model_url), **(teams or {})}
     for name, text in every.items():
         (team_dir / f"{name}.toml").write_text(text)
-    (directory / "daemon.toml").write_text(CONFIG)
+    more = "".join(f"{key} = {value!r}\n" for key, value in (limits or {}).items())
+    (directory / "daemon.toml").write_text(CONFIG + more)
     command = [sys.executable, "-m", "orchestrator", "-v", "serve", "--config"]
     command += [str(directory / "daemon.toml"), "--teams", str(team_dir)]
     command += ["--db", str(directory / "journal.db"), "--port", "0", "--host", "127.0.0.1"]

@@ -94,11 +94,11 @@ class HeldClock:
         finally:
             trio.to_thread.run_sync = run_sync
 
-    def journal(self, db: Path | str) -> Journal:
+    def journal(self, db: Path | str, **options: Any) -> Journal:
         """The journal ``db`` names (a file or postgresql://...), holding the clock while
-        each batch it was given is in flight."""
+        each batch it was given is in flight; ``options`` go to :func:`open_journal`."""
         held = self
-        journal = open_journal(db, durability=Durability.PROCESS)
+        journal = open_journal(db, durability=Durability.PROCESS, **options)
         submit = journal.submit
 
         def held_submit(

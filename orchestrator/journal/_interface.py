@@ -76,6 +76,14 @@ class Journal(Protocol):
 
     def committed(self, state: TeamState) -> None: ...
 
+    def forget_session(self, session: str) -> None:
+        """``session`` left this process's memory: let go of what is kept for it."""
+        ...
+
+    def kept_sessions(self) -> int:
+        """The sessions something is kept for between batches."""
+        ...
+
     @property
     def failed(self) -> FactLogError | None: ...
 

@@ -110,6 +110,7 @@ from ._rows import (
     _Batch,
     _batch,
     _Describe,
+    _Forget,
     _Item,
     _Snapshot,
     _SnapshotWriter,
@@ -369,6 +370,9 @@ class _GroupCommitJournal:
             else:
                 self._write_or_wait(group)
             self._writing = []
+            # Hold nothing of it while waiting for the next: its snapshot is a session's
+            # whole state, which a session put away meanwhile would leave behind.
+            group, first, item = [], None, None
 
     def _write_or_wait(self, group: list[_Item]) -> None:
         """Write ``group``; if the connection is lost meanwhile, wait for a new one and
@@ -714,6 +718,21 @@ class _GroupCommitJournal:
         if due and self._failed is None:
             self._snapshot_at[state.session_uri] = state.last_sequence
             self._queue.put(_Snapshot(state.copy(), self._snapshots))
+
+    def forget_session(self, session: str) -> None:
+        """``session`` left this process's memory (put away when idle, ended, dropped):
+        let go of what the journal keeps for it between batches, the values of its last
+        snapshot above all (the whole state it had then). Without this a daemon held every
+        session it ever snapshotted. Were it taken up again, its next snapshot is due
+        after :attr:`snapshot_every` facts and is written whole."""
+        self._snapshot_at.pop(session, None)
+        if not self._closed:
+            self._queue.put(_Forget(session, self._snapshots, self._history))
+
+    def kept_sessions(self) -> int:
+        """The sessions the journal keeps something of between batches (their snapshot's
+        values, a running turn's facts): for tests and benchmarks of what the daemon holds."""
+        return len(self._snapshot_at.keys() | self._snapshots.sessions() | self._history.sessions())
 
 
 #: Seconds a SQLite journal's writer waits for a lock another connection holds on its file

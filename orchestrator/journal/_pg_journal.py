@@ -67,7 +67,7 @@ from ._pg_leases import LEASE_TTL, LeaseLostError, PostgresLeases
 from ._pg_notify import FACTS_CHANNEL, facts_payload
 from ._pg_reader import PostgresReader
 from ._pg_schema import migrate
-from ._rows import _Batch, _Item, _write_group
+from ._rows import _Batch, _Forget, _Item, _write_group
 
 __all__ = ["PostgresJournal"]
 
@@ -153,7 +153,11 @@ class PostgresJournal(_GroupCommitJournal):
         then written one by one, and that batch fails alone); a snapshot or team file of a
         session this node does not hold is dropped (it would overwrite the new owner's)."""
         leases = self.leases
-        if leases is not None:
+        # Word that a session left memory writes no row: no fence for it (its lease is
+        # given up before), and it is done after what the group writes of the session.
+        forgets = [item for item in group if isinstance(item, _Forget)]
+        group = [item for item in group if not isinstance(item, _Forget)]
+        if leases is not None and group:
             current = {item.session: leases.epoch(item.session) for item in group}
             wanted = {
                 (item.session, item.epoch if isinstance(item, _Batch) else current[item.session])
@@ -167,7 +171,7 @@ class PostgresJournal(_GroupCommitJournal):
                 group = [
                     item for item in group if (item.session, current[item.session]) not in lost
                 ]
-        _write_group(connection, group, self._history)
+        _write_group(connection, [*group, *forgets], self._history)
         if leases is not None:
             _notify_followers(connection, group)
 

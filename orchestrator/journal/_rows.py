@@ -2,7 +2,8 @@
 chats, the agent channel's history and snapshot parts.
 
 The writer thread (:mod:`._journal`) takes a group of items (:data:`_Item`: a batch of one
-session's facts, a session's team file, a snapshot) and :func:`_write_group` writes them in
+session's facts, a session's team file, a snapshot, or word that a session left the
+process's memory) and :func:`_write_group` writes them in
 few multi-row statements. Every fact is stored with its checksum (:func:`fact_checksum`,
 CRC32 of its text), verified whenever it is read back (:func:`_checked`).
 
@@ -325,8 +326,30 @@ class _SnapshotWriter:
         """Let go of what was written of ``session`` (a later snapshot writes it whole)."""
         self._written.pop(session, None)
 
+    def sessions(self) -> set[str]:
+        """The sessions whose last snapshot is remembered."""
+        return set(self._written)
 
-_Item = _Batch | _Describe | _Snapshot
+
+@attrs.define(eq=False)
+class _Forget:
+    """A session left the process's memory (put away, ended): the writer lets go of what it
+    remembers of it, in the queue's order, after the snapshots submitted before. Writes no
+    row: what it drops is a cache, so a rollback around it loses nothing."""
+
+    session: str
+    snapshots: _SnapshotWriter
+    history: _AgentHistory
+
+    def write(self, connection: _Connection) -> None:
+        self.snapshots.forget(self.session)
+        self.history.forget(self.session)
+
+    def size(self) -> int:
+        return 0
+
+
+_Item = _Batch | _Describe | _Snapshot | _Forget
 
 
 class _AgentHistory:
@@ -356,6 +379,16 @@ class _AgentHistory:
         facts of running turns are then read back from the table, where they are."""
         self._turns.clear()
         self._rows.clear()
+
+    def forget(self, session: str) -> None:
+        """Let go of the running turns kept of ``session`` (were it taken up again, their
+        facts are read back from the table)."""
+        for key in [key for key in self._turns if key[0] == session]:
+            del self._turns[key]
+
+    def sessions(self) -> set[str]:
+        """The sessions whose running turns' facts are kept."""
+        return {session for session, _chat in self._turns}
 
     def flush(self, connection: _Connection) -> None:
         """Write the rows kept so far, in the order their turns ended."""

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ._auth import COOKIE_LIFETIME, COOKIE_NAME, LOCAL, Authenticator, Permission, Role, Token
     from ._cluster import Cluster
     from ._config import DEFAULT_PORT, Limits, ServeConfig, load_serve_config, parse_serve_config
-    from ._daemon import Daemon
+    from ._daemon import Daemon, DaemonStatistics
     from ._expected_action import ExpectedAction, decode_origin, encode_origin
     from ._followed import CommandRoute, FollowedRuntime, Refusal, follow_session
     from ._forwarding import (
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, CLOSE_INTERNAL_ERROR, Outbox
     from ._principals import AccessRefusedError, Principals
     from ._rate_limit import TokenBucket
+    from ._reclaim import Reclaimer, ReclaimStatistics
     from ._scheduler import Scheduler, Teammate, describe_schedule
     from ._served_names import ANY_NAME, ServedNames, host_name, is_served
     from ._session_folds import EnvelopeCache, EnvelopeFold, GraphCache, SessionFolds
@@ -64,6 +65,7 @@ __all__ = [
     "CommandRoute",
     "CommandServer",
     "Daemon",
+    "DaemonStatistics",
     "EnvelopeCache",
     "EnvelopeFold",
     "ExpectedAction",
@@ -78,6 +80,8 @@ __all__ = [
     "Permission",
     "Principals",
     "ReadFacts",
+    "ReclaimStatistics",
+    "Reclaimer",
     "Refusal",
     "Role",
     "Scheduler",
@@ -140,7 +144,7 @@ if not TYPE_CHECKING:
                 "load_serve_config",
                 "parse_serve_config",
             ),
-            "._daemon": ("Daemon",),
+            "._daemon": ("Daemon", "DaemonStatistics"),
             "._expected_action": ("ExpectedAction", "decode_origin", "encode_origin"),
             "._followed": ("CommandRoute", "FollowedRuntime", "Refusal", "follow_session"),
             "._forwarding": (
@@ -164,6 +168,7 @@ if not TYPE_CHECKING:
             "._live_session": ("LiveSession", "SessionRecorder", "SessionRuntime", "ahp_envelopes"),
             "._outbox": ("CLOSE_FELL_BEHIND", "CLOSE_GOING_AWAY", "CLOSE_INTERNAL_ERROR", "Outbox"),
             "._principals": ("AccessRefusedError", "Principals"),
+            "._reclaim": ("ReclaimStatistics", "Reclaimer"),
             "._rate_limit": ("TokenBucket",),
             "._scheduler": ("Scheduler", "Teammate", "describe_schedule"),
             "._served_names": ("ANY_NAME", "ServedNames", "host_name", "is_served"),

@@ -112,6 +112,7 @@ from ._cluster import Cluster
 from ._config import Limits
 from ._followed import FollowedRuntime
 from ._live_session import LiveSession, SessionObserver, _busy, session_uri
+from ._reclaim import Reclaimer, ReclaimStatistics
 from ._root_channel import RootChannel, agents_of
 from ._session_folds import EnvelopeCache
 from ._sqlite_following import SqliteFollowing
@@ -119,6 +120,7 @@ from ._team_log import TeamLog
 
 __all__ = [
     "Daemon",
+    "DaemonStatistics",
 ]
 
 log = structlog.get_logger("orchestrator.daemon")
@@ -222,6 +224,19 @@ class _SessionLocks:
 
     def __len__(self) -> int:
         return len(self._locks)
+
+
+@attrs.frozen(kw_only=True)
+class DaemonStatistics:
+    """The daemon's per-session structures, counted (see :meth:`Daemon.statistics`)."""
+
+    sessions: int  # live sessions
+    opening: int  # URIs being opened
+    claimed_chats: int  # chat URIs being claimed
+    session_locks: int  # sessions being taken up or followed
+    root_sessions: int  # sessions the root channel follows
+    journal_sessions: int  # sessions the journal keeps something of between batches
+    reclaim: ReclaimStatistics
 
 
 class _Unobserved:
@@ -341,6 +356,8 @@ class Daemon:
         self._opening: dict[str, str | None] = {}
         self._claimed_chats: set[str] = set()
         self._finding = _SessionLocks()
+        # Collects what the sessions that left memory held (their objects are in cycles).
+        self.reclaimer = Reclaimer()
         self._nursery: trio.Nursery | None = None
         self.observer: SessionObserver = _Unobserved()
         self.companions: list[Companion] = []
@@ -378,6 +395,7 @@ class Daemon:
             self._nursery = nursery
             nursery.start_soon(self._end_sessions_if_the_journal_fails)
             await nursery.start(self.root.serve)
+            await nursery.start(self.reclaimer.serve)
             await self._take_up_unfinished()
             self.accepting = True
             if self.leases is not None:
@@ -743,6 +761,7 @@ class Daemon:
         while True:
             await trio.sleep(max(after / 4, 0.05))
             now = trio.current_time()
+            live: LiveSession | None
             for live in list(self.sessions.values()):
                 followed = self._follower(live.uri)
                 if followed is not None:
@@ -757,6 +776,7 @@ class Daemon:
                     log.info("idle session put away", session=live.uri)
                     live.put_away = True
                     live.stop()
+            live = None  # the last one scanned is not held until the next scan
 
     async def expire_conversations(self, after: float) -> None:
         """Every so often, end the conversations that have waited ``after`` seconds for their
@@ -1077,6 +1097,10 @@ class Daemon:
             fold = live.release_team_log()
             if fold is not None:  # for the next reader, or the session's next take-up
                 self.envelopes.keep(live.uri, fold)
+            # What the journal keeps of a session (its last snapshot's values: the whole
+            # state then) goes with it, or every session ever run stays in memory.
+            self.journal.forget_session(live.uri)
+            self.reclaimer.session_left()
 
     async def team_log(self, live: LiveSession) -> TeamLog:
         """``live``'s Agent UI envelopes, ready: its log, made by the first reader from the
@@ -1085,6 +1109,19 @@ class Daemon:
 
     def live(self, session: str) -> LiveSession | None:
         return self.sessions.get(session_uri(session))
+
+    def statistics(self) -> DaemonStatistics:
+        """What the daemon holds for sessions now: with no session live, every count but
+        the reclaimer's is 0 (what outlived a session was a leak)."""
+        return DaemonStatistics(
+            sessions=len(self.sessions),
+            opening=len(self._opening),
+            claimed_chats=len(self._claimed_chats),
+            session_locks=len(self._finding),
+            root_sessions=self.root.sessions,
+            journal_sessions=self.journal.kept_sessions(),
+            reclaim=self.reclaimer.statistics(),
+        )
 
     def _runtime(
         self,

@@ -296,6 +296,11 @@ class RootChannel:
     def subscribers(self) -> int:
         return len(self._subscribers)
 
+    @property
+    def sessions(self) -> int:
+        """The sessions it follows (the daemon's live ones)."""
+        return len(self._sessions)
+
     # ── the daemon's hand ───────────────────────────────────────────────────
 
     def session_added(self, live: FollowedSession) -> None:
