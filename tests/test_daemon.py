@@ -828,10 +828,11 @@ class TestIdleSessions:
     async def test_a_session_s_envelopes_are_folded_once_across_put_away_and_take_up(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """The team channel's log of a session put away is kept: the web view's read of it,
-        and the team channel once the session is taken up again, go on from it, reading
-        only the facts after it (not the whole session again), and send what a projection
-        of the whole session gives."""
+        """A session put away keeps nothing in memory, its log included; the web view's
+        read of it folds it once, into the web view's cache, and the team channel of the
+        session taken up again goes on from that fold, reading only the facts after it
+        (not the whole session again), and sends what a projection of the whole session
+        gives."""
         reads: list[tuple[str, int]] = []
         facts_of = JournalReader.facts
 
@@ -858,6 +859,8 @@ class TestIdleSessions:
                 answer = await http.get(f"/api/sessions/{init['sessionId']}/envelopes")
             assert answer.status_code == 200
             read_back = answer.json()["envelopes"]
+            assert (uri, 0) in reads, "nothing was kept of the session put away"
+            reads.clear()
             async with connect(daemon, f"session={init['sessionId']}") as again:
                 await again.until_type("init")
                 await again.send({"channel": "agent", "type": "prompt", "prompt": "two"})

@@ -1094,9 +1094,10 @@ class Daemon:
         if self.sessions.get(live.uri) is live:
             del self.sessions[live.uri]
             self.root.session_removed(live)
-            fold = live.release_team_log()
-            if fold is not None:  # for the next reader, or the session's next take-up
-                self.envelopes.keep(live.uri, fold)
+            # Its log goes with it, not into the web view's cache: what a session that left
+            # memory leaves behind must not grow with the sessions run (the soak: +10 MB
+            # kept of eight put-away sessions). A read of it refolds it once, into the cache.
+            live.release_team_log()
             # What the journal keeps of a session (its last snapshot's values: the whole
             # state then) goes with it, or every session ever run stays in memory.
             self.journal.forget_session(live.uri)

@@ -554,11 +554,9 @@ class LiveSession:
         await team_log.ready()
         return team_log
 
-    def release_team_log(self) -> EnvelopeFold | None:
-        """Let go of the session's log (it is no longer live here); what it folded, to be
-        kept for its next reader, or None if it had none ready."""
-        team_log, self._team_log = self._team_log, None
-        return team_log.fold() if team_log is not None else None
+    def release_team_log(self) -> None:
+        """Let go of the session's log: it is no longer live here."""
+        self._team_log = None
 
     def action_frames(self, fact: Fact, channel: str) -> tuple[tuple[int, str], ...]:
         """``fact``'s AHP ``action`` notifications on ``channel``, each with its

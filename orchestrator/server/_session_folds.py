@@ -162,14 +162,6 @@ class EnvelopeCache(SessionFolds[_Envelopes]):
             del self._entries[session]
         return entry.fold.projector, entry.fold.lines
 
-    def keep(self, session: str, fold: EnvelopeFold) -> None:
-        """Keep the fold a live session's log leaves (the session is put away or ended), for
-        the next reader to go on from. One kept already (a read made it meanwhile) stays."""
-        if session in self._entries:
-            return
-        self._entries[session] = _Entry(_Envelopes(session, fold))
-        self._evict(keep="")
-
 
 class GraphCache(SessionFolds[_Graph]):
     """Sessions' delegation graphs, kept between reads."""

@@ -98,14 +98,6 @@ class TeamLog:
             return [[] for _ in facts]
         return [self._add(fact, change) for fact, change in zip(facts, written, strict=True)]
 
-    def fold(self) -> EnvelopeFold | None:
-        """What the log has folded, for a cache to go on from once the session is no longer
-        live (None before the log is ready: it is not whole). Feed it nothing after."""
-        if self._aside is not None:
-            return None
-        self._projector.follows = False  # the cache's reads fold with the projector's own
-        return self._projector, self.lines
-
     def _catch_up(self) -> None:
         """Project what the journal holds after what the log has (in a worker thread; the
         log is not ready yet, so nothing else touches the projector)."""
