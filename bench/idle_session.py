@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from orchestrator.journal import Durability, open_journal
 from orchestrator.server import Daemon, Limits, LiveSession, assemble
 from orchestrator.spec import parse_team
+from tests.daemon import fan_team
 
 ECHO: Final = """
 [team]
@@ -46,28 +47,7 @@ role = "coordinator"
 [[agents.lead.turns]]
 steps = [ { say = "an answer of a few words", chunks = 2 } ]
 """
-FAN: Final = """
-[team]
-name = "fan"
-coordinator = "lead"
-parallel_budget = 3
-[agents.lead]
-role = "coordinator"
-tools = ["delegate"]
-delegates_to = ["worker"]
-[agents.worker]
-role = "works"
-[[agents.worker.turns]]
-steps = [ { say = "finished {task}", chunks = 3 } ]
-""" + "".join(
-    """
-[[agents.lead.turns]]
-steps = [ { delegate = [ { agent = "worker", task = "one" }, { agent = "worker", task = "two" },
-                         { agent = "worker", task = "three" } ] },
-          { say = "done: {outcomes}", chunks = 2 } ]
-"""
-    for _ in range(20)  # a prompt each, up to --prompts 20
-)
+FAN: Final = fan_team(20)  # a prompt each, up to --prompts 20
 #: Seconds an idle session with no client stays (short: the bench waits for it).
 IDLE: Final = 2.0
 

@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import project_facts, unstructure_envelope
-from tests.daemon import websocket
+from tests.daemon import fan_team, websocket
 from tests.fake_openai import Answer, Stream, fake_openai
 from tests.fuzz import (
     CHANNELS,
@@ -77,28 +77,7 @@ COLLECT_WAIT: Final = 35.0
 #: AG-UI thread ids the fuzz reuses (a valid body runs a turn of one of them).
 AGUI_THREADS: Final = 16
 
-FAN: Final = """
-[team]
-name = "fan"
-coordinator = "lead"
-parallel_budget = 3
-[agents.lead]
-role = "coordinator"
-tools = ["delegate"]
-delegates_to = ["worker"]
-[agents.worker]
-role = "works"
-[[agents.worker.turns]]
-steps = [ { say = "finished {task}", chunks = 3 } ]
-""" + "".join(
-    """
-[[agents.lead.turns]]
-steps = [ { delegate = [ { agent = "worker", task = "one" }, { agent = "worker", task = "two" },
-                         { agent = "worker", task = "three" } ] },
-          { say = "done: {outcomes}", chunks = 2 } ]
-"""
-    for _ in range(200)
-)
+FAN: Final = fan_team(200)
 
 
 # ─── frames ──────────────────────────────────────────────────────────────────

@@ -37,6 +37,34 @@ steps = [ { say = "second answer" } ]
 """
 
 
+def fan_team(prompts: int) -> str:
+    """A team whose coordinator hands three tasks to workers on each of ``prompts`` prompts,
+    then sums them up (the memory test and benchmarks run it)."""
+    turn = """
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "one" }, { agent = "worker", task = "two" },
+                         { agent = "worker", task = "three" } ] },
+          { say = "done: {outcomes}", chunks = 2 } ]
+"""
+    return (
+        """
+[team]
+name = "fan"
+coordinator = "lead"
+parallel_budget = 3
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[agents.worker]
+role = "works"
+[[agents.worker.turns]]
+steps = [ { say = "finished {task}", chunks = 3 } ]
+"""
+        + turn * prompts
+    )
+
+
 @attrs.define
 class RunningDaemon:
     url: str  # http://127.0.0.1:PORT

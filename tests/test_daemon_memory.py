@@ -28,31 +28,11 @@ import trio.testing
 from orchestrator.server import Daemon, DaemonStatistics, Limits, ReclaimStatistics, assemble
 from orchestrator.spec import parse_team
 
+from .daemon import fan_team
 from .teammates import HeldClock
 
 #: A coordinator that hands three tasks to workers every turn, then sums them up.
-FAN = """
-[team]
-name = "fan"
-coordinator = "lead"
-parallel_budget = 3
-[agents.lead]
-role = "coordinator"
-tools = ["delegate"]
-delegates_to = ["worker"]
-[agents.worker]
-role = "works"
-[[agents.worker.turns]]
-steps = [ { say = "finished {task}", chunks = 3 } ]
-""" + "".join(
-    """
-[[agents.lead.turns]]
-steps = [ { delegate = [ { agent = "worker", task = "one" }, { agent = "worker", task = "two" },
-                         { agent = "worker", task = "three" } ] },
-          { say = "done: {outcomes}", chunks = 2 } ]
-"""
-    for _ in range(3)
-)
+FAN = fan_team(3)
 IDLE: float = 60.0
 LIMITS = Limits(unprompted_session=30.0, idle_session=IDLE)
 #: Prompts per session.
