@@ -13,9 +13,12 @@ from typing import Any
 
 import attrs
 import httpx
+import pytest
 import trio
 import trio.testing
 
+from orchestrator.base import RunError
+from orchestrator.cli._end_command import session_named
 from orchestrator.core import (
     Fact,
     MemberStatus,
@@ -204,16 +207,29 @@ class TestEnding:
             async with connect(daemon) as client:
                 init = await client.until_type("init")
                 await prompt(client, "one", "t1")
-            command = [sys.executable, "-m", "orchestrator", "end", init["sessionId"]]
-            command += ["--url", daemon.url]
+            # The id's first characters name the one running session that has them.
+            end = [sys.executable, "-m", "orchestrator", "end"]
+            command = [*end, init["sessionId"][:8], "--url", daemon.url]
             ended = await trio.run_process(command, capture_stdout=True, capture_stderr=True)
             assert ended.stdout.decode() == f"session {init['sessionId']} ended: completed\n"
+            command = [*end, init["sessionId"], "--url", daemon.url]
             again = await trio.run_process(
                 command, capture_stdout=True, capture_stderr=True, check=False
             )
             assert again.returncode != 0, "an ended conversation cannot be ended again"
             assert b"has ended already (completed)" in again.stderr
         assert run_end(daemon, init["sessionId"]) == ("completed", "first answer")
+
+    def test_orchestrator_end_names_a_session_by_its_id_or_a_start_only_one_has(self) -> None:
+        running = ["4f1c09aa-1", "4f1c77b0-2", "9d00e1c3-3"]
+        assert session_named(running, "4f1c77b0-2") == "4f1c77b0-2"
+        assert session_named(running, "9d00") == "9d00e1c3-3"
+        assert session_named(running, "4f1c7") == "4f1c77b0-2"
+        # Three characters name nothing (the daemon then answers for the id itself).
+        assert session_named(running, "9d0") == "9d0"
+        assert session_named(running, "ended-one") == "ended-one"
+        with pytest.raises(RunError, match=r"2 running sessions start with '4f1c' \(4f1c09aa-1, "):
+            session_named(running, "4f1c")
 
     async def test_the_idle_expiry_ends_a_conversation_put_away_or_live(
         self, tmp_path: Path

@@ -309,7 +309,9 @@ def build_parser() -> argparse.ArgumentParser:
     end = commands.add_parser(
         "end", help="end a conversation of the running daemon (then prunable)"
     )
-    end.add_argument("session", help="the session (its id or ahp-session:/ URI)")
+    end.add_argument(
+        "session", help="the session: its id, its ahp-session:/ URI, or the id's first characters"
+    )
     end.add_argument(
         "--url",
         help=f"the daemon (default: --config's host and port, else http://127.0.0.1:{DEFAULT_PORT})",
