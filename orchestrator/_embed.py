@@ -31,7 +31,7 @@ import attrs
 import trio
 
 from orchestrator.ahp import ChatInputRequest, ChatInputRequestedAction, ChatInputResponseKind
-from orchestrator.core import USER, ApprovalRequested, Backend, Fact
+from orchestrator.core import USER, ApprovalRequested, Backend, Fact, MemberName, member_name
 from orchestrator.journal import open_journal
 from orchestrator.protocols import AgentUiProjector, Envelope
 from orchestrator.runtime import (
@@ -71,6 +71,15 @@ class Question:
     chat: str  # the asking chat's URI
     agent: str  # the asking agent's name
     request: ChatInputRequest  # the question(s) as the protocol has them
+    # Who asks as people are shown it (``researcher #3``) and the task it works on; None
+    # only for a chat that is no member of the team.
+    asked_by: MemberName | None = None
+
+    @property
+    def name(self) -> str:
+        """``"researcher #3"``: the asking agent's name and number (its name alone when the
+        chat is no member)."""
+        return self.asked_by.label if self.asked_by is not None else self.agent
 
     @property
     def id(self) -> str:
@@ -195,8 +204,9 @@ class TeamRun:
     # ── inside ──────────────────────────────────────────────────────────────
 
     def _question(self, chat: str, request: ChatInputRequest) -> Question:
-        member = self.runtime.state.members.get(chat)
-        return Question(chat=chat, agent=member.agent if member else "", request=request)
+        asked_by = member_name(self.runtime.state, chat)
+        agent = asked_by.agent if asked_by is not None else ""
+        return Question(chat=chat, agent=agent, request=request, asked_by=asked_by)
 
     def _question_of(self, fact: Fact) -> Question | None:
         if isinstance(fact.action, ChatInputRequestedAction):

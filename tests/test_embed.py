@@ -196,6 +196,10 @@ class TestOpenRun:
         answered = await orchestrator.run_team(team(ASK), "release", on_question=answer)
         assert answered.result == "Releasing 2.0"
         assert [(q.agent, q.message) for q in asked] == [("lead", "Which version?")]
+        # Who asks, as every other client names it, and the task it works on.
+        assert asked[0].name == "lead #1"
+        assert asked[0].asked_by is not None
+        assert (asked[0].asked_by.number, asked[0].asked_by.task) == (1, "task-1")
         declined = await orchestrator.run_team(team(ASK), "release")
         assert declined.result == "Releasing the user chose to decline"
 
