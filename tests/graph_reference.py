@@ -35,13 +35,12 @@ from orchestrator.ahp import (
     UserChatOrigin,
 )
 from orchestrator.core import Fact
-from orchestrator.core._graph import (
+from orchestrator.core._graph import _TERMINAL_TOOL_STATUSES, _str_or_none
+from orchestrator.core._graph_schema import (
     _NODE_DEFAULTS,
-    _TERMINAL_TOOL_STATUSES,
     USER_NODE,
     EdgeKind,
     NodeKind,
-    _str_or_none,
     tool_call_node,
 )
 from orchestrator.core._team_actions import (

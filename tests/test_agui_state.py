@@ -267,7 +267,7 @@ class TestWorkPerFact:
                 lambda: run_team(team(fan_out(workers))),
                 clock=trio.testing.MockClock(autojump_threshold=0),
             )
-            ours = {"_project_agui.py", "_agui_state.py"}
+            ours = {"_project_agui.py", "_agui_events.py", "_agui_state.py"}
             lines = 0
 
             def local(frame: FrameType, event: str, arg: Any) -> Any:

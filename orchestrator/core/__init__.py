@@ -12,18 +12,10 @@ from orchestrator.base import lazy_facade
 if TYPE_CHECKING:
     from ._facts import Action, Fact
     from ._facts_wire import decode_fact, encode_fact, fact_from_json, fact_to_json
-    from ._graph import (
-        USER_NODE,
-        DelegationGraph,
-        EdgeKind,
-        GraphStatistics,
-        NodeKind,
-        Violation,
-        ViolationKind,
-        build_graph,
-        tool_call_node,
-    )
+    from ._graph import DelegationGraph, GraphStatistics, build_graph
+    from ._graph_check import Violation, ViolationKind
     from ._graph_export import to_dot, to_graphml, to_json, to_mermaid
+    from ._graph_schema import USER_NODE, EdgeKind, NodeKind, tool_call_node
     from ._model_round import (
         Backend,
         ModelEvent,
@@ -250,18 +242,10 @@ if not TYPE_CHECKING:
         {
             "._facts": ("Action", "Fact"),
             "._facts_wire": ("decode_fact", "encode_fact", "fact_from_json", "fact_to_json"),
-            "._graph": (
-                "DelegationGraph",
-                "EdgeKind",
-                "GraphStatistics",
-                "NodeKind",
-                "USER_NODE",
-                "Violation",
-                "ViolationKind",
-                "build_graph",
-                "tool_call_node",
-            ),
+            "._graph": ("DelegationGraph", "GraphStatistics", "build_graph"),
+            "._graph_check": ("Violation", "ViolationKind"),
             "._graph_export": ("to_dot", "to_graphml", "to_json", "to_mermaid"),
+            "._graph_schema": ("EdgeKind", "NodeKind", "USER_NODE", "tool_call_node"),
             "._model_round": (
                 "Backend",
                 "ModelEvent",

@@ -37,15 +37,16 @@ every approval names a known requester. A ``subagent`` edge, once folded, stays 
 later ``chat/toolCallContentChanged`` replaces the content array: the log is history, and the
 tool call did spawn that worker.
 
-Exports to node-link JSON, GraphML, DOT and Mermaid are pure functions of the graph returning
-text; they live in :mod:`._graph_export`. The module is pure: no trio, no sockets, no files.
+The graph's vocabulary (node and edge kinds, node ids, each kind's attributes) is
+:mod:`._graph_schema`; the check is :mod:`._graph_check`. Exports to node-link JSON, GraphML,
+DOT and Mermaid are pure functions of the graph returning text; they live in
+:mod:`._graph_export`. The module is pure: no trio, no sockets, no files.
 """
 
 from __future__ import annotations
 
-import enum
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -74,8 +75,9 @@ from orchestrator.ahp import (
 from orchestrator.base import resolve_subclass
 
 from ._facts import Fact
+from ._graph_check import Violation, find_violations
+from ._graph_schema import _NODE_TEMPLATES, USER_NODE, EdgeKind, NodeKind, tool_call_node
 from ._team_actions import (
-    USER,
     ApprovalRequested,
     ApprovalResolved,
     HandoffRecorded,
@@ -88,74 +90,7 @@ from ._team_actions import (
     TaskStatus,
 )
 
-__all__ = [
-    "USER_NODE",
-    "DelegationGraph",
-    "EdgeKind",
-    "GraphStatistics",
-    "NodeKind",
-    "Violation",
-    "ViolationKind",
-    "build_graph",
-    "tool_call_node",
-]
-
-#: The node id of the person who decides approvals routed to the user.
-USER_NODE = USER
-
-
-class NodeKind(enum.StrEnum):
-    """The ``kind`` attribute of every node."""
-
-    SESSION = "session"
-    CHAT = "chat"
-    TOOL_CALL = "tool_call"
-    TASK = "task"
-    APPROVAL = "approval"
-    USER = "user"
-
-
-class EdgeKind(enum.StrEnum):
-    """The ``kind`` attribute of every edge (also its key, unless several may join two nodes)."""
-
-    CONTAINS = "contains"  # session → chat
-    SPAWNED = "spawned"  # parent chat → worker chat (the worker's tool origin)
-    FORKED = "forked"  # source chat → fork or side chat (their fork/sideChat origin)
-    INVOKED = "invoked"  # chat → tool call
-    SUBAGENT = "subagent"  # tool call → worker chat (ToolResultSubagentContent)
-    HANDOFF = "handoff"  # from chat → to chat
-    WORKS_ON = "works_on"  # chat → task
-    OWNS = "owns"  # current owner chat → task
-    SUBTASK_OF = "subtask_of"  # task → parent task
-    WAITS_ON = "waits_on"  # delegating chat → worker chat, or requesting chat → queued task
-    REQUESTED_BY = "requested_by"  # approval → requesting chat
-    ROUTED_TO = "routed_to"  # approval → deciding chat or user
-    RESOLVED_BY = "resolved_by"  # approval → the chat or user that decided
-    GATES = "gates"  # approval → the tool call waiting for it
-
-
-class ViolationKind(enum.StrEnum):
-    """What :meth:`DelegationGraph.check` can find wrong with a log."""
-
-    #: (a) a worker's tool origin names a tool call without subagent content for it
-    ORIGIN_WITHOUT_SUBAGENT = "origin-without-subagent"
-    #: (b) subagent content names a chat whose origin is not that tool call (or no chat)
-    SUBAGENT_WITHOUT_ORIGIN = "subagent-without-origin"
-    #: (c) chats that spawned each other in a circle
-    SPAWN_CYCLE = "spawn-cycle"
-    #: (d) a chat no root chat reaches through spawned/forked/handoff edges
-    UNREACHABLE_CHAT = "unreachable-chat"
-    #: (e) an approval with no requesting chat, or one that was never added
-    APPROVAL_WITHOUT_REQUESTER = "approval-without-requester"
-
-
-@attrs.frozen(kw_only=True)
-class Violation:
-    """One inconsistency of the delegation graph; ``nodes`` are the node ids involved."""
-
-    kind: ViolationKind
-    message: str
-    nodes: tuple[str, ...]
+__all__ = ["DelegationGraph", "GraphStatistics", "build_graph"]
 
 
 @attrs.frozen(kw_only=True)
@@ -167,65 +102,6 @@ class GraphStatistics:
     node_count: int
     edge_count: int
 
-
-def tool_call_node(chat: str, tool_call_id: str) -> str:
-    """The node id of tool call ``tool_call_id`` of ``chat``: ``"<chat URI>#<toolCallId>"``."""
-    return f"{chat}#{tool_call_id}"
-
-
-# Attributes every node of a kind carries from the moment it exists (placeholders included),
-# so exports and readers never meet a missing key.
-_NODE_DEFAULTS: Mapping[NodeKind, Mapping[str, Any]] = {
-    NodeKind.SESSION: {},
-    NodeKind.CHAT: {
-        "added": False,
-        "removed": False,
-        "title": None,
-        "agent": None,
-        "role": None,
-        "status": None,
-        "interactivity": None,
-        "origin": None,
-        "origin_chat": None,
-        "origin_tool_call_id": None,
-        "origin_turn_id": None,
-    },
-    NodeKind.TOOL_CALL: {
-        "chat": None,
-        "tool_call_id": None,
-        "turn_id": None,
-        "tool_name": None,
-        "display_name": None,
-        "status": None,
-        "success": None,
-    },
-    NodeKind.TASK: {
-        "title": None,
-        "status": None,
-        "agent": None,
-        "owner": None,
-        "requested_by": None,
-        "tool_call_id": None,
-        "parent_task": None,
-    },
-    NodeKind.APPROVAL: {
-        "status": None,
-        "chat": None,
-        "tool_call": None,
-        "tool_name": None,
-        "agent": None,
-        "policy_scope": None,
-        "summary": None,
-    },
-    NodeKind.USER: {},
-}
-
-# Every node of a kind starts as its template: kind, sequence (set per node), then the
-# kind's defaults, in that order (the attribute order exports show).
-_NODE_TEMPLATES: Mapping[NodeKind, Mapping[str, Any]] = {
-    kind: {"kind": kind.value, "sequence": None, **defaults}
-    for kind, defaults in _NODE_DEFAULTS.items()
-}
 
 # The plain strings the fold writes and compares, looked up once rather than per fact.
 _EDGE_VALUES: Mapping[EdgeKind, str] = {kind: kind.value for kind in EdgeKind}
@@ -239,9 +115,6 @@ _RUNNING: Final = TaskStatus.RUNNING.value
 
 # Tool call statuses after which nothing but a new tool call happens.
 _TERMINAL_TOOL_STATUSES = frozenset({"completed", "cancelled"})
-
-# Edges along which a chat descends from a root chat, for check (d).
-_DESCENT_EDGES = frozenset({EdgeKind.SPAWNED, EdgeKind.FORKED, EdgeKind.HANDOFF})
 
 
 class DelegationGraph:
@@ -308,6 +181,15 @@ class DelegationGraph:
             node_count=self._g.number_of_nodes(),
             edge_count=self._g.number_of_edges(),
         )
+
+    def check(self) -> list[Violation]:
+        """Every inconsistency of the graph, grouped by :class:`ViolationKind` in its order
+        (see :mod:`._graph_check`).
+
+        Meant for a whole log (or a prefix ending between appends): in the middle of a spawn's
+        atomic append, the worker's origin is legitimately ahead of its subagent content.
+        """
+        return find_violations(self._g)
 
     # ── folding ─────────────────────────────────────────────────────────────
 
@@ -730,122 +612,6 @@ class DelegationGraph:
         self._nodes[approval]["status"] = action.decision.value
         self._edge(approval, self._party(action.resolved_by, seq), EdgeKind.RESOLVED_BY, seq)
 
-    # ── consistency ─────────────────────────────────────────────────────────
-
-    def check(self) -> list[Violation]:
-        """Every inconsistency of the graph, grouped by :class:`ViolationKind` in its order.
-
-        Meant for a whole log (or a prefix ending between appends): in the middle of a spawn's
-        atomic append, the worker's origin is legitimately ahead of its subagent content.
-        """
-        return [
-            *self._origins_without_subagent(),
-            *self._subagents_without_origin(),
-            *self._spawn_cycles(),
-            *self._unreachable_chats(),
-            *self._approvals_without_requester(),
-        ]
-
-    def _chats(self) -> Iterator[tuple[str, Mapping[str, Any]]]:
-        for node, data in self._g.nodes(data=True):
-            if data["kind"] == NodeKind.CHAT:
-                yield node, data
-
-    def _origins_without_subagent(self) -> Iterator[Violation]:
-        for chat, data in self._chats():
-            if data["origin"] != "tool":
-                continue
-            tool_call = tool_call_node(data["origin_chat"], data["origin_tool_call_id"])
-            if not self._g.has_edge(tool_call, chat, EdgeKind.SUBAGENT.value):
-                yield Violation(
-                    kind=ViolationKind.ORIGIN_WITHOUT_SUBAGENT,
-                    message=(
-                        f"worker {chat} has origin tool call {data['origin_tool_call_id']!r} "
-                        f"of {data['origin_chat']}, whose content has no subagent entry for it"
-                    ),
-                    nodes=(chat, tool_call),
-                )
-
-    def _subagents_without_origin(self) -> Iterator[Violation]:
-        for tool_call, chat, _ in self.edges_of_kind(EdgeKind.SUBAGENT):
-            call = self._g.nodes[tool_call]
-            target = self._g.nodes[chat]
-            if not target["added"]:
-                problem = "which was never added"
-            elif (target["origin"], target["origin_chat"], target["origin_tool_call_id"]) != (
-                "tool",
-                call["chat"],
-                call["tool_call_id"],
-            ):
-                problem = f"whose origin is {_describe_origin(target)}"
-            else:
-                continue
-            yield Violation(
-                kind=ViolationKind.SUBAGENT_WITHOUT_ORIGIN,
-                message=(
-                    f"tool call {call['tool_call_id']!r} of {call['chat']} has subagent "
-                    f"content for {chat}, {problem}"
-                ),
-                nodes=(tool_call, chat),
-            )
-
-    def _spawn_cycles(self) -> Iterator[Violation]:
-        spawns = nx.DiGraph((u, v) for u, v, _ in self.edges_of_kind(EdgeKind.SPAWNED))
-        order = {node: i for i, node in enumerate(self._g.nodes)}
-        cycles = [_rotate(cycle, order) for cycle in nx.simple_cycles(spawns)]
-        for cycle in sorted(cycles, key=lambda c: [order[n] for n in c]):
-            path = " -> ".join([*cycle, cycle[0]])
-            yield Violation(
-                kind=ViolationKind.SPAWN_CYCLE,
-                message=f"chats spawn each other in a cycle: {path}",
-                nodes=tuple(cycle),
-            )
-
-    def _unreachable_chats(self) -> Iterator[Violation]:
-        roots = [c for c, d in self._chats() if d["added"] and d["origin"] in (None, "user")]
-        descent = nx.DiGraph()
-        descent.add_nodes_from(self._g.nodes)
-        descent.add_edges_from(
-            (u, v) for u, v, d in self._g.edges(data=True) if d["kind"] in _DESCENT_EDGES
-        )
-        reached: set[str] = set(roots)
-        for root in roots:
-            reached |= nx.descendants(descent, root)
-        for chat, data in self._chats():
-            if data["added"] and chat not in reached:
-                yield Violation(
-                    kind=ViolationKind.UNREACHABLE_CHAT,
-                    message=(
-                        f"chat {chat} (origin {_describe_origin(data)}) is not reachable from "
-                        "a root chat through spawned, forked or handoff edges"
-                    ),
-                    nodes=(chat,),
-                )
-
-    def _approvals_without_requester(self) -> Iterator[Violation]:
-        for approval in self.nodes_of_kind(NodeKind.APPROVAL):
-            requesters = [
-                v
-                for _, v, d in self._g.out_edges(approval, data=True)
-                if d["kind"] == EdgeKind.REQUESTED_BY
-            ]
-            if not requesters:
-                yield Violation(
-                    kind=ViolationKind.APPROVAL_WITHOUT_REQUESTER,
-                    message=f"approval {approval} was never requested (no requesting chat)",
-                    nodes=(approval,),
-                )
-            for chat in requesters:
-                if not self._g.nodes[chat]["added"]:
-                    yield Violation(
-                        kind=ViolationKind.APPROVAL_WITHOUT_REQUESTER,
-                        message=(
-                            f"approval {approval} was requested by chat {chat}, "
-                            "which was never added"
-                        ),
-                        nodes=(approval, chat),
-                    )
-
 
 #: The fold of each action type the graph folds (the types of ``DelegationGraph.apply``).
 _FOLDS: dict[type, Callable[[DelegationGraph, Fact, Any], None] | None] = {
@@ -885,21 +651,3 @@ def build_graph(facts: Iterable[Fact]) -> DelegationGraph:
 
 def _str_or_none(value: object) -> str | None:
     return None if value is None else str(value)
-
-
-def _describe_origin(chat: Mapping[str, Any]) -> str:
-    match chat["origin"]:
-        case None:
-            return "absent"
-        case "tool":
-            return f"tool call {chat['origin_tool_call_id']!r} of {chat['origin_chat']}"
-        case "user":
-            return "user"
-        case kind:
-            return f"{kind} of {chat['origin_chat']}"
-
-
-def _rotate(cycle: list[str], order: Mapping[str, int]) -> list[str]:
-    """A cycle starting at its earliest-mentioned node, so reports are deterministic."""
-    start = min(range(len(cycle)), key=lambda i: order[cycle[i]])
-    return cycle[start:] + cycle[:start]

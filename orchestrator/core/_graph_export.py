@@ -18,7 +18,8 @@ from typing import Any
 
 import networkx as nx
 
-from ._graph import DelegationGraph, EdgeKind, NodeKind
+from ._graph import DelegationGraph
+from ._graph_schema import EdgeKind, NodeKind
 
 __all__ = [
     "to_dot",

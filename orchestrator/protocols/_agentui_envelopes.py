@@ -1,7 +1,8 @@
 """Numbering and addressing Agent UI envelopes: what every envelope of a session carries.
 
 :class:`EnvelopeBuilder` is the base of
-:class:`~orchestrator.protocols._project_agentui.AgentUiProjector`: it holds what an
+:class:`~orchestrator.protocols._project_agentui.AgentUiProjector` (through
+:class:`~orchestrator.protocols._agentui_requests.ActionRequests`): it holds what an
 envelope's ids come from (the session's :class:`~orchestrator.core._team_state.TeamState`, the
 envelope count, each member's ``agentId`` and lineage) and builds envelopes from them; the
 projector decides which envelopes a fact makes. How the ids are chosen is the "Ids" section of

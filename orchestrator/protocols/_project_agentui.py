@@ -51,8 +51,10 @@ Ids
   coordinator has no parent: its envelopes carry no parent ids.
 * ``taskId`` is the team task (``task-<n>``), ``actionId`` the approval id (``approval-<n>``).
 
-The projector's base, :class:`~orchestrator.protocols._agentui_envelopes.EnvelopeBuilder`, holds
-these ids and builds the envelopes that carry them.
+The projector's bases hold these ids and build the envelopes that carry them:
+:class:`~orchestrator.protocols._agentui_envelopes.EnvelopeBuilder` every envelope's, and
+:class:`~orchestrator.protocols._agentui_requests.ActionRequests` the ``action.*`` cards of
+approvals and questions.
 
 The module is pure: no trio, no IO.
 """
@@ -64,10 +66,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from orchestrator.ahp import (
-    ChatInputAnswered,
     ChatInputCompletedAction,
     ChatInputRequestedAction,
-    ChatInputResponseKind,
     ChatInteractivity,
     ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
@@ -75,13 +75,10 @@ from orchestrator.ahp import (
     PendingMessageKind,
     SessionChatAddedAction,
     ToolChatOrigin,
-    known_questions,
 )
 from orchestrator.base import resolve_subclass
 from orchestrator.core import (
-    USER,
     Action,
-    ApprovalDecision,
     ApprovalRequested,
     ApprovalResolved,
     Fact,
@@ -96,12 +93,9 @@ from orchestrator.core import (
     TaskStarted,
     TaskStatus,
     TeamState,
-    answer_text,
 )
 
-from ._agent_channel import tool_call_of_request
 from ._agentui import (
-    ActionType,
     Control,
     CoordinatorTeamStatus,
     Envelope,
@@ -115,7 +109,8 @@ from ._agentui import (
     Scope,
     Surface,
 )
-from ._agentui_envelopes import EnvelopeBuilder, compact
+from ._agentui_envelopes import compact
+from ._agentui_requests import ActionRequests
 
 __all__ = ["AgentUiProjector", "project_facts"]
 
@@ -156,20 +151,12 @@ _TEAM_PHASE: Final[dict[CoordinatorTeamStatus, Phase]] = {
 }
 
 
-#: The control a decision stands for; a withdrawn request was decided by no one.
-_DECISION_CONTROL: Final[dict[ApprovalDecision, Control | None]] = {
-    ApprovalDecision.APPROVED: Control.APPROVE,
-    ApprovalDecision.DENIED: Control.REJECT,
-    ApprovalDecision.WITHDRAWN: None,
-}
-
-
 #: What a ``team.changed`` envelope says; one is emitted when this changes: the team's
 #: phase, parallel budget, active and queued counts (a tuple: compared at every team fact).
 _TeamView = tuple[CoordinatorTeamStatus, int, int, int]
 
 
-class AgentUiProjector(EnvelopeBuilder):
+class AgentUiProjector(ActionRequests):
     """Projects one session's facts, in order, to Agent UI envelopes.
 
     ``feed`` folds the fact into the projector's own
@@ -185,7 +172,6 @@ class AgentUiProjector(EnvelopeBuilder):
         self._joins: Counter[str] = Counter()  # agent name -> chats joined as it
         self._team_view: _TeamView | None = None
         self._handed_from: set[tuple[str, str]] = set()  # (task, chat) that handed a task off
-        self._open_inputs: set[tuple[str, str]] = set()  # (chat, request id) with a card up
 
     # ── feeding ────────────────────────────────────────────────────────────
 
@@ -498,102 +484,6 @@ class AgentUiProjector(EnvelopeBuilder):
             ),
         )
 
-    def _action_required(self, fact: Fact, action: ApprovalRequested) -> Envelope:
-        # Any requester but the coordinator is a delegated teammate (the spec's approval card
-        # must name it), whoever the approval is routed to.
-        delegated = action.chat != self.state.coordinator_chat()
-        member = self.state.members.get(action.chat)
-        routed_member = self.state.members.get(action.routed_to)
-        parent = self._lineage.get(action.chat)
-        return self._envelope(
-            fact,
-            EventType.ACTION_REQUIRED,
-            owner=Owner.POLICY,
-            scope=Scope.ACTION_REQUEST,
-            phase=Phase.WAITING,
-            surface=Surface.HITL,
-            persistence=Persistence.SNAPSHOT,
-            control=Control.APPROVE,
-            thread_id=action.chat,
-            turn_id=action.turn_id,
-            task_id=member.task if member is not None else None,
-            agent_id=self._agent_ids.get(action.chat),
-            parent_session_id=self.session if parent is not None else None,
-            parent_thread_id=parent[0] if parent is not None else None,
-            tool_call_id=action.tool_call_id,
-            action_id=action.approval,
-            payload=compact(
-                actionType=(
-                    ActionType.DELEGATED_PERMISSION if delegated else ActionType.TOOL_APPROVAL
-                ).value,
-                requestedBy=action.requested_by,
-                requestedByAgentId=self._agent_ids.get(action.chat),
-                requestedByName=self._name_of(action.chat),
-                taskTitle=self._task_title(action.chat),
-                routedTo=action.routed_to,
-                routedToAgent=routed_member.agent if routed_member is not None else None,
-                routedToAgentId=self._agent_ids.get(action.routed_to),
-                routedToName=self._party(action.routed_to),
-                policyScope=action.policy_scope,
-                toolName=action.tool_name,
-                inputSummary=action.summary,
-            ),
-        )
-
-    def _action_resolved(self, fact: Fact, action: ApprovalResolved) -> Envelope | None:
-        record = self.state.approvals.get(action.approval)
-        if record is None or record.decision is None:
-            return None  # nothing was pending under this id: the fold ignored the fact
-        request = record.request
-        member = self.state.members.get(request.chat)
-        approved = record.decision is ApprovalDecision.APPROVED
-        control = _DECISION_CONTROL[record.decision]
-        return self._envelope(
-            fact,
-            EventType.ACTION_RESOLVED,
-            owner=Owner.POLICY,
-            scope=Scope.ACTION_REQUEST,
-            phase=Phase.ACTING if approved else Phase.CANCELLED,
-            surface=Surface.HITL,
-            persistence=Persistence.ARCHIVE,
-            control=control,
-            thread_id=request.chat,
-            turn_id=request.turn_id,
-            task_id=member.task if member is not None else None,
-            agent_id=self._agent_ids.get(request.chat),
-            tool_call_id=request.tool_call_id,
-            action_id=action.approval,
-            payload={
-                "decision": record.decision.value,
-                "resolvedBy": action.resolved_by,
-                "resolvedByName": self._party(action.resolved_by, action.principal),
-                **compact(resolvedByAgentId=self._agent_ids.get(action.resolved_by)),
-                "toolName": request.tool_name,
-                "requestedBy": request.requested_by,
-                **compact(requestedByName=self._name_of(request.chat)),
-                **({"principal": action.principal} if action.principal is not None else {}),
-            },
-        )
-
-    def _name_of(self, chat: str) -> str | None:
-        """A member as people are shown it: ``analyst #3``, the number of its ``agentId``."""
-        member = self.state.members.get(chat)
-        agent_id = self._agent_ids.get(chat)
-        if member is None or agent_id is None:
-            return None
-        return f"{member.agent} #{agent_id.rpartition('#')[2]}"
-
-    def _party(self, party: str, principal: str | None = None) -> str:
-        """Who an approval is routed to or decided by (see :func:`party_name`)."""
-        if party == USER:
-            return principal or USER
-        return self._name_of(party) or party
-
-    def _task_title(self, chat: str) -> str | None:
-        member = self.state.members.get(chat)
-        task = self.state.tasks.get(member.task) if member is not None else None
-        return task.title if task is not None else None
-
     def _run_finished(self, fact: Fact, action: RunFinished) -> Envelope:
         failed = action.status is RunStatus.FAILED
         return self._envelope(
@@ -612,95 +502,7 @@ class AgentUiProjector(EnvelopeBuilder):
             ),
         )
 
-    # ── questions and pending messages (AHP facts with a human-in-the-loop side) ──
-
-    def _input_required(self, fact: Fact, action: ChatInputRequestedAction) -> list[Envelope]:
-        """A member asks a question: ``action.required`` for the person who answers."""
-        request = action.request
-        key = (fact.channel, request.id)
-        if key in self._open_inputs:
-            return []  # re-sent: the card is up already
-        self._open_inputs.add(key)
-        member = self.state.members[fact.channel]
-        chat_state = self.state.chats.get(fact.channel)
-        turn = chat_state.active_turn if chat_state is not None else None
-        parent = self._lineage.get(fact.channel)
-        questions = known_questions(request.questions)  # what a client can show
-        free_text = all(q.kind == "text" for q in questions)
-        return [
-            self._envelope(
-                fact,
-                EventType.ACTION_REQUIRED,
-                owner=Owner.ACTION,
-                scope=Scope.ACTION_REQUEST,
-                phase=Phase.WAITING,
-                surface=Surface.HITL,
-                persistence=Persistence.SNAPSHOT,
-                control=Control.ANSWER,
-                thread_id=fact.channel,
-                turn_id=turn.id if turn is not None else None,
-                task_id=member.task,
-                agent_id=self._agent_ids.get(fact.channel),
-                parent_session_id=self.session if parent is not None else None,
-                parent_thread_id=parent[0] if parent is not None else None,
-                tool_call_id=tool_call_of_request(request.id),  # what an answer names
-                action_id=request.id,
-                payload=compact(
-                    actionType=(
-                        ActionType.CLARIFICATION if free_text else ActionType.STRUCTURED_INPUT
-                    ).value,
-                    requestedBy=member.agent,
-                    requestedByAgentId=self._agent_ids.get(fact.channel),
-                    requestedByName=self._name_of(fact.channel),
-                    taskTitle=self._task_title(fact.channel),
-                    routedTo="user",
-                    routedToName="user",
-                    message=_text(request.message),
-                    questions=[
-                        compact(
-                            id=q.id,
-                            kind=q.kind,
-                            message=_text(q.message),
-                            options=[o.id for o in getattr(q, "options", None) or ()] or None,
-                        )
-                        for q in questions
-                    ],
-                ),
-            )
-        ]
-
-    def _input_resolved(self, fact: Fact, action: ChatInputCompletedAction) -> list[Envelope]:
-        """The answer was recorded in the member's chat: ``action.resolved``."""
-        key = (fact.channel, action.request_id)
-        if key not in self._open_inputs:
-            return []
-        self._open_inputs.discard(key)
-        member = self.state.members[fact.channel]
-        accepted = action.response is ChatInputResponseKind.ACCEPT
-        return [
-            self._envelope(
-                fact,
-                EventType.ACTION_RESOLVED,
-                owner=Owner.ACTION,
-                scope=Scope.ACTION_REQUEST,
-                phase=Phase.ACTING if accepted else Phase.CANCELLED,
-                surface=Surface.HITL,
-                persistence=Persistence.ARCHIVE,
-                control=Control.ANSWER,
-                thread_id=fact.channel,
-                task_id=member.task,
-                agent_id=self._agent_ids.get(fact.channel),
-                action_id=action.request_id,
-                payload={
-                    "response": action.response.value,
-                    "requestedBy": member.agent,
-                    **compact(
-                        requestedByName=self._name_of(fact.channel),
-                        answer=_answer_of(action) if accepted else None,
-                    ),
-                },
-            )
-        ]
+    # ── pending messages ───────────────────────────────────────────────────
 
     def _queue_changed(
         self,
@@ -865,26 +667,7 @@ _PROJECTED_TYPES: Final = tuple(_PROJECTIONS)
 _UNRESOLVED: Final[Any] = object()
 
 
-def _text(value: object) -> str | None:
-    """A StringOrMarkdown as plain text (the markdown source)."""
-    if value is None or isinstance(value, str):
-        return value
-    markdown = getattr(value, "markdown", None)
-    return markdown if isinstance(markdown, str) else str(value)
-
-
 def project_facts(session: str, facts: Iterable[Fact]) -> list[Envelope]:
     """Every envelope of ``facts`` (one session's log, in order): a fresh projector's feed."""
     projector = AgentUiProjector(session)
     return [envelope for fact in facts for envelope in projector.feed(fact)]
-
-
-def _answer_of(action: ChatInputCompletedAction) -> str | None:
-    """What was answered, as the asking model reads it (one question per request: the
-    answers of several are joined)."""
-    values = [
-        answer_text(answer.value)
-        for answer in (action.answers or {}).values()
-        if isinstance(answer, ChatInputAnswered)
-    ]
-    return "; ".join(values) if values else None

@@ -68,7 +68,9 @@ Within a run
   :class:`~orchestrator.protocols._agui_state.TeamView` built at the snapshot computes from the
   fact and the entries it touched: the same whatever the team's size.
 
-Beside this module: :mod:`orchestrator.protocols._agui_state` (the view and its patches) and
+Beside this module: :mod:`orchestrator.protocols._agui_events` (what each event looks like,
+and the records of subagents and tool calls it is built from),
+:mod:`orchestrator.protocols._agui_state` (the view and its patches) and
 :mod:`orchestrator.protocols._agui_run_input` (the interrupts, and
 :func:`~orchestrator.protocols._agui_run_input.parse_run_input`, which reads a RunAgentInput
 body: threadId, runId, the last user message and the ``resume`` answers to approvals).
@@ -80,9 +82,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Collection
-from typing import Any, Final
-
-import attrs
+from typing import Final
 
 from orchestrator.ahp import (
     ChatDeltaAction,
@@ -99,10 +99,7 @@ from orchestrator.ahp import (
     ChatTurnStartedAction,
     MarkdownResponsePart,
     ReasoningResponsePart,
-    StringOrMarkdown,
-    ToolCallResult,
     ToolChatOrigin,
-    ToolResultTextContent,
     TurnState,
 )
 from orchestrator.base import RunError
@@ -122,6 +119,17 @@ from orchestrator.core import (
     turn_text,
 )
 
+from ._agui_events import (
+    Subagent,
+    ToolCall,
+    attributed,
+    result_text,
+    run_ended,
+    subagent_ended,
+    subagent_started,
+    subagent_suspended,
+    text_of,
+)
 from ._agui_run_input import Event, approval_interrupt
 from ._agui_state import TeamView, team_view
 
@@ -143,31 +151,6 @@ class AguiRunStatus(enum.StrEnum):
 
 
 # ── the projector ─────────────────────────────────────────────────────────────
-
-
-@attrs.define
-class _Subagent:
-    """A worker or specialist of the followed turn (AG-UI: one subagent invocation)."""
-
-    chat: str
-    name: str
-    description: str
-    parent: str | None  # the subagent that spawned it; None: the followed turn did
-    parent_tool_call_id: str  # wire id
-    parent_message_id: str | None
-    task: str
-    open: bool = False  # announced in the current run and not finished there
-    ended: bool = False
-
-
-@attrs.define
-class _ToolCall:
-    wire_id: str
-    name: str
-    parent_message_id: str | None
-    args_sent: bool = False
-    ended: bool = False  # its input is complete (TOOL_CALL_END sent)
-    result_sent: bool = False
 
 
 class AguiProjector:
@@ -209,8 +192,8 @@ class AguiProjector:
         self._open_calls: dict[str, str] = {}  # wire tool call id -> chat
         self._round_message: dict[str, str] = {}  # chat -> text message of its current round
         # chat -> toolCallId -> call: a chat's own, so that its turn's end looks at them alone.
-        self._calls: dict[str, dict[str, _ToolCall]] = {}
-        self._subagents: dict[str, _Subagent] = {}  # chat -> subagent, in join order
+        self._calls: dict[str, dict[str, ToolCall]] = {}
+        self._subagents: dict[str, Subagent] = {}  # chat -> subagent, in join order
         # The subagents by what spawned them, in join order: the ends of a call or of a
         # subagent look up theirs instead of going through the whole team.
         self._spawned_by: dict[str, list[str]] = {}  # wire tool call id -> subagent chats
@@ -383,7 +366,7 @@ class AguiProjector:
                 call = self._open_call(chat, subagent, action.tool_call_id)
                 if call is not None:
                     self._emit(
-                        _attributed(
+                        attributed(
                             subagent,
                             type="TOOL_CALL_ARGS",
                             toolCallId=call.wire_id,
@@ -396,10 +379,10 @@ class AguiProjector:
                 tool_input = action.tool_input if isinstance(action.tool_input, str) else None
                 self._end_call_input(chat, subagent, action.tool_call_id, tool_input)
             case ChatToolCallCompleteAction():
-                self._call_result(chat, subagent, action.tool_call_id, _result_text(action.result))
+                self._call_result(chat, subagent, action.tool_call_id, result_text(action.result))
                 self._round_message.pop(chat, None)  # a new model round follows
             case ChatToolCallDeniedAction():
-                reason = _text(action.reason_message) or "denied"
+                reason = text_of(action.reason_message) or "denied"
                 self._call_result(chat, subagent, action.tool_call_id, reason)
             case ChatTurnCompleteAction() | ChatErrorAction() | ChatTurnCancelledAction():
                 self._turn_ended(chat, subagent)
@@ -428,9 +411,9 @@ class AguiProjector:
             self._close_stream(chat)
             self._open_subagent(subagent)
             if reasoning:
-                self._emit(_attributed(subagent, type="REASONING_START", messageId=message_id))
+                self._emit(attributed(subagent, type="REASONING_START", messageId=message_id))
                 self._emit(
-                    _attributed(
+                    attributed(
                         subagent,
                         type="REASONING_MESSAGE_START",
                         messageId=message_id,
@@ -440,7 +423,7 @@ class AguiProjector:
                 self._open_reasoning[message_id] = chat
             else:
                 self._emit(
-                    _attributed(
+                    attributed(
                         subagent, type="TEXT_MESSAGE_START", messageId=message_id, role="assistant"
                     )
                 )
@@ -449,7 +432,7 @@ class AguiProjector:
             self._chat_stream[chat] = message_id
         if content:
             kind = "REASONING_MESSAGE_CONTENT" if reasoning else "TEXT_MESSAGE_CONTENT"
-            self._emit(_attributed(subagent, type=kind, messageId=message_id, delta=content))
+            self._emit(attributed(subagent, type=kind, messageId=message_id, delta=content))
 
     def _close_stream(self, chat: str) -> None:
         message_id = self._chat_stream.pop(chat, None)
@@ -457,10 +440,10 @@ class AguiProjector:
             return
         subagent = self._subagent_of(chat)
         if self._open_text.pop(message_id, None) is not None:
-            self._emit(_attributed(subagent, type="TEXT_MESSAGE_END", messageId=message_id))
+            self._emit(attributed(subagent, type="TEXT_MESSAGE_END", messageId=message_id))
         elif self._open_reasoning.pop(message_id, None) is not None:
-            self._emit(_attributed(subagent, type="REASONING_MESSAGE_END", messageId=message_id))
-            self._emit(_attributed(subagent, type="REASONING_END", messageId=message_id))
+            self._emit(attributed(subagent, type="REASONING_MESSAGE_END", messageId=message_id))
+            self._emit(attributed(subagent, type="REASONING_END", messageId=message_id))
 
     def _subagent_of(self, chat: str) -> str | None:
         return chat if chat in self._subagents else None
@@ -469,8 +452,8 @@ class AguiProjector:
 
     def _call_started(
         self, chat: str, subagent: str | None, tool_call_id: str, tool_name: str
-    ) -> _ToolCall:
-        call = _ToolCall(
+    ) -> ToolCall:
+        call = ToolCall(
             wire_id=self._wire_call_id(chat, tool_call_id),
             name=tool_name,
             parent_message_id=self._round_message.get(chat),
@@ -479,9 +462,9 @@ class AguiProjector:
         self._start_call(call, chat, subagent)
         return call
 
-    def _start_call(self, call: _ToolCall, chat: str, subagent: str | None) -> None:
+    def _start_call(self, call: ToolCall, chat: str, subagent: str | None) -> None:
         self._open_subagent(subagent)
-        event = _attributed(
+        event = attributed(
             subagent, type="TOOL_CALL_START", toolCallId=call.wire_id, toolCallName=call.name
         )
         if call.parent_message_id is not None:
@@ -489,7 +472,7 @@ class AguiProjector:
         self._emit(event)
         self._open_calls[call.wire_id] = chat
 
-    def _open_call(self, chat: str, subagent: str | None, tool_call_id: str) -> _ToolCall | None:
+    def _open_call(self, chat: str, subagent: str | None, tool_call_id: str) -> ToolCall | None:
         """The call, open in this run (started again if it was cut, or begun before this
         projector joined); ``None`` for a call the state does not know."""
         call = self._calls.get(chat, {}).get(tool_call_id)
@@ -497,7 +480,7 @@ class AguiProjector:
             known = tool_call_of(self.state, chat, tool_call_id)
             if known is None:
                 return None
-            call = _ToolCall(
+            call = ToolCall(
                 wire_id=self._wire_call_id(chat, tool_call_id),
                 name=known.tool_name,
                 parent_message_id=None,
@@ -509,18 +492,18 @@ class AguiProjector:
 
     def _end_call_input(
         self, chat: str, subagent: str | None, tool_call_id: str, tool_input: str | None
-    ) -> _ToolCall | None:
+    ) -> ToolCall | None:
         call = self._open_call(chat, subagent, tool_call_id)
         if call is None or call.ended:
             return call  # None, or a running call asking to be confirmed again
         if not call.args_sent and tool_input:
             self._emit(
-                _attributed(
+                attributed(
                     subagent, type="TOOL_CALL_ARGS", toolCallId=call.wire_id, delta=tool_input
                 )
             )
             call.args_sent = True
-        self._emit(_attributed(subagent, type="TOOL_CALL_END", toolCallId=call.wire_id))
+        self._emit(attributed(subagent, type="TOOL_CALL_END", toolCallId=call.wire_id))
         self._open_calls.pop(call.wire_id, None)
         call.ended = True
         return call
@@ -535,7 +518,7 @@ class AguiProjector:
                 self._end_subagent(spawned, True, text, None)
         self._open_subagent(subagent)
         self._emit(
-            _attributed(
+            attributed(
                 subagent,
                 type="TOOL_CALL_RESULT",
                 messageId=f"result:{call.wire_id}",
@@ -562,7 +545,7 @@ class AguiProjector:
         if subagent is not None and self._status is not AguiRunStatus.NOT_STARTED:
             self._open_subagent(subagent.chat)
 
-    def _spawned(self, chat: str, agent: str, task: str) -> _Subagent | None:
+    def _spawned(self, chat: str, agent: str, task: str) -> Subagent | None:
         """Register ``chat`` as a subagent if a tool call of the run spawned it."""
         chat_state = self.state.chats.get(chat)
         origin = chat_state.origin if chat_state is not None else None
@@ -578,7 +561,7 @@ class AguiProjector:
         call = self._calls.get(origin.chat, {}).get(origin.tool_call_id)
         record = self.state.tasks.get(task)
         delegated = record is not None and record.tool_call_id == origin.tool_call_id
-        subagent = _Subagent(
+        subagent = Subagent(
             chat=chat,
             name=agent,
             # A worker's task; a specialist's chat title (it works on its caller's task).
@@ -608,20 +591,7 @@ class AguiProjector:
         if subagent.open:
             return
         self._open_subagent(subagent.parent)
-        event: Event = {
-            "type": "SUBAGENT_STARTED",
-            "subagentRunId": chat,
-            "name": subagent.name,
-            "parentToolCallId": subagent.parent_tool_call_id,
-            "metadata": {"task": subagent.task},
-        }
-        if subagent.description:
-            event["description"] = subagent.description
-        if subagent.parent is not None:
-            event["parentSubagentRunId"] = subagent.parent
-        if subagent.parent_message_id is not None:
-            event["parentMessageId"] = subagent.parent_message_id
-        self._emit(event)
+        self._emit(subagent_started(subagent))
         subagent.open = True
 
     def _reopen_subagents(self) -> None:
@@ -638,19 +608,7 @@ class AguiProjector:
                 self._end_subagent(child, False, "ended with its parent", "killed")
         self._turn_ended(chat, chat)
         self._open_subagent(chat)
-        if ok:
-            event: Event = {"type": "SUBAGENT_FINISHED", "subagentRunId": chat}
-            if summary:
-                event["result"] = summary
-        else:
-            event = {
-                "type": "SUBAGENT_ERROR",
-                "subagentRunId": chat,
-                "message": summary or "failed",
-            }
-            if code is not None:
-                event["code"] = code
-        self._emit(event)
+        self._emit(subagent_ended(chat, ok=ok, summary=summary, code=code))
         subagent.open = False
         subagent.ended = True
 
@@ -697,7 +655,7 @@ class AguiProjector:
             self._close_stream(chat)
         for wire_id, chat in list(self._open_calls.items()):
             self._emit(
-                _attributed(self._subagent_of(chat), type="TOOL_CALL_END", toolCallId=wire_id)
+                attributed(self._subagent_of(chat), type="TOOL_CALL_END", toolCallId=wire_id)
             )
         self._open_calls.clear()
 
@@ -708,16 +666,7 @@ class AguiProjector:
             raised.setdefault(record.request.chat, []).append(record.request.approval)
         for subagent in reversed(self._subagents.values()):  # children before parents
             if subagent.open:
-                outcome: Event = {"type": "suspended"}
-                if subagent.chat in raised:
-                    outcome["interruptIds"] = raised[subagent.chat]
-                self._emit(
-                    {
-                        "type": "SUBAGENT_FINISHED",
-                        "subagentRunId": subagent.chat,
-                        "outcome": outcome,
-                    }
-                )
+                self._emit(subagent_suspended(subagent.chat, raised.get(subagent.chat)))
                 subagent.open = False
         interrupts = [
             approval_interrupt(
@@ -748,52 +697,15 @@ class AguiProjector:
         for subagent in reversed(self._subagents.values()):
             if not subagent.ended:
                 self._end_subagent(subagent.chat, False, "ended with the turn", "killed")
-        status: AguiRunStatus
+        result = ""
+        status = AguiRunStatus.FAILED
         if isinstance(action, ChatTurnCompleteAction):
             chat_state = self.state.chats.get(self.chat or "")
             turns = chat_state.turns if chat_state is not None else ()
             result = turn_text(turns[-1]) if turns and turns[-1].id == action.turn_id else ""
-            event: Event = {
-                "type": "RUN_FINISHED",
-                "threadId": self.thread_id,
-                "runId": self.run_id,
-                "result": result,
-            }
             status = AguiRunStatus.FINISHED
-        elif isinstance(action, ChatErrorAction):
-            event = {
-                "type": "RUN_ERROR",
-                "message": action.error.message,
-                "code": action.error.error_type,
-            }
-            status = AguiRunStatus.FAILED
-        else:
-            event = {
-                "type": "RUN_ERROR",
-                "message": "the coordinator's turn was cancelled before it answered",
-                "code": "cancelled",
-            }
-            status = AguiRunStatus.FAILED
-        self._emit(event)
+        self._emit(run_ended(action, thread_id=self.thread_id, run_id=self.run_id, result=result))
         if self._status is AguiRunStatus.INTERRUPTED:
             self._terminal_buffered = status
         else:
             self._status = status
-
-
-def _attributed(subagent: str | None, **fields: Any) -> Event:
-    """An event of a chat's stream: attributed to ``subagent`` unless the coordinator's."""
-    if subagent is not None:
-        fields["subagentRunId"] = subagent
-    return fields
-
-
-def _text(value: StringOrMarkdown | None) -> str:
-    if value is None or isinstance(value, str):
-        return value or ""
-    return value.markdown
-
-
-def _result_text(result: ToolCallResult) -> str:
-    texts = [c.text for c in result.content or () if isinstance(c, ToolResultTextContent)]
-    return "\n".join(texts) if texts else _text(result.past_tense_message)

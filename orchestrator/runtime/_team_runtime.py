@@ -30,8 +30,10 @@ the controls (cancel, stop, steer, queue, approve, answer). The work is done by
 collaborators sharing one :class:`~orchestrator.runtime._context.RunContext` (the team,
 the session, its ids, recorder and state, the chats' cancel scopes, the parallel budget):
 
-* :class:`~orchestrator.runtime._turns.Turns`: the turn loop, model rounds, and the
-  dispatch of the rounds' tool calls (:mod:`orchestrator.runtime._turns`);
+* :class:`~orchestrator.runtime._turns.Turns`: the turn loop and its model rounds
+  (:mod:`orchestrator.runtime._turns`);
+* :class:`~orchestrator.runtime._tool_calls.ToolCalls`: the rounds' tool calls, from their
+  request to their result (:mod:`orchestrator.runtime._tool_calls`);
 * :class:`~orchestrator.runtime._approvals.Approvals`: approvals and questions, parked
   until decided (:mod:`orchestrator.runtime._approvals`);
 * :class:`~orchestrator.runtime._delegation.Delegation`: delegate and handoff, the parallel

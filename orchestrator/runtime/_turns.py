@@ -1,4 +1,4 @@
-"""The turn loop: a chat's turns, their model rounds, and the rounds' tool calls.
+"""The turn loop: a chat's turns and their model rounds.
 
 Theory of operation
 -------------------
@@ -7,19 +7,11 @@ A chat runs a turn for its first message, then one per queued message, in order
 the run is closed (:meth:`Turns.converse`). A turn is a loop of model rounds (see
 :mod:`orchestrator.core._model_round`): each round's stream becomes facts as it comes
 (:meth:`Turns._stream_round`), and its tool calls then run in parallel in a nursery owned
-by the turn (:meth:`Turns._run_tools`). A tool call is dispatched by name: gated calls wait
-for their approval and ``ask`` for its answer (:mod:`orchestrator.runtime._approvals`),
-``delegate`` and ``handoff`` run another agent's chat (:mod:`orchestrator.runtime._delegation`,
-which runs that chat's turns through this loop again), command tools run their program,
-Python tools their function (:mod:`orchestrator.runtime._python_tool`; resolved once, when
-the team runtime is made), an MCP server's tool (``mcp.<server>/<tool>``) is called on its
-server, and every other tool answers its scripted result. A command tool's, Python tool's or
-MCP tool's input is checked against its schema as the call is recorded, before any approval
-is asked (:meth:`Turns._checked`): input that does not fit fails the call, and the model
-reads why.
-
-The tools a model is offered are made once per agent, and again when an MCP server's
-listing changes (:attr:`McpServers.version <orchestrator.runtime._mcp.McpServers.version>`).
+by the turn. What happens to a tool call, from its request to its result, is
+:class:`~orchestrator.runtime._tool_calls.ToolCalls`' (checked against its schema as it is
+recorded, gated, delegated or run); ``delegate`` and ``handoff`` run another agent's chat
+(:mod:`orchestrator.runtime._delegation`), which runs that chat's turns through this loop
+again.
 
 ``trio.Cancelled`` is never swallowed: the facts that say a turn was cancelled are written
 in a shielded scope (:meth:`RunContext.record_cancelled`), then the cancellation goes on. A
@@ -28,11 +20,8 @@ turn that fails records ``chat/error`` and raises :class:`TurnFailedError`.
 
 from __future__ import annotations
 
-import itertools
-import json
-import os
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import ExitStack, aclosing
+from contextlib import aclosing
 from typing import Final
 
 import structlog
@@ -45,8 +34,6 @@ from orchestrator.ahp import (
     ChatReasoningAction,
     ChatResponsePartAction,
     ChatToolCallDeltaAction,
-    ChatToolCallReadyAction,
-    ChatToolCallStartAction,
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
@@ -58,17 +45,12 @@ from orchestrator.ahp import (
     MessageOrigin,
     PendingMessageKind,
     ReasoningResponsePart,
-    ToolCallConfirmationReason,
-    ToolCallPendingConfirmationState,
-    ToolCallRunningState,
     TurnState,
     UsageInfo,
 )
-from orchestrator.base import RunError, evolve
+from orchestrator.base import RunError
 from orchestrator.core import (
-    ASKED_BY_META,
     INTERRUPTED_SUMMARY,
-    ROUND_META,
     Action,
     Backend,
     Conversations,
@@ -86,28 +68,14 @@ from orchestrator.core import (
     ToolOutcome,
     UsageReport,
     is_interrupted,
-    member_name,
-    pending_approval_of,
     prompt_title,
     resume_point,
     steering_injected,
-    subagent_of,
-    task_of_call,
-    tool_call_of,
     turn_text,
 )
-from orchestrator.spec import (
-    AgentSpec,
-    RestartPolicy,
-    ToolDefinition,
-    check_tool_input,
-    command_input_problem,
-    mcp_tool_ref,
-    tool_definitions,
-)
+from orchestrator.spec import AgentSpec, RestartPolicy
 
-from ._approvals import Approvals, summary
-from ._command_tool import REDACTED_TOKEN, command_environment, run_command
+from ._approvals import Approvals
 from ._context import (
     CANCELLED,
     ChatContext,
@@ -116,9 +84,10 @@ from ._context import (
     TurnResult,
     is_cancellation,
 )
-from ._delegation import Delegation, Turnstile
-from ._python_tool import ResolvedPythonTool, run_python_tool
+from ._delegation import Delegation
+from ._python_tool import ResolvedPythonTool
 from ._recorder import PendingBatch
+from ._tool_calls import ToolCalls
 
 __all__ = [
     "BackendFactory",
@@ -130,7 +99,7 @@ BackendFactory = Callable[[AgentSpec], Backend]
 
 
 class Turns:
-    """The turn loop of one run's chats, and the dispatch of their tool calls."""
+    """The turn loop of one run's chats; their tool calls are :attr:`tool_calls`'."""
 
     def __init__(
         self,
@@ -141,19 +110,11 @@ class Turns:
         python_tools: Mapping[str, ResolvedPythonTool] | None = None,
     ) -> None:
         self.run = run
-        self._python_tools = dict(python_tools or {})
-        # The tools whose definitions are known only now (see spec tool_definitions).
-        self._discovered: dict[str, ToolDefinition] = {
-            name: tool.definition for name, tool in self._python_tools.items()
-        }
-        self.approvals = approvals
         # A worker's chat runs its turns through this loop too: delegation recurses here.
         self.delegation = Delegation(run, run_chat=self.run_chat)
+        self.tool_calls = ToolCalls(run, approvals, self.delegation, python_tools=python_tools)
         self._backends = backends
         self._backend_cache: dict[str, Backend] = {}
-        # The tools offered to each agent, made for the servers' listing of this version.
-        self._tool_cache: dict[str, tuple[ToolDefinition, ...]] = {}
-        self._tools_version = 0
         # Chats that take steering and queued messages: from their first turn until they
         # decide, with the recorder held, that no queued message is left (see run_chat).
         self._open_chats: set[str] = set()
@@ -209,20 +170,6 @@ class Turns:
             backend = self._backends(agent)
             self._backend_cache[agent.name] = backend
         return backend
-
-    def _tools(self, agent: AgentSpec) -> tuple[ToolDefinition, ...]:
-        servers = self.run.tool_servers
-        if servers is not None and servers.version != self._tools_version:
-            self._tool_cache.clear()
-            self._tools_version = servers.version
-        tools = self._tool_cache.get(agent.name)
-        if tools is None:
-            discovered = dict(self._discovered)  # the Python tools'
-            if servers is not None:
-                discovered.update(servers.definitions())
-            tools = tool_definitions(self.run.team, agent, discovered)
-            self._tool_cache[agent.name] = tools
-        return tools
 
     async def run_chat(
         self, ctx: ChatContext, message: Message, *, resume: bool = False
@@ -481,7 +428,7 @@ class Turns:
             backend = self._backend(ctx.agent)  # inside: a backend that cannot start fails the turn
             if resume is not None:
                 ctx.round_index = round_index
-                outcomes = await self._run_tools(ctx, resume.requests, resumed=resume)
+                outcomes = await self.tool_calls.run_round(ctx, resume.requests, resumed=resume)
                 round_index += 1
             while True:
                 ctx.round_index = round_index
@@ -496,7 +443,7 @@ class Turns:
                     steering=tuple(ctx.steering),
                     attempt=attempt,
                     chat_state=self.run.state.chats[chat],
-                    tools=self._tools(ctx.agent),
+                    tools=self.tool_calls.offered(ctx.agent),
                 )
                 requests, round_text, usage, unrecorded = await self._stream_round(
                     ctx, backend, context
@@ -507,7 +454,7 @@ class Turns:
                     output_tokens += usage.output_tokens
                 if not requests:
                     break
-                outcomes = await self._run_tools(ctx, requests)
+                outcomes = await self.tool_calls.run_round(ctx, requests)
                 round_index += 1
         except Exception as exc:
             if self.run.recorder.failed is not None:
@@ -573,51 +520,6 @@ class Turns:
         )
         return TurnResult(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
 
-    async def _run_tools(
-        self,
-        ctx: ChatContext,
-        requests: Sequence[ToolCallRequest],
-        *,
-        resumed: ResumePoint | None = None,
-    ) -> tuple[ToolOutcome, ...]:
-        """Run one round's tool calls in parallel; their outcomes in request order.
-
-        ``resumed``: the round was parked when the process stopped; the calls it had done
-        keep their outcomes, the others are taken up where they stood.
-        """
-        done = resumed.done if resumed is not None else {}
-        requests = [r for r in requests if r.tool_call_id not in done] if done else requests
-        delegations = sum(1 for r in requests if r.tool_name == "delegate")
-        turnstile = Turnstile(delegations)
-        results: list[ToolOutcome | None] = [None] * len(requests)
-        # While its own workers run, a delegated worker waits: its place in the budget is
-        # theirs to use (see Slot).
-        lending = ctx.slot is not None and ctx.slot.held and delegations > 0
-        if lending:
-            self.run.release_slot(ctx.slot)
-        async with trio.open_nursery() as nursery:
-            order = itertools.count()
-            for index, request in enumerate(requests):
-                position = next(order) if request.tool_name == "delegate" else None
-                nursery.start_soon(
-                    self._run_tool,
-                    ctx,
-                    request,
-                    results,
-                    index,
-                    turnstile,
-                    position,
-                    resumed is not None,
-                )
-        if lending:
-            await self.run.take_slot(ctx.slot)
-        if resumed is not None:
-            outcomes = {r.tool_call_id: r for r in results if r is not None} | dict(done)
-            return tuple(
-                outcomes[r.tool_call_id] for r in resumed.requests if r.tool_call_id in outcomes
-            )
-        return tuple(r for r in results if r is not None)
-
     async def _consume_steering(self, ctx: ChatContext) -> None:
         steering = self.run.state.chats[ctx.chat].steering_message
         if steering is not None:
@@ -681,7 +583,7 @@ class Turns:
                         open_part = None
                         streaming.add(tool_call_id)
                         await self.run.recorder.record(
-                            [(chat, self._tool_call_start(ctx, tool_call_id, tool_name))]
+                            [(chat, self.tool_calls.start_action(ctx, tool_call_id, tool_name))]
                         )
                     case ToolCallInputDelta(tool_call_id=tool_call_id, text=chunk):
                         if tool_call_id not in streaming:
@@ -698,8 +600,8 @@ class Turns:
                         open_part = None
                         started = event.tool_call_id in streaming
                         streaming.discard(event.tool_call_id)
-                        request = self._checked(ctx, event)
-                        requested = self._tool_call_ready(ctx, request, started=started)
+                        request = self.tool_calls.checked(ctx, event)
+                        requested = self.tool_calls.submit_ready(ctx, request, started=started)
                         requests.append(request)
                     case UsageReport():
                         usage = event
@@ -715,248 +617,6 @@ class Turns:
                 unrecorded = used
         return requests, "".join(text_parts), usage, unrecorded
 
-    def _tool_call_start(
-        self,
-        ctx: ChatContext,
-        tool_call_id: str,
-        tool_name: str,
-        request: ToolCallRequest | None = None,
-    ) -> ChatToolCallStartAction:
-        return ChatToolCallStartAction(
-            turn_id=ctx.turn_id,
-            tool_call_id=tool_call_id,
-            tool_name=tool_name,
-            display_name=_display_name(tool_name, request),
-            # Which model round asked for it: a turn resumed after a restart goes on from
-            # the round after its last one.
-            meta={ROUND_META: ctx.round_index},
-        )
-
-    def _tool_call_ready(
-        self, ctx: ChatContext, request: ToolCallRequest, *, started: bool
-    ) -> PendingBatch:
-        """Submit a requested tool call up to ``running`` or ``pending-confirmation``.
-
-        ``started``: the backend streamed the call's input (``chat/toolCallStart`` and its
-        deltas are recorded); otherwise the start goes in the same batch as the ready.
-        A call whose input cannot run needs no approval: it will not run.
-        """
-        if request.input_error is not None:
-            tool_input = (
-                request.raw_input
-                if request.raw_input is not None
-                else json.dumps(request.arguments, sort_keys=True, ensure_ascii=False)
-            )
-            needs_approval = False
-        else:
-            tool_input = json.dumps(request.arguments, sort_keys=True, ensure_ascii=False)
-            needs_approval = ctx.agent.needs_approval_for(request.tool_name)
-        meta = None
-        asker = (
-            member_name(self.run.state, ctx.chat)
-            if needs_approval or (request.tool_name == "ask" and request.input_error is None)
-            else None
-        )
-        if asker is not None:
-            # Put to a person: say who asks, and for what task (the ready's _meta replaces
-            # the start's, so the round goes too).
-            meta = {ROUND_META: ctx.round_index, ASKED_BY_META: asker.meta()}
-        ready = ChatToolCallReadyAction(
-            turn_id=ctx.turn_id,
-            tool_call_id=request.tool_call_id,
-            meta=meta,
-            invocation_message=_invocation(request),
-            tool_input=tool_input,
-            confirmation_title=f"Run {request.tool_name}" if needs_approval else None,
-            confirmed=None if needs_approval else ToolCallConfirmationReason.NOT_NEEDED,
-        )
-        batch: list[tuple[str, Action]] = [(ctx.chat, ready)]
-        if not started:
-            start = self._tool_call_start(ctx, request.tool_call_id, request.tool_name, request)
-            batch.insert(0, (ctx.chat, start))
-        return self.run.recorder.submit(batch)
-
-    def _checked(self, ctx: ChatContext, request: ToolCallRequest) -> ToolCallRequest:
-        """``request``, with its ``input_error`` set when its input does not fit its tool's
-        schema: checked before the call is recorded, so a call that cannot run is never put
-        to a person for approval (a backend's own check, an OpenAI model's, comes first).
-
-        Command, Python and MCP tools declare schemas; the team's tools (``delegate``,
-        ``handoff``, ``ask``) are checked as they run, and a plain tool takes any object.
-        """
-        name = request.tool_name
-        if request.input_error is not None or not ctx.agent.may_call(name):
-            return request  # already refused, or refused with its own message as it runs
-        problem: str | None = None
-        python = self._python_tools.get(name)
-        command = self.run.team.command_tool(name)
-        if python is not None:
-            problem = check_tool_input((python.definition,), name, request.arguments)
-        elif command is not None:
-            problem = command_input_problem(command, request.arguments)
-        elif mcp_tool_ref(name) is not None and self.run.tool_servers is not None:
-            offered = self._tools(ctx.agent)
-            # A tool the server does not list (now) is left to its call: the answer says why.
-            if any(t.name == name for t in offered):
-                problem = check_tool_input(offered, name, request.arguments)
-        return request if problem is None else evolve(request, input_error=problem)
-
-    # ── tools ────────────────────────────────────────────────────────────────
-
-    async def _run_tool(
-        self,
-        ctx: ChatContext,
-        request: ToolCallRequest,
-        results: list[ToolOutcome | None],
-        index: int,
-        turnstile: Turnstile,
-        position: int | None,
-        resumed: bool = False,
-    ) -> None:
-        """Run one tool call to completion, recording its result; never raises but Cancelled.
-
-        ``position`` is the call's place among the round's delegations (None for other tools).
-        ``resumed``: the call was recorded before a restart; it goes on from where it stood.
-        """
-        tool = request.tool_name
-        if request.input_error is not None:
-            results[index] = await self.run.complete_tool_call(
-                ctx, request, success=False, output=request.input_error
-            )
-            if position is not None:
-                turnstile.passed(position)
-            return
-        gated = ctx.agent.needs_approval_for(tool)
-        was_running = False
-        call = tool_call_of(self.run.state, ctx.chat, request.tool_call_id) if resumed else None
-        if resumed:
-            gated = isinstance(call, ToolCallPendingConfirmationState)
-            was_running = isinstance(call, ToolCallRunningState)
-        try:
-            if not ctx.agent.may_call(tool):
-                raise RunError(f"agent {ctx.agent.name!r} has no tool {tool!r}")
-            if gated:
-                if position is not None:
-                    turnstile.passed(position)  # a gated delegation keeps no one waiting
-                pending = (
-                    pending_approval_of(self.run.state, ctx.chat, request.tool_call_id)
-                    if resumed
-                    else None
-                )
-                approved, reason = await self.approvals.await_approval(
-                    ctx, request, pending=pending
-                )
-                if not approved:
-                    results[index] = ToolOutcome(
-                        tool_call_id=request.tool_call_id,
-                        tool_name=tool,
-                        success=False,
-                        output=reason,
-                    )
-                    return
-            if tool == "delegate":
-                assert position is not None
-                task = (
-                    task_of_call(self.run.state, ctx.chat, request.tool_call_id)
-                    if resumed
-                    else None
-                )
-                outcome = await self.delegation.delegate(
-                    ctx, request, turnstile, position, task=task
-                )
-            elif tool == "handoff":
-                specialist = subagent_of(call) if call is not None else None
-                outcome = await self.delegation.handoff(ctx, request, specialist=specialist)
-            elif tool == "ask":
-                outcome = await self.approvals.ask(ctx, request, resumed=resumed)
-            elif was_running:
-                # It may or may not have run before the stop: never run a tool twice.
-                outcome = await self.run.complete_tool_call(
-                    ctx, request, success=False, output=f"{tool} was {INTERRUPTED_SUMMARY}"
-                )
-            else:
-                outcome = await self._plain_tool(ctx, request)
-        except RunError as exc:
-            # A refused call (unknown agent, tool not allowed...) ends as a failed tool call.
-            outcome = await self.run.complete_tool_call(
-                ctx, request, success=False, output=str(exc)
-            )
-        finally:
-            if position is not None:
-                turnstile.passed(position)
-        results[index] = outcome
-
-    async def _plain_tool(self, ctx: ChatContext, request: ToolCallRequest) -> ToolOutcome:
-        """A command tool runs its program, a Python tool its function, an MCP tool is called
-        on its server; any other plain tool answers its scripted result."""
-        if mcp_tool_ref(request.tool_name) is not None:
-            return await self._mcp_tool(ctx, request)
-        python = self._python_tools.get(request.tool_name)
-        if python is not None:
-            # It checks the input against its schema first, as below for a command tool.
-            with structlog.contextvars.bound_contextvars(tool_call=request.tool_call_id):
-                called = await run_python_tool(python, request.arguments)
-            return await self.run.complete_tool_call(
-                ctx, request, success=called.success, output=called.output
-            )
-        command = self.run.team.command_tool(request.tool_name)
-        if command is None:
-            await trio.lowlevel.checkpoint()
-            return await self.run.complete_tool_call(
-                ctx, request, success=True, output=ctx.agent.tool_result(request.tool_name)
-            )
-        problem = command_input_problem(command, request.arguments)
-        if problem is not None:
-            # The program never sees input its schema refuses: the call fails, and the
-            # model reads why in its next round (as a delegate with bad input does).
-            await trio.lowlevel.checkpoint()
-            return await self.run.complete_tool_call(ctx, request, success=False, output=problem)
-        callback = self.run.callback
-        with ExitStack() as call:
-            # Under a daemon, the call's own token: good for this session, until the call ends.
-            token = (
-                None
-                if callback is None
-                else call.enter_context(callback.call_token(self.run.session))
-            )
-            env = command_environment(
-                os.environ,
-                command,
-                session=self.run.session,
-                tool_call_id=request.tool_call_id,
-                callback=callback,
-                token=token,
-            )
-            with structlog.contextvars.bound_contextvars(tool_call=request.tool_call_id):
-                result = await run_command(command, request.arguments, env)
-        output = result.output
-        if token is not None:  # a program that prints its environment shows it
-            output = output.replace(token, REDACTED_TOKEN)
-        return await self.run.complete_tool_call(
-            ctx, request, success=result.success, output=output
-        )
-
-    async def _mcp_tool(self, ctx: ChatContext, request: ToolCallRequest) -> ToolOutcome:
-        """Call an MCP server's tool, its input first checked against the server's schema."""
-        servers = self.run.tool_servers
-        name = request.tool_name
-        if servers is None:  # the parser refuses an MCP tool without its server
-            raise RunError(f"{name}: this team declares no MCP servers")
-        offered = self._tools(ctx.agent)
-        # A tool the server does not list (now) is left to its call: the answer says why.
-        if any(t.name == name for t in offered):
-            problem = check_tool_input(offered, name, request.arguments)
-            if problem is not None:
-                await trio.lowlevel.checkpoint()
-                return await self.run.complete_tool_call(
-                    ctx, request, success=False, output=problem
-                )
-        with structlog.contextvars.bound_contextvars(tool_call=request.tool_call_id):
-            result = await servers.call(name, request.arguments)
-        return await self.run.complete_tool_call(
-            ctx, request, success=result.success, output=result.output
-        )
-
 
 # ── helpers ──────────────────────────────────────────────────────────────────
 
@@ -967,28 +627,6 @@ _PROMPT_END: Final = {
     TurnState.ERROR: TaskStatus.FAILED,
     TurnState.CANCELLED: TaskStatus.KILLED,
 }
-
-
-def _display_name(tool_name: str, request: ToolCallRequest | None) -> str:
-    """How a UI names a call; ``request`` is None while the call's input is streaming."""
-    if tool_name == "delegate":
-        return f"Delegate to {request.arguments.get('agent', '?')}" if request else "Delegate"
-    if tool_name == "handoff":
-        return f"Hand off to {request.arguments.get('agent', '?')}" if request else "Hand off"
-    if tool_name == "ask":
-        return "Ask the user"
-    ref = mcp_tool_ref(tool_name)
-    if ref is not None:
-        return f"{ref.tool.replace('_', ' ').capitalize()} ({ref.server})"
-    return tool_name.replace("_", " ").capitalize()
-
-
-def _invocation(request: ToolCallRequest) -> str:
-    if request.tool_name == "delegate":
-        return f"{request.arguments.get('agent', '?')}: {request.arguments.get('task', '')}"
-    if request.tool_name == "ask":
-        return str(request.arguments.get("question", ""))
-    return f"{request.tool_name}({summary(request)})"
 
 
 def _ms(started: float) -> float:

@@ -19,8 +19,8 @@ most rules are cross references (the coordinator, ``delegates_to``,
 a structural converter cannot express. The agent names are collected before any
 agent is read, so a reference to an agent declared further down is fine.
 
-Scripted steps are validated here too, so the scripted backend never sees a
-malformed step: it can pattern-match the step classes and trust every field.
+An agent's scripted turns and their steps are checked by :mod:`._parse_script`, whose
+:class:`~._parse_script._ScriptChecks` the parser extends.
 
 Pure: no trio and no IO.
 """
@@ -53,7 +53,8 @@ from ._model import (
     TeamSpec,
     Topology,
 )
-from ._parse_tools import _FACTORY_PATH_RE, ENV_NAME_RE, _lists, _ToolChecks
+from ._parse_script import _ScriptChecks
+from ._parse_tools import _FACTORY_PATH_RE, ENV_NAME_RE, _lists
 from ._schedule import (
     DEFAULT_CATCH_UP_LIMIT,
     BackgroundSpec,
@@ -65,20 +66,7 @@ from ._schedule import (
     parse_zone,
 )
 from ._script import (
-    DEFAULT_CHUNKS,
-    AskStep,
-    DelegateStep,
-    Delegation,
-    FailStep,
-    HandoffStep,
-    QuestionKind,
-    SayStep,
     ScriptedTurn,
-    SleepStep,
-    Step,
-    ThinkStep,
-    ToolStep,
-    UsageStep,
 )
 from ._wording import _did_you_mean, _join, _one_of
 
@@ -90,8 +78,6 @@ _APPROVERS: Final[dict[str, ApprovedBy]] = {v: v for v in get_args(ApprovedBy)}
 #: A plugin backend named by its entry point (``[project.entry-points."orchestrator.backends"]``).
 _ENTRY_POINT_NAME_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _PLUGIN_FORMS: Final = "a plugin's entry-point name, or module:factory"
-_QUESTION_KINDS: Final[dict[str, QuestionKind]] = {v: v for v in get_args(QuestionKind)}
-_SELECT_KINDS: Final = frozenset({"single-select", "multi-select"})
 
 _TOP_KEYS: Final = ("team", "agents", "tools", "mcp", "openai", "background")
 _TEAM_KEYS: Final = (
@@ -129,7 +115,6 @@ _AGENT_KEYS: Final = (
     # The backend's own settings, overriding the file's [openai] table for this agent.
     *_OPENAI_KEYS,
 )
-_TURN_KEYS: Final = ("steps",)
 _BACKGROUND_KEYS: Final = (
     "name",
     "schedule",
@@ -144,24 +129,6 @@ _BACKGROUND_KEYS: Final = (
 )
 _OVERLAPS: Final = {policy.value: policy for policy in Overlap}
 _CATCH_UPS: Final = {policy.value: policy for policy in CatchUp}
-_DELEGATION_KEYS: Final = ("agent", "task")
-
-#: Each step has exactly one action key; these are the keys each action allows.
-_STEP_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
-    "say": ("say", "chunks"),
-    "think": ("think", "chunks"),
-    "tool": ("tool", "input"),
-    "delegate": ("delegate",),
-    "handoff": ("handoff", "reason", "resume"),
-    "ask": ("ask", "kind", "options"),
-    "fail": ("fail",),
-    "sleep": ("sleep",),
-    "usage": ("usage",),
-}
-_STEP_COMMON_KEYS: Final = ("when_task_contains",)
-_ALL_STEP_KEYS: Final = (
-    tuple(dict.fromkeys(k for keys in _STEP_KEYS.values() for k in keys)) + _STEP_COMMON_KEYS
-)
 
 
 class _Problems:
@@ -186,27 +153,16 @@ class _Problems:
             raise TeamFileError.of(self.found)
 
 
-class _Parser(_ToolChecks):
+class _Parser(_ScriptChecks):
     """One walk over one decoded document; ``file`` goes into every error."""
 
     def __init__(self, file: str) -> None:
         super().__init__(file)
-        self.agent_names: tuple[str, ...] = ()
         # The [tools.<name>] keys, known before any agent is read (tool_results refers to them).
         self.command_names: tuple[str, ...] = ()
         # Those of them that call a Python function (``python``) rather than run a program.
         self.python_names: tuple[str, ...] = ()
         self.openai_defaults: Mapping[str, object] = {}
-
-    def agent_ref(self, value: object, path: str) -> str:
-        name = self.string(value, path)
-        if name not in self.agent_names:
-            raise self.error(
-                path,
-                f"unknown agent {name!r}{_did_you_mean(name, self.agent_names)}; "
-                f"declared agents: {', '.join(self.agent_names)}",
-            )
-        return name
 
     # -- the document --------------------------------------------------------
 
@@ -710,165 +666,3 @@ class _Parser(_ToolChecks):
         if (found := pick("max_retries")) is not None:
             settings = attrs.evolve(settings, max_retries=self.integer(*found, minimum=0))
         return settings
-
-    # -- scripts ---------------------------------------------------------------
-
-    def turn(self, agent: AgentSpec, value: object, path: str) -> ScriptedTurn:
-        data = self.table(value, path, "a turn table with steps = [...]")
-        self.check_keys(data, path, _TURN_KEYS, required=_TURN_KEYS)
-        steps_path = f"{path}.steps"
-        steps = self.array(data["steps"], steps_path)
-        if not steps:
-            raise self.error(steps_path, 'a turn needs at least one step, e.g. { say = "..." }')
-        return ScriptedTurn(
-            steps=tuple(
-                self.step(agent, step, f"{steps_path}[{index}]") for index, step in enumerate(steps)
-            )
-        )
-
-    def step(self, agent: AgentSpec, value: object, path: str) -> Step:
-        data = self.table(value, path, 'a step table such as { say = "..." }')
-        actions = [key for key in data if key in _STEP_KEYS]
-        if not actions:
-            for key in data:
-                if key not in _ALL_STEP_KEYS:
-                    raise self.error(
-                        _join(path, key),
-                        f"unknown step key {key!r}{_did_you_mean(key, _ALL_STEP_KEYS)}; "
-                        f"a step has one of: {', '.join(_STEP_KEYS)}",
-                    )
-            raise self.error(path, f"the step has no action; add one of: {', '.join(_STEP_KEYS)}")
-        if len(actions) > 1:
-            raise self.error(
-                path,
-                f"the step has several actions ({', '.join(actions)}); write one step per action",
-            )
-        action = actions[0]
-        allowed = _STEP_KEYS[action] + _STEP_COMMON_KEYS
-        for key in data:
-            if key not in allowed:
-                owners = [a for a, keys in _STEP_KEYS.items() if key in keys]
-                hint = (
-                    f" (it belongs to a {owners[0]} step)"
-                    if owners
-                    else _did_you_mean(key, allowed)
-                )
-                raise self.error(
-                    _join(path, key),
-                    f"unknown key {key!r} for a {action} step{hint}; allowed: {', '.join(allowed)}",
-                )
-        when = None
-        if "when_task_contains" in data:
-            when = self.string(data["when_task_contains"], f"{path}.when_task_contains")
-        action_path = _join(path, action)
-        raw = data[action]
-
-        if action in {"say", "think"}:
-            text = self.string(raw, action_path)
-            chunks = DEFAULT_CHUNKS
-            if "chunks" in data:
-                chunks = self.integer(data["chunks"], f"{path}.chunks", minimum=1)
-            if action == "say":
-                return SayStep(text=text, chunks=chunks, when_task_contains=when)
-            return ThinkStep(text=text, chunks=chunks, when_task_contains=when)
-        if action == "tool":
-            tool = self.tool_name(raw, action_path, wildcard_ok=False)
-            if tool in TEAM_TOOLS:
-                raise self.error(
-                    action_path,
-                    f"{tool!r} is a team tool: use a {{ {tool} = ... }} step instead",
-                )
-            self.require_tool(agent, tool, action_path)
-            tool_input: dict[str, Any] = {}
-            if "input" in data:
-                input_path = f"{path}.input"
-                tool_input = self.json_value(self.table(data["input"], input_path), input_path)
-            return ToolStep(tool=tool, input=tool_input, when_task_contains=when)
-        if action == "delegate":
-            self.require_tool(agent, "delegate", action_path)
-            entries = self.array(raw, action_path)
-            if not entries:
-                raise self.error(
-                    action_path, 'delegate at least one task: [{ agent = "...", task = "..." }]'
-                )
-            delegations = []
-            for index, entry in enumerate(entries):
-                entry_path = f"{action_path}[{index}]"
-                entry_data = self.table(entry, entry_path, '{ agent = "...", task = "..." }')
-                self.check_keys(entry_data, entry_path, _DELEGATION_KEYS, required=_DELEGATION_KEYS)
-                target = self.delegate_target(agent, entry_data["agent"], f"{entry_path}.agent")
-                task = self.string(entry_data["task"], f"{entry_path}.task")
-                delegations.append(Delegation(agent=target, task=task))
-            return DelegateStep(delegations=tuple(delegations), when_task_contains=when)
-        if action == "handoff":
-            self.require_tool(agent, "handoff", action_path)
-            target = self.delegate_target(agent, raw, action_path)
-            if "reason" not in data:
-                raise self.error(
-                    f"{path}.reason", "missing required key 'reason' (why the work moves)"
-                )
-            reason = self.string(data["reason"], f"{path}.reason")
-            resume = agent.name
-            if "resume" in data:
-                resume = self.agent_ref(data["resume"], f"{path}.resume")
-            return HandoffStep(agent=target, reason=reason, resume=resume, when_task_contains=when)
-        if action == "ask":
-            self.require_tool(agent, "ask", action_path)
-            question = self.string(raw, action_path)
-            kind: QuestionKind = "text"
-            if "kind" in data:
-                kind = self.choice(data["kind"], f"{path}.kind", _QUESTION_KINDS, "question kind")
-            options: tuple[str, ...] = ()
-            if kind in _SELECT_KINDS:
-                if "options" not in data:
-                    raise self.error(f"{path}.options", f"a {kind} question needs options = [...]")
-                options_path = f"{path}.options"
-                seen: list[str] = []
-                for index, option in enumerate(self.array(data["options"], options_path)):
-                    text = self.string(option, f"{options_path}[{index}]")
-                    if text in seen:
-                        raise self.error(f"{options_path}[{index}]", f"{text!r} is listed twice")
-                    seen.append(text)
-                if not seen:
-                    raise self.error(options_path, f"a {kind} question needs at least one option")
-                options = tuple(seen)
-            elif "options" in data:
-                raise self.error(
-                    f"{path}.options",
-                    f"options only apply to single-select and multi-select, not {kind}",
-                )
-            return AskStep(question=question, kind=kind, options=options, when_task_contains=when)
-        if action == "fail":
-            return FailStep(message=self.string(raw, action_path), when_task_contains=when)
-        if action == "sleep":
-            seconds = self.number(raw, action_path, positive=False)
-            return SleepStep(seconds=seconds, when_task_contains=when)
-        # usage: the only action left
-        pair = self.array(raw, action_path)
-        if len(pair) != 2:
-            raise self.error(
-                action_path, f"expected [input_tokens, output_tokens], got {len(pair)} items"
-            )
-        input_tokens = self.integer(pair[0], f"{action_path}[0]", minimum=0)
-        output_tokens = self.integer(pair[1], f"{action_path}[1]", minimum=0)
-        return UsageStep(
-            input_tokens=input_tokens, output_tokens=output_tokens, when_task_contains=when
-        )
-
-    def require_tool(self, agent: AgentSpec, tool: str, path: str) -> None:
-        if not agent.may_call(tool):
-            raise self.error(
-                path,
-                f"agent {agent.name!r} calls {tool!r} but it is not in its tools "
-                f"({_one_of(agent.tools) or 'none'}); add it to agents.{agent.name}.tools",
-            )
-
-    def delegate_target(self, agent: AgentSpec, value: object, path: str) -> str:
-        target = self.agent_ref(value, path)
-        if target not in agent.delegates_to:
-            raise self.error(
-                path,
-                f"{target!r} is not in agents.{agent.name}.delegates_to "
-                f"({_one_of(agent.delegates_to) or 'empty'}); add it there",
-            )
-        return target
