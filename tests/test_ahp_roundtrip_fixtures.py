@@ -21,14 +21,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.ahp import (
-    ChatState,
-    RootState,
-    SessionState,
-    structure_action,
-    structure_as,
-    unstructure,
-)
+from orchestrator.ahp import structure_action, structure_as, unstructure
+from orchestrator.ahp.state import ChatState, RootState, SessionState
 
 from .ahp_conformance import (
     canonical,
@@ -123,7 +117,7 @@ class TestTypeOf:
         assert type_of(Path("x.json"), {"type": "ChatState"}) is ChatState
 
     def test_a_union_alias_runs(self) -> None:
-        from orchestrator.ahp import StateAction
+        from orchestrator.ahp.actions import StateAction
 
         assert type_of(Path("x.json"), {"type": "StateAction"}) == StateAction
 

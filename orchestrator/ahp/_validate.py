@@ -41,7 +41,18 @@ from typing import Any, Final, NoReturn, TypeAlias
 
 from orchestrator.base import IllegalTransitionError, registrar
 
-from ._actions import (
+from ._chat_reducer import find_part, part_id, reduce_chat
+from ._session_reducer import reduce_session
+from ._tool_call_lifecycle import (
+    TOOL_CALL_TRANSITIONS,
+    ToolCallAction,
+    ToolCallEvent,
+    tool_call_event,
+    tool_call_guard,
+    tool_call_status,
+)
+from ._unknown import UnknownVariant
+from .actions import (
     ChatAction,
     ChatDeltaAction,
     ChatErrorAction,
@@ -83,9 +94,7 @@ from ._actions import (
     SessionMcpServerStopRequestedAction,
     UnknownAction,
 )
-from ._chat_reducer import find_part, part_id, reduce_chat
-from ._session_reducer import reduce_session
-from ._state import (
+from .state import (
     ActiveTurn,
     ChatInputAnswer,
     ChatInputAnswered,
@@ -110,15 +119,6 @@ from ._state import (
     UnknownCustomization,
     UnknownSessionInputRequest,
 )
-from ._tool_call_lifecycle import (
-    TOOL_CALL_TRANSITIONS,
-    ToolCallAction,
-    ToolCallEvent,
-    tool_call_event,
-    tool_call_guard,
-    tool_call_status,
-)
-from ._unknown import UnknownVariant
 
 __all__ = [
     "IDEMPOTENT_CHAT_ACTIONS",

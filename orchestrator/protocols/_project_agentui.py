@@ -63,17 +63,19 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from orchestrator.ahp import (
-    ChatInputAnswered,
+from orchestrator.ahp.actions import (
     ChatInputCompletedAction,
     ChatInputRequestedAction,
-    ChatInputResponseKind,
-    ChatInteractivity,
     ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
     ChatTurnStartedAction,
-    PendingMessageKind,
     SessionChatAddedAction,
+)
+from orchestrator.ahp.state import (
+    ChatInputAnswered,
+    ChatInputResponseKind,
+    ChatInteractivity,
+    PendingMessageKind,
     ToolChatOrigin,
     known_questions,
 )

@@ -84,7 +84,7 @@ from typing import Any, Final
 
 import attrs
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatDeltaAction,
     ChatErrorAction,
     ChatReasoningAction,
@@ -97,6 +97,8 @@ from orchestrator.ahp import (
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
+)
+from orchestrator.ahp.state import (
     MarkdownResponsePart,
     ReasoningResponsePart,
     StringOrMarkdown,
