@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ._tool_call_lifecycle import *  # noqa: F403
     from ._unknown import *  # noqa: F403
     from ._validate import *  # noqa: F403
+    from ._validate_session import *  # noqa: F403
     from ._wire import *  # noqa: F403
     from ._wire_encode import *  # noqa: F403
 else:
@@ -32,7 +33,7 @@ else:
             "BLOCKING_TOOL_CALL_STATUSES": "._tool_call_lifecycle",
             "EVENTS_THAT_REFRESH_STATUS": "._tool_call_lifecycle",
             "IDEMPOTENT_CHAT_ACTIONS": "._validate",
-            "IDEMPOTENT_SESSION_ACTIONS": "._validate",
+            "IDEMPOTENT_SESSION_ACTIONS": "._validate_session",
             "NO_UNKNOWN_FIELDS": "._unknown",
             "OpenStrEnum": "._unknown",
             "TOOL_CALL_BUILDERS": "._tool_call_builders",
@@ -48,7 +49,7 @@ else:
             "answer_problem": "._validate",
             "chat_summary_action": "._session_reducer",
             "describe_chat_state": "._validate",
-            "describe_session_state": "._validate",
+            "describe_session_state": "._validate_session",
             "find_part": "._chat_reducer",
             "force_cancel": "._tool_call_builders",
             "json_type": "._wire",
@@ -75,7 +76,7 @@ else:
             "tool_call_status": "._tool_call_lifecycle",
             "unstructure": "._wire_encode",
             "validate_chat_action": "._validate",
-            "validate_session_action": "._validate",
+            "validate_session_action": "._validate_session",
             "wire_name": "._wire",
         },
     )
