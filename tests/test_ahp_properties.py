@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from orchestrator.ahp import _wire as _ahp_wire
 from orchestrator.ahp import actions as _ahp_actions
 from orchestrator.ahp import state as _ahp_state
-from orchestrator.ahp import _wire as _ahp_wire
 from orchestrator.ahp import (
     structure_action,
     structure_as,

@@ -52,8 +52,8 @@ def type_of(path: Path, fixture: dict[str, Any]) -> Any:
     found = implemented_type(name)
     if found is None:
         pytest.fail(
-            f"{path.name}: type {name!r} is neither modelled (orchestrator.ahp exports no such "
-            "type) nor listed out of scope in tests/ahp_conformance.py"
+            f"{path.name}: type {name!r} is neither modelled (not in orchestrator.ahp.state, "
+            ".actions or .commands) nor listed out of scope in tests/ahp_conformance.py"
         )
     return found
 
