@@ -18,7 +18,8 @@ import sys
 import timeit
 from typing import Any
 
-from orchestrator.ahp import ChatState, structure, unstructure
+from orchestrator.ahp import structure, unstructure
+from orchestrator.ahp.state import ChatState
 
 USAGE = (__doc__ or "").rsplit("\n\n", 1)[-1]
 REPEATS = 40

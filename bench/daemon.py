@@ -221,7 +221,8 @@ async def _clients(url: str, session: str, chat: str, count: int, mix: bool) -> 
 
 def _stamp_publications(stamps: dict[int, float]) -> None:
     """Note when each text chunk's fact is published on a session's bus."""
-    from orchestrator.ahp import ChatDeltaAction, ChatResponsePartAction, MarkdownResponsePart
+    from orchestrator.ahp.actions import ChatDeltaAction, ChatResponsePartAction
+    from orchestrator.ahp.state import MarkdownResponsePart
     from orchestrator.runtime import FactBus
 
     publish = FactBus.publish_nowait

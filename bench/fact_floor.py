@@ -42,7 +42,8 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orchestrator.ahp import ChatUsageAction, UsageInfo
+from orchestrator.ahp.actions import ChatUsageAction
+from orchestrator.ahp.state import UsageInfo
 from orchestrator.base import evolve
 from orchestrator.core import Fact
 

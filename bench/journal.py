@@ -60,17 +60,19 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatDeltaAction,
     ChatResponsePartAction,
-    ChatSummary,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
+    SessionChatAddedAction,
+)
+from orchestrator.ahp.state import (
+    ChatSummary,
     MarkdownResponsePart,
     Message,
     MessageKind,
     MessageOrigin,
-    SessionChatAddedAction,
     SessionStatus,
     UserChatOrigin,
 )

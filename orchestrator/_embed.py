@@ -30,7 +30,8 @@ from typing import TypeAlias, cast
 import attrs
 import trio
 
-from orchestrator.ahp import ChatInputRequest, ChatInputRequestedAction, ChatInputResponseKind
+from orchestrator.ahp.actions import ChatInputRequestedAction
+from orchestrator.ahp.state import ChatInputRequest, ChatInputResponseKind
 from orchestrator.core import USER, ApprovalRequested, Backend, Fact, MemberName, member_name
 from orchestrator.journal import open_journal
 from orchestrator.protocols import AgentUiProjector, Envelope

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import attrs
 
-import orchestrator.ahp
+from orchestrator.ahp import actions, commands, state
 
 from .conftest import PROTOCOLS
 
@@ -76,14 +76,16 @@ def out_of_scope_type(name: str) -> str | None:
 def implemented_type(name: str) -> Any | None:
     """The AHP type a round-trip fixture's ``type`` names, if the project models it.
 
-    The project's AHP types carry the schema's names and are exported by
-    :mod:`orchestrator.ahp`: a class, an enum, or a union alias (``StateAction``).
+    The project's AHP types carry the schema's names and are exported by the schema mirror's
+    modules (:mod:`orchestrator.ahp.state`, ``.actions``, ``.commands``): a class, an enum,
+    or a union alias (``StateAction``).
     """
-    found = getattr(orchestrator.ahp, name, None)
-    if found is None or name not in orchestrator.ahp.__all__:
-        return None
-    if isinstance(found, type) or attrs.has(found) or hasattr(found, "__args__"):
-        return found
+    for module in (state, actions, commands):
+        found = getattr(module, name, None) if name in module.__all__ else None
+        if found is not None and (
+            isinstance(found, type) or attrs.has(found) or hasattr(found, "__args__")
+        ):
+            return found
     return None
 
 

@@ -14,9 +14,8 @@ from typing import Any
 
 import networkx as nx
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatErrorAction,
-    ChatOrigin,
     ChatToolCallApprovedAction,
     ChatToolCallCompleteAction,
     ChatToolCallContentChangedAction,
@@ -28,6 +27,9 @@ from orchestrator.ahp import (
     SessionChatAddedAction,
     SessionChatRemovedAction,
     SessionChatUpdatedAction,
+)
+from orchestrator.ahp.state import (
+    ChatOrigin,
     ToolChatOrigin,
     ToolResultContent,
     ToolResultSubagentContent,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from orchestrator.ahp import ChatSummary, SessionChatAddedAction, SessionStatus, UserChatOrigin
+from orchestrator.ahp.actions import SessionChatAddedAction
+from orchestrator.ahp.state import ChatSummary, SessionStatus, UserChatOrigin
 from orchestrator.core import Action, MemberJoined, RunStarted
 
 

@@ -21,9 +21,15 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from orchestrator.ahp import (
+from orchestrator.ahp import UnknownVariant
+from orchestrator.ahp.actions import (
     ActionEnvelope,
     ChatAction,
+    SessionAction,
+    StateAction,
+    UnknownAction,
+)
+from orchestrator.ahp.state import (
     ChatCatalog,
     ChatOrigin,
     ChatState,
@@ -32,16 +38,12 @@ from orchestrator.ahp import (
     Message,
     ResponsePart,
     ResponseParts,
-    SessionAction,
     SessionState,
     SessionStatus,
     SessionSummary,
-    StateAction,
     ToolCallState,
     ToolDefinition,
     ToolResultContent,
-    UnknownAction,
-    UnknownVariant,
 )
 from orchestrator.core import (
     ApprovalDecision,

@@ -22,7 +22,7 @@ import httpx
 import trio
 import trio.testing
 
-from orchestrator.ahp import Turn
+from orchestrator.ahp.state import Turn
 from orchestrator.base import FactLogError, timestamp
 from orchestrator.core import Fact, teammate_uri
 from orchestrator.journal import Durability, Journal, open_journal, open_reader

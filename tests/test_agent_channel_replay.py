@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatToolCallReadyAction,
     ChatToolCallStartAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
-    Message,
-    MessageKind,
-    MessageOrigin,
 )
+from orchestrator.ahp.state import Message, MessageKind, MessageOrigin
 from orchestrator.core import Action, Fact, TeamState
 from orchestrator.protocols import AgentChannelProjector, replay
 

@@ -26,7 +26,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.ahp import SessionChatAddedAction, UnknownAction
+from orchestrator.ahp.actions import SessionChatAddedAction, UnknownAction
 from orchestrator.core import Fact, TaskCreated, TeamState
 from orchestrator.protocols import AguiProjector, AguiRunStatus, Event, TeamView, team_view
 

@@ -32,15 +32,14 @@ import pytest
 import trio
 
 from orchestrator.ahp import (
-    ChatState,
-    SessionState,
-    StateAction,
     reduce_chat,
     reduce_session,
     structure_action,
     structure_as,
     unstructure,
 )
+from orchestrator.ahp.actions import StateAction
+from orchestrator.ahp.state import ChatState, SessionState
 from orchestrator.core import Fact, TeamState
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import channel_envelopes

@@ -28,40 +28,6 @@ from hypothesis import strategies as st
 from orchestrator import PeerProtocolError
 from orchestrator.ahp import (
     NO_UNKNOWN_FIELDS,
-    ActionEnvelope,
-    ChatAction,
-    ChatCatalog,
-    ChatDeltaAction,
-    ChatInputAnswerChangedAction,
-    ChatReasoningAction,
-    ChatResponsePartAction,
-    ChatSource,
-    ChatState,
-    ChatSummaryChanges,
-    ChatToolCallCompleteAction,
-    ChildCustomizationType,
-    Customization,
-    MessageAttachment,
-    ResponsePart,
-    ResponseParts,
-    SessionAction,
-    SessionCustomizationToggledAction,
-    SessionCustomizationUpdatedAction,
-    SessionInputNeededSetAction,
-    SessionState,
-    SessionStatus,
-    SessionSummary,
-    StateAction,
-    ToolCallRiskAssessmentKind,
-    ToolCallState,
-    ToolResultContent,
-    TurnState,
-    UnknownAction,
-    UnknownChatOrigin,
-    UnknownChatSource,
-    UnknownCustomization,
-    UnknownResponsePart,
-    UnknownSessionInputRequest,
     UnknownVariant,
     WireObject,
     reduce_chat,
@@ -73,7 +39,44 @@ from orchestrator.ahp import (
     validate_session_action,
     wire_name,
 )
-from orchestrator.ahp import _state as ahp_state
+from orchestrator.ahp import state as ahp_state
+from orchestrator.ahp.actions import (
+    ActionEnvelope,
+    ChatAction,
+    ChatDeltaAction,
+    ChatInputAnswerChangedAction,
+    ChatReasoningAction,
+    ChatResponsePartAction,
+    ChatSummaryChanges,
+    ChatToolCallCompleteAction,
+    SessionAction,
+    SessionCustomizationToggledAction,
+    SessionCustomizationUpdatedAction,
+    SessionInputNeededSetAction,
+    StateAction,
+    UnknownAction,
+)
+from orchestrator.ahp.commands import ChatSource, UnknownChatSource
+from orchestrator.ahp.state import (
+    ChatCatalog,
+    ChatState,
+    ChildCustomizationType,
+    Customization,
+    MessageAttachment,
+    ResponsePart,
+    ResponseParts,
+    SessionState,
+    SessionStatus,
+    SessionSummary,
+    ToolCallRiskAssessmentKind,
+    ToolCallState,
+    ToolResultContent,
+    TurnState,
+    UnknownChatOrigin,
+    UnknownCustomization,
+    UnknownResponsePart,
+    UnknownSessionInputRequest,
+)
 from orchestrator.base import IllegalTransitionError
 
 from .strategies import (
@@ -437,14 +440,14 @@ class TestUnknownFields:
         assert unstructure(part) == {"kind": "markdown", "id": "m", "content": "ab", "x": [1]}
 
     def test_snapshot_keeps_unknown_fields(self) -> None:
-        from orchestrator.ahp import Snapshot
+        from orchestrator.ahp.commands import Snapshot
 
         state = unstructure(chat_with_parts())
         wire = {"resource": "ahp-chat:/c", "state": state, "fromSeq": 3, "future": True}
         assert unstructure(structure(wire, Snapshot)) == wire
 
     def test_json_rpc_responses_keep_unknown_fields(self) -> None:
-        from orchestrator.ahp import JsonRpcMessage
+        from orchestrator.ahp.commands import JsonRpcMessage
 
         wire = {"jsonrpc": "2.0", "id": 1, "result": None, "future": "yes"}
         assert unstructure(structure_as(wire, JsonRpcMessage)) == wire

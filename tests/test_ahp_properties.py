@@ -10,13 +10,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from orchestrator.ahp import _wire as _ahp_wire
+from orchestrator.ahp import actions as _ahp_actions
+from orchestrator.ahp import state as _ahp_state
 from orchestrator.ahp import (
-    ActionEnvelope,
-    ChatState,
-    SessionState,
-    SessionStatus,
-    StateAction,
-    SystemNotificationResponsePart,
     structure_action,
     structure_as,
     structure_chat_state,
@@ -24,9 +21,13 @@ from orchestrator.ahp import (
     structure_session_state,
     unstructure,
 )
-from orchestrator.ahp import _actions as _ahp_actions
-from orchestrator.ahp import _state as _ahp_state
-from orchestrator.ahp import _wire as _ahp_wire
+from orchestrator.ahp.actions import ActionEnvelope, StateAction
+from orchestrator.ahp.state import (
+    ChatState,
+    SessionState,
+    SessionStatus,
+    SystemNotificationResponsePart,
+)
 from orchestrator.base import PeerProtocolError
 
 from . import strategies

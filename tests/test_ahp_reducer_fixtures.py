@@ -20,9 +20,6 @@ from typing import Any
 import pytest
 
 from orchestrator.ahp import (
-    ChatState,
-    RootState,
-    SessionState,
     reduce_chat,
     reduce_root,
     reduce_session,
@@ -30,6 +27,7 @@ from orchestrator.ahp import (
     structure_as,
     unstructure,
 )
+from orchestrator.ahp.state import ChatState, RootState, SessionState
 
 from .ahp_conformance import OUT_OF_SCOPE_REDUCERS, fixture_files, load, without_nulls
 

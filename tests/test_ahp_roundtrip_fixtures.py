@@ -21,14 +21,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.ahp import (
-    ChatState,
-    RootState,
-    SessionState,
-    structure_action,
-    structure_as,
-    unstructure,
-)
+from orchestrator.ahp import structure_action, structure_as, unstructure
+from orchestrator.ahp.state import ChatState, RootState, SessionState
 
 from .ahp_conformance import (
     canonical,
@@ -58,8 +52,8 @@ def type_of(path: Path, fixture: dict[str, Any]) -> Any:
     found = implemented_type(name)
     if found is None:
         pytest.fail(
-            f"{path.name}: type {name!r} is neither modelled (orchestrator.ahp exports no such "
-            "type) nor listed out of scope in tests/ahp_conformance.py"
+            f"{path.name}: type {name!r} is neither modelled (not in orchestrator.ahp.state, "
+            ".actions or .commands) nor listed out of scope in tests/ahp_conformance.py"
         )
     return found
 
@@ -123,7 +117,7 @@ class TestTypeOf:
         assert type_of(Path("x.json"), {"type": "ChatState"}) is ChatState
 
     def test_a_union_alias_runs(self) -> None:
-        from orchestrator.ahp import StateAction
+        from orchestrator.ahp.actions import StateAction
 
         assert type_of(Path("x.json"), {"type": "StateAction"}) == StateAction
 

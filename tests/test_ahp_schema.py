@@ -23,19 +23,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.ahp import (
-    ActionEnvelope,
-    ChatState,
-    SessionState,
-    StateAction,
-    UnknownAction,
-    UnknownVariant,
-    structure_as,
-    unstructure,
-    wire_name,
-)
-from orchestrator.ahp import _actions as _ahp_actions
-from orchestrator.ahp import _state as _ahp_state
+from orchestrator.ahp import UnknownVariant, structure_as, unstructure, wire_name
+from orchestrator.ahp import actions as _ahp_actions
+from orchestrator.ahp import state as _ahp_state
+from orchestrator.ahp.actions import ActionEnvelope, StateAction, UnknownAction
+from orchestrator.ahp.state import ChatState, SessionState
 
 from . import strategies
 from .ahp_conformance import fixtures_dir

@@ -26,7 +26,7 @@ import structlog.testing
 import trio
 import trio.testing
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatDeltaAction,
     ChatErrorAction,
     ChatInputRequestedAction,
@@ -38,6 +38,8 @@ from orchestrator.ahp import (
     ChatToolCallStartAction,
     ChatTurnCancelledAction,
     ChatUsageAction,
+)
+from orchestrator.ahp.state import (
     MarkdownResponsePart,
     ReasoningResponsePart,
     SystemNotificationResponsePart,

@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.ahp import SessionTitleChangedAction
+from orchestrator.ahp.actions import SessionTitleChangedAction
 from orchestrator.core import Fact
 from orchestrator.runtime import BusStatistics, FactBus
 

@@ -480,7 +480,7 @@ class TestParser:
             "import sys\nfrom orchestrator.cli import main\n"
             f"main({argv!r})\n"
             "print(sorted(m for m in ('structlog', 'rich', 'trio', 'networkx', "
-            "'orchestrator.ahp._state') if m in sys.modules))"
+            "'orchestrator.ahp.state') if m in sys.modules))"
         )
         done = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT_ROOT
@@ -493,7 +493,7 @@ class TestParser:
             "import sys\nfrom orchestrator.cli import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in ('trio', 'sqlite3', 'networkx', 'rich', 'structlog', "
-            "'orchestrator.ahp._state', 'orchestrator.server._app') if m in sys.modules))"
+            "'orchestrator.ahp.state', 'orchestrator.server._app') if m in sys.modules))"
         )
         done = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True

@@ -27,13 +27,12 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatToolCallCompleteAction,
     ChatToolCallReadyAction,
     ChatTurnCancelledAction,
-    ToolCallConfirmationReason,
-    ToolResultTextContent,
 )
+from orchestrator.ahp.state import ToolCallConfirmationReason, ToolResultTextContent
 from orchestrator.base import TeamFileError
 from orchestrator.core import (
     ApprovalRequested,

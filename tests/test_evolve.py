@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.ahp import ActiveTurn, ChatState, SessionState
+from orchestrator.ahp.state import ActiveTurn, ChatState, SessionState
 from orchestrator.base import evolve, slot_init
 from orchestrator.base._evolve import _init_only_stores
 from orchestrator.core import Fact

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.ahp import ActionOrigin, ChatTurnCancelledAction
 from orchestrator.ahp import _wire as _ahp_wire
+from orchestrator.ahp.actions import ActionOrigin, ChatTurnCancelledAction
 from orchestrator.base import PeerProtocolError, compact_dumps
 from orchestrator.core import Fact, _facts_wire, fact_from_json, fact_to_json
 

@@ -16,7 +16,7 @@ import trio
 from hypothesis import strategies as st
 from psycopg.types.json import Jsonb
 
-from orchestrator.ahp import ActionOrigin
+from orchestrator.ahp.actions import ActionOrigin
 from orchestrator.base import PeerProtocolError, RunError
 from orchestrator.journal import FACTS_CHANNEL, PostgresCommands, PostgresListener, open_journal
 from orchestrator.server import (

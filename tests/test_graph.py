@@ -9,11 +9,8 @@ from collections.abc import Iterator
 import networkx as nx
 import pytest
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatDeltaAction,
-    ChatInteractivity,
-    ChatOrigin,
-    ChatSummary,
     ChatSummaryChanges,
     ChatToolCallApprovedAction,
     ChatToolCallCompleteAction,
@@ -23,10 +20,16 @@ from orchestrator.ahp import (
     ChatToolCallResultConfirmedAction,
     ChatToolCallStartAction,
     ChatTurnCancelledAction,
-    ForkChatOrigin,
     SessionChatAddedAction,
     SessionChatRemovedAction,
     SessionChatUpdatedAction,
+    UnknownAction,
+)
+from orchestrator.ahp.state import (
+    ChatInteractivity,
+    ChatOrigin,
+    ChatSummary,
+    ForkChatOrigin,
     SessionStatus,
     SideChatOrigin,
     ToolCallCancellationReason,
@@ -36,7 +39,6 @@ from orchestrator.ahp import (
     ToolResultContent,
     ToolResultSubagentContent,
     ToolResultTextContent,
-    UnknownAction,
     UserChatOrigin,
 )
 from orchestrator.core import (

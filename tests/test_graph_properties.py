@@ -8,18 +8,20 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatErrorAction,
-    ChatSummary,
     ChatSummaryChanges,
     ChatToolCallCompleteAction,
     ChatToolCallContentChangedAction,
     ChatTurnCancelledAction,
-    ErrorInfo,
-    ForkChatOrigin,
     SessionChatAddedAction,
     SessionChatRemovedAction,
     SessionChatUpdatedAction,
+)
+from orchestrator.ahp.state import (
+    ChatSummary,
+    ErrorInfo,
+    ForkChatOrigin,
     SessionStatus,
     SideChatOrigin,
     ToolChatOrigin,

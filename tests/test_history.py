@@ -13,20 +13,16 @@ import trio
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.ahp import (
-    TURN_ENDS,
+from orchestrator.ahp import TURN_ENDS
+from orchestrator.ahp.actions import (
     ChatDeltaAction,
     ChatReasoningAction,
     ChatResponsePartAction,
     ChatTruncatedAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
-    MarkdownResponsePart,
-    Message,
-    MessageKind,
-    MessageOrigin,
-    Turn,
 )
+from orchestrator.ahp.state import MarkdownResponsePart, Message, MessageKind, MessageOrigin, Turn
 from orchestrator.base import FactLogError, IllegalTransitionError, RunError
 from orchestrator.cli import main
 from orchestrator.core import (

@@ -23,17 +23,19 @@ import trio.testing
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatDeltaAction,
     ChatResponsePartAction,
-    ChatSummary,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
+    SessionChatAddedAction,
+)
+from orchestrator.ahp.state import (
+    ChatSummary,
     MarkdownResponsePart,
     Message,
     MessageKind,
     MessageOrigin,
-    SessionChatAddedAction,
     SessionStatus,
     UserChatOrigin,
 )

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.ahp import (
+from orchestrator.ahp.state import (
     ChatCatalog,
     ChatSummary,
     InputRequestResponsePart,
@@ -21,8 +21,8 @@ from orchestrator.ahp import (
     ToolCallResponsePart,
     ToolCallStreamingState,
 )
-from orchestrator.ahp import ChatInputRequest as Request
-from orchestrator.ahp import ChatInputResponseKind as Response
+from orchestrator.ahp.state import ChatInputRequest as Request
+from orchestrator.ahp.state import ChatInputResponseKind as Response
 from orchestrator.base import KeyedVector
 
 Item = tuple[str, str | None]  # (key, tally key)

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 import trio
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatToolCallCompleteAction,
     ChatToolCallDeniedAction,
     ChatToolCallStartAction,
-    ToolResultTextContent,
 )
+from orchestrator.ahp.state import ToolResultTextContent
 from orchestrator.core import ApprovalRequested, RunStatus
 from orchestrator.runtime import RunOutcome
 from orchestrator.runtime.backends import backend_factory, http_client

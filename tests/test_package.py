@@ -130,7 +130,7 @@ class TestContracts:
         ("module", "statement", "contract"),
         [
             ("core/_graph.py", "import orchestrator.server  # noqa", "Each layer imports only"),
-            ("ahp/_state.py", "import trio  # noqa", "import neither trio nor any IO"),
+            ("ahp/state.py", "import trio  # noqa", "import neither trio nor any IO"),
             ("protocols/_agentui.py", "import sqlite3  # noqa", "import neither trio nor any IO"),
             (
                 "server/_app.py",
@@ -211,3 +211,112 @@ class TestFacades:
             loaded = importlib.import_module(f"{package}.{module.stem}")
             for name in module_all(module):
                 assert getattr(facade, name) is getattr(loaded, name), f"{package}.{name}"
+
+
+#: The script that writes the facades, run by this interpreter.
+FACADES_SCRIPT = ROOT / "scripts" / "facades"
+
+
+def run_facades(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, FACADES_SCRIPT, *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+class TestFacadesScript:
+    """Every facade is what ``scripts/facades`` writes from its private modules' ``__all__``."""
+
+    def test_each_facade_is_what_the_script_writes(self) -> None:
+        done = run_facades("--check")
+        assert done.returncode == 0, (
+            "a facade differs from what scripts/facades writes: run "
+            f"`.venv/bin/python scripts/facades`\n{done.stdout}{done.stderr}"
+        )
+
+    @pytest.fixture
+    def clone(self, tmp_path: Path) -> Path:
+        """A copy of the package (the script writes into it, never into the repository)."""
+        shutil.copytree(
+            PACKAGE, tmp_path / "orchestrator", ignore=shutil.ignore_patterns("__pycache__")
+        )
+        return tmp_path / "orchestrator"
+
+    @staticmethod
+    def add_to_all(module: Path, name: str) -> None:
+        """Define ``name`` in ``module`` and list it in its ``__all__``."""
+        text = module.read_text().replace("__all__ = [", f'__all__ = [\n    "{name}",', 1)
+        module.write_text(f"{text}\n\n{name} = 'added'\n")
+
+    def test_check_shows_a_name_missing_from_a_facade_and_writing_adds_it(
+        self, clone: Path
+    ) -> None:
+        self.add_to_all(clone / "cli" / "_console.py", "added_name")
+        before = (clone / "cli" / "__init__.py").read_text()
+
+        checked = run_facades("--check", "--root", clone)
+        assert checked.returncode == 1
+        assert '+            "added_name": "._console",' in checked.stdout
+        assert "orchestrator/cli/__init__.py" in checked.stdout
+        assert "Run `.venv/bin/python scripts/facades`" in checked.stderr
+        assert (clone / "cli" / "__init__.py").read_text() == before, "--check wrote"
+
+        written = run_facades("--root", clone)
+        assert (written.returncode, written.stdout) == (0, "wrote orchestrator/cli/__init__.py\n")
+        assert run_facades("--check", "--root", clone).returncode == 0
+        after = (clone / "cli" / "__init__.py").read_text()
+        docstring = before.split('"""')[1]
+        assert after.startswith(f'"""{docstring}"""\n')  # the hand-written docstring stays
+        loaded = subprocess.run(
+            [sys.executable, "-c", "import orchestrator.cli as c; print(c.added_name)"],
+            cwd=clone.parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert loaded.stdout == "added\n"
+
+    def test_a_new_package_and_subpackage_get_facades(self, clone: Path) -> None:
+        """Packages are found on disk: one made after the script was written gets its facade,
+        and so does a package inside it."""
+        inner = clone / "fresh" / "inner"
+        inner.mkdir(parents=True)
+        (clone / "fresh" / "__init__.py").write_text('"""A package the script never heard of."""\n')
+        (clone / "fresh" / "_thing.py").write_text(
+            '__all__ = ["Thing"]\n\n\nclass Thing:\n    pass\n'
+        )
+        (inner / "__init__.py").write_text('"""Inside it."""\n')
+        (inner / "_deep.py").write_text(
+            '__all__ = ["deep"]\n\n\ndef deep() -> int:\n    return 1\n'
+        )
+        (inner / "public.py").write_text('__all__ = ["not_in_the_facade"]\nnot_in_the_facade = 1\n')
+
+        assert run_facades("--check", "--root", clone).returncode == 1
+        assert run_facades("--root", clone).returncode == 0
+        code = (
+            "import sys, orchestrator.fresh as f, orchestrator.fresh.inner as i; "
+            "print(f.__all__, i.__all__, 'orchestrator.fresh.inner._deep' in sys.modules, "
+            "i.deep(), f.Thing.__name__)"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=clone.parent, capture_output=True, text=True
+        )
+        assert done.stdout == "['Thing'] ['deep'] False 1 Thing\n", done.stderr
+
+    def test_lines_above_the_marker_are_kept(self, clone: Path) -> None:
+        facade = clone / "cli" / "__init__.py"
+        head, marker, rest = facade.read_text().partition("# Below: written by scripts/facades")
+        facade.write_text(f"{head}# Kept: a hand-written note.\n\n{marker}{rest}junk = 1\n")
+
+        assert run_facades("--root", clone).returncode == 0
+        text = facade.read_text()
+        assert "# Kept: a hand-written note.\n" in text
+        assert "junk" not in text
+
+    def test_a_name_in_two_modules_is_refused(self, clone: Path) -> None:
+        self.add_to_all(clone / "cli" / "_main.py", "render_tree")
+        done = run_facades("--check", "--root", clone)
+        assert done.returncode == 2
+        assert "'render_tree' is in the __all__ of both ._console and ._main" in done.stderr

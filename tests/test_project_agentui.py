@@ -18,13 +18,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatDeltaAction,
     ChatErrorAction,
-    ChatInteractivity,
-    ChatOrigin,
     ChatResponsePartAction,
-    ChatSummary,
     ChatToolCallApprovedAction,
     ChatToolCallCompleteAction,
     ChatToolCallContentChangedAction,
@@ -35,12 +32,17 @@ from orchestrator.ahp import (
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
+    SessionChatAddedAction,
+)
+from orchestrator.ahp.state import (
+    ChatInteractivity,
+    ChatOrigin,
+    ChatSummary,
     ErrorInfo,
     MarkdownResponsePart,
     Message,
     MessageKind,
     MessageOrigin,
-    SessionChatAddedAction,
     SessionStatus,
     SystemNotificationResponsePart,
     ToolCallCancellationReason,

@@ -12,7 +12,7 @@ from typing import TypeVar
 import trio
 import trio.testing
 
-from orchestrator.ahp import ChatInputRequestedAction
+from orchestrator.ahp.actions import ChatInputRequestedAction
 from orchestrator.core import ApprovalRequested
 from orchestrator.protocols import (
     Control,

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings, target
 from hypothesis import event as note_event
 from hypothesis import strategies as st
 
-from orchestrator.ahp import ChatErrorAction, ChatTurnStartedAction
+from orchestrator.ahp.actions import ChatErrorAction, ChatTurnStartedAction
 from orchestrator.base import RunError, RunInputError
 from orchestrator.core import ApprovalRequested, TeamState
 from orchestrator.protocols import (

@@ -31,12 +31,12 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatToolCallCompleteAction,
     ChatToolCallReadyAction,
     ChatTurnCancelledAction,
-    ToolResultTextContent,
 )
+from orchestrator.ahp.state import ToolResultTextContent
 from orchestrator.base import TeamFileError
 from orchestrator.core import RunFinished, RunStatus
 from orchestrator.runtime import (

@@ -8,7 +8,7 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.ahp import (
+from orchestrator.ahp.state import (
     ActiveTurn,
     ChatState,
     ErrorInfo,

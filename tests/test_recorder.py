@@ -8,15 +8,8 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.ahp import (
-    ActionOrigin,
-    ChatTurnCancelledAction,
-    ChatTurnStartedAction,
-    Message,
-    MessageKind,
-    MessageOrigin,
-    Turn,
-)
+from orchestrator.ahp.actions import ActionOrigin, ChatTurnCancelledAction, ChatTurnStartedAction
+from orchestrator.ahp.state import Message, MessageKind, MessageOrigin, Turn
 from orchestrator.base import FactLogError
 from orchestrator.core import Action, Fact, TeamState
 from orchestrator.runtime import EventTicket, FactBus, MemoryFactLog, Recorder, Ticket

@@ -25,9 +25,8 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.ahp import (
-    ChatInputRequestedAction,
-    ChatTurnStartedAction,
+from orchestrator.ahp.actions import ChatInputRequestedAction, ChatTurnStartedAction
+from orchestrator.ahp.state import (
     InputRequestResponsePart,
     MarkdownResponsePart,
     SystemNotificationResponsePart,

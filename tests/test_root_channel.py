@@ -21,19 +21,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from trio_websocket import ConnectionClosed, wrap_client_stream
 
-from orchestrator.ahp import (
+from orchestrator.ahp import reduce_root, session_status, structure_action, structure_as
+from orchestrator.ahp.commands import (
+    SessionAddedParams,
+    SessionRemovedParams,
+    SessionSummaryChangedParams,
+)
+from orchestrator.ahp.state import (
     ChatSummary,
     RootState,
-    SessionAddedParams,
     SessionLifecycle,
-    SessionRemovedParams,
     SessionState,
     SessionStatus,
-    SessionSummaryChangedParams,
-    reduce_root,
-    session_status,
-    structure_action,
-    structure_as,
 )
 from orchestrator.base import evolve
 from orchestrator.core import Fact, TeamState

@@ -16,28 +16,34 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orchestrator.ahp import (
-    AgentInfo,
-    ConfigSchema,
-    PartialSessionSummary,
-    RootAction,
-    RootActiveSessionsChangedAction,
-    RootAgentsChangedAction,
-    RootConfigChangedAction,
-    RootConfigState,
-    RootState,
-    SessionAddedParams,
-    SessionRemovedParams,
-    SessionStatus,
-    SessionSummaryChangedParams,
-    SessionTitleChangedAction,
-    StateAction,
-    UnknownAction,
     _root_reducer,
     reduce_root,
     structure_action,
     structure_as,
     unstructure,
     wire_name,
+)
+from orchestrator.ahp.actions import (
+    RootAction,
+    RootActiveSessionsChangedAction,
+    RootAgentsChangedAction,
+    RootConfigChangedAction,
+    SessionTitleChangedAction,
+    StateAction,
+    UnknownAction,
+)
+from orchestrator.ahp.commands import (
+    PartialSessionSummary,
+    SessionAddedParams,
+    SessionRemovedParams,
+    SessionSummaryChangedParams,
+)
+from orchestrator.ahp.state import (
+    AgentInfo,
+    ConfigSchema,
+    RootConfigState,
+    RootState,
+    SessionStatus,
 )
 
 from . import strategies

@@ -19,19 +19,12 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.ahp import (
+from orchestrator.ahp import summary_of
+from orchestrator.ahp.actions import (
     ChatDeltaAction,
     ChatErrorAction,
-    ChatInputAnswered,
-    ChatInputBooleanAnswerValue,
-    ChatInputBooleanQuestion,
     ChatInputCompletedAction,
-    ChatInputMultiSelectQuestion,
-    ChatInputNumberAnswerValue,
-    ChatInputNumberQuestion,
-    ChatInputOption,
     ChatInputRequestedAction,
-    ChatInputSelectedManyAnswerValue,
     ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
     ChatResponsePartAction,
@@ -43,9 +36,19 @@ from orchestrator.ahp import (
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
-    MessageKind,
     SessionChatAddedAction,
     SessionChatUpdatedAction,
+)
+from orchestrator.ahp.state import (
+    ChatInputAnswered,
+    ChatInputBooleanAnswerValue,
+    ChatInputBooleanQuestion,
+    ChatInputMultiSelectQuestion,
+    ChatInputNumberAnswerValue,
+    ChatInputNumberQuestion,
+    ChatInputOption,
+    ChatInputSelectedManyAnswerValue,
+    MessageKind,
     SystemNotificationResponsePart,
     ToolCallCancelledState,
     ToolCallResponsePart,
@@ -53,7 +56,6 @@ from orchestrator.ahp import (
     ToolResultSubagentContent,
     Turn,
     UserChatOrigin,
-    summary_of,
 )
 from orchestrator.base import FactLogError, RunError, TeamFileError
 from orchestrator.core import (

@@ -25,23 +25,16 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.ahp import (
-    TURN_ENDS,
+from orchestrator.ahp import TURN_ENDS, reduce_chat, reduce_session, validate_chat_action
+from orchestrator.ahp.actions import (
     ChatAction,
-    ChatState,
     SessionAction,
     SessionChatAddedAction,
     SessionChatRemovedAction,
     SessionChatUpdatedAction,
-    SessionLifecycle,
-    SessionState,
-    SessionStatus,
-    Turn,
     UnknownAction,
-    reduce_chat,
-    reduce_session,
-    validate_chat_action,
 )
+from orchestrator.ahp.state import ChatState, SessionLifecycle, SessionState, SessionStatus, Turn
 from orchestrator.base import IllegalTransitionError, evolve
 from orchestrator.core import (
     FINISHED_TASK_STATUSES,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.ahp import ChatDraftChangedAction, SessionTitleChangedAction
+from orchestrator.ahp.actions import ChatDraftChangedAction, SessionTitleChangedAction
 from orchestrator.base import IllegalTransitionError
 from orchestrator.core import (
     Action,

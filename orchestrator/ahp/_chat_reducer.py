@@ -46,7 +46,17 @@ from typing import Any, Final, TypeAlias
 
 from orchestrator.base import evolve, registrar
 
-from ._actions import (
+from ._tool_call_builders import TOOL_CALL_BUILDERS, force_cancel
+from ._tool_call_lifecycle import (
+    BLOCKING_TOOL_CALL_STATUSES,
+    EVENTS_THAT_REFRESH_STATUS,
+    TOOL_CALL_TRANSITIONS,
+    ToolCallAction,
+    next_tool_call_status,
+    tool_call_event,
+    tool_call_status,
+)
+from .actions import (
     ChatAction,
     ChatActivityChangedAction,
     ChatDeltaAction,
@@ -80,7 +90,7 @@ from ._actions import (
     ChatWorkingDirectorySetAction,
     UnknownAction,
 )
-from ._state import (
+from .state import (
     ActiveTurn,
     ChatInputAnswer,
     ChatState,
@@ -97,16 +107,6 @@ from ._state import (
     ToolCallStreamingState,
     Turn,
     TurnState,
-)
-from ._tool_call_builders import TOOL_CALL_BUILDERS, force_cancel
-from ._tool_call_lifecycle import (
-    BLOCKING_TOOL_CALL_STATUSES,
-    EVENTS_THAT_REFRESH_STATUS,
-    TOOL_CALL_TRANSITIONS,
-    ToolCallAction,
-    next_tool_call_status,
-    tool_call_event,
-    tool_call_status,
 )
 
 __all__ = ["TURN_ENDS", "find_part", "part_id", "reduce_chat", "summary_status"]

@@ -10,7 +10,7 @@ a fresh snapshot. The semantics are the upstream TypeScript ``rootReducer``'s; t
 ``protocols/ahp/test-cases/reducers`` with ``"reducer": "root"`` pin them down.
 
 * :func:`reduce_root` is total and pure: no IO, no clock, no trio. An action of any other
-  type (a chat or session action, an :class:`~orchestrator.ahp._actions.UnknownAction`) is a
+  type (a chat or session action, an :class:`~orchestrator.ahp.actions.UnknownAction`) is a
   no-op, as is ``root/configChanged`` on a state with no configuration (values without a schema
   mean nothing). A no-op returns the *same* ``state`` object, and so does an action that sets
   what is already set.
@@ -26,14 +26,14 @@ from typing import Any
 
 from orchestrator.base import evolve, registrar
 
-from ._actions import (
+from .actions import (
     RootActiveSessionsChangedAction,
     RootAgentsChangedAction,
     RootConfigChangedAction,
     RootTerminalsChangedAction,
     StateAction,
 )
-from ._state import RootState
+from .state import RootState
 
 __all__ = ["reduce_root"]
 

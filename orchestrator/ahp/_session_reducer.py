@@ -44,7 +44,8 @@ import attrs
 
 from orchestrator.base import LocalProtocolError, evolve
 
-from ._actions import (
+from ._unknown import UnknownVariant
+from .actions import (
     ChatSummaryChanges,
     SessionActiveClientRemovedAction,
     SessionActiveClientSetAction,
@@ -75,7 +76,7 @@ from ._actions import (
     SessionWorkingDirectorySetAction,
     StateAction,
 )
-from ._state import (
+from .state import (
     ChatState,
     ChatSummary,
     Customization,
@@ -93,7 +94,6 @@ from ._state import (
     UnknownCustomization,
     UnknownSessionInputRequest,
 )
-from ._unknown import UnknownVariant
 
 __all__ = [
     "chat_summary_action",
@@ -572,7 +572,7 @@ def reduce_session(state: SessionState, action: StateAction, *, now: str) -> Ses
     """Apply one action to a session's state and return the new state.
 
     Accepts any state action: ``session/*`` actions follow the upstream session reducer; any
-    other action (a chat action, an :class:`~orchestrator.ahp._actions.UnknownAction`) is a
+    other action (a chat action, an :class:`~orchestrator.ahp.actions.UnknownAction`) is a
     no-op. Every no-op returns ``state`` itself. ``now`` (ISO 8601) is unused: no session action
     stamps a time, but the signature matches the chat reducer's so a runtime can fold both alike.
     """

@@ -17,7 +17,8 @@ from typing import Any, Final, TypeAlias, TypeVar
 
 from orchestrator.base import evolve
 
-from ._actions import (
+from ._tool_call_lifecycle import ToolCallEvent, ToolCallStatus
+from .actions import (
     ChatToolCallApprovedAction,
     ChatToolCallAuthRequiredAction,
     ChatToolCallAuthResolvedAction,
@@ -28,7 +29,7 @@ from ._actions import (
     ChatToolCallReadyAction,
     ChatToolCallResultConfirmedAction,
 )
-from ._state import (
+from .state import (
     ConfirmationOption,
     StringOrMarkdown,
     ToolCallAuthRequiredState,
@@ -45,7 +46,6 @@ from ._state import (
     ToolCallStreamingState,
     UnknownToolCallContributor,
 )
-from ._tool_call_lifecycle import ToolCallEvent, ToolCallStatus
 
 __all__ = ["TOOL_CALL_BUILDERS", "force_cancel"]
 

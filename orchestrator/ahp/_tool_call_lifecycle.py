@@ -19,7 +19,7 @@ import types
 from collections.abc import Mapping
 from typing import Final, TypeAlias
 
-from ._actions import (
+from .actions import (
     ChatToolCallApprovedAction,
     ChatToolCallAuthRequiredAction,
     ChatToolCallAuthResolvedAction,
@@ -30,7 +30,7 @@ from ._actions import (
     ChatToolCallReadyAction,
     ChatToolCallResultConfirmedAction,
 )
-from ._state import ToolCallMcpContributor, ToolCallState
+from .state import ToolCallMcpContributor, ToolCallState
 
 __all__ = [
     "BLOCKING_TOOL_CALL_STATUSES",
@@ -47,7 +47,7 @@ __all__ = [
 
 
 class ToolCallStatus(enum.StrEnum):
-    """The ``status`` of a :data:`~orchestrator.ahp._state.ToolCallState`."""
+    """The ``status`` of a :data:`~orchestrator.ahp.state.ToolCallState`."""
 
     STREAMING = "streaming"
     PENDING_CONFIRMATION = "pending-confirmation"

@@ -23,8 +23,8 @@ the action met ("tool call running", "no active turn", "turn 'turn-1' active").
 *state a value* rather than *make a change*, so that saying it twice is harmless and refusing
 the second would turn two writers agreeing (two clients, or the runtime re-asserting) into an
 error. They are still refused when what they address does not exist (``chat/usage`` of a turn
-that is not active, reordering a queue that is empty). The session side works the same way
-(:data:`IDEMPOTENT_SESSION_ACTIONS`).
+that is not active, reordering a queue that is empty). The session side works the same way,
+in :mod:`._validate_session`; this module checks chat actions.
 
 Validation is pure and cheap: one table lookup and, for the no-op test, one reduction whose
 result shares every unchanged sub-tree with the state, so the equality test stops at the first
@@ -41,7 +41,16 @@ from typing import Any, Final, NoReturn, TypeAlias
 
 from orchestrator.base import IllegalTransitionError, registrar
 
-from ._actions import (
+from ._chat_reducer import find_part, part_id, reduce_chat
+from ._tool_call_lifecycle import (
+    TOOL_CALL_TRANSITIONS,
+    ToolCallAction,
+    ToolCallEvent,
+    tool_call_event,
+    tool_call_guard,
+    tool_call_status,
+)
+from .actions import (
     ChatAction,
     ChatDeltaAction,
     ChatErrorAction,
@@ -68,24 +77,9 @@ from ._actions import (
     ChatTurnsLoadedAction,
     ChatTurnStartedAction,
     ChatUsageAction,
-    SessionAction,
-    SessionActiveClientRemovedAction,
-    SessionChatRemovedAction,
-    SessionChatUpdatedAction,
-    SessionConfigChangedAction,
-    SessionCustomizationRemovedAction,
-    SessionCustomizationToggledAction,
-    SessionDefaultChatChangedAction,
-    SessionInputNeededRemovedAction,
-    SessionInputNeededSetAction,
-    SessionMcpServerStartRequestedAction,
-    SessionMcpServerStateChangedAction,
-    SessionMcpServerStopRequestedAction,
     UnknownAction,
 )
-from ._chat_reducer import find_part, part_id, reduce_chat
-from ._session_reducer import reduce_session
-from ._state import (
+from .state import (
     ActiveTurn,
     ChatInputAnswer,
     ChatInputAnswered,
@@ -99,37 +93,20 @@ from ._state import (
     ChatState,
     InputRequestResponsePart,
     MarkdownResponsePart,
-    McpServerCustomization,
     PendingMessageKind,
     ReasoningResponsePart,
     ResponsePart,
-    SessionState,
     ToolCallResponsePart,
     UnknownChatInputQuestion,
-    UnknownChildCustomization,
-    UnknownCustomization,
-    UnknownSessionInputRequest,
 )
-from ._tool_call_lifecycle import (
-    TOOL_CALL_TRANSITIONS,
-    ToolCallAction,
-    ToolCallEvent,
-    tool_call_event,
-    tool_call_guard,
-    tool_call_status,
-)
-from ._unknown import UnknownVariant
 
 __all__ = [
     "IDEMPOTENT_CHAT_ACTIONS",
-    "IDEMPOTENT_SESSION_ACTIONS",
     "TURN_TRANSITIONS",
     "TurnPhase",
     "answer_problem",
     "describe_chat_state",
-    "describe_session_state",
     "validate_chat_action",
-    "validate_session_action",
 ]
 
 
@@ -198,34 +175,6 @@ IDEMPOTENT_CHAT_ACTIONS: Final[Mapping[str, str]] = types.MappingProxyType(
     }
 )
 """Chat action types accepted even when they change nothing: type → why."""
-
-IDEMPOTENT_SESSION_ACTIONS: Final[Mapping[str, str]] = types.MappingProxyType(
-    {
-        "session/titleChanged": "sets the title",
-        "session/isReadChanged": "sets a flag",
-        "session/isArchivedChanged": "sets a flag",
-        "session/activityChanged": "sets the activity text",
-        "session/metaChanged": "sets _meta",
-        "session/configChanged": "merges or replaces config values",
-        "session/serverToolsChanged": "replaces the server's tools",
-        "session/changesetsChanged": "replaces the changeset catalogue",
-        "session/customizationsChanged": "replaces the customizations",
-        "session/customizationUpdated": "upserts a customization",
-        "session/customizationToggled": "sets a flag",
-        "session/activeClientSet": "upserts an active client (clients re-announce themselves)",
-        "session/workingDirectorySet": "adds to a set; the protocol calls it idempotent",
-        "session/workingDirectoryRemoved": "removes from a set; the protocol calls it idempotent",
-        "session/defaultChatChanged": "sets the default chat",
-        "session/chatAdded": "upserts a catalog entry",
-        "session/chatUpdated": "sets summary fields (the runtime mirrors every chat change)",
-        "session/inputNeededSet": "upserts an input-needed entry",
-        "session/mcpServerStateChanged": "sets an MCP server's state",
-        "session/mcpServerStartRequested": "a request to the host, not a change of state",
-        "session/mcpServerStopRequested": "a request to the host, not a change of state",
-        "session/ready": "declares the session ready",
-    }
-)
-"""Session action types accepted even when they change nothing: type → why."""
 
 
 # ─── Describing the state an action met ──────────────────────────────────────
@@ -711,100 +660,3 @@ def _describe_target(state: ChatState, tool_call_id: str | None) -> str:
             ):
                 return f"tool call {part.tool_call.status}"
     return describe_chat_state(state)
-
-
-# ─── Session ─────────────────────────────────────────────────────────────────
-
-
-def describe_session_state(state: SessionState) -> str:
-    """The session's lifecycle as an error reports it: ``session ready``, ``session creating``."""
-    return f"session {state.lifecycle}"
-
-
-def _customization_ids(state: SessionState) -> dict[str, bool]:
-    """Every customization id, top-level or child, → whether it is an MCP server."""
-    ids: dict[str, bool] = {}
-    # A customization of a type we do not model is no action's target (the reducer skips it).
-    for entry in state.customizations or ():
-        if isinstance(entry, UnknownCustomization):
-            continue
-        ids.setdefault(entry.id, isinstance(entry, McpServerCustomization))
-        if not isinstance(entry, McpServerCustomization):
-            for child in entry.children or ():
-                if not isinstance(child, UnknownChildCustomization):
-                    ids.setdefault(child.id, isinstance(child, McpServerCustomization))
-    return ids
-
-
-def _session_target_missing(state: SessionState, action: SessionAction) -> str | None:
-    """What ``action`` names that the session does not have (or must not name), or None."""
-    match action:
-        case SessionChatRemovedAction(chat=chat) | SessionChatUpdatedAction(chat=chat):
-            pass
-        case SessionDefaultChatChangedAction(default_chat=str() as chat):
-            pass
-        case SessionInputNeededSetAction(request=request):
-            if isinstance(request, UnknownSessionInputRequest):
-                return f"an input-needed request of kind {request.kind!r} is not one we know"
-            chat = request.chat
-        case SessionInputNeededRemovedAction(id=entry_id):
-            known = (e for e in state.input_needed or () if not isinstance(e, UnknownVariant))
-            if all(entry.id != entry_id for entry in known):
-                return f"there is no input-needed entry {entry_id!r}"
-            return None
-        case SessionActiveClientRemovedAction(client_id=client_id):
-            if all(client.client_id != client_id for client in state.active_clients):
-                return f"there is no active client {client_id!r}"
-            return None
-        case (
-            SessionCustomizationToggledAction(id=custom_id)
-            | SessionCustomizationRemovedAction(id=custom_id)
-        ):
-            if custom_id not in _customization_ids(state):
-                return f"there is no customization {custom_id!r}"
-            return None
-        case (
-            SessionMcpServerStateChangedAction(id=server_id)
-            | SessionMcpServerStartRequestedAction(id=server_id)
-            | SessionMcpServerStopRequestedAction(id=server_id)
-        ):
-            if not _customization_ids(state).get(server_id, False):
-                return f"there is no MCP server {server_id!r}"
-            return None
-        case SessionConfigChangedAction():
-            return None if state.config is not None else "the session has no configuration"
-        case _:
-            return None
-    if state.chats.find(chat) is None:
-        return f"the session has no chat {chat!r}"
-    return None
-
-
-def validate_session_action(
-    state: SessionState, action: SessionAction | UnknownAction, *, channel: str
-) -> None:
-    """Refuse ``action`` on session ``channel`` if it names what is not there or changes nothing.
-
-    The same principle as :func:`validate_chat_action`: an action that names a chat, client,
-    customization, MCP server or input-needed entry the session does not have is refused (a
-    default chat or an input-needed entry must name a chat of the catalog: the invariants of
-    :class:`SessionState`), and so is one that would leave the state unchanged, unless its type
-    is in :data:`IDEMPOTENT_SESSION_ACTIONS`.
-    """
-    where = describe_session_state(state)
-    if isinstance(action, UnknownAction):
-        reason = f"{action.type!r} is not a session action this server knows"
-        raise IllegalTransitionError(reason, action_type=action.type, channel=channel, state=where)
-    missing = _session_target_missing(state, action)
-    if missing is not None:
-        raise IllegalTransitionError(missing, action_type=action.type, channel=channel, state=where)
-    if action.type in IDEMPOTENT_SESSION_ACTIONS:
-        return
-    reduced = reduce_session(state, action, now="")
-    if reduced is state:  # no-op returns the same object, as for chats
-        raise IllegalTransitionError(
-            "the action would not change the session",
-            action_type=action.type,
-            channel=channel,
-            state=where,
-        )

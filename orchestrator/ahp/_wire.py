@@ -1,7 +1,7 @@
 """The AHP wire format: the one cattrs converter for the root, session and chat channels.
 
-Everything that knows how AHP looks as JSON is here; the models in :mod:`._state` and
-:mod:`._actions` are plain data. The rules:
+Everything that knows how AHP looks as JSON is here; the models in :mod:`.state` and
+:mod:`.actions` are plain data. The rules:
 
 * Keys are camelCase (``tool_call_id`` ↔ ``toolCallId``), ``meta`` ↔ ``_meta``, except
   :class:`ProtectedResourceMetadata`, whose RFC 9728 keys are snake_case on the wire too.
@@ -55,8 +55,9 @@ from cattrs.gen import (
 
 from orchestrator.base import KeyedVector, PeerProtocolError
 
-from . import _actions, _commands, _state
-from ._actions import (
+from . import actions, commands, state
+from ._unknown import UnknownVariant, WireObject
+from .actions import (
     ActionEnvelope,
     ChatAction,
     ChatToolCallConfirmedAction,
@@ -64,7 +65,7 @@ from ._actions import (
     SessionAction,
     StateAction,
 )
-from ._commands import (
+from .commands import (
     ChatSource,
     JsonRpcErrorResponse,
     JsonRpcMessage,
@@ -74,7 +75,7 @@ from ._commands import (
     ReconnectResult,
     Snapshot,
 )
-from ._state import (
+from .state import (
     ChatCatalog,
     ChatInputAnswer,
     ChatInputAnswerValue,
@@ -103,7 +104,6 @@ from ._state import (
     ToolCallState,
     ToolResultContent,
 )
-from ._unknown import UnknownVariant, WireObject
 
 __all__ = [
     "json_type",
@@ -123,7 +123,7 @@ T = TypeVar("T")
 _SESSION_STATUS_LIMIT: Final = 1 << 32
 _MAX_LISTED_CHOICES: Final = 12
 _MAX_SHOWN: Final = 60
-_MODEL_MODULES: Final = frozenset({_state.__name__, _actions.__name__, _commands.__name__})
+_MODEL_MODULES: Final = frozenset({state.__name__, actions.__name__, commands.__name__})
 _SNAKE_CASE_ON_WIRE: Final[frozenset[type]] = frozenset({ProtectedResourceMetadata})
 
 

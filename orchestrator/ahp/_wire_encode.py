@@ -36,7 +36,7 @@ from typing import Any, Final
 import attrs
 from cattrs.fns import identity
 
-from . import _state
+from . import state
 from ._unknown import UnknownVariant
 from ._wire import (
     _converter,
@@ -62,13 +62,13 @@ def _code_of(hook: object) -> object:
 
 
 #: The converter's hooks recognised by their code (they are closures made per type).
-_MODEL_CODE: Final = _code_of(_converter.get_unstructure_hook(_state.ChatSummary))
+_MODEL_CODE: Final = _code_of(_converter.get_unstructure_hook(state.ChatSummary))
 _ENUM_CODE: Final = _code_of(_converter.get_unstructure_hook(_Probe))
 _LITERAL_CODE: Final = _code_of(_converter.get_unstructure_hook(typing.Literal["probe"]))
-_OPTIONAL_CODE: Final = _code_of(_converter.get_unstructure_hook(_state.ChatSummary | None))
-_ITERABLE_CODE: Final = _code_of(_converter.get_unstructure_hook(tuple[_state.ChatSummary, ...]))
-_UNION: Final = _converter.get_unstructure_hook(_state.ResponsePart)  # a bound method: ==
-_KEYED: Final = _converter.get_unstructure_hook(_state.ResponseParts)
+_OPTIONAL_CODE: Final = _code_of(_converter.get_unstructure_hook(state.ChatSummary | None))
+_ITERABLE_CODE: Final = _code_of(_converter.get_unstructure_hook(tuple[state.ChatSummary, ...]))
+_UNION: Final = _converter.get_unstructure_hook(state.ResponsePart)  # a bound method: ==
+_KEYED: Final = _converter.get_unstructure_hook(state.ResponseParts)
 
 
 _ANY: Final = _converter.get_unstructure_hook(Any)  # the converter's own dispatch

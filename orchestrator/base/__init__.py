@@ -4,147 +4,68 @@ the input gate every JSON from outside passes, and compact JSON.
 Pure: no trio, no IO.
 """
 
+# Below: written by scripts/facades from the modules' __all__. Run it; do not edit.
+
 from typing import TYPE_CHECKING
 
-from ._lazy import lazy_facade
-
 if TYPE_CHECKING:
-    from ._by_class import registrar, resolve_subclass
-    from ._clock import now_timestamp, parse_timestamp, timestamp, utc_now
-    from ._compact_json import compact_dumps
-    from ._errors import (
-        ConfigError,
-        FactLogError,
-        IllegalTransitionError,
-        LocalProtocolError,
-        ModelError,
-        ModelRequestError,
-        ModelStreamError,
-        OrchestratorError,
-        PeerProtocolError,
-        ProtocolError,
-        RpcError,
-        RunError,
-        RunInputError,
-        ScheduleError,
-        SessionExistsError,
-        SessionLimitError,
-        TeamFileError,
-        UnavailableError,
-    )
-    from ._evolve import evolve, slot_init
-    from ._input_gate import (
-        JSON_LIMITS,
-        JsonLimits,
-        clean_text,
-        parse_json,
-        parse_json_counted,
-        text_problem,
-    )
-    from ._keyed import KeyedVector
-    from ._redact import (
-        MIN_SECRET_CHARS,
-        REDACTED,
-        SENSITIVE_HEADERS,
-        SENSITIVE_KEYS,
-        forget_secrets,
-        redact_text,
-        register_secret,
-        registered_secrets,
-    )
+    from ._by_class import *  # noqa: F403
+    from ._clock import *  # noqa: F403
+    from ._compact_json import *  # noqa: F403
+    from ._errors import *  # noqa: F403
+    from ._evolve import *  # noqa: F403
+    from ._input_gate import *  # noqa: F403
+    from ._keyed import *  # noqa: F403
+    from ._lazy import *  # noqa: F403
+    from ._redact import *  # noqa: F403
+else:
+    from ._lazy import lazy_facade
 
-__all__ = [
-    "JSON_LIMITS",
-    "MIN_SECRET_CHARS",
-    "REDACTED",
-    "SENSITIVE_HEADERS",
-    "SENSITIVE_KEYS",
-    "ConfigError",
-    "FactLogError",
-    "IllegalTransitionError",
-    "JsonLimits",
-    "KeyedVector",
-    "LocalProtocolError",
-    "ModelError",
-    "ModelRequestError",
-    "ModelStreamError",
-    "OrchestratorError",
-    "PeerProtocolError",
-    "ProtocolError",
-    "RpcError",
-    "RunError",
-    "RunInputError",
-    "ScheduleError",
-    "SessionExistsError",
-    "SessionLimitError",
-    "TeamFileError",
-    "UnavailableError",
-    "clean_text",
-    "compact_dumps",
-    "evolve",
-    "forget_secrets",
-    "lazy_facade",
-    "now_timestamp",
-    "parse_json",
-    "parse_json_counted",
-    "parse_timestamp",
-    "redact_text",
-    "register_secret",
-    "registered_secrets",
-    "registrar",
-    "resolve_subclass",
-    "slot_init",
-    "text_problem",
-    "timestamp",
-    "utc_now",
-]
-
-if not TYPE_CHECKING:
-    __getattr__, __dir__ = lazy_facade(
+    __all__, __getattr__, __dir__ = lazy_facade(
         __name__,
         {
-            "._by_class": ("registrar", "resolve_subclass"),
-            "._clock": ("now_timestamp", "parse_timestamp", "timestamp", "utc_now"),
-            "._compact_json": ("compact_dumps",),
-            "._redact": (
-                "MIN_SECRET_CHARS",
-                "REDACTED",
-                "SENSITIVE_HEADERS",
-                "SENSITIVE_KEYS",
-                "forget_secrets",
-                "redact_text",
-                "register_secret",
-                "registered_secrets",
-            ),
-            "._errors": (
-                "ConfigError",
-                "FactLogError",
-                "IllegalTransitionError",
-                "LocalProtocolError",
-                "ModelError",
-                "ModelRequestError",
-                "ModelStreamError",
-                "OrchestratorError",
-                "PeerProtocolError",
-                "ProtocolError",
-                "RpcError",
-                "RunError",
-                "RunInputError",
-                "ScheduleError",
-                "SessionExistsError",
-                "SessionLimitError",
-                "TeamFileError",
-                "UnavailableError",
-            ),
-            "._evolve": ("evolve", "slot_init"),
-            "._input_gate": (
-                "JSON_LIMITS",
-                "JsonLimits",
-                "clean_text",
-                "parse_json",
-                "parse_json_counted",
-                "text_problem",
-            ),
-            "._keyed": ("KeyedVector",),
+            "ConfigError": "._errors",
+            "FactLogError": "._errors",
+            "IllegalTransitionError": "._errors",
+            "JSON_LIMITS": "._input_gate",
+            "JsonLimits": "._input_gate",
+            "KeyedVector": "._keyed",
+            "LocalProtocolError": "._errors",
+            "MIN_SECRET_CHARS": "._redact",
+            "ModelError": "._errors",
+            "ModelRequestError": "._errors",
+            "ModelStreamError": "._errors",
+            "OrchestratorError": "._errors",
+            "PeerProtocolError": "._errors",
+            "ProtocolError": "._errors",
+            "REDACTED": "._redact",
+            "RpcError": "._errors",
+            "RunError": "._errors",
+            "RunInputError": "._errors",
+            "SENSITIVE_HEADERS": "._redact",
+            "SENSITIVE_KEYS": "._redact",
+            "ScheduleError": "._errors",
+            "SessionExistsError": "._errors",
+            "SessionLimitError": "._errors",
+            "TeamFileError": "._errors",
+            "UnavailableError": "._errors",
+            "clean_text": "._input_gate",
+            "compact_dumps": "._compact_json",
+            "evolve": "._evolve",
+            "forget_secrets": "._redact",
+            "lazy_facade": "._lazy",
+            "now_timestamp": "._clock",
+            "parse_json": "._input_gate",
+            "parse_json_counted": "._input_gate",
+            "parse_timestamp": "._clock",
+            "redact_text": "._redact",
+            "register_secret": "._redact",
+            "registered_secrets": "._redact",
+            "registrar": "._by_class",
+            "resolve_subclass": "._by_class",
+            "slot_init": "._evolve",
+            "text_problem": "._input_gate",
+            "timestamp": "._clock",
+            "utc_now": "._clock",
         },
     )

@@ -1,29 +1,24 @@
 """The command line (``orchestrator ...``), the live console, and the teammates client."""
 
+# Below: written by scripts/facades from the modules' __all__. Run it; do not edit.
+
 from typing import TYPE_CHECKING
 
-from orchestrator.base import lazy_facade
-
 if TYPE_CHECKING:
-    from ._approval_mode import ApprovalMode
-    from ._console import TeamConsole, asker_text, describe_fact, render_tree
-    from ._main import main
+    from ._approval_mode import *  # noqa: F403
+    from ._console import *  # noqa: F403
+    from ._main import *  # noqa: F403
+else:
+    from orchestrator.base import lazy_facade
 
-__all__ = [
-    "ApprovalMode",
-    "TeamConsole",
-    "asker_text",
-    "describe_fact",
-    "main",
-    "render_tree",
-]
-
-if not TYPE_CHECKING:
-    __getattr__, __dir__ = lazy_facade(
+    __all__, __getattr__, __dir__ = lazy_facade(
         __name__,
         {
-            "._approval_mode": ("ApprovalMode",),
-            "._console": ("TeamConsole", "asker_text", "describe_fact", "render_tree"),
-            "._main": ("main",),
+            "ApprovalMode": "._approval_mode",
+            "TeamConsole": "._console",
+            "asker_text": "._console",
+            "describe_fact": "._console",
+            "main": "._main",
+            "render_tree": "._console",
         },
     )

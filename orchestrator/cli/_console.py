@@ -28,12 +28,12 @@ from rich.live import Live
 from rich.text import Text
 from rich.tree import Tree
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import ChatInputRequestedAction
+from orchestrator.ahp.state import (
     ChatInputBooleanQuestion,
     ChatInputMultiSelectQuestion,
     ChatInputNumberQuestion,
     ChatInputQuestion,
-    ChatInputRequestedAction,
     ChatInputResponseKind,
     ChatInputSingleSelectQuestion,
     ToolChatOrigin,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import attrs
 
-from orchestrator.ahp import ActionOrigin, StateAction
+from orchestrator.ahp.actions import ActionOrigin, StateAction
 
 from ._team_actions import TeamAction
 from ._teammate_actions import TeammateAction

@@ -19,6 +19,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from cattrs.preconf.json import make_converter
 
 from orchestrator import ahp
+from orchestrator.ahp.actions import ActionOrigin
 from orchestrator.base import PeerProtocolError, compact_dumps, parse_json
 
 from ._facts import Action, Fact
@@ -128,9 +129,9 @@ def decode_fact(data: object) -> Fact:
     )
 
 
-def _decode_origin(data: object) -> ahp.ActionOrigin:
+def _decode_origin(data: object) -> ActionOrigin:
     try:
-        return ahp.structure(data, ahp.ActionOrigin)
+        return ahp.structure(data, ActionOrigin)
     except PeerProtocolError as exc:
         raise PeerProtocolError(exc.message, path="$.origin" + exc.path.removeprefix("$")) from exc
 

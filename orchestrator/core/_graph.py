@@ -52,9 +52,8 @@ from typing import Any, Final
 import attrs
 import networkx as nx
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatErrorAction,
-    ChatOrigin,
     ChatToolCallApprovedAction,
     ChatToolCallCompleteAction,
     ChatToolCallContentChangedAction,
@@ -66,6 +65,9 @@ from orchestrator.ahp import (
     SessionChatAddedAction,
     SessionChatRemovedAction,
     SessionChatUpdatedAction,
+)
+from orchestrator.ahp.state import (
+    ChatOrigin,
     ToolChatOrigin,
     ToolResultContent,
     ToolResultSubagentContent,

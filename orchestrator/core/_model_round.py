@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from orchestrator.ahp import ChatState
+from orchestrator.ahp.state import ChatState
 from orchestrator.spec import ToolDefinition
 
 __all__ = [

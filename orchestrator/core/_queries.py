@@ -15,7 +15,7 @@ from typing import Any, overload
 
 import attrs
 
-from orchestrator.ahp import (
+from orchestrator.ahp.state import (
     ActiveTurn,
     ChatInputAnswerValue,
     ChatInputBooleanAnswerValue,

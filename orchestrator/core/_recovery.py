@@ -35,10 +35,9 @@ from typing import Any
 
 import attrs
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import ChatErrorAction, ChatInputCompletedAction
+from orchestrator.ahp.state import (
     ActiveTurn,
-    ChatErrorAction,
-    ChatInputCompletedAction,
     ChatInputResponseKind,
     ErrorInfo,
     InputRequestResponsePart,

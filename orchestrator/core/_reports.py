@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatPendingMessageRemovedAction,
     ChatResponsePartAction,
     ChatToolCallCompleteAction,
+)
+from orchestrator.ahp.state import (
     PendingMessageKind,
     SystemNotificationResponsePart,
     ToolCallResult,

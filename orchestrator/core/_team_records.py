@@ -21,7 +21,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 import attrs
 
-from orchestrator.ahp import ChatState, SessionState, Turn
+from orchestrator.ahp.state import ChatState, SessionState, Turn
 
 from ._facts import Action
 from ._team_actions import ApprovalDecision, ApprovalRequested, RunStatus, TaskStatus

@@ -11,7 +11,7 @@ tasks, approvals), and a fact is folded by routing its action to the reducer of 
   is the run's session and the session exists; ``session/chatAdded`` also creates the chat
   it announces, ``session/chatRemoved`` keeps its history readable;
 * ``team/*`` to one handler per action class (:data:`_HANDLERS`);
-* anything else (an :class:`~orchestrator.ahp._actions.UnknownAction`) to nothing.
+* anything else (an :class:`~orchestrator.ahp.actions.UnknownAction`) to nothing.
 
 The reducer is **total**, like the AHP reducers: it never raises for a well-typed action, it
 applies what the state can take and ignores what it cannot (a task, approval or run that does
@@ -41,21 +41,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
-from orchestrator.ahp import (
-    TURN_ENDS,
+from orchestrator.ahp import TURN_ENDS, reduce_chat, reduce_session
+from orchestrator.ahp.actions import (
     ChatAction,
-    ChatState,
     SessionAction,
     SessionChatAddedAction,
     SessionChatRemovedAction,
-    SessionLifecycle,
-    SessionState,
-    SessionStatus,
-    Turn,
     UnknownAction,
-    reduce_chat,
-    reduce_session,
 )
+from orchestrator.ahp.state import ChatState, SessionLifecycle, SessionState, SessionStatus, Turn
 from orchestrator.base import evolve, registrar
 
 from ._facts import Action

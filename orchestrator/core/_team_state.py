@@ -39,16 +39,9 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final, Generic, TypeVar
 
-from orchestrator.ahp import (
-    ChatState,
-    SessionChatUpdatedAction,
-    SessionState,
-    TurnState,
-    chat_summary_action,
-    reduce_chat,
-    reduce_session,
-    validate_chat_action,
-)
+from orchestrator.ahp import chat_summary_action, reduce_chat, reduce_session, validate_chat_action
+from orchestrator.ahp.actions import SessionChatUpdatedAction
+from orchestrator.ahp.state import ChatState, SessionState, TurnState
 
 from ._facts import Action, Fact
 from ._team_actions import FINISHED_TASK_STATUSES, TaskStatus

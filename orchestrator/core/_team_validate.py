@@ -29,7 +29,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeAlias
 
-from orchestrator.ahp import ChatAction, ChatState, UnknownAction, reduce_chat, validate_chat_action
+from orchestrator.ahp import reduce_chat, validate_chat_action
+from orchestrator.ahp.actions import ChatAction, UnknownAction
+from orchestrator.ahp.state import ChatState
 from orchestrator.base import IllegalTransitionError, registrar
 
 from ._facts import Action

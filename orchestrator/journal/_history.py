@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import trio
 
-from orchestrator.ahp import ChatState
+from orchestrator.ahp.state import ChatState
 from orchestrator.base import RunError
 from orchestrator.core import Action, Fact
 from orchestrator.runtime import FactBus, Recorder

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     import trio
 
-    from orchestrator.ahp import Turn
+    from orchestrator.ahp.state import Turn
     from orchestrator.base import FactLogError
     from orchestrator.core import Fact, TeamState
     from orchestrator.runtime import Ticket

@@ -96,7 +96,7 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.ahp import Turn
+from orchestrator.ahp.state import Turn
 from orchestrator.base import FactLogError
 from orchestrator.core import Fact, TeamState
 from orchestrator.runtime import EventTicket, Ticket, release_free_memory

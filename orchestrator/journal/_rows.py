@@ -26,12 +26,12 @@ from typing import Any, Final
 
 import attrs
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatTruncatedAction,
     ChatTurnStartedAction,
     SessionChatAddedAction,
-    Turn,
 )
+from orchestrator.ahp.state import Turn
 from orchestrator.base import compact_dumps
 from orchestrator.core import Fact, RunFinished, RunStarted, TeamState, decode_fact, fact_to_json
 from orchestrator.protocols import TURN_ENDS, turn_from_facts, turn_messages

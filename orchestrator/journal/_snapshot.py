@@ -65,7 +65,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from cattrs.preconf.json import make_converter
 
 from orchestrator import ahp
-from orchestrator.ahp import ChatState, ChatSummary, ResponsePart, SessionState, Turn
+from orchestrator.ahp.state import ChatState, ChatSummary, ResponsePart, SessionState, Turn
 from orchestrator.base import PeerProtocolError, evolve
 from orchestrator.core import (
     ApprovalRecord,

@@ -26,27 +26,29 @@ from typing import Any, Final
 
 import attrs
 
-from orchestrator.ahp import (
+from orchestrator.ahp import json_type
+from orchestrator.ahp.actions import (
     ChatDeltaAction,
     ChatErrorAction,
-    ChatInputRequest,
     ChatInputRequestedAction,
     ChatReasoningAction,
     ChatResponsePartAction,
-    ChatState,
     ChatToolCallCompleteAction,
     ChatToolCallDeniedAction,
     ChatToolCallReadyAction,
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
+)
+from orchestrator.ahp.state import (
+    ChatInputRequest,
+    ChatState,
     MarkdownResponsePart,
     ReasoningResponsePart,
     ToolCallResponsePart,
     ToolCallStreamingState,
     Turn,
     TurnState,
-    json_type,
     known_questions,
 )
 from orchestrator.base import JSON_LIMITS, JsonLimits, PeerProtocolError

@@ -17,17 +17,19 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from orchestrator.ahp import (
-    TURN_ENDS,
-    ActiveTurn,
+from orchestrator.ahp import TURN_ENDS, reduce_chat
+from orchestrator.ahp.actions import (
     ChatDeltaAction,
     ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
     ChatQueuedMessagesReorderedAction,
     ChatReasoningAction,
-    ChatState,
     ChatTruncatedAction,
     ChatTurnStartedAction,
+)
+from orchestrator.ahp.state import (
+    ActiveTurn,
+    ChatState,
     InputRequestResponsePart,
     MarkdownResponsePart,
     ReasoningResponsePart,
@@ -39,7 +41,6 @@ from orchestrator.ahp import (
     Turn,
     TurnState,
     known_questions,
-    reduce_chat,
 )
 from orchestrator.base import RunError, evolve
 from orchestrator.core import Action, Fact, turn_text

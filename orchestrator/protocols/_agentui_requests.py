@@ -21,13 +21,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from orchestrator.ahp import (
-    ChatInputAnswered,
-    ChatInputCompletedAction,
-    ChatInputRequestedAction,
-    ChatInputResponseKind,
-    known_questions,
-)
+from orchestrator.ahp.actions import ChatInputCompletedAction, ChatInputRequestedAction
+from orchestrator.ahp.state import ChatInputAnswered, ChatInputResponseKind, known_questions
 from orchestrator.core import (
     USER,
     ApprovalDecision,

@@ -17,14 +17,12 @@ from typing import Any
 
 import attrs
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatErrorAction,
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
-    StringOrMarkdown,
-    ToolCallResult,
-    ToolResultTextContent,
 )
+from orchestrator.ahp.state import StringOrMarkdown, ToolCallResult, ToolResultTextContent
 
 from ._agui_run_input import Event
 

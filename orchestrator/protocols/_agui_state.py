@@ -40,7 +40,7 @@ from typing import Any
 
 import attrs
 
-from orchestrator.ahp import SessionChatAddedAction
+from orchestrator.ahp.actions import SessionChatAddedAction
 from orchestrator.core import (
     ApprovalRecord,
     ApprovalRequested,

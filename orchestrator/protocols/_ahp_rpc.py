@@ -64,9 +64,15 @@ from typing import Any, Final
 
 import attrs
 
-from orchestrator.ahp import (
+from orchestrator.ahp import structure, unstructure
+from orchestrator.ahp.actions import (
     ActionEnvelope,
-    ChatInteractivity,
+    SessionChatAddedAction,
+    SessionChatRemovedAction,
+    SessionChatUpdatedAction,
+    SessionTitleChangedAction,
+)
+from orchestrator.ahp.commands import (
     CreateChatParams,
     CreateSessionParams,
     DispatchActionParams,
@@ -82,16 +88,10 @@ from orchestrator.ahp import (
     PingParams,
     ReconnectParams,
     RequestId,
-    SessionChatAddedAction,
-    SessionChatRemovedAction,
-    SessionChatUpdatedAction,
-    SessionState,
-    SessionTitleChangedAction,
     SubscribeParams,
     UnsubscribeParams,
-    structure,
-    unstructure,
 )
+from orchestrator.ahp.state import ChatInteractivity, SessionState
 from orchestrator.base import (
     JSON_LIMITS,
     JsonLimits,

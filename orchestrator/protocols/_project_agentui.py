@@ -65,17 +65,15 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatInputCompletedAction,
     ChatInputRequestedAction,
-    ChatInteractivity,
     ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
     ChatTurnStartedAction,
-    PendingMessageKind,
     SessionChatAddedAction,
-    ToolChatOrigin,
 )
+from orchestrator.ahp.state import ChatInteractivity, PendingMessageKind, ToolChatOrigin
 from orchestrator.base import resolve_subclass
 from orchestrator.core import (
     Action,

@@ -84,7 +84,7 @@ import enum
 from collections.abc import Callable, Collection
 from typing import Final
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatDeltaAction,
     ChatErrorAction,
     ChatReasoningAction,
@@ -97,6 +97,8 @@ from orchestrator.ahp import (
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
+)
+from orchestrator.ahp.state import (
     MarkdownResponsePart,
     ReasoningResponsePart,
     ToolChatOrigin,

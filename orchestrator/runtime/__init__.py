@@ -4,202 +4,90 @@ logging (the CLI's, and the library's default) and process settings. The model b
 are in :mod:`orchestrator.runtime.backends`.
 """
 
+# Below: written by scripts/facades from the modules' __all__. Run it; do not edit.
+
 from typing import TYPE_CHECKING
 
-from orchestrator.base import lazy_facade
-
 if TYPE_CHECKING:
-    from ._approvals import answer_text, parse_answer
-    from ._bus import BusStatistics, FactBus, Subscription
-    from ._command_tool import (
-        CALLBACK_TOKEN_VAR,
-        CALLBACK_URL_VAR,
-        GROUP_ID_VAR,
-        KILL_GRACE,
-        REDACTED_TOKEN,
-        STDERR_TAIL,
-        TOOL_CALL_ID_VAR,
-        CommandResult,
-        ToolCallback,
-        callback_url,
-        command_environment,
-        group_id,
-        run_command,
-    )
-    from ._factlog import (
-        DoneTicket,
-        EventTicket,
-        FactLog,
-        JsonlFactLog,
-        MemoryFactLog,
-        Ticket,
-        read_facts,
-    )
-    from ._ids import Ids
-    from ._library_logging import library_logging
-    from ._logging import (
-        MAX_EVENT_CHARS,
-        MAX_FRAMES,
-        MAX_TRACEBACK_CHARS,
-        MAX_VALUE_CHARS,
-        REPEAT_LIMIT,
-        REPEAT_WINDOW,
-        RepeatKey,
-        RepeatLimiter,
-        bound_log_context,
-        configure_logging,
-    )
-    from ._mcp import (
-        BACKOFF_FIRST,
-        BACKOFF_MAX,
-        MCP_OUTPUT_LIMIT,
-        McpListing,
-        McpResult,
-        McpServers,
-        list_server_tools,
-    )
-    from ._process import release_free_memory, tune_gc
-    from ._python_tool import (
-        PYTHON_TOOL_THREADS,
-        ResolvedPythonTool,
-        python_tool_problems,
-        resolve_python_tool,
-        resolve_python_tools,
-        run_python_tool,
-    )
-    from ._recorder import Recorder
-    from ._team_runtime import RunOutcome, TeamRuntime, require_prompt
-    from ._tool_environment import BASE_VARIABLES, INTERPRETER_BIN, tool_environment
-    from ._turns import BackendFactory
+    from ._approvals import *  # noqa: F403
+    from ._bus import *  # noqa: F403
+    from ._command_tool import *  # noqa: F403
+    from ._factlog import *  # noqa: F403
+    from ._ids import *  # noqa: F403
+    from ._library_logging import *  # noqa: F403
+    from ._logging import *  # noqa: F403
+    from ._mcp import *  # noqa: F403
+    from ._process import *  # noqa: F403
+    from ._python_tool import *  # noqa: F403
+    from ._recorder import *  # noqa: F403
+    from ._team_runtime import *  # noqa: F403
+    from ._tool_environment import *  # noqa: F403
+    from ._turns import *  # noqa: F403
+else:
+    from orchestrator.base import lazy_facade
 
-__all__ = [
-    "BACKOFF_FIRST",
-    "BACKOFF_MAX",
-    "BASE_VARIABLES",
-    "CALLBACK_TOKEN_VAR",
-    "CALLBACK_URL_VAR",
-    "GROUP_ID_VAR",
-    "INTERPRETER_BIN",
-    "KILL_GRACE",
-    "MAX_EVENT_CHARS",
-    "MAX_FRAMES",
-    "MAX_TRACEBACK_CHARS",
-    "MAX_VALUE_CHARS",
-    "MCP_OUTPUT_LIMIT",
-    "PYTHON_TOOL_THREADS",
-    "REDACTED_TOKEN",
-    "REPEAT_LIMIT",
-    "REPEAT_WINDOW",
-    "STDERR_TAIL",
-    "TOOL_CALL_ID_VAR",
-    "BackendFactory",
-    "BusStatistics",
-    "CommandResult",
-    "DoneTicket",
-    "EventTicket",
-    "FactBus",
-    "FactLog",
-    "Ids",
-    "JsonlFactLog",
-    "McpListing",
-    "McpResult",
-    "McpServers",
-    "MemoryFactLog",
-    "Recorder",
-    "RepeatKey",
-    "RepeatLimiter",
-    "ResolvedPythonTool",
-    "RunOutcome",
-    "Subscription",
-    "TeamRuntime",
-    "Ticket",
-    "ToolCallback",
-    "answer_text",
-    "bound_log_context",
-    "callback_url",
-    "command_environment",
-    "configure_logging",
-    "group_id",
-    "library_logging",
-    "list_server_tools",
-    "parse_answer",
-    "python_tool_problems",
-    "read_facts",
-    "release_free_memory",
-    "require_prompt",
-    "resolve_python_tool",
-    "resolve_python_tools",
-    "run_command",
-    "run_python_tool",
-    "tool_environment",
-    "tune_gc",
-]
-
-if not TYPE_CHECKING:
-    __getattr__, __dir__ = lazy_facade(
+    __all__, __getattr__, __dir__ = lazy_facade(
         __name__,
         {
-            "._approvals": ("answer_text", "parse_answer"),
-            "._bus": ("BusStatistics", "FactBus", "Subscription"),
-            "._command_tool": (
-                "CALLBACK_TOKEN_VAR",
-                "CALLBACK_URL_VAR",
-                "CommandResult",
-                "GROUP_ID_VAR",
-                "KILL_GRACE",
-                "REDACTED_TOKEN",
-                "STDERR_TAIL",
-                "TOOL_CALL_ID_VAR",
-                "ToolCallback",
-                "callback_url",
-                "command_environment",
-                "group_id",
-                "run_command",
-            ),
-            "._factlog": (
-                "DoneTicket",
-                "EventTicket",
-                "FactLog",
-                "JsonlFactLog",
-                "MemoryFactLog",
-                "Ticket",
-                "read_facts",
-            ),
-            "._ids": ("Ids",),
-            "._library_logging": ("library_logging",),
-            "._logging": (
-                "MAX_EVENT_CHARS",
-                "MAX_FRAMES",
-                "MAX_TRACEBACK_CHARS",
-                "MAX_VALUE_CHARS",
-                "REPEAT_LIMIT",
-                "REPEAT_WINDOW",
-                "RepeatKey",
-                "RepeatLimiter",
-                "bound_log_context",
-                "configure_logging",
-            ),
-            "._mcp": (
-                "BACKOFF_FIRST",
-                "BACKOFF_MAX",
-                "MCP_OUTPUT_LIMIT",
-                "McpListing",
-                "McpResult",
-                "McpServers",
-                "list_server_tools",
-            ),
-            "._process": ("release_free_memory", "tune_gc"),
-            "._python_tool": (
-                "PYTHON_TOOL_THREADS",
-                "ResolvedPythonTool",
-                "python_tool_problems",
-                "resolve_python_tool",
-                "resolve_python_tools",
-                "run_python_tool",
-            ),
-            "._recorder": ("Recorder",),
-            "._team_runtime": ("RunOutcome", "TeamRuntime", "require_prompt"),
-            "._tool_environment": ("BASE_VARIABLES", "INTERPRETER_BIN", "tool_environment"),
-            "._turns": ("BackendFactory",),
+            "BACKOFF_FIRST": "._mcp",
+            "BACKOFF_MAX": "._mcp",
+            "BASE_VARIABLES": "._tool_environment",
+            "BackendFactory": "._turns",
+            "BusStatistics": "._bus",
+            "CALLBACK_TOKEN_VAR": "._command_tool",
+            "CALLBACK_URL_VAR": "._command_tool",
+            "CommandResult": "._command_tool",
+            "DoneTicket": "._factlog",
+            "EventTicket": "._factlog",
+            "FactBus": "._bus",
+            "FactLog": "._factlog",
+            "GROUP_ID_VAR": "._command_tool",
+            "INTERPRETER_BIN": "._tool_environment",
+            "Ids": "._ids",
+            "JsonlFactLog": "._factlog",
+            "KILL_GRACE": "._command_tool",
+            "MAX_EVENT_CHARS": "._logging",
+            "MAX_FRAMES": "._logging",
+            "MAX_TRACEBACK_CHARS": "._logging",
+            "MAX_VALUE_CHARS": "._logging",
+            "MCP_OUTPUT_LIMIT": "._mcp",
+            "McpListing": "._mcp",
+            "McpResult": "._mcp",
+            "McpServers": "._mcp",
+            "MemoryFactLog": "._factlog",
+            "PYTHON_TOOL_THREADS": "._python_tool",
+            "REDACTED_TOKEN": "._command_tool",
+            "REPEAT_LIMIT": "._logging",
+            "REPEAT_WINDOW": "._logging",
+            "Recorder": "._recorder",
+            "RepeatKey": "._logging",
+            "RepeatLimiter": "._logging",
+            "ResolvedPythonTool": "._python_tool",
+            "RunOutcome": "._team_runtime",
+            "STDERR_TAIL": "._command_tool",
+            "Subscription": "._bus",
+            "TOOL_CALL_ID_VAR": "._command_tool",
+            "TeamRuntime": "._team_runtime",
+            "Ticket": "._factlog",
+            "ToolCallback": "._command_tool",
+            "answer_text": "._approvals",
+            "bound_log_context": "._logging",
+            "callback_url": "._command_tool",
+            "command_environment": "._command_tool",
+            "configure_logging": "._logging",
+            "group_id": "._command_tool",
+            "library_logging": "._library_logging",
+            "list_server_tools": "._mcp",
+            "parse_answer": "._approvals",
+            "python_tool_problems": "._python_tool",
+            "read_facts": "._factlog",
+            "release_free_memory": "._process",
+            "require_prompt": "._team_runtime",
+            "resolve_python_tool": "._python_tool",
+            "resolve_python_tools": "._python_tool",
+            "run_command": "._command_tool",
+            "run_python_tool": "._python_tool",
+            "tool_environment": "._tool_environment",
+            "tune_gc": "._process",
         },
     )

@@ -25,27 +25,29 @@ from typing import Any, Final
 import attrs
 import trio
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
+    ChatInputCompletedAction,
+    ChatInputRequestedAction,
+    ChatToolCallApprovedAction,
+    ChatToolCallDeniedAction,
+)
+from orchestrator.ahp.state import (
     ChatInputAnswered,
     ChatInputAnswerValue,
     ChatInputBooleanAnswerValue,
     ChatInputBooleanQuestion,
-    ChatInputCompletedAction,
     ChatInputMultiSelectQuestion,
     ChatInputNumberAnswerValue,
     ChatInputNumberQuestion,
     ChatInputOption,
     ChatInputQuestion,
     ChatInputRequest,
-    ChatInputRequestedAction,
     ChatInputResponseKind,
     ChatInputSelectedAnswerValue,
     ChatInputSelectedManyAnswerValue,
     ChatInputSingleSelectQuestion,
     ChatInputTextAnswerValue,
     ChatInputTextQuestion,
-    ChatToolCallApprovedAction,
-    ChatToolCallDeniedAction,
     KnownChatInputQuestion,
     ToolCallCancellationReason,
     ToolCallConfirmationReason,

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 import attrs
 import trio
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import SessionChatAddedAction
+from orchestrator.ahp.state import (
     ChatInteractivity,
     ChatSummary,
-    SessionChatAddedAction,
     SessionStatus,
     ToolChatOrigin,
     ToolResultSubagentContent,

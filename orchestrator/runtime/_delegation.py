@@ -29,8 +29,8 @@ from typing import Protocol
 import structlog
 import trio
 
-from orchestrator.ahp import (
-    ChatToolCallContentChangedAction,
+from orchestrator.ahp.actions import ChatToolCallContentChangedAction
+from orchestrator.ahp.state import (
     Message,
     MessageKind,
     MessageOrigin,

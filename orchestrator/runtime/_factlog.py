@@ -29,7 +29,7 @@ from typing import IO, TYPE_CHECKING, Final, Protocol
 
 import trio
 
-from orchestrator.ahp import Turn
+from orchestrator.ahp.state import Turn
 from orchestrator.base import FactLogError, PeerProtocolError
 from orchestrator.core import Fact, fact_from_json, fact_to_json
 

@@ -26,7 +26,7 @@ from typing import Final
 import attrs
 import structlog
 
-from orchestrator.ahp import ActionOrigin
+from orchestrator.ahp.actions import ActionOrigin
 from orchestrator.base import FactLogError, now_timestamp, slot_init
 from orchestrator.core import Action, Fact, TeamState, Transition
 

@@ -49,7 +49,7 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.ahp import (
+from orchestrator.ahp.state import (
     ChatInputRequest,
     ChatInputResponseKind,
     Message,

@@ -30,9 +30,8 @@ from contextlib import ExitStack
 import structlog
 import trio
 
-from orchestrator.ahp import (
-    ChatToolCallReadyAction,
-    ChatToolCallStartAction,
+from orchestrator.ahp.actions import ChatToolCallReadyAction, ChatToolCallStartAction
+from orchestrator.ahp.state import (
     ToolCallConfirmationReason,
     ToolCallPendingConfirmationState,
     ToolCallRunningState,

@@ -27,7 +27,7 @@ from typing import Final
 import structlog
 import trio
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ChatDeltaAction,
     ChatErrorAction,
     ChatPendingMessageSetAction,
@@ -38,6 +38,8 @@ from orchestrator.ahp import (
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
     ChatUsageAction,
+)
+from orchestrator.ahp.state import (
     ErrorInfo,
     MarkdownResponsePart,
     Message,

@@ -3,179 +3,110 @@ background-teammate scheduler, metrics, the WebSocket sockets and HTTP endpoints
 hypercorn seam and outbox, auth, rate limits, systemd notification and daemon config.
 """
 
+# Below: written by scripts/facades from the modules' __all__. Run it; do not edit.
+
 from typing import TYPE_CHECKING
 
-from orchestrator.base import lazy_facade
-
 if TYPE_CHECKING:
-    from ._app import assemble, serve
-    from ._auth import COOKIE_LIFETIME, COOKIE_NAME, LOCAL, Authenticator, Permission, Role, Token
-    from ._cluster import Cluster
-    from ._config import DEFAULT_PORT, Limits, ServeConfig, load_serve_config, parse_serve_config
-    from ._daemon import Daemon, DaemonStatistics
-    from ._expected_action import ExpectedAction, decode_origin, encode_origin
-    from ._followed import CommandRoute, FollowedRuntime, Refusal, follow_session
-    from ._forwarding import (
-        Command,
-        CommandServer,
-        Forwarder,
-        carry_out,
-        decode_command,
-        decode_error,
-        encode_error,
-    )
-    from ._hypercorn_ws import (
-        SCOPE_KEY,
-        FrameWriter,
-        HypercornSeam,
-        SendLock,
-        SharedText,
-        frame_writer,
-        seam_problem,
-    )
-    from ._live_session import LiveSession, SessionRecorder, SessionRuntime, ahp_envelopes
-    from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, CLOSE_INTERNAL_ERROR, Outbox
-    from ._principals import AccessRefusedError, Principals
-    from ._rate_limit import TokenBucket
-    from ._reclaim import Reclaimer, ReclaimStatistics
-    from ._scheduler import Scheduler, Teammate, describe_schedule
-    from ._served_names import ANY_NAME, ServedNames, host_name, is_served
-    from ._session_folds import EnvelopeCache, EnvelopeFold, GraphCache, SessionFolds
-    from ._sqlite_following import SqliteFollowing
-    from ._team_log import ReadFacts, TeamLog, team_frame
-    from ._web import WebError, session_summary, web_routes
-    from ._web_assets import CONTENT_SECURITY_POLICY, Asset, WebAssets, web_root
+    from ._app import *  # noqa: F403
+    from ._auth import *  # noqa: F403
+    from ._cluster import *  # noqa: F403
+    from ._config import *  # noqa: F403
+    from ._daemon import *  # noqa: F403
+    from ._expected_action import *  # noqa: F403
+    from ._followed import *  # noqa: F403
+    from ._forwarding import *  # noqa: F403
+    from ._hypercorn_ws import *  # noqa: F403
+    from ._live_session import *  # noqa: F403
+    from ._outbox import *  # noqa: F403
+    from ._principals import *  # noqa: F403
+    from ._rate_limit import *  # noqa: F403
+    from ._reclaim import *  # noqa: F403
+    from ._scheduler import *  # noqa: F403
+    from ._served_names import *  # noqa: F403
+    from ._session_folds import *  # noqa: F403
+    from ._sqlite_following import *  # noqa: F403
+    from ._team_log import *  # noqa: F403
+    from ._web import *  # noqa: F403
+    from ._web_assets import *  # noqa: F403
+else:
+    from orchestrator.base import lazy_facade
 
-__all__ = [
-    "ANY_NAME",
-    "CLOSE_FELL_BEHIND",
-    "CLOSE_GOING_AWAY",
-    "CLOSE_INTERNAL_ERROR",
-    "CONTENT_SECURITY_POLICY",
-    "COOKIE_LIFETIME",
-    "COOKIE_NAME",
-    "DEFAULT_PORT",
-    "LOCAL",
-    "SCOPE_KEY",
-    "AccessRefusedError",
-    "Asset",
-    "Authenticator",
-    "Cluster",
-    "Command",
-    "CommandRoute",
-    "CommandServer",
-    "Daemon",
-    "DaemonStatistics",
-    "EnvelopeCache",
-    "EnvelopeFold",
-    "ExpectedAction",
-    "FollowedRuntime",
-    "Forwarder",
-    "FrameWriter",
-    "GraphCache",
-    "HypercornSeam",
-    "Limits",
-    "LiveSession",
-    "Outbox",
-    "Permission",
-    "Principals",
-    "ReadFacts",
-    "ReclaimStatistics",
-    "Reclaimer",
-    "Refusal",
-    "Role",
-    "Scheduler",
-    "SendLock",
-    "ServeConfig",
-    "ServedNames",
-    "SessionFolds",
-    "SessionRecorder",
-    "SessionRuntime",
-    "SharedText",
-    "SqliteFollowing",
-    "TeamLog",
-    "Teammate",
-    "Token",
-    "TokenBucket",
-    "WebAssets",
-    "WebError",
-    "ahp_envelopes",
-    "assemble",
-    "carry_out",
-    "decode_command",
-    "decode_error",
-    "decode_origin",
-    "describe_schedule",
-    "encode_error",
-    "encode_origin",
-    "follow_session",
-    "frame_writer",
-    "host_name",
-    "is_served",
-    "load_serve_config",
-    "parse_serve_config",
-    "seam_problem",
-    "serve",
-    "session_summary",
-    "team_frame",
-    "web_root",
-    "web_routes",
-]
-
-if not TYPE_CHECKING:
-    __getattr__, __dir__ = lazy_facade(
+    __all__, __getattr__, __dir__ = lazy_facade(
         __name__,
         {
-            "._app": ("assemble", "serve"),
-            "._auth": (
-                "Authenticator",
-                "COOKIE_LIFETIME",
-                "COOKIE_NAME",
-                "LOCAL",
-                "Permission",
-                "Role",
-                "Token",
-            ),
-            "._cluster": ("Cluster",),
-            "._config": (
-                "DEFAULT_PORT",
-                "Limits",
-                "ServeConfig",
-                "load_serve_config",
-                "parse_serve_config",
-            ),
-            "._daemon": ("Daemon", "DaemonStatistics"),
-            "._expected_action": ("ExpectedAction", "decode_origin", "encode_origin"),
-            "._followed": ("CommandRoute", "FollowedRuntime", "Refusal", "follow_session"),
-            "._forwarding": (
-                "Command",
-                "CommandServer",
-                "Forwarder",
-                "carry_out",
-                "decode_command",
-                "decode_error",
-                "encode_error",
-            ),
-            "._hypercorn_ws": (
-                "FrameWriter",
-                "HypercornSeam",
-                "SCOPE_KEY",
-                "SendLock",
-                "SharedText",
-                "frame_writer",
-                "seam_problem",
-            ),
-            "._live_session": ("LiveSession", "SessionRecorder", "SessionRuntime", "ahp_envelopes"),
-            "._outbox": ("CLOSE_FELL_BEHIND", "CLOSE_GOING_AWAY", "CLOSE_INTERNAL_ERROR", "Outbox"),
-            "._principals": ("AccessRefusedError", "Principals"),
-            "._reclaim": ("ReclaimStatistics", "Reclaimer"),
-            "._rate_limit": ("TokenBucket",),
-            "._scheduler": ("Scheduler", "Teammate", "describe_schedule"),
-            "._served_names": ("ANY_NAME", "ServedNames", "host_name", "is_served"),
-            "._session_folds": ("EnvelopeCache", "EnvelopeFold", "GraphCache", "SessionFolds"),
-            "._sqlite_following": ("SqliteFollowing",),
-            "._team_log": ("ReadFacts", "TeamLog", "team_frame"),
-            "._web": ("WebError", "session_summary", "web_routes"),
-            "._web_assets": ("Asset", "CONTENT_SECURITY_POLICY", "WebAssets", "web_root"),
+            "ANY_NAME": "._served_names",
+            "AccessRefusedError": "._principals",
+            "Asset": "._web_assets",
+            "Authenticator": "._auth",
+            "CLOSE_FELL_BEHIND": "._outbox",
+            "CLOSE_GOING_AWAY": "._outbox",
+            "CLOSE_INTERNAL_ERROR": "._outbox",
+            "CONTENT_SECURITY_POLICY": "._web_assets",
+            "COOKIE_LIFETIME": "._auth",
+            "COOKIE_NAME": "._auth",
+            "Cluster": "._cluster",
+            "Command": "._forwarding",
+            "CommandRoute": "._followed",
+            "CommandServer": "._forwarding",
+            "DEFAULT_PORT": "._config",
+            "Daemon": "._daemon",
+            "DaemonStatistics": "._daemon",
+            "EnvelopeCache": "._session_folds",
+            "EnvelopeFold": "._session_folds",
+            "ExpectedAction": "._expected_action",
+            "FollowedRuntime": "._followed",
+            "Forwarder": "._forwarding",
+            "FrameWriter": "._hypercorn_ws",
+            "GraphCache": "._session_folds",
+            "HypercornSeam": "._hypercorn_ws",
+            "LOCAL": "._auth",
+            "Limits": "._config",
+            "LiveSession": "._live_session",
+            "Outbox": "._outbox",
+            "Permission": "._auth",
+            "Principals": "._principals",
+            "ReadFacts": "._team_log",
+            "ReclaimStatistics": "._reclaim",
+            "Reclaimer": "._reclaim",
+            "Refusal": "._followed",
+            "Role": "._auth",
+            "SCOPE_KEY": "._hypercorn_ws",
+            "Scheduler": "._scheduler",
+            "SendLock": "._hypercorn_ws",
+            "ServeConfig": "._config",
+            "ServedNames": "._served_names",
+            "SessionFolds": "._session_folds",
+            "SessionRecorder": "._live_session",
+            "SessionRuntime": "._live_session",
+            "SharedText": "._hypercorn_ws",
+            "SqliteFollowing": "._sqlite_following",
+            "TeamLog": "._team_log",
+            "Teammate": "._scheduler",
+            "Token": "._auth",
+            "TokenBucket": "._rate_limit",
+            "WebAssets": "._web_assets",
+            "WebError": "._web",
+            "ahp_envelopes": "._live_session",
+            "assemble": "._app",
+            "carry_out": "._forwarding",
+            "decode_command": "._forwarding",
+            "decode_error": "._forwarding",
+            "decode_origin": "._expected_action",
+            "describe_schedule": "._scheduler",
+            "encode_error": "._forwarding",
+            "encode_origin": "._expected_action",
+            "follow_session": "._followed",
+            "frame_writer": "._hypercorn_ws",
+            "host_name": "._served_names",
+            "is_served": "._served_names",
+            "load_serve_config": "._config",
+            "parse_serve_config": "._config",
+            "seam_problem": "._hypercorn_ws",
+            "serve": "._app",
+            "session_summary": "._web",
+            "team_frame": "._team_log",
+            "web_root": "._web_assets",
+            "web_routes": "._web",
         },
     )

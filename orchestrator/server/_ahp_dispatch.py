@@ -39,30 +39,30 @@ from typing import Final
 import attrs
 import trio
 
-from orchestrator.ahp import (
-    ROOT,
+from orchestrator.ahp import validate_chat_action
+from orchestrator.ahp.actions import (
     ActionEnvelope,
     ActionOrigin,
-    ChatInputAnswered,
-    ChatInputBooleanAnswerValue,
     ChatInputCompletedAction,
-    ChatInputSelectedAnswerValue,
-    ChatInputSelectedManyAnswerValue,
-    ChatInputTextAnswerValue,
-    ChatInteractivity,
     ChatPendingMessageSetAction,
-    ChatState,
     ChatToolCallApprovedAction,
     ChatToolCallDeniedAction,
     ChatTurnCancelledAction,
     ChatTurnStartedAction,
-    DispatchActionParams,
-    ErrorCode,
-    MessageKind,
     StateAction,
+)
+from orchestrator.ahp.commands import ROOT, DispatchActionParams, ErrorCode
+from orchestrator.ahp.state import (
+    ChatInputAnswered,
+    ChatInputBooleanAnswerValue,
+    ChatInputSelectedAnswerValue,
+    ChatInputSelectedManyAnswerValue,
+    ChatInputTextAnswerValue,
+    ChatInteractivity,
+    ChatState,
+    MessageKind,
     UnknownChatInputAnswerValue,
     known_questions,
-    validate_chat_action,
 )
 from orchestrator.base import IllegalTransitionError, RpcError, RunError
 from orchestrator.core import TeamState, open_questions

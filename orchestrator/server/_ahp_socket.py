@@ -66,10 +66,9 @@ import trio
 from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import ActionEnvelope
+from orchestrator.ahp.commands import (
     ROOT,
-    ActionEnvelope,
-    ChatInteractivity,
     CreateChatParams,
     CreateSessionParams,
     DispatchActionParams,
@@ -81,7 +80,6 @@ from orchestrator.ahp import (
     InitializeResult,
     ListSessionsParams,
     ListSessionsResult,
-    MessageKind,
     ReconnectParams,
     ReconnectReplayResult,
     ReconnectResult,
@@ -91,6 +89,7 @@ from orchestrator.ahp import (
     SubscribeResult,
     UnsubscribeParams,
 )
+from orchestrator.ahp.state import ChatInteractivity, MessageKind
 from orchestrator.base import (
     JSON_LIMITS,
     FactLogError,

@@ -16,7 +16,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from orchestrator.ahp import (
+from orchestrator.ahp.actions import (
     ActionOrigin,
     ChatInputCompletedAction,
     ChatPendingMessageSetAction,

@@ -52,7 +52,8 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.ahp import ActionOrigin, ChatInputResponseKind
+from orchestrator.ahp.actions import ActionOrigin
+from orchestrator.ahp.state import ChatInputResponseKind
 from orchestrator.base import FactLogError, OrchestratorError, RunError
 from orchestrator.core import USER, Action, Fact, TeamState, ViewUpdated
 from orchestrator.journal import JournalReader

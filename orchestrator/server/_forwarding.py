@@ -33,7 +33,8 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.ahp import ActionOrigin, ChatInputResponseKind
+from orchestrator.ahp.actions import ActionOrigin
+from orchestrator.ahp.state import ChatInputResponseKind
 from orchestrator.base import (
     FactLogError,
     IllegalTransitionError,

@@ -31,13 +31,8 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.ahp import (
-    ActionEnvelope,
-    ActionOrigin,
-    ChatInputResponseKind,
-    ChatInteractivity,
-    ChatTurnStartedAction,
-)
+from orchestrator.ahp.actions import ActionEnvelope, ActionOrigin, ChatTurnStartedAction
+from orchestrator.ahp.state import ChatInputResponseKind, ChatInteractivity
 from orchestrator.base import FactLogError, RunError
 from orchestrator.core import (
     USER,

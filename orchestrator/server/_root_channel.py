@@ -55,25 +55,24 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.ahp import (
+from orchestrator.ahp import reduce_root, session_status
+from orchestrator.ahp.actions import ActionEnvelope, RootAction, RootActiveSessionsChangedAction
+from orchestrator.ahp.commands import (
     ROOT,
     SESSION_ADDED,
     SESSION_REMOVED,
     SESSION_SUMMARY_CHANGED,
-    ActionEnvelope,
-    AgentInfo,
-    ChatInteractivity,
     PartialSessionSummary,
-    RootAction,
-    RootActiveSessionsChangedAction,
-    RootState,
     SessionAddedParams,
     SessionRemovedParams,
+    SessionSummaryChangedParams,
+)
+from orchestrator.ahp.state import (
+    AgentInfo,
+    ChatInteractivity,
+    RootState,
     SessionState,
     SessionSummary,
-    SessionSummaryChangedParams,
-    reduce_root,
-    session_status,
 )
 from orchestrator.base import evolve, now_timestamp
 from orchestrator.core import Fact, TeamState

@@ -4,172 +4,73 @@ form and transcript, backend plugins, and the factory that makes each agent's ba
 its team file.
 """
 
+# Below: written by scripts/facades from the modules' __all__. Run it; do not edit.
+
 from typing import TYPE_CHECKING
 
-from orchestrator.base import lazy_facade
-
 if TYPE_CHECKING:
-    from ._contract import (
-        Backend,
-        ModelEvent,
-        ReasoningDelta,
-        RoundContext,
-        TextDelta,
-        ToolCallInputDelta,
-        ToolCallRequest,
-        ToolCallStarted,
-        ToolOutcome,
-        UsageReport,
-    )
-    from ._factory import backend_factory
-    from ._openai import HOSTED_API, OpenAIBackend, base_url_of, http_client, missing_key
-    from ._openai_wire import (
-        ChunkAssembler,
-        provider_message,
-        request_body,
-        retry_after_seconds,
-        served_models,
-        serves_model,
-    )
-    from ._plugins import (
-        ENTRY_POINT_GROUP,
-        BackendSetup,
-        PluginFactory,
-        backend_problems,
-        make_plugin_backend,
-        resolve_plugin,
-    )
-    from ._probe import PROBE_TIMEOUT, ModelServer, model_servers, probe_model_servers
-    from ._reachability import why_unreachable, worth_retrying
-    from ._scripted import (
-        ScriptedBackend,
-        ScriptedFailure,
-        chunk_text,
-        render_json,
-        render_text,
-        tool_call_id,
-        turn_index_of,
-    )
-    from ._transcript import (
-        AssistantMessage,
-        AssistantToolCall,
-        ToolMessage,
-        TranscriptMessage,
-        UserMessage,
-        tool_call_ids,
-        transcript,
-    )
+    from ._contract import *  # noqa: F403
+    from ._factory import *  # noqa: F403
+    from ._openai import *  # noqa: F403
+    from ._openai_wire import *  # noqa: F403
+    from ._plugins import *  # noqa: F403
+    from ._probe import *  # noqa: F403
+    from ._reachability import *  # noqa: F403
+    from ._scripted import *  # noqa: F403
+    from ._transcript import *  # noqa: F403
+else:
+    from orchestrator.base import lazy_facade
 
-__all__ = [
-    "ENTRY_POINT_GROUP",
-    "HOSTED_API",
-    "PROBE_TIMEOUT",
-    "AssistantMessage",
-    "AssistantToolCall",
-    "Backend",
-    "BackendSetup",
-    "ChunkAssembler",
-    "ModelEvent",
-    "ModelServer",
-    "OpenAIBackend",
-    "PluginFactory",
-    "ReasoningDelta",
-    "RoundContext",
-    "ScriptedBackend",
-    "ScriptedFailure",
-    "TextDelta",
-    "ToolCallInputDelta",
-    "ToolCallRequest",
-    "ToolCallStarted",
-    "ToolMessage",
-    "ToolOutcome",
-    "TranscriptMessage",
-    "UsageReport",
-    "UserMessage",
-    "backend_factory",
-    "backend_problems",
-    "base_url_of",
-    "chunk_text",
-    "http_client",
-    "make_plugin_backend",
-    "missing_key",
-    "model_servers",
-    "probe_model_servers",
-    "provider_message",
-    "render_json",
-    "render_text",
-    "request_body",
-    "resolve_plugin",
-    "retry_after_seconds",
-    "served_models",
-    "serves_model",
-    "tool_call_id",
-    "tool_call_ids",
-    "transcript",
-    "turn_index_of",
-    "why_unreachable",
-    "worth_retrying",
-]
-
-if not TYPE_CHECKING:
-    __getattr__, __dir__ = lazy_facade(
+    __all__, __getattr__, __dir__ = lazy_facade(
         __name__,
         {
-            "._contract": (
-                "Backend",
-                "ModelEvent",
-                "ReasoningDelta",
-                "RoundContext",
-                "TextDelta",
-                "ToolCallInputDelta",
-                "ToolCallRequest",
-                "ToolCallStarted",
-                "ToolOutcome",
-                "UsageReport",
-            ),
-            "._factory": ("backend_factory",),
-            "._openai": (
-                "HOSTED_API",
-                "OpenAIBackend",
-                "base_url_of",
-                "http_client",
-                "missing_key",
-            ),
-            "._openai_wire": (
-                "ChunkAssembler",
-                "provider_message",
-                "request_body",
-                "retry_after_seconds",
-                "served_models",
-                "serves_model",
-            ),
-            "._probe": ("PROBE_TIMEOUT", "ModelServer", "model_servers", "probe_model_servers"),
-            "._reachability": ("why_unreachable", "worth_retrying"),
-            "._plugins": (
-                "BackendSetup",
-                "ENTRY_POINT_GROUP",
-                "PluginFactory",
-                "backend_problems",
-                "make_plugin_backend",
-                "resolve_plugin",
-            ),
-            "._scripted": (
-                "ScriptedBackend",
-                "ScriptedFailure",
-                "chunk_text",
-                "render_json",
-                "render_text",
-                "tool_call_id",
-                "turn_index_of",
-            ),
-            "._transcript": (
-                "AssistantMessage",
-                "AssistantToolCall",
-                "ToolMessage",
-                "TranscriptMessage",
-                "UserMessage",
-                "tool_call_ids",
-                "transcript",
-            ),
+            "AssistantMessage": "._transcript",
+            "AssistantToolCall": "._transcript",
+            "Backend": "._contract",
+            "BackendSetup": "._plugins",
+            "ChunkAssembler": "._openai_wire",
+            "ENTRY_POINT_GROUP": "._plugins",
+            "HOSTED_API": "._openai",
+            "ModelEvent": "._contract",
+            "ModelServer": "._probe",
+            "OpenAIBackend": "._openai",
+            "PROBE_TIMEOUT": "._probe",
+            "PluginFactory": "._plugins",
+            "ReasoningDelta": "._contract",
+            "RoundContext": "._contract",
+            "ScriptedBackend": "._scripted",
+            "ScriptedFailure": "._scripted",
+            "TextDelta": "._contract",
+            "ToolCallInputDelta": "._contract",
+            "ToolCallRequest": "._contract",
+            "ToolCallStarted": "._contract",
+            "ToolMessage": "._transcript",
+            "ToolOutcome": "._contract",
+            "TranscriptMessage": "._transcript",
+            "UsageReport": "._contract",
+            "UserMessage": "._transcript",
+            "backend_factory": "._factory",
+            "backend_problems": "._plugins",
+            "base_url_of": "._openai",
+            "chunk_text": "._scripted",
+            "http_client": "._openai",
+            "make_plugin_backend": "._plugins",
+            "missing_key": "._openai",
+            "model_servers": "._probe",
+            "probe_model_servers": "._probe",
+            "provider_message": "._openai_wire",
+            "render_json": "._scripted",
+            "render_text": "._scripted",
+            "request_body": "._openai_wire",
+            "resolve_plugin": "._plugins",
+            "retry_after_seconds": "._openai_wire",
+            "served_models": "._openai_wire",
+            "serves_model": "._openai_wire",
+            "tool_call_id": "._scripted",
+            "tool_call_ids": "._transcript",
+            "transcript": "._transcript",
+            "turn_index_of": "._scripted",
+            "why_unreachable": "._reachability",
+            "worth_retrying": "._reachability",
         },
     )

@@ -26,7 +26,7 @@ from typing import Final, TypeAlias, TypeGuard
 
 import attrs
 
-from orchestrator.ahp import (
+from orchestrator.ahp.state import (
     ActiveTurn,
     ChatState,
     MarkdownResponsePart,

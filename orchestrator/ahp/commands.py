@@ -16,7 +16,7 @@ converter), the framing and the method table in :mod:`orchestrator.protocols._ah
   ``root/sessionAdded`` (:class:`SessionAddedParams`), ``root/sessionRemoved``
   (:class:`SessionRemovedParams`) and ``root/sessionSummaryChanged``
   (:class:`SessionSummaryChangedParams`, whose :class:`PartialSessionSummary` carries only the
-  fields that changed). Its state, :class:`~orchestrator.ahp._state.RootState`, is with the
+  fields that changed). Its state, :class:`~orchestrator.ahp.state.RootState`, is with the
   other channels' states.
 * **Chats**: ``createChat`` (with its :data:`ChatSource`) / ``disposeChat``.
 * :class:`ErrorCode`: the JSON-RPC codes and AHP's application codes.
@@ -34,8 +34,9 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 import attrs
 
-from ._actions import ActionEnvelope, StateAction
-from ._state import (
+from ._unknown import UnknownVariant, WireObject
+from .actions import ActionEnvelope, StateAction
+from .state import (
     AgentSelection,
     AnnotationsSummary,
     ChangesSummary,
@@ -49,7 +50,6 @@ from ._state import (
     SessionSummary,
     SideChatSelection,
 )
-from ._unknown import UnknownVariant, WireObject
 
 __all__ = [
     "ROOT",

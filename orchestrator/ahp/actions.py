@@ -25,7 +25,8 @@ from typing import Any, ClassVar, Literal, TypeAlias
 
 import attrs
 
-from ._state import (
+from ._unknown import UnknownVariant, WireObject
+from .state import (
     AgentInfo,
     Changeset,
     ChatInputAnswer,
@@ -59,7 +60,6 @@ from ._state import (
     Turn,
     UsageInfo,
 )
-from ._unknown import UnknownVariant, WireObject
 
 __all__ = [
     "ActionEnvelope",
