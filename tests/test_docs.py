@@ -3,9 +3,11 @@ pages (docs/hooks/reference.py) against the code they are generated from."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import re
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -28,6 +30,18 @@ def _load_hook() -> ModuleType:
 reference = _load_hook()
 
 
+def _key_table(name: str) -> Any:
+    """A key table of the team-file parser, from whichever of its modules defines it."""
+    for module_name in ("_parse", "_parse_tools", "_parse_script"):
+        try:
+            module = importlib.import_module(f"orchestrator.spec.{module_name}")
+        except ModuleNotFoundError:
+            continue
+        if hasattr(module, name):
+            return getattr(module, name)
+    raise AssertionError(f"no module of orchestrator.spec defines {name}")
+
+
 def _page_keys(page: str) -> dict[str, list[str]]:
     """Each ``## heading`` of a generated page and the keys of its table rows."""
     keys: dict[str, list[str]] = {}
@@ -45,21 +59,21 @@ class TestTeamFileReference:
     def test_the_page_lists_every_key_the_parser_accepts(self) -> None:
         """Table by table, the page's keys are the parser's own key tables, in their order."""
         steps = {
-            f"a step: {action}": [*keys, *_parse._STEP_COMMON_KEYS]
-            for action, keys in _parse._STEP_KEYS.items()
+            f"a step: {action}": [*keys, *_key_table("_STEP_COMMON_KEYS")]
+            for action, keys in _key_table("_STEP_KEYS").items()
         }
         expected = {
-            "top level": list(_parse._TOP_KEYS),
-            "[team]": list(_parse._TEAM_KEYS),
-            "[openai]": list(_parse._OPENAI_KEYS),
-            "[agents.NAME]": list(_parse._AGENT_KEYS),
-            "[[agents.NAME.turns]]": list(_parse._TURN_KEYS),
+            "top level": list(_key_table("_TOP_KEYS")),
+            "[team]": list(_key_table("_TEAM_KEYS")),
+            "[openai]": list(_key_table("_OPENAI_KEYS")),
+            "[agents.NAME]": list(_key_table("_AGENT_KEYS")),
+            "[[agents.NAME.turns]]": list(_key_table("_TURN_KEYS")),
             **steps,
-            "a delegate step's entry": list(_parse._DELEGATION_KEYS),
-            "[tools.NAME] (a command)": list(_parse_tools._COMMAND_KEYS),
-            "[tools.NAME] (a Python function)": list(_parse_tools._PYTHON_KEYS),
-            "[mcp.NAME]": list(_parse_tools._MCP_KEYS),
-            "[[background]]": list(_parse._BACKGROUND_KEYS),
+            "a delegate step's entry": list(_key_table("_DELEGATION_KEYS")),
+            "[tools.NAME] (a command)": list(_key_table("_COMMAND_KEYS")),
+            "[tools.NAME] (a Python function)": list(_key_table("_PYTHON_KEYS")),
+            "[mcp.NAME]": list(_key_table("_MCP_KEYS")),
+            "[[background]]": list(_key_table("_BACKGROUND_KEYS")),
         }
         assert _page_keys(reference.team_file_page()) == expected
 
