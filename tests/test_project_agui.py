@@ -307,6 +307,10 @@ class TestDeliveryRun:
             first[1]["snapshot"], [op for e in of_type(first, "STATE_DELTA") for op in e["delta"]]
         )
         assert [a["id"] for a in state["pendingApprovals"]] == ["approval-1"]
+        # Who asks and who decides, by the names every client shows (not chat URIs).
+        [pending] = state["pendingApprovals"]
+        assert (pending["requestedByName"], pending["routedToName"]) == ("researcher #3", "user")
+        assert pending["routedTo"] == "user"
         assert [m["status"] for m in state["members"]] == [
             "waiting",
             "completed",

@@ -54,6 +54,7 @@ from orchestrator.core import (
     TaskFinished,
     TaskStarted,
     TeamState,
+    party_name,
 )
 
 __all__ = ["TeamView", "json_patch", "team_view"]
@@ -66,8 +67,8 @@ def team_view(state: TeamState) -> dict[str, Any]:
     """The small team state of ``STATE_SNAPSHOT`` / ``STATE_DELTA``.
 
     ``{"team", "members": [{chat, agent, status}], "tasks": [{id, agent, status}],
-    "pendingApprovals": [{id, chat, agent, tool, summary, routedTo}]}``, members in join order,
-    tasks in creation order.
+    "pendingApprovals": [{id, chat, agent, requestedByName, tool, summary, routedTo,
+    routedToName}]}``, members in join order, tasks in creation order.
     """
     run = state.run
     return {
@@ -81,28 +82,24 @@ def team_view(state: TeamState) -> dict[str, Any]:
             for task in state.tasks.values()
         ],
         "pendingApprovals": [
-            {
-                "id": record.request.approval,
-                "chat": record.request.chat,
-                "agent": record.request.requested_by,
-                "tool": record.request.tool_name,
-                "summary": record.request.summary,
-                "routedTo": record.request.routed_to,
-            }
-            for record in state.pending_approvals()
+            _approval_entry(state, record) for record in state.pending_approvals()
         ],
     }
 
 
-def _approval_entry(record: ApprovalRecord) -> dict[str, Any]:
+def _approval_entry(state: TeamState, record: ApprovalRecord) -> dict[str, Any]:
+    """A pending approval as the client lists it: who asks and who decides by the names people
+    are shown (``researcher #3``, ``boss #1``, ``user``), as the Agent UI cards name them."""
     request = record.request
     return {
         "id": request.approval,
         "chat": request.chat,
         "agent": request.requested_by,
+        "requestedByName": party_name(state, request.chat),
         "tool": request.tool_name,
         "summary": request.summary,
         "routedTo": request.routed_to,
+        "routedToName": party_name(state, request.routed_to),
     }
 
 
@@ -184,6 +181,11 @@ class TeamView:
                 self._refresh_task(state, run.task, ops)
             case ApprovalRequested() | ApprovalResolved():
                 self._refresh_approval(state, action.approval, ops)
+        if isinstance(action, MemberJoined | HandoffRecorded):
+            # A member's name (its agent and number) is known, or changed: the pending
+            # approvals name their asker and decider by it (few are pending at once).
+            for _, approval in list(self._pending):
+                self._refresh_approval(state, approval, ops)
         if isinstance(action, TaskCreated) and action.requested_by is None and coordinator:
             # A conversation's next prompt: the coordinator works on its root task now.
             self._refresh_member(state, coordinator, ops)
@@ -301,7 +303,7 @@ class TeamView:
                 del self._pending_entries[approval]
                 ops.append({"op": "remove", "path": f"/pendingApprovals/{at}"})
             return
-        entry = _approval_entry(record)
+        entry = _approval_entry(state, record)
         if not listed:
             self._pending.insert(at, key)
             self._pending_entries[approval] = entry
