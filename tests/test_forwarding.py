@@ -28,7 +28,7 @@ from orchestrator.server import (
     decode_error,
     encode_error,
 )
-from orchestrator.server._forwarding import KINDS, Origin
+from orchestrator.sessions._forwarding import KINDS, Origin
 
 from .postgres import direct_sql
 

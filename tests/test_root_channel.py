@@ -38,7 +38,7 @@ from orchestrator.ahp import (
 from orchestrator.base import evolve
 from orchestrator.core import Fact, TeamState
 from orchestrator.server import Limits, ServeConfig, _outbox
-from orchestrator.server._root_channel import (
+from orchestrator.sessions._root_channel import (
     RootChannel,
     RootFrame,
     RootSubscription,

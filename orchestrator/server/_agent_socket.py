@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 The session pushes its facts to the connection as they are published (the connection is
-a :class:`~orchestrator.server._live_session.Sink`): each fact's agent-channel events come already
+a :class:`~orchestrator.sessions._live_session.Sink`): each fact's agent-channel events come already
 projected and serialized, once for all clients, and go into the connection's one bounded
 outbox (:mod:`orchestrator.server._outbox`) without waiting. Two tasks per connection:
 
@@ -60,15 +60,13 @@ from orchestrator.protocols import (
     parse_client_message,
     replay,
 )
+from orchestrator.sessions import Daemon, LiveSession, team_frame
 
 from ._auth import Permission, Principal
 from ._client_frames import client_frames
-from ._daemon import Daemon
-from ._live_session import LiveSession
 from ._metrics import DaemonMetrics
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, CLOSE_INTERNAL_ERROR, Outbox
 from ._rate_limit import TokenBucket
-from ._team_log import team_frame
 
 __all__: list[str] = []
 

@@ -35,10 +35,9 @@ from orchestrator.base import (
 )
 from orchestrator.core import USER
 from orchestrator.protocols import AguiProjector, AguiRunStatus, RunRequest, parse_run_input
+from orchestrator.sessions import Daemon, LiveSession
 
 from ._auth import Principal
-from ._daemon import Daemon
-from ._live_session import LiveSession
 
 __all__: list[str] = []
 

@@ -67,11 +67,9 @@ from orchestrator.ahp import (
 from orchestrator.base import IllegalTransitionError, RpcError, RunError
 from orchestrator.core import TeamState, open_questions
 from orchestrator.protocols import notification_frame
+from orchestrator.sessions import CHAT_PREFIX, SESSION_PREFIX, Daemon, ExpectedAction, LiveSession
 
 from ._auth import Permission, Principal
-from ._daemon import Daemon
-from ._expected_action import ExpectedAction
-from ._live_session import CHAT_PREFIX, SESSION_PREFIX, LiveSession
 
 __all__: list[str] = []
 

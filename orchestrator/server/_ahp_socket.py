@@ -9,7 +9,7 @@ Two tasks per connection, plus one per session the client follows, in one nurser
   frame or a refused call is answered with a JSON-RPC error and the connection stays
   usable;
 - a **feed** per session the client follows: a sink of the session
-  (:class:`~orchestrator.server._live_session.Sink`), which the session hands each fact as
+  (:class:`~orchestrator.sessions._live_session.Sink`), which the session hands each fact as
   it is published, puts it on the channels the client subscribed to as ``action``
   notifications (:func:`~orchestrator.protocols._ahp_rpc.channel_envelopes`: every change of
   a channel's state, and each with its fact's ``origin``, so every subscriber sees a client's
@@ -17,7 +17,7 @@ Two tasks per connection, plus one per session the client follows, in one nurser
   (:meth:`LiveSession.action_frames`); no task and no bus subscription of its own;
 - the **sender** writes frames to the socket;
 - while the client follows ``ahp-root://``, a **root forwarder** moves what the daemon's
-  :class:`~orchestrator.server._root_channel.RootChannel` publishes (``root/*`` actions and
+  :class:`~orchestrator.sessions._root_channel.RootChannel` publishes (``root/*`` actions and
   the ``root/sessionAdded`` / ``sessionRemoved`` / ``sessionSummaryChanged`` notifications)
   from this connection's bounded root subscription to the outbox; a subscription that fills
   up is dropped, and the client disconnected with 1008, like a full outbox.
@@ -40,7 +40,7 @@ root ``subscribe``, ``listSessions``), the root frames waiting are sent first (`
 so a client's fold and the reply agree at that point.
 
 Sessions' catalog: ``listSessions`` answers from the root channel's summaries
-(:func:`~orchestrator.server._root_channel.session_summary`, made from the session channel's
+(:func:`~orchestrator.sessions._root_channel.session_summary`, made from the session channel's
 state); a session channel's snapshot names the team the session runs as its ``provider``.
 
 Sessions and chats: ``createSession`` makes a session at the client's URI whose run starts
@@ -109,16 +109,22 @@ from orchestrator.protocols import (
     result_frame,
 )
 from orchestrator.runtime import Ids
+from orchestrator.sessions import (
+    CHAT_PREFIX,
+    SESSION_PREFIX,
+    Daemon,
+    Limits,
+    LiveSession,
+    RootSubscription,
+    ahp_envelopes,
+    session_channel_state,
+)
 
 from ._ahp_dispatch import ActionDispatcher
 from ._auth import Permission, Principal
-from ._config import Limits
-from ._daemon import Daemon
-from ._live_session import CHAT_PREFIX, SESSION_PREFIX, LiveSession, ahp_envelopes
 from ._metrics import DaemonMetrics
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, CLOSE_INTERNAL_ERROR, Outbox
 from ._rate_limit import TokenBucket
-from ._root_channel import RootSubscription, session_channel_state
 
 __all__: list[str] = []
 

@@ -65,6 +65,14 @@ from orchestrator.protocols import agent_event, view_update
 from orchestrator.runtime import ToolCallback, callback_url
 from orchestrator.runtime import group_id as session_group
 from orchestrator.runtime.backends import http_client
+from orchestrator.sessions import (
+    Daemon,
+    Scheduler,
+    default_node,
+    load_teams,
+    session_id,
+    session_uri,
+)
 from orchestrator.spec import TeamSpec
 
 from ._agent_socket import AgentSocket
@@ -72,13 +80,10 @@ from ._agui_endpoint import AguiRequestError, agui_run
 from ._ahp_socket import serve_ahp
 from ._auth import Authenticator, Permission, Principal
 from ._config import ServeConfig
-from ._daemon import Daemon, default_node, load_teams
 from ._hypercorn_ws import HypercornSeam, OpenSockets, seam_problem
-from ._live_session import session_id, session_uri
 from ._metrics import CONTENT_TYPE, DaemonMetrics
 from ._outbox import CLOSE_GOING_AWAY
 from ._principals import AccessRefusedError, Principals
-from ._scheduler import Scheduler
 from ._sd_notify import SystemdNotifier
 from ._served_names import ServedNames
 from ._teammates_socket import serve_teammates

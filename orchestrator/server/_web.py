@@ -43,13 +43,11 @@ from orchestrator.base import FactLogError, JsonLimits, PeerProtocolError, parse
 from orchestrator.core import TeamState, open_questions
 from orchestrator.journal import SESSION_STATUSES, SessionInfo
 from orchestrator.protocols import chat_transcript
+from orchestrator.sessions import Daemon, GraphCache, LiveSession, session_id, session_uri
 
 from ._auth import COOKIE_LIFETIME, COOKIE_NAME, Permission, Principal
-from ._daemon import Daemon
-from ._live_session import LiveSession, session_id, session_uri
 from ._principals import AccessRefusedError, Principals
 from ._rate_limit import TokenBucket
-from ._session_folds import GraphCache
 from ._web_assets import CONTENT_SECURITY_POLICY, WebAssets
 
 __all__ = ["WebError", "session_summary", "web_routes"]

@@ -18,7 +18,7 @@ team file the session recorded): a session is a conversation that outlives a res
 SIGTERM it stops each runtime without recording (:meth:`TeamRuntime.stop`), after running
 turns had ``shutdown_grace`` seconds to end: the journal then holds what a crash would, and
 the next start applies each team's ``on_restart``. Clients reach a session only through its
-:class:`~orchestrator.server._live_session.LiveSession` (see that module).
+:class:`~orchestrator.sessions._live_session.LiveSession` (see that module).
 
 The daemon imports neither the metrics nor the background teammates' scheduler (both read
 it): the app assembly (:func:`orchestrator.server._app.assemble`) builds them and wires
@@ -32,7 +32,7 @@ session write ``team/runStarted`` at sequence 1 again under a URI the journal ho
 URI is reserved before the journal is asked (an await), so two clients opening the same
 one at once cannot both get it.
 
-The root channel: :attr:`Daemon.root` (:mod:`orchestrator.server._root_channel`) hears of
+The root channel: :attr:`Daemon.root` (:mod:`orchestrator.sessions._root_channel`) hears of
 every session that enters or leaves :attr:`Daemon.sessions` (only :meth:`Daemon._add_session`
 and :meth:`Daemon._remove_session` change it) and follows their facts: what AHP clients
 subscribed to ``ahp-root://`` are told of the daemon's sessions comes from there.
@@ -109,8 +109,8 @@ from orchestrator.runtime.backends import backend_factory
 from orchestrator.spec import BackgroundSpec, McpServer, TeamSpec, load_team, parse_team
 
 from ._cluster import Cluster
-from ._config import Limits
 from ._followed import FollowedRuntime
+from ._limits import Limits
 from ._live_session import LiveSession, SessionObserver, _busy, session_uri
 from ._reclaim import Reclaimer, ReclaimStatistics
 from ._root_channel import RootChannel, agents_of
@@ -119,8 +119,12 @@ from ._sqlite_following import SqliteFollowing
 from ._team_log import TeamLog
 
 __all__ = [
+    "Companion",
     "Daemon",
     "DaemonStatistics",
+    "TeamFiles",
+    "default_node",
+    "load_teams",
 ]
 
 log = structlog.get_logger("orchestrator.daemon")

@@ -4,8 +4,8 @@ Theory of operation
 -------------------
 Several daemons on one PostgreSQL journal (issue 21): a client may ask any node for any
 session, and the node holding the session's lease runs it. Any other node asked for it
-*follows* it: :meth:`Daemon.find <orchestrator.server._daemon.Daemon.find>` gives the
-client a :class:`~orchestrator.server._live_session.LiveSession` as for a session it runs,
+*follows* it: :meth:`Daemon.find <orchestrator.sessions._daemon.Daemon.find>` gives the
+client a :class:`~orchestrator.sessions._live_session.LiveSession` as for a session it runs,
 over a :class:`FollowedRuntime` instead of a
 :class:`~orchestrator.runtime.TeamRuntime`, so every client protocol (the /ws agent and
 team channels, AHP, AG-UI, the web view) works unchanged.
@@ -21,7 +21,7 @@ listening connection came back (notifications were missed), and every
 cursors and replay are the owner's, with no gap and no duplicate.
 
 Writing: what would change the session is forwarded to the owner (see
-:mod:`orchestrator.server._forwarding`) and answered as the owner answered; once the owner
+:mod:`orchestrator.sessions._forwarding`) and answered as the owner answered; once the owner
 says which sequence its state had reached after carrying a command out, the follower
 returns only once it has read that far, so a client sees the facts its request made before
 or with the answer, as on the owner.

@@ -12,7 +12,7 @@ the rest, so a client sees no gap and no duplicate.
 
 Behind it is a :class:`SessionRuntime`: the :class:`~orchestrator.runtime.TeamRuntime` that
 runs the session on this node, or, when another node of a PostgreSQL journal runs it, a
-:class:`~orchestrator.server._followed.FollowedRuntime` that reads its facts from the journal
+:class:`~orchestrator.sessions._followed.FollowedRuntime` that reads its facts from the journal
 and forwards what would change it to the owner. Clients cannot tell them apart: the same
 requests, the same refusals, the same facts with the same sequence numbers. A forwarded
 cancel is awaited (its answer comes through the database), hence the async cancels.
@@ -68,15 +68,19 @@ from orchestrator.runtime import (
     TeamRuntime,
 )
 
-from ._hypercorn_ws import SharedText
 from ._session_folds import EnvelopeFold
+from ._shared_text import SharedText
 from ._team_log import ReadFacts, TeamLog, team_frame
 
 __all__ = [
+    "CHAT_PREFIX",
+    "SESSION_PREFIX",
     "LiveSession",
     "SessionRecorder",
     "SessionRuntime",
     "ahp_envelopes",
+    "session_id",
+    "session_uri",
 ]
 
 log = structlog.get_logger("orchestrator.daemon")
@@ -141,7 +145,7 @@ class SessionRecorder(Protocol):
 class SessionRuntime(Protocol):
     """What a :class:`LiveSession` asks of the runtime behind it: a
     :class:`~orchestrator.runtime.TeamRuntime` (this node runs the session), or a
-    :class:`~orchestrator.server._followed.FollowedRuntime` (another node does: its facts
+    :class:`~orchestrator.sessions._followed.FollowedRuntime` (another node does: its facts
     are read from the journal, its commands forwarded to the owner). A cancel returns None
     when done at once (a runtime's), or what to wait for (a forwarded one's answer)."""
 

@@ -83,7 +83,10 @@ from orchestrator.protocols import (
 )
 from orchestrator.spec import TeamSpec
 
-__all__: list[str] = []  # the server's own: no other package needs it
+__all__ = [
+    "RootSubscription",
+    "session_channel_state",
+]
 
 log = structlog.get_logger("orchestrator.ahp")
 

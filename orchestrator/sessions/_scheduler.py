@@ -94,6 +94,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Scheduler",
     "Teammate",
+    "Watch",
     "describe_schedule",
 ]
 
