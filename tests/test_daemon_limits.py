@@ -292,4 +292,4 @@ class TestTakingUp:
         (taken_up,) = found[quick]
         assert taken_up is not None
         assert taken_up.uri == quick
-        assert len(daemon._finding) == 0, "no lock kept for sessions nobody asks for"
+        assert daemon.statistics().session_locks == 0, "no lock kept for sessions nobody asks for"

@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import structlog
@@ -44,6 +44,7 @@ from orchestrator.base import (
     RunError,
 )
 from orchestrator.core import Fact, TeamState
+from orchestrator.journal import JournalReader
 from orchestrator.protocols import (
     Abort,
     Approve,
@@ -60,7 +61,7 @@ from orchestrator.protocols import (
     parse_client_message,
     replay,
 )
-from orchestrator.sessions import Daemon, LiveSession, team_frame
+from orchestrator.sessions import LiveSession, TeamLog, team_frame
 
 from ._auth import Permission, Principal
 from ._client_frames import client_frames
@@ -73,11 +74,22 @@ __all__: list[str] = []
 log = structlog.get_logger("orchestrator.ws")
 
 
+class AgentSocketHost(Protocol):
+    """What an agent-channel socket asks of the daemon."""
+
+    @property
+    def reader(self) -> JournalReader: ...
+
+    async def team_log(self, live: LiveSession) -> TeamLog: ...
+
+    async def dispose(self, live: LiveSession) -> None: ...
+
+
 class AgentSocket:
     def __init__(
         self,
         websocket: WebSocket,
-        daemon: Daemon,
+        daemon: AgentSocketHost,
         live: LiveSession,
         principal: Principal,
         *,

@@ -57,8 +57,8 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections import deque
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Mapping, Sequence
+from typing import Final, Protocol
 
 import attrs
 import structlog
@@ -101,6 +101,7 @@ from orchestrator.base import (
     SessionLimitError,
 )
 from orchestrator.core import Fact, TeamState
+from orchestrator.journal import JournalReader
 from orchestrator.protocols import (
     Call,
     error_frame,
@@ -112,15 +113,16 @@ from orchestrator.runtime import Ids
 from orchestrator.sessions import (
     CHAT_PREFIX,
     SESSION_PREFIX,
-    Daemon,
     Limits,
     LiveSession,
+    RootChannel,
     RootSubscription,
+    TeamCatalog,
     ahp_envelopes,
     session_channel_state,
 )
 
-from ._ahp_dispatch import ActionDispatcher
+from ._ahp_dispatch import ActionDispatcher, DispatchHost
 from ._auth import Permission, Principal
 from ._metrics import DaemonMetrics
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, CLOSE_INTERNAL_ERROR, Outbox
@@ -151,9 +153,44 @@ class ClientIds(Ids):
         return self.reserved.popleft() if self.reserved else super().chat()
 
 
+class AhpHost(DispatchHost, Protocol):
+    """What an AHP connection asks of the daemon: its sessions (found, opened, ended), the
+    chat URIs clients claim, the root channel, and whether it is serving."""
+
+    @property
+    def accepting(self) -> bool: ...
+
+    @property
+    def stopped(self) -> trio.Event: ...
+
+    @property
+    def reader(self) -> JournalReader: ...
+
+    @property
+    def catalog(self) -> TeamCatalog: ...
+
+    @property
+    def root(self) -> RootChannel: ...
+
+    @property
+    def sessions(self) -> Mapping[str, LiveSession]: ...
+
+    async def find(self, session: str) -> LiveSession | None: ...
+
+    async def open_session(
+        self, team_name: str | None, *, ids: Ids | None = ..., principal: str | None = ...
+    ) -> LiveSession: ...
+
+    async def dispose(self, live: LiveSession) -> None: ...
+
+    async def claim_chat(self, chat: str) -> None: ...
+
+    def release_chat(self, chat: str) -> None: ...
+
+
 async def serve_ahp(
     websocket: WebSocket,
-    daemon: Daemon,
+    daemon: AhpHost,
     metrics: DaemonMetrics,
     principal: Principal | None,
     limits: Limits,
@@ -222,7 +259,7 @@ class AhpSocket:
     def __init__(
         self,
         websocket: WebSocket,
-        daemon: Daemon,
+        daemon: AhpHost,
         principal: Principal,
         *,
         metrics: DaemonMetrics,
@@ -643,7 +680,7 @@ class AhpSocket:
         if params.fork is not None:
             raise RpcError(ErrorCode.INVALID_PARAMS, "fork: this host does not fork sessions")
         try:
-            self.daemon.team_of(params.provider)
+            self.daemon.catalog.team(params.provider)
         except RunError as exc:
             raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, f"provider: {exc}") from None
         try:

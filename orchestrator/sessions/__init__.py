@@ -12,10 +12,30 @@ from typing import TYPE_CHECKING
 from orchestrator.base import lazy_facade
 
 if TYPE_CHECKING:
-    from ._cluster import Cluster
-    from ._daemon import Companion, Daemon, DaemonStatistics, TeamFiles, default_node, load_teams
-    from ._expected_action import ExpectedAction, decode_origin, encode_origin
-    from ._followed import CommandRoute, FollowedRuntime, Refusal, follow_session
+    from ._cluster import (
+        Cluster,
+    )
+    from ._daemon import (
+        Companion,
+        Daemon,
+        DaemonStatistics,
+        default_node,
+    )
+    from ._expected_action import (
+        ExpectedAction,
+        decode_origin,
+        encode_origin,
+    )
+    from ._finding import (
+        SessionFinder,
+        SessionLocks,
+    )
+    from ._followed import (
+        CommandRoute,
+        FollowedRuntime,
+        Refusal,
+        follow_session,
+    )
     from ._forwarding import (
         Command,
         CommandServer,
@@ -25,7 +45,12 @@ if TYPE_CHECKING:
         decode_error,
         encode_error,
     )
-    from ._limits import Limits
+    from ._idle_sessions import (
+        IdleSessions,
+    )
+    from ._limits import (
+        Limits,
+    )
     from ._live_session import (
         CHAT_PREFIX,
         SESSION_PREFIX,
@@ -36,13 +61,52 @@ if TYPE_CHECKING:
         session_id,
         session_uri,
     )
-    from ._reclaim import Reclaimer, ReclaimStatistics
-    from ._root_channel import RootSubscription, session_channel_state
-    from ._scheduler import Scheduler, Teammate, Watch, describe_schedule
-    from ._session_folds import EnvelopeCache, EnvelopeFold, GraphCache, SessionFolds
-    from ._shared_text import SharedText
-    from ._sqlite_following import SqliteFollowing
-    from ._team_log import ReadFacts, TeamLog, team_frame
+    from ._opening import (
+        SessionOpener,
+    )
+    from ._reclaim import (
+        Reclaimer,
+        ReclaimStatistics,
+    )
+    from ._root_channel import (
+        RootChannel,
+        RootSubscription,
+        session_channel_state,
+    )
+    from ._runs import (
+        SessionRuns,
+    )
+    from ._scheduler import (
+        Scheduler,
+        Teammate,
+        Watch,
+        describe_schedule,
+    )
+    from ._session_folds import (
+        EnvelopeCache,
+        EnvelopeFold,
+        GraphCache,
+        SessionFolds,
+    )
+    from ._shared_text import (
+        SharedText,
+    )
+    from ._sqlite_following import (
+        SqliteFollowing,
+    )
+    from ._team_log import (
+        ReadFacts,
+        TeamLog,
+        team_frame,
+    )
+    from ._team_runtimes import (
+        TeamRuntimes,
+    )
+    from ._teams import (
+        TeamCatalog,
+        TeamFiles,
+        load_teams,
+    )
 
 __all__ = [
     "CHAT_PREFIX",
@@ -60,21 +124,29 @@ __all__ = [
     "FollowedRuntime",
     "Forwarder",
     "GraphCache",
+    "IdleSessions",
     "Limits",
     "LiveSession",
     "ReadFacts",
     "ReclaimStatistics",
     "Reclaimer",
     "Refusal",
+    "RootChannel",
     "RootSubscription",
     "Scheduler",
+    "SessionFinder",
     "SessionFolds",
+    "SessionLocks",
+    "SessionOpener",
     "SessionRecorder",
+    "SessionRuns",
     "SessionRuntime",
     "SharedText",
     "SqliteFollowing",
+    "TeamCatalog",
     "TeamFiles",
     "TeamLog",
+    "TeamRuntimes",
     "Teammate",
     "Watch",
     "ahp_envelopes",
@@ -103,14 +175,16 @@ if not TYPE_CHECKING:
                 "Companion",
                 "Daemon",
                 "DaemonStatistics",
-                "TeamFiles",
                 "default_node",
-                "load_teams",
             ),
             "._expected_action": (
                 "ExpectedAction",
                 "decode_origin",
                 "encode_origin",
+            ),
+            "._finding": (
+                "SessionFinder",
+                "SessionLocks",
             ),
             "._followed": (
                 "CommandRoute",
@@ -127,6 +201,7 @@ if not TYPE_CHECKING:
                 "decode_error",
                 "encode_error",
             ),
+            "._idle_sessions": ("IdleSessions",),
             "._limits": ("Limits",),
             "._live_session": (
                 "CHAT_PREFIX",
@@ -138,14 +213,17 @@ if not TYPE_CHECKING:
                 "session_id",
                 "session_uri",
             ),
+            "._opening": ("SessionOpener",),
             "._reclaim": (
                 "ReclaimStatistics",
                 "Reclaimer",
             ),
             "._root_channel": (
+                "RootChannel",
                 "RootSubscription",
                 "session_channel_state",
             ),
+            "._runs": ("SessionRuns",),
             "._scheduler": (
                 "Scheduler",
                 "Teammate",
@@ -164,6 +242,12 @@ if not TYPE_CHECKING:
                 "ReadFacts",
                 "TeamLog",
                 "team_frame",
+            ),
+            "._team_runtimes": ("TeamRuntimes",),
+            "._teams": (
+                "TeamCatalog",
+                "TeamFiles",
+                "load_teams",
             ),
         },
     )

@@ -280,7 +280,7 @@ class LiveSession:
         self.alone_since = self.opened_at  # when the last client left
         self._alone = trio.Event()  # set while no client is connected
         self._alone.set()
-        self.put_away = False  # stopped for being idle (see Daemon.evict_idle)
+        self.put_away = False  # stopped for being idle (see IdleSessions.evict_idle)
         self.ended_because: str | None = None  # why it ended, when clients must be told
         # The AG-UI projector of the session's thread, kept across an interrupt: what the team
         # does while the client decides goes into the run that resumes it (see _agui_endpoint).
@@ -392,7 +392,7 @@ class LiveSession:
 
     @property
     def unprompted(self) -> bool:
-        """Open, and no run started or starting in it (see Daemon.forget_unprompted)."""
+        """Open, and no run started or starting in it (see IdleSessions.forget_unprompted)."""
         return not self.started and not self.finished.is_set()
 
     @contextlib.contextmanager
@@ -509,7 +509,7 @@ class LiveSession:
     async def end(self) -> None:
         """End the conversation (see :meth:`TeamRuntime.end_conversation`): an idle one is recorded
         ``completed``, one at work ``cancelled``; a session never prompted is only
-        forgotten, by the daemon (:meth:`Daemon.dispose`). Returns once asked: the session's
+        forgotten, by the daemon (:meth:`SessionRuns.dispose`). Returns once asked: the session's
         end follows (:attr:`finished`)."""
         if self.finished.is_set() or (self.state.run is not None and self.state.run.status):
             raise RunError(f"session {self.id} has ended already")

@@ -84,6 +84,7 @@ from orchestrator.protocols import (
 from orchestrator.spec import TeamSpec
 
 __all__ = [
+    "RootChannel",
     "RootSubscription",
     "session_channel_state",
 ]
