@@ -187,8 +187,8 @@ class Daemon:
         team_files: Mapping[str, str] | None = None,
     ) -> None:
         """``limits``: the daemon's limits (``subscriber_buffer`` and ``shutdown_grace``
-        override two of them). Its observer and companions (the metrics, the
-        scheduler) are the app assembly's to set (see :mod:`orchestrator.server._app`).
+        override two of them). Its observer and companions (the metrics, the scheduler)
+        are the app assembly's to set (see :mod:`orchestrator.server._app`).
         ``node``: this daemon's node id (default: its journal's leases' node, or
         ``HOSTNAME:PID``). Leases are reckoned in the database's clock. ``teams`` are
         named by their ``[team] name``; ``team_files``: the file each was read from, whose
@@ -211,8 +211,9 @@ class Daemon:
         self.cluster: Cluster | None = None
         self.following: SqliteFollowing | None = None
         self.limits = limits = limits or Limits()
-        self.subscriber_buffer = subscriber_buffer or limits.subscriber_buffer
-        self.shutdown_grace = limits.shutdown_grace if shutdown_grace is None else shutdown_grace
+        buffer, grace = limits.subscriber_buffer, limits.shutdown_grace
+        self.subscriber_buffer = buffer if subscriber_buffer is None else subscriber_buffer
+        self.shutdown_grace = grace if shutdown_grace is None else shutdown_grace
         # Given to every session's command tools; the server sets its URL once it listens.
         self.callback = callback or ToolCallback()
         self.runtimes = TeamRuntimes(
