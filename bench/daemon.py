@@ -259,7 +259,8 @@ async def _measure(
     from trio_websocket import open_websocket_url
 
     from orchestrator.journal import JournalReader
-    from orchestrator.server import Limits, ServeConfig, serve
+    from orchestrator.server import ServeConfig, serve
+    from orchestrator.sessions import Limits
 
     stamps: dict[int, float] = {}
     _stamp_publications(stamps)

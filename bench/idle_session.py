@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from orchestrator.journal import Durability, open_journal
-from orchestrator.server import Daemon, Limits, LiveSession, assemble
+from orchestrator.server import assemble
+from orchestrator.sessions import Daemon, Limits, LiveSession
 from orchestrator.spec import parse_team
 from tests.daemon import fan_team
 

@@ -25,7 +25,7 @@ import trio
 from orchestrator.journal import JournalReader, SqliteJournal
 from orchestrator.runtime import Ids, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
-from orchestrator.server import EnvelopeCache, TeamLog
+from orchestrator.sessions import EnvelopeCache, TeamLog
 from orchestrator.spec import TeamSpec, parse_team
 
 

@@ -18,7 +18,8 @@ import httpx
 import trio
 from trio_websocket import WebSocketConnection, open_websocket_url
 
-from orchestrator.server import Limits, ServeConfig, serve
+from orchestrator.server import ServeConfig, serve
+from orchestrator.sessions import Limits
 
 from .conftest import PROJECT_ROOT
 

@@ -27,7 +27,8 @@ from orchestrator.base import FactLogError, timestamp
 from orchestrator.core import Fact, teammate_uri
 from orchestrator.journal import Durability, Journal, open_journal, open_reader
 from orchestrator.runtime import EventTicket, Ticket
-from orchestrator.server import Daemon, Scheduler, Teammate, assemble
+from orchestrator.server import assemble
+from orchestrator.sessions import Daemon, Scheduler, Teammate
 from orchestrator.spec import TeamSpec, parse_team
 
 TEAMS = Path(__file__).parent.parent / "teams"

@@ -12,7 +12,8 @@ import pytest
 
 from orchestrator.core import build_graph
 from orchestrator.journal import JournalReader
-from orchestrator.server import Limits, ServeConfig
+from orchestrator.server import ServeConfig
+from orchestrator.sessions import Limits
 
 from .agui import check_run, of_type, validate_event
 from .ahp_client import connect_ahp

@@ -19,8 +19,9 @@ from orchestrator.core import ApprovalResolved
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import AgentChannelProjector, notification_frame
 from orchestrator.runtime import FactBus, Subscription
-from orchestrator.server import Limits, Role, ServeConfig, SharedText, Token, _live_session
+from orchestrator.server import Role, ServeConfig, Token, _hypercorn_ws
 from orchestrator.server._agent_socket import AgentSocket
+from orchestrator.sessions import Limits, SharedText, _live_session
 
 from .ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
 from .daemon import ECHO, Client, connect, running_daemon
@@ -720,16 +721,16 @@ class TestSharedFrames:
         bytes objects (issue 17: clients are sent bytes)."""
         written: defaultdict[int, list[bytes]] = defaultdict(list)
         texts: list[SharedText] = []  # kept alive: their ids stay theirs
-        original = SharedText.framed
+        original = _hypercorn_ws.framed
 
-        def recording(self: SharedText) -> bytes:
-            frame = original(self)
-            if id(self) not in written:
-                texts.append(self)
-            written[id(self)].append(frame)
+        def recording(text: SharedText) -> bytes:
+            frame = original(text)
+            if id(text) not in written:
+                texts.append(text)
+            written[id(text)].append(frame)
             return frame
 
-        monkeypatch.setattr(SharedText, "framed", recording)
+        monkeypatch.setattr(_hypercorn_ws, "framed", recording)
         async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon, connect(daemon) as ws:
             init = await ws.until_type("init")
             await ws.send({"channel": "agent", "type": "prompt", "prompt": "one"})

@@ -68,7 +68,8 @@ from orchestrator.runtime import (
     run_command,
 )
 from orchestrator.runtime.backends import ScriptedBackend
-from orchestrator.server import Limits, Role, ServeConfig, Token
+from orchestrator.server import Role, ServeConfig, Token
+from orchestrator.sessions import Limits
 from orchestrator.spec import (
     AgentSpec,
     CommandTool,

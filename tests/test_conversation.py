@@ -33,7 +33,8 @@ from orchestrator.journal import JournalReader, prune
 from orchestrator.protocols import project_facts
 from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
-from orchestrator.server import Limits, ServeConfig
+from orchestrator.server import ServeConfig
+from orchestrator.sessions import Limits
 from orchestrator.spec import parse_team
 
 from .agui import check_run, validate_event

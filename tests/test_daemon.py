@@ -20,8 +20,9 @@ from orchestrator.base import ConfigError
 from orchestrator.core import ApprovalResolved, RunFinished, ViewUpdated, build_graph
 from orchestrator.journal import JournalReader, SqliteJournal, open_reader
 from orchestrator.protocols import envelope_to_json_line, project_facts
-from orchestrator.server import Limits, Role, ServeConfig, Token
+from orchestrator.server import Role, ServeConfig, Token
 from orchestrator.server._app import BODY_TIMEOUT
+from orchestrator.sessions import Limits
 
 from .ahp_client import ROOT, AhpClient, connect_ahp
 from .conftest import PROJECT_ROOT

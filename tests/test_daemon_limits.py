@@ -17,7 +17,8 @@ import trio.testing
 
 from orchestrator.base import FactLogError, RunError, SessionExistsError, SessionLimitError
 from orchestrator.core import Fact, TeamState
-from orchestrator.server import Daemon, Limits, LiveSession, assemble
+from orchestrator.server import assemble
+from orchestrator.sessions import Daemon, Limits, LiveSession
 from orchestrator.spec import parse_team
 
 from .daemon import ECHO
@@ -292,4 +293,27 @@ class TestTakingUp:
         (taken_up,) = found[quick]
         assert taken_up is not None
         assert taken_up.uri == quick
-        assert len(daemon._finding) == 0, "no lock kept for sessions nobody asks for"
+        assert daemon.statistics().session_locks == 0, "no lock kept for sessions nobody asks for"
+
+
+class TestLimitsReadOnce:
+    async def test_the_idle_timer_keeps_the_daemons_idle_session(
+        self, tmp_path: Path, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """The daemon's limits are given once, as it is made: its idle timer, started with
+        no argument (as the app starts it), puts a session idle with no client away after
+        the limits' ``idle_session``, not before."""
+        limits = Limits(unprompted_session=30.0, idle_session=5.0, max_unprompted_per_token=3)
+        async with serving(tmp_path, limits) as daemon:
+            live = await daemon.open_session("echo", principal="alice")
+            await live.prompt("one", task_id=None)
+            await live.idle.wait()
+            idle_since = trio.current_time()
+            async with trio.open_nursery() as evicting:
+                evicting.start_soon(daemon.evict_idle)
+                with trio.fail_after(60):
+                    while daemon.live(live.uri) is not None:  # noqa: ASYNC110 (put away)
+                        await trio.sleep(0.5)
+                evicting.cancel_scope.cancel()
+            assert trio.current_time() - idle_since >= limits.idle_session
+            assert trio.current_time() - idle_since < 2 * limits.idle_session

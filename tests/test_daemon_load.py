@@ -20,7 +20,8 @@ from trio_websocket import ConnectionClosed, wrap_client_stream
 from orchestrator.base import ConfigError, PeerProtocolError
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import parse_client_message, project_facts, unstructure_envelope
-from orchestrator.server import Limits, ServeConfig, _outbox, parse_serve_config
+from orchestrator.server import ServeConfig, _outbox, parse_serve_config
+from orchestrator.sessions import Limits
 
 from .daemon import ECHO, Client, RunningDaemon, connect, running_daemon
 

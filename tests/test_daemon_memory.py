@@ -25,7 +25,8 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.server import Daemon, DaemonStatistics, Limits, ReclaimStatistics, assemble
+from orchestrator.server import assemble
+from orchestrator.sessions import Daemon, DaemonStatistics, Limits, ReclaimStatistics
 from orchestrator.spec import parse_team
 
 from .daemon import fan_team

@@ -13,8 +13,8 @@ import trio.testing
 
 from orchestrator.core import Fact, TeamState
 from orchestrator.journal import PostgresCommands
-from orchestrator.server import FollowedRuntime, Forwarder
-from orchestrator.server._followed import FOLLOW_POLL
+from orchestrator.sessions import FollowedRuntime, Forwarder
+from orchestrator.sessions._followed import FOLLOW_POLL
 
 from .test_bus import SESSION, facts, sequences
 

@@ -38,7 +38,7 @@ from orchestrator.protocols import (
 )
 from orchestrator.runtime import FactBus, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
-from orchestrator.server import TeamLog
+from orchestrator.sessions import TeamLog
 
 from .test_project_agentui import SCENARIOS, SESSION, scenarios
 from .test_runtime import fanout

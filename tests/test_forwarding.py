@@ -19,7 +19,7 @@ from psycopg.types.json import Jsonb
 from orchestrator.ahp.actions import ActionOrigin
 from orchestrator.base import PeerProtocolError, RunError
 from orchestrator.journal import FACTS_CHANNEL, PostgresCommands, PostgresListener, open_journal
-from orchestrator.server import (
+from orchestrator.sessions import (
     Command,
     CommandServer,
     ExpectedAction,
@@ -28,7 +28,7 @@ from orchestrator.server import (
     decode_error,
     encode_error,
 )
-from orchestrator.server._forwarding import KINDS, Origin
+from orchestrator.sessions._forwarding import KINDS, Origin
 
 from .postgres import direct_sql
 

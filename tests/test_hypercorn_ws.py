@@ -49,11 +49,16 @@ from orchestrator.server import (
     HypercornSeam,
     Outbox,
     SendLock,
-    SharedText,
     frame_writer,
 )
-from orchestrator.server._hypercorn_ws import DISCONNECT_TIMEOUT, _tcp_server, take_until_disconnect
+from orchestrator.server._hypercorn_ws import (
+    DISCONNECT_TIMEOUT,
+    _tcp_server,
+    framed,
+    take_until_disconnect,
+)
 from orchestrator.server._outbox import CLOSE_TIMEOUT, MAX_BATCH
+from orchestrator.sessions import SharedText
 
 Handler = Callable[[WebSocket], Awaitable[None]]
 
@@ -737,7 +742,7 @@ class TestSharedText:
         for stream in streams:
             await FrameWriter(stream, None).write([text, "own"])
         assert text.frame is not None
-        assert text.framed() is text.frame  # made once, kept
+        assert framed(text) is text.frame  # made once, kept
         for stream in streams:
             assert texts_in(stream.handed[0]) == [text, "own"]
             assert stream.handed[0].startswith(text.frame)

@@ -11,7 +11,8 @@ import pytest
 import trio
 
 from orchestrator.journal import JournalReader
-from orchestrator.server import Limits, ServeConfig
+from orchestrator.server import ServeConfig
+from orchestrator.sessions import Limits
 
 from .ahp_client import ROOT, connect_ahp
 from .daemon import ECHO, RunningDaemon, connect, running_daemon, websocket

@@ -35,7 +35,8 @@ from orchestrator.runtime import (
     _logging,
     configure_logging,
 )
-from orchestrator.server import Limits, Role, ServeConfig, Token, serve
+from orchestrator.server import Role, ServeConfig, Token, serve
+from orchestrator.sessions import Limits
 from tests.daemon import ECHO, connect, running_daemon
 
 TOKEN = "tok-3f9a1c7e5b2d4068"  # a daemon token: registered, redacted by its exact value

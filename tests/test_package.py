@@ -130,6 +130,7 @@ class TestContracts:
         ("module", "statement", "contract"),
         [
             ("core/_graph.py", "import orchestrator.server  # noqa", "Each layer imports only"),
+            ("sessions/_teams.py", "import orchestrator.server  # noqa", "Each layer imports only"),
             ("ahp/state.py", "import trio  # noqa", "import neither trio nor any IO"),
             ("protocols/_agentui.py", "import sqlite3  # noqa", "import neither trio nor any IO"),
             (

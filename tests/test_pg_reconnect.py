@@ -39,7 +39,8 @@ from orchestrator.journal._pg_connection import (
 )
 from orchestrator.runtime import TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
-from orchestrator.server import Limits, ServeConfig
+from orchestrator.server import ServeConfig
+from orchestrator.sessions import Limits
 from orchestrator.spec import load_team
 
 from .daemon import connect, running_daemon

@@ -6,8 +6,8 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from orchestrator.server import Reclaimer, ReclaimStatistics
-from orchestrator.server._reclaim import RECLAIM_AFTER, RECLAIM_EVERY
+from orchestrator.sessions import Reclaimer, ReclaimStatistics
+from orchestrator.sessions._reclaim import RECLAIM_AFTER, RECLAIM_EVERY
 
 from .teammates import HeldClock
 

@@ -36,8 +36,9 @@ from orchestrator.ahp.state import (
 )
 from orchestrator.base import evolve
 from orchestrator.core import Fact, TeamState
-from orchestrator.server import Limits, ServeConfig, _outbox
-from orchestrator.server._root_channel import (
+from orchestrator.server import ServeConfig, _outbox
+from orchestrator.sessions import Limits
+from orchestrator.sessions._root_channel import (
     RootChannel,
     RootFrame,
     RootSubscription,

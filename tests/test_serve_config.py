@@ -13,7 +13,6 @@ from orchestrator.base import ConfigError
 from orchestrator.server import (
     LOCAL,
     Authenticator,
-    Limits,
     Permission,
     Role,
     ServeConfig,
@@ -22,6 +21,7 @@ from orchestrator.server import (
     load_serve_config,
     parse_serve_config,
 )
+from orchestrator.sessions import Limits
 
 SECRET = "s3cret-s3cret-s3cret"
 

@@ -1,5 +1,5 @@
 """A daemon follows the sessions that other processes on its SQLite file run
-(``server/_sqlite_following``): an ``orchestrator run`` beside the daemon is watched live,
+(``sessions/_sqlite_following``): an ``orchestrator run`` beside the daemon is watched live,
 read-only, to its end, and the daemon says who runs it.
 
 Against a real process: a real ``orchestrator run`` parked on its approval, a real daemon on
@@ -28,7 +28,7 @@ from orchestrator.core import ApprovalRequested, ViewUpdated
 from orchestrator.journal import JournalReader
 from orchestrator.runtime import TeamRuntime
 from orchestrator.runtime.backends import backend_factory
-from orchestrator.server._sqlite_following import CHANGES_POLL, HOLDER_CHECK
+from orchestrator.sessions._sqlite_following import CHANGES_POLL, HOLDER_CHECK
 from orchestrator.spec import parse_team
 
 from .ahp_client import connect_ahp

@@ -39,7 +39,7 @@ from orchestrator.protocols import (
     teammate_envelopes,
     unstructure_envelope,
 )
-from orchestrator.server import describe_schedule
+from orchestrator.sessions import describe_schedule
 from orchestrator.spec import BackgroundSpec, Every, parse_cron
 
 URI = teammate_uri("nightly", "audit")

@@ -18,7 +18,8 @@ import trio
 from trio_websocket import WebSocketConnection
 
 from orchestrator.journal import JournalReader
-from orchestrator.server import Limits, Role, ServeConfig, Token
+from orchestrator.server import Role, ServeConfig, Token
+from orchestrator.sessions import Limits
 
 from .daemon import TEAMS, RunningDaemon, running_daemon, websocket
 from .teammates import slow_team

@@ -28,9 +28,6 @@ from orchestrator.server import (
     CONTENT_SECURITY_POLICY,
     COOKIE_LIFETIME,
     Authenticator,
-    EnvelopeCache,
-    GraphCache,
-    Limits,
     Role,
     ServeConfig,
     Token,
@@ -38,6 +35,7 @@ from orchestrator.server import (
     _web,
 )
 from orchestrator.server._auth import Principal
+from orchestrator.sessions import EnvelopeCache, GraphCache, Limits
 
 from .daemon import ECHO, RunningDaemon, connect, running_daemon
 from .fuzz import Fuzzer

@@ -121,7 +121,7 @@ def events(args: argparse.Namespace, out: TextIO) -> int:
 
 def _offline_page(source: str, facts: Sequence[Fact], info: SessionInfo | None) -> str:
     """The web view's page for one session, in one file that draws it offline."""
-    from orchestrator.server import WebAssets, session_summary  # the page's files: only here
+    from orchestrator.server import WebAssets, session_summary
 
     session = facts[0].session if facts else source
     summary = (

@@ -1,6 +1,6 @@
 """A background teammate's state: a pure fold of its stream of facts.
 
-The scheduler (:mod:`orchestrator.server._scheduler`) records :mod:`._teammate_actions` facts and
+The scheduler (:mod:`orchestrator.sessions._scheduler`) records :mod:`._teammate_actions` facts and
 folds them here; after a restart it folds the stream read back from the journal and knows, from that
 alone, which scheduled wakes were handled (every wake before :attr:`TeammateState.due_from`),
 whether a run is going and in which session, which wakes wait for it, and whether the

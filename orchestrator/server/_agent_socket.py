@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 The session pushes its facts to the connection as they are published (the connection is
-a :class:`~orchestrator.server._live_session.Sink`): each fact's agent-channel events come already
+a :class:`~orchestrator.sessions._live_session.Sink`): each fact's agent-channel events come already
 projected and serialized, once for all clients, and go into the connection's one bounded
 outbox (:mod:`orchestrator.server._outbox`) without waiting. Two tasks per connection:
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import structlog
@@ -44,6 +44,7 @@ from orchestrator.base import (
     RunError,
 )
 from orchestrator.core import Fact, TeamState
+from orchestrator.journal import JournalReader
 from orchestrator.protocols import (
     Abort,
     Approve,
@@ -60,26 +61,35 @@ from orchestrator.protocols import (
     parse_client_message,
     replay,
 )
+from orchestrator.sessions import LiveSession, TeamLog, team_frame
 
 from ._auth import Permission, Principal
 from ._client_frames import client_frames
-from ._daemon import Daemon
-from ._live_session import LiveSession
 from ._metrics import DaemonMetrics
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, CLOSE_INTERNAL_ERROR, Outbox
 from ._rate_limit import TokenBucket
-from ._team_log import team_frame
 
 __all__: list[str] = []
 
 log = structlog.get_logger("orchestrator.ws")
 
 
+class AgentSocketHost(Protocol):
+    """What an agent-channel socket asks of the daemon."""
+
+    @property
+    def reader(self) -> JournalReader: ...
+
+    async def team_log(self, live: LiveSession) -> TeamLog: ...
+
+    async def dispose(self, live: LiveSession) -> None: ...
+
+
 class AgentSocket:
     def __init__(
         self,
         websocket: WebSocket,
-        daemon: Daemon,
+        daemon: AgentSocketHost,
         live: LiveSession,
         principal: Principal,
         *,

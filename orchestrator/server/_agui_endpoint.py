@@ -17,7 +17,7 @@ import functools
 import json
 import re
 from collections.abc import AsyncIterator
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import structlog
 import trio
@@ -34,11 +34,11 @@ from orchestrator.base import (
     parse_json,
 )
 from orchestrator.core import USER
+from orchestrator.journal import JournalReader
 from orchestrator.protocols import AguiProjector, AguiRunStatus, RunRequest, parse_run_input
+from orchestrator.sessions import LiveSession, TeamCatalog
 
 from ._auth import Principal
-from ._daemon import Daemon
-from ._live_session import LiveSession
 
 __all__: list[str] = []
 
@@ -58,10 +58,26 @@ class AguiRequestError(Exception):
         self.message = message
 
 
+class AguiHost(Protocol):
+    """What the AG-UI endpoint asks of the daemon."""
+
+    @property
+    def reader(self) -> JournalReader: ...
+
+    @property
+    def catalog(self) -> TeamCatalog: ...
+
+    async def find(self, session: str) -> LiveSession | None: ...
+
+    async def open_session(
+        self, team_name: str | None, *, session: str | None = ..., principal: str | None = ...
+    ) -> LiveSession: ...
+
+
 async def agui_run(
     request: Request,
     body: bytes,
-    daemon: Daemon,
+    daemon: AguiHost,
     principal: Principal,
     limits: JsonLimits = JSON_LIMITS,
 ) -> EventSourceResponse:
@@ -89,7 +105,7 @@ async def agui_run(
         raise  # the server answers it (429 / 503, naming the limit)
     except RunError as exc:
         raise AguiRequestError(404, str(exc)) from None
-    if team is not None and live.team_name != daemon.team_name(team):
+    if team is not None and live.team_name != daemon.catalog.name(team):
         raise AguiRequestError(
             409, f"threadId: thread {run.thread_id!r} runs team {live.team_name!r}, not {team!r}"
         )

@@ -34,7 +34,7 @@ response, as every JSON-RPC request gets an answer).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Protocol
 
 import attrs
 import trio
@@ -67,11 +67,9 @@ from orchestrator.ahp.state import (
 from orchestrator.base import IllegalTransitionError, RpcError, RunError
 from orchestrator.core import TeamState, open_questions
 from orchestrator.protocols import notification_frame
+from orchestrator.sessions import CHAT_PREFIX, SESSION_PREFIX, ExpectedAction, LiveSession
 
 from ._auth import Permission, Principal
-from ._daemon import Daemon
-from ._expected_action import ExpectedAction
-from ._live_session import CHAT_PREFIX, SESSION_PREFIX, LiveSession
 
 __all__: list[str] = []
 
@@ -97,13 +95,21 @@ class _RefusedError(Exception):
         self.code = code
 
 
+class DispatchHost(Protocol):
+    """What dispatching a client's action asks of the daemon: the session it is for."""
+
+    def live(self, session: str) -> LiveSession | None: ...
+
+    async def journal_knows(self, session: str) -> bool: ...
+
+
 class ActionDispatcher:
     """``dispatchAction`` for one connection: checks a client's action and carries it out on
     its live session, which records the client's origin with the fact that carries it."""
 
     def __init__(
         self,
-        daemon: Daemon,
+        daemon: DispatchHost,
         principal: Principal,
         *,
         emit: Callable[[str], None],

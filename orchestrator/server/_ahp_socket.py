@@ -9,7 +9,7 @@ Two tasks per connection, plus one per session the client follows, in one nurser
   frame or a refused call is answered with a JSON-RPC error and the connection stays
   usable;
 - a **feed** per session the client follows: a sink of the session
-  (:class:`~orchestrator.server._live_session.Sink`), which the session hands each fact as
+  (:class:`~orchestrator.sessions._live_session.Sink`), which the session hands each fact as
   it is published, puts it on the channels the client subscribed to as ``action``
   notifications (:func:`~orchestrator.protocols._ahp_rpc.channel_envelopes`: every change of
   a channel's state, and each with its fact's ``origin``, so every subscriber sees a client's
@@ -17,7 +17,7 @@ Two tasks per connection, plus one per session the client follows, in one nurser
   (:meth:`LiveSession.action_frames`); no task and no bus subscription of its own;
 - the **sender** writes frames to the socket;
 - while the client follows ``ahp-root://``, a **root forwarder** moves what the daemon's
-  :class:`~orchestrator.server._root_channel.RootChannel` publishes (``root/*`` actions and
+  :class:`~orchestrator.sessions._root_channel.RootChannel` publishes (``root/*`` actions and
   the ``root/sessionAdded`` / ``sessionRemoved`` / ``sessionSummaryChanged`` notifications)
   from this connection's bounded root subscription to the outbox; a subscription that fills
   up is dropped, and the client disconnected with 1008, like a full outbox.
@@ -40,7 +40,7 @@ root ``subscribe``, ``listSessions``), the root frames waiting are sent first (`
 so a client's fold and the reply agree at that point.
 
 Sessions' catalog: ``listSessions`` answers from the root channel's summaries
-(:func:`~orchestrator.server._root_channel.session_summary`, made from the session channel's
+(:func:`~orchestrator.sessions._root_channel.session_summary`, made from the session channel's
 state); a session channel's snapshot names the team the session runs as its ``provider``.
 
 Sessions and chats: ``createSession`` makes a session at the client's URI whose run starts
@@ -57,8 +57,8 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections import deque
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Mapping, Sequence
+from typing import Final, Protocol
 
 import attrs
 import structlog
@@ -100,6 +100,7 @@ from orchestrator.base import (
     SessionLimitError,
 )
 from orchestrator.core import Fact, TeamState
+from orchestrator.journal import JournalReader
 from orchestrator.protocols import (
     Call,
     error_frame,
@@ -108,16 +109,23 @@ from orchestrator.protocols import (
     result_frame,
 )
 from orchestrator.runtime import Ids
+from orchestrator.sessions import (
+    CHAT_PREFIX,
+    SESSION_PREFIX,
+    Limits,
+    LiveSession,
+    RootChannel,
+    RootSubscription,
+    TeamCatalog,
+    ahp_envelopes,
+    session_channel_state,
+)
 
-from ._ahp_dispatch import ActionDispatcher
+from ._ahp_dispatch import ActionDispatcher, DispatchHost
 from ._auth import Permission, Principal
-from ._config import Limits
-from ._daemon import Daemon
-from ._live_session import CHAT_PREFIX, SESSION_PREFIX, LiveSession, ahp_envelopes
 from ._metrics import DaemonMetrics
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, CLOSE_INTERNAL_ERROR, Outbox
 from ._rate_limit import TokenBucket
-from ._root_channel import RootSubscription, session_channel_state
 
 __all__: list[str] = []
 
@@ -144,9 +152,44 @@ class ClientIds(Ids):
         return self.reserved.popleft() if self.reserved else super().chat()
 
 
+class AhpHost(DispatchHost, Protocol):
+    """What an AHP connection asks of the daemon: its sessions (found, opened, ended), the
+    chat URIs clients claim, the root channel, and whether it is serving."""
+
+    @property
+    def accepting(self) -> bool: ...
+
+    @property
+    def stopped(self) -> trio.Event: ...
+
+    @property
+    def reader(self) -> JournalReader: ...
+
+    @property
+    def catalog(self) -> TeamCatalog: ...
+
+    @property
+    def root(self) -> RootChannel: ...
+
+    @property
+    def sessions(self) -> Mapping[str, LiveSession]: ...
+
+    async def find(self, session: str) -> LiveSession | None: ...
+
+    async def open_session(
+        self, team_name: str | None, *, ids: Ids | None = ..., principal: str | None = ...
+    ) -> LiveSession: ...
+
+    async def dispose(self, live: LiveSession) -> None: ...
+
+    async def claim_chat(self, chat: str) -> None: ...
+
+    def release_chat(self, chat: str) -> None: ...
+
+
 async def serve_ahp(
     websocket: WebSocket,
-    daemon: Daemon,
+    daemon: AhpHost,
     metrics: DaemonMetrics,
     principal: Principal | None,
     limits: Limits,
@@ -215,7 +258,7 @@ class AhpSocket:
     def __init__(
         self,
         websocket: WebSocket,
-        daemon: Daemon,
+        daemon: AhpHost,
         principal: Principal,
         *,
         metrics: DaemonMetrics,
@@ -636,7 +679,7 @@ class AhpSocket:
         if params.fork is not None:
             raise RpcError(ErrorCode.INVALID_PARAMS, "fork: this host does not fork sessions")
         try:
-            self.daemon.team_of(params.provider)
+            self.daemon.catalog.team(params.provider)
         except RunError as exc:
             raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, f"provider: {exc}") from None
         try:

@@ -65,6 +65,14 @@ from orchestrator.protocols import agent_event, view_update
 from orchestrator.runtime import ToolCallback, callback_url
 from orchestrator.runtime import group_id as session_group
 from orchestrator.runtime.backends import http_client
+from orchestrator.sessions import (
+    Daemon,
+    Scheduler,
+    default_node,
+    load_teams,
+    session_id,
+    session_uri,
+)
 from orchestrator.spec import TeamSpec
 
 from ._agent_socket import AgentSocket
@@ -72,13 +80,10 @@ from ._agui_endpoint import AguiRequestError, agui_run
 from ._ahp_socket import serve_ahp
 from ._auth import Authenticator, Permission, Principal
 from ._config import ServeConfig
-from ._daemon import Daemon, default_node, load_teams
 from ._hypercorn_ws import HypercornSeam, OpenSockets, seam_problem
-from ._live_session import session_id, session_uri
 from ._metrics import CONTENT_TYPE, DaemonMetrics
 from ._outbox import CLOSE_GOING_AWAY
 from ._principals import AccessRefusedError, Principals
-from ._scheduler import Scheduler
 from ._sd_notify import SystemdNotifier
 from ._served_names import ServedNames
 from ._teammates_socket import serve_teammates
@@ -234,13 +239,13 @@ def build_app(
                 # What a client may ask for, and why the others cannot be asked for.
                 # Named by their [team] name (what sessions record); the file of each
                 # beside it (its stem names the team too).
-                "teams": sorted(set(daemon.teams) - set(daemon.unavailable)),
-                "team_files": daemon.team_files,
-                "unavailable_teams": daemon.unavailable,
-                "invalid_teams": daemon.invalid_teams,
+                "teams": sorted(set(daemon.catalog.teams) - set(daemon.runtimes.unavailable)),
+                "team_files": daemon.catalog.files,
+                "unavailable_teams": daemon.runtimes.unavailable,
+                "invalid_teams": daemon.catalog.invalid,
                 # The MCP servers started so far (for a session of their team), and why
                 # those that are not connected are not.
-                "mcp_servers": daemon.tool_server_status(),
+                "mcp_servers": daemon.runtimes.tool_server_status(),
             }
         )
 
@@ -571,8 +576,6 @@ async def serve(
             journal=journal,
             http=http,
             default_team=config.default_team,
-            subscriber_buffer=config.limits.subscriber_buffer,
-            shutdown_grace=config.limits.shutdown_grace,
             callback=ToolCallback(),
             limits=config.limits,
             invalid_teams=team_files.invalid,
@@ -631,8 +634,8 @@ async def _serve_daemon(
         notifier.notify(f"READY=1\nSTATUS=listening on {url}")
         task_status.started(url)
         nursery.start_soon(notifier.watchdog)
-        nursery.start_soon(daemon.evict_idle, config.limits.idle_session)
-        nursery.start_soon(daemon.expire_conversations, config.limits.idle_conversation)
+        nursery.start_soon(daemon.evict_idle)
+        nursery.start_soon(daemon.expire_conversations)
         await stop.wait()
         log.info("daemon stopping", sessions=len(daemon.sessions))
         notifier.notify("STOPPING=1")

@@ -66,57 +66,20 @@ from typing import Any, Final
 
 import attrs
 
-from orchestrator.base import JSON_LIMITS, ConfigError, JsonLimits
+from orchestrator.base import ConfigError
 from orchestrator.journal import db_location
+from orchestrator.sessions import Limits
 
 from ._auth import Role, Token
 
 __all__ = [
     "DEFAULT_PORT",
-    "Limits",
     "ServeConfig",
     "load_serve_config",
     "parse_serve_config",
 ]
 
 DEFAULT_PORT: Final = 8765
-
-
-@attrs.frozen(kw_only=True)
-class Limits:
-    max_frame_bytes: int = 65_536
-    max_body_bytes: int = 1_048_576
-    messages_per_second: float = 20.0
-    burst: int = 40
-    subscriber_buffer: int = 2_000
-    shutdown_grace: float = 5.0
-    idle_session: float = 600.0
-    # A day: a person comes back to a conversation the next morning; one nobody prompted
-    # for a day is over (ended completed, so `prune` can remove it in time).
-    idle_conversation: float = 86_400.0
-    # A client opens a session and prompts it in the same breath; 30 s covers a slow one,
-    # and keeps what a session nobody uses holds short (it is bounded below as well).
-    unprompted_session: float = 30.0
-    # A person's tabs and scripts open a few sessions at once; dozens unused are a leak or
-    # abuse, and must not crowd out the other tokens.
-    max_unprompted_per_token: int = 16
-    # Each live session holds its state, its bus and a few tasks in memory; 500 bounds that
-    # well above what one machine's model budget runs at once (idle ones are put away).
-    max_sessions: int = 500
-    # One socket each: with the usual 1024 open files (ulimit -n, systemd's default soft
-    # limit) 512 leaves room for the journal, the model connections and command tools.
-    max_connections: int = 512
-    # What the input gate takes from clients: far above what the protocols send, far below
-    # what costs the daemon anything (see orchestrator.base._input_gate).
-    max_json_depth: int = JSON_LIMITS.max_depth
-    max_json_integer_digits: int = JSON_LIMITS.max_integer_digits
-
-    @property
-    def json(self) -> JsonLimits:
-        """What the input gate takes from clients (:mod:`orchestrator.base._input_gate`)."""
-        return JsonLimits(
-            max_depth=self.max_json_depth, max_integer_digits=self.max_json_integer_digits
-        )
 
 
 @attrs.frozen(kw_only=True)
@@ -128,7 +91,7 @@ class ServeConfig:
     teams: Path = Path("teams")
     default_team: str | None = None
     tokens: tuple[Token, ...] = ()
-    limits: Limits = Limits()
+    limits: Limits = attrs.field(factory=Limits)
     file: str = "<defaults>"
     # Several daemons on one PostgreSQL journal: this one's id (None: HOSTNAME:PID), and how
     # long a session's lease lasts unless renewed (renewed every third of it).

@@ -72,6 +72,8 @@ from wsproto.events import TextMessage
 from wsproto.frame_protocol import FrameProtocol
 from wsproto.utilities import LocalProtocolError
 
+from orchestrator.sessions import SharedText
+
 try:
     from hypercorn.protocol.events import Data
     from hypercorn.protocol.h11 import H11Protocol
@@ -86,7 +88,6 @@ __all__ = [
     "FrameWriter",
     "HypercornSeam",
     "SendLock",
-    "SharedText",
     "frame_writer",
     "seam_problem",
 ]
@@ -274,19 +275,13 @@ async def _received_disconnect(receive: Receive) -> bool:
     return False
 
 
-class SharedText(str):
-    """A text frame sent to many clients, as it is (a ``str``), and its WebSocket frame,
-    made once by the first writer that sends it on a connection without extensions
-    (:attr:`frame`, ``None`` until then); every such connection is sent those same bytes."""
-
-    frame: bytes | None = None
-
-    def framed(self) -> bytes:
-        """The server's unmasked text frame of this text, with no extension (made once)."""
-        frame = self.frame
-        if frame is None:
-            frame = self.frame = bytes(_FRAMES.send_data(str(self), fin=True))
-        return frame
+def framed(text: SharedText) -> bytes:
+    """The server's unmasked text frame of ``text``, with no extension: made once, and kept
+    in ``text`` for every other connection that frames alike."""
+    frame = text.frame
+    if frame is None:
+        frame = text.frame = bytes(_FRAMES.send_data(str(text), fin=True))
+    return frame
 
 
 #: Frames whole text messages for :class:`SharedText`: wsproto's own framing of a server
@@ -296,7 +291,7 @@ _FRAMES: Final = FrameProtocol(client=False, extensions=[])
 
 def _frames_plainly(connection: Any) -> bool:
     """Whether ``connection`` (a wsproto ``Connection``) sends a text as
-    :meth:`SharedText.framed` frames it: open, and no extension negotiated."""
+    :func:`framed` frames it: open, and no extension negotiated."""
     proto = getattr(connection, "_proto", None)
     return (
         connection.state is ConnectionState.OPEN
@@ -402,7 +397,7 @@ class FrameWriter:
         if not _frames_plainly(stream.connection):
             return False
         data = b"".join(
-            text.framed() if isinstance(text, SharedText) else _FRAMES.send_data(text, fin=True)
+            framed(text) if isinstance(text, SharedText) else _FRAMES.send_data(text, fin=True)
             for text in texts
         )
         return self._send_now(data)
@@ -466,7 +461,7 @@ class FrameWriter:
         frames = []
         for text in texts:
             if plain and isinstance(text, SharedText):
-                frames.append(text.framed())  # made once for every client
+                frames.append(framed(text))  # made once for every client
                 continue
             try:
                 frames.append(connection.send(TextMessage(data=text)))

@@ -3,7 +3,7 @@
 Gauges are read from the daemon and its scheduler at scrape time (a custom collector), so
 nothing has to be kept in step by hand; the approval wait histogram is observed as approvals
 are resolved (the metrics are the sessions'
-:class:`~orchestrator.server._live_session.SessionObserver`, wired by the app assembly).
+:class:`~orchestrator.sessions._live_session.SessionObserver`, wired by the app assembly).
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
-    from ._daemon import Daemon
-    from ._scheduler import Scheduler
+    from orchestrator.sessions import Daemon, Scheduler
 
 __all__: list[str] = []
 

@@ -29,15 +29,14 @@ from orchestrator.protocols import (
     teammates_message,
     unstructure_envelope,
 )
+from orchestrator.sessions import Limits, Scheduler, Teammate, Watch
 
 from ._auth import Permission, Principal
 from ._client_frames import client_frames
 from ._outbox import CLOSE_FELL_BEHIND, CLOSE_GOING_AWAY, Outbox
 from ._rate_limit import TokenBucket
-from ._scheduler import Scheduler, Teammate, Watch
 
 if TYPE_CHECKING:
-    from ._config import Limits
     from ._metrics import DaemonMetrics
 
 __all__: list[str] = []

@@ -31,7 +31,7 @@ import gzip
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import structlog
 import trio
@@ -41,15 +41,20 @@ from starlette.routing import BaseRoute, Route
 
 from orchestrator.base import FactLogError, JsonLimits, PeerProtocolError, parse_json
 from orchestrator.core import TeamState, open_questions
-from orchestrator.journal import SESSION_STATUSES, SessionInfo
+from orchestrator.journal import SESSION_STATUSES, JournalReader, SessionInfo
 from orchestrator.protocols import chat_transcript
+from orchestrator.sessions import (
+    EnvelopeCache,
+    GraphCache,
+    LiveSession,
+    TeamLog,
+    session_id,
+    session_uri,
+)
 
 from ._auth import COOKIE_LIFETIME, COOKIE_NAME, Permission, Principal
-from ._daemon import Daemon
-from ._live_session import LiveSession, session_id, session_uri
 from ._principals import AccessRefusedError, Principals
 from ._rate_limit import TokenBucket
-from ._session_folds import GraphCache
 from ._web_assets import CONTENT_SECURITY_POLICY, WebAssets
 
 __all__ = ["WebError", "session_summary", "web_routes"]
@@ -130,7 +135,8 @@ def session_summary(
     run_by: Mapping[str, object] | None = None,
 ) -> dict[str, Any]:
     """A session as the list shows it: the journal's record, what the live one adds, and
-    who runs it when this daemon does not (``run_by``, see :meth:`Daemon.run_by`)."""
+    who runs it when this daemon does not (``run_by``, see
+    :meth:`orchestrator.sessions.SessionFinder.run_by`)."""
     pending = questions = 0
     activity = None
     if live is not None:
@@ -159,8 +165,31 @@ def session_summary(
     }
 
 
+class WebHost(Protocol):
+    """What the web view reads of the daemon: the journal, the sessions it runs or follows,
+    and their logs; reading takes nothing up (``watch``, not ``find``)."""
+
+    @property
+    def accepting(self) -> bool: ...
+
+    @property
+    def reader(self) -> JournalReader: ...
+
+    @property
+    def envelopes(self) -> EnvelopeCache: ...
+
+    @property
+    def sessions(self) -> Mapping[str, LiveSession]: ...
+
+    async def watch(self, session: str) -> LiveSession | None: ...
+
+    def run_by(self, uri: str) -> dict[str, object] | None: ...
+
+    async def team_log(self, live: LiveSession) -> TeamLog: ...
+
+
 def web_routes(
-    daemon: Daemon,
+    daemon: WebHost,
     principals: Principals,
     assets: WebAssets,
     *,

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 Several daemons on one PostgreSQL journal (issue 21). :class:`Cluster` is what a
-:class:`~orchestrator.server._daemon.Daemon` holds for it beside its leases: one listening
+:class:`~orchestrator.sessions._daemon.Daemon` holds for it beside its leases: one listening
 connection (:class:`~orchestrator.journal.PostgresListener`), whose notifications it hands
 on (:meth:`Cluster.heard`: committed facts to the sessions this node follows, forwarded
 commands to its :class:`~._forwarding.CommandServer`, answers to its

@@ -5,7 +5,7 @@ own making; the dispatcher says first which fact will carry it
 (:meth:`LiveSession.expect_origin`), and that fact is recorded with the client's origin.
 The test is an :class:`ExpectedAction` rather than a function, so that it can travel: a
 node that follows another node's session forwards the client's action to the owner with
-its expected actions and origins (see :mod:`orchestrator.server._forwarding`), and the
+its expected actions and origins (see :mod:`orchestrator.sessions._forwarding`), and the
 owner's recorder stamps the fact as its own dispatcher would have.
 """
 

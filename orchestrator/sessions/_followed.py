@@ -4,8 +4,8 @@ Theory of operation
 -------------------
 Several daemons on one PostgreSQL journal (issue 21): a client may ask any node for any
 session, and the node holding the session's lease runs it. Any other node asked for it
-*follows* it: :meth:`Daemon.find <orchestrator.server._daemon.Daemon.find>` gives the
-client a :class:`~orchestrator.server._live_session.LiveSession` as for a session it runs,
+*follows* it: :meth:`SessionFinder.find <orchestrator.sessions.SessionFinder.find>` gives the
+client a :class:`~orchestrator.sessions._live_session.LiveSession` as for a session it runs,
 over a :class:`FollowedRuntime` instead of a
 :class:`~orchestrator.runtime.TeamRuntime`, so every client protocol (the /ws agent and
 team channels, AHP, AG-UI, the web view) works unchanged.
@@ -21,7 +21,7 @@ listening connection came back (notifications were missed), and every
 cursors and replay are the owner's, with no gap and no duplicate.
 
 Writing: what would change the session is forwarded to the owner (see
-:mod:`orchestrator.server._forwarding`) and answered as the owner answered; once the owner
+:mod:`orchestrator.sessions._forwarding`) and answered as the owner answered; once the owner
 says which sequence its state had reached after carrying a command out, the follower
 returns only once it has read that far, so a client sees the facts its request made before
 or with the answer, as on the owner.
@@ -30,7 +30,7 @@ The end: when the run's end is read (its ``team/runFinished``), the followed ses
 as it does on the owner (clients' streams end, no reason given). When the session's lease
 is free (its owner died and the lease expired, or it put the session away), the followed
 session ends with a reason saying so, and its clients reattach: the node they reach then
-takes the session up (the take-over scan, or :meth:`Daemon.find`), or follows whoever did.
+takes the session up (the take-over scan, or :meth:`SessionFinder.find`), or follows whoever did.
 It is not turned into the owned session in place: taking up reads the journal under the
 new lease (the fence orders it after the old owner's last write) and starts a new runtime
 with its own bus; the follower's bus and state cannot become that runtime's. A client that

@@ -2,9 +2,9 @@
 
 Theory of operation
 -------------------
-A node that follows another node's session (:mod:`orchestrator.server._followed`) takes
+A node that follows another node's session (:mod:`orchestrator.sessions._followed`) takes
 its clients' requests like any node, through the session's
-:class:`~orchestrator.server._live_session.LiveSession`; what would change the session
+:class:`~orchestrator.sessions._live_session.LiveSession`; what would change the session
 (queue, steer, answer an input request, decide an approval, cancel a turn, a worker or the
 session, store a view update) becomes a :class:`Command`, written to ``session_commands``
 (:class:`~orchestrator.journal.PostgresCommands`) by the follower's :class:`Forwarder`,
@@ -19,7 +19,7 @@ one at a time in the order they were written. The outcome goes back as JSON: the
 (a queued message's id) or the error (:func:`encode_error`), which the follower raises as
 the owner raised it (:func:`decode_error`), so its client reads the owner's refusal
 unchanged. An AHP client's action origins travel with the command (see
-:mod:`orchestrator.server._expected_action`): the owner expects them before it carries the
+:mod:`orchestrator.sessions._expected_action`): the owner expects them before it carries the
 command out, so the fact that carries the action bears the client's origin.
 """
 

@@ -12,7 +12,7 @@ the rest, so a client sees no gap and no duplicate.
 
 Behind it is a :class:`SessionRuntime`: the :class:`~orchestrator.runtime.TeamRuntime` that
 runs the session on this node, or, when another node of a PostgreSQL journal runs it, a
-:class:`~orchestrator.server._followed.FollowedRuntime` that reads its facts from the journal
+:class:`~orchestrator.sessions._followed.FollowedRuntime` that reads its facts from the journal
 and forwards what would change it to the owner. Clients cannot tell them apart: the same
 requests, the same refusals, the same facts with the same sequence numbers. A forwarded
 cancel is awaited (its answer comes through the database), hence the async cancels.
@@ -63,15 +63,19 @@ from orchestrator.runtime import (
     TeamRuntime,
 )
 
-from ._hypercorn_ws import SharedText
 from ._session_folds import EnvelopeFold
+from ._shared_text import SharedText
 from ._team_log import ReadFacts, TeamLog, team_frame
 
 __all__ = [
+    "CHAT_PREFIX",
+    "SESSION_PREFIX",
     "LiveSession",
     "SessionRecorder",
     "SessionRuntime",
     "ahp_envelopes",
+    "session_id",
+    "session_uri",
 ]
 
 log = structlog.get_logger("orchestrator.daemon")
@@ -136,7 +140,7 @@ class SessionRecorder(Protocol):
 class SessionRuntime(Protocol):
     """What a :class:`LiveSession` asks of the runtime behind it: a
     :class:`~orchestrator.runtime.TeamRuntime` (this node runs the session), or a
-    :class:`~orchestrator.server._followed.FollowedRuntime` (another node does: its facts
+    :class:`~orchestrator.sessions._followed.FollowedRuntime` (another node does: its facts
     are read from the journal, its commands forwarded to the owner). A cancel returns None
     when done at once (a runtime's), or what to wait for (a forwarded one's answer)."""
 
@@ -271,7 +275,7 @@ class LiveSession:
         self.alone_since = self.opened_at  # when the last client left
         self._alone = trio.Event()  # set while no client is connected
         self._alone.set()
-        self.put_away = False  # stopped for being idle (see Daemon.evict_idle)
+        self.put_away = False  # stopped for being idle (see IdleSessions.evict_idle)
         self.ended_because: str | None = None  # why it ended, when clients must be told
         # The AG-UI projector of the session's thread, kept across an interrupt: what the team
         # does while the client decides goes into the run that resumes it (see _agui_endpoint).
@@ -383,7 +387,7 @@ class LiveSession:
 
     @property
     def unprompted(self) -> bool:
-        """Open, and no run started or starting in it (see Daemon.forget_unprompted)."""
+        """Open, and no run started or starting in it (see IdleSessions.forget_unprompted)."""
         return not self.started and not self.finished.is_set()
 
     @contextlib.contextmanager
@@ -500,7 +504,7 @@ class LiveSession:
     async def end(self) -> None:
         """End the conversation (see :meth:`TeamRuntime.end_conversation`): an idle one is recorded
         ``completed``, one at work ``cancelled``; a session never prompted is only
-        forgotten, by the daemon (:meth:`Daemon.dispose`). Returns once asked: the session's
+        forgotten, by the daemon (:meth:`SessionRuns.dispose`). Returns once asked: the session's
         end follows (:attr:`finished`)."""
         if self.finished.is_set() or (self.state.run is not None and self.state.run.status):
             raise RunError(f"session {self.id} has ended already")

@@ -12,7 +12,7 @@ tasks) until the next full collection, and a daemon with no session left never g
 back.
 
 So the daemon asks: :meth:`Reclaimer.session_left` is called as each session leaves
-:attr:`~orchestrator.server._daemon.Daemon.sessions`; :meth:`Reclaimer.serve` then waits
+:attr:`~orchestrator.sessions._daemon.Daemon.sessions`; :meth:`Reclaimer.serve` then waits
 :data:`RECLAIM_AFTER` seconds (the session's tasks and connections finish, and a burst of
 sessions put away by one idle scan is collected once), runs a full collection, and hands
 the pages malloc then holds free back to the system

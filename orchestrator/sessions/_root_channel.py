@@ -82,7 +82,11 @@ from orchestrator.protocols import (
 )
 from orchestrator.spec import TeamSpec
 
-__all__: list[str] = []  # the server's own: no other package needs it
+__all__ = [
+    "RootChannel",
+    "RootSubscription",
+    "session_channel_state",
+]
 
 log = structlog.get_logger("orchestrator.ahp")
 

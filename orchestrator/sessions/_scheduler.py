@@ -94,6 +94,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Scheduler",
     "Teammate",
+    "Watch",
     "describe_schedule",
 ]
 
@@ -604,18 +605,18 @@ class Scheduler:
         """Load every teammate's stream, then run them until cancelled."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            for team_name, team in sorted(self.daemon.teams.items()):
+            for team_name, team in sorted(self.daemon.catalog.teams.items()):
                 for spec in team.background:
-                    if team_name in self.daemon.unavailable:
+                    if team_name in self.daemon.runtimes.unavailable:
                         log.warning(
                             "background teammate cannot run",
                             teammate=f"{team_name}/{spec.name}",
-                            error=self.daemon.unavailable[team_name],
+                            error=self.daemon.runtimes.unavailable[team_name],
                         )
                         continue
                     uri = teammate_uri(team_name, spec.name)
                     facts = await trio.to_thread.run_sync(self.daemon.reader.facts, uri)
-                    stem = self.daemon.team_stem(team_name)
+                    stem = self.daemon.catalog.stem(team_name)
                     if not facts and stem is not None:
                         # A journal of before teams were named by [team] name: its stream
                         # is under the file's stem, and goes on there.
@@ -656,8 +657,8 @@ class Scheduler:
         if name in self.teammates:
             return self.teammates[name]
         team, slash, teammate = name.partition("/")
-        if slash and f"{self.daemon.team_name(team)}/{teammate}" in self.teammates:
-            return self.teammates[f"{self.daemon.team_name(team)}/{teammate}"]  # a file stem
+        if slash and f"{self.daemon.catalog.name(team)}/{teammate}" in self.teammates:
+            return self.teammates[f"{self.daemon.catalog.name(team)}/{teammate}"]  # a file stem
         matches = [t for t in self.teammates.values() if t.name == name]
         if len(matches) == 1:
             return matches[0]

@@ -1,0 +1,326 @@
+"""Finding a session for a client: the one in memory, one of the journal taken up, or one
+another process or node runs, followed (:class:`SessionFinder`).
+
+The daemon takes up, at start, the unfinished sessions that were doing something
+(:meth:`SessionFinder.take_up_unfinished`); an idle one is taken up when a client asks for it
+(:meth:`SessionFinder.find`), so a restart costs what is busy, not all. A session is taken up
+only once this node owns it (the daemon's acquire: the SQLite record lock, the PostgreSQL
+lease), so the state read is all its previous owner wrote; one another process of the SQLite
+file or another node of the PostgreSQL journal runs is followed (``following``, ``cluster``).
+Two clients asking for one session at once take it up once (:class:`SessionLocks`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol
+
+import attrs
+import structlog
+import trio
+
+from orchestrator.base import FactLogError, OrchestratorError, RunError
+from orchestrator.core import TeamState
+from orchestrator.journal import JournalReader
+from orchestrator.runtime import RunOutcome
+from orchestrator.spec import parse_team
+
+from ._cluster import Cluster
+from ._followed import FollowedRuntime
+from ._live_session import LiveSession, SessionHost, _busy, session_uri
+from ._sqlite_following import SqliteFollowing
+from ._team_runtimes import TeamRuntimes
+
+__all__ = [
+    "SessionFinder",
+    "SessionLocks",
+]
+
+log = structlog.get_logger("orchestrator.daemon")
+
+#: What starts a session's run or resume (see :meth:`SessionRuns.launch`).
+Start = Callable[..., Awaitable[RunOutcome]]
+
+
+class Acquire(Protocol):
+    """Whether this node may run ``uri`` (it holds the session now: see the daemon's)."""
+
+    async def __call__(self, uri: str, *, quiet: bool = False) -> bool: ...
+
+
+class Release(Protocol):
+    """Give ``uri`` up (``keep``: due for another node to take up at once)."""
+
+    async def __call__(self, uri: str, *, keep: bool) -> None: ...
+
+
+class FinderHost(SessionHost, Protocol):
+    """What the finder reads of the daemon: its sessions and journal, who follows the
+    sessions others run, and how its sessions' runtimes are made."""
+
+    sessions: dict[str, LiveSession]
+    reader: JournalReader
+    cluster: Cluster | None
+    following: SqliteFollowing | None
+    accepting: bool
+    node: str
+    runtimes: TeamRuntimes
+
+
+class SessionLocks:
+    """One lock per session URI, held while the session is taken up or followed: two
+    clients asking for a session at once take it up once, while different sessions are
+    taken up side by side (the clients of a dead node's hundred sessions reattach at once;
+    one lock for all made the last wait for the ninety-nine before it). A lock that nobody
+    holds or waits for is forgotten."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[trio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, uri: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(uri) or (trio.Lock(), 0)
+        self._locks[uri] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[uri]
+            if users == 1:
+                del self._locks[uri]
+            else:
+                self._locks[uri] = (lock, users - 1)
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+
+class SessionFinder:
+    """Finds, takes up and follows a daemon's sessions (see the module)."""
+
+    def __init__(
+        self,
+        daemon: FinderHost,
+        *,
+        acquire: Acquire,
+        release: Release,
+        launch: Callable[[LiveSession, Start], Awaitable[None]],
+        elsewhere: Callable[[str], str],
+    ) -> None:
+        """``launch`` runs a session taken up in the daemon's nursery; ``elsewhere`` says
+        who runs a session this node may not."""
+        self._daemon = daemon
+        self._acquire = acquire
+        self._release = release
+        self._launch = launch
+        self._elsewhere = elsewhere
+        self._locks = SessionLocks()
+
+    def __len__(self) -> int:
+        """Sessions being taken up or followed now."""
+        return len(self._locks)
+
+    def followed_sessions(self) -> list[str]:
+        """The sessions this node follows (another node of the journal runs them, or
+        another process of its SQLite file)."""
+        if self._daemon.cluster is not None:
+            return sorted(self._daemon.cluster.followed)
+        return sorted(self._daemon.following.followed) if self._daemon.following is not None else []
+
+    def run_by(self, uri: str) -> dict[str, object] | None:
+        """Who runs ``uri`` when this daemon does not: on SQLite the process holding it
+        (``{"program": "orchestrator run", "pid": 4242}``, either None where unknown), on
+        PostgreSQL the node it is followed from (``{"node": ...}``); None when this daemon
+        runs it or nobody does (as far as it knows without asking the database).
+        Blocking (a system call, a file of /proc): cheap, but not a checkpoint."""
+        if self._daemon.following is not None:
+            try:
+                holder = self._daemon.following.holder(uri)
+            except FactLogError:
+                return None
+            return None if holder is None else holder.to_json()
+        followed = self._daemon.cluster.follows(uri) if self._daemon.cluster is not None else None
+        return None if followed is None else {"node": followed.owner}
+
+    async def find(self, session: str) -> LiveSession | None:
+        """The live session ``session`` (an id or URI), taking an unfinished one up from the
+        journal if it is not in memory, or following it if another node runs it (see
+        :mod:`._followed`); None if there is no such unfinished session."""
+        uri = session_uri(session)
+        live = self._daemon.sessions.get(uri)
+        if live is not None and not live.put_away:
+            if live.resuming is not None:
+                await live.resuming.wait()  # being taken up: its approvals reopened first
+            return live
+        async with self._locks.hold(uri):  # two clients asking at once take it up once
+            live = self._daemon.sessions.get(uri)
+            if live is not None and live.put_away:
+                await live.finished.wait()  # being put away: take it up again after
+                live = None
+            if live is not None:
+                return live
+            try:
+                info = await trio.to_thread.run_sync(self._daemon.reader.session, uri)
+            except FactLogError:
+                # Not in the journal yet: opened on another node, and not prompted (or its
+                # first facts not yet written), that node holds its lease. Followed at once,
+                # so any node serves a session from the moment its opener knows its id.
+                if self._daemon.cluster is not None and await self._daemon.cluster.runs_elsewhere(
+                    uri
+                ):
+                    return await self._daemon.cluster.follow(uri, new=True)
+                return None
+            if info.status != "running":
+                return None
+            if not await self._acquire(uri):
+                if self._daemon.following is not None:
+                    return await self._daemon.following.follow(uri)
+                if self._daemon.cluster is None:
+                    raise RunError(self._elsewhere(uri))
+                return await self._daemon.cluster.follow(uri)
+            try:
+                state = await trio.to_thread.run_sync(self._daemon.reader.open, uri)
+                return await self._take_up(uri, state)
+            except BaseException:
+                if uri not in self._daemon.sessions:
+                    await self._release(uri, keep=False)
+                raise
+
+    async def watch(self, session: str) -> LiveSession | None:
+        """The live session ``session`` (an id or URI) without taking it up: the one this
+        daemon runs, or one it follows because another process of its SQLite file or
+        another node of its PostgreSQL journal runs it (see :meth:`find`, which also takes
+        up a session nobody runs). None otherwise. What a page that reads a session asks
+        for: reading takes nothing up."""
+        uri = session_uri(session)
+        live = self._daemon.sessions.get(uri)
+        if live is not None and not live.put_away:
+            return live
+        if self._daemon.following is None and self._daemon.cluster is None:
+            return None
+        async with self._locks.hold(uri):
+            live = self._daemon.sessions.get(uri)
+            if live is not None:
+                return None if live.put_away else live
+            try:
+                if not await trio.to_thread.run_sync(self._run_elsewhere, uri):
+                    return None
+                info = await trio.to_thread.run_sync(self._daemon.reader.session, uri)
+            except (OrchestratorError, OSError):
+                return None  # cannot tell: not followed (a client's find says why)
+            if info.status != "running":
+                return None
+            if self._daemon.following is not None:
+                return await self._daemon.following.follow(uri)
+            assert self._daemon.cluster is not None
+            return await self._daemon.cluster.follow(uri)
+
+    async def take_up_unfinished(self) -> None:
+        """Take up the unfinished sessions that were doing something (a turn running, an
+        approval or a question waiting, a prompt queued); idle ones are taken up when a
+        client asks for them (:meth:`find`), so a restart costs what is busy, not all."""
+        infos = await trio.to_thread.run_sync(self._daemon.reader.sessions)
+        for info in infos:
+            if info.status != "running":
+                continue
+            try:
+                await self.take_up_if_busy(info.session)
+            except (OrchestratorError, OSError) as exc:
+                log.error("session not taken up", session=info.session, error=str(exc))
+
+    async def take_up_if_busy(self, uri: str) -> LiveSession | None:
+        """Take ``uri`` up if it was doing something and no other node runs it (its lease
+        acquired first, so the state read is all its previous owner wrote)."""
+        async with self._locks.hold(uri):
+            if uri in self._daemon.sessions:
+                return None
+            if not await self._acquire(uri):
+                return None
+            try:
+                state = await trio.to_thread.run_sync(self._daemon.reader.open, uri)
+                if not needs_running(state):
+                    await self._release(uri, keep=False)  # idle: whoever is asked takes it
+                    return None
+                return await self._take_up(uri, state)
+            except BaseException:
+                # Not due again at once: a session that cannot be taken up here (no team
+                # file recorded) cannot elsewhere either; a client asking tries again.
+                if uri not in self._daemon.sessions:
+                    await self._release(uri, keep=False)
+                raise
+
+    async def take_up_orphan(self, uri: str) -> None:
+        """Take ``uri`` up if it was doing something: the process on the SQLite file that
+        ran it (and that this daemon followed it from) died before its run ended. Never
+        raises: what cannot be taken up is logged (a client asking tries again)."""
+        if not self._daemon.accepting:
+            return  # stopping: the next start takes it up
+        try:
+            live = await self.take_up_if_busy(uri)
+        except (OrchestratorError, OSError) as exc:
+            log.error("session not taken up", session=uri, error=str(exc))
+            return
+        except Exception as exc:  # a bug: the daemon's other sessions go on
+            log.error("session not taken up", session=uri, error=str(exc), exc_info=exc)
+            return
+        if live is not None:
+            log.info("session taken up: its process stopped", session=uri)
+
+    async def _take_up(self, uri: str, state: TeamState) -> LiveSession:
+        team_file, team_toml = await trio.to_thread.run_sync(self._daemon.reader.team_toml, uri)
+        if not team_toml:
+            raise RunError(f"{uri} did not record its team file: it cannot be taken up")
+        team = parse_team(team_toml, file=team_file or "<journal>")
+        name = team.name  # the name it ran under, as its journal's sessions row says
+        run = state.run
+        if run is not None and run.coordinator != team.coordinator:
+            # A background teammate's run: its agent was the run's coordinator.
+            team = attrs.evolve(team, coordinator=run.coordinator)
+        runtime = self._daemon.runtimes.runtime(
+            name, team, state=state, background=None if run is None else run.background
+        )
+        live = LiveSession(self._daemon, name, runtime)
+        live.resuming = resuming = trio.Event()
+        try:
+            await self._launch(live, runtime.resume)
+        finally:
+            resuming.set()
+        log.info("session taken up", session=uri, team=name)
+        return live
+
+    def _run_elsewhere(self, uri: str) -> bool:
+        """Whether another process of the SQLite file, or another node of the PostgreSQL
+        journal, runs ``uri`` now. Blocking (a system call, or a query)."""
+        if self._daemon.following is not None:
+            return self._daemon.following.holder(uri) is not None
+        if self._daemon.cluster is None:
+            return False
+        owner = self._daemon.cluster.commands.live_owner(uri)
+        return owner is not None and owner != self._daemon.node
+
+    def follower(self, uri: str) -> FollowedRuntime | None:
+        """How this daemon follows ``uri`` (another node or process runs it), if it does."""
+        if self._daemon.cluster is not None:
+            return self._daemon.cluster.follows(uri)
+        return self._daemon.following.follows(uri) if self._daemon.following is not None else None
+
+    def followed(self, uri: str) -> bool:
+        """Whether this daemon follows ``uri`` (another node or process runs it)."""
+        return self.follower(uri) is not None
+
+    async def owned(self, uri: str) -> LiveSession | None:
+        """The session ``uri`` as this node runs it (a forwarded command's target)."""
+        live = self._daemon.sessions.get(uri)
+        if live is None or self.followed(uri) or live.put_away:
+            return None
+        if live.resuming is not None:
+            await live.resuming.wait()
+        return live
+
+
+def needs_running(state: TeamState) -> bool:
+    """An unfinished session that was doing something when the process stopped."""
+    coordinator = state.coordinator_chat()
+    chat = state.chats.get(coordinator) if coordinator is not None else None
+    return _busy(state) or bool(chat is not None and chat.queued_messages)
