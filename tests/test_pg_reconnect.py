@@ -28,15 +28,13 @@ from psycopg.errors import _sqlcodes  # every SQLSTATE psycopg knows, with its c
 from orchestrator.base import FactLogError
 from orchestrator.core import RunStatus, build_graph
 from orchestrator.journal import Journal, LeaseLostError, PostgresJournal, open_journal, open_reader
-from orchestrator.journal._pg_connection import (
-    PgConnection,
+from orchestrator.journal._reconnect import (
     ReconnectStoppedError,
     UnreachableError,
     backoff,
-    environmental,
     reconnect,
-    transient,
 )
+from orchestrator.journal.postgres._connection import PgConnection, environmental, transient
 from orchestrator.runtime import TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.server import Limits, ServeConfig

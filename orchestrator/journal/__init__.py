@@ -1,5 +1,6 @@
 """The durable log: the journal (write-ahead, group commit, recovery on open) on a SQLite
-file or a PostgreSQL database, snapshots in parts, and history editing.
+file or a PostgreSQL database (:mod:`orchestrator.journal.postgres`, whose public names
+are exported here too), snapshots in parts, and history editing.
 """
 
 from typing import TYPE_CHECKING
@@ -9,24 +10,9 @@ from orchestrator.base import lazy_facade
 if TYPE_CHECKING:
     from ._checksum import fact_checksum
     from ._durability import Durability
+    from ._group_commit import JournalStatistics
     from ._history import Edit, edit_history, resolve_chat
     from ._interface import Db, Journal, db_location, open_journal, open_reader, prune
-    from ._journal import JournalStatistics, SqliteJournal
-    from ._pg_commands import CommandAnswer, ForwardedCommand, PostgresCommands
-    from ._pg_connection import is_postgres_url
-    from ._pg_journal import PostgresJournal
-    from ._pg_leases import Lease, LeaseLostError, LeaseStatistics, PostgresLeases
-    from ._pg_notify import (
-        ANSWERS_CHANNEL,
-        COMMANDS_CHANNEL,
-        FACTS_CHANNEL,
-        PostgresListener,
-        facts_payload,
-        read_facts_payload,
-    )
-    from ._pg_prune import prune_postgres
-    from ._pg_reader import PostgresReader
-    from ._pg_schema import PG_SCHEMA_VERSION
     from ._prune import PruneReport, prune_sqlite
     from ._reader import SESSION_STATUSES, AgentMessage, JournalReader, SessionInfo
     from ._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
@@ -46,6 +32,27 @@ if TYPE_CHECKING:
         state_entries,
     )
     from ._sqlite_changes import SqliteChanges
+    from ._sqlite_journal import SqliteJournal
+    from .postgres import (
+        ANSWERS_CHANNEL,
+        COMMANDS_CHANNEL,
+        FACTS_CHANNEL,
+        PG_SCHEMA_VERSION,
+        CommandAnswer,
+        ForwardedCommand,
+        Lease,
+        LeaseLostError,
+        LeaseStatistics,
+        PostgresCommands,
+        PostgresJournal,
+        PostgresLeases,
+        PostgresListener,
+        PostgresReader,
+        facts_payload,
+        is_postgres_url,
+        prune_postgres,
+        read_facts_payload,
+    )
 
 __all__ = [
     "ANSWERS_CHANNEL",
@@ -114,27 +121,33 @@ if not TYPE_CHECKING:
             "._durability": ("Durability",),
             "._history": ("Edit", "edit_history", "resolve_chat"),
             "._interface": ("Db", "Journal", "db_location", "open_journal", "open_reader", "prune"),
-            "._journal": ("JournalStatistics", "SqliteJournal"),
-            "._pg_commands": ("CommandAnswer", "ForwardedCommand", "PostgresCommands"),
-            "._pg_connection": ("is_postgres_url",),
-            "._pg_journal": ("PostgresJournal",),
-            "._pg_leases": ("Lease", "LeaseLostError", "LeaseStatistics", "PostgresLeases"),
-            "._pg_notify": (
-                "ANSWERS_CHANNEL",
-                "COMMANDS_CHANNEL",
-                "FACTS_CHANNEL",
-                "PostgresListener",
-                "facts_payload",
-                "read_facts_payload",
-            ),
-            "._pg_prune": ("prune_postgres",),
-            "._pg_reader": ("PostgresReader",),
-            "._pg_schema": ("PG_SCHEMA_VERSION",),
+            "._group_commit": ("JournalStatistics",),
             "._prune": ("PruneReport", "prune_sqlite"),
             "._reader": ("SESSION_STATUSES", "AgentMessage", "JournalReader", "SessionInfo"),
             "._session_locks": ("Holder", "SessionLocks", "lock_path"),
             "._schema": ("APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"),
             "._sqlite_changes": ("SqliteChanges",),
+            "._sqlite_journal": ("SqliteJournal",),
+            ".postgres": (
+                "ANSWERS_CHANNEL",
+                "COMMANDS_CHANNEL",
+                "FACTS_CHANNEL",
+                "PG_SCHEMA_VERSION",
+                "CommandAnswer",
+                "ForwardedCommand",
+                "Lease",
+                "LeaseLostError",
+                "LeaseStatistics",
+                "PostgresCommands",
+                "PostgresJournal",
+                "PostgresLeases",
+                "PostgresListener",
+                "PostgresReader",
+                "facts_payload",
+                "is_postgres_url",
+                "prune_postgres",
+                "read_facts_payload",
+            ),
             "._snapshot": (
                 "CHUNK",
                 "PartKey",

@@ -5,7 +5,7 @@ sessions, a daemon and a ``run`` beside it. They must not run the *same* session
 that takes up a session an ``orchestrator resume`` is running (or a second daemon on the
 file, or a second ``resume``) runs its turns again (a tool call runs twice), and the
 slower one's next batch fails on the facts' unique key, ending its session there. A
-PostgreSQL journal has leases for this (:mod:`._pg_leases`); a SQLite file, which lives on
+PostgreSQL journal has leases for this (:mod:`.postgres._leases`); a SQLite file, which lives on
 one machine, has the kernel's record locks.
 
 Each session is one byte of a lock file beside the journal (``<journal>-sessions.lock``),

@@ -1,7 +1,8 @@
 """Running a team under trio: the recorder and fact log (write-ahead), the bus that tells
 subscribers, the team runtime (turns, tools, delegation, approvals), command tools,
 logging (the CLI's, and the library's default) and process settings. The model backends
-are in :mod:`orchestrator.runtime.backends`.
+are in :mod:`orchestrator.runtime.backends`; the tools (command, Python and MCP tools) in
+:mod:`orchestrator.runtime.tools`, whose public names are exported here too.
 """
 
 from typing import TYPE_CHECKING
@@ -11,21 +12,6 @@ from orchestrator.base import lazy_facade
 if TYPE_CHECKING:
     from ._approvals import answer_text, parse_answer
     from ._bus import BusStatistics, FactBus, Subscription
-    from ._command_tool import (
-        CALLBACK_TOKEN_VAR,
-        CALLBACK_URL_VAR,
-        GROUP_ID_VAR,
-        KILL_GRACE,
-        REDACTED_TOKEN,
-        STDERR_TAIL,
-        TOOL_CALL_ID_VAR,
-        CommandResult,
-        ToolCallback,
-        callback_url,
-        command_environment,
-        group_id,
-        run_command,
-    )
     from ._factlog import (
         DoneTicket,
         EventTicket,
@@ -49,28 +35,41 @@ if TYPE_CHECKING:
         bound_log_context,
         configure_logging,
     )
-    from ._mcp import (
+    from ._process import release_free_memory, tune_gc
+    from ._recorder import Recorder
+    from ._team_runtime import RunOutcome, TeamRuntime, require_prompt
+    from ._turns import BackendFactory
+    from .tools import (
         BACKOFF_FIRST,
         BACKOFF_MAX,
+        BASE_VARIABLES,
+        CALLBACK_TOKEN_VAR,
+        CALLBACK_URL_VAR,
+        GROUP_ID_VAR,
+        INTERPRETER_BIN,
+        KILL_GRACE,
         MCP_OUTPUT_LIMIT,
+        PYTHON_TOOL_THREADS,
+        REDACTED_TOKEN,
+        STDERR_TAIL,
+        TOOL_CALL_ID_VAR,
+        CommandResult,
         McpListing,
         McpResult,
         McpServers,
-        list_server_tools,
-    )
-    from ._process import release_free_memory, tune_gc
-    from ._python_tool import (
-        PYTHON_TOOL_THREADS,
         ResolvedPythonTool,
+        ToolCallback,
+        callback_url,
+        command_environment,
+        group_id,
+        list_server_tools,
         python_tool_problems,
         resolve_python_tool,
         resolve_python_tools,
+        run_command,
         run_python_tool,
+        tool_environment,
     )
-    from ._recorder import Recorder
-    from ._team_runtime import RunOutcome, TeamRuntime, require_prompt
-    from ._tool_environment import BASE_VARIABLES, INTERPRETER_BIN, tool_environment
-    from ._turns import BackendFactory
 
 __all__ = [
     "BACKOFF_FIRST",
@@ -141,21 +140,6 @@ if not TYPE_CHECKING:
         {
             "._approvals": ("answer_text", "parse_answer"),
             "._bus": ("BusStatistics", "FactBus", "Subscription"),
-            "._command_tool": (
-                "CALLBACK_TOKEN_VAR",
-                "CALLBACK_URL_VAR",
-                "CommandResult",
-                "GROUP_ID_VAR",
-                "KILL_GRACE",
-                "REDACTED_TOKEN",
-                "STDERR_TAIL",
-                "TOOL_CALL_ID_VAR",
-                "ToolCallback",
-                "callback_url",
-                "command_environment",
-                "group_id",
-                "run_command",
-            ),
             "._factlog": (
                 "DoneTicket",
                 "EventTicket",
@@ -179,27 +163,40 @@ if not TYPE_CHECKING:
                 "bound_log_context",
                 "configure_logging",
             ),
-            "._mcp": (
+            "._process": ("release_free_memory", "tune_gc"),
+            "._recorder": ("Recorder",),
+            "._team_runtime": ("RunOutcome", "TeamRuntime", "require_prompt"),
+            "._turns": ("BackendFactory",),
+            ".tools": (
                 "BACKOFF_FIRST",
                 "BACKOFF_MAX",
+                "BASE_VARIABLES",
+                "CALLBACK_TOKEN_VAR",
+                "CALLBACK_URL_VAR",
+                "GROUP_ID_VAR",
+                "INTERPRETER_BIN",
+                "KILL_GRACE",
                 "MCP_OUTPUT_LIMIT",
+                "PYTHON_TOOL_THREADS",
+                "REDACTED_TOKEN",
+                "STDERR_TAIL",
+                "TOOL_CALL_ID_VAR",
+                "CommandResult",
                 "McpListing",
                 "McpResult",
                 "McpServers",
-                "list_server_tools",
-            ),
-            "._process": ("release_free_memory", "tune_gc"),
-            "._python_tool": (
-                "PYTHON_TOOL_THREADS",
                 "ResolvedPythonTool",
+                "ToolCallback",
+                "callback_url",
+                "command_environment",
+                "group_id",
+                "list_server_tools",
                 "python_tool_problems",
                 "resolve_python_tool",
                 "resolve_python_tools",
+                "run_command",
                 "run_python_tool",
+                "tool_environment",
             ),
-            "._recorder": ("Recorder",),
-            "._team_runtime": ("RunOutcome", "TeamRuntime", "require_prompt"),
-            "._tool_environment": ("BASE_VARIABLES", "INTERPRETER_BIN", "tool_environment"),
-            "._turns": ("BackendFactory",),
         },
     )

@@ -11,7 +11,7 @@ by the turn (:meth:`Turns._run_tools`). A tool call is dispatched by name: gated
 for their approval and ``ask`` for its answer (:mod:`orchestrator.runtime._approvals`),
 ``delegate`` and ``handoff`` run another agent's chat (:mod:`orchestrator.runtime._delegation`,
 which runs that chat's turns through this loop again), command tools run their program,
-Python tools their function (:mod:`orchestrator.runtime._python_tool`; resolved once, when
+Python tools their function (:mod:`orchestrator.runtime.tools._python_tool`; resolved once, when
 the team runtime is made), an MCP server's tool (``mcp.<server>/<tool>``) is called on its
 server, and every other tool answers its scripted result. A command tool's, Python tool's or
 MCP tool's input is checked against its schema as the call is recorded, before any approval
@@ -19,7 +19,7 @@ is asked (:meth:`Turns._checked`): input that does not fit fails the call, and t
 reads why.
 
 The tools a model is offered are made once per agent, and again when an MCP server's
-listing changes (:attr:`McpServers.version <orchestrator.runtime._mcp.McpServers.version>`).
+listing changes (:attr:`McpServers.version <orchestrator.runtime.tools._mcp.McpServers.version>`).
 
 ``trio.Cancelled`` is never swallowed: the facts that say a turn was cancelled are written
 in a shielded scope (:meth:`RunContext.record_cancelled`), then the cancellation goes on. A
@@ -107,7 +107,6 @@ from orchestrator.spec import (
 )
 
 from ._approvals import Approvals, summary
-from ._command_tool import REDACTED_TOKEN, command_environment, run_command
 from ._context import (
     CANCELLED,
     ChatContext,
@@ -117,8 +116,14 @@ from ._context import (
     is_cancellation,
 )
 from ._delegation import Delegation, Turnstile
-from ._python_tool import ResolvedPythonTool, run_python_tool
 from ._recorder import PendingBatch
+from .tools import (
+    REDACTED_TOKEN,
+    ResolvedPythonTool,
+    command_environment,
+    run_command,
+    run_python_tool,
+)
 
 __all__ = [
     "BackendFactory",

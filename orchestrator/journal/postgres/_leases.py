@@ -52,7 +52,7 @@ import structlog
 
 from orchestrator.base import FactLogError
 
-from ._pg_connection import connect, connect_error, redacted, transient
+from ._connection import connect, connect_error, redacted, transient
 
 __all__ = ["Lease", "LeaseLostError", "LeaseStatistics", "PostgresLeases"]
 
