@@ -27,7 +27,14 @@ from psycopg.errors import _sqlcodes  # every SQLSTATE psycopg knows, with its c
 
 from orchestrator.base import FactLogError
 from orchestrator.core import RunStatus, build_graph
-from orchestrator.journal import Journal, LeaseLostError, PostgresJournal, open_journal, open_reader
+from orchestrator.journal import (
+    Journal,
+    LeaseLostError,
+    PostgresJournal,
+    PostgresLeases,
+    open_journal,
+    open_reader,
+)
 from orchestrator.journal._reconnect import (
     ReconnectStoppedError,
     UnreachableError,
@@ -353,8 +360,8 @@ class TestReadersAndLeasesReconnect:
         journal = open_journal(postgres_database, node="a", lease_ttl=15)
         journal.open()
         try:
-            leases = journal.leases
-            assert leases is not None
+            leases = journal.ownership
+            assert isinstance(leases, PostgresLeases)
             with direct_sql(postgres_database) as connection:
                 connection.execute(
                     "INSERT INTO sessions (session, team, title, status, created_at, "

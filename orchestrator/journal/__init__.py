@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ._group_commit import JournalStatistics
     from ._history import Edit, edit_history, resolve_chat
     from ._interface import Db, Journal, db_location, open_journal, open_reader, prune
+    from ._ownership import HeldElsewhere, OwnershipStatistics, SessionOwnership, SoleOwnership
     from ._prune import PruneReport, prune_sqlite
     from ._reader import SESSION_STATUSES, AgentMessage, JournalReader, SessionInfo
     from ._schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
         ForwardedCommand,
         Lease,
         LeaseLostError,
-        LeaseStatistics,
         PostgresCommands,
         PostgresJournal,
         PostgresLeases,
@@ -71,13 +71,14 @@ __all__ = [
     "Durability",
     "Edit",
     "ForwardedCommand",
+    "HeldElsewhere",
     "Holder",
     "Journal",
     "JournalReader",
     "JournalStatistics",
     "Lease",
     "LeaseLostError",
-    "LeaseStatistics",
+    "OwnershipStatistics",
     "PartKey",
     "PostgresCommands",
     "PostgresJournal",
@@ -87,6 +88,8 @@ __all__ = [
     "PruneReport",
     "SessionInfo",
     "SessionLocks",
+    "SessionOwnership",
+    "SoleOwnership",
     "SqliteChanges",
     "SqliteJournal",
     "db_location",
@@ -122,6 +125,12 @@ if not TYPE_CHECKING:
             "._history": ("Edit", "edit_history", "resolve_chat"),
             "._interface": ("Db", "Journal", "db_location", "open_journal", "open_reader", "prune"),
             "._group_commit": ("JournalStatistics",),
+            "._ownership": (
+                "HeldElsewhere",
+                "OwnershipStatistics",
+                "SessionOwnership",
+                "SoleOwnership",
+            ),
             "._prune": ("PruneReport", "prune_sqlite"),
             "._reader": ("SESSION_STATUSES", "AgentMessage", "JournalReader", "SessionInfo"),
             "._session_locks": ("Holder", "SessionLocks", "lock_path"),
@@ -137,7 +146,6 @@ if not TYPE_CHECKING:
                 "ForwardedCommand",
                 "Lease",
                 "LeaseLostError",
-                "LeaseStatistics",
                 "PostgresCommands",
                 "PostgresJournal",
                 "PostgresLeases",

@@ -114,11 +114,10 @@ from ._rows import (
     _stored_batches,
     _write_group,
 )
-from ._session_locks import SessionLocks
 from ._snapshot import snapshot_due, state_entries
 
 if TYPE_CHECKING:
-    from .postgres import PostgresLeases  # psycopg only when a URL is given
+    from ._ownership import SessionOwnership
 
 __all__ = ["JournalStatistics"]
 
@@ -162,11 +161,9 @@ class _GroupCommitJournal:
     reader: JournalReader
     #: The driver's errors, whose text says enough without their class's name.
     _database_errors: tuple[type[BaseException], ...] = ()
-    #: The session leases of this node (several daemons on one PostgreSQL database); None
-    #: on a SQLite file (its :attr:`session_locks`) and for ``orchestrator run``.
-    leases: PostgresLeases | None = None
-    #: Which sessions of a SQLite file this process runs (see :mod:`._session_locks`).
-    session_locks: SessionLocks | None = None
+    #: Which sessions this process runs (:mod:`._ownership`): a SQLite file's locks, a
+    #: PostgreSQL node's leases (whose epochs fence the writes), or all it asks for.
+    ownership: SessionOwnership
     #: What the log says when the writer loses its connection and waits (:meth:`_recover`),
     #: and when it writes again; and the journal's failure once it waited in vain (the last
     #: fault follows, in parentheses).
@@ -688,8 +685,7 @@ class _GroupCommitJournal:
         if self._token is None or self._closed:
             raise _error(self.source, "the journal is not open for writing")
         batch = _batch(facts, ended_turns)
-        if self.leases is not None:
-            batch.epoch = self.leases.epoch(batch.session)
+        batch.epoch = self.ownership.epoch(batch.session)
         self._queue.put(batch)
         if self._dead:
             # The writer died after this was checked, perhaps before the put: nobody

@@ -31,10 +31,9 @@ if TYPE_CHECKING:
     from orchestrator.runtime import Ticket
 
     from ._group_commit import JournalStatistics
+    from ._ownership import SessionOwnership
     from ._prune import PruneReport
     from ._reader import JournalReader
-    from ._session_locks import SessionLocks
-    from .postgres import PostgresLeases
 
 __all__ = ["Db", "Journal", "db_location", "open_journal", "open_reader", "prune"]
 
@@ -48,12 +47,10 @@ class Journal(Protocol):
     #: Names the journal in errors and logs (a path, or a URL without its password).
     source: str
     drain_limit: float
-    #: This node's session leases (a daemon's PostgreSQL journal, several daemons on one
-    #: database); None on SQLite (its session locks) and for ``orchestrator run``.
-    leases: PostgresLeases | None
-    #: Which sessions of a SQLite file this process runs, one process a session
-    #: (:mod:`._session_locks`); None on PostgreSQL, whose leases do that.
-    session_locks: SessionLocks | None
+    #: Which sessions this process runs, one process a session (:mod:`._ownership`): a
+    #: SQLite file's record locks, a PostgreSQL node's leases, or, for a journal nobody
+    #: else writes, every session it asks for.
+    ownership: SessionOwnership
 
     @property
     def reader(self) -> JournalReader:
@@ -119,8 +116,9 @@ def open_journal(
 
     ``node`` (a daemon's node id) and ``lease_ttl``: on PostgreSQL, the sessions this
     journal writes are leased to that node (several daemons on one database, see
-    :mod:`.postgres._leases`); a SQLite file has no leases: each of its sessions is locked to the
-    process that runs it (:mod:`._session_locks`). ``reconnect_for``:
+    :mod:`.postgres._leases`); a SQLite file has no leases: each of its sessions is locked
+    to the process that runs it (:mod:`._session_locks`), which ``node`` names. Either is
+    the journal's :attr:`Journal.ownership`. ``reconnect_for``:
     seconds a PostgreSQL journal tries to reconnect to a server it lost before it fails
     (default :data:`~.postgres._connection.RECONNECT_FOR`), or a SQLite journal waits for its
     file's lock another connection holds (default :data:`~._sqlite_journal.LOCKED_FOR`)."""
@@ -138,7 +136,7 @@ def open_journal(
 
     if reconnect_for is not None:
         options["reconnect_for"] = reconnect_for
-    return SqliteJournal(Path(db), durability=durability, **options)
+    return SqliteJournal(Path(db), durability=durability, node=node, **options)
 
 
 def open_reader(db: Db) -> JournalReader:

@@ -48,11 +48,13 @@ class SqliteJournal(_GroupCommitJournal):
         drain_limit: float = DRAIN_LIMIT,
         busy_timeout: float = BUSY_TIMEOUT,
         reconnect_for: float = LOCKED_FOR,
+        node: str | None = None,
     ) -> None:
         """``busy_timeout``: seconds a write waits for a lock another connection holds
         before the writer notices it (SQLite's busy handler); ``reconnect_for``: seconds
         it then waits on, trying again, before the journal fails (see the module
-        docstring)."""
+        docstring). ``node``: what this process is called beside its session locks
+        (default ``HOSTNAME:PID``)."""
         if not (busy_timeout >= 0 and reconnect_for >= 0):
             raise _error(path, "busy_timeout and reconnect_for must be 0 seconds or more")
         super().__init__(
@@ -64,7 +66,7 @@ class SqliteJournal(_GroupCommitJournal):
         self.max_bytes = max_bytes
         self.busy_timeout = busy_timeout
         self.reader = JournalReader(self.path)
-        self.session_locks = SessionLocks(self.path)
+        self.ownership = SessionLocks(self.path, node=node)
 
     _database_errors = (sqlite3.Error,)
 

@@ -37,17 +37,19 @@ every session that enters or leaves :attr:`Daemon.sessions` (only :meth:`Daemon.
 and :meth:`Daemon._remove_session` change it) and follows their facts: what AHP clients
 subscribed to ``ahp-root://`` are told of the daemon's sessions comes from there.
 
-Several daemons on one PostgreSQL journal (issue 21): each daemon is a *node* (its
-:attr:`Daemon.node` id) and runs a session only while its journal's
-:class:`~orchestrator.journal.PostgresLeases` hold the session's lease. A lease is acquired
-before a session's run starts, and before an unfinished session is read to be taken up (so
-the state read is the one the previous owner left: the journal's fence orders them); it is
-renewed every third of its TTL (:meth:`Daemon._keep_leases`: a lease found taken ends its
-session here, recording nothing, "lease lost"); and it is given up when the session ends or
-is put away (kept due for take-over when it still has work, e.g. on SIGTERM). Every third of
-the TTL, each node takes up the sessions whose leases expired (:meth:`Daemon._take_over`:
-their node died) by the start-up's rules. A SQLite journal has no leases: each session is
-locked to the one process that runs it (see ``journal/_session_locks``).
+Who runs a session: each daemon is a *node* (its :attr:`Daemon.node` id) and runs a
+session only while it owns it, through its journal's
+:class:`~orchestrator.journal.SessionOwnership` (:attr:`Daemon.ownership`): on a SQLite
+file a record lock per session, on a PostgreSQL journal several daemons share (issue 21) a
+lease per session. A session is claimed when it is opened, and before an unfinished session
+is read to be taken up (so the state read is the one the previous owner left: the journal's
+fence orders them); what the node holds is renewed every
+:attr:`~orchestrator.journal.SessionOwnership.renew_every` seconds (a lease every third of
+its TTL; a lock never: :meth:`Daemon._keep_owned`: a session found taken ends here,
+recording nothing, "lease lost"); and it is given up when the session ends or is put away
+(kept due for take-over when it still has work, e.g. on SIGTERM). As often, each node takes
+up the sessions whose owner let them lapse (:meth:`Daemon._take_over`: their node died) by
+the start-up's rules; a lock is never found so (the kernel frees a dead process's locks).
 
 Any node serves any client: :meth:`Daemon.find` asked for a session another node holds
 *follows* it (its :attr:`Daemon.cluster`, see :mod:`._cluster` and :mod:`._followed`): a
@@ -95,7 +97,13 @@ from orchestrator.base import (
     utc_now,
 )
 from orchestrator.core import TeamState
-from orchestrator.journal import Journal, PostgresLeases
+from orchestrator.journal import (
+    HeldElsewhere,
+    Journal,
+    PostgresLeases,
+    SessionLocks,
+    SessionOwnership,
+)
 from orchestrator.runtime import (
     BackendFactory,
     Ids,
@@ -282,8 +290,8 @@ class Daemon:
         """``limits``: the sessions' bounds (unprompted sessions, per token and in all);
         the other limits are the server's. Its observer and companions (the metrics, the
         scheduler) are the app assembly's to set (see :mod:`orchestrator.server._app`).
-        ``node``: this daemon's node id (default: its journal's leases' node, or
-        ``HOSTNAME:PID``). Leases are reckoned in the database's clock. ``teams`` are
+        ``node``: this daemon's node id (default: its journal's ownership's node, by
+        default ``HOSTNAME:PID``). Leases are reckoned in the database's clock. ``teams`` are
         named by their ``[team] name``; ``team_files``: the file each was read from, whose
         stem a client may name too (as clients did before teams were named by name)."""
         self.teams = dict(teams)
@@ -312,10 +320,10 @@ class Daemon:
         # Sessions' Agent UI envelopes, kept between reads: the web view's, and each live
         # session's log once the session is put away or ends (see team_log).
         self.envelopes = EnvelopeCache(self.reader)
-        # Several daemons on one PostgreSQL journal: the sessions this node owns (None: the
-        # only node, SQLite's). Counted for /metrics: sessions taken over from a dead node.
-        self.leases: PostgresLeases | None = journal.leases
-        self.node = node or (self.leases.node if self.leases is not None else default_node())
+        # The sessions this node owns (see the module docstring). Counted for /metrics:
+        # sessions taken over from a dead node.
+        self.ownership: SessionOwnership = journal.ownership
+        self.node = node or self.ownership.node
         self.taken_over = 0
         # Following the other nodes' sessions and serving their commands (see _cluster):
         # made once the daemon's own parts are.
@@ -365,20 +373,22 @@ class Daemon:
         self.stopped = trio.Event()  # set once stop() has stopped every session
         # Given to every session's command tools; the server sets its URL once it listens.
         self.callback = callback or ToolCallback()
-        if self.leases is not None:
+        # How this node follows a session another runs: the cluster's notifications on a
+        # PostgreSQL journal, the locks' holders on a SQLite file.
+        if isinstance(self.ownership, PostgresLeases):
             self.cluster = Cluster(
                 self,
-                leases=self.leases,
+                leases=self.ownership,
                 node=self.node,
                 reader=self.reader,
                 add=self._add_session,
                 remove=self._remove_session,
                 owned=self._owned,
             )
-        elif journal.session_locks is not None:
+        elif isinstance(self.ownership, SessionLocks):
             self.following = SqliteFollowing(
                 self,
-                locks=journal.session_locks,
+                locks=self.ownership,
                 reader=self.reader,
                 add=self._add_session,
                 remove=self._remove_session,
@@ -398,9 +408,8 @@ class Daemon:
             await nursery.start(self.reclaimer.serve)
             await self._take_up_unfinished()
             self.accepting = True
-            if self.leases is not None:
-                nursery.start_soon(self._keep_leases, self.leases)
-                nursery.start_soon(self._take_over, self.leases)
+            nursery.start_soon(self._keep_owned)
+            nursery.start_soon(self._take_over)
             if self.cluster is not None:
                 await nursery.start(self.cluster.serve)
             if self.following is not None:
@@ -425,8 +434,8 @@ class Daemon:
                 log.error("session not taken up", session=info.session, error=str(exc))
 
     async def _take_up_if_busy(self, uri: str) -> LiveSession | None:
-        """Take ``uri`` up if it was doing something and no other node runs it (its lease
-        acquired first, so the state read is all its previous owner wrote)."""
+        """Take ``uri`` up if it was doing something and no other node runs it (claimed
+        first, so the state read is all its previous owner wrote)."""
         async with self._finding.hold(uri):
             if uri in self.sessions:
                 return None
@@ -462,14 +471,12 @@ class Daemon:
         if live is not None:
             log.info("session taken up: its process stopped", session=uri)
 
-    # ── leases (several daemons on one PostgreSQL journal) ────────────────
+    # ── who runs which session (the journal's ownership) ──────────────────
 
     def owned_sessions(self) -> list[str]:
-        """The sessions this node owns: those it holds the lease of (PostgreSQL), or every
-        session it runs (SQLite: the only node)."""
-        if self.leases is not None:
-            return sorted(self.leases.held)
-        return sorted(uri for uri, live in self.sessions.items() if live.started)
+        """The sessions this node owns: those it holds the lease (PostgreSQL) or the lock
+        (SQLite) of."""
+        return sorted(self.ownership.held)
 
     def followed_sessions(self) -> list[str]:
         """The sessions this node follows (another node of the journal runs them, or
@@ -493,101 +500,90 @@ class Daemon:
         followed = self.cluster.follows(uri) if self.cluster is not None else None
         return None if followed is None else {"node": followed.owner}
 
-    async def _acquire(self, uri: str, *, quiet: bool = False) -> bool:
-        """Whether this node may run ``uri``: on SQLite once this process holds the
-        session's lock (False: another process on the file runs it, an ``orchestrator
-        run`` or ``resume`` or another daemon); on PostgreSQL once it holds the session's
-        lease (False: another node's lease has not expired)."""
-        leases = self.leases
-        if leases is None:
-            locks = self.journal.session_locks
-            if locks is None or locks.acquire(uri):
-                return True
-            if not quiet:
-                log.info("session run by another process of this journal", session=uri)
-            return False
-        if leases.holds(uri):
-            return True
-        lease = await trio.to_thread.run_sync(leases.acquire, uri)
-        if lease.owner != self.node:
-            if not quiet:
-                log.info("session owned by another node", session=uri, owner=lease.owner)
-            return False
-        return True
+    async def _claim(self, uri: str, *, quiet: bool = False) -> HeldElsewhere | None:
+        """Claim ``uri`` for this node: None once it holds it, else who does (on SQLite
+        another process on the file, an ``orchestrator run`` or ``resume`` or another
+        daemon; on PostgreSQL another node, whose lease has not expired)."""
+        if self.ownership.holds(uri):
+            return None
+        elsewhere = await trio.to_thread.run_sync(self.ownership.claim, uri)
+        if elsewhere is not None and not quiet:
+            log.info("session owned elsewhere", session=uri, owner=elsewhere.owner)
+        return elsewhere
 
-    async def wait_lease(self, uri: str) -> None:
-        """Return once this node holds the lease of ``uri`` (a background teammate's
-        stream: one node runs the teammate, the others wait to take it over); at once on
-        SQLite. Tries again every third of the TTL."""
-        leases = self.leases
-        if leases is None:
-            return
+    async def _acquire(self, uri: str, *, quiet: bool = False) -> bool:
+        """Whether this node may run ``uri`` (it holds it now: see :meth:`_claim`)."""
+        return await self._claim(uri, quiet=quiet) is None
+
+    async def wait_owned(self, uri: str) -> None:
+        """Return once this node holds ``uri`` (a background teammate's stream: one node
+        runs the teammate, the others wait to take it over); at once when nobody else
+        holds it. Tries again every :attr:`~SessionOwnership.retry_every` seconds."""
         while True:
             if await self._acquire(uri, quiet=True):
                 return
-            await trio.sleep(leases.ttl / 3)
+            await trio.sleep(self.ownership.retry_every)
 
     async def _release(self, uri: str, *, keep: bool) -> None:
-        """Give up ``uri``'s lease (``keep``: due for take-over at once); never raises, and
-        never holds a stop up for long (a lease not released expires)."""
-        leases = self.leases
-        if leases is None:
-            if self.journal.session_locks is not None:
-                self.journal.session_locks.release(uri)
-            return
-        if not leases.holds(uri):
+        """Give up ``uri`` (``keep``: due for take-over at once); never raises, and never
+        holds a stop up for long (a lease not released expires)."""
+        if not self.ownership.holds(uri):
             return
         with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_LIMIT):
             try:
                 await trio.to_thread.run_sync(
-                    functools.partial(leases.release, uri, keep=keep), abandon_on_cancel=True
+                    functools.partial(self.ownership.release, uri, keep=keep),
+                    abandon_on_cancel=True,
                 )
             except OrchestratorError as exc:
                 log.warning("lease not released", session=uri, error=str(exc))
 
-    async def _keep_leases(self, leases: PostgresLeases) -> None:
-        """Renew this node's leases every third of their TTL; a session whose lease another
-        node took ends here, recording nothing ("lease lost"), and so does every leased
-        session once renewals have failed for a whole TTL (others may have taken them)."""
+    async def _keep_owned(self) -> None:
+        """Renew what this node holds every :attr:`~SessionOwnership.renew_every` seconds
+        (a lock: never); a session another node took ends here, recording nothing ("lease
+        lost"), and so does every session held once renewals have failed for a whole TTL
+        (others may have taken them)."""
+        ownership = self.ownership
         renewed = trio.current_time()
         while True:
-            await trio.sleep(leases.ttl / 3)
+            await trio.sleep(ownership.renew_every)
             try:
-                lost = await trio.to_thread.run_sync(leases.renew)
+                lost = await trio.to_thread.run_sync(ownership.renew)
             except (OrchestratorError, OSError) as exc:
                 log.warning("leases not renewed", node=self.node, error=str(exc))
-                if trio.current_time() - renewed < leases.ttl:
+                if trio.current_time() - renewed < ownership.ttl:
                     continue
-                lost = sorted(leases.held)
+                lost = sorted(ownership.held)
                 for uri in lost:
-                    leases.forget(uri, why="not renewed for a whole TTL")
+                    ownership.forget(uri, why="not renewed for a whole TTL")
             else:
                 renewed = trio.current_time()
             for uri in lost:
                 live = self.sessions.get(uri)
                 if live is not None:
-                    self._lease_lost(live, leases)
+                    self._ownership_lost(live)
 
-    def _lease_lost(self, live: LiveSession, leases: PostgresLeases) -> None:
-        error = leases.lost_error(live.uri)
+    def _ownership_lost(self, live: LiveSession) -> None:
+        error = self.ownership.lost_error(live.uri)
         log.error("session stopped: lease lost", session=live.uri, node=self.node)
         if live.started:
             live.fail(error)  # its runtime ends, recording nothing; clients told why
         else:
             self._drop_unprompted(live, error.message)
 
-    async def _take_over(self, leases: PostgresLeases) -> None:
-        """Every third of the TTL, take up the running sessions whose lease expired (their
-        node died, or gave them up with work left) by the start-up's rules; a session this
-        node followed ends first (its clients reattach to the one taken up). Now and then,
-        deletes the old forwarded commands."""
+    async def _take_over(self) -> None:
+        """Every :attr:`~SessionOwnership.renew_every` seconds (a lock: never), take up the
+        running sessions whose owner let them lapse (their node died, or gave them up with
+        work left) by the start-up's rules; a session this node followed ends first (its
+        clients reattach to the one taken up). Now and then, deletes the old forwarded
+        commands."""
         scans = 0
         while True:
-            await trio.sleep(leases.ttl / 3)
+            await trio.sleep(self.ownership.renew_every)
             if not self.accepting:
                 continue
             try:
-                expired = await trio.to_thread.run_sync(leases.expired)
+                expired = await trio.to_thread.run_sync(self.ownership.expired)
             except (OrchestratorError, OSError) as exc:
                 log.warning("expired leases not read", node=self.node, error=str(exc))
                 continue
@@ -648,11 +644,12 @@ class Daemon:
                 return None
             if info.status != "running":
                 return None
-            if not await self._acquire(uri):
+            elsewhere = await self._claim(uri)
+            if elsewhere is not None:
                 if self.following is not None:
                     return await self.following.follow(uri)
                 if self.cluster is None:
-                    raise RunError(self._elsewhere(uri))
+                    raise RunError(_elsewhere(uri, elsewhere))
                 return await self.cluster.follow(uri)
             try:
                 state = await trio.to_thread.run_sync(self.reader.open, uri)
@@ -661,18 +658,6 @@ class Daemon:
                 if uri not in self.sessions:
                     await self._release(uri, keep=False)
                 raise
-
-    def _elsewhere(self, uri: str) -> str:
-        if self.leases is None:
-            return (
-                f"session {uri} is being run by another process on this journal (an "
-                "`orchestrator run` or `resume`, or another daemon): ask for it again once "
-                "that process has stopped"
-            )
-        return (
-            f"session {uri} runs on another node of this journal: ask for it again (this "
-            f"node, {self.node}, then follows it) or connect to that node"
-        )
 
     async def watch(self, session: str) -> LiveSession | None:
         """The live session ``session`` (an id or URI) without taking it up: the one this
@@ -866,11 +851,10 @@ class Daemon:
         with trio.move_on_at(deadline):
             for live in stopping:
                 await live.finished.wait()
-        if self.leases is not None:
-            # What this node still holds (background teammates' streams, sessions that did
-            # not end in time) is due for another node at once, not after the TTL.
-            for uri in sorted(self.leases.held):
-                await self._release(uri, keep=True)
+        # What this node still holds (background teammates' streams, sessions that did not
+        # end in time) is due for another node at once, not after the TTL.
+        for uri in sorted(self.ownership.held):
+            await self._release(uri, keep=True)
         self.stopped.set()  # connections not tied to a session (AHP) close now
 
     # ── sessions ───────────────────────────────────────────────────────────
@@ -948,13 +932,16 @@ class Daemon:
                     uri=uri,
                     ended=True,
                 )
-            if self.leases is not None and not await self._acquire(uri):
+            elsewhere = await self._claim(uri)
+            if elsewhere is not None:
                 raise SessionExistsError(
-                    f"session {uri} is being opened on another node", uri=uri, ended=False
+                    f"session {uri} is being opened elsewhere: it {elsewhere.description}",
+                    uri=uri,
+                    ended=False,
                 )
-            # On PostgreSQL its lease is this node's from now on, before any client is told
-            # its id: another node asked for it (the journal has nothing of it before its
-            # first prompt) finds who runs it there, and follows it.
+            # It is this node's from now on, before any client is told its id: another
+            # node asked for it (the journal has nothing of it before its first prompt)
+            # finds who runs it there, and follows it.
             try:
                 runtime = self._runtime(
                     name,
@@ -964,8 +951,7 @@ class Daemon:
                     background=None if background is None else background.name,
                 )
             except BaseException:
-                if self.leases is not None:
-                    await self._drop_lease(self.leases, uri)
+                await self._drop_unused(uri)
                 raise
             live = LiveSession(self, name, runtime, owner=principal)
             self._add_session(live)
@@ -1028,22 +1014,25 @@ class Daemon:
 
     def _drop_unprompted(self, live: LiveSession, why: str) -> None:
         """Forget a session with no run (nothing of it was recorded); its clients are told.
-        Its lease (PostgreSQL) is given up, and its row deleted: no fact was written under
-        it, and nobody would ever delete it."""
+        It is given up (on PostgreSQL its lease's row deleted: no fact was written under it,
+        and nobody would ever delete it)."""
         live.put_away = True
         self._remove_session(live)
         live.close_streams()
         live.finished.set()
         live.end_sinks(why)
-        leases = self.leases
-        if leases is not None and leases.holds(live.uri) and self._nursery is not None:
-            self._nursery.start_soon(self._drop_lease, leases, live.uri)
+        if self.ownership.holds(live.uri) and self._nursery is not None:
+            self._nursery.start_soon(self._drop_unused, live.uri)
 
-    async def _drop_lease(self, leases: PostgresLeases, uri: str) -> None:
-        """Give up and delete the lease of ``uri``, a session never prompted; never raises."""
+    async def _drop_unused(self, uri: str) -> None:
+        """Give up ``uri``, a session never prompted; never raises."""
+        if not self.ownership.holds(uri):
+            return
         with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_LIMIT):
             try:
-                await trio.to_thread.run_sync(leases.drop_unused, uri, abandon_on_cancel=True)
+                await trio.to_thread.run_sync(
+                    self.ownership.drop_unused, uri, abandon_on_cancel=True
+                )
             except OrchestratorError as exc:
                 log.warning("lease not released", session=uri, error=str(exc))
 
@@ -1188,8 +1177,9 @@ class Daemon:
             if followed.state.run is not None:
                 live.team_name = followed.state.run.team  # unknown here before its run
             return
-        if not await self._acquire(live.uri):
-            raise RunError(self._elsewhere(live.uri))
+        elsewhere = await self._claim(live.uri)
+        if elsewhere is not None:
+            raise RunError(_elsewhere(live.uri, elsewhere))
 
         async def run(
             *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED
@@ -1206,10 +1196,6 @@ class Daemon:
         failed before that (nothing was recorded, or the journal failed).
         """
         assert self._nursery is not None, "the daemon is not serving"
-        # A new session's lock (SQLite), so that no other process on the file takes it up
-        # while it runs here (a session taken up holds its lock already).
-        if self.leases is None and not await self._acquire(live.uri):
-            raise RunError(self._elsewhere(live.uri))
         self._add_session(live)
         errors: list[str] = []
 
@@ -1290,6 +1276,13 @@ def _unfinished(state: TeamState) -> bool:
     going): another node should take it up."""
     run = state.run
     return run is not None and run.status is None and _needs_running(state)
+
+
+def _elsewhere(uri: str, elsewhere: HeldElsewhere) -> str:
+    return (
+        f"session {uri} {elsewhere.description}: ask for it again once it has stopped "
+        "there, or ask the daemon that runs it"
+    )
 
 
 def _owner_gone(uri: str, owner: str) -> str:

@@ -235,15 +235,14 @@ class Teammate:
         """Run the teammate until cancelled: take up where its facts left off, then wake,
         run, record and sleep.
 
-        Several daemons on one PostgreSQL journal: only the node holding the lease of the
-        teammate's stream runs it (the others wait here to take it over), and every fact of
-        the stream is fenced by that lease, so a wake is recorded, and run, by one node."""
+        Only the node that owns the teammate's stream runs it (the others, several daemons
+        on one journal, wait here to take it over), and on PostgreSQL every fact of the
+        stream is fenced by its lease, so a wake is recorded, and run, by one node."""
         daemon = self.scheduler.daemon
-        if daemon.leases is not None:
-            await daemon.wait_lease(self.uri)
-            # Another node may have run it until now: its facts as they are.
-            facts = await trio.to_thread.run_sync(daemon.reader.facts, self.uri)
-            self.state = fold_teammate(self.team, self.name, facts)
+        await daemon.wait_owned(self.uri)
+        # Another node may have run it until now: its facts as they are.
+        facts = await trio.to_thread.run_sync(daemon.reader.facts, self.uri)
+        self.state = fold_teammate(self.team, self.name, facts)
         await self._take_up()
         while True:
             if self.state.paused:
@@ -439,7 +438,7 @@ class Teammate:
             ended = await self._wait(run, live)
             if ended is not None:
                 return ended
-            if not daemon.accepting or daemon.leases is None or daemon.journal.failed:
+            if not daemon.accepting or daemon.journal.failed:
                 return False  # stopped with the daemon, recording nothing: taken up next start
             await trio.sleep(FIND_AGAIN_AFTER)  # following ended with its owner: find it again
 

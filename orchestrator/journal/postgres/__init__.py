@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ._commands import CommandAnswer, ForwardedCommand, PostgresCommands
     from ._connection import is_postgres_url
     from ._journal import PostgresJournal
-    from ._leases import Lease, LeaseLostError, LeaseStatistics, PostgresLeases
+    from ._leases import Lease, LeaseLostError, PostgresLeases
     from ._notify import (
         ANSWERS_CHANNEL,
         COMMANDS_CHANNEL,
@@ -34,7 +34,6 @@ __all__ = [
     "ForwardedCommand",
     "Lease",
     "LeaseLostError",
-    "LeaseStatistics",
     "PostgresCommands",
     "PostgresJournal",
     "PostgresLeases",
@@ -53,7 +52,7 @@ if not TYPE_CHECKING:
             "._commands": ("CommandAnswer", "ForwardedCommand", "PostgresCommands"),
             "._connection": ("is_postgres_url",),
             "._journal": ("PostgresJournal",),
-            "._leases": ("Lease", "LeaseLostError", "LeaseStatistics", "PostgresLeases"),
+            "._leases": ("Lease", "LeaseLostError", "PostgresLeases"),
             "._notify": (
                 "ANSWERS_CHANNEL",
                 "COMMANDS_CHANNEL",

@@ -33,12 +33,13 @@ sequence)``, text the server refuses) fail that batch and its session, the rest 
 group commits. The reader's kept connections are dropped when the writer reconnects (they
 were lost with it), and the leases' connection reconnects at its next statement.
 
-Several daemons on one database: a daemon's journal has :attr:`leases` (its node's
-:class:`~._leases.PostgresLeases`), and every write transaction fences the sessions it
-writes by them (:meth:`_write_rows`): a batch of a session whose lease another node took
-fails ("lease lost") and its session is refused from then on, as any batch that cannot be
-stored; a snapshot or team file of such a session is dropped (they would overwrite the new
-owner's). Without a node (``orchestrator run``) there are no leases and no fence.
+Several daemons on one database: a node's journal has its node's
+:class:`~._leases.PostgresLeases` as its :attr:`ownership`, and every write transaction
+fences the sessions it writes by them (:meth:`_write_rows`): a batch of a session whose
+lease another node took fails ("lease lost") and its session is refused from then on, as
+any batch that cannot be stored; a snapshot or team file of such a session is dropped
+(they would overwrite the new owner's). Without a node the journal is this process's
+alone (a :class:`~.._ownership.SoleOwnership`): no leases, no fence.
 
 Other nodes follow a node's sessions: in each group's transaction a node's writer notifies
 :data:`~._notify.FACTS_CHANNEL` once per session it wrote facts of, with the session's
@@ -55,6 +56,7 @@ import psycopg
 
 from .._durability import Durability
 from .._group_commit import DRAIN_LIMIT, SNAPSHOT_EVERY, _GroupCommitJournal
+from .._ownership import SessionOwnership, SoleOwnership
 from .._rows import _Batch, _Forget, _Item, _write_group
 from ._connection import (
     RECONNECT_FOR,
@@ -104,7 +106,10 @@ class PostgresJournal(_GroupCommitJournal):
         self.source = redacted(url)
         self.durability = durability
         self.reader = PostgresReader(url)
-        self.leases = None if node is None else PostgresLeases(url, node=node, ttl=lease_ttl)
+        # This node's leases (several daemons on one database: every write is fenced by
+        # them); without a node, the journal is this process's alone.
+        self._leases = None if node is None else PostgresLeases(url, node=node, ttl=lease_ttl)
+        self.ownership: SessionOwnership = SoleOwnership() if self._leases is None else self._leases
 
     def _connect(self) -> PgConnection:
         connection = PgConnection(connect(self.url, application="orchestrator journal writer"))
@@ -112,13 +117,13 @@ class PostgresJournal(_GroupCommitJournal):
             old = migrate(connection, self.source)
             if self.durability is Durability.PROCESS:
                 connection.execute("SET synchronous_commit = off")
-            if self.leases is not None:
+            if self._leases is not None:
                 # A write transaction holds its sessions' lease rows (the fence): a writer
                 # that stalls inside one (a stopped process, a partition) must not keep
                 # other nodes from taking them over. The server ends a connection idle in
                 # a transaction past the TTL (its sessions are taken up elsewhere); the
                 # writer then reconnects, and its retried batches meet the fence.
-                ttl_ms = max(1, round(self.leases.ttl * 1000))
+                ttl_ms = max(1, round(self._leases.ttl * 1000))
                 connection.execute(f"SET idle_in_transaction_session_timeout = {ttl_ms}")
         except psycopg.Error as exc:
             connection.close()
@@ -152,7 +157,7 @@ class PostgresJournal(_GroupCommitJournal):
         node does not hold any more (its epoch moved on) fails the group (its items are
         then written one by one, and that batch fails alone); a snapshot or team file of a
         session this node does not hold is dropped (it would overwrite the new owner's)."""
-        leases = self.leases
+        leases = self._leases
         # Word that a session left memory writes no row: no fence for it (its lease is
         # given up before), and it is done after what the group writes of the session.
         forgets = [item for item in group if isinstance(item, _Forget)]
@@ -188,8 +193,7 @@ class PostgresJournal(_GroupCommitJournal):
         if connection is not None:
             connection.close()
         self.reader.close()
-        if self.leases is not None:
-            self.leases.close()  # its pool; opened again if it is read after
+        self.ownership.close()  # its connection; opened again if it is used after
 
 
 def _notify_followers(connection: PgConnection, group: Sequence[_Item]) -> None:
