@@ -60,7 +60,7 @@ from orchestrator.base import (
     timestamp,
     utc_now,
 )
-from orchestrator.journal import Db, open_journal
+from orchestrator.journal import Db, is_postgres_url, open_journal
 from orchestrator.protocols import agent_event, view_update
 from orchestrator.runtime import ToolCallback, callback_url
 from orchestrator.runtime import group_id as session_group
@@ -552,12 +552,16 @@ async def serve(
     team_files = load_teams(config.teams)
     teams = team_files.teams
     node = config.node or default_node()
-    # A SQLite file (this node's sessions are locked to it), or postgresql://... (leased
-    # to it); reconnect_for only when daemon.toml sets it: each journal has its own default.
+    # A SQLite file, or postgresql://... (there, this node's sessions are leased to it);
+    # reconnect_for only when daemon.toml sets it: each journal has its own default.
     bound: dict[str, Any] = (
         {} if config.reconnect_for is None else {"reconnect_for": config.reconnect_for}
     )
-    journal = open_journal(db, node=node, lease_ttl=config.lease_ttl, **bound)
+    journal = (
+        open_journal(db, node=node, lease_ttl=config.lease_ttl, **bound)
+        if is_postgres_url(db)
+        else open_journal(db, **bound)  # one node: no leases
+    )
     await trio.to_thread.run_sync(journal.open)  # a refused journal stops us here
     notifier = SystemdNotifier.from_environment()
     stop = trio.Event() if stop is None else stop
