@@ -515,6 +515,15 @@ class Daemon:
         """Whether this node may run ``uri`` (it holds it now: see :meth:`_claim`)."""
         return await self._claim(uri, quiet=quiet) is None
 
+    async def claim(self, uri: str) -> bool:
+        """Claim ``uri`` for this node without waiting: whether it holds it now (a
+        background teammate's stream, claimed before it is read)."""
+        return await self._acquire(uri, quiet=True)
+
+    async def release(self, uri: str) -> None:
+        """Give ``uri`` up (a stream claimed that is not the teammate's); never raises."""
+        await self._release(uri, keep=False)
+
     async def wait_owned(self, uri: str) -> None:
         """Return once this node holds ``uri`` (a background teammate's stream: one node
         runs the teammate, the others wait to take it over); at once when nobody else

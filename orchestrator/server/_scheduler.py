@@ -239,10 +239,11 @@ class Teammate:
         on one journal, wait here to take it over), and on PostgreSQL every fact of the
         stream is fenced by its lease, so a wake is recorded, and run, by one node."""
         daemon = self.scheduler.daemon
-        await daemon.wait_owned(self.uri)
-        # Another node may have run it until now: its facts as they are.
-        facts = await trio.to_thread.run_sync(daemon.reader.facts, self.uri)
-        self.state = fold_teammate(self.team, self.name, facts)
+        if not daemon.ownership.holds(self.uri):  # claimed as it was loaded, unless held
+            await daemon.wait_owned(self.uri)
+            # Another node may have run it until now: its facts as they are.
+            facts = await trio.to_thread.run_sync(daemon.reader.facts, self.uri)
+            self.state = fold_teammate(self.team, self.name, facts)
         await self._take_up()
         while True:
             if self.state.paused:
@@ -612,7 +613,10 @@ class Scheduler:
                             error=self.daemon.unavailable[team_name],
                         )
                         continue
+                    # Claimed before it is read (if no other node holds it), so the facts
+                    # read are all its previous owner wrote; else Teammate.serve waits.
                     uri = teammate_uri(team_name, spec.name)
+                    await self.daemon.claim(uri)
                     facts = await trio.to_thread.run_sync(self.daemon.reader.facts, uri)
                     stem = self.daemon.team_stem(team_name)
                     if not facts and stem is not None:
@@ -621,7 +625,10 @@ class Scheduler:
                         old_uri = teammate_uri(stem, spec.name)
                         old = await trio.to_thread.run_sync(self.daemon.reader.facts, old_uri)
                         if old:
+                            await self.daemon.release(uri)
                             uri, facts = old_uri, old
+                            if await self.daemon.claim(uri):
+                                facts = await trio.to_thread.run_sync(self.daemon.reader.facts, uri)
                     state = fold_teammate(team_name, spec.name, facts)
                     teammate = Teammate(self, team_name, spec, state, uri)
                     self.teammates[teammate.key] = teammate
