@@ -439,7 +439,7 @@ class Daemon:
         async with self._finding.hold(uri):
             if uri in self.sessions:
                 return None
-            if not await self._acquire(uri):
+            if await self._claim(uri) is not None:
                 return None
             try:
                 state = await trio.to_thread.run_sync(self.reader.open, uri)
@@ -511,14 +511,10 @@ class Daemon:
             log.info("session owned elsewhere", session=uri, owner=elsewhere.owner)
         return elsewhere
 
-    async def _acquire(self, uri: str, *, quiet: bool = False) -> bool:
-        """Whether this node may run ``uri`` (it holds it now: see :meth:`_claim`)."""
-        return await self._claim(uri, quiet=quiet) is None
-
     async def claim(self, uri: str) -> bool:
         """Claim ``uri`` for this node without waiting: whether it holds it now (a
         background teammate's stream, claimed before it is read)."""
-        return await self._acquire(uri, quiet=True)
+        return await self._claim(uri, quiet=True) is None
 
     async def release(self, uri: str) -> None:
         """Give ``uri`` up (a stream claimed that is not the teammate's); never raises."""
@@ -529,7 +525,7 @@ class Daemon:
         runs the teammate, the others wait to take it over); at once when nobody else
         holds it. Tries again every :attr:`~SessionOwnership.retry_every` seconds."""
         while True:
-            if await self._acquire(uri, quiet=True):
+            if await self.claim(uri):
                 return
             await trio.sleep(self.ownership.retry_every)
 
