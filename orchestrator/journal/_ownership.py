@@ -19,12 +19,12 @@ which sessions this process (a *node*: a daemon, an ``orchestrator run``) owns t
   :class:`SoleOwnership`, which takes every session and keeps the set in memory.
 
 The callers (the daemon, ``run`` and ``resume``, the background teammates' scheduler) see
-only the protocol: what does not apply to an ownership is a no-op there (a lock's
+only the protocol. What does not apply to an ownership is a no-op there: a lock's
 :meth:`~SessionOwnership.renew` loses nothing, its :meth:`~SessionOwnership.expired` lists
 nothing, and its :attr:`~SessionOwnership.renew_every` is infinite, so a renewal loop sleeps
-for good). Every method may block (a lease asks the database): call them from a worker
-thread, except :meth:`~SessionOwnership.holds`, :attr:`~SessionOwnership.held` and
-:meth:`~SessionOwnership.epoch`, which read memory.
+for good. Every method may block (a lease asks the database): call them from a worker
+thread. Only :meth:`~SessionOwnership.holds`, :attr:`~SessionOwnership.held` and
+:meth:`~SessionOwnership.epoch` read memory alone.
 """
 
 from __future__ import annotations

@@ -39,17 +39,17 @@ subscribed to ``ahp-root://`` are told of the daemon's sessions comes from there
 
 Who runs a session: each daemon is a *node* (its :attr:`Daemon.node` id) and runs a
 session only while it owns it, through its journal's
-:class:`~orchestrator.journal.SessionOwnership` (:attr:`Daemon.ownership`): on a SQLite
-file a record lock per session, on a PostgreSQL journal several daemons share (issue 21) a
-lease per session. A session is claimed when it is opened, and before an unfinished session
-is read to be taken up (so the state read is the one the previous owner left: the journal's
-fence orders them); what the node holds is renewed every
-:attr:`~orchestrator.journal.SessionOwnership.renew_every` seconds (a lease every third of
-its TTL; a lock never: :meth:`Daemon._keep_owned`: a session found taken ends here,
-recording nothing, "lease lost"); and it is given up when the session ends or is put away
-(kept due for take-over when it still has work, e.g. on SIGTERM). As often, each node takes
-up the sessions whose owner let them lapse (:meth:`Daemon._take_over`: their node died) by
-the start-up's rules; a lock is never found so (the kernel frees a dead process's locks).
+:class:`~orchestrator.journal.SessionOwnership` (:attr:`Daemon.ownership`). On a SQLite
+file that is a record lock per session; on a PostgreSQL journal several daemons share
+(issue 21), a lease per session. A session is claimed when it is opened, and before an
+unfinished session is read to be taken up (so the state read is the one the previous owner
+left: the journal's fence orders them). What the node holds is renewed every
+:attr:`~orchestrator.journal.SessionOwnership.renew_every` seconds, a lease every third of
+its TTL and a lock never (:meth:`Daemon._keep_owned`); a session found taken ends here,
+recording nothing ("lease lost"). It is given up when the session ends or is put away (kept
+due for take-over when it still has work, e.g. on SIGTERM). As often, each node takes up
+the sessions whose owner let them lapse (:meth:`Daemon._take_over`: their node died) by the
+start-up's rules; a lock never lapses (the kernel frees a dead process's locks).
 
 Any node serves any client: :meth:`Daemon.find` asked for a session another node holds
 *follows* it (its :attr:`Daemon.cluster`, see :mod:`._cluster` and :mod:`._followed`): a
