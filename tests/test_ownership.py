@@ -225,7 +225,7 @@ class TestDaemon:
             with trio.fail_after(10):
                 while (await http.get("/healthz")).json()["owned_sessions"]:  # noqa: ASYNC110
                     await trio.sleep(0.05)
-                while await trio.to_thread.run_sync(other.claim, uri) is not None:
+                while await trio.to_thread.run_sync(other.claim, uri) is not None:  # noqa: ASYNC110
                     await trio.sleep(0.05)
             assert other.holds(uri)
             other.release(uri)
