@@ -26,7 +26,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orchestrator.journal import Journal, open_journal
+from orchestrator.journal import Journal, PostgresLeases, open_journal
 from tests.postgres import find_postgres_binaries, start_postgres
 from tests.test_bus import facts
 
@@ -41,8 +41,8 @@ def new_database(server: Any) -> str:
 def renew_cost(url: str, held: int) -> float:
     journal = open_journal(url, node="bench")
     journal.open()
-    leases = journal.leases
-    assert leases is not None
+    leases = journal.ownership
+    assert isinstance(leases, PostgresLeases)
     for n in range(held):
         leases.acquire(f"ahp-session:/bench-{n}")
     times = []
@@ -59,8 +59,7 @@ async def append_rate(url: str, *, leased: bool, count: int = 5_000) -> float:
     journal: Journal = open_journal(url, node="bench") if leased else open_journal(url)
     async with trio.open_nursery() as nursery:
         await nursery.start(journal.serve)
-        if journal.leases is not None:
-            journal.leases.acquire(SESSION)
+        journal.ownership.claim(SESSION)
         began = time.perf_counter()
         tickets = [journal.submit(facts(n, 1)) for n in range(1, count + 1)]
         for ticket in tickets:

@@ -297,7 +297,7 @@ def direct_sql(db: Path | str) -> Iterator[Any]:
         return
     import psycopg
 
-    from orchestrator.journal._pg_connection import PgConnection
+    from orchestrator.journal.postgres._connection import PgConnection
 
     raw = psycopg.connect(db, autocommit=True)
     try:

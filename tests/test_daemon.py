@@ -1249,7 +1249,7 @@ class TestJournalFaults:
                 await client.until_type("init")
                 await client.send({"channel": "agent", "type": "prompt", "prompt": "one"})
                 await client.until_type("done")
-                monkeypatch.setattr("orchestrator.journal._journal._write_group", broken)
+                monkeypatch.setattr("orchestrator.journal._group_commit._write_group", broken)
                 await client.send({"channel": "agent", "type": "prompt", "prompt": "two"})
                 ended = await client.until_type("session_ended")
                 assert "the journal's writer stopped: _WriterBug" in ended["reason"]

@@ -29,7 +29,7 @@ from orchestrator.journal import (
     JournalReader,
     PostgresJournal,
     SqliteJournal,
-    _journal,
+    _group_commit,
     _rows,
     encode_state,
     open_journal,
@@ -37,10 +37,10 @@ from orchestrator.journal import (
     state_entries,
 )
 from orchestrator.journal._file import _unreadable
-from orchestrator.journal._pg_connection import redacted
-from orchestrator.journal._pg_schema import PG_MIGRATIONS, schema_version
 from orchestrator.journal._reader import _snapshot
 from orchestrator.journal._rows import _Snapshot
+from orchestrator.journal.postgres._connection import redacted
+from orchestrator.journal.postgres._schema import PG_MIGRATIONS, schema_version
 from orchestrator.runtime import RunOutcome, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import TeamSpec, load_team
@@ -500,7 +500,7 @@ class TestSnapshots:
             closed_when_called.append(journal._connection is None)
             return True
 
-        monkeypatch.setattr(_journal, "release_free_memory", released)
+        monkeypatch.setattr(_group_commit, "release_free_memory", released)
         async with trio.open_nursery() as services:
             await services.start(journal.serve)
             assert closed_when_called == []

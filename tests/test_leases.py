@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from orchestrator.base import FactLogError
-from orchestrator.journal import Journal, PostgresLeases, open_journal, open_reader
+from orchestrator.journal import Journal, PostgresLeases, SoleOwnership, open_journal, open_reader
 
 from .postgres import direct_sql
 from .test_bus import SESSION, facts
@@ -33,8 +33,8 @@ def journal_of(db: str, node: str) -> Journal:
 
 
 def leases_of(journal: Journal) -> PostgresLeases:
-    assert journal.leases is not None
-    return journal.leases
+    assert isinstance(journal.ownership, PostgresLeases)
+    return journal.ownership
 
 
 @pytest.fixture
@@ -251,7 +251,7 @@ class TestFence:
     async def test_a_journal_without_a_node_has_no_leases(self, postgres_database: str) -> None:
         """``orchestrator run --db postgresql://`` (no node): one writer, no fence."""
         journal = open_journal(postgres_database)
-        assert journal.leases is None
+        assert isinstance(journal.ownership, SoleOwnership)
         async with trio.open_nursery() as nursery:
             await nursery.start(journal.serve)
             ticket = journal.submit(facts(1, 1))

@@ -1,4 +1,4 @@
-"""MCP tool servers (orchestrator.runtime._mcp): real servers, no mocks.
+"""MCP tool servers (orchestrator.runtime.tools._mcp): real servers, no mocks.
 
 The servers: the SDK's ``MCPServer`` over streamable HTTP, served in the test's own trio
 run by hypercorn's trio worker (it starts in milliseconds, and the test can see what the

@@ -1,4 +1,4 @@
-"""MCP tool servers that are hostile (orchestrator.runtime._mcp, ._mcp_stdio): a real one.
+"""MCP tool servers that are hostile (orchestrator.runtime.tools._mcp, ._mcp_stdio): a real one.
 
 ``tests/mcp_hostile_server.py`` lists hostile tools (``--listing``) and answers its
 ``answer`` tool with whatever bytes a test gives it, so each case is a real line on a real
@@ -30,8 +30,8 @@ from structlog.testing import capture_logs
 
 from orchestrator.base import compact_dumps, text_problem
 from orchestrator.runtime import MCP_OUTPUT_LIMIT, McpResult, McpServers
-from orchestrator.runtime._mcp_listing import MCP_DESCRIPTION_LIMIT, MCP_MAX_TOOLS
-from orchestrator.runtime._mcp_stdio import MAX_LINE
+from orchestrator.runtime.tools._mcp_listing import MCP_DESCRIPTION_LIMIT, MCP_MAX_TOOLS
+from orchestrator.runtime.tools._mcp_stdio import MAX_LINE
 from orchestrator.spec import McpServer, ToolDefinition, check_tool_input, schema_problem
 
 from .fuzz import Fuzzer

@@ -189,8 +189,9 @@ class TestFacades:
 
     @pytest.mark.parametrize("package", PACKAGES)
     def test_a_facade_names_every_public_part_of_its_modules(self, package: str) -> None:
-        """A package's ``__all__`` is exactly the union of its modules' ``__all__`` (ruff
-        keeps it sorted), each name once."""
+        """A package's ``__all__`` is the union of its modules' ``__all__`` (ruff keeps it
+        sorted), each name once, and may re-export names of its subpackages' facades
+        (``orchestrator.journal`` those of ``orchestrator.journal.postgres``): nothing else."""
         facade = importlib.import_module(package)
         folder = PACKAGE.joinpath(*package.split(".")[1:])
         expected = [
@@ -200,7 +201,18 @@ class TestFacades:
             for name in module_all(module)
         ]
         assert len(set(expected)) == len(expected), "two modules export one name"
-        assert sorted(facade.__all__) == sorted(expected)
+        reexported = set(facade.__all__) - set(expected)
+        assert sorted(set(facade.__all__) - reexported) == sorted(expected)
+        assert len(facade.__all__) == len(set(facade.__all__)), "a name listed twice"
+        for name in reexported:
+            subpackages = [
+                importlib.import_module(f"{package}.{init.parent.name}")
+                for init in folder.glob("*/__init__.py")
+            ]
+            assert any(name in sub.__all__ for sub in subpackages), (
+                f"{package}.{name} is neither its modules' nor a subpackage's"
+            )
+            assert getattr(facade, name) is not None
 
     @pytest.mark.parametrize("package", PACKAGES)
     def test_each_export_is_the_object_its_module_defines(self, package: str) -> None:
@@ -305,6 +317,32 @@ class TestFacadesScript:
             [sys.executable, "-c", code], cwd=clone.parent, capture_output=True, text=True
         )
         assert done.stdout == "['Thing'] ['deep'] False 1 Thing\n", done.stderr
+
+    def test_a_subpackage_named_under_re_exports_has_its_names_in_the_parent(
+        self, clone: Path
+    ) -> None:
+        """``journal/postgres/``'s names are ``orchestrator.journal``'s too (its facade says
+        ``# Re-exports: postgres``); a name added there reaches the parent, lazily, and one
+        the directive names but that is no subpackage is refused."""
+        self.add_to_all(clone / "journal" / "postgres" / "_journal.py", "added_pg_name")
+        assert run_facades("--root", clone).returncode == 0
+        parent = (clone / "journal" / "__init__.py").read_text()
+        assert '"added_pg_name": ".postgres",' in parent
+        assert "    from .postgres import added_pg_name as added_pg_name\n" in parent
+        code = (
+            "import sys, orchestrator.journal as j; "
+            "print(j.added_pg_name, 'orchestrator.journal.postgres._journal' in sys.modules)"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=clone.parent, capture_output=True, text=True
+        )
+        assert done.stdout == "added True\n", done.stderr
+
+        runtime = clone / "runtime" / "__init__.py"
+        runtime.write_text(runtime.read_text().replace("# Re-exports: tools", "# Re-exports: nope"))
+        refused = run_facades("--check", "--root", clone)
+        assert refused.returncode == 2
+        assert "names 'nope', which is no subpackage" in refused.stderr
 
     def test_lines_above_the_marker_are_kept(self, clone: Path) -> None:
         facade = clone / "cli" / "__init__.py"

@@ -27,16 +27,21 @@ from psycopg.errors import _sqlcodes  # every SQLSTATE psycopg knows, with its c
 
 from orchestrator.base import FactLogError
 from orchestrator.core import RunStatus, build_graph
-from orchestrator.journal import Journal, LeaseLostError, PostgresJournal, open_journal, open_reader
-from orchestrator.journal._pg_connection import (
-    PgConnection,
+from orchestrator.journal import (
+    Journal,
+    LeaseLostError,
+    PostgresJournal,
+    PostgresLeases,
+    open_journal,
+    open_reader,
+)
+from orchestrator.journal._reconnect import (
     ReconnectStoppedError,
     UnreachableError,
     backoff,
-    environmental,
     reconnect,
-    transient,
 )
+from orchestrator.journal.postgres._connection import PgConnection, environmental, transient
 from orchestrator.runtime import TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.server import ServeConfig
@@ -356,8 +361,8 @@ class TestReadersAndLeasesReconnect:
         journal = open_journal(postgres_database, node="a", lease_ttl=15)
         journal.open()
         try:
-            leases = journal.leases
-            assert leases is not None
+            leases = journal.ownership
+            assert isinstance(leases, PostgresLeases)
             with direct_sql(postgres_database) as connection:
                 connection.execute(
                     "INSERT INTO sessions (session, team, title, status, created_at, "

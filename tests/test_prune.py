@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from orchestrator.base import FactLogError
-from orchestrator.journal import open_journal, open_reader, prune
+from orchestrator.journal import PostgresLeases, open_journal, open_reader, prune
 from orchestrator.runtime import TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import load_team
@@ -143,17 +143,18 @@ class TestPruneBesideNodes:
         node = open_journal(db, node="a", lease_ttl=60)
         node.open()
         try:
-            assert node.leases is not None
-            assert node.leases.acquire(held).owner == "a"
+            leases = node.ownership
+            assert isinstance(leases, PostgresLeases)
+            assert leases.acquire(held).owner == "a"
             dry = prune(db, older_than=dt.timedelta(days=30), now=NOW, dry_run=True)
             assert dry.sessions == (free,)
             first = prune(db, older_than=dt.timedelta(days=30), now=NOW, dry_run=False)
             assert first.sessions == (free,)
             assert open_reader(db).has_session(held)
-            node.leases.release(held)
+            leases.release(held)
             second = prune(db, older_than=dt.timedelta(days=30), now=NOW, dry_run=False)
             assert second.sessions == (held,)
-            assert node.leases.lease(held) is None
+            assert leases.lease(held) is None
             with direct_sql(db) as connection:
                 (leases,) = connection.execute(
                     "SELECT count(*) FROM session_leases WHERE session = ?", (held,)

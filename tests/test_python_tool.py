@@ -47,8 +47,8 @@ from orchestrator.runtime import (
     resolve_python_tools,
     run_python_tool,
 )
-from orchestrator.runtime._python_tool import _keywords
 from orchestrator.runtime.backends import backend_factory, http_client
+from orchestrator.runtime.tools._python_tool import _keywords
 from orchestrator.spec import (
     TeamSpec,
     check_tool_input,

@@ -192,7 +192,7 @@ async def runs_beside(
     team = parse_team(PARKS, file="parks.toml")
     journal = held.journal(db)
     await trio.to_thread.run_sync(journal.open)
-    assert journal.session_locks is not None
+    locks = journal.ownership
     async with httpx.AsyncClient() as http, trio.open_nursery() as nursery:
         await nursery.start(journal.serve)
         runtimes = []
@@ -200,7 +200,7 @@ async def runs_beside(
             runtime = TeamRuntime(
                 team, backends=backend_factory(team, client=http), factlog=journal
             )
-            assert journal.session_locks.acquire(runtime.session)
+            assert locks.claim(runtime.session) is None
             await nursery.start(runtime.run, "Publish the notes")
             runtimes.append(runtime)
         for runtime in runtimes:
@@ -213,7 +213,7 @@ async def runs_beside(
                 runtime.stop()  # as a killed run: nothing more recorded
             nursery.cancel_scope.cancel()
             for runtime in runtimes:
-                journal.session_locks.release(runtime.session)
+                locks.release(runtime.session)
 
 
 async def journal_looks(daemon: RunningDaemon) -> int:

@@ -1,15 +1,16 @@
 """``orchestrator run`` and ``resume``: a team run in this process, with the live console, the
 journal and the optional JSON Lines outputs around it.
 
-On a PostgreSQL journal that daemons may share (issue 21), the run is a node of its own
-(``run:HOSTNAME:PID``) and holds its session's lease while it runs, renewed every third of
-its TTL (:func:`_keep_lease`), so that no daemon takes the session over meanwhile; the
-lease is given up once the journal has written the run's last batch. A run killed leaves
-its lease to expire, and a daemon on the database then takes the session up by its
-recovery rules. ``resume`` takes the lease before it reads the session, and refuses
-(exit 3: try again later) while a live node holds it, naming that node; the lease of a
-run on this machine whose process is gone (``kill -9``, a crash) is taken at once, as
-``resume`` after a crash always could."""
+The run is a node of its own (``run:HOSTNAME:PID``) and owns its session while it runs,
+through its journal's :class:`~orchestrator.journal.SessionOwnership`, so that no daemon
+takes the session over meanwhile: on a PostgreSQL journal that daemons may share (issue 21)
+the session's lease, renewed every third of its TTL (:func:`_keep_owned`), on a SQLite file
+its lock. It is given up once the journal has written the run's last batch. A run killed
+leaves its lease to expire (its lock goes with its process), and a daemon on the database
+then takes the session up by its recovery rules. ``resume`` claims the session before it
+reads it, and refuses (exit 3: try again later) while a live process holds it, naming it;
+the lease of a run on this machine whose process is gone (``kill -9``, a crash) is taken at
+once, as ``resume`` after a crash always could."""
 
 from __future__ import annotations
 
@@ -36,8 +37,7 @@ from orchestrator.core import (
 from orchestrator.journal import (
     Durability,
     Journal,
-    PostgresLeases,
-    is_postgres_url,
+    SessionOwnership,
     open_journal,
 )
 from orchestrator.protocols import (
@@ -91,37 +91,32 @@ async def _run(args: argparse.Namespace) -> int:
         journal = _open(db, args)
         await trio.to_thread.run_sync(journal.open)
         runtime = TeamRuntime(team, backends=backends, factlog=journal)
-        if journal.leases is not None:  # a new session: nobody else holds its lease
-            await trio.to_thread.run_sync(journal.leases.acquire, runtime.session)
-        # Nor its lock: a daemon on the same file must not take it up while it runs here.
-        if journal.session_locks is not None and not journal.session_locks.acquire(runtime.session):
-            raise RunError(f"{runtime.session} is held by another process: run again")
+        # A new session: nobody else holds it, and no daemon on the journal may take it up
+        # while it runs here.
+        elsewhere = await trio.to_thread.run_sync(journal.ownership.claim, runtime.session)
+        if elsewhere is not None:
+            raise RunError(f"{runtime.session} {elsewhere.description}: run again")
         return await _supervise(args, journal, runtime, start)
 
 
 def _open(db: Path | str, args: argparse.Namespace) -> Journal:
-    """The run's journal; on PostgreSQL, its session leased to this process as node
-    ``run:HOSTNAME:PID`` (a SQLite file has no leases: its session is locked to this
-    process instead, see ``journal/_session_locks``)."""
-    durability = Durability(args.durability)
-    if not is_postgres_url(db):
-        return open_journal(db, durability=durability)
+    """The run's journal, its sessions owned by this process as node
+    ``run:HOSTNAME:PID`` (leased on PostgreSQL, locked on a SQLite file)."""
     node = f"run:{socket.gethostname()}:{os.getpid()}"
+    durability = Durability(args.durability)
     return open_journal(db, durability=durability, node=node, lease_ttl=args.lease_ttl)
 
 
-async def _hold(leases: PostgresLeases, session: str) -> None:
-    """Take ``session``'s lease before reading it (so the read comes after its previous
-    owner's last write); :class:`UnavailableError` naming the node that holds it."""
-    lease = await trio.to_thread.run_sync(leases.acquire, session)
-    if lease.owner != leases.node and _dead_run(lease.owner):
-        take = functools.partial(leases.acquire, session, replacing=lease.owner)
-        lease = await trio.to_thread.run_sync(take)
-    if lease.owner != leases.node:
+async def _hold(ownership: SessionOwnership, session: str) -> None:
+    """Claim ``session`` before reading it (so the read comes after its previous owner's
+    last write); :class:`UnavailableError` naming who holds it."""
+    elsewhere = await trio.to_thread.run_sync(ownership.claim, session)
+    if elsewhere is not None and _dead_run(elsewhere.owner):
+        take = functools.partial(ownership.claim, session, replacing=elsewhere.owner)
+        elsewhere = await trio.to_thread.run_sync(take)
+    if elsewhere is not None:
         raise UnavailableError(
-            f"{session} runs on node {lease.owner} (its lease lasts until "
-            f"{lease.expires_at.isoformat(timespec='seconds')}, renewed while that node "
-            "lives): resume it there, or once that node has stopped"
+            f"{session} {elsewhere.description}: resume it there, or once it has stopped"
         )
 
 
@@ -139,19 +134,22 @@ def _dead_run(node: str) -> bool:
     return False
 
 
-async def _keep_lease(
-    leases: PostgresLeases, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+async def _keep_owned(
+    ownership: SessionOwnership,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Renew the run's lease every third of its TTL until cancelled. A renewal that fails
-    is tried again at the next; a lease found taken (this process stalled past its TTL)
-    is logged: the journal's fence then fails the run's next batch, and the run stops."""
+    """Renew the run's lease every third of its TTL until cancelled (a lock: never). A
+    renewal that fails is tried again at the next; a lease found taken (this process
+    stalled past its TTL) is logged: the journal's fence then fails the run's next batch,
+    and the run stops."""
     task_status.started()
     while True:
-        await trio.sleep(leases.ttl / 3)
+        await trio.sleep(ownership.renew_every)
         try:
-            lost = await trio.to_thread.run_sync(leases.renew)
+            lost = await trio.to_thread.run_sync(ownership.renew)
         except (OrchestratorError, OSError) as exc:
-            log.warning("lease not renewed", node=leases.node, error=str(exc))
+            log.warning("lease not renewed", node=ownership.node, error=str(exc))
             continue
         for session in lost:
             log.error("lease lost: another node took the session over", session=session)
@@ -161,17 +159,15 @@ async def _release(journal: Journal, session: str) -> None:
     """Give the run's lease or lock up (after its last batch is written: the fence would
     refuse one written after); never raises (a lease not given up expires, and the kernel
     lets go of a lock when the process ends)."""
-    if journal.session_locks is not None:
-        journal.session_locks.release(session)
-    leases = journal.leases
-    if leases is None or not leases.holds(session):
+    ownership = journal.ownership
+    if not ownership.holds(session):
         return
     try:
-        await trio.to_thread.run_sync(functools.partial(leases.release, session))
+        await trio.to_thread.run_sync(functools.partial(ownership.release, session))
     except (OrchestratorError, OSError) as exc:
         log.warning("lease not released", session=session, error=str(exc))
     finally:
-        leases.close()
+        ownership.close()
 
 
 async def _resume(args: argparse.Namespace) -> int:
@@ -182,20 +178,11 @@ async def _resume(args: argparse.Namespace) -> int:
     info = resolve_session(reader, args.session)
     if info.status != "running":
         raise RunError(f"the run of {info.session} has already {info.status}: nothing to resume")
-    if journal.leases is not None:
-        try:
-            await _hold(journal.leases, info.session)
-        except BaseException:
-            journal.close()
-            raise
-    locks = journal.session_locks
-    if locks is not None and not locks.acquire(info.session):
+    try:
+        await _hold(journal.ownership, info.session)
+    except BaseException:
         journal.close()
-        raise UnavailableError(
-            f"{info.session} is being run by another process on {path} (a daemon, or "
-            "another `orchestrator run` or `resume`): resume it through that daemon, or "
-            "once that process has stopped"
-        )
+        raise
     if args.team is not None:
         team = load_team(args.team)
     else:
@@ -296,8 +283,7 @@ async def _served(
     try:
         async with trio.open_nursery() as services:
             await services.start(journal.serve)
-            if journal.leases is not None:
-                await services.start(_keep_lease, journal.leases)
+            await services.start(_keep_owned, journal.ownership)
             console = TeamConsole(
                 runtime,
                 mode=ApprovalMode(args.approve),

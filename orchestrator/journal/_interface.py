@@ -2,8 +2,8 @@
 :func:`open_reader`, which pick the database from what ``--db`` names.
 
 ``--db postgresql://USER@HOST:PORT/DB`` (or ``postgres://``) is a PostgreSQL journal
-(:mod:`._pg_journal`); anything else is the path of a SQLite file (:mod:`._journal`), the
-embedded default. Both journals are the same writer (:class:`~._journal._GroupCommitJournal`)
+(:mod:`.postgres`); anything else is the path of a SQLite file (:mod:`._sqlite_journal`), the
+embedded default. Both journals are the same writer (:class:`~._group_commit._GroupCommitJournal`)
 and their readers the same queries (:class:`~._reader.JournalReader`); :class:`Journal`
 is what the daemon and the command line use of a journal, which mypy checks both satisfy.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ._durability import Durability
-from ._pg_connection import is_postgres_url
+from .postgres import is_postgres_url
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -30,11 +30,10 @@ if TYPE_CHECKING:
     from orchestrator.core import Fact, TeamState
     from orchestrator.runtime import Ticket
 
-    from ._journal import JournalStatistics
-    from ._pg_leases import PostgresLeases
+    from ._group_commit import JournalStatistics
+    from ._ownership import SessionOwnership
     from ._prune import PruneReport
     from ._reader import JournalReader
-    from ._session_locks import SessionLocks
 
 __all__ = ["Db", "Journal", "db_location", "open_journal", "open_reader", "prune"]
 
@@ -48,12 +47,10 @@ class Journal(Protocol):
     #: Names the journal in errors and logs (a path, or a URL without its password).
     source: str
     drain_limit: float
-    #: This node's session leases (a daemon's PostgreSQL journal, several daemons on one
-    #: database); None on SQLite (its session locks) and for ``orchestrator run``.
-    leases: PostgresLeases | None
-    #: Which sessions of a SQLite file this process runs, one process a session
-    #: (:mod:`._session_locks`); None on PostgreSQL, whose leases do that.
-    session_locks: SessionLocks | None
+    #: Which sessions this process runs, one process a session (:mod:`._ownership`): a
+    #: SQLite file's record locks, a PostgreSQL node's leases, or, for a journal nobody
+    #: else writes, every session it asks for.
+    ownership: SessionOwnership
 
     @property
     def reader(self) -> JournalReader:
@@ -119,13 +116,14 @@ def open_journal(
 
     ``node`` (a daemon's node id) and ``lease_ttl``: on PostgreSQL, the sessions this
     journal writes are leased to that node (several daemons on one database, see
-    :mod:`._pg_leases`); a SQLite file has no leases: each of its sessions is locked to the
-    process that runs it (:mod:`._session_locks`). ``reconnect_for``:
+    :mod:`.postgres._leases`); a SQLite file has no leases: each of its sessions is locked
+    to the process that runs it (:mod:`._session_locks`), which ``node`` names. Either is
+    the journal's :attr:`Journal.ownership`. ``reconnect_for``:
     seconds a PostgreSQL journal tries to reconnect to a server it lost before it fails
-    (default :data:`~._pg_connection.RECONNECT_FOR`), or a SQLite journal waits for its
-    file's lock another connection holds (default :data:`~._journal.LOCKED_FOR`)."""
+    (default :data:`~.postgres._connection.RECONNECT_FOR`), or a SQLite journal waits for its
+    file's lock another connection holds (default :data:`~._sqlite_journal.LOCKED_FOR`)."""
     if is_postgres_url(db):
-        from ._pg_journal import PostgresJournal
+        from .postgres import PostgresJournal
 
         if node is not None:
             options["node"] = node
@@ -134,17 +132,17 @@ def open_journal(
         if reconnect_for is not None:
             options["reconnect_for"] = reconnect_for
         return PostgresJournal(str(db), durability=durability, **options)
-    from ._journal import SqliteJournal
+    from ._sqlite_journal import SqliteJournal
 
     if reconnect_for is not None:
         options["reconnect_for"] = reconnect_for
-    return SqliteJournal(Path(db), durability=durability, **options)
+    return SqliteJournal(Path(db), durability=durability, node=node, **options)
 
 
 def open_reader(db: Db) -> JournalReader:
     """A reader of the journal ``db`` names (it connects when it first reads)."""
     if is_postgres_url(db):
-        from ._pg_reader import PostgresReader
+        from .postgres import PostgresReader
 
         return PostgresReader(str(db))
     from ._reader import JournalReader
@@ -155,9 +153,9 @@ def open_reader(db: Db) -> JournalReader:
 def prune(db: Db, *, older_than: dt.timedelta, now: dt.datetime, dry_run: bool) -> PruneReport:
     """Remove the ended sessions of the journal ``db`` names (a SQLite file, or a
     PostgreSQL database) last written before ``now - older_than`` (:mod:`._prune`,
-    :mod:`._pg_prune`); blocking."""
+    :mod:`.postgres._prune`); blocking."""
     if is_postgres_url(db):
-        from ._pg_prune import prune_postgres
+        from .postgres import prune_postgres
 
         return prune_postgres(str(db), older_than=older_than, now=now, dry_run=dry_run)
     from ._prune import prune_sqlite
@@ -167,8 +165,8 @@ def prune(db: Db, *, older_than: dt.timedelta, now: dt.datetime, dry_run: bool) 
 
 if TYPE_CHECKING:
     # Both journals are Journals: mypy checks these assignments.
-    from ._journal import SqliteJournal
-    from ._pg_journal import PostgresJournal
+    from ._sqlite_journal import SqliteJournal
+    from .postgres import PostgresJournal
 
     _sqlite: type[Journal] = SqliteJournal
     _postgres: type[Journal] = PostgresJournal

@@ -13,7 +13,7 @@ delete waits for the daemon's batch, or the daemon for the delete). ``VACUUM`` n
 to itself for a moment; when the daemon is busy it is skipped, and :class:`PruneReport` says
 so (the space is reused by later writes either way).
 
-A PostgreSQL journal (``--db postgresql://...``) is pruned by :mod:`._pg_prune`, with the
+A PostgreSQL journal (``--db postgresql://...``) is pruned by :mod:`.postgres._prune`, with the
 same choice of sessions (and the leases of several daemons honoured); :func:`._interface.
 prune` picks one by what ``--db`` names.
 """

@@ -5,7 +5,7 @@ sessions, a daemon and a ``run`` beside it. They must not run the *same* session
 that takes up a session an ``orchestrator resume`` is running (or a second daemon on the
 file, or a second ``resume``) runs its turns again (a tool call runs twice), and the
 slower one's next batch fails on the facts' unique key, ending its session there. A
-PostgreSQL journal has leases for this (:mod:`._pg_leases`); a SQLite file, which lives on
+PostgreSQL journal has leases for this (:mod:`.postgres._leases`); a SQLite file, which lives on
 one machine, has the kernel's record locks.
 
 Each session is one byte of a lock file beside the journal (``<journal>-sessions.lock``),
@@ -26,6 +26,9 @@ its byte names the process (its pid), and that process's command line says what 
 (``orchestrator run``, ``resume`` or ``serve``), read from ``/proc`` on Linux. Nothing is
 stored for it, so nothing can go stale: a process that ends, however it ends, holds
 nothing. A daemon asks this of the sessions it follows (it says who runs them).
+
+:class:`SessionLocks` is the SQLite journal's :class:`~._ownership.SessionOwnership`: a lock
+is never lost while it is held and never expires, so it is never renewed either.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import ctypes
 import errno
 import fcntl
 import hashlib
+import math
 import os
 import sys
 import threading
@@ -44,6 +48,8 @@ from typing import Final
 import attrs
 
 from orchestrator.base import FactLogError
+
+from ._ownership import HeldElsewhere, OwnershipStatistics, default_node
 
 __all__ = ["Holder", "SessionLocks", "lock_path"]
 
@@ -57,6 +63,9 @@ _FILES: dict[Path, _LockFile] = {}
 #: (lock file, session URI) of every session this process holds.
 _HELD: set[tuple[Path, str]] = set()
 _GUARD = threading.Lock()  # the journal's threads and trio's both call in
+#: Seconds between two tries to take a session another process holds, for a node that waits
+#: for it (a background teammate's stream another daemon on the file runs).
+RETRY_EVERY: Final = 1.0
 
 
 @attrs.define
@@ -155,10 +164,17 @@ def _offset(session: str) -> int:
 
 
 class SessionLocks:
-    """The sessions of one SQLite journal that this process runs (see the module docstring)."""
+    """The sessions of one SQLite journal that this process runs (see the module docstring);
+    ``node`` names this process (default ``HOSTNAME:PID``)."""
 
-    def __init__(self, journal: Path) -> None:
+    renew_every = math.inf
+    ttl = math.inf
+    retry_every = RETRY_EVERY
+
+    def __init__(self, journal: Path, *, node: str | None = None) -> None:
+        self.journal = Path(journal)
         self.path = lock_path(journal)
+        self.node = node or default_node()
         self._file = self.path.resolve()  # one key however the journal's path is spelt
         self._held: set[str] = set()
 
@@ -189,8 +205,22 @@ class SessionLocks:
             self._held.add(session)
             return True
 
-    def release(self, session: str) -> None:
-        """Let go of ``session`` (nothing if this does not hold it)."""
+    def claim(self, session: str, *, replacing: str = "") -> HeldElsewhere | None:
+        """:meth:`acquire`, saying who holds ``session`` when it is refused (a lock of a
+        process that died is free already: ``replacing`` changes nothing)."""
+        if self.acquire(session):
+            return None
+        return HeldElsewhere(
+            owner="another process",
+            description=(
+                f"is being run by another process on {self.journal} (a daemon, or another "
+                "`orchestrator run` or `resume`)"
+            ),
+        )
+
+    def release(self, session: str, *, keep: bool = False) -> None:
+        """Let go of ``session`` (nothing if this does not hold it). ``keep`` changes
+        nothing: a process that wants it takes it up as soon as it asks."""
         with _GUARD:
             if session not in self._held:
                 return
@@ -249,6 +279,32 @@ class SessionLocks:
     @property
     def held(self) -> frozenset[str]:
         return frozenset(self._held)
+
+    def drop_unused(self, session: str) -> None:
+        self.release(session)
+
+    def renew(self) -> list[str]:
+        return []  # a lock lasts as long as its process
+
+    def expired(self) -> list[str]:
+        return []  # a process that ended let go of its locks: nothing to take over
+
+    def forget(self, session: str, *, why: str) -> None:
+        self.release(session)
+
+    def lost_error(self, session: str) -> FactLogError:
+        return FactLogError(
+            f"session {session} is not locked to this process any more", source=str(self.path)
+        )
+
+    def epoch(self, session: str) -> int | None:
+        return None  # the file's writes are not fenced: one process runs each session
+
+    def statistics(self) -> OwnershipStatistics:
+        return OwnershipStatistics(node=self.node, held=len(self._held), lost=0)
+
+    def close(self) -> None:
+        pass  # the lock file closes once nothing of it is held
 
     def _open(self) -> _LockFile:
         lock_file = _FILES.get(self._file)

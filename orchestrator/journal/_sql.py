@@ -1,5 +1,5 @@
 """What the journal's SQL is run on: a ``sqlite3`` connection, or the PostgreSQL journal's
-(:mod:`._pg_connection`), which takes the same ``?`` parameters.
+(:mod:`.postgres._connection`), which takes the same ``?`` parameters.
 
 The statements the writer (:mod:`._rows`) and the reader (:mod:`._reader`) share are the
 SQL both databases take: ``ON CONFLICT`` rather than ``INSERT OR ...``, no ``rowid``, no

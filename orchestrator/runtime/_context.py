@@ -39,10 +39,9 @@ from orchestrator.core import (
 from orchestrator.spec import AgentSpec, TeamSpec
 
 from ._bus import FactBus
-from ._command_tool import ToolCallback
 from ._ids import Ids
-from ._mcp import McpServers
 from ._recorder import Recorder
+from .tools import McpServers, ToolCallback
 
 __all__: list[str] = []
 

@@ -73,7 +73,6 @@ from orchestrator.spec import RestartPolicy, TeamSpec
 
 from ._approvals import Approvals
 from ._bus import FactBus
-from ._command_tool import ToolCallback
 from ._context import (
     CANCELLED,
     STOPPED,
@@ -85,10 +84,9 @@ from ._context import (
 )
 from ._factlog import FactLog, MemoryFactLog
 from ._ids import Ids
-from ._mcp import McpServers
-from ._python_tool import resolve_python_tools
 from ._recorder import Recorder
 from ._turns import BackendFactory, Turns
+from .tools import McpServers, ToolCallback, resolve_python_tools
 
 __all__ = ["RunOutcome", "TeamRuntime", "require_prompt"]
 
@@ -141,7 +139,8 @@ class TeamRuntime:
         (default: a fresh one), for a client that names its thread. ``background``: the
         ``[[background]]`` teammate whose wake this run is (recorded on ``team/runStarted``).
         ``callback``: where the team's command tools post view updates (the daemon's
-        ``POST /callback``); None outside a daemon (see :mod:`orchestrator.runtime._command_tool`).
+        ``POST /callback``); None outside a daemon (see
+        :mod:`orchestrator.runtime.tools._command_tool`).
         ``tool_servers``: the team's MCP servers, run by the caller (a daemon shares them
         between its sessions of a team); None: the runtime runs its own for the length of
         the run, if the team declares any.

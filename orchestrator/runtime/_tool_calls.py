@@ -11,12 +11,12 @@ calls in parallel in a nursery owned by the turn. A call is dispatched by name: 
 wait for their approval and ``ask`` for its answer (:mod:`orchestrator.runtime._approvals`),
 ``delegate`` and ``handoff`` run another agent's chat (:mod:`orchestrator.runtime._delegation`),
 command tools run their program, Python tools their function
-(:mod:`orchestrator.runtime._python_tool`), an MCP server's tool (``mcp.<server>/<tool>``) is
+(:mod:`orchestrator.runtime.tools._python_tool`), an MCP server's tool (``mcp.<server>/<tool>``) is
 called on its server, and every other tool answers its scripted result.
 
 The tools a model is offered (:meth:`ToolCalls.offered`) are made once per agent, and again when
 an MCP server's listing changes (:attr:`McpServers.version
-<orchestrator.runtime._mcp.McpServers.version>`).
+<orchestrator.runtime.tools._mcp.McpServers.version>`).
 """
 
 from __future__ import annotations
@@ -61,11 +61,16 @@ from orchestrator.spec import (
 )
 
 from ._approvals import Approvals, summary
-from ._command_tool import REDACTED_TOKEN, command_environment, run_command
 from ._context import ChatContext, RunContext
 from ._delegation import Delegation, Turnstile
-from ._python_tool import ResolvedPythonTool, run_python_tool
 from ._recorder import PendingBatch
+from .tools import (
+    REDACTED_TOKEN,
+    ResolvedPythonTool,
+    command_environment,
+    run_command,
+    run_python_tool,
+)
 
 __all__: list[str] = []
 

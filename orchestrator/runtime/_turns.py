@@ -87,9 +87,9 @@ from ._context import (
     is_cancellation,
 )
 from ._delegation import Delegation
-from ._python_tool import ResolvedPythonTool
 from ._recorder import PendingBatch
 from ._tool_calls import ToolCalls
+from .tools import ResolvedPythonTool
 
 __all__ = [
     "BackendFactory",

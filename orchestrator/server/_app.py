@@ -230,8 +230,8 @@ def build_app(
                 "status": "ok",
                 **journal,
                 "sessions": len(daemon.sessions),
-                # Which node this is, and the sessions it runs: on PostgreSQL those it holds
-                # the lease of (several daemons on one journal); on SQLite all it runs.
+                # Which node this is, and the sessions it owns: on PostgreSQL those it holds
+                # the lease of (several daemons on one journal); on SQLite the lock of.
                 "node": daemon.node,
                 "owned_sessions": daemon.owned_sessions(),
                 # The sessions it follows (another node of the journal runs them).

@@ -107,15 +107,14 @@ class DaemonMetrics(Collector):
 
 
 def _leases(daemon: Daemon) -> Iterator[Metric]:
-    """Several daemons on one PostgreSQL journal: the session leases this node holds, the
-    sessions it took over from a node that died, and the leases it lost (its sessions then
-    stopped here). Zeros on SQLite, where the one node owns every session."""
-    leases = daemon.leases
-    statistics = None if leases is None else leases.statistics()
+    """The sessions this node owns (their leases on a PostgreSQL journal several daemons
+    share, their locks on a SQLite file), the sessions it took over from a node that died,
+    and the leases it lost (its sessions then stopped here)."""
+    statistics = daemon.ownership.statistics()
     yield GaugeMetricFamily(
         "orchestrator_leases_held",
-        "Session leases this node holds",
-        0 if statistics is None else statistics.held,
+        "Sessions this node owns (their leases, or their locks on a SQLite journal)",
+        statistics.held,
     )
     yield CounterMetricFamily(
         "orchestrator_leases_taken_over",
@@ -125,7 +124,7 @@ def _leases(daemon: Daemon) -> Iterator[Metric]:
     yield CounterMetricFamily(
         "orchestrator_leases_lost",
         "Session leases this node lost to another node (the session stopped here)",
-        0 if statistics is None else statistics.lost,
+        statistics.lost,
     )
 
 

@@ -160,7 +160,7 @@ class Cluster:
     # ── what the node hears ────────────────────────────────────────────────
 
     def heard(self, channel: str, payload: str) -> None:
-        """A notification of the cluster (see orchestrator.journal._pg_notify)."""
+        """A notification of the cluster (see orchestrator.journal.postgres._notify)."""
         if channel == FACTS_CHANNEL:
             session, sequence = read_facts_payload(payload)
             followed = self.followed.get(session) if session is not None else None

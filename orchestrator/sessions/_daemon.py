@@ -40,17 +40,19 @@ every session that enters or leaves :attr:`Daemon.sessions` (only :meth:`Daemon.
 and :meth:`Daemon._remove_session` change it) and follows their facts: what AHP clients
 subscribed to ``ahp-root://`` are told of the daemon's sessions comes from there.
 
-Several daemons on one PostgreSQL journal (issue 21): each daemon is a *node* (its
-:attr:`Daemon.node` id) and runs a session only while its journal's
-:class:`~orchestrator.journal.PostgresLeases` hold the session's lease. A lease is acquired
-before a session's run starts, and before an unfinished session is read to be taken up (so
-the state read is the one the previous owner left: the journal's fence orders them); it is
-renewed every third of its TTL (:meth:`Daemon._keep_leases`: a lease found taken ends its
-session here, recording nothing, "lease lost"); and it is given up when the session ends or
-is put away (kept due for take-over when it still has work, e.g. on SIGTERM). Every third of
-the TTL, each node takes up the sessions whose leases expired (:meth:`Daemon._take_over`:
-their node died) by the start-up's rules. A SQLite journal has no leases: each session is
-locked to the one process that runs it (see ``journal/_session_locks``).
+Who runs a session: each daemon is a *node* (its :attr:`Daemon.node` id) and runs a
+session only while it owns it, through its journal's
+:class:`~orchestrator.journal.SessionOwnership` (:attr:`Daemon.ownership`). On a SQLite
+file that is a record lock per session; on a PostgreSQL journal several daemons share
+(issue 21), a lease per session. A session is claimed when it is opened, and before an
+unfinished session is read to be taken up (so the state read is the one the previous owner
+left: the journal's fence orders them). What the node holds is renewed every
+:attr:`~orchestrator.journal.SessionOwnership.renew_every` seconds, a lease every third of
+its TTL and a lock never (:meth:`Daemon._keep_owned`); a session found taken ends here,
+recording nothing ("lease lost"). It is given up when the session ends or is put away (kept
+due for take-over when it still has work, e.g. on SIGTERM). As often, each node takes up
+the sessions whose owner let them lapse (:meth:`Daemon._take_over`: their node died) by the
+start-up's rules; a lock never lapses (the kernel frees a dead process's locks).
 
 Any node serves any client: a session (:mod:`._finding`) asked for a session another node holds
 *follows* it (its :attr:`Daemon.cluster`, see :mod:`._cluster` and :mod:`._followed`): a
@@ -83,7 +85,13 @@ import trio
 from orchestrator.base import (
     OrchestratorError,
 )
-from orchestrator.journal import Journal, PostgresLeases
+from orchestrator.journal import (
+    HeldElsewhere,
+    Journal,
+    PostgresLeases,
+    SessionLocks,
+    SessionOwnership,
+)
 from orchestrator.runtime import (
     ToolCallback,
 )
@@ -189,8 +197,8 @@ class Daemon:
         """``limits``: the daemon's limits (``subscriber_buffer`` and ``shutdown_grace``
         override two of them). Its observer and companions (the metrics, the scheduler)
         are the app assembly's to set (see :mod:`orchestrator.server._app`).
-        ``node``: this daemon's node id (default: its journal's leases' node, or
-        ``HOSTNAME:PID``). Leases are reckoned in the database's clock. ``teams`` are
+        ``node``: this daemon's node id (default: its journal's ownership's node, by
+        default ``HOSTNAME:PID``). Leases are reckoned in the database's clock. ``teams`` are
         named by their ``[team] name``; ``team_files``: the file each was read from, whose
         stem a client may name too (as clients did before teams were named by name)."""
         self.catalog = TeamCatalog(
@@ -203,8 +211,8 @@ class Daemon:
         self.envelopes = EnvelopeCache(self.reader)
         # Several daemons on one PostgreSQL journal: the sessions this node owns (None: the
         # only node, SQLite's). Counted for /metrics: sessions taken over from a dead node.
-        self.leases: PostgresLeases | None = journal.leases
-        self.node = node or (self.leases.node if self.leases is not None else default_node())
+        self.ownership: SessionOwnership = journal.ownership
+        self.node = node or self.ownership.node
         self.taken_over = 0
         # Following the other nodes' sessions and serving their commands (see _cluster), or
         # the sessions other processes on a SQLite file run (see _sqlite_following).
@@ -233,11 +241,11 @@ class Daemon:
         self.companions: list[Companion] = []
         self.accepting = False
         self.stopped = trio.Event()  # set once stop() has stopped every session
-        acquire, release, elsewhere = self._acquire, self._release, self._elsewhere
+        claim, release, elsewhere = self._claim, self._release, _elsewhere
         add, remove, drop = self._add_session, self._remove_session, self._drop_unprompted
         self.runs = SessionRuns(
             self,
-            acquire=acquire,
+            claim=claim,
             release=release,
             elsewhere=elsewhere,
             add=add,
@@ -246,10 +254,10 @@ class Daemon:
         )
         launch = self.runs.launch
         self.finder = SessionFinder(
-            self, acquire=acquire, release=release, launch=launch, elsewhere=elsewhere
+            self, claim=claim, release=release, launch=launch, elsewhere=elsewhere
         )
         self.idle = IdleSessions(self, drop=drop)
-        self.opener = SessionOpener(self, acquire=acquire, drop_lease=self._drop_lease, add=add)
+        self.opener = SessionOpener(self, claim=claim, drop_unused=self._drop_unused, add=add)
         # The daemon's API to its clients, carried out by its parts.
         self.find, self.watch = self.finder.find, self.finder.watch
         self.start_run = self.runs.start_run
@@ -260,20 +268,22 @@ class Daemon:
         self.evict_idle = self.idle.evict_idle
         self.expire_conversations = self.idle.expire_conversations
         self._take_up_if_busy = self.finder.take_up_if_busy
-        if self.leases is not None:
+        # How this node follows a session another runs: the cluster's notifications on a
+        # PostgreSQL journal, the locks' holders on a SQLite file.
+        if isinstance(self.ownership, PostgresLeases):
             self.cluster = Cluster(
                 self,
-                leases=self.leases,
+                leases=self.ownership,
                 node=self.node,
                 reader=self.reader,
                 add=self._add_session,
                 remove=self._remove_session,
                 owned=self.finder.owned,
             )
-        elif journal.session_locks is not None:
+        elif isinstance(self.ownership, SessionLocks):
             self.following = SqliteFollowing(
                 self,
-                locks=journal.session_locks,
+                locks=self.ownership,
                 reader=self.reader,
                 add=self._add_session,
                 remove=self._remove_session,
@@ -298,9 +308,8 @@ class Daemon:
             await nursery.start(self.reclaimer.serve)
             await self.finder.take_up_unfinished()
             self.accepting = True
-            if self.leases is not None:
-                nursery.start_soon(self._keep_leases, self.leases)
-                nursery.start_soon(self._take_over, self.leases)
+            nursery.start_soon(self._keep_owned)
+            nursery.start_soon(self._take_over)
             if self.cluster is not None:
                 await nursery.start(self.cluster.serve)
             if self.following is not None:
@@ -311,110 +320,102 @@ class Daemon:
             task_status.started(self)
             await trio.sleep_forever()
 
-    # ── leases (several daemons on one PostgreSQL journal) ────────────────
+    # ── who runs which session (the journal's ownership) ──────────────────
 
     def owned_sessions(self) -> list[str]:
-        """The sessions this node owns: those it holds the lease of (PostgreSQL), or every
-        session it runs (SQLite: the only node)."""
-        if self.leases is not None:
-            return sorted(self.leases.held)
-        return sorted(uri for uri, live in self.sessions.items() if live.started)
+        """The sessions this node owns: those it holds the lease (PostgreSQL) or the lock
+        (SQLite) of."""
+        return sorted(self.ownership.held)
 
-    async def _acquire(self, uri: str, *, quiet: bool = False) -> bool:
-        """Whether this node may run ``uri``: on SQLite once this process holds the
-        session's lock (False: another process on the file runs it, an ``orchestrator
-        run`` or ``resume`` or another daemon); on PostgreSQL once it holds the session's
-        lease (False: another node's lease has not expired)."""
-        leases = self.leases
-        if leases is None:
-            locks = self.journal.session_locks
-            if locks is None or locks.acquire(uri):
-                return True
-            if not quiet:
-                log.info("session run by another process of this journal", session=uri)
-            return False
-        if leases.holds(uri):
-            return True
-        lease = await trio.to_thread.run_sync(leases.acquire, uri)
-        if lease.owner != self.node:
-            if not quiet:
-                log.info("session owned by another node", session=uri, owner=lease.owner)
-            return False
-        return True
+    async def _claim(self, uri: str, *, quiet: bool = False) -> HeldElsewhere | None:
+        """Claim ``uri`` for this node: None once it holds it, else who does (on SQLite
+        another process on the file, an ``orchestrator run`` or ``resume`` or another
+        daemon; on PostgreSQL another node, whose lease has not expired)."""
+        if self.ownership.holds(uri):
+            return None
+        elsewhere = await trio.to_thread.run_sync(self.ownership.claim, uri)
+        if elsewhere is not None and not quiet:
+            log.info("session owned elsewhere", session=uri, owner=elsewhere.owner)
+        return elsewhere
 
-    async def wait_lease(self, uri: str) -> None:
-        """Return once this node holds the lease of ``uri`` (a background teammate's
-        stream: one node runs the teammate, the others wait to take it over); at once on
-        SQLite. Tries again every third of the TTL."""
-        leases = self.leases
-        if leases is None:
-            return
+    async def claim(self, uri: str) -> bool:
+        """Claim ``uri`` for this node without waiting: whether it holds it now (a
+        background teammate's stream, claimed before it is read)."""
+        return await self._claim(uri, quiet=True) is None
+
+    async def release(self, uri: str) -> None:
+        """Give ``uri`` up (a stream claimed that is not the teammate's); never raises."""
+        await self._release(uri, keep=False)
+
+    async def wait_owned(self, uri: str) -> None:
+        """Return once this node holds ``uri`` (a background teammate's stream: one node
+        runs the teammate, the others wait to take it over); at once when nobody else
+        holds it. Tries again every :attr:`~SessionOwnership.retry_every` seconds."""
         while True:
-            if await self._acquire(uri, quiet=True):
+            if await self.claim(uri):
                 return
-            await trio.sleep(leases.ttl / 3)
+            await trio.sleep(self.ownership.retry_every)
 
     async def _release(self, uri: str, *, keep: bool) -> None:
-        """Give up ``uri``'s lease (``keep``: due for take-over at once); never raises, and
-        never holds a stop up for long (a lease not released expires)."""
-        leases = self.leases
-        if leases is None:
-            if self.journal.session_locks is not None:
-                self.journal.session_locks.release(uri)
-            return
-        if not leases.holds(uri):
+        """Give up ``uri`` (``keep``: due for take-over at once); never raises, and never
+        holds a stop up for long (a lease not released expires)."""
+        if not self.ownership.holds(uri):
             return
         with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_LIMIT):
             try:
                 await trio.to_thread.run_sync(
-                    functools.partial(leases.release, uri, keep=keep), abandon_on_cancel=True
+                    functools.partial(self.ownership.release, uri, keep=keep),
+                    abandon_on_cancel=True,
                 )
             except OrchestratorError as exc:
                 log.warning("lease not released", session=uri, error=str(exc))
 
-    async def _keep_leases(self, leases: PostgresLeases) -> None:
-        """Renew this node's leases every third of their TTL; a session whose lease another
-        node took ends here, recording nothing ("lease lost"), and so does every leased
-        session once renewals have failed for a whole TTL (others may have taken them)."""
+    async def _keep_owned(self) -> None:
+        """Renew what this node holds every :attr:`~SessionOwnership.renew_every` seconds
+        (a lock: never); a session another node took ends here, recording nothing ("lease
+        lost"), and so does every session held once renewals have failed for a whole TTL
+        (others may have taken them)."""
+        ownership = self.ownership
         renewed = trio.current_time()
         while True:
-            await trio.sleep(leases.ttl / 3)
+            await trio.sleep(ownership.renew_every)
             try:
-                lost = await trio.to_thread.run_sync(leases.renew)
+                lost = await trio.to_thread.run_sync(ownership.renew)
             except (OrchestratorError, OSError) as exc:
                 log.warning("leases not renewed", node=self.node, error=str(exc))
-                if trio.current_time() - renewed < leases.ttl:
+                if trio.current_time() - renewed < ownership.ttl:
                     continue
-                lost = sorted(leases.held)
+                lost = sorted(ownership.held)
                 for uri in lost:
-                    leases.forget(uri, why="not renewed for a whole TTL")
+                    ownership.forget(uri, why="not renewed for a whole TTL")
             else:
                 renewed = trio.current_time()
             for uri in lost:
                 live = self.sessions.get(uri)
                 if live is not None:
-                    self._lease_lost(live, leases)
+                    self._ownership_lost(live)
 
-    def _lease_lost(self, live: LiveSession, leases: PostgresLeases) -> None:
-        error = leases.lost_error(live.uri)
+    def _ownership_lost(self, live: LiveSession) -> None:
+        error = self.ownership.lost_error(live.uri)
         log.error("session stopped: lease lost", session=live.uri, node=self.node)
         if live.started:
             live.fail(error)  # its runtime ends, recording nothing; clients told why
         else:
             self._drop_unprompted(live, error.message)
 
-    async def _take_over(self, leases: PostgresLeases) -> None:
-        """Every third of the TTL, take up the running sessions whose lease expired (their
-        node died, or gave them up with work left) by the start-up's rules; a session this
-        node followed ends first (its clients reattach to the one taken up). Now and then,
-        deletes the old forwarded commands."""
+    async def _take_over(self) -> None:
+        """Every :attr:`~SessionOwnership.renew_every` seconds (a lock: never), take up the
+        running sessions whose owner let them lapse (their node died, or gave them up with
+        work left) by the start-up's rules; a session this node followed ends first (its
+        clients reattach to the one taken up). Now and then, deletes the old forwarded
+        commands."""
         scans = 0
         while True:
-            await trio.sleep(leases.ttl / 3)
+            await trio.sleep(self.ownership.renew_every)
             if not self.accepting:
                 continue
             try:
-                expired = await trio.to_thread.run_sync(leases.expired)
+                expired = await trio.to_thread.run_sync(self.ownership.expired)
             except (OrchestratorError, OSError) as exc:
                 log.warning("expired leases not read", node=self.node, error=str(exc))
                 continue
@@ -447,18 +448,6 @@ class Daemon:
             else:
                 self._drop_unprompted(live, error.message)
 
-    def _elsewhere(self, uri: str) -> str:
-        if self.leases is None:
-            return (
-                f"session {uri} is being run by another process on this journal (an "
-                "`orchestrator run` or `resume`, or another daemon): ask for it again once "
-                "that process has stopped"
-            )
-        return (
-            f"session {uri} runs on another node of this journal: ask for it again (this "
-            f"node, {self.node}, then follows it) or connect to that node"
-        )
-
     async def stop(self) -> None:
         """SIGTERM: give running turns ``shutdown_grace`` to end, then stop every session
         without recording (see :meth:`TeamRuntime.stop`), waiting :data:`STOP_AFTER_GRACE`
@@ -488,33 +477,35 @@ class Daemon:
         with trio.move_on_at(deadline):
             for live in stopping:
                 await live.finished.wait()
-        if self.leases is not None:
-            # What this node still holds (background teammates' streams, sessions that did
-            # not end in time) is due for another node at once, not after the TTL.
-            for uri in sorted(self.leases.held):
-                await self._release(uri, keep=True)
+        # What this node still holds (background teammates' streams, sessions that did not
+        # end in time) is due for another node at once, not after the TTL.
+        for uri in sorted(self.ownership.held):
+            await self._release(uri, keep=True)
         self.stopped.set()  # connections not tied to a session (AHP) close now
 
     # ── sessions ───────────────────────────────────────────────────────────
 
     def _drop_unprompted(self, live: LiveSession, why: str) -> None:
         """Forget a session with no run (nothing of it was recorded); its clients are told.
-        Its lease (PostgreSQL) is given up, and its row deleted: no fact was written under
-        it, and nobody would ever delete it."""
+        It is given up (on PostgreSQL its lease's row deleted: no fact was written under it,
+        and nobody would ever delete it)."""
         live.put_away = True
         self._remove_session(live)
         live.close_streams()
         live.finished.set()
         live.end_sinks(why)
-        leases = self.leases
-        if leases is not None and leases.holds(live.uri) and self._nursery is not None:
-            self._nursery.start_soon(self._drop_lease, leases, live.uri)
+        if self.ownership.holds(live.uri) and self._nursery is not None:
+            self._nursery.start_soon(self._drop_unused, live.uri)
 
-    async def _drop_lease(self, leases: PostgresLeases, uri: str) -> None:
-        """Give up and delete the lease of ``uri``, a session never prompted; never raises."""
+    async def _drop_unused(self, uri: str) -> None:
+        """Give up ``uri``, a session never prompted; never raises."""
+        if not self.ownership.holds(uri):
+            return
         with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_LIMIT):
             try:
-                await trio.to_thread.run_sync(leases.drop_unused, uri, abandon_on_cancel=True)
+                await trio.to_thread.run_sync(
+                    self.ownership.drop_unused, uri, abandon_on_cancel=True
+                )
             except OrchestratorError as exc:
                 log.warning("lease not released", session=uri, error=str(exc))
 
@@ -559,6 +550,13 @@ class Daemon:
             journal_sessions=self.journal.kept_sessions(),
             reclaim=self.reclaimer.statistics(),
         )
+
+
+def _elsewhere(uri: str, elsewhere: HeldElsewhere) -> str:
+    return (
+        f"session {uri} {elsewhere.description}: ask for it again once it has stopped "
+        "there, or ask the daemon that runs it"
+    )
 
 
 def _owner_gone(uri: str, owner: str) -> str:

@@ -22,7 +22,7 @@ import trio
 
 from orchestrator.base import FactLogError, OrchestratorError, RunError
 from orchestrator.core import TeamState
-from orchestrator.journal import JournalReader
+from orchestrator.journal import HeldElsewhere, JournalReader
 from orchestrator.runtime import RunOutcome
 from orchestrator.spec import parse_team
 
@@ -43,10 +43,10 @@ log = structlog.get_logger("orchestrator.daemon")
 Start = Callable[..., Awaitable[RunOutcome]]
 
 
-class Acquire(Protocol):
-    """Whether this node may run ``uri`` (it holds the session now: see the daemon's)."""
+class Claim(Protocol):
+    """Claim ``uri`` for this node: None once it holds it, else who does (see the daemon's)."""
 
-    async def __call__(self, uri: str, *, quiet: bool = False) -> bool: ...
+    async def __call__(self, uri: str, *, quiet: bool = False) -> HeldElsewhere | None: ...
 
 
 class Release(Protocol):
@@ -103,15 +103,15 @@ class SessionFinder:
         self,
         daemon: FinderHost,
         *,
-        acquire: Acquire,
+        claim: Claim,
         release: Release,
         launch: Callable[[LiveSession, Start], Awaitable[None]],
-        elsewhere: Callable[[str], str],
+        elsewhere: Callable[[str, HeldElsewhere], str],
     ) -> None:
         """``launch`` runs a session taken up in the daemon's nursery; ``elsewhere`` says
         who runs a session this node may not."""
         self._daemon = daemon
-        self._acquire = acquire
+        self._claim = claim
         self._release = release
         self._launch = launch
         self._elsewhere = elsewhere
@@ -173,11 +173,12 @@ class SessionFinder:
                 return None
             if info.status != "running":
                 return None
-            if not await self._acquire(uri):
+            held = await self._claim(uri)
+            if held is not None:
                 if self._daemon.following is not None:
                     return await self._daemon.following.follow(uri)
                 if self._daemon.cluster is None:
-                    raise RunError(self._elsewhere(uri))
+                    raise RunError(self._elsewhere(uri, held))
                 return await self._daemon.cluster.follow(uri)
             try:
                 state = await trio.to_thread.run_sync(self._daemon.reader.open, uri)
@@ -230,12 +231,12 @@ class SessionFinder:
                 log.error("session not taken up", session=info.session, error=str(exc))
 
     async def take_up_if_busy(self, uri: str) -> LiveSession | None:
-        """Take ``uri`` up if it was doing something and no other node runs it (its lease
-        acquired first, so the state read is all its previous owner wrote)."""
+        """Take ``uri`` up if it was doing something and no other node runs it (claimed
+        first, so the state read is all its previous owner wrote)."""
         async with self._locks.hold(uri):
             if uri in self._daemon.sessions:
                 return None
-            if not await self._acquire(uri):
+            if await self._claim(uri) is not None:
                 return None
             try:
                 state = await trio.to_thread.run_sync(self._daemon.reader.open, uri)

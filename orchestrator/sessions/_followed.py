@@ -15,7 +15,7 @@ it); then :meth:`FollowedRuntime.follow` reads the facts after the state's last 
 folds them (:meth:`TeamState.apply`, as the journal's reader does) and publishes them on a
 real :class:`~orchestrator.runtime.FactBus`, in order and only contiguous (a fact after a
 gap waits for the gap to fill), whenever the owner's writer notifies that it committed
-facts of the session (:meth:`wake`: see :mod:`orchestrator.journal._pg_notify`), after the
+facts of the session (:meth:`wake`: see :mod:`orchestrator.journal.postgres._notify`), after the
 listening connection came back (notifications were missed), and every
 :data:`FOLLOW_POLL` seconds anyway. The numbers are the journal's, so the sequence numbers,
 cursors and replay are the owner's, with no gap and no duplicate.

@@ -20,11 +20,11 @@ import attrs
 import trio
 
 from orchestrator.base import FactLogError, RunError, SessionExistsError, SessionLimitError
-from orchestrator.journal import JournalReader, PostgresLeases
+from orchestrator.journal import JournalReader
 from orchestrator.runtime import Ids
 from orchestrator.spec import BackgroundSpec
 
-from ._finding import Acquire
+from ._finding import Claim
 from ._idle_sessions import IdleSessions
 from ._limits import Limits
 from ._live_session import LiveSession, SessionHost, session_uri
@@ -42,7 +42,6 @@ class OpenerHost(SessionHost, Protocol):
     sessions: dict[str, LiveSession]
     reader: JournalReader
     limits: Limits
-    leases: PostgresLeases | None
     catalog: TeamCatalog
     runtimes: TeamRuntimes
     idle: IdleSessions
@@ -58,15 +57,15 @@ class SessionOpener:
         self,
         daemon: OpenerHost,
         *,
-        acquire: Acquire,
-        drop_lease: Callable[[PostgresLeases, str], Awaitable[None]],
+        claim: Claim,
+        drop_unused: Callable[[str], Awaitable[None]],
         add: Callable[[LiveSession], None],
     ) -> None:
-        """``drop_lease`` gives up and deletes the lease of a session never prompted;
+        """``drop_unused`` gives up a session never prompted (see the daemon's);
         ``add`` makes a session one of the daemon's."""
         self._daemon = daemon
-        self._acquire = acquire
-        self._drop_lease = drop_lease
+        self._claim = claim
+        self._drop_unused = drop_unused
         self._add = add
         # URIs being opened (asked of the journal) → the principal opening them; and the
         # chat URIs being claimed (see claim_chat). Reserved before the await, so a second
@@ -117,13 +116,16 @@ class SessionOpener:
                     uri=uri,
                     ended=True,
                 )
-            if self._daemon.leases is not None and not await self._acquire(uri):
+            held = await self._claim(uri)
+            if held is not None:
                 raise SessionExistsError(
-                    f"session {uri} is being opened on another node", uri=uri, ended=False
+                    f"session {uri} is being opened elsewhere: it {held.description}",
+                    uri=uri,
+                    ended=False,
                 )
-            # On PostgreSQL its lease is this node's from now on, before any client is told
-            # its id: another node asked for it (the journal has nothing of it before its
-            # first prompt) finds who runs it there, and follows it.
+            # It is this node's from now on, before any client is told its id: another
+            # node asked for it (the journal has nothing of it before its first prompt)
+            # finds who runs it there, and follows it.
             try:
                 runtime = self._daemon.runtimes.runtime(
                     name,
@@ -133,8 +135,7 @@ class SessionOpener:
                     background=None if background is None else background.name,
                 )
             except BaseException:
-                if self._daemon.leases is not None:
-                    await self._drop_lease(self._daemon.leases, uri)
+                await self._drop_unused(uri)
                 raise
             live = LiveSession(self._daemon, name, runtime, owner=principal)
             self._add(live)

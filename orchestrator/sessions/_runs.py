@@ -16,11 +16,11 @@ import trio
 
 from orchestrator.base import RunError
 from orchestrator.core import TeamState
-from orchestrator.journal import PostgresLeases
+from orchestrator.journal import HeldElsewhere
 from orchestrator.runtime import RunOutcome
 
 from ._cluster import Cluster
-from ._finding import Acquire, Release, Start, needs_running
+from ._finding import Claim, Release, Start, needs_running
 from ._live_session import LiveSession
 
 __all__ = [
@@ -34,7 +34,6 @@ class LauncherHost(Protocol):
     """What starting a session reads of the daemon."""
 
     cluster: Cluster | None
-    leases: PostgresLeases | None
 
     @property
     def nursery(self) -> trio.Nursery | None: ...
@@ -47,9 +46,9 @@ class SessionRuns:
         self,
         daemon: LauncherHost,
         *,
-        acquire: Acquire,
+        claim: Claim,
         release: Release,
-        elsewhere: Callable[[str], str],
+        elsewhere: Callable[[str, HeldElsewhere], str],
         add: Callable[[LiveSession], None],
         remove: Callable[[LiveSession], None],
         drop: Callable[[LiveSession, str], None],
@@ -57,7 +56,7 @@ class SessionRuns:
         """``add`` and ``remove`` make a session one of the daemon's, and no longer; ``drop``
         forgets a session never prompted, its clients told why."""
         self._daemon = daemon
-        self._acquire = acquire
+        self._claim = claim
         self._release = release
         self._elsewhere = elsewhere
         self._add = add
@@ -75,8 +74,9 @@ class SessionRuns:
             if followed.state.run is not None:
                 live.team_name = followed.state.run.team  # unknown here before its run
             return
-        if not await self._acquire(live.uri):
-            raise RunError(self._elsewhere(live.uri))
+        held = await self._claim(live.uri)
+        if held is not None:
+            raise RunError(self._elsewhere(live.uri, held))
 
         async def run(
             *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED
@@ -94,10 +94,6 @@ class SessionRuns:
         """
         nursery = self._daemon.nursery
         assert nursery is not None, "the daemon is not serving"
-        # A new session's lock (SQLite), so that no other process on the file takes it up
-        # while it runs here (a session taken up holds its lock already).
-        if self._daemon.leases is None and not await self._acquire(live.uri):
-            raise RunError(self._elsewhere(live.uri))
         self._add(live)
         errors: list[str] = []
 

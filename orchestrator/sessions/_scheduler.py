@@ -236,12 +236,12 @@ class Teammate:
         """Run the teammate until cancelled: take up where its facts left off, then wake,
         run, record and sleep.
 
-        Several daemons on one PostgreSQL journal: only the node holding the lease of the
-        teammate's stream runs it (the others wait here to take it over), and every fact of
-        the stream is fenced by that lease, so a wake is recorded, and run, by one node."""
+        Only the node that owns the teammate's stream runs it (the others, several daemons
+        on one journal, wait here to take it over), and on PostgreSQL every fact of the
+        stream is fenced by its lease, so a wake is recorded, and run, by one node."""
         daemon = self.scheduler.daemon
-        if daemon.leases is not None:
-            await daemon.wait_lease(self.uri)
+        if not daemon.ownership.holds(self.uri):  # claimed as it was loaded, unless held
+            await daemon.wait_owned(self.uri)
             # Another node may have run it until now: its facts as they are.
             facts = await trio.to_thread.run_sync(daemon.reader.facts, self.uri)
             self.state = fold_teammate(self.team, self.name, facts)
@@ -440,7 +440,7 @@ class Teammate:
             ended = await self._wait(run, live)
             if ended is not None:
                 return ended
-            if not daemon.accepting or daemon.leases is None or daemon.journal.failed:
+            if not daemon.accepting or daemon.journal.failed:
                 return False  # stopped with the daemon, recording nothing: taken up next start
             await trio.sleep(FIND_AGAIN_AFTER)  # following ended with its owner: find it again
 
@@ -614,7 +614,10 @@ class Scheduler:
                             error=self.daemon.runtimes.unavailable[team_name],
                         )
                         continue
+                    # Claimed before it is read (if no other node holds it), so the facts
+                    # read are all its previous owner wrote; else Teammate.serve waits.
                     uri = teammate_uri(team_name, spec.name)
+                    await self.daemon.claim(uri)
                     facts = await trio.to_thread.run_sync(self.daemon.reader.facts, uri)
                     stem = self.daemon.catalog.stem(team_name)
                     if not facts and stem is not None:
@@ -623,7 +626,10 @@ class Scheduler:
                         old_uri = teammate_uri(stem, spec.name)
                         old = await trio.to_thread.run_sync(self.daemon.reader.facts, old_uri)
                         if old:
+                            await self.daemon.release(uri)
                             uri, facts = old_uri, old
+                            if await self.daemon.claim(uri):
+                                facts = await trio.to_thread.run_sync(self.daemon.reader.facts, uri)
                     state = fold_teammate(team_name, spec.name, facts)
                     teammate = Teammate(self, team_name, spec, state, uri)
                     self.teammates[teammate.key] = teammate

@@ -115,7 +115,7 @@ class CommandTool:
 
     A call runs ``command`` (an argv: no shell reads it) with the call's input as JSON on
     stdin; what the program writes to stdout is the call's result (see
-    :mod:`orchestrator.runtime._command_tool`).
+    :mod:`orchestrator.runtime.tools._command_tool`).
 
     Invariant: len(self.command) >= 1 and self.command[0] != ""
     Invariant: not any(k.startswith(COMMAND_ENV_PREFIX) for k in self.env)
@@ -147,7 +147,7 @@ class PythonTool:
     ``target`` names the function as ``package.module:qualname``; the spec only records it
     (it imports no user code): the runtime imports it when a team starts, and derives the
     input schema from its signature unless ``parameters`` gives one (see
-    :mod:`orchestrator.runtime._python_tool`). The function runs in the orchestrator's own
+    :mod:`orchestrator.runtime.tools._python_tool`). The function runs in the orchestrator's own
     process, so the table has no ``cwd`` or ``env``.
 
     Invariant: ":" in self.target

@@ -2,14 +2,14 @@
 
 Theory of operation
 -------------------
-:class:`PostgresJournal` is the SQLite journal's machinery (:class:`~._journal.
+:class:`PostgresJournal` is the SQLite journal's machinery (:class:`~.._group_commit.
 _GroupCommitJournal`: one writer thread with the only write connection, group commit,
 the write-ahead rule, the sorting of faults, the drain on stop, snapshots in parts) on a
 psycopg 3 connection instead of a ``sqlite3`` one. The blocking driver runs in that writer
 thread, as ``sqlite3`` does: trio's thread only encodes and queues batches, and the writer
 completes their tickets through the trio token after ``COMMIT`` returned. The rows are the
-same statements (:mod:`._rows`, adapted by :class:`~._pg_connection.PgConnection`), in
-the tables of :mod:`._pg_schema`, but for a group's facts, which are copied in with one
+same statements (:mod:`.._rows`, adapted by :class:`~._connection.PgConnection`), in
+the tables of :mod:`._schema`, but for a group's facts, which are copied in with one
 ``COPY`` when there are more than a few (seven times the rows a second of multi-row
 ``INSERT``s: batched appends went from 16k to 60k facts a second on this machine, about
 what SQLite does).
@@ -22,27 +22,28 @@ flushed to the server's WAL, and to its synchronous standbys if it has any); wit
 acknowledged batch survives this process being killed, and a server crash may lose the
 last few hundred milliseconds of commits (never corrupt them).
 
-Faults, as :mod:`._journal` sorts them: the connection's (:func:`~._pg_connection.
+Faults, as :mod:`.._group_commit` sorts them: the connection's (:func:`~._connection.
 transient`: the server restarted, failed over or ended the connection) make the writer
-connect again, for ``reconnect_for`` seconds (default :data:`~._pg_connection.
+connect again, for ``reconnect_for`` seconds (default :data:`~._connection.
 RECONNECT_FOR`, a lease's TTL), read back what its lost transaction committed and write
-the rest, while appends wait; the server's (:func:`~._pg_connection.environmental`: the
+the rest, while appends wait; the server's (:func:`~._connection.environmental`: the
 disk full, the database read-only, no privilege, or the server unreachable past that
 bound) fail the journal, and a restart recovers; one item's (a duplicate ``(session,
 sequence)``, text the server refuses) fail that batch and its session, the rest of the
 group commits. The reader's kept connections are dropped when the writer reconnects (they
 were lost with it), and the leases' connection reconnects at its next statement.
 
-Several daemons on one database: a daemon's journal has :attr:`leases` (its node's
-:class:`~._pg_leases.PostgresLeases`), and every write transaction fences the sessions it
-writes by them (:meth:`_write_rows`): a batch of a session whose lease another node took
-fails ("lease lost") and its session is refused from then on, as any batch that cannot be
-stored; a snapshot or team file of such a session is dropped (they would overwrite the new
-owner's). Without a node (``orchestrator run``) there are no leases and no fence.
+Several daemons on one database: a node's journal has its node's
+:class:`~._leases.PostgresLeases` as its :attr:`ownership`, and every write transaction
+fences the sessions it writes by them (:meth:`_write_rows`): a batch of a session whose
+lease another node took fails ("lease lost") and its session is refused from then on, as
+any batch that cannot be stored; a snapshot or team file of such a session is dropped
+(they would overwrite the new owner's). Without a node the journal is this process's
+alone (a :class:`~.._ownership.SoleOwnership`): no leases, no fence.
 
 Other nodes follow a node's sessions: in each group's transaction a node's writer notifies
-:data:`~._pg_notify.FACTS_CHANNEL` once per session it wrote facts of, with the session's
-last sequence (:func:`_notify_followers`; delivered on commit, see :mod:`._pg_notify`).
+:data:`~._notify.FACTS_CHANNEL` once per session it wrote facts of, with the session's
+last sequence (:func:`_notify_followers`; delivered on commit, see :mod:`._notify`).
 
 Not yet: ``--max-bytes``, which stays the SQLite journal's.
 """
@@ -53,9 +54,11 @@ from collections.abc import Sequence
 
 import psycopg
 
-from ._durability import Durability
-from ._journal import DRAIN_LIMIT, SNAPSHOT_EVERY, _GroupCommitJournal
-from ._pg_connection import (
+from .._durability import Durability
+from .._group_commit import DRAIN_LIMIT, SNAPSHOT_EVERY, _GroupCommitJournal
+from .._ownership import SessionOwnership, SoleOwnership
+from .._rows import _Batch, _Forget, _Item, _write_group
+from ._connection import (
     RECONNECT_FOR,
     PgConnection,
     connect,
@@ -63,11 +66,10 @@ from ._pg_connection import (
     redacted,
     transient,
 )
-from ._pg_leases import LEASE_TTL, LeaseLostError, PostgresLeases
-from ._pg_notify import FACTS_CHANNEL, facts_payload
-from ._pg_reader import PostgresReader
-from ._pg_schema import migrate
-from ._rows import _Batch, _Forget, _Item, _write_group
+from ._leases import LEASE_TTL, LeaseLostError, PostgresLeases
+from ._notify import FACTS_CHANNEL, facts_payload
+from ._reader import PostgresReader
+from ._schema import migrate
 
 __all__ = ["PostgresJournal"]
 
@@ -91,7 +93,7 @@ class PostgresJournal(_GroupCommitJournal):
         reconnect_for: float = RECONNECT_FOR,
     ) -> None:
         """``node``: this daemon's node id; its sessions are then leased to it (see
-        :mod:`._pg_leases`), for ``lease_ttl`` seconds unless renewed. ``reconnect_for``:
+        :mod:`._leases`), for ``lease_ttl`` seconds unless renewed. ``reconnect_for``:
         seconds the writer tries to reconnect to a server it lost before the journal fails."""
         if not reconnect_for >= 0:
             from orchestrator.base import FactLogError
@@ -104,7 +106,10 @@ class PostgresJournal(_GroupCommitJournal):
         self.source = redacted(url)
         self.durability = durability
         self.reader = PostgresReader(url)
-        self.leases = None if node is None else PostgresLeases(url, node=node, ttl=lease_ttl)
+        # This node's leases (several daemons on one database: every write is fenced by
+        # them); without a node, the journal is this process's alone.
+        self._leases = None if node is None else PostgresLeases(url, node=node, ttl=lease_ttl)
+        self.ownership: SessionOwnership = SoleOwnership() if self._leases is None else self._leases
 
     def _connect(self) -> PgConnection:
         connection = PgConnection(connect(self.url, application="orchestrator journal writer"))
@@ -112,13 +117,13 @@ class PostgresJournal(_GroupCommitJournal):
             old = migrate(connection, self.source)
             if self.durability is Durability.PROCESS:
                 connection.execute("SET synchronous_commit = off")
-            if self.leases is not None:
+            if self._leases is not None:
                 # A write transaction holds its sessions' lease rows (the fence): a writer
                 # that stalls inside one (a stopped process, a partition) must not keep
                 # other nodes from taking them over. The server ends a connection idle in
                 # a transaction past the TTL (its sessions are taken up elsewhere); the
                 # writer then reconnects, and its retried batches meet the fence.
-                ttl_ms = max(1, round(self.leases.ttl * 1000))
+                ttl_ms = max(1, round(self._leases.ttl * 1000))
                 connection.execute(f"SET idle_in_transaction_session_timeout = {ttl_ms}")
         except psycopg.Error as exc:
             connection.close()
@@ -152,7 +157,7 @@ class PostgresJournal(_GroupCommitJournal):
         node does not hold any more (its epoch moved on) fails the group (its items are
         then written one by one, and that batch fails alone); a snapshot or team file of a
         session this node does not hold is dropped (it would overwrite the new owner's)."""
-        leases = self.leases
+        leases = self._leases
         # Word that a session left memory writes no row: no fence for it (its lease is
         # given up before), and it is done after what the group writes of the session.
         forgets = [item for item in group if isinstance(item, _Forget)]
@@ -188,8 +193,7 @@ class PostgresJournal(_GroupCommitJournal):
         if connection is not None:
             connection.close()
         self.reader.close()
-        if self.leases is not None:
-            self.leases.close()  # its pool; opened again if it is read after
+        self.ownership.close()  # its connection; opened again if it is used after
 
 
 def _notify_followers(connection: PgConnection, group: Sequence[_Item]) -> None:

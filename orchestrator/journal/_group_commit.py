@@ -1,4 +1,4 @@
-"""The SQLite journal: every fact on disk before anyone sees it.
+"""The journal's writer, whatever the database: every fact on disk before anyone sees it.
 
 Theory of operation
 -------------------
@@ -12,10 +12,10 @@ commits, and completes the tickets in order through the trio token.
 Faults are sorted by whose they are:
 
 * **the file's** (full, read-only, I/O error, damaged: SQLite's codes in
-  :data:`_ENVIRONMENT_CODES`, and running out of memory): the transaction is rolled back,
-  its batches and every batch queued behind them fail, and the journal refuses all later
-  writes (``failed``: ``/healthz`` answers 503 with the reason). The file holds exactly the
-  facts that were acknowledged.
+  :data:`~._sqlite_journal._ENVIRONMENT_CODES`, and running out of memory): the
+  transaction is rolled back, its batches and every batch queued behind them fail, and
+  the journal refuses all later writes (``failed``: ``/healthz`` answers 503 with the
+  reason). The file holds exactly the facts that were acknowledged.
 * **one item's** (anything else: a constraint such as a duplicate ``(session, sequence)``,
   text that cannot be UTF-8, a bug in the history or snapshot code): the group is rolled
   back and written again item by item, each in a savepoint of the same transaction. The
@@ -29,10 +29,11 @@ Faults are sorted by whose they are:
   restarted, failed over, or ended the connection; on SQLite another connection holds the
   file's lock, a backup or the ``sqlite3`` shell, past the write connection's
   ``busy_timeout``: SQLITE_BUSY or SQLITE_LOCKED): the group is not lost, it waits. The
-  writer connects again (:func:`~._pg_connection.reconnect`: 0.1 s doubling to 5 s between
+  writer connects again (:func:`~._reconnect.reconnect`: 0.1 s doubling to 5 s between
   tries; on SQLite it keeps its connection and tries to take the write lock,
-  :meth:`SqliteJournal._reconnect`) for :attr:`reconnect_for` seconds at most since the
-  connection was lost, then reads back what the group's batches left in the database
+  :meth:`~._sqlite_journal.SqliteJournal._reconnect`) for :attr:`reconnect_for` seconds at
+  most since the connection was lost, then reads back what the group's batches left in
+  the database
   (:func:`._rows._stored_batches`): the lost transaction rolled back, unless the connection
   died during its ``COMMIT``, where only the server knows (SQLite's ``COMMIT`` can also
   say SQLITE_BUSY: its transaction is then still open, and rolled back before the reading).
@@ -63,12 +64,11 @@ since its previous snapshot of the session: a snapshot costs what changed, not t
 the session.
 
 Two databases: the writer, group commit, faults, tickets and snapshots above are
-:class:`_GroupCommitJournal`, whatever the database; :class:`SqliteJournal` says how a SQLite
-file is opened (:mod:`._file`), begun (``BEGIN IMMEDIATE``), which faults are waited for (a
-lock another connection holds: :func:`._file.locked`) and which are the file's
-(:data:`_ENVIRONMENT_CODES`), and :class:`~._pg_journal.PostgresJournal` the same for a
-PostgreSQL database. Both write the same rows (:mod:`._rows`), and :mod:`._interface` picks
-one by what ``--db`` names.
+:class:`_GroupCommitJournal` (this module), whatever the database;
+:class:`~._sqlite_journal.SqliteJournal` says how a SQLite file is opened, begun, and which
+faults are waited for and which are the file's, and
+:class:`~.postgres._journal.PostgresJournal` the same for a PostgreSQL database. Both write
+the same rows (:mod:`._rows`), and :mod:`._interface` picks one by what ``--db`` names.
 
 Where the rest lives:
 
@@ -85,11 +85,9 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import queue
-import sqlite3
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -101,10 +99,9 @@ from orchestrator.base import FactLogError
 from orchestrator.core import Fact, TeamState
 from orchestrator.runtime import EventTicket, Ticket, release_free_memory
 
-from ._durability import Durability
-from ._file import BUSY_TIMEOUT, _connect, _error, locked
-from ._pg_connection import ReconnectStoppedError, UnreachableError, reconnect
+from ._file import _error
 from ._reader import JournalReader
+from ._reconnect import ReconnectStoppedError, UnreachableError, reconnect
 from ._rows import (
     _AgentHistory,
     _Batch,
@@ -117,13 +114,12 @@ from ._rows import (
     _stored_batches,
     _write_group,
 )
-from ._session_locks import SessionLocks
 from ._snapshot import snapshot_due, state_entries
 
 if TYPE_CHECKING:
-    from ._pg_leases import PostgresLeases  # psycopg only when a URL is given
+    from ._ownership import SessionOwnership
 
-__all__ = ["JournalStatistics", "SqliteJournal"]
+__all__ = ["JournalStatistics"]
 
 log = structlog.get_logger("orchestrator.journal")
 
@@ -165,11 +161,9 @@ class _GroupCommitJournal:
     reader: JournalReader
     #: The driver's errors, whose text says enough without their class's name.
     _database_errors: tuple[type[BaseException], ...] = ()
-    #: The session leases of this node (several daemons on one PostgreSQL database); None
-    #: on a SQLite file (its :attr:`session_locks`) and for ``orchestrator run``.
-    leases: PostgresLeases | None = None
-    #: Which sessions of a SQLite file this process runs (see :mod:`._session_locks`).
-    session_locks: SessionLocks | None = None
+    #: Which sessions this process runs (:mod:`._ownership`): a SQLite file's locks, a
+    #: PostgreSQL node's leases (whose epochs fence the writes), or all it asks for.
+    ownership: SessionOwnership
     #: What the log says when the writer loses its connection and waits (:meth:`_recover`),
     #: and when it writes again; and the journal's failure once it waited in vain (the last
     #: fault follows, in parentheses).
@@ -240,7 +234,7 @@ class _GroupCommitJournal:
     def _refuses_session(self, exc: Exception) -> bool:
         """Whether a batch that failed on ``exc`` refuses its session from then on (its
         later batches were prepared on top of it); not so for a batch a lease fence kept
-        out, whose later batches each meet the fence themselves (see _pg_journal)."""
+        out, whose later batches each meet the fence themselves (see postgres/_journal)."""
         return True
 
     def _transient(self, exc: BaseException, connection: Any) -> bool:
@@ -691,8 +685,7 @@ class _GroupCommitJournal:
         if self._token is None or self._closed:
             raise _error(self.source, "the journal is not open for writing")
         batch = _batch(facts, ended_turns)
-        if self.leases is not None:
-            batch.epoch = self.leases.epoch(batch.session)
+        batch.epoch = self.ownership.epoch(batch.session)
         self._queue.put(batch)
         if self._dead:
             # The writer died after this was checked, perhaps before the put: nobody
@@ -733,131 +726,6 @@ class _GroupCommitJournal:
         """The sessions the journal keeps something of between batches (their snapshot's
         values, a running turn's facts): for tests and benchmarks of what the daemon holds."""
         return len(self._snapshot_at.keys() | self._snapshots.sessions() | self._history.sessions())
-
-
-#: Seconds a SQLite journal's writer waits for a lock another connection holds on its file
-#: (after its ``busy_timeout``) before the journal fails. Longer than a PostgreSQL server's
-#: bound (:data:`~._pg_connection.RECONNECT_FOR`, a lease's TTL): no lease hangs on it (one
-#: daemon writes a file), and the holder is a tool on this machine (the ``sqlite3`` shell,
-#: a backup, a ``VACUUM``) that lets go when it is done, while failing the journal would
-#: end every session until a restart. Yet bounded: a lock never let go (a stuck process)
-#: fails the journal, and ``/healthz`` with it, within a minute.
-LOCKED_FOR: Final = 60.0
-
-
-class SqliteJournal(_GroupCommitJournal):
-    """The durable fact log on a SQLite file; start it with ``await nursery.start(j.serve)``."""
-
-    _waiting_event = "journal locked by another connection: waiting"
-    _back_event = "journal unlocked"
-    _waited_too_long = "the database stayed locked by another connection for {seconds:.0f} s"
-
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        durability: Durability = Durability.POWER,
-        snapshot_every: int = SNAPSHOT_EVERY,
-        max_bytes: int | None = None,
-        drain_limit: float = DRAIN_LIMIT,
-        busy_timeout: float = BUSY_TIMEOUT,
-        reconnect_for: float = LOCKED_FOR,
-    ) -> None:
-        """``busy_timeout``: seconds a write waits for a lock another connection holds
-        before the writer notices it (SQLite's busy handler); ``reconnect_for``: seconds
-        it then waits on, trying again, before the journal fails (see the module
-        docstring)."""
-        if not (busy_timeout >= 0 and reconnect_for >= 0):
-            raise _error(path, "busy_timeout and reconnect_for must be 0 seconds or more")
-        super().__init__(
-            snapshot_every=snapshot_every, drain_limit=drain_limit, reconnect_for=reconnect_for
-        )
-        self.path = Path(path)
-        self.source = str(self.path)
-        self.durability = durability
-        self.max_bytes = max_bytes
-        self.busy_timeout = busy_timeout
-        self.reader = JournalReader(self.path)
-        self.session_locks = SessionLocks(self.path)
-
-    _database_errors = (sqlite3.Error,)
-
-    def _connect(self) -> sqlite3.Connection:
-        connection = _connect(
-            self.path,
-            durability=self.durability,
-            max_bytes=self.max_bytes,
-            busy_timeout=self.busy_timeout,
-        )
-        self.reader.checked()  # by _connect, a moment ago: its reads need not again
-        return connection
-
-    def _begin(self, connection: sqlite3.Connection) -> None:
-        # The write lock at once: a transaction that must wait for it fails now, before it
-        # wrote anything, rather than at its first write.
-        connection.execute("BEGIN IMMEDIATE")
-
-    def _transient(self, exc: BaseException, connection: Any) -> bool:
-        # Another connection holds the file's lock (the sqlite3 shell, a backup, a VACUUM):
-        # the file is sound, and the group waits for the lock rather than failing the journal.
-        return locked(exc)
-
-    def _retries(self, exc: Exception) -> bool:
-        return locked(exc)
-
-    def _reconnect(self) -> Any:
-        """The same connection, once it can take the write lock (a try of
-        :func:`~._pg_connection.reconnect`: a locked file is not lost, and opening it again
-        would not get the lock sooner). SQLITE_BUSY while another connection holds it."""
-        connection = self._connection
-        if connection.in_transaction:
-            # The lost transaction is still open (its COMMIT said SQLITE_BUSY, and the
-            # ROLLBACK after it failed as well): what it wrote must not be read back as
-            # committed (_stored_batches), so it is rolled back first, or this try fails.
-            connection.execute("ROLLBACK")
-        connection.execute("BEGIN IMMEDIATE")
-        connection.execute("ROLLBACK")
-        return connection
-
-    def _environmental(self, exc: BaseException) -> bool:
-        return _environmental(exc)
-
-    def _describe(self) -> dict[str, str]:
-        return {"path": self.source, "durability": str(self.durability)}
-
-
-#: SQLite's primary result codes that say the file or its environment cannot be written
-#: (as opposed to one statement's data: a constraint, a value too big). A lock another
-#: connection holds (SQLITE_BUSY, SQLITE_LOCKED) is waited for first
-#: (:func:`._file.locked`), and fails the journal only past the writer's ``reconnect_for``.
-_ENVIRONMENT_CODES: Final = frozenset(
-    {
-        sqlite3.SQLITE_PERM,
-        sqlite3.SQLITE_BUSY,
-        sqlite3.SQLITE_LOCKED,
-        sqlite3.SQLITE_NOMEM,
-        sqlite3.SQLITE_READONLY,
-        sqlite3.SQLITE_IOERR,
-        sqlite3.SQLITE_CORRUPT,
-        sqlite3.SQLITE_FULL,
-        sqlite3.SQLITE_CANTOPEN,
-        sqlite3.SQLITE_PROTOCOL,
-        sqlite3.SQLITE_NOTADB,
-        sqlite3.SQLITE_NOLFS,
-        sqlite3.SQLITE_AUTH,
-    }
-)
-
-
-def _environmental(exc: BaseException) -> bool:
-    """Whether ``exc`` is the file's or the machine's fault (the journal cannot go on),
-    rather than that of what one item holds (that item fails, the rest is written)."""
-    if isinstance(exc, MemoryError):
-        return True
-    if isinstance(exc, sqlite3.Error):
-        code = getattr(exc, "sqlite_errorcode", None)
-        return code is not None and code & 0xFF in _ENVIRONMENT_CODES
-    return False
 
 
 def _printable(text: str) -> str:

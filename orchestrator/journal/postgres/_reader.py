@@ -1,8 +1,8 @@
 """Reading a PostgreSQL journal: :class:`PostgresReader`, the reader's queries on a few
 kept connections.
 
-The same reads as :class:`~._reader.JournalReader` (the same statements, through
-:class:`~._pg_connection.PgConnection`). A read borrows an idle connection (or opens one)
+The same reads as :class:`~.._reader.JournalReader` (the same statements, through
+:class:`~._connection.PgConnection`). A read borrows an idle connection (or opens one)
 for its statements and gives it back, and the reader keeps up to :data:`IDLE_CONNECTIONS`
 of them, so that a daemon's reads do not open a connection each (a few milliseconds and a
 server process) nor wait for the writer. The connections read in ``repeatable read``
@@ -13,10 +13,10 @@ Not psycopg_pool's pool: it runs worker threads of its own, and when a pool that
 closed is collected its ``__del__`` joins them from whichever thread the collector runs on
 (a ``RuntimeError`` when that is one of them); readers here are made freely (each command,
 each lookup in tests) and seldom closed. A list of idle connections needs no thread, and a
-connection fails where it is opened, with the clear errors of :mod:`._pg_connection` (a
+connection fails where it is opened, with the clear errors of :mod:`._connection` (a
 server that is not there, a database that does not exist) rather than a pool's timeout.
 
-The schema version is checked once per reader (:mod:`._pg_schema`). Every fact read is
+The schema version is checked once per reader (:mod:`._schema`). Every fact read is
 checked against its checksum, as on SQLite.
 
 A server that restarted (or an administrator) ends every kept connection, and says so on
@@ -40,7 +40,9 @@ import psycopg
 
 from orchestrator.base import FactLogError
 
-from ._pg_connection import (
+from .._reader import JournalReader
+from .._sql import _Connection
+from ._connection import (
     PgConnection,
     checked_url,
     connect,
@@ -48,9 +50,7 @@ from ._pg_connection import (
     redacted,
     transient,
 )
-from ._pg_schema import PG_SCHEMA_VERSION, schema_version
-from ._reader import JournalReader
-from ._sql import _Connection
+from ._schema import PG_SCHEMA_VERSION, schema_version
 
 __all__ = ["PostgresReader"]
 

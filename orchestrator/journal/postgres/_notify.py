@@ -8,7 +8,7 @@ Three channels, each a ``NOTIFY`` sent inside the transaction that wrote what it
 * :data:`FACTS_CHANNEL`: a session's facts were committed (the journal's writer, once per
   session per group: :func:`facts_payload`, the session and its last sequence);
 * :data:`COMMANDS_CHANNEL`: a command was written for a session's owner (payload: the
-  session, see :mod:`._pg_commands`);
+  session, see :mod:`._commands`);
 * :data:`ANSWERS_CHANNEL`: a command was answered (payload: its id).
 
 A notification is a wake-up call, never the data: whoever hears one reads the table from
@@ -19,7 +19,7 @@ cannot be read) only delays: :class:`PostgresListener` tells its owner after eve
 :class:`PostgresListener` keeps one connection that ``LISTEN``s to the three channels, in a
 worker thread (blocking psycopg, ``Connection.notifies`` with a timeout, so the thread sees
 a stop within a second), and hands each notification to the trio side; a connection that
-drops is opened again with a growing pause (:func:`~._pg_connection.backoff`, as the writer).
+drops is opened again with a growing pause (:func:`~.._reconnect.backoff`, as the writer).
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ import trio
 
 from orchestrator.base import OrchestratorError
 
-from ._pg_connection import backoff, connect, redacted
+from .._reconnect import backoff
+from ._connection import connect, redacted
 
 __all__ = [
     "ANSWERS_CHANNEL",

@@ -1,7 +1,7 @@
 """The PostgreSQL journal's tables, its schema versions and the migrations between them.
 
-The same tables and columns as the SQLite journal's schema 7 (:mod:`._schema`), so that
-the writer's rows (:mod:`._rows`) and the reader's queries (:mod:`._reader`) are the same
+The same tables and columns as the SQLite journal's schema 7 (:mod:`.._schema`), so that
+the writer's rows (:mod:`.._rows`) and the reader's queries (:mod:`.._reader`) are the same
 statements, with PostgreSQL's types: ``bigint`` sequences and checksums (a CRC32 does not
 fit an ``integer``), identity columns where SQLite has its ``rowid`` (``sessions.id``
 orders the sessions made at the same instant; ``agent_messages.id`` is the replay order).
@@ -97,7 +97,7 @@ _SCHEMA_V1: Final = (
 
 #: Version 2: several daemons on one database (issue 21). ``session_leases``: the node that
 #: owns each running session (and each background teammate's stream), until when, and the
-#: epoch every write of it is fenced by (see :mod:`._pg_leases`).
+#: epoch every write of it is fenced by (see :mod:`._leases`).
 _SCHEMA_V2: Final = (
     """CREATE TABLE session_leases (
     session text PRIMARY KEY,
@@ -111,7 +111,7 @@ _SCHEMA_V2: Final = (
 #: Version 3: commands forwarded to a session's owner (issue 21). A node that follows
 #: another node's session writes what its client asked (a prompt, an approval, a cancel) as
 #: a row of ``session_commands``; the owner claims it, carries it out and writes the outcome
-#: in ``result`` or ``error`` (see :mod:`._pg_commands`).
+#: in ``result`` or ``error`` (see :mod:`._commands`).
 _SCHEMA_V3: Final = (
     """CREATE TABLE session_commands (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -15,11 +15,11 @@ Errors and logs name the journal by its URL without the password (:func:`redacte
 
 A connection that is lost later (the server restarted, failed over, or an administrator
 ended it) is *transient* (:func:`transient`): whoever holds it connects again with
-:func:`reconnect` (0.1 s, doubling to 5 s between tries, for a bound of its caller's), and
-tries again what it was doing. A fault of what was sent (a constraint, a lease fence, a
-full disk) is not: reconnecting would not cure it.
+:func:`~.._reconnect.reconnect` (0.1 s, doubling to 5 s between tries, for a bound of its
+caller's), and tries again what it was doing. A fault of what was sent (a constraint, a
+lease fence, a full disk) is not: reconnecting would not cure it.
 
-The writer's rows (:mod:`._rows`) and the reader's queries (:mod:`._reader`) are written
+The writer's rows (:mod:`.._rows`) and the reader's queries (:mod:`.._reader`) are written
 with SQLite's ``?`` parameters; :class:`PgConnection` turns them into psycopg's ``%s``
 (the statements hold no ``%``), so both journals run the same statements.
 """
@@ -27,10 +27,8 @@ with SQLite's ``?`` parameters; :class:`PgConnection` turns them into psycopg's 
 from __future__ import annotations
 
 import functools
-import threading
-import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from orchestrator.base import FactLogError, UnavailableError
@@ -45,9 +43,6 @@ CONNECT_TIMEOUT: Final = 10
 #: Seconds a journal tries to reconnect to a server it lost before it fails (about a lease's
 #: TTL: a node cut off longer than that has lost its sessions to others anyway).
 RECONNECT_FOR: Final = 15.0
-#: The first pause between two tries to reconnect, and the longest (it doubles in between).
-RECONNECT_FIRST: Final = 0.1
-RECONNECT_LONGEST: Final = 5.0
 #: The SQLSTATEs of a server going away (besides class 08, the connection's): shut down by
 #: an administrator or a restart, crashed, still starting.
 _SERVER_GOING: Final = frozenset({"57P01", "57P02", "57P03"})
@@ -236,64 +231,3 @@ def transient(exc: BaseException, connection: psycopg.Connection[Any] | None = N
         # No answer from the server: the socket closed, the connection found closed.
         return isinstance(exc, psycopg.OperationalError)
     return sqlstate.startswith("08") or sqlstate in _SERVER_GOING
-
-
-class UnreachableError(Exception):
-    """:func:`reconnect` gave up: the server did not take a connection for ``seconds``."""
-
-    def __init__(self, seconds: float, last: BaseException | None) -> None:
-        what = "" if last is None else f" ({' '.join(str(last).split())})"
-        super().__init__(f"the database was unreachable for {seconds:.0f} s{what}")
-        self.seconds = seconds
-        self.last = last
-
-
-class ReconnectStoppedError(Exception):
-    """:func:`reconnect` was told to stop (its service is stopping)."""
-
-
-def backoff(first: float = RECONNECT_FIRST, longest: float = RECONNECT_LONGEST) -> Iterator[float]:
-    """The pauses between tries to reconnect: ``first``, doubling, ``longest`` at most."""
-    pause = first
-    while True:
-        yield pause
-        pause = min(pause * 2, longest)
-
-
-def reconnect(
-    connect: Callable[[], _T],
-    *,
-    since: float,
-    within: float,
-    stop: threading.Event | None = None,
-    clock: Callable[[], float] = time.monotonic,
-    pauses: Iterator[float] | None = None,
-    retry: Callable[[Exception], bool] | None = None,
-) -> _T:
-    """What ``connect`` returns, tried at once and then after each of :func:`backoff`'s
-    pauses until ``within`` seconds have passed ``since`` (``clock``'s time the connection
-    was lost); blocking (a worker thread's). :class:`UnreachableError` past the bound
-    (naming the last failure), :class:`ReconnectStoppedError` once ``stop`` is set (it also cuts a
-    pause short). Every ``Exception`` of ``connect`` is tried again (a server restarting
-    refuses connections, or answers "the database system is starting up", for a while),
-    unless ``retry`` says not to: that one is raised as it is.
-
-    Shared by every connection that outlives a server restart: the journal's writer (which
-    then checks what its lost transaction left, see :mod:`._journal`), and a listener; and
-    by a SQLite journal's writer waiting for a lock another connection holds."""
-    stop = stop if stop is not None else threading.Event()
-    pauses = pauses if pauses is not None else backoff()
-    while True:
-        if stop.is_set():
-            raise ReconnectStoppedError()
-        try:
-            return connect()
-        except Exception as exc:  # tried again until the bound: see above
-            if retry is not None and not retry(exc):
-                raise
-            last: BaseException = exc
-        left = since + within - clock()
-        if left <= 0:
-            raise UnreachableError(clock() - since, last) from last
-        if stop.wait(min(next(pauses), left)):
-            raise ReconnectStoppedError()

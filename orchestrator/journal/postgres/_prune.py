@@ -1,7 +1,7 @@
 """Pruning a PostgreSQL journal: :func:`prune_postgres`, the SQLite prune's semantics on a
 server that several daemons may be writing.
 
-The same choice as :mod:`._prune`: every session whose run ended (completed, failed or
+The same choice as :mod:`.._prune`: every session whose run ended (completed, failed or
 cancelled) and was last written before the cutoff goes, with its facts, snapshots (and
 their parts), agent-channel history and team file; its ``chats`` rows stay (a chat URI once
 used stays taken); a running session is never touched, however old.
@@ -31,9 +31,9 @@ import psycopg
 
 from orchestrator.base import FactLogError, timestamp
 
-from ._pg_connection import PgConnection, connect, redacted
-from ._pg_schema import PG_SCHEMA_VERSION, schema_version
-from ._prune import _SESSION_TABLES, PruneReport
+from .._prune import _SESSION_TABLES, PruneReport
+from ._connection import PgConnection, connect, redacted
+from ._schema import PG_SCHEMA_VERSION, schema_version
 
 __all__ = ["prune_postgres"]
 

@@ -37,6 +37,11 @@ here may run twice: a renewal or a release sets what it sets, an acquire of this
 own lease moves its epoch on again), so a renewal after a short restart does not wait for
 the next one; a server still down fails the statement, and renewals go on failing (the
 daemon stops its sessions only after a whole TTL of them).
+
+:class:`PostgresLeases` is the PostgreSQL journal's
+:class:`~orchestrator.journal._ownership.SessionOwnership` (:meth:`~PostgresLeases.claim`
+and the rest); :meth:`~PostgresLeases.acquire` and :meth:`~PostgresLeases.lease` say more
+of a lease than the seam needs (its epoch, its expiry).
 """
 
 from __future__ import annotations
@@ -52,9 +57,10 @@ import structlog
 
 from orchestrator.base import FactLogError
 
-from ._pg_connection import connect, connect_error, redacted, transient
+from .._ownership import HeldElsewhere, OwnershipStatistics
+from ._connection import connect, connect_error, redacted, transient
 
-__all__ = ["Lease", "LeaseLostError", "LeaseStatistics", "PostgresLeases"]
+__all__ = ["Lease", "LeaseLostError", "PostgresLeases"]
 
 log = structlog.get_logger("orchestrator.journal")
 
@@ -78,15 +84,6 @@ class Lease:
     owner: str
     epoch: int
     expires_at: dt.datetime
-
-
-@attrs.frozen(kw_only=True)
-class LeaseStatistics:
-    """What a node's leases do: how many it holds, and how many it lost since it started."""
-
-    node: str
-    held: int
-    lost: int
 
 
 class PostgresLeases:
@@ -124,8 +121,17 @@ class PostgresLeases:
     def holds(self, session: str) -> bool:
         return session in self._held
 
-    def statistics(self) -> LeaseStatistics:
-        return LeaseStatistics(node=self.node, held=len(self._held), lost=self._lost_count)
+    def statistics(self) -> OwnershipStatistics:
+        return OwnershipStatistics(node=self.node, held=len(self._held), lost=self._lost_count)
+
+    @property
+    def renew_every(self) -> float:
+        """Renewals (and scans for what expired) every third of the TTL."""
+        return self.ttl / 3
+
+    @property
+    def retry_every(self) -> float:
+        return self.ttl / 3
 
     # ── the database ───────────────────────────────────────────────────────
 
@@ -220,6 +226,20 @@ class PostgresLeases:
                 return Lease(session=session, owner=owner, epoch=int(epoch), expires_at=expires_at)
         raise FactLogError(
             f"cannot acquire the lease of {session}: it changes hands too fast", source=self.source
+        )
+
+    def claim(self, session: str, *, replacing: str = "") -> HeldElsewhere | None:
+        """:meth:`acquire`, saying which node holds ``session`` when it is refused."""
+        lease = self.acquire(session, replacing=replacing)
+        if lease.owner == self.node:
+            return None
+        return HeldElsewhere(
+            owner=lease.owner,
+            description=(
+                f"runs on node {lease.owner} (its lease lasts until "
+                f"{lease.expires_at.isoformat(timespec='seconds')}, renewed while that node "
+                "lives)"
+            ),
         )
 
     def renew(self, *, now: dt.datetime | None = None) -> list[str]:

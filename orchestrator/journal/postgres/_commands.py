@@ -3,14 +3,14 @@
 Theory of operation
 -------------------
 A client may ask any node for any session; only the node holding the session's lease
-(:mod:`._pg_leases`) runs it. A node that follows another's session writes what its client
+(:mod:`._leases`) runs it. A node that follows another's session writes what its client
 asks (a prompt, an approval, a cancel: *kind* and a JSON *payload*, which this module does
-not read) as a row of ``session_commands`` and notifies :data:`~._pg_notify.COMMANDS_CHANNEL`
+not read) as a row of ``session_commands`` and notifies :data:`~._notify.COMMANDS_CHANNEL`
 in the same transaction (:meth:`PostgresCommands.send`). The owner, woken by that
 notification (or its slow poll), claims the open commands of the sessions it holds
 (:meth:`~PostgresCommands.claim`: ``FOR UPDATE SKIP LOCKED``, so two claimers never take the
 same row), carries each out and writes its outcome, ``result`` or ``error``, notifying
-:data:`~._pg_notify.ANSWERS_CHANNEL` (:meth:`~PostgresCommands.answer`). The sender waits
+:data:`~._notify.ANSWERS_CHANNEL` (:meth:`~PostgresCommands.answer`). The sender waits
 for the answer, bounded; when it gives up it *withdraws* the command
 (:meth:`~PostgresCommands.withdraw`): a command nobody claimed then never runs, so a client
 told "no answer" is not surprised by it happening later. Commands older than an hour are
@@ -32,8 +32,8 @@ from psycopg.types.json import Jsonb
 
 from orchestrator.base import FactLogError
 
-from ._pg_connection import connect, connect_error, redacted
-from ._pg_notify import ANSWERS_CHANNEL, COMMANDS_CHANNEL, MAX_PAYLOAD
+from ._connection import connect, connect_error, redacted
+from ._notify import ANSWERS_CHANNEL, COMMANDS_CHANNEL, MAX_PAYLOAD
 
 __all__ = ["CommandAnswer", "ForwardedCommand", "PostgresCommands"]
 
