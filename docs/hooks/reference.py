@@ -188,7 +188,8 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "backend": "What answers it: `scripted` (default), `openai`, or a plugin "
         "(`module:factory` or an `orchestrator.backends` entry point).",
         "instructions": "The system prompt a model backend is given.",
-        "interactivity": "How clients show it: `full` (default), `read-only` or `hidden`.",
+        "interactivity": "How clients show it: `full`, `read-only` or `hidden` "
+        "(default: `full` for the coordinator, `read-only` for the others).",
         "tools": "The tools it may call: `delegate`, `handoff`, `ask`, a `[tools.NAME]`, "
         "`mcp.SERVER/TOOL` or `mcp.SERVER/*`, or any other name (a plain tool).",
         "delegates_to": "The agents its `delegate` and `handoff` calls may reach.",
