@@ -31,9 +31,8 @@ from orchestrator.protocols import (
 from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import load_team
-
-from . import strategies
-from .conftest import PROJECT_ROOT
+from tests.support import strategies
+from tests.support.paths import PROJECT_ROOT
 
 
 def parse(message: Any, max_bytes: int = 1000) -> object:

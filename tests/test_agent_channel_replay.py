@@ -15,8 +15,7 @@ from orchestrator.ahp import (
 )
 from orchestrator.core import Action, Fact, TeamState
 from orchestrator.protocols import AgentChannelProjector, replay
-
-from .sessions import solo_opening
+from tests.support.sessions import solo_opening
 
 SESSION = "ahp-session:/replay"
 CHAT = "ahp-chat:/lead"

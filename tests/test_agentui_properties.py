@@ -1,7 +1,7 @@
 """Properties of the Agent UI converter: any envelope survives JSON unchanged.
 
 The strategies here build every field of :class:`Envelope`, including arbitrary JSON in
-``payload``, ``refs`` and ``extra``; they can move to ``tests/strategies.py`` when another
+``payload``, ``refs`` and ``extra``; they can move to ``tests/support/strategies.py`` when another
 test needs them.
 """
 

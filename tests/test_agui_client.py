@@ -25,11 +25,10 @@ from hypercorn.trio import serve
 
 from orchestrator.protocols import ResumeDecision, RunRequest, parse_run_input
 from orchestrator.spec import load_team
+from tests.support.agui import run_team, sse, team
+from tests.support.paths import PROJECT_ROOT
 
-from .agui import run_team, sse, team
-from .conftest import PROJECT_ROOT
-
-CLIENT = Path(__file__).resolve().parent / "agui_client"
+CLIENT = PROJECT_ROOT / "tests" / "agui_client"
 
 #: What npm says when the registry cannot be reached (then the harness cannot be installed).
 NETWORK_ERRORS = (

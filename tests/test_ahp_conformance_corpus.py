@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import PROJECT_ROOT, PROTOCOLS
+from tests.support.paths import PROJECT_ROOT, PROTOCOLS
 
 UPSTREAM = PROTOCOLS / "ahp" / "test-cases"
 

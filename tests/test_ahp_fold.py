@@ -44,9 +44,8 @@ from orchestrator.ahp import (
 from orchestrator.core import Fact, TeamState
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import channel_envelopes
-
-from .ahp_client import ROOT, AhpClient, connect_ahp, user_message
-from .daemon import running_daemon
+from tests.support.ahp_client import ROOT, AhpClient, connect_ahp, user_message
+from tests.support.daemon import running_daemon
 
 #: The time the watcher's reducers stamp (a client's own clock, never the host's).
 CLIENT_CLOCK = "1999-01-01T00:00:00.000Z"

@@ -75,15 +75,14 @@ from orchestrator.ahp import (
 )
 from orchestrator.ahp import _state as ahp_state
 from orchestrator.base import IllegalTransitionError
-
-from .strategies import (
+from tests.support.strategies import (
     json_values,
     session_actions,
     session_states,
     state_actions,
     unknown_actions,
 )
-from .test_chat_reducer_properties import NOW, empty_chats, pooled_actions
+from tests.test_chat_reducer_properties import NOW, empty_chats, pooled_actions
 
 PREFIX: Final = "x-fwd-"
 """Every injected key and every injected tag starts with it; no wire key of ours has a ``-``."""
@@ -274,7 +273,7 @@ class TestRoundTrip:
     ) -> None:
         """(a) decodes, (b) re-encodes to exactly the injected JSON; stripping gives back the
         original encoding (so the injection is what the other properties remove)."""
-        from .strategies import ahp_values
+        from tests.support.strategies import ahp_values
 
         value = data.draw(ahp_values(tp))
         wire = data.draw(injected(value, tp))

@@ -11,8 +11,8 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from .ahp_client import ROOT, connect_ahp
-from .daemon import ECHO, running_daemon
+from tests.support.ahp_client import ROOT, connect_ahp
+from tests.support.daemon import ECHO, running_daemon
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),

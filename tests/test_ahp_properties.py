@@ -28,8 +28,7 @@ from orchestrator.ahp import _actions as _ahp_actions
 from orchestrator.ahp import _state as _ahp_state
 from orchestrator.ahp import _wire as _ahp_wire
 from orchestrator.base import PeerProtocolError
-
-from . import strategies
+from tests.support import strategies
 
 PROPERTY_SETTINGS = settings(
     max_examples=25,

@@ -6,7 +6,7 @@ both mean "absent"), fold the actions with our reducer, re-encode, and compare w
 ``expected``, leaving ``null`` members out on both sides. The upstream suite pins
 ``Date.now()`` to 9999 ms while generating fixtures; here that instant is passed as ``now``.
 
-Every fixture of the directory (``$AHP_FIXTURES`` or ours, see :mod:`tests.ahp_conformance`)
+Every fixture of the directory (``$AHP_FIXTURES`` or ours, see :mod:`tests.support.ahp_conformance`)
 is a test of its own, whatever its name: a fixture of a reducer we implement must pass; one of a
 channel listed out of scope there is skipped with the reason; any other fails and says why.
 """
@@ -30,8 +30,7 @@ from orchestrator.ahp import (
     structure_as,
     unstructure,
 )
-
-from .ahp_conformance import OUT_OF_SCOPE_REDUCERS, fixture_files, load, without_nulls
+from tests.support.ahp_conformance import OUT_OF_SCOPE_REDUCERS, fixture_files, load, without_nulls
 
 FIXTURE_NOW = "1970-01-01T00:00:09.999Z"
 """``new Date(9999).toISOString()``: the pinned clock of the upstream fixture generator."""
@@ -58,7 +57,7 @@ def reducer_of(path: Path, fixture: dict[str, Any]) -> tuple[type, _Reducer]:
         pytest.skip(f"{kind}: {OUT_OF_SCOPE_REDUCERS[kind]}")
     pytest.fail(
         f"{path.name}: reducer {kind!r} is neither implemented ({', '.join(REDUCERS)}) nor "
-        "listed out of scope in tests/ahp_conformance.py"
+        "listed out of scope in tests/support/ahp_conformance.py"
     )
 
 

@@ -9,7 +9,7 @@ what we do not understand and pass it on unchanged; for the others, ``acceptable
 Reducer fixtures of the reducers we implement must decode (states and actions) and re-encode
 to themselves with their ``null`` optionals left out.
 
-Every fixture of the directory (``$AHP_FIXTURES`` or ours, see :mod:`tests.ahp_conformance`)
+Every fixture of the directory (``$AHP_FIXTURES`` or ours, see :mod:`tests.support.ahp_conformance`)
 is a test of its own, whatever its name: a fixture of a type we model must pass; one of a type
 listed out of scope there is skipped with the reason; any other fails and says why.
 """
@@ -29,8 +29,7 @@ from orchestrator.ahp import (
     structure_as,
     unstructure,
 )
-
-from .ahp_conformance import (
+from tests.support.ahp_conformance import (
     canonical,
     fixture_files,
     implemented_type,
@@ -59,7 +58,7 @@ def type_of(path: Path, fixture: dict[str, Any]) -> Any:
     if found is None:
         pytest.fail(
             f"{path.name}: type {name!r} is neither modelled (orchestrator.ahp exports no such "
-            "type) nor listed out of scope in tests/ahp_conformance.py"
+            "type) nor listed out of scope in tests/support/ahp_conformance.py"
         )
     return found
 

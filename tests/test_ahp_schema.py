@@ -36,10 +36,9 @@ from orchestrator.ahp import (
 )
 from orchestrator.ahp import _actions as _ahp_actions
 from orchestrator.ahp import _state as _ahp_state
-
-from . import strategies
-from .ahp_conformance import fixtures_dir
-from .conftest import AHP_SCHEMAS
+from tests.support import strategies
+from tests.support.ahp_conformance import fixtures_dir
+from tests.support.paths import AHP_SCHEMAS
 
 SCHEMAS = ("state", "actions")
 

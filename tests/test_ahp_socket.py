@@ -21,9 +21,8 @@ from orchestrator.protocols import AgentChannelProjector, notification_frame
 from orchestrator.runtime import FactBus, Subscription
 from orchestrator.server import Limits, Role, ServeConfig, SharedText, Token, _live_session
 from orchestrator.server._agent_socket import AgentSocket
-
-from .ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
-from .daemon import ECHO, Client, connect, running_daemon
+from tests.support.ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
+from tests.support.daemon import ECHO, Client, connect, running_daemon
 
 CLIENT = "client-1"
 CLIENT_DEFAULT = "test-client"

@@ -1,7 +1,7 @@
 """The OpenAI-compatible backend against a fake chat-completions server on loopback.
 
 Every scenario runs a real team whose agents use ``backend = "openai"``; the fake server
-(tests/fake_openai.py) speaks the streaming wire format over real HTTP and records what it
+(tests/support/fake_openai.py) speaks the streaming wire format over real HTTP and records what it
 was sent. Each test checks the facts the run produced and, where it matters, the requests
 the model saw (the conversation derived from the chat's state, the tool schemas).
 """
@@ -49,8 +49,7 @@ from orchestrator.core import ApprovalRequested, RunStatus, TaskCreated, TaskSta
 from orchestrator.runtime import RunOutcome
 from orchestrator.runtime.backends import HOSTED_API, backend_factory, http_client
 from orchestrator.spec import TeamSpec, parse_team
-from tests.conftest import PROJECT_ROOT
-from tests.fake_openai import (
+from tests.support.fake_openai import (
     Answer,
     FakeOpenAI,
     Refusal,
@@ -61,6 +60,7 @@ from tests.fake_openai import (
     tool_calls,
     usage,
 )
+from tests.support.paths import PROJECT_ROOT
 from tests.test_runtime import Harness, wait_for
 
 # httpx reads a response through nested async generators (httpx, httpcore, httpx-sse); when

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import pytest
 import trio
@@ -29,8 +28,8 @@ from orchestrator.runtime.backends import (
     turn_index_of,
 )
 from orchestrator.spec import AgentSpec, load_team, parse_team
+from tests.support.paths import TEAMS
 
-TEAMS = Path(__file__).resolve().parent.parent / "teams"
 CHAT = "ahp-chat:/3f2a9c1e-0b7d-4c55-9e61-2d8f0a4b7c10"
 
 

@@ -1,6 +1,7 @@
 """Properties of the chat reducer and its validator over generated action sequences.
 
-Generated actions come from the shared strategies (:func:`tests.strategies.ahp_values`), with
+Generated actions come from the shared strategies
+(:func:`tests.support.strategies.ahp_values`), with
 their ids drawn from small pools, so that a sequence keeps hitting the turns, tool calls,
 parts, requests and pending messages that earlier actions created, and the interesting paths
 (tool-call transitions, input requests, stale turn ids) are exercised, not just the no-ops.
@@ -56,8 +57,13 @@ from orchestrator.ahp import (
     tool_call_status,
     validate_chat_action,
 )
-
-from .strategies import ahp_values, chat_actions, chat_states, session_statuses, tool_call_states
+from tests.support.strategies import (
+    ahp_values,
+    chat_actions,
+    chat_states,
+    session_statuses,
+    tool_call_states,
+)
 
 CHANNEL = "ahp-chat:/00000000-0000-4000-8000-000000000002"
 NOW = "2025-01-01T00:00:10.000Z"

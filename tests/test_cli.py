@@ -13,8 +13,7 @@ import pytest
 
 from orchestrator.protocols import project_facts, structure_envelope, unstructure_envelope
 from orchestrator.runtime import read_facts
-
-from .conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
 
 DELIVERY = str(PROJECT_ROOT / "teams" / "delivery.toml")
 HANDOFF = str(PROJECT_ROOT / "teams" / "handoff.toml")

@@ -34,11 +34,10 @@ import trio
 
 from orchestrator.core import build_graph, teammate_uri
 from orchestrator.journal import open_reader
-
-from .ahp_client import connect_ahp
-from .conftest import PROJECT_ROOT
-from .daemon import RunningDaemon, connect
-from .postgres import direct_sql
+from tests.support.ahp_client import connect_ahp
+from tests.support.daemon import RunningDaemon, connect
+from tests.support.paths import PROJECT_ROOT
+from tests.support.postgres import direct_sql
 
 #: Seconds a lease lasts in these tests (renewed every second, scanned every second).
 TTL = 3.0

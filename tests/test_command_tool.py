@@ -78,9 +78,8 @@ from orchestrator.spec import (
     parse_team,
     tool_definitions,
 )
-
-from .conftest import PROJECT_ROOT
-from .daemon import connect, running_daemon
+from tests.support.daemon import connect, running_daemon
+from tests.support.paths import PROJECT_ROOT
 
 #: Echo the input read from stdin, as JSON, to stdout.
 ECHO_INPUT = "import json, sys; print(json.dumps(json.load(sys.stdin), sort_keys=True))"

@@ -16,8 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestrator.base import compact_dumps
-
-from .strategies import json_values
+from tests.support.strategies import json_values
 
 #: Text that ``ensure_ascii=False`` keeps raw, and characters that are always escaped.
 awkward_text = st.text(

@@ -28,8 +28,7 @@ from orchestrator.core import (
 from orchestrator.runtime import Ids, MemoryFactLog, RunOutcome, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import TeamSpec, load_team, parse_team
-
-from .conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
 
 DELIVERY = PROJECT_ROOT / "teams" / "delivery.toml"
 HANDOFF = PROJECT_ROOT / "teams" / "handoff.toml"

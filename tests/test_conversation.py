@@ -32,10 +32,9 @@ from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.server import Limits, ServeConfig
 from orchestrator.spec import parse_team
-
-from .agui import check_run, validate_event
-from .ahp_client import connect_ahp
-from .daemon import ECHO, Client, RunningDaemon, connect, running_daemon
+from tests.support.agui import check_run, validate_event
+from tests.support.ahp_client import connect_ahp
+from tests.support.daemon import ECHO, Client, RunningDaemon, connect, running_daemon
 
 #: A coordinator whose turn takes a minute (ended while it runs).
 SLOW = """

@@ -39,8 +39,9 @@ from orchestrator.core import (
     resume_point,
 )
 from orchestrator.journal import JournalReader, open_reader
+from tests.support.paths import PROJECT_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT_ROOT
 TEAM = ROOT / "teams" / "delivery.toml"
 CRASH_POINTS = int(os.environ.get("CRASH_POINTS", "8"))
 CRASH_SEED = int(os.environ.get("CRASH_SEED", "20261123"))

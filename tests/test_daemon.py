@@ -22,10 +22,9 @@ from orchestrator.journal import JournalReader, SqliteJournal, open_reader
 from orchestrator.protocols import envelope_to_json_line, project_facts
 from orchestrator.server import Limits, Role, ServeConfig, Token
 from orchestrator.server._app import BODY_TIMEOUT
-
-from .ahp_client import ROOT, AhpClient, connect_ahp
-from .conftest import PROJECT_ROOT
-from .daemon import ECHO, Client, RunningDaemon, connect, running_daemon, websocket
+from tests.support.ahp_client import ROOT, AhpClient, connect_ahp
+from tests.support.daemon import ECHO, Client, RunningDaemon, connect, running_daemon, websocket
+from tests.support.paths import PROJECT_ROOT
 
 TASK = "release-1"
 

@@ -21,8 +21,7 @@ from orchestrator.base import ConfigError, PeerProtocolError
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import parse_client_message, project_facts, unstructure_envelope
 from orchestrator.server import Limits, ServeConfig, _outbox, parse_serve_config
-
-from .daemon import ECHO, Client, RunningDaemon, connect, running_daemon
+from tests.support.daemon import ECHO, Client, RunningDaemon, connect, running_daemon
 
 TASK = "release-1"
 #: A client's probe: a well-formed request the session refuses, answered by one event.

@@ -16,8 +16,7 @@ from pathlib import Path
 import trio
 
 from orchestrator.journal import JournalReader
-
-from .daemon import RunningDaemon, connect
+from tests.support.daemon import RunningDaemon, connect
 
 #: A coordinator that delegates two workers that take a few (real) seconds each.
 SLOW = """

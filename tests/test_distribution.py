@@ -20,8 +20,7 @@ import structlog
 
 import orchestrator
 from orchestrator.server import ServeConfig, _app, _hypercorn_ws
-
-from .conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
 
 PACKAGE = PROJECT_ROOT / "orchestrator"
 PYPROJECT = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())

@@ -16,8 +16,7 @@ import trio
 import orchestrator
 from orchestrator.core import ApprovalResolved
 from orchestrator.journal import open_reader
-
-from .conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
 
 APPROVAL = """
 [team]

@@ -14,8 +14,7 @@ from orchestrator.ahp import ActiveTurn, ChatState, SessionState
 from orchestrator.base import evolve, slot_init
 from orchestrator.base._evolve import _init_only_stores
 from orchestrator.core import Fact
-
-from .strategies import chat_states, session_states
+from tests.support.strategies import chat_states, session_states
 
 
 @attrs.frozen

@@ -14,8 +14,7 @@ from orchestrator.ahp import ActionOrigin, ChatTurnCancelledAction
 from orchestrator.ahp import _wire as _ahp_wire
 from orchestrator.base import PeerProtocolError, compact_dumps
 from orchestrator.core import Fact, _facts_wire, fact_from_json, fact_to_json
-
-from . import strategies
+from tests.support import strategies
 
 CANCELLED = Fact(
     sequence=7,

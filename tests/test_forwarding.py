@@ -29,8 +29,7 @@ from orchestrator.server import (
     encode_error,
 )
 from orchestrator.server._forwarding import KINDS, Origin
-
-from .postgres import direct_sql
+from tests.support.postgres import direct_sql
 
 SESSION = "ahp-session:/forwarded"
 OTHER = "ahp-session:/other"

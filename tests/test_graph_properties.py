@@ -34,10 +34,9 @@ from orchestrator.core import (
     build_graph,
     tool_call_node,
 )
-
-from .graph_reference import build_reference
-from .test_graph import COORDINATOR, FactLog, chat
-from .test_project_agentui import LEAD, SESSION, scenarios
+from tests.support.graph_reference import build_reference
+from tests.test_graph import COORDINATOR, FactLog, chat
+from tests.test_project_agentui import LEAD, SESSION, scenarios
 
 
 @attrs.frozen(kw_only=True)
@@ -226,7 +225,7 @@ class TestAgainstReference:
     @given(st.one_of(scenarios(), shuffled_logs()))
     def test_the_fold_builds_the_reference_graph(self, facts: list[Fact]) -> None:
         """The fold (indexes of its own, folds looked up by type) builds exactly the graph of
-        the plain fold it replaced (tests/graph_reference.py): the same nodes, edges, keys
+        the plain fold it replaced (tests/support/graph_reference.py): the same nodes, edges, keys
         and attributes, in the same order, whatever the facts and their order."""
         graph = build_graph(facts)
         reference = build_reference(facts)

@@ -12,9 +12,8 @@ import trio
 
 from orchestrator.journal import JournalReader
 from orchestrator.server import Limits, ServeConfig
-
-from .ahp_client import ROOT, connect_ahp
-from .daemon import ECHO, RunningDaemon, connect, running_daemon, websocket
+from tests.support.ahp_client import ROOT, connect_ahp
+from tests.support.daemon import ECHO, RunningDaemon, connect, running_daemon, websocket
 
 #: Frames the gate refuses, the field it names, and words of its message.
 REFUSED = [

@@ -44,9 +44,9 @@ from orchestrator.journal._rows import _Snapshot
 from orchestrator.runtime import RunOutcome, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import TeamSpec, load_team
-
-from .conftest import PROJECT_ROOT, back_to_schema_4
-from .postgres import PostgresServer, direct_sql
+from tests.support.journal import back_to_schema_4
+from tests.support.paths import PROJECT_ROOT
+from tests.support.postgres import PostgresServer, direct_sql
 
 DELIVERY = PROJECT_ROOT / "teams" / "delivery.toml"
 HANDOFF = PROJECT_ROOT / "teams" / "handoff.toml"

@@ -50,10 +50,9 @@ from orchestrator.journal import (
 )
 from orchestrator.journal._checksum import checked_fact_text as _checked
 from orchestrator.journal._rows import COPY_AT_LEAST
-
-from .conftest import back_to_schema_4
-from .postgres import direct_sql
-from .test_journal import DELIVERY, run_team
+from tests.support.journal import back_to_schema_4
+from tests.support.postgres import direct_sql
+from tests.test_journal import DELIVERY, run_team
 
 AT = "2026-11-26T00:00:00.000Z"
 A = "ahp-session:/a"

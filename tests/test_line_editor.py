@@ -16,8 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestrator.cli._line_editor import LineBuffer, Typed
-
-from .conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
 
 DELIVERY = str(PROJECT_ROOT / "teams" / "delivery.toml")
 

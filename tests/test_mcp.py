@@ -3,8 +3,8 @@
 The servers: the SDK's ``MCPServer`` over streamable HTTP, served in the test's own trio
 run by hypercorn's trio worker (it starts in milliseconds, and the test can see what the
 server saw: headers, a request's cancellation); the same server over stdio, as a program
-(``tests/mcp_servers.py``); a minimal SDK-less stdio server that starts in milliseconds
-(``tests/mcp_raw_server.py``: the handshake era, and timing-sensitive starts); and the
+(``tests/support/mcp_servers.py``); a minimal SDK-less stdio server that starts in milliseconds
+(``tests/support/mcp_raw_server.py``: the handshake era, and timing-sensitive starts); and the
 third-party ``mcp-server-time``. Starting an SDK server as a program costs about 1.5 s (its
 imports), so only the tests that need a program of that kind start one.
 """
@@ -28,10 +28,10 @@ from structlog.testing import capture_logs
 
 from orchestrator.runtime import BACKOFF_MAX, McpListing, McpServers, list_server_tools
 from orchestrator.spec import McpServer, ToolDefinition
+from tests.support.mcp_servers import STDIO_SERVER, make_server, serve_http
+from tests.support.paths import PROJECT_ROOT
 
-from .mcp_servers import STDIO_SERVER, make_server, serve_http
-
-RAW_SERVER = (sys.executable, str(Path(__file__).resolve().parent / "mcp_raw_server.py"))
+RAW_SERVER = (sys.executable, str(PROJECT_ROOT / "tests" / "support" / "mcp_raw_server.py"))
 TIME_SERVER = (sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC")
 
 #: What every stdio server of these tests may see of the test process's environment.

@@ -51,8 +51,8 @@ from orchestrator.spec import (
     parse_team,
     tool_definitions,
 )
-from tests import strategies
-from tests.fake_openai import text, tool_calls, usage
+from tests.support import strategies
+from tests.support.fake_openai import text, tool_calls, usage
 from tests.test_runtime import Harness, fanout, run_to_end
 
 ANY = ToolDefinition(name="note", description="", parameters={"type": "object"})

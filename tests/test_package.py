@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 import orchestrator
+from tests.support.paths import PROJECT_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT_ROOT
 PACKAGE = ROOT / "orchestrator"
 CONTRACTS = {
     contract["id"]: contract

@@ -41,12 +41,11 @@ from orchestrator.runtime import TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.server import Limits, ServeConfig
 from orchestrator.spec import load_team
-
-from .daemon import connect, running_daemon
-from .postgres import PostgresServer, direct_sql
-from .test_cluster import APPROVER
-from .test_journal import DELIVERY, facts_of
-from .test_journal_faults import A, B, started, view, wait_all
+from tests.support.daemon import connect, running_daemon
+from tests.support.postgres import PostgresServer, direct_sql
+from tests.test_cluster import APPROVER
+from tests.test_journal import DELIVERY, facts_of
+from tests.test_journal_faults import A, B, started, view, wait_all
 
 #: Every SQLSTATE psycopg has an error class for (its table also holds them by name).
 SQLSTATES = sorted(code for code in _sqlcodes if len(code) == 5 and not code.isalpha())

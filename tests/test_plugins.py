@@ -20,9 +20,8 @@ import pytest
 import orchestrator
 from orchestrator.base import RunError
 from orchestrator.runtime.backends import backend_factory, backend_problems, http_client
-
-from .conftest import PROJECT_ROOT
-from .daemon import connect, running_daemon
+from tests.support.daemon import connect, running_daemon
+from tests.support.paths import PROJECT_ROOT
 
 PLUGIN = '''
 """A plugin: a backend that says its settings' greeting and the prompt."""

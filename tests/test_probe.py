@@ -1,6 +1,6 @@
 """``teams check`` probes the model servers a team uses: ``GET {base_url}/models``.
 
-Against real servers on loopback: tests/fake_openai.py (the models list, 401, 503), a port
+Against real servers on loopback: tests/support/fake_openai.py (the models list, 401, 503), a port
 bound then closed (nothing listens), and a listener that takes connections and never answers
 (under the autojump clock, so its timeout costs no time). Then the command itself, as a user
 runs it: a subprocess, its output asserted line by line.
@@ -32,8 +32,8 @@ from orchestrator.runtime.backends import (
     serves_model,
 )
 from orchestrator.spec import TeamSpec, parse_team
-from tests.conftest import PROJECT_ROOT
-from tests.fake_openai import Answer, Refusal, Stream, fake_openai, text
+from tests.support.fake_openai import Answer, Refusal, Stream, fake_openai, text
+from tests.support.paths import PROJECT_ROOT
 
 KEY = "sk-probe-key-do-not-leak"
 

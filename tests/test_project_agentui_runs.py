@@ -28,8 +28,7 @@ from orchestrator.protocols import (
 from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import parse_team
-
-from .conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
 
 ASK = """
 [team]

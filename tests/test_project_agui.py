@@ -31,10 +31,9 @@ from orchestrator.protocols import (
     team_view,
 )
 from orchestrator.spec import load_team
-
-from . import strategies
-from .agui import THREAD, Session, check_run, of_type, run_team, team, validate_event
-from .conftest import PROJECT_ROOT, PROTOCOLS
+from tests.support import strategies
+from tests.support.agui import THREAD, Session, check_run, of_type, run_team, team, validate_event
+from tests.support.paths import PROJECT_ROOT, PROTOCOLS
 
 DELIVERY = load_team(PROJECT_ROOT / "teams" / "delivery.toml")
 

@@ -21,8 +21,7 @@ from orchestrator.base import FactLogError
 from orchestrator.core import Action, Fact, TeamState
 from orchestrator.runtime import EventTicket, FactBus, MemoryFactLog, Recorder, Ticket
 from orchestrator.runtime._recorder import PendingBatch
-
-from .sessions import solo_opening
+from tests.support.sessions import solo_opening
 
 SESSION = "ahp-session:/origins"
 CHAT = "ahp-chat:/origins"

@@ -39,9 +39,8 @@ from orchestrator.ahp import (
     unstructure,
     wire_name,
 )
-
-from . import strategies
-from .conftest import AHP_SCHEMAS
+from tests.support import strategies
+from tests.support.paths import AHP_SCHEMAS
 
 SETTINGS = settings(
     max_examples=60,

@@ -7,7 +7,6 @@ import datetime as dt
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -33,6 +32,7 @@ from orchestrator.spec import (
     parse_zone,
     run_deadline,
 )
+from tests.support.paths import PROJECT_ROOT
 
 UTC = dt.UTC
 BERLIN = "Europe/Berlin"
@@ -240,7 +240,7 @@ class TestWakeBasics:
             text=True,
             check=True,
             env=env,
-            cwd=Path(__file__).resolve().parent.parent,
+            cwd=PROJECT_ROOT,
         )
         expected = wakes(spec("30 2 * * *", BERLIN), utc("2026-10-23 12:00"), 3)
         assert done.stdout.strip() == str([w.isoformat() for w in expected])

@@ -17,8 +17,7 @@ from hypothesis import strategies as st
 
 from orchestrator.base import ConfigError
 from orchestrator.server import ServeConfig, host_name, is_served, parse_serve_config
-
-from .daemon import ECHO, RunningDaemon, running_daemon
+from tests.support.daemon import ECHO, RunningDaemon, running_daemon
 
 TEAMS = {"echo": ECHO}
 

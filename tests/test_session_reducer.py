@@ -58,7 +58,7 @@ from orchestrator.ahp import (
     summary_changes,
     summary_of,
 )
-from tests.strategies import session_actions, session_states, state_actions
+from tests.support.strategies import session_actions, session_states, state_actions
 
 NOW = "1970-01-01T00:00:09.999Z"
 

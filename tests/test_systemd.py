@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
 
 UNIT = PROJECT_ROOT / "systemd" / "orchestrator.service"
 NODE_UNIT = PROJECT_ROOT / "systemd" / "orchestrator-node@.service"

@@ -72,9 +72,8 @@ from orchestrator.core import (
 )
 from orchestrator.runtime import TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
-
-from .strategies import state_actions, team_actions
-from .test_runtime import fanout
+from tests.support.strategies import state_actions, team_actions
+from tests.test_runtime import fanout
 
 
 @functools.cache

@@ -35,8 +35,8 @@ from orchestrator.spec import (
     parse_team,
     team_from_mapping,
 )
+from tests.support.paths import TEAMS
 
-TEAMS = Path(__file__).resolve().parent.parent / "teams"
 FILE = "teams/example.toml"
 
 #: A small valid team the error tests start from (each test changes one thing).

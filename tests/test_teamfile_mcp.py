@@ -26,8 +26,7 @@ from orchestrator.spec import (
     parse_team,
     tool_definitions,
 )
-
-from .conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
 
 FILE = "teams/mcp.toml"
 

@@ -19,9 +19,8 @@ from trio_websocket import WebSocketConnection
 
 from orchestrator.journal import JournalReader
 from orchestrator.server import Limits, Role, ServeConfig, Token
-
-from .daemon import TEAMS, RunningDaemon, running_daemon, websocket
-from .teammates import slow_team
+from tests.support.daemon import TEAMS, RunningDaemon, running_daemon, websocket
+from tests.support.teammates import slow_team
 
 OPERATOR, VIEWER = "operator-token-0123456789", "viewer-token-0123456789"
 TOKENS = ServeConfig(

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from orchestrator.cli._tool_listing import signature
-from tests.conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
 
 TOOLS_TEAM = PROJECT_ROOT / "teams" / "tools.toml"
 

@@ -38,9 +38,8 @@ from orchestrator.server import (
     _web,
 )
 from orchestrator.server._auth import Principal
-
-from .daemon import ECHO, RunningDaemon, connect, running_daemon
-from .fuzz import Fuzzer
+from tests.support.daemon import ECHO, RunningDaemon, connect, running_daemon
+from tests.support.fuzz import Fuzzer
 
 OPERATOR = "web-operator-secret-0123456789"
 VIEWER = "web-viewer-secret-0123456789ab"

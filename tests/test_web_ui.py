@@ -1,7 +1,8 @@
 """The web view in a real browser (Chromium via Playwright) on a real daemon process.
 
 Each test starts ``orchestrator serve`` with its own journal and tokens (an operator, a
-viewer; see tests/web_browser.py), drives a run as a client would (AG-UI, or the CLI into the
+viewer; see tests/support/web_browser.py), drives a run as a client would (AG-UI, or the CLI
+into the
 journal for an ended session) and checks what the page shows: the table of nodes and the
 drawn graph (cytoscape's elements), the controls, the connection. Screenshots of each go to
 ``$WEB_ARTEFACTS`` (default test-artefacts/web/). Plain sync tests: Playwright's sync API
@@ -22,7 +23,7 @@ import pytest
 from playwright.sync_api import Browser, Page
 from playwright.sync_api import Error as PlaywrightError
 
-from .web_browser import (
+from tests.support.web_browser import (
     TEAMS,
     VIEWER_TOKEN,
     WAIT_MS,
@@ -948,8 +949,7 @@ def test_an_idle_conversation_shows_idle_and_end_conversation_ends_it(
     """Between prompts the header and the coordinator's row say idle; the End conversation
     button ends the session, recorded completed."""
     from orchestrator.journal import JournalReader
-
-    from .daemon import ECHO
+    from tests.support.daemon import ECHO
 
     with (
         running_daemon(tmp_path, {"echo": ECHO}) as daemon,

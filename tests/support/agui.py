@@ -21,8 +21,7 @@ from orchestrator.protocols import AguiProjector, AguiRunStatus, Event
 from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import TeamSpec, parse_team
-
-from .conftest import PROTOCOLS
+from tests.support.paths import PROTOCOLS
 
 THREAD = "thread-1"
 

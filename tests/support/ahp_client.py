@@ -16,7 +16,7 @@ from typing import Any
 import trio
 from trio_websocket import WebSocketConnection
 
-from .daemon import RunningDaemon, websocket
+from tests.support.daemon import RunningDaemon, websocket
 
 ROOT = "ahp-root://"
 

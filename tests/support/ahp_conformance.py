@@ -20,8 +20,7 @@ from typing import Any, Final
 import attrs
 
 import orchestrator.ahp
-
-from .conftest import PROTOCOLS
+from tests.support.paths import PROTOCOLS
 
 OUT_OF_SCOPE_REDUCERS: Final[dict[str, str]] = {
     "annotations": "the annotations channel: the daemon keeps no annotations",

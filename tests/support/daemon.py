@@ -19,8 +19,7 @@ import trio
 from trio_websocket import WebSocketConnection, open_websocket_url
 
 from orchestrator.server import Limits, ServeConfig, serve
-
-from .conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
 
 TEAMS = PROJECT_ROOT / "teams"
 #: A coordinator that answers every prompt at once (turns beyond the script: a default reply).

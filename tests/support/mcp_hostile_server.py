@@ -1,10 +1,10 @@
 """A hostile MCP server over stdio in plain Python (no SDK: it starts in milliseconds).
 
-It speaks the handshake era as ``tests/mcp_raw_server.py`` does, and lists ``echo(text)``
+It speaks the handshake era as ``tests/support/mcp_raw_server.py`` does, and lists ``echo(text)``
 plus whatever its ``--listing`` adds; its ``answer`` tool writes back whatever bytes it is
 told to, so one server can give a test hundreds of hostile answers.
 
-``python tests/mcp_hostile_server.py [--listing MODE] [--garbage-first] [--silent]``:
+``python tests/support/mcp_hostile_server.py [--listing MODE] [--garbage-first] [--silent]``:
 
 * ``--listing``: the tools listed after ``echo`` (see :data:`LISTINGS`): a schema that is not
   a valid JSON Schema, one that is not an object's, one 10,000 levels deep, an empty name, a

@@ -6,7 +6,7 @@ as servers of that era do. The tests use it where a start's timing matters (a st
 slower than ``start_timeout``, then one within it) and where the SDK's import would cost
 more than the test.
 
-``python tests/mcp_raw_server.py [--start-delay S] [--delay-once FILE] [--exit-at-once]``:
+``python tests/support/mcp_raw_server.py [--start-delay S] [--delay-once FILE] [--exit-at-once]``:
 ``--delay-once`` sleeps ``S`` only when ``FILE`` does not exist yet (and creates it), so
 the first start is slow and the next ones are not.
 

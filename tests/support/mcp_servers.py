@@ -1,6 +1,6 @@
 """MCP servers for the tests, written with the SDK's ``MCPServer`` (formerly FastMCP).
 
-As a program (``python tests/mcp_servers.py [--start-delay S] [--exit-at-once]``) it is a
+As a program (``python tests/support/mcp_servers.py [--start-delay S] [--exit-at-once]``) it is a
 stdio server; :func:`serve_http` serves the same tools over streamable HTTP on a loopback
 port, inside the test's trio run (hypercorn's trio worker, the daemon's own server: no
 thread, no second event loop, and the ``nursery`` fixture stops it).

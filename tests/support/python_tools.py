@@ -1,4 +1,5 @@
-"""Functions the Python-tool tests name in team files (``python = "tests.python_tools:add"``).
+"""Functions the Python-tool tests name in team files
+(``python = "tests.support.python_tools:add"``).
 
 ``CALLS`` records every call of the functions that count, so a test can assert that a
 function ran, with what, or that it never did; :func:`reset` empties it (and the signals)

@@ -29,8 +29,8 @@ from orchestrator.journal import Durability, Journal, open_journal, open_reader
 from orchestrator.runtime import EventTicket, Ticket
 from orchestrator.server import Daemon, Scheduler, Teammate, assemble
 from orchestrator.spec import TeamSpec, parse_team
+from tests.support.paths import TEAMS
 
-TEAMS = Path(__file__).parent.parent / "teams"
 AUTOJUMP = 0.0
 
 #: A Friday before the clocks go forward in Europe (Sunday 2026-03-29, 02:00 → 03:00).

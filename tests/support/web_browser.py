@@ -35,7 +35,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Error, Page, sync_playwright
 
-from .conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
 
 CHROMIUM = Path("/usr/bin/chromium")
 #: The flags the issue asks for: no sandbox (containers), nothing that phones home.
