@@ -27,8 +27,8 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from orchestrator.journal import Journal, open_journal
+from tests.support.facts import facts
 from tests.support.postgres import find_postgres_binaries, start_postgres
-from tests.test_bus import facts
 
 SESSION = "ahp-session:/00000000-0000-0000-0000-000000000001"
 

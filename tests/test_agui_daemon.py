@@ -13,10 +13,9 @@ import pytest
 from orchestrator.core import build_graph
 from orchestrator.journal import JournalReader
 from orchestrator.server import Limits, ServeConfig
-from tests.support.agui import check_run, of_type, validate_event
+from tests.support.agui import check_run, client, of_type, printed, run_mjs, validate_event
 from tests.support.ahp_client import connect_ahp
 from tests.support.daemon import ECHO, RunningDaemon, connect, running_daemon
-from tests.test_agui_client import client, printed, run_mjs
 
 __all__ = ["run_mjs"]  # the fixture, for pytest
 

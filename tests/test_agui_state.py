@@ -29,10 +29,9 @@ from hypothesis import strategies as st
 from orchestrator.ahp import SessionChatAddedAction, UnknownAction
 from orchestrator.core import Fact, TaskCreated, TeamState
 from orchestrator.protocols import AguiProjector, AguiRunStatus, Event, TeamView, team_view
-from tests.support.agui import run_team, team
+from tests.support.agui import run_team, team, team_runs
 from tests.support.strategies import chat_summaries, state_actions, team_actions
-from tests.test_project_agui import team_runs
-from tests.test_team_state_properties import fanout_facts
+from tests.support.team_state import fanout_facts
 
 _OPS = {"add", "remove", "replace"}
 

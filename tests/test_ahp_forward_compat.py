@@ -76,13 +76,15 @@ from orchestrator.ahp import (
 from orchestrator.ahp import _state as ahp_state
 from orchestrator.base import IllegalTransitionError
 from tests.support.strategies import (
+    NOW,
+    empty_chats,
     json_values,
+    pooled_actions,
     session_actions,
     session_states,
     state_actions,
     unknown_actions,
 )
-from tests.test_chat_reducer_properties import NOW, empty_chats, pooled_actions
 
 PREFIX: Final = "x-fwd-"
 """Every injected key and every injected tag starts with it; no wire key of ours has a ``-``."""

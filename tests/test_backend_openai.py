@@ -56,12 +56,14 @@ from tests.support.fake_openai import (
     Stream,
     fake_openai,
     reasoning,
+    rounds_done,
     text,
     tool_calls,
+    tool_results,
     usage,
 )
 from tests.support.paths import PROJECT_ROOT
-from tests.test_runtime import Harness, wait_for
+from tests.support.runtime import Harness, wait_for
 
 # httpx reads a response through nested async generators (httpx, httpcore, httpx-sse); when
 # the backend stops reading early ([DONE], a cancelled turn, a broken stream) it closes the
@@ -115,21 +117,6 @@ def agent_of(request: Mapping[str, Any]) -> str:
     match = re.match(r"You are ([\w-]+),", request["messages"][0]["content"])
     assert match is not None
     return match.group(1)
-
-
-def rounds_done(request: Mapping[str, Any]) -> int:
-    """How many rounds of the current turn the model already had (assistant messages since
-    the last user message)."""
-    count = 0
-    for message in reversed(request["messages"]):
-        if message["role"] == "user":
-            break
-        count += message["role"] == "assistant"
-    return count
-
-
-def tool_results(request: Mapping[str, Any]) -> list[str]:
-    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
 
 
 @asynccontextmanager

@@ -8,28 +8,9 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.ahp import SessionTitleChangedAction
 from orchestrator.core import Fact
 from orchestrator.runtime import BusStatistics, FactBus
-
-SESSION = "ahp-session:/00000000-0000-0000-0000-000000000001"
-
-
-def facts(first: int, count: int) -> list[Fact]:
-    return [
-        Fact(
-            sequence=n,
-            session=SESSION,
-            channel=SESSION,
-            at="2026-11-22T00:00:00.000Z",
-            action=SessionTitleChangedAction(title=f"title {n}"),
-        )
-        for n in range(first, first + count)
-    ]
-
-
-def sequences(received: list[Fact]) -> list[int]:
-    return [fact.sequence for fact in received]
+from tests.support.facts import facts, sequences
 
 
 class TestDelivery:

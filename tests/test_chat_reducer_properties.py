@@ -9,9 +9,6 @@ parts, requests and pending messages that earlier actions created, and the inter
 
 from __future__ import annotations
 
-import typing
-from typing import Any
-
 import attrs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,11 +20,9 @@ from orchestrator.ahp import (
     ActiveTurn,
     ChatAction,
     ChatInputAnswerChangedAction,
-    ChatInputBooleanQuestion,
     ChatInputCompletedAction,
     ChatInputRequest,
     ChatInputRequestedAction,
-    ChatInputSkipped,
     ChatResponsePartAction,
     ChatState,
     ChatToolCallStartAction,
@@ -35,12 +30,9 @@ from orchestrator.ahp import (
     ChatTurnsLoadedAction,
     ChatTurnStartedAction,
     InputRequestResponsePart,
-    MarkdownResponsePart,
     Message,
     MessageKind,
     MessageOrigin,
-    ReasoningResponsePart,
-    ResponsePart,
     SessionStatus,
     ToolCallAction,
     ToolCallResponsePart,
@@ -58,133 +50,18 @@ from orchestrator.ahp import (
     validate_chat_action,
 )
 from tests.support.strategies import (
-    ahp_values,
+    CHANNEL,
+    NOW,
+    TOOL_CALL_ACTION_CLASSES,
     chat_actions,
     chat_states,
-    session_statuses,
+    empty_chats,
+    pooled_actions,
     tool_call_states,
 )
 
-CHANNEL = "ahp-chat:/00000000-0000-4000-8000-000000000002"
-NOW = "2025-01-01T00:00:10.000Z"
 LATER = "2025-01-01T00:00:20.000Z"
 HELLO = Message(text="Hello", origin=MessageOrigin(kind=MessageKind.USER))
-
-TURN_IDS = ("turn-1", "turn-2")
-TOOL_CALL_IDS = ("tc-1", "tc-2")
-PART_IDS = ("md-1", "rs-1", "tc-1")  # one namespace with tool calls, as deltas address them
-REQUEST_IDS = ("r-1", "r-2")
-QUESTION_IDS = ("q-1", "q-2")
-MESSAGE_IDS = ("m-1", "m-2")
-
-CHAT_ACTION_CLASSES: tuple[type, ...] = typing.get_args(ChatAction)
-TOOL_CALL_ACTION_CLASSES: tuple[type, ...] = typing.get_args(ToolCallAction)
-
-
-def pick(pool: tuple[str, ...]) -> st.SearchStrategy[str]:
-    return st.sampled_from(pool)
-
-
-def answers() -> st.SearchStrategy[dict[str, Any] | None]:
-    return st.none() | st.dictionaries(pick(QUESTION_IDS), st.just(ChatInputSkipped()), max_size=2)
-
-
-def input_requests() -> st.SearchStrategy[ChatInputRequest]:
-    questions = st.lists(pick(QUESTION_IDS), unique=True, max_size=2).map(
-        lambda ids: tuple(ChatInputBooleanQuestion(id=i, message=i) for i in ids) or None
-    )
-    return st.builds(ChatInputRequest, id=pick(REQUEST_IDS), questions=questions, answers=answers())
-
-
-def with_pooled_id(part: ResponsePart, new_id: str) -> ResponsePart:
-    if isinstance(part, MarkdownResponsePart | ReasoningResponsePart):
-        return attrs.evolve(part, id=new_id)
-    if isinstance(part, ToolCallResponsePart):
-        return ToolCallResponsePart(tool_call=attrs.evolve(part.tool_call, tool_call_id=new_id))
-    return part
-
-
-def live_ids(state: ChatState | None) -> dict[str, tuple[str, ...]]:
-    """The ids ``state`` holds now, by the action field that addresses them."""
-    if state is None:
-        return {}
-    turn = state.active_turn
-    parts = () if turn is None else turn.response_parts
-    pending = (state.steering_message, *(state.queued_messages or ()))
-    return {
-        "turn_id": () if turn is None else (turn.id,),
-        "tool_call_id": tuple(
-            p.tool_call.tool_call_id for p in parts if isinstance(p, ToolCallResponsePart)
-        ),
-        "part_id": tuple(i for i in map(part_id, parts) if i is not None),
-        "request_id": tuple(
-            p.request.id
-            for p in parts
-            if isinstance(p, InputRequestResponsePart) and p.response is None
-        ),
-        "id": tuple(m.id for m in pending if m is not None),
-    }
-
-
-POOLS = {
-    "turn_id": TURN_IDS,
-    "tool_call_id": TOOL_CALL_IDS,
-    "part_id": PART_IDS,
-    "request_id": REQUEST_IDS,
-    "question_id": QUESTION_IDS,
-    "id": MESSAGE_IDS,
-}
-
-
-@st.composite
-def pooled_actions(
-    draw: st.DrawFn,
-    classes: tuple[type, ...] = CHAT_ACTION_CLASSES + 3 * TOOL_CALL_ACTION_CLASSES,
-    live: ChatState | None = None,
-) -> Any:
-    """A chat action of one of ``classes`` whose ids come from the small pools, and mostly
-    from the ids ``live`` holds (its active turn, tool calls, parts, requests...).
-
-    Tool-call actions are drawn more often, and a new turn half the time ``live`` has none,
-    so that sequences spend their length inside turns, moving tool calls along."""
-    choice = st.sampled_from(classes)
-    if live is not None and live.active_turn is None:
-        choice = choice | st.just(ChatTurnStartedAction)
-    cls = draw(choice)
-    action = draw(ahp_values(cls))
-    names = attrs.fields_dict(cls)
-    current = live_ids(live)
-    changes: dict[str, Any] = {}
-    for name, pool in POOLS.items():
-        if name in names and getattr(action, name) is not None:
-            ids = pick(pool)
-            if current.get(name):
-                # Mostly the live ones: a stale or unknown id is a no-op worth trying, not often.
-                ids = st.one_of(*[pick(current[name])] * 3, ids)
-            changes[name] = draw(ids)
-    if isinstance(action, ChatTurnStartedAction):
-        changes["queued_message_id"] = draw(st.none() | pick(MESSAGE_IDS))
-    if "order" in names:
-        changes["order"] = tuple(draw(st.lists(pick(MESSAGE_IDS), max_size=3)))
-    if isinstance(action, ChatResponsePartAction):
-        changes["part"] = with_pooled_id(action.part, draw(pick(PART_IDS)))
-    if isinstance(action, ChatInputRequestedAction):
-        changes["request"] = draw(input_requests())
-    if isinstance(action, ChatInputCompletedAction):
-        changes["answers"] = draw(answers())
-    return attrs.evolve(action, **changes)
-
-
-def empty_chats() -> st.SearchStrategy[ChatState]:
-    """A new chat: no turns, no active turn, any status bits."""
-    return st.builds(
-        ChatState,
-        resource=st.just(CHANNEL),
-        title=st.just("Chat"),
-        status=session_statuses,
-        modified_at=st.just("2025-01-01T00:00:00.000Z"),
-        turns=st.just(()),
-    )
 
 
 def accepted(state: ChatState, action: ChatAction | UnknownAction) -> bool:

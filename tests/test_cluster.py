@@ -38,6 +38,7 @@ from tests.support.ahp_client import connect_ahp
 from tests.support.daemon import RunningDaemon, connect
 from tests.support.paths import PROJECT_ROOT
 from tests.support.postgres import direct_sql
+from tests.support.teams import APPROVER
 
 #: Seconds a lease lasts in these tests (renewed every second, scanned every second).
 TTL = 3.0
@@ -89,23 +90,6 @@ steps = [ { say = "tock" } ]
 """
 
 
-#: A coordinator whose one tool call waits for the user's approval, with nothing else going:
-#: once the request is out, the node writes nothing until it is decided.
-APPROVER = """
-[team]
-name = "approver"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-tools = ["publish"]
-needs_approval = ["publish"]
-approved_by = "user"
-[agents.lead.tool_results]
-publish = "published"
-[[agents.lead.turns]]
-steps = [ { tool = "publish", input = { target = "release page" } },
-          { say = "The release notes are ready." } ]
-"""
 #: A conversation whose every turn delegates to a worker (a turn of several facts, started
 #: at once when a prompt is queued to the idle coordinator).
 CONVERSATION = """

@@ -34,9 +34,9 @@ from orchestrator.core import (
     build_graph,
     tool_call_node,
 )
+from tests.support.delegation_log import COORDINATOR, FactLog, chat
 from tests.support.graph_reference import build_reference
-from tests.test_graph import COORDINATOR, FactLog, chat
-from tests.test_project_agentui import LEAD, SESSION, scenarios
+from tests.support.scenarios import LEAD, SESSION, scenarios
 
 
 @attrs.frozen(kw_only=True)

@@ -9,7 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,45 +41,13 @@ from orchestrator.journal._pg_connection import redacted
 from orchestrator.journal._pg_schema import PG_MIGRATIONS, schema_version
 from orchestrator.journal._reader import _snapshot
 from orchestrator.journal._rows import _Snapshot
-from orchestrator.runtime import RunOutcome, TeamRuntime
-from orchestrator.runtime.backends import ScriptedBackend
-from orchestrator.spec import TeamSpec, load_team
-from tests.support.journal import back_to_schema_4
-from tests.support.paths import PROJECT_ROOT
+from tests.support.journal import (
+    DELIVERY,
+    HANDOFF,
+    back_to_schema_4,
+    run_team,
+)
 from tests.support.postgres import PostgresServer, direct_sql
-
-DELIVERY = PROJECT_ROOT / "teams" / "delivery.toml"
-HANDOFF = PROJECT_ROOT / "teams" / "handoff.toml"
-
-
-async def run_team(
-    db: Path | str, team: TeamSpec | None = None, **options: object
-) -> tuple[RunOutcome, TeamRuntime, Any]:
-    """Run a team against the journal ``db`` names (approvals approved) and close it."""
-    journal: Journal = open_journal(db, **options)  # type: ignore[arg-type]
-    async with trio.open_nursery() as services:
-        await services.start(journal.serve)
-        runtime = TeamRuntime(
-            team or load_team(DELIVERY), backends=ScriptedBackend, factlog=journal
-        )
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(approve_all, runtime)
-            outcome = await runtime.run("Ship the release notes")
-            nursery.cancel_scope.cancel()
-        services.cancel_scope.cancel()
-    return outcome, runtime, journal
-
-
-async def approve_all(runtime: TeamRuntime) -> None:
-    async for fact in facts_of(runtime):
-        if fact.type == "team/approvalRequested":
-            await runtime.resolve_approval(fact.action.approval, approved=True)
-
-
-async def facts_of(runtime: TeamRuntime) -> AsyncIterator[Any]:
-    subscription = runtime.bus.subscribe("test")
-    async for fact in subscription:
-        yield fact
 
 
 def file_bytes(path: Path) -> bytes:

@@ -14,8 +14,8 @@ import trio
 
 from orchestrator.base import FactLogError
 from orchestrator.journal import Journal, PostgresLeases, open_journal, open_reader
+from tests.support.facts import SESSION, facts
 from tests.support.postgres import direct_sql
-from tests.test_bus import SESSION, facts
 
 T0 = dt.datetime(2026, 11, 27, 4, 0, tzinfo=dt.UTC)
 TTL = 15.0

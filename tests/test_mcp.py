@@ -11,7 +11,6 @@ imports), so only the tests that need a program of that kind start one.
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import socket
@@ -28,18 +27,11 @@ from structlog.testing import capture_logs
 
 from orchestrator.runtime import BACKOFF_MAX, McpListing, McpServers, list_server_tools
 from orchestrator.spec import McpServer, ToolDefinition
-from tests.support.mcp_servers import STDIO_SERVER, make_server, serve_http
+from tests.support.mcp_servers import BASE_ENV, STDIO_SERVER, make_server, seconds, serve_http
 from tests.support.paths import PROJECT_ROOT
 
 RAW_SERVER = (sys.executable, str(PROJECT_ROOT / "tests" / "support" / "mcp_raw_server.py"))
 TIME_SERVER = (sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC")
-
-#: What every stdio server of these tests may see of the test process's environment.
-BASE_ENV = {name: os.environ[name] for name in ("PATH", "HOME", "LANG") if name in os.environ}
-
-
-def seconds(value: float) -> datetime.timedelta:
-    return datetime.timedelta(seconds=value)
 
 
 @asynccontextmanager

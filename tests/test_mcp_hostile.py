@@ -33,8 +33,8 @@ from orchestrator.runtime._mcp_listing import MCP_DESCRIPTION_LIMIT, MCP_MAX_TOO
 from orchestrator.runtime._mcp_stdio import MAX_LINE
 from orchestrator.spec import McpServer, ToolDefinition, check_tool_input, schema_problem
 from tests.support.fuzz import Fuzzer
+from tests.support.mcp_servers import BASE_ENV, seconds
 from tests.support.paths import PROJECT_ROOT
-from tests.test_mcp import BASE_ENV, seconds
 
 HOSTILE_SERVER = (sys.executable, str(PROJECT_ROOT / "tests" / "support" / "mcp_hostile_server.py"))
 #: The tools the hostile server always lists first.

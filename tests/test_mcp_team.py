@@ -28,11 +28,18 @@ from orchestrator.runtime import RunOutcome
 from orchestrator.runtime.backends import backend_factory, http_client
 from orchestrator.spec import TeamSpec, load_team, parse_team
 from tests.support.daemon import connect, running_daemon
-from tests.support.fake_openai import Answer, Stream, fake_openai, text, tool_calls
+from tests.support.fake_openai import (
+    Answer,
+    Stream,
+    fake_openai,
+    rounds_done,
+    text,
+    tool_calls,
+    tool_results,
+)
 from tests.support.mcp_servers import STDIO_SERVER
 from tests.support.paths import PROJECT_ROOT
-from tests.test_backend_openai import rounds_done, tool_results
-from tests.test_runtime import Harness, run_to_end, wait_for
+from tests.support.runtime import Harness, run_to_end, wait_for
 
 
 async def run_into(harness: Harness, outcomes: list[RunOutcome]) -> None:

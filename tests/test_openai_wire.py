@@ -53,7 +53,7 @@ from orchestrator.spec import (
 )
 from tests.support import strategies
 from tests.support.fake_openai import text, tool_calls, usage
-from tests.test_runtime import Harness, fanout, run_to_end
+from tests.support.runtime import Harness, fanout, run_to_end
 
 ANY = ToolDefinition(name="note", description="", parameters={"type": "object"})
 #: Tool input a model writes, within what the input gate takes (integers of 32 digits at most).

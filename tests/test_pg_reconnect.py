@@ -42,10 +42,9 @@ from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.server import Limits, ServeConfig
 from orchestrator.spec import load_team
 from tests.support.daemon import connect, running_daemon
+from tests.support.journal import DELIVERY, A, B, facts_of, started, view, wait_all
 from tests.support.postgres import PostgresServer, direct_sql
-from tests.test_cluster import APPROVER
-from tests.test_journal import DELIVERY, facts_of
-from tests.test_journal_faults import A, B, started, view, wait_all
+from tests.support.teams import APPROVER
 
 #: Every SQLSTATE psycopg has an error class for (its table also holds them by name).
 SQLSTATES = sorted(code for code in _sqlcodes if len(code) == 5 and not code.isalpha())

@@ -32,7 +32,16 @@ from orchestrator.protocols import (
 )
 from orchestrator.spec import load_team
 from tests.support import strategies
-from tests.support.agui import THREAD, Session, check_run, of_type, run_team, team, validate_event
+from tests.support.agui import (
+    THREAD,
+    Session,
+    check_run,
+    of_type,
+    run_team,
+    team,
+    team_runs,
+    validate_event,
+)
 from tests.support.paths import PROJECT_ROOT, PROTOCOLS
 
 DELIVERY = load_team(PROJECT_ROOT / "teams" / "delivery.toml")
@@ -854,71 +863,6 @@ class TestParseRunInput:
 
 
 # ── any team run ──────────────────────────────────────────────────────────────
-
-
-@st.composite
-def team_runs(draw: st.DrawFn) -> tuple[str, list[bool], float]:
-    """A team whose coordinator delegates to 1 to 3 workers at once, each of which may think,
-    sleep, ask for approval, fail or delegate to a helper that asks; a parallel budget that
-    may queue them; approval decisions; how long the client takes to answer an interrupt."""
-    count = draw(st.integers(1, 3))
-    budget = draw(st.integers(1, 3))
-    names = ", ".join(f'"w{i}"' for i in range(count))
-    lines = [
-        "[team]",
-        'name = "any"',
-        'coordinator = "lead"',
-        f"parallel_budget = {budget}",
-        "[agents.lead]",
-        'role = "coordinator"',
-        'tools = ["delegate"]',
-        f"delegates_to = [{names}]",
-        "[[agents.lead.turns]]",
-        "steps = [",
-        f'  {{ think = "plan", chunks = {draw(st.integers(1, 2))} }},',
-        '  { say = "delegating" },',
-        "  { delegate = ["
-        + ", ".join(f'{{ agent = "w{i}", task = "job {i}" }}' for i in range(count))
-        + "] },",
-        '  { say = "{outcomes}", chunks = 2 },',
-        "]",
-        "[agents.helper]",
-        'role = "helper"',
-        'tools = ["publish"]',
-        'needs_approval = ["publish"]',
-        "timeout = 8",
-        "[[agents.helper.turns]]",
-        'steps = [ { tool = "publish" }, { say = "helped" } ]',
-    ]
-    for i in range(count):
-        kind = draw(st.sampled_from(["plain", "approval", "fails", "nested"]))
-        steps = []
-        if draw(st.booleans()):
-            steps.append(f'{{ think = "thinking {i}", chunks = 2 }}')
-        steps.append(f"{{ sleep = {draw(st.sampled_from([0, 1, 3]))} }}")
-        tools = []
-        if kind == "approval":
-            tools = ['"publish"']
-            steps.append('{ tool = "publish" }')
-        elif kind == "fails":
-            steps.append('{ fail = "broken" }')
-        elif kind == "nested":
-            tools = ['"delegate"']
-            steps.append('{ delegate = [ { agent = "helper", task = "help" } ] }')
-        steps.append(f'{{ say = "done {i}", chunks = {draw(st.integers(1, 3))} }}')
-        lines += [
-            f"[agents.w{i}]",
-            'role = "worker"',
-            "tools = [" + ", ".join(tools) + "]",
-            'needs_approval = ["publish"]' if kind == "approval" else "",
-            'delegates_to = ["helper"]' if kind == "nested" else "",
-            "timeout = 8",
-            f"[[agents.w{i}.turns]]",
-            "steps = [ " + ", ".join(steps) + " ]",
-        ]
-    decisions = draw(st.lists(st.booleans(), min_size=4, max_size=4))
-    delay = draw(st.sampled_from([0.0, 2.0, 10.0]))
-    return "\n".join(lines), decisions, delay
 
 
 class TestAnyTeamRun:

@@ -18,9 +18,9 @@ from orchestrator.journal import open_journal, open_reader, prune
 from orchestrator.runtime import TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import load_team
+from tests.support.journal import HANDOFF, run_team
 from tests.support.paths import PROJECT_ROOT
 from tests.support.postgres import direct_sql
-from tests.test_journal import HANDOFF, run_team
 
 NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
 TABLES = ("facts", "snapshot_parts", "snapshots", "agent_messages", "session_teams", "sessions")

@@ -61,7 +61,7 @@ from tests.support import python_tools
 from tests.support.daemon import running_daemon
 from tests.support.fake_openai import Answer, Stream, fake_openai, text, tool_calls
 from tests.support.paths import PROJECT_ROOT
-from tests.test_runtime import Harness
+from tests.support.runtime import Harness
 
 pytestmark = pytest.mark.filterwarnings(
     # As in test_backend_openai: httpx's nested stream generators closed by trio's finalizer.

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from orchestrator.core import ApprovalRequested
 from orchestrator.journal import Holder, JournalReader, SessionLocks, lock_path
 from orchestrator.journal._session_locks import command_of
+from tests.support.cli import TEAM, acknowledged, orchestrator, resume
 from tests.support.daemon import connect, running_daemon
-from tests.test_crash import TEAM, acknowledged, orchestrator, resume
 
 SESSION = "ahp-session:/0f6c5d1e-0000-4000-8000-000000000001"
 

@@ -31,9 +31,9 @@ from orchestrator.runtime.backends import backend_factory
 from orchestrator.server._sqlite_following import CHANGES_POLL, HOLDER_CHECK
 from orchestrator.spec import parse_team
 from tests.support.ahp_client import connect_ahp
+from tests.support.cli import TEAM, acknowledged, orchestrator
 from tests.support.daemon import RunningDaemon, connect, running_daemon
 from tests.support.teammates import HeldClock
-from tests.test_crash import TEAM, acknowledged, orchestrator
 
 #: Real seconds of quiet before the clock jumps (it is held while threads work: see
 #: HeldClock).

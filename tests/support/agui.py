@@ -5,15 +5,23 @@ that each run's stream is well formed."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import shutil
+import subprocess
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
+import jsonpatch
 import jsonschema
 import pydantic
+import pytest
 import trio
+import trio.testing
 from ag_ui import core
+from hypothesis import strategies as st
 
 from orchestrator.base import RunError
 from orchestrator.core import Fact
@@ -21,7 +29,7 @@ from orchestrator.protocols import AguiProjector, AguiRunStatus, Event
 from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import TeamSpec, parse_team
-from tests.support.paths import PROTOCOLS
+from tests.support.paths import PROJECT_ROOT, PROTOCOLS
 
 THREAD = "thread-1"
 
@@ -66,7 +74,6 @@ def check_run(events: list[Event]) -> None:
     every message, reasoning span and tool call streamed between its start and end; every
     subagent's events inside its STARTED / FINISHED (or ERROR); nothing left open at a
     RUN_FINISHED; state deltas apply to the state they follow."""
-    import jsonpatch
 
     assert events, "an empty run"
     assert events[0]["type"] == "RUN_STARTED"
@@ -219,3 +226,121 @@ def of_type(events: Iterable[Event], *kinds: str) -> list[Event]:
 def sse(runs: Iterable[Iterable[Mapping[str, Any]]]) -> list[bytes]:
     """Each run's events as one ``text/event-stream`` body."""
     return [b"".join(f"data: {json.dumps(event)}\n\n".encode() for event in run) for run in runs]
+
+
+@st.composite
+def team_runs(draw: st.DrawFn) -> tuple[str, list[bool], float]:
+    """A team whose coordinator delegates to 1 to 3 workers at once, each of which may think,
+    sleep, ask for approval, fail or delegate to a helper that asks; a parallel budget that
+    may queue them; approval decisions; how long the client takes to answer an interrupt."""
+    count = draw(st.integers(1, 3))
+    budget = draw(st.integers(1, 3))
+    names = ", ".join(f'"w{i}"' for i in range(count))
+    lines = [
+        "[team]",
+        'name = "any"',
+        'coordinator = "lead"',
+        f"parallel_budget = {budget}",
+        "[agents.lead]",
+        'role = "coordinator"',
+        'tools = ["delegate"]',
+        f"delegates_to = [{names}]",
+        "[[agents.lead.turns]]",
+        "steps = [",
+        f'  {{ think = "plan", chunks = {draw(st.integers(1, 2))} }},',
+        '  { say = "delegating" },',
+        "  { delegate = ["
+        + ", ".join(f'{{ agent = "w{i}", task = "job {i}" }}' for i in range(count))
+        + "] },",
+        '  { say = "{outcomes}", chunks = 2 },',
+        "]",
+        "[agents.helper]",
+        'role = "helper"',
+        'tools = ["publish"]',
+        'needs_approval = ["publish"]',
+        "timeout = 8",
+        "[[agents.helper.turns]]",
+        'steps = [ { tool = "publish" }, { say = "helped" } ]',
+    ]
+    for i in range(count):
+        kind = draw(st.sampled_from(["plain", "approval", "fails", "nested"]))
+        steps = []
+        if draw(st.booleans()):
+            steps.append(f'{{ think = "thinking {i}", chunks = 2 }}')
+        steps.append(f"{{ sleep = {draw(st.sampled_from([0, 1, 3]))} }}")
+        tools = []
+        if kind == "approval":
+            tools = ['"publish"']
+            steps.append('{ tool = "publish" }')
+        elif kind == "fails":
+            steps.append('{ fail = "broken" }')
+        elif kind == "nested":
+            tools = ['"delegate"']
+            steps.append('{ delegate = [ { agent = "helper", task = "help" } ] }')
+        steps.append(f'{{ say = "done {i}", chunks = {draw(st.integers(1, 3))} }}')
+        lines += [
+            f"[agents.w{i}]",
+            'role = "worker"',
+            "tools = [" + ", ".join(tools) + "]",
+            'needs_approval = ["publish"]' if kind == "approval" else "",
+            'delegates_to = ["helper"]' if kind == "nested" else "",
+            "timeout = 8",
+            f"[[agents.w{i}.turns]]",
+            "steps = [ " + ", ".join(steps) + " ]",
+        ]
+    decisions = draw(st.lists(st.booleans(), min_size=4, max_size=4))
+    delay = draw(st.sampled_from([0.0, 2.0, 10.0]))
+    return "\n".join(lines), decisions, delay
+
+
+CLIENT = PROJECT_ROOT / "tests" / "agui_client"
+
+
+@pytest.fixture(scope="session")
+def run_mjs() -> Path:
+    """The harness, its packages installed with ``npm ci`` from the committed lock (again
+    only when the lock changed)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("node and npm are not on PATH: the official AG-UI client cannot run")
+    digest = hashlib.sha256((CLIENT / "package-lock.json").read_bytes()).hexdigest()
+    stamp = CLIENT / "node_modules" / ".installed-from-lock"
+    if not stamp.exists() or stamp.read_text() != digest:
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"],
+            cwd=CLIENT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        if done.returncode != 0:
+            if any(code in done.stderr for code in NETWORK_ERRORS):
+                pytest.skip(f"npm ci could not reach the registry:\n{done.stderr[-2000:]}")
+            pytest.fail(f"npm ci failed in {CLIENT}:\n{done.stderr[-4000:]}")
+        stamp.write_text(digest)
+    return CLIENT / "run.mjs"
+
+
+async def client(run_mjs: Path, url: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    node = shutil.which("node")
+    assert node is not None
+    with trio.fail_after(120):
+        return await trio.run_process(
+            [node, str(run_mjs), url, *args], capture_stdout=True, capture_stderr=True, check=False
+        )
+
+
+def printed(done: subprocess.CompletedProcess[bytes]) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in done.stdout.decode().splitlines()]
+
+
+#: What npm says when the registry cannot be reached (then the harness cannot be installed).
+NETWORK_ERRORS = (
+    "ENOTFOUND",
+    "EAI_AGAIN",
+    "ECONNREFUSED",
+    "ECONNRESET",
+    "ETIMEDOUT",
+    "ENETUNREACH",
+)

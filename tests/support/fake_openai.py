@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 import trio
+import trio.testing
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
@@ -213,3 +214,18 @@ def usage(prompt: int, completion: int) -> Chunk:
         "choices": [],
         "usage": {"prompt_tokens": prompt, "completion_tokens": completion},
     }
+
+
+def rounds_done(request: Mapping[str, Any]) -> int:
+    """How many rounds of the current turn the model already had (assistant messages since
+    the last user message)."""
+    count = 0
+    for message in reversed(request["messages"]):
+        if message["role"] == "user":
+            break
+        count += message["role"] == "assistant"
+    return count
+
+
+def tool_results(request: Mapping[str, Any]) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "tool"]

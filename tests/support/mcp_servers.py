@@ -23,6 +23,7 @@ The tools:
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import sys
 import time
@@ -34,6 +35,7 @@ from typing import Any
 import anyio
 import mcp_types
 import trio
+import trio.testing
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -162,3 +164,11 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+#: What every stdio server of these tests may see of the test process's environment.
+BASE_ENV = {name: os.environ[name] for name in ("PATH", "HOME", "LANG") if name in os.environ}
+
+
+def seconds(value: float) -> datetime.timedelta:
+    return datetime.timedelta(seconds=value)
