@@ -15,8 +15,9 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("suite")
 
-#: The throwaway PostgreSQL server and the journal fixtures over both databases.
-pytest_plugins = ["tests.support.postgres"]
+#: The throwaway PostgreSQL server and the journal fixtures over both databases; the daemon
+#: marker, set by the fixtures a test takes, and its guard.
+pytest_plugins = ["tests.support.postgres", "tests.support.daemon_marker"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -17,6 +17,9 @@ from tests.support.agui import check_run, client, of_type, printed, run_mjs, val
 from tests.support.ahp_client import connect_ahp
 from tests.support.daemon import ECHO, RunningDaemon, connect, running_daemon
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 __all__ = ["run_mjs"]  # the fixture, for pytest
 
 THREAD = "release-thread-1"

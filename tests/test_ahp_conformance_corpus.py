@@ -14,7 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.paths import PROJECT_ROOT, PROTOCOLS
+
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 UPSTREAM = PROTOCOLS / "ahp" / "test-cases"
 

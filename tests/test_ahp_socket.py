@@ -24,6 +24,9 @@ from orchestrator.server._agent_socket import AgentSocket
 from tests.support.ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
 from tests.support.daemon import ECHO, Client, connect, running_daemon
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 CLIENT = "client-1"
 CLIENT_DEFAULT = "test-client"
 

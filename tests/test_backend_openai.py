@@ -69,10 +69,14 @@ from tests.support.runtime import Harness, wait_for
 # the backend stops reading early ([DONE], a cancelled turn, a broken stream) it closes the
 # response and the outer generator, and trio's finalizer closes the inner ones, with this
 # warning. The connection is released either way; nothing leaks.
-pytestmark = pytest.mark.filterwarnings(
-    r"ignore:Async generator '(httpx|httpcore|httpx_sse)\.[^']*' was garbage collected"
-    ":ResourceWarning"
-)
+# Its tests start servers (tests/support/daemon_marker.py).
+pytestmark = [
+    pytest.mark.daemon,
+    pytest.mark.filterwarnings(
+        r"ignore:Async generator '(httpx|httpcore|httpx_sse)\.[^']*' was garbage collected"
+        ":ResourceWarning"
+    ),
+]
 
 ORCHESTRATOR = (sys.executable, "-m", "orchestrator")
 SHIPPED = str(PROJECT_ROOT / "teams" / "openai-delivery.toml")

@@ -15,6 +15,9 @@ from orchestrator.protocols import project_facts, structure_envelope, unstructur
 from orchestrator.runtime import read_facts
 from tests.support.paths import PROJECT_ROOT
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 DELIVERY = str(PROJECT_ROOT / "teams" / "delivery.toml")
 HANDOFF = str(PROJECT_ROOT / "teams" / "handoff.toml")
 

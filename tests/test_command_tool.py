@@ -81,6 +81,9 @@ from orchestrator.spec import (
 from tests.support.daemon import connect, running_daemon
 from tests.support.paths import PROJECT_ROOT
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 #: Echo the input read from stdin, as JSON, to stdout.
 ECHO_INPUT = "import json, sys; print(json.dumps(json.load(sys.stdin), sort_keys=True))"
 

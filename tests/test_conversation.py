@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 import httpx
+import pytest
 import trio
 import trio.testing
 
@@ -35,6 +36,9 @@ from orchestrator.spec import parse_team
 from tests.support.agui import check_run, validate_event
 from tests.support.ahp_client import connect_ahp
 from tests.support.daemon import ECHO, Client, RunningDaemon, connect, running_daemon
+
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 #: A coordinator whose turn takes a minute (ended while it runs).
 SLOW = """

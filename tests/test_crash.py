@@ -38,6 +38,9 @@ from orchestrator.core import (
 from orchestrator.journal import JournalReader, open_reader
 from tests.support.cli import ROOT, TEAM, acknowledged, orchestrator, resume
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 CRASH_POINTS = int(os.environ.get("CRASH_POINTS", "8"))
 CRASH_SEED = int(os.environ.get("CRASH_SEED", "20261123"))
 DELIVERY_FACTS = 101  # what an uninterrupted delivery run records (checked below)

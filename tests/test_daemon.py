@@ -26,6 +26,9 @@ from tests.support.ahp_client import ROOT, AhpClient, connect_ahp
 from tests.support.daemon import ECHO, Client, RunningDaemon, connect, running_daemon, websocket
 from tests.support.paths import PROJECT_ROOT
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 TASK = "release-1"
 
 

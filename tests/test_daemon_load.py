@@ -23,6 +23,9 @@ from orchestrator.protocols import parse_client_message, project_facts, unstruct
 from orchestrator.server import Limits, ServeConfig, _outbox, parse_serve_config
 from tests.support.daemon import ECHO, Client, RunningDaemon, connect, running_daemon
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 TASK = "release-1"
 #: A client's probe: a well-formed request the session refuses, answered by one event.
 PROBE = {"channel": "agent", "type": "abort", "taskId": "probe"}

@@ -13,10 +13,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import trio
 
 from orchestrator.journal import JournalReader
 from tests.support.daemon import RunningDaemon, connect
+
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 #: A coordinator that delegates two workers that take a few (real) seconds each.
 SLOW = """

@@ -166,6 +166,7 @@ class TestDependencies:
 
 
 class TestVersion:
+    @pytest.mark.daemon
     def test_version_flag_prints_the_installed_version(self) -> None:
         done = cli("--version")
         assert done.returncode == 0
@@ -179,6 +180,7 @@ class TestVersion:
         assert orchestrator._installed_version() == "0+unknown"
 
 
+@pytest.mark.daemon
 class TestInit:
     def test_it_writes_a_starter_directory_that_checks_and_runs(self, tmp_path: Path) -> None:
         target = tmp_path / "my-teams"
@@ -244,6 +246,7 @@ class TestHypercornSeam:
         assert warning["reason"] == "no seam here"
 
 
+@pytest.mark.daemon
 class TestDemoScript:
     """``./scripts/demo`` installs the project only when what it installs from changed."""
 

@@ -89,6 +89,7 @@ class TestFacade:
             assert getattr(orchestrator, name) is not None, name
         assert set(orchestrator.__all__) <= set(dir(orchestrator))
 
+    @pytest.mark.daemon
     def test_importing_the_package_loads_nothing_heavy(self) -> None:
         code = (
             "import sys, orchestrator\n"
@@ -251,6 +252,7 @@ def run_python(code: str, *, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.daemon
 class TestQuietLibrary:
     PROGRAM = """
         import logging, sys
@@ -285,6 +287,7 @@ class TestQuietLibrary:
         assert "INFO:orchestrator.runtime:event='run started'" in done.stderr
 
 
+@pytest.mark.daemon
 class TestExample:
     def test_embed_py_runs_a_team_with_its_own_backend(self, tmp_path: Path) -> None:
         done = subprocess.run(

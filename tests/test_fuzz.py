@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 from typing import Any, Final
 
+import pytest
 import trio
 
 from tests.support.daemon import websocket
@@ -39,6 +40,9 @@ from tests.support.fuzz import (
     run_input,
     view_update,
 )
+
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 SEED: Final = int(os.environ.get("FUZZ_SEED", "20261126"))
 FRAMES: Final = int(os.environ.get("FUZZ_FRAMES", "150"))

@@ -15,6 +15,9 @@ from orchestrator.server import Limits, ServeConfig
 from tests.support.ahp_client import ROOT, connect_ahp
 from tests.support.daemon import ECHO, RunningDaemon, connect, running_daemon, websocket
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 #: Frames the gate refuses, the field it names, and words of its message.
 REFUSED = [
     ('"\\ud800"', "text that cannot be encoded as UTF-8: a lone surrogate \\ud800"),

@@ -307,6 +307,7 @@ class TestFailures:
             services.cancel_scope.cancel()
         assert [f.sequence for f in JournalReader(journal.path).facts(session)] == [1]
 
+    @pytest.mark.daemon
     def test_a_read_only_journal_is_a_clear_error(self, tmp_path: Path) -> None:
         """On a read-only filesystem (a bind mount, made by the test): exit 2 with SQLite's
         reason, and the file unchanged."""
@@ -574,6 +575,7 @@ class TestSnapshots:
         assert opened.last_sequence == runtime.state.last_sequence
 
 
+@pytest.mark.daemon
 class TestCommandLine:
     def orchestrator(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -633,6 +635,7 @@ class TestPostgresInput:
     def orchestrator(self, *args: str) -> subprocess.CompletedProcess[str]:
         return TestCommandLine().orchestrator(*args)
 
+    @pytest.mark.daemon
     def test_a_url_that_does_not_parse(self) -> None:
         done = self.orchestrator("sessions", "--db", "postgresql://me@127.0.0.1:port/journal")
         assert done.returncode == 2, done.stderr
@@ -641,6 +644,7 @@ class TestPostgresInput:
         assert done.returncode == 2, done.stderr
         assert "names no database" in done.stderr
 
+    @pytest.mark.daemon
     def test_a_server_that_is_not_there(self) -> None:
         with socket.socket() as probe:  # a port nobody listens on
             probe.bind(("127.0.0.1", 0))

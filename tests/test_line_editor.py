@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -77,6 +78,7 @@ def read_until(master: int, wanted: bytes, seen: bytearray, timeout: float = 90)
     return True
 
 
+@pytest.mark.daemon
 def test_an_approval_is_answered_under_the_live_tree(tmp_path: Path) -> None:
     """On a terminal: the question shows under the tree naming the worker, the keys typed
     show there too (not echoed over the tree), and the question and decision stay."""

@@ -664,6 +664,7 @@ def nested(depth: int) -> bytes:
     return b"[" * depth + b"]" * depth
 
 
+@pytest.mark.daemon
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 class TestDaemonLogs:
@@ -712,6 +713,7 @@ class TestDaemonLogs:
 # ─── bound_log_context ───────────────────────────────────────────────────────
 
 
+@pytest.mark.daemon
 @settings(max_examples=100)
 @given(
     st.lists(

@@ -30,6 +30,9 @@ from orchestrator.spec import McpServer, ToolDefinition
 from tests.support.mcp_servers import BASE_ENV, STDIO_SERVER, make_server, seconds, serve_http
 from tests.support.paths import PROJECT_ROOT
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 RAW_SERVER = (sys.executable, str(PROJECT_ROOT / "tests" / "support" / "mcp_raw_server.py"))
 TIME_SERVER = (sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC")
 

@@ -36,6 +36,9 @@ from tests.support.fuzz import Fuzzer
 from tests.support.mcp_servers import BASE_ENV, seconds
 from tests.support.paths import PROJECT_ROOT
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 HOSTILE_SERVER = (sys.executable, str(PROJECT_ROOT / "tests" / "support" / "mcp_hostile_server.py"))
 #: The tools the hostile server always lists first.
 CONTROL = ["mcp.h/echo", "mcp.h/answer", "mcp.h/relist"]

@@ -41,6 +41,9 @@ from tests.support.mcp_servers import STDIO_SERVER
 from tests.support.paths import PROJECT_ROOT
 from tests.support.runtime import Harness, run_to_end, wait_for
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 
 async def run_into(harness: Harness, outcomes: list[RunOutcome]) -> None:
     outcomes.append(await run_to_end(harness))

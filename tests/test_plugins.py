@@ -193,6 +193,7 @@ class TestResolution:
         assert "cannot import 'broken_plugin'" in problem
 
 
+@pytest.mark.daemon
 class TestCommandLine:
     def orchestrator(self, plugin_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -298,6 +299,7 @@ class TestCommandLine:
         )
 
 
+@pytest.mark.daemon
 class TestDaemon:
     async def test_serve_answers_with_a_plugin_backend(
         self, installed: Path, tmp_path: Path

@@ -35,6 +35,9 @@ from orchestrator.spec import TeamSpec, parse_team
 from tests.support.fake_openai import Answer, Refusal, Stream, fake_openai, text
 from tests.support.paths import PROJECT_ROOT
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 KEY = "sk-probe-key-do-not-leak"
 
 TEAM = """

@@ -887,6 +887,7 @@ class TestWire:
                 assert None not in (e.payload or {}).values()
 
 
+@pytest.mark.daemon
 class TestPurity:
     def test_the_projection_does_not_import_trio(self) -> None:
         """A pure projection: importing it pulls in no trio."""

@@ -162,6 +162,7 @@ class TestPruneBesideNodes:
             node.close()
 
 
+@pytest.mark.daemon
 class TestCommand:
     def orchestrator(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

@@ -679,6 +679,7 @@ class TestCommandLine:
             f"{bad}: tools.add.python: module 'tests.support.python_tools' has no 'absent'\n"
         )
 
+    @pytest.mark.daemon
     def test_run_with_a_bad_reference_exits_2_naming_the_key_path(self, tmp_path: Path) -> None:
         bad = tmp_path / "bad.toml"
         bad.write_text(ADD_TEAM.replace("{steps}", '{ say = "x" }').replace(":add", ":absent"))
@@ -716,6 +717,7 @@ steps = [ { tool = "add", input = { a = 2, b = 3 } }, { say = "sum: {outcomes}" 
 class TestBesideTheTeamFile:
     """A tool module in the team file's directory imports without ``PYTHONPATH``."""
 
+    @pytest.mark.daemon
     def test_run_imports_a_module_beside_the_team_file(self, tmp_path: Path) -> None:
         """``orchestrator run teams/x.toml`` from elsewhere, ``mytools/maths.py`` beside it
         (no PYTHONPATH): the tool resolves and runs."""
@@ -780,6 +782,7 @@ def tool_results(request: dict[str, Any]) -> list[str]:
     return [m["content"] for m in request["messages"] if m["role"] == "tool"]
 
 
+@pytest.mark.daemon
 async def test_a_model_reads_why_its_input_was_refused_and_calls_again() -> None:
     """The model is offered the derived schema; its first call does not fit it and fails
     (the function is not called), the model reads why and calls again, then answers."""
@@ -811,6 +814,7 @@ async def test_a_model_reads_why_its_input_was_refused_and_calls_again() -> None
     h.finished()
 
 
+@pytest.mark.daemon
 async def test_a_daemon_serves_its_other_teams_and_names_a_bad_reference(
     tmp_path: Path,
 ) -> None:

@@ -45,11 +45,13 @@ def connect_error(cause: OSError) -> httpx.ConnectError:
 
 
 class TestRefused:
+    @pytest.mark.daemon
     async def test_nothing_listening_is_said_with_the_address(self) -> None:
         url, error = await refused()
         port = httpx.URL(url).port
         assert why_unreachable(url, error, timeout=2) == f"nothing listens on 127.0.0.1:{port}"
 
+    @pytest.mark.daemon
     @pytest.mark.parametrize(
         ("port", "hint"), [(11434, ": is Ollama running?"), (1234, ": is LM Studio running?")]
     )
@@ -60,6 +62,7 @@ class TestRefused:
             why_unreachable(url, error, timeout=2) == f"nothing listens on localhost:{port}{hint}"
         )
 
+    @pytest.mark.daemon
     @pytest.mark.parametrize(
         "base",
         [
@@ -75,6 +78,7 @@ class TestRefused:
         _, error = await refused()
         assert not worth_retrying(f"{base}/v1/chat/completions", error)
 
+    @pytest.mark.daemon
     @pytest.mark.parametrize("base", ["http://10.0.0.5:8000", "https://models.example"])
     async def test_a_remote_refusal_is_retried(self, base: str) -> None:
         """A remote host may be restarting behind its address."""

@@ -50,6 +50,9 @@ from tests.support.ahp_client import ROOT, AhpClient, connect_ahp, user_message
 from tests.support.daemon import ECHO, TEAMS, RunningDaemon, connect, running_daemon, websocket
 from tests.support.teammates import slow_team
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 SEED: Final = int(os.environ.get("ROOT_SEED", "20261126"))
 
 NOTIFICATION_PARAMS: Final[dict[str, type]] = {

@@ -226,6 +226,7 @@ class TestWakeBasics:
         assert next_wake(every("1h"), utc("2026-05-05 10:20")) == utc("2026-05-05 11:00")
         assert next_wake(every("90s"), utc("1970-01-01 00:00")) == utc("1970-01-01 00:01:30")
 
+    @pytest.mark.daemon
     def test_result_does_not_depend_on_the_process_time_zone(self) -> None:
         """croniter is given naive wall times: the machine's TZ must not leak in."""
         code = (

@@ -132,6 +132,7 @@ async def _handshake(daemon: RunningDaemon, target: str, host: str) -> int:
                     raise AssertionError("the daemon closed the handshake without an answer")
 
 
+@pytest.mark.daemon
 class TestRebindingBrowser:
     """A page at ``http://attacker.test:PORT`` whose name now resolves to 127.0.0.1."""
 

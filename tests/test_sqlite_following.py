@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import trio
 import trio.testing
 
@@ -34,6 +35,9 @@ from tests.support.ahp_client import connect_ahp
 from tests.support.cli import TEAM, acknowledged, orchestrator
 from tests.support.daemon import RunningDaemon, connect, running_daemon
 from tests.support.teammates import HeldClock
+
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 #: Real seconds of quiet before the clock jumps (it is held while threads work: see
 #: HeldClock).

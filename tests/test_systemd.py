@@ -17,6 +17,9 @@ import pytest
 
 from tests.support.paths import PROJECT_ROOT
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 UNIT = PROJECT_ROOT / "systemd" / "orchestrator.service"
 NODE_UNIT = PROJECT_ROOT / "systemd" / "orchestrator-node@.service"
 

@@ -320,6 +320,7 @@ class TestErrors:
         paths = [p.key_path for p in parse_error(text).problems]
         assert paths[:2] == ["mcp.time.timeout", "mcp.tracker.url"]
 
+    @pytest.mark.daemon
     def test_orchestrator_run_refuses_the_file_with_exit_2(self, tmp_path: Path) -> None:
         path = tmp_path / "team.toml"
         path.write_text(replaced('url = "http://127.0.0.1:9100/mcp"', 'url = "x"\ncommand = ["x"]'))

@@ -22,6 +22,9 @@ from orchestrator.server import Limits, Role, ServeConfig, Token
 from tests.support.daemon import TEAMS, RunningDaemon, running_daemon, websocket
 from tests.support.teammates import slow_team
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 OPERATOR, VIEWER = "operator-token-0123456789", "viewer-token-0123456789"
 TOKENS = ServeConfig(
     tokens=(

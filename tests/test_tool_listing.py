@@ -13,6 +13,9 @@ import pytest
 from orchestrator.cli._tool_listing import signature
 from tests.support.paths import PROJECT_ROOT
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 TOOLS_TEAM = PROJECT_ROOT / "teams" / "tools.toml"
 
 

@@ -41,6 +41,9 @@ from orchestrator.server._auth import Principal
 from tests.support.daemon import ECHO, RunningDaemon, connect, running_daemon
 from tests.support.fuzz import Fuzzer
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 OPERATOR = "web-operator-secret-0123456789"
 VIEWER = "web-viewer-secret-0123456789ab"
 TOOL = "web-tool-secret-0123456789abcd"

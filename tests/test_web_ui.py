@@ -43,6 +43,9 @@ from tests.support.web_browser import (
     team_file,
 )
 
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 #: A coordinator that delegates two workers taking two (real) seconds each; a restart
 #: takes the run up again.
 SLOW = """
