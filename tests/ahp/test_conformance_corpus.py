@@ -54,8 +54,8 @@ def test_a_fixture_set_of_unseen_names_runs_fixture_by_fixture(tmp_path: Path) -
     result = subprocess.run(
         [
             *(sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider"),
-            "tests/test_ahp_roundtrip_fixtures.py::test_round_trip_reencodes_canonically",
-            "tests/test_ahp_reducer_fixtures.py::test_fold_reaches_expected",
+            "tests/ahp/test_roundtrip_fixtures.py::test_round_trip_reencodes_canonically",
+            "tests/ahp/test_reducer_fixtures.py::test_fold_reaches_expected",
         ],
         cwd=PROJECT_ROOT,
         env={**os.environ, "AHP_FIXTURES": str(corpus)},
@@ -64,8 +64,8 @@ def test_a_fixture_set_of_unseen_names_runs_fixture_by_fixture(tmp_path: Path) -
         check=False,
     )
     out = result.stdout
-    round_trip = "tests/test_ahp_roundtrip_fixtures.py::test_round_trip_reencodes_canonically"
-    fold = "tests/test_ahp_reducer_fixtures.py::test_fold_reaches_expected"
+    round_trip = "tests/ahp/test_roundtrip_fixtures.py::test_round_trip_reencodes_canonically"
+    fold = "tests/ahp/test_reducer_fixtures.py::test_fold_reaches_expected"
     assert result.returncode == 1, out
     assert f"PASSED {round_trip}[501-renamed-envelope]" in out
     assert f"PASSED {fold}[601-a-chat-fixture]" in out

@@ -122,7 +122,7 @@ STATUS_BITSET = {"type": "integer", "minimum": 0, "maximum": 2**32 - 1}
 @functools.cache
 def notification_defs() -> dict[str, Any]:
     """The notifications schema's ``$defs``, with SessionStatus as the bitset it is (see
-    tests/test_ahp_schema.py for that known defect)."""
+    tests/ahp/test_schema.py for that known defect)."""
     path = AHP_SCHEMAS / "notifications.schema.json"
     defs: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))["$defs"]
     defs["SessionStatus"] = STATUS_BITSET

@@ -1,6 +1,6 @@
 """Specifications of the session reducer and the ChatSummary helpers.
 
-The conformance fixtures (``tests/test_ahp_reducer_fixtures.py``) pin the upstream semantics
+The conformance fixtures (``tests/ahp/test_reducer_fixtures.py``) pin the upstream semantics
 of every ``session/*`` action; the tests here cover what JSON fixtures cannot: object identity
 of no-ops, the chat catalog operations the runtime applies for thousands of workers, and the
 helpers that keep each ChatSummary equal to the fields its ChatState inlines.

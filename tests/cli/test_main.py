@@ -397,7 +397,7 @@ class TestTeamsCheck:
     def test_an_agent_that_cannot_run_here_is_a_warning(self, where: str) -> None:
         """The file is fine (exit 0); the hosted API with no key set is said, per agent; a
         local server (OPENAI_BASE_URL) needs no key, so nothing is said (``--offline``: the
-        server is not probed, see tests/test_probe.py)."""
+        server is not probed, see tests/runtime/backends/test_probe.py)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
         if where == "local":
             env["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"

@@ -230,7 +230,7 @@ class TestWakeBasics:
     def test_result_does_not_depend_on_the_process_time_zone(self) -> None:
         """croniter is given naive wall times: the machine's TZ must not leak in."""
         code = (
-            "import datetime as dt; from tests.test_schedule import spec, wakes, utc; "
+            "import datetime as dt; from tests.spec.test_schedule import spec, wakes, utc; "
             "print([w.isoformat() for w in wakes(spec('30 2 * * *', 'Europe/Berlin'), "
             "utc('2026-10-23 12:00'), 3)])"
         )
