@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from orchestrator.journal import Durability, open_journal
 from orchestrator.server import Daemon, Limits, LiveSession, assemble
 from orchestrator.spec import parse_team
-from tests.support.daemon import fan_team
+from tests.support.teams import fan_team
 
 ECHO: Final = """
 [team]

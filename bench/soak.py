@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import project_facts, unstructure_envelope
-from tests.support.daemon import fan_team, websocket
+from tests.support.daemon import websocket
 from tests.support.fake_openai import Answer, Stream, fake_openai
 from tests.support.fuzz import (
     CHANNELS,
@@ -62,6 +62,7 @@ from tests.support.fuzz import (
     run_input,
     view_update,
 )
+from tests.support.teams import fan_team
 
 #: WebSocket frames sent before a probe waits for the daemon to have answered them all.
 WINDOW: Final = 200

@@ -15,7 +15,8 @@ from orchestrator.journal import JournalReader
 from orchestrator.server import Limits, ServeConfig
 from tests.support.agui import check_run, client, of_type, printed, run_mjs, validate_event
 from tests.support.ahp_client import connect_ahp
-from tests.support.daemon import ECHO, RunningDaemon, connect, running_daemon
+from tests.support.daemon import RunningDaemon, connect, running_daemon
+from tests.support.teams import ECHO
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
 pytestmark = pytest.mark.daemon

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.support.ahp_client import ROOT, connect_ahp
-from tests.support.daemon import ECHO, running_daemon
+from tests.support.daemon import running_daemon
+from tests.support.teams import ECHO
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
 pytestmark = pytest.mark.daemon

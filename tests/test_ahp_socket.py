@@ -22,7 +22,8 @@ from orchestrator.runtime import FactBus, Subscription
 from orchestrator.server import Limits, Role, ServeConfig, SharedText, Token, _live_session
 from orchestrator.server._agent_socket import AgentSocket
 from tests.support.ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
-from tests.support.daemon import ECHO, Client, connect, running_daemon
+from tests.support.daemon import Client, connect, running_daemon
+from tests.support.teams import ECHO
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
 pytestmark = pytest.mark.daemon

@@ -38,7 +38,7 @@ from tests.support.ahp_client import connect_ahp
 from tests.support.daemon import RunningDaemon, connect
 from tests.support.paths import PROJECT_ROOT
 from tests.support.postgres import direct_sql
-from tests.support.teams import APPROVER
+from tests.support.teams import APPROVER, slow_answer
 
 #: Seconds a lease lasts in these tests (renewed every second, scanned every second).
 TTL = 3.0
@@ -458,18 +458,6 @@ class TestTeammates:
         assert [f.type for f in ran].count("team/runResumed") == 2, "by b, then by a"
 
 
-#: A coordinator that takes a while (longer than the run's lease, unless renewed).
-SLOW = """
-[team]
-name = "slow"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-[[agents.lead.turns]]
-steps = [ { sleep = 5 }, { say = "done at last" } ]
-"""
-
-
 def orchestrator(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "orchestrator", *map(str, args)],
@@ -490,7 +478,7 @@ class TestRunsBesideNodes:
         expired leases, never takes the session over; the run completes as one log."""
         a = nodes("a")
         team = tmp_path / "slow.toml"
-        team.write_text(SLOW, encoding="utf-8")
+        team.write_text(slow_answer(seconds=5, answer="done at last"), encoding="utf-8")
         run = functools.partial(
             orchestrator,
             "run",

@@ -23,8 +23,9 @@ from orchestrator.protocols import envelope_to_json_line, project_facts
 from orchestrator.server import Limits, Role, ServeConfig, Token
 from orchestrator.server._app import BODY_TIMEOUT
 from tests.support.ahp_client import ROOT, AhpClient, connect_ahp
-from tests.support.daemon import ECHO, Client, RunningDaemon, connect, running_daemon, websocket
+from tests.support.daemon import Client, RunningDaemon, connect, running_daemon, websocket
 from tests.support.paths import PROJECT_ROOT
+from tests.support.teams import ECHO
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
 pytestmark = pytest.mark.daemon

@@ -19,8 +19,8 @@ from orchestrator.base import FactLogError, RunError, SessionExistsError, Sessio
 from orchestrator.core import Fact, TeamState
 from orchestrator.server import Daemon, Limits, LiveSession, assemble
 from orchestrator.spec import parse_team
-from tests.support.daemon import ECHO
 from tests.support.teammates import HeldClock
+from tests.support.teams import ECHO
 
 
 @asynccontextmanager

@@ -21,7 +21,8 @@ from orchestrator.base import ConfigError, PeerProtocolError
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import parse_client_message, project_facts, unstructure_envelope
 from orchestrator.server import Limits, ServeConfig, _outbox, parse_serve_config
-from tests.support.daemon import ECHO, Client, RunningDaemon, connect, running_daemon
+from tests.support.daemon import Client, RunningDaemon, connect, running_daemon
+from tests.support.teams import ECHO
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
 pytestmark = pytest.mark.daemon

@@ -28,8 +28,8 @@ import trio.testing
 
 from orchestrator.server import Daemon, DaemonStatistics, Limits, ReclaimStatistics, assemble
 from orchestrator.spec import parse_team
-from tests.support.daemon import fan_team
 from tests.support.teammates import HeldClock
+from tests.support.teams import fan_team
 
 #: A coordinator that hands three tasks to workers every turn, then sums them up.
 FAN = fan_team(3)

@@ -13,7 +13,8 @@ import trio
 from orchestrator.journal import JournalReader
 from orchestrator.server import Limits, ServeConfig
 from tests.support.ahp_client import ROOT, connect_ahp
-from tests.support.daemon import ECHO, RunningDaemon, connect, running_daemon, websocket
+from tests.support.daemon import RunningDaemon, connect, running_daemon, websocket
+from tests.support.teams import ECHO
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
 pytestmark = pytest.mark.daemon

@@ -9,6 +9,7 @@ modules that cover it.
 from __future__ import annotations
 
 import ast
+import inspect
 import socket
 import subprocess
 import sys
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.spec import parse_team
+from tests.support import teams
 from tests.support.daemon_marker import UnmarkedDaemonTestError, is_daemon_test
 from tests.support.paths import PROJECT_ROOT
 
@@ -246,3 +249,27 @@ class TestDaemonMarker:
                 return None
 
         assert is_daemon_test(Item()) is marked  # type: ignore[arg-type]
+
+
+def test_every_named_team_document_is_a_team_the_parser_takes() -> None:
+    """tests/support/teams.py: each constant, and each function with its defaults."""
+    documents = {
+        name: value
+        for name, value in vars(teams).items()
+        if name.isupper() and isinstance(value, str)
+    }
+    functions = {
+        "fanout": teams.fanout(),
+        "approvals": teams.approvals(),
+        "slow_delegation": teams.slow_delegation(),
+        "slow_answer": teams.slow_answer(seconds=1, answer="done"),
+        "fan_team": teams.fan_team(2),
+    }
+    public = {
+        name
+        for name, value in vars(teams).items()
+        if inspect.isfunction(value) and value.__module__ == teams.__name__
+    }
+    assert public == set(functions), "a new team function: add it here"
+    for name, text in (documents | functions).items():
+        parse_team(text, file=f"{name}.toml")

@@ -47,8 +47,9 @@ from orchestrator.server._root_channel import (
 )
 from tests.support import strategies
 from tests.support.ahp_client import ROOT, AhpClient, connect_ahp, user_message
-from tests.support.daemon import ECHO, TEAMS, RunningDaemon, connect, running_daemon, websocket
+from tests.support.daemon import TEAMS, RunningDaemon, connect, running_daemon, websocket
 from tests.support.teammates import slow_team
+from tests.support.teams import ECHO
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
 pytestmark = pytest.mark.daemon

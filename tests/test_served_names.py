@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from orchestrator.base import ConfigError
 from orchestrator.server import ServeConfig, host_name, is_served, parse_serve_config
-from tests.support.daemon import ECHO, RunningDaemon, running_daemon
+from tests.support.daemon import RunningDaemon, running_daemon
+from tests.support.teams import ECHO
 
 TEAMS = {"echo": ECHO}
 

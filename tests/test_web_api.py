@@ -38,8 +38,9 @@ from orchestrator.server import (
     _web,
 )
 from orchestrator.server._auth import Principal
-from tests.support.daemon import ECHO, RunningDaemon, connect, running_daemon
+from tests.support.daemon import RunningDaemon, connect, running_daemon
 from tests.support.fuzz import Fuzzer
+from tests.support.teams import ECHO
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
 pytestmark = pytest.mark.daemon

@@ -36,7 +36,8 @@ from orchestrator.runtime import (
     configure_logging,
 )
 from orchestrator.server import Limits, Role, ServeConfig, Token, serve
-from tests.support.daemon import ECHO, connect, running_daemon
+from tests.support.daemon import connect, running_daemon
+from tests.support.teams import ECHO
 
 TOKEN = "tok-3f9a1c7e5b2d4068"  # a daemon token: registered, redacted by its exact value
 KEY = "sk-proj-Zq8W3eR5tY7uI9oP1aS"  # an OpenAI-style key: redacted by its shape

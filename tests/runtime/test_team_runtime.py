@@ -89,13 +89,8 @@ from orchestrator.runtime import (
 )
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import AgentSpec, parse_team
-from tests.support.runtime import (
-    HARNESSES,
-    Harness,
-    fanout,
-    run_to_end,
-    wait_for,
-)
+from tests.support.runtime import HARNESSES, Harness, fanout, run_to_end, wait_for
+from tests.support.teams import ASK, approvals
 
 
 @pytest.fixture(autouse=True)
@@ -372,40 +367,9 @@ class TestDelegation:
         h.finished()
 
 
-APPROVAL = """
-[team]
-name = "approvals"
-coordinator = "lead"
-
-[agents.lead]
-role = "coordinator"
-tools = ["delegate"]
-delegates_to = ["worker"]
-{lead_extra}
-
-[[agents.lead.turns]]
-steps = [
-  {{ delegate = [ {{ agent = "worker", task = "publish it" }} ] }},
-  {{ say = "{{outcomes}}" }},
-]
-
-[agents.worker]
-role = "publisher"
-tools = ["publish"]
-needs_approval = ["publish"]
-approved_by = "{approver}"
-
-[agents.worker.tool_results]
-publish = "published"
-
-[[agents.worker.turns]]
-steps = [ {{ tool = "publish", input = {{ target = "site" }} }}, {{ say = "after: {{outcomes}}" }} ]
-"""
-
-
 class TestApprovals:
     async def _run_with_decision(self, approved: bool) -> Harness:
-        h = Harness(parse_team(APPROVAL.format(approver="user", lead_extra=""), file="a.toml"))
+        h = Harness(parse_team(approvals(approver="user"), file="a.toml"))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_to_end, h)
             fact = await wait_for(h, lambda f: isinstance(f.action, ApprovalRequested))
@@ -492,7 +456,7 @@ class TestApprovals:
     ) -> None:
         """approved_by = coordinator routes the request to the coordinator chat, which
         approves the tools its ``approves`` list names and denies the others."""
-        team = APPROVAL.format(approver="coordinator", lead_extra=f"approves = {approves}")
+        team = approvals(approver="coordinator", lead_extra=f"approves = {approves}")
         h = Harness(parse_team(team, file="a.toml"))
         outcome = await run_to_end(h)
         assert outcome.status is RunStatus.COMPLETED
@@ -505,14 +469,14 @@ class TestApprovals:
 
     def test_routing_to_a_coordinator_without_a_policy_is_a_team_file_error(self) -> None:
         with pytest.raises(TeamFileError, match=r"agents\.worker\.approved_by: routes its"):
-            parse_team(APPROVAL.format(approver="coordinator", lead_extra=""), file="a.toml")
+            parse_team(approvals(approver="coordinator"), file="a.toml")
 
     async def test_an_approval_is_withdrawn_when_its_worker_stops(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
         """A worker that times out while its tool call waits for a decision withdraws the
         request: nothing stays pending, and a late answer is refused with the reason."""
-        team = APPROVAL.format(approver="user", lead_extra="").replace(
+        team = approvals(approver="user").replace(
             'approved_by = "user"', 'approved_by = "user"\ntimeout = 30'
         )
         h = Harness(parse_team(team, file="a.toml"))
@@ -532,7 +496,7 @@ class TestApprovals:
     ) -> None:
         """Two answers at once (two clients, say): one is applied, the other is told it came
         too late, never both told that theirs was applied."""
-        h = Harness(parse_team(APPROVAL.format(approver="user", lead_extra=""), file="a.toml"))
+        h = Harness(parse_team(approvals(approver="user"), file="a.toml"))
         errors: list[str] = []
         applied: list[bool] = []
 
@@ -560,18 +524,6 @@ class TestApprovals:
         h = Harness(fanout())
         with pytest.raises(RunError, match="no pending approval 'approval-9'"):
             await h.runtime.resolve_approval("approval-9", approved=True)
-
-
-ASK = """
-[team]
-name = "asking"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-tools = ["ask"]
-[[agents.lead.turns]]
-steps = [ { ask = "Which version?" }, { say = "Releasing {outcomes}" } ]
-"""
 
 
 class TestAnswers:
@@ -1092,7 +1044,7 @@ class TestConversation:
     async def test_an_approval_records_who_decided(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
-        h = Harness(parse_team(APPROVAL.format(approver="user", lead_extra=""), file="a.toml"))
+        h = Harness(parse_team(approvals(approver="user"), file="a.toml"))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_to_end, h)
             fact = await wait_for(h, lambda f: isinstance(f.action, ApprovalRequested))

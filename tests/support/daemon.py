@@ -22,46 +22,6 @@ from orchestrator.server import Limits, ServeConfig, serve
 from tests.support.paths import PROJECT_ROOT
 
 TEAMS = PROJECT_ROOT / "teams"
-#: A coordinator that answers every prompt at once (turns beyond the script: a default reply).
-ECHO = """
-[team]
-name = "echo"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-[[agents.lead.turns]]
-steps = [ { say = "first answer", chunks = 2 } ]
-[[agents.lead.turns]]
-steps = [ { say = "second answer" } ]
-"""
-
-
-def fan_team(prompts: int) -> str:
-    """A team whose coordinator hands three tasks to workers on each of ``prompts`` prompts,
-    then sums them up (the memory test and benchmarks run it)."""
-    turn = """
-[[agents.lead.turns]]
-steps = [ { delegate = [ { agent = "worker", task = "one" }, { agent = "worker", task = "two" },
-                         { agent = "worker", task = "three" } ] },
-          { say = "done: {outcomes}", chunks = 2 } ]
-"""
-    return (
-        """
-[team]
-name = "fan"
-coordinator = "lead"
-parallel_budget = 3
-[agents.lead]
-role = "coordinator"
-tools = ["delegate"]
-delegates_to = ["worker"]
-[agents.worker]
-role = "works"
-[[agents.worker.turns]]
-steps = [ { say = "finished {task}", chunks = 3 } ]
-"""
-        + turn * prompts
-    )
 
 
 @attrs.define

@@ -34,7 +34,7 @@ import trio
 from orchestrator.base import PeerProtocolError, RpcError
 from orchestrator.protocols import parse_call, parse_client_message, parse_request
 from tests.support.ahp_client import ROOT
-from tests.support.daemon import ECHO
+from tests.support.teams import ECHO
 
 MAX_FRAME_BYTES: Final = 65_536
 

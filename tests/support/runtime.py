@@ -14,39 +14,14 @@ from orchestrator.core import Backend, Fact, TaskStarted, TeamState, build_graph
 from orchestrator.runtime import Ids, MemoryFactLog, RunOutcome, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import AgentSpec, TeamSpec, parse_team
-
-FANOUT = """
-[team]
-name = "fanout"
-parallel_budget = {budget}
-coordinator = "lead"
-
-[agents.lead]
-role = "coordinator"
-tools = ["delegate"]
-delegates_to = ["worker"]
-
-[[agents.lead.turns]]
-steps = [
-  {{ delegate = [ {{ agent = "worker", task = "alpha" }}, {{ agent = "worker", task = "beta" }},
-                 {{ agent = "worker", task = "gamma" }} ] }},
-  {{ say = "All done:\\n{{outcomes}}" }},
-]
-
-[agents.worker]
-role = "researcher"
-{worker_extra}
-
-[[agents.worker.turns]]
-steps = [ {worker_steps} ]
-"""
+from tests.support.teams import fanout as fanout_toml
 
 
 def fanout(
     *, budget: int = 3, worker_steps: str = '{ say = "did {task}" }', worker_extra: str = ""
 ) -> TeamSpec:
     return parse_team(
-        FANOUT.format(budget=budget, worker_steps=worker_steps, worker_extra=worker_extra),
+        fanout_toml(budget=budget, worker_steps=worker_steps, worker_extra=worker_extra),
         file="fanout.toml",
     )
 
