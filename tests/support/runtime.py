@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 import attrs
+import pytest
 import trio
 import trio.testing
 
@@ -109,3 +110,13 @@ async def wait_for(harness: Harness, predicate: Callable[[Fact], bool]) -> Fact:
                 if predicate(fact):
                     return fact
             await trio.sleep(0.01)
+
+
+@pytest.fixture
+def every_scenario_is_checked() -> Iterator[None]:
+    """After the test, each run it made passes :meth:`Harness.finished`: no sequence gaps,
+    the delegation graph's consistency rules, live state equal to a fold of the log."""
+    HARNESSES.clear()
+    yield
+    for harness in HARNESSES:
+        harness.finished()

@@ -179,3 +179,51 @@ role = "coordinator"
 [[agents.lead.turns]]
 steps = [ {{ sleep = {seconds} }}, {{ say = "{answer}" }} ]
 """
+
+
+SLOW_WORKERS = """
+[team]
+name = "slow"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "one" }, { agent = "worker", task = "two" } ] },
+          { say = "{outcomes}" } ]
+[[agents.lead.turns]]
+steps = [ { say = "second turn" } ]
+[agents.worker]
+role = "r"
+[[agents.worker.turns]]
+steps = [ { sleep = 100 }, { say = "finished {task}" } ]
+"""
+"""A coordinator that delegates two workers who sleep 100 s (on a mock clock: until a test
+cancels, steers or ends them), and has a second turn."""
+
+
+NESTED = """
+[team]
+name = "nested"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["manager"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "manager", task = "organise" } ] }, { say = "{outcomes}" } ]
+[agents.manager]
+role = "manager"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[[agents.manager.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "a" }, { agent = "worker", task = "b" } ] },
+          { say = "{outcomes}" } ]
+[agents.worker]
+role = "r"
+[[agents.worker.turns]]
+steps = [ { sleep = 100 }, { say = "finished {task}" } ]
+"""
+"""A coordinator that delegates to a manager who delegates two sleeping workers: a tree
+three levels deep to cancel."""
