@@ -16,8 +16,14 @@ settings.register_profile("suite", deadline=None, suppress_health_check=[HealthC
 settings.load_profile("suite")
 
 #: The throwaway PostgreSQL server and the journal fixtures over both databases; the daemon
-#: marker, set by the fixtures a test takes, and its guard; the runtime harness's check.
-pytest_plugins = ["tests.support.postgres", "tests.support.daemon_marker", "tests.support.runtime"]
+#: marker, set by the fixtures a test takes, and its guard; the runtime harness's check; the
+#: official AG-UI client's packages (run_mjs).
+pytest_plugins = [
+    "tests.support.postgres",
+    "tests.support.daemon_marker",
+    "tests.support.runtime",
+    "tests.support.agui",
+]
 
 
 def pytest_configure(config: pytest.Config) -> None:

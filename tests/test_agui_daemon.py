@@ -13,7 +13,7 @@ import pytest
 from orchestrator.core import build_graph
 from orchestrator.journal import JournalReader
 from orchestrator.server import Limits, ServeConfig
-from tests.support.agui import check_run, client, of_type, printed, run_mjs, validate_event
+from tests.support.agui import check_run, client, of_type, printed, validate_event
 from tests.support.ahp_client import connect_ahp
 from tests.support.daemon import RunningDaemon, connect, running_daemon
 from tests.support.teams import ECHO
@@ -21,7 +21,6 @@ from tests.support.teams import ECHO
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
 pytestmark = pytest.mark.daemon
 
-__all__ = ["run_mjs"]  # the fixture, for pytest
 
 THREAD = "release-thread-1"
 
