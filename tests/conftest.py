@@ -13,6 +13,9 @@ from hypothesis import HealthCheck, settings
 # is slow") fail at random when two xdist workers share two busy cores. The examples, their
 # number and the seed's determinism are unchanged.
 settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The quick loop (--hypothesis-profile=quick, with -m "not daemon"): ten examples a property
+# where a test does not set its own number; the suite runs hypothesis's hundred.
+settings.register_profile("quick", parent=settings.get_profile("suite"), max_examples=10)
 settings.load_profile("suite")
 
 #: The throwaway PostgreSQL server and the journal fixtures over both databases; the daemon
