@@ -1,6 +1,6 @@
 """Several nodes serving many concurrent sessions on one PostgreSQL journal (issue 21).
 
-One throwaway PostgreSQL cluster (``tests/postgres.py``, ``fsync=on`` unless
+One throwaway PostgreSQL cluster (``tests/support/postgres.py``, ``fsync=on`` unless
 ``--pg-fsync off``), ``--nodes`` real ``orchestrator serve`` processes on it (3), and
 ``--sessions`` clients (300) in this process, spread over the nodes: client *i* opens its
 session on node *i mod nodes* (``/ws?team=``), which then owns it (holds its lease). Each
@@ -82,8 +82,8 @@ from trio_websocket import ConnectionClosed, HandshakeError
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.daemon import websocket
-from tests.postgres import PostgresServer, find_postgres_binaries, start_postgres
+from tests.support.daemon import websocket
+from tests.support.postgres import PostgresServer, find_postgres_binaries, start_postgres
 
 #: Clients opening their sessions at once (a node's listen backlog is 100).
 OPENING_AT_ONCE = 20

@@ -37,7 +37,7 @@ from orchestrator.journal import Durability, open_journal
 from orchestrator.server import assemble
 from orchestrator.sessions import Daemon, Limits, LiveSession
 from orchestrator.spec import parse_team
-from tests.daemon import fan_team
+from tests.support.teams import fan_team
 
 ECHO: Final = """
 [team]

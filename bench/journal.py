@@ -1,7 +1,7 @@
 """Journal benchmarks: append throughput, and the time to open a stored session.
 
 Each figure is on SQLite, on PostgreSQL, or on both side by side (``--db``; PostgreSQL's
-is a throwaway cluster started as the tests start one, ``tests/postgres.py``, with
+is a throwaway cluster started as the tests start one, ``tests/support/postgres.py``, with
 ``fsync=on`` unless ``--pg-fsync off``), the median of ``--repeat`` runs (3) alternating
 between the databases, with the load average around it (the machine is shared).
 
@@ -86,7 +86,7 @@ from orchestrator.journal import (
     open_reader,
 )
 from orchestrator.runtime import configure_logging, tune_gc
-from tests.postgres import find_postgres_binaries, start_postgres
+from tests.support.postgres import find_postgres_binaries, start_postgres
 
 SESSION = "ahp-session:/bench"
 CHAT = "ahp-chat:/bench-lead"
@@ -146,7 +146,7 @@ class Target:
     the throwaway cluster) and forgets it afterwards."""
 
     name: str
-    server: Any = None  # tests.postgres.PostgresServer, for "postgresql"
+    server: Any = None  # tests.support.postgres.PostgresServer, for "postgresql"
     _tmp: list[tempfile.TemporaryDirectory[str]] = attrs.field(factory=list)
 
     def make(self) -> Db:

@@ -7,7 +7,7 @@
   and with them (a daemon's: each transaction fences its sessions with a ``SELECT ...
   FOR SHARE`` of their lease rows); facts a second, best of 3.
 
-A throwaway PostgreSQL cluster is started as the tests start it (``tests/postgres.py``:
+A throwaway PostgreSQL cluster is started as the tests start it (``tests/support/postgres.py``:
 ``fsync=off``, so the figures are the journal's and the server's work, not the disk's).
 
     .venv/bin/python bench/leases.py
@@ -27,8 +27,8 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from orchestrator.journal import Journal, PostgresLeases, open_journal
-from tests.postgres import find_postgres_binaries, start_postgres
-from tests.test_bus import facts
+from tests.support.facts import facts
+from tests.support.postgres import find_postgres_binaries, start_postgres
 
 SESSION = "ahp-session:/00000000-0000-0000-0000-000000000001"
 

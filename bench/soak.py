@@ -1,7 +1,7 @@
 """Soak: hostile input on every endpoint for a long time, and kill -9 under load.
 
 Two parts, each against ``orchestrator serve`` as its own process (tokens configured, JSON
-logs kept), with the harness and the seeded fuzzer of ``tests/fuzz.py``:
+logs kept), with the harness and the seeded fuzzer of ``tests/support/fuzz.py``:
 
 * **frames**: ``--frames`` hostile frames or bodies per endpoint (``/ws``, ``/teammates``,
   ``/ahp``, ``/callback``, ``/agui``) and hostile model chunks, while a bystander session runs
@@ -47,9 +47,9 @@ sys.path.insert(0, str(ROOT))
 
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import project_facts, unstructure_envelope
-from tests.daemon import fan_team, websocket
-from tests.fake_openai import Answer, Stream, fake_openai
-from tests.fuzz import (
+from tests.support.daemon import websocket
+from tests.support.fake_openai import Answer, Stream, fake_openai
+from tests.support.fuzz import (
     CHANNELS,
     CHUNK,
     OPERATOR,
@@ -62,6 +62,7 @@ from tests.fuzz import (
     run_input,
     view_update,
 )
+from tests.support.teams import fan_team
 
 #: WebSocket frames sent before a probe waits for the daemon to have answered them all.
 WINDOW: Final = 200

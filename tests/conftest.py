@@ -1,11 +1,9 @@
-"""Shared test configuration: where the protocol fixtures live, and hypothesis's profile."""
+"""Shared test configuration: the PostgreSQL fixtures, hypothesis's profile, the state directory."""
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import tempfile
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -15,32 +13,20 @@ from hypothesis import HealthCheck, settings
 # is slow") fail at random when two xdist workers share two busy cores. The examples, their
 # number and the seed's determinism are unchanged.
 settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The quick loop (--hypothesis-profile=quick, with -m "not daemon"): ten examples a property
+# where a test does not set its own number; the suite runs hypothesis's hundred.
+settings.register_profile("quick", parent=settings.get_profile("suite"), max_examples=10)
 settings.load_profile("suite")
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-#: The throwaway PostgreSQL server and the journal fixtures over both databases.
-pytest_plugins = ["tests.postgres"]
-
-#: Public schemas and fixtures of the protocols we implement, copied byte for byte with their
-#: licences (see protocols/SOURCES.md), so a clean clone tests without anything beside it.
-PROTOCOLS = Path(__file__).resolve().parent / "protocols"
-AHP_SCHEMAS = PROTOCOLS / "ahp" / "schema"
-
-
-def back_to_schema_4(connection: sqlite3.Connection) -> None:
-    """Make a journal of this version one of schema 4: the team files back in the sessions
-    rows, no checksums (nor the history's, schema 7), no chats table."""
-    connection.execute("DROP TABLE chats")
-    connection.execute(
-        "UPDATE sessions SET team_toml = (SELECT team_toml FROM session_teams AS t "
-        "WHERE t.session = sessions.session)"
-    )
-    connection.execute("DROP TABLE session_teams")
-    for table in ("facts", "snapshots", "snapshot_parts", "agent_messages"):
-        connection.execute(f"ALTER TABLE {table} DROP COLUMN checksum")
-    connection.execute("PRAGMA user_version=4")
-    connection.commit()
+#: The throwaway PostgreSQL server and the journal fixtures over both databases; the daemon
+#: marker, set by the fixtures a test takes, and its guard; the runtime harness's check; the
+#: official AG-UI client's packages (run_mjs).
+pytest_plugins = [
+    "tests.support.postgres",
+    "tests.support.daemon_marker",
+    "tests.support.runtime",
+    "tests.support.agui",
+]
 
 
 def pytest_configure(config: pytest.Config) -> None:

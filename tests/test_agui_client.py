@@ -8,10 +8,7 @@ client's own verifier checks every event's order; the harness prints each event 
 
 from __future__ import annotations
 
-import hashlib
 import json
-import shutil
-import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,47 +22,8 @@ from hypercorn.trio import serve
 
 from orchestrator.protocols import ResumeDecision, RunRequest, parse_run_input
 from orchestrator.spec import load_team
-
-from .agui import run_team, sse, team
-from .conftest import PROJECT_ROOT
-
-CLIENT = Path(__file__).resolve().parent / "agui_client"
-
-#: What npm says when the registry cannot be reached (then the harness cannot be installed).
-NETWORK_ERRORS = (
-    "ENOTFOUND",
-    "EAI_AGAIN",
-    "ECONNREFUSED",
-    "ECONNRESET",
-    "ETIMEDOUT",
-    "ENETUNREACH",
-)
-
-
-@pytest.fixture(scope="session")
-def run_mjs() -> Path:
-    """The harness, its packages installed with ``npm ci`` from the committed lock (again
-    only when the lock changed)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are not on PATH: the official AG-UI client cannot run")
-    digest = hashlib.sha256((CLIENT / "package-lock.json").read_bytes()).hexdigest()
-    stamp = CLIENT / "node_modules" / ".installed-from-lock"
-    if not stamp.exists() or stamp.read_text() != digest:
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"],
-            cwd=CLIENT,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        if done.returncode != 0:
-            if any(code in done.stderr for code in NETWORK_ERRORS):
-                pytest.skip(f"npm ci could not reach the registry:\n{done.stderr[-2000:]}")
-            pytest.fail(f"npm ci failed in {CLIENT}:\n{done.stderr[-4000:]}")
-        stamp.write_text(digest)
-    return CLIENT / "run.mjs"
+from tests.support.agui import client, printed, run_team, sse, team
+from tests.support.paths import PROJECT_ROOT
 
 
 @attrs.define
@@ -111,19 +69,6 @@ async def replaying(bodies: list[bytes]) -> AsyncIterator[Replay]:
         server.url = binds[0].rstrip("/") + "/agui?team=delivery"
         yield server
         nursery.cancel_scope.cancel()
-
-
-async def client(run_mjs: Path, url: str, *args: str) -> subprocess.CompletedProcess[bytes]:
-    node = shutil.which("node")
-    assert node is not None
-    with trio.fail_after(120):
-        return await trio.run_process(
-            [node, str(run_mjs), url, *args], capture_stdout=True, capture_stderr=True, check=False
-        )
-
-
-def printed(done: subprocess.CompletedProcess[bytes]) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in done.stdout.decode().splitlines()]
 
 
 class TestOfficialClient:

@@ -14,13 +14,14 @@ from orchestrator.core import build_graph
 from orchestrator.journal import JournalReader
 from orchestrator.server import ServeConfig
 from orchestrator.sessions import Limits
+from tests.support.agui import check_run, client, of_type, printed, validate_event
+from tests.support.ahp_client import connect_ahp
+from tests.support.daemon import RunningDaemon, connect, running_daemon
+from tests.support.teams import ECHO
 
-from .agui import check_run, of_type, validate_event
-from .ahp_client import connect_ahp
-from .daemon import ECHO, RunningDaemon, connect, running_daemon
-from .test_agui_client import client, printed, run_mjs
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
-__all__ = ["run_mjs"]  # the fixture, for pytest
 
 THREAD = "release-thread-1"
 

@@ -43,9 +43,11 @@ from orchestrator.ahp.state import ChatState, SessionState
 from orchestrator.core import Fact, TeamState
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import channel_envelopes
+from tests.support.ahp_client import ROOT, AhpClient, connect_ahp, user_message
+from tests.support.daemon import running_daemon
 
-from .ahp_client import ROOT, AhpClient, connect_ahp, user_message
-from .daemon import running_daemon
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 #: The time the watcher's reducers stamp (a client's own clock, never the host's).
 CLIENT_CLOCK = "1999-01-01T00:00:00.000Z"

@@ -8,11 +8,16 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from .ahp_client import ROOT, connect_ahp
-from .daemon import ECHO, running_daemon
+from tests.support.ahp_client import ROOT, connect_ahp
+from tests.support.daemon import running_daemon
+from tests.support.teams import ECHO
+
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),

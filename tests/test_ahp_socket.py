@@ -22,9 +22,12 @@ from orchestrator.runtime import FactBus, Subscription
 from orchestrator.server import Role, ServeConfig, Token, _hypercorn_ws
 from orchestrator.server._agent_socket import AgentSocket
 from orchestrator.sessions import Limits, SharedText, _live_session
+from tests.support.ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
+from tests.support.daemon import Client, connect, running_daemon
+from tests.support.teams import ECHO
 
-from .ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
-from .daemon import ECHO, Client, connect, running_daemon
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 CLIENT = "client-1"
 CLIENT_DEFAULT = "test-client"

@@ -34,11 +34,11 @@ import trio
 
 from orchestrator.core import build_graph, teammate_uri
 from orchestrator.journal import open_reader
-
-from .ahp_client import connect_ahp
-from .conftest import PROJECT_ROOT
-from .daemon import RunningDaemon, connect
-from .postgres import direct_sql
+from tests.support.ahp_client import connect_ahp
+from tests.support.daemon import RunningDaemon, connect
+from tests.support.paths import PROJECT_ROOT
+from tests.support.postgres import direct_sql
+from tests.support.teams import APPROVER, slow_answer
 
 #: Seconds a lease lasts in these tests (renewed every second, scanned every second).
 TTL = 3.0
@@ -90,23 +90,6 @@ steps = [ { say = "tock" } ]
 """
 
 
-#: A coordinator whose one tool call waits for the user's approval, with nothing else going:
-#: once the request is out, the node writes nothing until it is decided.
-APPROVER = """
-[team]
-name = "approver"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-tools = ["publish"]
-needs_approval = ["publish"]
-approved_by = "user"
-[agents.lead.tool_results]
-publish = "published"
-[[agents.lead.turns]]
-steps = [ { tool = "publish", input = { target = "release page" } },
-          { say = "The release notes are ready." } ]
-"""
 #: A conversation whose every turn delegates to a worker (a turn of several facts, started
 #: at once when a prompt is queued to the idle coordinator).
 CONVERSATION = """
@@ -475,18 +458,6 @@ class TestTeammates:
         assert [f.type for f in ran].count("team/runResumed") == 2, "by b, then by a"
 
 
-#: A coordinator that takes a while (longer than the run's lease, unless renewed).
-SLOW = """
-[team]
-name = "slow"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-[[agents.lead.turns]]
-steps = [ { sleep = 5 }, { say = "done at last" } ]
-"""
-
-
 def orchestrator(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "orchestrator", *map(str, args)],
@@ -507,7 +478,7 @@ class TestRunsBesideNodes:
         expired leases, never takes the session over; the run completes as one log."""
         a = nodes("a")
         team = tmp_path / "slow.toml"
-        team.write_text(SLOW, encoding="utf-8")
+        team.write_text(slow_answer(seconds=5, answer="done at last"), encoding="utf-8")
         run = functools.partial(
             orchestrator,
             "run",

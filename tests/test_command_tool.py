@@ -78,9 +78,11 @@ from orchestrator.spec import (
     parse_team,
     tool_definitions,
 )
+from tests.support.daemon import connect, running_daemon
+from tests.support.paths import PROJECT_ROOT
 
-from .conftest import PROJECT_ROOT
-from .daemon import connect, running_daemon
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 #: Echo the input read from stdin, as JSON, to stdout.
 ECHO_INPUT = "import json, sys; print(json.dumps(json.load(sys.stdin), sort_keys=True))"

@@ -36,21 +36,13 @@ from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.server import ServeConfig
 from orchestrator.sessions import Limits
 from orchestrator.spec import parse_team
+from tests.support.agui import check_run, validate_event
+from tests.support.ahp_client import connect_ahp
+from tests.support.daemon import Client, RunningDaemon, connect, running_daemon
+from tests.support.teams import ECHO, slow_answer
 
-from .agui import check_run, validate_event
-from .ahp_client import connect_ahp
-from .daemon import ECHO, Client, RunningDaemon, connect, running_daemon
-
-#: A coordinator whose turn takes a minute (ended while it runs).
-SLOW = """
-[team]
-name = "slow"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-[[agents.lead.turns]]
-steps = [ { sleep = 60 }, { say = "late" } ]
-"""
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 
 def team_events(client: Client) -> list[dict[str, Any]]:
@@ -169,7 +161,9 @@ class TestEnding:
         self, tmp_path: Path
     ) -> None:
         async with (
-            running_daemon(tmp_path, teams={"slow": SLOW}) as daemon,
+            running_daemon(
+                tmp_path, teams={"slow": slow_answer(seconds=60, answer="late")}
+            ) as daemon,
             connect(daemon) as client,
         ):
             init = await client.until_type("init")

@@ -22,51 +22,28 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
 
 import pytest
 
 from orchestrator.core import (
     ApprovalDecision,
     ApprovalRequested,
-    Fact,
     RunResumed,
     RunStatus,
     TeamState,
     build_graph,
-    decode_fact,
     is_interrupted,
     resume_point,
 )
 from orchestrator.journal import JournalReader, open_reader
+from tests.support.cli import ROOT, TEAM, acknowledged, orchestrator, resume
 
-ROOT = Path(__file__).resolve().parent.parent
-TEAM = ROOT / "teams" / "delivery.toml"
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 CRASH_POINTS = int(os.environ.get("CRASH_POINTS", "8"))
 CRASH_SEED = int(os.environ.get("CRASH_SEED", "20261123"))
 DELIVERY_FACTS = 101  # what an uninterrupted delivery run records (checked below)
-
-
-def orchestrator(
-    *args: str | Path, stdin: int | IO[Any] | None = subprocess.DEVNULL
-) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", *map(str, args)],
-        stdin=stdin,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-
-
-def acknowledged(path: Path) -> list[Fact]:
-    """The whole lines of the ``--facts`` mirror (a kill can tear the last one)."""
-    if not path.exists():
-        return []
-    text = path.read_text(encoding="utf-8")
-    lines = text[: text.rfind("\n") + 1].splitlines()
-    return [decode_fact(json.loads(line)) for line in lines]
 
 
 def kill_after(process: subprocess.Popen[str], mirror: Path, lines: int) -> bool:
@@ -92,12 +69,6 @@ def same_state(a: TeamState, b: TeamState) -> None:
     assert a.members == b.members
     assert a.tasks == b.tasks
     assert a.approvals == b.approvals
-
-
-def resume(db: Path | str, session: str, *extra: str | Path) -> subprocess.CompletedProcess[str]:
-    process = orchestrator("resume", session, "--db", db, "--plain", "--approve", "auto", *extra)
-    out, err = process.communicate(timeout=120)
-    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
 def test_kill_9_at_seeded_points_loses_nothing_acknowledged(

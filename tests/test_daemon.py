@@ -23,10 +23,13 @@ from orchestrator.protocols import envelope_to_json_line, project_facts
 from orchestrator.server import Role, ServeConfig, Token
 from orchestrator.server._app import BODY_TIMEOUT
 from orchestrator.sessions import Limits
+from tests.support.ahp_client import ROOT, AhpClient, connect_ahp
+from tests.support.daemon import Client, RunningDaemon, connect, running_daemon, websocket
+from tests.support.paths import PROJECT_ROOT
+from tests.support.teams import ECHO
 
-from .ahp_client import ROOT, AhpClient, connect_ahp
-from .conftest import PROJECT_ROOT
-from .daemon import ECHO, Client, RunningDaemon, connect, running_daemon, websocket
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 TASK = "release-1"
 

@@ -1,6 +1,6 @@
 """The daemon's sessions are bounded: one never prompted is forgotten on time, each token
 holds a few of those at most, and the daemon opens no more than ``max_sessions``. On a mock
-clock (the journal's thread calls hold it, see :class:`tests.teammates.HeldClock`), so the
+clock (the journal's thread calls hold it, see :class:`tests.support.teammates.HeldClock`), so the
 times asserted are exact."""
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from orchestrator.core import Fact, TeamState
 from orchestrator.server import assemble
 from orchestrator.sessions import Daemon, Limits, LiveSession
 from orchestrator.spec import parse_team
-
-from .daemon import ECHO
-from .teammates import HeldClock
+from tests.support.teammates import HeldClock
+from tests.support.teams import ECHO
 
 
 @asynccontextmanager

@@ -22,8 +22,11 @@ from orchestrator.journal import JournalReader
 from orchestrator.protocols import parse_client_message, project_facts, unstructure_envelope
 from orchestrator.server import ServeConfig, _outbox, parse_serve_config
 from orchestrator.sessions import Limits
+from tests.support.daemon import Client, RunningDaemon, connect, running_daemon
+from tests.support.teams import ECHO
 
-from .daemon import ECHO, Client, RunningDaemon, connect, running_daemon
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 TASK = "release-1"
 #: A client's probe: a well-formed request the session refuses, answered by one event.

@@ -2,7 +2,8 @@
 
 Sessions of a delegating team run to their end and are put away by the daemon's idle expiry,
 in process, on a mock clock (the journal's thread calls hold it, see
-:class:`tests.teammates.HeldClock`); then the daemon's per-session structures are empty, each
+:class:`tests.support.teammates.HeldClock`); then the daemon's per-session structures are
+empty, each
 session's objects are freed, and the memory Python holds does not grow with the number of
 sessions that came and went. The cyclic collector is off while a test runs: a session's
 objects are in reference cycles, and what frees them must be the daemon's own doing (as in
@@ -28,9 +29,8 @@ import trio.testing
 from orchestrator.server import assemble
 from orchestrator.sessions import Daemon, DaemonStatistics, Limits, ReclaimStatistics
 from orchestrator.spec import parse_team
-
-from .daemon import fan_team
-from .teammates import HeldClock
+from tests.support.teammates import HeldClock
+from tests.support.teams import fan_team
 
 #: A coordinator that hands three tasks to workers every turn, then sums them up.
 FAN = fan_team(3)

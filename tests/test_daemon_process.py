@@ -13,34 +13,23 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import trio
 
 from orchestrator.journal import JournalReader
+from tests.support.daemon import RunningDaemon, connect
+from tests.support.teams import slow_delegation
 
-from .daemon import RunningDaemon, connect
-
-#: A coordinator that delegates two workers that take a few (real) seconds each.
-SLOW = """
-[team]
-name = "slow"
-coordinator = "lead"
-on_restart = "resume"
-[agents.lead]
-role = "coordinator"
-tools = ["delegate"]
-delegates_to = ["worker"]
-[[agents.lead.turns]]
-steps = [ { delegate = [ { agent = "worker", task = "one" }, { agent = "worker", task = "two" } ] },
-          { say = "both done: {outcomes}" } ]
-[agents.worker]
-role = "r"
-[[agents.worker.turns]]
-steps = [ { sleep = 2 }, { say = "finished {task}" } ]
-"""
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 
 def start(
-    tmp_path: Path, log: Path, *, team: str = SLOW, config: str = "[limits]\nshutdown_grace = 0.2\n"
+    tmp_path: Path,
+    log: Path,
+    *,
+    team: str = slow_delegation(worker_role="r"),
+    config: str = "[limits]\nshutdown_grace = 0.2\n",
 ) -> tuple[subprocess.Popen[str], str]:
     """Start the daemon (``team`` its one team, ``config`` its daemon.toml); return it and
     its URL (read from its JSON log on stderr)."""
@@ -166,7 +155,7 @@ def test_a_port_in_use_is_said_in_one_line_with_exit_status_2(tmp_path: Path) ->
     """Binding fails inside hypercorn's nursery (an exception group): the operator is told
     which address and why, not shown a traceback, and nothing is written to the journal."""
     (tmp_path / "teams").mkdir()
-    (tmp_path / "teams" / "slow.toml").write_text(SLOW)
+    (tmp_path / "teams" / "slow.toml").write_text(slow_delegation(worker_role="r"))
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
         holder.listen()

@@ -20,8 +20,7 @@ import structlog
 
 import orchestrator
 from orchestrator.server import ServeConfig, _app, _hypercorn_ws
-
-from .conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
 
 PACKAGE = PROJECT_ROOT / "orchestrator"
 PYPROJECT = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
@@ -167,6 +166,7 @@ class TestDependencies:
 
 
 class TestVersion:
+    @pytest.mark.daemon
     def test_version_flag_prints_the_installed_version(self) -> None:
         done = cli("--version")
         assert done.returncode == 0
@@ -180,6 +180,7 @@ class TestVersion:
         assert orchestrator._installed_version() == "0+unknown"
 
 
+@pytest.mark.daemon
 class TestInit:
     def test_it_writes_a_starter_directory_that_checks_and_runs(self, tmp_path: Path) -> None:
         target = tmp_path / "my-teams"
@@ -245,6 +246,7 @@ class TestHypercornSeam:
         assert warning["reason"] == "no seam here"
 
 
+@pytest.mark.daemon
 class TestDemoScript:
     """``./scripts/demo`` installs the project only when what it installs from changed."""
 

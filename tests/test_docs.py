@@ -13,8 +13,7 @@ import pytest
 
 from orchestrator.cli._main import build_parser
 from orchestrator.spec import _parse, _parse_tools
-
-from .conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
 
 
 def _load_hook() -> ModuleType:

@@ -16,47 +16,8 @@ import trio
 import orchestrator
 from orchestrator.core import ApprovalResolved
 from orchestrator.journal import open_reader
-
-from .conftest import PROJECT_ROOT
-
-APPROVAL = """
-[team]
-name = "approvals"
-coordinator = "lead"
-
-[agents.lead]
-role = "coordinator"
-tools = ["delegate"]
-delegates_to = ["worker"]
-
-[[agents.lead.turns]]
-steps = [
-  { delegate = [ { agent = "worker", task = "publish it" } ] },
-  { say = "{outcomes}" },
-]
-
-[agents.worker]
-role = "publisher"
-tools = ["publish"]
-needs_approval = ["publish"]
-
-[agents.worker.tool_results]
-publish = "published"
-
-[[agents.worker.turns]]
-steps = [ { tool = "publish", input = { target = "site" } }, { say = "after: {outcomes}" } ]
-"""
-
-ASK = """
-[team]
-name = "asking"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-tools = ["ask"]
-[[agents.lead.turns]]
-steps = [ { ask = "Which version?" }, { say = "Releasing {outcomes}" } ]
-"""
+from tests.support.paths import PROJECT_ROOT
+from tests.support.teams import ASK, approvals
 
 SOLO = """
 [team]
@@ -90,6 +51,7 @@ class TestFacade:
             assert getattr(orchestrator, name) is not None, name
         assert set(orchestrator.__all__) <= set(dir(orchestrator))
 
+    @pytest.mark.daemon
     def test_importing_the_package_loads_nothing_heavy(self) -> None:
         code = (
             "import sys, orchestrator\n"
@@ -153,7 +115,7 @@ class TestOpenRun:
                 pass  # pragma: no cover
 
     async def test_the_block_approves_what_it_is_asked(self) -> None:
-        async with orchestrator.open_run(team(APPROVAL), "ship") as run:
+        async with orchestrator.open_run(team(approvals()), "ship") as run:
             async for update in run.updates():
                 if update.approval is not None:
                     assert update.approval.tool_name == "publish"
@@ -171,7 +133,7 @@ class TestOpenRun:
             if isinstance(update.fact.action, ApprovalResolved):
                 decisions.append(str(update.fact.action.decision))
 
-        outcome = await orchestrator.run_team(team(APPROVAL), "ship", on_update=collect)
+        outcome = await orchestrator.run_team(team(approvals()), "ship", on_update=collect)
         assert decisions == ["denied"]
         assert outcome.result == (
             "[worker, completed, 1 call denied] (task: publish it) after: publish was denied "
@@ -183,7 +145,7 @@ class TestOpenRun:
             await trio.lowlevel.checkpoint()
             return request.tool_name == "publish"
 
-        outcome = await orchestrator.run_team(team(APPROVAL), "ship", on_approval=approve)
+        outcome = await orchestrator.run_team(team(approvals()), "ship", on_approval=approve)
         assert outcome.result == "[worker, completed] (task: publish it) after: published"
 
     async def test_questions_are_answered_by_the_callback_or_declined(self) -> None:
@@ -214,7 +176,7 @@ class TestOpenRun:
 
     async def test_an_error_in_the_block_cancels_the_run(self) -> None:
         with pytest.raises(KeyError):
-            async with orchestrator.open_run(team(APPROVAL), "ship") as run:
+            async with orchestrator.open_run(team(approvals()), "ship") as run:
                 raise KeyError("the program gave up")
         assert run.runtime.state.run is not None
         assert str(run.runtime.state.run.status) == "cancelled"
@@ -224,7 +186,7 @@ class TestOpenRun:
             raise ValueError("the callback broke")
 
         with pytest.raises(ValueError, match="the callback broke"):
-            await orchestrator.run_team(team(APPROVAL), "ship", on_approval=broken)
+            await orchestrator.run_team(team(approvals()), "ship", on_approval=broken)
 
     async def test_a_journal_path_keeps_the_run(self, journal_db: Path | str) -> None:
         """``journal=`` a SQLite file's path or a ``postgresql://`` URL."""
@@ -256,6 +218,7 @@ def run_python(code: str, *, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.daemon
 class TestQuietLibrary:
     PROGRAM = """
         import logging, sys
@@ -271,7 +234,7 @@ class TestQuietLibrary:
         # The run logs (run started, run finished at info) and the denied approval: with
         # structlog left as it was, those lines went to stdout.
         done = run_python(
-            textwrap.dedent(self.PROGRAM).format(setup="", team=APPROVAL), cwd=tmp_path
+            textwrap.dedent(self.PROGRAM).format(setup="", team=approvals()), cwd=tmp_path
         )
         assert done.returncode == 0, done.stderr
         assert (tmp_path / "outcome.txt").read_text() == "completed"
@@ -283,13 +246,14 @@ class TestQuietLibrary:
     ) -> None:
         setup = "logging.basicConfig(level=logging.INFO, stream=sys.stderr)"
         done = run_python(
-            textwrap.dedent(self.PROGRAM).format(setup=setup, team=APPROVAL), cwd=tmp_path
+            textwrap.dedent(self.PROGRAM).format(setup=setup, team=approvals()), cwd=tmp_path
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout == ""
         assert "INFO:orchestrator.runtime:event='run started'" in done.stderr
 
 
+@pytest.mark.daemon
 class TestExample:
     def test_embed_py_runs_a_team_with_its_own_backend(self, tmp_path: Path) -> None:
         done = subprocess.run(

@@ -15,8 +15,7 @@ from orchestrator.core import Fact, TeamState
 from orchestrator.journal import PostgresCommands
 from orchestrator.sessions import FollowedRuntime, Forwarder
 from orchestrator.sessions._followed import FOLLOW_POLL
-
-from .test_bus import SESSION, facts, sequences
+from tests.support.facts import SESSION, facts, sequences
 
 #: Real seconds the clock waits before it jumps: the reads run in threads, which the
 #: clock cannot see (with no wait it would jump past deadlines while a read is under way).

@@ -39,10 +39,9 @@ from orchestrator.protocols import (
 from orchestrator.runtime import FactBus, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.sessions import TeamLog
-
-from .test_project_agentui import SCENARIOS, SESSION, scenarios
-from .test_runtime import fanout
-from .test_team_state_properties import NOW, assert_same, batches, fanout_facts
+from tests.support.runtime import fanout
+from tests.support.scenarios import SCENARIOS, SESSION, scenarios
+from tests.support.team_state import NOW, assert_same, batches, fanout_facts
 
 
 class Runtime:

@@ -29,8 +29,7 @@ from orchestrator.sessions import (
     encode_error,
 )
 from orchestrator.sessions._forwarding import KINDS, Origin
-
-from .postgres import direct_sql
+from tests.support.postgres import direct_sql
 
 SESSION = "ahp-session:/forwarded"
 OTHER = "ahp-session:/other"

@@ -1,7 +1,7 @@
 """A seeded fuzz of every endpoint of a real ``orchestrator serve`` process, bounded.
 
 One daemon process (tokens configured, JSON logs captured from its stderr) takes hostile
-frames and bodies from :class:`tests.fuzz.Fuzzer` on ``/ws``, ``/ahp``, ``/teammates``,
+frames and bodies from :class:`tests.support.fuzz.Fuzzer` on ``/ws``, ``/ahp``, ``/teammates``,
 ``/callback`` and ``/agui``, and a model that streams hostile chunks, while a bystander
 session runs turn after turn. Each input is answered (a frame the pure parser refuses gets
 the error that parser names, and a probe after it is answered on the same connection; an
@@ -21,11 +21,12 @@ import os
 from pathlib import Path
 from typing import Any, Final
 
+import pytest
 import trio
 
-from .daemon import websocket
-from .fake_openai import Answer, FakeOpenAI, Stream, fake_openai
-from .fuzz import (
+from tests.support.daemon import websocket
+from tests.support.fake_openai import Answer, FakeOpenAI, Stream, fake_openai
+from tests.support.fuzz import (
     CHANNELS,
     CHUNK,
     OPERATOR,
@@ -39,6 +40,9 @@ from .fuzz import (
     run_input,
     view_update,
 )
+
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 SEED: Final = int(os.environ.get("FUZZ_SEED", "20261126"))
 FRAMES: Final = int(os.environ.get("FUZZ_FRAMES", "150"))

@@ -46,18 +46,16 @@ from orchestrator.journal._rows import _AgentHistory, _batch, _write_group
 from orchestrator.journal._schema import _migrate
 from orchestrator.protocols import restore_actions, truncate_action, turn_messages, undo_action
 from orchestrator.runtime import FactBus, MemoryFactLog, Recorder, Ticket
-
-from .conftest import back_to_schema_4
-from .postgres import direct_sql
-from .sessions import solo_opening
-from .test_chat_reducer_properties import (
+from tests.support.journal import back_to_schema_4, run_team
+from tests.support.postgres import direct_sql
+from tests.support.sessions import solo_opening
+from tests.support.strategies import (
     CHANNEL,
     CHAT_ACTION_CLASSES,
     TOOL_CALL_ACTION_CLASSES,
     empty_chats,
     pooled_actions,
 )
-from .test_journal import run_team
 
 SESSION = "ahp-session:/history"
 CHAT = "ahp-chat:/lead"

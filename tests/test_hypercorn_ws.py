@@ -169,6 +169,7 @@ async def connected(address: tuple[str, int], *, receive_buffer: int = 0) -> Asy
 
 
 class TestSeam:
+    @pytest.mark.daemon
     async def test_hypercorn_hands_the_app_a_stream_the_writer_can_use(self) -> None:
         """Under hypercorn's HTTP/1.1 trio worker over plain TCP the writer finds the
         WSStream, its protocol and the TCP server: frames may go straight to the socket,
@@ -191,6 +192,7 @@ class TestSeam:
         assert writer is not None
         assert writer.direct
 
+    @pytest.mark.daemon
     async def test_without_the_middleware_there_is_no_writer(self) -> None:
         """No server ``send`` in the scope: the caller sends through Starlette."""
         found: list[FrameWriter | None] = []
@@ -217,6 +219,7 @@ class TestSeam:
         scope = {"type": "websocket", "path": "/ws", "headers": [], SCOPE_KEY: send}
         assert frame_writer(WebSocket(scope, receive, send)) is None
 
+    @pytest.mark.daemon
     async def test_frames_stay_whole_and_in_order_when_the_socket_fills(self) -> None:
         """Frames far larger than the socket buffers, to a client that is not reading: the
         socket takes part of a write and hypercorn writes the rest, while a second write
@@ -249,6 +252,7 @@ class TestSeam:
         assert code == CLOSE_GOING_AWAY
         assert Pong(b"are you there") in client.events
 
+    @pytest.mark.daemon
     async def test_nothing_is_written_once_the_client_has_gone(self) -> None:
         """A write after the stream closed does nothing, as hypercorn's own send does."""
         done = trio.Event()
@@ -269,6 +273,7 @@ class TestSeam:
 
 
 class TestDisconnect:
+    @pytest.mark.daemon
     async def test_a_client_whose_messages_the_app_left_unread_is_let_go(self) -> None:
         """The app returns (after its close) with a full receive queue: hypercorn would
         block putting the disconnect into it, and never close the TCP connection; the
@@ -288,6 +293,7 @@ class TestDisconnect:
                 assert await client.until_closed() == ([], CLOSE_GOING_AWAY)
                 assert await client.until_eof() == []
 
+    @pytest.mark.daemon
     async def test_an_app_that_fails_has_the_client_told_and_let_go(self) -> None:
         """The app raises with the client's messages unread: the client is closed with
         1011 and the TCP connection ends (hypercorn alone would block, as above)."""
@@ -306,6 +312,7 @@ class TestDisconnect:
                 assert await client.until_closed() == ([], 1011)
                 assert await client.until_eof() == []
 
+    @pytest.mark.daemon
     async def test_a_refused_handshake_is_not_held(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
@@ -332,6 +339,7 @@ class TestDisconnect:
         assert rejection.status_code == 403
         assert returned[0] - asked < 1
 
+    @pytest.mark.daemon
     async def test_a_client_that_never_answers_the_close_is_cut_off(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
@@ -613,6 +621,7 @@ class TestOutbox:
             {"type": "websocket.close", "code": CLOSE_FELL_BEHIND, "reason": "gone"}
         ]
 
+    @pytest.mark.daemon
     async def test_under_hypercorn_a_backlog_goes_out_in_batches_in_order(self) -> None:
         """What waits when the writer wakes goes out together (at most MAX_BATCH frames a
         write), in order, then the close."""
@@ -633,6 +642,7 @@ class TestOutbox:
         [close] = [e for e in client.events if isinstance(e, CloseConnection)]
         assert close.reason == "the session ended"
 
+    @pytest.mark.daemon
     async def test_a_client_hung_up_on_that_reads_nothing_is_cut_off(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
@@ -664,6 +674,7 @@ class TestOutbox:
         assert texts == frames[: len(texts)]
         assert not [e for e in client.events if isinstance(e, CloseConnection)]
 
+    @pytest.mark.daemon
     async def test_cancelled_in_the_middle_of_a_write_it_closes_the_socket(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
@@ -688,6 +699,7 @@ class TestOutbox:
                 texts = await client.until_eof()
         assert texts == frames[: len(texts)]
 
+    @pytest.mark.daemon
     async def test_cancelled_while_idle_it_leaves_the_connection_alone(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
@@ -931,6 +943,7 @@ def whole_texts(events: list[Event]) -> list[str]:
     return texts
 
 
+@pytest.mark.daemon
 class TestPush:
     """:meth:`Outbox.push` under hypercorn: what a session publishes is written from its own
     task when the socket is free; the rest of a write the socket took part of, the frames

@@ -13,9 +13,12 @@ import trio
 from orchestrator.journal import JournalReader
 from orchestrator.server import ServeConfig
 from orchestrator.sessions import Limits
+from tests.support.ahp_client import ROOT, connect_ahp
+from tests.support.daemon import RunningDaemon, connect, running_daemon, websocket
+from tests.support.teams import ECHO
 
-from .ahp_client import ROOT, connect_ahp
-from .daemon import ECHO, RunningDaemon, connect, running_daemon, websocket
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 #: Frames the gate refuses, the field it names, and words of its message.
 REFUSED = [

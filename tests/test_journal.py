@@ -9,7 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,45 +41,13 @@ from orchestrator.journal._reader import _snapshot
 from orchestrator.journal._rows import _Snapshot
 from orchestrator.journal.postgres._connection import redacted
 from orchestrator.journal.postgres._schema import PG_MIGRATIONS, schema_version
-from orchestrator.runtime import RunOutcome, TeamRuntime
-from orchestrator.runtime.backends import ScriptedBackend
-from orchestrator.spec import TeamSpec, load_team
-
-from .conftest import PROJECT_ROOT, back_to_schema_4
-from .postgres import PostgresServer, direct_sql
-
-DELIVERY = PROJECT_ROOT / "teams" / "delivery.toml"
-HANDOFF = PROJECT_ROOT / "teams" / "handoff.toml"
-
-
-async def run_team(
-    db: Path | str, team: TeamSpec | None = None, **options: object
-) -> tuple[RunOutcome, TeamRuntime, Any]:
-    """Run a team against the journal ``db`` names (approvals approved) and close it."""
-    journal: Journal = open_journal(db, **options)  # type: ignore[arg-type]
-    async with trio.open_nursery() as services:
-        await services.start(journal.serve)
-        runtime = TeamRuntime(
-            team or load_team(DELIVERY), backends=ScriptedBackend, factlog=journal
-        )
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(approve_all, runtime)
-            outcome = await runtime.run("Ship the release notes")
-            nursery.cancel_scope.cancel()
-        services.cancel_scope.cancel()
-    return outcome, runtime, journal
-
-
-async def approve_all(runtime: TeamRuntime) -> None:
-    async for fact in facts_of(runtime):
-        if fact.type == "team/approvalRequested":
-            await runtime.resolve_approval(fact.action.approval, approved=True)
-
-
-async def facts_of(runtime: TeamRuntime) -> AsyncIterator[Any]:
-    subscription = runtime.bus.subscribe("test")
-    async for fact in subscription:
-        yield fact
+from tests.support.journal import (
+    DELIVERY,
+    HANDOFF,
+    back_to_schema_4,
+    run_team,
+)
+from tests.support.postgres import PostgresServer, direct_sql
 
 
 def file_bytes(path: Path) -> bytes:
@@ -339,6 +307,7 @@ class TestFailures:
             services.cancel_scope.cancel()
         assert [f.sequence for f in JournalReader(journal.path).facts(session)] == [1]
 
+    @pytest.mark.daemon
     def test_a_read_only_journal_is_a_clear_error(self, tmp_path: Path) -> None:
         """On a read-only filesystem (a bind mount, made by the test): exit 2 with SQLite's
         reason, and the file unchanged."""
@@ -606,6 +575,7 @@ class TestSnapshots:
         assert opened.last_sequence == runtime.state.last_sequence
 
 
+@pytest.mark.daemon
 class TestCommandLine:
     def orchestrator(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -665,6 +635,7 @@ class TestPostgresInput:
     def orchestrator(self, *args: str) -> subprocess.CompletedProcess[str]:
         return TestCommandLine().orchestrator(*args)
 
+    @pytest.mark.daemon
     def test_a_url_that_does_not_parse(self) -> None:
         done = self.orchestrator("sessions", "--db", "postgresql://me@127.0.0.1:port/journal")
         assert done.returncode == 2, done.stderr
@@ -673,6 +644,7 @@ class TestPostgresInput:
         assert done.returncode == 2, done.stderr
         assert "names no database" in done.stderr
 
+    @pytest.mark.daemon
     def test_a_server_that_is_not_there(self) -> None:
         with socket.socket() as probe:  # a port nobody listens on
             probe.bind(("127.0.0.1", 0))

@@ -40,7 +40,7 @@ from orchestrator.ahp.state import (
     UserChatOrigin,
 )
 from orchestrator.base import FactLogError
-from orchestrator.core import Action, Fact, MemberJoined, RunStarted, TeamState, ViewUpdated
+from orchestrator.core import Action, Fact, MemberJoined, TeamState
 from orchestrator.journal import (
     SCHEMA_VERSION,
     Journal,
@@ -52,32 +52,18 @@ from orchestrator.journal import (
 )
 from orchestrator.journal._checksum import checked_fact_text as _checked
 from orchestrator.journal._rows import COPY_AT_LEAST
-
-from .conftest import back_to_schema_4
-from .postgres import direct_sql
-from .test_journal import DELIVERY, run_team
-
-AT = "2026-11-26T00:00:00.000Z"
-A = "ahp-session:/a"
-B = "ahp-session:/b"
-
-
-def started(session: str, prompt: str = "go") -> Fact:
-    action = RunStarted(
-        run="run-1",
-        team="t",
-        topology="flat",
-        parallel_budget=1,
-        coordinator="lead",
-        prompt=prompt,
-        task="task-1",
-    )
-    return Fact(sequence=1, session=session, channel=session, at=AT, action=action)
-
-
-def view(session: str, sequence: int, text: str = "ok") -> Fact:
-    action: Action = ViewUpdated(view_type="notes", content={"text": text})
-    return Fact(sequence=sequence, session=session, channel=session, at=AT, action=action)
+from tests.support.journal import (
+    AT,
+    DELIVERY,
+    A,
+    B,
+    back_to_schema_4,
+    run_team,
+    started,
+    view,
+    wait_all,
+)
+from tests.support.postgres import direct_sql
 
 
 def conversation(session: str, chat: str) -> list[Fact]:
@@ -111,12 +97,6 @@ def conversation(session: str, chat: str) -> list[Fact]:
 
 def sequences(db: Path | str, session: str) -> list[int]:
     return [f.sequence for f in open_reader(db).facts(session)]
-
-
-async def wait_all(*tickets: Any) -> None:
-    with trio.fail_after(10):  # real seconds: the writer is a thread
-        for ticket in tickets:
-            await ticket.wait()
 
 
 class TestOneBatchFailsAlone:

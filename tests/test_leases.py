@@ -14,9 +14,8 @@ import trio
 
 from orchestrator.base import FactLogError
 from orchestrator.journal import Journal, PostgresLeases, SoleOwnership, open_journal, open_reader
-
-from .postgres import direct_sql
-from .test_bus import SESSION, facts
+from tests.support.facts import SESSION, facts
+from tests.support.postgres import direct_sql
 
 T0 = dt.datetime(2026, 11, 27, 4, 0, tzinfo=dt.UTC)
 TTL = 15.0

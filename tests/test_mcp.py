@@ -3,15 +3,14 @@
 The servers: the SDK's ``MCPServer`` over streamable HTTP, served in the test's own trio
 run by hypercorn's trio worker (it starts in milliseconds, and the test can see what the
 server saw: headers, a request's cancellation); the same server over stdio, as a program
-(``tests/mcp_servers.py``); a minimal SDK-less stdio server that starts in milliseconds
-(``tests/mcp_raw_server.py``: the handshake era, and timing-sensitive starts); and the
+(``tests/support/mcp_servers.py``); a minimal SDK-less stdio server that starts in milliseconds
+(``tests/support/mcp_raw_server.py``: the handshake era, and timing-sensitive starts); and the
 third-party ``mcp-server-time``. Starting an SDK server as a program costs about 1.5 s (its
 imports), so only the tests that need a program of that kind start one.
 """
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import socket
@@ -28,18 +27,14 @@ from structlog.testing import capture_logs
 
 from orchestrator.runtime import BACKOFF_MAX, McpListing, McpServers, list_server_tools
 from orchestrator.spec import McpServer, ToolDefinition
+from tests.support.mcp_servers import BASE_ENV, STDIO_SERVER, make_server, seconds, serve_http
+from tests.support.paths import PROJECT_ROOT
 
-from .mcp_servers import STDIO_SERVER, make_server, serve_http
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
-RAW_SERVER = (sys.executable, str(Path(__file__).resolve().parent / "mcp_raw_server.py"))
+RAW_SERVER = (sys.executable, str(PROJECT_ROOT / "tests" / "support" / "mcp_raw_server.py"))
 TIME_SERVER = (sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC")
-
-#: What every stdio server of these tests may see of the test process's environment.
-BASE_ENV = {name: os.environ[name] for name in ("PATH", "HOME", "LANG") if name in os.environ}
-
-
-def seconds(value: float) -> datetime.timedelta:
-    return datetime.timedelta(seconds=value)
 
 
 @asynccontextmanager

@@ -1,6 +1,6 @@
 """MCP tool servers that are hostile (orchestrator.runtime.tools._mcp, ._mcp_stdio): a real one.
 
-``tests/mcp_hostile_server.py`` lists hostile tools (``--listing``) and answers its
+``tests/support/mcp_hostile_server.py`` lists hostile tools (``--listing``) and answers its
 ``answer`` tool with whatever bytes a test gives it, so each case is a real line on a real
 pipe. What holds, whatever a server writes: a tool that cannot be offered (not a valid MCP
 tool, an input schema that is not a valid JSON Schema of an object, a bad or repeated name)
@@ -20,7 +20,6 @@ import re
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, Final
 
 import pytest
@@ -33,11 +32,14 @@ from orchestrator.runtime import MCP_OUTPUT_LIMIT, McpResult, McpServers
 from orchestrator.runtime.tools._mcp_listing import MCP_DESCRIPTION_LIMIT, MCP_MAX_TOOLS
 from orchestrator.runtime.tools._mcp_stdio import MAX_LINE
 from orchestrator.spec import McpServer, ToolDefinition, check_tool_input, schema_problem
+from tests.support.fuzz import Fuzzer
+from tests.support.mcp_servers import BASE_ENV, seconds
+from tests.support.paths import PROJECT_ROOT
 
-from .fuzz import Fuzzer
-from .test_mcp import BASE_ENV, seconds
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
-HOSTILE_SERVER = (sys.executable, str(Path(__file__).resolve().parent / "mcp_hostile_server.py"))
+HOSTILE_SERVER = (sys.executable, str(PROJECT_ROOT / "tests" / "support" / "mcp_hostile_server.py"))
 #: The tools the hostile server always lists first.
 CONTROL = ["mcp.h/echo", "mcp.h/answer", "mcp.h/relist"]
 #: What a capped output may add to the cap: the note that says what was dropped.

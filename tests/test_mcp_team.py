@@ -3,7 +3,7 @@ refused input and retries, and the tools offered as they are listed.
 
 The server is the shipped notebook (``teams/servers/notes.py``, written with the SDK's
 ``MCPServer``), run over stdio as a real program; the model, where there is one, is the
-local fake of the OpenAI-compatible API (``tests/fake_openai.py``).
+local fake of the OpenAI-compatible API (``tests/support/fake_openai.py``).
 """
 
 from __future__ import annotations
@@ -27,12 +27,22 @@ from orchestrator.core import ApprovalRequested, RunStatus
 from orchestrator.runtime import RunOutcome
 from orchestrator.runtime.backends import backend_factory, http_client
 from orchestrator.spec import TeamSpec, load_team, parse_team
-from tests.conftest import PROJECT_ROOT
-from tests.daemon import connect, running_daemon
-from tests.fake_openai import Answer, Stream, fake_openai, text, tool_calls
-from tests.mcp_servers import STDIO_SERVER
-from tests.test_backend_openai import rounds_done, tool_results
-from tests.test_runtime import Harness, run_to_end, wait_for
+from tests.support.daemon import connect, running_daemon
+from tests.support.fake_openai import (
+    Answer,
+    Stream,
+    fake_openai,
+    rounds_done,
+    text,
+    tool_calls,
+    tool_results,
+)
+from tests.support.mcp_servers import STDIO_SERVER
+from tests.support.paths import PROJECT_ROOT
+from tests.support.runtime import Harness, run_to_end, wait_for
+
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 
 async def run_into(harness: Harness, outcomes: list[RunOutcome]) -> None:

@@ -25,9 +25,11 @@ from orchestrator.journal import (
     SoleOwnership,
     open_journal,
 )
+from tests.support.daemon import connect, running_daemon
+from tests.support.postgres import direct_sql
 
-from .daemon import connect, running_daemon
-from .postgres import direct_sql
+# Every test here opens a journal on a real database or runs a daemon.
+pytestmark = pytest.mark.daemon
 
 SESSION = "ahp-session:/5e55104e-0000-4000-8000-000000000001"
 OTHER = "ahp-session:/5e55104e-0000-4000-8000-000000000002"

@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 import orchestrator
+from tests.support.paths import PROJECT_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT_ROOT
 PACKAGE = ROOT / "orchestrator"
 CONTRACTS = {
     contract["id"]: contract
@@ -76,6 +77,7 @@ class TestPureLayers:
     def test_all_pure_packages_are_named(self) -> None:
         assert {"orchestrator.base", "orchestrator.ahp", "orchestrator.core"} <= set(PURE)
 
+    @pytest.mark.daemon
     @pytest.mark.parametrize("module", [m for m in PURE if m.count(".") == 1])
     def test_pure_package_loads_no_io(self, module: str) -> None:
         """Importing it alone loads no IO library beyond what its libraries load (what a
@@ -85,6 +87,7 @@ class TestPureLayers:
         added = loaded_after(load_everything(module)) - libraries
         assert added == set(), f"{module} imports {sorted(added)}"
 
+    @pytest.mark.daemon
     def test_the_check_can_fail(self) -> None:
         """The runtime is not pure: the same check sees trio come in."""
         assert "trio" in loaded_after(load_everything("orchestrator.runtime"))
@@ -94,6 +97,7 @@ class TestPureLayers:
 LINT_IMPORTS = "from importlinter.cli import lint_imports_command; lint_imports_command()"
 
 
+@pytest.mark.daemon
 class TestContracts:
     """The import contracts bite: a copy of the package with one bad import breaks them."""
 
@@ -152,6 +156,7 @@ class TestContracts:
 
 
 class TestFacades:
+    @pytest.mark.daemon
     def test_a_facade_loads_a_module_when_a_name_of_it_is_used(self) -> None:
         """Importing a facade costs nothing; a name loads its own module and no other."""
         code = (
@@ -239,6 +244,7 @@ def run_facades(*args: str | Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.daemon  # runs scripts/facades in a process
 class TestFacadesScript:
     """Every facade is what ``scripts/facades`` writes from its private modules' ``__all__``."""
 

@@ -47,12 +47,10 @@ from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.server import ServeConfig
 from orchestrator.sessions import Limits
 from orchestrator.spec import load_team
-
-from .daemon import connect, running_daemon
-from .postgres import PostgresServer, direct_sql
-from .test_cluster import APPROVER
-from .test_journal import DELIVERY, facts_of
-from .test_journal_faults import A, B, started, view, wait_all
+from tests.support.daemon import connect, running_daemon
+from tests.support.journal import DELIVERY, A, B, facts_of, started, view, wait_all
+from tests.support.postgres import PostgresServer, direct_sql
+from tests.support.teams import APPROVER
 
 #: Every SQLSTATE psycopg has an error class for (its table also holds them by name).
 SQLSTATES = sorted(code for code in _sqlcodes if len(code) == 5 and not code.isalpha())

@@ -18,10 +18,9 @@ from orchestrator.journal import PostgresLeases, open_journal, open_reader, prun
 from orchestrator.runtime import TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import load_team
-
-from .conftest import PROJECT_ROOT
-from .postgres import direct_sql
-from .test_journal import HANDOFF, run_team
+from tests.support.journal import HANDOFF, run_team
+from tests.support.paths import PROJECT_ROOT
+from tests.support.postgres import direct_sql
 
 NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
 TABLES = ("facts", "snapshot_parts", "snapshots", "agent_messages", "session_teams", "sessions")
@@ -164,6 +163,7 @@ class TestPruneBesideNodes:
             node.close()
 
 
+@pytest.mark.daemon
 class TestCommand:
     def orchestrator(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

@@ -1,7 +1,7 @@
 """Python tools: ``[tools.NAME] python = "package.module:function"`` calls the function for
 a call of the tool.
 
-The functions live in :mod:`tests.python_tools`; the team files name them there. What is
+The functions live in :mod:`tests.support.python_tools`; the team files name them there. What is
 checked: the team-file table (pure parser), resolving a reference when a team starts (every
 problem names ``tools.NAME.python``), the schema derived from the signature, a call (async in
 trio, sync in a worker thread; input checked first; the return value and exception rules;
@@ -57,11 +57,11 @@ from orchestrator.spec import (
     schema_problem,
     tool_definitions,
 )
-from tests import python_tools
-from tests.conftest import PROJECT_ROOT
-from tests.daemon import running_daemon
-from tests.fake_openai import Answer, Stream, fake_openai, text, tool_calls
-from tests.test_runtime import Harness
+from tests.support import python_tools
+from tests.support.daemon import running_daemon
+from tests.support.fake_openai import Answer, Stream, fake_openai, text, tool_calls
+from tests.support.paths import PROJECT_ROOT
+from tests.support.runtime import Harness
 
 pytestmark = pytest.mark.filterwarnings(
     # As in test_backend_openai: httpx's nested stream generators closed by trio's finalizer.
@@ -101,7 +101,7 @@ steps = [ {steps} ]
 
 
 def python_table(function: str, extra: str = "") -> str:
-    return f'python = "tests.python_tools:{function}"\n{extra}'
+    return f'python = "tests.support.python_tools:{function}"\n{extra}'
 
 
 def resolved(function: str, extra: str = "") -> ResolvedPythonTool:
@@ -135,8 +135,8 @@ class TestTeamFile:
         (tool,) = team.python_tools
         assert (tool.name, tool.target, tool.module, tool.qualname) == (
             "probe",
-            "tests.python_tools:add",
-            "tests.python_tools",
+            "tests.support.python_tools:add",
+            "tests.support.python_tools",
             "add",
         )
         assert tool.description == "Sum"
@@ -186,14 +186,14 @@ class TestTeamFile:
 
     def test_a_misspelt_python_key_of_a_command_table_is_suggested(self) -> None:
         with pytest.raises(TeamFileError) as caught:
-            team_with('pythn = "tests.python_tools:add"')
+            team_with('pythn = "tests.support.python_tools:add"')
         assert "did you mean 'python'?" in caught.value.message
 
     def test_a_scripted_result_for_a_python_tool_is_refused(self) -> None:
         with pytest.raises(TeamFileError) as caught:
             parse_team(
                 '[team]\nname = "t"\ncoordinator = "lead"\n'
-                '[tools.add]\npython = "tests.python_tools:add"\n'
+                '[tools.add]\npython = "tests.support.python_tools:add"\n'
                 '[agents.lead]\nrole = "r"\ntools = ["add"]\n'
                 '[agents.lead.tool_results]\nadd = "3"\n',
                 file="<t>",
@@ -207,7 +207,7 @@ class TestTeamFile:
     def test_one_no_agent_lists_is_linted(self) -> None:
         unlisted = parse_team(
             '[team]\nname = "t"\ncoordinator = "lead"\n'
-            '[tools.adder]\npython = "tests.python_tools:add"\n'
+            '[tools.adder]\npython = "tests.support.python_tools:add"\n'
             '[agents.lead]\nrole = "r"\n[[agents.lead.turns]]\nsteps = [{ say = "x" }]\n',
             file="<test>",
         )
@@ -281,23 +281,34 @@ class TestResolve:
                 "ModuleNotFoundError: No module named 'tests.no_such_module'",
             ),
             (
-                "tests.python_tools_exiting:f",
-                "cannot import 'tests.python_tools_exiting' for tests.python_tools_exiting:f: "
+                "tests.support.python_tools_exiting:f",
+                "cannot import 'tests.support.python_tools_exiting' for "
+                "tests.support.python_tools_exiting:f: "
                 "SystemExit: 3",
             ),
-            ("tests.python_tools:absent", "module 'tests.python_tools' has no 'absent'"),
-            ("tests.python_tools:Box.nope", "module 'tests.python_tools' has no 'Box.nope'"),
-            ("tests.python_tools:NOT_CALLABLE", "tests.python_tools:NOT_CALLABLE is int"),
-            ("tests.python_tools:star_args", "takes *values: a tool's input is an object"),
-            ("tests.python_tools:echo", "takes **values"),
-            ("tests.python_tools:positional", "takes a (positional-only)"),
             (
-                "tests.python_tools:takes_opaque",
-                "parameter 'thing' of tests.python_tools:takes_opaque: its type Opaque has no "
-                "JSON Schema (PydanticSchemaGenerationError: Unable to generate pydantic-core "
-                "schema for <class 'tests.python_tools.Opaque'>.",
+                "tests.support.python_tools:absent",
+                "module 'tests.support.python_tools' has no 'absent'",
             ),
-            ("tests.python_tools:numbers", "is a generator function"),
+            (
+                "tests.support.python_tools:Box.nope",
+                "module 'tests.support.python_tools' has no 'Box.nope'",
+            ),
+            (
+                "tests.support.python_tools:NOT_CALLABLE",
+                "tests.support.python_tools:NOT_CALLABLE is int",
+            ),
+            ("tests.support.python_tools:star_args", "takes *values: a tool's input is an object"),
+            ("tests.support.python_tools:echo", "takes **values"),
+            ("tests.support.python_tools:positional", "takes a (positional-only)"),
+            (
+                "tests.support.python_tools:takes_opaque",
+                "parameter 'thing' of tests.support.python_tools:takes_opaque: its type Opaque "
+                "has no "
+                "JSON Schema (PydanticSchemaGenerationError: Unable to generate pydantic-core "
+                "schema for <class 'tests.support.python_tools.Opaque'>.",
+            ),
+            ("tests.support.python_tools:numbers", "is a generator function"),
         ],
     )
     def test_a_bad_reference_names_its_key_path(self, target: str, says: str) -> None:
@@ -311,9 +322,9 @@ class TestResolve:
     def test_every_bad_reference_of_a_team_is_reported(self) -> None:
         team = parse_team(
             '[team]\nname = "t"\ncoordinator = "lead"\n'
-            '[tools.a]\npython = "tests.python_tools:absent"\n'
-            '[tools.b]\npython = "tests.python_tools:add"\n'
-            '[tools.c]\npython = "tests.python_tools:NOT_CALLABLE"\n'
+            '[tools.a]\npython = "tests.support.python_tools:absent"\n'
+            '[tools.b]\npython = "tests.support.python_tools:add"\n'
+            '[tools.c]\npython = "tests.support.python_tools:NOT_CALLABLE"\n'
             '[agents.lead]\nrole = "r"\ntools = ["a", "b", "c"]\n',
             file="team.toml",
         )
@@ -564,13 +575,13 @@ name = "adders"
 coordinator = "lead"
 
 [tools.add]
-python = "tests.python_tools:add"
+python = "tests.support.python_tools:add"
 
 [tools.wait]
-python = "tests.python_tools:forever"
+python = "tests.support.python_tools:forever"
 
 [tools.block]
-python = "tests.python_tools:blocking"
+python = "tests.support.python_tools:blocking"
 
 [agents.lead]
 role = "coordinator"
@@ -664,8 +675,11 @@ class TestCommandLine:
         bad.write_text(ADD_TEAM.replace("{steps}", '{ say = "x" }').replace(":add", ":absent"))
         status, out = teams_check(bad)
         assert status != 0
-        assert out == (f"{bad}: tools.add.python: module 'tests.python_tools' has no 'absent'\n")
+        assert out == (
+            f"{bad}: tools.add.python: module 'tests.support.python_tools' has no 'absent'\n"
+        )
 
+    @pytest.mark.daemon
     def test_run_with_a_bad_reference_exits_2_naming_the_key_path(self, tmp_path: Path) -> None:
         bad = tmp_path / "bad.toml"
         bad.write_text(ADD_TEAM.replace("{steps}", '{ say = "x" }').replace(":add", ":absent"))
@@ -678,7 +692,7 @@ class TestCommandLine:
             check=False,
         )
         assert done.returncode == 2, done.stderr
-        assert f"{bad}: tools.add.python: module 'tests.python_tools' has no 'absent'" in (
+        assert f"{bad}: tools.add.python: module 'tests.support.python_tools' has no 'absent'" in (
             done.stderr
         )
 
@@ -703,6 +717,7 @@ steps = [ { tool = "add", input = { a = 2, b = 3 } }, { say = "sum: {outcomes}" 
 class TestBesideTheTeamFile:
     """A tool module in the team file's directory imports without ``PYTHONPATH``."""
 
+    @pytest.mark.daemon
     def test_run_imports_a_module_beside_the_team_file(self, tmp_path: Path) -> None:
         """``orchestrator run teams/x.toml`` from elsewhere, ``mytools/maths.py`` beside it
         (no PYTHONPATH): the tool resolves and runs."""
@@ -754,7 +769,7 @@ max_retries = 0
 read_timeout = 5
 
 [tools.add]
-python = "tests.python_tools:add"
+python = "tests.support.python_tools:add"
 
 [agents.lead]
 role = "coordinator"
@@ -767,6 +782,7 @@ def tool_results(request: dict[str, Any]) -> list[str]:
     return [m["content"] for m in request["messages"] if m["role"] == "tool"]
 
 
+@pytest.mark.daemon
 async def test_a_model_reads_why_its_input_was_refused_and_calls_again() -> None:
     """The model is offered the derived schema; its first call does not fit it and fails
     (the function is not called), the model reads why and calls again, then answers."""
@@ -798,6 +814,7 @@ async def test_a_model_reads_why_its_input_was_refused_and_calls_again() -> None
     h.finished()
 
 
+@pytest.mark.daemon
 async def test_a_daemon_serves_its_other_teams_and_names_a_bad_reference(
     tmp_path: Path,
 ) -> None:
@@ -811,5 +828,5 @@ async def test_a_daemon_serves_its_other_teams_and_names_a_bad_reference(
     assert health["teams"] == ["adders"]
     assert health["unavailable_teams"] == {
         "broken": f"{tmp_path / 'teams' / 'broken.toml'}: tools.add.python: module "
-        "'tests.python_tools' has no 'absent'"
+        "'tests.support.python_tools' has no 'absent'"
     }

@@ -8,8 +8,7 @@ import trio.testing
 
 from orchestrator.sessions import Reclaimer, ReclaimStatistics
 from orchestrator.sessions._reclaim import RECLAIM_AFTER, RECLAIM_EVERY
-
-from .teammates import HeldClock
+from tests.support.teammates import HeldClock
 
 
 class TestReclaimer:

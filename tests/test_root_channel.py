@@ -45,11 +45,14 @@ from orchestrator.sessions._root_channel import (
     session_channel_state,
     session_summary,
 )
+from tests.support import strategies
+from tests.support.ahp_client import ROOT, AhpClient, connect_ahp, user_message
+from tests.support.daemon import TEAMS, RunningDaemon, connect, running_daemon, websocket
+from tests.support.teammates import slow_team
+from tests.support.teams import ECHO
 
-from . import strategies
-from .ahp_client import ROOT, AhpClient, connect_ahp, user_message
-from .daemon import ECHO, TEAMS, RunningDaemon, connect, running_daemon, websocket
-from .teammates import slow_team
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 SEED: Final = int(os.environ.get("ROOT_SEED", "20261126"))
 

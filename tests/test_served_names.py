@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from orchestrator.base import ConfigError
 from orchestrator.server import ServeConfig, host_name, is_served, parse_serve_config
-
-from .daemon import ECHO, RunningDaemon, running_daemon
+from tests.support.daemon import RunningDaemon, running_daemon
+from tests.support.teams import ECHO
 
 TEAMS = {"echo": ECHO}
 
@@ -133,6 +133,7 @@ async def _handshake(daemon: RunningDaemon, target: str, host: str) -> int:
                     raise AssertionError("the daemon closed the handshake without an answer")
 
 
+@pytest.mark.daemon
 class TestRebindingBrowser:
     """A page at ``http://attacker.test:PORT`` whose name now resolves to 127.0.0.1."""
 

@@ -26,9 +26,8 @@ from hypothesis import strategies as st
 from orchestrator.core import ApprovalRequested
 from orchestrator.journal import Holder, JournalReader, SessionLocks, lock_path
 from orchestrator.journal._session_locks import command_of
-
-from .daemon import connect, running_daemon
-from .test_crash import TEAM, acknowledged, orchestrator, resume
+from tests.support.cli import TEAM, acknowledged, orchestrator, resume
+from tests.support.daemon import connect, running_daemon
 
 SESSION = "ahp-session:/0f6c5d1e-0000-4000-8000-000000000001"
 
@@ -104,6 +103,7 @@ HOLD = textwrap.dedent(
 )
 
 
+@pytest.mark.daemon
 def test_another_process_is_refused_and_a_killed_holder_frees_the_session(
     tmp_path: Path,
 ) -> None:
@@ -132,6 +132,7 @@ def test_another_process_is_refused_and_a_killed_holder_frees_the_session(
 class TestHolder:
     """Who holds a session: the kernel's word (its pid) and the process's command line."""
 
+    @pytest.mark.daemon
     def test_another_process_is_named_by_its_pid_until_it_dies(self, tmp_path: Path) -> None:
         journal = tmp_path / "journal.db"
         here = SessionLocks(journal)
@@ -168,6 +169,7 @@ class TestHolder:
             first.release(SESSION)
         assert second.holder(SESSION) is None
 
+    @pytest.mark.daemon
     def test_asking_lets_go_of_nothing_this_process_holds(self, tmp_path: Path) -> None:
         """POSIX record locks go when *any* descriptor of their file is closed: asking
         about one session must not free another that this process runs."""
@@ -238,6 +240,7 @@ def parked(mirror: Path) -> str:
     return acknowledged(mirror)[0].session
 
 
+@pytest.mark.daemon
 def test_resume_of_a_session_a_live_run_holds_is_refused_then_runs_once_it_is_killed(
     tmp_path: Path,
 ) -> None:
@@ -265,6 +268,7 @@ def test_resume_of_a_session_a_live_run_holds_is_refused_then_runs_once_it_is_ki
     assert "published to" in resumed.stdout
 
 
+@pytest.mark.daemon
 async def test_a_daemon_leaves_alone_a_session_a_live_run_holds(tmp_path: Path) -> None:
     """A daemon started on the journal of a live ``orchestrator run`` does not take its
     session up (before the locks, it did, and ran its turns again): a client asking for it

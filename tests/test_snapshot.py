@@ -27,8 +27,7 @@ from orchestrator.journal import (
 from orchestrator.runtime import MemoryFactLog, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import load_team
-
-from .conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
 
 DELIVERY = PROJECT_ROOT / "teams" / "delivery.toml"
 

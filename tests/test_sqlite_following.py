@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import trio
 import trio.testing
 
@@ -30,11 +31,13 @@ from orchestrator.runtime import TeamRuntime
 from orchestrator.runtime.backends import backend_factory
 from orchestrator.sessions._sqlite_following import CHANGES_POLL, HOLDER_CHECK
 from orchestrator.spec import parse_team
+from tests.support.ahp_client import connect_ahp
+from tests.support.cli import TEAM, acknowledged, orchestrator
+from tests.support.daemon import RunningDaemon, connect, running_daemon
+from tests.support.teammates import HeldClock
 
-from .ahp_client import connect_ahp
-from .daemon import RunningDaemon, connect, running_daemon
-from .teammates import HeldClock
-from .test_crash import TEAM, acknowledged, orchestrator
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 #: Real seconds of quiet before the clock jumps (it is held while threads work: see
 #: HeldClock).

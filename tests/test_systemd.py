@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
+
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 UNIT = PROJECT_ROOT / "systemd" / "orchestrator.service"
 NODE_UNIT = PROJECT_ROOT / "systemd" / "orchestrator-node@.service"

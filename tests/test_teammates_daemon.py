@@ -20,9 +20,11 @@ from trio_websocket import WebSocketConnection
 from orchestrator.journal import JournalReader
 from orchestrator.server import Role, ServeConfig, Token
 from orchestrator.sessions import Limits
+from tests.support.daemon import TEAMS, RunningDaemon, running_daemon, websocket
+from tests.support.teammates import slow_team
 
-from .daemon import TEAMS, RunningDaemon, running_daemon, websocket
-from .teammates import slow_team
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 OPERATOR, VIEWER = "operator-token-0123456789", "viewer-token-0123456789"
 TOKENS = ServeConfig(

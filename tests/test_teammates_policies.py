@@ -10,8 +10,7 @@ import trio.testing
 
 from orchestrator.base import RunError
 from orchestrator.core import TeammateRunOutcome, TeammateWoke, WakeDecision, WakeReason
-
-from .teammates import AUTOJUMP, RunningScheduler, instant, scheduler_daemon, slow_team
+from tests.support.teammates import AUTOJUMP, RunningScheduler, instant, scheduler_daemon, slow_team
 
 HOUR = 3_600.0
 MINUTE = 60.0

@@ -20,8 +20,7 @@ from orchestrator.core import (
     teammate_uri,
 )
 from orchestrator.journal import Durability, Journal, open_journal
-
-from .teammates import AUTOJUMP, instant, nightly, scheduler_daemon, slow_team
+from tests.support.teammates import AUTOJUMP, instant, nightly, scheduler_daemon, slow_team
 
 DAY = 86_400.0
 HOUR = 3_600.0

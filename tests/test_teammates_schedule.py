@@ -20,8 +20,7 @@ from orchestrator.core import (
 )
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import project_facts
-
-from .teammates import AUTOJUMP, instant, nightly, scheduler_daemon
+from tests.support.teammates import AUTOJUMP, instant, nightly, scheduler_daemon
 
 DAY = 86_400.0
 HOUR = 3_600.0

@@ -36,9 +36,12 @@ from orchestrator.server import (
 )
 from orchestrator.server._auth import Principal
 from orchestrator.sessions import EnvelopeCache, GraphCache, Limits
+from tests.support.daemon import RunningDaemon, connect, running_daemon
+from tests.support.fuzz import Fuzzer
+from tests.support.teams import ECHO
 
-from .daemon import ECHO, RunningDaemon, connect, running_daemon
-from .fuzz import Fuzzer
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
 
 OPERATOR = "web-operator-secret-0123456789"
 VIEWER = "web-viewer-secret-0123456789ab"

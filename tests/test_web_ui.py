@@ -1,7 +1,8 @@
 """The web view in a real browser (Chromium via Playwright) on a real daemon process.
 
 Each test starts ``orchestrator serve`` with its own journal and tokens (an operator, a
-viewer; see tests/web_browser.py), drives a run as a client would (AG-UI, or the CLI into the
+viewer; see tests/support/web_browser.py), drives a run as a client would (AG-UI, or the CLI
+into the
 journal for an ended session) and checks what the page shows: the table of nodes and the
 drawn graph (cytoscape's elements), the controls, the connection. Screenshots of each go to
 ``$WEB_ARTEFACTS`` (default test-artefacts/web/). Plain sync tests: Playwright's sync API
@@ -22,7 +23,8 @@ import pytest
 from playwright.sync_api import Browser, Page
 from playwright.sync_api import Error as PlaywrightError
 
-from .web_browser import (
+from tests.support.teams import slow_delegation
+from tests.support.web_browser import (
     TEAMS,
     VIEWER_TOKEN,
     WAIT_MS,
@@ -42,25 +44,9 @@ from .web_browser import (
     team_file,
 )
 
-#: A coordinator that delegates two workers taking two (real) seconds each; a restart
-#: takes the run up again.
-SLOW = """
-[team]
-name = "slow"
-coordinator = "lead"
-on_restart = "resume"
-[agents.lead]
-role = "coordinator"
-tools = ["delegate"]
-delegates_to = ["worker"]
-[[agents.lead.turns]]
-steps = [ { delegate = [ { agent = "worker", task = "one" }, { agent = "worker", task = "two" } ] },
-          { say = "both done: {outcomes}" } ]
-[agents.worker]
-role = "builder"
-[[agents.worker.turns]]
-steps = [ { sleep = 2 }, { say = "finished {task}" } ]
-"""
+# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
+pytestmark = pytest.mark.daemon
+
 
 #: A coordinator that asks the user a question before it answers.
 ASKS = """
@@ -347,7 +333,7 @@ def test_the_page_survives_a_daemon_restart_and_resumes_live(
     again on the same port and journal (which takes the run up), it reattaches and follows
     the run to its end, with no envelope missing or shown twice."""
     with (
-        running_daemon(tmp_path, {"slow": SLOW}) as daemon,
+        running_daemon(tmp_path, {"slow": slow_delegation()}) as daemon,
         open_page(browser, daemon) as watched,
     ):
         page = watched.page
@@ -948,8 +934,7 @@ def test_an_idle_conversation_shows_idle_and_end_conversation_ends_it(
     """Between prompts the header and the coordinator's row say idle; the End conversation
     button ends the session, recorded completed."""
     from orchestrator.journal import JournalReader
-
-    from .daemon import ECHO
+    from tests.support.teams import ECHO
 
     with (
         running_daemon(tmp_path, {"echo": ECHO}) as daemon,

@@ -25,7 +25,7 @@ Systems (``--only`` takes these names):
 - ``ours-postgres``, ``ours-postgres-reader``: the same with the journal on PostgreSQL
   (durability ``power``: each batch acknowledged once the server answered its ``COMMIT``,
   with ``synchronous_commit`` on), each run on a new database of one throwaway cluster the
-  harness starts (``tests/postgres.py``, with ``fsync=on`` as a server in production; the
+  harness starts (``tests/support/postgres.py``, with ``fsync=on`` as a server in production; the
   project's own venv has what it needs: run these with ``.venv/bin/python``).
 - ``langgraph``, ``langgraph-memory``: a ``StateGraph`` whose coordinator node calls a custom
   ``BaseChatModel``; its tool calls fan out with one ``Send`` per call to a worker node that
@@ -908,7 +908,7 @@ def start_postgres_for(names: Sequence[str]) -> Any:
     if not any("postgres" in name for name in names):
         return None
     try:
-        from tests.postgres import find_postgres_binaries, start_postgres
+        from tests.support.postgres import find_postgres_binaries, start_postgres
     except ImportError as missing:  # the peers' venv has no pytest
         raise SystemExit(
             f"the PostgreSQL variants need the project's dev venv ({missing}): "

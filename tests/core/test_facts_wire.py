@@ -1,0 +1,99 @@
+"""A fact's wire form (one JSON line): the optional ``origin`` of a client's action; the
+text written is the reference encoder's (cattrs' converters), byte for byte."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from orchestrator.ahp import _wire as _ahp_wire
+from orchestrator.ahp.actions import ActionOrigin, ChatTurnCancelledAction
+from orchestrator.base import PeerProtocolError, compact_dumps
+from orchestrator.core import Fact, _facts_wire, fact_from_json, fact_to_json
+from tests.support import strategies
+
+CANCELLED = Fact(
+    sequence=7,
+    session="ahp-session:/s",
+    channel="ahp-chat:/c",
+    at="2026-11-26T12:00:00.000Z",
+    action=ChatTurnCancelledAction(turn_id="t", duration=0),
+)
+
+
+class TestOrigin:
+    def test_a_client_action_keeps_its_origin_after_the_action(self) -> None:
+        fact = Fact(
+            sequence=CANCELLED.sequence,
+            session=CANCELLED.session,
+            channel=CANCELLED.channel,
+            at=CANCELLED.at,
+            action=CANCELLED.action,
+            origin=ActionOrigin(client_id="ui-1", client_seq=4),
+        )
+        line = fact_to_json(fact)
+        assert list(json.loads(line))[-2:] == ["action", "origin"]
+        assert json.loads(line)["origin"] == {"clientId": "ui-1", "clientSeq": 4}
+        assert fact_from_json(line) == fact
+
+    def test_a_fact_of_the_host_has_none_and_reads_as_before(self) -> None:
+        """No ``origin`` key is written, and a line without one (every line written before
+        origins were kept) reads with ``origin`` None."""
+        line = fact_to_json(CANCELLED)
+        assert "origin" not in json.loads(line)
+        assert fact_from_json(line).origin is None
+
+    def test_a_bad_origin_is_refused_naming_its_field(self) -> None:
+        data = json.loads(fact_to_json(CANCELLED))
+        data["origin"] = {"clientId": "ui-1"}
+        with pytest.raises(PeerProtocolError) as caught:
+            fact_from_json(json.dumps(data))
+        assert caught.value.path == "$.origin.clientSeq"
+
+
+def reference_text(fact: Fact) -> str:
+    """A fact's line as the converters write it, each through its own dispatch: what the
+    journal stored before the encoders were compiled."""
+    action: dict[str, Any]
+    if fact.action.type.startswith("team/"):
+        action = {"type": fact.action.type}
+        action.update(_facts_wire._team.unstructure(fact.action))
+    else:
+        action = _ahp_wire._converter.unstructure(fact.action)
+    encoded: dict[str, Any] = {
+        "sequence": fact.sequence,
+        "session": fact.session,
+        "channel": fact.channel,
+        "at": fact.at,
+        "action": action,
+    }
+    if fact.origin is not None:
+        encoded["origin"] = _ahp_wire._converter.unstructure(fact.origin)
+    return compact_dumps(encoded)
+
+
+facts = st.builds(
+    Fact,
+    sequence=st.integers(min_value=1, max_value=2**53),
+    session=st.text(max_size=12),
+    channel=st.text(max_size=12),
+    at=st.text(max_size=24),
+    action=strategies.state_actions() | strategies.team_actions(),
+    origin=st.none() | strategies.ahp_values(ActionOrigin),
+)
+
+
+class TestSameText:
+    @settings(
+        max_examples=300,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(facts)
+    def test_every_fact_as_the_reference_encoder(self, fact: Fact) -> None:
+        """The stored text (and so its checksum) is what the converters wrote."""
+        assert fact_to_json(fact) == reference_text(fact)

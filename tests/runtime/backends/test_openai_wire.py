@@ -1,0 +1,389 @@
+"""The chat-completions wire format, pure: chunk assembly, the transcript, Retry-After.
+
+Properties over generated input: however a server fragments and interleaves a response,
+the events carry exactly its text and tool-call input and hand each call over once, whole,
+at the end; every transcript pairs each tool call with its result, as the API requires.
+"""
+
+from __future__ import annotations
+
+import datetime
+import email.utils
+import json
+from typing import Any
+
+import pytest
+import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
+
+from orchestrator.ahp.state import (
+    SystemNotificationResponsePart,
+    ToolCallCompletedState,
+    ToolCallResponsePart,
+)
+from orchestrator.base import ModelStreamError
+from orchestrator.core import (
+    STEERING_META,
+    ModelEvent,
+    TextDelta,
+    ToolCallInputDelta,
+    ToolCallRequest,
+    ToolCallStarted,
+    UsageReport,
+    is_interrupted,
+)
+from orchestrator.runtime.backends import (
+    AssistantMessage,
+    ChunkAssembler,
+    ToolMessage,
+    UserMessage,
+    provider_message,
+    request_body,
+    retry_after_seconds,
+    tool_call_ids,
+    transcript,
+)
+from orchestrator.spec import (
+    OpenAISettings,
+    ToolDefinition,
+    check_tool_input,
+    parse_team,
+    tool_definitions,
+)
+from tests.support import strategies
+from tests.support.fake_openai import text, tool_calls, usage
+from tests.support.runtime import Harness, fanout, run_to_end
+
+ANY = ToolDefinition(name="note", description="", parameters={"type": "object"})
+#: Tool input a model writes, within what the input gate takes (integers of 32 digits at most).
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**32) + 1, 10**32 - 1) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=8,
+)
+CALLS = st.lists(
+    st.tuples(st.text("abcdef", min_size=1, max_size=6), st.dictionaries(st.text(), JSON)),
+    max_size=4,
+    unique_by=lambda call: call[0],
+)
+
+
+def feed_all(assembler: ChunkAssembler, chunks: list[dict[str, Any]]) -> list[ModelEvent]:
+    events = [event for chunk in chunks for event in assembler.feed(chunk)]
+    return events + assembler.finish()
+
+
+class TestChunkAssembler:
+    @given(calls=CALLS, fragments=st.integers(1, 7), answer=st.lists(st.text(min_size=1)))
+    def test_any_fragmentation_gives_back_the_text_and_the_calls_whole(
+        self, calls: list[tuple[str, dict[str, Any]]], fragments: int, answer: list[str]
+    ) -> None:
+        spec = [(f"call_{ident}", "note", arguments) for ident, arguments in calls]
+        chunks = [*text(*answer, finish="stop")[:-1], *tool_calls(*spec, fragments=fragments)]
+        chunks.append(usage(3, 4))
+        events = feed_all(ChunkAssembler([ANY]), chunks)
+
+        said = "".join(e.text for e in events if isinstance(e, TextDelta))
+        assert said == "".join(answer)
+        requests = [e for e in events if isinstance(e, ToolCallRequest)]
+        assert [(r.tool_call_id, dict(r.arguments)) for r in requests] == [
+            (call_id, arguments) for call_id, _, arguments in spec
+        ]
+        assert all(r.input_error is None for r in requests)
+        for call_id, _, arguments in spec:
+            positions = [i for i, e in enumerate(events) if _about(e, call_id)]
+            kinds = [type(events[i]) for i in positions]
+            assert kinds[0] is ToolCallStarted
+            assert kinds[-1] is ToolCallRequest
+            assert set(kinds[1:-1]) <= {ToolCallInputDelta}
+            streamed = "".join(
+                e.text for e in events if isinstance(e, ToolCallInputDelta) and _about(e, call_id)
+            )
+            assert streamed == json.dumps(arguments)
+        # Every call is handed over after the last text and input, once the response ended.
+        if requests:
+            first_request = events.index(requests[0])
+            assert not any(
+                isinstance(e, TextDelta | ToolCallInputDelta) for e in events[first_request:]
+            )
+        assert events[-1] == UsageReport(input_tokens=3, output_tokens=4)
+
+    def test_no_call_is_handed_over_without_a_finish_reason(self) -> None:
+        assembler = ChunkAssembler([ANY])
+        chunks = tool_calls(("call_1", "note", {"a": 1}))[:-1]
+        events = [event for chunk in chunks for event in assembler.feed(chunk)]
+        assert not any(isinstance(e, ToolCallRequest) for e in events)
+        with pytest.raises(ModelStreamError, match="no finish_reason"):
+            assembler.finish()
+
+    @pytest.mark.parametrize(
+        ("arguments", "words"),
+        [
+            ('{"n": ' + "9" * 5000 + "}", "$.n: an integer of 5000 digits; the limit is 32"),
+            ('{"n": [' + "9" * 33 + "]}", "$.n[0]: an integer of 33 digits; the limit is 32"),
+            ('{"x": NaN}', "$.x: NaN is not a JSON number"),
+            ("[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
+        ],
+    )
+    def test_input_json_cannot_read_fails_the_call_not_the_round(
+        self, arguments: str, words: str
+    ) -> None:
+        """Input the gate refuses (a huge number, NaN, nesting past its limit) is input that
+        is not valid JSON: the call fails with a message naming the field; nothing raises."""
+        chunks = tool_calls(("call_1", "note", {}))
+        for chunk in chunks:
+            for call in chunk["choices"][0]["delta"].get("tool_calls") or ():
+                if call.get("function", {}).get("arguments"):
+                    call["function"]["arguments"] = ""
+        chunks[0]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] = arguments
+        requests = [
+            e for e in feed_all(ChunkAssembler([ANY]), chunks) if isinstance(e, ToolCallRequest)
+        ]
+        assert len(requests) == 1
+        assert requests[0].input_error is not None
+        assert "not valid JSON" in requests[0].input_error
+        assert words in requests[0].input_error
+
+    def test_a_call_cut_by_the_output_limit_is_refused(self) -> None:
+        chunks = tool_calls(("call_1", "note", {"a": 1}))
+        chunks[-1]["choices"][0]["finish_reason"] = "length"
+        with pytest.raises(ModelStreamError, match="output limit while writing a tool call"):
+            feed_all(ChunkAssembler([ANY]), chunks)
+
+    def test_missing_taken_and_repeated_ids_are_replaced(self) -> None:
+        chunks = tool_calls(("call_0", "note", {}), ("call_0", "note", {}), ("", "note", {}))
+        assembler = ChunkAssembler([ANY], taken_ids={"call_0"}, id_prefix="call-turn-3-r1-a0")
+        ids = [
+            e.tool_call_id for e in feed_all(assembler, chunks) if isinstance(e, ToolCallRequest)
+        ]
+        assert ids == ["call-turn-3-r1-a0-0", "call-turn-3-r1-a0-1", "call-turn-3-r1-a0-2"]
+
+    @pytest.mark.parametrize(
+        ("chunk", "message"),
+        [
+            ([], "expected a chunk object, got list"),
+            ({"error": {"message": "boom", "code": "x"}}, "mid-stream: boom (x)"),
+            ({"choices": {"0": {}}}, "$.choices: expected an array"),
+            ({"choices": [{"delta": {"tool_calls": [{"index": "0"}]}}]}, "index: expected an"),
+        ],
+    )
+    def test_chunks_that_make_no_sense_are_refused(self, chunk: object, message: str) -> None:
+        with pytest.raises(ModelStreamError) as caught:
+            ChunkAssembler([ANY]).feed(chunk)
+        assert message in str(caught.value)
+
+    def test_reasoning_comes_from_either_field(self) -> None:
+        chunks = [
+            {"choices": [{"index": 0, "delta": {"reasoning_content": "a"}}]},
+            {"choices": [{"index": 0, "delta": {"reasoning": "b"}, "finish_reason": "stop"}]},
+        ]
+        events = feed_all(ChunkAssembler([]), chunks)
+        assert [getattr(e, "text", None) for e in events] == ["a", "b"]
+
+
+def _about(event: ModelEvent, call_id: str) -> bool:
+    return getattr(event, "tool_call_id", None) == call_id
+
+
+class TestRetryAfter:
+    NOW = datetime.datetime(2026, 11, 24, 12, 0, tzinfo=datetime.UTC)
+
+    @given(st.integers(0, 10**6))
+    def test_seconds_and_http_dates_agree(self, seconds: int) -> None:
+        when = self.NOW + datetime.timedelta(seconds=seconds)
+        date = email.utils.format_datetime(when, usegmt=True)
+        assert retry_after_seconds({"retry-after": str(seconds)}, self.NOW) == seconds
+        assert retry_after_seconds({"retry-after": date}, self.NOW) == seconds
+
+    def test_milliseconds_win_and_nonsense_is_ignored(self) -> None:
+        headers = {"retry-after-ms": "1500", "retry-after": "9"}
+        assert retry_after_seconds(headers, self.NOW) == 1.5
+        for nonsense in ("soon", "-3", "nan", "inf", ""):
+            assert retry_after_seconds({"retry-after": nonsense}, self.NOW) is None
+        assert retry_after_seconds({}, self.NOW) is None
+        past = email.utils.format_datetime(self.NOW - datetime.timedelta(hours=1), usegmt=True)
+        assert retry_after_seconds({"retry-after": past}, self.NOW) == 0
+
+    def test_provider_messages_prefer_the_error_object(self) -> None:
+        body = json.dumps({"error": {"message": "no such model", "code": "model_not_found"}})
+        assert provider_message(404, "Not Found", body.encode()) == (
+            "404 Not Found: no such model (model_not_found)"
+        )
+        assert provider_message(502, "Bad Gateway", b"<html>upstream</html>") == (
+            "502 Bad Gateway: <html>upstream</html>"
+        )
+        long = provider_message(500, "", b"x" * 2000)
+        assert long.startswith("500: ")
+        assert len(long) < 520
+
+
+class TestTranscript:
+    @given(strategies.chat_states())
+    def test_every_tool_call_is_followed_by_its_result(self, chat: Any) -> None:
+        messages = transcript(chat)
+        turns = [t for t in chat.turns if not is_interrupted(t)]
+        if chat.active_turn is not None:
+            turns.append(chat.active_turn)
+        steering = [
+            p
+            for t in turns
+            for p in t.response_parts
+            if isinstance(p, SystemNotificationResponsePart) and STEERING_META in (p.meta or {})
+        ]
+        # One user message per turn, plus one per steering message injected into it.
+        expected_users = len(turns) + len(steering)
+        assert sum(isinstance(m, UserMessage) for m in messages) == expected_users
+        for index, message in enumerate(messages):
+            if isinstance(message, AssistantMessage):
+                ids = [c.tool_call_id for c in message.tool_calls]
+                after = messages[index + 1 : index + 1 + len(ids)]
+                assert [m.tool_call_id for m in after if isinstance(m, ToolMessage)] == ids
+        shown = {
+            c.tool_call_id
+            for m in messages
+            if isinstance(m, AssistantMessage)
+            for c in m.tool_calls
+        }
+        assert shown <= tool_call_ids(chat)
+        body = request_body(OpenAISettings(model="m"), system="s", messages=messages)
+        json.dumps(body)  # the whole request is JSON
+
+    def test_steering_follows_the_conversation_as_user_messages(self) -> None:
+        body = request_body(
+            OpenAISettings(model="m", temperature=0.3),
+            system="who you are",
+            messages=[UserMessage(text="task"), UserMessage(text="focus on tests")],
+        )
+        assert body["messages"] == [
+            {"role": "system", "content": "who you are"},
+            {"role": "user", "content": "task"},
+            {"role": "user", "content": "focus on tests"},
+        ]
+        assert body["temperature"] == 0.3
+
+    async def test_a_coordinators_rounds_and_results_in_order(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        h = Harness(fanout())
+        await run_to_end(h)
+        coordinator = h.runtime.state.coordinator_chat()
+        assert coordinator is not None
+        chat = h.runtime.state.chats[coordinator]
+        messages = transcript(chat)
+        [turn] = chat.turns
+        calls = [
+            p.tool_call
+            for p in turn.response_parts
+            if isinstance(p, ToolCallResponsePart)
+            and isinstance(p.tool_call, ToolCallCompletedState)
+        ]
+        assert isinstance(messages[0], UserMessage)
+        assert messages[0].text == "Ship it"
+        assistant = messages[1]
+        assert isinstance(assistant, AssistantMessage)
+        assert [c.tool_call_id for c in assistant.tool_calls] == [c.tool_call_id for c in calls]
+        results = messages[2 : 2 + len(calls)]
+        assert all(isinstance(m, ToolMessage) for m in results)
+        for message, task in zip(results, ("alpha", "beta", "gamma"), strict=True):
+            assert isinstance(message, ToolMessage)
+            assert message.content.startswith("[worker, completed] (task: "), message.content
+            assert message.content.endswith(f") did {task}"), message.content
+        assert isinstance(messages[-1], AssistantMessage)
+        assert messages[-1].tool_calls == ()
+
+
+class TestToolDefinitions:
+    TEAM = parse_team(
+        '[team]\nname="t"\ncoordinator="lead"\n'
+        '[agents.lead]\nrole="lead"\ntools=["delegate","ask","search"]\ndelegates_to=["w"]\n'
+        '[agents.w]\nrole="worker"\n',
+        file="t.toml",
+    )
+
+    def test_the_offered_schema_is_the_one_that_checks(self) -> None:
+        tools = tool_definitions(self.TEAM, self.TEAM.agent("lead"))
+        assert [t.name for t in tools] == ["delegate", "ask", "search"]
+        assert check_tool_input(tools, "delegate", {"agent": "w", "task": "go"}) is None
+        assert check_tool_input(tools, "delegate", {"agent": "w"}) == (
+            "invalid input for delegate: the input: 'task' is a required property"
+        )
+        assert check_tool_input(tools, "delegate", {"agent": "w", "task": "go", "x": 1}) == (
+            "invalid input for delegate: the input: Additional properties are not allowed "
+            "('x' was unexpected)"
+        )
+        assert check_tool_input(tools, "ask", {"question": "?", "kind": "colour"}) == (
+            "invalid input for ask: $.kind: 'colour' is not one of ['text', 'number', "
+            "'integer', 'boolean', 'single-select', 'multi-select']"
+        )
+        assert check_tool_input(tools, "search", {"anything": [1, 2]}) is None
+        assert check_tool_input(tools, "search", ["not", "an", "object"]) is not None
+        assert check_tool_input(tools, "handoff", {}) == (
+            "there is no tool named 'handoff' (tools: delegate, ask, search)"
+        )
+
+
+class TestWhatServersReallySend:
+    """Shapes seen from servers other than OpenAI's own."""
+
+    @staticmethod
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+        return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+
+    def calls(self, chunks: list[dict[str, Any]]) -> list[ToolCallRequest]:
+        events = feed_all(ChunkAssembler([ANY]), chunks)
+        return [e for e in events if isinstance(e, ToolCallRequest)]
+
+    def test_whole_calls_at_the_same_index_with_new_ids_are_separate_calls(self) -> None:
+        """Ollama sends each whole call in its own chunk, every one at index 0."""
+        whole = [
+            {
+                "index": 0,
+                "id": f"call_{n}",
+                "function": {"name": "note", "arguments": f'{{"n":{n}}}'},
+            }
+            for n in (1, 2)
+        ]
+        chunks = [self.chunk({"tool_calls": [call]}) for call in whole]
+        chunks.append(self.chunk({}, "stop"))  # and says "stop", not "tool_calls"
+        requests = self.calls(chunks)
+        assert [(r.tool_call_id, dict(r.arguments)) for r in requests] == [
+            ("call_1", {"n": 1}),
+            ("call_2", {"n": 2}),
+        ]
+
+    def test_calls_without_an_index_and_decoded_arguments(self) -> None:
+        """Older servers leave index out; some send the input as an object."""
+        chunks = [
+            self.chunk(
+                {
+                    "tool_calls": [
+                        {"id": "a", "function": {"name": "note", "arguments": {"x": 1}}},
+                        {"id": "b", "function": {"name": "note", "arguments": "{}"}},
+                    ]
+                },
+                "tool_calls",
+                usage={"prompt_tokens": 7, "completion_tokens": 2},
+            )
+        ]
+        assembler = ChunkAssembler([ANY])
+        events = feed_all(assembler, chunks)
+        requests = [e for e in events if isinstance(e, ToolCallRequest)]
+        assert [(r.tool_call_id, dict(r.arguments)) for r in requests] == [
+            ("a", {"x": 1}),
+            ("b", {}),
+        ]
+        assert events[-1] == UsageReport(input_tokens=7, output_tokens=2)
+
+    def test_null_fields_are_absent_fields(self) -> None:
+        chunks = [
+            self.chunk(
+                {
+                    "content": "hi",
+                    "tool_calls": [{"index": None, "id": "c", "function": {"name": "note"}}],
+                },
+                error=None,
+            ),
+            self.chunk({"tool_calls": [{"index": None, "function": {"arguments": "{}"}}]}, "stop"),
+        ]
+        assert [r.tool_call_id for r in self.calls(chunks)] == ["c"]
