@@ -9,24 +9,30 @@ by the ownership's own timings, not by asking which database it is.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import trio
 
-from orchestrator.base import FactLogError
+from orchestrator.base import FactLogError, RunError
 from orchestrator.journal import (
     HeldElsewhere,
+    Journal,
     PostgresLeases,
     SessionLocks,
     SessionOwnership,
     SoleOwnership,
     open_journal,
 )
+from orchestrator.sessions import Daemon
+from orchestrator.spec import parse_team
 from tests.support.daemon import connect, running_daemon
 from tests.support.postgres import direct_sql
+from tests.support.teams import ECHO
 
 # Every test here opens a journal on a real database or runs a daemon.
 pytestmark = pytest.mark.daemon
@@ -231,3 +237,67 @@ class TestDaemon:
                     await trio.sleep(0.05)
             assert other.holds(uri)
             other.release(uri)
+
+
+@contextlib.asynccontextmanager
+async def daemon_on(journal: Journal) -> AsyncIterator[Daemon]:
+    """A daemon (no HTTP server) of the echo team on ``journal``, serving; closed after."""
+    await trio.to_thread.run_sync(journal.open)
+    teams = {"echo": parse_team(ECHO, file="echo.toml")}
+    try:
+        async with trio.open_nursery() as services, httpx.AsyncClient() as http:
+            await services.start(journal.serve)
+            async with trio.open_nursery() as nursery:
+                daemon = Daemon(teams=teams, journal=journal, http=http, shutdown_grace=0.5)
+                await nursery.start(daemon.serve)
+                yield daemon
+                nursery.cancel_scope.cancel()
+            services.cancel_scope.cancel()
+    finally:
+        journal.close()
+
+
+class TestFollowing:
+    """How the daemon follows what another node or process runs: one seam
+    (``sessions/_following``), chosen by the journal's ownership, whatever the database."""
+
+    async def test_a_session_another_node_holds_runs_elsewhere(
+        self, journal_db: Path | str
+    ) -> None:
+        """A session another node (another process on a SQLite file) holds runs elsewhere
+        for the daemon's following until it lets go; one the journal has nothing of is not
+        followed all the same (a page that reads it is told there is none)."""
+        other = open_journal(journal_db, node="other")  # never opened: its ownership only
+        try:
+            async with daemon_on(open_journal(journal_db, node="a")) as daemon:
+                following = daemon.following
+                assert not await trio.to_thread.run_sync(following.runs_elsewhere, SESSION)
+                assert await trio.to_thread.run_sync(other.ownership.claim, SESSION) is None
+                assert await trio.to_thread.run_sync(following.runs_elsewhere, SESSION)
+                assert await daemon.watch(SESSION) is None
+                assert daemon.followed_sessions() == []
+                assert following.statistics().followed == 0
+                await trio.to_thread.run_sync(other.ownership.release, SESSION)
+                assert not await trio.to_thread.run_sync(following.runs_elsewhere, SESSION)
+        finally:
+            other.ownership.close()
+
+    async def test_a_daemon_alone_on_its_journal_follows_nothing(
+        self, postgres_database: str
+    ) -> None:
+        """A PostgreSQL journal opened without a node id (nobody else writes it): nothing
+        runs elsewhere, nothing is followed, and a session said to run elsewhere cannot be
+        followed, with an error naming it."""
+        async with daemon_on(open_journal(postgres_database)) as daemon:
+            assert isinstance(daemon.ownership, SoleOwnership)
+            following = daemon.following
+            assert not await trio.to_thread.run_sync(following.runs_elsewhere, SESSION)
+            assert following.run_by(SESSION) is None
+            assert await following.follow_unrecorded(SESSION) is None
+            assert await daemon.watch(SESSION) is None
+            assert await daemon.find(SESSION) is None
+            assert daemon.run_by(SESSION) is None
+            assert daemon.followed_sessions() == []
+            assert following.statistics().journal_looks == 0
+            with pytest.raises(RunError, match=SESSION):
+                await following.follow(SESSION)

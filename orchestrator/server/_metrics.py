@@ -92,12 +92,11 @@ class DaemonMetrics(Collector):
         yield GaugeMetricFamily("orchestrator_clients", "Connected clients", self.connected_clients)
         yield from _teammates(self._scheduler)
         yield from _leases(daemon)
-        following = daemon.following
         yield CounterMetricFamily(
             "orchestrator_journal_looks",
             "Times the daemon asked its SQLite journal whether it changed (one per interval, "
             "while it follows a session another process runs)",
-            0 if following is None else following.changes.looks,
+            daemon.following.statistics().journal_looks,
         )
         yield CounterMetricFamily(
             "orchestrator_dropped_subscribers",

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from ._expected_action import *  # noqa: F403
     from ._finding import *  # noqa: F403
     from ._followed import *  # noqa: F403
+    from ._following import *  # noqa: F403
+    from ._following_for import *  # noqa: F403
     from ._forwarding import *  # noqa: F403
     from ._idle_sessions import *  # noqa: F403
     from ._limits import *  # noqa: F403
@@ -50,11 +52,14 @@ else:
             "EnvelopeFold": "._session_folds",
             "ExpectedAction": "._expected_action",
             "FollowedRuntime": "._followed",
+            "Following": "._following",
+            "FollowingStatistics": "._following",
             "Forwarder": "._forwarding",
             "GraphCache": "._session_folds",
             "IdleSessions": "._idle_sessions",
             "Limits": "._limits",
             "LiveSession": "._live_session",
+            "NoFollowing": "._following",
             "ReadFacts": "._team_log",
             "ReclaimStatistics": "._reclaim",
             "Reclaimer": "._reclaim",
@@ -88,6 +93,7 @@ else:
             "encode_error": "._forwarding",
             "encode_origin": "._expected_action",
             "follow_session": "._followed",
+            "following_for": "._following_for",
             "load_teams": "._teams",
             "session_channel_state": "._root_channel",
             "session_id": "._live_session",

@@ -18,6 +18,7 @@ told why (nothing when the run finished).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Final
 
 import structlog
 import trio
@@ -37,12 +38,16 @@ from orchestrator.journal import (
 from orchestrator.spec import parse_team
 
 from ._followed import FollowedRuntime, follow_session
+from ._following import FollowingStatistics
 from ._forwarding import CommandServer, Forwarder
 from ._live_session import LiveSession, SessionHost
 
 __all__ = ["Cluster"]
 
 log = structlog.get_logger("orchestrator.daemon")
+
+#: Take-over scans between two deletions of old forwarded commands (see :meth:`Cluster.tidy`).
+OLD_COMMANDS_EVERY: Final = 100
 
 
 class Cluster:
@@ -73,6 +78,7 @@ class Cluster:
         self.command_server = CommandServer(self.commands, held=lambda: leases.held, find=owned)
         self.followed: dict[str, FollowedRuntime] = {}
         self._nursery: trio.Nursery | None = None
+        self._scans = 0  # take-over scans (see tidy)
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Listen, carry out forwarded commands and run the followed sessions' tasks,
@@ -88,11 +94,22 @@ class Cluster:
 
     # ── following ──────────────────────────────────────────────────────────
 
-    async def runs_elsewhere(self, uri: str) -> bool:
-        """Whether another node holds the lease of ``uri`` (it opened it, say, and the
-        journal has nothing of it yet)."""
-        owner = await trio.to_thread.run_sync(self.commands.live_owner, uri)
+    def runs_elsewhere(self, uri: str) -> bool:
+        """Whether another node holds the lease of ``uri`` now. Blocking (a query)."""
+        owner = self.commands.live_owner(uri)
         return owner is not None and owner != self._leases.node
+
+    def run_by(self, uri: str) -> dict[str, object] | None:
+        """The node ``uri`` is followed from (``{"node": ...}``); None when it is not."""
+        followed = self.followed.get(uri)
+        return None if followed is None else {"node": followed.owner}
+
+    async def follow_unrecorded(self, uri: str) -> LiveSession | None:
+        """Follow ``uri``, which the journal has nothing of yet, if another node holds its
+        lease (it opened it, and has not started its run or written its first facts)."""
+        if not await trio.to_thread.run_sync(self.runs_elsewhere, uri):
+            return None
+        return await self.follow(uri, new=True)
 
     async def follow(self, uri: str, *, new: bool = False) -> LiveSession:
         """Follow ``uri``, which another node runs (see :mod:`._followed`); its clients
@@ -180,6 +197,18 @@ class Cluster:
             runtime.wake()
         self.command_server.wake()
         self.forwarder.wake_all()
+
+    # ── now and then ───────────────────────────────────────────────────────
+
+    async def tidy(self) -> None:
+        """After a take-over scan: every :data:`OLD_COMMANDS_EVERY` scans, delete the old
+        forwarded commands (never raises)."""
+        self._scans += 1
+        if self._scans % OLD_COMMANDS_EVERY == 0:
+            await self.delete_old_commands()
+
+    def statistics(self) -> FollowingStatistics:
+        return FollowingStatistics(followed=len(self.followed), journal_looks=0)
 
     async def delete_old_commands(self) -> None:
         """Delete the forwarded commands older than an hour (never raises)."""

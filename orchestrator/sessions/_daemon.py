@@ -55,7 +55,8 @@ the sessions whose owner let them lapse (:meth:`Daemon._take_over`: their node d
 start-up's rules; a lock never lapses (the kernel frees a dead process's locks).
 
 Any node serves any client: a session (:mod:`._finding`) asked for a session another node holds
-*follows* it (its :attr:`Daemon.cluster`, see :mod:`._cluster` and :mod:`._followed`): a
+*follows* it (its :attr:`Daemon.following`, see :mod:`._following`, :mod:`._cluster` and
+:mod:`._followed`): a
 LiveSession over a :class:`~._followed.FollowedRuntime` in :attr:`Daemon.sessions` like
 any, whose commands are forwarded to the owner (:mod:`._forwarding`); the cluster also
 carries out the commands forwarded to this node. When the lease of a session this node
@@ -63,8 +64,9 @@ follows expires (its owner died), the take-over scan ends the followed session f
 clients are told to reattach) and takes the session up; a followed session nobody watches
 is dropped by the idle sessions' timer. On a SQLite journal, a session that another process
 on the file runs (an ``orchestrator run`` beside the daemon) is followed the same way, read-only
-(:attr:`Daemon.following`, see :mod:`._sqlite_following`), and ``run_by`` says which
-process runs it.
+(see :mod:`._sqlite_following`), and ``run_by`` says which process runs it. Which way a
+daemon follows is chosen once, from its journal's ownership
+(:func:`~._following_for.following_for`): the daemon and its parts see only the protocol.
 
 Bounds: see :mod:`._opening` and :mod:`._idle_sessions`.
 """
@@ -88,8 +90,6 @@ from orchestrator.base import (
 from orchestrator.journal import (
     HeldElsewhere,
     Journal,
-    PostgresLeases,
-    SessionLocks,
     SessionOwnership,
 )
 from orchestrator.runtime import (
@@ -97,8 +97,9 @@ from orchestrator.runtime import (
 )
 from orchestrator.spec import TeamSpec
 
-from ._cluster import Cluster
 from ._finding import SessionFinder
+from ._following import Following
+from ._following_for import following_for
 from ._idle_sessions import IdleSessions
 from ._limits import Limits
 from ._live_session import LiveSession, SessionObserver, session_uri
@@ -107,7 +108,6 @@ from ._reclaim import Reclaimer, ReclaimStatistics
 from ._root_channel import RootChannel, agents_of
 from ._runs import SessionRuns
 from ._session_folds import EnvelopeCache
-from ._sqlite_following import SqliteFollowing
 from ._team_log import TeamLog
 from ._team_runtimes import TeamRuntimes
 from ._teams import TeamCatalog
@@ -129,8 +129,6 @@ log = structlog.get_logger("orchestrator.daemon")
 STOP_AFTER_GRACE: Final = 2.5
 #: Seconds a session's end waits to give its lease up (a lease not given up expires).
 RELEASE_LIMIT: Final = 2.0
-#: Take-over scans between two deletions of old forwarded commands.
-OLD_COMMANDS_EVERY: Final = 100
 
 
 def default_node() -> str:
@@ -214,10 +212,6 @@ class Daemon:
         self.ownership: SessionOwnership = journal.ownership
         self.node = node or self.ownership.node
         self.taken_over = 0
-        # Following the other nodes' sessions and serving their commands (see _cluster), or
-        # the sessions other processes on a SQLite file run (see _sqlite_following).
-        self.cluster: Cluster | None = None
-        self.following: SqliteFollowing | None = None
         self.limits = limits = limits or Limits()
         buffer, grace = limits.subscriber_buffer, limits.shutdown_grace
         self.subscriber_buffer = buffer if subscriber_buffer is None else subscriber_buffer
@@ -253,9 +247,7 @@ class Daemon:
             drop=drop,
         )
         launch = self.runs.launch
-        self.finder = SessionFinder(
-            self, claim=claim, release=release, launch=launch, elsewhere=elsewhere
-        )
+        self.finder = SessionFinder(self, claim=claim, release=release, launch=launch)
         self.idle = IdleSessions(self, drop=drop)
         self.opener = SessionOpener(self, claim=claim, drop_unused=self._drop_unused, add=add)
         # The daemon's API to its clients, carried out by its parts.
@@ -268,27 +260,18 @@ class Daemon:
         self.evict_idle = self.idle.evict_idle
         self.expire_conversations = self.idle.expire_conversations
         self._take_up_if_busy = self.finder.take_up_if_busy
-        # How this node follows a session another runs: the cluster's notifications on a
-        # PostgreSQL journal, the locks' holders on a SQLite file.
-        if isinstance(self.ownership, PostgresLeases):
-            self.cluster = Cluster(
-                self,
-                leases=self.ownership,
-                node=self.node,
-                reader=self.reader,
-                add=self._add_session,
-                remove=self._remove_session,
-                owned=self.finder.owned,
-            )
-        elif isinstance(self.ownership, SessionLocks):
-            self.following = SqliteFollowing(
-                self,
-                locks=self.ownership,
-                reader=self.reader,
-                add=self._add_session,
-                remove=self._remove_session,
-                take_up=self.finder.take_up_orphan,
-            )
+        # How this node follows a session another node or process runs (and, in a cluster,
+        # serves the commands forwarded to it): chosen once, by the journal's ownership.
+        self.following: Following = following_for(
+            self,
+            self.ownership,
+            node=self.node,
+            reader=self.reader,
+            add=add,
+            remove=remove,
+            owned=self.finder.owned,
+            take_up=self.finder.take_up_orphan,
+        )
 
     # ── the service ────────────────────────────────────────────────────────
 
@@ -310,10 +293,7 @@ class Daemon:
             self.accepting = True
             nursery.start_soon(self._keep_owned)
             nursery.start_soon(self._take_over)
-            if self.cluster is not None:
-                await nursery.start(self.cluster.serve)
-            if self.following is not None:
-                await nursery.start(self.following.serve)
+            await nursery.start(self.following.serve)
             # After the take-up: a teammate's run that was going is followed where it is.
             for companion in self.companions:
                 await nursery.start(companion.serve)
@@ -407,9 +387,8 @@ class Daemon:
         """Every :attr:`~SessionOwnership.renew_every` seconds (a lock: never), take up the
         running sessions whose owner let them lapse (their node died, or gave them up with
         work left) by the start-up's rules; a session this node followed ends first (its
-        clients reattach to the one taken up). Now and then, deletes the old forwarded
-        commands."""
-        scans = 0
+        clients reattach to the one taken up). After each scan, the following tidies up
+        (a cluster deletes the old forwarded commands now and then)."""
         while True:
             await trio.sleep(self.ownership.renew_every)
             if not self.accepting:
@@ -419,14 +398,12 @@ class Daemon:
             except (OrchestratorError, OSError) as exc:
                 log.warning("expired leases not read", node=self.node, error=str(exc))
                 continue
-            scans += 1
-            if self.cluster is not None and scans % OLD_COMMANDS_EVERY == 0:
-                await self.cluster.delete_old_commands()
+            await self.following.tidy()
             for uri in expired:
-                followed = self.cluster.follows(uri) if self.cluster is not None else None
+                followed = self.following.follows(uri)
                 live = self.sessions.get(uri)
-                if followed is not None and live is not None and self.cluster is not None:
-                    await self.cluster.unfollow(live, _owner_gone(uri, followed.owner))
+                if followed is not None and live is not None:
+                    await self.following.unfollow(live, _owner_gone(uri, followed.owner))
                 if uri in self.sessions or self.journal.session_failed(uri) is not None:
                     continue
                 try:

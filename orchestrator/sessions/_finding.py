@@ -6,7 +6,8 @@ The daemon takes up, at start, the unfinished sessions that were doing something
 (:meth:`SessionFinder.find`), so a restart costs what is busy, not all. A session is taken up
 only once this node owns it (the daemon's acquire: the SQLite record lock, the PostgreSQL
 lease), so the state read is all its previous owner wrote; one another process of the SQLite
-file or another node of the PostgreSQL journal runs is followed (``following``, ``cluster``).
+file or another node of the PostgreSQL journal runs is followed (the daemon's ``following``,
+see :mod:`._following`).
 Two clients asking for one session at once take it up once (:class:`SessionLocks`).
 """
 
@@ -26,10 +27,9 @@ from orchestrator.journal import HeldElsewhere, JournalReader
 from orchestrator.runtime import RunOutcome
 from orchestrator.spec import parse_team
 
-from ._cluster import Cluster
 from ._followed import FollowedRuntime
+from ._following import Following
 from ._live_session import LiveSession, SessionHost, _busy, session_uri
-from ._sqlite_following import SqliteFollowing
 from ._team_runtimes import TeamRuntimes
 
 __all__ = [
@@ -61,8 +61,7 @@ class FinderHost(SessionHost, Protocol):
 
     sessions: dict[str, LiveSession]
     reader: JournalReader
-    cluster: Cluster | None
-    following: SqliteFollowing | None
+    following: Following
     accepting: bool
     node: str
     runtimes: TeamRuntimes
@@ -106,15 +105,12 @@ class SessionFinder:
         claim: Claim,
         release: Release,
         launch: Callable[[LiveSession, Start], Awaitable[None]],
-        elsewhere: Callable[[str, HeldElsewhere], str],
     ) -> None:
-        """``launch`` runs a session taken up in the daemon's nursery; ``elsewhere`` says
-        who runs a session this node may not."""
+        """``launch`` runs a session taken up in the daemon's nursery."""
         self._daemon = daemon
         self._claim = claim
         self._release = release
         self._launch = launch
-        self._elsewhere = elsewhere
         self._locks = SessionLocks()
 
     def __len__(self) -> int:
@@ -124,9 +120,7 @@ class SessionFinder:
     def followed_sessions(self) -> list[str]:
         """The sessions this node follows (another node of the journal runs them, or
         another process of its SQLite file)."""
-        if self._daemon.cluster is not None:
-            return sorted(self._daemon.cluster.followed)
-        return sorted(self._daemon.following.followed) if self._daemon.following is not None else []
+        return sorted(self._daemon.following.followed)
 
     def run_by(self, uri: str) -> dict[str, object] | None:
         """Who runs ``uri`` when this daemon does not: on SQLite the process holding it
@@ -134,14 +128,7 @@ class SessionFinder:
         PostgreSQL the node it is followed from (``{"node": ...}``); None when this daemon
         runs it or nobody does (as far as it knows without asking the database).
         Blocking (a system call, a file of /proc): cheap, but not a checkpoint."""
-        if self._daemon.following is not None:
-            try:
-                holder = self._daemon.following.holder(uri)
-            except FactLogError:
-                return None
-            return None if holder is None else holder.to_json()
-        followed = self._daemon.cluster.follows(uri) if self._daemon.cluster is not None else None
-        return None if followed is None else {"node": followed.owner}
+        return self._daemon.following.run_by(uri)
 
     async def find(self, session: str) -> LiveSession | None:
         """The live session ``session`` (an id or URI), taking an unfinished one up from the
@@ -166,20 +153,12 @@ class SessionFinder:
                 # Not in the journal yet: opened on another node, and not prompted (or its
                 # first facts not yet written), that node holds its lease. Followed at once,
                 # so any node serves a session from the moment its opener knows its id.
-                if self._daemon.cluster is not None and await self._daemon.cluster.runs_elsewhere(
-                    uri
-                ):
-                    return await self._daemon.cluster.follow(uri, new=True)
-                return None
+                return await self._daemon.following.follow_unrecorded(uri)
             if info.status != "running":
                 return None
             held = await self._claim(uri)
             if held is not None:
-                if self._daemon.following is not None:
-                    return await self._daemon.following.follow(uri)
-                if self._daemon.cluster is None:
-                    raise RunError(self._elsewhere(uri, held))
-                return await self._daemon.cluster.follow(uri)
+                return await self._daemon.following.follow(uri)
             try:
                 state = await trio.to_thread.run_sync(self._daemon.reader.open, uri)
                 return await self._take_up(uri, state)
@@ -198,24 +177,19 @@ class SessionFinder:
         live = self._daemon.sessions.get(uri)
         if live is not None and not live.put_away:
             return live
-        if self._daemon.following is None and self._daemon.cluster is None:
-            return None
         async with self._locks.hold(uri):
             live = self._daemon.sessions.get(uri)
             if live is not None:
                 return None if live.put_away else live
             try:
-                if not await trio.to_thread.run_sync(self._run_elsewhere, uri):
+                if not await trio.to_thread.run_sync(self._daemon.following.runs_elsewhere, uri):
                     return None
                 info = await trio.to_thread.run_sync(self._daemon.reader.session, uri)
             except (OrchestratorError, OSError):
                 return None  # cannot tell: not followed (a client's find says why)
             if info.status != "running":
                 return None
-            if self._daemon.following is not None:
-                return await self._daemon.following.follow(uri)
-            assert self._daemon.cluster is not None
-            return await self._daemon.cluster.follow(uri)
+            return await self._daemon.following.follow(uri)
 
     async def take_up_unfinished(self) -> None:
         """Take up the unfinished sessions that were doing something (a turn running, an
@@ -290,21 +264,9 @@ class SessionFinder:
         log.info("session taken up", session=uri, team=name)
         return live
 
-    def _run_elsewhere(self, uri: str) -> bool:
-        """Whether another process of the SQLite file, or another node of the PostgreSQL
-        journal, runs ``uri`` now. Blocking (a system call, or a query)."""
-        if self._daemon.following is not None:
-            return self._daemon.following.holder(uri) is not None
-        if self._daemon.cluster is None:
-            return False
-        owner = self._daemon.cluster.commands.live_owner(uri)
-        return owner is not None and owner != self._daemon.node
-
     def follower(self, uri: str) -> FollowedRuntime | None:
         """How this daemon follows ``uri`` (another node or process runs it), if it does."""
-        if self._daemon.cluster is not None:
-            return self._daemon.cluster.follows(uri)
-        return self._daemon.following.follows(uri) if self._daemon.following is not None else None
+        return self._daemon.following.follows(uri)
 
     def followed(self, uri: str) -> bool:
         """Whether this daemon follows ``uri`` (another node or process runs it)."""

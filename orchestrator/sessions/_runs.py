@@ -19,8 +19,8 @@ from orchestrator.core import TeamState
 from orchestrator.journal import HeldElsewhere
 from orchestrator.runtime import RunOutcome
 
-from ._cluster import Cluster
 from ._finding import Claim, Release, Start, needs_running
+from ._following import Following
 from ._live_session import LiveSession
 
 __all__ = [
@@ -33,7 +33,7 @@ log = structlog.get_logger("orchestrator.daemon")
 class LauncherHost(Protocol):
     """What starting a session reads of the daemon."""
 
-    cluster: Cluster | None
+    following: Following
 
     @property
     def nursery(self) -> trio.Nursery | None: ...
@@ -66,9 +66,7 @@ class SessionRuns:
     async def start_run(self, live: LiveSession, prompt: str) -> None:
         """Start ``live``'s run on ``prompt``; returns once its first facts are recorded (or,
         when another node opened it and runs it, read here)."""
-        followed = (
-            self._daemon.cluster.follows(live.uri) if self._daemon.cluster is not None else None
-        )
+        followed = self._daemon.following.follows(live.uri)
         if followed is not None:
             await followed.start(prompt)
             if followed.state.run is not None:

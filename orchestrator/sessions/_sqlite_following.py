@@ -40,10 +40,11 @@ from typing import Final
 import structlog
 import trio
 
-from orchestrator.base import OrchestratorError
+from orchestrator.base import FactLogError, OrchestratorError
 from orchestrator.journal import Holder, JournalReader, SessionLocks, SqliteChanges
 
 from ._followed import FollowedRuntime, Refusal, follow_session
+from ._following import FollowingStatistics
 from ._live_session import LiveSession, SessionHost
 
 __all__ = ["SqliteFollowing"]
@@ -117,6 +118,20 @@ class SqliteFollowing:
         cannot be read."""
         return self._locks.holder(uri)
 
+    def runs_elsewhere(self, uri: str) -> bool:
+        """Whether another process holds ``uri``'s lock now. Blocking (a system call)."""
+        return self._locks.holder(uri) is not None
+
+    def run_by(self, uri: str) -> dict[str, object] | None:
+        """The process holding ``uri`` (``{"program": "orchestrator run", "pid": 4242}``,
+        either None where unknown); None when nobody does, this daemon does, or the lock
+        file cannot be read. A system call, a file of /proc: cheap, but not a checkpoint."""
+        try:
+            holder = self._locks.holder(uri)
+        except FactLogError:
+            return None
+        return None if holder is None else holder.to_json()
+
     # ── following ──────────────────────────────────────────────────────────
 
     async def follow(self, uri: str) -> LiveSession:
@@ -182,8 +197,20 @@ class SqliteFollowing:
             runtime.end(why)
             await live.finished.wait()
 
+    async def follow_unrecorded(self, uri: str) -> LiveSession | None:
+        """None: only a session the file records is followed (a lock says who runs a
+        session, not that it exists)."""
+        return None
+
     def follows(self, uri: str) -> FollowedRuntime | None:
         return self.followed.get(uri)
+
+    async def tidy(self) -> None:
+        """Nothing to tidy (the take-over scan never runs on a SQLite file: locks do not
+        expire)."""
+
+    def statistics(self) -> FollowingStatistics:
+        return FollowingStatistics(followed=len(self.followed), journal_looks=self.changes.looks)
 
     # ── when to read ───────────────────────────────────────────────────────
 
