@@ -65,11 +65,15 @@ class IdleSessions:
                     break
                 async with live.start_lock:  # a first prompt is starting: see how it ends
                     pass
+            # Each wait ends at the first prompt too: this task holds the session, and a
+            # session prompted soon after it opened must not outlive its being put away by
+            # the rest of ``unprompted_session`` (the soak's memory, a cycle of sessions on).
             elif live.clients:
                 with trio.move_on_at(cap):
-                    await live.wait_alone()
+                    await live.wait_alone_or_prompted()
             else:
-                await trio.sleep_until(min(expires, cap))
+                with trio.move_on_at(min(expires, cap)):
+                    await live.prompted.wait()
         log.info("session never prompted forgotten", session=live.uri, after=now - live.opened_at)
         self._drop_unprompted(
             live, f"no prompt within {now - live.opened_at:g} s of opening: open a new session"

@@ -258,6 +258,11 @@ class LiveSession:
         # that is under way ends before it puts the session away or stops it.
         self.start_lock = trio.Lock()
         self.started = runtime.state.run is not None
+        # Set once the run starts: the timer that forgets a session never prompted stops
+        # waiting then, and so lets go of the session (see IdleSessions.forget_unprompted).
+        self.prompted = trio.Event()
+        if self.started:
+            self.prompted.set()
         # Set once a session taken up from the journal has reopened what it waits for
         # (approvals, questions): a client that finds it meanwhile waits for this, or its
         # answer to a surviving approval would be refused. None: nothing to wait for.
@@ -318,6 +323,7 @@ class LiveSession:
                     self._tasks.append(_Task(task_id, None))
                 await self.daemon.start_run(self, text)
                 self.started = True
+                self.prompted.set()
                 return
         chat = self.state.coordinator_chat()
         assert chat is not None
@@ -381,9 +387,16 @@ class LiveSession:
         elif count and self._alone.is_set():
             self._alone = trio.Event()
 
-    async def wait_alone(self) -> None:
-        """Wait until no client is connected."""
-        await self._alone.wait()
+    async def wait_alone_or_prompted(self) -> None:
+        """Wait until no client is connected, or the run has started."""
+        async with trio.open_nursery() as nursery:
+
+            async def first(event: trio.Event) -> None:
+                await event.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(first, self._alone)
+            nursery.start_soon(first, self.prompted)
 
     @property
     def unprompted(self) -> bool:
