@@ -3,13 +3,20 @@
 
 Each module ``orchestrator/<layer>/_<name>.py`` has its tests in
 ``tests/<layer>/test_<name>.py``, or is named in :data:`TESTED_THROUGH_OTHERS` with the test
-modules that cover it.
+modules that cover it. Two kinds of test module mirror no single module:
+
+- ``tests/e2e/``: end to end through a real daemon or ``orchestrator`` process, across the
+  layers (``kill -9`` and resume, the fuzz of every endpoint, systemd's notify protocol, the
+  input gate on every endpoint, the web view in a browser, an AHP client's fold of real runs);
+- ``tests/`` itself: the repository as a whole (the package's shape, this layout, the docs,
+  the installed distribution), and ``test_embed.py``, which mirrors ``orchestrator/_embed.py``.
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
+import re
 import socket
 import subprocess
 import sys
@@ -25,14 +32,8 @@ from tests.support.paths import PROJECT_ROOT
 CODE = PROJECT_ROOT / "orchestrator"
 TESTS = PROJECT_ROOT / "tests"
 
-NOT_MIRRORED_YET: dict[str, str] = {
-    "server/": "server/ is being split into a sessions layer and the transport (issue 34)",
-    "sessions/": "the sessions layer is being made from server/ (issue 34)",
-    "journal/": "journal/ is gaining postgres/ and the session-ownership seam (issue 34)",
-    "runtime/tools/": "the runtime's tool modules are moving to runtime/tools/ (issue 34)",
-}
-"""Module paths (prefixes, under ``orchestrator/``) whose tests are still flat in ``tests/``:
-other changes move these modules now, and their tests follow once those land."""
+END_TO_END = TESTS / "e2e"
+"""Tests across the layers, through a real daemon or process: they mirror no package."""
 
 TESTED_THROUGH_OTHERS: dict[str, str] = {
     "__main__.py": "cli/test_main.py (python -m orchestrator)",
@@ -44,7 +45,9 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "core/_graph_schema.py": "core/test_graph.py",
     "protocols/_agentui_requests.py": "protocols/test_project_agentui.py (approvals, questions)",
     "protocols/_agui_events.py": "protocols/test_project_agui.py, protocols/test_agui_state.py",
-    "runtime/_tool_calls.py": "runtime/test_turns.py, runtime/test_approvals.py, test_mcp_team.py",
+    "runtime/_tool_calls.py": (
+        "runtime/test_turns.py, runtime/test_approvals.py, runtime/tools/test_mcp_team.py"
+    ),
     "spec/_parse_script.py": "spec/test_teamfile.py (scripted turns and steps)",
     "ahp/_tool_call_builders.py": "ahp/test_chat_reducer.py, ahp/test_chat_reducer_properties.py",
     "ahp/_tool_call_lifecycle.py": "ahp/test_chat_reducer.py, ahp/test_chat_reducer_properties.py",
@@ -59,11 +62,11 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "cli/_conventions.py": "cli/test_main.py",
     "cli/_end_command.py": "cli/test_main.py",
     "cli/_init_command.py": "cli/test_main.py",
-    "cli/_journal_commands.py": "cli/test_main.py, test_prune.py, test_journal.py",
-    "cli/_run_command.py": "cli/test_main.py, test_crash.py, test_session_locks.py",
-    "cli/_serve_command.py": "test_daemon_process.py, test_systemd.py",
+    "cli/_journal_commands.py": "cli/test_main.py, journal/test_prune.py, journal/test_journal.py",
+    "cli/_run_command.py": "cli/test_main.py, e2e/test_crash.py, journal/test_session_locks.py",
+    "cli/_serve_command.py": "e2e/test_serve_process.py, e2e/test_systemd.py",
     "cli/_sessions_command.py": "cli/test_main.py",
-    "cli/_teammates_client.py": "test_teammates_daemon.py, runtime/test_logging.py",
+    "cli/_teammates_client.py": "server/test_teammates_socket.py, runtime/test_logging.py",
     "cli/_teams_command.py": "cli/test_main.py",
     "cli/_version.py": "cli/test_main.py, test_distribution.py",
     "core/_facts.py": "core/test_facts_wire.py, core/test_team_state.py",
@@ -75,28 +78,83 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "core/_team_records.py": "core/test_team_state.py",
     "core/_team_reducer.py": "core/test_team_state.py, core/test_team_validate.py",
     "core/_teammate_actions.py": "core/test_teammate_state.py",
-    "protocols/_agent_messages.py": "protocols/test_agent_channel.py, test_history.py",
+    "protocols/_agent_messages.py": "protocols/test_agent_channel.py, journal/test_history.py",
     "protocols/_agentui_envelopes.py": "protocols/test_agentui.py",
     "protocols/_agentui_wire.py": "protocols/test_agentui.py, protocols/test_agentui_properties.py",
-    "protocols/_agui_run_input.py": "protocols/test_project_agui.py, test_agui_daemon.py",
-    "protocols/_ahp_rpc.py": "test_ahp_socket.py, test_ahp_frames.py",
-    "protocols/_json_frames.py": "test_ahp_frames.py, test_fuzz.py",
-    "protocols/_project_teammates.py": "core/test_teammate_state.py, test_teammates_daemon.py",
-    "protocols/_teammate_channel.py": "core/test_teammate_state.py, test_teammates_daemon.py",
+    "protocols/_agui_run_input.py": "protocols/test_project_agui.py, server/test_agui_endpoint.py",
+    "protocols/_ahp_rpc.py": "server/test_ahp_socket.py, server/test_ahp_frames.py",
+    "protocols/_json_frames.py": "server/test_ahp_frames.py, e2e/test_fuzz.py",
+    "protocols/_project_teammates.py": (
+        "core/test_teammate_state.py, server/test_teammates_socket.py"
+    ),
+    "protocols/_teammate_channel.py": (
+        "core/test_teammate_state.py, server/test_teammates_socket.py"
+    ),
     "protocols/_transcript.py": "protocols/test_agent_channel.py, runtime/backends/test_openai.py",
     "runtime/_context.py": "runtime/test_team_runtime.py",
     "runtime/_library_logging.py": "runtime/test_logging.py",
-    "runtime/backends/_contract.py": "runtime/backends/test_scripted.py, test_openai.py",
+    "runtime/backends/_contract.py": (
+        "runtime/backends/test_scripted.py, runtime/backends/test_openai.py"
+    ),
     "runtime/backends/_factory.py": "runtime/backends/test_plugins.py",
     "runtime/backends/_transcript.py": "runtime/backends/test_openai_wire.py",
     "spec/_checks.py": "spec/test_teamfile.py",
     "spec/_model.py": "spec/test_teamfile.py",
     "spec/_parse.py": "spec/test_teamfile.py",
-    "spec/_parse_tools.py": "spec/test_teamfile_mcp.py, test_python_tool.py, test_command_tool.py",
+    "spec/_parse_tools.py": (
+        "spec/test_teamfile_mcp.py, runtime/tools/test_python_tool.py, "
+        "runtime/tools/test_command_tool.py"
+    ),
     "spec/_script.py": "spec/test_teamfile.py, runtime/backends/test_scripted.py",
-    "spec/_tools.py": "spec/test_teamfile_mcp.py, test_python_tool.py",
+    "spec/_tools.py": "spec/test_teamfile_mcp.py, runtime/tools/test_python_tool.py",
     "spec/_wording.py": "spec/test_teamfile.py (did-you-mean suggestions)",
-    "teams/servers/notes.py": "test_mcp_team.py, test_distribution.py (the shipped MCP server)",
+    "journal/_durability.py": "journal/test_journal.py, sessions/test_teammates_restart.py",
+    "journal/_file.py": "journal/test_journal.py (versions, damage, unreadable files)",
+    "journal/_interface.py": "journal/test_journal.py (both databases through journal_db)",
+    "journal/_reader.py": "journal/test_journal.py, journal/test_history.py",
+    "journal/_reconnect.py": "journal/postgres/test_connection.py, journal/test_group_commit.py",
+    "journal/_rows.py": (
+        "journal/test_journal.py, journal/test_history.py, journal/test_group_commit.py"
+    ),
+    "journal/_schema.py": "journal/test_journal.py (versions, migrations), journal/test_history.py",
+    "journal/_sql.py": "journal/test_journal.py, journal/test_history.py (both databases)",
+    "journal/_sqlite_journal.py": "journal/test_journal.py, journal/test_group_commit.py",
+    "journal/postgres/_commands.py": "sessions/test_forwarding.py (the command table)",
+    "journal/postgres/_journal.py": "journal/test_journal.py, journal/postgres/test_connection.py",
+    "journal/postgres/_notify.py": "sessions/test_forwarding.py, sessions/test_cluster.py",
+    "journal/postgres/_prune.py": "journal/test_prune.py (both databases)",
+    "journal/postgres/_reader.py": "journal/test_journal.py, journal/test_history.py",
+    "journal/postgres/_schema.py": "journal/test_journal.py (versions)",
+    "runtime/tools/_mcp_listing.py": "runtime/tools/test_mcp.py, runtime/tools/test_mcp_hostile.py",
+    "runtime/tools/_mcp_stdio.py": "runtime/tools/test_mcp.py, runtime/tools/test_mcp_hostile.py",
+    "runtime/tools/_tool_environment.py": (
+        "runtime/tools/test_command_tool.py, runtime/tools/test_python_tool.py"
+    ),
+    "server/_agent_socket.py": "server/test_app.py (/ws), server/test_load.py",
+    "server/_ahp_dispatch.py": "server/test_ahp_socket.py, e2e/test_ahp_fold.py",
+    "server/_auth.py": "server/test_app.py (TestAuth), server/test_web.py, server/test_config.py",
+    "server/_client_frames.py": "server/test_load.py (bursts past the rate limit)",
+    "server/_metrics.py": "server/test_app.py (TestHealthAndMetrics)",
+    "server/_outbox.py": "server/test_hypercorn_ws.py (both paths), server/test_load.py",
+    "server/_principals.py": "server/test_web.py (sign-in, origins), server/test_app.py",
+    "server/_sd_notify.py": "e2e/test_systemd.py (READY, STATUS, WATCHDOG, STOPPING)",
+    "server/_web_assets.py": "server/test_web.py, e2e/test_web_ui.py",
+    "sessions/_expected_action.py": "sessions/test_forwarding.py",
+    "sessions/_finding.py": "journal/test_session_locks.py, journal/test_ownership.py",
+    "sessions/_following.py": "sessions/test_followed.py, sessions/test_sqlite_following.py",
+    "sessions/_following_for.py": "sessions/test_cluster.py, sessions/test_sqlite_following.py",
+    "sessions/_idle_sessions.py": "server/test_app.py (TestIdleSessions), sessions/test_daemon.py",
+    "sessions/_limits.py": "sessions/test_daemon.py, server/test_config.py",
+    "sessions/_live_session.py": "sessions/test_conversation.py, server/test_ahp_socket.py",
+    "sessions/_opening.py": "sessions/test_daemon.py, journal/test_ownership.py",
+    "sessions/_runs.py": "server/test_agui_endpoint.py, test_embed.py, server/test_app.py",
+    "sessions/_session_folds.py": "server/test_web.py, sessions/test_team_log.py",
+    "sessions/_shared_text.py": "server/test_hypercorn_ws.py (one frame for many clients)",
+    "sessions/_team_runtimes.py": "runtime/tools/test_mcp_team.py, server/test_app.py",
+    "sessions/_teams.py": "server/test_app.py (TestTeamNames), test_distribution.py",
+    "teams/servers/notes.py": (
+        "runtime/tools/test_mcp_team.py, test_distribution.py (the shipped MCP server)"
+    ),
 }
 """Modules without a test module of their own, and the test modules that cover them."""
 
@@ -116,18 +174,12 @@ def mirrored_test(module: str) -> Path:
     return TESTS / path.parent / f"test_{path.stem.lstrip('_')}.py"
 
 
-def not_mirrored_yet(module: str) -> bool:
-    return module.startswith(tuple(NOT_MIRRORED_YET))
-
-
 class TestMirror:
     def test_every_module_has_its_test_module_or_is_tested_through_others(self) -> None:
         missing = [
             module
             for module in code_modules()
-            if not not_mirrored_yet(module)
-            and module not in TESTED_THROUGH_OTHERS
-            and not mirrored_test(module).exists()
+            if module not in TESTED_THROUGH_OTHERS and not mirrored_test(module).exists()
         ]
         assert missing == [], (
             "modules without tests/<layer>/test_<module>.py: write one, or name the module "
@@ -140,24 +192,31 @@ class TestMirror:
         assert gone == [], f"TESTED_THROUGH_OTHERS names modules that do not exist: {gone}"
         tested = sorted(m for m in TESTED_THROUGH_OTHERS if mirrored_test(m).exists())
         assert tested == [], f"these now have their own test module, take them off: {tested}"
-        flat = sorted(m for m in TESTED_THROUGH_OTHERS if not_mirrored_yet(m))
-        assert flat == [], f"these are in a layer not mirrored yet, take them off: {flat}"
 
-    def test_each_layer_not_mirrored_yet_still_has_modules(self) -> None:
-        """Once a layer's modules are mirrored (or gone), its entry goes."""
-        modules = code_modules()
-        empty = [
-            prefix for prefix in NOT_MIRRORED_YET if not any(m.startswith(prefix) for m in modules)
-        ]
-        # Prefixes of modules still being made (sessions/, runtime/tools/) may be empty until
-        # those changes land; the others must not be.
-        assert set(empty) <= {"sessions/", "runtime/tools/"}, empty
+    def test_the_tests_named_as_covering_a_module_exist(self) -> None:
+        """A test module moved or renamed takes its name in TESTED_THROUGH_OTHERS along."""
+        named = {
+            (module, test)
+            for module, tests in TESTED_THROUGH_OTHERS.items()
+            for test in re.findall(r"[\w/]*test_\w+\.py", tests)
+        }
+        missing = sorted(
+            f"{module}: {test}" for module, test in named if not (TESTS / test).exists()
+        )
+        assert missing == [], (
+            f"TESTED_THROUGH_OTHERS names test modules that do not exist: {missing}"
+        )
 
     def test_a_mirrored_test_module_names_a_module_of_its_layer(self) -> None:
         """A test module in tests/<layer>/ whose name is not a module's is fine (the
-        properties, the fixtures); a test directory with no code directory is not."""
+        properties, the fixtures); a test directory with no code directory is not, but for
+        tests/e2e/."""
         layers = {path.parent for path in TESTS.rglob("test_*.py")} - {TESTS}
-        layers = {layer for layer in layers if TESTS / "support" not in (layer, *layer.parents)}
+        layers = {
+            layer
+            for layer in layers
+            if not {TESTS / "support", END_TO_END} & {layer, *layer.parents}
+        }
         orphans = sorted(
             layer.relative_to(TESTS).as_posix()
             for layer in layers

@@ -41,7 +41,7 @@ chats out of the catalog the same way (:func:`session_snapshot_state`).
 Actions are the only way a channel's state changes. Invariant: for every channel and every
 ``n``, folding the envelopes :func:`channel_envelopes` gives for the facts after a snapshot
 taken at ``n`` onto that snapshot, with the AHP reducers, gives the snapshot at any later
-point (``tests/test_ahp_fold.py`` checks it on real runs, as an independent client). This
+point (``tests/e2e/test_ahp_fold.py`` checks it on real runs, as an independent client). This
 holds because the session channel's state is changed by nothing but ``session/*`` facts and
 the run's start, whose one change (the title) is announced: a session not yet prompted shows
 :func:`~orchestrator.core._team_reducer.new_session_state`, the state the run starts from

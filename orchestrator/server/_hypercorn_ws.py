@@ -22,7 +22,7 @@ one use of it). :class:`HypercornSeam` keeps the ASGI ``send`` in the scope;
 :func:`frame_writer` checks every piece it uses and returns ``None`` without the first
 (another server, a test client, a changed hypercorn: the caller sends through Starlette),
 and writes through hypercorn only, without the socket (HTTP/2, TLS).
-``tests/test_hypercorn_ws.py`` fails if the seam changes.
+``tests/server/test_hypercorn_ws.py`` fails if the seam changes.
 
 Written from any task. A session publishing a fact writes each client's frames to its
 socket itself (:meth:`FrameWriter.write_now`, one ``send()``, no task to wake) when nothing

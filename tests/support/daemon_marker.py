@@ -9,6 +9,7 @@ stays fast: a test that starts something unmarked fails and says what to add.
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 import subprocess
@@ -40,6 +41,13 @@ def is_daemon_test(item: pytest.Item) -> bool:
     if callspec is None:
         return False
     return any(callspec.params.get(name) == "postgresql" for name in fixtures & DATABASE_FIXTURES)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """croniter's first import runs ``file`` on the interpreter (``platform.architecture()``,
+    to tell a 32-bit build): imported here, before any test, the first test to parse a
+    schedule does not start that process, whichever test runs first."""
+    importlib.import_module("croniter")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,6 +1,6 @@
 """The web view's server side: the page and its assets, sign-in, origins, the JSON reads,
 and the one-file export; against a real daemon on loopback (the page in a real browser is
-tests/test_web_ui.py)."""
+tests/e2e/test_web_ui.py)."""
 
 from __future__ import annotations
 

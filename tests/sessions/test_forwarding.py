@@ -2,7 +2,7 @@
 table on a throwaway PostgreSQL cluster (claimed once under two claimers, answered,
 withdrawn, deleted), the decoding of a row's payload (fuzzed: a row is the sender's word),
 and the owner's command loop, which garbage rows must not end. The whole path between two
-``orchestrator serve`` processes is tested in ``test_cluster``."""
+``orchestrator serve`` processes is tested in ``sessions/test_cluster``."""
 
 from __future__ import annotations
 

@@ -188,7 +188,7 @@ class TestDoneMeans:
             seqs[envelope["channel"]].append(envelope["serverSeq"])
         for channel in subscriptions:
             if channel == ROOT:
-                continue  # root actions are numbered apart (see test_root_channel.py)
+                continue  # root actions are numbered apart (see sessions/test_root_channel.py)
             since = first.snapshots[channel]["fromSeq"]
             expected = [
                 f.sequence

@@ -681,7 +681,7 @@ class TestPostgresInput:
         assert tables == 1, "nothing was written to it"
 
     def test_prune_of_a_database_without_a_journal_says_so(self, postgres_database: str) -> None:
-        """prune works on PostgreSQL too (tests/test_prune.py); on an empty database it
+        """prune works on PostgreSQL too (tests/journal/test_prune.py); on an empty database it
         says there is no journal there (exit 2), and creates nothing."""
         done = self.orchestrator("prune", "--older-than", "30d", "--db", postgres_database)
         assert done.returncode == 2, done.stderr

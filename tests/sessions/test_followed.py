@@ -1,8 +1,8 @@
 """Following another node's session (issue 21): :class:`FollowedRuntime` reads the facts
 after its state, folds them and publishes them in order, contiguous only, when woken and on
 its slow poll; it ends when the session's lease is free. The reader is a fake over a list
-(the journal's reads are tested in ``test_journal``); between real processes, following is
-tested in ``test_cluster``."""
+(the journal's reads are tested in ``journal/test_journal``); between real processes, following is
+tested in ``sessions/test_cluster``."""
 
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ commands to the owner; when the owner dies, the follower's clients are told to r
 the follower takes the session over.
 
 These tests wait for processes (real time, with a short ``lease_ttl``), as
-``test_daemon_process`` does; the lease logic itself is tested without waiting in
-``test_leases``."""
+``e2e/test_serve_process`` does; the lease logic itself is tested without waiting in
+``journal/postgres/test_leases``."""
 
 from __future__ import annotations
 
@@ -305,7 +305,8 @@ class TestTakeOver:
         renewal finds the lease lost, and A stops the session ("lease lost") rather than
         write to it; B finishes the run, and the log is one log."""
         # A team with nothing else going: A is stopped between transactions (one stopped
-        # inside a write transaction loses its connection after the TTL: see test_leases).
+        # inside a write transaction loses its connection after the TTL: see
+        # journal/postgres/test_leases).
         a, b = nodes("a", "approver"), nodes("b", "approver")
         uri, request = await park_a_session(a, "approver")
         a.process.send_signal(signal.SIGSTOP)
