@@ -54,7 +54,7 @@ def no_collector() -> Iterator[None]:
 
 
 @asynccontextmanager
-async def serving(tmp_path: Path) -> AsyncIterator[Daemon]:
+async def serving(tmp_path: Path, limits: Limits = LIMITS) -> AsyncIterator[Daemon]:
     """A daemon (no HTTP server) of the fan team that puts idle sessions away, on the test's
     mock clock; stopped as SIGTERM stops it when the block ends."""
     clock = trio.lowlevel.current_clock()
@@ -67,7 +67,7 @@ async def serving(tmp_path: Path) -> AsyncIterator[Daemon]:
             await services.start(journal.serve)
             async with trio.open_nursery() as nursery:
                 daemon = Daemon(
-                    teams=teams, journal=journal, http=http, shutdown_grace=0.5, limits=LIMITS
+                    teams=teams, journal=journal, http=http, shutdown_grace=0.5, limits=limits
                 )
                 assemble(daemon)
                 await nursery.start(daemon.serve)
@@ -163,6 +163,21 @@ class TestSessionsPutAway:
             )
             assert statistics.reclaim.objects > 0
             assert [session() for session in sessions] == [None] * 8
+
+    async def test_a_session_prompted_at_once_is_freed_before_unprompted_session_passes(
+        self, tmp_path: Path, autojump_clock: trio.testing.MockClock, no_collector: None
+    ) -> None:
+        """The timer that forgets a session never prompted lets go of it at its first prompt:
+        with ``unprompted_session`` far longer than ``idle_session``, sessions prompted as
+        they open are freed once put away, not ``unprompted_session`` after their opening
+        (they outlived it into the soak's next cycle, whose peak then took more memory)."""
+        limits = Limits(unprompted_session=10 * IDLE, idle_session=IDLE)
+        async with serving(tmp_path, limits) as daemon:
+            opened_at = trio.current_time()
+            sessions = await run_sessions(daemon, 2)
+            await put_away(daemon)
+            assert trio.current_time() - opened_at < limits.unprompted_session
+            assert [session() for session in sessions] == [None, None]
 
     async def test_retained_memory_does_not_grow_with_the_sessions_that_left(
         self, tmp_path: Path, autojump_clock: trio.testing.MockClock, no_collector: None
