@@ -4,9 +4,9 @@ ownership (:func:`following_for`).
 What a node owns says how it learns who runs the rest: a lease's table and the database's
 notifications (:class:`~orchestrator.journal.PostgresLeases`), a lock file's holders
 (:class:`~orchestrator.journal.SessionLocks`). The ownership lives in the journal layer,
-below the sessions, so it cannot make the following itself (that needs the daemon's live
-sessions and its hands on them); the one dispatch on its type is here, and nowhere else:
-the daemon and its parts see only the protocol.
+below the sessions. So it cannot make the following itself: that needs the daemon's live
+sessions and its hands on them. The one dispatch on its type is here, and nowhere else. The
+daemon and its parts see only the protocol.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """New sessions: each one's identity and the daemon's bounds on them.
 
-Every new session goes through :meth:`SessionOpener.open_session`, which refuses a URI that
-is live, being opened, or in the journal (ended or not) before anything is written, so no
-client can make a second session write ``team/runStarted`` at sequence 1 again under a URI
-the journal holds. The URI is reserved before the journal is asked (an await), so two clients
+Every new session goes through :meth:`SessionOpener.open_session`. It refuses a URI that is
+live, being opened, or in the journal (ended or not), before anything is written. So no client
+can make a second session write ``team/runStarted`` at sequence 1 again under a URI the journal
+holds. The URI is reserved before the journal is asked (an await), so two clients
 opening the same one at once cannot both get it. A chat URI a client chooses is claimed the
 same way (:meth:`SessionOpener.claim_chat`).
 

@@ -1,6 +1,9 @@
-"""The daemon's teams: the team files of its directory (:func:`load_teams`), and the
-catalog a client names a team from (:class:`TeamCatalog`: by its ``[team] name`` or its
-file's stem, the default team, and why a file that did not load cannot be used).
+"""The daemon's teams.
+
+- The team files of its directory (:func:`load_teams`).
+- The catalog a client names a team from (:class:`TeamCatalog`). A client names a team by its
+  ``[team] name`` or its file's stem. The catalog also knows the default team, and why a file
+  that did not load cannot be used.
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ class TeamFiles:
 
 def load_teams(directory: Path) -> TeamFiles:
     """Every team file of ``directory`` by its ``[team] name`` (the name sessions record).
-    A file that cannot be used is reported (the daemon serves the others, says which at
-    start and in ``/healthz``), and so is a second file of a name already taken;
+
+    A file that cannot be used is reported: the daemon serves the others, and says which at
+    start and in ``/healthz``. So is a second file of a name already taken. Raises
     :class:`ConfigError` only when the directory is not there or no file in it can be used."""
     init = "orchestrator init" + ("" if directory == Path("teams") else f" {directory}")
     if not directory.is_dir():
