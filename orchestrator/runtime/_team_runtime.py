@@ -3,19 +3,19 @@
 Theory of operation
 -------------------
 Everything the runtime does becomes facts through one door,
-:meth:`~orchestrator.runtime._recorder.Recorder.record`: a batch of ``(channel, action)``
-pairs is validated and reduced against the current :class:`TeamState`, made durable,
-committed and only then published on the bus, all or nothing (see
+:meth:`~orchestrator.runtime._recorder.Recorder.record`. A batch of ``(channel, action)``
+pairs is validated and reduced against the current :class:`TeamState`. It is made durable,
+committed, and only then published on the bus. It is all or nothing (see
 :mod:`orchestrator.runtime._recorder`).
 
 A turn of a chat is a loop of model rounds (see :mod:`orchestrator.core._model_round`).
-Each round's tool calls run in parallel in a nursery owned by the turn, so the
-tree of trio tasks *is* the delegation tree: a ``delegate`` call runs its
+Each round's tool calls run in parallel in a nursery owned by the turn. So the
+tree of trio tasks *is* the delegation tree. A ``delegate`` call runs its
 worker chat inside its own task, under a cancel scope kept per chat. Cancelling
 a worker cancels its subtree; cancelling the session cancels everything. Every
-worker runs behind an error barrier: an exception in it is recorded (the
-worker's turn ends in error, its task is reported ``failed``) and never reaches
-its siblings. ``trio.Cancelled`` is never swallowed: the facts that say a turn
+worker runs behind an error barrier. An exception in it is recorded: the
+worker's turn ends in error, and its task is reported ``failed``. It never reaches
+its siblings. ``trio.Cancelled`` is never swallowed. The facts that say a turn
 was cancelled are written in a shielded scope, then the cancellation goes on.
 
 Delegations over the team's parallel budget wait on a :class:`trio.CapacityLimiter`
@@ -464,11 +464,16 @@ class TeamRuntime:
         self._turns.close()
 
     def end_conversation(self) -> None:
-        """End a conversation, as a client asks (AHP dispose, ``end`` on ``/ws``, the web
-        view, ``orchestrator end``) or the daemon's idle expiry: one that waits for its next
-        message finishes ``completed`` with its last answer; one still at work has it
-        cancelled, and finishes ``cancelled``. A run that is not a conversation is
-        cancelled."""
+        """End a conversation.
+
+        A client asks for this (AHP dispose, ``end`` on ``/ws``, the web view, ``orchestrator
+        end``), or the daemon's idle expiry does.
+
+        - A conversation that waits for its next message finishes ``completed`` with its last
+          answer.
+        - One still at work has it cancelled, and finishes ``cancelled``.
+        - A run that is not a conversation is cancelled.
+        """
         if self.conversation and not self._at_work():
             self.close()
         else:
@@ -529,11 +534,12 @@ class TeamRuntime:
         return await self._turns.set_pending(chat, text, PendingMessageKind.STEERING)
 
     async def queue(self, chat: str, text: str, *, message_id: str | None = None) -> str:
-        """Queue a message that starts a new turn once the chat's current turn finishes
-        (at once, for a conversation's idle coordinator); returns the message's id, which
-        the turn it starts records as its ``queuedMessageId`` (``message_id``: the caller's
-        choice, unique in the session, e.g. another node's, which must know it before the
-        message's facts reach it; else one is made)."""
+        """Queue a message that starts a new turn once the chat's current turn finishes.
+
+        For a conversation's idle coordinator, the turn starts at once. Returns the message's
+        id. The turn it starts records it as its ``queuedMessageId``. ``message_id`` is the
+        caller's choice, unique in the session; else one is made. Another node, for example,
+        must know the id before the message's facts reach it."""
         return await self._turns.set_pending(
             chat, text, PendingMessageKind.QUEUED, message_id=message_id
         )
