@@ -516,9 +516,13 @@ def configure_logging(
 ) -> None:
     """Route structlog and stdlib logging to ``stream`` (stderr by default).
 
-    ``json=None`` picks JSON when ``stream`` is not a terminal (systemd, CI, a
-    file) and a console renderer otherwise. ``secrets`` are registered as by
-    :func:`orchestrator.base.register_secret`; ``clock`` times the repeat limit's windows.
+    Args:
+        json: JSON lines or a console renderer. None picks JSON when ``stream`` is not a
+            terminal (systemd, CI, a file), and a console renderer otherwise.
+        level: The root logger's level (default ``logging.WARNING``).
+        stream: Where the lines go (stderr by default).
+        secrets: Registered as by :func:`orchestrator.base.register_secret`.
+        clock: Times the repeat limit's windows.
     """
     for secret in secrets:
         register_secret(secret)

@@ -128,22 +128,35 @@ class TeamRuntime:
         callback: ToolCallback | None = None,
         tool_servers: McpServers | None = None,
     ) -> None:
-        """``state``: an unfinished run's state, folded from its log, to :meth:`resume`
-        (``ids`` should then be made with the ``restart`` that resume will record).
+        """Make the runtime of one session of ``team``.
 
-        ``conversation``: the run does not end with the coordinator's turn. The coordinator
-        chat stays open and each message queued to it (:meth:`queue`) is its next turn; a
-        turn that fails or is cancelled (:meth:`cancel_turn`) ends only itself. The run
-        ends when :meth:`close` is called (or the team is cancelled). The daemon runs its
-        sessions this way: one session, many prompts. ``session``: the new session's URI
-        (default: a fresh one), for a client that names its thread. ``background``: the
-        ``[[background]]`` teammate whose wake this run is (recorded on ``team/runStarted``).
-        ``callback``: where the team's command tools post view updates (the daemon's
-        ``POST /callback``); None outside a daemon (see
-        :mod:`orchestrator.runtime.tools._command_tool`).
-        ``tool_servers``: the team's MCP servers, run by the caller (a daemon shares them
-        between its sessions of a team); None: the runtime runs its own for the length of
-        the run, if the team declares any.
+        Args:
+            team: The team to run.
+            backends: Makes each agent's backend.
+            factlog: Where the facts are recorded (default: in memory, a
+                :class:`~orchestrator.runtime.MemoryFactLog`).
+            bus: Where the facts are published (default: a new one).
+            ids: Makes the run's ids (default: ids of the run's next restart).
+            clock: The timestamp each batch of facts is stamped with.
+            state: An unfinished run's state, folded from its log, to :meth:`resume`. ``ids``
+                should then be made with the ``restart`` that resume will record.
+            conversation: The run does not end with the coordinator's turn (see below).
+            session: The new session's URI (default: a fresh one), for a client that names its
+                thread.
+            background: The ``[[background]]`` teammate whose wake this run is (recorded on
+                ``team/runStarted``).
+            callback: Where the team's command tools post view updates (the daemon's ``POST
+                /callback``). None outside a daemon (see
+                :mod:`orchestrator.runtime.tools._command_tool`).
+            tool_servers: The team's MCP servers, run by the caller; a daemon shares them
+                between its sessions of a team. None: the runtime runs its own for the length
+                of the run, if the team declares any.
+
+        In a ``conversation``, the coordinator chat stays open. Each message queued to it
+        (:meth:`queue`) is its next turn. A turn that fails or is cancelled
+        (:meth:`cancel_turn`) ends only itself. The run ends when :meth:`close` is called (or
+        the team is cancelled). The daemon runs its sessions this way: one session, many
+        prompts.
 
         The team's Python tools are imported here: :class:`~orchestrator.base.TeamFileError`
         naming ``tools.<name>.python`` if one does not resolve, before anything is recorded.
@@ -504,7 +517,11 @@ class TeamRuntime:
     ) -> None:
         """Decide a pending approval; returns once the decision has been applied.
 
-        ``principal``: who decided, behind ``by`` (a client's identity), recorded with it.
+        Args:
+            approval: The approval's id.
+            approved: Approve, or deny.
+            by: Who decides (default: the user).
+            principal: Who decided, behind ``by`` (a client's identity), recorded with it.
 
         Raises :class:`RunError` for an approval that is not pending, has been decided
         already, is routed to someone else, or was withdrawn because its requester stopped
@@ -522,9 +539,15 @@ class TeamRuntime:
     ) -> None:
         """Answer (or decline/cancel) an open input request of ``chat``.
 
-        ``answer`` is read as its question asks
-        (:func:`~orchestrator.runtime._approvals.parse_answer`): a number, yes or no, option
-        ids... :class:`RunError` says what was expected, and the request stays open.
+        Args:
+            chat: The chat whose request it is.
+            request_id: The input request's id.
+            answer: Read as its question asks
+                (:func:`~orchestrator.runtime._approvals.parse_answer`): a number, yes or no,
+                option ids...
+            response: Accept (the default), decline or cancel.
+
+        A :class:`RunError` says what was expected, and the request stays open.
         """
         await self._approvals.answer(chat, request_id, answer, response=response)
 

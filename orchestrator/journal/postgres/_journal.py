@@ -95,9 +95,20 @@ class PostgresJournal(_GroupCommitJournal):
         lease_ttl: float = LEASE_TTL,
         reconnect_for: float = RECONNECT_FOR,
     ) -> None:
-        """``node``: this daemon's node id; its sessions are then leased to it (see
-        :mod:`._leases`), for ``lease_ttl`` seconds unless renewed. ``reconnect_for``:
-        seconds the writer tries to reconnect to a server it lost before the journal fails."""
+        """Make the journal of the PostgreSQL database at ``url`` (not opened yet).
+
+        Args:
+            url: The database's ``postgresql://`` URL.
+            durability: What an acknowledged fact survives (:class:`Durability`).
+            snapshot_every: A session is snapshot after this many committed facts (and at
+                least one fact per entry of its state).
+            drain_limit: Seconds a stopping journal drains what was submitted, at most.
+            node: This daemon's node id. Its sessions are then leased to it (see
+                :mod:`._leases`). Without one, the journal is this process's alone.
+            lease_ttl: Seconds a lease lasts unless renewed.
+            reconnect_for: Seconds the writer tries to reconnect to a server it lost before the
+                journal fails.
+        """
         if not reconnect_for >= 0:
             from orchestrator.base import FactLogError
 
