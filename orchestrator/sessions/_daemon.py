@@ -204,13 +204,27 @@ class Daemon:
         node: str | None = None,
         team_files: Mapping[str, str] | None = None,
     ) -> None:
-        """``limits``: the daemon's limits (``subscriber_buffer`` and ``shutdown_grace``
-        override two of them). Its observer and companions (the metrics, the scheduler)
-        are the app assembly's to set (see :mod:`orchestrator.server._app`).
-        ``node``: this daemon's node id (default: its journal's ownership's node, by
-        default ``HOSTNAME:PID``). Leases are reckoned in the database's clock. ``teams`` are
-        named by their ``[team] name``; ``team_files``: the file each was read from, whose
-        stem a client may name too (as clients did before teams were named by name)."""
+        """Make the daemon's sessions; nothing runs before :meth:`serve`.
+
+        Args:
+            teams: The teams, named by their ``[team] name``.
+            journal: Where every session's facts are recorded.
+            http: The one HTTP client for the model backends.
+            default_team: The team of a client that names none (default: the only team).
+            subscriber_buffer: Overrides the limit of that name in ``limits``.
+            shutdown_grace: Overrides the limit of that name in ``limits``.
+            environ: Where the teams' backends and MCP servers read their environment.
+            callback: Where the teams' command tools post view updates.
+            limits: The daemon's limits.
+            invalid_teams: The team files that did not load (stem → why).
+            node: This daemon's node id (default: its journal's ownership's node, by default
+                ``HOSTNAME:PID``). Leases are reckoned in the database's clock.
+            team_files: The file each team was read from. A client may name a team by its
+                file's stem too, as clients did before teams were named by name.
+
+        Its observer and companions (the metrics, the scheduler) are the app assembly's to set
+        (see :mod:`orchestrator.server._app`).
+        """
         self.catalog = TeamCatalog(
             teams, files=team_files, default=default_team, invalid=invalid_teams
         )

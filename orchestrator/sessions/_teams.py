@@ -92,10 +92,17 @@ class TeamCatalog:
         default: str | None = None,
         invalid: Mapping[str, str] | None = None,
     ) -> None:
-        """``files``: the file each team was read from; ``default``: the team of a client
-        that names none (default: the only team); ``invalid``: the team files that did not
-        load (stem → why), served by nobody and named when asked for.
-        :class:`ConfigError` if ``default`` is no team."""
+        """The catalog of ``teams``, by their ``[team] name``.
+
+        Args:
+            teams: The teams, by name.
+            files: The file each team was read from.
+            default: The team of a client that names none (default: the only team).
+            invalid: The team files that did not load (stem → why), served by nobody and named
+                when asked for.
+
+        Raises :class:`ConfigError` if ``default`` is no team.
+        """
         self.teams = dict(teams)
         self.files = dict(files or {})
         # File stem → [team] name, for a stem that is not itself a team's name.

@@ -173,11 +173,21 @@ def command_environment(
     callback: ToolCallback | None,
     token: str | None = None,
 ) -> dict[str, str]:
-    """The environment of one call of ``tool``: the allow-listed part of ``base`` (the
-    orchestrator's; see :func:`tool_environment`), the tool's ``env``, then the runtime's
-    variables. ``callback`` None: no daemon; the callback variables of ``base``, if any,
-    pass through (that is how ``orchestrator run`` is told). ``token``: the call's own
-    (:meth:`ToolCallback.call_token`), told with the daemon's URL."""
+    """The environment of one call of ``tool``.
+
+    It is the allow-listed part of ``base`` (see :func:`tool_environment`), the tool's
+    ``env``, then the runtime's variables.
+
+    Args:
+        base: The orchestrator's environment.
+        tool: The command tool called.
+        session: The session; its id is told as ``ORCHESTRATOR_GROUP_ID``.
+        tool_call_id: The call's id.
+        callback: The daemon's callback. None: no daemon. The callback variables of ``base``,
+            if any, then pass through (that is how ``orchestrator run`` is told).
+        token: The call's own token (:meth:`ToolCallback.call_token`), told with the daemon's
+            URL.
+    """
     env = tool_environment(base, tool.env, tool.env_passthrough)
     env[GROUP_ID_VAR] = group_id(session)
     env[TOOL_CALL_ID_VAR] = tool_call_id
