@@ -174,10 +174,19 @@ class FollowedRuntime:
         poll: float = FOLLOW_POLL,
         gone: Callable[[str, str], str] = _node_gone,
     ) -> None:
-        """``owner``: the node holding the lease when following began; ``live_owner``
-        (blocking): the node whose lease has not expired, None when nobody's, asked every
-        ``lease_check`` seconds; ``gone(session, owner)``: what clients are told when the
-        owner let go of an unfinished session."""
+        """Follow the session whose state ``state`` is, as read from the journal.
+
+        Args:
+            state: The session's state, opened from the journal.
+            owner: The node holding the lease when following began.
+            reader: Reads the session's facts from the journal.
+            forwarder: Where what would change the session is forwarded.
+            live_owner: The node whose lease has not expired, None when nobody's (blocking).
+            lease_check: Seconds between two asks of ``live_owner``.
+            poll: The follower reads every ``poll`` seconds anyway.
+            gone: ``gone(session, owner)`` is what clients are told when the owner let go of an
+                unfinished session.
+        """
         self._state = state
         self.owner = owner
         self.bus = FactBus()
