@@ -10,8 +10,8 @@ would see them.
   function the turn loop uses;
 - it stops the servers.
 
-A server that cannot be reached is a problem of the file's
-check (the team would run without its tools).
+A server that cannot be reached is a problem of the file's check (the team would run without its
+tools).
 
 :func:`listing_lines` renders it for a person:
 
@@ -20,8 +20,7 @@ check (the team would run without its tools).
   one, ``name?: type`` for an optional one, an enum as its values;
 - the team file's name where it differs (``notes__add_note(...)  mcp.notes/add_note``).
 
-:func:`listing_json` gives
-the schemas whole.
+:func:`listing_json` gives the schemas whole.
 """
 
 from __future__ import annotations

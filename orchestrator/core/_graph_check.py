@@ -10,8 +10,8 @@ graph that shows the contradiction, and this check names it. It checks:
 - every chat descends from a root chat;
 - every approval names a known requester.
 
-Each finding is a :class:`Violation` whose message
-says what is wrong, and with which nodes. Pure: no trio, no IO.
+Each finding is a :class:`Violation` whose message says what is wrong, and with which nodes. Pure:
+no trio, no IO.
 """
 
 from __future__ import annotations

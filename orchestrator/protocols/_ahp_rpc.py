@@ -40,8 +40,7 @@ fact:
   ``session/titleChanged``;
 - catalog actions of hidden chats are left out.
 
-Snapshots leave hidden
-chats out of the catalog the same way (:func:`session_snapshot_state`).
+Snapshots leave hidden chats out of the catalog the same way (:func:`session_snapshot_state`).
 
 Actions are the only way a channel's state changes. Invariant, for every channel and every
 ``n``: take a snapshot at ``n``. Fold onto it, with the AHP reducers, the envelopes

@@ -42,9 +42,8 @@ Its parts, each a module of this package:
 - starting and ending runs (:mod:`._runs`);
 - the timers of idle sessions (:mod:`._idle_sessions`).
 
-The daemon keeps which sessions are its own and which node owns
-each; its methods that clients call (``find``, ``open_session``, ``dispose``, ...) are its
-parts'.
+The daemon keeps which sessions are its own and which node owns each; its methods that clients call
+(``find``, ``open_session``, ``dispose``, ...) are its parts'.
 
 The root channel: :attr:`Daemon.root` (:mod:`orchestrator.sessions._root_channel`) hears of
 every session that enters or leaves :attr:`Daemon.sessions` (only :meth:`Daemon._add_session`

@@ -19,8 +19,7 @@ So the daemon asks. :meth:`Reclaimer.session_left` is called as each session lea
 - hands the pages malloc then holds free back to the system
   (:func:`orchestrator.runtime.release_free_memory`, in a worker thread).
 
-At most one
-collection every :data:`RECLAIM_EVERY` seconds: a full collection walks the whole heap
+At most one collection every :data:`RECLAIM_EVERY` seconds: a full collection walks the whole heap
 (some 50 ms per million objects), which sessions ending at a high rate must not pay each.
 """
 

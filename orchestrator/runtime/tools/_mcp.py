@@ -30,9 +30,9 @@ listed again when it says they changed:
 - on an earlier one, through the ``notifications/tools/list_changed`` the session hands to its
   message handler.
 
-Each change of the definitions increments
-:attr:`McpServers.version` (see :meth:`McpServers.wait_definitions_changed`). A server that
-is down keeps its last listing: its tools are still offered, and calling one starts it again.
+Each change of the definitions increments :attr:`McpServers.version` (see
+:meth:`McpServers.wait_definitions_changed`). A server that is down keeps its last listing: its
+tools are still offered, and calling one starts it again.
 
 Calls. :meth:`McpServers.call` runs in the caller's task, on the server's one connection
 (concurrent calls share it: each is one JSON-RPC request). It is bounded by the server's
@@ -60,10 +60,10 @@ A call finds its server in one of three states:
   outcome. Inside the backoff window it fails at once with the last error and when the next
   attempt will be.
 
-After a failed start the window is :data:`BACKOFF_FIRST`
-seconds, doubled at each failed start in a row, at most :data:`BACKOFF_MAX`; a start that
-lists ends the series. A server lost after it listed is started again at the next call, at
-once. Times are ``trio.current_time()``, so a test's ``MockClock`` drives the backoff.
+After a failed start the window is :data:`BACKOFF_FIRST` seconds, doubled at each failed start in a
+row, at most :data:`BACKOFF_MAX`; a start that lists ends the series. A server lost after it listed
+is started again at the next call, at once. Times are ``trio.current_time()``, so a test's
+``MockClock`` drives the backoff.
 
 What a server is told:
 
@@ -72,8 +72,7 @@ What a server is told:
 - an HTTP server gets its table's ``headers``, and its ``env_headers`` read from the
   orchestrator's environment when it is contacted.
 
-Logs name servers, never
-header or environment values.
+Logs name servers, never header or environment values.
 
 The MCP SDK costs about a second to import: it is imported only when a server is started.
 """

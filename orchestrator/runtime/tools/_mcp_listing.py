@@ -8,8 +8,7 @@ keeps the tools a model can be offered and a call's input checked against:
   :func:`~orchestrator.spec.check_tool_input` never meets a schema it cannot use;
 - at most :data:`MCP_MAX_TOOLS`, each description cut to :data:`MCP_DESCRIPTION_LIMIT`.
 
-Each tool left
-out is logged with the server's name, the tool's and why; the rest are offered.
+Each tool left out is logged with the server's name, the tool's and why; the rest are offered.
 """
 
 from __future__ import annotations
