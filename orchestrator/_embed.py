@@ -293,21 +293,26 @@ async def open_run(
     on_question: QuestionHandler | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> AsyncIterator[TeamRun]:
-    """Start ``team`` (a :class:`TeamSpec`, or a team file's path) on ``prompt``; the block
-    gets the :class:`TeamRun` once its first facts are recorded.
+    """Start ``team`` on ``prompt``; the block gets the :class:`TeamRun` once its first facts
+    are recorded.
 
-    ``backends``: see :data:`Backends`. ``journal``: None keeps the facts in memory; a path
-    (or a ``postgresql://`` URL) opens (creating) a journal for the run and closes it after; a
-    :class:`~orchestrator.runtime.FactLog` is used as it is (a
-    :class:`~orchestrator.journal.SqliteJournal` must then be served by the caller).
-    ``on_approval`` / ``on_question``: decide approvals and answer questions as they come;
-    without them, the block does (:meth:`TeamRun.approve`, :meth:`TeamRun.answer`) or the run
-    waits. ``environ``: where the team file's backends read their keys (default
-    ``os.environ``).
+    Args:
+        team: A :class:`TeamSpec`, or a team file's path.
+        prompt: The user's first message.
+        backends: See :data:`Backends`.
+        journal: None keeps the facts in memory. A path (or a ``postgresql://`` URL) opens
+            (creating) a journal for the run and closes it after. A
+            :class:`~orchestrator.runtime.FactLog` is used as it is; a
+            :class:`~orchestrator.journal.SqliteJournal` must then be served by the caller.
+        on_approval: Decides approvals as they come. Without it, the block does
+            (:meth:`TeamRun.approve`) or the run waits.
+        on_question: Answers questions as they come. Without it, the block does
+            (:meth:`TeamRun.answer`) or the run waits.
+        environ: Where the team file's backends read their keys (default ``os.environ``).
 
     Leaving the block waits for the run to end; an exception in it cancels the run first.
-    Problems found before the run starts (an empty prompt, a team file that does not parse,
-    a backend that cannot be made) raise here, before any fact is written.
+    Problems found before the run starts raise here, before any fact is written: an empty
+    prompt, a team file that does not parse, a backend that cannot be made.
     """
     library_logging()
     spec = _team_of(team)
@@ -396,10 +401,17 @@ async def run_team(
 ) -> RunOutcome:
     """Run ``team`` on ``prompt`` to the end; how it ended.
 
-    As :func:`open_run`, but unattended: ``on_update`` is called with every
-    :class:`RunUpdate` (awaited if it returns an awaitable), and without ``on_approval`` an
-    approval is denied, without ``on_question`` a question is declined, so the run never
-    waits for someone who is not there.
+    As :func:`open_run`, but unattended, so the run never waits for someone who is not there.
+
+    Args:
+        team: A :class:`TeamSpec`, or a team file's path.
+        prompt: The user's first message.
+        backends: See :data:`Backends`.
+        journal: Where the facts go, as for :func:`open_run`.
+        on_update: Called with every :class:`RunUpdate`; awaited if it returns an awaitable.
+        on_approval: Decides approvals as they come. Without it, an approval is denied.
+        on_question: Answers questions as they come. Without it, a question is declined.
+        environ: Where the team file's backends read their keys (default ``os.environ``).
     """
     async with open_run(
         team,

@@ -33,9 +33,9 @@ Three rules shape it:
   confirmation or authentication. The other bits (read, archived, and bits unknown to us) are
   kept, except that a new turn or a new input request clears "read".
 
-Actions of a type this module does not know (:class:`UnknownAction`) leave the state as it is,
-and so does an action aimed at a part of a kind it does not model (:class:`UnknownResponsePart`
-has no id it knows) or at a part without an id. What a newer peer added is carried along: parts
+Actions of a type this module does not know (:class:`UnknownAction`) leave the state as it is.
+So does an action aimed at a part of a kind it does not model (:class:`UnknownResponsePart` has
+no id it knows), or at a part without an id. What a newer peer added is carried along: parts
 and tool calls are rebuilt with ``evolve``, which keeps their ``unknown_fields``.
 """
 

@@ -660,9 +660,9 @@ def chat_summary_action(
     """``summary_action(entry, summary_of(chat))``: the session action that brings the catalog
     entry ``entry`` to the fields ``chat`` inlines, or None.
 
-    The runtime asks this after every batch, for every chat the batch touched, and most
-    batches change no summary field (a response part, a tool call's progress): that answer
-    is found by comparing the fields in place, without building the chat's summary.
+    The runtime asks this after every batch, for every chat the batch touched. Most batches
+    change no summary field (a response part, a tool call's progress). That answer is found by
+    comparing the fields in place, without building the chat's summary.
     """
     if entry.resource == chat.resource and _summary_fields(entry) == _summary_fields(chat):
         return None
@@ -670,11 +670,16 @@ def chat_summary_action(
 
 
 def session_status(session: SessionState) -> SessionStatus:
-    """A session's status for its catalog entry (``SessionSummary.status``), by the schema's
-    rule across its chats: the activity bits of the default chat (else of the most recently
-    modified one), ``InputNeeded`` promoted when any chat needs input and ``Error`` when any
-    chat is in error (hidden chats count: a hidden worker that needs input still needs it);
-    the other bits are the session state's own.
+    """A session's status for its catalog entry (``SessionSummary.status``).
+
+    It follows the schema's rule across its chats:
+
+    - the activity bits of the default chat (else of the most recently modified one);
+    - ``InputNeeded`` promoted when any chat needs input;
+    - ``Error`` promoted when any chat is in error;
+    - the other bits are the session state's own.
+
+    Hidden chats count: a hidden worker that needs input still needs it.
     """
     chats = list(session.chats)
     own = int(session.status) & ~_ACTIVITY_MASK

@@ -1,11 +1,14 @@
 """Building the next state of a tool call, once the lifecycle table has chosen its status.
 
-The chat reducer (:mod:`orchestrator.ahp._chat_reducer`) moves a tool call in two steps: the
-table (:mod:`orchestrator.ahp._tool_call_lifecycle`) says whether the event applies and which
-status comes next, then :data:`TOOL_CALL_BUILDERS` builds the tool call in that status from
-the one it was in and the action. :func:`force_cancel` is what a turn that ends leaves of a
-call that was not done. Builders share what they carry over: a no-op returns the tool call
-itself.
+The chat reducer (:mod:`orchestrator.ahp._chat_reducer`) moves a tool call in two steps:
+
+1. the table (:mod:`orchestrator.ahp._tool_call_lifecycle`) says whether the event applies and
+   which status comes next;
+2. :data:`TOOL_CALL_BUILDERS` builds the tool call in that status from the one it was in and
+   the action.
+
+:func:`force_cancel` is what a turn that ends leaves of a call that was not done. Builders share
+what they carry over: a no-op returns the tool call itself.
 
 The module is pure: no IO, no trio.
 """

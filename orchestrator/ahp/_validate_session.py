@@ -1,11 +1,14 @@
 """Validation of session actions: may this action be appended to this session channel?
 
 The session side of :mod:`orchestrator.ahp._validate` (read its theory of operation), with the
-same two refusals: an action that names what the session does not have (a chat, an active
-client, a customization or MCP server, an input-needed entry), and one that would change
-nothing, unless it states a value (:data:`IDEMPOTENT_SESSION_ACTIONS`). The session has no
-turn lifecycle, so it needs no table of transitions: one lookup of what the action names, then
-one reduction.
+same two refusals:
+
+- an action that names what the session does not have (a chat, an active client, a
+  customization or MCP server, an input-needed entry);
+- one that would change nothing, unless it states a value (:data:`IDEMPOTENT_SESSION_ACTIONS`).
+
+The session has no turn lifecycle, so it needs no table of transitions: one lookup of what the
+action names, then one reduction.
 
 Pure: no IO, no trio.
 """

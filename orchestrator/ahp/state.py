@@ -26,13 +26,19 @@ nowhere else. What is here, top-down:
   :data:`StringOrMarkdown`, :class:`ContentRef`, :class:`FileEdit`, :class:`UsageInfo`,
   :class:`ErrorInfo`, text positions and ranges.
 
-Conventions: every optional field defaults to ``None`` (absent on the wire); sequences are
-tuples, except the two that grow with a team (an active turn's parts, the session's chats),
-which are :class:`~orchestrator.base._keyed.KeyedVector` values that compare equal to tuples; JSON
-objects of free form (``_meta``, config values) are ``Mapping[str, Any]`` and must not be
-mutated; a discriminated variant carries its tag as a ``Literal`` field with a default, so
-``MarkdownResponsePart(id=..., content=...)`` is complete. A JSON ``number`` that may be
-fractional is typed ``float`` and keeps the int a peer sent, so it re-encodes unchanged.
+Conventions:
+
+- every optional field defaults to ``None`` (absent on the wire);
+- sequences are tuples, except the two that grow with a team (an active turn's parts, the
+  session's chats), which are :class:`~orchestrator.base._keyed.KeyedVector` values that compare
+  equal to tuples;
+- JSON objects of free form (``_meta``, config values) are ``Mapping[str, Any]`` and must not be
+  mutated;
+- a discriminated variant carries its tag as a ``Literal`` field with a default, so
+  ``MarkdownResponsePart(id=..., content=...)`` is complete.
+
+A JSON ``number`` that may be fractional is typed ``float`` and keeps the int a peer sent, so it
+re-encodes unchanged.
 
 Forward compatibility (:mod:`._unknown`): every model is a :class:`WireObject` and keeps the keys
 it does not name in ``unknown_fields``; every open union lists an ``Unknown...`` variant (e.g.

@@ -12,9 +12,9 @@ kinds, and a class with no entry (an action a newer peer sends) finds nothing an
     def _turn_started(state, action, now): ...
 
 A table kept in the order a ``match`` would try its classes can also answer for a subclass
-of one of them (a newer peer's refinement of a known action): :func:`resolve_subclass` finds
-the entry a ``match`` on the table's classes in order would pick, once per class, and
-remembers it in the table, so the next lookup is one dict hit again.
+of one of them (a newer peer's refinement of a known action). :func:`resolve_subclass` finds
+the entry a ``match`` on the table's classes in order would pick, once per class. It remembers
+it in the table, so the next lookup is one dict hit again.
 
 Pure: no trio, no IO.
 """
@@ -47,9 +47,11 @@ def registrar(table: dict[type, F]) -> Callable[..., Callable[[F], F]]:
 
 
 def resolve_subclass(table: dict[type, V], order: tuple[type, ...], cls: type, default: D) -> V | D:
-    """The entry of the first class of ``order`` (``table``'s classes as it was made) that
-    ``cls`` is a subclass of, as a ``match`` on them in that order would pick, or
-    ``default``; remembered in ``table`` under ``cls``, so it is asked once per class."""
+    """The entry of the first class of ``order`` that ``cls`` is a subclass of, or ``default``.
+
+    ``order`` is ``table``'s classes as it was made. The entry is the one a ``match`` on them in
+    that order would pick. It is remembered in ``table`` under ``cls``, so it is asked once per
+    class."""
     found: V | D = next((table[base] for base in order if issubclass(cls, base)), default)
     table[cls] = found  # type: ignore[assignment]
     return found

@@ -1,10 +1,14 @@
 """The one wall clock and the one timestamp form of every fact.
 
 A fact's ``at`` (and every other timestamp the daemon writes) is ISO 8601 in UTC with
-milliseconds and ``Z``, the AHP form: :func:`timestamp` makes it from an aware instant,
-:func:`parse_timestamp` reads it back, :func:`now_timestamp` is now in that form (the
-runtime's default clock). :func:`utc_now` is the aware instant itself, for schedules and
-durations. Tests pass their own clocks instead of patching these.
+milliseconds and ``Z``, the AHP form.
+
+- :func:`timestamp` makes it from an aware instant.
+- :func:`parse_timestamp` reads it back.
+- :func:`now_timestamp` is now in that form (the runtime's default clock).
+
+:func:`utc_now` is the aware instant itself, for schedules and durations. Tests pass their own
+clocks instead of patching these.
 
 Pure: reading the system clock is the only thing here that touches the world.
 """
@@ -38,11 +42,11 @@ _last_second: tuple[int, str] = (-1, "")
 def now_timestamp() -> str:
     """Now, as a fact's timestamp (see :func:`timestamp`).
 
-    The runtime stamps every batch of facts, many a millisecond: the text of the current
-    millisecond is made once and reused, and within a second only its milliseconds are
-    written again (the same text as ``timestamp(utc_now())``, which truncates to the
-    millisecond; the same clock, ``CLOCK_REALTIME``; each cache one tuple, replaced whole,
-    so threads may share them).
+    The runtime stamps every batch of facts, many a millisecond. So the text of the current
+    millisecond is made once and reused. Within a second only its milliseconds are written
+    again. It is the same text as ``timestamp(utc_now())``, which truncates to the
+    millisecond, from the same clock, ``CLOCK_REALTIME``. Each cache is one tuple, replaced
+    whole, so threads may share them.
     """
     global _last_formatted, _last_second
     millisecond = time.time_ns() // 1_000_000

@@ -1,10 +1,10 @@
 """Compact JSON text, made as fast as we can while keeping what ``json.dumps`` writes.
 
 The journal encodes every fact and every changed snapshot part, so this is on the hot path
-of a durable run. :func:`compact_dumps` writes with orjson (a compiled encoder: about a
-fifth of the time of the standard library's C encoder on a fact) and falls back to the
-standard library for what orjson would write differently or not at all, so that the JSON is
-what ``json.dumps(value, separators=(",", ":"), ensure_ascii=False)`` gives:
+of a durable run. :func:`compact_dumps` writes with orjson, a compiled encoder: about a
+fifth of the time of the standard library's C encoder on a fact. It falls back to the standard
+library for what orjson would write differently or not at all. So the JSON is what
+``json.dumps(value, separators=(",", ":"), ensure_ascii=False)`` gives:
 
 * the same text for strings (escapes, non-ASCII kept raw: checked for every code point),
   integers, booleans, ``null``, arrays (tuples too) and objects (keys in insertion order);
@@ -20,10 +20,12 @@ what ``json.dumps(value, separators=(",", ":"), ensure_ascii=False)`` gives:
   writes every non-finite float as ``null``, the check is a second, strict encoding only
   for the rare text that holds a ``null``.
 
-Two other differences from ``json.dumps``, for data that is not JSON-ready: values are not
-checked for reference cycles (a cycle raises ``RecursionError`` or orjson's error, not
-``ValueError``); enum members and UUIDs are written as their values (``json.dumps``
-refuses a plain ``Enum`` and a ``UUID``).
+Two other differences from ``json.dumps``, for data that is not JSON-ready:
+
+- values are not checked for reference cycles (a cycle raises ``RecursionError`` or orjson's
+  error, not ``ValueError``);
+- enum members and UUIDs are written as their values (``json.dumps`` refuses a plain ``Enum``
+  and a ``UUID``).
 
 Pure: no IO, no trio.
 """

@@ -7,14 +7,19 @@ straight to the class's own ``__init__`` (so converters and validators run as wi
 ``attrs.evolve``), and reuses it. Same contract as ``attrs.evolve``: keyword changes only,
 unknown names are a ``TypeError``.
 
-A class whose ``__init__`` does nothing but convert and store its fields (slotted, every
-field initialised, no validator, ``on_setattr`` hook, pre- or post-init, converters plain
-functions of the value, no slot besides its fields' and ``__weakref__``: most AHP models,
-``ChatState``, ``ActiveTurn`` and ``SessionState`` among them) is copied without it: the new
-instance is made with ``object.__new__`` and each slot written through its descriptor, each
-value passed through its field's converter first, which is what that ``__init__`` does, a
-quarter cheaper (a ``ChatState`` of 16 fields: 4.4 against 3.4 µs; an ``ActiveTurn``, whose
-parts are converted, 1.9 against 1.45 µs).
+Some classes have an ``__init__`` that does nothing but convert and store their fields:
+
+- slotted, every field initialised;
+- no validator, ``on_setattr`` hook, pre- or post-init;
+- converters plain functions of the value;
+- no slot besides its fields' and ``__weakref__``.
+
+Most AHP models, ``ChatState``, ``ActiveTurn`` and ``SessionState`` among them, are such
+classes. They are copied without that ``__init__``. The new instance is made with
+``object.__new__``, and each slot written through its descriptor. Each value is passed through
+its field's converter first, which is what that ``__init__`` does. That is a quarter cheaper:
+a ``ChatState`` of 16 fields takes 4.4 against 3.4 µs; an ``ActiveTurn``, whose parts are
+converted, 1.9 against 1.45 µs.
 
 :func:`slot_init` makes the same kind of constructor for such a class, with its
 ``__init__``'s signature: for values made by the thousand on the hot path (a fact).

@@ -16,10 +16,10 @@ the field (``$.messages[2].content``):
   are not JSON, and what we would send on would not be JSON either;
 * bytes that are not UTF-8 (the JSON text itself).
 
-What comes from a model or a tool is not refused for its text: :func:`parse_json` with
+What comes from a model or a tool is not refused for its text. :func:`parse_json` with
 ``bad_text="replace"`` and :func:`clean_text` replace each lone surrogate with U+FFFD (the
-Unicode replacement character) and report how many they replaced, so the run goes on and what
-is recorded is what was shown.
+Unicode replacement character). They report how many they replaced. So the run goes on, and
+what is recorded is what was shown.
 
 How, cheaply: the decoder's ``parse_int`` / ``parse_float`` / ``parse_constant`` hooks turn
 a refused number into a marker (and note that they did), counting an integer's digits before

@@ -2,11 +2,15 @@
 
 Theory of operation
 -------------------
-Chat state is a fold of facts over frozen values, and two of its lists grow with the size of a
-team: the response parts of a coordinator's turn (a tool call and a worker notification per
-worker) and the session's catalog of chats (one entry per chat). With tuples, every fact about
-one worker copies the whole list, so a fan-out to N workers costs O(N²). A :class:`KeyedVector`
-keeps the same value semantics at O(log n) per change:
+Chat state is a fold of facts over frozen values. Two of its lists grow with the size of a
+team:
+
+- the response parts of a coordinator's turn (a tool call and a worker notification per
+  worker);
+- the session's catalog of chats (one entry per chat).
+
+With tuples, every fact about one worker copies the whole list, so a fan-out to N workers costs
+O(N²). A :class:`KeyedVector` keeps the same value semantics at O(log n) per change:
 
 * the items live in a persistent hash map (``immutables.Map``, a C HAMT) from position to item:
   a 32-way trie whose versions share every node they did not change, so :meth:`append` and
@@ -18,10 +22,10 @@ keeps the same value semantics at O(log n) per change:
 
 Why a map by position and not a persistent vector (pyrsistent's ``pvector``, which this
 module used first): the cyclic garbage collector. A pvector's trie nodes are not Python
-objects, so its ``tp_traverse`` visits every item of every version: each new version of a
-10,000-item list costs the collector 10,000 visits in the young collection that finds it,
-and the fan-out keeps thousands of versions alive at once (one per batch in flight until it
-is durable). At 10,000 workers with the journal on, young collections then took 6 to 10 s of
+objects, so its ``tp_traverse`` visits every item of every version. Each new version of a
+10,000-item list costs the collector 10,000 visits in the young collection that finds it. The
+fan-out keeps thousands of versions alive at once (one per batch in flight until it is
+durable). At 10,000 workers with the journal on, young collections then took 6 to 10 s of
 a 25 s run. The HAMT's nodes are objects of at most 32 entries each, so a new version shows
 the collector only the few nodes it made. Gets and sets cost the same; appends and iteration
 cost a little more (0.27 against 0.10 µs; 50 against 4 ns an item), and neither is frequent.

@@ -4,9 +4,9 @@ Every layer package's ``__init__`` is a facade that exports the public names of 
 modules. Importing them all eagerly made any import of the package cost the whole package
 (and what it imports: trio, networkx, jsonschema, the AHP schema's few hundred classes), so
 ``orchestrator --help`` took over a second. A facade instead maps each name to the module it
-lives in and hands :func:`lazy_facade`'s ``__getattr__`` (PEP 562) to the package: the first
+lives in. It hands :func:`lazy_facade`'s ``__getattr__`` (PEP 562) to the package. The first
 ``from orchestrator.core import build_graph`` imports ``core._graph`` and nothing else of the
-package, and caches the name in the facade so later uses are plain attribute reads.
+package. It caches the name in the facade, so later uses are plain attribute reads.
 
 Each facade also star-imports its private modules under ``typing.TYPE_CHECKING``: type
 checkers see every name (a star import re-exports the module's ``__all__``), and the import

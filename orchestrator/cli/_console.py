@@ -3,13 +3,13 @@
 The view reads the run's own :class:`TeamState` (the runtime's, after each commit): it
 folds nothing itself, so a fact is folded once in the process, not once more for the
 screen. On a terminal it draws a tree of the team (who runs, waits, needs approval, is
-done) with ``rich.live`` at a bounded frame rate (at most ``REFRESH_PER_SECOND``, and only
-when something changed), however fast the facts come; each frame fits the terminal's height
-(a large team shows who needs a look first and counts the rest), so a frame costs about the
-same with 30 teammates or 3,000; the last frame, left on the screen, draws everyone.
-Elsewhere (a pipe, CI, a log file) it prints one line per notable fact, in order, the lines
-of the facts that came together written at once, naming agents from that state (which is as
-new as the fact or newer: names are never taken back).
+done) with ``rich.live``. The frame rate is bounded, however fast the facts come: at most
+``REFRESH_PER_SECOND``, and only when something changed. Each frame fits the terminal's height:
+a large team shows who needs a look first and counts the rest. So a frame costs about the same
+with 30 teammates or 3,000. The last frame, left on the screen, draws everyone.
+Elsewhere (a pipe, CI, a log file) it prints one line per notable fact, in order. The lines of
+the facts that came together are written at once. It names agents from that state, which is as
+new as the fact or newer: names are never taken back.
 Approvals and questions routed to the user are answered at a prompt (``--approve ask``), or
 decided by policy (``auto`` / ``deny``).
 """
@@ -93,11 +93,11 @@ _STYLE = {
 def render_tree(state: TeamState, *, max_lines: int | None = None) -> Tree:
     """The team as a tree: coordinator at the root, each worker under who spawned it.
 
-    ``max_lines`` bounds what is drawn (a live frame fits the terminal): a team taller than
+    ``max_lines`` bounds what is drawn (a live frame fits the terminal). A team taller than
     that shows the teammates that need attention first (asking, then running, then failed),
-    each under who spawned it, and one line counting the rest by status: what a frame draws
-    is bounded however large the team (the roster is still read once per frame, a few µs
-    a teammate). ``None`` draws everyone (the final frame).
+    each under who spawned it. One line counts the rest by status. So what a frame draws is
+    bounded however large the team. The roster is still read once per frame, a few µs a
+    teammate. ``None`` draws everyone (the final frame).
     """
     run = state.run
     title = f"team {run.team} — {run.prompt}" if run else "team (starting)"

@@ -4,11 +4,15 @@ where the journal is by default.
 Kept apart from the commands so that building the parser (and ``--help``) imports none of
 them.
 
-Stderr carries one format: a command's own lines (an error, a session id, a run's outcome)
-go through :class:`Reporter`, which writes them as ``orchestrator: ...`` lines when the logs
-are drawn for a person and as JSON records, with the log records' keys (``timestamp``,
-``level``, ``logger``, ``event``), when the logs are JSON (``--log-format json``, or stderr
-is not a terminal). A program reading a daemon's or a run's stderr never has to tell two
+Stderr carries one format. A command's own lines (an error, a session id, a run's outcome)
+go through :class:`Reporter`:
+
+- when the logs are drawn for a person, it writes them as ``orchestrator: ...`` lines;
+- when the logs are JSON (``--log-format json``, or stderr is not a terminal), it writes them
+  as JSON records, with the log records' keys (``timestamp``, ``level``, ``logger``,
+  ``event``).
+
+A program reading a daemon's or a run's stderr never has to tell two
 formats apart.
 """
 

@@ -2,9 +2,9 @@
 
 A daemon session is a conversation: it takes prompt after prompt until a client ends it (or
 the daemon's ``idle_conversation`` limit does). This command is such a client: it attaches to
-the session on ``/ws`` (as the web view does) and sends ``end``; the daemon records the
-session ``completed`` if it waits for its next message, or cancels what it is doing and
-records it ``cancelled``, and the session can then be pruned. SESSION is the id the web
+the session on ``/ws`` (as the web view does) and sends ``end``. The daemon records the
+session ``completed`` if it waits for its next message. Otherwise it cancels what it is doing
+and records it ``cancelled``. The session can then be pruned. SESSION is the id the web
 view and ``orchestrator sessions`` show, its URI, or the start of the id when one running
 session has it. The token comes from ``ORCHESTRATOR_TOKEN`` or ``--token-file``, as for
 ``orchestrator teammates``.

@@ -1,11 +1,11 @@
 """One answer typed at a terminal while the live tree goes on drawing.
 
 A line read the ordinary way (the terminal echoing what is typed, ``readline`` returning at
-Enter) cannot share the screen with ``rich.live``: each redraw moves the cursor and garbles
-the echo, so the console used to stop the tree while it asked. Instead, the terminal is put
-in cbreak mode (keys arrive one by one, not echoed; Ctrl-C still interrupts), the keys are
-read in a worker thread, and what was typed so far is drawn by the console as part of the
-live display, under the tree, which keeps updating.
+Enter) cannot share the screen with ``rich.live``. Each redraw moves the cursor and garbles the
+echo. So the console used to stop the tree while it asked. Instead, the terminal is put
+in cbreak mode: keys arrive one by one, not echoed; Ctrl-C still interrupts. The keys are read
+in a worker thread. What was typed so far is drawn by the console as part of the live display,
+under the tree, which keeps updating.
 
 :class:`LineBuffer` is the editing itself, pure: printable characters are appended,
 Backspace removes the last one, Enter ends the line, Ctrl-D on an empty line ends input.

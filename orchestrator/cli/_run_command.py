@@ -1,16 +1,20 @@
 """``orchestrator run`` and ``resume``: a team run in this process, with the live console, the
 journal and the optional JSON Lines outputs around it.
 
-The run is a node of its own (``run:HOSTNAME:PID``) and owns its session while it runs,
-through its journal's :class:`~orchestrator.journal.SessionOwnership`, so that no daemon
-takes the session over meanwhile: on a PostgreSQL journal that daemons may share (issue 21)
-the session's lease, renewed every third of its TTL (:func:`_keep_owned`), on a SQLite file
-its lock. It is given up once the journal has written the run's last batch. A run killed
+The run is a node of its own (``run:HOSTNAME:PID``). It owns its session while it runs,
+through its journal's :class:`~orchestrator.journal.SessionOwnership`, so that no daemon takes
+the session over meanwhile:
+
+- on a PostgreSQL journal that daemons may share (issue 21), it holds the session's lease,
+  renewed every third of its TTL (:func:`_keep_owned`);
+- on a SQLite file, it holds the session's lock.
+
+It is given up once the journal has written the run's last batch. A run killed
 leaves its lease to expire (its lock goes with its process), and a daemon on the database
 then takes the session up by its recovery rules. ``resume`` claims the session before it
-reads it, and refuses (exit 3: try again later) while a live process holds it, naming it;
-the lease of a run on this machine whose process is gone (``kill -9``, a crash) is taken at
-once, as ``resume`` after a crash always could."""
+reads it. It refuses (exit 3: try again later) while a live process holds it, naming it. The
+lease of a run on this machine whose process is gone (``kill -9``, a crash) is taken at once,
+as ``resume`` after a crash always could."""
 
 from __future__ import annotations
 

@@ -10,10 +10,10 @@ once, 2 s a step): a server that is not there, refuses the key or does not list 
 warning, as an unset key is. Warnings leave the exit status alone (the server may be up when the
 team runs); ``--offline`` skips the probes.
 
-``--tools`` also does, for each good file, what a run does before its first model round:
-starts its MCP servers and resolves its Python tools, then lists the tools each agent is
-offered with their parameters (:mod:`._tool_listing`; ``"tools"`` in the JSON); a server
-that cannot be reached is one of the file's problems.
+``--tools`` also does, for each good file, what a run does before its first model round. It
+starts its MCP servers and resolves its Python tools. Then it lists the tools each agent is
+offered with their parameters (:mod:`._tool_listing`; ``"tools"`` in the JSON). A server that
+cannot be reached is one of the file's problems.
 """
 
 from __future__ import annotations
@@ -88,9 +88,10 @@ def _findings(path: Path) -> tuple[list[str], list[str]]:
     """The file's problems, and warnings about what it needs that this machine lacks.
 
     A file that parses has its plugin backends looked up too (imported, not made: see
-    ``runtime.backends.backend_problems``), and its Python tools resolved (imported, their
-    schemas derived: see ``runtime.python_tool_problems``); a warning names an agent that
-    cannot reach its model here (an unset API key), which the file itself does not make wrong.
+    ``runtime.backends.backend_problems``). Its Python tools are resolved (imported, their
+    schemas derived: see ``runtime.python_tool_problems``). A warning names an agent that
+    cannot reach its model here (an unset API key), which the file itself does not make
+    wrong.
     """
     try:
         team = load_team(path)

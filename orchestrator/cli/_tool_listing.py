@@ -1,18 +1,26 @@
 """``orchestrator teams check --tools``: the tools each agent of a team is offered, as a model
 would see them.
 
-:func:`offered_tools` does what a run does before its first model round: it starts the
-team's MCP servers (:class:`~orchestrator.runtime.McpServers`: each listed, or failed with
-why, within its ``start_timeout``) and resolves its Python tools, then makes each agent's
-definitions with :func:`~orchestrator.spec.tool_definitions`, the function the turn loop
-uses, and stops the servers. A server that cannot be reached is a problem of the file's
-check (the team would run without its tools).
+:func:`offered_tools` does what a run does before its first model round:
 
-:func:`listing_lines` renders it for a person: each tool as the function a model calls, its
-parameters as a short signature read from the JSON Schema (``name: type`` for a required
-one, ``name?: type`` for an optional one, an enum as its values), and the team file's name
-where it differs (``notes__add_note(...)  mcp.notes/add_note``). :func:`listing_json` gives
-the schemas whole.
+- it starts the team's MCP servers (:class:`~orchestrator.runtime.McpServers`: each listed, or
+  failed with why, within its ``start_timeout``);
+- it resolves its Python tools;
+- it makes each agent's definitions with :func:`~orchestrator.spec.tool_definitions`, the
+  function the turn loop uses;
+- it stops the servers.
+
+A server that cannot be reached is a problem of the file's check (the team would run without its
+tools).
+
+:func:`listing_lines` renders it for a person:
+
+- each tool as the function a model calls;
+- its parameters as a short signature read from the JSON Schema: ``name: type`` for a required
+  one, ``name?: type`` for an optional one, an enum as its values;
+- the team file's name where it differs (``notes__add_note(...)  mcp.notes/add_note``).
+
+:func:`listing_json` gives the schemas whole.
 """
 
 from __future__ import annotations

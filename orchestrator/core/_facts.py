@@ -1,13 +1,12 @@
 """The fact: one entry of the log that every state, graph and projection folds.
 
-A fact is an action (an AHP ``chat/*`` or ``session/*`` action, or a ``team/*``
-action) scoped to the channel it applies to, stamped with the session's
-monotonic ``sequence`` and the time it was recorded, and, when a client's
-dispatched action is what it carries out, with that client's ``origin``
-(``{clientId, clientSeq}``; None: the host did it on its own). Its shape mirrors the AHP
-``ActionEnvelope`` (``channel`` + ``action`` + a server sequence) so a fact can
-be sent to an AHP subscriber as it is, and it is the shape the durable journal
-stores.
+A fact is an action (an AHP ``chat/*`` or ``session/*`` action, or a ``team/*`` action)
+scoped to the channel it applies to. It is stamped with the session's monotonic ``sequence``
+and the time it was recorded. When a client's dispatched action is what it carries out, it is
+also stamped with that client's ``origin`` (``{clientId, clientSeq}``; None: the host did it on
+its own). Its shape mirrors the AHP ``ActionEnvelope`` (``channel`` + ``action`` + a server
+sequence). So a fact can be sent to an AHP subscriber as it is. It is also the shape the
+durable journal stores.
 
 On the wire (JSON Lines, one fact per line)::
 

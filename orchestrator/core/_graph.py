@@ -4,9 +4,9 @@ Theory of operation
 -------------------
 The graph is one more reducer over the fact log. :meth:`DelegationGraph.apply` folds one
 :class:`~orchestrator.core._facts.Fact` into a ``networkx.MultiDiGraph``; :func:`build_graph` folds
-a whole log. There is no other way to build it: the graph of a live run, of a restarted daemon
+a whole log. There is no other way to build it. The graph of a live run, of a restarted daemon
 and of last Tuesday's session are the same fold over the same facts the chat and session
-reducers fold, so they cannot disagree with what clients were shown. Facts the graph does not
+reducers fold. So they cannot disagree with what clients were shown. Facts the graph does not
 care about (deltas, usage, turn bookkeeping, unknown actions) fold to nothing.
 
 Nodes are keyed by the ids the facts already use, so a node can be looked up from any fact:

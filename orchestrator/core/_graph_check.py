@@ -2,11 +2,16 @@
 <orchestrator.core._graph.DelegationGraph.check>` finds wrong with a log.
 
 The fold never refuses a fact (see :mod:`._graph`): a log that contradicts itself folds to a
-graph that shows the contradiction, and this check names it. The spawn edge is recorded twice
-by one atomic append, so its two views must agree in both directions (a worker's tool origin,
-the tool call's subagent content); spawns form a forest; every chat descends from a root chat;
-every approval names a known requester. Each finding is a :class:`Violation` whose message
-says what is wrong, and with which nodes. Pure: no trio, no IO.
+graph that shows the contradiction, and this check names it. It checks:
+
+- the spawn edge is recorded twice by one atomic append, so its two views must agree in both
+  directions (a worker's tool origin, the tool call's subagent content);
+- spawns form a forest;
+- every chat descends from a root chat;
+- every approval names a known requester.
+
+Each finding is a :class:`Violation` whose message says what is wrong, and with which nodes. Pure:
+no trio, no IO.
 """
 
 from __future__ import annotations

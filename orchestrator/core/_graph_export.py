@@ -1,11 +1,10 @@
 """Exports of the delegation graph: node-link JSON, GraphML, Graphviz DOT and Mermaid.
 
-Each exporter is a pure function of a :class:`~orchestrator.core._graph.DelegationGraph`
-returning text; it reads the graph through its read-only view and never changes it. The
-diagram exporters (DOT, Mermaid) caption a node by its kind (:func:`_node_caption`: its agent
-by name and number, ``analyst #2``, and its status for a chat, a tool name for a tool call,
-...); the data exporters (JSON, GraphML) keep every attribute. The module is pure: no trio,
-no sockets, no files.
+Each exporter is a pure function of a :class:`~orchestrator.core._graph.DelegationGraph` returning
+text. It reads the graph through its read-only view and never changes it. The diagram exporters
+(DOT, Mermaid) caption a node by its kind (:func:`_node_caption`). A chat's caption is its agent by
+name and number (``analyst #2``) and its status; a tool call's is a tool name; and so on. The data
+exporters (JSON, GraphML) keep every attribute. The module is pure: no trio, no sockets, no files.
 """
 
 from __future__ import annotations

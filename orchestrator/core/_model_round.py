@@ -82,10 +82,10 @@ class ToolCallRequest:
     Several requests in one round run in parallel (delegations up to the team's
     parallel budget).
 
-    ``input_error`` is set when the call cannot run as asked (input that is not a JSON
-    object, does not fit the tool's schema, or names no tool on offer): the call is recorded
-    with ``raw_input`` and completes failed with the message, which the model reads in its
-    next round. Nothing runs.
+    ``input_error`` is set when the call cannot run as asked: input that is not a JSON
+    object, does not fit the tool's schema, or names no tool on offer. The call is recorded
+    with ``raw_input`` and completes failed with the message. The model reads it in its next
+    round. Nothing runs.
     """
 
     tool_call_id: str
@@ -127,12 +127,12 @@ class ToolOutcome:
 class RoundContext:
     """Everything a backend may look at to produce the next round.
 
-    ``history`` is the chat's conversation in order (role, text) pairs, derived
-    from the chat state, not kept twice; ``round_index`` counts the rounds
-    already done in this turn (0 for the first); ``outcomes`` are the results
-    of the previous round's tool calls; ``steering`` the steering messages
-    injected into this turn so far, oldest first (a model sees them as user
-    messages after the history).
+    - ``history`` is the chat's conversation in order (role, text) pairs, derived from the
+      chat state, not kept twice.
+    - ``round_index`` counts the rounds already done in this turn (0 for the first).
+    - ``outcomes`` are the results of the previous round's tool calls.
+    - ``steering`` is the steering messages injected into this turn so far, oldest first (a
+      model sees them as user messages after the history).
     """
 
     chat: str

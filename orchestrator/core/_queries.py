@@ -234,10 +234,11 @@ def _add_turn(history: list[tuple[str, str]], turn: Turn) -> None:
 
 
 class Conversation(Sequence[tuple[str, str]]):
-    """What :func:`conversation` gives, as a view made in constant time by
-    :class:`Conversations`, with what a backend asks of it already counted: ``users``
-    (the user messages), ``characters`` (of every text) and ``interrupted`` (the turns a
-    restart cut off, which it leaves out).
+    """What :func:`conversation` gives, as a view made in constant time by :class:`Conversations`.
+
+    What a backend asks of it is already counted: ``users`` (the user messages),
+    ``characters`` (of every text) and ``interrupted`` (the turns a restart cut off, which it
+    leaves out).
 
     It views the first ``length`` pairs of a list that only grows (the finished turns'),
     then ``tail`` (the running turn's message): a later turn does not change it.
@@ -423,9 +424,13 @@ def member_name(state: TeamState, chat: str) -> MemberName | None:
 
 
 def party_name(state: TeamState, party: str, principal: str | None = None) -> str:
-    """Who an approval is routed to or was decided by, as people say it: a member by its
-    name and number (``boss #1``), the user by the principal behind the decision when one
-    is known (``alice``), else ``user``; anything else as recorded."""
+    """Who an approval is routed to or was decided by, as people say it.
+
+    - A member by its name and number (``boss #1``).
+    - The user by the principal behind the decision when one is known (``alice``), else
+      ``user``.
+    - Anything else as recorded.
+    """
     if party == USER:
         return principal or USER
     name = member_name(state, party)

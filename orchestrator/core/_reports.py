@@ -50,9 +50,11 @@ STEERING_META = "steering"
 def steering_injected(
     chat: str, turn_id: str, message_id: str, text: str
 ) -> list[tuple[str, Action]]:
-    """A steering message taken into the running turn: removed from the pending slot and
-    kept in the turn, where it was injected, so the conversation a model reads later (this
-    turn's next rounds, and later turns) has it in its place."""
+    """A steering message taken into the running turn.
+
+    It is removed from the pending slot and kept in the turn, where it was injected. So the
+    conversation a model reads later (this turn's next rounds, and later turns) has it in its
+    place."""
     part = SystemNotificationResponsePart(content=text, meta={STEERING_META: message_id})
     return [
         (

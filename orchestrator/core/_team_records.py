@@ -116,8 +116,9 @@ class Overlay(Generic[K, V]):
     writes of batches in flight before it (``pending``), then the committed ``base``.
 
     With a ``log`` (a batch prepared to be handed to readers), every write is also appended
-    to it (shared by the batch's overlays, tagged with ``kind``) in the order made, so that
-    what each action of the batch wrote can be handed out (:meth:`Transition.changes`)."""
+    to it in the order made. The log is shared by the batch's overlays, and each write is
+    tagged with ``kind``. So what each action of the batch wrote can be handed out
+    (:meth:`Transition.changes`)."""
 
     __slots__ = ("base", "kind", "log", "pending", "writes")
 

@@ -13,18 +13,20 @@ tasks, approvals), and a fact is folded by routing its action to the reducer of 
 * ``team/*`` to one handler per action class (:data:`_HANDLERS`);
 * anything else (an :class:`~orchestrator.ahp.actions.UnknownAction`) to nothing.
 
-The reducer is **total**, like the AHP reducers: it never raises for a well-typed action, it
-applies what the state can take and ignores what it cannot (a task, approval or run that does
-not exist, an approval already decided, a resume that is not newer than the last one). Whether
+The reducer is **total**, like the AHP reducers: it never raises for a well-typed action. It
+applies what the state can take and ignores what it cannot: a task, approval or run that does
+not exist, an approval already decided, a resume that is not newer than the last one. Whether
 an action *should* be applied is :func:`orchestrator.core._team_validate.validate_action`'s
-question; the runtime asks it before appending, and replaying a stored log never does, so
-replay costs exactly one reduction per fact.
+question. The runtime asks it before appending; replaying a stored log never does. So replay
+costs exactly one reduction per fact.
 
 Where the validator refuses an action that the reducer can still apply, the reducer applies
-it, as the fold of a stored log always has: a second ``team/runStarted`` starts the run again,
-a ``team/taskCreated`` or ``team/approvalRequested`` with a known id replaces the record,
-``team/taskStarted`` and ``team/taskFinished`` overwrite a task whatever its status, and a
-``team/runFinished`` of a finished run finishes it again.
+it, as the fold of a stored log always has:
+
+- a second ``team/runStarted`` starts the run again;
+- a ``team/taskCreated`` or ``team/approvalRequested`` with a known id replaces the record;
+- ``team/taskStarted`` and ``team/taskFinished`` overwrite a task whatever its status;
+- a ``team/runFinished`` of a finished run finishes it again.
 
 **The task lifecycle is a table**, in :mod:`._task_lifecycle`: :data:`TASK_TRANSITIONS`
 maps a task's status to the statuses it may move to; a status with an empty row is terminal.
@@ -98,8 +100,8 @@ def new_session_state(title: str = "") -> SessionState:
     """A session's state as it begins: ready, no chats yet, and the given title.
 
     Its ``status`` is idle, and stays what session actions make it (read, archived, input
-    needed): no session action says a session's activity, so the state never claims one it
-    could not announce to a subscriber; what a session is doing is its chats' status, which
+    needed). No session action says a session's activity. So the state never claims one it
+    could not announce to a subscriber. What a session is doing is its chats' status, which
     its catalog carries. A session not yet prompted shows this state untitled, and the run's
     start changes only its title (``session/titleChanged`` on the session channel).
     """

@@ -10,21 +10,23 @@ routing and the team records' reduction are :func:`._team_reducer.reduce_action`
 which never fails; whether an action may be appended is a separate question,
 :func:`._team_validate.validate_action`'s.
 
-Changes happen in steps so that the write-ahead rule can hold: a batch of
-actions is first *prepared* (validated and reduced against an overlay of the
-state; nothing is changed, an illegal action raises :class:`IllegalTransitionError`
-and the batch is refused whole), then *pushed* while its facts are written, then,
-once they are durable, *committed* (in the order they were pushed). Several batches
-can be in flight at once: each is prepared on top of the ones pushed before it,
-read through a *pending view* that holds the latest value of every entry an
-in-flight batch wrote, so a lookup costs O(1) however many batches are in flight.
+Changes happen in steps so that the write-ahead rule can hold. A batch of actions is:
+
+1. *prepared*: validated and reduced against an overlay of the state. Nothing is changed. An
+   illegal action raises :class:`IllegalTransitionError`, and the batch is refused whole.
+2. *pushed* while its facts are written.
+3. *committed* once they are durable, in the order they were pushed.
+
+Several batches can be in flight at once. Each is prepared on top of the ones pushed before it.
+It reads through a *pending view* that holds the latest value of every entry an in-flight batch
+wrote. So a lookup costs O(1) however many batches are in flight.
 Readers of the committed state (everything public here) see only durable facts.
 If the log fails, :meth:`discard_pending` drops every batch in flight. Applying an
 already-recorded fact (replay) is prepare + commit without validation.
 
-A reader's copy of the state need not fold the facts again: a batch prepared with ``record``
-notes what each action wrote (:meth:`Transition.changes`), and :meth:`follow` stores those
-values into the copy, fact by fact (one fold per session: the runtime's reducers run once).
+A reader's copy of the state need not fold the facts again. A batch prepared with ``record``
+notes what each action wrote (:meth:`Transition.changes`). :meth:`follow` stores those values
+into the copy, fact by fact (one fold per session: the runtime's reducers run once).
 
 The container is mutable (a dict per kind of entity, replaced entry by entry)
 so that one fact costs what its channel's reducer costs, whatever the number
@@ -415,8 +417,9 @@ class TeamState:
         """The roster status of a chat, derived from its state, its task and its approvals.
 
         A member that owns a task (a delegated worker, or the coordinator and its root task)
-        reports the task's end once it is recorded, and ``running`` from the end of its turn
-        until then: the runtime is reporting the result, nothing has been decided yet.
+        reports the task's end once it is recorded. From the end of its turn until then, it
+        reports ``running``: the runtime is reporting the result, nothing has been decided
+        yet.
 
         A conversation's coordinator whose prompt's root task has ended while the run goes
         on is ``idle``: it waits for the next message (each prompt is its own root task, see

@@ -1,14 +1,18 @@
 """Teammate actions: the facts a background teammate's schedule records.
 
 A ``[[background]]`` teammate of a team file has a log of its own beside the sessions its
-runs open: when it went to sleep and until when, each wake (why, for which scheduled
-instant, and what the overlap policy made of it), each run (the session it ran in, how it
-ended), and who paused or resumed it. Folding that log (:mod:`._teammate_state`) gives the
-teammate's state after a restart: which wakes were handled, whether a run is going,
-whether it is paused. These are ``team/*`` actions of the one fact vocabulary (DESIGN:
-"schedule wake/sleep"), travel in the same :class:`~._facts.Fact`, and are stored in the
-same journal, under the teammate's own stream URI (:func:`teammate_uri`) rather than a
-session's.
+runs open. The log holds:
+
+- when it went to sleep and until when;
+- each wake: why, for which scheduled instant, and what the overlap policy made of it;
+- each run: the session it ran in, how it ended;
+- who paused or resumed it.
+
+Folding that log (:mod:`._teammate_state`) gives the teammate's state after a restart: which
+wakes were handled, whether a run is going, whether it is paused. These are ``team/*`` actions
+of the one fact vocabulary (DESIGN: "schedule wake/sleep"). They travel in the same
+:class:`~._facts.Fact`. They are stored in the same journal, under the teammate's own stream
+URI (:func:`teammate_uri`) rather than a session's.
 
 Instants in these actions (``nextWake``, ``scheduledFor``) are ISO 8601 UTC strings, like a
 fact's ``at``.

@@ -1,15 +1,26 @@
 """A background teammate's state: a pure fold of its stream of facts.
 
-The scheduler (:mod:`orchestrator.sessions._scheduler`) records :mod:`._teammate_actions` facts and
-folds them here; after a restart it folds the stream read back from the journal and knows, from that
-alone, which scheduled wakes were handled (every wake before :attr:`TeammateState.due_from`),
-whether a run is going and in which session, which wakes wait for it, and whether the
-teammate is paused. Nothing here reads a clock or does IO.
+The scheduler (:mod:`orchestrator.sessions._scheduler`) records :mod:`._teammate_actions` facts
+and folds them here. After a restart it folds the stream read back from the journal. From that
+alone it knows:
 
-The teammate's status is the Agent UI background-job status: ``scheduled`` (it has not run
-yet), ``sleeping`` (between runs), ``waking`` (a wake waits to start its run), ``running``,
-``blocked`` (the run waits for a person: the scheduler knows, the facts do not) and
-``paused``. How each run ended (``completed``, ``failed``...) is the run's outcome, shown as
+- which scheduled wakes were handled (every wake before :attr:`TeammateState.due_from`);
+- whether a run is going, and in which session;
+- which wakes wait for it;
+- whether the teammate is paused.
+
+Nothing here reads a clock or does IO.
+
+The teammate's status is the Agent UI background-job status:
+
+- ``scheduled``: it has not run yet;
+- ``sleeping``: between runs;
+- ``waking``: a wake waits to start its run;
+- ``running``;
+- ``blocked``: the run waits for a person (the scheduler knows, the facts do not);
+- ``paused``.
+
+How each run ended (``completed``, ``failed``...) is the run's outcome, shown as
 the last run beside the status: a teammate that wakes again is never itself "completed".
 """
 

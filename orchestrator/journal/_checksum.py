@@ -49,9 +49,10 @@ def undecodable_column(exc: Exception) -> str | None:
 def not_utf8_fact(
     session: str, column: str, rows: Iterable[tuple[int, bytes]], *, source: str
 ) -> FactLogError:
-    """The error for a stored fact whose ``column`` is not UTF-8 text: ``rows`` are the
-    sequence and raw bytes of that column of the facts that were being read, and the first
-    that does not decode is named, with where in it, in a line of bounded length."""
+    """The error for a stored fact whose ``column`` is not UTF-8 text.
+
+    ``rows`` are the sequence and raw bytes of that column of the facts that were being read.
+    The first that does not decode is named, with where in it, in a line of bounded length."""
     for sequence, raw in rows:
         try:
             bytes(raw).decode()

@@ -143,9 +143,11 @@ def locked(exc: BaseException) -> bool:
 
 
 def _unreadable(exc: sqlite3.DatabaseError) -> str:
-    """Why a journal could not be checked, by what SQLite said: only a file that is not a
-    database, or a damaged one, is called so (a full disk or a directory this user may not
-    write is not a reason to restore a healthy journal from a backup)."""
+    """Why a journal could not be checked, by what SQLite said.
+
+    Only a file that is not a database, or a damaged one, is called so. A full disk, or a
+    directory this user may not write, is not a reason to restore a healthy journal from a
+    backup."""
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
     if code == sqlite3.SQLITE_CANTOPEN:
         return (

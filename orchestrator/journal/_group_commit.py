@@ -4,10 +4,10 @@ Theory of operation
 -------------------
 The journal is the durable :class:`~orchestrator.runtime._factlog.FactLog` of the daemon and of
 ``orchestrator run --db``. One writer thread owns the only write connection. :meth:`submit`
-(on the trio thread) encodes a batch (each fact's text and its checksum) and queues it with
-an :class:`EventTicket`; the writer takes everything queued (a *group commit*: up to
-:data:`GROUP_LIMIT` facts), writes it in one transaction with few multi-row statements,
-commits, and completes the tickets in order through the trio token.
+(on the trio thread) encodes a batch (each fact's text and its checksum). It queues it with an
+:class:`EventTicket`. The writer takes everything queued: a *group commit*, up to
+:data:`GROUP_LIMIT` facts. It writes it in one transaction with few multi-row statements and
+commits. Then it completes the tickets in order through the trio token.
 
 Faults are sorted by whose they are:
 
@@ -53,22 +53,26 @@ Stopping (:meth:`serve` cancelled) drains what was submitted, for :attr:`drain_l
 seconds at most; then only the transaction in hand is finished and the rest fails (it was
 never acknowledged): a shutdown does not wait for an unbounded backlog.
 
-Snapshots: after every :data:`SNAPSHOT_EVERY` committed facts of a session (and at least one
-per entry of its state, so that a large fan-out is not walked and encoded again every few
-thousand facts: :func:`._snapshot.snapshot_due`), the runtime's committed state is copied (its
-entries are immutable values, so a shallow copy) and the writer stores it, so opening a
-session reads the latest snapshot and folds only the facts after it. A snapshot is stored
-in parts (a ``snapshots`` row per session says which sequence, ``snapshot_parts`` rows hold
-the pieces; see :mod:`._snapshot`), and the writer writes again only the parts that changed
-since its previous snapshot of the session: a snapshot costs what changed, not the size of
-the session.
+Snapshots: a snapshot is due after every :data:`SNAPSHOT_EVERY` committed facts of a session.
+It is also due only after at least one fact per entry of its state, so that a large fan-out is
+not walked and encoded again every few thousand facts (:func:`._snapshot.snapshot_due`). Then
+the runtime's committed state is copied (its entries are immutable values, so a shallow copy),
+and the writer stores it. So opening a session reads the latest snapshot and folds only the
+facts after it. A snapshot is stored in parts: a ``snapshots`` row per session says which
+sequence, and ``snapshot_parts`` rows hold the pieces (see :mod:`._snapshot`). The writer
+writes again only the parts that changed since its previous snapshot of the session. So a
+snapshot costs what changed, not the size of the session.
 
-Two databases: the writer, group commit, faults, tickets and snapshots above are
-:class:`_GroupCommitJournal` (this module), whatever the database;
-:class:`~._sqlite_journal.SqliteJournal` says how a SQLite file is opened, begun, and which
-faults are waited for and which are the file's, and
-:class:`~.postgres._journal.PostgresJournal` the same for a PostgreSQL database. Both write
-the same rows (:mod:`._rows`), and :mod:`._interface` picks one by what ``--db`` names.
+Two databases:
+
+- the writer, group commit, faults, tickets and snapshots above are
+  :class:`_GroupCommitJournal` (this module), whatever the database;
+- :class:`~._sqlite_journal.SqliteJournal` says how a SQLite file is opened and begun, and
+  which faults are waited for and which are the file's;
+- :class:`~.postgres._journal.PostgresJournal` says the same for a PostgreSQL database.
+
+Both write the same rows (:mod:`._rows`), and :mod:`._interface` picks one by what ``--db``
+names.
 
 Where the rest lives:
 
@@ -232,9 +236,11 @@ class _GroupCommitJournal:
         _write_group(connection, group, self._history)
 
     def _refuses_session(self, exc: Exception) -> bool:
-        """Whether a batch that failed on ``exc`` refuses its session from then on (its
-        later batches were prepared on top of it); not so for a batch a lease fence kept
-        out, whose later batches each meet the fence themselves (see postgres/_journal)."""
+        """Whether a batch that failed on ``exc`` refuses its session from then on.
+
+        It does, since its later batches were prepared on top of it. Not so for a batch a lease
+        fence kept out: its later batches each meet the fence themselves (see
+        postgres/_journal)."""
         return True
 
     def _transient(self, exc: BaseException, connection: Any) -> bool:
@@ -413,9 +419,10 @@ class _GroupCommitJournal:
             self._token_run(self._completed, tickets, None)
 
     def _write_each(self, connection: Any, group: list[_Item]) -> None:
-        """The slow path, after a fault of one item: each item in a savepoint of its own, so
-        that one batch that cannot be stored fails alone (and its session with it), a
-        snapshot that cannot be is skipped, and all else commits, still in one transaction.
+        """The slow path, after a fault of one item: each item in a savepoint of its own.
+
+        So one batch that cannot be stored fails alone (and its session with it). A snapshot
+        that cannot be stored is skipped. All else commits, still in one transaction.
         A fault of the file itself fails the journal as on the fast path."""
         outcomes: list[tuple[EventTicket, FactLogError | None]] = []
         refused: dict[str, FactLogError] = {}
@@ -598,9 +605,11 @@ class _GroupCommitJournal:
                 self._snapshots.forget(item.session)
 
     def _writer_died(self, exc: BaseException) -> None:
-        """The writer thread ends on an exception it could not contain (a bug, or one that
-        is not an ``Exception``): the journal fails with the reason, and every batch in
-        hand, queued or submitted later fails with it, so nobody waits forever."""
+        """The writer thread ends on an exception it could not contain.
+
+        That is a bug, or one that is not an ``Exception``. The journal fails with the reason.
+        Every batch in hand, queued or submitted later fails with it, so nobody waits
+        forever."""
         reason = _error(
             self.source,
             _printable(f"the journal's writer stopped: {type(exc).__name__}: {exc}"),

@@ -114,14 +114,23 @@ def open_journal(
 ) -> Journal:
     """The journal ``db`` names (not opened yet: :meth:`Journal.open` or ``serve``).
 
-    ``node`` (a daemon's node id) and ``lease_ttl``: on PostgreSQL, the sessions this
-    journal writes are leased to that node (several daemons on one database, see
-    :mod:`.postgres._leases`); a SQLite file has no leases: each of its sessions is locked
-    to the process that runs it (:mod:`._session_locks`), which ``node`` names. Either is
-    the journal's :attr:`Journal.ownership`. ``reconnect_for``:
-    seconds a PostgreSQL journal tries to reconnect to a server it lost before it fails
-    (default :data:`~.postgres._connection.RECONNECT_FOR`), or a SQLite journal waits for its
-    file's lock another connection holds (default :data:`~._sqlite_journal.LOCKED_FOR`)."""
+    The sessions' owner is the journal's :attr:`Journal.ownership`. On PostgreSQL, the
+    sessions this journal writes are leased to ``node`` (several daemons on one database, see
+    :mod:`.postgres._leases`). A SQLite file has no leases. Each of its sessions is locked to
+    the process that runs it (:mod:`._session_locks`), which ``node`` names.
+
+    Args:
+        db: A PostgreSQL URL or a SQLite file's path.
+        durability: What an acknowledged fact survives (:class:`Durability`).
+        node: A daemon's node id: on PostgreSQL, the sessions' leases are this node's; on
+            SQLite, it names the process that holds each session's lock.
+        lease_ttl: On PostgreSQL, with a ``node``: how long a lease lasts unless renewed.
+        reconnect_for: Seconds a PostgreSQL journal tries to reconnect to a server it lost
+            before it fails (default :data:`~.postgres._connection.RECONNECT_FOR`). On SQLite,
+            seconds the journal waits for its file's lock another connection holds (default
+            :data:`~._sqlite_journal.LOCKED_FOR`).
+        **options: Passed on to the journal of that database.
+    """
     if is_postgres_url(db):
         from .postgres import PostgresJournal
 

@@ -1,9 +1,10 @@
 """Pruning a journal: ended sessions older than a cutoff, removed with all they hold.
 
 ``orchestrator prune --older-than 30d`` removes every session whose run ended (completed,
-failed or cancelled) and was last written before the cutoff: its facts, snapshots (and their
-parts), agent-channel history, team file and its row in ``sessions``, in one transaction,
-then runs ``VACUUM`` so the file shrinks. A running session is never touched, however old.
+failed or cancelled) and was last written before the cutoff. It removes its facts, snapshots
+(and their parts), agent-channel history, team file and its row in ``sessions``, in one
+transaction. Then it runs ``VACUUM`` so the file shrinks. A running session is never touched,
+however old.
 
 The ``chats`` rows stay (a chat URI and its session, a few dozen bytes each): a chat URI a
 client once used stays taken, as it is for a session that still exists.

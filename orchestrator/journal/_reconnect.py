@@ -53,13 +53,23 @@ def reconnect(
     pauses: Iterator[float] | None = None,
     retry: Callable[[Exception], bool] | None = None,
 ) -> _T:
-    """What ``connect`` returns, tried at once and then after each of :func:`backoff`'s
-    pauses until ``within`` seconds have passed ``since`` (``clock``'s time the connection
-    was lost); blocking (a worker thread's). :class:`UnreachableError` past the bound
-    (naming the last failure), :class:`ReconnectStoppedError` once ``stop`` is set (it also cuts a
-    pause short). Every ``Exception`` of ``connect`` is tried again (a server restarting
-    refuses connections, or answers "the database system is starting up", for a while),
-    unless ``retry`` says not to: that one is raised as it is.
+    """What ``connect`` returns, tried at once and then after each pause; blocking (a worker
+    thread's).
+
+    Args:
+        connect: Makes the connection.
+        since: ``clock``'s time the connection was lost.
+        within: Seconds after ``since`` that it is tried, at most.
+        stop: Once set, the tries stop; it also cuts a pause short.
+        clock: The clock ``since`` is read on.
+        pauses: The pauses between tries (default: :func:`backoff`'s).
+        retry: Whether an exception of ``connect`` is tried again (default: every
+            ``Exception``). One it says not to is raised as it is.
+
+    Raises :class:`UnreachableError` past the bound, naming the last failure. Raises
+    :class:`ReconnectStoppedError` once ``stop`` is set. Every ``Exception`` is tried again by
+    default because a server restarting refuses connections, or answers "the database system
+    is starting up", for a while.
 
     Shared by every connection that outlives a server restart: the journal's writer (which
     then checks what its lost transaction left, see :mod:`.._group_commit`), and a listener; and

@@ -7,9 +7,9 @@ process's memory) and :func:`_write_group` writes them in
 few multi-row statements. Every fact is stored with its checksum (:func:`fact_checksum`,
 CRC32 of its text), verified whenever it is read back (:func:`_checked`).
 
-A snapshot is stored in parts (a ``snapshots`` row per session says which sequence,
-``snapshot_parts`` rows hold the pieces; see :mod:`._snapshot`), and :class:`_SnapshotWriter`
-writes again only the parts that changed since its previous snapshot of the session: a
+A snapshot is stored in parts: a ``snapshots`` row per session says which sequence, and
+``snapshot_parts`` rows hold the pieces (see :mod:`._snapshot`). :class:`_SnapshotWriter`
+writes again only the parts that changed since its previous snapshot of the session. So a
 snapshot costs what changed, not the size of the session.
 
 :class:`_AgentHistory` and :class:`_SnapshotWriter` are the writer thread's own (and the
@@ -356,12 +356,16 @@ class _AgentHistory:
     """Writes the agent channel's history rows as turns end (the writer thread's own).
 
     A batch the runtime submits brings the turns it ends, as the runtime's reducer left
-    them (``ended_turns``): their rows are written from those, so a turn is not folded
-    again here. A turn that comes without (a batch submitted with none, as the migration
-    and a journal's direct users do, or a turn the submitter did not give) is folded from
-    its facts: the facts of the chat's running turn, kept since its ``chat/turnStarted``
-    in a batch without turns, or else read back from the facts table (a turn that began
-    before this process started, or in a batch with turns; its facts are written first).
+    them (``ended_turns``). Their rows are written from those, so a turn is not folded again
+    here. A turn may come without: in a batch submitted with none (as the migration and a
+    journal's direct users do), or when the submitter did not give it. Such a turn is folded
+    from its facts:
+
+    - the facts of the chat's running turn, kept since its ``chat/turnStarted`` in a batch
+      without turns;
+    - or else the facts read back from the facts table (a turn that began before this process
+      started, or in a batch with turns; its facts are written first).
+
     Both give the same turn: the runtime's state folds the same facts with the same reducer.
     The rows are kept until :meth:`flush`, which the transaction calls before it commits,
     so that its turns are written with one statement.

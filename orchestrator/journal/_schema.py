@@ -5,9 +5,9 @@ Schema versions are recorded in ``PRAGMA user_version`` (and the file marked as 
 one, a foreign SQLite file, or a file that is not SQLite at all is refused before anything is
 written to it (:mod:`._file`).
 
-The team file a session runs is kept once, in ``session_teams``, not in the
-``sessions`` row every batch updates (SQLite reads, and when the row changes size writes,
-a row whole: a 5 MB team file cost every batch 5 MB).
+The team file a session runs is kept once, in ``session_teams``, not in the ``sessions`` row
+every batch updates. SQLite reads a row whole, and writes it whole when the row changes size.
+A 5 MB team file cost every batch 5 MB.
 """
 
 from __future__ import annotations
@@ -128,10 +128,12 @@ CREATE TABLE session_teams (
 
 
 def _teams_apart_and_checksums(connection: sqlite3.Connection) -> None:
-    """Schema 5: each session's team file in ``session_teams``, written once (it was in
-    the ``sessions`` row that every batch updates, so every batch read the whole text, and
-    wrote it again whenever the row changed size), and a checksum with every fact, computed
-    here for the facts on file (and for the snapshots' rows: a damaged one is ignored)."""
+    """Schema 5: each session's team file in ``session_teams``, and a checksum with every fact.
+
+    The team file is written once. It was in the ``sessions`` row that every batch updates. So
+    every batch read the whole text, and wrote it again whenever the row changed size. The
+    checksums are computed here for the facts on file. They are also computed for the
+    snapshots' rows: a damaged one is ignored."""
     connection.execute(_SESSION_TEAMS)
     connection.execute(
         "INSERT INTO session_teams (session, team_file, team_toml) "

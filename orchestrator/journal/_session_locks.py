@@ -1,12 +1,12 @@
 """Which process runs each session of a SQLite journal: one at a time.
 
 Several processes may write one SQLite journal: three ``orchestrator run`` of different
-sessions, a daemon and a ``run`` beside it. They must not run the *same* session: a daemon
-that takes up a session an ``orchestrator resume`` is running (or a second daemon on the
-file, or a second ``resume``) runs its turns again (a tool call runs twice), and the
-slower one's next batch fails on the facts' unique key, ending its session there. A
-PostgreSQL journal has leases for this (:mod:`.postgres._leases`); a SQLite file, which lives on
-one machine, has the kernel's record locks.
+sessions, a daemon and a ``run`` beside it. They must not run the *same* session. Say a daemon
+takes up a session an ``orchestrator resume`` is running (or a second daemon on the file, or a
+second ``resume`` does). It runs its turns again, so a tool call runs twice. The slower one's
+next batch fails on the facts' unique key, ending its session there. A PostgreSQL journal has
+leases for this (:mod:`.postgres._leases`). A SQLite file, which lives on one machine, has the
+kernel's record locks.
 
 Each session is one byte of a lock file beside the journal (``<journal>-sessions.lock``),
 at an offset hashed from its URI (56 bits: two URIs meet with odds of one in 2**56), locked
@@ -14,12 +14,12 @@ by the process that runs the session. The kernel lets go of a process's locks wh
 ends, however it ends, so a crashed ``run`` frees its session at once: no expiry to wait
 for, no stale owner to tell apart.
 
-POSIX record locks belong to a process, not to a descriptor, and closing any descriptor of
-the file lets go of all of them: so a process keeps one descriptor per lock file
-(:data:`_FILES`), open while it holds a session of that file. Nor do they exclude each
-other within a process, so the sessions this process holds are also kept here
-(:data:`_HELD`): two :class:`SessionLocks` of one file in one process (a test's daemon and
-its ``resume``) refuse each other as two processes would.
+POSIX record locks belong to a process, not to a descriptor. Closing any descriptor of the
+file lets go of all of them. So a process keeps one descriptor per lock file (:data:`_FILES`),
+open while it holds a session of that file. Nor do they exclude each other within a process.
+So the sessions this process holds are also kept here (:data:`_HELD`). Two
+:class:`SessionLocks` of one file in one process (a test's daemon and its ``resume``) refuse
+each other as two processes would.
 
 Who holds a session (:meth:`SessionLocks.holder`) is the kernel's word too: ``F_GETLK`` on
 its byte names the process (its pid), and that process's command line says what it is
@@ -143,10 +143,11 @@ def program_of(pid: int) -> str | None:
 
 
 def command_of(argv: Sequence[str]) -> str | None:
-    """What the command line ``argv`` runs, when it is the orchestrator (see
-    :func:`program_of`): the first word named ``orchestrator`` (its console script, or
-    ``python -m orchestrator``), then its command, the first word after it that is one
-    (no option's value is: they are levels and formats)."""
+    """What the command line ``argv`` runs, when it is the orchestrator (see :func:`program_of`).
+
+    That is the first word named ``orchestrator`` (its console script, or ``python -m
+    orchestrator``), then its command. The command is the first word after it that is one. No
+    option's value is a command: they are levels and formats."""
     for index, word in enumerate(argv):
         if os.path.basename(word) == "orchestrator":
             command = next((w for w in argv[index + 1 :] if w in _COMMANDS), None)

@@ -7,13 +7,13 @@ read (an older format, a damaged row) is ignored and the session is folded from 
 
 Theory of operation
 -------------------
-Encoding the whole state at every snapshot costs what the whole state costs, so a session
-that grows pays again and again for what did not change (quadratic in the end: writing a
-1M-fact session took 260 s, 6 s for 100k). Instead the state is cut into *parts*, each
+Encoding the whole state at every snapshot costs what the whole state costs. So a session
+that grows pays again and again for what did not change. That is quadratic in the end: writing
+a 1M-fact session took 260 s, 6 s for 100k. Instead the state is cut into *parts*, each
 holding immutable values (a chat without its turns, 256 of its finished turns, a task...).
-The state's values are never changed in place, only replaced, so a part whose values are
-the very objects written last time is unchanged and is not encoded again: a snapshot costs
-what changed since the previous one, plus a walk over the parts.
+The state's values are never changed in place, only replaced. So a part whose values are the
+very objects written last time is unchanged and is not encoded again. A snapshot costs what
+changed since the previous one, plus a walk over the parts.
 
 A part is keyed by ``(kind, name, position)``:
 
@@ -34,14 +34,14 @@ approval    approval id  order among the approvals    the approval record
 ==========  ===========  ===========================  =====================================
 
 When to snapshot (:func:`snapshot_due`): a snapshot walks every part to find the changed
-ones, and a fan-out changes many at once, so a fixed number of facts between snapshots makes
-a large session pay for its size again and again: with N workers moving in step (all spawned,
-then all start their turns, ...) a snapshot every 5,000 facts walks ~4N parts and re-encodes
-the parts of thousands of workers that will change again before the next one, quadratic in N.
+ones, and a fan-out changes many at once. So a fixed number of facts between snapshots makes a
+large session pay for its size again and again. Take N workers moving in step (all spawned,
+then all start their turns, ...). A snapshot every 5,000 facts walks ~4N parts. It re-encodes
+the parts of thousands of workers that will change again before the next one: quadratic in N.
 A session is therefore snapshot after ``every`` facts *and* at least one fact per entry of its
-state (:func:`state_entries`): the walk and the encoding then cost at most a constant per fact
-since the last snapshot, and opening folds a tail no longer than the snapshot it starts from
-is large, so opening stays within a small factor of decoding the state itself.
+state (:func:`state_entries`). The walk and the encoding then cost at most a constant per fact
+since the last snapshot. Opening folds a tail no longer than the snapshot it starts from is
+large. So opening stays within a small factor of decoding the state itself.
 
 The order of the team's dictionaries is kept (``position``), so that a session opened from a
 snapshot iterates its chats, tasks and approvals as a fold would. AHP values use the AHP

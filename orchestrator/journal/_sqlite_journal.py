@@ -50,11 +50,22 @@ class SqliteJournal(_GroupCommitJournal):
         reconnect_for: float = LOCKED_FOR,
         node: str | None = None,
     ) -> None:
-        """``busy_timeout``: seconds a write waits for a lock another connection holds
-        before the writer notices it (SQLite's busy handler); ``reconnect_for``: seconds
-        it then waits on, trying again, before the journal fails (see the module
-        docstring). ``node``: what this process is called beside its session locks
-        (default ``HOSTNAME:PID``)."""
+        """Make the journal of the SQLite file at ``path`` (not opened yet).
+
+        Args:
+            path: The SQLite file.
+            durability: What an acknowledged fact survives (:class:`Durability`).
+            snapshot_every: A session is snapshot after this many committed facts (and at
+                least one fact per entry of its state).
+            max_bytes: The largest the file may grow (None: no bound).
+            drain_limit: Seconds a stopping journal drains what was submitted, at most.
+            busy_timeout: Seconds a write waits for a lock another connection holds before
+                the writer notices it (SQLite's busy handler).
+            reconnect_for: Seconds it then waits on, trying again, before the journal fails
+                (see the module docstring).
+            node: What this process is called beside its session locks (default
+                ``HOSTNAME:PID``).
+        """
         if not (busy_timeout >= 0 and reconnect_for >= 0):
             raise _error(path, "busy_timeout and reconnect_for must be 0 seconds or more")
         super().__init__(

@@ -7,13 +7,17 @@ frame); :func:`parse_client_message` reads one into a typed message or raises
 tool_response, approve, reject; and ``end``, which ends the session's conversation), ``team``
 (subscribe to Agent UI envelopes from a sequence).
 
-:class:`AgentChannelProjector` turns a session's facts, as they are recorded, into the
-events the spec lists for the coordinator chat (``prompt``, ``text``, ``thinking``,
-``tool_invocation``, ``tool_result``, ``result``/``error`` then ``done`` per turn), plus, for
-every chat of the team, ``question`` (with the ``toolCallId`` a ``tool_response`` answers) and
-``permission_request`` / ``permission_resolved`` for approvals routed to the user. A
-finished turn's live events equal the history rows the journal keeps for it
-(:func:`~orchestrator.protocols._agent_messages.turn_messages`), so a replay looks like the live
+:class:`AgentChannelProjector` turns a session's facts, as they are recorded, into events:
+
+- for the coordinator chat, the events the spec lists: ``prompt``, ``text``, ``thinking``,
+  ``tool_invocation``, ``tool_result``, ``result``/``error`` then ``done`` per turn;
+- for every chat of the team, ``question`` (with the ``toolCallId`` a ``tool_response``
+  answers);
+- for every chat of the team, ``permission_request`` / ``permission_resolved`` for approvals
+  routed to the user.
+
+A finished turn's live events equal the history rows the journal keeps for it
+(:func:`~orchestrator.protocols._agent_messages.turn_messages`). So a replay looks like the live
 run.
 
 Pure: facts and state in, JSON-ready dicts out.

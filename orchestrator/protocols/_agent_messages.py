@@ -1,8 +1,8 @@
 """Conversation history for the agent channel: what a finished turn was, as agent-channel
 events, and the facts that undo, truncate and restore a chat's history.
 
-The journal keeps these events in its ``agent_messages`` table, one row per event, written
-in the transaction of the fact that ends the turn; a client reconnecting to the agent
+The journal keeps these events in its ``agent_messages`` table, one row per event. They are
+written in the transaction of the fact that ends the turn. A client reconnecting to the agent
 channel is replayed the rows of its chat, in order, then live state. Undo and truncation
 are ``chat/truncated`` facts: the chat's state drops the turns, and their rows are marked
 deleted (never removed). Restoring re-appends the dropped turns' own facts, which brings

@@ -10,9 +10,9 @@ The cards name the asker and the decider as people are shown them (``analyst #3`
 of its ``agentId``) and carry the asker's lineage, so a client can place the card under its
 teammate.
 
-A question is resolved by the answer the runtime recorded in the member's chat, so its card is
-tracked per (chat, request id): a request sent again raises no second card, and an answer to a
-card never raised resolves nothing.
+A question is resolved by the answer the runtime recorded in the member's chat. So its card is
+tracked per (chat, request id). A request sent again raises no second card. An answer to a card
+never raised resolves nothing.
 
 The module is pure: no trio, no IO.
 """

@@ -2,7 +2,7 @@
 are built from.
 
 :class:`~orchestrator.protocols._project_agui.AguiProjector` decides *when* an event is due (a
-fact, the run's start, an interrupt, the followed turn's end); the functions here say *what*
+fact, the run's start, an interrupt, the followed turn's end). The functions here say *what*
 it looks like on the wire: its ``type``, its camelCase keys, and which keys an event leaves
 out when it has nothing to say. An event of a subagent's stream carries the subagent's
 ``subagentRunId`` (:func:`attributed`); the coordinator's own carry none. The event catalogue is

@@ -51,12 +51,15 @@ def approval_interrupt(
 ) -> Event:
     """The interrupt of a pending approval routed to the user.
 
-    ``id`` is the approval id (what the resume entry answers), ``reason`` ``tool_approval``,
-    ``toolCallId`` the wire id of the gated call, ``subagentRunId`` the worker that asked
-    (absent when the coordinator itself did), and ``metadata`` names the approval, the tool,
-    the agent that asked and the summary of the call's input. ``asker``: who asked, by name
-    and number, and its task; the message and ``metadata`` then say so (the schema keeps
-    extra data to ``metadata``).
+    - ``id`` is the approval id (what the resume entry answers).
+    - ``reason`` is ``tool_approval``.
+    - ``toolCallId`` is the wire id of the gated call.
+    - ``subagentRunId`` is the worker that asked (absent when the coordinator itself did).
+    - ``metadata`` names the approval, the tool, the agent that asked and the summary of the
+      call's input.
+
+    ``asker``: who asked, by name and number, and its task. The message and ``metadata`` then
+    say so (the schema keeps extra data to ``metadata``).
     """
     request = record.request
     who = request.requested_by
@@ -99,9 +102,9 @@ class RunRequest:
     """What the daemon needs of a RunAgentInput.
 
     ``user_message`` is the text of the last message whose role is ``user`` (``None`` if there
-    is none) and ``user_message_id`` its id. A client sends the whole conversation each time, so
+    is none) and ``user_message_id`` its id. A client sends the whole conversation each time. So
     on a run that resumes an interrupt (``resume`` non-empty) that message is the one of the
-    interrupted run, not a new one: ``new_user_message`` says whether the conversation *ends*
+    interrupted run, not a new one. ``new_user_message`` says whether the conversation *ends*
     with a user message (something the agent has not answered yet).
     """
 

@@ -6,8 +6,8 @@ that :class:`~orchestrator.protocols._project_agui.AguiProjector` sends whole at
 
 After each fact, the projector sends the patch :meth:`TeamView.update` returns: the changes of
 that fact alone, as RFC 6902 operations on the paths it touched. A :class:`TeamView` is built from
-the state at the snapshot and then follows it fact by fact; it remembers what the client holds
-(each member's and task's place and fields, the pending approvals in order) and, for one fact,
+the state at the snapshot and then follows it fact by fact. It remembers what the client holds:
+each member's and task's place and fields, the pending approvals in order. For one fact, it
 looks only at the entries the fact can change. Which entries those are is read off the fact,
 as the team reducer (:mod:`orchestrator.core._team_reducer`) writes them:
 

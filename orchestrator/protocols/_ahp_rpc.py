@@ -30,25 +30,30 @@ could not tell why.
 
 What a client sees of a session
 -------------------------------
-A fact is an AHP action on a channel; its session-wide ``sequence`` is the action's
-``serverSeq``, so a cursor is a ``serverSeq`` per channel (within one session: each session
+A fact is an AHP action on a channel. Its session-wide ``sequence`` is the action's
+``serverSeq``. So a cursor is a ``serverSeq`` per channel (within one session: each session
 numbers its own facts). :func:`channel_envelopes` says which envelopes a channel gets for a
-fact: team facts (``team/*``) are not AHP actions and are left out, except that the run's
-start, which gives the session its title, reaches the session channel as
-``session/titleChanged``; catalog actions of hidden chats are left out. Snapshots leave hidden
-chats out of the catalog the same way (:func:`session_snapshot_state`).
+fact:
 
-Actions are the only way a channel's state changes. Invariant: for every channel and every
-``n``, folding the envelopes :func:`channel_envelopes` gives for the facts after a snapshot
-taken at ``n`` onto that snapshot, with the AHP reducers, gives the snapshot at any later
-point (``tests/e2e/test_ahp_fold.py`` checks it on real runs, as an independent client). This
+- team facts (``team/*``) are not AHP actions and are left out;
+- except the run's start, which gives the session its title: it reaches the session channel as
+  ``session/titleChanged``;
+- catalog actions of hidden chats are left out.
+
+Snapshots leave hidden chats out of the catalog the same way (:func:`session_snapshot_state`).
+
+Actions are the only way a channel's state changes. Invariant, for every channel and every
+``n``: take a snapshot at ``n``. Fold onto it, with the AHP reducers, the envelopes
+:func:`channel_envelopes` gives for the facts after it. That gives the snapshot at any later
+point. ``tests/e2e/test_ahp_fold.py`` checks it on real runs, as an independent client. This
 holds because the session channel's state is changed by nothing but ``session/*`` facts and
-the run's start, whose one change (the title) is announced: a session not yet prompted shows
-:func:`~orchestrator.core._team_reducer.new_session_state`, the state the run starts from
-(its status is idle, and stays what session actions make it; no session action tells a
-session's activity, which its chats' catalog entries carry). The one field a client cannot
-reproduce is a chat's ``modifiedAt``: the chat reducer stamps the folding side's own clock on
-it, as the upstream reducer does; the catalog's copy arrives by ``session/chatUpdated``.
+the run's start. The run's start makes one change, the title, and that is announced. A session
+not yet prompted shows :func:`~orchestrator.core._team_reducer.new_session_state`, the state the
+run starts from. Its status is idle, and stays what session actions make it. No session action
+tells a session's activity, which its chats' catalog entries carry. The one field a client
+cannot reproduce is a chat's ``modifiedAt``. The chat reducer stamps the folding side's own
+clock on it, as the upstream reducer does. The catalog's copy arrives by
+``session/chatUpdated``.
 
 An envelope carries the ``origin`` of its fact (:attr:`~orchestrator.core._facts.Fact.origin`):
 the client whose dispatched action the fact carries out, the same for every subscriber and in

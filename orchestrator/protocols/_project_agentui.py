@@ -3,14 +3,18 @@
 Theory of operation
 -------------------
 :class:`AgentUiProjector` projects each fact from the fact and the
-:class:`~orchestrator.core._team_state.TeamState` as that fact left it, so a live client and a
-client hydrating from the log get the same envelopes: the output is a function of the fact
+:class:`~orchestrator.core._team_state.TeamState` as that fact left it. So a live client and a
+client hydrating from the log get the same envelopes. The output is a function of the fact
 sequence and nothing else (no clock, no ids of its own beyond counters derived from the facts).
-The state is either its own, into which it folds every fact (``state.apply(fact)``) before
-projecting it (:func:`project_facts` is that fold over a whole log), or given: a live reader's
-view of the runtime's state (a bus subscription's ``state``), which is already at the fact
-when it is fed, so the session's facts are reduced once, by the runtime, however many readers
-project them. Both give the same envelopes (the state after a fact is the same either way).
+The state is one of two:
+
+- its own, into which it folds every fact (``state.apply(fact)``) before projecting it
+  (:func:`project_facts` is that fold over a whole log);
+- given: a live reader's view of the runtime's state (a bus subscription's ``state``). That
+  view is already at the fact when it is fed. So the session's facts are reduced once, by the
+  runtime, however many readers project them.
+
+Both give the same envelopes (the state after a fact is the same either way).
 
 Each fact is projected in three steps, always in this order:
 
@@ -22,9 +26,9 @@ Each fact is projected in three steps, always in this order:
 3. ``team.changed`` when the team's view (phase, parallel budget, active and queued counts)
    differs from the last one announced.
 
-``*.changed`` envelopes are edge-triggered: a fact that leaves a member's status (or the team's
-view) as it was emits nothing for it, so a stream of text deltas emits nothing at all (text
-streams on the AHP channel) and no envelope is ever a repeat of the previous one. A fact whose
+``*.changed`` envelopes are edge-triggered. A fact that leaves a member's status (or the team's
+view) as it was emits nothing for it. So a stream of text deltas emits nothing at all (text
+streams on the AHP channel). No envelope is ever a repeat of the previous one. A fact whose
 ``sequence`` is not beyond the last one folded (a replay overlapping a live feed) is ignored.
 ``team/runFinished`` is the one exception to the order: its ``team.changed`` (phase ``done``)
 comes before ``run.finished``, so the terminal envelope of a run is the run's own.
@@ -38,16 +42,16 @@ spec: an action is resolved only once the runtime confirmed it).
 
 Ids
 ---
-* ``sessionId`` is the session URI; ``runId`` the run id of ``team/runStarted``; ``sequence``
-  counts this session's envelopes from 1 without gaps; ``timestamp`` is the fact's ``at``;
-  ``rawEventRef`` is ``fact:<sequence>``, the fact the envelope was projected from.
+* ``sessionId`` is the session URI. ``runId`` is the run id of ``team/runStarted``.
+  ``sequence`` counts this session's envelopes from 1 without gaps. ``timestamp`` is the fact's
+  ``at``. ``rawEventRef`` is ``fact:<sequence>``, the fact the envelope was projected from.
 * ``agentId`` is ``"<agent>@<team>#<n>"``: the n-th chat (from 1, in join order) that joined
-  the run as that agent. Agent names cannot contain ``@`` or ``#`` (team file rule) and the
-  team is fixed for a run, so the id is unique per chat; it depends only on the order of
+  the run as that agent. Agent names cannot contain ``@`` or ``#`` (team file rule), and the
+  team is fixed for a run. So the id is unique per chat. It depends only on the order of
   ``team/memberJoined`` facts, so it is the same live and on replay. The chat URI is the
   ``threadId`` of the same envelopes, and ``payload.chat``.
 * Lineage: a worker's or specialist's ``parentThreadId`` and ``toolCallId`` come from its chat's
-  ``ToolChatOrigin`` (the canonical delegation edge), ``parentSessionId`` is the session. The
+  ``ToolChatOrigin`` (the canonical delegation edge). ``parentSessionId`` is the session. The
   coordinator has no parent: its envelopes carry no parent ids.
 * ``taskId`` is the team task (``task-<n>``), ``actionId`` the approval id (``approval-<n>``).
 
@@ -623,10 +627,15 @@ class AgentUiProjector(ActionRequests):
         )
 
     def _team_phase(self) -> CoordinatorTeamStatus:
-        """``forming`` until the first delegation; ``waiting`` while an approval is pending;
-        ``active`` while delegated work runs or waits in the queue; ``merging`` once it has
-        all finished (the coordinator synthesizes); ``waiting`` too while a conversation
-        waits for its next message; ``done`` when the run ended."""
+        """The team's phase.
+
+        - ``forming`` until the first delegation.
+        - ``waiting`` while an approval is pending.
+        - ``active`` while delegated work runs or waits in the queue.
+        - ``merging`` once it has all finished (the coordinator synthesizes).
+        - ``waiting`` too while a conversation waits for its next message.
+        - ``done`` when the run ended.
+        """
         run = self.state.run
         if run is not None and run.status is not None:
             return CoordinatorTeamStatus.DONE

@@ -26,7 +26,7 @@ The life of a projector:
    with ``RUN_FINISHED`` whose outcome is ``{"type": "interrupt", "interrupts": [...]}`` (one
    interrupt per pending approval; see
    :func:`~orchestrator.protocols._agui_run_input.approval_interrupt`). The team goes on meanwhile
-   (other workers keep streaming); the projector keeps folding and *buffers* what it would have
+   (other workers keep streaming). The projector keeps folding and *buffers* what it would have
    emitted. :meth:`resume` opens the continuation run (a new ``runId``) on the same turn:
    ``RUN_STARTED``, a fresh ``STATE_SNAPSHOT``, the buffered events, then the subagents still at
    work. Approvals still pending that the resuming input does not answer interrupt it again at
@@ -35,45 +35,53 @@ The life of a projector:
 Within a run
 ------------
 * Text parts (``markdown``) of an attributed chat are ``TEXT_MESSAGE_START`` / ``_CONTENT`` /
-  ``_END`` with ``messageId`` = the part id (stable, unique in the session); reasoning parts are
+  ``_END`` with ``messageId`` = the part id (stable, unique in the session). Reasoning parts are
   ``REASONING_START`` + ``REASONING_MESSAGE_START`` / ``_CONTENT`` / ``REASONING_MESSAGE_END`` +
   ``REASONING_END`` (the 1.0 protocol's reasoning events; ``THINKING_*`` left it). A chat's
   message ends when its next part, a tool call, or its turn's end begins.
-* A tool call is ``TOOL_CALL_START`` at ``chat/toolCallStart``, ``TOOL_CALL_ARGS`` per streamed
-  input fragment (or the whole input at ``chat/toolCallReady`` when nothing streamed),
-  ``TOOL_CALL_END`` at ``chat/toolCallReady`` and ``TOOL_CALL_RESULT`` (``messageId`` =
-  ``"result:" + toolCallId``) at ``chat/toolCallComplete``, or at a denial, or, "cancelled", at
-  the end of a turn that left it without a result: a run never ends with a call the client
-  would take for a frontend tool waiting for its answer. ``parentMessageId`` is the text message
-  that preceded the call in its model round, when there was one.
-* Tool call ids: the coordinator's are its chat's ``toolCallId`` as they are; a subagent's are
+* A tool call is these events:
+
+  - ``TOOL_CALL_START`` at ``chat/toolCallStart``;
+  - ``TOOL_CALL_ARGS`` per streamed input fragment (or the whole input at
+    ``chat/toolCallReady`` when nothing streamed);
+  - ``TOOL_CALL_END`` at ``chat/toolCallReady``;
+  - ``TOOL_CALL_RESULT`` (``messageId`` = ``"result:" + toolCallId``) at
+    ``chat/toolCallComplete``, or at a denial, or, "cancelled", at the end of a turn that left
+    it without a result.
+
+  So a run never ends with a call the client would take for a frontend tool waiting for its answer.
+  ``parentMessageId`` is the text message that preceded the call in its model round, when there was
+  one.
+* Tool call ids: the coordinator's are its chat's ``toolCallId`` as they are. A subagent's are
   ``"<toolCallId>@<chat URI>"``, because tool call ids are unique per chat only and AG-UI
   scopes them to the thread.
 * Each worker or specialist spawned by a tool call of the followed turn (or, nested, of one of
-  its subagents) is a subagent: ``SUBAGENT_STARTED`` at its ``team/memberJoined`` with
-  ``subagentRunId`` = its chat URI, ``name`` = its agent, ``description`` = its task,
-  ``parentToolCallId`` = the spawning call, ``parentSubagentRunId`` for nested ones and
-  ``metadata.task``. Everything it streams carries its ``subagentRunId``. It ends with
-  ``SUBAGENT_FINISHED`` (``result`` = its summary) or ``SUBAGENT_ERROR`` (its summary, ``code`` =
-  ``failed`` / ``killed``) at ``team/taskFinished`` (a delegation) or at the handoff back (a
+  its subagents) is a subagent. It starts with ``SUBAGENT_STARTED`` at its
+  ``team/memberJoined``, with ``subagentRunId`` = its chat URI, ``name`` = its agent,
+  ``description`` = its task, ``parentToolCallId`` = the spawning call, ``parentSubagentRunId`` for
+  nested ones and ``metadata.task``. Everything it streams carries its ``subagentRunId``. It ends
+  with ``SUBAGENT_FINISHED`` (``result`` = its summary) or ``SUBAGENT_ERROR`` (its summary, ``code``
+  = ``failed`` / ``killed``) at ``team/taskFinished`` (a delegation) or at the handoff back (a
   specialist). At an interrupt every open subagent ends its *segment* with ``SUBAGENT_FINISHED``
-  ``{"outcome": {"type": "suspended", "interruptIds": [...]}}`` (the ids it raised itself);
-  one still at work is announced again, same ``subagentRunId``, in the continuation run.
+  ``{"outcome": {"type": "suspended", "interruptIds": [...]}}`` (the ids it raised itself). One
+  still at work is announced again, same ``subagentRunId``, in the continuation run.
 * Anything that continues a stream not open in the current run (a message or tool call cut by an
   interrupt, or begun before a projector joined a turn) opens it again first with its ``*_START``
-  and the same id: the AG-UI client appends to the message or call it already has.
+  and the same id. The AG-UI client appends to the message or call it already has.
 * State: ``STATE_SNAPSHOT`` at each run's start holds
-  :func:`~orchestrator.protocols._agui_state.team_view`; after a fact that changes the view,
-  ``STATE_DELTA`` carries that fact's changes (RFC 6902), which a
-  :class:`~orchestrator.protocols._agui_state.TeamView` built at the snapshot computes from the
-  fact and the entries it touched: the same whatever the team's size.
+  :func:`~orchestrator.protocols._agui_state.team_view`. After a fact that changes the view,
+  ``STATE_DELTA`` carries that fact's changes (RFC 6902). A
+  :class:`~orchestrator.protocols._agui_state.TeamView` built at the snapshot computes them from
+  the fact and the entries it touched: the same whatever the team's size.
 
-Beside this module: :mod:`orchestrator.protocols._agui_events` (what each event looks like,
-and the records of subagents and tool calls it is built from),
-:mod:`orchestrator.protocols._agui_state` (the view and its patches) and
-:mod:`orchestrator.protocols._agui_run_input` (the interrupts, and
-:func:`~orchestrator.protocols._agui_run_input.parse_run_input`, which reads a RunAgentInput
-body: threadId, runId, the last user message and the ``resume`` answers to approvals).
+Beside this module:
+
+- :mod:`orchestrator.protocols._agui_events`: what each event looks like, and the records of
+  subagents and tool calls it is built from;
+- :mod:`orchestrator.protocols._agui_state`: the view and its patches;
+- :mod:`orchestrator.protocols._agui_run_input`: the interrupts, and
+  :func:`~orchestrator.protocols._agui_run_input.parse_run_input`, which reads a RunAgentInput
+  body (threadId, runId, the last user message and the ``resume`` answers to approvals).
 
 The module is pure: no trio, no IO.
 """

@@ -1,8 +1,8 @@
 """A chat's transcript, as the web view shows it when a node of the graph is opened.
 
 Each turn of the chat (the finished ones, then the running one so far) as the agent-channel
-events a client of that channel would have been sent: the prompt, reasoning, text, tool
-calls and their results, questions, then the turn's end (``result`` or ``error``, and
+events a client of that channel would have been sent. Those are the prompt, reasoning, text,
+tool calls and their results, questions, then the turn's end (``result`` or ``error``, and
 ``done``). One vocabulary for the agent channel's history and the transcript, so a page
 renders both with the same code.
 

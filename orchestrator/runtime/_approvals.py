@@ -2,13 +2,13 @@
 
 Theory of operation
 -------------------
-A gated tool call (its agent ``needs_approval`` for it) records ``team/approvalRequested``,
-routed to the user or, when the team file says so, to the coordinator (whose policy decides
-at once: it approves the tools it lists under ``approves``). An ``ask`` call records
-``chat/inputRequested``. Either way the call's task parks on a :class:`_Decision`'s event
-until :meth:`Approvals.resolve` / :meth:`Approvals.answer` is called (by the CLI prompt, a
-client, or the coordinator's policy); the decision is then recorded by the waiting task,
-which sets ``applied`` so that the decider learns how it came out. A requester that stops
+A gated tool call (its agent ``needs_approval`` for it) records ``team/approvalRequested``.
+It is routed to the user or, when the team file says so, to the coordinator. The coordinator's
+policy decides at once: it approves the tools it lists under ``approves``. An ``ask`` call
+records ``chat/inputRequested``. Either way the call's task parks on a :class:`_Decision`'s
+event until :meth:`Approvals.resolve` / :meth:`Approvals.answer` is called. The CLI prompt, a
+client, or the coordinator's policy calls it. The decision is then recorded by the waiting
+task. That task sets ``applied`` so that the decider learns how it came out. A requester that stops
 first records its approval ``withdrawn``: no approval stays pending for a call that can no
 longer run.
 

@@ -12,12 +12,12 @@ to catch up.
 One fold per session: a subscriber that needs the team state beside each fact (a projector
 of Agent UI envelopes, the console) subscribes with the runtime's state and reads
 :attr:`Subscription.state`, which is at each fact as it is handed out. It is not a second
-fold: the recorder publishes, with each batch, what each of its facts wrote as the runtime
-reduced it (:class:`~orchestrator.core.FactChange`), and the subscription advances its view
-by those values (:meth:`~orchestrator.core.TeamState.follow`: dictionary stores, no reducer).
-A view of its own per subscriber, not the runtime's live state, because a subscriber reads a
-fact after the runtime has moved on (a batch's later facts, later batches), and a projection
-needs the state as each fact left it.
+fold. The recorder publishes, with each batch, what each of its facts wrote as the runtime
+reduced it (:class:`~orchestrator.core.FactChange`). The subscription advances its view by
+those values (:meth:`~orchestrator.core.TeamState.follow`: dictionary stores, no reducer).
+Each subscriber has a view of its own, not the runtime's live state. A subscriber reads a fact
+after the runtime has moved on (a batch's later facts, later batches). A projection needs the
+state as each fact left it.
 """
 
 from __future__ import annotations

@@ -1,12 +1,16 @@
 """What the parts of a team runtime share: the run's context, and a running chat's.
 
-A :class:`~orchestrator.runtime._team_runtime.TeamRuntime` is one :class:`RunContext` (the
-team, the session, its ids, its recorder and state, the cancel scope of every running chat,
-the parallel budget) shared by the collaborators that do the work: the turn loop
-(:mod:`orchestrator.runtime._turns`), approvals and questions
-(:mod:`orchestrator.runtime._approvals`), delegation and handoff
-(:mod:`orchestrator.runtime._delegation`). None of them keeps a copy of the run's state:
-they read :attr:`RunContext.state` and change it only through :attr:`RunContext.recorder`.
+A :class:`~orchestrator.runtime._team_runtime.TeamRuntime` is one :class:`RunContext`. The
+context holds the team, the session, its ids, its recorder and state, the cancel scope of
+every running chat, and the parallel budget. It is shared by the collaborators that do the
+work:
+
+- the turn loop (:mod:`orchestrator.runtime._turns`);
+- approvals and questions (:mod:`orchestrator.runtime._approvals`);
+- delegation and handoff (:mod:`orchestrator.runtime._delegation`).
+
+None of them keeps a copy of the run's state: they read :attr:`RunContext.state` and change it
+only through :attr:`RunContext.recorder`.
 
 A :class:`ChatContext` is what the tool calls of one running chat need to know about it.
 """

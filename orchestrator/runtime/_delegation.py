@@ -227,10 +227,10 @@ class Delegation:
     ) -> ToolOutcome:
         """Spawn the worker of a task (holding ``slot``), supervise it and report back.
 
-        ``spawned`` runs once the spawn is submitted (it lets the next delegation of the
-        round submit its own behind it, so that the round's spawns are written together
-        rather than one durable write after another); the worker starts once its spawn is
-        durable. ``created`` is recorded with the spawn unless the task was queued.
+        ``spawned`` runs once the spawn is submitted. It lets the next delegation of the round
+        submit its own behind it. So the round's spawns are written together rather than one durable
+        write after another. The worker starts once its spawn is durable. ``created`` is recorded
+        with the spawn unless the task was queued.
         """
         run = self.run
         task, task_text = created.task, created.title

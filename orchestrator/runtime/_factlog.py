@@ -7,16 +7,24 @@ that log defines it) or failed. Submitting is synchronous so that the order of b
 order of submission; waiting is separate so that a log which writes in the background (the
 SQLite journal) can commit many batches in one transaction.
 
-Contract: tickets complete in submission order, and once a batch fails every batch of its
-session submitted after it fails too (it was prepared on top of facts that never became
-durable), and later submissions of that session raise :class:`~orchestrator.FactLogError` at
-once. A log that fails as a whole (a full disk) does so for every session; one that can tell
-(the SQLite journal) fails only the session whose batch it could not store.
+Contract:
 
-Two logs live here: :class:`MemoryFactLog` (tests, benchmarks) and :class:`JsonlFactLog`,
-the ``--facts FILE`` of ``orchestrator run``: one JSON object per line, a batch written with
-one ``write`` and flushed to the kernel before its ticket completes, so a fact survives the
-process being killed once acknowledged (not a power loss: that is the SQLite journal's job).
+- tickets complete in submission order;
+- once a batch fails, every batch of its session submitted after it fails too (it was
+  prepared on top of facts that never became durable);
+- later submissions of that session raise :class:`~orchestrator.FactLogError` at once.
+
+A log that fails as a whole (a full disk) does so for every session. One that can tell (the
+SQLite journal) fails only the session whose batch it could not store.
+
+Two logs live here:
+
+- :class:`MemoryFactLog` (tests, benchmarks);
+- :class:`JsonlFactLog`, the ``--facts FILE`` of ``orchestrator run``. It writes one JSON
+  object per line. A batch is written with one ``write`` and flushed to the kernel before its
+  ticket completes. So a fact survives the process being killed once acknowledged. It does not
+  survive a power loss: that is the SQLite journal's job.
+
 :func:`read_facts` reads such a file back, naming the line of any bad entry.
 """
 
@@ -96,10 +104,10 @@ def _cannot_abort(_: object) -> trio.lowlevel.Abort:
 class EventTicket:
     """A ticket completed later, from the trio thread, by :meth:`complete`.
 
-    Its waiters park on trio's lowlevel wait and refuse to be aborted: that is the
-    uncancellable wait the :class:`Ticket` contract asks, without a shielded cancel scope
-    and a ``trio.Event`` per batch (the journal makes one ticket per batch, seven per
-    fan-out worker, and a scope costs more than the rest of the wait).
+    Its waiters park on trio's lowlevel wait and refuse to be aborted. That is the
+    uncancellable wait the :class:`Ticket` contract asks, without a shielded cancel scope and
+    a ``trio.Event`` per batch. The journal makes one ticket per batch, seven per fan-out
+    worker, and a scope costs more than the rest of the wait.
     """
 
     def __init__(self) -> None:
@@ -137,8 +145,8 @@ class FactLog(Protocol):
         """Take ``facts`` (one batch); raises :class:`FactLogError` if the log is broken.
 
         ``ended_turns``: turns the batch ends, each as the fact at that position in ``facts``
-        left it (what the runtime reduced anyway), so that a log keeping finished turns need
-        not fold them from their facts again; a turn not given there is folded.
+        left it (what the runtime reduced anyway). So a log keeping finished turns need not
+        fold them from their facts again. A turn not given there is folded.
         """
         ...
 
@@ -177,9 +185,9 @@ class MemoryFactLog(_KeepsNothingElse):
 class JsonlFactLog(_KeepsNothingElse):
     """Writes facts as JSON Lines; each batch is one write, flushed before its ticket is done.
 
-    The write is a plain buffered write of a few hundred bytes to the page cache, which does
-    not block in practice, so it is done on the trio thread: handing each batch to a worker
-    thread would cost more than the write.
+    The write is a plain buffered write of a few hundred bytes to the page cache. It does not
+    block in practice, so it is done on the trio thread. Handing each batch to a worker thread
+    would cost more than the write.
     """
 
     def __init__(self, path: str | Path) -> None:

@@ -2,12 +2,12 @@
 
 structlog, left unconfigured, prints every event (debug included) to **stdout**: a program
 that embeds the runtime would find our log lines mixed into its output. So the public API
-(:mod:`orchestrator`) calls :func:`library_logging` before it runs anything: if structlog
-is not configured yet, our events are routed to stdlib :mod:`logging` under the loggers
-``orchestrator.*`` (levels filtered before any rendering), and ``orchestrator`` gets a
-:class:`logging.NullHandler`, as the logging HOWTO asks of a library. The result: nothing
-is written unless the program configures logging (``logging.basicConfig`` shows our
-warnings as ``key=value`` lines), and nothing ever goes to stdout.
+(:mod:`orchestrator`) calls :func:`library_logging` before it runs anything. If structlog is
+not configured yet, our events are routed to stdlib :mod:`logging` under the loggers
+``orchestrator.*`` (levels filtered before any rendering). ``orchestrator`` gets a
+:class:`logging.NullHandler`, as the logging HOWTO asks of a library. The result: nothing is
+written unless the program configures logging (``logging.basicConfig`` shows our warnings as
+``key=value`` lines). Nothing ever goes to stdout.
 
 A program that configures structlog itself (before or after) keeps its configuration; the
 CLI and the daemon call :func:`~orchestrator.runtime._logging.configure_logging`, which

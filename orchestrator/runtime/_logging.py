@@ -5,9 +5,9 @@ trio-websocket, httpx), goes through the same steps before it is rendered:
 
 1. context and metadata: the task's context variables, the level, the logger, a timestamp;
 2. the repeat limit (:class:`RepeatLimiter`): an error or warning seen more than
-   :data:`REPEAT_LIMIT` times in :data:`REPEAT_WINDOW` seconds is dropped, and one line says
-   later how many were; it runs before the traceback is formatted, so a dropped repeat costs
-   nothing more;
+   :data:`REPEAT_LIMIT` times in :data:`REPEAT_WINDOW` seconds is dropped. One line says later
+   how many were. It runs before the traceback is formatted, so a dropped repeat costs nothing
+   more;
 3. the exception, formatted with at most :data:`MAX_FRAMES` frames a stack and never with
    frame locals (they hold ASGI scopes, headers, tokens);
 4. :func:`sanitize`: secrets redacted wherever they appear, the rendered traceback included,
@@ -66,9 +66,10 @@ __all__ = [
 
 
 class bound_log_context:  # noqa: N801  # named as the structlog function it stands for
-    """``structlog.contextvars.bound_contextvars(**fields)`` for the hot path (a fan-out
-    binds a worker's chat and agent once per worker): it resets each variable by the token
-    its binding returned, where structlog's reads the whole context first (a copy of every
+    """``structlog.contextvars.bound_contextvars(**fields)`` for the hot path.
+
+    A fan-out binds a worker's chat and agent once per worker. This resets each variable by
+    the token its binding returned. structlog's reads the whole context first (a copy of every
     context variable) and binds the saved values again after. Either way, inside the block
     each key has its value, and after it the value it had before (or none)."""
 
@@ -142,10 +143,11 @@ def _cut(text: str, limit: int, budget: _Budget, length: int | None = None) -> s
 
 
 def _shown(text: str, limit: int, budget: _Budget) -> str:
-    """``text`` redacted, then cut. A long text is cut to a prefix first (redaction is
-    linear, but a megabyte dense with credentials takes ~200 ms), and whatever ends that
-    prefix and begins a registered secret is dropped with the rest: a secret across the
-    cut is never half shown."""
+    """``text`` redacted, then cut.
+
+    A long text is cut to a prefix first: redaction is linear, but a megabyte dense with
+    credentials takes ~200 ms. Whatever ends that prefix and begins a registered secret is
+    dropped with the rest. So a secret across the cut is never half shown."""
     longest = max(limit, 0) + _SLACK
     if len(text) <= longest:
         return _cut(redact_text(text), limit, budget)
@@ -514,9 +516,13 @@ def configure_logging(
 ) -> None:
     """Route structlog and stdlib logging to ``stream`` (stderr by default).
 
-    ``json=None`` picks JSON when ``stream`` is not a terminal (systemd, CI, a
-    file) and a console renderer otherwise. ``secrets`` are registered as by
-    :func:`orchestrator.base.register_secret`; ``clock`` times the repeat limit's windows.
+    Args:
+        json: JSON lines or a console renderer. None picks JSON when ``stream`` is not a
+            terminal (systemd, CI, a file), and a console renderer otherwise.
+        level: The root logger's level (default ``logging.WARNING``).
+        stream: Where the lines go (stderr by default).
+        secrets: Registered as by :func:`orchestrator.base.register_secret`.
+        clock: Times the repeat limit's windows.
     """
     for secret in secrets:
         register_secret(secret)

@@ -2,21 +2,26 @@
 
 Garbage collection: the state of a run is a large, growing heap of small immutable values
 (chat states, parts, summaries, facts) that never form reference cycles. CPython's cyclic
-collector still walks it: with its default thresholds (700, 10, 10) it runs a young collection
-every 700 allocations and, as the heap grows, full collections that visit every object, which
-at 10,000 workers cost a third of the runtime (measured with ``bench/fanout.py``: 750 µs per
-worker with the defaults, 400 µs with the thresholds below, 450 µs with no collection at all).
+collector still walks it. With its default thresholds (700, 10, 10) it runs a young collection
+every 700 allocations. As the heap grows, it also runs full collections that visit every
+object. At 10,000 workers those cost a third of the runtime. Measured with
+``bench/fanout.py``, per worker:
+
+- 750 µs with the defaults;
+- 400 µs with the thresholds below;
+- 450 µs with no collection at all.
+
 A young generation of 50,000 objects keeps the collector for what it is for (cycles from
-tracebacks, trio tasks, closures) at a fraction of the cost; reference counting still frees
+tracebacks, trio tasks, closures) at a fraction of the cost. Reference counting still frees
 everything else at once, so memory use does not change measurably.
 
-Freed memory: glibc's malloc keeps what a thread freed in that thread's arena (a heap of its
-own per thread that allocates, up to 8 per core) and gives back to the system only the top of
-a heap, so what a thread held and let go of stays in the process's RSS. The journal's writer
-thread is one: SQLite's memory (its page cache and the compiled multi-row statements it keeps,
-some 7 MB) and the snapshots' texts are allocated there, and all of it is freed when the
-journal closes, yet stays resident (measured with ``bench/peers/run.py``: 9 MB of a 9.4 MB
-arena free at N = 1,000, 9 KB of RSS per worker). :func:`release_free_memory`, called when a
+Freed memory: glibc's malloc keeps what a thread freed in that thread's arena. An arena is a
+heap of its own per thread that allocates, up to 8 per core. malloc gives back to the system
+only the top of a heap. So what a thread held and let go of stays in the process's RSS. The
+journal's writer thread is one. SQLite's memory (its page cache and the compiled multi-row
+statements it keeps, some 7 MB) and the snapshots' texts are allocated there. All of it is
+freed when the journal closes, yet stays resident. Measured with ``bench/peers/run.py``: 9 MB of a
+9.4 MB arena free at N = 1,000, 9 KB of RSS per worker. :func:`release_free_memory`, called when a
 journal closes, hands the free pages of every arena back (``malloc_trim``: a few ms, once).
 """
 

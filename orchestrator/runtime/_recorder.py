@@ -2,10 +2,14 @@
 
 Theory of operation
 -------------------
-Everything the runtime does becomes facts through one door,
-:meth:`Recorder.record`: a batch of ``(channel, action)`` pairs is validated and
-reduced against the current :class:`TeamState` (nothing changes yet), appended
-to the fact log, committed to the state, and only then published on the bus.
+Everything the runtime does becomes facts through one door, :meth:`Recorder.record`. A batch
+of ``(channel, action)`` pairs goes through these steps:
+
+- it is validated and reduced against the current :class:`TeamState` (nothing changes yet);
+- it is appended to the fact log;
+- it is committed to the state;
+- only then is it published on the bus.
+
 A batch is all or nothing; it is how a spawn records the worker's ChatOrigin
 and the parent tool call's subagent content together. How batches in flight are
 ordered, settled and failed is told in :class:`Recorder`'s docstring.
@@ -13,8 +17,8 @@ ordered, settled and failed is told in :class:`Recorder`'s docstring.
 A client's action (AHP ``dispatchAction``) is carried out by the runtime later, as facts
 of its own making: the turn the prompt starts, the tool call the approval confirms. Whoever
 takes the client's action says first which fact will carry it (:meth:`Recorder.expect_origin`:
-a channel and a test of the action); the first fact recorded that passes it is stamped with
-the client's ``origin``, so the origin is in the journal and every subscriber sees it.
+a channel and a test of the action). The first fact recorded that passes it is stamped with the
+client's ``origin``. So the origin is in the journal and every subscriber sees it.
 """
 
 from __future__ import annotations
@@ -63,16 +67,17 @@ class Recorder:
     """The single door through which facts enter the world (see module docstring).
 
     Theory of operation: :meth:`submit` prepares a batch against the state as the batches in
-    flight will leave it, numbers its facts and submits them to the fact log, all without
-    an await: trio runs one task at a time, so batches are ordered without a lock. Waiting
-    on the returned :class:`PendingBatch` (not cancellable: a submitted batch is never abandoned)
-    returns once it is durable, after committing every batch that is, oldest first, and
-    publishing their facts; :meth:`record` is the two in one. A log that writes in the
-    background can thus make many batches durable in one transaction, and a task may submit
-    several batches before it waits (the spawns of one delegate step do): whoever waits
-    settles everything durable ahead of it. If the log fails, that batch and every later
-    one fail with it; the recorder then refuses all else, and tells ``on_failed`` (the
-    runtime ends the session: a task waiting on something else would never find out).
+    flight will leave it. It numbers its facts and submits them to the fact log. All of that
+    is done without an await: trio runs one task at a time, so batches are ordered without a
+    lock. Waiting on the returned :class:`PendingBatch` is not cancellable: a submitted batch
+    is never abandoned. The wait returns once the batch is durable. Before that it commits
+    every batch that is durable, oldest first, and publishes their facts. :meth:`record` is
+    the two in one. A log that writes in the background can thus make many batches durable in
+    one transaction. A task may submit several batches before it waits (the spawns of one
+    delegate step do). Whoever waits settles everything durable ahead of it. If the log fails,
+    that batch and every later one fail with it. The recorder then refuses all else, and
+    tells ``on_failed``. The runtime then ends the session: a task waiting on something else
+    would never find out.
     """
 
     def __init__(
@@ -145,13 +150,13 @@ class Recorder:
         they already are): waits for the oldest to be durable and settles what is, as its
         waiter would.
 
-        Whoever submits without waiting for the batches before it to be durable (a model
-        round's tool calls, one after another; the spawns of its delegations, one per task,
-        behind each other) calls this before it submits, so that a burst of them does not
-        hold all its batches, their prepared
-        transitions and encoded rows at once while the log writes the first: a fan-out of
-        N workers would otherwise hold N of each at its peak, and the process keeps the
-        memory of its peak (pymalloc frees an arena only once it is empty). The log still
+        Some submit without waiting for the batches before them to be durable: a model
+        round's tool calls, one after another, and the spawns of its delegations, one per
+        task, behind each other. They call this before they submit. So a burst of them does not
+        hold all its batches, their prepared transitions and encoded rows at once while the log
+        writes the first. A fan-out of N workers would otherwise hold N of each at its peak. The
+        process keeps the memory of its peak (pymalloc frees an arena only once it is
+        empty). The log still
         takes many batches per write (group commit): the bound is far above what one
         write's time lets the trio thread prepare.
         """

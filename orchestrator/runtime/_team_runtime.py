@@ -3,19 +3,19 @@
 Theory of operation
 -------------------
 Everything the runtime does becomes facts through one door,
-:meth:`~orchestrator.runtime._recorder.Recorder.record`: a batch of ``(channel, action)``
-pairs is validated and reduced against the current :class:`TeamState`, made durable,
-committed and only then published on the bus, all or nothing (see
+:meth:`~orchestrator.runtime._recorder.Recorder.record`. A batch of ``(channel, action)``
+pairs is validated and reduced against the current :class:`TeamState`. It is made durable,
+committed, and only then published on the bus. It is all or nothing (see
 :mod:`orchestrator.runtime._recorder`).
 
 A turn of a chat is a loop of model rounds (see :mod:`orchestrator.core._model_round`).
-Each round's tool calls run in parallel in a nursery owned by the turn, so the
-tree of trio tasks *is* the delegation tree: a ``delegate`` call runs its
+Each round's tool calls run in parallel in a nursery owned by the turn. So the
+tree of trio tasks *is* the delegation tree. A ``delegate`` call runs its
 worker chat inside its own task, under a cancel scope kept per chat. Cancelling
 a worker cancels its subtree; cancelling the session cancels everything. Every
-worker runs behind an error barrier: an exception in it is recorded (the
-worker's turn ends in error, its task is reported ``failed``) and never reaches
-its siblings. ``trio.Cancelled`` is never swallowed: the facts that say a turn
+worker runs behind an error barrier. An exception in it is recorded: the
+worker's turn ends in error, and its task is reported ``failed``. It never reaches
+its siblings. ``trio.Cancelled`` is never swallowed. The facts that say a turn
 was cancelled are written in a shielded scope, then the cancellation goes on.
 
 Delegations over the team's parallel budget wait on a :class:`trio.CapacityLimiter`
@@ -128,22 +128,35 @@ class TeamRuntime:
         callback: ToolCallback | None = None,
         tool_servers: McpServers | None = None,
     ) -> None:
-        """``state``: an unfinished run's state, folded from its log, to :meth:`resume`
-        (``ids`` should then be made with the ``restart`` that resume will record).
+        """Make the runtime of one session of ``team``.
 
-        ``conversation``: the run does not end with the coordinator's turn. The coordinator
-        chat stays open and each message queued to it (:meth:`queue`) is its next turn; a
-        turn that fails or is cancelled (:meth:`cancel_turn`) ends only itself. The run
-        ends when :meth:`close` is called (or the team is cancelled). The daemon runs its
-        sessions this way: one session, many prompts. ``session``: the new session's URI
-        (default: a fresh one), for a client that names its thread. ``background``: the
-        ``[[background]]`` teammate whose wake this run is (recorded on ``team/runStarted``).
-        ``callback``: where the team's command tools post view updates (the daemon's
-        ``POST /callback``); None outside a daemon (see
-        :mod:`orchestrator.runtime.tools._command_tool`).
-        ``tool_servers``: the team's MCP servers, run by the caller (a daemon shares them
-        between its sessions of a team); None: the runtime runs its own for the length of
-        the run, if the team declares any.
+        Args:
+            team: The team to run.
+            backends: Makes each agent's backend.
+            factlog: Where the facts are recorded (default: in memory, a
+                :class:`~orchestrator.runtime.MemoryFactLog`).
+            bus: Where the facts are published (default: a new one).
+            ids: Makes the run's ids (default: ids of the run's next restart).
+            clock: The timestamp each batch of facts is stamped with.
+            state: An unfinished run's state, folded from its log, to :meth:`resume`. ``ids``
+                should then be made with the ``restart`` that resume will record.
+            conversation: The run does not end with the coordinator's turn (see below).
+            session: The new session's URI (default: a fresh one), for a client that names its
+                thread.
+            background: The ``[[background]]`` teammate whose wake this run is (recorded on
+                ``team/runStarted``).
+            callback: Where the team's command tools post view updates (the daemon's ``POST
+                /callback``). None outside a daemon (see
+                :mod:`orchestrator.runtime.tools._command_tool`).
+            tool_servers: The team's MCP servers, run by the caller; a daemon shares them
+                between its sessions of a team. None: the runtime runs its own for the length
+                of the run, if the team declares any.
+
+        In a ``conversation``, the coordinator chat stays open. Each message queued to it
+        (:meth:`queue`) is its next turn. A turn that fails or is cancelled
+        (:meth:`cancel_turn`) ends only itself. The run ends when :meth:`close` is called (or
+        the team is cancelled). The daemon runs its sessions this way: one session, many
+        prompts.
 
         The team's Python tools are imported here: :class:`~orchestrator.base.TeamFileError`
         naming ``tools.<name>.python`` if one does not resolve, before anything is recorded.
@@ -464,11 +477,16 @@ class TeamRuntime:
         self._turns.close()
 
     def end_conversation(self) -> None:
-        """End a conversation, as a client asks (AHP dispose, ``end`` on ``/ws``, the web
-        view, ``orchestrator end``) or the daemon's idle expiry: one that waits for its next
-        message finishes ``completed`` with its last answer; one still at work has it
-        cancelled, and finishes ``cancelled``. A run that is not a conversation is
-        cancelled."""
+        """End a conversation.
+
+        A client asks for this (AHP dispose, ``end`` on ``/ws``, the web view, ``orchestrator
+        end``), or the daemon's idle expiry does.
+
+        - A conversation that waits for its next message finishes ``completed`` with its last
+          answer.
+        - One still at work has it cancelled, and finishes ``cancelled``.
+        - A run that is not a conversation is cancelled.
+        """
         if self.conversation and not self._at_work():
             self.close()
         else:
@@ -499,7 +517,11 @@ class TeamRuntime:
     ) -> None:
         """Decide a pending approval; returns once the decision has been applied.
 
-        ``principal``: who decided, behind ``by`` (a client's identity), recorded with it.
+        Args:
+            approval: The approval's id.
+            approved: Approve, or deny.
+            by: Who decides (default: the user).
+            principal: Who decided, behind ``by`` (a client's identity), recorded with it.
 
         Raises :class:`RunError` for an approval that is not pending, has been decided
         already, is routed to someone else, or was withdrawn because its requester stopped
@@ -517,9 +539,15 @@ class TeamRuntime:
     ) -> None:
         """Answer (or decline/cancel) an open input request of ``chat``.
 
-        ``answer`` is read as its question asks
-        (:func:`~orchestrator.runtime._approvals.parse_answer`): a number, yes or no, option
-        ids... :class:`RunError` says what was expected, and the request stays open.
+        Args:
+            chat: The chat whose request it is.
+            request_id: The input request's id.
+            answer: Read as its question asks
+                (:func:`~orchestrator.runtime._approvals.parse_answer`): a number, yes or no,
+                option ids...
+            response: Accept (the default), decline or cancel.
+
+        A :class:`RunError` says what was expected, and the request stays open.
         """
         await self._approvals.answer(chat, request_id, answer, response=response)
 
@@ -529,11 +557,12 @@ class TeamRuntime:
         return await self._turns.set_pending(chat, text, PendingMessageKind.STEERING)
 
     async def queue(self, chat: str, text: str, *, message_id: str | None = None) -> str:
-        """Queue a message that starts a new turn once the chat's current turn finishes
-        (at once, for a conversation's idle coordinator); returns the message's id, which
-        the turn it starts records as its ``queuedMessageId`` (``message_id``: the caller's
-        choice, unique in the session, e.g. another node's, which must know it before the
-        message's facts reach it; else one is made)."""
+        """Queue a message that starts a new turn once the chat's current turn finishes.
+
+        For a conversation's idle coordinator, the turn starts at once. Returns the message's
+        id. The turn it starts records it as its ``queuedMessageId``. ``message_id`` is the
+        caller's choice, unique in the session; else one is made. Another node, for example,
+        must know the id before the message's facts reach it."""
         return await self._turns.set_pending(
             chat, text, PendingMessageKind.QUEUED, message_id=message_id
         )

@@ -4,15 +4,18 @@ Theory of operation
 -------------------
 The turn loop (:mod:`orchestrator.runtime._turns`) streams a model round into facts; each tool
 call the round asks for comes here twice. As it is requested, :meth:`ToolCalls.checked` checks
-its input against its tool's schema and :meth:`ToolCalls.submit_ready` submits it up to
-``running`` or ``pending-confirmation`` (a call whose input does not fit fails without asking
-anyone's approval). Once the round's stream ends, :meth:`ToolCalls.run_round` runs the round's
-calls in parallel in a nursery owned by the turn. A call is dispatched by name: gated calls
-wait for their approval and ``ask`` for its answer (:mod:`orchestrator.runtime._approvals`),
-``delegate`` and ``handoff`` run another agent's chat (:mod:`orchestrator.runtime._delegation`),
-command tools run their program, Python tools their function
-(:mod:`orchestrator.runtime.tools._python_tool`), an MCP server's tool (``mcp.<server>/<tool>``) is
-called on its server, and every other tool answers its scripted result.
+its input against its tool's schema. :meth:`ToolCalls.submit_ready` submits it up to
+``running`` or ``pending-confirmation``. A call whose input does not fit fails without asking
+anyone's approval. Once the round's stream ends, :meth:`ToolCalls.run_round` runs the round's
+calls in parallel in a nursery owned by the turn. A call is dispatched by name:
+
+- gated calls wait for their approval, and ``ask`` for its answer
+  (:mod:`orchestrator.runtime._approvals`);
+- ``delegate`` and ``handoff`` run another agent's chat (:mod:`orchestrator.runtime._delegation`);
+- command tools run their program;
+- Python tools run their function (:mod:`orchestrator.runtime.tools._python_tool`);
+- an MCP server's tool (``mcp.<server>/<tool>``) is called on its server;
+- every other tool answers its scripted result.
 
 The tools a model is offered (:meth:`ToolCalls.offered`) are made once per agent, and again when
 an MCP server's listing changes (:attr:`McpServers.version
@@ -178,8 +181,10 @@ class ToolCalls:
 
     def checked(self, ctx: ChatContext, request: ToolCallRequest) -> ToolCallRequest:
         """``request``, with its ``input_error`` set when its input does not fit its tool's
-        schema: checked before the call is recorded, so a call that cannot run is never put
-        to a person for approval (a backend's own check, an OpenAI model's, comes first).
+        schema.
+
+        It is checked before the call is recorded. So a call that cannot run is never put to a
+        person for approval. A backend's own check (an OpenAI model's) comes first.
 
         Command, Python and MCP tools declare schemas; the team's tools (``delegate``,
         ``handoff``, ``ask``) are checked as they run, and a plain tool takes any object.

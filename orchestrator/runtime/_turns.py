@@ -3,15 +3,14 @@
 Theory of operation
 -------------------
 A chat runs a turn for its first message, then one per queued message, in order
-(:meth:`Turns.run_chat`); a conversation's coordinator waits, idle, for the next one until
+(:meth:`Turns.run_chat`). A conversation's coordinator waits, idle, for the next one until
 the run is closed (:meth:`Turns.converse`). A turn is a loop of model rounds (see
-:mod:`orchestrator.core._model_round`): each round's stream becomes facts as it comes
-(:meth:`Turns._stream_round`), and its tool calls then run in parallel in a nursery owned
-by the turn. What happens to a tool call, from its request to its result, is
-:class:`~orchestrator.runtime._tool_calls.ToolCalls`' (checked against its schema as it is
-recorded, gated, delegated or run); ``delegate`` and ``handoff`` run another agent's chat
-(:mod:`orchestrator.runtime._delegation`), which runs that chat's turns through this loop
-again.
+:mod:`orchestrator.core._model_round`). Each round's stream becomes facts as it comes
+(:meth:`Turns._stream_round`). Its tool calls then run in parallel in a nursery owned by the
+turn. What happens to a tool call, from its request to its result, is
+:class:`~orchestrator.runtime._tool_calls.ToolCalls`': checked against its schema as it is
+recorded, gated, delegated or run. ``delegate`` and ``handoff`` run another agent's chat
+(:mod:`orchestrator.runtime._delegation`). That chat's turns run through this loop again.
 
 ``trio.Cancelled`` is never swallowed: the facts that say a turn was cancelled are written
 in a shielded scope (:meth:`RunContext.record_cancelled`), then the cancellation goes on. A
@@ -271,8 +270,10 @@ class Turns:
 
     async def _end_answered_prompt(self, ctx: ChatContext) -> None:
         """End the root task of a prompt whose turn ended before this process took the
-        conversation up, if no fact ended it (a session recorded before each prompt was its
-        own root task): its coordinator is idle from here on, as the turn's end says."""
+        conversation up, if no fact ended it.
+
+        A session recorded before each prompt was its own root task has such tasks. Its
+        coordinator is idle from here on, as the turn's end says."""
         task = self.run.state.tasks.get(ctx.task)
         chat = self.run.state.chats.get(ctx.chat)
         if task is None or task.status is not TaskStatus.RUNNING or chat is None:
@@ -536,11 +537,11 @@ class Turns:
         """Turn one model round into facts; return its tool calls, text and usage, and the
         facts left to the turn's end.
 
-        A round that asks for no tool call ends its turn: its ``chat/usage`` is then left to
-        the caller, to be recorded in one batch with the ``chat/turnComplete`` that follows it
-        at once (the same facts in the same order, one durable write less per turn; nothing
-        runs between the two, and ``chat/usage`` is refused only off the active turn, as
-        ``chat/turnComplete`` is). A round that asks for tools records it before they run.
+        A round that asks for no tool call ends its turn. Its ``chat/usage`` is then left to
+        the caller. The caller records it in one batch with the ``chat/turnComplete`` that follows
+        it at once. Those are the same facts in the same order, with one durable write less per
+        turn. Nothing runs between the two. ``chat/usage`` is refused only off the active turn, as
+        ``chat/turnComplete`` is. A round that asks for tools records it before they run.
         """
         chat, turn_id = ctx.chat, ctx.turn_id
         requests: list[ToolCallRequest] = []

@@ -2,10 +2,10 @@
 
 Theory of operation
 -------------------
-The session pushes its facts to the connection as they are published (the connection is
-a :class:`~orchestrator.sessions._live_session.Sink`): each fact's agent-channel events come already
-projected and serialized, once for all clients, and go into the connection's one bounded
-outbox (:mod:`orchestrator.server._outbox`) without waiting. Two tasks per connection:
+The session pushes its facts to the connection as they are published. The connection is a
+:class:`~orchestrator.sessions._live_session.Sink`. Each fact's agent-channel events come already
+projected and serialized, once for all clients. They go into the connection's one bounded outbox
+(:mod:`orchestrator.server._outbox`) without waiting. Two tasks per connection:
 
 - the **reader** takes frames, applies the rate limit, parses them
   (:func:`~orchestrator.protocols._agent_channel.parse_client_message`) and carries out requests; a
@@ -17,10 +17,16 @@ outbox (:mod:`orchestrator.server._outbox`) without waiting. Two tasks per conne
 A client that lets the outbox fill up is closed with 1008 ("fell behind") and the session
 stops pushing to it: nobody else waits for it.
 
-On connect the client gets ``init``; reattaching (``?session=``), then ``history`` (the
-finished turns, from the journal's ``agent_messages`` rows of the coordinator chat), the
-running turn so far, what waits for the user (approvals, questions) and the active views,
-all as of one state: the facts after it come live, with no gap and no duplicate.
+On connect the client gets ``init``. When reattaching (``?session=``), it then gets, all as of
+one state:
+
+- ``history``: the finished turns, from the journal's ``agent_messages`` rows of the
+  coordinator chat;
+- the running turn so far;
+- what waits for the user (approvals, questions);
+- the active views.
+
+The facts after that state come live, with no gap and no duplicate.
 """
 
 from __future__ import annotations
@@ -218,10 +224,10 @@ class AgentSocket:
     async def _subscribe_team(self, from_sequence: int) -> None:
         """Envelopes after ``from_sequence`` up to the last fact pushed, then live ones.
 
-        The session's team log (one for every reader, see :mod:`._team_log`) ends, once
-        ready and until the next checkpoint, exactly where the facts pushed to this client
-        end: the replay is its lines after ``from_sequence`` taken then, and the frames of
-        every later fact come with the fact (:meth:`deliver`).
+        The session has one team log for every reader (see :mod:`._team_log`). Once ready and
+        until the next checkpoint, it ends exactly where the facts pushed to this client end.
+        The replay is its lines after ``from_sequence``, taken then. The frames of every later
+        fact come with the fact (:meth:`deliver`).
         """
         team_log = await self.daemon.team_log(self.live)
         # Envelopes are numbered from 1 without gaps: the N-th is at index N - 1.

@@ -1,12 +1,15 @@
 """``POST /agui?team=NAME``: a team run for an AG-UI client, as server-sent events.
 
-An AG-UI thread is a daemon session (``threadId`` is its id: the first run of a thread opens
-the session, later ones reattach, also after a restart); an AG-UI run is one turn of its
-coordinator (:mod:`orchestrator.protocols._project_agui`). A RunAgentInput either ends with a new
-user message (the turn it starts is streamed) or carries ``resume`` answers to the approvals the
-previous run was interrupted on (they are applied, and the same turn is streamed on, until it
-ends or asks again). Everything is checked before the stream starts, so a bad request gets a
-plain 4xx with a JSON error, never a half-open stream.
+An AG-UI thread is a daemon session, and ``threadId`` is its id. The first run of a thread
+opens the session; later ones reattach, also after a restart. An AG-UI run is one turn of its
+coordinator (:mod:`orchestrator.protocols._project_agui`). A RunAgentInput does one of two things:
+
+- it ends with a new user message, and the turn it starts is streamed;
+- it carries ``resume`` answers to the approvals the previous run was interrupted on; they are
+  applied, and the same turn is streamed on until it ends or asks again.
+
+Everything is checked before the stream starts, so a bad request gets a plain 4xx with a JSON
+error, never a half-open stream.
 
 The SSE framing is sse-starlette's; each event is one ``data:`` line of JSON.
 """

@@ -15,20 +15,25 @@ client action (chat channel)                   carried out as
                                                ``cancel_worker`` (a worker)
 =============================================  ==============================================
 
-Each is first checked: the client may act (operator), the chat is live and not hidden,
-messages are user messages and go to a chat whose interactivity is ``full``, and the chat's
-validator (:func:`~orchestrator.ahp._validate.validate_chat_action`) accepts the action. A
-refusal is echoed as the client's envelope with ``rejectionReason`` (and, for a
-``dispatchAction`` sent with an id, an error response too). An accepted action's effect
-comes as the facts the runtime records; before carrying the action out, the dispatcher tells
-the live session which fact will carry it (:meth:`LiveSession.expect_origin`: the turn
-started, the tool call confirmed...), and that fact is recorded with the client's ``origin``,
-so every subscriber of the chat, and a replay from the journal, sees the same origin.
+Each is first checked:
 
-An action for a channel that does not exist (no live session or chat has that URI, the
-journal knows no session of that URI, or the chat is hidden: as if it did not exist) is
-ignored: no echo, no rejection (a ``dispatchAction`` sent with an id still gets its error
-response, as every JSON-RPC request gets an answer).
+- the client may act (operator);
+- the chat is live and not hidden;
+- messages are user messages and go to a chat whose interactivity is ``full``;
+- the chat's validator (:func:`~orchestrator.ahp._validate.validate_chat_action`) accepts the
+  action.
+
+A refusal is echoed as the client's envelope with ``rejectionReason``. A ``dispatchAction``
+sent with an id also gets an error response. An accepted action's effect comes as the facts the
+runtime records. Before carrying the action out, the dispatcher tells the live session which fact
+will carry it (:meth:`LiveSession.expect_origin`: the turn started, the tool call confirmed...).
+That fact is recorded with the client's ``origin``. So every subscriber of the chat, and a replay
+from the journal, sees the same origin.
+
+An action for a channel that does not exist is ignored: no echo, no rejection. A channel does
+not exist when no live session or chat has that URI, or the journal knows no session of that URI.
+A hidden chat counts as not existing. A ``dispatchAction`` sent with an id still gets its error
+response, as every JSON-RPC request gets an answer.
 """
 
 from __future__ import annotations
@@ -125,10 +130,12 @@ class ActionDispatcher:
     async def dispatch(
         self, params: DispatchActionParams, *, client_id: str, as_request: bool
     ) -> None:
-        """Carry out a client's ``dispatchAction``; a refusal is echoed to the client with
-        its ``rejectionReason`` (and raised as an :class:`RpcError` for a request); an
-        action for a channel that does not exist is ignored (an :class:`RpcError` for a
-        request, no echo)."""
+        """Carry out a client's ``dispatchAction``.
+
+        A refusal is echoed to the client with its ``rejectionReason``. For a request, it is
+        also raised as an :class:`RpcError`. An action for a channel that does not exist is
+        ignored. For a request, that raises an :class:`RpcError`, with no echo.
+        """
         origin = ActionOrigin(client_id=client_id, client_seq=params.client_seq)
         live: LiveSession | None = None
         try:

@@ -26,8 +26,8 @@ Everything goes through one bounded outbox: a client that lets it fill up is dis
 (close code 1008, "fell behind").
 
 No gap, no duplicate. A channel's snapshot is taken from the session's committed state
-*after* the feed is attached to the session, and the channel remembers the state's
-``last_sequence`` as its ``from_seq``: the feed passes only facts above it, and every fact
+*after* the feed is attached to the session. The channel remembers the state's
+``last_sequence`` as its ``from_seq``. The feed passes only facts above it, and every fact
 above it is published after the feed was attached. Facts are published by another task,
 so never within a step of the reader: a snapshot's response is queued before any action
 after it.
@@ -43,11 +43,14 @@ Sessions' catalog: ``listSessions`` answers from the root channel's summaries
 (:func:`~orchestrator.sessions._root_channel.session_summary`, made from the session channel's
 state); a session channel's snapshot names the team the session runs as its ``provider``.
 
-Sessions and chats: ``createSession`` makes a session at the client's URI whose run starts
-with its first message; ``createChat`` with ``initialMessage`` on such a session starts the
-run, with the coordinator's chat at the client's URI; the coordinator then takes each user
-message as its next turn (``dispatchAction``), and workers appear as the coordinator
-delegates (their chats are ``read-only`` or ``hidden``, as the team file says).
+Sessions and chats:
+
+- ``createSession`` makes a session at the client's URI whose run starts with its first message;
+- ``createChat`` with ``initialMessage`` on such a session starts the run, with the
+  coordinator's chat at the client's URI;
+- the coordinator then takes each user message as its next turn (``dispatchAction``);
+- workers appear as the coordinator delegates; their chats are ``read-only`` or ``hidden``, as
+  the team file says.
 
 ``dispatchAction`` is carried out by :mod:`orchestrator.server._ahp_dispatch`.
 """

@@ -15,14 +15,21 @@ Routes:
 - ``GET /``, ``/assets/...``, ``/api/...``: the web view, its sign-in and the JSON it reads
   (see :mod:`orchestrator.server._web`).
 
-Theory of operation: :func:`serve` opens the journal, loads the teams, builds the daemon and
-:func:`assembles <assemble>` it with its background teammates' scheduler and its metrics (the
-daemon imports neither: it knows them as a companion service and a session observer), starts
-the daemon's sessions and then hypercorn, all in one nursery; it reports the bound URL when
-clients can connect (and tells systemd READY=1). SIGTERM / SIGINT: stop accepting
-(``/healthz`` turns 503), let running turns end for ``shutdown_grace`` seconds, stop the
-sessions without recording (recovery at the next start takes them up), drain the journal,
-exit 0.
+Theory of operation: :func:`serve` does these, all in one nursery:
+
+- it opens the journal and loads the teams;
+- it builds the daemon and :func:`assembles <assemble>` it with its background teammates'
+  scheduler and its metrics (the daemon imports neither: it knows them as a companion service
+  and a session observer);
+- it starts the daemon's sessions and then hypercorn;
+- it reports the bound URL when clients can connect (and tells systemd READY=1).
+
+SIGTERM / SIGINT:
+
+- stop accepting (``/healthz`` turns 503);
+- let running turns end for ``shutdown_grace`` seconds;
+- stop the sessions without recording (recovery at the next start takes them up);
+- drain the journal, exit 0.
 """
 
 from __future__ import annotations

@@ -8,12 +8,12 @@ With no token configured the daemon binds loopback only, and every local client 
 principal ``local`` with every permission. Tokens are compared in constant time and never
 logged: a principal is known by its token's name.
 
-The web view signs in once per browser: the token is posted once, and the browser is given a
-cookie that is not the token but a credential derived from it (the token's name, an expiry,
-and an HMAC of both keyed by the token's secret). So the token is never stored by the page or
-put in a URL; a cookie lasts :data:`COOKIE_LIFETIME`, survives a daemon restart, and stops
-working when its token is removed or changed in the config. Pure (the caller says what time
-it is).
+The web view signs in once per browser: the token is posted once. The browser is given a
+cookie that is not the token but a credential derived from it. The credential holds the token's
+name, an expiry, and an HMAC of both keyed by the token's secret. So the token is never stored
+by the page or put in a URL. A cookie lasts :data:`COOKIE_LIFETIME`, survives a daemon restart,
+and stops working when its token is removed or changed in the config. Pure
+(the caller says what time it is).
 """
 
 from __future__ import annotations

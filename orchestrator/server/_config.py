@@ -42,9 +42,9 @@
 A request or WebSocket handshake whose ``Host`` is another name is refused with 421 (see
 :mod:`orchestrator.server._served_names`: a DNS-rebinding page presents its own name).
 
-A session that never gets its first prompt (a ``/ws?team=`` connection that only looks, an
-AHP ``createSession`` with no ``createChat``) is forgotten ``unprompted_session`` seconds after
-it was opened or after its last client left; a client that stays keeps it at most
+Some sessions never get their first prompt: a ``/ws?team=`` connection that only looks, or an
+AHP ``createSession`` with no ``createChat``. Such a session is forgotten ``unprompted_session``
+seconds after it was opened or after its last client left. A client that stays keeps it at most
 ``idle_session`` seconds. Nothing of it was recorded, so nothing is lost. Beyond a limit the
 daemon refuses the request and says which limit: ``max_unprompted_per_token`` with 429 (AHP
 error -32090), ``max_sessions`` and ``max_connections`` with 503 (``/healthz`` and ``/metrics``

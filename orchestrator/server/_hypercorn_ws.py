@@ -2,49 +2,58 @@
 
 Theory of operation
 -------------------
-A frame sent with Starlette's ``WebSocket.send_text`` passes Starlette's state checks and
-two exception wrappers, becomes an ASGI message dict, goes through hypercorn's
-``WSStream.app_send``, its HTTP/1.1 protocol and its TCP server, which takes a lock and
-writes it with a socket ``send()`` of its own; the lock and the send are two trips through
-the trio scheduler. With a hundred clients of one session, each event waited for a hundred
-of these. Here a client's waiting frames are encoded by the connection's own wsproto
-``Connection`` and written with one ``send()``, straight from the sender's task when
-nothing else is writing to that socket; otherwise, or for what the socket did not take,
-they go to hypercorn as one ``Data`` event (what ``app_send`` does for each frame).
+A frame sent with Starlette's ``WebSocket.send_text`` takes a long way:
 
-The seam is hypercorn's, not a public API (checked with hypercorn 0.17.3 and 0.18.0): the ASGI
-``send`` callable its trio worker hands the app is the bound method ``WSStream.app_send``;
-that ``WSStream`` keeps the wsproto ``connection``, its ASGI ``state``, its ``closed`` flag,
-its ``stream_id`` and ``send``, the bound ``H11Protocol.stream_send``, whose protocol's
-``send`` is the bound ``TCPServer.protocol_send``; the ``TCPServer`` keeps the
-``trio.SocketStream`` and the ``send_lock`` it holds while it writes (``async with``, its
-one use of it). :class:`HypercornSeam` keeps the ASGI ``send`` in the scope;
-:func:`frame_writer` checks every piece it uses and returns ``None`` without the first
-(another server, a test client, a changed hypercorn: the caller sends through Starlette),
-and writes through hypercorn only, without the socket (HTTP/2, TLS).
-``tests/server/test_hypercorn_ws.py`` fails if the seam changes.
+- it passes Starlette's state checks and two exception wrappers;
+- it becomes an ASGI message dict;
+- it goes through hypercorn's ``WSStream.app_send``, its HTTP/1.1 protocol and its TCP server;
+- the TCP server takes a lock and writes it with a socket ``send()`` of its own.
 
-Written from any task. A session publishing a fact writes each client's frames to its
-socket itself (:meth:`FrameWriter.write_now`, one ``send()``, no task to wake) when nothing
-else is writing to it. When the socket takes only part, the rest must reach the client
-before any other byte (a pong, a close frame, the next frames), and the task that finishes
-it (the client's sender) is not the one that began it. hypercorn's ``send_lock`` is a
-``trio.Lock``, which only the task that took it may release; so the writer puts in its
-place, while it is free (no task holds it or waits for it then), a :class:`SendLock`, which
-belongs to no task: the publisher takes it for the rest, the sender writes the rest and
-releases it (:meth:`FrameWriter.flush`), and hypercorn's writers wait for it meanwhile.
+The lock and the send are two trips through the trio scheduler. With a hundred clients of one
+session, each event waited for a hundred of these. Here a client's waiting frames are encoded by
+the connection's own wsproto ``Connection`` and written with one ``send()``. That write is made
+straight from the sender's task when nothing else is writing to that socket. Otherwise, or for
+what the socket did not take, the frames go to hypercorn as one ``Data`` event (what
+``app_send`` does for each frame).
 
-A text many clients are sent (a fact's events, made once per session) is a
-:class:`SharedText`: its WebSocket frame is made once, by wsproto, by the first writer that
-sends it, and the very same bytes go to every connection that frames as that one does (a
-server's frames are not masked; one without extensions, which is what the seam checks:
-permessage-deflate compresses each connection's frames with a context of its own, so
-those connections frame the text themselves). A client then costs the daemon a lookup and
-its share of a ``send()``, not an encoding.
+The seam is hypercorn's, not a public API (checked with hypercorn 0.17.3 and 0.18.0):
+
+- the ASGI ``send`` callable its trio worker hands the app is the bound method
+  ``WSStream.app_send``;
+- that ``WSStream`` keeps the wsproto ``connection``, its ASGI ``state``, its ``closed`` flag,
+  its ``stream_id`` and ``send``, the bound ``H11Protocol.stream_send``;
+- that protocol's ``send`` is the bound ``TCPServer.protocol_send``;
+- the ``TCPServer`` keeps the ``trio.SocketStream`` and the ``send_lock`` it holds while it
+  writes (``async with``, its one use of it).
+
+:class:`HypercornSeam` keeps the ASGI ``send`` in the scope. :func:`frame_writer` checks every
+piece it uses. Without the first piece it returns ``None``, and the caller sends through
+Starlette (another server, a test client, a changed hypercorn). Without the socket (HTTP/2, TLS)
+it writes through hypercorn only. ``tests/server/test_hypercorn_ws.py`` fails if the seam changes.
+
+Written from any task. A session publishing a fact writes each client's frames to its socket
+itself when nothing else is writing to it (:meth:`FrameWriter.write_now`, one ``send()``, no task
+to wake). When the socket takes only part, the rest must reach the client before any other byte
+(a pong, a close frame, the next frames). The task that finishes it (the client's sender) is not
+the one that began it. hypercorn's ``send_lock`` is a ``trio.Lock``, which only the task that
+took it may release. So the writer puts a :class:`SendLock` in its place, while it is free (no
+task holds it or waits for it then). A :class:`SendLock` belongs to no task:
+
+- the publisher takes it for the rest;
+- the sender writes the rest and releases it (:meth:`FrameWriter.flush`);
+- hypercorn's writers wait for it meanwhile.
+
+A text many clients are sent (a fact's events, made once per session) is a :class:`SharedText`.
+Its WebSocket frame is made once, by wsproto, by the first writer that sends it. The very same
+bytes go to every connection that frames as that one does. A server's frames are not masked, so
+that means one without extensions, which is what the seam checks. permessage-deflate compresses
+each connection's frames with a context of its own, so those connections frame the text
+themselves. A client then costs the daemon a lookup and its share of a ``send()``, not an
+encoding.
 
 Only text frames go this way; accepting, closing and reading stay with Starlette.
 :meth:`FrameWriter.abort` closes the socket under a write that waits for a client which
-stopped reading: hypercorn shields each write from cancellation, so without it such a
+stopped reading. hypercorn shields each write from cancellation. Without the abort, such a
 client holds its connection's tasks, and a shutdown, for as long as it reads nothing.
 :class:`OpenSockets` does the same for every connection (HTTP too) that is still open when
 a shutdown has given up waiting; :class:`HypercornSeam` wraps the Starlette app (not as
@@ -128,17 +137,22 @@ class OpenSockets:
 
 
 class HypercornSeam:
-    """ASGI middleware between hypercorn and the app: keeps the server's own ``send`` of each
-    WebSocket in its scope (the callable before Starlette wraps it), for
-    :func:`frame_writer`, and the socket of each connection in ``sockets``; and once the app
-    is done with a WebSocket, takes what the client still sends, up to its disconnect.
+    """ASGI middleware between hypercorn and the app.
 
-    That last part works around hypercorn (0.17, 0.18): it queues a WebSocket's incoming
-    messages for the app, ten at most, and when the app has returned it still puts the
-    disconnect there, into a full queue that nobody reads. That blocks the connection's
-    tasks for good, so its TCP connection is never closed, and a client waiting for that
-    close (as RFC 6455 tells it to) waits forever: seen with a client that sent thirty
-    prompts and then waited for the session that failed under them to end."""
+    It does three things:
+
+    - it keeps the server's own ``send`` of each WebSocket in its scope (the callable before
+      Starlette wraps it), for :func:`frame_writer`;
+    - it keeps the socket of each connection in ``sockets``;
+    - once the app is done with a WebSocket, it takes what the client still sends, up to its
+      disconnect.
+
+    That last part works around hypercorn (0.17, 0.18). hypercorn queues a WebSocket's incoming
+    messages for the app, ten at most. When the app has returned, it still puts the disconnect
+    there, into a full queue that nobody reads. That blocks the connection's tasks for good, so
+    its TCP connection is never closed. A client waiting for that close (as RFC 6455 tells it
+    to) then waits forever. This was seen with a client that sent thirty prompts and then waited
+    for the session that failed under them to end."""
 
     def __init__(self, app: ASGIApp, sockets: OpenSockets | None = None) -> None:
         self.app = app
@@ -224,10 +238,11 @@ async def _responding_whole(app: ASGIApp, scope: Scope, receive: Receive, send: 
 
 
 async def _close_after_response(tcp: Any, close: Callable[[], Awaitable[None]]) -> None:
-    """``TCPServer._close`` of a connection that may be writing a response: first that
-    response is written, then the socket is closed while no one writes to it; both waits
-    end when :data:`RESPONSE_GRACE` has passed (a client that does not read), and the
-    socket is closed then all the same."""
+    """``TCPServer._close`` of a connection that may be writing a response.
+
+    First that response is written, then the socket is closed while no one writes to it. Both
+    waits end when :data:`RESPONSE_GRACE` has passed (a client that does not read). The socket
+    is closed then all the same."""
     response: _Response | None = getattr(tcp, "orchestrator_response", None)
     task = trio.lowlevel.current_task()
     lock = tcp.send_lock
@@ -248,11 +263,12 @@ async def _close_after_response(tcp: Any, close: Callable[[], Awaitable[None]]) 
 
 
 async def take_until_disconnect(receive: Receive, cut_off: Callable[[], None]) -> None:
-    """Receive and drop messages until the disconnect. A client that has not gone within
-    :data:`DISCONNECT_TIMEOUT` is ``cut_off`` (its socket closed), and what hypercorn had
-    read before that is taken too: its reader may be blocked putting the rest of a burst
-    into the full queue, and only once it is through does it find the closed socket and
-    put the disconnect."""
+    """Receive and drop messages until the disconnect.
+
+    A client that has not gone within :data:`DISCONNECT_TIMEOUT` is ``cut_off`` (its socket
+    closed). What hypercorn had read before that is taken too. Its reader may be blocked
+    putting the rest of a burst into the full queue. Only once it is through does it find the
+    closed socket and put the disconnect."""
     if await _received_disconnect(receive):
         return
     cut_off()
@@ -307,9 +323,10 @@ class SendLock:
     close frame, the handshake) take with ``async with``, as they took that one.
 
     A ``trio.Lock`` belongs to the task that took it: only that task may release it. This
-    one belongs to no task, so that a write begun by one task (a session publishing a fact
-    writes straight to its clients' sockets) can be finished by another (the client's
-    sender, when the socket took only part of it), hypercorn's writers waiting meanwhile."""
+    one belongs to no task. So a write begun by one task can be finished by another, with
+    hypercorn's writers waiting meanwhile. A session publishing a fact begins such writes
+    straight to its clients' sockets. The client's sender finishes one when the socket took
+    only part of it."""
 
     __slots__ = ("_semaphore",)
 
@@ -377,14 +394,15 @@ class FrameWriter:
         return lock is not None and not lock.locked()
 
     def write_now(self, texts: Iterable[str]) -> bool:
-        """Write ``texts`` as text frames with one socket ``send()``, now, without waiting:
-        ``True`` when done (or dropped, once the stream has closed, as :meth:`write` drops
-        them); ``False`` when nothing was written (something else is writing to the
-        socket, it is full, or the connection frames otherwise): :meth:`write` them.
+        """Write ``texts`` as text frames with one socket ``send()``, now, without waiting.
+
+        Returns ``True`` when done, or dropped once the stream has closed (as :meth:`write`
+        drops them). Returns ``False`` when nothing was written: something else is writing to
+        the socket, it is full, or the connection frames otherwise. Then :meth:`write` them.
 
         When the socket takes only part, the rest is :attr:`pending`, the socket's send lock
-        held for it: the caller has :meth:`flush` write it (the writer task does), and every
-        other writer waits for that, so no frame is ever cut by another.
+        held for it. The caller has :meth:`flush` write it (the writer task does). Every other
+        writer waits for that, so no frame is ever cut by another.
 
         Only a connection that frames a text as :class:`SharedText` does is written to this
         way: framing with a connection's own context (permessage-deflate) must come in the

@@ -1,9 +1,9 @@
 """``/metrics``: the daemon's state in the Prometheus text format (prometheus-client).
 
-Gauges are read from the daemon and its scheduler at scrape time (a custom collector), so
-nothing has to be kept in step by hand; the approval wait histogram is observed as approvals
-are resolved (the metrics are the sessions'
-:class:`~orchestrator.sessions._live_session.SessionObserver`, wired by the app assembly).
+Gauges are read from the daemon and its scheduler at scrape time (a custom collector). So
+nothing has to be kept in step by hand. The approval wait histogram is observed as approvals
+are resolved. The metrics are the sessions'
+:class:`~orchestrator.sessions._live_session.SessionObserver`, wired by the app assembly.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """What one WebSocket client is sent: one bounded buffer, one writer, one way to hang up.
 
-Producers (the tasks that project facts, answer requests) never wait: :meth:`Outbox.put`
-queues a text frame (:meth:`Outbox.hold` then :meth:`Outbox.push`: several, written now),
-and a client that lets ``size`` frames pile up is hung up on with close code 1008 and a
-reason ("fell behind"), its backlog dropped (stale to a client that must reconnect anyway),
-so nobody else waits for it. What the connection sends at its own pace, a
+Producers (the tasks that project facts, answer requests) never wait. :meth:`Outbox.put`
+queues a text frame; :meth:`Outbox.hold` then :meth:`Outbox.push` queue several, written now.
+A client that lets ``size`` frames pile up is hung up on with close code 1008 and a reason
+("fell behind"). Its backlog is dropped: it is stale to a client that must reconnect anyway.
+So nobody else waits for it. What the connection sends at its own pace, a
 replay it was asked for, goes through :meth:`Outbox.put_waiting`, which waits for room
 instead: a replay longer than the buffer is no sign of a slow client.
 
@@ -13,13 +13,13 @@ close frame. Under hypercorn, the frames waiting when the writer wakes go out to
 one socket write where the socket takes them (:mod:`orchestrator.server._hypercorn_ws`); elsewhere
 one by one through Starlette.
 
-What a session publishes goes out faster: it holds each fact's frames for each client
-(:meth:`Outbox.hold`), then pushes them (:meth:`Outbox.push`), and when nothing else is
-writing to the client's socket (no frames queued before them, no write of the writer task's
-or hypercorn's under way), they are written there and then, one ``send()`` for the batch,
-with no writer task to wake. Only when the socket takes part of them does the writer task
-write the rest (:meth:`FrameWriter.write_now`: hypercorn's writers wait for it, so no
-frame is cut), and the frames queued meanwhile after it.
+What a session publishes goes out faster. It holds each fact's frames for each client
+(:meth:`Outbox.hold`), then pushes them (:meth:`Outbox.push`). When nothing else is writing to
+the client's socket, they are written there and then: one ``send()`` for the batch, with no
+writer task to wake. Nothing else is writing when no frames are queued before them and no write
+of the writer task's or hypercorn's is under way. Only when the socket takes part of them does
+the writer task write the rest (:meth:`FrameWriter.write_now`: hypercorn's writers wait for it,
+so no frame is cut), and the frames queued meanwhile after it.
 """
 
 from __future__ import annotations
@@ -143,9 +143,9 @@ class Outbox:
         """Write every frame, in order, until hung up; then the close frame.
 
         Under hypercorn, a client that stopped reading cannot hold the connection open
-        forever: once hung up on, it has :data:`CLOSE_TIMEOUT` to take what is left; and
-        when this task is cancelled (the connection is torn down, the daemon stops) in the
-        middle of a write, the socket is closed under the write."""
+        forever. Once hung up on, it has :data:`CLOSE_TIMEOUT` to take what is left. This task
+        may be cancelled in the middle of a write (the connection is torn down, the daemon
+        stops). Then the socket is closed under the write."""
         writer = frame_writer(self._websocket)
         if writer is None:
             await self._write_through_starlette()

@@ -4,11 +4,11 @@ cookie, or (with no tokens configured) the loopback principal ``local``.
 A bearer token (``Authorization`` header, or ``?token=`` for a WebSocket that cannot set
 headers) is taken wherever the request comes from: its holder chose to send it. What a
 browser sends on its own is not: the sign-in cookie, and the mere fact of reaching a daemon
-with no tokens on loopback. Either counts only for a request from the daemon's own page: a
-request whose ``Origin`` header names another site is refused, so a page on any other origin
-cannot use a signed-in browser (cross-site request forgery, cross-site WebSocket hijacking),
-nor drive a token-less daemon on the user's machine (a DNS-rebinding page presents its own
-name as the origin). With no tokens, pages on other loopback origins (a UI under
+with no tokens on loopback. Either counts only for a request from the daemon's own page. A
+request whose ``Origin`` header names another site is refused. So a page on any other origin
+cannot use a signed-in browser (cross-site request forgery, cross-site WebSocket hijacking).
+Nor can it drive a token-less daemon on the user's machine (a DNS-rebinding page presents its
+own name as the origin). With no tokens, pages on other loopback origins (a UI under
 development on ``localhost:5173``) are let in: they are inside the trust boundary already.
 """
 

@@ -3,8 +3,8 @@
 The page lives in ``orchestrator/server/web/`` (package data): ``index.html`` and, under
 ``assets/``, its scripts, styles and the vendored graph libraries with their licences. At
 start every asset gets a name with the first 12 hex digits of its SHA-256
-(``app.js`` → ``app.3f2a…e1.js``), and ``index.html``'s references ``"/assets/NAME"`` are
-rewritten to those names: an asset can then be cached for a year (a new release has new
+(``app.js`` → ``app.3f2a…e1.js``). ``index.html``'s references ``"/assets/NAME"`` are
+rewritten to those names. An asset can then be cached for a year (a new release has new
 names), while ``index.html`` itself is revalidated on every load. A reference to an asset
 that does not exist is a packaging error, raised at start rather than served as a 404.
 

@@ -3,16 +3,18 @@
 Theory of operation
 -------------------
 Several daemons on one PostgreSQL journal (issue 21). :class:`Cluster` is what a
-:class:`~orchestrator.sessions._daemon.Daemon` holds for it beside its leases: one listening
-connection (:class:`~orchestrator.journal.PostgresListener`), whose notifications it hands
-on (:meth:`Cluster.heard`: committed facts to the sessions this node follows, forwarded
-commands to its :class:`~._forwarding.CommandServer`, answers to its
-:class:`~._forwarding.Forwarder`), and the sessions this node follows
-(:meth:`Cluster.follow`, see :mod:`._followed`). A followed session is a
-:class:`~._live_session.LiveSession` among the daemon's sessions like any (added and
-removed through the daemon's hands, so that its root channel hears of it); its task runs in
-the cluster's nursery and ends it as the owner's ends it: clients' streams closed, sinks
-told why (nothing when the run finished).
+:class:`~orchestrator.sessions._daemon.Daemon` holds for it beside its leases:
+
+- one listening connection (:class:`~orchestrator.journal.PostgresListener`), whose
+  notifications it hands on (:meth:`Cluster.heard`): committed facts to the sessions this node
+  follows, forwarded commands to its :class:`~._forwarding.CommandServer`, answers to its
+  :class:`~._forwarding.Forwarder`;
+- the sessions this node follows (:meth:`Cluster.follow`, see :mod:`._followed`).
+
+A followed session is a :class:`~._live_session.LiveSession` among the daemon's sessions like
+any. It is added and removed through the daemon's hands, so that its root channel hears of it.
+Its task runs in the cluster's nursery and ends it as the owner's ends it: clients' streams
+closed, sinks told why (nothing when the run finished).
 """
 
 from __future__ import annotations

@@ -2,15 +2,21 @@
 
 Theory of operation
 -------------------
-:class:`Daemon` owns the journal, the teams (one per ``*.toml`` of its teams directory,
-named by its ``[team] name``, the file's stem accepted too), one HTTP client for the model
-backends, the MCP tool servers of each team (one connection per server per team, shared by
-its sessions), and a nursery in which every live session runs. A session is a
-:class:`~orchestrator.runtime._team_runtime.TeamRuntime` in *conversation* mode: it exists
-(with its URI) as soon as a client opens it, its run starts with the first prompt, and each
-later prompt is queued to the coordinator as its next turn (a root task of its own; between
+:class:`Daemon` owns:
+
+- the journal;
+- the teams: one per ``*.toml`` of its teams directory, named by its ``[team] name``, the
+  file's stem accepted too;
+- one HTTP client for the model backends;
+- the MCP tool servers of each team: one connection per server per team, shared by its
+  sessions;
+- a nursery in which every live session runs.
+
+A session is a :class:`~orchestrator.runtime._team_runtime.TeamRuntime` in *conversation* mode.
+It exists (with its URI) as soon as a client opens it. Its run starts with the first prompt.
+Each later prompt is queued to the coordinator as its next turn (a root task of its own; between
 prompts the coordinator is idle). The conversation ends when a client ends it (AHP
-``disposeSession``, ``end`` on ``/ws``: see :mod:`._runs`) or when it has waited
+``disposeSession``, ``end`` on ``/ws``: see :mod:`._runs`). It also ends when it has waited
 ``idle_conversation`` seconds for a prompt (:mod:`._idle_sessions`).
 
 At start the daemon takes up every unfinished session of its journal (``resume``, with the
@@ -21,19 +27,23 @@ the next start applies each team's ``on_restart``. Clients reach a session only 
 :class:`~orchestrator.sessions._live_session.LiveSession` (see that module).
 
 The daemon imports neither the metrics nor the background teammates' scheduler (both read
-it): the app assembly (:func:`orchestrator.server._app.assemble`) builds them and wires
-them in, as the :class:`SessionObserver` its sessions report to and a :class:`Companion`
-service it starts after the take-up and stops with itself.
+it). The app assembly (:func:`orchestrator.server._app.assemble`) builds them and wires them in.
+The metrics are the :class:`SessionObserver` its sessions report to. The scheduler is a
+:class:`Companion` service it starts after the take-up and stops with itself.
 
 Identity: a session's URI (and a chat's, over AHP) names it for good (see :mod:`._opening`).
 
-Its parts, each a module of this package: the teams clients name (:mod:`._teams`), the
-sessions' runtimes and shared tool servers (:mod:`._team_runtimes`), new sessions and their
-bounds (:mod:`._opening`), finding, taking up and following sessions (:mod:`._finding`),
-starting and ending runs (:mod:`._runs`), and the timers of idle sessions
-(:mod:`._idle_sessions`). The daemon keeps which sessions are its own and which node owns
-each; its methods that clients call (``find``, ``open_session``, ``dispose``, ...) are its
-parts'.
+Its parts, each a module of this package:
+
+- the teams clients name (:mod:`._teams`);
+- the sessions' runtimes and shared tool servers (:mod:`._team_runtimes`);
+- new sessions and their bounds (:mod:`._opening`);
+- finding, taking up and following sessions (:mod:`._finding`);
+- starting and ending runs (:mod:`._runs`);
+- the timers of idle sessions (:mod:`._idle_sessions`).
+
+The daemon keeps which sessions are its own and which node owns each; its methods that clients call
+(``find``, ``open_session``, ``dispose``, ...) are its parts'.
 
 The root channel: :attr:`Daemon.root` (:mod:`orchestrator.sessions._root_channel`) hears of
 every session that enters or leaves :attr:`Daemon.sessions` (only :meth:`Daemon._add_session`
@@ -54,17 +64,17 @@ due for take-over when it still has work, e.g. on SIGTERM). As often, each node 
 the sessions whose owner let them lapse (:meth:`Daemon._take_over`: their node died) by the
 start-up's rules; a lock never lapses (the kernel frees a dead process's locks).
 
-Any node serves any client: a session (:mod:`._finding`) asked for a session another node holds
-*follows* it (its :attr:`Daemon.following`, see :mod:`._following`, :mod:`._cluster` and
-:mod:`._followed`): a
-LiveSession over a :class:`~._followed.FollowedRuntime` in :attr:`Daemon.sessions` like
-any, whose commands are forwarded to the owner (:mod:`._forwarding`); the cluster also
-carries out the commands forwarded to this node. When the lease of a session this node
-follows expires (its owner died), the take-over scan ends the followed session first (its
-clients are told to reattach) and takes the session up; a followed session nobody watches
-is dropped by the idle sessions' timer. On a SQLite journal, a session that another process
-on the file runs (an ``orchestrator run`` beside the daemon) is followed the same way, read-only
-(see :mod:`._sqlite_following`), and ``run_by`` says which process runs it. Which way a
+Any node serves any client. A node asked for a session another node holds (:mod:`._finding`)
+*follows* it: see its :attr:`Daemon.following`, :mod:`._following`, :mod:`._cluster` and
+:mod:`._followed`. The followed session is a LiveSession over a
+:class:`~._followed.FollowedRuntime` in :attr:`Daemon.sessions` like any. Its commands are
+forwarded to the owner (:mod:`._forwarding`). The cluster also carries out the commands
+forwarded to this node. The lease of a session this node follows may expire (its owner died).
+Then the take-over scan ends the followed session first (its clients are told to reattach) and
+takes the session up. A followed session nobody watches is dropped by the idle sessions' timer.
+On a SQLite journal, a session that another process on the file runs (an ``orchestrator run``
+beside the daemon) is followed the same way, read-only (see :mod:`._sqlite_following`).
+``run_by`` says which process runs it. Which way a
 daemon follows is chosen once, from its journal's ownership
 (:func:`~._following_for.following_for`): the daemon and its parts see only the protocol.
 
@@ -132,10 +142,11 @@ RELEASE_LIMIT: Final = 2.0
 
 
 def default_node() -> str:
-    """A node id when none is configured: ``HOSTNAME:PID`` (unique among running daemons;
-    a restarted daemon is a new node, which takes up the sessions its predecessor left
-    with work at once, as they are released, and those of a crash once their leases
-    expired: a stable ``node =`` takes the latter up at once too)."""
+    """A node id when none is configured: ``HOSTNAME:PID``, unique among running daemons.
+
+    A restarted daemon is a new node. It takes up the sessions its predecessor left with work
+    at once, as they are released. It takes up those of a crash once their leases expired. A
+    stable ``node =`` takes the latter up at once too."""
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
@@ -192,13 +203,27 @@ class Daemon:
         node: str | None = None,
         team_files: Mapping[str, str] | None = None,
     ) -> None:
-        """``limits``: the daemon's limits (``subscriber_buffer`` and ``shutdown_grace``
-        override two of them). Its observer and companions (the metrics, the scheduler)
-        are the app assembly's to set (see :mod:`orchestrator.server._app`).
-        ``node``: this daemon's node id (default: its journal's ownership's node, by
-        default ``HOSTNAME:PID``). Leases are reckoned in the database's clock. ``teams`` are
-        named by their ``[team] name``; ``team_files``: the file each was read from, whose
-        stem a client may name too (as clients did before teams were named by name)."""
+        """Make the daemon's sessions; nothing runs before :meth:`serve`.
+
+        Args:
+            teams: The teams, named by their ``[team] name``.
+            journal: Where every session's facts are recorded.
+            http: The one HTTP client for the model backends.
+            default_team: The team of a client that names none (default: the only team).
+            subscriber_buffer: Overrides the limit of that name in ``limits``.
+            shutdown_grace: Overrides the limit of that name in ``limits``.
+            environ: Where the teams' backends and MCP servers read their environment.
+            callback: Where the teams' command tools post view updates.
+            limits: The daemon's limits.
+            invalid_teams: The team files that did not load (stem → why).
+            node: This daemon's node id (default: its journal's ownership's node, by default
+                ``HOSTNAME:PID``). Leases are reckoned in the database's clock.
+            team_files: The file each team was read from. A client may name a team by its
+                file's stem too, as clients did before teams were named by name.
+
+        Its observer and companions (the metrics, the scheduler) are the app assembly's to set
+        (see :mod:`orchestrator.server._app`).
+        """
         self.catalog = TeamCatalog(
             teams, files=team_files, default=default_team, invalid=invalid_teams
         )
@@ -351,9 +376,10 @@ class Daemon:
                 log.warning("lease not released", session=uri, error=str(exc))
 
     async def _keep_owned(self) -> None:
-        """Renew what this node holds every :attr:`~SessionOwnership.renew_every` seconds
-        (a lock: never); a session another node took ends here, recording nothing ("lease
-        lost"), and so does every session held once renewals have failed for a whole TTL
+        """Renew what this node holds every :attr:`~SessionOwnership.renew_every` seconds.
+
+        A lock is never renewed. A session another node took ends here, recording nothing
+        ("lease lost"). So does every session held once renewals have failed for a whole TTL
         (others may have taken them)."""
         ownership = self.ownership
         renewed = trio.current_time()
@@ -384,10 +410,12 @@ class Daemon:
             self._drop_unprompted(live, error.message)
 
     async def _take_over(self) -> None:
-        """Every :attr:`~SessionOwnership.renew_every` seconds (a lock: never), take up the
-        running sessions whose owner let them lapse (their node died, or gave them up with
-        work left) by the start-up's rules; a session this node followed ends first (its
-        clients reattach to the one taken up). After each scan, the following tidies up
+        """Take up the running sessions whose owner let them lapse.
+
+        This runs every :attr:`~SessionOwnership.renew_every` seconds (a lock: never). A lapsed
+        session's node died, or gave it up with work left. It is taken up by the start-up's
+        rules. A session this node followed ends first (its clients reattach to the one taken
+        up). After each scan, the following tidies up
         (a cluster deletes the old forwarded commands now and then)."""
         while True:
             await trio.sleep(self.ownership.renew_every)

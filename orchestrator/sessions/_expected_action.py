@@ -3,10 +3,10 @@
 An AHP client's action (``dispatchAction``) is carried out by the runtime as facts of its
 own making; the dispatcher says first which fact will carry it
 (:meth:`LiveSession.expect_origin`), and that fact is recorded with the client's origin.
-The test is an :class:`ExpectedAction` rather than a function, so that it can travel: a
-node that follows another node's session forwards the client's action to the owner with
-its expected actions and origins (see :mod:`orchestrator.sessions._forwarding`), and the
-owner's recorder stamps the fact as its own dispatcher would have.
+The test is an :class:`ExpectedAction` rather than a function, so that it can travel. A node
+that follows another node's session forwards the client's action to the owner with its expected
+actions and origins (see :mod:`orchestrator.sessions._forwarding`). The owner's recorder then
+stamps the fact as its own dispatcher would have.
 """
 
 from __future__ import annotations

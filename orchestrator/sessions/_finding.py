@@ -5,9 +5,9 @@ The daemon takes up, at start, the unfinished sessions that were doing something
 (:meth:`SessionFinder.take_up_unfinished`); an idle one is taken up when a client asks for it
 (:meth:`SessionFinder.find`), so a restart costs what is busy, not all. A session is taken up
 only once this node owns it (the daemon's acquire: the SQLite record lock, the PostgreSQL
-lease), so the state read is all its previous owner wrote; one another process of the SQLite
-file or another node of the PostgreSQL journal runs is followed (the daemon's ``following``,
-see :mod:`._following`).
+lease). So the state read is all its previous owner wrote. A session that another process of
+the SQLite file or another node of the PostgreSQL journal runs is followed (the daemon's
+``following``, see :mod:`._following`).
 Two clients asking for one session at once take it up once (:class:`SessionLocks`).
 """
 
@@ -68,11 +68,12 @@ class FinderHost(SessionHost, Protocol):
 
 
 class SessionLocks:
-    """One lock per session URI, held while the session is taken up or followed: two
-    clients asking for a session at once take it up once, while different sessions are
-    taken up side by side (the clients of a dead node's hundred sessions reattach at once;
-    one lock for all made the last wait for the ninety-nine before it). A lock that nobody
-    holds or waits for is forgotten."""
+    """One lock per session URI, held while the session is taken up or followed.
+
+    Two clients asking for a session at once take it up once. Different sessions are taken up
+    side by side. The clients of a dead node's hundred sessions reattach at once; one lock for
+    all made the last wait for the ninety-nine before it. A lock that nobody holds or waits for
+    is forgotten."""
 
     def __init__(self) -> None:
         self._locks: dict[str, tuple[trio.Lock, int]] = {}
@@ -123,10 +124,14 @@ class SessionFinder:
         return sorted(self._daemon.following.followed)
 
     def run_by(self, uri: str) -> dict[str, object] | None:
-        """Who runs ``uri`` when this daemon does not: on SQLite the process holding it
-        (``{"program": "orchestrator run", "pid": 4242}``, either None where unknown), on
-        PostgreSQL the node it is followed from (``{"node": ...}``); None when this daemon
-        runs it or nobody does (as far as it knows without asking the database).
+        """Who runs ``uri`` when this daemon does not.
+
+        - On SQLite: the process holding it (``{"program": "orchestrator run", "pid": 4242}``,
+          either None where unknown).
+        - On PostgreSQL: the node it is followed from (``{"node": ...}``).
+        - None when this daemon runs it or nobody does (as far as it knows without asking the
+          database).
+
         Blocking (a system call, a file of /proc): cheap, but not a checkpoint."""
         return self._daemon.following.run_by(uri)
 
@@ -168,11 +173,12 @@ class SessionFinder:
                 raise
 
     async def watch(self, session: str) -> LiveSession | None:
-        """The live session ``session`` (an id or URI) without taking it up: the one this
-        daemon runs, or one it follows because another process of its SQLite file or
-        another node of its PostgreSQL journal runs it (see :meth:`find`, which also takes
-        up a session nobody runs). None otherwise. What a page that reads a session asks
-        for: reading takes nothing up."""
+        """The live session ``session`` (an id or URI) without taking it up.
+
+        That is the one this daemon runs, or one it follows. It follows a session that another
+        process of its SQLite file or another node of its PostgreSQL journal runs. See
+        :meth:`find`, which also takes up a session nobody runs. None otherwise. What a page
+        that reads a session asks for: reading takes nothing up."""
         uri = session_uri(session)
         live = self._daemon.sessions.get(uri)
         if live is not None and not live.put_away:
@@ -192,9 +198,11 @@ class SessionFinder:
             return await self._daemon.following.follow(uri)
 
     async def take_up_unfinished(self) -> None:
-        """Take up the unfinished sessions that were doing something (a turn running, an
-        approval or a question waiting, a prompt queued); idle ones are taken up when a
-        client asks for them (:meth:`find`), so a restart costs what is busy, not all."""
+        """Take up the unfinished sessions that were doing something.
+
+        Doing something means a turn running, an approval or a question waiting, or a prompt
+        queued. Idle ones are taken up when a client asks for them (:meth:`find`). So a restart
+        costs what is busy, not all."""
         infos = await trio.to_thread.run_sync(self._daemon.reader.sessions)
         for info in infos:
             if info.status != "running":

@@ -4,43 +4,50 @@ Theory of operation
 -------------------
 Several daemons on one PostgreSQL journal (issue 21): a client may ask any node for any
 session, and the node holding the session's lease runs it. Any other node asked for it
-*follows* it: :meth:`SessionFinder.find <orchestrator.sessions.SessionFinder.find>` gives the
-client a :class:`~orchestrator.sessions._live_session.LiveSession` as for a session it runs,
-over a :class:`FollowedRuntime` instead of a
-:class:`~orchestrator.runtime.TeamRuntime`, so every client protocol (the /ws agent and
-team channels, AHP, AG-UI, the web view) works unchanged.
+*follows* it. :meth:`SessionFinder.find <orchestrator.sessions.SessionFinder.find>` gives the
+client a :class:`~orchestrator.sessions._live_session.LiveSession` as for a session it runs.
+That LiveSession is over a :class:`FollowedRuntime` instead of a
+:class:`~orchestrator.runtime.TeamRuntime`. So every client protocol (the /ws agent and team
+channels, AHP, AG-UI, the web view) works unchanged.
 
-Reading: the state is opened from the journal (the latest snapshot and the facts after
-it); then :meth:`FollowedRuntime.follow` reads the facts after the state's last sequence,
-folds them (:meth:`TeamState.apply`, as the journal's reader does) and publishes them on a
-real :class:`~orchestrator.runtime.FactBus`, in order and only contiguous (a fact after a
-gap waits for the gap to fill), whenever the owner's writer notifies that it committed
-facts of the session (:meth:`wake`: see :mod:`orchestrator.journal.postgres._notify`), after the
-listening connection came back (notifications were missed), and every
-:data:`FOLLOW_POLL` seconds anyway. The numbers are the journal's, so the sequence numbers,
-cursors and replay are the owner's, with no gap and no duplicate.
+Reading: the state is opened from the journal (the latest snapshot and the facts after it).
+Then :meth:`FollowedRuntime.follow` reads the facts after the state's last sequence. It folds
+them (:meth:`TeamState.apply`, as the journal's reader does). It publishes them on a real
+:class:`~orchestrator.runtime.FactBus`, in order and only contiguous (a fact after a gap waits
+for the gap to fill). It reads:
+
+- whenever the owner's writer notifies that it committed facts of the session (:meth:`wake`:
+  see :mod:`orchestrator.journal.postgres._notify`);
+- after the listening connection came back (notifications were missed);
+- every :data:`FOLLOW_POLL` seconds anyway.
+
+The numbers are the journal's, so the sequence numbers, cursors and replay are the owner's, with
+no gap and no duplicate.
 
 Writing: what would change the session is forwarded to the owner (see
-:mod:`orchestrator.sessions._forwarding`) and answered as the owner answered; once the owner
-says which sequence its state had reached after carrying a command out, the follower
-returns only once it has read that far, so a client sees the facts its request made before
-or with the answer, as on the owner.
+:mod:`orchestrator.sessions._forwarding`) and answered as the owner answered. The owner says
+which sequence its state had reached after carrying a command out. The follower returns only
+once it has read that far. So a client sees the facts its request made before or with the
+answer, as on the owner.
 
 The end: when the run's end is read (its ``team/runFinished``), the followed session ends
-as it does on the owner (clients' streams end, no reason given). When the session's lease
-is free (its owner died and the lease expired, or it put the session away), the followed
-session ends with a reason saying so, and its clients reattach: the node they reach then
-takes the session up (the take-over scan, or :meth:`SessionFinder.find`), or follows whoever did.
-It is not turned into the owned session in place: taking up reads the journal under the
-new lease (the fence orders it after the old owner's last write) and starts a new runtime
-with its own bus; the follower's bus and state cannot become that runtime's. A client that
+as it does on the owner (clients' streams end, no reason given). The session's lease may
+become free: its owner died and the lease expired, or it put the session away. Then the followed
+session ends with a reason saying so, and its clients reattach. The node they reach then takes
+the session up (the take-over scan, or :meth:`SessionFinder.find`), or follows whoever did. It
+is not turned into the owned session in place. Taking up reads the journal under the new lease
+(the fence orders it after the old owner's last write). It starts a new runtime with its own
+bus. The follower's bus and state cannot become that runtime's. A client that
 reattaches with its cursor loses nothing and sees nothing twice. A session another node
 took over meanwhile needs nothing: the log is one log, and following goes on.
 
 Another process on a SQLite journal (an ``orchestrator run`` beside the daemon) is followed
-the same way (see :mod:`._sqlite_following`): it is woken when the file changed, its owner
-is the process that holds the session's lock, and nothing is forwarded to it (a
-:class:`Refusal` says who runs the session, and where to answer it).
+the same way (see :mod:`._sqlite_following`), with three differences:
+
+- it is woken when the file changed;
+- its owner is the process that holds the session's lock;
+- nothing is forwarded to it: a :class:`Refusal` says who runs the session, and where to answer
+  it.
 """
 
 from __future__ import annotations
@@ -167,10 +174,19 @@ class FollowedRuntime:
         poll: float = FOLLOW_POLL,
         gone: Callable[[str, str], str] = _node_gone,
     ) -> None:
-        """``owner``: the node holding the lease when following began; ``live_owner``
-        (blocking): the node whose lease has not expired, None when nobody's, asked every
-        ``lease_check`` seconds; ``gone(session, owner)``: what clients are told when the
-        owner let go of an unfinished session."""
+        """Follow the session whose state ``state`` is, as read from the journal.
+
+        Args:
+            state: The session's state, opened from the journal.
+            owner: The node holding the lease when following began.
+            reader: Reads the session's facts from the journal.
+            forwarder: Where what would change the session is forwarded.
+            live_owner: The node whose lease has not expired, None when nobody's (blocking).
+            lease_check: Seconds between two asks of ``live_owner``.
+            poll: The follower reads every ``poll`` seconds anyway.
+            gone: ``gone(session, owner)`` is what clients are told when the owner let go of an
+                unfinished session.
+        """
         self._state = state
         self.owner = owner
         self.bus = FactBus()

@@ -4,21 +4,22 @@ Theory of operation
 -------------------
 A node that follows another node's session (:mod:`orchestrator.sessions._followed`) takes
 its clients' requests like any node, through the session's
-:class:`~orchestrator.sessions._live_session.LiveSession`; what would change the session
-(queue, steer, answer an input request, decide an approval, cancel a turn, a worker or the
-session, store a view update) becomes a :class:`Command`, written to ``session_commands``
-(:class:`~orchestrator.journal.PostgresCommands`) by the follower's :class:`Forwarder`,
-which then waits for the answer (:data:`FORWARD_LIMIT` seconds at most; the command is then
-withdrawn if nobody claimed it, and the client told which node did not answer).
+:class:`~orchestrator.sessions._live_session.LiveSession`. Some requests would change the
+session: queue, steer, answer an input request, decide an approval, cancel a turn, a worker or
+the session, store a view update. Each of those becomes a :class:`Command`. The follower's
+:class:`Forwarder` writes it to ``session_commands``
+(:class:`~orchestrator.journal.PostgresCommands`) and then waits for the answer. It waits
+:data:`FORWARD_LIMIT` seconds at most. The command is then withdrawn if nobody claimed it, and
+the client told which node did not answer.
 
-The owner's :class:`CommandServer`, woken by the command's notification (or its slow poll),
-claims the open commands of the sessions it holds, decodes each (:func:`decode_command`:
-whatever a row holds is checked, and a row that is not a command is answered with an error,
-never taken for one) and carries it out through its own LiveSession (:func:`carry_out`),
-one at a time in the order they were written. The outcome goes back as JSON: the result
-(a queued message's id) or the error (:func:`encode_error`), which the follower raises as
-the owner raised it (:func:`decode_error`), so its client reads the owner's refusal
-unchanged. An AHP client's action origins travel with the command (see
+The owner's :class:`CommandServer` is woken by the command's notification (or its slow
+poll). It claims the open commands of the sessions it holds. It decodes each
+(:func:`decode_command`): whatever a row holds is checked, and a row that is not a command is
+answered with an error, never taken for one. It carries each out through its own LiveSession
+(:func:`carry_out`), one at a time in the order they were written. The outcome goes back as
+JSON: the result (a queued message's id) or the error (:func:`encode_error`). The follower
+raises the error as the owner raised it (:func:`decode_error`). So its client reads the
+owner's refusal unchanged. An AHP client's action origins travel with the command (see
 :mod:`orchestrator.sessions._expected_action`): the owner expects them before it carries the
 command out, so the fact that carries the action bears the client's origin.
 """

@@ -1,19 +1,19 @@
 """A running session's one door: :class:`LiveSession`, what clients may ask of a session.
 
 Clients never touch the runtime directly: :class:`LiveSession` is the only door to a
-running session. It turns each client request (prompt, abort, answer, approve/reject, view
-update; and an AHP client's chat-level ones: queue, steer, answer an input request, cancel a
-turn or a worker) into a runtime call and reports a refusal as
-:class:`~orchestrator.base._errors.RunError` with a message for the client. Clients
-read by subscribing to the session's fact bus (bounded: a client that cannot keep up is
-dropped, see :mod:`orchestrator.runtime._bus`), after a consistent snapshot: the facts up to
-:attr:`TeamState.last_sequence` at the moment of subscribing are history, the bus delivers
-the rest, so a client sees no gap and no duplicate.
+running session. It turns each client request into a runtime call. The requests are prompt,
+abort, answer, approve/reject and view update. An AHP client also has chat-level ones: queue,
+steer, answer an input request, cancel a turn or a worker. A refusal is reported as
+:class:`~orchestrator.base._errors.RunError` with a message for the client. Clients read by
+subscribing to the session's fact bus, after a consistent snapshot. The bus is bounded: a
+client that cannot keep up is dropped (see :mod:`orchestrator.runtime._bus`). The facts up to
+:attr:`TeamState.last_sequence` at the moment of subscribing are history; the bus delivers the
+rest. So a client sees no gap and no duplicate.
 
-Behind it is a :class:`SessionRuntime`: the :class:`~orchestrator.runtime.TeamRuntime` that
-runs the session on this node, or, when another node of a PostgreSQL journal runs it, a
-:class:`~orchestrator.sessions._followed.FollowedRuntime` that reads its facts from the journal
-and forwards what would change it to the owner. Clients cannot tell them apart: the same
+Behind it is a :class:`SessionRuntime`. That is the :class:`~orchestrator.runtime.TeamRuntime`
+that runs the session on this node. When another node of a PostgreSQL journal runs it, it is a
+:class:`~orchestrator.sessions._followed.FollowedRuntime` instead. That one reads its facts from
+the journal and forwards what would change it to the owner. Clients cannot tell them apart: the same
 requests, the same refusals, the same facts with the same sequence numbers. A forwarded
 cancel is awaited (its answer comes through the database), hence the async cancels.
 """
@@ -553,11 +553,12 @@ class LiveSession:
         read: ReadFacts,
         kept: Callable[[str], Awaitable[EnvelopeFold | None]] | None = None,
     ) -> TeamLog:
-        """The session's Agent UI envelopes, every one so far, ready (made on the first
-        call, from the journal by ``read``, going on from the fold ``kept`` hands over if it
-        has one; fed each fact as it is published from then on). Between this returning and
-        the next checkpoint, its lines end exactly where the facts pushed to sinks so far
-        end."""
+        """The session's Agent UI envelopes, every one so far, ready.
+
+        The log is made on the first call, from the journal by ``read``. It goes on from the
+        fold ``kept`` hands over, if it has one. From then on it is fed each fact as it is
+        published. Between this returning and the next checkpoint, its lines end exactly where
+        the facts pushed to sinks so far end."""
         if self._team_log is None:
             start = await kept(self.uri) if kept is not None else None
             if self._team_log is None:  # else another reader made it meanwhile

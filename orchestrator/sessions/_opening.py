@@ -1,9 +1,9 @@
 """New sessions: each one's identity and the daemon's bounds on them.
 
-Every new session goes through :meth:`SessionOpener.open_session`, which refuses a URI that
-is live, being opened, or in the journal (ended or not) before anything is written, so no
-client can make a second session write ``team/runStarted`` at sequence 1 again under a URI
-the journal holds. The URI is reserved before the journal is asked (an await), so two clients
+Every new session goes through :meth:`SessionOpener.open_session`. It refuses a URI that is
+live, being opened, or in the journal (ended or not), before anything is written. So no client
+can make a second session write ``team/runStarted`` at sequence 1 again under a URI the journal
+holds. The URI is reserved before the journal is asked (an await), so two clients
 opening the same one at once cannot both get it. A chat URI a client chooses is claimed the
 same way (:meth:`SessionOpener.claim_chat`).
 
@@ -82,17 +82,24 @@ class SessionOpener:
         background: BackgroundSpec | None = None,
         principal: str | None = None,
     ) -> LiveSession:
-        """A new session of a team (its run starts with the first prompt); ``session``: its
-        id, when the client names its thread (AG-UI's threadId); ``ids``: the ids it makes,
-        its URI first (AHP's ``createSession`` lets the client choose them). ``background``:
-        the session is one run of that background teammate: its agent is the run's
-        coordinator, and the run ends with that agent's turn (clients attach to it like to
-        any). ``principal``: who opens it, for the per-token limit (None: the daemon).
+        """A new session of a team; its run starts with the first prompt.
 
-        Refused, before anything is written: a URI that is live, being opened or in the
-        journal (:class:`SessionExistsError`), a session beyond ``max_sessions`` or the
-        principal's ``max_unprompted_per_token`` (:class:`SessionLimitError`), and any
-        session while the journal cannot be read (:class:`FactLogError`).
+        Args:
+            team_name: The team, by name (None: the default team).
+            session: Its id, when the client names its thread (AG-UI's threadId).
+            ids: The ids it makes, its URI first (AHP's ``createSession`` lets the client
+                choose them).
+            background: The session is one run of that background teammate. Its agent is the
+                run's coordinator, and the run ends with that agent's turn. Clients attach to
+                it like to any.
+            principal: Who opens it, for the per-token limit (None: the daemon).
+
+        Refused, before anything is written:
+
+        - a URI that is live, being opened or in the journal (:class:`SessionExistsError`);
+        - a session beyond ``max_sessions`` or the principal's ``max_unprompted_per_token``
+          (:class:`SessionLimitError`);
+        - any session while the journal cannot be read (:class:`FactLogError`).
         """
         name, team = self._daemon.catalog.team(team_name)
         unavailable = self._daemon.runtimes.unavailable

@@ -1,23 +1,25 @@
 """Giving back the memory of the sessions that left the daemon.
 
 A session that leaves memory (put away when idle, ended, disposed) is not freed when the
-daemon lets go of it: its objects are in reference cycles (the live session and its
-projector's and bus observer's bound methods, its trio tasks, its clients' connection
-objects in hypercorn and starlette), and only the cyclic collector frees a cycle. The
-daemon's collector thresholds (:func:`orchestrator.runtime.tune_gc`: a young generation of
-50,000 objects) make the old generation, where a session's state ends up after its first
-minutes, rarely collected, and an idle daemon allocates too little for any collection to
-come: measured before this module, 8 sessions put away stayed whole (chat states, turns,
-tasks) until the next full collection, and a daemon with no session left never gave them
-back.
+daemon lets go of it. Its objects are in reference cycles: the live session and its
+projector's and bus observer's bound methods, its trio tasks, its clients' connection objects
+in hypercorn and starlette. Only the cyclic collector frees a cycle. The daemon's collector
+thresholds (:func:`orchestrator.runtime.tune_gc`: a young generation of 50,000 objects) make
+the old generation rarely collected. A session's state ends up there after its first minutes.
+An idle daemon allocates too little for any collection to come. Measured before this module,
+8 sessions put away stayed whole (chat states, turns, tasks) until the next full collection.
+A daemon with no session left never gave them back.
 
-So the daemon asks: :meth:`Reclaimer.session_left` is called as each session leaves
-:attr:`~orchestrator.sessions._daemon.Daemon.sessions`; :meth:`Reclaimer.serve` then waits
-:data:`RECLAIM_AFTER` seconds (the session's tasks and connections finish, and a burst of
-sessions put away by one idle scan is collected once), runs a full collection, and hands
-the pages malloc then holds free back to the system
-(:func:`orchestrator.runtime.release_free_memory`, in a worker thread). At most one
-collection every :data:`RECLAIM_EVERY` seconds: a full collection walks the whole heap
+So the daemon asks. :meth:`Reclaimer.session_left` is called as each session leaves
+:attr:`~orchestrator.sessions._daemon.Daemon.sessions`. :meth:`Reclaimer.serve` then:
+
+- waits :data:`RECLAIM_AFTER` seconds, so the session's tasks and connections finish, and a
+  burst of sessions put away by one idle scan is collected once;
+- runs a full collection;
+- hands the pages malloc then holds free back to the system
+  (:func:`orchestrator.runtime.release_free_memory`, in a worker thread).
+
+At most one collection every :data:`RECLAIM_EVERY` seconds: a full collection walks the whole heap
 (some 50 ms per million objects), which sessions ending at a high rate must not pay each.
 """
 

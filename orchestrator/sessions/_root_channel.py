@@ -2,13 +2,17 @@
 
 Theory of operation
 -------------------
-:class:`RootChannel` is the one place root subscribers hear from. The daemon owns one and tells
-it, synchronously, whenever its table of live sessions changes (:meth:`RootChannel.session_added`
-as a session enters :attr:`Daemon.sessions`: created by ``createSession``, a ``/ws`` or AG-UI
-prompt, a background teammate's run, or taken up from the journal; :meth:`RootChannel.
-session_removed` as it leaves: disposed, ended, put away when idle, or forgotten unprompted),
-and the channel follows each session's facts as they are published (a bus observer, run before
-any subscriber reads the facts). From these it keeps:
+:class:`RootChannel` is the one place root subscribers hear from. The daemon owns one. It tells
+it, synchronously, whenever its table of live sessions changes:
+
+- :meth:`RootChannel.session_added` as a session enters :attr:`Daemon.sessions`: created by
+  ``createSession``, a ``/ws`` or AG-UI prompt, a background teammate's run, or taken up from
+  the journal;
+- :meth:`RootChannel.session_removed` as it leaves: disposed, ended, put away when idle, or
+  forgotten unprompted.
+
+The channel follows each session's facts as they are published (a bus observer, run before any
+subscriber reads the facts). From these it keeps:
 
 * the root state, :class:`~orchestrator.ahp.RootState` (the teams as agents, the number of
   active sessions), changed **only** by reducing a ``root/*`` action with
@@ -21,12 +25,16 @@ any subscriber reads the facts). From these it keeps:
   answers from the same table (:meth:`RootChannel.summaries`), so a client that folds the
   notifications holds what ``listSessions`` says.
 
-A summary is made in one place, :func:`session_summary`, from the session channel's state as a
-client's ``ahp-session:`` snapshot shows it (:func:`session_channel_state`): its provider, title,
-status, activity, working directories are that state's, ``modifiedAt`` the latest ``modifiedAt``
-of its chats, ``createdAt`` when the daemon first had the session (its run's start, for one
-taken up from the journal). The session channel's provider is the team the session runs, the
-``provider`` of the root state's agents and of ``createSession``.
+A summary is made in one place, :func:`session_summary`. It is made from the session channel's
+state as a client's ``ahp-session:`` snapshot shows it (:func:`session_channel_state`):
+
+- its provider, title, status, activity and working directories are that state's;
+- ``modifiedAt`` is the latest ``modifiedAt`` of its chats;
+- ``createdAt`` is when the daemon first had the session (its run's start, for one taken up
+  from the journal).
+
+The session channel's provider is the team the session runs, the ``provider`` of the root
+state's agents and of ``createSession``.
 
 Coalescing: a change to ``modifiedAt`` alone (a chat streaming) is held back and sent, with
 every other one held back, :data:`COALESCE` seconds after the first of them; any other change
@@ -39,8 +47,8 @@ Work per fact batch: one summary, when somebody listens; with no root subscriber
 only marked stale, and made up when one subscribes or ``listSessions`` asks.
 
 Bounds: each subscriber (:class:`RootSubscription`) holds at most ``buffer_size`` frames not yet
-taken by its connection; publishing never waits, and a subscriber that lets its buffer fill is
-dropped on the spot (its connection then closes with 1008, as for a full outbox), so a slow
+taken by its connection. Publishing never waits. A subscriber that lets its buffer fill is
+dropped on the spot; its connection then closes with 1008, as for a full outbox. So a slow
 client never holds the daemon or another client up.
 """
 

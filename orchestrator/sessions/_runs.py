@@ -129,9 +129,13 @@ class SessionRuns:
 
     async def dispose(self, live: LiveSession) -> None:
         """End ``live`` for good (AHP ``disposeSession``; ``end`` on ``/ws``, which the web
-        view and ``orchestrator end`` send): a conversation waiting for its next message is
-        recorded ``completed``, one at work has its turns cancelled and is recorded
-        ``cancelled`` (:meth:`LiveSession.end`); a session never prompted is dropped.
+        view and ``orchestrator end`` send).
+
+        - A conversation waiting for its next message is recorded ``completed``.
+        - One at work has its turns cancelled and is recorded ``cancelled``
+          (:meth:`LiveSession.end`).
+        - A session never prompted is dropped.
+
         Returns once it has left :attr:`Daemon.sessions`."""
         async with live.start_lock:
             if not live.started:

@@ -236,9 +236,9 @@ class Teammate:
         """Run the teammate until cancelled: take up where its facts left off, then wake,
         run, record and sleep.
 
-        Only the node that owns the teammate's stream runs it (the others, several daemons
-        on one journal, wait here to take it over), and on PostgreSQL every fact of the
-        stream is fenced by its lease, so a wake is recorded, and run, by one node."""
+        Only the node that owns the teammate's stream runs it. The others (several daemons on
+        one journal) wait here to take it over. On PostgreSQL every fact of the stream is
+        fenced by its lease. So a wake is recorded, and run, by one node."""
         daemon = self.scheduler.daemon
         if not daemon.ownership.holds(self.uri):  # claimed as it was loaded, unless held
             await daemon.wait_owned(self.uri)
@@ -407,10 +407,10 @@ class Teammate:
         ``max_runtime``) and record how it ended; False if the daemon is stopping and
         the run goes on at the next start.
 
-        Several nodes: a run another node took up (its node died while this one held the
-        teammate's stream, or the other way round) is followed where it runs, and found
-        again if following it ends without the run's end (its owner went: the run is
-        taken up here or followed where it went)."""
+        Several nodes: a run may be taken up by another node. That happens when its node died
+        while this one held the teammate's stream, or the other way round. Such a run is
+        followed where it runs. Following it may end without the run's end (its owner went).
+        Then it is found again: taken up here or followed where it went."""
         daemon = self.scheduler.daemon
         opened = False
         while True:

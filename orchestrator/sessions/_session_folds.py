@@ -1,17 +1,20 @@
 """What the web view reads of a session, folded from its facts and kept between reads.
 
 A session's Agent UI envelopes and its delegation graph are each a fold of its facts (see
-:mod:`orchestrator.protocols._project_agentui` and :mod:`orchestrator.core._graph`), so they
-can be kept and extended rather than made again: an entry holds a fold fed up to some fact,
-and a read feeds it only the facts recorded since. A page that reconnects, or a second page
-on the same session, costs what is new, not the whole log: reading a 1,000-worker session's
-18,000 facts from the journal takes about 2 s on a quiet machine, folding them a fifth of
-that, answering from a kept fold a few milliseconds.
+:mod:`orchestrator.protocols._project_agentui` and :mod:`orchestrator.core._graph`). So they
+can be kept and extended rather than made again. An entry holds a fold fed up to some fact,
+and a read feeds it only the facts recorded since. A page that reconnects, or a second page on
+the same session, costs what is new, not the whole log. For a 1,000-worker session's 18,000
+facts, on a quiet machine:
 
-A live session keeps its envelopes in its own log (:mod:`._team_log`), which starts from
-the entry kept of the session, if any (:meth:`EnvelopeCache.take`), and is kept here when
-the session stops being live (:meth:`EnvelopeCache.keep`): a session taken up, put away
-and read again is folded once, not once per reader or per take-up.
+- reading them from the journal takes about 2 s;
+- folding them takes a fifth of that;
+- answering from a kept fold takes a few milliseconds.
+
+A live session keeps its envelopes in its own log (:mod:`._team_log`). The log starts from the
+entry kept of the session, if any (:meth:`EnvelopeCache.take`). It is kept here when the
+session stops being live (:meth:`EnvelopeCache.keep`). So a session taken up, put away and read
+again is folded once, not once per reader or per take-up.
 
 Entries are kept most recently read first, up to a capacity in the fold's own measure
 (bytes of encoded envelopes; facts folded into a graph); the oldest go first. One read of

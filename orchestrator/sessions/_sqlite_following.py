@@ -4,26 +4,29 @@ Theory of operation
 -------------------
 A SQLite journal may have several writers, one per session (see
 :mod:`orchestrator.journal._session_locks`): an ``orchestrator run`` beside the daemon runs
-its session while the daemon runs its own. A client asking the daemon for the run's
-session (the web view, ``/ws``, an AHP subscribe) gets it *followed*, as a follower daemon
-of a PostgreSQL journal follows another node's (see :mod:`._followed`): a
+its session while the daemon runs its own. A client may ask the daemon for the run's
+session (the web view, ``/ws``, an AHP subscribe). It gets it *followed*, as a follower daemon
+of a PostgreSQL journal follows another node's (see :mod:`._followed`). That is a
 :class:`~._live_session.LiveSession` over a :class:`~._followed.FollowedRuntime`, read from
 the journal, read-only and live. Its clients see the run's facts as the process records
 them, with the journal's sequence numbers, and see the run end.
 
 When to read: the file says when it changed. :class:`SqliteFollowing` asks
 (:class:`~orchestrator.journal.SqliteChanges`, ``PRAGMA data_version``) every
-:data:`CHANGES_POLL` seconds while it follows a session (one pragma per journal per
-interval, whatever the number of sessions; nothing while it follows none), and wakes every
-followed session when it did; each reads its own facts after its sequence.
+:data:`CHANGES_POLL` seconds while it follows a session. That is one pragma per journal per
+interval, whatever the number of sessions, and nothing while it follows none. When the file
+changed, it wakes every followed session. Each reads its own facts after its sequence.
 
 Who runs it: the process holding the session's lock (the kernel says which, see
 :meth:`~orchestrator.journal.SessionLocks.holder`), asked every :data:`HOLDER_CHECK`
-seconds. Once nobody holds it, the facts it wrote last are read; a run that finished ends
-as it does on a PostgreSQL follower (clients' streams end, no reason given), and one that
-did not (the process was killed) ends with a reason telling its clients to reattach, and
-the daemon takes the session up at once by its start-up rules (``take_up``: as a node of a
-PostgreSQL journal takes up the session of a node that died), so that they find it live.
+seconds. Once nobody holds it, the facts it wrote last are read. Then:
+
+- a run that finished ends as it does on a PostgreSQL follower (clients' streams end, no
+  reason given);
+- a run that did not finish (the process was killed) ends with a reason telling its clients to
+  reattach. The daemon takes the session up at once by its start-up rules (``take_up``), so
+  that they find it live. That is how a node of a PostgreSQL journal takes up the session of a
+  node that died.
 
 Writing: the process takes no commands from the daemon; each (a prompt, a decision, an
 answer, a cancel) is refused with an error that names the process (see

@@ -1,29 +1,33 @@
 """A live session's Agent UI envelopes, projected once for every reader (issue 17, item 2).
 
-Before, each team-channel subscriber read the session's whole journal, projected it with a
-projector of its own, and then projected every live fact again for itself: N subscribers,
-N projections of every fact, and a page that subscribed from envelope 9,000 of a
+Before, each team-channel subscriber read the session's whole journal and projected it with a
+projector of its own. Then it projected every live fact again for itself. So N subscribers
+meant N projections of every fact. A page that subscribed from envelope 9,000 of a
 1,000-worker session still cost the daemon 2 s to project the 9,000 it skipped. Now the
-session keeps one log, made when a reader first asks (a team subscription, or the web
-view's ``/envelopes``), and fed each fact as it is published: every envelope is projected
-and encoded once, and a reader takes a slice of the encoded lines (its cursor) and then the
-frames :meth:`TeamLog.feed` returns for each new fact.
+session keeps one log. It is made when a reader first asks (a team subscription, or the web
+view's ``/envelopes``). It is fed each fact as it is published. Every envelope is projected
+and encoded once. A reader takes a slice of the encoded lines (its cursor), and then the frames
+:meth:`TeamLog.feed` returns for each new fact.
 
-Catching up: the log is made empty, and from then on every published fact is kept aside;
-the journal is read and projected in a worker thread (facts are durable before they are
-published, so each fact is in the read or kept aside, maybe both); then, with no checkpoint,
-the facts kept aside are fed (the projector ignores what it has folded) and the log is
-ready. Until then, readers wait on :meth:`TeamLog.ready`.
+Catching up:
 
-A log may start from a fold kept of the session (the web view's, or the log of an earlier
-take-up of it: see :mod:`._session_folds`): it then catches up with the facts after that
-fold's, and the session is not folded again from its first fact. When the session stops
+- first the log is made empty, and from then on every published fact is kept aside;
+- next the journal is read and projected in a worker thread; facts are durable before they are
+  published, so each fact is in the read or kept aside, maybe both;
+- then, with no checkpoint, the facts kept aside are fed (the projector ignores what it has
+  folded), and the log is ready.
+
+Until then, readers wait on :meth:`TeamLog.ready`.
+
+A log may start from a fold kept of the session: the web view's, or the log of an earlier
+take-up of it (see :mod:`._session_folds`). It then catches up with the facts after that
+fold's. The session is not folded again from its first fact. When the session stops
 being live, its log's fold is kept for the next (:meth:`TeamLog.fold`).
 
-One fold per session: the log's state is folded from the journal while catching up; from
-then on it follows the runtime's reductions (each published fact comes with what it wrote,
-:meth:`~orchestrator.core.TeamState.follow`), so a live fact is reduced once, by the
-runtime, and the projector reads the state as the fact left it.
+One fold per session: the log's state is folded from the journal while catching up. From then
+on it follows the runtime's reductions: each published fact comes with what it wrote
+(:meth:`~orchestrator.core.TeamState.follow`). So a live fact is reduced once, by the runtime.
+The projector reads the state as the fact left it.
 """
 
 from __future__ import annotations

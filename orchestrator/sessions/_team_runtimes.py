@@ -1,11 +1,13 @@
-"""Each session's :class:`~orchestrator.runtime.TeamRuntime`, made the daemon's way: one HTTP
-client for the model backends, and the MCP tool servers of each team shared by its sessions
-(one connection per server per team, started in the daemon's nursery for the first session
-that needs them and kept until the daemon stops).
+"""Each session's :class:`~orchestrator.runtime.TeamRuntime`, made the daemon's way.
+
+- One HTTP client for the model backends.
+- The MCP tool servers of each team, shared by its sessions: one connection per server per
+  team. They are started in the daemon's nursery for the first session that needs them. They
+  are kept until the daemon stops.
 
 A team that cannot run (an unset API key for a hosted model, a Python tool that does not
-import) is found as the daemon is made: it is logged, kept in :attr:`TeamRuntimes.unavailable`,
-and opening a session of it says why it cannot.
+import) is found as the daemon is made. It is logged and kept in
+:attr:`TeamRuntimes.unavailable`. Opening a session of it says why it cannot.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
-"""The daemon's teams: the team files of its directory (:func:`load_teams`), and the
-catalog a client names a team from (:class:`TeamCatalog`: by its ``[team] name`` or its
-file's stem, the default team, and why a file that did not load cannot be used).
+"""The daemon's teams.
+
+- The team files of its directory (:func:`load_teams`).
+- The catalog a client names a team from (:class:`TeamCatalog`). A client names a team by its
+  ``[team] name`` or its file's stem. The catalog also knows the default team, and why a file
+  that did not load cannot be used.
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ class TeamFiles:
 
 def load_teams(directory: Path) -> TeamFiles:
     """Every team file of ``directory`` by its ``[team] name`` (the name sessions record).
-    A file that cannot be used is reported (the daemon serves the others, says which at
-    start and in ``/healthz``), and so is a second file of a name already taken;
+
+    A file that cannot be used is reported: the daemon serves the others, and says which at
+    start and in ``/healthz``. So is a second file of a name already taken. Raises
     :class:`ConfigError` only when the directory is not there or no file in it can be used."""
     init = "orchestrator init" + ("" if directory == Path("teams") else f" {directory}")
     if not directory.is_dir():
@@ -88,10 +92,17 @@ class TeamCatalog:
         default: str | None = None,
         invalid: Mapping[str, str] | None = None,
     ) -> None:
-        """``files``: the file each team was read from; ``default``: the team of a client
-        that names none (default: the only team); ``invalid``: the team files that did not
-        load (stem → why), served by nobody and named when asked for.
-        :class:`ConfigError` if ``default`` is no team."""
+        """The catalog of ``teams``, by their ``[team] name``.
+
+        Args:
+            teams: The teams, by name.
+            files: The file each team was read from.
+            default: The team of a client that names none (default: the only team).
+            invalid: The team files that did not load (stem → why), served by nobody and named
+                when asked for.
+
+        Raises :class:`ConfigError` if ``default`` is no team.
+        """
         self.teams = dict(teams)
         self.files = dict(files or {})
         # File stem → [team] name, for a stem that is not itself a team's name.

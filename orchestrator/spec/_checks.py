@@ -1,8 +1,8 @@
 """Checks of single TOML values, each naming the key path of the value it refuses.
 
-:class:`_ValueChecks` knows what a value must be where the team file has it (a table with
+:class:`_ValueChecks` knows what a value must be where the team file has it: a table with
 these keys, a non-empty string, a name, an integer from a minimum, a finite number, one of
-these words, a duration, JSON); each check returns the value typed, or raises a
+these words, a duration, JSON. Each check returns the value typed. Otherwise it raises a
 :class:`~orchestrator.base._errors.TeamFileError` naming the file, the key path and what is
 wrong, in the words of :mod:`._wording`. The walk over the document that uses them, and
 the rules across values, are :mod:`._parse`'s.

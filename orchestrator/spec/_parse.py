@@ -1,23 +1,26 @@
 """The team-file parser: one walk over a decoded TOML document, each check naming its key
 path.
 
-Theory of operation: :func:`~._teamfile.parse_team` hands the text to :mod:`tomllib`, then
-:class:`_Parser` walks the resulting dict once, top-down: ``[team]``, then every tool table
-``[tools.<name>]`` and MCP server ``[mcp.<name>]`` (their checks are :mod:`._parse_tools`'s),
-then every ``[agents.<name>]`` in file order with its turns and steps, then every
-``[[background]]`` teammate, whose schedule :mod:`._schedule` checks. Each check knows the
-key path of the value it looks at, so the first problem raises a
+Theory of operation: :func:`~._teamfile.parse_team` hands the text to :mod:`tomllib`. Then
+:class:`_Parser` walks the resulting dict once, top-down:
+
+1. ``[team]``;
+2. every tool table ``[tools.<name>]`` and MCP server ``[mcp.<name>]`` (their checks are
+   :mod:`._parse_tools`'s);
+3. every ``[agents.<name>]`` in file order, with its turns and steps;
+4. every ``[[background]]`` teammate, whose schedule :mod:`._schedule` checks.
+
+Each check knows the key path of the value it looks at. So the first problem raises a
 :class:`~orchestrator.base._errors.TeamFileError` naming the file, the key path
 (``agents.researcher.turns[0].steps[2].chunks``) and what is wrong. The checks of single
 values (a table's keys, a name, an integer from a minimum, a duration...) are those of
-:class:`~._checks._ValueChecks`, which the parser extends; the rules across values are here.
+:class:`~._checks._ValueChecks`, which the parser extends. The rules across values are here.
 
-The checks are explicit code rather than a cattrs structure hook: the messages
-need domain words ("did you mean", the declared agents, the allowed values) and
-most rules are cross references (the coordinator, ``delegates_to``,
-``needs_approval`` ⊆ ``tools``, the script's tool steps against ``tools``) that
-a structural converter cannot express. The agent names are collected before any
-agent is read, so a reference to an agent declared further down is fine.
+The checks are explicit code rather than a cattrs structure hook. The messages need domain words
+("did you mean", the declared agents, the allowed values). Most rules are cross references that a
+structural converter cannot express: the coordinator, ``delegates_to``, ``needs_approval`` ⊆
+``tools``, the script's tool steps against ``tools``. The agent names are collected before any agent
+is read, so a reference to an agent declared further down is fine.
 
 An agent's scripted turns and their steps are checked by :mod:`._parse_script`, whose
 :class:`~._parse_script._ScriptChecks` the parser extends.

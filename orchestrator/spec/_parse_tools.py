@@ -382,9 +382,11 @@ class _ToolChecks(_ValueChecks):
         )
 
     def tool_parameters(self, data: Mapping[str, Any], path: str) -> dict[str, Any]:
-        """A command tool's input schema: ``parameters`` (a table) or ``parameters_file`` (a
-        JSON file, from the team file's directory), checked as a JSON Schema whose input is
-        an object; a bad schema is named by its key path and the place in the schema."""
+        """A command tool's input schema: ``parameters`` (a table) or ``parameters_file``.
+
+        ``parameters_file`` is a JSON file, from the team file's directory. The schema is
+        checked as a JSON Schema whose input is an object. A bad schema is named by its key
+        path and the place in the schema."""
         if "parameters" in data and "parameters_file" in data:
             raise self.error(
                 f"{path}.parameters_file", "give parameters or parameters_file, not both"

@@ -10,10 +10,10 @@ computes the same wakes as the process it replaces. A time zone would change not
 and the team file refuses one beside ``every``.
 
 A cron expression matches *wall-clock* times (croniter enumerates them, naive, in the
-zone's local time), and this module maps each matching wall time to the instants it
-stands for, itself. croniter can iterate aware datetimes too, but with ``zoneinfo`` it
-runs a fixed-hour job twice on the day the clocks go back (``30 2 * * *`` wakes at 02:30
-CEST and again at 02:30 CET); the tests pin that down. The rule, ISC cron's (``man 8
+zone's local time). This module maps each matching wall time to the instants it stands for,
+itself. croniter can iterate aware datetimes too. But with ``zoneinfo`` it runs a fixed-hour
+job twice on the day the clocks go back (``30 2 * * *`` wakes at 02:30 CEST and again at 02:30
+CET); the tests pin that down. The rule, ISC cron's (``man 8
 cron``: "Only jobs that run at a particular time (not specified as @hourly, nor with '*'
 in the hour or minute specifier) are affected"):
 
@@ -27,12 +27,12 @@ in the hour or minute specifier) are affected"):
   in real time through both changes.
 
 Searching: the instant of a wall time never decreases as the wall time grows when one
-takes its *first* instant (the gap's end for a skipped time), nor when one takes its
-*last*; a doubled wall time's second instant can come after later wall times' first
-ones. So the forward search starts early enough to see every doubled wall time whose
-second pass is still ahead, keeps the smallest instant past ``after``, and stops at the
-first wall time whose first instant is already past it; the backward search mirrors
-that with last instants.
+takes its *first* instant (the gap's end for a skipped time). Nor does it when one takes its
+*last*. But a doubled wall time's second instant can come after later wall times' first
+ones. So the forward search starts early enough to see every doubled wall time whose second
+pass is still ahead. It keeps the smallest instant past ``after``. It stops at the first wall
+time whose first instant is already past it. The backward search mirrors that with last
+instants.
 """
 
 from __future__ import annotations
@@ -229,8 +229,8 @@ def parse_cron(expression: str, timezone: str = "UTC") -> Cron:
     """Check a cron expression and a time zone; :class:`ScheduleError` says what is wrong.
 
     Five fields, with croniter's syntax within each (ranges, steps, lists, month and day
-    names, ``L``, ``#``), or an alias; not croniter's seconds and years columns, and not
-    its hashed (``H``) or random (``R``) values, which would wake at other times after a
+    names, ``L``, ``#``), or an alias. Not croniter's seconds and years columns. Not its
+    hashed (``H``) or random (``R``) values either: they would wake at other times after a
     restart. An expression that never matches (``0 0 31 2 *``) is refused too.
     """
     fields = _ALIASES.get(expression.strip().lower(), expression).split()

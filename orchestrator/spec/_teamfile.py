@@ -84,10 +84,14 @@ def team_from_mapping(data: Mapping[str, Any], *, file: str) -> TeamSpec:
 def lint_team(team: TeamSpec) -> list[str]:
     """Problems of a team that parses but cannot work as written, as messages.
 
-    Pure; these are not parse errors because each agent is valid on its own:
-    an agent nothing can start, a ``delegates_to`` no tool can use, a team tool
-    with nobody to reach, a scripted agent without turns, a command tool no agent
-    lists, a tool name one typo away from a command tool's.
+    Pure. These are not parse errors, because each agent is valid on its own:
+
+    - an agent nothing can start;
+    - a ``delegates_to`` no tool can use;
+    - a team tool with nobody to reach;
+    - a scripted agent without turns;
+    - a command tool no agent lists;
+    - a tool name one typo away from a command tool's.
     """
     problems: list[str] = []
 

@@ -2,15 +2,19 @@
 of the input a model sends back are the same object.
 
 Theory of operation: :func:`tool_definitions` turns an agent of a team into one
-:class:`ToolDefinition` per entry of its ``tools``, in file order. The team tools carry
-schemas with the team's names in them (``delegate``'s ``agent`` is an enum of the agents this
-caller may delegate to, so a model cannot even be offered a wrong name); a plain tool takes
-any JSON object (a team file does not declare plain tools' parameters); a command tool
-(``[tools.<name>]``) is described by its ``description`` and ``parameters``. Tools whose
-schema is known only at run time (an MCP server's listing, a Python function's signature)
-come in as ``discovered`` definitions, keyed by the name the team file calls them (without
-one, a Python tool is offered with its table's ``description`` and ``parameters``, or any
-object); an agent's ``mcp.<server>/*`` takes every discovered tool of that server, in
+:class:`ToolDefinition` per entry of its ``tools``, in file order. The tools come in three kinds:
+
+- team tools, which carry schemas with the team's names in them: ``delegate``'s ``agent`` is an
+  enum of the agents this caller may delegate to, so a model cannot even be offered a wrong
+  name;
+- plain tools, which take any JSON object (a team file does not declare plain tools'
+  parameters);
+- command tools (``[tools.<name>]``), described by their ``description`` and ``parameters``.
+
+Tools whose schema is known only at run time (an MCP server's listing, a Python function's
+signature) come in as ``discovered`` definitions, keyed by the name the team file calls them.
+Without one, a Python tool is offered with its table's ``description`` and ``parameters``, or
+any object. An agent's ``mcp.<server>/*`` takes every discovered tool of that server, in
 listing order.
 
 A definition has two names: ``name``, the team file's (what facts record and the scripted
@@ -70,9 +74,11 @@ class ToolDefinition:
 
 
 def function_name(name: str) -> str:
-    """The model-facing name of the tool a team file calls ``name``: itself when it is
-    already a valid function name, ``<server>__<tool>`` for an MCP tool, with any other
-    character made ``_`` and a long name cut, a hash of the whole keeping it distinct."""
+    """The model-facing name of the tool a team file calls ``name``.
+
+    It is ``name`` itself when that is already a valid function name, and ``<server>__<tool>``
+    for an MCP tool. Any other character is made ``_``. A long name is cut, with a hash of the
+    whole keeping it distinct."""
     if _FUNCTION_NAME_RE.match(name):
         return name
     ref = mcp_tool_ref(name)

@@ -1,6 +1,8 @@
-"""The journal on PostgreSQL, for several daemons on one database: the connection and its
-errors, the schema, the journal and its reader, the session leases, the notifications and
-forwarded commands between nodes, and pruning. psycopg is imported only when one of these
+"""The journal on PostgreSQL, for several daemons on one database.
+
+It holds the connection and its errors, the schema, the journal and its reader, and the
+session leases. It also holds the notifications and forwarded commands between nodes, and
+pruning. psycopg is imported only when one of these
 is used (a SQLite journal never loads it).
 """
 

@@ -3,16 +3,16 @@
 Theory of operation
 -------------------
 A client may ask any node for any session; only the node holding the session's lease
-(:mod:`._leases`) runs it. A node that follows another's session writes what its client
-asks (a prompt, an approval, a cancel: *kind* and a JSON *payload*, which this module does
-not read) as a row of ``session_commands`` and notifies :data:`~._notify.COMMANDS_CHANNEL`
-in the same transaction (:meth:`PostgresCommands.send`). The owner, woken by that
-notification (or its slow poll), claims the open commands of the sessions it holds
+(:mod:`._leases`) runs it. A node that follows another's session writes what its client asks
+as a row of ``session_commands`` (:meth:`PostgresCommands.send`). The row holds a *kind* and a
+JSON *payload*, which this module does not read: a prompt, an approval, a cancel. In the same
+transaction it notifies :data:`~._notify.COMMANDS_CHANNEL`. The owner is woken by that
+notification (or its slow poll). It claims the open commands of the sessions it holds
 (:meth:`~PostgresCommands.claim`: ``FOR UPDATE SKIP LOCKED``, so two claimers never take the
-same row), carries each out and writes its outcome, ``result`` or ``error``, notifying
-:data:`~._notify.ANSWERS_CHANNEL` (:meth:`~PostgresCommands.answer`). The sender waits
-for the answer, bounded; when it gives up it *withdraws* the command
-(:meth:`~PostgresCommands.withdraw`): a command nobody claimed then never runs, so a client
+same row). It carries each out and writes its outcome, ``result`` or ``error``, notifying
+:data:`~._notify.ANSWERS_CHANNEL` (:meth:`~PostgresCommands.answer`). The sender waits for
+the answer, bounded. When it gives up it *withdraws* the command
+(:meth:`~PostgresCommands.withdraw`). A command nobody claimed then never runs. So a client
 told "no answer" is not surprised by it happening later. Commands older than an hour are
 deleted (:meth:`~PostgresCommands.delete_old`, from the take-over scan).
 

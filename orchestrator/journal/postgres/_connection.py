@@ -14,9 +14,9 @@ written, and what the command line does with it (README, "Exit status"):
 Errors and logs name the journal by its URL without the password (:func:`redacted`).
 
 A connection that is lost later (the server restarted, failed over, or an administrator
-ended it) is *transient* (:func:`transient`): whoever holds it connects again with
-:func:`~.._reconnect.reconnect` (0.1 s, doubling to 5 s between tries, for a bound of its
-caller's), and tries again what it was doing. A fault of what was sent (a constraint, a
+ended it) is *transient* (:func:`transient`). Whoever holds it connects again with
+:func:`~.._reconnect.reconnect`: 0.1 s, doubling to 5 s between tries, for a bound of its
+caller's. Then it tries again what it was doing. A fault of what was sent (a constraint, a
 lease fence, a full disk) is not: reconnecting would not cure it.
 
 The writer's rows (:mod:`.._rows`) and the reader's queries (:mod:`.._reader`) are written
@@ -197,10 +197,12 @@ def _pg_sql(sql: str) -> Any:
 
 
 def environmental(exc: BaseException) -> bool:
-    """Whether ``exc`` is the database's or the connection's fault (the journal cannot go
-    on: the server is gone or shutting down, the disk is full, the database is read-only,
-    this user may not write) rather than that of what one item holds (a duplicate key,
-    text the server refuses: that item fails, the rest is written)."""
+    """Whether ``exc`` is the database's or the connection's fault.
+
+    Then the journal cannot go on: the server is gone or shutting down, the disk is full, the
+    database is read-only, or this user may not write. The other kind is the fault of what one
+    item holds (a duplicate key, text the server refuses): that item fails, the rest is
+    written."""
     import psycopg
 
     if isinstance(exc, MemoryError):

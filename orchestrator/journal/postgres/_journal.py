@@ -2,43 +2,46 @@
 
 Theory of operation
 -------------------
-:class:`PostgresJournal` is the SQLite journal's machinery (:class:`~.._group_commit.
-_GroupCommitJournal`: one writer thread with the only write connection, group commit,
-the write-ahead rule, the sorting of faults, the drain on stop, snapshots in parts) on a
-psycopg 3 connection instead of a ``sqlite3`` one. The blocking driver runs in that writer
-thread, as ``sqlite3`` does: trio's thread only encodes and queues batches, and the writer
-completes their tickets through the trio token after ``COMMIT`` returned. The rows are the
-same statements (:mod:`.._rows`, adapted by :class:`~._connection.PgConnection`), in
-the tables of :mod:`._schema`, but for a group's facts, which are copied in with one
-``COPY`` when there are more than a few (seven times the rows a second of multi-row
-``INSERT``s: batched appends went from 16k to 60k facts a second on this machine, about
-what SQLite does).
+:class:`PostgresJournal` is the SQLite journal's machinery on a psycopg 3 connection instead
+of a ``sqlite3`` one. That machinery is :class:`~.._group_commit._GroupCommitJournal`: one
+writer thread with the only write connection, group commit, the write-ahead rule, the sorting
+of faults, the drain on stop, snapshots in parts. The blocking driver runs in that writer
+thread, as ``sqlite3`` does. trio's thread only encodes and queues batches. The writer
+completes their tickets through the trio token after ``COMMIT`` returned. The rows are the same
+statements (:mod:`.._rows`, adapted by :class:`~._connection.PgConnection`), in the tables of
+:mod:`._schema`. The exception is a group's facts, which are copied in with one ``COPY`` when
+there are more than a few. That is seven times the rows a second of multi-row ``INSERT``s.
+Batched appends went from 16k to 60k facts a second on this machine, about what SQLite does.
 
 Durability: a batch is acknowledged once the server answered its transaction's
 ``COMMIT``. With ``--durability power`` (the default) the writer's session keeps the
-server's ``synchronous_commit`` (``on`` unless the server says otherwise: the commit is
-flushed to the server's WAL, and to its synchronous standbys if it has any); with
-``process`` it sets ``synchronous_commit = off`` for its own transactions: an
-acknowledged batch survives this process being killed, and a server crash may lose the
-last few hundred milliseconds of commits (never corrupt them).
+server's ``synchronous_commit``. That is ``on`` unless the server says otherwise: the commit is
+flushed to the server's WAL, and to its synchronous standbys if it has any. With ``process``
+it sets ``synchronous_commit = off`` for its own transactions. Then an acknowledged batch
+survives this process being killed. A server crash may lose the last few hundred milliseconds
+of commits (never corrupt them).
 
-Faults, as :mod:`.._group_commit` sorts them: the connection's (:func:`~._connection.
-transient`: the server restarted, failed over or ended the connection) make the writer
-connect again, for ``reconnect_for`` seconds (default :data:`~._connection.
-RECONNECT_FOR`, a lease's TTL), read back what its lost transaction committed and write
-the rest, while appends wait; the server's (:func:`~._connection.environmental`: the
-disk full, the database read-only, no privilege, or the server unreachable past that
-bound) fail the journal, and a restart recovers; one item's (a duplicate ``(session,
-sequence)``, text the server refuses) fail that batch and its session, the rest of the
-group commits. The reader's kept connections are dropped when the writer reconnects (they
+Faults, as :mod:`.._group_commit` sorts them:
+
+- the connection's (:func:`~._connection.transient`: the server restarted, failed over or
+  ended the connection) make the writer connect again, for ``reconnect_for`` seconds (default
+  :data:`~._connection.RECONNECT_FOR`, a lease's TTL). It reads back what its lost
+  transaction committed and writes the rest, while appends wait;
+- the server's (:func:`~._connection.environmental`: the disk full, the database read-only,
+  no privilege, or the server unreachable past that bound) fail the journal, and a restart
+  recovers;
+- one item's (a duplicate ``(session, sequence)``, text the server refuses) fail that batch
+  and its session; the rest of the group commits.
+
+The reader's kept connections are dropped when the writer reconnects (they
 were lost with it), and the leases' connection reconnects at its next statement.
 
 Several daemons on one database: a node's journal has its node's
-:class:`~._leases.PostgresLeases` as its :attr:`ownership`, and every write transaction
-fences the sessions it writes by them (:meth:`_write_rows`): a batch of a session whose
-lease another node took fails ("lease lost") and its session is refused from then on, as
-any batch that cannot be stored; a snapshot or team file of such a session is dropped
-(they would overwrite the new owner's). Without a node the journal is this process's
+:class:`~._leases.PostgresLeases` as its :attr:`ownership`. Every write transaction fences the
+sessions it writes by them (:meth:`_write_rows`). A batch of a session whose lease another
+node took fails ("lease lost"). Its session is refused from then on, as any batch that cannot
+be stored. A snapshot or team file of such a session is dropped (they would overwrite the new
+owner's). Without a node the journal is this process's
 alone (a :class:`~.._ownership.SoleOwnership`): no leases, no fence.
 
 Other nodes follow a node's sessions: in each group's transaction a node's writer notifies
@@ -92,9 +95,20 @@ class PostgresJournal(_GroupCommitJournal):
         lease_ttl: float = LEASE_TTL,
         reconnect_for: float = RECONNECT_FOR,
     ) -> None:
-        """``node``: this daemon's node id; its sessions are then leased to it (see
-        :mod:`._leases`), for ``lease_ttl`` seconds unless renewed. ``reconnect_for``:
-        seconds the writer tries to reconnect to a server it lost before the journal fails."""
+        """Make the journal of the PostgreSQL database at ``url`` (not opened yet).
+
+        Args:
+            url: The database's ``postgresql://`` URL.
+            durability: What an acknowledged fact survives (:class:`Durability`).
+            snapshot_every: A session is snapshot after this many committed facts (and at
+                least one fact per entry of its state).
+            drain_limit: Seconds a stopping journal drains what was submitted, at most.
+            node: This daemon's node id. Its sessions are then leased to it (see
+                :mod:`._leases`). Without one, the journal is this process's alone.
+            lease_ttl: Seconds a lease lasts unless renewed.
+            reconnect_for: Seconds the writer tries to reconnect to a server it lost before the
+                journal fails.
+        """
         if not reconnect_for >= 0:
             from orchestrator.base import FactLogError
 
@@ -153,10 +167,12 @@ class PostgresJournal(_GroupCommitJournal):
         return environmental(exc)
 
     def _write_rows(self, connection: PgConnection, group: Sequence[_Item]) -> None:
-        """The group's rows, once the fence let them: a batch submitted under a lease this
-        node does not hold any more (its epoch moved on) fails the group (its items are
-        then written one by one, and that batch fails alone); a snapshot or team file of a
-        session this node does not hold is dropped (it would overwrite the new owner's)."""
+        """The group's rows, once the fence let them.
+
+        A batch may be submitted under a lease this node does not hold any more (its epoch
+        moved on). It fails the group; its items are then written one by one, and that batch
+        fails alone. A snapshot or team file of a session this node does not hold is dropped
+        (it would overwrite the new owner's)."""
         leases = self._leases
         # Word that a session left memory writes no row: no fence for it (its lease is
         # given up before), and it is done after what the group writes of the session.

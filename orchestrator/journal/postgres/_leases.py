@@ -5,16 +5,16 @@ Theory of operation
 A *node* is one daemon process, named by its node id (``node =`` in daemon.toml,
 ``--node``). A node runs a session only while it holds the session's lease: a row of
 ``session_leases`` naming the owner, an *epoch* and when the lease expires. The owner
-renews its leases every ``ttl / 3`` seconds (:meth:`PostgresLeases.renew`); a node that
-stops renewing (killed, cut off from the database) lets them expire, and another node
-takes the session up (:meth:`PostgresLeases.acquire` succeeds on an expired lease, or on
-one of its own node id, and adds one to the epoch). A lease given up keeps its row (owner
+renews its leases every ``ttl / 3`` seconds (:meth:`PostgresLeases.renew`). A node that stops
+renewing (killed, cut off from the database) lets them expire, and another node takes the
+session up. :meth:`PostgresLeases.acquire` succeeds on an expired lease, or on one of its own
+node id, and adds one to the epoch. A lease given up keeps its row (owner
 ``''``), so that a session's epochs only ever grow.
 
 Safety does not rest on clocks: every write transaction of the journal *fences* the
 sessions it writes (:meth:`PostgresLeases.fence`, in the writer thread, in the same
-transaction): it locks each session's lease row (``FOR SHARE``) where it still names this
-node with the epoch this node acquired. A lease taken over meanwhile (its epoch moved on)
+transaction). It locks each session's lease row (``FOR SHARE``) where it still names this node
+with the epoch this node acquired. A lease taken over meanwhile (its epoch moved on)
 fails the batch, and the journal refuses the session from then on (its runtime ends,
 recording nothing: "lease lost"). A take-over's ``UPDATE`` waits for a writer holding the
 row, so the new owner reads the journal after the old owner's last commit, never before:
@@ -25,18 +25,18 @@ Clocks matter only for *when* a lease expires: ``expires_at`` is the database's
 passes ``now`` (tests give trio's clock).
 
 A background teammate's stream (its schedule, wakes and runs: a stream of facts like a
-session's) is leased the same way: the node holding it runs the teammate, the others wait
-to take it over, and a wake recorded in the stream is fenced like any fact, so it happens
-once across nodes.
+session's) is leased the same way. The node holding it runs the teammate; the others wait to
+take it over. A wake recorded in the stream is fenced like any fact, so it happens once across
+nodes.
 
 All methods block (psycopg): call them from a worker thread, as the journal does. The
 component keeps one connection of its own for leases and claims (the writer's is only for
 the fence). When the server restarted, that connection is found lost at its next
-statement: it is opened again and the statement tried once more at once (every statement
-here may run twice: a renewal or a release sets what it sets, an acquire of this node's
-own lease moves its epoch on again), so a renewal after a short restart does not wait for
-the next one; a server still down fails the statement, and renewals go on failing (the
-daemon stops its sessions only after a whole TTL of them).
+statement. It is opened again and the statement tried once more at once. Every statement here
+may run twice: a renewal or a release sets what it sets, and an acquire of this node's own
+lease moves its epoch on again. So a renewal after a short restart does not wait for the next
+one. A server still down fails the statement, and renewals go on failing. The daemon stops its
+sessions only after a whole TTL of them.
 
 :class:`PostgresLeases` is the PostgreSQL journal's
 :class:`~orchestrator.journal._ownership.SessionOwnership` (:meth:`~PostgresLeases.claim`
@@ -185,11 +185,18 @@ class PostgresLeases:
     def acquire(
         self, session: str, *, now: dt.datetime | None = None, replacing: str = ""
     ) -> Lease:
-        """Take ``session``'s lease if nobody holds it, it expired, or it is this node id's
-        own (its epoch then moves on, so whatever wrote under the old one is fenced off),
-        or node ``replacing``'s (one the caller knows is dead: an ``orchestrator run``
-        killed on this machine); returns the lease as it now is: ``lease.owner !=
-        self.node`` when another node holds it."""
+        """Take ``session``'s lease if it is free to take.
+
+        It is free to take when:
+
+        - nobody holds it, or it expired;
+        - it is this node id's own; its epoch then moves on, so whatever wrote under the old
+          one is fenced off;
+        - it is node ``replacing``'s, one the caller knows is dead (an ``orchestrator run``
+          killed on this machine).
+
+        Returns the lease as it now is: ``lease.owner != self.node`` when another node holds
+        it."""
         epoch = self._held.get(session)
         if epoch is not None:
             rows = self._run(

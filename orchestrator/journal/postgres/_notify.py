@@ -17,8 +17,8 @@ cannot be read) only delays: :class:`PostgresListener` tells its owner after eve
 (re)connection (``on_connected``: read everything again), and the readers poll slowly too.
 
 :class:`PostgresListener` keeps one connection that ``LISTEN``s to the three channels, in a
-worker thread (blocking psycopg, ``Connection.notifies`` with a timeout, so the thread sees
-a stop within a second), and hands each notification to the trio side; a connection that
+worker thread. It uses blocking psycopg, ``Connection.notifies`` with a timeout, so the thread
+sees a stop within a second. It hands each notification to the trio side. A connection that
 drops is opened again with a growing pause (:func:`~.._reconnect.backoff`, as the writer).
 """
 

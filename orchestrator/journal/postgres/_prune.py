@@ -1,24 +1,24 @@
 """Pruning a PostgreSQL journal: :func:`prune_postgres`, the SQLite prune's semantics on a
 server that several daemons may be writing.
 
-The same choice as :mod:`.._prune`: every session whose run ended (completed, failed or
-cancelled) and was last written before the cutoff goes, with its facts, snapshots (and
-their parts), agent-channel history and team file; its ``chats`` rows stay (a chat URI once
-used stays taken); a running session is never touched, however old.
+The same choice as :mod:`.._prune`. Every session whose run ended (completed, failed or
+cancelled) and was last written before the cutoff goes. Its facts, snapshots (and their
+parts), agent-channel history and team file go with it. Its ``chats`` rows stay (a chat URI
+once used stays taken). A running session is never touched, however old.
 
 Several daemons (issue 21): a session a live node holds the lease of (a client attached to
 an ended conversation, say) is not pruned, whatever its age: it is in use. Its lease row is
-read ``FOR UPDATE`` in the transaction that deletes, so a node taking the lease meanwhile
-waits for the prune, and a prune never deletes under a lease taken before it; the leases of
-the sessions pruned go with them.
+read ``FOR UPDATE`` in the transaction that deletes. So a node taking the lease meanwhile waits
+for the prune, and a prune never deletes under a lease taken before it. The leases of the
+sessions pruned go with them.
 
 The deletes run in transactions of :data:`BATCH` sessions each, every one choosing again
-under its locks (``FOR UPDATE`` of the ``sessions`` rows, so a daemon writing a session
-waits, or the prune skips the session it wrote since): a large prune never holds a whole
-journal's rows, nor loses what it did if it stops half way. Then a plain ``VACUUM`` of
-the tables (it takes no lock a writer waits for) makes the space reusable; PostgreSQL does
-not give it back to the file system (``VACUUM FULL`` would, locking the tables: an
-administrator's choice, not ours), so ``bytes_after`` (``pg_database_size``) shrinks little.
+under its locks. The locks are ``FOR UPDATE`` of the ``sessions`` rows, so a daemon writing a
+session waits, or the prune skips the session it wrote since. So a large prune never holds a
+whole journal's rows, nor loses what it did if it stops half way. Then a plain ``VACUUM`` of the
+tables (it takes no lock a writer waits for) makes the space reusable. PostgreSQL does not give
+it back to the file system. ``VACUUM FULL`` would, locking the tables: an administrator's
+choice, not ours. So ``bytes_after`` (``pg_database_size``) shrinks little.
 """
 
 from __future__ import annotations

@@ -3,26 +3,26 @@ kept connections.
 
 The same reads as :class:`~.._reader.JournalReader` (the same statements, through
 :class:`~._connection.PgConnection`). A read borrows an idle connection (or opens one)
-for its statements and gives it back, and the reader keeps up to :data:`IDLE_CONNECTIONS`
-of them, so that a daemon's reads do not open a connection each (a few milliseconds and a
-server process) nor wait for the writer. The connections read in ``repeatable read``
-transactions, so that opening a session reads a snapshot's header and parts, and the facts
-after it, in one view (as one SQLite read transaction does).
+for its statements and gives it back. The reader keeps up to :data:`IDLE_CONNECTIONS` of them.
+So a daemon's reads do not open a connection each (a few milliseconds and a server process),
+nor wait for the writer. The connections read in ``repeatable read`` transactions. So opening
+a session reads a snapshot's header and parts, and the facts after it, in one view (as one
+SQLite read transaction does).
 
-Not psycopg_pool's pool: it runs worker threads of its own, and when a pool that was never
-closed is collected its ``__del__`` joins them from whichever thread the collector runs on
-(a ``RuntimeError`` when that is one of them); readers here are made freely (each command,
-each lookup in tests) and seldom closed. A list of idle connections needs no thread, and a
-connection fails where it is opened, with the clear errors of :mod:`._connection` (a
+Not psycopg_pool's pool: it runs worker threads of its own. When a pool that was never
+closed is collected, its ``__del__`` joins them from whichever thread the collector runs on.
+That is a ``RuntimeError`` when the collector runs on one of them. Readers here are made freely
+(each command, each lookup in tests) and seldom closed. A list of idle connections needs no
+thread. A connection fails where it is opened, with the clear errors of :mod:`._connection` (a
 server that is not there, a database that does not exist) rather than a pool's timeout.
 
 The schema version is checked once per reader (:mod:`._schema`). Every fact read is
 checked against its checksum, as on SQLite.
 
 A server that restarted (or an administrator) ends every kept connection, and says so on
-each before it closes it: a kept connection with something to read (that notice, or the
-end of the stream) is dropped before it is lent (one ``select`` of its socket), so a read
-after a restart connects anew rather than fail. A connection lost in the middle of a read
+each before it closes it. A kept connection with something to read (that notice, or the end of
+the stream) is dropped before it is lent (one ``select`` of its socket). So a read after a
+restart connects anew rather than fail. A connection lost in the middle of a read
 fails that read (``UnavailableError``, as when the server is not there) and drops the
 other kept ones with it; the journal's writer, when it reconnects, drops them as well.
 """

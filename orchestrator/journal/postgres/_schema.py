@@ -1,10 +1,12 @@
 """The PostgreSQL journal's tables, its schema versions and the migrations between them.
 
-The same tables and columns as the SQLite journal's schema 7 (:mod:`.._schema`), so that
-the writer's rows (:mod:`.._rows`) and the reader's queries (:mod:`.._reader`) are the same
-statements, with PostgreSQL's types: ``bigint`` sequences and checksums (a CRC32 does not
-fit an ``integer``), identity columns where SQLite has its ``rowid`` (``sessions.id``
-orders the sessions made at the same instant; ``agent_messages.id`` is the replay order).
+The same tables and columns as the SQLite journal's schema 7 (:mod:`.._schema`). So the
+writer's rows (:mod:`.._rows`) and the reader's queries (:mod:`.._reader`) are the same
+statements. The types are PostgreSQL's:
+
+- ``bigint`` sequences and checksums (a CRC32 does not fit an ``integer``);
+- identity columns where SQLite has its ``rowid``: ``sessions.id`` orders the sessions made at
+  the same instant; ``agent_messages.id`` is the replay order.
 
 Each session's sequence is unique: ``facts`` has the primary key ``(session, sequence)``,
 so a second writer of the same session (a node that lost its lease, say) fails on its

@@ -1,7 +1,10 @@
-"""Where model rounds come from: the backend contract (defined with the model round in
-:mod:`orchestrator.core`), the scripted backend, the OpenAI-compatible backend with its wire
-form and transcript, backend plugins, and the factory that makes each agent's backend from
-its team file.
+"""Where model rounds come from.
+
+- The backend contract, defined with the model round in :mod:`orchestrator.core`.
+- The scripted backend.
+- The OpenAI-compatible backend, with its wire form and transcript.
+- Backend plugins.
+- The factory that makes each agent's backend from its team file.
 """
 
 # Below: written by scripts/facades from the modules' __all__. Run it; do not edit.

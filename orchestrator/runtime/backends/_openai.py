@@ -1,20 +1,20 @@
 """The OpenAI-compatible backend: model rounds streamed from a chat-completions server.
 
 Theory of operation: one :meth:`OpenAIBackend.stream_round` is one streaming
-``POST {base_url}/chat/completions`` (body from
-:func:`~orchestrator.runtime.backends._openai_wire.request_body`: the conversation is derived from
-the chat's state each round, never kept here). Opening the stream is retried by stamina, with
-exponential backoff and jitter: a 429 or 5xx answer, or a server that could not be reached, is
-tried again up to ``max_retries`` times, waiting what the server asked (``Retry-After``) when it
-said. Each retry is one warning naming the attempt, the wait and the failure (stamina's own line
-is dropped by the logging configuration). Any other 4xx ends the turn with the
-provider's message, and so does a server that cannot be there: a loopback address that refuses
-the connection, or a name that does not resolve
+``POST {base_url}/chat/completions``. Its body comes from
+:func:`~orchestrator.runtime.backends._openai_wire.request_body`: the conversation is derived
+from the chat's state each round, never kept here. Opening the stream is retried by stamina,
+with exponential backoff and jitter. A 429 or 5xx answer, or a server that could not be
+reached, is tried again up to ``max_retries`` times. It waits what the server asked
+(``Retry-After``) when it said. Each retry is one warning naming the attempt, the wait and the
+failure (stamina's own line is dropped by the logging configuration). Any other 4xx ends the turn
+with the provider's message, and so does a server that cannot be there: a loopback address that
+refuses the connection, or a name that does not resolve
 (:func:`~orchestrator.runtime.backends._reachability.worth_retrying`). Once the server streams,
-nothing is retried (the events already went out): a stream that breaks off, stalls past
-``read_timeout`` or makes no sense ends the turn in error, and a tool call whose input was still
-streaming is never run (:class:`~orchestrator.runtime.backends._openai_wire.ChunkAssembler`).
-The runtime closes the round's generator however the round ends, which closes the HTTP response:
+nothing is retried (the events already went out). A stream that breaks off, stalls past
+``read_timeout`` or makes no sense ends the turn in error. A tool call whose input was still
+streaming is never run (:class:`~orchestrator.runtime.backends._openai_wire.ChunkAssembler`). The
+runtime closes the round's generator however the round ends, which closes the HTTP response:
 cancelling a turn closes its stream.
 
 The API key is read from the environment when the backend is made (the team file names the

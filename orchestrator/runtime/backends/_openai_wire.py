@@ -13,9 +13,9 @@ with ``chat.completion.chunk`` objects; a :class:`ChunkAssembler` turns each int
   :class:`ToolCallInputDelta`;
 * ``usage`` (the last chunk, with ``stream_options.include_usage``) → :class:`UsageReport`.
 
-A tool call is complete only when the response is: :meth:`ChunkAssembler.finish` runs once
-the server said ``[DONE]``, and refuses a response that never gave a ``finish_reason`` (a
-stream cut in the middle), so a half-streamed call is never handed over to run. Each
+A tool call is complete only when the response is. :meth:`ChunkAssembler.finish` runs once
+the server said ``[DONE]``. It refuses a response that never gave a ``finish_reason`` (a stream
+cut in the middle). So a half-streamed call is never handed over to run. Each
 complete call is decoded and checked against the tool definition the model was offered;
 input that does not fit becomes the call's ``input_error`` (the model reads why next round).
 
@@ -155,10 +155,10 @@ class ChunkAssembler:
     repeated (local servers number calls ``call_0``... per response) gets
     ``<id_prefix>-<n>`` instead; the model reads its calls back under those ids.
 
-    Fragments belong to the call of their ``index``, as OpenAI streams them; a fragment that
+    Fragments belong to the call of their ``index``, as OpenAI streams them. A fragment that
     brings a new id starts a new call even at an index already used (Ollama sends each whole
-    call at index 0), and a fragment without an index is a new call when it has an id, else
-    the last call's continuation.
+    call at index 0). A fragment without an index is a new call when it has an id, else the
+    last call's continuation.
     """
 
     def __init__(

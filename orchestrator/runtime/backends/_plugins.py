@@ -14,9 +14,9 @@ An agent's ``backend`` is ``scripted``, ``openai``, or a plugin, named either wa
 The name resolves to a *factory*: a callable taking one :class:`BackendSetup` and returning
 the agent's backend (anything with ``stream_round``, :class:`~orchestrator.core.Backend`).
 A run calls it once per agent, up front, before its first fact (see
-:func:`~._factory.backend_factory`): it should check its settings and raise if it cannot
-work (a :class:`~orchestrator.base.RunError` with a message of its own reads best), and
-defer any IO to the rounds. :class:`BackendSetup` may gain fields; a factory reads the
+:func:`~._factory.backend_factory`). It should check its settings and raise if it cannot work;
+a :class:`~orchestrator.base.RunError` with a message of its own reads best. It should defer
+any IO to the rounds. :class:`BackendSetup` may gain fields; a factory reads the
 ones it needs.
 
 Every problem is a :class:`~orchestrator.base.RunError` naming the team file, the agent's

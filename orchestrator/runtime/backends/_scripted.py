@@ -8,9 +8,9 @@ successive user turns (a worker's only turn is its task). For one call of
 2. drops the steps whose ``when_task_contains`` does not match the chat's task
    and cuts the rest into rounds after each tool-requesting step
    (:meth:`ScriptedTurn.rounds_for`);
-3. plays round ``context.round_index``: text and reasoning are chunked, tool
+3. plays round ``context.round_index``: text and reasoning are chunked. Tool
    steps become :class:`ToolCallRequest` events with ids derived from the chat,
-   turn, round and position, ``sleep`` sleeps and ``fail`` raises. ``{task}``
+   turn, round and position. ``sleep`` sleeps and ``fail`` raises. ``{task}``
    and ``{outcomes}`` are replaced in every text a step sends (said, thought,
    tool input strings, delegated tasks, handoff reason, question, failure).
 

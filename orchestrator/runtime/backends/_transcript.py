@@ -153,9 +153,11 @@ def _rounds(parts: Iterable[ResponsePart]) -> list[TranscriptMessage]:
 
 
 def _assistant_call(call: ToolCallState) -> AssistantToolCall:
-    """The call as the model asked for it; input that is not a JSON object (a model's
-    malformed JSON, a call cut off mid-stream) goes back as ``{}``: servers refuse a
-    history holding it, and the call's result already says what was wrong."""
+    """The call as the model asked for it.
+
+    Input that is not a JSON object (a model's malformed JSON, a call cut off mid-stream) goes
+    back as ``{}``. Servers refuse a history holding it. The call's result already says what
+    was wrong."""
     arguments = getattr(call, "tool_input", None)
     return AssistantToolCall(
         tool_call_id=call.tool_call_id,

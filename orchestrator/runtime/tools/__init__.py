@@ -1,7 +1,9 @@
-"""The tools a team's agents call: command tools (a program run as a process group, with
-its environment and the daemon's callback), Python tools (a function of an importable
-module, in a worker thread) and MCP tool servers (stdio or streamable HTTP, shared by a
-team's sessions).
+"""The tools a team's agents call.
+
+- Command tools: a program run as a process group, with its environment and the daemon's
+  callback.
+- Python tools: a function of an importable module, in a worker thread.
+- MCP tool servers: stdio or streamable HTTP, shared by a team's sessions.
 """
 
 # Below: written by scripts/facades from the modules' __all__. Run it; do not edit.

@@ -2,11 +2,11 @@
 
 Theory of operation
 -------------------
-:func:`run_command` starts the tool's ``command`` (an argv: no shell) in a new session, so
-the program and whatever it starts form one process group, writes the call's input as JSON
-(one line) to its stdin and closes it, and reads stdout and stderr as they come: the first
-``output_limit`` bytes of stdout are kept (the rest is counted and dropped, so a chatty
-program cannot fill memory or the journal) and the last ``STDERR_TAIL`` bytes of stderr.
+:func:`run_command` starts the tool's ``command`` (an argv: no shell) in a new session. So the
+program and whatever it starts form one process group. It writes the call's input as JSON (one
+line) to its stdin and closes it. It reads stdout and stderr as they come. It keeps the first
+``output_limit`` bytes of stdout; the rest is counted and dropped, so a chatty program cannot
+fill memory or the journal. It keeps the last ``STDERR_TAIL`` bytes of stderr.
 The program ends the call when it has exited and closed both pipes.
 
 * Exit status 0: the call succeeds; its result is stdout (with a note when it was cut).
@@ -22,16 +22,22 @@ When the call ends, in every case, whatever the program left running in its proc
 is killed: nothing a tool started outlives its call (a program that must leave something
 behind starts it in a session of its own).
 
-What the program is told (:func:`command_environment`): an allow-listed environment
-(:mod:`._tool_environment`: PATH, HOME, the locale... never the daemon's keys and tokens),
-the variables the tool's ``env_passthrough`` names, the tool's ``env`` table, and
-``ORCHESTRATOR_GROUP_ID`` (the session id: the ``group_id`` of a view update it posts),
-``ORCHESTRATOR_TOOL_CALL_ID``, ``ORCHESTRATOR_CALLBACK_URL`` (the daemon's ``POST
-/callback``) and ``ORCHESTRATOR_CALLBACK_TOKEN``: a token made for this call
-(:meth:`ToolCallback.call_token`), which ``POST /callback`` takes for the call's own session
-only, and only until the call ends. A tool can thus post into its own session and no other,
-and a token it lets out (a program that prints its environment) is dead by the time anyone
-reads it; the call's recorded output shows it as ``[redacted]`` all the same. The daemon's
+What the program is told (:func:`command_environment`):
+
+- an allow-listed environment (:mod:`._tool_environment`: PATH, HOME, the locale... never the
+  daemon's keys and tokens);
+- the variables the tool's ``env_passthrough`` names;
+- the tool's ``env`` table;
+- ``ORCHESTRATOR_GROUP_ID``: the session id, the ``group_id`` of a view update it posts;
+- ``ORCHESTRATOR_TOOL_CALL_ID``;
+- ``ORCHESTRATOR_CALLBACK_URL``: the daemon's ``POST /callback``;
+- ``ORCHESTRATOR_CALLBACK_TOKEN``: a token made for this call
+  (:meth:`ToolCallback.call_token`). ``POST /callback`` takes it for the call's own session
+  only, and only until the call ends.
+
+A tool can thus post into its own session and no other. A token it lets out (a program that
+prints its environment) is dead by the time anyone reads it. The call's recorded output shows
+it as ``[redacted]`` all the same. The daemon's
 configured ``tool`` tokens are for programs outside it. Without a daemon (``orchestrator
 run``) the two callback variables are whatever the orchestrator's own environment holds, if
 anything.
@@ -167,11 +173,21 @@ def command_environment(
     callback: ToolCallback | None,
     token: str | None = None,
 ) -> dict[str, str]:
-    """The environment of one call of ``tool``: the allow-listed part of ``base`` (the
-    orchestrator's; see :func:`tool_environment`), the tool's ``env``, then the runtime's
-    variables. ``callback`` None: no daemon; the callback variables of ``base``, if any,
-    pass through (that is how ``orchestrator run`` is told). ``token``: the call's own
-    (:meth:`ToolCallback.call_token`), told with the daemon's URL."""
+    """The environment of one call of ``tool``.
+
+    It is the allow-listed part of ``base`` (see :func:`tool_environment`), the tool's
+    ``env``, then the runtime's variables.
+
+    Args:
+        base: The orchestrator's environment.
+        tool: The command tool called.
+        session: The session; its id is told as ``ORCHESTRATOR_GROUP_ID``.
+        tool_call_id: The call's id.
+        callback: The daemon's callback. None: no daemon. The callback variables of ``base``,
+            if any, then pass through (that is how ``orchestrator run`` is told).
+        token: The call's own token (:meth:`ToolCallback.call_token`), told with the daemon's
+            URL.
+    """
     env = tool_environment(base, tool.env, tool.env_passthrough)
     env[GROUP_ID_VAR] = group_id(session)
     env[TOOL_CALL_ID_VAR] = tool_call_id

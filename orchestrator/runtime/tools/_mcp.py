@@ -12,18 +12,27 @@ open in its supervisor's task until it is lost or ``run`` is cancelled; cancelli
 closes every connection and stops every program, its whole process group with it.
 
 Listing. :meth:`McpServers.definitions` are the listed tools, keyed by the name a team file
-gives them (``mcp.<server>/<tool>``), servers in file order, each server's tools in its
-listing order, with the server's description and its own input schema: only the tools
-that can be offered (a name the MCP specification allows, listed once, a valid JSON Schema
-of an object, a function name no other tool has; at most :data:`MCP_MAX_TOOLS`, descriptions
-cut), each other one dropped with a warning naming it (see :func:`._mcp_listing.offerable`; a stdio
-transport has already dropped those that are not MCP tools at all). A server's tools
-are listed again when it says they changed: on a 2026-07-28 connection through a
-``subscriptions/listen`` stream its supervisor keeps open (when the server's capabilities
-say ``tools.listChanged``); on an earlier one through the ``notifications/tools/list_changed``
-the session hands to its message handler. Each change of the definitions increments
-:attr:`McpServers.version` (see :meth:`McpServers.wait_definitions_changed`). A server that
-is down keeps its last listing: its tools are still offered, and calling one starts it again.
+gives them (``mcp.<server>/<tool>``). Servers come in file order, each server's tools in its
+listing order, with the server's description and its own input schema. Only the tools that
+can be offered are there:
+
+- a name the MCP specification allows, listed once;
+- a valid JSON Schema of an object;
+- a function name no other tool has;
+- at most :data:`MCP_MAX_TOOLS`, descriptions cut.
+
+Each other one is dropped with a warning naming it (see :func:`._mcp_listing.offerable`). A
+stdio transport has already dropped those that are not MCP tools at all. A server's tools are
+listed again when it says they changed:
+
+- on a 2026-07-28 connection, through a ``subscriptions/listen`` stream its supervisor keeps
+  open (when the server's capabilities say ``tools.listChanged``);
+- on an earlier one, through the ``notifications/tools/list_changed`` the session hands to its
+  message handler.
+
+Each change of the definitions increments :attr:`McpServers.version` (see
+:meth:`McpServers.wait_definitions_changed`). A server that is down keeps its last listing: its
+tools are still offered, and calling one starts it again.
 
 Calls. :meth:`McpServers.call` runs in the caller's task, on the server's one connection
 (concurrent calls share it: each is one JSON-RPC request). It is bounded by the server's
@@ -35,27 +44,35 @@ Failures are results (:class:`McpResult` with ``success`` False), never exceptio
 message naming the server, what happened and, for a stdio server, the end of its stderr.
 A result's text and a failure's message are cut to :data:`MCP_OUTPUT_LIMIT`; structured
 content is kept only when its JSON fits in it. A stdio server's answers have passed the
-input gate in its transport (:mod:`._mcp_stdio`): a refused answer is an error answer with
-the code ``REFUSED_ANSWER``, and a line that breaks the stream is a lost connection whose
-reason says what the server wrote.
+input gate in its transport (:mod:`._mcp_stdio`). A refused answer is an error answer with the
+code ``REFUSED_ANSWER``. A line that breaks the stream is a lost connection whose reason says
+what the server wrote.
 A server's state is a small machine::
 
     starting ──listed──▶ ready ──lost──▶ down ──a call──▶ starting
         └─────failed───────────────────▶ down (until retry_at)
 
-A call finds its server ready (it calls), starting (it waits for that start's outcome) or
-down: then, once ``retry_at`` has passed, it asks the supervisor for a new start and waits
-for its outcome; inside the backoff window it fails at once with the last error and when
-the next attempt will be. After a failed start the window is :data:`BACKOFF_FIRST`
-seconds, doubled at each failed start in a row, at most :data:`BACKOFF_MAX`; a start that
-lists ends the series. A server lost after it listed is started again at the next call, at
-once. Times are ``trio.current_time()``, so a test's ``MockClock`` drives the backoff.
+A call finds its server in one of three states:
 
-What a server is told: a stdio program gets the allow-listed environment
-(:func:`tool_environment`: never the daemon's secrets, unless its table names them in
-``env_passthrough``); an HTTP server gets its table's ``headers``, and its ``env_headers``
-read from the orchestrator's environment when it is contacted. Logs name servers, never
-header or environment values.
+- ready: it calls;
+- starting: it waits for that start's outcome;
+- down: once ``retry_at`` has passed, it asks the supervisor for a new start and waits for its
+  outcome. Inside the backoff window it fails at once with the last error and when the next
+  attempt will be.
+
+After a failed start the window is :data:`BACKOFF_FIRST` seconds, doubled at each failed start in a
+row, at most :data:`BACKOFF_MAX`; a start that lists ends the series. A server lost after it listed
+is started again at the next call, at once. Times are ``trio.current_time()``, so a test's
+``MockClock`` drives the backoff.
+
+What a server is told:
+
+- a stdio program gets the allow-listed environment (:func:`tool_environment`: never the
+  daemon's secrets, unless its table names them in ``env_passthrough``);
+- an HTTP server gets its table's ``headers``, and its ``env_headers`` read from the
+  orchestrator's environment when it is contacted.
+
+Logs name servers, never header or environment values.
 
 The MCP SDK costs about a second to import: it is imported only when a server is started.
 """

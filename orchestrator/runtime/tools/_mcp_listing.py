@@ -1,12 +1,14 @@
 """Which tools of an MCP server's listing can be offered to a model, and how.
 
-A listing is a server's word, and a server is a peer we do not control: :func:`offerable`
-keeps the tools a model can be offered and a call's input checked against (a name the MCP
-specification allows, listed once, an input schema that
-:func:`~orchestrator.spec.schema_problem` accepts, so
-:func:`~orchestrator.spec.check_tool_input` never meets a schema it cannot use), at most
-:data:`MCP_MAX_TOOLS`, each description cut to :data:`MCP_DESCRIPTION_LIMIT`. Each tool left
-out is logged with the server's name, the tool's and why; the rest are offered.
+A listing is a server's word, and a server is a peer we do not control. :func:`offerable`
+keeps the tools a model can be offered and a call's input checked against:
+
+- a name the MCP specification allows, listed once;
+- an input schema that :func:`~orchestrator.spec.schema_problem` accepts, so
+  :func:`~orchestrator.spec.check_tool_input` never meets a schema it cannot use;
+- at most :data:`MCP_MAX_TOOLS`, each description cut to :data:`MCP_DESCRIPTION_LIMIT`.
+
+Each tool left out is logged with the server's name, the tool's and why; the rest are offered.
 """
 
 from __future__ import annotations
@@ -38,11 +40,14 @@ _TOOL_NAME_RE: Final = re.compile(r"[A-Za-z0-9_.-]{1,128}\Z")
 
 
 def offerable(server: str, tools: Sequence[mcp_types.Tool]) -> tuple[mcp_types.Tool, ...]:
-    """The tools of a listing that can be offered to a model: a name the MCP specification
-    allows, listed once, an input schema that is a valid JSON Schema of an object (what
-    :func:`~orchestrator.spec.check_tool_input` can check input against); at most
-    :data:`MCP_MAX_TOOLS`, descriptions cut to :data:`MCP_DESCRIPTION_LIMIT`. Each tool
-    left out is logged, naming the server and the tool."""
+    """The tools of a listing that can be offered to a model.
+
+    - A name the MCP specification allows, listed once.
+    - An input schema that is a valid JSON Schema of an object (what
+      :func:`~orchestrator.spec.check_tool_input` can check input against).
+    - At most :data:`MCP_MAX_TOOLS`, descriptions cut to :data:`MCP_DESCRIPTION_LIMIT`.
+
+    Each tool left out is logged, naming the server and the tool."""
     offered: dict[str, mcp_types.Tool] = {}
     for tool in tools:
         name = tool.name

@@ -4,39 +4,50 @@ Theory of operation
 -------------------
 :func:`stdio_transport` is an MCP SDK ``Transport`` (an async context manager yielding the
 session's read and write streams) for a server whose ``[mcp.<name>]`` table has a
-``command``. It is ours rather than the SDK's ``stdio_client`` for four reasons: the program
-gets exactly the allow-listed environment (the SDK adds variables of the daemon's own
-environment to whatever it is given), its stderr comes through a pipe we read (the last
-:data:`STDERR_TAIL` bytes are kept, for the message of a call that fails), its exit status
-is known (so a message can say "exited with status 3"), and when the connection ends
-everything left in its process group is killed, not only the program.
+``command``. It is ours rather than the SDK's ``stdio_client`` for four reasons:
 
-Three tasks bridge the program's pipes to the session's in-memory streams: stdout is read
-line by line, each line checked as one JSON-RPC message (see below); messages the session
-writes go to stdin, one per line; stderr is drained into its :class:`StdioProcess` tail.
-When stdout ends (the program exited or closed it, or it broke the stream), the read stream
-is closed, so the session fails its waiting requests with "connection closed", and
-``on_end`` is called with why.
+- the program gets exactly the allow-listed environment (the SDK adds variables of the
+  daemon's own environment to whatever it is given);
+- its stderr comes through a pipe we read (the last :data:`STDERR_TAIL` bytes are kept, for
+  the message of a call that fails);
+- its exit status is known (so a message can say "exited with status 3");
+- when the connection ends, everything left in its process group is killed, not only the
+  program.
 
-A server is a peer we do not control, so each line passes the input gate
+Three tasks bridge the program's pipes to the session's in-memory streams:
+
+- stdout is read line by line, each line checked as one JSON-RPC message (see below);
+- messages the session writes go to stdin, one per line;
+- stderr is drained into its :class:`StdioProcess` tail.
+
+When stdout ends (the program exited or closed it, or it broke the stream), the read stream is
+closed. So the session fails its waiting requests with "connection closed". ``on_end`` is
+called with why.
+
+A server is a peer we do not control. So each line passes the input gate
 (:func:`orchestrator.base.parse_json`: depth, integer size, no NaN, lone surrogates replaced)
-and the JSON-RPC message types before the session sees it, and the transport remembers which
+and the JSON-RPC message types before the session sees it. The transport remembers which
 request each id it sent was. An answer to a pending request that fails a check becomes an
-error answer to that request (code :data:`REFUSED_ANSWER`, the message naming the field), so
-that call fails and the connection goes on; so does a ``tools/call`` answer whose ``isError``
+error answer to that request (code :data:`REFUSED_ANSWER`, the message naming the field). So
+that call fails and the connection goes on. So does a ``tools/call`` answer whose ``isError``
 is not a boolean. A ``tools/list`` answer loses the tools that are not valid MCP tools (each
 dropped with a warning naming the server and the tool), not the rest. A well-formed answer
 whose id is no pending request (answered already, or never sent) is dropped with a warning
-naming the server and the id: the calls waiting go on waiting for their own answers, and the
-connection goes on. A line that cannot be read (not JSON, nested too deep to read, not a
-JSON-RPC message) and cannot be tied to a pending request, or one longer than
-:data:`MAX_LINE`, breaks the stream: the connection ends, its calls fail saying why, and the
+naming the server and the id. The calls waiting go on waiting for their own answers, and the
+connection goes on. Some lines break the stream: a line that cannot be read (not JSON, nested
+too deep to read, not a JSON-RPC message) and cannot be tied to a pending request, or one
+longer than :data:`MAX_LINE`. Then the connection ends, its calls fail saying why, and the
 next call starts the server again.
 
 Leaving the context stops the program the way the MCP specification's shutdown section
-says: stdin is closed, the program has ``grace`` seconds to exit, then its process group
-gets SIGTERM and, ``grace`` seconds later, SIGKILL; whatever is left of the group then is
-killed too. This runs shielded, every wait bounded, so a cancelled caller neither leaks a
+says:
+
+- stdin is closed;
+- the program has ``grace`` seconds to exit;
+- then its process group gets SIGTERM and, ``grace`` seconds later, SIGKILL;
+- whatever is left of the group then is killed too.
+
+This runs shielded, every wait bounded, so a cancelled caller neither leaks a
 server nor hangs on one.
 """
 

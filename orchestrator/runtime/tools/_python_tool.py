@@ -4,23 +4,23 @@ for a tool call in the orchestrator's own process.
 Theory of operation
 -------------------
 **When a team starts** (:class:`~orchestrator.runtime.TeamRuntime` is made, and
-``orchestrator teams check``), :func:`resolve_python_tools` imports each tool's module
-(from ``sys.path``, as any import, to which the team file's directory is added at its end:
+``orchestrator teams check``), :func:`resolve_python_tools` imports each tool's module. It
+imports from ``sys.path``, as any import, with the team file's directory added at its end. So
 ``mytools/maths.py`` beside the team file imports without ``PYTHONPATH``, and an installed
-module of the same name goes first), looks the function up and reads its signature: a
-reference that does not resolve fails the start with a
-:class:`~orchestrator.base.TeamFileError` naming ``tools.<name>.python``, not the first call.
-Without a ``parameters`` table, the input schema is derived from the signature: each
-parameter is a property (required unless it has a default), typed by its annotation; the
-function's docstring (its first paragraph) describes the tool when the table does not. The
+module of the same name goes first. It looks the function up and reads its signature. A
+reference that does not resolve fails the start, not the first call. The error is a
+:class:`~orchestrator.base.TeamFileError` naming ``tools.<name>.python``. Without a
+``parameters`` table, the input schema is derived from the signature. Each parameter is a
+property (required unless it has a default), typed by its annotation. The function's docstring
+(its first paragraph) describes the tool when the table does not. The
 result, a :class:`ResolvedPythonTool`, carries the :class:`~orchestrator.spec.ToolDefinition`
 the model is offered (``discovered`` of :func:`~orchestrator.spec.tool_definitions`).
 
 The schema comes from pydantic (``create_model`` over the signature, then
-``model_json_schema``), not from a type-to-schema mapper of our own: it is what the official
-MCP SDK (FastMCP) does for the same job, so ``str``, ``int``, ``float``, ``bool``,
+``model_json_schema``), not from a type-to-schema mapper of our own. That is what the official
+MCP SDK (FastMCP) does for the same job. So ``str``, ``int``, ``float``, ``bool``,
 ``list[...]``, ``dict[str, ...]``, ``Literal``, ``Optional``, enums, ``TypedDict``,
-dataclasses and pydantic models get the schemas the ecosystem expects, and
+dataclasses and pydantic models get the schemas the ecosystem expects.
 ``Annotated[int, Field(description=...)]`` describes a parameter. The same model turns the
 checked input into the function's arguments (a dataclass parameter gets a dataclass).
 

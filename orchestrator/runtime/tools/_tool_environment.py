@@ -2,16 +2,18 @@
 
 The daemon's environment holds its secrets (``OPENAI_API_KEY``, ``ORCHESTRATOR_TOKEN``, a
 cloud provider's credentials...). A command tool or a stdio MCP server is a program the
-team file names, fed input a model wrote: it gets only what it needs to run
-(:data:`BASE_VARIABLES`, those of them that are set), the variables its table passes on by
-name (``env_passthrough``), and the values its table sets (``env``), in that order, so the
-table's own values win.
+team file names, fed input a model wrote. It gets only what it needs to run, in this order, so
+the table's own values win:
+
+- :data:`BASE_VARIABLES`, those of them that are set;
+- the variables its table passes on by name (``env_passthrough``);
+- the values its table sets (``env``).
 
 The directory of the orchestrator's own interpreter comes first on ``PATH``, as if its
-environment were activated: ``python`` in a team file is the Python the orchestrator runs
-on, and a server installed beside it (``mcp-server-time``, ``python -m mcp_server_time``)
-is found however the daemon was started (a systemd unit's ``PATH`` does not name a
-virtual environment). A table's own ``PATH`` in ``env`` is taken as it is.
+environment were activated. So ``python`` in a team file is the Python the orchestrator runs
+on. A server installed beside it (``mcp-server-time``, ``python -m mcp_server_time``) is found
+however the daemon was started (a systemd unit's ``PATH`` does not name a virtual
+environment). A table's own ``PATH`` in ``env`` is taken as it is.
 
 The runtime's per-call ``ORCHESTRATOR_*`` variables are added by the caller (see
 :mod:`._command_tool`); the orchestrator's own ``ORCHESTRATOR_*`` variables are not passed
