@@ -41,8 +41,10 @@ if TYPE_CHECKING:
     from .tools import McpServers as McpServers
     from .tools import ResolvedPythonTool as ResolvedPythonTool
     from .tools import ToolCallback as ToolCallback
+    from .tools import call_result as call_result
     from .tools import callback_url as callback_url
     from .tools import command_environment as command_environment
+    from .tools import failed_result as failed_result
     from .tools import group_id as group_id
     from .tools import list_server_tools as list_server_tools
     from .tools import python_tool_problems as python_tool_problems
@@ -100,9 +102,11 @@ else:
             "ToolCallback": ".tools",
             "answer_text": "._approvals",
             "bound_log_context": "._logging",
+            "call_result": ".tools",
             "callback_url": ".tools",
             "command_environment": ".tools",
             "configure_logging": "._logging",
+            "failed_result": ".tools",
             "group_id": ".tools",
             "library_logging": "._library_logging",
             "list_server_tools": ".tools",

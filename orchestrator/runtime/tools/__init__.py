@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._command_tool import *  # noqa: F403
     from ._mcp import *  # noqa: F403
+    from ._mcp_results import *  # noqa: F403
     from ._python_tool import *  # noqa: F403
     from ._tool_environment import *  # noqa: F403
 else:
@@ -30,9 +31,9 @@ else:
             "GROUP_ID_VAR": "._command_tool",
             "INTERPRETER_BIN": "._tool_environment",
             "KILL_GRACE": "._command_tool",
-            "MCP_OUTPUT_LIMIT": "._mcp",
+            "MCP_OUTPUT_LIMIT": "._mcp_results",
             "McpListing": "._mcp",
-            "McpResult": "._mcp",
+            "McpResult": "._mcp_results",
             "McpServers": "._mcp",
             "PYTHON_TOOL_THREADS": "._python_tool",
             "REDACTED_TOKEN": "._command_tool",
@@ -40,8 +41,10 @@ else:
             "STDERR_TAIL": "._command_tool",
             "TOOL_CALL_ID_VAR": "._command_tool",
             "ToolCallback": "._command_tool",
+            "call_result": "._mcp_results",
             "callback_url": "._command_tool",
             "command_environment": "._command_tool",
+            "failed_result": "._mcp_results",
             "group_id": "._command_tool",
             "list_server_tools": "._mcp",
             "python_tool_problems": "._python_tool",

@@ -90,11 +90,11 @@ import attrs
 import structlog
 import trio
 
-from orchestrator.base import clean_text, compact_dumps
 from orchestrator.spec import MCP_PREFIX, McpServer, ToolDefinition, mcp_tool_ref
 
 from ._command_tool import KILL_GRACE, _duration
 from ._mcp_listing import MCP_MAX_TOOLS, offerable
+from ._mcp_results import McpResult, call_result, failed_result
 from ._mcp_stdio import (
     OUTPUT_CLOSED,
     REFUSED_ANSWER,
@@ -114,9 +114,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BACKOFF_FIRST",
     "BACKOFF_MAX",
-    "MCP_OUTPUT_LIMIT",
     "McpListing",
-    "McpResult",
     "McpServers",
     "list_server_tools",
 ]
@@ -127,10 +125,6 @@ log = structlog.get_logger("orchestrator.mcp")
 BACKOFF_FIRST: Final = 1.0
 #: The longest wait between two attempts to start a server.
 BACKOFF_MAX: Final = 30.0
-#: Characters of a call's result text (or failure message) kept; the rest is dropped, with a
-#: note saying so. Structured content whose JSON is longer is not kept at all.
-MCP_OUTPUT_LIMIT: Final = 64 * 1024
-
 #: How long a call that lost its server waits for the connection's end (the program
 #: stopped, its stderr read), so its message can say how the server ended.
 _TEARDOWN_WAIT: Final = 4 * KILL_GRACE
@@ -138,16 +132,6 @@ _TEARDOWN_WAIT: Final = 4 * KILL_GRACE
 _MAX_PAGES: Final = 100
 #: The code the SDK gives a request whose connection closed (mcp_types.CONNECTION_CLOSED).
 _CONNECTION_CLOSED: Final = -32000
-
-
-@attrs.frozen(kw_only=True)
-class McpResult:
-    """What a call of an MCP tool came to: ``output`` is the result text, or the failure's
-    message; ``structured`` the result's ``structuredContent`` (a JSON value), if any."""
-
-    success: bool
-    output: str
-    structured: Any = attrs.field(default=None, hash=False)
 
 
 @attrs.frozen(kw_only=True)
@@ -295,14 +279,14 @@ class McpServers:
         server = self._servers.get(ref.server) if ref is not None else None
         if ref is None or server is None or ref.is_wildcard:
             known = ", ".join(repr(s) for s in self._servers) or "none"
-            return _failed(f"{name!r} is not a tool of this team's MCP servers ({known})")
+            return failed_result(f"{name!r} is not a tool of this team's MCP servers ({known})")
         connection = await self._connection(server)
         if isinstance(connection, str):
-            return _failed(connection)
+            return failed_result(connection)
         assert connection.client is not None
         if not any(tool.name == ref.tool for tool in server.tools):
             listed = ", ".join(tool.name for tool in server.tools) or "none"
-            return _failed(
+            return failed_result(
                 f"MCP server '{server.name}' has no tool {ref.tool!r}; it lists: {listed}"
             )
         timeout = server.spec.timeout.total_seconds()
@@ -313,11 +297,11 @@ class McpServers:
             return await self._call_failed(server, connection, ref.tool, exc)
         if deadline.cancelled_caught:
             log.info("mcp call timed out", server=server.name, tool=ref.tool, seconds=timeout)
-            return _failed(
+            return failed_result(
                 f"MCP server '{server.name}': {ref.tool} timed out after "
                 f"{_duration(timeout)} (its request was cancelled)"
             )
-        return _result(result)
+        return call_result(result)
 
     async def _connection(self, server: _Server) -> _Connection | str:
         """The server's live connection, starting it if it is down and its backoff has
@@ -349,20 +333,22 @@ class McpServers:
         lost = connection.lost.is_set() or _is_transport_failure(leaf)
         if isinstance(leaf, MCPError) and not lost:
             if leaf.error.code == REFUSED_ANSWER:  # refused by our transport
-                return _failed(f"MCP server '{server.name}': {tool} failed: {leaf.error.message}")
+                return failed_result(
+                    f"MCP server '{server.name}': {tool} failed: {leaf.error.message}"
+                )
             # The server answered with an error: the connection is fine.
-            return _failed(f"MCP server '{server.name}' refused {tool}: {leaf.error.message}")
+            return failed_result(f"MCP server '{server.name}' refused {tool}: {leaf.error.message}")
         if isinstance(leaf, ValueError) and not lost:  # the SDK's validation of the answer
-            return _failed(
+            return failed_result(
                 f"MCP server '{server.name}': {tool} failed: its answer is not a valid "
                 f"tool result: {validation_text(leaf)}"
             )
         if not lost:
-            return _failed(f"MCP server '{server.name}': {tool} failed: {_text(leaf)}")
+            return failed_result(f"MCP server '{server.name}': {tool} failed: {_text(leaf)}")
         connection.lose(f"its connection failed during a call: {_text(leaf)}")
         with trio.move_on_after(_TEARDOWN_WAIT):
             await connection.ended.wait()
-        return _failed(server.error or f"MCP server '{server.name}' stopped during {tool}")
+        return failed_result(server.error or f"MCP server '{server.name}' stopped during {tool}")
 
     async def _supervise(self, server: _Server) -> None:
         """Start the server, hold its connection while it lasts, and start it again when a
@@ -703,52 +689,6 @@ async def _list_tools(client: Client, server: str) -> tuple[mcp_types.Tool, ...]
     return offerable(server, tools)
 
 
-def _result(result: mcp_types.CallToolResult) -> McpResult:
-    """A call's result as text: text content joined, other content summarised, and the
-    structured content as compact JSON when there is no text."""
-    import mcp_types
-
-    parts: list[str] = []
-    has_text = False
-    for block in result.content:
-        if isinstance(block, mcp_types.TextContent):
-            parts.append(block.text)
-            has_text = True
-        elif isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
-            parts.append(f"[{block.type}: {block.mime_type}, {_decoded_size(block.data)} bytes]")
-        elif isinstance(block, mcp_types.ResourceLink):
-            parts.append(f"[resource link: {block.uri}]")
-        elif isinstance(block.resource, mcp_types.TextResourceContents):
-            parts.append(f"[resource: {block.resource.uri}]\n{block.resource.text}")
-            has_text = True
-        else:
-            resource = block.resource
-            kind = resource.mime_type or "binary"
-            parts.append(
-                f"[resource: {resource.uri}, {kind}, {_decoded_size(resource.blob)} bytes]"
-            )
-    structured = result.structured_content
-    if structured is not None:
-        structured_json = compact_dumps(structured)
-        if not has_text:
-            parts.append(structured_json)
-        if len(structured_json) > MCP_OUTPUT_LIMIT:
-            structured = None  # only the text (cut below) is kept of it
-    output = _capped(clean_text("\n".join(parts))[0])
-    return McpResult(success=not result.is_error, output=output, structured=structured)
-
-
-def _failed(message: str) -> McpResult:
-    return McpResult(success=False, output=_capped(clean_text(message)[0]))
-
-
-def _capped(output: str) -> str:
-    if len(output) <= MCP_OUTPUT_LIMIT:
-        return output
-    dropped = len(output) - MCP_OUTPUT_LIMIT
-    return f"{output[:MCP_OUTPUT_LIMIT]}\n[output truncated: {dropped} more characters not shown]"
-
-
 def _release(server: _Server) -> None:
     """Wake the calls waiting for the server's start."""
     if server.starting is not None:
@@ -810,8 +750,3 @@ def _safe_url(url: str) -> str:
     scheme, sep, rest = url.partition("://")
     authority, slash, path = rest.partition("/")
     return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path}"
-
-
-def _decoded_size(data: str) -> int:
-    """The size of base64 ``data`` once decoded."""
-    return len(data.rstrip("=")) * 3 // 4
