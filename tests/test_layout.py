@@ -144,7 +144,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "sessions/_finding.py": "journal/test_session_locks.py, journal/test_ownership.py",
     "sessions/_following.py": "sessions/test_followed.py, sessions/test_sqlite_following.py",
     "sessions/_following_for.py": "sessions/test_cluster.py, sessions/test_sqlite_following.py",
-    "sessions/_idle_sessions.py": "server/test_app.py (TestIdleSessions), sessions/test_daemon.py",
     "sessions/_limits.py": "sessions/test_daemon.py, server/test_config.py",
     "sessions/_live_session.py": "sessions/test_conversation.py, server/test_ahp_socket.py",
     "sessions/_opening.py": "sessions/test_daemon.py, journal/test_ownership.py",
