@@ -227,3 +227,15 @@ steps = [ { sleep = 100 }, { say = "finished {task}" } ]
 """
 """A coordinator that delegates to a manager who delegates two sleeping workers: a tree
 three levels deep to cancel."""
+
+
+# --- the pure layers' teams (ahp, base, core, spec) ---
+
+
+# --- the protocols' and the runtime's teams ---
+
+
+# --- the CLI's and the server's teams ---
+
+
+# --- the journal's and the sessions' teams ---
