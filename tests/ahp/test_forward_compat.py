@@ -49,6 +49,7 @@ from orchestrator.ahp.actions import (
     ChatResponsePartAction,
     ChatSummaryChanges,
     ChatToolCallCompleteAction,
+    ChatToolCallReadyAction,
     SessionAction,
     SessionCustomizationToggledAction,
     SessionCustomizationUpdatedAction,
@@ -134,8 +135,10 @@ def unknown_variant(draw: st.DrawFn, cls: type[UnknownVariant]) -> dict[str, Any
 
 
 #: Values whose absent fields mean "unchanged": a value of a new kind there is a change (the
-#: reducer keeps and applies it), which stripping it cannot undo, so none is injected.
-PARTIAL_UPDATES: Final = frozenset({ChatSummaryChanges})
+#: reducer keeps and applies it), which stripping it cannot undo, so none is injected. A
+#: second ``toolCallReady`` on a pending confirmation refines it: an absent risk assessment
+#: keeps the one before, a new kind of assessment replaces it.
+PARTIAL_UPDATES: Final = frozenset({ChatSummaryChanges, ChatToolCallReadyAction})
 
 
 def inject(draw: st.DrawFn, data: Any, tp: Any) -> Any:
@@ -200,14 +203,13 @@ def _is_injected_variant(value: Any) -> bool:
 
 
 def strip(value: Any) -> Any:
-    """``value`` without injected keys and variants; a list that held only injected variants
-    becomes :data:`_EMPTIED` (the reducer may keep it where the original fold had none)."""
+    """``value`` without injected keys and variants; a list or a map that held only injected
+    variants becomes :data:`_EMPTIED` (the reducer may keep it where the original fold had
+    none: a question's answer of a new kind makes a map of answers the fold without it has not)."""
     if isinstance(value, dict):
-        return {
-            key: strip(item)
-            for key, item in value.items()
-            if not key.startswith(PREFIX) and not _is_injected_variant(item)
-        }
+        known = {key: item for key, item in value.items() if not key.startswith(PREFIX)}
+        kept = {key: strip(item) for key, item in known.items() if not _is_injected_variant(item)}
+        return _EMPTIED if known and not kept else kept
     if isinstance(value, list):
         kept = [strip(item) for item in value if not _is_injected_variant(item)]
         return _EMPTIED if value and not kept else kept
@@ -218,12 +220,13 @@ _ABSENT: Final = object()
 
 
 def same(stripped: Any, original: Any) -> bool:
-    """``strip``'s result equals ``original``; an emptied list stands for ``[]`` or absent."""
+    """``strip``'s result equals ``original``; an emptied list or map stands for ``[]``,
+    ``{}`` or absent."""
     if isinstance(stripped, dict) and isinstance(original, dict):
         for key in stripped.keys() | original.keys():
             mine, theirs = stripped.get(key, _ABSENT), original.get(key, _ABSENT)
             if mine is _EMPTIED:
-                if not (theirs is _ABSENT or theirs == []):
+                if not (theirs is _ABSENT or theirs == [] or theirs == {}):
                     return False
             elif mine is _ABSENT or theirs is _ABSENT or not same(mine, theirs):
                 return False
