@@ -208,8 +208,8 @@ def strip(value: Any) -> Any:
     none: a question's answer of a new kind makes a map of answers the fold without it has not)."""
     if isinstance(value, dict):
         known = {key: item for key, item in value.items() if not key.startswith(PREFIX)}
-        kept = {key: strip(item) for key, item in known.items() if not _is_injected_variant(item)}
-        return _EMPTIED if known and not kept else kept
+        fields = {key: strip(item) for key, item in known.items() if not _is_injected_variant(item)}
+        return _EMPTIED if known and not fields else fields
     if isinstance(value, list):
         kept = [strip(item) for item in value if not _is_injected_variant(item)]
         return _EMPTIED if value and not kept else kept
