@@ -178,6 +178,11 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "base_url": "The server's URL (default `$OPENAI_BASE_URL`, then the hosted API).",
         "api_key_env": "The environment variable the API key is read from "
         "(default `OPENAI_API_KEY`).",
+        "api_key_header": "The header the key goes in: `authorization` (default) sends "
+        "`Bearer <key>`, another name (Azure's `api-key`) the key alone.",
+        "query": "Query parameters added to every request, as Azure's `api-version`.",
+        "stream_usage": "Ask for token counts at the end of the stream (default `true`); "
+        "`false` for a server that refuses `stream_options`.",
         "temperature": "The sampling temperature (default: the server's).",
         "read_timeout": "Seconds without a byte from the server before the round fails "
         "(default 120).",
@@ -204,6 +209,9 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "model": "An `openai` agent's model, overriding `[openai]`.",
         "base_url": "An `openai` agent's server URL, overriding `[openai]`.",
         "api_key_env": "An `openai` agent's key variable, overriding `[openai]`.",
+        "api_key_header": "An `openai` agent's key header, overriding `[openai]`.",
+        "query": "An `openai` agent's query parameters, overriding `[openai]`.",
+        "stream_usage": "Whether an `openai` agent asks for token counts, overriding `[openai]`.",
         "temperature": "An `openai` agent's temperature, overriding `[openai]`.",
         "read_timeout": "An `openai` agent's read timeout, overriding `[openai]`.",
         "max_retries": "An `openai` agent's retries, overriding `[openai]`.",

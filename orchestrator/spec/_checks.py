@@ -70,6 +70,11 @@ class _ValueChecks:
             raise self.error(path, "must not be empty")
         return value
 
+    def boolean(self, value: object, path: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.error(path, f"expected true or false, got {_describe(value)}")
+        return value
+
     def name(self, value: object, path: str, what: str) -> str:
         text = self.string(value, path)
         if not _NAME_RE.match(text):

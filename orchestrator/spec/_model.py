@@ -95,12 +95,22 @@ class OpenAISettings:
 
     ``base_url`` None means: the ``OPENAI_BASE_URL`` environment variable, else the hosted
     API (what the official clients do). The API key is read from the environment variable
-    ``api_key_env`` when a run starts; the team file never holds a key.
+    ``api_key_env`` when a run starts; the team file never holds a key. The servers that
+    speak the format differ in a few ways, each a setting here (docs/guides/models.md says
+    which server needs which).
     """
 
     model: str
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
+    # The header the key goes in: ``authorization`` sends ``Bearer <key>``; another name
+    # sends the key alone (Azure OpenAI's ``api-key``).
+    api_key_header: str = "authorization"
+    # Query parameters added to every request (Azure OpenAI's ``api-version``).
+    query: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+    # Ask for the token counts at the end of the stream (``stream_options.include_usage``);
+    # off for a server that refuses the option.
+    stream_usage: bool = True
     temperature: float | None = None
     # Seconds without a byte from the server before the round fails (models think slowly).
     read_timeout: float = 120.0

@@ -80,6 +80,8 @@ _INTERACTIVITIES: Final[dict[str, Interactivity]] = {v: v for v in get_args(Inte
 _APPROVERS: Final[dict[str, ApprovedBy]] = {v: v for v in get_args(ApprovedBy)}
 #: A plugin backend named by its entry point (``[project.entry-points."orchestrator.backends"]``).
 _ENTRY_POINT_NAME_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+#: An HTTP header's name (RFC 9110's token), as the key's header is written: lower case.
+_HEADER_NAME_RE: Final = re.compile(r"[!#$%&'*+.^_`|~0-9a-z-]+\Z")
 _PLUGIN_FORMS: Final = "a plugin's entry-point name, or module:factory"
 
 _TOP_KEYS: Final = ("team", "agents", "tools", "mcp", "openai", "background")
@@ -96,6 +98,9 @@ _OPENAI_KEYS: Final = (
     "model",
     "base_url",
     "api_key_env",
+    "api_key_header",
+    "query",
+    "stream_usage",
     "temperature",
     "read_timeout",
     "max_retries",
@@ -661,6 +666,20 @@ class _Parser(_ScriptChecks):
                     "in a team file)",
                 )
             settings = attrs.evolve(settings, api_key_env=env)
+        if (found := pick("api_key_header")) is not None:
+            header = self.string(*found).lower()
+            if not _HEADER_NAME_RE.match(header):
+                raise self.error(found[1], f"{header!r} is not an HTTP header name")
+            settings = attrs.evolve(settings, api_key_header=header)
+        if (found := pick("query")) is not None:
+            table = self.table(*found, "a table of query parameters")
+            query = {
+                name: self.string(value, _join(found[1], name), empty_ok=True)
+                for name, value in table.items()
+            }
+            settings = attrs.evolve(settings, query=query)
+        if (found := pick("stream_usage")) is not None:
+            settings = attrs.evolve(settings, stream_usage=self.boolean(*found))
         if (found := pick("temperature")) is not None:
             temperature = self.number(*found, positive=False)
             settings = attrs.evolve(settings, temperature=temperature)

@@ -1,16 +1,21 @@
 """A fake OpenAI-compatible chat-completions server on loopback, for the backend's tests.
 
 It speaks the real wire format over real HTTP (hypercorn on a port of 127.0.0.1): each
-``POST /v1/chat/completions`` is recorded and answered by the test's ``answer`` function,
+``POST {prefix}/chat/completions`` (``prefix`` is ``/v1`` unless the test says, as Azure's
+``/openai/v1`` or Gemini's ``/v1beta/openai``) is recorded with its headers and query, and
+answered by the test's ``answer`` function,
 which sees the decoded request body and returns a :class:`Stream` (server-sent
 ``chat.completion.chunk`` events, optionally cut, stalled or left unfinished) or a
 :class:`Refusal` (an error status with a JSON body and headers). ``GET /v1/models`` lists
 ``models`` (or answers with it, a :class:`Refusal`), and is recorded in ``model_requests``.
+``gate``, when given, sees each request's path, query and headers first and may refuse it
+(a server that wants its key in another header, or a query parameter).
 """
 
 from __future__ import annotations
 
 import json
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -51,6 +56,15 @@ class Refusal:
 Answer = Stream | Refusal
 
 
+@attrs.frozen(kw_only=True)
+class Gatepost:
+    """What a request looks like before its body is read: where it goes, and how."""
+
+    path: str
+    query: Mapping[str, str]
+    headers: Mapping[str, str]
+
+
 class _CutError(Exception):
     """Raised inside the app to make hypercorn drop the connection mid-body."""
 
@@ -61,11 +75,15 @@ class FakeOpenAI:
 
     answer: Callable[[dict[str, Any]], Answer]
     models: Sequence[str] | Refusal = ("fake-model",)
+    prefix: str = "/v1"
+    gate: Callable[[Gatepost], Refusal | None] | None = None
     url: str = ""
-    #: The headers of each ``GET /v1/models``.
+    #: The headers of each ``GET {prefix}/models``.
     model_requests: list[dict[str, str]] = attrs.Factory(list)
     requests: list[dict[str, Any]] = attrs.Factory(list)
     headers: list[dict[str, str]] = attrs.Factory(list)
+    #: The query parameters of each request, completions and model lists alike.
+    queries: list[dict[str, str]] = attrs.Factory(list)
     stalled: trio.Event = attrs.Factory(trio.Event)
     disconnected: trio.Event = attrs.Factory(trio.Event)
 
@@ -85,20 +103,28 @@ class FakeOpenAI:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
-        if scope["method"] == "GET" and scope["path"] == "/v1/models":
-            self.model_requests.append({k.decode(): v.decode() for k, v in scope["headers"]})
+        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+        query = dict(urllib.parse.parse_qsl(scope["query_string"].decode()))
+        self.queries.append(query)
+        if self.gate is not None:
+            refusal = self.gate(Gatepost(path=scope["path"], query=query, headers=headers))
+            if refusal is not None:
+                await _refuse(send, refusal)
+                return
+        if scope["method"] == "GET" and scope["path"] == f"{self.prefix}/models":
+            self.model_requests.append(headers)
             if isinstance(self.models, Refusal):
                 await _refuse(send, self.models)
             else:
                 listed = [{"id": model, "object": "model"} for model in self.models]
                 await _send_json(send, 200, {"object": "list", "data": listed})
             return
-        if scope["path"] != "/v1/chat/completions":
+        if scope["path"] != f"{self.prefix}/chat/completions":
             await _send_json(send, 404, {"error": {"message": f"no route {scope['path']}"}})
             return
         request = json.loads(body)
         self.requests.append(request)
-        self.headers.append({k.decode(): v.decode() for k, v in scope["headers"]})
+        self.headers.append(headers)
         answer = self.answer(request)
         if isinstance(answer, Refusal):
             await _refuse(send, answer)
@@ -148,16 +174,18 @@ async def fake_openai(
     answer: Callable[[dict[str, Any]], Answer],
     *,
     models: Sequence[str] | Refusal = ("fake-model",),
+    prefix: str = "/v1",
+    gate: Callable[[Gatepost], Refusal | None] | None = None,
 ) -> AsyncIterator[FakeOpenAI]:
     """Serve a :class:`FakeOpenAI` on a free port of 127.0.0.1 for the block's duration."""
-    server = FakeOpenAI(answer, models)
+    server = FakeOpenAI(answer, models, prefix, gate)
     config = Config()
     config.bind = ["127.0.0.1:0"]
     config.accesslog = None
     config.errorlog = None  # the cut answers raise on purpose
     async with trio.open_nursery() as nursery:
         binds = await nursery.start(serve, server, config)
-        server.url = binds[0].rstrip("/") + "/v1"
+        server.url = binds[0].rstrip("/") + prefix
         yield server
         nursery.cancel_scope.cancel()
 

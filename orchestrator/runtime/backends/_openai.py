@@ -18,7 +18,8 @@ runtime closes the round's generator however the round ends, which closes the HT
 cancelling a turn closes its stream.
 
 The API key is read from the environment when the backend is made (the team file names the
-variable) and goes only into the ``Authorization`` header: never into facts, logs or errors.
+variable) and goes only into its header (``Authorization: Bearer``, or the one
+``api_key_header`` names, as Azure OpenAI's ``api-key``): never into facts, logs or errors.
 Ollama, vLLM, llama.cpp's server and LM Studio speak the same format; for a server that is
 not the hosted API the key may be unset (no header is sent).
 """
@@ -59,7 +60,14 @@ from ._openai_wire import (
 from ._reachability import why_unreachable, worth_retrying
 from ._transcript import tool_call_ids, transcript
 
-__all__ = ["HOSTED_API", "OpenAIBackend", "base_url_of", "http_client", "missing_key"]
+__all__ = [
+    "HOSTED_API",
+    "OpenAIBackend",
+    "base_url_of",
+    "http_client",
+    "key_headers",
+    "missing_key",
+]
 
 log = structlog.get_logger("orchestrator.backend.openai")
 
@@ -94,6 +102,15 @@ def base_url_of(settings: OpenAISettings, environ: Mapping[str, str]) -> str:
     """The team file's ``base_url``, else ``$OPENAI_BASE_URL``, else the hosted API."""
     url = settings.base_url or environ.get(BASE_URL_ENV) or HOSTED_API
     return url.rstrip("/")
+
+
+def key_headers(settings: OpenAISettings, key: str) -> dict[str, str]:
+    """The header that carries ``key`` to the server (none without a key)."""
+    if not key:
+        return {}
+    if settings.api_key_header == "authorization":
+        return {"authorization": f"Bearer {key}"}
+    return {settings.api_key_header: key}
 
 
 def missing_key(team: TeamSpec, agent: AgentSpec, environ: Mapping[str, str]) -> str | None:
@@ -136,7 +153,8 @@ class OpenAIBackend:
             raise RunError(missing)
         key = environ.get(self.settings.api_key_env, "")
         register_secret(key)  # whatever logs it (a traceback, a library), a line shows [redacted]
-        self._headers = {"authorization": f"Bearer {key}"} if key else {}
+        self._key = key
+        self._headers = key_headers(self.settings, key)
         self._client = client
         self._system = system_prompt(team, agent)
         self._timeout = httpx.Timeout(
@@ -209,7 +227,12 @@ class OpenAIBackend:
             ):
                 with attempt:
                     request = self._client.build_request(
-                        "POST", self.url, json=body, headers=self._headers, timeout=self._timeout
+                        "POST",
+                        self.url,
+                        json=body,
+                        params=self.settings.query,
+                        headers=self._headers,
+                        timeout=self._timeout,
                     )
                     response = await self._client.send(request, stream=True)
                     if response.is_success:
@@ -243,6 +266,8 @@ class OpenAIBackend:
         )
         if response.is_redirect:
             message += f" (redirects to {response.headers.get('location', '?')}; fix base_url)"
+        elif status == 400 and "stream_options" in message and self.settings.stream_usage:
+            message += " (this server refuses stream_options: set stream_usage = false)"
         now = datetime.datetime.now(datetime.UTC)
         return ModelRequestError(
             self._redact(f"POST {self.url}: {message}"),
@@ -251,8 +276,7 @@ class OpenAIBackend:
         )
 
     def _redact(self, text: str) -> str:
-        key = self._headers.get("authorization", "").removeprefix("Bearer ")
-        return text.replace(key, "[api key]") if key else text
+        return text.replace(self._key, "[api key]") if self._key else text
 
     async def _events(
         self, response: httpx.Response, assembler: ChunkAssembler

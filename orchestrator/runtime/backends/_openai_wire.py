@@ -96,8 +96,9 @@ def request_body(
         "model": settings.model,
         "messages": wire,
         "stream": True,
-        "stream_options": {"include_usage": True},
     }
+    if settings.stream_usage:
+        body["stream_options"] = {"include_usage": True}
     if tools:
         body["tools"] = [
             {

@@ -18,7 +18,7 @@ import trio
 
 from orchestrator.spec import TeamSpec
 
-from ._openai import base_url_of, missing_key
+from ._openai import base_url_of, key_headers, missing_key
 from ._openai_wire import provider_message, served_models, serves_model
 from ._reachability import host_port, why_unreachable
 
@@ -40,6 +40,9 @@ class ModelServer:
     #: The environment variable the key was read from ("" sent no key).
     key_env: str
     key: str = attrs.field(repr=False)
+    #: The headers that carry the key, and the query parameters every request has.
+    headers: Mapping[str, str] = attrs.field(factory=dict, repr=False, hash=False)
+    query: Mapping[str, str] = attrs.field(factory=dict, hash=False)
     #: The models the agents ask of it, in the order the team file names them.
     models: tuple[str, ...]
     #: The agents that ask it, in the team file's order.
@@ -51,27 +54,31 @@ def model_servers(team: TeamSpec, environ: Mapping[str, str]) -> list[ModelServe
 
     An agent that cannot run here for want of a key is left out: that is said already.
     """
-    grouped: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+    grouped: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], ModelServer] = {}
     for agent in team.agents:
         settings = agent.openai
         if settings is None or missing_key(team, agent, environ) is not None:
             continue
-        models, agents = grouped.setdefault(
-            (base_url_of(settings, environ), settings.api_key_env), ([], [])
-        )
-        if settings.model not in models:
-            models.append(settings.model)
-        agents.append(agent.name)
-    return [
-        ModelServer(
+        url, key_env = base_url_of(settings, environ), settings.api_key_env
+        how = (url, key_env, settings.api_key_header, tuple(sorted(settings.query.items())))
+        key = environ.get(key_env, "")
+        server = grouped.get(how) or ModelServer(
             base_url=url,
             key_env=key_env,
-            key=environ.get(key_env, ""),
-            models=tuple(models),
-            agents=tuple(agents),
+            key=key,
+            headers=key_headers(settings, key),
+            query=settings.query,
+            models=(),
+            agents=(),
         )
-        for (url, key_env), (models, agents) in grouped.items()
-    ]
+        grouped[how] = attrs.evolve(
+            server,
+            models=server.models
+            if settings.model in server.models
+            else (*server.models, settings.model),
+            agents=(*server.agents, agent.name),
+        )
+    return list(grouped.values())
 
 
 @attrs.frozen
@@ -95,10 +102,10 @@ async def probe_model_servers(
     Each distinct URL and key is asked once, all at once; ``seconds`` bounds each step of a
     probe (connect, send, answer).
     """
-    answers: dict[tuple[str, str], _Unreachable | _Answered] = {}
+    answers: dict[ModelServer, _Unreachable | _Answered] = {}
 
-    async def ask(client: httpx.AsyncClient, base_url: str, key: str) -> None:
-        answers[base_url, key] = await _ask(client, f"{base_url}/models", key, seconds)
+    async def ask(client: httpx.AsyncClient, server: ModelServer) -> None:
+        answers[server] = await _ask(client, server, seconds)
 
     async with (
         httpx.AsyncClient(
@@ -106,19 +113,21 @@ async def probe_model_servers(
         ) as client,
         trio.open_nursery() as nursery,
     ):
-        for base_url, key in dict.fromkeys((s.base_url, s.key) for s in servers):
-            nursery.start_soon(ask, client, base_url, key)
-    return [_warning(server, answers[server.base_url, server.key]) for server in servers]
+        for server in servers:
+            nursery.start_soon(ask, client, server)
+    return [_warning(server, answers[server]) for server in servers]
 
 
 async def _ask(
-    client: httpx.AsyncClient, url: str, key: str, seconds: float
+    client: httpx.AsyncClient, server: ModelServer, seconds: float
 ) -> _Unreachable | _Answered:
-    headers = {"authorization": f"Bearer {key}"} if key else {}
+    url = f"{server.base_url}/models"
     # httpx's timeout bounds each step; this bounds the whole (a server dripping bytes).
     with trio.move_on_after(2 * seconds):
         try:
-            async with client.stream("GET", url, headers=headers) as response:
+            async with client.stream(
+                "GET", url, params=server.query, headers=server.headers
+            ) as response:
                 body = b""
                 async for piece in response.aiter_bytes():
                     body += piece

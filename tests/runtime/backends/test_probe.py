@@ -92,6 +92,7 @@ class TestModelServers:
             base_url="http://127.0.0.1:9/v1",
             key_env="FAKE_KEY",
             key=KEY,
+            headers={"authorization": f"Bearer {KEY}"},
             models=("fake-model", "other-model"),
             agents=("lead", "writer"),
         )
