@@ -80,7 +80,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "core/_teammate_actions.py": "core/test_teammate_state.py",
     "protocols/_agent_messages.py": "protocols/test_agent_channel.py, journal/test_history.py",
     "protocols/_agentui_envelopes.py": "protocols/test_agentui.py",
-    "protocols/_agentui_wire.py": "protocols/test_agentui.py, protocols/test_agentui_properties.py",
     "protocols/_ahp_rpc.py": "server/test_ahp_socket.py, server/test_ahp_frames.py",
     "protocols/_json_frames.py": "server/test_ahp_frames.py, e2e/test_fuzz.py",
     "protocols/_project_teammates.py": (
