@@ -122,8 +122,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "journal/postgres/_prune.py": "journal/test_prune.py (both databases)",
     "journal/postgres/_reader.py": "journal/test_journal.py, journal/test_history.py",
     "journal/postgres/_schema.py": "journal/test_journal.py (versions)",
-    "runtime/tools/_mcp_results.py": "runtime/tools/test_mcp.py, runtime/tools/test_mcp_hostile.py",
-    "runtime/tools/_mcp_listing.py": "runtime/tools/test_mcp.py, runtime/tools/test_mcp_hostile.py",
     "runtime/tools/_mcp_stdio.py": "runtime/tools/test_mcp.py, runtime/tools/test_mcp_hostile.py",
     "runtime/tools/_tool_environment.py": (
         "runtime/tools/test_command_tool.py, runtime/tools/test_python_tool.py"
