@@ -81,11 +81,7 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "protocols/_agent_messages.py": "protocols/test_agent_channel.py, journal/test_history.py",
     "protocols/_agentui_envelopes.py": "protocols/test_agentui.py",
     "protocols/_ahp_rpc.py": "server/test_ahp_socket.py, server/test_ahp_frames.py",
-    "protocols/_json_frames.py": "server/test_ahp_frames.py, e2e/test_fuzz.py",
     "protocols/_project_teammates.py": (
-        "core/test_teammate_state.py, server/test_teammates_socket.py"
-    ),
-    "protocols/_teammate_channel.py": (
         "core/test_teammate_state.py, server/test_teammates_socket.py"
     ),
     "protocols/_transcript.py": "protocols/test_agent_channel.py, runtime/backends/test_openai.py",
