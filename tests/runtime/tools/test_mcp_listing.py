@@ -4,6 +4,7 @@ descriptions cut; each tool left out is logged with the server, the tool and why
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mcp_types
@@ -29,7 +30,7 @@ def names(tools: tuple[mcp_types.Tool, ...]) -> list[str]:
     return [t.name for t in tools]
 
 
-def dropped(logs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def dropped(logs: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     return [(e["tool"], e["problem"]) for e in logs if e["event"] == "mcp tool dropped"]
 
 
