@@ -78,7 +78,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "core/_team_records.py": "core/test_team_state.py",
     "core/_team_reducer.py": "core/test_team_state.py, core/test_team_validate.py",
     "core/_teammate_actions.py": "core/test_teammate_state.py",
-    "protocols/_agent_messages.py": "protocols/test_agent_channel.py, journal/test_history.py",
     "protocols/_agentui_envelopes.py": "protocols/test_agentui.py",
     "protocols/_ahp_rpc.py": "server/test_ahp_socket.py, server/test_ahp_frames.py",
     "protocols/_project_teammates.py": (
