@@ -83,7 +83,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "protocols/_project_teammates.py": (
         "core/test_teammate_state.py, server/test_teammates_socket.py"
     ),
-    "protocols/_transcript.py": "protocols/test_agent_channel.py, runtime/backends/test_openai.py",
     "runtime/_context.py": "runtime/test_team_runtime.py",
     "runtime/_library_logging.py": "runtime/test_logging.py",
     "runtime/backends/_contract.py": (
