@@ -44,7 +44,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "core/_graph_check.py": "core/test_graph.py (DelegationGraph.check)",
     "core/_graph_schema.py": "core/test_graph.py",
     "protocols/_agentui_requests.py": "protocols/test_project_agentui.py (approvals, questions)",
-    "protocols/_agui_events.py": "protocols/test_project_agui.py, protocols/test_agui_state.py",
     "runtime/_tool_calls.py": (
         "runtime/test_turns.py, runtime/test_approvals.py, runtime/tools/test_mcp_team.py"
     ),
