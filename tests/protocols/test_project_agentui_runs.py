@@ -28,39 +28,8 @@ from orchestrator.protocols import (
 from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import parse_team
+from tests.support import teams
 from tests.support.paths import PROJECT_ROOT
-
-ASK = """
-[team]
-name = "asking"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-tools = ["ask"]
-[[agents.lead.turns]]
-steps = [ { ask = "Which version?" }, { say = "Releasing {outcomes}" } ]
-[[agents.lead.turns]]
-steps = [ { say = "and then" } ]
-"""
-
-SLOW_WORKER = """
-[team]
-name = "slow"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-tools = ["delegate"]
-delegates_to = ["worker"]
-[[agents.lead.turns]]
-steps = [ { delegate = [ { agent = "worker", task = "publish" } ] }, { say = "{outcomes}" } ]
-[agents.worker]
-role = "publisher"
-tools = ["publish"]
-needs_approval = ["publish"]
-timeout = 30
-[[agents.worker.turns]]
-steps = [ { tool = "publish" }, { say = "done" } ]
-"""
 
 
 async def run(
@@ -110,7 +79,7 @@ class TestQuestions:
             chat, asked = await first(runtime, ChatInputRequestedAction)
             await runtime.answer_input(chat, asked.request.id, "2.0")
 
-        envelopes = await run(ASK, answer)
+        envelopes = await run(teams.ASK, answer)
         (required,) = of_type(envelopes, EventType.ACTION_REQUIRED)
         (resolved,) = of_type(envelopes, EventType.ACTION_RESOLVED)
         assert required.action_id == resolved.action_id == "input-00000000-t0-r0-c0"
@@ -157,7 +126,7 @@ class TestQueues:
             await runtime.queue(chat, "and then?")
             await runtime.answer_input(chat, asked.request.id, "2.0")
 
-        envelopes = await run(ASK, queue_one)
+        envelopes = await run(teams.ASK, queue_one)
         queue = of_type(envelopes, EventType.QUEUE_CHANGED)
         assert [(e.payload or {}).get("status") for e in queue] == ["queued", "started"]
         assert [(e.payload or {}).get("queuedTurnCount") for e in queue] == [1, 0]
@@ -170,7 +139,7 @@ class TestApprovals:
     ) -> None:
         """The worker times out before anyone answers: action.resolved (withdrawn, no
         control), and the team is not left waiting."""
-        envelopes = await run(SLOW_WORKER)
+        envelopes = await run(teams.APPROVAL_TIMES_OUT)
         (required,) = of_type(envelopes, EventType.ACTION_REQUIRED)
         (resolved,) = of_type(envelopes, EventType.ACTION_RESOLVED)
         assert resolved.action_id == required.action_id
@@ -189,7 +158,7 @@ class TestApprovals:
             _, request = await first(runtime, ApprovalRequested)
             await runtime.resolve_approval(request.approval, approved=True)
 
-        envelopes = await run(SLOW_WORKER, approve)
+        envelopes = await run(teams.APPROVAL_TIMES_OUT, approve)
         (required,) = of_type(envelopes, EventType.ACTION_REQUIRED)
         (lead, worker) = of_type(envelopes, EventType.AGENT_SPAWNED)
         assert required.payload is not None
@@ -210,7 +179,7 @@ class TestRosterStatuses:
             _, request = await first(runtime, ApprovalRequested)
             await runtime.resolve_approval(request.approval, approved=True)
 
-        for text, during in ((team, approve), (SLOW_WORKER, None)):
+        for text, during in ((team, approve), (teams.APPROVAL_TIMES_OUT, None)):
             envelopes = await run(text, during)
             statuses = {
                 (e.payload or {}).get("status")

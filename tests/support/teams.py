@@ -235,6 +235,28 @@ three levels deep to cancel."""
 # --- the protocols' and the runtime's teams ---
 
 
+APPROVAL_TIMES_OUT = """
+[team]
+name = "slow"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "publish" } ] }, { say = "{outcomes}" } ]
+[agents.worker]
+role = "publisher"
+tools = ["publish"]
+needs_approval = ["publish"]
+timeout = 30
+[[agents.worker.turns]]
+steps = [ { tool = "publish" }, { say = "done" } ]
+"""
+"""A coordinator that delegates to a worker whose ``publish`` call needs the user's approval
+and whose turn times out after 30 s: unanswered, the approval is withdrawn."""
+
+
 # --- the CLI's and the server's teams ---
 
 
