@@ -43,7 +43,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "ahp/_validate_session.py": "ahp/test_session_reducer.py, ahp/test_reducer_fixtures.py",
     "core/_graph_check.py": "core/test_graph.py (DelegationGraph.check)",
     "core/_graph_schema.py": "core/test_graph.py",
-    "protocols/_agentui_requests.py": "protocols/test_project_agentui.py (approvals, questions)",
     "runtime/_tool_calls.py": (
         "runtime/test_turns.py, runtime/test_approvals.py, runtime/tools/test_mcp_team.py"
     ),
