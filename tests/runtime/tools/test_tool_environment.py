@@ -72,7 +72,7 @@ def test_empty_entries_of_path_are_dropped() -> None:
 names = st.sampled_from([*BASE_VARIABLES, "SECRET", "ORCHESTRATOR_TOKEN", "X1", "X2"])
 
 
-@settings(max_examples=80)
+@settings(max_examples=50)
 @given(
     base=st.dictionaries(names, st.text("ab/:", max_size=6)),
     table=st.dictionaries(names, st.text("cd", max_size=3)),
