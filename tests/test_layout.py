@@ -76,7 +76,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "core/_team_records.py": "core/test_team_state.py",
     "core/_team_reducer.py": "core/test_team_state.py, core/test_team_validate.py",
     "core/_teammate_actions.py": "core/test_teammate_state.py",
-    "runtime/_context.py": "runtime/test_team_runtime.py",
     "runtime/backends/_contract.py": (
         "runtime/backends/test_scripted.py, runtime/backends/test_openai.py"
     ),
