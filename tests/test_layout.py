@@ -43,9 +43,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "ahp/_validate_session.py": "ahp/test_session_reducer.py, ahp/test_reducer_fixtures.py",
     "core/_graph_check.py": "core/test_graph.py (DelegationGraph.check)",
     "core/_graph_schema.py": "core/test_graph.py",
-    "runtime/_tool_calls.py": (
-        "runtime/test_turns.py, runtime/test_approvals.py, runtime/tools/test_mcp_team.py"
-    ),
     "spec/_parse_script.py": "spec/test_teamfile.py (scripted turns and steps)",
     "ahp/_tool_call_builders.py": "ahp/test_chat_reducer.py, ahp/test_chat_reducer_properties.py",
     "ahp/_tool_call_lifecycle.py": "ahp/test_chat_reducer.py, ahp/test_chat_reducer_properties.py",

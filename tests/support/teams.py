@@ -257,6 +257,42 @@ steps = [ { tool = "publish" }, { say = "done" } ]
 and whose turn times out after 30 s: unanswered, the approval is withdrawn."""
 
 
+TOOL_CALLS = """
+[team]
+name = "calls"
+coordinator = "lead"
+[tools.probe]
+command = ["python3", "-c", "pass"]
+description = "Probe a query"
+[tools.probe.parameters]
+type = "object"
+required = ["query"]
+additionalProperties = false
+[tools.probe.parameters.properties.query]
+type = "string"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate", "search_web", "probe"]
+delegates_to = ["worker"]
+needs_approval = ["probe"]
+[agents.lead.tool_results]
+search_web = "three hits"
+[[agents.lead.turns]]
+steps = [
+  { tool = "search_web", input = { query = "launch" } },
+  { tool = "probe", input = { limt = 3 } },
+  { delegate = [ { agent = "worker", task = "dig" } ] },
+  { say = "{outcomes}" },
+]
+[agents.worker]
+role = "researcher"
+[[agents.worker.turns]]
+steps = [ { say = "found it" } ]
+"""
+"""A coordinator that calls a plain tool, a command tool with input its schema refuses (the
+program never runs, and the call needs no approval), then delegates to a worker."""
+
+
 # --- the CLI's and the server's teams ---
 
 
