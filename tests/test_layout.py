@@ -76,7 +76,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "runtime/backends/_contract.py": (
         "runtime/backends/test_scripted.py, runtime/backends/test_openai.py"
     ),
-    "runtime/backends/_factory.py": "runtime/backends/test_plugins.py",
     "spec/_checks.py": "spec/test_teamfile.py",
     "spec/_model.py": "spec/test_teamfile.py",
     "spec/_parse.py": "spec/test_teamfile.py",
