@@ -103,7 +103,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "journal/postgres/_prune.py": "journal/test_prune.py (both databases)",
     "journal/postgres/_reader.py": "journal/test_journal.py, journal/test_history.py",
     "journal/postgres/_schema.py": "journal/test_journal.py (versions)",
-    "runtime/tools/_mcp_stdio.py": "runtime/tools/test_mcp.py, runtime/tools/test_mcp_hostile.py",
     "server/_agent_socket.py": "server/test_app.py (/ws), server/test_load.py",
     "server/_ahp_dispatch.py": "server/test_ahp_socket.py, e2e/test_ahp_fold.py",
     "server/_auth.py": "server/test_app.py (TestAuth), server/test_web.py, server/test_config.py",
