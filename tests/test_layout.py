@@ -74,7 +74,8 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "core/_team_reducer.py": "core/test_team_state.py, core/test_team_validate.py",
     "core/_teammate_actions.py": "core/test_teammate_state.py",
     "runtime/backends/_contract.py": (
-        "runtime/backends/test_scripted.py, runtime/backends/test_openai.py"
+        "no code: it names core's model-round types for backend authors; "
+        "runtime/backends/test_scripted.py, runtime/backends/test_openai.py implement it"
     ),
     "spec/_checks.py": "spec/test_teamfile.py",
     "spec/_model.py": "spec/test_teamfile.py",

@@ -1,4 +1,4 @@
-"""Agent UI envelopes: the taxonomy enums, the model and its one converter.
+"""Agent UI envelopes: the taxonomy enums and the model (the converter: ``test_agentui_wire.py``).
 
 Spec: ``shared/spec/agent-ui-flow-and-taxonomy.txt``. The expected values below are copied
 from the spec's tables, in table order, so a drift in either place fails here.

@@ -1,4 +1,4 @@
-"""The Agent UI projection of real runs: questions, queues, withdrawn approvals, lineage.
+"""The Agent UI projection of real runs: queues, and the roster's statuses.
 
 Where ``test_project_agentui.py`` builds fact logs by hand, these run real teams (scripted
 backend, autojump clock) and project what they recorded, as a client of the daemon would.

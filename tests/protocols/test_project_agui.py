@@ -1,4 +1,4 @@
-"""The AG-UI projection of real team runs, and reading a RunAgentInput.
+"""The AG-UI projection of real team runs.
 
 Teams run for real (scripted backend, autojump clock); a projector is fed their facts live, the
 way the daemon's endpoint will feed it, and every event it emits is validated with the official

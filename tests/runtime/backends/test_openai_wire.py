@@ -1,8 +1,8 @@
-"""The chat-completions wire format, pure: chunk assembly, the transcript, Retry-After.
+"""The chat-completions wire format, pure: chunk assembly, Retry-After, tool definitions.
 
 Properties over generated input: however a server fragments and interleaves a response,
 the events carry exactly its text and tool-call input and hand each call over once, whole,
-at the end; every transcript pairs each tool call with its result, as the API requires.
+at the end.
 """
 
 from __future__ import annotations
