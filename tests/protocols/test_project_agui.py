@@ -29,6 +29,7 @@ from orchestrator.protocols import (
     team_view,
 )
 from orchestrator.spec import load_team
+from tests.support import teams
 from tests.support.agui import (
     THREAD,
     Session,
@@ -42,103 +43,6 @@ from tests.support.agui import (
 from tests.support.paths import PROJECT_ROOT
 
 DELIVERY = load_team(PROJECT_ROOT / "teams" / "delivery.toml")
-
-#: A publisher that needs approval, and a researcher still at work while the approval waits
-#: (its reasoning and its text are cut by the interrupt, mid-part).
-SLOW_SIBLING = """
-[team]
-name = "slow"
-coordinator = "lead"
-parallel_budget = 2
-[agents.lead]
-role = "coordinator"
-tools = ["delegate"]
-delegates_to = ["publisher", "researcher"]
-[[agents.lead.turns]]
-steps = [
-  { say = "On it." },
-  { delegate = [
-      { agent = "publisher", task = "publish" }, { agent = "researcher", task = "dig" },
-  ] },
-  { say = "{outcomes}" },
-]
-[agents.publisher]
-role = "publisher"
-tools = ["publish"]
-needs_approval = ["publish"]
-timeout = 30
-[[agents.publisher.turns]]
-steps = [ { sleep = 2 }, { tool = "publish" }, { say = "published" } ]
-[agents.researcher]
-role = "researcher"
-[[agents.researcher.turns]]
-steps = [
-  { think = "first thought" }, { sleep = 5 }, { think = ", second thought" },
-  { say = "found" }, { sleep = 5 }, { say = " it" },
-]
-"""
-
-NESTED = """
-[team]
-name = "nested"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-tools = ["delegate"]
-delegates_to = ["manager"]
-[[agents.lead.turns]]
-steps = [ { delegate = [ { agent = "manager", task = "organise" } ] }, { say = "{outcomes}" } ]
-[agents.manager]
-role = "manager"
-tools = ["delegate"]
-delegates_to = ["helper"]
-[[agents.manager.turns]]
-steps = [ { delegate = [ { agent = "helper", task = "help" } ] }, { say = "managed" } ]
-[agents.helper]
-role = "helper"
-tools = ["publish"]
-needs_approval = ["publish"]
-[[agents.helper.turns]]
-steps = [ { tool = "publish" }, { say = "helped" } ]
-"""
-
-FAILING_WORKER = """
-[team]
-name = "failing"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-tools = ["delegate"]
-delegates_to = ["worker"]
-[[agents.lead.turns]]
-steps = [ { delegate = [ { agent = "worker", task = "try" } ] }, { say = "{outcomes}" } ]
-[agents.worker]
-role = "worker"
-[[agents.worker.turns]]
-steps = [ { say = "trying" }, { fail = "the disk is full" } ]
-"""
-
-FAILING_LEAD = """
-[team]
-name = "failing"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-[[agents.lead.turns]]
-steps = [ { say = "let me see" }, { fail = "out of ideas" } ]
-"""
-
-TWO_TURNS = """
-[team]
-name = "chatty"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-[[agents.lead.turns]]
-steps = [ { say = "first answer" }, { sleep = 1 } ]
-[[agents.lead.turns]]
-steps = [ { say = "second answer" } ]
-"""
 
 
 def validated(session: Session) -> Session:
@@ -351,7 +255,7 @@ class TestInterruptGap:
     async def test_what_happened_meanwhile_opens_the_next_run(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
-        session = validated(await run_team(team(SLOW_SIBLING), delay=20))
+        session = validated(await run_team(team(teams.SLOW_SIBLING), delay=20))
         first, second = session.runs
         state = session.runtime.state
         researcher = next(c for c, m in state.members.items() if m.agent == "researcher")
@@ -382,7 +286,7 @@ class TestInterruptGap:
     ) -> None:
         """The publisher times out (30 s) before the answer (60 s): the decision is refused,
         and the next run reports the worker's failure and the turn's end."""
-        session = validated(await run_team(team(SLOW_SIBLING), delay=60))
+        session = validated(await run_team(team(teams.SLOW_SIBLING), delay=60))
         _, second = session.runs
         assert len(session.refused) == 1
         assert "approval-1" in session.refused[0]
@@ -400,7 +304,7 @@ class TestNesting:
     async def test_a_workers_worker_names_its_parent_subagent(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
-        session = validated(await run_team(team(NESTED)))
+        session = validated(await run_team(team(teams.NESTED_APPROVAL)))
         first, second = session.runs
         manager, helper = of_type(first, "SUBAGENT_STARTED")
         assert "parentSubagentRunId" not in manager
@@ -448,7 +352,7 @@ class TestFailures:
     async def test_a_failed_worker_is_a_subagent_error_and_the_run_goes_on(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
-        session = validated(await run_team(team(FAILING_WORKER)))
+        session = validated(await run_team(team(teams.FAILING_WORKER)))
         (run,) = session.runs
         (error,) = of_type(run, "SUBAGENT_ERROR")
         assert error["code"] == "failed"
@@ -458,7 +362,7 @@ class TestFailures:
     async def test_a_failed_coordinator_turn_is_a_run_error(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
-        session = validated(await run_team(team(FAILING_LEAD)))
+        session = validated(await run_team(team(teams.FAILING_LEAD)))
         (run,) = session.runs
         (failed,) = [f.action for f in session.facts if isinstance(f.action, ChatErrorAction)]
         assert run[-1] == {
@@ -473,7 +377,7 @@ class TestFailures:
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
         log_projector: list[Event] = []
-        spec = team(SLOW_SIBLING)
+        spec = team(teams.SLOW_SIBLING)
         from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
         from orchestrator.runtime.backends import ScriptedBackend
 
@@ -511,7 +415,10 @@ class TestFollowing:
 
         log = MemoryFactLog()
         runtime = TeamRuntime(
-            team(TWO_TURNS), backends=ScriptedBackend, factlog=log, ids=Ids(deterministic=True)
+            team(teams.TWO_TURNS),
+            backends=ScriptedBackend,
+            factlog=log,
+            ids=Ids(deterministic=True),
         )
         subscription = runtime.bus.subscribe("test")
         async with trio.open_nursery() as nursery:

@@ -293,6 +293,148 @@ steps = [ { say = "found it" } ]
 program never runs, and the call needs no approval), then delegates to a worker."""
 
 
+SLOW_SIBLING = """
+[team]
+name = "slow"
+coordinator = "lead"
+parallel_budget = 2
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["publisher", "researcher"]
+[[agents.lead.turns]]
+steps = [
+  { say = "On it." },
+  { delegate = [
+      { agent = "publisher", task = "publish" }, { agent = "researcher", task = "dig" },
+  ] },
+  { say = "{outcomes}" },
+]
+[agents.publisher]
+role = "publisher"
+tools = ["publish"]
+needs_approval = ["publish"]
+timeout = 30
+[[agents.publisher.turns]]
+steps = [ { sleep = 2 }, { tool = "publish" }, { say = "published" } ]
+[agents.researcher]
+role = "researcher"
+[[agents.researcher.turns]]
+steps = [
+  { think = "first thought" }, { sleep = 5 }, { think = ", second thought" },
+  { say = "found" }, { sleep = 5 }, { say = " it" },
+]
+"""
+"""A publisher that needs approval, and a researcher still at work while the approval waits
+(its reasoning and its text are cut by the interrupt, mid-part)."""
+
+
+NESTED_APPROVAL = """
+[team]
+name = "nested"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["manager"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "manager", task = "organise" } ] }, { say = "{outcomes}" } ]
+[agents.manager]
+role = "manager"
+tools = ["delegate"]
+delegates_to = ["helper"]
+[[agents.manager.turns]]
+steps = [ { delegate = [ { agent = "helper", task = "help" } ] }, { say = "managed" } ]
+[agents.helper]
+role = "helper"
+tools = ["publish"]
+needs_approval = ["publish"]
+[[agents.helper.turns]]
+steps = [ { tool = "publish" }, { say = "helped" } ]
+"""
+"""A coordinator that delegates to a manager who delegates to a helper whose ``publish``
+needs approval: an approval three levels down."""
+
+
+FAILING_WORKER = """
+[team]
+name = "failing"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "try" } ] }, { say = "{outcomes}" } ]
+[agents.worker]
+role = "worker"
+[[agents.worker.turns]]
+steps = [ { say = "trying" }, { fail = "the disk is full" } ]
+"""
+"""A coordinator whose one worker says something, then fails ("the disk is full")."""
+
+
+FAILING_LEAD = """
+[team]
+name = "failing"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { say = "let me see" }, { fail = "out of ideas" } ]
+"""
+"""A coordinator that says something, then fails ("out of ideas")."""
+
+
+TWO_TURNS = """
+[team]
+name = "chatty"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { say = "first answer" }, { sleep = 1 } ]
+[[agents.lead.turns]]
+steps = [ { say = "second answer" } ]
+"""
+"""A coordinator with two turns: the first answers, then sleeps a second."""
+
+
+FAILS_FIRST = """
+[team]
+name = "fails-first"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { fail = "model unavailable" } ]
+[[agents.lead.turns]]
+steps = [ { say = "back again" } ]
+"""
+"""A coordinator whose first turn fails ("model unavailable") and whose second answers."""
+
+
+HANDOFF = """
+[team]
+name = "desk"
+topology = "specialist_handoff"
+coordinator = "triage"
+[agents.triage]
+role = "coordinator"
+tools = ["handoff"]
+delegates_to = ["billing"]
+[[agents.triage.turns]]
+steps = [ { handoff = "billing", reason = "a billing question", resume = "triage" },
+          { say = "Billing said: {outcomes}" } ]
+[agents.billing]
+role = "specialist"
+[[agents.billing.turns]]
+steps = [ { say = "refund issued" } ]
+"""
+"""A triage coordinator that hands the task off to a billing specialist, who answers and
+hands it back."""
+
+
 # --- the CLI's and the server's teams ---
 
 
