@@ -97,6 +97,8 @@ BATCH = [(SESSION, STARTED)]
 
 class TestRecordCancelled:
     async def test_the_batch_lands_though_its_scope_is_cancelled(self) -> None:
+        """What a cancellation ended is recorded in the cancelled scope itself (the call is
+        shielded, and a submitted batch is recorded whole besides)."""
         ctx, log = context()
         with trio.CancelScope() as scope:
             scope.cancel()
