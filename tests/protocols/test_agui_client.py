@@ -22,6 +22,7 @@ from hypercorn.trio import serve
 
 from orchestrator.protocols import ResumeDecision, RunRequest, parse_run_input
 from orchestrator.spec import load_team
+from tests.support import teams
 from tests.support.agui import client, printed, run_team, sse, team
 from tests.support.paths import PROJECT_ROOT
 
@@ -100,16 +101,7 @@ class TestOfficialClient:
         assert server.requests[1]["state"]["pendingApprovals"][0]["id"] == "approval-1"
 
     async def test_a_run_error_is_a_failure_with_its_message(self, run_mjs: Path) -> None:
-        failing = """
-[team]
-name = "failing"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-[[agents.lead.turns]]
-steps = [ { say = "let me see" }, { fail = "out of ideas" } ]
-"""
-        session = await run_team(team(failing))
+        session = await run_team(team(teams.FAILING_LEAD))
         async with replaying(sse(session.runs)) as server:
             done = await client(run_mjs, server.url)
         assert done.returncode == 1

@@ -12,20 +12,14 @@ from __future__ import annotations
 import itertools
 import subprocess
 import sys
-from collections.abc import Sequence
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.ahp.actions import ChatToolCallApprovedAction, ChatToolCallReadyAction
 from orchestrator.ahp.state import UserChatOrigin
 from orchestrator.core import (
-    USER,
     Action,
-    ApprovalDecision,
-    ApprovalRequested,
-    ApprovalResolved,
     Fact,
     HandoffRecorded,
     MemberJoined,
@@ -38,7 +32,6 @@ from orchestrator.core import (
 from orchestrator.protocols import (
     AgentUiProjector,
     Control,
-    Envelope,
     Owner,
     Persistence,
     Phase,
@@ -51,6 +44,7 @@ from orchestrator.protocols import (
     structure_envelope,
     unstructure_envelope,
 )
+from tests.support.agentui import agent_id, described, feed_all, only, types
 from tests.support.scenarios import (
     LEAD,
     ROOT_TASK,
@@ -74,37 +68,6 @@ W3 = "ahp-chat:/w3"
 
 
 # ── scenarios ──────────────────────────────────────────────────────────────
-
-
-# ── helpers ────────────────────────────────────────────────────────────────
-
-
-def feed_all(log: Log) -> tuple[list[Envelope], dict[int, list[Envelope]]]:
-    """All envelopes, and the envelopes of each fact by the fact's sequence."""
-    projector = AgentUiProjector(SESSION)
-    by_fact = {fact.sequence: projector.feed(fact) for fact in log.facts}
-    return [e for fact in log.facts for e in by_fact[fact.sequence]], by_fact
-
-
-def types(envelopes: Sequence[Envelope]) -> list[str]:
-    return [e.type for e in envelopes]
-
-
-def described(envelopes: Sequence[Envelope]) -> list[str]:
-    """``type`` plus the subject's status, when the payload has one: ``agent.changed:running``."""
-    out = []
-    for e in envelopes:
-        status = (e.payload or {}).get("teamPhase") or (e.payload or {}).get("status")
-        out.append(f"{e.type}:{status}" if status else e.type)
-    return out
-
-
-def only(envelopes: Sequence[Envelope], event: str) -> list[Envelope]:
-    return [e for e in envelopes if e.type == event]
-
-
-def agent_id(agent: str, n: int = 1) -> str:
-    return f"{agent}@{TEAM}#{n}"
 
 
 # ── tests ──────────────────────────────────────────────────────────────────
@@ -348,181 +311,6 @@ class TestTwoWorkersWithApproval:
         assert done.payload is not None
         assert done.payload["runtimeStatus"] == "completed"
         assert done.payload["latestTurnStatus"] == "complete"
-
-
-_NAMES = ("requestedByName", "taskTitle", "routedToName", "routedToAgentId")
-
-
-class TestApprovals:
-    def test_action_required_names_the_requesting_worker(self) -> None:
-        """action.required: policy-owned, hitl, approve; a worker's request is delegated."""
-        log = two_workers_with_approval()
-        envelopes = project_facts(SESSION, log.facts)
-        (required,) = only(envelopes, "action.required")
-        request = log.at("team/approvalRequested").action
-        assert isinstance(request, ApprovalRequested)
-        assert (
-            required.owner,
-            required.scope,
-            required.phase,
-            required.surface,
-            required.control,
-        ) == (Owner.POLICY, Scope.ACTION_REQUEST, Phase.WAITING, Surface.HITL, Control.APPROVE)
-        assert (required.action_id, required.agent_id, required.tool_call_id) == (
-            request.approval,
-            agent_id("researcher"),
-            request.tool_call_id,
-        )
-        assert (required.thread_id, required.turn_id, required.task_id) == (
-            W1,
-            request.turn_id,
-            "task-1",
-        )
-        assert required.payload == {
-            "actionType": "delegated_permission",
-            "requestedBy": "researcher",
-            "requestedByAgentId": agent_id("researcher"),
-            "requestedByName": "researcher #1",
-            "taskTitle": "researcher work",
-            "routedTo": USER,
-            "routedToName": "user",
-            "policyScope": "researcher.needs_approval",
-            "toolName": "web_search",
-            "inputSummary": 'query="launch"',
-        }
-
-    def test_the_coordinators_own_request_is_a_tool_approval(self) -> None:
-        log = Log()
-        log.run_started()
-        log.turn(LEAD)
-        log.approval(LEAD, "deploy")
-        (required,) = only(project_facts(SESSION, log.facts), "action.required")
-        assert required.payload is not None
-        assert required.payload["actionType"] == "tool_approval"
-        assert required.parent_thread_id is None
-
-    def test_an_approval_routed_to_the_coordinator_names_it(self) -> None:
-        log = Log()
-        log.run_started()
-        log.turn(LEAD)
-        call, task = log.delegate(LEAD, "researcher")
-        log.start_worker(LEAD, call, task, W1, "researcher")
-        log.turn(W1)
-        log.approval(W1, "web_search", routed_to=LEAD)
-        envelopes = project_facts(SESSION, log.facts)
-        (required,) = only(envelopes, "action.required")
-        (resolved,) = only(envelopes, "action.resolved")
-        assert required.payload is not None
-        assert (required.payload["routedTo"], required.payload["routedToAgent"]) == (LEAD, "lead")
-        assert resolved.payload is not None
-        assert resolved.payload["resolvedBy"] == LEAD
-
-    def test_who_asks_and_who_decides_are_named_by_name_and_number(self) -> None:
-        """Two researchers and a coordinator: the second researcher's approval, routed to
-        the coordinator, names ``researcher #2`` and its task, and ``lead #1`` as routed
-        to and decider (never a chat URI); a user's decision names its principal."""
-        log = Log()
-        log.run_started()
-        log.turn(LEAD)
-        first_call, first_task = log.delegate(LEAD, "researcher", "look at the north")
-        log.start_worker(LEAD, first_call, first_task, W1, "researcher")
-        second_call, second_task = log.delegate(LEAD, "researcher", "look at the south")
-        log.start_worker(LEAD, second_call, second_task, W2, "researcher")
-        log.turn(W2)
-        log.approval(W2, "web_search", routed_to=LEAD)
-        log.turn(W1)
-        log.approval(W1, "web_search", principal="alice")
-        envelopes = project_facts(SESSION, log.facts)
-        routed, by_user = only(envelopes, "action.required")
-        decided, user_decided = only(envelopes, "action.resolved")
-        assert routed.payload is not None
-        assert decided.payload is not None
-        assert {k: routed.payload[k] for k in _NAMES} == {
-            "requestedByName": "researcher #2",
-            "taskTitle": "look at the south",
-            "routedToName": "lead #1",
-            "routedToAgentId": agent_id("lead"),
-        }
-        assert (decided.payload["resolvedByName"], decided.payload["resolvedByAgentId"]) == (
-            "lead #1",
-            agent_id("lead"),
-        )
-        assert by_user.payload is not None
-        assert user_decided.payload is not None
-        assert by_user.payload["requestedByName"] == "researcher #1"
-        assert by_user.payload["taskTitle"] == "look at the north"
-        assert user_decided.payload["resolvedByName"] == "alice"
-        assert "resolvedByAgentId" not in user_decided.payload
-
-    def test_action_resolved_comes_from_the_approval_resolved_fact(self) -> None:
-        """The action is resolved only once the runtime recorded the decision, never
-        earlier: not on the chat's confirmation, which the runtime records first."""
-        log = two_workers_with_approval()
-        _, by_fact = feed_all(log)
-        resolved_fact = log.at("team/approvalResolved")
-        for fact in log.facts:
-            if fact.sequence != resolved_fact.sequence:
-                assert "action.resolved" not in types(by_fact[fact.sequence])
-        resolved = by_fact[resolved_fact.sequence]
-        assert described(resolved) == [
-            "action.resolved",
-            "agent.changed:running",
-            "team.changed:active",
-        ]
-        assert resolved[0].payload == {
-            "decision": "approved",
-            "resolvedBy": USER,
-            "resolvedByName": "user",
-            "toolName": "web_search",
-            "requestedBy": "researcher",
-            "requestedByName": "researcher #1",
-        }
-        assert (resolved[0].phase, resolved[0].control) == (Phase.ACTING, Control.APPROVE)
-
-    def test_needs_approval_spans_exactly_request_to_resolution(self) -> None:
-        """The worker is announced needs_approval after action.required and leaves it after
-        action.resolved; the pending confirmation alone announces nothing."""
-        log = two_workers_with_approval()
-        _, by_fact = feed_all(log)
-        ready = next(
-            f
-            for f in log.facts
-            if f.channel == W1
-            and isinstance(f.action, ChatToolCallReadyAction)
-            and f.action.confirmed is None
-        )
-        confirmed = next(f for f in log.facts if isinstance(f.action, ChatToolCallApprovedAction))
-        assert by_fact[ready.sequence] == []
-        assert by_fact[confirmed.sequence] == []
-        requested = by_fact[log.at("team/approvalRequested").sequence]
-        assert described(requested) == [
-            "action.required",
-            "agent.changed:needs_input",  # waiting for the approval
-            "team.changed:waiting",
-        ]
-        assert requested[1].phase is Phase.WAITING
-
-    def test_a_denied_approval_is_rejected_and_cancelled(self) -> None:
-        log = Log()
-        log.run_started()
-        log.turn(LEAD)
-        log.approval(LEAD, "deploy", approved=False)
-        (resolved,) = only(project_facts(SESSION, log.facts), "action.resolved")
-        assert resolved.payload is not None
-        assert resolved.payload["decision"] == "denied"
-        assert (resolved.phase, resolved.control) == (Phase.CANCELLED, Control.REJECT)
-
-    def test_resolving_an_unknown_approval_gives_no_action_resolved(self) -> None:
-        """The fold ignores a decision nothing waited for; so does the projection."""
-        log = Log()
-        log.run_started()
-        log.add(
-            SESSION,
-            ApprovalResolved(
-                approval="approval-9", decision=ApprovalDecision.APPROVED, resolved_by=USER
-            ),
-        )
-        assert "action.resolved" not in types(project_facts(SESSION, log.facts))
 
 
 class TestQueuedTask:

@@ -40,7 +40,7 @@ from orchestrator.core import (
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import AgentSpec, parse_team
 from tests.support.runtime import Harness, fanout, run_to_end, wait_for
-from tests.support.teams import NESTED
+from tests.support.teams import HANDOFF, NESTED
 
 pytestmark = pytest.mark.usefixtures("every_scenario_is_checked")
 
@@ -307,25 +307,6 @@ class TestDelegation:
         assert "may not delegate to 'b'" in outcome.result
         assert h.actions(TaskStarted) == []
         h.finished()
-
-
-HANDOFF = """
-[team]
-name = "desk"
-topology = "specialist_handoff"
-coordinator = "triage"
-[agents.triage]
-role = "coordinator"
-tools = ["handoff"]
-delegates_to = ["billing"]
-[[agents.triage.turns]]
-steps = [ { handoff = "billing", reason = "a billing question", resume = "triage" },
-          { say = "Billing said: {outcomes}" } ]
-[agents.billing]
-role = "specialist"
-[[agents.billing.turns]]
-steps = [ { say = "refund issued" } ]
-"""
 
 
 class TestHandoff:

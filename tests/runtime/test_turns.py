@@ -42,7 +42,7 @@ from orchestrator.runtime import (
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import AgentSpec, parse_team
 from tests.support.runtime import Harness, fanout, run_to_end, wait_for
-from tests.support.teams import SLOW_WORKERS, approvals
+from tests.support.teams import FAILS_FIRST, SLOW_WORKERS, approvals
 
 pytestmark = pytest.mark.usefixtures("every_scenario_is_checked")
 
@@ -121,19 +121,6 @@ class TestSteeringAndQueue:
         await run_to_end(h)
         with pytest.raises(RunError, match="is not running"):
             await h.runtime.steer(h.worker_chats()[0], "late")
-
-
-FAILS_FIRST = """
-[team]
-name = "fails-first"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-[[agents.lead.turns]]
-steps = [ { fail = "model unavailable" } ]
-[[agents.lead.turns]]
-steps = [ { say = "back again" } ]
-"""
 
 
 def coordinator_turn_ends(h: Harness) -> list[type]:

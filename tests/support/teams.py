@@ -235,6 +235,206 @@ three levels deep to cancel."""
 # --- the protocols' and the runtime's teams ---
 
 
+APPROVAL_TIMES_OUT = """
+[team]
+name = "slow"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "publish" } ] }, { say = "{outcomes}" } ]
+[agents.worker]
+role = "publisher"
+tools = ["publish"]
+needs_approval = ["publish"]
+timeout = 30
+[[agents.worker.turns]]
+steps = [ { tool = "publish" }, { say = "done" } ]
+"""
+"""A coordinator that delegates to a worker whose ``publish`` call needs the user's approval
+and whose turn times out after 30 s: unanswered, the approval is withdrawn."""
+
+
+TOOL_CALLS = """
+[team]
+name = "calls"
+coordinator = "lead"
+[tools.probe]
+command = ["python3", "-c", "pass"]
+description = "Probe a query"
+[tools.probe.parameters]
+type = "object"
+required = ["query"]
+additionalProperties = false
+[tools.probe.parameters.properties.query]
+type = "string"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate", "search_web", "probe"]
+delegates_to = ["worker"]
+needs_approval = ["probe"]
+[agents.lead.tool_results]
+search_web = "three hits"
+[[agents.lead.turns]]
+steps = [
+  { tool = "search_web", input = { query = "launch" } },
+  { tool = "probe", input = { limt = 3 } },
+  { delegate = [ { agent = "worker", task = "dig" } ] },
+  { say = "{outcomes}" },
+]
+[agents.worker]
+role = "researcher"
+[[agents.worker.turns]]
+steps = [ { say = "found it" } ]
+"""
+"""A coordinator that calls a plain tool, a command tool with input its schema refuses (the
+program never runs, and the call needs no approval), then delegates to a worker."""
+
+
+SLOW_SIBLING = """
+[team]
+name = "slow"
+coordinator = "lead"
+parallel_budget = 2
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["publisher", "researcher"]
+[[agents.lead.turns]]
+steps = [
+  { say = "On it." },
+  { delegate = [
+      { agent = "publisher", task = "publish" }, { agent = "researcher", task = "dig" },
+  ] },
+  { say = "{outcomes}" },
+]
+[agents.publisher]
+role = "publisher"
+tools = ["publish"]
+needs_approval = ["publish"]
+timeout = 30
+[[agents.publisher.turns]]
+steps = [ { sleep = 2 }, { tool = "publish" }, { say = "published" } ]
+[agents.researcher]
+role = "researcher"
+[[agents.researcher.turns]]
+steps = [
+  { think = "first thought" }, { sleep = 5 }, { think = ", second thought" },
+  { say = "found" }, { sleep = 5 }, { say = " it" },
+]
+"""
+"""A publisher that needs approval, and a researcher still at work while the approval waits
+(its reasoning and its text are cut by the interrupt, mid-part)."""
+
+
+NESTED_APPROVAL = """
+[team]
+name = "nested"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["manager"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "manager", task = "organise" } ] }, { say = "{outcomes}" } ]
+[agents.manager]
+role = "manager"
+tools = ["delegate"]
+delegates_to = ["helper"]
+[[agents.manager.turns]]
+steps = [ { delegate = [ { agent = "helper", task = "help" } ] }, { say = "managed" } ]
+[agents.helper]
+role = "helper"
+tools = ["publish"]
+needs_approval = ["publish"]
+[[agents.helper.turns]]
+steps = [ { tool = "publish" }, { say = "helped" } ]
+"""
+"""A coordinator that delegates to a manager who delegates to a helper whose ``publish``
+needs approval: an approval three levels down."""
+
+
+FAILING_WORKER = """
+[team]
+name = "failing"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "try" } ] }, { say = "{outcomes}" } ]
+[agents.worker]
+role = "worker"
+[[agents.worker.turns]]
+steps = [ { say = "trying" }, { fail = "the disk is full" } ]
+"""
+"""A coordinator whose one worker says something, then fails ("the disk is full")."""
+
+
+FAILING_LEAD = """
+[team]
+name = "failing"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { say = "let me see" }, { fail = "out of ideas" } ]
+"""
+"""A coordinator that says something, then fails ("out of ideas")."""
+
+
+TWO_TURNS = """
+[team]
+name = "chatty"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { say = "first answer" }, { sleep = 1 } ]
+[[agents.lead.turns]]
+steps = [ { say = "second answer" } ]
+"""
+"""A coordinator with two turns: the first answers, then sleeps a second."""
+
+
+FAILS_FIRST = """
+[team]
+name = "fails-first"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { fail = "model unavailable" } ]
+[[agents.lead.turns]]
+steps = [ { say = "back again" } ]
+"""
+"""A coordinator whose first turn fails ("model unavailable") and whose second answers."""
+
+
+HANDOFF = """
+[team]
+name = "desk"
+topology = "specialist_handoff"
+coordinator = "triage"
+[agents.triage]
+role = "coordinator"
+tools = ["handoff"]
+delegates_to = ["billing"]
+[[agents.triage.turns]]
+steps = [ { handoff = "billing", reason = "a billing question", resume = "triage" },
+          { say = "Billing said: {outcomes}" } ]
+[agents.billing]
+role = "specialist"
+[[agents.billing.turns]]
+steps = [ { say = "refund issued" } ]
+"""
+"""A triage coordinator that hands the task off to a billing specialist, who answers and
+hands it back."""
+
+
 # --- the CLI's and the server's teams ---
 
 

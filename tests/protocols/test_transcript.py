@@ -1,0 +1,88 @@
+"""A chat's transcript as the web view shows it: who the chat is, then each turn (finished
+ones, then the running one so far) as the agent channel's events."""
+
+from __future__ import annotations
+
+from orchestrator.ahp.actions import SessionChatAddedAction
+from orchestrator.ahp.state import ChatSummary, SessionStatus, UserChatOrigin
+from orchestrator.core import TeamState
+from orchestrator.protocols import chat_transcript, turn_messages
+from tests.support.scenarios import LEAD, SESSION, W1, Log, two_workers_with_approval
+
+
+def state_of(log: Log) -> TeamState:
+    state = TeamState(SESSION)
+    for fact in log.facts:
+        state.apply(fact)
+    return state
+
+
+def test_a_worker_s_chat_names_its_agent_and_role_and_holds_its_turn() -> None:
+    state = state_of(two_workers_with_approval())
+    transcript = chat_transcript(state, W1)
+    assert transcript is not None
+    [turn] = state.chats[W1].turns
+    assert transcript == {
+        "thread": W1,
+        "agent": "researcher",
+        "role": "worker",
+        "title": "researcher: work",
+        "turns": [{"id": turn.id, "state": "complete", "events": turn_messages(turn)}],
+    }
+
+
+def test_the_running_turn_comes_last_as_streamed_so_far_without_an_end() -> None:
+    log = Log()
+    log.run_started()
+    log.turn(LEAD, "first")
+    log.say(LEAD, "one")
+    log.end_turn(LEAD)
+    log.turn(LEAD, "second")
+    log.say(LEAD, "half an")
+    transcript = chat_transcript(state_of(log), LEAD)
+    assert transcript is not None
+    assert [(t["id"], t["state"]) for t in transcript["turns"]] == [
+        ("turn-1", "complete"),
+        ("turn-2", "running"),
+    ]
+    assert transcript["turns"][1]["events"] == [
+        {"channel": "agent", "type": "prompt", "prompt": "second"},
+        {"channel": "agent", "type": "text", "content": "half an "},
+    ]
+    assert (transcript["agent"], transcript["role"]) == ("lead", "coordinator")
+
+
+def test_a_failed_turn_says_its_state() -> None:
+    log = Log()
+    log.run_started()
+    log.turn(LEAD)
+    log.fail_turn(LEAD)
+    transcript = chat_transcript(state_of(log), LEAD)
+    assert transcript is not None
+    assert [t["state"] for t in transcript["turns"]] == ["error"]
+
+
+def test_a_chat_with_no_member_has_no_agent_nor_role() -> None:
+    """A chat the session added that no agent joined (yet): the transcript still shows it."""
+    log = Log()
+    log.run_started()
+    summary = ChatSummary(
+        resource="ahp-chat:/side",
+        title="aside",
+        status=SessionStatus.IDLE,
+        modified_at="2026-11-22T21:00:00.000Z",
+        origin=UserChatOrigin(),
+    )
+    log.add(SESSION, SessionChatAddedAction(summary=summary))
+    transcript = chat_transcript(state_of(log), "ahp-chat:/side")
+    assert transcript == {
+        "thread": "ahp-chat:/side",
+        "agent": None,
+        "role": None,
+        "title": "aside",
+        "turns": [],
+    }
+
+
+def test_a_chat_the_session_does_not_have_is_none() -> None:
+    assert chat_transcript(state_of(two_workers_with_approval()), "ahp-chat:/nobody") is None
