@@ -26,13 +26,16 @@ The parts:
 
 * teams: :func:`load_team` (a file), :func:`parse_team` (TOML text), :class:`TeamSpec`;
 * runs: :func:`open_run` (a :class:`TeamRun`: :meth:`~TeamRun.updates`,
-  :meth:`~TeamRun.approve`, :meth:`~TeamRun.deny`, :meth:`~TeamRun.answer`,
+  :meth:`~TeamRun.stream`, :meth:`~TeamRun.approve`, :meth:`~TeamRun.deny`, :meth:`~TeamRun.answer`,
   :meth:`~TeamRun.outcome`), :func:`run_team` and :func:`run_team_sync` (unattended: without
   callbacks an approval is denied and a question declined), :class:`RunOutcome`,
   :class:`RunStatus`; :class:`TeamRuntime` underneath, for what these do not cover;
 * what a run says: :class:`RunUpdate` (a :class:`Fact` and its :class:`Envelope` values),
   :class:`ApprovalRequested`, :class:`Question`; :func:`fact_to_json`,
   :func:`envelope_to_json_line` for their wire forms;
+* what a stream says (:data:`StreamMode`): :class:`MessageDelta` and :class:`MessageEnd`
+  (``messages``), :class:`FactUpdate` (``updates``), :class:`TeamSnapshot` with its
+  :class:`MemberSnapshot` and :class:`TaskSnapshot` values (``values``);
 * model backends: the :class:`Backend` contract (``stream_round(RoundContext)`` yields
   :data:`ModelEvent` values: :class:`TextDelta`, :class:`ReasoningDelta`,
   :class:`ToolCallStarted`, :class:`ToolCallInputDelta`, :class:`ToolCallRequest`,

@@ -12,6 +12,8 @@ What a program sees is what the CLI's outputs see: every fact once it is durable
 with its Agent UI envelopes (:class:`RunUpdate`). Approvals routed to the user and the
 agents' questions are answered through :class:`TeamRun` (the runtime's own doors:
 ``resolve_approval`` and ``answer_input``), or by the callbacks given to :func:`open_run`.
+:meth:`TeamRun.stream` tells the run in the form asked for (the items and their projections
+are :mod:`orchestrator._streams`); for it, the run keeps every durable batch.
 
 Nothing here writes to stdout or configures logging: the library's loggers go to the
 standard library's ``logging`` (quiet unless the program configures it; see
@@ -283,6 +285,11 @@ class TeamRun:
 
     # ── inside ──────────────────────────────────────────────────────────────
 
+    def _keep_no_batches(self) -> None:
+        """Keep no batch from now on (for a run no stream can be opened of)."""
+        self._keeping = False
+        self._batches.clear()
+
     def _record_batch(self, facts: Sequence[Fact]) -> None:
         """Keep a durable batch for the streams and wake those waiting for it."""
         if self._keeping:
@@ -509,7 +516,7 @@ async def run_team(
         on_question=on_question or _decline,
         environ=environ,
     ) as run:
-        run._keeping = False  # the run is not handed out: no stream can be opened
+        run._keep_no_batches()  # the run is not handed out: no stream can be opened
         if on_update is None:
             run.runtime.bus.unsubscribe(run._subscription)  # nobody reads: keep no facts
         else:
