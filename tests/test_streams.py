@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 from collections import defaultdict
 from typing import Any
 
@@ -155,6 +156,74 @@ class TestMessages:
             )
             assert turn.id == delta.turn
 
+    @settings(max_examples=10)
+    @given(
+        st.lists(
+            st.tuples(
+                st.text(
+                    st.characters(exclude_characters="{}", exclude_categories=("Cs", "Cc")),
+                    min_size=1,
+                    max_size=30,
+                ),
+                st.integers(min_value=1, max_value=6),
+            ),
+            min_size=1,
+            max_size=3,
+        ),
+        st.booleans(),
+    )
+    def test_any_script_streams_exactly_what_it_says(
+        self, says: list[tuple[str, int]], think: bool
+    ) -> None:
+        """Whatever a worker says, in however many chunks, and whether its coordinator
+        reasons first: the deltas of each message join to the text its chat holds."""
+        steps = [
+            f"{{ say = {json.dumps(text, ensure_ascii=False)}, chunks = {chunks} }}"
+            for text, chunks in says
+        ]
+        thought = '{ think = "plan", chunks = 2 },' if think else ""
+        spec = orchestrator.parse_team(
+            f"""
+[team]
+name = "said"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[[agents.lead.turns]]
+steps = [ {thought} {{ delegate = [ {{ agent = "worker", task = "t" }} ] }},
+          {{ say = "{{outcomes}}" }} ]
+[agents.worker]
+role = "worker"
+[[agents.worker.turns]]
+steps = [ {", ".join(steps)} ]
+""",
+            file="said.toml",
+        )
+
+        async def streamed() -> tuple[list[Any], list[Fact]]:
+            log = orchestrator.MemoryFactLog()
+            async with orchestrator.open_run(spec, "go", journal=log) as run:
+                items = [item async for item in run.stream("messages")]
+            return items, log.facts
+
+        items, facts = trio.run(streamed)
+        joined: dict[str, dict[tuple[str, bool], str]] = defaultdict(dict)
+        for item in items:
+            if isinstance(item, orchestrator.MessageDelta):
+                key = (item.message, item.reasoning)
+                joined[item.chat][key] = joined[item.chat].get(key, "") + item.text
+        held = {chat: texts for chat, texts in texts_held(fold(facts)).items() if texts}
+        assert held == {
+            chat: [(message, reasoning, text) for (message, reasoning), text in by_id.items()]
+            for chat, by_id in joined.items()
+        }
+        worker = next(
+            chat for chat, member in fold(facts).members.items() if member.agent == "worker"
+        )
+        assert "".join(text for _, _, text in held[worker]) == "".join(text for text, _ in says)
+
 
 class TestUpdates:
     async def test_one_update_per_fact_in_order(self) -> None:
@@ -274,6 +343,27 @@ class TestStreams:
         assert [u.fact.sequence for u in early] == list(range(1, len(early) + 1))
         assert late["middle"] == early
         assert late["after"] == early
+
+    async def test_the_streams_of_a_cancelled_run_end_with_it(self) -> None:
+        """Nobody decides the approval: the run waits until it is cancelled, and the streams
+        open meanwhile end with the cancelled run's last batch."""
+        spec = orchestrator.parse_team(STREAMED, file="streamed.toml")
+        with trio.fail_after(20):
+            async with orchestrator.open_run(spec, "ship") as run:
+                values = run.stream("values")
+                async for snapshot in values:
+                    if snapshot.pending_approvals:
+                        break
+                messages = run.stream("messages")
+                run.cancel()
+                rest = [snapshot async for snapshot in values]
+                said = [item async for item in messages]
+        assert rest[-1].status is orchestrator.RunStatus.CANCELLED
+        assert rest[-1].pending_approvals == ()
+        # The publisher never got to say what it would after its tool call.
+        publisher = [m for m in said if m.agent == "publisher"]
+        texts = [m.text for m in publisher if isinstance(m, orchestrator.MessageDelta)]
+        assert "".join(texts) == "Publishing now."
 
     async def test_an_unknown_mode_is_refused_with_the_modes(self) -> None:
         spec = orchestrator.parse_team(STREAMED, file="streamed.toml")
