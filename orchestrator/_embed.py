@@ -237,10 +237,10 @@ class TeamRun:
           them; a run interrupted by approvals for the user goes on in the next AG-UI run
           (``run-2``...) once they are decided.
 
-        Any number of streams of a run may be open at once, beside :meth:`updates`; each
+        Any number of streams of a run may be open at once, beside :meth:`updates`. Each
         starts from the run's first fact, however late it is opened, and reads at its own
-        pace (the run keeps its facts in memory until it is over). An unknown ``mode`` raises
-        :class:`ValueError` listing the modes.
+        pace: for them, the :class:`TeamRun` keeps the run's facts in memory. An unknown
+        ``mode`` raises :class:`ValueError` listing the modes.
         """
         return _Stream(self, projection(mode, self._first_state))
 

@@ -355,10 +355,11 @@ class AguiProjection(Projection):
     ``run-2``, ``run-3``...) once every one of them is decided."""
 
     def __init__(self, state: TeamState) -> None:
-        super().__init__(state)  # unused: the AG-UI projector folds its own
+        super().__init__(state)
         self._runs = 1
+        # The projector folds the facts into a copy of its own.
         self._projector = AguiProjector(
-            state.session_uri, thread_id=state.session_uri, run_id="run-1", state=state
+            state.session_uri, thread_id=state.session_uri, run_id="run-1", state=self.state
         )
         self._head: list[dict[str, Any]] = self._projector.start()
 
