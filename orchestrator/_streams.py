@@ -24,7 +24,7 @@ The module is pure: no trio, no IO.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Final, Literal, TypeAlias, get_args
 
 import attrs
@@ -38,13 +38,16 @@ from orchestrator.ahp.actions import (
     ChatToolCallStartAction,
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
+    SessionChatUpdatedAction,
 )
 from orchestrator.ahp.state import MarkdownResponsePart, ReasoningResponsePart
 from orchestrator.core import (
     ApprovalRequested,
     Fact,
+    Member,
     MemberStatus,
     RunStatus,
+    TaskRecord,
     TaskStatus,
     TeamState,
     member_name,
@@ -166,43 +169,92 @@ class TeamSnapshot:
     @classmethod
     def from_state(cls, state: TeamState) -> TeamSnapshot:
         """The snapshot of ``state``."""
-        numbers: Counter[str] = Counter()
-        members = []
-        for chat, member in state.members.items():  # in join order, as member_name counts
-            numbers[member.agent] += 1
-            members.append(
-                MemberSnapshot(
-                    chat=chat,
-                    agent=member.agent,
-                    name=f"{member.agent} #{numbers[member.agent]}",
-                    status=state.member_status(chat),
-                    task=member.task,
-                )
-            )
+        return _Snapshots().take(state)
+
+
+class _Snapshots:
+    """Takes snapshots of one state as it moves on, making again only the entries whose
+    inputs changed: the state's entries are immutable values, replaced when they change, so
+    an entry made from the same objects as last time is the same entry."""
+
+    def __init__(self) -> None:
+        self._joined: Counter[str] = Counter()  # agent -> its chats that joined
+        self._names: dict[str, str] = {}  # chat -> "researcher #3", fixed when it joins
+        # chat -> what its status was made of, and its snapshot
+        self._members: dict[str, tuple[tuple[object, ...], MemberSnapshot]] = {}
+        self._tasks: dict[str, tuple[TaskRecord, TaskSnapshot]] = {}  # task id -> record, snapshot
+        self._places: dict[str, int] = {}  # chat -> its place among the members
+        self._last: TeamSnapshot | None = None
+
+    def take(self, state: TeamState, *, chats: Collection[str] | None = None) -> TeamSnapshot:
+        """The snapshot of ``state``. ``chats``: when the facts since the last snapshot were
+        all ``chat/*`` or ``session/chatUpdated`` facts, the chats they were about (only
+        their members' statuses can have changed)."""
+        last = self._last
+        if chats is not None and last is not None:
+            members = list(last.members)
+            for chat in chats:
+                place = self._places.get(chat)
+                if place is not None:
+                    members[place] = self._member(state, chat, state.members[chat])
+            self._last = attrs.evolve(last, sequence=state.last_sequence, members=tuple(members))
+            return self._last
+        self._last = self._take(state)
+        return self._last
+
+    def _take(self, state: TeamState) -> TeamSnapshot:
         run = state.run
         status = run.status if run is not None else None
-        return cls(
+        return TeamSnapshot(
             session=state.session_uri,
             sequence=state.last_sequence,
             team=run.team if run is not None else None,
             status=status,
-            members=tuple(members),
-            tasks=tuple(
-                TaskSnapshot(
-                    id=task.task,
-                    title=task.title,
-                    agent=task.agent,
-                    status=task.status,
-                    requested_by=task.requested_by,
-                    chat=task.chat,
-                    summary=task.summary,
-                )
-                for task in state.tasks.values()
+            members=tuple(
+                self._member(state, chat, member) for chat, member in state.members.items()
             ),
+            tasks=tuple(self._task(task) for task in state.tasks.values()),
             pending_approvals=tuple(record.request for record in state.pending_approvals()),
             answer=run.result if run is not None and status is RunStatus.COMPLETED else None,
             error=(run.error or None) if run is not None and status is RunStatus.FAILED else None,
         )
+
+    def _member(self, state: TeamState, chat: str, member: Member) -> MemberSnapshot:
+        name = self._names.get(chat)
+        if name is None:  # members join in order and stay: the number is the join count
+            self._places[chat] = len(self._places)
+            self._joined[member.agent] += 1
+            name = self._names[chat] = f"{member.agent} #{self._joined[member.agent]}"
+        # What TeamState.member_status reads.
+        inputs = (member, state.chats.get(chat), state.tasks.get(member.task), state.run)
+        made = self._members.get(chat)
+        if made is not None and all(a is b for a, b in zip(made[0], inputs, strict=True)):
+            return made[1]
+        snapshot = MemberSnapshot(
+            chat=chat,
+            agent=member.agent,
+            name=name,
+            status=state.member_status(chat),
+            task=member.task,
+        )
+        self._members[chat] = (inputs, snapshot)
+        return snapshot
+
+    def _task(self, task: TaskRecord) -> TaskSnapshot:
+        made = self._tasks.get(task.task)
+        if made is not None and made[0] is task:
+            return made[1]
+        snapshot = TaskSnapshot(
+            id=task.task,
+            title=task.title,
+            agent=task.agent,
+            status=task.status,
+            requested_by=task.requested_by,
+            chat=task.chat,
+            summary=task.summary,
+        )
+        self._tasks[task.task] = (task, snapshot)
+        return snapshot
 
 
 # ── the projections ───────────────────────────────────────────────────────────
@@ -250,6 +302,7 @@ class MessagesProjection(_FactByFact):
     def __init__(self, state: TeamState) -> None:
         super().__init__(state)
         self._open: dict[str, _Open] = {}  # chat -> the message it streams now
+        self._names: dict[str, tuple[str, str]] = {}  # chat -> its agent and name
 
     def fact_items(self, fact: Fact) -> list[Any]:
         action = fact.action
@@ -277,8 +330,14 @@ class MessagesProjection(_FactByFact):
         return items
 
     def _who(self, chat: str) -> tuple[str, str]:
-        name = member_name(self.state, chat)
-        return (name.agent, name.label) if name is not None else ("", chat)
+        """The agent and the name of ``chat``: fixed once it has joined, so kept."""
+        who = self._names.get(chat)
+        if who is None:
+            name = member_name(self.state, chat)  # a pass over the members
+            if name is None:
+                return "", chat
+            who = self._names[chat] = (name.agent, name.label)
+        return who
 
     def _delta(
         self, chat: str, message: str, turn: str, text: str, reasoning: bool, items: list[Any]
@@ -332,10 +391,24 @@ class UpdatesProjection(_FactByFact):
 class ValuesProjection(Projection):
     """``values``: the team's snapshot after each batch."""
 
+    def __init__(self, state: TeamState) -> None:
+        super().__init__(state)
+        self._snapshots = _Snapshots()
+
     def feed(self, batch: Sequence[Fact]) -> list[Any]:
+        if not batch:
+            return []
+        # Most batches are a chat's streaming: they can change that chat's member alone.
+        chats: set[str] | None = set()
         for fact in batch:
             self.state.apply(fact)
-        return [TeamSnapshot.from_state(self.state)] if batch else []
+            if chats is None:
+                continue
+            if fact.type.startswith("chat/"):
+                chats.add(fact.channel)
+            elif not isinstance(fact.action, SessionChatUpdatedAction):
+                chats = None
+        return [self._snapshots.take(self.state, chats=chats)]
 
 
 class EventsProjection(_FactByFact):
