@@ -424,8 +424,9 @@ class EventsProjection(_FactByFact):
 
 class AguiProjection(Projection):
     """``agui``: the AG-UI runs of the coordinator's turn, as the ``/agui`` endpoint sends
-    them; a run interrupted by approvals routed to the user is continued (a run of its own,
-    ``run-2``, ``run-3``...) once every one of them is decided."""
+    them, in the thread named by the session's URI. A run interrupted by approvals routed to
+    the user is continued (a run of its own: ``run-2``, ``run-3``...) once every one of them
+    is decided."""
 
     def __init__(self, state: TeamState) -> None:
         super().__init__(state)
