@@ -26,13 +26,16 @@ The parts:
 
 * teams: :func:`load_team` (a file), :func:`parse_team` (TOML text), :class:`TeamSpec`;
 * runs: :func:`open_run` (a :class:`TeamRun`: :meth:`~TeamRun.updates`,
-  :meth:`~TeamRun.approve`, :meth:`~TeamRun.deny`, :meth:`~TeamRun.answer`,
+  :meth:`~TeamRun.stream`, :meth:`~TeamRun.approve`, :meth:`~TeamRun.deny`, :meth:`~TeamRun.answer`,
   :meth:`~TeamRun.outcome`), :func:`run_team` and :func:`run_team_sync` (unattended: without
   callbacks an approval is denied and a question declined), :class:`RunOutcome`,
   :class:`RunStatus`; :class:`TeamRuntime` underneath, for what these do not cover;
 * what a run says: :class:`RunUpdate` (a :class:`Fact` and its :class:`Envelope` values),
   :class:`ApprovalRequested`, :class:`Question`; :func:`fact_to_json`,
   :func:`envelope_to_json_line` for their wire forms;
+* what a stream says (:data:`StreamMode`): :class:`MessageDelta` and :class:`MessageEnd`
+  (``messages``), :class:`FactUpdate` (``updates``), :class:`TeamSnapshot` with its
+  :class:`MemberSnapshot` and :class:`TaskSnapshot` values (``values``);
 * model backends: the :class:`Backend` contract (``stream_round(RoundContext)`` yields
   :data:`ModelEvent` values: :class:`TextDelta`, :class:`ReasoningDelta`,
   :class:`ToolCallStarted`, :class:`ToolCallInputDelta`, :class:`ToolCallRequest`,
@@ -67,6 +70,15 @@ if TYPE_CHECKING:
         open_run,
         run_team,
         run_team_sync,
+    )
+    from ._streams import (
+        FactUpdate,
+        MemberSnapshot,
+        MessageDelta,
+        MessageEnd,
+        StreamMode,
+        TaskSnapshot,
+        TeamSnapshot,
     )
     from .base import (
         FactLogError,
@@ -117,10 +129,14 @@ __all__ = [
     "Fact",
     "FactLog",
     "FactLogError",
+    "FactUpdate",
     "IllegalTransitionError",
     "JournalReader",
     "LocalProtocolError",
+    "MemberSnapshot",
     "MemoryFactLog",
+    "MessageDelta",
+    "MessageEnd",
     "ModelEvent",
     "OrchestratorError",
     "PeerProtocolError",
@@ -135,9 +151,12 @@ __all__ = [
     "RunUpdate",
     "SessionInfo",
     "SqliteJournal",
+    "StreamMode",
+    "TaskSnapshot",
     "TeamFileError",
     "TeamRun",
     "TeamRuntime",
+    "TeamSnapshot",
     "TeamSpec",
     "TextDelta",
     "ToolCallInputDelta",
@@ -174,10 +193,14 @@ else:
             "Fact": ".core",
             "FactLog": ".runtime",
             "FactLogError": ".base",
+            "FactUpdate": "._streams",
             "IllegalTransitionError": ".base",
             "JournalReader": ".journal",
             "LocalProtocolError": ".base",
+            "MemberSnapshot": "._streams",
             "MemoryFactLog": ".runtime",
+            "MessageDelta": "._streams",
+            "MessageEnd": "._streams",
             "ModelEvent": ".core",
             "OrchestratorError": ".base",
             "PeerProtocolError": ".base",
@@ -192,9 +215,12 @@ else:
             "RunUpdate": "._embed",
             "SessionInfo": ".journal",
             "SqliteJournal": ".journal",
+            "StreamMode": "._streams",
+            "TaskSnapshot": "._streams",
             "TeamFileError": ".base",
             "TeamRun": "._embed",
             "TeamRuntime": ".runtime",
+            "TeamSnapshot": "._streams",
             "TeamSpec": ".spec",
             "TextDelta": ".core",
             "ToolCallInputDelta": ".core",

@@ -12,6 +12,8 @@ What a program sees is what the CLI's outputs see: every fact once it is durable
 with its Agent UI envelopes (:class:`RunUpdate`). Approvals routed to the user and the
 agents' questions are answered through :class:`TeamRun` (the runtime's own doors:
 ``resolve_approval`` and ``answer_input``), or by the callbacks given to :func:`open_run`.
+:meth:`TeamRun.stream` tells the run in the form asked for (the items and their projections
+are :mod:`orchestrator._streams`); for it, the run keeps every durable batch.
 
 Nothing here writes to stdout or configures logging: the library's loggers go to the
 standard library's ``logging`` (quiet unless the program configures it; see
@@ -23,13 +25,22 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TypeAlias, cast
+from typing import Any, Literal, TypeAlias, cast, overload
 
 import attrs
 import trio
 
+from orchestrator._streams import (
+    FactUpdate,
+    MessageDelta,
+    MessageEnd,
+    Projection,
+    TeamSnapshot,
+    projection,
+)
 from orchestrator.ahp.actions import ChatInputRequestedAction
 from orchestrator.ahp.state import ChatInputRequest, ChatInputResponseKind
 from orchestrator.core import USER, ApprovalRequested, Backend, Fact, MemberName, member_name
@@ -132,11 +143,44 @@ class _Updates:
         )
 
 
+class _Stream:
+    """The iterator :meth:`TeamRun.stream` returns: the run's batches from the first, each
+    through the mode's projection (a plain iterator, as :class:`_Updates`)."""
+
+    def __init__(self, run: TeamRun, projection: Projection) -> None:
+        self._run = run
+        self._projection = projection
+        self._read = 0  # batches of the run projected so far
+        self._items: deque[Any] = deque()
+
+    def __aiter__(self) -> _Stream:
+        return self
+
+    async def __anext__(self) -> Any:
+        run = self._run
+        while not self._items:
+            if self._read < len(run._batches):
+                self._items.extend(self._projection.feed(run._batches[self._read]))
+                self._read += 1
+            elif run._done.is_set():
+                raise StopAsyncIteration
+            else:
+                await run._batch_recorded.wait()
+        return self._items.popleft()
+
+
 class TeamRun:
     """A run in progress, as :func:`open_run` hands it out."""
 
     def __init__(self, runtime: TeamRuntime) -> None:
         self.runtime = runtime
+        # Every durable batch of the run, kept for the streams (each reads from the first)
+        # and the state they start from.
+        self._batches: list[Sequence[Fact]] = []
+        self._batch_recorded = trio.Event()  # set (and replaced) at each batch, and at the end
+        self._first_state = runtime.state.copy()
+        self._keeping = True  # False once nobody can open a stream (run_team)
+        runtime.bus.observe(self._record_batch)
         # Subscribed before the run starts: the first iteration sees the first fact.
         self._subscription = runtime.bus.subscribe(
             "embed", buffer_size=float("inf"), state=runtime.state
@@ -162,6 +206,43 @@ class TeamRun:
             raise RuntimeError("updates() of a run can be iterated once")
         self._iterated = True
         return _Updates(self, self._subscription)
+
+    @overload
+    def stream(self, mode: Literal["messages"]) -> AsyncIterator[MessageDelta | MessageEnd]: ...
+    @overload
+    def stream(self, mode: Literal["updates"]) -> AsyncIterator[FactUpdate]: ...
+    @overload
+    def stream(self, mode: Literal["values"]) -> AsyncIterator[TeamSnapshot]: ...
+    @overload
+    def stream(self, mode: Literal["events"]) -> AsyncIterator[Envelope]: ...
+    @overload
+    def stream(self, mode: Literal["agui"]) -> AsyncIterator[dict[str, Any]]: ...
+    @overload
+    def stream(self, mode: str) -> AsyncIterator[Any]: ...
+
+    def stream(self, mode: str) -> AsyncIterator[Any]:
+        """The run as ``mode`` tells it, from its first fact on; the iteration ends when the
+        run has ended.
+
+        - ``"messages"``: what each agent writes as it streams: a :class:`MessageDelta` per
+          piece of text (or reasoning, marked so), with who writes it (``researcher #3``), its
+          chat, turn and message ids; a :class:`MessageEnd` when a message is complete.
+        - ``"updates"``: a :class:`FactUpdate` per fact: the fact and what it changed in the
+          team's state (RFC 6902 operations on the team view AG-UI clients hold).
+        - ``"values"``: a :class:`TeamSnapshot` after each durable batch of facts: members,
+          tasks, pending approvals, the run's status and its final answer.
+        - ``"events"``: the Agent UI envelopes of each fact (:class:`Envelope`), as
+          :meth:`updates` carries them.
+        - ``"agui"``: AG-UI events (JSON-ready dicts) as the daemon's ``/agui`` endpoint sends
+          them; a run interrupted by approvals for the user goes on in the next AG-UI run
+          (``run-2``...) once they are decided.
+
+        Any number of streams of a run may be open at once, beside :meth:`updates`. Each
+        starts from the run's first fact, however late it is opened, and reads at its own
+        pace: for them, the :class:`TeamRun` keeps the run's facts in memory. An unknown
+        ``mode`` raises :class:`ValueError` listing the modes.
+        """
+        return _Stream(self, projection(mode, self._first_state))
 
     async def outcome(self) -> RunOutcome:
         """Wait for the run to end; how it ended (status, the coordinator's answer or the
@@ -204,6 +285,18 @@ class TeamRun:
 
     # ── inside ──────────────────────────────────────────────────────────────
 
+    def _keep_no_batches(self) -> None:
+        """Keep no batch from now on (for a run no stream can be opened of)."""
+        self._keeping = False
+        self._batches.clear()
+
+    def _record_batch(self, facts: Sequence[Fact]) -> None:
+        """Keep a durable batch for the streams and wake those waiting for it."""
+        if self._keeping:
+            self._batches.append(tuple(facts))
+        self._batch_recorded.set()
+        self._batch_recorded = trio.Event()
+
     def _question(self, chat: str, request: ChatInputRequest) -> Question:
         asked_by = member_name(self.runtime.state, chat)
         agent = asked_by.agent if asked_by is not None else ""
@@ -223,6 +316,7 @@ class TeamRun:
             # The readers drain what is buffered for them, then their iteration ends.
             self.runtime.bus.close()
             self._done.set()
+            self._batch_recorded.set()
 
     async def _decide(
         self,
@@ -422,6 +516,7 @@ async def run_team(
         on_question=on_question or _decline,
         environ=environ,
     ) as run:
+        run._keep_no_batches()  # the run is not handed out: no stream can be opened
         if on_update is None:
             run.runtime.bus.unsubscribe(run._subscription)  # nobody reads: keep no facts
         else:

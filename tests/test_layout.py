@@ -9,7 +9,8 @@ modules that cover it. Two kinds of test module mirror no single module:
   layers (``kill -9`` and resume, the fuzz of every endpoint, systemd's notify protocol, the
   input gate on every endpoint, the web view in a browser, an AHP client's fold of real runs);
 - ``tests/`` itself: the repository as a whole (the package's shape, this layout, the docs,
-  the installed distribution), and ``test_embed.py``, which mirrors ``orchestrator/_embed.py``.
+  the installed distribution), and ``test_embed.py`` and ``test_streams.py``, which mirror
+  ``orchestrator/_embed.py`` and ``orchestrator/_streams.py``.
 """
 
 from __future__ import annotations

@@ -439,3 +439,49 @@ hands it back."""
 
 
 # --- the journal's and the sessions' teams ---
+
+
+# --- the Python API's teams (orchestrator/_embed.py, _streams.py) ---
+
+STREAMED = """
+[team]
+name = "streamed"
+coordinator = "lead"
+parallel_budget = 2
+
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["writer", "publisher"]
+
+[[agents.lead.turns]]
+steps = [
+  { think = "Two tasks: a draft and a release.", chunks = 2 },
+  { delegate = [ { agent = "writer", task = "draft the notes" },
+                 { agent = "publisher", task = "publish them" } ] },
+  { say = "Both done:\\n{outcomes}", chunks = 3 },
+]
+
+[agents.writer]
+role = "writer"
+
+[[agents.writer.turns]]
+steps = [ { say = "Notes drafted for {task}.", chunks = 4 } ]
+
+[agents.publisher]
+role = "publisher"
+tools = ["publish"]
+needs_approval = ["publish"]
+approved_by = "user"
+
+[agents.publisher.tool_results]
+publish = "published"
+
+[[agents.publisher.turns]]
+steps = [ { say = "Publishing now.", chunks = 2 },
+          { tool = "publish", input = { target = "site" } },
+          { say = "after: {outcomes}" } ]
+"""
+"""A coordinator that reasons, delegates to two workers at once (a writer, and a publisher whose
+``publish`` call waits for the user's approval), then sums up: text, reasoning, tool calls and
+an approval from several chats at once, for the stream modes."""
