@@ -57,6 +57,7 @@ else:
             "base_url_of": "._openai",
             "chunk_text": "._scripted",
             "http_client": "._openai",
+            "key_headers": "._openai",
             "make_plugin_backend": "._plugins",
             "missing_key": "._openai",
             "model_servers": "._probe",
