@@ -131,11 +131,8 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "runtime/tools/_tool_environment.py": (
         "runtime/tools/test_command_tool.py, runtime/tools/test_python_tool.py"
     ),
-    "server/_agent_socket.py": "server/test_app.py (/ws), server/test_load.py",
     "server/_ahp_dispatch.py": "server/test_ahp_socket.py, e2e/test_ahp_fold.py",
-    "server/_auth.py": "server/test_app.py (TestAuth), server/test_web.py, server/test_config.py",
     "server/_client_frames.py": "server/test_load.py (bursts past the rate limit)",
-    "server/_metrics.py": "server/test_app.py (TestHealthAndMetrics)",
     "server/_outbox.py": "server/test_hypercorn_ws.py (both paths), server/test_load.py",
     "server/_principals.py": "server/test_web.py (sign-in, origins), server/test_app.py",
     "server/_sd_notify.py": "e2e/test_systemd.py (READY, STATUS, WATCHDOG, STOPPING)",
@@ -144,14 +141,12 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "sessions/_finding.py": "journal/test_session_locks.py, journal/test_ownership.py",
     "sessions/_following.py": "sessions/test_followed.py, sessions/test_sqlite_following.py",
     "sessions/_following_for.py": "sessions/test_cluster.py, sessions/test_sqlite_following.py",
-    "sessions/_limits.py": "sessions/test_daemon.py, server/test_config.py",
     "sessions/_live_session.py": "sessions/test_conversation.py, server/test_ahp_socket.py",
     "sessions/_opening.py": "sessions/test_daemon.py, journal/test_ownership.py",
     "sessions/_runs.py": "server/test_agui_endpoint.py, test_embed.py, server/test_app.py",
     "sessions/_session_folds.py": "server/test_web.py, sessions/test_team_log.py",
     "sessions/_shared_text.py": "server/test_hypercorn_ws.py (one frame for many clients)",
     "sessions/_team_runtimes.py": "runtime/tools/test_mcp_team.py, server/test_app.py",
-    "sessions/_teams.py": "server/test_app.py (TestTeamNames), test_distribution.py",
     "teams/servers/notes.py": (
         "runtime/tools/test_mcp_team.py, test_distribution.py (the shipped MCP server)"
     ),
