@@ -127,7 +127,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     ),
     "server/_ahp_dispatch.py": "server/test_ahp_socket.py, e2e/test_ahp_fold.py",
     "server/_client_frames.py": "server/test_load.py (bursts past the rate limit)",
-    "server/_outbox.py": "server/test_hypercorn_ws.py (both paths), server/test_load.py",
     "server/_principals.py": "server/test_web.py (sign-in, origins), server/test_app.py",
     "server/_sd_notify.py": "e2e/test_systemd.py (READY, STATUS, WATCHDOG, STOPPING)",
     "server/_web_assets.py": "server/test_web.py, e2e/test_web_ui.py",
