@@ -11,30 +11,12 @@ import pytest
 
 from orchestrator.protocols import project_facts, structure_envelope, unstructure_envelope
 from orchestrator.runtime import read_facts
+from tests.support import teams
 from tests.support.command_line import DELIVERY, HANDOFF, orchestrator, run_delivery_team
 from tests.support.paths import PROJECT_ROOT
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
 pytestmark = pytest.mark.daemon
-
-
-FAILING_TEAM = """
-[team]
-name = "failing"
-coordinator = "lead"
-
-[agents.lead]
-role = "coordinator"
-tools = ["delegate"]
-delegates_to = ["worker"]
-[[agents.lead.turns]]
-steps = [{ delegate = [{ agent = "worker", task = "do it" }] }, { fail = "gave up" }]
-
-[agents.worker]
-role = "worker"
-[[agents.worker.turns]]
-steps = [{ fail = "the disk is full" }]
-"""
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +184,7 @@ class TestOutput:
         """Piped stderr is JSON records only; the failure is said once, with its session,
         which is also the session the run announced when it started."""
         team = tmp_path / "failing.toml"
-        team.write_text(FAILING_TEAM)
+        team.write_text(teams.FAILING)
         done = orchestrator("run", str(team), "go", "--db", str(tmp_path / "j.db"), "--plain")
         assert done.returncode == 1
         records = [json.loads(line) for line in done.stderr.splitlines()]
@@ -216,7 +198,7 @@ class TestOutput:
 
     def test_console_format_has_no_json(self, tmp_path: Path) -> None:
         team = tmp_path / "failing.toml"
-        team.write_text(FAILING_TEAM)
+        team.write_text(teams.FAILING)
         done = orchestrator(
             "run", str(team), "go", "--db", str(tmp_path / "j.db"), "--log-format", "console"
         )

@@ -12,6 +12,7 @@ from trio_websocket import ConnectionClosed, ConnectionRejected
 
 from orchestrator.core import ApprovalResolved, RunFinished, build_graph
 from orchestrator.journal import open_reader
+from tests.support import teams
 from tests.support.agent_channel import TASK, of_type, run_delivery
 from tests.support.ahp_client import connect_ahp
 from tests.support.daemon import connect, running_daemon
@@ -294,29 +295,10 @@ async def test_the_example_client_says_in_one_line_that_a_session_is_unknown(
     assert "0000-no-such-session" in err
 
 
-ASKS = """
-[team]
-name = "asks"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-tools = ["ask", "delegate"]
-delegates_to = ["worker"]
-[[agents.lead.turns]]
-steps = [ { ask = "Which database?" }, { say = "Using {outcomes}." } ]
-[[agents.lead.turns]]
-steps = [ { delegate = [ { agent = "worker", task = "slow work" } ] }, { say = "{outcomes}" } ]
-[agents.worker]
-role = "r"
-[[agents.worker.turns]]
-steps = [ { sleep = 60 }, { say = "never" } ]
-"""
-
-
 class TestRequests:
     async def test_a_question_is_answered_with_tool_response(self, tmp_path: Path) -> None:
         async with (
-            running_daemon(tmp_path, teams={"asks": ASKS}) as daemon,
+            running_daemon(tmp_path, teams={"asks": teams.ASK_THEN_SLOW_WORKER}) as daemon,
             connect(daemon) as client,
         ):
             await client.until_type("init")
@@ -345,7 +327,7 @@ class TestRequests:
         self, tmp_path: Path
     ) -> None:
         async with (
-            running_daemon(tmp_path, teams={"asks": ASKS}) as daemon,
+            running_daemon(tmp_path, teams={"asks": teams.ASK_THEN_SLOW_WORKER}) as daemon,
             connect(daemon) as client,
         ):
             await client.until_type("init")

@@ -22,6 +22,7 @@ from orchestrator.runtime import FactBus, Subscription
 from orchestrator.server import Role, ServeConfig, Token, _hypercorn_ws
 from orchestrator.server._agent_socket import AgentSocket
 from orchestrator.sessions import Limits, SharedText, _live_session
+from tests.support import teams
 from tests.support.ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
 from tests.support.daemon import Client, connect, running_daemon
 from tests.support.teams import ECHO
@@ -204,23 +205,6 @@ class TestDoneMeans:
         assert [t["action"]["title"] for t in titles] == ["Ship 2.0"]
 
 
-HIDDEN = """
-[team]
-name = "hidden"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-tools = ["delegate"]
-delegates_to = ["helper"]
-[[agents.lead.turns]]
-steps = [ { delegate = [ { agent = "helper", task = "look it up" } ] }, { say = "done" } ]
-[agents.helper]
-role = "helper"
-interactivity = "hidden"
-[[agents.helper.turns]]
-steps = [ { say = "found it" } ]
-"""
-
 OPERATOR = Token(name="alice", role=Role.OPERATOR, secret="operator-secret-0123456789")
 VIEWER = Token(name="victor", role=Role.VIEWER, secret="viewer-secret-0123456789ab")
 
@@ -364,7 +348,7 @@ class TestSessionsAndChats:
 
     async def test_hidden_chats_are_not_listed(self, tmp_path: Path) -> None:
         async with (
-            running_daemon(tmp_path, teams={"hidden": HIDDEN}) as daemon,
+            running_daemon(tmp_path, teams={"hidden": teams.HIDDEN_HELPER}) as daemon,
             connect_ahp(daemon) as client,
         ):
             await client.initialize()
@@ -402,7 +386,7 @@ class TestUnknownChannels:
         of no AHP scheme, a hidden chat, which is as if it did not exist) is ignored: no
         echo, no rejection. Sent with an id, it gets its error response, and nothing else."""
         async with (
-            running_daemon(tmp_path, teams={"hidden": HIDDEN}) as daemon,
+            running_daemon(tmp_path, teams={"hidden": teams.HIDDEN_HELPER}) as daemon,
             connect_ahp(daemon) as client,
         ):
             await client.initialize(client_id=CLIENT)
