@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from orchestrator.core import ApprovalResolved, ViewUpdated
 from orchestrator.journal import JournalReader
 from orchestrator.server import (
+    COOKIE_LIFETIME,
     LOCAL,
     Authenticator,
     Permission,
@@ -20,6 +22,7 @@ from orchestrator.server import (
     ServeConfig,
     Token,
 )
+from orchestrator.server._auth import Principal
 from orchestrator.sessions import Limits
 from tests.support.agent_channel import of_type, refused, run_delivery
 from tests.support.daemon import connect, running_daemon
@@ -224,3 +227,47 @@ class TestAuth:
         }
         assert views == {own: [{"patch": "+x"}, {"patch": "+outside"}], other: []}
         assert told.encode() not in Path(daemon.db).read_bytes()
+
+
+WEB_OPERATOR = "web-operator-secret-0123456789"
+WEB_TOKENS = (
+    Token(name="olivia", role=Role.OPERATOR, secret=WEB_OPERATOR),
+    Token(name="victor", role=Role.VIEWER, secret="web-viewer-secret-0123456789ab"),
+    Token(name="sandbox", role=Role.TOOL, secret="web-tool-secret-0123456789abcd"),
+)
+
+
+def test_a_sign_in_cookie_is_not_the_token_and_ends_with_it() -> None:
+    auth = Authenticator(WEB_TOKENS)
+    olivia = Principal(name="olivia", permissions=frozenset())
+    cookie = auth.sign_in_cookie(olivia, now=1000.0)
+    assert WEB_OPERATOR not in cookie
+    signed_in = auth.from_cookie(cookie, now=1000.0 + COOKIE_LIFETIME - 1)
+    assert signed_in is not None
+    assert signed_in.name == "olivia"
+    assert auth.from_cookie(cookie, now=1000.0 + COOKIE_LIFETIME) is None  # expired
+    # a token changed or removed in the config: its cookies stop working
+    rotated = Authenticator(
+        [attrs.evolve(WEB_TOKENS[0], secret="a-new-secret-0123456789"), *WEB_TOKENS[1:]]
+    )
+    assert rotated.from_cookie(cookie, now=1000.0) is None
+    assert Authenticator(WEB_TOKENS[1:]).from_cookie(cookie, now=1000.0) is None
+    # another name, a later expiry, a cut MAC: refused
+    version, name, expires, mac = cookie.split(".")
+    victor = auth.sign_in_cookie(Principal(name="victor", permissions=frozenset()), now=1000.0)
+    forged = [
+        f"{version}.{victor.split('.')[1]}.{expires}.{mac}",
+        f"{version}.{name}.{int(expires) + 1}.{mac}",
+        f"{version}.{name}.{expires}.{mac[:-2]}",
+        f"v2.{name}.{expires}.{mac}",
+        "",
+        "....",
+        "v1.%%%.1.%%%",
+    ]
+    for value in forged:
+        assert auth.from_cookie(value, now=1000.0) is None, value
+
+
+@given(st.text(max_size=300))
+def test_no_cookie_text_breaks_the_check(value: str) -> None:
+    assert Authenticator(WEB_TOKENS).from_cookie(value, now=0.0) is None
