@@ -61,7 +61,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "cli/_end_command.py": "cli/test_main.py",
     "cli/_init_command.py": "cli/test_main.py",
     "cli/_sessions_command.py": "cli/test_main.py",
-    "cli/_teammates_client.py": "server/test_teammates_socket.py, runtime/test_logging.py",
     "cli/_version.py": "cli/test_main.py, test_distribution.py",
     "core/_facts.py": "core/test_facts_wire.py, core/test_team_state.py",
     "core/_graph_export.py": "core/test_graph.py (the DOT export)",
