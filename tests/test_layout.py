@@ -119,9 +119,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "runtime/tools/_tool_environment.py": (
         "runtime/tools/test_command_tool.py, runtime/tools/test_python_tool.py"
     ),
-    "server/_client_frames.py": "server/test_load.py (bursts past the rate limit)",
-    "server/_principals.py": "server/test_web.py (sign-in, origins), server/test_app.py",
-    "server/_sd_notify.py": "e2e/test_systemd.py (READY, STATUS, WATCHDOG, STOPPING)",
     "sessions/_expected_action.py": "sessions/test_forwarding.py",
     "sessions/_finding.py": "journal/test_session_locks.py, journal/test_ownership.py",
     "sessions/_following.py": "sessions/test_followed.py, sessions/test_sqlite_following.py",
