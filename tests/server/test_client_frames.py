@@ -55,14 +55,12 @@ async def frames_of(
 ) -> tuple[list[str | bytes], list[str]]:
     """The frames ``client_frames`` yields for ``script``, and what ``dropped`` was told."""
     told: list[str] = []
-    got: list[str | bytes] = []
     websocket = ScriptedClient(script).websocket()
     with trio.fail_after(60):
         async with contextlib.aclosing(
             client_frames(websocket, bucket, dropped=told.append)
         ) as frames:
-            async for frame in frames:
-                got.append(frame)
+            got = [frame async for frame in frames]
     return got, told
 
 
