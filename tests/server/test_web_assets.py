@@ -15,9 +15,6 @@ from orchestrator.server import (
     WebAssets,
 )
 
-# Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
-pytestmark = pytest.mark.daemon
-
 
 def test_an_asset_is_named_by_its_content_and_a_missing_one_is_a_packaging_error(
     tmp_path: Path,
