@@ -1,4 +1,6 @@
-"""The ``orchestrator`` command, run as a user runs it: a subprocess, real files, real stdin."""
+"""The ``orchestrator`` command line (``cli/_main``), run as a user runs it: the parser and
+its choices, the logging options, one error line, a closed pipe. Each command's own tests
+are beside it (``tests/cli/test_<command>_command.py``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""The daemon on loopback: a real hypercorn, a real journal, real WebSocket and HTTP clients."""
+"""The app assembly (``server/_app``) on loopback, with a real hypercorn, journal and clients:
+``/callback``'s view updates, ``/healthz`` when the journal fails, how the daemon stops, and
+bodies that lie about their length.
+
+A failed journal is here and not beside the sessions' code: what is tested is what every
+endpoint the app assembles (``/ws``, ``/agui``, ``/healthz``) tells its clients."""
 
 from __future__ import annotations
 

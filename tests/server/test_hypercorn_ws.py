@@ -1,4 +1,5 @@
-"""The hypercorn seam of :mod:`orchestrator.server._hypercorn_ws`, and the outbox on both paths.
+"""The hypercorn seam of :mod:`orchestrator.server._hypercorn_ws` (the outbox on it:
+tests/server/test_outbox.py).
 
 The seam tests run a small Starlette app on hypercorn's trio worker on loopback: if a
 hypercorn release moves what the writer relies on, they fail here (the daemon would still

@@ -1,5 +1,6 @@
 """Background teammates through the daemon's front door: ``WS /teammates`` and the
-``orchestrator teammates`` CLI against a real daemon on loopback."""
+``orchestrator teammates`` CLI against a real daemon on loopback (the CLI's side alone:
+tests/cli/test_teammates_client.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The web view's server side: the page and its assets, sign-in, origins, the JSON reads,
-and the one-file export; against a real daemon on loopback (the page in a real browser is
+"""The web view's server side: the page, sign-in, origins, the JSON reads, and the one-file
+export; against a real daemon on loopback (the page in a real browser is
 tests/e2e/test_web_ui.py)."""
 
 from __future__ import annotations
