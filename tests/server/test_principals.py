@@ -130,6 +130,20 @@ class TestWithTokens:
             principals.require(request, Permission.READ, sign_in=SIGN_IN)
         assert refused.value.status == 403
 
+    def test_with_tokens_another_loopback_page_is_another_site(self) -> None:
+        """Only a token-less daemon trusts every page on loopback: with tokens, a page on
+        another local port may not use the browser's cookie."""
+        request = connection(
+            {"cookie": cookie_of(OPERATOR), "origin": "http://127.0.0.1:5173"},
+            host="127.0.0.1:8765",
+        )
+        assert with_tokens().of(request) is None
+        same = connection(
+            {"cookie": cookie_of(OPERATOR), "origin": "http://127.0.0.1:8765"},
+            host="127.0.0.1:8765",
+        )
+        assert with_tokens().of(same) is not None
+
     def test_the_cookie_ends_with_its_lifetime_on_the_principals_clock(self) -> None:
         cookie = cookie_of(OPERATOR)
         later = Principals(Authenticator([OPERATOR, VIEWER]), clock=lambda: NOW + 31 * 86400)
