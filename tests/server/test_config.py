@@ -6,18 +6,12 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from orchestrator.base import ConfigError
 from orchestrator.server import (
-    LOCAL,
-    Authenticator,
-    Permission,
     Role,
     ServeConfig,
     Token,
-    TokenBucket,
     load_serve_config,
     parse_serve_config,
 )
@@ -136,59 +130,12 @@ class TestParse:
             load_serve_config(bad)
 
 
-class TestAuthenticator:
-    tokens = (
-        Token(name="alice", role=Role.OPERATOR, secret=SECRET),
-        Token(name="victor", role=Role.VIEWER, secret=SECRET + "-v"),
-    )
-
-    def test_roles_grant_permissions(self) -> None:
-        auth = Authenticator(self.tokens)
-        alice = auth.authenticate(f"Bearer {SECRET}")
-        victor = auth.authenticate(None, query_token=SECRET + "-v")
-        assert alice is not None
-        assert victor is not None
-        assert (alice.name, alice.may(Permission.OPERATE)) == ("alice", True)
-        assert (victor.name, victor.may(Permission.OPERATE)) == ("victor", False)
-        assert not alice.may(Permission.CALLBACK)
-
-    @given(st.text(max_size=40), st.sampled_from(["Bearer ", "bearer ", "Basic ", ""]))
-    def test_anything_else_is_nobody(self, presented: str, scheme: str) -> None:
-        auth = Authenticator(self.tokens)
-        known = {SECRET, SECRET + "-v"}
-        principal = auth.authenticate(scheme + presented)
-        if scheme.lower() == "bearer " and presented.strip() in known:
-            assert principal is not None
-        else:
-            assert principal is None
-
-    def test_no_tokens_means_local_with_every_permission(self) -> None:
-        assert Authenticator(()).authenticate(None) is LOCAL
-
-
-class TestTokenBucket:
-    @given(
-        st.floats(min_value=0.1, max_value=100),
-        st.integers(min_value=1, max_value=50),
-        st.lists(st.floats(min_value=0, max_value=5), max_size=200),
-    )
-    def test_never_more_than_burst_plus_rate_times_elapsed(
-        self, rate: float, burst: int, gaps: list[float]
-    ) -> None:
-        bucket = TokenBucket(rate=rate, burst=burst, now=0.0)
-        now = 0.0
-        passed = 0
-        for gap in gaps:
-            now += gap
-            passed += bucket.take(now)
-        assert passed <= burst + rate * now + 1e-6
-
-    def test_a_burst_then_a_refill(self) -> None:
-        bucket = TokenBucket(rate=2, burst=3, now=0.0)
-        assert [bucket.take(0.0) for _ in range(4)] == [True, True, True, False]
-        assert bucket.take(0.5) is True
-        assert bucket.take(0.5) is False
-
-    def test_nonsense_is_refused(self) -> None:
-        with pytest.raises(ValueError, match="rate above 0"):
-            TokenBucket(rate=0, burst=1, now=0)
+class TestHost:
+    def test_without_tokens_only_a_loopback_address_may_be_bound(self) -> None:
+        ServeConfig(host="127.0.0.1").check()
+        ServeConfig(host="::1").check()
+        with pytest.raises(ConfigError, match=r"host: no \[tokens\] configured"):
+            ServeConfig(host="0.0.0.0").check()
+        ServeConfig(
+            host="0.0.0.0", tokens=(Token(name="alice", role=Role.OPERATOR, secret=SECRET),)
+        ).check()

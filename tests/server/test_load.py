@@ -22,6 +22,7 @@ from orchestrator.journal import JournalReader
 from orchestrator.protocols import parse_client_message, project_facts, unstructure_envelope
 from orchestrator.server import ServeConfig, _outbox, parse_serve_config
 from orchestrator.sessions import Limits
+from tests.support import teams
 from tests.support.daemon import Client, RunningDaemon, connect, running_daemon
 from tests.support.teams import ECHO
 
@@ -259,19 +260,6 @@ class TestRateLimit:
         assert (later["type"], later["code"]) == ("error", "refused")
 
 
-#: A coordinator that streams ~1 MB of text in 1000 chunks: far more than the socket
-#: buffers between the daemon and a client that stopped reading hold.
-STREAM = """
-[team]
-name = "stream"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-[[agents.lead.turns]]
-steps = [ { say = "%s", chunks = 1000 } ]
-""" % ("0123456789" * 100_000)
-
-
 @asynccontextmanager
 async def stalled_viewer(daemon: RunningDaemon, session: str) -> AsyncIterator[Client]:
     """A viewer with a 4 KB receive buffer, so that it stops taking data from the socket
@@ -302,7 +290,9 @@ class TestSlowSubscriber:
         monkeypatch.setattr(_outbox, "CLOSE_TIMEOUT", 60.0)
         config = limits(subscriber_buffer=50)
         with trio.fail_after(60):
-            async with running_daemon(tmp_path, teams={"stream": STREAM}, config=config) as daemon:
+            async with running_daemon(
+                tmp_path, teams={"stream": teams.STREAM}, config=config
+            ) as daemon:
                 before = await metric(daemon, "orchestrator_dropped_subscribers_total")
                 async with connect(daemon) as operator:
                     session = (await operator.until_type("init"))["sessionId"]
@@ -339,7 +329,7 @@ class TestSlowSubscriber:
         config = limits(subscriber_buffer=100_000)  # never dropped: its socket is what is full
         with trio.fail_after(60):
             async with (
-                running_daemon(tmp_path, teams={"stream": STREAM}, config=config) as daemon,
+                running_daemon(tmp_path, teams={"stream": teams.STREAM}, config=config) as daemon,
                 connect(daemon) as operator,
             ):
                 session = (await operator.until_type("init"))["sessionId"]
@@ -381,7 +371,7 @@ class TestSlowSubscriber:
         ).encode()
         with trio.fail_after(60):
             async with running_daemon(
-                tmp_path, teams={"stream": STREAM}, config=limits()
+                tmp_path, teams={"stream": teams.STREAM}, config=limits()
             ) as daemon:
                 host, port = daemon.url.removeprefix("http://").split(":")
                 sock = trio.socket.socket(trio.socket.AF_INET, trio.socket.SOCK_STREAM)

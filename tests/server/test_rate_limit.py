@@ -53,3 +53,31 @@ def test_what_passes_never_exceeds_the_burst_plus_the_rate_over_the_time(
         now += step
         passed += bucket.take(now)
         assert passed <= burst + rate * now + 1e-9
+
+
+class TestTokenBucket:
+    @given(
+        st.floats(min_value=0.1, max_value=100),
+        st.integers(min_value=1, max_value=50),
+        st.lists(st.floats(min_value=0, max_value=5), max_size=200),
+    )
+    def test_never_more_than_burst_plus_rate_times_elapsed(
+        self, rate: float, burst: int, gaps: list[float]
+    ) -> None:
+        bucket = TokenBucket(rate=rate, burst=burst, now=0.0)
+        now = 0.0
+        passed = 0
+        for gap in gaps:
+            now += gap
+            passed += bucket.take(now)
+        assert passed <= burst + rate * now + 1e-6
+
+    def test_a_burst_then_a_refill(self) -> None:
+        bucket = TokenBucket(rate=2, burst=3, now=0.0)
+        assert [bucket.take(0.0) for _ in range(4)] == [True, True, True, False]
+        assert bucket.take(0.5) is True
+        assert bucket.take(0.5) is False
+
+    def test_nonsense_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="rate above 0"):
+            TokenBucket(rate=0, burst=1, now=0)

@@ -1,5 +1,6 @@
 """Background teammates through the daemon's front door: ``WS /teammates`` and the
-``orchestrator teammates`` CLI against a real daemon on loopback."""
+``orchestrator teammates`` CLI against a real daemon on loopback (the CLI's side alone:
+tests/cli/test_teammates_client.py)."""
 
 from __future__ import annotations
 
@@ -150,32 +151,6 @@ async def test_operators_trigger_pause_and_read_history_from_the_cli(tmp_path: P
         code, _, err = await cli(daemon, "list")
         assert code == 2
         assert "refused the connection: HTTP 401" in err
-
-
-async def test_the_cli_says_when_no_daemon_answers(tmp_path: Path) -> None:
-    done = await trio.run_process(
-        [sys.executable, "-m", "orchestrator", "teammates", "list", "--url", "http://127.0.0.1:9"],
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-    )
-    assert done.returncode == 3  # unavailable, not bad input
-    assert b"no daemon answers at ws://127.0.0.1:9/teammates: all attempts" in done.stderr
-
-
-@pytest.mark.parametrize("url", ["notaurl", "127.0.0.1:99999", "ftp://127.0.0.1:8765"])
-async def test_an_address_that_is_not_one_is_a_usage_error(url: str) -> None:
-    """``--url notaurl`` is bad input (exit 2, what was expected), not a daemon that is down
-    (exit 3)."""
-    done = await trio.run_process(
-        [sys.executable, "-m", "orchestrator", "teammates", "list", "--url", url],
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-    )
-    assert done.returncode == 2
-    assert b"--url: expected the daemon's address, like http://127.0.0.1:8765" in (done.stderr)
-    assert f"got {url!r}".encode() in done.stderr
 
 
 async def test_subscribers_see_automation_job_envelopes_as_teammates_change(

@@ -437,6 +437,79 @@ hands it back."""
 
 # --- the CLI's and the server's teams ---
 
+FAILING = """
+[team]
+name = "failing"
+coordinator = "lead"
+
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[[agents.lead.turns]]
+steps = [{ delegate = [{ agent = "worker", task = "do it" }] }, { fail = "gave up" }]
+
+[agents.worker]
+role = "worker"
+[[agents.worker.turns]]
+steps = [{ fail = "the disk is full" }]
+"""
+"""A coordinator that delegates a worker that fails (the disk is full), then fails itself
+(gave up): a run that ends failed."""
+
+
+ASK_THEN_SLOW_WORKER = """
+[team]
+name = "asks"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["ask", "delegate"]
+delegates_to = ["worker"]
+[[agents.lead.turns]]
+steps = [ { ask = "Which database?" }, { say = "Using {outcomes}." } ]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "slow work" } ] }, { say = "{outcomes}" } ]
+[agents.worker]
+role = "r"
+[[agents.worker.turns]]
+steps = [ { sleep = 60 }, { say = "never" } ]
+"""
+"""A coordinator that asks the user which database, then, on the next prompt, delegates a
+worker that sleeps 60 s: a question to answer and a turn to abort."""
+
+
+HIDDEN_HELPER = """
+[team]
+name = "hidden"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["helper"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "helper", task = "look it up" } ] }, { say = "done" } ]
+[agents.helper]
+role = "helper"
+interactivity = "hidden"
+[[agents.helper.turns]]
+steps = [ { say = "found it" } ]
+"""
+"""A coordinator that delegates a helper whose chat is hidden (``interactivity = "hidden"``)."""
+
+
+STREAM = """
+[team]
+name = "stream"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { say = "%s", chunks = 1000 } ]
+""" % ("0123456789" * 100_000)
+"""A coordinator that streams about 1 MB of text in 1000 chunks: far more than the socket
+buffers between the daemon and a client that stopped reading hold."""
+
 
 # --- the journal's and the sessions' teams ---
 
