@@ -49,8 +49,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     ),
     "spec/_parse_script.py": "spec/test_teamfile.py (scripted turns and steps)",
     "ahp/_tool_call_builders.py": "ahp/test_chat_reducer.py, ahp/test_chat_reducer_properties.py",
-    "ahp/_unknown.py": "ahp/test_forward_compat.py",
-    "ahp/_wire_encode.py": "ahp/test_wire.py, ahp/test_properties.py",
     "base/_errors.py": "spec/test_teamfile.py (the errors a bad team file gets)",
     "base/_lazy.py": "test_package.py (every facade's lazy names)",
     "base/_redact.py": "runtime/test_logging.py (secrets redacted)",
