@@ -491,30 +491,32 @@ class TestWaitsOn:
         assert log.graph().graph.nodes[task]["status"] == "killed"
 
 
-class TestApprovals:
-    def request(self, log: FactLog, requester: str, *, routed_to: str = USER_NODE) -> None:
-        log.tool_call(requester, "c9", tool="shell")
-        log.add(
-            SESSION,
-            ApprovalRequested(
-                approval="approval-1",
-                chat=requester,
-                turn_id="turn-1",
-                tool_call_id="c9",
-                tool_name="shell",
-                requested_by="researcher",
-                routed_to=routed_to,
-                policy_scope="shell",
-                summary="rm -rf build/",
-            ),
-        )
+def request_approval(log: FactLog, requester: str, *, routed_to: str = USER_NODE) -> None:
+    """An approval of a ``shell`` call of ``requester``, routed to ``routed_to``."""
+    log.tool_call(requester, "c9", tool="shell")
+    log.add(
+        SESSION,
+        ApprovalRequested(
+            approval="approval-1",
+            chat=requester,
+            turn_id="turn-1",
+            tool_call_id="c9",
+            tool_name="shell",
+            requested_by="researcher",
+            routed_to=routed_to,
+            policy_scope="shell",
+            summary="rm -rf build/",
+        ),
+    )
 
+
+class TestApprovals:
     def test_routed_to_the_user(self) -> None:
         """An approval names its requester, the user it is routed to, and the gated tool call."""
         log = FactLog()
         log.coordinator()
         log.spawn(COORDINATOR, "c1", chat("w"))
-        self.request(log, chat("w"))
+        request_approval(log, chat("w"))
         graph = log.graph()
         assert graph.graph.nodes["approval-1"]["status"] == "pending"
         assert graph.nodes_of_kind(NodeKind.USER) == [USER_NODE]
@@ -537,7 +539,7 @@ class TestApprovals:
         log = FactLog()
         log.coordinator()
         log.spawn(COORDINATOR, "c1", chat("w"))
-        self.request(log, chat("w"), routed_to=COORDINATOR)
+        request_approval(log, chat("w"), routed_to=COORDINATOR)
         log.add(
             SESSION,
             ApprovalResolved(
@@ -633,7 +635,7 @@ class TestCheck:
         """(e) An approval whose requesting chat was never added."""
         log = FactLog()
         log.coordinator()
-        TestApprovals().request(log, chat("stranger"))
+        request_approval(log, chat("stranger"))
         [violation] = log.graph().check()
         assert violation.kind == ViolationKind.APPROVAL_WITHOUT_REQUESTER
         assert violation.nodes == ("approval-1", chat("stranger"))
@@ -699,7 +701,7 @@ def full() -> DelegationGraph:
             tool_call_id="h1",
         ),
     )
-    TestApprovals().request(log, WORKERS[1])
+    request_approval(log, WORKERS[1])
     return log.graph()
 
 
