@@ -90,14 +90,7 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "runtime/backends/_factory.py": "runtime/backends/test_plugins.py",
     "runtime/backends/_transcript.py": "runtime/backends/test_openai_wire.py",
     "spec/_checks.py": "spec/test_teamfile.py",
-    "spec/_model.py": "spec/test_teamfile.py",
-    "spec/_parse.py": "spec/test_teamfile.py",
-    "spec/_parse_tools.py": (
-        "spec/test_teamfile_mcp.py, runtime/tools/test_python_tool.py, "
-        "runtime/tools/test_command_tool.py"
-    ),
     "spec/_script.py": "spec/test_teamfile.py, runtime/backends/test_scripted.py",
-    "spec/_tools.py": "spec/test_teamfile_mcp.py, runtime/tools/test_python_tool.py",
     "spec/_wording.py": "spec/test_teamfile.py (did-you-mean suggestions)",
     "journal/_durability.py": "journal/test_journal.py, sessions/test_teammates_restart.py",
     "journal/_file.py": "journal/test_journal.py (versions, damage, unreadable files)",
