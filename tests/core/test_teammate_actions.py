@@ -1,11 +1,13 @@
 """A teammate's actions: their facts cross the wire and come back equal, and a teammate's URI
-escapes what a URI cannot hold.
+escapes what a URI cannot hold; each action is named by its own wire type.
 """
 
 from __future__ import annotations
 
 import json
+import typing
 
+import attrs
 from hypothesis import given
 
 from orchestrator.core import (
@@ -14,6 +16,7 @@ from orchestrator.core import (
     fact_to_json,
     teammate_uri,
 )
+from orchestrator.core._teammate_actions import TEAMMATE_ACTION_TYPES
 from tests.support.teammate_facts import actions, facts_of
 
 
@@ -30,3 +33,11 @@ def test_teammate_uris_escape_what_a_uri_cannot_hold() -> None:
         "orchestrator-teammate:/nightly/dependency-audit"
     )
     assert teammate_uri("a/b", "c d") == "orchestrator-teammate:/a%2Fb/c%20d"
+
+
+def test_the_table_names_every_action_by_its_own_type() -> None:
+    """The journal's converter reads a teammate fact's class off this table."""
+    assert set(TEAMMATE_ACTION_TYPES.values()) == set(typing.get_args(TeammateAction))
+    for wire_type, cls in TEAMMATE_ACTION_TYPES.items():
+        assert wire_type.startswith("team/teammate")
+        assert attrs.fields_dict(cls)["type"].default == wire_type
