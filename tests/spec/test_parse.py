@@ -149,42 +149,6 @@ class TestErrors:
         )
         assert error.key_path == "agents.lead.approved_by"
 
-    def test_unknown_step_key(self) -> None:
-        """An unknown step key is named with the step's path and the closest step key."""
-        error = parse_error(with_lead_steps('{ say = "a" }, { sya = "b" }'))
-        assert error.key_path == "agents.lead.turns[0].steps[1].sya"
-        assert "unknown step key 'sya' (did you mean 'say'?)" in error.message
-
-    def test_step_with_two_actions(self) -> None:
-        """A step does exactly one thing."""
-        error = parse_error(with_lead_steps('{ say = "a", think = "b" }'))
-        assert error.key_path == "agents.lead.turns[0].steps[0]"
-        assert "several actions (say, think)" in error.message
-
-    def test_step_key_of_another_kind(self) -> None:
-        """A key that belongs to another step kind says which."""
-        error = parse_error(with_lead_steps('{ say = "a", reason = "b" }'))
-        assert error.key_path == "agents.lead.turns[0].steps[0].reason"
-        assert "belongs to a handoff step" in error.message
-
-    def test_tool_step_needs_the_tool(self) -> None:
-        """A script may only call tools listed in the agent's tools."""
-        error = parse_error(with_lead_steps('{ tool = "web_search" }'))
-        assert error.key_path == "agents.lead.turns[0].steps[0].tool"
-        assert "'web_search' but it is not in its tools" in error.message
-
-    def test_select_question_needs_options(self) -> None:
-        """single-select and multi-select questions must list options."""
-        error = parse_error(with_lead_steps('{ ask = "Which?", kind = "multi-select" }'))
-        assert error.key_path == "agents.lead.turns[0].steps[0].options"
-
-    def test_tool_input_must_be_json(self) -> None:
-        """Tool inputs travel as JSON: TOML dates are refused where they appear."""
-        text = VALID.replace('input = { query = "{task}" }', "input = { when = 2024-01-01 }")
-        error = parse_error(text)
-        assert error.key_path == "agents.researcher.turns[0].steps[0].input.when"
-        assert "not valid JSON" in error.message
-
     def test_toml_syntax_error_names_the_line(self) -> None:
         """A TOML syntax error keeps its line and column."""
         error = parse_error('[team]\nname = "x"\ncoordinator = \n')
