@@ -45,7 +45,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "runtime/_tool_calls.py": (
         "runtime/test_turns.py, runtime/test_approvals.py, runtime/tools/test_mcp_team.py"
     ),
-    "spec/_parse_script.py": "spec/test_teamfile.py (scripted turns and steps)",
     "ahp/_tool_call_builders.py": "ahp/test_chat_reducer.py, ahp/test_chat_reducer_properties.py",
     "cli/_approval_mode.py": "cli/test_main.py, cli/test_console.py",
     "cli/_completion_command.py": "cli/test_main.py",
@@ -80,7 +79,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     ),
     "runtime/backends/_factory.py": "runtime/backends/test_plugins.py",
     "runtime/backends/_transcript.py": "runtime/backends/test_openai_wire.py",
-    "spec/_script.py": "spec/test_teamfile.py, runtime/backends/test_scripted.py",
     "journal/_durability.py": "journal/test_journal.py, sessions/test_teammates_restart.py",
     "journal/_file.py": "journal/test_journal.py (versions, damage, unreadable files)",
     "journal/_interface.py": "journal/test_journal.py (both databases through journal_db)",

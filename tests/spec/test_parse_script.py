@@ -5,13 +5,20 @@ step is refused with its path.
 
 from __future__ import annotations
 
+import pytest
+
 from orchestrator.spec import (
     AskStep,
     DelegateStep,
     Delegation,
+    FailStep,
     HandoffStep,
     SayStep,
     ScriptedTurn,
+    SleepStep,
+    Step,
+    ThinkStep,
+    UsageStep,
 )
 from tests.support.team_files import (
     VALID,
@@ -94,3 +101,58 @@ class TestStepErrors:
         error = parse_error(text)
         assert error.key_path == "agents.researcher.turns[0].steps[0].input.when"
         assert "not valid JSON" in error.message
+
+
+class TestEveryStepKind:
+    @pytest.mark.parametrize(
+        ("written", "step"),
+        [
+            ('{ say = "hi", chunks = 1 }', SayStep(text="hi", chunks=1)),
+            ('{ think = "hmm" }', ThinkStep(text="hmm")),
+            ('{ fail = "boom" }', FailStep(message="boom")),
+            ("{ sleep = 0.5 }", SleepStep(seconds=0.5)),
+            (
+                "{ usage = [3, 4] }",
+                UsageStep(input_tokens=3, output_tokens=4),
+            ),
+            ('{ ask = "Name?" }', AskStep(question="Name?")),
+            (
+                '{ say = "only for docs", when_task_contains = "docs" }',
+                SayStep(text="only for docs", when_task_contains="docs"),
+            ),
+            (
+                '{ delegate = [{ agent = "researcher", task = "a" }, '
+                '{ agent = "researcher", task = "b" }] }',
+                DelegateStep(
+                    delegations=(
+                        Delegation(agent="researcher", task="a"),
+                        Delegation(agent="researcher", task="b"),
+                    )
+                ),
+            ),
+        ],
+    )
+    def test_each_step_key_makes_its_step(self, written: str, step: Step) -> None:
+        assert parse(with_lead_steps(written)).agent("lead").turns[0].steps == (step,)
+
+    @pytest.mark.parametrize(
+        ("written", "key_path", "fragment"),
+        [
+            (
+                '{ delegate = [{ agent = "writer", task = "a" }] }',
+                "agents.lead.turns[0].steps[0].delegate[0].agent",
+                "writer",
+            ),
+            ("{ sleep = -1 }", "agents.lead.turns[0].steps[0].sleep", ">= 0"),
+            ('{ ask = "Q", kind = "essay" }', "agents.lead.turns[0].steps[0].kind", "essay"),
+            ("{ say = 1 }", "agents.lead.turns[0].steps[0].say", "expected a string"),
+            ("{ usage = [3] }", "agents.lead.turns[0].steps[0].usage", "got 1 items"),
+            ("{ usage = [3, -4] }", "agents.lead.turns[0].steps[0].usage[1]", ">= 0"),
+        ],
+    )
+    def test_a_bad_value_of_a_step_is_refused_where_it_is(
+        self, written: str, key_path: str, fragment: str
+    ) -> None:
+        error = parse_error(with_lead_steps(written))
+        assert error.key_path == key_path
+        assert fragment in error.message
