@@ -45,7 +45,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "runtime/_tool_calls.py": (
         "runtime/test_turns.py, runtime/test_approvals.py, runtime/tools/test_mcp_team.py"
     ),
-    "ahp/_tool_call_builders.py": "ahp/test_chat_reducer.py, ahp/test_chat_reducer_properties.py",
     "cli/_approval_mode.py": "cli/test_main.py, cli/test_console.py",
     "cli/_completion_command.py": "cli/test_main.py",
     "cli/_conventions.py": "cli/test_main.py",
@@ -58,7 +57,10 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "cli/_teammates_client.py": "server/test_teammates_socket.py, runtime/test_logging.py",
     "cli/_teams_command.py": "cli/test_main.py",
     "cli/_version.py": "cli/test_main.py, test_distribution.py",
-    "core/_model_round.py": "runtime/backends/test_openai.py, runtime/backends/test_openai_wire.py",
+    "core/_model_round.py": (
+        "no behaviour of its own (frozen records and the Backend protocol): "
+        "runtime/backends/test_openai.py, runtime/backends/test_scripted.py"
+    ),
     "protocols/_agent_messages.py": "protocols/test_agent_channel.py, journal/test_history.py",
     "protocols/_agentui_envelopes.py": "protocols/test_agentui.py",
     "protocols/_agentui_wire.py": "protocols/test_agentui.py, protocols/test_agentui_properties.py",
