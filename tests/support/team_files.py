@@ -14,36 +14,13 @@ from orchestrator.spec import (
     parse_team,
     team_from_mapping,
 )
+from tests.support import teams
 
 FILE = "teams/example.toml"
 
 
 #: A small valid team the error tests start from (each test changes one thing).
-VALID = """\
-[team]
-name = "example"
-coordinator = "lead"
-
-[agents.lead]
-role = "coordinator"
-tools = ["delegate", "ask"]
-delegates_to = ["researcher"]
-
-[[agents.lead.turns]]
-steps = [
-  { say = "On it." },
-  { delegate = [{ agent = "researcher", task = "Look it up" }] },
-  { say = "{outcomes}" },
-]
-
-[agents.researcher]
-role = "researcher"
-tools = ["web_search", "publish"]
-needs_approval = ["publish"]
-
-[[agents.researcher.turns]]
-steps = [{ tool = "web_search", input = { query = "{task}" } }, { say = "Found it." }]
-"""
+VALID = teams.DELEGATE_AND_PUBLISH
 
 
 def parse(text: str) -> TeamSpec:
