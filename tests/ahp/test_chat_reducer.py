@@ -1,10 +1,10 @@
-"""The chat reducer and its validator, transition by transition.
+"""The chat reducer, turn by turn: the turn table, what a turn's start and end do to the chat
+and its tool calls, and the parts a change shares.
 
-The shared fixtures (``test_ahp_reducer_fixtures.py``) pin the reducer's output; these tests
-pin what the fixtures cannot: that :data:`TOOL_CALL_TRANSITIONS` drives both the reducer and
-the validator, that every transition the table forbids is refused with an error naming the
-chat, the tool call, its state and the action, and that a refused or ignored action leaves the
-state untouched (the very same object).
+The shared fixtures (``test_reducer_fixtures.py``) pin the reducer's output; these tests pin
+what the fixtures cannot, and that a refused or ignored action leaves the state untouched (the
+very same object). The tool-call table's tests are in ``test_tool_call_lifecycle.py``, the
+validator's in ``test_validate.py``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The delegation graph: a fold over facts, its consistency check and its exports."""
+"""The delegation graph: a fold over facts, its nodes, edges and queries."""
 
 from __future__ import annotations
 

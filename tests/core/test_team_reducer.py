@@ -1,5 +1,11 @@
-"""The team reducer over generated histories: it never raises, and validated batches and replays
-fold as they did before.
+"""The team reducer over generated histories.
+
+The team reducer (:mod:`orchestrator.core._team_reducer`) and validator
+(:mod:`orchestrator.core._team_validate`) replaced one method that did both under a
+``validate`` flag. That method is kept below, verbatim, as the reference
+(:func:`legacy_reduce`): on any batches of generated actions, the reducer never raises, the
+validator refuses what it refused with the same error, what it accepts reduces to the same
+transition, and replay (no validation) folds to the same state.
 """
 
 from __future__ import annotations

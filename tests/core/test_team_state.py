@@ -1,17 +1,10 @@
-"""Properties of folding a team run: :meth:`TeamState.apply`, the team reducer and validator.
+"""Properties of folding a team run: :meth:`TeamState.apply`.
 
 ``apply`` writes a chat action's or a ``session/chatUpdated``'s result in place when nothing
 is in flight, instead of going through a transition. The reference here is the general path
 (``prepare(validate=False)`` then ``commit``), fed the same facts: a real fan-out's log with
 generated chat and session actions slipped in on the session, on the run's chats and on a
 chat that does not exist.
-
-The team reducer (:mod:`orchestrator.core._team_reducer`) and validator
-(:mod:`orchestrator.core._team_validate`) replaced one method that did both under a
-``validate`` flag. That method is kept below, verbatim, as the reference
-(:func:`legacy_reduce`): on any batches of generated actions, the reducer never raises, the
-validator refuses what it refused with the same error, what it accepts reduces to the same
-transition, and replay (no validation) folds to the same state.
 """
 
 from __future__ import annotations

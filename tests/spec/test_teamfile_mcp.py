@@ -1,5 +1,5 @@
-"""MCP tool servers in team files: ``[mcp.<name>]`` tables, ``mcp.<server>/<tool>`` names,
-the tools offered to a model and the function names it calls them by."""
+"""MCP tool servers in team files: ``[mcp.<name>]`` tables and the ``mcp.<server>/<tool>``
+names agents list, and the errors a bad one gets."""
 
 from __future__ import annotations
 
