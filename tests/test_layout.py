@@ -41,41 +41,14 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "ahp/actions.py": "ahp/test_schema.py, ahp/test_properties.py, the reducers' tests",
     "ahp/commands.py": "ahp/test_schema.py, ahp/test_properties.py, ahp/test_wire.py",
     "ahp/state.py": "ahp/test_schema.py, ahp/test_properties.py, the reducers' tests",
-    "ahp/_validate_session.py": "ahp/test_session_reducer.py, ahp/test_reducer_fixtures.py",
-    "core/_graph_check.py": "core/test_graph.py (DelegationGraph.check)",
-    "core/_graph_schema.py": "core/test_graph.py",
-    "spec/_parse_script.py": "spec/test_teamfile.py (scripted turns and steps)",
-    "ahp/_tool_call_builders.py": "ahp/test_chat_reducer.py, ahp/test_chat_reducer_properties.py",
-    "ahp/_tool_call_lifecycle.py": "ahp/test_chat_reducer.py, ahp/test_chat_reducer_properties.py",
-    "ahp/_unknown.py": "ahp/test_forward_compat.py",
-    "ahp/_validate.py": "ahp/test_chat_reducer_properties.py, ahp/test_reducer_fixtures.py",
-    "ahp/_wire_encode.py": "ahp/test_wire.py, ahp/test_properties.py",
-    "base/_errors.py": "spec/test_teamfile.py (the errors a bad team file gets)",
-    "base/_lazy.py": "test_package.py (every facade's lazy names)",
-    "base/_redact.py": "runtime/test_logging.py (secrets redacted)",
-    "core/_facts.py": "core/test_facts_wire.py, core/test_team_state.py",
-    "core/_graph_export.py": "core/test_graph.py (the DOT export)",
-    "core/_model_round.py": "runtime/backends/test_openai.py, runtime/backends/test_openai_wire.py",
-    "core/_reports.py": "runtime/backends/test_openai_wire.py, runtime/test_team_runtime.py",
-    "core/_task_lifecycle.py": "core/test_team_state.py, core/test_team_validate.py",
-    "core/_team_actions.py": "core/test_team_state.py, core/test_facts_wire.py",
-    "core/_team_records.py": "core/test_team_state.py",
-    "core/_team_reducer.py": "core/test_team_state.py, core/test_team_validate.py",
-    "core/_teammate_actions.py": "core/test_teammate_state.py",
+    "core/_model_round.py": (
+        "no behaviour of its own (frozen records and the Backend protocol): "
+        "runtime/backends/test_openai.py, runtime/backends/test_scripted.py"
+    ),
     "runtime/backends/_contract.py": (
         "no code: it names core's model-round types for backend authors; "
         "runtime/backends/test_scripted.py, runtime/backends/test_openai.py implement it"
     ),
-    "spec/_checks.py": "spec/test_teamfile.py",
-    "spec/_model.py": "spec/test_teamfile.py",
-    "spec/_parse.py": "spec/test_teamfile.py",
-    "spec/_parse_tools.py": (
-        "spec/test_teamfile_mcp.py, runtime/tools/test_python_tool.py, "
-        "runtime/tools/test_command_tool.py"
-    ),
-    "spec/_script.py": "spec/test_teamfile.py, runtime/backends/test_scripted.py",
-    "spec/_tools.py": "spec/test_teamfile_mcp.py, runtime/tools/test_python_tool.py",
-    "spec/_wording.py": "spec/test_teamfile.py (did-you-mean suggestions)",
     "journal/_durability.py": "journal/test_journal.py, sessions/test_teammates_restart.py",
     "journal/_file.py": "journal/test_journal.py (versions, damage, unreadable files)",
     "journal/_interface.py": "journal/test_journal.py (both databases through journal_db)",

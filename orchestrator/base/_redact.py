@@ -52,7 +52,7 @@ _CRED: Final = r"""[^\s'"\\,;)\]}>\[]+"""
 _PATTERNS: Final = re.compile(
     rf"""
     # "Authorization: ...", "authorization=...", {{'authorization': '...'}}
-      (?P<header>\b(?:proxy-)?authorization\b['"]?\s*[:=]\s*b?['"]?)(?!\[)[^'"\r\n]+
+      (?P<header>\b(?:proxy-)?authorization\b['"]?\s*[:=]\s*(?:b?['"])?)(?!\[)[^'"\r\n]+
     # an ASGI header pair: (b'authorization', b'Bearer ...')
     | (?P<pair>\b(?:proxy-)?authorization['"]\s*,\s*b?['"])(?!\[)[^'"\r\n]+
     # a credential after its scheme, wherever it is
@@ -87,6 +87,7 @@ class _Secrets:
         # The value as it reads in a repr of a str or of bytes, and in JSON text.
         forms = {secret, repr(secret)[1:-1], repr(secret.encode())[2:-1]}
         forms.add(jsonlib.dumps(secret)[1:-1])
+        forms.add(jsonlib.dumps(secret, ensure_ascii=False)[1:-1])  # compact_dumps's JSON
         with self._lock:
             values = set(self.current[0])
             if forms <= values:

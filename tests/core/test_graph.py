@@ -1,12 +1,7 @@
-"""The delegation graph: a fold over facts, its consistency check and its exports."""
+"""The delegation graph: a fold over facts, its nodes, edges and queries."""
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Iterator
-
-import networkx as nx
 import pytest
 
 from orchestrator.ahp.actions import (
@@ -35,7 +30,6 @@ from orchestrator.ahp.state import (
 from orchestrator.core import (
     USER_NODE,
     ApprovalDecision,
-    ApprovalRequested,
     ApprovalResolved,
     DelegationGraph,
     EdgeKind,
@@ -47,27 +41,12 @@ from orchestrator.core import (
     TaskFinished,
     TaskStarted,
     TaskStatus,
-    Violation,
     ViolationKind,
-    to_dot,
-    to_graphml,
     to_json,
-    to_mermaid,
     tool_call_node,
 )
-from orchestrator.core._graph_export import _graphml_value
 from tests.support.delegation_log import COORDINATOR, ROOT_TASK, SESSION, FactLog, chat
-
-
-def edge_set(graph: DelegationGraph, kind: EdgeKind) -> set[tuple[str, str]]:
-    return {(u, v) for u, v, _ in graph.edges_of_kind(kind)}
-
-
-def kinds(violations: list[Violation]) -> list[ViolationKind]:
-    return [v.kind for v in violations]
-
-
-WORKERS = [chat("worker-a"), chat("worker-b"), chat("worker-c")]
+from tests.support.graph_logs import WORKERS, edge_set, kinds, request_approval
 
 
 @pytest.fixture
@@ -492,29 +471,12 @@ class TestWaitsOn:
 
 
 class TestApprovals:
-    def request(self, log: FactLog, requester: str, *, routed_to: str = USER_NODE) -> None:
-        log.tool_call(requester, "c9", tool="shell")
-        log.add(
-            SESSION,
-            ApprovalRequested(
-                approval="approval-1",
-                chat=requester,
-                turn_id="turn-1",
-                tool_call_id="c9",
-                tool_name="shell",
-                requested_by="researcher",
-                routed_to=routed_to,
-                policy_scope="shell",
-                summary="rm -rf build/",
-            ),
-        )
-
     def test_routed_to_the_user(self) -> None:
         """An approval names its requester, the user it is routed to, and the gated tool call."""
         log = FactLog()
         log.coordinator()
         log.spawn(COORDINATOR, "c1", chat("w"))
-        self.request(log, chat("w"))
+        request_approval(log, chat("w"))
         graph = log.graph()
         assert graph.graph.nodes["approval-1"]["status"] == "pending"
         assert graph.nodes_of_kind(NodeKind.USER) == [USER_NODE]
@@ -537,7 +499,7 @@ class TestApprovals:
         log = FactLog()
         log.coordinator()
         log.spawn(COORDINATOR, "c1", chat("w"))
-        self.request(log, chat("w"), routed_to=COORDINATOR)
+        request_approval(log, chat("w"), routed_to=COORDINATOR)
         log.add(
             SESSION,
             ApprovalResolved(
@@ -551,121 +513,6 @@ class TestApprovals:
         assert graph.graph.nodes["approval-1"]["status"] == "denied"
 
 
-class TestCheck:
-    def test_origin_without_subagent_content(self) -> None:
-        """(a) A worker whose origin names a tool call that never listed it."""
-        log = FactLog()
-        log.coordinator()
-        log.tool_call(COORDINATOR, "c1")
-        log.chat_added(chat("w"), origin=ToolChatOrigin(chat=COORDINATOR, tool_call_id="c1"))
-        [violation] = log.graph().check()
-        assert violation.kind == ViolationKind.ORIGIN_WITHOUT_SUBAGENT
-        assert violation.nodes == (chat("w"), tool_call_node(COORDINATOR, "c1"))
-        assert chat("w") in violation.message
-        assert "'c1'" in violation.message
-
-    def test_subagent_content_for_a_chat_with_another_origin(self) -> None:
-        """(b) Subagent content pointing at a chat that another tool call spawned."""
-        log = FactLog()
-        log.coordinator()
-        log.spawn(COORDINATOR, "c1", chat("w"))
-        log.tool_call(COORDINATOR, "c2")
-        log.subagent_content(COORDINATOR, "c2", chat("w"), agent="researcher")
-        [violation] = log.graph().check()
-        assert violation.kind == ViolationKind.SUBAGENT_WITHOUT_ORIGIN
-        assert violation.nodes == (tool_call_node(COORDINATOR, "c2"), chat("w"))
-        assert "'c2'" in violation.message
-        assert "'c1'" in violation.message  # the origin the worker really has
-
-    def test_subagent_content_for_a_chat_that_does_not_exist(self) -> None:
-        """(b) Subagent content pointing at a chat that was never added."""
-        log = FactLog()
-        log.coordinator()
-        log.tool_call(COORDINATOR, "c1")
-        log.subagent_content(COORDINATOR, "c1", chat("nowhere"), agent="researcher")
-        [violation] = log.graph().check()
-        assert violation.kind == ViolationKind.SUBAGENT_WITHOUT_ORIGIN
-        assert "never added" in violation.message
-
-    def test_spawn_cycle(self) -> None:
-        """(c) Two chats each spawned by the other's tool call."""
-        log = FactLog()
-        log.coordinator()
-        b, c = chat("b"), chat("c")
-        log.chat_added(b, origin=ToolChatOrigin(chat=c, tool_call_id="from-c"))
-        log.chat_added(c, origin=ToolChatOrigin(chat=b, tool_call_id="from-b"))
-        log.subagent_content(c, "from-c", b, agent="x")
-        log.subagent_content(b, "from-b", c, agent="x")
-        violations = log.graph().check()
-        cycles = [v for v in violations if v.kind == ViolationKind.SPAWN_CYCLE]
-        assert [v.nodes for v in cycles] == [(b, c)]
-        assert f"{b} -> {c} -> {b}" in cycles[0].message
-        # Neither descends from the coordinator either; nothing else is wrong.
-        assert kinds(violations) == [
-            ViolationKind.SPAWN_CYCLE,
-            ViolationKind.UNREACHABLE_CHAT,
-            ViolationKind.UNREACHABLE_CHAT,
-        ]
-
-    def test_self_spawn_is_a_cycle(self) -> None:
-        """(c) A chat cannot be its own parent."""
-        log = FactLog()
-        log.chat_added(chat("me"), origin=ToolChatOrigin(chat=chat("me"), tool_call_id="c"))
-        log.subagent_content(chat("me"), "c", chat("me"), agent="x")
-        assert ViolationKind.SPAWN_CYCLE in kinds(log.graph().check())
-
-    def test_orphan_chat(self) -> None:
-        """(d) A worker whose parent chat does not exist is not reachable from any root."""
-        log = FactLog()
-        log.coordinator()
-        log.chat_added(
-            chat("orphan"), origin=ToolChatOrigin(chat=chat("missing"), tool_call_id="c1")
-        )
-        violations = log.graph().check()
-        assert kinds(violations) == [
-            ViolationKind.ORIGIN_WITHOUT_SUBAGENT,
-            ViolationKind.UNREACHABLE_CHAT,
-        ]
-        assert violations[1].nodes == (chat("orphan"),)
-        assert chat("missing") in violations[1].message
-
-    def test_approval_from_an_unknown_chat(self) -> None:
-        """(e) An approval whose requesting chat was never added."""
-        log = FactLog()
-        log.coordinator()
-        TestApprovals().request(log, chat("stranger"))
-        [violation] = log.graph().check()
-        assert violation.kind == ViolationKind.APPROVAL_WITHOUT_REQUESTER
-        assert violation.nodes == ("approval-1", chat("stranger"))
-
-    def test_approval_resolved_but_never_requested(self) -> None:
-        """(e) A decision for an approval nobody asked for."""
-        log = FactLog()
-        log.coordinator()
-        log.add(
-            SESSION,
-            ApprovalResolved(
-                approval="approval-7", decision=ApprovalDecision.APPROVED, resolved_by=USER_NODE
-            ),
-        )
-        [violation] = log.graph().check()
-        assert violation.kind == ViolationKind.APPROVAL_WITHOUT_REQUESTER
-        assert violation.nodes == ("approval-7",)
-
-    def test_subagent_content_for_a_root_chat(self) -> None:
-        """(b) The message names the origin the chat really has (user, or none)."""
-        log = FactLog()
-        log.coordinator()
-        log.chat_added(chat("loose"), origin=None)
-        log.tool_call(COORDINATOR, "c1")
-        log.subagent_content(COORDINATOR, "c1", COORDINATOR, agent="x")
-        log.subagent_content(COORDINATOR, "c1", chat("loose"), agent="x")
-        messages = [v.message for v in log.graph().check()]
-        assert len(messages) == 2
-        assert messages[0].endswith("whose origin is user")
-        assert messages[1].endswith("whose origin is absent")
-
-
 class TestStatistics:
     def test_counts_by_kind(self, team: FactLog) -> None:
         """statistics() counts nodes and edges per kind."""
@@ -676,233 +523,3 @@ class TestStatistics:
         assert stats.edges_by_kind["owns"] == 4
         assert stats.node_count == 12
         assert stats.edge_count == sum(stats.edges_by_kind.values())
-
-
-@pytest.fixture
-def full() -> DelegationGraph:
-    """Three workers, a handoff and an approval, with awkward characters in names."""
-    log = FactLog()
-    log.coordinator(agent='lead "boss" #1 <x> \\ {y}')
-    task = log.spawn(COORDINATOR, "c1", WORKERS[0], agent="researcher")
-    log.spawn(COORDINATOR, "c2", WORKERS[1], agent="writer")
-    log.spawn(WORKERS[0], "c3", WORKERS[2], agent="checker", parent_task=task)
-    log.chat_added(chat("lawyer"), origin=None, agent="legal", task=ROOT_TASK)
-    log.add(
-        SESSION,
-        HandoffRecorded(
-            task=ROOT_TASK,
-            from_chat=COORDINATOR,
-            to_chat=chat("lawyer"),
-            to_agent="legal",
-            reason="contract",
-            resume_target="lead",
-            tool_call_id="h1",
-        ),
-    )
-    TestApprovals().request(log, WORKERS[1])
-    return log.graph()
-
-
-ALL_CHATS = [COORDINATOR, *WORKERS, chat("lawyer")]
-
-
-class TestJson:
-    def test_node_link_data(self, full: DelegationGraph) -> None:
-        """JSON node-link data with sorted keys, every node and keyed edge."""
-        text = to_json(full)
-        data = json.loads(text)
-        assert set(data) == {"directed", "multigraph", "graph", "nodes", "edges"}
-        assert (data["directed"], data["multigraph"]) == (True, True)
-        assert text == json.dumps(data, sort_keys=True)
-        assert {n["id"] for n in data["nodes"] if n["kind"] == "chat"} == set(ALL_CHATS)
-        spawned = {(e["source"], e["target"]) for e in data["edges"] if e["kind"] == "spawned"}
-        assert spawned == edge_set(full, EdgeKind.SPAWNED)
-        assert all("key" in e for e in data["edges"])
-
-    def test_round_trip(self, full: DelegationGraph) -> None:
-        """node_link_graph reads it back into the same graph."""
-        back = nx.node_link_graph(json.loads(to_json(full)), edges="edges")
-        assert nx.utils.graphs_equal(back, full.graph)
-
-
-class TestGraphml:
-    def test_parses_back(self, full: DelegationGraph) -> None:
-        """GraphML text that networkx parses back, None attributes left out."""
-        back = nx.parse_graphml(to_graphml(full))
-        assert set(back.nodes) == set(full.graph.nodes)
-        assert back.number_of_edges() == full.graph.number_of_edges()
-        kinds_back = sorted(d["kind"] for _, _, d in back.edges(data=True))
-        assert kinds_back == sorted(d["kind"] for _, _, d in full.graph.edges(data=True))
-        assert back.nodes[COORDINATOR]["agent"] == 'lead "boss" #1 <x> \\ {y}'
-        assert "interactivity" not in back.nodes[COORDINATOR]  # None: left out
-        assert back.nodes[WORKERS[0]]["added"] is True
-        handoff = [d for _, _, d in back.edges(data=True) if d["kind"] == "handoff"]
-        assert handoff[0]["reason"] == "contract"
-
-
-def dot_tokens(text: str) -> Iterator[str]:
-    """Quoted strings (escapes honoured) and the single characters outside them."""
-    i = 0
-    while i < len(text):
-        if text[i] == '"':
-            j = i + 1
-            while text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            yield text[i : j + 1]
-            i = j + 1
-        else:
-            yield text[i]
-            i += 1
-
-
-def dot_unquote(token: str) -> str:
-    return re.sub(r"\\(.)", r"\1", token[1:-1])
-
-
-class TestDot:
-    def test_well_formed(self, full: DelegationGraph) -> None:
-        """Braces balance outside quoted strings; every chat id appears quoted."""
-        text = to_dot(full)
-        assert text.startswith("digraph delegation {")
-        tokens = list(dot_tokens(text))
-        depth = 0
-        for token in tokens:
-            depth += {"{": 1, "}": -1}.get(token, 0)
-            assert depth >= 0
-        assert depth == 0
-        quoted = {dot_unquote(t) for t in tokens if t.startswith('"')}
-        assert set(ALL_CHATS) <= quoted
-
-    def test_labels_shapes_and_edges(self, full: DelegationGraph) -> None:
-        """Labels are escaped, shapes follow kinds, and each edge's label is its kind."""
-        text = to_dot(full)
-        assert '\\"boss\\"' in text
-        assert "\\\\ {y}" in text
-        assert f'"{COORDINATOR}" -> "{WORKERS[0]}" [label="spawned", kind="spawned"];' in text
-        assert f'"{COORDINATOR}" -> "{chat("lawyer")}" [label="handoff"' in text
-        assert '"approval-1" [label="approval-1: shell\\npending", shape="diamond"' in text
-        assert f'"{SESSION}" [label="{SESSION}", shape="tab"' in text
-        edges = [line for line in text.splitlines() if " -> " in line]
-        assert len(edges) == full.graph.number_of_edges()
-
-
-MERMAID_NODE = re.compile(
-    r'^    ([A-Za-z0-9_]+)(\[\(|\[\[|\(\(|\[|\(|\{)"([^"]*)"(\)\]|\]\]|\)\)|\]|\)|\})$'
-)
-MERMAID_EDGE = re.compile(r"^    ([A-Za-z0-9_]+) (-->|==>|-\.->)\|([a-z_]+)\| ([A-Za-z0-9_]+)$")
-
-
-def parse_mermaid(text: str) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
-    """Node id → label, and (source, kind, target) edges; fails on any other line."""
-    lines = text.splitlines()
-    assert lines[0] == "flowchart TD"
-    nodes: dict[str, str] = {}
-    edges: list[tuple[str, str, str]] = []
-    for line in lines[1:]:
-        if node := MERMAID_NODE.match(line):
-            assert node[1] not in nodes
-            nodes[node[1]] = node[3]
-        elif edge := MERMAID_EDGE.match(line):
-            edges.append((edge[1], edge[3], edge[4]))
-        else:
-            pytest.fail(f"unexpected mermaid line {line!r}")
-    return nodes, edges
-
-
-class TestMermaid:
-    def test_compact(self, full: DelegationGraph) -> None:
-        """Chats with agent and status, who spawned whom, the handoff and the approval."""
-        nodes, edges = parse_mermaid(to_mermaid(full))
-        by_label = {label.split("<br/>")[0]: node_id for node_id, label in nodes.items()}
-        lead = by_label["lead #quot;boss#quot; #35;1 #lt;x#gt; \\ {y} #35;1"]
-        researcher, writer, checker = (
-            by_label["researcher #35;1"],
-            by_label["writer #35;1"],
-            by_label["checker #35;1"],
-        )
-        assert nodes[researcher] == "researcher #35;1<br/>running"
-        assert (lead, "spawned", researcher) in edges
-        assert (lead, "spawned", writer) in edges
-        assert (researcher, "spawned", checker) in edges
-        assert (lead, "handoff", by_label["legal #35;1"]) in edges
-        approval = by_label["approval-1: shell"]
-        assert (approval, "requested_by", writer) in edges
-        assert (approval, "routed_to", by_label["user"]) in edges
-        assert {kind for _, kind, _ in edges} == {"spawned", "handoff", "requested_by", "routed_to"}
-        assert len(nodes) == len(ALL_CHATS) + 2
-
-    def test_detail_draws_everything(self, full: DelegationGraph) -> None:
-        """detail=True draws every node and edge of the graph."""
-        nodes, edges = parse_mermaid(to_mermaid(full, detail=True))
-        assert len(nodes) == full.graph.number_of_nodes()
-        assert len(edges) == full.graph.number_of_edges()
-
-    def test_ids_stay_unique_after_sanitising(self) -> None:
-        """Ids that differ only in unsafe characters still get distinct Mermaid ids."""
-        log = FactLog()
-        log.chat_added("ahp-chat:/a-b", origin=UserChatOrigin())
-        log.chat_added("ahp-chat:/a_b", origin=UserChatOrigin())
-        log.chat_added("ahp-chat:/a.b", origin=UserChatOrigin())
-        nodes, _ = parse_mermaid(to_mermaid(log.graph()))
-        assert len(nodes) == 3
-
-
-class TestExportDetails:
-    def test_chats_are_named_by_agent_and_number(self) -> None:
-        """Two chats of one agent are ``analyst #1`` and ``analyst #2`` in DOT and Mermaid,
-        and the coordinator an approval is routed to is ``lead #1``: never a chat URI."""
-        log = FactLog()
-        log.coordinator()
-        log.spawn(COORDINATOR, "c1", chat("a1"), agent="analyst")
-        log.spawn(COORDINATOR, "c2", chat("a2"), agent="analyst")
-        log.tool_call(chat("a2"), "c9")
-        log.add(
-            SESSION,
-            ApprovalRequested(
-                approval="approval-1",
-                chat=chat("a2"),
-                turn_id="turn-1",
-                tool_call_id="c9",
-                tool_name="deploy",
-                requested_by="analyst",
-                routed_to=COORDINATOR,
-                policy_scope="analyst.needs_approval",
-                summary="region=south",
-            ),
-        )
-        graph = log.graph()
-        dot = to_dot(graph)
-        assert f'"{chat("a1")}" [label="analyst #1\\n' in dot
-        assert f'"{chat("a2")}" [label="analyst #2\\n' in dot
-        nodes, edges = parse_mermaid(to_mermaid(graph))
-        by_label = {label.split("<br/>")[0]: node_id for node_id, label in nodes.items()}
-        approval = by_label["approval-1: deploy"]
-        assert (approval, "requested_by", by_label["analyst #35;2"]) in edges
-        assert (approval, "routed_to", by_label["lead #35;1"]) in edges
-
-    def test_finished_waits_are_drawn_dashed(self) -> None:
-        """A wait that ended is dashed in DOT and dotted in Mermaid."""
-        log = FactLog()
-        log.coordinator()
-        task = log.spawn(COORDINATOR, "c1", chat("w"))
-        log.finish(COORDINATOR, "c1", chat("w"), task)
-        graph = log.graph()
-        assert '[label="waits_on", kind="waits_on", style="dashed"]' in to_dot(graph)
-        assert "-.->|waits_on|" in to_mermaid(graph, detail=True)
-
-    @pytest.mark.parametrize(
-        ("value", "expected"),
-        [
-            (True, True),
-            (3, 3),
-            (1.5, 1.5),
-            (NodeKind.CHAT, "chat"),
-            (("a", 1), '["a", 1]'),
-            ({"b": 1, "a": 2}, '{"a": 2, "b": 1}'),
-        ],
-    )
-    def test_graphml_values(self, value: object, expected: object) -> None:
-        """GraphML gets plain scalars; anything else becomes a JSON string."""
-        converted = _graphml_value(value)
-        assert converted == expected
-        assert type(converted) is type(expected)

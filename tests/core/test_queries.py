@@ -31,6 +31,7 @@ from orchestrator.core import (
 from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import parse_team
+from tests.support import teams
 
 CHAT = "ahp-chat:/lead"
 USER = MessageOrigin(kind=MessageKind.USER)
@@ -135,10 +136,7 @@ async def test_a_scripted_round_is_handed_the_counted_conversation(
             async for event in super().stream_round(context):
                 yield event
 
-    team = parse_team(
-        '[team]\nname = "chatty"\ncoordinator = "lead"\n[agents.lead]\nrole = "coordinator"\n',
-        file="chatty.toml",
-    )
+    team = parse_team(teams.LONE_COORDINATOR, file="chatty.toml")
     runtime = TeamRuntime(
         team,
         backends=Recording,

@@ -58,70 +58,17 @@ from orchestrator.journal import Journal, open_journal, open_reader
 from orchestrator.runtime import Ids, MemoryFactLog, RunOutcome, TeamRuntime, Ticket
 from orchestrator.runtime.backends import ScriptedBackend, tool_call_id
 from orchestrator.spec import RestartPolicy, TeamSpec, parse_team
-
-TEAM = """
-[team]
-name = "recovery"
-parallel_budget = 2
-coordinator = "lead"
-on_restart = "{policy}"
-
-[agents.lead]
-role = "coordinator"
-tools = ["delegate", "ask"]
-delegates_to = ["researcher", "planner"]
-
-[[agents.lead.turns]]
-steps = [
-  {{ think = "Three pieces of work, two at a time." }},
-  {{ say = "Splitting the work." }},
-  {{ delegate = [ {{ agent = "researcher", task = "alpha" }},
-                 {{ agent = "researcher", task = "publish beta" }},
-                 {{ agent = "planner", task = "gamma" }} ] }},
-  {{ say = "Workers said: {{outcomes}}" }},
-  {{ ask = "Ship it?", kind = "boolean" }},
-  {{ say = "Shipping: {{outcomes}}", chunks = 2 }},
-]
-
-[agents.researcher]
-role = "researcher"
-tools = ["web_search", "publish"]
-needs_approval = ["publish"]
-
-[[agents.researcher.turns]]
-steps = [
-  {{ think = "Looking into {{task}}." }},
-  {{ sleep = 1 }},
-  {{ tool = "web_search", input = {{ query = "{{task}}" }} }},
-  {{ tool = "publish", input = {{ target = "notes" }}, when_task_contains = "publish" }},
-  {{ say = "Done: {{task}}", chunks = 2 }},
-]
-
-[agents.planner]
-role = "planner"
-tools = ["delegate", "handoff"]
-delegates_to = ["researcher", "editor"]
-
-[[agents.planner.turns]]
-steps = [
-  {{ delegate = [ {{ agent = "researcher", task = "sub-{{task}}" }} ] }},
-  {{ handoff = "editor", reason = "needs an edit", resume = "planner" }},
-  {{ say = "Planned {{task}}: {{outcomes}}" }},
-]
-
-[agents.editor]
-role = "editor"
-
-[[agents.editor.turns]]
-steps = [ {{ sleep = 0.5 }}, {{ say = "Edited." }} ]
-"""
+from tests.support.teams import RESTART_MIX
 
 NOW = "2026-11-23T00:00:00.000Z"
 LATER = "2026-11-23T00:05:00.000Z"
 
 
 def team(policy: RestartPolicy = RestartPolicy.RESUME) -> TeamSpec:
-    return parse_team(TEAM.format(policy=policy), file="recovery.toml")
+    return parse_team(
+        RESTART_MIX.replace('on_restart = "resume"', f'on_restart = "{policy}"'),
+        file="recovery.toml",
+    )
 
 
 class BatchLog(MemoryFactLog):
@@ -505,9 +452,9 @@ async def test_resume_refuses_a_team_file_that_no_longer_fits_before_writing(
         )
     )
     changed = parse_team(
-        TEAM.format(policy="resume")
-        .replace("editor", "reviser")
-        .replace('coordinator = "lead"', 'coordinator = "planner"'),
+        RESTART_MIX.replace("editor", "reviser").replace(
+            'coordinator = "lead"', 'coordinator = "planner"'
+        ),
         file="changed.toml",
     )
     state = TeamState.fold(prefix[0].session, prefix)

@@ -24,10 +24,7 @@ from orchestrator.core import (
     TeammateWoke,
     WakeDecision,
     WakeReason,
-    fact_from_json,
-    fact_to_json,
     fold_teammate,
-    teammate_uri,
 )
 from orchestrator.protocols import (
     ControlTeammate,
@@ -41,69 +38,7 @@ from orchestrator.protocols import (
 )
 from orchestrator.sessions import describe_schedule
 from orchestrator.spec import BackgroundSpec, Every, parse_cron
-
-URI = teammate_uri("nightly", "audit")
-NAME = "audit"
-names = st.sampled_from(["alice", "bob", "ci-bot"])
-instants = st.sampled_from(
-    ["2026-03-28T02:00:00.000Z", "2026-03-29T01:00:00.000Z", "2026-03-30T01:00:00.000Z"]
-)
-sessions = st.sampled_from([f"ahp-session:/{i}" for i in range(3)])
-
-actions: st.SearchStrategy[TeammateAction] = st.one_of(
-    st.builds(
-        TeammateSlept,
-        name=st.just(NAME),
-        team=st.just("nightly"),
-        schedule=st.just("0 3 * * * Europe/Berlin"),
-        next_wake=instants,
-    ),
-    st.builds(
-        TeammateWoke,
-        name=st.just(NAME),
-        reason=st.sampled_from(WakeReason),
-        decision=st.sampled_from(WakeDecision),
-        scheduled_for=st.none() | instants,
-        by=st.none() | names,
-    ),
-    st.builds(
-        TeammateRunStarted,
-        name=st.just(NAME),
-        session=sessions,
-        reason=st.sampled_from(WakeReason),
-        scheduled_for=st.none() | instants,
-        by=st.none() | names,
-    ),
-    st.builds(
-        TeammateRunFinished,
-        name=st.just(NAME),
-        session=sessions,
-        outcome=st.sampled_from(TeammateRunOutcome),
-        summary=st.text(max_size=20),
-        error=st.text(max_size=20),
-        by=st.none() | names,
-        usage=st.dictionaries(
-            st.sampled_from(["inputTokens", "outputTokens"]), st.integers(0, 10**6)
-        ),
-    ),
-    st.builds(TeammatePaused, name=st.just(NAME), by=names),
-    st.builds(TeammateResumed, name=st.just(NAME), by=names),
-)
-
-
-def facts_of(batch: list[TeammateAction]) -> list[Fact]:
-    return [
-        Fact(sequence=i, session=URI, channel=URI, at=f"2026-03-28T0{i % 10}:00:00.000Z", action=a)
-        for i, a in enumerate(batch, start=1)
-    ]
-
-
-@given(actions)
-def test_teammate_facts_round_trip_the_wire(action: TeammateAction) -> None:
-    (fact,) = facts_of([action])
-    line = fact_to_json(fact)
-    assert json.loads(line)["action"]["type"] == action.type
-    assert fact_from_json(line) == fact
+from tests.support.teammate_facts import NAME, URI, actions, facts_of
 
 
 @given(st.lists(actions, max_size=30))
@@ -223,13 +158,6 @@ def test_a_state_keeps_the_last_thousand_runs() -> None:
     assert (len(state.runs), state.run_count) == (1_000, 1_005)
     assert state.runs[0].session == "ahp-session:/5"
     assert state.runs[-1].session == "ahp-session:/1004"
-
-
-def test_teammate_uris_escape_what_a_uri_cannot_hold() -> None:
-    assert teammate_uri("nightly", "dependency-audit") == (
-        "orchestrator-teammate:/nightly/dependency-audit"
-    )
-    assert teammate_uri("a/b", "c d") == "orchestrator-teammate:/a%2Fb/c%20d"
 
 
 @pytest.mark.parametrize(

@@ -1,86 +1,30 @@
-"""MCP tool servers in team files: ``[mcp.<name>]`` tables, ``mcp.<server>/<tool>`` names,
-the tools offered to a model and the function names it calls them by."""
+"""MCP tool servers in team files: ``[mcp.<name>]`` tables and the ``mcp.<server>/<tool>``
+names agents list, and the errors a bad one gets."""
 
 from __future__ import annotations
 
 import datetime as dt
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from orchestrator.base import TeamFileError
 from orchestrator.spec import (
     McpServer,
-    McpToolRef,
-    TeamSpec,
-    ToolDefinition,
     ToolStep,
-    function_name,
     lint_team,
-    mcp_tool_ref,
     parse_team,
-    tool_definitions,
 )
+from tests.support.mcp_team_files import FILE, VALID, parse, replaced
 from tests.support.paths import PROJECT_ROOT
-
-FILE = "teams/mcp.toml"
-
-VALID = """\
-[team]
-name = "mcp"
-coordinator = "lead"
-
-[mcp.time]
-command = ["python", "-m", "mcp_server_time", "--local-timezone", "UTC"]
-env = { TZ = "UTC" }
-env_passthrough = ["GITHUB_TOKEN"]
-timeout = "20s"
-
-[mcp.tracker]
-url = "http://127.0.0.1:9100/mcp"
-headers = { Authorization = "env:TRACKER_TOKEN", X-Team = "alpha" }
-start_timeout = "5s"
-
-[agents.lead]
-role = "coordinator"
-tools = ["delegate", "mcp.time/get_current_time", "mcp.tracker/*"]
-delegates_to = ["worker"]
-needs_approval = ["mcp.tracker/create_issue"]
-
-[[agents.lead.turns]]
-steps = [
-  { tool = "mcp.time/get_current_time", input = { timezone = "UTC" } },
-  { tool = "mcp.tracker/create_issue", input = { title = "x" } },
-  { say = "done" },
-]
-
-[agents.worker]
-role = "worker"
-tools = ["mcp.tracker/list_issues"]
-
-[[agents.worker.turns]]
-steps = [{ say = "ok" }]
-"""
-
-
-def parse(text: str) -> TeamSpec:
-    return parse_team(text, file=FILE)
 
 
 def parse_error(text: str) -> TeamFileError:
     with pytest.raises(TeamFileError) as info:
         parse(text)
     return info.value
-
-
-def replaced(old: str, new: str) -> str:
-    assert old in VALID, old
-    return VALID.replace(old, new)
 
 
 class TestServers:
@@ -343,90 +287,3 @@ class TestErrors:
         )
         assert done.returncode == 2, done.stderr
         assert "mcp.tracker.url: give command" in done.stderr
-
-
-class TestToolReferences:
-    @pytest.mark.parametrize(
-        ("name", "ref"),
-        [
-            ("mcp.time/get_current_time", McpToolRef("time", "get_current_time")),
-            ("mcp.t/*", McpToolRef("t", "*")),
-            ("mcp.t/a/b", McpToolRef("t", "a/b")),
-            ("run_tests", None),
-            ("mcp.time", None),
-            ("mcp./x", None),
-            ("mcp.t/", None),
-        ],
-    )
-    def test_mcp_tool_ref(self, name: str, ref: McpToolRef | None) -> None:
-        assert mcp_tool_ref(name) == ref
-
-    def test_covers(self) -> None:
-        assert McpToolRef("t", "*").covers("mcp.t/x")
-        assert not McpToolRef("t", "*").covers("mcp.u/x")
-        assert McpToolRef("t", "x").covers("mcp.t/x")
-        assert not McpToolRef("t", "x").covers("mcp.t/y")
-        assert str(McpToolRef("t", "x")) == "mcp.t/x"
-
-
-_FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
-
-
-class TestFunctionNames:
-    @pytest.mark.parametrize(
-        ("name", "offered"),
-        [
-            ("run_tests", "run_tests"),
-            ("mcp.time/get_current_time", "time__get_current_time"),
-            ("mcp.git/git-status", "git__git-status"),
-        ],
-    )
-    def test_readable_where_it_can_be(self, name: str, offered: str) -> None:
-        assert function_name(name) == offered
-
-    @given(
-        server=st.from_regex(r"[A-Za-z0-9_-]{1,64}", fullmatch=True),
-        tool=st.from_regex(r"[A-Za-z0-9_.-]{1,128}", fullmatch=True),
-    )
-    def test_every_mcp_tool_gets_a_valid_function_name(self, server: str, tool: str) -> None:
-        assert _FUNCTION_NAME.match(function_name(f"mcp.{server}/{tool}"))
-
-    def test_names_that_would_collide_stay_distinct(self) -> None:
-        names = ["mcp.t/a.b", "mcp.t/a_b", "mcp.t/" + "x" * 100, "mcp.t/" + "x" * 101]
-        offered = [function_name(n) for n in names]
-        assert len(set(offered)) == len(offered)
-
-
-def _listing(*names: str) -> dict[str, ToolDefinition]:
-    return {n: ToolDefinition(name=n, description=n, parameters={"type": "object"}) for n in names}
-
-
-class TestOffered:
-    def test_wildcards_expand_in_listing_order_and_missing_tools_are_left_out(self) -> None:
-        team = parse(VALID)
-        discovered = _listing(
-            "mcp.tracker/list_issues",
-            "mcp.tracker/create_issue",
-            "mcp.other/x",
-        )
-        offered = tool_definitions(team, team.agent("lead"), discovered)
-        # get_current_time is not listed (its server is down): not offered, not guessed.
-        assert [t.name for t in offered] == [
-            "delegate",
-            "mcp.tracker/list_issues",
-            "mcp.tracker/create_issue",
-        ]
-        assert [t.function_name for t in offered][1:] == [
-            "tracker__list_issues",
-            "tracker__create_issue",
-        ]
-
-    def test_a_named_tool_and_its_server_s_wildcard_offer_it_once(self) -> None:
-        team = parse(replaced('"mcp.tracker/*"]', '"mcp.tracker/list_issues", "mcp.tracker/*"]'))
-        discovered = _listing("mcp.tracker/create_issue", "mcp.tracker/list_issues")
-        offered = tool_definitions(team, team.agent("lead"), discovered)
-        assert [t.name for t in offered] == [
-            "delegate",
-            "mcp.tracker/list_issues",
-            "mcp.tracker/create_issue",
-        ]

@@ -232,6 +232,145 @@ three levels deep to cancel."""
 # --- the pure layers' teams (ahp, base, core, spec) ---
 
 
+DELEGATE_AND_PUBLISH = """\
+[team]
+name = "example"
+coordinator = "lead"
+
+[agents.lead]
+role = "coordinator"
+tools = ["delegate", "ask"]
+delegates_to = ["researcher"]
+
+[[agents.lead.turns]]
+steps = [
+  { say = "On it." },
+  { delegate = [{ agent = "researcher", task = "Look it up" }] },
+  { say = "{outcomes}" },
+]
+
+[agents.researcher]
+role = "researcher"
+tools = ["web_search", "publish"]
+needs_approval = ["publish"]
+
+[[agents.researcher.turns]]
+steps = [{ tool = "web_search", input = { query = "{task}" } }, { say = "Found it." }]
+"""
+"""A coordinator that delegates to a researcher who searches and publishes (publishing needs
+approval): the valid team file the spec tests change one key of."""
+
+
+MCP_TOOLS = """\
+[team]
+name = "mcp"
+coordinator = "lead"
+
+[mcp.time]
+command = ["python", "-m", "mcp_server_time", "--local-timezone", "UTC"]
+env = { TZ = "UTC" }
+env_passthrough = ["GITHUB_TOKEN"]
+timeout = "20s"
+
+[mcp.tracker]
+url = "http://127.0.0.1:9100/mcp"
+headers = { Authorization = "env:TRACKER_TOKEN", X-Team = "alpha" }
+start_timeout = "5s"
+
+[agents.lead]
+role = "coordinator"
+tools = ["delegate", "mcp.time/get_current_time", "mcp.tracker/*"]
+delegates_to = ["worker"]
+needs_approval = ["mcp.tracker/create_issue"]
+
+[[agents.lead.turns]]
+steps = [
+  { tool = "mcp.time/get_current_time", input = { timezone = "UTC" } },
+  { tool = "mcp.tracker/create_issue", input = { title = "x" } },
+  { say = "done" },
+]
+
+[agents.worker]
+role = "worker"
+tools = ["mcp.tracker/list_issues"]
+
+[[agents.worker.turns]]
+steps = [{ say = "ok" }]
+"""
+"""Two MCP servers (a stdio one, an HTTP one) and agents that name their tools, a wildcard and
+an approval among them: the valid team file the MCP parse and tool definition tests change."""
+
+
+RESTART_MIX = """
+[team]
+name = "recovery"
+parallel_budget = 2
+coordinator = "lead"
+on_restart = "resume"
+
+[agents.lead]
+role = "coordinator"
+tools = ["delegate", "ask"]
+delegates_to = ["researcher", "planner"]
+
+[[agents.lead.turns]]
+steps = [
+  { think = "Three pieces of work, two at a time." },
+  { say = "Splitting the work." },
+  { delegate = [ { agent = "researcher", task = "alpha" },
+                 { agent = "researcher", task = "publish beta" },
+                 { agent = "planner", task = "gamma" } ] },
+  { say = "Workers said: {outcomes}" },
+  { ask = "Ship it?", kind = "boolean" },
+  { say = "Shipping: {outcomes}", chunks = 2 },
+]
+
+[agents.researcher]
+role = "researcher"
+tools = ["web_search", "publish"]
+needs_approval = ["publish"]
+
+[[agents.researcher.turns]]
+steps = [
+  { think = "Looking into {task}." },
+  { sleep = 1 },
+  { tool = "web_search", input = { query = "{task}" } },
+  { tool = "publish", input = { target = "notes" }, when_task_contains = "publish" },
+  { say = "Done: {task}", chunks = 2 },
+]
+
+[agents.planner]
+role = "planner"
+tools = ["delegate", "handoff"]
+delegates_to = ["researcher", "editor"]
+
+[[agents.planner.turns]]
+steps = [
+  { delegate = [ { agent = "researcher", task = "sub-{task}" } ] },
+  { handoff = "editor", reason = "needs an edit", resume = "planner" },
+  { say = "Planned {task}: {outcomes}" },
+]
+
+[agents.editor]
+role = "editor"
+
+[[agents.editor.turns]]
+steps = [ { sleep = 0.5 }, { say = "Edited." } ]
+"""
+"""Three delegations two at a time, a handoff, an approval and a question, with
+``on_restart = "resume"``: the run the recovery tests cut at every fact boundary."""
+
+
+LONE_COORDINATOR = """
+[team]
+name = "chatty"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+"""
+"""A coordinator with no script and no tools: a test's own backend answers for it."""
+
+
 # --- the protocols' and the runtime's teams ---
 
 
