@@ -108,23 +108,14 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "spec/_script.py": "spec/test_teamfile.py, runtime/backends/test_scripted.py",
     "spec/_tools.py": "spec/test_teamfile_mcp.py, runtime/tools/test_python_tool.py",
     "spec/_wording.py": "spec/test_teamfile.py (did-you-mean suggestions)",
-    "journal/_durability.py": "journal/test_journal.py, sessions/test_teammates_restart.py",
-    "journal/_file.py": "journal/test_journal.py (versions, damage, unreadable files)",
-    "journal/_interface.py": "journal/test_journal.py (both databases through journal_db)",
-    "journal/_reader.py": "journal/test_journal.py, journal/test_history.py",
-    "journal/_reconnect.py": "journal/postgres/test_connection.py, journal/test_group_commit.py",
-    "journal/_rows.py": (
-        "journal/test_journal.py, journal/test_history.py, journal/test_group_commit.py"
+    "journal/_durability.py": (
+        "an enum of two names: what each sets is in journal/test_sqlite_journal.py, "
+        "journal/postgres/test_journal.py"
     ),
-    "journal/_schema.py": "journal/test_journal.py (versions, migrations), journal/test_history.py",
-    "journal/_sql.py": "journal/test_journal.py, journal/test_history.py (both databases)",
-    "journal/_sqlite_journal.py": "journal/test_journal.py, journal/test_group_commit.py",
-    "journal/postgres/_commands.py": "sessions/test_forwarding.py (the command table)",
-    "journal/postgres/_journal.py": "journal/test_journal.py, journal/postgres/test_connection.py",
-    "journal/postgres/_notify.py": "sessions/test_forwarding.py, sessions/test_cluster.py",
-    "journal/postgres/_prune.py": "journal/test_prune.py (both databases)",
-    "journal/postgres/_reader.py": "journal/test_journal.py, journal/test_history.py",
-    "journal/postgres/_schema.py": "journal/test_journal.py (versions)",
+    "journal/_sql.py": (
+        "a typing Protocol without behaviour, of both databases' connections: "
+        "journal/test_interface.py, journal/test_history.py"
+    ),
     "runtime/tools/_mcp_results.py": "runtime/tools/test_mcp.py, runtime/tools/test_mcp_hostile.py",
     "runtime/tools/_mcp_listing.py": "runtime/tools/test_mcp.py, runtime/tools/test_mcp_hostile.py",
     "runtime/tools/_mcp_stdio.py": "runtime/tools/test_mcp.py, runtime/tools/test_mcp_hostile.py",
