@@ -131,7 +131,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "server/_principals.py": "server/test_web.py (sign-in, origins), server/test_app.py",
     "server/_sd_notify.py": "e2e/test_systemd.py (READY, STATUS, WATCHDOG, STOPPING)",
     "server/_web_assets.py": "server/test_web.py, e2e/test_web_ui.py",
-    "sessions/_expected_action.py": "sessions/test_forwarding.py",
     "sessions/_finding.py": "journal/test_session_locks.py, journal/test_ownership.py",
     "sessions/_following.py": "sessions/test_followed.py, sessions/test_sqlite_following.py",
     "sessions/_following_for.py": "sessions/test_cluster.py, sessions/test_sqlite_following.py",

@@ -1,4 +1,6 @@
-"""The PostgreSQL listener: it listens again after its connection is cut."""
+"""What a node hears of the others: the facts channel's payload (what it says, what a
+payload that cannot be read comes to, fuzzed: a payload is another node's word), and the
+listener, which listens again after its connection is cut (a throwaway PostgreSQL cluster)."""
 
 from __future__ import annotations
 
@@ -6,8 +8,17 @@ from collections.abc import Callable, Iterator
 
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from orchestrator.journal import FACTS_CHANNEL, PostgresListener, open_journal
+from orchestrator.journal import (
+    FACTS_CHANNEL,
+    PostgresListener,
+    facts_payload,
+    open_journal,
+    read_facts_payload,
+)
+from orchestrator.journal.postgres._notify import MAX_PAYLOAD
 from tests.support.postgres import direct_sql
 
 
@@ -19,6 +30,52 @@ def table(postgres_database: str) -> Iterator[str]:
         yield postgres_database
     finally:
         journal.close()
+
+
+class TestFactsPayload:
+    @settings(max_examples=100)
+    @given(session=st.text(max_size=200), sequence=st.integers(min_value=0))
+    def test_a_payload_reads_back_as_the_session_and_sequence_it_says(
+        self, session: str, sequence: int
+    ) -> None:
+        assert read_facts_payload(facts_payload(session, sequence)) == (session, sequence)
+
+    def test_a_session_too_long_for_a_payload_is_left_out_not_cut(self) -> None:
+        """A cut URI would name another session: left out, followers read every session."""
+        session = "ahp-session:/" + "é" * MAX_PAYLOAD  # two bytes a character
+        payload = facts_payload(session, 7)
+        assert len(payload.encode()) <= MAX_PAYLOAD
+        assert read_facts_payload(payload) == (None, 7)
+
+    def test_a_payload_at_the_limit_keeps_its_session(self) -> None:
+        overhead = len(facts_payload("", 7).encode())
+        session = "s" * (MAX_PAYLOAD - overhead)
+        assert read_facts_payload(facts_payload(session, 7)) == (session, 7)
+        assert read_facts_payload(facts_payload(session + "s", 7)) == (None, 7)
+
+    @pytest.mark.parametrize(
+        ("payload", "read"),
+        [
+            ("not json", (None, None)),
+            ("[1, 2]", (None, None)),
+            ('"ahp-session:/a"', (None, None)),
+            ('{"session": 3, "sequence": 4}', (None, 4)),
+            ('{"session": "ahp-session:/a", "sequence": "4"}', ("ahp-session:/a", None)),
+            ('{"session": "ahp-session:/a", "sequence": true}', ("ahp-session:/a", None)),
+            ('{"other": 1}', (None, None)),
+        ],
+    )
+    def test_what_cannot_be_read_is_none_never_an_error(
+        self, payload: str, read: tuple[str | None, int | None]
+    ) -> None:
+        assert read_facts_payload(payload) == read
+
+    @settings(max_examples=100)
+    @given(payload=st.text(max_size=100))
+    def test_any_payload_reads_as_a_session_and_sequence_or_none(self, payload: str) -> None:
+        session, sequence = read_facts_payload(payload)
+        assert session is None or isinstance(session, str)
+        assert sequence is None or type(sequence) is int
 
 
 class TestListener:
