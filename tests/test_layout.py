@@ -131,7 +131,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "server/_principals.py": "server/test_web.py (sign-in, origins), server/test_app.py",
     "server/_sd_notify.py": "e2e/test_systemd.py (READY, STATUS, WATCHDOG, STOPPING)",
     "server/_web_assets.py": "server/test_web.py, e2e/test_web_ui.py",
-    "sessions/_finding.py": "journal/test_session_locks.py, journal/test_ownership.py",
     "sessions/_limits.py": "sessions/test_daemon.py, server/test_config.py",
     "sessions/_live_session.py": "sessions/test_conversation.py, server/test_ahp_socket.py",
     "sessions/_opening.py": "sessions/test_daemon.py, journal/test_ownership.py",
