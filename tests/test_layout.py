@@ -135,7 +135,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "sessions/_live_session.py": "sessions/test_conversation.py, server/test_ahp_socket.py",
     "sessions/_opening.py": "sessions/test_daemon.py, journal/test_ownership.py",
     "sessions/_runs.py": "server/test_agui_endpoint.py, test_embed.py, server/test_app.py",
-    "sessions/_session_folds.py": "server/test_web.py, sessions/test_team_log.py",
     "sessions/_shared_text.py": "server/test_hypercorn_ws.py (one frame for many clients)",
     "sessions/_team_runtimes.py": "runtime/tools/test_mcp_team.py, server/test_app.py",
     "sessions/_teams.py": "server/test_app.py (TestTeamNames), test_distribution.py",
