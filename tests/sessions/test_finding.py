@@ -4,6 +4,7 @@ the daemon's claim, release and following are recorded."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, cast
 
@@ -13,10 +14,11 @@ import trio.testing
 
 from orchestrator.core import TeamState
 from orchestrator.journal import HeldElsewhere, JournalReader, open_journal
-from orchestrator.sessions import LiveSession, NoFollowing, SessionFinder, SessionLocks
+from orchestrator.sessions import Limits, LiveSession, NoFollowing, SessionFinder, SessionLocks
 from orchestrator.sessions._finding import needs_running
 from orchestrator.spec import load_team
 from tests.support.journal import HANDOFF, A, run_team, started, wait_all
+from tests.support.sessions import serving
 
 B_URI = "ahp-session:/b"
 
@@ -228,3 +230,64 @@ class TestSessionLocks:
                 nursery.start_soon(wait_a_second)
             assert len(locks) == 1
         assert len(locks) == 0
+
+
+class TestTakingUp:
+    async def test_sessions_are_taken_up_side_by_side_and_each_once(
+        self, tmp_path: Path, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """Sessions put away are taken up again when clients ask: while one is being read
+        from the journal (held here), another is taken up without waiting for it (a dead
+        node's clients reattach at once), and two clients asking for one session at once
+        get the one session, taken up once."""
+        limits = Limits(unprompted_session=30.0, idle_session=5.0, max_unprompted_per_token=3)
+        async with serving(tmp_path, limits) as daemon:
+            uris = []
+            for text in ("one", "two"):
+                live = await daemon.open_session("echo", principal="alice")
+                await live.prompt(text, task_id=None)
+                await live.idle.wait()
+                uris.append(live.uri)
+            async with trio.open_nursery() as evicting:
+                evicting.start_soon(daemon.evict_idle, 5.0)
+                with trio.fail_after(60):
+                    while any(daemon.live(uri) for uri in uris):  # noqa: ASYNC110 (put away)
+                        await trio.sleep(1.0)
+                evicting.cancel_scope.cancel()
+            slow, quick = uris
+            reading, quick_found = trio.Event(), trio.Event()
+            release = threading.Event()  # real time: the mock clock stands while it is held
+            opened: list[str] = []
+            open_state = daemon.reader.open
+
+            def held_open(session: str) -> TeamState:
+                opened.append(session)
+                if session == slow:
+                    trio.from_thread.run_sync(reading.set)
+                    release.wait(timeout=10)  # then the assertion below says what went wrong
+                return open_state(session)
+
+            daemon.reader.open = held_open  # type: ignore[method-assign]
+            found: dict[str, list[LiveSession | None]] = {slow: [], quick: []}
+
+            async def find(uri: str) -> None:
+                found[uri].append(await daemon.find(uri))
+                if uri == quick:
+                    quick_found.set()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(find, slow)
+                nursery.start_soon(find, slow)
+                await reading.wait()
+                nursery.start_soon(find, quick)
+                await quick_found.wait()  # a lock for all would wait for the slow one forever
+                assert found[slow] == [], "still being read"
+                release.set()
+        assert sorted(opened) == sorted(uris), "each read once"
+        first, second = found[slow]
+        assert first is not None
+        assert first is second
+        (taken_up,) = found[quick]
+        assert taken_up is not None
+        assert taken_up.uri == quick
+        assert daemon.statistics().session_locks == 0, "no lock kept for sessions nobody asks for"
