@@ -134,7 +134,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "sessions/_limits.py": "sessions/test_daemon.py, server/test_config.py",
     "sessions/_live_session.py": "sessions/test_conversation.py, server/test_ahp_socket.py",
     "sessions/_shared_text.py": "server/test_hypercorn_ws.py (one frame for many clients)",
-    "sessions/_team_runtimes.py": "runtime/tools/test_mcp_team.py, server/test_app.py",
     "sessions/_teams.py": "server/test_app.py (TestTeamNames), test_distribution.py",
     "teams/servers/notes.py": (
         "runtime/tools/test_mcp_team.py, test_distribution.py (the shipped MCP server)"
