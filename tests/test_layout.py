@@ -132,7 +132,6 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "server/_sd_notify.py": "e2e/test_systemd.py (READY, STATUS, WATCHDOG, STOPPING)",
     "server/_web_assets.py": "server/test_web.py, e2e/test_web_ui.py",
     "sessions/_limits.py": "sessions/test_daemon.py, server/test_config.py",
-    "sessions/_live_session.py": "sessions/test_conversation.py, server/test_ahp_socket.py",
     "sessions/_shared_text.py": "server/test_hypercorn_ws.py (one frame for many clients)",
     "sessions/_teams.py": "server/test_app.py (TestTeamNames), test_distribution.py",
     "teams/servers/notes.py": (
