@@ -132,7 +132,10 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "server/_sd_notify.py": "e2e/test_systemd.py (READY, STATUS, WATCHDOG, STOPPING)",
     "server/_web_assets.py": "server/test_web.py, e2e/test_web_ui.py",
     "sessions/_limits.py": "sessions/test_daemon.py, server/test_config.py",
-    "sessions/_shared_text.py": "server/test_hypercorn_ws.py (one frame for many clients)",
+    "sessions/_shared_text.py": (
+        "a str with one slot the server's framing fills: server/test_hypercorn_ws.py "
+        "(one frame for many clients)"
+    ),
     "sessions/_teams.py": "server/test_app.py (TestTeamNames), test_distribution.py",
     "teams/servers/notes.py": (
         "runtime/tools/test_mcp_team.py, test_distribution.py (the shipped MCP server)"
