@@ -1,14 +1,19 @@
-"""The rows the writer writes: snapshot parts written again only when they changed,
-whole after a session was forgotten, and a statement's rows at a time."""
+"""The rows the writer writes: many rows in few statements (or one COPY), in order;
+snapshot parts written again only when they changed, whole after a session was forgotten,
+and a statement's rows at a time."""
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orchestrator.core import TeamState
 from orchestrator.journal import (
@@ -115,3 +120,76 @@ class TestSnapshotParts:
         folded = TeamState.fold(runtime.session, reader.facts(runtime.session))
         assert opened.chats == folded.chats
         assert list(opened.tasks.items()) == list(folded.tasks.items())
+
+
+class Recording:
+    """An in-memory SQLite connection that notes each statement it is given."""
+
+    def __init__(self) -> None:
+        self.connection = sqlite3.connect(":memory:")
+        self.connection.execute("CREATE TABLE t (a INTEGER, b TEXT)")
+        self.statements: list[str] = []
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
+        self.statements.append(sql)
+        return self.connection.execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any:
+        raise AssertionError("rows go in multi-row statements")
+
+    def rows(self) -> list[tuple[Any, ...]]:
+        return self.connection.execute("SELECT a, b FROM t ORDER BY rowid").fetchall()
+
+
+class Copying(Recording):
+    """A connection that can copy rows in, as PostgreSQL's can."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.copied: list[tuple[str, int]] = []
+
+    def copy_rows(self, head: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.copied.append((head, len(rows)))
+
+
+class TestInsertRows:
+    @settings(max_examples=60)
+    @given(count=st.integers(min_value=0, max_value=3 * _rows.ROWS_PER_INSERT))
+    def test_every_row_goes_in_in_order_in_few_statements(self, count: int) -> None:
+        connection = Recording()
+        rows = [(n, f"row {n}") for n in range(count)]
+        _rows._insert_rows(connection, "INSERT INTO t (a, b)", rows)
+        assert connection.rows() == rows
+        full = count // _rows.ROWS_PER_INSERT
+        assert len(connection.statements) <= full + 2, "whole statements, then two at most"
+        assert all(sql.count("(?, ?)") <= _rows.ROWS_PER_INSERT for sql in connection.statements)
+
+    def test_a_tail_follows_the_rows(self) -> None:
+        connection = Recording()
+        connection.connection.execute("CREATE UNIQUE INDEX one_a ON t (a)")
+        tail = " ON CONFLICT (a) DO NOTHING"
+        _rows._insert_rows(connection, "INSERT INTO t (a, b)", [(1, "x"), (1, "y")], tail)
+        assert connection.rows() == [(1, "x")]
+        assert connection.statements[0].endswith(tail)
+
+    def test_enough_rows_are_copied_where_the_connection_can(self) -> None:
+        many = [(n, "x") for n in range(_rows.COPY_AT_LEAST)]
+        connection = Copying()
+        _rows._insert_rows(connection, "INSERT INTO t (a, b)", many)
+        assert connection.copied == [("INSERT INTO t (a, b)", len(many))]
+        assert connection.statements == []
+
+    @pytest.mark.parametrize(
+        ("rows", "tail"),
+        [
+            ([(n, "x") for n in range(_rows.COPY_AT_LEAST - 1)], ""),
+            ([(n, "x") for n in range(_rows.COPY_AT_LEAST)], " ON CONFLICT DO NOTHING"),
+        ],
+    )
+    def test_few_rows_or_a_tail_are_inserted_even_there(
+        self, rows: list[tuple[int, str]], tail: str
+    ) -> None:
+        connection = Copying()
+        _rows._insert_rows(connection, "INSERT INTO t (a, b)", rows, tail)
+        assert connection.copied == []
+        assert connection.rows() == rows
