@@ -72,7 +72,8 @@ class TestWhichDatabase:
         assert isinstance(journal.ownership, PostgresLeases)
         assert (journal.ownership.node, journal.ownership.ttl) == ("node-a", 5.0)
         assert journal.source == "postgresql://me:***@127.0.0.1:1/journal"
-        assert isinstance(open_journal(URL).ownership, SoleOwnership), "without a node, the process's alone"
+        alone = open_journal(URL).ownership
+        assert isinstance(alone, SoleOwnership), "without a node, the process's alone"
         assert isinstance(open_reader(URL), PostgresReader)
 
     def test_a_path_gets_a_sqlite_journal_locked_to_its_process(self, tmp_path: Path) -> None:
