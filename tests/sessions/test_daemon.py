@@ -15,7 +15,7 @@ import trio.testing
 from orchestrator.base import RunError
 from orchestrator.core import Fact
 from orchestrator.sessions import Limits
-from tests.support.sessions import serving
+from tests.support.daemon import serving
 
 
 class EndedSink:

@@ -17,8 +17,8 @@ from orchestrator.journal import HeldElsewhere, JournalReader, open_journal
 from orchestrator.sessions import Limits, LiveSession, NoFollowing, SessionFinder, SessionLocks
 from orchestrator.sessions._finding import needs_running
 from orchestrator.spec import load_team
+from tests.support.daemon import serving
 from tests.support.journal import HANDOFF, A, run_team, started, wait_all
-from tests.support.sessions import serving
 
 B_URI = "ahp-session:/b"
 

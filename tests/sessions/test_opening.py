@@ -12,7 +12,7 @@ import trio.testing
 
 from orchestrator.base import FactLogError, SessionExistsError, SessionLimitError
 from orchestrator.sessions import Limits, LiveSession
-from tests.support.sessions import serving
+from tests.support.daemon import serving
 
 LIMITS = Limits(unprompted_session=30.0, idle_session=600.0, max_unprompted_per_token=3)
 
