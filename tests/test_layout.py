@@ -49,33 +49,18 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
         "no code: it names core's model-round types for backend authors; "
         "runtime/backends/test_scripted.py, runtime/backends/test_openai.py implement it"
     ),
-    "journal/_durability.py": "journal/test_journal.py, sessions/test_teammates_restart.py",
-    "journal/_file.py": "journal/test_journal.py (versions, damage, unreadable files)",
-    "journal/_interface.py": "journal/test_journal.py (both databases through journal_db)",
-    "journal/_reader.py": "journal/test_journal.py, journal/test_history.py",
-    "journal/_reconnect.py": "journal/postgres/test_connection.py, journal/test_group_commit.py",
-    "journal/_rows.py": (
-        "journal/test_journal.py, journal/test_history.py, journal/test_group_commit.py"
+    "journal/_durability.py": (
+        "an enum of two names: what each sets is in journal/test_sqlite_journal.py, "
+        "journal/postgres/test_journal.py"
     ),
-    "journal/_schema.py": "journal/test_journal.py (versions, migrations), journal/test_history.py",
-    "journal/_sql.py": "journal/test_journal.py, journal/test_history.py (both databases)",
-    "journal/_sqlite_journal.py": "journal/test_journal.py, journal/test_group_commit.py",
-    "journal/postgres/_commands.py": "sessions/test_forwarding.py (the command table)",
-    "journal/postgres/_journal.py": "journal/test_journal.py, journal/postgres/test_connection.py",
-    "journal/postgres/_notify.py": "sessions/test_forwarding.py, sessions/test_cluster.py",
-    "journal/postgres/_prune.py": "journal/test_prune.py (both databases)",
-    "journal/postgres/_reader.py": "journal/test_journal.py, journal/test_history.py",
-    "journal/postgres/_schema.py": "journal/test_journal.py (versions)",
-    "sessions/_expected_action.py": "sessions/test_forwarding.py",
-    "sessions/_finding.py": "journal/test_session_locks.py, journal/test_ownership.py",
-    "sessions/_following.py": "sessions/test_followed.py, sessions/test_sqlite_following.py",
-    "sessions/_following_for.py": "sessions/test_cluster.py, sessions/test_sqlite_following.py",
-    "sessions/_live_session.py": "sessions/test_conversation.py, server/test_ahp_socket.py",
-    "sessions/_opening.py": "sessions/test_daemon.py, journal/test_ownership.py",
-    "sessions/_runs.py": "server/test_agui_endpoint.py, test_embed.py, server/test_app.py",
-    "sessions/_session_folds.py": "server/test_web.py, sessions/test_team_log.py",
-    "sessions/_shared_text.py": "server/test_hypercorn_ws.py (one frame for many clients)",
-    "sessions/_team_runtimes.py": "runtime/tools/test_mcp_team.py, server/test_app.py",
+    "journal/_sql.py": (
+        "a typing Protocol without behaviour, of both databases' connections: "
+        "journal/test_interface.py, journal/test_history.py"
+    ),
+    "sessions/_shared_text.py": (
+        "a str with one slot the server's framing fills: server/test_hypercorn_ws.py "
+        "(one frame for many clients)"
+    ),
     "teams/servers/notes.py": (
         "runtime/tools/test_mcp_team.py, test_distribution.py (the shipped MCP server)"
     ),

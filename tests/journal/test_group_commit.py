@@ -12,6 +12,7 @@ import sqlite3
 import stat
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,18 +41,20 @@ from orchestrator.ahp.state import (
     UserChatOrigin,
 )
 from orchestrator.base import FactLogError
-from orchestrator.core import Action, Fact, MemberJoined, TeamState
+from orchestrator.core import Action, Fact, MemberJoined, RunStarted, TeamState
 from orchestrator.journal import (
     SCHEMA_VERSION,
     Journal,
     JournalReader,
     SqliteJournal,
+    _group_commit,
     fact_checksum,
     open_journal,
     open_reader,
+    state_entries,
 )
 from orchestrator.journal._checksum import checked_fact_text as _checked
-from orchestrator.journal._rows import COPY_AT_LEAST
+from orchestrator.journal._rows import COPY_AT_LEAST, _Snapshot
 from tests.support.journal import (
     AT,
     DELIVERY,
@@ -306,6 +309,25 @@ class TestBoundedShutdown:
             "closed before this batch was written" in str(t.error) for t in tickets[len(durable) :]
         )
         assert sequences(journal.path, A) == list(range(1, 2 + 250 * (len(durable) - 1)))
+
+    async def test_closing_hands_freed_memory_back_once_the_connection_is_closed(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The writer thread, once it closed its connection, asks the C library to give
+        back what it freed (release_free_memory), once."""
+        closed_when_called: list[bool] = []
+        journal = SqliteJournal(tmp_path / "journal.db")
+
+        def released() -> bool:
+            closed_when_called.append(journal._connection is None)
+            return True
+
+        monkeypatch.setattr(_group_commit, "release_free_memory", released)
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            assert closed_when_called == []
+            services.cancel_scope.cancel()
+        assert closed_when_called == [True]
 
 
 def busy() -> sqlite3.OperationalError:
@@ -826,3 +848,88 @@ class TestCheapLookups:
         replacement.replace(db)
         with pytest.raises(FactLogError, match="not an orchestrator journal"):
             reader.sessions()
+
+
+class TestBatchesInFlight:
+    async def test_batches_in_flight_share_transactions(self, journal_db: Path | str) -> None:
+        """Group commit: three researchers' batches are made durable together."""
+        _, _, journal = await run_team(journal_db)
+        stats = journal.statistics()
+        assert stats.transactions < stats.batches
+
+    async def test_a_failure_is_refused_only_after_earlier_batches_are_reported_durable(
+        self, tmp_path: Path
+    ) -> None:
+        """A batch committed before a failed transaction is reported durable before the
+        journal refuses anything for the failure: the runtime, which fails every batch in
+        flight when a submission is refused, never takes a durable batch for a failed one.
+        The trio thread is held (no checkpoint) while the writer commits one transaction
+        and fails the next, so neither has been reported yet."""
+        journal = SqliteJournal(tmp_path / "journal.db", max_bytes=64 * 1024)
+        session = "ahp-session:/full"
+
+        def fact(sequence: int, prompt: str) -> Fact:
+            started = RunStarted(
+                run="run-1",
+                team="t",
+                topology="flat",
+                parallel_budget=1,
+                coordinator="lead",
+                prompt=prompt,
+                task="task-1",
+            )
+            at = "2026-11-24T00:00:00.000Z"
+            return Fact(sequence=sequence, session=session, channel=session, at=at, action=started)
+
+        def hold_until(written: Callable[[], bool]) -> None:
+            deadline = time.monotonic() + 10
+            while not written():
+                assert time.monotonic() < deadline, "the writer thread did not get there"
+                time.sleep(0.001)  # blocking on purpose: the trio thread must not checkpoint
+
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            durable = journal.submit([fact(1, "small")])
+            hold_until(lambda: journal.statistics().transactions == 1)
+            too_big = journal.submit([fact(2, "x" * 100_000)])
+            hold_until(lambda: journal._write_failed is not None)
+            assert not journal.statistics().failed, "not while a durable batch is unreported"
+            behind = journal.submit([fact(3, "small")])
+            assert not durable.done()
+            with trio.fail_after(10):
+                await behind.wait()
+            assert durable.error is None
+            assert too_big.error is not None
+            assert behind.error is too_big.error
+            assert journal.failed is too_big.error
+            with pytest.raises(FactLogError, match="database or disk is full"):
+                journal.submit([fact(4, "small")])
+            services.cancel_scope.cancel()
+        assert [f.sequence for f in JournalReader(journal.path).facts(session)] == [1]
+
+
+class TestSnapshotsDue:
+    async def test_a_session_is_snapshot_once_per_fact_per_entry_at_most(
+        self, tmp_path: Path
+    ) -> None:
+        """Asked after every fact with ``snapshot_every=1``, the journal snapshots a session
+        only once as many facts as the state has entries have been committed since its
+        previous snapshot: a large session is not walked and encoded again after every few
+        facts."""
+        _, runtime, _ = await run_team(tmp_path / "journal.db")
+        facts = JournalReader(tmp_path / "journal.db").facts(runtime.session)
+        journal = SqliteJournal(tmp_path / "other.db", snapshot_every=1)
+        state = TeamState(runtime.session)
+        for fact in facts:
+            state.apply(fact)
+            journal.committed(state)
+        queued = []
+        while not journal._queue.empty():
+            item = journal._queue.get_nowait()
+            assert isinstance(item, _Snapshot)
+            queued.append(item.state)
+        assert 3 <= len(queued) < len(facts) // 4
+        previous = 0
+        for snapshot in queued:
+            assert snapshot.last_sequence - previous == max(1, state_entries(snapshot))
+            previous = snapshot.last_sequence

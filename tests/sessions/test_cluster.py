@@ -38,7 +38,13 @@ from tests.support.ahp_client import connect_ahp
 from tests.support.daemon import RunningDaemon, connect
 from tests.support.paths import PROJECT_ROOT
 from tests.support.postgres import direct_sql
-from tests.support.teams import APPROVER, slow_answer
+from tests.support.teams import (
+    APPROVER,
+    DELEGATING_CONVERSATION,
+    NIGHTLY_PUBLISHER,
+    TICKING_TEAMMATE,
+    slow_answer,
+)
 
 #: Seconds a lease lasts in these tests (renewed every second, scanned every second).
 TTL = 3.0
@@ -71,75 +77,12 @@ class Node:
             return (await http.get("/metrics")).text
 
 
-#: A background teammate that wakes every second and answers at once.
-TICKER = """
-[team]
-name = "ticker"
-coordinator = "lead"
-[[background]]
-name = "tick"
-every = "1s"
-prompt = "tick"
-agent = "lead"
-overlap = "skip"
-catch_up = "latest"
-[agents.lead]
-role = "coordinator"
-[[agents.lead.turns]]
-steps = [ { say = "tock" } ]
-"""
-
-
-#: A conversation whose every turn delegates to a worker (a turn of several facts, started
-#: at once when a prompt is queued to the idle coordinator).
-CONVERSATION = """
-[team]
-name = "conversation"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-tools = ["delegate"]
-delegates_to = ["worker"]
-[[agents.lead.turns]]
-steps = [ { delegate = [ { agent = "worker", task = "part a" } ] }, { say = "Done: {outcomes}" } ]
-[[agents.lead.turns]]
-steps = [ { delegate = [ { agent = "worker", task = "part b" } ] }, { say = "Done: {outcomes}" } ]
-[[agents.lead.turns]]
-steps = [ { delegate = [ { agent = "worker", task = "part c" } ] }, { say = "Done: {outcomes}" } ]
-[agents.worker]
-role = "worker"
-[[agents.worker.turns]]
-steps = [ { say = "{task} is done" } ]
-"""
-#: A background teammate whose run waits for the user's approval (``publish``).
-PUBLISHER = """
-[team]
-name = "publisher"
-coordinator = "lead"
-[[background]]
-name = "nightly"
-every = "1s"
-prompt = "publish the notes"
-agent = "lead"
-overlap = "skip"
-catch_up = "latest"
-[agents.lead]
-role = "coordinator"
-tools = ["publish"]
-needs_approval = ["publish"]
-approved_by = "user"
-[agents.lead.tool_results]
-publish = "published"
-[[agents.lead.turns]]
-steps = [ { tool = "publish", input = { target = "release page" } },
-          { say = "The release notes are ready." } ]
-"""
 TEAMS = {
-    "publisher": PUBLISHER,
+    "publisher": NIGHTLY_PUBLISHER,
     "delivery": DELIVERY,
-    "ticker": TICKER,
+    "ticker": TICKING_TEAMMATE,
     "approver": APPROVER,
-    "conversation": CONVERSATION,
+    "conversation": DELEGATING_CONVERSATION,
 }
 
 

@@ -1,13 +1,12 @@
-"""Commands forwarded to a session's owner through the database (issue 21): the command
-table on a throwaway PostgreSQL cluster (claimed once under two claimers, answered,
-withdrawn, deleted), the decoding of a row's payload (fuzzed: a row is the sender's word),
-and the owner's command loop, which garbage rows must not end. The whole path between two
-``orchestrator serve`` processes is tested in ``sessions/test_cluster``."""
+"""Commands forwarded to a session's owner through the database (issue 21): the decoding
+of a row's payload (fuzzed: a row is the sender's word), and the owner's command loop,
+which garbage rows must not end. The command table and the listener are tested in
+``journal/postgres``; the whole path between two ``orchestrator serve`` processes in
+``sessions/test_cluster``."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import hypothesis
@@ -18,7 +17,7 @@ from psycopg.types.json import Jsonb
 
 from orchestrator.ahp.actions import ActionOrigin
 from orchestrator.base import PeerProtocolError, RunError
-from orchestrator.journal import FACTS_CHANNEL, PostgresCommands, PostgresListener, open_journal
+from orchestrator.journal import PostgresCommands, open_journal
 from orchestrator.sessions import (
     Command,
     CommandServer,
@@ -53,68 +52,6 @@ def two(table: str) -> Iterator[tuple[PostgresCommands, PostgresCommands]]:
     finally:
         a.close()
         b.close()
-
-
-class TestCommandTable:
-    def test_each_command_is_claimed_once_under_two_claimers(
-        self, two: tuple[PostgresCommands, PostgresCommands]
-    ) -> None:
-        a, b = two
-        sent = [a.send(SESSION, "cancel", {"n": n}) for n in range(60)]
-        other = a.send(OTHER, "cancel", {})
-        claimed: dict[str, list[int]] = {"a": [], "b": []}
-
-        def claim(commands: PostgresCommands) -> None:
-            while rows := commands.claim([SESSION], limit=3):
-                claimed[commands.node].extend(row.id for row in rows)
-
-        threads = [threading.Thread(target=claim, args=(c,)) for c in (a, b)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(30)
-        assert sorted(claimed["a"] + claimed["b"]) == sent, "every command, once"
-        assert not set(claimed["a"]) & set(claimed["b"])
-        assert other not in claimed["a"] + claimed["b"], "only the sessions held"
-        assert [row.id for row in b.claim([OTHER])] == [other]
-
-    def test_an_answer_reaches_the_sender(
-        self, two: tuple[PostgresCommands, PostgresCommands]
-    ) -> None:
-        follower, owner = two
-        sent = follower.send(SESSION, "queue", {"chat": "c", "text": "hi"})
-        assert follower.outcome(sent) is None
-        (row,) = owner.claim([SESSION])
-        assert (row.id, row.kind, row.payload, row.sender) == (
-            sent,
-            "queue",
-            {"chat": "c", "text": "hi"},
-            "a",
-        )
-        assert follower.outcome(sent) is None, "claimed, not answered"
-        owner.answer(sent, result={"value": {"message": "m1"}, "sequence": 7})
-        answer = follower.outcome(sent)
-        assert answer is not None
-        assert answer.result == {"value": {"message": "m1"}, "sequence": 7}
-        assert answer.error is None
-        assert answer.claimed_by == "b"
-
-    def test_a_command_nobody_claimed_is_withdrawn_and_never_runs(
-        self, two: tuple[PostgresCommands, PostgresCommands]
-    ) -> None:
-        follower, owner = two
-        expired = follower.send(SESSION, "cancel", {})
-        assert follower.withdraw(expired, {"type": "RunError", "message": "expired"})
-        assert owner.claim([SESSION]) == [], "withdrawn: never claimed"
-        claimed = follower.send(SESSION, "cancel", {})
-        assert [row.id for row in owner.claim([SESSION])] == [claimed]
-        assert not follower.withdraw(claimed, {}), "claimed: its owner answers it"
-
-    def test_old_commands_are_deleted(self, two: tuple[PostgresCommands, PostgresCommands]) -> None:
-        follower, _ = two
-        follower.send(SESSION, "cancel", {})
-        assert follower.delete_old() == 0, "an hour by default"
-        assert follower.delete_old(older_than=0) == 1
 
 
 PAYLOAD_KEYS = (
@@ -243,54 +180,6 @@ class TestCommandLoop:
             garbage = follower.outcome(command)
             assert garbage is not None
             assert garbage.error["message"].startswith("forwarding: "), garbage.error
-
-
-class TestListener:
-    async def test_it_listens_again_after_its_connection_is_cut(self, table: str) -> None:
-        """The listening connection is terminated by the server: the listener connects
-        again, says so (whoever follows then reads everything again), and hears the
-        notifications sent after."""
-        listener = PostgresListener(table)
-        heard: list[tuple[str, str]] = []
-        connections = 0
-        changed = trio.Event()
-
-        def on_notify(channel: str, payload: str) -> None:
-            heard.append((channel, payload))
-            changed.set()
-
-        def on_connected() -> None:
-            nonlocal connections
-            connections += 1
-            changed.set()
-
-        async def until(condition: Callable[[], bool]) -> None:
-            nonlocal changed
-            with trio.fail_after(20):
-                while not condition():
-                    changed = trio.Event()
-                    with trio.move_on_after(0.2):  # a notification sent meanwhile
-                        await changed.wait()
-
-        def notify(payload: str) -> None:
-            with direct_sql(table) as connection:
-                connection.execute("SELECT pg_notify(?, ?)", (FACTS_CHANNEL, payload))
-
-        async with trio.open_nursery() as nursery:
-            await nursery.start(listener.serve, on_notify, on_connected)
-            await until(lambda: connections == 1)
-            await trio.to_thread.run_sync(notify, "one")
-            await until(lambda: (FACTS_CHANNEL, "one") in heard)
-            with direct_sql(table) as connection:
-                connection.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE application_name = 'orchestrator listener'"
-                )
-            await until(lambda: connections == 2)
-            await trio.to_thread.run_sync(notify, "two")
-            await until(lambda: (FACTS_CHANNEL, "two") in heard)
-            nursery.cancel_scope.cancel()
-        assert listener.reconnections >= 1
 
 
 class TestForwarder:

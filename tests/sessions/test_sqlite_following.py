@@ -35,6 +35,7 @@ from tests.support.ahp_client import connect_ahp
 from tests.support.cli import TEAM, acknowledged, orchestrator
 from tests.support.daemon import RunningDaemon, connect, running_daemon
 from tests.support.teammates import HeldClock
+from tests.support.teams import PARKS
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
 pytestmark = pytest.mark.daemon
@@ -42,23 +43,6 @@ pytestmark = pytest.mark.daemon
 #: Real seconds of quiet before the clock jumps (it is held while threads work: see
 #: HeldClock).
 THREADS = 0.05
-#: A coordinator whose one turn asks to publish, and waits for the decision.
-PARKS = """
-[team]
-name = "parks"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-tools = ["publish"]
-needs_approval = ["publish"]
-approved_by = "user"
-[[agents.lead.turns]]
-steps = [
-  { say = "asking to publish" },
-  { tool = "publish", input = { target = "page" } },
-  { say = "published" },
-]
-"""
 
 
 def parking_run(db: Path, mirror: Path) -> subprocess.Popen[str]:

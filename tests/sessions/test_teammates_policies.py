@@ -11,6 +11,7 @@ import trio.testing
 from orchestrator.base import RunError
 from orchestrator.core import TeammateRunOutcome, TeammateWoke, WakeDecision, WakeReason
 from tests.support.teammates import AUTOJUMP, RunningScheduler, instant, scheduler_daemon, slow_team
+from tests.support.teams import GATED_DEPLOYER
 
 HOUR = 3_600.0
 MINUTE = 60.0
@@ -150,36 +151,10 @@ async def test_names_resolve_or_say_which_exist(
             running.teammate("other/poler")
 
 
-GATED = """
-[team]
-name = "gated"
-topology = "background_teammate"
-coordinator = "lead"
-
-[[background]]
-name = "deployer"
-every = "1d"
-prompt = "Deploy the nightly build"
-
-[agents.lead]
-role = "coordinator"
-backend = "scripted"
-instructions = "You deploy."
-tools = ["deploy"]
-needs_approval = ["deploy"]
-
-[agents.lead.tool_results]
-deploy = "deployed"
-
-[[agents.lead.turns]]
-steps = [{ tool = "deploy", input = { build = "nightly" } }, { say = "Deployed." }]
-"""
-
-
 async def test_a_run_waiting_for_an_approval_is_blocked_until_someone_decides(
     tmp_path: Path, clock: trio.testing.MockClock
 ) -> None:
-    async with scheduler_daemon(tmp_path, {"gated": GATED}) as running:
+    async with scheduler_daemon(tmp_path, {"gated": GATED_DEPLOYER}) as running:
         deployer = running.teammate("deployer")
         seen: list[str] = []
         running.scheduler.watch(

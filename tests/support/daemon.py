@@ -2,7 +2,8 @@
 
 ``running_daemon`` starts :func:`orchestrator.server._app.serve` in the test's nursery on
 127.0.0.1 with an ephemeral port, a journal in a temporary directory and the teams given;
-tests talk to it with trio-websocket and httpx, as users' clients would.
+tests talk to it with trio-websocket and httpx, as users' clients would. ``serving`` is a
+daemon without an HTTP server, on the test's mock clock, to open sessions of.
 """
 
 from __future__ import annotations
@@ -16,11 +17,15 @@ from typing import Any
 import attrs
 import httpx
 import trio
+import trio.testing
 from trio_websocket import WebSocketConnection, open_websocket_url
 
-from orchestrator.server import ServeConfig, serve
-from orchestrator.sessions import Limits
+from orchestrator.server import ServeConfig, assemble, serve
+from orchestrator.sessions import Daemon, Limits
+from orchestrator.spec import parse_team
 from tests.support.paths import PROJECT_ROOT
+from tests.support.teammates import HeldClock
+from tests.support.teams import ECHO
 
 TEAMS = PROJECT_ROOT / "teams"
 
@@ -133,3 +138,30 @@ async def connect(
     url = f"{daemon.ws_url}/ws" + (f"?{query}" if query else "")
     async with websocket(url, token=token) as connection:
         yield Client(connection)
+
+
+@asynccontextmanager
+async def serving(tmp_path: Path, limits: Limits) -> AsyncIterator[Daemon]:
+    """A daemon (no HTTP server) of the echo team, with ``limits``, on the test's mock clock;
+    stopped as SIGTERM stops it when the block ends."""
+    clock = trio.lowlevel.current_clock()
+    assert isinstance(clock, trio.testing.MockClock), "use the autojump_clock fixture"
+    held = HeldClock(clock)
+    journal = held.journal(tmp_path / "journal.db")
+    teams = {"echo": parse_team(ECHO, file="echo.toml")}
+    with held.holding_threads():
+        async with trio.open_nursery() as services, httpx.AsyncClient() as http:
+            await services.start(journal.serve)
+            async with trio.open_nursery() as nursery:
+                daemon = Daemon(
+                    teams=teams, journal=journal, http=http, shutdown_grace=0.5, limits=limits
+                )
+                assemble(daemon)
+                await nursery.start(daemon.serve)
+                try:
+                    yield daemon
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await daemon.stop()
+                    nursery.cancel_scope.cancel()
+            services.cancel_scope.cancel()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from orchestrator.runtime import RunOutcome, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import TeamSpec, load_team
 from tests.support.paths import PROJECT_ROOT
+from tests.support.postgres import direct_sql
 
 
 def back_to_schema_4(connection: sqlite3.Connection) -> None:
@@ -100,3 +102,16 @@ async def wait_all(*tickets: Any) -> None:
 
 
 AT = "2026-11-26T00:00:00.000Z"
+
+
+NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
+
+
+def age(db: Path | str, session: str, *, days: int, status: str | None = None) -> None:
+    """Make ``session`` last written ``days`` before NOW (and set its status)."""
+    written = (NOW - dt.timedelta(days=days)).isoformat(timespec="milliseconds")
+    with direct_sql(db) as connection:
+        connection.execute(
+            "UPDATE sessions SET updated_at = ?, status = coalesce(?, status) WHERE session = ?",
+            (written.replace("+00:00", "Z"), status, session),
+        )

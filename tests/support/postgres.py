@@ -36,6 +36,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -315,3 +316,22 @@ def new_journal_db(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[
         return lambda: tmp_path / f"journal-{next(numbers)}.db"
     server: PostgresServer = request.getfixturevalue("postgres_server")
     return server.create_database
+
+
+def end_connections(db: str, application: str) -> None:
+    """End the server processes of ``db``'s connections of ``application`` (as an
+    administrator would), and wait until they are gone."""
+    with direct_sql(db) as connection:
+        connection.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name = ? AND datname = current_database()",
+            (application,),
+        )
+        deadline = time.monotonic() + 10
+        while connection.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE application_name = ? AND datname = current_database()",
+            (application,),
+        ).fetchone()[0]:
+            assert time.monotonic() < deadline, f"{application} still connected"
+            time.sleep(0.01)

@@ -653,6 +653,122 @@ buffers between the daemon and a client that stopped reading hold."""
 # --- the journal's and the sessions' teams ---
 
 
+TICKING_TEAMMATE = """
+[team]
+name = "ticker"
+coordinator = "lead"
+[[background]]
+name = "tick"
+every = "1s"
+prompt = "tick"
+agent = "lead"
+overlap = "skip"
+catch_up = "latest"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { say = "tock" } ]
+"""
+"""A background teammate that wakes every second and answers at once (two nodes share
+its schedule)."""
+
+
+DELEGATING_CONVERSATION = """
+[team]
+name = "conversation"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "part a" } ] }, { say = "Done: {outcomes}" } ]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "part b" } ] }, { say = "Done: {outcomes}" } ]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "part c" } ] }, { say = "Done: {outcomes}" } ]
+[agents.worker]
+role = "worker"
+[[agents.worker.turns]]
+steps = [ { say = "{task} is done" } ]
+"""
+"""A conversation whose every turn delegates to a worker: a turn of several facts, started
+at once when a prompt is queued to the idle coordinator."""
+
+
+NIGHTLY_PUBLISHER = """
+[team]
+name = "publisher"
+coordinator = "lead"
+[[background]]
+name = "nightly"
+every = "1s"
+prompt = "publish the notes"
+agent = "lead"
+overlap = "skip"
+catch_up = "latest"
+[agents.lead]
+role = "coordinator"
+tools = ["publish"]
+needs_approval = ["publish"]
+approved_by = "user"
+[agents.lead.tool_results]
+publish = "published"
+[[agents.lead.turns]]
+steps = [ { tool = "publish", input = { target = "release page" } },
+          { say = "The release notes are ready." } ]
+"""
+"""A background teammate whose run waits for the user's approval (``publish``)."""
+
+
+GATED_DEPLOYER = """
+[team]
+name = "gated"
+topology = "background_teammate"
+coordinator = "lead"
+
+[[background]]
+name = "deployer"
+every = "1d"
+prompt = "Deploy the nightly build"
+
+[agents.lead]
+role = "coordinator"
+backend = "scripted"
+instructions = "You deploy."
+tools = ["deploy"]
+needs_approval = ["deploy"]
+
+[agents.lead.tool_results]
+deploy = "deployed"
+
+[[agents.lead.turns]]
+steps = [{ tool = "deploy", input = { build = "nightly" } }, { say = "Deployed." }]
+"""
+"""A background teammate (waking daily) whose one tool call, ``deploy``, waits for an
+approval: its run is blocked until someone decides."""
+
+
+PARKS = """
+[team]
+name = "parks"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["publish"]
+needs_approval = ["publish"]
+approved_by = "user"
+[[agents.lead.turns]]
+steps = [
+  { say = "asking to publish" },
+  { tool = "publish", input = { target = "page" } },
+  { say = "published" },
+]
+"""
+"""A coordinator whose one turn says it asks to publish, asks, and waits for the decision:
+a run parked on its approval."""
+
+
 # --- the Python API's teams (orchestrator/_embed.py, _streams.py) ---
 
 STREAMED = """

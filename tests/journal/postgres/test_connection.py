@@ -35,13 +35,12 @@ from orchestrator.journal import (
     open_journal,
     open_reader,
 )
-from orchestrator.journal._reconnect import (
-    ReconnectStoppedError,
-    UnreachableError,
-    backoff,
-    reconnect,
+from orchestrator.journal.postgres._connection import (
+    PgConnection,
+    environmental,
+    redacted,
+    transient,
 )
-from orchestrator.journal.postgres._connection import PgConnection, environmental, transient
 from orchestrator.runtime import TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.server import ServeConfig
@@ -49,30 +48,11 @@ from orchestrator.sessions import Limits
 from orchestrator.spec import load_team
 from tests.support.daemon import connect, running_daemon
 from tests.support.journal import DELIVERY, A, B, facts_of, started, view, wait_all
-from tests.support.postgres import PostgresServer, direct_sql
+from tests.support.postgres import PostgresServer, direct_sql, end_connections
 from tests.support.teams import APPROVER
 
 #: Every SQLSTATE psycopg has an error class for (its table also holds them by name).
 SQLSTATES = sorted(code for code in _sqlcodes if len(code) == 5 and not code.isalpha())
-
-
-def end_connections(db: str, application: str) -> None:
-    """End the server processes of ``db``'s connections of ``application`` (as an
-    administrator would), and wait until they are gone."""
-    with direct_sql(db) as connection:
-        connection.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE application_name = ? AND datname = current_database()",
-            (application,),
-        )
-        deadline = time.monotonic() + 10
-        while connection.execute(
-            "SELECT count(*) FROM pg_stat_activity "
-            "WHERE application_name = ? AND datname = current_database()",
-            (application,),
-        ).fetchone()[0]:
-            assert time.monotonic() < deadline, f"{application} still connected"
-            time.sleep(0.01)
 
 
 def events(logs: Sequence[Mapping[str, Any]], name: str) -> list[Mapping[str, Any]]:
@@ -112,104 +92,6 @@ class TestErrorSorting:
             error = _sqlcodes[sqlstate]("message")
             assert environmental(error)
             assert not transient(error)
-
-
-class FakeClock(threading.Event):
-    """``time.monotonic`` and a ``threading.Event`` whose waits advance it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.now = 100.0
-        self.waits: list[float] = []
-        self.stop_after: int | None = None
-
-    def __call__(self) -> float:
-        return self.now
-
-    def is_set(self) -> bool:
-        return self.stop_after is not None and len(self.waits) >= self.stop_after
-
-    def wait(self, timeout: float | None = None) -> bool:
-        assert timeout is not None
-        seconds = timeout
-        self.waits.append(seconds)
-        self.now += seconds
-        return self.is_set()
-
-
-class TestBackoff:
-    def test_the_pauses_double_from_a_tenth_of_a_second_to_five(self) -> None:
-        pauses = backoff()
-        assert [next(pauses) for _ in range(9)] == [0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0, 5.0]
-
-    @given(failures=st.integers(0, 40), within=st.floats(0, 60))
-    def test_it_tries_until_it_connects_or_the_bound_passes(
-        self, failures: int, within: float
-    ) -> None:
-        """Tried at once, then after each pause; never waits past ``within`` of the loss;
-        past it, says for how long the server was unreachable and the last reason."""
-        clock = FakeClock()
-        tries: list[float] = []
-
-        def connect_once_up() -> str:
-            tries.append(clock.now)
-            if len(tries) <= failures:
-                raise OSError(f"refused {len(tries)}")
-            return "connected"
-
-        since = clock.now
-        outcome: str | UnreachableError
-        try:
-            outcome = reconnect(
-                connect_once_up, since=since, within=within, stop=clock, clock=clock
-            )
-        except UnreachableError as exc:
-            outcome = exc
-        if isinstance(outcome, UnreachableError):
-            assert len(tries) <= failures
-            assert clock.now >= since + within
-            assert f"unreachable for {clock.now - since:.0f} s (refused {len(tries)})" in str(
-                outcome
-            )
-        else:
-            assert outcome == "connected"
-            assert len(tries) == failures + 1
-        assert clock.now <= since + within + 1e-9 or not clock.waits
-        assert tries[0] == since, "the first try at once"
-        expected = backoff()
-        for waited in clock.waits[:-1]:
-            assert waited == next(expected)
-
-    def test_a_stop_cuts_it_short(self) -> None:
-        clock = FakeClock()
-        clock.stop_after = 2
-
-        def refused() -> None:
-            raise OSError("refused")
-
-        with pytest.raises(ReconnectStoppedError):
-            reconnect(refused, since=clock.now, within=60, stop=clock, clock=clock)
-        assert clock.waits == [0.1, 0.2]
-
-    def test_only_what_retry_accepts_is_tried_again(self) -> None:
-        """With ``retry`` (a SQLite journal's: only a lock another connection holds), a
-        failure it refuses is raised at once, as it is, not waited on until the bound."""
-        clock = FakeClock()
-        failures = [TimeoutError("locked"), TimeoutError("locked"), OSError("disk I/O error")]
-
-        def fails() -> None:
-            raise failures.pop(0)
-
-        with pytest.raises(OSError, match="disk I/O error"):
-            reconnect(
-                fails,
-                since=clock.now,
-                within=60,
-                stop=clock,
-                clock=clock,
-                retry=lambda exc: isinstance(exc, TimeoutError),
-            )
-        assert clock.waits == [0.1, 0.2]
 
 
 # ── one connection ended (the shared cluster) ─────────────────────────────
@@ -339,20 +221,6 @@ class _Dropping(PgConnection):
 
 
 class TestReadersAndLeasesReconnect:
-    async def test_a_reader_reads_after_its_kept_connections_were_ended(
-        self, postgres_database: str, journal: Journal
-    ) -> None:
-        """The next read after the server ended the reader's kept connections connects
-        anew, and answers."""
-        async with trio.open_nursery() as services:
-            await services.start(journal.serve)
-            await wait_all(journal.submit([started(A)]))
-            services.cancel_scope.cancel()
-        reader = open_reader(postgres_database)
-        assert reader.has_session(A)
-        end_connections(postgres_database, "orchestrator journal reader")
-        assert [f.sequence for f in reader.facts(A)] == [1]
-
     def test_a_lease_renewal_reconnects_at_once(self, postgres_database: str) -> None:
         """The leases' connection ended: the next renewal opens a new one and renews, in
         the same call (not one renewal later)."""
@@ -504,3 +372,28 @@ class TestServerRestart:
 async def restart(server: PostgresServer, done: threading.Event) -> None:
     await trio.to_thread.run_sync(server.restart)
     done.set()
+
+
+class TestRedacted:
+    def test_a_password_never_names_the_journal(self) -> None:
+        assert redacted("postgresql://me:secret@db.example:5432/j") == (
+            "postgresql://me:***@db.example:5432/j"
+        )
+        assert redacted("postgresql://me@db.example/j") == "postgresql://me@db.example/j"
+        assert redacted("postgresql://me@db.example/j?sslmode=require&password=secret") == (
+            "postgresql://me@db.example/j?sslmode=require&password=***"
+        )
+        assert redacted("postgres://db/j?PassWord=a%26b&sslpassword=c") == (
+            "postgres://db/j?PassWord=***&sslpassword=***"
+        )
+
+
+class TestStatements:
+    def test_the_statements_question_marks_are_parameters_and_percents_are_text(
+        self, postgres_database: str
+    ) -> None:
+        """The journal's statements are written with SQLite's ``?``; on PostgreSQL each is a
+        parameter, and a ``%`` stays the character it is, with parameters or without."""
+        with direct_sql(postgres_database) as connection:
+            assert connection.execute("SELECT '100%'").fetchone() == ("100%",)
+            assert connection.execute("SELECT '50%' || ?", ("?",)).fetchone() == ("50%?",)
