@@ -501,3 +501,35 @@ class TestStructuredOutput:
             h.runtime.close()
         values = {a.task: a.value for a in h.actions(TaskFinished)}
         assert values == {"task-1": {"approved": False}, "task-2": {"score": 3}}
+
+    async def test_a_worker_that_answered_before_a_restart_reports_its_value(self) -> None:
+        """A worker whose turn completed (after its retry) before the process stopped, its
+        task not yet reported: the resumed run reads the value from its recorded answer."""
+        text = structured(answer="""'{"score": "x"}'""", retry="""'{"score": 5}'""")
+        done = _structured(answer="""'{"score": "x"}'""", retry="""'{"score": 5}'""")
+        await run_to_end(done)
+        worker = done.worker_chats()[0]
+        cut = next(
+            index
+            for index, fact in enumerate(done.facts)
+            if isinstance(fact.action, ChatTurnCompleteAction) and fact.channel == worker
+        )
+        # The turn's end and the chat's summary update are one batch: the process stopped
+        # after it.
+        assert done.facts[cut + 1].type == "session/chatUpdated"
+        h = Harness(parse_team(text, file="structured.toml"))
+        h.log.facts.extend(done.facts[: cut + 2])
+        state = TeamState.fold(done.runtime.session, h.log.facts)
+        h.runtime = TeamRuntime(
+            parse_team(text, file="structured.toml"),
+            backends=ScriptedBackend,
+            factlog=h.log,
+            ids=Ids(deterministic=True, restart=1),
+            clock=lambda: "2026-11-22T00:00:00.000Z",
+            state=state,
+        )
+        with trio.fail_after(60):
+            outcome = await h.runtime.resume()
+        [finished] = h.actions(TaskFinished)
+        assert (finished.status, finished.value) == (TaskStatus.COMPLETED, {"score": 5})
+        assert outcome.result.endswith('(task: Score the draft) {"score":5}')
