@@ -81,6 +81,7 @@ else:
             "missed_wakes": "._schedule",
             "next_wake": "._schedule",
             "on_wake": "._schedule",
+            "output_schema_of": "._output",
             "output_schema_problem": "._output",
             "parse_cron": "._schedule",
             "parse_duration": "._schedule",

@@ -31,6 +31,7 @@ __all__ = [
     "AnswerProblem",
     "answer_text",
     "check_answer",
+    "output_schema_of",
     "output_schema_problem",
     "retry_prompt",
 ]
@@ -83,6 +84,29 @@ def output_schema_problem(schema: Mapping[str, Any]) -> str | None:
         where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in exc.path)
         return f"not a valid JSON Schema: at {where or 'the top'}: {exc.message}"
     return None
+
+
+def output_schema_of(value: object) -> dict[str, Any]:
+    """An output_schema given in code: a JSON Schema (a mapping), or a pydantic model class,
+    whose ``model_json_schema()`` it is. :class:`ValueError` says why ``value`` is neither, or
+    why its schema is not a valid JSON Schema."""
+    make_schema = getattr(value, "model_json_schema", None) if isinstance(value, type) else None
+    schema: object
+    if callable(make_schema):
+        schema = make_schema()
+    elif isinstance(value, Mapping):
+        schema = value
+    else:
+        raise ValueError(
+            "output_schema takes a JSON Schema (a dict) or a pydantic model class, "
+            f"got {type(value).__name__}"
+        )
+    if not isinstance(schema, Mapping):
+        raise ValueError(f"{value!r}.model_json_schema() gave no JSON Schema object")
+    problem = output_schema_problem(schema)
+    if problem is not None:
+        raise ValueError(f"output_schema is {problem}")
+    return dict(schema)
 
 
 def answer_text(text: str) -> str:

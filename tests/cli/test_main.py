@@ -14,6 +14,7 @@ import pytest
 from orchestrator.protocols import project_facts, structure_envelope, unstructure_envelope
 from orchestrator.runtime import read_facts
 from tests.support.paths import PROJECT_ROOT
+from tests.support.teams import structured
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
 pytestmark = pytest.mark.daemon
@@ -578,8 +579,16 @@ class TestCommandLine:
         assert outcome["status"] == "completed"
         assert outcome["error"] is None
         assert outcome["result"]
+        assert outcome["result_value"] is None  # its coordinator has no output_schema
         listed = orchestrator("sessions", "--json", "--db", str(tmp_path / "j.db"))
         assert [s["session"] for s in json.loads(listed.stdout)] == [outcome["session"]]
+
+    def test_run_json_has_the_coordinators_structured_value(self, tmp_path: Path) -> None:
+        team = tmp_path / "structured.toml"
+        team.write_text(structured(answer="""'{"score": 3}'""", lead_says='{"approved": true}'))
+        done = orchestrator("run", str(team), "score it", "--db", str(tmp_path / "j.db"), "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["result_value"] == {"approved": True}
 
     @pytest.mark.parametrize("how", ["stdin", "file"])
     def test_the_prompt_comes_from_stdin_or_a_file(self, tmp_path: Path, how: str) -> None:

@@ -14,6 +14,7 @@ from orchestrator.spec import (
     AnswerProblem,
     answer_text,
     check_answer,
+    output_schema_of,
     output_schema_problem,
     retry_prompt,
 )
@@ -104,3 +105,34 @@ class TestMessages:
         assert output_schema_problem({"type": 3}) == (
             "not a valid JSON Schema: at .type: 3 is not valid under any of the given schemas"
         )
+
+
+class TestOutputSchemaOf:
+    """The code-first form: a dict or a pydantic model class (``Agent(output_schema=...)``)."""
+
+    def test_a_pydantic_model_gives_its_json_schema(self) -> None:
+        import pydantic
+
+        class Score(pydantic.BaseModel):
+            score: int
+            notes: str = ""
+
+        schema = output_schema_of(Score)
+        assert schema == Score.model_json_schema()
+        assert check_answer(schema, '{"score": 2}') == Answer(value={"score": 2})
+        assert check_answer(schema, '{"notes": "x"}') == AnswerProblem(
+            path="$", message="'score' is a required property"
+        )
+
+    def test_a_dict_is_checked_as_a_schema(self) -> None:
+        assert output_schema_of({"type": "string"}) == {"type": "string"}
+        with pytest.raises(
+            ValueError, match=r"output_schema is not a valid JSON Schema: at \.type"
+        ):
+            output_schema_of({"type": "text"})
+
+    def test_anything_else_is_refused_by_name(self) -> None:
+        with pytest.raises(
+            ValueError, match="a JSON Schema \\(a dict\\) or a pydantic model class, got int"
+        ):
+            output_schema_of(3)
