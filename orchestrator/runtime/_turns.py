@@ -292,8 +292,10 @@ class Turns:
             return
         last = chat.turns[-1]
         status, summary = _PROMPT_END.get(last.state, TaskStatus.FAILED), ""
+        value = None
         if last.state is TurnState.COMPLETE:
             summary = turn_text(last)
+            value = _value_of(ctx.agent, summary)
         elif last.error is not None:
             summary = last.error.message
         await self.run.recorder.record(
@@ -306,6 +308,7 @@ class Turns:
                         summary=summary,
                         duration_ms=0,
                         chat=ctx.chat,
+                        value=value,
                     ),
                 )
             ]
@@ -388,14 +391,11 @@ class Turns:
         if last.state is TurnState.COMPLETE:
             usage = last.usage
             text = turn_text(last)
-            # A turn completes only with an answer that fit: its value is read from it again.
-            schema = ctx.agent.output_schema
-            checked = check_answer(schema, text) if schema is not None else None
             return TurnResult(
                 text=text,
                 input_tokens=(usage.input_tokens or 0) if usage else 0,
                 output_tokens=(usage.output_tokens or 0) if usage else 0,
-                value=checked.value if isinstance(checked, Answer) else None,
+                value=_value_of(ctx.agent, text),
             )
         reason = last.error.message if last.error is not None else str(last.state)
         raise TurnFailedError(f"{ctx.agent.name}: {reason}")
@@ -691,6 +691,14 @@ _PROMPT_END: Final = {
     TurnState.ERROR: TaskStatus.FAILED,
     TurnState.CANCELLED: TaskStatus.KILLED,
 }
+
+
+def _value_of(agent: AgentSpec, answer: str) -> Any:
+    """The parsed value of a completed turn's ``answer`` read again from the facts (after a
+    restart): a turn of an agent with an output_schema completes only with one that fits."""
+    schema = agent.output_schema
+    checked = check_answer(schema, answer) if schema is not None else None
+    return checked.value if isinstance(checked, Answer) else None
 
 
 def _ms(started: float) -> float:
