@@ -76,13 +76,11 @@ from orchestrator.core import (
     ToolOutcome,
     UsageReport,
     is_interrupted,
+    output_retry,
     prompt_title,
     resume_point,
     steering_injected,
     turn_text,
-)
-from orchestrator.core import (
-    output_retry as output_retry_part,
 )
 from orchestrator.spec import AgentSpec, Answer, RestartPolicy, check_answer, retry_prompt
 
@@ -443,7 +441,7 @@ class Turns:
         input_tokens = output_tokens = 0
         text = ""
         value: Any = None  # the answer's parsed value (an agent with an output_schema)
-        output_retry: str | None = None  # the next round answers again, told this
+        asked_again: str | None = None  # the next round answers again, told this
         retried = False  # an answer that does not fit is asked for again once
         ctx.steering = []
         unrecorded: list[tuple[str, Action]] = []  # the last round's, left to the turn's end
@@ -468,9 +466,9 @@ class Turns:
                     attempt=attempt,
                     chat_state=self.run.state.chats[chat],
                     tools=self.tool_calls.offered(ctx.agent),
-                    output_retry=output_retry,
+                    output_retry=asked_again,
                 )
-                output_retry = None
+                asked_again = None
                 requests, round_text, usage, unrecorded = await self._stream_round(
                     ctx, backend, context
                 )
@@ -494,7 +492,7 @@ class Turns:
                 # The answer stays recorded as it streamed; the model is told what was wrong
                 # and answers again in the next round of the same turn.
                 retried = True
-                output_retry = retry_prompt(checked, schema)
+                asked_again = retry_prompt(checked, schema)
                 log.info(
                     "answer does not fit the output schema: asked again",
                     chat=chat,
@@ -504,10 +502,10 @@ class Turns:
                 await self.run.recorder.record(
                     [
                         *unrecorded,
-                        output_retry_part(
+                        output_retry(
                             chat,
                             turn_id,
-                            output_retry,
+                            asked_again,
                             path=checked.path,
                             problem=checked.message,
                         ),
