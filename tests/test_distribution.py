@@ -49,6 +49,7 @@ class TestBundledTeams:
             "handoff.toml",
             "nightly.toml",
             "openai-delivery.toml",
+            "review.toml",
             "tools.toml",
         ]
 

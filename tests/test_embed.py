@@ -14,7 +14,7 @@ import pytest
 import trio
 
 import orchestrator
-from orchestrator.core import ApprovalResolved
+from orchestrator.core import ApprovalResolved, TaskFinished, fact_to_json
 from orchestrator.journal import open_reader
 from tests.support.paths import PROJECT_ROOT
 from tests.support.teams import ASK, approvals
@@ -205,6 +205,18 @@ class TestOpenRun:
         assert outcome.status is orchestrator.RunStatus.COMPLETED
         assert seen[0] == "team/runStarted"
         assert seen[-1] == "team/runFinished"
+
+    async def test_the_shipped_review_team_gives_structured_values(self) -> None:
+        """teams/review.toml (the Python guide's example): the reviewer is asked again once,
+        its value reaches the editor as JSON, the editor's is the run's result_value."""
+        async with orchestrator.open_run(PROJECT_ROOT / "teams" / "review.toml", "notes") as run:
+            facts = [u.fact async for u in run.updates()]
+            outcome = await run.outcome()
+        assert outcome.result_value == {"ship": True, "reason": "the reviewer scored it 4 of 5"}
+        [task] = [f.action for f in facts if isinstance(f.action, TaskFinished)]
+        assert task.value == {"score": 4, "fixes": ["spell out the breaking change"]}
+        retries = [f for f in facts if "outputRetry" in fact_to_json(f)]
+        assert len(retries) == 1
 
 
 def run_python(code: str, *, cwd: Path) -> subprocess.CompletedProcess[str]:

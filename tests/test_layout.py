@@ -230,6 +230,7 @@ def test_every_named_team_document_is_a_team_the_parser_takes() -> None:
         "slow_delegation": teams.slow_delegation(),
         "slow_answer": teams.slow_answer(seconds=1, answer="done"),
         "fan_team": teams.fan_team(2),
+        "structured": teams.structured(answer="'{}'"),
     }
     public = {
         name

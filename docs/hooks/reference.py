@@ -187,6 +187,9 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "read_timeout": "Seconds without a byte from the server before the round fails "
         "(default 120).",
         "max_retries": "Retries of a request refused with 429 or 5xx, or not reached (default 4).",
+        "structured_output": "How an agent's `output_schema` is asked for: `auto` (default: "
+        "the response format without tools, a `final_answer` tool with them), "
+        "`response_format` or `tool` (for a server without response formats).",
     },
     "[agents.NAME]": {
         "role": "What the agent is, in a few words (required).",
@@ -205,6 +208,8 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "timeout": "Seconds its task may take before it is stopped.",
         "tool_results": "A table of plain tools' scripted results (default `ok`).",
         "turns": "The scripted backend's `[[agents.NAME.turns]]`: one entry per user turn.",
+        "output_schema": "A JSON Schema (an inline table) its final answer must fit: one "
+        "retry, then the task fails (see Structured output in the Python guide).",
         "settings": "A plugin backend's own table, handed to its factory as it is.",
         "model": "An `openai` agent's model, overriding `[openai]`.",
         "base_url": "An `openai` agent's server URL, overriding `[openai]`.",
@@ -215,9 +220,12 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "temperature": "An `openai` agent's temperature, overriding `[openai]`.",
         "read_timeout": "An `openai` agent's read timeout, overriding `[openai]`.",
         "max_retries": "An `openai` agent's retries, overriding `[openai]`.",
+        "structured_output": "An `openai` agent's `structured_output`, overriding `[openai]`.",
     },
     "[[agents.NAME.turns]]": {
         "steps": "The turn's steps, in order; each step does exactly one thing (required).",
+        "retry": "With `output_schema`: the text steps played when the answer did not fit "
+        "and the model is asked again (default: the turn's last round again).",
     },
     "a step: say": {
         "say": "Stream answer text; `{task}` and `{outcomes}` are filled in.",

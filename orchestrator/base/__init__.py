@@ -36,6 +36,7 @@ else:
             "ModelRequestError": "._errors",
             "ModelStreamError": "._errors",
             "OrchestratorError": "._errors",
+            "OutputSchemaError": "._errors",
             "PeerProtocolError": "._errors",
             "ProtocolError": "._errors",
             "REDACTED": "._redact",

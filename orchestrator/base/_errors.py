@@ -18,7 +18,8 @@ Every error the package raises on purpose derives from :class:`OrchestratorError
         ├── SessionLimitError         a session refused by a limit (per token, per daemon)
         └── ModelError                a model backend that could not produce a round
             ├── ModelRequestError     the server refused the request (or never answered)
-            └── ModelStreamError      the response stream broke off or made no sense
+            ├── ModelStreamError      the response stream broke off or made no sense
+            └── OutputSchemaError     a final answer that did not fit the agent's output_schema
 
 Each carries the structured fields a caller needs to report it (wire path,
 channel URI, tool call id, file and key path) and a message that says what was
@@ -39,6 +40,7 @@ __all__ = [
     "ModelRequestError",
     "ModelStreamError",
     "OrchestratorError",
+    "OutputSchemaError",
     "PeerProtocolError",
     "ProtocolError",
     "RpcError",
@@ -257,3 +259,17 @@ class ModelStreamError(ModelError):
     Whatever the round had streamed stays recorded; a tool call whose input was still
     streaming is never run.
     """
+
+
+class OutputSchemaError(ModelError):
+    """An agent's final answer did not fit its ``output_schema``, after the one retry too.
+
+    ``agent`` is the agent's name; ``path`` and ``problem`` say where the second answer did not
+    fit and what was wrong there. Its text stays recorded as the turn's answer parts.
+    """
+
+    def __init__(self, message: str, *, agent: str, path: str, problem: str) -> None:
+        super().__init__(message)
+        self.agent = agent
+        self.path = path
+        self.problem = problem

@@ -324,11 +324,13 @@ def _journal_failure(group: BaseExceptionGroup[BaseException]) -> FactLogError |
 
 
 def _outcome_json(outcome: RunOutcome) -> dict[str, object]:
-    """``run --json``: the session, how the run ended, its answer or its error."""
+    """``run --json``: the session, how the run ended, its answer (and its parsed value, when
+    the coordinator has an output_schema) or its error."""
     return {
         "session": outcome.session,
         "status": str(outcome.status),
         "result": outcome.result or None,
+        "result_value": outcome.result_value,
         "error": outcome.error or None,
     }
 

@@ -32,12 +32,22 @@ __all__ = ["decode_fact", "encode_fact", "fact_from_json", "fact_to_json"]
 #: Every ``team/*`` action by wire type: a team run's and a background teammate's.
 _TEAM_TYPES: dict[str, type[Any]] = {**TEAM_ACTION_TYPES, **TEAMMATE_ACTION_TYPES}
 
+#: Fields added to a team action after journals were written with it: written only when set,
+#: so a fact without one encodes as it always did (and an older version reads it unchanged).
+_OMITTED_WHEN_DEFAULT: frozenset[tuple[str, str]] = frozenset(
+    {("team/taskFinished", "value"), ("team/runFinished", "value")}
+)
+
 _team = make_converter(forbid_extra_keys=True)
-for _cls in _TEAM_TYPES.values():
+for _type, _cls in _TEAM_TYPES.items():
     _fields = attrs.fields(_cls)
     # Typed as Any: mypy checks ``**`` of a dict against the generators' boolean parameters.
     _renames: dict[str, Any] = {
-        a.name: override(rename=ahp.wire_name(_cls, a.name)) for a in _fields
+        a.name: override(
+            rename=ahp.wire_name(_cls, a.name),
+            omit_if_default=True if (_type, a.name) in _OMITTED_WHEN_DEFAULT else None,
+        )
+        for a in _fields
     }
     _team.register_unstructure_hook(
         _cls,

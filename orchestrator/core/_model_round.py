@@ -147,6 +147,9 @@ class RoundContext:
     attempt: int = 0
     chat_state: ChatState | None = None
     tools: Sequence[ToolDefinition] = ()
+    # Set for the round that answers again because the turn's answer did not fit the agent's
+    # output_schema: what the model is told (also in ``chat_state``, as a user message).
+    output_retry: str | None = None
 
 
 class Backend(Protocol):

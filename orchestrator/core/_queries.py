@@ -25,6 +25,7 @@ from orchestrator.ahp.state import (
     InputRequestResponsePart,
     MarkdownResponsePart,
     ReasoningResponsePart,
+    SystemNotificationResponsePart,
     ToolCallCancelledState,
     ToolCallCompletedState,
     ToolCallResponsePart,
@@ -37,6 +38,7 @@ from orchestrator.ahp.state import (
 )
 
 from ._model_round import ToolOutcome
+from ._reports import OUTPUT_RETRY_META
 from ._team_actions import USER
 from ._team_records import ApprovalRecord, TaskRecord
 from ._team_state import TeamState
@@ -109,10 +111,20 @@ def input_request_id(tool_call_id: str) -> str:
 
 
 def turn_text(turn: Turn) -> str:
-    """The answer a finished turn gave: its markdown after its last tool call."""
+    """The answer a finished turn gave: its markdown after its last tool call, and after the
+    last request to answer again (an answer that did not fit the agent's output_schema)."""
     parts = list(turn.response_parts)
     last_call = max(
-        (i for i, part in enumerate(parts) if isinstance(part, ToolCallResponsePart)), default=-1
+        (
+            i
+            for i, part in enumerate(parts)
+            if isinstance(part, ToolCallResponsePart)
+            or (
+                isinstance(part, SystemNotificationResponsePart)
+                and OUTPUT_RETRY_META in (part.meta or {})
+            )
+        ),
+        default=-1,
     )
     return "".join(
         part.content for part in parts[last_call + 1 :] if isinstance(part, MarkdownResponsePart)

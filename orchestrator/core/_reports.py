@@ -27,17 +27,20 @@ from orchestrator.ahp.state import (
     ToolResultSubagentContent,
     ToolResultTextContent,
 )
+from orchestrator.base import compact_dumps
 
 from ._facts import Action
 from ._team_actions import ApprovalDecision, TaskFinished, TaskStatus
 from ._team_records import ApprovalRecord
 
 __all__ = [
+    "OUTPUT_RETRY_META",
     "STEERING_META",
     "delegation_output",
     "delegation_report",
     "denied_calls",
     "first_line",
+    "output_retry",
     "steering_injected",
     "tool_result_actions",
 ]
@@ -45,6 +48,23 @@ __all__ = [
 #: The ``_meta`` key of the system-notification part that carries an injected steering
 #: message (its value: the pending message's id).
 STEERING_META = "steering"
+#: The ``_meta`` key of the system-notification part that asks a model again because its
+#: answer did not fit the agent's output_schema (its value: where and what was wrong).
+OUTPUT_RETRY_META = "outputRetry"
+
+
+def output_retry(
+    chat: str, turn_id: str, prompt: str, *, path: str, problem: str
+) -> tuple[str, Action]:
+    """The part that asks the model of ``chat`` again within its turn: ``prompt`` tells it
+    where its answer did not fit (``path``) and what was wrong (``problem``).
+
+    The conversation a model reads has it as a user message where it was recorded (as a
+    steering message), so a restart or a later turn sees the same history."""
+    part = SystemNotificationResponsePart(
+        content=prompt, meta={OUTPUT_RETRY_META: {"path": path, "problem": problem}}
+    )
+    return (chat, ChatResponsePartAction(turn_id=turn_id, part=part))
 
 
 def steering_injected(
@@ -99,14 +119,18 @@ def delegation_output(
     worker: str, finished: TaskFinished, *, task_title: str = "", denied: int = 0
 ) -> str:
     """What the delegating model (and a script's ``{outcomes}``) reads of a finished task:
-    ``[writer, completed, 1 call denied] (task: Publish the notes) Drafted, then ...``. The
+    ``[writer, completed, 1 call denied] (task: Publish the notes) Drafted, then ...`` (the
+    answer's parsed value as compact JSON when the worker has an output_schema). The
     task's title tells the outcomes of several delegations apart; ``denied`` calls are
     counted, so a task that completed without them does not read as done in full."""
     status = str(finished.status)
     if denied:
         status += f", {denied} call{'' if denied == 1 else 's'} denied"
     task = f"(task: {first_line(task_title, 80)}) " if task_title.strip() else ""
-    return f"[{worker}, {status}] {task}{finished.summary}"
+    # A worker with an output_schema answered a value that fit it: the delegating model reads
+    # it as compact JSON, whatever fence or spacing the worker's text had.
+    answer = finished.summary if finished.value is None else compact_dumps(finished.value)
+    return f"[{worker}, {status}] {task}{answer}"
 
 
 def delegation_report(

@@ -158,6 +158,9 @@ class TaskFinished:
     input_tokens: int = 0
     output_tokens: int = 0
     chat: str | None = None  # the worker chat, absent if it never started
+    # The answer's parsed JSON value when the agent has an output_schema and its answer fit
+    # it (None otherwise; omitted on the wire then, so older journals read as before).
+    value: Any = None
 
 
 @attrs.frozen(kw_only=True)
@@ -214,13 +217,15 @@ class ApprovalResolved:
 
 @attrs.frozen(kw_only=True)
 class RunFinished:
-    """The run ended; ``result`` is the coordinator's final answer when it completed."""
+    """The run ended; ``result`` is the coordinator's final answer when it completed, and
+    ``value`` its parsed JSON value when the coordinator has an output_schema."""
 
     type: str = attrs.field(default="team/runFinished", init=False)
     run: str
     status: RunStatus
     result: str = ""
     error: str = ""
+    value: Any = None  # omitted on the wire when None (see TaskFinished.value)
 
 
 @attrs.frozen(kw_only=True)

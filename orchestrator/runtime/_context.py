@@ -18,6 +18,7 @@ A :class:`ChatContext` is what the tool calls of one running chat need to know a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import trio
@@ -161,6 +162,8 @@ class TurnResult:
     text: str
     input_tokens: int
     output_tokens: int
+    # The answer's parsed JSON value when the agent has an output_schema (None otherwise).
+    value: Any = None
 
 
 class TurnFailedError(RunError):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from contextlib import nullcontext
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 import trio
@@ -268,7 +268,7 @@ class Delegation:
             pending = run.recorder.submit(spawn)
             spawned()
             await pending.wait()
-            status, summary, usage, duration = await self._supervise_worker(
+            status, summary, usage, duration, value = await self._supervise_worker(
                 ChatContext(worker_chat, worker, task, slot=slot), task_text, own_task=True
             )
         finally:
@@ -281,6 +281,7 @@ class Delegation:
             input_tokens=usage[0],
             output_tokens=usage[1],
             chat=worker_chat,
+            value=value,
         )
         return await self._delegation_ended(ctx, request, finished, worker, subagent=subagent)
 
@@ -325,7 +326,7 @@ class Delegation:
                         ]
                     )
                 raise
-            status, summary, usage, duration = await self._supervise_worker(
+            status, summary, usage, duration, value = await self._supervise_worker(
                 worker_ctx, record.title, own_task=True, resume=True
             )
         finally:
@@ -338,6 +339,7 @@ class Delegation:
             input_tokens=usage[0],
             output_tokens=usage[1],
             chat=record.chat,
+            value=value,
         )
         return await self._delegation_ended(ctx, request, finished, worker, subagent=subagent)
 
@@ -404,8 +406,9 @@ class Delegation:
 
     async def _supervise_worker(
         self, ctx: ChatContext, task_text: str, *, own_task: bool, resume: bool = False
-    ) -> tuple[TaskStatus, str, tuple[int, int], int]:
-        """Run a worker chat behind its error barrier, timeout and cancel scope.
+    ) -> tuple[TaskStatus, str, tuple[int, int], int, Any]:
+        """Run a worker chat behind its error barrier, timeout and cancel scope; how it
+        ended, its answer (or error), usage, duration and its answer's parsed value.
 
         ``own_task``: the worker owns ``ctx.task`` (a delegation), so a
         cancellation from above (the whole team) records that task ``killed``.
@@ -416,6 +419,7 @@ class Delegation:
         status = TaskStatus.COMPLETED
         summary = ""
         usage = (0, 0)
+        value: Any = None
         message = Message(text=task_text, origin=MessageOrigin(kind=MessageKind.TOOL))
         timeout = ctx.agent.timeout
         with trio.CancelScope() as scope:
@@ -427,6 +431,7 @@ class Delegation:
                         result = await self._run_chat(ctx, message, resume=resume)
                         summary = result.text
                         usage = (result.input_tokens, result.output_tokens)
+                        value = result.value
                     if timer is not None and timer.cancelled_caught:
                         status = TaskStatus.FAILED
                         summary = f"timed out after {_seconds(timeout)}"
@@ -445,8 +450,10 @@ class Delegation:
                     raise
         run.scopes.pop(ctx.chat, None)
         if scope.cancelled_caught:
-            status, summary = TaskStatus.KILLED, STOPPED_ON_REQUEST
-        return status, summary, usage, int((trio.current_time() - started) * 1000)
+            status, summary, value = TaskStatus.KILLED, STOPPED_ON_REQUEST, None
+        elif status is not TaskStatus.COMPLETED:
+            value = None
+        return status, summary, usage, int((trio.current_time() - started) * 1000), value
 
     # ── handoff ──────────────────────────────────────────────────────────────
 
@@ -533,7 +540,7 @@ class Delegation:
         reason = str(request.arguments.get("reason", "")).strip() or "handoff"
         resume_target = str(request.arguments.get("resume", "")).strip() or ctx.agent.name
         task_title = self.run.state.tasks[ctx.task].title
-        status, summary, _usage, _duration = await self._supervise_worker(
+        status, summary, _usage, _duration, _value = await self._supervise_worker(
             ChatContext(subagent.resource, specialist, ctx.task),
             f"{task_title}\n\n({reason})",
             own_task=False,

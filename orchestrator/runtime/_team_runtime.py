@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import attrs
 import structlog
@@ -107,6 +108,8 @@ class RunOutcome:
     status: RunStatus
     result: str = ""
     error: str = ""
+    # The final answer's parsed JSON value when the coordinator has an output_schema.
+    result_value: Any = None
 
 
 class TeamRuntime:
@@ -398,7 +401,9 @@ class TeamRuntime:
                     raise
                 finally:
                     self._context.scopes.pop(chat, None)
-                return await self._finish(run_id, RunStatus.COMPLETED, result=result.text)
+                return await self._finish(
+                    run_id, RunStatus.COMPLETED, result=result.text, value=result.value
+                )
         except* FactLogError:
             # The log failed and _log_failed cancelled the session: the tasks' errors come
             # grouped with their cancellations, which the session scope took.
@@ -442,16 +447,23 @@ class TeamRuntime:
         )
 
     async def _finish(
-        self, run_id: str, status: RunStatus, *, result: str = "", error: str = ""
+        self,
+        run_id: str,
+        status: RunStatus,
+        *,
+        result: str = "",
+        error: str = "",
+        value: Any = None,
     ) -> RunOutcome:
+        finished = RunFinished(run=run_id, status=status, result=result, error=error, value=value)
         try:
-            await self.recorder.record(
-                [(self.session, RunFinished(run=run_id, status=status, result=result, error=error))]
-            )
+            await self.recorder.record([(self.session, finished)])
         except FactLogError as exc:
             return self._lost(exc)
         log.info("run finished", session=self.session, status=str(status))
-        return RunOutcome(session=self.session, status=status, result=result, error=error)
+        return RunOutcome(
+            session=self.session, status=status, result=result, error=error, result_value=value
+        )
 
     # ── controls (from the CLI, clients, tests) ─────────────────────────────
 

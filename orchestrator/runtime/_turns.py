@@ -12,6 +12,13 @@ turn. What happens to a tool call, from its request to its result, is
 recorded, gated, delegated or run. ``delegate`` and ``handoff`` run another agent's chat
 (:mod:`orchestrator.runtime._delegation`). That chat's turns run through this loop again.
 
+An agent with an ``output_schema`` ends its turn only with an answer that fits it
+(:func:`~orchestrator.spec.check_answer`): the first that does not is kept as it streamed, and
+the model is asked again in the next round of the same turn, told where and what was wrong (a
+system-notification part the model reads as a user message). A second that does not fit fails
+the turn with :class:`~orchestrator.base.OutputSchemaError`. The parsed value goes with the
+turn's result: into the task's ``team/taskFinished`` and the run's ``team/runFinished``.
+
 ``trio.Cancelled`` is never swallowed: the facts that say a turn was cancelled are written
 in a shielded scope (:meth:`RunContext.record_cancelled`), then the cancellation goes on. A
 turn that fails records ``chat/error`` and raises :class:`TurnFailedError`.
@@ -21,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import aclosing
-from typing import Final
+from typing import Any, Final
 
 import structlog
 import trio
@@ -69,12 +76,13 @@ from orchestrator.core import (
     ToolOutcome,
     UsageReport,
     is_interrupted,
+    output_retry,
     prompt_title,
     resume_point,
     steering_injected,
     turn_text,
 )
-from orchestrator.spec import AgentSpec, RestartPolicy
+from orchestrator.spec import AgentSpec, Answer, RestartPolicy, check_answer, retry_prompt
 
 from ._approvals import Approvals
 from ._context import (
@@ -282,8 +290,10 @@ class Turns:
             return
         last = chat.turns[-1]
         status, summary = _PROMPT_END.get(last.state, TaskStatus.FAILED), ""
+        value = None
         if last.state is TurnState.COMPLETE:
             summary = turn_text(last)
+            value = _value_of(ctx.agent, summary)
         elif last.error is not None:
             summary = last.error.message
         await self.run.recorder.record(
@@ -296,6 +306,7 @@ class Turns:
                         summary=summary,
                         duration_ms=0,
                         chat=ctx.chat,
+                        value=value,
                     ),
                 )
             ]
@@ -311,6 +322,7 @@ class Turns:
         started: float,
         input_tokens: int,
         output_tokens: int,
+        value: Any = None,
     ) -> list[tuple[str, Action]]:
         """The end of a conversation's prompt, recorded with its turn's end: its root task
         ends as the turn did (none for a turn that answers no prompt of a conversation).
@@ -326,6 +338,7 @@ class Turns:
             started: when the turn started (trio time).
             input_tokens: the turn's input tokens.
             output_tokens: the turn's output tokens.
+            value: the answer's parsed value (an agent with an output_schema).
         """
         if prompt_task is None:
             return []
@@ -340,6 +353,7 @@ class Turns:
                     input_tokens=input_tokens,
                     output_tokens=output_tokens,
                     chat=ctx.chat,
+                    value=value,
                 ),
             )
         ]
@@ -374,10 +388,12 @@ class Turns:
             return await self._run_turn(ctx, last.message, queued_id=None, prompt_task=prompt_task)
         if last.state is TurnState.COMPLETE:
             usage = last.usage
+            text = turn_text(last)
             return TurnResult(
-                text=turn_text(last),
+                text=text,
                 input_tokens=(usage.input_tokens or 0) if usage else 0,
                 output_tokens=(usage.output_tokens or 0) if usage else 0,
+                value=_value_of(ctx.agent, text),
             )
         reason = last.error.message if last.error is not None else str(last.state)
         raise TurnFailedError(f"{ctx.agent.name}: {reason}")
@@ -424,6 +440,9 @@ class Turns:
         outcomes: tuple[ToolOutcome, ...] = ()
         input_tokens = output_tokens = 0
         text = ""
+        value: Any = None  # the answer's parsed value (an agent with an output_schema)
+        asked_again: str | None = None  # the next round answers again, told this
+        retried = False  # an answer that does not fit is asked for again once
         ctx.steering = []
         unrecorded: list[tuple[str, Action]] = []  # the last round's, left to the turn's end
         attempt = self._conversations.of(self.run.state.chats[chat]).interrupted
@@ -447,7 +466,9 @@ class Turns:
                     attempt=attempt,
                     chat_state=self.run.state.chats[chat],
                     tools=self.tool_calls.offered(ctx.agent),
+                    output_retry=asked_again,
                 )
+                asked_again = None
                 requests, round_text, usage, unrecorded = await self._stream_round(
                     ctx, backend, context
                 )
@@ -455,9 +476,43 @@ class Turns:
                 if usage is not None:
                     input_tokens += usage.input_tokens
                     output_tokens += usage.output_tokens
-                if not requests:
+                if requests:
+                    outcomes = await self.tool_calls.run_round(ctx, requests)
+                    round_index += 1
+                    continue
+                schema = ctx.agent.output_schema
+                if schema is None:
                     break
-                outcomes = await self.tool_calls.run_round(ctx, requests)
+                checked = check_answer(schema, text)
+                if isinstance(checked, Answer):
+                    value = checked.value
+                    break
+                if retried:
+                    raise checked.error(ctx.agent.name)
+                # The answer stays recorded as it streamed; the model is told what was wrong
+                # and answers again in the next round of the same turn.
+                retried = True
+                asked_again = retry_prompt(checked, schema)
+                log.info(
+                    "answer does not fit the output schema: asked again",
+                    chat=chat,
+                    agent=ctx.agent.name,
+                    problem=str(checked),
+                )
+                await self.run.recorder.record(
+                    [
+                        *unrecorded,
+                        output_retry(
+                            chat,
+                            turn_id,
+                            asked_again,
+                            path=checked.path,
+                            problem=checked.message,
+                        ),
+                    ]
+                )
+                unrecorded = []
+                outcomes = ()
                 round_index += 1
         except Exception as exc:
             if self.run.recorder.failed is not None:
@@ -467,6 +522,7 @@ class Turns:
             log.info("turn failed", chat=chat, agent=ctx.agent.name, error=str(exc))
             await self.run.recorder.record(
                 [
+                    *unrecorded,  # the last round's usage, when its answer failed the schema
                     *self._prompt_end(
                         ctx,
                         prompt_task,
@@ -517,11 +573,14 @@ class Turns:
                     started=started,
                     input_tokens=input_tokens,
                     output_tokens=output_tokens,
+                    value=value,
                 ),
                 (chat, ChatTurnCompleteAction(turn_id=turn_id, duration=_ms(started))),
             ]
         )
-        return TurnResult(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
+        return TurnResult(
+            text=text, input_tokens=input_tokens, output_tokens=output_tokens, value=value
+        )
 
     async def _consume_steering(self, ctx: ChatContext) -> None:
         steering = self.run.state.chats[ctx.chat].steering_message
@@ -630,6 +689,14 @@ _PROMPT_END: Final = {
     TurnState.ERROR: TaskStatus.FAILED,
     TurnState.CANCELLED: TaskStatus.KILLED,
 }
+
+
+def _value_of(agent: AgentSpec, answer: str) -> Any:
+    """The parsed value of a completed turn's ``answer`` read again from the facts (after a
+    restart): a turn of an agent with an output_schema completes only with one that fits."""
+    schema = agent.output_schema
+    checked = check_answer(schema, answer) if schema is not None else None
+    return checked.value if isinstance(checked, Answer) else None
 
 
 def _ms(started: float) -> float:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ._model import *  # noqa: F403
+    from ._output import *  # noqa: F403
     from ._schedule import *  # noqa: F403
     from ._script import *  # noqa: F403
     from ._teamfile import *  # noqa: F403
@@ -23,6 +24,8 @@ else:
         __name__,
         {
             "AgentSpec": "._model",
+            "Answer": "._output",
+            "AnswerProblem": "._output",
             "ApprovedBy": "._model",
             "AskStep": "._script",
             "BUILTIN_BACKENDS": "._model",
@@ -58,6 +61,7 @@ else:
             "ScriptedTurn": "._script",
             "SleepStep": "._script",
             "Step": "._script",
+            "StructuredOutput": "._model",
             "TEAM_TOOLS": "._model",
             "TeamSpec": "._model",
             "ThinkStep": "._script",
@@ -65,6 +69,8 @@ else:
             "ToolStep": "._script",
             "Topology": "._model",
             "UsageStep": "._script",
+            "answer_text": "._output",
+            "check_answer": "._output",
             "check_team": "._teamfile",
             "check_tool_input": "._tools",
             "command_input_problem": "._tools",
@@ -75,10 +81,13 @@ else:
             "missed_wakes": "._schedule",
             "next_wake": "._schedule",
             "on_wake": "._schedule",
+            "output_schema_of": "._output",
+            "output_schema_problem": "._output",
             "parse_cron": "._schedule",
             "parse_duration": "._schedule",
             "parse_team": "._teamfile",
             "parse_zone": "._schedule",
+            "retry_prompt": "._output",
             "run_deadline": "._schedule",
             "schema_problem": "._tools",
             "team_from_mapping": "._teamfile",

@@ -45,6 +45,7 @@ __all__ = [
     "OpenAISettings",
     "PythonTool",
     "RestartPolicy",
+    "StructuredOutput",
     "TeamSpec",
     "Topology",
     "mcp_tool_ref",
@@ -62,6 +63,11 @@ Topology: TypeAlias = Literal[
     "remote_teammate",
 ]
 Interactivity: TypeAlias = Literal["full", "read-only", "hidden"]
+#: How the OpenAI-compatible backend asks for an answer that fits an agent's output_schema:
+#: ``auto`` (the response format for an agent without tools, else a ``final_answer`` tool),
+#: ``response_format`` (always the response format) or ``tool`` (always the tool: for a server
+#: that does not take response formats).
+StructuredOutput: TypeAlias = Literal["auto", "response_format", "tool"]
 ApprovedBy: TypeAlias = Literal["user", "coordinator"]
 #: An agent's backend: a built-in one (:data:`BUILTIN_BACKENDS`), the name of a plugin
 #: registered under the ``orchestrator.backends`` entry-point group, or ``module:factory``.
@@ -117,6 +123,8 @@ class OpenAISettings:
     # Retries of a request the server refused with 429 / 5xx or could not be reached (not
     # when a loopback address refuses or a name does not resolve: see backends/_reachability).
     max_retries: int = 4
+    # How an answer that fits the agent's output_schema is asked for (see StructuredOutput).
+    structured_output: StructuredOutput = "auto"
 
 
 @attrs.frozen(kw_only=True)
@@ -293,6 +301,9 @@ class AgentSpec:
     # Invariant: set(tool_results) <= set(tools) - TEAM_TOOLS - {the team's [tools] tables}
     tool_results: Mapping[str, str] = attrs.field(factory=dict, hash=False)
     turns: tuple[ScriptedTurn, ...] = ()
+    # The JSON Schema (draft 2020-12) each final answer must fit (see spec/_output.py); None:
+    # any text. Checked as a schema when parsed.
+    output_schema: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
 
     @property
     def plain_tools(self) -> tuple[str, ...]:

@@ -53,6 +53,7 @@ from ._model import (
     OpenAISettings,
     PythonTool,
     RestartPolicy,
+    StructuredOutput,
     TeamSpec,
     Topology,
 )
@@ -71,13 +72,14 @@ from ._schedule import (
 from ._script import (
     ScriptedTurn,
 )
-from ._wording import _did_you_mean, _join, _one_of
+from ._wording import _describe, _did_you_mean, _join, _one_of
 
 __all__: list[str] = []
 
 _TOPOLOGIES: Final[dict[str, Topology]] = {v: v for v in get_args(Topology)}
 _INTERACTIVITIES: Final[dict[str, Interactivity]] = {v: v for v in get_args(Interactivity)}
 _APPROVERS: Final[dict[str, ApprovedBy]] = {v: v for v in get_args(ApprovedBy)}
+_STRUCTURED_OUTPUTS: Final[dict[str, StructuredOutput]] = {v: v for v in get_args(StructuredOutput)}
 #: A plugin backend named by its entry point (``[project.entry-points."orchestrator.backends"]``).
 _ENTRY_POINT_NAME_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 #: An HTTP header's name (RFC 9110's token), as the key's header is written: lower case.
@@ -104,6 +106,7 @@ _OPENAI_KEYS: Final = (
     "temperature",
     "read_timeout",
     "max_retries",
+    "structured_output",
 )
 _AGENT_KEYS: Final = (
     "role",
@@ -118,6 +121,7 @@ _AGENT_KEYS: Final = (
     "timeout",
     "tool_results",
     "turns",
+    "output_schema",
     # A plugin backend's own table, handed to its factory as it is.
     "settings",
     # The backend's own settings, overriding the file's [openai] table for this agent.
@@ -591,6 +595,13 @@ class _Parser(_ScriptChecks):
                             f"{gives}, not a text from tool_results; remove it here",
                         )
                     tool_results[tool] = self.string(text, tool_path, empty_ok=True)
+        output_schema: dict[str, Any] | None = None
+        schema_known = True  # a turn's retry is checked against the schema
+        if "output_schema" in data:
+            schema_known = False
+            with problems.kept():
+                output_schema = self.output_schema(data["output_schema"], f"{path}.output_schema")
+                schema_known = True
         agent = AgentSpec(
             name=name,
             role=role,
@@ -606,17 +617,35 @@ class _Parser(_ScriptChecks):
             approves=approves,
             timeout=timeout,
             tool_results=tool_results,
+            output_schema=output_schema,
         )
         turns: list[ScriptedTurn] = []
-        # The turns are checked against the agent's tools and whom it delegates to: not when
-        # those could not be read (each would fail for want of them).
-        if "turns" in data and tools_known and delegates_known:
+        # The turns are checked against the agent's tools, whom it delegates to and its output
+        # schema: not when those could not be read (each would fail for want of them).
+        if "turns" in data and tools_known and delegates_known and schema_known:
             turns_path = f"{path}.turns"
             for index, turn in enumerate(self.array(data["turns"], turns_path)):
                 with problems.kept():  # each turn on its own: all their problems at once
                     turns.append(self.turn(agent, turn, f"{turns_path}[{index}]"))
         problems.raise_any()
         return attrs.evolve(agent, turns=tuple(turns))
+
+    def output_schema(self, value: object, path: str) -> dict[str, Any]:
+        """An agent's ``output_schema``: an inline table holding a JSON Schema (draft
+        2020-12), checked as one; a bad schema is named by its key path and the place in it."""
+        if not isinstance(value, dict):
+            raise self.error(
+                path,
+                "expected a JSON Schema as an inline table, e.g. output_schema = "
+                f'{{ type = "object" }}, got {_describe(value)}',
+            )
+        schema: dict[str, Any] = self.json_value(value, path)
+        from ._output import output_schema_problem  # jsonschema: only for a file that has one
+
+        problem = output_schema_problem(schema)
+        if problem is not None:
+            raise self.error(path, problem)
+        return schema
 
     def backend_name(self, value: object, path: str) -> BackendName:
         """A built-in backend, or a plugin's name as written (resolved when a run starts,
@@ -687,4 +716,7 @@ class _Parser(_ScriptChecks):
             settings = attrs.evolve(settings, read_timeout=self.number(*found, positive=True))
         if (found := pick("max_retries")) is not None:
             settings = attrs.evolve(settings, max_retries=self.integer(*found, minimum=0))
+        if (found := pick("structured_output")) is not None:
+            how = self.choice(*found, _STRUCTURED_OUTPUTS, "structured_output setting")
+            settings = attrs.evolve(settings, structured_output=how)
         return settings

@@ -38,7 +38,7 @@ __all__: list[str] = []
 
 _QUESTION_KINDS: Final[dict[str, QuestionKind]] = {v: v for v in get_args(QuestionKind)}
 _SELECT_KINDS: Final = frozenset({"single-select", "multi-select"})
-_TURN_KEYS: Final = ("steps",)
+_TURN_KEYS: Final = ("steps", "retry")
 _DELEGATION_KEYS: Final = ("agent", "task")
 
 #: Each step has exactly one action key; these are the keys each action allows.
@@ -80,7 +80,7 @@ class _ScriptChecks(_ToolChecks):
 
     def turn(self, agent: AgentSpec, value: object, path: str) -> ScriptedTurn:
         data = self.table(value, path, "a turn table with steps = [...]")
-        self.check_keys(data, path, _TURN_KEYS, required=_TURN_KEYS)
+        self.check_keys(data, path, _TURN_KEYS, required=("steps",))
         steps_path = f"{path}.steps"
         steps = self.array(data["steps"], steps_path)
         if not steps:
@@ -88,8 +88,35 @@ class _ScriptChecks(_ToolChecks):
         return ScriptedTurn(
             steps=tuple(
                 self.step(agent, step, f"{steps_path}[{index}]") for index, step in enumerate(steps)
-            )
+            ),
+            retry=self.retry_steps(agent, data["retry"], f"{path}.retry")
+            if "retry" in data
+            else (),
         )
+
+    def retry_steps(self, agent: AgentSpec, value: object, path: str) -> tuple[Step, ...]:
+        """A turn's ``retry``: the answer given again when the first did not fit the agent's
+        ``output_schema``. It answers in text, so a step that calls a tool has no place in it."""
+        if agent.output_schema is None:
+            raise self.error(
+                path,
+                "retry is played when an answer does not fit the agent's output_schema; "
+                f"[agents.{agent.name}] has none (add output_schema or remove retry)",
+            )
+        entries = self.array(value, path)
+        if not entries:
+            raise self.error(path, 'give at least one step, e.g. { say = "{...}" }')
+        steps: list[Step] = []
+        for index, entry in enumerate(entries):
+            step = self.step(agent, entry, f"{path}[{index}]")
+            if step.ends_round:
+                raise self.error(
+                    f"{path}[{index}]",
+                    "a retry answers again in text: use say, think, sleep, usage or fail "
+                    "steps, not a step that calls a tool",
+                )
+            steps.append(step)
+        return tuple(steps)
 
     def step(self, agent: AgentSpec, value: object, path: str) -> Step:
         data = self.table(value, path, 'a step table such as { say = "..." }')

@@ -163,6 +163,10 @@ class ScriptedTurn:
     """The steps one agent plays for one user turn (a worker's only turn is its task)."""
 
     steps: tuple[Step, ...]
+    # Played instead when the turn's answer did not fit the agent's ``output_schema`` and the
+    # model is asked again; empty: the turn's last round is played again.
+    # Invariant: not any(step.ends_round for step in self.retry)
+    retry: tuple[Step, ...] = ()
 
     def rounds_for(self, task: str) -> tuple[tuple[Step, ...], ...]:
         """The model rounds this turn plays for ``task``.

@@ -217,8 +217,18 @@ class TestOutput:
         assert outcome["status"] == "completed"
         assert outcome["error"] is None
         assert outcome["result"]
+        assert outcome["result_value"] is None  # its coordinator has no output_schema
         listed = orchestrator("sessions", "--json", "--db", str(tmp_path / "j.db"))
         assert [s["session"] for s in json.loads(listed.stdout)] == [outcome["session"]]
+
+    def test_run_json_has_the_coordinators_structured_value(self, tmp_path: Path) -> None:
+        team = tmp_path / "structured.toml"
+        team.write_text(
+            teams.structured(answer="""'{"score": 3}'""", lead_says='{"approved": true}')
+        )
+        done = orchestrator("run", str(team), "score it", "--db", str(tmp_path / "j.db"), "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["result_value"] == {"approved": True}
 
     @pytest.mark.parametrize("how", ["stdin", "file"])
     def test_the_prompt_comes_from_stdin_or_a_file(self, tmp_path: Path, how: str) -> None:

@@ -13,7 +13,16 @@ from hypothesis import strategies as st
 from orchestrator.ahp import _wire as _ahp_wire
 from orchestrator.ahp.actions import ActionOrigin, ChatTurnCancelledAction
 from orchestrator.base import PeerProtocolError, compact_dumps
-from orchestrator.core import Fact, _facts_wire, fact_from_json, fact_to_json
+from orchestrator.core import (
+    Fact,
+    RunFinished,
+    RunStatus,
+    TaskFinished,
+    TaskStatus,
+    _facts_wire,
+    fact_from_json,
+    fact_to_json,
+)
 from tests.support import strategies
 
 CANCELLED = Fact(
@@ -97,3 +106,42 @@ class TestSameText:
     def test_every_fact_as_the_reference_encoder(self, fact: Fact) -> None:
         """The stored text (and so its checksum) is what the converters wrote."""
         assert fact_to_json(fact) == reference_text(fact)
+
+
+def _finished(value: Any = None) -> Fact:
+    return Fact(
+        sequence=9,
+        session="ahp-session:/s",
+        channel="ahp-session:/s",
+        at="2026-11-26T12:00:00.000Z",
+        action=TaskFinished(
+            task="task-2", status=TaskStatus.COMPLETED, summary="{}", duration_ms=3, value=value
+        ),
+    )
+
+
+class TestStructuredValue:
+    """``value`` (a structured answer's parsed value) was added to taskFinished and
+    runFinished after journals were written without it."""
+
+    def test_without_a_value_the_line_is_as_before(self) -> None:
+        """No ``value`` key: the line (and so its checksum) is what older versions wrote,
+        and such a line reads with value None."""
+        line = fact_to_json(_finished())
+        assert line == (
+            '{"sequence":9,"session":"ahp-session:/s","channel":"ahp-session:/s",'
+            '"at":"2026-11-26T12:00:00.000Z","action":{"type":"team/taskFinished",'
+            '"task":"task-2","status":"completed","summary":"{}","durationMs":3,'
+            '"inputTokens":0,"outputTokens":0,"chat":null}}'
+        )
+        assert fact_from_json(line) == _finished()
+        finished = RunFinished(run="r", status=RunStatus.COMPLETED)
+        assert "value" not in _facts_wire.encode_action(finished)
+
+    @given(strategies.json_values.filter(lambda v: v is not None))
+    def test_a_value_is_written_last_and_read_back(self, value: Any) -> None:
+        line = fact_to_json(_finished(value))
+        assert list(json.loads(line)["action"])[-1] == "value"
+        assert fact_from_json(line) == _finished(value)
+        run = RunFinished(run="r", status=RunStatus.COMPLETED, value=value)
+        assert _facts_wire.decode_action(_facts_wire.encode_action(run)) == run

@@ -12,12 +12,15 @@ from orchestrator.ahp.actions import (
     ChatErrorAction,
     ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
+    ChatResponsePartAction,
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
 )
+from orchestrator.ahp.state import MarkdownResponsePart, SystemNotificationResponsePart
 from orchestrator.base import RunError
 from orchestrator.core import (
+    OUTPUT_RETRY_META,
     USER,
     ApprovalRequested,
     ApprovalResolved,
@@ -39,10 +42,15 @@ from orchestrator.runtime import (
     RunOutcome,
     TeamRuntime,
 )
-from orchestrator.runtime.backends import ScriptedBackend
+from orchestrator.runtime.backends import (
+    AssistantMessage,
+    ScriptedBackend,
+    UserMessage,
+    transcript,
+)
 from orchestrator.spec import AgentSpec, parse_team
 from tests.support.runtime import Harness, fanout, run_to_end, wait_for
-from tests.support.teams import FAILS_FIRST, SLOW_WORKERS, approvals
+from tests.support.teams import FAILS_FIRST, SLOW_WORKERS, approvals, structured
 
 pytestmark = pytest.mark.usefixtures("every_scenario_is_checked")
 
@@ -341,3 +349,174 @@ class TestLastRoundUsage:
             ]
         finished = h.actions(TaskFinished)
         assert [t.status for t in finished] == [TaskStatus.COMPLETED] * 3
+
+
+def _structured(
+    *, answer: str, retry: str | None = None, lead_says: str = "Scored: {outcomes}"
+) -> Harness:
+    text = structured(answer=answer, retry=retry, lead_says=lead_says)
+    return Harness(parse_team(text, file="structured.toml"))
+
+
+def _retry_parts(h: Harness) -> list[SystemNotificationResponsePart]:
+    return [
+        a.part
+        for a in h.actions(ChatResponsePartAction)
+        if isinstance(a.part, SystemNotificationResponsePart)
+        and OUTPUT_RETRY_META in (a.part.meta or {})
+    ]
+
+
+class TestStructuredOutput:
+    """An agent with an output_schema: its final answer must fit, with one retry."""
+
+    async def test_a_fitting_answer_reaches_the_coordinator_as_json(self) -> None:
+        """The worker's task carries the parsed value; the coordinator's model reads it as
+        compact JSON in the delegate call's result; nothing is asked again."""
+        h = _structured(answer="""'{ "score" : 3,  "notes": "clear" }'""")
+        outcome = await run_to_end(h)
+        assert outcome.status is RunStatus.COMPLETED
+        [finished] = h.actions(TaskFinished)
+        assert finished.status is TaskStatus.COMPLETED
+        assert finished.value == {"score": 3, "notes": "clear"}
+        assert _retry_parts(h) == []
+        assert outcome.result == (
+            'Scored: [analyst, completed] (task: Score the draft) {"score":3,"notes":"clear"}'
+        )
+        # No schema on the coordinator: no value for the run.
+        assert outcome.result_value is None
+        assert h.actions(RunFinished)[0].value is None
+
+    async def test_an_answer_that_does_not_fit_is_asked_for_again_once(self) -> None:
+        """The invalid answer stays recorded; the model is told where and what was wrong
+        (a user message of its conversation); the fixed answer's value is the task's."""
+        h = _structured(
+            answer="""'{"score": "three"}'""",
+            retry='''"```json\\n{\\"score\\": 3}\\n```"''',
+        )
+        outcome = await run_to_end(h)
+        [part] = _retry_parts(h)
+        assert part.meta == {
+            OUTPUT_RETRY_META: {"path": "$.score", "problem": "'three' is not of type 'integer'"}
+        }
+        assert isinstance(part.content, str)
+        assert part.content.startswith(
+            "Your answer does not fit the required output schema: at $.score: "
+            "'three' is not of type 'integer'."
+        )
+        worker = h.worker_chats()[0]
+        messages = transcript(h.runtime.state.chats[worker])
+        assert [type(m).__name__ for m in messages] == [
+            "UserMessage",
+            "AssistantMessage",
+            "UserMessage",
+            "AssistantMessage",
+        ]
+        assert messages[1] == AssistantMessage(text='{"score": "three"}')
+        assert messages[2] == UserMessage(text=part.content)
+        [finished] = h.actions(TaskFinished)
+        assert finished.status is TaskStatus.COMPLETED
+        assert finished.value == {"score": 3}
+        assert outcome.result.endswith('(task: Score the draft) {"score":3}')
+
+    async def test_a_second_answer_that_does_not_fit_fails_the_task(self) -> None:
+        """Asked again, the scripted model answers the same: the worker's turn ends in
+        error naming the agent and the problem, its task failed, its text kept."""
+        h = _structured(answer="""'{"score": -1}'""")
+        outcome = await run_to_end(h)
+        message = (
+            "agent 'analyst' answered twice with output that does not fit its output_schema; "
+            "the second answer: at $.score: -1 is less than the minimum of 0"
+        )
+        assert len(_retry_parts(h)) == 1
+        [error] = h.actions(ChatErrorAction)
+        assert error.error.error_type == "OutputSchemaError"
+        assert error.error.message == message
+        [finished] = h.actions(TaskFinished)
+        assert (finished.status, finished.summary, finished.value) == (
+            TaskStatus.FAILED,
+            message,
+            None,
+        )
+        worker = h.worker_chats()[0]
+        [turn] = h.runtime.state.chats[worker].turns
+        said = [p.content for p in turn.response_parts if isinstance(p, MarkdownResponsePart)]
+        assert said == ['{"score": -1}', '{"score": -1}']
+        # The coordinator goes on with the failure, as with any failed worker.
+        assert outcome.status is RunStatus.COMPLETED
+        assert f"[analyst, failed] (task: Score the draft) {message}" in outcome.result
+
+    async def test_the_coordinators_value_is_the_runs(self) -> None:
+        """A coordinator with a schema: its parsed answer is RunFinished's value and the
+        RunOutcome's result_value."""
+        h = _structured(answer="""'{"score": 3}'""", lead_says='{"approved": true}')
+        outcome = await run_to_end(h)
+        assert outcome.result_value == {"approved": True}
+        assert h.actions(RunFinished)[0].value == {"approved": True}
+
+    async def test_a_coordinator_that_answers_twice_wrong_fails_the_run(self) -> None:
+        """The run fails with the error naming the coordinator and the problem."""
+        h = _structured(answer="""'{"score": 3}'""", lead_says="{approved: yes}")
+        outcome = await run_to_end(h)
+        assert outcome.status is RunStatus.FAILED
+        assert outcome.result_value is None
+        assert outcome.error == (
+            "lead: agent 'lead' answered twice with output that does not fit its "
+            "output_schema; the second answer: at $: the answer is not one JSON value: not "
+            "JSON: Expecting property name enclosed in double quotes (line 1, column 2)"
+        )
+
+    async def test_a_conversations_prompt_task_carries_the_value(self) -> None:
+        """In a conversation each prompt's root task ends with the coordinator's value."""
+        h = Harness(
+            parse_team(
+                structured(answer="""'{"score": 3}'""", lead_says='{"approved": false}'),
+                file="structured.toml",
+            ),
+            conversation=True,
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_to_end, h)
+            await wait_for(h, lambda f: isinstance(f.action, ChatTurnCompleteAction))
+            await wait_for(
+                h,
+                lambda f: (
+                    isinstance(f.action, ChatTurnCompleteAction)
+                    and f.channel == h.runtime.state.coordinator_chat()
+                ),
+            )
+            h.runtime.close()
+        values = {a.task: a.value for a in h.actions(TaskFinished)}
+        assert values == {"task-1": {"approved": False}, "task-2": {"score": 3}}
+
+    async def test_a_worker_that_answered_before_a_restart_reports_its_value(self) -> None:
+        """A worker whose turn completed (after its retry) before the process stopped, its
+        task not yet reported: the resumed run reads the value from its recorded answer."""
+        text = structured(answer="""'{"score": "x"}'""", retry="""'{"score": 5}'""")
+        done = _structured(answer="""'{"score": "x"}'""", retry="""'{"score": 5}'""")
+        await run_to_end(done)
+        worker = done.worker_chats()[0]
+        cut = next(
+            index
+            for index, fact in enumerate(done.facts)
+            if isinstance(fact.action, ChatTurnCompleteAction) and fact.channel == worker
+        )
+        # The turn's end and the chat's summary update are one batch: the process stopped
+        # after it.
+        assert done.facts[cut + 1].type == "session/chatUpdated"
+        h = Harness(parse_team(text, file="structured.toml"))
+        h.log.facts.extend(done.facts[: cut + 2])
+        state = TeamState.fold(done.runtime.session, h.log.facts)
+        h.runtime = TeamRuntime(
+            parse_team(text, file="structured.toml"),
+            backends=ScriptedBackend,
+            factlog=h.log,
+            ids=Ids(deterministic=True, restart=1),
+            clock=lambda: "2026-11-22T00:00:00.000Z",
+            state=state,
+        )
+        with trio.fail_after(60):
+            outcome = await h.runtime.resume()
+        [finished] = h.actions(TaskFinished)
+        assert (finished.status, finished.value) == (TaskStatus.COMPLETED, {"score": 5})
+        assert outcome.result.endswith('(task: Score the draft) {"score":5}')

@@ -20,6 +20,7 @@ from orchestrator.spec import (
     DelegateStep,
     HandoffStep,
     Overlap,
+    SayStep,
     ToolStep,
     check_team,
     lint_team,
@@ -35,6 +36,7 @@ from tests.support.team_files import (
     VALID,
     _parse_or_error,
     parse,
+    parse_error,
     replaced,
 )
 
@@ -279,3 +281,70 @@ timeout = 0
             "team.on_restart",
             "agents.lead.timeout",
         ]
+
+
+#: An output_schema for the researcher of VALID (whose answer is "Found it.").
+_SCORE = 'output_schema = { type = "object", required = ["score"] }'
+
+
+class TestOutputSchema:
+    """``output_schema``: an inline JSON Schema table, checked when the file is parsed."""
+
+    def test_an_inline_table_is_the_agents_schema(self) -> None:
+        team = parse(replaced('role = "researcher"', f'role = "researcher"\n{_SCORE}'))
+        assert team.agent("researcher").output_schema == {
+            "type": "object",
+            "required": ["score"],
+        }
+        assert team.agent("lead").output_schema is None
+
+    def test_a_turns_retry_is_what_the_script_answers_again(self) -> None:
+        text = replaced('role = "researcher"', f'role = "researcher"\n{_SCORE}').replace(
+            '{ say = "Found it." }]', '{ say = "Found it." }]\nretry = [{ say = "{}" }]'
+        )
+        [turn] = parse(text).agent("researcher").turns
+        assert turn.retry == (SayStep(text="{}"),)
+
+    @pytest.mark.parametrize(
+        ("line", "where", "fragment"),
+        [
+            ("output_schema = 3", "", "expected a JSON Schema as an inline table"),
+            (
+                'output_schema = { type = "objekt" }',
+                "",
+                "not a valid JSON Schema: at .type: 'objekt' is not valid under any",
+            ),
+            (
+                'output_schema = { type = "object", required = "score" }',
+                "",
+                "not a valid JSON Schema: at .required: 'score' is not of type 'array'",
+            ),
+            (
+                "output_schema = { const = 1979-05-27 }",
+                ".const",
+                "a date is not valid JSON; write it as a string",
+            ),
+        ],
+    )
+    def test_a_bad_schema_is_named_by_its_key(self, line: str, where: str, fragment: str) -> None:
+        error = parse_error(replaced('role = "researcher"', f'role = "researcher"\n{line}'))
+        key_path = f"agents.researcher.output_schema{where}"
+        assert (error.key_path, fragment in error.message) == (key_path, True), error.message
+        # The turns are not checked against a schema that could not be read.
+        assert len(error.problems) == 1
+
+    def test_retry_needs_an_output_schema(self) -> None:
+        error = parse_error(
+            replaced('{ say = "Found it." }]', '{ say = "Found it." }]\nretry = [{ say = "{}" }]')
+        )
+        assert error.key_path == "agents.researcher.turns[0].retry"
+        assert "[agents.researcher] has none" in error.message
+
+    def test_a_retry_answers_in_text(self) -> None:
+        text = replaced('role = "researcher"', f'role = "researcher"\n{_SCORE}').replace(
+            '{ say = "Found it." }]',
+            '{ say = "Found it." }]\nretry = [{ tool = "web_search" }]',
+        )
+        error = parse_error(text)
+        assert error.key_path == "agents.researcher.turns[0].retry[0]"
+        assert "a retry answers again in text" in error.message

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import strategies as st
 
 from orchestrator.ahp.actions import (
@@ -55,6 +57,7 @@ from orchestrator.core import (
     TaskFinished,
     TaskStarted,
     TaskStatus,
+    output_retry,
 )
 
 SESSION = "ahp-session:/5d0f3e2a-0000-4000-8000-000000000001"
@@ -91,13 +94,18 @@ def scenarios(draw: st.DrawFn) -> list[Fact]:
             )
             log.complete_call(worker, approval_call)
         outcome = draw(st.sampled_from(list(TaskStatus)[2:]))
+        # A worker with an output_schema: maybe asked again, its answer's value reported.
+        structured = draw(st.booleans())
+        if structured and draw(st.booleans()):
+            log.ask_again(worker)
         if outcome is TaskStatus.COMPLETED:
             log.end_turn(worker)
         elif outcome is TaskStatus.FAILED:
             log.fail_turn(worker)
         else:
             log.cancel_turn(worker)
-        log.finish_worker(LEAD, call, task, worker, outcome)
+        value = {"score": i} if structured and outcome is TaskStatus.COMPLETED else None
+        log.finish_worker(LEAD, call, task, worker, outcome, value=value)
         if started < len(workers):
             next_call, next_task = delegations[started]
             log.start_worker(LEAD, next_call, next_task, workers[started], agents[started])
@@ -115,7 +123,9 @@ def scenarios(draw: st.DrawFn) -> list[Fact]:
         log.handoff(ROOT_TASK, SPECIALIST, LEAD, "lead", call, "legal completed")
         log.complete_call(LEAD, call)
     log.end_turn(LEAD)
-    log.run_finished(draw(st.sampled_from(list(RunStatus))))
+    status = draw(st.sampled_from(list(RunStatus)))
+    approved = status is RunStatus.COMPLETED and draw(st.booleans())
+    log.run_finished(status, value={"approved": True} if approved else None)
     return log.facts[: draw(st.integers(0, len(log.facts)))]
 
 
@@ -184,10 +194,11 @@ class Log:
         self._chat_added(LEAD, "lead", UserChatOrigin())
         self.add(SESSION, MemberJoined(chat=LEAD, agent="lead", role="coordinator", task=ROOT_TASK))
 
-    def run_finished(self, status: RunStatus = RunStatus.COMPLETED) -> None:
+    def run_finished(self, status: RunStatus = RunStatus.COMPLETED, value: Any = None) -> None:
         result = "the report" if status is RunStatus.COMPLETED else ""
         error = "" if status is RunStatus.COMPLETED else f"the run {status}"
-        self.add(SESSION, RunFinished(run=RUN, status=status, result=result, error=error))
+        finished = RunFinished(run=RUN, status=status, result=result, error=error, value=value)
+        self.add(SESSION, finished)
 
     # ── turns and tool calls ───────────────────────────────────────────────
 
@@ -212,6 +223,13 @@ class Log:
         )
         for word in text.split():
             self.add(chat, ChatDeltaAction(turn_id=turn, part_id=part, content=word + " "))
+
+    def ask_again(self, chat: str) -> None:
+        """The answer did not fit the agent's output_schema: the model is asked again."""
+        channel, action = output_retry(
+            chat, self.active_turn[chat], "Answer again", path="$.score", problem="not a number"
+        )
+        self.add(channel, action)
 
     def end_turn(self, chat: str) -> None:
         self.add(chat, ChatTurnCompleteAction(turn_id=self.active_turn.pop(chat), duration=5))
@@ -301,8 +319,10 @@ class Log:
         task: str,
         worker: str | None,
         status: TaskStatus = TaskStatus.COMPLETED,
+        value: Any = None,
     ) -> None:
-        """The report batch: taskFinished, the notification part, the delegate call's result."""
+        """The report batch: taskFinished (with a structured answer's ``value``), the
+        notification part, the delegate call's result."""
         self.add(
             SESSION,
             TaskFinished(
@@ -313,6 +333,7 @@ class Log:
                 input_tokens=300,
                 output_tokens=40,
                 chat=worker,
+                value=value,
             ),
         )
         note = SystemNotificationResponsePart(content=f"worker {status}")

@@ -574,6 +574,49 @@ steps = [ { say = "refund issued" } ]
 hands it back."""
 
 
+def structured(
+    *, answer: str, retry: str | None = None, lead_says: str = "Scored: {outcomes}"
+) -> str:
+    """A coordinator that delegates one task to an analyst whose answer must fit a schema:
+    ``{ score: integer >= 0, notes?: string }``, nothing else. ``answer`` is the analyst's
+    answer (a TOML string), ``retry`` the answer it gives when asked again (None: it answers
+    the same again). The coordinator
+    then says ``lead_says``; a coordinator whose ``lead_says`` starts with ``{`` has an
+    output_schema too (``{ approved: boolean }``)."""
+    score_schema = (
+        '{ type = "object", properties = { score = { type = "integer", minimum = 0 }, '
+        'notes = { type = "string" } }, required = ["score"], additionalProperties = false }'
+    )
+    retry_line = f"retry = [ {{ say = {retry} }} ]" if retry is not None else ""
+    lead_schema = (
+        'output_schema = { type = "object", properties = { approved = { type = "boolean" } }, '
+        'required = ["approved"] }'
+        if lead_says.startswith("{")
+        else ""
+    )
+    return f"""
+[team]
+name = "structured"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["analyst"]
+{lead_schema}
+[[agents.lead.turns]]
+steps = [
+  {{ delegate = [ {{ agent = "analyst", task = "Score the draft" }} ] }},
+  {{ say = '{lead_says}' }},
+]
+[agents.analyst]
+role = "analyst"
+output_schema = {score_schema}
+[[agents.analyst.turns]]
+steps = [ {{ say = {answer} }} ]
+{retry_line}
+"""
+
+
 # --- the CLI's and the server's teams ---
 
 FAILING = """

@@ -17,6 +17,10 @@ streaming is never run (:class:`~orchestrator.runtime.backends._openai_wire.Chun
 runtime closes the round's generator however the round ends, which closes the HTTP response:
 cancelling a turn closes its stream.
 
+An agent with an ``output_schema`` asks for it as the round's response format, or offers a
+``final_answer`` tool (see :func:`~orchestrator.runtime.backends._openai_wire.output_request`);
+a ``final_answer`` call is streamed on as the round's answer text, never run as a tool.
+
 The API key is read from the environment when the backend is made (the team file names the
 variable) and goes only into its header (``Authorization: Bearer``, or the one
 ``api_key_header`` names, as Azure OpenAI's ``api-key``): never into facts, logs or errors.
@@ -47,11 +51,21 @@ from orchestrator.base import (
     parse_json_counted,
     register_secret,
 )
-from orchestrator.core import ModelEvent, RoundContext
+from orchestrator.core import (
+    ModelEvent,
+    RoundContext,
+    TextDelta,
+    ToolCallInputDelta,
+    ToolCallRequest,
+    ToolCallStarted,
+)
 from orchestrator.spec import AgentSpec, OpenAISettings, TeamSpec
 
 from ._openai_wire import (
+    FINAL_ANSWER,
     ChunkAssembler,
+    final_answer_text,
+    output_request,
     provider_message,
     request_body,
     retry_after_seconds,
@@ -167,23 +181,41 @@ class OpenAIBackend:
         if chat is None:
             raise RunError(f"{context.chat}: the openai backend needs the chat's state")
         messages = transcript(chat)
+        output = output_request(self.agent, context.tools)
         body = request_body(
             self.settings,
             system=self._system,
             messages=messages,  # steering injected into the turn is in there, in its place
             tools=context.tools,
+            output=output,
         )
         turn = chat.active_turn.id if chat.active_turn is not None else "turn"
+        offered = context.tools
+        if output is not None and output.strategy == "tool":
+            offered = (*offered, output.tool)
         assembler = ChunkAssembler(
-            context.tools,
+            offered,
             taken_ids=tool_call_ids(chat),
             id_prefix=f"call-{turn}-r{context.round_index}-a{context.attempt}",
         )
+        # The final_answer calls of this round: their input is the answer, not a call to run.
+        answers: set[str] = set()
         response = await self._open(body)
         try:
             async with aclosing(self._events(response, assembler)) as events:
                 async for event in events:
-                    yield event
+                    if output is None or output.strategy != "tool":
+                        yield event
+                        continue
+                    match event:
+                        case ToolCallStarted(tool_name=name) if name == FINAL_ANSWER:
+                            answers.add(event.tool_call_id)
+                        case ToolCallInputDelta(tool_call_id=call) if call in answers:
+                            pass
+                        case ToolCallRequest(tool_name=name) if name == FINAL_ANSWER:
+                            yield TextDelta(text=final_answer_text(event, output))
+                        case _:
+                            yield event
         finally:
             with trio.move_on_after(CLOSE_TIMEOUT) as closing:
                 closing.shield = True

@@ -19,6 +19,11 @@ cut in the middle). So a half-streamed call is never handed over to run. Each
 complete call is decoded and checked against the tool definition the model was offered;
 input that does not fit becomes the call's ``input_error`` (the model reads why next round).
 
+An agent with an ``output_schema`` asks for an answer that fits it (:func:`output_request`):
+with the request's ``response_format`` (``json_schema``), or with a :data:`FINAL_ANSWER` tool
+whose input is the answer, which the backend turns back into the round's text
+(:func:`final_answer_text`). Either way the runtime checks the answer text.
+
 Pure: no trio and no IO.
 """
 
@@ -29,11 +34,11 @@ import email.utils
 import json
 import math
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import attrs
 
-from orchestrator.base import ModelStreamError, PeerProtocolError, parse_json
+from orchestrator.base import ModelStreamError, PeerProtocolError, compact_dumps, parse_json
 from orchestrator.core import (
     ModelEvent,
     ReasoningDelta,
@@ -55,7 +60,11 @@ from orchestrator.spec import (
 from ._transcript import AssistantMessage, ToolMessage, TranscriptMessage, UserMessage
 
 __all__ = [
+    "FINAL_ANSWER",
     "ChunkAssembler",
+    "OutputRequest",
+    "final_answer_text",
+    "output_request",
     "provider_message",
     "request_body",
     "retry_after_seconds",
@@ -65,6 +74,96 @@ __all__ = [
 
 #: The longest provider error text kept in a turn's error message.
 MESSAGE_LIMIT: Final = 500
+#: The tool a model answers with when an agent's output_schema is asked for as a tool.
+FINAL_ANSWER: Final = "final_answer"
+
+
+@attrs.frozen(kw_only=True)
+class OutputRequest:
+    """How one round asks for an answer that fits the agent's output_schema.
+
+    ``strategy`` is ``response_format`` (the request's ``response_format`` carries the schema)
+    or ``tool`` (a :data:`FINAL_ANSWER` tool whose input is the answer). A tool's input is an
+    object, so a schema of another type is wrapped as the property ``answer`` (``wrapped``).
+    """
+
+    schema: Mapping[str, Any] = attrs.field(hash=False)
+    strategy: Literal["response_format", "tool"]
+
+    @property
+    def wrapped(self) -> bool:
+        return self.schema.get("type") != "object"
+
+    @property
+    def tool(self) -> ToolDefinition:
+        """The :data:`FINAL_ANSWER` tool of the ``tool`` strategy."""
+        parameters: Mapping[str, Any] = self.schema
+        if self.wrapped:
+            parameters = {
+                "type": "object",
+                "properties": {"answer": dict(self.schema)},
+                "required": ["answer"],
+                "additionalProperties": False,
+            }
+        return ToolDefinition(
+            name=FINAL_ANSWER,
+            description=(
+                "Give your final answer: call this once you are done, with the answer as its "
+                "input, instead of answering in text."
+            ),
+            parameters=parameters,
+        )
+
+    @property
+    def instructions(self) -> str:
+        """The system prompt's line about the answer."""
+        if self.strategy == "tool":
+            return (
+                f"When you are done, call the {FINAL_ANSWER} tool with your final answer; "
+                "its input must fit the tool's schema."
+            )
+        return "Your final answer is one JSON value that fits the response format's schema."
+
+
+def output_request(agent: AgentSpec, tools: Sequence[ToolDefinition]) -> OutputRequest | None:
+    """How a round of ``agent`` offered ``tools`` asks for a structured answer (None: the
+    agent has no output_schema).
+
+    ``auto`` asks with the response format when no tool is offered: a server constraining
+    its output to a schema may then not call a tool (vLLM's and llama.cpp's grammars,
+    Ollama's format), so an agent with tools answers through the tool instead.
+    """
+    schema = agent.output_schema
+    settings = agent.openai
+    if schema is None or settings is None:
+        return None
+    strategy: Literal["response_format", "tool"]
+    match settings.structured_output:
+        case "auto":
+            strategy = "tool" if tools else "response_format"
+        case "response_format" | "tool" as chosen:
+            strategy = chosen
+    return OutputRequest(schema=schema, strategy=strategy)
+
+
+def final_answer_text(request: ToolCallRequest, output: OutputRequest) -> str:
+    """The answer a :data:`FINAL_ANSWER` call gives, as text the runtime checks like any
+    final answer: the input (or its ``answer``, when wrapped) as compact JSON; input that
+    could not be read is passed on as the model wrote it, so the check says what is wrong."""
+    if request.input_error is None:
+        value: Any = request.arguments
+        if output.wrapped:
+            value = request.arguments.get("answer")
+        return compact_dumps(value)
+    raw = request.raw_input or ""
+    if output.wrapped:
+        try:
+            decoded = parse_json(raw, protocol="tool input", bad_text="replace")
+        except PeerProtocolError:
+            return raw
+        if isinstance(decoded, dict) and "answer" in decoded:
+            return compact_dumps(decoded["answer"])
+    return raw
 
 
 def system_prompt(team: TeamSpec, agent: AgentSpec) -> str:
@@ -88,8 +187,14 @@ def request_body(
     system: str,
     messages: Sequence[TranscriptMessage],
     tools: Sequence[ToolDefinition] = (),
+    output: OutputRequest | None = None,
 ) -> dict[str, Any]:
-    """The JSON body of one streaming ``POST /chat/completions``."""
+    """The JSON body of one streaming ``POST /chat/completions``; ``output``: how it asks
+    for an answer that fits the agent's output_schema."""
+    if output is not None:
+        system = f"{system}\n{output.instructions}"
+        if output.strategy == "tool":
+            tools = (*tools, output.tool)
     wire: list[dict[str, Any]] = [{"role": "system", "content": system}]
     wire.extend(_message(m) for m in messages)
     body: dict[str, Any] = {
@@ -112,6 +217,11 @@ def request_body(
             for t in tools
         ]
         body["parallel_tool_calls"] = True
+    if output is not None and output.strategy == "response_format":
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": FINAL_ANSWER, "schema": dict(output.schema)},
+        }
     if settings.temperature is not None:
         body["temperature"] = settings.temperature
     return body

@@ -8,7 +8,9 @@ successive user turns (a worker's only turn is its task). For one call of
 2. drops the steps whose ``when_task_contains`` does not match the chat's task
    and cuts the rest into rounds after each tool-requesting step
    (:meth:`ScriptedTurn.rounds_for`);
-3. plays round ``context.round_index``: text and reasoning are chunked. Tool
+3. plays round ``context.round_index`` (or, for a round that answers again because the
+   answer did not fit the agent's ``output_schema``, the turn's ``retry`` steps, else its
+   last round once more): text and reasoning are chunked. Tool
    steps become :class:`ToolCallRequest` events with ids derived from the chat,
    turn, round and position. ``sleep`` sleeps and ``fail`` raises. ``{task}``
    and ``{outcomes}`` are replaced in every text a step sends (said, thought,
@@ -228,11 +230,19 @@ class ScriptedBackend:
             yield estimated_usage(context, [text])
             return
 
-        rounds = self.agent.turns[turn].rounds_for(context.task)
-        if context.round_index >= len(rounds):
+        scripted = self.agent.turns[turn]
+        rounds = scripted.rounds_for(context.task)
+        if context.output_retry is not None:
+            # Asked again for an answer that did not fit the output schema: the turn's retry
+            # steps, or (a deterministic model) its last round once more.
+            played = tuple(s for s in scripted.retry if s.applies_to(context.task)) or rounds[-1]
+            kept = list(played)
+        elif context.round_index >= len(rounds):
             raise self._no_round(context, turn, rounds=len(rounds))
-        kept = [step for steps in rounds for step in steps]
-        for step in rounds[context.round_index]:
+        else:
+            played = rounds[context.round_index]
+            kept = [step for steps in rounds for step in steps]
+        for step in played:
             match step:
                 case SayStep(text=template, chunks=chunks):
                     for piece in chunk_text(render_text(template, context), chunks):
@@ -254,7 +264,7 @@ class ScriptedBackend:
                 case _:
                     assert_never(step)
 
-        is_last = context.round_index == len(rounds) - 1
+        is_last = context.output_retry is not None or context.round_index == len(rounds) - 1
         if is_last and not any(isinstance(step, UsageStep) for step in kept):
             said = [
                 step.text.replace("{task}", context.task).replace("{outcomes}", "")

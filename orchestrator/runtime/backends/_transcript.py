@@ -9,7 +9,8 @@ turn is rendered the same way, so a model's next round sees its own earlier roun
 turn and their results.
 
 A steering message the user injected into a running turn is a user message where it was
-injected (the runtime keeps it in the turn as a system-notification part).
+injected (the runtime keeps it in the turn as a system-notification part). So is the prompt that
+asks again for an answer that did not fit the agent's output_schema.
 
 What a model does not see: reasoning (providers do not take it back), worker notifications
 (the delegate call's result already carries the worker's report) and turns a restart cut off
@@ -38,7 +39,13 @@ from orchestrator.ahp.state import (
     ToolCallState,
     Turn,
 )
-from orchestrator.core import STEERING_META, is_interrupted, outcome_of, round_of
+from orchestrator.core import (
+    OUTPUT_RETRY_META,
+    STEERING_META,
+    is_interrupted,
+    outcome_of,
+    round_of,
+)
 
 __all__ = [
     "AssistantMessage",
@@ -138,7 +145,8 @@ def _rounds(parts: Iterable[ResponsePart]) -> list[TranscriptMessage]:
                 flush()
             text.append(part.content)
         elif isinstance(part, SystemNotificationResponsePart):
-            if STEERING_META in (part.meta or {}):
+            meta = part.meta or {}
+            if STEERING_META in meta or OUTPUT_RETRY_META in meta:
                 flush()
                 content = part.content
                 said = content if isinstance(content, str) else content.markdown

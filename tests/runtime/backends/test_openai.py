@@ -911,3 +911,160 @@ class TestShippedTeam:
         assert asked == 3
         assert set(models[:asked]) == {"tiny-1"}
         assert "tiny-1" not in models[asked:]
+
+
+# ─── structured output ───────────────────────────────────────────────────────
+
+#: A team of one agent whose answer must fit ``{schema}``; ``{extra}`` adds to its table.
+STRUCTURED = """
+[team]
+name = "structured"
+coordinator = "lead"
+
+[openai]
+model = "fake-model"
+base_url = "{url}"
+api_key_env = "FAKE_KEY"
+max_retries = {retries}
+read_timeout = 5
+
+[agents.lead]
+role = "coordinator"
+backend = "openai"
+output_schema = {schema}
+{extra}
+"""
+SCORE_SCHEMA = {
+    "type": "object",
+    "properties": {"score": {"type": "integer"}},
+    "required": ["score"],
+}
+
+
+def structured_team(
+    extra: str = "",
+    schema: str = '{ type = "object", properties = { score = { type = "integer" } }, '
+    'required = ["score"] }',
+) -> str:
+    """:data:`STRUCTURED` with ``extra`` and ``schema`` (TOML), still to be formatted."""
+    doubled = schema.replace("{", "{{").replace("}", "}}")
+    return STRUCTURED.replace("{extra}", extra).replace("{schema}", doubled)
+
+
+class TestStructuredOutput:
+    async def test_without_tools_the_schema_is_asked_for_as_the_response_format(self) -> None:
+        """``auto``, no tools: the request carries ``response_format`` (json_schema) and no
+        tools; the answer's parsed value is the run's."""
+        async with model_team(
+            lambda request: Stream(text('{"score"', ": 7}")), team_toml=structured_team()
+        ) as (h, server):
+            outcome = await run(h)
+        assert (outcome.status, outcome.result_value) == (RunStatus.COMPLETED, {"score": 7})
+        [request] = server.requests
+        assert request["response_format"] == {
+            "type": "json_schema",
+            "json_schema": {"name": "final_answer", "schema": SCORE_SCHEMA},
+        }
+        assert "tools" not in request
+        assert request["messages"][0]["content"].endswith(
+            "Your final answer is one JSON value that fits the response format's schema."
+        )
+        h.finished()
+
+    async def test_with_tools_the_answer_is_a_final_answer_tool_call(self) -> None:
+        """``auto``, an agent with tools: a ``final_answer`` tool whose input schema is the
+        output schema is offered beside them; its call is the answer, recorded as text, and
+        is never run as a tool."""
+
+        def answer(request: dict[str, Any]) -> Answer:
+            return Stream(tool_calls(("call_9", "final_answer", {"score": 4})))
+
+        extra = 'tools = ["lookup"]'
+        async with model_team(answer, team_toml=structured_team(extra)) as (h, server):
+            outcome = await run(h)
+        assert (outcome.status, outcome.result_value) == (RunStatus.COMPLETED, {"score": 4})
+        assert outcome.result == '{"score":4}'
+        assert h.actions(ChatToolCallStartAction) == []
+        assert h.actions(ChatToolCallReadyAction) == []
+        [request] = server.requests
+        assert "response_format" not in request
+        tools = {t["function"]["name"]: t["function"] for t in request["tools"]}
+        assert list(tools) == ["lookup", "final_answer"]
+        assert tools["final_answer"]["parameters"] == SCORE_SCHEMA
+        assert "call the final_answer tool" in request["messages"][0]["content"]
+        h.finished()
+
+    async def test_the_tool_strategy_wraps_a_schema_that_is_no_object(self) -> None:
+        """``structured_output = "tool"`` (a server without response formats): a schema of
+        another type is the tool's ``answer`` property, unwrapped again."""
+        team = structured_team(
+            'structured_output = "tool"', schema='{ type = "array", items = { type = "string" } }'
+        )
+
+        def answer(request: dict[str, Any]) -> Answer:
+            return Stream(tool_calls(("c1", "final_answer", {"answer": ["a", "b"]})))
+
+        async with model_team(answer, team_toml=team) as (h, server):
+            outcome = await run(h)
+        assert outcome.result_value == ["a", "b"]
+        [request] = server.requests
+        [tool] = request["tools"]
+        assert tool["function"]["parameters"] == {
+            "type": "object",
+            "properties": {"answer": {"type": "array", "items": {"type": "string"}}},
+            "required": ["answer"],
+            "additionalProperties": False,
+        }
+        assert "response_format" not in request
+        h.finished()
+
+    async def test_response_format_may_be_asked_for_beside_tools(self) -> None:
+        extra = 'tools = ["lookup"]\nstructured_output = "response_format"'
+        async with model_team(
+            lambda request: Stream(text('{"score": 1}')), team_toml=structured_team(extra)
+        ) as (h, server):
+            assert (await run(h)).result_value == {"score": 1}
+        [request] = server.requests
+        assert [t["function"]["name"] for t in request["tools"]] == ["lookup"]
+        assert request["response_format"]["json_schema"]["schema"] == SCORE_SCHEMA
+
+    async def test_an_answer_that_does_not_fit_is_asked_for_again_with_the_error(self) -> None:
+        """The second request holds the invalid answer, then the retry prompt naming where
+        and what was wrong, as a user message."""
+
+        def answer(request: dict[str, Any]) -> Answer:
+            if rounds_done(request) == 0 and len(request["messages"]) == 2:
+                return Stream(text('{"score": "many"}'))
+            return Stream(text('{"score": 12}'))
+
+        async with model_team(answer, team_toml=structured_team()) as (h, server):
+            outcome = await run(h)
+        assert outcome.result_value == {"score": 12}
+        _first, second = server.requests
+        assert second["messages"][1:3] == [
+            {"role": "user", "content": "Ship it"},
+            {"role": "assistant", "content": '{"score": "many"}'},
+        ]
+        retry = second["messages"][3]
+        assert retry["role"] == "user"
+        assert retry["content"].startswith(
+            "Your answer does not fit the required output schema: at $.score: 'many' is not "
+            "of type 'integer'."
+        )
+        assert len(second["messages"]) == 4
+        h.finished()
+
+    async def test_a_final_answer_that_does_not_fit_twice_fails_the_run(self) -> None:
+        def answer(request: dict[str, Any]) -> Answer:
+            return Stream(tool_calls(("c1", "final_answer", {"score": 1.5})))
+
+        extra = 'tools = ["lookup"]'
+        async with model_team(answer, team_toml=structured_team(extra)) as (h, server):
+            outcome = await run(h)
+        assert outcome.status is RunStatus.FAILED
+        assert outcome.error == (
+            "lead: agent 'lead' answered twice with output that does not fit its "
+            "output_schema; the second answer: at $.score: 1.5 is not of type 'integer'"
+        )
+        assert len(server.requests) == 2
+        h.finished()

@@ -26,16 +26,22 @@ from orchestrator.core import (
     UsageReport,
 )
 from orchestrator.runtime.backends import (
+    FINAL_ANSWER,
     ChunkAssembler,
+    OutputRequest,
+    final_answer_text,
+    output_request,
     provider_message,
     retry_after_seconds,
 )
 from orchestrator.spec import (
+    AgentSpec,
     ToolDefinition,
     check_tool_input,
     parse_team,
     tool_definitions,
 )
+from tests.support import strategies
 from tests.support.fake_openai import text, tool_calls, usage
 
 ANY = ToolDefinition(name="note", description="", parameters={"type": "object"})
@@ -295,3 +301,48 @@ class TestWhatServersReallySend:
             self.chunk({"tool_calls": [{"index": None, "function": {"arguments": "{}"}}]}, "stop"),
         ]
         assert [r.tool_call_id for r in self.calls(chunks)] == ["c"]
+
+
+class TestFinalAnswer:
+    """A ``final_answer`` call's input is the answer text the runtime checks."""
+
+    WRAPPED = OutputRequest(schema={"type": "array"}, strategy="tool")
+    OBJECT = OutputRequest(schema={"type": "object"}, strategy="tool")
+
+    @given(strategies.json_values)
+    def test_a_wrapped_answer_is_its_answer_property(self, value: Any) -> None:
+        call = ToolCallRequest(
+            tool_call_id="c", tool_name=FINAL_ANSWER, arguments={"answer": value}
+        )
+        assert json.loads(final_answer_text(call, self.WRAPPED)) == value
+
+    def test_input_that_could_not_be_read_is_passed_on_as_written(self) -> None:
+        """The runtime's check then says what is wrong with it, in the model's own text."""
+        for raw, output, answer in [
+            ('{"answer": [1', self.WRAPPED, '{"answer": [1'),
+            ('{"answer": 3}', self.WRAPPED, "3"),  # did not fit the tool's schema: unwrapped
+            ('{"x": 1', self.OBJECT, '{"x": 1'),
+        ]:
+            call = ToolCallRequest(
+                tool_call_id="c",
+                tool_name=FINAL_ANSWER,
+                arguments={},
+                input_error="does not fit",
+                raw_input=raw,
+            )
+            assert final_answer_text(call, output) == answer
+
+    def test_auto_asks_with_the_tool_only_beside_other_tools(self) -> None:
+        team = parse_team(
+            '[team]\nname = "t"\ncoordinator = "a"\n[agents.a]\nrole = "r"\n'
+            'backend = "openai"\nmodel = "m"\noutput_schema = { type = "object" }\n',
+            file="t.toml",
+        )
+        agent = team.agent("a")
+        lookup = ToolDefinition(name="lookup", description="", parameters={"type": "object"})
+        no_tools = output_request(agent, ())
+        with_tools = output_request(agent, (lookup,))
+        assert no_tools is not None
+        assert with_tools is not None
+        assert (no_tools.strategy, with_tools.strategy) == ("response_format", "tool")
+        assert output_request(AgentSpec(name="b", role="r"), ()) is None
