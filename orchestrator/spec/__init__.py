@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ._schedule import *  # noqa: F403
     from ._script import *  # noqa: F403
     from ._teamfile import *  # noqa: F403
+    from ._tool_signature import *  # noqa: F403
     from ._tools import *  # noqa: F403
 else:
     from orchestrator.base import lazy_facade
@@ -65,9 +66,12 @@ else:
             "ToolStep": "._script",
             "Topology": "._model",
             "UsageStep": "._script",
+            "arguments_model": "._tool_signature",
+            "arguments_schema": "._tool_signature",
             "check_team": "._teamfile",
             "check_tool_input": "._tools",
             "command_input_problem": "._tools",
+            "docstring_summary": "._tool_signature",
             "function_name": "._tools",
             "lint_team": "._teamfile",
             "load_team": "._teamfile",
