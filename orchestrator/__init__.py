@@ -24,7 +24,9 @@ deciding its approvals and answering its questions::
 
 The parts:
 
-* teams: :func:`load_team` (a file), :func:`parse_team` (TOML text), :class:`TeamSpec`;
+* teams: :func:`load_team` (a file), :func:`parse_team` (TOML text), :class:`TeamSpec`; or
+  in Python: :class:`Team` of :class:`Agent` values, with :func:`tool`-decorated functions
+  (a :class:`Tool`), :class:`Command` tools and :class:`Mcp` servers;
 * runs: :func:`open_run` (a :class:`TeamRun`: :meth:`~TeamRun.updates`,
   :meth:`~TeamRun.approve`, :meth:`~TeamRun.deny`, :meth:`~TeamRun.answer`,
   :meth:`~TeamRun.outcome`), :func:`run_team` and :func:`run_team_sync` (unattended: without
@@ -104,15 +106,28 @@ if TYPE_CHECKING:
         configure_logging,
     )
     from .runtime.backends import BackendSetup
-    from .spec import AgentSpec, TeamSpec, load_team, parse_team
+    from .spec import (
+        Agent,
+        AgentSpec,
+        Command,
+        Mcp,
+        Team,
+        TeamSpec,
+        Tool,
+        load_team,
+        parse_team,
+        tool,
+    )
 
 __all__ = [
+    "Agent",
     "AgentSpec",
     "ApprovalHandler",
     "ApprovalRequested",
     "Backend",
     "BackendSetup",
     "Backends",
+    "Command",
     "Envelope",
     "Fact",
     "FactLog",
@@ -120,6 +135,7 @@ __all__ = [
     "IllegalTransitionError",
     "JournalReader",
     "LocalProtocolError",
+    "Mcp",
     "MemoryFactLog",
     "ModelEvent",
     "OrchestratorError",
@@ -135,11 +151,13 @@ __all__ = [
     "RunUpdate",
     "SessionInfo",
     "SqliteJournal",
+    "Team",
     "TeamFileError",
     "TeamRun",
     "TeamRuntime",
     "TeamSpec",
     "TextDelta",
+    "Tool",
     "ToolCallInputDelta",
     "ToolCallRequest",
     "ToolCallStarted",
@@ -153,6 +171,7 @@ __all__ = [
     "parse_team",
     "run_team",
     "run_team_sync",
+    "tool",
 ]
 
 #: The distribution whose version ``__version__`` is.
@@ -164,12 +183,14 @@ else:
     _exported, _public_name, __dir__ = lazy_facade(
         __name__,
         {
+            "Agent": ".spec",
             "AgentSpec": ".spec",
             "ApprovalHandler": "._embed",
             "ApprovalRequested": ".core",
             "Backend": ".core",
             "BackendSetup": ".runtime.backends",
             "Backends": "._embed",
+            "Command": ".spec",
             "Envelope": ".protocols",
             "Fact": ".core",
             "FactLog": ".runtime",
@@ -177,6 +198,7 @@ else:
             "IllegalTransitionError": ".base",
             "JournalReader": ".journal",
             "LocalProtocolError": ".base",
+            "Mcp": ".spec",
             "MemoryFactLog": ".runtime",
             "ModelEvent": ".core",
             "OrchestratorError": ".base",
@@ -192,11 +214,13 @@ else:
             "RunUpdate": "._embed",
             "SessionInfo": ".journal",
             "SqliteJournal": ".journal",
+            "Team": ".spec",
             "TeamFileError": ".base",
             "TeamRun": "._embed",
             "TeamRuntime": ".runtime",
             "TeamSpec": ".spec",
             "TextDelta": ".core",
+            "Tool": ".spec",
             "ToolCallInputDelta": ".core",
             "ToolCallRequest": ".core",
             "ToolCallStarted": ".core",
@@ -210,6 +234,7 @@ else:
             "parse_team": ".spec",
             "run_team": "._embed",
             "run_team_sync": "._embed",
+            "tool": ".spec",
         },
     )
 

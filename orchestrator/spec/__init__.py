@@ -11,6 +11,7 @@ schema files it names (``parameters_file``).
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ._code_first import *  # noqa: F403
     from ._model import *  # noqa: F403
     from ._schedule import *  # noqa: F403
     from ._script import *  # noqa: F403
@@ -23,6 +24,7 @@ else:
     __all__, __getattr__, __dir__ = lazy_facade(
         __name__,
         {
+            "Agent": "._code_first",
             "AgentSpec": "._model",
             "ApprovedBy": "._model",
             "AskStep": "._script",
@@ -31,6 +33,7 @@ else:
             "BackgroundSpec": "._schedule",
             "COMMAND_ENV_PREFIX": "._model",
             "CatchUp": "._schedule",
+            "Command": "._code_first",
             "CommandTool": "._model",
             "Cron": "._schedule",
             "DEFAULT_CHUNKS": "._script",
@@ -47,6 +50,7 @@ else:
             "HandoffStep": "._script",
             "Interactivity": "._model",
             "MCP_PREFIX": "._model",
+            "Mcp": "._code_first",
             "McpServer": "._model",
             "McpToolRef": "._model",
             "OpenAISettings": "._model",
@@ -60,8 +64,10 @@ else:
             "SleepStep": "._script",
             "Step": "._script",
             "TEAM_TOOLS": "._model",
+            "Team": "._code_first",
             "TeamSpec": "._model",
             "ThinkStep": "._script",
+            "Tool": "._code_first",
             "ToolDefinition": "._tools",
             "ToolStep": "._script",
             "Topology": "._model",
@@ -79,6 +85,7 @@ else:
             "missed_wakes": "._schedule",
             "next_wake": "._schedule",
             "on_wake": "._schedule",
+            "parameter_descriptions": "._tool_signature",
             "parse_cron": "._schedule",
             "parse_duration": "._schedule",
             "parse_team": "._teamfile",
@@ -86,6 +93,7 @@ else:
             "run_deadline": "._schedule",
             "schema_problem": "._tools",
             "team_from_mapping": "._teamfile",
+            "tool": "._code_first",
             "tool_definitions": "._tools",
             "with_model": "._model",
         },

@@ -9,8 +9,10 @@ The schema comes from pydantic (``create_model`` over the signature, then
 MCP SDK (FastMCP) does for the same job. So ``str``, ``int``, ``float``, ``bool``,
 ``list[...]``, ``dict[str, ...]``, ``Literal``, ``Optional``, enums, ``TypedDict``,
 dataclasses and pydantic models get the schemas the ecosystem expects.
-``Annotated[int, Field(description=...)]`` describes a parameter. The same model turns the
-checked input into the function's arguments (a dataclass parameter gets a dataclass).
+``Annotated[int, Field(description=...)]`` describes a parameter, and so does its entry in
+the docstring's ``Args:`` section (Google style, as the OpenAI Agents SDK reads it). The same
+model turns the checked input into the function's arguments (a dataclass parameter gets a
+dataclass).
 
 Pure: no trio and no IO (pydantic is imported when a schema is first derived).
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import re
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -27,8 +30,17 @@ if TYPE_CHECKING:
     # Imported where a team has Python tools (~60 ms): a team without pays nothing.
     import pydantic
 
-__all__ = ["arguments_model", "arguments_schema", "docstring_summary"]
+__all__ = [
+    "arguments_model",
+    "arguments_schema",
+    "docstring_summary",
+    "parameter_descriptions",
+]
 
+#: The headers of a Google-style docstring's section describing the parameters.
+_ARGS_HEADERS: Final = frozenset({"Args:", "Arguments:", "Parameters:"})
+#: One entry of that section: ``name: text`` or ``name (type): text``.
+_ARG_RE: Final = re.compile(r"\s+\**(?P<name>\w+)\s*(?:\([^)]*\))?\s*:(?P<text>.*)\Z")
 _KINDS_REFUSED: Final[Mapping[object, str]] = {
     inspect.Parameter.VAR_POSITIONAL: "*{name}",
     inspect.Parameter.VAR_KEYWORD: "**{name}",
@@ -60,6 +72,7 @@ def arguments_model(
         signature = inspect.signature(function, eval_str=True)
     except Exception as exc:  # an annotation naming what its module does not define...
         raise error(f"cannot read the signature of {target}: {type(exc).__name__}: {exc}") from exc
+    described = parameter_descriptions(function)
     fields: dict[str, Any] = {}
     for index, parameter in enumerate(signature.parameters.values()):
         refused = _KINDS_REFUSED.get(parameter.kind)
@@ -82,7 +95,13 @@ def arguments_model(
                 f"dataclass of them), or {instead}"
             ) from exc
         default = ... if parameter.default is parameter.empty else parameter.default
-        fields[f"p{index}"] = (annotation, pydantic.Field(default, alias=parameter.name))
+        # Only a described parameter gets a description: None would hide Annotated's own.
+        field = pydantic.Field(default, alias=parameter.name)
+        if parameter.name in described:
+            field = pydantic.Field(
+                default, alias=parameter.name, description=described[parameter.name]
+            )
+        fields[f"p{index}"] = (annotation, field)
     model: type[pydantic.BaseModel] = pydantic.create_model(
         name, __config__=pydantic.ConfigDict(extra="forbid"), **fields
     )
@@ -122,6 +141,31 @@ def docstring_summary(function: Callable[..., Any]) -> str:
     doc = inspect.getdoc(function) or ""
     paragraph = doc.strip().split("\n\n", 1)[0]
     return " ".join(line.strip() for line in paragraph.splitlines())
+
+
+def parameter_descriptions(function: Callable[..., Any]) -> dict[str, str]:
+    """The parameters a Google-style docstring describes (its ``Args:`` section), by name;
+    each description on one line."""
+    described: dict[str, str] = {}
+    inside = False
+    indent: int | None = None  # the entries' indentation
+    current: str | None = None
+    for line in (inspect.getdoc(function) or "").splitlines():
+        if not inside:
+            inside = line.rstrip() in _ARGS_HEADERS
+            continue
+        if not line.strip():
+            continue
+        depth = len(line) - len(line.lstrip())
+        if depth == 0:
+            break  # the next section (Returns:, Raises:...)
+        entry = _ARG_RE.match(line)
+        if entry is not None and (indent is None or depth <= indent):
+            indent, current = depth, entry["name"]
+            described[current] = entry["text"].strip()
+        elif current is not None:
+            described[current] = f"{described[current]} {line.strip()}".strip()
+    return {name: text for name, text in described.items() if text}
 
 
 def _first_line(exc: Exception) -> str:

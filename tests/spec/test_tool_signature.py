@@ -7,7 +7,12 @@ from typing import Any
 import pytest
 
 from orchestrator.base import TeamFileError
-from orchestrator.spec import arguments_model, arguments_schema, docstring_summary
+from orchestrator.spec import (
+    arguments_model,
+    arguments_schema,
+    docstring_summary,
+    parameter_descriptions,
+)
 
 
 class Opaque:
@@ -80,3 +85,33 @@ class TestDocstringSummary:
 
     def test_empty_without_a_docstring(self) -> None:
         assert docstring_summary(lambda: None) == ""
+
+
+class TestParameterDescriptions:
+    def test_a_google_style_args_section_describes_each_parameter(self) -> None:
+        def probe(query: str, limit: int = 3, *, exact: bool = False) -> None:
+            """Look it up.
+
+            Args:
+                query: What to look for.
+                limit (int): How many results,
+                    at most.
+                exact:
+
+            Returns:
+                limit: not a parameter's entry.
+            """
+
+        assert parameter_descriptions(probe) == {
+            "query": "What to look for.",
+            "limit": "How many results, at most.",
+        }
+        schema = schema_of(probe)
+        assert schema["properties"]["query"]["description"] == "What to look for."
+        assert "description" not in schema["properties"]["exact"]
+
+    def test_none_without_an_args_section(self) -> None:
+        def probe(query: str) -> None:
+            """Look it up: query is what to look for."""
+
+        assert parameter_descriptions(probe) == {}

@@ -56,6 +56,7 @@ from orchestrator.base import TeamFileError, clean_text
 from orchestrator.spec import (
     PythonTool,
     TeamSpec,
+    Tool,
     ToolDefinition,
     arguments_model,
     arguments_schema,
@@ -141,7 +142,12 @@ def resolve_python_tool(team: TeamSpec, tool: PythonTool) -> ResolvedPythonTool:
     def error(message: str) -> TeamFileError:
         return TeamFileError(message, file=team.file, key_path=f"tools.{tool.name}.python")
 
-    function = _find(tool, error, _team_directory(team))
+    # A team defined in Python gives the function itself; a file names it by import path.
+    found = (
+        tool.function if tool.function is not None else _find(tool, error, _team_directory(team))
+    )
+    # A @tool-decorated function, imported by its path, is called as the function it wraps.
+    function = found.function if isinstance(found, Tool) else found
     if inspect.isasyncgenfunction(function) or inspect.isgeneratorfunction(function):
         raise error(f"{tool.target} is a generator function: a tool returns one result")
     unwrapped = function.func if isinstance(function, functools.partial) else function
