@@ -26,6 +26,7 @@ Pure: no trio and no IO.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import enum
 import inspect
@@ -318,6 +319,10 @@ class Team:
             raise TeamFileError.of([_at_call(p, functions) for p in exc.problems]) from None
         object.__setattr__(self, "document", document)
         object.__setattr__(self, "spec", spec)
+        # The file a session records, so a run of the team can be resumed from it; none when
+        # a function has no import path (a resume then names the team again: --team).
+        with contextlib.suppress(TeamFileError):
+            object.__setattr__(self, "spec", attrs.evolve(spec, source=self.to_toml()))
 
     def _document(self, label: str) -> dict[str, Any]:
         agents = list(self.agents)

@@ -127,6 +127,13 @@ class TestSameSpecAsTheFile:
         assert 'python = "tests.support.code_first:publish_text"' in text
         assert parse_team(text, file=WORDS.spec.file) == WORDS.spec
 
+    def test_the_spec_keeps_the_file_a_session_records(self) -> None:
+        """A run's session records the team's TOML so it can be resumed; a team whose
+        functions have no import path records none (resume then names the team again)."""
+        assert WORDS.spec.source == WORDS.to_toml()
+        closure = tool(name="shout")(lambda text: text)
+        assert Team("t", coordinator=Agent("lead", role="r", tools=[closure])).spec.source == ""
+
     def test_the_decorator_s_needs_approval_flag_makes_every_listing_agent_wait(self) -> None:
         team = Team(
             "t",
