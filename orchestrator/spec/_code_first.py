@@ -83,6 +83,11 @@ class Tool(Generic[_P, _R]):
         return self.function(*args, **kwargs)
 
     @property
+    def __wrapped__(self) -> Callable[_P, _R]:
+        """The function (what :func:`inspect.signature` and :func:`inspect.unwrap` follow)."""
+        return self.function
+
+    @property
     def summary(self) -> str:
         """What a model is told the tool does: ``description``, or the docstring's first
         paragraph."""
@@ -135,6 +140,8 @@ def tool(
     """
 
     def decorate(function: Callable[_P, _R]) -> Tool[_P, _R]:
+        if isinstance(function, Tool):  # a tool made again, with other settings
+            function = function.function
         target = callable_target(function)
 
         def error(message: str) -> TeamFileError:
@@ -219,8 +226,21 @@ class Mcp:
 
 # ── agents and teams ────────────────────────────────────────────────────────
 
-#: What an agent's ``tools`` (and ``needs_approval``, ``approves``) may hold.
-ToolRef = str | Tool[..., Any] | Command
+#: What an agent's ``tools`` (and ``needs_approval``, ``approves``) may hold: a plain function
+#: is made a tool as ``@tool`` would.
+ToolRef = str | Tool[..., Any] | Command | Callable[..., Any]
+
+
+def _tools(items: Iterable[Any]) -> tuple[Any, ...]:
+    """``items`` with each plain function made a :class:`Tool`."""
+    return tuple(
+        tool(item) if callable(item) and not isinstance(item, Tool | Command) else item
+        for item in items
+    )
+
+
+def _optional_tools(items: Iterable[Any] | None) -> tuple[Any, ...] | None:
+    return None if items is None else _tools(items)
 
 
 @attrs.frozen(kw_only=True)
@@ -239,11 +259,11 @@ class Agent:
     instructions: str | None = None
     backend: str | None = None
     interactivity: str | None = None
-    tools: Sequence[ToolRef] = ()
+    tools: Sequence[ToolRef] = attrs.field(default=(), converter=_tools)
     delegates_to: Sequence[str | Agent] = ()
-    needs_approval: Sequence[ToolRef] = ()
+    needs_approval: Sequence[ToolRef] = attrs.field(default=(), converter=_tools)
     approved_by: str | None = None
-    approves: Sequence[ToolRef] | None = None
+    approves: Sequence[ToolRef] | None = attrs.field(default=None, converter=_optional_tools)
     timeout: float | datetime.timedelta | None = None
     tool_results: Mapping[str, str] | None = attrs.field(default=None, hash=False)
     turns: Sequence[Mapping[str, Any]] | None = None
@@ -301,7 +321,9 @@ class Team:
     parallel_budget: int | None = None
     description: str | None = None
     on_restart: str | None = None
-    tools: Sequence[Tool[..., Any] | Command] = ()
+    tools: Sequence[Tool[..., Any] | Command | Callable[..., Any]] = attrs.field(
+        default=(), converter=_tools
+    )
     mcp: Sequence[Mcp] = ()
     openai: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
     background: Sequence[Mapping[str, Any]] = ()
@@ -325,6 +347,17 @@ class Team:
             object.__setattr__(self, "spec", attrs.evolve(spec, source=self.to_toml()))
 
     def _document(self, label: str) -> dict[str, Any]:
+        for what, items, kinds in (
+            ("agents", self.agents, (Agent,)),
+            ("tools", self.tools, (Tool, Command)),
+            ("mcp", self.mcp, (Mcp,)),
+        ):
+            for index, item in enumerate(items):
+                if not isinstance(item, kinds):
+                    expected = " or ".join(k.__name__ for k in kinds)
+                    raise TypeError(
+                        f"{label}: {what}[{index}] is {type(item).__name__}, not {expected}"
+                    )
         agents = list(self.agents)
         lead = self.coordinator
         if isinstance(lead, Agent) and all(a.name != lead.name for a in agents):
@@ -367,14 +400,16 @@ class Team:
 
 
 def _tool_tables(
-    declared: Iterable[Tool[..., Any] | Command], agents: Sequence[Agent], label: str
+    declared: Iterable[object], agents: Sequence[Agent], label: str
 ) -> dict[str, dict[str, Any]]:
     """The ``[tools.<name>]`` tables: the team's, then those its agents list, in that order.
     One name given to two different tools is an error naming it."""
     tables: dict[str, dict[str, Any]] = {}
     given: dict[str, Tool[..., Any] | Command] = {}
     listed = [t for a in agents for t in (*a.tools, *a.needs_approval, *(a.approves or ()))]
-    for item in [*declared, *(t for t in listed if not isinstance(t, str))]:
+    for item in [*declared, *listed]:
+        if not isinstance(item, Tool | Command):
+            continue  # a name
         name = item.name
         if name in given:
             if given[name] != item:
@@ -406,7 +441,7 @@ def _what(item: Tool[..., Any] | Command) -> str:
 
 
 def _tool_name(item: ToolRef) -> str:
-    return item if isinstance(item, str) else item.name
+    return item if isinstance(item, str) else _plain(item)
 
 
 def _given(instance: Any, *, skip: Sequence[str]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import importlib
+import inspect
 import json
 import tomllib
 from collections.abc import Callable
@@ -351,6 +352,22 @@ class TestToolDecorator:
         team = Team("t", coordinator=Agent("lead", role="r", tools=[probe]))
         assert team.spec.python_tools[0].parameters == schema
 
+    def test_a_tool_made_again_wraps_the_same_function(self) -> None:
+        again = tool(name="search", needs_approval=True)(lookup)
+        assert again.function is lookup.function
+        assert again.target == "tests.spec.test_code_first:lookup"
+        assert again.parameters == lookup.parameters
+        assert inspect.signature(again) == inspect.signature(lookup.function)
+
+    def test_a_plain_function_in_tools_is_made_a_tool(self) -> None:
+        def shout(text: str) -> str:
+            """Say it louder."""
+            return text.upper()
+
+        team = Team("t", coordinator=Agent("lead", role="r", tools=[shout]))
+        (made,) = team.spec.python_tools
+        assert (made.name, made.function) == ("shout", shout)
+
     def test_two_functions_under_one_name_are_refused(self) -> None:
         other = tool(name="lookup")(lambda query: query)
         with pytest.raises(TeamFileError) as caught:
@@ -639,6 +656,12 @@ class TestSameChecks:
         assert python_problems[0].key_path == where
         label = f"Team({json.dumps(document['team']['name'])})"
         assert str(python_problems[0]) == f"{label}: {where}: {file_problems[0].message}"
+
+    def test_something_other_than_an_agent_is_a_type_error_naming_it(self) -> None:
+        with pytest.raises(TypeError, match=r'Team\("t"\): agents\[0\] is str, not Agent'):
+            Team("t", coordinator="lead", agents=["lead"])  # type: ignore[list-item]
+        with pytest.raises(TypeError, match=r"tools\[0\] is str, not Tool or Command"):
+            Team("t", coordinator="lead", tools=["len"])
 
     def test_a_keyword_the_calls_do_not_take_is_python_s_type_error(self) -> None:
         with pytest.raises(TypeError, match="rol"):
