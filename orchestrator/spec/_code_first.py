@@ -177,6 +177,12 @@ def tool(
     return decorate if function is None else decorate(function)
 
 
+def _frozen(items: Any) -> Any:
+    """A list as a tuple (so the tool can be hashed); anything else as it is, for the parser
+    to name (a string where an argv belongs, say)."""
+    return tuple(items) if isinstance(items, list) else items
+
+
 @attrs.frozen(kw_only=True)
 class Command:
     """A tool that runs a program: a ``[tools.<name>]`` table with ``command``.
@@ -187,12 +193,12 @@ class Command:
     """
 
     name: str = attrs.field(kw_only=False)
-    command: Sequence[str]
+    command: Sequence[str] = attrs.field(converter=_frozen)
     description: str | None = None
     timeout: datetime.timedelta | str | None = None
     cwd: str | None = None
     env: Mapping[str, str] | None = attrs.field(default=None, hash=False)
-    env_passthrough: Sequence[str] | None = None
+    env_passthrough: Sequence[str] | None = attrs.field(default=None, converter=_frozen)
     parameters: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
     parameters_file: str | None = None
 
@@ -207,11 +213,11 @@ class Mcp:
     """
 
     name: str = attrs.field(kw_only=False)
-    command: Sequence[str] | None = None
+    command: Sequence[str] | None = attrs.field(default=None, converter=_frozen)
     url: str | None = None
     cwd: str | None = None
     env: Mapping[str, str] | None = attrs.field(default=None, hash=False)
-    env_passthrough: Sequence[str] | None = None
+    env_passthrough: Sequence[str] | None = attrs.field(default=None, converter=_frozen)
     headers: Mapping[str, str] | None = attrs.field(default=None, hash=False)
     timeout: datetime.timedelta | str | None = None
     start_timeout: datetime.timedelta | str | None = None

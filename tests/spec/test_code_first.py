@@ -182,24 +182,75 @@ def _subset(values: list[Any]) -> st.SearchStrategy[list[Any]]:
     return st.lists(st.sampled_from(values), unique=True) if values else st.just([])
 
 
+_ARGUMENT = st.text(max_size=12).filter(lambda t: "\0" not in t)
+_ENV_NAMES = st.from_regex(r"[A-Z][A-Z0-9_]{0,8}", fullmatch=True).filter(
+    lambda n: not n.startswith("ORCHESTRATOR_")
+)
+
+
+@st.composite
+def commands(draw: st.DrawFn, names: list[str]) -> list[Command]:
+    """Command tools called ``names``."""
+    return [
+        Command(
+            name,
+            command=[draw(_ARGUMENT.filter(str.strip)), *draw(st.lists(_ARGUMENT, max_size=2))],
+            description=draw(st.none() | _WORDS),
+            timeout=draw(st.none() | st.integers(1, 10**6).map(lambda s: dt.timedelta(seconds=s))),
+            env=draw(st.none() | st.dictionaries(_ENV_NAMES, _ARGUMENT, max_size=2)),
+        )
+        for name in names
+    ]
+
+
 @st.composite
 def teams(draw: st.DrawFn) -> Team:
-    """Valid teams: agents with tools (plain names and decorated functions), delegations,
-    approvals, timeouts, scripted results and turns."""
+    """Valid teams: agents with tools (plain names, decorated functions, commands, an MCP
+    server's), delegations, approvals, timeouts, scripted results and turns or a model;
+    background teammates."""
     names = draw(st.lists(_NAMES, min_size=1, max_size=4, unique=True))
-    plain = draw(st.lists(_NAMES.filter(lambda n: n not in names), max_size=3, unique=True))
+    others = draw(st.lists(_NAMES.filter(lambda n: n not in names), max_size=5, unique=True))
+    split = draw(st.integers(0, len(others)))
+    plain, command_names = others[:split], others[split:]
+    team_commands = draw(commands(command_names))
+    server = draw(
+        st.none()
+        | st.builds(
+            lambda value: Mcp("srv", url="http://127.0.0.1:9/mcp", headers={"X-Key": value}),
+            st.text(max_size=10).filter(
+                lambda t: not ({"\r", "\n"} & set(t) or t.startswith("env:"))
+            ),
+        )
+    )
     agents = []
     for name in names:
         delegates = draw(_subset([n for n in names if n != name]))
         functions: list[Tool[..., Any]] = draw(_subset(list(FUNCTIONS)))
         own_plain = draw(_subset(plain))
-        tools: list[str | Tool[..., Any]] = [
+        own_commands: list[Command] = draw(_subset(team_commands))
+        served = ["mcp.srv/*"] if server is not None and draw(st.booleans()) else []
+        tools: list[str | Tool[..., Any] | Command] = [
             *(["delegate"] if delegates else []),
             *own_plain,
             *functions,
+            *own_commands,
+            *served,
         ]
         results = draw(st.dictionaries(st.sampled_from(own_plain), _TEXT)) if own_plain else {}
         say = st.fixed_dictionaries({"say": _WORDS})
+        model: dict[str, Any] = {}
+        if draw(st.booleans()):
+            model = {
+                "backend": "openai",
+                "model": draw(_WORDS),
+                "temperature": draw(st.none() | st.floats(0, 2)),
+                "max_retries": draw(st.none() | st.integers(0, 9)),
+            }
+        else:
+            steps = st.lists(
+                st.fixed_dictionaries({"steps": st.lists(say, min_size=1, max_size=2)}), max_size=2
+            )
+            model = {"turns": draw(st.none() | steps)}
         agents.append(
             Agent(
                 name,
@@ -208,18 +259,24 @@ def teams(draw: st.DrawFn) -> Team:
                 interactivity=draw(st.none() | st.sampled_from(["full", "read-only", "hidden"])),
                 tools=tools,
                 delegates_to=delegates,
-                needs_approval=draw(_subset([*own_plain, *functions])),
+                needs_approval=draw(_subset([*own_plain, *functions, *own_commands])),
                 timeout=draw(st.none() | st.floats(min_value=0.001, max_value=1e9)),
                 tool_results=results or None,
-                turns=draw(
-                    st.none()
-                    | st.lists(
-                        st.fixed_dictionaries({"steps": st.lists(say, min_size=1, max_size=2)}),
-                        max_size=2,
-                    )
-                ),
+                **model,
             )
         )
+    background = draw(
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "every": st.integers(1, 10**6).map(lambda s: dt.timedelta(seconds=s)),
+                    "prompt": _WORDS,
+                    "agent": st.sampled_from(names),
+                }
+            ),
+            max_size=2,
+        )
+    )
     return Team(
         draw(_NAMES),
         coordinator=agents[0],
@@ -228,11 +285,14 @@ def teams(draw: st.DrawFn) -> Team:
         parallel_budget=draw(st.none() | st.integers(min_value=1, max_value=64)),
         description=draw(st.none() | _TEXT),
         on_restart=draw(st.none() | st.sampled_from(["resume", "fail"])),
+        tools=team_commands,
+        mcp=[server] if server is not None else [],
+        background=[{"name": f"b{i}", **entry} for i, entry in enumerate(background)],
     )
 
 
 class TestToToml:
-    @settings(max_examples=60, deadline=None)
+    @settings(max_examples=100, deadline=None)
     @given(teams())
     def test_the_file_written_parses_to_the_same_spec(self, team: Team) -> None:
         assert parse_team(team.to_toml(), file=team.spec.file) == team.spec
