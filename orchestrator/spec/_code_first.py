@@ -7,7 +7,8 @@ a team file decodes to (the ``[team]``, ``[agents.<name>]``, ``[tools.<name>]`` 
 files (:func:`~._teamfile.team_from_mapping`). One set of checks therefore holds both forms,
 with the same messages. Only the place differs: the key path ``agents.writer.delegates_to[0]``
 is written ``Agent("writer").delegates_to[0]``, after ``Team("name")`` where a file's name
-would be. A keyword the calls do not take is Python's own :class:`TypeError`.
+would be. A keyword the calls do not take is Python's own :class:`TypeError`, and so is an
+object where an :class:`Agent`, a tool or an :class:`Mcp` belongs.
 
 The one thing a file cannot hold is a function. A :func:`tool`-decorated function goes into
 its ``[tools.<name>]`` table as ``python`` (the function itself), and the parser records it
@@ -16,7 +17,8 @@ on the :class:`~._model.PythonTool` it makes: the runtime calls it as it is, wit
 parses to an equal spec (functions are not compared; their paths are).
 
 Python values are written as a file would have them. Names may be given as the objects they
-name (an :class:`Agent` in ``delegates_to``, a :func:`tool` in ``tools``). A
+name (an :class:`Agent` in ``delegates_to``, a :func:`tool` in ``tools``). A plain function in
+``tools`` is made a tool as ``@tool`` would. A
 :class:`datetime.timedelta` is written as a duration (``"90s"``), or as seconds for an
 agent's ``timeout``. Scripted ``turns`` are the file's tables as dicts
 (``{"steps": [{"say": "..."}]}``).
