@@ -24,7 +24,9 @@ deciding its approvals and answering its questions::
 
 The parts:
 
-* teams: :func:`load_team` (a file), :func:`parse_team` (TOML text), :class:`TeamSpec`;
+* teams: :func:`load_team` (a file), :func:`parse_team` (TOML text), :class:`TeamSpec`; or
+  in Python: :class:`Team` of :class:`Agent` values, with :func:`tool`-decorated functions
+  (a :class:`Tool`), :class:`Command` tools and :class:`Mcp` servers;
 * runs: :func:`open_run` (a :class:`TeamRun`: :meth:`~TeamRun.updates`,
   :meth:`~TeamRun.stream`, :meth:`~TeamRun.approve`, :meth:`~TeamRun.deny`, :meth:`~TeamRun.answer`,
   :meth:`~TeamRun.outcome`), :func:`run_team` and :func:`run_team_sync` (unattended: without
@@ -116,15 +118,28 @@ if TYPE_CHECKING:
         configure_logging,
     )
     from .runtime.backends import BackendSetup
-    from .spec import AgentSpec, TeamSpec, load_team, parse_team
+    from .spec import (
+        Agent,
+        AgentSpec,
+        Command,
+        Mcp,
+        Team,
+        TeamSpec,
+        Tool,
+        load_team,
+        parse_team,
+        tool,
+    )
 
 __all__ = [
+    "Agent",
     "AgentSpec",
     "ApprovalHandler",
     "ApprovalRequested",
     "Backend",
     "BackendSetup",
     "Backends",
+    "Command",
     "Envelope",
     "Fact",
     "FactLog",
@@ -133,6 +148,7 @@ __all__ = [
     "IllegalTransitionError",
     "JournalReader",
     "LocalProtocolError",
+    "Mcp",
     "MemberSnapshot",
     "MemoryFactLog",
     "MessageDelta",
@@ -153,12 +169,14 @@ __all__ = [
     "SqliteJournal",
     "StreamMode",
     "TaskSnapshot",
+    "Team",
     "TeamFileError",
     "TeamRun",
     "TeamRuntime",
     "TeamSnapshot",
     "TeamSpec",
     "TextDelta",
+    "Tool",
     "ToolCallInputDelta",
     "ToolCallRequest",
     "ToolCallStarted",
@@ -172,6 +190,7 @@ __all__ = [
     "parse_team",
     "run_team",
     "run_team_sync",
+    "tool",
 ]
 
 #: The distribution whose version ``__version__`` is.
@@ -183,12 +202,14 @@ else:
     _exported, _public_name, __dir__ = lazy_facade(
         __name__,
         {
+            "Agent": ".spec",
             "AgentSpec": ".spec",
             "ApprovalHandler": "._embed",
             "ApprovalRequested": ".core",
             "Backend": ".core",
             "BackendSetup": ".runtime.backends",
             "Backends": "._embed",
+            "Command": ".spec",
             "Envelope": ".protocols",
             "Fact": ".core",
             "FactLog": ".runtime",
@@ -198,6 +219,7 @@ else:
             "JournalReader": ".journal",
             "LocalProtocolError": ".base",
             "MemberSnapshot": "._streams",
+            "Mcp": ".spec",
             "MemoryFactLog": ".runtime",
             "MessageDelta": "._streams",
             "MessageEnd": "._streams",
@@ -217,12 +239,14 @@ else:
             "SqliteJournal": ".journal",
             "StreamMode": "._streams",
             "TaskSnapshot": "._streams",
+            "Team": ".spec",
             "TeamFileError": ".base",
             "TeamRun": "._embed",
             "TeamRuntime": ".runtime",
             "TeamSnapshot": "._streams",
             "TeamSpec": ".spec",
             "TextDelta": ".core",
+            "Tool": ".spec",
             "ToolCallInputDelta": ".core",
             "ToolCallRequest": ".core",
             "ToolCallStarted": ".core",
@@ -236,6 +260,7 @@ else:
             "parse_team": ".spec",
             "run_team": "._embed",
             "run_team_sync": "._embed",
+            "tool": ".spec",
         },
     )
 

@@ -56,7 +56,7 @@ from orchestrator.runtime import (
     require_prompt,
 )
 from orchestrator.runtime.backends import backend_factory, http_client
-from orchestrator.spec import AgentSpec, TeamSpec, load_team
+from orchestrator.spec import AgentSpec, Team, TeamSpec, load_team
 
 __all__ = [
     "ApprovalHandler",
@@ -372,13 +372,15 @@ def _approval_of(fact: Fact) -> ApprovalRequested | None:
     return None
 
 
-def _team_of(team: TeamSpec | str | os.PathLike[str]) -> TeamSpec:
+def _team_of(team: Team | TeamSpec | str | os.PathLike[str]) -> TeamSpec:
+    if isinstance(team, Team):
+        return team.spec
     return team if isinstance(team, TeamSpec) else load_team(Path(team))
 
 
 @contextlib.asynccontextmanager
 async def open_run(
-    team: TeamSpec | str | os.PathLike[str],
+    team: Team | TeamSpec | str | os.PathLike[str],
     prompt: str,
     *,
     backends: Backends = None,
@@ -391,7 +393,7 @@ async def open_run(
     are recorded.
 
     Args:
-        team: A :class:`TeamSpec`, or a team file's path.
+        team: A :class:`Team`, a :class:`TeamSpec`, or a team file's path.
         prompt: The user's first message.
         backends: See :data:`Backends`.
         journal: None keeps the facts in memory. A path (or a ``postgresql://`` URL) opens
@@ -483,7 +485,7 @@ async def _backend_factory(
 
 
 async def run_team(
-    team: TeamSpec | str | os.PathLike[str],
+    team: Team | TeamSpec | str | os.PathLike[str],
     prompt: str,
     *,
     backends: Backends = None,
@@ -498,7 +500,7 @@ async def run_team(
     As :func:`open_run`, but unattended, so the run never waits for someone who is not there.
 
     Args:
-        team: A :class:`TeamSpec`, or a team file's path.
+        team: A :class:`Team`, a :class:`TeamSpec`, or a team file's path.
         prompt: The user's first message.
         backends: See :data:`Backends`.
         journal: Where the facts go, as for :func:`open_run`.
@@ -528,7 +530,7 @@ async def run_team(
 
 
 def run_team_sync(
-    team: TeamSpec | str | os.PathLike[str],
+    team: Team | TeamSpec | str | os.PathLike[str],
     prompt: str,
     *,
     backends: Backends = None,

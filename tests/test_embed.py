@@ -4,6 +4,7 @@ deciding its approvals and answering its questions; the example; a quiet library
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -16,6 +17,7 @@ import trio
 import orchestrator
 from orchestrator.core import ApprovalResolved, TaskFinished, fact_to_json
 from orchestrator.journal import open_reader
+from tests.support import code_first
 from tests.support.paths import PROJECT_ROOT
 from tests.support.teams import ASK, approvals
 
@@ -281,3 +283,63 @@ class TestExample:
         assert "      → run.finished" in lines
         assert lines[-1] == "completed: MAKE IT LOUD "
         assert done.stderr == ""
+
+
+#: A chat's or session's id, and the chat-id prefix of a tool call's id (``5b97fdcc-t0-r0-c0``).
+_ID_RE = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{8}(?=-t\d)"
+)
+_MODIFIED_RE = re.compile(r',?"modifiedAt":"<time>"|(?<="duration":)[0-9.]+|(?<="durationMs":)\d+')
+_TIME_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+
+
+def without_ids(facts: list[orchestrator.Fact]) -> list[str]:
+    """The facts' JSON lines with each id numbered in order of first use, and no times or
+    durations."""
+    numbered: dict[str, str] = {}
+
+    def number(match: re.Match[str]) -> str:
+        return numbered.setdefault(match[0], f"id-{len(numbered)}")
+
+    # Times aside: a turn's duration, and a chat's modifiedAt (written when the clock moved
+    # since the chat's last change).
+    return [
+        _MODIFIED_RE.sub(
+            "", _TIME_RE.sub("<time>", _ID_RE.sub(number, orchestrator.fact_to_json(fact)))
+        )
+        for fact in facts
+    ]
+
+
+class TestCodeFirstTeams:
+    """A team defined in Python (Agent, Team, @tool) runs as its team file does."""
+
+    async def run(self, team: orchestrator.Team | orchestrator.TeamSpec) -> list[str]:
+        code_first.CALLS.clear()
+        decided: list[str] = []
+
+        def approve(request: orchestrator.ApprovalRequested) -> bool:
+            decided.append(request.tool_name)
+            return True
+
+        async with orchestrator.open_run(team, "three little words", on_approval=approve) as run:
+            facts = [update.fact async for update in run.updates()]
+            outcome = await run.outcome()
+        assert outcome.status is orchestrator.RunStatus.COMPLETED
+        assert decided == ["publish"]
+        return without_ids(facts)
+
+    async def test_the_decorated_functions_are_called_and_the_facts_equal_the_file_s(
+        self,
+    ) -> None:
+        from_python = await self.run(code_first.WORDS)
+        calls = list(code_first.CALLS)
+        from_file = await self.run(orchestrator.parse_team(code_first.WORDS_TOML, file="t.toml"))
+        assert calls == [
+            ("count_words", {"text": "three little words"}),
+            ("publish", {"text": "three little words", "draft": False}),
+        ]
+        assert calls == code_first.CALLS  # the file imported the same functions
+        assert from_python == from_file
+        assert any('"published: three little words"' in line for line in from_python)
+        assert any('"3"' in line for line in from_python)

@@ -8,7 +8,7 @@
     orchestrator history | undo | truncate | restore SESSION [--chat CHAT]
     orchestrator teams check [PATH ...] [--tools] [--offline] [--json]
     orchestrator init [DIR]
-    orchestrator serve [--config FILE] [--host H] [--port P] [--db PATH] [--teams DIR]
+    orchestrator serve [--config FILE] [--host H] [--port P] [--db PATH] [--teams DIR] [--team REF]
     orchestrator teammates list | history | pause | resume | trigger | stop [NAME]
 
 Every command takes ``-v`` / ``--log-level`` and ``--log-format`` (before or after its name).
@@ -136,7 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
         return with_db(command)
 
     run = running(commands.add_parser("run", help="run a team on a prompt"), "write")
-    run.add_argument("team", type=Path, help="team file (TOML), e.g. teams/delivery.toml")
+    run.add_argument(
+        "team",
+        type=Path,
+        help="team file (TOML), e.g. teams/delivery.toml, or module:attr of a Team in Python",
+    )
     run.add_argument(
         "prompt", nargs="?", help="what the coordinator should do (-: read it from stdin)"
     )
@@ -152,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--team",
         type=Path,
         metavar="FILE",
-        help="run with this team file instead of the one the session recorded",
+        help="run with this team file (or module:attr) instead of the one the session recorded",
     )
     resume.set_defaults(handler=("._run_command", "resume"))
 
@@ -253,6 +257,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--teams", type=Path, metavar="DIR", help="directory of team files (default teams/)"
+    )
+    serve.add_argument(
+        "--team",
+        action="append",
+        metavar="FILE|MODULE:ATTR",
+        help="serve this team too: a team file, or module:attr of a Team defined in Python "
+        "(repeatable; the --teams directory may then be missing)",
     )
     serve.add_argument(
         "--node",

@@ -54,7 +54,8 @@ from orchestrator.runtime import (
     require_prompt,
 )
 from orchestrator.runtime.backends import backend_factory, http_client
-from orchestrator.spec import TeamSpec, load_team, parse_team, with_model
+from orchestrator.sessions import load_team_reference
+from orchestrator.spec import TeamSpec, parse_team, with_model
 
 from ._approval_mode import ApprovalMode
 from ._console import TeamConsole
@@ -82,7 +83,7 @@ def resume(args: argparse.Namespace, out: TextIO) -> int:
 async def _run(args: argparse.Namespace) -> int:
     # Everything that can be bad input is checked before the first task starts, so it
     # reaches main() as a plain OrchestratorError (exit 2), not inside an exception group.
-    team = _with_model(load_team(args.team), args)
+    team = _with_model(load_team_reference(args.team), args)
     prompt = _prompt(args)
     require_prompt(prompt)
 
@@ -188,7 +189,7 @@ async def _resume(args: argparse.Namespace) -> int:
         journal.close()
         raise
     if args.team is not None:
-        team = load_team(args.team)
+        team = load_team_reference(args.team)
     else:
         team_file, team_toml = reader.team_toml(info.session)
         if not team_toml:

@@ -38,6 +38,8 @@ def serve(args: argparse.Namespace, out: TextIO) -> int:
     if args.node is not None and not 0 < len(args.node) <= 200:
         raise ConfigError("expected 1 to 200 characters", file="--node")
     config = attrs.evolve(config, **overrides)
+    if args.team:
+        config = attrs.evolve(config, team_references=tuple(args.team))
     db = args.db or config.db or default_db()
     try:
         trio.run(functools.partial(server.serve, config, db=db))

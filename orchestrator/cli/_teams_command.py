@@ -1,6 +1,8 @@
 """``orchestrator teams check``: team files validated as ``run`` and ``serve`` load them.
 
 Paths may be files or directories (their ``*.toml``, not recursive); none means ``teams/``.
+A ``module:attr`` names a team defined in Python (see
+:func:`~orchestrator.sessions.load_team_reference`), checked as a file is.
 Each file's problems are printed together, one per line, then ``ok: FILE`` for a good one.
 ``--json`` prints one array instead: ``[{"file", "ok", "problems"}, ...]``. The exit status
 is 1 when any file has problems, as ``graph --check`` does for violations.
@@ -27,7 +29,8 @@ from typing import Any, TextIO
 
 from orchestrator.base import TeamFileError
 from orchestrator.runtime.backends import backend_problems
-from orchestrator.spec import lint_team, load_team
+from orchestrator.sessions import is_team_reference, load_team_reference
+from orchestrator.spec import lint_team
 
 from ._conventions import EXIT_FAILED, EXIT_OK
 
@@ -51,7 +54,7 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
 
         for path, problems, _ in results:
             if not problems:
-                listings[path] = listing = trio.run(offered_tools, load_team(path))
+                listings[path] = listing = trio.run(offered_tools, load_team_reference(path))
                 problems.extend(f"{path}: {problem}" for problem in listing.problems)
     if args.json:
         from ._tool_listing import listing_json
@@ -94,7 +97,7 @@ def _findings(path: Path) -> tuple[list[str], list[str]]:
     wrong.
     """
     try:
-        team = load_team(path)
+        team = load_team_reference(path)
     except TeamFileError as exc:
         return [str(problem) for problem in exc.problems], []
     problems = lint_team(team) or backend_problems(team)
@@ -117,7 +120,11 @@ def _findings(path: Path) -> tuple[list[str], list[str]]:
 
 def _probe_model_servers(results: list[tuple[Path, list[str], list[str]]]) -> None:
     """Add to each good file's warnings what the probes of its model servers found."""
-    teams = [(load_team(path), warnings) for path, problems, warnings in results if not problems]
+    teams = [
+        (load_team_reference(path), warnings)
+        for path, problems, warnings in results
+        if not problems
+    ]
     if not any(agent.openai is not None for team, _ in teams for agent in team.agents):
         return
     import trio  # httpx and trio: only for a team on the OpenAI-compatible backend
@@ -139,7 +146,9 @@ def team_files(paths: Iterable[Path]) -> list[Path]:
     :class:`TeamFileError` for a path that does not exist or a directory without any."""
     files: list[Path] = []
     for path in paths:
-        if path.is_dir():
+        if is_team_reference(path):
+            files.append(path)  # module:attr, a team defined in Python
+        elif path.is_dir():
             found = sorted(path.glob("*.toml"))
             if not found:
                 raise TeamFileError("no team files (*.toml) in this directory", file=str(path))

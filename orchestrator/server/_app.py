@@ -561,7 +561,7 @@ async def serve(
             "each (slower with many clients)",
             reason=problem,
         )
-    team_files = load_teams(config.teams)
+    team_files = load_teams(config.teams, named=config.team_references)
     teams = team_files.teams
     node = config.node or default_node()
     # A SQLite file, or postgresql://... (there, this node's sessions are leased to it);

@@ -89,6 +89,9 @@ class ServeConfig:
     # A SQLite file, or postgresql://...; None: the default (orchestrator.cli._main.default_db)
     db: Path | str | None = None
     teams: Path = Path("teams")
+    # Teams named one by one (``serve --team``): a team file, or module:attr of a Team in
+    # Python; served with the directory's, which may then be missing.
+    team_references: tuple[str, ...] = ()
     default_team: str | None = None
     tokens: tuple[Token, ...] = ()
     limits: Limits = attrs.field(factory=Limits)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ._shared_text import *  # noqa: F403
     from ._sqlite_following import *  # noqa: F403
     from ._team_log import *  # noqa: F403
+    from ._team_reference import *  # noqa: F403
     from ._team_runtimes import *  # noqa: F403
     from ._teams import *  # noqa: F403
 else:
@@ -94,6 +95,8 @@ else:
             "encode_origin": "._expected_action",
             "follow_session": "._followed",
             "following_for": "._following_for",
+            "is_team_reference": "._team_reference",
+            "load_team_reference": "._team_reference",
             "load_teams": "._teams",
             "session_channel_state": "._root_channel",
             "session_id": "._live_session",

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -16,6 +16,8 @@ import structlog
 
 from orchestrator.base import ConfigError, RunError, TeamFileError
 from orchestrator.spec import TeamSpec, load_team
+
+from ._team_reference import load_team_reference
 
 __all__ = [
     "TeamCatalog",
@@ -36,13 +38,31 @@ class TeamFiles:
     invalid: Mapping[str, str]  # file stem → the file's problems
 
 
-def load_teams(directory: Path) -> TeamFiles:
-    """Every team file of ``directory`` by its ``[team] name`` (the name sessions record).
+def load_teams(directory: Path, *, named: Sequence[str] = ()) -> TeamFiles:
+    """Every team file of ``directory`` by its ``[team] name`` (the name sessions record),
+    after the teams ``named`` one by one (``serve --team``: a file, or ``module:attr``).
 
-    A file that cannot be used is reported: the daemon serves the others, and says which at
-    start and in ``/healthz``. So is a second file of a name already taken. Raises
-    :class:`ConfigError` only when the directory is not there or no file in it can be used."""
+    A file of the directory that cannot be used is reported: the daemon serves the others,
+    and says which at start and in ``/healthz``. So is a second file of a name already taken.
+    A named team that cannot be used raises its :class:`TeamFileError`: it was asked for.
+    Raises :class:`ConfigError` when the directory is not there (unless teams are named) or
+    no team can be used."""
     init = "orchestrator init" + ("" if directory == Path("teams") else f" {directory}")
+    teams: dict[str, TeamSpec] = {}
+    files: dict[str, str] = {}
+    invalid: dict[str, str] = {}
+    for reference in named:
+        team = load_team_reference(reference)
+        if team.name in teams:
+            raise TeamFileError(
+                f"[team] name {team.name!r} is already that of {files[team.name]}: give one "
+                "of them another name",
+                file=reference,
+            )
+        teams[team.name] = team
+        files[team.name] = reference
+    if named and not directory.is_dir():
+        return TeamFiles(teams=teams, files=files, invalid=invalid)
     if not directory.is_dir():
         # Said once (not "teams: teams: ..."), with what to do about it.
         raise ConfigError(
@@ -51,9 +71,6 @@ def load_teams(directory: Path) -> TeamFiles:
             "starter teams there",
             file=str(directory),
         )
-    teams: dict[str, TeamSpec] = {}
-    files: dict[str, str] = {}
-    invalid: dict[str, str] = {}
     for path in sorted(directory.glob("*.toml")):
         try:
             team = load_team(path)

@@ -11,11 +11,13 @@ schema files it names (``parameters_file``).
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ._code_first import *  # noqa: F403
     from ._model import *  # noqa: F403
     from ._output import *  # noqa: F403
     from ._schedule import *  # noqa: F403
     from ._script import *  # noqa: F403
     from ._teamfile import *  # noqa: F403
+    from ._tool_signature import *  # noqa: F403
     from ._tools import *  # noqa: F403
 else:
     from orchestrator.base import lazy_facade
@@ -23,6 +25,7 @@ else:
     __all__, __getattr__, __dir__ = lazy_facade(
         __name__,
         {
+            "Agent": "._code_first",
             "AgentSpec": "._model",
             "Answer": "._output",
             "AnswerProblem": "._output",
@@ -33,6 +36,7 @@ else:
             "BackgroundSpec": "._schedule",
             "COMMAND_ENV_PREFIX": "._model",
             "CatchUp": "._schedule",
+            "Command": "._code_first",
             "CommandTool": "._model",
             "Cron": "._schedule",
             "DEFAULT_CHUNKS": "._script",
@@ -49,6 +53,7 @@ else:
             "HandoffStep": "._script",
             "Interactivity": "._model",
             "MCP_PREFIX": "._model",
+            "Mcp": "._code_first",
             "McpServer": "._model",
             "McpToolRef": "._model",
             "OpenAISettings": "._model",
@@ -63,17 +68,22 @@ else:
             "Step": "._script",
             "StructuredOutput": "._model",
             "TEAM_TOOLS": "._model",
+            "Team": "._code_first",
             "TeamSpec": "._model",
             "ThinkStep": "._script",
+            "Tool": "._code_first",
             "ToolDefinition": "._tools",
             "ToolStep": "._script",
             "Topology": "._model",
             "UsageStep": "._script",
             "answer_text": "._output",
+            "arguments_model": "._tool_signature",
+            "arguments_schema": "._tool_signature",
             "check_answer": "._output",
             "check_team": "._teamfile",
             "check_tool_input": "._tools",
             "command_input_problem": "._tools",
+            "docstring_summary": "._tool_signature",
             "function_name": "._tools",
             "lint_team": "._teamfile",
             "load_team": "._teamfile",
@@ -83,6 +93,7 @@ else:
             "on_wake": "._schedule",
             "output_schema_of": "._output",
             "output_schema_problem": "._output",
+            "parameter_descriptions": "._tool_signature",
             "parse_cron": "._schedule",
             "parse_duration": "._schedule",
             "parse_team": "._teamfile",
@@ -91,6 +102,7 @@ else:
             "run_deadline": "._schedule",
             "schema_problem": "._tools",
             "team_from_mapping": "._teamfile",
+            "tool": "._code_first",
             "tool_definitions": "._tools",
             "with_model": "._model",
         },

@@ -136,14 +136,16 @@ class _ValueChecks:
         return tuple(result)
 
     def json_value(self, value: object, path: str) -> Any:
-        """A copy of ``value`` made of JSON types only (tool inputs travel as JSON)."""
+        """A copy of ``value`` made of JSON types only (tool inputs travel as JSON). None is
+        JSON's null: a file cannot write it, a team defined in Python can (a pydantic
+        model's schema holds ``"default": null`` for an optional field)."""
         if isinstance(value, dict):
             return {k: self.json_value(v, _join(path, k)) for k, v in value.items()}
         if isinstance(value, list):
             return [self.json_value(v, f"{path}[{i}]") for i, v in enumerate(value)]
         if isinstance(value, float) and not math.isfinite(value):
             raise self.error(path, f"{value} is not valid JSON; use a finite number")
-        if isinstance(value, str | int | float | bool):
+        if value is None or isinstance(value, str | int | float | bool):
             return value
         raise self.error(path, f"{_describe(value)} is not valid JSON; write it as a string")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
@@ -179,6 +179,10 @@ class PythonTool:
     # The input schema (``parameters`` or ``parameters_file``); None: derived from the
     # function's signature and type hints when the team starts.
     parameters: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
+    # The function itself, for a team defined in Python (``python`` given a callable: see
+    # :mod:`._code_first`): the runtime calls it as it is, and ``target`` only names it. None:
+    # the runtime imports ``target`` when the team starts.
+    function: Callable[..., Any] | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def module(self) -> str:

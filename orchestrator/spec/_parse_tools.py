@@ -28,7 +28,7 @@ import datetime
 import json
 import re
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -361,8 +361,12 @@ class _ToolChecks(_ValueChecks):
                 )
         self.check_keys(data, path, _PYTHON_KEYS)
         target_path = f"{path}.python"
-        target = self.string(data["python"], target_path)
-        if not _FACTORY_PATH_RE.match(target):
+        function: Callable[..., Any] | None = None
+        if callable(data["python"]):
+            # A team defined in Python (:mod:`._code_first`) gives the function itself.
+            function = data["python"]
+            target = callable_target(function)
+        elif not _FACTORY_PATH_RE.match(target := self.string(data["python"], target_path)):
             raise self.error(
                 target_path,
                 f'expected "package.module:function" (a module to import, a colon, then the '
@@ -379,6 +383,7 @@ class _ToolChecks(_ValueChecks):
             description=description,
             timeout=timeout,
             parameters=self.tool_parameters(data, path) if given else None,
+            function=function,
         )
 
     def tool_parameters(self, data: Mapping[str, Any], path: str) -> dict[str, Any]:
@@ -417,6 +422,14 @@ class _ToolChecks(_ValueChecks):
         if problem is not None:
             raise self.error(key, problem)
         return dict(schema)
+
+
+def callable_target(function: Callable[..., Any]) -> str:
+    """How ``function`` is named: ``module:qualname`` (an import path only where the function
+    is its module's attribute of that name; :meth:`~._code_first.Team.to_toml` checks)."""
+    module = getattr(function, "__module__", None) or "?"
+    qualname = getattr(function, "__qualname__", None) or type(function).__qualname__
+    return f"{module}:{qualname}"
 
 
 def _lists(tools: Sequence[str], tool: str) -> bool:

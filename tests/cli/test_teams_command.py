@@ -111,3 +111,66 @@ class TestTeamsCheck:
         done = orchestrator("teams", "check", str(tmp_path / "nope.toml"))
         assert done.returncode == 2
         assert "nope.toml: no such file or directory" in done.stderr
+
+
+#: A module defining a team in Python, for the commands that take ``module:attr``.
+PYTHON_TEAM = '''
+from orchestrator import Agent, Team, tool
+
+@tool(needs_approval=True)
+def shout(text: str) -> str:
+    """Say a text louder."""
+    return text.upper() + "!"
+
+lead = Agent(
+    "lead",
+    role="coordinator",
+    tools=[shout],
+    turns=[{"steps": [{"tool": shout, "input": {"text": "{task}"}}, {"say": "{outcomes}"}]}],
+)
+loud = Team("loud", coordinator=lead)
+broken = Team.__name__
+'''
+
+
+def in_directory(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The command line run in ``directory`` (its modules import from there)."""
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=directory,
+        check=False,
+    )
+
+
+class TestTeamsInPython:
+    """`module:attr` names a team defined in Python wherever a team file is taken."""
+
+    def test_teams_check_takes_module_attr(self, tmp_path: Path) -> None:
+        (tmp_path / "loudteam.py").write_text(PYTHON_TEAM, encoding="utf-8")
+        done = in_directory(tmp_path, "teams", "check", "--offline", "--tools", "loudteam:loud")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "ok: loudteam:loud" in done.stdout.splitlines()
+        assert "shout" in done.stdout
+
+    def test_teams_check_names_what_is_not_a_team(self, tmp_path: Path) -> None:
+        (tmp_path / "loudteam.py").write_text(PYTHON_TEAM, encoding="utf-8")
+        done = in_directory(tmp_path, "teams", "check", "--offline", "loudteam:broken")
+        assert done.returncode == 1
+        assert (
+            "loudteam:broken: broken is str, not a team: name an orchestrator.Team (or a TeamSpec)"
+            in done.stdout + done.stderr
+        )
+        missing = in_directory(tmp_path, "teams", "check", "--offline", "quiet:loud")
+        assert missing.returncode == 1
+        assert "quiet:loud: no module 'quiet' here" in missing.stdout + missing.stderr
+
+    def test_run_takes_module_attr_and_calls_the_function(self, tmp_path: Path) -> None:
+        (tmp_path / "loudteam.py").write_text(PYTHON_TEAM, encoding="utf-8")
+        done = in_directory(
+            tmp_path, "run", "loudteam:loud", "hello", "--approve", "auto", "--db", "runs.db"
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "HELLO!"

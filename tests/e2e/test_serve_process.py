@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,44 @@ def test_a_port_in_use_is_said_in_one_line_with_exit_status_2(tmp_path: Path) ->
     assert "Traceback" not in done.stderr
     assert "ExceptionGroup" not in done.stderr
     assert JournalReader(tmp_path / "journal.db").sessions() == []
+
+
+def test_serve_takes_a_team_defined_in_python_by_module_attr(tmp_path: Path) -> None:
+    """``serve --team module:attr`` imports the team from the directory it runs in, and
+    serves it without a --teams directory."""
+    (tmp_path / "loudteam.py").write_text(
+        "from orchestrator import Agent, Team\n"
+        'lead = Agent("lead", role="r", turns=[{"steps": [{"say": "hi"}]}])\n'
+        'loud = Team("loud", coordinator=lead)\n',
+        encoding="utf-8",
+    )
+    log = tmp_path / "serve.log"
+    with log.open("w") as err:
+        process = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "orchestrator", "serve", "--team", "loudteam:loud"),
+                *("--db", str(tmp_path / "journal.db"), "--port", "0"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        url = None
+        deadline = time.monotonic() + 30
+        while url is None and time.monotonic() < deadline:
+            for line in log.read_text().splitlines():
+                record = json.loads(line)
+                if record.get("event") == "daemon listening":
+                    url = str(record["url"])
+            assert process.poll() is None, log.read_text()
+            time.sleep(0.05)
+        assert url is not None, log.read_text()
+        health = json.loads(urllib.request.urlopen(f"{url}/healthz", timeout=10).read())
+        assert health["teams"] == ["loud"]
+        assert health["team_files"] == {"loud": "loudteam:loud"}
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0, log.read_text()

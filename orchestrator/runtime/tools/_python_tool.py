@@ -16,13 +16,8 @@ property (required unless it has a default), typed by its annotation. The functi
 result, a :class:`ResolvedPythonTool`, carries the :class:`~orchestrator.spec.ToolDefinition`
 the model is offered (``discovered`` of :func:`~orchestrator.spec.tool_definitions`).
 
-The schema comes from pydantic (``create_model`` over the signature, then
-``model_json_schema``), not from a type-to-schema mapper of our own. That is what the official
-MCP SDK (FastMCP) does for the same job. So ``str``, ``int``, ``float``, ``bool``,
-``list[...]``, ``dict[str, ...]``, ``Literal``, ``Optional``, enums, ``TypedDict``,
-dataclasses and pydantic models get the schemas the ecosystem expects.
-``Annotated[int, Field(description=...)]`` describes a parameter. The same model turns the
-checked input into the function's arguments (a dataclass parameter gets a dataclass).
+The schema comes from pydantic, as :mod:`orchestrator.spec._tool_signature` says (the
+rule :func:`~orchestrator.spec.tool` applies when a function is decorated).
 
 **A call** (:func:`run_python_tool`): the input is checked against the offered schema (the
 check a model's input gets in the backend, :func:`~orchestrator.spec.check_tool_input`);
@@ -44,14 +39,12 @@ at :data:`~._command_tool.OUTPUT_LIMIT` bytes, as a command tool's stdout is.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib
 import inspect
 import json
 import sys
-import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -63,8 +56,12 @@ from orchestrator.base import TeamFileError, clean_text
 from orchestrator.spec import (
     PythonTool,
     TeamSpec,
+    Tool,
     ToolDefinition,
+    arguments_model,
+    arguments_schema,
     check_tool_input,
+    docstring_summary,
     schema_problem,
 )
 
@@ -92,12 +89,6 @@ _THREADS: Final = trio.lowlevel.RunVar[trio.CapacityLimiter]("python_tool_thread
 
 #: What a sync tool's call comes to when the function returned a coroutine (closed unrun).
 _RETURNED_COROUTINE: Final = object()
-
-_KINDS_REFUSED: Final[Mapping[object, str]] = {
-    inspect.Parameter.VAR_POSITIONAL: "*{name}",
-    inspect.Parameter.VAR_KEYWORD: "**{name}",
-    inspect.Parameter.POSITIONAL_ONLY: "{name} (positional-only)",
-}
 
 
 @attrs.frozen(kw_only=True)
@@ -151,22 +142,27 @@ def resolve_python_tool(team: TeamSpec, tool: PythonTool) -> ResolvedPythonTool:
     def error(message: str) -> TeamFileError:
         return TeamFileError(message, file=team.file, key_path=f"tools.{tool.name}.python")
 
-    function = _find(tool, error, _team_directory(team))
+    # A team defined in Python gives the function itself; a file names it by import path.
+    found = (
+        tool.function if tool.function is not None else _find(tool, error, _team_directory(team))
+    )
+    # A @tool-decorated function, imported by its path, is called as the function it wraps.
+    function = found.function if isinstance(found, Tool) else found
     if inspect.isasyncgenfunction(function) or inspect.isgeneratorfunction(function):
         raise error(f"{tool.target} is a generator function: a tool returns one result")
     unwrapped = function.func if isinstance(function, functools.partial) else function
     is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
         type(function).__call__  # an object whose __call__ is async
     )
-    description = tool.description or _summary(unwrapped)
+    description = tool.description or docstring_summary(unwrapped)
     if not description:
         description = f"The {tool.name} tool of team {team.name}."
     arguments: type[pydantic.BaseModel] | None = None
     if tool.parameters is not None:
         parameters = dict(tool.parameters)
     else:
-        arguments = _arguments_model(tool, function, error)
-        parameters = _schema(arguments)
+        arguments = arguments_model(function, name=tool.name, target=tool.target, error=error)
+        parameters = arguments_schema(arguments)
         problem = schema_problem(parameters)
         if problem is not None:  # pydantic makes valid schemas; a custom type may not
             raise error(f"the schema derived from {tool.target}'s signature is {problem}")
@@ -264,91 +260,6 @@ def _find(
         raise error(f"{tool.target} is {type(target).__name__}, not a function")
     function: Callable[..., Any] = target
     return function
-
-
-def _arguments_model(
-    tool: PythonTool, function: Callable[..., Any], error: Callable[[str], TeamFileError]
-) -> type[pydantic.BaseModel]:
-    """A pydantic model of ``function``'s parameters, each aliased to its name (so any name
-    works, ``model_config`` and ``_private`` included) and refusing unknown keys."""
-    import pydantic
-
-    try:
-        signature = inspect.signature(function, eval_str=True)
-    except Exception as exc:  # an annotation naming what its module does not define...
-        raise error(
-            f"cannot read the signature of {tool.target}: {type(exc).__name__}: {exc}"
-        ) from exc
-    fields: dict[str, Any] = {}
-    for index, parameter in enumerate(signature.parameters.values()):
-        refused = _KINDS_REFUSED.get(parameter.kind)
-        if refused is not None:
-            raise error(
-                f"{tool.target} takes {refused.format(name=parameter.name)}: a tool's input is "
-                "an object of named values, passed as keyword arguments; name each parameter, "
-                "or give the input's schema as parameters in the table"
-            )
-        annotation = Any if parameter.annotation is parameter.empty else parameter.annotation
-        try:
-            with _quiet_schema_warnings():
-                pydantic.TypeAdapter(annotation).json_schema()
-        except Exception as exc:
-            raise error(
-                f"parameter {parameter.name!r} of {tool.target}: its type "
-                f"{_type_name(annotation)} has no JSON Schema ({type(exc).__name__}: "
-                f"{_first_line(exc)}); "
-                "use JSON types (str, int, float, bool, list, dict, Literal, a TypedDict or "
-                "dataclass of them), or give the input's schema as parameters in the table"
-            ) from exc
-        default = ... if parameter.default is parameter.empty else parameter.default
-        fields[f"p{index}"] = (annotation, pydantic.Field(default, alias=parameter.name))
-    model: type[pydantic.BaseModel] = pydantic.create_model(
-        tool.name, __config__=pydantic.ConfigDict(extra="forbid"), **fields
-    )
-    return model
-
-
-def _schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
-    from pydantic.json_schema import GenerateJsonSchema
-
-    class WithoutFieldTitles(GenerateJsonSchema):
-        """Pydantic's schema without a ``title`` per property (its name says it already; a
-        model reads every byte of a schema in every request)."""
-
-        def field_title_should_be_set(self, schema: Any) -> bool:
-            return False
-
-    with _quiet_schema_warnings():
-        schema = model.model_json_schema(schema_generator=WithoutFieldTitles)
-    schema.pop("title", None)  # the model's name: the tool's, which the model is told
-    return schema
-
-
-@contextlib.contextmanager
-def _quiet_schema_warnings() -> Iterator[None]:
-    """A default that JSON cannot hold is left out of the schema; pydantic warns about it,
-    and the tool works the same without it in the schema."""
-    from pydantic.json_schema import PydanticJsonSchemaWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PydanticJsonSchemaWarning)
-        yield
-
-
-def _summary(function: Callable[..., Any]) -> str:
-    """The first paragraph of ``function``'s docstring, on one line ("" without one)."""
-    doc = inspect.getdoc(function) or ""
-    paragraph = doc.strip().split("\n\n", 1)[0]
-    return " ".join(line.strip() for line in paragraph.splitlines())
-
-
-def _first_line(exc: Exception) -> str:
-    """An error's first line (pydantic's go on with a link to its documentation)."""
-    return next(iter(str(exc).splitlines()), "")
-
-
-def _type_name(annotation: Any) -> str:
-    return getattr(annotation, "__qualname__", None) or repr(annotation)
 
 
 # ── calling ─────────────────────────────────────────────────────────────────

@@ -31,6 +31,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from orchestrator import Agent, Team, tool
 from orchestrator.ahp.actions import (
     ChatToolCallCompleteAction,
     ChatToolCallReadyAction,
@@ -57,7 +58,7 @@ from orchestrator.spec import (
     schema_problem,
     tool_definitions,
 )
-from tests.support import python_tools
+from tests.support import code_first, python_tools
 from tests.support.daemon import running_daemon
 from tests.support.fake_openai import Answer, Stream, fake_openai, text, tool_calls
 from tests.support.paths import PROJECT_ROOT
@@ -830,3 +831,47 @@ async def test_a_daemon_serves_its_other_teams_and_names_a_bad_reference(
         "broken": f"{tmp_path / 'teams' / 'broken.toml'}: tools.add.python: module "
         "'tests.support.python_tools' has no 'absent'"
     }
+
+
+class TestDefinedInPython:
+    """A team defined in Python (orchestrator.Team) hands the runtime its functions: they are
+    called as they are, with no import (a closure has no import path at all)."""
+
+    def team_with(self, function: Any) -> TeamSpec:
+        return Team("py", coordinator=Agent("lead", role="r", tools=[function])).spec
+
+    async def test_a_closure_is_called_as_it_is(self) -> None:
+        seen: list[str] = []
+
+        @tool
+        def remember(text: str) -> str:
+            """Remember a text."""
+            seen.append(text)
+            return f"remembered {text}"
+
+        team = self.team_with(remember)
+        resolved = resolve_python_tool(team, team.python_tools[0])
+        assert resolved.function is remember.function
+        assert resolved.definition.description == "Remember a text."
+        assert resolved.definition.parameters == remember.parameters
+        result = await run_python_tool(resolved, {"text": "this"})
+        assert (result.success, result.output) == (True, "remembered this")
+        assert seen == ["this"]
+
+    async def test_an_async_function_runs_in_trio(self) -> None:
+        @tool
+        async def where() -> bool:
+            await trio.lowlevel.checkpoint()
+            return trio.lowlevel.current_task() is not None
+
+        team = self.team_with(where)
+        resolved = resolve_python_tool(team, team.python_tools[0])
+        assert resolved.is_async
+        assert (await run_python_tool(resolved, {})).output == "true"
+
+    def test_a_decorated_function_imported_by_a_file_is_the_function_it_wraps(self) -> None:
+        team = parse_team(code_first.WORDS_TOML, file="t.toml")
+        resolved = resolve_python_tools(team)
+        assert resolved["publish"].function is code_first.publish_text.function
+        assert resolved["publish"].is_async  # the wrapper's __call__ is not async: unwrapped
+        assert resolved["count_words"].function is code_first.count_words.function
