@@ -135,5 +135,10 @@ def test_json_values_are_copied_as_they_are(value: Any) -> None:
         assert copy is not value
 
 
-def test_a_value_toml_cannot_hold_is_refused_naming_where() -> None:
-    assert refusal(lambda: CHECKS.json_value([None], "input")).key_path == "input[0]"
+def test_a_value_json_cannot_hold_is_refused_naming_where() -> None:
+    assert refusal(lambda: CHECKS.json_value([{1, 2}], "input")).key_path == "input[0]"
+
+
+def test_null_is_json_a_team_defined_in_python_may_hold() -> None:
+    """A file cannot write null; a pydantic model's schema, given in code, holds it."""
+    assert CHECKS.json_value({"default": None}, "input") == {"default": None}
