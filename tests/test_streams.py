@@ -22,6 +22,7 @@ from orchestrator.ahp.state import MarkdownResponsePart, ReasoningResponsePart
 from orchestrator.core import Fact, TeamState
 from orchestrator.protocols import team_view
 from tests.support.agui import check_run, validate_event
+from tests.support.examples import examples
 from tests.support.teams import STREAMED
 
 
@@ -156,7 +157,7 @@ class TestMessages:
             )
             assert turn.id == delta.turn
 
-    @settings(max_examples=10)
+    @settings(max_examples=examples(10))
     @given(
         st.lists(
             st.tuples(
@@ -384,7 +385,7 @@ class TestPureFunctionOfFacts:
             for end in range(1, len(facts) + 1)
         ]
 
-    @settings(max_examples=40)
+    @settings(max_examples=examples(40))
     @given(st.data())
     def test_the_batches_do_not_change_the_items(self, data: st.DataObject) -> None:
         facts = recorded_facts()

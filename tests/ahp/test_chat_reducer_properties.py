@@ -53,6 +53,7 @@ from orchestrator.ahp.state import (
     ToolCallState,
     known_questions,
 )
+from tests.support.examples import examples
 from tests.support.strategies import (
     CHANNEL,
     NOW,
@@ -161,7 +162,7 @@ def refused_cleanly(state: ChatState, action: ChatAction) -> None:
 
 
 RUN = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
-SEQUENCES = settings(RUN, max_examples=50)
+SEQUENCES = settings(RUN, max_examples=examples(50))
 """Sequence tests draw up to 40 deep actions per example: fewer examples, same reach."""
 
 

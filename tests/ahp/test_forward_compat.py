@@ -70,6 +70,7 @@ from orchestrator.ahp.state import (
 )
 from orchestrator.base import IllegalTransitionError
 from tests.support.ahp_unknown import TURN, _members, _unknown_of, chat_with_parts, text
+from tests.support.examples import examples
 from tests.support.strategies import (
     NOW,
     empty_chats,
@@ -86,7 +87,9 @@ PREFIX: Final = "x-fwd-"
 
 TAGS: Final = ("kind", "type", "status", "state")
 
-RUN = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=30)
+RUN = settings(
+    deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=examples(30)
+)
 
 names = st.from_regex(r"x-fwd-[a-z]{1,6}", fullmatch=True)
 unknown_objects = st.dictionaries(names, json_values, max_size=2)

@@ -46,10 +46,11 @@ from orchestrator.ahp.state import (
     SessionStatus,
 )
 from tests.support import strategies
+from tests.support.examples import examples
 from tests.support.paths import AHP_SCHEMAS
 
 SETTINGS = settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

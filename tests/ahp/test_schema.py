@@ -30,6 +30,7 @@ from orchestrator.ahp.actions import ActionEnvelope, StateAction, UnknownAction
 from orchestrator.ahp.state import ChatState, SessionState
 from tests.support import strategies
 from tests.support.ahp_conformance import fixtures_dir
+from tests.support.examples import examples
 from tests.support.paths import AHP_SCHEMAS
 
 SCHEMAS = ("state", "actions")
@@ -154,7 +155,7 @@ STATUS_BITSET = {"type": "integer", "minimum": 0, "maximum": 2**32 - 1}
 EMPTY_REF = {"$ref": "#/$defs/"}
 
 SCHEMA_SETTINGS = settings(
-    max_examples=20,
+    max_examples=examples(20),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

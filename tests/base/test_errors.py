@@ -16,6 +16,7 @@ from orchestrator.base import (
     ModelRequestError,
     ModelStreamError,
     OrchestratorError,
+    OutputSchemaError,
     PeerProtocolError,
     ProtocolError,
     RpcError,
@@ -28,6 +29,7 @@ from orchestrator.base import (
     UnavailableError,
     _errors,
 )
+from tests.support.examples import examples
 
 
 class TestTree:
@@ -35,7 +37,7 @@ class TestTree:
         """A caller that catches OrchestratorError catches every error raised on purpose."""
         classes = [getattr(_errors, name) for name in _errors.__all__]
         assert all(issubclass(cls, OrchestratorError) for cls in classes)
-        assert len(classes) == 18
+        assert len(classes) == 19
 
     @pytest.mark.parametrize(
         ("error", "bases"),
@@ -48,6 +50,7 @@ class TestTree:
             (SessionLimitError, (RunError,)),
             (ModelRequestError, (ModelError, RunError)),
             (ModelStreamError, (ModelError, RunError)),
+            (OutputSchemaError, (ModelError, RunError)),
         ],
     )
     def test_where_each_error_sits(self, error: type[Exception], bases: tuple[type, ...]) -> None:
@@ -135,7 +138,7 @@ class TestTeamFileError:
         assert error.file == "t.toml"
         assert error.problems == (first, second)
 
-    @settings(max_examples=50)
+    @settings(max_examples=examples(50))
     @given(st.lists(st.sampled_from(["team", "agents.a", "tools.x", ""]), min_size=1, max_size=5))
     def test_of_keeps_every_problem_in_order(self, paths: list[str]) -> None:
         problems = [

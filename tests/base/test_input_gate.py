@@ -19,6 +19,7 @@ from orchestrator.base import (
     parse_json_counted,
     text_problem,
 )
+from tests.support.examples import examples
 
 #: Text that encodes as UTF-8 (no lone surrogates).
 good_text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=12)
@@ -66,7 +67,7 @@ def nest(path: list[int | str], leaf: str) -> tuple[str, str]:
 
 
 class TestTakes:
-    @settings(max_examples=300)
+    @settings(max_examples=examples(300))
     @given(values)
     def test_any_json_value_within_the_limits_is_read_as_json_reads_it(self, value: Any) -> None:
         """What the standard library would read, the gate reads the same (within limits)."""
@@ -83,7 +84,7 @@ class TestTakes:
 
 
 class TestRefuses:
-    @settings(max_examples=300)
+    @settings(max_examples=examples(300))
     @given(steps, bad_leaves)
     @example(["content", "rows", 3], ('"\\ud800"', "lone surrogate"))
     def test_a_bad_leaf_anywhere_is_refused_naming_its_field(
@@ -185,7 +186,7 @@ def breaks_a_rule(value: Any, limits: JsonLimits, depth: int = 1) -> bool:
 
 
 class TestAgreesWithItsRules:
-    @settings(max_examples=500)
+    @settings(max_examples=examples(500))
     @given(json_texts, st.integers(1, 6), st.sampled_from([2, 20, 32, 40, 400]))
     def test_the_gate_refuses_exactly_what_breaks_a_rule(
         self, text: str, depth: int, digits: int
@@ -203,7 +204,7 @@ class TestAgreesWithItsRules:
 
 
 class TestReplaces:
-    @settings(max_examples=200)
+    @settings(max_examples=examples(200))
     @given(steps, st.sampled_from(["\\ud800", "\\udfff", "x\\udbff"]))
     def test_a_lone_surrogate_from_a_model_becomes_u_fffd(
         self, path: list[int | str], escaped: str

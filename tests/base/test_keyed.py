@@ -24,6 +24,7 @@ from orchestrator.ahp.state import (
 from orchestrator.ahp.state import ChatInputRequest as Request
 from orchestrator.ahp.state import ChatInputResponseKind as Response
 from orchestrator.base import KeyedVector
+from tests.support.examples import examples
 
 Item = tuple[str, str | None]  # (key, tally key)
 
@@ -65,7 +66,7 @@ def agrees_with_model(vector: Tagged, model: tuple[Item, ...]) -> None:
 
 
 class TestAgainstATuple:
-    @settings(max_examples=300)
+    @settings(max_examples=examples(300))
     @given(st.lists(items, max_size=10), operations)
     def test_every_operation_keeps_index_and_tally_exact(
         self, start: list[Item], ops: list[Any]

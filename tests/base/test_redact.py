@@ -18,6 +18,7 @@ from orchestrator.base import (
     register_secret,
     registered_secrets,
 )
+from tests.support.examples import examples
 
 
 @pytest.fixture(autouse=True)
@@ -65,7 +66,7 @@ class TestRegisteredSecrets:
         assert registered_secrets() == ()
         assert redact_text("tok-0123456789") == "tok-0123456789"
 
-    @settings(max_examples=100)
+    @settings(max_examples=examples(100))
     @given(
         secret=st.text(alphabet="ABCDEFGHIJ0123456789", min_size=MIN_SECRET_CHARS, max_size=20),
         before=st.text(max_size=20),
@@ -109,7 +110,7 @@ class TestCredentialsByTheirLooks:
     def test_what_only_resembles_one_is_kept(self, text: str) -> None:
         assert redact_text(text) == text
 
-    @settings(max_examples=100)
+    @settings(max_examples=examples(100))
     @given(
         st.lists(
             st.sampled_from(

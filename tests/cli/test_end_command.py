@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from orchestrator.base import RunError
 from orchestrator.cli._end_command import MIN_PREFIX, end, session_named
 from orchestrator.cli._main import build_parser
+from tests.support.examples import examples
 
 RUNNING = ["3f2a9c10-aaaa", "3f2a9c10-bbbb", "77e1d2c3-cccc"]
 
@@ -47,7 +48,7 @@ class TestSessionNamed:
             session_named(running, "abcd")
         assert "(abcd-0, abcd-1, abcd-2, abcd-3, abcd-4, ...)" in str(many.value)
 
-    @settings(max_examples=80)
+    @settings(max_examples=examples(80))
     @given(
         st.lists(st.text("0123456789abcdef-", min_size=1, max_size=12), unique=True, max_size=8),
         st.text("0123456789abcdef-", max_size=12),

@@ -17,6 +17,7 @@ from trio_websocket import ConnectionRejected
 
 from orchestrator.base import ConfigError, redact_text
 from orchestrator.cli._teammates_client import print_answer, read_token, rejection, teammates_url
+from tests.support.examples import examples
 
 
 @pytest.mark.daemon
@@ -73,7 +74,7 @@ class TestTeammatesUrl:
             f"127.0.0.1:8765; got {base!r}"
         )
 
-    @settings(max_examples=80)
+    @settings(max_examples=examples(80))
     @given(
         st.sampled_from(["http", "https", "ws", "wss"]),
         st.from_regex(r"[a-z][a-z0-9-]{0,10}(\.[a-z]{2,5})?", fullmatch=True),

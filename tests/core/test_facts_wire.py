@@ -24,6 +24,7 @@ from orchestrator.core import (
     fact_to_json,
 )
 from tests.support import strategies
+from tests.support.examples import examples
 
 CANCELLED = Fact(
     sequence=7,
@@ -98,7 +99,7 @@ facts = st.builds(
 
 class TestSameText:
     @settings(
-        max_examples=300,
+        max_examples=examples(300),
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )

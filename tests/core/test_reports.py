@@ -33,6 +33,7 @@ from orchestrator.core import (
     steering_injected,
     tool_result_actions,
 )
+from tests.support.examples import examples
 
 SESSION = "ahp-session:/s"
 LEAD = "ahp-chat:/lead"
@@ -57,7 +58,7 @@ class TestFirstLine:
     def test_examples(self, text: str, limit: int, line: str) -> None:
         assert first_line(text, limit) == line
 
-    @settings(max_examples=100)
+    @settings(max_examples=examples(100))
     @given(st.text(max_size=60), st.integers(min_value=1, max_value=30))
     def test_one_line_within_the_limit_from_the_start(self, text: str, limit: int) -> None:
         line = first_line(text, limit)

@@ -21,6 +21,7 @@ from orchestrator.core import (
     fact_to_json,
 )
 from orchestrator.core._team_actions import TEAM_ACTION_TYPES
+from tests.support.examples import examples
 from tests.support.strategies import team_actions
 
 
@@ -60,7 +61,7 @@ def test_the_wire_keys_are_camel_case_and_optional_fields_are_written() -> None:
     }
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(team_actions())
 def test_every_action_round_trips_the_wire(action: TeamAction) -> None:
     line = fact_to_json(fact_of(action))

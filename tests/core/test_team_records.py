@@ -12,12 +12,13 @@ from hypothesis import strategies as st
 
 from orchestrator.core import Member, TaskStarted, Transition
 from orchestrator.core._team_records import Overlay, StoreKind
+from tests.support.examples import examples
 
 keys = st.sampled_from("abcd")
 stores = st.dictionaries(keys, st.integers(0, 9), max_size=4)
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(base=stores, pending=stores, writes=st.lists(st.tuples(keys, st.integers(10, 19))))
 def test_a_read_sees_the_newest_write(
     base: dict[str, int], pending: dict[str, int], writes: list[tuple[str, int]]

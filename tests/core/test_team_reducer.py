@@ -49,6 +49,7 @@ from orchestrator.core import (
     ViewUpdated,
     reduce_action,
 )
+from tests.support.examples import examples
 from tests.support.team_state import NOW, assert_same, batches, fanout_facts
 
 
@@ -95,7 +96,7 @@ def legacy_prepare(
 
 
 class TestTeamReducer:
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=examples(100), deadline=None)
     @given(drawn=batches())
     def test_the_reducer_never_raises(
         self, drawn: tuple[int, list[list[tuple[str, Action]]]]
@@ -110,7 +111,7 @@ class TestTeamReducer:
             for channel, action in batch:
                 reduce_action(tr, channel, action, session_uri=session, now=NOW)
 
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=examples(100), deadline=None)
     @given(drawn=batches())
     def test_validated_batches_fold_as_before(
         self, drawn: tuple[int, list[list[tuple[str, Action]]]]
@@ -144,7 +145,7 @@ class TestTeamReducer:
             old.commit(old_tr, sequence)
         assert_same(new, old)
 
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=examples(100), deadline=None)
     @given(drawn=batches())
     def test_replay_folds_as_before(
         self, drawn: tuple[int, list[list[tuple[str, Action]]]]

@@ -23,6 +23,7 @@ from orchestrator.core import (
     Fact,
     TeamState,
 )
+from tests.support.examples import examples
 from tests.support.strategies import state_actions
 from tests.support.team_state import assert_same, fanout_facts
 
@@ -75,7 +76,7 @@ class TestApply:
         assert_same(fast, slow)
         assert fast.session == without.session
 
-    @settings(max_examples=60, deadline=None)
+    @settings(max_examples=examples(60), deadline=None)
     @given(data=st.data())
     def test_generated_actions_fold_as_prepare_and_commit(self, data: st.DataObject) -> None:
         """Any chat or session action, on any channel, anywhere in the log, leaves the two

@@ -46,6 +46,7 @@ from orchestrator.journal._rows import _AgentHistory, _batch, _write_group
 from orchestrator.journal._schema import _migrate
 from orchestrator.protocols import restore_actions, truncate_action, turn_messages, undo_action
 from orchestrator.runtime import FactBus, MemoryFactLog, Recorder, Ticket
+from tests.support.examples import examples
 from tests.support.journal import back_to_schema_4, run_team
 from tests.support.postgres import direct_sql
 from tests.support.sessions import solo_opening
@@ -356,7 +357,9 @@ def written_rows(batches: list[tuple[list[Fact], dict[int, Turn] | None]]) -> li
 
 
 class TestRowsOfTheRuntimesTurns:
-    @settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        deadline=None, max_examples=examples(60), suppress_health_check=[HealthCheck.too_slow]
+    )
     @given(st.data())
     def test_equal_the_rows_of_the_turns_folded_from_their_facts(self, data: st.DataObject) -> None:
         """The journal writes a finished turn's rows from the turn the runtime's state

@@ -23,6 +23,7 @@ from orchestrator.journal import (
     open_journal,
     open_reader,
 )
+from tests.support.examples import examples
 from tests.support.journal import run_team
 from tests.support.postgres import direct_sql
 
@@ -153,7 +154,7 @@ class Copying(Recording):
 
 
 class TestInsertRows:
-    @settings(max_examples=60)
+    @settings(max_examples=examples(60))
     @given(count=st.integers(min_value=0, max_value=3 * _rows.ROWS_PER_INSERT))
     def test_every_row_goes_in_in_order_in_few_statements(self, count: int) -> None:
         connection = Recording()

@@ -28,6 +28,7 @@ from orchestrator.journal import Holder, JournalReader, SessionLocks, lock_path
 from orchestrator.journal._session_locks import command_of
 from tests.support.cli import TEAM, acknowledged, orchestrator, resume
 from tests.support.daemon import connect, running_daemon
+from tests.support.examples import examples
 
 SESSION = "ahp-session:/0f6c5d1e-0000-4000-8000-000000000001"
 
@@ -70,7 +71,7 @@ def test_a_process_keeps_no_descriptor_of_a_file_it_holds_nothing_of(tmp_path: P
     third.release(SESSION)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(sessions=st.lists(st.text(min_size=1, max_size=40), min_size=2, max_size=8, unique=True))
 def test_different_sessions_never_refuse_each_other(
     tmp_path_factory: pytest.TempPathFactory, sessions: list[str]

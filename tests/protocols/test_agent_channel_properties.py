@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from orchestrator.base import PeerProtocolError
 from orchestrator.protocols import Abort, ClientMessage, Prompt, TeamSubscribe, parse_client_message
 from orchestrator.server import TokenBucket
+from tests.support.examples import examples
 
 MAX_BYTES = 65_536
 
@@ -59,7 +60,7 @@ def parse(frame: str | bytes, max_bytes: int = MAX_BYTES) -> ClientMessage | Pee
 
 
 class TestParseClientMessage:
-    @settings(max_examples=500, deadline=None)
+    @settings(max_examples=examples(500), deadline=None)
     @given(frames)
     @example("1" * 4_301)
     @example('{"channel": "team", "type": "subscribe", "fromSequence": ' + "9" * 4_400 + "}")

@@ -39,6 +39,7 @@ from orchestrator.protocols import (
     turn_messages,
     undo_action,
 )
+from tests.support.examples import examples
 from tests.support.scenarios import LEAD, Log
 
 
@@ -148,7 +149,7 @@ class TestTurnMessages:
 
 
 class TestTurnFromFacts:
-    @settings(max_examples=50)
+    @settings(max_examples=examples(50))
     @given(
         pieces=st.lists(st.text("ab é\n", min_size=1, max_size=4), min_size=1, max_size=12),
         thoughts=st.lists(st.text("xy ", min_size=1, max_size=3), max_size=5),

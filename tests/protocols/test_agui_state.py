@@ -30,6 +30,7 @@ from orchestrator.ahp.actions import SessionChatAddedAction, UnknownAction
 from orchestrator.core import Fact, TaskCreated, TeamState
 from orchestrator.protocols import AguiProjector, AguiRunStatus, Event, TeamView, team_view
 from tests.support.agui import run_team, team, team_runs
+from tests.support.examples import examples
 from tests.support.strategies import chat_summaries, state_actions, team_actions
 from tests.support.team_state import fanout_facts
 
@@ -99,7 +100,9 @@ def logs(draw: st.DrawFn) -> tuple[int, list[Fact]]:
 
 
 class TestTeamView:
-    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
     @given(case=logs())
     def test_the_deltas_keep_the_client_equal_to_the_full_view(
         self, case: tuple[int, list[Fact]]
@@ -173,7 +176,9 @@ def replay(facts: Sequence[Fact]) -> Iterator[tuple[Fact, AguiProjector, list[Ev
 
 
 class TestProjectorState:
-    @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
     @given(case=team_runs())
     def test_after_every_fact_the_client_holds_the_full_view(
         self, case: tuple[str, list[bool], float]

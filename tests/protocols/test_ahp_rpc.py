@@ -38,6 +38,7 @@ from orchestrator.protocols import (
     result_frame,
     session_snapshot_state,
 )
+from tests.support.examples import examples
 from tests.support.scenarios import LEAD, SESSION, Log
 
 
@@ -176,7 +177,7 @@ class TestParseCall:
         assert caught.value.code == ErrorCode.PARSE_ERROR
         assert caught.value.message.startswith("$.x[0][0]: ")
 
-    @settings(max_examples=60)
+    @settings(max_examples=examples(60))
     @given(
         message=st.dictionaries(
             st.sampled_from(["jsonrpc", "id", "method", "params", "result"]),

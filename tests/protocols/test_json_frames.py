@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from orchestrator.base import JsonLimits, PeerProtocolError
 from orchestrator.protocols._json_frames import decode_object, shown
+from tests.support.examples import examples
 
 
 def refused(frame: str | bytes, max_bytes: int = 100, **limits: int) -> PeerProtocolError:
@@ -68,7 +69,7 @@ class TestDecodeObject:
         assert "nested deeper than 2 levels" in refused(frame, max_depth=2).message
         assert decode_object(frame, max_bytes=100, protocol="p", limits=JsonLimits(max_depth=3))
 
-    @settings(max_examples=50)
+    @settings(max_examples=examples(50))
     @given(
         value=st.recursive(
             st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=5),

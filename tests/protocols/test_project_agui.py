@@ -40,6 +40,7 @@ from tests.support.agui import (
     team_runs,
     validate_event,
 )
+from tests.support.examples import examples
 from tests.support.paths import PROJECT_ROOT
 
 DELIVERY = load_team(PROJECT_ROOT / "teams" / "delivery.toml")
@@ -527,7 +528,9 @@ class TestJsonPatch:
 
 
 class TestAnyTeamRun:
-    @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
     @given(case=team_runs())
     def test_every_stream_is_well_formed_valid_ag_ui(
         self, case: tuple[str, list[bool], float]

@@ -36,6 +36,7 @@ from orchestrator.protocols import (
     teammate_envelopes,
     unstructure_envelope,
 )
+from tests.support.examples import examples
 
 TEAM, NAME = "nightly", "audit"
 URI = teammate_uri(TEAM, NAME)
@@ -165,7 +166,7 @@ class TestEnvelopes:
 
 
 @pytest.mark.parametrize("blocked", [False, True])
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 @given(
     steps=st.lists(
         st.sampled_from(

@@ -23,6 +23,7 @@ from orchestrator.protocols import (
     parse_request,
     teammates_message,
 )
+from tests.support.examples import examples
 
 
 def read(data: dict[str, Any]) -> TeammateRequest:
@@ -94,7 +95,7 @@ class TestRequests:
         with pytest.raises(PeerProtocolError, match="nested deeper than 3 levels"):
             parse_request(frame, max_bytes=1_000, limits=JsonLimits(max_depth=3))
 
-    @settings(max_examples=50)
+    @settings(max_examples=examples(50))
     @given(
         kind=st.sampled_from(
             ["list", "subscribe", "history", "pause", "resume", "trigger", "stop"]

@@ -38,6 +38,7 @@ from orchestrator.runtime import (
 from orchestrator.server import Role, ServeConfig, Token, serve
 from orchestrator.sessions import Limits
 from tests.support.daemon import connect, running_daemon
+from tests.support.examples import examples
 from tests.support.teams import ECHO
 
 TOKEN = "tok-3f9a1c7e5b2d4068"  # a daemon token: registered, redacted by its exact value
@@ -345,7 +346,7 @@ class TestRedactedLines:
             assert line["logger"] == "hypercorn.error"
             assert line["level"] == "error"
 
-    @settings(max_examples=60, deadline=None)
+    @settings(max_examples=examples(60), deadline=None)
     @given(
         secret=st.text(string.ascii_letters + string.digits + "-_.~+/", min_size=16, max_size=40),
         data=st.data(),
@@ -716,7 +717,7 @@ class TestDaemonLogs:
 
 
 @pytest.mark.daemon
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(
     st.lists(
         st.dictionaries(st.sampled_from(["chat", "agent", "tool_call"]), st.integers(), max_size=3),

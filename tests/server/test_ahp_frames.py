@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from tests.support.ahp_client import ROOT, connect_ahp
 from tests.support.daemon import running_daemon
+from tests.support.examples import examples
 from tests.support.teams import ECHO
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
@@ -84,7 +85,7 @@ def malformed(draw: st.DrawFn) -> str:
 
 class TestMalformedFrames:
     @settings(
-        max_examples=8,
+        max_examples=examples(8),
         deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )

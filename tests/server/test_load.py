@@ -24,6 +24,7 @@ from orchestrator.server import ServeConfig, _outbox, parse_serve_config
 from orchestrator.sessions import Limits
 from tests.support import teams
 from tests.support.daemon import Client, RunningDaemon, connect, running_daemon
+from tests.support.examples import examples
 from tests.support.teams import ECHO
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
@@ -455,7 +456,7 @@ class TestMalformedFrames:
                         await client.send(PROBE)
                         return answer, await client.receive()
 
-                    @settings(max_examples=50, deadline=None, database=None)
+                    @settings(max_examples=examples(50), deadline=None, database=None)
                     @given(bad_frames)
                     def throw(frame: str | bytes) -> None:
                         answer, probe = trio.from_thread.run(exchange, frame)

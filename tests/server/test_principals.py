@@ -19,6 +19,7 @@ from orchestrator.server import (
     Role,
     Token,
 )
+from tests.support.examples import examples
 
 HOST = "daemon.example:8765"
 OPERATOR = Token(name="olivia", role=Role.OPERATOR, secret="operator-secret-0123456789")
@@ -149,7 +150,7 @@ class TestWithTokens:
         later = Principals(Authenticator([OPERATOR, VIEWER]), clock=lambda: NOW + 31 * 86400)
         assert later.of(connection({"cookie": cookie})) is None
 
-    @settings(max_examples=80)
+    @settings(max_examples=examples(80))
     @given(
         st.sampled_from(["http", "https"]),
         st.just("daemon.example") | st.from_regex(r"[a-z]{1,8}\.example", fullmatch=True),

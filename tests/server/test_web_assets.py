@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from orchestrator.server import (
     WebAssets,
 )
+from tests.support.examples import examples
 
 
 def test_an_asset_is_named_by_its_content_and_a_missing_one_is_a_packaging_error(
@@ -46,7 +47,7 @@ def test_an_asset_is_named_by_its_content_and_a_missing_one_is_a_packaging_error
         WebAssets(root)
 
 
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 @given(st.text(max_size=200))
 def test_the_offline_page_carries_any_text_intact_and_inert(text: str) -> None:
     """Whatever a session's titles and texts hold, the one-file page's data element holds

@@ -31,6 +31,7 @@ from orchestrator.ahp.state import (
 from orchestrator.base import PeerProtocolError
 from orchestrator.core import Action
 from orchestrator.sessions import ExpectedAction, decode_origin, encode_origin
+from tests.support.examples import examples
 
 AT = "2026-12-07T00:00:00.000Z"
 
@@ -112,7 +113,7 @@ ORIGINS = st.builds(ActionOrigin, client_id=st.text(), client_seq=st.integers())
 
 
 class TestTravel:
-    @settings(max_examples=100)
+    @settings(max_examples=examples(100))
     @given(expected=EXPECTED)
     def test_an_expected_action_travels_whole(self, expected: ExpectedAction) -> None:
         assert ExpectedAction.from_json(expected.to_json()) == expected
@@ -143,7 +144,7 @@ class TestTravel:
             ExpectedAction.from_json({"kind": "turn", "key": 1, "pad": "x" * 10_000})
         assert len(str(refused.value)) < 400
 
-    @settings(max_examples=100)
+    @settings(max_examples=examples(100))
     @given(origin=ORIGINS)
     def test_an_origin_travels_whole(self, origin: ActionOrigin) -> None:
         assert decode_origin(encode_origin(origin)) == origin

@@ -28,6 +28,7 @@ from orchestrator.sessions import (
     encode_error,
 )
 from orchestrator.sessions._forwarding import KINDS, Origin
+from tests.support.examples import examples
 from tests.support.postgres import direct_sql
 
 SESSION = "ahp-session:/forwarded"
@@ -79,7 +80,7 @@ JSON = st.recursive(
 
 class TestDecoding:
     @hypothesis.seed(21)
-    @hypothesis.settings(max_examples=500)
+    @hypothesis.settings(max_examples=examples(500))
     @hypothesis.given(kind=st.sampled_from((*KINDS, "rm -rf", "")) | JSON, payload=JSON)
     def test_a_row_is_a_command_or_refused(self, kind: Any, payload: Any) -> None:
         """Whatever a row holds: a command, or PeerProtocolError; never anything else."""

@@ -19,6 +19,7 @@ from orchestrator.runtime import MemoryFactLog, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.sessions import SESSION_PREFIX, LiveSession, SharedText, session_id, session_uri
 from orchestrator.spec import parse_team
+from tests.support.examples import examples
 from tests.support.teams import ECHO
 
 
@@ -78,7 +79,7 @@ def echo_session(daemon: Daemon) -> LiveSession:
 
 
 class TestIds:
-    @settings(max_examples=50)
+    @settings(max_examples=examples(50))
     @given(short=st.text(min_size=1).filter(lambda s: not s.startswith(SESSION_PREFIX)))
     def test_an_id_and_its_uri_name_one_session(self, short: str) -> None:
         uri = session_uri(short)

@@ -48,6 +48,7 @@ from orchestrator.sessions._root_channel import (
 from tests.support import strategies
 from tests.support.ahp_client import ROOT, AhpClient, connect_ahp, user_message
 from tests.support.daemon import TEAMS, RunningDaemon, connect, running_daemon, websocket
+from tests.support.examples import examples
 from tests.support.teammates import slow_team
 from tests.support.teams import ECHO
 
@@ -634,7 +635,9 @@ class TestRootChannel:
 
 
 class TestSessionSummary:
-    @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
     @given(session=strategies.session_states(), provider=st.text(min_size=1, max_size=8))
     def test_says_what_the_session_channel_says(self, session: SessionState, provider: str) -> None:
         """Made from the state as it is, the summary has the fields of the session channel's

@@ -39,6 +39,7 @@ from orchestrator.protocols import (
 from orchestrator.runtime import FactBus, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.sessions import TeamLog
+from tests.support.examples import examples
 from tests.support.runtime import fanout
 from tests.support.scenarios import SCENARIOS, SESSION, scenarios
 from tests.support.team_state import NOW, assert_same, batches, fanout_facts
@@ -113,7 +114,7 @@ def cuts(draw: st.DrawFn, facts: Sequence[Fact]) -> list[list[Fact]]:
 
 
 class TestFollowedStateProjects:
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=examples(150), deadline=None)
     @given(facts=scenarios(), data=st.data())
     def test_envelopes_from_the_followed_state_equal_the_own_fold(
         self, facts: list[Fact], data: st.DataObject
@@ -142,7 +143,7 @@ class TestFollowedStateProjects:
         assert runtime.envelopes == project_facts(SESSION, runtime.facts)
         assert runtime.envelopes  # the scenario projects something
 
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=examples(100), deadline=None)
     @given(drawn=batches(), data=st.data())
     def test_validated_batches_of_any_actions(
         self, drawn: tuple[int, list[list[tuple[str, Action]]]], data: st.DataObject
@@ -339,7 +340,7 @@ class TestTeamLog:
 
 
 class TestGraphKeptIncrementally:
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=examples(100), deadline=None)
     @given(facts=scenarios(), data=st.data())
     def test_a_graph_fed_in_batches_and_read_between_equals_one_built_at_once(
         self, facts: list[Fact], data: st.DataObject

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from orchestrator.base import TeamFileError
 from orchestrator.spec._checks import _ValueChecks
+from tests.support.examples import examples
 
 CHECKS = _ValueChecks("teams/t.toml")
 
@@ -109,7 +110,7 @@ def test_good_values_come_back_typed() -> None:
     assert CHECKS.argument("", "cwd", empty_ok=True) == ""
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(st.integers(), st.integers(min_value=-5, max_value=5))
 def test_an_integer_is_taken_from_its_minimum(value: int, minimum: int) -> None:
     if value >= minimum:
@@ -126,7 +127,7 @@ toml_json_values: st.SearchStrategy[Any] = st.recursive(
 )
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(toml_json_values)
 def test_json_values_are_copied_as_they_are(value: Any) -> None:
     copy = CHECKS.json_value(value, "input")

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from orchestrator import Agent, Command, Mcp, Team, TeamFileError, TeamSpec, Tool, tool
 from orchestrator.spec import PythonTool, parse_team, team_from_mapping
 from tests.support.code_first import WORDS, WORDS_TOML, count_words, publish_text
+from tests.support.examples import examples
 from tests.support.paths import TEAMS
 
 SHIPPED = sorted(TEAMS.glob("*.toml"))
@@ -292,7 +293,7 @@ def teams(draw: st.DrawFn) -> Team:
 
 
 class TestToToml:
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=examples(100), deadline=None)
     @given(teams())
     def test_the_file_written_parses_to_the_same_spec(self, team: Team) -> None:
         assert parse_team(team.to_toml(), file=team.spec.file) == team.spec

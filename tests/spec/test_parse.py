@@ -24,6 +24,7 @@ from orchestrator.spec import (
     lint_team,
     load_team,
 )
+from tests.support.examples import examples
 from tests.support.team_files import (
     _SCALARS,
     FILE,
@@ -620,7 +621,7 @@ class TestBackgroundErrors:
         error = parse_error(text)
         assert (error.key_path, fragment in error.message) == (key_path, True), error.message
 
-    @settings(max_examples=300)
+    @settings(max_examples=examples(300))
     @given(
         st.dictionaries(
             st.sampled_from(

@@ -20,6 +20,7 @@ from orchestrator.spec import (
     check_team,
     lint_team,
 )
+from tests.support.examples import examples
 from tests.support.team_files import (
     _TOML_VALUES,
     FILE,
@@ -252,7 +253,7 @@ class TestCommandToolErrors:
         error = parse_error(text)
         assert (error.key_path, fragment in error.message) == (key_path, True), error.message
 
-    @settings(max_examples=300)
+    @settings(max_examples=examples(300))
     @given(
         st.dictionaries(
             st.sampled_from(["command", "description", "timeout", "cwd", "env", "comand"]),

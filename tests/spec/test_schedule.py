@@ -32,6 +32,7 @@ from orchestrator.spec import (
     parse_zone,
     run_deadline,
 )
+from tests.support.examples import examples
 from tests.support.paths import PROJECT_ROOT
 
 UTC = dt.UTC
@@ -527,7 +528,7 @@ class TestProperties:
         wake = next_wake(background, after)
         assert (wake.second, wake.microsecond) == (0, 0)
 
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=examples(150), deadline=None)
     @given(specs, anywhere, windows)
     def test_missed_wakes_are_the_latest_forward_wakes(
         self, background: BackgroundSpec, last: dt.datetime, gap: dt.timedelta
@@ -586,7 +587,7 @@ def minute_by_minute(
 
 
 class TestOracle:
-    @settings(max_examples=60, deadline=None)
+    @settings(max_examples=examples(60), deadline=None)
     @given(cron_specs, near_changes, st.integers(min_value=0, max_value=3 * 60))
     def test_wakes_agree_with_a_minute_by_minute_reading(
         self, background: BackgroundSpec, after: dt.datetime, minutes: int

@@ -22,6 +22,7 @@ from orchestrator.spec import (
     ToolStep,
     UsageStep,
 )
+from tests.support.examples import examples
 from tests.support.team_files import parse, with_lead_steps
 
 conditions = st.sampled_from([None, "search", "PLAN"])
@@ -50,7 +51,7 @@ class TestRounds:
     def test_a_turn_without_steps_is_one_empty_round(self) -> None:
         assert ScriptedTurn(steps=()).rounds_for("x") == ((),)
 
-    @settings(max_examples=100)
+    @settings(max_examples=examples(100))
     @given(st.lists(steps, max_size=8), st.sampled_from(["plan", "search it", "Search", ""]))
     def test_the_rounds_are_the_kept_steps_cut_after_each_tool_request(
         self, script: list[Step], task: str

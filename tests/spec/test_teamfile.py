@@ -28,6 +28,7 @@ from orchestrator.spec import (
     parse_team,
     team_from_mapping,
 )
+from tests.support.examples import examples
 from tests.support.paths import TEAMS
 from tests.support.team_files import (
     _KEYS,
@@ -171,7 +172,7 @@ class TestParserNeverCrashes:
         with contextlib.suppress(TeamFileError):
             team_from_mapping(document, file=FILE)
 
-    @settings(max_examples=300)
+    @settings(max_examples=examples(300))
     @given(st.data())
     def test_one_value_changed_in_a_shipped_team(self, data: st.DataObject) -> None:
         """Replacing or deleting any one value of delivery.toml never escapes TeamFileError."""

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.spec._wording import _describe, _did_you_mean, _join, _one_of
+from tests.support.examples import examples
 
 
 class TestKeyPaths:
@@ -27,7 +28,7 @@ class TestKeyPaths:
     def test_a_key_is_quoted_unless_bare(self, path: str, key: str, joined: str) -> None:
         assert _join(path, key) == joined
 
-    @settings(max_examples=100)
+    @settings(max_examples=examples(100))
     @given(
         st.lists(
             st.text(

@@ -13,9 +13,10 @@ from orchestrator.ahp import state as _ahp_state
 from orchestrator.ahp import (
     unstructure,
 )
+from tests.support.examples import examples
 
 PROPERTY_SETTINGS = settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -19,6 +19,7 @@ from orchestrator.journal import (
     read_facts_payload,
 )
 from orchestrator.journal.postgres._notify import MAX_PAYLOAD
+from tests.support.examples import examples
 from tests.support.postgres import direct_sql
 
 
@@ -33,7 +34,7 @@ def table(postgres_database: str) -> Iterator[str]:
 
 
 class TestFactsPayload:
-    @settings(max_examples=100)
+    @settings(max_examples=examples(100))
     @given(session=st.text(max_size=200), sequence=st.integers(min_value=0))
     def test_a_payload_reads_back_as_the_session_and_sequence_it_says(
         self, session: str, sequence: int
@@ -70,7 +71,7 @@ class TestFactsPayload:
     ) -> None:
         assert read_facts_payload(payload) == read
 
-    @settings(max_examples=100)
+    @settings(max_examples=examples(100))
     @given(payload=st.text(max_size=100))
     def test_any_payload_reads_as_a_session_and_sequence_or_none(self, payload: str) -> None:
         session, sequence = read_facts_payload(payload)

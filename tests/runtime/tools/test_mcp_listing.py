@@ -18,6 +18,7 @@ from orchestrator.runtime.tools._mcp_listing import (
     MCP_MAX_TOOLS,
     offerable,
 )
+from tests.support.examples import examples
 
 OBJECT: dict[str, Any] = {"type": "object", "properties": {"a": {"type": "string"}}}
 
@@ -107,7 +108,7 @@ class TestLimits:
         assert offerable("s", [tool("t", description=whole)])[0].description == whole
 
 
-@settings(max_examples=80)
+@settings(max_examples=examples(80))
 @given(
     listing=st.lists(
         st.tuples(

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.runtime.tools import MCP_OUTPUT_LIMIT, McpResult, call_result, failed_result
+from tests.support.examples import examples
 
 
 def answer(**result: Any) -> mcp_types.CallToolResult:
@@ -123,7 +124,7 @@ class TestLimit:
         assert result.output.endswith("\n[output truncated: 1 more characters not shown]")
         assert result.output.startswith("z" * MCP_OUTPUT_LIMIT + "\n")
 
-    @settings(max_examples=60)
+    @settings(max_examples=examples(60))
     @given(text=st.text(alphabet="ab \n", max_size=200), extra=st.integers(0, 3))
     def test_what_is_kept_is_a_prefix_of_the_text(self, text: str, extra: int) -> None:
         """Cut or not, the output starts with as much of the text as the limit allows."""

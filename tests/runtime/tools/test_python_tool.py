@@ -60,6 +60,7 @@ from orchestrator.spec import (
 )
 from tests.support import code_first, python_tools
 from tests.support.daemon import running_daemon
+from tests.support.examples import examples
 from tests.support.fake_openai import Answer, Stream, fake_openai, text, tool_calls
 from tests.support.paths import PROJECT_ROOT
 from tests.support.runtime import Harness
@@ -534,7 +535,7 @@ def signatures(draw: st.DrawFn) -> tuple[inspect.Signature, dict[str, Any]]:
     return inspect.Signature(parameters), arguments
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(signatures())
 def test_a_derived_schema_is_valid_and_fits_the_arguments_of_its_types(
     drawn: tuple[inspect.Signature, dict[str, Any]],

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.runtime.tools import BASE_VARIABLES, INTERPRETER_BIN, tool_environment
+from tests.support.examples import examples
 
 DAEMON = {
     "PATH": "/usr/local/bin:/usr/bin",
@@ -72,7 +73,7 @@ def test_empty_entries_of_path_are_dropped() -> None:
 names = st.sampled_from([*BASE_VARIABLES, "SECRET", "ORCHESTRATOR_TOKEN", "X1", "X2"])
 
 
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 @given(
     base=st.dictionaries(names, st.text("ab/:", max_size=6)),
     table=st.dictionaries(names, st.text("cd", max_size=3)),
