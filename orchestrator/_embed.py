@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TypeAlias, cast
 
 import attrs
+import sniffio
 import trio
 
 from orchestrator.ahp.actions import ChatInputRequestedAction
@@ -278,6 +279,22 @@ def _approval_of(fact: Fact) -> ApprovalRequested | None:
     return None
 
 
+def _require_trio(call: str) -> None:
+    """Refuse ``call`` (``"open_run"``) under asyncio at once, naming the asyncio API:
+    trio's own failure there is an ``AttributeError`` deep inside it."""
+    try:
+        library = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        return  # not in an event loop's task: trio says what it needs
+    if library == "asyncio":
+        raise RuntimeError(
+            f"orchestrator.{call} runs under trio, and this is asyncio: use "
+            f"orchestrator.aio.{call} (from orchestrator import aio), the same call for asyncio"
+        )
+    if library != "trio":
+        raise RuntimeError(f"orchestrator.{call} runs under trio, and this is {library}")
+
+
 def _team_of(team: TeamSpec | str | os.PathLike[str]) -> TeamSpec:
     return team if isinstance(team, TeamSpec) else load_team(Path(team))
 
@@ -312,8 +329,10 @@ async def open_run(
 
     Leaving the block waits for the run to end; an exception in it cancels the run first.
     Problems found before the run starts raise here, before any fact is written: an empty
-    prompt, a team file that does not parse, a backend that cannot be made.
+    prompt, a team file that does not parse, a backend that cannot be made. Under asyncio it
+    raises at once: :mod:`orchestrator.aio` has the same calls for asyncio.
     """
+    _require_trio("open_run")
     library_logging()
     spec = _team_of(team)
     require_prompt(prompt)
@@ -413,6 +432,7 @@ async def run_team(
         on_question: Answers questions as they come. Without it, a question is declined.
         environ: Where the team file's backends read their keys (default ``os.environ``).
     """
+    _require_trio("run_team")
     async with open_run(
         team,
         prompt,
