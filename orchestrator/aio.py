@@ -34,9 +34,8 @@ Cancellation crosses both ways:
 
 * asyncio to trio: an exception in the asyncio block (``CancelledError`` too) is raised in
   the trio block, so the run is cancelled as the trio API cancels it, and comes out of the
-  block unchanged. A cancelled wait at the block's end cancels the run and waits for it to
-  end; cancelled again, it cancels the trio side outright. A cancelled awaited call cancels
-  its trio task.
+  block unchanged. A cancelled wait at the block's end cancels the trio block, so the run,
+  and waits for it to end. A cancelled awaited call cancels its trio task.
 * trio to asyncio: when the run fails (a callback raised, the journal broke), the task in
   the block is cancelled, as :class:`asyncio.TaskGroup` cancels its body, and the block
   raises the run's exception. A call that the failure cut off raises it too: nothing waits
@@ -537,20 +536,16 @@ class _RunBlock:
         raise failure
 
     async def _wait_for_the_end(self) -> None:
-        """Wait for the trio side: cancelled once, cancel the run (it records that it
-        ended); twice, cancel the trio side outright. Re-raise the cancellation after."""
+        """Wait for the trio side; cancelled, cancel it (the trio block cancels the run,
+        which records that it ended), and re-raise the cancellation once it has ended."""
         assert self._ended is not None
-        cancelled = 0
+        cancelled = False
         while not self._ended.done():
             try:
                 await asyncio.shield(self._ended)
             except asyncio.CancelledError:
-                if self._ended.done():
-                    break
-                cancelled += 1
-                if cancelled == 1 and self._run is not None:
-                    self.soon(self._run.cancel)
-                else:
+                if not self._ended.done():
+                    cancelled = True
                     self.soon(self._scope.cancel)
             except BaseException:
                 break

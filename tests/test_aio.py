@@ -71,12 +71,25 @@ def team(text: str) -> orchestrator.TeamSpec:
 
 
 def under_asyncio(main: Callable[[], Awaitable[T]]) -> T:
-    """``main()`` under ``asyncio.run``, failing after 30 s rather than hanging; afterwards
-    the thread holds no trio run (the guest has stopped)."""
+    """``main()`` under ``asyncio.run``, failing after 30 s rather than hanging (even when
+    the cancellation would make ``main`` raise what a test expects); afterwards the thread
+    holds no trio run (the guest has stopped)."""
 
     async def bounded() -> T:
-        async with asyncio.timeout(30):
+        task = asyncio.current_task()
+        assert task is not None
+        expired: list[bool] = []
+
+        def expire() -> None:
+            expired.append(True)
+            task.cancel()
+
+        deadline = asyncio.get_running_loop().call_later(30, expire)
+        try:
             return await main()
+        finally:
+            deadline.cancel()
+            assert not expired, "hung: cancelled after 30 s"
 
     result = asyncio.run(bounded())
     assert not trio.lowlevel.in_trio_run(), "a trio guest run outlived asyncio.run"
