@@ -213,7 +213,7 @@ async def _uncancelled(future: asyncio.Future[Any]) -> None:
 # ── crossing from asyncio to trio ───────────────────────────────────────────
 
 
-class _CutOff(Exception):
+class _CutOffError(Exception):
     """The trio side of a call was cancelled by trio (its run ended), not by its caller."""
 
 
@@ -233,7 +233,7 @@ async def _in_trio(
                 value = await fn()
         except trio.Cancelled:
             if not result.done():
-                result.set_exception(_CutOff())
+                result.set_exception(_CutOffError())
             raise
         except BaseException as exc:
             # Delivered: the caller raises it; trio's nursery must not fail for it.
@@ -242,7 +242,7 @@ async def _in_trio(
         else:
             if scope.cancelled_caught:
                 if not result.done():
-                    result.set_exception(_CutOff())
+                    result.set_exception(_CutOffError())
             elif not result.done():
                 result.set_result(value)
 
@@ -439,7 +439,8 @@ class _RunBlock:
 
     async def _hold(self) -> None:
         """The trio side: the trio block, open until the asyncio block leaves."""
-        assert self._entered is not None and self._ended is not None
+        assert self._entered is not None
+        assert self._ended is not None
         guest = self._guest
         assert guest is not None
         a = self._arguments
@@ -472,7 +473,8 @@ class _RunBlock:
             self._end(None)
 
     def _end(self, exc: BaseException | None) -> None:
-        assert self._entered is not None and self._ended is not None
+        assert self._entered is not None
+        assert self._ended is not None
         if exc is None or isinstance(exc, trio.Cancelled):  # cancelled by the asyncio side
             if not self._entered.done():
                 self._entered.cancel()
@@ -499,14 +501,14 @@ class _RunBlock:
             assert self._guest is not None
             try:
                 return await _in_trio(self._guest, self._calls, fn)
-            except _CutOff:
+            except _CutOffError:
                 # The run ended under the call (it failed): the call raises how.
                 await _uncancelled(self._ended)
                 raise self._ended.exception() or asyncio.CancelledError() from None
         async with _hosted() as guest:  # after the block: a guest for this call
             try:
                 return await _in_trio(guest, None, fn)
-            except _CutOff:
+            except _CutOffError:
                 raise asyncio.CancelledError from None
 
     async def __aexit__(
@@ -515,7 +517,8 @@ class _RunBlock:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool:
-        assert self._ended is not None and self._hosting is not None
+        assert self._ended is not None
+        assert self._hosting is not None
         try:
             if not self._ended.done():
                 self._raised = exc
@@ -635,5 +638,5 @@ async def run_team(
                     environ=environ,
                 ),
             )
-        except _CutOff:  # pragma: no cover - nothing in the guest cancels a run_team
+        except _CutOffError:  # pragma: no cover - nothing in the guest cancels a run_team
             raise asyncio.CancelledError from None

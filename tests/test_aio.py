@@ -21,7 +21,7 @@ import orchestrator
 from orchestrator import _embed, aio
 from orchestrator.core import ApprovalResolved, TaskCreated
 from orchestrator.journal import open_reader
-from tests.support.teams import ASK, approvals
+from tests.support.teams import ASK
 
 T = TypeVar("T")
 
@@ -127,9 +127,10 @@ class TestRunTeam:
         assert [f.sequence for f in facts] == list(range(1, len(facts) + 1))
         assert facts[0].type == "team/runStarted"
         assert facts[-1].type == "team/runFinished"
-        assert [str(f.action.decision) for f in facts if isinstance(f.action, ApprovalResolved)] == [
-            "denied"
+        decisions = [
+            str(f.action.decision) for f in facts if isinstance(f.action, ApprovalResolved)
         ]
+        assert decisions == ["denied"]
         delegated = [
             f.action.agent
             for f in facts
@@ -216,11 +217,10 @@ class TestOpenRun:
         raised = KeyError("the program gave up")
 
         async def main() -> aio.TeamRun:
-            try:
+            with pytest.raises(KeyError) as caught:
                 async with aio.open_run(team(TWO_WORKERS), "go") as run:
                     raise raised
-            except KeyError as exc:
-                assert exc is raised
+            assert caught.value is raised
             return run
 
         run = under_asyncio(main)
@@ -255,10 +255,12 @@ class TestConcurrentRuns:
             return outcome.session, outcome.result
 
         async def main() -> list[tuple[str, str | None]]:
-            blocks = [one(i) for i in range(4)]
-            runs = [aio.run_team(team(ASK), "release", on_question=lambda q: "9") for _ in range(2)]
-            done = await asyncio.gather(*blocks, *runs)
-            return [(s, r) for s, r in done[:4]] + [(o.session, o.result) for o in done[4:]]
+            blocks = asyncio.gather(*(one(i) for i in range(4)))
+            runs = asyncio.gather(
+                *(aio.run_team(team(ASK), "release", on_question=lambda q: "9") for _ in range(2))
+            )
+            in_blocks, whole = await asyncio.gather(blocks, runs)
+            return [*in_blocks, *((o.session, o.result) for o in whole)]
 
         results = under_asyncio(main)
         assert len({session for session, _ in results}) == 6
@@ -268,7 +270,7 @@ class TestConcurrentRuns:
 
     def test_runs_one_after_another_start_a_guest_each(self) -> None:
         async def main() -> list[str | None]:
-            results = []
+            results: list[str | None] = []
             for _ in range(3):
                 outcome = await aio.run_team(team(ASK), "release", on_question=lambda q: "1")
                 results.append(outcome.result)
@@ -332,7 +334,7 @@ class TestCancellation:
 
     def test_a_timeout_at_the_blocks_end_cancels_the_run_which_records_it(self) -> None:
         async def main() -> aio.TeamRun:
-            with pytest.raises(TimeoutError):
+            with pytest.raises(TimeoutError):  # noqa: PT012 (the block is what raises)
                 async with asyncio.timeout(0.5):
                     async with aio.open_run(team(TWO_WORKERS), "go") as run:
                         pass  # nobody approves: leaving waits for the run, until the timeout
@@ -380,15 +382,16 @@ class TestTrioFailures:
 
         async def main() -> BaseException | None:
             waiter: asyncio.Task[orchestrator.RunOutcome] | None = None
-            with pytest.raises(ValueError, match="the callback broke"):
+            # (PT012: the block is what raises)
+            with pytest.raises(ValueError, match="the callback broke"):  # noqa: PT012
                 async with aio.open_run(team(TWO_WORKERS), "go", on_approval=broken) as run:
                     waiter = asyncio.create_task(run.outcome())
                     await asyncio.Event().wait()
             assert waiter is not None
-            return await asyncio.wait_for(asyncio.gather(waiter, return_exceptions=True), 5)
+            await asyncio.wait([waiter])
+            return waiter.exception()
 
-        [raised] = under_asyncio(main)  # type: ignore[misc]
-        assert isinstance(raised, ValueError)
+        assert isinstance(under_asyncio(main), ValueError)
 
 
 class TestMisuse:
