@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import fastapi
 import pytest
 import sniffio
 import trio
+from fastapi.responses import StreamingResponse
+from fastapi.testclient import TestClient
+from jupyter_client.manager import start_new_kernel
 
 import orchestrator
 from orchestrator import _embed, aio
 from orchestrator.core import ApprovalResolved, TaskCreated
 from orchestrator.journal import open_reader
+from tests.support.paths import PROJECT_ROOT
 from tests.support.teams import ASK
 
 T = TypeVar("T")
@@ -424,3 +429,108 @@ class TestMisuse:
         )
         with pytest.raises(RuntimeError, match=r"use orchestrator\.run_team, the same call"):
             await aio.run_team(team(ASK), "x")
+
+
+class TestFastApi:
+    """An app whose endpoints run teams: one awaits the run with an asyncio approval
+    callback, one streams the updates of a run it approves itself (FastAPI's TestClient
+    runs the app on an asyncio loop in a thread of its own)."""
+
+    def app(self) -> fastapi.FastAPI:
+        app = fastapi.FastAPI()
+
+        @app.post("/runs")
+        async def run(prompt: str, approve: bool) -> dict[str, str | None]:
+            async def decide(request: orchestrator.ApprovalRequested) -> bool:
+                await asyncio.sleep(0)
+                return approve
+
+            outcome = await aio.run_team(team(TWO_WORKERS), prompt, on_approval=decide)
+            return {"status": str(outcome.status), "result": outcome.result}
+
+        @app.get("/runs/stream")
+        async def stream(prompt: str) -> StreamingResponse:
+            async def lines() -> AsyncIterator[str]:
+                async with aio.open_run(team(TWO_WORKERS), prompt) as run:
+                    async for update in run.updates():
+                        yield f"{update.fact.sequence} {update.fact.type}\n"
+                        if update.approval is not None:
+                            await run.approve(update.approval.approval)
+                    outcome = await run.outcome()
+                yield f"result {outcome.result}\n"
+
+            return StreamingResponse(lines(), media_type="text/plain")
+
+        return app
+
+    def test_an_endpoint_awaits_a_run_with_an_asyncio_callback(self) -> None:
+        with TestClient(self.app()) as client:
+            approved = client.post("/runs", params={"prompt": "go", "approve": True})
+            denied = client.post("/runs", params={"prompt": "go", "approve": False})
+        assert approved.status_code == 200
+        assert approved.json() == {"status": "completed", "result": FINAL}
+        assert "publish was denied by user" in denied.json()["result"]
+
+    def test_an_endpoint_streams_the_updates_of_a_run(self) -> None:
+        with TestClient(self.app()) as client:
+            response = client.get("/runs/stream", params={"prompt": "go"})
+        streamed, result = response.text.split("result ", 1)
+        lines = streamed.splitlines()
+        assert lines[0] == "1 team/runStarted"
+        assert lines[-1].endswith(" team/runFinished")
+        assert [int(line.split()[0]) for line in lines] == list(range(1, len(lines) + 1))
+        assert result == f"{FINAL}\n"
+
+
+@pytest.mark.daemon
+class TestJupyter:
+    def test_a_cell_awaits_runs_at_top_level(self) -> None:
+        """A headless IPython kernel (a process of its own) runs a cell with a top-level
+        ``await aio.run_team(...)`` deciding the approval with an ``async def``, and a
+        second cell with ``async with aio.open_run(...)``."""
+        manager, client = start_new_kernel(kernel_name="python3", cwd=str(PROJECT_ROOT))
+        try:
+            first = run_cell(
+                client,
+                f"""
+import asyncio, orchestrator, sniffio
+from orchestrator import aio
+
+team = orchestrator.parse_team({TWO_WORKERS!r}, file="t.toml")
+
+async def decide(request):
+    await asyncio.sleep(0)
+    return True
+
+outcome = await aio.run_team(team, "go", on_approval=decide)
+print(sniffio.current_async_library(), outcome.status, repr(outcome.result))
+""",
+            )
+            second = run_cell(
+                client,
+                """
+async with aio.open_run(team, "go", on_approval=lambda request: False) as run:
+    print(len([update async for update in run.updates()]) > 10)
+print((await run.outcome()).status)
+""",
+            )
+        finally:
+            client.stop_channels()
+            manager.shutdown_kernel(now=True)
+        assert first == f"asyncio completed {FINAL!r}\n"
+        assert second == "True\ncompleted\n"
+
+
+def run_cell(client: Any, code: str) -> str:
+    """What the cell ``code`` printed; its error's traceback fails the test."""
+    printed: list[str] = []
+
+    def output(message: dict[str, Any]) -> None:
+        if message["msg_type"] == "stream":
+            printed.append(message["content"]["text"])
+        elif message["msg_type"] == "error":
+            pytest.fail("\n".join(message["content"]["traceback"]))
+
+    reply = client.execute_interactive(code, timeout=60, output_hook=output)
+    assert reply["content"]["status"] == "ok"
+    return "".join(printed)
