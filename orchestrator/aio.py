@@ -48,13 +48,14 @@ The trio API called under asyncio, or this one under trio, fails at once and nam
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import inspect
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import attrs
 import sniffio
@@ -147,12 +148,17 @@ class _Guest:
         self._token.run_sync_soon(fn)
 
     def spawn(self, fn: Callable[[], Awaitable[object]], nursery: trio.Nursery | None) -> None:
-        """Start ``fn`` as a trio task in ``nursery`` (the guest's own if None)."""
-        self.soon(lambda: (nursery or self._nursery_now()).start_soon(fn))
+        """Start ``fn`` as a trio task in ``nursery``, or in the guest's own: when None, or
+        when ``nursery`` has closed meanwhile (a run's block that has just ended)."""
 
-    def _nursery_now(self) -> trio.Nursery:
-        assert self._nursery is not None
-        return self._nursery
+        def start() -> None:
+            assert self._nursery is not None
+            try:
+                (nursery or self._nursery).start_soon(fn)
+            except RuntimeError:  # closed to new arrivals
+                self._nursery.start_soon(fn)
+
+        self.soon(start)
 
     def stop(self) -> None:
         self.soon(self._idle.set)
@@ -329,19 +335,62 @@ def _scheduled(
 
 
 class _Iterator(AsyncIterator[_T]):
+    """A trio async iterator read from asyncio.
+
+    Crossing to trio for each step costs a wake-up of the guest (a byte on its wake-up
+    socket, and often a thread hop: 3.5 times the trio iteration's cost, measured).
+    So while the run's block is open, one trio task (the *pump*) reads the trio iterator
+    from the first step on, and hands each item to asyncio on the loop's thread, with no
+    wake-up. It reads ahead of the asyncio reader, unbounded, as the trio iterators here
+    do themselves (``updates()`` buffers every fact for its reader). After the block, each
+    step crosses on its own.
+    """
+
     def __init__(self, block: _RunBlock, inner: AsyncIterator[_T]) -> None:
         self._block = block
         self._inner = inner
+        # What the pump read: (True, an item) or (False, what the trio step raised).
+        self._items: collections.deque[tuple[bool, Any]] = collections.deque()
+        self._arrived: asyncio.Future[None] | None = None
+        self._pumping = False
 
     def __aiter__(self) -> _Iterator[_T]:
         return self
 
     async def __anext__(self) -> _T:
-        return await self._block.call(self._inner.__anext__)
+        if not self._pumping and not self._block.pump(self._pump):
+            return await self._block.call(self._inner.__anext__)
+        self._pumping = True
+        while not self._items:
+            self._arrived = asyncio.get_running_loop().create_future()
+            await self._arrived
+        read, item = self._items[0]
+        if read:
+            self._items.popleft()
+            return cast(_T, item)
+        raise item  # (it stays: each step after the end ends too)
+
+    async def _pump(self) -> None:
+        """The trio side: read every item, and hand each over at once."""
+        while True:
+            try:
+                item = await self._inner.__anext__()
+            except trio.Cancelled:
+                self._hand_over(False, asyncio.CancelledError())
+                raise
+            except BaseException as exc:  # the end (StopAsyncIteration) or a failure
+                self._hand_over(False, exc)
+                return
+            self._hand_over(True, item)
+
+    def _hand_over(self, read: bool, item: Any) -> None:
+        self._items.append((read, item))
+        if self._arrived is not None and not self._arrived.done():
+            self._arrived.set_result(None)
 
     async def aclose(self) -> None:
         close = getattr(self._inner, "aclose", None)
-        if close is not None:
+        if close is not None and not self._pumping:
             await self._block.call(close)
 
 
@@ -414,6 +463,7 @@ class _RunBlock:
         self._calls: trio.Nursery | None = None  # the trio block's nursery, while open
         self._run: _embed.TeamRun | None = None
         self._leave = trio.Event()
+        self._leaving = False  # the asyncio block has left (the trio one is told)
         self._raised: BaseException | None = None  # what the asyncio block raised
         self._task: asyncio.Task[Any] | None = None  # the task in the block
         self._cancelled_task = False  # the run's failure cancelled that task
@@ -486,13 +536,23 @@ class _RunBlock:
         self._ended.exception()  # retrieved: a run cut off before entering raises it there
         # The run failed while the asyncio block runs: cancel it, as trio would.
         task = self._task
-        if task is not None and not self._leave.is_set() and not task.done():
+        if task is not None and not self._leaving and not task.done():
             self._cancelled_task = True
             task.cancel()
 
     def soon(self, fn: Callable[[], object]) -> None:
         assert self._guest is not None
         self._guest.soon(fn)
+
+    def pump(self, fn: Callable[[], Awaitable[object]]) -> bool:
+        """Start ``fn`` in the run's block if it is open (else False): it ends with the
+        block."""
+        assert self._ended is not None
+        if self._calls is None or self._ended.done() or self._leaving:
+            return False
+        assert self._guest is not None
+        self._guest.spawn(fn, self._calls)
+        return True
 
     async def call(self, fn: Callable[[], Awaitable[_T]]) -> _T:
         """``fn()`` in trio, in the run's block while it is open, else on its own."""
@@ -520,6 +580,7 @@ class _RunBlock:
         assert self._ended is not None
         assert self._hosting is not None
         try:
+            self._leaving = True
             if not self._ended.done():
                 self._raised = exc
                 self.soon(self._leave.set)

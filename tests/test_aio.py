@@ -199,6 +199,22 @@ class TestOpenRun:
 
         assert under_asyncio(main).result == "Releasing 3.1"
 
+    def test_the_updates_can_be_read_after_the_block_too(self) -> None:
+        """In the block, one trio task reads the updates ahead for asyncio; after it, each
+        step crosses on its own: both give every fact once, in order."""
+
+        async def main() -> tuple[list[int], list[int]]:
+            async with aio.open_run(team(ASK), "release", on_question=lambda q: "1") as inside:
+                during = [u.fact.sequence async for u in inside.updates()]
+            async with aio.open_run(team(ASK), "release", on_question=lambda q: "1") as later:
+                pass
+            after = [u.fact.sequence async for u in later.updates()]
+            return during, after
+
+        during, after = under_asyncio(main)
+        assert during == after == list(range(1, len(during) + 1))
+        assert len(during) > 5
+
     def test_callbacks_given_to_open_run_may_be_coroutine_functions(self) -> None:
         async def main() -> orchestrator.RunOutcome:
             async def decide(request: orchestrator.ApprovalRequested) -> bool:
