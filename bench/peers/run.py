@@ -31,7 +31,9 @@ Systems (``--only`` takes these names):
   ``orchestrator.run_team`` under ``trio.run``, in memory or with a SQLite journal (its
   default durability); ``ours-api-memory-asyncio``, ``ours-api-journal-asyncio``: the same
   with ``orchestrator.aio.run_team`` under ``asyncio.run`` (trio a guest of the asyncio
-  loop), whose cost against the trio pair is what the asyncio way in adds.
+  loop), whose cost against the trio pair is what the asyncio way in adds;
+  ``ours-api-memory-reader`` and its ``-asyncio`` twin: ``open_run`` (``aio.open_run``), its
+  block reading every update, where each update crosses from trio to asyncio.
 - ``langgraph``, ``langgraph-memory``: a ``StateGraph`` whose coordinator node calls a custom
   ``BaseChatModel``; its tool calls fan out with one ``Send`` per call to a worker node that
   runs its own chat (its own message list) and answers with a ``ToolMessage``; the
@@ -268,6 +270,23 @@ def prepare_ours(
         from orchestrator import aio
 
         path = Path(tmp) / "journal.db" if journal else None
+        if reader:  # open_run, its block reading every update (a fact and its envelopes)
+
+            async def read_trio() -> Any:
+                async with orchestrator.open_run(team, PROMPT, backends=backends) as run:
+                    async for _ in run.updates():
+                        pass
+                return await run.outcome()
+
+            async def read_asyncio() -> Any:
+                async with aio.open_run(team, PROMPT, backends=backends) as run:
+                    async for _ in run.updates():
+                        pass
+                return await run.outcome()
+
+            if api == "trio":
+                return lambda: trio.run(read_trio)
+            return lambda: asyncio.run(read_asyncio())
         if api == "trio":
             return lambda: trio.run(
                 lambda: orchestrator.run_team(team, PROMPT, backends=backends, journal=path)
@@ -720,6 +739,16 @@ SYSTEMS: dict[str, tuple[str, Callable[[int], Callable[[], object]], Callable[[A
     "ours-api-memory-asyncio": (
         "this project, `aio.run_team` under asyncio, in memory",
         lambda n: prepare_ours(n, journal=False, reader=False, api="asyncio"),
+        answer_api,
+    ),
+    "ours-api-memory-reader": (
+        "this project, `open_run` under trio, in memory, the block reading the updates",
+        lambda n: prepare_ours(n, journal=False, reader=True, api="trio"),
+        answer_api,
+    ),
+    "ours-api-memory-reader-asyncio": (
+        "this project, `aio.open_run` under asyncio, in memory, the block reading the updates",
+        lambda n: prepare_ours(n, journal=False, reader=True, api="asyncio"),
         answer_api,
     ),
     "ours-api-journal": (
