@@ -336,25 +336,25 @@ async def open_run(
     library_logging()
     spec = _team_of(team)
     require_prompt(prompt)
-    async with contextlib.AsyncExitStack() as stack:
-        factory = await _backend_factory(stack, spec, backends, environ)
-        factlog: FactLog
-        if journal is None:
-            factlog = MemoryFactLog()
-        elif isinstance(journal, str | os.PathLike):
-            durable = open_journal(journal)  # a SQLite file's path, or postgresql://...
-            await trio.to_thread.run_sync(durable.open)  # a refused journal raises here
-            services = await stack.enter_async_context(trio.open_nursery())
-            # Exits run last first: the run's nursery ends, then this stops the journal.
-            stack.callback(services.cancel_scope.cancel)
-            await services.start(durable.serve)
-            factlog = durable
-        else:
-            factlog = journal
-        runtime = TeamRuntime(spec, backends=factory, factlog=factlog)
-        run = TeamRun(runtime)
-        deciding = runtime.bus.subscribe("embed-decisions", buffer_size=float("inf"))
-        try:
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            factory = await _backend_factory(stack, spec, backends, environ)
+            factlog: FactLog
+            if journal is None:
+                factlog = MemoryFactLog()
+            elif isinstance(journal, str | os.PathLike):
+                durable = open_journal(journal)  # a SQLite file's path, or postgresql://...
+                await trio.to_thread.run_sync(durable.open)  # a refused journal raises here
+                services = await stack.enter_async_context(trio.open_nursery())
+                # Exits run last first: the run's nursery ends, then this stops the journal.
+                stack.callback(services.cancel_scope.cancel)
+                await services.start(durable.serve)
+                factlog = durable
+            else:
+                factlog = journal
+            runtime = TeamRuntime(spec, backends=factory, factlog=factlog)
+            run = TeamRun(runtime)
+            deciding = runtime.bus.subscribe("embed-decisions", buffer_size=float("inf"))
             async with trio.open_nursery() as nursery:
                 if on_approval is not None or on_question is not None:
                     nursery.start_soon(run._decide, deciding, on_approval, on_question)
@@ -367,14 +367,15 @@ async def open_run(
                     run.cancel()
                     raise
                 await run.outcome()
-        except BaseExceptionGroup as group:
-            # One error (the block's, or the run's: a fact log that failed to start, say)
-            # comes out as it was raised, not in the group the nursery wraps it in with the
-            # cancellations it caused: ``except RunError`` works around open_run.
-            alone = _alone(group)
-            if alone is not None:
-                raise alone from None
-            raise
+    except BaseExceptionGroup as group:
+        # One error (the block's, or the run's: a fact log that failed to start, say)
+        # comes out as it was raised, not in the groups the nurseries (the run's, the
+        # journal's) wrap it in with the cancellations it caused: ``except RunError`` works
+        # around open_run.
+        alone = _alone(group)
+        if alone is not None:
+            raise alone from None
+        raise
 
 
 async def _backend_factory(

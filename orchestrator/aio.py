@@ -25,10 +25,12 @@ runs, and ``asyncio.run`` closes its loop with no trio thread left to call it.
 Each :func:`open_run` is a trio task of the guest (its *holder*) that enters the trio
 :func:`orchestrator.open_run` and keeps the block open until the asyncio block leaves. The
 :class:`TeamRun` it hands out forwards each call to trio: an awaitable method is run as a
-trio task inside the block (as trio code in the block would be), an iterator's each step
-likewise, and its result or exception is set on an asyncio future the caller awaits.
-Callbacks run on the trio side; one that returns an awaitable (an ``async def``) has it run
-as an asyncio task, which trio waits for.
+trio task inside the block (as trio code in the block would be), and its result or
+exception is set on an asyncio future the caller awaits. An iterator is read by one trio
+task that hands each item over (see :class:`_Iterator`). The approval and question
+callbacks run on the trio side; one that returns an awaitable (an ``async def``) has it run
+as an asyncio task, which trio waits for. :func:`run_team` is :func:`open_run` whose block
+reads the updates for ``on_update``, as the trio one is.
 
 Cancellation crosses both ways:
 
@@ -420,6 +422,9 @@ class TeamRun:
         """The approvals waiting for the user's decision."""
         return self._run.pending_approvals()
 
+    def _unsubscribe_updates(self) -> None:
+        self._block.soon(lambda: self.runtime.bus.unsubscribe(self._run._subscription))
+
     def open_questions(self) -> list[Question]:
         """The agents' questions waiting for an answer."""
         return self._run.open_questions()
@@ -680,24 +685,24 @@ async def run_team(
         on_question: Answers questions likewise. Without it, a question is declined.
         environ: Where the team file's backends read their keys (default ``os.environ``).
 
-    The whole run is one trio task: the updates cross to asyncio only for ``on_update``.
+    A cancelled task cancels the run, which records that it was cancelled (as an exception
+    in :func:`open_run`'s block does).
     """
     _require_asyncio("run_team")
-    async with _hosted() as guest:
-        try:
-            return await _in_trio(
-                guest,
-                None,
-                lambda: _embed.run_team(
-                    team,
-                    prompt,
-                    backends=backends,
-                    journal=journal,
-                    on_update=_from_asyncio(guest, on_update),
-                    on_approval=_from_asyncio(guest, on_approval),
-                    on_question=_from_asyncio(guest, on_question),
-                    environ=environ,
-                ),
-            )
-        except _CutOffError:  # pragma: no cover - nothing in the guest cancels a run_team
-            raise asyncio.CancelledError from None
+    async with open_run(
+        team,
+        prompt,
+        backends=backends,
+        journal=journal,
+        on_approval=on_approval or _embed._deny,
+        on_question=on_question or _embed._decline,
+        environ=environ,
+    ) as run:
+        if on_update is None:
+            run._unsubscribe_updates()  # nobody reads: keep no facts
+        else:
+            async for update in run.updates():
+                result = on_update(update)
+                if inspect.isawaitable(result):
+                    await result
+        return await run.outcome()
