@@ -300,6 +300,23 @@ class TestConcurrentRuns:
 
         assert under_asyncio(main) == ["Releasing 1"] * 3
 
+    def test_runs_starting_as_others_end_each_find_a_guest(self) -> None:
+        """Runs that start while the loop's guest is stopping (its last run just ended)
+        wait for it to stop, then start the next: trio holds one run per thread."""
+
+        async def runs_in_turn(count: int) -> list[str | None]:
+            results: list[str | None] = []
+            for _ in range(count):
+                outcome = await aio.run_team(team(ASK), "release", on_question=lambda q: "4")
+                results.append(outcome.result)
+                await asyncio.sleep(0)
+            return results
+
+        async def main() -> list[list[str | None]]:
+            return list(await asyncio.gather(*(runs_in_turn(4) for _ in range(3))))
+
+        assert under_asyncio(main) == [["Releasing 4"] * 4] * 3
+
 
 class TestCancellation:
     def test_a_cancelled_run_team_cancels_the_trio_run_and_its_callback(
