@@ -163,7 +163,8 @@ class _Guest:
         self.soon(start)
 
     def stop(self) -> None:
-        self.soon(self._idle.set)
+        if not self.stopped.done():  # (a guest that went down by itself has no token left)
+            self.soon(self._idle.set)
 
 
 _guests: dict[asyncio.AbstractEventLoop, _Guest] = {}
@@ -521,8 +522,14 @@ class _RunBlock:
                     finally:
                         self._calls = None
         except BaseException as exc:
-            self._end(exc)
-            if isinstance(exc, trio.Cancelled):
+            # Cancelled from outside the holder (only cancellations, maybe in a group): the
+            # guest itself is going down (a KeyboardInterrupt in trio, say). The asyncio
+            # side is cancelled, not told that the run ended.
+            cancelled = isinstance(exc, trio.Cancelled) or (
+                isinstance(exc, BaseExceptionGroup) and exc.split(trio.Cancelled)[1] is None
+            )
+            self._end(asyncio.CancelledError("the trio guest ended") if cancelled else exc)
+            if cancelled:
                 raise
         else:
             self._end(None)
@@ -530,7 +537,7 @@ class _RunBlock:
     def _end(self, exc: BaseException | None) -> None:
         assert self._entered is not None
         assert self._ended is not None
-        if exc is None or isinstance(exc, trio.Cancelled):  # cancelled by the asyncio side
+        if exc is None:  # the run ended, or the asyncio side cancelled the holder
             if not self._entered.done():
                 self._entered.cancel()
             self._ended.set_result(None)

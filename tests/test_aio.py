@@ -432,6 +432,29 @@ class TestTrioFailures:
 
         assert isinstance(under_asyncio(main), ValueError)
 
+    def test_a_guest_that_goes_down_under_a_run_cancels_its_block(self) -> None:
+        """When the trio run itself ends under an open run (a KeyboardInterrupt delivered in
+        trio, say; here its root nursery cancelled), the block is cancelled and raises
+        CancelledError: it is not told that the run ended."""
+
+        def take_the_guest_down(request: orchestrator.ApprovalRequested) -> bool:
+            guest = aio._guests[asyncio.get_running_loop()]  # (called in a trio tick)
+            assert guest._nursery is not None
+            guest._nursery.cancel_scope.cancel()
+            return True
+
+        async def main() -> str:
+            try:
+                async with aio.open_run(
+                    team(TWO_WORKERS), "go", on_approval=take_the_guest_down
+                ) as run:
+                    await run.outcome()
+            except asyncio.CancelledError:
+                return "cancelled"
+            return "ended"  # pragma: no cover
+
+        assert under_asyncio(main) == "cancelled"
+
 
 class TestMisuse:
     def test_the_trio_calls_under_asyncio_name_orchestrator_aio(self) -> None:
