@@ -365,8 +365,11 @@ class _Iterator(AsyncIterator[_T]):
             return await self._block.call(self._inner.__anext__)
         self._pumping = True
         while not self._items:
-            self._arrived = asyncio.get_running_loop().create_future()
-            await self._arrived
+            # One future for every reader waiting (each shielded: one cancelled reader
+            # leaves the others waiting).
+            if self._arrived is None or self._arrived.done():
+                self._arrived = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._arrived)
         read, item = self._items[0]
         if read:
             self._items.popleft()

@@ -215,6 +215,23 @@ class TestOpenRun:
         assert during == after == list(range(1, len(during) + 1))
         assert len(during) > 5
 
+    def test_two_tasks_reading_one_iteration_share_its_updates(self) -> None:
+        """Each update goes to one of them, and both iterations end with the run."""
+
+        async def main() -> tuple[list[int], list[int]]:
+            async with aio.open_run(team(ASK), "release", on_question=lambda q: "1") as run:
+                updates = run.updates()
+
+                async def read() -> list[int]:
+                    return [u.fact.sequence async for u in updates]
+
+                first, second = await asyncio.gather(read(), read())
+            return first, second
+
+        first, second = under_asyncio(main)  # both end (neither waits for good)
+        assert sorted(first + second) == list(range(1, len(first + second) + 1))
+        assert len(first + second) > 5
+
     def test_callbacks_given_to_open_run_may_be_coroutine_functions(self) -> None:
         async def main() -> orchestrator.RunOutcome:
             async def decide(request: orchestrator.ApprovalRequested) -> bool:
