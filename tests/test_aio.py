@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import fastapi
+import httpx
 import pytest
 import sniffio
 import trio
+import uvicorn
 from fastapi.responses import StreamingResponse
 from fastapi.testclient import TestClient
 from jupyter_client.manager import start_new_kernel
@@ -507,8 +510,8 @@ class TestMisuse:
 
 class TestFastApi:
     """An app whose endpoints run teams: one awaits the run with an asyncio approval
-    callback, one streams the updates of a run it approves itself (FastAPI's TestClient
-    runs the app on an asyncio loop in a thread of its own)."""
+    callback, one streams the updates of a run it approves itself. FastAPI's TestClient
+    runs the app on an asyncio loop in a thread of its own; uvicorn serves it on loopback."""
 
     def app(self) -> fastapi.FastAPI:
         app = fastapi.FastAPI()
@@ -554,6 +557,37 @@ class TestFastApi:
         assert lines[-1].endswith(" team/runFinished")
         assert [int(line.split()[0]) for line in lines] == list(range(1, len(lines) + 1))
         assert result == f"{FINAL}\n"
+
+    @pytest.mark.daemon
+    def test_a_real_server_runs_requests_at_once_in_its_loop(self) -> None:
+        """uvicorn on loopback, in the test's own asyncio loop: three requests at once, each
+        a run of its own, hosted by that loop's one guest run."""
+
+        async def main() -> list[dict[str, Any]]:
+            listening = socket.socket()
+            listening.bind(("127.0.0.1", 0))
+            listening.listen()  # connections wait in the backlog until uvicorn accepts
+            port = listening.getsockname()[1]
+            config = uvicorn.Config(self.app(), log_level="warning", lifespan="off")
+            server = uvicorn.Server(config)
+            serving = asyncio.create_task(server.serve(sockets=[listening]))
+            try:
+                async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+                    responses = await asyncio.gather(
+                        *(
+                            client.post("/runs", params={"prompt": f"go {i}", "approve": i != 1})
+                            for i in range(3)
+                        )
+                    )
+            finally:
+                server.should_exit = True
+                await serving
+                listening.close()
+            return [response.json() for response in responses]
+
+        first, second, third = under_asyncio(main)
+        assert first == third == {"status": "completed", "result": FINAL}
+        assert "publish was denied by user" in second["result"]
 
 
 @pytest.mark.daemon
