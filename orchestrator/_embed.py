@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias, cast, overload
 
 import attrs
+import sniffio
 import trio
 
 from orchestrator._streams import (
@@ -372,6 +373,22 @@ def _approval_of(fact: Fact) -> ApprovalRequested | None:
     return None
 
 
+def _require_trio(call: str) -> None:
+    """Refuse ``call`` (``"open_run"``) under asyncio at once, naming the asyncio API:
+    trio's own failure there is an ``AttributeError`` deep inside it."""
+    try:
+        library = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        return  # not in an event loop's task: trio says what it needs
+    if library == "asyncio":
+        raise RuntimeError(
+            f"orchestrator.{call} runs under trio, and this is asyncio: use "
+            f"orchestrator.aio.{call} (from orchestrator import aio), the same call for asyncio"
+        )
+    if library != "trio":
+        raise RuntimeError(f"orchestrator.{call} runs under trio, and this is {library}")
+
+
 def _team_of(team: Team | TeamSpec | str | os.PathLike[str]) -> TeamSpec:
     if isinstance(team, Team):
         return team.spec
@@ -408,30 +425,32 @@ async def open_run(
 
     Leaving the block waits for the run to end; an exception in it cancels the run first.
     Problems found before the run starts raise here, before any fact is written: an empty
-    prompt, a team file that does not parse, a backend that cannot be made.
+    prompt, a team file that does not parse, a backend that cannot be made. Under asyncio it
+    raises at once: :mod:`orchestrator.aio` has the same calls for asyncio.
     """
+    _require_trio("open_run")
     library_logging()
     spec = _team_of(team)
     require_prompt(prompt)
-    async with contextlib.AsyncExitStack() as stack:
-        factory = await _backend_factory(stack, spec, backends, environ)
-        factlog: FactLog
-        if journal is None:
-            factlog = MemoryFactLog()
-        elif isinstance(journal, str | os.PathLike):
-            durable = open_journal(journal)  # a SQLite file's path, or postgresql://...
-            await trio.to_thread.run_sync(durable.open)  # a refused journal raises here
-            services = await stack.enter_async_context(trio.open_nursery())
-            # Exits run last first: the run's nursery ends, then this stops the journal.
-            stack.callback(services.cancel_scope.cancel)
-            await services.start(durable.serve)
-            factlog = durable
-        else:
-            factlog = journal
-        runtime = TeamRuntime(spec, backends=factory, factlog=factlog)
-        run = TeamRun(runtime)
-        deciding = runtime.bus.subscribe("embed-decisions", buffer_size=float("inf"))
-        try:
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            factory = await _backend_factory(stack, spec, backends, environ)
+            factlog: FactLog
+            if journal is None:
+                factlog = MemoryFactLog()
+            elif isinstance(journal, str | os.PathLike):
+                durable = open_journal(journal)  # a SQLite file's path, or postgresql://...
+                await trio.to_thread.run_sync(durable.open)  # a refused journal raises here
+                services = await stack.enter_async_context(trio.open_nursery())
+                # Exits run last first: the run's nursery ends, then this stops the journal.
+                stack.callback(services.cancel_scope.cancel)
+                await services.start(durable.serve)
+                factlog = durable
+            else:
+                factlog = journal
+            runtime = TeamRuntime(spec, backends=factory, factlog=factlog)
+            run = TeamRun(runtime)
+            deciding = runtime.bus.subscribe("embed-decisions", buffer_size=float("inf"))
             async with trio.open_nursery() as nursery:
                 if on_approval is not None or on_question is not None:
                     nursery.start_soon(run._decide, deciding, on_approval, on_question)
@@ -444,14 +463,15 @@ async def open_run(
                     run.cancel()
                     raise
                 await run.outcome()
-        except BaseExceptionGroup as group:
-            # One error (the block's, or the run's: a fact log that failed to start, say)
-            # comes out as it was raised, not in the group the nursery wraps it in with the
-            # cancellations it caused: ``except RunError`` works around open_run.
-            alone = _alone(group)
-            if alone is not None:
-                raise alone from None
-            raise
+    except BaseExceptionGroup as group:
+        # One error (the block's, or the run's: a fact log that failed to start, say)
+        # comes out as it was raised, not in the groups the nurseries (the run's, the
+        # journal's) wrap it in with the cancellations it caused: ``except RunError`` works
+        # around open_run.
+        alone = _alone(group)
+        if alone is not None:
+            raise alone from None
+        raise
 
 
 async def _backend_factory(
@@ -509,6 +529,7 @@ async def run_team(
         on_question: Answers questions as they come. Without it, a question is declined.
         environ: Where the team file's backends read their keys (default ``os.environ``).
     """
+    _require_trio("run_team")
     async with open_run(
         team,
         prompt,

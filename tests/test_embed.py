@@ -183,6 +183,16 @@ class TestOpenRun:
         assert run.runtime.state.run is not None
         assert str(run.runtime.state.run.status) == "cancelled"
 
+    async def test_an_error_in_the_block_comes_out_as_it_was_with_a_journal_too(
+        self, tmp_path: Path
+    ) -> None:
+        """The journal's nursery, outside the run's, does not wrap it in a group either."""
+        with pytest.raises(KeyError, match="the program gave up"):
+            async with orchestrator.open_run(team(approvals()), "ship", journal=tmp_path / "r.db"):
+                raise KeyError("the program gave up")
+        [info] = open_reader(tmp_path / "r.db").sessions()
+        assert info.status == "cancelled"
+
     async def test_a_callback_that_raises_ends_the_run_with_its_error(self) -> None:
         def broken(request: orchestrator.ApprovalRequested) -> bool:
             raise ValueError("the callback broke")

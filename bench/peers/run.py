@@ -27,6 +27,13 @@ Systems (``--only`` takes these names):
   with ``synchronous_commit`` on), each run on a new database of one throwaway cluster the
   harness starts (``tests/support/postgres.py``, with ``fsync=on`` as a server in production; the
   project's own venv has what it needs: run these with ``.venv/bin/python``).
+- ``ours-api-memory``, ``ours-api-journal``: the same team through the public API,
+  ``orchestrator.run_team`` under ``trio.run``, in memory or with a SQLite journal (its
+  default durability); ``ours-api-memory-asyncio``, ``ours-api-journal-asyncio``: the same
+  with ``orchestrator.aio.run_team`` under ``asyncio.run`` (trio a guest of the asyncio
+  loop), whose cost against the trio pair is what the asyncio way in adds;
+  ``ours-api-memory-reader`` and its ``-asyncio`` twin: ``open_run`` (``aio.open_run``), its
+  block reading every update, where each update crosses from trio to asyncio.
 - ``langgraph``, ``langgraph-memory``: a ``StateGraph`` whose coordinator node calls a custom
   ``BaseChatModel``; its tool calls fan out with one ``Send`` per call to a worker node that
   runs its own chat (its own message list) and answers with a ``ToolMessage``; the
@@ -179,12 +186,16 @@ def prepare_ours(
     reader: bool,
     postgres: bool = False,
     reader_does: Literal["drain", "graph", "graph+agentui"] = "graph+agentui",
+    api: Literal["trio", "asyncio"] | None = None,
 ) -> Callable[[], object]:
     """This project's runtime on the model path; returns a runner and its answer. With
     ``postgres``, the journal is on a new PostgreSQL database instead of a SQLite file.
     ``reader_does`` is what the reader does with each fact (``bench/fanout_parts.py``
     measures each part): only take it off the bus, fold the delegation graph, or that and
-    project the Agent UI envelopes (the reader every other figure means)."""
+    project the Agent UI envelopes (the reader every other figure means). With ``api``, the
+    run goes through the public API instead: ``orchestrator.run_team`` under ``trio.run``, or
+    ``orchestrator.aio.run_team`` under ``asyncio.run`` (trio as a guest of the asyncio
+    loop), with the SQLite journal at its default durability when ``journal``."""
     import logging
     from collections.abc import Mapping
 
@@ -254,6 +265,34 @@ def prepare_ours(
         made.open()
         made.close()
 
+    if api is not None:
+        import orchestrator
+        from orchestrator import aio
+
+        path = Path(tmp) / "journal.db" if journal else None
+        if reader:  # open_run, its block reading every update (a fact and its envelopes)
+
+            async def read_trio() -> Any:
+                async with orchestrator.open_run(team, PROMPT, backends=backends) as run:
+                    async for _ in run.updates():
+                        pass
+                return await run.outcome()
+
+            async def read_asyncio() -> Any:
+                async with aio.open_run(team, PROMPT, backends=backends) as run:
+                    async for _ in run.updates():
+                        pass
+                return await run.outcome()
+
+            if api == "trio":
+                return lambda: trio.run(read_trio)
+            return lambda: asyncio.run(read_asyncio())
+        if api == "trio":
+            return lambda: trio.run(
+                lambda: orchestrator.run_team(team, PROMPT, backends=backends, journal=path)
+            )
+        return lambda: asyncio.run(aio.run_team(team, PROMPT, backends=backends, journal=path))
+
     async def run(factlog: Any) -> tuple[TeamRuntime, int]:
         runtime = TeamRuntime(team, backends=backends, factlog=factlog)
         if not reader:
@@ -300,6 +339,13 @@ def prepare_ours(
         return kept
 
     return lambda: trio.run(main)
+
+
+def answer_api(kept: Any) -> str:
+    from orchestrator.core import RunStatus
+
+    assert kept.status is RunStatus.COMPLETED, kept
+    return str(kept.result)
 
 
 def answer_ours(kept: Any) -> str:
@@ -684,6 +730,36 @@ SYSTEMS: dict[str, tuple[str, Callable[[int], Callable[[], object]], Callable[[A
         "this project, PostgreSQL journal + one reader",
         lambda n: prepare_ours(n, journal=True, reader=True, postgres=True),
         answer_ours,
+    ),
+    "ours-api-memory": (
+        "this project, `run_team` under trio, in memory",
+        lambda n: prepare_ours(n, journal=False, reader=False, api="trio"),
+        answer_api,
+    ),
+    "ours-api-memory-asyncio": (
+        "this project, `aio.run_team` under asyncio, in memory",
+        lambda n: prepare_ours(n, journal=False, reader=False, api="asyncio"),
+        answer_api,
+    ),
+    "ours-api-memory-reader": (
+        "this project, `open_run` under trio, in memory, the block reading the updates",
+        lambda n: prepare_ours(n, journal=False, reader=True, api="trio"),
+        answer_api,
+    ),
+    "ours-api-memory-reader-asyncio": (
+        "this project, `aio.open_run` under asyncio, in memory, the block reading the updates",
+        lambda n: prepare_ours(n, journal=False, reader=True, api="asyncio"),
+        answer_api,
+    ),
+    "ours-api-journal": (
+        "this project, `run_team` under trio, SQLite journal",
+        lambda n: prepare_ours(n, journal=True, reader=False, api="trio"),
+        answer_api,
+    ),
+    "ours-api-journal-asyncio": (
+        "this project, `aio.run_team` under asyncio, SQLite journal",
+        lambda n: prepare_ours(n, journal=True, reader=False, api="asyncio"),
+        answer_api,
     ),
     "langgraph": (
         "LangGraph (`Send` fan-out)",
