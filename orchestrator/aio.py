@@ -457,10 +457,10 @@ class TeamRun:
     def stream(self, mode: str) -> AsyncIterator[Any]: ...
 
     def stream(self, mode: str) -> AsyncIterator[Any]:
-        """:meth:`orchestrator.TeamRun.stream`, read from asyncio: the run as ``mode`` tells
-        it (``"messages"``, ``"updates"``, ``"values"``, ``"events"``, ``"agui"``), from its
-        first fact on."""
+        # The trio method's, read from asyncio (typed by mode, so not made by _iterated).
         return _Iterator(self._block, self._run.stream(mode))
+
+    stream.__doc__ = _embed.TeamRun.stream.__doc__
 
 
 # ── open_run, run_team ──────────────────────────────────────────────────────

@@ -28,6 +28,7 @@ import orchestrator
 from orchestrator import _embed, aio
 from orchestrator.core import ApprovalResolved, TaskCreated
 from orchestrator.journal import open_reader
+from tests.support.jupyter import run_cell
 from tests.support.paths import PROJECT_ROOT
 from tests.support.teams import ASK
 
@@ -627,18 +628,3 @@ print((await run.outcome()).status)
             manager.shutdown_kernel(now=True)
         assert first == f"asyncio completed {FINAL!r}\n"
         assert second == "True\ncompleted\n"
-
-
-def run_cell(client: Any, code: str) -> str:
-    """What the cell ``code`` printed; its error's traceback fails the test."""
-    printed: list[str] = []
-
-    def output(message: dict[str, Any]) -> None:
-        if message["msg_type"] == "stream":
-            printed.append(message["content"]["text"])
-        elif message["msg_type"] == "error":
-            pytest.fail("\n".join(message["content"]["traceback"]))
-
-    reply = client.execute_interactive(code, timeout=60, output_hook=output)
-    assert reply["content"]["status"] == "ok"
-    return "".join(printed)
