@@ -4,9 +4,10 @@ A :class:`Dialect` says where one server (OpenAI, Azure OpenAI, Ollama, vLLM, ll
 Anthropic, Gemini) differs from the others: where the key goes, whether the URL needs a query
 parameter, whether ``stream_options`` is refused, how a tool call streams (in fragments, or
 whole in one chunk, with or without an ``index``), where the token counts come (a chunk of
-their own, on the finishing chunk, or not at all), the field reasoning arrives in, and the
-``finish_reason`` of a response that called tools. :func:`dialect_answer` plays a
-coordinator delegating one task to a worker in that dialect; :func:`dialect_gate` refuses a
+their own, on the finishing chunk, or not at all), the field reasoning arrives in, the
+``finish_reason`` of a response that called tools, and whether a ``response_format`` is
+honoured. :func:`dialect_answer` plays a coordinator delegating one task to a worker in that
+dialect, :func:`structured_answer` an agent asked for JSON; :func:`dialect_gate` refuses a
 request the real server would refuse, with the status and words it uses.
 """
 
@@ -45,6 +46,9 @@ class Dialect:
     reasoning_field: str | None = None
     tool_finish_reason: str = "tool_calls"
     role_chunk: bool = True  # a first chunk with the role and empty content
+    # A response_format's JSON Schema constrains the answer; False: the server ignores it
+    # (the model answers as it likes, and the runtime's one retry asks again).
+    response_format: bool = True
     extra: Mapping[str, Any] = attrs.field(factory=dict)  # fields of each chunk nobody reads
 
 
@@ -87,7 +91,7 @@ DIALECTS: dict[str, Dialect] = {
             reasoning_field="reasoning_content",
             extra={"timings": {"predicted_ms": 12.5}},
         ),
-        Dialect(name="Anthropic"),
+        Dialect(name="Anthropic", response_format=False),
         Dialect(
             name="Google Gemini",
             prefix="/v1beta/openai",
@@ -132,6 +136,27 @@ def dialect_answer(
         if rounds_done(request) == 0:
             return Stream(_response(dialect, text="", thought=THOUGHT, call=TASK, usage=with_usage))
         return Stream(_response(dialect, text=FINAL_ANSWER, usage=with_usage))
+
+    return answer
+
+
+#: What an agent asked for a verdict answers when nothing constrains it, and when the schema
+#: does (or it is asked again).
+PROSE_VERDICT = "Ship it: the notes are ready."
+VERDICT = {"ship": True}
+
+
+def structured_answer(dialect: Dialect) -> Callable[[dict[str, Any]], Answer]:
+    """The server's answers to an agent whose output_schema asks for ``{"ship": bool}``:
+    JSON when the request's response_format constrains the model, prose when the server
+    ignores it, then JSON when the model is asked again."""
+
+    def answer(request: dict[str, Any]) -> Answer:
+        with_usage = "stream_options" in request or not dialect.usage_needs_option
+        constrained = dialect.response_format and "response_format" in request
+        asked_again = any(m["role"] == "assistant" for m in request["messages"])
+        text = json.dumps(VERDICT) if constrained or asked_again else PROSE_VERDICT
+        return Stream(_response(dialect, text=text, usage=with_usage))
 
     return answer
 

@@ -35,12 +35,15 @@ from tests.support.fake_openai import fake_openai
 from tests.support.model_servers import (
     DIALECTS,
     FINAL_ANSWER,
+    PROSE_VERDICT,
     TASK,
     THOUGHT,
+    VERDICT,
     WORKER_ANSWER,
     Dialect,
     dialect_answer,
     dialect_gate,
+    structured_answer,
 )
 from tests.support.paths import PROJECT_ROOT
 from tests.support.runtime import Harness
@@ -84,6 +87,22 @@ role = "writes notes"
 backend = "openai"
 """
 
+#: One agent whose answer must be ``{"ship": <boolean>}``: without tools, its requests carry a
+#: response_format.
+VERDICT_TEAM = """
+[team]
+name = "verdict"
+coordinator = "lead"
+
+[agents.lead]
+role = "coordinator"
+backend = "openai"
+[agents.lead.output_schema]
+type = "object"
+required = ["ship"]
+properties = { ship = { type = "boolean" } }
+"""
+
 
 def page_tables() -> dict[str, dict[str, Any]]:
     """Each ``[openai]`` table of the page, by the dialect it is tested against."""
@@ -110,8 +129,8 @@ def agent_of(request: Mapping[str, Any]) -> str:
     return match.group(1)
 
 
-def team_toml(table: Mapping[str, Any], url: str) -> str:
-    """The team with ``table`` as its [openai] table, its server moved to ``url``."""
+def team_toml(table: Mapping[str, Any], url: str, *, team: str = TEAM) -> str:
+    """``team`` with ``table`` as its [openai] table, its server moved to ``url``."""
     settings = dict(table, base_url=url)
     lines = ["[openai]"]
     for key, value in settings.items():
@@ -122,17 +141,21 @@ def team_toml(table: Mapping[str, Any], url: str) -> str:
             lines.append(f"{key} = {str(value).lower()}")
         else:
             lines.append(f'{key} = "{value}"')
-    return TEAM + "\n" + "\n".join(lines) + "\n"
+    return team + "\n" + "\n".join(lines) + "\n"
 
 
-async def run_through(dialect: Dialect, table: Mapping[str, Any]) -> tuple[Harness, Any, Any]:
-    """A run of the team through a fake of ``dialect`` configured by ``table``."""
-    answer = dialect_answer(dialect, agent_of)
+async def run_through(
+    dialect: Dialect, table: Mapping[str, Any], *, structured: bool = False
+) -> tuple[Harness, Any, Any]:
+    """A run of the team (or of :data:`VERDICT_TEAM`) through a fake of ``dialect``
+    configured by ``table``."""
+    answer = structured_answer(dialect) if structured else dialect_answer(dialect, agent_of)
     async with (
         fake_openai(answer, prefix=dialect.prefix, gate=dialect_gate(dialect, KEY)) as server,
         http_client() as http,
     ):
-        team = parse_team(team_toml(table, server.url), file="servers.toml")
+        toml = team_toml(table, server.url, team=VERDICT_TEAM if structured else TEAM)
+        team = parse_team(toml, file="servers.toml")
         settings = team.agents[0].openai
         assert settings is not None
         environ = {settings.api_key_env: KEY} if dialect.key_header else {}
@@ -182,6 +205,27 @@ async def test_the_page_s_table_runs_a_delegation_through_its_server(name: str) 
         elif dialect.key_header == "authorization":
             assert headers["authorization"] == f"Bearer {KEY}"
     assert all(KEY not in repr(fact) for fact in harness.facts)
+
+
+@pytest.mark.parametrize("name", list(TABLES))
+async def test_the_page_s_table_gets_a_structured_answer_through_its_server(name: str) -> None:
+    """A response_format asks for the schema; a server that ignores it (Anthropic) gets its
+    answer checked all the same, and the one retry asks again."""
+    dialect = DIALECTS[name]
+    _, server, outcome = await run_through(dialect, TABLES[name], structured=True)
+
+    assert outcome.status is RunStatus.COMPLETED, outcome.error
+    assert outcome.result_value == VERDICT
+    first = server.requests[0]
+    assert first["response_format"]["type"] == "json_schema"
+    assert first["response_format"]["json_schema"]["schema"]["required"] == ["ship"]
+    if dialect.response_format:
+        assert len(server.requests) == 1
+    else:
+        [_, retry] = server.requests
+        said = [m["content"] for m in retry["messages"] if m["role"] == "assistant"]
+        assert said == [PROSE_VERDICT]  # the invalid answer, kept, and what was wrong with it
+        assert "$" in retry["messages"][-1]["content"]
 
 
 class TestAServerThatRefusesStreamOptions:
