@@ -495,6 +495,17 @@ def _drop(path: str) -> Edit:
     return edit
 
 
+def _openai_worker(key: str, value: object) -> Edit:
+    """The worker on the openai backend (a model, no script) with ``key`` set to ``value``."""
+
+    def edit(document: dict[str, Any]) -> None:
+        worker = document["agents"]["worker"]
+        del worker["turns"]
+        worker.update({"backend": "openai", "model": "m", key: value})
+
+    return edit
+
+
 #: (edit of BASE, where the Python calls place the problem). Each check of the parser that a
 #: Python call can reach; a key the calls do not take is Python's TypeError instead.
 ERRORS = [
@@ -690,6 +701,52 @@ ERRORS = [
         lambda d: d["background"].append(dict(d["background"][0])),
         "background[1].name",
         id="background-duplicate",
+    ),
+    pytest.param(
+        _set("agents.lead.turns", [{"steps": [{"handoff": {"agent": "worker", "reason": "x"}}]}]),
+        'Agent("lead").turns[0].steps[0].handoff',
+        id="handoff-step-without-the-tool",
+    ),
+    pytest.param(
+        _set("agents.worker.turns", [{"steps": [{"ask": "why?"}]}]),
+        'Agent("worker").turns[0].steps[0].ask',
+        id="ask-step-without-the-tool",
+    ),
+    pytest.param(
+        _set("agents.worker.turns", [{"steps": [{"usage": {"input": 1}}]}]),
+        'Agent("worker").turns[0].steps[0].usage',
+        id="usage-step-not-an-array",
+    ),
+    pytest.param(
+        _set("agents.worker.turns", [{"steps": [{"sleep": -1}]}]),
+        'Agent("worker").turns[0].steps[0].sleep',
+        id="sleep-step-negative",
+    ),
+    pytest.param(
+        _set("tools.count.env_passthrough", ["1BAD"]),
+        'Command("count").env_passthrough[0]',
+        id="passthrough-not-a-variable",
+    ),
+    pytest.param(
+        _set("agents.worker.output_schema", {"type": "objekt"}),
+        'Agent("worker").output_schema',
+        id="output-schema-invalid",
+    ),
+    pytest.param(
+        _set("agents.worker.turns", [{"steps": [{"say": "x"}], "retry": [{"say": "y"}]}]),
+        'Agent("worker").turns[0].retry',
+        id="retry-without-output-schema",
+    ),
+    *(
+        pytest.param(_openai_worker(key, value), f'Agent("worker").{key}', id=f"openai-{key}")
+        for key, value in (
+            ("api_key_header", "a b"),
+            ("stream_usage", "no"),
+            ("query", "v=1"),
+            ("structured_output", "json"),
+            ("read_timeout", 0),
+            ("base_url", "localhost:11434"),
+        )
     ),
 ]
 
