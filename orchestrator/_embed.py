@@ -44,6 +44,7 @@ from orchestrator._streams import (
 )
 from orchestrator.ahp.actions import ChatInputRequestedAction
 from orchestrator.ahp.state import ChatInputRequest, ChatInputResponseKind
+from orchestrator.base import RunError
 from orchestrator.core import USER, ApprovalRequested, Backend, Fact, MemberName, member_name
 from orchestrator.journal import open_journal
 from orchestrator.protocols import AgentUiProjector, Envelope
@@ -188,6 +189,7 @@ class TeamRun:
         )
         self._iterated = False
         self._outcome: RunOutcome | None = None
+        self._ended_by: BaseException | None = None  # what cut the run off, if it was
         self._done = trio.Event()
 
     @property
@@ -249,7 +251,12 @@ class TeamRun:
         """Wait for the run to end; how it ended (status, the coordinator's answer or the
         error)."""
         await self._done.wait()
-        assert self._outcome is not None
+        if self._outcome is None:
+            # The run was cut off (a callback raised, the journal broke, the block was
+            # cancelled): there is no status to give, and the cause is named.
+            cause = self._ended_by
+            why = "it was cancelled" if isinstance(cause, trio.Cancelled) else repr(cause)
+            raise RunError(f"the run ended without an outcome: {why}") from cause
         return self._outcome
 
     def pending_approvals(self) -> list[ApprovalRequested]:
@@ -313,6 +320,9 @@ class TeamRun:
     ) -> None:
         try:
             self._outcome = await self.runtime.run(prompt, task_status=task_status)
+        except BaseException as exc:
+            self._ended_by = exc
+            raise
         finally:
             # The readers drain what is buffered for them, then their iteration ends.
             self.runtime.bus.close()

@@ -200,6 +200,16 @@ class TestOpenRun:
         with pytest.raises(ValueError, match="the callback broke"):
             await orchestrator.run_team(team(approvals()), "ship", on_approval=broken)
 
+    async def test_the_outcome_of_a_run_that_was_cut_off_names_why(self) -> None:
+        """No status to give: ``outcome()`` raises RunError naming the cause, not an
+        AssertionError from inside the package."""
+        with pytest.raises(KeyError):
+            async with orchestrator.open_run(team(approvals()), "ship") as run:
+                raise KeyError("the program gave up")
+        with pytest.raises(orchestrator.RunError, match="ended without an outcome") as caught:
+            await run.outcome()
+        assert caught.value.__cause__ is not None
+
     async def test_a_journal_path_keeps_the_run(self, journal_db: Path | str) -> None:
         """``journal=`` a SQLite file's path or a ``postgresql://`` URL."""
         db = journal_db
