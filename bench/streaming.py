@@ -15,6 +15,10 @@ Systems:
 - ``journal``: the same with the SQLite journal (durability ``power``: every batch fsynced
   before anyone sees it).
 - ``journal-noreader``: the journal without a reader (``run_team``).
+- ``langgraph``, ``langgraph-memory``: LangGraph (from ``bench/peers/.venv``: see
+  ``bench/peers/requirements.txt``), one ``Send`` per task to a worker node whose
+  ``BaseChatModel._astream`` sleeps the same way, read with ``astream(stream_mode="messages")``;
+  ``-memory`` with the in-memory checkpointer (``InMemorySaver``).
 
 Each (system, workload) runs in a fresh process. ``--window MS`` sets the delta window the
 runtime merges a chat's deltas in (``delta_window``; 0 = one fact per delta).
@@ -33,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +47,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 WORKLOADS = ("50x400@200", "200x200@50")
-SYSTEMS = ("trio", "memory", "journal", "journal-noreader")
+SYSTEMS = ("trio", "langgraph", "langgraph-memory", "memory", "journal", "journal-noreader")
+#: The peers' own venv (bench/peers/requirements.txt): never the project's dependencies.
+PEERS_PYTHON = ROOT / "bench" / "peers" / ".venv" / "bin" / "python"
 
 
 def _parse(workload: str) -> tuple[int, int, float]:
@@ -53,27 +59,25 @@ def _parse(workload: str) -> tuple[int, int, float]:
 
 
 class _Pace:
-    """Each chunk's send time, by chat and by where it ends in the chat's text: the reader
-    finds what a fact made visible by the text's length."""
+    """When each token was sent, and how long until a reader held it. A token is
+    ``K:I `` (worker K's I-th word), so a reader finds it in any fact or chunk that holds it,
+    however tokens were merged."""
 
     def __init__(self) -> None:
-        self.sent: dict[str, list[tuple[int, float]]] = {}
-        self.seen: dict[str, int] = {}  # chunks of each chat already seen
-        self.length: dict[str, int] = {}  # text of each chat seen
+        self.sent: dict[str, float] = {}
         self.latencies: list[float] = []
 
-    def send(self, chat: str, end: int) -> None:
-        self.sent.setdefault(chat, []).append((end, time.perf_counter()))
+    def token(self, worker: int, index: int) -> str:
+        word = f"{worker}:{index}"
+        self.sent[word] = time.perf_counter()
+        return word + " "
 
-    def saw(self, chat: str, added: int) -> None:
+    def saw(self, text: str) -> None:
         now = time.perf_counter()
-        length = self.length[chat] = self.length.get(chat, 0) + added
-        chunks = self.sent.get(chat, ())
-        index = self.seen.get(chat, 0)
-        while index < len(chunks) and chunks[index][0] <= length:
-            self.latencies.append(now - chunks[index][1])
-            index += 1
-        self.seen[chat] = index
+        for word in text.split():
+            sent = self.sent.pop(word, None)
+            if sent is not None:
+                self.latencies.append(now - sent)
 
     def p99_ms(self) -> float:
         if not self.latencies:
@@ -86,20 +90,15 @@ async def _plain_trio(k: int, t: int, rate: float, pace: _Pace) -> int:
     send, receive = trio.open_memory_channel[tuple[str, str]](0)
 
     async def worker(index: int) -> None:
-        chat = f"w{index}"
-        end = 0
         async with send.clone() as out:
             for word in range(t):
                 await trio.sleep(1 / rate)
-                chunk = f"w{word} "
-                end += len(chunk)
-                pace.send(chat, end)
-                await out.send((chat, chunk))
+                await out.send((f"w{index}", pace.token(index, word)))
 
     async def reader() -> int:
         words = 0
-        async for chat, chunk in receive:
-            pace.saw(chat, len(chunk))
+        async for _chat, chunk in receive:
+            pace.saw(chunk)
             words += 1
         return words
 
@@ -111,10 +110,9 @@ async def _plain_trio(k: int, t: int, rate: float, pace: _Pace) -> int:
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(read)
-        async with send:
-            async with trio.open_nursery() as workers:
-                for index in range(k):
-                    workers.start_soon(worker, index)
+        async with send, trio.open_nursery() as workers:
+            for index in range(k):
+                workers.start_soon(worker, index)
     return counted
 
 
@@ -161,13 +159,10 @@ def _backends(t: int, rate: float, pace: _Pace) -> Any:
         """The worker's model: T one-word deltas, 1/R s apart."""
 
         async def stream_round(self, context: RoundContext) -> AsyncGenerator[Any, None]:
-            end = 0
+            worker = int(context.task.rsplit(" ", 1)[1])  # "task K"
             for word in range(t):
                 await trio.sleep(1 / rate)
-                chunk = f"w{word} "
-                end += len(chunk)
-                pace.send(context.chat, end)
-                yield TextDelta(text=chunk)
+                yield TextDelta(text=pace.token(worker, word))
             yield UsageReport(input_tokens=10, output_tokens=t)
 
     def backend(agent: Any) -> Any:
@@ -196,21 +191,96 @@ async def _ours(
         async for update in run.updates():
             action = update.fact.action
             if isinstance(action, ChatDeltaAction):
-                pace.saw(update.fact.channel, len(action.content))
+                pace.saw(action.content)
                 chunks += 1
             elif isinstance(action, ChatResponsePartAction):
                 content = getattr(action.part, "content", "")
                 if isinstance(content, str) and content:
-                    pace.saw(update.fact.channel, len(content))
+                    pace.saw(content)
                     chunks += 1
         outcome = await run.outcome()
     assert str(outcome.status) == "completed", outcome
     return chunks
 
 
+def _langgraph(
+    k: int, t: int, rate: float, pace: _Pace, *, checkpointer: bool
+) -> Callable[[], int]:
+    """LangGraph in its documented idiom: a ``Send`` per task to a worker node whose chat
+    model streams (``_astream``), the graph read with ``astream(stream_mode="messages")``."""
+    import asyncio
+    import operator
+    from typing import Annotated, TypedDict
+
+    from langchain_core.language_models.chat_models import (  # type: ignore[import-not-found]
+        BaseChatModel,
+    )
+    from langchain_core.messages import (  # type: ignore[import-not-found]
+        AIMessageChunk,
+        AnyMessage,
+        HumanMessage,
+    )
+    from langchain_core.outputs import (  # type: ignore[import-not-found]
+        ChatGenerationChunk,
+    )
+    from langgraph.checkpoint.memory import InMemorySaver  # type: ignore[import-not-found]
+    from langgraph.graph import START, StateGraph  # type: ignore[import-not-found]
+    from langgraph.types import Send  # type: ignore[import-not-found]
+
+    class StreamingModel(BaseChatModel):  # type: ignore[misc]
+        """T one-word chunks, 1/R s apart."""
+
+        @property
+        def _llm_type(self) -> str:
+            return "bench-streaming"
+
+        def _generate(self, messages: list[Any], stop: Any = None, **kwargs: Any) -> Any:
+            raise NotImplementedError("the benchmark streams")
+
+        async def _astream(
+            self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kwargs: Any
+        ) -> Any:
+            worker = int(messages[-1].content.rsplit(" ", 1)[1])  # "task K"
+            for word in range(t):
+                await asyncio.sleep(1 / rate)
+                chunk = ChatGenerationChunk(
+                    message=AIMessageChunk(content=pace.token(worker, word))
+                )
+                if run_manager is not None:
+                    await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+                yield chunk
+
+    class Team(TypedDict):
+        messages: Annotated[list[AnyMessage], operator.add]
+
+    model = StreamingModel()
+
+    def fan_out(state: Team) -> list[Any]:
+        return [Send("worker", {"messages": [HumanMessage(content=f"task {i}")]}) for i in range(k)]
+
+    async def worker(state: Team) -> dict[str, list[Any]]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    builder = StateGraph(Team)
+    builder.add_node("worker", worker)
+    builder.add_conditional_edges(START, fan_out, ["worker"])
+    graph = builder.compile(checkpointer=InMemorySaver() if checkpointer else None)
+
+    async def main() -> int:
+        chunks = 0
+        config = {"configurable": {"thread_id": "bench"}}
+        async for message, _meta in graph.astream({"messages": []}, config, stream_mode="messages"):
+            if message.content:
+                pace.saw(message.content)
+                chunks += 1
+        return chunks
+
+    return lambda: asyncio.run(main())
+
+
 def measure(system: str, workload: str, window: float) -> dict[str, Any]:
     k, t, rate = _parse(workload)
-    if system != "trio":
+    if system != "trio" and not system.startswith("langgraph"):
         from orchestrator.runtime import configure_logging, tune_gc
 
         configure_logging(level=logging.WARNING)
@@ -218,9 +288,21 @@ def measure(system: str, workload: str, window: float) -> dict[str, Any]:
     pace = _Pace()
     with tempfile.TemporaryDirectory() as tmp:
         journal = Path(tmp) / "bench.db" if system.startswith("journal") else None
+        if system.startswith("langgraph"):
+            # Imported and built before the clock starts, as the project's code is.
+            langgraph = _langgraph(k, t, rate, pace, checkpointer=system == "langgraph-memory")
+        elif system != "trio":
+            import orchestrator
+            from orchestrator.ahp import actions
+
+            # The facades load their modules on first use: use them now.
+            loaded = (orchestrator.open_run, orchestrator.run_team, actions.ChatDeltaAction)
+            del loaded
         cpu0, wall0 = time.process_time(), time.perf_counter()
         if system == "trio":
             facts = trio.run(_plain_trio, k, t, rate, pace)
+        elif system.startswith("langgraph"):
+            facts = langgraph()
         else:
             reader = system != "journal-noreader"
             facts = trio.run(_ours, k, t, rate, pace, journal, reader, window)
@@ -228,7 +310,7 @@ def measure(system: str, workload: str, window: float) -> dict[str, Any]:
         cpu = time.process_time() - cpu0
     tokens = k * t
     if system != "journal-noreader":
-        assert len(pace.latencies) == tokens, (len(pace.latencies), tokens)
+        assert len(pace.latencies) == tokens, (len(pace.latencies), tokens)  # every token seen
     return {
         "system": system,
         "workload": workload,
@@ -236,7 +318,7 @@ def measure(system: str, workload: str, window: float) -> dict[str, Any]:
         "wall_s": wall,
         "pace_s": t / rate,
         "p99_ms": pace.p99_ms(),
-        "text_facts_per_worker": facts / k,
+        "text_facts_per_worker": facts / k if system != "journal-noreader" else float("nan"),
     }
 
 
@@ -254,13 +336,21 @@ def main() -> None:
         print(json.dumps(measure(args.measure[0], args.measure[1], window)))
         return
     print(
-        f"| workload | system | CPU µs per token | wall s (model pace) | p99 chunk→reader ms "
-        f"| text facts per worker |\n|---|---|---:|---:|---:|---:|"
+        "| workload | system | CPU µs per token | wall s (model pace) | p99 chunk→reader ms "
+        "| text facts per worker |\n|---|---|---:|---:|---:|---:|"
     )
     for workload in args.workloads:
         floor_wall = None
         for system in args.only or SYSTEMS:
-            command = [sys.executable, __file__, "--measure", system, workload]
+            python = sys.executable
+            if system.startswith("langgraph"):
+                if not PEERS_PYTHON.exists():
+                    print(
+                        f"| {workload} | {system} | not installed (bench/peers/requirements.txt) |"
+                    )
+                    continue
+                python = str(PEERS_PYTHON)
+            command = [python, __file__, "--measure", system, workload]
             command += ["--window", str(args.window)]
             out = subprocess.run(command, capture_output=True, text=True, check=False)
             if out.returncode != 0:
@@ -269,7 +359,7 @@ def main() -> None:
             row = json.loads(out.stdout)
             if system == "trio":
                 floor_wall = row["wall_s"]
-            multiple = f" = {row['wall_s'] / floor_wall:.2f}× trio" if floor_wall else ""
+            multiple = f" = {row['wall_s'] / floor_wall:.2f}x trio" if floor_wall else ""
             print(
                 f"| {workload} | {system} | {row['cpu_us_per_token']:.0f} "
                 f"| {row['wall_s']:.2f} ({row['pace_s']:.1f}){multiple} | {row['p99_ms']:.1f} "
