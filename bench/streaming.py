@@ -250,15 +250,16 @@ def _langgraph(
                     await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
                 yield chunk
 
-    class Team(TypedDict):
-        messages: Annotated[list[AnyMessage], operator.add]
+    # The functional form: this module's annotations are strings (``from __future__``), and
+    # LangGraph would evaluate them where the names imported here are not.
+    Team = TypedDict("Team", {"messages": Annotated[list[AnyMessage], operator.add]})  # noqa: UP013
 
     model = StreamingModel()
 
-    def fan_out(state: Team) -> list[Any]:
+    def fan_out(state: Any) -> list[Any]:
         return [Send("worker", {"messages": [HumanMessage(content=f"task {i}")]}) for i in range(k)]
 
-    async def worker(state: Team) -> dict[str, list[Any]]:
+    async def worker(state: Any) -> dict[str, list[Any]]:
         return {"messages": [await model.ainvoke(state["messages"])]}
 
     builder = StateGraph(Team)
