@@ -8,10 +8,10 @@ chunk: with a journal that syncs to disk, a stream is seen at half its speed. Th
 :class:`StreamWriter` reads the stream as fast as it arrives and records it in fewer facts:
 
 - the first chunk after a quiet spell is submitted at once (nothing waits for it);
-- chunks of the same part that arrive while the chat's previous text write is in flight, or
-  within ``window`` seconds of it, are merged into the next write (one ``chat/delta``,
+- chunks that arrive while the chat's previous text write is in flight, or within ``window``
+  seconds of it, are merged into the next write: one fact per part (a ``chat/delta``,
   ``chat/reasoning`` or ``chat/toolCallDelta`` with their content concatenated; a new part's
-  ``chat/responsePart`` carries all it gathered);
+  ``chat/responsePart`` carries all it gathered), in the order the parts began, one batch;
 - a task of the round (the *flusher*) writes what gathered once the previous write is durable
   and the window since it has passed, and waits for it: so text is published within the
   window plus one write of the model sending it, and a stream that pauses is not held back;
@@ -90,7 +90,9 @@ class StreamWriter:
         self.window = window
         # (kind, part id) of the part text is appended to; None after a tool call starts.
         self._open_part: tuple[TextKind, str] | None = None
-        self._gathered: _Gathered | None = None
+        # What gathered since the last write, by part id (or tool call id), in the order
+        # each began: the next write holds all of it, one fact each.
+        self._gathered: dict[str, _Gathered] = {}
         self._last: PendingBatch | None = None  # the latest text write submitted
         self._last_at = float("-inf")  # when it was submitted (trio's clock)
         self._wake = trio.Event()  # set when there is something for the flusher
@@ -102,23 +104,19 @@ class StreamWriter:
 
     async def text(self, kind: TextKind, chunk: str) -> None:
         """A chunk of answer (``markdown``) or reasoning text."""
-        if self._open_part is None or self._open_part[0] != kind:
-            self.submit_gathered()
-            self._open_part = (kind, self.ids.numbered("part"))
-            gathered = _Gathered(kind, self._open_part[1], new_part=True)
-        elif self._gathered is not None and self._gathered.key == self._open_part[1]:
-            gathered = self._gathered
-        else:
-            gathered = _Gathered(kind, self._open_part[1], new_part=False)
-        await self._add(gathered, chunk)
+        part = self._open_part
+        new_part = part is None or part[0] != kind
+        if new_part:
+            # The new part's first write (its chat/responsePart) goes after what the part
+            # before gathered: both in the next write, in that order.
+            part = self._open_part = (kind, self.ids.numbered("part"))
+        assert part is not None
+        await self._add(kind, part[1], chunk, new_part=new_part)
 
     async def tool_input(self, tool_call_id: str, chunk: str) -> None:
-        """A chunk of a started tool call's input."""
-        gathered = self._gathered
-        if gathered is None or gathered.kind != "toolInput" or gathered.key != tool_call_id:
-            self.submit_gathered()
-            gathered = _Gathered("toolInput", tool_call_id, new_part=False)
-        await self._add(gathered, chunk)
+        """A chunk of a started tool call's input (parallel calls' chunks may interleave:
+        each call's gather apart, and are written in the order each began)."""
+        await self._add("toolInput", tool_call_id, chunk, new_part=False)
 
     def close_part(self) -> None:
         """The next text starts a new part (a tool call came between): what gathered is
@@ -127,25 +125,28 @@ class StreamWriter:
         self._open_part = None
 
     def submit_gathered(self) -> PendingBatch | None:
-        """Submit what gathered as one fact now (no wait); the flusher or a later record
+        """Submit what gathered as one batch now (no wait); the flusher or a later record
         makes it durable and published. Call before recording anything else of the round."""
-        gathered, self._gathered = self._gathered, None
-        if gathered is None:
+        if not self._gathered:
             return None
-        batch = self.recorder.submit([(self.chat, self._action(gathered))])
+        gathered, self._gathered = self._gathered, {}
+        batch = self.recorder.submit([(self.chat, self._action(g)) for g in gathered.values()])
         self._last = batch
         self._last_at = trio.current_time()
         return batch
 
     # ── internals ───────────────────────────────────────────────────────────────────
 
-    async def _add(self, gathered: _Gathered, chunk: str) -> None:
-        gathered.chunks.append(chunk)
+    async def _add(self, kind: str, key: str, chunk: str, *, new_part: bool) -> None:
         if self.window <= 0:
-            self._gathered = None
-            await self.recorder.record([(self.chat, self._action(gathered))])
+            single = _Gathered(kind, key, new_part=new_part)
+            single.chunks.append(chunk)
+            await self.recorder.record([(self.chat, self._action(single))])
             return
-        self._gathered = gathered
+        gathered = self._gathered.get(key)
+        if gathered is None:
+            gathered = self._gathered[key] = _Gathered(kind, key, new_part=new_part)
+        gathered.chunks.append(chunk)
         self._wake.set()
 
     def _action(self, gathered: _Gathered) -> Action:
@@ -192,7 +193,7 @@ class StreamWriter:
                 if self._last is not last:
                     continue  # a newer write went in meanwhile: wait for it too
                 self._last = None
-            if self._gathered is None:
+            if not self._gathered:
                 if self._closed:
                     return
                 self._wake = trio.Event()

@@ -318,6 +318,33 @@ class TestOrder:
         tool_input = "".join(a.content for a in seen.of(ChatToolCallDeltaAction))
         assert tool_input == '{"query": "x"}'
 
+    async def test_parallel_calls_input_gathers_per_call(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """Two calls' input chunks interleave, as parallel calls arrive from an OpenAI
+        stream: each call's input is whole, one fact per call in a write."""
+        half = ['{"query"', ': "x"}']
+        events: list[ModelEvent] = [
+            ToolCallStarted(tool_call_id="a", tool_name="web_search"),
+            ToolCallStarted(tool_call_id="b", tool_name="web_search"),
+            ToolCallInputDelta(tool_call_id="a", text=half[0]),
+            ToolCallInputDelta(tool_call_id="b", text=half[0]),
+            ToolCallInputDelta(tool_call_id="a", text=half[1]),
+            ToolCallInputDelta(tool_call_id="b", text=half[1]),
+            ToolCallRequest(tool_call_id="a", tool_name="web_search", arguments={"query": "x"}),
+            ToolCallRequest(tool_call_id="b", tool_name="web_search", arguments={"query": "x"}),
+        ]
+        model = Model(events, gaps=(0.001,))
+        log = SlowLog(latency=0.05)
+        _, seen, _ = await run(model, log=log)
+        deltas = seen.of(ChatToolCallDeltaAction)
+        for call in ("a", "b"):
+            assert "".join(d.content for d in deltas if d.tool_call_id == call) == "".join(half)
+        assert len(deltas) < 4, "chunks that came during a write joined"
+        [batch] = [b for b in log.batches if any(f.type == "chat/toolCallDelta" for f in b)][-1:]
+        # One fact per call in a write (in the order each began since the last write).
+        assert sorted(f.action.tool_call_id for f in batch) == ["a", "b"]  # type: ignore[union-attr]
+
 
 class TestEndings:
     async def test_a_failing_stream_keeps_what_it_sent_before_its_error(
