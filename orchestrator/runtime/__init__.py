@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ._process import *  # noqa: F403
     from ._recorder import *  # noqa: F403
     from ._team_runtime import *  # noqa: F403
+    from ._tracing import *  # noqa: F403
     from ._turns import *  # noqa: F403
     from .tools import BACKOFF_FIRST as BACKOFF_FIRST
     from .tools import BACKOFF_MAX as BACKOFF_MAX
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from .tools import REDACTED_TOKEN as REDACTED_TOKEN
     from .tools import STDERR_TAIL as STDERR_TAIL
     from .tools import TOOL_CALL_ID_VAR as TOOL_CALL_ID_VAR
+    from .tools import TRACEPARENT_VAR as TRACEPARENT_VAR
     from .tools import CommandResult as CommandResult
     from .tools import McpListing as McpListing
     from .tools import McpResult as McpResult
@@ -66,8 +68,10 @@ else:
             "BusStatistics": "._bus",
             "CALLBACK_TOKEN_VAR": ".tools",
             "CALLBACK_URL_VAR": ".tools",
+            "CAPTURE_CONTENT_ENV": "._tracing",
             "CommandResult": ".tools",
             "DoneTicket": "._factlog",
+            "EXPORTERS": "._tracing",
             "EventTicket": "._factlog",
             "FactBus": "._bus",
             "FactLog": "._factlog",
@@ -94,12 +98,17 @@ else:
             "RepeatLimiter": "._logging",
             "ResolvedPythonTool": ".tools",
             "RunOutcome": "._team_runtime",
+            "SAMPLERS": "._tracing",
             "STDERR_TAIL": ".tools",
             "Subscription": "._bus",
             "TOOL_CALL_ID_VAR": ".tools",
+            "TRACEPARENT_VAR": ".tools",
             "TeamRuntime": "._team_runtime",
             "Ticket": "._factlog",
             "ToolCallback": ".tools",
+            "Tracing": "._tracing",
+            "TracingSettings": "._tracing",
+            "add_trace_ids": "._tracing",
             "answer_text": "._approvals",
             "bound_log_context": "._logging",
             "call_result": ".tools",
@@ -108,10 +117,16 @@ else:
             "configure_logging": "._logging",
             "failed_result": ".tools",
             "group_id": ".tools",
+            "in_span": "._tracing",
+            "install_tracing": "._tracing",
+            "installed_tracing": "._tracing",
             "library_logging": "._library_logging",
             "list_server_tools": ".tools",
             "parse_answer": "._approvals",
+            "prompt_traceparent": "._tracing",
+            "prompted_from": "._tracing",
             "python_tool_problems": ".tools",
+            "ratio": "._tracing",
             "read_facts": "._factlog",
             "release_free_memory": "._process",
             "require_prompt": "._team_runtime",
@@ -120,6 +135,8 @@ else:
             "run_command": ".tools",
             "run_python_tool": ".tools",
             "tool_environment": ".tools",
+            "traced": "._tracing",
+            "traceparent_headers": "._tracing",
             "tune_gc": "._process",
         },
     )

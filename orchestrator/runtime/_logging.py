@@ -506,6 +506,16 @@ class _CurrentStderr:
         sys.stderr.flush()
 
 
+def _trace_ids(logger: WrappedLogger, method: str, event_dict: EventDict) -> EventDict:
+    """The current span's ids on a line written inside one (see ``_tracing.add_trace_ids``).
+    Tracing is on only once its module is loaded, so a process without it pays a lookup."""
+    tracing = sys.modules.get("orchestrator.runtime._tracing")
+    if tracing is None:
+        return event_dict
+    with_ids: EventDict = tracing.add_trace_ids(logger, method, event_dict)
+    return with_ids
+
+
 def configure_logging(
     *,
     json: bool | None = None,

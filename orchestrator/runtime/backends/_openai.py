@@ -37,6 +37,7 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import Final
 
+import attrs
 import httpx
 import httpx_sse
 import stamina
@@ -58,9 +59,11 @@ from orchestrator.core import (
     ToolCallInputDelta,
     ToolCallRequest,
     ToolCallStarted,
+    UsageReport,
 )
 from orchestrator.spec import AgentSpec, OpenAISettings, TeamSpec
 
+from .._tracing import traceparent_headers
 from ._openai_wire import (
     FINAL_ANSWER,
     ChunkAssembler,
@@ -263,7 +266,7 @@ class OpenAIBackend:
                         self.url,
                         json=body,
                         params=self.settings.query,
-                        headers=self._headers,
+                        headers=traceparent_headers(self._headers),
                         timeout=self._timeout,
                     )
                     response = await self._client.send(request, stream=True)
@@ -358,7 +361,7 @@ class OpenAIBackend:
                 f"the stream from {self.url} ended before the model finished its response"
             )
         for event in assembler.finish():
-            yield event
+            yield attrs.evolve(event, server=self.url) if isinstance(event, UsageReport) else event
 
 
 def _wait_after(refusal: ModelRequestError, attempt: int) -> float | None:
