@@ -53,6 +53,12 @@ from orchestrator.ahp.actions import (
     ChatTurnStartedAction,
     ChatUsageAction,
 )
+from orchestrator.ahp.state import (
+    ToolCallPendingConfirmationState,
+    ToolCallResponsePart,
+    ToolCallRunningState,
+    ToolCallStreamingState,
+)
 from orchestrator.base import redact_text
 from orchestrator.spec import TEAM_TOOLS, mcp_tool_ref
 
@@ -312,10 +318,30 @@ class SpanFold:
             request = self._requests.get(task.task)
             if task.chat is not None and request is not None:
                 self._parent_of_chat[task.chat] = span_id_of("tool", *request)
+        # When each delegation's call was made, as near as the state says (its task's
+        # creation); any other open call is dated from its turn's start.
+        made = {
+            request: t.created_at
+            for t in state.tasks.values()
+            if (request := self._requests.get(t.task))
+        }
         for chat, chat_state in state.chats.items():
             turn = chat_state.active_turn
-            if turn is not None and chat in self._root_of_chat:
-                self._open_turn(chat, turn.id, turn.started_at, None)
+            if turn is None or chat not in self._root_of_chat:
+                continue
+            self._open_turn(chat, turn.id, turn.started_at, None)
+            for part in turn.response_parts:
+                if not isinstance(part, ToolCallResponsePart):
+                    continue
+                call = part.tool_call
+                if isinstance(call, _OPEN_CALLS):
+                    at = made.get((chat, call.tool_call_id), turn.started_at)
+                    self._open_tool(chat, turn.id, call.tool_call_id, call.tool_name, at)
+        for approval in state.approvals.values():
+            if approval.decision is None:
+                self._approval_requested_at(
+                    approval.request, _turn_start_of(state, approval.request)
+                )
 
     # ── the fold ──────────────────────────────────────────────────────────
 
@@ -543,7 +569,6 @@ class SpanFold:
         chat = fact.channel
         key = (chat, action.tool_call_id)
         span = self._tools.get(key)
-        turn = self._turns.get((chat, action.turn_id))
         if span is None and isinstance(action, ChatToolCallStartAction):
             name = action.tool_name
         elif span is None:
@@ -552,24 +577,27 @@ class SpanFold:
             if isinstance(action, ChatToolCallReadyAction) and self.capture_content:
                 _put_arguments(span, action)
             return []
+        self._open_tool(chat, action.turn_id, action.tool_call_id, name, fact.at)
+        return []
+
+    def _open_tool(self, chat: str, turn_id: str, tool_call_id: str, name: str, at: str) -> None:
+        turn = self._turns.get((chat, turn_id))
         kind = self.tool_kinds.get(name) or _kind_of(name)
-        span = _Open(
+        self._tools[(chat, tool_call_id)] = _Open(
             name=f"execute_tool {name}",
             trace_id=0 if turn is None else turn.trace_id,
-            span_id=span_id_of("tool", chat, action.tool_call_id),
+            span_id=span_id_of("tool", chat, tool_call_id),
             parent_id=None if turn is None else turn.span_id,
-            start=fact.at,
+            start=at,
             attributes={
                 OPERATION: "execute_tool",
                 TOOL_NAME: name,
-                TOOL_CALL_ID: action.tool_call_id,
+                TOOL_CALL_ID: tool_call_id,
                 TOOL_TYPE: "extension" if kind == "mcp" else "function",
                 "orchestrator.tool.kind": kind,
-                "orchestrator.turn": action.turn_id,
+                "orchestrator.turn": turn_id,
             },
         )
-        self._tools[key] = span
-        return []
 
     def _tool_completed(self, fact: Fact, action: ChatToolCallCompleteAction) -> list[SpanRecord]:
         span = self._tools.pop((fact.channel, action.tool_call_id), None)
@@ -584,15 +612,19 @@ class SpanFold:
         return [*self._end_approvals(span.span_id, fact.at, None), span.end(fact.at, error=error)]
 
     def _approval_requested(self, fact: Fact, action: ApprovalRequested) -> list[SpanRecord]:
+        self._approval_requested_at(action, fact.at)
+        return []
+
+    def _approval_requested_at(self, action: ApprovalRequested, at: str) -> None:
         tool = self._tools.get((action.chat, action.tool_call_id))
         if tool is None or not tool.trace_id:
-            return []
+            return
         self._approvals[action.approval] = _Open(
             name="await_approval",
             trace_id=tool.trace_id,
             span_id=span_id_of("approval", action.approval),
             parent_id=tool.span_id,
-            start=fact.at,
+            start=at,
             attributes={
                 TOOL_NAME: action.tool_name,
                 TOOL_CALL_ID: action.tool_call_id,
@@ -602,7 +634,6 @@ class SpanFold:
                 "orchestrator.approval.policy_scope": action.policy_scope,
             },
         )
-        return []
 
     def _approval_resolved(self, fact: Fact, action: ApprovalResolved) -> list[SpanRecord]:
         span = self._approvals.pop(action.approval, None)
@@ -630,6 +661,22 @@ def _root(state: TeamState, task: str) -> str:
         task = record.parent_task
         record = state.tasks.get(task)
     return task
+
+
+#: The states of a tool call that has not ended: a resumed run's fold opens their spans.
+_OPEN_CALLS: Final = (
+    ToolCallStreamingState,
+    ToolCallPendingConfirmationState,
+    ToolCallRunningState,
+)
+
+
+def _turn_start_of(state: TeamState, request: ApprovalRequested) -> str:
+    """When the turn an approval's call belongs to started (an approval's best known
+    start, after a restart)."""
+    chat = state.chats.get(request.chat)
+    turn = None if chat is None else chat.active_turn
+    return turn.started_at if turn is not None else ""
 
 
 def _kind_of(tool: str) -> str:

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
+import structlog
 
 from orchestrator.base import ConfigError, parse_timestamp
 from orchestrator.core import Fact, SpanFold, SpanRecord, TeamState, span_id_of
@@ -58,6 +59,8 @@ __all__ = [
     "traced",
     "traceparent_headers",
 ]
+
+log = structlog.get_logger("orchestrator.tracing")
 
 #: The GenAI conventions' opt-in for prompts, answers and tool inputs/outputs on spans.
 CAPTURE_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -186,14 +189,27 @@ class Tracing:
             tool_kinds=_tool_kinds(team),
             capture_content=self.settings.capture_content,
         )
+        failed = False
         if state.run is not None:
-            fold.take_up(state)
+            try:
+                fold.take_up(state)
+            except Exception:  # a trace is never worth a run: say so, trace the rest
+                log.exception("tracing: the resumed run's spans could not be placed")
 
         def spans_of(facts: Sequence[Fact]) -> None:
-            for fact in facts:
-                ended = fold.apply(fact)
-                if ended:
-                    self.emit(ended)
+            nonlocal failed
+            if failed:
+                return
+            try:
+                for fact in facts:
+                    ended = fold.apply(fact)
+                    if ended:
+                        self.emit(ended)
+            except Exception:
+                # An error barrier: this runs inside the recorder's commit, which must not
+                # fail. The session's tracing stops; its run goes on.
+                failed = True
+                log.exception("tracing stopped for the session", session=session)
 
         bus.observe(spans_of)
         return fold
