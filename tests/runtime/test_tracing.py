@@ -7,27 +7,35 @@ from collections.abc import AsyncGenerator, Iterator
 
 import pytest
 import structlog
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from orchestrator.base import ConfigError
 from orchestrator.core import (
+    Fact,
+    MemberJoined,
     ModelEvent,
     RoundContext,
+    RunStarted,
+    SpanFold,
     TextDelta,
     UsageReport,
     parse_traceparent,
     span_id_of,
+    trace_id_of,
 )
 from orchestrator.runtime import (
     Tracing,
     TracingSettings,
     add_trace_ids,
+    in_span,
     install_tracing,
     prompted_from,
     traceparent_headers,
 )
-from orchestrator.spec import load_team, parse_team
+from orchestrator.runtime.tools import command_environment
+from orchestrator.spec import CommandTool, load_team, parse_team
 from tests.support.runtime import Harness, run_to_end
 from tests.support.traces import DELIVERY, delegation_tree, delivery_run, span_delegations
 
@@ -194,3 +202,73 @@ class TestTheCurrentSpan:
     def test_tracing_off_no_header(self) -> None:
         assert traceparent_headers() == {}
         assert add_trace_ids(None, "info", {"event": "x"}) == {"event": "x"}
+
+
+class TestCommandTools:
+    def test_a_command_tool_gets_its_calls_span_as_traceparent(
+        self, exported: InMemorySpanExporter
+    ) -> None:
+        """A command tool's program is told its call's span (``TRACEPARENT``, the
+        OpenTelemetry convention for a child process's environment); untraced, nothing."""
+        session, chat, call = "ahp-session:/s", "ahp-chat:/c", "call-1"
+        tool = CommandTool(name="t", command=("true",))
+        untraced = command_environment({}, tool, session=session, tool_call_id=call, callback=None)
+        assert "TRACEPARENT" not in untraced
+        fold = SpanFold(session)
+        fold.apply(
+            Fact(
+                sequence=1,
+                session=session,
+                channel=session,
+                at="2026-12-07T10:00:00.000Z",
+                action=RunStarted(
+                    run="run-1",
+                    team="t",
+                    topology="coordinator-workers",
+                    parallel_budget=1,
+                    coordinator="lead",
+                    prompt="p",
+                    task="task-1",
+                ),
+            )
+        )
+        fold.apply(
+            Fact(
+                sequence=2,
+                session=session,
+                channel=session,
+                at="2026-12-07T10:00:00.000Z",
+                action=MemberJoined(chat=chat, agent="lead", role="coordinator", task="task-1"),
+            )
+        )
+        with in_span(fold, chat, "tool", chat, call):
+            traced = command_environment(
+                {}, tool, session=session, tool_call_id=call, callback=None
+            )
+        sent = parse_traceparent(traced["TRACEPARENT"])
+        assert sent is not None
+        assert (sent.trace_id, sent.span_id) == (
+            trace_id_of(session, "task-1"),
+            span_id_of("tool", chat, call),
+        )
+
+
+class _Failing(SimpleSpanProcessor):
+    def on_end(self, span: ReadableSpan) -> None:
+        raise RuntimeError("the exporter broke")
+
+
+class TestErrorBarrier:
+    async def test_a_fault_in_tracing_stops_its_tracing_never_the_run(self) -> None:
+        tracing = Tracing(TracingSettings(enabled=True), processor=_Failing(InMemorySpanExporter()))
+        before = install_tracing(tracing)
+        try:
+            with structlog.testing.capture_logs() as logs:
+                harness = await delivery_run()
+        finally:
+            install_tracing(before)
+        assert harness.runtime.state.run is not None
+        assert harness.runtime.state.run.status == "completed"
+        assert [e["event"] for e in logs if e["log_level"] == "error"] == [
+            "tracing stopped for the session"
+        ]

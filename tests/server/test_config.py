@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.base import ConfigError
+from orchestrator.runtime import TracingSettings
 from orchestrator.server import (
     Role,
     ServeConfig,
@@ -45,6 +46,28 @@ class TestParse:
         assert parse("reconnect_for = 40").reconnect_for == 40.0
         assert parse("reconnect_for = 0").reconnect_for == 0.0
         assert parse("").reconnect_for is None
+
+    def test_tracing(self) -> None:
+        """[tracing]: off unless enabled; what the OTEL_* variables may also say."""
+        assert parse("").tracing == TracingSettings()
+        assert not parse("").tracing.enabled
+        config = parse(
+            "[tracing]\n"
+            "enabled = true\n"
+            'endpoint = "http://collector:4318/v1/traces"\n'
+            'service_name = "orchestrator-a"\n'
+            'sampler = "parentbased_traceidratio"\n'
+            "sampler_arg = 0.25\n"
+            "capture_content = true\n"
+        )
+        assert config.tracing == TracingSettings(
+            enabled=True,
+            endpoint="http://collector:4318/v1/traces",
+            service_name="orchestrator-a",
+            sampler="parentbased_traceidratio",
+            sampler_arg=0.25,
+            capture_content=True,
+        )
 
     def test_a_full_file(self, tmp_path: Path) -> None:
         (tmp_path / "tool.token").write_text(SECRET + "-file\n")
@@ -107,6 +130,15 @@ class TestParse:
             ('lease_ttl = "15s"', "lease_ttl", "seconds above 0"),
             ("reconnect_for = -1", "reconnect_for", "0 or more"),
             ("reconnect_for = true", "reconnect_for", "number of seconds"),
+            ("tracing = 1", "tracing", "expected a table"),
+            ("[tracing]\nenable = true", "tracing.enable", "unknown key"),
+            ("[tracing]\nenabled = 'yes'", "tracing.enabled", "true or false"),
+            ("[tracing]\nendpoint = 'collector:4318'", "tracing.endpoint", "http://"),
+            ("[tracing]\nservice_name = ''", "tracing.service_name", "non-empty string"),
+            ("[tracing]\nsampler = 'half'", "tracing.sampler", "parentbased_traceidratio"),
+            ("[tracing]\nsampler_arg = 1.5", "tracing.sampler_arg", "from 0 to 1"),
+            ("[tracing]\nsampler_arg = true", "tracing.sampler_arg", "from 0 to 1"),
+            ("[tracing]\nexporter = 'jaeger'", "tracing.exporter", "otlp, console, none"),
         ],
     )
     def test_a_bad_value_names_its_key(self, text: str, key: str, problem: str) -> None:
