@@ -268,8 +268,8 @@ class SpanFold:
         self._requests: dict[str, tuple[str, str]] = {}  # task -> (delegating chat, call id)
         self._parent_of_chat: dict[str, int] = {}  # the tool call span a chat's turns are under
         self._turns: dict[tuple[str, str], _Open] = {}
-        self._turn_starts: dict[tuple[str, str], str] = {}
-        self._tools: dict[tuple[str, str], _Open] = {}
+        self._tools: dict[tuple[str, str], _Open] = {}  # by (chat, tool call id)
+        self._turn_calls: dict[tuple[str, str], list[str]] = {}  # (chat, turn) -> its calls
         self._approvals: dict[str, _Open] = {}
         self._traces: dict[str, int] = {}  # root task -> trace id
         self._parents: dict[str, TraceParent] = {}  # root task -> the traceparent it came with
@@ -449,13 +449,13 @@ class SpanFold:
         ]
         self._approvals.clear()
         self._tools.clear()
+        self._turn_calls.clear()
         self._turns.clear()
         self._roots.clear()
         return ended
 
     def _turn_started(self, fact: Fact, action: ChatTurnStartedAction) -> list[SpanRecord]:
         chat = fact.channel
-        self._turn_starts[(chat, action.turn_id)] = action.started_at or fact.at
         text = action.message.text if self.capture_content else None
         self._open_turn(chat, action.turn_id, action.started_at or fact.at, text)
         return []
@@ -494,7 +494,6 @@ class SpanFold:
         chat = fact.channel
         key = (chat, action.turn_id)
         span = self._turns.pop(key, None)
-        self._turn_starts.pop(key, None)
         if isinstance(action, ChatErrorAction):
             error: str | None = action.error.message
         elif isinstance(action, ChatTurnCancelledAction):
@@ -502,13 +501,12 @@ class SpanFold:
         else:
             error = None
         ended: list[SpanRecord] = []
-        cut_off = [
-            key
-            for key, tool in self._tools.items()
-            if key[0] == chat and tool.attributes.get("orchestrator.turn") == action.turn_id
-        ]
-        for tool_key in cut_off:
-            tool = self._tools.pop(tool_key)
+        # The turn's calls still open (an index, not a scan: a coordinator's turn may hold
+        # thousands of delegate calls while its workers' turns end).
+        for call_id in self._turn_calls.pop(key, ()):
+            tool = self._tools.pop((chat, call_id), None)
+            if tool is None:
+                continue
             ended.extend(self._end_approvals(tool.span_id, fact.at, CANCELLED))
             ended.append(tool.end(fact.at, error=error or CANCELLED))
         if span is not None and span.trace_id:
@@ -583,6 +581,7 @@ class SpanFold:
     def _open_tool(self, chat: str, turn_id: str, tool_call_id: str, name: str, at: str) -> None:
         turn = self._turns.get((chat, turn_id))
         kind = self.tool_kinds.get(name) or _kind_of(name)
+        self._turn_calls.setdefault((chat, turn_id), []).append(tool_call_id)
         self._tools[(chat, tool_call_id)] = _Open(
             name=f"execute_tool {name}",
             trace_id=0 if turn is None else turn.trace_id,
