@@ -35,7 +35,10 @@ from orchestrator.core import (
     trace_id_of,
 )
 from orchestrator.core import _spans as spans_module
+from orchestrator.spec import load_team
 from tests.support.examples import examples
+from tests.support.paths import PROJECT_ROOT
+from tests.support.runtime import Harness, run_to_end
 from tests.support.traces import delegation_tree, delivery_run, span_delegations
 
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -228,6 +231,25 @@ class TestDeliveryRun:
         for span in ended:
             assert span in complete or span.error is not None
             assert span.parent_id is None or span.parent_id in every
+
+
+class TestHandoff:
+    def test_a_specialists_turn_is_under_the_handoff_call(self) -> None:
+        """A handoff, like a delegation: the specialist's invoke_agent span is a child of
+        the handoff call's span, in the run's trace."""
+
+        async def main() -> list[Fact]:
+            harness = Harness(load_team(PROJECT_ROOT / "teams" / "handoff.toml"))
+            await run_to_end(harness, "Why was I charged twice?")
+            return harness.facts
+
+        _, ended = fold_all(trio.run(main))
+        (billing,) = [s for s in ended if s.name == "invoke_agent billing"]
+        (call,) = [s for s in ended if s.span_id == billing.parent_id]
+        assert call.name == "execute_tool handoff"
+        (triage,) = [s for s in ended if s.span_id == call.parent_id]
+        assert triage.name == "invoke_agent triage"
+        assert len({s.trace_id for s in ended}) == 1
 
 
 class TestPromptsOfAConversation:
