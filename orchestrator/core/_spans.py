@@ -172,6 +172,8 @@ def trace_id_of(session: str, root_task: str, parent: TraceParent | None = None)
 
 @attrs.frozen(kw_only=True)
 class SpanEvent:
+    """A moment in a span (a round's first token)."""
+
     name: str
     at: str
     attributes: Mapping[str, AttributeValue] = attrs.field(factory=dict)
@@ -179,6 +181,8 @@ class SpanEvent:
 
 @attrs.frozen(kw_only=True)
 class SpanLink:
+    """Another span this one follows from (a conversation's prompt before)."""
+
     trace_id: int
     span_id: int
 

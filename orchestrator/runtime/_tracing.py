@@ -26,7 +26,7 @@ import contextvars
 import datetime
 import importlib.metadata
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -407,16 +407,24 @@ def prompt_traceparent() -> str | None:
 # ── the span a task is in ────────────────────────────────────────────────────
 
 
-@contextmanager
-def in_span(fold: SpanFold | None, chat: str, *parts: str) -> Iterator[None]:
+def in_span(fold: SpanFold | None, chat: str, *parts: str) -> AbstractContextManager[None]:
     """Make the span ``parts`` name (``"turn", chat, turn_id``...) the current span of this
     task for the block, so ``traceparent`` headers and log lines name it. Nothing when
     tracing is off (``fold`` None) or the fold does not know the chat."""
     tracing = _installed
     trace_id = None if fold is None else fold.trace_of_chat(chat)
     if tracing is None or fold is None or trace_id is None:
-        yield
-        return
+        return _NOTHING  # off: no generator, no context (bench/peers, tracing off)
+    return _current_span(tracing, fold, chat, trace_id, parts)
+
+
+_NOTHING: Final = nullcontext()
+
+
+@contextmanager
+def _current_span(
+    tracing: Tracing, fold: SpanFold, chat: str, trace_id: int, parts: tuple[str, ...]
+) -> Iterator[None]:
     from opentelemetry import context as otel_context
     from opentelemetry import trace as otel_trace
 
