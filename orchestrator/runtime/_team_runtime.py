@@ -593,10 +593,18 @@ class TeamRuntime:
         """Queue a message that starts a new turn once the chat's current turn finishes.
 
         For a conversation's idle coordinator, the turn starts at once. Returns the message's
-        id. The turn it starts records it as its ``queuedMessageId``. ``message_id`` is the
-        caller's choice, unique in the session; else one is made. Another node, for example,
-        must know the id before the message's facts reach it. ``traceparent``: the W3C trace
-        context the prompt came with; a conversation's prompt then continues that trace."""
+        id. The turn it starts records it as its ``queuedMessageId``.
+
+        Args:
+            chat: The chat to queue it to.
+            text: The message.
+            message_id: The caller's choice of id, unique in the session; else one is made.
+                Another node, for example, must know the id before the message's facts
+                reach it.
+            traceparent: The W3C trace context the prompt came with (default: the one
+                :func:`~orchestrator.runtime.prompted_from` set): the turn's prompt then
+                continues that trace.
+        """
         message_id = message_id or self.ids.numbered("message")
         traceparent = traceparent or prompt_traceparent()
         if traceparent is not None and parse_traceparent(traceparent) is not None:

@@ -182,8 +182,16 @@ class Tracing:
         self.emitted = 0
 
     def observe(self, bus: FactBus, team: TeamSpec, session: str, state: TeamState) -> SpanFold:
-        """Trace the session whose facts ``bus`` publishes; the fold, for the runtime to ask
-        which trace a chat is in. ``state``: an unfinished run's, when it is resumed."""
+        """Trace the session whose facts ``bus`` publishes; return the fold, for the
+        runtime to ask which trace a chat is in.
+
+        Args:
+            bus: The session's bus (its observer folds each durable batch).
+            team: The team (its tools' kinds go on their spans).
+            session: The session's URI.
+            state: The session's state: an unfinished run's, when it is resumed, whose open
+                spans the fold then knows.
+        """
         fold = SpanFold(
             session,
             tool_kinds=_tool_kinds(team),
