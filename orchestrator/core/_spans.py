@@ -129,6 +129,12 @@ class TraceParent:
     span_id: int
     sampled: bool
 
+    @property
+    def header(self) -> str:
+        """The header's version-00 form (what is recorded: a later version's extra fields
+        are not ours to keep)."""
+        return f"00-{self.trace_id:032x}-{self.span_id:016x}-{'01' if self.sampled else '00'}"
+
 
 def parse_traceparent(text: str | None) -> TraceParent | None:
     """The ``traceparent`` header's value, or None if it is absent or not one (W3C trace

@@ -250,9 +250,9 @@ class TeamRuntime:
         returns when the session exists. ``traceparent``: the W3C trace context the prompt
         came with (recorded with the run, whose trace then continues that one).
         """
-        traceparent = traceparent or prompt_traceparent()
-        if traceparent is not None and parse_traceparent(traceparent) is None:
-            traceparent = None  # W3C trace context: a malformed header is ignored
+        # W3C trace context: a malformed header is ignored; a good one is kept in its
+        # version-00 form, whatever else a client sent with it.
+        parent = parse_traceparent(traceparent or prompt_traceparent())
         require_prompt(prompt)
         coordinator = self.team.agent(self.team.coordinator)
         chat = self.ids.chat()
@@ -272,7 +272,7 @@ class TeamRuntime:
                         prompt=prompt,
                         task=root_task,
                         background=self.background,
-                        trace_parent=traceparent,
+                        trace_parent=None if parent is None else parent.header,
                     ),
                 ),
                 (self.session, chat_added(chat, coordinator, prompt, None, now)),
@@ -606,9 +606,9 @@ class TeamRuntime:
                 continues that trace.
         """
         message_id = message_id or self.ids.numbered("message")
-        traceparent = traceparent or prompt_traceparent()
-        if traceparent is not None and parse_traceparent(traceparent) is not None:
-            self._turns.trace_parents[message_id] = traceparent
+        parent = parse_traceparent(traceparent or prompt_traceparent())
+        if parent is not None:
+            self._turns.trace_parents[message_id] = parent.header
         return await self._turns.set_pending(
             chat, text, PendingMessageKind.QUEUED, message_id=message_id
         )

@@ -7,6 +7,8 @@ from collections.abc import AsyncGenerator, Iterator
 
 import pytest
 import structlog
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -36,6 +38,7 @@ from orchestrator.runtime import (
 )
 from orchestrator.runtime.tools import command_environment
 from orchestrator.spec import CommandTool, load_team, parse_team
+from tests.support.examples import examples
 from tests.support.runtime import Harness, run_to_end
 from tests.support.traces import DELIVERY, delegation_tree, delivery_run, span_delegations
 
@@ -90,6 +93,42 @@ class TestSettings:
             sampler_arg=0.25,
             capture_content=True,
         )
+
+    @given(
+        environ=st.dictionaries(
+            st.sampled_from(
+                [
+                    "OTEL_TRACES_EXPORTER",
+                    "OTEL_EXPORTER_OTLP_ENDPOINT",
+                    "OTEL_SDK_DISABLED",
+                    "OTEL_SERVICE_NAME",
+                    "OTEL_TRACES_SAMPLER",
+                    "OTEL_TRACES_SAMPLER_ARG",
+                    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+                ]
+            ),
+            st.one_of(st.text(max_size=12), st.sampled_from(["otlp", "none", "0.5", "true"])),
+        )
+    )
+    @settings(max_examples=examples(200))
+    def test_any_environment_gives_settings_or_names_the_variable(
+        self, environ: dict[str, str]
+    ) -> None:
+        """Whatever the variables hold: usable settings, or a ConfigError naming one of
+        them; never another exception."""
+        refused: ConfigError | None = None
+        try:
+            got = TracingSettings.from_environ(environ)
+        except ConfigError as error:
+            refused = error
+        if refused is not None:
+            assert refused.key_path in environ
+            assert refused.file == "the environment"
+            return
+        assert got.exporter in ("otlp", "console", "none")
+        assert 0.0 <= got.sampler_arg <= 1.0
+        if environ.get("OTEL_SDK_DISABLED", "").strip().lower() in ("1", "true", "yes", "on"):
+            assert not got.enabled
 
     @pytest.mark.parametrize(
         ("environ", "named"),
