@@ -108,11 +108,22 @@ CLOSE_TIMEOUT: Final = 5.0
 
 
 def http_client() -> httpx.AsyncClient:
-    """The client a run shares among its agents (one connection pool per server)."""
+    """The client a run shares among its agents (one connection pool per server).
+
+    While tracing is on, each request it sends carries the span of the task that sends it
+    as ``traceparent`` (a model round's, for every backend on this client, plugins too)."""
     return httpx.AsyncClient(
         timeout=httpx.Timeout(CONNECT_TIMEOUT, write=WRITE_TIMEOUT, pool=POOL_TIMEOUT),
         headers={"user-agent": "team-orchestrator"},
+        event_hooks={"request": [_with_traceparent]},
     )
+
+
+async def _with_traceparent(request: httpx.Request) -> None:
+    """An httpx request hook: the current span's ``traceparent``, unless the request has
+    one (it runs in the sending task, so the span is the round's)."""
+    if "traceparent" not in request.headers:
+        request.headers.update(traceparent_headers())
 
 
 def base_url_of(settings: OpenAISettings, environ: Mapping[str, str]) -> str:
@@ -266,7 +277,7 @@ class OpenAIBackend:
                         self.url,
                         json=body,
                         params=self.settings.query,
-                        headers=traceparent_headers(self._headers),
+                        headers=self._headers,
                         timeout=self._timeout,
                     )
                     response = await self._client.send(request, stream=True)
