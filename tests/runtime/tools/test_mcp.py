@@ -275,7 +275,7 @@ class TestCalls:
         assert not result.success
         assert result.output == (
             "MCP server 'web' has no tool 'nope'; it lists: add, fail, only_structured, "
-            "picture, crash, slow, getenv, grow, pid"
+            "picture, crash, slow, getenv, grow, pid, traceparent"
         )
 
     async def test_a_server_the_team_does_not_have(self, probe: HttpProbe) -> None:
