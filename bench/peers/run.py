@@ -22,6 +22,9 @@ Systems (``--only`` takes these names):
   contract), in memory or with the SQLite journal (durability ``power``: every fact fsynced
   before it counts), with no reader or with one reader (a bus subscriber folding the
   delegation graph and projecting Agent UI envelopes, as ``bench/fanout.py``'s does).
+- ``ours-memory-traced``, ``ours-journal-traced``: the same with tracing on (the SDK's batch
+  span processor and an exporter that encodes OTLP protobuf and drops it): what traces cost
+  per worker. With tracing off (every other row) nothing of it runs.
 - ``ours-postgres``, ``ours-postgres-reader``: the same with the journal on PostgreSQL
   (durability ``power``: each batch acknowledged once the server answered its ``COMMIT``,
   with ``synchronous_commit`` on), each run on a new database of one throwaway cluster the
@@ -187,6 +190,7 @@ def prepare_ours(
     postgres: bool = False,
     reader_does: Literal["drain", "graph", "graph+agentui"] = "graph+agentui",
     api: Literal["trio", "asyncio"] | None = None,
+    traced: bool = False,
 ) -> Callable[[], object]:
     """This project's runtime on the model path; returns a runner and its answer. With
     ``postgres``, the journal is on a new PostgreSQL database instead of a SQLite file.
@@ -195,7 +199,10 @@ def prepare_ours(
     project the Agent UI envelopes (the reader every other figure means). With ``api``, the
     run goes through the public API instead: ``orchestrator.run_team`` under ``trio.run``, or
     ``orchestrator.aio.run_team`` under ``asyncio.run`` (trio as a guest of the asyncio
-    loop), with the SQLite journal at its default durability when ``journal``."""
+    loop), with the SQLite journal at its default durability when ``journal``. With
+    ``traced``, tracing is on (docs/guides/traces.md): the SDK's batch span processor, its
+    exporter encoding each batch as OTLP protobuf and dropping it (the network aside, all a
+    real exporter does), flushed inside the timed region."""
     import logging
     from collections.abc import Mapping
 
@@ -293,6 +300,8 @@ def prepare_ours(
             )
         return lambda: asyncio.run(aio.run_team(team, PROMPT, backends=backends, journal=path))
 
+    tracing = _bench_tracing() if traced else None
+
     async def run(factlog: Any) -> tuple[TeamRuntime, int]:
         runtime = TeamRuntime(team, backends=backends, factlog=factlog)
         if not reader:
@@ -338,7 +347,34 @@ def prepare_ours(
             services.cancel_scope.cancel()
         return kept
 
+    if tracing is not None:
+
+        def traced_run() -> tuple[TeamRuntime, int]:
+            kept = trio.run(main)
+            tracing.force_flush()  # every span encoded: part of the cost
+            assert tracing.emitted == 3 * n + 4, tracing.emitted  # turns, calls, rounds
+            return kept
+
+        return traced_run
     return lambda: trio.run(main)
+
+
+def _bench_tracing() -> Any:
+    """Tracing on, installed for the process, as ``OTEL_TRACES_EXPORTER=otlp`` would; its
+    exporter encodes and drops."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    from orchestrator.runtime import Tracing, TracingSettings, install_tracing
+
+    class Encoding(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            encode_spans(spans).SerializePartialToString()
+            return SpanExportResult.SUCCESS
+
+    tracing = Tracing(TracingSettings(enabled=True), processor=BatchSpanProcessor(Encoding()))
+    install_tracing(tracing)
+    return tracing
 
 
 def answer_api(kept: Any) -> str:
@@ -711,6 +747,11 @@ SYSTEMS: dict[str, tuple[str, Callable[[int], Callable[[], object]], Callable[[A
         lambda n: prepare_ours(n, journal=False, reader=True),
         answer_ours,
     ),
+    "ours-memory-traced": (
+        "this project, in memory, traced (batch exporter)",
+        lambda n: prepare_ours(n, journal=False, reader=False, traced=True),
+        answer_ours,
+    ),
     "ours-journal": (
         "this project, SQLite journal, no reader",
         lambda n: prepare_ours(n, journal=True, reader=False),
@@ -719,6 +760,11 @@ SYSTEMS: dict[str, tuple[str, Callable[[int], Callable[[], object]], Callable[[A
     "ours-journal-reader": (
         "this project, SQLite journal + one reader",
         lambda n: prepare_ours(n, journal=True, reader=True),
+        answer_ours,
+    ),
+    "ours-journal-traced": (
+        "this project, SQLite journal, traced (batch exporter)",
+        lambda n: prepare_ours(n, journal=True, reader=False, traced=True),
         answer_ours,
     ),
     "ours-postgres": (

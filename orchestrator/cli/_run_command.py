@@ -52,7 +52,9 @@ from orchestrator.runtime import (
     DEFAULT_DELTA_WINDOW,
     RunOutcome,
     TeamRuntime,
+    TracingSettings,
     require_prompt,
+    traced,
 )
 from orchestrator.runtime.backends import backend_factory, http_client
 from orchestrator.sessions import load_team_reference
@@ -73,12 +75,14 @@ _Writer = Callable[..., Awaitable[None]]
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """``orchestrator run``."""
-    return trio.run(_run, args)
+    with traced(TracingSettings.from_environ(os.environ)):
+        return trio.run(_run, args)
 
 
 def resume(args: argparse.Namespace, out: TextIO) -> int:
     """``orchestrator resume``."""
-    return trio.run(_resume, args)
+    with traced(TracingSettings.from_environ(os.environ)):
+        return trio.run(_resume, args)
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -89,7 +93,9 @@ async def _run(args: argparse.Namespace) -> int:
     require_prompt(prompt)
 
     async def start(runtime: TeamRuntime, console: TeamConsole) -> RunOutcome:
-        return await runtime.run(prompt)
+        # A traced program that runs us says where in its trace (the OpenTelemetry
+        # convention for a child process): the run's trace continues it.
+        return await runtime.run(prompt, traceparent=os.environ.get("TRACEPARENT"))
 
     async with http_client() as http:
         backends = backend_factory(team, client=http)  # an unset API key stops us here

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 from typing import TextIO
 
 import attrs
@@ -12,6 +13,7 @@ import trio
 
 from orchestrator import server
 from orchestrator.base import ConfigError, OrchestratorError
+from orchestrator.runtime import TracingSettings, traced
 from orchestrator.server import ServeConfig, load_serve_config
 
 from ._conventions import EXIT_OK, default_db
@@ -42,7 +44,8 @@ def serve(args: argparse.Namespace, out: TextIO) -> int:
         config = attrs.evolve(config, team_references=tuple(args.team))
     db = args.db or config.db or default_db()
     try:
-        trio.run(functools.partial(server.serve, config, db=db))
+        with traced(TracingSettings.from_environ(os.environ, config.tracing)):
+            trio.run(functools.partial(server.serve, config, db=db))
     except BaseExceptionGroup as group:
         # A problem found while starting (a port in use, a journal refused) is bad input
         # like any other: say it in one line.

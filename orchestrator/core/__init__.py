@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ._queries import *  # noqa: F403
     from ._recovery import *  # noqa: F403
     from ._reports import *  # noqa: F403
+    from ._spans import *  # noqa: F403
     from ._task_lifecycle import *  # noqa: F403
     from ._team_actions import *  # noqa: F403
     from ._team_records import *  # noqa: F403
@@ -42,6 +43,7 @@ else:
             "ApprovalResolved": "._team_actions",
             "Backend": "._model_round",
             "BackgroundJobStatus": "._teammate_state",
+            "CANCELLED": "._spans",
             "Conversation": "._queries",
             "Conversations": "._queries",
             "DelegationGraph": "._graph",
@@ -71,7 +73,12 @@ else:
             "RunResumed": "._team_actions",
             "RunStarted": "._team_actions",
             "RunStatus": "._team_actions",
+            "SEMCONV_VERSION": "._spans",
             "STEERING_META": "._reports",
+            "SpanEvent": "._spans",
+            "SpanFold": "._spans",
+            "SpanLink": "._spans",
+            "SpanRecord": "._spans",
             "TASK_TRANSITIONS": "._task_lifecycle",
             "TaskCreated": "._team_actions",
             "TaskFinished": "._team_actions",
@@ -95,6 +102,7 @@ else:
             "ToolCallRequest": "._model_round",
             "ToolCallStarted": "._model_round",
             "ToolOutcome": "._model_round",
+            "TraceParent": "._spans",
             "Transition": "._team_records",
             "USER": "._team_actions",
             "USER_NODE": "._graph_schema",
@@ -127,6 +135,7 @@ else:
             "open_questions": "._queries",
             "outcome_of": "._queries",
             "output_retry": "._reports",
+            "parse_traceparent": "._spans",
             "party_name": "._queries",
             "pending_approval_of": "._queries",
             "plan_recovery": "._recovery",
@@ -135,6 +144,7 @@ else:
             "reduce_team_action": "._team_reducer",
             "resume_point": "._recovery",
             "round_of": "._queries",
+            "span_id_of": "._spans",
             "steering_injected": "._reports",
             "subagent_of": "._queries",
             "task_of_call": "._queries",
@@ -146,6 +156,7 @@ else:
             "tool_call_node": "._graph_schema",
             "tool_call_of": "._queries",
             "tool_result_actions": "._reports",
+            "trace_id_of": "._spans",
             "turn_text": "._queries",
             "validate_action": "._team_validate",
             "validate_team_action": "._team_validate",

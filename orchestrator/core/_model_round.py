@@ -97,10 +97,13 @@ class ToolCallRequest:
 
 @attrs.frozen(kw_only=True)
 class UsageReport:
-    """Token usage of the round."""
+    """Token usage of the round, and what the server said about it (for its trace)."""
 
     input_tokens: int
     output_tokens: int
+    model: str | None = None  # the model that answered, as the server named it
+    finish_reasons: tuple[str, ...] = ()
+    server: str | None = None  # the URL the round was asked of
 
 
 ModelEvent = (

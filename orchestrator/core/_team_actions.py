@@ -91,6 +91,9 @@ class RunStarted:
     # The [[background]] teammate whose wake started the run (None: a person did); such a
     # run ends with its coordinator's first turn, and its coordinator is that teammate.
     background: str | None = None
+    # The W3C traceparent the prompt came with (an app's trace this run continues; see
+    # core/_spans.py). None: the run's trace is its own. Omitted on the wire when None.
+    trace_parent: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -131,6 +134,8 @@ class TaskCreated:
     tool_call_id: str | None = None  # the delegate tool call in ``requested_by``
     parent_task: str | None = None
     status: TaskStatus
+    # A root task's traceparent, as on RunStarted (omitted on the wire when None).
+    trace_parent: str | None = None
 
 
 @attrs.frozen(kw_only=True)

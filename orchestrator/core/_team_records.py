@@ -58,6 +58,9 @@ class RunRecord:
     error: str = ""
     background: str | None = None  # the background teammate whose wake started the run
     restarts: int = 0  # how many times a new process took the run up again (team/runResumed)
+    # The traceparent the prompt answered now came with (team/runStarted's, then each later
+    # prompt's root team/taskCreated's): a resumed run's spans continue that trace.
+    trace_parent: str | None = None
     # The latest content of each view the session's tools pushed, by view type
     # (team/viewUpdated; an empty content removes the view).
     views: Mapping[str, Any] = attrs.field(factory=dict)

@@ -137,6 +137,7 @@ def _run_started(tr: Transition, action: RunStarted, session_uri: str, now: str)
         task=action.task,
         started_at=now,
         background=action.background,
+        trace_parent=action.trace_parent,
     )
     tr.session = new_session_state(prompt_title(action.prompt))
     tr.tasks[action.task] = TaskRecord(
@@ -170,7 +171,7 @@ def _task_created(tr: Transition, action: TaskCreated, session_uri: str, now: st
         # A conversation's next prompt: its root task is the run's task from now on, the
         # coordinator's, which owns it (as it owned the first prompt's).
         owner = run.coordinator_chat
-        tr.run = evolve(run, task=action.task)
+        tr.run = evolve(run, task=action.task, trace_parent=action.trace_parent)
         member = tr.members.get(owner) if owner is not None else None
         if member is not None:
             tr.members[member.chat] = evolve(member, task=action.task)

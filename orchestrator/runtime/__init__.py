@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ._recorder import *  # noqa: F403
     from ._stream_writer import *  # noqa: F403
     from ._team_runtime import *  # noqa: F403
+    from ._tracing import *  # noqa: F403
     from ._turns import *  # noqa: F403
     from .tools import BACKOFF_FIRST as BACKOFF_FIRST
     from .tools import BACKOFF_MAX as BACKOFF_MAX
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from .tools import REDACTED_TOKEN as REDACTED_TOKEN
     from .tools import STDERR_TAIL as STDERR_TAIL
     from .tools import TOOL_CALL_ID_VAR as TOOL_CALL_ID_VAR
+    from .tools import TRACEPARENT_VAR as TRACEPARENT_VAR
     from .tools import CommandResult as CommandResult
     from .tools import McpListing as McpListing
     from .tools import McpResult as McpResult
@@ -67,9 +69,11 @@ else:
             "BusStatistics": "._bus",
             "CALLBACK_TOKEN_VAR": ".tools",
             "CALLBACK_URL_VAR": ".tools",
+            "CAPTURE_CONTENT_ENV": "._tracing",
             "CommandResult": ".tools",
             "DEFAULT_DELTA_WINDOW": "._stream_writer",
             "DoneTicket": "._factlog",
+            "EXPORTERS": "._tracing",
             "EventTicket": "._factlog",
             "FactBus": "._bus",
             "FactLog": "._factlog",
@@ -96,13 +100,18 @@ else:
             "RepeatLimiter": "._logging",
             "ResolvedPythonTool": ".tools",
             "RunOutcome": "._team_runtime",
+            "SAMPLERS": "._tracing",
             "STDERR_TAIL": ".tools",
             "StreamWriter": "._stream_writer",
             "Subscription": "._bus",
             "TOOL_CALL_ID_VAR": ".tools",
+            "TRACEPARENT_VAR": ".tools",
             "TeamRuntime": "._team_runtime",
             "Ticket": "._factlog",
             "ToolCallback": ".tools",
+            "Tracing": "._tracing",
+            "TracingSettings": "._tracing",
+            "add_trace_ids": "._tracing",
             "answer_text": "._approvals",
             "bound_log_context": "._logging",
             "call_result": ".tools",
@@ -111,11 +120,17 @@ else:
             "configure_logging": "._logging",
             "failed_result": ".tools",
             "group_id": ".tools",
+            "in_span": "._tracing",
+            "install_tracing": "._tracing",
+            "installed_tracing": "._tracing",
             "library_logging": "._library_logging",
             "list_server_tools": ".tools",
             "open_stream_writer": "._stream_writer",
             "parse_answer": "._approvals",
+            "prompt_traceparent": "._tracing",
+            "prompted_from": "._tracing",
             "python_tool_problems": ".tools",
+            "ratio": "._tracing",
             "read_facts": "._factlog",
             "release_free_memory": "._process",
             "require_prompt": "._team_runtime",
@@ -124,6 +139,8 @@ else:
             "run_command": ".tools",
             "run_python_tool": ".tools",
             "tool_environment": ".tools",
+            "traced": "._tracing",
+            "traceparent_headers": "._tracing",
             "tune_gc": "._process",
         },
     )

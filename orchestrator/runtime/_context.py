@@ -35,6 +35,7 @@ from orchestrator.ahp.state import (
 from orchestrator.base import RunError
 from orchestrator.core import (
     Action,
+    SpanFold,
     TeamState,
     ToolCallRequest,
     ToolOutcome,
@@ -79,6 +80,8 @@ class RunContext:
     scopes: dict[str, trio.CancelScope] = attrs.field(factory=dict)
     # stop(): cancellations record nothing, so the journal holds what a crash would.
     stopping: bool = False
+    # The session's trace, folded from its facts while tracing is on (see _tracing); None: off.
+    spans: SpanFold | None = None
 
     async def record_cancelled(self, actions: Sequence[tuple[str, Action]]) -> None:
         """Record what a cancellation ended, shielded (the batch must land while the

@@ -3,7 +3,9 @@
 Theory of operation: every line, ours (structlog) or a library's (stdlib logging: hypercorn,
 trio-websocket, httpx), goes through the same steps before it is rendered:
 
-1. context and metadata: the task's context variables, the level, the logger, a timestamp;
+1. context and metadata: the task's context variables, the current span's ``trace_id`` and
+   ``span_id`` when tracing is on (:mod:`orchestrator.runtime._tracing`), the level, the
+   logger, a timestamp;
 2. the repeat limit (:class:`RepeatLimiter`): an error or warning seen more than
    :data:`REPEAT_LIMIT` times in :data:`REPEAT_WINDOW` seconds is dropped. One line says later
    how many were. It runs before the traceback is formatted, so a dropped repeat costs nothing
@@ -506,6 +508,16 @@ class _CurrentStderr:
         sys.stderr.flush()
 
 
+def _trace_ids(logger: WrappedLogger, method: str, event_dict: EventDict) -> EventDict:
+    """The current span's ids on a line written inside one (see ``_tracing.add_trace_ids``).
+    Tracing is on only once its module is loaded, so a process without it pays a lookup."""
+    tracing = sys.modules.get("orchestrator.runtime._tracing")
+    if tracing is None:
+        return event_dict
+    with_ids: EventDict = tracing.add_trace_ids(logger, method, event_dict)
+    return with_ids
+
+
 def configure_logging(
     *,
     json: bool | None = None,
@@ -531,6 +543,7 @@ def configure_logging(
     limiter = RepeatLimiter(clock=clock)
     before: list[Processor] = [
         structlog.contextvars.merge_contextvars,
+        _trace_ids,  # inside a span (tracing on): its trace_id and span_id
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),

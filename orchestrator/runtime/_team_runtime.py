@@ -69,6 +69,7 @@ from orchestrator.core import (
     RunStarted,
     RunStatus,
     TeamState,
+    parse_traceparent,
     plan_recovery,
 )
 from orchestrator.spec import RestartPolicy, TeamSpec
@@ -88,6 +89,7 @@ from ._factlog import FactLog, MemoryFactLog
 from ._ids import Ids
 from ._recorder import Recorder
 from ._stream_writer import DEFAULT_DELTA_WINDOW
+from ._tracing import installed_tracing, prompt_traceparent
 from ._turns import BackendFactory, Turns
 from .tools import McpServers, ToolCallback, resolve_python_tools
 
@@ -200,6 +202,9 @@ class TeamRuntime:
         if tool_servers is None and team.mcp_servers:
             tool_servers = self._own_servers = McpServers(team.mcp_servers)
         self._context.tool_servers = tool_servers
+        tracing = installed_tracing()
+        if tracing is not None:
+            self._context.spans = tracing.observe(bus, team, session, state)
         self._approvals = Approvals(self._context)
         self._turns = Turns(self._context, self._approvals, backends, python_tools=python_tools)
         self._delegation = self._turns.delegation
@@ -241,14 +246,22 @@ class TeamRuntime:
     # ── the run ────────────────────────────────────────────────────────────
 
     async def run(
-        self, prompt: str, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED
+        self,
+        prompt: str,
+        *,
+        traceparent: str | None = None,
+        task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
     ) -> RunOutcome:
         """Run the team on ``prompt`` until the coordinator's turn ends.
 
         ``task_status.started`` reports the session URI once the run's first
         facts are recorded, so ``await nursery.start(runtime.run, prompt)``
-        returns when the session exists.
+        returns when the session exists. ``traceparent``: the W3C trace context the prompt
+        came with (recorded with the run, whose trace then continues that one).
         """
+        # W3C trace context: a malformed header is ignored; a good one is kept in its
+        # version-00 form, whatever else a client sent with it.
+        parent = parse_traceparent(traceparent or prompt_traceparent())
         require_prompt(prompt)
         coordinator = self.team.agent(self.team.coordinator)
         chat = self.ids.chat()
@@ -268,6 +281,7 @@ class TeamRuntime:
                         prompt=prompt,
                         task=root_task,
                         background=self.background,
+                        trace_parent=None if parent is None else parent.header,
                     ),
                 ),
                 (self.session, chat_added(chat, coordinator, prompt, None, now)),
@@ -577,13 +591,33 @@ class TeamRuntime:
         returns the message's id."""
         return await self._turns.set_pending(chat, text, PendingMessageKind.STEERING)
 
-    async def queue(self, chat: str, text: str, *, message_id: str | None = None) -> str:
+    async def queue(
+        self,
+        chat: str,
+        text: str,
+        *,
+        message_id: str | None = None,
+        traceparent: str | None = None,
+    ) -> str:
         """Queue a message that starts a new turn once the chat's current turn finishes.
 
         For a conversation's idle coordinator, the turn starts at once. Returns the message's
-        id. The turn it starts records it as its ``queuedMessageId``. ``message_id`` is the
-        caller's choice, unique in the session; else one is made. Another node, for example,
-        must know the id before the message's facts reach it."""
+        id. The turn it starts records it as its ``queuedMessageId``.
+
+        Args:
+            chat: The chat to queue it to.
+            text: The message.
+            message_id: The caller's choice of id, unique in the session; else one is made.
+                Another node, for example, must know the id before the message's facts
+                reach it.
+            traceparent: The W3C trace context the prompt came with (default: the one
+                :func:`~orchestrator.runtime.prompted_from` set): the turn's prompt then
+                continues that trace.
+        """
+        message_id = message_id or self.ids.numbered("message")
+        parent = parse_traceparent(traceparent or prompt_traceparent())
+        if parent is not None:
+            self._turns.trace_parents[message_id] = parent.header
         return await self._turns.set_pending(
             chat, text, PendingMessageKind.QUEUED, message_id=message_id
         )

@@ -67,6 +67,7 @@ from ._approvals import Approvals, summary
 from ._context import ChatContext, RunContext
 from ._delegation import Delegation, Turnstile
 from ._recorder import PendingBatch
+from ._tracing import in_span
 from .tools import (
     REDACTED_TOKEN,
     ResolvedPythonTool,
@@ -252,6 +253,20 @@ class ToolCalls:
         return tuple(r for r in results if r is not None)
 
     async def _run_tool(
+        self,
+        ctx: ChatContext,
+        request: ToolCallRequest,
+        results: list[ToolOutcome | None],
+        index: int,
+        turnstile: Turnstile,
+        position: int | None,
+        resumed: bool = False,
+    ) -> None:
+        """:meth:`_run_call` in the call's span (see :func:`~._tracing.in_span`)."""
+        with in_span(self.run.spans, ctx.chat, "tool", ctx.chat, request.tool_call_id):
+            await self._run_call(ctx, request, results, index, turnstile, position, resumed)
+
+    async def _run_call(
         self,
         ctx: ChatContext,
         request: ToolCallRequest,

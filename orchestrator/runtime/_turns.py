@@ -26,6 +26,7 @@ turn that fails records ``chat/error`` and raises :class:`TurnFailedError`.
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Final
@@ -91,6 +92,7 @@ from ._delegation import Delegation
 from ._recorder import PendingBatch
 from ._stream_writer import open_stream_writer
 from ._tool_calls import ToolCalls
+from ._tracing import in_span
 from .tools import ResolvedPythonTool
 
 __all__ = [
@@ -128,6 +130,9 @@ class Turns:
         self._closing = False
         self._prompted = trio.Event()  # a conversation's idle coordinator waits on it
         self._turn_scopes: dict[str, trio.CancelScope] = {}  # a conversation's current turn
+        # The traceparent each queued prompt came with, by message id, until its turn records
+        # it on the prompt's root task (see TeamRuntime.queue).
+        self.trace_parents: dict[str, str] = {}
 
     # ── controls ─────────────────────────────────────────────────────────────
 
@@ -246,6 +251,7 @@ class Turns:
                                 title=prompt_title(queued[0].message.text),
                                 agent=ctx.agent.name,
                                 status=TaskStatus.RUNNING,
+                                trace_parent=self.trace_parents.pop(queued[0].id, None),
                             ),
                         ),
                         (self.run.session, TaskStarted(task=ctx.task, chat=ctx.chat)),
@@ -432,6 +438,28 @@ class Turns:
             turn_id = resume.turn_id
             round_index = resume.round_index
         ctx.turn_id = turn_id
+        with in_span(self.run.spans, chat, "turn", chat, turn_id):
+            return await self._turn(
+                ctx,
+                message,
+                started=started,
+                round_index=round_index,
+                resume=resume,
+                prompt_task=prompt_task,
+            )
+
+    async def _turn(
+        self,
+        ctx: ChatContext,
+        message: Message,
+        *,
+        started: float,
+        round_index: int,
+        resume: ResumePoint | None,
+        prompt_task: str | None,
+    ) -> TurnResult:
+        """The turn :meth:`_run_turn` started (or took up), in its span, to its end."""
+        chat, turn_id = ctx.chat, ctx.turn_id
         outcomes: tuple[ToolOutcome, ...] = ()
         input_tokens = output_tokens = 0
         text = ""
@@ -464,9 +492,10 @@ class Turns:
                     output_retry=asked_again,
                 )
                 asked_again = None
-                requests, round_text, usage, unrecorded = await self._stream_round(
-                    ctx, backend, context
-                )
+                with in_span(self.run.spans, chat, "round", chat, turn_id, str(round_index)):
+                    requests, round_text, usage, unrecorded = await self._stream_round(
+                        ctx, backend, context
+                    )
                 text = round_text or text
                 if usage is not None:
                     input_tokens += usage.input_tokens
@@ -608,6 +637,8 @@ class Turns:
         # below waits for them too, as batches become durable in order.
         requested: PendingBatch | None = None
         run = self.run
+        round_started = run.recorder.clock()
+        first_token: str | None = None
         # The stream is read as fast as it comes; its text is written in as few facts as
         # the journal's pace asks (see StreamWriter). Closed when the round ends however it
         # ends, so a backend's stream (an HTTP response, say) is never left to the garbage
@@ -619,6 +650,8 @@ class Turns:
             aclosing(backend.stream_round(context)) as stream,
         ):
             async for event in stream:
+                if first_token is None and not isinstance(event, UsageReport):
+                    first_token = run.recorder.clock()
                 match event:
                     case TextDelta(text=chunk):
                         text_parts.append(chunk)
@@ -651,8 +684,25 @@ class Turns:
         if requested is not None:
             await requested.wait()
         unrecorded: list[tuple[str, Action]] = []
+        if usage is None and self.run.spans is not None:
+            # Traced: every round gets its chat/usage (its span), tokens or not.
+            usage = UsageReport(input_tokens=0, output_tokens=0)
+            tokens_known = False
+        else:
+            tokens_known = True
         if usage is not None:
-            info = UsageInfo(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+            info = UsageInfo(
+                input_tokens=usage.input_tokens if tokens_known else None,
+                output_tokens=usage.output_tokens if tokens_known else None,
+                model=_request_model(ctx.agent),
+                meta=_round_meta(
+                    ctx,
+                    usage,
+                    started_at=round_started,
+                    first_token_at=first_token,
+                    tool_calls=bool(requests),
+                ),
+            )
             used: list[tuple[str, Action]] = [(chat, ChatUsageAction(turn_id=turn_id, usage=info))]
             if requests:
                 await self.run.recorder.record(used)
@@ -670,6 +720,48 @@ _PROMPT_END: Final = {
     TurnState.ERROR: TaskStatus.FAILED,
     TurnState.CANCELLED: TaskStatus.KILLED,
 }
+
+
+def _request_model(agent: AgentSpec) -> str:
+    """The model a round of ``agent`` asks for (a scripted agent's is its backend's name)."""
+    return agent.openai.model if agent.openai is not None else agent.backend
+
+
+def _round_meta(
+    ctx: ChatContext,
+    usage: UsageReport,
+    *,
+    started_at: str,
+    first_token_at: str | None,
+    tool_calls: bool,
+) -> dict[str, Any]:
+    """What a round's ``chat/usage`` records beside its tokens, for its ``chat`` span (see
+    :mod:`orchestrator.core._spans`): which round, when it was asked and first answered, who
+    answered, and why it stopped.
+
+    Args:
+        ctx: The chat whose round it was.
+        usage: What the backend reported.
+        started_at: When the round was asked (a fact timestamp).
+        first_token_at: When its first event came; None if none came.
+        tool_calls: Whether it asked for tools (the finish reason, when the server gave none).
+    """
+    meta: dict[str, Any] = {
+        "round": ctx.round_index,
+        "provider": ctx.agent.backend,
+        "startedAt": started_at,
+        "finishReasons": list(usage.finish_reasons) or ["tool_calls" if tool_calls else "stop"],
+    }
+    if first_token_at is not None:
+        meta["firstTokenAt"] = first_token_at
+    if usage.model is not None:
+        meta["responseModel"] = usage.model
+    if usage.server is not None:
+        url = urllib.parse.urlsplit(usage.server)
+        if url.hostname:
+            meta["serverAddress"] = url.hostname
+            meta["serverPort"] = url.port or (443 if url.scheme == "https" else 80)
+    return meta
 
 
 def _value_of(agent: AgentSpec, answer: str) -> Any:

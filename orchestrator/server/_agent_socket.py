@@ -67,6 +67,7 @@ from orchestrator.protocols import (
     parse_client_message,
     replay,
 )
+from orchestrator.runtime import prompted_from
 from orchestrator.sessions import LiveSession, TeamLog, team_frame
 
 from ._auth import Permission, Principal
@@ -278,7 +279,10 @@ class AgentSocket:
         live = self.live
         match request:
             case Prompt(prompt=text, task_id=task_id):
-                await live.prompt(text, task_id=task_id)
+                # The handshake's traceparent: a client in a traced app; its prompts
+                # continue that trace.
+                with prompted_from(self.websocket.headers.get("traceparent")):
+                    await live.prompt(text, task_id=task_id)
             case Abort(task_id=task_id):
                 await live.abort(task_id)
             case End():

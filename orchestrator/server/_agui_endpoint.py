@@ -39,6 +39,7 @@ from orchestrator.base import (
 from orchestrator.core import USER
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import AguiProjector, AguiRunStatus, RunRequest, parse_run_input
+from orchestrator.runtime import prompted_from
 from orchestrator.sessions import LiveSession, TeamCatalog
 
 from ._auth import Principal
@@ -155,7 +156,9 @@ async def agui_run(
                 live.uri, thread_id=run.thread_id, run_id=run.run_id, state=state
             )
             head = projector.start()
-            await live.prompt(run.user_message, task_id=run.run_id)
+            # A client in a traced app: the run (or the turn) continues its trace.
+            with prompted_from(request.headers.get("traceparent")):
+                await live.prompt(run.user_message, task_id=run.run_id)
         else:
             raise AguiRequestError(400, _nothing_to_run(run))
     except BaseException:

@@ -39,6 +39,18 @@
     max_json_depth = 64         # objects / arrays inside one another in a client's JSON
     max_json_integer_digits = 32  # digits of one integer in a client's JSON
 
+    [tracing]                   # OpenTelemetry traces (pip install 'team-orchestrator[otel]')
+    enabled = true              # default false; OTEL_TRACES_EXPORTER=otlp turns it on too
+    endpoint = "http://collector:4318/v1/traces"   # OTLP/HTTP (default: OTEL_EXPORTER_OTLP_*)
+    service_name = "orchestrator"                  # default: OTEL_SERVICE_NAME, else
+                                                   # team-orchestrator
+    sampler = "parentbased_traceidratio"           # an OTEL_TRACES_SAMPLER name
+    sampler_arg = 0.25          # its ratio, 0 to 1
+    capture_content = false     # prompts, answers and tool input/output on spans (redacted)
+    exporter = "otlp"           # or "console" (spans as JSON on stdout)
+
+The ``OTEL_*`` variables of the daemon's environment override ``[tracing]``.
+
 A request or WebSocket handshake whose ``Host`` is another name is refused with 421 (see
 :mod:`orchestrator.server._served_names`: a DNS-rebinding page presents its own name).
 
@@ -68,7 +80,7 @@ import attrs
 
 from orchestrator.base import ConfigError
 from orchestrator.journal import db_location
-from orchestrator.runtime import DEFAULT_DELTA_WINDOW
+from orchestrator.runtime import DEFAULT_DELTA_WINDOW, EXPORTERS, SAMPLERS, TracingSettings, ratio
 from orchestrator.sessions import Limits
 
 from ._auth import Role, Token
@@ -111,6 +123,8 @@ class ServeConfig:
     # Seconds a chat's streamed chunks gather for at most before they are written as one
     # fact (see orchestrator.runtime._stream_writer); 0: each chunk its own fact.
     delta_window: float = DEFAULT_DELTA_WINDOW
+    # [tracing]: OpenTelemetry traces, before the OTEL_* variables have their say.
+    tracing: TracingSettings = attrs.field(factory=TracingSettings)
 
     @property
     def served_names(self) -> tuple[str, ...]:
@@ -162,6 +176,7 @@ _TOP: Final = {
     "reconnect_for",
     "server_names",
     "delta_window",
+    "tracing",
 }
 #: One label of a host name (RFC 1123; an underscore is let in, as resolvers do).
 _LABEL: Final = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
@@ -241,6 +256,10 @@ def parse_serve_config(
     if not isinstance(limits, dict):
         raise fail("expected a table", "limits")
     values["limits"] = _limits(limits, fail)
+    tracing = data.get("tracing", {})
+    if not isinstance(tracing, dict):
+        raise fail("expected a table", "tracing")
+    values["tracing"] = _tracing(tracing, fail, file)
     tokens = data.get("tokens", {})
     if not isinstance(tokens, dict):
         raise fail("expected a table of named tokens ([tokens.NAME])", "tokens")
@@ -286,6 +305,52 @@ def _limits(table: Mapping[str, Any], fail: Any) -> Limits:
             raise fail(f"at most {_LIMIT_MAXIMA[key]}", f"limits.{key}")
         values[key] = value
     return Limits(**values)
+
+
+_TRACING_KEYS: Final = (
+    "enabled",
+    "endpoint",
+    "service_name",
+    "sampler",
+    "sampler_arg",
+    "capture_content",
+    "exporter",
+)
+
+
+def _tracing(table: Mapping[str, Any], fail: Any, file: str) -> TracingSettings:
+    unknown = sorted(set(table) - set(_TRACING_KEYS))
+    if unknown:
+        known = ", ".join(_TRACING_KEYS)
+        raise fail(f"unknown key (known: {known})", f"tracing.{unknown[0]}")
+    values: dict[str, Any] = {}
+    for key in ("enabled", "capture_content"):
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise fail("expected true or false", f"tracing.{key}")
+            values[key] = table[key]
+    for key in ("endpoint", "service_name"):
+        if key in table:
+            if not isinstance(table[key], str) or not table[key]:
+                raise fail("expected a non-empty string", f"tracing.{key}")
+            values[key] = table[key]
+    endpoint = values.get("endpoint")
+    if endpoint is not None and not re.match(r"https?://[^/\s]+", endpoint):
+        raise fail(
+            "expected an http:// or https:// URL (the OTLP/HTTP traces endpoint)",
+            "tracing.endpoint",
+        )
+    for key, allowed in (("sampler", SAMPLERS), ("exporter", EXPORTERS)):
+        if key in table:
+            if table[key] not in allowed:
+                raise fail(f"expected one of {', '.join(allowed)}", f"tracing.{key}")
+            values[key] = table[key]
+    if "sampler_arg" in table:
+        arg = table["sampler_arg"]
+        if isinstance(arg, bool) or not isinstance(arg, int | float):
+            raise fail("expected a number from 0 to 1", "tracing.sampler_arg")
+        values["sampler_arg"] = ratio(arg, file=file, key_path="tracing.sampler_arg")
+    return TracingSettings(**values)
 
 
 def _token(name: str, entry: Any, fail: Any, environ: Mapping[str, str], file: str) -> Token:

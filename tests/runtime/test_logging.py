@@ -23,6 +23,7 @@ from stamina.instrumentation import LoggingOnRetryHook, RetryDetails, StructlogO
 
 from orchestrator.base import ConfigError, forget_secrets, redact_text, register_secret
 from orchestrator.cli._teammates_client import read_token
+from orchestrator.core import Fact, MemberJoined, RunStarted, SpanFold, span_id_of, trace_id_of
 from orchestrator.runtime import (
     MAX_EVENT_CHARS,
     MAX_FRAMES,
@@ -32,8 +33,12 @@ from orchestrator.runtime import (
     REPEAT_WINDOW,
     RepeatKey,
     RepeatLimiter,
+    Tracing,
+    TracingSettings,
     _logging,
     configure_logging,
+    in_span,
+    install_tracing,
 )
 from orchestrator.server import Role, ServeConfig, Token, serve
 from orchestrator.sessions import Limits
@@ -112,6 +117,56 @@ def asgi_scope() -> dict[str, Any]:
         "query_string": f"token={TOKEN}".encode(),
         "headers": [(b"authorization", f"Bearer {TOKEN}".encode()), (b"host", b"localhost")],
     }
+
+
+class TestTraceIds:
+    def test_a_json_line_written_inside_a_span_names_it(self) -> None:
+        """Tracing on: a line written in a span has its trace_id and span_id (hex, as trace
+        UIs show them); a line outside one, or with tracing off, has neither."""
+        session, chat = "ahp-session:/s", "ahp-chat:/c"
+        fold = SpanFold(session)
+        fold.apply(
+            Fact(
+                sequence=1,
+                session=session,
+                channel=session,
+                at="2026-12-07T10:00:00.000Z",
+                action=RunStarted(
+                    run="run-1",
+                    team="t",
+                    topology="coordinator-workers",
+                    parallel_budget=1,
+                    coordinator="lead",
+                    prompt="p",
+                    task="task-1",
+                ),
+            )
+        )
+        fold.apply(
+            Fact(
+                sequence=2,
+                session=session,
+                channel=session,
+                at="2026-12-07T10:00:00.000Z",
+                action=MemberJoined(chat=chat, agent="lead", role="coordinator", task="task-1"),
+            )
+        )
+        log = structlog.get_logger("test.trace")
+        with configured(as_json=True) as stream:
+            log.warning("before")
+            before = install_tracing(Tracing(TracingSettings(enabled=True, exporter="console")))
+            try:
+                with in_span(fold, chat, "turn", chat, "turn-1"):
+                    log.warning("inside")
+                log.warning("outside")
+            finally:
+                install_tracing(before)
+        lines = {line["event"]: line for line in json_lines(stream)}
+        assert lines["inside"]["trace_id"] == f"{trace_id_of(session, 'task-1'):032x}"
+        assert lines["inside"]["span_id"] == f"{span_id_of('turn', chat, 'turn-1'):016x}"
+        for event in ("before", "outside"):
+            assert "trace_id" not in lines[event]
+            assert "span_id" not in lines[event]
 
 
 class TestTracebacks:

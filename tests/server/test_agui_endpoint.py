@@ -9,9 +9,12 @@ from typing import Any
 
 import httpx
 import pytest
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from orchestrator.core import build_graph
+from orchestrator.core import build_graph, parse_traceparent
 from orchestrator.journal import JournalReader
+from orchestrator.runtime import Tracing, TracingSettings, install_tracing
 from orchestrator.server import ServeConfig
 from orchestrator.sessions import Limits
 from tests.support.agui import check_run, client, of_type, printed, validate_event
@@ -40,13 +43,17 @@ def run_input(run_id: str, messages: list[dict[str, Any]], **extra: Any) -> dict
 
 
 async def post_run(
-    daemon: RunningDaemon, body: dict[str, Any], *, team: str = "delivery"
+    daemon: RunningDaemon,
+    body: dict[str, Any],
+    *,
+    team: str = "delivery",
+    headers: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """POST one RunAgentInput; the events of its SSE stream, each validated."""
     events: list[dict[str, Any]] = []
     async with (
         httpx.AsyncClient(base_url=daemon.url, timeout=30) as http,
-        http.stream("POST", f"/agui?team={team}", json=body) as response,
+        http.stream("POST", f"/agui?team={team}", json=body, headers=headers) as response,
     ):
         assert response.status_code == 200, await response.aread()
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -60,6 +67,46 @@ async def post_run(
 
 
 class TestAguiEndpoint:
+    async def test_a_run_from_a_traced_app_continues_its_trace(self, tmp_path: Path) -> None:
+        """Tracing on: each prompt's run is a child of the ``traceparent`` its request came
+        with, in that trace; the thread's second run links to its first."""
+        first_parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        second_parent = "00-1bf7651916cd43dd8448eb211c80319c-c7ad6b7169203332-01"
+        hello = {"id": "m1", "role": "user", "content": "hello"}
+        again = {"id": "m2", "role": "user", "content": "again"}
+        exporter = InMemorySpanExporter()
+        tracing = Tracing(TracingSettings(enabled=True), processor=SimpleSpanProcessor(exporter))
+        before = install_tracing(tracing)
+        try:
+            async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon:
+                await post_run(
+                    daemon,
+                    run_input("run-1", [hello]),
+                    team="echo",
+                    headers={"traceparent": first_parent},
+                )
+                await post_run(
+                    daemon,
+                    run_input("run-2", [hello, again]),
+                    team="echo",
+                    headers={"traceparent": second_parent},
+                )
+        finally:
+            install_tracing(before)
+        roots = [s for s in exporter.get_finished_spans() if s.name == "invoke_workflow echo"]
+        expected = [parse_traceparent(first_parent), parse_traceparent(second_parent)]
+        assert [
+            (root.context.trace_id, root.parent.span_id if root.parent else None) for root in roots
+        ] == [(p.trace_id, p.span_id) for p in expected if p is not None]
+        assert [link.context.span_id for link in roots[1].links] == [roots[0].context.span_id]
+        for root in roots:
+            turns = [
+                s
+                for s in exporter.get_finished_spans()
+                if s.parent is not None and s.parent.span_id == root.context.span_id
+            ]
+            assert [t.name for t in turns] == ["invoke_agent lead"]
+
     async def test_a_run_with_an_approval_interrupts_and_resumes(self, tmp_path: Path) -> None:
         user = {"id": "m1", "role": "user", "content": "Ship the release notes"}
         async with running_daemon(tmp_path) as daemon:

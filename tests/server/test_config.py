@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.base import ConfigError
+from orchestrator.runtime import DEFAULT_DELTA_WINDOW, TracingSettings
 from orchestrator.server import (
     Role,
     ServeConfig,
@@ -15,7 +16,6 @@ from orchestrator.server import (
     load_serve_config,
     parse_serve_config,
 )
-from orchestrator.runtime import DEFAULT_DELTA_WINDOW
 from orchestrator.sessions import Limits
 
 SECRET = "s3cret-s3cret-s3cret"
@@ -53,6 +53,28 @@ class TestParse:
         assert parse("delta_window = 0.2").delta_window == 0.2
         assert parse("delta_window = 0").delta_window == 0.0
         assert parse("").delta_window == DEFAULT_DELTA_WINDOW
+
+    def test_tracing(self) -> None:
+        """[tracing]: off unless enabled; what the OTEL_* variables may also say."""
+        assert parse("").tracing == TracingSettings()
+        assert not parse("").tracing.enabled
+        config = parse(
+            "[tracing]\n"
+            "enabled = true\n"
+            'endpoint = "http://collector:4318/v1/traces"\n'
+            'service_name = "orchestrator-a"\n'
+            'sampler = "parentbased_traceidratio"\n'
+            "sampler_arg = 0.25\n"
+            "capture_content = true\n"
+        )
+        assert config.tracing == TracingSettings(
+            enabled=True,
+            endpoint="http://collector:4318/v1/traces",
+            service_name="orchestrator-a",
+            sampler="parentbased_traceidratio",
+            sampler_arg=0.25,
+            capture_content=True,
+        )
 
     def test_a_full_file(self, tmp_path: Path) -> None:
         (tmp_path / "tool.token").write_text(SECRET + "-file\n")
@@ -119,6 +141,15 @@ class TestParse:
             ("delta_window = 5", "delta_window", "from 0 to 1"),
             ("delta_window = nan", "delta_window", "from 0 to 1"),
             ('delta_window = "50ms"', "delta_window", "number of seconds"),
+            ("tracing = 1", "tracing", "expected a table"),
+            ("[tracing]\nenable = true", "tracing.enable", "unknown key"),
+            ("[tracing]\nenabled = 'yes'", "tracing.enabled", "true or false"),
+            ("[tracing]\nendpoint = 'collector:4318'", "tracing.endpoint", "http://"),
+            ("[tracing]\nservice_name = ''", "tracing.service_name", "non-empty string"),
+            ("[tracing]\nsampler = 'half'", "tracing.sampler", "parentbased_traceidratio"),
+            ("[tracing]\nsampler_arg = 1.5", "tracing.sampler_arg", "from 0 to 1"),
+            ("[tracing]\nsampler_arg = true", "tracing.sampler_arg", "from 0 to 1"),
+            ("[tracing]\nexporter = 'jaeger'", "tracing.exporter", "otlp, console, none"),
         ],
     )
     def test_a_bad_value_names_its_key(self, text: str, key: str, problem: str) -> None:

@@ -18,6 +18,8 @@ The tools:
 * ``getenv(name)``: the variable's value in the server's environment, or ``"<unset>"``.
 * ``grow(name)``: adds a tool ``name`` and says the list changed (both protocol eras).
 * ``pid()``: the server program's process id.
+* ``traceparent()``: the W3C trace context the call came with (``_meta``, and its HTTP
+  request's header), as ``{"meta": ..., "header": ...}``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import datetime
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -113,6 +115,12 @@ def make_server(
     @server.tool(description="The server's process id.")
     def pid() -> int:
         return os.getpid()
+
+    @server.tool(description="The trace context the call came with: _meta, and header.")
+    def traceparent(ctx: Context) -> dict[str, Any]:
+        meta: Mapping[str, Any] = ctx.request_context.meta or {}
+        headers = getattr(ctx.request_context.request, "headers", None) or {}
+        return {"meta": meta.get("traceparent"), "header": headers.get("traceparent")}
 
     return server
 

@@ -37,6 +37,7 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import Final
 
+import attrs
 import httpx
 import httpx_sse
 import stamina
@@ -58,9 +59,11 @@ from orchestrator.core import (
     ToolCallInputDelta,
     ToolCallRequest,
     ToolCallStarted,
+    UsageReport,
 )
 from orchestrator.spec import AgentSpec, OpenAISettings, TeamSpec
 
+from .._tracing import traceparent_headers
 from ._openai_wire import (
     FINAL_ANSWER,
     ChunkAssembler,
@@ -105,11 +108,22 @@ CLOSE_TIMEOUT: Final = 5.0
 
 
 def http_client() -> httpx.AsyncClient:
-    """The client a run shares among its agents (one connection pool per server)."""
+    """The client a run shares among its agents (one connection pool per server).
+
+    While tracing is on, each request it sends carries the span of the task that sends it
+    as ``traceparent`` (a model round's, for every backend on this client, plugins too)."""
     return httpx.AsyncClient(
         timeout=httpx.Timeout(CONNECT_TIMEOUT, write=WRITE_TIMEOUT, pool=POOL_TIMEOUT),
         headers={"user-agent": "team-orchestrator"},
+        event_hooks={"request": [_with_traceparent]},
     )
+
+
+async def _with_traceparent(request: httpx.Request) -> None:
+    """An httpx request hook: the current span's ``traceparent``, unless the request has
+    one (it runs in the sending task, so the span is the round's)."""
+    if "traceparent" not in request.headers:
+        request.headers.update(traceparent_headers())
 
 
 def base_url_of(settings: OpenAISettings, environ: Mapping[str, str]) -> str:
@@ -358,7 +372,7 @@ class OpenAIBackend:
                 f"the stream from {self.url} ended before the model finished its response"
             )
         for event in assembler.finish():
-            yield event
+            yield attrs.evolve(event, server=self.url) if isinstance(event, UsageReport) else event
 
 
 def _wait_after(refusal: ModelRequestError, attempt: int) -> float | None:

@@ -288,6 +288,7 @@ class ChunkAssembler:
         self._by_index: dict[int, _Call] = {}
         self.finish_reason: str | None = None
         self.usage: UsageReport | None = None
+        self.model: str | None = None  # the model that answered (each chunk names it)
 
     def feed(self, chunk: object) -> list[ModelEvent]:
         """The events of one decoded chunk; :class:`ModelStreamError` if it is not one."""
@@ -295,6 +296,9 @@ class ChunkAssembler:
             raise ModelStreamError(f"expected a chunk object, got {_kind(chunk)}")
         if chunk.get("error"):
             raise ModelStreamError(f"the server reported an error mid-stream: {_error(chunk)}")
+        model = chunk.get("model")
+        if isinstance(model, str) and model:
+            self.model = model
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self.usage = UsageReport(
@@ -389,7 +393,8 @@ class ChunkAssembler:
             )
         events: list[ModelEvent] = [self._request(call) for call in self._calls]
         if self.usage is not None:
-            events.append(self.usage)
+            reasons = () if self.finish_reason is None else (self.finish_reason,)
+            events.append(attrs.evolve(self.usage, model=self.model, finish_reasons=reasons))
         return events
 
     def _request(self, call: _Call) -> ToolCallRequest:

@@ -40,6 +40,7 @@ else:
             "ResolvedPythonTool": "._python_tool",
             "STDERR_TAIL": "._command_tool",
             "TOOL_CALL_ID_VAR": "._command_tool",
+            "TRACEPARENT_VAR": "._command_tool",
             "ToolCallback": "._command_tool",
             "call_result": "._mcp_results",
             "callback_url": "._command_tool",

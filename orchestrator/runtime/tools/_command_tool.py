@@ -65,6 +65,7 @@ import trio
 
 from orchestrator.spec import CommandTool
 
+from .._tracing import traceparent_headers
 from ._tool_environment import tool_environment
 
 __all__ = [
@@ -75,6 +76,7 @@ __all__ = [
     "REDACTED_TOKEN",
     "STDERR_TAIL",
     "TOOL_CALL_ID_VAR",
+    "TRACEPARENT_VAR",
     "CommandResult",
     "ToolCallback",
     "callback_url",
@@ -89,6 +91,9 @@ CALLBACK_URL_VAR: Final = "ORCHESTRATOR_CALLBACK_URL"
 CALLBACK_TOKEN_VAR: Final = "ORCHESTRATOR_CALLBACK_TOKEN"
 GROUP_ID_VAR: Final = "ORCHESTRATOR_GROUP_ID"
 TOOL_CALL_ID_VAR: Final = "ORCHESTRATOR_TOOL_CALL_ID"
+#: The call's span, as a W3C traceparent, while tracing is on (the OpenTelemetry convention
+#: for a child process's environment).
+TRACEPARENT_VAR: Final = "TRACEPARENT"
 
 #: Bytes of stdout kept as a call's result; the rest is dropped, with a note saying so.
 OUTPUT_LIMIT: Final = 64 * 1024
@@ -199,6 +204,9 @@ def command_environment(
             CALLBACK_TOKEN_VAR: token if callback.url is not None else None,
         }
     env.update({name: value for name, value in told.items() if value is not None})
+    traceparent = traceparent_headers().get("traceparent")
+    if traceparent is not None:
+        env[TRACEPARENT_VAR] = traceparent  # the call's span: the program's own spans go under it
     return env
 
 

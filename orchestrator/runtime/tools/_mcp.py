@@ -92,6 +92,7 @@ import trio
 
 from orchestrator.spec import MCP_PREFIX, McpServer, ToolDefinition, mcp_tool_ref
 
+from .._tracing import traceparent_headers
 from ._command_tool import KILL_GRACE, _duration
 from ._mcp_listing import MCP_MAX_TOOLS, offerable
 from ._mcp_results import McpResult, call_result, failed_result
@@ -292,7 +293,9 @@ class McpServers:
         timeout = server.spec.timeout.total_seconds()
         try:
             with trio.move_on_after(timeout) as deadline:
-                result = await connection.client.call_tool(ref.tool, dict(arguments))
+                result = await connection.client.call_tool(
+                    ref.tool, dict(arguments), meta=_trace_meta()
+                )
         except Exception as exc:
             return await self._call_failed(server, connection, ref.tool, exc)
         if deadline.cancelled_caught:
@@ -652,6 +655,17 @@ async def _http_transport(url: str, headers: Mapping[str, str]) -> AsyncIterator
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
+
+
+def _trace_meta() -> mcp_types.RequestParamsMeta | None:
+    """The call's span as the request's ``_meta.traceparent`` (MCP's place for W3C trace
+    context: a server's tool runs in the caller's trace); None when tracing is off."""
+    carried = traceparent_headers()
+    if not carried:
+        return None
+    meta: mcp_types.RequestParamsMeta = {}
+    meta.update(carried)  # type: ignore[typeddict-item]
+    return meta
 
 
 def _version() -> str:

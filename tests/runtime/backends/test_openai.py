@@ -15,6 +15,7 @@ import re
 import socket
 import subprocess
 import sys
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,6 +26,8 @@ import pytest
 import structlog.testing
 import trio
 import trio.testing
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from orchestrator.ahp.actions import (
     ChatDeltaAction,
@@ -47,8 +50,15 @@ from orchestrator.ahp.state import (
     ToolCallResponsePart,
 )
 from orchestrator.base import RunError, forget_secrets, redact_text
-from orchestrator.core import ApprovalRequested, RunStatus, TaskCreated, TaskStarted, fact_to_json
-from orchestrator.runtime import RunOutcome
+from orchestrator.core import (
+    ApprovalRequested,
+    RunStatus,
+    TaskCreated,
+    TaskStarted,
+    fact_to_json,
+    parse_traceparent,
+)
+from orchestrator.runtime import RunOutcome, Tracing, TracingSettings, install_tracing
 from orchestrator.runtime.backends import HOSTED_API, backend_factory, http_client
 from orchestrator.spec import TeamSpec, parse_team
 from tests.support.fake_openai import (
@@ -254,6 +264,44 @@ class TestStreaming:
         assert "parallel_tool_calls" not in server.requests[0]
 
 
+class TestTraced:
+    async def test_a_round_is_a_chat_span_and_its_request_carries_it(self) -> None:
+        """Tracing on: the request carries the round's span as ``traceparent``, and the
+        round's span says the model asked for and the one that answered, the server, the
+        tokens, why it stopped and when the first token came."""
+        solo = TEAM.split("[agents.lead]")[0] + (
+            '[agents.lead]\nrole = "coordinator"\nbackend = "openai"\n'
+        )
+        exporter = InMemorySpanExporter()
+        tracing = Tracing(TracingSettings(enabled=True), processor=SimpleSpanProcessor(exporter))
+        before = install_tracing(tracing)
+        try:
+            answer = Stream([*text("Hel", "lo"), usage(12, 5)])
+            async with model_team(lambda request: answer, team_toml=solo) as (h, server):
+                assert (await run(h)).status is RunStatus.COMPLETED
+        finally:
+            install_tracing(before)
+        (chat,) = [s for s in exporter.get_finished_spans() if s.name == "chat fake-model"]
+        sent = parse_traceparent(server.headers[0]["traceparent"])
+        assert sent is not None
+        assert (sent.trace_id, sent.span_id) == (chat.context.trace_id, chat.context.span_id)
+        url = urllib.parse.urlsplit(server.url)
+        assert dict(chat.attributes or {}) == {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "fake-model",
+            "gen_ai.response.model": "fake-model",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.agent.name": "lead",
+            "gen_ai.response.finish_reasons": ("stop",),
+            "gen_ai.usage.input_tokens": 12,
+            "gen_ai.usage.output_tokens": 5,
+            "server.address": url.hostname,
+            "server.port": url.port,
+        }
+        assert [event.name for event in chat.events] == ["gen_ai.first_token"]
+        assert (chat.start_time or 0) <= chat.events[0].timestamp <= (chat.end_time or 0)
+
+
 # ─── tool calls ──────────────────────────────────────────────────────────────
 
 
@@ -284,7 +332,8 @@ class TestToolCalls:
             assert start.tool_name == "delegate"
             assert start.meta == {"round": 0}
             deltas = [a for a in h.actions(ChatToolCallDeltaAction) if a.tool_call_id == call_id]
-            assert len(deltas) == 3
+            # Three fragments, gathered into as few writes as the log's pace asks.
+            assert 1 <= len(deltas) <= 3
             assert json.loads("".join(d.content or "" for d in deltas)) == arguments
             [ready] = [a for a in h.actions(ChatToolCallReadyAction) if a.tool_call_id == call_id]
             assert isinstance(ready.tool_input, str)

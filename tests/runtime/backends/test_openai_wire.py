@@ -96,7 +96,10 @@ class TestChunkAssembler:
             assert not any(
                 isinstance(e, TextDelta | ToolCallInputDelta) for e in events[first_request:]
             )
-        assert events[-1] == UsageReport(input_tokens=3, output_tokens=4)
+        # With what the server said of the round: the model that answered, why it stopped.
+        assert events[-1] == UsageReport(
+            input_tokens=3, output_tokens=4, model="fake-model", finish_reasons=("tool_calls",)
+        )
 
     def test_no_call_is_handed_over_without_a_finish_reason(self) -> None:
         assembler = ChunkAssembler([ANY])
@@ -287,7 +290,9 @@ class TestWhatServersReallySend:
             ("a", {"x": 1}),
             ("b", {}),
         ]
-        assert events[-1] == UsageReport(input_tokens=7, output_tokens=2)
+        assert events[-1] == UsageReport(
+            input_tokens=7, output_tokens=2, finish_reasons=("tool_calls",)
+        )
 
     def test_null_fields_are_absent_fields(self) -> None:
         chunks = [

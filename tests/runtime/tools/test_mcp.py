@@ -25,7 +25,17 @@ import trio
 import trio.testing
 from structlog.testing import capture_logs
 
-from orchestrator.runtime import BACKOFF_MAX, McpListing, McpServers, list_server_tools
+from orchestrator.core import SpanFold, parse_traceparent, span_id_of, trace_id_of
+from orchestrator.runtime import (
+    BACKOFF_MAX,
+    McpListing,
+    McpServers,
+    Tracing,
+    TracingSettings,
+    in_span,
+    install_tracing,
+    list_server_tools,
+)
 from orchestrator.spec import McpServer, ToolDefinition
 from tests.support.mcp_servers import BASE_ENV, STDIO_SERVER, make_server, seconds, serve_http
 from tests.support.paths import PROJECT_ROOT
@@ -116,6 +126,7 @@ class TestListing:
                 "getenv",
                 "grow",
                 "pid",
+                "traceparent",
             )
         ]
         add = definitions["mcp.web/add"]
@@ -142,8 +153,8 @@ class TestListing:
             async with running([probe.server("zeta"), probe.server("alpha")]) as servers:
                 names = list(servers.definitions())
         assert names[0] == "mcp.zeta/add"
-        assert names[9] == "mcp.alpha/add"
-        assert len(names) == 18
+        assert names[10] == "mcp.alpha/add"
+        assert len(names) == 20
 
     async def test_a_stdio_server_is_listed_and_its_calls_share_one_connection(
         self, tmp_path: Path
@@ -202,6 +213,31 @@ class TestCalls:
         assert result.output == "5"
         assert result.structured == {"result": 5}
 
+    async def test_a_call_in_a_span_carries_its_traceparent(self, probe: HttpProbe) -> None:
+        """Tracing on, a call made inside a tool call's span tells the server that span, as
+        MCP carries W3C trace context: ``_meta.traceparent``."""
+        session, chat, call = "ahp-session:/s", "ahp-chat:/c", "call-1"
+        fold = SpanFold(session)
+        fold._root_of_chat[chat] = "task-1"
+        fold._traces["task-1"] = trace_id_of(session, "task-1")
+        before = install_tracing(Tracing(TracingSettings(enabled=True, exporter="console")))
+        try:
+            with trio.fail_after(10):
+                async with running([probe.server()]) as servers:
+                    untraced = await servers.call("mcp.web/traceparent", {})
+                    with in_span(fold, chat, "tool", chat, call):
+                        traced = await servers.call("mcp.web/traceparent", {})
+        finally:
+            install_tracing(before)
+        assert untraced.structured == {"meta": None, "header": None}
+        assert traced.structured is not None
+        sent = parse_traceparent(traced.structured["meta"])
+        assert sent is not None
+        assert (sent.trace_id, sent.span_id) == (
+            trace_id_of(session, "task-1"),
+            span_id_of("tool", chat, call),
+        )
+
     async def test_input_the_server_refuses_fails_with_its_message(self, probe: HttpProbe) -> None:
         with trio.fail_after(10):
             async with running([probe.server()]) as servers:
@@ -239,7 +275,7 @@ class TestCalls:
         assert not result.success
         assert result.output == (
             "MCP server 'web' has no tool 'nope'; it lists: add, fail, only_structured, "
-            "picture, crash, slow, getenv, grow, pid"
+            "picture, crash, slow, getenv, grow, pid, traceparent"
         )
 
     async def test_a_server_the_team_does_not_have(self, probe: HttpProbe) -> None:

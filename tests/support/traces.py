@@ -1,0 +1,89 @@
+"""Runs whose facts the trace tests fold, and what a trace must say of them.
+
+:func:`delivery_run` plays the delivery team (teams/delivery.toml) in memory, approving its
+approval when it comes. :func:`delegation_tree` reads the delegation tree from the facts
+(the truth the spans must mirror), and :func:`span_tree` reads the same shape from spans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+import trio
+
+from orchestrator.core import ApprovalRequested, Fact, TaskCreated, TaskStarted
+from orchestrator.spec import load_team
+from tests.support.paths import PROJECT_ROOT
+from tests.support.runtime import Harness
+
+DELIVERY = PROJECT_ROOT / "teams" / "delivery.toml"
+
+
+async def delivery_run(harness: Harness | None = None) -> Harness:
+    """The delivery team run to its end in memory, its approval given by the user."""
+    harness = harness or Harness(load_team(DELIVERY))
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(harness.runtime.run, "Ship the release notes")
+            decided: set[str] = set()
+            while harness.runtime.state.run is None or harness.runtime.state.run.status is None:
+                for request in harness.actions(ApprovalRequested):
+                    if request.approval not in decided:
+                        decided.add(request.approval)
+                        await harness.runtime.resolve_approval(request.approval, approved=True)
+                await trio.sleep(0.001)
+    return harness
+
+
+def delegation_tree(facts: Iterable[Fact]) -> set[tuple[str, str, str]]:
+    """(delegating chat, delegate call id, worker chat) for every delegation the facts hold."""
+    created: dict[str, TaskCreated] = {}
+    edges: set[tuple[str, str, str]] = set()
+    for fact in facts:
+        action = fact.action
+        if isinstance(action, TaskCreated) and action.requested_by is not None:
+            created[action.task] = action
+        elif isinstance(action, TaskStarted) and action.task in created:
+            request = created[action.task]
+            assert request.requested_by is not None
+            assert request.tool_call_id is not None
+            edges.add((request.requested_by, request.tool_call_id, action.chat))
+    return edges
+
+
+class SpanLike(Protocol):
+    """A span as the fold records it or the receiver decodes it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def span_id(self) -> Any: ...
+    @property
+    def parent_id(self) -> Any: ...
+    @property
+    def attributes(self) -> Mapping[str, Any]: ...
+
+
+def span_delegations(spans: Iterable[SpanLike]) -> set[tuple[str, str, str]]:
+    """(delegating chat, delegate call id, worker chat) as the spans nest: a worker's
+    ``invoke_agent`` under an ``execute_tool delegate`` under its coordinator's
+    ``invoke_agent``. Works on the fold's records and on the receiver's spans alike."""
+    by_id = {span.span_id: span for span in spans}
+    edges: set[tuple[str, str, str]] = set()
+    for span in by_id.values():
+        if not span.name.startswith("invoke_agent "):
+            continue
+        call = by_id.get(span.parent_id)
+        if call is None or call.name != "execute_tool delegate":
+            continue
+        delegator = by_id.get(call.parent_id)
+        assert delegator is not None, "a delegate call's span has its agent's turn as parent"
+        edges.add(
+            (
+                str(delegator.attributes["gen_ai.agent.id"]),
+                str(call.attributes["gen_ai.tool.call.id"]),
+                str(span.attributes["gen_ai.agent.id"]),
+            )
+        )
+    return edges
