@@ -231,6 +231,7 @@ def test_every_named_team_document_is_a_team_the_parser_takes() -> None:
         "slow_answer": teams.slow_answer(seconds=1, answer="done"),
         "fan_team": teams.fan_team(2),
         "structured": teams.structured(answer="'{}'"),
+        "remote": teams.remote({"far": "http://127.0.0.1:8765/"}),
     }
     public = {
         name

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ._model_round import *  # noqa: F403
     from ._queries import *  # noqa: F403
     from ._recovery import *  # noqa: F403
+    from ._remote_tasks import *  # noqa: F403
     from ._reports import *  # noqa: F403
     from ._task_lifecycle import *  # noqa: F403
     from ._team_actions import *  # noqa: F403
@@ -34,6 +35,7 @@ else:
     __all__, __getattr__, __dir__ = lazy_facade(
         __name__,
         {
+            "ARTIFACT_META": "._remote_tasks",
             "ASKED_BY_META": "._queries",
             "Action": "._facts",
             "ApprovalDecision": "._team_actions",
@@ -59,11 +61,15 @@ else:
             "MemberStatus": "._team_state",
             "ModelEvent": "._model_round",
             "NodeKind": "._graph_schema",
+            "Notice": "._model_round",
             "OUTPUT_RETRY_META": "._reports",
+            "REMOTE_STATES": "._remote_tasks",
+            "REMOTE_TASK_META": "._remote_tasks",
             "ROUND_META": "._queries",
             "RUNS_KEPT": "._teammate_state",
             "ReasoningDelta": "._model_round",
             "RecoveryPlan": "._recovery",
+            "RemoteBackend": "._model_round",
             "ResumePoint": "._recovery",
             "RoundContext": "._model_round",
             "RunFinished": "._team_actions",
@@ -73,6 +79,7 @@ else:
             "RunStatus": "._team_actions",
             "STEERING_META": "._reports",
             "TASK_TRANSITIONS": "._task_lifecycle",
+            "TERMINAL_REMOTE_STATES": "._remote_tasks",
             "TaskCreated": "._team_actions",
             "TaskFinished": "._team_actions",
             "TaskRecord": "._team_records",
@@ -106,6 +113,7 @@ else:
             "WakeDecision": "._teammate_actions",
             "WakeReason": "._teammate_actions",
             "answer_text": "._queries",
+            "artifact_of": "._remote_tasks",
             "build_graph": "._graph",
             "conversation": "._queries",
             "cut_off": "._recovery",
@@ -133,6 +141,8 @@ else:
             "prompt_title": "._team_reducer",
             "reduce_action": "._team_reducer",
             "reduce_team_action": "._team_reducer",
+            "remote_state": "._remote_tasks",
+            "remote_task_of": "._remote_tasks",
             "resume_point": "._recovery",
             "round_of": "._queries",
             "steering_injected": "._reports",

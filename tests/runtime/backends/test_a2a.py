@@ -1,0 +1,265 @@
+"""The remote teammate backend against real A2A agents on loopback (``a2a-sdk``'s own server,
+tests/support/a2a_peers.py): what a delegation to one records, in order, with its ids."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from orchestrator.ahp.actions import (
+    ChatDeltaAction,
+    ChatErrorAction,
+    ChatInputRequestedAction,
+    ChatResponsePartAction,
+    ChatTurnCancelledAction,
+    ChatTurnCompleteAction,
+)
+from orchestrator.ahp.state import MarkdownResponsePart, SystemNotificationResponsePart
+from orchestrator.core import (
+    TaskCreated,
+    TaskFinished,
+    TaskStarted,
+    TaskStatus,
+    artifact_of,
+    remote_task_of,
+)
+from orchestrator.runtime.backends import backend_factory
+from orchestrator.spec import TeamSpec, parse_team
+from tests.support.a2a_peers import A2APeers, serve_peers
+from tests.support.runtime import Harness, wait_for
+from tests.support.teams import remote
+
+pytestmark = pytest.mark.daemon
+
+ENV = {"REMOTE_TOKEN": "s3cret-token"}
+
+
+@pytest.fixture(scope="module")
+def peers() -> Iterator[A2APeers]:
+    with serve_peers() as running:
+        yield running
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient() as client:
+        yield client
+
+
+def harness(team: TeamSpec, http: httpx.AsyncClient) -> Harness:
+    return Harness(team, backends=backend_factory(team, client=http, environ=ENV))
+
+
+def team_of(peers: A2APeers, *names: str, local: bool = False, **tasks: str) -> TeamSpec:
+    urls = {name: peers.url[name] for name in names}
+    return parse_team(remote(urls, tasks=tasks, local=local), file="remote.toml")
+
+
+def chat_of(h: Harness, agent: str) -> str:
+    """The chat of the task delegated to ``agent``."""
+    agents = {a.task: a.agent for a in h.actions(TaskCreated)}
+    return next(a.chat for a in h.actions(TaskStarted) if agents[a.task] == agent)
+
+
+def parts_of(h: Harness, chat: str) -> list[Any]:
+    return [
+        f.action.part
+        for f in h.facts
+        if f.channel == chat and isinstance(f.action, ChatResponsePartAction)
+    ]
+
+
+def states_of(h: Harness, chat: str) -> list[str]:
+    return [
+        meta["state"] for part in parts_of(h, chat) if (meta := remote_task_of(part)) is not None
+    ]
+
+
+def finished_of(h: Harness, chat: str) -> TaskFinished:
+    return next(a for a in h.actions(TaskFinished) if a.chat == chat)
+
+
+class TestDelegation:
+    async def test_two_remote_agents_and_a_local_worker_run_in_parallel(
+        self, peers: A2APeers, http: httpx.AsyncClient, every_scenario_is_checked: None
+    ) -> None:
+        """A streaming agent, a polled one and a local worker: each outcome is the
+        coordinator's, and each remote task's states are facts of its worker's chat."""
+        h = harness(team_of(peers, "echo", "echo_polled", local=True), http)
+        with trio.fail_after(30):
+            outcome = await h.runtime.run("Go")
+        assert outcome.status == "completed", outcome
+        assert "[echo, completed] (task: hello echo) echo: hello echo" in outcome.result
+        assert "[echo_polled, completed] (task: hello echo_polled) echo: hello" in outcome.result
+        assert "[helper, completed] (task: tidy up) tidied tidy up" in outcome.result
+        for agent in ("echo", "echo_polled"):
+            chat = chat_of(h, agent)
+            # The remote truth, in order: sent, then the peer's own states.
+            states = states_of(h, chat)
+            assert states[0] == "sending"
+            assert states[-1] == "completed"
+            # A stream shows every state; polling shows those it happens to see, in order.
+            order = ["sending", "submitted", "working", "completed"]
+            assert states == sorted(states, key=order.index)
+            if agent == "echo":
+                assert "working" in states
+            metas = [m for p in parts_of(h, chat) if (m := remote_task_of(p)) is not None]
+            task_ids = {m["remoteTaskId"] for m in metas[1:]}
+            assert len(task_ids) == 1
+            assert "" not in task_ids
+            assert metas[-1]["rawState"] == "TASK_STATE_COMPLETED"
+            assert metas[-1]["card"] == {"name": agent, "version": "1.2.3", "skills": [agent]}
+            assert metas[-1]["url"] == peers.url[agent]
+            artifacts = [a for p in parts_of(h, chat) if (a := artifact_of(p)) is not None]
+            assert [a["name"] for a in artifacts] == ["echo.txt"]
+            assert artifacts[0]["remoteTaskId"] in task_ids
+            # The answer is the turn's text, after every notice, and the task's summary.
+            last = parts_of(h, chat)[-1]
+            assert isinstance(last, MarkdownResponsePart)
+            assert last.content.startswith(f"echo: hello {agent}")
+            assert "[artifact echo.txt]" in last.content
+            assert finished_of(h, chat).status is TaskStatus.COMPLETED
+        # No credential in any fact.
+        assert all("s3cret" not in repr(f) for f in h.facts)
+
+    async def test_three_artifact_chunks_are_three_facts_and_one_artifact(
+        self, peers: A2APeers, http: httpx.AsyncClient, every_scenario_is_checked: None
+    ) -> None:
+        h = harness(team_of(peers, "chunks"), http)
+        with trio.fail_after(30):
+            outcome = await h.runtime.run("Go")
+        assert outcome.status == "completed"
+        chat = chat_of(h, "chunks")
+        chunks = [a for p in parts_of(h, chat) if (a := artifact_of(p)) is not None]
+        assert [(c["artifactId"], c["append"], c["lastChunk"]) for c in chunks] == [
+            ("report-1", False, False),
+            ("report-1", True, False),
+            ("report-1", True, True),
+        ]
+        assert [c["parts"] for c in chunks] == [
+            [{"text": "alpha "}],
+            [{"text": "beta "}],
+            [{"text": "gamma"}],
+        ]
+        assert "report written\n\n[artifact report.md]\nalpha beta gamma" in outcome.result
+        # The chunks came between working and completed.
+        kinds = [
+            "artifact" if artifact_of(p) else (remote_task_of(p) or {}).get("state", p.kind)
+            for p in parts_of(h, chat)
+        ]
+        assert kinds == [
+            "sending",
+            "submitted",
+            "working",
+            *["artifact"] * 3,
+            "completed",
+            "markdown",
+        ]
+
+
+class TestFailures:
+    async def test_a_failed_remote_task_ends_its_delegation_and_the_team_goes_on(
+        self, peers: A2APeers, http: httpx.AsyncClient, every_scenario_is_checked: None
+    ) -> None:
+        h = harness(team_of(peers, "failing", local=True), http)
+        with trio.fail_after(30):
+            outcome = await h.runtime.run("Go")
+        assert outcome.status == "completed"
+        chat = chat_of(h, "failing")
+        finished = finished_of(h, chat)
+        assert finished.status is TaskStatus.FAILED
+        assert finished.summary.startswith(f"remote agent failing ({peers.url['failing']}): task ")
+        assert finished.summary.endswith("failed (TASK_STATE_FAILED): the disk is full")
+        errors = [
+            f.action for f in h.facts if f.channel == chat and isinstance(f.action, ChatErrorAction)
+        ]
+        assert [e.error.error_type for e in errors] == ["RemoteAgentError"]
+        assert "[helper, completed]" in outcome.result
+
+    async def test_an_unreachable_agent_ends_its_delegation_naming_it(
+        self, http: httpx.AsyncClient, every_scenario_is_checked: None
+    ) -> None:
+        with serve_peers("echo") as gone:
+            url = gone.url["echo"]
+        team = parse_team(remote({"echo": url}, local=True), file="remote.toml")
+        h = harness(team, http)
+        with trio.fail_after(30):
+            outcome = await h.runtime.run("Go")
+        assert outcome.status == "completed"
+        summary = finished_of(h, chat_of(h, "echo")).summary
+        assert summary.startswith(f"remote agent echo ({url}): its agent card could not be read")
+        assert "[helper, completed]" in outcome.result
+
+
+class TestInputAndCancel:
+    async def test_input_required_is_a_question_and_the_answer_goes_back(
+        self, peers: A2APeers, http: httpx.AsyncClient, every_scenario_is_checked: None
+    ) -> None:
+        h = harness(team_of(peers, "ask"), http)
+        async with trio.open_nursery() as nursery:
+            outcomes: list[Any] = []
+
+            async def run() -> None:
+                outcomes.append(await h.runtime.run("Go"))
+
+            nursery.start_soon(run)
+            with trio.fail_after(30):
+                asked = await wait_for(h, lambda f: isinstance(f.action, ChatInputRequestedAction))
+            assert isinstance(asked.action, ChatInputRequestedAction)
+            assert asked.action.request.message == "Which colour?"
+            await h.runtime.answer_input(asked.channel, asked.action.request.id, "blue")
+        outcome = outcomes[0]
+        assert outcome.status == "completed"
+        assert "[ask, completed] (task: hello ask) painted it blue" in outcome.result
+        chat = chat_of(h, "ask")
+        assert asked.channel == chat
+        metas = [m for p in parts_of(h, chat) if (m := remote_task_of(p)) is not None]
+        # One remote task throughout: the answer went to the same task, not a new one.
+        assert len({m["remoteTaskId"] for m in metas[1:]}) == 1
+        assert [m["state"] for m in metas] == [
+            "sending",
+            "submitted",
+            "working",
+            "input_required",
+            "working",
+            "completed",
+        ]
+
+    async def test_cancelling_the_run_cancels_the_remote_task(
+        self, peers: A2APeers, http: httpx.AsyncClient, every_scenario_is_checked: None
+    ) -> None:
+        h = harness(team_of(peers, "hanging"), http)
+        hanging = peers.executor["hanging"]
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(h.runtime.run, "Go")
+            with trio.fail_after(30):
+                await wait_for(
+                    h,
+                    lambda f: (
+                        isinstance(f.action, ChatResponsePartAction)
+                        and (remote_task_of(f.action.part) or {}).get("state") == "working"
+                    ),
+                )
+            nursery.cancel_scope.cancel()
+        chat = chat_of(h, "hanging")
+        remote_id = states_and_ids(h, chat)[-1][1]
+        assert remote_id in hanging.cancelled  # type: ignore[attr-defined]
+        assert any(
+            f.channel == chat and isinstance(f.action, ChatTurnCancelledAction) for f in h.facts
+        )
+
+
+def states_and_ids(h: Harness, chat: str) -> list[tuple[str, str]]:
+    return [
+        (m["state"], m["remoteTaskId"])
+        for p in parts_of(h, chat)
+        if (m := remote_task_of(p)) is not None
+    ]
+
+
+# Kept imported: the facts these tests read.
+_ = (ChatDeltaAction, ChatTurnCompleteAction, SystemNotificationResponsePart)
