@@ -142,6 +142,7 @@ else:
             "reduce_action": "._team_reducer",
             "reduce_team_action": "._team_reducer",
             "remote_state": "._remote_tasks",
+            "remote_task_node": "._graph_schema",
             "remote_task_of": "._remote_tasks",
             "resume_point": "._recovery",
             "round_of": "._queries",

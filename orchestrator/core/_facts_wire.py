@@ -35,7 +35,11 @@ _TEAM_TYPES: dict[str, type[Any]] = {**TEAM_ACTION_TYPES, **TEAMMATE_ACTION_TYPE
 #: Fields added to a team action after journals were written with it: written only when set,
 #: so a fact without one encodes as it always did (and an older version reads it unchanged).
 _OMITTED_WHEN_DEFAULT: frozenset[tuple[str, str]] = frozenset(
-    {("team/taskFinished", "value"), ("team/runFinished", "value")}
+    {
+        ("team/taskFinished", "value"),
+        ("team/runFinished", "value"),
+        ("team/memberJoined", "remote"),
+    }
 )
 
 _team = make_converter(forbid_extra_keys=True)

@@ -27,9 +27,11 @@ from orchestrator.core import (
     artifact_of,
     remote_task_of,
 )
+from orchestrator.protocols import project_facts
 from orchestrator.runtime.backends import backend_factory
 from orchestrator.spec import TeamSpec, parse_team
 from tests.support.a2a_peers import A2APeers, serve_peers
+from tests.support.agentui import check_remote_teammate
 from tests.support.runtime import Harness, wait_for
 from tests.support.teams import remote
 
@@ -263,3 +265,63 @@ def states_and_ids(h: Harness, chat: str) -> list[tuple[str, str]]:
 
 # Kept imported: the facts these tests read.
 _ = (ChatDeltaAction, ChatTurnCompleteAction, SystemNotificationResponsePart)
+
+
+class TestAgentUi:
+    """The runs above, projected: the remote_teammate topology's envelopes pass the checker."""
+
+    async def test_a_streamed_run_projects_external_tasks_and_artifacts(
+        self, peers: A2APeers, http: httpx.AsyncClient, every_scenario_is_checked: None
+    ) -> None:
+        h = harness(team_of(peers, "chunks", "ask", local=True), http)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(h.runtime.run, "Go")
+            with trio.fail_after(30):
+                asked = await wait_for(h, lambda f: isinstance(f.action, ChatInputRequestedAction))
+            assert isinstance(asked.action, ChatInputRequestedAction)
+            await h.runtime.answer_input(asked.channel, asked.action.request.id, "red")
+        envelopes = project_facts(h.runtime.session, h.facts)
+        external = check_remote_teammate(envelopes)
+        by_agent: dict[str, list[str]] = {}
+        for e in external:
+            if e.type == "task.changed":
+                by_agent.setdefault((e.payload or {})["agentName"], []).append(
+                    (e.payload or {})["runtimeStatus"]
+                )
+        assert by_agent == {
+            "chunks": ["submitted", "working", "completed"],
+            "ask": ["submitted", "working", "input_required", "working", "completed"],
+        }
+        artifacts = [e for e in external if e.type == "artifact.changed"]
+        assert [(e.artifact_id, (e.payload or {})["lastChunk"]) for e in artifacts] == [
+            ("report-1", False),
+            ("report-1", False),
+            ("report-1", True),
+        ]
+        # The question of the remote agent is an action.required naming the remote teammate.
+        required = [e for e in envelopes if e.type == "action.required"]
+        assert [(e.payload or {})["runtimeEntity"] for e in required] == ["external_task"]
+        assert [(e.payload or {})["needs"] for e in required] == ["input"]
+        assert [e.agent_id for e in required] == [
+            next(e.agent_id for e in external if (e.payload or {})["agentName"] == "ask")
+        ]
+        # The local helper stays a subagent turn.
+        helper = [
+            e
+            for e in envelopes
+            if e.type == "agent.spawned" and (e.payload or {}).get("agentName") == "helper"
+        ]
+        assert [(e.payload or {})["runtimeEntity"] for e in helper] == ["subagent_turn"]
+
+    async def test_a_failed_remote_task_is_projected_failed(
+        self, peers: A2APeers, http: httpx.AsyncClient, every_scenario_is_checked: None
+    ) -> None:
+        h = harness(team_of(peers, "failing"), http)
+        with trio.fail_after(30):
+            await h.runtime.run("Go")
+        external = check_remote_teammate(project_facts(h.runtime.session, h.facts))
+        statuses = [
+            (e.payload or {})["runtimeStatus"] for e in external if e.type == "task.changed"
+        ]
+        assert statuses == ["submitted", "working", "failed"]
+        assert [e.phase for e in external if e.type == "task.changed"][-1] == "failed"
