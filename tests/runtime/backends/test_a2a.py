@@ -3,7 +3,10 @@ tests/support/a2a_peers.py): what a delegation to one records, in order, with it
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
+from functools import partial
 from typing import Any
 
 import httpx
@@ -32,6 +35,7 @@ from orchestrator.runtime.backends import backend_factory
 from orchestrator.spec import TeamSpec, parse_team
 from tests.support.a2a_peers import A2APeers, serve_peers
 from tests.support.agentui import check_remote_teammate
+from tests.support.paths import PROJECT_ROOT
 from tests.support.runtime import Harness, wait_for
 from tests.support.teams import remote
 
@@ -325,3 +329,72 @@ class TestAgentUi:
         ]
         assert statuses == ["submitted", "working", "failed"]
         assert [e.phase for e in external if e.type == "task.changed"][-1] == "failed"
+
+
+class TestShippedExample:
+    """teams/remote.toml against the A2A agent shipped beside it (teams/servers/
+    glossary_agent.py), started as its README says, on a free port."""
+
+    async def test_the_glossary_agent_defines_and_asks(
+        self, http: httpx.AsyncClient, every_scenario_is_checked: None
+    ) -> None:
+        agent = PROJECT_ROOT / "teams" / "servers" / "glossary_agent.py"
+        async with trio.open_nursery() as nursery:
+            process = await nursery.start(
+                partial(
+                    trio.run_process,
+                    [sys.executable, str(agent), "--port", "0"],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    check=False,
+                )
+            )
+            try:
+                assert process.stdout is not None
+                with trio.fail_after(30):
+                    first = b""
+                    while not first.endswith(b"\n"):
+                        first += await process.stdout.receive_some(1)
+                url = first.decode().strip()
+                text = (PROJECT_ROOT / "teams" / "remote.toml").read_text()
+                team = parse_team(text.replace("http://127.0.0.1:8765/", url), file="remote.toml")
+                h = harness(team, http)
+                with trio.fail_after(30):
+                    outcome = await h.runtime.run("Explain the release terms")
+                assert outcome.status == "completed"
+                assert "Defined 3 terms: changelog, release candidate, semver." in outcome.result
+                assert "- **semver**: Versions as MAJOR.MINOR.PATCH" in outcome.result
+                assert "[writer, completed]" in outcome.result
+                chat = chat_of(h, "glossary")
+                chunks = [a for p in parts_of(h, chat) if (a := artifact_of(p)) is not None]
+                assert [(c["name"], c["append"], c["lastChunk"]) for c in chunks] == [
+                    ("definitions.md", False, False),
+                    ("definitions.md", True, False),
+                    ("definitions.md", True, True),
+                ]
+                assert {c["mediaType"] for c in chunks} == {"text/markdown"}
+                # A task that names no term it knows: it asks, and the answer goes back.
+                ask = parse_team(
+                    text.replace("http://127.0.0.1:8765/", url).replace(
+                        "Define changelog, semver and release candidate", "Define the jargon"
+                    ),
+                    file="remote.toml",
+                )
+                h2 = harness(ask, http)
+                async with trio.open_nursery() as inner:
+                    results: list[Any] = []
+
+                    async def run() -> None:
+                        results.append(await h2.runtime.run("Go"))
+
+                    inner.start_soon(run)
+                    with trio.fail_after(30):
+                        asked = await wait_for(
+                            h2, lambda f: isinstance(f.action, ChatInputRequestedAction)
+                        )
+                    assert isinstance(asked.action, ChatInputRequestedAction)
+                    assert str(asked.action.request.message).startswith("Which term should I")
+                    await h2.runtime.answer_input(asked.channel, asked.action.request.id, "hotfix")
+                assert "- **hotfix**: A patch release" in results[0].result
+            finally:
+                process.terminate()
