@@ -41,6 +41,9 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "ahp/actions.py": "ahp/test_schema.py, ahp/test_properties.py, the reducers' tests",
     "ahp/commands.py": "ahp/test_schema.py, ahp/test_properties.py, ahp/test_wire.py",
     "ahp/state.py": "ahp/test_schema.py, ahp/test_properties.py, the reducers' tests",
+    "teams/servers/glossary_agent.py": (
+        "an example program, started by runtime/backends/test_a2a.py (TestShippedExample)"
+    ),
     "core/_model_round.py": (
         "no behaviour of its own (frozen records and the Backend protocol): "
         "runtime/backends/test_openai.py, runtime/backends/test_scripted.py"

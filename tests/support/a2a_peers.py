@@ -11,9 +11,10 @@ while the test and the orchestrator run on trio.
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 
 import uvicorn
@@ -34,8 +35,19 @@ from a2a.types import (
     TaskStatus,
 )
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
 
-__all__ = ["PEERS", "A2APeers", "a2a_app", "serve_a2a_app_in_thread", "serve_peers"]
+__all__ = [
+    "BROKEN",
+    "PEERS",
+    "A2APeers",
+    "a2a_app",
+    "broken_app",
+    "serve_a2a_app_in_thread",
+    "serve_peers",
+]
 
 
 def _updater(context: RequestContext, queue: EventQueue) -> TaskUpdater:
@@ -254,3 +266,43 @@ def serve_a2a_app_in_thread(app: Starlette) -> Iterator[str]:
         server.force_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+#: How a broken peer answers its JSON-RPC requests (its card is sound).
+BROKEN = ("http_error", "malformed", "stream_stops")
+
+
+def broken_app(mode: str) -> Starlette:
+    """A peer with a sound Agent Card that answers ``message/stream`` wrongly: an HTTP 503
+    (``http_error``), an event that is not JSON (``malformed``), or one ``working`` update
+    and then the end of the stream (``stream_stops``)."""
+    assert mode in BROKEN
+    card_app = a2a_app(
+        EchoAgent(), name=f"broken-{mode}", description="Broken.", streaming=True, skills=["echo"]
+    )
+
+    async def rpc(request: Request) -> Response:
+        body = await request.json()
+        if mode == "http_error":
+            return Response("down for maintenance", status_code=503)
+
+        async def events() -> AsyncIterator[str]:
+            if mode == "malformed":
+                yield "data: {this is not json\n\n"
+                return
+            update = {
+                "statusUpdate": {
+                    "taskId": "t-1",
+                    "contextId": "c-1",
+                    "status": {"state": "TASK_STATE_WORKING"},
+                }
+            }
+            answer = {"jsonrpc": "2.0", "id": body.get("id"), "result": update}
+            yield f"data: {json.dumps(answer)}\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    routes = [r for r in card_app.routes if getattr(r, "path", "") != "/"]
+    app = Starlette(routes=[*routes, Route("/", rpc, methods=["POST"])])
+    app.state.card = card_app.state.card
+    return app

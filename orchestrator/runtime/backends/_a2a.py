@@ -29,6 +29,7 @@ encodes or decodes A2A by hand.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
@@ -59,9 +60,15 @@ from a2a.types import (
     TaskState,
 )
 from a2a.utils.errors import A2AError
-from google.protobuf.json_format import MessageToDict
+from google.protobuf import json_format
 
-from orchestrator.base import RemoteAgentError, RunError
+from orchestrator.base import (
+    PeerProtocolError,
+    RemoteAgentError,
+    RunError,
+    clean_text,
+    parse_json,
+)
 from orchestrator.core import (
     ARTIFACT_META,
     REMOTE_TASK_META,
@@ -155,17 +162,20 @@ class A2ABackend:
                 meta={REMOTE_TASK_META: self._task_meta(task, card, state="sending")},
             )
         request = SendMessageRequest(message=message)
+        relay = (
+            self._relay_stream(client, card, task, request)
+            if card.capabilities.streaming
+            else self._relay_polled(client, card, task, request)
+        )
         try:
-            if card.capabilities.streaming:
-                async for event in self._relay_stream(client, card, task, request):
-                    yield event
-            else:
-                async for event in self._relay_polled(client, card, task, request):
-                    yield event
-        except (A2AError, httpx.HTTPError, ValueError, TypeError) as exc:
-            raise self._error(f"{_what(exc)}") from exc
+            async for event in relay:
+                yield self._gated(event)
+        except (A2AError, httpx.HTTPError, json_format.Error, ValueError, TypeError) as exc:
+            # The SDK's own errors, the transport's, and what protobuf refuses of an answer
+            # (a text that is not UTF-8, a NaN in a data part, a field of the wrong type).
+            raise self._error(_what(exc)) from exc
         async for event in self._round_end(task):
-            yield event
+            yield self._gated(event)
 
     async def stop_chat(self, chat: str) -> None:
         """Cancel the remote task of ``chat``'s turn (``tasks/cancel``) if it still runs."""
@@ -396,6 +406,29 @@ class A2ABackend:
             "message": task.message,
         }
 
+    def _gated(self, event: ModelEvent) -> ModelEvent:
+        """``event`` as facts may keep it: its values through the one input gate.
+
+        What protobuf let through (it refuses lone surrogates and NaN already) is checked
+        again as JSON, with the gate's limits (depth, integer size); a text's lone surrogates
+        are replaced, as a model's are."""
+        match event:
+            case Notice(text=text, meta=meta):
+                try:
+                    gated = parse_json(
+                        json.dumps(meta, ensure_ascii=False), protocol="A2A", bad_text="replace"
+                    )
+                except (PeerProtocolError, ValueError) as exc:
+                    raise self._error(f"an update the orchestrator cannot keep: {exc}") from exc
+                return Notice(text=clean_text(text)[0], meta=gated)
+            case TextDelta(text=text):
+                return TextDelta(text=clean_text(text)[0])
+            case ToolCallRequest(arguments=arguments):
+                question = clean_text(str(arguments.get("question", "")))[0]
+                return attrs.evolve(event, arguments={**arguments, "question": question})
+            case _:
+                return event
+
     def _error(self, what: str) -> RemoteAgentError:
         return RemoteAgentError(f"remote agent {self.agent.name} ({self.settings.url}): {what}")
 
@@ -410,7 +443,7 @@ def _artifact_text(artifact: Artifact) -> str:
 
 def _part(part: Part) -> dict[str, Any]:
     """A part as JSON values (the A2A JSON form: text, data or url, with its media type)."""
-    value: dict[str, Any] = MessageToDict(part)
+    value: dict[str, Any] = json_format.MessageToDict(part)
     value.pop("raw", None)  # bytes stay with the peer: the part says only what it was
     return value
 

@@ -33,7 +33,12 @@ from orchestrator.core import (
 from orchestrator.protocols import project_facts
 from orchestrator.runtime.backends import backend_factory
 from orchestrator.spec import TeamSpec, parse_team
-from tests.support.a2a_peers import A2APeers, serve_peers
+from tests.support.a2a_peers import (
+    A2APeers,
+    broken_app,
+    serve_a2a_app_in_thread,
+    serve_peers,
+)
 from tests.support.agentui import check_remote_teammate
 from tests.support.paths import PROJECT_ROOT
 from tests.support.runtime import Harness, wait_for
@@ -199,6 +204,38 @@ class TestFailures:
         summary = finished_of(h, chat_of(h, "echo")).summary
         assert summary.startswith(f"remote agent echo ({url}): its agent card could not be read")
         assert "[helper, completed]" in outcome.result
+
+    @pytest.mark.parametrize(
+        ("mode", "said"),
+        [
+            ("http_error", "HTTP Error 503"),
+            pytest.param(
+                "malformed",
+                "Invalid JSON-RPC response in SSE stream",
+                # The SDK raises from inside its SSE parser without closing it, nor httpx's
+                # line iterators under it: trio closes them when they are collected (at
+                # once), and warns. The connection is closed all the same.
+                marks=pytest.mark.filterwarnings("ignore:Async generator:ResourceWarning"),
+            ),
+            ("stream_stops", "stopped before the task ended (last state: working)"),
+        ],
+    )
+    async def test_a_broken_peer_ends_its_delegation_naming_it_and_what_happened(
+        self, mode: str, said: str, http: httpx.AsyncClient, every_scenario_is_checked: None
+    ) -> None:
+        with serve_a2a_app_in_thread(broken_app(mode)) as url:
+            team = parse_team(remote({"broken": url}, local=True), file="remote.toml")
+            h = harness(team, http)
+            with trio.fail_after(30):
+                outcome = await h.runtime.run("Go")
+        assert outcome.status == "completed"
+        chat = chat_of(h, "broken")
+        finished = finished_of(h, chat)
+        assert finished.status is TaskStatus.FAILED
+        assert finished.summary.startswith(f"remote agent broken ({url}): ")
+        assert said in finished.summary
+        assert "[helper, completed]" in outcome.result
+        assert "[broken, failed]" in outcome.result
 
 
 class TestInputAndCancel:
