@@ -550,7 +550,9 @@ class Turns:
             raise TurnFailedError(f"{ctx.agent.name}: {exc}") from exc
         except BaseException as exc:
             # Cancelled, possibly grouped by the tool calls' nursery: say so, then go on.
-            if is_cancellation(exc):
+            if is_cancellation(exc) and not self.run.stopping:
+                # A stop (the process going down) leaves the remote work to the next start,
+                # which takes it up by its id; a cancel ends it.
                 await _stop_remote(backend, chat)
                 await self.run.record_cancelled(
                     [

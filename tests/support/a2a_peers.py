@@ -160,6 +160,26 @@ class HangingAgent(AgentExecutor):
         await _updater(context, event_queue).cancel()
 
 
+class SlowAgent(AgentExecutor):
+    """Works for a second, then completes; records each task it started and each cancel."""
+
+    def __init__(self) -> None:
+        self.cancelled: list[str] = []
+        self.started: list[str] = []
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        updater = await _begin(context, event_queue)
+        self.started.append(updater.task_id)
+        await asyncio.sleep(1.0)
+        await updater.add_artifact([new_text_part("slow work")], name="slow.txt")
+        await updater.complete(_say(updater, "slow done"))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.task_id is not None
+        self.cancelled.append(context.task_id)
+        await _updater(context, event_queue).cancel()
+
+
 #: name -> (executor factory, description, streams)
 PEERS = {
     "echo": (EchoAgent, "Repeats what it is told.", True),
@@ -168,6 +188,8 @@ PEERS = {
     "chunks": (ChunksAgent, "Writes a report in three chunks.", True),
     "failing": (FailingAgent, "Fails every task.", True),
     "hanging": (HangingAgent, "Works until cancelled.", True),
+    "slow": (SlowAgent, "Works for a second.", True),
+    "slow_polled": (SlowAgent, "Works for a second (no streaming).", False),
 }
 
 

@@ -20,7 +20,10 @@ and reports it as any worker; only its rounds differ:
   to reach or understand the agent raise :class:`RemoteAgentError` naming the agent and what
   happened. The turn fails, and so does the delegation: the team goes on;
 - a turn that is cancelled or fails asks the peer to cancel the task (``tasks/cancel``,
-  :meth:`A2ABackend.stop_chat`).
+  :meth:`A2ABackend.stop_chat`). A stop of the process does not: after a restart, a remote
+  task the facts recorded as open is taken up by its id (``tasks/get``, then
+  ``tasks/resubscribe`` or polling), not sent again; a question it had put is answered to
+  it as before.
 
 The SDK's client is httpx under the hood, so it runs on trio as it is, on the run's shared
 ``httpx.AsyncClient``. Its types (protobuf messages) are used as they are; nothing here
@@ -56,6 +59,7 @@ from a2a.types import (
     Role,
     SendMessageRequest,
     StreamResponse,
+    SubscribeToTaskRequest,
     Task,
     TaskState,
 )
@@ -78,7 +82,9 @@ from orchestrator.core import (
     RoundContext,
     TextDelta,
     ToolCallRequest,
+    artifact_of,
     remote_state,
+    remote_task_of,
 )
 from orchestrator.spec import A2ASettings, AgentSpec
 
@@ -148,6 +154,17 @@ class A2ABackend:
     async def stream_round(self, context: RoundContext) -> AsyncGenerator[ModelEvent, None]:
         """One exchange with the agent: send a message, relay its task's updates."""
         task = self._tasks.get(context.chat)
+        if task is None:
+            # This process has not seen the chat: after a restart, its facts may hold a
+            # remote task still open, which is taken up by its id, not sent again.
+            recovered = _recovered(context)
+            if recovered is not None:
+                self._tasks[context.chat] = recovered
+                if context.round_index == 0 or recovered.state != "input_required":
+                    async for event in self._follow(recovered):
+                        yield event
+                    return
+                task = recovered  # its question was answered: the answer goes to it
         if context.round_index == 0 or task is None:
             # A new turn is a new task, in the same A2A context as the chat's last one.
             context_id = task.context_id if task is not None else ""
@@ -176,6 +193,45 @@ class A2ABackend:
             raise self._error(_what(exc)) from exc
         async for event in self._round_end(task):
             yield self._gated(event)
+
+    async def _follow(self, task: _RemoteTask) -> AsyncGenerator[ModelEvent, None]:
+        """Take up a remote task by its id: its state now, then its updates to its end."""
+        client, card = await self._connect()
+        try:
+            polled = await client.get_task(GetTaskRequest(id=task.task_id), context=self._call())
+            snapshot = StreamResponse()
+            snapshot.task.CopyFrom(polled)
+            for event in self._events(card, task, snapshot):
+                yield self._gated(event)
+            if task.state not in _ROUND_ENDS:
+                relay = (
+                    self._resubscribed(client, card, task)
+                    if card.capabilities.streaming
+                    else self._polled(client, card, task)
+                )
+                async for event in relay:
+                    yield self._gated(event)
+        except (A2AError, httpx.HTTPError, json_format.Error, ValueError, TypeError) as exc:
+            raise self._error(f"task {task.task_id} could not be taken up: {_what(exc)}") from exc
+        async for event in self._round_end(task):
+            yield self._gated(event)
+
+    async def _resubscribed(
+        self, client: Client, card: AgentCard, task: _RemoteTask
+    ) -> AsyncIterator[ModelEvent]:
+        stream = cast(
+            "AsyncGenerator[StreamResponse, None]",
+            client.subscribe(SubscribeToTaskRequest(id=task.task_id), context=self._call()),
+        )
+        async with aclosing(stream) as updates:
+            async for response in updates:
+                for event in self._events(card, task, response):
+                    yield event
+        if task.state not in _ROUND_ENDS:
+            raise self._error(
+                f"the stream of task {task.task_id} stopped before the task ended "
+                f"(last state: {task.state or 'none'})"
+            )
 
     async def stop_chat(self, chat: str) -> None:
         """Cancel the remote task of ``chat``'s turn (``tasks/cancel``) if it still runs."""
@@ -212,6 +268,13 @@ class A2ABackend:
             async for response in answers:
                 for event in self._events(card, task, response):
                     yield event
+        async for event in self._polled(client, card, task):
+            yield event
+
+    async def _polled(
+        self, client: Client, card: AgentCard, task: _RemoteTask
+    ) -> AsyncIterator[ModelEvent]:
+        """``tasks/get`` until the task stops or waits for us."""
         while task.state not in _ROUND_ENDS:
             if not task.task_id:
                 raise self._error("it answered neither a task nor a message")
@@ -450,3 +513,47 @@ def _part(part: Part) -> dict[str, Any]:
 
 def _what(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
+
+
+def _recovered(context: RoundContext) -> _RemoteTask | None:
+    """The remote task the chat's facts recorded as still open (after a restart), or None.
+
+    The parts of the chat's active turn are read (a turn parked on a question goes on), else
+    those of its last turn (a turn the restart cut off runs again). The last record of a
+    remote task says where it stood; one that had ended, or had no id yet, is not taken up.
+    """
+    chat = context.chat_state
+    if chat is None:
+        return None
+    parts: Any
+    if chat.active_turn is not None and len(chat.active_turn.response_parts):
+        parts = chat.active_turn.response_parts
+    elif chat.turns:
+        parts = chat.turns[-1].response_parts
+    else:
+        return None
+    last = None
+    task = _RemoteTask()
+    for part in parts:
+        remote = remote_task_of(part)
+        if remote is not None:
+            last = remote
+        artifact = artifact_of(part)
+        if artifact is not None and artifact.get("artifactId"):
+            name, media, before = task.artifacts.get(str(artifact["artifactId"]), _NONE)
+            text = "".join(str(p.get("text", "")) for p in artifact.get("parts") or ())
+            task.artifacts[str(artifact["artifactId"])] = (
+                str(artifact.get("name") or name),
+                str(artifact.get("mediaType") or media),
+                before + text if artifact.get("append") else text,
+            )
+    if last is None or not last.get("remoteTaskId"):
+        return None
+    if last.get("state") in TERMINAL_REMOTE_STATES:
+        return None
+    task.task_id = str(last["remoteTaskId"])
+    task.context_id = str(last.get("contextId") or "")
+    task.state = str(last.get("state") or "")
+    task.raw_state = str(last.get("rawState") or "")
+    task.message = str(last.get("message") or "")
+    return task

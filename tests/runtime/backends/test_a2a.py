@@ -27,10 +27,12 @@ from orchestrator.core import (
     TaskFinished,
     TaskStarted,
     TaskStatus,
+    TeamState,
     artifact_of,
     remote_task_of,
 )
 from orchestrator.protocols import project_facts
+from orchestrator.runtime import Ids, TeamRuntime
 from orchestrator.runtime.backends import backend_factory
 from orchestrator.spec import TeamSpec, parse_team
 from tests.support.a2a_peers import (
@@ -294,6 +296,55 @@ class TestInputAndCancel:
         assert any(
             f.channel == chat and isinstance(f.action, ChatTurnCancelledAction) for f in h.facts
         )
+
+
+class TestRestart:
+    """A stop of the process leaves the remote task running; the next start takes it up by
+    its id (tasks/get, then resubscribe or polling) and does not send it again."""
+
+    @pytest.mark.parametrize("agent", ["slow", "slow_polled"])
+    async def test_a_remote_task_is_taken_up_by_its_id_not_sent_again(
+        self, agent: str, peers: A2APeers, http: httpx.AsyncClient
+    ) -> None:
+        team = team_of(peers, agent)
+        h = harness(team, http)
+        slow = peers.executor[agent]
+        started_before = list(slow.started)  # type: ignore[attr-defined]
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(h.runtime.run, "Go")
+            with trio.fail_after(30):
+                await wait_for(
+                    h,
+                    lambda f: (
+                        isinstance(f.action, ChatResponsePartAction)
+                        and (remote_task_of(f.action.part) or {}).get("remoteTaskId", "") != ""
+                    ),
+                )
+            h.runtime.stop()
+        chat = chat_of(h, agent)
+        remote_id = states_and_ids(h, chat)[-1][1]
+        assert remote_id not in slow.cancelled  # type: ignore[attr-defined]
+        state = TeamState.fold(h.runtime.session, h.facts)
+        resumed = TeamRuntime(
+            team,
+            backends=backend_factory(team, client=http, environ=ENV),  # a new process's view
+            factlog=h.log,
+            ids=Ids(deterministic=True, restart=1),
+            clock=lambda: "2026-11-22T00:00:00.000Z",
+            state=state,
+        )
+        with trio.fail_after(30):
+            outcome = await resumed.resume()
+        assert outcome.status == "completed", outcome
+        assert "[" + agent + ", completed] (task: hello " + agent + ") slow done" in outcome.result
+        assert "[artifact slow.txt]\nslow work" in outcome.result
+        # Sent once: the peer started one task for this run, the one taken up.
+        assert [t for t in slow.started if t not in started_before] == [remote_id]  # type: ignore[attr-defined]
+        ids = {i for _, i in states_and_ids(h, chat) if i}
+        assert ids == {remote_id}
+        assert states_and_ids(h, chat)[-1] == ("completed", remote_id)
+        h.runtime = resumed
+        h.finished()
 
 
 def states_and_ids(h: Harness, chat: str) -> list[tuple[str, str]]:
