@@ -23,6 +23,7 @@ from orchestrator.ahp.actions import (
 )
 from orchestrator.ahp.state import MarkdownResponsePart, SystemNotificationResponsePart
 from orchestrator.core import (
+    HandoffRecorded,
     TaskCreated,
     TaskFinished,
     TaskStarted,
@@ -486,3 +487,56 @@ class TestShippedExample:
                 assert "- **hotfix**: A patch release" in results[0].result
             finally:
                 process.terminate()
+
+
+class TestTimeoutAndHandoff:
+    async def test_a_remote_teammate_past_its_timeout_is_stopped_and_its_task_cancelled(
+        self, peers: A2APeers, http: httpx.AsyncClient, every_scenario_is_checked: None
+    ) -> None:
+        """The agent's timeout applies as to a local worker: its delegation fails, the
+        remote task is cancelled at the peer, and the team goes on."""
+        url = peers.url["hanging"]
+        text = remote({"hanging": url}, local=True).replace(
+            f'a2a = "{url}"', f'a2a = "{url}"\ntimeout = 1'
+        )
+        h = harness(parse_team(text, file="remote.toml"), http)
+        with trio.fail_after(30):
+            outcome = await h.runtime.run("Go")
+        assert outcome.status == "completed"
+        chat = chat_of(h, "hanging")
+        finished = finished_of(h, chat)
+        assert finished.status is TaskStatus.FAILED
+        assert "timed out" in finished.summary
+        remote_id = states_and_ids(h, chat)[-1][1]
+        assert remote_id in peers.executor["hanging"].cancelled  # type: ignore[attr-defined]
+        assert "[helper, completed]" in outcome.result
+
+    async def test_a_handoff_reaches_a_remote_teammate_and_comes_back(
+        self, peers: A2APeers, http: httpx.AsyncClient, every_scenario_is_checked: None
+    ) -> None:
+        text = f"""
+[team]
+name = "desk"
+coordinator = "triage"
+[agents.triage]
+role = "coordinator"
+tools = ["handoff"]
+delegates_to = ["echo"]
+[[agents.triage.turns]]
+steps = [
+  {{ handoff = "echo", reason = "the echo desk answers this", resume = "triage" }},
+  {{ say = "back from echo: {{outcomes}}" }},
+]
+[agents.echo]
+role = "a remote echo desk"
+a2a = "{peers.url["echo"]}"
+"""
+        h = harness(parse_team(text, file="desk.toml"), http)
+        with trio.fail_after(30):
+            outcome = await h.runtime.run("Where is my parcel?")
+        assert outcome.status == "completed", outcome
+        assert "back from echo:" in outcome.result
+        assert "echo: " in outcome.result
+        to_echo, back = h.actions(HandoffRecorded)
+        assert (to_echo.to_agent, back.to_agent) == ("echo", "triage")
+        assert states_of(h, to_echo.to_chat)[-1] == "completed"
