@@ -24,11 +24,11 @@ from ag_ui import core
 from hypothesis import strategies as st
 
 from orchestrator.base import RunError
-from orchestrator.core import Fact
+from orchestrator.core import Backend, Fact
 from orchestrator.protocols import AguiProjector, AguiRunStatus, Event
 from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
-from orchestrator.spec import TeamSpec, parse_team
+from orchestrator.spec import AgentSpec, TeamSpec, parse_team
 from tests.support.paths import PROJECT_ROOT, PROTOCOLS
 
 THREAD = "thread-1"
@@ -163,13 +163,14 @@ async def run_team(
     decide: Decide | None = None,
     delay: float = 0.0,
     prompt: str = "Ship it",
+    backends: Callable[[AgentSpec], Backend] = ScriptedBackend,
 ) -> Session:
     """Run ``spec`` to its end with a projector fed live from the bus, the way the endpoint
     will: on an interrupt, ``delay`` seconds later (the team goes on meanwhile), the next
     run resumes it answering every interrupt as ``decide`` says (default: approve)."""
     decide = decide or (lambda _approval: True)
     log = MemoryFactLog()
-    runtime = TeamRuntime(spec, backends=ScriptedBackend, factlog=log, ids=Ids(deterministic=True))
+    runtime = TeamRuntime(spec, backends=backends, factlog=log, ids=Ids(deterministic=True))
     projector = AguiProjector(runtime.session, thread_id=THREAD, run_id="run-1")
     runs = [projector.start()]
     refused: list[str] = []
