@@ -78,6 +78,12 @@ def _chunk(index: int) -> str:
     return f"{index:06d}|"
 
 
+def _indices(text: str) -> list[int]:
+    """The chunk indices ``text`` holds: chunks that came within the daemon's delta window
+    are written (and sent) as one fact."""
+    return [int(piece) for piece in text.split("|")[:-1] if len(piece) == 6 and piece.isdigit()]
+
+
 def _team(events: int, interval: float) -> str:
     """A first turn that answers at once (it makes the coordinator's chat), then the
     streamed one."""
@@ -173,12 +179,12 @@ def _read(
         text = action.get("content") if action["type"] == "chat/delta" else None
         if action["type"] == "chat/responsePart":
             text = action["part"].get("content")
-        if isinstance(text, str) and text.endswith("|"):
-            received.append((int(text[:6]), now))
+        if isinstance(text, str):
+            received.extend((index, now) for index in _indices(text))
         return bool(action["type"] == "chat/turnComplete" and received)
     kind_of = message.get("type")
-    if kind_of == "text" and message["content"].endswith("|"):
-        received.append((int(message["content"][:6]), now))
+    if kind_of == "text":
+        received.extend((index, now) for index in _indices(message["content"]))
     elif kind_of == "history":
         ready.set()
     return bool(kind_of == "done")
@@ -238,8 +244,8 @@ def _stamp_publications(stamps: dict[int, float]) -> None:
                 action.part, MarkdownResponsePart
             ):
                 content = action.part.content
-            if content and content.endswith("|"):
-                stamps[int(content[:6])] = now
+            for index in _indices(content or ""):
+                stamps[index] = now
         publish(bus, facts, *rest)
 
     FactBus.publish_nowait = stamped  # type: ignore[method-assign, assignment]

@@ -49,6 +49,7 @@ from orchestrator.core import USER, ApprovalRequested, Backend, Fact, MemberName
 from orchestrator.journal import open_journal
 from orchestrator.protocols import AgentUiProjector, Envelope
 from orchestrator.runtime import (
+    DEFAULT_DELTA_WINDOW,
     FactLog,
     MemoryFactLog,
     RunOutcome,
@@ -415,6 +416,7 @@ async def open_run(
     on_approval: ApprovalHandler | None = None,
     on_question: QuestionHandler | None = None,
     environ: Mapping[str, str] | None = None,
+    delta_window: float = DEFAULT_DELTA_WINDOW,
 ) -> AsyncIterator[TeamRun]:
     """Start ``team`` on ``prompt``; the block gets the :class:`TeamRun` once its first facts
     are recorded.
@@ -432,6 +434,9 @@ async def open_run(
         on_question: Answers questions as they come. Without it, the block does
             (:meth:`TeamRun.answer`) or the run waits.
         environ: Where the team file's backends read their keys (default ``os.environ``).
+        delta_window: Seconds a chat's streamed text gathers for at most before it is
+            written as one fact (default 0.05; 0 writes each chunk alone). A stream is read
+            as fast as the model sends it either way.
 
     Leaving the block waits for the run to end; an exception in it cancels the run first.
     Problems found before the run starts raise here, before any fact is written: an empty
@@ -458,7 +463,9 @@ async def open_run(
                 factlog = durable
             else:
                 factlog = journal
-            runtime = TeamRuntime(spec, backends=factory, factlog=factlog)
+            runtime = TeamRuntime(
+                spec, backends=factory, factlog=factlog, delta_window=delta_window
+            )
             run = TeamRun(runtime)
             deciding = runtime.bus.subscribe("embed-decisions", buffer_size=float("inf"))
             async with trio.open_nursery() as nursery:
@@ -524,6 +531,7 @@ async def run_team(
     on_approval: ApprovalHandler | None = None,
     on_question: QuestionHandler | None = None,
     environ: Mapping[str, str] | None = None,
+    delta_window: float = DEFAULT_DELTA_WINDOW,
 ) -> RunOutcome:
     """Run ``team`` on ``prompt`` to the end; how it ended.
 
@@ -538,6 +546,9 @@ async def run_team(
         on_approval: Decides approvals as they come. Without it, an approval is denied.
         on_question: Answers questions as they come. Without it, a question is declined.
         environ: Where the team file's backends read their keys (default ``os.environ``).
+        delta_window: Seconds a chat's streamed text gathers for at most before it is
+            written as one fact (default 0.05; 0 writes each chunk alone). A stream is read
+            as fast as the model sends it either way.
     """
     _require_trio("run_team")
     async with open_run(
@@ -548,6 +559,7 @@ async def run_team(
         on_approval=on_approval or _deny,
         on_question=on_question or _decline,
         environ=environ,
+        delta_window=delta_window,
     ) as run:
         run._keep_no_batches()  # the run is not handed out: no stream can be opened
         if on_update is None:
@@ -570,6 +582,7 @@ def run_team_sync(
     on_approval: ApprovalHandler | None = None,
     on_question: QuestionHandler | None = None,
     environ: Mapping[str, str] | None = None,
+    delta_window: float = DEFAULT_DELTA_WINDOW,
 ) -> RunOutcome:
     """:func:`run_team` for a script with no event loop of its own: runs trio itself.
 
@@ -585,6 +598,7 @@ def run_team_sync(
             on_approval=on_approval,
             on_question=on_question,
             environ=environ,
+            delta_window=delta_window,
         )
     )
 

@@ -74,7 +74,7 @@ from orchestrator._embed import (
 from orchestrator._streams import FactUpdate, MessageDelta, MessageEnd, TeamSnapshot
 from orchestrator.core import ApprovalRequested
 from orchestrator.protocols import Envelope
-from orchestrator.runtime import FactLog, RunOutcome, TeamRuntime
+from orchestrator.runtime import DEFAULT_DELTA_WINDOW, FactLog, RunOutcome, TeamRuntime
 from orchestrator.spec import Team, TeamSpec
 
 __all__ = ["TeamRun", "open_run", "run_team"]
@@ -477,6 +477,7 @@ class _Arguments:
     on_approval: ApprovalHandler | None
     on_question: QuestionHandler | None
     environ: Mapping[str, str] | None
+    delta_window: float
 
 
 class _RunBlock:
@@ -534,6 +535,7 @@ class _RunBlock:
                     on_approval=_from_asyncio(guest, a.on_approval),
                     on_question=_from_asyncio(guest, a.on_question),
                     environ=a.environ,
+                    delta_window=a.delta_window,
                 ) as run:
                     self._run = run
                     try:
@@ -662,6 +664,7 @@ def open_run(
     on_approval: ApprovalHandler | None = None,
     on_question: QuestionHandler | None = None,
     environ: Mapping[str, str] | None = None,
+    delta_window: float = DEFAULT_DELTA_WINDOW,
 ) -> contextlib.AbstractAsyncContextManager[TeamRun]:
     """Start ``team`` on ``prompt`` from asyncio: :func:`orchestrator.open_run`'s calls.
 
@@ -675,6 +678,9 @@ def open_run(
             run on the asyncio loop. Without it, the block does (:meth:`TeamRun.approve`).
         on_question: Answers questions as they come, as ``on_approval`` decides approvals.
         environ: Where the team file's backends read their keys (default ``os.environ``).
+        delta_window: Seconds a chat's streamed text gathers for at most before it is
+            written as one fact (default 0.05; 0 writes each chunk alone). A stream is read
+            as fast as the model sends it either way.
 
     Leaving the block waits for the run to end; an exception in it cancels the run first.
     """
@@ -687,6 +693,7 @@ def open_run(
             on_approval=on_approval,
             on_question=on_question,
             environ=environ,
+            delta_window=delta_window,
         )
     )
 
@@ -701,6 +708,7 @@ async def run_team(
     on_approval: ApprovalHandler | None = None,
     on_question: QuestionHandler | None = None,
     environ: Mapping[str, str] | None = None,
+    delta_window: float = DEFAULT_DELTA_WINDOW,
 ) -> RunOutcome:
     """Run ``team`` on ``prompt`` to the end from asyncio: :func:`orchestrator.run_team`.
 
@@ -715,6 +723,9 @@ async def run_team(
             an approval is denied.
         on_question: Answers questions likewise. Without it, a question is declined.
         environ: Where the team file's backends read their keys (default ``os.environ``).
+        delta_window: Seconds a chat's streamed text gathers for at most before it is
+            written as one fact (default 0.05; 0 writes each chunk alone). A stream is read
+            as fast as the model sends it either way.
 
     A cancelled task cancels the run, which records that it was cancelled (as an exception
     in :func:`open_run`'s block does).
@@ -728,6 +739,7 @@ async def run_team(
         on_approval=on_approval or _embed._deny,
         on_question=on_question or _embed._decline,
         environ=environ,
+        delta_window=delta_window,
     ) as run:
         if on_update is None:
             run._unsubscribe_updates()  # nobody reads: keep no facts

@@ -44,7 +44,7 @@ async def watch() -> Watched:
     spec = orchestrator.parse_team(STREAMED, file="streamed.toml")
     with trio.fail_after(20):
         async with orchestrator.open_run(
-            spec, "ship", journal=log, on_approval=lambda request: True
+            spec, "ship", journal=log, on_approval=lambda request: True, delta_window=0
         ) as run:
 
             async def read(mode: str) -> None:

@@ -133,6 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
             help="on a PostgreSQL journal daemons share: how long the session's lease lasts "
             "unless renewed (default 15; renewed every third of it while the run lives)",
         )
+        command.add_argument(
+            "--delta-window",
+            type=_delta_window,
+            metavar="SECONDS",
+            # (The default is the runtime's, not imported here: it would load trio.)
+            help="how long a model's streamed text gathers at most before it is written as "
+            "one fact (default 0.05; 0: every chunk its own fact)",
+        )
         return with_db(command)
 
     run = running(commands.add_parser("run", help="run a team on a prompt"), "write")
@@ -375,6 +383,16 @@ def _seconds(text: str) -> float:
         value = 0.0
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return value
+
+
+def _delta_window(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds from 0 to 1, got {text!r}")
     return value
 
 

@@ -49,6 +49,7 @@ from orchestrator.protocols import (
     envelope_to_json_line,
 )
 from orchestrator.runtime import (
+    DEFAULT_DELTA_WINDOW,
     RunOutcome,
     TeamRuntime,
     require_prompt,
@@ -95,7 +96,9 @@ async def _run(args: argparse.Namespace) -> int:
         db = args.db or default_db()
         journal = _open(db, args)
         await trio.to_thread.run_sync(journal.open)
-        runtime = TeamRuntime(team, backends=backends, factlog=journal)
+        runtime = TeamRuntime(
+            team, backends=backends, factlog=journal, delta_window=_delta_window(args)
+        )
         # A new session: nobody else holds it, and no daemon on the journal may take it up
         # while it runs here.
         elsewhere = await trio.to_thread.run_sync(journal.ownership.claim, runtime.session)
@@ -213,7 +216,13 @@ async def _resume(args: argparse.Namespace) -> int:
 
     async with http_client() as http:
         backends = backend_factory(team, client=http)
-        runtime = TeamRuntime(team, backends=backends, factlog=journal, state=state)
+        runtime = TeamRuntime(
+            team,
+            backends=backends,
+            factlog=journal,
+            state=state,
+            delta_window=_delta_window(args),
+        )
         return await _supervise(args, journal, runtime, start, history=history, append=True)
 
 
@@ -471,3 +480,9 @@ async def _write_facts(
             out.flush()
     finally:
         out.flush()
+
+
+def _delta_window(args: argparse.Namespace) -> float:
+    """``--delta-window``, or the runtime's default."""
+    window: float | None = args.delta_window
+    return DEFAULT_DELTA_WINDOW if window is None else window

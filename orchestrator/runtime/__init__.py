@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ._logging import *  # noqa: F403
     from ._process import *  # noqa: F403
     from ._recorder import *  # noqa: F403
+    from ._stream_writer import *  # noqa: F403
     from ._team_runtime import *  # noqa: F403
     from ._turns import *  # noqa: F403
     from .tools import BACKOFF_FIRST as BACKOFF_FIRST
@@ -67,6 +68,7 @@ else:
             "CALLBACK_TOKEN_VAR": ".tools",
             "CALLBACK_URL_VAR": ".tools",
             "CommandResult": ".tools",
+            "DEFAULT_DELTA_WINDOW": "._stream_writer",
             "DoneTicket": "._factlog",
             "EventTicket": "._factlog",
             "FactBus": "._bus",
@@ -95,6 +97,7 @@ else:
             "ResolvedPythonTool": ".tools",
             "RunOutcome": "._team_runtime",
             "STDERR_TAIL": ".tools",
+            "StreamWriter": "._stream_writer",
             "Subscription": "._bus",
             "TOOL_CALL_ID_VAR": ".tools",
             "TeamRuntime": "._team_runtime",
@@ -110,6 +113,7 @@ else:
             "group_id": ".tools",
             "library_logging": "._library_logging",
             "list_server_tools": ".tools",
+            "open_stream_writer": "._stream_writer",
             "parse_answer": "._approvals",
             "python_tool_problems": ".tools",
             "read_facts": "._factlog",

@@ -71,6 +71,8 @@ class RunContext:
     # Where the team's command tools post view updates (see _command_tool); None outside a daemon.
     callback: ToolCallback | None
     limiter: trio.CapacityLimiter  # the team's parallel budget (see Slot)
+    # Seconds a chat's streamed chunks gather for before they are written (see StreamWriter).
+    delta_window: float
     # The team's MCP tool servers; None when its file declares none.
     tool_servers: McpServers | None = None
     # The cancel scope of every running chat, by chat: the coordinator's is the session's.

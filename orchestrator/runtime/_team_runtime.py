@@ -43,6 +43,7 @@ the session, its ids, recorder and state, the chats' cancel scopes, the parallel
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -86,6 +87,7 @@ from ._context import (
 from ._factlog import FactLog, MemoryFactLog
 from ._ids import Ids
 from ._recorder import Recorder
+from ._stream_writer import DEFAULT_DELTA_WINDOW
 from ._turns import BackendFactory, Turns
 from .tools import McpServers, ToolCallback, resolve_python_tools
 
@@ -130,6 +132,7 @@ class TeamRuntime:
         background: str | None = None,
         callback: ToolCallback | None = None,
         tool_servers: McpServers | None = None,
+        delta_window: float = DEFAULT_DELTA_WINDOW,
     ) -> None:
         """Make the runtime of one session of ``team``.
 
@@ -154,6 +157,9 @@ class TeamRuntime:
             tool_servers: The team's MCP servers, run by the caller; a daemon shares them
                 between its sessions of a team. None: the runtime runs its own for the length
                 of the run, if the team declares any.
+            delta_window: Seconds a chat's streamed chunks are gathered for at most before
+                they are written as one fact (see
+                :mod:`orchestrator.runtime._stream_writer`); 0 writes each chunk alone.
 
         In a ``conversation``, the coordinator chat stays open. Each message queued to it
         (:meth:`queue`) is its next turn. A turn that fails or is cancelled
@@ -173,6 +179,8 @@ class TeamRuntime:
         elif session is None:
             session = ids.session()
         state = state if state is not None else TeamState(session)
+        if not 0 <= delta_window < math.inf:
+            raise ValueError(f"delta_window: seconds, 0 or more, not {delta_window!r}")
         bus = bus or FactBus()
         recorder = Recorder(state, factlog or MemoryFactLog(), bus, clock=clock)
         recorder.on_failed = self._log_failed
@@ -185,6 +193,7 @@ class TeamRuntime:
             recorder=recorder,
             callback=callback,
             limiter=trio.CapacityLimiter(team.parallel_budget),
+            delta_window=delta_window,
         )
         # The MCP servers this runtime runs itself (see _tool_servers_running).
         self._own_servers: McpServers | None = None

@@ -34,12 +34,9 @@ import structlog
 import trio
 
 from orchestrator.ahp.actions import (
-    ChatDeltaAction,
     ChatErrorAction,
     ChatPendingMessageSetAction,
-    ChatReasoningAction,
     ChatResponsePartAction,
-    ChatToolCallDeltaAction,
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
@@ -47,12 +44,10 @@ from orchestrator.ahp.actions import (
 )
 from orchestrator.ahp.state import (
     ErrorInfo,
-    MarkdownResponsePart,
     Message,
     MessageKind,
     MessageOrigin,
     PendingMessageKind,
-    ReasoningResponsePart,
     SystemNotificationResponsePart,
     TurnState,
     UsageInfo,
@@ -98,6 +93,7 @@ from ._context import (
 )
 from ._delegation import Delegation
 from ._recorder import PendingBatch
+from ._stream_writer import open_stream_writer
 from ._tool_calls import ToolCalls
 from .tools import ResolvedPythonTool
 
@@ -613,7 +609,6 @@ class Turns:
         chat, turn_id = ctx.chat, ctx.turn_id
         requests: list[ToolCallRequest] = []
         usage: UsageReport | None = None
-        open_part: tuple[str, str] | None = None  # (kind, part id) being appended to
         streaming: set[str] = set()  # tool calls started whose input is still streaming
         text_parts: list[str] = []
         # The latest requested tool call's batch, submitted but not waited for: a round's
@@ -621,58 +616,46 @@ class Turns:
         # together, and waited for once before the round's tools may run. Every record
         # below waits for them too, as batches become durable in order.
         requested: PendingBatch | None = None
-        # Closed when the round ends however it ends, so a backend's stream (an HTTP
-        # response, say) is never left to the garbage collector.
-        async with aclosing(backend.stream_round(context)) as stream:
+        run = self.run
+        # The stream is read as fast as it comes; its text is written in as few facts as
+        # the journal's pace asks (see StreamWriter). Closed when the round ends however it
+        # ends, so a backend's stream (an HTTP response, say) is never left to the garbage
+        # collector.
+        async with (
+            open_stream_writer(
+                run.recorder, run.ids, chat, turn_id, window=run.delta_window
+            ) as writer,
+            aclosing(backend.stream_round(context)) as stream,
+        ):
             async for event in stream:
                 match event:
-                    # A new part carries its first chunk; later chunks append to it.
                     case TextDelta(text=chunk):
                         text_parts.append(chunk)
-                        action: Action
-                        if open_part is None or open_part[0] != "markdown":
-                            open_part = ("markdown", self.run.ids.numbered("part"))
-                            part = MarkdownResponsePart(id=open_part[1], content=chunk)
-                            action = ChatResponsePartAction(turn_id=turn_id, part=part)
-                        else:
-                            action = ChatDeltaAction(
-                                turn_id=turn_id, part_id=open_part[1], content=chunk
-                            )
-                        await self.run.recorder.record([(chat, action)])
+                        await writer.text("markdown", chunk)
                     case ReasoningDelta(text=chunk):
-                        if open_part is None or open_part[0] != "reasoning":
-                            open_part = ("reasoning", self.run.ids.numbered("part"))
-                            reasoning = ReasoningResponsePart(id=open_part[1], content=chunk)
-                            action = ChatResponsePartAction(turn_id=turn_id, part=reasoning)
-                        else:
-                            action = ChatReasoningAction(
-                                turn_id=turn_id, part_id=open_part[1], content=chunk
-                            )
-                        await self.run.recorder.record([(chat, action)])
+                        await writer.text("reasoning", chunk)
                     case Notice(text=text, meta=meta):
-                        open_part = None
+                        # After what gathered, as anything else the round records.
+                        writer.close_part()
                         notice = SystemNotificationResponsePart(content=text, meta=dict(meta))
                         action = ChatResponsePartAction(turn_id=turn_id, part=notice)
-                        await self.run.recorder.record([(chat, action)])
+                        await run.recorder.record([(chat, action)])
                     case ToolCallStarted(tool_call_id=tool_call_id, tool_name=tool_name):
-                        open_part = None
+                        writer.close_part()
                         streaming.add(tool_call_id)
-                        await self.run.recorder.record(
+                        await run.recorder.record(
                             [(chat, self.tool_calls.start_action(ctx, tool_call_id, tool_name))]
                         )
                     case ToolCallInputDelta(tool_call_id=tool_call_id, text=chunk):
                         if tool_call_id not in streaming:
                             raise RunError(f"tool call {tool_call_id} was not started")
-                        delta = ChatToolCallDeltaAction(
-                            turn_id=turn_id, tool_call_id=tool_call_id, content=chunk
-                        )
-                        await self.run.recorder.record([(chat, delta)])
+                        await writer.tool_input(tool_call_id, chunk)
                     case ToolCallRequest():
                         # Each call's batch is submitted without waiting for the one before
                         # (they join one write); a round of N calls holds a bounded number in
                         # flight (see Recorder.wait_for_room).
-                        await self.run.recorder.wait_for_room()
-                        open_part = None
+                        writer.close_part()
+                        await run.recorder.wait_for_room()
                         started = event.tool_call_id in streaming
                         streaming.discard(event.tool_call_id)
                         request = self.tool_calls.checked(ctx, event)

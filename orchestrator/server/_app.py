@@ -617,6 +617,7 @@ async def serve(
             invalid_teams=team_files.invalid,
             node=node,
             team_files=team_files.files,
+            delta_window=config.delta_window,
         )
         assembly = assemble(daemon)
         async with trio.open_nursery() as services:

@@ -68,6 +68,7 @@ import attrs
 
 from orchestrator.base import ConfigError
 from orchestrator.journal import db_location
+from orchestrator.runtime import DEFAULT_DELTA_WINDOW
 from orchestrator.sessions import Limits
 
 from ._auth import Role, Token
@@ -107,6 +108,9 @@ class ServeConfig:
     reconnect_for: float | None = None
     # The DNS names clients reach the daemon by (IP literals and localhost always answer).
     server_names: tuple[str, ...] = ()
+    # Seconds a chat's streamed chunks gather for at most before they are written as one
+    # fact (see orchestrator.runtime._stream_writer); 0: each chunk its own fact.
+    delta_window: float = DEFAULT_DELTA_WINDOW
 
     @property
     def served_names(self) -> tuple[str, ...]:
@@ -157,6 +161,7 @@ _TOP: Final = {
     "lease_ttl",
     "reconnect_for",
     "server_names",
+    "delta_window",
 }
 #: One label of a host name (RFC 1123; an underscore is let in, as resolvers do).
 _LABEL: Final = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
@@ -216,6 +221,11 @@ def parse_serve_config(
         if not isinstance(bound, int | float) or isinstance(bound, bool) or not bound >= 0:
             raise fail("expected a number of seconds, 0 or more", "reconnect_for")
         values["reconnect_for"] = float(bound)
+    if "delta_window" in data:
+        window = data["delta_window"]
+        if not isinstance(window, int | float) or isinstance(window, bool) or not 0 <= window <= 1:
+            raise fail("expected a number of seconds from 0 to 1", "delta_window")
+        values["delta_window"] = float(window)
     if "server_names" in data:
         values["server_names"] = _server_names(data["server_names"], fail)
     if "db" in data:

@@ -103,6 +103,7 @@ from orchestrator.journal import (
     SessionOwnership,
 )
 from orchestrator.runtime import (
+    DEFAULT_DELTA_WINDOW,
     ToolCallback,
 )
 from orchestrator.spec import TeamSpec
@@ -202,6 +203,7 @@ class Daemon:
         invalid_teams: Mapping[str, str] | None = None,
         node: str | None = None,
         team_files: Mapping[str, str] | None = None,
+        delta_window: float = DEFAULT_DELTA_WINDOW,
     ) -> None:
         """Make the daemon's sessions; nothing runs before :meth:`serve`.
 
@@ -220,6 +222,8 @@ class Daemon:
                 ``HOSTNAME:PID``). Leases are reckoned in the database's clock.
             team_files: The file each team was read from. A client may name a team by its
                 file's stem too, as clients did before teams were named by name.
+            delta_window: Seconds a chat's streamed chunks gather for before they are
+                written as one fact (daemon.toml's ``delta_window``).
 
         Its observer and companions (the metrics, the scheduler) are the app assembly's to set
         (see :mod:`orchestrator.server._app`).
@@ -244,7 +248,12 @@ class Daemon:
         # Given to every session's command tools; the server sets its URL once it listens.
         self.callback = callback or ToolCallback()
         self.runtimes = TeamRuntimes(
-            teams, journal=journal, http=http, environ=environ, callback=self.callback
+            teams,
+            journal=journal,
+            http=http,
+            environ=environ,
+            callback=self.callback,
+            delta_window=delta_window,
         )
         # The live sessions; changed only by _add_session and _remove_session, which tell
         # the root channel (what AHP root subscribers hear of the sessions).

@@ -21,6 +21,7 @@ import trio
 from orchestrator.base import RunError, TeamFileError
 from orchestrator.core import TeamState
 from orchestrator.runtime import (
+    DEFAULT_DELTA_WINDOW,
     BackendFactory,
     FactLog,
     Ids,
@@ -51,8 +52,10 @@ class TeamRuntimes:
         http: httpx.AsyncClient,
         environ: Mapping[str, str] | None,
         callback: ToolCallback,
+        delta_window: float = DEFAULT_DELTA_WINDOW,
     ) -> None:
         self._journal = journal
+        self._delta_window = delta_window
         self._http = http
         self._environ = environ
         # Given to every session's command tools; the server sets its URL once it listens.
@@ -100,6 +103,7 @@ class TeamRuntimes:
             background=background,
             callback=self.callback,
             tool_servers=self._shared_tool_servers(team),
+            delta_window=self._delta_window,
         )
 
     def tool_server_status(self) -> dict[str, dict[str, str]]:

@@ -4,6 +4,7 @@ are beside it (``tests/cli/test_<command>_command.py``)."""
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,24 @@ def test_the_status_choices_are_the_journal_s() -> None:
     from orchestrator.journal import SESSION_STATUSES
 
     assert PARSED == SESSION_STATUSES
+
+
+def test_the_delta_window_the_help_gives_is_the_runtime_s() -> None:
+    """``--help`` names the default without importing the runtime (it would load trio)."""
+    from orchestrator.cli._main import build_parser
+    from orchestrator.runtime import DEFAULT_DELTA_WINDOW
+
+    [commands] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    run = commands.choices["run"]
+    [action] = [a for a in run._actions if a.dest == "delta_window"]
+    assert f"default {DEFAULT_DELTA_WINDOW:g};" in (action.help or "")
+
+
+@pytest.mark.parametrize("value", ["-1", "2", "soon", "nan"])
+def test_a_delta_window_that_is_no_duration_is_refused(value: str) -> None:
+    done = orchestrator("run", HANDOFF, "go", "--delta-window", value)
+    assert done.returncode == 2
+    assert "--delta-window: expected a number of seconds from 0 to 1" in done.stderr
 
 
 class TestSecretsInErrorLines:

@@ -24,11 +24,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import trio
 
-from orchestrator.ahp.actions import ChatResponsePartAction
+from orchestrator.ahp.actions import ChatDeltaAction, ChatResponsePartAction
+from orchestrator.ahp.state import MarkdownResponsePart
 from orchestrator.core import (
     ApprovalDecision,
     ApprovalRequested,
+    Fact,
     RunResumed,
     RunStatus,
     TeamState,
@@ -40,6 +43,8 @@ from orchestrator.core import (
 from orchestrator.journal import JournalReader, open_reader
 from tests.support.a2a_peers import serve_peers
 from tests.support.cli import ROOT, TEAM, acknowledged, orchestrator, resume
+from tests.support.fake_openai import Stream, fake_openai, text, usage
+from tests.support.fuzz import MODEL_TEAM
 from tests.support.teams import remote
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
@@ -274,3 +279,65 @@ def test_a_remote_task_running_at_a_kill_is_taken_up_by_its_id_after_resume(
     assert state.run is not None
     assert state.run.status is RunStatus.COMPLETED
     assert set(remote_ids()) == {remote_id}, "every record names the one remote task"
+
+
+MODEL_WORDS = [f"w{i} " for i in range(400)]
+
+
+async def test_kill_9_mid_stream_keeps_a_prefix_of_what_the_model_sent(tmp_path: Path) -> None:
+    """A model streams 400 words, 5 ms apart, to a run on a SQLite journal; ``kill -9`` once
+    a few of its text facts are acknowledged. The stored text is a prefix of what the model
+    sent, and what a client was shown (the ``--facts`` mirror: written once durable) a prefix
+    of the stored text. The text facts are fewer than the chunks: chunks that came during a
+    write joined the next one."""
+    answer = Stream([*text(*MODEL_WORDS), usage(10, len(MODEL_WORDS))], pace=0.005)
+    async with fake_openai(lambda request: answer) as server:
+        team = tmp_path / "model.toml"
+        team.write_text(MODEL_TEAM.format(url=server.url), encoding="utf-8")
+        db, mirror = tmp_path / "stream.db", tmp_path / "facts.jsonl"
+        command = [sys.executable, "-m", "orchestrator", "run", str(team), "go", "--db", str(db)]
+        command += ["--plain", "--facts", str(mirror)]
+        process = await trio.lowlevel.open_process(
+            command,
+            cwd=ROOT,
+            env={**os.environ, "FUZZ_MODEL_KEY": "sk-test"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            with trio.fail_after(60):
+                while len(_text_facts(acknowledged(mirror))) < 5:
+                    assert process.poll() is None, "the run ended before the kill"
+                    # Polling another process's progress: no clock to jump here.
+                    await trio.sleep(0.01)
+            process.send_signal(signal.SIGKILL)
+            await process.wait()
+        finally:
+            if process.poll() is None:
+                process.kill()
+    shown = acknowledged(mirror)
+    stored = open_reader(db).facts(shown[0].session)
+    sent = "".join(MODEL_WORDS)
+    stored_text, shown_text = _joined(_text_facts(stored)), _joined(_text_facts(shown))
+    assert sent.startswith(stored_text)
+    assert stored_text.startswith(shown_text)
+    assert 0 < len(stored_text) < len(sent), "the kill cut the stream"
+    words_stored = stored_text.count(" ")
+    assert len(_text_facts(stored)) < words_stored, "chunks joined in fewer facts"
+
+
+def _text_facts(facts: list[Fact]) -> list[Fact]:
+    return [f for f in facts if f.type in ("chat/responsePart", "chat/delta")]
+
+
+def _joined(facts: list[Fact]) -> str:
+    texts: list[str] = []
+    for fact in facts:
+        action = fact.action
+        if isinstance(action, ChatResponsePartAction):
+            assert isinstance(action.part, MarkdownResponsePart)
+            texts.append(action.part.content)
+        else:
+            assert isinstance(action, ChatDeltaAction)
+            texts.append(action.content)
+    return "".join(texts)

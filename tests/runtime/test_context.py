@@ -38,6 +38,7 @@ def context(budget: int = 1) -> tuple[RunContext, MemoryFactLog]:
             recorder=Recorder(state, log, bus, clock=lambda: "2026-11-22T00:00:00.000Z"),
             callback=None,
             limiter=trio.CapacityLimiter(budget),
+            delta_window=0.0,
         ),
         log,
     )

@@ -374,7 +374,7 @@ class TestPipelinedSubmission:
 
 
 class TestFactLogFailure:
-    @pytest.mark.parametrize("room", [3, 12, 25])
+    @pytest.mark.parametrize("room", [3, 12, 20])
     async def test_the_run_stops_with_the_reason_and_the_durable_prefix(
         self, autojump_clock: trio.testing.MockClock, room: int
     ) -> None:

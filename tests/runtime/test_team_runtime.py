@@ -134,8 +134,9 @@ class TestRecording:
     async def test_the_coordinator_chat_and_text_stream(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
-        """The run opens with runStarted + the coordinator's chat; text streams as deltas."""
-        h = Harness(fanout())
+        """The run opens with runStarted + the coordinator's chat; text streams as deltas
+        (with no delta window, each chunk its own fact)."""
+        h = Harness(fanout(), delta_window=0)
         await run_to_end(h)
         opening = [type(f.action) for f in h.facts[:3]]
         assert opening == [RunStarted, SessionChatAddedAction, MemberJoined]

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.base import ConfigError
+from orchestrator.runtime import DEFAULT_DELTA_WINDOW
 from orchestrator.server import (
     Role,
     ServeConfig,
@@ -45,6 +46,13 @@ class TestParse:
         assert parse("reconnect_for = 40").reconnect_for == 40.0
         assert parse("reconnect_for = 0").reconnect_for == 0.0
         assert parse("").reconnect_for is None
+
+    def test_how_long_streamed_text_gathers(self) -> None:
+        """``delta_window``: seconds a chat's streamed chunks join one fact for at most (0:
+        one fact per chunk); unset, the runtime's default."""
+        assert parse("delta_window = 0.2").delta_window == 0.2
+        assert parse("delta_window = 0").delta_window == 0.0
+        assert parse("").delta_window == DEFAULT_DELTA_WINDOW
 
     def test_a_full_file(self, tmp_path: Path) -> None:
         (tmp_path / "tool.token").write_text(SECRET + "-file\n")
@@ -107,6 +115,10 @@ class TestParse:
             ('lease_ttl = "15s"', "lease_ttl", "seconds above 0"),
             ("reconnect_for = -1", "reconnect_for", "0 or more"),
             ("reconnect_for = true", "reconnect_for", "number of seconds"),
+            ("delta_window = -0.01", "delta_window", "from 0 to 1"),
+            ("delta_window = 5", "delta_window", "from 0 to 1"),
+            ("delta_window = nan", "delta_window", "from 0 to 1"),
+            ('delta_window = "50ms"', "delta_window", "number of seconds"),
         ],
     )
     def test_a_bad_value_names_its_key(self, text: str, key: str, problem: str) -> None:

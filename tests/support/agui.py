@@ -170,7 +170,11 @@ async def run_team(
     run resumes it answering every interrupt as ``decide`` says (default: approve)."""
     decide = decide or (lambda _approval: True)
     log = MemoryFactLog()
-    runtime = TeamRuntime(spec, backends=backends, factlog=log, ids=Ids(deterministic=True))
+    # Each streamed chunk its own fact (no delta window): the projection of chunked text is
+    # what is checked, and a scripted team's chunks would otherwise join in one fact.
+    runtime = TeamRuntime(
+        spec, backends=backends, factlog=log, ids=Ids(deterministic=True), delta_window=0
+    )
     projector = AguiProjector(runtime.session, thread_id=THREAD, run_id="run-1")
     runs = [projector.start()]
     refused: list[str] = []

@@ -36,12 +36,14 @@ class Stream:
     ``cut_after``: send that many chunks, then drop the connection mid-body.
     ``stall_after``: send that many chunks, then send nothing until the client goes away.
     ``done``: end with ``data: [DONE]`` (a server that just stops does not).
+    ``pace``: seconds before each chunk, as a model's tokens arrive.
     """
 
     chunks: Sequence[Chunk | str | bytes]  # str / bytes: sent as they are (a broken server)
     cut_after: int | None = None
     stall_after: int | None = None
     done: bool = True
+    pace: float = 0.0
 
 
 @attrs.frozen
@@ -137,6 +139,8 @@ class FakeOpenAI:
             }
         )
         for index, chunk in enumerate(answer.chunks):
+            if answer.pace:
+                await trio.sleep(answer.pace)
             if index == answer.cut_after:
                 raise _CutError
             if index == answer.stall_after:

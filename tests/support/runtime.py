@@ -12,7 +12,7 @@ import trio.testing
 
 from orchestrator.ahp import summary_of
 from orchestrator.core import Backend, Fact, TaskStarted, TeamState, build_graph
-from orchestrator.runtime import Ids, MemoryFactLog, RunOutcome, TeamRuntime
+from orchestrator.runtime import DEFAULT_DELTA_WINDOW, Ids, MemoryFactLog, RunOutcome, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import AgentSpec, TeamSpec, parse_team
 from tests.support.teams import fanout as fanout_toml
@@ -51,6 +51,7 @@ class Harness:
         *,
         backends: Callable[[AgentSpec], Backend] = ScriptedBackend,
         conversation: bool = False,
+        delta_window: float = DEFAULT_DELTA_WINDOW,
     ) -> None:
         HARNESSES.append(self)
         self.log = MemoryFactLog()
@@ -61,6 +62,7 @@ class Harness:
             ids=Ids(deterministic=True),
             clock=lambda: "2026-11-22T00:00:00.000Z",
             conversation=conversation,
+            delta_window=delta_window,
         )
 
     @property

@@ -1,0 +1,253 @@
+"""A model round's streamed text as facts, at the model's pace.
+
+Theory of operation
+-------------------
+A model streams its answer in small chunks (a word, often less). Each chunk recorded as its
+own durable fact, waited for before the next is read, holds the model back by one write per
+chunk: with a journal that syncs to disk, a stream is seen at half its speed. The
+:class:`StreamWriter` reads the stream as fast as it arrives and records it in fewer facts:
+
+- the first chunk after a quiet spell is submitted at once (nothing waits for it);
+- chunks that arrive while the chat's previous text write is in flight, or within ``window``
+  seconds of it, are merged into the next write: one fact per part (a ``chat/delta``,
+  ``chat/reasoning`` or ``chat/toolCallDelta`` with their content concatenated; a new part's
+  ``chat/responsePart`` carries all it gathered), in the order the parts began, one batch;
+- a task of the round (the *flusher*) writes what gathered once the previous write is durable
+  and the window since it has passed, and waits for it: so text is published within the
+  window plus one write of the model sending it, and a stream that pauses is not held back;
+- anything else the round records (a tool call starting, a tool call requested, the turn's
+  end) first submits what gathered, so the chat's facts keep the order the model sent them in.
+
+The project's rule stands: no reader sees a fact before it is durable. A crash loses at most
+the text gathered in the window of a turn that the crash cuts off anyway: the stored text is a
+prefix of what the model sent, and what a client was shown a prefix of what is stored. Replays
+equal the live stream in content, not in chunking (a client sees the same text in fewer, larger
+pieces).
+
+``window = 0`` keeps one fact per chunk, each durable before the next chunk is read (the
+behaviour before the window; tests that count chunks ask for it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Final, Literal
+
+import trio
+
+from orchestrator.ahp.actions import (
+    ChatDeltaAction,
+    ChatReasoningAction,
+    ChatResponsePartAction,
+    ChatToolCallDeltaAction,
+)
+from orchestrator.ahp.state import MarkdownResponsePart, ReasoningResponsePart
+from orchestrator.core import Action
+
+from ._ids import Ids
+from ._recorder import PendingBatch, Recorder
+
+__all__ = [
+    "DEFAULT_DELTA_WINDOW",
+    "StreamWriter",
+    "open_stream_writer",
+]
+
+#: Seconds a chat's streamed chunks are gathered for at most before they are written (the
+#: daemon's ``delta_window_ms``, ``open_run(delta_window=...)``); 0 writes each chunk alone.
+DEFAULT_DELTA_WINDOW: Final = 0.05
+
+TextKind = Literal["markdown", "reasoning"]
+
+
+class _Gathered:
+    """Chunks of one part (or one tool call's input) not yet submitted."""
+
+    __slots__ = ("chunks", "key", "kind", "new_part")
+
+    def __init__(self, kind: str, key: str, *, new_part: bool) -> None:
+        self.kind = kind  # "markdown", "reasoning" or "toolInput"
+        self.key = key  # the part's id, or the tool call's
+        self.new_part = new_part  # the first write of the part is its chat/responsePart
+        self.chunks: list[str] = []
+
+
+class StreamWriter:
+    """One model round's text, tool-call input and the part it is in (see module docstring).
+
+    Made by :func:`open_stream_writer`, which runs its flusher around the reading of the
+    stream.
+    """
+
+    def __init__(
+        self, recorder: Recorder, ids: Ids, chat: str, turn_id: str, *, window: float
+    ) -> None:
+        self.recorder = recorder
+        self.ids = ids
+        self.chat = chat
+        self.turn_id = turn_id
+        self.window = window
+        # (kind, part id) of the part text is appended to; None after a tool call starts.
+        self._open_part: tuple[TextKind, str] | None = None
+        # What gathered since the last write, by part id (or tool call id), in the order
+        # each began: the next write holds all of it, one fact each.
+        self._gathered: dict[str, _Gathered] = {}
+        self._last: PendingBatch | None = None  # the latest text write submitted
+        self._last_at = float("-inf")  # when it was submitted (trio's clock)
+        self._wake = trio.Event()  # set when there is something for the flusher
+        self._closed = False
+        # The flusher's wait for the window to pass; the stream's end cuts it short.
+        self._window_scope: trio.CancelScope | None = None
+
+    # ── what the round reads ────────────────────────────────────────────────────────
+
+    async def text(self, kind: TextKind, chunk: str) -> None:
+        """A chunk of answer (``markdown``) or reasoning text."""
+        part = self._open_part
+        new_part = part is None or part[0] != kind
+        if new_part:
+            # The new part's first write (its chat/responsePart) goes after what the part
+            # before gathered: both in the next write, in that order.
+            part = self._open_part = (kind, self.ids.numbered("part"))
+        assert part is not None
+        await self._add(kind, part[1], chunk, new_part=new_part)
+
+    async def tool_input(self, tool_call_id: str, chunk: str) -> None:
+        """A chunk of a started tool call's input (parallel calls' chunks may interleave:
+        each call's gather apart, and are written in the order each began)."""
+        await self._add("toolInput", tool_call_id, chunk, new_part=False)
+
+    def close_part(self) -> None:
+        """The next text starts a new part (a tool call came between): what gathered is
+        submitted first, as everything the round records after it must be."""
+        self.submit_gathered()
+        self._open_part = None
+
+    def submit_gathered(self) -> PendingBatch | None:
+        """Submit what gathered as one batch now (no wait); the flusher or a later record
+        makes it durable and published. Call before recording anything else of the round."""
+        if not self._gathered:
+            return None
+        gathered, self._gathered = self._gathered, {}
+        batch = self.recorder.submit([(self.chat, self._action(g)) for g in gathered.values()])
+        self._last = batch
+        self._last_at = trio.current_time()
+        return batch
+
+    # ── internals ───────────────────────────────────────────────────────────────────
+
+    async def _add(self, kind: str, key: str, chunk: str, *, new_part: bool) -> None:
+        if self.window <= 0:
+            single = _Gathered(kind, key, new_part=new_part)
+            single.chunks.append(chunk)
+            await self.recorder.record([(self.chat, self._action(single))])
+            return
+        gathered = self._gathered.get(key)
+        if gathered is None:
+            gathered = self._gathered[key] = _Gathered(kind, key, new_part=new_part)
+        gathered.chunks.append(chunk)
+        self._wake.set()
+
+    def _action(self, gathered: _Gathered) -> Action:
+        content = "".join(gathered.chunks)
+        if gathered.kind == "toolInput":
+            return ChatToolCallDeltaAction(
+                turn_id=self.turn_id, tool_call_id=gathered.key, content=content
+            )
+        if gathered.new_part:
+            part = (
+                MarkdownResponsePart(id=gathered.key, content=content)
+                if gathered.kind == "markdown"
+                else ReasoningResponsePart(id=gathered.key, content=content)
+            )
+            return ChatResponsePartAction(turn_id=self.turn_id, part=part)
+        if gathered.kind == "markdown":
+            return ChatDeltaAction(turn_id=self.turn_id, part_id=gathered.key, content=content)
+        return ChatReasoningAction(turn_id=self.turn_id, part_id=gathered.key, content=content)
+
+    def close(self, *, failing: bool) -> None:
+        """The stream ended: submit what gathered and let the flusher end once it is
+        durable. What gathered goes in ahead of whatever the turn records next (its error,
+        its cancellation): a prefix of the model's text is kept, however the round ended."""
+        self._closed = True
+        self._wake.set()
+        if self._window_scope is not None:
+            self._window_scope.cancel()
+        if failing and self.recorder.failed is not None:
+            return
+        try:
+            self.submit_gathered()
+        except Exception:
+            if not failing:
+                raise
+            # The round is failing already (its turn may be over): its error is the one told.
+
+    async def _flusher(self) -> None:
+        """Write what gathers, one write in flight at a time, at most one per window."""
+        while True:
+            last = self._last
+            if last is not None:
+                # Durable, committed and published; chunks arriving meanwhile gather.
+                await last.wait()
+                if self._last is not last:
+                    continue  # a newer write went in meanwhile: wait for it too
+                self._last = None
+            if not self._gathered:
+                if self._closed:
+                    return
+                self._wake = trio.Event()
+                await self._wake.wait()
+                continue
+            wait_until = self._last_at + self.window
+            if trio.current_time() < wait_until and not self._closed:
+                with trio.CancelScope(deadline=wait_until) as self._window_scope:
+                    await trio.sleep_forever()
+                self._window_scope = None
+            self.submit_gathered()
+
+
+@asynccontextmanager
+async def open_stream_writer(
+    recorder: Recorder, ids: Ids, chat: str, turn_id: str, *, window: float
+) -> AsyncIterator[StreamWriter]:
+    """A :class:`StreamWriter` for the block that reads one round's stream; its flusher runs
+    as long as the block does, and leaving the block waits until the text is durable.
+
+    An error of the block (or of the flusher) comes out as it was, not in a group: the turn
+    records it as the round's error.
+    """
+    writer = StreamWriter(recorder, ids, chat, turn_id, window=window)
+    if window <= 0:
+        yield writer
+        return
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(writer._flusher)
+            try:
+                yield writer
+            except BaseException:
+                writer.close(failing=True)
+                raise
+            writer.close(failing=False)
+    except BaseExceptionGroup as group:
+        raise _alone(group) from None
+
+
+def _alone(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one error a group of the block and the flusher holds (cancellations aside), or
+    the group when there is not exactly one."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    errors = [exc for exc in leaves if not isinstance(exc, trio.Cancelled)]
+    if len(errors) == 1:
+        return errors[0]
+    if not errors and leaves:
+        return leaves[0]
+    return group
