@@ -23,15 +23,46 @@ def publish(target: str) -> str:
     return f"published on the {target}"
 
 
-writer = Agent("writer", role="writes notes", tools=[word_count], turns=[{"steps": [
-    {"tool": word_count, "input": {"text": "{task}"}},
-    {"say": "Drafted notes for: {task} ({outcomes} words)"}]}])
-publisher = Agent("publisher", role="publishes", tools=[publish], turns=[{"steps": [
-    {"tool": publish, "input": {"target": "release page"}}, {"say": "{outcomes}"}]}])
-lead = Agent("lead", role="coordinator", tools=["delegate"], delegates_to=[writer, publisher],
-             turns=[{"steps": [{"delegate": [{"agent": "writer", "task": "the 2.4 release"},
-                                             {"agent": "publisher", "task": "publish 2.4"}]},
-                               {"say": "Both done.\n{outcomes}"}]}])
+writer = Agent(
+    "writer",
+    role="writes notes",
+    tools=[word_count],
+    turns=[
+        {
+            "steps": [
+                {"tool": word_count, "input": {"text": "{task}"}},
+                {"say": "Drafted notes for: {task} ({outcomes} words)"},
+            ]
+        }
+    ],
+)
+publisher = Agent(
+    "publisher",
+    role="publishes",
+    tools=[publish],
+    turns=[
+        {"steps": [{"tool": publish, "input": {"target": "release page"}}, {"say": "{outcomes}"}]}
+    ],
+)
+lead = Agent(
+    "lead",
+    role="coordinator",
+    tools=["delegate"],
+    delegates_to=[writer, publisher],
+    turns=[
+        {
+            "steps": [
+                {
+                    "delegate": [
+                        {"agent": "writer", "task": "the 2.4 release"},
+                        {"agent": "publisher", "task": "publish 2.4"},
+                    ]
+                },
+                {"say": "Both done.\n{outcomes}"},
+            ]
+        }
+    ],
+)
 team = Team("quickstart", coordinator=lead, agents=[writer, publisher])
 
 

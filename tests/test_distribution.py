@@ -49,6 +49,7 @@ class TestBundledTeams:
             "handoff.toml",
             "nightly.toml",
             "openai-delivery.toml",
+            "remote.toml",
             "review.toml",
             "tools.toml",
         ]
@@ -91,6 +92,8 @@ class TestWheel:
             assert f"orchestrator/teams/{team.name}" in names
         # The example MCP server teams/tools.toml starts, beside it.
         assert "orchestrator/teams/servers/notes.py" in names
+        # The example A2A agent teams/remote.toml reaches, beside it.
+        assert "orchestrator/teams/servers/glossary_agent.py" in names
         for starter in STARTER:
             assert f"orchestrator/cli/starter/{starter}" in names
         assert "orchestrator/py.typed" in names
@@ -142,9 +145,14 @@ def third_party_imports() -> set[str]:
 
 class TestDependencies:
     def test_every_imported_package_is_declared(self) -> None:
+        """A dependency, or one of a feature's optional extra (not dev's: the tests')."""
+        extras = PYPROJECT["project"]["optional-dependencies"]
         declared = {
             re.split(r"[<>=\[ ;]", requirement, maxsplit=1)[0].lower().replace("_", "-")
-            for requirement in PYPROJECT["project"]["dependencies"]
+            for requirement in [
+                *PYPROJECT["project"]["dependencies"],
+                *(r for name, extra in extras.items() if name != "dev" for r in extra),
+            ]
         }
         distributions = importlib.metadata.packages_distributions()
         for module in sorted(third_party_imports()):

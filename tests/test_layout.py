@@ -41,6 +41,9 @@ TESTED_THROUGH_OTHERS: dict[str, str] = {
     "ahp/actions.py": "ahp/test_schema.py, ahp/test_properties.py, the reducers' tests",
     "ahp/commands.py": "ahp/test_schema.py, ahp/test_properties.py, ahp/test_wire.py",
     "ahp/state.py": "ahp/test_schema.py, ahp/test_properties.py, the reducers' tests",
+    "teams/servers/glossary_agent.py": (
+        "an example program, started by runtime/backends/test_a2a.py (TestShippedExample)"
+    ),
     "core/_model_round.py": (
         "no behaviour of its own (frozen records and the Backend protocol): "
         "runtime/backends/test_openai.py, runtime/backends/test_scripted.py"
@@ -231,6 +234,7 @@ def test_every_named_team_document_is_a_team_the_parser_takes() -> None:
         "slow_answer": teams.slow_answer(seconds=1, answer="done"),
         "fan_team": teams.fan_team(2),
         "structured": teams.structured(answer="'{}'"),
+        "remote": teams.remote({"far": "http://127.0.0.1:8765/"}),
     }
     public = {
         name

@@ -211,6 +211,11 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "output_schema": "A JSON Schema (an inline table) its final answer must fit: one "
         "retry, then the task fails (see Structured output in the Python guide).",
         "settings": "A plugin backend's own table, handed to its factory as it is.",
+        "a2a": "A remote teammate: the base URL of an A2A agent (its Agent Card is at "
+        "`/.well-known/agent-card.json`); it then takes only `role`, `interactivity`, "
+        "`timeout` and `headers` (see the Remote teammates guide).",
+        "headers": "A remote teammate's HTTP headers, sent with each request: literal text, or "
+        "`env:NAME` to read the value from the environment.",
         "model": "An `openai` agent's model, overriding `[openai]`.",
         "base_url": "An `openai` agent's server URL, overriding `[openai]`.",
         "api_key_env": "An `openai` agent's key variable, overriding `[openai]`.",

@@ -40,6 +40,7 @@ else:
             "PeerProtocolError": "._errors",
             "ProtocolError": "._errors",
             "REDACTED": "._redact",
+            "RemoteAgentError": "._errors",
             "RpcError": "._errors",
             "RunError": "._errors",
             "RunInputError": "._errors",

@@ -19,7 +19,8 @@ Every error the package raises on purpose derives from :class:`OrchestratorError
         └── ModelError                a model backend that could not produce a round
             ├── ModelRequestError     the server refused the request (or never answered)
             ├── ModelStreamError      the response stream broke off or made no sense
-            └── OutputSchemaError     a final answer that did not fit the agent's output_schema
+            ├── OutputSchemaError     a final answer that did not fit the agent's output_schema
+            └── RemoteAgentError      a remote teammate (an A2A agent) that could not do its task
 
 Each carries the structured fields a caller needs to report it (wire path,
 channel URI, tool call id, file and key path) and a message that says what was
@@ -43,6 +44,7 @@ __all__ = [
     "OutputSchemaError",
     "PeerProtocolError",
     "ProtocolError",
+    "RemoteAgentError",
     "RpcError",
     "RunError",
     "RunInputError",
@@ -273,3 +275,12 @@ class OutputSchemaError(ModelError):
         self.agent = agent
         self.path = path
         self.problem = problem
+
+
+class RemoteAgentError(ModelError):
+    """A remote teammate (an A2A agent) could not do its task: its card could not be read,
+    a request failed, an answer made no sense, its stream stopped, or its task failed.
+
+    The message names the agent and what happened; the delegation that reached it ends with
+    it, and the team goes on.
+    """

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ._model_round import *  # noqa: F403
     from ._queries import *  # noqa: F403
     from ._recovery import *  # noqa: F403
+    from ._remote_tasks import *  # noqa: F403
     from ._reports import *  # noqa: F403
     from ._spans import *  # noqa: F403
     from ._task_lifecycle import *  # noqa: F403
@@ -35,6 +36,7 @@ else:
     __all__, __getattr__, __dir__ = lazy_facade(
         __name__,
         {
+            "ARTIFACT_META": "._remote_tasks",
             "ASKED_BY_META": "._queries",
             "Action": "._facts",
             "ApprovalDecision": "._team_actions",
@@ -61,11 +63,15 @@ else:
             "MemberStatus": "._team_state",
             "ModelEvent": "._model_round",
             "NodeKind": "._graph_schema",
+            "Notice": "._model_round",
             "OUTPUT_RETRY_META": "._reports",
+            "REMOTE_STATES": "._remote_tasks",
+            "REMOTE_TASK_META": "._remote_tasks",
             "ROUND_META": "._queries",
             "RUNS_KEPT": "._teammate_state",
             "ReasoningDelta": "._model_round",
             "RecoveryPlan": "._recovery",
+            "RemoteBackend": "._model_round",
             "ResumePoint": "._recovery",
             "RoundContext": "._model_round",
             "RunFinished": "._team_actions",
@@ -80,6 +86,7 @@ else:
             "SpanLink": "._spans",
             "SpanRecord": "._spans",
             "TASK_TRANSITIONS": "._task_lifecycle",
+            "TERMINAL_REMOTE_STATES": "._remote_tasks",
             "TaskCreated": "._team_actions",
             "TaskFinished": "._team_actions",
             "TaskRecord": "._team_records",
@@ -114,6 +121,7 @@ else:
             "WakeDecision": "._teammate_actions",
             "WakeReason": "._teammate_actions",
             "answer_text": "._queries",
+            "artifact_of": "._remote_tasks",
             "build_graph": "._graph",
             "conversation": "._queries",
             "cut_off": "._recovery",
@@ -142,6 +150,9 @@ else:
             "prompt_title": "._team_reducer",
             "reduce_action": "._team_reducer",
             "reduce_team_action": "._team_reducer",
+            "remote_state": "._remote_tasks",
+            "remote_task_node": "._graph_schema",
+            "remote_task_of": "._remote_tasks",
             "resume_point": "._recovery",
             "round_of": "._queries",
             "span_id_of": "._spans",

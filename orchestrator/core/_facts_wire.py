@@ -40,6 +40,7 @@ _OMITTED_WHEN_DEFAULT: frozenset[tuple[str, str]] = frozenset(
         ("team/runFinished", "value"),
         ("team/runStarted", "trace_parent"),
         ("team/taskCreated", "trace_parent"),
+        ("team/memberJoined", "remote"),
     }
 )
 

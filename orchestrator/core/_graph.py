@@ -20,6 +20,7 @@ kind           node id                                    from
 ``task``       the task id (``task-<n>``)                 ``team/task*``, ``team/memberJoined``
 ``approval``   the approval id (``approval-<n>``)         ``team/approval*``
 ``user``       ``"user"``                                 an approval routed to/decided by a person
+``remote_task``  ``"<agent URL>#task/<remoteTaskId>"``    a remote teammate's ``chat/responsePart``
 =============  =========================================  =====================================
 
 A fact may mention a node before the fact that describes it (an approval naming a chat that
@@ -54,6 +55,7 @@ import networkx as nx
 
 from orchestrator.ahp.actions import (
     ChatErrorAction,
+    ChatResponsePartAction,
     ChatToolCallApprovedAction,
     ChatToolCallCompleteAction,
     ChatToolCallContentChangedAction,
@@ -78,7 +80,15 @@ from orchestrator.base import resolve_subclass
 
 from ._facts import Fact
 from ._graph_check import Violation, find_violations
-from ._graph_schema import _NODE_TEMPLATES, USER_NODE, EdgeKind, NodeKind, tool_call_node
+from ._graph_schema import (
+    _NODE_TEMPLATES,
+    USER_NODE,
+    EdgeKind,
+    NodeKind,
+    remote_task_node,
+    tool_call_node,
+)
+from ._remote_tasks import remote_task_of
 from ._team_actions import (
     ApprovalRequested,
     ApprovalResolved,
@@ -257,6 +267,13 @@ class DelegationGraph:
         self, fact: Fact, action: ChatTurnCancelledAction | ChatErrorAction
     ) -> None:
         self._turn_cancelled(fact.channel, action.turn_id)
+
+    def _fold_response_part(self, fact: Fact, action: ChatResponsePartAction) -> None:
+        # Only a remote teammate's record of its remote task makes a node; other parts
+        # (text, reasoning, notifications) are no part of the delegation story.
+        remote = remote_task_of(action.part)
+        if remote is not None and remote.get("remoteTaskId") and remote.get("url"):
+            self._remote_task(fact.channel, remote, fact.sequence)
 
     def _fold_run_started(self, fact: Fact, action: RunStarted) -> None:
         self._run_started(fact.session, action, fact.sequence)
@@ -495,6 +512,23 @@ class DelegationGraph:
         if self._nodes[task]["owner"] is None:
             self._set_owner(task, chat, seq)
 
+    def _remote_task(self, chat: str, remote: Mapping[str, Any], seq: int) -> None:
+        url, remote_id = str(remote["url"]), str(remote["remoteTaskId"])
+        node = self._node(remote_task_node(url, remote_id), NodeKind.REMOTE_TASK, seq)
+        card = remote.get("card")
+        card = card if isinstance(card, Mapping) else {}
+        self._nodes[node].update(
+            chat=chat,
+            agent=_str_or_none(remote.get("agent")),
+            url=url,
+            remote_task_id=remote_id,
+            card_name=_str_or_none(card.get("name")),
+            card_version=_str_or_none(card.get("version")),
+            status=_str_or_none(remote.get("state")),
+            raw_state=_str_or_none(remote.get("rawState")),
+        )
+        self._edge(self._node(chat, NodeKind.CHAT, seq), node, EdgeKind.REMOTE, seq)
+
     def _task_created(self, action: TaskCreated, seq: int) -> None:
         task = self._node(action.task, NodeKind.TASK, seq)
         self._nodes[task].update(
@@ -629,6 +663,7 @@ _FOLDS: dict[type, Callable[[DelegationGraph, Fact, Any], None] | None] = {
     ChatToolCallResultConfirmedAction: DelegationGraph._fold_tool_call_result_confirmed,
     ChatTurnCancelledAction: DelegationGraph._fold_turn_cancelled,
     ChatErrorAction: DelegationGraph._fold_turn_cancelled,
+    ChatResponsePartAction: DelegationGraph._fold_response_part,
     RunStarted: DelegationGraph._fold_run_started,
     RunFinished: DelegationGraph._fold_run_finished,
     MemberJoined: DelegationGraph._fold_member_joined,

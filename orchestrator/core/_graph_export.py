@@ -90,6 +90,11 @@ def _node_caption(
         case NodeKind.APPROVAL:
             name = f"{node}: {data['tool_name']}" if data["tool_name"] else node
             return name, data["status"]
+        case NodeKind.REMOTE_TASK:
+            # The remote agent's own name (its card's) and its task's state, in words.
+            card = data["card_name"] or data["agent"] or node
+            status = data["status"].replace("_", " ") if data["status"] else None
+            return f"{card} (remote): {data['remote_task_id']}", status
         case _:
             return node, None
 
@@ -101,6 +106,7 @@ _DOT_SHAPES: Mapping[str, str] = {
     NodeKind.TASK: "note",
     NodeKind.APPROVAL: "diamond",
     NodeKind.USER: "doublecircle",
+    NodeKind.REMOTE_TASK: "component",
 }
 
 
@@ -149,7 +155,9 @@ def to_dot(graph: DelegationGraph) -> str:
 
 # Mermaid: which nodes and edges the compact diagram keeps (the delegation story), and
 # the bracket pair drawing each node kind.
-_MERMAID_COMPACT_NODES = frozenset({NodeKind.CHAT, NodeKind.APPROVAL, NodeKind.USER})
+_MERMAID_COMPACT_NODES = frozenset(
+    {NodeKind.CHAT, NodeKind.APPROVAL, NodeKind.USER, NodeKind.REMOTE_TASK}
+)
 _MERMAID_COMPACT_EDGES = frozenset(
     {
         EdgeKind.SPAWNED,
@@ -158,6 +166,7 @@ _MERMAID_COMPACT_EDGES = frozenset(
         EdgeKind.REQUESTED_BY,
         EdgeKind.ROUTED_TO,
         EdgeKind.RESOLVED_BY,
+        EdgeKind.REMOTE,
     }
 )
 _MERMAID_SHAPES: Mapping[str, tuple[str, str]] = {
@@ -167,6 +176,7 @@ _MERMAID_SHAPES: Mapping[str, tuple[str, str]] = {
     NodeKind.TASK: ("[[", "]]"),
     NodeKind.APPROVAL: ("{", "}"),
     NodeKind.USER: ("((", "))"),
+    NodeKind.REMOTE_TASK: (">", "]"),
 }
 _MERMAID_UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 _MERMAID_ENTITIES = {

@@ -14,7 +14,7 @@ from typing import Any
 
 from ._team_actions import USER
 
-__all__ = ["USER_NODE", "EdgeKind", "NodeKind", "tool_call_node"]
+__all__ = ["USER_NODE", "EdgeKind", "NodeKind", "remote_task_node", "tool_call_node"]
 
 #: The node id of the person who decides approvals routed to the user.
 USER_NODE = USER
@@ -29,6 +29,7 @@ class NodeKind(enum.StrEnum):
     TASK = "task"
     APPROVAL = "approval"
     USER = "user"
+    REMOTE_TASK = "remote_task"  # a remote teammate's task at its A2A agent
 
 
 class EdgeKind(enum.StrEnum):
@@ -48,6 +49,13 @@ class EdgeKind(enum.StrEnum):
     ROUTED_TO = "routed_to"  # approval → deciding chat or user
     RESOLVED_BY = "resolved_by"  # approval → the chat or user that decided
     GATES = "gates"  # approval → the tool call waiting for it
+    REMOTE = "remote"  # remote teammate's chat → its task at the remote agent
+
+
+def remote_task_node(url: str, remote_task_id: str) -> str:
+    """The node id of a remote teammate's task: ``"<agent URL>#task/<remoteTaskId>"`` (the
+    agent's URL is http(s), so it never collides with a chat's URI or another kind's id)."""
+    return f"{url}#task/{remote_task_id}"
 
 
 def tool_call_node(chat: str, tool_call_id: str) -> str:
@@ -100,6 +108,16 @@ _NODE_DEFAULTS: Mapping[NodeKind, Mapping[str, Any]] = {
         "summary": None,
     },
     NodeKind.USER: {},
+    NodeKind.REMOTE_TASK: {
+        "chat": None,
+        "agent": None,
+        "url": None,
+        "remote_task_id": None,
+        "card_name": None,
+        "card_version": None,
+        "status": None,  # the remote state, in the taxonomy's words
+        "raw_state": None,
+    },
 }
 
 # Every node of a kind starts as its template: kind, sequence (set per node), then the

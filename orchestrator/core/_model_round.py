@@ -18,7 +18,7 @@ validates, appends and broadcasts it.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -28,7 +28,9 @@ from orchestrator.spec import ToolDefinition
 __all__ = [
     "Backend",
     "ModelEvent",
+    "Notice",
     "ReasoningDelta",
+    "RemoteBackend",
     "RoundContext",
     "TextDelta",
     "ToolCallInputDelta",
@@ -96,6 +98,19 @@ class ToolCallRequest:
 
 
 @attrs.frozen(kw_only=True)
+class Notice:
+    """Something the answering side did that is neither text nor a tool call.
+
+    A remote teammate's task changed state, say, or sent an artifact. It is recorded as a
+    system-notification part of the turn: ``text`` for a person, ``meta`` (JSON values, kept
+    as given) for the projections. A model never reads it back.
+    """
+
+    text: str
+    meta: Mapping[str, Any]
+
+
+@attrs.frozen(kw_only=True)
 class UsageReport:
     """Token usage of the round, and what the server said about it (for its trace)."""
 
@@ -109,6 +124,7 @@ class UsageReport:
 ModelEvent = (
     TextDelta
     | ReasoningDelta
+    | Notice
     | ToolCallStarted
     | ToolCallInputDelta
     | ToolCallRequest
@@ -161,4 +177,18 @@ class Backend(Protocol):
     def stream_round(self, context: RoundContext) -> AsyncGenerator[ModelEvent, None]:
         """Stream one model round (an async generator: the runtime closes it when the round
         ends, however it ends). Raising ends the turn in error."""
+        ...
+
+
+@runtime_checkable
+class RemoteBackend(Backend, Protocol):
+    """A backend whose rounds drive work elsewhere (a remote teammate's task).
+
+    A turn of such a backend's chat that is cancelled, or fails, asks it to stop that work:
+    :meth:`stop_chat` runs in a shielded scope with a bounded time, and what it raises is
+    logged, not recorded.
+    """
+
+    async def stop_chat(self, chat: str) -> None:
+        """Stop the work ``chat``'s turns started elsewhere, if it is still going."""
         ...

@@ -108,6 +108,8 @@ class MemberJoined:
     agent: str
     role: str
     task: str  # the task this chat works on
+    # A remote teammate's A2A agent URL (its turns are that agent's task); None: a local agent.
+    remote: str | None = None
 
 
 @attrs.frozen(kw_only=True)

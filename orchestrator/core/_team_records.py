@@ -74,6 +74,7 @@ class Member:
     agent: str
     role: str
     task: str
+    remote: str | None = None  # a remote teammate's A2A agent URL
 
 
 @attrs.frozen(kw_only=True)

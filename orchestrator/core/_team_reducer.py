@@ -153,7 +153,11 @@ def _run_started(tr: Transition, action: RunStarted, session_uri: str, now: str)
 @_handles(MemberJoined)
 def _member_joined(tr: Transition, action: MemberJoined, session_uri: str, now: str) -> None:
     tr.members[action.chat] = Member(
-        chat=action.chat, agent=action.agent, role=action.role, task=action.task
+        chat=action.chat,
+        agent=action.agent,
+        role=action.role,
+        task=action.task,
+        remote=action.remote,
     )
     run = tr.run
     if run is not None and run.coordinator_chat is None and action.task == run.task:

@@ -27,6 +27,7 @@ else:
     __all__, __getattr__, __dir__ = lazy_facade(
         __name__,
         {
+            "ARTIFACT_EVENT": "._project_agui",
             "Abort": "._agent_channel",
             "ActionType": "._agentui",
             "AgentChannelProjector": "._agent_channel",
@@ -53,6 +54,7 @@ else:
             "Phase": "._agentui",
             "Prompt": "._agent_channel",
             "QueuedTurnStatus": "._agentui",
+            "REMOTE_TASK_EVENT": "._project_agui",
             "Reject": "._agent_channel",
             "RemoteTaskStatus": "._agentui",
             "ResumeDecision": "._agui_run_input",

@@ -62,6 +62,7 @@ _WIRE_STATUS_VALUE: Final[dict[MemberStatus, tuple[str, str | None]]] = {
 _AGENT_TURN: Final = RuntimeEntity.AGENT_TURN.value
 _SUBAGENT_TURN: Final = RuntimeEntity.SUBAGENT_TURN.value
 _AUTOMATION_JOB: Final = RuntimeEntity.AUTOMATION_JOB.value
+_EXTERNAL_TASK: Final = RuntimeEntity.EXTERNAL_TASK.value
 
 
 def compact(**fields: Any) -> dict[str, Any]:
@@ -122,6 +123,8 @@ class EnvelopeBuilder:
         parent_thread_id: str | None = None,
         tool_call_id: str | None = None,
         action_id: str | None = None,
+        artifact_id: str | None = None,
+        topology: Topology | None = None,
         payload: dict[str, Any] | None = None,
         refs: dict[str, Any] | None = None,
     ) -> Envelope:
@@ -149,7 +152,7 @@ class EnvelopeBuilder:
                 parent_thread_id,
                 tool_call_id,
                 action_id,
-                None,  # artifact_id
+                artifact_id,
                 None,  # evidence_id
                 owner,
                 scope,
@@ -157,7 +160,7 @@ class EnvelopeBuilder:
                 surface,
                 persistence,
                 control,
-                self._run_topology,
+                topology or self._run_topology,
                 payload,
                 refs,
                 f"fact:{fact.sequence}",  # raw_event_ref
@@ -198,6 +201,7 @@ class EnvelopeBuilder:
             runtimeEntity=self._runtime_entity(chat),
             runtimeStatus=runtime_status,
             latestTurnStatus=latest,
+            cardRef=card_ref(member.remote) if member.remote is not None else None,
             **extra,
         )
         self._announced[chat] = status
@@ -236,9 +240,17 @@ class EnvelopeBuilder:
         return self.state.run.team if self.state.run is not None else None
 
     def _runtime_entity(self, chat: str) -> str:
+        member = self.state.members.get(chat)
+        if member is not None and member.remote is not None:
+            return _EXTERNAL_TASK  # a remote teammate: its turns are a remote agent's task
         if chat == self.state.coordinator_chat():
             run = self.state.run
             if run is not None and run.background is not None:
                 return _AUTOMATION_JOB  # a background teammate's wake
             return _AGENT_TURN
         return _SUBAGENT_TURN
+
+
+def card_ref(url: str) -> str:
+    """Where a remote teammate's Agent Card is published, from its base URL."""
+    return url.rstrip("/") + "/.well-known/agent-card.json"

@@ -44,8 +44,9 @@ from ._agentui import (
     Phase,
     Scope,
     Surface,
+    Topology,
 )
-from ._agentui_envelopes import EnvelopeBuilder, compact
+from ._agentui_envelopes import EnvelopeBuilder, card_ref, compact
 
 __all__: list[str] = []
 
@@ -196,6 +197,7 @@ class ActionRequests(EnvelopeBuilder):
                 parent_thread_id=parent[0] if parent is not None else None,
                 tool_call_id=tool_call_of_request(request.id),  # what an answer names
                 action_id=request.id,
+                topology=Topology.REMOTE_TEAMMATE if member.remote is not None else None,
                 payload=compact(
                     actionType=(
                         ActionType.CLARIFICATION if free_text else ActionType.STRUCTURED_INPUT
@@ -206,6 +208,10 @@ class ActionRequests(EnvelopeBuilder):
                     taskTitle=self._task_title(fact.channel),
                     routedTo="user",
                     routedToName="user",
+                    # A remote teammate's question is its remote task's input_required.
+                    runtimeEntity="external_task" if member.remote is not None else None,
+                    cardRef=card_ref(member.remote) if member.remote is not None else None,
+                    needs="input" if member.remote is not None else None,
                     message=_text(request.message),
                     questions=[
                         compact(

@@ -66,7 +66,7 @@ The module is pure: no trio, no IO.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from orchestrator.ahp.actions import (
@@ -74,12 +74,14 @@ from orchestrator.ahp.actions import (
     ChatInputRequestedAction,
     ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
+    ChatResponsePartAction,
     ChatTurnStartedAction,
     SessionChatAddedAction,
 )
 from orchestrator.ahp.state import ChatInteractivity, PendingMessageKind, ToolChatOrigin
 from orchestrator.base import resolve_subclass
 from orchestrator.core import (
+    TERMINAL_REMOTE_STATES,
     Action,
     ApprovalRequested,
     ApprovalResolved,
@@ -95,6 +97,8 @@ from orchestrator.core import (
     TaskStarted,
     TaskStatus,
     TeamState,
+    artifact_of,
+    remote_task_of,
 )
 
 from ._agentui import (
@@ -107,11 +111,13 @@ from ._agentui import (
     Persistence,
     Phase,
     QueuedTurnStatus,
+    RemoteTaskStatus,
     RuntimeEntity,
     Scope,
     Surface,
+    Topology,
 )
-from ._agentui_envelopes import compact
+from ._agentui_envelopes import card_ref, compact
 from ._agentui_requests import ActionRequests
 
 __all__ = ["AgentUiProjector", "project_facts"]
@@ -138,6 +144,20 @@ _TASK_PHASE: Final[dict[TaskStatus, Phase]] = {
     TaskStatus.FAILED: Phase.FAILED,
     TaskStatus.KILLED: Phase.CANCELLED,
 }
+
+#: The phase of a remote teammate's task, by its state.
+_REMOTE_PHASE: Final[dict[str, Phase]] = {
+    "sending": Phase.SUBMITTED,
+    "submitted": Phase.SUBMITTED,
+    "working": Phase.ACTING,
+    "input_required": Phase.WAITING,
+    "auth_required": Phase.WAITING,
+    "completed": Phase.COMPLETED,
+    "failed": Phase.FAILED,
+    "canceled": Phase.CANCELLED,
+    "rejected": Phase.FAILED,
+}
+_REMOTE_STATUSES: Final = frozenset(status.value for status in RemoteTaskStatus)
 
 _RUN_PHASE: Final[dict[RunStatus, Phase]] = {
     RunStatus.COMPLETED: Phase.COMPLETED,
@@ -294,6 +314,22 @@ class AgentUiProjector(ActionRequests):
             return []
         return self._queue_changed(fact, action) + self._status_change(fact, fact.channel)
 
+    def _feed_response_part(self, fact: Fact, action: ChatResponsePartAction) -> list[Envelope]:
+        # A remote teammate's part may record its remote task's state or an artifact.
+        chat = fact.channel
+        member = self.state.members.get(chat)
+        if member is None:
+            return []
+        head: list[Envelope] = []
+        if member.remote is not None:
+            remote = remote_task_of(action.part)
+            if remote is not None and remote.get("remoteTaskId"):
+                head.append(self._remote_task_changed(fact, chat, remote))
+            artifact = artifact_of(action.part)
+            if artifact is not None:
+                head.append(self._artifact_changed(fact, chat, artifact))
+        return head + self._status_change(fact, chat)
+
     def _feed_other(self, fact: Fact, action: Action) -> list[Envelope]:
         # Any other AHP action changes the chat it is on; on the session channel it mirrors
         # a chat's summary, which says nothing new about a member's status. (A team action
@@ -401,6 +437,73 @@ class AgentUiProjector(ActionRequests):
                 teamActiveCount=self.state.active_count(),
                 teamParallelBudget=budget,
                 queueReason=queue_reason,
+            ),
+        )
+
+    def _remote_task_changed(self, fact: Fact, chat: str, remote: Mapping[str, Any]) -> Envelope:
+        """``task.changed`` of a remote teammate's task: the remote truth, as it was recorded."""
+        member = self.state.members[chat]
+        state = str(remote.get("state", ""))
+        card = remote.get("card")
+        card = card if isinstance(card, Mapping) else {}
+        needs = {"input_required": "input", "auth_required": "auth"}.get(state)
+        return self._envelope(
+            fact,
+            EventType.TASK_CHANGED,
+            owner=Owner.TASK,
+            scope=Scope.TASK,
+            phase=_REMOTE_PHASE.get(state, Phase.ACTING),
+            surface=Surface.REMOTE_TEAMMATE,
+            persistence=Persistence.SNAPSHOT,
+            control=Control.STOP if state not in TERMINAL_REMOTE_STATES else None,
+            topology=Topology.REMOTE_TEAMMATE,
+            thread_id=chat,
+            task_id=member.task,
+            agent_id=self._agent_ids.get(chat),
+            parent_session_id=self.session if chat in self._lineage else None,
+            parent_thread_id=self._lineage[chat][0] if chat in self._lineage else None,
+            payload=compact(
+                runtimeEntity=RuntimeEntity.EXTERNAL_TASK.value,
+                agentName=member.agent,
+                remoteTaskId=str(remote.get("remoteTaskId")),
+                contextId=remote.get("contextId") or None,
+                runtimeStatus=state if state in _REMOTE_STATUSES else "unknown",
+                rawStatus=remote.get("rawState") or None,
+                cardRef=card_ref(member.remote) if member.remote is not None else None,
+                cardName=card.get("name") or None,
+                cardVersion=card.get("version") or None,
+                skills=list(card.get("skills") or ()) or None,
+                needs=needs,
+                message=remote.get("message") or None,
+            ),
+        )
+
+    def _artifact_changed(self, fact: Fact, chat: str, artifact: Mapping[str, Any]) -> Envelope:
+        """``artifact.changed`` of an artifact (or a chunk of one) a remote teammate sent."""
+        member = self.state.members[chat]
+        last = bool(artifact.get("lastChunk", True))
+        return self._envelope(
+            fact,
+            EventType.ARTIFACT_CHANGED,
+            owner=Owner.ARTIFACT,
+            scope=Scope.ARTIFACT,
+            phase=Phase.COMPLETED if last else Phase.PRODUCING,
+            surface=Surface.ARTIFACT_WORKSPACE,
+            persistence=Persistence.ARTIFACT_STORE,
+            topology=Topology.REMOTE_TEAMMATE,
+            thread_id=chat,
+            task_id=member.task,
+            agent_id=self._agent_ids.get(chat),
+            artifact_id=str(artifact.get("artifactId")) or None,
+            payload=compact(
+                runtimeEntity=RuntimeEntity.EXTERNAL_TASK.value,
+                agentName=member.agent,
+                remoteTaskId=artifact.get("remoteTaskId") or None,
+                name=artifact.get("name") or None,
+                mediaType=artifact.get("mediaType") or None,
+                append=bool(artifact.get("append", False)),
+                lastChunk=last,
+                parts=list(artifact.get("parts") or ()),
             ),
         )
 
@@ -669,6 +772,7 @@ _PROJECTIONS: dict[type, Callable[[AgentUiProjector, Fact, Any], list[Envelope]]
     ChatPendingMessageSetAction: AgentUiProjector._feed_queue,
     ChatPendingMessageRemovedAction: AgentUiProjector._feed_queue,
     ChatTurnStartedAction: AgentUiProjector._feed_queue,
+    ChatResponsePartAction: AgentUiProjector._feed_response_part,
 }
 _PROJECTED_TYPES: Final = tuple(_PROJECTIONS)
 _UNRESOLVED: Final[Any] = object()

@@ -124,7 +124,9 @@ from orchestrator.core import (
     TaskFinished,
     TaskStatus,
     TeamState,
+    artifact_of,
     member_name,
+    remote_task_of,
     tool_call_of,
     turn_text,
 )
@@ -143,11 +145,15 @@ from ._agui_events import (
 from ._agui_run_input import Event, approval_interrupt
 from ._agui_state import TeamView, team_view
 
-__all__ = ["AguiProjector", "AguiRunStatus"]
+__all__ = ["ARTIFACT_EVENT", "REMOTE_TASK_EVENT", "AguiProjector", "AguiRunStatus"]
 
 _TERMINAL_MEMBER: Final = frozenset(
     {MemberStatus.COMPLETED, MemberStatus.FAILED, MemberStatus.KILLED}
 )
+
+#: The CUSTOM events a remote teammate's parts become (its task's state; an artifact chunk).
+REMOTE_TASK_EVENT: Final = "a2a.remoteTask"
+ARTIFACT_EVENT: Final = "a2a.artifact"
 
 
 class AguiRunStatus(enum.StrEnum):
@@ -411,6 +417,19 @@ class AguiProjector:
             self._text(chat, subagent, part.id, part.content, reasoning=False)
         elif isinstance(part, ReasoningResponsePart):
             self._text(chat, subagent, part.id, part.content, reasoning=True)
+        else:
+            # A remote teammate's task state and artifacts have no AG-UI event of their own:
+            # the closest is CUSTOM, named for what it carries, its value the remote truth.
+            remote = remote_task_of(part)
+            artifact = artifact_of(part) if remote is None else None
+            if remote is not None or artifact is not None:
+                self._open_subagent(subagent)
+                name, value = (
+                    (REMOTE_TASK_EVENT, remote)
+                    if remote is not None
+                    else (ARTIFACT_EVENT, artifact)
+                )
+                self._emit(attributed(subagent, type="CUSTOM", name=name, value=dict(value or {})))
         # Worker notifications and steering are system parts: SUBAGENT_* and the user's own
         # input already say them.
 

@@ -255,7 +255,13 @@ class Delegation:
                 ),
                 (
                     run.session,
-                    MemberJoined(chat=worker_chat, agent=worker.name, role=worker.role, task=task),
+                    MemberJoined(
+                        chat=worker_chat,
+                        agent=worker.name,
+                        role=worker.role,
+                        task=task,
+                        remote=worker.a2a.url if worker.a2a is not None else None,
+                    ),
                 ),
                 (
                     ctx.chat,
@@ -503,6 +509,7 @@ class Delegation:
                         agent=agent.name,
                         role=agent.role,
                         task=ctx.task,
+                        remote=agent.a2a.url if agent.a2a is not None else None,
                     ),
                 ),
                 (

@@ -37,6 +37,7 @@ import trio
 from orchestrator.ahp.actions import (
     ChatErrorAction,
     ChatPendingMessageSetAction,
+    ChatResponsePartAction,
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
@@ -48,6 +49,7 @@ from orchestrator.ahp.state import (
     MessageKind,
     MessageOrigin,
     PendingMessageKind,
+    SystemNotificationResponsePart,
     TurnState,
     UsageInfo,
 )
@@ -57,7 +59,9 @@ from orchestrator.core import (
     Action,
     Backend,
     Conversations,
+    Notice,
     ReasoningDelta,
+    RemoteBackend,
     ResumePoint,
     RoundContext,
     TaskCreated,
@@ -469,6 +473,7 @@ class Turns:
         ctx.steering = []
         unrecorded: list[tuple[str, Action]] = []  # the last round's, left to the turn's end
         attempt = self._conversations.of(self.run.state.chats[chat]).interrupted
+        backend: Backend | None = None
         try:
             backend = self._backend(ctx.agent)  # inside: a backend that cannot start fails the turn
             if resume is not None:
@@ -544,6 +549,7 @@ class Turns:
             # Recorded below as the turn's error, which every client (and the CLI's console)
             # shows: for the daemon's own record it is information, not a warning.
             log.info("turn failed", chat=chat, agent=ctx.agent.name, error=str(exc))
+            await _stop_remote(backend, chat)
             await self.run.recorder.record(
                 [
                     *unrecorded,  # the last round's usage, when its answer failed the schema
@@ -569,7 +575,10 @@ class Turns:
             raise TurnFailedError(f"{ctx.agent.name}: {exc}") from exc
         except BaseException as exc:
             # Cancelled, possibly grouped by the tool calls' nursery: say so, then go on.
-            if is_cancellation(exc):
+            if is_cancellation(exc) and not self.run.stopping:
+                # A stop (the process going down) leaves the remote work to the next start,
+                # which takes it up by its id; a cancel ends it.
+                await _stop_remote(backend, chat)
                 await self.run.record_cancelled(
                     [
                         *self._prompt_end(
@@ -658,6 +667,12 @@ class Turns:
                         await writer.text("markdown", chunk)
                     case ReasoningDelta(text=chunk):
                         await writer.text("reasoning", chunk)
+                    case Notice(text=text, meta=meta):
+                        # After what gathered, as anything else the round records.
+                        writer.close_part()
+                        notice = SystemNotificationResponsePart(content=text, meta=dict(meta))
+                        action = ChatResponsePartAction(turn_id=turn_id, part=notice)
+                        await run.recorder.record([(chat, action)])
                     case ToolCallStarted(tool_call_id=tool_call_id, tool_name=tool_name):
                         writer.close_part()
                         streaming.add(tool_call_id)
@@ -770,6 +785,25 @@ def _value_of(agent: AgentSpec, answer: str) -> Any:
     schema = agent.output_schema
     checked = check_answer(schema, answer) if schema is not None else None
     return checked.value if isinstance(checked, Answer) else None
+
+
+#: How long a cancelled or failed turn waits for its remote work to be stopped.
+_STOP_REMOTE_TIMEOUT: Final = 10.0
+
+
+async def _stop_remote(backend: Backend | None, chat: str) -> None:
+    """Ask a remote teammate's backend to stop what ``chat``'s turn started elsewhere.
+
+    Shielded, so a cancelled turn still reaches the peer; bounded, so a peer that does not
+    answer cannot hold the cancellation up. Its failure is logged: the turn's end is
+    recorded either way."""
+    if not isinstance(backend, RemoteBackend):
+        return
+    with trio.move_on_after(_STOP_REMOTE_TIMEOUT, shield=True):
+        try:
+            await backend.stop_chat(chat)
+        except Exception as exc:
+            log.warning("remote work not stopped", chat=chat, error=str(exc))
 
 
 def _ms(started: float) -> float:

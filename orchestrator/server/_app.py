@@ -395,12 +395,41 @@ def build_app(
             return
         await serve_ahp(websocket, daemon, assembly.metrics, principals.of(websocket), limits)
 
+    def a2a(request: Request, permission: Permission) -> str:
+        return require(request, permission).name
+
+    # Each team as an A2A agent, when the SDK (the [a2a] extra) is installed.
+    try:
+        from ._a2a_endpoint import a2a_routes
+    except ImportError:
+        served_a2a: list[Route] = []
+    else:
+
+        async def a2a_body(request: Request) -> None:
+            # Bounded and through the input gate before the SDK's dispatcher reads it: its
+            # request.json() reads the body kept here (Starlette's cache of request.body()).
+            body = await _body(request, limits.max_body_bytes)
+            try:
+                parse_json(body, protocol="a2a", limits=limits.json)
+            except PeerProtocolError as exc:
+                raise _HttpError(400, str(exc)) from None
+            request._body = body
+
+        served_a2a = a2a_routes(
+            daemon,
+            read=lambda request: a2a(request, Permission.READ),
+            operate=lambda request: a2a(request, Permission.OPERATE),
+            checked=a2a_body,
+            guarded=guarded,
+        )
+
     app: ASGIApp = Starlette(
         routes=[
             Route("/healthz", healthz),
             Route("/metrics", guarded(metrics)),
             Route("/callback", guarded(callback), methods=["POST"]),
             Route("/agui", guarded(agui), methods=["POST"]),
+            *served_a2a,
             WebSocketRoute("/ws", agent_socket),
             WebSocketRoute("/ahp", ahp_socket),
             WebSocketRoute("/teammates", teammates_socket),

@@ -25,6 +25,8 @@ else:
     __all__, __getattr__, __dir__ = lazy_facade(
         __name__,
         {
+            "A2ASettings": "._model",
+            "A2A_BACKEND": "._model",
             "Agent": "._code_first",
             "AgentSpec": "._model",
             "Answer": "._output",

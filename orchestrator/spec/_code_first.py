@@ -262,7 +262,8 @@ class Agent:
     pydantic model class, whose ``model_json_schema()`` it stands for. ``model``,
     ``base_url``, ``api_key_env``, ``api_key_header``, ``query``, ``stream_usage``,
     ``structured_output``, ``temperature``, ``read_timeout`` and ``max_retries`` are the
-    ``openai`` backend's. Nothing is checked until the agent is part of a :class:`Team`.
+    ``openai`` backend's. ``a2a`` (an A2A agent's URL) and ``headers`` make it a remote
+    teammate. Nothing is checked until the agent is part of a :class:`Team`.
     """
 
     name: str = attrs.field(kw_only=False)
@@ -280,6 +281,8 @@ class Agent:
     turns: Sequence[Mapping[str, Any]] | None = None
     output_schema: Mapping[str, Any] | type | None = attrs.field(default=None, hash=False)
     settings: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
+    a2a: str | None = None
+    headers: Mapping[str, str] | None = attrs.field(default=None, hash=False)
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None

@@ -26,6 +26,7 @@ from ._script import ScriptedTurn
 from ._wording import _did_you_mean
 
 __all__ = [
+    "A2A_BACKEND",
     "BUILTIN_BACKENDS",
     "COMMAND_ENV_PREFIX",
     "DEFAULT_COMMAND_TIMEOUT",
@@ -35,6 +36,7 @@ __all__ = [
     "DEFAULT_TOOL_RESULT",
     "MCP_PREFIX",
     "TEAM_TOOLS",
+    "A2ASettings",
     "AgentSpec",
     "ApprovedBy",
     "BackendName",
@@ -75,6 +77,9 @@ ApprovedBy: TypeAlias = Literal["user", "coordinator"]
 BackendName: TypeAlias = str
 #: The backends the runtime has built in; any other name is a plugin's.
 BUILTIN_BACKENDS: Final = ("scripted", "openai")
+#: The backend of a remote teammate (``[agents.NAME] a2a = "http://..."``): not a name a team
+#: file writes in ``backend``, the ``a2a`` key sets it.
+A2A_BACKEND: Final = "a2a"
 
 #: Tool names the runtime implements itself; any other name is a plain tool.
 TEAM_TOOLS: Final = frozenset({"delegate", "handoff", "ask"})
@@ -196,6 +201,22 @@ class PythonTool:
 
 
 @attrs.frozen(kw_only=True)
+class A2ASettings:
+    """How a remote teammate is reached: an Agent2Agent (A2A) agent at ``url``.
+
+    ``url`` is the base URL its Agent Card is published under
+    (``<url>/.well-known/agent-card.json``). The headers go with every request, as an
+    ``[mcp.<name>]`` server's do: a value is literal text, or read from an environment
+    variable when the agent is contacted (``env_headers``), so a team file never holds a token.
+    """
+
+    url: str
+    headers: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+    # Header name -> environment variable: ``headers = { Authorization = "env:TOKEN" }``.
+    env_headers: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+
+
+@attrs.frozen(kw_only=True)
 class McpServer:
     """A Model Context Protocol tool server: an ``[mcp.<name>]`` table of a team file.
 
@@ -287,6 +308,9 @@ class AgentSpec:
     backend: BackendName = "scripted"
     # Invariant: (self.openai is not None) == (self.backend == "openai")
     openai: OpenAISettings | None = None
+    # A remote teammate's A2A agent; its turns are the remote task's updates.
+    # Invariant: (self.a2a is not None) == (self.backend == A2A_BACKEND)
+    a2a: A2ASettings | None = None
     # A plugin backend's ``[agents.<name>.settings]`` table, as TOML decoded it; the
     # plugin's factory reads it (see :mod:`orchestrator.runtime.backends._plugins`).
     # Invariant: not self.settings or self.backend not in BUILTIN_BACKENDS

@@ -40,10 +40,12 @@ import attrs
 from orchestrator.base import ScheduleError, TeamFileError
 
 from ._model import (
+    A2A_BACKEND,
     BUILTIN_BACKENDS,
     DEFAULT_PARALLEL_BUDGET,
     MCP_PREFIX,
     TEAM_TOOLS,
+    A2ASettings,
     AgentSpec,
     ApprovedBy,
     BackendName,
@@ -124,9 +126,14 @@ _AGENT_KEYS: Final = (
     "output_schema",
     # A plugin backend's own table, handed to its factory as it is.
     "settings",
+    # A remote teammate: its A2A agent's base URL, and the headers sent with each request.
+    "a2a",
+    "headers",
     # The backend's own settings, overriding the file's [openai] table for this agent.
     *_OPENAI_KEYS,
 )
+#: The keys of a remote teammate's table (``a2a = "..."``): its agent answers by itself.
+_A2A_AGENT_KEYS: Final = ("role", "interactivity", "timeout", "a2a", "headers")
 _BACKGROUND_KEYS: Final = (
     "name",
     "schedule",
@@ -459,6 +466,29 @@ class _Parser(_ScriptChecks):
             with problems.kept():
                 backend = self.backend_name(data["backend"], f"{path}.backend")
                 backend_known = True
+        a2a = None
+        if "a2a" in data:
+            with problems.kept():
+                a2a = self.a2a_settings(data, path, is_coordinator=is_coordinator)
+            # Checked here, each problem at its key: the other keys are then left alone.
+            problems.raise_any()
+            return AgentSpec(
+                name=name,
+                role=role,
+                backend=A2A_BACKEND,
+                a2a=a2a,
+                # Its input_required is put as a question: through the ask tool.
+                tools=("ask",),
+                **self.remote_options(data, path, is_coordinator=is_coordinator),
+            )
+        if "headers" in data:
+            problems.add(
+                self.error(
+                    f"{path}.headers",
+                    'headers are sent to a remote teammate; add a2a = "http://host:port/" '
+                    "(its A2A agent's URL), or remove them",
+                )
+            )
         openai = None
         if backend == "openai":
             with problems.kept():
@@ -630,6 +660,44 @@ class _Parser(_ScriptChecks):
         problems.raise_any()
         return attrs.evolve(agent, turns=tuple(turns))
 
+    def a2a_settings(
+        self, data: Mapping[str, object], path: str, *, is_coordinator: bool
+    ) -> A2ASettings:
+        """A remote teammate's ``a2a`` URL and ``headers``; every other key of its table that
+        would configure a local agent is refused, naming it."""
+        if is_coordinator:
+            raise self.error(
+                f"{path}.a2a",
+                "a remote teammate cannot be the coordinator: it is reached by delegate or "
+                "handoff; make another agent the coordinator",
+            )
+        for key in data:
+            if key not in _A2A_AGENT_KEYS:
+                raise self.error(
+                    _join(path, key),
+                    f"{key} configures a local agent; this one is a remote teammate "
+                    f"(a2a), which answers by itself: remove {key} (a remote teammate takes "
+                    f"{_one_of(_A2A_AGENT_KEYS)})",
+                )
+        url = self.http_url(data["a2a"], f"{path}.a2a")
+        headers, env_headers = self.headers(data.get("headers", {}), f"{path}.headers")
+        return A2ASettings(url=url, headers=headers, env_headers=env_headers)
+
+    def remote_options(
+        self, data: Mapping[str, object], path: str, *, is_coordinator: bool
+    ) -> dict[str, Any]:
+        """The keys a remote teammate shares with a local agent: interactivity, timeout."""
+        options: dict[str, Any] = {
+            "interactivity": "full" if is_coordinator else "read-only",
+        }
+        if "interactivity" in data:
+            options["interactivity"] = self.choice(
+                data["interactivity"], f"{path}.interactivity", _INTERACTIVITIES, "interactivity"
+            )
+        if "timeout" in data:
+            options["timeout"] = self.number(data["timeout"], f"{path}.timeout", positive=True)
+        return options
+
     def output_schema(self, value: object, path: str) -> dict[str, Any]:
         """An agent's ``output_schema``: an inline table holding a JSON Schema (draft
         2020-12), checked as one; a bad schema is named by its key path and the place in it."""
@@ -652,6 +720,12 @@ class _Parser(_ScriptChecks):
         not here: the spec does no IO). A near miss of a built-in name is refused as the
         typo it most likely is."""
         name = self.string(value, path)
+        if name == A2A_BACKEND:
+            raise self.error(
+                path,
+                'a remote teammate is declared by its agent\'s URL: a2a = "http://host:port/" '
+                "instead of backend",
+            )
         if name in BUILTIN_BACKENDS or _FACTORY_PATH_RE.match(name):
             return name
         hint = _did_you_mean(name, BUILTIN_BACKENDS)

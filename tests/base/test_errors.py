@@ -19,6 +19,7 @@ from orchestrator.base import (
     OutputSchemaError,
     PeerProtocolError,
     ProtocolError,
+    RemoteAgentError,
     RpcError,
     RunError,
     RunInputError,
@@ -37,7 +38,7 @@ class TestTree:
         """A caller that catches OrchestratorError catches every error raised on purpose."""
         classes = [getattr(_errors, name) for name in _errors.__all__]
         assert all(issubclass(cls, OrchestratorError) for cls in classes)
-        assert len(classes) == 19
+        assert len(classes) == 20
 
     @pytest.mark.parametrize(
         ("error", "bases"),
@@ -51,6 +52,7 @@ class TestTree:
             (ModelRequestError, (ModelError, RunError)),
             (ModelStreamError, (ModelError, RunError)),
             (OutputSchemaError, (ModelError, RunError)),
+            (RemoteAgentError, (ModelError, RunError)),
         ],
     )
     def test_where_each_error_sits(self, error: type[Exception], bases: tuple[type, ...]) -> None:

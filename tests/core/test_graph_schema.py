@@ -6,10 +6,22 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.core import USER_NODE, DelegationGraph, EdgeKind, NodeKind, tool_call_node
+from orchestrator.ahp.actions import ChatResponsePartAction
+from orchestrator.ahp.state import SystemNotificationResponsePart
+from orchestrator.core import (
+    REMOTE_TASK_META,
+    USER_NODE,
+    DelegationGraph,
+    EdgeKind,
+    NodeKind,
+    remote_task_node,
+    tool_call_node,
+)
 from orchestrator.core._graph_schema import _NODE_TEMPLATES
 from tests.support.delegation_log import COORDINATOR, SESSION, FactLog, chat
 from tests.support.graph_logs import request_approval
+
+URL = "http://127.0.0.1:9/"
 
 
 def every_kind() -> DelegationGraph:
@@ -23,7 +35,48 @@ def every_kind() -> DelegationGraph:
     log.tool_call(COORDINATOR, "call-3")
     log.create_task(COORDINATOR, "call-3", agent="writer", queued=True, parent_task="task-99")
     request_approval(log, chat("worker"))
+    log.add(chat("worker"), remote_part("rt-1", "working"))
     return log.graph()
+
+
+def remote_part(remote_id: str, state: str, *, url: str = URL) -> ChatResponsePartAction:
+    """A remote teammate's record of its remote task's state, as its backend writes it."""
+    meta = {
+        "agent": "far",
+        "url": url,
+        "remoteTaskId": remote_id,
+        "state": state,
+        "rawState": "TASK_STATE_" + state.upper(),
+        "card": {"name": "Far Agent", "version": "1.0", "skills": []},
+    }
+    part = SystemNotificationResponsePart(content=state, meta={REMOTE_TASK_META: meta})
+    return ChatResponsePartAction(turn_id="turn-1", part=part)
+
+
+class TestRemoteTasks:
+    def test_a_remote_task_is_its_own_node_linked_from_its_chat(self) -> None:
+        log = FactLog()
+        log.coordinator()
+        log.spawn(COORDINATOR, "call-1", chat("far"))
+        for state in ("submitted", "working", "completed"):
+            log.add(chat("far"), remote_part("rt-1", state))
+        graph = log.graph()
+        node = remote_task_node(URL, "rt-1")
+        assert graph.nodes_of_kind(NodeKind.REMOTE_TASK) == [node]
+        data = graph.graph.nodes[node]
+        assert data["status"] == "completed"
+        assert data["raw_state"] == "TASK_STATE_COMPLETED"
+        assert data["card_name"] == "Far Agent"
+        assert data["chat"] == chat("far")
+        remote = [(v, k) for _, v, k in graph.graph.out_edges(chat("far"), keys=True)]
+        assert [(v, k) for v, k in remote if k == "remote"] == [(node, "remote")]
+        assert graph.check() == []
+
+    def test_a_part_without_a_remote_task_id_makes_no_node(self) -> None:
+        log = FactLog()
+        log.coordinator()
+        log.add(COORDINATOR, remote_part("", "sending"))
+        assert log.graph().nodes_of_kind(NodeKind.REMOTE_TASK) == []
 
 
 def test_a_tool_call_s_node_is_its_chat_and_its_id() -> None:

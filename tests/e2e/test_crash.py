@@ -37,12 +37,15 @@ from orchestrator.core import (
     TeamState,
     build_graph,
     is_interrupted,
+    remote_task_of,
     resume_point,
 )
 from orchestrator.journal import JournalReader, open_reader
+from tests.support.a2a_peers import serve_peers
 from tests.support.cli import ROOT, TEAM, acknowledged, orchestrator, resume
 from tests.support.fake_openai import Stream, fake_openai, text, usage
 from tests.support.fuzz import MODEL_TEAM
+from tests.support.teams import remote
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
 pytestmark = pytest.mark.daemon
@@ -232,6 +235,50 @@ def test_resuming_a_finished_session_is_refused(tmp_path: Path) -> None:
     refused = resume(db, info.session)
     assert refused.returncode == 2
     assert "already completed: nothing to resume" in refused.stderr
+
+
+def test_a_remote_task_running_at_a_kill_is_taken_up_by_its_id_after_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kill -9 of ``orchestrator run`` while its remote teammate's task runs at a real A2A
+    peer (a2a-sdk's server, in this test's process): ``orchestrator resume`` takes the same
+    remote task up by its id; the peer is sent it once, and never told to cancel it."""
+    monkeypatch.setenv("REMOTE_TOKEN", "t0ken")
+    db, mirror = tmp_path / "journal.db", tmp_path / "facts.jsonl"
+    with serve_peers("slow") as peers:
+        slow = peers.executor["slow"]
+        team = tmp_path / "remote.toml"
+        team.write_text(remote({"slow": peers.url["slow"]}, local=True), encoding="utf-8")
+        run = orchestrator("run", team, "Go", "--db", db, "--plain", "--facts", mirror)
+
+        def remote_ids() -> list[str]:
+            return [
+                str(meta["remoteTaskId"])
+                for f in acknowledged(mirror)
+                if isinstance(f.action, ChatResponsePartAction)
+                and (meta := remote_task_of(f.action.part)) is not None
+                and meta.get("remoteTaskId")
+            ]
+
+        deadline = time.monotonic() + 60
+        while not remote_ids():
+            assert run.poll() is None, run.communicate()
+            assert time.monotonic() < deadline, "the remote task was never recorded"
+            time.sleep(0.01)  # polling another process's progress: no clock to jump here
+        run.send_signal(signal.SIGKILL)
+        run.communicate()
+        (remote_id,) = set(remote_ids())
+        session = acknowledged(mirror)[0].session
+
+        resumed = resume(db, session, "--facts", mirror)
+        assert resumed.returncode == 0, resumed.stderr
+        assert "[slow, completed] (task: hello slow) slow done" in resumed.stdout
+        assert slow.started == [remote_id]  # type: ignore[attr-defined]
+        assert slow.cancelled == []  # type: ignore[attr-defined]
+    state = open_reader(db).open(session)
+    assert state.run is not None
+    assert state.run.status is RunStatus.COMPLETED
+    assert set(remote_ids()) == {remote_id}, "every record names the one remote task"
 
 
 MODEL_WORDS = [f"w{i} " for i in range(400)]

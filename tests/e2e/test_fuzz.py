@@ -1,11 +1,12 @@
 """A seeded fuzz of every endpoint of a real ``orchestrator serve`` process, bounded.
 
 One daemon process (tokens configured, JSON logs captured from its stderr) takes hostile
-frames and bodies from :class:`tests.support.fuzz.Fuzzer` on ``/ws``, ``/ahp``, ``/teammates``,
-``/callback`` and ``/agui``, and a model that streams hostile chunks, while a bystander
-session runs turn after turn. Each input is answered (a frame the pure parser refuses gets
-the error that parser names, and a probe after it is answered on the same connection; an
-HTTP request gets a 4xx JSON answer, never a 5xx); the bystander's turns all complete;
+frames and bodies from :class:`tests.support.fuzz.Fuzzer` on ``/ws``, ``/ahp``,
+``/teammates``, ``/callback``, ``/agui`` and ``/a2a/TEAM/``, and a model that streams hostile
+chunks, while a bystander session runs turn after turn. Each input is answered (a frame the
+pure parser refuses gets the error that parser names, and a probe after it is answered on the
+same connection; an HTTP request gets a 4xx JSON answer or a JSON-RPC error, never a 5xx); the
+bystander's turns all complete;
 ``/healthz`` stays ok; the daemon's memory stays bounded; no token appears in its logs, no
 traceback carries frame locals and no log line is huge; and SIGTERM still stops it within
 10 s with exit status 0.
@@ -103,6 +104,39 @@ async def fuzz_agui(daemon: DaemonProcess, fuzzer: Fuzzer) -> int:
     return refused
 
 
+def a2a_message(index: int) -> dict[str, Any]:
+    """A valid A2A SendStreamingMessage request (JSON-RPC), in its own context."""
+    return {
+        "jsonrpc": "2.0",
+        "id": index,
+        "method": "SendStreamingMessage",
+        "params": {
+            "message": {
+                "messageId": f"m-{index}",
+                "contextId": f"fuzz-a2a-{index}",
+                "role": "ROLE_USER",
+                "parts": [{"text": "hello"}],
+            }
+        },
+    }
+
+
+async def fuzz_a2a(daemon: DaemonProcess, fuzzer: Fuzzer) -> int:
+    """``POST /a2a/echo/``: a refusal is a 4xx JSON answer or a JSON-RPC error, never a 5xx."""
+    refused = 0
+    async with daemon.http(OPERATOR) as http:
+        for index in range(FRAMES):
+            body = fuzzer.frame(a2a_message(fuzzer.seed * 1000 + index))
+            content = body if isinstance(body, bytes) else body.encode()
+            async with http.stream("POST", "/a2a/echo/", content=content) as answer:
+                data = await answer.aread()  # a task's stream ends with its turn
+            assert answer.status_code in (200, 400, 413, 429), (body, data)
+            if answer.headers["content-type"].startswith("application/json"):
+                refused += 1
+                assert "error" in json.loads(data), data
+    return refused
+
+
 async def fuzz_model_stream(daemon: DaemonProcess, fuzzer: Fuzzer, model: FakeOpenAI) -> int:
     """Turns against a model whose chunks are hostile: each turn ends (done), whatever the
     model sent, with its text or an error."""
@@ -175,6 +209,7 @@ async def test_every_endpoint_takes_hostile_input_and_the_daemon_serves_on(
                 } | {
                     "/callback": await fuzz_callback(daemon, Fuzzer(SEED + 3), group_id),
                     "/agui": await fuzz_agui(daemon, Fuzzer(SEED + 4)),
+                    "/a2a": await fuzz_a2a(daemon, Fuzzer(SEED + 6)),
                     "model": await fuzz_model_stream(daemon, Fuzzer(SEED + 5), model),
                 }
                 rss_after = daemon.rss_kib()

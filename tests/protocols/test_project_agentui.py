@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -44,7 +45,17 @@ from orchestrator.protocols import (
     structure_envelope,
     unstructure_envelope,
 )
-from tests.support.agentui import agent_id, described, feed_all, only, types
+from orchestrator.spec import parse_team
+from tests.support.agentui import (
+    agent_id,
+    check_remote_teammate,
+    described,
+    feed_all,
+    only,
+    types,
+)
+from tests.support.remote_replay import replayed_backends
+from tests.support.runtime import Harness
 from tests.support.scenarios import (
     LEAD,
     ROOT_TASK,
@@ -63,6 +74,7 @@ from tests.support.scenarios import (
     scenarios,
     two_workers_with_approval,
 )
+from tests.support.teams import remote
 
 W3 = "ahp-chat:/w3"
 
@@ -718,3 +730,76 @@ class TestReplay:
         assert all(a != b for a, b in itertools.pairwise(teams))
         for e in envelopes:
             assert envelope_from_json_line(envelope_to_json_line(e)) == e
+
+
+class TestRemoteTeammate:
+    """A remote teammate's recorded task states and artifacts: the remote_teammate topology's
+    envelopes (runtimeEntity external_task), which pass the Agent UI checker."""
+
+    async def test_states_and_artifacts_become_external_task_envelopes(self) -> None:
+        team = parse_team(remote({"far": "http://127.0.0.1:9/a2a/"}), file="remote.toml")
+        h = Harness(team, backends=replayed_backends)
+        with trio.fail_after(60):
+            outcome = await h.runtime.run("Go")
+        assert outcome.status == "completed"
+        envelopes = project_facts(h.runtime.session, h.facts)
+        external = check_remote_teammate(envelopes)
+        assert [
+            (e.type, (e.payload or {}).get("status") or (e.payload or {}).get("runtimeStatus"))
+            for e in external
+        ] == [
+            ("agent.spawned", "spawning"),
+            ("agent.changed", "running"),
+            ("task.changed", "submitted"),
+            ("task.changed", "working"),
+            ("artifact.changed", None),
+            ("artifact.changed", None),
+            ("task.changed", "completed"),
+            ("agent.completed", "completed"),
+        ]
+        changed = [e for e in external if e.type == "task.changed"]
+        first = changed[0]
+        assert first.agent_id == "far@remote#1"
+        assert first.payload == {
+            "runtimeEntity": "external_task",
+            "agentName": "far",
+            "remoteTaskId": "rt-1",
+            "contextId": "ctx-1",
+            "runtimeStatus": "submitted",
+            "rawStatus": "TASK_STATE_SUBMITTED",
+            "cardRef": "http://127.0.0.1:9/a2a/.well-known/agent-card.json",
+            "cardName": "far agent",
+            "cardVersion": "2.0",
+            "skills": ["paint"],
+        }
+        assert [e.phase for e in changed] == ["submitted", "acting", "completed"]
+        assert [e.control for e in changed] == ["stop", "stop", None]
+        artifacts = [e for e in external if e.type == "artifact.changed"]
+        assert [e.artifact_id for e in artifacts] == ["art-1", "art-1"]
+        assert [e.phase for e in artifacts] == ["producing", "completed"]
+        assert artifacts[1].payload == {
+            "runtimeEntity": "external_task",
+            "agentName": "far",
+            "remoteTaskId": "rt-1",
+            "name": "out.md",
+            "mediaType": "text/markdown",
+            "append": True,
+            "lastChunk": True,
+            "parts": [{"text": "beta"}],
+        }
+        # Lineage: the remote task's envelopes name the delegating chat.
+        coordinator = h.runtime.state.coordinator_chat()
+        assert {e.parent_thread_id for e in changed} == {coordinator}
+
+    async def test_a_local_worker_is_not_an_external_task(self) -> None:
+        team = parse_team(remote({"far": "http://127.0.0.1:9/"}, local=True), file="remote.toml")
+        h = Harness(team, backends=replayed_backends)
+        with trio.fail_after(60):
+            await h.runtime.run("Go")
+        envelopes = project_facts(h.runtime.session, h.facts)
+        entities = {
+            (e.payload or {})["agentName"]: (e.payload or {})["runtimeEntity"]
+            for e in envelopes
+            if e.type == "agent.spawned"
+        }
+        assert entities == {"lead": "agent_turn", "far": "external_task", "helper": "subagent_turn"}

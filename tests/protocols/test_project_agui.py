@@ -22,6 +22,8 @@ from orchestrator.ahp.actions import ChatErrorAction, ChatTurnStartedAction
 from orchestrator.base import RunError
 from orchestrator.core import ApprovalRequested, TeamState
 from orchestrator.protocols import (
+    ARTIFACT_EVENT,
+    REMOTE_TASK_EVENT,
     AguiProjector,
     AguiRunStatus,
     Event,
@@ -42,6 +44,8 @@ from tests.support.agui import (
 )
 from tests.support.examples import examples
 from tests.support.paths import PROJECT_ROOT
+from tests.support.remote_replay import replayed_backends
+from tests.support.teams import remote as remote_team
 
 DELIVERY = load_team(PROJECT_ROOT / "teams" / "delivery.toml")
 
@@ -569,3 +573,27 @@ class TestAnyTeamRun:
         assert {e["toolCallId"] for e in of_type(events, "TOOL_CALL_RESULT")} == seen_calls
         workers = set(session.runtime.state.members) - {session.runtime.state.coordinator_chat()}
         assert {e["subagentRunId"] for e in of_type(events, "SUBAGENT_STARTED")} == workers
+
+
+class TestRemoteTeammate:
+    async def test_a_remote_task_s_states_and_artifacts_are_custom_events_of_its_subagent(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """AG-UI has no event for a remote task: its states and artifact chunks are CUSTOM
+        events (a2a.remoteTask, a2a.artifact) inside the remote teammate's subagent segment."""
+        spec = team(remote_team({"far": "http://127.0.0.1:9/"}))
+        session = validated(await run_team(spec, backends=replayed_backends))
+        events = session.events
+        custom = of_type(events, "CUSTOM")
+        assert [(e["name"], e["value"].get("state")) for e in custom] == [
+            (REMOTE_TASK_EVENT, "sending"),
+            (REMOTE_TASK_EVENT, "submitted"),
+            (REMOTE_TASK_EVENT, "working"),
+            (ARTIFACT_EVENT, None),
+            (ARTIFACT_EVENT, None),
+            (REMOTE_TASK_EVENT, "completed"),
+        ]
+        (started,) = [e for e in of_type(events, "SUBAGENT_STARTED") if e["name"] == "far"]
+        assert {e["subagentRunId"] for e in custom} == {started["subagentRunId"]}
+        assert custom[3]["value"]["parts"] == [{"text": "alpha "}]
+        assert custom[-1]["value"]["remoteTaskId"] == "rt-1"

@@ -30,9 +30,13 @@ from orchestrator.server import (
     _web,
 )
 from orchestrator.sessions import EnvelopeCache, GraphCache, Limits
+from orchestrator.spec import parse_team
 from tests.support.daemon import RunningDaemon, connect, running_daemon
 from tests.support.fuzz import Fuzzer
-from tests.support.teams import ECHO
+from tests.support.remote_replay import replayed_backends
+from tests.support.runtime import Harness
+from tests.support.teams import ECHO, remote
+from tests.support.web_browser import WEB_ASSETS
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
 pytestmark = pytest.mark.daemon
@@ -530,3 +534,28 @@ async def test_a_live_sessions_envelopes_are_projected_once_for_every_reader(
                     seen.append((await client.until(lambda e: e.get("channel") == "team"))["event"])
                 assert seen == after[start:]
     assert sorted(fed) == sorted(set(fed))  # no fact projected twice
+
+
+class TestRemoteTeammateInTheGraph:
+    """graph-model.js (run by node, no browser) folds a remote teammate's envelopes into a
+    node of its own kind, whose status says its remote task's state in words."""
+
+    async def test_a_remote_teammate_is_a_remote_node(self, tmp_path: Path) -> None:
+        team = parse_team(remote({"far": "http://127.0.0.1:9/"}), file="remote.toml")
+        h = Harness(team, backends=replayed_backends)
+        with trio.fail_after(60):
+            await h.runtime.run("Go")
+        lines = [envelope_to_json_line(e) for e in project_facts(h.runtime.session, h.facts)]
+        (tmp_path / "envelopes.json").write_text("[" + ",".join(lines) + "]")
+        script = (
+            f"require({str(WEB_ASSETS / 'graph-model.js')!r});"
+            f"const envs = require({str(tmp_path / 'envelopes.json')!r});"
+            "const m = globalThis.Orchestrator.graphModel;"
+            "const model = m.foldEnvelopes(envs);"
+            "console.log(JSON.stringify(m.tableRows(model).map(r => [r.kind, r.agent, r.status])));"
+        )
+        done = await trio.run_process(["node", "-e", script], capture_stdout=True)
+        rows = json.loads(done.stdout)
+        assert ["remote", "far", "completed (remote: completed)"] in rows
+        assert ["chat", "helper", "completed"] in rows
+        assert ["chat", "lead", "completed"] in rows

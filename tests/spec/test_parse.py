@@ -35,6 +35,7 @@ from tests.support.team_files import (
     replaced,
     with_lead_steps,
 )
+from tests.support.teams import remote
 
 
 class TestErrors:
@@ -650,3 +651,65 @@ class TestBackgroundErrors:
         document["background"] = [entry]
         outcome = _parse_or_error(document)
         assert not isinstance(outcome, TeamFileError) or outcome.file == FILE
+
+
+class TestRemoteTeammates:
+    """``[agents.NAME] a2a = "http://..."``: a remote teammate, and what its table may hold."""
+
+    URL = "http://127.0.0.1:8765/"
+
+    def team(self, extra: str = "", *, url: str = URL) -> str:
+        return remote({"far": url}).replace('a2a = "' + url + '"', 'a2a = "' + url + '"' + extra, 1)
+
+    def test_a_remote_teammate_is_an_a2a_agent_that_may_ask(self) -> None:
+        agent = parse(self.team()).agent("far")
+        assert agent.backend == "a2a"
+        assert agent.a2a is not None
+        assert agent.a2a.url == self.URL
+        assert agent.a2a.headers == {"X-Team": "remote"}
+        assert agent.a2a.env_headers == {"Authorization": "REMOTE_TOKEN"}
+        assert agent.tools == ("ask",)
+        assert agent.interactivity == "read-only"
+
+    @pytest.mark.parametrize(
+        "key", ["tools = []", 'instructions = "be nice"', "turns = []", 'model = "m"']
+    )
+    def test_a_key_of_a_local_agent_is_refused_at_its_path(self, key: str) -> None:
+        error = parse_error(self.team("\n" + key))
+        name = key.split(" ")[0]
+        assert error.key_path == f"agents.far.{name}"
+        assert "this one is a remote teammate (a2a)" in error.message
+
+    def test_credentials_in_the_url_are_refused(self) -> None:
+        error = parse_error(self.team(url="http://user:pw@127.0.0.1:8765/"))
+        assert error.key_path == "agents.far.a2a"
+        assert "put credentials in headers" in error.message
+
+    def test_a_url_that_is_not_http_is_refused(self) -> None:
+        error = parse_error(self.team(url="ftp://127.0.0.1/"))
+        assert error.key_path == "agents.far.a2a"
+        assert "expected an http:// or https:// URL" in error.message
+
+    def test_a_header_value_from_the_environment_names_a_variable(self) -> None:
+        error = parse_error(self.team().replace("env:REMOTE_TOKEN", "env:1TOKEN"))
+        assert error.key_path == "agents.far.headers.Authorization"
+
+    def test_headers_without_a2a_are_refused(self) -> None:
+        error = parse_error(
+            replaced('role = "researcher"', 'role = "researcher"\nheaders = { X = "y" }')
+        )
+        assert error.key_path == "agents.researcher.headers"
+        assert "headers are sent to a remote teammate" in error.message
+
+    def test_backend_a2a_names_the_key_to_use(self) -> None:
+        error = parse_error(replaced('role = "researcher"', 'role = "researcher"\nbackend = "a2a"'))
+        assert error.key_path == "agents.researcher.backend"
+        assert 'a2a = "http://host:port/"' in error.message
+
+    def test_the_coordinator_cannot_be_remote(self) -> None:
+        text = self.team().replace('coordinator = "lead"', 'coordinator = "far"', 1)
+        error = parse_error(text)
+        assert "agents.far.a2a" in [p.key_path for p in error.problems] or (
+            error.key_path == "agents.far.a2a"
+        )
+        assert "cannot be the coordinator" in str(error)

@@ -77,3 +77,79 @@ async def first(runtime: TeamRuntime, wanted: type[A]) -> tuple[str, A]:
             runtime.bus.unsubscribe(subscription)
             return fact.channel, fact.action
     raise AssertionError(f"the run ended without a {wanted.__name__}")
+
+
+#: The events the spec lists for a remote protocol task (runtimeEntity=external_task), with
+#: the roster's own agent.spawned and agent.completed.
+REMOTE_EVENTS = frozenset(
+    {
+        "agent.spawned",
+        "agent.changed",
+        "agent.completed",
+        "task.changed",
+        "artifact.changed",
+        "action.required",
+    }
+)
+REMOTE_STATUSES = frozenset(
+    {
+        "submitted",
+        "working",
+        "input_required",
+        "auth_required",
+        "completed",
+        "failed",
+        "canceled",
+        "rejected",
+    }
+)
+REMOTE_TERMINAL = frozenset({"completed", "failed", "canceled", "rejected"})
+
+
+def check_remote_teammate(envelopes: Sequence[Envelope]) -> list[Envelope]:
+    """The Agent UI checker of the ``remote_teammate`` topology; the external-task envelopes.
+
+    The spec's rules: a remote protocol task is projected as agent.changed, task.changed,
+    artifact.changed and action.required with ``runtimeEntity=external_task``, carrying
+    agentId, remoteTaskId, the card ref and runtimeStatus (one of the remote task states);
+    its remote truth is kept (a terminal state is never left); and one idle tick is not a
+    terminal completion (the member completes only after its remote task reached a terminal
+    state, or its delegation was stopped).
+    """
+    external = [e for e in envelopes if (e.payload or {}).get("runtimeEntity") == "external_task"]
+    assert external, "no envelope of runtimeEntity external_task"
+    status: dict[str, str] = {}  # remoteTaskId -> its last status
+    ended: set[str] = set()  # agent ids whose remote task reached a terminal state
+    for e in external:
+        payload = e.payload or {}
+        assert e.type in REMOTE_EVENTS, e.type
+        assert e.agent_id, e
+        assert e.thread_id, e
+        assert payload.get("agentName") or payload.get("requestedBy"), e
+        assert payload.get("cardRef", "").endswith("/.well-known/agent-card.json") or (
+            e.type == "artifact.changed"
+        ), e
+        if e.type in {"task.changed", "artifact.changed", "action.required"}:
+            assert e.topology == "remote_teammate", e
+        if e.type == "task.changed":
+            remote = payload["remoteTaskId"]
+            assert remote, e
+            runtime_status = payload["runtimeStatus"]
+            assert runtime_status in REMOTE_STATUSES, e
+            before = status.get(remote)
+            assert before not in REMOTE_TERMINAL, f"{remote} left {before} for {runtime_status}"
+            status[remote] = runtime_status
+            if runtime_status in REMOTE_TERMINAL:
+                ended.add(e.agent_id)
+            needs = {"input_required": "input", "auth_required": "auth"}.get(runtime_status)
+            assert payload.get("needs") == needs, e
+        if e.type == "artifact.changed":
+            assert e.topology == "remote_teammate", e
+            assert e.artifact_id, e
+            assert payload.get("remoteTaskId") in status, e
+            assert payload.get("remoteTaskId") not in {
+                r for r, s in status.items() if s in REMOTE_TERMINAL
+            }, "an artifact after its task ended"
+        if e.type == "agent.completed" and payload.get("status") == "completed":
+            assert e.agent_id in ended, f"{e.agent_id} completed before its remote task did"
+    return external

@@ -24,11 +24,11 @@ from ag_ui import core
 from hypothesis import strategies as st
 
 from orchestrator.base import RunError
-from orchestrator.core import Fact
+from orchestrator.core import Backend, Fact
 from orchestrator.protocols import AguiProjector, AguiRunStatus, Event
 from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
-from orchestrator.spec import TeamSpec, parse_team
+from orchestrator.spec import AgentSpec, TeamSpec, parse_team
 from tests.support.paths import PROJECT_ROOT, PROTOCOLS
 
 THREAD = "thread-1"
@@ -163,6 +163,7 @@ async def run_team(
     decide: Decide | None = None,
     delay: float = 0.0,
     prompt: str = "Ship it",
+    backends: Callable[[AgentSpec], Backend] = ScriptedBackend,
 ) -> Session:
     """Run ``spec`` to its end with a projector fed live from the bus, the way the endpoint
     will: on an interrupt, ``delay`` seconds later (the team goes on meanwhile), the next
@@ -172,7 +173,7 @@ async def run_team(
     # Each streamed chunk its own fact (no delta window): the projection of chunked text is
     # what is checked, and a scripted team's chunks would otherwise join in one fact.
     runtime = TeamRuntime(
-        spec, backends=ScriptedBackend, factlog=log, ids=Ids(deterministic=True), delta_window=0
+        spec, backends=backends, factlog=log, ids=Ids(deterministic=True), delta_window=0
     )
     projector = AguiProjector(runtime.session, thread_id=THREAD, run_id="run-1")
     runs = [projector.start()]

@@ -856,3 +856,41 @@ steps = [ { say = "Publishing now.", chunks = 2 },
 """A coordinator that reasons, delegates to two workers at once (a writer, and a publisher whose
 ``publish`` call waits for the user's approval), then sums up: text, reasoning, tool calls and
 an approval from several chats at once, for the stream modes."""
+
+
+def remote(urls: dict[str, str], *, tasks: dict[str, str] | None = None, local: bool = True) -> str:
+    """A coordinator that delegates, in parallel, one task to each remote teammate of
+    ``urls`` (name -> its A2A agent's URL) and one to a local ``helper``, then sums them up.
+
+    ``tasks``: the task of each remote teammate (default: ``"hello <name>"``).
+    """
+    tasks = tasks or {}
+    calls = [
+        f'{{ agent = "{name}", task = "{tasks.get(name, "hello " + name)}" }}' for name in urls
+    ]
+    if local:
+        calls.append('{ agent = "helper", task = "tidy up" }')
+    targets = ", ".join(f'"{name}"' for name in [*urls, *(["helper"] if local else [])])
+    agents = "".join(
+        f'\n[agents.{name}]\nrole = "a remote {name} agent"\na2a = "{url}"\n'
+        f'headers = {{ X-Team = "remote", Authorization = "env:REMOTE_TOKEN" }}\n'
+        for name, url in urls.items()
+    )
+    helper = """
+[agents.helper]
+role = "a local helper"
+[[agents.helper.turns]]
+steps = [ { say = "tidied {task}" } ]
+"""
+    return f"""
+[team]
+name = "remote"
+coordinator = "lead"
+parallel_budget = 4
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = [{targets}]
+[[agents.lead.turns]]
+steps = [ {{ delegate = [ {", ".join(calls)} ] }}, {{ say = "All done:\\n{{outcomes}}" }} ]
+{helper if local else ""}{agents}"""

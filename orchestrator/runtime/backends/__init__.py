@@ -12,6 +12,7 @@
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ._a2a import *  # noqa: F403
     from ._contract import *  # noqa: F403
     from ._factory import *  # noqa: F403
     from ._openai import *  # noqa: F403
@@ -27,6 +28,7 @@ else:
     __all__, __getattr__, __dir__ = lazy_facade(
         __name__,
         {
+            "A2ABackend": "._a2a",
             "AssistantMessage": "._transcript",
             "AssistantToolCall": "._transcript",
             "Backend": "._contract",
@@ -37,11 +39,13 @@ else:
             "HOSTED_API": "._openai",
             "ModelEvent": "._contract",
             "ModelServer": "._probe",
+            "Notice": "._contract",
             "OpenAIBackend": "._openai",
             "OutputRequest": "._openai_wire",
             "PROBE_TIMEOUT": "._probe",
             "PluginFactory": "._plugins",
             "ReasoningDelta": "._contract",
+            "RemoteBackend": "._contract",
             "RoundContext": "._contract",
             "ScriptedBackend": "._scripted",
             "ScriptedFailure": "._scripted",

@@ -13,7 +13,9 @@ from __future__ import annotations
 from orchestrator.core import (
     Backend,
     ModelEvent,
+    Notice,
     ReasoningDelta,
+    RemoteBackend,
     RoundContext,
     TextDelta,
     ToolCallInputDelta,
@@ -26,7 +28,9 @@ from orchestrator.core import (
 __all__ = [
     "Backend",
     "ModelEvent",
+    "Notice",
     "ReasoningDelta",
+    "RemoteBackend",
     "RoundContext",
     "TextDelta",
     "ToolCallInputDelta",

@@ -14,8 +14,9 @@ from collections.abc import Callable, Collection, Mapping
 
 import httpx
 
+from orchestrator.base import RunError
 from orchestrator.core import Backend
-from orchestrator.spec import AgentSpec, TeamSpec
+from orchestrator.spec import A2A_BACKEND, AgentSpec, TeamSpec
 
 from ._openai import OpenAIBackend
 from ._plugins import make_plugin_backend
@@ -41,6 +42,8 @@ def backend_factory(
             return OpenAIBackend(team, agent, client=client, environ=environ)
         if agent.backend == "scripted":
             return ScriptedBackend(agent)
+        if agent.backend == A2A_BACKEND:
+            return _a2a_backend(agent, client=client, environ=environ)
         return make_plugin_backend(
             team, agent, client=client, environ=os.environ if environ is None else environ
         )
@@ -53,3 +56,18 @@ def backend_factory(
         return made[agent.name]
 
     return backend_for
+
+
+def _a2a_backend(
+    agent: AgentSpec, *, client: httpx.AsyncClient, environ: Mapping[str, str] | None
+) -> Backend:
+    """A remote teammate's backend; the A2A SDK is the optional extra ``[a2a]``, imported only
+    for a team that has one."""
+    try:
+        from ._a2a import A2ABackend
+    except ImportError as exc:
+        raise RunError(
+            f"agent {agent.name} is a remote teammate (a2a), which needs the A2A SDK: "
+            f"pip install 'team-orchestrator[a2a]' ({exc})"
+        ) from exc
+    return A2ABackend(agent, client=client, environ=os.environ if environ is None else environ)

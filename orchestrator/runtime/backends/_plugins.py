@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from orchestrator.base import RunError
-from orchestrator.spec import BUILTIN_BACKENDS, AgentSpec, TeamSpec
+from orchestrator.spec import A2A_BACKEND, BUILTIN_BACKENDS, AgentSpec, TeamSpec
 
 if TYPE_CHECKING:
     import httpx
@@ -179,7 +179,7 @@ def backend_problems(team: TeamSpec) -> list[str]:
     """
     problems: list[str] = []
     for agent in team.agents:
-        if agent.backend in BUILTIN_BACKENDS:
+        if agent.backend in BUILTIN_BACKENDS or agent.backend == A2A_BACKEND:
             continue
         try:
             resolve_plugin(team, agent)

@@ -13,6 +13,9 @@
  *   nodes: Map id -> node, in the order the stream first mentioned them
  *     kind "chat":     id = the chat URI (threadId); agentName, role, status, parent
  *                      (the delegating chat, parentThreadId), agentId, taskId, title, summary
+ *     kind "remote":   a remote teammate's chat (its envelopes say runtimeEntity
+ *                      external_task): a chat node that also keeps its remote task's
+ *                      remoteTaskId, remoteStatus (in words) and its card's name, cardName
  *     kind "queued":   id = "queued:" + taskId; a delegation waiting for room in the parallel
  *                      budget (task.changed status "queued" with no chat yet); removed when
  *                      the task's chat is spawned
@@ -109,6 +112,10 @@
     if (payload.summary) node.summary = payload.summary;
     node.waitingFor = payload.waitingFor || null;
     if (payload.status) node.status = payload.status;
+    if (payload.runtimeEntity === "external_task" && node.kind === "chat") {
+      node.kind = "remote";
+      model.structure += 1; // drawn as another kind of node
+    }
     if (env.type === "agent.spawned" && env.parentThreadId && !node.parent) {
       node.parent = env.parentThreadId;
       chatNode(model, env.parentThreadId);
@@ -135,6 +142,12 @@
     if (env.threadId) {
       const node = model.nodes.get(env.threadId);
       if (node && payload.title) node.title = payload.title;
+      if (node && payload.runtimeEntity === "external_task" && payload.remoteTaskId) {
+        // The remote truth: the remote task's state, as its agent said it.
+        node.remoteTaskId = payload.remoteTaskId;
+        node.remoteStatus = payload.runtimeStatus;
+        if (payload.cardName) node.cardName = payload.cardName;
+      }
       return;
     }
     const queuedId = "queued:" + env.taskId;
@@ -311,6 +324,9 @@
     // A conversation's coordinator between prompts (and any member done with its turn).
     if (node.status === "idle" && node.waitingFor === "message") return "idle (waiting for the next message)";
     if (node.waitingFor) return node.status + " (" + node.waitingFor + ")";
+    if (node.kind === "remote" && node.remoteStatus) {
+      return node.status + " (remote: " + node.remoteStatus.replace("_", " ") + ")";
+    }
     return node.status;
   }
 
@@ -319,7 +335,7 @@
     const counts = {};
     let chats = 0;
     for (const node of model.nodes.values()) {
-      if (node.kind === "chat") chats += 1;
+      if (node.kind === "chat" || node.kind === "remote") chats += 1;
       counts[node.kind + ":" + node.status] = (counts[node.kind + ":" + node.status] || 0) + 1;
     }
     const approvals = [...model.nodes.values()].filter((n) => n.kind === "approval");

@@ -57,6 +57,10 @@
     if (node.kind === "queued") {
       return node.agentName + "\n(queued task)\n[queued]";
     }
+    if (node.kind === "remote") {
+      // A remote teammate: its card's name, and its remote task's state in words.
+      return node.agentName + "\n(remote: " + shorten(node.cardName || node.role, 24) + ")\n[" + status + "]";
+    }
     return node.agentName + (node.role ? "\n" + node.role : "") + "\n[" + status + "]";
   }
 
@@ -88,6 +92,11 @@
     {
       selector: "node.approval",
       style: { shape: "diamond", width: 130, height: 64, "font-size": 9 },
+    },
+    {
+      // A remote teammate (an A2A agent elsewhere): its own shape and a double border.
+      selector: "node.remote",
+      style: { shape: "cut-rectangle", "border-style": "double", "border-width": 4 },
     },
     { selector: "node:selected", style: { "border-width": 4, "border-color": "#000" } },
     {
@@ -302,6 +311,7 @@
             if (existing.data("label") !== data.label || existing.data("colour") !== data.colour) {
               existing.data(data);
             }
+            if (!existing.hasClass(node.kind)) existing.classes(node.kind); // a chat found remote
           } else {
             added.push({ group: "nodes", data: data, classes: node.kind });
           }
