@@ -98,6 +98,30 @@ steps = [ { tool = "deploy", input = { region = "south" }, when_task_contains = 
 """
 
 
+#: A coordinator asking a yes / no question, then a choice of one.
+CONFIRMS = """
+[team]
+name = "confirms"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["ask"]
+[[agents.lead.turns]]
+steps = [ { ask = "Ship to production?", kind = "boolean" },
+          { ask = "Which region?", kind = "single-select", options = ["north", "south"] },
+          { say = "Shipping: {outcomes}." } ]
+"""
+
+
+def lines(text: str) -> list[str]:
+    """A card's text as its non-empty lines (paragraphs come with blank lines between)."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def document_title(page: Page) -> str:
+    return str(page.evaluate("() => document.title"))
+
+
 def write_team(directory: Path, text: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "team.toml"
@@ -279,12 +303,21 @@ def test_the_approve_button_approves_and_the_graph_shows_it_resolved(
         button = page.locator("#actions [data-action=approve]")
         button.wait_for()
         assert button.get_attribute("aria-label") == "Approve publish asked by researcher #3"
-        assert page.inner_text("#actions li.approval").startswith(
-            "publish asked by researcher #3 (task: Publish the release notes to the release "
-            "page), routed to user"
-        )
+        card = lines(page.inner_text("#actions li.approval"))
+        assert card[:4] == [
+            "researcher #3 asks to run",
+            "Task: Publish the release notes to the release page",
+            "publish(target=release page)",
+            "Routed to: user",
+        ], card
+        assert "ahp-chat:" not in page.inner_text("#actions")
+        # What waits is counted in the tab: its title and its favicon.
+        page.wait_for_function("() => document.title.startsWith('(1 waiting) ')")
+        assert page.get_attribute("link[rel=icon]", "data-waiting") == "1"
         watched.screenshot("approve-01-pending")
-        button.click()
+        # The keyboard's way: Tab reaches Approve, Enter presses it.
+        button.focus()
+        page.keyboard.press("Enter")
         wait_rows(page, "rows.some(r => r[0] === 'approval publish' && r[2].startsWith('approv'))")
         caught_up(page, daemon, run)
         rows = table_rows(page)
@@ -296,6 +329,11 @@ def test_the_approve_button_approves_and_the_graph_shows_it_resolved(
         assert any(k == "approval" and "[approved" in label for k, label in nodes), nodes
         assert page.locator("#actions [data-action]").count() == 0
         assert "Nothing is waiting" in page.inner_text("#actions")
+        decided = page.inner_text("#decided-list")
+        assert "publish asked by researcher #3: approved by olivia" in decided, decided
+        assert "elsewhere" not in decided, decided
+        assert not document_title(page).startswith("(")
+        assert page.get_attribute("link[rel=icon]", "data-waiting") == "0"
         watched.screenshot("approve-02-resolved")
         assert watched.errors == []
 
@@ -717,7 +755,12 @@ def test_a_question_is_answered_from_the_page(browser: Browser, tmp_path: Path) 
         page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
         card = page.locator("#actions li.question")
         card.wait_for()
-        assert card.inner_text().startswith("lead #1 (task: set up) asks: Which database?")
+        assert lines(card.inner_text())[:4] == [
+            "lead #1 asks:",
+            "Task: set up",
+            "Which database?",
+            "Routed to: user",
+        ], card.inner_text()
         wait_rows(page, "rows.some(r => r[0] === 'question' && r[2].startsWith('pending'))")
         watched.screenshot("question-01-asked")
         page.fill("#actions li.question input", "PostgreSQL")
@@ -728,6 +771,44 @@ def test_a_question_is_answered_from_the_page(browser: Browser, tmp_path: Path) 
         page.wait_for_selector("#transcript .turn p.text:has-text('Using PostgreSQL.')")
         watched.screenshot("question-02-answered")
         assert watched.errors == []
+
+
+def test_a_yes_no_question_is_answered_with_a_button_and_other_pages_follow(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """A yes / no question is two buttons (no text box); a choice of one is a button per
+    option. Answered on one page, the card on another page moves to "Decided", saying it was
+    decided elsewhere, without a reload; the tab's title counts what waits."""
+    with (
+        running_daemon(tmp_path, {"confirms": CONFIRMS}) as daemon,
+        open_page(browser, daemon) as watched,
+        open_page(browser, daemon) as other,
+    ):
+        page = watched.page
+        run = start_run(daemon, "confirms", "release 2.0")
+        for each in (page, other.page):
+            each.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
+            each.locator("#actions li.question").wait_for()
+        card = page.locator("#actions li.question")
+        assert card.locator("input").count() == 0, "a yes / no question has no text box"
+        assert card.locator("[data-action=answer]").all_inner_texts() == ["Yes", "No"]
+        page.wait_for_function("() => document.title.startsWith('(1 waiting) ')")
+        watched.screenshot("confirm-01-yes-no")
+        other.page.click("#actions li.question [data-answer=yes]")
+        page.wait_for_selector("#decided-list li:has-text('decided elsewhere')")
+        decided = page.inner_text("#decided-list")
+        assert "question of lead #1: answered: yes" in decided, decided
+        # The next question: a choice of one, a button per option, taken by keyboard.
+        page.wait_for_selector("#actions li.question [data-answer=south]")
+        assert card.locator("[data-action=answer]").all_inner_texts() == ["north", "south"]
+        page.focus("#actions li.question [data-answer=south]")
+        page.keyboard.press("Space")
+        wait_rows(page, "rows.some(r => r[0] === 'question' && r[2] === 'answered: south')")
+        assert "Nothing is waiting" in page.inner_text("#actions")
+        page.click("#nodes-body tr:first-child button")
+        page.wait_for_selector("#transcript .turn p.text:has-text('Shipping:')")
+        watched.screenshot("confirm-02-answered")
+        assert watched.errors == [] and other.errors == []
 
 
 def test_a_refused_answer_leaves_the_question_waiting_and_counted(
@@ -750,9 +831,11 @@ def test_a_refused_answer_leaves_the_question_waiting_and_counted(
         page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
         card = page.locator("#actions li.question")
         card.wait_for()
-        assert card.inner_text().startswith(
-            "lead #1 (task: scale the web tier) asks: How many replicas?"
-        )
+        assert lines(card.inner_text())[:3] == [
+            "lead #1 asks:",
+            "Task: scale the web tier",
+            "How many replicas?",
+        ], card.inner_text()
         page.fill("#actions li.question input", "a few")
         page.click("#actions li.question [data-action=answer]")
         page.wait_for_selector("#actions li.question .error:has-text('Not taken')")

@@ -18,7 +18,9 @@
  *                      the task's chat is spawned
  *     kind "approval": id = "approval:" + actionId; requestedBy, routedTo, resolvedBy (each
  *                      as people say it: "analyst #3", "alice"), taskTitle (the asker's
- *                      task), decision, toolName, summary, chat (the asking chat), status;
+ *                      task), decision, toolName, input (the tool call's input, summarised),
+ *                      summary, chat (the asking chat), status; a question also questions
+ *                      ([{id, kind, message, options}]);
  *                      a question (`question` true) also toolCallId (what an answer names)
  *                      and, answered, its answer
  *   edges: Map id -> {id, kind, source, target, label}
@@ -201,6 +203,11 @@
         decision: null,
         answer: null,
         toolName: payload.toolName || null,
+        // What the asker wants to run (its input, summarised by the daemon), and for a
+        // question its parts: [{id, kind, message, options}] (kind text, number, integer,
+        // boolean, single-select, multi-select).
+        input: payload.inputSummary || "",
+        questions: Array.isArray(payload.questions) ? payload.questions : [],
         summary:
           payload.inputSummary ||
           payload.message ||

@@ -96,9 +96,14 @@
     const exportPng = h("button", { type: "button", id: "export-png", text: "Download PNG" });
     // Ends the conversation: completed if it waits for its next message, else cancelled.
     const endButton = h("button", { type: "button", id: "end-session", text: "End conversation", hidden: true, onclick: endConversation });
-    const actions = h("section", { id: "actions", class: "actions", "aria-labelledby": "actions-title" }, h("h3", { id: "actions-title", text: "Waiting for a decision" }));
+    const actionsCount = h("span", { id: "actions-count" });
+    const actions = h("section", { id: "actions", class: "actions", "aria-labelledby": "actions-title" }, h("h3", { id: "actions-title" }, "Waiting for a decision", actionsCount));
     const actionsList = h("ul", { id: "actions-list", class: "plain" });
     actions.appendChild(actionsList);
+    // Decisions taken while the page is open (here or by another client), newest first.
+    const decidedList = h("ul", { id: "decided-list", class: "plain", "aria-live": "polite" });
+    const decidedBox = h("div", { id: "decided", hidden: true }, h("h4", { text: "Decided" }), decidedList);
+    actions.appendChild(decidedBox);
     const panel = h("aside", { id: "transcript", class: "transcript", "aria-labelledby": "transcript-title", "aria-live": "polite" }, h("h3", { id: "transcript-title", text: "Transcript" }), h("p", { class: "notice", text: "Select a node (in the graph or the table) to read its chat." }));
     const timelineList = h("ol", { id: "timeline-list", class: "timeline" });
     const timelineNote = h("p", { id: "timeline-note", class: "meta" });
@@ -183,84 +188,193 @@
     }
 
     let actionsDrawn = null;
-    // "analyst #3" and its task: who asks, told apart from the others of its name.
-    function asker(node) {
-      const task = node.taskTitle ? " (task: " + O.shorten(node.taskTitle, 80) + ")" : "";
-      return node.requestedBy + task;
+    // Who asks: "researcher #3" (name and number: six analysts are told apart).
+    function askerName(node) {
+      return node.requestedBy;
+    }
+    const decidedHere = new Set(); // decision keys this page sent
+    let pendingBefore = new Map(); // id -> node, what waited at the last draw
+    const decided = []; // what was decided while the page was open, newest first
+
+    function pendingNodes() {
+      return [...model.nodes.values()].filter((node) => node.kind === "approval" && node.status === "pending");
+    }
+
+    /** The number of things waiting for someone (approvals and questions), live only. */
+    function waitingCount() {
+      const live = !offline && summary && summary.live && !ended;
+      return live ? pendingNodes().length : 0;
     }
 
     function drawActions() {
       const live = !offline && summary && summary.live && !ended;
       const operate = context.canOperate && live && !runElsewhere();
-      const pending = [...model.nodes.values()].filter((node) => node.kind === "approval" && node.status === "pending");
-      if (answering !== null && !pending.some((node) => node.question && questionCall(node) === answering)) answering = null; // taken
+      const pending = pendingNodes();
+      if (answering !== null && !pending.some((node) => decisionKey(node) === answering)) answering = null; // taken
+      // Taken since the last draw (here or by another client): the card says so, live.
+      const now = new Set(pending.map((node) => node.id));
+      for (const [nodeId, node] of pendingBefore) {
+        if (now.has(nodeId)) continue;
+        const done = model.nodes.get(nodeId) || node;
+        decided.unshift({ node: done, here: decidedHere.has(decisionKey(done)) });
+      }
+      pendingBefore = new Map(pending.map((node) => [node.id, node]));
+      decided.length = Math.min(decided.length, 10);
       // Redrawn only when what waits changed: a button rebuilt under the pointer of a busy
       // session would lose its click, an answer being typed its text.
-      const signature = JSON.stringify([operate, live, pending.map((node) => node.id + "|" + node.summary), [...refusals]]);
+      const signature = JSON.stringify([operate, live, pending.map((node) => node.id + "|" + node.summary), [...refusals], decided.map((d) => d.node.id + d.node.status)]);
       if (signature === actionsDrawn) return;
       actionsDrawn = signature;
       const typed = new Map([...actionsList.querySelectorAll("input.answer")].map((input) => [input.id, input.value]));
       O.clear(actionsList);
       for (const node of pending) {
-        if (node.question) {
-          actionsList.appendChild(questionItem(node, operate, typed));
-          continue;
-        }
-        const item = h(
-          "li",
-          { class: "approval", "data-approval": node.actionId },
-          h("p", null, h("strong", { text: (node.toolName || "an action") + " " }), "asked by " + asker(node) + ", routed to " + node.routedTo + (node.summary ? ": " + node.summary : ""))
-        );
-        if (operate) {
-          item.appendChild(
-            h(
-              "div",
-              { class: "buttons" },
-              h("button", { type: "button", class: "approve", "data-action": "approve", text: "Approve", "aria-label": "Approve " + (node.toolName || "") + " asked by " + node.requestedBy, onclick: () => decide(node.actionId, "approve") }),
-              h("button", { type: "button", class: "deny", "data-action": "deny", text: "Deny", "aria-label": "Deny " + (node.toolName || "") + " asked by " + node.requestedBy, onclick: () => decide(node.actionId, "reject") })
-            )
-          );
-        }
-        actionsList.appendChild(item);
+        actionsList.appendChild(node.question ? questionItem(node, operate, typed) : approvalItem(node, operate));
       }
       if (pending.length === 0) actionsList.appendChild(h("li", { class: "notice", text: "Nothing is waiting." }));
       else if (live && runElsewhere()) actionsList.appendChild(h("li", { class: "notice", text: "Decide in the process that runs this session." }));
+      O.clear(decidedList);
+      for (const entry of decided) decidedList.appendChild(decidedItem(entry));
+      decidedBox.hidden = decided.length === 0;
+      actionsCount.textContent = pending.length ? " (" + pending.length + ")" : "";
+      O.showWaiting(waitingCount());
+    }
+
+    function decisionKey(node) {
+      return node.question ? questionCall(node) : node.actionId;
+    }
+
+    // The heading lines of a card: who asks (name and number), for which task, what it
+    // wants to run with which input, and who decides (by name, never a chat URI).
+    function cardHead(node, asks) {
+      const parts = [h("p", { class: "card-who" }, h("strong", { class: "asker", text: askerName(node) }), " " + asks)];
+      if (node.taskTitle) parts.push(h("p", { class: "card-task" }, h("span", { class: "label", text: "Task: " }), node.taskTitle));
+      return parts;
+    }
+
+    function refusal(node) {
+      const key = decisionKey(node);
+      return refusals.has(key) ? h("p", { class: "error", role: "alert", text: "Not taken: " + refusals.get(key) }) : null;
+    }
+
+    function approvalItem(node, operate) {
+      const call = (node.toolName || "an action") + (node.input ? "(" + node.input + ")" : "");
+      const item = h(
+        "li",
+        { class: "approval card", "data-approval": node.actionId },
+        cardHead(node, "asks to run"),
+        h("p", { class: "card-call" }, h("code", { text: call })),
+        h("p", { class: "card-routed" }, h("span", { class: "label", text: "Routed to: " }), node.routedTo),
+        refusal(node)
+      );
+      if (operate) {
+        const what = (node.toolName || "") + " asked by " + askerName(node);
+        item.appendChild(
+          h(
+            "div",
+            { class: "buttons" },
+            h("button", { type: "button", class: "approve", "data-action": "approve", text: "Approve", "aria-label": "Approve " + what, onclick: () => decide(node, "approve") }),
+            h("button", { type: "button", class: "deny", "data-action": "deny", text: "Deny", "aria-label": "Deny " + what, onclick: () => decide(node, "reject") })
+          )
+        );
+      }
+      return item;
+    }
+
+    function decidedItem(entry) {
+      const node = entry.node;
+      const what = node.question ? "question of " + askerName(node) : (node.toolName || "action") + " asked by " + askerName(node);
+      const outcome = GM.statusText(node);
+      return h(
+        "li",
+        { class: "decided card", "data-decided": node.actionId },
+        h("span", { class: "badge status-" + node.status.split(" ")[0], text: node.status }),
+        " " + what + ": " + outcome + (entry.here ? "" : " (decided elsewhere)")
+      );
     }
 
     function questionCall(node) {
       return node.toolCallId || node.actionId.replace(/^input-/, "");
     }
 
-    function questionItem(node, operate, typed) {
+    function sendAnswer(node, text) {
       const toolCallId = questionCall(node);
-      const inputId = "answer-" + toolCallId;
-      const item = h(
-        "li",
-        { class: "question", "data-question": toolCallId },
-        h("p", null, h("strong", { text: asker(node) + " asks: " }), node.summary)
-      );
-      if (refusals.has(toolCallId)) item.appendChild(h("p", { class: "error", role: "alert", text: "Not taken: " + refusals.get(toolCallId) }));
-      if (!operate) return item;
-      const input = h("input", { type: "text", id: inputId, class: "answer" });
-      input.value = typed.get(inputId) || "";
-      item.appendChild(h("label", { for: inputId, text: "Answer" }));
-      item.appendChild(input);
-      item.appendChild(
-        h("button", {
+      // The card stays until the answer is recorded (action.resolved): one the daemon
+      // refuses comes back as an error, said on the card.
+      if (socket && socket.send({ channel: "agent", type: "tool_response", toolCallId: toolCallId, result: text })) {
+        answering = toolCallId;
+        decidedHere.add(toolCallId);
+        refusals.delete(toolCallId);
+        actionsDrawn = null;
+        drawActions();
+      } else errorBox.textContent = "Not connected: the answer was not sent.";
+    }
+
+    // The answer's controls as the question defines them: yes / no and single choice as
+    // buttons, several choices as checkboxes, numbers and free text as a field.
+    function answerControls(node, typed) {
+      const toolCallId = questionCall(node);
+      const question = node.questions[0] || { kind: "text" };
+      const kind = question.kind || "text";
+      const options = question.options || [];
+      const who = askerName(node);
+      if (kind === "boolean") {
+        return h(
+          "div",
+          { class: "buttons", role: "group", "aria-label": "Answer " + who },
+          h("button", { type: "button", class: "approve", "data-action": "answer", "data-answer": "yes", text: "Yes", onclick: () => sendAnswer(node, "yes") }),
+          h("button", { type: "button", class: "deny", "data-action": "answer", "data-answer": "no", text: "No", onclick: () => sendAnswer(node, "no") })
+        );
+      }
+      if (kind === "single-select" && options.length) {
+        return h(
+          "div",
+          { class: "buttons", role: "group", "aria-label": "Answer " + who },
+          options.map((option) => h("button", { type: "button", "data-action": "answer", "data-answer": option, text: option, onclick: () => sendAnswer(node, option) }))
+        );
+      }
+      if (kind === "multi-select" && options.length) {
+        const boxes = options.map((option, i) => {
+          const boxId = "choice-" + toolCallId + "-" + i;
+          return h("label", { class: "choice", for: boxId }, h("input", { type: "checkbox", id: boxId, value: option }), " " + option);
+        });
+        const group = h("fieldset", { class: "choices" }, h("legend", { text: "Choose any" }), boxes);
+        const send = h("button", {
           type: "button",
           "data-action": "answer",
-          text: "Answer",
-          onclick: function () {
-            // The card stays until the answer is recorded (action.resolved): one the daemon
-            // refuses comes back as an error, said on the card.
-            if (socket && socket.send({ channel: "agent", type: "tool_response", toolCallId: toolCallId, result: input.value })) {
-              answering = toolCallId;
-              refusals.delete(toolCallId);
-              drawActions();
-            } else errorBox.textContent = "Not connected: the answer was not sent.";
-          },
-        })
+          text: "Send choices",
+          onclick: () => sendAnswer(node, [...group.querySelectorAll("input:checked")].map((box) => box.value).join(", ")),
+        });
+        return h("div", null, group, send);
+      }
+      const inputId = "answer-" + toolCallId;
+      const numeric = kind === "number" || kind === "integer";
+      // A number is typed as text (inputmode brings the phone's digits): the daemon says
+      // what it expects of an answer it cannot take.
+      const input = h("input", { type: "text", inputmode: numeric ? (kind === "integer" ? "numeric" : "decimal") : null, id: inputId, class: "answer" });
+      input.value = typed.get(inputId) || "";
+      input.addEventListener("keydown", function (event) {
+        if (event.key === "Enter") sendAnswer(node, input.value);
+      });
+      return h(
+        "div",
+        { class: "answer-row" },
+        h("label", { for: inputId, text: "Answer" }),
+        input,
+        h("button", { type: "button", "data-action": "answer", text: "Answer", onclick: () => sendAnswer(node, input.value) })
       );
+    }
+
+    function questionItem(node, operate, typed) {
+      const toolCallId = questionCall(node);
+      const item = h(
+        "li",
+        { class: "question card", "data-question": toolCallId },
+        cardHead(node, "asks:"),
+        h("p", { class: "card-call" }, h("strong", { text: node.summary })),
+        h("p", { class: "card-routed" }, h("span", { class: "label", text: "Routed to: " }), node.routedTo),
+        refusal(node)
+      );
+      if (operate) item.appendChild(answerControls(node, typed));
       return item;
     }
 
@@ -292,10 +406,15 @@
       return null;
     }
 
-    function decide(actionId, type) {
-      if (!socket || !socket.send({ channel: "agent", type: type, requestId: actionId })) {
+    function decide(node, type) {
+      if (!socket || !socket.send({ channel: "agent", type: type, requestId: node.actionId })) {
         errorBox.textContent = "Not connected: the decision was not sent.";
+        return;
       }
+      // A refusal (taken already, say) comes back as an error: said on this card.
+      answering = node.actionId;
+      decidedHere.add(node.actionId);
+      refusals.delete(node.actionId);
     }
 
     const timelineRows = [];
@@ -349,6 +468,7 @@
     function drawMeta() {
       if (!summary) return;
       title.textContent = summary.title || O.sessionId(summary.id || summary.uri);
+      O.showWaiting(waitingCount(), title.textContent + " · Orchestrator");
       let status = ended && summary.live ? "ended" : summary.status || model.run.status || "";
       const open = status === "running" && !ended && !offline && model.run.status === "running";
       // Between prompts a conversation waits for its next message: it is idle, not running.
@@ -701,6 +821,7 @@
     root.addEventListener("resize", onResize);
     return function dispose() {
       disposed = true;
+      O.showWaiting(0);
       if (frame !== null) {
         cancelAnimationFrame(frame);
         clearTimeout(frame);

@@ -123,6 +123,11 @@
           rows.delete(id);
         }
       }
+      // What waits anywhere, in the tab's title and favicon.
+      O.showWaiting(
+        all.reduce((n, s) => n + (s.live && s.status === "running" ? s.pending || 0 : 0), 0),
+        "Sessions · Orchestrator"
+      );
       empty.textContent = all.length === 0 ? "No sessions yet." : shown.length === 0 ? "No session matches these filters." : "";
     }
 
@@ -196,6 +201,7 @@
     const ticker = setInterval(draw, 10000); // durations of running sessions
     return function dispose() {
       disposed = true;
+      O.showWaiting(0);
       clearInterval(ticker);
       for (const r of refetchers.values()) r.cancel();
       socket.close();

@@ -246,8 +246,30 @@
     }, 1000);
   }
 
+  /** What waits for a person (approvals and questions), said in the page's title and drawn
+   * on its favicon (an SVG data URL: the policy allows `img-src data:`), so a tab in the
+   * background shows it. `n` 0 puts both back. */
+  function showWaiting(n, title) {
+    const base = title || document.title.replace(/^\(\d+ waiting\) /, "");
+    document.title = n > 0 ? "(" + n + " waiting) " + base : base;
+    let icon = document.querySelector("link[rel=icon]");
+    if (!icon) {
+      icon = h("link", { rel: "icon" });
+      document.head.appendChild(icon);
+    }
+    const label = n > 99 ? "99+" : String(n);
+    const svg =
+      n > 0
+        ? "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32'><circle cx='16' cy='16' r='15' fill='#b45309'/>" +
+          "<text x='16' y='22' font-size='" + (label.length > 2 ? 12 : 17) + "' font-family='sans-serif' font-weight='bold' text-anchor='middle' fill='#fff'>" + label + "</text></svg>"
+        : "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32'><circle cx='16' cy='16' r='14' fill='none' stroke='#1f6feb' stroke-width='4'/></svg>";
+    icon.setAttribute("href", "data:image/svg+xml," + encodeURIComponent(svg));
+    icon.setAttribute("data-waiting", String(n));
+  }
+
   root.Orchestrator = root.Orchestrator || {};
   Object.assign(root.Orchestrator, {
+    showWaiting: showWaiting,
     h: h,
     clear: clear,
     api: api,
