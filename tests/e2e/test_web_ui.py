@@ -113,6 +113,51 @@ steps = [ { ask = "Ship to production?", kind = "boolean" },
 """
 
 
+#: A lead whose rounds report tokens, with a worker; its third prompt takes long.
+STEER = """
+[team]
+name = "steer"
+coordinator = "lead"
+description = "A lead and a writer whose model calls report their tokens."
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["writer"]
+[[agents.lead.turns]]
+steps = [ { usage = [100, 10] },
+          { delegate = [ { agent = "writer", task = "write the release note" } ] },
+          { usage = [200, 40] }, { say = "The answer: {outcomes}", chunks = 3 } ]
+[[agents.lead.turns]]
+steps = [ { usage = [50, 5] }, { say = "Follow-up answered." } ]
+[[agents.lead.turns]]
+steps = [ { sleep = 30 }, { say = "too late" } ]
+[agents.writer]
+role = "writer"
+[[agents.writer.turns]]
+steps = [ { usage = [30, 7] }, { say = "note written" } ]
+"""
+
+
+def start_from_the_page(page: Page, team: str, prompt: str) -> str:
+    """Start a run with the sessions page's form, by keyboard; the session id it opens."""
+    page.wait_for_selector(f"#new-run-team option[value='{team}']", state="attached")
+    page.select_option("#new-run-team", team)
+    page.focus("#new-run-prompt")
+    page.keyboard.type(prompt)
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => document.activeElement.id") == "new-run-start"
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => location.hash.startsWith('#/sessions/')")
+    return str(page.evaluate("() => decodeURIComponent(location.hash.split('/')[2])"))
+
+
+def send_message(page: Page, text: str) -> None:
+    """Type the next message in the composer and send it with Ctrl+Enter."""
+    page.focus("#composer-text")
+    page.keyboard.type(text)
+    page.keyboard.press("Control+Enter")
+
+
 def lines(text: str) -> list[str]:
     """A card's text as its non-empty lines (paragraphs come with blank lines between)."""
     return [line.strip() for line in text.splitlines() if line.strip()]
@@ -336,6 +381,93 @@ def test_the_approve_button_approves_and_the_graph_shows_it_resolved(
         assert page.get_attribute("link[rel=icon]", "data-waiting") == "0"
         watched.screenshot("approve-02-resolved")
         assert watched.errors == []
+
+
+def test_the_delivery_team_is_started_from_the_page_and_one_worker_cancelled(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """An operator starts the delivery team from the "New run" form, cancels researcher #3
+    (waiting for its approval) from its panel, reads the coordinator's answer in the Result
+    panel, and sends a follow-up message that the coordinator answers."""
+    with (
+        running_daemon(tmp_path, {"delivery": team_file("delivery")}) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        about = page.locator("#new-run-about")
+        page.wait_for_selector("#new-run-team option[value='delivery']", state="attached")
+        assert "Prepares the release notes" in about.inner_text()
+        watched.screenshot("run-01-new-run")
+        session = start_from_the_page(page, "delivery", "Ship the 2.0 notes")
+        page.wait_for_selector("#actions li.approval")
+        assert page.inner_text("#result-prompt") == "Asked: Ship the 2.0 notes"
+        page.get_by_role("button", name="researcher #3", exact=True).focus()
+        page.keyboard.press("Enter")
+        cancel = page.locator("#cancel-worker")
+        assert cancel.inner_text() == "Cancel researcher #3"
+        watched.screenshot("run-02-worker-selected")
+        cancel.focus()
+        page.keyboard.press("Enter")
+        wait_rows(page, "rows.some(r => r[0] === 'researcher #3' && r[2] === 'killed')")
+        page.wait_for_selector("#result-text:has-text('The release notes are ready.')")
+        assert page.inner_text("#result-state") == "answered"
+        rows = table_rows(page)
+        statuses = sorted(row[2] for row in rows if row[1] == "researcher")
+        assert statuses == ["completed", "completed", "killed"], rows
+        assert "Nothing is waiting" in page.inner_text("#actions")
+        watched.screenshot("run-03-answered")
+        send_message(page, "Thanks: when is it out?")
+        page.wait_for_selector("#result-prompt:has-text('Asked: Thanks: when is it out?')")
+        page.wait_for_function("() => document.querySelector('#result-state').innerText === 'answered'")
+        assert page.input_value("#composer-text") == ""
+        facts = server_sequences(daemon, session)
+        assert facts, "the session's facts"
+        watched.screenshot("run-04-follow-up")
+        assert watched.errors == []
+
+
+def test_the_result_and_what_each_agent_used_are_read_and_a_run_cancelled(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """Tokens in and out, model calls and time per agent (the table) and in total (the
+    Result panel), as recorded, grow with each prompt; Cancel run cancels the running
+    turn; a viewer sees neither the composer nor the form."""
+    with (
+        running_daemon(tmp_path, {"steer": STEER}) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        session = start_from_the_page(page, "steer", "write the note")
+        page.wait_for_selector("#result-text:has-text('The answer:')")
+        assert "note written" in page.inner_text("#result-text")
+        page.wait_for_selector("#usage-total:has-text('330 tokens in, 57 out')")
+        assert "3 model calls" in page.inner_text("#usage-total")
+        wait_rows(page, "rows.some(r => r[0] === 'writer #1' && r[4] === '30' && r[5] === '7')")
+        lead = next(row for row in table_rows(page) if row[0] == "lead #1")
+        assert lead[4:7] == ["300", "50", "2"], lead
+        watched.screenshot("usage-01-first-answer")
+        send_message(page, "and a follow-up")
+        page.wait_for_selector("#result-text:has-text('Follow-up answered.')")
+        page.wait_for_selector("#usage-total:has-text('380 tokens in, 62 out')")
+        assert "4 model calls" in page.inner_text("#usage-total")
+        send_message(page, "take your time")
+        cancel = page.locator("#cancel-run")
+        cancel.wait_for()
+        assert "queued" in page.inner_text("#composer-mode")
+        cancel.focus()
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#result-state:has-text('ended: cancelled')")
+        page.wait_for_selector("#cancel-run", state="hidden")
+        watched.screenshot("usage-02-cancelled")
+        assert watched.errors == []
+        with open_page(
+            browser, daemon, token=VIEWER_TOKEN, fragment=f"#/sessions/{session}"
+        ) as viewer:
+            viewer.page.wait_for_selector("#usage-total:has-text('380 tokens in')")
+            assert viewer.page.locator("#composer").is_hidden()
+            viewer.page.evaluate("() => { location.hash = '#/'; }")
+            viewer.page.wait_for_selector(f"tr[data-session='{session}']")
+            assert viewer.page.locator("#new-run").count() == 0
 
 
 def test_a_viewer_sees_no_action_controls(browser: Browser, tmp_path: Path) -> None:

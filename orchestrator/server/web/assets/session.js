@@ -45,6 +45,10 @@
   const FINISHED = new Set(["completed", "failed", "cancelled", "ended"]);
   const NOT_LIVE_CHECKS = 3;
   const AGENT_ACTIVITY = new Set(["text", "thinking", "tool_invocation", "tool_result", "result", "done", "question"]);
+  // Envelopes after which what the agents used is fetched again.
+  const USAGE_CHANGES = new Set(["agent.completed", "agent.failed", "task.changed", "worker.notification", "run.finished", "run.failed"]);
+  // What a person decides (a withdrawn request was nobody's decision).
+  const DECISIONS = new Set(["approved", "rejected", "denied", "answered", "declined"]);
   const FIRST_RETRY_MS = 1000;
   const LAST_RETRY_MS = 10000;
 
@@ -81,11 +85,11 @@
     const nodesTable = h(
       "table",
       { id: "nodes", class: "data nodes" },
-      h("caption", { id: "nodes-caption", text: "Every node of the delegation graph: agent, role, status and parent" }),
+      h("caption", { id: "nodes-caption", text: "Every node of the delegation graph: agent, role, status, parent, and what it used" }),
       h(
         "thead",
         null,
-        h("tr", null, ["Agent", "Role", "Status", "Parent"].map((name) => h("th", { scope: "col", text: name })))
+        h("tr", null, ["Agent", "Role", "Status", "Parent", "Tokens in", "Tokens out", "Model calls", "Time"].map((name) => h("th", { scope: "col", text: name })))
       ),
       tableBody
     );
@@ -110,16 +114,44 @@
     const timeline = h("section", { id: "timeline", "aria-labelledby": "timeline-title" }, h("h3", { id: "timeline-title", text: "Timeline" }), timelineNote, timelineList);
     const errorBox = h("p", { id: "session-error", class: "error", role: "alert" });
 
-    main.appendChild(
-      h(
-        "div",
-        { class: "session-head" },
-        h("div", null, title, meta, connection, endButton),
-        h("div", { class: "exports", role: "group", "aria-label": "Export the graph" }, exportSvg, exportPng)
-      )
+    // ── run and steer: the answer as it streams, what was used, the next message ──
+    const resultPrompt = h("p", { id: "result-prompt", class: "meta" });
+    const resultText = h("div", { id: "result-text", class: "result-text", "aria-live": "polite" });
+    const resultState = h("p", { id: "result-state", class: "meta" });
+    const usageTotal = h("p", { id: "usage-total", class: "usage" });
+    const composerText = h("textarea", { id: "composer-text", rows: "3", "aria-describedby": "composer-mode" });
+    const composerMode = h("p", { id: "composer-mode", class: "meta" });
+    const composerSend = h("button", { type: "button", id: "composer-send", class: "primary", text: "Send", onclick: sendMessage });
+    const cancelRun = h("button", { type: "button", id: "cancel-run", class: "deny", text: "Cancel run", hidden: true, onclick: cancelTheRun });
+    const composer = h(
+      "div",
+      { id: "composer", class: "composer", hidden: true },
+      h("label", { for: "composer-text", text: "Next message" }),
+      composerText,
+      composerMode,
+      h("div", { class: "buttons" }, composerSend, cancelRun)
     );
-    main.appendChild(errorBox);
-    main.appendChild(
+    composerText.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        sendMessage();
+      }
+    });
+    const result = h(
+      "section",
+      { id: "result", class: "result panel", "aria-labelledby": "result-title" },
+      h("h3", { id: "result-title", text: "Result" }),
+      resultPrompt,
+      resultText,
+      resultState,
+      usageTotal,
+      composer
+    );
+    // On a phone the graph is drawn on request (the decisions and the agents come first).
+    const graphToggle = h("button", { type: "button", id: "graph-toggle", class: "graph-toggle", "aria-expanded": "false", "aria-controls": "graph-wrap", text: "Show the graph" });
+    const graphWrap = h(
+      "div",
+      { id: "graph-wrap", class: "graph-wrap" },
       h(
         "div",
         { class: "scrub", role: "group", "aria-label": "Sequence scrubber" },
@@ -127,15 +159,37 @@
         scrubber,
         scrubLabel,
         liveButton
+      ),
+      graphBox
+    );
+    graphToggle.addEventListener("click", function () {
+      const shown = graphWrap.classList.toggle("shown");
+      graphToggle.setAttribute("aria-expanded", String(shown));
+      graphToggle.textContent = shown ? "Hide the graph" : "Show the graph";
+      if (shown) view.resize();
+    });
+
+    main.appendChild(
+      h(
+        "div",
+        { class: "session-head" },
+        h("div", null, title, meta, connection, h("div", { class: "buttons" }, endButton)),
+        h("div", { class: "exports", role: "group", "aria-label": "Export the graph" }, exportSvg, exportPng)
       )
     );
+    main.appendChild(errorBox);
+    // In reading order: what waits for a decision, the answer, the agents, the graph, the
+    // selected chat; the stylesheet lays them out side by side where there is room.
     main.appendChild(
       h(
         "div",
         { class: "session-grid" },
-        h("div", { class: "graph-wrap" }, graphBox),
+        actions,
+        result,
         h("div", { class: "table-wrap" }, nodesTable),
-        h("div", { class: "side" }, actions, panel)
+        graphToggle,
+        graphWrap,
+        panel
       )
     );
     main.appendChild(timeline);
@@ -159,7 +213,7 @@
           // The button is the keyboard's way in (Enter, Space); a click anywhere on the row
           // (the button's included: it bubbles) selects the node.
           const button = h("button", { type: "button", class: "link node-select", "data-node": row.id });
-          tr = h("tr", { "data-node": row.id, class: "kind-" + row.kind }, h("th", { scope: "row" }, button), h("td"), h("td", null, h("span", { class: "badge" })), h("td"));
+          tr = h("tr", { "data-node": row.id, class: "kind-" + row.kind }, h("th", { scope: "row" }, button), h("td"), h("td", null, h("span", { class: "badge" })), h("td"), h("td", { class: "num" }), h("td", { class: "num" }), h("td", { class: "num" }), h("td", { class: "num" }));
           tr.addEventListener("click", function () {
             selectNode(row.id);
           });
@@ -176,6 +230,9 @@
           badge.className = "badge status-" + row.status.split(" ")[0];
         }
         if (cells[3].textContent !== row.parent) cells[3].textContent = row.parent;
+        const used = usageByChat.get(row.id);
+        const figures = used ? [O.formatCount(used.inputTokens), O.formatCount(used.outputTokens), String(used.modelCalls), O.formatMs(used.durationMs)] : ["", "", "", ""];
+        for (let i = 0; i < 4; i += 1) if (cells[4 + i].textContent !== figures[i]) cells[4 + i].textContent = figures[i];
         tr.classList.toggle("selected", row.id === selected);
         if (tr.parentNode !== tableBody || tableBody.lastChild !== tr) tableBody.appendChild(tr);
       }
@@ -288,7 +345,7 @@
         "li",
         { class: "decided card", "data-decided": node.actionId },
         h("span", { class: "badge status-" + node.status.split(" ")[0], text: node.status }),
-        " " + what + ": " + outcome + (entry.here ? "" : " (decided elsewhere)")
+        " " + what + ": " + outcome + (entry.here || !DECISIONS.has(node.status) ? "" : " (decided elsewhere)")
       );
     }
 
@@ -417,6 +474,119 @@
       refusals.delete(node.actionId);
     }
 
+    // ── run and steer ──
+    let wantLastAnswer = false; // once the envelopes are folded: the coordinator's last answer
+    const usageByChat = new Map(); // chat URI -> {inputTokens, outputTokens, modelCalls, durationMs}
+    let usageAsked = 0;
+    async function loadUsage() {
+      if (offline) return;
+      const asked = ++usageAsked;
+      try {
+        const used = await O.api("/api/sessions/" + encodeURIComponent(id) + "/usage");
+        if (disposed || asked !== usageAsked) return;
+        usageByChat.clear();
+        for (const chat of Object.keys(used.chats || {})) usageByChat.set(chat, used.chats[chat]);
+        for (const node of model.nodes.values()) node.usage = usageByChat.get(node.id) || null;
+        const t = used.total || {};
+        usageTotal.textContent =
+          "Total: " + O.formatCount(t.inputTokens || 0) + " tokens in, " + O.formatCount(t.outputTokens || 0) + " out · " +
+          (t.modelCalls || 0) + " model call" + (t.modelCalls === 1 ? "" : "s") + " · " + O.formatMs(t.durationMs || 0) + " of agent time";
+        drawAll([]);
+      } catch (error) {
+        /* the figures come with the next change */
+      }
+    }
+    const refreshUsage = O.debounce(loadUsage, 500);
+
+    function coordinatorNode() {
+      for (const node of model.nodes.values()) {
+        if (node.kind === "chat" && !node.parent && node.agentName === model.run.coordinator) return node;
+      }
+      return null;
+    }
+
+    function mayCommand() {
+      return Boolean(context.canOperate && !offline && summary && summary.live && !ended && !runElsewhere());
+    }
+
+    const BUSY = new Set(["running", "waiting", "needs_approval", "needs_input", "spawning", "blocked"]);
+    function drawSteer() {
+      if (offline && model.run.result && !resultText.textContent) {
+        resultText.textContent = String(model.run.result);
+        resultState.textContent = "answered";
+      }
+      const operate = mayCommand() && model.run.status === "running";
+      composer.hidden = !operate;
+      const lead = coordinatorNode();
+      const busy = Boolean(lead && BUSY.has(lead.status));
+      composerMode.textContent = busy
+        ? (lead.agentName || "The coordinator") + " is at work: this message is queued and becomes its next turn. (Ctrl+Enter sends.)"
+        : "Starts " + ((lead && lead.agentName) || "the coordinator") + "'s next turn. (Ctrl+Enter sends.)";
+      cancelRun.hidden = !(operate && busy && lead && lead.taskId);
+    }
+
+    function sendMessage() {
+      const text = composerText.value.trim();
+      if (!text) {
+        errorBox.textContent = "Write a message first.";
+        composerText.focus();
+        return;
+      }
+      if (!socket || !socket.send({ channel: "agent", type: "prompt", prompt: text })) {
+        errorBox.textContent = "Not connected: the message was not sent.";
+        return;
+      }
+      errorBox.textContent = "";
+      composerText.value = "";
+      resultState.textContent = "Sent: " + O.shorten(text, 120);
+    }
+
+    function abortTask(taskId, what) {
+      if (!socket || !socket.send({ channel: "agent", type: "abort", taskId: taskId })) {
+        errorBox.textContent = "Not connected: " + what + " was not cancelled.";
+      }
+    }
+
+    function cancelTheRun() {
+      const lead = coordinatorNode();
+      if (lead && lead.taskId) abortTask(lead.taskId, "the run");
+    }
+
+    // The coordinator's answer as the agent channel streams it: `prompt` starts a turn,
+    // `text` adds to it, `result` is its final text, `error` / `done` end it.
+    function onAgentEvent(event) {
+      if (event.type === "prompt") {
+        resultPrompt.textContent = "Asked: " + O.shorten(String(event.prompt || ""), 300);
+        resultText.textContent = "";
+        resultState.textContent = "answering…";
+      } else if (event.type === "text") {
+        resultText.textContent += String(event.content || "");
+      } else if (event.type === "result") {
+        if (event.summary) resultText.textContent = String(event.summary);
+        resultState.textContent = "answered";
+      } else if (event.type === "error") {
+        resultState.textContent = "ended: " + String(event.message || "error");
+      } else if (event.type === "done") {
+        if (resultState.textContent === "answering…") resultState.textContent = "answered";
+        refreshUsage();
+      }
+    }
+
+    // An ended session: the answer is the coordinator's last turn, from its transcript.
+    async function loadLastAnswer() {
+      const lead = coordinatorNode();
+      if (!lead || offline) return;
+      try {
+        const transcript = await O.api("/api/sessions/" + encodeURIComponent(id) + "/transcript?thread=" + encodeURIComponent(lead.id));
+        if (disposed) return;
+        const turns = transcript.turns || [];
+        const last = turns[turns.length - 1];
+        if (last && last.events) last.events.forEach(onAgentEvent);
+      } catch (error) {
+        /* the panel stays empty */
+      }
+    }
+
     const timelineRows = [];
     function drawTimeline(fresh) {
       // Only the newest TIMELINE_CAP are ever made: a 1,000-worker session has 10,000.
@@ -463,6 +633,7 @@
       drawTimeline(fresh || []);
       drawScrubber();
       drawMeta();
+      drawSteer();
     }
 
     function drawMeta() {
@@ -503,7 +674,13 @@
         }
       }
       if (fresh.length === 0) return;
+      for (const node of model.nodes.values()) if (node.usage === undefined) node.usage = usageByChat.get(node.id) || null;
       drawAll(fresh);
+      if (fresh.some((env) => USAGE_CHANGES.has(env.type))) refreshUsage();
+      if (wantLastAnswer) {
+        wantLastAnswer = false;
+        loadLastAnswer();
+      }
       if (selected && threadsTouched.has(selected)) refreshTranscript();
       threadsTouched.clear();
     }
@@ -553,14 +730,22 @@
         add("Decision", node.decision);
       }
       add("Summary", node.summary);
+      const used = usageByChat.get(node.id);
+      if (used) add("Used", O.formatCount(used.inputTokens) + " tokens in, " + O.formatCount(used.outputTokens) + " out · " + used.modelCalls + " model calls · " + O.formatMs(used.durationMs));
+      // A running worker can be cancelled on its own (its subtree with it).
+      const controls = h("div", { class: "buttons" });
+      if (node.kind === "chat" && node.parent && node.taskId && BUSY.has(node.status) && mayCommand()) {
+        const who = node.agentName + (node.agentId ? " " + node.agentId.replace(/^[^#]*#/, "#") : "");
+        controls.appendChild(h("button", { type: "button", id: "cancel-worker", class: "deny", text: "Cancel " + who, onclick: () => abortTask(node.taskId, who) }));
+      }
       if (node.kind !== "chat" || offline) {
-        fillPanel([heading, facts]);
+        fillPanel([heading, facts, controls]);
         panelNode = node.id;
         return;
       }
       if (panelNode !== node.id) {
         // Another node: say so at once; a refresh of the same one keeps what is shown.
-        fillPanel([heading, facts, h("div", { class: "turns", text: "Loading the transcript…" })]);
+        fillPanel([heading, facts, controls, h("div", { class: "turns", text: "Loading the transcript…" })]);
         panelNode = node.id;
       }
       const asked = ++transcriptAsked;
@@ -573,7 +758,7 @@
         if (disposed || asked !== transcriptAsked) return;
         turns.textContent = "The transcript could not be loaded: " + error.message;
       }
-      fillPanel([heading, facts, turns]);
+      fillPanel([heading, facts, controls, turns]);
     }
 
     function drawTranscript(target, transcript) {
@@ -676,6 +861,8 @@
       if (disposed) return;
       summary = answer.session || summary;
       receive(answer.envelopes || []);
+      wantLastAnswer = true;
+      loadUsage();
       showConnection(summary && summary.live ? "open" : "ended");
       connection.textContent = "ended: loaded from the journal";
     }
@@ -750,12 +937,17 @@
           send({ channel: "team", type: "subscribe", fromSequence: lastQueued() });
         },
         onMessage: function (message) {
+          if (message.channel === "agent") {
+            if (message.type === "history") (message.messages || []).forEach(onAgentEvent);
+            else onAgentEvent(message);
+          }
           if (message.channel === "team" && message.type === "event" && message.event) {
             receive([message.event]);
           } else if (message.type === "session_ended") {
             /* the close that follows says what next */
-          } else if (message.type === "error") {
-            const text = (message.code ? message.code + ": " : "") + (message.message || "error");
+          } else if (message.type === "error" && message.code) {
+            // A request refused (its `code` says so); a turn's own end in error has none.
+            const text = message.code + ": " + (message.message || "error");
             if (answering !== null) {
               refusals.set(answering, message.message || text); // said on its card
               answering = null;
@@ -806,6 +998,8 @@
       summary = answer.session || {};
       receive(answer.envelopes || []);
       drawMeta();
+      loadUsage();
+      if (!summary.live) wantLastAnswer = true; // a live one's comes with the socket's history
       if (summary.live) attach();
       else if (FINISHED.has(summary.status)) {
         ended = true;
@@ -831,6 +1025,7 @@
         clearInterval(t);
       });
       refreshTranscript.cancel();
+      refreshUsage.cancel();
       root.removeEventListener("resize", onResize);
       if (socket) {
         const s = socket;

@@ -267,9 +267,26 @@
     icon.setAttribute("data-waiting", String(n));
   }
 
+  /** 12345 -> "12,345" (the page's language decides the separator). */
+  function formatCount(n) {
+    return Number(n || 0).toLocaleString("en");
+  }
+
+  /** Milliseconds as people read them: "850 ms", "12.3 s", "4 min 05 s". */
+  function formatMs(ms) {
+    const value = Number(ms || 0);
+    if (value < 1000) return Math.round(value) + " ms";
+    if (value < 60000) return (value / 1000).toFixed(1) + " s";
+    const seconds = Math.round(value / 1000);
+    return Math.floor(seconds / 60) + " min " + String(seconds % 60).padStart(2, "0") + " s";
+  }
+
   root.Orchestrator = root.Orchestrator || {};
   Object.assign(root.Orchestrator, {
     showWaiting: showWaiting,
+    wsUrl: wsUrl,
+    formatCount: formatCount,
+    formatMs: formatMs,
     h: h,
     clear: clear,
     api: api,
