@@ -418,10 +418,14 @@ def test_the_delivery_team_is_started_from_the_page_and_one_worker_cancelled(
         watched.screenshot("run-03-answered")
         send_message(page, "Thanks: when is it out?")
         page.wait_for_selector("#result-prompt:has-text('Asked: Thanks: when is it out?')")
-        page.wait_for_function("() => document.querySelector('#result-state').innerText === 'answered'")
+        page.wait_for_selector("#result-state:text-is('answered')")
         assert page.input_value("#composer-text") == ""
-        facts = server_sequences(daemon, session)
-        assert facts, "the session's facts"
+        # The follow-up is the coordinator's second turn, in the same session.
+        assert page.evaluate("() => location.hash") == f"#/sessions/{session}"
+        page.click("#nodes-body tr:first-child button")
+        page.wait_for_selector("#transcript .turn >> nth=1")
+        asked = page.locator("#transcript .turn p.user").all_inner_texts()
+        assert asked == ["Asked: Ship the 2.0 notes", "Asked: Thanks: when is it out?"], asked
         watched.screenshot("run-04-follow-up")
         assert watched.errors == []
 
@@ -510,7 +514,8 @@ def test_the_page_survives_a_daemon_restart_and_resumes_live(
         run = start_run(daemon, "slow", "go")
         page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
         wait_rows(page, "rows.filter(r => r[1] === 'builder').length === 2")
-        assert page.inner_text("#connection") == "live"
+        # The rows come from the journal first; the socket opens after them.
+        page.wait_for_selector("#connection:text-is('live')")
         port = daemon.port
         daemon.stop()
         page.wait_for_selector("#connection:has-text('unreachable, retrying in')")
@@ -622,8 +627,9 @@ def test_the_teammates_page_triggers_a_run(browser: Browser, tmp_path: Path) -> 
 def test_the_pages_draw_without_error(
     browser: Browser, tmp_path: Path, viewport: tuple[int, int]
 ) -> None:
-    """Every page, at a desktop and a phone size: no console error, no uncaught exception;
-    the graph beside its table on the desktop, above it on the phone."""
+    """Every page, at a desktop and a phone size: no console error, no uncaught exception.
+    On the desktop the decisions sit beside the graph and the table below it; on the phone
+    the decisions come first, then the table, and the graph is drawn on request."""
     session = ended_session(tmp_path)
     teams = {"delivery": team_file("delivery"), "nightly": team_file("nightly")}
     name = f"{viewport[0]}x{viewport[1]}"
@@ -639,14 +645,25 @@ def test_the_pages_draw_without_error(
         page.click("#nodes-body tr:first-child button")
         page.wait_for_selector("#transcript .turn")
         assert "Transcript: lead" in page.inner_text("#transcript")
+        if viewport[0] < 1000:
+            assert page.locator("#graph").is_hidden(), "the graph on request on a phone"
+            toggle = page.locator("#graph-toggle")
+            assert toggle.get_attribute("aria-expanded") == "false"
+            toggle.focus()
+            page.keyboard.press("Enter")
+            assert toggle.get_attribute("aria-expanded") == "true"
+            page.wait_for_function("() => Orchestrator.currentGraph.cy.width() > 0")
         graph = page.locator("#graph").bounding_box()
         table = page.locator("#nodes").bounding_box()
+        actions = page.locator("#actions").bounding_box()
         assert graph is not None
         assert table is not None
+        assert actions is not None
         if viewport[0] >= 1000:
-            assert table["x"] >= graph["x"] + graph["width"] - 1, "the table beside the graph"
-        else:
+            assert actions["x"] >= graph["x"] + graph["width"] - 1, "decisions beside the graph"
             assert table["y"] >= graph["y"] + graph["height"] - 1, "the table below the graph"
+        else:
+            assert actions["y"] < table["y"] < graph["y"], "decisions, the table, the graph"
         assert page.evaluate("() => document.documentElement.scrollWidth") <= viewport[0]
         watched.screenshot(f"draw-{name}-session")
         page.evaluate("() => { location.hash = '#/teammates'; }")
@@ -679,7 +696,16 @@ def test_the_node_table_is_keyboard_operable(browser: Browser, tmp_path: Path) -
         assert "3 results: changelog, issue tracker, release page draft" in transcript
         assert "Result: Done: Summarise the changelog" in transcript
         assert page.locator("#nodes caption").count() == 1
-        assert page.locator("#nodes thead th[scope=col]").count() == 4
+        assert page.locator("#nodes thead th[scope=col]").all_inner_texts() == [
+            "Agent",
+            "Role",
+            "Status",
+            "Parent",
+            "Tokens in",
+            "Tokens out",
+            "Model calls",
+            "Time",
+        ]
         assert watched.errors == []
 
 
@@ -940,7 +966,8 @@ def test_a_yes_no_question_is_answered_with_a_button_and_other_pages_follow(
         page.click("#nodes-body tr:first-child button")
         page.wait_for_selector("#transcript .turn p.text:has-text('Shipping:')")
         watched.screenshot("confirm-02-answered")
-        assert watched.errors == [] and other.errors == []
+        assert watched.errors == []
+        assert other.errors == []
 
 
 def test_a_refused_answer_leaves_the_question_waiting_and_counted(

@@ -28,15 +28,15 @@
     needs_input: "#e6550d",
     idle: "#a1d99b",
     completed: "#31a354",
-    failed: "#de2d26",
+    failed: "#ef5b54",
     killed: "#969696",
     cancelled: "#969696",
     queued: "#d9d9d9",
     pending: "#fd8d3c",
     approved: "#31a354",
     accepted: "#31a354",
-    rejected: "#de2d26",
-    denied: "#de2d26",
+    rejected: "#ef5b54",
+    denied: "#ef5b54",
   };
 
   function statusColour(status) {
@@ -372,6 +372,8 @@
       resize: function () {
         cy.resize();
       },
+      // Laid out again (and fitted): a graph first drawn in a hidden box (a phone's).
+      relayout: layout,
     };
   }
 

@@ -166,7 +166,10 @@
       const shown = graphWrap.classList.toggle("shown");
       graphToggle.setAttribute("aria-expanded", String(shown));
       graphToggle.textContent = shown ? "Hide the graph" : "Show the graph";
-      if (shown) view.resize();
+      if (shown) {
+        view.resize();
+        view.relayout();
+      }
     });
 
     main.appendChild(
