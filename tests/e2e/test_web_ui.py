@@ -255,10 +255,12 @@ def standalone(directory: Path, team: Path) -> Path:
 
 
 @contextmanager
-def offline_page(browser: Browser, path: Path) -> Iterator[Watched]:
+def offline_page(
+    browser: Browser, path: Path, viewport: tuple[int, int] = (1280, 800)
+) -> Iterator[Watched]:
     """``path`` opened from disk, every request it makes recorded in ``watched.errors``
     unless it is the file itself."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
     watched = Watched(page=page)
@@ -320,11 +322,14 @@ def test_a_delivery_run_appears_and_is_drawn_live(browser: Browser, tmp_path: Pa
         assert len(edges) == 4, edges
         nodes = graph_nodes(page)
         assert [label for kind, label in nodes if kind == "chat" and label.startswith("lead")] == [
-            "lead | coordinator | [waiting (teammate)]"
+            "lead #1 | coordinator | [waiting (teammate)]"
         ], nodes
-        assert [label for kind, label in nodes if "researcher" in label].count(
-            "researcher | researcher | [needs_input (approval)]"
-        ) == 1, nodes
+        # Each worker says its task: three researchers are told apart.
+        assert (
+            "chat",
+            "researcher #3 | Publish the release not… | [needs_input (approval)]",
+        ) in nodes, nodes
+        assert len({label for kind, label in nodes if label.startswith("researcher")}) == 3
         assert ("approval", "approval | publish | [pending (routed to user)]") in nodes
         assert page.get_attribute("#graph", "role") == "img"
         label = page.get_attribute("#graph", "aria-label") or ""
@@ -864,7 +869,10 @@ def test_queued_delegations_are_dashed_placeholders_until_they_run(
             """() => Orchestrator.currentGraph.cy.nodes('.queued').map(
                 n => [n.style('border-style'), n.data('label').split('\\n').join(' | ')])"""
         )
-        assert kinds == [["dashed", "researcher | (queued task) | [queued]"]] * 2
+        assert sorted(kinds) == [
+            ["dashed", "researcher | List the known issues r… | [queued]"],
+            ["dashed", "researcher | Publish the release not… | [queued]"],
+        ], kinds
         assert graph_edges(page).count(("queued", "lead", "researcher")) == 2
         watched.screenshot("queued-01-placeholders")
         page.click("#scrubber-live")
@@ -1107,9 +1115,13 @@ def test_an_expired_sign_in_asks_for_the_token_again(browser: Browser, tmp_path:
                 page.wait_for_selector("#login-error:has-text('sign in again')")
 
 
-def fan_out_team(n: int) -> str:
-    """A scripted coordinator that delegates ``n`` one-line tasks in one round."""
-    tasks = ", ".join(f'{{ agent = "worker", task = "task {i}" }}' for i in range(n))
+def fan_out_team(n: int, *, failing: tuple[int, ...] = ()) -> str:
+    """A scripted coordinator that delegates ``n`` one-line tasks in one round; the tasks
+    numbered in ``failing`` fail."""
+    tasks = ", ".join(
+        f'{{ agent = "worker", task = "task {i}{" boom" if i in failing else ""}" }}'
+        for i in range(n)
+    )
     return f"""
 [team]
 name = "wide"
@@ -1128,45 +1140,83 @@ steps = [{{ delegate = [{tasks}] }}, {{ say = "collected" }}]
 role = "worker"
 
 [[agents.worker.turns]]
-steps = [{{ say = "done: {{task}}" }}]
+steps = [{{ fail = "it blew up", when_task_contains = "boom" }}, {{ say = "done: {{task}}" }}]
 """
 
 
-def test_a_big_session_is_laid_out_as_a_tree_in_view(browser: Browser, tmp_path: Path) -> None:
-    """Above 150 chats the graph is laid out by the page's own tree layout, not dagre: the
-    coordinator above its workers, workers in rows of 25 that do not overlap, straight
-    edges, and the whole graph fitted into the view."""
+#: The smallest label the first view may draw, in CSS pixels (issue 37: 11 px at 1400x900).
+READABLE_PX = 11
+
+DRAWN = """() => {
+    const cy = Orchestrator.currentGraph.cy;
+    const ext = cy.extent();
+    return {
+        nodes: cy.nodes().map(n => [n.data('kind'), n.data('label').split('\\n')[0],
+                                    n.position('x'), n.position('y')]),
+        labels: cy.nodes().map(n => n.data('label')),
+        smallest: Math.min(...cy.elements().filter(e => e.data('label')).map(
+            e => parseFloat(e.style('font-size')) * cy.zoom())),
+        curves: [...new Set(cy.edges().map(e => e.style('curve-style')))],
+        view: [ext.x1, ext.y1, ext.x2, ext.y2],
+    };
+}"""
+
+
+def test_a_big_round_is_one_group_node_that_expands_with_readable_labels(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """200 workers of one delegation round are drawn as one group node ("198 × worker ·
+    198 ✔"), the two that failed on their own; every label is at least 11 px at 1400x900.
+    Clicked, the group opens: 200 workers laid out by the page's tree layout in rows of 25,
+    still at a readable size, the coordinator in view (the rest a pan away). Search finds a
+    worker by its task."""
     team = tmp_path / "wide.toml"
-    team.write_text(fan_out_team(200), encoding="utf-8")
-    with offline_page(browser, standalone(tmp_path / "run", team)) as watched:
+    team.write_text(fan_out_team(200, failing=(7, 150)), encoding="utf-8")
+    with offline_page(browser, standalone(tmp_path / "run", team), viewport=(1400, 900)) as watched:
         page = watched.page
         wait_rows(page, "rows.length === 201")
         page.evaluate("() => new Promise(r => requestAnimationFrame(() => r()))")
-        drawn = page.evaluate(
-            """() => {
-                const cy = Orchestrator.currentGraph.cy;
-                const ext = cy.extent();
-                return {
-                    nodes: cy.nodes().map(n => [n.data('label').split('\\n')[0],
-                                                n.position('x'), n.position('y')]),
-                    curves: [...new Set(cy.edges().map(e => e.style('curve-style')))],
-                    view: [ext.x1, ext.y1, ext.x2, ext.y2],
-                };
-            }"""
-        )
-        positions = {(x, y) for _, x, y in drawn["nodes"]}
-        assert len(positions) == 201  # no two chats on one spot
-        (lead,) = [(x, y) for name, x, y in drawn["nodes"] if name == "lead"]
-        workers = [(x, y) for name, x, y in drawn["nodes"] if name == "worker"]
+        drawn = page.evaluate(DRAWN)
+        kinds = sorted((kind, name) for kind, name, _, _ in drawn["nodes"])
+        assert kinds == [
+            ("chat", "lead #1"),
+            ("chat", "worker #151"),
+            ("chat", "worker #8"),
+            ("group", "200 × worker"),
+        ], kinds
+        group = next(label for label in drawn["labels"] if label.startswith("200 ×"))
+        assert group.split("\n")[1] == "198 ✔ · 2 failed", group
+        assert drawn["smallest"] >= READABLE_PX, drawn["smallest"]
+        x1, y1, x2, y2 = drawn["view"]
+        assert all(x1 <= x <= x2 and y1 <= y <= y2 for _, _, x, y in drawn["nodes"])
+        watched.screenshot("big-01-grouped")
+        # Opened by a click on it (cytoscape's tap), as a person does.
+        page.evaluate("""() => Orchestrator.currentGraph.cy.nodes('.group').emit('tap')""")
+        page.wait_for_function("() => Orchestrator.currentGraph.cy.nodes().length === 201")
+        page.evaluate("() => new Promise(r => setTimeout(r, 300))")  # the layout's interval
+        drawn = page.evaluate(DRAWN)
+        workers = [(x, y) for kind, name, x, y in drawn["nodes"] if name.startswith("worker")]
         assert len(workers) == 200
+        assert len({(x, y) for x, y in workers}) == 200, "no two workers on one spot"
+        (lead,) = [(x, y) for _, name, x, y in drawn["nodes"] if name == "lead #1"]
         assert all(y > lead[1] for _, y in workers)
         rows = sorted({y for _, y in workers})
         assert len(rows) == 8  # 200 workers in rows of 25
-        assert all(sum(1 for _, y in workers if y == row) == 25 for row in rows)
         assert drawn["curves"] == ["straight"]
+        assert drawn["smallest"] >= READABLE_PX, drawn["smallest"]
         x1, y1, x2, y2 = drawn["view"]
-        assert all(x1 <= x <= x2 and y1 <= y <= y2 for x, y in positions)
-        watched.screenshot("big-01-tree")
+        assert x1 <= lead[0] <= x2 and y1 <= lead[1] <= y2, "the coordinator in view"
+        watched.screenshot("big-02-expanded")
+        # Search by task: the one match is outlined and, on Enter, selected.
+        page.fill("#graph-search", "task 150 boom")
+        page.wait_for_selector("#graph-search-count:has-text('1 found')")
+        page.focus("#graph-search")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#transcript-title:has-text('worker')")
+        assert "task 150 boom" in page.inner_text("#transcript")
+        matched = page.evaluate("() => Orchestrator.currentGraph.cy.nodes('.match').length")
+        assert matched == 1
+        watched.screenshot("big-03-search")
         assert watched.errors == []
 
 

@@ -313,21 +313,23 @@ def open_page(
 
 
 def graph_edges(page: Page) -> list[tuple[str, str, str]]:
-    """The drawn graph's edges as (kind, source label's first line, target's first line)."""
+    """The drawn graph's edges as (kind, source's agent name, target's agent name): the
+    first line of each label without its number (``lead #1`` is ``lead``)."""
     edges: list[list[str]] = page.evaluate(
         """() => Orchestrator.currentGraph.cy.edges().map(e => [
             e.data('kind'),
-            e.source().data('label').split('\\n')[0],
-            e.target().data('label').split('\\n')[0]])"""
+            e.source().data('label').split('\\n')[0].replace(/ #\\d+$/, ''),
+            e.target().data('label').split('\\n')[0].replace(/ #\\d+$/, '')])"""
     )
     return sorted((kind, source, target) for kind, source, target in edges)
 
 
 def graph_nodes(page: Page) -> list[tuple[str, str]]:
-    """The drawn graph's nodes as (kind, label with its lines joined by ' | ')."""
+    """The drawn graph's nodes as (kind, label with its lines joined by ' | '): who, what
+    (a worker's task, else its role) and status; not the tokens line, which comes later."""
     nodes: list[list[str]] = page.evaluate(
         """() => Orchestrator.currentGraph.cy.nodes().map(n => [
-            n.data('kind'), n.data('label').split('\\n').join(' | ')])"""
+            n.data('kind'), n.data('label').split('\\n').slice(0, 3).join(' | ')])"""
     )
     return sorted((kind, label) for kind, label in nodes)
 

@@ -12,7 +12,9 @@
  * The model (plain objects and Maps, no DOM):
  *   nodes: Map id -> node, in the order the stream first mentioned them
  *     kind "chat":     id = the chat URI (threadId); agentName, role, status, parent
- *                      (the delegating chat, parentThreadId), agentId, taskId, title, summary
+ *                      (the delegating chat, parentThreadId), agentId, taskId, title, summary,
+ *                      toolCallId (the delegate call that spawned it), usage (set by the
+ *                      page: tokens, model calls, time)
  *     kind "queued":   id = "queued:" + taskId; a delegation waiting for room in the parallel
  *                      budget (task.changed status "queued" with no chat yet); removed when
  *                      the task's chat is spawned
@@ -111,6 +113,8 @@
     if (payload.summary) node.summary = payload.summary;
     node.waitingFor = payload.waitingFor || null;
     if (payload.status) node.status = payload.status;
+    // The delegate call that spawned it: its round (graph-view.js groups a round's siblings).
+    if (env.type === "agent.spawned" && env.toolCallId && !node.toolCallId) node.toolCallId = env.toolCallId;
     if (env.type === "agent.spawned" && env.parentThreadId && !node.parent) {
       node.parent = env.parentThreadId;
       chatNode(model, env.parentThreadId);

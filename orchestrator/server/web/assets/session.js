@@ -149,9 +149,33 @@
     );
     // On a phone the graph is drawn on request (the decisions and the agents come first).
     const graphToggle = h("button", { type: "button", id: "graph-toggle", class: "graph-toggle", "aria-expanded": "false", "aria-controls": "graph-wrap", text: "Show the graph" });
+    // Search by agent, task or status: matches are outlined, the rest faded; Enter goes
+    // from one match to the next (a match folded in a group opens it).
+    const searchBox = h("input", { type: "search", id: "graph-search", placeholder: "agent, task or status", "aria-describedby": "graph-search-count" });
+    const searchCount = h("output", { id: "graph-search-count", for: "graph-search", "aria-live": "polite" });
+    let searchFound = [];
+    let searchAt = -1;
+    function runSearch() {
+      searchFound = view.search(searchBox.value);
+      searchAt = -1;
+      searchCount.textContent = searchBox.value.trim() ? searchFound.length + " found" + (searchFound.length ? " (Enter: next)" : "") : "";
+    }
+    const searchLater = O.debounce(runSearch, 200);
+    searchBox.addEventListener("input", searchLater);
+    searchBox.addEventListener("keydown", function (event) {
+      if (event.key !== "Enter") return;
+      event.preventDefault();
+      searchLater.cancel();
+      if (searchAt === -1) runSearch();
+      if (!searchFound.length) return;
+      searchAt = (searchAt + 1) % searchFound.length;
+      selectNode(searchFound[searchAt]);
+      searchCount.textContent = searchAt + 1 + " of " + searchFound.length;
+    });
     const graphWrap = h(
       "div",
       { id: "graph-wrap", class: "graph-wrap" },
+      h("div", { class: "search", role: "search" }, h("label", { for: "graph-search", text: "Find" }), searchBox, searchCount),
       h(
         "div",
         { class: "scrub", role: "group", "aria-label": "Sequence scrubber" },
@@ -630,6 +654,7 @@
     function drawAll(fresh) {
       const m = shownModel();
       view.render(m);
+      if (searchBox.value.trim() && fresh && fresh.length) view.search(searchBox.value);
       graphBox.setAttribute("aria-label", GM.describe(m) + (scrubAt === null ? "" : " (at fact " + scrubAt + ")"));
       drawTable(m);
       drawActions();
@@ -1029,6 +1054,7 @@
       });
       refreshTranscript.cancel();
       refreshUsage.cancel();
+      searchLater.cancel();
       root.removeEventListener("resize", onResize);
       if (socket) {
         const s = socket;
