@@ -479,6 +479,38 @@ def test_the_result_and_what_each_agent_used_are_read_and_a_run_cancelled(
             assert viewer.page.locator("#new-run").count() == 0
 
 
+def test_on_a_phone_the_waiting_decision_comes_first(browser: Browser, tmp_path: Path) -> None:
+    """At 390x844 a live session's page opens on the approval that waits (card and buttons
+    in the first screen), then the answer, then the list of agents; the graph is drawn only
+    on request; nothing is wider than the screen."""
+    with (
+        running_daemon(tmp_path, {"delivery": team_file("delivery")}) as daemon,
+        open_page(browser, daemon, viewport=(390, 844)) as watched,
+    ):
+        page = watched.page
+        run = start_run(daemon, "delivery", "Ship it")
+        page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
+        card = page.locator("#actions li.approval")
+        card.wait_for()
+        approve = page.locator("#actions [data-action=approve]")
+        box = approve.bounding_box()
+        assert box is not None
+        assert box["y"] + box["height"] <= 844, "Approve is on the first screen"
+        where = page.evaluate(
+            """() => ['#actions', '#result', '#nodes', '#graph-toggle'].map(
+                s => document.querySelector(s).getBoundingClientRect().top)"""
+        )
+        assert where == sorted(where), where
+        assert page.locator("#graph").is_hidden()
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+        watched.screenshot("phone-01-decision-first")
+        approve.focus()
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#decided-list li:has-text('approved by olivia')")
+        watched.screenshot("phone-02-decided")
+        assert watched.errors == []
+
+
 def test_a_viewer_sees_no_action_controls(browser: Browser, tmp_path: Path) -> None:
     teams = {"delivery": team_file("delivery"), "nightly": team_file("nightly")}
     with running_daemon(tmp_path, teams) as daemon:
@@ -1144,6 +1176,9 @@ steps = [{{ fail = "it blew up", when_task_contains = "boom" }}, {{ say = "done:
 """
 
 
+#: How a group node counts its members ("200 TIMES worker").
+TIMES = "\N{MULTIPLICATION SIGN}"
+
 #: The smallest label the first view may draw, in CSS pixels (issue 37: 11 px at 1400x900).
 READABLE_PX = 11
 
@@ -1165,8 +1200,8 @@ DRAWN = """() => {
 def test_a_big_round_is_one_group_node_that_expands_with_readable_labels(
     browser: Browser, tmp_path: Path
 ) -> None:
-    """200 workers of one delegation round are drawn as one group node ("198 × worker ·
-    198 ✔"), the two that failed on their own; every label is at least 11 px at 1400x900.
+    """200 workers of one delegation round are drawn as one group node ("200 x worker ·
+    198 done"), the two that failed on their own; every label is at least 11 px at 1400x900.
     Clicked, the group opens: 200 workers laid out by the page's tree layout in rows of 25,
     still at a readable size, the coordinator in view (the rest a pan away). Search finds a
     worker by its task."""
@@ -1182,9 +1217,9 @@ def test_a_big_round_is_one_group_node_that_expands_with_readable_labels(
             ("chat", "lead #1"),
             ("chat", "worker #151"),
             ("chat", "worker #8"),
-            ("group", "200 × worker"),
+            ("group", f"200 {TIMES} worker"),
         ], kinds
-        group = next(label for label in drawn["labels"] if label.startswith("200 ×"))
+        group = next(label for label in drawn["labels"] if label.startswith(f"200 {TIMES}"))
         assert group.split("\n")[1] == "198 ✔ · 2 failed", group
         assert drawn["smallest"] >= READABLE_PX, drawn["smallest"]
         x1, y1, x2, y2 = drawn["view"]
@@ -1205,7 +1240,8 @@ def test_a_big_round_is_one_group_node_that_expands_with_readable_labels(
         assert drawn["curves"] == ["straight"]
         assert drawn["smallest"] >= READABLE_PX, drawn["smallest"]
         x1, y1, x2, y2 = drawn["view"]
-        assert x1 <= lead[0] <= x2 and y1 <= lead[1] <= y2, "the coordinator in view"
+        assert x1 <= lead[0] <= x2, "the coordinator in view"
+        assert y1 <= lead[1] <= y2, "the coordinator in view"
         watched.screenshot("big-02-expanded")
         # Search by task: the one match is outlined and, on Enter, selected.
         page.fill("#graph-search", "task 150 boom")
