@@ -16,7 +16,8 @@ page loads:
 - *label px*: the smallest label of the first view, in CSS pixels at 1400x900 (issue 37's
   target: 11 or more), and *nodes*: how many nodes that view draws (a round's quiet
   siblings are one group node);
-- *expand*: from a click on the round's group node to all its workers laid out and painted.
+- *expand*: from a click on the round's group node to its next 50 workers laid out and
+  painted.
 
 ``--before`` prints the figures measured on the page before issue 37 (grouping, readable
 labels) beside them; they were taken with this script on the commit named in BEFORE, with
@@ -119,10 +120,10 @@ def serve(db: Path, teams: Path, port: int) -> subprocess.Popen[bytes]:
     raise SystemExit("the daemon did not start within 30 s")
 
 
-#: The 1,000-worker figures before issue 37 (main at 4662a4d, this machine, 2026-12-07,
-#: 1400x900; median of 2 warm loads): N -> (drawn cold s, drawn warm s, longest task s,
-#: smallest label px, nodes drawn).
-BEFORE = {1000: (None, None, None, None, None)}
+#: The 1,000-worker figures before issue 37 (fc576e2, this machine shared with other work,
+#: 2026-12-07, 1400x900, median of 2 warm loads): N -> (drawn cold s, drawn warm s, longest
+#: task s, smallest label px, nodes drawn).
+BEFORE: dict[int, tuple[float, float, float, float, int]] = {1000: (5.69, 2.57, 0.77, 1.2, 1001)}
 
 #: The first view: how small its smallest label is, how many nodes it draws.
 FIRST_VIEW = """() => {
@@ -155,9 +156,10 @@ def load_once(browser: Any, url: str, n: int) -> dict[str, float]:
     expand = float("nan")
     if page.evaluate("() => Orchestrator.currentGraph.cy.nodes('.group').length") > 0:
         opened = time.perf_counter()
-        page.evaluate("() => Orchestrator.currentGraph.cy.nodes('.group').emit('tap')")
+        page.evaluate("() => { Orchestrator.currentGraph.cy.nodes('.group').emit('tap'); }")
         page.wait_for_function(
-            f"() => Orchestrator.currentGraph.cy.nodes().length >= {n + 1}", timeout=120_000
+            f"() => Orchestrator.currentGraph.cy.nodes().length > {first['nodes']}",
+            timeout=120_000,
         )
         page.evaluate(
             "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"

@@ -385,6 +385,23 @@ def test_the_approve_button_approves_and_the_graph_shows_it_resolved(
         assert not document_title(page).startswith("(")
         assert page.get_attribute("link[rel=icon]", "data-waiting") == "0"
         watched.screenshot("approve-02-resolved")
+        # The timeline says it in words; "decisions" keeps those two lines.
+        page.select_option("#timeline-kind", "decision")
+        said = page.locator("#timeline-list li:not([hidden]) .words").all_inner_texts()
+        assert said == [
+            "researcher #3 asked to run publish(target=release page) — routed to user",
+            "researcher #3's publish: approved by olivia",
+        ], said
+        page.locator("#timeline-list li:not([hidden]) button").first.click()
+        page.wait_for_selector("#transcript-title:has-text('Transcript: researcher')")
+        page.check("#timeline-raw")
+        raw = page.locator("#timeline-list li:not([hidden]) .raw").first
+        assert '"type":"action.required"' in raw.inner_text()
+        page.fill("#timeline-filter", "olivia")
+        page.wait_for_function(
+            "() => document.querySelectorAll('#timeline-list li:not([hidden])').length === 1"
+        )
+        watched.screenshot("approve-03-timeline")
         assert watched.errors == []
 
 
@@ -1202,9 +1219,9 @@ def test_a_big_round_is_one_group_node_that_expands_with_readable_labels(
 ) -> None:
     """200 workers of one delegation round are drawn as one group node ("200 x worker ·
     198 done"), the two that failed on their own; every label is at least 11 px at 1400x900.
-    Clicked, the group opens: 200 workers laid out by the page's tree layout in rows of 25,
-    still at a readable size, the coordinator in view (the rest a pan away). Search finds a
-    worker by its task."""
+    Each click on the group draws 50 more of its workers; all drawn, the 200 are laid out
+    by the page's tree layout in rows of 25, still at a readable size, the coordinator in
+    view (the rest a pan away). Search finds a worker by its task."""
     team = tmp_path / "wide.toml"
     team.write_text(fan_out_team(200, failing=(7, 150)), encoding="utf-8")
     with offline_page(browser, standalone(tmp_path / "run", team), viewport=(1400, 900)) as watched:
@@ -1225,9 +1242,18 @@ def test_a_big_round_is_one_group_node_that_expands_with_readable_labels(
         x1, y1, x2, y2 = drawn["view"]
         assert all(x1 <= x <= x2 and y1 <= y <= y2 for _, _, x, y in drawn["nodes"])
         watched.screenshot("big-01-grouped")
-        # Opened by a click on it (cytoscape's tap), as a person does.
-        page.evaluate("""() => Orchestrator.currentGraph.cy.nodes('.group').emit('tap')""")
-        page.wait_for_function("() => Orchestrator.currentGraph.cy.nodes().length === 201")
+        # Opened by a click on it (cytoscape's tap), as a person does: 50 more each time.
+        tap = "() => { Orchestrator.currentGraph.cy.nodes('.group').emit('tap'); }"
+        page.evaluate(tap)
+        page.wait_for_function("() => Orchestrator.currentGraph.cy.nodes().length === 54")
+        labels = page.evaluate(DRAWN)["labels"]
+        group = next(label for label in labels if label.startswith(f"200 {TIMES}"))
+        assert group.split("\n")[2] == "[148 more: click to show 50]", group
+        for drawn_nodes in (104, 154, 201):  # the last click leaves no group
+            page.evaluate(tap)
+            page.wait_for_function(
+                f"() => Orchestrator.currentGraph.cy.nodes().length === {drawn_nodes}"
+            )
         page.evaluate("() => new Promise(r => setTimeout(r, 300))")  # the layout's interval
         drawn = page.evaluate(DRAWN)
         workers = [(x, y) for kind, name, x, y in drawn["nodes"] if name.startswith("worker")]

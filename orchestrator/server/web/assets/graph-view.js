@@ -327,7 +327,11 @@
     }
 
     // ── groups: the siblings of one delegation round ──
-    const expanded = new Set(); // round keys the user opened
+    // A click opens a group EXPAND_STEP members at a time (the rest stay a group): a
+    // round of 1,000 at a readable size would be a graph of 5,000 by 4,000 pixels.
+    const EXPAND_STEP = 50;
+    const expanded = new Map(); // round key -> how many of its members are drawn
+    const forced = new Set(); // nodes drawn whatever their group (selected, searched for)
     let lastModel = null;
     let groupOf = new Map(); // hidden node id -> its group node id
     let groupKeys = new Map(); // group node id -> round key
@@ -339,14 +343,15 @@
       return node.parent + "|" + node.agentName + "|" + (node.kind === "queued" ? "queued" : round ? round[1] : "");
     }
 
-    function groupLabel(agentName, members) {
+    function groupLabel(agentName, members, folded) {
       const counts = new Map();
       for (const member of members) {
         const status = member.kind === "queued" ? "queued" : member.status;
         counts.set(status, (counts.get(status) || 0) + 1);
       }
       const parts = [...counts].sort((a, b) => b[1] - a[1]).map(([status, n]) => (status === "completed" ? n + " ✔" : n + " " + status));
-      return members.length + " × " + agentName + "\n" + parts.join(" · ") + "\n[group: click to expand]";
+      const more = folded < members.length ? folded + " more: click to show " + Math.min(folded, 50) : "group: click to expand";
+      return members.length + " × " + agentName + "\n" + parts.join(" · ") + "\n[" + more + "]";
     }
 
     /** What is drawn of `model`: every node, but the quiet siblings of a big round folded
@@ -364,8 +369,9 @@
       const hidden = new Map();
       const groups = [];
       for (const [key, members] of rounds) {
-        if (members.length < GROUP_FROM || expanded.has(key)) continue;
-        const folded = members.filter((n) => !ALWAYS_SHOWN.has(n.status) && !parents.has(n.id) && n.id !== selectedId);
+        if (members.length < GROUP_FROM) continue;
+        const quiet = members.filter((n) => !ALWAYS_SHOWN.has(n.status) && !parents.has(n.id) && n.id !== selectedId && !forced.has(n.id));
+        const folded = quiet.slice(expanded.get(key) || 0);
         if (folded.length < 2) continue;
         const id = "group:" + key;
         folded.forEach((n) => hidden.set(n.id, id));
@@ -376,7 +382,7 @@
           key: key,
           data: {
             id: id,
-            label: groupLabel(members[0].agentName, members),
+            label: groupLabel(members[0].agentName, members, folded.length),
             colour: statusColour(busy ? "running" : failed ? "failed" : folded.every((n) => n.status === "completed") ? "completed" : folded[0].status),
             kind: "group",
             status: busy ? "running" : "group",
@@ -455,7 +461,7 @@
     function expand(id) {
       const key = groupKeys.get(id);
       if (key === undefined || !lastModel) return false;
-      expanded.add(key);
+      expanded.set(key, (expanded.get(key) || 0) + EXPAND_STEP);
       if (pendingLayout !== null) {
         clearTimeout(pendingLayout);
         pendingLayout = null;
@@ -475,10 +481,10 @@
           if (words.indexOf(wanted) >= 0) found.push(node.id);
         }
       }
-      // A match folded in a group opens it.
-      const opened = new Set(found.map((nodeId) => groupOf.get(nodeId)).filter(Boolean));
-      if (opened.size) {
-        for (const groupId of opened) expanded.add(groupKeys.get(groupId));
+      // A match folded in a group is drawn on its own (the first 200 matches).
+      const folded = found.filter((nodeId) => groupOf.has(nodeId)).slice(0, 200);
+      if (folded.length) {
+        folded.forEach((nodeId) => forced.add(nodeId));
         lastLayoutAt = 0;
         render(lastModel);
       }
@@ -494,8 +500,12 @@
 
     function select(id) {
       selectedId = id;
-      // A node folded in a group: the group opens first.
-      if (groupOf.has(id)) expand(groupOf.get(id));
+      // A node folded in a group is drawn on its own first.
+      if (groupOf.has(id) && lastModel) {
+        forced.add(id);
+        lastLayoutAt = 0;
+        render(lastModel);
+      }
       cy.$(":selected").unselect();
       const node = cy.getElementById(id);
       if (node.nonempty()) {

@@ -614,25 +614,79 @@
       }
     }
 
+    // ── the timeline, in words ──
+    // Each envelope is a sentence naming agents as people do ("researcher #3 asked to run
+    // publish(target=release page)"), with a link to its node (and so its transcript); a
+    // filter keeps the lines with some text, a kind; "Raw envelopes" shows them as sent.
     const timelineRows = [];
+    function nameOf(chat, fallback) {
+      const node = chat ? model.nodes.get(chat) : null;
+      if (!node || node.kind !== "chat") return fallback || "?";
+      return node.agentName + (node.agentId ? " #" + String(node.agentId).replace(/^[^#]*#/, "") : "");
+    }
+
+    /** [kind, sentence] of an envelope; kind is "decision", "agent" or "run". */
+    function sentence(env) {
+      const p = env.payload || {};
+      const who = nameOf(env.threadId, p.requestedByName || p.agentName);
+      switch (env.type) {
+        case "run.started":
+          return ["run", "The run started" + (p.prompt ? ": " + O.shorten(String(p.prompt), 120) : "")];
+        case "run.finished":
+        case "run.failed":
+          return ["run", "The run " + (p.status || (env.type === "run.failed" ? "failed" : "finished")) + (p.error ? ": " + p.error : "")];
+        case "agent.spawned":
+          return env.parentThreadId
+            ? ["agent", nameOf(env.parentThreadId) + " delegated to " + who + (p.title || (model.nodes.get(env.threadId) || {}).title ? ": " + O.shorten(p.title || model.nodes.get(env.threadId).title, 100) : "")]
+            : ["agent", who + " joined as " + (p.role || "a member")];
+        case "agent.changed":
+          return ["agent", who + " is " + (p.status || "changed") + (p.waitingFor ? " (" + p.waitingFor + ")" : "")];
+        case "agent.completed":
+        case "agent.failed":
+          return ["agent", who + " " + (p.status || "ended") + (p.summary ? ": " + O.shorten(String(p.summary), 140) : "")];
+        case "worker.notification":
+          return ["agent", who + " reported back (" + (p.status || "done") + ")" + (env.parentThreadId ? " to " + nameOf(env.parentThreadId) : "")];
+        case "agent.handoff":
+          return ["agent", (p.fromAgent || "?") + " handed over to " + (p.toAgent || "?") + (p.reason ? ": " + p.reason : "")];
+        case "action.required": {
+          const asked = p.questions && p.questions.length
+            ? "asked: " + (p.message || p.questions.map((q) => q.message || q.id).join(" / "))
+            : "asked to run " + (p.toolName || "a tool") + (p.inputSummary ? "(" + p.inputSummary + ")" : "");
+          return ["decision", (p.requestedByName || who) + " " + asked + " — routed to " + (p.routedToName || p.routedTo || "?")];
+        }
+        case "action.resolved": {
+          const what = p.toolName ? (p.requestedByName || who) + "'s " + p.toolName : (p.requestedByName || who) + "'s question";
+          const outcome = p.answer !== undefined ? "answered " + p.answer : p.decision || p.response || "resolved";
+          return ["decision", what + ": " + outcome + (p.resolvedByName ? " by " + p.resolvedByName : "")];
+        }
+        case "task.changed":
+          return ["task", "Task " + (p.title ? "“" + O.shorten(p.title, 80) + "”" : env.taskId || "") + " is " + (p.status || "changed")];
+        default:
+          return ["other", env.type + (p.status ? " (" + p.status + ")" : "")];
+      }
+    }
+
     function drawTimeline(fresh) {
       // Only the newest TIMELINE_CAP are ever made: a 1,000-worker session has 10,000.
       for (const env of fresh.length > TIMELINE_CAP ? fresh.slice(-TIMELINE_CAP) : fresh) {
-        const payload = env.payload || {};
-        const agent = payload.agentName || payload.requestedBy || (payload.fromAgent ? payload.fromAgent + " → " + payload.toAgent : "") || payload.team || payload.teamName || "";
+        const [kind, words] = sentence(env);
+        const link = env.threadId && model.nodes.has(env.threadId)
+          ? h("button", { type: "button", class: "link", "data-node": env.threadId, text: nameOf(env.threadId), onclick: () => selectNode(env.threadId) })
+          : null;
         const li = h(
           "li",
-          { "data-sequence": env.sequence },
+          { "data-sequence": env.sequence, "data-kind": kind, class: "kind-" + kind },
           h("span", { class: "seq", text: "#" + env.sequence }),
           " ",
-          h("time", { datetime: env.timestamp || "", text: O.formatTime(env.timestamp) }),
+          h("time", { datetime: env.timestamp || "", text: O.formatTime(env.timestamp).slice(11) || O.formatTime(env.timestamp) }),
           " ",
-          h("span", { class: "type", text: env.type }),
-          " ",
-          h("span", { class: "agent", text: agent + (payload.status ? " [" + payload.status + "]" : "") })
+          h("span", { class: "words", text: words }),
+          link ? [" ", link] : null,
+          h("code", { class: "raw", text: JSON.stringify(env) })
         );
         timelineList.appendChild(li);
         timelineRows.push(li);
+        filterRow(li);
       }
       while (timelineRows.length > TIMELINE_CAP) timelineRows.shift().remove();
       timelineNote.textContent =
@@ -640,6 +694,37 @@
           ? "The last " + TIMELINE_CAP + " of " + envelopes.length + " events, newest last."
           : envelopes.length + " events, newest last.";
     }
+
+    function filterRow(li) {
+      const text = timelineFilter.value.trim().toLowerCase();
+      const kind = timelineKind.value;
+      const shown = (!kind || li.dataset.kind === kind) && (!text || li.textContent.toLowerCase().indexOf(text) >= 0);
+      li.hidden = !shown;
+    }
+
+    const timelineFilter = h("input", { type: "search", id: "timeline-filter", placeholder: "agent, tool, status…" });
+    const timelineKind = h(
+      "select",
+      { id: "timeline-kind" },
+      [["", "everything"], ["decision", "decisions"], ["agent", "agents"], ["task", "tasks"], ["run", "the run"], ["other", "other"]].map(([value, text]) => h("option", { value: value, text: text }))
+    );
+    const timelineRaw = h("input", { type: "checkbox", id: "timeline-raw" });
+    const refilter = O.debounce(() => timelineRows.forEach(filterRow), 150);
+    timelineFilter.addEventListener("input", refilter);
+    timelineKind.addEventListener("change", () => timelineRows.forEach(filterRow));
+    timelineRaw.addEventListener("change", () => timelineList.classList.toggle("raw-shown", timelineRaw.checked));
+    timeline.insertBefore(
+      h(
+        "div",
+        { class: "filters", role: "group", "aria-label": "Filter the timeline" },
+        h("label", { for: "timeline-filter", text: "Filter" }),
+        timelineFilter,
+        h("label", { for: "timeline-kind", text: "Show" }),
+        timelineKind,
+        h("label", { for: "timeline-raw" }, timelineRaw, " Raw envelopes")
+      ),
+      timelineNote
+    );
 
     function drawScrubber() {
       const last = envelopes.length ? envelopes[envelopes.length - 1].sequence : 0;
@@ -1055,6 +1140,7 @@
       refreshTranscript.cancel();
       refreshUsage.cancel();
       searchLater.cancel();
+      refilter.cancel();
       root.removeEventListener("resize", onResize);
       if (socket) {
         const s = socket;
