@@ -31,6 +31,7 @@ from tests.support.web_browser import (
     WEB_ASSETS,
     Daemon,
     Watched,
+    axe_violations,
     caught_up,
     chromium,
     graph_edges,
@@ -526,6 +527,40 @@ def test_on_a_phone_the_waiting_decision_comes_first(browser: Browser, tmp_path:
         page.wait_for_selector("#decided-list li:has-text('approved by olivia')")
         watched.screenshot("phone-02-decided")
         assert watched.errors == []
+
+
+@pytest.mark.parametrize("viewport", [(1400, 900), (390, 844)], ids=["desktop", "phone"])
+def test_axe_finds_no_serious_violation_on_any_page(
+    browser: Browser, tmp_path: Path, viewport: tuple[int, int]
+) -> None:
+    """axe-core (vendored from npm) in the same Chromium: the sign-in page, the sessions
+    list with its New run form, a live session with an approval and a question waiting,
+    an ended session, and the teammates page have no serious or critical violation."""
+    teams = {"delivery": team_file("delivery"), "nightly": team_file("nightly")}
+    found: dict[str, list[dict[str, object]]] = {}
+    with running_daemon(tmp_path, teams) as daemon:
+        with open_page(browser, daemon, token=None, viewport=viewport, bypass_csp=True) as out:
+            out.page.wait_for_selector("#login-token")
+            found["sign-in"] = axe_violations(out.page)
+        with open_page(browser, daemon, viewport=viewport, bypass_csp=True) as watched:
+            page = watched.page
+            page.wait_for_selector("#new-run-team option[value='delivery']", state="attached")
+            found["sessions"] = axe_violations(page)
+            run = start_run(daemon, "delivery", "Ship it")
+            page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
+            page.wait_for_selector("#actions li.approval")
+            page.click("#nodes-body tr:first-child button")
+            page.wait_for_selector("#transcript .turn")
+            found["session"] = axe_violations(page)
+            page.click("#actions [data-action=approve]")
+            caught_up(page, daemon, run)
+            page.check("#timeline-raw")
+            found["session answered"] = axe_violations(page)
+            page.evaluate("() => { location.hash = '#/teammates'; }")
+            page.wait_for_selector("tr[data-teammate]")
+            found["teammates"] = axe_violations(page)
+            watched.screenshot(f"axe-{viewport[0]}x{viewport[1]}-teammates")
+    assert {name: v for name, v in found.items() if v} == {}
 
 
 def test_a_viewer_sees_no_action_controls(browser: Browser, tmp_path: Path) -> None:

@@ -52,6 +52,8 @@ OPERATOR_TOKEN = "operator-token-0123456789abcdef"
 VIEWER_TOKEN = "viewer-token-0123456789abcdef"
 TEAMS = PROJECT_ROOT / "orchestrator" / "teams"
 WEB_ASSETS = PROJECT_ROOT / "orchestrator" / "server" / "web" / "assets"
+#: axe-core, vendored (tests/support/vendor/axe-core/VENDORED.md).
+AXE = PROJECT_ROOT / "tests" / "support" / "vendor" / "axe-core" / "axe.min.js"
 #: How long the page may take to show what a test waits for (a loaded CI machine).
 WAIT_MS = 20_000
 
@@ -276,10 +278,14 @@ def open_page(
     token: str | None = OPERATOR_TOKEN,
     fragment: str = "#/",
     viewport: tuple[int, int] = (1280, 800),
+    bypass_csp: bool = False,
 ) -> Iterator[Watched]:
-    """A fresh browser context on the daemon's page, signed in with ``token``."""
+    """A fresh browser context on the daemon's page, signed in with ``token``
+    (``bypass_csp``: scripts a test injects run despite the page's policy, as axe-core)."""
     context = browser.new_context(
-        viewport={"width": viewport[0], "height": viewport[1]}, accept_downloads=True
+        viewport={"width": viewport[0], "height": viewport[1]},
+        accept_downloads=True,
+        bypass_csp=bypass_csp,
     )
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
@@ -310,6 +316,23 @@ def open_page(
         yield watched
     finally:
         context.close()
+
+
+def axe_violations(page: Page) -> list[dict[str, Any]]:
+    """axe-core's serious and critical violations on the page as it stands: rule id, impact,
+    help and the first few offending elements."""
+    if not page.evaluate("() => typeof axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
+    found: list[dict[str, Any]] = page.evaluate(
+        """async () => {
+            const result = await axe.run(document, {resultTypes: ['violations']});
+            return result.violations
+                .filter(v => v.impact === 'serious' || v.impact === 'critical')
+                .map(v => ({id: v.id, impact: v.impact, help: v.help,
+                            nodes: v.nodes.slice(0, 3).map(n => n.target.join(' '))}));
+        }"""
+    )
+    return found
 
 
 def graph_edges(page: Page) -> list[tuple[str, str, str]]:

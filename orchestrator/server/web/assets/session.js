@@ -116,7 +116,8 @@
 
     // ── run and steer: the answer as it streams, what was used, the next message ──
     const resultPrompt = h("p", { id: "result-prompt", class: "meta" });
-    const resultText = h("div", { id: "result-text", class: "result-text", "aria-live": "polite" });
+    // Focusable: a long answer scrolls, and the keyboard must reach it too.
+    const resultText = h("div", { id: "result-text", class: "result-text", "aria-live": "polite", tabindex: "0", role: "region", "aria-label": "The coordinator's answer" });
     const resultState = h("p", { id: "result-state", class: "meta" });
     const usageTotal = h("p", { id: "usage-total", class: "usage" });
     const composerText = h("textarea", { id: "composer-text", rows: "3", "aria-describedby": "composer-mode" });
