@@ -110,6 +110,7 @@ tools = ["ask"]
 [[agents.lead.turns]]
 steps = [ { ask = "Ship to production?", kind = "boolean" },
           { ask = "Which region?", kind = "single-select", options = ["north", "south"] },
+          { ask = "Announce where?", kind = "multi-select", options = ["mail", "chat", "web"] },
           { say = "Shipping: {outcomes}." } ]
 """
 
@@ -1054,6 +1055,17 @@ def test_a_yes_no_question_is_answered_with_a_button_and_other_pages_follow(
         page.focus("#actions li.question [data-answer=south]")
         page.keyboard.press("Space")
         wait_rows(page, "rows.some(r => r[0] === 'question' && r[2] === 'answered: south')")
+        # Several choices: checkboxes, ticked with Space, sent with the button.
+        boxes = page.locator("#actions li.question input[type=checkbox]")
+        boxes.first.wait_for()
+        assert boxes.count() == 3
+        boxes.nth(0).focus()
+        page.keyboard.press("Space")
+        boxes.nth(2).focus()
+        page.keyboard.press("Space")
+        page.focus("#actions li.question [data-action=answer]")
+        page.keyboard.press("Enter")
+        wait_rows(page, "rows.some(r => r[0] === 'question' && r[2] === 'answered: mail, web')")
         assert "Nothing is waiting" in page.inner_text("#actions")
         page.click("#nodes-body tr:first-child button")
         page.wait_for_selector("#transcript .turn p.text:has-text('Shipping:')")
