@@ -425,7 +425,7 @@ def test_the_delivery_team_is_started_from_the_page_and_one_worker_cancelled(
         session = start_from_the_page(page, "delivery", "Ship the 2.0 notes")
         page.wait_for_selector("#actions li.approval")
         assert page.inner_text("#result-prompt") == "Asked: Ship the 2.0 notes"
-        page.get_by_role("button", name="researcher #3", exact=True).focus()
+        page.locator("#nodes-body").get_by_role("button", name="researcher #3", exact=True).focus()
         page.keyboard.press("Enter")
         cancel = page.locator("#cancel-worker")
         assert cancel.inner_text() == "Cancel researcher #3"
