@@ -530,21 +530,28 @@ def test_on_a_phone_the_waiting_decision_comes_first(browser: Browser, tmp_path:
         assert watched.errors == []
 
 
-@pytest.mark.parametrize("viewport", [(1400, 900), (390, 844)], ids=["desktop", "phone"])
+@pytest.mark.parametrize(
+    ("viewport", "scheme"),
+    [((1400, 900), "light"), ((390, 844), "dark")],
+    ids=["desktop-light", "phone-dark"],
+)
 def test_axe_finds_no_serious_violation_on_any_page(
-    browser: Browser, tmp_path: Path, viewport: tuple[int, int]
+    browser: Browser, tmp_path: Path, viewport: tuple[int, int], scheme: str
 ) -> None:
-    """axe-core (vendored from npm) in the same Chromium: the sign-in page, the sessions
-    list with its New run form, a live session with an approval and a question waiting,
-    an ended session, and the teammates page have no serious or critical violation."""
+    """axe-core (vendored from npm) in the same Chromium, its colour contrast checks
+    included, in the light theme and the dark one: the sign-in page, the sessions list with
+    its New run form, a live session with an approval waiting, the same answered, and the
+    teammates page have no serious or critical violation."""
     teams = {"delivery": team_file("delivery"), "nightly": team_file("nightly")}
     found: dict[str, list[dict[str, object]]] = {}
     with running_daemon(tmp_path, teams) as daemon:
         with open_page(browser, daemon, token=None, viewport=viewport, bypass_csp=True) as out:
+            out.page.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
             out.page.wait_for_selector("#login-token")
             found["sign-in"] = axe_violations(out.page)
         with open_page(browser, daemon, viewport=viewport, bypass_csp=True) as watched:
             page = watched.page
+            page.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
             page.wait_for_selector("#new-run-team option[value='delivery']", state="attached")
             found["sessions"] = axe_violations(page)
             run = start_run(daemon, "delivery", "Ship it")
@@ -560,7 +567,9 @@ def test_axe_finds_no_serious_violation_on_any_page(
             page.evaluate("() => { location.hash = '#/teammates'; }")
             page.wait_for_selector("tr[data-teammate]")
             found["teammates"] = axe_violations(page)
-            watched.screenshot(f"axe-{viewport[0]}x{viewport[1]}-teammates")
+            watched.screenshot(f"axe-{viewport[0]}x{viewport[1]}-{scheme}-teammates")
+            background = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+            assert background == ("rgb(13, 17, 23)" if scheme == "dark" else "rgb(255, 255, 255)")
     assert {name: v for name, v in found.items() if v} == {}
 
 

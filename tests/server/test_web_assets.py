@@ -118,6 +118,9 @@ def test_status_colours_and_text_pass_wcag_aa_in_both_themes(theme: str) -> None
         ("muted", "bg"),
         ("muted", "surface"),
         ("accent", "bg"),
+        ("accent", "selected"),
+        ("fg", "selected"),
+        ("warn-fg", "bg"),
     ]
     low = {
         f"{text} on {back}": round(contrast(colours[text], colours[back]), 2)

@@ -146,6 +146,16 @@
     },
   ];
 
+  // The dark theme (the system's): edges and their labels light on the dark surface; node
+  // labels stay dark on their status fills.
+  const DARK_STYLE = [
+    {
+      selector: "edge",
+      style: { "line-color": "#9198a1", "target-arrow-color": "#9198a1", color: "#e6edf3", "text-background-color": "#161b22" },
+    },
+    { selector: "node:selected", style: { "border-color": "#e6edf3" } },
+  ];
+
   function nodeData(node) {
     return {
       id: node.id,
@@ -266,9 +276,10 @@
 
   function createGraphView(container, options) {
     const onSelect = (options && options.onSelect) || function () {};
+    const dark = Boolean(root.matchMedia && root.matchMedia("(prefers-color-scheme: dark)").matches);
     const cy = root.cytoscape({
       container: container,
-      style: STYLE,
+      style: dark ? STYLE.concat(DARK_STYLE) : STYLE,
       elements: [],
       wheelSensitivity: 0.3,
       hideEdgesOnViewport: true, // panning and zooming a big graph stays smooth
