@@ -682,9 +682,10 @@
           h("time", { datetime: env.timestamp || "", text: O.formatTime(env.timestamp).slice(11) || O.formatTime(env.timestamp) }),
           " ",
           h("span", { class: "words", text: words }),
-          link ? [" ", link] : null,
-          h("code", { class: "raw", text: JSON.stringify(env) })
+          link ? [" ", link] : null
         );
+        li.envelope = env; // its raw text is made when asked for (500 lines of JSON cost)
+        if (timelineRaw.checked) showRaw(li);
         timelineList.appendChild(li);
         timelineRows.push(li);
         filterRow(li);
@@ -713,7 +714,13 @@
     const refilter = O.debounce(() => timelineRows.forEach(filterRow), 150);
     timelineFilter.addEventListener("input", refilter);
     timelineKind.addEventListener("change", () => timelineRows.forEach(filterRow));
-    timelineRaw.addEventListener("change", () => timelineList.classList.toggle("raw-shown", timelineRaw.checked));
+    function showRaw(li) {
+      if (!li.querySelector(".raw")) li.appendChild(h("code", { class: "raw", text: JSON.stringify(li.envelope) }));
+    }
+    timelineRaw.addEventListener("change", function () {
+      if (timelineRaw.checked) timelineRows.forEach(showRaw);
+      timelineList.classList.toggle("raw-shown", timelineRaw.checked);
+    });
     timeline.insertBefore(
       h(
         "div",
