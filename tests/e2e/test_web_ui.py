@@ -403,6 +403,13 @@ def test_the_approve_button_approves_and_the_graph_shows_it_resolved(
         page.wait_for_function(
             "() => document.querySelectorAll('#timeline-list li:not([hidden])').length === 1"
         )
+        # One agent's lines: what researcher #3 did and what was delegated to it.
+        page.fill("#timeline-filter", "")
+        page.select_option("#timeline-kind", "")
+        page.select_option("#timeline-agent", label="researcher #3")
+        said = page.locator("#timeline-list li:not([hidden]) .words").all_inner_texts()
+        assert said[0].startswith("lead #1 delegated to researcher #3: Publish"), said
+        assert all("researcher #3" in line or line.startswith("Task") for line in said), said
         watched.screenshot("approve-03-timeline")
         assert watched.errors == []
 

@@ -676,7 +676,7 @@
           : null;
         const li = h(
           "li",
-          { "data-sequence": env.sequence, "data-kind": kind, class: "kind-" + kind },
+          { "data-sequence": env.sequence, "data-kind": kind, "data-chats": [env.threadId, env.parentThreadId].filter(Boolean).join(" "), class: "kind-" + kind },
           h("span", { class: "seq", text: "#" + env.sequence }),
           " ",
           h("time", { datetime: env.timestamp || "", text: O.formatTime(env.timestamp).slice(11) || O.formatTime(env.timestamp) }),
@@ -691,6 +691,7 @@
         filterRow(li);
       }
       while (timelineRows.length > TIMELINE_CAP) timelineRows.shift().remove();
+      listAgents();
       timelineNote.textContent =
         envelopes.length > TIMELINE_CAP
           ? "The last " + TIMELINE_CAP + " of " + envelopes.length + " events, newest last."
@@ -700,7 +701,11 @@
     function filterRow(li) {
       const text = timelineFilter.value.trim().toLowerCase();
       const kind = timelineKind.value;
-      const shown = (!kind || li.dataset.kind === kind) && (!text || li.textContent.toLowerCase().indexOf(text) >= 0);
+      const agent = timelineAgent.value;
+      const shown =
+        (!kind || li.dataset.kind === kind) &&
+        (!agent || li.dataset.chats.split(" ").indexOf(agent) >= 0) &&
+        (!text || li.textContent.toLowerCase().indexOf(text) >= 0);
       li.hidden = !shown;
     }
 
@@ -711,6 +716,20 @@
       [["", "everything"], ["decision", "decisions"], ["agent", "agents"], ["task", "tasks"], ["run", "the run"], ["other", "other"]].map(([value, text]) => h("option", { value: value, text: text }))
     );
     const timelineRaw = h("input", { type: "checkbox", id: "timeline-raw" });
+    // One agent's lines (what it did, and what was delegated to it or by it).
+    const timelineAgent = h("select", { id: "timeline-agent" }, h("option", { value: "", text: "every agent" }));
+    let agentsListed = -1;
+    function listAgents() {
+      if (agentsListed === model.structure) return;
+      agentsListed = model.structure;
+      const current = timelineAgent.value;
+      while (timelineAgent.options.length > 1) timelineAgent.remove(1);
+      for (const node of model.nodes.values()) {
+        if (node.kind === "chat") timelineAgent.appendChild(h("option", { value: node.id, text: nameOf(node.id) }));
+      }
+      timelineAgent.value = current;
+    }
+    timelineAgent.addEventListener("change", () => timelineRows.forEach(filterRow));
     const refilter = O.debounce(() => timelineRows.forEach(filterRow), 150);
     timelineFilter.addEventListener("input", refilter);
     timelineKind.addEventListener("change", () => timelineRows.forEach(filterRow));
@@ -729,6 +748,8 @@
         timelineFilter,
         h("label", { for: "timeline-kind", text: "Show" }),
         timelineKind,
+        h("label", { for: "timeline-agent", text: "by" }),
+        timelineAgent,
         h("label", { for: "timeline-raw" }, timelineRaw, " Raw envelopes")
       ),
       timelineNote
