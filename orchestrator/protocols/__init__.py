@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ._agui_run_input import *  # noqa: F403
     from ._agui_state import *  # noqa: F403
     from ._ahp_rpc import *  # noqa: F403
+    from ._chat_usage import *  # noqa: F403
     from ._project_agentui import *  # noqa: F403
     from ._project_agui import *  # noqa: F403
     from ._project_teammates import *  # noqa: F403
@@ -38,6 +39,7 @@ else:
             "BackgroundJobStatus": "._agentui",
             "BoardItemStatus": "._agentui",
             "Call": "._ahp_rpc",
+            "ChatUsage": "._chat_usage",
             "ClientMessage": "._agent_channel",
             "ClientMessageError": "._agent_channel",
             "Control": "._agentui",
@@ -78,6 +80,7 @@ else:
             "channel_envelopes": "._ahp_rpc",
             "channel_of": "._agent_channel",
             "chat_transcript": "._transcript",
+            "chat_usage": "._chat_usage",
             "envelope_from_json_line": "._agentui_wire",
             "envelope_to_json_line": "._agentui_wire",
             "error_frame": "._ahp_rpc",
@@ -102,6 +105,7 @@ else:
             "turn_messages": "._agent_messages",
             "undo_action": "._agent_messages",
             "unstructure_envelope": "._agentui_wire",
+            "usage_to_json": "._chat_usage",
             "view_update": "._agent_channel",
         },
     )

@@ -15,10 +15,16 @@ Routes (the page itself is :mod:`orchestrator.server.web`, drawn in the browser)
   projected from the journal (the team channel's numbering: a page reads them, then
   subscribes from the last one, with no gap and no duplicate);
   ``GET /api/sessions/ID/graph``: the delegation graph, node-link JSON;
-  ``GET /api/sessions/ID/transcript?thread=CHAT``: one chat's turns as agent-channel events.
+  ``GET /api/sessions/ID/transcript?thread=CHAT``: one chat's turns as agent-channel events;
+  ``GET /api/sessions/ID/usage``: what each chat used (tokens in and out, model calls, time)
+  and the total, folded from the session's facts;
+- ``GET /api/teams``: the teams a session can be opened with (name, description,
+  coordinator, agents), for the page's "New run" form, which then opens the session as any
+  client does (``WS /ws?team=NAME``, operator).
 
-Everything live comes over the daemon's existing sockets (``/ahp``'s root channel for the
-list, ``/ws``'s team channel for a session, ``/teammates``): these routes only read.
+Everything live, and every command (a new run, a message, a decision, a cancel), goes over
+the daemon's existing sockets (``/ahp``'s root channel for the list, ``/ws`` for a session,
+``/teammates``): these routes only read.
 
 Reads of the journal run in a worker thread; a request's input (its path, query and the
 sign-in body) passes the input gate, and each error names what was wrong.
@@ -42,12 +48,14 @@ from starlette.routing import BaseRoute, Route
 from orchestrator.base import FactLogError, JsonLimits, PeerProtocolError, parse_json
 from orchestrator.core import TeamState, open_questions
 from orchestrator.journal import SESSION_STATUSES, JournalReader, SessionInfo
-from orchestrator.protocols import chat_transcript
+from orchestrator.protocols import chat_transcript, chat_usage, usage_to_json
 from orchestrator.sessions import (
     EnvelopeCache,
     GraphCache,
     LiveSession,
+    TeamCatalog,
     TeamLog,
+    TeamRuntimes,
     session_id,
     session_uri,
 )
@@ -180,6 +188,12 @@ class WebHost(Protocol):
 
     @property
     def sessions(self) -> Mapping[str, LiveSession]: ...
+
+    @property
+    def catalog(self) -> TeamCatalog: ...
+
+    @property
+    def runtimes(self) -> TeamRuntimes: ...
 
     async def watch(self, session: str) -> LiveSession | None: ...
 
@@ -386,6 +400,26 @@ def web_routes(
             raise WebError(404, f"thread: session {session_id(uri)!r} has no chat {chat!r}")
         return _json(found)
 
+    async def usage(request: Request) -> Response:
+        uri, _ = await known(request)
+        facts = await trio.to_thread.run_sync(reader.facts, uri)
+        return _json(usage_to_json(chat_usage(facts)))
+
+    async def teams(request: Request) -> Response:
+        require(request)
+        unavailable = daemon.runtimes.unavailable
+        offered = [
+            {
+                "name": name,
+                "description": spec.description,
+                "coordinator": spec.coordinator,
+                "agents": [agent.name for agent in spec.agents],
+            }
+            for name, spec in sorted(daemon.catalog.teams.items())
+            if name not in unavailable
+        ]
+        return _json({"teams": offered, "default": daemon.catalog.default})
+
     async def unknown(request: Request) -> Response:
         raise WebError(404, f"no endpoint {request.method} {request.url.path[:200]}")
 
@@ -400,6 +434,8 @@ def web_routes(
         Route("/api/sessions/{session}/envelopes", handled(envelopes)),
         Route("/api/sessions/{session}/graph", handled(graph)),
         Route("/api/sessions/{session}/transcript", handled(transcript)),
+        Route("/api/sessions/{session}/usage", handled(usage)),
+        Route("/api/teams", handled(teams)),
         Route("/api/{rest:path}", handled(unknown), methods=["GET", "POST", "PUT", "DELETE"]),
     ]
 

@@ -42,6 +42,7 @@ from orchestrator.core import (
     Fact,
     FactChange,
     RunFinished,
+    TaskStatus,
     TeamState,
     ViewUpdated,
     input_request_id,
@@ -343,15 +344,36 @@ class LiveSession:
             raise
 
     async def abort(self, task_id: str) -> None:
-        """Cancel the coordinator's turn for ``task_id`` (and its workers)."""
+        """Cancel the coordinator's turn for ``task_id`` (and its workers).
+
+        ``task_id`` is the client's id of a prompt it sent, or the id of a task the session
+        recorded (what the Agent UI envelopes call ``taskId``): a prompt's root task cancels
+        the coordinator's turn, a delegated one its worker and the worker's subtree.
+        """
         task = next((t for t in self._tasks if t.task_id == task_id), None)
         if task is None:
-            raise RunError(f"no task {task_id!r} in session {self.id}")
+            await self._abort_recorded(task_id)
+            return
         if self._running != (task.message,):
             raise RunError(f"task {task_id!r} is not running")
         chat = self.state.coordinator_chat()
         assert chat is not None
         await _done(self._runtime.cancel_turn(chat))
+
+    async def _abort_recorded(self, task_id: str) -> None:
+        record = self.state.tasks.get(task_id)
+        if record is None:
+            raise RunError(f"no task {task_id!r} in session {self.id}")
+        if record.status is not TaskStatus.RUNNING:
+            raise RunError(f"task {task_id!r} is {record.status}: there is nothing to cancel")
+        if record.requested_by is None:  # a prompt's: the coordinator's turn answers it
+            chat = self.state.coordinator_chat()
+            assert chat is not None
+            await _done(self._runtime.cancel_turn(chat))
+        elif record.chat is None:
+            raise RunError(f"task {task_id!r} has not started: there is nothing to cancel")
+        else:
+            await _done(self._runtime.cancel_worker(record.chat))
 
     async def answer(self, tool_call_id: str, text: str) -> None:
         """Answer the question the ``ask`` call ``tool_call_id`` put, in whichever chat."""

@@ -31,6 +31,7 @@ from tests.support.web_browser import (
     WEB_ASSETS,
     Daemon,
     Watched,
+    axe_violations,
     caught_up,
     chromium,
     graph_edges,
@@ -96,6 +97,76 @@ approved_by = "coordinator"
 steps = [ { tool = "deploy", input = { region = "south" }, when_task_contains = "deploy" },
           { say = "did {task}" } ]
 """
+
+
+#: A coordinator asking a yes / no question, then a choice of one.
+CONFIRMS = """
+[team]
+name = "confirms"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["ask"]
+[[agents.lead.turns]]
+steps = [ { ask = "Ship to production?", kind = "boolean" },
+          { ask = "Which region?", kind = "single-select", options = ["north", "south"] },
+          { ask = "Announce where?", kind = "multi-select", options = ["mail", "chat", "web"] },
+          { say = "Shipping: {outcomes}." } ]
+"""
+
+
+#: A lead whose rounds report tokens, with a worker; its third prompt takes long.
+STEER = """
+[team]
+name = "steer"
+coordinator = "lead"
+description = "A lead and a writer whose model calls report their tokens."
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["writer"]
+[[agents.lead.turns]]
+steps = [ { usage = [100, 10] },
+          { delegate = [ { agent = "writer", task = "write the release note" } ] },
+          { usage = [200, 40] }, { say = "The answer: {outcomes}", chunks = 3 } ]
+[[agents.lead.turns]]
+steps = [ { usage = [50, 5] }, { say = "Follow-up answered." } ]
+[[agents.lead.turns]]
+steps = [ { sleep = 30 }, { say = "too late" } ]
+[agents.writer]
+role = "writer"
+[[agents.writer.turns]]
+steps = [ { usage = [30, 7] }, { say = "note written" } ]
+"""
+
+
+def start_from_the_page(page: Page, team: str, prompt: str) -> str:
+    """Start a run with the sessions page's form, by keyboard; the session id it opens."""
+    page.wait_for_selector(f"#new-run-team option[value='{team}']", state="attached")
+    page.select_option("#new-run-team", team)
+    page.focus("#new-run-prompt")
+    page.keyboard.type(prompt)
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => document.activeElement.id") == "new-run-start"
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => location.hash.startsWith('#/sessions/')")
+    return str(page.evaluate("() => decodeURIComponent(location.hash.split('/')[2])"))
+
+
+def send_message(page: Page, text: str) -> None:
+    """Type the next message in the composer and send it with Ctrl+Enter."""
+    page.focus("#composer-text")
+    page.keyboard.type(text)
+    page.keyboard.press("Control+Enter")
+
+
+def lines(text: str) -> list[str]:
+    """A card's text as its non-empty lines (paragraphs come with blank lines between)."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def document_title(page: Page) -> str:
+    return str(page.evaluate("() => document.title"))
 
 
 def write_team(directory: Path, text: str) -> Path:
@@ -186,10 +257,12 @@ def standalone(directory: Path, team: Path) -> Path:
 
 
 @contextmanager
-def offline_page(browser: Browser, path: Path) -> Iterator[Watched]:
+def offline_page(
+    browser: Browser, path: Path, viewport: tuple[int, int] = (1280, 800)
+) -> Iterator[Watched]:
     """``path`` opened from disk, every request it makes recorded in ``watched.errors``
     unless it is the file itself."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
     watched = Watched(page=page)
@@ -251,11 +324,14 @@ def test_a_delivery_run_appears_and_is_drawn_live(browser: Browser, tmp_path: Pa
         assert len(edges) == 4, edges
         nodes = graph_nodes(page)
         assert [label for kind, label in nodes if kind == "chat" and label.startswith("lead")] == [
-            "lead | coordinator | [waiting (teammate)]"
+            "lead #1 | coordinator | [waiting (teammate)]"
         ], nodes
-        assert [label for kind, label in nodes if "researcher" in label].count(
-            "researcher | researcher | [needs_input (approval)]"
-        ) == 1, nodes
+        # Each worker says its task: three researchers are told apart.
+        assert (
+            "chat",
+            "researcher #3 | Publish the release not… | [needs_input (approval)]",
+        ) in nodes, nodes
+        assert len({label for kind, label in nodes if label.startswith("researcher")}) == 3
         assert ("approval", "approval | publish | [pending (routed to user)]") in nodes
         assert page.get_attribute("#graph", "role") == "img"
         label = page.get_attribute("#graph", "aria-label") or ""
@@ -279,12 +355,21 @@ def test_the_approve_button_approves_and_the_graph_shows_it_resolved(
         button = page.locator("#actions [data-action=approve]")
         button.wait_for()
         assert button.get_attribute("aria-label") == "Approve publish asked by researcher #3"
-        assert page.inner_text("#actions li.approval").startswith(
-            "publish asked by researcher #3 (task: Publish the release notes to the release "
-            "page), routed to user"
-        )
+        card = lines(page.inner_text("#actions li.approval"))
+        assert card[:4] == [
+            "researcher #3 asks to run",
+            "Task: Publish the release notes to the release page",
+            "publish(target=release page)",
+            "Routed to: user",
+        ], card
+        assert "ahp-chat:" not in page.inner_text("#actions")
+        # What waits is counted in the tab: its title and its favicon.
+        page.wait_for_function("() => document.title.startsWith('(1 waiting) ')")
+        assert page.get_attribute("link[rel=icon]", "data-waiting") == "1"
         watched.screenshot("approve-01-pending")
-        button.click()
+        # The keyboard's way: Tab reaches Approve, Enter presses it.
+        button.focus()
+        page.keyboard.press("Enter")
         wait_rows(page, "rows.some(r => r[0] === 'approval publish' && r[2].startsWith('approv'))")
         caught_up(page, daemon, run)
         rows = table_rows(page)
@@ -296,8 +381,203 @@ def test_the_approve_button_approves_and_the_graph_shows_it_resolved(
         assert any(k == "approval" and "[approved" in label for k, label in nodes), nodes
         assert page.locator("#actions [data-action]").count() == 0
         assert "Nothing is waiting" in page.inner_text("#actions")
+        decided = page.inner_text("#decided-list")
+        assert "publish asked by researcher #3: approved by olivia" in decided, decided
+        assert "elsewhere" not in decided, decided
+        assert not document_title(page).startswith("(")
+        assert page.get_attribute("link[rel=icon]", "data-waiting") == "0"
         watched.screenshot("approve-02-resolved")
+        # The timeline says it in words; "decisions" keeps those two lines.
+        page.select_option("#timeline-kind", "decision")
+        said = page.locator("#timeline-list li:not([hidden]) .words").all_inner_texts()
+        assert said == [
+            "researcher #3 asked to run publish(target=release page) — routed to user",
+            "researcher #3's publish: approved by olivia",
+        ], said
+        page.locator("#timeline-list li:not([hidden]) button").first.click()
+        page.wait_for_selector("#transcript-title:has-text('Transcript: researcher')")
+        page.check("#timeline-raw")
+        raw = page.locator("#timeline-list li:not([hidden]) .raw").first
+        assert '"type":"action.required"' in raw.inner_text()
+        page.fill("#timeline-filter", "olivia")
+        page.wait_for_function(
+            "() => document.querySelectorAll('#timeline-list li:not([hidden])').length === 1"
+        )
+        # One agent's lines: what researcher #3 did and what was delegated to it.
+        page.fill("#timeline-filter", "")
+        page.select_option("#timeline-kind", "")
+        page.select_option("#timeline-agent", label="researcher #3")
+        said = page.locator("#timeline-list li:not([hidden]) .words").all_inner_texts()
+        assert said[0].startswith("lead #1 delegated to researcher #3: Publish"), said
+        assert all("researcher #3" in line or line.startswith("Task") for line in said), said
+        watched.screenshot("approve-03-timeline")
         assert watched.errors == []
+
+
+def test_the_delivery_team_is_started_from_the_page_and_one_worker_cancelled(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """An operator starts the delivery team from the "New run" form, cancels researcher #3
+    (waiting for its approval) from its panel, reads the coordinator's answer in the Result
+    panel, and sends a follow-up message that the coordinator answers."""
+    with (
+        running_daemon(tmp_path, {"delivery": team_file("delivery")}) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        about = page.locator("#new-run-about")
+        page.wait_for_selector("#new-run-team option[value='delivery']", state="attached")
+        assert "Prepares the release notes" in about.inner_text()
+        watched.screenshot("run-01-new-run")
+        session = start_from_the_page(page, "delivery", "Ship the 2.0 notes")
+        page.wait_for_selector("#actions li.approval")
+        assert page.inner_text("#result-prompt") == "Asked: Ship the 2.0 notes"
+        page.locator("#nodes-body").get_by_role("button", name="researcher #3", exact=True).focus()
+        page.keyboard.press("Enter")
+        cancel = page.locator("#cancel-worker")
+        assert cancel.inner_text() == "Cancel researcher #3"
+        watched.screenshot("run-02-worker-selected")
+        cancel.focus()
+        page.keyboard.press("Enter")
+        wait_rows(page, "rows.some(r => r[0] === 'researcher #3' && r[2] === 'killed')")
+        page.wait_for_selector("#result-text:has-text('The release notes are ready.')")
+        assert page.inner_text("#result-state") == "answered"
+        rows = table_rows(page)
+        statuses = sorted(row[2] for row in rows if row[1] == "researcher")
+        assert statuses == ["completed", "completed", "killed"], rows
+        assert "Nothing is waiting" in page.inner_text("#actions")
+        watched.screenshot("run-03-answered")
+        send_message(page, "Thanks: when is it out?")
+        page.wait_for_selector("#result-prompt:has-text('Asked: Thanks: when is it out?')")
+        page.wait_for_selector("#result-state:text-is('answered')")
+        assert page.input_value("#composer-text") == ""
+        # The follow-up is the coordinator's second turn, in the same session.
+        assert page.evaluate("() => location.hash") == f"#/sessions/{session}"
+        page.click("#nodes-body tr:first-child button")
+        page.wait_for_selector("#transcript .turn >> nth=1")
+        asked = page.locator("#transcript .turn p.user").all_inner_texts()
+        assert asked == ["Asked: Ship the 2.0 notes", "Asked: Thanks: when is it out?"], asked
+        watched.screenshot("run-04-follow-up")
+        assert watched.errors == []
+
+
+def test_the_result_and_what_each_agent_used_are_read_and_a_run_cancelled(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """Tokens in and out, model calls and time per agent (the table) and in total (the
+    Result panel), as recorded, grow with each prompt; Cancel run cancels the running
+    turn; a viewer sees neither the composer nor the form."""
+    with (
+        running_daemon(tmp_path, {"steer": STEER}) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        session = start_from_the_page(page, "steer", "write the note")
+        page.wait_for_selector("#result-text:has-text('The answer:')")
+        assert "note written" in page.inner_text("#result-text")
+        page.wait_for_selector("#usage-total:has-text('330 tokens in, 57 out')")
+        assert "3 model calls" in page.inner_text("#usage-total")
+        wait_rows(page, "rows.some(r => r[0] === 'writer #1' && r[4] === '30' && r[5] === '7')")
+        lead = next(row for row in table_rows(page) if row[0] == "lead #1")
+        assert lead[4:7] == ["300", "50", "2"], lead
+        watched.screenshot("usage-01-first-answer")
+        send_message(page, "and a follow-up")
+        page.wait_for_selector("#result-text:has-text('Follow-up answered.')")
+        page.wait_for_selector("#usage-total:has-text('380 tokens in, 62 out')")
+        assert "4 model calls" in page.inner_text("#usage-total")
+        send_message(page, "take your time")
+        cancel = page.locator("#cancel-run")
+        cancel.wait_for()
+        assert "queued" in page.inner_text("#composer-mode")
+        cancel.focus()
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#result-state:has-text('ended: cancelled')")
+        page.wait_for_selector("#cancel-run", state="hidden")
+        watched.screenshot("usage-02-cancelled")
+        assert watched.errors == []
+        with open_page(
+            browser, daemon, token=VIEWER_TOKEN, fragment=f"#/sessions/{session}"
+        ) as viewer:
+            viewer.page.wait_for_selector("#usage-total:has-text('380 tokens in')")
+            assert viewer.page.locator("#composer").is_hidden()
+            viewer.page.evaluate("() => { location.hash = '#/'; }")
+            viewer.page.wait_for_selector(f"tr[data-session='{session}']")
+            assert viewer.page.locator("#new-run").count() == 0
+
+
+def test_on_a_phone_the_waiting_decision_comes_first(browser: Browser, tmp_path: Path) -> None:
+    """At 390x844 a live session's page opens on the approval that waits (card and buttons
+    in the first screen), then the answer, then the list of agents; the graph is drawn only
+    on request; nothing is wider than the screen."""
+    with (
+        running_daemon(tmp_path, {"delivery": team_file("delivery")}) as daemon,
+        open_page(browser, daemon, viewport=(390, 844)) as watched,
+    ):
+        page = watched.page
+        run = start_run(daemon, "delivery", "Ship it")
+        page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
+        card = page.locator("#actions li.approval")
+        card.wait_for()
+        approve = page.locator("#actions [data-action=approve]")
+        box = approve.bounding_box()
+        assert box is not None
+        assert box["y"] + box["height"] <= 844, "Approve is on the first screen"
+        where = page.evaluate(
+            """() => ['#actions', '#result', '#nodes', '#graph-toggle'].map(
+                s => document.querySelector(s).getBoundingClientRect().top)"""
+        )
+        assert where == sorted(where), where
+        assert page.locator("#graph").is_hidden()
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+        watched.screenshot("phone-01-decision-first")
+        approve.focus()
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#decided-list li:has-text('approved by olivia')")
+        watched.screenshot("phone-02-decided")
+        assert watched.errors == []
+
+
+@pytest.mark.parametrize(
+    ("viewport", "scheme"),
+    [((1400, 900), "light"), ((390, 844), "dark")],
+    ids=["desktop-light", "phone-dark"],
+)
+def test_axe_finds_no_serious_violation_on_any_page(
+    browser: Browser, tmp_path: Path, viewport: tuple[int, int], scheme: str
+) -> None:
+    """axe-core (vendored from npm) in the same Chromium, its colour contrast checks
+    included, in the light theme and the dark one: the sign-in page, the sessions list with
+    its New run form, a live session with an approval waiting, the same answered, and the
+    teammates page have no serious or critical violation."""
+    teams = {"delivery": team_file("delivery"), "nightly": team_file("nightly")}
+    found: dict[str, list[dict[str, object]]] = {}
+    with running_daemon(tmp_path, teams) as daemon:
+        with open_page(browser, daemon, token=None, viewport=viewport, bypass_csp=True) as out:
+            out.page.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
+            out.page.wait_for_selector("#login-token")
+            found["sign-in"] = axe_violations(out.page)
+        with open_page(browser, daemon, viewport=viewport, bypass_csp=True) as watched:
+            page = watched.page
+            page.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
+            page.wait_for_selector("#new-run-team option[value='delivery']", state="attached")
+            found["sessions"] = axe_violations(page)
+            run = start_run(daemon, "delivery", "Ship it")
+            page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
+            page.wait_for_selector("#actions li.approval")
+            page.click("#nodes-body tr:first-child button")
+            page.wait_for_selector("#transcript .turn")
+            found["session"] = axe_violations(page)
+            page.click("#actions [data-action=approve]")
+            caught_up(page, daemon, run)
+            page.check("#timeline-raw")
+            found["session answered"] = axe_violations(page)
+            page.evaluate("() => { location.hash = '#/teammates'; }")
+            page.wait_for_selector("tr[data-teammate]")
+            found["teammates"] = axe_violations(page)
+            watched.screenshot(f"axe-{viewport[0]}x{viewport[1]}-{scheme}-teammates")
+            background = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+            assert background == ("rgb(13, 17, 23)" if scheme == "dark" else "rgb(255, 255, 255)")
+    assert {name: v for name, v in found.items() if v} == {}
 
 
 def test_a_viewer_sees_no_action_controls(browser: Browser, tmp_path: Path) -> None:
@@ -340,7 +620,8 @@ def test_the_page_survives_a_daemon_restart_and_resumes_live(
         run = start_run(daemon, "slow", "go")
         page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
         wait_rows(page, "rows.filter(r => r[1] === 'builder').length === 2")
-        assert page.inner_text("#connection") == "live"
+        # The rows come from the journal first; the socket opens after them.
+        page.wait_for_selector("#connection:text-is('live')")
         port = daemon.port
         daemon.stop()
         page.wait_for_selector("#connection:has-text('unreachable, retrying in')")
@@ -452,8 +733,9 @@ def test_the_teammates_page_triggers_a_run(browser: Browser, tmp_path: Path) -> 
 def test_the_pages_draw_without_error(
     browser: Browser, tmp_path: Path, viewport: tuple[int, int]
 ) -> None:
-    """Every page, at a desktop and a phone size: no console error, no uncaught exception;
-    the graph beside its table on the desktop, above it on the phone."""
+    """Every page, at a desktop and a phone size: no console error, no uncaught exception.
+    On the desktop the decisions sit beside the graph and the table below it; on the phone
+    the decisions come first, then the table, and the graph is drawn on request."""
     session = ended_session(tmp_path)
     teams = {"delivery": team_file("delivery"), "nightly": team_file("nightly")}
     name = f"{viewport[0]}x{viewport[1]}"
@@ -469,14 +751,25 @@ def test_the_pages_draw_without_error(
         page.click("#nodes-body tr:first-child button")
         page.wait_for_selector("#transcript .turn")
         assert "Transcript: lead" in page.inner_text("#transcript")
+        if viewport[0] < 1000:
+            assert page.locator("#graph").is_hidden(), "the graph on request on a phone"
+            toggle = page.locator("#graph-toggle")
+            assert toggle.get_attribute("aria-expanded") == "false"
+            toggle.focus()
+            page.keyboard.press("Enter")
+            assert toggle.get_attribute("aria-expanded") == "true"
+            page.wait_for_function("() => Orchestrator.currentGraph.cy.width() > 0")
         graph = page.locator("#graph").bounding_box()
         table = page.locator("#nodes").bounding_box()
+        actions = page.locator("#actions").bounding_box()
         assert graph is not None
         assert table is not None
+        assert actions is not None
         if viewport[0] >= 1000:
-            assert table["x"] >= graph["x"] + graph["width"] - 1, "the table beside the graph"
-        else:
+            assert actions["x"] >= graph["x"] + graph["width"] - 1, "decisions beside the graph"
             assert table["y"] >= graph["y"] + graph["height"] - 1, "the table below the graph"
+        else:
+            assert actions["y"] < table["y"] < graph["y"], "decisions, the table, the graph"
         assert page.evaluate("() => document.documentElement.scrollWidth") <= viewport[0]
         watched.screenshot(f"draw-{name}-session")
         page.evaluate("() => { location.hash = '#/teammates'; }")
@@ -509,7 +802,16 @@ def test_the_node_table_is_keyboard_operable(browser: Browser, tmp_path: Path) -
         assert "3 results: changelog, issue tracker, release page draft" in transcript
         assert "Result: Done: Summarise the changelog" in transcript
         assert page.locator("#nodes caption").count() == 1
-        assert page.locator("#nodes thead th[scope=col]").count() == 4
+        assert page.locator("#nodes thead th[scope=col]").all_inner_texts() == [
+            "Agent",
+            "Role",
+            "Status",
+            "Parent",
+            "Tokens in",
+            "Tokens out",
+            "Model calls",
+            "Time",
+        ]
         assert watched.errors == []
 
 
@@ -668,7 +970,10 @@ def test_queued_delegations_are_dashed_placeholders_until_they_run(
             """() => Orchestrator.currentGraph.cy.nodes('.queued').map(
                 n => [n.style('border-style'), n.data('label').split('\\n').join(' | ')])"""
         )
-        assert kinds == [["dashed", "researcher | (queued task) | [queued]"]] * 2
+        assert sorted(kinds) == [
+            ["dashed", "researcher | List the known issues r… | [queued]"],
+            ["dashed", "researcher | Publish the release not… | [queued]"],
+        ], kinds
         assert graph_edges(page).count(("queued", "lead", "researcher")) == 2
         watched.screenshot("queued-01-placeholders")
         page.click("#scrubber-live")
@@ -717,7 +1022,12 @@ def test_a_question_is_answered_from_the_page(browser: Browser, tmp_path: Path) 
         page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
         card = page.locator("#actions li.question")
         card.wait_for()
-        assert card.inner_text().startswith("lead #1 (task: set up) asks: Which database?")
+        assert lines(card.inner_text())[:4] == [
+            "lead #1 asks:",
+            "Task: set up",
+            "Which database?",
+            "Routed to: user",
+        ], card.inner_text()
         wait_rows(page, "rows.some(r => r[0] === 'question' && r[2].startsWith('pending'))")
         watched.screenshot("question-01-asked")
         page.fill("#actions li.question input", "PostgreSQL")
@@ -728,6 +1038,56 @@ def test_a_question_is_answered_from_the_page(browser: Browser, tmp_path: Path) 
         page.wait_for_selector("#transcript .turn p.text:has-text('Using PostgreSQL.')")
         watched.screenshot("question-02-answered")
         assert watched.errors == []
+
+
+def test_a_yes_no_question_is_answered_with_a_button_and_other_pages_follow(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """A yes / no question is two buttons (no text box); a choice of one is a button per
+    option. Answered on one page, the card on another page moves to "Decided", saying it was
+    decided elsewhere, without a reload; the tab's title counts what waits."""
+    with (
+        running_daemon(tmp_path, {"confirms": CONFIRMS}) as daemon,
+        open_page(browser, daemon) as watched,
+        open_page(browser, daemon) as other,
+    ):
+        page = watched.page
+        run = start_run(daemon, "confirms", "release 2.0")
+        for each in (page, other.page):
+            each.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
+            each.locator("#actions li.question").wait_for()
+        card = page.locator("#actions li.question")
+        assert card.locator("input").count() == 0, "a yes / no question has no text box"
+        assert card.locator("[data-action=answer]").all_inner_texts() == ["Yes", "No"]
+        page.wait_for_function("() => document.title.startsWith('(1 waiting) ')")
+        watched.screenshot("confirm-01-yes-no")
+        other.page.click("#actions li.question [data-answer=yes]")
+        page.wait_for_selector("#decided-list li:has-text('decided elsewhere')")
+        decided = page.inner_text("#decided-list")
+        assert "question of lead #1: answered: yes" in decided, decided
+        # The next question: a choice of one, a button per option, taken by keyboard.
+        page.wait_for_selector("#actions li.question [data-answer=south]")
+        assert card.locator("[data-action=answer]").all_inner_texts() == ["north", "south"]
+        page.focus("#actions li.question [data-answer=south]")
+        page.keyboard.press("Space")
+        wait_rows(page, "rows.some(r => r[0] === 'question' && r[2] === 'answered: south')")
+        # Several choices: checkboxes, ticked with Space, sent with the button.
+        boxes = page.locator("#actions li.question input[type=checkbox]")
+        boxes.first.wait_for()
+        assert boxes.count() == 3
+        boxes.nth(0).focus()
+        page.keyboard.press("Space")
+        boxes.nth(2).focus()
+        page.keyboard.press("Space")
+        page.focus("#actions li.question [data-action=answer]")
+        page.keyboard.press("Enter")
+        wait_rows(page, "rows.some(r => r[0] === 'question' && r[2] === 'answered: mail, web')")
+        assert "Nothing is waiting" in page.inner_text("#actions")
+        page.click("#nodes-body tr:first-child button")
+        page.wait_for_selector("#transcript .turn p.text:has-text('Shipping:')")
+        watched.screenshot("confirm-02-answered")
+        assert watched.errors == []
+        assert other.errors == []
 
 
 def test_a_refused_answer_leaves_the_question_waiting_and_counted(
@@ -750,9 +1110,11 @@ def test_a_refused_answer_leaves_the_question_waiting_and_counted(
         page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
         card = page.locator("#actions li.question")
         card.wait_for()
-        assert card.inner_text().startswith(
-            "lead #1 (task: scale the web tier) asks: How many replicas?"
-        )
+        assert lines(card.inner_text())[:3] == [
+            "lead #1 asks:",
+            "Task: scale the web tier",
+            "How many replicas?",
+        ], card.inner_text()
         page.fill("#actions li.question input", "a few")
         page.click("#actions li.question [data-action=answer]")
         page.wait_for_selector("#actions li.question .error:has-text('Not taken')")
@@ -865,9 +1227,13 @@ def test_an_expired_sign_in_asks_for_the_token_again(browser: Browser, tmp_path:
                 page.wait_for_selector("#login-error:has-text('sign in again')")
 
 
-def fan_out_team(n: int) -> str:
-    """A scripted coordinator that delegates ``n`` one-line tasks in one round."""
-    tasks = ", ".join(f'{{ agent = "worker", task = "task {i}" }}' for i in range(n))
+def fan_out_team(n: int, *, failing: tuple[int, ...] = ()) -> str:
+    """A scripted coordinator that delegates ``n`` one-line tasks in one round; the tasks
+    numbered in ``failing`` fail."""
+    tasks = ", ".join(
+        f'{{ agent = "worker", task = "task {i}{" boom" if i in failing else ""}" }}'
+        for i in range(n)
+    )
     return f"""
 [team]
 name = "wide"
@@ -886,45 +1252,106 @@ steps = [{{ delegate = [{tasks}] }}, {{ say = "collected" }}]
 role = "worker"
 
 [[agents.worker.turns]]
-steps = [{{ say = "done: {{task}}" }}]
+steps = [{{ fail = "it blew up", when_task_contains = "boom" }}, {{ say = "done: {{task}}" }}]
 """
 
 
-def test_a_big_session_is_laid_out_as_a_tree_in_view(browser: Browser, tmp_path: Path) -> None:
-    """Above 150 chats the graph is laid out by the page's own tree layout, not dagre: the
-    coordinator above its workers, workers in rows of 25 that do not overlap, straight
-    edges, and the whole graph fitted into the view."""
+#: How a group node counts its members ("200 TIMES worker").
+TIMES = "\N{MULTIPLICATION SIGN}"
+
+#: The smallest label the first view may draw, in CSS pixels (issue 37: 11 px at 1400x900).
+READABLE_PX = 11
+
+DRAWN = """() => {
+    const cy = Orchestrator.currentGraph.cy;
+    const ext = cy.extent();
+    return {
+        nodes: cy.nodes().map(n => [n.data('kind'), n.data('label').split('\\n')[0],
+                                    n.position('x'), n.position('y')]),
+        labels: cy.nodes().map(n => n.data('label')),
+        smallest: Math.min(...cy.elements().filter(e => e.data('label')).map(
+            e => parseFloat(e.style('font-size')) * cy.zoom())),
+        curves: [...new Set(cy.edges().map(e => e.style('curve-style')))],
+        view: [ext.x1, ext.y1, ext.x2, ext.y2],
+    };
+}"""
+
+
+def test_a_big_round_is_one_group_node_that_expands_with_readable_labels(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """200 workers of one delegation round are drawn as one group node ("200 x worker ·
+    198 done"), the two that failed on their own; every label is at least 11 px at 1400x900.
+    Each click on the group draws 50 more of its workers; all drawn, the 200 are laid out
+    by the page's tree layout in rows of 25, still at a readable size, the coordinator in
+    view (the rest a pan away). Search finds a worker by its task."""
     team = tmp_path / "wide.toml"
-    team.write_text(fan_out_team(200), encoding="utf-8")
-    with offline_page(browser, standalone(tmp_path / "run", team)) as watched:
+    team.write_text(fan_out_team(200, failing=(7, 150)), encoding="utf-8")
+    with offline_page(browser, standalone(tmp_path / "run", team), viewport=(1400, 900)) as watched:
         page = watched.page
         wait_rows(page, "rows.length === 201")
         page.evaluate("() => new Promise(r => requestAnimationFrame(() => r()))")
-        drawn = page.evaluate(
-            """() => {
-                const cy = Orchestrator.currentGraph.cy;
-                const ext = cy.extent();
-                return {
-                    nodes: cy.nodes().map(n => [n.data('label').split('\\n')[0],
-                                                n.position('x'), n.position('y')]),
-                    curves: [...new Set(cy.edges().map(e => e.style('curve-style')))],
-                    view: [ext.x1, ext.y1, ext.x2, ext.y2],
-                };
-            }"""
+        drawn = page.evaluate(DRAWN)
+        kinds = sorted((kind, name) for kind, name, _, _ in drawn["nodes"])
+        assert kinds == [
+            ("chat", "lead #1"),
+            ("chat", "worker #151"),
+            ("chat", "worker #8"),
+            ("group", f"200 {TIMES} worker"),
+        ], kinds
+        group = next(label for label in drawn["labels"] if label.startswith(f"200 {TIMES}"))
+        assert group.split("\n")[1] == "198 ✔ · 2 failed", group
+        assert drawn["smallest"] >= READABLE_PX, drawn["smallest"]
+        x1, y1, x2, y2 = drawn["view"]
+        assert all(x1 <= x <= x2 and y1 <= y <= y2 for _, _, x, y in drawn["nodes"])
+        watched.screenshot("big-01-grouped")
+        # The keyboard's way to a folded worker: its row in the table draws it on its own.
+        page.locator("#nodes-body").get_by_role("button", name="worker #100", exact=True).focus()
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => Orchestrator.currentGraph.cy.nodes().length === 5")
+        assert (
+            page.evaluate(
+                "() => Orchestrator.currentGraph.cy.$(':selected').data('label').split('\\n')[0]"
+            )
+            == "worker #100"
         )
-        positions = {(x, y) for _, x, y in drawn["nodes"]}
-        assert len(positions) == 201  # no two chats on one spot
-        (lead,) = [(x, y) for name, x, y in drawn["nodes"] if name == "lead"]
-        workers = [(x, y) for name, x, y in drawn["nodes"] if name == "worker"]
+        # Opened by a click on it (cytoscape's tap), as a person does: 50 more each time.
+        tap = "() => { Orchestrator.currentGraph.cy.nodes('.group').emit('tap'); }"
+        page.evaluate(tap)
+        page.wait_for_function("() => Orchestrator.currentGraph.cy.nodes().length === 55")
+        labels = page.evaluate(DRAWN)["labels"]
+        group = next(label for label in labels if label.startswith(f"200 {TIMES}"))
+        assert group.split("\n")[2] == "[147 more: click to show 50]", group
+        for drawn_nodes in (105, 155, 201):  # the last click leaves no group
+            page.evaluate(tap)
+            page.wait_for_function(
+                f"() => Orchestrator.currentGraph.cy.nodes().length === {drawn_nodes}"
+            )
+        page.evaluate("() => new Promise(r => setTimeout(r, 300))")  # the layout's interval
+        drawn = page.evaluate(DRAWN)
+        workers = [(x, y) for kind, name, x, y in drawn["nodes"] if name.startswith("worker")]
         assert len(workers) == 200
+        assert len({(x, y) for x, y in workers}) == 200, "no two workers on one spot"
+        (lead,) = [(x, y) for _, name, x, y in drawn["nodes"] if name == "lead #1"]
         assert all(y > lead[1] for _, y in workers)
         rows = sorted({y for _, y in workers})
         assert len(rows) == 8  # 200 workers in rows of 25
-        assert all(sum(1 for _, y in workers if y == row) == 25 for row in rows)
         assert drawn["curves"] == ["straight"]
+        assert drawn["smallest"] >= READABLE_PX, drawn["smallest"]
         x1, y1, x2, y2 = drawn["view"]
-        assert all(x1 <= x <= x2 and y1 <= y <= y2 for x, y in positions)
-        watched.screenshot("big-01-tree")
+        assert x1 <= lead[0] <= x2, "the coordinator in view"
+        assert y1 <= lead[1] <= y2, "the coordinator in view"
+        watched.screenshot("big-02-expanded")
+        # Search by task: the one match is outlined and, on Enter, selected.
+        page.fill("#graph-search", "task 150 boom")
+        page.wait_for_selector("#graph-search-count:has-text('1 found')")
+        page.focus("#graph-search")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#transcript-title:has-text('worker')")
+        assert "task 150 boom" in page.inner_text("#transcript")
+        matched = page.evaluate("() => Orchestrator.currentGraph.cy.nodes('.match').length")
+        assert matched == 1
+        watched.screenshot("big-03-search")
         assert watched.errors == []
 
 

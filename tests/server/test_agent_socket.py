@@ -323,6 +323,68 @@ class TestRequests:
             result = await client.until_type("result")
         assert result["summary"] == "Using PostgreSQL."
 
+    async def test_abort_of_a_recorded_task_cancels_its_worker_or_the_prompts_turn(
+        self, tmp_path: Path
+    ) -> None:
+        """``abort`` names a task the session recorded (the envelopes' ``taskId``): a
+        delegated one cancels that worker only (killed; its sibling finishes), the prompt's
+        root task the coordinator's turn; a finished one is refused, saying so."""
+        async with (
+            running_daemon(
+                tmp_path,
+                teams={
+                    "slow": teams.slow_delegation(),
+                    "late": teams.slow_answer(seconds=30, answer="too late").replace(
+                        'name = "slow"', 'name = "late"'
+                    ),
+                },
+            ) as daemon,
+            connect(daemon, "team=slow") as client,
+        ):
+            init = await client.until_type("init")
+            uri = "ahp-session:/" + init["sessionId"]
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "go"})
+            reader = open_reader(daemon.db)
+            with trio.fail_after(20):
+                while True:
+                    tasks = reader.open(uri).tasks if reader.has_session(uri) else {}
+                    workers = [t for t in tasks.values() if t.requested_by and t.chat]
+                    if len(workers) == 2:
+                        break
+                    await trio.sleep(0.05)
+            one = next(t for t in workers if t.title == "one")
+            await client.send({"channel": "agent", "type": "abort", "taskId": one.task})
+            await client.until_type("done")
+            state = reader.open(uri)
+            statuses = {t.title: t.status.value for t in state.tasks.values() if t.requested_by}
+            assert statuses == {"one": "killed", "two": "completed"}
+            root = next(t for t in state.tasks.values() if t.requested_by is None)
+            await client.send({"channel": "agent", "type": "abort", "taskId": one.task})
+            refused = await client.until_type("error")
+            assert refused["message"] == f"task {one.task!r} is killed: there is nothing to cancel"
+            await client.send({"channel": "agent", "type": "abort", "taskId": root.task})
+            refused = await client.until_type("error")
+            assert (
+                refused["message"] == f"task {root.task!r} is completed: there is nothing to cancel"
+            )
+            async with connect(daemon, "team=late") as late:
+                # A prompt's root task, running: its abort cancels the coordinator's turn.
+                init = await late.until_type("init")
+                uri = "ahp-session:/" + init["sessionId"]
+                await late.send({"channel": "agent", "type": "prompt", "prompt": "take your time"})
+                with trio.fail_after(20):
+                    while True:
+                        tasks = reader.open(uri).tasks if reader.has_session(uri) else {}
+                        if tasks and next(iter(tasks.values())).status.value == "running":
+                            break
+                        await trio.sleep(0.05)
+                (task,) = tasks
+                await late.send({"channel": "agent", "type": "abort", "taskId": task})
+                cancelled = await late.until_type("error")
+                assert cancelled["message"] == "cancelled"
+                await late.until_type("done")
+            assert reader.open(uri).tasks[task].status.value == "killed"
+
     async def test_abort_cancels_the_task_s_turn_and_its_workers_and_the_session_goes_on(
         self, tmp_path: Path
     ) -> None:

@@ -35,7 +35,7 @@ from tests.support.daemon import RunningDaemon, connect, running_daemon
 from tests.support.fuzz import Fuzzer
 from tests.support.remote_replay import replayed_backends
 from tests.support.runtime import Harness
-from tests.support.teams import ECHO, remote
+from tests.support.teams import COUNTED, ECHO, remote
 from tests.support.web_browser import WEB_ASSETS
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
@@ -50,7 +50,7 @@ TOKENS = (
     Token(name="sandbox", role=Role.TOOL, secret=TOOL),
 )
 CONFIG = ServeConfig(tokens=TOKENS, limits=Limits(shutdown_grace=0.5))
-TEAMS = {"echo": ECHO}
+TEAMS = {"echo": ECHO, "counted": COUNTED}
 
 
 @asynccontextmanager
@@ -332,6 +332,51 @@ async def test_a_pending_approval_is_counted_in_the_list(tmp_path: Path) -> None
             assert summary["pendingApprovals"] == 0
 
 
+async def test_usage_per_chat_and_in_total_comes_from_the_facts(tmp_path: Path) -> None:
+    """``GET /api/sessions/ID/usage``: each chat's tokens in and out, model calls (rounds
+    that reported usage) and turn time; the total is their sum."""
+    async with running_daemon(tmp_path, teams=TEAMS, config=CONFIG) as daemon:
+        async with connect(daemon, "team=counted", token=OPERATOR) as client:
+            init = await client.until_type("init")
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "write it"})
+            await client.until_type("done")
+        session = str(init["sessionId"])
+        async with daemon.http(VIEWER) as http:
+            answer = await http.get(f"/api/sessions/{session}/usage")
+            graph = (await http.get(f"/api/sessions/{session}/graph")).json()
+        assert answer.status_code == 200, answer.text
+        used = answer.json()
+        agent_of = {node["id"]: node.get("agent") for node in graph["nodes"]}
+        by_agent = {agent_of.get(chat, chat): figures for chat, figures in used["chats"].items()}
+        assert set(by_agent) == {"lead", "writer"}, used
+        lead, writer = by_agent["lead"], by_agent["writer"]
+        assert (lead["inputTokens"], lead["outputTokens"], lead["modelCalls"]) == (300, 50, 2)
+        assert (writer["inputTokens"], writer["outputTokens"], writer["modelCalls"]) == (30, 7, 1)
+        # The lead's turn waited for the writer's: it lasted at least as long.
+        assert lead["durationMs"] >= writer["durationMs"]
+        assert used["total"] == {
+            key: lead[key] + writer[key]
+            for key in ("inputTokens", "outputTokens", "modelCalls", "durationMs")
+        }
+
+
+async def test_the_teams_a_run_can_be_started_with_are_listed(tmp_path: Path) -> None:
+    async with running_daemon(tmp_path, teams=TEAMS, config=CONFIG) as daemon:
+        async with daemon.http(VIEWER) as http:
+            answer = await http.get("/api/teams")
+        assert answer.status_code == 200, answer.text
+        teams = answer.json()["teams"]
+        assert [team["name"] for team in teams] == ["counted", "echo"]
+        assert teams[0] == {
+            "name": "counted",
+            "description": "A lead and a writer whose model calls report the tokens they used.",
+            "coordinator": "lead",
+            "agents": ["lead", "writer"],
+        }
+        async with httpx.AsyncClient(base_url=daemon.url) as anonymous:
+            assert (await anonymous.get("/api/teams")).status_code == 401
+
+
 async def test_a_stopping_daemon_says_so_rather_than_not_live(tmp_path: Path) -> None:
     """While the daemon stops it drops its sessions before its HTTP goes: a session read
     then answers 503, not ``live: false``, which a page would take for "ended"."""
@@ -411,6 +456,8 @@ async def test_hostile_requests_to_the_web_routes_get_clear_refusals(tmp_path: P
                         "/api/sessions/{x}",
                         "/api/sessions/{x}/envelopes",
                         "/api/sessions/{x}/graph",
+                        "/api/sessions/{x}/usage",
+                        "/api/teams?{x}={x}",
                         f"/api/sessions/{session}/transcript?thread={{x}}",
                         f"/api/sessions/{session}/envelopes?after={{x}}",
                         "/api/sessions?limit={x}&team={x}&status={x}",

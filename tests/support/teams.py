@@ -894,3 +894,27 @@ delegates_to = [{targets}]
 [[agents.lead.turns]]
 steps = [ {{ delegate = [ {", ".join(calls)} ] }}, {{ say = "All done:\\n{{outcomes}}" }} ]
 {helper if local else ""}{agents}"""
+
+
+COUNTED = """
+[team]
+name = "counted"
+coordinator = "lead"
+description = "A lead and a writer whose model calls report the tokens they used."
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["writer"]
+[[agents.lead.turns]]
+steps = [ { usage = [100, 10] },
+          { delegate = [ { agent = "writer", task = "write the release note" } ] },
+          { usage = [200, 40] }, { say = "The answer: {outcomes}", chunks = 3 } ]
+[[agents.lead.turns]]
+steps = [ { usage = [50, 5] }, { say = "Follow-up answered." } ]
+[agents.writer]
+role = "writer"
+[[agents.writer.turns]]
+steps = [ { usage = [30, 7] }, { say = "note written" } ]
+"""
+"""A coordinator and one worker whose rounds report tokens: lead 100/10 then 200/40 for the
+first prompt and 50/5 for the next, the writer 30/7."""

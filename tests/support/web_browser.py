@@ -52,6 +52,8 @@ OPERATOR_TOKEN = "operator-token-0123456789abcdef"
 VIEWER_TOKEN = "viewer-token-0123456789abcdef"
 TEAMS = PROJECT_ROOT / "orchestrator" / "teams"
 WEB_ASSETS = PROJECT_ROOT / "orchestrator" / "server" / "web" / "assets"
+#: axe-core, vendored (tests/support/vendor/axe-core/VENDORED.md).
+AXE = PROJECT_ROOT / "tests" / "support" / "vendor" / "axe-core" / "axe.min.js"
 #: How long the page may take to show what a test waits for (a loaded CI machine).
 WAIT_MS = 20_000
 
@@ -276,10 +278,14 @@ def open_page(
     token: str | None = OPERATOR_TOKEN,
     fragment: str = "#/",
     viewport: tuple[int, int] = (1280, 800),
+    bypass_csp: bool = False,
 ) -> Iterator[Watched]:
-    """A fresh browser context on the daemon's page, signed in with ``token``."""
+    """A fresh browser context on the daemon's page, signed in with ``token``
+    (``bypass_csp``: scripts a test injects run despite the page's policy, as axe-core)."""
     context = browser.new_context(
-        viewport={"width": viewport[0], "height": viewport[1]}, accept_downloads=True
+        viewport={"width": viewport[0], "height": viewport[1]},
+        accept_downloads=True,
+        bypass_csp=bypass_csp,
     )
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
@@ -312,22 +318,41 @@ def open_page(
         context.close()
 
 
+def axe_violations(page: Page) -> list[dict[str, Any]]:
+    """axe-core's serious and critical violations on the page as it stands: rule id, impact,
+    help and the first few offending elements."""
+    if not page.evaluate("() => typeof axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
+    found: list[dict[str, Any]] = page.evaluate(
+        """async () => {
+            const result = await axe.run(document, {resultTypes: ['violations']});
+            return result.violations
+                .filter(v => v.impact === 'serious' || v.impact === 'critical')
+                .map(v => ({id: v.id, impact: v.impact, help: v.help,
+                            nodes: v.nodes.slice(0, 3).map(n => n.target.join(' '))}));
+        }"""
+    )
+    return found
+
+
 def graph_edges(page: Page) -> list[tuple[str, str, str]]:
-    """The drawn graph's edges as (kind, source label's first line, target's first line)."""
+    """The drawn graph's edges as (kind, source's agent name, target's agent name): the
+    first line of each label without its number (``lead #1`` is ``lead``)."""
     edges: list[list[str]] = page.evaluate(
         """() => Orchestrator.currentGraph.cy.edges().map(e => [
             e.data('kind'),
-            e.source().data('label').split('\\n')[0],
-            e.target().data('label').split('\\n')[0]])"""
+            e.source().data('label').split('\\n')[0].replace(/ #\\d+$/, ''),
+            e.target().data('label').split('\\n')[0].replace(/ #\\d+$/, '')])"""
     )
     return sorted((kind, source, target) for kind, source, target in edges)
 
 
 def graph_nodes(page: Page) -> list[tuple[str, str]]:
-    """The drawn graph's nodes as (kind, label with its lines joined by ' | ')."""
+    """The drawn graph's nodes as (kind, label with its lines joined by ' | '): who, what
+    (a worker's task, else its role) and status; not the tokens line, which comes later."""
     nodes: list[list[str]] = page.evaluate(
         """() => Orchestrator.currentGraph.cy.nodes().map(n => [
-            n.data('kind'), n.data('label').split('\\n').join(' | ')])"""
+            n.data('kind'), n.data('label').split('\\n').slice(0, 3).join(' | ')])"""
     )
     return sorted((kind, label) for kind, label in nodes)
 

@@ -12,7 +12,9 @@
  * The model (plain objects and Maps, no DOM):
  *   nodes: Map id -> node, in the order the stream first mentioned them
  *     kind "chat":     id = the chat URI (threadId); agentName, role, status, parent
- *                      (the delegating chat, parentThreadId), agentId, taskId, title, summary
+ *                      (the delegating chat, parentThreadId), agentId, taskId, title, summary,
+ *                      toolCallId (the delegate call that spawned it), usage (set by the
+ *                      page: tokens, model calls, time)
  *     kind "remote":   a remote teammate's chat (its envelopes say runtimeEntity
  *                      external_task): a chat node that also keeps its remote task's
  *                      remoteTaskId, remoteStatus (in words) and its card's name, cardName
@@ -21,7 +23,9 @@
  *                      the task's chat is spawned
  *     kind "approval": id = "approval:" + actionId; requestedBy, routedTo, resolvedBy (each
  *                      as people say it: "analyst #3", "alice"), taskTitle (the asker's
- *                      task), decision, toolName, summary, chat (the asking chat), status;
+ *                      task), decision, toolName, input (the tool call's input, summarised),
+ *                      summary, chat (the asking chat), status; a question also questions
+ *                      ([{id, kind, message, options}]);
  *                      a question (`question` true) also toolCallId (what an answer names)
  *                      and, answered, its answer
  *   edges: Map id -> {id, kind, source, target, label}
@@ -116,6 +120,8 @@
       node.kind = "remote";
       model.structure += 1; // drawn as another kind of node
     }
+    // The delegate call that spawned it: its round (graph-view.js groups a round's siblings).
+    if (env.type === "agent.spawned" && env.toolCallId && !node.toolCallId) node.toolCallId = env.toolCallId;
     if (env.type === "agent.spawned" && env.parentThreadId && !node.parent) {
       node.parent = env.parentThreadId;
       chatNode(model, env.parentThreadId);
@@ -214,6 +220,11 @@
         decision: null,
         answer: null,
         toolName: payload.toolName || null,
+        // What the asker wants to run (its input, summarised by the daemon), and for a
+        // question its parts: [{id, kind, message, options}] (kind text, number, integer,
+        // boolean, single-select, multi-select).
+        input: payload.inputSummary || "",
+        questions: Array.isArray(payload.questions) ? payload.questions : [],
         summary:
           payload.inputSummary ||
           payload.message ||

@@ -19,6 +19,15 @@
   // Above this many nodes the layout is treeLayout's (below), not dagre's.
   const DAGRE_MOST = 150;
   const MOST_FITTED_ZOOM = 1.2;
+  // Labels are drawn at LABEL_PX and the first view never zooms out past 1: every label is
+  // at least 11 px. A graph too big for the box shows its top (the coordinator, the first
+  // rounds) and is panned, not shrunk.
+  const LABEL_PX = 11;
+  const LEAST_READABLE_ZOOM = 1;
+  // Siblings of one delegation round from this many are drawn as one group node (failed
+  // ones and those waiting for a decision stay drawn on their own).
+  const GROUP_FROM = 6;
+  const ALWAYS_SHOWN = new Set(["failed", "needs_approval", "needs_input", "blocked"]);
 
   const STATUS_COLOURS = {
     spawning: "#9ecae1",
@@ -28,15 +37,15 @@
     needs_input: "#e6550d",
     idle: "#a1d99b",
     completed: "#31a354",
-    failed: "#de2d26",
+    failed: "#ef5b54",
     killed: "#969696",
     cancelled: "#969696",
     queued: "#d9d9d9",
     pending: "#fd8d3c",
     approved: "#31a354",
     accepted: "#31a354",
-    rejected: "#de2d26",
-    denied: "#de2d26",
+    rejected: "#ef5b54",
+    denied: "#ef5b54",
   };
 
   function statusColour(status) {
@@ -55,13 +64,22 @@
       return (node.question ? "question" : "approval") + "\n" + what + "\n[" + status + "]";
     }
     if (node.kind === "queued") {
-      return node.agentName + "\n(queued task)\n[queued]";
+      return node.agentName + "\n" + (node.title ? shorten(node.title, 24) : "(queued task)") + "\n[queued]";
     }
     if (node.kind === "remote") {
       // A remote teammate: its card's name, and its remote task's state in words.
       return node.agentName + "\n(remote: " + shorten(node.cardName || node.role, 24) + ")\n[" + status + "]";
     }
-    return node.agentName + (node.role ? "\n" + node.role : "") + "\n[" + status + "]";
+    // A worker says its task (three researchers are told apart); the coordinator its role.
+    const number = node.agentId ? " #" + String(node.agentId).replace(/^[^#]*#/, "") : "";
+    const second = node.parent && node.title ? shorten(node.title, 24) : node.role;
+    const used = node.usage && node.usage.modelCalls ? "\n" + compact(node.usage.inputTokens) + " in · " + compact(node.usage.outputTokens) + " out" : "";
+    return node.agentName + number + (second ? "\n" + second : "") + "\n[" + status + "]" + used;
+  }
+
+  function compact(n) {
+    const value = Number(n || 0);
+    return value >= 10000 ? Math.round(value / 1000) + "k" : String(value);
   }
 
   const STYLE = [
@@ -74,15 +92,15 @@
         "text-wrap": "wrap",
         "text-valign": "center",
         "text-halign": "center",
-        "font-size": 11,
+        "font-size": LABEL_PX,
         "font-family": "system-ui, sans-serif",
         color: "#111",
-        width: 150,
-        height: 56,
+        width: 170,
+        height: 64,
         "border-width": 1,
         "border-color": "#444",
-        // Labels too small to read are not drawn (a 1,000-node graph fitted to the screen).
-        "min-zoomed-font-size": 5,
+        // A label that would be drawn under 11 px (the user zoomed out) is not drawn.
+        "min-zoomed-font-size": LABEL_PX,
       },
     },
     {
@@ -91,13 +109,20 @@
     },
     {
       selector: "node.approval",
-      style: { shape: "diamond", width: 130, height: 64, "font-size": 9 },
+      style: { shape: "diamond", width: 150, height: 72 },
     },
     {
       // A remote teammate (an A2A agent elsewhere): its own shape and a double border.
       selector: "node.remote",
       style: { shape: "cut-rectangle", "border-style": "double", "border-width": 4 },
     },
+    {
+      // Siblings of one delegation round, drawn as one node until it is clicked.
+      selector: "node.group",
+      style: { shape: "round-rectangle", "border-width": 3, "border-style": "double", width: 190, height: 64 },
+    },
+    { selector: "node.match", style: { "border-width": 4, "border-color": "#7a3e00" } },
+    { selector: "node.unmatched", style: { opacity: 0.35 } },
     { selector: "node:selected", style: { "border-width": 4, "border-color": "#000" } },
     {
       selector: "edge",
@@ -108,11 +133,11 @@
         "line-color": "#555",
         "target-arrow-color": "#555",
         label: "data(label)",
-        "font-size": 9,
+        "font-size": LABEL_PX,
         "text-background-color": "#fff",
         "text-background-opacity": 0.8,
         "text-background-padding": 1,
-        "min-zoomed-font-size": 5,
+        "min-zoomed-font-size": LABEL_PX,
       },
     },
     {
@@ -128,6 +153,16 @@
       selector: "edge.asks",
       style: { "line-color": "#e6550d", "target-arrow-color": "#e6550d", width: 1 },
     },
+  ];
+
+  // The dark theme (the system's): edges and their labels light on the dark surface; node
+  // labels stay dark on their status fills.
+  const DARK_STYLE = [
+    {
+      selector: "edge",
+      style: { "line-color": "#9198a1", "target-arrow-color": "#9198a1", color: "#e6edf3", "text-background-color": "#161b22" },
+    },
+    { selector: "node:selected", style: { "border-color": "#e6edf3" } },
   ];
 
   function nodeData(node) {
@@ -147,7 +182,7 @@
    * into rows, so a 1,000-worker fan-out is a block, not a line a hundred screens wide.
    * Handoff and resume edges are drawn between wherever their ends are. */
   const WRAP = 25;
-  const CELL_W = 170;
+  const CELL_W = 210;
   const CELL_H = 100;
 
   function treeLayout(cy) {
@@ -250,9 +285,10 @@
 
   function createGraphView(container, options) {
     const onSelect = (options && options.onSelect) || function () {};
+    const dark = Boolean(root.matchMedia && root.matchMedia("(prefers-color-scheme: dark)").matches);
     const cy = root.cytoscape({
       container: container,
-      style: STYLE,
+      style: dark ? STYLE.concat(DARK_STYLE) : STYLE,
       elements: [],
       wheelSensitivity: 0.3,
       hideEdgesOnViewport: true, // panning and zooming a big graph stays smooth
@@ -266,7 +302,9 @@
     let big = false;
 
     cy.on("tap", "node", function (event) {
-      onSelect(event.target.id());
+      const id = event.target.id();
+      if (event.target.data("kind") === "group") expand(id);
+      else onSelect(id);
     });
 
     function layout() {
@@ -296,27 +334,117 @@
         cy.zoom(MOST_FITTED_ZOOM);
         cy.center();
       }
+      // One too big for the box is not shrunk past readable: its top is shown (the
+      // coordinator centred, 40 px from the top edge), the rest a pan away.
+      if (cy.zoom() < LEAST_READABLE_ZOOM) {
+        const tops = cy.nodes().filter((n) => !n.data("up"));
+        const top = (tops.nonempty() ? tops : cy.nodes()).boundingBox();
+        cy.viewport({
+          zoom: LEAST_READABLE_ZOOM,
+          pan: { x: cy.width() / 2 - (top.x1 + top.x2) / 2, y: 40 - top.y1 },
+        });
+      }
     }
 
+    // ── groups: the siblings of one delegation round ──
+    // A click opens a group EXPAND_STEP members at a time (the rest stay a group): a
+    // round of 1,000 at a readable size would be a graph of 5,000 by 4,000 pixels.
+    const EXPAND_STEP = 50;
+    const expanded = new Map(); // round key -> how many of its members are drawn
+    const forced = new Set(); // nodes drawn whatever their group (selected, searched for)
+    let lastModel = null;
+    let groupOf = new Map(); // hidden node id -> its group node id
+    let groupKeys = new Map(); // group node id -> round key
+
+    function roundKey(node) {
+      // A round's calls share a prefix (`<chat>-t0-r1-c7`: call 7 of round 1 of turn 0);
+      // where ids say nothing of it, the siblings of one agent under one parent.
+      const round = /^(.*)-c\d+$/.exec(node.toolCallId || "");
+      return node.parent + "|" + node.agentName + "|" + (node.kind === "queued" ? "queued" : round ? round[1] : "");
+    }
+
+    function groupLabel(agentName, members, folded) {
+      const counts = new Map();
+      for (const member of members) {
+        const status = member.kind === "queued" ? "queued" : member.status;
+        counts.set(status, (counts.get(status) || 0) + 1);
+      }
+      const parts = [...counts].sort((a, b) => b[1] - a[1]).map(([status, n]) => (status === "completed" ? n + " ✔" : n + " " + status));
+      const more = folded < members.length ? folded + " more: click to show " + Math.min(folded, 50) : "group: click to expand";
+      return members.length + " × " + agentName + "\n" + parts.join(" · ") + "\n[" + more + "]";
+    }
+
+    /** What is drawn of `model`: every node, but the quiet siblings of a big round folded
+     * into one group node. */
+    function visible(model) {
+      const parents = new Set();
+      for (const node of model.nodes.values()) if (node.parent) parents.add(node.parent);
+      const rounds = new Map();
+      for (const node of model.nodes.values()) {
+        if ((node.kind !== "chat" && node.kind !== "queued") || !node.parent) continue;
+        const key = roundKey(node);
+        if (!rounds.has(key)) rounds.set(key, []);
+        rounds.get(key).push(node);
+      }
+      const hidden = new Map();
+      const groups = [];
+      for (const [key, members] of rounds) {
+        if (members.length < GROUP_FROM) continue;
+        const quiet = members.filter((n) => !ALWAYS_SHOWN.has(n.status) && !parents.has(n.id) && n.id !== selectedId && !forced.has(n.id));
+        const folded = quiet.slice(expanded.get(key) || 0);
+        if (folded.length < 2) continue;
+        const id = "group:" + key;
+        folded.forEach((n) => hidden.set(n.id, id));
+        // Its colour is that of what it folds (the failed ones are drawn on their own).
+        const busy = folded.some((n) => n.status === "running");
+        const failed = folded.some((n) => n.status === "failed");
+        groups.push({
+          key: key,
+          data: {
+            id: id,
+            label: groupLabel(members[0].agentName, members, folded.length),
+            colour: statusColour(busy ? "running" : failed ? "failed" : folded.every((n) => n.status === "completed") ? "completed" : folded[0].status),
+            kind: "group",
+            status: busy ? "running" : "group",
+            up: members[0].parent,
+            size: members.length,
+          },
+          parent: members[0].parent,
+        });
+      }
+      // An approval hangs from its chat: hidden with it.
+      for (const node of model.nodes.values()) {
+        if (node.kind === "approval" && node.parent && hidden.has(node.parent) && node.status !== "pending") hidden.set(node.id, hidden.get(node.parent));
+      }
+      return { hidden: hidden, groups: groups };
+    }
+
+    let selectedId = null;
+
     function render(model) {
+      lastModel = model;
+      const shown = visible(model);
+      groupOf = shown.hidden;
+      groupKeys = new Map(shown.groups.map((g) => [g.data.id, g.key]));
       const wanted = new Set();
       const added = [];
       let changed = false;
       cy.batch(function () {
-        for (const node of model.nodes.values()) {
-          wanted.add(node.id);
-          const data = nodeData(node);
-          const existing = cy.getElementById(node.id);
+        const put = function (data, classes) {
+          wanted.add(data.id);
+          const existing = cy.getElementById(data.id);
           if (existing.nonempty()) {
-            if (existing.data("label") !== data.label || existing.data("colour") !== data.colour) {
-              existing.data(data);
-            }
-            if (!existing.hasClass(node.kind)) existing.classes(node.kind); // a chat found remote
-          } else {
-            added.push({ group: "nodes", data: data, classes: node.kind });
-          }
+            if (existing.data("label") !== data.label || existing.data("colour") !== data.colour) existing.data(data);
+            if (!existing.hasClass(classes)) existing.classes(classes); // a chat found remote
+          } else added.push({ group: "nodes", data: data, classes: classes });
+        };
+        for (const node of model.nodes.values()) {
+          if (!shown.hidden.has(node.id)) put(nodeData(node), node.kind);
         }
-        for (const edge of model.edges.values()) {
+        for (const group of shown.groups) put(group.data, "group");
+        const edges = [...model.edges.values()].filter((e) => !shown.hidden.has(e.source) && !shown.hidden.has(e.target));
+        for (const group of shown.groups) edges.push({ id: "spawn:" + group.parent + "->" + group.data.id, kind: "spawn", source: group.parent, target: group.data.id, label: "" });
+        for (const edge of edges) {
           wanted.add(edge.id);
           const existing = cy.getElementById(edge.id);
           if (existing.empty()) {
@@ -350,7 +478,55 @@
       }
     }
 
+    /** Open the group node `id` (its members drawn one by one). */
+    function expand(id) {
+      const key = groupKeys.get(id);
+      if (key === undefined || !lastModel) return false;
+      expanded.set(key, (expanded.get(key) || 0) + EXPAND_STEP);
+      if (pendingLayout !== null) {
+        clearTimeout(pendingLayout);
+        pendingLayout = null;
+      }
+      lastLayoutAt = 0;
+      render(lastModel);
+      return true;
+    }
+
+    // ── search: by agent, task or status ──
+    function search(text) {
+      const wanted = String(text || "").trim().toLowerCase();
+      const found = [];
+      if (lastModel && wanted) {
+        for (const node of lastModel.nodes.values()) {
+          const words = [node.agentName, node.agentId ? node.agentName + " #" + String(node.agentId).replace(/^[^#]*#/, "") : "", node.title, node.status, node.role, node.toolName].join("\n").toLowerCase();
+          if (words.indexOf(wanted) >= 0) found.push(node.id);
+        }
+      }
+      // A match folded in a group is drawn on its own (the first 200 matches).
+      const folded = found.filter((nodeId) => groupOf.has(nodeId)).slice(0, 200);
+      if (folded.length) {
+        folded.forEach((nodeId) => forced.add(nodeId));
+        lastLayoutAt = 0;
+        render(lastModel);
+      }
+      const matched = new Set(found);
+      cy.batch(function () {
+        cy.nodes().forEach(function (node) {
+          node.toggleClass("match", matched.has(node.id()));
+          node.toggleClass("unmatched", wanted !== "" && !matched.has(node.id()));
+        });
+      });
+      return found;
+    }
+
     function select(id) {
+      selectedId = id;
+      // A node folded in a group is drawn on its own first.
+      if (groupOf.has(id) && lastModel) {
+        forced.add(id);
+        lastLayoutAt = 0;
+        render(lastModel);
+      }
       cy.$(":selected").unselect();
       const node = cy.getElementById(id);
       if (node.nonempty()) {
@@ -382,6 +558,12 @@
       resize: function () {
         cy.resize();
       },
+      // Laid out again (and fitted): a graph first drawn in a hidden box (a phone's).
+      relayout: layout,
+      expand: expand,
+      search: search,
+      /** The id of the group node `id` is folded into, or null. */
+      groupOf: (id) => groupOf.get(id) || null,
     };
   }
 

@@ -45,6 +45,10 @@
   const FINISHED = new Set(["completed", "failed", "cancelled", "ended"]);
   const NOT_LIVE_CHECKS = 3;
   const AGENT_ACTIVITY = new Set(["text", "thinking", "tool_invocation", "tool_result", "result", "done", "question"]);
+  // Envelopes after which what the agents used is fetched again.
+  const USAGE_CHANGES = new Set(["agent.completed", "agent.failed", "task.changed", "worker.notification", "run.finished", "run.failed"]);
+  // What a person decides (a withdrawn request was nobody's decision).
+  const DECISIONS = new Set(["approved", "rejected", "denied", "answered", "declined"]);
   const FIRST_RETRY_MS = 1000;
   const LAST_RETRY_MS = 10000;
 
@@ -81,11 +85,11 @@
     const nodesTable = h(
       "table",
       { id: "nodes", class: "data nodes" },
-      h("caption", { id: "nodes-caption", text: "Every node of the delegation graph: agent, role, status and parent" }),
+      h("caption", { id: "nodes-caption", text: "Every node of the delegation graph: agent, role, status, parent, and what it used" }),
       h(
         "thead",
         null,
-        h("tr", null, ["Agent", "Role", "Status", "Parent"].map((name) => h("th", { scope: "col", text: name })))
+        h("tr", null, ["Agent", "Role", "Status", "Parent", "Tokens in", "Tokens out", "Model calls", "Time"].map((name) => h("th", { scope: "col", text: name })))
       ),
       tableBody
     );
@@ -96,25 +100,83 @@
     const exportPng = h("button", { type: "button", id: "export-png", text: "Download PNG" });
     // Ends the conversation: completed if it waits for its next message, else cancelled.
     const endButton = h("button", { type: "button", id: "end-session", text: "End conversation", hidden: true, onclick: endConversation });
-    const actions = h("section", { id: "actions", class: "actions", "aria-labelledby": "actions-title" }, h("h3", { id: "actions-title", text: "Waiting for a decision" }));
+    const actionsCount = h("span", { id: "actions-count" });
+    const actions = h("section", { id: "actions", class: "actions", "aria-labelledby": "actions-title" }, h("h3", { id: "actions-title" }, "Waiting for a decision", actionsCount));
     const actionsList = h("ul", { id: "actions-list", class: "plain" });
     actions.appendChild(actionsList);
+    // Decisions taken while the page is open (here or by another client), newest first.
+    const decidedList = h("ul", { id: "decided-list", class: "plain", "aria-live": "polite" });
+    const decidedBox = h("div", { id: "decided", hidden: true }, h("h4", { text: "Decided" }), decidedList);
+    actions.appendChild(decidedBox);
     const panel = h("aside", { id: "transcript", class: "transcript", "aria-labelledby": "transcript-title", "aria-live": "polite" }, h("h3", { id: "transcript-title", text: "Transcript" }), h("p", { class: "notice", text: "Select a node (in the graph or the table) to read its chat." }));
     const timelineList = h("ol", { id: "timeline-list", class: "timeline" });
     const timelineNote = h("p", { id: "timeline-note", class: "meta" });
     const timeline = h("section", { id: "timeline", "aria-labelledby": "timeline-title" }, h("h3", { id: "timeline-title", text: "Timeline" }), timelineNote, timelineList);
     const errorBox = h("p", { id: "session-error", class: "error", role: "alert" });
 
-    main.appendChild(
-      h(
-        "div",
-        { class: "session-head" },
-        h("div", null, title, meta, connection, endButton),
-        h("div", { class: "exports", role: "group", "aria-label": "Export the graph" }, exportSvg, exportPng)
-      )
+    // ── run and steer: the answer as it streams, what was used, the next message ──
+    const resultPrompt = h("p", { id: "result-prompt", class: "meta" });
+    // Focusable: a long answer scrolls, and the keyboard must reach it too.
+    const resultText = h("div", { id: "result-text", class: "result-text", "aria-live": "polite", tabindex: "0", role: "region", "aria-label": "The coordinator's answer" });
+    const resultState = h("p", { id: "result-state", class: "meta" });
+    const usageTotal = h("p", { id: "usage-total", class: "usage" });
+    const composerText = h("textarea", { id: "composer-text", rows: "3", "aria-describedby": "composer-mode" });
+    const composerMode = h("p", { id: "composer-mode", class: "meta" });
+    const composerSend = h("button", { type: "button", id: "composer-send", class: "primary", text: "Send", onclick: sendMessage });
+    const cancelRun = h("button", { type: "button", id: "cancel-run", class: "deny", text: "Cancel run", hidden: true, onclick: cancelTheRun });
+    const composer = h(
+      "div",
+      { id: "composer", class: "composer", hidden: true },
+      h("label", { for: "composer-text", text: "Next message" }),
+      composerText,
+      composerMode,
+      h("div", { class: "buttons" }, composerSend, cancelRun)
     );
-    main.appendChild(errorBox);
-    main.appendChild(
+    composerText.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        sendMessage();
+      }
+    });
+    const result = h(
+      "section",
+      { id: "result", class: "result panel", "aria-labelledby": "result-title" },
+      h("h3", { id: "result-title", text: "Result" }),
+      resultPrompt,
+      resultText,
+      resultState,
+      usageTotal,
+      composer
+    );
+    // On a phone the graph is drawn on request (the decisions and the agents come first).
+    const graphToggle = h("button", { type: "button", id: "graph-toggle", class: "graph-toggle", "aria-expanded": "false", "aria-controls": "graph-wrap", text: "Show the graph" });
+    // Search by agent, task or status: matches are outlined, the rest faded; Enter goes
+    // from one match to the next (a match folded in a group opens it).
+    const searchBox = h("input", { type: "search", id: "graph-search", placeholder: "agent, task or status", "aria-describedby": "graph-search-count" });
+    const searchCount = h("output", { id: "graph-search-count", for: "graph-search", "aria-live": "polite" });
+    let searchFound = [];
+    let searchAt = -1;
+    function runSearch() {
+      searchFound = view.search(searchBox.value);
+      searchAt = -1;
+      searchCount.textContent = searchBox.value.trim() ? searchFound.length + " found" + (searchFound.length ? " (Enter: next)" : "") : "";
+    }
+    const searchLater = O.debounce(runSearch, 200);
+    searchBox.addEventListener("input", searchLater);
+    searchBox.addEventListener("keydown", function (event) {
+      if (event.key !== "Enter") return;
+      event.preventDefault();
+      searchLater.cancel();
+      if (searchAt === -1) runSearch();
+      if (!searchFound.length) return;
+      searchAt = (searchAt + 1) % searchFound.length;
+      selectNode(searchFound[searchAt]);
+      searchCount.textContent = searchAt + 1 + " of " + searchFound.length;
+    });
+    const graphWrap = h(
+      "div",
+      { id: "graph-wrap", class: "graph-wrap" },
+      h("div", { class: "search", role: "search" }, h("label", { for: "graph-search", text: "Find" }), searchBox, searchCount),
       h(
         "div",
         { class: "scrub", role: "group", "aria-label": "Sequence scrubber" },
@@ -122,15 +184,40 @@
         scrubber,
         scrubLabel,
         liveButton
+      ),
+      graphBox
+    );
+    graphToggle.addEventListener("click", function () {
+      const shown = graphWrap.classList.toggle("shown");
+      graphToggle.setAttribute("aria-expanded", String(shown));
+      graphToggle.textContent = shown ? "Hide the graph" : "Show the graph";
+      if (shown) {
+        view.resize();
+        view.relayout();
+      }
+    });
+
+    main.appendChild(
+      h(
+        "div",
+        { class: "session-head" },
+        h("div", null, title, meta, connection, h("div", { class: "buttons" }, endButton)),
+        h("div", { class: "exports", role: "group", "aria-label": "Export the graph" }, exportSvg, exportPng)
       )
     );
+    main.appendChild(errorBox);
+    // In reading order: what waits for a decision, the answer, the agents, the graph, the
+    // selected chat; the stylesheet lays them out side by side where there is room.
     main.appendChild(
       h(
         "div",
         { class: "session-grid" },
-        h("div", { class: "graph-wrap" }, graphBox),
+        actions,
+        result,
         h("div", { class: "table-wrap" }, nodesTable),
-        h("div", { class: "side" }, actions, panel)
+        graphToggle,
+        graphWrap,
+        panel
       )
     );
     main.appendChild(timeline);
@@ -154,7 +241,7 @@
           // The button is the keyboard's way in (Enter, Space); a click anywhere on the row
           // (the button's included: it bubbles) selects the node.
           const button = h("button", { type: "button", class: "link node-select", "data-node": row.id });
-          tr = h("tr", { "data-node": row.id, class: "kind-" + row.kind }, h("th", { scope: "row" }, button), h("td"), h("td", null, h("span", { class: "badge" })), h("td"));
+          tr = h("tr", { "data-node": row.id, class: "kind-" + row.kind }, h("th", { scope: "row" }, button), h("td"), h("td", null, h("span", { class: "badge" })), h("td"), h("td", { class: "num" }), h("td", { class: "num" }), h("td", { class: "num" }), h("td", { class: "num" }));
           tr.addEventListener("click", function () {
             selectNode(row.id);
           });
@@ -171,6 +258,9 @@
           badge.className = "badge status-" + row.status.split(" ")[0];
         }
         if (cells[3].textContent !== row.parent) cells[3].textContent = row.parent;
+        const used = usageByChat.get(row.id);
+        const figures = used ? [O.formatCount(used.inputTokens), O.formatCount(used.outputTokens), String(used.modelCalls), O.formatMs(used.durationMs)] : ["", "", "", ""];
+        for (let i = 0; i < 4; i += 1) if (cells[4 + i].textContent !== figures[i]) cells[4 + i].textContent = figures[i];
         tr.classList.toggle("selected", row.id === selected);
         if (tr.parentNode !== tableBody || tableBody.lastChild !== tr) tableBody.appendChild(tr);
       }
@@ -183,84 +273,193 @@
     }
 
     let actionsDrawn = null;
-    // "analyst #3" and its task: who asks, told apart from the others of its name.
-    function asker(node) {
-      const task = node.taskTitle ? " (task: " + O.shorten(node.taskTitle, 80) + ")" : "";
-      return node.requestedBy + task;
+    // Who asks: "researcher #3" (name and number: six analysts are told apart).
+    function askerName(node) {
+      return node.requestedBy;
+    }
+    const decidedHere = new Set(); // decision keys this page sent
+    let pendingBefore = new Map(); // id -> node, what waited at the last draw
+    const decided = []; // what was decided while the page was open, newest first
+
+    function pendingNodes() {
+      return [...model.nodes.values()].filter((node) => node.kind === "approval" && node.status === "pending");
+    }
+
+    /** The number of things waiting for someone (approvals and questions), live only. */
+    function waitingCount() {
+      const live = !offline && summary && summary.live && !ended;
+      return live ? pendingNodes().length : 0;
     }
 
     function drawActions() {
       const live = !offline && summary && summary.live && !ended;
       const operate = context.canOperate && live && !runElsewhere();
-      const pending = [...model.nodes.values()].filter((node) => node.kind === "approval" && node.status === "pending");
-      if (answering !== null && !pending.some((node) => node.question && questionCall(node) === answering)) answering = null; // taken
+      const pending = pendingNodes();
+      if (answering !== null && !pending.some((node) => decisionKey(node) === answering)) answering = null; // taken
+      // Taken since the last draw (here or by another client): the card says so, live.
+      const now = new Set(pending.map((node) => node.id));
+      for (const [nodeId, node] of pendingBefore) {
+        if (now.has(nodeId)) continue;
+        const done = model.nodes.get(nodeId) || node;
+        decided.unshift({ node: done, here: decidedHere.has(decisionKey(done)) });
+      }
+      pendingBefore = new Map(pending.map((node) => [node.id, node]));
+      decided.length = Math.min(decided.length, 10);
       // Redrawn only when what waits changed: a button rebuilt under the pointer of a busy
       // session would lose its click, an answer being typed its text.
-      const signature = JSON.stringify([operate, live, pending.map((node) => node.id + "|" + node.summary), [...refusals]]);
+      const signature = JSON.stringify([operate, live, pending.map((node) => node.id + "|" + node.summary), [...refusals], decided.map((d) => d.node.id + d.node.status)]);
       if (signature === actionsDrawn) return;
       actionsDrawn = signature;
       const typed = new Map([...actionsList.querySelectorAll("input.answer")].map((input) => [input.id, input.value]));
       O.clear(actionsList);
       for (const node of pending) {
-        if (node.question) {
-          actionsList.appendChild(questionItem(node, operate, typed));
-          continue;
-        }
-        const item = h(
-          "li",
-          { class: "approval", "data-approval": node.actionId },
-          h("p", null, h("strong", { text: (node.toolName || "an action") + " " }), "asked by " + asker(node) + ", routed to " + node.routedTo + (node.summary ? ": " + node.summary : ""))
-        );
-        if (operate) {
-          item.appendChild(
-            h(
-              "div",
-              { class: "buttons" },
-              h("button", { type: "button", class: "approve", "data-action": "approve", text: "Approve", "aria-label": "Approve " + (node.toolName || "") + " asked by " + node.requestedBy, onclick: () => decide(node.actionId, "approve") }),
-              h("button", { type: "button", class: "deny", "data-action": "deny", text: "Deny", "aria-label": "Deny " + (node.toolName || "") + " asked by " + node.requestedBy, onclick: () => decide(node.actionId, "reject") })
-            )
-          );
-        }
-        actionsList.appendChild(item);
+        actionsList.appendChild(node.question ? questionItem(node, operate, typed) : approvalItem(node, operate));
       }
       if (pending.length === 0) actionsList.appendChild(h("li", { class: "notice", text: "Nothing is waiting." }));
       else if (live && runElsewhere()) actionsList.appendChild(h("li", { class: "notice", text: "Decide in the process that runs this session." }));
+      O.clear(decidedList);
+      for (const entry of decided) decidedList.appendChild(decidedItem(entry));
+      decidedBox.hidden = decided.length === 0;
+      actionsCount.textContent = pending.length ? " (" + pending.length + ")" : "";
+      O.showWaiting(waitingCount());
+    }
+
+    function decisionKey(node) {
+      return node.question ? questionCall(node) : node.actionId;
+    }
+
+    // The heading lines of a card: who asks (name and number), for which task, what it
+    // wants to run with which input, and who decides (by name, never a chat URI).
+    function cardHead(node, asks) {
+      const parts = [h("p", { class: "card-who" }, h("strong", { class: "asker", text: askerName(node) }), " " + asks)];
+      if (node.taskTitle) parts.push(h("p", { class: "card-task" }, h("span", { class: "label", text: "Task: " }), node.taskTitle));
+      return parts;
+    }
+
+    function refusal(node) {
+      const key = decisionKey(node);
+      return refusals.has(key) ? h("p", { class: "error", role: "alert", text: "Not taken: " + refusals.get(key) }) : null;
+    }
+
+    function approvalItem(node, operate) {
+      const call = (node.toolName || "an action") + (node.input ? "(" + node.input + ")" : "");
+      const item = h(
+        "li",
+        { class: "approval card", "data-approval": node.actionId },
+        cardHead(node, "asks to run"),
+        h("p", { class: "card-call" }, h("code", { text: call })),
+        h("p", { class: "card-routed" }, h("span", { class: "label", text: "Routed to: " }), node.routedTo),
+        refusal(node)
+      );
+      if (operate) {
+        const what = (node.toolName || "") + " asked by " + askerName(node);
+        item.appendChild(
+          h(
+            "div",
+            { class: "buttons" },
+            h("button", { type: "button", class: "approve", "data-action": "approve", text: "Approve", "aria-label": "Approve " + what, onclick: () => decide(node, "approve") }),
+            h("button", { type: "button", class: "deny", "data-action": "deny", text: "Deny", "aria-label": "Deny " + what, onclick: () => decide(node, "reject") })
+          )
+        );
+      }
+      return item;
+    }
+
+    function decidedItem(entry) {
+      const node = entry.node;
+      const what = node.question ? "question of " + askerName(node) : (node.toolName || "action") + " asked by " + askerName(node);
+      const outcome = GM.statusText(node);
+      return h(
+        "li",
+        { class: "decided card", "data-decided": node.actionId },
+        h("span", { class: "badge status-" + node.status.split(" ")[0], text: node.status }),
+        " " + what + ": " + outcome + (entry.here || !DECISIONS.has(node.status) ? "" : " (decided elsewhere)")
+      );
     }
 
     function questionCall(node) {
       return node.toolCallId || node.actionId.replace(/^input-/, "");
     }
 
-    function questionItem(node, operate, typed) {
+    function sendAnswer(node, text) {
       const toolCallId = questionCall(node);
-      const inputId = "answer-" + toolCallId;
-      const item = h(
-        "li",
-        { class: "question", "data-question": toolCallId },
-        h("p", null, h("strong", { text: asker(node) + " asks: " }), node.summary)
-      );
-      if (refusals.has(toolCallId)) item.appendChild(h("p", { class: "error", role: "alert", text: "Not taken: " + refusals.get(toolCallId) }));
-      if (!operate) return item;
-      const input = h("input", { type: "text", id: inputId, class: "answer" });
-      input.value = typed.get(inputId) || "";
-      item.appendChild(h("label", { for: inputId, text: "Answer" }));
-      item.appendChild(input);
-      item.appendChild(
-        h("button", {
+      // The card stays until the answer is recorded (action.resolved): one the daemon
+      // refuses comes back as an error, said on the card.
+      if (socket && socket.send({ channel: "agent", type: "tool_response", toolCallId: toolCallId, result: text })) {
+        answering = toolCallId;
+        decidedHere.add(toolCallId);
+        refusals.delete(toolCallId);
+        actionsDrawn = null;
+        drawActions();
+      } else errorBox.textContent = "Not connected: the answer was not sent.";
+    }
+
+    // The answer's controls as the question defines them: yes / no and single choice as
+    // buttons, several choices as checkboxes, numbers and free text as a field.
+    function answerControls(node, typed) {
+      const toolCallId = questionCall(node);
+      const question = node.questions[0] || { kind: "text" };
+      const kind = question.kind || "text";
+      const options = question.options || [];
+      const who = askerName(node);
+      if (kind === "boolean") {
+        return h(
+          "div",
+          { class: "buttons", role: "group", "aria-label": "Answer " + who },
+          h("button", { type: "button", class: "approve", "data-action": "answer", "data-answer": "yes", text: "Yes", onclick: () => sendAnswer(node, "yes") }),
+          h("button", { type: "button", class: "deny", "data-action": "answer", "data-answer": "no", text: "No", onclick: () => sendAnswer(node, "no") })
+        );
+      }
+      if (kind === "single-select" && options.length) {
+        return h(
+          "div",
+          { class: "buttons", role: "group", "aria-label": "Answer " + who },
+          options.map((option) => h("button", { type: "button", "data-action": "answer", "data-answer": option, text: option, onclick: () => sendAnswer(node, option) }))
+        );
+      }
+      if (kind === "multi-select" && options.length) {
+        const boxes = options.map((option, i) => {
+          const boxId = "choice-" + toolCallId + "-" + i;
+          return h("label", { class: "choice", for: boxId }, h("input", { type: "checkbox", id: boxId, value: option }), " " + option);
+        });
+        const group = h("fieldset", { class: "choices" }, h("legend", { text: "Choose any" }), boxes);
+        const send = h("button", {
           type: "button",
           "data-action": "answer",
-          text: "Answer",
-          onclick: function () {
-            // The card stays until the answer is recorded (action.resolved): one the daemon
-            // refuses comes back as an error, said on the card.
-            if (socket && socket.send({ channel: "agent", type: "tool_response", toolCallId: toolCallId, result: input.value })) {
-              answering = toolCallId;
-              refusals.delete(toolCallId);
-              drawActions();
-            } else errorBox.textContent = "Not connected: the answer was not sent.";
-          },
-        })
+          text: "Send choices",
+          onclick: () => sendAnswer(node, [...group.querySelectorAll("input:checked")].map((box) => box.value).join(", ")),
+        });
+        return h("div", null, group, send);
+      }
+      const inputId = "answer-" + toolCallId;
+      const numeric = kind === "number" || kind === "integer";
+      // A number is typed as text (inputmode brings the phone's digits): the daemon says
+      // what it expects of an answer it cannot take.
+      const input = h("input", { type: "text", inputmode: numeric ? (kind === "integer" ? "numeric" : "decimal") : null, id: inputId, class: "answer" });
+      input.value = typed.get(inputId) || "";
+      input.addEventListener("keydown", function (event) {
+        if (event.key === "Enter") sendAnswer(node, input.value);
+      });
+      return h(
+        "div",
+        { class: "answer-row" },
+        h("label", { for: inputId, text: "Answer" }),
+        input,
+        h("button", { type: "button", "data-action": "answer", text: "Answer", onclick: () => sendAnswer(node, input.value) })
       );
+    }
+
+    function questionItem(node, operate, typed) {
+      const toolCallId = questionCall(node);
+      const item = h(
+        "li",
+        { class: "question card", "data-question": toolCallId },
+        cardHead(node, "asks:"),
+        h("p", { class: "card-call" }, h("strong", { text: node.summary })),
+        h("p", { class: "card-routed" }, h("span", { class: "label", text: "Routed to: " }), node.routedTo),
+        refusal(node)
+      );
+      if (operate) item.appendChild(answerControls(node, typed));
       return item;
     }
 
@@ -292,38 +491,269 @@
       return null;
     }
 
-    function decide(actionId, type) {
-      if (!socket || !socket.send({ channel: "agent", type: type, requestId: actionId })) {
+    function decide(node, type) {
+      if (!socket || !socket.send({ channel: "agent", type: type, requestId: node.actionId })) {
         errorBox.textContent = "Not connected: the decision was not sent.";
+        return;
+      }
+      // A refusal (taken already, say) comes back as an error: said on this card.
+      answering = node.actionId;
+      decidedHere.add(node.actionId);
+      refusals.delete(node.actionId);
+    }
+
+    // ── run and steer ──
+    let wantLastAnswer = false; // once the envelopes are folded: the coordinator's last answer
+    const usageByChat = new Map(); // chat URI -> {inputTokens, outputTokens, modelCalls, durationMs}
+    let usageAsked = 0;
+    async function loadUsage() {
+      if (offline) return;
+      const asked = ++usageAsked;
+      try {
+        const used = await O.api("/api/sessions/" + encodeURIComponent(id) + "/usage");
+        if (disposed || asked !== usageAsked) return;
+        usageByChat.clear();
+        for (const chat of Object.keys(used.chats || {})) usageByChat.set(chat, used.chats[chat]);
+        for (const node of model.nodes.values()) node.usage = usageByChat.get(node.id) || null;
+        const t = used.total || {};
+        usageTotal.textContent =
+          "Total: " + O.formatCount(t.inputTokens || 0) + " tokens in, " + O.formatCount(t.outputTokens || 0) + " out · " +
+          (t.modelCalls || 0) + " model call" + (t.modelCalls === 1 ? "" : "s") + " · " + O.formatMs(t.durationMs || 0) + " of agent time";
+        drawAll([]);
+      } catch (error) {
+        /* the figures come with the next change */
+      }
+    }
+    const refreshUsage = O.debounce(loadUsage, 500);
+
+    function coordinatorNode() {
+      for (const node of model.nodes.values()) {
+        if (node.kind === "chat" && !node.parent && node.agentName === model.run.coordinator) return node;
+      }
+      return null;
+    }
+
+    function mayCommand() {
+      return Boolean(context.canOperate && !offline && summary && summary.live && !ended && !runElsewhere());
+    }
+
+    const BUSY = new Set(["running", "waiting", "needs_approval", "needs_input", "spawning", "blocked"]);
+    function drawSteer() {
+      if (offline && model.run.result && !resultText.textContent) {
+        resultText.textContent = String(model.run.result);
+        resultState.textContent = "answered";
+      }
+      const operate = mayCommand() && model.run.status === "running";
+      composer.hidden = !operate;
+      const lead = coordinatorNode();
+      const busy = Boolean(lead && BUSY.has(lead.status));
+      composerMode.textContent = busy
+        ? (lead.agentName || "The coordinator") + " is at work: this message is queued and becomes its next turn. (Ctrl+Enter sends.)"
+        : "Starts " + ((lead && lead.agentName) || "the coordinator") + "'s next turn. (Ctrl+Enter sends.)";
+      cancelRun.hidden = !(operate && busy && lead && lead.taskId);
+    }
+
+    function sendMessage() {
+      const text = composerText.value.trim();
+      if (!text) {
+        errorBox.textContent = "Write a message first.";
+        composerText.focus();
+        return;
+      }
+      if (!socket || !socket.send({ channel: "agent", type: "prompt", prompt: text })) {
+        errorBox.textContent = "Not connected: the message was not sent.";
+        return;
+      }
+      errorBox.textContent = "";
+      composerText.value = "";
+      resultState.textContent = "Sent: " + O.shorten(text, 120);
+    }
+
+    function abortTask(taskId, what) {
+      if (!socket || !socket.send({ channel: "agent", type: "abort", taskId: taskId })) {
+        errorBox.textContent = "Not connected: " + what + " was not cancelled.";
       }
     }
 
+    function cancelTheRun() {
+      const lead = coordinatorNode();
+      if (lead && lead.taskId) abortTask(lead.taskId, "the run");
+    }
+
+    // The coordinator's answer as the agent channel streams it: `prompt` starts a turn,
+    // `text` adds to it, `result` is its final text, `error` / `done` end it.
+    function onAgentEvent(event) {
+      if (event.type === "prompt") {
+        resultPrompt.textContent = "Asked: " + O.shorten(String(event.prompt || ""), 300);
+        resultText.textContent = "";
+        resultState.textContent = "answering…";
+      } else if (event.type === "text") {
+        resultText.textContent += String(event.content || "");
+      } else if (event.type === "result") {
+        if (event.summary) resultText.textContent = String(event.summary);
+        resultState.textContent = "answered";
+      } else if (event.type === "error") {
+        resultState.textContent = "ended: " + String(event.message || "error");
+      } else if (event.type === "done") {
+        if (resultState.textContent === "answering…") resultState.textContent = "answered";
+        refreshUsage();
+      }
+    }
+
+    // An ended session: the answer is the coordinator's last turn, from its transcript.
+    async function loadLastAnswer() {
+      const lead = coordinatorNode();
+      if (!lead || offline) return;
+      try {
+        const transcript = await O.api("/api/sessions/" + encodeURIComponent(id) + "/transcript?thread=" + encodeURIComponent(lead.id));
+        if (disposed) return;
+        const turns = transcript.turns || [];
+        const last = turns[turns.length - 1];
+        if (last && last.events) last.events.forEach(onAgentEvent);
+      } catch (error) {
+        /* the panel stays empty */
+      }
+    }
+
+    // ── the timeline, in words ──
+    // Each envelope is a sentence naming agents as people do ("researcher #3 asked to run
+    // publish(target=release page)"), with a link to its node (and so its transcript); a
+    // filter keeps the lines with some text, a kind; "Raw envelopes" shows them as sent.
     const timelineRows = [];
+    function nameOf(chat, fallback) {
+      const node = chat ? model.nodes.get(chat) : null;
+      if (!node || node.kind !== "chat") return fallback || "?";
+      return node.agentName + (node.agentId ? " #" + String(node.agentId).replace(/^[^#]*#/, "") : "");
+    }
+
+    /** [kind, sentence] of an envelope; kind is "decision", "agent" or "run". */
+    function sentence(env) {
+      const p = env.payload || {};
+      const who = nameOf(env.threadId, p.requestedByName || p.agentName);
+      switch (env.type) {
+        case "run.started":
+          return ["run", "The run started" + (p.prompt ? ": " + O.shorten(String(p.prompt), 120) : "")];
+        case "run.finished":
+        case "run.failed":
+          return ["run", "The run " + (p.status || (env.type === "run.failed" ? "failed" : "finished")) + (p.error ? ": " + p.error : "")];
+        case "agent.spawned":
+          return env.parentThreadId
+            ? ["agent", nameOf(env.parentThreadId) + " delegated to " + who + (p.title || (model.nodes.get(env.threadId) || {}).title ? ": " + O.shorten(p.title || model.nodes.get(env.threadId).title, 100) : "")]
+            : ["agent", who + " joined as " + (p.role || "a member")];
+        case "agent.changed":
+          return ["agent", who + " is " + (p.status || "changed") + (p.waitingFor ? " (" + p.waitingFor + ")" : "")];
+        case "agent.completed":
+        case "agent.failed":
+          return ["agent", who + " " + (p.status || "ended") + (p.summary ? ": " + O.shorten(String(p.summary), 140) : "")];
+        case "worker.notification":
+          return ["agent", who + " reported back (" + (p.status || "done") + ")" + (env.parentThreadId ? " to " + nameOf(env.parentThreadId) : "")];
+        case "agent.handoff":
+          return ["agent", (p.fromAgent || "?") + " handed over to " + (p.toAgent || "?") + (p.reason ? ": " + p.reason : "")];
+        case "action.required": {
+          const asked = p.questions && p.questions.length
+            ? "asked: " + (p.message || p.questions.map((q) => q.message || q.id).join(" / "))
+            : "asked to run " + (p.toolName || "a tool") + (p.inputSummary ? "(" + p.inputSummary + ")" : "");
+          return ["decision", (p.requestedByName || who) + " " + asked + " — routed to " + (p.routedToName || p.routedTo || "?")];
+        }
+        case "action.resolved": {
+          const what = p.toolName ? (p.requestedByName || who) + "'s " + p.toolName : (p.requestedByName || who) + "'s question";
+          const outcome = p.answer !== undefined ? "answered " + p.answer : p.decision || p.response || "resolved";
+          return ["decision", what + ": " + outcome + (p.resolvedByName ? " by " + p.resolvedByName : "")];
+        }
+        case "task.changed":
+          return ["task", "Task " + (p.title ? "“" + O.shorten(p.title, 80) + "”" : env.taskId || "") + " is " + (p.status || "changed")];
+        default:
+          return ["other", env.type + (p.status ? " (" + p.status + ")" : "")];
+      }
+    }
+
     function drawTimeline(fresh) {
       // Only the newest TIMELINE_CAP are ever made: a 1,000-worker session has 10,000.
       for (const env of fresh.length > TIMELINE_CAP ? fresh.slice(-TIMELINE_CAP) : fresh) {
-        const payload = env.payload || {};
-        const agent = payload.agentName || payload.requestedBy || (payload.fromAgent ? payload.fromAgent + " → " + payload.toAgent : "") || payload.team || payload.teamName || "";
+        const [kind, words] = sentence(env);
+        const link = env.threadId && model.nodes.has(env.threadId)
+          ? h("button", { type: "button", class: "link", "data-node": env.threadId, text: nameOf(env.threadId), onclick: () => selectNode(env.threadId) })
+          : null;
         const li = h(
           "li",
-          { "data-sequence": env.sequence },
+          { "data-sequence": env.sequence, "data-kind": kind, "data-chats": [env.threadId, env.parentThreadId].filter(Boolean).join(" "), class: "kind-" + kind },
           h("span", { class: "seq", text: "#" + env.sequence }),
           " ",
-          h("time", { datetime: env.timestamp || "", text: O.formatTime(env.timestamp) }),
+          h("time", { datetime: env.timestamp || "", text: O.formatTime(env.timestamp).slice(11) || O.formatTime(env.timestamp) }),
           " ",
-          h("span", { class: "type", text: env.type }),
-          " ",
-          h("span", { class: "agent", text: agent + (payload.status ? " [" + payload.status + "]" : "") })
+          h("span", { class: "words", text: words }),
+          link ? [" ", link] : null
         );
+        li.envelope = env; // its raw text is made when asked for (500 lines of JSON cost)
+        if (timelineRaw.checked) showRaw(li);
         timelineList.appendChild(li);
         timelineRows.push(li);
+        filterRow(li);
       }
       while (timelineRows.length > TIMELINE_CAP) timelineRows.shift().remove();
+      listAgents();
       timelineNote.textContent =
         envelopes.length > TIMELINE_CAP
           ? "The last " + TIMELINE_CAP + " of " + envelopes.length + " events, newest last."
           : envelopes.length + " events, newest last.";
     }
+
+    function filterRow(li) {
+      const text = timelineFilter.value.trim().toLowerCase();
+      const kind = timelineKind.value;
+      const agent = timelineAgent.value;
+      const shown =
+        (!kind || li.dataset.kind === kind) &&
+        (!agent || li.dataset.chats.split(" ").indexOf(agent) >= 0) &&
+        (!text || li.textContent.toLowerCase().indexOf(text) >= 0);
+      li.hidden = !shown;
+    }
+
+    const timelineFilter = h("input", { type: "search", id: "timeline-filter", placeholder: "agent, tool, status…" });
+    const timelineKind = h(
+      "select",
+      { id: "timeline-kind" },
+      [["", "everything"], ["decision", "decisions"], ["agent", "agents"], ["task", "tasks"], ["run", "the run"], ["other", "other"]].map(([value, text]) => h("option", { value: value, text: text }))
+    );
+    const timelineRaw = h("input", { type: "checkbox", id: "timeline-raw" });
+    // One agent's lines (what it did, and what was delegated to it or by it).
+    const timelineAgent = h("select", { id: "timeline-agent" }, h("option", { value: "", text: "every agent" }));
+    let agentsListed = -1;
+    function listAgents() {
+      if (agentsListed === model.structure) return;
+      agentsListed = model.structure;
+      const current = timelineAgent.value;
+      while (timelineAgent.options.length > 1) timelineAgent.remove(1);
+      for (const node of model.nodes.values()) {
+        if (node.kind === "chat") timelineAgent.appendChild(h("option", { value: node.id, text: nameOf(node.id) }));
+      }
+      timelineAgent.value = current;
+    }
+    timelineAgent.addEventListener("change", () => timelineRows.forEach(filterRow));
+    const refilter = O.debounce(() => timelineRows.forEach(filterRow), 150);
+    timelineFilter.addEventListener("input", refilter);
+    timelineKind.addEventListener("change", () => timelineRows.forEach(filterRow));
+    function showRaw(li) {
+      if (!li.querySelector(".raw")) li.appendChild(h("code", { class: "raw", text: JSON.stringify(li.envelope) }));
+    }
+    timelineRaw.addEventListener("change", function () {
+      if (timelineRaw.checked) timelineRows.forEach(showRaw);
+      timelineList.classList.toggle("raw-shown", timelineRaw.checked);
+    });
+    timeline.insertBefore(
+      h(
+        "div",
+        { class: "filters", role: "group", "aria-label": "Filter the timeline" },
+        h("label", { for: "timeline-filter", text: "Filter" }),
+        timelineFilter,
+        h("label", { for: "timeline-kind", text: "Show" }),
+        timelineKind,
+        h("label", { for: "timeline-agent", text: "by" }),
+        timelineAgent,
+        h("label", { for: "timeline-raw" }, timelineRaw, " Raw envelopes")
+      ),
+      timelineNote
+    );
 
     function drawScrubber() {
       const last = envelopes.length ? envelopes[envelopes.length - 1].sequence : 0;
@@ -338,17 +768,20 @@
     function drawAll(fresh) {
       const m = shownModel();
       view.render(m);
+      if (searchBox.value.trim() && fresh && fresh.length) view.search(searchBox.value);
       graphBox.setAttribute("aria-label", GM.describe(m) + (scrubAt === null ? "" : " (at fact " + scrubAt + ")"));
       drawTable(m);
       drawActions();
       drawTimeline(fresh || []);
       drawScrubber();
       drawMeta();
+      drawSteer();
     }
 
     function drawMeta() {
       if (!summary) return;
       title.textContent = summary.title || O.sessionId(summary.id || summary.uri);
+      O.showWaiting(waitingCount(), title.textContent + " · Orchestrator");
       let status = ended && summary.live ? "ended" : summary.status || model.run.status || "";
       const open = status === "running" && !ended && !offline && model.run.status === "running";
       // Between prompts a conversation waits for its next message: it is idle, not running.
@@ -383,7 +816,13 @@
         }
       }
       if (fresh.length === 0) return;
+      for (const node of model.nodes.values()) if (node.usage === undefined) node.usage = usageByChat.get(node.id) || null;
       drawAll(fresh);
+      if (fresh.some((env) => USAGE_CHANGES.has(env.type))) refreshUsage();
+      if (wantLastAnswer) {
+        wantLastAnswer = false;
+        loadLastAnswer();
+      }
       if (selected && threadsTouched.has(selected)) refreshTranscript();
       threadsTouched.clear();
     }
@@ -433,14 +872,22 @@
         add("Decision", node.decision);
       }
       add("Summary", node.summary);
+      const used = usageByChat.get(node.id);
+      if (used) add("Used", O.formatCount(used.inputTokens) + " tokens in, " + O.formatCount(used.outputTokens) + " out · " + used.modelCalls + " model calls · " + O.formatMs(used.durationMs));
+      // A running worker can be cancelled on its own (its subtree with it).
+      const controls = h("div", { class: "buttons" });
+      if (node.kind === "chat" && node.parent && node.taskId && BUSY.has(node.status) && mayCommand()) {
+        const who = node.agentName + (node.agentId ? " " + node.agentId.replace(/^[^#]*#/, "#") : "");
+        controls.appendChild(h("button", { type: "button", id: "cancel-worker", class: "deny", text: "Cancel " + who, onclick: () => abortTask(node.taskId, who) }));
+      }
       if (node.kind !== "chat" || offline) {
-        fillPanel([heading, facts]);
+        fillPanel([heading, facts, controls]);
         panelNode = node.id;
         return;
       }
       if (panelNode !== node.id) {
         // Another node: say so at once; a refresh of the same one keeps what is shown.
-        fillPanel([heading, facts, h("div", { class: "turns", text: "Loading the transcript…" })]);
+        fillPanel([heading, facts, controls, h("div", { class: "turns", text: "Loading the transcript…" })]);
         panelNode = node.id;
       }
       const asked = ++transcriptAsked;
@@ -453,7 +900,7 @@
         if (disposed || asked !== transcriptAsked) return;
         turns.textContent = "The transcript could not be loaded: " + error.message;
       }
-      fillPanel([heading, facts, turns]);
+      fillPanel([heading, facts, controls, turns]);
     }
 
     function drawTranscript(target, transcript) {
@@ -556,6 +1003,8 @@
       if (disposed) return;
       summary = answer.session || summary;
       receive(answer.envelopes || []);
+      wantLastAnswer = true;
+      loadUsage();
       showConnection(summary && summary.live ? "open" : "ended");
       connection.textContent = "ended: loaded from the journal";
     }
@@ -630,12 +1079,17 @@
           send({ channel: "team", type: "subscribe", fromSequence: lastQueued() });
         },
         onMessage: function (message) {
+          if (message.channel === "agent") {
+            if (message.type === "history") (message.messages || []).forEach(onAgentEvent);
+            else onAgentEvent(message);
+          }
           if (message.channel === "team" && message.type === "event" && message.event) {
             receive([message.event]);
           } else if (message.type === "session_ended") {
             /* the close that follows says what next */
-          } else if (message.type === "error") {
-            const text = (message.code ? message.code + ": " : "") + (message.message || "error");
+          } else if (message.type === "error" && message.code) {
+            // A request refused (its `code` says so); a turn's own end in error has none.
+            const text = message.code + ": " + (message.message || "error");
             if (answering !== null) {
               refusals.set(answering, message.message || text); // said on its card
               answering = null;
@@ -686,6 +1140,8 @@
       summary = answer.session || {};
       receive(answer.envelopes || []);
       drawMeta();
+      loadUsage();
+      if (!summary.live) wantLastAnswer = true; // a live one's comes with the socket's history
       if (summary.live) attach();
       else if (FINISHED.has(summary.status)) {
         ended = true;
@@ -701,6 +1157,7 @@
     root.addEventListener("resize", onResize);
     return function dispose() {
       disposed = true;
+      O.showWaiting(0);
       if (frame !== null) {
         cancelAnimationFrame(frame);
         clearTimeout(frame);
@@ -710,6 +1167,9 @@
         clearInterval(t);
       });
       refreshTranscript.cancel();
+      refreshUsage.cancel();
+      searchLater.cancel();
+      refilter.cancel();
       root.removeEventListener("resize", onResize);
       if (socket) {
         const s = socket;

@@ -37,6 +37,7 @@
       ),
       body
     );
+    if (context.canOperate) main.appendChild(newRunForm());
     main.appendChild(h("h2", { text: "Sessions" }));
     main.appendChild(
       h(
@@ -63,6 +64,93 @@
         select.appendChild(h("option", { value: value, text: value || "all" }));
       });
       select.value = wanted.indexOf(current) >= 0 ? current : "";
+    }
+
+    // ── a new run (operators): a team of the daemon's, a prompt ──
+    function newRunForm() {
+      const team = h("select", { id: "new-run-team", required: true });
+      const prompt = h("textarea", { id: "new-run-prompt", rows: "3", required: true, placeholder: "What should the team do?" });
+      const about = h("p", { id: "new-run-about", class: "meta" });
+      const problem = h("p", { id: "new-run-error", class: "error", role: "alert" });
+      const start = h("button", { type: "submit", id: "new-run-start", class: "primary", text: "Start the run" });
+      const form = h(
+        "form",
+        { id: "new-run", class: "new-run panel", "aria-labelledby": "new-run-title" },
+        h("h2", { id: "new-run-title", text: "New run" }),
+        h("div", { class: "field" }, h("label", { for: "new-run-team", text: "Team" }), team, about),
+        h("div", { class: "field" }, h("label", { for: "new-run-prompt", text: "Prompt" }), prompt),
+        h("div", { class: "buttons" }, start),
+        problem
+      );
+      const described = new Map();
+      team.addEventListener("change", () => (about.textContent = described.get(team.value) || ""));
+      O.api("/api/teams").then(
+        function (answer) {
+          for (const t of answer.teams || []) {
+            described.set(t.name, (t.description ? t.description + " " : "") + "Coordinator: " + t.coordinator + "; agents: " + (t.agents || []).join(", ") + ".");
+            team.appendChild(h("option", { value: t.name, text: t.name }));
+          }
+          if (answer.default) team.value = answer.default;
+          about.textContent = described.get(team.value) || "";
+          if (!team.options.length) problem.textContent = "This daemon serves no team a run can be started with.";
+        },
+        (error) => (problem.textContent = "The teams could not be listed: " + error.message)
+      );
+      form.addEventListener("submit", async function (event) {
+        event.preventDefault();
+        problem.textContent = "";
+        if (!prompt.value.trim()) {
+          problem.textContent = "Write a prompt first.";
+          prompt.focus();
+          return;
+        }
+        start.disabled = true;
+        start.textContent = "Starting…";
+        try {
+          const id = await startRun(team.value, prompt.value.trim());
+          location.hash = "#/sessions/" + encodeURIComponent(id);
+        } catch (error) {
+          problem.textContent = "Not started: " + error.message;
+          start.disabled = false;
+          start.textContent = "Start the run";
+        }
+      });
+      return form;
+    }
+
+    /* Opens a session as every client does (`WS /ws?team=NAME`), sends the prompt and
+     * waits for its turn to start (the `prompt` echo); the session page then attaches. */
+    function startRun(teamName, text) {
+      return new Promise(function (resolve, reject) {
+        const ws = new WebSocket(O.wsUrl("/ws?team=" + encodeURIComponent(teamName)));
+        let session = null;
+        let settled = false;
+        function settle(error) {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          if (error) reject(error);
+          else resolve(session);
+          ws.close();
+        }
+        const timer = setTimeout(() => settle(session ? null : new Error("the daemon did not answer")), 15000);
+        ws.addEventListener("message", function (event) {
+          let message;
+          try {
+            message = JSON.parse(event.data);
+          } catch (error) {
+            return;
+          }
+          if (message.type === "init" && message.sessionId) {
+            session = message.sessionId;
+            ws.send(JSON.stringify({ channel: "agent", type: "prompt", prompt: text }));
+          } else if (message.type === "error" && message.code) settle(new Error(message.message || message.code));
+          else if (session && message.channel === "agent" && message.type === "prompt") settle(null);
+        });
+        ws.addEventListener("close", function (event) {
+          settle(session ? null : new Error(event.reason || "the daemon refused to open a session"));
+        });
+      });
     }
 
     const rows = new Map(); // session id -> its <tr>
@@ -123,6 +211,11 @@
           rows.delete(id);
         }
       }
+      // What waits anywhere, in the tab's title and favicon.
+      O.showWaiting(
+        all.reduce((n, s) => n + (s.live && s.status === "running" ? s.pending || 0 : 0), 0),
+        "Sessions · Orchestrator"
+      );
       empty.textContent = all.length === 0 ? "No sessions yet." : shown.length === 0 ? "No session matches these filters." : "";
     }
 
@@ -196,6 +289,7 @@
     const ticker = setInterval(draw, 10000); // durations of running sessions
     return function dispose() {
       disposed = true;
+      O.showWaiting(0);
       clearInterval(ticker);
       for (const r of refetchers.values()) r.cancel();
       socket.close();

@@ -246,8 +246,47 @@
     }, 1000);
   }
 
+  /** What waits for a person (approvals and questions), said in the page's title and drawn
+   * on its favicon (an SVG data URL: the policy allows `img-src data:`), so a tab in the
+   * background shows it. `n` 0 puts both back. */
+  function showWaiting(n, title) {
+    const base = title || document.title.replace(/^\(\d+ waiting\) /, "");
+    document.title = n > 0 ? "(" + n + " waiting) " + base : base;
+    let icon = document.querySelector("link[rel=icon]");
+    if (!icon) {
+      icon = h("link", { rel: "icon" });
+      document.head.appendChild(icon);
+    }
+    const label = n > 99 ? "99+" : String(n);
+    const svg =
+      n > 0
+        ? "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32'><circle cx='16' cy='16' r='15' fill='#b45309'/>" +
+          "<text x='16' y='22' font-size='" + (label.length > 2 ? 12 : 17) + "' font-family='sans-serif' font-weight='bold' text-anchor='middle' fill='#fff'>" + label + "</text></svg>"
+        : "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32'><circle cx='16' cy='16' r='14' fill='none' stroke='#1f6feb' stroke-width='4'/></svg>";
+    icon.setAttribute("href", "data:image/svg+xml," + encodeURIComponent(svg));
+    icon.setAttribute("data-waiting", String(n));
+  }
+
+  /** 12345 -> "12,345" (the page's language decides the separator). */
+  function formatCount(n) {
+    return Number(n || 0).toLocaleString("en");
+  }
+
+  /** Milliseconds as people read them: "850 ms", "12.3 s", "4 min 05 s". */
+  function formatMs(ms) {
+    const value = Number(ms || 0);
+    if (value < 1000) return Math.round(value) + " ms";
+    if (value < 60000) return (value / 1000).toFixed(1) + " s";
+    const seconds = Math.round(value / 1000);
+    return Math.floor(seconds / 60) + " min " + String(seconds % 60).padStart(2, "0") + " s";
+  }
+
   root.Orchestrator = root.Orchestrator || {};
   Object.assign(root.Orchestrator, {
+    showWaiting: showWaiting,
+    wsUrl: wsUrl,
+    formatCount: formatCount,
+    formatMs: formatMs,
     h: h,
     clear: clear,
     api: api,
