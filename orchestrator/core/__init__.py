@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._facts import *  # noqa: F403
     from ._facts_wire import *  # noqa: F403
+    from ._fork import *  # noqa: F403
     from ._graph import *  # noqa: F403
     from ._graph_check import *  # noqa: F403
     from ._graph_export import *  # noqa: F403
@@ -49,6 +50,8 @@ else:
             "FINISHED_TASK_STATUSES": "._team_actions",
             "Fact": "._facts",
             "FactChange": "._team_records",
+            "Fork": "._fork",
+            "ForkedFrom": "._team_records",
             "GraphStatistics": "._graph",
             "HandoffRecorded": "._team_actions",
             "INTERRUPTED": "._queries",
@@ -72,6 +75,7 @@ else:
             "RunStarted": "._team_actions",
             "RunStatus": "._team_actions",
             "STEERING_META": "._reports",
+            "SessionForked": "._team_actions",
             "TASK_TRANSITIONS": "._task_lifecycle",
             "TaskCreated": "._team_actions",
             "TaskFinished": "._team_actions",
@@ -106,6 +110,7 @@ else:
             "WakeDecision": "._teammate_actions",
             "WakeReason": "._teammate_actions",
             "answer_text": "._queries",
+            "before_run_end": "._fork",
             "build_graph": "._graph",
             "conversation": "._queries",
             "cut_off": "._recovery",
@@ -118,6 +123,8 @@ else:
             "fact_to_json": "._facts_wire",
             "first_line": "._reports",
             "fold_teammate": "._teammate_state",
+            "fork_facts": "._fork",
+            "fork_sequence": "._fork",
             "has_open_input": "._queries",
             "input_request_id": "._queries",
             "interrupted_turns": "._queries",
