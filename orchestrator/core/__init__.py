@@ -112,6 +112,7 @@ else:
             "answer_text": "._queries",
             "before_run_end": "._fork",
             "build_graph": "._graph",
+            "cancel_removed": "._recovery",
             "conversation": "._queries",
             "cut_off": "._recovery",
             "decode_fact": "._facts_wire",
