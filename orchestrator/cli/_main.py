@@ -3,6 +3,7 @@
     orchestrator run TEAM [PROMPT | -] [--prompt-file FILE] [--db PATH] [--model M] [--json]
     orchestrator resume SESSION [--team FILE]
     orchestrator fork SESSION [--at-turn ID | --at SEQ] [--prompt TEXT] [--team FILE] [--model M]
+    orchestrator diff A B [--db PATH] [--json]
     orchestrator sessions [--db PATH] [--json]
     orchestrator events SESSION [--db PATH] [--format facts|agent-ui]
     orchestrator graph [SESSION | --facts FILE] [--db PATH] [--format FORMAT] [--check]
@@ -185,6 +186,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the fork on with this team file; open work of agents it lacks is cancelled",
     )
     fork.set_defaults(handler=("._fork_command", "fork"))
+
+    compare = with_db(
+        commands.add_parser("diff", help="where two sessions part, and what differs per chat")
+    )
+    compare.add_argument("a", help="session URI, or a unique beginning of its id")
+    compare.add_argument("b", help="the other session (a fork of A, say)")
+    compare.add_argument("--json", action="store_true", help="the findings as one JSON object")
+    compare.set_defaults(handler=("._diff_command", "diff"), logs=False)
 
     sessions = with_db(commands.add_parser("sessions", help="list the journal's sessions"))
     sessions.add_argument("--json", action="store_true", help="a JSON array, oldest first")

@@ -10,6 +10,7 @@ Pure: state and facts in, state, facts or text out; no trio, no IO.
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ._diff import *  # noqa: F403
     from ._facts import *  # noqa: F403
     from ._facts_wire import *  # noqa: F403
     from ._fork import *  # noqa: F403
@@ -43,6 +44,7 @@ else:
             "ApprovalResolved": "._team_actions",
             "Backend": "._model_round",
             "BackgroundJobStatus": "._teammate_state",
+            "ChatDiff": "._diff",
             "Conversation": "._queries",
             "Conversations": "._queries",
             "DelegationGraph": "._graph",
@@ -75,6 +77,7 @@ else:
             "RunStarted": "._team_actions",
             "RunStatus": "._team_actions",
             "STEERING_META": "._reports",
+            "SessionDiff": "._diff",
             "SessionForked": "._team_actions",
             "TASK_TRANSITIONS": "._task_lifecycle",
             "TaskCreated": "._team_actions",
@@ -119,6 +122,7 @@ else:
             "delegation_output": "._reports",
             "delegation_report": "._reports",
             "denied_calls": "._reports",
+            "diff_sessions": "._diff",
             "encode_fact": "._facts_wire",
             "fact_from_json": "._facts_wire",
             "fact_to_json": "._facts_wire",
