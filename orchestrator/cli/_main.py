@@ -4,6 +4,7 @@
     orchestrator resume SESSION [--team FILE]
     orchestrator fork SESSION [--at-turn ID | --at SEQ] [--prompt TEXT] [--team FILE] [--model M]
     orchestrator diff A B [--db PATH] [--json]
+    orchestrator replay SESSION [--until SEQ] [--team FILE] [--db PATH]
     orchestrator sessions [--db PATH] [--json]
     orchestrator events SESSION [--db PATH] [--format facts|agent-ui]
     orchestrator graph [SESSION | --facts FILE] [--db PATH] [--format FORMAT] [--check]
@@ -194,6 +195,23 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("b", help="the other session (a fork of A, say)")
     compare.add_argument("--json", action="store_true", help="the findings as one JSON object")
     compare.set_defaults(handler=("._diff_command", "diff"), logs=False)
+
+    replaying = with_db(
+        commands.add_parser(
+            "replay", help="run a session again on its recorded model rounds, and compare"
+        )
+    )
+    replaying.add_argument("session", help="session URI, or a unique beginning of its id")
+    replaying.add_argument(
+        "--until", type=_positive, metavar="SEQ", help="replay and compare facts 1 to SEQ only"
+    )
+    replaying.add_argument(
+        "--team",
+        type=Path,
+        metavar="FILE",
+        help="try this team file (or module:attr) against the recorded answers",
+    )
+    replaying.set_defaults(handler=("._replay_command", "replay"))
 
     sessions = with_db(commands.add_parser("sessions", help="list the journal's sessions"))
     sessions.add_argument("--json", action="store_true", help="a JSON array, oldest first")

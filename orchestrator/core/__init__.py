@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ._model_round import *  # noqa: F403
     from ._queries import *  # noqa: F403
     from ._recovery import *  # noqa: F403
+    from ._replay import *  # noqa: F403
     from ._reports import *  # noqa: F403
     from ._task_lifecycle import *  # noqa: F403
     from ._team_actions import *  # noqa: F403
@@ -68,7 +69,12 @@ else:
             "ROUND_META": "._queries",
             "RUNS_KEPT": "._teammate_state",
             "ReasoningDelta": "._model_round",
+            "RecordedChat": "._replay",
+            "RecordedRound": "._replay",
             "RecoveryPlan": "._recovery",
+            "ReplayExhaustedError": "._replay",
+            "ReplayMismatchError": "._replay",
+            "ReplayScript": "._replay",
             "ResumePoint": "._recovery",
             "RoundContext": "._model_round",
             "RunFinished": "._team_actions",
@@ -143,6 +149,7 @@ else:
             "pending_approval_of": "._queries",
             "plan_recovery": "._recovery",
             "prompt_title": "._team_reducer",
+            "recorded_rounds": "._replay",
             "reduce_action": "._team_reducer",
             "reduce_team_action": "._team_reducer",
             "resume_point": "._recovery",

@@ -25,7 +25,7 @@ from orchestrator.ahp.state import ChatState, Turn
 from ._facts import Fact
 from ._facts_wire import encode_action
 from ._queries import calls_in, turn_text
-from ._team_actions import SessionForked
+from ._team_actions import RunStarted, SessionForked
 from ._team_state import TeamState
 
 __all__ = ["ChatDiff", "SessionDiff", "diff_sessions"]
@@ -97,19 +97,65 @@ def _names(facts: Sequence[Fact]) -> dict[str, str]:
     for fact in facts:
         names.setdefault(fact.session, "session")
         action = fact.action
-        if isinstance(action, SessionChatAddedAction):
-            names.setdefault(action.summary.resource, f"chat {len(names)}")
+        if isinstance(action, SessionChatAddedAction) and action.summary.resource not in names:
+            chats = sum(1 for name in names.values() if name.startswith("chat "))
+            names[action.summary.resource] = f"chat {chats + 1}"
+        elif isinstance(action, RunStarted):
+            names.setdefault(action.run, "run")
     return names
+
+
+#: Fields that say when, or how long: not what a session did.
+_TIMES = frozenset({"modifiedAt", "startedAt", "duration", "durationMs", "createdAt"})
 
 
 def _renamed(value: Any, names: Mapping[str, str]) -> Any:
     if isinstance(value, str):
         return names.get(value, value)
     if isinstance(value, dict):
-        return {names.get(k, k): _renamed(v, names) for k, v in value.items()}
+        return {names.get(k, k): _renamed(v, names) for k, v in value.items() if k not in _TIMES}
     if isinstance(value, list):
         return [_renamed(v, names) for v in value]
     return value
+
+
+#: Ids a session numbers as it goes (``turn-7``, ``part-12``) or a backend makes per chat:
+#: compared by their order of appearance in their channel.
+_NUMBERED = frozenset({"turnId", "partId", "toolCallId", "id", "queuedMessageId"})
+
+
+def _numbered(value: Any, ordinals: dict[str, str]) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: (
+                ordinals.setdefault(v, f"#{len(ordinals) + 1}")
+                if k in _NUMBERED and isinstance(v, str)
+                else _numbered(v, ordinals)
+            )
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_numbered(v, ordinals) for v in value]
+    return value
+
+
+def _first_of(value: Any, wanted: frozenset[str]) -> str | None:
+    """The first of ``wanted`` that ``value`` (JSON) holds, depth first."""
+    if isinstance(value, str):
+        return value if value in wanted else None
+    items = value.values() if isinstance(value, dict) else value
+    if isinstance(items, list | tuple) or isinstance(value, dict):
+        for item in items:
+            found = _first_of(item, wanted)
+            if found is not None:
+                return found
+    return None
+
+
+def _comparables(facts: Sequence[Fact], names: Mapping[str, str]) -> list[Any]:
+    """One channel's facts as compared: renamed, their numbered ids by order of appearance."""
+    ordinals: dict[str, str] = {}
+    return [_numbered(_comparable(fact, names), ordinals) for fact in facts]
 
 
 def _comparable(fact: Fact, names: Mapping[str, str]) -> Any:
@@ -125,46 +171,73 @@ def _without_lineage(facts: Sequence[Fact]) -> list[Fact]:
     return [f for f in facts if not isinstance(f.action, SessionForked)]
 
 
+def _parting(
+    left: Sequence[Fact],
+    names_a: Mapping[str, str],
+    right: Sequence[Fact],
+    names_b: Mapping[str, str],
+) -> tuple[tuple[int | None, int | None] | None, tuple[str | None, str | None]]:
+    """The first fact where the logs part, channel by channel: concurrent chats interleave
+    their facts as they happen to, so each channel's facts are compared in their order, and
+    the earliest mismatch (by A's sequence, else B's) is where they part."""
+    by_channel_a: dict[str, list[Fact]] = {}
+    by_channel_b: dict[str, list[Fact]] = {}
+    for facts, names, by_channel in ((left, names_a, by_channel_a), (right, names_b, by_channel_b)):
+        chats = frozenset(name for name in names.values() if name.startswith("chat "))
+        for fact in facts:
+            channel = names.get(fact.channel, fact.channel)
+            if channel == "session":
+                # The session's facts about one chat (its summary, its task) are that chat's
+                # story: ordered with it, not with the other chats'.
+                about = _first_of(_comparable(fact, names)[1], chats)
+                channel = f"session/{about}" if about is not None else channel
+            by_channel.setdefault(channel, []).append(fact)
+    found: list[tuple[float, float, Fact | None, Fact | None]] = []
+    for channel in set(by_channel_a) | set(by_channel_b):
+        facts_a = by_channel_a.get(channel, [])
+        facts_b = by_channel_b.get(channel, [])
+        seen_a = _comparables(facts_a, names_a)
+        seen_b = _comparables(facts_b, names_b)
+        for index in range(max(len(facts_a), len(facts_b))):
+            fact_a = facts_a[index] if index < len(facts_a) else None
+            fact_b = facts_b[index] if index < len(facts_b) else None
+            if fact_a is not None and fact_b is not None and seen_a[index] == seen_b[index]:
+                continue
+            key_a = fact_a.sequence if fact_a is not None else float("inf")
+            key_b = fact_b.sequence if fact_b is not None else float("inf")
+            found.append((key_a, key_b, fact_a, fact_b))
+            break
+    if not found:
+        return None, (None, None)
+    _, _, fact_a, fact_b = min(found, key=lambda f: (f[0], f[1]))
+    return (
+        (None if fact_a is None else fact_a.sequence, None if fact_b is None else fact_b.sequence),
+        (None if fact_a is None else fact_a.type, None if fact_b is None else fact_b.type),
+    )
+
+
 def diff_sessions(a: Sequence[Fact], b: Sequence[Fact]) -> SessionDiff:
     """Compare the logs ``a`` and ``b`` (each a whole session's facts, in order)."""
     session_a = a[0].session if a else ""
     session_b = b[0].session if b else ""
     names_a, names_b = _names(a), _names(b)
     left, right = _without_lineage(a), _without_lineage(b)
-    parted: tuple[int | None, int | None] | None = None
-    first: tuple[str | None, str | None] = (None, None)
-    for index in range(max(len(left), len(right))):
-        fact_a = left[index] if index < len(left) else None
-        fact_b = right[index] if index < len(right) else None
-        if (
-            fact_a is not None
-            and fact_b is not None
-            and _comparable(fact_a, names_a) == _comparable(fact_b, names_b)
-        ):
-            continue
-        parted = (
-            None if fact_a is None else fact_a.sequence,
-            None if fact_b is None else fact_b.sequence,
-        )
-        first = (
-            None if fact_a is None else fact_a.type,
-            None if fact_b is None else fact_b.type,
-        )
-        break
+    parted, first = _parting(left, names_a, right, names_b)
     chats: list[ChatDiff] = []
-    if parted is not None:
-        state_a = TeamState.fold(session_a, a)
-        state_b = TeamState.fold(session_b, b)
-        by_place_a = {name: uri for uri, name in names_a.items() if uri in state_a.chats}
-        by_place_b = {name: uri for uri, name in names_b.items() if uri in state_b.chats}
-        places = sorted(set(by_place_a) | set(by_place_b), key=lambda n: int(n.split()[1]))
-        for place in places:
-            uri_a, uri_b = by_place_a.get(place), by_place_b.get(place)
-            differences = _chat_differences(state_a, uri_a, state_b, uri_b)
-            if differences:
-                member = state_a.members.get(uri_a or "") or state_b.members.get(uri_b or "")
-                name = f"{member.agent} ({place})" if member is not None else place
-                chats.append(ChatDiff(name=name, a=uri_a, b=uri_b, differences=differences))
+    names_a = {k: v for k, v in names_a.items() if v.startswith("chat ")}
+    names_b = {k: v for k, v in names_b.items() if v.startswith("chat ")}
+    state_a = TeamState.fold(session_a, a)
+    state_b = TeamState.fold(session_b, b)
+    by_place_a = {name: uri for uri, name in names_a.items() if uri in state_a.chats}
+    by_place_b = {name: uri for uri, name in names_b.items() if uri in state_b.chats}
+    places = sorted(set(by_place_a) | set(by_place_b), key=lambda n: int(n.split()[1]))
+    for place in places:
+        uri_a, uri_b = by_place_a.get(place), by_place_b.get(place)
+        differences = _chat_differences(state_a, uri_a, state_b, uri_b)
+        if differences:
+            member = state_a.members.get(uri_a or "") or state_b.members.get(uri_b or "")
+            name = f"{member.agent} ({place})" if member is not None else place
+            chats.append(ChatDiff(name=name, a=uri_a, b=uri_b, differences=differences))
     return SessionDiff(
         a=session_a,
         b=session_b,
