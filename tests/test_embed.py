@@ -372,6 +372,32 @@ def _raw_facts(db: Path | str, session: str) -> list[str]:
     return [fact_to_json(f) for f in open_reader(db).facts(session)]
 
 
+def big_fan(workers: int) -> str:
+    """A coordinator that delegates ``workers`` tasks in one round, on each of two prompts."""
+    delegations = ", ".join(f'{{ agent = "worker", task = "task {i}" }}' for i in range(workers))
+    turn = f"""
+[[agents.lead.turns]]
+steps = [{{ delegate = [{delegations}] }}, {{ say = "collected" }}]
+"""
+    return (
+        f"""
+[team]
+name = "big"
+coordinator = "lead"
+parallel_budget = {workers}
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[agents.worker]
+role = "worker"
+[[agents.worker.turns]]
+steps = [{{ say = "done: {{task}}" }}]
+"""
+        + turn * 2
+    )
+
+
 #: fan_team's coordinator, whose workers are now "helper"s: no agent "worker" any more.
 WITHOUT_WORKER = """
 [team]
@@ -452,6 +478,29 @@ class TestFork:
         assert all(t.status == "killed" for t in killed)
         assert all("no agent 'worker'" in t.summary for t in killed)
         assert build_graph(open_reader(db).facts(run.session)).check() == []
+
+    async def test_a_fork_of_a_thousand_worker_run_at_its_middle_runs_on(
+        self, tmp_path: Path
+    ) -> None:
+        """Forked halfway through a 1,000-worker fan-out, with another prompt: the workers
+        in flight are taken up by the recovery rules, the new prompt runs as the next turn,
+        the run completes, and the fork's graph check is clean."""
+        db = tmp_path / "j.db"
+        big = team(big_fan(1000))
+        source = await orchestrator.run_team(big, "first", journal=db)
+        facts = open_reader(db).facts(source.session)
+        middle = len(facts) // 2
+        async with orchestrator.fork(source.session, journal=db, at=middle, prompt="again") as run:
+            outcome = await run.outcome()
+        assert outcome.status is orchestrator.RunStatus.COMPLETED
+        forked = open_reader(db).facts(run.session)
+        assert build_graph(forked).check() == []
+        state = open_reader(db).open(run.session)
+        delegated = [t for t in state.tasks.values() if t.requested_by is not None]
+        assert len(delegated) == 2000  # the first prompt's thousand, then the second's
+        assert all(t.status == "completed" for t in delegated)
+        coordinator = state.chats[state.coordinator_chat() or ""]
+        assert [t.message.text for t in coordinator.turns] == ["first", "again"]
 
     async def test_a_fork_point_the_source_lacks_is_refused(self, tmp_path: Path) -> None:
         db = tmp_path / "j.db"

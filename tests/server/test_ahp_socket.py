@@ -346,6 +346,10 @@ class TestSessionsAndChats:
             assert after["turns"] == source["turns"]
             listed = await client.request("listSessions", {"channel": ROOT})
             assert {s["resource"] for s in listed["items"]} == {session, fork}
+            [summary] = [s for s in listed["items"] if s["resource"] == fork]
+            lineage = summary["_meta"]["forkedFrom"]
+            assert (lineage["session"], lineage["turnId"]) == (session, turn)
+            assert lineage["sequence"] > 0
 
     async def test_hidden_chats_are_not_listed(self, tmp_path: Path) -> None:
         async with (
