@@ -532,7 +532,6 @@ async def fork(
     given = None if team is None else _team_of(team)
     if prompt is not None:
         require_prompt(prompt)
-    from orchestrator.core import TeamState
     from orchestrator.sessions import fork_session
     from orchestrator.spec import parse_team, with_model
 
@@ -559,7 +558,7 @@ async def fork(
             if model is not None:
                 given = with_model(given, model)
             factory = await _backend_factory(stack, given, backends, environ)
-            state = TeamState.fold(made.session, made.facts)
+            state = await trio.to_thread.run_sync(durable.reader.open, made.session)
             runtime = TeamRuntime(given, backends=factory, factlog=durable, state=state)
             run = TeamRun(runtime)
             deciding = runtime.bus.subscribe("embed-decisions", buffer_size=float("inf"))

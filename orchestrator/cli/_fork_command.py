@@ -14,7 +14,7 @@ from typing import TextIO
 
 import trio
 
-from orchestrator.core import Fork, TeamState, fork_sequence
+from orchestrator.core import ForkRows, TeamState, fork_point
 from orchestrator.runtime import RunOutcome, TeamRuntime
 from orchestrator.runtime.backends import backend_factory, http_client
 from orchestrator.sessions import fork_session, load_team_reference
@@ -57,7 +57,8 @@ async def _fork(args: argparse.Namespace, out: TextIO) -> int:
         team_file, team_toml = journal.reader.team_toml(made.source)
         team = parse_team(team_toml or "", file=team_file or "<journal>")
     team = _with_model(team, args)
-    state = TeamState.fold(made.session, made.facts)
+    history = await trio.to_thread.run_sync(journal.reader.facts, made.session)
+    state = TeamState.fold(made.session, history)
 
     async def start(runtime: TeamRuntime, console: TeamConsole) -> RunOutcome:
         outcome: list[RunOutcome] = []
@@ -77,20 +78,20 @@ async def _fork(args: argparse.Namespace, out: TextIO) -> int:
     async with http_client() as http:
         backends = backend_factory(team, client=http)
         runtime = TeamRuntime(team, backends=backends, factlog=journal, state=state)
-        return await _supervise(args, journal, runtime, start, history=made.facts, append=False)
+        return await _supervise(args, journal, runtime, start, history=history, append=False)
 
 
 async def _write_fork(
     args: argparse.Namespace, db: object, given: TeamSpec | None, *, runs_on: bool
-) -> Fork:
+) -> ForkRows:
     """The fork, written whole by a journal opened for it and closed after."""
     journal = _open(db, args)  # type: ignore[arg-type]
     await trio.to_thread.run_sync(journal.open)
     try:
         info = resolve_session(journal.reader, args.session)
-        facts = await trio.to_thread.run_sync(journal.reader.facts, info.session)
+        rows = await trio.to_thread.run_sync(journal.reader.fact_rows, info.session)
         # A fork point the source lacks is bad input: said before anything starts.
-        fork_sequence(facts, turn_id=args.at_turn, sequence=args.at)
+        fork_point(rows, turn_id=args.at_turn, sequence=args.at)
     except BaseException:
         journal.close()
         raise
@@ -104,7 +105,7 @@ async def _write_fork(
             sequence=args.at,
             runs_on=runs_on,
             team=team,
-            facts=facts,
+            rows=rows,
         )
         services.cancel_scope.cancel()  # the journal drains what was submitted, and closes
     release = functools.partial(journal.ownership.release, made.session)

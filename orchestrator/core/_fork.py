@@ -30,6 +30,8 @@ Pure: facts in, facts out.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -46,10 +48,19 @@ from orchestrator.ahp.state import ForkChatOrigin, UserChatOrigin
 from orchestrator.base import RunError, evolve
 
 from ._facts import Action, Fact
-from ._facts_wire import decode_action, encode_action
-from ._team_actions import RunFinished, SessionForked
+from ._facts_wire import decode_action, encode_action, fact_from_json, fact_to_json
+from ._team_actions import RunFinished, RunStarted, SessionForked
 
-__all__ = ["Fork", "before_run_end", "fork_facts", "fork_sequence"]
+__all__ = [
+    "Fork",
+    "ForkRows",
+    "StoredFact",
+    "before_run_end",
+    "fork_facts",
+    "fork_point",
+    "fork_rows",
+    "fork_sequence",
+]
 
 # Actions whose fields never name a chat or a session: copied with their fact's channel and
 # session renamed only (most of a log: the stream's deltas).
@@ -223,3 +234,168 @@ def _rename(value: Any, names: Mapping[str, str]) -> Any:
             return items
         return value
     return value
+
+
+# ── the same fork, on the stored text ───────────────────────────────────────
+
+#: A stored fact as a journal keeps it: ``(sequence, channel, at, type, text)``.
+StoredFact = tuple[int, str, str, str, str]
+
+# A JSON string that is a whole session or chat URI (an unescaped quote on each side).
+_URI_STRING: Final = re.compile(r'(?<!\\)"(ahp-(?:chat|session):/[^"\\]*)"')
+
+
+_TURN_END_TYPES: Final = frozenset({"chat/turnComplete", "chat/turnCancelled", "chat/error"})
+
+
+def fork_point(
+    rows: Sequence[StoredFact],
+    *,
+    turn_id: str | None = None,
+    sequence: int | None = None,
+    runs_on: bool = False,
+) -> int:
+    """:func:`fork_sequence` (then, with ``runs_on``, :func:`before_run_end`) over a
+    session's stored facts, ``rows``: only the turns' ends are decoded, to find ``turn_id``."""
+    if turn_id is not None and sequence is not None:
+        raise RunError("fork at a turn or at a sequence, not both")
+    last = rows[-1][0] if rows else 0
+    if turn_id is not None:
+        found = (
+            number
+            for number, _channel, _at, kind, text in rows
+            if kind in _TURN_END_TYPES and json.loads(text)["action"].get("turnId") == turn_id
+        )
+        at = next(found, None)
+        if at is None:
+            raise RunError(f"no turn {turn_id!r} ended in this session: fork at a turn that ended")
+    elif sequence is None:
+        at = last
+    elif not 1 <= sequence <= last:
+        raise RunError(f"no fact {sequence} to fork at: the session has facts 1 to {last}")
+    else:
+        at = sequence
+    if runs_on and at >= 1 and rows[at - 1][3] == "team/runFinished":
+        return at - 1
+    return at
+
+
+@attrs.frozen(kw_only=True)
+class ForkRows:
+    """A fork's stored facts, renamed as :func:`fork_facts` renames them, and what the
+    journal's session row needs of them."""
+
+    session: str
+    source: str
+    sequence: int
+    turn_id: str | None
+    chats: Mapping[str, str]
+    rows: tuple[StoredFact, ...]
+    created: tuple[str, str, str] | None  # (team, title, created_at): a run's start copied
+    status: str | None  # the run's end, when a copied fact ended it
+
+
+def fork_rows(
+    rows: Sequence[StoredFact],
+    *,
+    source: str,
+    session: str,
+    new_chat: Callable[[], str],
+    now: str,
+    turn_id: str | None = None,
+) -> ForkRows:
+    """:func:`fork_facts` on the stored text of the facts to copy (``rows``, from sequence 1
+    to the fork point): the same facts, byte for byte, without decoding most of them.
+
+    Only a chat's addition, a turn's start and a run's start and end are decoded: to learn
+    the chats, their last turns, the session row's title and status. Every other fact is its
+    text with the URIs renamed: a JSON string that is a whole URI is one the fork renames.
+    """
+    if not rows:
+        raise RunError("nothing to fork: the source has no facts up to there")
+    names: dict[str, str] = {source: session}
+    chats: dict[str, str] = {}
+    last_turn: dict[str, str] = {}
+    added: dict[int, Fact] = {}
+    created: tuple[str, str, str] | None = None
+    status: str | None = None
+    for sequence, channel, at, kind, text in rows:
+        if kind == "session/chatAdded":
+            fact = fact_from_json(text)
+            action = fact.action
+            assert isinstance(action, SessionChatAddedAction)
+            added[sequence] = fact
+            chat = action.summary.resource
+            if chat not in chats:
+                chats[chat] = names[chat] = new_chat()
+        elif kind == "chat/turnStarted":
+            turn = json.loads(text)["action"].get("turnId")
+            if isinstance(turn, str):
+                last_turn[channel] = turn
+        elif kind == "team/runStarted":
+            started = fact_from_json(text).action
+            assert isinstance(started, RunStarted)
+            prompt = started.prompt.strip().splitlines()
+            created = (started.team, prompt[0][:80] if prompt else "", at)
+        elif kind == "team/runFinished":
+            finished = fact_from_json(text).action
+            assert isinstance(finished, RunFinished)
+            status = finished.status.value
+
+    def rename(match: re.Match[str]) -> str:
+        uri = match.group(1)
+        return f'"{names.get(uri, uri)}"'
+
+    out: list[StoredFact] = []
+    envelopes: dict[str, tuple[str, str]] = {}  # channel -> its envelope's text, then the copy's
+    for sequence, channel, at, kind, text in rows:
+        chat_added = added.get(sequence)
+        if chat_added is not None:
+            renamed = _renamed(chat_added.action, names)
+            assert isinstance(renamed, SessionChatAddedAction)
+            copy = Fact(
+                sequence=sequence,
+                session=session,
+                channel=names.get(channel, channel),
+                at=at,
+                action=_root_forked(renamed, chats, last_turn),
+                origin=chat_added.origin,
+            )
+            out.append((sequence, copy.channel, at, kind, fact_to_json(copy)))
+            continue
+        copy_channel = names.get(channel, channel)
+        # Most facts are a stream's deltas, with no URI but their envelope's: that is
+        # rewritten as the encoder writes it, when the text starts as it would.
+        envelope = envelopes.get(channel)
+        if envelope is None:
+            envelope = envelopes[channel] = (
+                f',"session":{json.dumps(source)},"channel":{json.dumps(channel)},',
+                f',"session":{json.dumps(session)},"channel":{json.dumps(copy_channel)},',
+            )
+        number = f'{{"sequence":{sequence}'
+        if text.startswith(number) and text.startswith(envelope[0], len(number)):
+            rest = text[len(number) + len(envelope[0]) :]
+            if kind not in _NO_URIS:
+                rest = _URI_STRING.sub(rename, rest)
+            out.append((sequence, copy_channel, at, kind, number + envelope[1] + rest))
+        else:
+            out.append((sequence, copy_channel, at, kind, _URI_STRING.sub(rename, text)))
+    last = rows[-1][0]
+    lineage = Fact(
+        sequence=last + 1,
+        session=session,
+        channel=session,
+        at=now,
+        action=SessionForked(source=source, sequence=last, turn_id=turn_id, chats=chats),
+    )
+    out.append((last + 1, session, now, lineage.type, fact_to_json(lineage)))
+    return ForkRows(
+        session=session,
+        source=source,
+        sequence=last,
+        turn_id=turn_id,
+        chats=chats,
+        rows=tuple(out),
+        created=created,
+        status=status,
+    )

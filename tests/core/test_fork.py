@@ -28,6 +28,7 @@ from orchestrator.core import (
     build_graph,
     fact_to_json,
     fork_facts,
+    fork_rows,
     fork_sequence,
 )
 from tests.support.examples import examples
@@ -135,6 +136,29 @@ class TestFork:
         assert forked == set(fork.chats.items())
         # The fork's graph is exactly as consistent as the source's at that point.
         assert [v.kind for v in copy_graph.check()] == [v.kind for v in source_graph.check()]
+
+    @settings(max_examples=examples(200), deadline=None)
+    @given(facts=scenarios(), data=st.data())
+    def test_a_fork_of_the_stored_text_is_the_same_fork(
+        self, facts: list[Fact], data: st.DataObject
+    ) -> None:
+        """fork_rows, on the facts' stored text, writes what fork_facts writes, byte for byte."""
+        if not facts:
+            return
+        sequence = data.draw(st.integers(1, len(facts)))
+        made = fork_facts(facts, session=NEW, new_chat=_new_chats(), now=NOW, sequence=sequence)
+        stored = [(f.sequence, f.channel, f.at, f.type, fact_to_json(f)) for f in facts]
+        rows = fork_rows(
+            stored[:sequence], source=SESSION, session=NEW, new_chat=_new_chats(), now=NOW
+        )
+        assert [row[4] for row in rows.rows] == [fact_to_json(f) for f in made.facts]
+        assert [row[:4] for row in rows.rows] == [
+            (f.sequence, f.channel, f.at, f.type) for f in made.facts
+        ]
+        assert rows.chats == made.chats
+        run = TeamState.fold(NEW, made.facts).run
+        assert rows.status == (None if run is None or run.status is None else str(run.status))
+        assert (rows.created is None) == (run is None)
 
     def test_root_chats_are_forks_of_their_source_workers_keep_their_tool_origin(self) -> None:
         """The coordinator's copy has a fork origin at its last turn; a worker's copy is

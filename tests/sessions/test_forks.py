@@ -8,7 +8,7 @@ import pytest
 import trio
 
 import orchestrator
-from orchestrator.core import SessionForked, TeamState, fact_to_json
+from orchestrator.core import SessionForked, TeamState, fact_to_json, fork_facts
 from orchestrator.journal import open_journal, open_reader
 from orchestrator.sessions import fork_session
 from tests.support.postgres import direct_sql
@@ -25,7 +25,7 @@ def _rows(db: Path | str, session: str) -> list[tuple[object, ...]]:
     return [tuple(row) for row in rows]
 
 
-async def _fork(db: Path | str, source: str, **where: object) -> orchestrator.core.Fork:
+async def _fork(db: Path | str, source: str, **where: object) -> orchestrator.core.ForkRows:
     # Another node than the one that ran the source (on PostgreSQL: leases of its own).
     journal = open_journal(db, node="node-b")
     async with trio.open_nursery() as nursery:
@@ -49,7 +49,25 @@ class TestForkSession:
         assert _rows(db, source.session) == before
         reader = open_reader(db)
         stored = reader.facts(made.session)
-        assert [fact_to_json(f) for f in stored] == [fact_to_json(f) for f in made.facts]
+        source_facts = reader.facts(source.session)
+        copies = iter(made.chats.values())
+        expected = fork_facts(
+            source_facts,
+            session=made.session,
+            new_chat=lambda: next(copies),
+            now=stored[-1].at,
+            sequence=len(source_facts),
+        )
+        # What fork_facts makes of the decoded facts, byte for byte.
+        assert [fact_to_json(f) for f in stored] == [fact_to_json(f) for f in expected.facts]
+        # The agent channel's history came along, under the copies' URIs.
+        for chat, copy in made.chats.items():
+            before_rows = [
+                (m.turn_id, m.event) for m in reader.agent_messages(source.session, chat)
+            ]
+            after_rows = [(m.turn_id, m.event) for m in reader.agent_messages(made.session, copy)]
+            assert after_rows == before_rows
+            assert after_rows
         assert made.sequence == len(before)
         assert isinstance(stored[-1].action, SessionForked)
         opened = reader.open(made.session)
