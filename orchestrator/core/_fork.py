@@ -256,7 +256,11 @@ def fork_point(
     runs_on: bool = False,
 ) -> int:
     """:func:`fork_sequence` (then, with ``runs_on``, :func:`before_run_end`) over a
-    session's stored facts, ``rows``: only the turns' ends are decoded, to find ``turn_id``."""
+    session's stored facts, ``rows``: only the turns' ends are decoded, to find ``turn_id``.
+
+    A point inside a batch of facts recorded together moves to that batch's end (one clock
+    reading stamps a batch: the facts after the point with its time are taken along).
+    """
     if turn_id is not None and sequence is not None:
         raise RunError("fork at a turn or at a sequence, not both")
     last = rows[-1][0] if rows else 0
@@ -275,6 +279,10 @@ def fork_point(
         raise RunError(f"no fact {sequence} to fork at: the session has facts 1 to {last}")
     else:
         at = sequence
+    # The facts of one append share their time, and are never split: a point inside such a
+    # batch (a spawn's worker and its parent's subagent content, say) moves to its end.
+    while at < len(rows) and rows[at][2] == rows[at - 1][2] and rows[at][0] == at + 1:
+        at += 1
     if runs_on and at >= 1 and rows[at - 1][3] == "team/runFinished":
         return at - 1
     return at

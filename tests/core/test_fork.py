@@ -28,6 +28,7 @@ from orchestrator.core import (
     build_graph,
     fact_to_json,
     fork_facts,
+    fork_point,
     fork_rows,
     fork_sequence,
 )
@@ -224,6 +225,50 @@ class TestForkSequence:
         assert isinstance(facts[-1].action, RunFinished)
         assert before_run_end(facts, len(facts)) == len(facts) - 1
         assert before_run_end(facts, len(facts) - 1) == len(facts) - 1
+
+
+class TestForkPoint:
+    ROWS = [
+        (1, SESSION, "t1", "team/runStarted", "{}"),
+        (2, SESSION, "t2", "session/chatAdded", "{}"),  # a spawn: the worker...
+        (3, LEAD, "t2", "chat/toolCallContentChanged", "{}"),  # ...and its parent's content
+        (4, LEAD, "t3", "chat/delta", "{}"),
+        (5, SESSION, "t4", "team/runFinished", "{}"),
+    ]
+
+    def test_a_point_inside_a_batch_moves_to_its_end(self) -> None:
+        """The facts of one append share their time: a fork never splits them."""
+        assert fork_point(self.ROWS, sequence=2) == 3
+        assert fork_point(self.ROWS, sequence=3) == 3
+        assert fork_point(self.ROWS, sequence=1) == 1
+
+    def test_a_fork_that_runs_on_leaves_the_runs_end_out(self) -> None:
+        assert fork_point(self.ROWS) == 5
+        assert fork_point(self.ROWS, runs_on=True) == 4
+
+    @pytest.mark.parametrize(
+        ("turn", "sequence", "message"),
+        [
+            ("nope", None, "no turn 'nope' ended"),
+            (None, 0, "no fact 0 to fork at"),
+            (None, 6, "no fact 6 to fork at"),
+            ("x", 1, "not both"),
+        ],
+    )
+    def test_a_point_it_does_not_have_is_refused(
+        self, turn: str | None, sequence: int | None, message: str
+    ) -> None:
+        with pytest.raises(RunError, match=message):
+            fork_point(self.ROWS, turn_id=turn, sequence=sequence)
+
+    def test_a_turn_resolves_to_its_end(self) -> None:
+        log = Log()
+        log.run_started(budget=1)
+        turn = log.turn(LEAD)
+        log.end_turn(LEAD)
+        log.run_finished()
+        rows = [(f.sequence, f.channel, f.at, f.type, fact_to_json(f)) for f in log.facts]
+        assert fork_point(rows, turn_id=turn) == fork_sequence(log.facts, turn_id=turn)
 
 
 def test_nothing_to_fork_is_refused() -> None:
