@@ -569,6 +569,13 @@ async def fork(
                 else:
                     runtime.bus.unsubscribe(deciding)
                 await nursery.start(run._drive, resume)
+                # Asked before the fork point, asked again: to the callbacks too.
+                if on_approval is not None:
+                    for approval in run.pending_approvals():
+                        nursery.start_soon(run._approval_decided, on_approval, approval)
+                if on_question is not None:
+                    for question in run.open_questions():
+                        nursery.start_soon(run._question_answered, on_question, question)
                 try:
                     yield run
                 except BaseException:
