@@ -30,7 +30,8 @@ The parts:
 * runs: :func:`open_run` (a :class:`TeamRun`: :meth:`~TeamRun.updates`,
   :meth:`~TeamRun.stream`, :meth:`~TeamRun.approve`, :meth:`~TeamRun.deny`, :meth:`~TeamRun.answer`,
   :meth:`~TeamRun.outcome`), :func:`run_team` and :func:`run_team_sync` (unattended: without
-  callbacks an approval is denied and a question declined), :class:`RunOutcome`,
+  callbacks an approval is denied and a question declined), :func:`fork` (a session of a
+  journal forked at a turn or a fact, run on as a :class:`TeamRun`), :class:`RunOutcome`,
   :class:`RunStatus`; :class:`TeamRuntime` underneath, for what these do not cover;
 * what a run says: :class:`RunUpdate` (a :class:`Fact` and its :class:`Envelope` values),
   :class:`ApprovalRequested`, :class:`Question`; :func:`fact_to_json`,
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
         QuestionHandler,
         RunUpdate,
         TeamRun,
+        fork,
         open_run,
         run_team,
         run_team_sync,
@@ -185,6 +187,7 @@ __all__ = [
     "configure_logging",
     "envelope_to_json_line",
     "fact_to_json",
+    "fork",
     "load_team",
     "open_run",
     "parse_team",
@@ -257,6 +260,7 @@ else:
             "fact_to_json": ".core",
             "load_team": ".spec",
             "open_run": "._embed",
+            "fork": "._embed",
             "parse_team": ".spec",
             "run_team": "._embed",
             "run_team_sync": "._embed",

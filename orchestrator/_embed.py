@@ -23,6 +23,7 @@ standard library's ``logging`` (quiet unless the program configures it; see
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import os
 from collections import deque
@@ -68,6 +69,7 @@ __all__ = [
     "QuestionHandler",
     "RunUpdate",
     "TeamRun",
+    "fork",
     "open_run",
     "run_team",
     "run_team_sync",
@@ -317,10 +319,14 @@ class TeamRun:
         return None
 
     async def _drive(
-        self, prompt: str, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED
+        self,
+        start: Callable[..., Awaitable[RunOutcome]],
+        *,
+        task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
     ) -> None:
+        """Run ``start`` (the runtime's ``run`` of a prompt, or its ``resume``) to the end."""
         try:
-            self._outcome = await self.runtime.run(prompt, task_status=task_status)
+            self._outcome = await start(task_status=task_status)
         except BaseException as exc:
             self._ended_by = exc
             raise
@@ -473,7 +479,7 @@ async def open_run(
                     nursery.start_soon(run._decide, deciding, on_approval, on_question)
                 else:
                     runtime.bus.unsubscribe(deciding)
-                await nursery.start(run._drive, prompt)
+                await nursery.start(run._drive, functools.partial(runtime.run, prompt))
                 try:
                     yield run
                 except BaseException:
@@ -485,6 +491,105 @@ async def open_run(
         # comes out as it was raised, not in the groups the nurseries (the run's, the
         # journal's) wrap it in with the cancellations it caused: ``except RunError`` works
         # around open_run.
+        alone = _alone(group)
+        if alone is not None:
+            raise alone from None
+        raise
+
+
+@contextlib.asynccontextmanager
+async def fork(
+    session: str,
+    *,
+    journal: str | os.PathLike[str],
+    at_turn: str | None = None,
+    at: int | None = None,
+    prompt: str | None = None,
+    team: Team | TeamSpec | str | os.PathLike[str] | None = None,
+    model: str | None = None,
+    backends: Backends = None,
+    on_approval: ApprovalHandler | None = None,
+    on_question: QuestionHandler | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> AsyncIterator[TeamRun]:
+    """Fork ``session`` of ``journal`` and run the fork on; the block gets its :class:`TeamRun`.
+
+    The fork is a new session of the same journal. Its first facts copy the source's up to
+    the end of turn ``at_turn``, or up to fact ``at`` (default: the source's last fact, its
+    run's end left out). Then it is taken up as a resume after a crash takes a run up: what
+    was in flight at the fork point goes on, or is cut off and run again, as the team's
+    ``on_restart`` says. The source is only read.
+
+    Args:
+        session: The source session's URI.
+        journal: The journal that has it: a SQLite file's path, or a ``postgresql://`` URL.
+        at_turn: Fork where this turn ended.
+        at: Fork after this fact.
+        prompt: The coordinator's next message, once the fork is taken up.
+        team: Run the fork with this team instead of the source's (agents matched by name;
+            open work of an agent it lacks is cancelled, with the reason).
+        model: The model of the team's OpenAI-compatible agents.
+        backends: See :data:`Backends`.
+        on_approval: As for :func:`open_run`.
+        on_question: As for :func:`open_run`.
+        environ: Where the team file's backends read their keys (default ``os.environ``).
+    """
+    _require_trio("fork")
+    library_logging()
+    given = None if team is None else _team_of(team)
+    if prompt is not None:
+        require_prompt(prompt)
+    from orchestrator.sessions import fork_session
+    from orchestrator.spec import parse_team, with_model
+
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            durable = open_journal(journal)
+            await trio.to_thread.run_sync(durable.open)
+            services = await stack.enter_async_context(trio.open_nursery())
+            stack.callback(services.cancel_scope.cancel)
+            await services.start(durable.serve)
+            made = await fork_session(
+                durable,
+                session,
+                turn_id=at_turn,
+                sequence=at,
+                runs_on=True,
+                team=None if given is None else (given.file, given.source),
+            )
+            if given is None:
+                team_file, team_toml = durable.reader.team_toml(session)
+                if not team_toml:
+                    raise RunError(f"{session} did not record its team file: pass team=")
+                given = parse_team(team_toml, file=team_file or "<journal>")
+            if model is not None:
+                given = with_model(given, model)
+            factory = await _backend_factory(stack, given, backends, environ)
+            state = await trio.to_thread.run_sync(durable.reader.open, made.session)
+            runtime = TeamRuntime(given, backends=factory, factlog=durable, state=state)
+            run = TeamRun(runtime)
+            deciding = runtime.bus.subscribe("embed-decisions", buffer_size=float("inf"))
+            resume = functools.partial(runtime.resume, prompt=prompt, cancel_removed_work=True)
+            async with trio.open_nursery() as nursery:
+                if on_approval is not None or on_question is not None:
+                    nursery.start_soon(run._decide, deciding, on_approval, on_question)
+                else:
+                    runtime.bus.unsubscribe(deciding)
+                await nursery.start(run._drive, resume)
+                # Asked before the fork point, asked again: to the callbacks too.
+                if on_approval is not None:
+                    for approval in run.pending_approvals():
+                        nursery.start_soon(run._approval_decided, on_approval, approval)
+                if on_question is not None:
+                    for question in run.open_questions():
+                        nursery.start_soon(run._question_answered, on_question, question)
+                try:
+                    yield run
+                except BaseException:
+                    run.cancel()
+                    raise
+                await run.outcome()
+    except BaseExceptionGroup as group:
         alone = _alone(group)
         if alone is not None:
             raise alone from None

@@ -1,4 +1,5 @@
-"""Running a team from asyncio: :func:`open_run`, :func:`run_team` and :class:`TeamRun`, as
+"""Running a team from asyncio: :func:`open_run`, :func:`run_team`, :func:`fork` and
+:class:`TeamRun`, as
 :mod:`orchestrator` has them for trio, awaitable from ``asyncio.run``, a FastAPI endpoint or
 a Jupyter cell::
 
@@ -77,7 +78,7 @@ from orchestrator.protocols import Envelope
 from orchestrator.runtime import DEFAULT_DELTA_WINDOW, FactLog, RunOutcome, TeamRuntime
 from orchestrator.spec import Team, TeamSpec
 
-__all__ = ["TeamRun", "open_run", "run_team"]
+__all__ = ["TeamRun", "fork", "open_run", "run_team"]
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -478,6 +479,9 @@ class _Arguments:
     on_question: QuestionHandler | None
     environ: Mapping[str, str] | None
     delta_window: float
+    # orchestrator.fork's own arguments (session, journal, at_turn...): the block forks a
+    # session and runs the fork on, instead of starting ``team`` on ``prompt``.
+    fork: Mapping[str, Any] | None = None
 
 
 class _RunBlock:
@@ -500,7 +504,7 @@ class _RunBlock:
         self._cancelled_task = False  # the run's failure cancelled that task
 
     async def __aenter__(self) -> TeamRun:
-        _require_asyncio("open_run")
+        _require_asyncio("open_run" if self._arguments.fork is None else "fork")
         self._hosting = _hosted()
         guest = self._guest = await self._hosting.__aenter__()
         self._entered = guest.loop.create_future()
@@ -525,18 +529,26 @@ class _RunBlock:
         guest = self._guest
         assert guest is not None
         a = self._arguments
+        handlers = {
+            "on_approval": _from_asyncio(guest, a.on_approval),
+            "on_question": _from_asyncio(guest, a.on_question),
+        }
+        opened = (
+            _embed.open_run(
+                a.team,
+                a.prompt,
+                backends=a.backends,
+                journal=a.journal,
+                environ=a.environ,
+                delta_window=a.delta_window,
+                **handlers,
+            )
+            if a.fork is None
+            else _embed.fork(**a.fork, backends=a.backends, environ=a.environ, **handlers)
+        )
         try:
             with self._scope:
-                async with _embed.open_run(
-                    a.team,
-                    a.prompt,
-                    backends=a.backends,
-                    journal=a.journal,
-                    on_approval=_from_asyncio(guest, a.on_approval),
-                    on_question=_from_asyncio(guest, a.on_question),
-                    environ=a.environ,
-                    delta_window=a.delta_window,
-                ) as run:
+                async with opened as run:
                     self._run = run
                     try:
                         async with trio.open_nursery() as calls:
@@ -694,6 +706,47 @@ def open_run(
             on_question=on_question,
             environ=environ,
             delta_window=delta_window,
+        )
+    )
+
+
+def fork(
+    session: str,
+    *,
+    journal: str | os.PathLike[str],
+    at_turn: str | None = None,
+    at: int | None = None,
+    prompt: str | None = None,
+    team: Team | TeamSpec | str | os.PathLike[str] | None = None,
+    model: str | None = None,
+    backends: Backends = None,
+    on_approval: ApprovalHandler | None = None,
+    on_question: QuestionHandler | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> contextlib.AbstractAsyncContextManager[TeamRun]:
+    """Fork ``session`` of ``journal`` and run the fork on, from asyncio:
+    :func:`orchestrator.fork`'s calls (its arguments are its, and ``on_approval`` and
+    ``on_question`` may be ``async def``, as for :func:`open_run`)."""
+    arguments = {
+        "session": session,
+        "journal": journal,
+        "at_turn": at_turn,
+        "at": at,
+        "prompt": prompt,
+        "team": team,
+        "model": model,
+    }
+    return _RunBlock(
+        _Arguments(
+            team=team or "",
+            prompt=prompt or "",
+            backends=backends,
+            journal=journal,
+            on_approval=on_approval,
+            on_question=on_question,
+            environ=environ,
+            delta_window=DEFAULT_DELTA_WINDOW,  # a fork runs on with the runtime's default
+            fork=arguments,
         )
     )
 

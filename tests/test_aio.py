@@ -171,6 +171,40 @@ class TestRunTeam:
         assert (info.session, info.status) == (outcome.session, "completed")
 
 
+class TestFork:
+    def test_a_fork_runs_on_under_asyncio(self, tmp_path: Path) -> None:
+        """``aio.fork``: orchestrator.fork's calls from asyncio. Forked before the publisher
+        asked its approval, the fork asks it again, of an ``async def`` callback."""
+        db = tmp_path / "runs.db"
+        source = under_asyncio(
+            lambda: aio.run_team(team(TWO_WORKERS), "go", journal=db, on_approval=lambda r: True)
+        )
+        facts = open_reader(db).facts(source.session)
+        asked = next(f.sequence for f in facts if f.type == "team/approvalRequested")
+        decided: list[str] = []
+
+        async def approve(request: orchestrator.ApprovalRequested) -> bool:
+            decided.append(request.tool_name)
+            return True
+
+        async def main() -> tuple[str, orchestrator.RunOutcome]:
+            async with aio.fork(
+                source.session, journal=db, at=asked - 1, prompt="again", on_approval=approve
+            ) as run:
+                return run.session, await run.outcome()
+
+        session, outcome = under_asyncio(main)
+        assert outcome.status is orchestrator.RunStatus.COMPLETED
+        assert session != source.session
+        state = open_reader(db).open(session)
+        assert state.run is not None
+        assert state.run.forked_from is not None
+        assert state.run.forked_from.session == source.session
+        coordinator = state.chats[state.coordinator_chat() or ""]
+        assert [t.message.text for t in coordinator.turns] == ["go", "again"]
+        assert decided == ["publish"]
+
+
 class TestOpenRun:
     def test_the_block_reads_the_updates_and_approves(self) -> None:
         async def main() -> tuple[list[orchestrator.RunUpdate], orchestrator.RunOutcome]:

@@ -15,11 +15,13 @@ import pytest
 import trio
 
 import orchestrator
-from orchestrator.core import ApprovalResolved, TaskFinished, fact_to_json
+from orchestrator.ahp.actions import ChatTurnStartedAction
+from orchestrator.ahp.state import ForkChatOrigin
+from orchestrator.core import ApprovalResolved, EdgeKind, TaskFinished, build_graph, fact_to_json
 from orchestrator.journal import open_reader
 from tests.support import code_first
 from tests.support.paths import PROJECT_ROOT
-from tests.support.teams import ASK, approvals
+from tests.support.teams import ASK, approvals, fan_team
 
 SOLO = """
 [team]
@@ -363,3 +365,147 @@ class TestCodeFirstTeams:
         assert from_python == from_file
         assert any('"published: three little words"' in line for line in from_python)
         assert any('"3"' in line for line in from_python)
+
+
+def _raw_facts(db: Path | str, session: str) -> list[str]:
+    """A session's stored facts, as the journal keeps them."""
+    return [fact_to_json(f) for f in open_reader(db).facts(session)]
+
+
+def big_fan(workers: int) -> str:
+    """A coordinator that delegates ``workers`` tasks in one round, on each of two prompts."""
+    delegations = ", ".join(f'{{ agent = "worker", task = "task {i}" }}' for i in range(workers))
+    turn = f"""
+[[agents.lead.turns]]
+steps = [{{ delegate = [{delegations}] }}, {{ say = "collected" }}]
+"""
+    return (
+        f"""
+[team]
+name = "big"
+coordinator = "lead"
+parallel_budget = {workers}
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[agents.worker]
+role = "worker"
+[[agents.worker.turns]]
+steps = [{{ say = "done: {{task}}" }}]
+"""
+        + turn * 2
+    )
+
+
+#: fan_team's coordinator, whose workers are now "helper"s: no agent "worker" any more.
+WITHOUT_WORKER = """
+[team]
+name = "fan"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["helper"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "helper", task = "one" } ] }, { say = "alone: {outcomes}" } ]
+[agents.helper]
+role = "helps"
+"""
+
+
+class TestFork:
+    """``orchestrator.fork``: a session forked at a turn or a fact, run on as a TeamRun."""
+
+    async def test_a_fork_runs_on_with_another_prompt(self, journal_db: Path | str) -> None:
+        """The fork copies the source up to its coordinator's turn, takes the new prompt as
+        the coordinator's next message, and runs it to the end; the source is untouched."""
+        db = journal_db
+        source = await orchestrator.run_team(team(fan_team(2)), "first", journal=db)
+        before = _raw_facts(db, source.session)
+        reader = open_reader(db)
+        facts = reader.facts(source.session)
+        lead = facts[1].action.summary.resource  # type: ignore[union-attr]
+        turn = next(f.action.turn_id for f in facts if isinstance(f.action, ChatTurnStartedAction))
+        async with orchestrator.fork(
+            source.session, journal=db, at_turn=turn, prompt="and again"
+        ) as run:
+            outcome = await run.outcome()
+        assert outcome.status is orchestrator.RunStatus.COMPLETED
+        assert outcome.result.startswith("done: ")
+        assert _raw_facts(db, source.session) == before
+        forked = reader.facts(run.session)
+        lineage = next(f for f in forked if f.type == "team/sessionForked")
+        assert lineage.action.source == source.session  # type: ignore[union-attr]
+        assert lineage.action.turn_id == turn  # type: ignore[union-attr]
+        assert lineage.sequence == lineage.action.sequence + 1  # type: ignore[union-attr]
+        # The copies come first, then the lineage, the recovery and the new prompt's turn.
+        copied = facts[: lineage.sequence - 1]
+        assert [f.type for f in forked[: lineage.sequence - 1]] == [f.type for f in copied]
+        assert forked[lineage.sequence].type == "team/runResumed"
+        state = reader.open(run.session)
+        assert state.run is not None
+        assert state.run.forked_from is not None
+        assert state.run.forked_from.session == source.session
+        coordinator = state.chats[state.coordinator_chat() or ""]
+        assert [t.message.text for t in coordinator.turns][-1] == "and again"
+        assert coordinator.origin == ForkChatOrigin(chat=lead, turn_id=turn)
+        assert sum(1 for t in state.tasks.values() if t.requested_by is not None) == 6
+        graph = build_graph(forked)
+        assert graph.check() == []
+        assert (lead, coordinator.resource) in {
+            (u, v) for u, v, _ in graph.edges_of_kind(EdgeKind.FORKED)
+        }
+        listed = {s.session: s.status for s in reader.sessions()}
+        assert listed == {source.session: "completed", run.session: "completed"}
+
+    async def test_a_fork_mid_run_with_a_team_that_lacks_an_agent(self, tmp_path: Path) -> None:
+        """Forked while the workers run, with a team file without them: their work is
+        cancelled, each task reported killed with the reason, and the run ends."""
+        db = tmp_path / "j.db"
+        source = await orchestrator.run_team(team(fan_team(1)), "first", journal=db)
+        facts = open_reader(db).facts(source.session)
+        at = next(f.sequence for f in facts if f.type == "team/taskStarted")
+        without = team(WITHOUT_WORKER)
+        async with orchestrator.fork(source.session, journal=db, at=at, team=without) as run:
+            outcome = await run.outcome()
+        assert outcome.status is orchestrator.RunStatus.COMPLETED
+        state = open_reader(db).open(run.session)
+        assert outcome.result.startswith("alone: ")
+        assert "killed" in outcome.result
+        killed = [t for t in state.tasks.values() if t.requested_by is not None]
+        assert killed
+        assert all(t.status == "killed" for t in killed)
+        assert all("no agent 'worker'" in t.summary for t in killed)
+        assert build_graph(open_reader(db).facts(run.session)).check() == []
+
+    async def test_a_fork_of_a_thousand_worker_run_at_its_middle_runs_on(
+        self, tmp_path: Path
+    ) -> None:
+        """Forked halfway through a 1,000-worker fan-out, with another prompt: the workers
+        in flight are taken up by the recovery rules, the new prompt runs as the next turn,
+        the run completes, and the fork's graph check is clean."""
+        db = tmp_path / "j.db"
+        big = team(big_fan(1000))
+        source = await orchestrator.run_team(big, "first", journal=db)
+        facts = open_reader(db).facts(source.session)
+        middle = len(facts) // 2
+        async with orchestrator.fork(source.session, journal=db, at=middle, prompt="again") as run:
+            outcome = await run.outcome()
+        assert outcome.status is orchestrator.RunStatus.COMPLETED
+        forked = open_reader(db).facts(run.session)
+        assert build_graph(forked).check() == []
+        state = open_reader(db).open(run.session)
+        delegated = [t for t in state.tasks.values() if t.requested_by is not None]
+        assert len(delegated) == 2000  # the first prompt's thousand, then the second's
+        assert all(t.status == "completed" for t in delegated)
+        coordinator = state.chats[state.coordinator_chat() or ""]
+        assert [t.message.text for t in coordinator.turns] == ["first", "again"]
+
+    async def test_a_fork_point_the_source_lacks_is_refused(self, tmp_path: Path) -> None:
+        db = tmp_path / "j.db"
+        source = await orchestrator.run_team(team(SOLO), "go", journal=db)
+        with pytest.raises(orchestrator.RunError, match="no turn 'nope' ended"):
+            async with orchestrator.fork(source.session, journal=db, at_turn="nope"):
+                pass
+        assert [s.session for s in open_reader(db).sessions()] == [source.session]

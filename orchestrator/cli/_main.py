@@ -2,6 +2,9 @@
 
     orchestrator run TEAM [PROMPT | -] [--prompt-file FILE] [--db PATH] [--model M] [--json]
     orchestrator resume SESSION [--team FILE]
+    orchestrator fork SESSION [--at-turn ID | --at SEQ] [--prompt TEXT] [--team FILE] [--model M]
+    orchestrator diff A B [--db PATH] [--json]
+    orchestrator replay SESSION [--until SEQ] [--team FILE] [--db PATH]
     orchestrator sessions [--db PATH] [--json]
     orchestrator events SESSION [--db PATH] [--format facts|agent-ui]
     orchestrator graph [SESSION | --facts FILE] [--db PATH] [--format FORMAT] [--check]
@@ -167,6 +170,56 @@ def build_parser() -> argparse.ArgumentParser:
         help="run with this team file (or module:attr) instead of the one the session recorded",
     )
     resume.set_defaults(handler=("._run_command", "resume"))
+
+    fork = running(
+        commands.add_parser(
+            "fork",
+            help="copy a session up to a turn or a fact into a new one, and maybe run it on",
+        ),
+        "write",
+    )
+    fork.add_argument("session", help="session URI, or a unique beginning of its id")
+    where = fork.add_mutually_exclusive_group()
+    where.add_argument("--at-turn", metavar="ID", help="fork where this turn ended")
+    where.add_argument(
+        "--at", type=_positive, metavar="SEQ", help="fork after this fact (default: the last)"
+    )
+    fork.add_argument(
+        "--prompt",
+        help="run the fork on, with this as the coordinator's next message",
+    )
+    fork.add_argument(
+        "--team",
+        type=Path,
+        metavar="FILE",
+        help="run the fork on with this team file; open work of agents it lacks is cancelled",
+    )
+    fork.set_defaults(handler=("._fork_command", "fork"))
+
+    compare = with_db(
+        commands.add_parser("diff", help="where two sessions part, and what differs per chat")
+    )
+    compare.add_argument("a", help="session URI, or a unique beginning of its id")
+    compare.add_argument("b", help="the other session (a fork of A, say)")
+    compare.add_argument("--json", action="store_true", help="the findings as one JSON object")
+    compare.set_defaults(handler=("._diff_command", "diff"), logs=False)
+
+    replaying = with_db(
+        commands.add_parser(
+            "replay", help="run a session again on its recorded model rounds, and compare"
+        )
+    )
+    replaying.add_argument("session", help="session URI, or a unique beginning of its id")
+    replaying.add_argument(
+        "--until", type=_positive, metavar="SEQ", help="replay and compare facts 1 to SEQ only"
+    )
+    replaying.add_argument(
+        "--team",
+        type=Path,
+        metavar="FILE",
+        help="try this team file (or module:attr) against the recorded answers",
+    )
+    replaying.set_defaults(handler=("._replay_command", "replay"))
 
     sessions = with_db(commands.add_parser("sessions", help="list the journal's sessions"))
     sessions.add_argument("--json", action="store_true", help="a JSON array, oldest first")

@@ -10,8 +10,10 @@ Pure: state and facts in, state, facts or text out; no trio, no IO.
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ._diff import *  # noqa: F403
     from ._facts import *  # noqa: F403
     from ._facts_wire import *  # noqa: F403
+    from ._fork import *  # noqa: F403
     from ._graph import *  # noqa: F403
     from ._graph_check import *  # noqa: F403
     from ._graph_export import *  # noqa: F403
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from ._queries import *  # noqa: F403
     from ._recovery import *  # noqa: F403
     from ._remote_tasks import *  # noqa: F403
+    from ._replay import *  # noqa: F403
     from ._reports import *  # noqa: F403
     from ._spans import *  # noqa: F403
     from ._task_lifecycle import *  # noqa: F403
@@ -46,6 +49,7 @@ else:
             "Backend": "._model_round",
             "BackgroundJobStatus": "._teammate_state",
             "CANCELLED": "._spans",
+            "ChatDiff": "._diff",
             "Conversation": "._queries",
             "Conversations": "._queries",
             "DelegationGraph": "._graph",
@@ -53,6 +57,9 @@ else:
             "FINISHED_TASK_STATUSES": "._team_actions",
             "Fact": "._facts",
             "FactChange": "._team_records",
+            "Fork": "._fork",
+            "ForkRows": "._fork",
+            "ForkedFrom": "._team_records",
             "GraphStatistics": "._graph",
             "HandoffRecorded": "._team_actions",
             "INTERRUPTED": "._queries",
@@ -70,8 +77,13 @@ else:
             "ROUND_META": "._queries",
             "RUNS_KEPT": "._teammate_state",
             "ReasoningDelta": "._model_round",
+            "RecordedChat": "._replay",
+            "RecordedRound": "._replay",
             "RecoveryPlan": "._recovery",
             "RemoteBackend": "._model_round",
+            "ReplayExhaustedError": "._replay",
+            "ReplayMismatchError": "._replay",
+            "ReplayScript": "._replay",
             "ResumePoint": "._recovery",
             "RoundContext": "._model_round",
             "RunFinished": "._team_actions",
@@ -81,10 +93,13 @@ else:
             "RunStatus": "._team_actions",
             "SEMCONV_VERSION": "._spans",
             "STEERING_META": "._reports",
+            "SessionDiff": "._diff",
+            "SessionForked": "._team_actions",
             "SpanEvent": "._spans",
             "SpanFold": "._spans",
             "SpanLink": "._spans",
             "SpanRecord": "._spans",
+            "StoredFact": "._fork",
             "TASK_TRANSITIONS": "._task_lifecycle",
             "TERMINAL_REMOTE_STATES": "._remote_tasks",
             "TaskCreated": "._team_actions",
@@ -122,18 +137,25 @@ else:
             "WakeReason": "._teammate_actions",
             "answer_text": "._queries",
             "artifact_of": "._remote_tasks",
+            "before_run_end": "._fork",
             "build_graph": "._graph",
+            "cancel_removed": "._recovery",
             "conversation": "._queries",
             "cut_off": "._recovery",
             "decode_fact": "._facts_wire",
             "delegation_output": "._reports",
             "delegation_report": "._reports",
             "denied_calls": "._reports",
+            "diff_sessions": "._diff",
             "encode_fact": "._facts_wire",
             "fact_from_json": "._facts_wire",
             "fact_to_json": "._facts_wire",
             "first_line": "._reports",
             "fold_teammate": "._teammate_state",
+            "fork_facts": "._fork",
+            "fork_point": "._fork",
+            "fork_rows": "._fork",
+            "fork_sequence": "._fork",
             "has_open_input": "._queries",
             "input_request_id": "._queries",
             "interrupted_turns": "._queries",
@@ -148,6 +170,7 @@ else:
             "pending_approval_of": "._queries",
             "plan_recovery": "._recovery",
             "prompt_title": "._team_reducer",
+            "recorded_rounds": "._replay",
             "reduce_action": "._team_reducer",
             "reduce_team_action": "._team_reducer",
             "remote_state": "._remote_tasks",

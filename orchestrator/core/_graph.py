@@ -96,6 +96,7 @@ from ._team_actions import (
     MemberJoined,
     RunFinished,
     RunStarted,
+    SessionForked,
     TaskCreated,
     TaskFinished,
     TaskStarted,
@@ -301,6 +302,22 @@ class DelegationGraph:
 
     def _fold_approval_resolved(self, fact: Fact, action: ApprovalResolved) -> None:
         self._approval_resolved(action, fact.sequence)
+
+    def _fold_session_forked(self, fact: Fact, action: SessionForked) -> None:
+        # Lineage: a forked edge from each source chat (a node of another session, so a
+        # placeholder here) to its copy. A copied root chat's fork origin drew the same edge.
+        for source, copy in action.chats.items():
+            self._node(source, NodeKind.CHAT, fact.sequence)
+            self._node(copy, NodeKind.CHAT, fact.sequence)
+            self._edge(
+                source,
+                copy,
+                EdgeKind.FORKED,
+                fact.sequence,
+                origin="fork",
+                turn_id=action.turn_id,
+                session=action.source,
+            )
 
     # ── fold helpers ────────────────────────────────────────────────────────
     # They write through self._nodes and self._edges (the graph's own attribute dicts, by
@@ -673,6 +690,7 @@ _FOLDS: dict[type, Callable[[DelegationGraph, Fact, Any], None] | None] = {
     HandoffRecorded: DelegationGraph._fold_handoff,
     ApprovalRequested: DelegationGraph._fold_approval_requested,
     ApprovalResolved: DelegationGraph._fold_approval_resolved,
+    SessionForked: DelegationGraph._fold_session_forked,
 }
 _FOLDED_TYPES: Final = tuple(_FOLDS)
 _UNRESOLVED: Final[Any] = object()

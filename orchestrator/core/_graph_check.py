@@ -138,6 +138,13 @@ def _spawn_cycles(g: Any) -> Iterator[Violation]:
 
 def _unreachable_chats(g: Any) -> Iterator[Violation]:
     roots = [c for c, d in _chats(g) if d["added"] and d["origin"] in (None, "user")]
+    # A fork's copies descend from their sources, chats of another session: the lineage's
+    # forked edges (those naming the source session) reach them.
+    roots += [
+        v
+        for _, v, d in g.edges(data=True)
+        if d["kind"] == EdgeKind.FORKED and d.get("session") is not None
+    ]
     descent = nx.DiGraph()
     descent.add_nodes_from(g.nodes)
     descent.add_edges_from((u, v) for u, v, d in g.edges(data=True) if d["kind"] in _DESCENT_EDGES)

@@ -80,6 +80,7 @@ __all__ = [
     "INTERRUPTED_SUMMARY",
     "RecoveryPlan",
     "ResumePoint",
+    "cancel_removed",
     "cut_off",
     "plan_recovery",
     "resume_point",
@@ -239,6 +240,35 @@ def cut_off(state: TeamState, chat: str, *, now: str) -> Batch:
     return planner.actions
 
 
+def cancel_removed(state: TeamState, agents: frozenset[str], *, now: str) -> Batch:
+    """The facts that cancel the open work of agents not in ``agents`` (a team file that
+    removed them), each with the reason.
+
+    A removed agent's running worker has its turn cut off, with its subtree; its task and
+    each of its queued tasks are reported killed to the delegating chat, saying why. Work a
+    removed chat delegated goes with it.
+    """
+    planner = _Planner(state, RestartPolicy.FAIL, now)
+    cut: set[str] = set()
+    for task in state.tasks.values():
+        if task.status in FINISHED_TASK_STATUSES or task.agent in agents:
+            continue
+        parent = task.requested_by
+        if parent is None or task.tool_call_id is None or parent in cut:
+            continue
+        reason = f"cancelled: the team file has no agent {task.agent!r} any more"
+        worker = task.chat
+        if worker is not None and state.chats[worker].active_turn is not None:
+            planner.cut(worker)
+            cut.add(worker)
+        turn = state.chats[parent].active_turn
+        call = tool_call_of(state, parent, task.tool_call_id)
+        if turn is None or call is None:
+            continue
+        planner.report(parent, turn.id, call, worker, TaskStatus.KILLED, summary=reason)
+    return planner.actions
+
+
 class _Planner:
     def __init__(self, state: TeamState, policy: RestartPolicy, now: str) -> None:
         self.state = state
@@ -265,7 +295,7 @@ class _Planner:
                 continue
             self.cut(worker)
             if self.policy is RestartPolicy.FAIL:
-                self._report(chat, turn.id, call, worker, TaskStatus.FAILED)
+                self.report(chat, turn.id, call, worker, TaskStatus.FAILED)
 
     def _worker(self, chat: str, call: ToolCallState) -> str | None:
         if call.tool_name == "delegate":
@@ -301,9 +331,9 @@ class _Planner:
             if call.tool_name == "delegate" and isinstance(call, ToolCallRunningState):
                 task = task_of_call(self.state, chat, call.tool_call_id)
                 if task is not None and task.status not in FINISHED_TASK_STATUSES:
-                    self._report(chat, turn.id, call, worker, TaskStatus.KILLED)
+                    self.report(chat, turn.id, call, worker, TaskStatus.KILLED)
             elif worker is not None:  # a handoff
-                self._report(chat, turn.id, call, worker, TaskStatus.KILLED)
+                self.report(chat, turn.id, call, worker, TaskStatus.KILLED)
         for part in turn.response_parts:
             if isinstance(part, InputRequestResponsePart) and part.response is None:
                 self.actions.append(
@@ -324,15 +354,26 @@ class _Planner:
             )
         )
 
-    def _report(
+    def report(
         self,
         chat: str,
         turn_id: str,
         call: ToolCallState,
         worker: str | None,
         status: TaskStatus,
+        *,
+        summary: str = INTERRUPTED_SUMMARY,
     ) -> None:
-        """Finish ``call`` of ``chat`` as its worker ended: ``status``, interrupted."""
+        """Finish ``call`` of ``chat`` as its worker ended: ``status``, for ``summary``.
+
+        Args:
+            chat: The delegating (or handing-off) chat.
+            turn_id: Its active turn.
+            call: The ``delegate`` or ``handoff`` call the worker answers.
+            worker: The worker's chat (None: a task that never started).
+            status: How the task ended.
+            summary: Why.
+        """
         subagent = subagent_of(call)
         if call.tool_name == "handoff":
             assert worker is not None
@@ -353,7 +394,7 @@ class _Planner:
                 call.tool_call_id,
                 call.tool_name,
                 success=False,
-                output=f"[{subagent.agent_name}, {status}] {INTERRUPTED_SUMMARY}",
+                output=f"[{subagent.agent_name}, {status}] {summary}",
                 content_before=(subagent,),
                 extra=[(self.state.session_uri, back)],
             )
@@ -364,7 +405,7 @@ class _Planner:
         finished = TaskFinished(
             task=task.task,
             status=status,
-            summary=INTERRUPTED_SUMMARY,
+            summary=summary,
             duration_ms=int(_ms_between(started, self.now)),
             chat=worker,
         )

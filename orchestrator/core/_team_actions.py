@@ -32,6 +32,7 @@ __all__ = [
     "RunResumed",
     "RunStarted",
     "RunStatus",
+    "SessionForked",
     "TaskCreated",
     "TaskFinished",
     "TaskStarted",
@@ -265,6 +266,22 @@ class RunResumed:
     interrupted: tuple[str, ...] = ()
 
 
+@attrs.frozen(kw_only=True)
+class SessionForked:
+    """This session is a fork: its facts before this one copy ``source``'s first ``sequence``.
+
+    Recorded once, right after the copied facts (see :mod:`._fork`). ``chats`` maps each
+    source chat to its copy here, so the delegation graph draws a ``forked`` edge from each.
+    ``turn_id`` is the turn the fork was asked at (None: at a sequence).
+    """
+
+    type: str = attrs.field(default="team/sessionForked", init=False)
+    source: str
+    sequence: int
+    turn_id: str | None = None
+    chats: Mapping[str, str] = attrs.field(factory=dict)
+
+
 TeamAction = (
     RunStarted
     | RunResumed
@@ -277,6 +294,7 @@ TeamAction = (
     | ApprovalResolved
     | RunFinished
     | ViewUpdated
+    | SessionForked
 )
 
 #: Wire ``type`` of every team action, for the converter's tagged union.
@@ -292,4 +310,5 @@ TEAM_ACTION_TYPES: dict[str, type[TeamAction]] = {
     "team/approvalResolved": ApprovalResolved,
     "team/runFinished": RunFinished,
     "team/viewUpdated": ViewUpdated,
+    "team/sessionForked": SessionForked,
 }

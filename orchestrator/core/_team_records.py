@@ -29,11 +29,21 @@ from ._team_actions import ApprovalDecision, ApprovalRequested, RunStatus, TaskS
 __all__ = [
     "ApprovalRecord",
     "FactChange",
+    "ForkedFrom",
     "Member",
     "RunRecord",
     "TaskRecord",
     "Transition",
 ]
+
+
+@attrs.frozen(kw_only=True)
+class ForkedFrom:
+    """A fork's lineage: the source session, the last sequence copied, the turn asked for."""
+
+    session: str
+    sequence: int
+    turn_id: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -64,6 +74,8 @@ class RunRecord:
     # The latest content of each view the session's tools pushed, by view type
     # (team/viewUpdated; an empty content removes the view).
     views: Mapping[str, Any] = attrs.field(factory=dict)
+    # Where this session was forked from (team/sessionForked); None: it is no fork.
+    forked_from: ForkedFrom | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -65,6 +65,7 @@ from ._team_actions import (
     RunResumed,
     RunStarted,
     RunStatus,
+    SessionForked,
     TaskCreated,
     TaskFinished,
     TaskStarted,
@@ -72,7 +73,14 @@ from ._team_actions import (
     TeamAction,
     ViewUpdated,
 )
-from ._team_records import ApprovalRecord, Member, RunRecord, TaskRecord, Transition
+from ._team_records import (
+    ApprovalRecord,
+    ForkedFrom,
+    Member,
+    RunRecord,
+    TaskRecord,
+    Transition,
+)
 
 __all__ = [
     "new_session_state",
@@ -256,6 +264,14 @@ def _run_resumed(tr: Transition, action: RunResumed, session_uri: str, now: str)
     if run is None or run.status is not None or action.restart <= run.restarts:
         return
     tr.run = evolve(run, restarts=action.restart)
+
+
+@_handles(SessionForked)
+def _session_forked(tr: Transition, action: SessionForked, session_uri: str, now: str) -> None:
+    if tr.run is None:
+        return
+    lineage = ForkedFrom(session=action.source, sequence=action.sequence, turn_id=action.turn_id)
+    tr.run = evolve(tr.run, forked_from=lineage)
 
 
 @_handles(ViewUpdated)

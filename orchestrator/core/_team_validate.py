@@ -43,6 +43,7 @@ from ._team_actions import (
     RunFinished,
     RunResumed,
     RunStarted,
+    SessionForked,
     TaskCreated,
     TaskFinished,
     TaskStarted,
@@ -176,6 +177,17 @@ def _check_view_updated(tr: Transition, action: ViewUpdated, session_uri: str) -
             action,
             session_uri,
             "not started",
+        )
+
+
+@_checks(SessionForked)
+def _check_session_forked(tr: Transition, action: SessionForked, session_uri: str) -> None:
+    if tr.run is None or tr.run.forked_from is not None:
+        _refuse(
+            "a fork's lineage is recorded once, after the copied run's start",
+            action,
+            session_uri,
+            "not started" if tr.run is None else "already a fork",
         )
 
 

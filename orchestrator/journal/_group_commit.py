@@ -100,7 +100,7 @@ import trio
 
 from orchestrator.ahp.state import Turn
 from orchestrator.base import FactLogError
-from orchestrator.core import Fact, TeamState
+from orchestrator.core import Fact, ForkRows, TeamState
 from orchestrator.runtime import EventTicket, Ticket, release_free_memory
 
 from ._file import _error
@@ -110,8 +110,10 @@ from ._rows import (
     _AgentHistory,
     _Batch,
     _batch,
+    _CopyHistory,
     _Describe,
     _Forget,
+    _fork_batch,
     _Item,
     _Snapshot,
     _SnapshotWriter,
@@ -559,7 +561,10 @@ class _GroupCommitJournal:
                 error=_printable(what),
             )
             return None
-        first, last = item.facts[0].sequence, item.facts[-1].sequence
+        if item.rows:
+            first, last = item.rows[0][1], item.rows[-1][1]
+        else:
+            first, last = item.facts[0].sequence, item.facts[-1].sequence
         problem = _error(
             self.source,
             _printable(
@@ -699,6 +704,31 @@ class _GroupCommitJournal:
         if self._dead:
             # The writer died after this was checked, perhaps before the put: nobody
             # takes the queue any more, so what is in it fails here.
+            error = self._write_failed
+            assert error is not None
+            for ticket in _tickets(_drain(self._queue)):
+                ticket.complete(error)
+        return batch.ticket
+
+    def submit_fork(self, fork: ForkRows, *, team: tuple[str, str] | None) -> Ticket:
+        """Write a fork (:func:`~orchestrator.core.fork_rows`): its team file (``team``: its
+        path and text), its facts as one batch, then its source's agent-channel history up
+        to the fork point. The ticket is the batch's: once it is done, the team file is
+        written too (the queue is written in order)."""
+        if self._failed is not None:
+            raise self._failed
+        if self._token is None or self._closed:
+            raise _error(self.source, "the journal is not open for writing")
+        if team is not None:
+            self.describe(fork.session, team_file=team[0], team_toml=team[1])
+        batch = _fork_batch(fork)
+        batch.epoch = self.ownership.epoch(batch.session)
+        self._queue.put(batch)
+        if team is not None:  # again, now that the session's row exists: it names the file
+            self.describe(fork.session, team_file=team[0], team_toml=team[1])
+        chats = dict(fork.chats)
+        self._queue.put(_CopyHistory(fork.session, fork.source, chats, fork.sequence))
+        if self._dead:
             error = self._write_failed
             assert error is not None
             for ticket in _tickets(_drain(self._queue)):

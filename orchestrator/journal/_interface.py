@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from orchestrator.ahp.state import Turn
     from orchestrator.base import FactLogError
-    from orchestrator.core import Fact, TeamState
+    from orchestrator.core import Fact, ForkRows, TeamState
     from orchestrator.runtime import Ticket
 
     from ._group_commit import JournalStatistics
@@ -68,6 +68,8 @@ class Journal(Protocol):
     def submit(
         self, facts: Sequence[Fact], *, ended_turns: Mapping[int, Turn] | None = None
     ) -> Ticket: ...
+
+    def submit_fork(self, fork: ForkRows, *, team: tuple[str, str] | None) -> Ticket: ...
 
     def describe(self, session: str, *, team_file: str, team_toml: str) -> None: ...
 

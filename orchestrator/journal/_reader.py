@@ -34,7 +34,7 @@ from ._schema import SCHEMA_VERSION
 from ._sql import _Connection
 
 if TYPE_CHECKING:
-    from orchestrator.core import Fact, TeamState
+    from orchestrator.core import Fact, StoredFact, TeamState
 
 __all__ = ["SESSION_STATUSES", "AgentMessage", "JournalReader", "SessionInfo"]
 
@@ -218,6 +218,27 @@ class JournalReader:
         return [
             self._decode(checked_fact_text(session, sequence, text, checksum, source=source))
             for sequence, text, checksum in rows
+        ]
+
+    def fact_rows(self, session: str, *, until: int | None = None) -> list[StoredFact]:
+        """A session's stored facts up to sequence ``until`` (all by default), as text:
+        ``(sequence, channel, at, type, text)``, each checked against its checksum."""
+        source = self.source
+        with self._connection() as connection:
+            rows = connection.execute(
+                "SELECT sequence, channel, at, type, fact, checksum FROM facts "
+                "WHERE session = ? AND sequence <= ? ORDER BY sequence",
+                (session, until if until is not None else 2**62),
+            ).fetchall()
+        return [
+            (
+                sequence,
+                channel,
+                at,
+                kind,
+                checked_fact_text(session, sequence, text, checksum, source=source),
+            )
+            for sequence, channel, at, kind, text, checksum in rows
         ]
 
     def agent_messages(

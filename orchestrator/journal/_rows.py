@@ -33,7 +33,15 @@ from orchestrator.ahp.actions import (
 )
 from orchestrator.ahp.state import Turn
 from orchestrator.base import compact_dumps
-from orchestrator.core import Fact, RunFinished, RunStarted, TeamState, decode_fact, fact_to_json
+from orchestrator.core import (
+    Fact,
+    ForkRows,
+    RunFinished,
+    RunStarted,
+    TeamState,
+    decode_fact,
+    fact_to_json,
+)
 from orchestrator.protocols import TURN_ENDS, turn_from_facts, turn_messages
 from orchestrator.runtime import EventTicket
 
@@ -349,7 +357,56 @@ class _Forget:
         return 0
 
 
-_Item = _Batch | _Describe | _Snapshot | _Forget
+@attrs.define(eq=False)
+class _CopyHistory:
+    """A fork's agent-channel history: its source's rows up to the fork point, under the
+    fork's session and chat URIs (written after the fork's facts, in their transaction or a
+    later one)."""
+
+    session: str  # the fork
+    source: str
+    chats: Mapping[str, str]  # source chat -> its copy
+    until: int
+
+    def write(self, connection: _Connection) -> None:
+        rows = connection.execute(
+            "SELECT chat, turn_id, part, sequence, type, message, checksum FROM agent_messages "
+            "WHERE session = ? AND sequence <= ? AND deleted_at IS NULL ORDER BY id",
+            (self.source, self.until),
+        ).fetchall()
+        _insert_rows(
+            connection,
+            "INSERT INTO agent_messages (session, chat, turn_id, part, sequence, type, message, "
+            "checksum)",
+            [(self.session, self.chats.get(row[0], row[0]), *row[1:]) for row in rows],
+        )
+
+    def size(self) -> int:
+        return 1
+
+
+def _fork_batch(fork: ForkRows) -> _Batch:
+    """A fork's copied facts as one batch of stored rows (see ``fork_rows``): written as any
+    batch's, with no history of their own (:class:`_CopyHistory` copies the source's)."""
+    rows = [
+        (fork.session, sequence, channel, at, kind, text, fact_checksum(text))
+        for sequence, channel, at, kind, text in fork.rows
+    ]
+    return _Batch(
+        session=fork.session,
+        facts=(),
+        ended_turns=None,
+        rows=rows,
+        ticket=EventTicket(),
+        created=fork.created,
+        status=fork.status,
+        last_sequence=rows[-1][1],
+        updated_at=rows[-1][3],
+        chats=[(chat, fork.session) for chat in fork.chats.values()],
+    )
+
+
+_Item = _Batch | _Describe | _Snapshot | _Forget | _CopyHistory
 
 
 class _AgentHistory:

@@ -51,6 +51,7 @@ import attrs
 import structlog
 import trio
 
+from orchestrator.ahp.actions import ChatPendingMessageSetAction
 from orchestrator.ahp.state import (
     ChatInputRequest,
     ChatInputResponseKind,
@@ -69,6 +70,7 @@ from orchestrator.core import (
     RunStarted,
     RunStatus,
     TeamState,
+    cancel_removed,
     parse_traceparent,
     plan_recovery,
 )
@@ -302,7 +304,11 @@ class TeamRuntime:
         return await self._drive(run_id, ChatContext(chat, coordinator, root_task), message)
 
     async def resume(
-        self, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED
+        self,
+        *,
+        prompt: str | None = None,
+        cancel_removed_work: bool = False,
+        task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
     ) -> RunOutcome:
         """Take up the unfinished run this runtime was given the state of, after a stop.
 
@@ -310,6 +316,14 @@ class TeamRuntime:
         stop cut off; then parked turns go on and cut-off ones run again or are reported
         failed, as the team's ``on_restart`` says. Raises :class:`RunError` if the run has
         finished (or never started).
+
+        Args:
+            prompt: The coordinator's next message, queued once the run is taken up (a fork
+                that runs on with another prompt).
+            cancel_removed_work: Open work of agents this team file lacks is cancelled, each
+                task reported killed with the reason (a fork with another team file); without
+                it, such a team file is refused.
+            task_status: Started with the session URI once the recovery batch is recorded.
         """
         run = self.state.run
         chat = self.state.coordinator_chat()
@@ -317,12 +331,26 @@ class TeamRuntime:
             raise RunError(f"{self.session} has no run to resume")
         if run.status is not None:
             raise RunError(f"the run of {self.session} has already {run.status}")
-        self._check_team_fits()  # before the first fact: a team that does not fit writes none
+        if prompt is not None:
+            require_prompt(prompt)
+        # Before the first fact: a team that does not fit writes none.
+        self._check_team_fits(open_only=cancel_removed_work)
         try:
             plan = plan_recovery(self.state, self.team.on_restart, now=self.recorder.clock())
         except ValueError as exc:
             raise RunError(str(exc)) from None
         await self.recorder.record(list(plan.actions))
+        if cancel_removed_work:
+            agents = frozenset(self.team.agent_names)
+            removed = cancel_removed(self.state, agents, now=self.recorder.clock())
+            if removed:
+                await self.recorder.record(removed)
+        if prompt is not None:
+            message = Message(text=prompt, origin=MessageOrigin(kind=MessageKind.USER))
+            queued = ChatPendingMessageSetAction(
+                kind=PendingMessageKind.QUEUED, id=self.ids.numbered("message"), message=message
+            )
+            await self.recorder.record([(chat, queued)])
         self._approvals.reopen_surviving()
         task_status.started(self.session)
         log.info(
@@ -340,11 +368,14 @@ class TeamRuntime:
             run.run, ChatContext(chat, coordinator, run.task), message, resume=True
         )
 
-    def _check_team_fits(self) -> None:
+    def _check_team_fits(self, *, open_only: bool = False) -> None:
         """:class:`RunError` if the team file lacks what the stopped run used: an agent one
-        of its chats or tasks runs, or its coordinator."""
-        used = {m.agent for m in self.state.members.values()}
-        used |= {t.agent for t in self.state.tasks.values()}
+        of its chats or tasks runs (``open_only``: only its coordinator), or its coordinator."""
+        if open_only:
+            used: set[str] = set()
+        else:
+            used = {m.agent for m in self.state.members.values()}
+            used |= {t.agent for t in self.state.tasks.values()}
         missing = sorted(used - set(self.team.agent_names))
         coordinator_chat = self.state.coordinator_chat()
         member = self.state.members.get(coordinator_chat or "")

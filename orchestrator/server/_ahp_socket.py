@@ -103,7 +103,7 @@ from orchestrator.base import (
     SessionLimitError,
 )
 from orchestrator.core import Fact, TeamState
-from orchestrator.journal import JournalReader
+from orchestrator.journal import Journal, JournalReader
 from orchestrator.protocols import (
     Call,
     error_frame,
@@ -121,6 +121,7 @@ from orchestrator.sessions import (
     RootSubscription,
     TeamCatalog,
     ahp_envelopes,
+    fork_session,
     session_channel_state,
 )
 
@@ -167,6 +168,9 @@ class AhpHost(DispatchHost, Protocol):
 
     @property
     def reader(self) -> JournalReader: ...
+
+    @property
+    def journal(self) -> Journal: ...
 
     @property
     def catalog(self) -> TeamCatalog: ...
@@ -680,7 +684,8 @@ class AhpSocket:
         if not uri.startswith(SESSION_PREFIX) or len(uri) == len(SESSION_PREFIX):
             raise RpcError(ErrorCode.INVALID_PARAMS, "channel: expected ahp-session:/ID")
         if params.fork is not None:
-            raise RpcError(ErrorCode.INVALID_PARAMS, "fork: this host does not fork sessions")
+            await self._fork_session(uri, params.fork.session, params.fork.turn_id)
+            return
         try:
             self.daemon.catalog.team(params.provider)
         except RunError as exc:
@@ -699,6 +704,28 @@ class AhpSocket:
             message = f"the journal cannot be read: {exc.message}"
             raise RpcError(ErrorCode.INTERNAL_ERROR, message) from None
         log.info("ahp session created", session=uri, client=self.client_id)
+
+    async def _fork_session(self, uri: str, source: str, turn_id: str) -> None:
+        """``createSession`` with ``fork``: a new session ``uri`` holding ``source``'s content
+        up to and including turn ``turn_id``'s response, taken up as a restart takes a session
+        up (the team and provider are the source's)."""
+        if self.daemon.live(uri) is not None or await self.daemon.journal_knows(uri):
+            raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"session {uri} exists already")
+        if not source.startswith(SESSION_PREFIX) or not await self.daemon.journal_knows(source):
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"fork.session: no session {source} to fork")
+        try:
+            await fork_session(
+                self.daemon.journal, source, turn_id=turn_id, runs_on=True, session=uri
+            )
+            live = await self.daemon.find(uri)
+        except RunError as exc:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"fork.turnId: {exc}") from None
+        except FactLogError as exc:
+            message = f"the journal cannot be read: {exc.message}"
+            raise RpcError(ErrorCode.INTERNAL_ERROR, message) from None
+        if live is None:
+            raise RpcError(ErrorCode.INTERNAL_ERROR, f"the fork {uri} could not be taken up")
+        log.info("ahp session forked", session=uri, source=source, client=self.client_id)
 
     async def _dispose_session(self, uri: str) -> None:
         live = self.daemon.live(uri) if uri.startswith(SESSION_PREFIX) else None

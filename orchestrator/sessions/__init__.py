@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ._followed import *  # noqa: F403
     from ._following import *  # noqa: F403
     from ._following_for import *  # noqa: F403
+    from ._forks import *  # noqa: F403
     from ._forwarding import *  # noqa: F403
     from ._idle_sessions import *  # noqa: F403
     from ._limits import *  # noqa: F403
@@ -95,6 +96,7 @@ else:
             "encode_origin": "._expected_action",
             "follow_session": "._followed",
             "following_for": "._following_for",
+            "fork_session": "._forks",
             "is_team_reference": "._team_reference",
             "load_team_reference": "._team_reference",
             "load_teams": "._teams",

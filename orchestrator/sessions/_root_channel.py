@@ -159,6 +159,12 @@ def session_summary(
         (c.modified_at for c in session.chats if c.interactivity is not ChatInteractivity.HIDDEN),
         default=created_at,
     )
+    forked = state.run.forked_from if state.run is not None else None
+    lineage = None
+    if forked is not None:
+        # A fork's lineage: which session, up to which fact, at which turn (its _meta).
+        origin = {"session": forked.session, "sequence": forked.sequence}
+        lineage = {"forkedFrom": origin | ({"turnId": forked.turn_id} if forked.turn_id else {})}
     return SessionSummary(
         resource=uri,
         provider=provider,
@@ -170,6 +176,7 @@ def session_summary(
         annotations=session.annotations,
         created_at=created_at,
         modified_at=modified,
+        meta=lineage,
     )
 
 

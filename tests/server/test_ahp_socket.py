@@ -289,6 +289,68 @@ class TestSessionsAndChats:
             assert past["snapshot"]["state"]["title"] == "one"
             assert [c["resource"] for c in past["snapshot"]["state"]["chats"]] == [chat]
 
+    async def test_create_session_with_fork_copies_the_source_up_to_a_turn(
+        self, tmp_path: Path
+    ) -> None:
+        """``createSession`` with ``fork: {session, turnId}``: the new session holds the
+        source's content up to and including that turn's response, its coordinator chat a
+        fork of the source's; it takes the next message as any session does; the source
+        is unchanged."""
+        async with (
+            running_daemon(tmp_path, teams={"echo": ECHO}) as daemon,
+            connect_ahp(daemon) as client,
+        ):
+            await client.initialize()
+            session, chat = new_session(), new_chat()
+            await client.request("createSession", {"channel": session, "provider": "echo"})
+            await client.request(
+                "createChat",
+                {"channel": session, "chat": chat, "initialMessage": user_message("one")},
+            )
+            await client.request("subscribe", {"channel": chat})
+            done = await client.until_action(lambda e: e["action"]["type"] == "chat/turnComplete")
+            turn = done["action"]["turnId"]
+            await client.dispatch(chat, turn_started("two"))
+            await client.until_action(
+                lambda e: (
+                    e["action"]["type"] == "chat/turnComplete" and e["action"]["turnId"] != turn
+                )
+            )
+            source = (await client.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+            fork = new_session()
+            fork_of = {"session": session, "turnId": turn}
+            await client.request("createSession", {"channel": fork, "fork": fork_of})
+            await expect_error(client, -32003, "createSession", {"channel": fork, "fork": fork_of})
+            await expect_error(
+                client,
+                -32602,
+                "createSession",
+                {"channel": new_session(), "fork": {"session": session, "turnId": "nope"}},
+            )
+            snapshot = (await client.request("subscribe", {"channel": fork}))["snapshot"]
+            [copy] = snapshot["state"]["chats"]
+            assert copy["resource"] != chat
+            assert copy["origin"] == {"kind": "fork", "chat": chat, "turnId": turn}
+            state = (await client.request("subscribe", {"channel": copy["resource"]}))["snapshot"]
+            copied = state["state"]["turns"]
+            assert [t["id"] for t in copied] == [turn]
+            assert copied[0] == source["turns"][0]
+            # The fork goes on as its own session: the next message is its second turn.
+            await client.dispatch(copy["resource"], turn_started("again"))
+            await client.until_action(
+                lambda e: (
+                    e["channel"] == copy["resource"] and e["action"]["type"] == "chat/turnComplete"
+                )
+            )
+            after = (await client.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+            assert after["turns"] == source["turns"]
+            listed = await client.request("listSessions", {"channel": ROOT})
+            assert {s["resource"] for s in listed["items"]} == {session, fork}
+            [summary] = [s for s in listed["items"] if s["resource"] == fork]
+            lineage = summary["_meta"]["forkedFrom"]
+            assert (lineage["session"], lineage["turnId"]) == (session, turn)
+            assert lineage["sequence"] > 0
+
     async def test_hidden_chats_are_not_listed(self, tmp_path: Path) -> None:
         async with (
             running_daemon(tmp_path, teams={"hidden": teams.HIDDEN_HELPER}) as daemon,

@@ -217,7 +217,7 @@ def _notify_followers(connection: PgConnection, group: Sequence[_Item]) -> None:
     per group, one notification per session: its last sequence in the group)."""
     last: dict[str, int] = {}
     for item in group:
-        if isinstance(item, _Batch) and item.facts:
+        if isinstance(item, _Batch) and (item.facts or item.rows):
             last[item.session] = max(last.get(item.session, 0), item.last_sequence)
     if last:
         connection.execute(

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ._plugins import *  # noqa: F403
     from ._probe import *  # noqa: F403
     from ._reachability import *  # noqa: F403
+    from ._replay import *  # noqa: F403
     from ._scripted import *  # noqa: F403
     from ._transcript import *  # noqa: F403
 else:
@@ -46,6 +47,7 @@ else:
             "PluginFactory": "._plugins",
             "ReasoningDelta": "._contract",
             "RemoteBackend": "._contract",
+            "ReplayBackend": "._replay",
             "RoundContext": "._contract",
             "ScriptedBackend": "._scripted",
             "ScriptedFailure": "._scripted",

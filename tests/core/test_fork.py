@@ -1,0 +1,276 @@
+"""A fork is the source's fold at the fork point, re-recorded as a new session's own facts."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from orchestrator.ahp import unstructure
+from orchestrator.ahp.actions import SessionChatAddedAction
+from orchestrator.ahp.state import ForkChatOrigin, ToolChatOrigin
+from orchestrator.base import RunError
+from orchestrator.core import (
+    DelegationGraph,
+    EdgeKind,
+    Fact,
+    ForkedFrom,
+    RunFinished,
+    SessionForked,
+    TeamState,
+    before_run_end,
+    build_graph,
+    fact_to_json,
+    fork_facts,
+    fork_point,
+    fork_rows,
+    fork_sequence,
+)
+from tests.support.examples import examples
+from tests.support.scenarios import LEAD, SESSION, Log, scenarios
+
+NEW = "ahp-session:/00000000-0000-4000-8000-0000000000ff"
+NOW = "2026-12-07T13:00:00.000Z"
+
+
+def _new_chats() -> Any:
+    counter = itertools.count(1)
+    return lambda: f"ahp-chat:/copy-{next(counter)}"
+
+
+def _rename(value: Any, names: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        return names.get(value, value)
+    if isinstance(value, dict):
+        return {names.get(k, k): _rename(v, names) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rename(v, names) for v in value]
+    return value
+
+
+def _node(node: str, names: Mapping[str, str]) -> str:
+    """A graph node id renamed (a tool call's is ``<chat URI>#<id>``)."""
+    chat, sep, call = node.partition("#")
+    return names.get(chat, chat) + sep + call
+
+
+def _plain(value: Any) -> Any:
+    """A state value as JSON-like data (AHP values by their wire form)."""
+    plain: Any = json.loads(json.dumps(unstructure(value), default=str))
+    return plain
+
+
+def _records(state: TeamState) -> Any:
+    run = None if state.run is None else attrs.asdict(attrs.evolve(state.run, forked_from=None))
+    return _plain(
+        {
+            "run": run,
+            "members": {k: attrs.asdict(v) for k, v in state.members.items()},
+            "tasks": {k: attrs.asdict(v) for k, v in state.tasks.items()},
+            "approvals": {k: attrs.asdict(v) for k, v in state.approvals.items()},
+        }
+    )
+
+
+def _chats(state: TeamState) -> Any:
+    chats = {}
+    for uri, chat in state.chats.items():
+        data = _plain(chat)
+        # A copied root chat's origin names its source (the one change a copy makes).
+        if isinstance(chat.origin, ForkChatOrigin) or data.get("origin") == {"kind": "user"}:
+            data.pop("origin", None)
+        chats[uri] = data
+    return chats
+
+
+def _graph(graph: DelegationGraph) -> tuple[set[str], set[tuple[str, str, str]]]:
+    """Nodes and edges but the fork's lineage: placeholders of source chats, forked edges,
+    and the origin attributes of root chats."""
+    g = graph.graph
+    nodes = {n for n, d in g.nodes(data=True) if d["kind"] != "chat" or d["added"]}
+    edges = {
+        (u, v, d["kind"]) for u, v, d in g.edges(data=True) if d["kind"] != EdgeKind.FORKED.value
+    }
+    return nodes, edges
+
+
+class TestFork:
+    @settings(max_examples=examples(200), deadline=None)
+    @given(facts=scenarios(), data=st.data())
+    def test_a_fork_opens_to_the_sources_fold_at_the_fork_point(
+        self, facts: list[Fact], data: st.DataObject
+    ) -> None:
+        """At any sequence: the fork's copies fold to the source's fold there (chats, tasks,
+        members, approvals, the graph), renamed; the lineage fact follows them; the source's
+        facts are unchanged."""
+        if not facts:
+            return
+        before = [fact_to_json(f) for f in facts]
+        sequence = data.draw(st.integers(1, len(facts)))
+        fork = fork_facts(facts, session=NEW, new_chat=_new_chats(), now=NOW, sequence=sequence)
+        assert [fact_to_json(f) for f in facts] == before
+        assert [f.sequence for f in fork.facts] == list(range(1, sequence + 2))
+        assert {f.session for f in fork.facts} == {NEW}
+        names = {SESSION: NEW, **fork.chats}
+        source = TeamState.fold(SESSION, facts[:sequence])
+        copy = TeamState.fold(NEW, fork.facts)
+        assert _chats(copy) == _rename(_chats(source), names)
+        assert _records(copy) == _rename(_records(source), names)
+        assert copy.last_sequence == sequence + 1
+        if source.run is not None:
+            assert copy.run is not None
+            assert copy.run.forked_from == ForkedFrom(session=SESSION, sequence=sequence)
+        source_graph = build_graph(facts[:sequence])
+        copy_graph = build_graph(fork.facts)
+        nodes, edges = _graph(source_graph)
+        assert _graph(copy_graph) == (
+            {_node(n, names) for n in nodes},
+            {(_node(u, names), _node(v, names), kind) for u, v, kind in edges},
+        )
+        forked = {(u, v) for u, v, _ in copy_graph.edges_of_kind(EdgeKind.FORKED)}
+        assert forked == set(fork.chats.items())
+        # The fork's graph is exactly as consistent as the source's at that point.
+        assert [v.kind for v in copy_graph.check()] == [v.kind for v in source_graph.check()]
+
+    @settings(max_examples=examples(200), deadline=None)
+    @given(facts=scenarios(), data=st.data())
+    def test_a_fork_of_the_stored_text_is_the_same_fork(
+        self, facts: list[Fact], data: st.DataObject
+    ) -> None:
+        """fork_rows, on the facts' stored text, writes what fork_facts writes, byte for byte."""
+        if not facts:
+            return
+        sequence = data.draw(st.integers(1, len(facts)))
+        made = fork_facts(facts, session=NEW, new_chat=_new_chats(), now=NOW, sequence=sequence)
+        stored = [(f.sequence, f.channel, f.at, f.type, fact_to_json(f)) for f in facts]
+        rows = fork_rows(
+            stored[:sequence], source=SESSION, session=NEW, new_chat=_new_chats(), now=NOW
+        )
+        assert [row[4] for row in rows.rows] == [fact_to_json(f) for f in made.facts]
+        assert [row[:4] for row in rows.rows] == [
+            (f.sequence, f.channel, f.at, f.type) for f in made.facts
+        ]
+        assert rows.chats == made.chats
+        run = TeamState.fold(NEW, made.facts).run
+        assert rows.status == (None if run is None or run.status is None else str(run.status))
+        assert (rows.created is None) == (run is None)
+
+    def test_root_chats_are_forks_of_their_source_workers_keep_their_tool_origin(self) -> None:
+        """The coordinator's copy has a fork origin at its last turn; a worker's copy is
+        spawned by the copy of its parent's tool call."""
+        log = Log()
+        log.run_started(budget=1)
+        turn = log.turn(LEAD)
+        call, task = log.delegate(LEAD, "researcher", queued=False)
+        log.start_worker(LEAD, call, task, "ahp-chat:/w", "researcher")
+        fork = fork_facts(
+            log.facts, session=NEW, new_chat=_new_chats(), now=NOW, sequence=len(log.facts)
+        )
+        added = {
+            f.action.summary.resource: f.action.summary.origin
+            for f in fork.facts
+            if isinstance(f.action, SessionChatAddedAction)
+        }
+        lead, worker = fork.chats[LEAD], fork.chats["ahp-chat:/w"]
+        assert added[lead] == ForkChatOrigin(chat=LEAD, turn_id=turn)
+        assert added[worker] == ToolChatOrigin(chat=lead, tool_call_id=call)
+        assert build_graph(fork.facts).check() == []
+        lineage = fork.facts[-1].action
+        assert isinstance(lineage, SessionForked)
+        assert lineage.chats == {LEAD: lead, "ahp-chat:/w": worker}
+
+
+class TestForkSequence:
+    def _facts(self) -> tuple[list[Fact], str]:
+        log = Log()
+        log.run_started(budget=1)
+        turn = log.turn(LEAD)
+        log.end_turn(LEAD)
+        log.run_finished()
+        return log.facts, turn
+
+    def test_a_turn_resolves_to_the_fact_that_ended_it(self) -> None:
+        facts, turn = self._facts()
+        at = fork_sequence(facts, turn_id=turn)
+        assert facts[at - 1].action.type == "chat/turnComplete"
+
+    def test_no_point_is_the_last_fact(self) -> None:
+        facts, _ = self._facts()
+        assert fork_sequence(facts) == len(facts)
+
+    @pytest.mark.parametrize(
+        ("turn", "sequence", "message"),
+        [
+            ("nope", None, "no turn 'nope' ended"),
+            (None, 0, "no fact 0 to fork at"),
+            (None, 999, "no fact 999 to fork at"),
+            ("x", 1, "not both"),
+        ],
+    )
+    def test_a_point_it_does_not_have_is_refused(
+        self, turn: str | None, sequence: int | None, message: str
+    ) -> None:
+        facts, _ = self._facts()
+        with pytest.raises(RunError, match=message):
+            fork_sequence(facts, turn_id=turn, sequence=sequence)
+
+    def test_a_fork_that_runs_on_leaves_the_runs_end_out(self) -> None:
+        facts, _ = self._facts()
+        assert isinstance(facts[-1].action, RunFinished)
+        assert before_run_end(facts, len(facts)) == len(facts) - 1
+        assert before_run_end(facts, len(facts) - 1) == len(facts) - 1
+
+
+class TestForkPoint:
+    ROWS = [
+        (1, SESSION, "t1", "team/runStarted", "{}"),
+        (2, SESSION, "t2", "session/chatAdded", "{}"),  # a spawn: the worker...
+        (3, LEAD, "t2", "chat/toolCallContentChanged", "{}"),  # ...and its parent's content
+        (4, LEAD, "t3", "chat/delta", "{}"),
+        (5, SESSION, "t4", "team/runFinished", "{}"),
+    ]
+
+    def test_a_point_inside_a_batch_moves_to_its_end(self) -> None:
+        """The facts of one append share their time: a fork never splits them."""
+        assert fork_point(self.ROWS, sequence=2) == 3
+        assert fork_point(self.ROWS, sequence=3) == 3
+        assert fork_point(self.ROWS, sequence=1) == 1
+
+    def test_a_fork_that_runs_on_leaves_the_runs_end_out(self) -> None:
+        assert fork_point(self.ROWS) == 5
+        assert fork_point(self.ROWS, runs_on=True) == 4
+
+    @pytest.mark.parametrize(
+        ("turn", "sequence", "message"),
+        [
+            ("nope", None, "no turn 'nope' ended"),
+            (None, 0, "no fact 0 to fork at"),
+            (None, 6, "no fact 6 to fork at"),
+            ("x", 1, "not both"),
+        ],
+    )
+    def test_a_point_it_does_not_have_is_refused(
+        self, turn: str | None, sequence: int | None, message: str
+    ) -> None:
+        with pytest.raises(RunError, match=message):
+            fork_point(self.ROWS, turn_id=turn, sequence=sequence)
+
+    def test_a_turn_resolves_to_its_end(self) -> None:
+        log = Log()
+        log.run_started(budget=1)
+        turn = log.turn(LEAD)
+        log.end_turn(LEAD)
+        log.run_finished()
+        rows = [(f.sequence, f.channel, f.at, f.type, fact_to_json(f)) for f in log.facts]
+        assert fork_point(rows, turn_id=turn) == fork_sequence(log.facts, turn_id=turn)
+
+
+def test_nothing_to_fork_is_refused() -> None:
+    with pytest.raises(RunError, match="nothing to fork"):
+        fork_facts([], session=NEW, new_chat=_new_chats(), now=NOW, sequence=0)

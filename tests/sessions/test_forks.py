@@ -1,0 +1,100 @@
+"""Forking a session of a journal: the fork written whole beside its source, which is only read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+
+import orchestrator
+from orchestrator.core import SessionForked, TeamState, fact_to_json, fork_facts
+from orchestrator.journal import open_journal, open_reader
+from orchestrator.sessions import fork_session
+from tests.support.postgres import direct_sql
+from tests.support.teams import fan_team
+
+
+def _rows(db: Path | str, session: str) -> list[tuple[object, ...]]:
+    """The source's stored rows, byte for byte (text and checksum)."""
+    with direct_sql(db) as sql:
+        rows = sql.execute(
+            "SELECT sequence, fact, checksum FROM facts WHERE session = ? ORDER BY sequence",
+            (session,),
+        ).fetchall()
+    return [tuple(row) for row in rows]
+
+
+async def _fork(db: Path | str, source: str, **where: object) -> orchestrator.core.ForkRows:
+    # Another node than the one that ran the source (on PostgreSQL: leases of its own).
+    journal = open_journal(db, node="node-b")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(journal.serve)
+        made = await fork_session(journal, source, **where)  # type: ignore[arg-type]
+        nursery.cancel_scope.cancel()
+    return made
+
+
+class TestForkSession:
+    async def test_the_fork_is_a_session_of_its_own_and_the_source_is_untouched(
+        self, journal_db: Path | str
+    ) -> None:
+        """Forked at its last fact: the fork's facts are the source's, renamed, then the
+        lineage; the source's rows are what they were; the fork opens to the same run."""
+        db = journal_db
+        team = orchestrator.parse_team(fan_team(1), file="fan.toml")
+        source = await orchestrator.run_team(team, "first", journal=db)
+        before = _rows(db, source.session)
+        made = await _fork(db, source.session)
+        assert _rows(db, source.session) == before
+        reader = open_reader(db)
+        stored = reader.facts(made.session)
+        source_facts = reader.facts(source.session)
+        copies = iter(made.chats.values())
+        expected = fork_facts(
+            source_facts,
+            session=made.session,
+            new_chat=lambda: next(copies),
+            now=stored[-1].at,
+            sequence=len(source_facts),
+        )
+        # What fork_facts makes of the decoded facts, byte for byte.
+        assert [fact_to_json(f) for f in stored] == [fact_to_json(f) for f in expected.facts]
+        # The agent channel's history came along, under the copies' URIs.
+        for chat, copy in made.chats.items():
+            before_rows = [
+                (m.turn_id, m.event) for m in reader.agent_messages(source.session, chat)
+            ]
+            after_rows = [(m.turn_id, m.event) for m in reader.agent_messages(made.session, copy)]
+            assert after_rows == before_rows
+            assert after_rows
+        assert made.sequence == len(before)
+        assert isinstance(stored[-1].action, SessionForked)
+        opened = reader.open(made.session)
+        folded = TeamState.fold(source.session, reader.facts(source.session))
+        assert opened.run is not None
+        assert folded.run is not None
+        assert (opened.run.status, opened.run.result) == (folded.run.status, folded.run.result)
+        assert len(opened.chats) == len(folded.chats) == 4
+        assert set(opened.chats) == set(made.chats.values())
+        assert reader.team_toml(made.session) == reader.team_toml(source.session)
+        listed = {s.session: (s.status, s.title) for s in reader.sessions()}
+        assert listed[made.session] == listed[source.session] == ("completed", "first")
+
+    async def test_a_fork_that_runs_on_leaves_the_runs_end_out(self, tmp_path: Path) -> None:
+        db = tmp_path / "j.db"
+        team = orchestrator.parse_team(fan_team(1), file="fan.toml")
+        source = await orchestrator.run_team(team, "first", journal=db)
+        made = await _fork(db, source.session, runs_on=True)
+        assert made.sequence == len(open_reader(db).facts(source.session)) - 1
+        assert open_reader(db).session(made.session).status == "running"
+
+    async def test_a_fork_point_it_lacks_writes_nothing(self, tmp_path: Path) -> None:
+        db = tmp_path / "j.db"
+        team = orchestrator.parse_team(fan_team(1), file="fan.toml")
+        source = await orchestrator.run_team(team, "first", journal=db)
+        with pytest.RaisesGroup(
+            pytest.RaisesExc(orchestrator.RunError, match="no fact 9999"), flatten_subgroups=True
+        ):
+            await _fork(db, source.session, sequence=9999)
+        assert len(open_reader(db).sessions()) == 1
