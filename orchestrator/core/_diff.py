@@ -106,7 +106,9 @@ def _names(facts: Sequence[Fact]) -> dict[str, str]:
 
 
 #: Fields that say when, or how long: not what a session did.
-_TIMES = frozenset({"modifiedAt", "startedAt", "duration", "durationMs", "createdAt"})
+_TIMES = frozenset(
+    {"modifiedAt", "startedAt", "duration", "durationMs", "createdAt", "firstTokenAt"}
+)
 
 
 def _renamed(value: Any, names: Mapping[str, str]) -> Any:
