@@ -376,6 +376,7 @@ class TestAuthRequired:
             nursery.start_soon(run)
             with trio.fail_after(30):
                 asked = await wait_for(h, lambda f: isinstance(f.action, ChatInputRequestedAction))
+            assert isinstance(asked.action, ChatInputRequestedAction)
             await h.runtime.answer_input(asked.channel, asked.action.request.id, answer)
         return asked, outcomes[0]
 
