@@ -22,7 +22,12 @@ from __future__ import annotations
 from typing import Final
 
 from orchestrator.ahp.actions import ChatInputCompletedAction, ChatInputRequestedAction
-from orchestrator.ahp.state import ChatInputAnswered, ChatInputResponseKind, known_questions
+from orchestrator.ahp.state import (
+    ActiveTurn,
+    ChatInputAnswered,
+    ChatInputResponseKind,
+    known_questions,
+)
 from orchestrator.core import (
     USER,
     ApprovalDecision,
@@ -31,6 +36,7 @@ from orchestrator.core import (
     Fact,
     TeamState,
     answer_text,
+    remote_task_of,
 )
 
 from ._agent_channel import tool_call_of_request
@@ -211,7 +217,7 @@ class ActionRequests(EnvelopeBuilder):
                     # A remote teammate's question is its remote task's input_required.
                     runtimeEntity="external_task" if member.remote is not None else None,
                     cardRef=card_ref(member.remote) if member.remote is not None else None,
-                    needs="input" if member.remote is not None else None,
+                    needs=_remote_needs(turn) if member.remote is not None else None,
                     message=_text(request.message),
                     questions=[
                         compact(
@@ -277,3 +283,13 @@ def _answer_of(action: ChatInputCompletedAction) -> str | None:
         if isinstance(answer, ChatInputAnswered)
     ]
     return "; ".join(values) if values else None
+
+
+def _remote_needs(turn: ActiveTurn | None) -> str:
+    """What a remote teammate's question asks for: ``auth`` when its remote task's last
+    recorded state is ``auth_required`` (the operator names a credential), else ``input``."""
+    for part in reversed(turn.response_parts if turn is not None else ()):
+        remote = remote_task_of(part)
+        if remote is not None:
+            return "auth" if remote.get("state") == "auth_required" else "input"
+    return "input"

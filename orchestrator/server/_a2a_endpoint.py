@@ -18,6 +18,12 @@ A task's updates are read from the session's facts:
 A ``traceparent`` header on a request that starts a task makes its run (or the session's
 next turn) continue the caller's trace, as on ``/agui``.
 
+A task is a fold of those facts (``_Task.feed``), so it outlives the daemon: its id is
+``CONTEXT~start`` (the session's first prompt) or ``CONTEXT~QUEUED`` (the queued message its
+turn answers, chosen here and recorded as the turn's ``queuedMessageId``), and ``tasks/get``,
+an answer to its question and ``tasks/resubscribe`` read it back from the journal when this
+process does not follow it.
+
 Auth: the card is read with the ``read`` permission, the JSON-RPC binding needs
 ``operate`` (a viewer cannot send); the card declares the bearer scheme.
 """
@@ -65,6 +71,7 @@ from starlette.routing import Route
 from orchestrator.ahp.actions import (
     ChatDeltaAction,
     ChatErrorAction,
+    ChatInputCompletedAction,
     ChatInputRequestedAction,
     ChatResponsePartAction,
     ChatTurnCancelledAction,
@@ -72,10 +79,10 @@ from orchestrator.ahp.actions import (
     ChatTurnStartedAction,
 )
 from orchestrator.ahp.state import MarkdownResponsePart
-from orchestrator.base import RunError, SessionExistsError
-from orchestrator.core import USER, ApprovalRequested
+from orchestrator.base import OrchestratorError, RunError, SessionExistsError
+from orchestrator.core import USER, ApprovalRequested, ApprovalResolved, TeamState
 from orchestrator.runtime import prompted_from
-from orchestrator.sessions import LiveSession
+from orchestrator.sessions import LiveSession, session_uri
 from orchestrator.spec import TeamSpec
 
 __all__: list[str] = []
@@ -83,22 +90,114 @@ __all__: list[str] = []
 #: A context id becomes a session id: the characters that are safe in a URI path.
 CONTEXT_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _ANSWER: Final = "answer"
+#: Between a task id's context id and its queued message (``~`` is not in a context id).
+_SEP: Final = "~"
+#: A task id's queued message when the task is the run's first prompt.
+_START: Final = "start"
+_TERMINAL: Final = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
 #: The answers to an approval that approve it (any other denies it).
 _YES: Final = frozenset({"yes", "y", "approve", "approved", "ok"})
 
 
 @attrs.define
 class _Task:
-    """What the daemon knows of one A2A task: its session and where it stands."""
+    """What the daemon knows of one A2A task: its session and where it stands.
+
+    It is a fold of the session's facts (:meth:`feed`), so the same code follows a running
+    task and reads a past one back from the journal after a restart."""
 
     task_id: str
     context_id: str
+    queued: str | None  # the queued message its turn answers (None: the run's first turn)
+    chat: str | None = None  # the coordinator's chat
+    turn: str | None = None  # the coordinator's turn that answers it, once started
     state: Any = TaskState.TASK_STATE_SUBMITTED
     message: str = ""
     answer: str = ""
     question: str | None = None  # the tool call id of the question it waits on
     approval: str | None = None  # the approval it waits on
     chunks: int = 0
+    seen: int = 0  # the last fact's sequence it was fed
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in _TERMINAL
+
+    def feed(self, fact: Any, chat: str | None) -> list[tuple[str, str]]:
+        """Take ``fact`` in; what it changed: ``("status", "")``, ``("final", "")`` (the task
+        ended or waits for input) or ``("chunk", text)``."""
+        if fact.sequence <= self.seen:
+            return []  # read from the journal already
+        self.seen = fact.sequence
+        self.chat = self.chat or chat
+        action = fact.action
+        if self.terminal:
+            return []
+        if self.turn is None:
+            if (
+                fact.channel == self.chat
+                and isinstance(action, ChatTurnStartedAction)
+                and action.queued_message_id == self.queued
+            ):
+                self.turn = action.turn_id
+                self.state = TaskState.TASK_STATE_WORKING
+                return [("status", "")]
+            return []
+        if isinstance(action, ApprovalRequested) and action.routed_to == USER:
+            # An approval the user decides: input the next message gives.
+            self.approval = action.approval
+            self.state = TaskState.TASK_STATE_INPUT_REQUIRED
+            self.message = (
+                f"{action.requested_by} asks to run {action.tool_name}: "
+                f"{action.summary}. Approve? (yes or no)"
+            )
+            return [("final", "")]
+        if isinstance(action, ChatInputRequestedAction):
+            self.question = _tool_call_of(action.request.id)
+            self.state = TaskState.TASK_STATE_INPUT_REQUIRED
+            self.message = str(action.request.message or "")
+            return [("final", "")]
+        if (isinstance(action, ApprovalResolved) and action.approval == self.approval) or (
+            isinstance(action, ChatInputCompletedAction)
+            and self.question is not None
+            and _tool_call_of(action.request_id) == self.question
+        ):
+            self.approval = self.question = None
+            if self.state == TaskState.TASK_STATE_WORKING:
+                return []  # the answer's sender said so already
+            self.state, self.message = TaskState.TASK_STATE_WORKING, ""
+            return [("status", "")]
+        if fact.channel != self.chat or getattr(action, "turn_id", None) != self.turn:
+            return []
+        if isinstance(action, ChatResponsePartAction) and isinstance(
+            action.part, MarkdownResponsePart
+        ):
+            return self._chunk(action.part.content)
+        if isinstance(action, ChatDeltaAction):
+            return self._chunk(action.content)
+        if isinstance(action, ChatTurnCompleteAction):
+            self.state, self.message = TaskState.TASK_STATE_COMPLETED, self.answer
+        elif isinstance(action, ChatErrorAction):
+            self.state, self.message = TaskState.TASK_STATE_FAILED, action.error.message
+        elif isinstance(action, ChatTurnCancelledAction):
+            self.state, self.message = TaskState.TASK_STATE_CANCELED, "cancelled"
+        else:
+            return []
+        return [("final", "")]
+
+    def _chunk(self, text: str) -> list[tuple[str, str]]:
+        if not text:
+            return []
+        self.answer += text
+        self.chunks += 1
+        return [("chunk", text)]
 
 
 class SessionRequestHandler(RequestHandler):
@@ -126,30 +225,27 @@ class SessionRequestHandler(RequestHandler):
         if not text.strip():
             raise InvalidParamsError("message: it has no text part")
         if message.task_id:
-            task = self._tasks.get(message.task_id)
-            if task is None:
-                raise TaskNotFoundError(f"no task {message.task_id!r}")
+            task = await self._task(message.task_id)
             if task.question is None and task.approval is None:
                 raise InvalidParamsError(f"task {task.task_id!r} is not waiting for input")
             live = await self._live(task.context_id, context, opening=False)
             subscription, _ = live.subscribe(f"a2a {task.task_id}")
             try:
                 if task.approval is not None:
-                    approval, task.approval = task.approval, None
                     approved = text.strip().lower() in _YES
                     await live.decide(
-                        approval, approved=approved, principal=self._principal(context)
+                        task.approval, approved=approved, principal=self._principal(context)
                     )
                 else:
-                    question, task.question = task.question, None
-                    assert question is not None
-                    await live.answer(question, text)
+                    assert task.question is not None
+                    await live.answer(task.question, text)
+                task.approval = task.question = None
             except BaseException:
                 live.unsubscribe(subscription)
                 raise
-            task.state = TaskState.TASK_STATE_WORKING
+            task.state, task.message = TaskState.TASK_STATE_WORKING, ""
             yield self._status(task)
-            async for event in self._follow(live, task, subscription, turn=True):
+            async for event in self._follow(live, task, subscription):
                 yield event
             return
         context_id = message.context_id or uuid.uuid4().hex
@@ -158,19 +254,24 @@ class SessionRequestHandler(RequestHandler):
                 "contextId: use letters, digits and . _ : - (at most 128), starting with one"
             )
         live = await self._live(context_id, context, opening=True)
-        task = _Task(task_id=uuid.uuid4().hex, context_id=context_id)
+        # The task's id names its session and the queued message its turn answers (or the
+        # run's start), so tasks/get finds it in the journal after a restart.
+        queued = None if not live.started else f"a2a-{uuid.uuid4().hex}"
+        task = _Task(
+            task_id=f"{context_id}{_SEP}{queued or _START}", context_id=context_id, queued=queued
+        )
         self._tasks[task.task_id] = task
         subscription, _ = live.subscribe(f"a2a {task.task_id}")
         try:
             # A caller in a traced app: the task's run (or turn) continues its trace.
             with prompted_from(_traceparent(context)):
-                await live.prompt(text, task_id=task.task_id)
+                await live.prompt(text, task_id=task.task_id, message_id=queued)
         except BaseException:
             live.unsubscribe(subscription)
             raise
         # Submitted until the coordinator's turn starts (then working, and cancellable).
         yield Task(id=task.task_id, context_id=context_id, status=TaskStatus(state=task.state))
-        async for event in self._follow(live, task, subscription, turn=False):
+        async for event in self._follow(live, task, subscription):
             yield event
 
     async def on_message_send(
@@ -185,14 +286,9 @@ class SessionRequestHandler(RequestHandler):
         return self._snapshot(self._tasks[task_id])
 
     async def _follow(
-        self, live: LiveSession, task: _Task, subscription: Any, *, turn: bool
+        self, live: LiveSession, task: _Task, subscription: Any
     ) -> AsyncGenerator[Any, None]:
-        """The task's updates, from the session's facts, until it ends or waits for input.
-
-        ``turn``: the coordinator's turn that answers it has started already (an answer to
-        its question goes on with the same turn)."""
-        chat = live.state.coordinator_chat()
-        started = turn
+        """The task's updates, from the session's facts, until it ends or waits for input."""
         try:
             while True:
                 try:
@@ -202,83 +298,100 @@ class SessionRequestHandler(RequestHandler):
                     yield self._status(task, final=True)
                     return
                 for fact in batch:
-                    chat = chat or live.state.coordinator_chat()
-                    action = fact.action
-                    if isinstance(action, ApprovalRequested) and action.routed_to == USER:
-                        # An approval the user decides: input the next message gives.
-                        task.approval = action.approval
-                        task.state = TaskState.TASK_STATE_INPUT_REQUIRED
-                        task.message = (
-                            f"{action.requested_by} asks to run {action.tool_name}: "
-                            f"{action.summary}. Approve? (yes or no)"
-                        )
-                        yield self._status(task, final=True)
-                        return
-                    if isinstance(action, ChatInputRequestedAction):
-                        task.question = _tool_call_of(action.request.id)
-                        task.state = TaskState.TASK_STATE_INPUT_REQUIRED
-                        task.message = str(action.request.message or "")
-                        yield self._status(task, final=True)
-                        return
-                    if fact.channel != chat:
-                        continue
-                    if isinstance(action, ChatTurnStartedAction):
-                        if not started:
-                            started = True
-                            task.state = TaskState.TASK_STATE_WORKING
+                    for kind, text in task.feed(fact, live.state.coordinator_chat()):
+                        if kind == "chunk":
+                            yield self._chunk(task, text)
+                        elif kind == "status":
                             yield self._status(task)
-                    elif not started:
-                        continue
-                    elif isinstance(action, ChatResponsePartAction) and isinstance(
-                        action.part, MarkdownResponsePart
-                    ):
-                        yield self._chunk(task, action.part.content)
-                    elif isinstance(action, ChatDeltaAction):
-                        yield self._chunk(task, action.content)
-                    elif isinstance(action, ChatTurnCompleteAction):
-                        task.state, task.message = TaskState.TASK_STATE_COMPLETED, task.answer
-                        yield self._status(task, final=True)
-                        return
-                    elif isinstance(action, ChatErrorAction):
-                        task.state = TaskState.TASK_STATE_FAILED
-                        task.message = action.error.message
-                        yield self._status(task, final=True)
-                        return
-                    elif isinstance(action, ChatTurnCancelledAction):
-                        task.state, task.message = TaskState.TASK_STATE_CANCELED, "cancelled"
-                        yield self._status(task, final=True)
-                        return
+                        else:
+                            yield self._status(task, final=True)
+                            return
         finally:
             live.unsubscribe(subscription)
 
     # ── reading and cancelling ───────────────────────────────────────────────
 
+    async def _task(self, task_id: str) -> _Task:
+        """The task ``task_id``: as this process follows it, or read back from the journal
+        (a task served before a restart)."""
+        task = self._tasks.get(task_id)
+        if task is not None:
+            return task
+        context_id, sep, queued = task_id.rpartition(_SEP)
+        if not sep or not CONTEXT_ID.fullmatch(context_id) or not queued:
+            raise TaskNotFoundError(f"no task {task_id!r}")
+        task = _Task(
+            task_id=task_id, context_id=context_id, queued=None if queued == _START else queued
+        )
+        uri = session_uri(context_id)
+        reader = self._daemon.reader
+        try:
+            state = await trio.to_thread.run_sync(reader.open, uri)
+            facts = await trio.to_thread.run_sync(reader.facts, uri)
+        except (OrchestratorError, OSError):
+            raise TaskNotFoundError(f"no task {task_id!r}") from None
+        if state.run is None or state.run.team != self._team:
+            raise TaskNotFoundError(f"no task {task_id!r} in team {self._team!r}")
+        chat = state.coordinator_chat()
+        for fact in facts:
+            task.feed(fact, chat)
+        if task.turn is None and not _queued_in(state, chat, task.queued):
+            raise TaskNotFoundError(f"no task {task_id!r}")
+        self._tasks[task_id] = task
+        return task
+
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         task = self._tasks.get(params.id)
-        if task is None:
-            raise TaskNotFoundError(f"no task {params.id!r}")
+        if task is None or not task.terminal:
+            # Not followed here (served before a restart), or followed by no stream now:
+            # the journal says where it stands.
+            self._tasks.pop(params.id, None)
+            try:
+                task = await self._task(params.id)
+            except TaskNotFoundError:
+                if task is None:
+                    raise
         return self._snapshot(task)
 
     async def on_cancel_task(
         self, params: CancelTaskRequest, context: ServerCallContext
     ) -> Task | None:
-        task = self._tasks.get(params.id)
-        if task is None:
-            raise TaskNotFoundError(f"no task {params.id!r}")
+        task = await self._task(params.id)
         live = await self._live(task.context_id, context, opening=False)
         try:
             await live.abort(task.task_id)
         except RunError as exc:
             raise InvalidParamsError(str(exc)) from None
-        task.state = TaskState.TASK_STATE_CANCELED
-        return self._snapshot(task)
+        # Its stream ends canceled when the cancellation's fact comes (the task's own state).
+        return self._snapshot(attrs.evolve(task, state=TaskState.TASK_STATE_CANCELED))
 
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Any, None]:
-        if params.id:
-            raise UnsupportedOperationError("tasks/resubscribe is not served yet")
-        yield None
+        """The task as it stands, then its updates until it ends or waits for input."""
+        context_id = params.id.rpartition(_SEP)[0]
+        if not CONTEXT_ID.fullmatch(context_id):
+            raise TaskNotFoundError(f"no task {params.id!r}")
+        live = await self._live(context_id, context, opening=False)
+        # Subscribed first: a fact recorded while the journal is read comes in both, and
+        # the task, which remembers the last it took, takes it once.
+        subscription, _ = live.subscribe(f"a2a resubscribe {params.id}")
+        try:
+            self._tasks.pop(params.id, None)
+            task = await self._task(params.id)
+            if task.terminal:
+                raise UnsupportedOperationError(
+                    f"task {params.id!r} is {_state_word(task.state)}: nothing more comes"
+                )
+        except BaseException:
+            live.unsubscribe(subscription)
+            raise
+        yield self._snapshot(task)
+        if task.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            live.unsubscribe(subscription)
+            return
+        async for event in self._follow(live, task, subscription):
+            yield event
 
     async def on_get_extended_agent_card(self, params: Any, context: ServerCallContext) -> Any:
         raise UnsupportedOperationError("no extended agent card")
@@ -338,8 +451,6 @@ class SessionRequestHandler(RequestHandler):
         )
 
     def _chunk(self, task: _Task, text: str) -> TaskArtifactUpdateEvent:
-        task.answer += text
-        task.chunks += 1
         return TaskArtifactUpdateEvent(
             task_id=task.task_id,
             context_id=task.context_id,
@@ -376,6 +487,18 @@ def _traceparent(context: ServerCallContext) -> str | None:
     headers = context.state.get("headers")
     value = headers.get("traceparent") if isinstance(headers, dict) else None
     return value if isinstance(value, str) else None
+
+
+def _queued_in(state: TeamState, chat: str | None, queued: str | None) -> bool:
+    """Whether ``queued`` waits in ``chat``'s queue (a task not started yet)."""
+    chat_state = state.chats.get(chat) if chat else None
+    if chat_state is None or queued is None:
+        return False
+    return any(m.id == queued for m in chat_state.queued_messages or ())
+
+
+def _state_word(state: Any) -> str:
+    return str(TaskState.Name(state)).removeprefix("TASK_STATE_").lower()
 
 
 def _tool_call_of(request_id: str) -> str:

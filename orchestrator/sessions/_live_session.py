@@ -314,8 +314,14 @@ class LiveSession:
 
     # ── requests ───────────────────────────────────────────────────────────
 
-    async def prompt(self, text: str, *, task_id: str | None) -> None:
-        """Start the run with ``text``, or queue it as the coordinator's next turn."""
+    async def prompt(
+        self, text: str, *, task_id: str | None, message_id: str | None = None
+    ) -> None:
+        """Start the run with ``text``, or queue it as the coordinator's next turn.
+
+        ``message_id``: the queued message's id, chosen by the caller (unique in the session;
+        the turn that answers it records it as its ``queuedMessageId``), so that the turn can
+        be found in the journal by it; unused when ``text`` starts the run."""
         async with self.start_lock:
             if self.finished.is_set() or (self.state.run and self.state.run.status):
                 raise RunError(f"session {self.id} has ended: open a new one")
@@ -329,13 +335,13 @@ class LiveSession:
         chat = self.state.coordinator_chat()
         assert chat is not None
         if task_id is None or isinstance(self._runtime, TeamRuntime):
-            message = await self._runtime.queue(chat, text)
+            message = await self._runtime.queue(chat, text, message_id=message_id)
             if task_id is not None:
                 self._tasks.append(_Task(task_id, message))
             return
         # Another node runs the session: the facts of the turn may be read here before its
         # answer is, so the task is bound to an id chosen here, before the facts can come.
-        task = _Task(task_id, f"message-{uuid.uuid4()}")
+        task = _Task(task_id, message_id or f"message-{uuid.uuid4()}")
         self._tasks.append(task)
         try:
             await self._runtime.queue(chat, text, message_id=task.message)

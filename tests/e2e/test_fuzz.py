@@ -105,7 +105,13 @@ async def fuzz_agui(daemon: DaemonProcess, fuzzer: Fuzzer) -> int:
 
 
 def a2a_message(index: int) -> dict[str, Any]:
-    """A valid A2A SendStreamingMessage request (JSON-RPC), in its own context."""
+    """A valid A2A request (JSON-RPC): a SendStreamingMessage in its own context; every third
+    a GetTask, and every third a SubscribeToTask, of the task the one before it sent (read
+    back from the journal: its id names its context)."""
+    if index % 3:
+        method = "GetTask" if index % 3 == 1 else "SubscribeToTask"
+        task = f"fuzz-a2a-{index - index % 3}~start"
+        return {"jsonrpc": "2.0", "id": index, "method": method, "params": {"id": task}}
     return {
         "jsonrpc": "2.0",
         "id": index,

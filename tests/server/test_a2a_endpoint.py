@@ -4,9 +4,10 @@ cancelled, and a viewer refused."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from a2a.types import (
     Part,
     Role,
     SendMessageRequest,
+    SubscribeToTaskRequest,
     TaskState,
 )
 
@@ -240,3 +242,103 @@ async def test_without_a_traceparent_a_task_is_its_own_trace(tmp_path: Path) -> 
     assert root.parent_id == ""
     assert root.trace_id != CALLER_TRACE
     assert {span.trace_id for span in spans} == {root.trace_id}
+
+
+# ── served tasks outlive the daemon ─────────────────────────────────────────
+
+
+async def test_tasks_get_answers_from_the_journal_after_a_restart(tmp_path: Path) -> None:
+    async with agent(tmp_path, "echo") as (client, _):
+        with trio.fail_after(30):
+            first = await stream(client, message("hello"))
+            context_id = first[0].task.context_id
+            second = await stream(client, message("more", context_id=context_id))
+    first_id, second_id = first[0].task.id, second[0].task.id
+    assert first_id == f"{context_id}~start"
+    assert second_id.startswith(f"{context_id}~a2a-")
+    # A second daemon on the same journal: the first one has stopped.
+    async with agent(tmp_path, "echo") as (client, _):
+        task = await client.get_task(GetTaskRequest(id=first_id))
+        assert (task.id, task.context_id) == (first_id, context_id)
+        assert task.status.state == TaskState.TASK_STATE_COMPLETED
+        assert task.status.message.parts[0].text == "first answer"
+        assert [p.text for p in task.artifacts[0].parts] == ["first answer"]
+        later = await client.get_task(GetTaskRequest(id=second_id))
+        assert later.status.state == TaskState.TASK_STATE_COMPLETED
+        assert later.artifacts[0].parts[0].text == "second answer"
+        for unknown in (f"{context_id}~a2a-nothing", "no-such-context~start", "no tilde"):
+            with pytest.raises(Exception, match=f"no task {re.escape(repr(unknown))}"):
+                await client.get_task(GetTaskRequest(id=unknown))
+
+
+async def test_a_question_outlives_a_restart_and_is_answered_after(tmp_path: Path) -> None:
+    """input_required before the restart; after it, resubscribing shows the task waiting,
+    and the answer (a message naming the task) goes to the same turn."""
+    async with agent(tmp_path, "asking") as (client, _):
+        with trio.fail_after(30):
+            events = await stream(client, message("release it"))
+    assert states(events)[-1] == "TASK_STATE_INPUT_REQUIRED"
+    task_id, context_id = events[0].task.id, events[0].task.context_id
+    async with agent(tmp_path, "asking") as (client, card):  # the daemon restarted
+        with trio.fail_after(30):
+            task = await client.get_task(GetTaskRequest(id=task_id))
+            assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            assert task.status.message.parts[0].text == "Which version?"
+            async with aclosing(client.subscribe(SubscribeToTaskRequest(id=task_id))) as waiting:
+                again = [e async for e in waiting]
+            assert states(again) == ["TASK_STATE_INPUT_REQUIRED"]
+            answered = await stream(client, message("2.0", task_id=task_id, context_id=context_id))
+        assert states(answered)[0] == "TASK_STATE_WORKING"
+        assert states(answered)[-1] == "TASK_STATE_COMPLETED"
+        assert answered[-1].status_update.status.message.parts[0].text == "Releasing 2.0"
+        done = await client.get_task(GetTaskRequest(id=task_id))
+        assert done.status.state == TaskState.TASK_STATE_COMPLETED
+        # An ended task has nothing more to stream: the spec's UnsupportedOperationError (on
+        # the wire: the SDK's client leaves its own stream open when it raises it).
+        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {OPERATOR}"}) as http:
+            refused = await http.post(
+                card.supported_interfaces[0].url,
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "SubscribeToTask",
+                    "params": {"id": task_id},
+                },
+                headers={"A2A-Version": "1.0"},
+            )
+        error = refused.json()["error"]
+        assert error["code"] == -32004  # UnsupportedOperationError
+        assert error["message"] == f"task {task_id!r} is completed: nothing more comes"
+
+
+async def test_resubscribing_streams_a_running_task_from_where_it_stands(tmp_path: Path) -> None:
+    """A second client resubscribes to a running task: the task as it stands (working), then
+    its end, here its cancellation."""
+    seen: list[Any] = []
+    working = trio.Event()
+    async with agent(tmp_path, "slow") as (client, _):
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+
+                async def read() -> None:
+                    async for event in client.send_message(message("go")):
+                        seen.append(event)
+                        if states(seen)[-1] == "TASK_STATE_WORKING":
+                            working.set()
+
+                nursery.start_soon(read)
+                await working.wait()
+                task_id = seen[0].task.id
+                resubscribed: list[Any] = []
+                subscribed = trio.Event()
+
+                async def follow() -> None:
+                    async for event in client.subscribe(SubscribeToTaskRequest(id=task_id)):
+                        resubscribed.append(event)
+                        subscribed.set()
+
+                nursery.start_soon(follow)
+                await subscribed.wait()
+                await client.cancel_task(CancelTaskRequest(id=task_id))
+    assert states(resubscribed) == ["TASK_STATE_WORKING", "TASK_STATE_CANCELED"]
+    assert resubscribed[0].task.id == task_id

@@ -1,6 +1,7 @@
 """Real A2A agents on loopback, written with ``a2a-sdk``'s own server, for the remote teammate
-tests: an echo agent, one that asks for input once, one that streams three artifact chunks, one
-that fails, and one that works until it is cancelled.
+tests: an echo agent, one that asks for input once, one that asks for authentication once,
+one that streams three artifact chunks, one that fails, and one that works until it is
+cancelled.
 
 Each agent is the SDK's ``DefaultRequestHandler`` over an ``AgentExecutor`` of ours, served as
 a Starlette app (the SDK's agent-card and JSON-RPC routes) by uvicorn on a loopback port. The
@@ -40,6 +41,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 __all__ = [
+    "AUTH_SECRET",
     "BROKEN",
     "PEERS",
     "A2APeers",
@@ -103,6 +105,36 @@ class AskOnceAgent(AgentExecutor):
             await updater.requires_input(_say(updater, "Which colour?"))
             return
         await updater.complete(_say(updater, f"painted it {context.get_user_input()}"))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await _updater(context, event_queue).cancel()
+
+
+#: The credential :class:`AuthOnceAgent` wants, in its request's ``Authorization`` header.
+AUTH_SECRET = "Bearer s3cret-for-the-auth-peer"
+
+
+class AuthOnceAgent(AgentExecutor):
+    """Asks for authentication once (``auth_required``); the task's next message must come with
+    :data:`AUTH_SECRET` in its ``Authorization`` header, and it completes; without, it fails.
+    ``authorized``: the header each message of its came with (what the test checks)."""
+
+    def __init__(self) -> None:
+        self.authorized: list[str | None] = []
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        asked = context.current_task is not None
+        call = context.call_context
+        headers = call.state.get("headers", {}) if call is not None else {}
+        self.authorized.append(headers.get("authorization"))
+        updater = await _begin(context, event_queue)
+        if not asked:
+            await updater.requires_auth(_say(updater, "Sign in to the paint shop"))
+            return
+        if headers.get("authorization") != AUTH_SECRET:
+            await updater.failed(_say(updater, "not signed in"))
+            return
+        await updater.complete(_say(updater, "signed in: painted"))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         await _updater(context, event_queue).cancel()
@@ -185,6 +217,7 @@ PEERS = {
     "echo": (EchoAgent, "Repeats what it is told.", True),
     "echo_polled": (EchoAgent, "Repeats what it is told (no streaming).", False),
     "ask": (AskOnceAgent, "Paints, once told which colour.", True),
+    "auth": (AuthOnceAgent, "Paints, once signed in.", True),
     "chunks": (ChunksAgent, "Writes a report in three chunks.", True),
     "failing": (FailingAgent, "Fails every task.", True),
     "hanging": (HangingAgent, "Works until cancelled.", True),

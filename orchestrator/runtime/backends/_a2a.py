@@ -16,7 +16,14 @@ and reports it as any worker; only its rounds differ:
   team's rules; the next round sends the answer as the next message of the same task;
 - ``completed`` ends the turn: the agent's last message and its artifacts are the turn's text,
   which is the delegation's outcome;
-- ``failed``, ``rejected``, ``canceled`` (by the peer), ``auth_required``, and every failure
+- ``auth_required`` ends the round with an ``ask`` tool call too, routed the same way: the
+  operator answers ``env:A2A_NAME`` (or ``HEADER=env:A2A_NAME``), naming a variable of the
+  orchestrator's environment that holds the credential (only ``A2A_`` ones: no other secret
+  of the process can be named to an agent). Only that name is an answer, so only
+  it is a fact; the credential is read then, kept in this process's memory only, and sent in
+  that header (``Authorization`` by default) with the task's next message and every later
+  request to the agent. The next message says so, without the credential;
+- ``failed``, ``rejected``, ``canceled`` (by the peer), and every failure
   to reach or understand the agent raise :class:`RemoteAgentError` naming the agent and what
   happened. The turn fails, and so does the delegation: the team goes on;
 - a turn that is cancelled or fails asks the peer to cancel the task (``tasks/cancel``,
@@ -33,6 +40,7 @@ encodes or decodes A2A by hand.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
@@ -97,6 +105,12 @@ REQUEST_TIMEOUT: Final = 300.0
 #: States after which the round ends: the task stops, or waits for us.
 _ROUND_ENDS: Final = TERMINAL_REMOTE_STATES | {"input_required", "auth_required"}
 _NONE: Final = ("", "", "")
+#: States whose round ends with a question, answered by the next round.
+_WAITS_FOR_US: Final = frozenset({"input_required", "auth_required"})
+#: The variables an answer to ``auth_required`` may name begin with it.
+_CREDENTIAL_PREFIX: Final = "A2A_"
+#: An answer to ``auth_required``: ``env:NAME`` or ``HEADER=env:NAME``.
+_CREDENTIAL: Final = re.compile(r"(?:([A-Za-z][A-Za-z0-9-]{0,63})=)?env:([A-Za-z_][A-Za-z0-9_]*)")
 
 
 @attrs.define
@@ -119,7 +133,8 @@ class A2ABackend:
     Args:
         agent: The agent as the team file declares it (its ``a2a`` settings are set).
         client: The run's HTTP client; the agent's headers go with each request.
-        environ: Where ``env:NAME`` header values are read, once, now.
+        environ: Where ``env:NAME`` values are read: the team file's headers once, now; the
+            credential an answer to ``auth_required`` names, when it comes.
         poll_interval: Seconds between two ``tasks/get`` of an agent that does not stream.
     """
 
@@ -136,6 +151,7 @@ class A2ABackend:
         self.settings: A2ASettings = agent.a2a
         self._http = client
         self._poll_interval = poll_interval
+        self._environ = environ
         self._headers = dict(self.settings.headers)
         for header, variable in self.settings.env_headers.items():
             value = environ.get(variable)
@@ -160,7 +176,7 @@ class A2ABackend:
             recovered = _recovered(context)
             if recovered is not None:
                 self._tasks[context.chat] = recovered
-                if context.round_index == 0 or recovered.state != "input_required":
+                if context.round_index == 0 or recovered.state not in _WAITS_FOR_US:
                     async for event in self._follow(recovered):
                         yield event
                     return
@@ -170,6 +186,8 @@ class A2ABackend:
             context_id = task.context_id if task is not None else ""
             task = self._tasks[context.chat] = _RemoteTask(context_id=context_id)
             message = self._message(task, context.task)
+        elif task.state == "auth_required":
+            message = self._message(task, self._authenticate(task, self._answer(task, context)))
         else:
             message = self._message(task, self._answer(task, context))
         client, card = await self._connect()
@@ -387,10 +405,22 @@ class A2ABackend:
             yield TextDelta(text=text or f"{self.agent.name} completed the task")
             return
         if task.state == "auth_required":
-            raise self._error(
-                f"task {task.task_id} needs authentication (auth_required), which a remote "
-                "teammate cannot be given yet: set its headers in the team file"
+            task.asked += 1
+            why = f" ({task.message})" if task.message else ""
+            yield ToolCallRequest(
+                tool_call_id=f"{task.task_id}-auth-{task.asked}",
+                tool_name="ask",
+                arguments={
+                    "question": (
+                        f"{self.agent.name} needs authentication for task {task.task_id}{why}. "
+                        "Answer env:A2A_NAME (or HEADER=env:A2A_NAME; the header is "
+                        "Authorization by default), naming an environment variable of the "
+                        "orchestrator that holds the credential. Never answer the credential "
+                        "itself: an answer is recorded."
+                    )
+                },
             )
+            return
         why = f": {task.message}" if task.message else ""
         raise self._error(f"task {task.task_id} {task.state} ({task.raw_state}){why}")
 
@@ -448,6 +478,33 @@ class A2ABackend:
             why = outcome.output if outcome is not None else "no answer came"
             raise self._error(f"task {task.task_id} asked for input, and got none ({why})")
         return outcome.output
+
+    def _authenticate(self, task: _RemoteTask, answer: str) -> str:
+        """Take the credential an answer to ``auth_required`` names (``env:NAME``) into this
+        process's memory, as a header of every later request to the agent; the next message's
+        text. The answer itself is never repeated (an operator may have pasted a secret)."""
+        named = _CREDENTIAL.fullmatch(answer.strip())
+        if named is None:
+            raise self._error(
+                f"task {task.task_id} needs authentication, and the answer does not name a "
+                "variable of the orchestrator's environment (env:NAME or HEADER=env:NAME)"
+            )
+        header, variable = named.group(1) or "Authorization", named.group(2)
+        if not variable.startswith(_CREDENTIAL_PREFIX):
+            # Else a remote agent could have another secret of ours (a model's API key) named
+            # to it, by a coordinator it talked into it, say.
+            raise self._error(
+                f"task {task.task_id} needs authentication, and only a variable named "
+                f"{_CREDENTIAL_PREFIX}... may hold a remote agent's credential, not {variable}"
+            )
+        value = self._environ.get(variable)
+        if not value:
+            raise self._error(
+                f"task {task.task_id} needs authentication, and the environment variable "
+                f"{variable} is not set"
+            )
+        self._headers[header] = value
+        return f"The credential is in this request's {header} header."
 
     def _check_task(self, task: _RemoteTask, task_id: str) -> None:
         if task.task_id and task_id and task_id != task.task_id:

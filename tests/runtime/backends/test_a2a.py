@@ -41,7 +41,9 @@ from orchestrator.runtime import Ids, TeamRuntime, Tracing, TracingSettings, ins
 from orchestrator.runtime.backends import backend_factory, http_client
 from orchestrator.spec import TeamSpec, parse_team
 from tests.support.a2a_peers import (
+    AUTH_SECRET,
     A2APeers,
+    AuthOnceAgent,
     EchoAgent,
     a2a_app,
     broken_app,
@@ -364,6 +366,95 @@ def states_and_ids(h: Harness, chat: str) -> list[tuple[str, str]]:
 
 # Kept imported: the facts these tests read.
 _ = (ChatDeltaAction, ChatTurnCompleteAction, SystemNotificationResponsePart)
+
+
+class TestAuthRequired:
+    """``auth_required``: a question routed like any other; the answer names an environment
+    variable, whose credential goes to the task's next request and never into a fact."""
+
+    async def ask_auth(self, h: Harness, answer: str) -> tuple[Any, Any]:
+        outcomes: list[Any] = []
+        async with trio.open_nursery() as nursery:
+
+            async def run() -> None:
+                outcomes.append(await h.runtime.run("Go"))
+
+            nursery.start_soon(run)
+            with trio.fail_after(30):
+                asked = await wait_for(h, lambda f: isinstance(f.action, ChatInputRequestedAction))
+            assert isinstance(asked.action, ChatInputRequestedAction)
+            await h.runtime.answer_input(asked.channel, asked.action.request.id, answer)
+        return asked, outcomes[0]
+
+    async def test_the_operator_names_the_credential_and_the_task_goes_on(
+        self,
+        peers: A2APeers,
+        http: httpx.AsyncClient,
+        capsys: pytest.CaptureFixture[str],
+        every_scenario_is_checked: None,
+    ) -> None:
+        peer = peers.executor["auth"]
+        assert isinstance(peer, AuthOnceAgent)
+        before = len(peer.authorized)
+        team = team_of(peers, "auth")
+        h = Harness(
+            team,
+            backends=backend_factory(
+                team, client=http, environ={**ENV, "A2A_PAINT_TOKEN": AUTH_SECRET}
+            ),
+        )
+        asked, outcome = await self.ask_auth(h, "env:A2A_PAINT_TOKEN")
+        assert isinstance(asked.action, ChatInputRequestedAction)
+        question = str(asked.action.request.message)
+        assert question.startswith("auth needs authentication for task ")
+        assert "(Sign in to the paint shop)" in question
+        assert "Answer env:A2A_NAME" in question
+        assert outcome.status == "completed", outcome
+        assert "[auth, completed] (task: hello auth) signed in: painted" in outcome.result
+        # The first message went with the team file's header, the task's next one with the
+        # credential the operator named in its place.
+        assert peer.authorized[before:] == [ENV["REMOTE_TOKEN"], AUTH_SECRET]
+        chat = chat_of(h, "auth")
+        assert states_of(h, chat) == [
+            "sending",
+            "submitted",
+            "working",
+            "auth_required",
+            "working",
+            "completed",
+        ]
+        metas = [m for p in parts_of(h, chat) if (m := remote_task_of(p)) is not None]
+        assert len({m["remoteTaskId"] for m in metas[1:]}) == 1  # one task throughout
+        # The credential is in no fact and no log line; only the variable's name is.
+        assert AUTH_SECRET not in repr(h.facts)
+        assert "A2A_PAINT_TOKEN" in repr(h.facts)
+        captured = capsys.readouterr()
+        assert AUTH_SECRET not in captured.out + captured.err
+        # Agent UI: an action.required of the external task, needing auth.
+        envelopes = project_facts(h.runtime.session, h.facts)
+        check_remote_teammate(envelopes)
+        required = [e for e in envelopes if e.type == "action.required"]
+        assert [(e.payload or {})["runtimeEntity"] for e in required] == ["external_task"]
+        assert [(e.payload or {})["needs"] for e in required] == ["auth"]
+
+    @pytest.mark.parametrize(
+        ("answer", "why"),
+        [
+            (AUTH_SECRET, "the answer does not name a variable of the orchestrator's environment"),
+            ("env:A2A_NOT_SET", "the environment variable A2A_NOT_SET is not set"),
+            # Another secret of the orchestrator's (the team file's header, here) is refused.
+            ("env:REMOTE_TOKEN", "only a variable named A2A_... may hold"),
+        ],
+    )
+    async def test_an_answer_that_names_no_credential_fails_the_delegation(
+        self, peers: A2APeers, http: httpx.AsyncClient, answer: str, why: str
+    ) -> None:
+        h = harness(team_of(peers, "auth"), http)
+        _, outcome = await self.ask_auth(h, answer)
+        assert outcome.status == "completed"  # the team goes on
+        finished = finished_of(h, chat_of(h, "auth"))
+        assert why in finished.summary
+        assert "s3cret" not in finished.summary  # a pasted secret is not repeated
 
 
 class TestAgentUi:
