@@ -124,11 +124,23 @@
     const composerMode = h("p", { id: "composer-mode", class: "meta" });
     const composerSend = h("button", { type: "button", id: "composer-send", class: "primary", text: "Send", onclick: sendMessage });
     const cancelRun = h("button", { type: "button", id: "cancel-run", class: "deny", text: "Cancel run", hidden: true, onclick: cancelTheRun });
+    // While the coordinator works, the message is either queued (its next turn) or steers
+    // the running turn (read at its next model round): the agent channel's prompt kinds.
+    const sendQueued = h("input", { type: "radio", name: "composer-kind", id: "composer-queued", value: "queued", checked: true, onchange: drawSteer });
+    const sendSteering = h("input", { type: "radio", name: "composer-kind", id: "composer-steering", value: "steering", onchange: drawSteer });
+    const composerKind = h(
+      "fieldset",
+      { id: "composer-kind", class: "composer-kind", hidden: true },
+      h("legend", { text: "Send it as" }),
+      h("label", { for: "composer-queued" }, sendQueued, " the next turn (queued)"),
+      h("label", { for: "composer-steering" }, sendSteering, " steering for the running turn")
+    );
     const composer = h(
       "div",
       { id: "composer", class: "composer", hidden: true },
       h("label", { for: "composer-text", text: "Next message" }),
       composerText,
+      composerKind,
       composerMode,
       h("div", { class: "buttons" }, composerSend, cancelRun)
     );
@@ -547,9 +559,13 @@
       composer.hidden = !operate;
       const lead = coordinatorNode();
       const busy = Boolean(lead && BUSY.has(lead.status));
-      composerMode.textContent = busy
-        ? (lead.agentName || "The coordinator") + " is at work: this message is queued and becomes its next turn. (Ctrl+Enter sends.)"
-        : "Starts " + ((lead && lead.agentName) || "the coordinator") + "'s next turn. (Ctrl+Enter sends.)";
+      composerKind.hidden = !busy;
+      const who = (lead && lead.agentName) || "the coordinator";
+      composerMode.textContent = !busy
+        ? "Starts " + who + "'s next turn. (Ctrl+Enter sends.)"
+        : sendSteering.checked
+          ? who + " is at work: this message steers its running turn, read at its next model call. (Ctrl+Enter sends.)"
+          : who + " is at work: this message is queued and becomes its next turn. (Ctrl+Enter sends.)";
       cancelRun.hidden = !(operate && busy && lead && lead.taskId);
     }
 
@@ -560,13 +576,17 @@
         composerText.focus();
         return;
       }
-      if (!socket || !socket.send({ channel: "agent", type: "prompt", prompt: text })) {
+      // Steering only while a turn runs: an idle coordinator takes the message as its turn.
+      const steering = !composerKind.hidden && sendSteering.checked;
+      const message = { channel: "agent", type: "prompt", prompt: text };
+      if (steering) message.kind = "steering";
+      if (!socket || !socket.send(message)) {
         errorBox.textContent = "Not connected: the message was not sent.";
         return;
       }
       errorBox.textContent = "";
       composerText.value = "";
-      resultState.textContent = "Sent: " + O.shorten(text, 120);
+      resultState.textContent = (steering ? "Steered with: " : "Sent: ") + O.shorten(text, 120);
     }
 
     function abortTask(taskId, what) {
