@@ -11,6 +11,7 @@ must not run inside trio.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -628,6 +629,58 @@ def test_a_run_started_with_a_model_asks_that_model(browser: Browser, tmp_path: 
             page.wait_for_selector("#result-text:has-text('Answered by the model.')")
             assert watched.errors == []
     assert asked == ["chosen-model:7b", "team-model"]
+
+
+def test_the_timeline_is_grouped_by_agent_and_turn(browser: Browser, tmp_path: Path) -> None:
+    """The timeline's lines come in groups, one per agent and turn, in the order the turns
+    began: the coordinator's second prompt is its second turn's group, after the first
+    one's and its worker's. Every line of a group is about its agent; the lines stay in
+    words, and the raw envelopes are one click away (each one's threadId is the group's
+    chat)."""
+    with (
+        running_daemon(tmp_path, {"steer": STEER}) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        start_from_the_page(page, "steer", "write the note")
+        page.wait_for_selector("#result-state:text-is('answered')")
+        send_message(page, "and a follow-up")
+        page.wait_for_selector("#result-text:has-text('Follow-up answered.')")
+        page.wait_for_selector(".turn-group[data-turn='2'] li")
+        groups = page.evaluate(
+            """() => [...document.querySelectorAll('#timeline-list .turn-group')].map(g => ({
+                title: g.querySelector('.group-title').innerText,
+                chat: g.dataset.chat,
+                first: Number(g.querySelector('li').dataset.sequence),
+                chats: [...g.querySelectorAll('li')].map(li => li.dataset.chats),
+                words: [...g.querySelectorAll('li .words')].map(w => w.innerText),
+            }))"""
+        )
+        titles = [g["title"] for g in groups]
+        assert titles[:1] == ["The run"], titles
+        assert {"lead #1 · turn 1", "writer #1 · turn 1", "lead #1 · turn 2"} <= set(titles)
+        assert titles.index("lead #1 · turn 1") < titles.index("lead #1 · turn 2")
+        assert titles.index("writer #1 · turn 1") < titles.index("lead #1 · turn 2")
+        firsts = [g["first"] for g in groups]
+        assert firsts == sorted(firsts), "groups come in the order their turns began"
+        for group in groups:
+            if group["chat"]:
+                assert all(group["chat"] in chats.split(" ") for chats in group["chats"]), group
+        second = next(g for g in groups if g["title"] == "lead #1 · turn 2")
+        assert any(words.startswith("lead #1 is ") for words in second["words"]), second
+        watched.screenshot("timeline-01-grouped")
+        page.check("#timeline-raw")
+        raw = page.locator(".turn-group[data-turn='2'] li .raw").first
+        raw.wait_for()
+        assert json.loads(raw.inner_text())["threadId"] == second["chat"]
+        # A filter hides the groups it leaves empty, and says how many lines a group kept.
+        page.select_option("#timeline-kind", "run")
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('#timeline-list .turn-group')]"
+            ".filter(g => !g.hidden).length === 1"
+        )
+        watched.screenshot("timeline-02-raw-and-filtered")
+        assert watched.errors == []
 
 
 def test_on_a_phone_the_waiting_decision_comes_first(browser: Browser, tmp_path: Path) -> None:

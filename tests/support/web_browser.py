@@ -380,11 +380,17 @@ def server_sequences(daemon: Daemon, session: str) -> list[int]:
 
 
 def page_sequences(page: Page) -> list[int]:
-    """The sequences of the envelopes the page folded (its timeline, oldest first)."""
-    sequences: list[int] = page.evaluate(
-        "() => [...document.querySelectorAll('#timeline-list li')].map(li => +li.dataset.sequence)"
+    """The sequences of the envelopes the page folded (its timeline's lines), ascending.
+
+    The timeline groups its lines by agent and turn; within a group they are oldest first
+    (checked here), so only the whole is sorted."""
+    grouped: list[list[int]] = page.evaluate(
+        """() => [...document.querySelectorAll('#timeline-list .turn-group')].map(
+            g => [...g.querySelectorAll('li')].map(li => +li.dataset.sequence))"""
     )
-    return sequences
+    for lines in grouped:
+        assert lines == sorted(lines), f"a group's lines out of order: {lines}"
+    return sorted(sequence for lines in grouped for sequence in lines)
 
 
 def caught_up(page: Page, daemon: Daemon, run: AguiRun) -> list[int]:

@@ -109,7 +109,8 @@
     const decidedBox = h("div", { id: "decided", hidden: true }, h("h4", { text: "Decided" }), decidedList);
     actions.appendChild(decidedBox);
     const panel = h("aside", { id: "transcript", class: "transcript", "aria-labelledby": "transcript-title", "aria-live": "polite" }, h("h3", { id: "transcript-title", text: "Transcript" }), h("p", { class: "notice", text: "Select a node (in the graph or the table) to read its chat." }));
-    const timelineList = h("ol", { id: "timeline-list", class: "timeline" });
+    // Groups of lines, one per agent and turn (see drawTimeline), each a list of lines.
+    const timelineList = h("div", { id: "timeline-list", class: "timeline" });
     const timelineNote = h("p", { id: "timeline-note", class: "meta" });
     const timeline = h("section", { id: "timeline", "aria-labelledby": "timeline-title" }, h("h3", { id: "timeline-title", text: "Timeline" }), timelineNote, timelineList);
     const errorBox = h("p", { id: "session-error", class: "error", role: "alert" });
@@ -687,10 +688,60 @@
       }
     }
 
+    // Lines are grouped by agent and turn: an agent's turn begins when it joins, and again
+    // each time it goes to work from a rest (a conversation's coordinator, idle between
+    // prompts, starts its next turn). The run's own lines are a group of their own. Groups
+    // come in the order they began; lines keep their order within one.
+    const REST = new Set(["idle", "completed", "failed", "cancelled", "killed"]);
+    const turnOf = new Map(); // chat -> {turn, status}
+    const groups = new Map(); // "chat turn" -> {element, list}
+    function groupOf(env) {
+      const chat = env.threadId || "";
+      let at = turnOf.get(chat);
+      if (!at) turnOf.set(chat, (at = { turn: 1, status: null }));
+      const status = (env.payload || {}).status;
+      if (chat && env.type === "agent.changed" && status) {
+        if (!REST.has(status) && at.status !== null && REST.has(at.status)) at.turn += 1;
+        at.status = status;
+      } else if (chat && (env.type === "agent.completed" || env.type === "agent.failed")) {
+        at.status = status || "completed";
+      }
+      const key = chat + " " + at.turn;
+      let group = groups.get(key);
+      if (!group) {
+        const title = chat ? nameOf(chat) + " · turn " + at.turn : "The run";
+        const list = h("ol", { class: "timeline-lines" });
+        const count = h("span", { class: "count" });
+        const element = h(
+          "details",
+          { class: "turn-group", open: true, "data-chat": chat, "data-turn": String(at.turn) },
+          h("summary", null, h("span", { class: "group-title", text: title }), " ", count),
+          list
+        );
+        group = { element: element, list: list, count: count };
+        groups.set(key, group);
+        timelineList.appendChild(element);
+      }
+      return group;
+    }
+    function drawGroup(group) {
+      const lines = group.list.children;
+      let shown = 0;
+      for (const li of lines) if (!li.hidden) shown += 1;
+      group.element.hidden = shown === 0;
+      group.count.textContent = "(" + (shown === lines.length ? lines.length : shown + " of " + lines.length) + (lines.length === 1 ? " event)" : " events)");
+    }
+    function refilterAll() {
+      timelineRows.forEach(filterRow);
+      groups.forEach(drawGroup);
+    }
+
     function drawTimeline(fresh) {
       // Only the newest TIMELINE_CAP are ever made: a 1,000-worker session has 10,000.
+      const touched = new Set();
       for (const env of fresh.length > TIMELINE_CAP ? fresh.slice(-TIMELINE_CAP) : fresh) {
         const [kind, words] = sentence(env);
+        const group = groupOf(env);
         const link = env.threadId && model.nodes.has(env.threadId)
           ? h("button", { type: "button", class: "link", "data-node": env.threadId, text: nameOf(env.threadId), onclick: () => selectNode(env.threadId) })
           : null;
@@ -706,11 +757,25 @@
         );
         li.envelope = env; // its raw text is made when asked for (500 lines of JSON cost)
         if (timelineRaw.checked) showRaw(li);
-        timelineList.appendChild(li);
+        li.group = group;
+        group.list.appendChild(li);
         timelineRows.push(li);
         filterRow(li);
+        touched.add(group);
       }
-      while (timelineRows.length > TIMELINE_CAP) timelineRows.shift().remove();
+      while (timelineRows.length > TIMELINE_CAP) {
+        const gone = timelineRows.shift();
+        gone.remove();
+        touched.add(gone.group);
+      }
+      for (const [key, group] of groups) {
+        if (!group.list.children.length) {
+          group.element.remove();
+          groups.delete(key);
+          touched.delete(group);
+        }
+      }
+      touched.forEach(drawGroup);
       listAgents();
       timelineNote.textContent =
         envelopes.length > TIMELINE_CAP
@@ -749,10 +814,10 @@
       }
       timelineAgent.value = current;
     }
-    timelineAgent.addEventListener("change", () => timelineRows.forEach(filterRow));
-    const refilter = O.debounce(() => timelineRows.forEach(filterRow), 150);
+    timelineAgent.addEventListener("change", refilterAll);
+    const refilter = O.debounce(refilterAll, 150);
     timelineFilter.addEventListener("input", refilter);
-    timelineKind.addEventListener("change", () => timelineRows.forEach(filterRow));
+    timelineKind.addEventListener("change", refilterAll);
     function showRaw(li) {
       if (!li.querySelector(".raw")) li.appendChild(h("code", { class: "raw", text: JSON.stringify(li.envelope) }));
     }
