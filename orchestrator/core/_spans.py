@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -80,11 +80,14 @@ from ._team_state import TeamState
 __all__ = [
     "CANCELLED",
     "SEMCONV_VERSION",
+    "ChatSpans",
     "SpanEvent",
     "SpanFold",
+    "SpanIds",
     "SpanLink",
     "SpanRecord",
     "TraceParent",
+    "chat_spans",
     "parse_traceparent",
     "span_id_of",
     "trace_id_of",
@@ -718,6 +721,54 @@ def _result_text(action: ChatToolCallCompleteAction) -> str:
         if isinstance(text := getattr(part, "text", None), str)
     ]
     return "\n".join(texts)
+
+
+@attrs.frozen(kw_only=True)
+class SpanIds:
+    """A span's ids, as exported (and as a trace UI's URL names them: lowercase hex)."""
+
+    trace_id: int
+    span_id: int
+
+    @property
+    def trace_hex(self) -> str:
+        return f"{self.trace_id:032x}"
+
+    @property
+    def span_hex(self) -> str:
+        return f"{self.span_id:016x}"
+
+
+@attrs.frozen(kw_only=True)
+class ChatSpans:
+    """The spans of one chat's work: its turns' ``invoke_agent`` spans by turn id, its tool
+    calls' ``execute_tool`` spans by call id (what the web view links to a trace UI)."""
+
+    turns: Mapping[str, SpanIds]
+    tool_calls: Mapping[str, SpanIds]
+
+
+def chat_spans(session: str, facts: Iterable[Fact], chat: str) -> ChatSpans:
+    """The ids of ``chat``'s spans in ``session``, its ``facts`` folded as the runtime folds
+    them (so they are the exported ones, traced or not). A turn or call the fold cannot
+    place in a trace (a chat outside any prompt's run) has none."""
+    fold = SpanFold(session)
+    turns: dict[str, SpanIds] = {}
+    calls: dict[str, SpanIds] = {}
+    for fact in facts:
+        fold.apply(fact)
+        if fact.channel != chat:
+            continue
+        action = fact.action
+        if isinstance(action, ChatTurnStartedAction):
+            span = fold._turns.get((chat, action.turn_id))
+            if span is not None and span.trace_id:
+                turns[action.turn_id] = SpanIds(trace_id=span.trace_id, span_id=span.span_id)
+        elif isinstance(action, ChatToolCallStartAction | ChatToolCallReadyAction):
+            span = fold._tools.get((chat, action.tool_call_id))
+            if span is not None and span.trace_id and action.tool_call_id not in calls:
+                calls[action.tool_call_id] = SpanIds(trace_id=span.trace_id, span_id=span.span_id)
+    return ChatSpans(turns=turns, tool_calls=calls)
 
 
 _HANDLERS: Final[dict[type, Any]] = {

@@ -22,7 +22,8 @@ The project's rule stands: no reader sees a fact before it is durable. A crash l
 the text gathered in the window of a turn that the crash cuts off anyway: the stored text is a
 prefix of what the model sent, and what a client was shown a prefix of what is stored. Replays
 equal the live stream in content, not in chunking (a client sees the same text in fewer, larger
-pieces).
+pieces). A runtime that stops with its process (``TeamRuntime.stop``) drops what gathered:
+the journal holds what a crash would.
 
 ``window = 0`` keeps one fact per chunk, each durable before the next chunk is read (the
 behaviour before the window; tests that count chunks ask for it).
@@ -30,7 +31,7 @@ behaviour before the window; tests that count chunks ask for it).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Final, Literal
 
@@ -81,9 +82,18 @@ class StreamWriter:
     """
 
     def __init__(
-        self, recorder: Recorder, ids: Ids, chat: str, turn_id: str, *, window: float
+        self,
+        recorder: Recorder,
+        ids: Ids,
+        chat: str,
+        turn_id: str,
+        *,
+        window: float,
+        stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         self.recorder = recorder
+        # The runtime is stopping: what gathered is dropped, as a crash would (RunContext).
+        self.stopping = stopping
         self.ids = ids
         self.chat = chat
         self.turn_id = turn_id
@@ -174,7 +184,7 @@ class StreamWriter:
         self._wake.set()
         if self._window_scope is not None:
             self._window_scope.cancel()
-        if failing and self.recorder.failed is not None:
+        if failing and (self.recorder.failed is not None or self.stopping()):
             return
         try:
             self.submit_gathered()
@@ -204,12 +214,21 @@ class StreamWriter:
                 with trio.CancelScope(deadline=wait_until) as self._window_scope:
                     await trio.sleep_forever()
                 self._window_scope = None
+            # A write that was durable just now leaves no checkpoint behind it: a turn
+            # cancelled meanwhile (or a runtime stopping) must not get another write.
+            await trio.lowlevel.checkpoint_if_cancelled()
             self.submit_gathered()
 
 
 @asynccontextmanager
 async def open_stream_writer(
-    recorder: Recorder, ids: Ids, chat: str, turn_id: str, *, window: float
+    recorder: Recorder,
+    ids: Ids,
+    chat: str,
+    turn_id: str,
+    *,
+    window: float,
+    stopping: Callable[[], bool] = lambda: False,
 ) -> AsyncIterator[StreamWriter]:
     """A :class:`StreamWriter` for the block that reads one round's stream; its flusher runs
     as long as the block does, and leaving the block waits until the text is durable.
@@ -217,7 +236,7 @@ async def open_stream_writer(
     An error of the block (or of the flusher) comes out as it was, not in a group: the turn
     records it as the round's error.
     """
-    writer = StreamWriter(recorder, ids, chat, turn_id, window=window)
+    writer = StreamWriter(recorder, ids, chat, turn_id, window=window, stopping=stopping)
     if window <= 0:
         yield writer
         return

@@ -96,6 +96,9 @@ class TracingSettings:
     capture_content: bool = False
     # Batch spans (the SDK's BatchSpanProcessor); False sends each as it ends (tests, CLI).
     batch: bool = True
+    # The trace UI's URL of a span, with {trace_id} and {span_id} (32 and 16 hex digits):
+    # the web view links each agent and tool call to it. None: no links.
+    trace_url: str | None = None
 
     @classmethod
     def from_environ(

@@ -654,7 +654,12 @@ class Turns:
         # collector.
         async with (
             open_stream_writer(
-                run.recorder, run.ids, chat, turn_id, window=run.delta_window
+                run.recorder,
+                run.ids,
+                chat,
+                turn_id,
+                window=run.delta_window,
+                stopping=lambda: run.stopping,
             ) as writer,
             aclosing(backend.stream_round(context)) as stream,
         ):

@@ -15,6 +15,9 @@ A task's updates are read from the session's facts:
 - the end of the coordinator's turn is ``completed`` (its text as the status message),
   ``failed`` or ``canceled``.
 
+A ``traceparent`` header on a request that starts a task makes its run (or the session's
+next turn) continue the caller's trace, as on ``/agui``.
+
 Auth: the card is read with the ``read`` permission, the JSON-RPC binding needs
 ``operate`` (a viewer cannot send); the card declares the bearer scheme.
 """
@@ -71,6 +74,7 @@ from orchestrator.ahp.actions import (
 from orchestrator.ahp.state import MarkdownResponsePart
 from orchestrator.base import RunError, SessionExistsError
 from orchestrator.core import USER, ApprovalRequested
+from orchestrator.runtime import prompted_from
 from orchestrator.sessions import LiveSession
 from orchestrator.spec import TeamSpec
 
@@ -158,7 +162,9 @@ class SessionRequestHandler(RequestHandler):
         self._tasks[task.task_id] = task
         subscription, _ = live.subscribe(f"a2a {task.task_id}")
         try:
-            await live.prompt(text, task_id=task.task_id)
+            # A caller in a traced app: the task's run (or turn) continues its trace.
+            with prompted_from(_traceparent(context)):
+                await live.prompt(text, task_id=task.task_id)
         except BaseException:
             live.unsubscribe(subscription)
             raise
@@ -363,6 +369,13 @@ class SessionRequestHandler(RequestHandler):
             else []
         )
         return Task(id=task.task_id, context_id=task.context_id, status=status, artifacts=artifacts)
+
+
+def _traceparent(context: ServerCallContext) -> str | None:
+    """The request's ``traceparent`` header (the SDK's context keeps the headers)."""
+    headers = context.state.get("headers")
+    value = headers.get("traceparent") if isinstance(headers, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def _tool_call_of(request_id: str) -> str:

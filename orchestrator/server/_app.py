@@ -452,6 +452,7 @@ def build_app(
                 principals,
                 web if web is not None else WebAssets(),
                 json_limits=limits.json,
+                trace_url=config.tracing.trace_url,
             ),
         ],
     )

@@ -48,6 +48,8 @@
     sampler_arg = 0.25          # its ratio, 0 to 1
     capture_content = false     # prompts, answers and tool input/output on spans (redacted)
     exporter = "otlp"           # or "console" (spans as JSON on stdout)
+    trace_url = "http://localhost:16686/trace/{trace_id}"   # the web view links agents and
+                                # tool calls to their trace ({trace_id}, {span_id})
 
 The ``OTEL_*`` variables of the daemon's environment override ``[tracing]``.
 
@@ -71,6 +73,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import string
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -315,7 +318,10 @@ _TRACING_KEYS: Final = (
     "sampler_arg",
     "capture_content",
     "exporter",
+    "trace_url",
 )
+#: The placeholders a ``tracing.trace_url`` may hold.
+TRACE_URL_FIELDS: Final = frozenset({"trace_id", "span_id"})
 
 
 def _tracing(table: Mapping[str, Any], fail: Any, file: str) -> TracingSettings:
@@ -350,7 +356,34 @@ def _tracing(table: Mapping[str, Any], fail: Any, file: str) -> TracingSettings:
         if isinstance(arg, bool) or not isinstance(arg, int | float):
             raise fail("expected a number from 0 to 1", "tracing.sampler_arg")
         values["sampler_arg"] = ratio(arg, file=file, key_path="tracing.sampler_arg")
+    if "trace_url" in table:
+        values["trace_url"] = _trace_url(table["trace_url"], fail)
     return TracingSettings(**values)
+
+
+def _trace_url(template: Any, fail: Any) -> str:
+    """A trace UI's URL template: http(s), with ``{trace_id}`` and maybe ``{span_id}``."""
+    key = "tracing.trace_url"
+    if not isinstance(template, str) or not re.match(r"https?://[^/\s]+", template):
+        raise fail(
+            "expected an http:// or https:// URL with {trace_id} in it "
+            '("http://localhost:16686/trace/{trace_id}")',
+            key,
+        )
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise fail(f"not a URL template ({exc}): write a brace as {{{{ or }}}}", key) from None
+    fields = set()
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if name not in TRACE_URL_FIELDS or spec or conversion:
+            raise fail(f"unknown placeholder {{{name}}} (known: {{trace_id}}, {{span_id}})", key)
+        fields.add(name)
+    if "trace_id" not in fields:
+        raise fail("expected {trace_id} in the URL (the trace to show)", key)
+    return template
 
 
 def _token(name: str, entry: Any, fail: Any, environ: Mapping[str, str], file: str) -> Token:

@@ -15,7 +15,9 @@ Routes (the page itself is :mod:`orchestrator.server.web`, drawn in the browser)
   projected from the journal (the team channel's numbering: a page reads them, then
   subscribes from the last one, with no gap and no duplicate);
   ``GET /api/sessions/ID/graph``: the delegation graph, node-link JSON;
-  ``GET /api/sessions/ID/transcript?thread=CHAT``: one chat's turns as agent-channel events;
+  ``GET /api/sessions/ID/transcript?thread=CHAT``: one chat's turns as agent-channel events,
+  and (``traces``) the trace and span ids of its turns and tool calls, as exported, each with
+  its ``url`` in the trace UI when daemon.toml's ``tracing.trace_url`` names one;
   ``GET /api/sessions/ID/usage``: what each chat used (tokens in and out, model calls, time)
   and the total, folded from the session's facts;
 - ``GET /api/teams``: the teams a session can be opened with (name, description,
@@ -47,7 +49,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from orchestrator.base import FactLogError, JsonLimits, PeerProtocolError, parse_json
-from orchestrator.core import TeamState, open_questions
+from orchestrator.core import ChatSpans, SpanIds, TeamState, chat_spans, open_questions
 from orchestrator.journal import SESSION_STATUSES, JournalReader, SessionInfo
 from orchestrator.protocols import chat_transcript, chat_usage, usage_to_json
 from orchestrator.sessions import (
@@ -209,9 +211,11 @@ def web_routes(
     assets: WebAssets,
     *,
     json_limits: JsonLimits,
+    trace_url: str | None = None,
     clock: Callable[[], float] = time.time,
 ) -> Sequence[BaseRoute]:
-    """The web view's routes on ``daemon``."""
+    """The web view's routes on ``daemon``; ``trace_url`` is the trace UI's URL template
+    (``{trace_id}``, ``{span_id}``), checked by the daemon's configuration."""
     auth = principals.auth
     reader = daemon.reader
     projected = daemon.envelopes
@@ -399,6 +403,10 @@ def web_routes(
         found = chat_transcript(state, chat)
         if found is None:
             raise WebError(404, f"thread: session {session_id(uri)!r} has no chat {chat!r}")
+        facts = await trio.to_thread.run_sync(reader.facts, uri)
+        found["traces"] = _traces_json(
+            chat_spans(uri, facts, chat), [t["id"] for t in found["turns"]], trace_url
+        )
         return _json(found)
 
     async def usage(request: Request) -> Response:
@@ -462,6 +470,26 @@ async def _small_body(request: Request, limit: int) -> bytes:
             raise WebError(400, "the client went before its body came") from None
         return bytes(body)
     raise WebError(408, f"the body did not arrive within {BODY_TIMEOUT:g} s")
+
+
+def _traces_json(
+    spans: ChatSpans, turn_order: Sequence[str], trace_url: str | None
+) -> dict[str, Any]:
+    """A chat's spans for the page: ``agent`` (its last turn's), ``turns`` and
+    ``toolCalls`` by id, each ``{traceId, spanId}`` and, with a template, its ``url``."""
+
+    def entry(ids: SpanIds) -> dict[str, str]:
+        out = {"traceId": ids.trace_hex, "spanId": ids.span_hex}
+        if trace_url is not None:
+            out["url"] = trace_url.format(trace_id=ids.trace_hex, span_id=ids.span_hex)
+        return out
+
+    last = next((spans.turns[t] for t in reversed(turn_order) if t in spans.turns), None)
+    return {
+        "agent": None if last is None else entry(last),
+        "turns": {turn: entry(ids) for turn, ids in spans.turns.items()},
+        "toolCalls": {call: entry(ids) for call, ids in spans.tool_calls.items()},
+    }
 
 
 def _me(principal: Principal, *, open_: bool) -> dict[str, Any]:

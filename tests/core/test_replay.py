@@ -72,7 +72,12 @@ class TestRecordedRounds:
 
     def test_until_keeps_the_rounds_begun_by_then(self) -> None:
         facts = list(fanout_facts())
-        lead = recorded_rounds(facts, until=len(facts) - 5)[0]
+        # Up to the coordinator's last text: its second round has begun, not ended.
+        coordinator = TeamState.fold(facts[0].session, facts).coordinator_chat()
+        began = max(
+            f.sequence for f in facts if f.type == "chat/responsePart" and f.channel == coordinator
+        )
+        lead = recorded_rounds(facts, until=began)[0]
         [rounds] = lead.turns
         assert len(rounds) == 2
         first_round_end = recorded_rounds(facts)[0].turns[0][0].last_sequence

@@ -27,9 +27,11 @@ from orchestrator.core import (
     Fact,
     RunStarted,
     SpanFold,
+    SpanIds,
     SpanRecord,
     TaskCreated,
     TaskStatus,
+    chat_spans,
     parse_traceparent,
     span_id_of,
     trace_id_of,
@@ -231,6 +233,48 @@ class TestDeliveryRun:
         for span in ended:
             assert span in complete or span.error is not None
             assert span.parent_id is None or span.parent_id in every
+
+
+class TestChatSpans:
+    async def test_each_chats_turns_and_calls_are_the_spans_the_fold_ends(
+        self, delivery_facts: list[Fact]
+    ) -> None:
+        """chat_spans (what the web view links to a trace UI) names, for every chat, the
+        invoke_agent span of each turn and the execute_tool span of each call that the fold
+        exports: the same trace and span ids, none missing, none more."""
+        _, ended = fold_all(delivery_facts)
+        session = delivery_facts[0].session
+        chats = {f.channel for f in delivery_facts if isinstance(f.action, ChatTurnStartedAction)}
+        assert len(chats) == 4  # the lead and three researchers
+        turns: dict[tuple[str, str], SpanIds] = {}
+        calls: dict[tuple[str, str], SpanIds] = {}
+        for chat in chats:
+            found = chat_spans(session, delivery_facts, chat)
+            turns.update({(chat, turn): ids for turn, ids in found.turns.items()})
+            calls.update({(chat, call): ids for call, ids in found.tool_calls.items()})
+        assert turns == {
+            (str(s.attributes["gen_ai.agent.id"]), str(s.attributes["orchestrator.turn"])): SpanIds(
+                trace_id=s.trace_id, span_id=s.span_id
+            )
+            for s in ended
+            if s.name.startswith("invoke_agent ")
+        }
+        tool_spans = [s for s in ended if s.name.startswith("execute_tool ")]
+        assert len(calls) == len(tool_spans) == 7
+        assert {(ids.trace_id, ids.span_id) for ids in calls.values()} == {
+            (s.trace_id, s.span_id) for s in tool_spans
+        }
+        for (chat, call), ids in calls.items():
+            assert ids.span_id == span_id_of("tool", chat, call)
+        (one,) = {ids.trace_hex for ids in turns.values()}
+        assert len(one) == 32
+        assert int(one, 16) == next(iter(turns.values())).trace_id
+        assert all(len(ids.span_hex) == 16 for ids in calls.values())
+
+    async def test_a_chat_it_does_not_know_has_none(self, delivery_facts: list[Fact]) -> None:
+        found = chat_spans(delivery_facts[0].session, delivery_facts, "ahp-chat:/nobody")
+        assert found.turns == {}
+        assert found.tool_calls == {}
 
 
 class TestHandoff:

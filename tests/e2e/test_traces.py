@@ -18,10 +18,12 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 import trio
 from trio_websocket import open_websocket_url
 
+from orchestrator.ahp.actions import ChatTurnStartedAction
 from orchestrator.core import TaskStarted
 from orchestrator.journal import JournalReader
 from tests.support.cli import ROOT, TEAM, acknowledged
@@ -236,6 +238,7 @@ class TestTheDaemon:
                 "enabled = true\n"
                 f'endpoint = "{receiver.endpoint}"\n'
                 'service_name = "orchestrator-daemon"\n'
+                'trace_url = "http://jaeger.test/trace/{trace_id}#{span_id}"\n'
             )
             environ = {
                 key: value for key, value in os.environ.items() if not key.startswith("OTEL_")
@@ -264,6 +267,7 @@ class TestTheDaemon:
             try:
                 url = await _listening(daemon, log)
                 session = await _prompt_and_approve(url.replace("http", "ws", 1))
+                linked = await _linked_spans(url, tmp_path / "journal.db", session)
             finally:
                 daemon.send_signal(signal.SIGTERM)
                 daemon.wait(timeout=30)
@@ -277,6 +281,52 @@ class TestTheDaemon:
         assert len(delegation_tree(facts)) == 3
         check_conventions(spans)
         assert not any(CONTENT & set(span.attributes) for span in spans)
+        # The web view's ids (GET .../transcript's traces) are the exported spans' ids.
+        agents = [s for s in spans if s.name.startswith("invoke_agent ")]
+        chat_of = {s.span_id: str(s.attributes["gen_ai.agent.id"]) for s in agents}
+        exported = {
+            (chat_of[s.span_id], "turn", str(s.attributes["orchestrator.turn"])): (
+                s.trace_id,
+                s.span_id,
+            )
+            for s in agents
+        } | {
+            (chat_of[s.parent_id], "call", str(s.attributes["gen_ai.tool.call.id"])): (
+                s.trace_id,
+                s.span_id,
+            )
+            for s in spans
+            if s.name.startswith("execute_tool ")
+        }
+        assert len(exported) == 4 + 7  # the lead's turn and 3 researchers', 7 tool calls
+        assert {key: (t, sp) for key, (t, sp, _) in linked.items()} == exported
+        for trace, span, link in linked.values():
+            assert link == f"http://jaeger.test/trace/{trace}#{span}"
+
+
+async def _linked_spans(
+    url: str, db: Path, session: str
+) -> dict[tuple[str, str, str], tuple[str, str, str]]:
+    """What the web view's API links each chat's turns and tool calls to: (chat, "turn" or
+    "call", id) -> (trace id, span id, url)."""
+    uri = f"ahp-session:/{session}"
+    facts = await trio.to_thread.run_sync(lambda: JournalReader(db).facts(uri))
+    chats = sorted({f.channel for f in facts if isinstance(f.action, ChatTurnStartedAction)})
+    linked: dict[tuple[str, str, str], tuple[str, str, str]] = {}
+    async with httpx.AsyncClient(base_url=url) as client:
+        for chat in chats:
+            answer = await client.get(
+                f"/api/sessions/{session}/transcript", params={"thread": chat}
+            )
+            assert answer.status_code == 200, answer.text
+            traces = answer.json()["traces"]
+            last = traces["turns"][answer.json()["turns"][-1]["id"]]
+            assert traces["agent"] == last
+            for kind, entries in (("turn", traces["turns"]), ("call", traces["toolCalls"])):
+                for key, entry in entries.items():
+                    linked[(chat, kind, key)] = (entry["traceId"], entry["spanId"], entry["url"])
+    assert len(chats) == 4
+    return linked
 
 
 async def _listening(daemon: subprocess.Popen[str], log: Path) -> str:

@@ -27,10 +27,12 @@ from playwright.sync_api import Error as PlaywrightError
 
 from orchestrator.ahp.actions import ChatPendingMessageSetAction, ChatTurnStartedAction
 from orchestrator.ahp.state import PendingMessageKind, SystemNotificationResponsePart
-from orchestrator.journal import open_reader
+from orchestrator.core import RunStarted, span_id_of, trace_id_of
+from orchestrator.journal import JournalReader, open_reader
 from tests.support.fake_openai import Answer, Stream, text
 from tests.support.teams import slow_delegation
 from tests.support.web_browser import (
+    DAEMON_TOML,
     TEAMS,
     VIEWER_TOKEN,
     WAIT_MS,
@@ -979,6 +981,7 @@ def test_the_node_table_is_keyboard_operable(browser: Browser, tmp_path: Path) -
         assert "Tool web_search [done]" in transcript
         assert "3 results: changelog, issue tracker, release page draft" in transcript
         assert "Result: Done: Summarise the changelog" in transcript
+        assert page.locator("#transcript a.trace-link").count() == 0  # no tracing.trace_url
         assert page.locator("#nodes caption").count() == 1
         assert page.locator("#nodes thead th[scope=col]").all_inner_texts() == [
             "Agent",
@@ -990,6 +993,48 @@ def test_the_node_table_is_keyboard_operable(browser: Browser, tmp_path: Path) -
             "Model calls",
             "Time",
         ]
+        assert watched.errors == []
+
+
+def test_the_agent_and_its_tool_calls_link_to_their_trace(browser: Browser, tmp_path: Path) -> None:
+    """With daemon.toml's ``tracing.trace_url``, the panel links the selected agent's turn
+    and each tool call to the trace UI, with the ids its spans are exported under."""
+    session = ended_session(tmp_path)
+    uri = f"ahp-session:/{session}"
+    facts = JournalReader(tmp_path / "journal.db").facts(uri)
+    (run,) = [f.action for f in facts if isinstance(f.action, RunStarted)]
+    config = (
+        DAEMON_TOML + '\n[tracing]\ntrace_url = "http://traces.test/t/{trace_id}?span={span_id}"\n'
+    )
+    with (
+        running_daemon(tmp_path, {"delivery": team_file("delivery")}, config=config) as daemon,
+        open_page(browser, daemon, fragment=f"#/sessions/{session}") as watched,
+    ):
+        page = watched.page
+        wait_rows(page, "rows.length === 5")
+        page.click("#nodes-body tr:nth-child(2) button")
+        page.wait_for_selector("#transcript .turn a.tool-trace")
+        chat = page.get_attribute("#nodes-body tr:nth-child(2)", "data-node")
+        assert chat is not None
+        trace = f"{trace_id_of(uri, run.task):032x}"
+        (turn,) = page.locator("#transcript .turn").evaluate_all(
+            "turns => turns.map(t => t.dataset.turn)"
+        )
+        agent = page.locator("#transcript a.agent-trace")
+        assert agent.inner_text() == "trace"
+        assert agent.get_attribute("href") == (
+            f"http://traces.test/t/{trace}?span={span_id_of('turn', chat, turn):016x}"
+        )
+        assert agent.get_attribute("rel") == "noopener noreferrer"
+        calls = page.locator("#transcript .tool[data-tool-call]")
+        assert calls.count() >= 1
+        for i in range(calls.count()):
+            call = calls.nth(i).get_attribute("data-tool-call")
+            assert call is not None
+            link = calls.nth(i).locator("a.tool-trace")
+            assert link.get_attribute("href") == (
+                f"http://traces.test/t/{trace}?span={span_id_of('tool', chat, call):016x}"
+            )
         assert watched.errors == []
 
 

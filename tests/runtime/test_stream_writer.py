@@ -388,6 +388,30 @@ class TestEndings:
         assert "".join(content(f.action) for f in texts) == "".join(f"w{i} " for i in range(6))
         assert any(isinstance(f.action, ChatTurnCancelledAction) for f in facts)
 
+    async def test_a_runtime_that_stops_drops_what_gathered_as_a_crash_would(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """``stop()`` (the daemon's shutdown) records nothing more: the text that gathered
+        during the last write is not written, and the turn is left cut off, not cancelled."""
+        model = Model(words(200), gaps=(0.01,))
+        log = SlowLog(latency=0.05)
+        runtime = TeamRuntime(
+            LONE, backends=lambda agent: model, factlog=log, ids=Ids(deterministic=True)
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(log.serve)
+            nursery.start_soon(runtime.run, "go")
+            await trio.sleep(0.5035)  # between two chunks, a write in flight
+            runtime.stop()
+            sent = len(model.sent_at)
+            await trio.sleep(1)  # what was submitted before the stop is durable
+            nursery.cancel_scope.cancel()
+        texts = [f for f in log.durable if f.type in ("chat/responsePart", "chat/delta")]
+        stored = "".join(content(f.action) for f in texts)
+        assert "".join(f"w{i} " for i in range(sent)).startswith(stored)
+        assert len(stored.split()) < sent, "what gathered during the last write is dropped"
+        assert not any(isinstance(f.action, ChatTurnCancelledAction) for f in log.durable)
+
     async def test_a_log_that_fails_mid_stream_ends_the_run_with_its_error(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:

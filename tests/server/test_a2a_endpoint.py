@@ -24,10 +24,12 @@ from a2a.types import (
     TaskState,
 )
 
+from orchestrator.runtime import TracingSettings, traced
 from orchestrator.server import Role as TokenRole
 from orchestrator.server import ServeConfig, Token
 from orchestrator.sessions import Limits
 from tests.support.daemon import running_daemon
+from tests.support.otlp import draw, otlp_receiver
 from tests.support.teams import ASK, ECHO, approvals, slow_answer
 
 pytestmark = pytest.mark.daemon
@@ -49,11 +51,13 @@ TEAMS = {
 
 
 @asynccontextmanager
-async def agent(tmp_path: Path, team: str, token: str = OPERATOR) -> AsyncIterator[Any]:
+async def agent(
+    tmp_path: Path, team: str, token: str = OPERATOR, headers: dict[str, str] | None = None
+) -> AsyncIterator[Any]:
     """The SDK's client of ``team`` on a daemon on loopback; yields (client, card, call)."""
     async with (
         running_daemon(tmp_path, teams=TEAMS, config=TOKENS) as daemon,
-        httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        httpx.AsyncClient(headers={"Authorization": f"Bearer {token}", **(headers or {})}) as http,
     ):
         resolver = A2ACardResolver(http, f"{daemon.url}/a2a/{team}/")
         card = await resolver.get_agent_card()
@@ -192,3 +196,47 @@ async def test_no_token_is_refused(tmp_path: Path) -> None:
 
 # Kept: ClientCallContext is how a caller would pass per-call headers instead.
 _ = ClientCallContext
+
+
+CALLER_TRACE, CALLER_SPAN = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+
+
+async def test_a_task_continues_the_callers_trace(tmp_path: Path) -> None:
+    """A caller in a traced app (a ``traceparent`` header on its requests): the served
+    task's run is a child of the caller's span, in its trace, as a real OTLP receiver
+    decodes the daemon's spans; the context's next message continues the trace too."""
+    caller = {"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"}
+    with otlp_receiver() as receiver:
+        settings = TracingSettings(enabled=True, endpoint=receiver.endpoint, batch=False)
+        with traced(settings):
+            async with agent(tmp_path, "echo", headers=caller) as (client, _):
+                with trio.fail_after(30):
+                    events = await stream(client, message("hello"))
+                    context_id = events[0].task.context_id
+                    again = await stream(client, message("more", context_id=context_id))
+        assert states(events)[-1] == states(again)[-1] == "TASK_STATE_COMPLETED"
+        # Per prompt: its run, the lead's turn, the turn's model round.
+        spans = receiver.wait_for(6)
+    assert {span.trace_id for span in spans} == {CALLER_TRACE}, draw(spans)
+    roots = [s for s in spans if s.name == "invoke_workflow echo"]
+    assert len(roots) == 2
+    assert {root.parent_id for root in roots} == {CALLER_SPAN}
+    assert {root.attributes["gen_ai.conversation.id"] for root in roots} == {
+        f"ahp-session:/{context_id}"
+    }
+    turns = [s for s in spans if s.name == "invoke_agent lead"]
+    assert sorted(t.parent_id for t in turns) == sorted(r.span_id for r in roots)
+
+
+async def test_without_a_traceparent_a_task_is_its_own_trace(tmp_path: Path) -> None:
+    with otlp_receiver() as receiver:
+        settings = TracingSettings(enabled=True, endpoint=receiver.endpoint, batch=False)
+        with traced(settings):
+            async with agent(tmp_path, "echo") as (client, _):
+                with trio.fail_after(30):
+                    await stream(client, message("hello"))
+        spans = receiver.wait_for(3)
+    (root,) = [s for s in spans if s.name == "invoke_workflow echo"]
+    assert root.parent_id == ""
+    assert root.trace_id != CALLER_TRACE
+    assert {span.trace_id for span in spans} == {root.trace_id}

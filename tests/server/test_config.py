@@ -66,6 +66,7 @@ class TestParse:
             'sampler = "parentbased_traceidratio"\n'
             "sampler_arg = 0.25\n"
             "capture_content = true\n"
+            'trace_url = "http://localhost:16686/trace/{trace_id}?uiFind={span_id}"\n'
         )
         assert config.tracing == TracingSettings(
             enabled=True,
@@ -74,7 +75,9 @@ class TestParse:
             sampler="parentbased_traceidratio",
             sampler_arg=0.25,
             capture_content=True,
+            trace_url="http://localhost:16686/trace/{trace_id}?uiFind={span_id}",
         )
+        assert parse("").tracing.trace_url is None
 
     def test_a_full_file(self, tmp_path: Path) -> None:
         (tmp_path / "tool.token").write_text(SECRET + "-file\n")
@@ -150,6 +153,20 @@ class TestParse:
             ("[tracing]\nsampler_arg = 1.5", "tracing.sampler_arg", "from 0 to 1"),
             ("[tracing]\nsampler_arg = true", "tracing.sampler_arg", "from 0 to 1"),
             ("[tracing]\nexporter = 'jaeger'", "tracing.exporter", "otlp, console, none"),
+            ("[tracing]\ntrace_url = 1", "tracing.trace_url", "http:// or https:// URL"),
+            ("[tracing]\ntrace_url = 'jaeger/{trace_id}'", "tracing.trace_url", "https://"),
+            ("[tracing]\ntrace_url = 'http://j/{span}'", "tracing.trace_url", "placeholder {span}"),
+            (
+                "[tracing]\ntrace_url = 'http://j/{trace_id!r}'",
+                "tracing.trace_url",
+                "placeholder {trace_id}",
+            ),
+            ("[tracing]\ntrace_url = 'http://j/{span_id}'", "tracing.trace_url", "{trace_id} in"),
+            (
+                "[tracing]\ntrace_url = 'http://j/{trace_id'",
+                "tracing.trace_url",
+                "not a URL template",
+            ),
         ],
     )
     def test_a_bad_value_names_its_key(self, text: str, key: str, problem: str) -> None:

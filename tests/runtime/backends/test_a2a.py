@@ -3,6 +3,7 @@ tests/support/a2a_peers.py): what a delegation to one records, in order, with it
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -12,6 +13,8 @@ from typing import Any
 import httpx
 import pytest
 import trio
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from orchestrator.ahp.actions import (
     ChatDeltaAction,
@@ -30,14 +33,17 @@ from orchestrator.core import (
     TaskStatus,
     TeamState,
     artifact_of,
+    parse_traceparent,
     remote_task_of,
 )
 from orchestrator.protocols import project_facts
-from orchestrator.runtime import Ids, TeamRuntime
-from orchestrator.runtime.backends import backend_factory
+from orchestrator.runtime import Ids, TeamRuntime, Tracing, TracingSettings, install_tracing
+from orchestrator.runtime.backends import backend_factory, http_client
 from orchestrator.spec import TeamSpec, parse_team
 from tests.support.a2a_peers import (
     A2APeers,
+    EchoAgent,
+    a2a_app,
     broken_app,
     serve_a2a_app_in_thread,
     serve_peers,
@@ -540,3 +546,69 @@ a2a = "{peers.url["echo"]}"
         to_echo, back = h.actions(HandoffRecorded)
         assert (to_echo.to_agent, back.to_agent) == ("echo", "triage")
         assert states_of(h, to_echo.to_chat)[-1] == "completed"
+
+
+class TestTraceContext:
+    async def test_the_peer_gets_the_traceparent_of_the_workers_round(self) -> None:
+        """The run's shared HTTP client (backends.http_client) carries the current span's
+        traceparent on the a2a-sdk client's requests too: every request a streaming and a
+        polled peer get names the worker's round span (under its invoke_agent span, under
+        the coordinator's delegate call), in the run's trace."""
+        exporter = InMemorySpanExporter()
+        tracing = Tracing(TracingSettings(enabled=True), processor=SimpleSpanProcessor(exporter))
+        seen: dict[str, list[str | None]] = {"echo": [], "echo_polled": []}
+        urls: dict[str, str] = {}
+        with contextlib.ExitStack() as stack:
+            for name, streams in (("echo", True), ("echo_polled", False)):
+                app = a2a_app(
+                    EchoAgent(), name=name, description="Echo.", streaming=streams, skills=[name]
+                )
+                app.add_middleware(_NoteTraceparent, seen=seen[name])
+                urls[name] = stack.enter_context(serve_a2a_app_in_thread(app))
+            team = parse_team(remote(urls, local=False), file="remote.toml")
+            before = install_tracing(tracing)
+            try:
+                async with http_client() as http:
+                    h = harness(team, http)
+                    with trio.fail_after(30):
+                        outcome = await h.runtime.run("Go")
+            finally:
+                install_tracing(before)
+        assert outcome.status == "completed", outcome
+        spans = exporter.get_finished_spans()
+        name_of = {s.context.span_id: s.name for s in spans}
+        parent_of = {s.context.span_id: 0 if s.parent is None else s.parent.span_id for s in spans}
+        agent_of = {s.context.span_id: (s.attributes or {}).get("gen_ai.agent.id") for s in spans}
+        (trace,) = {s.context.trace_id for s in spans}
+        for name in urls:
+            chat = chat_of(h, name)
+            assert seen[name], f"{name}: no JSON-RPC request came"
+            assert None not in seen[name], f"{name}: a request without traceparent"
+            rounds = {
+                span
+                for span, span_name in name_of.items()
+                if span_name.startswith("chat ") and agent_of[parent_of[span]] == chat
+            }
+            for header in seen[name]:
+                sent = parse_traceparent(header)
+                assert sent is not None
+                assert sent.trace_id == trace
+                assert sent.span_id in rounds
+                worker = parent_of[sent.span_id]
+                assert name_of[worker] == f"invoke_agent {name}"
+                assert name_of[parent_of[worker]] == "execute_tool delegate"
+
+
+class _NoteTraceparent:
+    """ASGI middleware: the traceparent of each JSON-RPC request (a POST) the peer gets."""
+
+    def __init__(self, app: Any, seen: list[str | None]) -> None:
+        self.app = app
+        self.seen = seen
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            headers = dict(scope["headers"])
+            value = headers.get(b"traceparent")
+            self.seen.append(None if value is None else value.decode())
+        await self.app(scope, receive, send)

@@ -32,7 +32,8 @@
  * alike) is read from the model, so a card stays until its `action.resolved` arrives: an
  * answer the daemon refuses leaves it up, with the reason, to be answered again.
  *
- * The side panel shows the selected chat's transcript (`GET .../transcript?thread=`), fetched
+ * The side panel shows the selected chat's transcript (`GET .../transcript?thread=`), with a
+ * "trace" link for the agent and each tool call when the daemon names a trace UI; fetched
  * again (debounced) when an envelope of that chat or any agent-channel activity arrives.
  */
 (function (root) {
@@ -980,6 +981,11 @@
       try {
         const transcript = await O.api("/api/sessions/" + encodeURIComponent(id) + "/transcript?thread=" + encodeURIComponent(node.id));
         if (disposed || asked !== transcriptAsked) return; // a later answer is coming
+        const agentTrace = transcript.traces && transcript.traces.agent;
+        if (agentTrace && agentTrace.url) {
+          facts.appendChild(h("dt", { text: "Trace" }));
+          facts.appendChild(h("dd", null, traceLink(agentTrace, "agent-trace")));
+        }
         drawTranscript(turns, transcript);
       } catch (error) {
         if (disposed || asked !== transcriptAsked) return;
@@ -993,16 +999,22 @@
       if (turns.length === 0) target.appendChild(h("p", { class: "notice", text: "No turns yet." }));
       for (const turn of turns) {
         const section = h("section", { class: "turn", "data-turn": turn.id }, h("h4", { text: "Turn " + turn.id + " (" + turn.state + ")" }));
-        if (turn.events) drawEvents(section, turn.events);
+        if (turn.events) drawEvents(section, turn.events, (transcript.traces && transcript.traces.toolCalls) || {});
         else drawParts(section, turn);
         if (turn.error) section.appendChild(h("p", { class: "error", text: "Error: " + turn.error }));
         target.appendChild(section);
       }
     }
 
-    function toolBox(name, status, input) {
+    // A link to a span in the trace UI (daemon.toml's tracing.trace_url), in a new tab.
+    function traceLink(trace, cls) {
+      return h("a", { href: trace.url, class: "trace-link " + cls, target: "_blank", rel: "noopener noreferrer", title: "trace " + trace.traceId + ", span " + trace.spanId, text: "trace" });
+    }
+
+    function toolBox(name, status, input, trace) {
       const state = h("span", { class: "tool-status", text: " [" + status + "]" });
-      const box = h("div", { class: "tool" }, h("p", null, h("strong", { text: "Tool " + name }), state), h("pre", { text: input }));
+      const link = trace && trace.url ? [" ", traceLink(trace, "tool-trace")] : null;
+      const box = h("div", { class: "tool" }, h("p", null, h("strong", { text: "Tool " + name }), state, link), h("pre", { text: input }));
       box.state = state;
       return box;
     }
@@ -1014,7 +1026,7 @@
 
     // A turn as agent-channel events (what GET .../transcript answers): the prompt,
     // reasoning, text, tool calls with their results, questions, the result or error.
-    function drawEvents(section, events) {
+    function drawEvents(section, events, traces) {
       const tools = new Map();
       let text = null;
       for (const event of events) {
@@ -1028,7 +1040,8 @@
           }
           text.textContent += asText(event.content);
         } else if (event.type === "tool_invocation") {
-          const box = toolBox(event.toolName, "called", asText(event.args));
+          const box = toolBox(event.toolName, "called", asText(event.args), traces[event.toolCallId]);
+          box.setAttribute("data-tool-call", event.toolCallId);
           tools.set(event.toolCallId, box);
           section.appendChild(box);
         } else if (event.type === "tool_result") {
