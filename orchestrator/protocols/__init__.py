@@ -85,6 +85,7 @@ else:
             "envelope_to_json_line": "._agentui_wire",
             "error_frame": "._ahp_rpc",
             "json_patch": "._agui_state",
+            "model_choice": "._agent_channel",
             "negotiate": "._ahp_rpc",
             "notification_frame": "._ahp_rpc",
             "parse_call": "._ahp_rpc",

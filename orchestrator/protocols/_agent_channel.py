@@ -25,6 +25,7 @@ Pure: facts and state in, JSON-ready dicts out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -86,6 +87,7 @@ __all__ = [
     "ToolResponse",
     "agent_event",
     "channel_of",
+    "model_choice",
     "parse_client_message",
     "replay",
     "view_update",
@@ -100,12 +102,19 @@ _INPUT_PREFIX: Final = "input-"
 # ─── Client messages ─────────────────────────────────────────────────────────
 
 
+#: How a ``prompt`` reaches the coordinator: ``queued`` (the default) starts its next turn,
+#: ``steering`` joins the running turn at its next model round (AHP's pending message kinds).
+PROMPT_KINDS: Final = ("queued", "steering")
+
+
 @attrs.frozen(kw_only=True)
 class Prompt:
-    """Start a turn of the session's coordinator (queued behind a running one)."""
+    """Start a turn of the session's coordinator (queued behind a running one), or, with
+    ``kind="steering"``, steer the turn that runs."""
 
     prompt: str
     task_id: str | None = None
+    kind: str = "queued"  # Invariant: kind in PROMPT_KINDS
 
 
 @attrs.frozen(kw_only=True)
@@ -157,7 +166,11 @@ _Field = tuple[str, str, type, bool]
 _MESSAGES: Final[Mapping[tuple[str, str], tuple[type[ClientMessage], tuple[_Field, ...]]]] = {
     ("agent", "prompt"): (
         Prompt,
-        (("prompt", "prompt", str, True), ("taskId", "task_id", str, False)),
+        (
+            ("prompt", "prompt", str, True),
+            ("taskId", "task_id", str, False),
+            ("kind", "kind", str, False),
+        ),
     ),
     ("agent", "settings"): (
         Settings,
@@ -242,7 +255,38 @@ def parse_client_message(
         values[attribute] = value
     if isinstance(values.get("prompt"), str) and not values["prompt"].strip():
         raise _error("the prompt is empty", "$.prompt", channel)
+    if cls is Prompt:
+        prompt_kind = values.get("kind", "queued")
+        if prompt_kind not in PROMPT_KINDS:
+            raise _error(
+                f"expected one of {', '.join(PROMPT_KINDS)}, got {shown(prompt_kind)}",
+                "$.kind",
+                channel,
+            )
+        if prompt_kind == "steering" and "task_id" in values:
+            raise _error(
+                "a steering message joins the running turn: it starts no task to name",
+                "$.taskId",
+                channel,
+            )
     return cls(**values)
+
+
+#: A model name a client may choose (``gpt-4o-mini``, ``qwen2.5:7b``, ``org/model``): no
+#: spaces or control characters, 200 characters at most.
+_MODEL_NAME: Final = re.compile(r"[^\s\x00-\x1f\x7f]{1,200}")
+
+
+def model_choice(value: str, *, path: str = "$.model") -> str:
+    """``value`` as the model a client chose for a new session (``/ws?team=T&model=M``);
+    :class:`ClientMessageError` at ``path`` when it is no model name."""
+    if not _MODEL_NAME.fullmatch(value):
+        raise _error(
+            f"expected a model name (1 to 200 characters, no spaces or control characters), "
+            f"got {shown(value[:60])}",
+            path,
+        )
+    return value
 
 
 # ─── Server events ───────────────────────────────────────────────────────────

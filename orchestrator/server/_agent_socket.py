@@ -278,6 +278,8 @@ class AgentSocket:
             raise RunError(f"{self.principal.name} may watch, not act (an operator token may)")
         live = self.live
         match request:
+            case Prompt(prompt=text, kind="steering"):
+                await _steer(live, text)
             case Prompt(prompt=text, task_id=task_id):
                 # The handshake's traceparent: a client in a traced app; its prompts
                 # continue that trace.
@@ -300,6 +302,19 @@ class AgentSocket:
                     "settings: this session's agents take their provider and model from the "
                     f"team file ({live.team_name}); edit it to change them"
                 )
+
+
+async def _steer(live: LiveSession, text: str) -> None:
+    """Steer the coordinator's running turn with ``text`` (read at its next model round);
+    refused when no turn runs, since the message would then wait for none."""
+    chat = live.state.coordinator_chat()
+    state = live.state.chats.get(chat) if chat is not None else None
+    if chat is None or state is None or state.active_turn is None:
+        raise RunError(
+            "steering: the coordinator has no turn running to steer; send the message "
+            "queued (the default) to start its next turn"
+        )
+    await live.steer(chat, text)
 
 
 @attrs.frozen

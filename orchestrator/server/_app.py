@@ -68,7 +68,7 @@ from orchestrator.base import (
     utc_now,
 )
 from orchestrator.journal import Db, is_postgres_url, open_journal
-from orchestrator.protocols import agent_event, view_update
+from orchestrator.protocols import ClientMessageError, agent_event, model_choice, view_update
 from orchestrator.runtime import ToolCallback, callback_url
 from orchestrator.runtime import group_id as session_group
 from orchestrator.runtime.backends import http_client
@@ -329,6 +329,20 @@ def build_app(
             message = "opening a session takes an operator token (attach with ?session=ID)"
             await websocket.send_denial_response(_json_error(403, message))
             return
+        # A model for the new session's OpenAI-compatible agents (as `run --model`).
+        model = websocket.query_params.get("model")
+        try:
+            if model is not None and wanted:
+                raise ClientMessageError(
+                    "a session's model is chosen when it opens (with ?team=), not on attach",
+                    path="?model",
+                )
+            if model is not None:
+                model = model_choice(model, path="?model")
+        except ClientMessageError as exc:
+            message = f"{exc.path}: {exc.message}"
+            await websocket.send_denial_response(_json_error(400, message))
+            return
         try:
             if wanted:
                 live = await daemon.find(wanted)
@@ -343,7 +357,7 @@ def build_app(
                     return
             else:
                 live = await daemon.open_session(
-                    websocket.query_params.get("team"), principal=principal.name
+                    websocket.query_params.get("team"), principal=principal.name, model=model
                 )
         except SessionLimitError as exc:
             await websocket.send_denial_response(_limit_error(exc))

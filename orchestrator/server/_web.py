@@ -21,8 +21,9 @@ Routes (the page itself is :mod:`orchestrator.server.web`, drawn in the browser)
   ``GET /api/sessions/ID/usage``: what each chat used (tokens in and out, model calls, time)
   and the total, folded from the session's facts;
 - ``GET /api/teams``: the teams a session can be opened with (name, description,
-  coordinator, agents), for the page's "New run" form, which then opens the session as any
-  client does (``WS /ws?team=NAME``, operator).
+  coordinator, agents, the model of its OpenAI-compatible agents or null), for the page's
+  "New run" form, which then opens the session as any client does (``WS /ws?team=NAME``,
+  with ``&model=M`` when one was chosen; operator).
 
 Everything live, and every command (a new run, a message, a decision, a cancel), goes over
 the daemon's existing sockets (``/ahp``'s root channel for the list, ``/ws`` for a session,
@@ -422,6 +423,9 @@ def web_routes(
                 "description": spec.description,
                 "coordinator": spec.coordinator,
                 "agents": [agent.name for agent in spec.agents],
+                # The model its OpenAI-compatible agents ask (None: it has none, and a
+                # session of it takes no model choice: see ``/ws?model=``).
+                "model": next((a.openai.model for a in spec.agents if a.openai is not None), None),
             }
             for name, spec in sorted(daemon.catalog.teams.items())
             if name not in unavailable

@@ -22,7 +22,7 @@ import trio
 from orchestrator.base import FactLogError, RunError, SessionExistsError, SessionLimitError
 from orchestrator.journal import JournalReader
 from orchestrator.runtime import Ids
-from orchestrator.spec import BackgroundSpec
+from orchestrator.spec import BackgroundSpec, with_model
 
 from ._finding import Claim
 from ._idle_sessions import IdleSessions
@@ -81,6 +81,7 @@ class SessionOpener:
         ids: Ids | None = None,
         background: BackgroundSpec | None = None,
         principal: str | None = None,
+        model: str | None = None,
     ) -> LiveSession:
         """A new session of a team; its run starts with the first prompt.
 
@@ -93,6 +94,9 @@ class SessionOpener:
                 run's coordinator, and the run ends with that agent's turn. Clients attach to
                 it like to any.
             principal: Who opens it, for the per-token limit (None: the daemon).
+            model: The model its OpenAI-compatible agents ask, for this session only (as
+                ``orchestrator run --model``; the team file is unchanged). Refused
+                (:class:`RunError`) for a team with no such agent.
 
         Refused, before anything is written:
 
@@ -105,6 +109,13 @@ class SessionOpener:
         unavailable = self._daemon.runtimes.unavailable
         if name in unavailable:
             raise RunError(f"team {name!r} cannot run: {unavailable[name]}")
+        if model is not None:
+            if not any(agent.openai is not None for agent in team.agents):
+                raise RunError(
+                    f"model {model}: no agent of {name} uses the OpenAI-compatible backend "
+                    "(its agents' models are in its team file)"
+                )
+            team = with_model(team, model)
         if background is not None and background.agent != team.coordinator:
             team = attrs.evolve(team, coordinator=background.agent)
         ids = ids or Ids()

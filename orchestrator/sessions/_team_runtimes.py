@@ -62,6 +62,7 @@ class TeamRuntimes:
         self.callback = callback
         self.nursery: trio.Nursery | None = None
         self._backends: dict[str, BackendFactory] = {}
+        self._agents = {name: team.agents for name, team in teams.items()}  # as loaded
         self.unavailable: dict[str, str] = {}  # team name → why it cannot run
         for name, team in teams.items():
             try:
@@ -88,8 +89,9 @@ class TeamRuntimes:
         """A runtime of ``team``: a conversation (each prompt a coordinator turn), unless it
         runs a ``background`` teammate's wake, which ends with that one turn."""
         factory = self._backends.get(name)
-        if factory is None or state is not None:
-            # A session taken up after a restart runs the team file it recorded.
+        if factory is None or state is not None or team.agents != self._agents.get(name):
+            # A session taken up after a restart runs the team file it recorded; one opened
+            # with a model of its own (``/ws?model=``) has agents of its own.
             factory = backend_factory(team, client=self._http, environ=self._environ)
         restart = 0 if state is None or state.run is None else state.run.restarts + 1
         return TeamRuntime(

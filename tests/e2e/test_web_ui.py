@@ -11,6 +11,7 @@ must not run inside trio.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -18,13 +19,17 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page
 from playwright.sync_api import Error as PlaywrightError
 
+from orchestrator.ahp.actions import ChatPendingMessageSetAction, ChatTurnStartedAction
+from orchestrator.ahp.state import PendingMessageKind, SystemNotificationResponsePart
 from orchestrator.core import RunStarted, span_id_of, trace_id_of
-from orchestrator.journal import JournalReader
+from orchestrator.journal import JournalReader, open_reader
+from tests.support.fake_openai import Answer, Stream, text
 from tests.support.teams import slow_delegation
 from tests.support.web_browser import (
     DAEMON_TOML,
@@ -39,6 +44,7 @@ from tests.support.web_browser import (
     chromium,
     graph_edges,
     graph_nodes,
+    model_server,
     open_page,
     page_sequences,
     running_daemon,
@@ -506,6 +512,177 @@ def test_the_result_and_what_each_agent_used_are_read_and_a_run_cancelled(
             viewer.page.evaluate("() => { location.hash = '#/'; }")
             viewer.page.wait_for_selector(f"tr[data-session='{session}']")
             assert viewer.page.locator("#new-run").count() == 0
+
+
+#: A lead that delegates to a reviewer taking 4 s, then answers: a turn there is time to steer.
+STEERED = """
+[team]
+name = "steered"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["reviewer"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "reviewer", task = "review the change" } ] },
+          { say = "Reviewed: {outcomes}" } ]
+[agents.reviewer]
+role = "reviewer"
+[[agents.reviewer.turns]]
+steps = [ { sleep = 4 }, { say = "looks fine" } ]
+"""
+
+
+def test_the_composer_sends_steering_or_queued_as_chosen(browser: Browser, tmp_path: Path) -> None:
+    """While the coordinator works, the composer offers the next turn (queued, the default)
+    or steering; chosen by keyboard, steering joins the running turn: recorded as the
+    coordinator's steering message and taken into that turn, which is the only one. Once
+    the coordinator is idle the choice goes (a message is then its next turn)."""
+    with (
+        running_daemon(tmp_path, {"steered": STEERED}) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        session = start_from_the_page(page, "steered", "review the change")
+        page.wait_for_selector("#composer-kind", state="visible")
+        assert page.is_checked("#composer-queued")
+        assert "queued" in page.inner_text("#composer-mode")
+        page.focus("#composer-queued")
+        page.keyboard.press("ArrowDown")  # a radio group moves by arrows
+        assert page.is_checked("#composer-steering")
+        assert "steers its running turn" in page.inner_text("#composer-mode")
+        watched.screenshot("steer-01-steering-chosen")
+        send_message(page, "only the security findings")
+        page.wait_for_selector("#result-state:has-text('Steered with: only the security')")
+        page.wait_for_selector("#result-text:has-text('Reviewed: ')")
+        page.wait_for_selector("#result-state:text-is('answered')")
+        page.wait_for_selector("#composer-kind", state="hidden")
+        assert page.inner_text("#composer-mode").startswith("Starts lead's next turn")
+        watched.screenshot("steer-02-answered")
+        assert watched.errors == []
+    reader = open_reader(daemon.db)
+    uri = "ahp-session:/" + session
+    chat = reader.open(uri).coordinator_chat()
+    mine = [f for f in reader.facts(uri) if f.channel == chat]
+    (pending,) = [f.action for f in mine if isinstance(f.action, ChatPendingMessageSetAction)]
+    assert pending.kind is PendingMessageKind.STEERING
+    assert pending.message.text == "only the security findings"
+    started = [f for f in mine if isinstance(f.action, ChatTurnStartedAction)]
+    assert len(started) == 1, "steering starts no turn"
+    (turn,) = reader.open(uri).chats[chat].turns  # type: ignore[index]
+    notes = [p for p in turn.response_parts if isinstance(p, SystemNotificationResponsePart)]
+    assert [p.content for p in notes if (p.meta or {}).get("steering") == pending.id] == [
+        "only the security findings"
+    ]
+
+
+#: A coordinator on the OpenAI-compatible backend (the fake server's URL goes in).
+LOCAL_MODEL = """
+[team]
+name = "local"
+coordinator = "lead"
+[openai]
+model = "team-model"
+base_url = "{url}"
+max_retries = 0
+[agents.lead]
+role = "coordinator"
+backend = "openai"
+"""
+
+
+def test_a_run_started_with_a_model_asks_that_model(browser: Browser, tmp_path: Path) -> None:
+    """The "New run" form's *Model*: disabled for a team with no OpenAI-compatible agent,
+    the team file's model as its placeholder otherwise; a name with a space is refused on
+    the form; a run started with a model asks the model server for it, and the next run,
+    with the field empty, for the team file's."""
+    asked: list[str] = []
+
+    def answer(request: dict[str, Any]) -> Answer:
+        asked.append(str(request["model"]))
+        return Stream(text("Answered by the model."))
+
+    with model_server(answer) as server:
+        teams = {"local": LOCAL_MODEL.format(url=server.url), "delivery": team_file("delivery")}
+        with running_daemon(tmp_path, teams) as daemon, open_page(browser, daemon) as watched:
+            page = watched.page
+            page.wait_for_selector("#new-run-team option[value='local']", state="attached")
+            page.select_option("#new-run-team", "delivery")
+            assert page.is_disabled("#new-run-model")
+            assert "no OpenAI-compatible agent" in page.inner_text("#new-run-model-note")
+            page.select_option("#new-run-team", "local")
+            assert page.is_enabled("#new-run-model")
+            assert page.get_attribute("#new-run-model", "placeholder") == "team-model"
+            page.fill("#new-run-model", "two words")
+            page.fill("#new-run-prompt", "hello")
+            page.click("#new-run-start")
+            assert "no spaces" in page.inner_text("#new-run-error")
+            assert asked == []
+            page.fill("#new-run-model", "")
+            page.focus("#new-run-model")
+            page.keyboard.type("chosen-model:7b")
+            watched.screenshot("model-01-chosen")
+            session = start_from_the_page(page, "local", " and again")
+            page.wait_for_selector("#result-text:has-text('Answered by the model.')")
+            page.evaluate("() => { location.hash = '#/'; }")
+            page.wait_for_selector(f"tr[data-session='{session}']")
+            assert page.input_value("#new-run-model") == ""
+            start_from_the_page(page, "local", "hello")
+            page.wait_for_selector("#result-text:has-text('Answered by the model.')")
+            assert watched.errors == []
+    assert asked == ["chosen-model:7b", "team-model"]
+
+
+def test_the_timeline_is_grouped_by_agent_and_turn(browser: Browser, tmp_path: Path) -> None:
+    """The timeline's lines come in groups, one per agent and turn, in the order the turns
+    began: the coordinator's second prompt is its second turn's group, after the first
+    one's and its worker's. Every line of a group is about its agent; the lines stay in
+    words, and the raw envelopes are one click away (each one's threadId is the group's
+    chat)."""
+    with (
+        running_daemon(tmp_path, {"steer": STEER}) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        start_from_the_page(page, "steer", "write the note")
+        page.wait_for_selector("#result-state:text-is('answered')")
+        send_message(page, "and a follow-up")
+        page.wait_for_selector("#result-text:has-text('Follow-up answered.')")
+        page.wait_for_selector(".turn-group[data-turn='2'] li")
+        groups = page.evaluate(
+            """() => [...document.querySelectorAll('#timeline-list .turn-group')].map(g => ({
+                title: g.querySelector('.group-title').innerText,
+                chat: g.dataset.chat,
+                first: Number(g.querySelector('li').dataset.sequence),
+                chats: [...g.querySelectorAll('li')].map(li => li.dataset.chats),
+                words: [...g.querySelectorAll('li .words')].map(w => w.innerText),
+            }))"""
+        )
+        titles = [g["title"] for g in groups]
+        assert titles[:1] == ["The run"], titles
+        assert {"lead #1 · turn 1", "writer #1 · turn 1", "lead #1 · turn 2"} <= set(titles)
+        assert titles.index("lead #1 · turn 1") < titles.index("lead #1 · turn 2")
+        assert titles.index("writer #1 · turn 1") < titles.index("lead #1 · turn 2")
+        firsts = [g["first"] for g in groups]
+        assert firsts == sorted(firsts), "groups come in the order their turns began"
+        for group in groups:
+            if group["chat"]:
+                assert all(group["chat"] in chats.split(" ") for chats in group["chats"]), group
+        second = next(g for g in groups if g["title"] == "lead #1 · turn 2")
+        assert any(words.startswith("lead #1 is ") for words in second["words"]), second
+        watched.screenshot("timeline-01-grouped")
+        page.check("#timeline-raw")
+        raw = page.locator(".turn-group[data-turn='2'] li .raw").first
+        raw.wait_for()
+        assert json.loads(raw.inner_text())["threadId"] == second["chat"]
+        # A filter hides the groups it leaves empty, and says how many lines a group kept.
+        page.select_option("#timeline-kind", "run")
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('#timeline-list .turn-group')]"
+            ".filter(g => !g.hidden).length === 1"
+        )
+        watched.screenshot("timeline-02-raw-and-filtered")
+        assert watched.errors == []
 
 
 def test_on_a_phone_the_waiting_decision_comes_first(browser: Browser, tmp_path: Path) -> None:

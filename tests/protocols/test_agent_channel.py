@@ -25,6 +25,7 @@ from orchestrator.protocols import (
     TeamSubscribe,
     ToolResponse,
     channel_of,
+    model_choice,
     parse_client_message,
     turn_messages,
 )
@@ -47,6 +48,14 @@ EVERY_MESSAGE: list[tuple[dict[str, Any], object]] = [
         Prompt(prompt="hi", task_id="t"),
     ),
     ({"channel": "agent", "type": "prompt", "prompt": "hi"}, Prompt(prompt="hi")),
+    (
+        {"channel": "agent", "type": "prompt", "prompt": "hi", "kind": "queued"},
+        Prompt(prompt="hi"),
+    ),
+    (
+        {"channel": "agent", "type": "prompt", "prompt": "hi", "kind": "steering"},
+        Prompt(prompt="hi", kind="steering"),
+    ),
     ({"channel": "agent", "type": "settings", "model": "m"}, Settings(model="m")),
     ({"channel": "agent", "type": "abort", "taskId": "t"}, Abort(task_id="t")),
     (
@@ -94,6 +103,22 @@ class TestParse:
                 {"channel": "agent", "type": "prompt", "prompt": "x", "taskId": ["t"]},
                 "$.taskId",
                 "expected a string, got an array",
+            ),
+            (
+                {"channel": "agent", "type": "prompt", "prompt": "x", "kind": "now"},
+                "$.kind",
+                "expected one of queued, steering, got 'now'",
+            ),
+            (
+                {"channel": "agent", "type": "prompt", "prompt": "x", "kind": 1},
+                "$.kind",
+                "expected a string, got a number",
+            ),
+            (
+                {"channel": "agent", "type": "prompt", "prompt": "x", "kind": "steering"}
+                | {"taskId": "t"},
+                "$.taskId",
+                "a steering message joins the running turn",
             ),
             (
                 {"channel": "team", "type": "subscribe", "fromSequence": True},
@@ -189,3 +214,24 @@ async def test_a_finished_turn_s_live_events_are_its_history(
         3,
         "Publish the release notes to the release page",
     )
+
+
+class TestModelChoice:
+    @given(st.text(max_size=250))
+    def test_a_model_name_is_taken_exactly_when_it_has_no_space_and_fits(self, name: str) -> None:
+        """1 to 200 characters, none of them a space or a control character; a refusal
+        names where the name came from."""
+        fits = 1 <= len(name) <= 200 and not any(
+            c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in name
+        )
+        if fits:
+            assert model_choice(name, path="?model") == name
+            return
+        with pytest.raises(ClientMessageError) as refused:
+            model_choice(name, path="?model")
+        assert refused.value.path == "?model"
+        assert refused.value.message.startswith("expected a model name")
+
+    @pytest.mark.parametrize("name", ["gpt-4o-mini", "qwen2.5:7b", "meta-llama/Llama-3-8B"])
+    def test_the_names_servers_use_are_taken(self, name: str) -> None:
+        assert model_choice(name) == name

@@ -31,14 +31,26 @@ json_values = st.recursive(
 )
 #: Objects that look like client messages: a known or unknown channel and type, the
 #: fields some message takes, each of any JSON type.
-FIELDS = ("prompt", "taskId", "toolCallId", "result", "requestId", "fromSequence", "model")
+FIELDS = (
+    "prompt",
+    "taskId",
+    "kind",
+    "toolCallId",
+    "result",
+    "requestId",
+    "fromSequence",
+    "model",
+)
 message_like = st.fixed_dictionaries(
     {
         "channel": st.sampled_from(["agent", "team", "views", ""]) | json_values,
         "type": st.sampled_from(["prompt", "abort", "subscribe", "approve", "tool_response"])
         | json_values,
     },
-    optional=dict.fromkeys(FIELDS, json_values),
+    optional={
+        **dict.fromkeys(FIELDS, json_values),
+        "kind": st.sampled_from(["queued", "steering"]) | json_values,
+    },
 )
 frames: st.SearchStrategy[str | bytes] = (
     st.text(max_size=200)
@@ -89,8 +101,11 @@ class TestParseClientMessage:
             assert message.path == "$" or field in data or field in FIELDS
             return
         match message:
-            case Prompt(prompt=prompt, task_id=task_id):
+            case Prompt(prompt=prompt, task_id=task_id, kind=kind):
                 assert (prompt, task_id) == (data["prompt"], data.get("taskId"))
+                assert kind == (data.get("kind") or "queued")
+                assert kind in ("queued", "steering")
+                assert not (kind == "steering" and task_id is not None)
             case Abort(task_id=task_id):
                 assert task_id == data["taskId"]
             case TeamSubscribe(from_sequence=sequence):

@@ -5,17 +5,26 @@ from __future__ import annotations
 import gc
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected
 
+from orchestrator.ahp.actions import (
+    ChatPendingMessageRemovedAction,
+    ChatPendingMessageSetAction,
+    ChatTurnCompleteAction,
+    ChatTurnStartedAction,
+)
+from orchestrator.ahp.state import PendingMessageKind, SystemNotificationResponsePart
 from orchestrator.core import ApprovalResolved, RunFinished, build_graph
 from orchestrator.journal import open_reader
 from tests.support import teams
-from tests.support.agent_channel import TASK, of_type, run_delivery
+from tests.support.agent_channel import TASK, of_type, refused, run_delivery
 from tests.support.ahp_client import connect_ahp
 from tests.support.daemon import connect, running_daemon
+from tests.support.fake_openai import Stream, fake_openai, text
 from tests.support.paths import PROJECT_ROOT
 from tests.support.teams import ECHO
 
@@ -426,3 +435,121 @@ class TestRequests:
         # `orchestrator sessions` says running too: one vocabulary; idle is the activity.
         assert 'orchestrator_sessions{activity="idle",status="running"} 1.0' in metrics
         assert 'orchestrator_chats{status="killed"} 1.0' in metrics, "the aborted worker"
+
+    async def test_a_steering_message_reaches_the_running_turn(self, tmp_path: Path) -> None:
+        """``prompt`` with ``kind: "steering"`` joins the coordinator's running turn: it is
+        recorded as the chat's steering message, taken into that same turn at its next model
+        round (before the turn ends), and starts no turn of its own. With no turn running it
+        is refused, saying to send it queued."""
+        async with (
+            running_daemon(tmp_path, teams={"slow": teams.slow_delegation()}) as daemon,
+            connect(daemon, "team=slow") as client,
+        ):
+            init = await client.until_type("init")
+            uri = "ahp-session:/" + init["sessionId"]
+            steer = {"channel": "agent", "type": "prompt", "kind": "steering"}
+            await client.send({**steer, "prompt": "too early"})
+            early = await client.until_type("error")
+            assert early["code"] == "refused"
+            assert "no turn running to steer" in early["message"]
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "go"})
+            await client.until_type("tool_invocation")  # the delegation: workers run 2 s
+            await client.send({**steer, "prompt": "only the security findings"})
+            await client.until_type("done")
+            await client.send({**steer, "prompt": "too late"})
+            late = await client.until_type("error")
+            assert "no turn running to steer" in late["message"]
+        reader = open_reader(daemon.db)
+        state = reader.open(uri)
+        chat = state.coordinator_chat()
+        assert chat is not None
+        mine = [f for f in reader.facts(uri) if f.channel == chat]
+        sequences = {type(f.action): f.sequence for f in mine}  # the last of each kind
+        (pending,) = [f.action for f in mine if isinstance(f.action, ChatPendingMessageSetAction)]
+        assert pending.kind is PendingMessageKind.STEERING
+        assert pending.message.text == "only the security findings"
+        (removed,) = [
+            f.action for f in mine if isinstance(f.action, ChatPendingMessageRemovedAction)
+        ]
+        assert removed.id == pending.id
+        started = [f for f in mine if isinstance(f.action, ChatTurnStartedAction)]
+        assert len(started) == 1, "a steering message starts no turn"
+        assert (
+            started[0].sequence
+            < sequences[ChatPendingMessageSetAction]
+            < sequences[ChatPendingMessageRemovedAction]
+            < sequences[ChatTurnCompleteAction]
+        )
+        (turn,) = state.chats[chat].turns
+        notes = [p for p in turn.response_parts if isinstance(p, SystemNotificationResponsePart)]
+        steered = [p for p in notes if (p.meta or {}).get("steering") == pending.id]
+        assert [p.content for p in steered] == ["only the security findings"]
+
+
+MODEL_TEAMS = """
+[team]
+name = "model"
+coordinator = "lead"
+[openai]
+model = "team-model"
+base_url = "{url}"
+api_key_env = "STUDIO_MODEL_KEY"
+max_retries = 0
+[agents.lead]
+role = "coordinator"
+backend = "openai"
+"""
+
+
+class TestModelChoice:
+    # httpx reads a model's stream through nested async generators that trio's finalizer
+    # closes once the backend stops reading ([DONE]); see tests/runtime/backends/test_openai.
+    @pytest.mark.filterwarnings(
+        r"ignore:Async generator '(httpx|httpcore|httpx_sse)\.[^']*' was garbage collected"
+        ":ResourceWarning"
+    )
+    @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+    async def test_a_session_opened_with_a_model_asks_it_and_the_next_one_the_team_s(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """``/ws?team=T&model=M`` is ``orchestrator run --model M`` for that session: its
+        OpenAI-compatible agents ask M; a session opened without it asks the team file's."""
+        monkeypatch.setenv("STUDIO_MODEL_KEY", "sk-test")
+        asked: list[str] = []
+
+        def answer(request: dict[str, Any]) -> Stream:
+            asked.append(request["model"])
+            return Stream(text("Hello."))
+
+        async with fake_openai(answer) as server:
+            team = MODEL_TEAMS.format(url=server.url)
+            async with running_daemon(tmp_path, teams={"model": team}) as daemon:
+                async with connect(daemon, "team=model&model=chosen%2Fmodel:7b") as client:
+                    await client.until_type("init")
+                    await client.send({"channel": "agent", "type": "prompt", "prompt": "hi"})
+                    assert (await client.until_type("result"))["summary"] == "Hello."
+                async with connect(daemon, "team=model") as client:
+                    await client.until_type("init")
+                    await client.send({"channel": "agent", "type": "prompt", "prompt": "hi"})
+                    await client.until_type("result")
+        assert asked == ["chosen/model:7b", "team-model"]
+
+    @pytest.mark.filterwarnings("ignore::ResourceWarning")
+    @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+    async def test_a_model_that_cannot_be_is_refused_at_the_handshake_saying_why(
+        self, tmp_path: Path
+    ) -> None:
+        """No name, spaces, a reattach, or a team with no OpenAI-compatible agent: refused
+        before any session exists, the answer naming ``?model``."""
+        async with running_daemon(tmp_path, teams={"echo": ECHO}) as daemon:
+            cases = {
+                "team=echo&model=": (400, b"?model: expected a model name"),
+                "team=echo&model=two%20words": (400, b"?model: expected a model name"),
+                "team=echo&model=" + "m" * 201: (400, b"?model: expected a model name"),
+                "session=x&model=m": (400, b"?model: a session's model is chosen when it opens"),
+                "team=echo&model=m": (404, b"no agent of echo uses the OpenAI-compatible"),
+            }
+            for query, (status, says) in cases.items():
+                got_status, body = await refused(daemon, query, None)
+                assert got_status == status, query
+                assert says in body, (query, body)

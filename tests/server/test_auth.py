@@ -116,6 +116,9 @@ class TestAuth:
             status, body = await refused(daemon, "", VIEWER)
             assert status == 403
             assert b"operator" in body
+            # Choosing a session's model is opening it: an operator's, never a viewer's.
+            status, body = await refused(daemon, "team=echo&model=other-model", VIEWER)
+            assert (status, b"operator" in body) == (403, True)
             for secret in (OPERATOR, VIEWER, TOOL, "wrong"):
                 assert secret.encode() not in body
             async with connect(daemon, token=OPERATOR) as operator:

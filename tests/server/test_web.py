@@ -360,19 +360,38 @@ async def test_usage_per_chat_and_in_total_comes_from_the_facts(tmp_path: Path) 
         }
 
 
+#: A team on the OpenAI-compatible backend (a local server: no key needed; never called).
+LOCAL_MODEL = """
+[team]
+name = "local"
+coordinator = "lead"
+[openai]
+model = "team-model"
+base_url = "http://127.0.0.1:9/v1"
+[agents.lead]
+role = "coordinator"
+backend = "openai"
+"""
+
+
 async def test_the_teams_a_run_can_be_started_with_are_listed(tmp_path: Path) -> None:
-    async with running_daemon(tmp_path, teams=TEAMS, config=CONFIG) as daemon:
+    """Each with the model of its OpenAI-compatible agents (what a new session may
+    replace), or null."""
+    teams_served = {**TEAMS, "local": LOCAL_MODEL}
+    async with running_daemon(tmp_path, teams=teams_served, config=CONFIG) as daemon:
         async with daemon.http(VIEWER) as http:
             answer = await http.get("/api/teams")
         assert answer.status_code == 200, answer.text
         teams = answer.json()["teams"]
-        assert [team["name"] for team in teams] == ["counted", "echo"]
+        assert [team["name"] for team in teams] == ["counted", "echo", "local"]
         assert teams[0] == {
             "name": "counted",
             "description": "A lead and a writer whose model calls report the tokens they used.",
             "coordinator": "lead",
             "agents": ["lead", "writer"],
+            "model": None,
         }
+        assert teams[2]["model"] == "team-model"
         async with httpx.AsyncClient(base_url=daemon.url) as anonymous:
             assert (await anonymous.get("/api/teams")).status_code == 401
 

@@ -199,6 +199,7 @@ backend = "openai"
 #: Requests each endpoint takes, as the fuzzer's templates.
 AGENT_TEMPLATES: Final[list[dict[str, Any]]] = [
     {"channel": "agent", "type": "prompt", "prompt": "hello", "taskId": "t-1"},
+    {"channel": "agent", "type": "prompt", "prompt": "focus", "kind": "steering"},
     {"channel": "agent", "type": "abort", "taskId": "t-1"},
     {"channel": "agent", "type": "tool_response", "toolCallId": "c-1", "response": "yes"},
     {"channel": "agent", "type": "approve", "requestId": "a-1"},

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,10 @@ from typing import Any
 import attrs
 import httpx
 import pytest
+import trio
 from playwright.sync_api import Browser, ConsoleMessage, Error, Page, sync_playwright
 
+from tests.support.fake_openai import Answer, FakeOpenAI, fake_openai
 from tests.support.paths import PROJECT_ROOT
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -377,11 +380,17 @@ def server_sequences(daemon: Daemon, session: str) -> list[int]:
 
 
 def page_sequences(page: Page) -> list[int]:
-    """The sequences of the envelopes the page folded (its timeline, oldest first)."""
-    sequences: list[int] = page.evaluate(
-        "() => [...document.querySelectorAll('#timeline-list li')].map(li => +li.dataset.sequence)"
+    """The sequences of the envelopes the page folded (its timeline's lines), ascending.
+
+    The timeline groups its lines by agent and turn; within a group they are oldest first
+    (checked here), so only the whole is sorted."""
+    grouped: list[list[int]] = page.evaluate(
+        """() => [...document.querySelectorAll('#timeline-list .turn-group')].map(
+            g => [...g.querySelectorAll('li')].map(li => +li.dataset.sequence))"""
     )
-    return sequences
+    for lines in grouped:
+        assert lines == sorted(lines), f"a group's lines out of order: {lines}"
+    return sorted(sequence for lines in grouped for sequence in lines)
 
 
 def caught_up(page: Page, daemon: Daemon, run: AguiRun) -> list[int]:
@@ -396,3 +405,33 @@ def caught_up(page: Page, daemon: Daemon, run: AguiRun) -> list[int]:
             assert shown == expected, f"the page shows {shown}, the daemon has {expected}"
             return shown
         time.sleep(0.1)
+
+
+@contextmanager
+def model_server(answer: Callable[[dict[str, Any]], Answer]) -> Iterator[FakeOpenAI]:
+    """The fake OpenAI-compatible server (tests/support/fake_openai.py) on loopback, served
+    by trio in a thread of its own for the block's duration (these tests are sync)."""
+    ready: queue.Queue[tuple[FakeOpenAI, trio.CancelScope, trio.lowlevel.TrioToken] | BaseException]
+    ready = queue.Queue()
+
+    async def serve() -> None:
+        try:
+            async with fake_openai(answer) as server:
+                with trio.CancelScope() as scope:
+                    ready.put((server, scope, trio.lowlevel.current_trio_token()))
+                    await trio.sleep_forever()
+        except BaseException as exc:
+            ready.put(exc)
+            raise
+
+    thread = threading.Thread(target=trio.run, args=(serve,), daemon=True)
+    thread.start()
+    started = ready.get(timeout=30)
+    if isinstance(started, BaseException):
+        raise started
+    server, scope, token = started
+    try:
+        yield server
+    finally:
+        trio.from_thread.run_sync(scope.cancel, trio_token=token)
+        thread.join(timeout=30)

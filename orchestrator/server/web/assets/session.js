@@ -110,7 +110,8 @@
     const decidedBox = h("div", { id: "decided", hidden: true }, h("h4", { text: "Decided" }), decidedList);
     actions.appendChild(decidedBox);
     const panel = h("aside", { id: "transcript", class: "transcript", "aria-labelledby": "transcript-title", "aria-live": "polite" }, h("h3", { id: "transcript-title", text: "Transcript" }), h("p", { class: "notice", text: "Select a node (in the graph or the table) to read its chat." }));
-    const timelineList = h("ol", { id: "timeline-list", class: "timeline" });
+    // Groups of lines, one per agent and turn (see drawTimeline), each a list of lines.
+    const timelineList = h("div", { id: "timeline-list", class: "timeline" });
     const timelineNote = h("p", { id: "timeline-note", class: "meta" });
     const timeline = h("section", { id: "timeline", "aria-labelledby": "timeline-title" }, h("h3", { id: "timeline-title", text: "Timeline" }), timelineNote, timelineList);
     const errorBox = h("p", { id: "session-error", class: "error", role: "alert" });
@@ -125,11 +126,23 @@
     const composerMode = h("p", { id: "composer-mode", class: "meta" });
     const composerSend = h("button", { type: "button", id: "composer-send", class: "primary", text: "Send", onclick: sendMessage });
     const cancelRun = h("button", { type: "button", id: "cancel-run", class: "deny", text: "Cancel run", hidden: true, onclick: cancelTheRun });
+    // While the coordinator works, the message is either queued (its next turn) or steers
+    // the running turn (read at its next model round): the agent channel's prompt kinds.
+    const sendQueued = h("input", { type: "radio", name: "composer-kind", id: "composer-queued", value: "queued", checked: true, onchange: drawSteer });
+    const sendSteering = h("input", { type: "radio", name: "composer-kind", id: "composer-steering", value: "steering", onchange: drawSteer });
+    const composerKind = h(
+      "fieldset",
+      { id: "composer-kind", class: "composer-kind", hidden: true },
+      h("legend", { text: "Send it as" }),
+      h("label", { for: "composer-queued" }, sendQueued, " the next turn (queued)"),
+      h("label", { for: "composer-steering" }, sendSteering, " steering for the running turn")
+    );
     const composer = h(
       "div",
       { id: "composer", class: "composer", hidden: true },
       h("label", { for: "composer-text", text: "Next message" }),
       composerText,
+      composerKind,
       composerMode,
       h("div", { class: "buttons" }, composerSend, cancelRun)
     );
@@ -548,9 +561,13 @@
       composer.hidden = !operate;
       const lead = coordinatorNode();
       const busy = Boolean(lead && BUSY.has(lead.status));
-      composerMode.textContent = busy
-        ? (lead.agentName || "The coordinator") + " is at work: this message is queued and becomes its next turn. (Ctrl+Enter sends.)"
-        : "Starts " + ((lead && lead.agentName) || "the coordinator") + "'s next turn. (Ctrl+Enter sends.)";
+      composerKind.hidden = !busy;
+      const who = (lead && lead.agentName) || "the coordinator";
+      composerMode.textContent = !busy
+        ? "Starts " + who + "'s next turn. (Ctrl+Enter sends.)"
+        : sendSteering.checked
+          ? who + " is at work: this message steers its running turn, read at its next model call. (Ctrl+Enter sends.)"
+          : who + " is at work: this message is queued and becomes its next turn. (Ctrl+Enter sends.)";
       cancelRun.hidden = !(operate && busy && lead && lead.taskId);
     }
 
@@ -561,13 +578,17 @@
         composerText.focus();
         return;
       }
-      if (!socket || !socket.send({ channel: "agent", type: "prompt", prompt: text })) {
+      // Steering only while a turn runs: an idle coordinator takes the message as its turn.
+      const steering = !composerKind.hidden && sendSteering.checked;
+      const message = { channel: "agent", type: "prompt", prompt: text };
+      if (steering) message.kind = "steering";
+      if (!socket || !socket.send(message)) {
         errorBox.textContent = "Not connected: the message was not sent.";
         return;
       }
       errorBox.textContent = "";
       composerText.value = "";
-      resultState.textContent = "Sent: " + O.shorten(text, 120);
+      resultState.textContent = (steering ? "Steered with: " : "Sent: ") + O.shorten(text, 120);
     }
 
     function abortTask(taskId, what) {
@@ -668,10 +689,60 @@
       }
     }
 
+    // Lines are grouped by agent and turn: an agent's turn begins when it joins, and again
+    // each time it goes to work from a rest (a conversation's coordinator, idle between
+    // prompts, starts its next turn). The run's own lines are a group of their own. Groups
+    // come in the order they began; lines keep their order within one.
+    const REST = new Set(["idle", "completed", "failed", "cancelled", "killed"]);
+    const turnOf = new Map(); // chat -> {turn, status}
+    const groups = new Map(); // "chat turn" -> {element, list}
+    function groupOf(env) {
+      const chat = env.threadId || "";
+      let at = turnOf.get(chat);
+      if (!at) turnOf.set(chat, (at = { turn: 1, status: null }));
+      const status = (env.payload || {}).status;
+      if (chat && env.type === "agent.changed" && status) {
+        if (!REST.has(status) && at.status !== null && REST.has(at.status)) at.turn += 1;
+        at.status = status;
+      } else if (chat && (env.type === "agent.completed" || env.type === "agent.failed")) {
+        at.status = status || "completed";
+      }
+      const key = chat + " " + at.turn;
+      let group = groups.get(key);
+      if (!group) {
+        const title = chat ? nameOf(chat) + " · turn " + at.turn : "The run";
+        const list = h("ol", { class: "timeline-lines" });
+        const count = h("span", { class: "count" });
+        const element = h(
+          "details",
+          { class: "turn-group", open: true, "data-chat": chat, "data-turn": String(at.turn) },
+          h("summary", null, h("span", { class: "group-title", text: title }), " ", count),
+          list
+        );
+        group = { element: element, list: list, count: count };
+        groups.set(key, group);
+        timelineList.appendChild(element);
+      }
+      return group;
+    }
+    function drawGroup(group) {
+      const lines = group.list.children;
+      let shown = 0;
+      for (const li of lines) if (!li.hidden) shown += 1;
+      group.element.hidden = shown === 0;
+      group.count.textContent = "(" + (shown === lines.length ? lines.length : shown + " of " + lines.length) + (lines.length === 1 ? " event)" : " events)");
+    }
+    function refilterAll() {
+      timelineRows.forEach(filterRow);
+      groups.forEach(drawGroup);
+    }
+
     function drawTimeline(fresh) {
       // Only the newest TIMELINE_CAP are ever made: a 1,000-worker session has 10,000.
+      const touched = new Set();
       for (const env of fresh.length > TIMELINE_CAP ? fresh.slice(-TIMELINE_CAP) : fresh) {
         const [kind, words] = sentence(env);
+        const group = groupOf(env);
         const link = env.threadId && model.nodes.has(env.threadId)
           ? h("button", { type: "button", class: "link", "data-node": env.threadId, text: nameOf(env.threadId), onclick: () => selectNode(env.threadId) })
           : null;
@@ -687,11 +758,25 @@
         );
         li.envelope = env; // its raw text is made when asked for (500 lines of JSON cost)
         if (timelineRaw.checked) showRaw(li);
-        timelineList.appendChild(li);
+        li.group = group;
+        group.list.appendChild(li);
         timelineRows.push(li);
         filterRow(li);
+        touched.add(group);
       }
-      while (timelineRows.length > TIMELINE_CAP) timelineRows.shift().remove();
+      while (timelineRows.length > TIMELINE_CAP) {
+        const gone = timelineRows.shift();
+        gone.remove();
+        touched.add(gone.group);
+      }
+      for (const [key, group] of groups) {
+        if (!group.list.children.length) {
+          group.element.remove();
+          groups.delete(key);
+          touched.delete(group);
+        }
+      }
+      touched.forEach(drawGroup);
       listAgents();
       timelineNote.textContent =
         envelopes.length > TIMELINE_CAP
@@ -730,10 +815,10 @@
       }
       timelineAgent.value = current;
     }
-    timelineAgent.addEventListener("change", () => timelineRows.forEach(filterRow));
-    const refilter = O.debounce(() => timelineRows.forEach(filterRow), 150);
+    timelineAgent.addEventListener("change", refilterAll);
+    const refilter = O.debounce(refilterAll, 150);
     timelineFilter.addEventListener("input", refilter);
-    timelineKind.addEventListener("change", () => timelineRows.forEach(filterRow));
+    timelineKind.addEventListener("change", refilterAll);
     function showRaw(li) {
       if (!li.querySelector(".raw")) li.appendChild(h("code", { class: "raw", text: JSON.stringify(li.envelope) }));
     }

@@ -71,6 +71,9 @@
       const team = h("select", { id: "new-run-team", required: true });
       const prompt = h("textarea", { id: "new-run-prompt", rows: "3", required: true, placeholder: "What should the team do?" });
       const about = h("p", { id: "new-run-about", class: "meta" });
+      // The model of the team's OpenAI-compatible agents, for this run only (`run --model`).
+      const model = h("input", { type: "text", id: "new-run-model", autocomplete: "off", spellcheck: "false", "aria-describedby": "new-run-model-note" });
+      const modelNote = h("p", { id: "new-run-model-note", class: "meta" });
       const problem = h("p", { id: "new-run-error", class: "error", role: "alert" });
       const start = h("button", { type: "submit", id: "new-run-start", class: "primary", text: "Start the run" });
       const form = h(
@@ -78,20 +81,36 @@
         { id: "new-run", class: "new-run panel", "aria-labelledby": "new-run-title" },
         h("h2", { id: "new-run-title", text: "New run" }),
         h("div", { class: "field" }, h("label", { for: "new-run-team", text: "Team" }), team, about),
+        h("div", { class: "field" }, h("label", { for: "new-run-model", text: "Model (optional)" }), model, modelNote),
         h("div", { class: "field" }, h("label", { for: "new-run-prompt", text: "Prompt" }), prompt),
         h("div", { class: "buttons" }, start),
         problem
       );
       const described = new Map();
-      team.addEventListener("change", () => (about.textContent = described.get(team.value) || ""));
+      const models = new Map(); // team -> the model its OpenAI-compatible agents ask, or null
+      function drawModel() {
+        const asked = models.get(team.value);
+        model.disabled = !asked;
+        model.placeholder = asked || "";
+        if (!asked) model.value = "";
+        modelNote.textContent = asked
+          ? "Empty: its agents ask " + asked + ", as the team file says. Another model is for this run only."
+          : "Its agents take their models from the team file: it has no OpenAI-compatible agent.";
+      }
+      team.addEventListener("change", function () {
+        about.textContent = described.get(team.value) || "";
+        drawModel();
+      });
       O.api("/api/teams").then(
         function (answer) {
           for (const t of answer.teams || []) {
             described.set(t.name, (t.description ? t.description + " " : "") + "Coordinator: " + t.coordinator + "; agents: " + (t.agents || []).join(", ") + ".");
+            models.set(t.name, t.model || null);
             team.appendChild(h("option", { value: t.name, text: t.name }));
           }
           if (answer.default) team.value = answer.default;
           about.textContent = described.get(team.value) || "";
+          drawModel();
           if (!team.options.length) problem.textContent = "This daemon serves no team a run can be started with.";
         },
         (error) => (problem.textContent = "The teams could not be listed: " + error.message)
@@ -104,10 +123,17 @@
           prompt.focus();
           return;
         }
+        const chosen = model.disabled ? "" : model.value.trim();
+        // The daemon's rule (it refuses the rest, naming ?model).
+        if (chosen && !/^[^\s\x00-\x1f\x7f]{1,200}$/.test(chosen)) {
+          problem.textContent = "A model name has no spaces and at most 200 characters.";
+          model.focus();
+          return;
+        }
         start.disabled = true;
         start.textContent = "Starting…";
         try {
-          const id = await startRun(team.value, prompt.value.trim());
+          const id = await startRun(team.value, prompt.value.trim(), chosen);
           location.hash = "#/sessions/" + encodeURIComponent(id);
         } catch (error) {
           problem.textContent = "Not started: " + error.message;
@@ -120,9 +146,10 @@
 
     /* Opens a session as every client does (`WS /ws?team=NAME`), sends the prompt and
      * waits for its turn to start (the `prompt` echo); the session page then attaches. */
-    function startRun(teamName, text) {
+    function startRun(teamName, text, modelName) {
       return new Promise(function (resolve, reject) {
-        const ws = new WebSocket(O.wsUrl("/ws?team=" + encodeURIComponent(teamName)));
+        const query = "/ws?team=" + encodeURIComponent(teamName) + (modelName ? "&model=" + encodeURIComponent(modelName) : "");
+        const ws = new WebSocket(O.wsUrl(query));
         let session = null;
         let settled = false;
         function settle(error) {
