@@ -55,8 +55,9 @@ __all__ = [
     "open_stream_writer",
 ]
 
-#: Seconds a chat's streamed chunks are gathered for at most before they are written (the
-#: daemon's ``delta_window_ms``, ``open_run(delta_window=...)``); 0 writes each chunk alone.
+#: Seconds a chat's streamed chunks are gathered for at most before they are written
+#: (daemon.toml's ``delta_window``, ``run --delta-window``, ``open_run(delta_window=...)``);
+#: 0 writes each chunk alone.
 DEFAULT_DELTA_WINDOW: Final = 0.05
 
 TextKind = Literal["markdown", "reasoning"]
