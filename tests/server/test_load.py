@@ -8,7 +8,7 @@ import tomllib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import pytest
@@ -20,6 +20,7 @@ from trio_websocket import ConnectionClosed, wrap_client_stream
 from orchestrator.base import ConfigError, PeerProtocolError
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import parse_client_message, project_facts, unstructure_envelope
+from orchestrator.runtime import DEFAULT_DELTA_WINDOW
 from orchestrator.server import ServeConfig, _outbox, parse_serve_config
 from orchestrator.sessions import Limits
 from tests.support import teams
@@ -83,8 +84,15 @@ async def metric(daemon: RunningDaemon, name: str) -> float:
     raise AssertionError(f"no metric {name} in:\n{text}")
 
 
-def limits(**changes: Any) -> ServeConfig:
-    return ServeConfig(limits=attrs.evolve(Limits(shutdown_grace=0.5), **changes))
+def limits(*, delta_window: float = DEFAULT_DELTA_WINDOW, **changes: Any) -> ServeConfig:
+    return ServeConfig(
+        limits=attrs.evolve(Limits(shutdown_grace=0.5), **changes), delta_window=delta_window
+    )
+
+
+#: The STREAM team's 1,000 chunks come at once: without a delta window each is its own fact
+#: (and frame), so a client that stops reading fills its queue and its socket.
+ONE_FACT_PER_CHUNK: Final = 0.0
 
 
 class TestManyClients:
@@ -289,7 +297,7 @@ class TestSlowSubscriber:
         # past CLOSE_TIMEOUT, when its socket is closed under the blocked write and the close
         # frame never arrives (1006): test_hypercorn_ws covers that timeout; here it waits.
         monkeypatch.setattr(_outbox, "CLOSE_TIMEOUT", 60.0)
-        config = limits(subscriber_buffer=50)
+        config = limits(subscriber_buffer=50, delta_window=ONE_FACT_PER_CHUNK)
         with trio.fail_after(60):
             async with running_daemon(
                 tmp_path, teams={"stream": teams.STREAM}, config=config
@@ -327,7 +335,8 @@ class TestSlowSubscriber:
         """A viewer that stopped reading mid-stream (its socket full, a frame half written)
         does not hold the daemon up: stopping ends within the shutdown grace and
         hypercorn's graceful timeout, and the viewer's connection is closed."""
-        config = limits(subscriber_buffer=100_000)  # never dropped: its socket is what is full
+        # Never dropped: its socket is what is full.
+        config = limits(subscriber_buffer=100_000, delta_window=ONE_FACT_PER_CHUNK)
         with trio.fail_after(60):
             async with (
                 running_daemon(tmp_path, teams={"stream": teams.STREAM}, config=config) as daemon,
@@ -372,7 +381,9 @@ class TestSlowSubscriber:
         ).encode()
         with trio.fail_after(60):
             async with running_daemon(
-                tmp_path, teams={"stream": teams.STREAM}, config=limits()
+                tmp_path,
+                teams={"stream": teams.STREAM},
+                config=limits(delta_window=ONE_FACT_PER_CHUNK),
             ) as daemon:
                 host, port = daemon.url.removeprefix("http://").split(":")
                 sock = trio.socket.socket(trio.socket.AF_INET, trio.socket.SOCK_STREAM)
@@ -472,11 +483,11 @@ class TestMalformedFrames:
                     await other.until_type("done")
         assert len(answers) >= 50
         assert not [e for e in other.received if e["type"] == "error"]
+        # (The answer's two chunks come at once: one fact, one text event.)
         assert [e["type"] for e in other.received] == [
             "init",
             "history",
             "prompt",
-            "text",
             "text",
             "result",
             "done",
