@@ -23,7 +23,7 @@ from stamina.instrumentation import LoggingOnRetryHook, RetryDetails, StructlogO
 
 from orchestrator.base import ConfigError, forget_secrets, redact_text, register_secret
 from orchestrator.cli._teammates_client import read_token
-from orchestrator.core import Fact, MemberJoined, RunStarted, SpanFold, span_id_of, trace_id_of
+from orchestrator.core import span_id_of, trace_id_of
 from orchestrator.runtime import (
     MAX_EVENT_CHARS,
     MAX_FRAMES,
@@ -45,6 +45,7 @@ from orchestrator.sessions import Limits
 from tests.support.daemon import connect, running_daemon
 from tests.support.examples import examples
 from tests.support.teams import ECHO
+from tests.support.traces import fold_in_a_turn
 
 TOKEN = "tok-3f9a1c7e5b2d4068"  # a daemon token: registered, redacted by its exact value
 KEY = "sk-proj-Zq8W3eR5tY7uI9oP1aS"  # an OpenAI-style key: redacted by its shape
@@ -124,33 +125,7 @@ class TestTraceIds:
         """Tracing on: a line written in a span has its trace_id and span_id (hex, as trace
         UIs show them); a line outside one, or with tracing off, has neither."""
         session, chat = "ahp-session:/s", "ahp-chat:/c"
-        fold = SpanFold(session)
-        fold.apply(
-            Fact(
-                sequence=1,
-                session=session,
-                channel=session,
-                at="2026-12-07T10:00:00.000Z",
-                action=RunStarted(
-                    run="run-1",
-                    team="t",
-                    topology="coordinator-workers",
-                    parallel_budget=1,
-                    coordinator="lead",
-                    prompt="p",
-                    task="task-1",
-                ),
-            )
-        )
-        fold.apply(
-            Fact(
-                sequence=2,
-                session=session,
-                channel=session,
-                at="2026-12-07T10:00:00.000Z",
-                action=MemberJoined(chat=chat, agent="lead", role="coordinator", task="task-1"),
-            )
-        )
+        fold = fold_in_a_turn(session, chat)
         log = structlog.get_logger("test.trace")
         with configured(as_json=True) as stream:
             log.warning("before")

@@ -15,12 +15,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from orchestrator.base import ConfigError
 from orchestrator.core import (
-    Fact,
-    MemberJoined,
     ModelEvent,
     RoundContext,
-    RunStarted,
-    SpanFold,
     TextDelta,
     UsageReport,
     parse_traceparent,
@@ -40,7 +36,13 @@ from orchestrator.runtime.tools import command_environment
 from orchestrator.spec import CommandTool, load_team, parse_team
 from tests.support.examples import examples
 from tests.support.runtime import Harness, run_to_end
-from tests.support.traces import DELIVERY, delegation_tree, delivery_run, span_delegations
+from tests.support.traces import (
+    DELIVERY,
+    delegation_tree,
+    delivery_run,
+    fold_in_a_turn,
+    span_delegations,
+)
 
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
@@ -253,33 +255,7 @@ class TestCommandTools:
         tool = CommandTool(name="t", command=("true",))
         untraced = command_environment({}, tool, session=session, tool_call_id=call, callback=None)
         assert "TRACEPARENT" not in untraced
-        fold = SpanFold(session)
-        fold.apply(
-            Fact(
-                sequence=1,
-                session=session,
-                channel=session,
-                at="2026-12-07T10:00:00.000Z",
-                action=RunStarted(
-                    run="run-1",
-                    team="t",
-                    topology="coordinator-workers",
-                    parallel_budget=1,
-                    coordinator="lead",
-                    prompt="p",
-                    task="task-1",
-                ),
-            )
-        )
-        fold.apply(
-            Fact(
-                sequence=2,
-                session=session,
-                channel=session,
-                at="2026-12-07T10:00:00.000Z",
-                action=MemberJoined(chat=chat, agent="lead", role="coordinator", task="task-1"),
-            )
-        )
+        fold = fold_in_a_turn(session, chat)
         with in_span(fold, chat, "tool", chat, call):
             traced = command_environment(
                 {}, tool, session=session, tool_call_id=call, callback=None

@@ -12,12 +12,40 @@ from typing import Any, Protocol
 
 import trio
 
-from orchestrator.core import ApprovalRequested, Fact, TaskCreated, TaskStarted
+from orchestrator.core import (
+    ApprovalRequested,
+    Fact,
+    MemberJoined,
+    RunStarted,
+    SpanFold,
+    TaskCreated,
+    TaskStarted,
+)
 from orchestrator.spec import load_team
 from tests.support.paths import PROJECT_ROOT
 from tests.support.runtime import Harness
 
 DELIVERY = PROJECT_ROOT / "teams" / "delivery.toml"
+
+
+def fold_in_a_turn(session: str, chat: str) -> SpanFold:
+    """A span fold of ``session`` whose run has started and whose coordinator ``chat`` has
+    joined: code running in that chat's turn has a span to name."""
+    fold = SpanFold(session)
+    at = "2026-12-07T10:00:00.000Z"
+    started = RunStarted(
+        run="run-1",
+        team="t",
+        topology="coordinator-workers",
+        parallel_budget=1,
+        coordinator="lead",
+        prompt="p",
+        task="task-1",
+    )
+    joined = MemberJoined(chat=chat, agent="lead", role="coordinator", task="task-1")
+    fold.apply(Fact(sequence=1, session=session, channel=session, at=at, action=started))
+    fold.apply(Fact(sequence=2, session=session, channel=session, at=at, action=joined))
+    return fold
 
 
 async def delivery_run(harness: Harness | None = None) -> Harness:
