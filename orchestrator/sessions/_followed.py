@@ -173,6 +173,7 @@ class FollowedRuntime:
         lease_check: float,
         poll: float = FOLLOW_POLL,
         gone: Callable[[str, str], str] = _node_gone,
+        blocking: Callable[[Callable[[], Any]], Awaitable[Any]] = trio.to_thread.run_sync,
     ) -> None:
         """Follow the session whose state ``state`` is, as read from the journal.
 
@@ -186,6 +187,9 @@ class FollowedRuntime:
             poll: The follower reads every ``poll`` seconds anyway.
             gone: ``gone(session, owner)`` is what clients are told when the owner let go of an
                 unfinished session.
+            blocking: Runs a blocking call (the journal's reads, ``live_owner``) off the trio
+                thread; a test whose reader is a list runs them inline, so that an autojump
+                clock never jumps while a read is under way in a thread it cannot see.
         """
         self._state = state
         self.owner = owner
@@ -198,6 +202,7 @@ class FollowedRuntime:
         self._lease_check = lease_check
         self._poll = poll
         self._gone = gone
+        self._blocking = blocking
         self._wake = trio.Event()
         self._progress = trio.Event()
         self._ending = False
@@ -245,7 +250,7 @@ class FollowedRuntime:
             if self._finished() or self._ending:
                 return
             if trio.current_time() >= check_at:
-                owner = await trio.to_thread.run_sync(self._live_owner, self.session)
+                owner = await self._blocking(lambda: self._live_owner(self.session))
                 check_at = trio.current_time() + self._lease_check
                 if owner is None:
                     await self._catch_up()  # what the last owner wrote before it went
@@ -260,9 +265,7 @@ class FollowedRuntime:
     async def _catch_up(self) -> None:
         after = self._state.last_sequence
         try:
-            facts = await trio.to_thread.run_sync(
-                lambda: self._reader.facts(self.session, after=after)
-            )
+            facts = await self._blocking(lambda: self._reader.facts(self.session, after=after))
         except (OrchestratorError, OSError) as exc:
             log.warning("followed session not read", session=self.session, error=str(exc))
             return

@@ -6,6 +6,7 @@ tested in ``sessions/test_cluster``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -16,10 +17,6 @@ from orchestrator.journal import PostgresCommands
 from orchestrator.sessions import FollowedRuntime, Forwarder
 from orchestrator.sessions._followed import FOLLOW_POLL
 from tests.support.facts import SESSION, facts, sequences
-
-#: Real seconds the clock waits before it jumps: the reads run in threads, which the
-#: clock cannot see (with no wait it would jump past deadlines while a read is under way).
-THREADS = 0.05
 
 
 class ListReader:
@@ -35,6 +32,10 @@ class ListReader:
         return sorted(found, key=lambda fact: fact.sequence)  # as the journal orders them
 
 
+async def inline(call: Callable[[], Any]) -> Any:
+    return call()
+
+
 def follower(reader: ListReader, owner: list[str | None], **kwargs: Any) -> FollowedRuntime:
     state = TeamState.fold(SESSION, [f for f in reader.written if f.sequence <= 3])
     unused = Forwarder(PostgresCommands("postgresql://nobody@127.0.0.1:1/none", node="b"))
@@ -45,6 +46,7 @@ def follower(reader: ListReader, owner: list[str | None], **kwargs: Any) -> Foll
         forwarder=unused,
         live_owner=lambda session: owner[0],
         lease_check=kwargs.pop("lease_check", 1000.0),
+        blocking=inline,  # the reader is a list: no thread for the clock to race
         **kwargs,
     )
 
@@ -61,7 +63,6 @@ class TestReading:
     async def test_a_notification_brings_the_facts_after_the_state(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
-        autojump_clock.autojump_threshold = THREADS
         reader = ListReader(facts(1, 3))
         runtime = follower(reader, ["a"])
         subscription = runtime.bus.subscribe("client")
@@ -82,7 +83,6 @@ class TestReading:
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
         """Facts are published contiguous only: 6 waits until 5 is read; none twice."""
-        autojump_clock.autojump_threshold = THREADS
         reader = ListReader(facts(1, 4))
         runtime = follower(reader, ["a"])
         subscription = runtime.bus.subscribe("client")
@@ -101,7 +101,6 @@ class TestReading:
     async def test_a_lost_notification_only_delays(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
-        autojump_clock.autojump_threshold = THREADS
         reader = ListReader(facts(1, 3))
         runtime = follower(reader, ["a"])
         subscription = runtime.bus.subscribe("client")
@@ -118,7 +117,6 @@ class TestEnding:
     async def test_a_free_lease_ends_following_and_says_to_reattach(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
-        autojump_clock.autojump_threshold = THREADS
         reader = ListReader(facts(1, 3))
         owner: list[str | None] = ["a"]
         runtime = follower(reader, owner, lease_check=1.0)
@@ -137,7 +135,6 @@ class TestEnding:
     async def test_another_owner_is_followed_on(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
-        autojump_clock.autojump_threshold = THREADS
         reader = ListReader(facts(1, 3))
         owner: list[str | None] = ["a"]
         runtime = follower(reader, owner, lease_check=1.0)
