@@ -45,7 +45,7 @@ from orchestrator._streams import (
 )
 from orchestrator.ahp.actions import ChatInputRequestedAction
 from orchestrator.ahp.state import ChatInputRequest, ChatInputResponseKind
-from orchestrator.base import RunError
+from orchestrator.base import RunError, leaf_exceptions
 from orchestrator.core import USER, ApprovalRequested, Backend, Fact, MemberName, member_name
 from orchestrator.journal import open_journal
 from orchestrator.protocols import AgentUiProjector, Envelope
@@ -368,19 +368,10 @@ class TeamRun:
 
 
 def _alone(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
-    """The one exception ``group`` holds, cancellations aside (nested groups flattened);
-    None if it holds several, or only cancellations."""
-    leaves: list[BaseException] = []
-
-    def collect(exc: BaseException) -> None:
-        if isinstance(exc, BaseExceptionGroup):
-            for inner in exc.exceptions:
-                collect(inner)
-        elif not isinstance(exc, trio.Cancelled):
-            leaves.append(exc)
-
-    collect(group)
-    return leaves[0] if len(leaves) == 1 else None
+    """The one exception ``group`` holds, cancellations aside; None if it holds several,
+    or only cancellations."""
+    errors, _ = leaf_exceptions(group, setting_aside=trio.Cancelled)
+    return errors[0] if len(errors) == 1 else None
 
 
 def _approval_of(fact: Fact) -> ApprovalRequested | None:

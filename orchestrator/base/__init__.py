@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ._compact_json import *  # noqa: F403
     from ._errors import *  # noqa: F403
     from ._evolve import *  # noqa: F403
+    from ._exception_groups import *  # noqa: F403
     from ._input_gate import *  # noqa: F403
     from ._keyed import *  # noqa: F403
     from ._lazy import *  # noqa: F403
@@ -56,6 +57,7 @@ else:
             "evolve": "._evolve",
             "forget_secrets": "._redact",
             "lazy_facade": "._lazy",
+            "leaf_exceptions": "._exception_groups",
             "now_timestamp": "._clock",
             "parse_json": "._input_gate",
             "parse_json_counted": "._input_gate",

@@ -44,6 +44,7 @@ from orchestrator.ahp.actions import (
     ChatToolCallDeltaAction,
 )
 from orchestrator.ahp.state import MarkdownResponsePart, ReasoningResponsePart
+from orchestrator.base import leaf_exceptions
 from orchestrator.core import Action
 
 from ._ids import Ids
@@ -255,19 +256,12 @@ async def open_stream_writer(
 
 
 def _alone(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one error a group of the block and the flusher holds (cancellations aside), or
-    the group when there is not exactly one."""
-    leaves: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending:
-        exc = pending.pop()
-        if isinstance(exc, BaseExceptionGroup):
-            pending.extend(exc.exceptions)
-        else:
-            leaves.append(exc)
-    errors = [exc for exc in leaves if not isinstance(exc, trio.Cancelled)]
+    """The one error a group of the block and the flusher holds (cancellations aside); a
+    cancellation when it holds only those (callers catch ``trio.Cancelled``); else the
+    group."""
+    errors, cancellations = leaf_exceptions(group, setting_aside=trio.Cancelled)
     if len(errors) == 1:
         return errors[0]
-    if not errors and leaves:
-        return leaves[0]
+    if not errors and cancellations:
+        return cancellations[0]
     return group
