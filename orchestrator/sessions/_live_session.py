@@ -207,8 +207,9 @@ class Sink(Protocol):
         wait. What it sends may wait for :meth:`published`."""
 
     def published(self) -> None:
-        """Every fact of the batch published was delivered: send what they make now (one
-        write for the batch); must be quick, never wait."""
+        """Every fact published since the last call was delivered: send what they make now
+        (one write for them all: the session calls this once the task that published them
+        yields, so the batches of one group commit go together); must be quick, never wait."""
 
     def failed(self) -> None:
         """:meth:`deliver` or :meth:`published` raised: the session logged it and feeds this
@@ -298,6 +299,8 @@ class LiveSession:
         )
         # The session's Agent UI envelopes, once a reader asks for them (see team_log).
         self._team_log: TeamLog | None = None
+        # The sinks delivered to since they were last told to send (see _observe_batch).
+        self._unsent: dict[Sink, None] = {}
         # What each fact wrote is asked for only while a team log follows the state.
         runtime.bus.observe_changes(self._observe_batch, wanted=lambda: self._team_log is not None)
 
@@ -658,8 +661,21 @@ class LiveSession:
                     sink.deliver(fact, frames, team)
                 except Exception:
                     self._feed_failed(sink)
-        # Each client is sent the whole batch at once.
-        for sink in list(self._sinks):
+        if not self._sinks:
+            return
+        # Each client is sent what was published at once, once the batches settled together
+        # are all delivered: a group commit completes many batches (one per chat that
+        # streamed), and the recorder publishes them one after another. Told per batch, each
+        # client would be written once per batch; told once the publishing task yields, it is
+        # written once for them all, within the same pass of trio's scheduler.
+        if not self._unsent:
+            trio.lowlevel.current_trio_token().run_sync_soon(self._send_published)
+        self._unsent.update(dict.fromkeys(self._sinks))
+
+    def _send_published(self) -> None:
+        """Tell every sink delivered to since the last time to send what it was given."""
+        sinks, self._unsent = self._unsent, {}
+        for sink in sinks:
             try:
                 sink.published()
             except Exception:
