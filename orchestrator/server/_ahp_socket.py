@@ -247,6 +247,7 @@ class _Feed:
 
     live: LiveSession
     socket: AhpSocket
+    every_fact: bool = attrs.field(default=True, init=False)  # projected here (Sink)
 
     def deliver(self, fact: Fact, frames: tuple[str, ...], team: Sequence[str]) -> None:
         self.socket._deliver(self.live, fact)

@@ -201,6 +201,11 @@ async def _done(pending: Awaitable[None] | None) -> None:
 class Sink(Protocol):
     """A client the session pushes its facts to as they are published (see attach)."""
 
+    #: Whether the sink is given every fact (an AHP client projects each itself), or only
+    #: those that make an agent-channel event or a team-channel frame: a worker's streamed
+    #: text makes neither, and a daemon with many clients would call each for nothing.
+    every_fact: bool
+
     def deliver(self, fact: Fact, frames: tuple[str, ...], team: Sequence[str]) -> None:
         """``fact``, its agent-channel events as JSON texts, and its Agent UI envelopes'
         team-channel frames (none while no one reads the team log); must be quick, never
@@ -293,6 +298,8 @@ class LiveSession:
         self._channel = AgentChannelProjector(task_of=self.task_of)
         self._channel.prime(self.state)
         self._sinks: list[Sink] = []
+        # Those of them given every fact (Sink.every_fact), in the same order.
+        self._every_fact_sinks: list[Sink] = []
         # Recent facts' AHP action frames per channel (see action_frames), oldest first.
         self._action_frames: OrderedDict[tuple[int, str], tuple[tuple[int, str], ...]] = (
             OrderedDict()
@@ -452,11 +459,15 @@ class LiveSession:
             sink.ended(self.ended_because)
         else:
             self._sinks.append(sink)
+            if sink.every_fact:
+                self._every_fact_sinks.append(sink)
         return self.state
 
     def detach(self, sink: Sink) -> None:
         if sink in self._sinks:
             self._sinks.remove(sink)
+        if sink in self._every_fact_sinks:
+            self._every_fact_sinks.remove(sink)
 
     @property
     def sinks(self) -> int:
@@ -466,7 +477,7 @@ class LiveSession:
         """The session ended: no fact follows. Tell every sink (and why, see Sink.ended);
         a sink attached later is told the same."""
         self.ended_because = reason
-        sinks, self._sinks = self._sinks, []
+        sinks, self._sinks, self._every_fact_sinks = self._sinks, [], []
         for sink in sinks:
             sink.ended(reason)
 
@@ -656,7 +667,7 @@ class LiveSession:
                     "a fact's agent-channel events failed", session=self.uri, fact=fact.sequence
                 )
                 frames = ()
-            for sink in list(self._sinks):
+            for sink in list(self._sinks if frames or team else self._every_fact_sinks):
                 try:
                     sink.deliver(fact, frames, team)
                 except Exception:
