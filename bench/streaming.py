@@ -22,7 +22,8 @@ Systems:
   subagent's ``TEXT_MESSAGE_CONTENT``); the others attach before the run and take turns at an
   AHP WebSocket client (``/ahp``, subscribed to the session and to each worker chat as it is
   added), an agent-channel client (``/ws?session=``) and a team-channel client (``/ws``
-  subscribed to the Agent UI envelopes). The CPU is the daemon process's (from ``/proc``),
+  subscribed to the Agent UI envelopes), in a process of their own, so that their work does
+  not hold the AG-UI client back. The CPU is the daemon process's (from ``/proc``),
   from the run's POST to its ``RUN_FINISHED``; the wall is that span; the p99 is from the
   model yielding a chunk (its time is in the token, ``perf_counter`` is one clock for both
   processes) to a client reading a frame that holds it, over every client that is sent worker
@@ -483,39 +484,47 @@ async def _agui_run(
 
 
 async def _serve_clients(url: str, pid: int, k: int, t: int, clients: int) -> dict[str, Any]:
+    """The AG-UI client, here; the attached clients in a process of their own
+    (:func:`_attached`), so that their work does not hold the AG-UI client back."""
     import httpx
 
-    thread = "bench-thread"
     warm = {"id": "m1", "role": "user", "content": "warm"}
     go = {"id": "m2", "role": "user", "content": "go"}
     async with httpx.AsyncClient(timeout=None) as client:
-        await _agui_run(client, url, thread, [warm], None)  # opens the session
-        seen = [_Seen(k * t) for _ in range(clients)]
-        done = trio.Event()
-        async with trio.open_nursery() as nursery:
-            readies = []
-            for index in range(1, clients):
-                ready = trio.Event()
-                readies.append(ready)
-                kind = _KINDS[(index - 1) % len(_KINDS)]
-                nursery.start_soon(_ws_client, url, kind, thread, seen[index], ready, done)
-            for ready in readies:
-                await ready.wait()
-            cpu0, wall0, ours0 = _daemon_cpu(pid), time.perf_counter(), time.process_time()
-            await _agui_run(client, url, thread, [warm, go], seen[0])
-            wall = time.perf_counter() - wall0
-            cpu = _daemon_cpu(pid) - cpu0
-            clients_cpu = time.process_time() - ours0
-            # What the attached clients have yet to read is in flight: give it a moment.
-            with trio.move_on_after(10):
-                for index, sees in enumerate(seen):
-                    if _sees_text(index):
-                        await sees.every_token.wait()
-            done.set()
-    latencies = sorted(x for i, s in enumerate(seen) if _sees_text(i) for x in s.latencies)
-    missing = [i for i, s in enumerate(seen) if _sees_text(i) and len(s.words) != k * t]
-    if missing:
-        raise RuntimeError(f"clients {missing} did not see every token")
+        await _agui_run(client, url, _THREAD, [warm], None)  # opens the session
+        seen = _Seen(k * t)
+        attached = None
+        if clients > 1:
+            command = [sys.executable, __file__, "--attached", url, str(k * t), str(clients - 1)]
+            attached = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
+            assert attached.stdin is not None
+            assert attached.stdout is not None
+            line = await trio.to_thread.run_sync(attached.stdout.readline)
+            if line.strip() != "ready":
+                raise RuntimeError(f"the attached clients did not start: {line!r}")
+        cpu0, wall0 = _daemon_cpu(pid), time.perf_counter()
+        await _agui_run(client, url, _THREAD, [warm, go], seen)
+        wall = time.perf_counter() - wall0
+        cpu = _daemon_cpu(pid) - cpu0
+    latencies = list(seen.latencies)
+    clients_cpu = 0.0
+    if attached is not None:
+        assert attached.stdin is not None
+        assert attached.stdout is not None
+        attached.stdin.write("done\n")
+        attached.stdin.flush()
+        line = await trio.to_thread.run_sync(attached.stdout.readline)
+        attached.wait(30)
+        if not line:
+            raise RuntimeError("the attached clients failed")
+        theirs = json.loads(line)
+        latencies += theirs["latencies"]
+        clients_cpu = theirs["cpu"]
+    if len(seen.words) != k * t:
+        raise RuntimeError("the AG-UI client did not see every token")
+    latencies.sort()
     return {
         "cpu": cpu,
         "clients_cpu": clients_cpu,
@@ -524,9 +533,38 @@ async def _serve_clients(url: str, pid: int, k: int, t: int, clients: int) -> di
     }
 
 
-def _sees_text(index: int) -> bool:
-    """Whether client ``index`` is sent the workers' text: AG-UI (0) and AHP."""
-    return index == 0 or _KINDS[(index - 1) % len(_KINDS)] == "ahp"
+#: The AG-UI thread (and so the session) the ``serve`` rows run.
+_THREAD = "bench-thread"
+
+
+async def _attached(url: str, tokens: int, count: int) -> None:
+    """The attached clients (a process of their own): ``ready`` once all are attached;
+    once told ``done`` (the run finished), their latencies and this process's CPU."""
+    seen = [_Seen(tokens) for _ in range(count)]
+    done = trio.Event()
+    async with trio.open_nursery() as nursery:
+        readies = []
+        for index in range(count):
+            ready = trio.Event()
+            readies.append(ready)
+            kind = _KINDS[index % len(_KINDS)]
+            nursery.start_soon(_ws_client, url, kind, _THREAD, seen[index], ready, done)
+        for ready in readies:
+            await ready.wait()
+        cpu0 = time.process_time()
+        print("ready", flush=True)
+        await trio.to_thread.run_sync(sys.stdin.readline)
+        # What the clients have yet to read is in flight: give it a moment.
+        texts = [s for index, s in enumerate(seen) if _KINDS[index % len(_KINDS)] == "ahp"]
+        with trio.move_on_after(10):
+            for sees in texts:
+                await sees.every_token.wait()
+        done.set()
+    missing = sum(len(s.words) != tokens for s in texts)
+    if missing:
+        raise RuntimeError(f"{missing} AHP clients did not see every token")
+    latencies = [x for s in texts for x in s.latencies]
+    print(json.dumps({"latencies": latencies, "cpu": time.process_time() - cpu0}), flush=True)
 
 
 def _serve(k: int, t: int, rate: float, clients: int, window: float) -> dict[str, Any]:
@@ -593,7 +631,7 @@ def measure(system: str, workload: str, window: float, clients: int = 1) -> dict
             "pace_s": t / rate,
             "p99_ms": row["p99_ms"],
             "text_facts_per_worker": float("nan"),
-            "note": f"clients' process: {row['clients_cpu']:.1f} s CPU",
+            "note": f"attached clients' process: {row['clients_cpu']:.1f} s CPU",
         }
     if system != "trio" and not system.startswith("langgraph"):
         from orchestrator.runtime import configure_logging, tune_gc
@@ -651,8 +689,13 @@ def main() -> None:
         help=f"the serve rows' client counts (default: {', '.join(map(str, CLIENTS))})",
     )
     parser.add_argument("--measure", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--attached", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     window = args.window / 1000 if args.window >= 0 else -1.0
+    if args.attached:
+        url, tokens, count = args.attached
+        trio.run(_attached, url, int(tokens), int(count))
+        return
     if args.measure:
         system, workload, clients = args.measure
         print(json.dumps(measure(system, workload, window, int(clients))))
