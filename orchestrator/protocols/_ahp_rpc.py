@@ -40,6 +40,9 @@ fact:
   ``session/titleChanged``;
 - catalog actions of hidden chats are left out.
 
+A fact's envelopes are on its own channel (``fact.channel``) and no other: a server finds the
+one subscription a fact concerns by its channel, whatever the client follows.
+
 Snapshots leave hidden chats out of the catalog the same way (:func:`session_snapshot_state`).
 
 Actions are the only way a channel's state changes. Invariant, for every channel and every

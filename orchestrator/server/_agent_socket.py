@@ -93,6 +93,9 @@ class AgentSocketHost(Protocol):
 
 
 class AgentSocket:
+    #: A session gives it only the facts that make its events (see Sink.every_fact).
+    every_fact = False
+
     def __init__(
         self,
         websocket: WebSocket,

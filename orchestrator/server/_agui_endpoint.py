@@ -24,6 +24,7 @@ from typing import Any, Final, Protocol
 
 import structlog
 import trio
+from sse_starlette import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 
@@ -181,7 +182,7 @@ def _check_decisions(live: LiveSession, run: RunRequest) -> None:
 
 async def _events(
     live: LiveSession, projector: AguiProjector, head: list[dict[str, Any]], subscription: Any
-) -> AsyncIterator[dict[str, str]]:
+) -> AsyncIterator[dict[str, str] | bytes]:
     live.agui_streaming = True
     try:
         for event in head:
@@ -204,9 +205,15 @@ async def _events(
                     )
                 }
                 return
-            for fact in batch:
-                for event in projector.feed(fact):
-                    yield {"data": json.dumps(event, ensure_ascii=False)}
+            # A batch's events in one chunk (one socket write), each framed by sse-starlette:
+            # a subscription hands over what a group commit published at once.
+            chunk = b"".join(
+                ServerSentEvent(data=json.dumps(event, ensure_ascii=False), sep="\n").encode()
+                for fact in batch
+                for event in projector.feed(fact)
+            )
+            if chunk:
+                yield chunk
     finally:
         live.agui_streaming = False
         live.unsubscribe(subscription)

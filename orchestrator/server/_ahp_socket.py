@@ -247,6 +247,7 @@ class _Feed:
 
     live: LiveSession
     socket: AhpSocket
+    every_fact: bool = attrs.field(default=True, init=False)  # projected here (Sink)
 
     def deliver(self, fact: Fact, frames: tuple[str, ...], team: Sequence[str]) -> None:
         self.socket._deliver(self.live, fact)
@@ -351,15 +352,18 @@ class AhpSocket:
             feed.live.clients -= 1
 
     def _deliver(self, live: LiveSession, fact: Fact) -> None:
-        for channel in list(self._channels.values()):
-            if channel.session != fact.session:
-                continue
-            # Made once for every client of the session (see LiveSession.action_frames).
-            for server_seq, frame in live.action_frames(fact, channel.uri):
-                if channel.held is not None:
-                    channel.held.append((server_seq, frame))
-                elif server_seq > channel.from_seq:
-                    self._outbox.hold(frame)  # sent with the batch (see _Feed.published)
+        # A fact's envelopes are on its own channel only (channel_envelopes), so one lookup
+        # finds the subscription it concerns: a client of a team's every chat pays per fact,
+        # not per chat it follows.
+        channel = self._channels.get(fact.channel)
+        if channel is None or channel.session != fact.session:
+            return
+        # Made once for every client of the session (see LiveSession.action_frames).
+        for server_seq, frame in live.action_frames(fact, channel.uri):
+            if channel.held is not None:
+                channel.held.append((server_seq, frame))
+            elif server_seq > channel.from_seq:
+                self._outbox.hold(frame)  # sent with the batch (see _Feed.published)
 
     def _release(self, channels: list[_Channel]) -> None:
         """Send what the channels held back while a reply was made, after the reply."""

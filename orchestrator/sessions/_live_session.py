@@ -201,14 +201,20 @@ async def _done(pending: Awaitable[None] | None) -> None:
 class Sink(Protocol):
     """A client the session pushes its facts to as they are published (see attach)."""
 
+    #: Whether the sink is given every fact (an AHP client projects each itself), or only
+    #: those that make an agent-channel event or a team-channel frame: a worker's streamed
+    #: text makes neither, and a daemon with many clients would call each for nothing.
+    every_fact: bool
+
     def deliver(self, fact: Fact, frames: tuple[str, ...], team: Sequence[str]) -> None:
         """``fact``, its agent-channel events as JSON texts, and its Agent UI envelopes'
         team-channel frames (none while no one reads the team log); must be quick, never
         wait. What it sends may wait for :meth:`published`."""
 
     def published(self) -> None:
-        """Every fact of the batch published was delivered: send what they make now (one
-        write for the batch); must be quick, never wait."""
+        """Every fact published since the last call was delivered: send what they make now
+        (one write for them all: the session calls this once the task that published them
+        yields, so the batches of one group commit go together); must be quick, never wait."""
 
     def failed(self) -> None:
         """:meth:`deliver` or :meth:`published` raised: the session logged it and feeds this
@@ -292,12 +298,16 @@ class LiveSession:
         self._channel = AgentChannelProjector(task_of=self.task_of)
         self._channel.prime(self.state)
         self._sinks: list[Sink] = []
+        # Those of them given every fact (Sink.every_fact), in the same order.
+        self._every_fact_sinks: list[Sink] = []
         # Recent facts' AHP action frames per channel (see action_frames), oldest first.
         self._action_frames: OrderedDict[tuple[int, str], tuple[tuple[int, str], ...]] = (
             OrderedDict()
         )
         # The session's Agent UI envelopes, once a reader asks for them (see team_log).
         self._team_log: TeamLog | None = None
+        # The sinks delivered to since they were last told to send (see _observe_batch).
+        self._unsent: dict[Sink, None] = {}
         # What each fact wrote is asked for only while a team log follows the state.
         runtime.bus.observe_changes(self._observe_batch, wanted=lambda: self._team_log is not None)
 
@@ -449,11 +459,15 @@ class LiveSession:
             sink.ended(self.ended_because)
         else:
             self._sinks.append(sink)
+            if sink.every_fact:
+                self._every_fact_sinks.append(sink)
         return self.state
 
     def detach(self, sink: Sink) -> None:
         if sink in self._sinks:
             self._sinks.remove(sink)
+        if sink in self._every_fact_sinks:
+            self._every_fact_sinks.remove(sink)
 
     @property
     def sinks(self) -> int:
@@ -463,7 +477,7 @@ class LiveSession:
         """The session ended: no fact follows. Tell every sink (and why, see Sink.ended);
         a sink attached later is told the same."""
         self.ended_because = reason
-        sinks, self._sinks = self._sinks, []
+        sinks, self._sinks, self._every_fact_sinks = self._sinks, [], []
         for sink in sinks:
             sink.ended(reason)
 
@@ -653,13 +667,26 @@ class LiveSession:
                     "a fact's agent-channel events failed", session=self.uri, fact=fact.sequence
                 )
                 frames = ()
-            for sink in list(self._sinks):
+            for sink in list(self._sinks if frames or team else self._every_fact_sinks):
                 try:
                     sink.deliver(fact, frames, team)
                 except Exception:
                     self._feed_failed(sink)
-        # Each client is sent the whole batch at once.
-        for sink in list(self._sinks):
+        if not self._sinks:
+            return
+        # Each client is sent what was published at once, once the batches settled together
+        # are all delivered: a group commit completes many batches (one per chat that
+        # streamed), and the recorder publishes them one after another. Told per batch, each
+        # client would be written once per batch; told once the publishing task yields, it is
+        # written once for them all, within the same pass of trio's scheduler.
+        if not self._unsent:
+            trio.lowlevel.current_trio_token().run_sync_soon(self._send_published)
+        self._unsent.update(dict.fromkeys(self._sinks))
+
+    def _send_published(self) -> None:
+        """Tell every sink delivered to since the last time to send what it was given."""
+        sinks, self._unsent = self._unsent, {}
+        for sink in sinks:
             try:
                 sink.published()
             except Exception:

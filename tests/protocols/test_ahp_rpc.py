@@ -39,7 +39,7 @@ from orchestrator.protocols import (
     session_snapshot_state,
 )
 from tests.support.examples import examples
-from tests.support.scenarios import LEAD, SESSION, Log
+from tests.support.scenarios import LEAD, SCENARIOS, SESSION, Log
 
 
 def call(message: Any, max_bytes: int = 10_000) -> Any:
@@ -321,6 +321,22 @@ class TestChannelEnvelopes:
         )
         assert envelope.origin == fact.origin
         assert envelopes_of(fact, SESSION) == []
+
+    @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+    def test_a_fact_s_envelopes_are_on_its_own_channel_only(self, scenario: str) -> None:
+        """The AHP socket finds the one subscription a fact concerns by its channel: no
+        fact of a whole team's run makes an envelope on another channel."""
+        facts = SCENARIOS[scenario]().facts
+        channels = {f.channel for f in facts} | {SESSION}
+        assert len(channels) > 2
+        reached = [
+            (fact.channel, channel)
+            for fact in facts
+            for channel in channels
+            if envelopes_of(fact, channel)
+        ]
+        assert reached  # the run's chats' actions reach their channels
+        assert all(own == channel for own, channel in reached)
 
     def test_hidden_chats_stay_out_of_the_catalog(self) -> None:
         added = Fact(

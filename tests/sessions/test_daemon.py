@@ -25,6 +25,8 @@ class EndedSink:
         self.ended_at: float | None = None
         self.reason: str | None = None
 
+    every_fact = False
+
     def deliver(self, fact: Fact, frames: tuple[str, ...], team: Sequence[str]) -> None:
         pass
 

@@ -51,6 +51,8 @@ class Sink:
         self.facts: list[Fact] = []
         self.ended_because: list[str | None] = []
 
+    every_fact = True
+
     def deliver(self, fact: Fact, frames: tuple[str, ...], team: Sequence[str]) -> None:
         self.facts.append(fact)
 
