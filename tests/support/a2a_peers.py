@@ -1,7 +1,7 @@
 """Real A2A agents on loopback, written with ``a2a-sdk``'s own server, for the remote teammate
 tests: an echo agent, one that asks for input once, one that asks for authentication once,
-one that streams three artifact chunks, one that fails, and one that works until it is
-cancelled.
+one that asks for approval once, one that streams three artifact chunks, one that fails, and
+one that works until it is cancelled.
 
 Each agent is the SDK's ``DefaultRequestHandler`` over an ``AgentExecutor`` of ours, served as
 a Starlette app (the SDK's agent-card and JSON-RPC routes) by uvicorn on a loopback port. The
@@ -105,6 +105,31 @@ class AskOnceAgent(AgentExecutor):
             await updater.requires_input(_say(updater, "Which colour?"))
             return
         await updater.complete(_say(updater, f"painted it {context.get_user_input()}"))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await _updater(context, event_queue).cancel()
+
+
+class ConfirmAgent(AgentExecutor):
+    """Asks for approval once (``input_required``: "May I <task>? (yes or no)"), then
+    completes on ``yes`` and rejects the task on any other answer. ``answers``: each task id
+    and the answer it got (what a test checks reached the right task)."""
+
+    def __init__(self) -> None:
+        self.answers: list[tuple[str, str]] = []
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        asked = context.current_task is not None
+        updater = await _begin(context, event_queue)
+        text = context.get_user_input()
+        if not asked:
+            await updater.requires_input(_say(updater, f"May I {text}? (yes or no)"))
+            return
+        self.answers.append((updater.task_id, text))
+        if text.strip().lower() == "yes":
+            await updater.complete(_say(updater, "done, as approved"))
+        else:
+            await updater.reject(_say(updater, f"not approved ({text})"))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         await _updater(context, event_queue).cancel()
@@ -218,6 +243,8 @@ PEERS = {
     "echo_polled": (EchoAgent, "Repeats what it is told (no streaming).", False),
     "ask": (AskOnceAgent, "Paints, once told which colour.", True),
     "auth": (AuthOnceAgent, "Paints, once signed in.", True),
+    "deployer": (ConfirmAgent, "Deploys, once approved.", True),
+    "mailer": (ConfirmAgent, "Mails, once approved (no streaming).", False),
     "chunks": (ChunksAgent, "Writes a report in three chunks.", True),
     "failing": (FailingAgent, "Fails every task.", True),
     "hanging": (HangingAgent, "Works until cancelled.", True),

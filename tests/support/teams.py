@@ -918,3 +918,37 @@ steps = [ { usage = [30, 7] }, { say = "note written" } ]
 """
 """A coordinator and one worker whose rounds report tokens: lead 100/10 then 200/40 for the
 first prompt and 50/5 for the next, the writer 30/7."""
+
+
+def remote_approvals(urls: dict[str, str]) -> str:
+    """A coordinator that delegates, in parallel, to the remote ``deployer`` and ``mailer``
+    (each asks for approval: ``input_required``) and to a local ``publisher`` whose
+    ``publish`` call needs the user's approval: three approvals pending at once."""
+    agents = "".join(
+        f'\n[agents.{name}]\nrole = "a remote {name}"\na2a = "{url}"\n'
+        for name, url in urls.items()
+    )
+    return f"""
+[team]
+name = "remote-approvals"
+coordinator = "lead"
+parallel_budget = 3
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["deployer", "mailer", "publisher"]
+[[agents.lead.turns]]
+steps = [ {{ delegate = [ {{ agent = "deployer", task = "deploy v2" }},
+                         {{ agent = "mailer", task = "mail the team" }},
+                         {{ agent = "publisher", task = "publish the notes" }} ] }},
+          {{ say = "All done:\\n{{outcomes}}" }} ]
+[agents.publisher]
+role = "a local publisher"
+tools = ["publish"]
+needs_approval = ["publish"]
+approved_by = "user"
+[agents.publisher.tool_results]
+publish = "published"
+[[agents.publisher.turns]]
+steps = [ {{ tool = "publish", input = {{ target = "site" }} }}, {{ say = "after: {{outcomes}}" }} ]
+{agents}"""
