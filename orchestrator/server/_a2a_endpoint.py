@@ -22,7 +22,8 @@ A task is a fold of those facts (``_Task.feed``), so it outlives the daemon: its
 ``CONTEXT~start`` (the session's first prompt) or ``CONTEXT~QUEUED`` (the queued message its
 turn answers, chosen here and recorded as the turn's ``queuedMessageId``), and ``tasks/get``,
 an answer to its question and ``tasks/resubscribe`` read it back from the journal when this
-process does not follow it.
+process does not follow it. ``tasks/list`` folds every session of the team the same way
+(:func:`_session_tasks`), in the SDK's order and with its page tokens.
 
 Auth: the card is read with the ``read`` permission, the JSON-RPC binding needs
 ``operate`` (a viewer cannot send); the card declares the bearer scheme.
@@ -50,6 +51,8 @@ from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
     HTTPAuthSecurityScheme,
+    ListTasksRequest,
+    ListTasksResponse,
     Message,
     Part,
     SecurityRequirement,
@@ -62,8 +65,17 @@ from a2a.types import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
+from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
+from a2a.utils.task import (
+    ListTasksCursor,
+    decode_list_tasks_cursor,
+    encode_list_tasks_cursor,
+    validate_history_length,
+    validate_page_size,
+)
 from google.protobuf import json_format
+from google.protobuf.timestamp_pb2 import Timestamp
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -80,9 +92,9 @@ from orchestrator.ahp.actions import (
 )
 from orchestrator.ahp.state import MarkdownResponsePart
 from orchestrator.base import OrchestratorError, RunError, SessionExistsError
-from orchestrator.core import USER, ApprovalRequested, ApprovalResolved, TeamState
+from orchestrator.core import USER, ApprovalRequested, ApprovalResolved, Fact, TeamState
 from orchestrator.runtime import prompted_from
-from orchestrator.sessions import LiveSession, session_uri
+from orchestrator.sessions import LiveSession, session_id, session_uri
 from orchestrator.spec import TeamSpec
 
 __all__: list[str] = []
@@ -125,6 +137,7 @@ class _Task:
     approval: str | None = None  # the approval it waits on
     chunks: int = 0
     seen: int = 0  # the last fact's sequence it was fed
+    at: str = ""  # when its state last changed: the ``at`` of the fact that changed it
 
     @property
     def terminal(self) -> bool:
@@ -136,6 +149,12 @@ class _Task:
         if fact.sequence <= self.seen:
             return []  # read from the journal already
         self.seen = fact.sequence
+        changes = self._feed(fact, chat)
+        if any(kind != "chunk" for kind, _ in changes):
+            self.at = fact.at
+        return changes
+
+    def _feed(self, fact: Any, chat: str | None) -> list[tuple[str, str]]:
         self.chat = self.chat or chat
         action = fact.action
         if self.terminal:
@@ -396,8 +415,73 @@ class SessionRequestHandler(RequestHandler):
     async def on_get_extended_agent_card(self, params: Any, context: ServerCallContext) -> Any:
         raise UnsupportedOperationError("no extended agent card")
 
-    async def on_list_tasks(self, params: Any, context: ServerCallContext) -> Any:
-        raise UnsupportedOperationError("tasks/list is not served")
+    async def on_list_tasks(
+        self, params: ListTasksRequest, context: ServerCallContext
+    ) -> ListTasksResponse:
+        """The team's tasks, newest first (the SDK's order and page tokens): every turn of
+        every session of the team, or of one context (``contextId``), read from the journal.
+
+        Filters: ``status`` (one state), ``statusTimestampAfter`` (changed at or after);
+        ``includeArtifacts`` adds each task's ``answer``. ``historyLength`` is checked, and
+        moot: a task keeps no message history."""
+        validate_history_length(params)
+        page_size = DEFAULT_LIST_TASKS_PAGE_SIZE
+        if params.HasField("page_size"):
+            validate_page_size(params.page_size)
+            page_size = params.page_size
+        if params.context_id and not CONTEXT_ID.fullmatch(params.context_id):
+            raise InvalidParamsError(
+                "contextId: use letters, digits and . _ : - (at most 128), starting with one"
+            )
+        if params.status and params.status not in TaskState.values():
+            raise InvalidParamsError(f"status: no task state {params.status}")
+        after: ListTasksCursor | None = None
+        if params.page_token:
+            after = decode_list_tasks_cursor(params.page_token)
+            if after is None:
+                raise InvalidParamsError("pageToken: not a page token this agent gave")
+        since = (
+            params.status_timestamp_after.ToNanoseconds()
+            if params.HasField("status_timestamp_after")
+            else None
+        )
+        tasks = await trio.to_thread.run_sync(self._read_tasks, params.context_id or None)
+        if params.status:
+            tasks = [t for t in tasks if t.state == params.status]
+        if since is not None:
+            tasks = [t for t in tasks if (ns := _nanoseconds(t.at)) is not None and ns >= since]
+        tasks.sort(key=_list_key, reverse=True)
+        total = len(tasks)
+        if after is not None:
+            key = after.sort_key()
+            tasks = [t for t in tasks if _list_key(t) < key]
+        page, more = tasks[:page_size], len(tasks) > page_size
+        return ListTasksResponse(
+            tasks=[self._snapshot(t, with_artifacts=params.include_artifacts) for t in page],
+            next_page_token=encode_list_tasks_cursor(_cursor(page[-1])) if more else "",
+            page_size=page_size,
+            total_size=total,
+        )
+
+    def _read_tasks(self, context_id: str | None) -> list[_Task]:
+        """Every task of the team's sessions (of ``context_id``'s only, if given), as the
+        journal has them (in a worker thread: the reads block)."""
+        reader = self._daemon.reader
+        if context_id is not None:
+            uris = [session_uri(context_id)]
+        else:
+            uris = [info.session for info in reader.sessions(team=self._team)]
+        tasks: list[_Task] = []
+        for uri in uris:
+            try:
+                state = reader.open(uri)
+                facts = reader.facts(uri)
+            except (OrchestratorError, OSError):
+                continue  # not a session of this journal (a context never opened)
+            if state.run is None or state.run.team != self._team:
+                continue
+            tasks.extend(_session_tasks(session_id(uri), state, facts))
+        return tasks
 
     async def on_create_task_push_notification_config(
         self, params: Any, context: ServerCallContext
@@ -462,8 +546,10 @@ class SessionRequestHandler(RequestHandler):
             append=task.chunks > 1,
         )
 
-    def _snapshot(self, task: _Task) -> Task:
+    def _snapshot(self, task: _Task, *, with_artifacts: bool = True) -> Task:
         status = TaskStatus(state=task.state)
+        if _nanoseconds(task.at) is not None:
+            status.timestamp.FromJsonString(task.at)
         if task.message:
             status.message.CopyFrom(
                 new_text_message(task.message, context_id=task.context_id, task_id=task.task_id)
@@ -476,10 +562,61 @@ class SessionRequestHandler(RequestHandler):
                     parts=[Part(text=task.answer, media_type="text/markdown")],
                 )
             ]
-            if task.answer
+            if task.answer and with_artifacts
             else []
         )
         return Task(id=task.task_id, context_id=task.context_id, status=status, artifacts=artifacts)
+
+
+def _session_tasks(context_id: str, state: TeamState, facts: list[Fact]) -> list[_Task]:
+    """Every task of one session (``context_id``), as a fold of its facts: each turn of its
+    coordinator (the prompt it answers names it), then each prompt still queued
+    (``submitted``)."""
+    chat = state.coordinator_chat()
+    if chat is None:
+        return []
+    starts: dict[str, tuple[int, _Task]] = {}
+    for index, fact in enumerate(facts):
+        action = fact.action
+        if fact.channel == chat and isinstance(action, ChatTurnStartedAction):
+            queued = action.queued_message_id
+            task_id = f"{context_id}{_SEP}{queued or _START}"
+            if task_id not in starts:
+                task = _Task(task_id=task_id, context_id=context_id, queued=queued)
+                starts[task_id] = (index, task)
+    tasks = []
+    for index, task in starts.values():
+        for fact in facts[index:]:
+            task.feed(fact, chat)
+        tasks.append(task)
+    chat_state = state.chats.get(chat)
+    for message in (chat_state.queued_messages or ()) if chat_state is not None else ():
+        task_id = f"{context_id}{_SEP}{message.id}"
+        if task_id not in starts:
+            tasks.append(_Task(task_id=task_id, context_id=context_id, queued=message.id))
+    return tasks
+
+
+def _nanoseconds(at: str) -> int | None:
+    """A fact's ``at`` (RFC 3339) in nanoseconds since the epoch; None if it is not one."""
+    if not at:
+        return None
+    stamp = Timestamp()
+    try:
+        stamp.FromJsonString(at)
+    except ValueError:
+        return None
+    return int(stamp.ToNanoseconds())
+
+
+def _list_key(task: _Task) -> tuple[bool, int, str]:
+    """A task's place in ``tasks/list``: the SDK's ``(has timestamp, timestamp, id)``."""
+    ns = _nanoseconds(task.at)
+    return (ns is not None, ns or 0, task.task_id)
+
+
+def _cursor(task: _Task) -> ListTasksCursor:
+    return ListTasksCursor(timestamp_ns=_nanoseconds(task.at), task_id=task.task_id)
 
 
 def _traceparent(context: ServerCallContext) -> str | None:
