@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._team_validate import *  # noqa: F403
     from ._teammate_actions import *  # noqa: F403
     from ._teammate_state import *  # noqa: F403
+    from ._tool_artifacts import *  # noqa: F403
 else:
     from orchestrator.base import lazy_facade
 
@@ -104,6 +105,7 @@ else:
             "StoredFact": "._fork",
             "TASK_TRANSITIONS": "._task_lifecycle",
             "TERMINAL_REMOTE_STATES": "._remote_tasks",
+            "TOOL_ARTIFACT_PREFIX": "._tool_artifacts",
             "TaskCreated": "._team_actions",
             "TaskFinished": "._team_actions",
             "TaskRecord": "._team_records",
@@ -190,6 +192,7 @@ else:
             "to_graphml": "._graph_export",
             "to_json": "._graph_export",
             "to_mermaid": "._graph_export",
+            "tool_artifact_part": "._tool_artifacts",
             "tool_call_node": "._graph_schema",
             "tool_call_of": "._queries",
             "tool_result_actions": "._reports",

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -74,7 +74,7 @@ from a2a.utils.task import (
     validate_history_length,
     validate_page_size,
 )
-from google.protobuf import json_format
+from google.protobuf import json_format, struct_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -91,8 +91,15 @@ from orchestrator.ahp.actions import (
     ChatTurnStartedAction,
 )
 from orchestrator.ahp.state import MarkdownResponsePart
-from orchestrator.base import OrchestratorError, RunError, SessionExistsError
-from orchestrator.core import USER, ApprovalRequested, ApprovalResolved, Fact, TeamState
+from orchestrator.base import OrchestratorError, RunError, SessionExistsError, compact_dumps
+from orchestrator.core import (
+    USER,
+    ApprovalRequested,
+    ApprovalResolved,
+    Fact,
+    TeamState,
+    artifact_of,
+)
 from orchestrator.runtime import prompted_from
 from orchestrator.sessions import LiveSession, session_id, session_uri
 from orchestrator.spec import TeamSpec
@@ -138,23 +145,27 @@ class _Task:
     chunks: int = 0
     seen: int = 0  # the last fact's sequence it was fed
     at: str = ""  # when its state last changed: the ``at`` of the fact that changed it
+    # The artifacts its run recorded (a tool's result, a remote teammate's), by id, in order:
+    # {"name", "mediaType", "parts"} (the parts of every chunk so far).
+    artifacts: dict[str, dict[str, Any]] = attrs.Factory(dict)
 
     @property
     def terminal(self) -> bool:
         return self.state in _TERMINAL
 
-    def feed(self, fact: Any, chat: str | None) -> list[tuple[str, str]]:
+    def feed(self, fact: Any, chat: str | None) -> list[tuple[str, Any]]:
         """Take ``fact`` in; what it changed: ``("status", "")``, ``("final", "")`` (the task
-        ended or waits for input) or ``("chunk", text)``."""
+        ended or waits for input), ``("chunk", text)`` (of its answer) or ``("artifact",
+        chunk)`` (an artifact's chunk, as :func:`~orchestrator.core.artifact_of` reads it)."""
         if fact.sequence <= self.seen:
             return []  # read from the journal already
         self.seen = fact.sequence
         changes = self._feed(fact, chat)
-        if any(kind != "chunk" for kind, _ in changes):
+        if any(kind in ("status", "final") for kind, _ in changes):
             self.at = fact.at
         return changes
 
-    def _feed(self, fact: Any, chat: str | None) -> list[tuple[str, str]]:
+    def _feed(self, fact: Any, chat: str | None) -> list[tuple[str, Any]]:
         self.chat = self.chat or chat
         action = fact.action
         if self.terminal:
@@ -193,6 +204,11 @@ class _Task:
                 return []  # the answer's sender said so already
             self.state, self.message = TaskState.TASK_STATE_WORKING, ""
             return [("status", "")]
+        if isinstance(action, ChatResponsePartAction):
+            # An artifact of any chat of its run: a worker's tool, a remote teammate's.
+            artifact = artifact_of(action.part)
+            if artifact is not None:
+                return self._artifact(artifact)
         if fact.channel != self.chat or getattr(action, "turn_id", None) != self.turn:
             return []
         if isinstance(action, ChatResponsePartAction) and isinstance(
@@ -211,7 +227,20 @@ class _Task:
             return []
         return [("final", "")]
 
-    def _chunk(self, text: str) -> list[tuple[str, str]]:
+    def _artifact(self, chunk: Mapping[str, Any]) -> list[tuple[str, Any]]:
+        artifact_id = str(chunk.get("artifactId") or "")
+        parts = [p for p in chunk.get("parts") or () if isinstance(p, Mapping)]
+        if not artifact_id or artifact_id == _ANSWER:
+            return []
+        kept = self.artifacts.get(artifact_id)
+        if kept is None or not chunk.get("append"):
+            kept = self.artifacts[artifact_id] = {"parts": []}
+        kept["name"] = str(chunk.get("name") or kept.get("name") or "")
+        kept["mediaType"] = str(chunk.get("mediaType") or kept.get("mediaType") or "")
+        kept["parts"] = [*kept["parts"], *parts]
+        return [("artifact", chunk)]
+
+    def _chunk(self, text: str) -> list[tuple[str, Any]]:
         if not text:
             return []
         self.answer += text
@@ -320,6 +349,8 @@ class SessionRequestHandler(RequestHandler):
                     for kind, text in task.feed(fact, live.state.coordinator_chat()):
                         if kind == "chunk":
                             yield self._chunk(task, text)
+                        elif kind == "artifact":
+                            yield _artifact_event(task, text)
                         elif kind == "status":
                             yield self._status(task)
                         else:
@@ -565,6 +596,10 @@ class SessionRequestHandler(RequestHandler):
             if task.answer and with_artifacts
             else []
         )
+        if with_artifacts:
+            artifacts += [
+                _artifact(artifact_id, kept) for artifact_id, kept in task.artifacts.items()
+            ]
         return Task(id=task.task_id, context_id=task.context_id, status=status, artifacts=artifacts)
 
 
@@ -617,6 +652,40 @@ def _list_key(task: _Task) -> tuple[bool, int, str]:
 
 def _cursor(task: _Task) -> ListTasksCursor:
     return ListTasksCursor(timestamp_ns=_nanoseconds(task.at), task_id=task.task_id)
+
+
+def _artifact(artifact_id: str, chunk: Mapping[str, Any]) -> Artifact:
+    """An artifact (or a chunk of one) as the facts keep it, as the SDK's type."""
+    media_type = str(chunk.get("mediaType") or "")
+    return Artifact(
+        artifact_id=artifact_id,
+        name=str(chunk.get("name") or ""),
+        parts=[_part(p, media_type) for p in chunk.get("parts") or () if isinstance(p, Mapping)],
+    )
+
+
+def _part(part: Mapping[str, Any], media_type: str) -> Part:
+    """``{"text": ...}``, ``{"data": ...}`` or ``{"url": ...}`` as the SDK's part."""
+    if "data" in part:
+        value = struct_pb2.Value()
+        try:
+            json_format.ParseDict(part["data"], value)
+        except (json_format.ParseError, TypeError, ValueError):
+            return Part(text=compact_dumps(part["data"]), media_type=media_type)
+        return Part(data=value, media_type=media_type)
+    if "url" in part:
+        return Part(url=str(part["url"]), media_type=media_type)
+    return Part(text=str(part.get("text", "")), media_type=media_type)
+
+
+def _artifact_event(task: _Task, chunk: Mapping[str, Any]) -> TaskArtifactUpdateEvent:
+    return TaskArtifactUpdateEvent(
+        task_id=task.task_id,
+        context_id=task.context_id,
+        artifact=_artifact(str(chunk.get("artifactId")), chunk),
+        append=bool(chunk.get("append", False)),
+        last_chunk=bool(chunk.get("lastChunk", True)),
+    )
 
 
 def _traceparent(context: ServerCallContext) -> str | None:

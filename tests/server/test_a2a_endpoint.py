@@ -27,11 +27,13 @@ from a2a.types import (
     SubscribeToTaskRequest,
     TaskState,
 )
+from google.protobuf import json_format
 
 from orchestrator.runtime import TracingSettings, traced
 from orchestrator.server import Role as TokenRole
 from orchestrator.server import ServeConfig, Token
 from orchestrator.sessions import Limits
+from tests.support import mcp_servers, teams
 from tests.support.daemon import running_daemon
 from tests.support.examples import examples
 from tests.support.fuzz import Fuzzer
@@ -534,3 +536,59 @@ class TestListTasks:
         error = answer.json()["error"]
         assert error["code"] == -32602, error  # invalid params
         assert said in error["message"], error
+
+
+# ── artifacts ───────────────────────────────────────────────────────────────
+
+
+async def test_tool_artifacts_reach_the_client_as_artifacts(tmp_path: Path) -> None:
+    """A worker's tools whose results are artifacts (command, Python, MCP, plain): each is an
+    artifact update of the task as it runs, and each is in the task read back after a
+    restart, beside the answer."""
+    team = teams.artifact_tools(mcp_server=str(Path(mcp_servers.__file__).resolve()))
+    async with (
+        running_daemon(tmp_path, teams={**TEAMS, "artifacts": team}, config=TOKENS) as daemon,
+        httpx.AsyncClient(headers={"Authorization": f"Bearer {OPERATOR}"}) as http,
+    ):
+        card = await A2ACardResolver(http, f"{daemon.url}/a2a/artifacts/").get_agent_card()
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
+        with trio.fail_after(60):
+            events = await stream(client, message("count"))
+    assert states(events)[-1] == "TASK_STATE_COMPLETED"
+    updates = [
+        e.artifact_update
+        for e in events
+        if e.WhichOneof("payload") == "artifact_update"
+        and e.artifact_update.artifact.artifact_id != "answer"
+    ]
+    assert [u.artifact.name for u in updates] == [
+        "count_rows",
+        "shout",
+        "mcp.calc/only_structured",
+        "note",
+    ]
+    assert all(u.artifact.artifact_id.startswith("tool-") for u in updates)
+    assert all(u.last_chunk and not u.append for u in updates)
+    rows, shout, structured, note = (u.artifact.parts[0] for u in updates)
+    assert json_format.MessageToDict(rows.data) == {"rows": 3, "table": "users"}
+    assert rows.media_type == "application/json"
+    assert (shout.text, shout.media_type) == ("DONE!DONE!", "text/plain")
+    assert json_format.MessageToDict(structured.data) == {"n": 4, "double": 8}
+    assert note.text == "a plain note"
+    # The task read back from the journal by a restarted daemon: the answer, then each.
+    task_id = events[0].task.id
+    async with (
+        running_daemon(tmp_path, teams={**TEAMS, "artifacts": team}, config=TOKENS) as daemon,
+        httpx.AsyncClient(headers={"Authorization": f"Bearer {OPERATOR}"}) as http,
+    ):
+        card = await A2ACardResolver(http, f"{daemon.url}/a2a/artifacts/").get_agent_card()
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
+        task = await client.get_task(GetTaskRequest(id=task_id))
+    assert [a.artifact_id for a in task.artifacts] == [
+        "answer",
+        *(u.artifact.artifact_id for u in updates),
+    ]
+    assert json_format.MessageToDict(task.artifacts[1].parts[0].data) == {
+        "rows": 3,
+        "table": "users",
+    }
