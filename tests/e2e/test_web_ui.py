@@ -29,8 +29,9 @@ from orchestrator.ahp.actions import ChatPendingMessageSetAction, ChatTurnStarte
 from orchestrator.ahp.state import PendingMessageKind, SystemNotificationResponsePart
 from orchestrator.core import RunStarted, span_id_of, trace_id_of
 from orchestrator.journal import JournalReader, open_reader
+from tests.support.a2a_peers import serve_peers
 from tests.support.fake_openai import Answer, Stream, text
-from tests.support.teams import slow_delegation
+from tests.support.teams import remote, slow_delegation
 from tests.support.web_browser import (
     DAEMON_TOML,
     TEAMS,
@@ -1611,3 +1612,75 @@ def test_an_idle_conversation_shows_idle_and_end_conversation_ends_it(
             time.sleep(0.05)
         assert JournalReader(daemon.db).session(uri).status == "completed"
         assert watched.errors == []
+
+
+def test_a_remote_teammates_states_and_artifacts_are_words_in_its_transcript(
+    browser: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three real A2A agents (a2a-sdk's server, on loopback): one streams an artifact in
+    three chunks, one fails, one asks which colour (answered from the page). Each remote
+    teammate's transcript says its task's states and its artifact in words, never JSON."""
+    monkeypatch.setenv("REMOTE_TOKEN", "a-remote-token")  # the team file's env:REMOTE_TOKEN
+    with serve_peers("chunks", "failing", "ask") as peers:
+        team = remote({name: peers.url[name] for name in ("chunks", "failing", "ask")}, local=False)
+        with (
+            running_daemon(tmp_path, {"remote": team}) as daemon,
+            open_page(browser, daemon) as watched,
+        ):
+            page = watched.page
+            run = start_run(daemon, "remote", "Go")
+            page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
+            page.locator("#actions li.question").wait_for()
+            page.fill("#actions li.question input", "blue")
+            page.click("#actions li.question [data-action=answer]")
+            run.finished()
+            wait_rows(page, "rows.filter(r => r[2].includes('(remote: ')).length === 3")
+
+            said: list[str] = []  # the lines of the remote tasks and artifacts shown
+
+            def transcript_of(agent: str) -> str:
+                row = [r[0] for r in table_rows(page)].index(f"{agent} #1") + 1
+                page.click(f"#nodes-body tr:nth-child({row}) button")
+                page.wait_for_selector(f"#transcript-title:has-text('Transcript: {agent}')")
+                page.wait_for_selector("#transcript .turn p.remote-task")
+                notices = page.locator("#transcript p.remote-task, #transcript p.artifact")
+                said.extend(notices.all_inner_texts())
+                return page.inner_text("#transcript")
+
+            chunks = transcript_of("chunks")
+            for line in (
+                "Remote task: chunks (remote) was sent the task",
+                "Remote task: chunks (remote) took the task",
+                "Remote task: chunks (remote) is working on it",
+                "Artifact: Artifact report.md (text/plain): alpha",
+                "Artifact: More of artifact report.md (text/plain): beta",
+                "Artifact: More of artifact report.md (text/plain): gamma",
+                "Remote task: chunks (remote) completed its task: report written",
+            ):
+                assert line in chunks, (line, chunks)
+            watched.screenshot("remote-01-chunks")
+            failing = transcript_of("failing")
+            assert "Remote task: failing (remote) failed: the disk is full" in failing, failing
+            asked = transcript_of("ask")
+            assert "Remote task: ask (remote) needs input: Which colour?" in asked, asked
+            assert "Remote task: ask (remote) completed its task: painted it blue" in asked
+            states = page.locator("#transcript p.remote-task").evaluate_all(
+                "ps => ps.map(p => p.dataset.state)"
+            )
+            assert states == [
+                "sending",
+                "submitted",
+                "working",
+                "input_required",
+                "working",
+                "completed",
+            ]
+            # Words, not the raw JSON of the facts (the error line keeps the peer's raw
+            # state name, by design: it names what happened).
+            for text in (chunks, failing, asked):
+                assert "remoteTaskId" not in text
+                assert '{"' not in text
+            assert len(said) == 17, said  # chunks 7, failing 4, ask 6 lines
+            assert not [t for t in said if "TASK_STATE_" in t or "{" in t]
+            watched.screenshot("remote-02-asked")
+            assert watched.errors == []
