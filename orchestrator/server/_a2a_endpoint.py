@@ -66,7 +66,12 @@ from a2a.types import (
     TaskStatusUpdateEvent,
 )
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
-from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
+from a2a.utils.errors import (
+    InvalidParamsError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
 from a2a.utils.task import (
     ListTasksCursor,
     decode_list_tasks_cursor,
@@ -93,13 +98,16 @@ from orchestrator.ahp.actions import (
 from orchestrator.ahp.state import MarkdownResponsePart
 from orchestrator.base import OrchestratorError, RunError, SessionExistsError, compact_dumps
 from orchestrator.core import (
+    INTERRUPTED,
     USER,
     ApprovalRequested,
     ApprovalResolved,
     Fact,
+    RunFinished,
     TeamState,
     artifact_of,
 )
+from orchestrator.core import TaskStatus as RecordStatus
 from orchestrator.runtime import prompted_from
 from orchestrator.sessions import LiveSession, session_id, session_uri
 from orchestrator.spec import TeamSpec
@@ -144,6 +152,9 @@ class _Task:
     approval: str | None = None  # the approval it waits on
     chunks: int = 0
     seen: int = 0  # the last fact's sequence it was fed
+    # Its turn was interrupted by a stop of the daemon: the next turn answering the same
+    # prompt (the resumed run's) is its turn now.
+    interrupted: str = ""
     at: str = ""  # when its state last changed: the ``at`` of the fact that changed it
     # The artifacts its run recorded (a tool's result, a remote teammate's), by id, in order:
     # {"name", "mediaType", "parts"} (the parts of every chunk so far).
@@ -177,8 +188,15 @@ class _Task:
                 and action.queued_message_id == self.queued
             ):
                 self.turn = action.turn_id
+                if self.interrupted:  # the resumed run's turn: it works on, as it did
+                    self.interrupted = ""
+                    return []
                 self.state = TaskState.TASK_STATE_WORKING
                 return [("status", "")]
+            if self.interrupted and isinstance(action, RunFinished):
+                # The run ended without answering the prompt again (not resumed).
+                self.state, self.message = TaskState.TASK_STATE_FAILED, self.interrupted
+                return [("final", "")]
             return []
         if isinstance(action, ApprovalRequested) and action.routed_to == USER:
             # An approval the user decides: input the next message gives.
@@ -219,6 +237,12 @@ class _Task:
             return self._chunk(action.content)
         if isinstance(action, ChatTurnCompleteAction):
             self.state, self.message = TaskState.TASK_STATE_COMPLETED, self.answer
+        elif isinstance(action, ChatErrorAction) and action.error.error_type == INTERRUPTED:
+            # A stop of the daemon: a resumed run answers the prompt again, in a turn of its
+            # own, which this task follows (its id and its question stay the same).
+            self.turn, self.interrupted = None, action.error.message
+            self.answer, self.chunks = "", 0
+            return []
         elif isinstance(action, ChatErrorAction):
             self.state, self.message = TaskState.TASK_STATE_FAILED, action.error.message
         elif isinstance(action, ChatTurnCancelledAction):
@@ -406,10 +430,23 @@ class SessionRequestHandler(RequestHandler):
     async def on_cancel_task(
         self, params: CancelTaskRequest, context: ServerCallContext
     ) -> Task | None:
+        self._tasks.pop(params.id, None)  # where it stands now: the journal says
         task = await self._task(params.id)
+        if task.terminal:
+            raise TaskNotCancelableError(
+                f"task {task.task_id!r} is {_state_word(task.state)}: there is nothing to cancel"
+            )
         live = await self._live(task.context_id, context, opening=False)
         try:
-            await live.abort(task.task_id)
+            try:
+                await live.abort(task.task_id)
+            except RunError:
+                # A task served before a restart: the session knows its prompt's root task
+                # (recorded), not the A2A id the last process gave it.
+                root = _running_root(live.state, task)
+                if root is None:
+                    raise
+                await live.abort(root)
         except RunError as exc:
             raise InvalidParamsError(str(exc)) from None
         # Its stream ends canceled when the cancellation's fact comes (the task's own state).
@@ -693,6 +730,22 @@ def _traceparent(context: ServerCallContext) -> str | None:
     headers = context.state.get("headers")
     value = headers.get("traceparent") if isinstance(headers, dict) else None
     return value if isinstance(value, str) else None
+
+
+def _running_root(state: TeamState, task: _Task) -> str | None:
+    """The recorded root task of ``task``'s turn, if that turn is the coordinator's running
+    one (a prompt's root task: cancelling it cancels the turn)."""
+    chat = state.coordinator_chat()
+    chat_state = state.chats.get(chat) if chat is not None else None
+    active = chat_state.active_turn if chat_state is not None else None
+    if task.turn is None or active is None or active.id != task.turn:
+        return None
+    roots = [
+        t.task
+        for t in state.tasks.values()
+        if t.requested_by is None and t.status is RecordStatus.RUNNING
+    ]
+    return roots[-1] if roots else None
 
 
 def _queued_in(state: TeamState, chat: str | None, queued: str | None) -> bool:

@@ -592,3 +592,55 @@ async def test_tool_artifacts_reach_the_client_as_artifacts(tmp_path: Path) -> N
         "rows": 3,
         "table": "users",
     }
+
+
+# ── across a restart: cancel, auth ──────────────────────────────────────────
+
+
+async def started_then_left(tmp_path: Path, team: str, text: str) -> tuple[str, str]:
+    """Send ``text`` to ``team``, leave once the task works (the client goes away, the
+    daemon stops); the task's and its context's ids."""
+    seen: list[Any] = []
+    async with agent(tmp_path, team) as (client, _):
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+
+                async def read() -> None:
+                    async for event in client.send_message(message(text)):
+                        seen.append(event)
+                        if states(seen)[-1] == "TASK_STATE_WORKING":
+                            nursery.cancel_scope.cancel()
+
+                nursery.start_soon(read)
+    return seen[0].task.id, seen[0].task.context_id
+
+
+async def test_a_task_is_cancelled_after_a_restart(tmp_path: Path) -> None:
+    """A task that was working when the daemon stopped: the restarted daemon takes its
+    session up, and tasks/cancel (its id read back from the journal) cancels it; the journal
+    then says canceled, to tasks/get and tasks/list."""
+    task_id, context_id = await started_then_left(tmp_path, "slow", "go")
+    async with agent(tmp_path, "slow") as (client, _):
+        with trio.fail_after(30):
+            before = await client.get_task(GetTaskRequest(id=task_id))
+            assert before.status.state == TaskState.TASK_STATE_WORKING
+            cancelled = await client.cancel_task(CancelTaskRequest(id=task_id))
+            assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+            while True:  # the cancellation's fact is down when the journal says so
+                after = await client.get_task(GetTaskRequest(id=task_id))
+                if after.status.state != TaskState.TASK_STATE_WORKING:
+                    break
+                await trio.sleep(0.05)
+        assert after.status.state == TaskState.TASK_STATE_CANCELED
+        (listed_task,) = (await client.list_tasks(ListTasksRequest(context_id=context_id))).tasks
+        assert (listed_task.id, listed_task.status.state) == (
+            task_id,
+            TaskState.TASK_STATE_CANCELED,
+        )
+        # Cancelled once: a second cancel says there is nothing to cancel.
+        with pytest.raises(Exception, match="is canceled: there is nothing to cancel"):
+            await client.cancel_task(CancelTaskRequest(id=task_id))
+    # And a third daemon reads it canceled from the journal.
+    async with agent(tmp_path, "slow") as (client, _):
+        again = await client.get_task(GetTaskRequest(id=task_id))
+        assert again.status.state == TaskState.TASK_STATE_CANCELED
