@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,6 +27,7 @@ from orchestrator.ahp.actions import (
     ChatTurnCompleteAction,
 )
 from orchestrator.ahp.state import MarkdownResponsePart, SystemNotificationResponsePart
+from orchestrator.base import RunError
 from orchestrator.core import (
     USER,
     ApprovalRequested,
@@ -42,6 +44,7 @@ from orchestrator.core import (
     parse_traceparent,
     remote_task_of,
 )
+from orchestrator.journal import open_journal, open_reader
 from orchestrator.protocols import project_facts
 from orchestrator.runtime import Ids, TeamRuntime, Tracing, TracingSettings, install_tracing
 from orchestrator.runtime.backends import backend_factory, http_client
@@ -862,3 +865,104 @@ class _NoteTraceparent:
             value = headers.get(b"traceparent")
             self.seen.append(None if value is None else value.decode())
         await self.app(scope, receive, send)
+
+
+class TestAcrossARealRestart:
+    """The remote task's question outlives the process: a real SQLite journal is closed
+    and opened again by a new runtime, which takes the remote task up by its id."""
+
+    async def test_auth_required_is_answered_after_a_restart_with_the_same_task(
+        self, peers: A2APeers, http: httpx.AsyncClient, tmp_path: Path
+    ) -> None:
+        peer = peers.executor["auth"]
+        assert isinstance(peer, AuthOnceAgent)
+        before = len(peer.authorized)
+        team = team_of(peers, "auth")
+        environ = {**ENV, "A2A_PAINT_TOKEN": AUTH_SECRET}
+        db = tmp_path / "journal.db"
+
+        # The first process: the task is sent, the agent asks for authentication; it stops.
+        journal = open_journal(db)
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            first = TeamRuntime(
+                team, backends=backend_factory(team, client=http, environ=environ), factlog=journal
+            )
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(first.run, "Go")
+                recorded = first.bus.subscribe("test")
+                with trio.fail_after(30):
+                    async for fact in recorded:
+                        if isinstance(fact.action, ChatInputRequestedAction):
+                            asked = fact
+                            break
+                first.stop()
+            services.cancel_scope.cancel()
+        session = first.session
+        assert isinstance(asked.action, ChatInputRequestedAction)
+        assert "needs authentication" in str(asked.action.request.message)
+        reader = open_reader(db)
+        remote_ids = {
+            m["remoteTaskId"]
+            for f in reader.facts(session)
+            if isinstance(f.action, ChatResponsePartAction)
+            and (m := remote_task_of(f.action.part)) is not None
+            and m["remoteTaskId"]
+        }
+        assert len(remote_ids) == 1
+        (remote_id,) = remote_ids
+
+        # The second process: the journal reopened; the question is still open, and its
+        # answer (a variable's name) goes to the same remote task, with the credential.
+        state = reader.open(session)
+        journal = open_journal(db)
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            second = TeamRuntime(
+                team,
+                backends=backend_factory(team, client=http, environ=environ),
+                factlog=journal,
+                ids=Ids(restart=1),
+                state=state,
+            )
+            outcomes: list[Any] = []
+            async with trio.open_nursery() as nursery:
+
+                async def resume() -> None:
+                    outcomes.append(await second.resume())
+
+                nursery.start_soon(resume)
+                with trio.fail_after(30):
+                    while True:  # the resumed run waits on the same question again
+                        try:
+                            await second.answer_input(
+                                asked.channel, asked.action.request.id, "env:A2A_PAINT_TOKEN"
+                            )
+                            break
+                        except RunError:
+                            await trio.sleep(0.01)
+            services.cancel_scope.cancel()
+        (outcome,) = outcomes
+        assert outcome.status == "completed", outcome
+        assert "[auth, completed] (task: hello auth) signed in: painted" in outcome.result
+        # Sent once, answered once: the first message with the file's header, the next
+        # (after the restart) with the credential the operator named.
+        assert peer.authorized[before:] == [ENV["REMOTE_TOKEN"], AUTH_SECRET]
+        facts = open_reader(db).facts(session)
+        chat = asked.channel
+        states = [
+            (m["state"], m["remoteTaskId"])
+            for f in facts
+            if f.channel == chat
+            and isinstance(f.action, ChatResponsePartAction)
+            and (m := remote_task_of(f.action.part)) is not None
+        ]
+        assert {i for _, i in states if i} == {remote_id}  # one task throughout
+        assert [s for s, _ in states][-2:] == ["working", "completed"]
+        assert "auth_required" in [s for s, _ in states]
+        assert len([f for f in facts if isinstance(f.action, ChatInputRequestedAction)]) == 1
+        # The credential is nowhere in the journal's file; the variable's name is.
+        raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("journal"))
+        assert AUTH_SECRET.encode() not in raw
+        assert b"A2A_PAINT_TOKEN" in raw
+        assert build_graph(facts).check() == []
