@@ -29,7 +29,7 @@ from orchestrator.ahp.actions import ChatPendingMessageSetAction, ChatTurnStarte
 from orchestrator.ahp.state import PendingMessageKind, SystemNotificationResponsePart
 from orchestrator.core import RunStarted, span_id_of, trace_id_of
 from orchestrator.journal import JournalReader, open_reader
-from tests.support.a2a_peers import serve_peers
+from tests.support.a2a_peers import AUTH_SECRET, serve_peers
 from tests.support.fake_openai import Answer, Stream, text
 from tests.support.teams import remote, slow_delegation
 from tests.support.web_browser import (
@@ -1617,12 +1617,15 @@ def test_an_idle_conversation_shows_idle_and_end_conversation_ends_it(
 def test_a_remote_teammates_states_and_artifacts_are_words_in_its_transcript(
     browser: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Three real A2A agents (a2a-sdk's server, on loopback): one streams an artifact in
-    three chunks, one fails, one asks which colour (answered from the page). Each remote
-    teammate's transcript says its task's states and its artifact in words, never JSON."""
+    """Five real A2A agents (a2a-sdk's server, on loopback): one streams an artifact in
+    three chunks, one fails, one cancels its own task, one asks which colour and one asks
+    for authentication (both answered from the page). Each remote teammate's transcript says
+    its task's states and its artifact in words, never JSON."""
     monkeypatch.setenv("REMOTE_TOKEN", "a-remote-token")  # the team file's env:REMOTE_TOKEN
-    with serve_peers("chunks", "failing", "ask") as peers:
-        team = remote({name: peers.url[name] for name in ("chunks", "failing", "ask")}, local=False)
+    monkeypatch.setenv("A2A_PAINT_TOKEN", AUTH_SECRET)  # the credential the answer names
+    names = ("chunks", "failing", "quitter", "ask", "auth")
+    with serve_peers(*names) as peers:
+        team = remote({name: peers.url[name] for name in names}, local=False)
         with (
             running_daemon(tmp_path, {"remote": team}) as daemon,
             open_page(browser, daemon) as watched,
@@ -1630,12 +1633,17 @@ def test_a_remote_teammates_states_and_artifacts_are_words_in_its_transcript(
             page = watched.page
             run = start_run(daemon, "remote", "Go")
             page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
-            page.locator("#actions li.question").wait_for()
-            page.fill("#actions li.question input", "blue")
-            page.click("#actions li.question [data-action=answer]")
+            for asked_for, answer in (
+                ("Which colour?", "blue"),
+                ("needs authentication", "env:A2A_PAINT_TOKEN"),
+            ):
+                card = page.locator("#actions li.question", has_text=asked_for)
+                card.wait_for()
+                card.locator("input").fill(answer)
+                card.locator("[data-action=answer]").click()
+                card.wait_for(state="detached")
             run.finished()
-            wait_rows(page, "rows.filter(r => r[2].includes('(remote: ')).length === 3")
-
+            wait_rows(page, "rows.filter(r => r[2].includes('(remote: ')).length === 5")
             said: list[str] = []  # the lines of the remote tasks and artifacts shown
 
             def transcript_of(agent: str) -> str:
@@ -1646,6 +1654,12 @@ def test_a_remote_teammates_states_and_artifacts_are_words_in_its_transcript(
                 notices = page.locator("#transcript p.remote-task, #transcript p.artifact")
                 said.extend(notices.all_inner_texts())
                 return page.inner_text("#transcript")
+
+            def states_shown() -> list[str]:
+                shown: list[str] = page.locator("#transcript p.remote-task").evaluate_all(
+                    "ps => ps.map(p => p.dataset.state)"
+                )
+                return shown
 
             chunks = transcript_of("chunks")
             for line in (
@@ -1661,13 +1675,13 @@ def test_a_remote_teammates_states_and_artifacts_are_words_in_its_transcript(
             watched.screenshot("remote-01-chunks")
             failing = transcript_of("failing")
             assert "Remote task: failing (remote) failed: the disk is full" in failing, failing
+            quitter = transcript_of("quitter")
+            assert "Remote task: quitter (remote) stopped: its task was canceled" in quitter
+            assert states_shown()[-1] == "canceled"
             asked = transcript_of("ask")
             assert "Remote task: ask (remote) needs input: Which colour?" in asked, asked
             assert "Remote task: ask (remote) completed its task: painted it blue" in asked
-            states = page.locator("#transcript p.remote-task").evaluate_all(
-                "ps => ps.map(p => p.dataset.state)"
-            )
-            assert states == [
+            assert states_shown() == [
                 "sending",
                 "submitted",
                 "working",
@@ -1675,12 +1689,27 @@ def test_a_remote_teammates_states_and_artifacts_are_words_in_its_transcript(
                 "working",
                 "completed",
             ]
+            signed = transcript_of("auth")
+            assert (
+                "Remote task: auth (remote) needs authentication: Sign in to the paint shop"
+                in signed
+            ), signed
+            assert "Remote task: auth (remote) completed its task: signed in: painted" in signed
+            assert states_shown() == [
+                "sending",
+                "submitted",
+                "working",
+                "auth_required",
+                "working",
+                "completed",
+            ]
             # Words, not the raw JSON of the facts (the error line keeps the peer's raw
             # state name, by design: it names what happened).
-            for text in (chunks, failing, asked):
+            for text in (chunks, failing, quitter, asked, signed):
                 assert "remoteTaskId" not in text
                 assert '{"' not in text
-            assert len(said) == 17, said  # chunks 7, failing 4, ask 6 lines
+                assert AUTH_SECRET not in text
+            assert len(said) == 7 + 4 + 4 + 6 + 6, said
             assert not [t for t in said if "TASK_STATE_" in t or "{" in t]
-            watched.screenshot("remote-02-asked")
+            watched.screenshot("remote-02-signed")
             assert watched.errors == []
