@@ -29,7 +29,7 @@ from orchestrator.ahp.actions import ChatPendingMessageSetAction, ChatTurnStarte
 from orchestrator.ahp.state import PendingMessageKind, SystemNotificationResponsePart
 from orchestrator.core import RunStarted, span_id_of, trace_id_of
 from orchestrator.journal import JournalReader, open_reader
-from tests.support.a2a_peers import AUTH_SECRET, serve_peers
+from tests.support.a2a_peers import AUTH_SECRET, HangingAgent, serve_peers
 from tests.support.fake_openai import Answer, Stream, text
 from tests.support.teams import remote, slow_delegation
 from tests.support.web_browser import (
@@ -1712,4 +1712,35 @@ def test_a_remote_teammates_states_and_artifacts_are_words_in_its_transcript(
             assert len(said) == 7 + 4 + 4 + 6 + 6, said
             assert not [t for t in said if "TASK_STATE_" in t or "{" in t]
             watched.screenshot("remote-02-signed")
+            assert watched.errors == []
+
+
+def test_a_remote_teammate_is_cancelled_from_the_page_and_so_is_its_task(
+    browser: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A remote teammate whose agent works until told otherwise: its node has the cancel
+    button a local worker has; cancelling it cancels its task at the agent (tasks/cancel)."""
+    monkeypatch.setenv("REMOTE_TOKEN", "a-remote-token")
+    with serve_peers("hanging") as peers:
+        hanging = peers.executor["hanging"]
+        assert isinstance(hanging, HangingAgent)
+        team = remote({"hanging": peers.url["hanging"]}, local=False)
+        with (
+            running_daemon(tmp_path, {"remote": team}) as daemon,
+            open_page(browser, daemon) as watched,
+        ):
+            page = watched.page
+            run = start_run(daemon, "remote", "Go")
+            page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
+            wait_rows(page, "rows.some(r => r[0] === 'hanging #1' && r[2].includes('working'))")
+            page.locator("#nodes-body").get_by_role("button", name="hanging #1", exact=True).click()
+            cancel = page.locator("#cancel-worker")
+            assert cancel.inner_text() == "Cancel hanging #1"
+            cancel.click()
+            wait_rows(page, "rows.some(r => r[0] === 'hanging #1' && r[2].startsWith('killed'))")
+            run.finished()
+            deadline = time.monotonic() + WAIT_MS / 1000
+            while not hanging.cancelled and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert hanging.cancelled == hanging.started, (hanging.cancelled, hanging.started)
             assert watched.errors == []

@@ -966,9 +966,10 @@
       add("Summary", node.summary);
       const used = usageByChat.get(node.id);
       if (used) add("Used", O.formatCount(used.inputTokens) + " tokens in, " + O.formatCount(used.outputTokens) + " out · " + used.modelCalls + " model calls · " + O.formatMs(used.durationMs));
-      // A running worker can be cancelled on its own (its subtree with it).
+      // A running worker can be cancelled on its own (its subtree with it; a remote
+      // teammate's task at its agent with it).
       const controls = h("div", { class: "buttons" });
-      if (node.kind === "chat" && node.parent && node.taskId && BUSY.has(node.status) && mayCommand()) {
+      if (isChat && node.parent && node.taskId && BUSY.has(node.status) && mayCommand()) {
         const who = node.agentName + (node.agentId ? " " + node.agentId.replace(/^[^#]*#/, "#") : "");
         controls.appendChild(h("button", { type: "button", id: "cancel-worker", class: "deny", text: "Cancel " + who, onclick: () => abortTask(node.taskId, who) }));
       }
