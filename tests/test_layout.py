@@ -235,6 +235,10 @@ def test_every_named_team_document_is_a_team_the_parser_takes() -> None:
         "fan_team": teams.fan_team(2),
         "structured": teams.structured(answer="'{}'"),
         "remote": teams.remote({"far": "http://127.0.0.1:8765/"}),
+        "artifact_tools": teams.artifact_tools(),
+        "remote_approvals": teams.remote_approvals(
+            {"deployer": "http://127.0.0.1:8765/", "mailer": "http://127.0.0.1:8766/"}
+        ),
     }
     public = {
         name

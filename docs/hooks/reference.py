@@ -202,6 +202,8 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "`mcp.SERVER/TOOL` or `mcp.SERVER/*`, or any other name (a plain tool).",
         "delegates_to": "The agents its `delegate` and `handoff` calls may reach.",
         "needs_approval": "Its tools whose calls wait for a decision.",
+        "artifacts": "Its tools whose results are recorded as artifacts (a file, a report, "
+        "structured data): projected as `artifact.changed`, sent to A2A clients as artifacts.",
         "approved_by": "Who decides them: `user` (default) or `coordinator`.",
         "approves": "On a coordinator: the tools it approves when approvals are routed to it; "
         "it denies any other.",

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._team_validate import *  # noqa: F403
     from ._teammate_actions import *  # noqa: F403
     from ._teammate_state import *  # noqa: F403
+    from ._tool_artifacts import *  # noqa: F403
 else:
     from orchestrator.base import lazy_facade
 
@@ -104,6 +105,7 @@ else:
             "StoredFact": "._fork",
             "TASK_TRANSITIONS": "._task_lifecycle",
             "TERMINAL_REMOTE_STATES": "._remote_tasks",
+            "TOOL_ARTIFACT_PREFIX": "._tool_artifacts",
             "TaskCreated": "._team_actions",
             "TaskFinished": "._team_actions",
             "TaskRecord": "._team_records",
@@ -139,6 +141,7 @@ else:
             "WakeReason": "._teammate_actions",
             "answer_text": "._queries",
             "artifact_of": "._remote_tasks",
+            "artifact_words": "._remote_tasks",
             "before_run_end": "._fork",
             "build_graph": "._graph",
             "cancel_removed": "._recovery",
@@ -179,6 +182,7 @@ else:
             "remote_state": "._remote_tasks",
             "remote_task_node": "._graph_schema",
             "remote_task_of": "._remote_tasks",
+            "remote_task_words": "._remote_tasks",
             "resume_point": "._recovery",
             "round_of": "._queries",
             "span_id_of": "._spans",
@@ -190,6 +194,7 @@ else:
             "to_graphml": "._graph_export",
             "to_json": "._graph_export",
             "to_mermaid": "._graph_export",
+            "tool_artifact_part": "._tool_artifacts",
             "tool_call_node": "._graph_schema",
             "tool_call_of": "._queries",
             "tool_result_actions": "._reports",

@@ -12,8 +12,10 @@ Notice`), whose ``_meta`` carries the remote truth under one key:
   ``append``, ``lastChunk`` and ``parts`` (each ``{"text": ...}``, ``{"data": ...}`` or
   ``{"url": ...}``).
 
-The projections read them back with :func:`remote_task_of` and :func:`artifact_of`. Pure: no
-A2A types here (the SDK is an optional dependency of the runtime only).
+The projections read them back with :func:`remote_task_of` and :func:`artifact_of`, and say
+them in words with :func:`remote_task_words` and :func:`artifact_words` (what the agent
+channel and the web view's transcript show: never the raw JSON). Pure: no A2A types here
+(the SDK is an optional dependency of the runtime only).
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ __all__ = [
     "REMOTE_TASK_META",
     "TERMINAL_REMOTE_STATES",
     "artifact_of",
+    "artifact_words",
     "remote_state",
     "remote_task_of",
+    "remote_task_words",
 ]
 
 #: The ``_meta`` key of a part that records a remote task's state.
@@ -53,6 +57,21 @@ REMOTE_STATES: Final = (
 TERMINAL_REMOTE_STATES: Final = frozenset({"completed", "failed", "canceled", "rejected"})
 
 _PREFIX: Final = "TASK_STATE_"
+
+#: Each state in words, after the agent's name; "{message}" is the text that came with it.
+_WORDS: Final = {
+    "sending": "was sent the task",
+    "submitted": "took the task",
+    "working": "is working on it",
+    "input_required": "needs input: {message}",
+    "auth_required": "needs authentication: {message}",
+    "completed": "completed its task: {message}",
+    "failed": "failed: {message}",
+    "canceled": "stopped: its task was canceled",
+    "rejected": "rejected the task: {message}",
+}
+#: Characters of an artifact's content its words keep (the rest is cut, with "…").
+_WORDS_LIMIT: Final = 300
 
 
 def remote_state(raw: str) -> str:
@@ -80,3 +99,58 @@ def _meta(part: ResponsePart, key: str) -> Mapping[str, Any] | None:
         return None
     value = part.meta.get(key)
     return value if isinstance(value, Mapping) else None
+
+
+def remote_task_words(remote: Mapping[str, Any]) -> str:
+    """A remote task's state, as :func:`remote_task_of` reads it, in a sentence: ``glossary
+    (remote) needs input: Which term?``."""
+    agent = str(remote.get("agent") or (remote.get("card") or {}).get("name") or "the agent")
+    state = str(remote.get("state") or "")
+    message = str(remote.get("message") or "").strip()
+    words = _WORDS.get(state)
+    if words is None:
+        raw = str(remote.get("rawState") or state or "unknown")
+        return f"{agent} (remote): its task is {raw}"
+    if "{message}" in words and not message:
+        words = words.split(":")[0]
+    return f"{agent} (remote) " + words.format(message=_shorten(message))
+
+
+def artifact_words(artifact: Mapping[str, Any]) -> str:
+    """An artifact (or a chunk of one), as :func:`artifact_of` reads it, in words: its name,
+    media type and content (text as it is, data as ``key = value`` pairs, a URL as it is),
+    cut to a few hundred characters."""
+    name = str(artifact.get("name") or artifact.get("artifactId") or "artifact")
+    media = str(artifact.get("mediaType") or "")
+    head = ("More of artifact " if artifact.get("append") else "Artifact ") + name
+    if media:
+        head += f" ({media})"
+    said = " ".join(_part_words(p) for p in artifact.get("parts") or () if isinstance(p, Mapping))
+    return f"{head}: {_shorten(said)}" if said.strip() else head
+
+
+def _part_words(part: Mapping[str, Any]) -> str:
+    if "text" in part:
+        return str(part["text"])
+    if "url" in part:
+        return str(part["url"])
+    data = part.get("data")
+    if isinstance(data, Mapping):
+        return ", ".join(f"{key} = {_value_words(value)}" for key, value in data.items())
+    return _value_words(data)
+
+
+def _value_words(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return f"({len(value)} field{'' if len(value) == 1 else 's'})"
+    if isinstance(value, list):
+        return f"({len(value)} item{'' if len(value) == 1 else 's'})"
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= _WORDS_LIMIT else text[: _WORDS_LIMIT - 1] + "…"

@@ -87,6 +87,7 @@ else:
             "json_patch": "._agui_state",
             "model_choice": "._agent_channel",
             "negotiate": "._ahp_rpc",
+            "notice_event": "._agent_messages",
             "notification_frame": "._ahp_rpc",
             "parse_call": "._ahp_rpc",
             "parse_client_message": "._agent_channel",

@@ -14,7 +14,9 @@ tool_response, approve, reject; and ``end``, which ends the session's conversati
 - for every chat of the team, ``question`` (with the ``toolCallId`` a ``tool_response``
   answers);
 - for every chat of the team, ``permission_request`` / ``permission_resolved`` for approvals
-  routed to the user.
+  routed to the user;
+- for every chat of the team, ``remote_task`` (a remote teammate's task changed state) and
+  ``artifact`` (an artifact was recorded), each with a ``text`` that says it in words.
 
 A finished turn's live events equal the history rows the journal keeps for it
 (:func:`~orchestrator.protocols._agent_messages.turn_messages`). So a replay looks like the live
@@ -70,7 +72,7 @@ from orchestrator.core import (
     open_questions,
 )
 
-from ._agent_messages import turn_messages
+from ._agent_messages import notice_event, turn_messages
 from ._json_frames import decode_object, shown
 
 __all__ = [
@@ -350,6 +352,20 @@ class AgentChannelProjector:
                 return [view_update(view_type, content)]
             case ChatInputRequestedAction(request=request):
                 return [question(chat, request, member_name(state, chat))]
+            case ChatResponsePartAction(part=part) if chat != self._coordinator:
+                # A worker's remote task state or artifact: said in words, naming the worker.
+                notice = notice_event(part)
+                if notice is None:
+                    return []
+                asker = member_name(state, chat)
+                return [
+                    {
+                        **notice,
+                        "agentId": chat,
+                        "agentName": asker.agent if asker is not None else "",
+                        **_asker_fields(asker),
+                    }
+                ]
         if chat != self._coordinator:
             return []
         return self._coordinator_event(fact, state)
@@ -365,6 +381,10 @@ class AgentChannelProjector:
                 return [agent_event("text", content=content)]
             case ChatResponsePartAction(part=ReasoningResponsePart(content=content)) if content:
                 return [agent_event("thinking", content=content)]
+            case ChatResponsePartAction(part=part):
+                # An artifact of the coordinator's own tools, as its turn's history has it.
+                notice = notice_event(part)
+                return [] if notice is None else [notice]
             case ChatDeltaAction(content=content) if content:
                 return [agent_event("text", content=content)]
             case ChatReasoningAction(content=content) if content:

@@ -33,7 +33,9 @@ from orchestrator.ahp.state import (
     InputRequestResponsePart,
     MarkdownResponsePart,
     ReasoningResponsePart,
+    ResponsePart,
     SessionStatus,
+    SystemNotificationResponsePart,
     ToolCallCancelledState,
     ToolCallCompletedState,
     ToolCallResponsePart,
@@ -43,10 +45,19 @@ from orchestrator.ahp.state import (
     known_questions,
 )
 from orchestrator.base import RunError, evolve
-from orchestrator.core import Action, Fact, turn_text
+from orchestrator.core import (
+    Action,
+    Fact,
+    artifact_of,
+    artifact_words,
+    remote_task_of,
+    remote_task_words,
+    turn_text,
+)
 
 __all__ = [
     "TURN_ENDS",
+    "notice_event",
     "restore_actions",
     "truncate_action",
     "turn_from_facts",
@@ -71,7 +82,8 @@ def turn_messages(turn: Turn) -> list[dict[str, Any]]:
     """A finished turn as the agent-channel events a client replays, in order.
 
     The user's message comes first as the ``prompt`` that started the turn; worker
-    notifications are left out (the team channel carries them).
+    notifications are left out (the team channel carries them); a remote task's states and
+    artifacts are ``remote_task`` and ``artifact`` events, in words (:func:`notice_event`).
     """
     events = turn_so_far(turn)
     if turn.state is TurnState.COMPLETE:
@@ -119,9 +131,38 @@ def turn_so_far(turn: Turn | ActiveTurn) -> list[dict[str, Any]]:
             case InputRequestResponsePart(request=request):
                 asked = [q.message for q in known_questions(request.questions) if q.message]
                 events.append(_event("question", questions=asked or [request.message or ""]))
+            case SystemNotificationResponsePart():
+                notice = notice_event(part)
+                if notice is not None:
+                    events.append(notice)
             case _:
                 pass
     return events
+
+
+def notice_event(part: ResponsePart) -> dict[str, Any] | None:
+    """A part that records a remote teammate's task state (``remote_task``) or an artifact
+    (``artifact``), as an event whose ``text`` says it in words; None for any other part.
+
+    The spec's events take added types; a client that does not know them ignores them."""
+    remote = remote_task_of(part)
+    if remote is not None:
+        return _event(
+            "remote_task",
+            remoteTaskId=str(remote.get("remoteTaskId") or ""),
+            state=str(remote.get("state") or ""),
+            text=remote_task_words(remote),
+        )
+    artifact = artifact_of(part)
+    if artifact is not None:
+        return _event(
+            "artifact",
+            artifactId=str(artifact.get("artifactId") or ""),
+            name=str(artifact.get("name") or ""),
+            mediaType=str(artifact.get("mediaType") or ""),
+            text=artifact_words(artifact),
+        )
+    return None
 
 
 def _arguments(tool_input: object) -> Any:

@@ -325,9 +325,10 @@ class AgentUiProjector(ActionRequests):
             remote = remote_task_of(action.part)
             if remote is not None and remote.get("remoteTaskId"):
                 head.append(self._remote_task_changed(fact, chat, remote))
-            artifact = artifact_of(action.part)
-            if artifact is not None:
-                head.append(self._artifact_changed(fact, chat, artifact))
+        # A remote teammate's artifact chunk, or a tool's result an agent declared an artifact.
+        artifact = artifact_of(action.part)
+        if artifact is not None:
+            head.append(self._artifact_changed(fact, chat, artifact))
         return head + self._status_change(fact, chat)
 
     def _feed_other(self, fact: Fact, action: Action) -> list[Envelope]:
@@ -479,9 +480,19 @@ class AgentUiProjector(ActionRequests):
         )
 
     def _artifact_changed(self, fact: Fact, chat: str, artifact: Mapping[str, Any]) -> Envelope:
-        """``artifact.changed`` of an artifact (or a chunk of one) a remote teammate sent."""
+        """``artifact.changed`` of an artifact (or a chunk of one) a remote teammate sent (its
+        external task's), or of a tool's result a local agent declared an artifact (its
+        turn's, in the run's topology)."""
         member = self.state.members[chat]
         last = bool(artifact.get("lastChunk", True))
+        remote = member.remote is not None
+        entity = (
+            RuntimeEntity.EXTERNAL_TASK
+            if remote
+            else RuntimeEntity.SUBAGENT_TURN
+            if chat != self.state.coordinator_chat()
+            else RuntimeEntity.AGENT_TURN
+        )
         return self._envelope(
             fact,
             EventType.ARTIFACT_CHANGED,
@@ -490,13 +501,14 @@ class AgentUiProjector(ActionRequests):
             phase=Phase.COMPLETED if last else Phase.PRODUCING,
             surface=Surface.ARTIFACT_WORKSPACE,
             persistence=Persistence.ARTIFACT_STORE,
-            topology=Topology.REMOTE_TEAMMATE,
+            topology=Topology.REMOTE_TEAMMATE if remote else None,
             thread_id=chat,
             task_id=member.task,
             agent_id=self._agent_ids.get(chat),
             artifact_id=str(artifact.get("artifactId")) or None,
             payload=compact(
-                runtimeEntity=RuntimeEntity.EXTERNAL_TASK.value,
+                runtimeEntity=entity.value,
+                toolCallId=artifact.get("toolCallId") or None,
                 agentName=member.agent,
                 remoteTaskId=artifact.get("remoteTaskId") or None,
                 name=artifact.get("name") or None,

@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 import trio
 
-from orchestrator.ahp.actions import SessionChatAddedAction
+from orchestrator.ahp.actions import ChatResponsePartAction, SessionChatAddedAction
 from orchestrator.ahp.state import (
     ChatInteractivity,
     ChatSummary,
@@ -40,6 +40,7 @@ from orchestrator.core import (
     ToolCallRequest,
     ToolOutcome,
     first_line,
+    tool_artifact_part,
     tool_result_actions,
 )
 from orchestrator.spec import AgentSpec, TeamSpec
@@ -100,8 +101,18 @@ class RunContext:
         output: str,
         extra: Sequence[tuple[str, Action]] = (),
         content_before: Sequence[ToolResultSubagentContent] = (),
+        structured: Any = None,
     ) -> ToolOutcome:
-        """Record a tool call's result (with ``extra`` facts, in one batch); its outcome."""
+        """Record a tool call's result (with ``extra`` facts, in one batch); its outcome.
+
+        A successful call of a tool the agent lists in ``artifacts`` records its result as
+        an artifact too, in the same batch (``structured``: an MCP result's structured
+        content, its data)."""
+        if success and ctx.agent.records_artifact(request.tool_name):
+            part = tool_artifact_part(
+                request.tool_call_id, request.tool_name, output, structured=structured
+            )
+            extra = [*extra, (ctx.chat, ChatResponsePartAction(turn_id=ctx.turn_id, part=part))]
         await self.recorder.record(
             tool_result_actions(
                 ctx.chat,

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import structlog
 import trio
 
-from orchestrator.ahp.actions import ChatToolCallContentChangedAction
+from orchestrator.ahp.actions import ChatResponsePartAction, ChatToolCallContentChangedAction
 from orchestrator.ahp.state import (
     Message,
     MessageKind,
@@ -54,6 +54,7 @@ from orchestrator.core import (
     delegation_report,
     denied_calls,
     subagent_of,
+    tool_artifact_part,
     tool_call_of,
 )
 from orchestrator.spec import AgentSpec
@@ -388,24 +389,32 @@ class Delegation:
         task = state.tasks.get(finished.task)
         title = task.title if task is not None else ""
         denied = denied_calls(state.approvals, finished.chat) if finished.chat else 0
-        await self.run.recorder.record(
-            delegation_report(
-                self.run.session,
-                ctx.chat,
-                ctx.turn_id,
-                request.tool_call_id,
-                finished,
-                worker=worker.name,
-                subagent=subagent,
-                task_title=title,
-                denied=denied,
-            )
+        output = delegation_output(worker.name, finished, task_title=title, denied=denied)
+        batch = delegation_report(
+            self.run.session,
+            ctx.chat,
+            ctx.turn_id,
+            request.tool_call_id,
+            finished,
+            worker=worker.name,
+            subagent=subagent,
+            task_title=title,
+            denied=denied,
         )
+        if finished.status is TaskStatus.COMPLETED and ctx.agent.records_artifact("delegate"):
+            # The worker's report is a declared output of the delegating agent: an artifact
+            # (its parsed value as data, when the worker has an output_schema).
+            part = tool_artifact_part(
+                request.tool_call_id, f"{worker.name} report", output, structured=finished.value
+            )
+            artifact = (ctx.chat, ChatResponsePartAction(turn_id=ctx.turn_id, part=part))
+            batch = [*batch[:-1], artifact, batch[-1]]
+        await self.run.recorder.record(batch)
         return ToolOutcome(
             tool_call_id=request.tool_call_id,
             tool_name=request.tool_name,
             success=finished.status is TaskStatus.COMPLETED,
-            output=delegation_output(worker.name, finished, task_title=title, denied=denied),
+            output=output,
         )
 
     # ── a worker's lifecycle ─────────────────────────────────────────────────

@@ -417,7 +417,7 @@ class ToolCalls:
         with structlog.contextvars.bound_contextvars(tool_call=request.tool_call_id):
             result = await servers.call(name, request.arguments)
         return await self.run.complete_tool_call(
-            ctx, request, success=result.success, output=result.output
+            ctx, request, success=result.success, output=result.output, structured=result.structured
         )
 
 

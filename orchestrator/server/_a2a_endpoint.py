@@ -22,7 +22,8 @@ A task is a fold of those facts (``_Task.feed``), so it outlives the daemon: its
 ``CONTEXT~start`` (the session's first prompt) or ``CONTEXT~QUEUED`` (the queued message its
 turn answers, chosen here and recorded as the turn's ``queuedMessageId``), and ``tasks/get``,
 an answer to its question and ``tasks/resubscribe`` read it back from the journal when this
-process does not follow it.
+process does not follow it. ``tasks/list`` folds every session of the team the same way
+(:func:`_session_tasks`), in the SDK's order and with its page tokens.
 
 Auth: the card is read with the ``read`` permission, the JSON-RPC binding needs
 ``operate`` (a viewer cannot send); the card declares the bearer scheme.
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -50,6 +51,8 @@ from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
     HTTPAuthSecurityScheme,
+    ListTasksRequest,
+    ListTasksResponse,
     Message,
     Part,
     SecurityRequirement,
@@ -62,8 +65,22 @@ from a2a.types import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
-from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
-from google.protobuf import json_format
+from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
+from a2a.utils.errors import (
+    InvalidParamsError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from a2a.utils.task import (
+    ListTasksCursor,
+    decode_list_tasks_cursor,
+    encode_list_tasks_cursor,
+    validate_history_length,
+    validate_page_size,
+)
+from google.protobuf import json_format, struct_pb2
+from google.protobuf.timestamp_pb2 import Timestamp
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -79,10 +96,20 @@ from orchestrator.ahp.actions import (
     ChatTurnStartedAction,
 )
 from orchestrator.ahp.state import MarkdownResponsePart
-from orchestrator.base import OrchestratorError, RunError, SessionExistsError
-from orchestrator.core import USER, ApprovalRequested, ApprovalResolved, TeamState
+from orchestrator.base import OrchestratorError, RunError, SessionExistsError, compact_dumps
+from orchestrator.core import (
+    INTERRUPTED,
+    USER,
+    ApprovalRequested,
+    ApprovalResolved,
+    Fact,
+    RunFinished,
+    TeamState,
+    artifact_of,
+)
+from orchestrator.core import TaskStatus as RecordStatus
 from orchestrator.runtime import prompted_from
-from orchestrator.sessions import LiveSession, session_uri
+from orchestrator.sessions import LiveSession, session_id, session_uri
 from orchestrator.spec import TeamSpec
 
 __all__: list[str] = []
@@ -125,17 +152,31 @@ class _Task:
     approval: str | None = None  # the approval it waits on
     chunks: int = 0
     seen: int = 0  # the last fact's sequence it was fed
+    # Its turn was interrupted by a stop of the daemon: the next turn answering the same
+    # prompt (the resumed run's) is its turn now.
+    interrupted: str = ""
+    at: str = ""  # when its state last changed: the ``at`` of the fact that changed it
+    # The artifacts its run recorded (a tool's result, a remote teammate's), by id, in order:
+    # {"name", "mediaType", "parts"} (the parts of every chunk so far).
+    artifacts: dict[str, dict[str, Any]] = attrs.Factory(dict)
 
     @property
     def terminal(self) -> bool:
         return self.state in _TERMINAL
 
-    def feed(self, fact: Any, chat: str | None) -> list[tuple[str, str]]:
+    def feed(self, fact: Any, chat: str | None) -> list[tuple[str, Any]]:
         """Take ``fact`` in; what it changed: ``("status", "")``, ``("final", "")`` (the task
-        ended or waits for input) or ``("chunk", text)``."""
+        ended or waits for input), ``("chunk", text)`` (of its answer) or ``("artifact",
+        chunk)`` (an artifact's chunk, as :func:`~orchestrator.core.artifact_of` reads it)."""
         if fact.sequence <= self.seen:
             return []  # read from the journal already
         self.seen = fact.sequence
+        changes = self._feed(fact, chat)
+        if any(kind in ("status", "final") for kind, _ in changes):
+            self.at = fact.at
+        return changes
+
+    def _feed(self, fact: Any, chat: str | None) -> list[tuple[str, Any]]:
         self.chat = self.chat or chat
         action = fact.action
         if self.terminal:
@@ -147,8 +188,15 @@ class _Task:
                 and action.queued_message_id == self.queued
             ):
                 self.turn = action.turn_id
+                if self.interrupted:  # the resumed run's turn: it works on, as it did
+                    self.interrupted = ""
+                    return []
                 self.state = TaskState.TASK_STATE_WORKING
                 return [("status", "")]
+            if self.interrupted and isinstance(action, RunFinished):
+                # The run ended without answering the prompt again (not resumed).
+                self.state, self.message = TaskState.TASK_STATE_FAILED, self.interrupted
+                return [("final", "")]
             return []
         if isinstance(action, ApprovalRequested) and action.routed_to == USER:
             # An approval the user decides: input the next message gives.
@@ -174,6 +222,11 @@ class _Task:
                 return []  # the answer's sender said so already
             self.state, self.message = TaskState.TASK_STATE_WORKING, ""
             return [("status", "")]
+        if isinstance(action, ChatResponsePartAction):
+            # An artifact of any chat of its run: a worker's tool, a remote teammate's.
+            artifact = artifact_of(action.part)
+            if artifact is not None:
+                return self._artifact(artifact)
         if fact.channel != self.chat or getattr(action, "turn_id", None) != self.turn:
             return []
         if isinstance(action, ChatResponsePartAction) and isinstance(
@@ -184,6 +237,12 @@ class _Task:
             return self._chunk(action.content)
         if isinstance(action, ChatTurnCompleteAction):
             self.state, self.message = TaskState.TASK_STATE_COMPLETED, self.answer
+        elif isinstance(action, ChatErrorAction) and action.error.error_type == INTERRUPTED:
+            # A stop of the daemon: a resumed run answers the prompt again, in a turn of its
+            # own, which this task follows (its id and its question stay the same).
+            self.turn, self.interrupted = None, action.error.message
+            self.answer, self.chunks = "", 0
+            return []
         elif isinstance(action, ChatErrorAction):
             self.state, self.message = TaskState.TASK_STATE_FAILED, action.error.message
         elif isinstance(action, ChatTurnCancelledAction):
@@ -192,7 +251,20 @@ class _Task:
             return []
         return [("final", "")]
 
-    def _chunk(self, text: str) -> list[tuple[str, str]]:
+    def _artifact(self, chunk: Mapping[str, Any]) -> list[tuple[str, Any]]:
+        artifact_id = str(chunk.get("artifactId") or "")
+        parts = [p for p in chunk.get("parts") or () if isinstance(p, Mapping)]
+        if not artifact_id or artifact_id == _ANSWER:
+            return []
+        kept = self.artifacts.get(artifact_id)
+        if kept is None or not chunk.get("append"):
+            kept = self.artifacts[artifact_id] = {"parts": []}
+        kept["name"] = str(chunk.get("name") or kept.get("name") or "")
+        kept["mediaType"] = str(chunk.get("mediaType") or kept.get("mediaType") or "")
+        kept["parts"] = [*kept["parts"], *parts]
+        return [("artifact", chunk)]
+
+    def _chunk(self, text: str) -> list[tuple[str, Any]]:
         if not text:
             return []
         self.answer += text
@@ -301,6 +373,8 @@ class SessionRequestHandler(RequestHandler):
                     for kind, text in task.feed(fact, live.state.coordinator_chat()):
                         if kind == "chunk":
                             yield self._chunk(task, text)
+                        elif kind == "artifact":
+                            yield _artifact_event(task, text)
                         elif kind == "status":
                             yield self._status(task)
                         else:
@@ -356,10 +430,23 @@ class SessionRequestHandler(RequestHandler):
     async def on_cancel_task(
         self, params: CancelTaskRequest, context: ServerCallContext
     ) -> Task | None:
+        self._tasks.pop(params.id, None)  # where it stands now: the journal says
         task = await self._task(params.id)
+        if task.terminal:
+            raise TaskNotCancelableError(
+                f"task {task.task_id!r} is {_state_word(task.state)}: there is nothing to cancel"
+            )
         live = await self._live(task.context_id, context, opening=False)
         try:
-            await live.abort(task.task_id)
+            try:
+                await live.abort(task.task_id)
+            except RunError:
+                # A task served before a restart: the session knows its prompt's root task
+                # (recorded), not the A2A id the last process gave it.
+                root = _running_root(live.state, task)
+                if root is None:
+                    raise
+                await live.abort(root)
         except RunError as exc:
             raise InvalidParamsError(str(exc)) from None
         # Its stream ends canceled when the cancellation's fact comes (the task's own state).
@@ -396,8 +483,73 @@ class SessionRequestHandler(RequestHandler):
     async def on_get_extended_agent_card(self, params: Any, context: ServerCallContext) -> Any:
         raise UnsupportedOperationError("no extended agent card")
 
-    async def on_list_tasks(self, params: Any, context: ServerCallContext) -> Any:
-        raise UnsupportedOperationError("tasks/list is not served")
+    async def on_list_tasks(
+        self, params: ListTasksRequest, context: ServerCallContext
+    ) -> ListTasksResponse:
+        """The team's tasks, newest first (the SDK's order and page tokens): every turn of
+        every session of the team, or of one context (``contextId``), read from the journal.
+
+        Filters: ``status`` (one state), ``statusTimestampAfter`` (changed at or after);
+        ``includeArtifacts`` adds each task's ``answer``. ``historyLength`` is checked, and
+        moot: a task keeps no message history."""
+        validate_history_length(params)
+        page_size = DEFAULT_LIST_TASKS_PAGE_SIZE
+        if params.HasField("page_size"):
+            validate_page_size(params.page_size)
+            page_size = params.page_size
+        if params.context_id and not CONTEXT_ID.fullmatch(params.context_id):
+            raise InvalidParamsError(
+                "contextId: use letters, digits and . _ : - (at most 128), starting with one"
+            )
+        if params.status and params.status not in TaskState.values():
+            raise InvalidParamsError(f"status: no task state {params.status}")
+        after: ListTasksCursor | None = None
+        if params.page_token:
+            after = decode_list_tasks_cursor(params.page_token)
+            if after is None:
+                raise InvalidParamsError("pageToken: not a page token this agent gave")
+        since = (
+            params.status_timestamp_after.ToNanoseconds()
+            if params.HasField("status_timestamp_after")
+            else None
+        )
+        tasks = await trio.to_thread.run_sync(self._read_tasks, params.context_id or None)
+        if params.status:
+            tasks = [t for t in tasks if t.state == params.status]
+        if since is not None:
+            tasks = [t for t in tasks if (ns := _nanoseconds(t.at)) is not None and ns >= since]
+        tasks.sort(key=_list_key, reverse=True)
+        total = len(tasks)
+        if after is not None:
+            key = after.sort_key()
+            tasks = [t for t in tasks if _list_key(t) < key]
+        page, more = tasks[:page_size], len(tasks) > page_size
+        return ListTasksResponse(
+            tasks=[self._snapshot(t, with_artifacts=params.include_artifacts) for t in page],
+            next_page_token=encode_list_tasks_cursor(_cursor(page[-1])) if more else "",
+            page_size=page_size,
+            total_size=total,
+        )
+
+    def _read_tasks(self, context_id: str | None) -> list[_Task]:
+        """Every task of the team's sessions (of ``context_id``'s only, if given), as the
+        journal has them (in a worker thread: the reads block)."""
+        reader = self._daemon.reader
+        if context_id is not None:
+            uris = [session_uri(context_id)]
+        else:
+            uris = [info.session for info in reader.sessions(team=self._team)]
+        tasks: list[_Task] = []
+        for uri in uris:
+            try:
+                state = reader.open(uri)
+                facts = reader.facts(uri)
+            except (OrchestratorError, OSError):
+                continue  # not a session of this journal (a context never opened)
+            if state.run is None or state.run.team != self._team:
+                continue
+            tasks.extend(_session_tasks(session_id(uri), state, facts))
+        return tasks
 
     async def on_create_task_push_notification_config(
         self, params: Any, context: ServerCallContext
@@ -462,8 +614,10 @@ class SessionRequestHandler(RequestHandler):
             append=task.chunks > 1,
         )
 
-    def _snapshot(self, task: _Task) -> Task:
+    def _snapshot(self, task: _Task, *, with_artifacts: bool = True) -> Task:
         status = TaskStatus(state=task.state)
+        if _nanoseconds(task.at) is not None:
+            status.timestamp.FromJsonString(task.at)
         if task.message:
             status.message.CopyFrom(
                 new_text_message(task.message, context_id=task.context_id, task_id=task.task_id)
@@ -476,10 +630,99 @@ class SessionRequestHandler(RequestHandler):
                     parts=[Part(text=task.answer, media_type="text/markdown")],
                 )
             ]
-            if task.answer
+            if task.answer and with_artifacts
             else []
         )
+        if with_artifacts:
+            artifacts += [
+                _artifact(artifact_id, kept) for artifact_id, kept in task.artifacts.items()
+            ]
         return Task(id=task.task_id, context_id=task.context_id, status=status, artifacts=artifacts)
+
+
+def _session_tasks(context_id: str, state: TeamState, facts: list[Fact]) -> list[_Task]:
+    """Every task of one session (``context_id``), as a fold of its facts: each turn of its
+    coordinator (the prompt it answers names it), then each prompt still queued
+    (``submitted``)."""
+    chat = state.coordinator_chat()
+    if chat is None:
+        return []
+    starts: dict[str, tuple[int, _Task]] = {}
+    for index, fact in enumerate(facts):
+        action = fact.action
+        if fact.channel == chat and isinstance(action, ChatTurnStartedAction):
+            queued = action.queued_message_id
+            task_id = f"{context_id}{_SEP}{queued or _START}"
+            if task_id not in starts:
+                task = _Task(task_id=task_id, context_id=context_id, queued=queued)
+                starts[task_id] = (index, task)
+    tasks = []
+    for index, task in starts.values():
+        for fact in facts[index:]:
+            task.feed(fact, chat)
+        tasks.append(task)
+    chat_state = state.chats.get(chat)
+    for message in (chat_state.queued_messages or ()) if chat_state is not None else ():
+        task_id = f"{context_id}{_SEP}{message.id}"
+        if task_id not in starts:
+            tasks.append(_Task(task_id=task_id, context_id=context_id, queued=message.id))
+    return tasks
+
+
+def _nanoseconds(at: str) -> int | None:
+    """A fact's ``at`` (RFC 3339) in nanoseconds since the epoch; None if it is not one."""
+    if not at:
+        return None
+    stamp = Timestamp()
+    try:
+        stamp.FromJsonString(at)
+    except ValueError:
+        return None
+    return int(stamp.ToNanoseconds())
+
+
+def _list_key(task: _Task) -> tuple[bool, int, str]:
+    """A task's place in ``tasks/list``: the SDK's ``(has timestamp, timestamp, id)``."""
+    ns = _nanoseconds(task.at)
+    return (ns is not None, ns or 0, task.task_id)
+
+
+def _cursor(task: _Task) -> ListTasksCursor:
+    return ListTasksCursor(timestamp_ns=_nanoseconds(task.at), task_id=task.task_id)
+
+
+def _artifact(artifact_id: str, chunk: Mapping[str, Any]) -> Artifact:
+    """An artifact (or a chunk of one) as the facts keep it, as the SDK's type."""
+    media_type = str(chunk.get("mediaType") or "")
+    return Artifact(
+        artifact_id=artifact_id,
+        name=str(chunk.get("name") or ""),
+        parts=[_part(p, media_type) for p in chunk.get("parts") or () if isinstance(p, Mapping)],
+    )
+
+
+def _part(part: Mapping[str, Any], media_type: str) -> Part:
+    """``{"text": ...}``, ``{"data": ...}`` or ``{"url": ...}`` as the SDK's part."""
+    if "data" in part:
+        value = struct_pb2.Value()
+        try:
+            json_format.ParseDict(part["data"], value)
+        except (json_format.ParseError, TypeError, ValueError):
+            return Part(text=compact_dumps(part["data"]), media_type=media_type)
+        return Part(data=value, media_type=media_type)
+    if "url" in part:
+        return Part(url=str(part["url"]), media_type=media_type)
+    return Part(text=str(part.get("text", "")), media_type=media_type)
+
+
+def _artifact_event(task: _Task, chunk: Mapping[str, Any]) -> TaskArtifactUpdateEvent:
+    return TaskArtifactUpdateEvent(
+        task_id=task.task_id,
+        context_id=task.context_id,
+        artifact=_artifact(str(chunk.get("artifactId")), chunk),
+        append=bool(chunk.get("append", False)),
+        last_chunk=bool(chunk.get("lastChunk", True)),
+    )
 
 
 def _traceparent(context: ServerCallContext) -> str | None:
@@ -487,6 +730,22 @@ def _traceparent(context: ServerCallContext) -> str | None:
     headers = context.state.get("headers")
     value = headers.get("traceparent") if isinstance(headers, dict) else None
     return value if isinstance(value, str) else None
+
+
+def _running_root(state: TeamState, task: _Task) -> str | None:
+    """The recorded root task of ``task``'s turn, if that turn is the coordinator's running
+    one (a prompt's root task: cancelling it cancels the turn)."""
+    chat = state.coordinator_chat()
+    chat_state = state.chats.get(chat) if chat is not None else None
+    active = chat_state.active_turn if chat_state is not None else None
+    if task.turn is None or active is None or active.id != task.turn:
+        return None
+    roots = [
+        t.task
+        for t in state.tasks.values()
+        if t.requested_by is None and t.status is RecordStatus.RUNNING
+    ]
+    return roots[-1] if roots else None
 
 
 def _queued_in(state: TeamState, chat: str | None, queued: str | None) -> bool:

@@ -77,6 +77,7 @@ class Tool(Generic[_P, _R]):
     # Given to the decorator; "" : the docstring's first paragraph (see ``summary``).
     description: str = ""
     needs_approval: bool = False
+    artifact: bool = False
     timeout: datetime.timedelta | str | None = None
     # Given to the decorator, or None: derived from the signature.
     given_parameters: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
@@ -110,6 +111,7 @@ def tool(
     name: str | None = None,
     description: str = "",
     needs_approval: bool = False,
+    artifact: bool = False,
     timeout: datetime.timedelta | str | None = None,
     parameters: Mapping[str, Any] | None = None,
 ) -> Callable[[Callable[_P, _R]], Tool[_P, _R]]: ...
@@ -120,6 +122,7 @@ def tool(
     name: str | None = None,
     description: str = "",
     needs_approval: bool = False,
+    artifact: bool = False,
     timeout: datetime.timedelta | str | None = None,
     parameters: Mapping[str, Any] | None = None,
 ) -> Tool[_P, _R] | Callable[[Callable[_P, _R]], Tool[_P, _R]]:
@@ -136,6 +139,8 @@ def tool(
             not given.
         needs_approval: Whether every agent listing the tool waits for a decision before a
             call runs (as if each listed it in ``needs_approval``).
+        artifact: Whether a call's result is recorded as an artifact in every agent listing
+            the tool (as if each listed it in ``artifacts``).
         timeout: How long a call may run (a duration such as ``"90s"``); 10 minutes if not
             given.
         parameters: The input's JSON Schema, instead of the one derived from the signature
@@ -172,6 +177,7 @@ def tool(
             name=tool_name,
             description=description,
             needs_approval=needs_approval,
+            artifact=artifact,
             timeout=timeout,
             given_parameters=parameters,
             parameters=schema,
@@ -276,6 +282,7 @@ class Agent:
     needs_approval: Sequence[ToolRef] = attrs.field(default=(), converter=_tools)
     approved_by: str | None = None
     approves: Sequence[ToolRef] | None = attrs.field(default=None, converter=_optional_tools)
+    artifacts: Sequence[ToolRef] = attrs.field(default=(), converter=_tools)
     timeout: float | datetime.timedelta | None = None
     tool_results: Mapping[str, str] | None = attrs.field(default=None, hash=False)
     turns: Sequence[Mapping[str, Any]] | None = None
@@ -298,7 +305,15 @@ class Agent:
         """The agent's ``[agents.<name>]`` table (its tools by name)."""
         table = _given(
             self,
-            skip=("name", "tools", "delegates_to", "needs_approval", "timeout", "output_schema"),
+            skip=(
+                "name",
+                "tools",
+                "delegates_to",
+                "needs_approval",
+                "artifacts",
+                "timeout",
+                "output_schema",
+            ),
         )
         if isinstance(self.output_schema, Mapping):
             # Checked by the file's rules, its errors placed at this call.
@@ -319,6 +334,12 @@ class Agent:
         approval = listed + [n for n in flagged if n not in listed]
         if approval:
             table["needs_approval"] = approval
+        # A tool decorated with artifact=True is an artifact in every agent listing it.
+        marked = [t.name for t in self.tools if isinstance(t, Tool) and t.artifact]
+        given = [_tool_name(t) for t in self.artifacts]
+        artifacts = given + [n for n in marked if n not in given]
+        if artifacts:
+            table["artifacts"] = artifacts
         if self.timeout is not None:
             timeout = self.timeout
             seconds = (
@@ -437,7 +458,9 @@ def _tool_tables(
     One name given to two different tools is an error naming it."""
     tables: dict[str, dict[str, Any]] = {}
     given: dict[str, Tool[..., Any] | Command] = {}
-    listed = [t for a in agents for t in (*a.tools, *a.needs_approval, *(a.approves or ()))]
+    listed = [
+        t for a in agents for t in (*a.tools, *a.needs_approval, *a.artifacts, *(a.approves or ()))
+    ]
     for item in [*declared, *listed]:
         if not isinstance(item, Tool | Command):
             continue  # a name

@@ -325,6 +325,8 @@ class AgentSpec:
     # The coordinator's policy for approvals routed to it: the tools it approves (any other
     # is denied). None when not declared (a team routing approvals to it must declare it).
     approves: tuple[str, ...] | None = None
+    # Invariant: set(artifacts) <= set(tools)
+    artifacts: tuple[str, ...] = ()  # its tools whose results are recorded as artifacts
     timeout: float | None = None
     # Invariant: set(tool_results) <= set(tools) - TEAM_TOOLS - {the team's [tools] tables}
     tool_results: Mapping[str, str] = attrs.field(factory=dict, hash=False)
@@ -342,6 +344,10 @@ class AgentSpec:
         """Whether ``tool`` is one of this agent's tools: listed by name, or an MCP tool
         whose server's ``mcp.<server>/*`` is listed."""
         return _names(self.tools, tool)
+
+    def records_artifact(self, tool: str) -> bool:
+        """Whether a successful call of ``tool`` by this agent is recorded as an artifact."""
+        return _names(self.artifacts, tool)
 
     def needs_approval_for(self, tool: str) -> bool:
         """Whether a call of ``tool`` by this agent waits for a decision."""

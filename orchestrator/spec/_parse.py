@@ -120,6 +120,7 @@ _AGENT_KEYS: Final = (
     "needs_approval",
     "approved_by",
     "approves",
+    "artifacts",
     "timeout",
     "tool_results",
     "turns",
@@ -565,6 +566,20 @@ class _Parser(_ScriptChecks):
                             f"({_one_of(tools) or 'none'}); add it to tools or remove it here",
                         )
                     )
+        artifacts: tuple[str, ...] = ()
+        if "artifacts" in data:
+            artifacts_path = f"{path}.artifacts"
+            with problems.kept():
+                artifacts = self.tool_names(data["artifacts"], artifacts_path)
+            for index, tool in enumerate(artifacts):
+                if tools_known and not _lists(tools, tool):
+                    problems.add(
+                        self.error(
+                            f"{artifacts_path}[{index}]",
+                            f"tool {tool!r} is not in this agent's tools "
+                            f"({_one_of(tools) or 'none'}); add it to tools or remove it here",
+                        )
+                    )
         approved_by: ApprovedBy = "user"
         if "approved_by" in data:
             with problems.kept():
@@ -645,6 +660,7 @@ class _Parser(_ScriptChecks):
             needs_approval=needs_approval,
             approved_by=approved_by,
             approves=approves,
+            artifacts=artifacts,
             timeout=timeout,
             tool_results=tool_results,
             output_schema=output_schema,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,8 +14,10 @@ from orchestrator.core import (
     REMOTE_STATES,
     REMOTE_TASK_META,
     artifact_of,
+    artifact_words,
     remote_state,
     remote_task_of,
+    remote_task_words,
 )
 from tests.support.examples import examples
 
@@ -62,3 +66,72 @@ class TestParts:
     def test_other_parts_record_none(self, part: object) -> None:
         assert remote_task_of(part) is None  # type: ignore[arg-type]
         assert artifact_of(part) is None  # type: ignore[arg-type]
+
+
+class TestWords:
+    """A remote task's state and an artifact said in words, never as raw JSON."""
+
+    @pytest.mark.parametrize(
+        ("state", "message", "said"),
+        [
+            ("submitted", "", "glossary (remote) took the task"),
+            ("working", "stale text", "glossary (remote) is working on it"),
+            ("input_required", "Which term?", "glossary (remote) needs input: Which term?"),
+            ("auth_required", "Sign in", "glossary (remote) needs authentication: Sign in"),
+            ("completed", "done", "glossary (remote) completed its task: done"),
+            ("failed", "the disk is full", "glossary (remote) failed: the disk is full"),
+            ("canceled", "", "glossary (remote) stopped: its task was canceled"),
+            ("rejected", "no", "glossary (remote) rejected the task: no"),
+            ("unknown", "", "glossary (remote): its task is TASK_STATE_PAUSED"),
+        ],
+    )
+    def test_each_state(self, state: str, message: str, said: str) -> None:
+        remote = {
+            "agent": "glossary",
+            "state": state,
+            "rawState": "TASK_STATE_PAUSED",
+            "message": message,
+        }
+        assert remote_task_words(remote) == said
+
+    def test_an_artifact_s_text_data_and_url(self) -> None:
+        assert (
+            artifact_words(
+                {
+                    "name": "rows",
+                    "mediaType": "application/json",
+                    "parts": [{"data": {"rows": 3, "ok": True, "by": None, "cols": [1, 2]}}],
+                }
+            )
+            == "Artifact rows (application/json): "
+            "rows = 3, ok = yes, by = nothing, cols = (2 items)"
+        )
+        assert artifact_words({"artifactId": "a-1", "parts": [{"url": "https://x/y"}]}) == (
+            "Artifact a-1: https://x/y"
+        )
+        assert artifact_words({"name": "n", "append": True, "parts": [{"text": "more"}]}) == (
+            "More of artifact n: more"
+        )
+        long = artifact_words({"name": "n", "parts": [{"text": "x" * 1000}]})
+        assert len(long) < 400
+        assert long.endswith("…")
+
+    @settings(max_examples=examples(300))
+    @given(
+        st.dictionaries(
+            st.text(alphabet="abcdefgh", min_size=1, max_size=5),
+            st.recursive(
+                st.none() | st.booleans() | st.integers() | st.text(alphabet="xyz", max_size=5),
+                lambda inner: (
+                    st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(alphabet="ab", max_size=3), inner, max_size=3)
+                ),
+                max_leaves=8,
+            ),
+            max_size=4,
+        )
+    )
+    def test_data_is_never_said_as_json(self, data: dict[str, Any]) -> None:
+        said = artifact_words({"name": "d", "parts": [{"data": data}]})
+        assert "{" not in said
+        assert '"' not in said

@@ -107,7 +107,11 @@ async def fuzz_agui(daemon: DaemonProcess, fuzzer: Fuzzer) -> int:
 def a2a_message(index: int) -> dict[str, Any]:
     """A valid A2A request (JSON-RPC): a SendStreamingMessage in its own context; every third
     a GetTask, and every third a SubscribeToTask, of the task the one before it sent (read
-    back from the journal: its id names its context)."""
+    back from the journal: its id names its context); every fifth a ListTasks of a page of
+    that context's tasks."""
+    if index % 5 == 4:
+        params = {"contextId": f"fuzz-a2a-{index - index % 3}", "pageSize": 2, "pageToken": ""}
+        return {"jsonrpc": "2.0", "id": index, "method": "ListTasks", "params": params}
     if index % 3:
         method = "GetTask" if index % 3 == 1 else "SubscribeToTask"
         task = f"fuzz-a2a-{index - index % 3}~start"

@@ -29,8 +29,9 @@ from orchestrator.ahp.actions import ChatPendingMessageSetAction, ChatTurnStarte
 from orchestrator.ahp.state import PendingMessageKind, SystemNotificationResponsePart
 from orchestrator.core import RunStarted, span_id_of, trace_id_of
 from orchestrator.journal import JournalReader, open_reader
+from tests.support.a2a_peers import AUTH_SECRET, HangingAgent, serve_peers
 from tests.support.fake_openai import Answer, Stream, text
-from tests.support.teams import slow_delegation
+from tests.support.teams import remote, slow_delegation
 from tests.support.web_browser import (
     DAEMON_TOML,
     TEAMS,
@@ -1611,3 +1612,135 @@ def test_an_idle_conversation_shows_idle_and_end_conversation_ends_it(
             time.sleep(0.05)
         assert JournalReader(daemon.db).session(uri).status == "completed"
         assert watched.errors == []
+
+
+def test_a_remote_teammates_states_and_artifacts_are_words_in_its_transcript(
+    browser: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five real A2A agents (a2a-sdk's server, on loopback): one streams an artifact in
+    three chunks, one fails, one cancels its own task, one asks which colour and one asks
+    for authentication (both answered from the page). Each remote teammate's transcript says
+    its task's states and its artifact in words, never JSON."""
+    monkeypatch.setenv("REMOTE_TOKEN", "a-remote-token")  # the team file's env:REMOTE_TOKEN
+    monkeypatch.setenv("A2A_PAINT_TOKEN", AUTH_SECRET)  # the credential the answer names
+    names = ("chunks", "failing", "quitter", "ask", "auth")
+    with serve_peers(*names) as peers:
+        team = remote({name: peers.url[name] for name in names}, local=False)
+        with (
+            running_daemon(tmp_path, {"remote": team}) as daemon,
+            open_page(browser, daemon) as watched,
+        ):
+            page = watched.page
+            run = start_run(daemon, "remote", "Go")
+            page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
+            for asked_for, answer in (
+                ("Which colour?", "blue"),
+                ("needs authentication", "env:A2A_PAINT_TOKEN"),
+            ):
+                card = page.locator("#actions li.question", has_text=asked_for)
+                card.wait_for()
+                card.locator("input").fill(answer)
+                card.locator("[data-action=answer]").click()
+                card.wait_for(state="detached")
+            run.finished()
+            wait_rows(page, "rows.filter(r => r[2].includes('(remote: ')).length === 5")
+            said: list[str] = []  # the lines of the remote tasks and artifacts shown
+
+            def transcript_of(agent: str) -> str:
+                row = [r[0] for r in table_rows(page)].index(f"{agent} #1") + 1
+                page.click(f"#nodes-body tr:nth-child({row}) button")
+                page.wait_for_selector(f"#transcript-title:has-text('Transcript: {agent}')")
+                page.wait_for_selector("#transcript .turn p.remote-task")
+                notices = page.locator("#transcript p.remote-task, #transcript p.artifact")
+                said.extend(notices.all_inner_texts())
+                return page.inner_text("#transcript")
+
+            def states_shown() -> list[str]:
+                shown: list[str] = page.locator("#transcript p.remote-task").evaluate_all(
+                    "ps => ps.map(p => p.dataset.state)"
+                )
+                return shown
+
+            chunks = transcript_of("chunks")
+            for line in (
+                "Remote task: chunks (remote) was sent the task",
+                "Remote task: chunks (remote) took the task",
+                "Remote task: chunks (remote) is working on it",
+                "Artifact: Artifact report.md (text/plain): alpha",
+                "Artifact: More of artifact report.md (text/plain): beta",
+                "Artifact: More of artifact report.md (text/plain): gamma",
+                "Remote task: chunks (remote) completed its task: report written",
+            ):
+                assert line in chunks, (line, chunks)
+            watched.screenshot("remote-01-chunks")
+            failing = transcript_of("failing")
+            assert "Remote task: failing (remote) failed: the disk is full" in failing, failing
+            quitter = transcript_of("quitter")
+            assert "Remote task: quitter (remote) stopped: its task was canceled" in quitter
+            assert states_shown()[-1] == "canceled"
+            asked = transcript_of("ask")
+            assert "Remote task: ask (remote) needs input: Which colour?" in asked, asked
+            assert "Remote task: ask (remote) completed its task: painted it blue" in asked
+            assert states_shown() == [
+                "sending",
+                "submitted",
+                "working",
+                "input_required",
+                "working",
+                "completed",
+            ]
+            signed = transcript_of("auth")
+            assert (
+                "Remote task: auth (remote) needs authentication: Sign in to the paint shop"
+                in signed
+            ), signed
+            assert "Remote task: auth (remote) completed its task: signed in: painted" in signed
+            assert states_shown() == [
+                "sending",
+                "submitted",
+                "working",
+                "auth_required",
+                "working",
+                "completed",
+            ]
+            # Words, not the raw JSON of the facts (the error line keeps the peer's raw
+            # state name, by design: it names what happened).
+            for text in (chunks, failing, quitter, asked, signed):
+                assert "remoteTaskId" not in text
+                assert '{"' not in text
+                assert AUTH_SECRET not in text
+            assert len(said) == 7 + 4 + 4 + 6 + 6, said
+            assert not [t for t in said if "TASK_STATE_" in t or "{" in t]
+            watched.screenshot("remote-02-signed")
+            assert watched.errors == []
+
+
+def test_a_remote_teammate_is_cancelled_from_the_page_and_so_is_its_task(
+    browser: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A remote teammate whose agent works until told otherwise: its node has the cancel
+    button a local worker has; cancelling it cancels its task at the agent (tasks/cancel)."""
+    monkeypatch.setenv("REMOTE_TOKEN", "a-remote-token")
+    with serve_peers("hanging") as peers:
+        hanging = peers.executor["hanging"]
+        assert isinstance(hanging, HangingAgent)
+        team = remote({"hanging": peers.url["hanging"]}, local=False)
+        with (
+            running_daemon(tmp_path, {"remote": team}) as daemon,
+            open_page(browser, daemon) as watched,
+        ):
+            page = watched.page
+            run = start_run(daemon, "remote", "Go")
+            page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
+            wait_rows(page, "rows.some(r => r[0] === 'hanging #1' && r[2].includes('working'))")
+            page.locator("#nodes-body").get_by_role("button", name="hanging #1", exact=True).click()
+            cancel = page.locator("#cancel-worker")
+            assert cancel.inner_text() == "Cancel hanging #1"
+            cancel.click()
+            wait_rows(page, "rows.some(r => r[0] === 'hanging #1' && r[2].startsWith('killed'))")
+            run.finished()
+            deadline = time.monotonic() + WAIT_MS / 1000
+            while not hanging.cancelled and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert hanging.cancelled == hanging.started, (hanging.cancelled, hanging.started)
+            assert watched.errors == []

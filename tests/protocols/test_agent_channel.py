@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestrator.base import PeerProtocolError
-from orchestrator.core import ApprovalRequested, TeamState
+from orchestrator.core import ApprovalRequested, Backend, TeamState
 from orchestrator.protocols import (
     Abort,
     AgentChannelProjector,
@@ -31,9 +31,11 @@ from orchestrator.protocols import (
 )
 from orchestrator.runtime import Ids, MemoryFactLog, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
-from orchestrator.spec import load_team
+from orchestrator.spec import AgentSpec, load_team, parse_team
 from tests.support import strategies
 from tests.support.paths import PROJECT_ROOT
+from tests.support.remote_replay import ReplayedRemote
+from tests.support.teams import remote
 
 
 def parse(message: Any, max_bytes: int = 1000) -> object:
@@ -235,3 +237,86 @@ class TestModelChoice:
     @pytest.mark.parametrize("name", ["gpt-4o-mini", "qwen2.5:7b", "meta-llama/Llama-3-8B"])
     def test_the_names_servers_use_are_taken(self, name: str) -> None:
         assert model_choice(name) == name
+
+
+class TestRemoteTeammateInWords:
+    """A remote teammate's task states and artifacts reach the agent channel as
+    ``remote_task`` and ``artifact`` events whose text says them in words, naming the
+    worker; the worker's turn history (the web view's transcript) has the same events."""
+
+    @pytest.mark.parametrize(
+        ("states", "said"),
+        [
+            (
+                ("submitted", "working", "input_required", "working", "completed"),
+                [
+                    "far (remote) was sent the task",
+                    "far (remote) took the task",
+                    "far (remote) is working on it",
+                    "far (remote) needs input",
+                    "far (remote) is working on it",
+                    "far (remote) completed its task",
+                ],
+            ),
+            (
+                ("submitted", "working", "auth_required", "failed"),
+                [
+                    "far (remote) was sent the task",
+                    "far (remote) took the task",
+                    "far (remote) is working on it",
+                    "far (remote) needs authentication",
+                    "far (remote) failed",
+                ],
+            ),
+            (
+                ("submitted", "working", "canceled"),
+                [
+                    "far (remote) was sent the task",
+                    "far (remote) took the task",
+                    "far (remote) is working on it",
+                    "far (remote) stopped: its task was canceled",
+                ],
+            ),
+        ],
+    )
+    async def test_each_state_and_the_artifact_in_words(
+        self, states: tuple[str, ...], said: list[str], autojump_clock: trio.testing.MockClock
+    ) -> None:
+        team = parse_team(remote({"far": "http://127.0.0.1:9/"}), file="remote.toml")
+
+        def backends(agent: AgentSpec) -> Backend:
+            if agent.a2a is not None:
+                return ReplayedRemote(agent, states=states)
+            return ScriptedBackend(agent)
+
+        log = MemoryFactLog()
+        runtime = TeamRuntime(team, backends=backends, factlog=log, ids=Ids(deterministic=True))
+        await runtime.run("Go")
+        projector = AgentChannelProjector()
+        state = TeamState(runtime.session)
+        live: list[dict[str, Any]] = []
+        for fact in log.facts:
+            state.apply(fact)
+            live += projector.feed(fact, state)
+        far = next(c for c, s in state.chats.items() if s.title and "far" in str(s.title))
+        remote_events = [e for e in live if e["type"] == "remote_task"]
+        assert [e["text"] for e in remote_events] == said
+        assert {(e["agentId"], e["agentName"]) for e in remote_events} == {(far, "far")}
+        assert [e["state"] for e in remote_events] == ["sending", *states]
+        assert {e["remoteTaskId"] for e in remote_events[1:]} == {"rt-1"}
+        artifacts = [e for e in live if e["type"] == "artifact"]
+        assert [e["text"] for e in artifacts] == [
+            "Artifact out.md (text/markdown): alpha ",
+            "More of artifact out.md (text/markdown): beta",
+        ]
+        assert {e["artifactId"] for e in artifacts} == {"art-1"}
+        # Words, not JSON: no event's text holds an object or the raw state's name.
+        for event in remote_events + artifacts:
+            assert "{" not in event["text"]
+            assert "TASK_STATE" not in event["text"]
+        # The worker's history (what GET .../transcript answers) has the same, in order.
+        (turn,) = state.chats[far].turns
+        history = [e for e in turn_messages(turn) if e["type"] in ("remote_task", "artifact")]
+        assert [e["text"] for e in history] == [
+            e["text"] for e in live if e["type"] in ("remote_task", "artifact")
+        ]

@@ -597,3 +597,34 @@ class TestRemoteTeammate:
         assert {e["subagentRunId"] for e in custom} == {started["subagentRunId"]}
         assert custom[3]["value"]["parts"] == [{"text": "alpha "}]
         assert custom[-1]["value"]["remoteTaskId"] == "rt-1"
+
+
+class TestToolArtifacts:
+    async def test_a_tool_s_artifact_and_a_worker_s_report_are_custom_events(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """A coordinator that lists ``search_web`` and ``delegate`` in ``artifacts``: the
+        plain tool's result and the delegation's outcome (the worker's report) are each a
+        CUSTOM ``a2a.artifact`` event, in the order of the calls, outside any subagent."""
+        text = teams.TOOL_CALLS.replace(
+            'needs_approval = ["probe"]',
+            'needs_approval = ["probe"]\nartifacts = ["search_web", "delegate"]',
+        )
+        session = validated(await run_team(team(text)))
+        custom = [e for e in of_type(session.events, "CUSTOM") if e["name"] == ARTIFACT_EVENT]
+        assert [(e["value"]["name"], e["value"]["mediaType"]) for e in custom] == [
+            ("search_web", "text/plain"),
+            ("worker report", "text/plain"),
+        ]
+        assert custom[0]["value"]["parts"] == [{"text": "three hits"}]
+        (report,) = custom[1]["value"]["parts"]
+        assert report["text"].startswith("[worker, completed] (task: dig) found it")
+        assert all("subagentRunId" not in e for e in custom)
+        # Each names the call whose result it is.
+        by_name = {
+            e["toolCallName"]: e["toolCallId"] for e in of_type(session.events, "TOOL_CALL_START")
+        }
+        assert [e["value"]["toolCallId"] for e in custom] == [
+            by_name["search_web"],
+            by_name["delegate"],
+        ]

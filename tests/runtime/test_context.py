@@ -4,21 +4,32 @@ cancellations, and the action that adds an agent's chat to the session."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 import trio
 import trio.testing
 
+from orchestrator.ahp.actions import (
+    ChatResponsePartAction,
+    ChatToolCallCompleteAction,
+    ChatToolCallStartAction,
+)
 from orchestrator.ahp.state import (
     ChatInteractivity,
     SessionStatus,
+    SystemNotificationResponsePart,
     ToolChatOrigin,
     UserChatOrigin,
 )
-from orchestrator.core import RunStarted, TeamState
+from orchestrator.core import RunStarted, TaskStarted, TeamState, artifact_of
+from orchestrator.protocols import project_facts
 from orchestrator.runtime import FactBus, Ids, MemoryFactLog
 from orchestrator.runtime._context import RunContext, Slot, chat_added, is_cancellation
 from orchestrator.runtime._recorder import Recorder
 from orchestrator.spec import parse_team
-from tests.support import teams
+from tests.support import mcp_servers, teams
+from tests.support.runtime import Harness, run_to_end
 
 SESSION = "ahp-session:/00000000-0000-0000-0000-00000000c0de"
 TEAM = parse_team(teams.ECHO, file="echo.toml")
@@ -162,3 +173,93 @@ class TestChatAdded:
         origin = ToolChatOrigin(chat="ahp-chat:/lead", tool_call_id="call-1")
         action = chat_added("ahp-chat:/w", lead, "dig", origin, "2026-01-01T00:00:00Z")
         assert action.summary.origin == origin
+
+
+class TestToolArtifacts:
+    """A tool an agent lists in ``artifacts``: a successful call's result is recorded as an
+    artifact, in the same append as the call's completion, whatever kind of tool it is."""
+
+    @pytest.mark.daemon  # starts the command tool's program and the MCP server
+    async def test_command_python_mcp_and_plain_tools_results_are_artifacts(
+        self, every_scenario_is_checked: None
+    ) -> None:
+        team = parse_team(
+            teams.artifact_tools(mcp_server=str(Path(mcp_servers.__file__).resolve())),
+            file="artifacts.toml",
+        )
+        h = Harness(team)
+        with trio.fail_after(60):
+            outcome = await h.runtime.run("Go")
+        assert outcome.status == "completed", outcome
+        analyst = next(a.chat for a in h.actions(TaskStarted))
+        calls = {
+            f.action.tool_call_id: f.action.tool_name
+            for f in h.facts_of(ChatToolCallStartAction)
+            if f.channel == analyst
+        }
+        completed = {
+            f.action.tool_call_id: f
+            for f in h.facts_of(ChatToolCallCompleteAction)
+            if f.channel == analyst
+        }
+        recorded = [
+            (f, artifact)
+            for f in h.facts_of(ChatResponsePartAction)
+            if (artifact := artifact_of(f.action.part)) is not None
+        ]
+        assert [calls[a["toolCallId"]] for _, a in recorded] == [
+            "count_rows",
+            "shout",
+            "mcp.calc/only_structured",
+            "note",
+        ]  # in call order; "lookup" is not listed in artifacts
+        for fact, artifact in recorded:
+            call = artifact["toolCallId"]
+            assert fact.channel == analyst
+            assert artifact["artifactId"] == f"tool-{call}"
+            assert artifact["name"] == calls[call]
+            assert (artifact["append"], artifact["lastChunk"]) == (False, True)
+            # In the completion's append, just before it.
+            assert completed[call].sequence == fact.sequence + 1
+            assert completed[call].action.result.success
+            assert fact.action.part == SystemNotificationResponsePart(
+                content=f"[artifact {calls[call]}]", meta={"artifact": artifact}
+            )
+        assert [(a["mediaType"], a["parts"]) for _, a in recorded] == [
+            ("application/json", [{"data": {"rows": 3, "table": "users"}}]),
+            ("text/plain", [{"text": "DONE!DONE!"}]),
+            ("application/json", [{"data": {"n": 4, "double": 8}}]),
+            ("text/plain", [{"text": "a plain note"}]),
+        ]
+        # Agent UI: an artifact.changed each, of the analyst's turn, in the team's topology.
+        changed = [
+            e for e in project_facts(h.runtime.session, h.facts) if e.type == "artifact.changed"
+        ]
+        assert [e.artifact_id for e in changed] == [a["artifactId"] for _, a in recorded]
+        assert {e.thread_id for e in changed} == {analyst}
+        assert {e.topology for e in changed} == {"coordinator_team"}
+        assert {(e.payload or {})["runtimeEntity"] for e in changed} == {"subagent_turn"}
+        assert [(e.payload or {})["toolCallId"] for e in changed] == [
+            a["toolCallId"] for _, a in recorded
+        ]
+        assert [e.phase for e in changed] == ["completed"] * 4
+
+    async def test_a_failed_call_records_no_artifact(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """``probe``'s input is refused by its schema: the call fails, and no artifact."""
+        text = teams.TOOL_CALLS.replace(
+            'needs_approval = ["probe"]',
+            'needs_approval = ["probe"]\nartifacts = ["probe", "search_web"]',
+        )
+        h = Harness(parse_team(text, file="calls.toml"))
+        await run_to_end(h)
+        recorded = [
+            artifact
+            for f in h.facts
+            if isinstance(f.action, ChatResponsePartAction)
+            and (artifact := artifact_of(f.action.part)) is not None
+        ]
+        assert [(a["name"], a["parts"]) for a in recorded] == [
+            ("search_web", [{"text": "three hits"}])
+        ]

@@ -4,6 +4,7 @@ cancelled, and a viewer refused."""
 
 from __future__ import annotations
 
+import random
 import re
 import uuid
 from collections.abc import AsyncIterator
@@ -18,6 +19,7 @@ from a2a.client import A2ACardResolver, ClientCallContext, ClientConfig, ClientF
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
+    ListTasksRequest,
     Message,
     Part,
     Role,
@@ -25,18 +27,23 @@ from a2a.types import (
     SubscribeToTaskRequest,
     TaskState,
 )
+from google.protobuf import json_format
 
 from orchestrator.runtime import TracingSettings, traced
 from orchestrator.server import Role as TokenRole
 from orchestrator.server import ServeConfig, Token
 from orchestrator.sessions import Limits
+from tests.support import mcp_servers, teams
 from tests.support.daemon import running_daemon
+from tests.support.examples import examples
+from tests.support.fuzz import Fuzzer
 from tests.support.otlp import draw, otlp_receiver
 from tests.support.teams import ASK, ECHO, approvals, slow_answer
 
 pytestmark = pytest.mark.daemon
 
 OPERATOR, VIEWER = "operator-token-0123456789", "viewer-token-0123456789"
+SEED = 3838
 TOKENS = ServeConfig(
     tokens=(
         Token(name="alice", role=TokenRole.OPERATOR, secret=OPERATOR),
@@ -342,3 +349,298 @@ async def test_resubscribing_streams_a_running_task_from_where_it_stands(tmp_pat
                 await client.cancel_task(CancelTaskRequest(id=task_id))
     assert states(resubscribed) == ["TASK_STATE_WORKING", "TASK_STATE_CANCELED"]
     assert resubscribed[0].task.id == task_id
+
+
+# ── tasks/list ──────────────────────────────────────────────────────────────
+
+
+def listed(response: Any) -> list[str]:
+    return [task.id for task in response.tasks]
+
+
+async def every_page(client: Any, **params: Any) -> list[str]:
+    """Every task ``tasks/list`` gives for ``params``, page after page."""
+    ids: list[str] = []
+    token = ""
+    for _ in range(100):
+        page = await client.list_tasks(ListTasksRequest(page_token=token, **params))
+        ids += listed(page)
+        token = page.next_page_token
+        if not token:
+            return ids
+    raise AssertionError("tasks/list never ended")
+
+
+class TestListTasks:
+    """``tasks/list``: the team's tasks, newest first, read from the journal."""
+
+    async def test_the_teams_tasks_newest_first_filtered_and_paged(self, tmp_path: Path) -> None:
+        async with agent(tmp_path, "echo") as (client, _):
+            with trio.fail_after(30):
+                one = await stream(client, message("hello"))
+                context_one = one[0].task.context_id
+                two = await stream(client, message("more", context_id=context_one))
+                three = await stream(client, message("hello again"))
+        # Another team's task is not the echo team's.
+        async with agent(tmp_path, "asking") as (asking, _):
+            with trio.fail_after(30):
+                asked = await stream(asking, message("release it"))
+        ids = [one[0].task.id, two[0].task.id, three[0].task.id]
+        # A restarted daemon lists them from the journal.
+        async with agent(tmp_path, "echo") as (client, _):
+            everything = await client.list_tasks(ListTasksRequest(include_artifacts=True))
+            assert listed(everything) == ids[::-1]  # newest first
+            assert (everything.total_size, everything.page_size) == (3, 50)
+            assert everything.next_page_token == ""
+            stamps = [t.status.timestamp.ToNanoseconds() for t in everything.tasks]
+            assert stamps == sorted(stamps, reverse=True)
+            assert all(stamp > 0 for stamp in stamps)
+            assert [t.status.state for t in everything.tasks] == [
+                TaskState.TASK_STATE_COMPLETED
+            ] * 3
+            assert [t.artifacts[0].parts[0].text for t in everything.tasks] == [
+                "first answer",
+                "second answer",
+                "first answer",
+            ]
+            assert [t.context_id for t in everything.tasks] == [
+                three[0].task.context_id,
+                context_one,
+                context_one,
+            ]
+            # Without includeArtifacts, no artifacts.
+            bare = await client.list_tasks(ListTasksRequest())
+            assert listed(bare) == ids[::-1]
+            assert all(not t.artifacts for t in bare.tasks)
+            # One context's tasks; a context of no session has none.
+            assert listed(await client.list_tasks(ListTasksRequest(context_id=context_one))) == [
+                ids[1],
+                ids[0],
+            ]
+            assert listed(await client.list_tasks(ListTasksRequest(context_id="nobody"))) == []
+            # By state.
+            waiting = ListTasksRequest(status=TaskState.TASK_STATE_INPUT_REQUIRED)
+            assert listed(await client.list_tasks(waiting)) == []
+            # Changed at or after the second task's last change: it and the newer one.
+            after = ListTasksRequest()
+            after.status_timestamp_after.CopyFrom(everything.tasks[1].status.timestamp)
+            assert listed(await client.list_tasks(after)) == ids[:0:-1]
+            # Page by page, one at a time: the same tasks, in the same order, once each.
+            assert await every_page(client, page_size=1) == ids[::-1]
+            first = await client.list_tasks(ListTasksRequest(page_size=2))
+            assert (listed(first), first.total_size, first.page_size) == (ids[:0:-1], 3, 2)
+        async with agent(tmp_path, "asking") as (asking, _):
+            waiting_list = await asking.list_tasks(waiting)
+            assert listed(waiting_list) == [asked[0].task.id]
+            assert waiting_list.tasks[0].status.message.parts[0].text == "Which version?"
+
+    async def test_a_seeded_fuzz_of_its_parameters(self, tmp_path: Path) -> None:
+        """Hostile parameters (the fuzzer's, seeded) get a JSON-RPC answer, a result or an
+        error naming the field, never a 5xx; valid ones, drawn at random, list exactly the
+        tasks that match, page after page."""
+        fuzzer = Fuzzer(SEED)
+        draw_ = random.Random(SEED)
+        async with agent(tmp_path, "echo") as (client, card):
+            with trio.fail_after(60):
+                contexts = []
+                for text in ("a", "b", "c"):
+                    events = await stream(client, message(text))
+                    contexts.append(events[0].task.context_id)
+                await stream(client, message("more", context_id=contexts[0]))
+            url = card.supported_interfaces[0].url
+            everything = await client.list_tasks(ListTasksRequest())
+            assert everything.total_size == 4
+            template = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "ListTasks",
+                "params": {
+                    "contextId": contexts[0],
+                    "status": "TASK_STATE_COMPLETED",
+                    "pageSize": 2,
+                    "pageToken": everything.next_page_token,
+                    "historyLength": 3,
+                    "statusTimestampAfter": "2020-01-01T00:00:00Z",
+                    "includeArtifacts": True,
+                },
+            }
+            refused = 0
+            async with httpx.AsyncClient(
+                headers={"Authorization": f"Bearer {OPERATOR}", "A2A-Version": "1.0"}
+            ) as http:
+                for _ in range(examples(150)):
+                    body = fuzzer.frame(template)
+                    content = body if isinstance(body, bytes) else body.encode()
+                    answer = await http.post(url, content=content)
+                    assert answer.status_code in (200, 400, 413), (body, answer.text)
+                    data = answer.json()
+                    if "error" in data:
+                        refused += 1
+                        # The daemon's input gate says why in a sentence; the JSON-RPC
+                        # binding in an error object.
+                        error = data["error"]
+                        assert error if answer.status_code != 200 else error["message"], data
+                    else:
+                        assert set(data["result"]) <= {
+                            "tasks",
+                            "nextPageToken",
+                            "pageSize",
+                            "totalSize",
+                        }, data
+            assert refused > examples(150) // 4
+            # Valid parameters at random: the pages hold exactly the tasks that match.
+            every = await client.list_tasks(ListTasksRequest(include_artifacts=True))
+            for _ in range(examples(20)):
+                context = draw_.choice(["", *contexts, "nobody"])
+                status = draw_.choice(
+                    [0, TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_WORKING]
+                )
+                size = draw_.randint(1, 4)
+                expected = [
+                    t.id
+                    for t in every.tasks
+                    if (not context or t.context_id == context)
+                    and (not status or t.status.state == status)
+                ]
+                got = await every_page(client, context_id=context, status=status, page_size=size)
+                assert got == expected, (context, status, size)
+            # The daemon still serves.
+            with trio.fail_after(30):
+                again = await stream(client, message("after the fuzz"))
+            assert states(again)[-1] == "TASK_STATE_COMPLETED"
+
+    @pytest.mark.parametrize(
+        ("params", "said"),
+        [
+            ({"pageSize": 0}, "minimum page size is 1"),
+            ({"pageSize": 101}, "maximum page size is 100"),
+            ({"historyLength": -1}, "history length must be non-negative"),
+            ({"pageToken": "not-a-token"}, "pageToken: not a page token this agent gave"),
+            ({"contextId": "../etc"}, "contextId: use letters"),
+            ({"status": 99}, "status: no task state 99"),
+        ],
+    )
+    async def test_a_bad_parameter_is_refused_naming_it(
+        self, tmp_path: Path, params: dict[str, Any], said: str
+    ) -> None:
+        async with (
+            running_daemon(tmp_path, teams=TEAMS, config=TOKENS) as daemon,
+            httpx.AsyncClient(
+                headers={"Authorization": f"Bearer {OPERATOR}", "A2A-Version": "1.0"}
+            ) as http,
+        ):
+            answer = await http.post(
+                f"{daemon.url}/a2a/echo/",
+                json={"jsonrpc": "2.0", "id": 7, "method": "ListTasks", "params": params},
+            )
+        error = answer.json()["error"]
+        assert error["code"] == -32602, error  # invalid params
+        assert said in error["message"], error
+
+
+# ── artifacts ───────────────────────────────────────────────────────────────
+
+
+async def test_tool_artifacts_reach_the_client_as_artifacts(tmp_path: Path) -> None:
+    """A worker's tools whose results are artifacts (command, Python, MCP, plain): each is an
+    artifact update of the task as it runs, and each is in the task read back after a
+    restart, beside the answer."""
+    team = teams.artifact_tools(mcp_server=str(Path(mcp_servers.__file__).resolve()))
+    async with (
+        running_daemon(tmp_path, teams={**TEAMS, "artifacts": team}, config=TOKENS) as daemon,
+        httpx.AsyncClient(headers={"Authorization": f"Bearer {OPERATOR}"}) as http,
+    ):
+        card = await A2ACardResolver(http, f"{daemon.url}/a2a/artifacts/").get_agent_card()
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
+        with trio.fail_after(60):
+            events = await stream(client, message("count"))
+    assert states(events)[-1] == "TASK_STATE_COMPLETED"
+    updates = [
+        e.artifact_update
+        for e in events
+        if e.WhichOneof("payload") == "artifact_update"
+        and e.artifact_update.artifact.artifact_id != "answer"
+    ]
+    assert [u.artifact.name for u in updates] == [
+        "count_rows",
+        "shout",
+        "mcp.calc/only_structured",
+        "note",
+    ]
+    assert all(u.artifact.artifact_id.startswith("tool-") for u in updates)
+    assert all(u.last_chunk and not u.append for u in updates)
+    rows, shout, structured, note = (u.artifact.parts[0] for u in updates)
+    assert json_format.MessageToDict(rows.data) == {"rows": 3, "table": "users"}
+    assert rows.media_type == "application/json"
+    assert (shout.text, shout.media_type) == ("DONE!DONE!", "text/plain")
+    assert json_format.MessageToDict(structured.data) == {"n": 4, "double": 8}
+    assert note.text == "a plain note"
+    # The task read back from the journal by a restarted daemon: the answer, then each.
+    task_id = events[0].task.id
+    async with (
+        running_daemon(tmp_path, teams={**TEAMS, "artifacts": team}, config=TOKENS) as daemon,
+        httpx.AsyncClient(headers={"Authorization": f"Bearer {OPERATOR}"}) as http,
+    ):
+        card = await A2ACardResolver(http, f"{daemon.url}/a2a/artifacts/").get_agent_card()
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
+        task = await client.get_task(GetTaskRequest(id=task_id))
+    assert [a.artifact_id for a in task.artifacts] == [
+        "answer",
+        *(u.artifact.artifact_id for u in updates),
+    ]
+    assert json_format.MessageToDict(task.artifacts[1].parts[0].data) == {
+        "rows": 3,
+        "table": "users",
+    }
+
+
+# ── across a restart: cancel, auth ──────────────────────────────────────────
+
+
+async def started_then_left(tmp_path: Path, team: str, text: str) -> tuple[str, str]:
+    """Send ``text`` to ``team``, leave once the task works (the client goes away, the
+    daemon stops); the task's and its context's ids."""
+    seen: list[Any] = []
+    async with agent(tmp_path, team) as (client, _):
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+
+                async def read() -> None:
+                    async for event in client.send_message(message(text)):
+                        seen.append(event)
+                        if states(seen)[-1] == "TASK_STATE_WORKING":
+                            nursery.cancel_scope.cancel()
+
+                nursery.start_soon(read)
+    return seen[0].task.id, seen[0].task.context_id
+
+
+async def test_a_task_is_cancelled_after_a_restart(tmp_path: Path) -> None:
+    """A task that was working when the daemon stopped: the restarted daemon takes its
+    session up, and tasks/cancel (its id read back from the journal) cancels it; the journal
+    then says canceled, to tasks/get and tasks/list."""
+    task_id, context_id = await started_then_left(tmp_path, "slow", "go")
+    async with agent(tmp_path, "slow") as (client, _):
+        with trio.fail_after(30):
+            before = await client.get_task(GetTaskRequest(id=task_id))
+            assert before.status.state == TaskState.TASK_STATE_WORKING
+            cancelled = await client.cancel_task(CancelTaskRequest(id=task_id))
+            assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+            while True:  # the cancellation's fact is down when the journal says so
+                after = await client.get_task(GetTaskRequest(id=task_id))
+                if after.status.state != TaskState.TASK_STATE_WORKING:
+                    break
+                await trio.sleep(0.05)
+        assert after.status.state == TaskState.TASK_STATE_CANCELED
+        (listed_task,) = (await client.list_tasks(ListTasksRequest(context_id=context_id))).tasks
+        assert (listed_task.id, listed_task.status.state) == (
+            task_id,
+            TaskState.TASK_STATE_CANCELED,
+        )
+        # Cancelled once: a second cancel says there is nothing to cancel.
+        with pytest.raises(Exception, match="is canceled: there is nothing to cancel"):
+            await client.cancel_task(CancelTaskRequest(id=task_id))
+    # And a third daemon reads it canceled from the journal.
+    async with agent(tmp_path, "slow") as (client, _):
+        again = await client.get_task(GetTaskRequest(id=task_id))
+        assert again.status.state == TaskState.TASK_STATE_CANCELED

@@ -144,6 +144,17 @@ class TestSameSpecAsTheFile:
         assert team.spec.agent("lead").needs_approval == ("lookup", "deploy")
         assert 'needs_approval = ["lookup", "deploy"]' in team.to_toml()
 
+    def test_the_decorator_s_artifact_flag_makes_its_results_artifacts(self) -> None:
+        report = tool(name="report", artifact=True)(lookup)
+        team = Team(
+            "t",
+            coordinator=Agent("lead", role="lead", tools=[lookup, report], artifacts=[lookup]),
+        )
+        assert team.spec.agent("lead").artifacts == ("lookup", "report")
+        assert 'artifacts = ["lookup", "report"]' in team.to_toml()
+        plain = Team("t", coordinator=Agent("lead", role="lead", tools=[lookup]))
+        assert plain.spec.agent("lead").artifacts == ()
+
     def test_a_coordinator_given_as_an_agent_comes_first(self) -> None:
         worker = Agent("worker", role="works")
         lead = Agent("lead", role="leads", tools=["delegate"], delegates_to=[worker])

@@ -128,6 +128,26 @@ class TestErrors:
         assert error.key_path == "agents.researcher.needs_approval[0]"
         assert "tool 'deploy' is not in this agent's tools" in error.message
 
+    def test_artifacts_name_tools_whose_results_are_artifacts(self) -> None:
+        text = replaced(
+            'needs_approval = ["publish"]', 'needs_approval = ["publish"]\nartifacts = ["publish"]'
+        )
+        agent = parse(text).agent("researcher")
+        assert agent.artifacts == ("publish",)
+        assert agent.records_artifact("publish")
+        assert not agent.records_artifact("web_search")
+
+    def test_artifacts_not_in_tools(self) -> None:
+        """artifacts, as needs_approval, may only name tools the agent has."""
+        error = parse_error(
+            replaced(
+                'needs_approval = ["publish"]',
+                'needs_approval = ["publish"]\nartifacts = ["deploy"]',
+            )
+        )
+        assert error.key_path == "agents.researcher.artifacts[0]"
+        assert "tool 'deploy' is not in this agent's tools" in error.message
+
     def test_bad_enum_lists_allowed_values(self) -> None:
         """An unknown enum value lists every allowed value."""
         error = parse_error(replaced('name = "example"', 'name = "example"\ntopology = "star"'))

@@ -1,7 +1,7 @@
 """Real A2A agents on loopback, written with ``a2a-sdk``'s own server, for the remote teammate
 tests: an echo agent, one that asks for input once, one that asks for authentication once,
-one that streams three artifact chunks, one that fails, and one that works until it is
-cancelled.
+one that asks for approval once, one that streams three artifact chunks, one that fails, one
+that cancels its own task, and one that works until it is cancelled.
 
 Each agent is the SDK's ``DefaultRequestHandler`` over an ``AgentExecutor`` of ours, served as
 a Starlette app (the SDK's agent-card and JSON-RPC routes) by uvicorn on a loopback port. The
@@ -110,6 +110,31 @@ class AskOnceAgent(AgentExecutor):
         await _updater(context, event_queue).cancel()
 
 
+class ConfirmAgent(AgentExecutor):
+    """Asks for approval once (``input_required``: "May I <task>? (yes or no)"), then
+    completes on ``yes`` and rejects the task on any other answer. ``answers``: each task id
+    and the answer it got (what a test checks reached the right task)."""
+
+    def __init__(self) -> None:
+        self.answers: list[tuple[str, str]] = []
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        asked = context.current_task is not None
+        updater = await _begin(context, event_queue)
+        text = context.get_user_input()
+        if not asked:
+            await updater.requires_input(_say(updater, f"May I {text}? (yes or no)"))
+            return
+        self.answers.append((updater.task_id, text))
+        if text.strip().lower() == "yes":
+            await updater.complete(_say(updater, "done, as approved"))
+        else:
+            await updater.reject(_say(updater, f"not approved ({text})"))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await _updater(context, event_queue).cancel()
+
+
 #: The credential :class:`AuthOnceAgent` wants, in its request's ``Authorization`` header.
 AUTH_SECRET = "Bearer s3cret-for-the-auth-peer"
 
@@ -174,6 +199,17 @@ class FailingAgent(AgentExecutor):
         await _updater(context, event_queue).cancel()
 
 
+class QuittingAgent(AgentExecutor):
+    """Starts work, then cancels its own task (the peer's decision, not the caller's)."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        updater = await _begin(context, event_queue)
+        await updater.cancel(_say(updater, "the shop closed"))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await _updater(context, event_queue).cancel()
+
+
 class HangingAgent(AgentExecutor):
     """Works until it is cancelled; records each cancel it received in ``cancelled``."""
 
@@ -218,8 +254,11 @@ PEERS = {
     "echo_polled": (EchoAgent, "Repeats what it is told (no streaming).", False),
     "ask": (AskOnceAgent, "Paints, once told which colour.", True),
     "auth": (AuthOnceAgent, "Paints, once signed in.", True),
+    "deployer": (ConfirmAgent, "Deploys, once approved.", True),
+    "mailer": (ConfirmAgent, "Mails, once approved (no streaming).", False),
     "chunks": (ChunksAgent, "Writes a report in three chunks.", True),
     "failing": (FailingAgent, "Fails every task.", True),
+    "quitter": (QuittingAgent, "Cancels every task itself.", True),
     "hanging": (HangingAgent, "Works until cancelled.", True),
     "slow": (SlowAgent, "Works for a second.", True),
     "slow_polled": (SlowAgent, "Works for a second (no streaming).", False),

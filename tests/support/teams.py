@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import sys
+
 APPROVER = """
 [team]
 name = "approver"
@@ -918,3 +921,76 @@ steps = [ { usage = [30, 7] }, { say = "note written" } ]
 """
 """A coordinator and one worker whose rounds report tokens: lead 100/10 then 200/40 for the
 first prompt and 50/5 for the next, the writer 30/7."""
+
+
+def remote_approvals(urls: dict[str, str]) -> str:
+    """A coordinator that delegates, in parallel, to the remote ``deployer`` and ``mailer``
+    (each asks for approval: ``input_required``) and to a local ``publisher`` whose
+    ``publish`` call needs the user's approval: three approvals pending at once."""
+    agents = "".join(
+        f'\n[agents.{name}]\nrole = "a remote {name}"\na2a = "{url}"\n'
+        for name, url in urls.items()
+    )
+    return f"""
+[team]
+name = "remote-approvals"
+coordinator = "lead"
+parallel_budget = 3
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["deployer", "mailer", "publisher"]
+[[agents.lead.turns]]
+steps = [ {{ delegate = [ {{ agent = "deployer", task = "deploy v2" }},
+                         {{ agent = "mailer", task = "mail the team" }},
+                         {{ agent = "publisher", task = "publish the notes" }} ] }},
+          {{ say = "All done:\\n{{outcomes}}" }} ]
+[agents.publisher]
+role = "a local publisher"
+tools = ["publish"]
+needs_approval = ["publish"]
+approved_by = "user"
+[agents.publisher.tool_results]
+publish = "published"
+[[agents.publisher.turns]]
+steps = [ {{ tool = "publish", input = {{ target = "site" }} }}, {{ say = "after: {{outcomes}}" }} ]
+{agents}"""
+
+
+def artifact_tools(*, mcp_server: str = "tests/support/mcp_servers.py") -> str:
+    """A coordinator that delegates to an ``analyst`` whose tools' results are artifacts
+    (``artifacts``): a command tool printing JSON, a Python tool returning text, an MCP
+    tool answering structured content only (the test server, ``mcp_server``, run by this
+    Python), and a plain scripted one; and a plain tool that is not an artifact."""
+    return f"""
+[team]
+name = "artifacts"
+coordinator = "lead"
+[mcp.calc]
+command = [{json.dumps(sys.executable)}, {json.dumps(mcp_server)}]
+[tools.count_rows]
+command = ["python3", "-c", "print('{{\\"rows\\": 3, \\"table\\": \\"users\\"}}')"]
+[tools.shout]
+python = "tests.support.python_tools:shout"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["analyst"]
+[[agents.lead.turns]]
+steps = [ {{ delegate = [ {{ agent = "analyst", task = "count the users" }} ] }},
+          {{ say = "Counted: {{outcomes}}" }} ]
+[agents.analyst]
+role = "analyst"
+tools = ["count_rows", "shout", "mcp.calc/only_structured", "note", "lookup"]
+artifacts = ["count_rows", "shout", "mcp.calc/only_structured", "note"]
+[agents.analyst.tool_results]
+note = "a plain note"
+lookup = "looked up"
+[[agents.analyst.turns]]
+steps = [ {{ tool = "count_rows", input = {{}} }},
+          {{ tool = "shout", input = {{ text = "done", times = 2 }} }},
+          {{ tool = "mcp.calc/only_structured", input = {{ n = 4 }} }},
+          {{ tool = "note", input = {{}} }},
+          {{ tool = "lookup", input = {{}} }},
+          {{ say = "counted" }} ]
+"""

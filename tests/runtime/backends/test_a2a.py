@@ -6,8 +6,9 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,13 +20,19 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from orchestrator.ahp.actions import (
     ChatDeltaAction,
     ChatErrorAction,
+    ChatInputCompletedAction,
     ChatInputRequestedAction,
     ChatResponsePartAction,
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
 )
 from orchestrator.ahp.state import MarkdownResponsePart, SystemNotificationResponsePart
+from orchestrator.base import RunError
 from orchestrator.core import (
+    USER,
+    ApprovalRequested,
+    ApprovalResolved,
+    EdgeKind,
     HandoffRecorded,
     TaskCreated,
     TaskFinished,
@@ -33,9 +40,11 @@ from orchestrator.core import (
     TaskStatus,
     TeamState,
     artifact_of,
+    build_graph,
     parse_traceparent,
     remote_task_of,
 )
+from orchestrator.journal import open_journal, open_reader
 from orchestrator.protocols import project_facts
 from orchestrator.runtime import Ids, TeamRuntime, Tracing, TracingSettings, install_tracing
 from orchestrator.runtime.backends import backend_factory, http_client
@@ -44,6 +53,7 @@ from tests.support.a2a_peers import (
     AUTH_SECRET,
     A2APeers,
     AuthOnceAgent,
+    ConfirmAgent,
     EchoAgent,
     a2a_app,
     broken_app,
@@ -53,7 +63,7 @@ from tests.support.a2a_peers import (
 from tests.support.agentui import check_remote_teammate
 from tests.support.paths import PROJECT_ROOT
 from tests.support.runtime import Harness, wait_for
-from tests.support.teams import remote
+from tests.support.teams import remote, remote_approvals
 
 pytestmark = pytest.mark.daemon
 
@@ -457,6 +467,158 @@ class TestAuthRequired:
         assert "s3cret" not in finished.summary  # a pasted secret is not repeated
 
 
+class TestApprovalsAcross:
+    """Two remote teammates and a local worker each wait for an approval at once; the user
+    answers them in an order of their own, and each answer reaches its own task."""
+
+    async def test_three_approvals_at_once_each_answer_reaches_its_task(
+        self, peers: A2APeers, http: httpx.AsyncClient, every_scenario_is_checked: None
+    ) -> None:
+        deployer, mailer = peers.executor["deployer"], peers.executor["mailer"]
+        assert isinstance(deployer, ConfirmAgent)
+        assert isinstance(mailer, ConfirmAgent)
+        before = (len(deployer.answers), len(mailer.answers))
+        urls = {"deployer": peers.url["deployer"], "mailer": peers.url["mailer"]}
+        team = parse_team(remote_approvals(urls), file="remote-approvals.toml")
+        h = harness(team, http)
+        outcomes: list[Any] = []
+        decided: list[str] = []
+
+        def pending(f: Any) -> bool:
+            return isinstance(f.action, (ChatInputRequestedAction, ApprovalRequested))
+
+        def answered(request_id: str) -> Callable[[Any], bool]:
+            return lambda f: (
+                isinstance(f.action, ChatInputCompletedAction) and f.action.request_id == request_id
+            )
+
+        async with trio.open_nursery() as nursery:
+
+            async def run() -> None:
+                outcomes.append(await h.runtime.run("Go"))
+
+            nursery.start_soon(run)
+            with trio.fail_after(30):
+                await wait_for(h, lambda _: len([f for f in h.facts if pending(f)]) == 3)
+            # All three wait at once: nothing was answered before the last was asked.
+            asked = [f for f in h.facts if pending(f)]
+            assert not any(
+                isinstance(f.action, (ChatInputCompletedAction, ApprovalResolved)) for f in h.facts
+            )
+            questions = {
+                f.channel: f.action for f in asked if isinstance(f.action, ChatInputRequestedAction)
+            }
+            approval = next(f.action for f in asked if isinstance(f.action, ApprovalRequested))
+            deployer_chat, mailer_chat = chat_of(h, "deployer"), chat_of(h, "mailer")
+            publisher_chat = chat_of(h, "publisher")
+            assert set(questions) == {deployer_chat, mailer_chat}
+            assert questions[deployer_chat].request.message == "May I deploy v2? (yes or no)"
+            assert questions[mailer_chat].request.message == "May I mail the team? (yes or no)"
+            assert (approval.chat, approval.requested_by, approval.routed_to) == (
+                publisher_chat,
+                "publisher",
+                USER,
+            )
+            # Answered neither in the order asked nor in the team file's: the mailer is
+            # denied first, then the local publish approved, then the deployer approved.
+            mail_q, deploy_q = questions[mailer_chat], questions[deployer_chat]
+            # Each answer is waited for until it is recorded (resolve_approval returns then).
+            await h.runtime.answer_input(mailer_chat, mail_q.request.id, "no")
+            await wait_for(h, answered(mail_q.request.id))
+            decided.append("mailer")
+            await h.runtime.resolve_approval(approval.approval, approved=True)
+            decided.append("publisher")
+            await h.runtime.answer_input(deployer_chat, deploy_q.request.id, "yes")
+            await wait_for(h, answered(deploy_q.request.id))
+            decided.append("deployer")
+        outcome = outcomes[0]
+        assert outcome.status == "completed", outcome
+        assert decided == ["mailer", "publisher", "deployer"]
+
+        # Each answer is recorded on its own chat, in the order given.
+        answers = [
+            (f.channel, f.action.request_id)
+            if isinstance(f.action, ChatInputCompletedAction)
+            else (f.action.approval, f.action.decision.value)
+            for f in h.facts
+            if isinstance(f.action, (ChatInputCompletedAction, ApprovalResolved))
+        ]
+        assert answers == [
+            (mailer_chat, mail_q.request.id),
+            (approval.approval, "approved"),
+            (deployer_chat, deploy_q.request.id),
+        ]
+        # Each peer got its own answer, on the remote task that asked.
+        deploy_ids = {i for _, i in states_and_ids(h, deployer_chat) if i}
+        mail_ids = {i for _, i in states_and_ids(h, mailer_chat) if i}
+        assert len(deploy_ids) == len(mail_ids) == 1
+        assert deploy_ids.isdisjoint(mail_ids)
+        assert deployer.answers[before[0] :] == [(*deploy_ids, "yes")]
+        assert mailer.answers[before[1] :] == [(*mail_ids, "no")]
+        # The outcomes: the approved ones did their work, the denied one was rejected.
+        assert finished_of(h, deployer_chat).status is TaskStatus.COMPLETED
+        assert finished_of(h, publisher_chat).status is TaskStatus.COMPLETED
+        mailed = finished_of(h, mailer_chat)
+        assert mailed.status is TaskStatus.FAILED
+        assert "rejected (TASK_STATE_REJECTED): not approved (no)" in mailed.summary
+        assert "[deployer, completed] (task: deploy v2) done, as approved" in outcome.result
+        assert "[publisher, completed] (task: publish the notes) after: published" in (
+            outcome.result
+        )
+        assert "[mailer, failed]" in outcome.result
+        assert states_of(h, deployer_chat) == [
+            "sending",
+            "submitted",
+            "working",
+            "input_required",
+            "working",
+            "completed",
+        ]
+        # The mailer is polled: it shows the states it happens to see, in order.
+        mailed_states = states_of(h, mailer_chat)
+        assert mailed_states[0] == "sending"
+        assert mailed_states[-1] == "rejected"
+        assert mailed_states.count("input_required") == 1
+        assert mailed_states.index("input_required") < len(mailed_states) - 1
+
+        # The delegation graph, both ways: each worker was spawned by the lead's delegate
+        # call (origin) and that call's subagent content names it; each question is a tool
+        # call of its own chat; the approval was requested by, and gates, the publisher.
+        graph = build_graph(h.facts)
+        assert graph.check() == []
+        lead = h.runtime.state.coordinator_chat()
+        assert lead is not None
+        workers = {deployer_chat, mailer_chat, publisher_chat}
+        spawned = {(u, v) for u, v, _ in graph.edges_of_kind(EdgeKind.SPAWNED)}
+        assert spawned == {(lead, w) for w in workers}
+        subagent = {(u, v) for u, v, _ in graph.edges_of_kind(EdgeKind.SUBAGENT)}
+        assert {v for _, v in subagent} == workers
+        assert {u.partition("#")[0] for u, _ in subagent} == {lead}
+        invoked = {(u, v) for u, v, _ in graph.edges_of_kind(EdgeKind.INVOKED)}
+        for chat, question in ((deployer_chat, deploy_q), (mailer_chat, mail_q)):
+            call = question.request.id.removeprefix("input-")
+            assert (chat, f"{chat}#{call}") in invoked
+        edges = {
+            (kind, v)
+            for kind in (EdgeKind.REQUESTED_BY, EdgeKind.ROUTED_TO, EdgeKind.RESOLVED_BY)
+            for u, v, _ in graph.edges_of_kind(kind)
+            if u == approval.approval
+        }
+        assert edges == {
+            (EdgeKind.REQUESTED_BY, publisher_chat),
+            (EdgeKind.ROUTED_TO, USER),
+            (EdgeKind.RESOLVED_BY, USER),
+        }
+        assert [v for u, v, _ in graph.edges_of_kind(EdgeKind.GATES) if u == approval.approval] == [
+            f"{publisher_chat}#{approval.tool_call_id}"
+        ]
+        remote = {(u, v) for u, v, _ in graph.edges_of_kind(EdgeKind.REMOTE)}
+        assert remote == {
+            (deployer_chat, f"{peers.url['deployer']}#task/{next(iter(deploy_ids))}"),
+            (mailer_chat, f"{peers.url['mailer']}#task/{next(iter(mail_ids))}"),
+        }
+
+
 class TestAgentUi:
     """The runs above, projected: the remote_teammate topology's envelopes pass the checker."""
 
@@ -703,3 +865,104 @@ class _NoteTraceparent:
             value = headers.get(b"traceparent")
             self.seen.append(None if value is None else value.decode())
         await self.app(scope, receive, send)
+
+
+class TestAcrossARealRestart:
+    """The remote task's question outlives the process: a real SQLite journal is closed
+    and opened again by a new runtime, which takes the remote task up by its id."""
+
+    async def test_auth_required_is_answered_after_a_restart_with_the_same_task(
+        self, peers: A2APeers, http: httpx.AsyncClient, tmp_path: Path
+    ) -> None:
+        peer = peers.executor["auth"]
+        assert isinstance(peer, AuthOnceAgent)
+        before = len(peer.authorized)
+        team = team_of(peers, "auth")
+        environ = {**ENV, "A2A_PAINT_TOKEN": AUTH_SECRET}
+        db = tmp_path / "journal.db"
+
+        # The first process: the task is sent, the agent asks for authentication; it stops.
+        journal = open_journal(db)
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            first = TeamRuntime(
+                team, backends=backend_factory(team, client=http, environ=environ), factlog=journal
+            )
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(first.run, "Go")
+                recorded = first.bus.subscribe("test")
+                with trio.fail_after(30):
+                    async for fact in recorded:
+                        if isinstance(fact.action, ChatInputRequestedAction):
+                            asked = fact
+                            break
+                first.stop()
+            services.cancel_scope.cancel()
+        session = first.session
+        assert isinstance(asked.action, ChatInputRequestedAction)
+        assert "needs authentication" in str(asked.action.request.message)
+        reader = open_reader(db)
+        remote_ids = {
+            m["remoteTaskId"]
+            for f in reader.facts(session)
+            if isinstance(f.action, ChatResponsePartAction)
+            and (m := remote_task_of(f.action.part)) is not None
+            and m["remoteTaskId"]
+        }
+        assert len(remote_ids) == 1
+        (remote_id,) = remote_ids
+
+        # The second process: the journal reopened; the question is still open, and its
+        # answer (a variable's name) goes to the same remote task, with the credential.
+        state = reader.open(session)
+        journal = open_journal(db)
+        async with trio.open_nursery() as services:
+            await services.start(journal.serve)
+            second = TeamRuntime(
+                team,
+                backends=backend_factory(team, client=http, environ=environ),
+                factlog=journal,
+                ids=Ids(restart=1),
+                state=state,
+            )
+            outcomes: list[Any] = []
+            async with trio.open_nursery() as nursery:
+
+                async def resume() -> None:
+                    outcomes.append(await second.resume())
+
+                nursery.start_soon(resume)
+                with trio.fail_after(30):
+                    while True:  # the resumed run waits on the same question again
+                        try:
+                            await second.answer_input(
+                                asked.channel, asked.action.request.id, "env:A2A_PAINT_TOKEN"
+                            )
+                            break
+                        except RunError:
+                            await trio.sleep(0.01)
+            services.cancel_scope.cancel()
+        (outcome,) = outcomes
+        assert outcome.status == "completed", outcome
+        assert "[auth, completed] (task: hello auth) signed in: painted" in outcome.result
+        # Sent once, answered once: the first message with the file's header, the next
+        # (after the restart) with the credential the operator named.
+        assert peer.authorized[before:] == [ENV["REMOTE_TOKEN"], AUTH_SECRET]
+        facts = open_reader(db).facts(session)
+        chat = asked.channel
+        states = [
+            (m["state"], m["remoteTaskId"])
+            for f in facts
+            if f.channel == chat
+            and isinstance(f.action, ChatResponsePartAction)
+            and (m := remote_task_of(f.action.part)) is not None
+        ]
+        assert {i for _, i in states if i} == {remote_id}  # one task throughout
+        assert [s for s, _ in states][-2:] == ["working", "completed"]
+        assert "auth_required" in [s for s, _ in states]
+        assert len([f for f in facts if isinstance(f.action, ChatInputRequestedAction)]) == 1
+        # The credential is nowhere in the journal's file; the variable's name is.
+        raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("journal"))
+        assert AUTH_SECRET.encode() not in raw
+        assert b"A2A_PAINT_TOKEN" in raw
+        assert build_graph(facts).check() == []

@@ -683,7 +683,10 @@
           return ["decision", what + ": " + outcome + (p.resolvedByName ? " by " + p.resolvedByName : "")];
         }
         case "task.changed":
+          if (p.runtimeEntity === "external_task") return ["task", (p.agentName || who) + "'s remote task is " + String(p.runtimeStatus || "changed").replace(/_/g, " ")];
           return ["task", "Task " + (p.title ? "“" + O.shorten(p.title, 80) + "”" : env.taskId || "") + " is " + (p.status || "changed")];
+        case "artifact.changed":
+          return ["artifact", (p.agentName || who) + " sent artifact " + (p.name || env.artifactId || "") + (p.mediaType ? " (" + p.mediaType + ")" : "") + (p.lastChunk === false ? ", more to come" : "")];
         default:
           return ["other", env.type + (p.status ? " (" + p.status + ")" : "")];
       }
@@ -939,7 +942,10 @@
         panelNode = null;
         return;
       }
-      const heading = h("h3", { id: "transcript-title", text: node.kind === "chat" ? "Transcript: " + node.agentName : node.agentName });
+      // A remote teammate is a chat too: its transcript is its remote task's states and
+      // artifacts, in words.
+      const isChat = node.kind === "chat" || node.kind === "remote";
+      const heading = h("h3", { id: "transcript-title", text: isChat ? "Transcript: " + node.agentName : node.agentName });
       const facts = h("dl", { class: "facts" });
       const add = (k, v) => {
         if (v) {
@@ -960,13 +966,14 @@
       add("Summary", node.summary);
       const used = usageByChat.get(node.id);
       if (used) add("Used", O.formatCount(used.inputTokens) + " tokens in, " + O.formatCount(used.outputTokens) + " out · " + used.modelCalls + " model calls · " + O.formatMs(used.durationMs));
-      // A running worker can be cancelled on its own (its subtree with it).
+      // A running worker can be cancelled on its own (its subtree with it; a remote
+      // teammate's task at its agent with it).
       const controls = h("div", { class: "buttons" });
-      if (node.kind === "chat" && node.parent && node.taskId && BUSY.has(node.status) && mayCommand()) {
+      if (isChat && node.parent && node.taskId && BUSY.has(node.status) && mayCommand()) {
         const who = node.agentName + (node.agentId ? " " + node.agentId.replace(/^[^#]*#/, "#") : "");
         controls.appendChild(h("button", { type: "button", id: "cancel-worker", class: "deny", text: "Cancel " + who, onclick: () => abortTask(node.taskId, who) }));
       }
-      if (node.kind !== "chat" || offline) {
+      if (!isChat || offline) {
         fillPanel([heading, facts, controls]);
         panelNode = node.id;
         return;
@@ -1055,6 +1062,9 @@
         else if (event.type === "permission_request") section.appendChild(h("p", null, h("strong", { text: "Asked to run " + (event.toolName || "a tool") + ": " }), asText(event.summary)));
         else if (event.type === "result") section.appendChild(h("p", { class: "result" }, h("strong", { text: "Result: " }), asText(event.summary)));
         else if (event.type === "error") section.appendChild(h("p", { class: "error", text: "Error: " + asText(event.message || event.error) }));
+        // A remote teammate's task state, an artifact: the daemon says them in words.
+        else if (event.type === "remote_task") section.appendChild(h("p", { class: "remote-task", "data-state": event.state || "" }, h("strong", { text: "Remote task: " }), String(event.text || "")));
+        else if (event.type === "artifact") section.appendChild(h("p", { class: "artifact", "data-artifact": event.artifactId || "" }, h("strong", { text: "Artifact: " }), String(event.text || "")));
       }
     }
 
