@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ._agui_run_input import *  # noqa: F403
     from ._agui_state import *  # noqa: F403
     from ._ahp_rpc import *  # noqa: F403
+    from ._board_wire import *  # noqa: F403
     from ._chat_usage import *  # noqa: F403
     from ._project_agentui import *  # noqa: F403
     from ._project_agui import *  # noqa: F403
@@ -36,8 +37,10 @@ else:
             "AguiProjector": "._project_agui",
             "AguiRunStatus": "._project_agui",
             "Approve": "._agent_channel",
+            "BOARD_OPERATIONS": "._board_wire",
             "BackgroundJobStatus": "._agentui",
             "BoardItemStatus": "._agentui",
+            "BoardRequest": "._board_wire",
             "Call": "._ahp_rpc",
             "ChatUsage": "._chat_usage",
             "ClientMessage": "._agent_channel",
@@ -77,6 +80,8 @@ else:
             "Topology": "._agentui",
             "WorkItemStatus": "._agentui",
             "agent_event": "._agent_channel",
+            "board_from_json": "._board_wire",
+            "board_to_json": "._board_wire",
             "channel_envelopes": "._ahp_rpc",
             "channel_of": "._agent_channel",
             "chat_transcript": "._transcript",
@@ -88,6 +93,7 @@ else:
             "model_choice": "._agent_channel",
             "negotiate": "._ahp_rpc",
             "notification_frame": "._ahp_rpc",
+            "parse_board_request": "._board_wire",
             "parse_call": "._ahp_rpc",
             "parse_client_message": "._agent_channel",
             "parse_request": "._teammate_channel",
