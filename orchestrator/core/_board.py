@@ -11,7 +11,8 @@ once, the second meets the first one's claim and is refused. That is how claims 
 
 **The item lifecycle is a table**, :data:`ITEM_TRANSITIONS`: for each status, the board events
 it takes and the status each leads to. ``SAME`` keeps the status; ``BEFORE_BLOCK`` returns
-to the status the item had when it was blocked. An event missing from a status's row is
+to the status the item had when it was blocked (``open`` for a ``running`` one: its agent's
+turn ended when it blocked, and the runtime starts it anew). An event missing from a status's row is
 refused, naming the item, the event and the status.
 
 Pure: no trio, no IO.
@@ -177,12 +178,11 @@ class Board:
 
     def ready_for_agents(self) -> tuple[BoardItem, ...]:
         """The items the runtime may start their assignee agent on now: assigned to an
-        agent, not started, open (or claimed by that agent), every dependency done."""
+        agent, open (or claimed by that agent), every dependency done."""
         return tuple(
             item
             for item in self.items.values()
             if item.assignee_kind == AGENT
-            and item.task is None
             and (
                 item.status == ItemStatus.OPEN
                 or (item.status == ItemStatus.CLAIMED and item.claimed_by == item.assignee)
@@ -269,8 +269,11 @@ def reduce_board(board: Board, action: BoardAction, *, now: str) -> Board:
     target = ITEM_TRANSITIONS[item.status].get(event, SAME)
     changes: dict[str, object] = {"updated_at": now}
     if target == BEFORE_BLOCK:
+        # A running item's agent ended its turn when it blocked: unblocked, the item is open
+        # again, for the runtime to start its assignee anew.
+        back = item.before_block or ItemStatus.OPEN
         changes.update(
-            status=item.before_block or ItemStatus.OPEN,
+            status=ItemStatus.OPEN if back == ItemStatus.RUNNING else back,
             before_block=None,
             blocked_reason="",
             waiting_for=None,

@@ -278,3 +278,17 @@ def test_every_client_shows_the_board_the_facts_fold_to(actions: list[BoardActio
             assert item.claimed_by is not None
         if item.status == ItemStatus.DONE:
             assert folded.dependencies_done(item)
+
+
+def test_a_running_item_unblocked_is_open_again_for_its_agent() -> None:
+    """Its agent's turn ended when it blocked the item: unblocked, the runtime starts it anew."""
+    board = fold(
+        created("a", assignee="w"),
+        BoardItemStarted(item="a", task="task-2", by="w"),
+        BoardItemBlocked(item="a", by="w", by_kind="agent", reason="?", waiting_for="alice",
+                         waiting_for_kind="person"),
+    )  # fmt: skip
+    assert board.ready_for_agents() == ()
+    board = reduce_board(board, BoardItemUnblocked(item="a", by="alice", by_kind="person"), now=NOW)
+    assert board.items["a"].status == ItemStatus.OPEN
+    assert [i.id for i in board.ready_for_agents()] == ["a"]
