@@ -95,7 +95,7 @@ def parse_board_request(data: object) -> BoardRequest:
     if not isinstance(data, dict):
         raise PeerProtocolError("expected a JSON object", path="$")
     op = data.get("op")
-    if op not in BOARD_OPERATIONS:
+    if not isinstance(op, str) or op not in BOARD_OPERATIONS:
         raise PeerProtocolError(
             f"unknown operation {op!r}; one of: {', '.join(BOARD_OPERATIONS)}", path="$.op"
         )

@@ -53,6 +53,7 @@ class TestRequests:
         [
             ([], "$", "expected a JSON object"),
             ({"op": "steal", "item": "a"}, "$.op", "unknown operation 'steal'"),
+            ({"op": [], "item": "a"}, "$.op", "unknown operation"),
             ({"op": "claim"}, "$.item", "missing field for claim"),
             ({"op": "claim", "item": ""}, "$.item", "non-empty string"),
             ({"op": "claim", "item": "a", "text": "x"}, "$.text", "unknown field for claim"),
@@ -66,7 +67,12 @@ class TestRequests:
         assert info.value.path == path
 
     @settings(max_examples=examples(200))
-    @given(st.dictionaries(st.sampled_from(["op", "item", "text", "x"]), st.none() | st.text()))
+    @given(
+        st.dictionaries(
+            st.sampled_from(["op", "item", "text", "x"]),
+            st.none() | st.text() | st.lists(st.integers(), max_size=2),
+        )
+    )
     def test_any_object_is_a_request_or_a_refusal(self, body: dict[str, object]) -> None:
         try:
             request = parse_board_request(body)
