@@ -681,9 +681,11 @@ class TestBoard:
                 done = await olivia.post(url, json={"op": "done", "item": "approve"})
                 assert done.status_code == 200, done.text
                 with trio.fail_after(30):
-                    while _statuses((await olivia.get(url)).json())["publish"] != "done":
+                    while True:  # the writer is started on publish, and does it
+                        after = (await olivia.get(url)).json()
+                        if _statuses(after)["publish"] == "done":
+                            break
                         await trio.sleep(0.05)
-                after = (await olivia.get(url)).json()
         approve = next(i for i in after["items"] if i["id"] == "approve")
         assert [(e["event"], e["by"], e["byKind"]) for e in approve["history"]] == [
             ("create", "board", "team"),
@@ -697,9 +699,11 @@ class TestBoard:
         ]
         # The journal reopened: the same board, history and all.
         assert JournalReader(db).open(f"ahp-session:/{session}").run is not None
-        async with running_daemon(tmp_path, teams=BOARD_TEAMS, config=CONFIG, db=db) as daemon:
-            async with daemon.http(VIEWER) as viewer:
-                reopened = (await viewer.get(f"/api/sessions/{session}/board")).json()
+        async with (
+            running_daemon(tmp_path, teams=BOARD_TEAMS, config=CONFIG, db=db) as daemon,
+            daemon.http(VIEWER) as viewer,
+        ):
+            reopened = (await viewer.get(f"/api/sessions/{session}/board")).json()
         assert reopened == after
 
     async def test_hostile_board_requests_get_clear_refusals(self, tmp_path: Path) -> None:
