@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from orchestrator.cli._main import build_parser
 from orchestrator.cli._board_command import board_table, request_body
+from orchestrator.cli._main import build_parser
 from orchestrator.core import (
     BoardItemBlocked,
     BoardItemClaimed,
