@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         Backends,
         Question,
         QuestionHandler,
+        RunBoard,
         RunUpdate,
         TeamRun,
         fork,
@@ -113,6 +114,7 @@ if TYPE_CHECKING:
     from .journal import JournalReader, SessionInfo, SqliteJournal
     from .protocols import Envelope, envelope_to_json_line
     from .runtime import (
+        BoardRefusedError,
         FactLog,
         MemoryFactLog,
         RunOutcome,
@@ -142,6 +144,7 @@ __all__ = [
     "Backend",
     "BackendSetup",
     "Backends",
+    "BoardRefusedError",
     "Command",
     "Envelope",
     "Fact",
@@ -165,6 +168,7 @@ __all__ = [
     "QuestionHandler",
     "ReasoningDelta",
     "RoundContext",
+    "RunBoard",
     "RunError",
     "RunOutcome",
     "RunStatus",
@@ -214,6 +218,7 @@ else:
             "Backend": ".core",
             "BackendSetup": ".runtime.backends",
             "Backends": "._embed",
+            "BoardRefusedError": ".runtime",
             "Command": ".spec",
             "Envelope": ".protocols",
             "Fact": ".core",
@@ -237,6 +242,7 @@ else:
             "QuestionHandler": "._embed",
             "ReasoningDelta": ".core",
             "RoundContext": ".core",
+            "RunBoard": "._embed",
             "RunError": ".base",
             "RunOutcome": ".runtime",
             "RunStatus": ".core",
