@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ._chat_usage import *  # noqa: F403
     from ._project_agentui import *  # noqa: F403
     from ._project_agui import *  # noqa: F403
+    from ._project_board import *  # noqa: F403
     from ._project_teammates import *  # noqa: F403
     from ._teammate_channel import *  # noqa: F403
     from ._transcript import *  # noqa: F403
@@ -78,8 +79,10 @@ else:
             "TeammateStatus": "._agentui",
             "ToolResponse": "._agent_channel",
             "Topology": "._agentui",
+            "WORK_ITEM_PREFIX": "._project_board",
             "WorkItemStatus": "._agentui",
             "agent_event": "._agent_channel",
+            "board_entries": "._agui_state",
             "board_from_json": "._board_wire",
             "board_to_json": "._board_wire",
             "channel_envelopes": "._ahp_rpc",
@@ -89,6 +92,7 @@ else:
             "envelope_from_json_line": "._agentui_wire",
             "envelope_to_json_line": "._agentui_wire",
             "error_frame": "._ahp_rpc",
+            "feed_board": "._project_board",
             "json_patch": "._agui_state",
             "model_choice": "._agent_channel",
             "negotiate": "._ahp_rpc",

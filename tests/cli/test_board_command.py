@@ -19,6 +19,8 @@ from orchestrator.core import (
     BoardItemCreated,
     fold_board,
 )
+from orchestrator.protocols import envelope_from_json_line
+from tests.support.agentui import check_human_agent_board
 from tests.support.daemon import connect, running_daemon
 from tests.support.paths import TEAMS
 
@@ -92,3 +94,29 @@ async def test_a_person_works_the_board_from_the_command_line(tmp_path: Path) ->
         assert [(c["by"], c["text"]) for c in approve["comments"]] == [("local", "reads well")]
         assert approve["status"] == "done"
         assert approve["history"][-1]["by"] == "local"
+
+
+@pytest.mark.daemon
+async def test_the_board_team_run_from_the_cli_passes_the_agent_ui_checker(
+    tmp_path: Path,
+) -> None:
+    """``orchestrator run teams/board.toml`` then ``orchestrator events --format agent-ui``:
+    the envelopes pass the human_agent_board checker."""
+    db = tmp_path / "board.db"
+    orchestrator = [sys.executable, "-m", "orchestrator"]
+    ran = await trio.run_process(
+        [*orchestrator, "run", str(TEAMS / "board.toml"), "Ship", "--db", str(db), "--json"],
+        capture_stdout=True,
+        capture_stderr=True,
+    )
+    session = json.loads(ran.stdout)["session"]
+    events = await trio.run_process(
+        [*orchestrator, "events", session, "--db", str(db), "--format", "agent-ui", "--json"],
+        capture_stdout=True,
+        capture_stderr=True,
+    )
+    envelopes = [envelope_from_json_line(line) for line in events.stdout.decode().splitlines()]
+    items = check_human_agent_board(envelopes)
+    assert {(e.payload or {})["workItemId"] for e in items} == {
+        "notes", "draft", "approve", "publish",
+    }  # fmt: skip

@@ -21,7 +21,12 @@ from trio_websocket import ConnectionRejected, WebSocketConnection, open_websock
 from orchestrator.cli import main
 from orchestrator.core import build_graph, to_json
 from orchestrator.journal import JournalReader
-from orchestrator.protocols import AgentUiProjector, envelope_to_json_line, project_facts
+from orchestrator.protocols import (
+    AgentUiProjector,
+    envelope_to_json_line,
+    project_facts,
+    structure_envelope,
+)
 from orchestrator.server import (
     CONTENT_SECURITY_POLICY,
     Role,
@@ -31,6 +36,7 @@ from orchestrator.server import (
 )
 from orchestrator.sessions import EnvelopeCache, GraphCache, Limits
 from orchestrator.spec import parse_team
+from tests.support.agentui import check_human_agent_board
 from tests.support.daemon import RunningDaemon, connect, running_daemon
 from tests.support.fuzz import Fuzzer
 from tests.support.paths import TEAMS as PROJECT_TEAMS
@@ -686,6 +692,9 @@ class TestBoard:
                         if _statuses(after)["publish"] == "done":
                             break
                         await trio.sleep(0.05)
+                # The daemon's Agent UI envelopes of the session pass the topology's checker.
+                read = await olivia.get(f"/api/sessions/{session}/envelopes")
+                check_human_agent_board([structure_envelope(e) for e in read.json()["envelopes"]])
         approve = next(i for i in after["items"] if i["id"] == "approve")
         assert [(e["event"], e["by"], e["byKind"]) for e in approve["history"]] == [
             ("create", "board", "team"),
