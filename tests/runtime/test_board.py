@@ -175,3 +175,52 @@ class TestBlocked:
                 )
             )
             h.runtime.end_conversation()
+
+
+BUDGET = """
+[team]
+name = "budget"
+topology = "human_agent_board"
+coordinator = "lead"
+parallel_budget = 1
+[board]
+[[board.items]]
+id = "a"
+title = "A"
+assignee = "w"
+[[board.items]]
+id = "b"
+title = "B"
+assignee = "w"
+[[board.items]]
+id = "c"
+title = "C"
+assignee = "w"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { say = "ok" } ]
+[agents.w]
+role = "works"
+[[agents.w.turns]]
+steps = [ { sleep = 1 }, { say = "did {task}" } ]
+"""
+
+
+class TestBudget:
+    async def test_ready_items_start_within_the_parallel_budget(
+        self, autojump_clock: trio.abc.Clock
+    ) -> None:
+        """Three items ready at once, a budget of one: each agent starts after the last one
+        ended, and every item is done by the run's end."""
+        h = Harness(parse_team(BUDGET, file="budget.toml"))
+        await run_to_end(h)
+        kinds = [
+            f.action.type.removeprefix("team/")
+            for f in h.facts
+            if f.action.type in {"team/boardItemStarted", "team/taskFinished"}
+        ]
+        assert kinds == ["boardItemStarted", "taskFinished"] * 3
+        board = h.runtime.board
+        assert board is not None
+        assert {i.status for i in board.board.items.values()} == {ItemStatus.DONE}
