@@ -49,6 +49,7 @@ from orchestrator.core import (
     TaskStatus,
     ToolCallRequest,
     ToolOutcome,
+    cut_off,
     tool_result_actions,
 )
 from orchestrator.spec import PERSON_PREFIX, Priority, TeamSpec
@@ -280,6 +281,46 @@ class BoardKeeper:
         )
 
     # ── agents started on items ──────────────────────────────────────────────────
+
+    async def take_up(self) -> None:
+        """After a restart: the items whose agent the stop cut off are started anew.
+
+        No tool call waits for such a worker, so the recovery that resumes delegations does
+        not see it. Here, in one batch for each: its turn is ended as interrupted, its task
+        reported killed, and its item blocked and unblocked by the team, which leaves it
+        open (see core/_board.py) for the dispatcher to start its agent again.
+        """
+        run = self.run
+        for item in list(self.board.items.values()):
+            if item.status != ItemStatus.RUNNING or item.task is None:
+                continue
+            task = run.state.tasks.get(item.task)
+            if task is None or task.status is not TaskStatus.RUNNING:
+                continue
+            now = run.recorder.clock()
+            actions: list[tuple[str, Action]] = []
+            if task.chat is not None and run.state.chats[task.chat].active_turn is not None:
+                actions += cut_off(run.state, task.chat, now=now)
+            reason = "interrupted by a restart"
+            actions += [
+                (
+                    run.session,
+                    TaskFinished(
+                        task=task.task,
+                        status=TaskStatus.KILLED,
+                        summary=reason,
+                        duration_ms=0,
+                        chat=task.chat,
+                    ),
+                ),
+                (
+                    run.session,
+                    BoardItemBlocked(item=item.id, by=run.team.name, by_kind=TEAM, reason=reason),
+                ),
+                (run.session, BoardItemUnblocked(item=item.id, by=run.team.name, by_kind=TEAM)),
+            ]
+            await run.recorder.record(actions)
+            log.info("board item taken up", item=item.id, task=task.task)
 
     async def dispatch(self) -> None:
         """Start the assignee agent of each ready item, whenever the board changes (runs

@@ -361,6 +361,8 @@ class TeamRuntime:
             )
             await self.recorder.record([(chat, queued)])
         self._approvals.reopen_surviving()
+        if self.board is not None:
+            await self.board.take_up()
         task_status.started(self.session)
         log.info(
             "run resumed",

@@ -19,8 +19,10 @@ from orchestrator.core import (
     BoardItemUnblocked,
     ItemStatus,
     TaskFinished,
+    TeamState,
 )
-from orchestrator.runtime import BoardRefusedError
+from orchestrator.runtime import BoardRefusedError, Ids, TeamRuntime
+from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import load_team, parse_team
 from tests.support.paths import TEAMS
 from tests.support.runtime import Harness, run_to_end, wait_for
@@ -224,3 +226,55 @@ class TestBudget:
         board = h.runtime.board
         assert board is not None
         assert {i.status for i in board.board.items.values()} == {ItemStatus.DONE}
+
+
+class TestRestart:
+    async def test_an_item_whose_agent_a_stop_cut_off_is_started_anew(
+        self, autojump_clock: trio.abc.Clock
+    ) -> None:
+        """The process stops while the researcher works on its item; the resumed run ends
+        the cut-off turn, reports its task killed, reopens the item (blocked and unblocked by
+        the team, in one batch) and starts the researcher on it again, to done."""
+        text = (TEAMS / "board.toml").read_text(encoding="utf-8")
+        # The researcher takes a while: long enough for the stop to cut it off.
+        slow = text.replace(
+            '{ tool = "board.comment", input = { item = "notes"',
+            '{ sleep = 5 },\n  { tool = "board.comment", input = { item = "notes"',
+        )
+        assert slow != text
+        team = parse_team(slow, file="board.toml")
+        first = Harness(team)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(first.runtime.run, "Ship it")
+            await wait_for(first, lambda f: isinstance(f.action, BoardItemStarted))
+            first.runtime.stop()
+        assert not first.actions(BoardItemDone)
+        h = Harness(team)
+        h.log.facts.extend(first.facts)
+        h.runtime = TeamRuntime(
+            team,
+            backends=ScriptedBackend,
+            factlog=h.log,
+            ids=Ids(deterministic=True, restart=1),
+            clock=lambda: "2026-11-22T00:00:00.000Z",
+            state=TeamState.fold(first.runtime.session, first.facts),
+        )
+        with trio.fail_after(60):
+            outcome = await h.runtime.resume()
+        assert outcome.status == "completed"
+        after = board_types(h)[len(board_types(first)) :]
+        assert after[:3] == [
+            ("Blocked", "notes", "board"),
+            ("Unblocked", "notes", "board"),
+            ("Started", "notes", "researcher"),
+        ]
+        killed = [a for a in h.actions(TaskFinished) if a.status == "killed"]
+        assert [a.summary for a in killed] == ["interrupted by a restart"]
+        board = h.runtime.board
+        assert board is not None
+        notes = board.board.items["notes"]
+        assert notes.status == ItemStatus.DONE
+        # The item's history reads back whole from the journal's facts.
+        assert [e.event for e in notes.history] == [
+            "create", "start", "block", "unblock", "start", "comment", "done",
+        ]  # fmt: skip
