@@ -30,7 +30,7 @@ from orchestrator.core import (
     fold_board,
     reduce_board,
 )
-from orchestrator.protocols import board_from_json, board_to_json
+from orchestrator.protocols import board_from_json, board_to_json, project_facts, team_view
 from tests.support.examples import examples
 
 SESSION = "ahp-session:/s"
@@ -55,13 +55,15 @@ def fold(*actions: BoardAction) -> Board:
     return fold_board((a, NOW) for a in actions)
 
 
+RUN = RunStarted(
+    run="run-1", team="t", topology="human_agent_board", parallel_budget=2,
+    coordinator="lead", prompt="go", task="task-1",
+)  # fmt: skip
+
+
 def state_with(*actions: Action) -> TeamState:
-    run = RunStarted(
-        run="run-1", team="t", topology="human_agent_board", parallel_budget=2,
-        coordinator="lead", prompt="go", task="task-1",
-    )  # fmt: skip
     state = TeamState(SESSION)
-    for sequence, action in enumerate((run, *actions), start=1):
+    for sequence, action in enumerate((RUN, *actions), start=1):
         state.apply(
             Fact(sequence=sequence, session=SESSION, channel=SESSION, at=NOW, action=action)
         )
@@ -272,6 +274,20 @@ def test_every_client_shows_the_board_the_facts_fold_to(actions: list[BoardActio
     folded = fold(*recorded)
     assert state.run.board == folded
     assert board_from_json(board_to_json(folded)) == folded
+    # The Agent UI's work items and the AG-UI state's board say the same statuses.
+    facts = [
+        Fact(sequence=n, session=SESSION, channel=SESSION, at=NOW, action=action)
+        for n, action in enumerate((RUN, *recorded), start=1)
+    ]
+    shown: dict[str, str] = {}
+    for envelope in project_facts(SESSION, facts):
+        payload = envelope.payload or {}
+        if payload.get("runtimeEntity") == "work_item":
+            shown[payload["workItemId"]] = payload["status"]
+    statuses = {item.id: item.status.value for item in folded.items.values()}
+    assert shown == statuses
+    view = team_view(TeamState.fold(SESSION, facts))
+    assert {entry["id"]: entry["status"] for entry in view["board"]} == statuses
     for item in folded.items.values():
         # A claimed, running or reviewing item has a holder; a done one's dependencies are done.
         if item.status in {ItemStatus.CLAIMED, ItemStatus.RUNNING}:
