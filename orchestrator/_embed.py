@@ -46,11 +46,21 @@ from orchestrator._streams import (
 from orchestrator.ahp.actions import ChatInputRequestedAction
 from orchestrator.ahp.state import ChatInputRequest, ChatInputResponseKind
 from orchestrator.base import RunError, leaf_exceptions
-from orchestrator.core import USER, ApprovalRequested, Backend, Fact, MemberName, member_name
+from orchestrator.core import (
+    USER,
+    ApprovalRequested,
+    Backend,
+    Board,
+    BoardItem,
+    Fact,
+    MemberName,
+    member_name,
+)
 from orchestrator.journal import open_journal
 from orchestrator.protocols import AgentUiProjector, Envelope
 from orchestrator.runtime import (
     DEFAULT_DELTA_WINDOW,
+    BoardKeeper,
     FactLog,
     MemoryFactLog,
     RunOutcome,
@@ -67,6 +77,7 @@ __all__ = [
     "Backends",
     "Question",
     "QuestionHandler",
+    "RunBoard",
     "RunUpdate",
     "TeamRun",
     "fork",
@@ -172,6 +183,48 @@ class _Stream:
             else:
                 await run._batch_recorded.wait()
         return self._items.popleft()
+
+
+class RunBoard:
+    """The board of a run, as a person works it (``TeamRun.board``).
+
+    Each method records the board's facts attributed to ``by`` (a person's name: ``"user"``
+    unless given), and returns the board after them. A change the board refuses (an item
+    someone else claimed, a dependency not done) raises
+    :class:`~orchestrator.runtime.BoardRefusedError`, saying why; nothing is recorded then.
+    """
+
+    def __init__(self, keeper: BoardKeeper) -> None:
+        self._keeper = keeper
+
+    @property
+    def items(self) -> Mapping[str, BoardItem]:
+        """The items, in the order they were created, as the facts leave them."""
+        return self._keeper.board.items
+
+    async def claim(self, item: str, *, by: str = USER) -> Board:
+        return await self._keeper.request("claim", item, {}, by=by)
+
+    async def comment(self, item: str, text: str, *, by: str = USER) -> Board:
+        """Comment; a comment by whom a blocked item waits for lifts the block."""
+        return await self._keeper.request("comment", item, {"text": text}, by=by)
+
+    async def block(
+        self, item: str, reason: str, *, waiting_for: str | None = None, by: str = USER
+    ) -> Board:
+        """Block ``item``; ``waiting_for``: an agent's name, or a person as ``@name``."""
+        fields = {"reason": reason} | ({"waitingFor": waiting_for} if waiting_for else {})
+        return await self._keeper.request("block", item, fields, by=by)
+
+    async def unblock(self, item: str, *, by: str = USER) -> Board:
+        return await self._keeper.request("unblock", item, {}, by=by)
+
+    async def done(self, item: str, *, summary: str = "", by: str = USER) -> Board:
+        return await self._keeper.request("done", item, {"summary": summary}, by=by)
+
+    async def assign(self, item: str, assignee: str, *, by: str = USER) -> Board:
+        """Give ``item`` to an agent (its name) or a person (``@name``)."""
+        return await self._keeper.request("assign", item, {"assignee": assignee}, by=by)
 
 
 class TeamRun:
@@ -293,6 +346,14 @@ class TeamRun:
     def cancel(self) -> None:
         """Cancel the whole team: the run ends ``cancelled``."""
         self.runtime.cancel()
+
+    @property
+    def board(self) -> RunBoard:
+        """The team's board (:class:`RunBoard`); :class:`RunError` if its file has none."""
+        keeper = self.runtime.board
+        if keeper is None:
+            raise RunError(f"team {self.runtime.team.name!r} declares no [board]")
+        return RunBoard(keeper)
 
     # ── inside ──────────────────────────────────────────────────────────────
 

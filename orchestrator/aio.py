@@ -73,12 +73,12 @@ from orchestrator._embed import (
     RunUpdate,
 )
 from orchestrator._streams import FactUpdate, MessageDelta, MessageEnd, TeamSnapshot
-from orchestrator.core import ApprovalRequested
+from orchestrator.core import USER, ApprovalRequested, Board, BoardItem
 from orchestrator.protocols import Envelope
 from orchestrator.runtime import DEFAULT_DELTA_WINDOW, FactLog, RunOutcome, TeamRuntime
 from orchestrator.spec import Team, TeamSpec
 
-__all__ = ["TeamRun", "fork", "open_run", "run_team"]
+__all__ = ["RunBoard", "TeamRun", "fork", "open_run", "run_team"]
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -403,6 +403,41 @@ class _Iterator(AsyncIterator[_T]):
             await self._block.call(close)
 
 
+class RunBoard:
+    """:class:`orchestrator.RunBoard`'s calls, awaitable from asyncio (``run.board``)."""
+
+    def __init__(self, board: _embed.RunBoard, block: _RunBlock) -> None:
+        self._board = board
+        self._block = block
+
+    @property
+    def items(self) -> Mapping[str, BoardItem]:
+        return self._board.items
+
+    async def claim(self, item: str, *, by: str = USER) -> Board:
+        return await self._block.call(lambda: self._board.claim(item, by=by))
+
+    async def comment(self, item: str, text: str, *, by: str = USER) -> Board:
+        return await self._block.call(lambda: self._board.comment(item, text, by=by))
+
+    async def block(
+        self, item: str, reason: str, *, waiting_for: str | None = None, by: str = USER
+    ) -> Board:
+        board = self._board
+        return await self._block.call(
+            lambda: board.block(item, reason, waiting_for=waiting_for, by=by)
+        )
+
+    async def unblock(self, item: str, *, by: str = USER) -> Board:
+        return await self._block.call(lambda: self._board.unblock(item, by=by))
+
+    async def done(self, item: str, *, summary: str = "", by: str = USER) -> Board:
+        return await self._block.call(lambda: self._board.done(item, summary=summary, by=by))
+
+    async def assign(self, item: str, assignee: str, *, by: str = USER) -> Board:
+        return await self._block.call(lambda: self._board.assign(item, assignee, by=by))
+
+
 class TeamRun:
     """A run in progress, as :func:`open_run` hands it out: :class:`orchestrator.TeamRun`'s
     calls, awaitable from asyncio."""
@@ -428,6 +463,11 @@ class TeamRun:
     def pending_approvals(self) -> list[ApprovalRequested]:
         """The approvals waiting for the user's decision."""
         return self._run.pending_approvals()
+
+    @property
+    def board(self) -> RunBoard:
+        """The team's board (:class:`RunBoard`); :class:`RunError` if its file has none."""
+        return RunBoard(self._run.board, self._block)
 
     def _unsubscribe_updates(self) -> None:
         self._block.soon(lambda: self.runtime.bus.unsubscribe(self._run._subscription))

@@ -662,3 +662,22 @@ print((await run.outcome()).status)
             manager.shutdown_kernel(now=True)
         assert first == f"asyncio completed {FINAL!r}\n"
         assert second == "True\ncompleted\n"
+
+
+class TestRunBoard:
+    def test_a_person_works_the_board_from_asyncio(self) -> None:
+        async def main() -> tuple[str | None, str]:
+            shipped = PROJECT_ROOT / "teams" / "board.toml"
+            async with aio.open_run(shipped, "Ship it") as run:
+                after = await run.board.claim("approve", by="alice")
+                try:
+                    await run.board.claim("approve", by="bob")
+                except orchestrator.BoardRefusedError as exc:
+                    refused = str(exc)
+                await run.outcome()
+            return after.items["approve"].claimed_by, refused
+
+        assert under_asyncio(main) == (
+            "alice",
+            "item 'approve' is already claimed by person 'alice'",
+        )

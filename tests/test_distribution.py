@@ -45,6 +45,7 @@ class TestBundledTeams:
         assert top.is_symlink()
         assert top.resolve() == (PACKAGE / "teams").resolve()
         assert sorted(p.name for p in (PACKAGE / "teams").glob("*.toml")) == [
+            "board.toml",
             "delivery.toml",
             "handoff.toml",
             "nightly.toml",

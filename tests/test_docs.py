@@ -31,7 +31,7 @@ reference = _load_hook()
 
 def _key_table(name: str) -> Any:
     """A key table of the team-file parser, from whichever of its modules defines it."""
-    for module_name in ("_parse", "_parse_tools", "_parse_script"):
+    for module_name in ("_parse", "_parse_tools", "_parse_script", "_parse_board"):
         try:
             module = importlib.import_module(f"orchestrator.spec.{module_name}")
         except ModuleNotFoundError:
@@ -73,6 +73,8 @@ class TestTeamFileReference:
             "[tools.NAME] (a Python function)": list(_key_table("_PYTHON_KEYS")),
             "[mcp.NAME]": list(_key_table("_MCP_KEYS")),
             "[[background]]": list(_key_table("_BACKGROUND_KEYS")),
+            "[board]": list(_key_table("_BOARD_KEYS")),
+            "[[board.items]]": list(_key_table("_ITEM_KEYS")),
         }
         assert _page_keys(reference.team_file_page()) == expected
 

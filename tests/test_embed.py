@@ -509,3 +509,40 @@ class TestFork:
             async with orchestrator.fork(source.session, journal=db, at_turn="nope"):
                 pass
         assert [s.session for s in open_reader(db).sessions()] == [source.session]
+
+
+class TestRunBoard:
+    async def test_a_person_works_the_board_from_python(self, tmp_path: Path) -> None:
+        """``run.board``: each change is recorded attributed to the person named, a refusal
+        says why and records nothing, and the journal keeps every item's history."""
+        journal = tmp_path / "board.db"
+        shipped = PROJECT_ROOT / "teams" / "board.toml"
+        async with orchestrator.open_run(shipped, "Ship it", journal=journal) as run:
+            board = run.board
+            after = await board.claim("approve", by="alice")
+            assert after.items["approve"].claimed_by == "alice"
+            with pytest.raises(orchestrator.BoardRefusedError) as refused:
+                await board.claim("approve", by="bob")
+            assert str(refused.value) == "item 'approve' is already claimed by person 'alice'"
+            with pytest.raises(orchestrator.BoardRefusedError, match="depends on 'draft'"):
+                await board.done("approve", by="alice")
+            await board.comment("approve", "I'll read it tonight", by="alice")
+            outcome = await run.outcome()
+        assert outcome.status == "completed"
+        assert [(c.by, c.text) for c in run.board.items["approve"].comments] == [
+            ("alice", "I'll read it tonight")
+        ]
+        state = open_reader(journal).open(run.session)
+        assert state.run is not None
+        approve = state.run.board.items["approve"]
+        assert [(e.event, e.by, e.by_kind) for e in approve.history] == [
+            ("create", "board", "team"),
+            ("claim", "alice", "person"),
+            ("comment", "alice", "person"),
+        ]
+
+    async def test_a_team_without_a_board_says_so(self) -> None:
+        async with orchestrator.open_run(team(ASK), "go") as run:
+            with pytest.raises(orchestrator.RunError, match=r"declares no \[board\]"):
+                run.board  # noqa: B018
+            run.cancel()

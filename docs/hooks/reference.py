@@ -149,6 +149,12 @@ _TABLES: tuple[tuple[str, Mapping[str, Any], tuple[str | int, ...]], ...] = (
         {"background": [{"name": "b", "every": "1h", "prompt": "p"}]},
         ("background", 0),
     ),
+    ("[board]", {"board": {}}, ("board",)),
+    (
+        "[[board.items]]",
+        {"board": {"items": [{"id": "a", "title": "A"}]}},
+        ("board", "items", 0),
+    ),
 )
 
 #: What the page says of each key, by table; the keys themselves come from the parser.
@@ -160,6 +166,7 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "mcp": "`[mcp.NAME]` tables: Model Context Protocol tool servers.",
         "openai": "The `[openai]` table: settings every `openai` agent starts from.",
         "background": "`[[background]]` entries: teammates that wake on a schedule.",
+        "board": "The `[board]` table: work items shared by the team's agents and people.",
     },
     "[team]": {
         "name": "The team's name, by which clients, sessions and the web view know it (required).",
@@ -324,6 +331,17 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "max_runtime": "A duration after which a run is stopped.",
         "catch_up": "Wakes missed while the daemon was down: `none`, `latest` or `all`.",
         "catch_up_limit": "At most this many missed wakes are run (default 10).",
+    },
+    "[board]": {
+        "items": "`[[board.items]]` entries: the board's work items, in order.",
+    },
+    "[[board.items]]": {
+        "id": "The item's id, unique on the board (required).",
+        "title": "What the item is (required).",
+        "description": "More about it, for whoever takes it.",
+        "priority": "`low`, `normal` (the default), `high` or `urgent`.",
+        "depends_on": "The ids of items that must be done before this one starts.",
+        "assignee": 'An agent\'s name, or a person as `"@principal"`; an agent starts on it.',
     },
 }
 

@@ -397,6 +397,47 @@ def build_parser() -> argparse.ArgumentParser:
     )
     end.set_defaults(handler=("._end_command", "end"))
 
+    board = commands.add_parser(
+        "board", help="work a session's board on the running daemon (list, claim, done...)"
+    )
+    board.add_argument(
+        "session", help="the session: its id, its ahp-session:/ URI, or the id's first characters"
+    )
+    board.add_argument("--url", help="the daemon (as for end)")
+    board.add_argument("--config", type=Path, metavar="FILE", help="the daemon's config")
+    board.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help=f"a file holding the token (default: ${TOKEN_ENV})",
+    )
+    board.add_argument("--json", action="store_true", help="print the board as JSON")
+    operations = board.add_subparsers(dest="operation", required=True, metavar="OPERATION")
+    operations.add_parser("list", help="print the board")
+    for name, what in (
+        ("claim", "take an open item"),
+        ("unblock", "lift an item's block"),
+    ):
+        operations.add_parser(name, help=what).add_argument("item", help="the item's id")
+    comment = operations.add_parser("comment", help="comment on an item")
+    comment.add_argument("item", help="the item's id")
+    comment.add_argument("text", help="the comment")
+    block = operations.add_parser("block", help="say an item is blocked, and why")
+    block.add_argument("item", help="the item's id")
+    block.add_argument("reason", help="why")
+    block.add_argument(
+        "--waiting-for", metavar="WHO", help="whom it waits for: an agent, or @principal"
+    )
+    done = operations.add_parser("done", help="mark an item done")
+    done.add_argument("item", help="the item's id")
+    done.add_argument("--summary", help="what was done")
+    assign = operations.add_parser("assign", help="give an item to an agent or a person")
+    assign.add_argument("item", help="the item's id")
+    assign.add_argument("assignee", help="an agent's name, or a person as @principal")
+    board.set_defaults(handler=("._board_command", "board"))
+    for operation in operations.choices.values():
+        operation.set_defaults(handler=("._board_command", "board"))
+
     init = commands.add_parser(
         "init", help="write a starter team directory (offline, OpenAI-compatible, background)"
     )

@@ -10,6 +10,8 @@ Pure: state and facts in, state, facts or text out; no trio, no IO.
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ._board import *  # noqa: F403
+    from ._board_actions import *  # noqa: F403
     from ._diff import *  # noqa: F403
     from ._facts import *  # noqa: F403
     from ._facts_wire import *  # noqa: F403
@@ -47,8 +49,22 @@ else:
             "ApprovalRecord": "._team_records",
             "ApprovalRequested": "._team_actions",
             "ApprovalResolved": "._team_actions",
+            "BOARD_ACTION_TYPES": "._board_actions",
             "Backend": "._model_round",
             "BackgroundJobStatus": "._teammate_state",
+            "Board": "._board",
+            "BoardAction": "._board_actions",
+            "BoardComment": "._board",
+            "BoardEvent": "._board",
+            "BoardItem": "._board",
+            "BoardItemBlocked": "._board_actions",
+            "BoardItemClaimed": "._board_actions",
+            "BoardItemCommented": "._board_actions",
+            "BoardItemCreated": "._board_actions",
+            "BoardItemDone": "._board_actions",
+            "BoardItemStarted": "._board_actions",
+            "BoardItemUnblocked": "._board_actions",
+            "BoardItemUpdated": "._board_actions",
             "CANCELLED": "._spans",
             "ChatDiff": "._diff",
             "ChatSpans": "._spans",
@@ -66,6 +82,8 @@ else:
             "HandoffRecorded": "._team_actions",
             "INTERRUPTED": "._queries",
             "INTERRUPTED_SUMMARY": "._recovery",
+            "ITEM_TRANSITIONS": "._board",
+            "ItemStatus": "._board",
             "Member": "._team_records",
             "MemberJoined": "._team_actions",
             "MemberName": "._queries",
@@ -143,6 +161,8 @@ else:
             "artifact_of": "._remote_tasks",
             "artifact_words": "._remote_tasks",
             "before_run_end": "._fork",
+            "board_event": "._board",
+            "board_refusal": "._board",
             "build_graph": "._graph",
             "cancel_removed": "._recovery",
             "chat_spans": "._spans",
@@ -157,6 +177,7 @@ else:
             "fact_from_json": "._facts_wire",
             "fact_to_json": "._facts_wire",
             "first_line": "._reports",
+            "fold_board": "._board",
             "fold_teammate": "._teammate_state",
             "fork_facts": "._fork",
             "fork_point": "._fork",
@@ -178,6 +199,7 @@ else:
             "prompt_title": "._team_reducer",
             "recorded_rounds": "._replay",
             "reduce_action": "._team_reducer",
+            "reduce_board": "._board",
             "reduce_team_action": "._team_reducer",
             "remote_state": "._remote_tasks",
             "remote_task_node": "._graph_schema",

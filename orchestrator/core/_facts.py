@@ -28,12 +28,13 @@ import attrs
 
 from orchestrator.ahp.actions import ActionOrigin, StateAction
 
+from ._board_actions import BoardAction
 from ._team_actions import TeamAction
 from ._teammate_actions import TeammateAction
 
 __all__ = ["Action", "Fact"]
 
-Action = StateAction | TeamAction | TeammateAction
+Action = StateAction | TeamAction | TeammateAction | BoardAction
 
 
 @attrs.frozen(kw_only=True)

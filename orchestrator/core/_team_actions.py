@@ -132,7 +132,9 @@ class TaskCreated:
     task: str
     title: str
     agent: str  # the agent definition that will do the work
-    # Invariant: (requested_by is None) == (tool_call_id is None) == (parent_task is None)
+    # Invariant: (requested_by is None) == (tool_call_id is None) == (parent_task is None),
+    # but for a board item's task: requested_by is the coordinator's chat, and no tool call
+    # (nor parent task) made it (see runtime/_board.py)
     requested_by: str | None = None  # the delegating chat; None: a prompt's root task
     tool_call_id: str | None = None  # the delegate tool call in ``requested_by``
     parent_task: str | None = None

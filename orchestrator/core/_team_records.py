@@ -23,6 +23,7 @@ import attrs
 
 from orchestrator.ahp.state import ChatState, SessionState, Turn
 
+from ._board import Board
 from ._facts import Action
 from ._team_actions import ApprovalDecision, ApprovalRequested, RunStatus, TaskStatus
 
@@ -76,6 +77,8 @@ class RunRecord:
     views: Mapping[str, Any] = attrs.field(factory=dict)
     # Where this session was forked from (team/sessionForked); None: it is no fork.
     forked_from: ForkedFrom | None = None
+    # The team's board: its work items as the team/boardItem* facts left them.
+    board: Board = attrs.field(factory=Board)
 
 
 @attrs.frozen(kw_only=True)

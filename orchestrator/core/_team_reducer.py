@@ -54,6 +54,8 @@ from orchestrator.ahp.actions import (
 from orchestrator.ahp.state import ChatState, SessionLifecycle, SessionState, SessionStatus, Turn
 from orchestrator.base import evolve, registrar
 
+from ._board import reduce_board
+from ._board_actions import BOARD_ACTION_TYPES
 from ._facts import Action
 from ._task_lifecycle import TASK_TRANSITIONS
 from ._team_actions import (
@@ -299,6 +301,17 @@ def _run_finished(tr: Transition, action: RunFinished, session_uri: str, now: st
             finished_at=now,
             summary=action.result or action.error,
         )
+
+
+def _board_changed(tr: Transition, action: Any, session_uri: str, now: str) -> None:
+    """A board action (see core/_board.py): the run's board after it."""
+    if tr.run is None:
+        return
+    tr.run = evolve(tr.run, board=reduce_board(tr.run.board, action, now=now))
+
+
+for _board_action in BOARD_ACTION_TYPES.values():
+    _HANDLERS[_board_action] = _board_changed
 
 
 def reduce_team_action(tr: Transition, action: TeamAction, *, session_uri: str, now: str) -> None:

@@ -34,6 +34,8 @@ from orchestrator.ahp.actions import ChatAction, UnknownAction
 from orchestrator.ahp.state import ChatState
 from orchestrator.base import IllegalTransitionError, registrar
 
+from ._board import board_refusal
+from ._board_actions import BOARD_ACTION_TYPES
 from ._facts import Action
 from ._task_lifecycle import TASK_TRANSITIONS
 from ._team_actions import (
@@ -197,6 +199,20 @@ def _check_run_finished(tr: Transition, action: RunFinished, session_uri: str) -
         _refuse(
             "the run is not running", action, session_uri, "finished" if tr.run else "not started"
         )
+
+
+def _check_board(tr: Transition, action: Any, session_uri: str) -> None:
+    """A board action the board refuses (see core/_board.py: claims race here)."""
+    if tr.run is None:
+        _refuse("the run has not started: there is no board yet", action, session_uri, "no run")
+    refusal = board_refusal(tr.run.board, action)
+    if refusal is not None:
+        reason, status = refusal
+        _refuse(reason, action, session_uri, f"item {action.item} {status}")
+
+
+for _board_action in BOARD_ACTION_TYPES.values():
+    _CHECKS[_board_action] = _check_board
 
 
 def validate_team_action(tr: Transition, action: TeamAction, *, session_uri: str) -> None:

@@ -16,9 +16,11 @@ if TYPE_CHECKING:
     from ._agui_run_input import *  # noqa: F403
     from ._agui_state import *  # noqa: F403
     from ._ahp_rpc import *  # noqa: F403
+    from ._board_wire import *  # noqa: F403
     from ._chat_usage import *  # noqa: F403
     from ._project_agentui import *  # noqa: F403
     from ._project_agui import *  # noqa: F403
+    from ._project_board import *  # noqa: F403
     from ._project_teammates import *  # noqa: F403
     from ._teammate_channel import *  # noqa: F403
     from ._transcript import *  # noqa: F403
@@ -36,8 +38,10 @@ else:
             "AguiProjector": "._project_agui",
             "AguiRunStatus": "._project_agui",
             "Approve": "._agent_channel",
+            "BOARD_OPERATIONS": "._board_wire",
             "BackgroundJobStatus": "._agentui",
             "BoardItemStatus": "._agentui",
+            "BoardRequest": "._board_wire",
             "Call": "._ahp_rpc",
             "ChatUsage": "._chat_usage",
             "ClientMessage": "._agent_channel",
@@ -75,8 +79,12 @@ else:
             "TeammateStatus": "._agentui",
             "ToolResponse": "._agent_channel",
             "Topology": "._agentui",
+            "WORK_ITEM_PREFIX": "._project_board",
             "WorkItemStatus": "._agentui",
             "agent_event": "._agent_channel",
+            "board_entries": "._agui_state",
+            "board_from_json": "._board_wire",
+            "board_to_json": "._board_wire",
             "channel_envelopes": "._ahp_rpc",
             "channel_of": "._agent_channel",
             "chat_transcript": "._transcript",
@@ -84,11 +92,13 @@ else:
             "envelope_from_json_line": "._agentui_wire",
             "envelope_to_json_line": "._agentui_wire",
             "error_frame": "._ahp_rpc",
+            "feed_board": "._project_board",
             "json_patch": "._agui_state",
             "model_choice": "._agent_channel",
             "negotiate": "._ahp_rpc",
             "notice_event": "._agent_messages",
             "notification_frame": "._ahp_rpc",
+            "parse_board_request": "._board_wire",
             "parse_call": "._ahp_rpc",
             "parse_client_message": "._agent_channel",
             "parse_request": "._teammate_channel",

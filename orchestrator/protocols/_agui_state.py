@@ -45,6 +45,7 @@ from orchestrator.core import (
     ApprovalRecord,
     ApprovalRequested,
     ApprovalResolved,
+    BoardAction,
     Fact,
     HandoffRecorded,
     MemberJoined,
@@ -57,7 +58,7 @@ from orchestrator.core import (
     party_name,
 )
 
-__all__ = ["TeamView", "json_patch", "team_view"]
+__all__ = ["TeamView", "board_entries", "json_patch", "team_view"]
 
 #: A JSON Patch operation (RFC 6902).
 Op = dict[str, Any]
@@ -71,7 +72,7 @@ def team_view(state: TeamState) -> dict[str, Any]:
     routedToName}]}``, members in join order, tasks in creation order.
     """
     run = state.run
-    return {
+    view = {
         "team": run.team if run is not None else None,
         "members": [
             {"chat": chat, "agent": member.agent, "status": state.member_status(chat).value}
@@ -85,6 +86,32 @@ def team_view(state: TeamState) -> dict[str, Any]:
             _approval_entry(state, record) for record in state.pending_approvals()
         ],
     }
+    board = board_entries(state)
+    if board is not None:
+        view["board"] = board
+    return view
+
+
+def board_entries(state: TeamState) -> list[dict[str, Any]] | None:
+    """A board's items as the view lists them (None: the run has no board): ``{id, title,
+    status, priority, assignee, assigneeKind, claimedBy, waitingFor, dependsOn}``."""
+    run = state.run
+    if run is None or not run.board.items:
+        return None
+    return [
+        {
+            "id": item.id,
+            "title": item.title,
+            "status": item.status.value,
+            "priority": item.priority,
+            "assignee": item.assignee,
+            "assigneeKind": item.assignee_kind,
+            "claimedBy": item.claimed_by,
+            "waitingFor": item.waiting_for,
+            "dependsOn": list(item.depends_on),
+        }
+        for item in run.board.items.values()
+    ]
 
 
 def _approval_entry(state: TeamState, record: ApprovalRecord) -> dict[str, Any]:
@@ -101,6 +128,10 @@ def _approval_entry(state: TeamState, record: ApprovalRecord) -> dict[str, Any]:
         "routedTo": request.routed_to,
         "routedToName": party_name(state, request.routed_to),
     }
+
+
+def _board_json(board: list[dict[str, Any]] | None) -> dict[str, Any]:
+    return {} if board is None else {"board": board}
 
 
 @attrs.define
@@ -138,6 +169,8 @@ class TeamView:
         # The pending approvals as the client lists them: (place, id), sorted; and their entries.
         self._pending: list[tuple[int, str]] = []
         self._pending_entries: dict[str, dict[str, Any]] = {}
+        # The board's items as the client has them (None: no board yet).
+        self._board: list[dict[str, Any]] | None = None
         self._reset(state)
 
     def update(self, state: TeamState, fact: Fact) -> list[Op]:
@@ -152,6 +185,12 @@ class TeamView:
             self._refresh_member(state, action.summary.resource, ops)
             return ops
         if not kind.startswith("team/"):
+            return ops
+        if isinstance(action, BoardAction):
+            # A board fact changes the board alone: its entries diffed (a board is small).
+            board = board_entries(state)
+            ops = json_patch(_board_json(self._board), _board_json(board))
+            self._board = board
             return ops
         if (
             len(state.members) < len(self._members)
@@ -208,6 +247,7 @@ class TeamView:
         self._approval_place.clear()
         self._pending.clear()
         self._pending_entries.clear()
+        self._board = board_entries(state)
         self._add_new(state, [])
 
     def _rebuild(self, state: TeamState) -> list[Op]:
@@ -229,6 +269,7 @@ class TeamView:
                 for task, row in self._tasks.items()
             ],
             "pendingApprovals": [dict(self._pending_entries[id_]) for _, id_ in self._pending],
+            **_board_json(self._board),
         }
 
     def _add_new(self, state: TeamState, ops: list[Op]) -> None:

@@ -81,6 +81,7 @@ from orchestrator.ahp.actions import (
 from orchestrator.ahp.state import ChatInteractivity, PendingMessageKind, ToolChatOrigin
 from orchestrator.base import resolve_subclass
 from orchestrator.core import (
+    BOARD_ACTION_TYPES,
     TERMINAL_REMOTE_STATES,
     Action,
     ApprovalRequested,
@@ -119,6 +120,7 @@ from ._agentui import (
 )
 from ._agentui_envelopes import card_ref, compact
 from ._agentui_requests import ActionRequests
+from ._project_board import feed_board
 
 __all__ = ["AgentUiProjector", "project_facts"]
 
@@ -786,6 +788,8 @@ _PROJECTIONS: dict[type, Callable[[AgentUiProjector, Fact, Any], list[Envelope]]
     ChatTurnStartedAction: AgentUiProjector._feed_queue,
     ChatResponsePartAction: AgentUiProjector._feed_response_part,
 }
+# The board's facts: each a work item's task.changed (see _project_board.py).
+_PROJECTIONS.update(dict.fromkeys(BOARD_ACTION_TYPES.values(), feed_board))
 _PROJECTED_TYPES: Final = tuple(_PROJECTIONS)
 _UNRESOLVED: Final[Any] = object()
 

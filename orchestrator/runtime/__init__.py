@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ._approvals import *  # noqa: F403
+    from ._board import *  # noqa: F403
     from ._bus import *  # noqa: F403
     from ._factlog import *  # noqa: F403
     from ._ids import *  # noqa: F403
@@ -66,6 +67,8 @@ else:
             "BACKOFF_MAX": ".tools",
             "BASE_VARIABLES": ".tools",
             "BackendFactory": "._turns",
+            "BoardKeeper": "._board",
+            "BoardRefusedError": "._board",
             "BusStatistics": "._bus",
             "CALLBACK_TOKEN_VAR": ".tools",
             "CALLBACK_URL_VAR": ".tools",
@@ -113,6 +116,8 @@ else:
             "TracingSettings": "._tracing",
             "add_trace_ids": "._tracing",
             "answer_text": "._approvals",
+            "board_created": "._board",
+            "board_text": "._board",
             "bound_log_context": "._logging",
             "call_result": ".tools",
             "callback_url": ".tools",

@@ -77,6 +77,7 @@ from orchestrator.core import (
 from orchestrator.spec import RestartPolicy, TeamSpec
 
 from ._approvals import Approvals
+from ._board import BoardKeeper, board_created
 from ._bus import FactBus
 from ._context import (
     CANCELLED,
@@ -210,6 +211,12 @@ class TeamRuntime:
         self._approvals = Approvals(self._context)
         self._turns = Turns(self._context, self._approvals, backends, python_tools=python_tools)
         self._delegation = self._turns.delegation
+        # The team's board (None when its file declares none): agents' board tools, people's
+        # requests, and the agents started on its items (see _board.py).
+        self.board: BoardKeeper | None = None
+        if team.board is not None:
+            self.board = BoardKeeper(self._context, self._delegation)
+            self._turns.tool_calls.board = self.board
         self._session_scope: trio.CancelScope | None = None
         self.conversation = conversation
         self.background = background
@@ -293,6 +300,8 @@ class TeamRuntime:
                         chat=chat, agent=coordinator.name, role=coordinator.role, task=root_task
                     ),
                 ),
+                # The team file's board items, on the board from the run's start.
+                *((self.session, created) for created in board_created(self.team)),
             ]
         )
         self.recorder.factlog.describe(
@@ -352,6 +361,8 @@ class TeamRuntime:
             )
             await self.recorder.record([(chat, queued)])
         self._approvals.reopen_surviving()
+        if self.board is not None:
+            await self.board.take_up()
         task_status.started(self.session)
         log.info(
             "run resumed",
@@ -435,10 +446,7 @@ class TeamRuntime:
                 self._session_scope = scope
                 self._context.scopes[chat] = scope
                 try:
-                    if self.conversation:
-                        result = await self._turns.converse(ctx, message, resume=resume)
-                    else:
-                        result = await self._turns.run_chat(ctx, message, resume=resume)
+                    result = await self._coordinate(ctx, message, resume=resume)
                 except TurnFailedError as exc:
                     return await self._finish(run_id, RunStatus.FAILED, error=str(exc))
                 except Exception as exc:
@@ -473,6 +481,33 @@ class TeamRuntime:
             status=RunStatus.CANCELLED,
             error=STOPPED if self._context.stopping else CANCELLED,
         )
+
+    async def _coordinate(self, ctx: ChatContext, message: Message, *, resume: bool) -> Any:
+        """The coordinator's chat to its end; with a board, its dispatcher beside it (and a
+        run that ends with the coordinator's turn waits for the agents at work on items)."""
+        if self.conversation:
+            turns = self._turns.converse(ctx, message, resume=resume)
+        else:
+            turns = self._turns.run_chat(ctx, message, resume=resume)
+        board = self.board
+        if board is None:
+            return await turns
+        result: Any = None
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(board.dispatch)
+                result = await turns
+                if not self.conversation:
+                    await board.wait_settled()
+                nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # One error, the coordinator's (the dispatcher only ever ends cancelled): raised
+            # as it is, as it would be without a board.
+            errors = [e for e in group.exceptions if not isinstance(e, trio.Cancelled)]
+            if len(errors) == 1:
+                raise errors[0] from None
+            raise
+        return result
 
     def _log_failed(self, error: FactLogError) -> None:
         """The fact log failed this session: every task of it ends, recording nothing (as

@@ -55,6 +55,7 @@ from orchestrator.core import (
     tool_call_of,
 )
 from orchestrator.spec import (
+    BOARD_TOOLS,
     AgentSpec,
     ToolDefinition,
     check_tool_input,
@@ -64,6 +65,7 @@ from orchestrator.spec import (
 )
 
 from ._approvals import Approvals, summary
+from ._board import BoardKeeper
 from ._context import ChatContext, RunContext
 from ._delegation import Delegation, Turnstile
 from ._recorder import PendingBatch
@@ -95,6 +97,8 @@ class ToolCalls:
         self.approvals = approvals
         self.delegation = delegation
         self._python_tools = dict(python_tools or {})
+        # The team's board, whose keeper runs the board tools (set by the runtime; None: none).
+        self.board: BoardKeeper | None = None
         # The tools whose definitions are known only now (see spec tool_definitions).
         self._discovered: dict[str, ToolDefinition] = {
             name: tool.definition for name, tool in self._python_tools.items()
@@ -332,6 +336,8 @@ class ToolCalls:
                 outcome = await self.delegation.handoff(ctx, request, specialist=specialist)
             elif tool == "ask":
                 outcome = await self.approvals.ask(ctx, request, resumed=resumed)
+            elif tool in BOARD_TOOLS and self.board is not None and not was_running:
+                outcome = await self.board.tool_call(ctx, request)
             elif was_running:
                 # It may or may not have run before the stop: never run a tool twice.
                 outcome = await self.run.complete_tool_call(

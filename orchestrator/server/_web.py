@@ -20,6 +20,11 @@ Routes (the page itself is :mod:`orchestrator.server.web`, drawn in the browser)
   its ``url`` in the trace UI when daemon.toml's ``tracing.trace_url`` names one;
   ``GET /api/sessions/ID/usage``: what each chat used (tokens in and out, model calls, time)
   and the total, folded from the session's facts;
+- ``GET /api/sessions/ID/board``: the board's items as its facts leave them (see
+  :mod:`orchestrator.protocols._board_wire`); ``POST`` the same with a person's request
+  ``{"op": "claim" | "comment" | "block" | "unblock" | "done" | "assign" | "update" | "move",
+  "item": ..., ...}`` (operator): recorded as board facts attributed to the principal, the
+  board after them answered, a refusal answered 409 with its reason;
 - ``GET /api/teams``: the teams a session can be opened with (name, description,
   coordinator, agents, the model of its OpenAI-compatible agents or null), for the page's
   "New run" form, which then opens the session as any client does (``WS /ws?team=NAME``,
@@ -27,7 +32,7 @@ Routes (the page itself is :mod:`orchestrator.server.web`, drawn in the browser)
 
 Everything live, and every command (a new run, a message, a decision, a cancel), goes over
 the daemon's existing sockets (``/ahp``'s root channel for the list, ``/ws`` for a session,
-``/teammates``): these routes only read.
+``/teammates``): these routes only read, but for the board's ``POST``.
 
 Reads of the journal run in a worker thread; a request's input (its path, query and the
 sign-in body) passes the input gate, and each error names what was wrong.
@@ -48,10 +53,17 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from orchestrator.base import FactLogError, JsonLimits, PeerProtocolError, parse_json
+from orchestrator.base import FactLogError, JsonLimits, PeerProtocolError, RunError, parse_json
 from orchestrator.core import ChatSpans, SpanIds, TeamState, chat_spans, open_questions
 from orchestrator.journal import SESSION_STATUSES, JournalReader, SessionInfo
-from orchestrator.protocols import chat_transcript, chat_usage, usage_to_json
+from orchestrator.protocols import (
+    board_to_json,
+    chat_transcript,
+    chat_usage,
+    parse_board_request,
+    usage_to_json,
+)
+from orchestrator.runtime import BoardRefusedError
 from orchestrator.sessions import (
     EnvelopeCache,
     GraphCache,
@@ -93,6 +105,8 @@ SIGN_IN_FAILURE_BURST: Final = 10
 SIGN_IN_FAILURES_PER_SECOND: Final = 1 / 6
 #: Addresses whose failures are counted at once (the count restarts past it).
 MAX_SIGN_IN_CLIENTS: Final = 10_000
+#: A board request is one operation on one item, with a comment's text at most.
+MAX_BOARD_BYTES: Final = 64 * 1024
 #: Longest session id, chat URI or filter value taken from a URL.
 MAX_NAME: Final = 512
 
@@ -414,6 +428,43 @@ def web_routes(
         facts = await trio.to_thread.run_sync(reader.facts, uri)
         return _json(usage_to_json(chat_usage(facts)))
 
+    async def board(request: Request) -> Response:
+        uri, info = await known(request)
+        if request.method == "POST":
+            return await board_change(request, uri)
+        live = await watched(uri, info)
+        state: TeamState = (
+            live.state if live is not None else await trio.to_thread.run_sync(reader.open, uri)
+        )
+        if state.run is None:
+            return _json({"items": []})
+        return _json(board_to_json(state.run.board))
+
+    async def board_change(request: Request, uri: str) -> Response:
+        """A person's board request (operator): it writes the board's facts, attributed to
+        the principal, and answers the board after them (409 with the reason if refused)."""
+        principal = require(request, Permission.OPERATE)
+        body = await _small_body(request, MAX_BOARD_BYTES)
+        try:
+            change = parse_board_request(
+                parse_json(body, protocol="board request", limits=json_limits)
+            )
+        except PeerProtocolError as exc:
+            raise WebError(400, str(exc)) from None
+        live = daemon.sessions.get(uri)
+        if live is None:
+            raise WebError(409, f"session {session_id(uri)!r} is not running on this daemon")
+        try:
+            await live.board_request(
+                change.op, change.item, change.fields, principal=principal.name
+            )
+        except BoardRefusedError as exc:
+            raise WebError(409, f"refused: {exc}") from None
+        except RunError as exc:
+            raise WebError(409, str(exc)) from None
+        run = live.state.run
+        return _json(board_to_json(run.board) if run is not None else {"items": []})
+
     async def teams(request: Request) -> Response:
         require(request)
         unavailable = daemon.runtimes.unavailable
@@ -447,6 +498,7 @@ def web_routes(
         Route("/api/sessions/{session}/graph", handled(graph)),
         Route("/api/sessions/{session}/transcript", handled(transcript)),
         Route("/api/sessions/{session}/usage", handled(usage)),
+        Route("/api/sessions/{session}/board", handled(board), methods=["GET", "POST"]),
         Route("/api/teams", handled(teams)),
         Route("/api/{rest:path}", handled(unknown), methods=["GET", "POST", "PUT", "DELETE"]),
     ]

@@ -56,6 +56,7 @@ from orchestrator.protocols import (
     notification_frame,
 )
 from orchestrator.runtime import (
+    BoardKeeper,
     BusStatistics,
     FactBus,
     Ids,
@@ -404,6 +405,26 @@ class LiveSession:
         await self._runtime.resolve_approval(
             approval, approved=approved, by=USER, principal=principal
         )
+
+    @property
+    def board(self) -> BoardKeeper | None:
+        """The board of the team this node runs the session of (None: no board, or another
+        node runs it)."""
+        board = getattr(self._runtime, "board", None)
+        return board if isinstance(board, BoardKeeper) else None
+
+    async def board_request(
+        self, op: str, item: str, fields: Mapping[str, Any], *, principal: str
+    ) -> None:
+        """A person's board request, attributed to ``principal``; :class:`RunError` (a
+        :class:`~orchestrator.runtime.BoardRefusedError` when the board refuses it)."""
+        board = self.board
+        if board is None:
+            raise RunError(
+                f"session {self.id} has no board here: its team declares none, or another "
+                "node runs it"
+            )
+        await board.request(op, item, fields, by=principal)
 
     async def update_view(self, view_type: str, content: Mapping[str, Any]) -> None:
         """Keep ``content`` as the latest of ``view_type`` (a fact) and broadcast it."""

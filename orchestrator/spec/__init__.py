@@ -11,6 +11,7 @@ schema files it names (``parameters_file``).
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ._board import *  # noqa: F403
     from ._code_first import *  # noqa: F403
     from ._model import *  # noqa: F403
     from ._output import *  # noqa: F403
@@ -33,9 +34,13 @@ else:
             "AnswerProblem": "._output",
             "ApprovedBy": "._model",
             "AskStep": "._script",
+            "AssigneeKind": "._board",
+            "BOARD_TOOLS": "._board",
             "BUILTIN_BACKENDS": "._model",
             "BackendName": "._model",
             "BackgroundSpec": "._schedule",
+            "BoardItemSpec": "._board",
+            "BoardSpec": "._board",
             "COMMAND_ENV_PREFIX": "._model",
             "CatchUp": "._schedule",
             "Command": "._code_first",
@@ -54,12 +59,15 @@ else:
             "FailStep": "._script",
             "HandoffStep": "._script",
             "Interactivity": "._model",
+            "Item": "._code_first",
             "MCP_PREFIX": "._model",
             "Mcp": "._code_first",
             "McpServer": "._model",
             "McpToolRef": "._model",
             "OpenAISettings": "._model",
             "Overlap": "._schedule",
+            "PERSON_PREFIX": "._board",
+            "Priority": "._board",
             "PythonTool": "._model",
             "QuestionKind": "._script",
             "RestartPolicy": "._model",

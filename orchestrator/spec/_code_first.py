@@ -50,7 +50,7 @@ from ._teamfile import team_from_mapping
 from ._tool_signature import arguments_model, arguments_schema, docstring_summary
 from ._wording import _describe
 
-__all__ = ["Agent", "Command", "Mcp", "Team", "Tool", "tool"]
+__all__ = ["Agent", "Command", "Item", "Mcp", "Team", "Tool", "tool"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -352,6 +352,30 @@ class Agent:
 _AGENT_ORDER: Final = tuple(a.name for a in attrs.fields(Agent) if a.name != "name")
 
 
+@attrs.frozen(kw_only=True)
+class Item:
+    """A board's work item: a ``[[board.items]]`` table (see :class:`Team`'s ``board``).
+
+    ``assignee`` is an :class:`Agent` (or its name), or a person as ``"@principal"``;
+    ``depends_on`` holds ids or items.
+    """
+
+    id: str = attrs.field(kw_only=False)
+    title: str = attrs.field(kw_only=False)
+    description: str | None = None
+    priority: str | None = None
+    depends_on: Sequence[str | Item] = ()
+    assignee: str | Agent | None = None
+
+    def table(self) -> dict[str, Any]:
+        """The item's ``[[board.items]]`` table."""
+        table: dict[str, Any] = {"id": self.id, "title": self.title}
+        table.update(_given(self, skip=("id", "title", "depends_on")))
+        if self.depends_on:
+            table["depends_on"] = [d if isinstance(d, str) else d.id for d in self.depends_on]
+        return table
+
+
 @attrs.frozen(kw_only=True, eq=False)
 class Team:
     """A team defined in Python; ``spec`` is the :class:`~._model.TeamSpec` a team file with
@@ -363,7 +387,8 @@ class Team:
     :class:`Agent` that is not among them comes first. ``tools`` are the team's
     ``[tools.<name>]`` tables: those its agents list (:func:`tool`-decorated functions,
     :class:`Command` tools) are added by themselves. ``openai`` is the ``[openai]`` table and
-    ``background`` the ``[[background]]`` tables (dicts with the file's keys).
+    ``background`` the ``[[background]]`` tables (dicts with the file's keys), and ``board``
+    the ``[board]``'s work items (:class:`Item`).
     """
 
     name: str = attrs.field(kw_only=False)
@@ -379,6 +404,8 @@ class Team:
     mcp: Sequence[Mcp] = ()
     openai: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
     background: Sequence[Mapping[str, Any]] = ()
+    #: The ``[board]``'s work items (None: no board).
+    board: Sequence[Item] | None = None
     #: The team file's document, as the calls wrote it.
     document: Mapping[str, Any] = attrs.field(init=False, repr=False)
     spec: TeamSpec = attrs.field(init=False, repr=False)
@@ -403,6 +430,7 @@ class Team:
             ("agents", self.agents, (Agent,)),
             ("tools", self.tools, (Tool, Command)),
             ("mcp", self.mcp, (Mcp,)),
+            ("board", self.board or (), (Item,)),
         ):
             for index, item in enumerate(items):
                 if not isinstance(item, kinds):
@@ -430,6 +458,8 @@ class Team:
         document["agents"] = {agent.name: agent.table() for agent in agents}
         if self.background:
             document["background"] = [_plain(entry) for entry in self.background]
+        if self.board is not None:
+            document["board"] = {"items": [item.table() for item in self.board]}
         return document
 
     def to_toml(self) -> str:
@@ -513,6 +543,8 @@ def _plain(value: Any) -> Any:
     match value:
         case Agent() | Tool() | Command():
             return value.name
+        case Item():
+            return value.id
         case enum.Enum():
             return _plain(value.value)
         case datetime.timedelta():
@@ -553,6 +585,8 @@ def _at_call(problem: TeamFileError, functions: Collection[str]) -> TeamFileErro
         path = f"{call}({quoted}){rest}"
     elif path.startswith("team."):
         path = path.removeprefix("team.")
+    elif path.startswith("board.items["):
+        path = "board[" + path.removeprefix("board.items[")
     return TeamFileError(problem.message, file=problem.file, key_path=path)
 
 
@@ -602,6 +636,10 @@ def _toml_document(document: Mapping[str, Any]) -> str:
     for section, content in document.items():
         if section in ("team", "openai"):
             table(f"[{section}]", content)
+        elif section == "board":
+            table("[board]", {})
+            for entry in content["items"]:
+                table("[[board.items]]", entry)
         elif section == "background":
             for entry in content:
                 table("[[background]]", entry)

@@ -21,6 +21,7 @@ import attrs
 
 from orchestrator.base import RunError
 
+from ._board import BoardSpec
 from ._schedule import BackgroundSpec
 from ._script import ScriptedTurn
 from ._wording import _did_you_mean
@@ -402,6 +403,9 @@ class TeamSpec:
     # The [mcp.<name>] tool servers, in file order.
     # Invariant: every mcp_tool_ref(t) of an agent's tools names one of them
     mcp_servers: tuple[McpServer, ...] = ()
+    # The [board] work items; None when the file declares no board.
+    # Invariant: every assignee of kind agent is in self.agent_names
+    board: BoardSpec | None = None
     file: str = "<team>"
     # The TOML text it was parsed from (kept with a session so it can be resumed as it was).
     source: str = attrs.field(default="", repr=False, eq=False)

@@ -39,6 +39,7 @@ import attrs
 
 from orchestrator.base import ScheduleError, TeamFileError
 
+from ._board import BOARD_TOOLS
 from ._model import (
     A2A_BACKEND,
     BUILTIN_BACKENDS,
@@ -59,6 +60,7 @@ from ._model import (
     TeamSpec,
     Topology,
 )
+from ._parse_board import _BoardChecks
 from ._parse_script import _ScriptChecks
 from ._parse_tools import _FACTORY_PATH_RE, ENV_NAME_RE, _lists
 from ._schedule import (
@@ -88,7 +90,7 @@ _ENTRY_POINT_NAME_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _HEADER_NAME_RE: Final = re.compile(r"[!#$%&'*+.^_`|~0-9a-z-]+\Z")
 _PLUGIN_FORMS: Final = "a plugin's entry-point name, or module:factory"
 
-_TOP_KEYS: Final = ("team", "agents", "tools", "mcp", "openai", "background")
+_TOP_KEYS: Final = ("team", "agents", "tools", "mcp", "openai", "background", "board")
 _TEAM_KEYS: Final = (
     "name",
     "topology",
@@ -308,6 +310,22 @@ class _Parser(_ScriptChecks):
                 background.append(self.background(entry, index, background, coordinator))
             except TeamFileError as exc:
                 problems.extend(exc.problems)
+        board = None
+        if "board" in data:
+            try:
+                board = _BoardChecks(self.file).board(data["board"], self.agent_names)
+            except TeamFileError as exc:
+                problems.extend(exc.problems)
+        for agent in parsed:
+            for index, tool in enumerate(agent.tools):
+                if tool in BOARD_TOOLS and board is None and "board" not in data:
+                    problems.append(
+                        self.error(
+                            _join(_join("agents", agent.name), "tools") + f"[{index}]",
+                            f"{tool!r} works on the team's board, and this file declares "
+                            "none: add a [board] table with [[board.items]]",
+                        )
+                    )
         if problems:
             raise TeamFileError.of(problems)
         specs = tuple(parsed)
@@ -324,6 +342,7 @@ class _Parser(_ScriptChecks):
             background=tuple(background),
             command_tools=tuple(commands),
             mcp_servers=tuple(servers),
+            board=board,
             file=self.file,
         )
 

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from ._board import BOARD_TOOLS
 from ._checks import _ValueChecks
 from ._model import (
     COMMAND_ENV_PREFIX,
@@ -264,6 +265,8 @@ class _ToolChecks(_ValueChecks):
         """A tool's name as an agent lists it: a name, or ``mcp.<server>/<tool>`` (or
         ``mcp.<server>/*``) of a declared server."""
         text = self.string(value, path)
+        if text in BOARD_TOOLS:
+            return text  # the board's tools (see _board.py); [board] is checked by the parser
         if not text.startswith(MCP_PREFIX):
             return self.name(text, path, "tool name")
         ref = mcp_tool_ref(text)

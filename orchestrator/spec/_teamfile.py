@@ -102,6 +102,11 @@ def lint_team(team: TeamSpec) -> list[str]:
     if team.topology not in {"background_teammate", "remote_teammate"}:
         # A [[background]] entry starts its agent as the coordinator starts its own.
         roots = [team.coordinator, *(b.agent for b in team.background)]
+        # A board item assigned to an agent starts it when the item is ready.
+        if team.board is not None:
+            roots += [
+                i.assignee for i in team.board.items if i.assignee_kind == "agent" and i.assignee
+            ]
         reachable = set(roots)
         frontier = list(reachable)
         while frontier:

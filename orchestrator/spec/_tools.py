@@ -38,6 +38,7 @@ import attrs
 import jsonschema
 import jsonschema.exceptions
 
+from ._board import BOARD_TOOLS, Priority
 from ._model import MCP_PREFIX, AgentSpec, CommandTool, TeamSpec, mcp_tool_ref
 from ._script import QuestionKind
 
@@ -81,6 +82,8 @@ def function_name(name: str) -> str:
     whole keeping it distinct."""
     if _FUNCTION_NAME_RE.match(name):
         return name
+    if name in BOARD_TOOLS:
+        return name.replace(".", "_")  # board.claim: board_claim
     ref = mcp_tool_ref(name)
     readable = f"{ref.server}__{ref.tool}" if ref is not None else name
     safe = _UNSAFE_RE.sub("_", readable)
@@ -203,6 +206,8 @@ def _definition(team: TeamSpec, agent: AgentSpec, name: str) -> ToolDefinition:
                 optional=("kind", "options"),
             ),
         )
+    if name in BOARD_TOOLS:
+        return _board_definition(team, name)
     table = team.command_tool(name) or team.python_tool(name)
     if table is not None and table.description:
         description = table.description
@@ -212,6 +217,55 @@ def _definition(team: TeamSpec, agent: AgentSpec, name: str) -> ToolDefinition:
     if table is not None and table.parameters is not None:
         parameters = dict(table.parameters)
     return ToolDefinition(name=name, description=description, parameters=parameters)
+
+
+def _board_definition(team: TeamSpec, name: str) -> ToolDefinition:
+    """A board tool: its item is one of the board's ids (an enum, as delegate's agents)."""
+    ids = [i.id for i in team.board.items] if team.board is not None else []
+    item = {"type": "string", "enum": ids, "description": "The item's id."}
+    text = {"type": "string", "minLength": 1, "maxLength": 4000}
+    descriptions = {
+        "board.list": "List the team's board: each item's id, title, status, assignee, "
+        "dependencies and latest comments.",
+        "board.claim": "Claim an open item: it is yours until done. Refused when someone "
+        "else has it.",
+        "board.update": "Change an item's title, description, priority or assignee, or say "
+        "it is ready for review.",
+        "board.comment": "Comment on an item (everyone on the board reads it).",
+        "board.block": "Say an item is blocked, on whom it waits and why.",
+        "board.done": "Mark an item done.",
+    }
+    parameters: dict[str, Any]
+    if name == "board.list":
+        parameters = _object()
+    elif name == "board.update":
+        parameters = _object(
+            item=item,
+            title=text,
+            description={"type": "string", "maxLength": 4000},
+            priority={"type": "string", "enum": [p.value for p in Priority]},
+            assignee={
+                "type": "string",
+                "description": "An agent's name, or a person as @principal.",
+            },
+            reviewing={"type": "boolean", "description": "true: ready for review."},
+            optional=("title", "description", "priority", "assignee", "reviewing"),
+        )
+    elif name == "board.comment":
+        parameters = _object(item=item, text=text)
+    elif name == "board.block":
+        parameters = _object(
+            item=item,
+            reason=text,
+            waiting_for={
+                "type": "string",
+                "description": "Whom it waits for: an agent's name or a person as @principal.",
+            },
+            optional=("waiting_for",),
+        )
+    else:
+        parameters = _object(item=item)
+    return ToolDefinition(name=name, description=descriptions[name], parameters=parameters)
 
 
 def schema_problem(schema: Mapping[str, Any]) -> str | None:

@@ -10,6 +10,7 @@ import pytest
 
 from orchestrator.ahp.actions import ActionOrigin, ChatTurnCancelledAction, StateAction
 from orchestrator.core import (
+    BOARD_ACTION_TYPES,
     Action,
     Fact,
     RunFinished,
@@ -24,10 +25,11 @@ def members(tp: object) -> set[object]:
     return set(typing.get_args(tp))
 
 
-def test_an_action_is_of_one_of_the_three_families() -> None:
-    """A new team or teammate action that the fact cannot hold would not reach the journal."""
+def test_an_action_is_of_one_of_the_four_families() -> None:
+    """A new team, teammate or board action that the fact cannot hold would not reach the
+    journal."""
     families = members(StateAction) | set(TEAM_ACTION_TYPES.values())
-    families |= set(TEAMMATE_ACTION_TYPES.values())
+    families |= set(TEAMMATE_ACTION_TYPES.values()) | set(BOARD_ACTION_TYPES.values())
     assert members(Action) == families
 
 

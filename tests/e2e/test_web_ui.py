@@ -1744,3 +1744,45 @@ def test_a_remote_teammate_is_cancelled_from_the_page_and_so_is_its_task(
                 time.sleep(0.05)
             assert hanging.cancelled == hanging.started, (hanging.cancelled, hanging.started)
             assert watched.errors == []
+
+
+def test_a_person_drags_a_board_item_to_done_and_the_agents_go_on(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """The board page of the shipped board team: the items in columns by status; the
+    operator drags "approve" (hers) to done, which the daemon records as her board fact, and
+    the writer then starts on "publish" and finishes it. A move the board refuses is said,
+    and the card stays where it was. A viewer sees the board and no move controls."""
+    with running_daemon(tmp_path, {"board": team_file("board")}) as daemon:
+        run = start_run(daemon, "board", "Ship the release notes")
+        fragment = f"#/sessions/{run.session}/board"
+        with open_page(browser, daemon, fragment=fragment) as watched:
+            page = watched.page
+            page.wait_for_selector("#column-done #item-draft")
+            page.wait_for_selector("#column-open #item-approve")
+            watched.screenshot("board-01-columns")
+            # A move the board refuses: publish depends on approve.
+            page.select_option("#move-publish", "done")
+            page.wait_for_selector("#board-status:has-text('depends on')")
+            assert page.locator("#column-open #item-publish").count() == 1
+            page.drag_and_drop("#item-approve", "#column-done")
+            page.wait_for_selector("#column-done #item-approve")
+            # The writer is started on publish and finishes it.
+            page.wait_for_selector("#column-done #item-publish")
+            watched.screenshot("board-02-approved-and-published")
+            # The one error: Chromium logs the refused move's answer (409), as it should.
+            assert [e for e in watched.errors if "status of 409" not in e] == []
+        with open_page(browser, daemon, token=VIEWER_TOKEN, fragment=fragment) as watched:
+            page = watched.page
+            page.wait_for_selector("#column-done #item-approve")
+            assert page.locator("#board-columns select").count() == 0
+            assert page.get_attribute("#item-approve", "draggable") is None
+            assert watched.errors == []
+    state = open_reader(daemon.db).open(f"ahp-session:/{run.session}")
+    assert state.run is not None
+    approve = state.run.board.items["approve"]
+    assert [(e.event, e.by, e.by_kind) for e in approve.history][-1] == (
+        "done",
+        "olivia",
+        "person",
+    )

@@ -121,3 +121,22 @@ class TestOfficialClient:
             done = await client(run_mjs, server.url)
         assert done.returncode == 1
         assert "TEXT_MESSAGE_CONTENT" in done.stderr.decode()
+
+
+class TestOfficialClientOnTheBoard:
+    async def test_the_board_team_s_run_with_its_state_deltas(self, run_mjs: Path) -> None:
+        """The shipped board team: the client accepts every event, the board's STATE_DELTAs
+        among them, and keeps the board the deltas built."""
+        session = await run_team(load_team(PROJECT_ROOT / "teams" / "board.toml"))
+        async with replaying(sse(session.runs)) as server:
+            done = await client(run_mjs, server.url)
+        assert done.returncode == 0, done.stderr.decode()
+        assert printed(done) == session.events
+        deltas = [
+            op["path"]
+            for run in session.runs
+            for event in run
+            if event["type"] == "STATE_DELTA"
+            for op in event["delta"]
+        ]
+        assert any(path.startswith("/board") for path in deltas)

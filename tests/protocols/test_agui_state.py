@@ -29,8 +29,11 @@ from hypothesis import strategies as st
 from orchestrator.ahp.actions import SessionChatAddedAction, UnknownAction
 from orchestrator.core import Fact, TaskCreated, TeamState
 from orchestrator.protocols import AguiProjector, AguiRunStatus, Event, TeamView, team_view
+from orchestrator.spec import load_team
 from tests.support.agui import run_team, team, team_runs
 from tests.support.examples import examples
+from tests.support.paths import TEAMS
+from tests.support.runtime import Harness
 from tests.support.strategies import chat_summaries, state_actions, team_actions
 from tests.support.team_state import fanout_facts
 
@@ -295,3 +298,23 @@ class TestWorkPerFact:
 
         few, many = lines_per_worker(3), lines_per_worker(120)
         assert many <= few, (few, many)
+
+
+class TestBoardInTheView:
+    async def test_the_board_s_deltas_keep_the_client_equal_to_the_full_view(self) -> None:
+        """The shipped board team: from the snapshot before its first fact, every patch (board
+        items added, their statuses changed) leaves the client equal to the full view."""
+        h = Harness(load_team(TEAMS / "board.toml"))
+        with trio.fail_after(60):
+            await h.runtime.run("Ship it")
+        state = TeamState(h.runtime.session)
+        view = TeamView(state)
+        client: Any = team_view(state)
+        for fact in h.facts:
+            client = follow(state, view, client, fact)
+        assert [(i["id"], i["status"]) for i in client["board"]] == [
+            ("notes", "done"),
+            ("draft", "done"),
+            ("approve", "open"),
+            ("publish", "open"),
+        ]

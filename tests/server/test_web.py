@@ -21,7 +21,12 @@ from trio_websocket import ConnectionRejected, WebSocketConnection, open_websock
 from orchestrator.cli import main
 from orchestrator.core import build_graph, to_json
 from orchestrator.journal import JournalReader
-from orchestrator.protocols import AgentUiProjector, envelope_to_json_line, project_facts
+from orchestrator.protocols import (
+    AgentUiProjector,
+    envelope_to_json_line,
+    project_facts,
+    structure_envelope,
+)
 from orchestrator.server import (
     CONTENT_SECURITY_POLICY,
     Role,
@@ -31,8 +36,10 @@ from orchestrator.server import (
 )
 from orchestrator.sessions import EnvelopeCache, GraphCache, Limits
 from orchestrator.spec import parse_team
+from tests.support.agentui import check_human_agent_board
 from tests.support.daemon import RunningDaemon, connect, running_daemon
 from tests.support.fuzz import Fuzzer
+from tests.support.paths import TEAMS as PROJECT_TEAMS
 from tests.support.remote_replay import replayed_backends
 from tests.support.runtime import Harness
 from tests.support.teams import COUNTED, ECHO, remote
@@ -625,3 +632,116 @@ class TestRemoteTeammateInTheGraph:
         assert ["remote", "far", "completed (remote: completed)"] in rows
         assert ["chat", "helper", "completed"] in rows
         assert ["chat", "lead", "completed"] in rows
+
+
+# ─── the board ───────────────────────────────────────────────────────────────
+
+BOARD_TEAMS = {"board": (PROJECT_TEAMS / "board.toml").read_text(encoding="utf-8")}
+
+
+async def _board_session(daemon: RunningDaemon) -> str:
+    """A session of the shipped board team, its first prompt answered and its agents' items
+    done (notes, draft); the item for a person waits."""
+    async with connect(daemon, "team=board", token=OPERATOR) as client:
+        init = await client.until_type("init")
+        await client.send({"channel": "agent", "type": "prompt", "prompt": "Ship the notes"})
+        await client.until_type("done")
+    session = str(init["sessionId"])
+    async with daemon.http(OPERATOR) as http:
+        with trio.fail_after(30):
+            while True:
+                items = (await http.get(f"/api/sessions/{session}/board")).json()["items"]
+                if [i["status"] for i in items][:2] == ["done", "done"]:
+                    return session
+                await trio.sleep(0.05)
+
+
+def _statuses(board: dict[str, Any]) -> dict[str, str]:
+    return {item["id"]: item["status"] for item in board["items"]}
+
+
+class TestBoard:
+    async def test_a_person_works_the_board_and_a_viewer_is_refused(self, tmp_path: Path) -> None:
+        """Through the daemon: a viewer's request is refused and writes nothing; the
+        operator's done is attributed to her principal, and frees the writer's item, which
+        the runtime then starts. After a restart (the journal reopened), each item's history
+        reads back the same."""
+        db = tmp_path / "journal.db"
+        async with running_daemon(tmp_path, teams=BOARD_TEAMS, config=CONFIG, db=db) as daemon:
+            session = await _board_session(daemon)
+            url = f"/api/sessions/{session}/board"
+            async with daemon.http(VIEWER) as viewer:
+                before = (await viewer.get(url)).json()
+                assert _statuses(before) == {
+                    "notes": "done", "draft": "done", "approve": "open", "publish": "open",
+                }  # fmt: skip
+                refused = await viewer.post(url, json={"op": "claim", "item": "approve"})
+                assert refused.status_code == 403
+                assert (await viewer.get(url)).json() == before
+            async with daemon.http(OPERATOR) as olivia:
+                early = await olivia.post(url, json={"op": "done", "item": "publish"})
+                assert early.status_code == 409
+                assert early.json()["error"] == (
+                    "refused: item 'publish' depends on 'approve', not done yet"
+                )
+                done = await olivia.post(url, json={"op": "done", "item": "approve"})
+                assert done.status_code == 200, done.text
+                with trio.fail_after(30):
+                    while True:  # the writer is started on publish, and does it
+                        after = (await olivia.get(url)).json()
+                        if _statuses(after)["publish"] == "done":
+                            break
+                        await trio.sleep(0.05)
+                # The daemon's Agent UI envelopes of the session pass the topology's checker.
+                read = await olivia.get(f"/api/sessions/{session}/envelopes")
+                check_human_agent_board([structure_envelope(e) for e in read.json()["envelopes"]])
+        approve = next(i for i in after["items"] if i["id"] == "approve")
+        assert [(e["event"], e["by"], e["byKind"]) for e in approve["history"]] == [
+            ("create", "board", "team"),
+            ("done", "olivia", "person"),
+        ]
+        publish = next(i for i in after["items"] if i["id"] == "publish")
+        assert [(e["event"], e["by"]) for e in publish["history"]] == [
+            ("create", "board"),
+            ("start", "writer"),
+            ("done", "writer"),
+        ]
+        # The journal reopened: the same board, history and all.
+        assert JournalReader(db).open(f"ahp-session:/{session}").run is not None
+        async with (
+            running_daemon(tmp_path, teams=BOARD_TEAMS, config=CONFIG, db=db) as daemon,
+            daemon.http(VIEWER) as viewer,
+        ):
+            reopened = (await viewer.get(f"/api/sessions/{session}/board")).json()
+        assert reopened == after
+
+    async def test_hostile_board_requests_get_clear_refusals(self, tmp_path: Path) -> None:
+        """Seeded: board requests broken every way the fuzzer knows. Each gets a 200 or a 4xx
+        JSON error naming what was wrong (never a 5xx), and the daemon serves on."""
+        fuzzer = Fuzzer(20261207)
+        async with running_daemon(tmp_path, teams=BOARD_TEAMS, config=CONFIG) as daemon:
+            session = await _board_session(daemon)
+            url = f"/api/sessions/{session}/board"
+            async with daemon.http(OPERATOR) as http:
+                for _ in range(150):
+                    template = fuzzer.random.choice(
+                        [
+                            {"op": "comment", "item": "approve", "text": "looks good"},
+                            {"op": "block", "item": "publish", "reason": "?", "waitingFor": "@x"},
+                            {"op": "assign", "item": "approve", "assignee": "writer"},
+                            {"op": "move", "item": "approve", "status": "claimed"},
+                        ]
+                    )
+                    body = fuzzer.frame(template)
+                    answer = await http.post(
+                        url,
+                        content=body
+                        if isinstance(body, bytes)
+                        else body.encode("utf-8", "surrogatepass"),
+                    )
+                    assert answer.status_code in (200, 400, 409, 413), (body, answer.text)
+                    assert isinstance(answer.json(), dict), (body, answer.text)
+                    if answer.status_code != 200:
+                        assert answer.json()["error"], (body, answer.text)
+                assert (await http.get(url)).status_code == 200
+                assert (await http.get(f"/api/sessions/{session}")).status_code == 200

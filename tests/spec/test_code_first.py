@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator import Agent, Command, Mcp, Team, TeamFileError, TeamSpec, Tool, tool
+from orchestrator import Agent, Command, Item, Mcp, Team, TeamFileError, TeamSpec, Tool, tool
 from orchestrator.spec import PythonTool, parse_team, team_from_mapping
 from tests.support.code_first import WORDS, WORDS_TOML, count_words, publish_text
 from tests.support.examples import examples
@@ -89,6 +89,11 @@ def calls(document: dict[str, Any]) -> Team:
         mcp=[Mcp(name, **table) for name, table in document.get("mcp", {}).items()],
         openai=document.get("openai"),
         background=document.get("background", ()),
+        board=(
+            None
+            if "board" not in document
+            else [Item(**item) for item in document["board"].get("items", [])]
+        ),
     )
 
 

@@ -153,3 +153,59 @@ def check_remote_teammate(envelopes: Sequence[Envelope]) -> list[Envelope]:
         if e.type == "agent.completed" and payload.get("status") == "completed":
             assert e.agent_id in ended, f"{e.agent_id} completed before its remote task did"
     return external
+
+
+#: The work-item statuses and board statuses of the human_agent_board topology.
+WORK_ITEM_STATUSES = frozenset({"open", "claimed", "running", "blocked", "reviewing", "done"})
+BOARD_STATUSES = frozenset({"assigned", "claimed", "blocked", "commented", "done"})
+
+
+def check_human_agent_board(envelopes: Sequence[Envelope]) -> list[Envelope]:
+    """The Agent UI checker of the ``human_agent_board`` topology; the work items' envelopes.
+
+    The spec's rules: the board's facts are ``task.changed`` with ``runtimeEntity=work_item``,
+    each naming its item (``workItemId``, ``taskId``), its status (a work-item status) and,
+    when the fact stands for one, its board status; who did it (``by``, ``byKind``); in the
+    run and session of the topology (lineage). A done item stays done; a blocked item names
+    whom it waits for when it waits for someone; board counts travel on ``team.changed``. The
+    envelopes are numbered without gaps.
+    """
+    assert [e.sequence for e in envelopes] == list(range(1, len(envelopes) + 1))
+    items = [e for e in envelopes if (e.payload or {}).get("runtimeEntity") == "work_item"]
+    assert items, "no envelope of runtimeEntity work_item"
+    runs = {e.run_id for e in envelopes if e.type == "run.started"}
+    last: dict[str, str] = {}
+    for e in items:
+        payload = e.payload or {}
+        assert e.type == "task.changed", e
+        assert e.topology == "human_agent_board", e
+        assert e.session_id, e
+        assert e.run_id in runs, e
+        item = payload["workItemId"]
+        assert e.task_id == f"work-item:{item}", e
+        status = payload["status"]
+        assert status in WORK_ITEM_STATUSES, e
+        assert payload.get("boardStatus") in BOARD_STATUSES | {None}, e
+        assert payload["by"], e
+        assert payload["byKind"] in {"agent", "person", "team"}, e
+        assert last.get(item) != "done" or status == "done", f"{item} left done for {status}"
+        if status == "blocked" and payload.get("waitingFor"):
+            assert payload["waitingForKind"] in {"agent", "person"}, e
+        if payload.get("boardStatus") == "commented":
+            assert payload.get("comment"), e
+        if status == "running":
+            assert payload.get("taskRef"), e
+            assert e.thread_id, e
+            assert e.agent_id, e
+        last[item] = status
+    counts = [
+        (e.payload or {})["boardItemCounts"]
+        for e in envelopes
+        if "boardItemCounts" in (e.payload or {})
+    ]
+    assert counts, "no team.changed with the board's counts"
+    final = dict.fromkeys(WORK_ITEM_STATUSES, 0)
+    for status in last.values():
+        final[status] += 1
+    assert counts[-1] == final, (counts[-1], final)
+    return items

@@ -994,3 +994,79 @@ steps = [ {{ tool = "count_rows", input = {{}} }},
           {{ tool = "lookup", input = {{}} }},
           {{ say = "counted" }} ]
 """
+
+
+BOARD_RACE = """
+[team]
+name = "race"
+topology = "human_agent_board"
+coordinator = "lead"
+parallel_budget = 2
+[board]
+[[board.items]]
+id = "x"
+title = "The one item everyone wants"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["w1", "w2"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "w1", task = "claim x" }, { agent = "w2", task = "claim x" } ] },
+          { say = "{outcomes}" } ]
+[agents.w1]
+role = "claims"
+tools = ["board.claim"]
+[[agents.w1.turns]]
+steps = [ { tool = "board.claim", input = { item = "x" } }, { say = "w1 tried" } ]
+[agents.w2]
+role = "claims"
+tools = ["board.claim"]
+[[agents.w2.turns]]
+steps = [ { tool = "board.claim", input = { item = "x" } }, { say = "w2 tried" } ]
+"""
+"""Two agents claim the same board item in one round, while a person may claim it too."""
+
+
+BOARD_BLOCK = """
+[team]
+name = "blocker"
+topology = "human_agent_board"
+coordinator = "lead"
+[board]
+[[board.items]]
+id = "tone"
+title = "Write the announcement"
+description = "Ask alice for the tone."
+assignee = "writer"
+[[board.items]]
+id = "ship"
+title = "Ship it"
+depends_on = ["tone"]
+assignee = "@alice"
+[agents.lead]
+role = "coordinator"
+tools = ["board.list"]
+[[agents.lead.turns]]
+steps = [ { say = "on it" } ]
+[agents.writer]
+role = "writes"
+tools = ["board.block", "board.done"]
+needs_approval = ["board.done"]
+[[agents.writer.turns]]
+[[agents.writer.turns.steps]]
+tool = "board.block"
+input = { item = "tone", reason = "formal or friendly?", waiting_for = "@alice" }
+when_task_contains = "announcement\\n\\nAsk alice"
+[[agents.writer.turns.steps]]
+say = "asked alice"
+when_task_contains = "announcement\\n\\nAsk alice"
+[[agents.writer.turns.steps]]
+tool = "board.done"
+input = { item = "tone" }
+when_task_contains = "alice: friendly"
+[[agents.writer.turns.steps]]
+say = "written, friendly"
+when_task_contains = "alice: friendly"
+"""
+"""A writer started on its item blocks it, waiting for alice; her comment unblocks it, the
+writer is started anew, and its ``board.done`` waits for the user's approval."""

@@ -6,7 +6,8 @@
  * Otherwise `GET /api/me` says who we are; a 401 shows the login form (the token is posted
  * once to `/api/login`, which sets an HttpOnly cookie: the page never keeps the token), an
  * unreachable daemon shows a retry countdown. Then the shell routes on the fragment:
- * `#/` sessions, `#/sessions/ID` one session, `#/teammates` teammates. Each page is a function
+ * `#/` sessions, `#/sessions/ID` one session, `#/sessions/ID/board` its board, `#/teammates`
+ * teammates. Each page is a function
  * `(main, context) -> dispose` and the router disposes the last page (its sockets, timers)
  * before drawing the next. A request or socket refused for want of a sign-in later (the
  * cookie expired or was revoked: util.js raises `orchestrator:signed-out`) brings the form
@@ -138,7 +139,10 @@
     document.querySelectorAll("nav a").forEach(function (a) {
       a.removeAttribute("aria-current");
     });
-    if ((match = /^#\/sessions\/(.+)$/.exec(hash))) {
+    if ((match = /^#\/sessions\/(.+)\/board$/.exec(hash))) {
+      app.dispose = O.pages.board(main, Object.assign(context, { id: decodeURIComponent(match[1]) }));
+      document.title = "Board · Orchestrator";
+    } else if ((match = /^#\/sessions\/(.+)$/.exec(hash))) {
       app.dispose = O.pages.session(main, Object.assign(context, { id: decodeURIComponent(match[1]) }));
       document.title = "Session · Orchestrator";
     } else if (hash === "#/teammates") {

@@ -215,7 +215,7 @@
       h(
         "div",
         { class: "session-head" },
-        h("div", null, title, meta, connection, h("div", { class: "buttons" }, endButton)),
+        h("div", null, title, meta, connection, h("div", { class: "buttons" }, endButton, h("a", { id: "board-link", href: "#/sessions/" + encodeURIComponent(id) + "/board", text: "Board" }))),
         h("div", { class: "exports", role: "group", "aria-label": "Export the graph" }, exportSvg, exportPng)
       )
     );
