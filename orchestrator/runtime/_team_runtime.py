@@ -617,10 +617,13 @@ class TeamRuntime:
         """
         await self._approvals.answer(chat, request_id, answer, response=response)
 
-    async def steer(self, chat: str, text: str) -> str:
+    async def steer(self, chat: str, text: str, *, principal: str | None = None) -> str:
         """Inject a steering message into a running chat (read at its next model round);
-        returns the message's id."""
-        return await self._turns.set_pending(chat, text, PendingMessageKind.STEERING)
+        returns the message's id. ``principal``: who sent it, when known (transcripts name
+        them)."""
+        return await self._turns.set_pending(
+            chat, text, PendingMessageKind.STEERING, principal=principal
+        )
 
     async def queue(
         self,

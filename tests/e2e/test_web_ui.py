@@ -576,6 +576,38 @@ def test_the_composer_sends_steering_or_queued_as_chosen(browser: Browser, tmp_p
     ]
 
 
+def test_a_steering_message_is_in_the_transcript_in_its_place_with_who_sent_it(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """A message steering the coordinator's running turn shows in its transcript, named
+    after the principal who sent it (the operator token's holder, olivia), where the turn
+    took it in: after the delegation it was waiting on, before the answer it led to."""
+    with (
+        running_daemon(tmp_path, {"steered": STEERED}) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        start_from_the_page(page, "steered", "review the change")
+        page.wait_for_selector("#composer-kind", state="visible")
+        page.check("#composer-steering")
+        send_message(page, "only the security findings")
+        page.wait_for_selector("#result-state:text-is('answered')")
+        page.locator("#nodes-body tr", has_text="lead").first.locator("button").click()
+        steering = page.locator("#transcript .turn p.steering")
+        steering.wait_for()
+        assert steering.inner_text() == "Steered by olivia: only the security findings"
+        entries = page.locator("#transcript .turn > *").evaluate_all(
+            "els => els.map(e => e.tagName === 'H4' ? 'heading' : e.className)"
+        )
+        assert entries == ["heading", "user", "tool", "user steering", "text", "result"], entries
+        (turn,) = page.locator("#transcript .turn").all()
+        texts = [t.strip() for t in turn.locator(":scope > p").all_inner_texts()]
+        assert texts[0] == "Asked: review the change"
+        assert texts[2].startswith("Reviewed: ")
+        watched.screenshot("steer-03-in-the-transcript")
+        assert watched.errors == []
+
+
 #: A coordinator on the OpenAI-compatible backend (the fake server's URL goes in).
 LOCAL_MODEL = """
 [team]

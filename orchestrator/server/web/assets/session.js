@@ -1025,13 +1025,15 @@
     }
 
     // A turn as agent-channel events (what GET .../transcript answers): the prompt,
-    // reasoning, text, tool calls with their results, questions, the result or error.
+    // steering messages (with who sent them) where the turn took them in, reasoning, text,
+    // tool calls with their results, questions, the result or error.
     function drawEvents(section, events, traces) {
       const tools = new Map();
       let text = null;
       for (const event of events) {
         if (event.type !== "text") text = null;
         if (event.type === "prompt") section.appendChild(h("p", { class: "user" }, h("strong", { text: "Asked: " }), asText(event.prompt)));
+        else if (event.type === "steering") section.appendChild(h("p", { class: "user steering", "data-message": event.messageId }, h("strong", { text: "Steered by " + (event.principal || "the user") + ": " }), asText(event.text)));
         else if (event.type === "thinking") section.appendChild(h("details", { class: "reasoning" }, h("summary", { text: "Reasoning" }), h("p", { text: asText(event.content) })));
         else if (event.type === "text") {
           if (text === null) {
