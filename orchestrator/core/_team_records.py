@@ -76,6 +76,9 @@ class RunRecord:
     views: Mapping[str, Any] = attrs.field(factory=dict)
     # Where this session was forked from (team/sessionForked); None: it is no fork.
     forked_from: ForkedFrom | None = None
+    # The model chosen for the session's OpenAI-compatible agents (team/runStarted's); None:
+    # the team file's. A run taken up after a restart asks it again.
+    model: str | None = None
 
 
 @attrs.frozen(kw_only=True)

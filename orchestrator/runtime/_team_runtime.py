@@ -284,6 +284,7 @@ class TeamRuntime:
                         task=root_task,
                         background=self.background,
                         trace_parent=None if parent is None else parent.header,
+                        model=self.team.model,
                     ),
                 ),
                 (self.session, chat_added(chat, coordinator, prompt, None, now)),

@@ -665,6 +665,48 @@ def test_a_run_started_with_a_model_asks_that_model(browser: Browser, tmp_path: 
     assert asked == ["chosen-model:7b", "team-model"]
 
 
+def test_a_chosen_model_is_shown_and_kept_across_a_daemon_restart(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """The model chosen on the "New run" form is recorded with the run: the session's page
+    names it; after a daemon restart (same journal) the page, read from the journal, still
+    names it; the conversation's next message (a client's, which has the new daemon take
+    the session up) asks that model again, not the team file's."""
+    asked: list[str] = []
+
+    def answer(request: dict[str, Any]) -> Answer:
+        asked.append(str(request["model"]))
+        return Stream(text(f"Answer {len(asked)}."))
+
+    with model_server(answer) as server:
+        teams = {"local": LOCAL_MODEL.format(url=server.url)}
+        with running_daemon(tmp_path, teams) as daemon, open_page(browser, daemon) as watched:
+            page = watched.page
+            page.wait_for_selector("#new-run-team option[value='local']", state="attached")
+            page.select_option("#new-run-team", "local")
+            page.fill("#new-run-model", "chosen-model:7b")
+            session = start_from_the_page(page, "local", "hello")
+            page.wait_for_selector("#result-text:has-text('Answer 1.')")
+            page.wait_for_selector("#session-model:text-is('chosen-model:7b')")
+            daemon.restart()
+            page.reload()
+            page.wait_for_selector("#session-model:text-is('chosen-model:7b')")
+            watched.screenshot("model-02-after-restart")
+            start_run(daemon, "local", "and again", session=session).finished()
+            assert asked == ["chosen-model:7b", "chosen-model:7b"]
+            page.reload()
+            page.wait_for_selector("#result-text:has-text('Answer 2.')")
+            page.wait_for_selector("#connection:text-is('live')")
+            assert page.inner_text("#session-model") == "chosen-model:7b"
+            watched.screenshot("model-03-next-message")
+            # While the daemon restarts, its requests fail (the browser logs them); nothing
+            # else may go wrong on the page.
+            assert [e for e in watched.errors if "Failed to load resource" not in e] == []
+    facts = JournalReader(tmp_path / "journal.db").facts(f"ahp-session:/{session}")
+    (run,) = [f.action for f in facts if isinstance(f.action, RunStarted)]
+    assert run.model == "chosen-model:7b"
+
+
 def test_the_timeline_is_grouped_by_agent_and_turn(browser: Browser, tmp_path: Path) -> None:
     """The timeline's lines come in groups, one per agent and turn, in the order the turns
     began: the coordinator's second prompt is its second turn's group, after the first

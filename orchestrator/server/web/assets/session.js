@@ -876,6 +876,10 @@
       meta.textContent = "";
       meta.appendChild(h("span", { class: "badge status-" + status, id: "session-status", text: status }));
       meta.appendChild(document.createTextNode(" team " + (summary.team || model.run.team || "?") + " · started " + O.formatTime(summary.startedAt) + (summary.endedAt ? " · ended " + O.formatTime(summary.endedAt) : "")));
+      if (model.run.model) {
+        meta.appendChild(document.createTextNode(" · model "));
+        meta.appendChild(h("code", { id: "session-model", text: model.run.model }));
+      }
       if (summary.runBy && !ended) meta.appendChild(runByText(summary.runBy));
     }
 
