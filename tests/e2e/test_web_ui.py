@@ -1524,6 +1524,77 @@ def test_an_expired_sign_in_asks_for_the_token_again(browser: Browser, tmp_path:
                 page.wait_for_selector("#login-error:has-text('sign in again')")
 
 
+#: A coordinator delegating two rounds, one after the other: two workers, then three.
+TWO_ROUNDS = """
+[team]
+name = "rounds"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "first a" },
+                         { agent = "worker", task = "first b" } ] },
+          { delegate = [ { agent = "worker", task = "second c" },
+                         { agent = "worker", task = "second d" },
+                         { agent = "worker", task = "second e" } ] },
+          { say = "done: {outcomes}" } ]
+[agents.worker]
+role = "worker"
+[[agents.worker.turns]]
+steps = [ { sleep = 3 }, { say = "did {task}" } ]
+"""
+
+#: Each drawn node's id, model position and box, once the page's layout has settled.
+POSITIONS = """() => new Promise(done => setTimeout(() => done(
+    Orchestrator.currentGraph.cy.nodes().map(n => {
+        const b = n.boundingBox({includeLabels: false});
+        return [n.id(), n.position('x'), n.position('y'), b.x1, b.y1, b.x2, b.y2];
+    })), 600))"""
+
+
+def overlapping(boxes: list[list[Any]]) -> list[tuple[str, str]]:
+    """The pairs of nodes whose boxes overlap."""
+    return [
+        (a[0], b[0])
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+        if a[3] < b[5] and b[3] < a[5] and a[4] < b[6] and b[4] < a[6]
+    ]
+
+
+def test_nodes_drawn_stay_in_place_as_workers_join(browser: Browser, tmp_path: Path) -> None:
+    """Live, the coordinator's first round is drawn; when its second round's workers join,
+    every node drawn before keeps its place (read from the graph before and after), the
+    new ones go under the coordinator, and no two nodes overlap."""
+    with (
+        running_daemon(tmp_path, {"rounds": TWO_ROUNDS}) as daemon,
+        open_page(browser, daemon, viewport=(1400, 900)) as watched,
+    ):
+        page = watched.page
+        run = start_run(daemon, "rounds", "go")
+        page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
+        count = "n => Orchestrator.currentGraph?.cy.nodes().length === n"
+        page.wait_for_function(count, arg=3)
+        before = page.evaluate(POSITIONS)
+        assert len(before) == 3, before
+        watched.screenshot("layout-01-first-round")
+        page.wait_for_function(count, arg=6, timeout=WAIT_MS * 2)
+        after = page.evaluate(POSITIONS)
+        watched.screenshot("layout-02-second-round")
+        run.finished()
+        moved = {row[0]: row[1:3] for row in after}
+        for node, x, y, *_ in before:
+            assert moved[node] == [x, y], f"{node} moved from {(x, y)} to {moved[node]}"
+        new = [row for row in after if row[0] not in {b[0] for b in before}]
+        assert len(new) == 3
+        lead_y = min(row[2] for row in before)
+        assert all(row[2] > lead_y for row in new), "the new workers are under the coordinator"
+        assert overlapping(after) == []
+        assert watched.errors == []
+
+
 def fan_out_team(n: int, *, failing: tuple[int, ...] = ()) -> str:
     """A scripted coordinator that delegates ``n`` one-line tasks in one round; the tasks
     numbered in ``failing`` fail."""
@@ -1579,9 +1650,10 @@ def test_a_big_round_is_one_group_node_that_expands_with_readable_labels(
 ) -> None:
     """200 workers of one delegation round are drawn as one group node ("200 x worker ·
     198 done"), the two that failed on their own; every label is at least 11 px at 1400x900.
-    Each click on the group draws 50 more of its workers; all drawn, the 200 are laid out
-    by the page's tree layout in rows of 25, still at a readable size, the coordinator in
-    view (the rest a pan away). Search finds a worker by its task."""
+    Each click on the group draws 50 more of its workers, in rows of about 25 under the
+    coordinator, moving none of the nodes drawn before; all drawn, no two overlap, still at
+    a readable size, the view still on the worker chosen before (the rest a pan away).
+    Search finds a worker by its task."""
     team = tmp_path / "wide.toml"
     team.write_text(fan_out_team(200, failing=(7, 150)), encoding="utf-8")
     with offline_page(browser, standalone(tmp_path / "run", team), viewport=(1400, 900)) as watched:
@@ -1620,11 +1692,15 @@ def test_a_big_round_is_one_group_node_that_expands_with_readable_labels(
         group = next(label for label in labels if label.startswith(f"200 {TIMES}"))
         assert group.split("\n")[2] == "[147 more: click to show 50]", group
         for drawn_nodes in (105, 155, 201):  # the last click leaves no group
+            before = page.evaluate(POSITIONS)
             page.evaluate(tap)
             page.wait_for_function(
                 f"() => Orchestrator.currentGraph.cy.nodes().length === {drawn_nodes}"
             )
-        page.evaluate("() => new Promise(r => setTimeout(r, 300))")  # the layout's interval
+            # Opening the group moves none of the nodes drawn before.
+            after = {row[0]: row[1:3] for row in page.evaluate(POSITIONS)}
+            assert all(after.get(n, [x, y]) == [x, y] for n, x, y, *_ in before)
+        assert overlapping(page.evaluate(POSITIONS)) == []
         drawn = page.evaluate(DRAWN)
         workers = [(x, y) for kind, name, x, y in drawn["nodes"] if name.startswith("worker")]
         assert len(workers) == 200
@@ -1632,12 +1708,16 @@ def test_a_big_round_is_one_group_node_that_expands_with_readable_labels(
         (lead,) = [(x, y) for _, name, x, y in drawn["nodes"] if name == "lead #1"]
         assert all(y > lead[1] for _, y in workers)
         rows = sorted({y for _, y in workers})
-        assert len(rows) == 8  # 200 workers in rows of 25
+        assert 8 <= len(rows) <= 9  # 200 workers in rows of about 25
+        xs = [x for x, _ in workers]
+        assert max(xs) - min(xs) <= 26 * 200, "a block under the coordinator, not a line"
         assert drawn["curves"] == ["straight"]
         assert drawn["smallest"] >= READABLE_PX, drawn["smallest"]
+        # The view stays where the person put it: on worker #100, chosen from the table.
+        (chosen,) = [(x, y) for _, name, x, y in drawn["nodes"] if name == "worker #100"]
         x1, y1, x2, y2 = drawn["view"]
-        assert x1 <= lead[0] <= x2, "the coordinator in view"
-        assert y1 <= lead[1] <= y2, "the coordinator in view"
+        assert x1 <= chosen[0] <= x2, "the chosen worker in view"
+        assert y1 <= chosen[1] <= y2, "the chosen worker in view"
         watched.screenshot("big-02-expanded")
         # Search by task: the one match is outlined and, on Enter, selected.
         page.fill("#graph-search", "task 150 boom")
