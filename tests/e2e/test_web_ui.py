@@ -1207,6 +1207,33 @@ def test_an_unknown_session_says_so(browser: Browser, tmp_path: Path) -> None:
         watched.page.wait_for_selector("#session-error:has-text('No such session')")
 
 
+def test_a_session_page_loaded_directly_asks_for_its_envelopes_once_beside_me(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """Loaded at a session's address (signed in), the page asks for the session's
+    envelopes at once, beside ``/api/me`` rather than after it, and draws from that one
+    answer; an unknown session's address still says so."""
+    session = ended_session(tmp_path)
+    with (
+        running_daemon(tmp_path, {"delivery": team_file("delivery")}) as daemon,
+        open_page(browser, daemon, fragment=f"#/sessions/{session}") as watched,
+    ):
+        page = watched.page
+        wait_rows(page, "rows.length === 5")
+        asked: list[str] = []
+        page.on("request", lambda r: asked.append(r.url.split("/", 3)[3]))
+        page.reload()
+        wait_rows(page, "rows.length === 5")
+        api = [path for path in asked if path.startswith("api/")]
+        envelopes = f"api/sessions/{session}/envelopes"
+        assert api.count(envelopes) == 1, api
+        assert api.index(envelopes) < api.index("api/me") + 1, "asked beside /api/me"
+        page.evaluate("() => { location.hash = '#/sessions/no-such-session'; }")
+        page.reload()
+        page.wait_for_selector("#session-error:has-text('No such session')")
+        assert [e for e in watched.errors if "404" not in e] == []
+
+
 def test_the_standalone_export_draws_the_session_offline(browser: Browser, tmp_path: Path) -> None:
     """``orchestrator graph --format html``: the same page from one file, with no request
     beyond the file, no login and no controls."""

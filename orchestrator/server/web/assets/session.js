@@ -1229,8 +1229,9 @@
         return;
       }
       let answer;
+      const path = "/api/sessions/" + encodeURIComponent(id) + "/envelopes";
       try {
-        answer = await O.api("/api/sessions/" + encodeURIComponent(id) + "/envelopes");
+        answer = await ((O.takePrefetched && O.takePrefetched(path)) || O.api(path));
       } catch (error) {
         if (error.status === 404) {
           errorBox.textContent = "No such session: " + id;
