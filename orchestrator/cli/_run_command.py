@@ -206,6 +206,8 @@ async def _resume(args: argparse.Namespace) -> int:
         team = parse_team(team_toml, file=team_file or "<journal>")
     team = _with_model(team, args)
     state = await trio.to_thread.run_sync(reader.open, info.session)
+    if team.model is None and state.run is not None and state.run.model is not None:
+        team = with_model(team, state.run.model)  # the model the run was started with
     wanted = args.events or args.facts
     history = await trio.to_thread.run_sync(reader.facts, info.session) if wanted else []
 

@@ -92,6 +92,7 @@ else:
             "NodeKind": "._graph_schema",
             "Notice": "._model_round",
             "OUTPUT_RETRY_META": "._reports",
+            "PRINCIPAL_META": "._reports",
             "REMOTE_STATES": "._remote_tasks",
             "REMOTE_TASK_META": "._remote_tasks",
             "ROUND_META": "._queries",

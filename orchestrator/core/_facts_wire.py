@@ -44,6 +44,7 @@ _OMITTED_WHEN_DEFAULT: frozenset[tuple[str, str]] = frozenset(
         ("team/taskFinished", "value"),
         ("team/runFinished", "value"),
         ("team/runStarted", "trace_parent"),
+        ("team/runStarted", "model"),
         ("team/taskCreated", "trace_parent"),
         ("team/memberJoined", "remote"),
     }

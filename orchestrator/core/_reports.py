@@ -35,6 +35,7 @@ from ._team_records import ApprovalRecord
 
 __all__ = [
     "OUTPUT_RETRY_META",
+    "PRINCIPAL_META",
     "STEERING_META",
     "delegation_output",
     "delegation_report",
@@ -48,6 +49,9 @@ __all__ = [
 #: The ``_meta`` key of the system-notification part that carries an injected steering
 #: message (its value: the pending message's id).
 STEERING_META = "steering"
+#: The ``_meta`` key naming the principal who sent a steering or queued message (the
+#: signed-in token's holder); absent when no principal is known (old journals, the CLI).
+PRINCIPAL_META = "principal"
 #: The ``_meta`` key of the system-notification part that asks a model again because its
 #: answer did not fit the agent's output_schema (its value: where and what was wrong).
 OUTPUT_RETRY_META = "outputRetry"
@@ -68,14 +72,17 @@ def output_retry(
 
 
 def steering_injected(
-    chat: str, turn_id: str, message_id: str, text: str
+    chat: str, turn_id: str, message_id: str, text: str, *, principal: str | None = None
 ) -> list[tuple[str, Action]]:
     """A steering message taken into the running turn.
 
     It is removed from the pending slot and kept in the turn, where it was injected. So the
     conversation a model reads later (this turn's next rounds, and later turns) has it in its
-    place."""
-    part = SystemNotificationResponsePart(content=text, meta={STEERING_META: message_id})
+    place. ``principal``, who sent it when known, is kept beside it for transcripts."""
+    meta: dict[str, str] = {STEERING_META: message_id}
+    if principal is not None:
+        meta[PRINCIPAL_META] = principal
+    part = SystemNotificationResponsePart(content=text, meta=meta)
     return [
         (
             chat,

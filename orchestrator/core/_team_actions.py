@@ -95,6 +95,10 @@ class RunStarted:
     # The W3C traceparent the prompt came with (an app's trace this run continues; see
     # core/_spans.py). None: the run's trace is its own. Omitted on the wire when None.
     trace_parent: str | None = None
+    # The model the session's OpenAI-compatible agents ask instead of the team file's, chosen
+    # when it was opened (``/ws?model=``, ``run --model``). None: the team file's. Omitted on
+    # the wire when None, so journals written before it read as they did.
+    model: str | None = None
 
 
 @attrs.frozen(kw_only=True)

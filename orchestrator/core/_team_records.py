@@ -79,6 +79,9 @@ class RunRecord:
     forked_from: ForkedFrom | None = None
     # The team's board: its work items as the team/boardItem* facts left them.
     board: Board = attrs.field(factory=Board)
+    # The model chosen for the session's OpenAI-compatible agents (team/runStarted's); None:
+    # the team file's. A run taken up after a restart asks it again.
+    model: str | None = None
 
 
 @attrs.frozen(kw_only=True)

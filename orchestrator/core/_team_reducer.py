@@ -148,6 +148,7 @@ def _run_started(tr: Transition, action: RunStarted, session_uri: str, now: str)
         started_at=now,
         background=action.background,
         trace_parent=action.trace_parent,
+        model=action.model,
     )
     tr.session = new_session_state(prompt_title(action.prompt))
     tr.tasks[action.task] = TaskRecord(

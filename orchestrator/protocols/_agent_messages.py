@@ -46,6 +46,8 @@ from orchestrator.ahp.state import (
 )
 from orchestrator.base import RunError, evolve
 from orchestrator.core import (
+    PRINCIPAL_META,
+    STEERING_META,
     Action,
     Fact,
     artifact_of,
@@ -78,14 +80,15 @@ def _event(kind: str, **fields: Any) -> dict[str, Any]:
     return {"channel": "agent", "type": kind, **fields}
 
 
-def turn_messages(turn: Turn) -> list[dict[str, Any]]:
+def turn_messages(turn: Turn, *, steering: bool = False) -> list[dict[str, Any]]:
     """A finished turn as the agent-channel events a client replays, in order.
 
     The user's message comes first as the ``prompt`` that started the turn; worker
     notifications are left out (the team channel carries them); a remote task's states and
     artifacts are ``remote_task`` and ``artifact`` events, in words (:func:`notice_event`).
+    ``steering``: as :func:`turn_so_far`'s.
     """
-    events = turn_so_far(turn)
+    events = turn_so_far(turn, steering=steering)
     if turn.state is TurnState.COMPLETE:
         events.append(_event("result", summary=turn_text(turn)))
     else:
@@ -95,12 +98,29 @@ def turn_messages(turn: Turn) -> list[dict[str, Any]]:
     return events
 
 
-def turn_so_far(turn: Turn | ActiveTurn) -> list[dict[str, Any]]:
+def turn_so_far(turn: Turn | ActiveTurn, *, steering: bool = False) -> list[dict[str, Any]]:
     """A turn's events up to its end (a running turn's, as streamed so far): its prompt,
-    then its text, reasoning, tool calls and results, and questions."""
+    then its text, reasoning, tool calls and results, and questions.
+
+    ``steering``: the steering messages taken into the turn are events too, where they were
+    taken in (``{"type": "steering", "text", "messageId", "principal"}``, the principal
+    None when not recorded). The transcript shows them; the agent channel's history, whose
+    clients sent them, leaves them out."""
     events = [_event("prompt", prompt=turn.message.text)]
     for part in turn.response_parts:
         match part:
+            case SystemNotificationResponsePart(content=content, meta=meta) if (
+                steering and meta is not None and STEERING_META in meta
+            ):
+                principal = meta.get(PRINCIPAL_META)
+                events.append(
+                    _event(
+                        "steering",
+                        text=content,
+                        messageId=meta[STEERING_META],
+                        principal=principal if isinstance(principal, str) else None,
+                    )
+                )
             case MarkdownResponsePart(content=content) if content:
                 events.append(_event("text", content=content))
             case ReasoningResponsePart(content=content) if content:

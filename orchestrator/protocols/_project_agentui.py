@@ -365,6 +365,8 @@ class AgentUiProjector(ActionRequests):
                     else RuntimeEntity.AUTOMATION_JOB.value  # a background teammate's wake
                 ),
                 **({} if action.background is None else {"background": action.background}),
+                # The model chosen for the session (absent: each agent asks the team file's).
+                **({} if action.model is None else {"model": action.model}),
             },
         )
 

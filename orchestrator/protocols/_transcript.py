@@ -4,7 +4,8 @@ Each turn of the chat (the finished ones, then the running one so far) as the ag
 events a client of that channel would have been sent. Those are the prompt, reasoning, text,
 tool calls and their results, questions, then the turn's end (``result`` or ``error``, and
 ``done``). One vocabulary for the agent channel's history and the transcript, so a page
-renders both with the same code.
+renders both with the same code. The transcript has one event more: ``steering``, a
+person's message taken into a running turn, where it was taken in, with who sent it.
 
 Pure: a team state in, JSON out.
 """
@@ -27,12 +28,14 @@ def chat_transcript(state: TeamState, chat: str) -> dict[str, Any] | None:
         return None
     member = state.members.get(chat)
     turns: list[dict[str, Any]] = [
-        {"id": turn.id, "state": str(turn.state), "events": turn_messages(turn)}
+        {"id": turn.id, "state": str(turn.state), "events": turn_messages(turn, steering=True)}
         for turn in chat_state.turns
     ]
     if chat_state.active_turn is not None:
         active = chat_state.active_turn
-        turns.append({"id": active.id, "state": "running", "events": turn_so_far(active)})
+        turns.append(
+            {"id": active.id, "state": "running", "events": turn_so_far(active, steering=True)}
+        )
     return {
         "thread": chat,
         "agent": member.agent if member is not None else None,

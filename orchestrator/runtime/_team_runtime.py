@@ -291,6 +291,7 @@ class TeamRuntime:
                         task=root_task,
                         background=self.background,
                         trace_parent=None if parent is None else parent.header,
+                        model=self.team.model,
                     ),
                 ),
                 (self.session, chat_added(chat, coordinator, prompt, None, now)),
@@ -652,10 +653,13 @@ class TeamRuntime:
         """
         await self._approvals.answer(chat, request_id, answer, response=response)
 
-    async def steer(self, chat: str, text: str) -> str:
+    async def steer(self, chat: str, text: str, *, principal: str | None = None) -> str:
         """Inject a steering message into a running chat (read at its next model round);
-        returns the message's id."""
-        return await self._turns.set_pending(chat, text, PendingMessageKind.STEERING)
+        returns the message's id. ``principal``: who sent it, when known (transcripts name
+        them)."""
+        return await self._turns.set_pending(
+            chat, text, PendingMessageKind.STEERING, principal=principal
+        )
 
     async def queue(
         self,

@@ -56,6 +56,7 @@ from orchestrator.ahp.state import (
 from orchestrator.base import RunError
 from orchestrator.core import (
     INTERRUPTED_SUMMARY,
+    PRINCIPAL_META,
     Action,
     Backend,
     Conversations,
@@ -153,10 +154,17 @@ class Turns:
         scope.cancel()
 
     async def set_pending(
-        self, chat: str, text: str, kind: PendingMessageKind, *, message_id: str | None = None
+        self,
+        chat: str,
+        text: str,
+        kind: PendingMessageKind,
+        *,
+        message_id: str | None = None,
+        principal: str | None = None,
     ) -> str:
         """Give a running chat a steering or queued message (see :meth:`TeamRuntime.steer`,
-        :meth:`TeamRuntime.queue`); return the message's id (``message_id``, or a new one)."""
+        :meth:`TeamRuntime.queue`); return the message's id (``message_id``, or a new one).
+        ``principal``, who sent it when known, is kept in the message's ``_meta``."""
         state = self.run.state.chats.get(chat)
         if state is None:
             raise RunError(f"no chat {chat} in session {self.run.session}")
@@ -167,7 +175,11 @@ class Turns:
             if chat not in self._open_chats:
                 raise RunError(f"chat {chat} is not running: it cannot take a {kind} message")
 
-        message = Message(text=text, origin=MessageOrigin(kind=MessageKind.USER))
+        message = Message(
+            text=text,
+            origin=MessageOrigin(kind=MessageKind.USER),
+            meta=None if principal is None else {PRINCIPAL_META: principal},
+        )
         message_id = message_id or self.run.ids.numbered("message")
         await self.run.recorder.record(
             [(chat, ChatPendingMessageSetAction(kind=kind, id=message_id, message=message))],
@@ -619,7 +631,13 @@ class Turns:
         steering = self.run.state.chats[ctx.chat].steering_message
         if steering is not None:
             await self.run.recorder.record(
-                steering_injected(ctx.chat, ctx.turn_id, steering.id, steering.message.text)
+                steering_injected(
+                    ctx.chat,
+                    ctx.turn_id,
+                    steering.id,
+                    steering.message.text,
+                    principal=_principal(steering.message.meta),
+                )
             )
             ctx.steering.append(steering.message.text)
 
@@ -813,3 +831,9 @@ async def _stop_remote(backend: Backend | None, chat: str) -> None:
 
 def _ms(started: float) -> float:
     return round((trio.current_time() - started) * 1000, 3)
+
+
+def _principal(meta: Mapping[str, Any] | None) -> str | None:
+    """Who sent a message, as its ``_meta`` says (a peer may have put anything there)."""
+    principal = (meta or {}).get(PRINCIPAL_META)
+    return principal if isinstance(principal, str) else None

@@ -282,7 +282,7 @@ class AgentSocket:
         live = self.live
         match request:
             case Prompt(prompt=text, kind="steering"):
-                await _steer(live, text)
+                await _steer(live, text, self.principal.name)
             case Prompt(prompt=text, task_id=task_id):
                 # The handshake's traceparent: a client in a traced app; its prompts
                 # continue that trace.
@@ -307,9 +307,10 @@ class AgentSocket:
                 )
 
 
-async def _steer(live: LiveSession, text: str) -> None:
-    """Steer the coordinator's running turn with ``text`` (read at its next model round);
-    refused when no turn runs, since the message would then wait for none."""
+async def _steer(live: LiveSession, text: str, principal: str) -> None:
+    """Steer the coordinator's running turn with ``text`` (read at its next model round),
+    as ``principal``; refused when no turn runs, since the message would then wait for
+    none."""
     chat = live.state.coordinator_chat()
     state = live.state.chats.get(chat) if chat is not None else None
     if chat is None or state is None or state.active_turn is None:
@@ -317,7 +318,7 @@ async def _steer(live: LiveSession, text: str) -> None:
             "steering: the coordinator has no turn running to steer; send the message "
             "queued (the default) to start its next turn"
         )
-    await live.steer(chat, text)
+    await live.steer(chat, text, principal=principal)
 
 
 @attrs.frozen

@@ -232,7 +232,7 @@ class ActionDispatcher:
                     elif kind == "queued":
                         await live.queue(chat, message.text)
                     else:
-                        await live.steer(chat, message.text)
+                        await live.steer(chat, message.text, principal=self.principal.name)
                 case ChatToolCallApprovedAction() | ChatToolCallDeniedAction():
                     approval = await _approval_of(live, chat, action.tool_call_id)
                     live.expect_origin(

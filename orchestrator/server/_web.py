@@ -42,7 +42,9 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import json
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
@@ -98,6 +100,8 @@ MAX_LIMIT: Final = 2000
 MAX_LOGIN_BYTES: Final = 4096
 #: Bytes from which a JSON answer is gzipped (when the client takes it).
 GZIP_FROM: Final = 64 * 1024
+#: Gzipped answers kept (see :class:`GzipCache`): a few big sessions' pages.
+GZIP_CACHE_CAPACITY: Final = 4
 #: Seconds a sign-in body has to arrive in whole.
 BODY_TIMEOUT: Final = 10.0
 #: Failed sign-ins an address may make at once, then one every 6 s.
@@ -124,13 +128,41 @@ def _json(data: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(data, status_code=status, headers={"Cache-Control": "no-store"})
 
 
-async def _large_json(request: Request, body: str) -> Response:
+class GzipCache:
+    """The last few gzipped answers, by the digest of what was compressed.
+
+    An ended session's envelopes are the same text on every page load: compressing 7 MB
+    once, not per load, takes most of a tenth of a second off each (``bench/web_render.py``).
+    Keyed by content, an answer that changed (a live session's) is compressed afresh."""
+
+    def __init__(self, capacity: int = GZIP_CACHE_CAPACITY) -> None:
+        self._capacity = capacity
+        self._kept: dict[bytes, bytes] = {}  # digest -> gzipped, oldest use first
+        self._lock = threading.Lock()  # worker threads share it
+
+    def compress(self, data: bytes) -> bytes:
+        """``data`` gzipped (blocking: call it in a worker thread)."""
+        key = hashlib.blake2b(data, digest_size=16).digest()
+        with self._lock:
+            kept = self._kept.pop(key, None)
+        if kept is None:
+            kept = gzip.compress(data, compresslevel=5)
+        with self._lock:
+            self._kept.pop(key, None)
+            while len(self._kept) >= self._capacity:
+                del self._kept[next(iter(self._kept))]
+            self._kept[key] = kept  # the most recently used last
+        return kept
+
+
+async def _large_json(request: Request, body: str, gzipped: GzipCache) -> Response:
     """JSON text that may run to megabytes (a 1,000-worker session's envelopes are 7 MB):
-    gzipped, in a worker thread, when the client takes it and it is worth it."""
+    gzipped (kept in ``gzipped``), in a worker thread, when the client takes it and it is
+    worth it."""
     headers = {"Cache-Control": "no-store", "Vary": "Accept-Encoding"}
     data = body.encode("utf-8")
     if len(data) >= GZIP_FROM and "gzip" in request.headers.get("accept-encoding", ""):
-        data = await trio.to_thread.run_sync(lambda: gzip.compress(data, compresslevel=5))
+        data = await trio.to_thread.run_sync(gzipped.compress, data)
         headers["Content-Encoding"] = "gzip"
     return Response(data, media_type="application/json", headers=headers)
 
@@ -234,6 +266,7 @@ def web_routes(
     reader = daemon.reader
     projected = daemon.envelopes
     graphs = GraphCache(reader)
+    gzipped = GzipCache()
     # Failed sign-ins per client address: guessing tokens is slowed to a few a minute.
     failed_sign_ins: dict[str, TokenBucket] = {}
 
@@ -401,11 +434,11 @@ def web_routes(
             session_summary(info, live, await run_by(uri, info)), ensure_ascii=False
         )
         body = f'{{"session":{summary},"envelopes":[{",".join(lines[after:])}]}}'
-        return await _large_json(request, body)
+        return await _large_json(request, body, gzipped)
 
     async def graph(request: Request) -> Response:
         uri, _ = await known(request)
-        return await _large_json(request, await graphs.graph_json(uri))
+        return await _large_json(request, await graphs.graph_json(uri), gzipped)
 
     async def transcript(request: Request) -> Response:
         uri, _ = await known(request)

@@ -25,7 +25,7 @@ from orchestrator.base import FactLogError, OrchestratorError, RunError
 from orchestrator.core import TeamState
 from orchestrator.journal import HeldElsewhere, JournalReader
 from orchestrator.runtime import RunOutcome
-from orchestrator.spec import parse_team
+from orchestrator.spec import parse_team, with_model
 
 from ._followed import FollowedRuntime
 from ._following import Following
@@ -260,6 +260,9 @@ class SessionFinder:
         if run is not None and run.coordinator != team.coordinator:
             # A background teammate's run: its agent was the run's coordinator.
             team = attrs.evolve(team, coordinator=run.coordinator)
+        if run is not None and run.model is not None:
+            # The model chosen when it was opened (the team file recorded has the file's).
+            team = with_model(team, run.model)
         runtime = self._daemon.runtimes.runtime(
             name, team, state=state, background=None if run is None else run.background
         )

@@ -320,8 +320,9 @@ class FollowedRuntime:
         command = Command(kind="queue", chat=chat, text=text, message=message_id or "")
         return _message(await self.forward(command))
 
-    async def steer(self, chat: str, text: str) -> str:
-        return _message(await self.forward(Command(kind="steer", chat=chat, text=text)))
+    async def steer(self, chat: str, text: str, *, principal: str | None = None) -> str:
+        command = Command(kind="steer", chat=chat, text=text, principal=principal)
+        return _message(await self.forward(command))
 
     async def answer_input(
         self,

@@ -224,7 +224,8 @@ async def carry_out(live: LiveSession, command: Command) -> Any:
                 )
                 return {"message": message}
             case "steer":
-                return {"message": await live.steer(command.chat, command.text)}
+                steered = await live.steer(command.chat, command.text, principal=command.principal)
+                return {"message": steered}
             case "answer_input":
                 await live.answer_input(
                     command.chat,

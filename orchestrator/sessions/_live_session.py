@@ -163,7 +163,7 @@ class SessionRuntime(Protocol):
 
     async def queue(self, chat: str, text: str, *, message_id: str | None = None) -> str: ...
 
-    async def steer(self, chat: str, text: str) -> str: ...
+    async def steer(self, chat: str, text: str, *, principal: str | None = None) -> str: ...
 
     async def answer_input(
         self,
@@ -549,9 +549,10 @@ class LiveSession:
         chosen by a follower, see :meth:`prompt`)."""
         return await self._runtime.queue(chat, text, message_id=message_id)
 
-    async def steer(self, chat: str, text: str) -> str:
-        """Steer ``chat``'s running turn with ``text``; the steering message's id."""
-        return await self._runtime.steer(chat, text)
+    async def steer(self, chat: str, text: str, *, principal: str | None = None) -> str:
+        """Steer ``chat``'s running turn with ``text``; the steering message's id
+        (``principal``: who sent it, when known)."""
+        return await self._runtime.steer(chat, text, principal=principal)
 
     async def answer_input(
         self,

@@ -409,6 +409,10 @@ class TeamSpec:
     file: str = "<team>"
     # The TOML text it was parsed from (kept with a session so it can be resumed as it was).
     source: str = attrs.field(default="", repr=False, eq=False)
+    # The model one run chose for its OpenAI-compatible agents (:func:`with_model`), not a
+    # team-file key: a run records it (``team/runStarted``'s ``model``), since ``source``
+    # does not have it. None: each agent asks its own.
+    model: str | None = None
 
     @property
     def agent_names(self) -> tuple[str, ...]:
@@ -473,4 +477,4 @@ def with_model(team: TeamSpec, model: str) -> TeamSpec:
         else attrs.evolve(agent, openai=attrs.evolve(agent.openai, model=model))
         for agent in team.agents
     )
-    return attrs.evolve(team, agents=agents)
+    return attrs.evolve(team, agents=agents, model=model)

@@ -16,6 +16,7 @@ from orchestrator.base import PeerProtocolError, compact_dumps
 from orchestrator.core import (
     Fact,
     RunFinished,
+    RunStarted,
     RunStatus,
     TaskFinished,
     TaskStatus,
@@ -146,3 +147,43 @@ class TestStructuredValue:
         assert fact_from_json(line) == _finished(value)
         run = RunFinished(run="r", status=RunStatus.COMPLETED, value=value)
         assert _facts_wire.decode_action(_facts_wire.encode_action(run)) == run
+
+
+class TestChosenModel:
+    """``model`` (the model chosen for a session) was added to runStarted after journals
+    were written without it."""
+
+    def started(self, model: str | None) -> RunStarted:
+        return RunStarted(
+            run="r",
+            team="t",
+            topology="coordinator_team",
+            parallel_budget=2,
+            coordinator="lead",
+            prompt="go",
+            task="task-1",
+            model=model,
+        )
+
+    def test_without_a_model_the_line_is_as_before(self) -> None:
+        """No ``model`` key: what older versions wrote, and read back with model None."""
+        encoded = _facts_wire.encode_action(self.started(None))
+        assert "model" not in encoded
+        assert list(encoded) == [
+            "type",
+            "run",
+            "team",
+            "topology",
+            "parallelBudget",
+            "coordinator",
+            "prompt",
+            "task",
+            "background",
+        ]
+        assert _facts_wire.decode_action(encoded) == self.started(None)
+
+    @given(st.text(min_size=1, max_size=60))
+    def test_a_model_is_written_and_read_back(self, model: str) -> None:
+        encoded = _facts_wire.encode_action(self.started(model))
+        assert encoded["model"] == model
+        assert _facts_wire.decode_action(encoded) == self.started(model)

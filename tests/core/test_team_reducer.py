@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orchestrator.ahp import TURN_ENDS, reduce_chat, reduce_session, validate_chat_action
 from orchestrator.ahp.actions import (
@@ -30,6 +31,7 @@ from orchestrator.core import (
     ApprovalRecord,
     ApprovalRequested,
     ApprovalResolved,
+    Fact,
     HandoffRecorded,
     Member,
     MemberJoined,
@@ -47,6 +49,8 @@ from orchestrator.core import (
     TeamState,
     Transition,
     ViewUpdated,
+    fact_from_json,
+    fact_to_json,
     reduce_action,
 )
 from tests.support.examples import examples
@@ -167,6 +171,48 @@ class TestTeamReducer:
         assert_same(new, old)
 
 
+class TestChosenModel:
+    """The model chosen when a session was opened (``team/runStarted``'s ``model``)."""
+
+    @settings(max_examples=examples(100), deadline=None)
+    @given(
+        model=st.none() | st.text(min_size=1, max_size=40),
+        later=st.lists(st.sampled_from(["prompt", "resume", "finish"]), max_size=4),
+    )
+    def test_the_run_keeps_the_model_it_started_with(
+        self, model: str | None, later: list[str]
+    ) -> None:
+        """Folded from its facts, encoded and read back or not, the run's record keeps the
+        started run's model whatever follows (a next prompt, a restart, the end)."""
+        session = "ahp-session:/s"
+        started = RunStarted(
+            run="run-1",
+            team="t",
+            topology="coordinator_team",
+            parallel_budget=2,
+            coordinator="lead",
+            prompt="go",
+            task="task-1",
+            model=model,
+        )
+        following: dict[str, Action] = {
+            "prompt": TaskCreated(
+                task="task-2", title="next", agent="lead", status=TaskStatus.RUNNING
+            ),
+            "resume": RunResumed(run="run-1", restart=1, policy="resume", interrupted=()),
+            "finish": RunFinished(run="run-1", status=RunStatus.COMPLETED),
+        }
+        actions = [started, *(following[name] for name in later)]
+        facts = [
+            Fact(sequence=n, session=session, channel=session, at=NOW, action=action)
+            for n, action in enumerate(actions, start=1)
+        ]
+        for log in (facts, [fact_from_json(fact_to_json(f)) for f in facts]):
+            state = TeamState.fold(session, log)
+            assert state.run is not None
+            assert state.run.model == model
+
+
 _LEGACY_ROOT_TASK_STATUS = {
     RunStatus.COMPLETED: TaskStatus.COMPLETED,
     RunStatus.FAILED: TaskStatus.FAILED,
@@ -279,6 +325,8 @@ def _legacy_reduce_team(
                 task=action.task,
                 started_at=now,
                 background=action.background,
+                # Changed on purpose (issue 37): the model chosen for the session is kept.
+                model=action.model,
             )
             tr.session = SessionState(
                 provider="orchestrator",

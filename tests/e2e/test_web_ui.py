@@ -577,6 +577,38 @@ def test_the_composer_sends_steering_or_queued_as_chosen(browser: Browser, tmp_p
     ]
 
 
+def test_a_steering_message_is_in_the_transcript_in_its_place_with_who_sent_it(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """A message steering the coordinator's running turn shows in its transcript, named
+    after the principal who sent it (the operator token's holder, olivia), where the turn
+    took it in: after the delegation it was waiting on, before the answer it led to."""
+    with (
+        running_daemon(tmp_path, {"steered": STEERED}) as daemon,
+        open_page(browser, daemon) as watched,
+    ):
+        page = watched.page
+        start_from_the_page(page, "steered", "review the change")
+        page.wait_for_selector("#composer-kind", state="visible")
+        page.check("#composer-steering")
+        send_message(page, "only the security findings")
+        page.wait_for_selector("#result-state:text-is('answered')")
+        page.locator("#nodes-body tr", has_text="lead").first.locator("button").click()
+        steering = page.locator("#transcript .turn p.steering")
+        steering.wait_for()
+        assert steering.inner_text() == "Steered by olivia: only the security findings"
+        entries = page.locator("#transcript .turn > *").evaluate_all(
+            "els => els.map(e => e.tagName === 'H4' ? 'heading' : e.className)"
+        )
+        assert entries == ["heading", "user", "tool", "user steering", "text", "result"], entries
+        (turn,) = page.locator("#transcript .turn").all()
+        texts = [t.strip() for t in turn.locator(":scope > p").all_inner_texts()]
+        assert texts[0] == "Asked: review the change"
+        assert texts[2].startswith("Reviewed: ")
+        watched.screenshot("steer-03-in-the-transcript")
+        assert watched.errors == []
+
+
 #: A coordinator on the OpenAI-compatible backend (the fake server's URL goes in).
 LOCAL_MODEL = """
 [team]
@@ -632,6 +664,48 @@ def test_a_run_started_with_a_model_asks_that_model(browser: Browser, tmp_path: 
             page.wait_for_selector("#result-text:has-text('Answered by the model.')")
             assert watched.errors == []
     assert asked == ["chosen-model:7b", "team-model"]
+
+
+def test_a_chosen_model_is_shown_and_kept_across_a_daemon_restart(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """The model chosen on the "New run" form is recorded with the run: the session's page
+    names it; after a daemon restart (same journal) the page, read from the journal, still
+    names it; the conversation's next message (a client's, which has the new daemon take
+    the session up) asks that model again, not the team file's."""
+    asked: list[str] = []
+
+    def answer(request: dict[str, Any]) -> Answer:
+        asked.append(str(request["model"]))
+        return Stream(text(f"Answer {len(asked)}."))
+
+    with model_server(answer) as server:
+        teams = {"local": LOCAL_MODEL.format(url=server.url)}
+        with running_daemon(tmp_path, teams) as daemon, open_page(browser, daemon) as watched:
+            page = watched.page
+            page.wait_for_selector("#new-run-team option[value='local']", state="attached")
+            page.select_option("#new-run-team", "local")
+            page.fill("#new-run-model", "chosen-model:7b")
+            session = start_from_the_page(page, "local", "hello")
+            page.wait_for_selector("#result-text:has-text('Answer 1.')")
+            page.wait_for_selector("#session-model:text-is('chosen-model:7b')")
+            daemon.restart()
+            page.reload()
+            page.wait_for_selector("#session-model:text-is('chosen-model:7b')")
+            watched.screenshot("model-02-after-restart")
+            start_run(daemon, "local", "and again", session=session).finished()
+            assert asked == ["chosen-model:7b", "chosen-model:7b"]
+            page.reload()
+            page.wait_for_selector("#result-text:has-text('Answer 2.')")
+            page.wait_for_selector("#connection:text-is('live')")
+            assert page.inner_text("#session-model") == "chosen-model:7b"
+            watched.screenshot("model-03-next-message")
+            # While the daemon restarts, its requests fail (the browser logs them); nothing
+            # else may go wrong on the page.
+            assert [e for e in watched.errors if "Failed to load resource" not in e] == []
+    facts = JournalReader(tmp_path / "journal.db").facts(f"ahp-session:/{session}")
+    (run,) = [f.action for f in facts if isinstance(f.action, RunStarted)]
+    assert run.model == "chosen-model:7b"
 
 
 def test_the_timeline_is_grouped_by_agent_and_turn(browser: Browser, tmp_path: Path) -> None:
@@ -1134,6 +1208,33 @@ def test_an_unknown_session_says_so(browser: Browser, tmp_path: Path) -> None:
         watched.page.wait_for_selector("#session-error:has-text('No such session')")
 
 
+def test_a_session_page_loaded_directly_asks_for_its_envelopes_once_beside_me(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """Loaded at a session's address (signed in), the page asks for the session's
+    envelopes at once, beside ``/api/me`` rather than after it, and draws from that one
+    answer; an unknown session's address still says so."""
+    session = ended_session(tmp_path)
+    with (
+        running_daemon(tmp_path, {"delivery": team_file("delivery")}) as daemon,
+        open_page(browser, daemon, fragment=f"#/sessions/{session}") as watched,
+    ):
+        page = watched.page
+        wait_rows(page, "rows.length === 5")
+        asked: list[str] = []
+        page.on("request", lambda r: asked.append(r.url.split("/", 3)[3]))
+        page.reload()
+        wait_rows(page, "rows.length === 5")
+        api = [path for path in asked if path.startswith("api/")]
+        envelopes = f"api/sessions/{session}/envelopes"
+        assert api.count(envelopes) == 1, api
+        assert api.index(envelopes) < api.index("api/me") + 1, "asked beside /api/me"
+        page.evaluate("() => { location.hash = '#/sessions/no-such-session'; }")
+        page.reload()
+        page.wait_for_selector("#session-error:has-text('No such session')")
+        assert [e for e in watched.errors if "404" not in e] == []
+
+
 def test_the_standalone_export_draws_the_session_offline(browser: Browser, tmp_path: Path) -> None:
     """``orchestrator graph --format html``: the same page from one file, with no request
     beyond the file, no login and no controls."""
@@ -1451,6 +1552,77 @@ def test_an_expired_sign_in_asks_for_the_token_again(browser: Browser, tmp_path:
                 page.wait_for_selector("#login-error:has-text('sign in again')")
 
 
+#: A coordinator delegating two rounds, one after the other: two workers, then three.
+TWO_ROUNDS = """
+[team]
+name = "rounds"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["worker"]
+[[agents.lead.turns]]
+steps = [ { delegate = [ { agent = "worker", task = "first a" },
+                         { agent = "worker", task = "first b" } ] },
+          { delegate = [ { agent = "worker", task = "second c" },
+                         { agent = "worker", task = "second d" },
+                         { agent = "worker", task = "second e" } ] },
+          { say = "done: {outcomes}" } ]
+[agents.worker]
+role = "worker"
+[[agents.worker.turns]]
+steps = [ { sleep = 3 }, { say = "did {task}" } ]
+"""
+
+#: Each drawn node's id, model position and box, once the page's layout has settled.
+POSITIONS = """() => new Promise(done => setTimeout(() => done(
+    Orchestrator.currentGraph.cy.nodes().map(n => {
+        const b = n.boundingBox({includeLabels: false});
+        return [n.id(), n.position('x'), n.position('y'), b.x1, b.y1, b.x2, b.y2];
+    })), 600))"""
+
+
+def overlapping(boxes: list[list[Any]]) -> list[tuple[str, str]]:
+    """The pairs of nodes whose boxes overlap."""
+    return [
+        (a[0], b[0])
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+        if a[3] < b[5] and b[3] < a[5] and a[4] < b[6] and b[4] < a[6]
+    ]
+
+
+def test_nodes_drawn_stay_in_place_as_workers_join(browser: Browser, tmp_path: Path) -> None:
+    """Live, the coordinator's first round is drawn; when its second round's workers join,
+    every node drawn before keeps its place (read from the graph before and after), the
+    new ones go under the coordinator, and no two nodes overlap."""
+    with (
+        running_daemon(tmp_path, {"rounds": TWO_ROUNDS}) as daemon,
+        open_page(browser, daemon, viewport=(1400, 900)) as watched,
+    ):
+        page = watched.page
+        run = start_run(daemon, "rounds", "go")
+        page.evaluate("id => { location.hash = '#/sessions/' + id; }", run.session)
+        count = "n => Orchestrator.currentGraph?.cy.nodes().length === n"
+        page.wait_for_function(count, arg=3)
+        before = page.evaluate(POSITIONS)
+        assert len(before) == 3, before
+        watched.screenshot("layout-01-first-round")
+        page.wait_for_function(count, arg=6, timeout=WAIT_MS * 2)
+        after = page.evaluate(POSITIONS)
+        watched.screenshot("layout-02-second-round")
+        run.finished()
+        moved = {row[0]: row[1:3] for row in after}
+        for node, x, y, *_ in before:
+            assert moved[node] == [x, y], f"{node} moved from {(x, y)} to {moved[node]}"
+        new = [row for row in after if row[0] not in {b[0] for b in before}]
+        assert len(new) == 3
+        lead_y = min(row[2] for row in before)
+        assert all(row[2] > lead_y for row in new), "the new workers are under the coordinator"
+        assert overlapping(after) == []
+        assert watched.errors == []
+
+
 def fan_out_team(n: int, *, failing: tuple[int, ...] = ()) -> str:
     """A scripted coordinator that delegates ``n`` one-line tasks in one round; the tasks
     numbered in ``failing`` fail."""
@@ -1506,9 +1678,10 @@ def test_a_big_round_is_one_group_node_that_expands_with_readable_labels(
 ) -> None:
     """200 workers of one delegation round are drawn as one group node ("200 x worker ·
     198 done"), the two that failed on their own; every label is at least 11 px at 1400x900.
-    Each click on the group draws 50 more of its workers; all drawn, the 200 are laid out
-    by the page's tree layout in rows of 25, still at a readable size, the coordinator in
-    view (the rest a pan away). Search finds a worker by its task."""
+    Each click on the group draws 50 more of its workers, in rows of about 25 under the
+    coordinator, moving none of the nodes drawn before; all drawn, no two overlap, still at
+    a readable size, the view still on the worker chosen before (the rest a pan away).
+    Search finds a worker by its task."""
     team = tmp_path / "wide.toml"
     team.write_text(fan_out_team(200, failing=(7, 150)), encoding="utf-8")
     with offline_page(browser, standalone(tmp_path / "run", team), viewport=(1400, 900)) as watched:
@@ -1547,11 +1720,15 @@ def test_a_big_round_is_one_group_node_that_expands_with_readable_labels(
         group = next(label for label in labels if label.startswith(f"200 {TIMES}"))
         assert group.split("\n")[2] == "[147 more: click to show 50]", group
         for drawn_nodes in (105, 155, 201):  # the last click leaves no group
+            before = page.evaluate(POSITIONS)
             page.evaluate(tap)
             page.wait_for_function(
                 f"() => Orchestrator.currentGraph.cy.nodes().length === {drawn_nodes}"
             )
-        page.evaluate("() => new Promise(r => setTimeout(r, 300))")  # the layout's interval
+            # Opening the group moves none of the nodes drawn before.
+            after = {row[0]: row[1:3] for row in page.evaluate(POSITIONS)}
+            assert all(after.get(n, [x, y]) == [x, y] for n, x, y, *_ in before)
+        assert overlapping(page.evaluate(POSITIONS)) == []
         drawn = page.evaluate(DRAWN)
         workers = [(x, y) for kind, name, x, y in drawn["nodes"] if name.startswith("worker")]
         assert len(workers) == 200
@@ -1559,12 +1736,16 @@ def test_a_big_round_is_one_group_node_that_expands_with_readable_labels(
         (lead,) = [(x, y) for _, name, x, y in drawn["nodes"] if name == "lead #1"]
         assert all(y > lead[1] for _, y in workers)
         rows = sorted({y for _, y in workers})
-        assert len(rows) == 8  # 200 workers in rows of 25
+        assert 8 <= len(rows) <= 9  # 200 workers in rows of about 25
+        xs = [x for x, _ in workers]
+        assert max(xs) - min(xs) <= 26 * 200, "a block under the coordinator, not a line"
         assert drawn["curves"] == ["straight"]
         assert drawn["smallest"] >= READABLE_PX, drawn["smallest"]
+        # The view stays where the person put it: on worker #100, chosen from the table.
+        (chosen,) = [(x, y) for _, name, x, y in drawn["nodes"] if name == "worker #100"]
         x1, y1, x2, y2 = drawn["view"]
-        assert x1 <= lead[0] <= x2, "the coordinator in view"
-        assert y1 <= lead[1] <= y2, "the coordinator in view"
+        assert x1 <= chosen[0] <= x2, "the chosen worker in view"
+        assert y1 <= chosen[1] <= y2, "the chosen worker in view"
         watched.screenshot("big-02-expanded")
         # Search by task: the one match is outlined and, on Enter, selected.
         page.fill("#graph-search", "task 150 boom")

@@ -13,6 +13,7 @@ import itertools
 import subprocess
 import sys
 
+import attrs
 import pytest
 import trio
 from hypothesis import given
@@ -24,6 +25,7 @@ from orchestrator.core import (
     Fact,
     HandoffRecorded,
     MemberJoined,
+    RunStarted,
     TaskFinished,
     TaskStarted,
     TaskStatus,
@@ -120,6 +122,17 @@ class TestRunLifecycle:
             "teamActiveCount": 0,
             "teamQueuedCount": 0,
         }
+
+    def test_a_chosen_model_is_in_run_started(self) -> None:
+        """A session opened with a model of its own says which in run.started's payload;
+        without one (test above) the key is absent."""
+        log = Log()
+        log.run_started()
+        fact = log.facts[0]
+        assert isinstance(fact.action, RunStarted)
+        chosen = attrs.evolve(fact, action=attrs.evolve(fact.action, model="chosen-model:7b"))
+        started, _ = project_facts(SESSION, [chosen])
+        assert (started.payload or {}).get("model") == "chosen-model:7b"
 
     def test_sequence_timestamp_and_source_come_from_the_facts(self) -> None:
         """sequence counts envelopes from 1; timestamp is the fact's ``at``; rawEventRef

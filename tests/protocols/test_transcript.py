@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from orchestrator.ahp.actions import SessionChatAddedAction
 from orchestrator.ahp.state import ChatSummary, SessionStatus, UserChatOrigin
-from orchestrator.core import TeamState
+from orchestrator.core import TeamState, steering_injected
 from orchestrator.protocols import chat_transcript, turn_messages
 from tests.support.scenarios import LEAD, SESSION, W1, Log, two_workers_with_approval
 
@@ -86,3 +86,54 @@ def test_a_chat_with_no_member_has_no_agent_nor_role() -> None:
 
 def test_a_chat_the_session_does_not_have_is_none() -> None:
     assert chat_transcript(state_of(two_workers_with_approval()), "ahp-chat:/nobody") is None
+
+
+def steered(principal: str | None) -> Log:
+    """The lead's turn: a tool call, a steering message taken in, an answer; not ended."""
+    log = Log()
+    log.run_started()
+    turn = log.turn(LEAD, "review it")
+    call = log.tool_call(LEAD, "search")
+    log.complete_call(LEAD, call)
+    for channel, action in steering_injected(
+        LEAD, turn, "message-7", "only the security findings", principal=principal
+    ):
+        log.add(channel, action)
+    log.say(LEAD, "done")
+    return log
+
+
+class TestSteering:
+    def test_a_steering_message_is_shown_where_it_was_taken_in_with_who_sent_it(self) -> None:
+        """Between the tool call the turn made before and the text it wrote after, named by
+        the principal who sent it; in the running turn and once the turn is over alike."""
+        log = steered("alice")
+        running = chat_transcript(state_of(log), LEAD)
+        log.end_turn(LEAD)
+        finished = chat_transcript(state_of(log), LEAD)
+        for transcript in (running, finished):
+            assert transcript is not None
+            (turn,) = transcript["turns"]
+            kinds = [e["type"] for e in turn["events"]]
+            assert kinds[:5] == ["prompt", "tool_invocation", "tool_result", "steering", "text"]
+            assert turn["events"][3] == {
+                "channel": "agent",
+                "type": "steering",
+                "text": "only the security findings",
+                "messageId": "message-7",
+                "principal": "alice",
+            }
+
+    def test_a_steering_message_recorded_without_a_principal_names_none(self) -> None:
+        """Journals from before principals were recorded: the message, with no one named."""
+        transcript = chat_transcript(state_of(steered(None)), LEAD)
+        assert transcript is not None
+        (steering,) = [e for e in transcript["turns"][0]["events"] if e["type"] == "steering"]
+        assert steering["principal"] is None
+
+    def test_the_agent_channel_history_leaves_steering_out(self) -> None:
+        """The agent channel's clients sent their steering: its replay does not add it."""
+        log = steered("alice")
+        log.end_turn(LEAD)
+        (turn,) = state_of(log).chats[LEAD].turns
+        assert "steering" not in [e["type"] for e in turn_messages(turn)]

@@ -21,6 +21,8 @@ from orchestrator.ahp.state import MarkdownResponsePart, SystemNotificationRespo
 from orchestrator.base import RunError
 from orchestrator.core import (
     OUTPUT_RETRY_META,
+    PRINCIPAL_META,
+    STEERING_META,
     USER,
     ApprovalRequested,
     ApprovalResolved,
@@ -71,6 +73,30 @@ class TestSteeringAndQueue:
         removed = h.facts_of(ChatPendingMessageRemovedAction)[0]
         assert removed.action.id == set_fact.action.id
         assert removed.sequence > set_fact.sequence
+        h.finished()
+
+    async def test_steering_keeps_who_sent_it_in_the_message_and_the_turn(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """The principal a steering message came from is in its pending message's ``_meta``
+        and in the part the turn takes it in as; a message with none names nobody."""
+        h = Harness(parse_team(SLOW_WORKERS, file="slow.toml"))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_to_end, h)
+            await wait_for(h, lambda f: isinstance(f.action, TaskStarted))
+            coordinator = h.runtime.state.coordinator_chat()
+            assert coordinator is not None
+            await h.runtime.steer(coordinator, "focus on security", principal="alice")
+        (set_fact,) = h.facts_of(ChatPendingMessageSetAction)
+        assert set_fact.action.message.meta == {PRINCIPAL_META: "alice"}
+        (turn,) = h.runtime.state.chats[coordinator].turns
+        (note,) = [
+            p
+            for p in turn.response_parts
+            if isinstance(p, SystemNotificationResponsePart) and STEERING_META in (p.meta or {})
+        ]
+        assert note.meta == {STEERING_META: set_fact.action.id, PRINCIPAL_META: "alice"}
+        assert note.content == "focus on security"
         h.finished()
 
     async def test_steering_text_reaches_the_model(

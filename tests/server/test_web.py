@@ -5,6 +5,7 @@ tests/e2e/test_web_ui.py)."""
 from __future__ import annotations
 
 import gc
+import gzip
 import json
 import re
 from collections.abc import AsyncIterator
@@ -568,6 +569,46 @@ async def test_large_answers_are_gzipped_for_clients_that_take_it(
     assert "content-encoding" not in plain.headers
     assert zipped.json() == plain.json()
     assert int(zipped.headers["content-length"]) < int(plain.headers["content-length"])
+
+
+class TestGzipCache:
+    """A big answer that comes again (an ended session's envelopes) is compressed once."""
+
+    def test_the_same_text_is_compressed_once_and_reads_back(self) -> None:
+        cache = _web.GzipCache(capacity=2)
+        data = json.dumps([{"sequence": n, "type": "agent.spawned"} for n in range(2000)])
+        first = cache.compress(data.encode())
+        assert gzip.decompress(first) == data.encode()
+        assert cache.compress(data.encode()) is first  # kept, not compressed again
+        other = cache.compress(b"another answer")
+        assert gzip.decompress(other) == b"another answer"
+        assert cache.compress(data.encode()) is first
+
+    def test_the_least_recently_used_goes_first(self) -> None:
+        cache = _web.GzipCache(capacity=2)
+        a = cache.compress(b"a" * 100)
+        b = cache.compress(b"b" * 100)
+        assert cache.compress(b"a" * 100) is a  # a used last: b is the oldest now
+        cache.compress(b"c" * 100)
+        assert cache.compress(b"a" * 100) is a
+        again = cache.compress(b"b" * 100)
+        assert again is not b
+        assert gzip.decompress(again) == b"b" * 100
+
+    async def test_an_answer_served_twice_is_the_same_gzipped_bytes(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(_web, "GZIP_FROM", 1)
+        async with running_daemon(tmp_path, teams=TEAMS, config=CONFIG) as daemon:
+            session = await _finished_session(daemon)
+            async with daemon.http(VIEWER) as http:
+                path = f"/api/sessions/{session}/envelopes"
+                first = await http.get(path, headers={"accept-encoding": "gzip"})
+                second = await http.get(path, headers={"accept-encoding": "gzip"})
+                plain = await http.get(path, headers={"accept-encoding": "identity"})
+        assert first.headers["content-encoding"] == "gzip"
+        assert first.json() == second.json() == plain.json()
+        assert first.headers["content-length"] == second.headers["content-length"]
 
 
 async def test_a_live_sessions_envelopes_are_projected_once_for_every_reader(

@@ -366,6 +366,7 @@ def team_actions(
             prompt=st.text(max_size=100),
             task=task,
             background=st.none() | text,
+            model=st.none() | text,
         ),
         st.builds(
             RunResumed,

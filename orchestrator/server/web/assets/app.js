@@ -177,9 +177,19 @@
       O.pages.session(mainElement(), { offline: data, canOperate: false, id: O.sessionId(data.session && (data.session.id || data.session.uri)) });
       return;
     }
+    // A session's page: its envelopes (the big answer) are asked for beside /api/me, not
+    // after it; the page takes them (O.takePrefetched) if it is the first one shown.
+    const wanted = /^#\/sessions\/(.+)$/.exec(location.hash || "");
+    if (wanted) {
+      const path = "/api/sessions/" + encodeURIComponent(decodeURIComponent(wanted[1])) + "/envelopes";
+      const promise = O.api(path);
+      promise.catch(function () {}); // not taken: the page asks again
+      app.prefetched = { path: path, promise: promise };
+    }
     try {
       app.me = await O.api("/api/me");
     } catch (error) {
+      app.prefetched = null; // asked before the sign-in: refused, or stale by the time it is used
       if (error.status === 401) {
         renderLogin();
         return;
@@ -210,6 +220,12 @@
     renderLogin("Your sign-in has expired: sign in again.");
   });
   O.app = app;
+  /** The answer for `path` asked for as the page started, once; else null. */
+  O.takePrefetched = function (path) {
+    const early = app.prefetched;
+    app.prefetched = null;
+    return early && early.path === path ? early.promise : null;
+  };
   O.pages = O.pages || {};
   document.addEventListener("DOMContentLoaded", start);
 })(window);

@@ -51,7 +51,7 @@
       nodes: new Map(),
       edges: new Map(),
       structure: 0,
-      run: { status: null, team: null, coordinator: null, prompt: null, result: null },
+      run: { status: null, team: null, coordinator: null, prompt: null, result: null, model: null },
       taskChat: new Map(), // taskId -> chat id, for queued placeholders and resumes
     };
   }
@@ -259,6 +259,8 @@
       model.run.team = payload.team || model.run.team;
       model.run.coordinator = payload.coordinator || model.run.coordinator;
       model.run.prompt = payload.prompt || model.run.prompt;
+      // The model chosen when the session was opened (recorded: kept across restarts).
+      model.run.model = payload.model || model.run.model;
     } else {
       model.run.status = payload.status || (env.type === "run.failed" ? "failed" : "finished");
       model.run.result = payload.result || payload.error || null;

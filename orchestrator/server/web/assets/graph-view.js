@@ -9,6 +9,12 @@
  * `render` once per frame. Above DAGRE_MOST nodes, an O(n) tree layout of our own replaces
  * dagre, which takes seconds on a 1,000-worker session, and edges are drawn straight.
  *
+ * The whole graph is laid out once (the first draw, or on request: `relayout`). From then
+ * on a node keeps its place: one that arrives is put in the first free slot under the node
+ * it hangs from (rows of WRAP, left to right from under it), a root to the right of the
+ * rest, so nodes already drawn never jump when workers join or a group opens. A node that
+ * goes (the scrubber, a group folding) and comes back takes its old place if it is free.
+ *
  * Status is drawn as colour AND as text in the label ("[running]"), never colour alone;
  * queued delegations are dashed; approvals are small diamonds attached to the asking chat.
  */
@@ -300,6 +306,8 @@
     let lastLayoutAt = 0;
     let pendingLayout = null;
     let big = false;
+    let laidOut = false; // the whole graph was laid out: from now on nodes keep their places
+    const remembered = new Map(); // id -> the place of a node drawn before
 
     cy.on("tap", "node", function (event) {
       const id = event.target.id();
@@ -307,16 +315,22 @@
       else onSelect(id);
     });
 
+    function straighten() {
+      if (big || cy.nodes().length <= DAGRE_MOST) return;
+      // Straight edges: a bezier edge's control points are worked out against every
+      // other edge between the same nodes (a fifth of a 1,000-node graph's first draw).
+      big = true;
+      cy.style().selector("edge").style("curve-style", "straight").update();
+    }
+
     function layout() {
       pendingLayout = null;
       lastLayoutAt = Date.now();
+      if (cy.nodes().empty()) return; // nothing to place yet: the first nodes get the layout
+      laidOut = true;
+      remembered.clear();
       if (cy.nodes().length > DAGRE_MOST) {
-        if (!big) {
-          // Straight edges: a bezier edge's control points are worked out against every
-          // other edge between the same nodes (a fifth of a 1,000-node graph's first draw).
-          big = true;
-          cy.style().selector("edge").style("curve-style", "straight").update();
-        }
+        straighten();
         treeLayout(cy);
       } else {
         cy.layout({
@@ -344,6 +358,149 @@
           pan: { x: cy.width() / 2 - (top.x1 + top.x2) / 2, y: 40 - top.y1 },
         });
       }
+    }
+
+    // ── stable placement of the nodes that arrive after the first layout ──
+    const BUCKET = 200; // the side of the buckets the drawn boxes are filed in, in model pixels
+    const GAP_X = 30;
+    const GAP_Y = 40;
+
+    function sizeOf(node) {
+      const kind = node.data("kind");
+      if (kind === "approval") return { w: 150, h: 72 };
+      if (kind === "group") return { w: 190, h: 64 };
+      return { w: 170, h: 64 };
+    }
+
+    // A node's box with half the gaps around it: two nodes overlap when these do.
+    function boxOf(at, size) {
+      return { x1: at.x - size.w / 2 - GAP_X / 2, x2: at.x + size.w / 2 + GAP_X / 2, y1: at.y - size.h / 2 - GAP_Y / 2, y2: at.y + size.h / 2 + GAP_Y / 2 };
+    }
+
+    // The keys of the buckets a box touches.
+    function bucketsOf(box) {
+      const keys = [];
+      for (let x = Math.floor(box.x1 / BUCKET); x <= Math.floor(box.x2 / BUCKET); x++) {
+        for (let y = Math.floor(box.y1 / BUCKET); y <= Math.floor(box.y2 / BUCKET); y++) keys.push(x + ":" + y);
+      }
+      return keys;
+    }
+
+    /** Give each node of `fresh` (just added) a place, leaving every other node where it is. */
+    function placeNew(fresh) {
+      const occupied = new Map(); // bucket key -> the boxes in it
+      // Boxes (gaps included) that overlap by less than this do not: dagre's spacing is not
+      // exactly ours, and the nodes themselves stay 20 px apart.
+      const EPSILON = 10;
+      function mark(at, size) {
+        const box = boxOf(at, size);
+        for (const key of bucketsOf(box)) {
+          if (!occupied.has(key)) occupied.set(key, []);
+          occupied.get(key).push(box);
+        }
+      }
+      function free(at, size) {
+        const box = boxOf(at, size);
+        return bucketsOf(box).every((key) =>
+          (occupied.get(key) || []).every((o) => box.x2 - EPSILON <= o.x1 || o.x2 - EPSILON <= box.x1 || box.y2 - EPSILON <= o.y1 || o.y2 - EPSILON <= box.y1)
+        );
+      }
+      const waiting = new Set(fresh.map((n) => n.id()));
+      let right = -Infinity;
+      let top = Infinity;
+      cy.nodes().forEach(function (node) {
+        if (waiting.has(node.id())) return;
+        const at = node.position();
+        const size = sizeOf(node);
+        mark(at, size);
+        right = Math.max(right, at.x + size.w / 2);
+        top = Math.min(top, at.y - size.h / 2);
+      });
+      function put(node, at, size) {
+        node.position(at);
+        mark(at, size);
+        right = Math.max(right, at.x + size.w / 2);
+        top = Math.min(top, at.y - size.h / 2);
+        waiting.delete(node.id());
+      }
+      // The first free slot in the rows under `parent`: they start where its children
+      // drawn so far do (the row of the leftmost), else right under it.
+      function underParent(node, parent, size) {
+        const from = parent.position();
+        let x0 = from.x;
+        let y0 = from.y + sizeOf(parent).h / 2 + GAP_Y + size.h / 2;
+        let first = null;
+        cy.nodes().forEach(function (other) {
+          if (other.data("up") !== parent.id() || waiting.has(other.id())) return;
+          const at = other.position();
+          if (first === null || at.y < first.y || (at.y === first.y && at.x < first.x)) first = at;
+        });
+        if (first !== null) {
+          x0 = first.x;
+          y0 = first.y;
+        }
+        const stepX = size.w + GAP_X;
+        const stepY = size.h + GAP_Y;
+        for (let row = 0; row < 10000; row++) {
+          for (let i = 0; i < WRAP; i++) {
+            const at = { x: x0 + i * stepX, y: y0 + row * stepY };
+            if (free(at, size)) return at;
+          }
+        }
+        return { x: x0, y: y0 };
+      }
+      // Parents before their children: a node waits while the node it hangs from does.
+      let progress = true;
+      while (waiting.size && progress) {
+        progress = false;
+        for (const node of fresh) {
+          if (!waiting.has(node.id())) continue;
+          const up = node.data("up");
+          if (up && waiting.has(up) && up !== node.id()) continue;
+          const size = sizeOf(node);
+          const before = remembered.get(node.id());
+          let at = null;
+          if (before && free(before, size)) at = before;
+          else {
+            const parent = up ? cy.getElementById(up) : null;
+            if (parent && parent.nonempty() && parent.id() !== node.id()) at = underParent(node, parent, size);
+            else if (right === -Infinity) at = { x: 0, y: 0 };
+            else at = { x: right + GAP_X + size.w / 2, y: top + size.h / 2 };
+          }
+          put(node, at, size);
+          progress = true;
+        }
+      }
+      for (const node of fresh) {
+        if (waiting.has(node.id())) put(node, { x: right + GAP_X + 85, y: top + 32 }, sizeOf(node)); // a cycle in bad data
+      }
+    }
+
+    // The view after nodes arrived (the camera moves; the nodes keep their places):
+    // unchanged while the first of them is in it; else the whole graph fitted if it fits
+    // at a readable size; else panned just enough to show that node, unless that would
+    // take the coordinator (the top) out of view.
+    function keepInView(fresh) {
+      const view = cy.extent();
+      const first = fresh[0].boundingBox({ includeLabels: false });
+      if (first.x1 >= view.x1 && first.x2 <= view.x2 && first.y1 >= view.y1 && first.y2 <= view.y2) return;
+      const box = cy.nodes().boundingBox({ includeLabels: false });
+      const zoom = Math.min(MOST_FITTED_ZOOM, (cy.width() - 40) / box.w, (cy.height() - 40) / box.h);
+      if (zoom >= LEAST_READABLE_ZOOM) {
+        cy.viewport({
+          zoom: zoom,
+          pan: { x: (cy.width() - (box.x1 + box.x2) * zoom) / 2, y: (cy.height() - (box.y1 + box.y2) * zoom) / 2 },
+        });
+        return;
+      }
+      const margin = 20 / cy.zoom();
+      const dx = first.x2 > view.x2 ? view.x2 - first.x2 - margin : first.x1 < view.x1 ? view.x1 - first.x1 + margin : 0;
+      const dy = first.y2 > view.y2 ? view.y2 - first.y2 - margin : first.y1 < view.y1 ? view.y1 - first.y1 + margin : 0;
+      const tops = cy.nodes().filter((n) => !n.data("up"));
+      const top = (tops.nonempty() ? tops : cy.nodes()).boundingBox({ includeLabels: false });
+      // Panned by (dx, dy) rendered, the view's extent moves by (-dx, -dy) in the graph.
+      if (top.x1 < view.x1 - dx || top.x2 > view.x2 - dx || top.y1 < view.y1 - dy || top.y2 > view.y2 - dy) return;
+      cy.panBy({ x: dx * cy.zoom(), y: dy * cy.zoom() });
     }
 
     // ── groups: the siblings of one delegation round ──
@@ -429,6 +586,7 @@
       const wanted = new Set();
       const added = [];
       let changed = false;
+      let placed = null; // nodes placed among the others (the graph was laid out before)
       cy.batch(function () {
         const put = function (data, classes) {
           wanted.add(data.id);
@@ -459,16 +617,29 @@
         }
         const gone = cy.elements().filter((element) => !wanted.has(element.id()));
         if (gone.nonempty()) {
+          gone.nodes().forEach((node) => {
+            if (laidOut) remembered.set(node.id(), { x: node.position("x"), y: node.position("y") });
+          });
           gone.remove();
           changed = true;
         }
         if (added.length) {
-          cy.add(added);
+          const fresh = cy.add(added).nodes();
           changed = true;
+          if (laidOut && fresh.nonempty()) {
+            placeNew(fresh.toArray());
+            placed = fresh.toArray();
+          }
         }
       });
-      // Lay out again only when elements came or went: a status change only restyles.
-      if (changed) {
+      if (placed !== null) {
+        straighten();
+        keepInView(placed);
+        return;
+      }
+      // Lay out again only when elements came or went: a status change only restyles. Once
+      // laid out, what arrives was placed above, and what went leaves the rest in place.
+      if (changed && !laidOut) {
         const wait = LAYOUT_INTERVAL_MS - (Date.now() - lastLayoutAt);
         if (wait <= 0) {
           layout();

@@ -879,6 +879,10 @@
       meta.textContent = "";
       meta.appendChild(h("span", { class: "badge status-" + status, id: "session-status", text: status }));
       meta.appendChild(document.createTextNode(" team " + (summary.team || model.run.team || "?") + " · started " + O.formatTime(summary.startedAt) + (summary.endedAt ? " · ended " + O.formatTime(summary.endedAt) : "")));
+      if (model.run.model) {
+        meta.appendChild(document.createTextNode(" · model "));
+        meta.appendChild(h("code", { id: "session-model", text: model.run.model }));
+      }
       if (summary.runBy && !ended) meta.appendChild(runByText(summary.runBy));
     }
 
@@ -1032,13 +1036,15 @@
     }
 
     // A turn as agent-channel events (what GET .../transcript answers): the prompt,
-    // reasoning, text, tool calls with their results, questions, the result or error.
+    // steering messages (with who sent them) where the turn took them in, reasoning, text,
+    // tool calls with their results, questions, the result or error.
     function drawEvents(section, events, traces) {
       const tools = new Map();
       let text = null;
       for (const event of events) {
         if (event.type !== "text") text = null;
         if (event.type === "prompt") section.appendChild(h("p", { class: "user" }, h("strong", { text: "Asked: " }), asText(event.prompt)));
+        else if (event.type === "steering") section.appendChild(h("p", { class: "user steering", "data-message": event.messageId }, h("strong", { text: "Steered by " + (event.principal || "the user") + ": " }), asText(event.text)));
         else if (event.type === "thinking") section.appendChild(h("details", { class: "reasoning" }, h("summary", { text: "Reasoning" }), h("p", { text: asText(event.content) })));
         else if (event.type === "text") {
           if (text === null) {
@@ -1233,8 +1239,9 @@
         return;
       }
       let answer;
+      const path = "/api/sessions/" + encodeURIComponent(id) + "/envelopes";
       try {
-        answer = await O.api("/api/sessions/" + encodeURIComponent(id) + "/envelopes");
+        answer = await ((O.takePrefetched && O.takePrefetched(path)) || O.api(path));
       } catch (error) {
         if (error.status === 404) {
           errorBox.textContent = "No such session: " + id;
