@@ -123,6 +123,15 @@ _TABLES: tuple[tuple[str, Mapping[str, Any], tuple[str | int, ...]], ...] = (
         ("agents", "w", "turns", 0, "steps", 0),
     ),
     (
+        "a step: verdict",
+        {
+            "agents": {
+                "v": {"role": "r", "reviews": ["w"], "turns": [{"steps": [{"verdict": "passed"}]}]}
+            }
+        },
+        ("agents", "v", "turns", 0, "steps", 0),
+    ),
+    (
         "a step: fail",
         {"agents": {"w": {"role": "r", "turns": [{"steps": [{"fail": "no"}]}]}}},
         ("agents", "w", "turns", 0, "steps", 0),
@@ -210,6 +219,12 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "turns": "The scripted backend's `[[agents.NAME.turns]]`: one entry per user turn.",
         "output_schema": "A JSON Schema (an inline table) its final answer must fit: one "
         "retry, then the task fails (see Structured output in the Python guide).",
+        "reviews": "The workers whose delegations this agent reviews: it answers each with a "
+        "verdict (see the Reviews guide); a worker has one reviewer.",
+        "max_review_rounds": "On a reviewer: at most this many reviews of one delegation "
+        "(default 2); the delegation then ends with the last verdict.",
+        "review": "On the coordinator: when reviewed delegations are reviewed, `always` "
+        "(default) or `on_request` (when it calls the `review` tool).",
         "settings": "A plugin backend's own table, handed to its factory as it is.",
         "a2a": "A remote teammate: the base URL of an A2A agent (its Agent Card is at "
         "`/.well-known/agent-card.json`); it then takes only `role`, `interactivity`, "
@@ -255,6 +270,8 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
     "a delegate step's entry": {
         "agent": "The worker's agent, one of `delegates_to` (required).",
         "task": "The worker's task (required).",
+        "review": "When this delegation is reviewed: `always` or `on_request` (default: the "
+        "coordinator's `review`).",
     },
     "a step: handoff": {
         "handoff": "Hand the task over to this agent.",
@@ -267,6 +284,14 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "kind": "How the answer is read: `text` (default), `boolean`, `number`, `integer`, "
         "`single-select` or `multi-select`.",
         "options": "The choices of a `single-select` or `multi-select` question.",
+        "when_task_contains": "As for `say`.",
+    },
+    "a step: verdict": {
+        "verdict": "A reviewer's answer: `passed`, `changes_requested` or `failed`.",
+        "summary": "What the reviewer found, in a sentence.",
+        "fixes": "The fixes asked for (not with `passed`); the worker gets them as its next turn.",
+        "evidence": "A list of `{ kind, text, ref }`: `kind` is `quote`, `tool_result`, "
+        "`link` or `fact`; `ref` a URL or a fact's id.",
         "when_task_contains": "As for `say`.",
     },
     "a step: fail": {
