@@ -28,12 +28,13 @@ import attrs
 
 from orchestrator.ahp.actions import ActionOrigin, StateAction
 
+from ._review_actions import ReviewAction
 from ._team_actions import TeamAction
 from ._teammate_actions import TeammateAction
 
 __all__ = ["Action", "Fact"]
 
-Action = StateAction | TeamAction | TeammateAction
+Action = StateAction | TeamAction | TeammateAction | ReviewAction
 
 
 @attrs.frozen(kw_only=True)

@@ -23,6 +23,7 @@ from orchestrator.ahp.actions import ActionOrigin
 from orchestrator.base import PeerProtocolError, compact_dumps, parse_json
 
 from ._facts import Action, Fact
+from ._review_actions import REVIEW_ACTION_TYPES
 from ._team_actions import TEAM_ACTION_TYPES
 from ._teammate_actions import TEAMMATE_ACTION_TYPES
 
@@ -30,7 +31,11 @@ __all__ = ["decode_fact", "encode_fact", "fact_from_json", "fact_to_json"]
 
 
 #: Every ``team/*`` action by wire type: a team run's and a background teammate's.
-_TEAM_TYPES: dict[str, type[Any]] = {**TEAM_ACTION_TYPES, **TEAMMATE_ACTION_TYPES}
+_TEAM_TYPES: dict[str, type[Any]] = {
+    **TEAM_ACTION_TYPES,
+    **TEAMMATE_ACTION_TYPES,
+    **REVIEW_ACTION_TYPES,
+}
 
 #: Fields added to a team action after journals were written with it: written only when set,
 #: so a fact without one encodes as it always did (and an older version reads it unchanged).
