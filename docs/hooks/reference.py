@@ -132,6 +132,21 @@ _TABLES: tuple[tuple[str, Mapping[str, Any], tuple[str | int, ...]], ...] = (
         ("agents", "v", "turns", 0, "steps", 0),
     ),
     (
+        "a step: review",
+        {
+            "agents": {
+                "lead": {
+                    "role": "r",
+                    "tools": ["delegate", "review"],
+                    "delegates_to": ["w"],
+                    "turns": [{"steps": [{"review": "task-2"}]}],
+                },
+                "v": {"role": "r", "reviews": ["w"]},
+            }
+        },
+        ("agents", "lead", "turns", 0, "steps", 0),
+    ),
+    (
         "a step: fail",
         {"agents": {"w": {"role": "r", "turns": [{"steps": [{"fail": "no"}]}]}}},
         ("agents", "w", "turns", 0, "steps", 0),
@@ -207,7 +222,7 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "instructions": "The system prompt a model backend is given.",
         "interactivity": "How clients show it: `full`, `read-only` or `hidden` "
         "(default: `full` for the coordinator, `read-only` for the others).",
-        "tools": "The tools it may call: `delegate`, `handoff`, `ask`, a `[tools.NAME]`, "
+        "tools": "The tools it may call: `delegate`, `handoff`, `ask`, `review`, a `[tools.NAME]`, "
         "`mcp.SERVER/TOOL` or `mcp.SERVER/*`, or any other name (a plain tool).",
         "delegates_to": "The agents its `delegate` and `handoff` calls may reach.",
         "needs_approval": "Its tools whose calls wait for a decision.",
@@ -292,6 +307,11 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "fixes": "The fixes asked for (not with `passed`); the worker gets them as its next turn.",
         "evidence": "A list of `{ kind, text, ref }`: `kind` is `quote`, `tool_result`, "
         "`link` or `fact`; `ref` a URL or a fact's id.",
+        "when_task_contains": "As for `say`.",
+    },
+    "a step: review": {
+        "review": "Call the `review` tool on this delegated task (`task-N`): its reviewer "
+        "checks it now; the step ends the model round.",
         "when_task_contains": "As for `say`.",
     },
     "a step: fail": {

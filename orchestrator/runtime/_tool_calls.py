@@ -332,6 +332,8 @@ class ToolCalls:
                 outcome = await self.delegation.handoff(ctx, request, specialist=specialist)
             elif tool == "ask":
                 outcome = await self.approvals.ask(ctx, request, resumed=resumed)
+            elif tool == "review":
+                outcome = await self.delegation.review(ctx, request, resumed=resumed)
             elif was_running:
                 # It may or may not have run before the stop: never run a tool twice.
                 outcome = await self.run.complete_tool_call(

@@ -60,6 +60,8 @@ _STEP_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
     "usage": ("usage",),
     # A reviewer's answer: a say step of the verdict's JSON (see spec/_review.py).
     "verdict": _VERDICT_KEYS,
+    # The coordinator asks for a finished delegation's review: a call of the review tool.
+    "review": ("review",),
 }
 _STEP_COMMON_KEYS: Final = ("when_task_contains",)
 _ALL_STEP_KEYS: Final = (
@@ -250,6 +252,10 @@ class _ScriptChecks(_ToolChecks):
             return AskStep(question=question, kind=kind, options=options, when_task_contains=when)
         if action == "verdict":
             return self.verdict_step(agent, data, path, when)
+        if action == "review":
+            self.require_tool(agent, "review", action_path)
+            task = self.string(raw, action_path)
+            return ToolStep(tool="review", input={"task": task}, when_task_contains=when)
         if action == "fail":
             return FailStep(message=self.string(raw, action_path), when_task_contains=when)
         if action == "sleep":

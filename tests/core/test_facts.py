@@ -16,6 +16,7 @@ from orchestrator.core import (
     RunStatus,
     TeammatePaused,
 )
+from orchestrator.core._review_actions import REVIEW_ACTION_TYPES
 from orchestrator.core._team_actions import TEAM_ACTION_TYPES
 from orchestrator.core._teammate_actions import TEAMMATE_ACTION_TYPES
 
@@ -24,10 +25,12 @@ def members(tp: object) -> set[object]:
     return set(typing.get_args(tp))
 
 
-def test_an_action_is_of_one_of_the_three_families() -> None:
-    """A new team or teammate action that the fact cannot hold would not reach the journal."""
+def test_an_action_is_of_one_of_the_four_families() -> None:
+    """A new team, teammate or review action that the fact cannot hold would not reach the
+    journal."""
     families = members(StateAction) | set(TEAM_ACTION_TYPES.values())
     families |= set(TEAMMATE_ACTION_TYPES.values())
+    families |= set(REVIEW_ACTION_TYPES.values())
     assert members(Action) == families
 
 

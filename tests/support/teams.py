@@ -918,3 +918,51 @@ steps = [ { usage = [30, 7] }, { say = "note written" } ]
 """
 """A coordinator and one worker whose rounds report tokens: lead 100/10 then 200/40 for the
 first prompt and 50/5 for the next, the writer 30/7."""
+
+
+def review_team(verdicts: list[str], *, max_rounds: int = 2, mode: str | None = None) -> str:
+    """A writer reviewed by a checker, whose turn ``i`` answers ``verdicts[i]``: a verdict
+    (``passed``, ``changes_requested``, ``failed``) or ``crash`` (its turn fails). The writer
+    drafts, then answers each round of fixes with its draft fixed."""
+    steps = {
+        "passed": '{ verdict = "passed", summary = "reads well", evidence = '
+        '[{ kind = "quote", text = "the draft", ref = "task-1" }] }',
+        "changes_requested": '{ verdict = "changes_requested", summary = "one gap", fixes = '
+        '["name the breaking change"], evidence = [{ kind = "quote", text = "it is faster" }] }',
+        "failed": '{ verdict = "failed", summary = "off topic" }',
+        "crash": '{ fail = "the reviewer fell over" }',
+    }
+    turns = "".join(f"[[agents.checker.turns]]\nsteps = [ {steps[v]} ]\n" for v in verdicts)
+    review = f'review = "{mode}"\n' if mode is not None else ""
+    tools = '["delegate", "review"]' if mode == "on_request" else '["delegate"]'
+    lead_steps = (
+        '{ delegate = [{ agent = "writer", task = "Draft the release notes" }] }, '
+        '{ review = "task-2" }, { say = "Reviewed: {outcomes}" }'
+        if mode == "on_request"
+        else '{ delegate = [{ agent = "writer", task = "Draft the release notes" }] }, '
+        '{ say = "Done: {outcomes}" }'
+    )
+    return f"""
+[team]
+name = "review"
+topology = "review_team"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = {tools}
+delegates_to = ["writer"]
+{review}[[agents.lead.turns]]
+steps = [ {lead_steps} ]
+[agents.writer]
+role = "writer"
+[[agents.writer.turns]]
+steps = [ {{ say = "draft: it is faster" }} ]
+[[agents.writer.turns]]
+steps = [ {{ say = "draft, fixed once" }} ]
+[[agents.writer.turns]]
+steps = [ {{ say = "draft, fixed twice" }} ]
+[agents.checker]
+role = "reviewer"
+reviews = ["writer"]
+max_review_rounds = {max_rounds}
+{turns}"""

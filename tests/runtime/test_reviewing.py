@@ -1,0 +1,177 @@
+"""Review rounds (runtime/_reviewing.py): a reviewed worker's outcome goes to its reviewer
+before the delegation ends; the facts of each round, in order, and what the coordinator reads."""
+
+from __future__ import annotations
+
+import pytest
+import trio.testing
+
+from orchestrator.ahp.actions import ChatToolCallCompleteAction, ChatTurnStartedAction
+from orchestrator.ahp.state import ToolResultSubagentContent
+from orchestrator.core import (
+    Fact,
+    MemberJoined,
+    ReviewCompleted,
+    ReviewRequested,
+    Reviews,
+    ReviewStarted,
+    ReviewStatus,
+    TaskFinished,
+    TaskStatus,
+)
+from orchestrator.spec import parse_team
+from tests.support.runtime import Harness, run_to_end
+from tests.support.teams import review_team
+
+pytestmark = pytest.mark.usefixtures("every_scenario_is_checked")
+
+
+def review_facts(h: Harness) -> list[Fact]:
+    return [
+        f
+        for f in h.facts
+        if isinstance(f.action, ReviewRequested | ReviewStarted | ReviewCompleted)
+    ]
+
+
+async def reviewed(verdicts: list[str], **options: object) -> Harness:
+    h = Harness(parse_team(review_team(verdicts, **options), file="review.toml"))  # type: ignore[arg-type]
+    outcome = await run_to_end(h)
+    assert outcome.status == "completed", outcome
+    return h
+
+
+class TestRounds:
+    async def test_passed_first_time(self, autojump_clock: trio.testing.MockClock) -> None:
+        """One round: requested and started with the reviewer's turn, the verdict with the
+        delegation's report; the coordinator reads the verdict after the outcome."""
+        h = await reviewed(["passed"])
+        requested, started, completed = (f.action for f in review_facts(h))
+        assert isinstance(requested, ReviewRequested)
+        assert (requested.review, requested.round, requested.reviewer) == (
+            "task-2-review-1",
+            1,
+            "checker",
+        )
+        assert isinstance(started, ReviewStarted)
+        assert isinstance(completed, ReviewCompleted)
+        assert completed.verdict == "passed"
+        assert completed.evidence[0].ref == "task-1"
+        # The verdict is recorded in the batch that ends the task (the fact right before it).
+        sequences = {type(f.action): f.sequence for f in h.facts}
+        assert sequences[TaskFinished] == sequences[ReviewCompleted] + 1
+        (finished,) = h.actions(TaskFinished)
+        assert finished.status is TaskStatus.COMPLETED
+        assert finished.summary == "draft: it is faster"
+        (reviewer,) = [m for m in h.actions(MemberJoined) if m.agent == "checker"]
+        assert started.chat == reviewer.chat
+        (record,) = Reviews.fold(h.facts).of_task("task-2")
+        assert record.status is ReviewStatus.PASSED
+        results = [
+            a for a in h.actions(ChatToolCallCompleteAction) if "review by checker" in str(a)
+        ]
+        assert len(results) == 1
+        output = results[0].result.content or ()
+        text = " ".join(getattr(c, "text", "") for c in output)
+        assert "[review by checker, passed, round 1 of 2] reads well" in text
+        chats = [c.resource for c in output if isinstance(c, ToolResultSubagentContent)]
+        assert chats[1] == reviewer.chat  # the call spawned the reviewer too
+
+    async def test_one_fix_then_pass(self, autojump_clock: trio.testing.MockClock) -> None:
+        """changes_requested: the verdict is recorded with the worker's next turn, which gets
+        the fixes; round 2 passes, and the task's summary is the fixed draft."""
+        h = await reviewed(["changes_requested", "passed"])
+        kinds = [
+            (type(f.action).__name__, getattr(f.action, "review", "")) for f in review_facts(h)
+        ]
+        assert kinds == [
+            ("ReviewRequested", "task-2-review-1"),
+            ("ReviewStarted", "task-2-review-1"),
+            ("ReviewCompleted", "task-2-review-1"),
+            ("ReviewRequested", "task-2-review-2"),
+            ("ReviewStarted", "task-2-review-2"),
+            ("ReviewCompleted", "task-2-review-2"),
+        ]
+        first = review_facts(h)[2]
+        worker = h.worker_chats()[0]
+        fix_turn = next(
+            f
+            for f in h.facts
+            if f.channel == worker
+            and isinstance(f.action, ChatTurnStartedAction)
+            and f.sequence > first.sequence
+        )
+        assert fix_turn.sequence == first.sequence + 1
+        assert isinstance(fix_turn.action, ChatTurnStartedAction)
+        assert "name the breaking change" in fix_turn.action.message.text
+        (finished,) = h.actions(TaskFinished)
+        assert finished.summary == "draft, fixed once"
+        rounds = Reviews.fold(h.facts).of_task("task-2")
+        assert [r.status for r in rounds] == [
+            ReviewStatus.CHANGES_REQUESTED,
+            ReviewStatus.PASSED,
+        ]
+        assert rounds[0].fixes == ("name the breaking change",)
+        (reviewer,) = [m.chat for m in h.actions(MemberJoined) if m.agent == "checker"]
+        assert {r.chat for r in rounds} == {reviewer}  # one reviewer chat, a turn per round
+
+    async def test_fails_after_max_review_rounds(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """The reviewer keeps asking: after max_review_rounds the delegation ends with the
+        last verdict (changes_requested), which the coordinator reads with the fixes."""
+        h = await reviewed(["changes_requested"] * 3, max_rounds=2)
+        rounds = Reviews.fold(h.facts).of_task("task-2")
+        assert [r.status for r in rounds] == [ReviewStatus.CHANGES_REQUESTED] * 2
+        worker = h.worker_chats()[0]
+        assert h.finished().chats[worker].turns.__len__() == 2  # the task, one round of fixes
+        text = str(h.actions(ChatToolCallCompleteAction))
+        assert "[review by checker, changes_requested, round 2 of 2]" in text
+        assert "Fixes asked: name the breaking change" in text
+
+    async def test_a_reviewer_crash_is_a_failed_review_with_its_error(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """The reviewer's turn fails: the review is failed with the error, and the delegation
+        ends (never hangs) with the worker's outcome and that verdict."""
+        h = await reviewed(["crash"])
+        (record,) = Reviews.fold(h.facts).of_task("task-2")
+        assert record.status is ReviewStatus.FAILED
+        assert record.error is not None
+        assert "the reviewer fell over" in record.error
+        (finished,) = h.actions(TaskFinished)
+        assert finished.status is TaskStatus.COMPLETED
+        assert "[review by checker, failed, round 1 of 2]" in str(
+            h.actions(ChatToolCallCompleteAction)
+        )
+
+    async def test_a_failed_verdict_ends_the_reviews(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        h = await reviewed(["failed", "passed"])
+        (record,) = Reviews.fold(h.facts).of_task("task-2")
+        assert (record.status, record.summary) == (ReviewStatus.FAILED, "off topic")
+
+
+class TestOnRequest:
+    async def test_the_coordinator_s_review_call_runs_the_rounds(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """review = "on_request": the delegation ends unreviewed; the coordinator's review call
+        then spawns the reviewer, runs one fix and a pass, and its result is the verdict."""
+        h = await reviewed(["changes_requested", "passed"], mode="on_request")
+        (finished,) = h.actions(TaskFinished)
+        assert finished.summary == "draft: it is faster"  # the delegation was not reviewed
+        facts = review_facts(h)
+        assert all(f.sequence > h.facts_of(TaskFinished)[0].sequence for f in facts)
+        rounds = Reviews.fold(h.facts).of_task("task-2")
+        assert [r.status for r in rounds] == [
+            ReviewStatus.CHANGES_REQUESTED,
+            ReviewStatus.PASSED,
+        ]
+        (call,) = {r.tool_call_id for r in rounds}
+        (result,) = [a for a in h.actions(ChatToolCallCompleteAction) if a.tool_call_id == call]
+        assert result.result.success
+        text = str(result.result.content)
+        assert "draft, fixed once" in text
+        assert "[review by checker, passed, round 2 of 2]" in text
