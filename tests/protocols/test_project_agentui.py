@@ -835,7 +835,9 @@ class TestReviewTeam:
         reviewing = [e for e in envelopes if (e.payload or {}).get("reviewStatus") == "reviewing"]
         assert [e.agent_id for e in reviewing] == ["checker@review#1"] * 2
         passed = reviews[-1]
-        assert (passed.refs or {})["evidence"] == ["task-1"]
+        refs = passed.refs
+        assert isinstance(refs, dict)
+        assert refs["evidence"] == ["task-1"]
 
     async def test_a_reviewer_crash_is_a_failed_review(
         self, autojump_clock: trio.testing.MockClock
