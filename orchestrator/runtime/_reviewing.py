@@ -40,6 +40,7 @@ from orchestrator.core import (
     ReviewStarted,
     TaskStatus,
     ToolCallRequest,
+    is_interrupted,
     tool_call_of,
 )
 from orchestrator.spec import AgentSpec, verdict_of
@@ -99,11 +100,15 @@ def review_line(verdict: ReviewCompleted, *, reviewer: str, rounds: int, limit: 
 
 
 def turn_count(run: RunContext, chat: str | None) -> int:
-    """How many turns a chat has begun (ended ones and the active one)."""
+    """How many turns a chat has begun (ended ones and the active one), a turn a stop cut
+    off and its run again (a restart's) counting once."""
     state = run.state.chats.get(chat) if chat is not None else None
     if state is None:
         return 0
-    return len(state.turns) + (1 if state.active_turn is not None else 0)
+    kept = sum(1 for turn in state.turns if not is_interrupted(turn))
+    last = state.turns[-1] if state.turns else None
+    rerun = state.active_turn is None and last is not None and is_interrupted(last)
+    return kept + (1 if state.active_turn is not None or rerun else 0)
 
 
 def reviewer_chat(run: RunContext, task: str, reviewer: str) -> str | None:

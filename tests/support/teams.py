@@ -920,10 +920,13 @@ steps = [ { usage = [30, 7] }, { say = "note written" } ]
 first prompt and 50/5 for the next, the writer 30/7."""
 
 
-def review_team(verdicts: list[str], *, max_rounds: int = 2, mode: str | None = None) -> str:
+def review_team(
+    verdicts: list[str], *, max_rounds: int = 2, mode: str | None = None, pause: float = 0
+) -> str:
     """A writer reviewed by a checker, whose turn ``i`` answers ``verdicts[i]``: a verdict
     (``passed``, ``changes_requested``, ``failed``) or ``crash`` (its turn fails). The writer
-    drafts, then answers each round of fixes with its draft fixed."""
+    drafts, then answers each round of fixes with its draft fixed. ``pause``: seconds each
+    turn of both sleeps first (a kill lands inside it)."""
     steps = {
         "passed": '{ verdict = "passed", summary = "reads well", evidence = '
         '[{ kind = "quote", text = "the draft", ref = "task-1" }] }',
@@ -932,7 +935,8 @@ def review_team(verdicts: list[str], *, max_rounds: int = 2, mode: str | None = 
         "failed": '{ verdict = "failed", summary = "off topic" }',
         "crash": '{ fail = "the reviewer fell over" }',
     }
-    turns = "".join(f"[[agents.checker.turns]]\nsteps = [ {steps[v]} ]\n" for v in verdicts)
+    wait = f"{{ sleep = {pause} }}, " if pause else ""
+    turns = "".join(f"[[agents.checker.turns]]\nsteps = [ {wait}{steps[v]} ]\n" for v in verdicts)
     review = f'review = "{mode}"\n' if mode is not None else ""
     tools = '["delegate", "review"]' if mode == "on_request" else '["delegate"]'
     lead_steps = (
@@ -956,11 +960,11 @@ steps = [ {lead_steps} ]
 [agents.writer]
 role = "writer"
 [[agents.writer.turns]]
-steps = [ {{ say = "draft: it is faster" }} ]
+steps = [ {wait}{{ say = "draft: it is faster" }} ]
 [[agents.writer.turns]]
-steps = [ {{ say = "draft, fixed once" }} ]
+steps = [ {wait}{{ say = "draft, fixed once" }} ]
 [[agents.writer.turns]]
-steps = [ {{ say = "draft, fixed twice" }} ]
+steps = [ {wait}{{ say = "draft, fixed twice" }} ]
 [agents.checker]
 role = "reviewer"
 reviews = ["writer"]
