@@ -9,6 +9,7 @@ import trio.testing
 from orchestrator.ahp.actions import ChatToolCallCompleteAction, ChatTurnStartedAction
 from orchestrator.ahp.state import ToolResultSubagentContent
 from orchestrator.core import (
+    EdgeKind,
     Fact,
     MemberJoined,
     ReviewCompleted,
@@ -18,6 +19,8 @@ from orchestrator.core import (
     ReviewStatus,
     TaskFinished,
     TaskStatus,
+    build_graph,
+    to_mermaid,
 )
 from orchestrator.spec import parse_team
 from tests.support.runtime import Harness, run_to_end
@@ -175,3 +178,27 @@ class TestOnRequest:
         text = str(result.result.content)
         assert "draft, fixed once" in text
         assert "[review by checker, passed, round 2 of 2]" in text
+
+
+class TestReviewEdges:
+    async def test_a_review_is_an_edge_from_the_reviewer_to_the_worker_with_its_verdict(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """One edge per review, keyed by it: the reviewer's chat to the worker's, with the
+        round and the verdict (changes_requested, then passed); the graph checks clean."""
+        h = await reviewed(["changes_requested", "passed"])
+        graph = build_graph(h.facts)
+        assert graph.check() == []
+        edges = [
+            (u, v, data)
+            for u, v, data in graph.graph.edges(data=True)
+            if data["kind"] == EdgeKind.REVIEWED
+        ]
+        (writer,) = h.worker_chats()
+        assert [(v, d["round"], d["verdict"]) for _, v, d in edges] == [
+            (writer, 1, "changes_requested"),
+            (writer, 2, "passed"),
+        ]
+        assert edges[0][2]["fixes"] == ["name the breaking change"]
+        assert edges[0][0] == edges[1][0]  # one reviewer chat
+        assert "reviewed: passed" in to_mermaid(graph)
