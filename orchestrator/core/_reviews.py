@@ -166,10 +166,16 @@ class Reviews:
         return self.records[action.review]
 
     @classmethod
-    def fold(cls, facts: Iterable[Fact]) -> Reviews:
+    def fold(cls, facts: Iterable[Fact], *, lenient: bool = False) -> Reviews:
+        """The reviews of ``facts``; ``lenient``: a fact the lifecycle refuses is skipped
+        (a reader's view of a log it did not write) instead of raising."""
         reviews = cls()
         for fact in facts:
-            reviews.apply(fact)
+            try:
+                reviews.apply(fact)
+            except IllegalTransitionError:
+                if not lenient:
+                    raise
         return reviews
 
     def of_task(self, task: str) -> list[ReviewRecord]:
