@@ -3,6 +3,8 @@ before the delegation ends; the facts of each round, in order, and what the coor
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import trio.testing
 
@@ -22,7 +24,9 @@ from orchestrator.core import (
     build_graph,
     to_mermaid,
 )
-from orchestrator.spec import parse_team
+from orchestrator.runtime.backends import backend_factory, http_client
+from orchestrator.spec import VERDICT_SCHEMA, parse_team
+from tests.support.fake_openai import Answer, Stream, fake_openai, text, usage
 from tests.support.runtime import Harness, run_to_end
 from tests.support.teams import review_team
 
@@ -202,3 +206,75 @@ class TestReviewEdges:
         assert edges[0][2]["fixes"] == ["name the breaking change"]
         assert edges[0][0] == edges[1][0]  # one reviewer chat
         assert "reviewed: passed" in to_mermaid(graph)
+
+
+MODEL_REVIEWER = """
+[team]
+name = "review"
+topology = "review_team"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["delegate"]
+delegates_to = ["writer"]
+[[agents.lead.turns]]
+steps = [ { delegate = [{ agent = "writer", task = "Draft the notes" }] }, { say = "{outcomes}" } ]
+[agents.writer]
+role = "writer"
+[[agents.writer.turns]]
+steps = [ { say = "draft" } ]
+[[agents.writer.turns]]
+steps = [ { say = "draft, fixed" } ]
+[agents.checker]
+role = "reviewer"
+reviews = ["writer"]
+backend = "openai"
+model = "fake-model"
+base_url = "URL"
+api_key_env = "FAKE_KEY"
+max_retries = 0
+"""
+
+
+# The fake model server listens on loopback; httpx's nested generators warn when the backend
+# stops reading at [DONE] (as tests/runtime/backends/test_openai.py says: nothing leaks).
+@pytest.mark.daemon
+@pytest.mark.filterwarnings(
+    r"ignore:Async generator '(httpx|httpcore|httpx_sse)\.[^']*' was garbage collected"
+    ":ResourceWarning"
+)
+class TestModelReviewer:
+    async def test_an_openai_compatible_reviewer_is_asked_for_a_structured_verdict(
+        self,
+    ) -> None:
+        """A reviewer on the OpenAI-compatible backend: each round's request asks for the
+        verdict's JSON Schema as its response format; its answers are the verdicts (one fix,
+        then passed), the evidence kept."""
+        answers = [
+            '{"verdict": "changes_requested", "fixes": ["say why"], '
+            '"evidence": [{"kind": "quote", "text": "draft"}]}',
+            '{"verdict": "passed", "summary": "good"}',
+        ]
+
+        seen: list[dict[str, Any]] = []
+
+        def answer(request: dict[str, Any]) -> Answer:
+            seen.append(request)
+            return Stream([*text(answers[len(seen) - 1]), usage(5, 5)])
+
+        async with fake_openai(answer) as server, http_client() as http:
+            team = parse_team(MODEL_REVIEWER.replace("URL", server.url), file="review.toml")
+            h = Harness(
+                team, backends=backend_factory(team, client=http, environ={"FAKE_KEY": "k"})
+            )
+            with trio.fail_after(60):
+                outcome = await h.runtime.run("go")
+        assert outcome.status == "completed", outcome
+        assert len(seen) == 2
+        for request in seen:
+            assert request["response_format"]["json_schema"]["schema"] == VERDICT_SCHEMA
+        assert "draft, fixed" in seen[1]["messages"][-1]["content"]
+        first, second = Reviews.fold(h.facts).of_task("task-2")
+        assert (first.status, first.fixes) == (ReviewStatus.CHANGES_REQUESTED, ("say why",))
+        assert first.evidence[0].text == "draft"
+        assert (second.status, second.summary) == (ReviewStatus.PASSED, "good")
