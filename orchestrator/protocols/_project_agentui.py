@@ -273,7 +273,10 @@ class AgentUiProjector(ActionRequests):
             return []
         head = self._task_finished(fact, action)
         worker = self.state.tasks[action.task].chat
-        return self._after_team_fact(fact, head, () if worker is None else (worker,))
+        # Its reviewer's work ends with the task too (see TeamState.member_status).
+        reviewers = {r.chat for r in self._reviews.of_task(action.task) if r.chat is not None}
+        touched = (*(() if worker is None else (worker,)), *sorted(reviewers))
+        return self._after_team_fact(fact, head, touched)
 
     def _feed_handoff(self, fact: Fact, action: HandoffRecorded) -> list[Envelope]:
         if action.task not in self.state.tasks:

@@ -141,6 +141,8 @@ class TestReviewLane:
                 state = event["snapshot"]
             elif event["type"] == "STATE_DELTA":
                 state = jsonpatch.apply_patch(state, event["delta"])
+        assert state["reviews"] == session.projector.view()["reviews"]
+        assert {m["agent"]: m["status"] for m in state["members"]}["reviewer"] == "completed"
         first, second = state["reviews"]
         assert (first["round"], first["status"], first["reviewer"]) == (
             1,

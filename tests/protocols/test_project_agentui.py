@@ -834,6 +834,8 @@ class TestReviewTeam:
         assert (payload["target"], payload["targetAgentId"]) == ("writer", "writer@review#1")
         reviewing = [e for e in envelopes if (e.payload or {}).get("reviewStatus") == "reviewing"]
         assert [e.agent_id for e in reviewing] == ["checker@review#1"] * 2
+        checker = [e for e in envelopes if e.agent_id == "checker@review#1"]
+        assert (checker[-1].payload or {})["status"] == "completed"  # done with its task
         passed = reviews[-1]
         refs = passed.refs
         assert isinstance(refs, dict)
