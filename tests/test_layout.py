@@ -235,6 +235,7 @@ def test_every_named_team_document_is_a_team_the_parser_takes() -> None:
         "fan_team": teams.fan_team(2),
         "structured": teams.structured(answer="'{}'"),
         "remote": teams.remote({"far": "http://127.0.0.1:8765/"}),
+        "review_team": teams.review_team(["changes_requested", "passed"], mode="on_request"),
     }
     public = {
         name
