@@ -278,3 +278,20 @@ class TestModelReviewer:
         assert (first.status, first.fixes) == (ReviewStatus.CHANGES_REQUESTED, ("say why",))
         assert first.evidence[0].text == "draft"
         assert (second.status, second.summary) == (ReviewStatus.PASSED, "good")
+
+
+class TestPerDelegation:
+    async def test_a_delegation_on_request_is_not_reviewed_when_it_ends(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """The coordinator's mode is always, but its delegate call says on_request: the
+        delegation ends unreviewed (no review fact, no reviewer chat)."""
+        text = review_team(["passed"]).replace(
+            'task = "Draft the release notes" }',
+            'task = "Draft the release notes", review = "on_request" }',
+        )
+        h = Harness(parse_team(text, file="review.toml"))
+        outcome = await run_to_end(h)
+        assert outcome.status == "completed"
+        assert review_facts(h) == []
+        assert [m.agent for m in h.actions(MemberJoined)] == ["lead", "writer"]

@@ -19,6 +19,7 @@ from orchestrator.spec import (
     check_answer,
     output_schema_problem,
     parse_team,
+    tool_definitions,
     verdict_of,
 )
 from tests.support.examples import examples
@@ -147,3 +148,31 @@ class TestTeamFile:
         assert caught.value.problems[0].key_path == (
             "agents.lead.turns[0].steps[0].delegate[0].review"
         )
+
+
+class TestToolDefinitions:
+    def test_delegate_offers_review_only_for_a_reviewed_worker_and_review_takes_a_task(
+        self,
+    ) -> None:
+        text = (
+            REVIEW_TEAM.replace(
+                'tools = ["delegate"]\ndelegates_to = ["writer"]',
+                'tools = ["delegate", "review"]\ndelegates_to = ["writer", "editor"]',
+            )
+            + '[agents.editor]\nrole = "editor"\n'
+        )
+        team = parse_team(text, file="r.toml")
+        lead = team.agent("lead")
+        delegate, review = tool_definitions(team, lead)
+        properties = delegate.parameters["properties"]
+        assert properties["review"]["enum"] == ["always", "on_request"]
+        assert "writer" in properties["review"]["description"]
+        assert "editor" not in properties["review"]["description"]
+        assert "review" not in delegate.parameters["required"]
+        assert review.parameters["required"] == ["task"]
+        other = parse_team(
+            text.replace('reviews = ["writer"]', 'reviews = ["editor"]'), file="r.toml"
+        )
+        (offered, _) = tool_definitions(other, other.agent("lead"))
+        described = offered.parameters["properties"]["review"]["description"]
+        assert ("editor" in described, "writer" in described) == (True, False)
