@@ -149,7 +149,8 @@ def _begun(state: TeamState, chat: str, turn: ActiveTurn, call: ToolCallState) -
     match call.tool_name:
         case "delegate":
             return task_of_call(state, chat, call.tool_call_id) is not None
-        case "handoff":
+        case "handoff" | "review":
+            # A review call's reviewer chat, spawned by it (see runtime/_reviewing.py).
             return subagent_of(call) is not None
         case "ask":
             return has_open_input(turn, input_request_id(call.tool_call_id))

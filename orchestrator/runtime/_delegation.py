@@ -43,6 +43,7 @@ from orchestrator.core import (
     Action,
     HandoffRecorded,
     MemberJoined,
+    ReviewCompleted,
     TaskCreated,
     TaskFinished,
     TaskRecord,
@@ -54,6 +55,7 @@ from orchestrator.core import (
     delegation_output,
     delegation_report,
     denied_calls,
+    is_interrupted,
     subagent_of,
     tool_call_of,
 )
@@ -71,7 +73,15 @@ from ._context import (
     is_cancellation,
 )
 from ._logging import bound_log_context
-from ._reviewing import ReviewEnd, Reviewing, WorkerRun, review_line, reviewer_chat, turn_count
+from ._reviewing import (
+    ReviewEnd,
+    Reviewing,
+    WorkerRun,
+    review_id,
+    review_line,
+    reviewer_chat,
+    turn_count,
+)
 
 __all__: list[str] = []
 
@@ -574,6 +584,7 @@ class Delegation:
                 request,
                 success=False,
                 output=f"review was {INTERRUPTED_SUMMARY}; call review again",
+                extra=self._cut_off_review(request),
             )
         task_id = str(request.arguments.get("task", "")).strip()
         record = run.state.tasks.get(task_id)
@@ -620,6 +631,24 @@ class Delegation:
             extra=[(run.session, verdict)] if verdict is not None else [],
             content_before=(ended.reviewer,) if ended.reviewer is not None else (),
         )
+
+    def _cut_off_review(self, request: ToolCallRequest) -> list[tuple[str, Action]]:
+        """The round a stop cut off in a review call's reviewer (its last turn interrupted),
+        ended failed: it never gave its verdict."""
+        run = self.run
+        task_id = str(request.arguments.get("task", "")).strip()
+        record = run.state.tasks.get(task_id)
+        reviewer = run.team.reviewer_of(record.agent) if record is not None else None
+        chat = reviewer_chat(run, task_id, reviewer.name) if reviewer is not None else None
+        state = run.state.chats.get(chat) if chat is not None else None
+        if state is None or not state.turns or not is_interrupted(state.turns[-1]):
+            return []
+        failed = ReviewCompleted(
+            review=review_id(task_id, turn_count(run, chat)),
+            verdict="failed",
+            error=f"the review was {INTERRUPTED_SUMMARY}",
+        )
+        return [(run.session, failed)]
 
     # ── a worker's lifecycle ─────────────────────────────────────────────────
 

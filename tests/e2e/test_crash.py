@@ -391,3 +391,34 @@ def test_a_review_survives_kill_9_and_resume(
     assert [r.round for r in requested] == [1, 2]
     (finished,) = [f.action for f in facts if isinstance(f.action, TaskFinished) and f.action.chat]
     assert finished.summary == "draft, fixed once"
+
+
+def test_a_review_call_cut_off_by_kill_9_fails_saying_so_after_resume(
+    tmp_path: Path, journal_db: Path | str
+) -> None:
+    """review = "on_request": killed while the reviewer reads the round the coordinator's
+    review call asked for. After resume the call fails, saying it was cut off, and its round
+    ends failed with why: nothing is left reviewing."""
+    team = tmp_path / "review.toml"
+    text = review_team(["changes_requested", "passed"], mode="on_request", pause=0.4)
+    team.write_text(text, encoding="utf-8")
+    db, mirror = journal_db, tmp_path / "facts.jsonl"
+    run = orchestrator("run", team, "Write the notes", "--db", db, "--plain", "--facts", mirror)
+    deadline = time.monotonic() + 60
+    while not any(f.type == "team/reviewRequested" for f in acknowledged(mirror)):
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "no review was asked for"
+        time.sleep(0.01)
+    run.send_signal(signal.SIGKILL)
+    run.communicate()
+    session = acknowledged(mirror)[0].session
+
+    resumed = resume(db, session)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "review was interrupted" in resumed.stdout
+    facts = open_reader(db).facts(session)
+    assert build_graph(facts).check() == []
+    (record,) = Reviews.fold(facts).of_task("task-2")
+    assert record.status is ReviewStatus.FAILED
+    assert record.error is not None
+    assert "interrupted" in record.error
