@@ -127,6 +127,8 @@ class Delegation:
         # Delegations waiting for a place in the budget, by task id (see cancel_task).
         self._waiting: dict[str, trio.CancelScope] = {}
         self.reviewing = Reviewing(run, self._supervise_turn)
+        # Tasks cancelled while under review (cancel_task): they end killed.
+        self._cancelled: set[str] = set()
 
     async def _supervise_turn(
         self,
@@ -201,8 +203,20 @@ class Delegation:
             waiting.cancel()
         elif record.chat is not None and record.chat in self.run.scopes:
             self.cancel_worker(record.chat)
+        elif (reviewing := self._reviewing_chat(record)) is not None:
+            # Under review: its reviewer stops, and the task ends killed (see _reviewed_end).
+            self._cancelled.add(task)
+            self.run.scopes[reviewing].cancel()
         else:
             raise RunError(f"task {task!r} is {record.status}: there is nothing to cancel")
+
+    def _reviewing_chat(self, record: TaskRecord) -> str | None:
+        """The reviewer chat whose round of ``record`` runs now, if one does."""
+        reviewer = self.run.team.reviewer_of(record.agent)
+        if reviewer is None or record.status is not TaskStatus.RUNNING:
+            return None
+        chat = reviewer_chat(self.run, record.task, reviewer.name)
+        return chat if chat is not None and chat in self.run.scopes else None
 
     # ── delegate ─────────────────────────────────────────────────────────────
 
@@ -369,6 +383,9 @@ class Delegation:
                     reviewed.worker.value,
                 )
                 duration = _elapsed_ms(started)
+                if worker_ctx.task in self._cancelled:
+                    self._cancelled.discard(worker_ctx.task)
+                    status, summary, value = TaskStatus.KILLED, STOPPED_ON_REQUEST, None
         finally:
             run.release_slot(slot)
         finished = TaskFinished(
@@ -447,6 +464,9 @@ class Delegation:
                     reviewed.worker.value,
                 )
                 duration = _elapsed_ms(started)
+                if worker_ctx.task in self._cancelled:
+                    self._cancelled.discard(worker_ctx.task)
+                    status, summary, value = TaskStatus.KILLED, STOPPED_ON_REQUEST, None
         finally:
             run.release_slot(slot)
         finished = TaskFinished(

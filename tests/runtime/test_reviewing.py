@@ -27,7 +27,7 @@ from orchestrator.core import (
 from orchestrator.runtime.backends import backend_factory, http_client
 from orchestrator.spec import VERDICT_SCHEMA, parse_team
 from tests.support.fake_openai import Answer, Stream, fake_openai, text, usage
-from tests.support.runtime import Harness, run_to_end
+from tests.support.runtime import Harness, run_to_end, wait_for
 from tests.support.teams import review_team
 
 pytestmark = pytest.mark.usefixtures("every_scenario_is_checked")
@@ -295,3 +295,20 @@ class TestPerDelegation:
         assert outcome.status == "completed"
         assert review_facts(h) == []
         assert [m.agent for m in h.actions(MemberJoined)] == ["lead", "writer"]
+
+
+class TestCancel:
+    async def test_a_task_cancelled_under_review_is_killed_and_its_round_failed(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """cancel_task while the reviewer reads: the reviewer stops, its round ends failed,
+        and the task is killed (not completed with a verdict)."""
+        h = Harness(parse_team(review_team(["passed"], pause=5), file="review.toml"))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(h.runtime.run, "go")
+            await wait_for(h, lambda f: isinstance(f.action, ReviewStarted))
+            h.runtime.cancel_task("task-2")
+        (finished,) = h.actions(TaskFinished)
+        assert finished.status is TaskStatus.KILLED
+        (record,) = Reviews.fold(h.facts).of_task("task-2")
+        assert record.status is ReviewStatus.FAILED
