@@ -52,6 +52,7 @@ class TestBundledTeams:
             "openai-delivery.toml",
             "remote.toml",
             "review.toml",
+            "structured.toml",
             "tools.toml",
         ]
 

@@ -230,10 +230,12 @@ class TestOpenRun:
         assert seen[0] == "team/runStarted"
         assert seen[-1] == "team/runFinished"
 
-    async def test_the_shipped_review_team_gives_structured_values(self) -> None:
-        """teams/review.toml (the Python guide's example): the reviewer is asked again once,
-        its value reaches the editor as JSON, the editor's is the run's result_value."""
-        async with orchestrator.open_run(PROJECT_ROOT / "teams" / "review.toml", "notes") as run:
+    async def test_the_shipped_structured_team_gives_structured_values(self) -> None:
+        """teams/structured.toml (the Python guide's example): the reviewer is asked again
+        once, its value reaches the editor as JSON, the editor's is the run's result_value."""
+        async with orchestrator.open_run(
+            PROJECT_ROOT / "teams" / "structured.toml", "notes"
+        ) as run:
             facts = [u.fact async for u in run.updates()]
             outcome = await run.outcome()
         assert outcome.result_value == {"ship": True, "reason": "the reviewer scored it 4 of 5"}

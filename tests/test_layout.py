@@ -239,6 +239,7 @@ def test_every_named_team_document_is_a_team_the_parser_takes() -> None:
         "remote_approvals": teams.remote_approvals(
             {"deployer": "http://127.0.0.1:8765/", "mailer": "http://127.0.0.1:8766/"}
         ),
+        "review_team": teams.review_team(["changes_requested", "passed"], mode="on_request"),
     }
     public = {
         name

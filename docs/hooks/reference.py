@@ -123,6 +123,30 @@ _TABLES: tuple[tuple[str, Mapping[str, Any], tuple[str | int, ...]], ...] = (
         ("agents", "w", "turns", 0, "steps", 0),
     ),
     (
+        "a step: verdict",
+        {
+            "agents": {
+                "v": {"role": "r", "reviews": ["w"], "turns": [{"steps": [{"verdict": "passed"}]}]}
+            }
+        },
+        ("agents", "v", "turns", 0, "steps", 0),
+    ),
+    (
+        "a step: review",
+        {
+            "agents": {
+                "lead": {
+                    "role": "r",
+                    "tools": ["delegate", "review"],
+                    "delegates_to": ["w"],
+                    "turns": [{"steps": [{"review": "task-2"}]}],
+                },
+                "v": {"role": "r", "reviews": ["w"]},
+            }
+        },
+        ("agents", "lead", "turns", 0, "steps", 0),
+    ),
+    (
         "a step: fail",
         {"agents": {"w": {"role": "r", "turns": [{"steps": [{"fail": "no"}]}]}}},
         ("agents", "w", "turns", 0, "steps", 0),
@@ -205,7 +229,7 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "instructions": "The system prompt a model backend is given.",
         "interactivity": "How clients show it: `full`, `read-only` or `hidden` "
         "(default: `full` for the coordinator, `read-only` for the others).",
-        "tools": "The tools it may call: `delegate`, `handoff`, `ask`, a `[tools.NAME]`, "
+        "tools": "The tools it may call: `delegate`, `handoff`, `ask`, `review`, a `[tools.NAME]`, "
         "`mcp.SERVER/TOOL` or `mcp.SERVER/*`, or any other name (a plain tool).",
         "delegates_to": "The agents its `delegate` and `handoff` calls may reach.",
         "needs_approval": "Its tools whose calls wait for a decision.",
@@ -219,6 +243,12 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "turns": "The scripted backend's `[[agents.NAME.turns]]`: one entry per user turn.",
         "output_schema": "A JSON Schema (an inline table) its final answer must fit: one "
         "retry, then the task fails (see Structured output in the Python guide).",
+        "reviews": "The workers whose delegations this agent reviews: it answers each with a "
+        "verdict (see the Reviews guide); a worker has one reviewer.",
+        "max_review_rounds": "On a reviewer: at most this many reviews of one delegation "
+        "(default 2); the delegation then ends with the last verdict.",
+        "review": "On the coordinator: when reviewed delegations are reviewed, `always` "
+        "(default) or `on_request` (when it calls the `review` tool).",
         "settings": "A plugin backend's own table, handed to its factory as it is.",
         "a2a": "A remote teammate: the base URL of an A2A agent (its Agent Card is at "
         "`/.well-known/agent-card.json`); it then takes only `role`, `interactivity`, "
@@ -264,6 +294,8 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
     "a delegate step's entry": {
         "agent": "The worker's agent, one of `delegates_to` (required).",
         "task": "The worker's task (required).",
+        "review": "When this delegation is reviewed: `always` or `on_request` (default: the "
+        "coordinator's `review`).",
     },
     "a step: handoff": {
         "handoff": "Hand the task over to this agent.",
@@ -276,6 +308,19 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "kind": "How the answer is read: `text` (default), `boolean`, `number`, `integer`, "
         "`single-select` or `multi-select`.",
         "options": "The choices of a `single-select` or `multi-select` question.",
+        "when_task_contains": "As for `say`.",
+    },
+    "a step: verdict": {
+        "verdict": "A reviewer's answer: `passed`, `changes_requested` or `failed`.",
+        "summary": "What the reviewer found, in a sentence.",
+        "fixes": "The fixes asked for (not with `passed`); the worker gets them as its next turn.",
+        "evidence": "A list of `{ kind, text, ref }`: `kind` is `quote`, `tool_result`, "
+        "`link` or `fact`; `ref` a URL or a fact's id.",
+        "when_task_contains": "As for `say`.",
+    },
+    "a step: review": {
+        "review": "Call the `review` tool on this delegated task (`task-N`): its reviewer "
+        "checks it now; the step ends the model round.",
         "when_task_contains": "As for `say`.",
     },
     "a step: fail": {

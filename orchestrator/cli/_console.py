@@ -47,6 +47,8 @@ from orchestrator.core import (
     HandoffRecorded,
     MemberJoined,
     MemberStatus,
+    ReviewCompleted,
+    ReviewRequested,
     TaskCreated,
     TaskFinished,
     TaskRecord,
@@ -243,6 +245,17 @@ def describe_fact(state: TeamState, fact: Fact) -> str | None:
             return f"{line}: {_first(action.summary)}" if _says_more(action) else line
         case HandoffRecorded():
             return f"⇄ {name(action.from_chat)} handed off to {action.to_agent}: {action.reason}"
+        case ReviewRequested():
+            return (
+                f"◇ {action.reviewer} reviews {name(action.worker_chat)}'s work "
+                f"(round {action.round})"
+            )
+        case ReviewCompleted():
+            words = {"passed": "passed", "changes_requested": "changes requested"}
+            verdict = words.get(action.verdict, action.verdict)
+            fixes = f" Fixes: {'; '.join(action.fixes)}" if action.fixes else ""
+            said = action.summary or action.error or ""
+            return f"◆ review {verdict}{': ' + _first(said) if said else ''}{fixes}"
         case ApprovalRequested():
             routed = "you" if action.routed_to == USER else party_name(state, action.routed_to)
             return (

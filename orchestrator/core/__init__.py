@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from ._remote_tasks import *  # noqa: F403
     from ._replay import *  # noqa: F403
     from ._reports import *  # noqa: F403
+    from ._review_actions import *  # noqa: F403
+    from ._reviews import *  # noqa: F403
     from ._spans import *  # noqa: F403
     from ._task_lifecycle import *  # noqa: F403
     from ._team_actions import *  # noqa: F403
@@ -84,6 +86,7 @@ else:
             "INTERRUPTED_SUMMARY": "._recovery",
             "ITEM_TRANSITIONS": "._board",
             "ItemStatus": "._board",
+            "LIFECYCLE": "._reviews",
             "Member": "._team_records",
             "MemberJoined": "._team_actions",
             "MemberName": "._queries",
@@ -95,6 +98,7 @@ else:
             "PRINCIPAL_META": "._reports",
             "REMOTE_STATES": "._remote_tasks",
             "REMOTE_TASK_META": "._remote_tasks",
+            "REVIEW_ACTION_TYPES": "._review_actions",
             "ROUND_META": "._queries",
             "RUNS_KEPT": "._teammate_state",
             "ReasoningDelta": "._model_round",
@@ -106,6 +110,14 @@ else:
             "ReplayMismatchError": "._replay",
             "ReplayScript": "._replay",
             "ResumePoint": "._recovery",
+            "ReviewAction": "._review_actions",
+            "ReviewCompleted": "._review_actions",
+            "ReviewRecord": "._reviews",
+            "ReviewRequested": "._review_actions",
+            "ReviewStarted": "._review_actions",
+            "ReviewStatus": "._reviews",
+            "ReviewVerdict": "._review_actions",
+            "Reviews": "._reviews",
             "RoundContext": "._model_round",
             "RunFinished": "._team_actions",
             "RunRecord": "._team_records",
@@ -201,6 +213,7 @@ else:
             "recorded_rounds": "._replay",
             "reduce_action": "._team_reducer",
             "reduce_board": "._board",
+            "reduce_review": "._reviews",
             "reduce_team_action": "._team_reducer",
             "remote_state": "._remote_tasks",
             "remote_task_node": "._graph_schema",

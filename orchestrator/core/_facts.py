@@ -29,12 +29,13 @@ import attrs
 from orchestrator.ahp.actions import ActionOrigin, StateAction
 
 from ._board_actions import BoardAction
+from ._review_actions import ReviewAction
 from ._team_actions import TeamAction
 from ._teammate_actions import TeammateAction
 
 __all__ = ["Action", "Fact"]
 
-Action = StateAction | TeamAction | TeammateAction | BoardAction
+Action = StateAction | TeamAction | TeammateAction | BoardAction | ReviewAction
 
 
 @attrs.frozen(kw_only=True)

@@ -24,6 +24,7 @@ from orchestrator.base import PeerProtocolError, compact_dumps, parse_json
 
 from ._board_actions import BOARD_ACTION_TYPES
 from ._facts import Action, Fact
+from ._review_actions import REVIEW_ACTION_TYPES
 from ._team_actions import TEAM_ACTION_TYPES
 from ._teammate_actions import TEAMMATE_ACTION_TYPES
 
@@ -35,6 +36,7 @@ _TEAM_TYPES: dict[str, type[Any]] = {
     **TEAM_ACTION_TYPES,
     **TEAMMATE_ACTION_TYPES,
     **BOARD_ACTION_TYPES,
+    **REVIEW_ACTION_TYPES,
 }
 
 #: Fields added to a team action after journals were written with it: written only when set,

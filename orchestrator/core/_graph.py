@@ -89,6 +89,7 @@ from ._graph_schema import (
     tool_call_node,
 )
 from ._remote_tasks import remote_task_of
+from ._review_actions import ReviewCompleted, ReviewRequested, ReviewStarted
 from ._team_actions import (
     ApprovalRequested,
     ApprovalResolved,
@@ -148,6 +149,10 @@ class DelegationGraph:
         # The root task of each prompt (team/runStarted's, then a conversation's later
         # prompts', see TaskCreated), and the latest: the one the run's end ends.
         self._root_tasks: set[str] = set()
+        # Reviews requested and not yet started: review id -> (worker chat, round, task).
+        self._reviews_asked: dict[str, tuple[str, int, str]] = {}
+        # Reviews started: review id -> the key of its reviewed edge.
+        self._review_edges: dict[str, tuple[str, str, str]] = {}
         self._prompt_task: str | None = None
 
     # ── reading ─────────────────────────────────────────────────────────────
@@ -296,6 +301,43 @@ class DelegationGraph:
 
     def _fold_handoff(self, fact: Fact, action: HandoffRecorded) -> None:
         self._handoff(action, fact.sequence)
+
+    def _fold_review_requested(self, fact: Fact, action: ReviewRequested) -> None:
+        self._reviews_asked[action.review] = (action.worker_chat, action.round, action.task)
+
+    def _fold_review_started(self, fact: Fact, action: ReviewStarted) -> None:
+        asked = self._reviews_asked.pop(action.review, None)
+        if asked is None:
+            return
+        worker_chat, round_, task = asked
+        reviewer = self._node(action.chat, NodeKind.CHAT, fact.sequence)
+        worker = self._node(worker_chat, NodeKind.CHAT, fact.sequence)
+        key = f"{EdgeKind.REVIEWED.value}@{action.review}"
+        self._edge(
+            reviewer,
+            worker,
+            EdgeKind.REVIEWED,
+            fact.sequence,
+            key=key,
+            review=action.review,
+            round=round_,
+            task=task,
+            status="reviewing",
+            verdict=None,
+        )
+        self._review_edges[action.review] = (reviewer, worker, key)
+
+    def _fold_review_completed(self, fact: Fact, action: ReviewCompleted) -> None:
+        self._reviews_asked.pop(action.review, None)
+        edge = self._review_edges.get(action.review)
+        if edge is None or edge not in self._edges:
+            return
+        self._edges[edge].update(
+            status=action.verdict,
+            verdict=action.verdict,
+            fixes=list(action.fixes),
+            summary=action.summary,
+        )
 
     def _fold_approval_requested(self, fact: Fact, action: ApprovalRequested) -> None:
         self._approval_requested(action, fact.sequence)
@@ -691,6 +733,9 @@ _FOLDS: dict[type, Callable[[DelegationGraph, Fact, Any], None] | None] = {
     ApprovalRequested: DelegationGraph._fold_approval_requested,
     ApprovalResolved: DelegationGraph._fold_approval_resolved,
     SessionForked: DelegationGraph._fold_session_forked,
+    ReviewRequested: DelegationGraph._fold_review_requested,
+    ReviewStarted: DelegationGraph._fold_review_started,
+    ReviewCompleted: DelegationGraph._fold_review_completed,
 }
 _FOLDED_TYPES: Final = tuple(_FOLDS)
 _UNRESOLVED: Final[Any] = object()

@@ -147,6 +147,8 @@ def to_dot(graph: DelegationGraph) -> str:
             attributes["style"] = "dashed"
         elif data["kind"] == EdgeKind.HANDOFF:
             attributes["style"] = "bold"
+        elif data["kind"] == EdgeKind.REVIEWED:
+            attributes["label"] = f"reviewed: {data.get('verdict') or data.get('status')}"
         rendered = ", ".join(f"{k}={_dot_string(v)}" for k, v in attributes.items())
         lines.append(f"  {_dot_string(u)} -> {_dot_string(v)} [{rendered}];")
     lines.append("}")
@@ -167,6 +169,7 @@ _MERMAID_COMPACT_EDGES = frozenset(
         EdgeKind.ROUTED_TO,
         EdgeKind.RESOLVED_BY,
         EdgeKind.REMOTE,
+        EdgeKind.REVIEWED,
     }
 )
 _MERMAID_SHAPES: Mapping[str, tuple[str, str]] = {
@@ -246,5 +249,8 @@ def to_mermaid(graph: DelegationGraph, *, detail: bool = False) -> str:
             arrow = "-.->"
         else:
             arrow = "-->"
-        lines.append(f"    {ids[u]} {arrow}|{kind}| {ids[v]}")
+        label = kind
+        if kind == EdgeKind.REVIEWED:
+            label = f"reviewed: {data.get('verdict') or data.get('status')}"
+        lines.append(f"    {ids[u]} {arrow}|{label}| {ids[v]}")
     return "\n".join(lines) + "\n"

@@ -50,6 +50,7 @@ class EdgeKind(enum.StrEnum):
     RESOLVED_BY = "resolved_by"  # approval → the chat or user that decided
     GATES = "gates"  # approval → the tool call waiting for it
     REMOTE = "remote"  # remote teammate's chat → its task at the remote agent
+    REVIEWED = "reviewed"  # reviewer chat → the worker chat it reviewed (one per review)
 
 
 def remote_task_node(url: str, remote_task_id: str) -> str:

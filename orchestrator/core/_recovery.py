@@ -46,6 +46,7 @@ from orchestrator.ahp.state import (
     ToolCallPendingConfirmationState,
     ToolCallRunningState,
     ToolCallState,
+    ToolResultSubagentContent,
 )
 from orchestrator.spec import RestartPolicy
 
@@ -148,7 +149,8 @@ def _begun(state: TeamState, chat: str, turn: ActiveTurn, call: ToolCallState) -
     match call.tool_name:
         case "delegate":
             return task_of_call(state, chat, call.tool_call_id) is not None
-        case "handoff":
+        case "handoff" | "review":
+            # A review call's reviewer chat, spawned by it (see runtime/_reviewing.py).
             return subagent_of(call) is not None
         case "ask":
             return has_open_input(turn, input_request_id(call.tool_call_id))
@@ -287,6 +289,13 @@ class _Planner:
             call = tool_call_of(self.state, chat, request.tool_call_id)
             assert call is not None
             worker = self._worker(chat, call)
+            for other in self._reviewers(call, worker):
+                # A reviewer the call spawned: its round goes on, or is cut off and run again
+                # (or failed), as a worker's turn; the call's task reports for both.
+                if resume_point(self.state, other) is None:
+                    self.cut(other)
+                else:
+                    self.visit(other)
             if worker is None:
                 continue
             worker_turn = self.state.chats[worker].active_turn
@@ -308,6 +317,19 @@ class _Planner:
             return None if subagent is None else subagent.resource
         return None
 
+    def _reviewers(self, call: ToolCallState, worker: str | None) -> list[str]:
+        """The chats a ``delegate`` or ``review`` call spawned besides its worker: its
+        reviewer (see runtime/_reviewing.py)."""
+        if call.tool_name not in {"delegate", "review"}:
+            return []
+        return [
+            c.resource
+            for c in getattr(call, "content", None) or ()
+            if isinstance(c, ToolResultSubagentContent)
+            and c.resource != worker
+            and c.resource in self.state.chats
+        ]
+
     def cut(self, chat: str) -> None:
         """End ``chat``'s active turn as interrupted, after everything that waits under it."""
         turn = self.state.chats[chat].active_turn
@@ -328,6 +350,8 @@ class _Planner:
             worker = self._worker(chat, call)
             if worker is not None:
                 self.cut(worker)
+            for other in self._reviewers(call, worker):
+                self.cut(other)
             if call.tool_name == "delegate" and isinstance(call, ToolCallRunningState):
                 task = task_of_call(self.state, chat, call.tool_call_id)
                 if task is not None and task.status not in FINISHED_TASK_STATUSES:

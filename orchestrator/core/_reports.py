@@ -151,9 +151,13 @@ def delegation_report(
     subagent: ToolResultSubagentContent | None,
     task_title: str = "",
     denied: int = 0,
+    output: str | None = None,
+    also: Sequence[ToolResultSubagentContent] = (),
 ) -> list[tuple[str, Action]]:
     """The batch that reports ``finished`` back to the delegating ``chat`` (``task_title``
-    and ``denied``: see :func:`delegation_output`)."""
+    and ``denied``: see :func:`delegation_output`). ``output``: the call's result text, when
+    it says more than :func:`delegation_output` (a review's verdict); ``also``: other chats the
+    call spawned (its reviewer), kept in its content after the worker."""
     notification = SystemNotificationResponsePart(
         content=f"{worker} {finished.status}: {first_line(finished.summary)}",
         meta={
@@ -168,8 +172,10 @@ def delegation_report(
         tool_call_id,
         "delegate",
         success=finished.status is TaskStatus.COMPLETED,
-        output=delegation_output(worker, finished, task_title=task_title, denied=denied),
-        content_before=() if subagent is None else (subagent,),
+        output=output
+        if output is not None
+        else delegation_output(worker, finished, task_title=task_title, denied=denied),
+        content_before=(*(() if subagent is None else (subagent,)), *also),
         extra=[
             (session, finished),
             (chat, ChatResponsePartAction(turn_id=turn_id, part=notification)),

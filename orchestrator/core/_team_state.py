@@ -446,7 +446,17 @@ class TeamState:
                 return MemberStatus.SPAWNING
             if owns_task:
                 return MemberStatus.RUNNING
-            return _AFTER_TURN.get(chat.turns[-1].state, MemberStatus.IDLE)
+            after = _AFTER_TURN.get(chat.turns[-1].state, MemberStatus.IDLE)
+            # A chat that helps with another's delegated task (a reviewer) has nothing more
+            # to do once that task ended: it is done, not waiting for a message.
+            if (
+                after is MemberStatus.IDLE
+                and task is not None
+                and task.requested_by is not None
+                and task.status in FINISHED_TASK_STATUSES
+            ):
+                return MemberStatus.COMPLETED
+            return after
         # What the turn waits for, from the tally its parts keep (no scan of the parts):
         # a confirmation first, then an answer, then a teammate.
         tally = active.response_parts.tally

@@ -107,6 +107,8 @@ else:
             "replay": "._agent_channel",
             "restore_actions": "._agent_messages",
             "result_frame": "._ahp_rpc",
+            "review_entry": "._agui_state",
+            "review_ops": "._agui_state",
             "session_snapshot_state": "._ahp_rpc",
             "structure_envelope": "._agentui_wire",
             "team_view": "._agui_state",

@@ -124,6 +124,7 @@ class EnvelopeBuilder:
         tool_call_id: str | None = None,
         action_id: str | None = None,
         artifact_id: str | None = None,
+        evidence_id: str | None = None,
         topology: Topology | None = None,
         payload: dict[str, Any] | None = None,
         refs: dict[str, Any] | None = None,
@@ -153,7 +154,7 @@ class EnvelopeBuilder:
                 tool_call_id,
                 action_id,
                 artifact_id,
-                None,  # evidence_id
+                evidence_id,
                 owner,
                 scope,
                 phase,

@@ -49,6 +49,8 @@ from orchestrator.core import (
     Fact,
     HandoffRecorded,
     MemberJoined,
+    ReviewRecord,
+    Reviews,
     RunFinished,
     RunStarted,
     TaskCreated,
@@ -58,7 +60,7 @@ from orchestrator.core import (
     party_name,
 )
 
-__all__ = ["TeamView", "board_entries", "json_patch", "team_view"]
+__all__ = ["TeamView", "board_entries", "json_patch", "review_entry", "review_ops", "team_view"]
 
 #: A JSON Patch operation (RFC 6902).
 Op = dict[str, Any]
@@ -112,6 +114,36 @@ def board_entries(state: TeamState) -> list[dict[str, Any]] | None:
         }
         for item in run.board.items.values()
     ]
+
+
+def review_entry(record: ReviewRecord) -> dict[str, Any]:
+    """A review as the state's ``reviews`` lane lists it: the round, the reviewer and its
+    target, the review teammate status and, once done, the verdict's fixes and evidence."""
+    return {
+        "id": record.review,
+        "task": record.task,
+        "round": record.round,
+        "reviewer": record.reviewer,
+        "reviewerChat": record.chat,
+        "workerChat": record.worker_chat,
+        "status": record.status.value,
+        "summary": record.summary,
+        "fixes": list(record.fixes),
+        "evidence": [
+            {"kind": e.kind, "text": e.text, **({"ref": e.ref} if e.ref is not None else {})}
+            for e in record.evidence
+        ],
+        "error": record.error,
+    }
+
+
+def review_ops(reviews: Reviews, record: ReviewRecord) -> list[Op]:
+    """The patch of the review lane after ``record`` changed: appended if it is new (the
+    last of the fold's reviews), else replaced at its place."""
+    place = list(reviews.records).index(record.review)
+    if place == len(reviews.records) - 1 and record.status.value == "requested":
+        return [{"op": "add", "path": "/reviews/-", "value": review_entry(record)}]
+    return [{"op": "replace", "path": f"/reviews/{place}", "value": review_entry(record)}]
 
 
 def _approval_entry(state: TeamState, record: ApprovalRecord) -> dict[str, Any]:

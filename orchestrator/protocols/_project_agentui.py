@@ -79,7 +79,7 @@ from orchestrator.ahp.actions import (
     SessionChatAddedAction,
 )
 from orchestrator.ahp.state import ChatInteractivity, PendingMessageKind, ToolChatOrigin
-from orchestrator.base import resolve_subclass
+from orchestrator.base import IllegalTransitionError, resolve_subclass
 from orchestrator.core import (
     BOARD_ACTION_TYPES,
     TERMINAL_REMOTE_STATES,
@@ -90,6 +90,11 @@ from orchestrator.core import (
     HandoffRecorded,
     MemberJoined,
     MemberStatus,
+    ReviewCompleted,
+    ReviewRecord,
+    ReviewRequested,
+    Reviews,
+    ReviewStarted,
     RunFinished,
     RunStarted,
     RunStatus,
@@ -113,6 +118,7 @@ from ._agentui import (
     Phase,
     QueuedTurnStatus,
     RemoteTaskStatus,
+    ReviewStatus,
     RuntimeEntity,
     Scope,
     Surface,
@@ -196,6 +202,7 @@ class AgentUiProjector(ActionRequests):
         self._joins: Counter[str] = Counter()  # agent name -> chats joined as it
         self._team_view: _TeamView | None = None
         self._handed_from: set[tuple[str, str]] = set()  # (task, chat) that handed a task off
+        self._reviews = Reviews()  # the session's reviews, folded from their facts
 
     # ── feeding ────────────────────────────────────────────────────────────
 
@@ -268,7 +275,10 @@ class AgentUiProjector(ActionRequests):
             return []
         head = self._task_finished(fact, action)
         worker = self.state.tasks[action.task].chat
-        return self._after_team_fact(fact, head, () if worker is None else (worker,))
+        # Its reviewer's work ends with the task too (see TeamState.member_status).
+        reviewers = {r.chat for r in self._reviews.of_task(action.task) if r.chat is not None}
+        touched = (*(() if worker is None else (worker,)), *sorted(reviewers))
+        return self._after_team_fact(fact, head, touched)
 
     def _feed_handoff(self, fact: Fact, action: HandoffRecorded) -> list[Envelope]:
         if action.task not in self.state.tasks:
@@ -332,6 +342,102 @@ class AgentUiProjector(ActionRequests):
         if artifact is not None:
             head.append(self._artifact_changed(fact, chat, artifact))
         return head + self._status_change(fact, chat)
+
+    def _feed_review(
+        self, fact: Fact, action: ReviewRequested | ReviewStarted | ReviewCompleted
+    ) -> list[Envelope]:
+        """A review's facts: ``review.requested``; the reviewer's ``agent.changed`` (status
+        ``reviewing``); ``evidence.changed`` then ``review.completed`` (see module docstring)."""
+        try:
+            record = self._reviews.apply(fact)
+        except IllegalTransitionError:
+            return []  # a log the fold refuses projects nothing of it
+        assert record is not None
+        reviewer = self._reviewer_chat(record)
+        head: list[Envelope] = []
+        match action:
+            case ReviewRequested():
+                head.append(self._review_envelope(fact, EventType.REVIEW_REQUESTED, record))
+            case ReviewStarted():
+                if reviewer in self.state.members:
+                    status = self._roster_status(reviewer) or MemberStatus.RUNNING
+                    head.append(
+                        self._agent_envelope(
+                            fact,
+                            EventType.AGENT_CHANGED,
+                            reviewer,
+                            status,
+                            phase=Phase.REVIEWING,
+                            reviewStatus=ReviewStatus.REVIEWING.value,
+                            reviewId=record.review,
+                        )
+                    )
+            case ReviewCompleted():
+                head.append(self._review_envelope(fact, EventType.EVIDENCE_CHANGED, record))
+                head.append(self._review_envelope(fact, EventType.REVIEW_COMPLETED, record))
+        touched = tuple(c for c in (reviewer, record.worker_chat) if c in self.state.members)
+        return self._after_team_fact(fact, head, touched)
+
+    def _reviewer_chat(self, record: ReviewRecord) -> str | None:
+        if record.chat is not None:
+            return record.chat
+        return next(
+            (
+                m.chat
+                for m in self.state.members.values()
+                if m.task == record.task and m.agent == record.reviewer
+            ),
+            None,
+        )
+
+    def _review_envelope(self, fact: Fact, event: EventType, record: ReviewRecord) -> Envelope:
+        """A ``review.*`` or ``evidence.changed`` envelope of ``record``: the reviewer's
+        lane entry, its target (the worker), the verdict, fixes and evidence."""
+        reviewer = self._reviewer_chat(record)
+        worker = self.state.members.get(record.worker_chat)
+        finished = record.finished
+        evidence = [compact(kind=e.kind, text=e.text, ref=e.ref) for e in record.evidence]
+        return self._envelope(
+            fact,
+            event,
+            owner=Owner.EVIDENCE,
+            scope=Scope.EVIDENCE,
+            phase=Phase.ARCHIVED if event is EventType.EVIDENCE_CHANGED else Phase.REVIEWING,
+            surface=(
+                Surface.TIMELINE_EVIDENCE
+                if event is EventType.EVIDENCE_CHANGED
+                else Surface.REVIEW_LANE
+            ),
+            persistence=Persistence.EVIDENCE_PACK,
+            control=None if finished else Control.STOP,
+            topology=Topology.REVIEW_TEAM,
+            thread_id=reviewer,
+            task_id=record.task,
+            agent_id=self._agent_ids.get(reviewer) if reviewer is not None else None,
+            parent_session_id=self.session,
+            parent_thread_id=record.requested_by,
+            tool_call_id=record.tool_call_id,
+            evidence_id=record.review,
+            payload=compact(
+                reviewId=record.review,
+                status=record.status.value,
+                round=record.round,
+                reviewer=record.reviewer,
+                target=worker.agent if worker is not None else None,
+                targetAgentId=self._agent_ids.get(record.worker_chat),
+                targetChat=record.worker_chat,
+                verdict=record.status.value if finished else None,
+                summary=record.summary or None,
+                fixes=list(record.fixes) if finished else None,
+                evidence=evidence if finished else None,
+                error=record.error,
+            ),
+            refs=compact(
+                transcript=reviewer,
+                target=record.worker_chat,
+                evidence=[e.ref for e in record.evidence if e.ref] or None,
+            ),
+        )
 
     def _feed_other(self, fact: Fact, action: Action) -> list[Envelope]:
         # Any other AHP action changes the chat it is on; on the session channel it mirrors
@@ -789,6 +895,9 @@ _PROJECTIONS: dict[type, Callable[[AgentUiProjector, Fact, Any], list[Envelope]]
     ChatPendingMessageRemovedAction: AgentUiProjector._feed_queue,
     ChatTurnStartedAction: AgentUiProjector._feed_queue,
     ChatResponsePartAction: AgentUiProjector._feed_response_part,
+    ReviewRequested: AgentUiProjector._feed_review,
+    ReviewStarted: AgentUiProjector._feed_review,
+    ReviewCompleted: AgentUiProjector._feed_review,
 }
 # The board's facts: each a work item's task.changed (see _project_board.py).
 _PROJECTIONS.update(dict.fromkeys(BOARD_ACTION_TYPES.values(), feed_board))

@@ -90,7 +90,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Collection
-from typing import Final
+from typing import Any, Final
 
 from orchestrator.ahp.actions import (
     ChatDeltaAction,
@@ -112,7 +112,7 @@ from orchestrator.ahp.state import (
     ToolChatOrigin,
     TurnState,
 )
-from orchestrator.base import RunError
+from orchestrator.base import IllegalTransitionError, RunError
 from orchestrator.core import (
     USER,
     ApprovalRecord,
@@ -121,6 +121,11 @@ from orchestrator.core import (
     HandoffRecorded,
     MemberJoined,
     MemberStatus,
+    ReviewCompleted,
+    ReviewRecord,
+    ReviewRequested,
+    Reviews,
+    ReviewStarted,
     TaskFinished,
     TaskStatus,
     TeamState,
@@ -143,7 +148,7 @@ from ._agui_events import (
     text_of,
 )
 from ._agui_run_input import Event, approval_interrupt
-from ._agui_state import TeamView, team_view
+from ._agui_state import TeamView, review_entry, review_ops, team_view
 
 __all__ = ["ARTIFACT_EVENT", "REMOTE_TASK_EVENT", "AguiProjector", "AguiRunStatus"]
 
@@ -198,6 +203,8 @@ class AguiProjector:
         self._out: list[Event] = []
         self._buffer: list[Event] = []  # what an interrupted run would have said, for resume()
         self._view: TeamView | None = None  # the state the client has, while a run is on
+        # The review lane (the state's ``reviews``): the reviews of the facts fed.
+        self._reviews = Reviews()
         self._interrupts: tuple[str, ...] = ()
         # Streams open in the current run.
         # Invariant: set(self._chat_stream.values()) == set(self._open_text) | set(
@@ -235,6 +242,13 @@ class AguiProjector:
     def turn_id(self) -> str | None:
         """The turn followed, once known."""
         return self._turn
+
+    def view(self) -> dict[str, Any]:
+        """The state a client holds: :func:`team_view` of the state folded, and the review
+        lane (``reviews``: each review of the facts fed, in the order requested)."""
+        snapshot = team_view(self.state)
+        snapshot["reviews"] = [review_entry(r) for r in self._reviews.records.values()]
+        return snapshot
 
     def start(self, *, answering: Collection[str] = ()) -> list[Event]:
         """Open the AG-UI run: ``RUN_STARTED``, ``STATE_SNAPSHOT``, then, if the followed turn
@@ -278,12 +292,18 @@ class AguiProjector:
         if fact.sequence <= self.state.last_sequence:
             return []
         self.state.apply(fact)
+        reviewed = None
+        if isinstance(fact.action, ReviewRequested | ReviewStarted | ReviewCompleted):
+            try:
+                reviewed = self._reviews.apply(fact)
+            except IllegalTransitionError:
+                reviewed = None  # a log the fold refuses: the lane shows none of it
         if self._status in (AguiRunStatus.NOT_STARTED, AguiRunStatus.FINISHED):
             return []
         if self._status is AguiRunStatus.FAILED or self._terminal_buffered is not None:
             return []
         ending = self._project(fact)
-        self._state_delta(fact)
+        self._state_delta(fact, reviewed)
         if ending is not None:
             ending()
         return self._flush()
@@ -303,15 +323,17 @@ class AguiProjector:
     def _open_run(self) -> None:
         self._out.append({"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id})
         self._view = TeamView(self.state)
-        self._out.append({"type": "STATE_SNAPSHOT", "snapshot": team_view(self.state)})
+        self._out.append({"type": "STATE_SNAPSHOT", "snapshot": self.view()})
 
-    def _state_delta(self, fact: Fact) -> None:
+    def _state_delta(self, fact: Fact, reviewed: ReviewRecord | None = None) -> None:
         if self._status is not AguiRunStatus.RUNNING or self._view is None:
             # An interrupted run's client gets a snapshot when it resumes; the view, which
             # misses this fact, is built again then.
             self._view = None
             return
         delta = self._view.update(self.state, fact)
+        if reviewed is not None:
+            delta = [*delta, *review_ops(self._reviews, reviewed)]
         if delta:
             self._emit({"type": "STATE_DELTA", "delta": delta})
 

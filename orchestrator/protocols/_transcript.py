@@ -14,15 +14,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.core import TeamState
+from orchestrator.core import Reviews, TeamState
 
 from ._agent_messages import turn_messages, turn_so_far
+from ._agui_state import review_entry
 
 __all__ = ["chat_transcript"]
 
 
-def chat_transcript(state: TeamState, chat: str) -> dict[str, Any] | None:
-    """``chat``'s transcript in ``state``; None if the session has no such chat."""
+def chat_transcript(
+    state: TeamState, chat: str, reviews: Reviews | None = None
+) -> dict[str, Any] | None:
+    """``chat``'s transcript in ``state``; None if the session has no such chat.
+
+    ``reviews``: the session's, folded from its facts; the transcript then has a ``reviews``
+    lane: the reviews of this chat's work (a worker's) or by it (a reviewer's), by round.
+    """
     chat_state = state.chats.get(chat)
     if chat_state is None:
         return None
@@ -36,10 +43,15 @@ def chat_transcript(state: TeamState, chat: str) -> dict[str, Any] | None:
         turns.append(
             {"id": active.id, "state": "running", "events": turn_so_far(active, steering=True)}
         )
-    return {
+    found: dict[str, Any] = {
         "thread": chat,
         "agent": member.agent if member is not None else None,
         "role": member.role if member is not None else None,
         "title": chat_state.title,
         "turns": turns,
     }
+    if reviews is not None:
+        found["reviews"] = [
+            review_entry(r) for r in reviews.records.values() if chat in (r.worker_chat, r.chat)
+        ]
+    return found

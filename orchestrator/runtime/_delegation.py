@@ -22,7 +22,7 @@ until it is done, then takes it back. After a restart both go on where they stoo
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import Any, Protocol
 
@@ -39,9 +39,11 @@ from orchestrator.ahp.state import (
 )
 from orchestrator.base import RunError, evolve
 from orchestrator.core import (
+    INTERRUPTED_SUMMARY,
     Action,
     HandoffRecorded,
     MemberJoined,
+    ReviewCompleted,
     TaskCreated,
     TaskFinished,
     TaskRecord,
@@ -53,6 +55,7 @@ from orchestrator.core import (
     delegation_output,
     delegation_report,
     denied_calls,
+    is_interrupted,
     subagent_of,
     tool_artifact_part,
     tool_call_of,
@@ -71,6 +74,15 @@ from ._context import (
     is_cancellation,
 )
 from ._logging import bound_log_context
+from ._reviewing import (
+    ReviewEnd,
+    Reviewing,
+    WorkerRun,
+    review_id,
+    review_line,
+    reviewer_chat,
+    turn_count,
+)
 
 __all__: list[str] = []
 
@@ -81,7 +93,12 @@ class RunChat(Protocol):
     """Runs a chat's turns to the end (the turn loop's ``run_chat``)."""
 
     async def __call__(
-        self, ctx: ChatContext, message: Message, *, resume: bool = False
+        self,
+        ctx: ChatContext,
+        message: Message,
+        *,
+        resume: bool = False,
+        begun: Sequence[tuple[str, Action]] = (),
     ) -> TurnResult: ...
 
 
@@ -110,6 +127,63 @@ class Delegation:
         self._run_chat = run_chat
         # Delegations waiting for a place in the budget, by task id (see cancel_task).
         self._waiting: dict[str, trio.CancelScope] = {}
+        self.reviewing = Reviewing(run, self._supervise_turn)
+        # Tasks cancelled while under review (cancel_task): they end killed.
+        self._cancelled: set[str] = set()
+
+    async def _supervise_turn(
+        self,
+        ctx: ChatContext,
+        text: str,
+        resume: bool,
+        begun: Sequence[tuple[str, Action]],
+    ) -> WorkerRun:
+        """One more turn of a chat behind its error barrier (a review round, a worker's fixes)."""
+        status, summary, usage, duration, value = await self._supervise_worker(
+            ctx, text, own_task=False, resume=resume, begun=begun
+        )
+        return WorkerRun(
+            status=status, summary=summary, usage=usage, duration=duration, value=value
+        )
+
+    def _reviewed(self, request: ToolCallRequest, worker: AgentSpec) -> bool:
+        """Whether the delegation is reviewed before it ends (``review = "always"``)."""
+        if self.run.team.reviewer_of(worker.name) is None:
+            return False
+        mode = request.arguments.get("review") or self.run.team.review_mode
+        return mode == "always"
+
+    async def _review(
+        self,
+        ctx: ChatContext,
+        request: ToolCallRequest,
+        worker_ctx: ChatContext,
+        worker_run: WorkerRun,
+        *,
+        resume: bool,
+    ) -> ReviewEnd:
+        """The review rounds of a finished worker's delegation (see ``_reviewing``). After a
+        restart, the round is the worker's turn count (round k reviews its turn k)."""
+        reviewer = self.run.team.reviewer_of(worker_ctx.agent.name)
+        assert reviewer is not None
+        first = turn_count(self.run, worker_ctx.chat) if resume else 1
+        try:
+            return await self.reviewing.rounds(
+                ctx,
+                request,
+                worker_ctx,
+                worker_run,
+                first_round=max(first, 1),
+                last_round=reviewer.max_review_rounds,
+                resume=resume,
+            )
+        except BaseException as exc:
+            if is_cancellation(exc):
+                # Cancelled from above while reviewed: the task is killed, as a worker's is.
+                await self.run.record_cancelled(
+                    [(self.run.session, _killed(worker_ctx, trio.current_time()))]
+                )
+            raise
 
     # ── controls ─────────────────────────────────────────────────────────────
 
@@ -130,8 +204,20 @@ class Delegation:
             waiting.cancel()
         elif record.chat is not None and record.chat in self.run.scopes:
             self.cancel_worker(record.chat)
+        elif (reviewing := self._reviewing_chat(record)) is not None:
+            # Under review: its reviewer stops, and the task ends killed (see _reviewed_end).
+            self._cancelled.add(task)
+            self.run.scopes[reviewing].cancel()
         else:
             raise RunError(f"task {task!r} is {record.status}: there is nothing to cancel")
+
+    def _reviewing_chat(self, record: TaskRecord) -> str | None:
+        """The reviewer chat whose round of ``record`` runs now, if one does."""
+        reviewer = self.run.team.reviewer_of(record.agent)
+        if reviewer is None or record.status is not TaskStatus.RUNNING:
+            return None
+        chat = reviewer_chat(self.run, record.task, reviewer.name)
+        return chat if chat is not None and chat in self.run.scopes else None
 
     # ── delegate ─────────────────────────────────────────────────────────────
 
@@ -235,6 +321,7 @@ class Delegation:
         """
         run = self.run
         task, task_text = created.task, created.title
+        started = trio.current_time()
         try:
             worker_chat = run.ids.chat()
             subagent = ToolResultSubagentContent(
@@ -275,9 +362,31 @@ class Delegation:
             pending = run.recorder.submit(spawn)
             spawned()
             await pending.wait()
+            worker_ctx = ChatContext(worker_chat, worker, task, slot=slot)
             status, summary, usage, duration, value = await self._supervise_worker(
-                ChatContext(worker_chat, worker, task, slot=slot), task_text, own_task=True
+                worker_ctx, task_text, own_task=True
             )
+            reviewed: ReviewEnd | None = None
+            if status is TaskStatus.COMPLETED and self._reviewed(request, worker):
+                reviewed = await self._review(
+                    ctx,
+                    request,
+                    worker_ctx,
+                    WorkerRun(
+                        status=status, summary=summary, usage=usage, duration=duration, value=value
+                    ),
+                    resume=False,
+                )
+                status, summary, usage, value = (
+                    reviewed.worker.status,
+                    reviewed.worker.summary,
+                    reviewed.worker.usage,
+                    reviewed.worker.value,
+                )
+                duration = _elapsed_ms(started)
+                if worker_ctx.task in self._cancelled:
+                    self._cancelled.discard(worker_ctx.task)
+                    status, summary, value = TaskStatus.KILLED, STOPPED_ON_REQUEST, None
         finally:
             run.release_slot(slot)
         finished = TaskFinished(
@@ -290,7 +399,9 @@ class Delegation:
             chat=worker_chat,
             value=value,
         )
-        return await self._delegation_ended(ctx, request, finished, worker, subagent=subagent)
+        return await self._delegation_ended(
+            ctx, request, finished, worker, subagent=subagent, reviewed=reviewed
+        )
 
     async def _resume_delegation(
         self, ctx: ChatContext, request: ToolCallRequest, record: TaskRecord
@@ -336,6 +447,27 @@ class Delegation:
             status, summary, usage, duration, value = await self._supervise_worker(
                 worker_ctx, record.title, own_task=True, resume=True
             )
+            reviewed: ReviewEnd | None = None
+            if status is TaskStatus.COMPLETED and self._reviewed(request, worker):
+                reviewed = await self._review(
+                    ctx,
+                    request,
+                    worker_ctx,
+                    WorkerRun(
+                        status=status, summary=summary, usage=usage, duration=duration, value=value
+                    ),
+                    resume=True,
+                )
+                status, summary, usage, value = (
+                    reviewed.worker.status,
+                    reviewed.worker.summary,
+                    reviewed.worker.usage,
+                    reviewed.worker.value,
+                )
+                duration = _elapsed_ms(started)
+                if worker_ctx.task in self._cancelled:
+                    self._cancelled.discard(worker_ctx.task)
+                    status, summary, value = TaskStatus.KILLED, STOPPED_ON_REQUEST, None
         finally:
             run.release_slot(slot)
         finished = TaskFinished(
@@ -348,7 +480,9 @@ class Delegation:
             chat=record.chat,
             value=value,
         )
-        return await self._delegation_ended(ctx, request, finished, worker, subagent=subagent)
+        return await self._delegation_ended(
+            ctx, request, finished, worker, subagent=subagent, reviewed=reviewed
+        )
 
     async def _wait_for_slot(self, task: str, slot: Slot, started: float) -> bool:
         """Wait in the queue for a place in the budget; False if the task was cancelled there.
@@ -382,15 +516,31 @@ class Delegation:
         worker: AgentSpec,
         *,
         subagent: ToolResultSubagentContent | None,
+        reviewed: ReviewEnd | None = None,
     ) -> ToolOutcome:
         """Report a finished task back: the task fact, a worker notification in the delegating
-        chat's turn and the delegate call's result, in one batch."""
+        chat's turn and the delegate call's result, in one batch; with ``reviewed``, the last
+        verdict too, and the call's result says it."""
         state = self.run.state
         task = state.tasks.get(finished.task)
         title = task.title if task is not None else ""
         denied = denied_calls(state.approvals, finished.chat) if finished.chat else 0
         output = delegation_output(worker.name, finished, task_title=title, denied=denied)
-        batch = delegation_report(
+        also: list[ToolResultSubagentContent] = []
+        verdict: list[tuple[str, Action]] = []
+        if reviewed is not None:
+            reviewer = self.run.team.reviewer_of(worker.name)
+            assert reviewer is not None
+            also += self._reviewer_content(ctx, request, reviewed, reviewer.name)
+            if reviewed.verdict is not None:
+                verdict.append((self.run.session, reviewed.verdict))
+                output += "\n" + review_line(
+                    reviewed.verdict,
+                    reviewer=reviewer.name,
+                    rounds=reviewed.rounds,
+                    limit=reviewer.max_review_rounds,
+                )
+        report = delegation_report(
             self.run.session,
             ctx.chat,
             ctx.turn_id,
@@ -400,6 +550,8 @@ class Delegation:
             subagent=subagent,
             task_title=title,
             denied=denied,
+            output=output,
+            also=tuple(also),
         )
         if finished.status is TaskStatus.COMPLETED and ctx.agent.records_artifact("delegate"):
             # The worker's report is a declared output of the delegating agent: an artifact
@@ -408,8 +560,8 @@ class Delegation:
                 request.tool_call_id, f"{worker.name} report", output, structured=finished.value
             )
             artifact = (ctx.chat, ChatResponsePartAction(turn_id=ctx.turn_id, part=part))
-            batch = [*batch[:-1], artifact, batch[-1]]
-        await self.run.recorder.record(batch)
+            report = [*report[:-1], artifact, report[-1]]
+        await self.run.recorder.record([*verdict, *report])
         return ToolOutcome(
             tool_call_id=request.tool_call_id,
             tool_name=request.tool_name,
@@ -417,10 +569,126 @@ class Delegation:
             output=output,
         )
 
+    def _reviewer_content(
+        self, ctx: ChatContext, request: ToolCallRequest, reviewed: ReviewEnd, reviewer: str
+    ) -> list[ToolResultSubagentContent]:
+        """The reviewer's chat as the call's content (it spawned it), for its result."""
+        if reviewed.reviewer is not None:
+            return [reviewed.reviewer]
+        call = tool_call_of(self.run.state, ctx.chat, request.tool_call_id)
+        chat = reviewer_chat(self.run, self._task_of(ctx, request), reviewer)
+        return [
+            c
+            for c in (getattr(call, "content", None) or ())
+            if isinstance(c, ToolResultSubagentContent) and c.resource == chat
+        ]
+
+    def _task_of(self, ctx: ChatContext, request: ToolCallRequest) -> str:
+        return next(
+            (
+                t.task
+                for t in self.run.state.tasks.values()
+                if t.requested_by == ctx.chat and t.tool_call_id == request.tool_call_id
+            ),
+            "",
+        )
+
+    # ── review (on request) ──────────────────────────────────────────────────
+
+    async def review(
+        self, ctx: ChatContext, request: ToolCallRequest, *, resumed: bool = False
+    ) -> ToolOutcome:
+        """The coordinator's ``review`` call: its finished delegation's reviewer checks the
+        worker's outcome now, for up to ``max_review_rounds`` more rounds; the result is the
+        last verdict and the worker's last outcome.
+
+        ``resumed``: the call was running when the process stopped. Its rounds are not taken
+        up (a reviewed delegation's are, see :meth:`_review`): the call fails, saying so, and
+        the coordinator may call review again.
+        """
+        run = self.run
+        if resumed:
+            return await run.complete_tool_call(
+                ctx,
+                request,
+                success=False,
+                output=f"review was {INTERRUPTED_SUMMARY}; call review again",
+                extra=self._cut_off_review(request),
+            )
+        task_id = str(request.arguments.get("task", "")).strip()
+        record = run.state.tasks.get(task_id)
+        if record is None or record.requested_by != ctx.chat or record.chat is None:
+            raise RunError(f"{task_id!r} is not a task {ctx.agent.name} delegated")
+        if record.status is not TaskStatus.COMPLETED:
+            raise RunError(f"{task_id} is {record.status}: only completed work is reviewed")
+        worker = run.team.agent(record.agent)
+        reviewer = run.team.reviewer_of(worker.name)
+        if reviewer is None:
+            raise RunError(f"nobody reviews {worker.name}'s work (no agent's reviews names it)")
+        done = turn_count(run, reviewer_chat(run, task_id, reviewer.name))
+        worker_ctx = ChatContext(record.chat, worker, task_id)
+        ended = await self.reviewing.rounds(
+            ctx,
+            request,
+            worker_ctx,
+            WorkerRun(
+                status=TaskStatus.COMPLETED,
+                summary=record.summary,
+                usage=(0, 0),
+                duration=0,
+            ),
+            first_round=done + 1,
+            last_round=done + reviewer.max_review_rounds,
+            resume=False,
+        )
+        verdict = ended.verdict
+        lines = [f"[{worker.name}, {ended.worker.status}] {ended.worker.outcome()}"]
+        if verdict is not None:
+            lines.append(
+                review_line(
+                    verdict,
+                    reviewer=reviewer.name,
+                    rounds=ended.rounds,
+                    limit=done + reviewer.max_review_rounds,
+                )
+            )
+        return await run.complete_tool_call(
+            ctx,
+            request,
+            success=verdict is not None and verdict.verdict == "passed",
+            output="\n".join(lines),
+            extra=[(run.session, verdict)] if verdict is not None else [],
+            content_before=(ended.reviewer,) if ended.reviewer is not None else (),
+        )
+
+    def _cut_off_review(self, request: ToolCallRequest) -> list[tuple[str, Action]]:
+        """The round a stop cut off in a review call's reviewer (its last turn interrupted),
+        ended failed: it never gave its verdict."""
+        run = self.run
+        task_id = str(request.arguments.get("task", "")).strip()
+        record = run.state.tasks.get(task_id)
+        reviewer = run.team.reviewer_of(record.agent) if record is not None else None
+        chat = reviewer_chat(run, task_id, reviewer.name) if reviewer is not None else None
+        state = run.state.chats.get(chat) if chat is not None else None
+        if state is None or not state.turns or not is_interrupted(state.turns[-1]):
+            return []
+        failed = ReviewCompleted(
+            review=review_id(task_id, turn_count(run, chat)),
+            verdict="failed",
+            error=f"the review was {INTERRUPTED_SUMMARY}",
+        )
+        return [(run.session, failed)]
+
     # ── a worker's lifecycle ─────────────────────────────────────────────────
 
     async def _supervise_worker(
-        self, ctx: ChatContext, task_text: str, *, own_task: bool, resume: bool = False
+        self,
+        ctx: ChatContext,
+        task_text: str,
+        *,
+        own_task: bool,
+        resume: bool = False,
+        begun: Sequence[tuple[str, Action]] = (),
     ) -> tuple[TaskStatus, str, tuple[int, int], int, Any]:
         """Run a worker chat behind its error barrier, timeout and cancel scope; how it
         ended, its answer (or error), usage, duration and its answer's parsed value.
@@ -428,6 +696,7 @@ class Delegation:
         ``own_task``: the worker owns ``ctx.task`` (a delegation), so a
         cancellation from above (the whole team) records that task ``killed``.
         ``resume``: the chat exists from before a restart and goes on where it stood.
+        ``begun``: facts recorded with the turn's start.
         """
         run = self.run
         started = trio.current_time()
@@ -443,7 +712,7 @@ class Delegation:
             with bound_log_context(chat=ctx.chat, agent=ctx.agent.name):
                 try:
                     with deadline as timer:
-                        result = await self._run_chat(ctx, message, resume=resume)
+                        result = await self._run_chat(ctx, message, resume=resume, begun=begun)
                         summary = result.text
                         usage = (result.input_tokens, result.output_tokens)
                         value = result.value

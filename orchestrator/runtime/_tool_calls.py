@@ -338,6 +338,8 @@ class ToolCalls:
                 outcome = await self.approvals.ask(ctx, request, resumed=resumed)
             elif tool in BOARD_TOOLS and self.board is not None and not was_running:
                 outcome = await self.board.tool_call(ctx, request)
+            elif tool == "review":
+                outcome = await self.delegation.review(ctx, request, resumed=resumed)
             elif was_running:
                 # It may or may not have run before the stop: never run a tool twice.
                 outcome = await self.run.complete_tool_call(

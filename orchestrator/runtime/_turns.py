@@ -197,19 +197,25 @@ class Turns:
         return backend
 
     async def run_chat(
-        self, ctx: ChatContext, message: Message, *, resume: bool = False
+        self,
+        ctx: ChatContext,
+        message: Message,
+        *,
+        resume: bool = False,
+        begun: Sequence[tuple[str, Action]] = (),
     ) -> TurnResult:
         """Run a turn for ``message``, then one per queued message, in order.
 
         ``resume``: the chat exists from before a restart; take it up where it stood
-        (:meth:`_resume_turn`) instead of starting with ``message``.
+        (:meth:`_resume_turn`) instead of starting with ``message``. ``begun``: facts recorded
+        with the first turn's start (a review round's request: see ``_reviewing``).
         """
         self._open_chats.add(ctx.chat)
         try:
             if resume:
                 result = await self._resume_turn(ctx, message)
             else:
-                result = await self._run_turn(ctx, message, queued_id=None)
+                result = await self._run_turn(ctx, message, queued_id=None, begun=begun)
             while True:
                 # No await between this check and closing: a queued message submitted
                 # before it is seen here (in flight or durable) and run; one submitted

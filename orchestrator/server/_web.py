@@ -56,7 +56,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from orchestrator.base import FactLogError, JsonLimits, PeerProtocolError, RunError, parse_json
-from orchestrator.core import ChatSpans, SpanIds, TeamState, chat_spans, open_questions
+from orchestrator.core import (
+    ChatSpans,
+    Reviews,
+    SpanIds,
+    TeamState,
+    chat_spans,
+    open_questions,
+)
 from orchestrator.journal import SESSION_STATUSES, JournalReader, SessionInfo
 from orchestrator.protocols import (
     board_to_json,
@@ -447,10 +454,12 @@ def web_routes(
         state: TeamState = (
             live.state if live is not None else await trio.to_thread.run_sync(reader.open, uri)
         )
-        found = chat_transcript(state, chat)
-        if found is None:
+        if chat not in state.chats:
             raise WebError(404, f"thread: session {session_id(uri)!r} has no chat {chat!r}")
         facts = await trio.to_thread.run_sync(reader.facts, uri)
+        found = chat_transcript(state, chat, Reviews.fold(facts, lenient=True))
+        if found is None:
+            raise WebError(404, f"thread: session {session_id(uri)!r} has no chat {chat!r}")
         found["traces"] = _traces_json(
             chat_spans(uri, facts, chat), [t["id"] for t in found["turns"]], trace_url
         )

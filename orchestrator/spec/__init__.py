@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ._code_first import *  # noqa: F403
     from ._model import *  # noqa: F403
     from ._output import *  # noqa: F403
+    from ._review import *  # noqa: F403
     from ._schedule import *  # noqa: F403
     from ._script import *  # noqa: F403
     from ._teamfile import *  # noqa: F403
@@ -48,6 +49,7 @@ else:
             "Cron": "._schedule",
             "DEFAULT_CHUNKS": "._script",
             "DEFAULT_COMMAND_TIMEOUT": "._model",
+            "DEFAULT_MAX_REVIEW_ROUNDS": "._review",
             "DEFAULT_MCP_CALL_TIMEOUT": "._model",
             "DEFAULT_MCP_START_TIMEOUT": "._model",
             "DEFAULT_PARALLEL_BUDGET": "._model",
@@ -55,7 +57,10 @@ else:
             "Decision": "._schedule",
             "DelegateStep": "._script",
             "Delegation": "._script",
+            "EVIDENCE_KINDS": "._review",
             "Every": "._schedule",
+            "EvidenceItem": "._review",
+            "EvidenceKind": "._review",
             "FailStep": "._script",
             "HandoffStep": "._script",
             "Interactivity": "._model",
@@ -70,7 +75,9 @@ else:
             "Priority": "._board",
             "PythonTool": "._model",
             "QuestionKind": "._script",
+            "REVIEW_MODES": "._review",
             "RestartPolicy": "._model",
+            "ReviewMode": "._review",
             "SayStep": "._script",
             "Schedule": "._schedule",
             "ScriptedTurn": "._script",
@@ -86,6 +93,10 @@ else:
             "ToolStep": "._script",
             "Topology": "._model",
             "UsageStep": "._script",
+            "VERDICTS": "._review",
+            "VERDICT_SCHEMA": "._review",
+            "Verdict": "._review",
+            "VerdictKind": "._review",
             "answer_text": "._output",
             "arguments_model": "._tool_signature",
             "arguments_schema": "._tool_signature",
@@ -114,6 +125,7 @@ else:
             "team_from_mapping": "._teamfile",
             "tool": "._code_first",
             "tool_definitions": "._tools",
+            "verdict_of": "._review",
             "with_model": "._model",
         },
     )

@@ -264,8 +264,8 @@ class Agent:
     one left out (None) is left out of the table, so it takes the file's default.
 
     ``tools`` holds names, :func:`tool`-decorated functions and :class:`Command` tools;
-    ``delegates_to`` names or agents. ``output_schema`` is a JSON Schema (a mapping) or a
-    pydantic model class, whose ``model_json_schema()`` it stands for. ``model``,
+    ``delegates_to`` and ``reviews`` hold names or agents. ``output_schema`` is a JSON Schema
+    (a mapping) or a pydantic model class, whose ``model_json_schema()`` it stands for. ``model``,
     ``base_url``, ``api_key_env``, ``api_key_header``, ``query``, ``stream_usage``,
     ``structured_output``, ``temperature``, ``read_timeout`` and ``max_retries`` are the
     ``openai`` backend's. ``a2a`` (an A2A agent's URL) and ``headers`` make it a remote
@@ -287,6 +287,9 @@ class Agent:
     tool_results: Mapping[str, str] | None = attrs.field(default=None, hash=False)
     turns: Sequence[Mapping[str, Any]] | None = None
     output_schema: Mapping[str, Any] | type | None = attrs.field(default=None, hash=False)
+    reviews: Sequence[str | Agent] = ()
+    max_review_rounds: int | None = None
+    review: str | None = None
     settings: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
     a2a: str | None = None
     headers: Mapping[str, str] | None = attrs.field(default=None, hash=False)
@@ -309,6 +312,7 @@ class Agent:
                 "name",
                 "tools",
                 "delegates_to",
+                "reviews",
                 "needs_approval",
                 "artifacts",
                 "timeout",
@@ -328,6 +332,8 @@ class Agent:
             table["tools"] = [_tool_name(t) for t in self.tools]
         if self.delegates_to:
             table["delegates_to"] = [_plain(a) for a in self.delegates_to]
+        if self.reviews:
+            table["reviews"] = [_plain(a) for a in self.reviews]
         # A tool decorated with needs_approval=True waits in every agent listing it.
         flagged = [t.name for t in self.tools if isinstance(t, Tool) and t.needs_approval]
         listed = [_tool_name(t) for t in self.needs_approval]

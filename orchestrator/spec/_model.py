@@ -22,6 +22,7 @@ import attrs
 from orchestrator.base import RunError
 
 from ._board import BoardSpec
+from ._review import DEFAULT_MAX_REVIEW_ROUNDS, ReviewMode
 from ._schedule import BackgroundSpec
 from ._script import ScriptedTurn
 from ._wording import _did_you_mean
@@ -83,7 +84,7 @@ BUILTIN_BACKENDS: Final = ("scripted", "openai")
 A2A_BACKEND: Final = "a2a"
 
 #: Tool names the runtime implements itself; any other name is a plain tool.
-TEAM_TOOLS: Final = frozenset({"delegate", "handoff", "ask"})
+TEAM_TOOLS: Final = frozenset({"delegate", "handoff", "ask", "review"})
 
 #: Environment variables the runtime sets for a command tool; a team file cannot set them.
 COMMAND_ENV_PREFIX: Final = "ORCHESTRATOR_"
@@ -335,6 +336,16 @@ class AgentSpec:
     # The JSON Schema (draft 2020-12) each final answer must fit (see spec/_output.py); None:
     # any text. Checked as a schema when parsed.
     output_schema: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
+    # The workers this agent reviews (``reviews``): each delegation to one of them is reviewed
+    # by this agent, whose output_schema is then the verdict's (spec/_review.py).
+    # Invariant: self.name not in self.reviews
+    reviews: tuple[str, ...] = ()
+    # At most this many reviews of one delegation (a reviewer's ``max_review_rounds``).
+    # Invariant: self.max_review_rounds >= 1
+    max_review_rounds: int = DEFAULT_MAX_REVIEW_ROUNDS
+    # When reviewed delegations are reviewed (the coordinator's ``review``): None when not
+    # declared, which means "always".
+    review: ReviewMode | None = None
 
     @property
     def plain_tools(self) -> tuple[str, ...]:
@@ -455,6 +466,18 @@ class TeamSpec:
             if server.name == name:
                 return server
         return None
+
+    def reviewer_of(self, worker: str) -> AgentSpec | None:
+        """The agent that reviews ``worker``'s delegations (its ``reviews`` names it), or None.
+
+        Invariant: at most one agent's ``reviews`` names a worker (the parser checks it).
+        """
+        return next((a for a in self.agents if worker in a.reviews), None)
+
+    @property
+    def review_mode(self) -> ReviewMode:
+        """When reviewed delegations are reviewed, unless a delegation says otherwise."""
+        return self.coordinator_agent.review or "always"
 
     def agent(self, name: str) -> AgentSpec:
         """The agent called ``name``; :class:`RunError` naming the team if there is none."""

@@ -63,6 +63,7 @@ from ._model import (
 from ._parse_board import _BoardChecks
 from ._parse_script import _ScriptChecks
 from ._parse_tools import _FACTORY_PATH_RE, ENV_NAME_RE, _lists
+from ._review import DEFAULT_MAX_REVIEW_ROUNDS, REVIEW_MODES, VERDICT_SCHEMA, ReviewMode
 from ._schedule import (
     DEFAULT_CATCH_UP_LIMIT,
     BackgroundSpec,
@@ -84,6 +85,7 @@ _TOPOLOGIES: Final[dict[str, Topology]] = {v: v for v in get_args(Topology)}
 _INTERACTIVITIES: Final[dict[str, Interactivity]] = {v: v for v in get_args(Interactivity)}
 _APPROVERS: Final[dict[str, ApprovedBy]] = {v: v for v in get_args(ApprovedBy)}
 _STRUCTURED_OUTPUTS: Final[dict[str, StructuredOutput]] = {v: v for v in get_args(StructuredOutput)}
+_REVIEW_MODES: Final[dict[str, ReviewMode]] = {v: v for v in REVIEW_MODES}
 #: A plugin backend named by its entry point (``[project.entry-points."orchestrator.backends"]``).
 _ENTRY_POINT_NAME_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 #: An HTTP header's name (RFC 9110's token), as the key's header is written: lower case.
@@ -127,6 +129,10 @@ _AGENT_KEYS: Final = (
     "tool_results",
     "turns",
     "output_schema",
+    # Reviews: the workers this agent reviews, its limit of rounds; the coordinator's mode.
+    "reviews",
+    "max_review_rounds",
+    "review",
     # A plugin backend's own table, handed to its factory as it is.
     "settings",
     # A remote teammate: its A2A agent's base URL, and the headers sent with each request.
@@ -185,6 +191,8 @@ class _Parser(_ScriptChecks):
         # Those of them that call a Python function (``python``) rather than run a program.
         self.python_names: tuple[str, ...] = ()
         self.openai_defaults: Mapping[str, object] = {}
+        # team.coordinator, once read (a reviewer may not review it).
+        self.coordinator = ""
 
     # -- the document --------------------------------------------------------
 
@@ -217,6 +225,7 @@ class _Parser(_ScriptChecks):
         if "coordinator" in team:
             with found.kept():
                 coordinator = self.string(team["coordinator"], "team.coordinator")
+                self.coordinator = coordinator
         on_restart = RestartPolicy.RESUME
         if "on_restart" in team:
             with found.kept():
@@ -330,6 +339,7 @@ class _Parser(_ScriptChecks):
             raise TeamFileError.of(problems)
         specs = tuple(parsed)
         self.check_approvers(specs, coordinator)
+        self.check_reviews(specs, coordinator)
         return TeamSpec(
             name=name,
             topology=topology,
@@ -465,6 +475,72 @@ class _Parser(_ScriptChecks):
                     f"routes its approvals to the coordinator, but [agents.{coordinator}] has no "
                     "approves list saying which tools it approves (an empty list denies all)",
                 )
+
+    def check_reviews(self, agents: Sequence[AgentSpec], coordinator: str) -> None:
+        """Each worker has at most one reviewer, and the coordinator's ``review`` mode and
+        ``review`` tool have a reviewer to call."""
+        problems: list[TeamFileError] = []
+        reviewed_by: dict[str, str] = {}
+        for agent in agents:
+            for index, worker in enumerate(agent.reviews):
+                where = f"{_join('agents', agent.name)}.reviews[{index}]"
+                if worker in reviewed_by:
+                    problems.append(
+                        self.error(
+                            where,
+                            f"{worker!r} is already reviewed by {reviewed_by[worker]!r}; a "
+                            "worker has one reviewer (remove it from one of the two lists)",
+                        )
+                    )
+                else:
+                    reviewed_by[worker] = agent.name
+        lead = next(a for a in agents if a.name == coordinator)
+        lead_path = _join("agents", coordinator)
+        if not reviewed_by and lead.review is not None:
+            problems.append(
+                self.error(
+                    f"{lead_path}.review",
+                    'no agent reviews anyone: add reviews = ["<worker>"] to a reviewer\'s '
+                    "table, or remove review",
+                )
+            )
+        if not reviewed_by and "review" in lead.tools:
+            problems.append(
+                self.error(
+                    f"{lead_path}.tools",
+                    "the review tool asks a reviewer, and no agent reviews anyone: add "
+                    'reviews = ["<worker>"] to a reviewer\'s table, or remove "review"',
+                )
+            )
+        if lead.review == "on_request" and "review" not in lead.tools:
+            problems.append(
+                self.error(
+                    f"{lead_path}.review",
+                    'with review = "on_request" the coordinator asks for reviews with the '
+                    'review tool: add "review" to its tools',
+                )
+            )
+        if problems:
+            raise TeamFileError.of(problems)
+
+    def reviews(self, data: Mapping[str, Any], path: str, name: str) -> tuple[str, ...]:
+        """An agent's ``reviews``: declared agents other than itself and the coordinator."""
+        reviews_path = f"{path}.reviews"
+        workers = self.names(data["reviews"], reviews_path, "agent name")
+        for index, worker in enumerate(workers):
+            self.agent_ref(worker, f"{reviews_path}[{index}]")
+            if worker == name:
+                raise self.error(
+                    f"{reviews_path}[{index}]",
+                    "an agent cannot review its own work; name the workers it reviews",
+                )
+            if worker == self.coordinator:
+                raise self.error(
+                    f"{reviews_path}[{index}]",
+                    f"{worker!r} is the coordinator, which nobody delegates to; a reviewer "
+                    "reviews workers",
+                )
+        return workers
 
     def agent(self, name: str, value: object, *, is_coordinator: bool) -> AgentSpec:
         """One ``[agents.NAME]`` table. Its keys are checked one by one and every problem
@@ -666,6 +742,48 @@ class _Parser(_ScriptChecks):
             with problems.kept():
                 output_schema = self.output_schema(data["output_schema"], f"{path}.output_schema")
                 schema_known = True
+        reviews: tuple[str, ...] = ()
+        if "reviews" in data:
+            with problems.kept():
+                if is_coordinator:
+                    raise self.error(
+                        f"{path}.reviews",
+                        "the coordinator does not review: give reviews to another agent, "
+                        "which the coordinator's delegations are then checked by",
+                    )
+                reviews = self.reviews(data, path, name)
+        if reviews and "output_schema" in data:
+            problems.add(
+                self.error(
+                    f"{path}.output_schema",
+                    "a reviewer answers with a verdict, whose schema is given to it: remove "
+                    "output_schema (or reviews)",
+                )
+            )
+        if reviews:
+            output_schema, schema_known = dict(VERDICT_SCHEMA), True
+        max_rounds = DEFAULT_MAX_REVIEW_ROUNDS
+        if "max_review_rounds" in data:
+            with problems.kept():
+                max_rounds = self.integer(
+                    data["max_review_rounds"], f"{path}.max_review_rounds", minimum=1
+                )
+                if "reviews" not in data:
+                    raise self.error(
+                        f"{path}.max_review_rounds",
+                        'max_review_rounds limits a reviewer\'s rounds; add reviews = ["<worker>"] '
+                        "or remove it",
+                    )
+        review: ReviewMode | None = None
+        if "review" in data:
+            with problems.kept():
+                review = self.choice(data["review"], f"{path}.review", _REVIEW_MODES, "review mode")
+                if not is_coordinator:
+                    raise self.error(
+                        f"{path}.review",
+                        "review says when the coordinator's delegations are reviewed; it "
+                        "belongs on the agent named by team.coordinator",
+                    )
         agent = AgentSpec(
             name=name,
             role=role,
@@ -683,6 +801,9 @@ class _Parser(_ScriptChecks):
             timeout=timeout,
             tool_results=tool_results,
             output_schema=output_schema,
+            reviews=reviews,
+            max_review_rounds=max_rounds,
+            review=review,
         )
         turns: list[ScriptedTurn] = []
         # The turns are checked against the agent's tools, whom it delegates to and its output

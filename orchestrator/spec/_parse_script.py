@@ -14,8 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, get_args
 
+from orchestrator.base import compact_dumps
+
 from ._model import TEAM_TOOLS, AgentSpec
 from ._parse_tools import _ToolChecks
+from ._review import EVIDENCE_KINDS, REVIEW_MODES, VERDICTS
 from ._script import (
     DEFAULT_CHUNKS,
     AskStep,
@@ -39,7 +42,10 @@ __all__: list[str] = []
 _QUESTION_KINDS: Final[dict[str, QuestionKind]] = {v: v for v in get_args(QuestionKind)}
 _SELECT_KINDS: Final = frozenset({"single-select", "multi-select"})
 _TURN_KEYS: Final = ("steps", "retry")
-_DELEGATION_KEYS: Final = ("agent", "task")
+_DELEGATION_KEYS: Final = ("agent", "task", "review")
+_DELEGATION_REQUIRED: Final = ("agent", "task")
+_VERDICT_KEYS: Final = ("verdict", "summary", "fixes", "evidence")
+_EVIDENCE_KEYS: Final = ("kind", "text", "ref")
 
 #: Each step has exactly one action key; these are the keys each action allows.
 _STEP_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
@@ -52,6 +58,10 @@ _STEP_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
     "fail": ("fail",),
     "sleep": ("sleep",),
     "usage": ("usage",),
+    # A reviewer's answer: a say step of the verdict's JSON (see spec/_review.py).
+    "verdict": _VERDICT_KEYS,
+    # The coordinator asks for a finished delegation's review: a call of the review tool.
+    "review": ("review",),
 }
 _STEP_COMMON_KEYS: Final = ("when_task_contains",)
 _ALL_STEP_KEYS: Final = (
@@ -187,10 +197,20 @@ class _ScriptChecks(_ToolChecks):
             for index, entry in enumerate(entries):
                 entry_path = f"{action_path}[{index}]"
                 entry_data = self.table(entry, entry_path, '{ agent = "...", task = "..." }')
-                self.check_keys(entry_data, entry_path, _DELEGATION_KEYS, required=_DELEGATION_KEYS)
+                self.check_keys(
+                    entry_data, entry_path, _DELEGATION_KEYS, required=_DELEGATION_REQUIRED
+                )
                 target = self.delegate_target(agent, entry_data["agent"], f"{entry_path}.agent")
                 task = self.string(entry_data["task"], f"{entry_path}.task")
-                delegations.append(Delegation(agent=target, task=task))
+                review = None
+                if "review" in entry_data:
+                    review = self.choice(
+                        entry_data["review"],
+                        f"{entry_path}.review",
+                        {m: m for m in REVIEW_MODES},
+                        "review mode",
+                    )
+                delegations.append(Delegation(agent=target, task=task, review=review))
             return DelegateStep(delegations=tuple(delegations), when_task_contains=when)
         if action == "handoff":
             self.require_tool(agent, "handoff", action_path)
@@ -230,6 +250,12 @@ class _ScriptChecks(_ToolChecks):
                     f"options only apply to single-select and multi-select, not {kind}",
                 )
             return AskStep(question=question, kind=kind, options=options, when_task_contains=when)
+        if action == "verdict":
+            return self.verdict_step(agent, data, path, when)
+        if action == "review":
+            self.require_tool(agent, "review", action_path)
+            task = self.string(raw, action_path)
+            return ToolStep(tool="review", input={"task": task}, when_task_contains=when)
         if action == "fail":
             return FailStep(message=self.string(raw, action_path), when_task_contains=when)
         if action == "sleep":
@@ -246,6 +272,48 @@ class _ScriptChecks(_ToolChecks):
         return UsageStep(
             input_tokens=input_tokens, output_tokens=output_tokens, when_task_contains=when
         )
+
+    def verdict_step(
+        self, agent: AgentSpec, data: Mapping[str, Any], path: str, when: str | None
+    ) -> SayStep:
+        """A reviewer's ``{ verdict = "...", summary, fixes = [...], evidence = [...] }``: the
+        answer text of that verdict (a say step of its JSON)."""
+        if not agent.reviews:
+            raise self.error(
+                f"{path}.verdict",
+                f"a verdict step answers a review; [agents.{agent.name}] reviews nobody (add "
+                'reviews = ["<worker>"], or use a say step)',
+            )
+        verdict = self.choice(
+            data["verdict"], f"{path}.verdict", {v: v for v in VERDICTS}, "verdict"
+        )
+        answer: dict[str, Any] = {"verdict": verdict}
+        if "summary" in data:
+            answer["summary"] = self.string(data["summary"], f"{path}.summary", empty_ok=True)
+        if "fixes" in data:
+            if verdict == "passed":
+                raise self.error(f"{path}.fixes", "a passed verdict asks for no fixes; remove them")
+            fixes_path = f"{path}.fixes"
+            answer["fixes"] = [
+                self.string(fix, f"{fixes_path}[{index}]")
+                for index, fix in enumerate(self.array(data["fixes"], fixes_path))
+            ]
+        if "evidence" in data:
+            evidence_path = f"{path}.evidence"
+            items = []
+            for index, entry in enumerate(self.array(data["evidence"], evidence_path)):
+                item_path = f"{evidence_path}[{index}]"
+                item = self.table(entry, item_path, '{ kind = "quote", text = "..." }')
+                self.check_keys(item, item_path, _EVIDENCE_KEYS, required=("kind", "text"))
+                kind = self.choice(
+                    item["kind"], f"{item_path}.kind", {k: k for k in EVIDENCE_KINDS}, "kind"
+                )
+                read = {"kind": kind, "text": self.string(item["text"], f"{item_path}.text")}
+                if "ref" in item:
+                    read["ref"] = self.string(item["ref"], f"{item_path}.ref")
+                items.append(read)
+            answer["evidence"] = items
+        return SayStep(text=compact_dumps(answer), when_task_contains=when)
 
     def require_tool(self, agent: AgentSpec, tool: str, path: str) -> None:
         if not agent.may_call(tool):

@@ -90,6 +90,9 @@ class Delegation:
 
     agent: str
     task: str
+    # When this delegation is reviewed (``review = "always"`` or ``"on_request"``); None: as
+    # the coordinator's ``review`` says. Given to the delegate call as its ``review`` input.
+    review: str | None = None
 
 
 @attrs.frozen(kw_only=True)

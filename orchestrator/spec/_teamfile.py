@@ -110,7 +110,11 @@ def lint_team(team: TeamSpec) -> list[str]:
         reachable = set(roots)
         frontier = list(reachable)
         while frontier:
-            for target in team.agent(frontier.pop()).delegates_to:
+            name = frontier.pop()
+            # A reviewer starts when the worker it reviews has done its work.
+            reviewer = team.reviewer_of(name)
+            starts = (*team.agent(name).delegates_to, *([reviewer.name] if reviewer else []))
+            for target in starts:
                 if target not in reachable:
                     reachable.add(target)
                     frontier.append(target)
@@ -119,7 +123,7 @@ def lint_team(team: TeamSpec) -> list[str]:
                 problem(
                     _join("agents", agent.name),
                     f"not reachable from the coordinator {team.coordinator!r} through "
-                    "delegates_to, so nothing can start it",
+                    "delegates_to (or reviews), so nothing can start it",
                 )
     for agent in team.agents:
         path = _join("agents", agent.name)

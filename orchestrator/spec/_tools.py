@@ -40,6 +40,7 @@ import jsonschema.exceptions
 
 from ._board import BOARD_TOOLS, Priority
 from ._model import MCP_PREFIX, AgentSpec, CommandTool, TeamSpec, mcp_tool_ref
+from ._review import REVIEW_MODES
 from ._script import QuestionKind
 
 __all__ = [
@@ -144,6 +145,18 @@ def check_tool_input(
 def _definition(team: TeamSpec, agent: AgentSpec, name: str) -> ToolDefinition:
     targets = list(agent.delegates_to)
     if name == "delegate":
+        reviewed = [t for t in targets if team.reviewer_of(t) is not None]
+        review: dict[str, Mapping[str, Any]] = {}
+        if reviewed:
+            review["review"] = {
+                "type": "string",
+                "enum": list(REVIEW_MODES),
+                "description": (
+                    f"When the work of {', '.join(reviewed)} is reviewed: always (before this "
+                    "call returns) or on_request (when you call review). Default: "
+                    f"{team.review_mode}."
+                ),
+            }
         return ToolDefinition(
             name=name,
             description=(
@@ -162,6 +175,24 @@ def _definition(team: TeamSpec, agent: AgentSpec, name: str) -> ToolDefinition:
                     "minLength": 1,
                     "description": "What the worker should do, self-contained: it sees nothing "
                     "else of this conversation.",
+                },
+                optional=tuple(review),
+                **review,
+            ),
+        )
+    if name == "review":
+        return ToolDefinition(
+            name=name,
+            description=(
+                "Have a finished delegation's work checked by its reviewer, who answers with a "
+                "verdict; on changes_requested the worker fixes its work and is reviewed again. "
+                "The result is the last verdict."
+            ),
+            parameters=_object(
+                task={
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The delegation's task id (task-N, in its delegate result).",
                 },
             ),
         )

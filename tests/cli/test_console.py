@@ -133,6 +133,21 @@ class TestPlainLines:
         assert sum(line.startswith("✔ researcher completed") for line in lines) == 3
         assert lines[-1].startswith("✔ researcher completed")  # the run's end: said by `run`
 
+    async def test_each_review_round_is_a_line(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """The review team: who reviews whom, each verdict with what it asked to fix."""
+        team = load_team(PROJECT_ROOT / "teams" / "review.toml")
+        _, text, _, _ = await run_with_console(team, mode=ApprovalMode.AUTO)
+        reviews = [line for line in text.splitlines() if line.startswith(("◇", "◆"))]
+        assert reviews == [
+            "◇ reviewer reviews writer's work (round 1)",
+            "◆ review changes requested: The breaking change is not mentioned. "
+            "Fixes: Name the breaking change: review.toml became structured.toml.",
+            "◇ reviewer reviews writer's work (round 2)",
+            "◆ review passed: Complete: the breaking change is named.",
+        ]
+
     async def test_stream_noise_prints_nothing(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:

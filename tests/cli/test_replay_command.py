@@ -16,7 +16,8 @@ from tests.support.paths import PROJECT_ROOT
 SHIPPED = [
     ("delivery.toml", "Ship it"),
     ("handoff.toml", "refund"),
-    ("review.toml", "review the release notes"),
+    ("review.toml", "write the release notes"),
+    ("structured.toml", "review the release notes"),
     # Its tools are a program and an MCP server: processes.
     pytest.param("tools.toml", "count these words", marks=pytest.mark.daemon),
 ]

@@ -9,9 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.protocols import project_facts, structure_envelope, unstructure_envelope
+from orchestrator.protocols import (
+    envelope_from_json_line,
+    project_facts,
+    structure_envelope,
+    unstructure_envelope,
+)
 from orchestrator.runtime import read_facts
 from tests.support import teams
+from tests.support.agentui import check_review_team
 from tests.support.command_line import DELIVERY, HANDOFF, orchestrator, run_delivery_team
 from tests.support.paths import PROJECT_ROOT
 
@@ -260,3 +266,29 @@ class TestOutput:
         done = orchestrator("run", HANDOFF, "refund", "--model", "tiny-1")
         assert done.returncode == 2
         assert "no agent of" in done.stderr
+
+
+class TestReviewTeam:
+    def test_the_shipped_review_team_passes_the_agent_ui_checker(self, tmp_path: Path) -> None:
+        """teams/review.toml through the command line: one fix, then passed; the Agent UI
+        envelopes it writes (--events) pass the review_team checker."""
+        events = tmp_path / "run.jsonl"
+        done = orchestrator(
+            "run",
+            str(PROJECT_ROOT / "teams" / "review.toml"),
+            "Write the notes",
+            "--events",
+            str(events),
+        )
+        assert done.returncode == 0, done.stderr
+        assert "[review by reviewer, passed, round 2 of 2]" in done.stdout
+        envelopes = [envelope_from_json_line(line) for line in events.read_text().splitlines()]
+        reviews = check_review_team(envelopes)
+        assert [(e.type, (e.payload or {})["status"]) for e in reviews] == [
+            ("review.requested", "requested"),
+            ("evidence.changed", "changes_requested"),
+            ("review.completed", "changes_requested"),
+            ("review.requested", "requested"),
+            ("evidence.changed", "passed"),
+            ("review.completed", "passed"),
+        ]

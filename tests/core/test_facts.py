@@ -17,6 +17,7 @@ from orchestrator.core import (
     RunStatus,
     TeammatePaused,
 )
+from orchestrator.core._review_actions import REVIEW_ACTION_TYPES
 from orchestrator.core._team_actions import TEAM_ACTION_TYPES
 from orchestrator.core._teammate_actions import TEAMMATE_ACTION_TYPES
 
@@ -26,10 +27,11 @@ def members(tp: object) -> set[object]:
 
 
 def test_an_action_is_of_one_of_the_four_families() -> None:
-    """A new team, teammate or board action that the fact cannot hold would not reach the
-    journal."""
+    """A new team, teammate, board or review action that the fact cannot hold would not
+    reach the journal."""
     families = members(StateAction) | set(TEAM_ACTION_TYPES.values())
     families |= set(TEAMMATE_ACTION_TYPES.values()) | set(BOARD_ACTION_TYPES.values())
+    families |= set(REVIEW_ACTION_TYPES.values())
     assert members(Action) == families
 
 

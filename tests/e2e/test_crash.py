@@ -32,8 +32,12 @@ from orchestrator.core import (
     ApprovalDecision,
     ApprovalRequested,
     Fact,
+    ReviewRequested,
+    Reviews,
+    ReviewStatus,
     RunResumed,
     RunStatus,
+    TaskFinished,
     TeamState,
     build_graph,
     is_interrupted,
@@ -45,7 +49,7 @@ from tests.support.a2a_peers import serve_peers
 from tests.support.cli import ROOT, TEAM, acknowledged, orchestrator, resume
 from tests.support.fake_openai import Stream, fake_openai, text, usage
 from tests.support.fuzz import MODEL_TEAM
-from tests.support.teams import remote
+from tests.support.teams import remote, review_team
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
 pytestmark = pytest.mark.daemon
@@ -341,3 +345,80 @@ def _joined(facts: list[Fact]) -> str:
             assert isinstance(action, ChatDeltaAction)
             texts.append(action.content)
     return "".join(texts)
+
+
+@pytest.mark.parametrize(
+    ("fact_type", "count"),
+    [
+        ("team/reviewRequested", 1),  # the reviewer is reading round 1
+        ("team/reviewCompleted", 1),  # the writer is making the fixes
+        ("team/reviewRequested", 2),  # the reviewer is reading round 2
+    ],
+    ids=["reviewing-round-1", "fixing", "reviewing-round-2"],
+)
+def test_a_review_survives_kill_9_and_resume(
+    tmp_path: Path, journal_db: Path | str, fact_type: str, count: int
+) -> None:
+    """A review team killed in the middle of a review: resume takes the round up where it
+    stood (never asked twice), and the delegation ends with one fix, then passed."""
+    team = tmp_path / "review.toml"
+    team.write_text(review_team(["changes_requested", "passed"], pause=0.4), encoding="utf-8")
+    db, mirror = journal_db, tmp_path / "facts.jsonl"
+    run = orchestrator("run", team, "Write the notes", "--db", db, "--plain", "--facts", mirror)
+    deadline = time.monotonic() + 60
+    while sum(f.type == fact_type for f in acknowledged(mirror)) < count:
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, f"no {fact_type} #{count}"
+        time.sleep(0.01)
+    run.send_signal(signal.SIGKILL)
+    run.communicate()
+    session = acknowledged(mirror)[0].session
+    before = open_reader(db).facts(session)
+    assert not any(isinstance(f.action, TaskFinished) for f in before), "killed too late"
+
+    resumed = resume(db, session)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "[review by checker, passed, round 2 of 2]" in resumed.stdout
+    facts = open_reader(db).facts(session)
+    assert facts[: len(before)] == before, "recovery only appends"
+    assert build_graph(facts).check() == []
+    rounds = Reviews.fold(facts).of_task("task-2")  # refuses a round asked twice
+    assert [(r.round, r.status) for r in rounds] == [
+        (1, ReviewStatus.CHANGES_REQUESTED),
+        (2, ReviewStatus.PASSED),
+    ]
+    requested = [f.action for f in facts if isinstance(f.action, ReviewRequested)]
+    assert [r.round for r in requested] == [1, 2]
+    (finished,) = [f.action for f in facts if isinstance(f.action, TaskFinished) and f.action.chat]
+    assert finished.summary == "draft, fixed once"
+
+
+def test_a_review_call_cut_off_by_kill_9_fails_saying_so_after_resume(
+    tmp_path: Path, journal_db: Path | str
+) -> None:
+    """review = "on_request": killed while the reviewer reads the round the coordinator's
+    review call asked for. After resume the call fails, saying it was cut off, and its round
+    ends failed with why: nothing is left reviewing."""
+    team = tmp_path / "review.toml"
+    text = review_team(["changes_requested", "passed"], mode="on_request", pause=0.4)
+    team.write_text(text, encoding="utf-8")
+    db, mirror = journal_db, tmp_path / "facts.jsonl"
+    run = orchestrator("run", team, "Write the notes", "--db", db, "--plain", "--facts", mirror)
+    deadline = time.monotonic() + 60
+    while not any(f.type == "team/reviewRequested" for f in acknowledged(mirror)):
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "no review was asked for"
+        time.sleep(0.01)
+    run.send_signal(signal.SIGKILL)
+    run.communicate()
+    session = acknowledged(mirror)[0].session
+
+    resumed = resume(db, session)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "review was interrupted" in resumed.stdout
+    facts = open_reader(db).facts(session)
+    assert build_graph(facts).check() == []
+    (record,) = Reviews.fold(facts).of_task("task-2")
+    assert record.status is ReviewStatus.FAILED
+    assert record.error is not None
+    assert "interrupted" in record.error

@@ -1967,3 +1967,46 @@ def test_a_person_drags_a_board_item_to_done_and_the_agents_go_on(
         "olivia",
         "person",
     )
+
+
+def test_a_worker_s_review_lane_shows_each_verdict_with_its_evidence(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """The review team, ended: opening the writer shows its review lane above its turns, as a
+    person reads it: round 1 asked for a fix (the fix, a quote and a link as evidence), round
+    2 passed; the graph draws the reviewer's edge to the writer with the last verdict."""
+    session = ended_session(tmp_path, TEAMS / "review.toml")
+    with (
+        running_daemon(tmp_path, {"review": team_file("review")}) as daemon,
+        open_page(browser, daemon, fragment=f"#/sessions/{session}") as watched,
+    ):
+        page = watched.page
+        wait_rows(page, "rows.length === 3")
+        writer = page.locator("#nodes-body tr", has_text="writer")
+        writer.locator("button").first.click()
+        page.wait_for_selector("#transcript .review-lane .review")
+        lane = page.locator("#transcript .review-lane")
+        rounds = lane.locator(".review-verdict").all_inner_texts()
+        assert rounds == ["Round 1: changes requested by reviewer", "Round 2: passed by reviewer"]
+        first = lane.locator(".review").nth(0)
+        assert first.locator(".review-fixes li").all_inner_texts() == [
+            "Name the breaking change: review.toml became structured.toml."
+        ]
+        evidence = first.locator(".review-evidence li").all_inner_texts()
+        assert evidence[0].startswith("quote: ")
+        assert "Version 2.0 is faster" in evidence[0]
+        link = first.locator(".review-evidence a")
+        assert link.inner_text() == "the changelog"
+        assert link.get_attribute("href") == "https://example.invalid/changelog"
+        assert "Complete: the breaking change is named." in lane.inner_text()
+        # The lane comes before the turns: the verdict first, then the work.
+        assert page.evaluate(
+            "() => document.querySelector('#transcript .review-lane')"
+            ".compareDocumentPosition(document.querySelector('#transcript .turn')) === 4"
+        )
+        labels = page.evaluate(
+            "() => Orchestrator.currentGraph.cy.edges('.review').map(e => e.data('label'))"
+        )
+        assert labels == ["review 2: passed"]
+        watched.screenshot("review-01-lane")
+        assert watched.errors == []

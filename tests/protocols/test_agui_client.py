@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import jsonpatch
 import pytest
 import trio
 from hypercorn.config import Config
@@ -140,3 +141,34 @@ class TestOfficialClientOnTheBoard:
             for op in event["delta"]
         ]
         assert any(path.startswith("/board") for path in deltas)
+
+
+class TestReviewLane:
+    async def test_the_review_team_s_lane_end_to_end(self, run_mjs: Path) -> None:
+        """teams/review.toml: the client accepts the run event by event, and the state the
+        snapshot and the deltas build has the review lane: one fix, then passed, with the
+        verdict's fixes and evidence."""
+        session = await run_team(load_team(PROJECT_ROOT / "teams" / "review.toml"))
+        async with replaying(sse(session.runs)) as server:
+            done = await client(run_mjs, server.url)
+        assert done.returncode == 0, done.stderr.decode()
+        assert printed(done) == session.events
+        (run,) = session.runs
+        state: Any = None
+        for event in run:
+            if event["type"] == "STATE_SNAPSHOT":
+                state = event["snapshot"]
+            elif event["type"] == "STATE_DELTA":
+                state = jsonpatch.apply_patch(state, event["delta"])
+        assert state["reviews"] == session.projector.view()["reviews"]
+        assert {m["agent"]: m["status"] for m in state["members"]}["reviewer"] == "completed"
+        first, second = state["reviews"]
+        assert (first["round"], first["status"], first["reviewer"]) == (
+            1,
+            "changes_requested",
+            "reviewer",
+        )
+        assert first["fixes"] == ["Name the breaking change: review.toml became structured.toml."]
+        assert first["evidence"][1]["ref"] == "https://example.invalid/changelog"
+        assert (second["round"], second["status"]) == (2, "passed")
+        assert second["reviewerChat"] == first["reviewerChat"]

@@ -188,7 +188,7 @@ class TestProjectorState:
     ) -> None:
         """Whatever the team does (approvals, nested workers, failures, a budget that queues):
         after every fact of the run, the client that applied each snapshot and delta holds
-        ``team_view`` of the projector's state."""
+        ``team_view`` of the projector's state, and its review lane (``view()``)."""
         text, decisions, delay = case
 
         def decide(approval: str) -> bool:
@@ -209,7 +209,8 @@ class TestProjectorState:
                     client = apply_checked(client, event["delta"])
             if projector.status is not AguiRunStatus.RUNNING:
                 break  # the run is over: nothing more is sent
-            assert client == team_view(projector.state), fact
+            assert client == projector.view(), fact
+            assert {k: v for k, v in client.items() if k != "reviews"} == team_view(projector.state)
         assert deltas > 0
 
 

@@ -16,6 +16,7 @@ import sys
 import attrs
 import pytest
 import trio
+import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -51,9 +52,11 @@ from orchestrator.spec import parse_team
 from tests.support.agentui import (
     agent_id,
     check_remote_teammate,
+    check_review_team,
     described,
     feed_all,
     only,
+    run,
     types,
 )
 from tests.support.remote_replay import replayed_backends
@@ -76,7 +79,7 @@ from tests.support.scenarios import (
     scenarios,
     two_workers_with_approval,
 )
-from tests.support.teams import remote
+from tests.support.teams import remote, review_team
 
 W3 = "ahp-chat:/w3"
 
@@ -816,3 +819,45 @@ class TestRemoteTeammate:
             if e.type == "agent.spawned"
         }
         assert entities == {"lead": "agent_turn", "far": "external_task", "helper": "subagent_turn"}
+
+
+class TestReviewTeam:
+    """A reviewed delegation's reviews: the review_team topology's envelopes, which pass the
+    Agent UI checker (tests/support/agentui.py)."""
+
+    async def test_one_fix_then_pass_in_the_review_lane(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        envelopes = await run(review_team(["changes_requested", "passed"]))
+        reviews = check_review_team(envelopes)
+        assert [(e.type, (e.payload or {})["status"]) for e in reviews] == [
+            ("review.requested", "requested"),
+            ("evidence.changed", "changes_requested"),
+            ("review.completed", "changes_requested"),
+            ("review.requested", "requested"),
+            ("evidence.changed", "passed"),
+            ("review.completed", "passed"),
+        ]
+        first = reviews[2]
+        assert first.evidence_id == "task-2-review-1"
+        assert first.agent_id == "checker@review#1"
+        payload = first.payload or {}
+        assert payload["fixes"] == ["name the breaking change"]
+        assert payload["evidence"] == [{"kind": "quote", "text": "it is faster"}]
+        assert (payload["target"], payload["targetAgentId"]) == ("writer", "writer@review#1")
+        reviewing = [e for e in envelopes if (e.payload or {}).get("reviewStatus") == "reviewing"]
+        assert [e.agent_id for e in reviewing] == ["checker@review#1"] * 2
+        checker = [e for e in envelopes if e.agent_id == "checker@review#1"]
+        assert (checker[-1].payload or {})["status"] == "completed"  # done with its task
+        passed = reviews[-1]
+        refs = passed.refs
+        assert isinstance(refs, dict)
+        assert refs["evidence"] == ["task-1"]
+
+    async def test_a_reviewer_crash_is_a_failed_review(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        reviews = check_review_team(await run(review_team(["crash"])))
+        completed = reviews[-1]
+        assert (completed.payload or {})["verdict"] == "failed"
+        assert "the reviewer fell over" in (completed.payload or {})["error"]

@@ -3,11 +3,16 @@ ones, then the running one so far) as the agent channel's events."""
 
 from __future__ import annotations
 
+import trio
+
 from orchestrator.ahp.actions import SessionChatAddedAction
 from orchestrator.ahp.state import ChatSummary, SessionStatus, UserChatOrigin
-from orchestrator.core import TeamState, steering_injected
+from orchestrator.core import Reviews, TeamState, steering_injected
 from orchestrator.protocols import chat_transcript, turn_messages
+from orchestrator.spec import parse_team
+from tests.support.runtime import Harness
 from tests.support.scenarios import LEAD, SESSION, W1, Log, two_workers_with_approval
+from tests.support.teams import review_team
 
 
 def state_of(log: Log) -> TeamState:
@@ -137,3 +142,28 @@ class TestSteering:
         log.end_turn(LEAD)
         (turn,) = state_of(log).chats[LEAD].turns
         assert "steering" not in [e["type"] for e in turn_messages(turn)]
+
+
+async def test_a_worker_s_transcript_has_its_review_lane() -> None:
+    """Given the session's reviews, a worker's transcript lists the reviews of its work, and
+    its reviewer's the same; a chat that was not reviewed has none."""
+    h = Harness(parse_team(review_team(["changes_requested", "passed"]), file="r.toml"))
+    with trio.fail_after(60):
+        await h.runtime.run("go")
+    reviews = Reviews.fold(h.facts)
+    (writer,) = h.worker_chats()
+    found = chat_transcript(h.runtime.state, writer, reviews)
+    assert found is not None
+    assert [(r["round"], r["status"]) for r in found["reviews"]] == [
+        (1, "changes_requested"),
+        (2, "passed"),
+    ]
+    reviewer = found["reviews"][0]["reviewerChat"]
+    by_reviewer = chat_transcript(h.runtime.state, reviewer, reviews)
+    assert by_reviewer is not None
+    assert by_reviewer["reviews"] == found["reviews"]
+    lead = h.runtime.state.coordinator_chat()
+    assert lead is not None
+    coordinator = chat_transcript(h.runtime.state, lead, reviews)
+    assert coordinator is not None
+    assert coordinator["reviews"] == []

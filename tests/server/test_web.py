@@ -37,9 +37,10 @@ from orchestrator.server import (
 )
 from orchestrator.sessions import EnvelopeCache, GraphCache, Limits
 from orchestrator.spec import parse_team
-from tests.support.agentui import check_human_agent_board
+from tests.support.agentui import check_human_agent_board, check_review_team
 from tests.support.daemon import RunningDaemon, connect, running_daemon
 from tests.support.fuzz import Fuzzer
+from tests.support.paths import PROJECT_ROOT
 from tests.support.paths import TEAMS as PROJECT_TEAMS
 from tests.support.remote_replay import replayed_backends
 from tests.support.runtime import Harness
@@ -786,3 +787,25 @@ class TestBoard:
                         assert answer.json()["error"], (body, answer.text)
                 assert (await http.get(url)).status_code == 200
                 assert (await http.get(f"/api/sessions/{session}")).status_code == 200
+
+
+class TestReviewTeamInTheDaemon:
+    async def test_its_envelopes_pass_the_agent_ui_checker(self, tmp_path: Path) -> None:
+        """The review team run by the daemon: the session's Agent UI envelopes (the web
+        view's read) pass the review_team checker, one fix then passed."""
+        team = (PROJECT_ROOT / "teams" / "review.toml").read_text(encoding="utf-8")
+        async with running_daemon(tmp_path, teams={"review": team}, config=CONFIG) as daemon:
+            async with connect(daemon, "team=review", token=OPERATOR) as client:
+                init = await client.until_type("init")
+                await client.send({"channel": "agent", "type": "prompt", "prompt": "notes"})
+                await client.until_type("done")
+            session = str(init["sessionId"])
+            async with daemon.http(VIEWER) as http:
+                read = (await http.get(f"/api/sessions/{session}/envelopes")).json()
+        envelopes = [structure_envelope(e) for e in read["envelopes"]]
+        reviews = check_review_team(envelopes)
+        assert [(e.type, (e.payload or {})["status"]) for e in reviews][-1] == (
+            "review.completed",
+            "passed",
+        )
+        assert len(reviews) == 6

@@ -753,6 +753,45 @@ ERRORS = [
         'Agent("worker").turns[0].retry',
         id="retry-without-output-schema",
     ),
+    pytest.param(
+        _set("agents.checker", {"role": "reviewer", "reviews": ["ghost"]}),
+        'Agent("checker").reviews[0]',
+        id="reviews-an-unknown-agent",
+    ),
+    pytest.param(
+        _set("agents.checker", {"role": "reviewer", "reviews": ["lead"]}),
+        'Agent("checker").reviews[0]',
+        id="reviews-the-coordinator",
+    ),
+    pytest.param(
+        _set("agents.worker.reviews", ["worker"]),
+        'Agent("worker").reviews[0]',
+        id="reviews-itself",
+    ),
+    pytest.param(
+        _set("agents.worker.max_review_rounds", 2),
+        'Agent("worker").max_review_rounds',
+        id="max-rounds-without-reviews",
+    ),
+    pytest.param(
+        _set("agents.checker", {"role": "reviewer", "reviews": ["worker"], "max_review_rounds": 0}),
+        'Agent("checker").max_review_rounds',
+        id="max-rounds-zero",
+    ),
+    pytest.param(_set("agents.lead.review", "sometimes"), 'Agent("lead").review', id="review-mode"),
+    pytest.param(
+        _set("agents.lead.review", "always"), 'Agent("lead").review', id="review-without-reviewer"
+    ),
+    pytest.param(
+        _set("agents.checker", {"role": "reviewer", "reviews": ["worker"], "output_schema": {}}),
+        'Agent("checker").output_schema',
+        id="reviewer-with-its-own-schema",
+    ),
+    pytest.param(
+        _set("agents.worker.turns", [{"steps": [{"verdict": "passed"}]}]),
+        'Agent("worker").turns[0].steps[0].verdict',
+        id="verdict-step-of-a-non-reviewer",
+    ),
     *(
         pytest.param(_openai_worker(key, value), f'Agent("worker").{key}', id=f"openai-{key}")
         for key, value in (

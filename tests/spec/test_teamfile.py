@@ -112,7 +112,7 @@ class TestLint:
         )
         assert lint_team(team) == [
             f"{FILE}: agents.orphan: not reachable from the coordinator 'lead' through "
-            "delegates_to, so nothing can start it"
+            "delegates_to (or reviews), so nothing can start it"
         ]
 
     def test_agent_without_turns(self) -> None:

@@ -209,3 +209,66 @@ def check_human_agent_board(envelopes: Sequence[Envelope]) -> list[Envelope]:
         final[status] += 1
     assert counts[-1] == final, (counts[-1], final)
     return items
+
+
+REVIEW_EVENTS = frozenset({"review.requested", "review.completed", "evidence.changed"})
+REVIEW_STATUSES = frozenset({"requested", "reviewing", "passed", "changes_requested", "failed"})
+VERDICTS = frozenset({"passed", "changes_requested", "failed"})
+
+
+def check_review_team(envelopes: Sequence[Envelope]) -> list[Envelope]:
+    """The Agent UI checker of the ``review_team`` topology; the review envelopes.
+
+    The spec's rules: review.requested, review.completed and evidence.changed carry the
+    evidence id (the review), the task, the reviewer's agent id and thread, its lineage (the
+    coordinator's thread and call), the review teammate's status and the target; a completed
+    review has its verdict, fixes and evidence refs; each review is requested, then (after
+    its reviewer's ``reviewing``) completed once, and its evidence comes with its verdict.
+    Every envelope of a review_team run says so (topology), and sequences run without gaps.
+    """
+    assert [e.sequence for e in envelopes] == list(range(1, len(envelopes) + 1))
+    reviews = [e for e in envelopes if e.type in REVIEW_EVENTS]
+    assert reviews, "no review envelope"
+    state: dict[str, str] = {}  # evidenceId -> its last status
+    agents = {e.agent_id: e for e in envelopes if e.type == "agent.spawned"}
+    for e in envelopes:
+        assert e.topology == "review_team", e
+        payload = e.payload or {}
+        if e.type == "agent.changed" and "reviewStatus" in payload:
+            assert payload["reviewStatus"] == "reviewing"
+            assert state.get(payload["reviewId"]) == "requested", e
+            state[payload["reviewId"]] = "reviewing"
+        if e.type not in REVIEW_EVENTS:
+            continue
+        assert e.owner == "evidence", e
+        assert e.scope == "evidence", e
+        assert e.evidence_id, e
+        assert e.task_id, e
+        assert e.thread_id, e
+        assert e.agent_id in agents, f"{e.agent_id} was never spawned"
+        spawned = agents[e.agent_id]
+        assert e.parent_thread_id == spawned.parent_thread_id, "lineage of the reviewer"
+        assert e.tool_call_id, e
+        assert payload["status"] in REVIEW_STATUSES, e
+        assert payload["reviewer"], e
+        assert payload["target"], e
+        assert payload["targetChat"], e
+        before = state.get(e.evidence_id)
+        if e.type == "review.requested":
+            assert e.surface == "review_lane", e
+            assert before is None, f"{e.evidence_id} requested twice"
+            assert payload["status"] == "requested", e
+            state[e.evidence_id] = "requested"
+        elif e.type == "evidence.changed":
+            assert before in {"requested", "reviewing"}, f"{e.evidence_id}: evidence after {before}"
+            assert payload["verdict"] in VERDICTS, e
+            assert isinstance(payload.get("evidence"), list), e
+        else:
+            assert e.surface == "review_lane", e
+            assert before in {"requested", "reviewing"}, f"{e.evidence_id} completed after {before}"
+            assert payload["verdict"] in VERDICTS, e
+            assert payload["status"] == payload["verdict"], e
+            assert isinstance(payload.get("fixes"), list), e
+            state[e.evidence_id] = payload["verdict"]
+    assert all(s in VERDICTS for s in state.values()), f"a review never completed: {state}"
+    return reviews

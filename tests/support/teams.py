@@ -1070,3 +1070,55 @@ when_task_contains = "alice: friendly"
 """
 """A writer started on its item blocks it, waiting for alice; her comment unblocks it, the
 writer is started anew, and its ``board.done`` waits for the user's approval."""
+
+
+def review_team(
+    verdicts: list[str], *, max_rounds: int = 2, mode: str | None = None, pause: float = 0
+) -> str:
+    """A writer reviewed by a checker, whose turn ``i`` answers ``verdicts[i]``: a verdict
+    (``passed``, ``changes_requested``, ``failed``) or ``crash`` (its turn fails). The writer
+    drafts, then answers each round of fixes with its draft fixed. ``pause``: seconds each
+    turn of both sleeps first (a kill lands inside it)."""
+    steps = {
+        "passed": '{ verdict = "passed", summary = "reads well", evidence = '
+        '[{ kind = "quote", text = "the draft", ref = "task-1" }] }',
+        "changes_requested": '{ verdict = "changes_requested", summary = "one gap", fixes = '
+        '["name the breaking change"], evidence = [{ kind = "quote", text = "it is faster" }] }',
+        "failed": '{ verdict = "failed", summary = "off topic" }',
+        "crash": '{ fail = "the reviewer fell over" }',
+    }
+    wait = f"{{ sleep = {pause} }}, " if pause else ""
+    turns = "".join(f"[[agents.checker.turns]]\nsteps = [ {wait}{steps[v]} ]\n" for v in verdicts)
+    review = f'review = "{mode}"\n' if mode is not None else ""
+    tools = '["delegate", "review"]' if mode == "on_request" else '["delegate"]'
+    lead_steps = (
+        '{ delegate = [{ agent = "writer", task = "Draft the release notes" }] }, '
+        '{ review = "task-2" }, { say = "Reviewed: {outcomes}" }'
+        if mode == "on_request"
+        else '{ delegate = [{ agent = "writer", task = "Draft the release notes" }] }, '
+        '{ say = "Done: {outcomes}" }'
+    )
+    return f"""
+[team]
+name = "review"
+topology = "review_team"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = {tools}
+delegates_to = ["writer"]
+{review}[[agents.lead.turns]]
+steps = [ {lead_steps} ]
+[agents.writer]
+role = "writer"
+[[agents.writer.turns]]
+steps = [ {wait}{{ say = "draft: it is faster" }} ]
+[[agents.writer.turns]]
+steps = [ {wait}{{ say = "draft, fixed once" }} ]
+[[agents.writer.turns]]
+steps = [ {wait}{{ say = "draft, fixed twice" }} ]
+[agents.checker]
+role = "reviewer"
+reviews = ["writer"]
+max_review_rounds = {max_rounds}
+{turns}"""

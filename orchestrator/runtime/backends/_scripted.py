@@ -180,7 +180,11 @@ def _requests(
             calls = [(tool, render_json(tool_input, context))]
         case DelegateStep(delegations=delegations):
             calls = [
-                ("delegate", {"agent": d.agent, "task": render_text(d.task, context)})
+                (
+                    "delegate",
+                    {"agent": d.agent, "task": render_text(d.task, context)}
+                    | ({"review": d.review} if d.review is not None else {}),
+                )
                 for d in delegations
             ]
         case HandoffStep(agent=agent, reason=reason, resume=resume):

@@ -34,6 +34,7 @@
  *     kind "resume"   the chat that took a finished worker up again -> that worker
  *     kind "queued"   delegating chat -> queued placeholder
  *     kind "asks"     approval -> the chat that asked
+ *     kind "review"   reviewer chat -> the worker chat it reviews, label the last verdict
  *   structure: a counter bumped whenever a node or an edge is added or removed (a status
  *     change leaves it): how a caller tells a change of shape from a restyle.
  *
@@ -195,6 +196,19 @@
     addEdge(model, "handoff", from, to, "handoff " + (payload.status || ""));
   }
 
+  // A review (review.requested / review.completed): the reviewer's chat -> the worker's,
+  // labelled with the last round's verdict (one edge per pair: the latest round wins).
+  function onReview(model, env) {
+    const payload = env.payload || {};
+    const reviewer = env.threadId;
+    const worker = payload.targetChat;
+    if (!reviewer || !worker) return;
+    chatNode(model, reviewer);
+    chatNode(model, worker);
+    const status = (payload.status || "").replace("_", " ");
+    addEdge(model, "review", reviewer, worker, "review " + payload.round + ": " + status);
+  }
+
   function onActionRequired(model, env) {
     const payload = env.payload || {};
     if (!env.actionId) return;
@@ -274,6 +288,8 @@
     "agent.failed": onAgent,
     "task.changed": onTask,
     "agent.handoff": onHandoff,
+    "review.requested": onReview,
+    "review.completed": onReview,
     "action.required": onActionRequired,
     "action.resolved": onActionResolved,
     "run.started": onRun,

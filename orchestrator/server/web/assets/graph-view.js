@@ -151,6 +151,10 @@
       style: { "line-color": "#756bb1", "target-arrow-color": "#756bb1", "line-style": "solid", width: 3 },
     },
     {
+      selector: "edge.review",
+      style: { "line-color": "#b26a00", "target-arrow-color": "#b26a00", "line-style": "dashed", width: 2 },
+    },
+    {
       selector: "edge.resume",
       style: { "line-color": "#31a354", "target-arrow-color": "#31a354", "line-style": "dotted" },
     },

@@ -1006,6 +1006,7 @@
     }
 
     function drawTranscript(target, transcript) {
+      drawReviews(target, transcript.reviews || []);
       const turns = transcript.turns || [];
       if (turns.length === 0) target.appendChild(h("p", { class: "notice", text: "No turns yet." }));
       for (const turn of turns) {
@@ -1015,6 +1016,42 @@
         if (turn.error) section.appendChild(h("p", { class: "error", text: "Error: " + turn.error }));
         target.appendChild(section);
       }
+    }
+
+    // The review lane of a worker (the reviews of its work) or of a reviewer (its reviews):
+    // each round's verdict, what it asked to fix and its evidence (quotes, tool results,
+    // links, facts of the session), as the review facts recorded them.
+    const VERDICT_WORDS = { requested: "requested", reviewing: "being reviewed", passed: "passed", changes_requested: "changes requested", failed: "failed" };
+    function drawReviews(target, reviews) {
+      if (reviews.length === 0) return;
+      const lane = h("section", { class: "review-lane", "aria-labelledby": "review-lane-title" }, h("h4", { id: "review-lane-title", text: "Reviews" }));
+      for (const review of reviews) {
+        const verdict = VERDICT_WORDS[review.status] || review.status;
+        const item = h("article", { class: "review verdict-" + review.status, "data-review": review.id },
+          h("p", { class: "review-verdict" }, h("strong", { text: "Round " + review.round + ": " + verdict }), " by " + review.reviewer));
+        if (review.summary) item.appendChild(h("p", { class: "review-summary", text: review.summary }));
+        if (review.error) item.appendChild(h("p", { class: "error", text: review.error }));
+        if (review.fixes && review.fixes.length) {
+          item.appendChild(h("p", { class: "review-label", text: "Fixes asked" }));
+          item.appendChild(h("ul", { class: "review-fixes" }, ...review.fixes.map((fix) => h("li", { text: fix }))));
+        }
+        if (review.evidence && review.evidence.length) {
+          item.appendChild(h("p", { class: "review-label", text: "Evidence" }));
+          item.appendChild(h("ul", { class: "review-evidence" }, ...review.evidence.map(evidenceItem)));
+        }
+        lane.appendChild(item);
+      }
+      target.appendChild(lane);
+    }
+
+    function evidenceItem(evidence) {
+      const kind = h("span", { class: "evidence-kind", text: evidence.kind.replace("_", " ") + ": " });
+      const ref = evidence.ref;
+      if (ref && /^https?:\/\//.test(ref)) {
+        return h("li", null, kind, h("a", { href: ref, target: "_blank", rel: "noopener noreferrer", text: evidence.text || ref }));
+      }
+      const body = evidence.kind === "quote" ? h("q", { text: evidence.text }) : h("span", { text: evidence.text });
+      return h("li", null, kind, body, ref ? h("span", { class: "evidence-ref", text: " (" + ref + ")" }) : null);
     }
 
     // A link to a span in the trace UI (daemon.toml's tracing.trace_url), in a new tab.
