@@ -11,6 +11,7 @@ import orchestrator
 from orchestrator.core import SessionForked, TeamState, fact_to_json, fork_facts
 from orchestrator.journal import open_journal, open_reader
 from orchestrator.sessions import fork_session
+from tests.support.journal import a_run_and_its_fork
 from tests.support.postgres import direct_sql
 from tests.support.teams import fan_team
 
@@ -36,6 +37,28 @@ async def _fork(db: Path | str, source: str, **where: object) -> orchestrator.co
 
 
 class TestForkSession:
+    async def test_the_forks_session_row_keeps_its_lineage(self, journal_db: Path | str) -> None:
+        """``orchestrator sessions`` reads a fork's lineage from its session row: the source,
+        the last fact copied and the turn (none here); a fork of a fork names its own."""
+        db = journal_db
+        source, fork, sequence = await a_run_and_its_fork(db)
+        again = await _fork(db, fork)
+        by_uri = {s.session: s for s in open_reader(db).sessions()}
+        assert by_uri[source].forked_from is None
+        assert by_uri[source].to_json()["forkedFrom"] is None
+        assert (by_uri[fork].forked_from, by_uri[fork].forked_at) == (source, sequence)
+        assert by_uri[fork].forked_turn is None
+        assert by_uri[fork].to_json()["forkedFrom"] == {
+            "session": source,
+            "sequence": sequence,
+            "turnId": None,
+        }
+        assert (by_uri[again.session].forked_from, by_uri[again.session].forked_at) == (
+            fork,
+            again.sequence,
+        )
+        assert open_reader(db).session(fork) == by_uri[fork]
+
     async def test_the_fork_is_a_session_of_its_own_and_the_source_is_untouched(
         self, journal_db: Path | str
     ) -> None:
