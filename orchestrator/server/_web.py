@@ -20,6 +20,8 @@ Routes (the page itself is :mod:`orchestrator.server.web`, drawn in the browser)
   its ``url`` in the trace UI when daemon.toml's ``tracing.trace_url`` names one;
   ``GET /api/sessions/ID/usage``: what each chat used (tokens in and out, model calls, time)
   and the total, folded from the session's facts;
+  ``GET /api/sessions/ID/diff?with=OTHER``: where the two sessions part and what each chat
+  did differently, side by side (what ``orchestrator diff --json`` prints);
 - ``GET /api/teams``: the teams a session can be opened with (name, description,
   coordinator, agents, the model of its OpenAI-compatible agents or null), for the page's
   "New run" form, which then opens the session as any client does (``WS /ws?team=NAME``,
@@ -49,7 +51,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from orchestrator.base import FactLogError, JsonLimits, PeerProtocolError, parse_json
-from orchestrator.core import ChatSpans, SpanIds, TeamState, chat_spans, open_questions
+from orchestrator.core import (
+    ChatSpans,
+    SpanIds,
+    TeamState,
+    chat_spans,
+    diff_sessions,
+    open_questions,
+)
 from orchestrator.journal import SESSION_STATUSES, JournalReader, SessionInfo
 from orchestrator.protocols import chat_transcript, chat_usage, usage_to_json
 from orchestrator.sessions import (
@@ -173,6 +182,8 @@ def session_summary(
         # What waits for a decision of someone: the list's "Pending" column.
         "pending": pending + questions,
         "runBy": dict(run_by) if run_by is not None and not ended else None,
+        # A fork's lineage: its source, at which of its facts and turn (None: no fork).
+        "forkedFrom": info.to_json()["forkedFrom"],
     }
 
 
@@ -409,6 +420,17 @@ def web_routes(
         )
         return _json(found)
 
+    async def diff(request: Request) -> Response:
+        uri, _ = await known(request)
+        other = session_uri(_name(request.query_params.get("with"), "with"))
+        if not await trio.to_thread.run_sync(reader.has_session, other):
+            raise WebError(404, f"with: no session {session_id(other)!r} on this daemon")
+
+        def compare() -> dict[str, Any]:
+            return diff_sessions(reader.facts(uri), reader.facts(other)).to_json()
+
+        return _json(await trio.to_thread.run_sync(compare))
+
     async def usage(request: Request) -> Response:
         uri, _ = await known(request)
         facts = await trio.to_thread.run_sync(reader.facts, uri)
@@ -447,6 +469,7 @@ def web_routes(
         Route("/api/sessions/{session}/graph", handled(graph)),
         Route("/api/sessions/{session}/transcript", handled(transcript)),
         Route("/api/sessions/{session}/usage", handled(usage)),
+        Route("/api/sessions/{session}/diff", handled(diff)),
         Route("/api/teams", handled(teams)),
         Route("/api/{rest:path}", handled(unknown), methods=["GET", "POST", "PUT", "DELETE"]),
     ]
