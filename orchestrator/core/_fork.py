@@ -331,8 +331,9 @@ def fork_rows(
     """:func:`fork_facts` on the stored text of the facts to copy (``rows``, from sequence 1
     to the fork point): the same facts, byte for byte, without decoding most of them.
 
-    Only a chat's addition, a turn's start and a run's start and end are decoded: to learn
-    the chats, their last turns, the session row's title and status. Every other fact is its
+    Only a root chat's addition (whose origin changes) and a run's start and end are
+    decoded; a worker's addition and a turn's start are read as JSON, to learn the chats and
+    their last turns. Every other fact is its
     text with the URIs renamed: a JSON string that is a whole URI is one the fork renames.
     """
     if not rows:
@@ -345,13 +346,17 @@ def fork_rows(
     status: str | None = None
     for sequence, channel, at, kind, text in rows:
         if kind == "session/chatAdded":
-            fact = fact_from_json(text)
-            action = fact.action
-            assert isinstance(action, SessionChatAddedAction)
-            added[sequence] = fact
-            chat = action.summary.resource
+            summary = json.loads(text)["action"]["summary"]
+            chat = summary["resource"]
             if chat not in chats:
                 chats[chat] = names[chat] = new_chat()
+            # Only a root chat's addition changes (its origin becomes the fork's): decoded.
+            # A worker's is renamed in its text, as any other fact.
+            origin = summary.get("origin")
+            if origin is None or origin.get("kind") == "user":
+                fact = fact_from_json(text)
+                assert isinstance(fact.action, SessionChatAddedAction)
+                added[sequence] = fact
         elif kind == "chat/turnStarted":
             turn = json.loads(text)["action"].get("turnId")
             if isinstance(turn, str):
