@@ -107,7 +107,8 @@ async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as directory:
         db = Path(directory) / "bench.db"
         chunks = 40
-        workers = max(1, args.facts // (chunks + 12))
+        # About 16 facts a worker: its stream's chunks are written as one fact, or few.
+        workers = max(1, args.facts // 16)
         session, _ = await record(db, workers, chunks)
         count = open_reader(db).session(session).last_sequence
         times = await fork_at_end(db, session)

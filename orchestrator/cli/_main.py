@@ -228,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sessions.add_argument("--team", help="only the sessions of this team")
     sessions.add_argument("--limit", type=_positive, metavar="N", help="only the N most recent")
+    sessions.add_argument(
+        "--tree", action="store_true", help="each fork indented under the session it came from"
+    )
     sessions.set_defaults(handler=("._sessions_command", "sessions"), logs=False)
 
     events = with_db(commands.add_parser("events", help="print a session's facts or envelopes"))

@@ -46,7 +46,11 @@ def resolve_session(reader: JournalReader, wanted: str) -> SessionInfo:
 
 
 def sessions(args: argparse.Namespace, out: TextIO) -> int:
-    """``orchestrator sessions``: a table with a header (or ``--json``), oldest first."""
+    """``orchestrator sessions``: a table with a header (or ``--json``), oldest first.
+
+    A fork's row says where it came from (the source's id, and the turn or fact it was forked
+    at); with ``--tree``, each fork is listed under its source, indented.
+    """
     reader = reader_of(args)
     found = reader.sessions(status=args.status, team=args.team, limit=args.limit)
     if args.json:
@@ -56,15 +60,51 @@ def sessions(args: argparse.Namespace, out: TextIO) -> int:
     if not found:
         print(f"no sessions{_filters(args)} in {reader.source}", file=out)
         return EXIT_OK
-    rows = [("SESSION", "STATUS", "CREATED", "FACTS", "TEAM", "TITLE")] + [
-        (s.session, s.status, s.created_at, str(s.last_sequence), s.team, _one_line(s.title))
-        for s in found
-    ]
+    forks = any(s.forked_from is not None for s in found)
+    ordered = _family_order(found) if args.tree else [(s, 0) for s in found]
+    header = ["SESSION", "STATUS", "CREATED", "FACTS", "TEAM"]
+    header += ["FORKED FROM"] if forks else []
+    rows = [[*header, "TITLE"]]
+    for s, depth in ordered:
+        name = ("  " * (depth - 1) + "└ " if depth else "") + s.session
+        row = [name, s.status, s.created_at, str(s.last_sequence), s.team]
+        row += [_lineage(s)] if forks else []
+        rows.append([*row, _one_line(s.title)])
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
         print("  ".join([*cells, row[-1]]).rstrip(), file=out)
     return EXIT_OK
+
+
+def _lineage(info: SessionInfo) -> str:
+    """Where a fork came from, in a table's cell: the source's id's start, and the point."""
+    if info.forked_from is None:
+        return "-"
+    source = info.forked_from.removeprefix("ahp-session:/")[:8]
+    if info.forked_turn is not None:
+        return f"{source} turn {info.forked_turn}"
+    return f"{source} fact {info.forked_at}"
+
+
+def _family_order(found: list[SessionInfo]) -> list[tuple[SessionInfo, int]]:
+    """The sessions, each fork right under its source (oldest first at each level), with its
+    depth; a fork whose source is not listed (a filter left it out) stands first."""
+    listed = {s.session for s in found}
+    children: dict[str, list[SessionInfo]] = {}
+    roots = []
+    for info in found:
+        if info.forked_from in listed:
+            children.setdefault(info.forked_from, []).append(info)
+        else:
+            roots.append(info)
+    ordered: list[tuple[SessionInfo, int]] = []
+    stack = [(info, 0) for info in reversed(roots)]
+    while stack:
+        info, depth = stack.pop()
+        ordered.append((info, depth))
+        stack += [(child, depth + 1) for child in reversed(children.get(info.session, []))]
+    return ordered
 
 
 def prune(args: argparse.Namespace, out: TextIO) -> int:

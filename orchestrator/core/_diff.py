@@ -38,10 +38,18 @@ class ChatDiff:
     name: str  # the agent (and its place: "researcher #2") or "chat N"
     a: str | None
     b: str | None
-    differences: tuple[str, ...]
+    differences: tuple[str, ...]  # in words, one a line
+    # The same, side by side: (what, in A, in B), as the web view's diff shows them.
+    sides: tuple[tuple[str, str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"chat": self.name, "a": self.a, "b": self.b, "differences": list(self.differences)}
+        return {
+            "chat": self.name,
+            "a": self.a,
+            "b": self.b,
+            "differences": list(self.differences),
+            "sides": [{"what": what, "a": a, "b": b} for what, a, b in self.sides],
+        }
 
 
 @attrs.frozen(kw_only=True)
@@ -235,11 +243,19 @@ def diff_sessions(a: Sequence[Fact], b: Sequence[Fact]) -> SessionDiff:
     places = sorted(set(by_place_a) | set(by_place_b), key=lambda n: int(n.split()[1]))
     for place in places:
         uri_a, uri_b = by_place_a.get(place), by_place_b.get(place)
-        differences = _chat_differences(state_a, uri_a, state_b, uri_b)
-        if differences:
+        found = _chat_differences(state_a, uri_a, state_b, uri_b)
+        if found:
             member = state_a.members.get(uri_a or "") or state_b.members.get(uri_b or "")
             name = f"{member.agent} ({place})" if member is not None else place
-            chats.append(ChatDiff(name=name, a=uri_a, b=uri_b, differences=differences))
+            chats.append(
+                ChatDiff(
+                    name=name,
+                    a=uri_a,
+                    b=uri_b,
+                    differences=tuple(words for words, *_ in found),
+                    sides=tuple((what.rstrip(":"), a, b) for _, what, a, b in found),
+                )
+            )
     return SessionDiff(
         a=session_a,
         b=session_b,
@@ -262,44 +278,49 @@ def _turn_summary(turn: Turn) -> tuple[str, str, str, tuple[str, ...]]:
 
 def _chat_differences(
     state_a: TeamState, uri_a: str | None, state_b: TeamState, uri_b: str | None
-) -> tuple[str, ...]:
+) -> tuple[tuple[str, str, str, str], ...]:
+    """What differs in one chat: each as ``(words, what, in A, in B)``."""
     if uri_a is None:
-        return ("only in B",)
+        return (("only in B", "chat", "-", "present"),)
     if uri_b is None:
-        return ("only in A",)
+        return (("only in A", "chat", "present", "-"),)
     chat_a: ChatState = state_a.chats[uri_a]
     chat_b: ChatState = state_b.chats[uri_b]
-    out: list[str] = []
+    out: list[tuple[str, str, str, str]] = []
+
+    def differ(what: str, a: str, b: str) -> None:
+        out.append((f"{what} {a} / {b}", what, a, b))
+
     turns_a, turns_b = list(chat_a.turns), list(chat_b.turns)
     for index in range(max(len(turns_a), len(turns_b))):
+        turn = f"turn {index + 1}"
         if index >= len(turns_a):
-            out.append(f"turn {index + 1}: only in B ({_short(turns_b[index].message.text)})")
+            asked = _short(turns_b[index].message.text)
+            out.append((f"{turn}: only in B ({asked})", f"{turn}: asked", "-", asked))
             continue
         if index >= len(turns_b):
-            out.append(f"turn {index + 1}: only in A ({_short(turns_a[index].message.text)})")
+            asked = _short(turns_a[index].message.text)
+            out.append((f"{turn}: only in A ({asked})", f"{turn}: asked", asked, "-"))
             continue
         message_a, state_a_, text_a, calls_a = _turn_summary(turns_a[index])
         message_b, state_b_, text_b, calls_b = _turn_summary(turns_b[index])
         if message_a != message_b:
-            out.append(f"turn {index + 1}: asked {_short(message_a)} / {_short(message_b)}")
+            differ(f"{turn}: asked", _short(message_a), _short(message_b))
         if state_a_ != state_b_:
-            out.append(f"turn {index + 1}: ended {state_a_} / {state_b_}")
+            differ(f"{turn}: ended", state_a_, state_b_)
         if calls_a != calls_b:
-            out.append(
-                f"turn {index + 1}: tool calls {', '.join(calls_a) or 'none'} / "
-                f"{', '.join(calls_b) or 'none'}"
+            differ(
+                f"{turn}: tool calls", ", ".join(calls_a) or "none", ", ".join(calls_b) or "none"
             )
         if text_a != text_b:
-            out.append(f"turn {index + 1}: answered {_short(text_a)} / {_short(text_b)}")
+            differ(f"{turn}: answered", _short(text_a), _short(text_b))
     active_a, active_b = chat_a.active_turn is not None, chat_b.active_turn is not None
     if active_a != active_b:
-        out.append(
-            f"a turn still running: {'yes' if active_a else 'no'} / {'yes' if active_b else 'no'}"
-        )
+        differ("a turn still running:", "yes" if active_a else "no", "yes" if active_b else "no")
     task_a = _task_end(state_a, uri_a)
     task_b = _task_end(state_b, uri_b)
     if task_a != task_b:
-        out.append(f"task ended {task_a} / {task_b}")
+        differ("task ended", task_a, task_b)
     return tuple(out)
 
 

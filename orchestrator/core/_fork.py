@@ -39,16 +39,30 @@ import attrs
 
 from orchestrator.ahp.actions import (
     ChatErrorAction,
+    ChatResponsePartAction,
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
     ChatTurnStartedAction,
+    ChatUsageAction,
     SessionChatAddedAction,
 )
-from orchestrator.ahp.state import ForkChatOrigin, UserChatOrigin
+from orchestrator.ahp.state import (
+    ChatState,
+    ForkChatOrigin,
+    MarkdownResponsePart,
+    ResponsePart,
+    SideChatSelection,
+    ToolCallResponsePart,
+    ToolResultSubagentContent,
+    Turn,
+    TurnState,
+    UserChatOrigin,
+)
 from orchestrator.base import RunError, evolve
 
 from ._facts import Action, Fact
 from ._facts_wire import decode_action, encode_action, fact_from_json, fact_to_json
+from ._queries import conversation
 from ._team_actions import RunFinished, RunStarted, SessionForked
 
 __all__ = [
@@ -56,10 +70,12 @@ __all__ = [
     "ForkRows",
     "StoredFact",
     "before_run_end",
+    "chat_fork_actions",
     "fork_facts",
     "fork_point",
     "fork_rows",
     "fork_sequence",
+    "side_chat_context",
 ]
 
 # Actions whose fields never name a chat or a session: copied with their fact's channel and
@@ -315,8 +331,9 @@ def fork_rows(
     """:func:`fork_facts` on the stored text of the facts to copy (``rows``, from sequence 1
     to the fork point): the same facts, byte for byte, without decoding most of them.
 
-    Only a chat's addition, a turn's start and a run's start and end are decoded: to learn
-    the chats, their last turns, the session row's title and status. Every other fact is its
+    Only a root chat's addition (whose origin changes) and a run's start and end are
+    decoded; a worker's addition and a turn's start are read as JSON, to learn the chats and
+    their last turns. Every other fact is its
     text with the URIs renamed: a JSON string that is a whole URI is one the fork renames.
     """
     if not rows:
@@ -329,13 +346,17 @@ def fork_rows(
     status: str | None = None
     for sequence, channel, at, kind, text in rows:
         if kind == "session/chatAdded":
-            fact = fact_from_json(text)
-            action = fact.action
-            assert isinstance(action, SessionChatAddedAction)
-            added[sequence] = fact
-            chat = action.summary.resource
+            summary = json.loads(text)["action"]["summary"]
+            chat = summary["resource"]
             if chat not in chats:
                 chats[chat] = names[chat] = new_chat()
+            # Only a root chat's addition changes (its origin becomes the fork's): decoded.
+            # A worker's is renamed in its text, as any other fact.
+            origin = summary.get("origin")
+            if origin is None or origin.get("kind") == "user":
+                fact = fact_from_json(text)
+                assert isinstance(fact.action, SessionChatAddedAction)
+                added[sequence] = fact
         elif kind == "chat/turnStarted":
             turn = json.loads(text)["action"].get("turnId")
             if isinstance(turn, str):
@@ -407,3 +428,95 @@ def fork_rows(
         created=created,
         status=status,
     )
+
+
+# ── a chat forked inside its session (AHP createChat with a source) ─────────
+
+
+def chat_fork_actions(source: ChatState, turn_id: str, *, now: str) -> tuple[Action, ...]:
+    """The actions that give a new chat ``source``'s turns through ``turn_id``, as its own.
+
+    Each turn is started, given its response parts as they ended, and ended as it ended.
+    A copied tool call that spawned a worker keeps its result but not its subagent content:
+    the worker stays its source call's (an origin names one call, and the graph checks it).
+
+    :class:`RunError` if ``turn_id`` is not a turn ``source`` completed (a fork targets one).
+    """
+    turns = _turns_through(source, turn_id, completed=True)
+    actions: list[Action] = []
+    for turn in turns:
+        actions.append(
+            ChatTurnStartedAction(
+                turn_id=turn.id, started_at=turn.started_at or now, message=turn.message
+            )
+        )
+        actions += [
+            ChatResponsePartAction(turn_id=turn.id, part=_without_subagents(part))
+            for part in turn.response_parts
+        ]
+        if turn.usage is not None:
+            actions.append(ChatUsageAction(turn_id=turn.id, usage=turn.usage))
+        duration = turn.duration or 0.0
+        if turn.state is TurnState.COMPLETE:
+            actions.append(ChatTurnCompleteAction(turn_id=turn.id, duration=duration))
+        elif turn.state is TurnState.ERROR and turn.error is not None:
+            actions.append(ChatErrorAction(turn_id=turn.id, duration=duration, error=turn.error))
+        else:
+            actions.append(ChatTurnCancelledAction(turn_id=turn.id, duration=duration))
+    return tuple(actions)
+
+
+def side_chat_context(
+    source: ChatState, turn_id: str, selection: SideChatSelection | None = None
+) -> tuple[tuple[str, str], ...]:
+    """What a side chat of ``source`` at ``turn_id`` is given as context, as (role, text) pairs.
+
+    It is ``source``'s conversation through that turn (the turn running now: its message and
+    the answer streamed so far), then the selected text when there is one. A side chat's
+    model reads these before its own turns; they are not its history.
+
+    :class:`RunError` if ``source`` has no turn ``turn_id``.
+    """
+    through = evolve(source, turns=_turns_through(source, turn_id), active_turn=None)
+    pairs = list(conversation(through))
+    active = source.active_turn
+    if active is not None and active.id == turn_id:
+        pairs.append(("user", active.message.text))
+        parts = active.response_parts
+        text = "".join(p.content for p in parts if isinstance(p, MarkdownResponsePart))
+        if text:
+            pairs.append(("assistant", text))
+    if selection is not None:
+        pairs.append(("user", f"About this part of the conversation:\n\n{selection.text}"))
+    return tuple(pairs)
+
+
+def _turns_through(source: ChatState, turn_id: str, *, completed: bool = False) -> tuple[Turn, ...]:
+    """``source``'s finished turns through ``turn_id`` (none of them when it is the running
+    turn, unless ``completed`` asks for a completed one: then :class:`RunError`)."""
+    for index, turn in enumerate(source.turns):
+        if turn.id == turn_id:
+            if completed and turn.state is not TurnState.COMPLETE:
+                raise RunError(
+                    f"turn {turn_id!r} of {source.resource} {turn.state}: fork at a completed turn"
+                )
+            return tuple(source.turns[: index + 1])
+    active = source.active_turn
+    if active is not None and active.id == turn_id:
+        if completed:
+            raise RunError(
+                f"turn {turn_id!r} of {source.resource} is still running: fork at a completed turn"
+            )
+        return tuple(source.turns)
+    raise RunError(f"{source.resource} has no turn {turn_id!r}")
+
+
+def _without_subagents(part: ResponsePart) -> ResponsePart:
+    if not isinstance(part, ToolCallResponsePart):
+        return part
+    call = part.tool_call
+    content = getattr(call, "content", None)
+    if not content or not any(isinstance(c, ToolResultSubagentContent) for c in content):
+        return part
+    kept = tuple(c for c in content if not isinstance(c, ToolResultSubagentContent))
+    return evolve(part, tool_call=evolve(call, content=kept or None))

@@ -64,8 +64,19 @@ class SessionInfo:
     updated_at: str
     last_sequence: int
     team_file: str | None = None
+    # A fork's lineage: the session it was forked from, at which of its facts, at which turn.
+    forked_from: str | None = None
+    forked_at: int | None = None
+    forked_turn: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        forked = None
+        if self.forked_from is not None:
+            forked = {
+                "session": self.forked_from,
+                "sequence": self.forked_at,
+                "turnId": self.forked_turn,
+            }
         return {
             "session": self.session,
             "team": self.team,
@@ -75,6 +86,7 @@ class SessionInfo:
             "updatedAt": self.updated_at,
             "facts": self.last_sequence,
             "teamFile": self.team_file,
+            "forkedFrom": forked,
         }
 
 
@@ -159,7 +171,7 @@ class JournalReader:
                 values.append(wanted)
         query = (
             "SELECT session, team, title, status, created_at, updated_at, last_sequence, "
-            "team_file FROM sessions"
+            "team_file, forked_from, forked_at, forked_turn FROM sessions"
             + (f" WHERE {' AND '.join(where)}" if where else "")
             + f" ORDER BY {self._NEWEST_FIRST}"
             + (" LIMIT ?" if limit is not None else "")
@@ -177,7 +189,7 @@ class JournalReader:
     def _session(self, connection: _Connection, session: str) -> SessionInfo:
         row = connection.execute(
             "SELECT session, team, title, status, created_at, updated_at, last_sequence, "
-            "team_file FROM sessions WHERE session = ?",
+            "team_file, forked_from, forked_at, forked_turn FROM sessions WHERE session = ?",
             (session,),
         ).fetchone()
         if row is None:
@@ -348,7 +360,8 @@ def _snapshot(
 
 
 def _session_info(row: tuple[Any, ...]) -> SessionInfo:
-    session, team, title, status, created_at, updated_at, last_sequence, team_file = row
+    (session, team, title, status, created_at, updated_at, last_sequence, team_file) = row[:8]
+    forked_from, forked_at, forked_turn = row[8:]
     return SessionInfo(
         session=session,
         team=team,
@@ -358,4 +371,7 @@ def _session_info(row: tuple[Any, ...]) -> SessionInfo:
         updated_at=updated_at,
         last_sequence=last_sequence,
         team_file=team_file,
+        forked_from=forked_from,
+        forked_at=forked_at,
+        forked_turn=forked_turn,
     )

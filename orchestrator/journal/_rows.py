@@ -77,6 +77,9 @@ class _Batch:
     # The lease epoch its node held the session at when the batch was submitted (several
     # daemons on one PostgreSQL journal): the fence lets it through only at that epoch.
     epoch: int | None = None
+    # A fork's lineage (source session, its last fact copied, the turn asked for), kept in
+    # the session row so that listing sessions shows families without reading facts.
+    forked: tuple[str, int, str | None] | None = None
 
     def size(self) -> int:
         return len(self.rows)
@@ -102,6 +105,12 @@ def _write_group(connection: _Connection, group: Sequence[_Item], history: _Agen
                 "last_sequence) VALUES (?, ?, ?, 'running', ?, ?, 0) "
                 "ON CONFLICT (session) DO NOTHING",
                 (batch.session, team, title, created_at, created_at),
+            )
+        if batch.forked is not None:
+            connection.execute(
+                "UPDATE sessions SET forked_from = ?, forked_at = ?, forked_turn = ? "
+                "WHERE session = ?",
+                (*batch.forked, batch.session),
             )
     _insert_rows(
         connection,
@@ -403,6 +412,7 @@ def _fork_batch(fork: ForkRows) -> _Batch:
         last_sequence=rows[-1][1],
         updated_at=rows[-1][3],
         chats=[(chat, fork.session) for chat in fork.chats.values()],
+        forked=(fork.source, fork.sequence, fork.turn_id),
     )
 
 

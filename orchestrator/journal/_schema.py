@@ -26,7 +26,7 @@ __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION"]
 #: ``PRAGMA application_id`` of our files: "ORCH".
 APPLICATION_ID: Final = 0x4F524348
 #: The schema this code writes; see :data:`MIGRATIONS` for how older ones are brought up.
-SCHEMA_VERSION: Final = 7
+SCHEMA_VERSION: Final = 8
 
 _SCHEMA_V1: Final = """
 CREATE TABLE sessions (
@@ -183,6 +183,22 @@ def _chats_table(connection: sqlite3.Connection) -> None:
 _AGENT_MESSAGE_CHECKSUMS: Final = "ALTER TABLE agent_messages ADD COLUMN checksum INTEGER"
 
 
+#: Schema 8: a fork's lineage in its session row (issue 40), so that ``orchestrator sessions``
+#: shows the families without reading facts; the forks on file get theirs from their
+#: ``team/sessionForked`` fact.
+_FORK_LINEAGE: Final = """
+ALTER TABLE sessions ADD COLUMN forked_from TEXT;
+ALTER TABLE sessions ADD COLUMN forked_at INTEGER;
+ALTER TABLE sessions ADD COLUMN forked_turn TEXT;
+UPDATE sessions SET
+    forked_from = json_extract(f.fact, '$.action.source'),
+    forked_at = json_extract(f.fact, '$.action.sequence'),
+    forked_turn = json_extract(f.fact, '$.action.turnId')
+FROM facts AS f
+WHERE f.session = sessions.session AND f.type = 'team/sessionForked';
+"""
+
+
 #: Each entry brings a file from the version before it to its own version: SQL, or a
 #: function run inside the migration's transaction.
 MIGRATIONS: Final[dict[int, str | Callable[[sqlite3.Connection], None]]] = {
@@ -202,6 +218,7 @@ CREATE TABLE snapshots (
     5: _teams_apart_and_checksums,
     6: _chats_table,
     7: _AGENT_MESSAGE_CHECKSUMS,
+    8: _FORK_LINEAGE,
 }
 
 

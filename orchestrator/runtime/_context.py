@@ -27,7 +27,9 @@ from orchestrator.ahp.actions import ChatResponsePartAction, SessionChatAddedAct
 from orchestrator.ahp.state import (
     ChatInteractivity,
     ChatSummary,
+    ForkChatOrigin,
     SessionStatus,
+    SideChatOrigin,
     ToolChatOrigin,
     ToolResultSubagentContent,
     UserChatOrigin,
@@ -196,10 +198,15 @@ def is_cancellation(exc: BaseException) -> bool:
 
 
 def chat_added(
-    chat: str, agent: AgentSpec, title: str, origin: ToolChatOrigin | None, now: str
+    chat: str,
+    agent: AgentSpec,
+    title: str,
+    origin: ToolChatOrigin | ForkChatOrigin | SideChatOrigin | None,
+    now: str,
 ) -> SessionChatAddedAction:
     """The action that adds ``agent``'s chat to the session (``origin``: None for the
-    coordinator's, the delegating tool call for a worker's)."""
+    coordinator's, the delegating tool call for a worker's, the source chat's turn for a
+    forked chat or a side chat)."""
     return SessionChatAddedAction(
         summary=ChatSummary(
             resource=chat,

@@ -59,6 +59,7 @@ from orchestrator.ahp.state import (
     MessageKind,
     MessageOrigin,
     PendingMessageKind,
+    SideChatSelection,
 )
 from orchestrator.base import FactLogError, RunError, now_timestamp
 from orchestrator.core import (
@@ -79,6 +80,7 @@ from orchestrator.spec import RestartPolicy, TeamSpec
 from ._approvals import Approvals
 from ._board import BoardKeeper, board_created
 from ._bus import FactBus
+from ._chat_forks import ChatForks
 from ._context import (
     CANCELLED,
     STOPPED,
@@ -217,6 +219,7 @@ class TeamRuntime:
         if team.board is not None:
             self.board = BoardKeeper(self._context, self._delegation)
             self._turns.tool_calls.board = self.board
+        self._chat_forks = ChatForks(self._context, self._turns)
         self._session_scope: trio.CancelScope | None = None
         self.conversation = conversation
         self.background = background
@@ -416,8 +419,14 @@ class TeamRuntime:
         self, run_id: str, ctx: ChatContext, message: Message, *, resume: bool = False
     ) -> RunOutcome:
         """Run the coordinator's chat to the end of the run, and record how it ended."""
-        async with self._tool_servers_running():
-            return await self._drive_coordinator(run_id, ctx, message, resume=resume)
+        async with self._tool_servers_running(), trio.open_nursery() as forked_chats:
+            self._chat_forks.running_in(forked_chats)
+            try:
+                return await self._drive_coordinator(run_id, ctx, message, resume=resume)
+            finally:
+                # The turns of forked chats and side chats end with the run.
+                self._chat_forks.running_in(None)
+                forked_chats.cancel_scope.cancel()
 
     @contextlib.asynccontextmanager
     async def _tool_servers_running(self) -> AsyncIterator[None]:
@@ -601,6 +610,34 @@ class TeamRuntime:
             return True
         coordinator = state.chats.get(state.coordinator_chat() or "")
         return coordinator is not None and bool(coordinator.queued_messages)
+
+    async def fork_chat(
+        self,
+        chat: str,
+        *,
+        source: str,
+        turn_id: str,
+        side: bool = False,
+        selection: SideChatSelection | None = None,
+    ) -> None:
+        """Open ``chat``, a fork (or ``side`` chat) of chat ``source`` at turn ``turn_id``.
+
+        Args:
+            chat: The new chat's URI.
+            source: A chat of this session.
+            turn_id: A completed turn of ``source`` (a side chat may name its running one).
+            side: A side chat: the source's conversation is its model's context, not its history.
+            selection: The text a side chat is about.
+
+        See :mod:`orchestrator.runtime._chat_forks`; :class:`RunError` names what is missing.
+        """
+        await self._chat_forks.open(
+            chat, source=source, turn_id=turn_id, side=side, selection=selection
+        )
+
+    async def prompt_chat(self, chat: str, text: str) -> None:
+        """Send ``text`` to a forked chat or a side chat; its agent answers in a turn there."""
+        await self._chat_forks.prompt(chat, text)
 
     def cancel_turn(self, chat: str) -> None:
         """Cancel the running turn of a conversation's coordinator; the run goes on."""

@@ -59,6 +59,7 @@ from orchestrator.core import (
     PRINCIPAL_META,
     Action,
     Backend,
+    Conversation,
     Conversations,
     Notice,
     ReasoningDelta,
@@ -138,6 +139,9 @@ class Turns:
         # The traceparent each queued prompt came with, by message id, until its turn records
         # it on the prompt's root task (see TeamRuntime.queue).
         self.trace_parents: dict[str, str] = {}
+        # A side chat's context: its source's conversation, read by its model before its own
+        # turns (see _chat_forks), by chat.
+        self.side_contexts: dict[str, tuple[tuple[str, str], ...]] = {}
 
     # ── controls ─────────────────────────────────────────────────────────────
 
@@ -188,6 +192,34 @@ class Turns:
         if kind is PendingMessageKind.QUEUED:
             self._prompted.set()  # an idle conversation takes it up now
         return message_id
+
+    def is_open(self, chat: str) -> bool:
+        """Whether ``chat``'s turns run (it takes steering and queued messages)."""
+        return chat in self._open_chats
+
+    def mark_open(self, chat: str) -> None:
+        """``chat`` takes queued messages from now, before its :meth:`run_chat` starts."""
+        self._open_chats.add(chat)
+
+    async def set_queued(self, chat: str, text: str) -> str:
+        """Queue ``text`` to a running chat (:meth:`set_pending`, queued)."""
+        return await self.set_pending(chat, text, PendingMessageKind.QUEUED)
+
+    def _history(self, chat: str) -> Conversation:
+        """What ``chat``'s model reads of its conversation: a side chat's context first."""
+        own = self._conversations.of(self.run.state.chats[chat])
+        context = self.side_contexts.get(chat)
+        if not context:
+            return own
+        pairs = [*context, *own]
+        return Conversation(
+            pairs,
+            len(pairs),
+            (),
+            users=own.users + sum(1 for role, _ in context if role == "user"),
+            characters=own.characters + sum(len(text) for _, text in context),
+            interrupted=own.interrupted,
+        )
 
     def _backend(self, agent: AgentSpec) -> Backend:
         backend = self._backend_cache.get(agent.name)
@@ -506,7 +538,7 @@ class Turns:
                     agent=ctx.agent.name,
                     task=message.text,
                     round_index=round_index,
-                    history=self._conversations.of(self.run.state.chats[chat]),
+                    history=self._history(chat),
                     outcomes=outcomes,
                     steering=tuple(ctx.steering),
                     attempt=attempt,

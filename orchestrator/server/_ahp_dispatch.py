@@ -65,7 +65,9 @@ from orchestrator.ahp.state import (
     ChatInputTextAnswerValue,
     ChatInteractivity,
     ChatState,
+    ForkChatOrigin,
     MessageKind,
+    SideChatOrigin,
     UnknownChatInputAnswerValue,
     known_questions,
 )
@@ -213,6 +215,16 @@ class ActionDispatcher:
             raise _RefusedError(exc.reason, code) from None
         try:
             match action:
+                case ChatTurnStartedAction(message=message) if _forked(state):
+                    live.expect_origin(chat, ExpectedAction(kind="turn", key=message.text), origin)
+                    await live.prompt_chat(chat, message.text)
+                case ChatPendingMessageSetAction(kind="queued", message=message) if _forked(state):
+                    live.expect_origin(
+                        chat,
+                        ExpectedAction(kind="pending", key=message.text, pending="queued"),
+                        origin,
+                    )
+                    await live.prompt_chat(chat, message.text)
                 case ChatTurnStartedAction(message=message):
                     if chat != coordinator:
                         raise _RefusedError(
@@ -281,6 +293,11 @@ _DISPATCHABLE: Final = (
 _DISPATCHABLE_TYPES: Final = frozenset(
     str(attrs.fields_dict(cls)["type"].default) for cls in _DISPATCHABLE
 )
+
+
+def _forked(state: ChatState) -> bool:
+    """A forked chat or a side chat: a client's message is its next turn."""
+    return isinstance(state.origin, ForkChatOrigin | SideChatOrigin)
 
 
 def _check_user_message(

@@ -78,6 +78,7 @@ from orchestrator.ahp.commands import (
     DisposeChatParams,
     DisposeSessionParams,
     ErrorCode,
+    ForkChatSource,
     Implementation,
     InitializeParams,
     InitializeResult,
@@ -87,9 +88,11 @@ from orchestrator.ahp.commands import (
     ReconnectReplayResult,
     ReconnectResult,
     ReconnectSnapshotResult,
+    SideChatSource,
     Snapshot,
     SubscribeParams,
     SubscribeResult,
+    UnknownChatSource,
     UnsubscribeParams,
 )
 from orchestrator.ahp.state import ChatInteractivity, MessageKind
@@ -745,14 +748,16 @@ class AhpSocket:
         live = self.daemon.live(session) if session.startswith(SESSION_PREFIX) else None
         if live is None:
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"no live session {params.channel}")
-        if params.source is not None:
-            raise RpcError(
-                ErrorCode.INVALID_PARAMS,
-                "source: this host neither forks chats nor opens side chats",
-            )
         chat = params.chat
         if not chat.startswith(CHAT_PREFIX) or len(chat) == len(CHAT_PREFIX):
             raise RpcError(ErrorCode.INVALID_PARAMS, "chat: expected ahp-chat:/ID")
+        source = params.source
+        if isinstance(source, UnknownChatSource):
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"source.kind: this host forks chats (fork) and opens side chats (sideChat), "
+                f"not {source.kind!r}",
+            )
         # A chat URI names one chat across every session, live or past: the daemon checks
         # both, and holds the URI for this request until the chat exists or was not made.
         try:
@@ -763,9 +768,48 @@ class AhpSocket:
             message = f"the journal cannot be read: {exc.message}"
             raise RpcError(ErrorCode.INTERNAL_ERROR, message) from None
         try:
-            await self._start_coordinator_chat(live, chat, params)
+            if source is None:
+                await self._start_coordinator_chat(live, chat, params)
+            else:
+                await self._fork_chat(live, chat, source, params)
         finally:
             self.daemon.release_chat(chat)
+
+    async def _fork_chat(
+        self,
+        live: LiveSession,
+        chat: str,
+        source: ForkChatSource | SideChatSource,
+        params: CreateChatParams,
+    ) -> None:
+        """``createChat`` with a ``source``: a fork of a chat of this session at a completed
+        turn, or a side chat from one of its turns; then its initial message, if any."""
+        message = params.initial_message
+        if message is not None and message.origin.kind is not MessageKind.USER:
+            raise RpcError(ErrorCode.INVALID_PARAMS, "initialMessage: only user messages")
+        state = live.state.chats.get(source.chat)
+        hidden = state is not None and state.interactivity is ChatInteractivity.HIDDEN
+        if state is None or hidden:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS, f"source.chat: no chat {source.chat} in {live.uri}"
+            )
+        side = isinstance(source, SideChatSource)
+        try:
+            await live.fork_chat(
+                chat,
+                source=source.chat,
+                turn_id=source.turn_id,
+                side=side,
+                selection=source.selection if isinstance(source, SideChatSource) else None,
+            )
+        except RunError as exc:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"source.turnId: {exc}") from None
+        log.info("ahp chat forked", chat=chat, source=source.chat, side=side)
+        if message is not None:
+            try:
+                await live.prompt_chat(chat, message.text)
+            except RunError as exc:
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"initialMessage: {exc}") from None
 
     async def _start_coordinator_chat(
         self, live: LiveSession, chat: str, params: CreateChatParams

@@ -20,6 +20,8 @@ Routes (the page itself is :mod:`orchestrator.server.web`, drawn in the browser)
   its ``url`` in the trace UI when daemon.toml's ``tracing.trace_url`` names one;
   ``GET /api/sessions/ID/usage``: what each chat used (tokens in and out, model calls, time)
   and the total, folded from the session's facts;
+  ``GET /api/sessions/ID/diff?with=OTHER``: where the two sessions part and what each chat
+  did differently, side by side (what ``orchestrator diff --json`` prints);
 - ``GET /api/sessions/ID/board``: the board's items as its facts leave them (see
   :mod:`orchestrator.protocols._board_wire`); ``POST`` the same with a person's request
   ``{"op": "claim" | "comment" | "block" | "unblock" | "done" | "assign" | "update" | "move",
@@ -62,6 +64,7 @@ from orchestrator.core import (
     SpanIds,
     TeamState,
     chat_spans,
+    diff_sessions,
     open_questions,
 )
 from orchestrator.journal import SESSION_STATUSES, JournalReader, SessionInfo
@@ -226,6 +229,8 @@ def session_summary(
         # What waits for a decision of someone: the list's "Pending" column.
         "pending": pending + questions,
         "runBy": dict(run_by) if run_by is not None and not ended else None,
+        # A fork's lineage: its source, at which of its facts and turn (None: no fork).
+        "forkedFrom": info.to_json()["forkedFrom"],
     }
 
 
@@ -465,6 +470,17 @@ def web_routes(
         )
         return _json(found)
 
+    async def diff(request: Request) -> Response:
+        uri, _ = await known(request)
+        other = session_uri(_name(request.query_params.get("with"), "with"))
+        if not await trio.to_thread.run_sync(reader.has_session, other):
+            raise WebError(404, f"with: no session {session_id(other)!r} on this daemon")
+
+        def compare() -> dict[str, Any]:
+            return diff_sessions(reader.facts(uri), reader.facts(other)).to_json()
+
+        return _json(await trio.to_thread.run_sync(compare))
+
     async def usage(request: Request) -> Response:
         uri, _ = await known(request)
         facts = await trio.to_thread.run_sync(reader.facts, uri)
@@ -541,6 +557,7 @@ def web_routes(
         Route("/api/sessions/{session}/transcript", handled(transcript)),
         Route("/api/sessions/{session}/usage", handled(usage)),
         Route("/api/sessions/{session}/board", handled(board), methods=["GET", "POST"]),
+        Route("/api/sessions/{session}/diff", handled(diff)),
         Route("/api/teams", handled(teams)),
         Route("/api/{rest:path}", handled(unknown), methods=["GET", "POST", "PUT", "DELETE"]),
     ]

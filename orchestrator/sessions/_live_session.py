@@ -32,7 +32,7 @@ import structlog
 import trio
 
 from orchestrator.ahp.actions import ActionEnvelope, ActionOrigin, ChatTurnStartedAction
-from orchestrator.ahp.state import ChatInputResponseKind, ChatInteractivity
+from orchestrator.ahp.state import ChatInputResponseKind, ChatInteractivity, SideChatSelection
 from orchestrator.base import FactLogError, RunError
 from orchestrator.core import (
     USER,
@@ -553,6 +553,38 @@ class LiveSession:
         """Steer ``chat``'s running turn with ``text``; the steering message's id
         (``principal``: who sent it, when known)."""
         return await self._runtime.steer(chat, text, principal=principal)
+
+    async def fork_chat(
+        self,
+        chat: str,
+        *,
+        source: str,
+        turn_id: str,
+        side: bool = False,
+        selection: SideChatSelection | None = None,
+    ) -> None:
+        """Open ``chat``, a fork or side chat of ``source`` at ``turn_id`` (see
+        :meth:`TeamRuntime.fork_chat`); :class:`RunError` for a session another node runs.
+
+        Args:
+            chat: The new chat's URI.
+            source: A chat of this session.
+            turn_id: The source's turn it starts from.
+            side: A side chat, not a fork.
+            selection: The text a side chat is about.
+        """
+        await self._own_runtime().fork_chat(
+            chat, source=source, turn_id=turn_id, side=side, selection=selection
+        )
+
+    async def prompt_chat(self, chat: str, text: str) -> None:
+        """Send ``text`` to a forked chat or side chat (see :meth:`TeamRuntime.prompt_chat`)."""
+        await self._own_runtime().prompt_chat(chat, text)
+
+    def _own_runtime(self) -> TeamRuntime:
+        if not isinstance(self._runtime, TeamRuntime):
+            raise RunError(f"session {self.id} runs on another node: open its chats there")
+        return self._runtime
 
     async def answer_input(
         self,

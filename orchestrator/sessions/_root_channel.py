@@ -76,8 +76,10 @@ from orchestrator.ahp.commands import (
     SessionSummaryChangedParams,
 )
 from orchestrator.ahp.state import (
+    AgentCapabilities,
     AgentInfo,
     ChatInteractivity,
+    MultipleChatsCapability,
     RootState,
     SessionState,
     SessionSummary,
@@ -122,13 +124,20 @@ _MUTABLE_FIELDS: Final = (
 def agents_of(
     teams: Mapping[str, TeamSpec], unavailable: Mapping[str, str]
 ) -> tuple[AgentInfo, ...]:
-    """The root state's agents: one per team that can run, its provider the team's name."""
+    """The root state's agents: one per team that can run, its provider the team's name.
+
+    Each can fork a chat at a turn, and open a side chat from one (``createChat`` with a
+    ``source``): ``capabilities.multipleChats.{fork, sideChat}``."""
     return tuple(
         AgentInfo(
             provider=name,
             display_name=team.name,
             description=f"team {team.name}: {team.topology}, coordinator {team.coordinator}",
             models=(),
+            # A chat of a session can be forked, or a side chat opened from it, at a turn.
+            capabilities=AgentCapabilities(
+                multiple_chats=MultipleChatsCapability(fork=True, side_chat=True)
+            ),
         )
         for name, team in sorted(teams.items())
         if name not in unavailable

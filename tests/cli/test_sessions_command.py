@@ -14,7 +14,7 @@ from orchestrator.cli._main import build_parser
 from orchestrator.cli._sessions_command import _one_line, prune, resolve_session, sessions
 from orchestrator.journal import open_reader
 from orchestrator.spec import load_team
-from tests.support.journal import HANDOFF, run_team
+from tests.support.journal import HANDOFF, a_run_and_its_fork, run_team
 
 
 @pytest.fixture
@@ -97,6 +97,40 @@ class TestSessions:
         said = listed("--db", str(db), "--status", "failed", "--team", "nope")
         assert said == f"no sessions (status failed, team nope) in {db}\n"
         assert json.loads(listed("--db", str(db), "--team", "nope", "--json")) == []
+
+    async def test_forks_say_where_they_came_from_and_stand_under_it_in_a_tree(
+        self, tmp_path: Path
+    ) -> None:
+        """A fork's row names its source's id and the fact it was forked at; ``--tree``
+        lists each fork under its source, indented, its source's other forks after it."""
+        db = tmp_path / "j.db"
+        source, fork, sequence = await a_run_and_its_fork(db)
+        other, _, _ = await a_run_and_its_fork(db)  # a second family, after the first
+        header, *lines = listed("--db", str(db)).splitlines()
+        assert header.split()[:7] == [
+            "SESSION",
+            "STATUS",
+            "CREATED",
+            "FACTS",
+            "TEAM",
+            "FORKED",
+            "FROM",
+        ]
+        column = header.index("FORKED FROM")
+        by_session = {line.split()[0]: line for line in lines}
+        assert by_session[source][column:].startswith("- ")
+        short = source.removeprefix("ahp-session:/")[:8]
+        assert by_session[fork][column:].startswith(f"{short} fact {sequence} ")
+        _, *tree = listed("--db", str(db), "--tree").splitlines()
+        names = [line.split()[0] if not line.startswith("└") else line.split()[1] for line in tree]
+        assert names[:2] == [source, fork]
+        assert names[2] == other
+        assert tree[1].startswith("└ " + fork)
+        assert not tree[0].startswith("└")
+        # A fork whose source a filter leaves out stands on its own.
+        _, *newest = listed("--db", str(db), "--tree", "--limit", "1").splitlines()
+        assert len(newest) == 1
+        assert not newest[0].startswith("└")
 
     def test_a_title_is_one_line_of_at_most_sixty_characters(self) -> None:
         assert _one_line("Ship\n  the   notes\t") == "Ship the notes"

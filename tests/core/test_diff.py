@@ -74,6 +74,11 @@ class TestDiff:
         assert as_json["same"] is False
         assert as_json["partedAt"]["a"] == {"sequence": first + 1, "type": "chat/turnStarted"}
         assert as_json["chats"][0]["differences"] == list(chat.differences)
+        # The same findings side by side, as the web view shows them.
+        assert as_json["chats"][0]["sides"] == [
+            {"what": "turn 1: asked", "a": "'go'", "b": "'go on'"},
+            {"what": "turn 1: answered", "a": "'blue sky'", "b": "'red sky'"},
+        ]
         assert found.lines()[0] == (
             f"they part at A's fact {first + 1} (chat/turnStarted), "
             f"B's fact {first + 1} (chat/turnStarted)"
@@ -92,3 +97,4 @@ class TestDiff:
         assert found.parted_at == (None, len(b) + 1)
         [chat] = found.chats
         assert chat.differences == ("turn 2: only in B ('more')",)
+        assert chat.sides == (("turn 2: asked", "-", "'more'"),)

@@ -14,7 +14,15 @@ from hypothesis import strategies as st
 
 from orchestrator.ahp import unstructure
 from orchestrator.ahp.actions import SessionChatAddedAction
-from orchestrator.ahp.state import ForkChatOrigin, ToolChatOrigin
+from orchestrator.ahp.state import (
+    ChatSummary,
+    ForkChatOrigin,
+    SideChatSelection,
+    ToolCallResponsePart,
+    ToolChatOrigin,
+    ToolResultSubagentContent,
+    TurnState,
+)
 from orchestrator.base import RunError
 from orchestrator.core import (
     DelegationGraph,
@@ -26,11 +34,14 @@ from orchestrator.core import (
     TeamState,
     before_run_end,
     build_graph,
+    chat_fork_actions,
+    conversation,
     fact_to_json,
     fork_facts,
     fork_point,
     fork_rows,
     fork_sequence,
+    side_chat_context,
 )
 from tests.support.examples import examples
 from tests.support.scenarios import LEAD, SESSION, Log, scenarios
@@ -274,3 +285,123 @@ class TestForkPoint:
 def test_nothing_to_fork_is_refused() -> None:
     with pytest.raises(RunError, match="nothing to fork"):
         fork_facts([], session=NEW, new_chat=_new_chats(), now=NOW, sequence=0)
+
+
+def _no_subagents(value: Any) -> Any:
+    """A chat's turns as data, without the subagent content a chat fork leaves out."""
+    if isinstance(value, dict):
+        return {k: _no_subagents(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [
+            _no_subagents(v)
+            for v in value
+            if not (isinstance(v, dict) and v.get("type") == "subagent")
+        ]
+    return value
+
+
+class TestChatFork:
+    @settings(max_examples=examples(100), deadline=None)
+    @given(facts=scenarios(), data=st.data())
+    def test_a_chat_fork_holds_the_sources_turns_through_a_completed_turn(
+        self, facts: list[Fact], data: st.DataObject
+    ) -> None:
+        """Folded after its ``chatAdded``, a fork's actions give the new chat the source's
+        turns through the one named, as they ended, less their subagent content (the workers
+        stay their source call's: the graph check is as clean as before)."""
+        state = TeamState.fold(SESSION, facts)
+        completed = [
+            (uri, turn.id)
+            for uri, chat in state.chats.items()
+            for turn in chat.turns
+            if turn.state is TurnState.COMPLETE
+        ]
+        if not completed:
+            return
+        uri, turn = data.draw(st.sampled_from(completed))
+        source = state.chats[uri]
+        actions = chat_fork_actions(source, turn, now=NOW)
+        copy = "ahp-chat:/copy"
+        summary = ChatSummary(
+            resource=copy,
+            title="fork",
+            status=source.status,
+            modified_at=NOW,
+            origin=ForkChatOrigin(chat=uri, turn_id=turn),
+        )
+        after = len(facts)
+        more = [
+            Fact(
+                sequence=after + 1,
+                session=SESSION,
+                channel=SESSION,
+                at=NOW,
+                action=SessionChatAddedAction(summary=summary),
+            )
+        ] + [
+            Fact(sequence=after + 2 + i, session=SESSION, channel=copy, at=NOW, action=a)
+            for i, a in enumerate(actions)
+        ]
+        folded = TeamState.fold(SESSION, [*facts, *more])
+        through = next(i for i, t in enumerate(source.turns) if t.id == turn) + 1
+        assert _no_subagents(_plain(folded.chats[copy].turns)) == _no_subagents(
+            _plain(source.turns[:through])
+        )
+        assert not any(
+            isinstance(c, ToolResultSubagentContent)
+            for t in folded.chats[copy].turns
+            for p in t.response_parts
+            if isinstance(p, ToolCallResponsePart)
+            for c in getattr(p.tool_call, "content", None) or ()
+        )
+        assert folded.chats[uri] == state.chats[uri]
+        before = [v.kind for v in build_graph(facts).check()]
+        assert [v.kind for v in build_graph([*facts, *more]).check()] == before
+
+    def test_a_fork_is_refused_at_a_turn_that_is_not_a_completed_one(self) -> None:
+        log = Log()
+        log.run_started(budget=1)
+        log.turn(LEAD)
+        state = TeamState.fold(SESSION, log.facts)
+        lead = state.chats[LEAD]
+        assert lead.active_turn is not None
+        with pytest.raises(RunError, match="still running"):
+            chat_fork_actions(lead, lead.active_turn.id, now=NOW)
+        with pytest.raises(RunError, match="has no turn 'nope'"):
+            chat_fork_actions(lead, "nope", now=NOW)
+
+
+class TestSideChatContext:
+    @settings(max_examples=examples(100), deadline=None)
+    @given(facts=scenarios(), data=st.data(), selected=st.none() | st.text(min_size=1))
+    def test_the_context_is_the_sources_conversation_through_the_turn(
+        self, facts: list[Fact], data: st.DataObject, selected: str | None
+    ) -> None:
+        """The context is the source's conversation through that turn (a running turn: its
+        message and the text so far), then the selection."""
+        state = TeamState.fold(SESSION, facts)
+        turns = [
+            (uri, turn.id, False) for uri, chat in state.chats.items() for turn in chat.turns
+        ] + [
+            (uri, chat.active_turn.id, True)
+            for uri, chat in state.chats.items()
+            if chat.active_turn is not None
+        ]
+        if not turns:
+            return
+        uri, turn, running = data.draw(st.sampled_from(turns))
+        source = state.chats[uri]
+        selection = None if selected is None else SideChatSelection(text=selected)
+        context = side_chat_context(source, turn, selection)
+        if running:
+            expected = list(conversation(source))
+        else:
+            through = next(i for i, t in enumerate(source.turns) if t.id == turn) + 1
+            expected = list(
+                conversation(attrs.evolve(source, turns=source.turns[:through], active_turn=None))
+            )
+        body = list(context[: len(context) - (selection is not None)])
+        assert body[: len(expected)] == expected
+        assert all(role == "assistant" for role, _ in body[len(expected) :])
+        if selection is not None:
+            assert context[-1] == ("user", f"About this part of the conversation:\n\n{selected}")

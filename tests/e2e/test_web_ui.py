@@ -2010,3 +2010,84 @@ def test_a_worker_s_review_lane_shows_each_verdict_with_its_evidence(
         assert labels == ["review 2: passed"]
         watched.screenshot("review-01-lane")
         assert watched.errors == []
+
+
+#: A lead that answers each prompt in its own words, so a fork's next turn differs.
+TWO_ANSWERS = """
+[team]
+name = "answers"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { say = "first answer" } ]
+[[agents.lead.turns]]
+steps = [ { say = "second answer" } ]
+[[agents.lead.turns]]
+steps = [ { say = "third answer" } ]
+"""
+
+
+def test_fork_from_a_turn_then_compare_the_fork_with_its_source(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """An operator reads the coordinator's transcript, presses "Fork from here" on its first
+    turn and lands on the new session, which names its source; a message there is the
+    fork's second turn; "compare with its source" shows the two side by side, where they
+    part and what the coordinator did differently. A viewer gets no fork button."""
+    with (
+        running_daemon(tmp_path, {"answers": TWO_ANSWERS}) as daemon,
+        open_page(browser, daemon, bypass_csp=True) as watched,
+    ):
+        page = watched.page
+        source = start_from_the_page(page, "answers", "hello")
+        page.wait_for_selector("#result-text:has-text('first answer')")
+        send_message(page, "and more")
+        page.wait_for_selector("#result-text:has-text('second answer')")
+        page.click("#nodes-body tr:first-child button")
+        page.wait_for_selector("#transcript .turn >> nth=1")
+        first_turn = page.get_attribute("#transcript .turn >> nth=0", "data-turn")
+        watched.screenshot("fork-01-transcript")
+        assert axe_violations(page) == []
+        fork_button = page.locator("#transcript .turn >> nth=0").locator("button.fork-here")
+        fork_button.focus()
+        page.keyboard.press("Enter")
+        page.wait_for_function(
+            "source => location.hash.startsWith('#/sessions/')"
+            " && decodeURIComponent(location.hash.split('/')[2]) !== source",
+            arg=source,
+        )
+        fork = str(page.evaluate("() => decodeURIComponent(location.hash.split('/')[2])"))
+        page.wait_for_selector("#session-forked-from")
+        said = page.inner_text("#session-forked-from")
+        assert f"forked from {source[:8]} at turn {first_turn}" in said
+        send_message(page, "in French")
+        page.wait_for_selector("#result-text:has-text('second answer')")
+        watched.screenshot("fork-02-the-fork")
+        page.click("#compare-with-source")
+        page.wait_for_selector("#diff-parted")
+        page.wait_for_selector("table.diff-chat")
+        assert page.inner_text("#diff-parted").startswith("They part at A's fact")
+        rows = page.eval_on_selector_all(
+            "table.diff-chat tbody tr",
+            "trs => trs.map(tr => [...tr.children].map(c => c.innerText.trim()))",
+        )
+        assert ["turn 2: asked", "'and more'", "'in French'"] in rows
+        heads = page.inner_text("#diff-sessions")
+        assert source[:8] in heads
+        assert fork[:8] in heads
+        watched.screenshot("fork-03-compared")
+        assert axe_violations(page) == []
+        reader = JournalReader(daemon.db)
+        lineage = reader.session(f"ahp-session:/{fork}")
+        assert (lineage.forked_from, lineage.forked_turn) == (
+            f"ahp-session:/{source}",
+            first_turn,
+        )
+        assert watched.errors == []
+        with open_page(
+            browser, daemon, token=VIEWER_TOKEN, fragment=f"#/sessions/{source}"
+        ) as viewer:
+            viewer.page.click("#nodes-body tr:first-child button")
+            viewer.page.wait_for_selector("#transcript .turn")
+            assert viewer.page.locator("button.fork-here").count() == 0

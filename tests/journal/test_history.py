@@ -35,6 +35,7 @@ from orchestrator.core import (
     build_graph,
 )
 from orchestrator.journal import (
+    PG_SCHEMA_VERSION,
     Journal,
     JournalReader,
     SqliteJournal,
@@ -47,7 +48,12 @@ from orchestrator.journal._schema import _migrate
 from orchestrator.protocols import restore_actions, truncate_action, turn_messages, undo_action
 from orchestrator.runtime import FactBus, MemoryFactLog, Recorder, Ticket
 from tests.support.examples import examples
-from tests.support.journal import back_to_schema_4, run_team
+from tests.support.journal import (
+    back_to_schema_4,
+    back_to_schema_7,
+    pg_back_to_version_4,
+    run_team,
+)
 from tests.support.postgres import direct_sql
 from tests.support.sessions import solo_opening
 from tests.support.strategies import (
@@ -268,6 +274,7 @@ class TestHistoryChecksums:
         await three_turns(db)
         written = JournalReader(db).agent_messages(SESSION, CHAT)
         connection = sqlite3.connect(db)
+        back_to_schema_7(connection, commit=False)
         connection.execute("ALTER TABLE agent_messages DROP COLUMN checksum")
         connection.execute("PRAGMA user_version=6")
         connection.commit()
@@ -287,6 +294,7 @@ class TestHistoryChecksums:
         await three_turns(db)
         written = open_reader(db).agent_messages(SESSION, CHAT)
         with direct_sql(db) as connection:
+            pg_back_to_version_4(connection)
             connection.execute("ALTER TABLE agent_messages DROP COLUMN checksum")
             connection.execute("DELETE FROM journal_migrations WHERE version = 4")
         journal = open_journal(db)
@@ -297,7 +305,7 @@ class TestHistoryChecksums:
             nulls = connection.execute(
                 "SELECT count(*) FROM agent_messages WHERE checksum IS NULL"
             ).fetchone()
-        assert version == (4,)
+        assert version == (PG_SCHEMA_VERSION,)
         assert nulls == (len(written),)
         assert open_reader(db).agent_messages(SESSION, CHAT) == written
 

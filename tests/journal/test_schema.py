@@ -22,7 +22,9 @@ from orchestrator.journal import (
     encode_state,
 )
 from tests.support.journal import (
+    a_run_and_its_fork,
     back_to_schema_4,
+    back_to_schema_7,
     run_team,
 )
 
@@ -74,6 +76,22 @@ class TestVersions:
         assert [(f.type, f.origin) for f in reader.facts("ahp-session:/1")] == [
             ("session/titleChanged", None)  # written before facts kept a client's origin
         ]
+
+    async def test_a_schema_7_journal_gets_its_forks_lineage_from_their_facts(
+        self, tmp_path: Path
+    ) -> None:
+        """Schema 8 keeps a fork's lineage in its session row; the forks of an older file get
+        theirs from their team/sessionForked fact when it is migrated."""
+        db = tmp_path / "journal.db"
+        source, fork, sequence = await a_run_and_its_fork(db)
+        back_to_schema_7(sqlite3.connect(db))
+        journal = SqliteJournal(db)
+        await trio.to_thread.run_sync(journal.open)
+        assert journal._connection is not None
+        journal._connection.close()
+        by_uri = {s.session: s for s in JournalReader(db).sessions()}
+        assert (by_uri[fork].forked_from, by_uri[fork].forked_at) == (source, sequence)
+        assert by_uri[source].forked_from is None
 
     async def test_a_failed_migration_leaves_the_file_as_it_was(self, tmp_path: Path) -> None:
         """The migration is one transaction: one that cannot complete changes nothing."""

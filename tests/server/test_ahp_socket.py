@@ -23,6 +23,7 @@ from orchestrator.server._agent_socket import AgentSocket
 from orchestrator.sessions import Limits, SharedText, _live_session
 from tests.support import teams
 from tests.support.ahp_client import ROOT, AhpClient, connect_ahp, of_type, user_message
+from tests.support.ahp_schemas import check_wire
 from tests.support.ahp_session import (
     CLIENT,
     follow_workers_until_publish,
@@ -350,6 +351,125 @@ class TestSessionsAndChats:
             lineage = summary["_meta"]["forkedFrom"]
             assert (lineage["session"], lineage["turnId"]) == (session, turn)
             assert lineage["sequence"] > 0
+
+    async def test_create_chat_with_a_source_forks_a_chat_or_opens_a_side_chat(
+        self, tmp_path: Path
+    ) -> None:
+        """The agents advertise ``multipleChats.{fork, sideChat}``; ``createChat`` with a
+        ``fork`` source copies the source chat's turns through that turn, with its origin,
+        and runs its initial message as the next turn; a ``sideChat`` starts with no history
+        and its selection in its origin. Every frame is what the schemas say; a fork of a
+        turn that is not a completed one of this session is refused, naming why."""
+        async with (
+            running_daemon(tmp_path, teams={"echo": ECHO}) as daemon,
+            connect_ahp(daemon) as client,
+        ):
+            result = await client.initialize(subscriptions=(ROOT,))
+            [root] = [s for s in result["snapshots"] if s["resource"] == ROOT]
+            [agent] = root["state"]["agents"]
+            assert agent["capabilities"] == {"multipleChats": {"fork": True, "sideChat": True}}
+            check_wire("state", "AgentInfo", agent)
+            session, chat = new_session(), new_chat()
+            await client.request("createSession", {"channel": session, "provider": "echo"})
+            await client.request("subscribe", {"channel": session})
+            await client.request(
+                "createChat",
+                {"channel": session, "chat": chat, "initialMessage": user_message("one")},
+            )
+            await client.request("subscribe", {"channel": chat})
+            done = await client.until_action(lambda e: e["action"]["type"] == "chat/turnComplete")
+            turn = done["action"]["turnId"]
+            source = (await client.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+            fork = new_chat()
+            params = {
+                "channel": session,
+                "chat": fork,
+                "source": {"kind": "fork", "chat": chat, "turnId": turn},
+                "initialMessage": user_message("once more"),
+            }
+            check_wire("commands", "CreateChatParams", params)
+            assert await client.request("createChat", params) is None
+            added = await client.until_action(
+                lambda e: (
+                    e["action"]["type"] == "session/chatAdded"
+                    and e["action"]["summary"]["resource"] == fork
+                )
+            )
+            check_wire("actions", "ActionEnvelope", added)
+            assert added["action"]["summary"]["origin"] == {
+                "kind": "fork",
+                "chat": chat,
+                "turnId": turn,
+            }
+            await client.request("subscribe", {"channel": fork})
+            await client.until_action(
+                lambda e: e["channel"] == fork and e["action"]["type"] == "chat/turnComplete"
+            )
+            snapshot = (await client.request("subscribe", {"channel": fork}))["snapshot"]
+            check_wire("state", "ChatState", snapshot["state"])
+            copied = snapshot["state"]["turns"]
+            assert copied[0] == source["turns"][0]
+            assert [t["message"]["text"] for t in copied] == ["one", "once more"]
+            # A side chat: no history of its own, the selection kept in its origin.
+            side = new_chat()
+            selection = {"text": "first answer"}
+            side_params = {
+                "channel": session,
+                "chat": side,
+                "source": {
+                    "kind": "sideChat",
+                    "chat": chat,
+                    "turnId": turn,
+                    "selection": selection,
+                },
+            }
+            check_wire("commands", "CreateChatParams", side_params)
+            await client.request("createChat", side_params)
+            state = (await client.request("subscribe", {"channel": side}))["snapshot"]["state"]
+            check_wire("state", "ChatState", state)
+            assert state["turns"] == []
+            assert state["origin"] == {
+                "kind": "sideChat",
+                "chat": chat,
+                "turnId": turn,
+                "selection": selection,
+            }
+            seq = await client.dispatch(side, turn_started("what did you mean?"))
+            started = await client.until_action(
+                lambda e: e["channel"] == side and e["action"]["type"] == "chat/turnStarted"
+            )
+            assert started["origin"] == {"clientId": CLIENT_DEFAULT, "clientSeq": seq}
+            await client.until_action(
+                lambda e: e["channel"] == side and e["action"]["type"] == "chat/turnComplete"
+            )
+            session_state = (await client.request("subscribe", {"channel": session}))["snapshot"]
+            check_wire("state", "SessionState", session_state["state"])
+            assert [c["resource"] for c in session_state["state"]["chats"]] == [chat, fork, side]
+            # Refusals name what is wrong; nothing is made.
+            for source_params, why in [
+                ({"kind": "fork", "chat": chat, "turnId": "nope"}, "has no turn 'nope'"),
+                ({"kind": "fork", "chat": new_chat(), "turnId": turn}, "source.chat: no chat"),
+                ({"kind": "merge", "chat": chat, "turnId": turn}, "not 'merge'"),
+            ]:
+                message = await expect_error(
+                    client,
+                    -32602,
+                    "createChat",
+                    {"channel": session, "chat": new_chat(), "source": source_params},
+                )
+                assert why in message
+            await expect_error(
+                client,
+                -32010,
+                "createChat",
+                {
+                    "channel": session,
+                    "chat": fork,
+                    "source": {"kind": "fork", "chat": chat, "turnId": turn},
+                },
+            )
+            after = (await client.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+            assert after["turns"] == source["turns"]
 
     async def test_hidden_chats_are_not_listed(self, tmp_path: Path) -> None:
         async with (

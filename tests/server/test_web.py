@@ -8,6 +8,7 @@ import gc
 import gzip
 import json
 import re
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,7 +21,7 @@ import trio
 from trio_websocket import ConnectionRejected, WebSocketConnection, open_websocket_url
 
 from orchestrator.cli import main
-from orchestrator.core import build_graph, to_json
+from orchestrator.core import build_graph, diff_sessions, to_json
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import (
     AgentUiProjector,
@@ -38,6 +39,8 @@ from orchestrator.server import (
 from orchestrator.sessions import EnvelopeCache, GraphCache, Limits
 from orchestrator.spec import parse_team
 from tests.support.agentui import check_human_agent_board, check_review_team
+from tests.support.ahp_client import connect_ahp
+from tests.support.ahp_session import turn_started
 from tests.support.daemon import RunningDaemon, connect, running_daemon
 from tests.support.fuzz import Fuzzer
 from tests.support.paths import PROJECT_ROOT
@@ -369,6 +372,54 @@ async def test_usage_per_chat_and_in_total_comes_from_the_facts(tmp_path: Path) 
         }
 
 
+async def test_a_fork_names_its_source_and_the_two_are_compared(tmp_path: Path) -> None:
+    """A fork's summary carries ``forkedFrom``; ``GET /api/sessions/A/diff?with=B`` is what
+    ``orchestrator diff --json`` prints, with each difference side by side; a ``with`` that
+    names no session is a 404, none at all a 400."""
+    async with running_daemon(tmp_path, teams=TEAMS, config=CONFIG) as daemon:
+        source = await _finished_session(daemon)
+        async with daemon.http(VIEWER) as http:
+            lead = next(
+                n["id"]
+                for n in (await http.get(f"/api/sessions/{source}/graph")).json()["nodes"]
+                if n.get("kind") == "chat"
+            )
+            transcript = await http.get(f"/api/sessions/{source}/transcript?thread={lead}")
+        [turn] = [t["id"] for t in transcript.json()["turns"]]
+        fork = f"ahp-session:/{uuid.uuid4()}"
+        async with connect_ahp(daemon, token=OPERATOR) as ahp:
+            await ahp.initialize()
+            fork_of = {"session": f"ahp-session:/{source}", "turnId": turn}
+            await ahp.request("createSession", {"channel": fork, "fork": fork_of})
+            chat = (await ahp.request("subscribe", {"channel": fork}))["snapshot"]["state"][
+                "chats"
+            ][0]["resource"]
+            await ahp.request("subscribe", {"channel": chat})
+            await ahp.dispatch(chat, turn_started("and now?"))
+            await ahp.until_action(
+                lambda e: e["channel"] == chat and e["action"]["type"] == "chat/turnComplete"
+            )
+        fork_id = fork.removeprefix("ahp-session:/")
+        async with daemon.http(VIEWER) as http:
+            summary = (await http.get(f"/api/sessions/{fork_id}")).json()
+            answer = await http.get(f"/api/sessions/{source}/diff?with={fork_id}")
+            unknown = await http.get(f"/api/sessions/{source}/diff?with=nope")
+            missing = await http.get(f"/api/sessions/{source}/diff")
+        assert summary["forkedFrom"]["session"] == f"ahp-session:/{source}"
+        assert summary["forkedFrom"]["turnId"] == turn
+        assert answer.status_code == 200, answer.text
+        reader = JournalReader(daemon.db)
+        expected = diff_sessions(
+            reader.facts(f"ahp-session:/{source}"), reader.facts(fork)
+        ).to_json()
+        assert answer.json() == expected
+        [lead_diff] = answer.json()["chats"]
+        assert {"what": "turn 2: asked", "a": "-", "b": "'and now?'"} in lead_diff["sides"]
+        assert (unknown.status_code, missing.status_code) == (404, 400)
+        assert "with" in unknown.json()["error"]
+        assert "with: missing" in missing.json()["error"]
+
+
 #: A team on the OpenAI-compatible backend (a local server: no key needed; never called).
 LOCAL_MODEL = """
 [team]
@@ -485,6 +536,8 @@ async def test_hostile_requests_to_the_web_routes_get_clear_refusals(tmp_path: P
                         "/api/sessions/{x}/envelopes",
                         "/api/sessions/{x}/graph",
                         "/api/sessions/{x}/usage",
+                        "/api/sessions/{x}/diff?with={x}",
+                        f"/api/sessions/{session}/diff?with={{x}}",
                         "/api/teams?{x}={x}",
                         f"/api/sessions/{session}/transcript?thread={{x}}",
                         f"/api/sessions/{session}/envelopes?after={{x}}",

@@ -8,9 +8,18 @@ import pytest
 import trio
 
 import orchestrator
-from orchestrator.core import SessionForked, TeamState, fact_to_json, fork_facts
+from orchestrator.ahp.actions import ChatTurnCompleteAction
+from orchestrator.core import (
+    SessionForked,
+    TeamState,
+    build_graph,
+    fact_to_json,
+    fork_facts,
+    fork_point,
+)
 from orchestrator.journal import open_journal, open_reader
 from orchestrator.sessions import fork_session
+from tests.support.journal import a_run_and_its_fork
 from tests.support.postgres import direct_sql
 from tests.support.teams import fan_team
 
@@ -36,6 +45,28 @@ async def _fork(db: Path | str, source: str, **where: object) -> orchestrator.co
 
 
 class TestForkSession:
+    async def test_the_forks_session_row_keeps_its_lineage(self, journal_db: Path | str) -> None:
+        """``orchestrator sessions`` reads a fork's lineage from its session row: the source,
+        the last fact copied and the turn (none here); a fork of a fork names its own."""
+        db = journal_db
+        source, fork, sequence = await a_run_and_its_fork(db)
+        again = await _fork(db, fork)
+        by_uri = {s.session: s for s in open_reader(db).sessions()}
+        assert by_uri[source].forked_from is None
+        assert by_uri[source].to_json()["forkedFrom"] is None
+        assert (by_uri[fork].forked_from, by_uri[fork].forked_at) == (source, sequence)
+        assert by_uri[fork].forked_turn is None
+        assert by_uri[fork].to_json()["forkedFrom"] == {
+            "session": source,
+            "sequence": sequence,
+            "turnId": None,
+        }
+        assert (by_uri[again.session].forked_from, by_uri[again.session].forked_at) == (
+            fork,
+            again.sequence,
+        )
+        assert open_reader(db).session(fork) == by_uri[fork]
+
     async def test_the_fork_is_a_session_of_its_own_and_the_source_is_untouched(
         self, journal_db: Path | str
     ) -> None:
@@ -97,4 +128,96 @@ class TestForkSession:
             pytest.RaisesExc(orchestrator.RunError, match="no fact 9999"), flatten_subgroups=True
         ):
             await _fork(db, source.session, sequence=9999)
+        assert len(open_reader(db).sessions()) == 1
+
+
+class TestForkOfTheStoredText:
+    """fork_rows, on the stored text, makes the fork fork_facts makes of every decoded fact:
+    at any point, also of a fork, and never of a damaged source."""
+
+    async def test_at_every_point_the_fork_is_fork_facts_and_its_graph_as_clean(
+        self, tmp_path: Path
+    ) -> None:
+        db = tmp_path / "j.db"
+        team = orchestrator.parse_team(fan_team(2), file="fan.toml")
+        source = await orchestrator.run_team(team, "first", journal=db)
+        reader = open_reader(db)
+        facts = reader.facts(source.session)
+        rows = reader.fact_rows(source.session)
+        turns = [f.action.turn_id for f in facts if isinstance(f.action, ChatTurnCompleteAction)]
+        points: list[dict[str, object]] = [{"sequence": n} for n in (1, 2, len(facts) // 2)]
+        points += [{"turn_id": turn} for turn in turns]
+        points.append({})
+        for where in points:
+            at = fork_point(rows, **where)  # type: ignore[arg-type]
+            made = await _fork(db, source.session, **where)
+            stored = reader.facts(made.session)
+            copies = iter(made.chats.values())
+            expected = fork_facts(
+                facts,
+                session=made.session,
+                new_chat=lambda copies=copies: next(copies),  # type: ignore[misc]
+                now=stored[-1].at,
+                sequence=at,
+                turn_id=where.get("turn_id"),  # type: ignore[arg-type]
+            )
+            assert [fact_to_json(f) for f in stored] == [fact_to_json(f) for f in expected.facts]
+            assert [v.kind for v in build_graph(stored).check()] == [
+                v.kind for v in build_graph(facts[:at]).check()
+            ]
+        # A fork of a fork: the first fork's lineage is copied, its copies renamed.
+        first = await _fork(db, source.session)
+        second = await _fork(db, first.session)
+        copied = [
+            f.action for f in reader.facts(second.session) if isinstance(f.action, SessionForked)
+        ]
+        lineage = reader.facts(first.session)[-1].action
+        assert isinstance(lineage, SessionForked)
+        assert copied[0].chats == {k: second.chats[v] for k, v in lineage.chats.items()}
+        assert copied[-1].source == first.session
+        assert build_graph(reader.facts(second.session)).check() == []
+
+    async def test_a_chat_uri_quoted_inside_a_text_is_left_as_written(self, tmp_path: Path) -> None:
+        """A URI quoted inside a message (an escaped quote before it), and a stream's text
+        that starts with one, are copied as written; the fork is fork_facts's."""
+        db = tmp_path / "j.db"
+        team = orchestrator.parse_team(
+            fan_team(1).replace(
+                '{ say = "finished {task}", chunks = 3 }',
+                "{ say = 'ahp-chat:/inline finished {task}', chunks = 1 }",
+            ),
+            file="fan.toml",
+        )
+        prompt = 'see "ahp-chat:/not-a-chat" first'
+        source = await orchestrator.run_team(team, prompt, journal=db)
+        made = await _fork(db, source.session)
+        reader = open_reader(db)
+        stored = reader.facts(made.session)
+        copies = iter(made.chats.values())
+        expected = fork_facts(
+            reader.facts(source.session),
+            session=made.session,
+            new_chat=lambda: next(copies),
+            now=stored[-1].at,
+            sequence=made.sequence,
+        )
+        assert [fact_to_json(f) for f in stored] == [fact_to_json(f) for f in expected.facts]
+        text = "\n".join(fact_to_json(f) for f in stored)
+        assert '\\"ahp-chat:/not-a-chat\\"' in text
+        assert '"ahp-chat:/inline finished' in text
+
+    async def test_a_damaged_source_is_not_forked(self, tmp_path: Path) -> None:
+        db = tmp_path / "j.db"
+        team = orchestrator.parse_team(fan_team(1), file="fan.toml")
+        source = await orchestrator.run_team(team, "first", journal=db)
+        with direct_sql(db) as sql:
+            sql.execute(
+                "UPDATE facts SET checksum = checksum + 1 WHERE session = ? AND sequence = 3",
+                (source.session,),
+            )
+        with pytest.RaisesGroup(
+            pytest.RaisesExc(orchestrator.FactLogError, match="fact 3 of .* is damaged"),
+            flatten_subgroups=True,
+        ):
+            await _fork(db, source.session)
         assert len(open_reader(db).sessions()) == 1

@@ -31,8 +31,27 @@ def back_to_schema_4(connection: sqlite3.Connection) -> None:
     connection.execute("DROP TABLE session_teams")
     for table in ("facts", "snapshots", "snapshot_parts", "agent_messages"):
         connection.execute(f"ALTER TABLE {table} DROP COLUMN checksum")
+    back_to_schema_7(connection, commit=False)
     connection.execute("PRAGMA user_version=4")
     connection.commit()
+
+
+def back_to_schema_7(connection: sqlite3.Connection, *, commit: bool = True) -> None:
+    """Make a journal of this version one of schema 7: no fork lineage in the sessions rows."""
+    for column in ("forked_from", "forked_at", "forked_turn"):
+        connection.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
+    if commit:
+        connection.execute("PRAGMA user_version=7")
+        connection.commit()
+
+
+def pg_back_to_version_4(connection: Any) -> None:
+    """Make a PostgreSQL journal of this version one of version 4: no fork lineage."""
+    connection.execute(
+        "ALTER TABLE sessions DROP COLUMN forked_from, DROP COLUMN forked_at, "
+        "DROP COLUMN forked_turn"
+    )
+    connection.execute("DELETE FROM journal_migrations WHERE version = 5")
 
 
 DELIVERY = PROJECT_ROOT / "teams" / "delivery.toml"
@@ -115,3 +134,20 @@ def age(db: Path | str, session: str, *, days: int, status: str | None = None) -
             "UPDATE sessions SET updated_at = ?, status = coalesce(?, status) WHERE session = ?",
             (written.replace("+00:00", "Z"), status, session),
         )
+
+
+async def a_run_and_its_fork(db: Path | str) -> tuple[str, str, int]:
+    """A one-worker run in ``db``, forked at its last fact by another node: the source's and
+    the fork's URIs, and the source's last fact the fork copied."""
+    import orchestrator
+    from orchestrator.sessions import fork_session
+    from tests.support.teams import fan_team
+
+    team = orchestrator.parse_team(fan_team(1), file="fan.toml")
+    source = await orchestrator.run_team(team, "first", journal=db)
+    journal = open_journal(db, node="node-b")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(journal.serve)
+        made = await fork_session(journal, source.session)
+        nursery.cancel_scope.cancel()
+    return source.session, made.session, made.sequence

@@ -1,6 +1,6 @@
 """The PostgreSQL journal's tables, its schema versions and the migrations between them.
 
-The same tables and columns as the SQLite journal's schema 7 (:mod:`.._schema`). So the
+The same tables and columns as the SQLite journal's schema 8 (:mod:`.._schema`). So the
 writer's rows (:mod:`.._rows`) and the reader's queries (:mod:`.._reader`) are the same
 statements. The types are PostgreSQL's:
 
@@ -29,7 +29,7 @@ from orchestrator.base import FactLogError
 __all__ = ["PG_SCHEMA_VERSION"]
 
 #: The schema this code writes.
-PG_SCHEMA_VERSION: Final = 4
+PG_SCHEMA_VERSION: Final = 5
 #: The advisory lock key migrations hold ("ORCH"): one migrating node at a time.
 _MIGRATION_LOCK: Final = 0x4F524348
 
@@ -138,12 +138,26 @@ _SCHEMA_V3: Final = (
 #: (NULL) and read unchecked.
 _SCHEMA_V4: Final = ("ALTER TABLE agent_messages ADD COLUMN checksum bigint",)
 
+#: Version 5: a fork's lineage in its session row (SQLite's schema 8), filled in for the
+#: forks on file from their ``team/sessionForked`` fact.
+_SCHEMA_V5: Final = (
+    "ALTER TABLE sessions ADD COLUMN forked_from text, ADD COLUMN forked_at bigint, "
+    "ADD COLUMN forked_turn text",
+    """UPDATE sessions AS s SET
+    forked_from = f.fact::jsonb -> 'action' ->> 'source',
+    forked_at = (f.fact::jsonb -> 'action' ->> 'sequence')::bigint,
+    forked_turn = f.fact::jsonb -> 'action' ->> 'turnId'
+FROM facts AS f
+WHERE f.session = s.session AND f.type = 'team/sessionForked'""",
+)
+
 #: Each entry brings a database from the version before it to its own.
 PG_MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
     1: _SCHEMA_V1,
     2: _SCHEMA_V2,
     3: _SCHEMA_V3,
     4: _SCHEMA_V4,
+    5: _SCHEMA_V5,
 }
 
 

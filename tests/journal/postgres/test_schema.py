@@ -17,6 +17,7 @@ from orchestrator.journal import (
     open_reader,
 )
 from orchestrator.journal.postgres._schema import PG_MIGRATIONS, schema_version
+from tests.support.journal import a_run_and_its_fork, pg_back_to_version_4
 from tests.support.postgres import direct_sql
 
 
@@ -79,3 +80,18 @@ class TestPostgresSchema:
         ):
             with pytest.raises(FactLogError, match="written by a newer orchestrator"):
                 opening()
+
+    async def test_a_version_4_journal_gets_its_forks_lineage_from_their_facts(
+        self, postgres_database: str
+    ) -> None:
+        """Version 5 keeps a fork's lineage in its session row; the forks of an older
+        database get theirs from their team/sessionForked fact when it is migrated."""
+        source, fork, sequence = await a_run_and_its_fork(postgres_database)
+        with direct_sql(postgres_database) as connection:
+            pg_back_to_version_4(connection)
+        journal = open_journal(postgres_database)
+        await trio.to_thread.run_sync(journal.open)
+        journal.close()
+        by_uri = {s.session: s for s in open_reader(postgres_database).sessions()}
+        assert (by_uri[fork].forked_from, by_uri[fork].forked_at) == (source, sequence)
+        assert by_uri[source].forked_from is None

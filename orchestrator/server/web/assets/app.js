@@ -145,6 +145,9 @@
     } else if ((match = /^#\/sessions\/(.+)$/.exec(hash))) {
       app.dispose = O.pages.session(main, Object.assign(context, { id: decodeURIComponent(match[1]) }));
       document.title = "Session · Orchestrator";
+    } else if ((match = /^#\/diff\/([^/]+)\/([^/]+)$/.exec(hash))) {
+      app.dispose = O.pages.diff(main, Object.assign(context, { a: decodeURIComponent(match[1]), b: decodeURIComponent(match[2]) }));
+      document.title = "Compare · Orchestrator";
     } else if (hash === "#/teammates") {
       document.getElementById("nav-teammates").setAttribute("aria-current", "page");
       app.dispose = O.pages.teammates(main, context);

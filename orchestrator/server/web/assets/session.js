@@ -884,6 +884,22 @@
         meta.appendChild(h("code", { id: "session-model", text: model.run.model }));
       }
       if (summary.runBy && !ended) meta.appendChild(runByText(summary.runBy));
+      // A fork names its source, and compares itself with it.
+      const source = summary.forkedFrom;
+      if (source && source.session && !offline) {
+        const sourceId = O.sessionId(source.session);
+        const point = source.turnId ? "turn " + source.turnId : "fact " + source.sequence;
+        meta.appendChild(
+          h(
+            "span",
+            { id: "session-forked-from" },
+            " · forked from ",
+            h("a", { href: "#/sessions/" + encodeURIComponent(sourceId), text: sourceId.slice(0, 8) }),
+            " at " + point + " · ",
+            h("a", { id: "compare-with-source", href: "#/diff/" + encodeURIComponent(sourceId) + "/" + encodeURIComponent(id), text: "compare with its source" })
+          )
+        );
+      }
     }
 
     // ── envelopes in, once per frame ──
@@ -1011,6 +1027,19 @@
       if (turns.length === 0) target.appendChild(h("p", { class: "notice", text: "No turns yet." }));
       for (const turn of turns) {
         const section = h("section", { class: "turn", "data-turn": turn.id }, h("h4", { text: "Turn " + turn.id + " (" + turn.state + ")" }));
+        // An operator can go back to any turn that ended and run on from there.
+        if (context.canOperate && !offline && turn.state !== "running") {
+          const failed = h("p", { class: "error", role: "alert" });
+          const button = h("button", {
+            type: "button",
+            class: "fork-here",
+            "data-turn": turn.id,
+            text: "Fork from here",
+            title: "A new session with this session's content up to the end of this turn",
+            onclick: () => forkAt(turn.id, button, failed),
+          });
+          section.appendChild(h("div", { class: "buttons" }, button, failed));
+        }
         if (turn.events) drawEvents(section, turn.events, (transcript.traces && transcript.traces.toolCalls) || {});
         else drawParts(section, turn);
         if (turn.error) section.appendChild(h("p", { class: "error", text: "Error: " + turn.error }));
@@ -1052,6 +1081,51 @@
       }
       const body = evidence.kind === "quote" ? h("q", { text: evidence.text }) : h("span", { text: evidence.text });
       return h("li", null, kind, body, ref ? h("span", { class: "evidence-ref", text: " (" + ref + ")" }) : null);
+    }
+
+    /* "Fork from here": the new session is made as every client makes one, over AHP
+     * (`createSession` with `fork: {session, turnId}`); then its page opens. */
+    function forkAt(turnId, button, failed) {
+      button.disabled = true;
+      failed.textContent = "";
+      const fork = "ahp-session:/" + newUuid();
+      const ws = new WebSocket(O.wsUrl("/ahp"));
+      let done = false;
+      function finish(error) {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        ws.close();
+        button.disabled = false;
+        if (error) failed.textContent = "Not forked: " + error;
+        else location.hash = "#/sessions/" + encodeURIComponent(O.sessionId(fork));
+      }
+      const timer = setTimeout(() => finish("the daemon did not answer"), 15000);
+      ws.addEventListener("open", function () {
+        const clientId = "web-" + Math.random().toString(36).slice(2);
+        ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { channel: "ahp-root://", protocolVersions: ["0.7.0"], clientId: clientId, clientInfo: { name: "orchestrator-web", version: "1" } } }));
+        ws.send(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "createSession", params: { channel: fork, fork: { session: "ahp-session:/" + id, turnId: turnId } } }));
+      });
+      ws.addEventListener("message", function (event) {
+        let message;
+        try {
+          message = JSON.parse(event.data);
+        } catch (error) {
+          return;
+        }
+        if (message.id === 1 && message.error) finish(message.error.message);
+        else if (message.id === 2) finish(message.error ? message.error.message : null);
+      });
+      ws.addEventListener("close", (event) => finish(event.reason || "the connection closed"));
+    }
+
+    function newUuid() {
+      if (root.crypto && root.crypto.randomUUID) return root.crypto.randomUUID();
+      const b = root.crypto.getRandomValues(new Uint8Array(16));
+      b[6] = (b[6] & 0x0f) | 0x40;
+      b[8] = (b[8] & 0x3f) | 0x80;
+      const x = [...b].map((v) => v.toString(16).padStart(2, "0")).join("");
+      return x.slice(0, 8) + "-" + x.slice(8, 12) + "-" + x.slice(12, 16) + "-" + x.slice(16, 20) + "-" + x.slice(20);
     }
 
     // A link to a span in the trace UI (daemon.toml's tracing.trace_url), in a new tab.
