@@ -33,6 +33,7 @@ from tests.support.ahp_session import (
     turn_started,
 )
 from tests.support.daemon import Client, connect, running_daemon
+from tests.support.fuzz import Fuzzer
 from tests.support.teams import ECHO
 
 # Its tests start the daemon, servers or processes (tests/support/daemon_marker.py).
@@ -470,6 +471,74 @@ class TestSessionsAndChats:
             )
             after = (await client.request("subscribe", {"channel": chat}))["snapshot"]["state"]
             assert after["turns"] == source["turns"]
+
+    async def test_hostile_create_chat_sources_are_refused_and_the_session_goes_on(
+        self, tmp_path: Path
+    ) -> None:
+        """A seeded fuzz of ``createChat`` with a ``fork`` or ``sideChat`` source over one
+        connection: a ping after each frame comes back (the connection is not stuck), every
+        refusal names what was wrong, and afterwards the session still forks a chat that
+        runs its turn. (The connection's rate limit is raised: at the default 20 messages a
+        second, the pings themselves would be dropped, each with a stray -32000.)"""
+        fuzzer = Fuzzer(20261207)
+        config = ServeConfig(
+            limits=Limits(shutdown_grace=0.5, messages_per_second=1e6, burst=10**6)
+        )
+        async with (
+            running_daemon(tmp_path, teams={"echo": ECHO}, config=config) as daemon,
+            connect_ahp(daemon) as client,
+        ):
+            await client.initialize()
+            session, chat = new_session(), new_chat()
+            await client.request("createSession", {"channel": session, "provider": "echo"})
+            await client.request("subscribe", {"channel": session})
+            await client.request(
+                "createChat",
+                {"channel": session, "chat": chat, "initialMessage": user_message("one")},
+            )
+            await client.request("subscribe", {"channel": chat})
+            done = await client.until_action(lambda e: e["action"]["type"] == "chat/turnComplete")
+            turn = done["action"]["turnId"]
+            made = 0
+            for index in range(80):
+                source: dict[str, Any] = {"kind": "fork", "chat": chat, "turnId": turn}
+                if index % 2:
+                    source = {**source, "kind": "sideChat", "selection": {"text": "one"}}
+                template = {
+                    "jsonrpc": "2.0",
+                    "id": f"fuzz-{index}",
+                    "method": "createChat",
+                    "params": {
+                        "channel": session,
+                        "chat": new_chat(),
+                        "source": source,
+                        "initialMessage": user_message("again"),
+                    },
+                }
+                await client.connection.send_message(fuzzer.frame(template))
+                with trio.fail_after(30):  # a frame that sticks the connection fails here
+                    pong = await client.call("ping", {"channel": ROOT})
+                assert "result" in pong, (index, pong)
+                answer = client.responses.pop(f"fuzz-{index}", None)
+                if answer is not None and "error" in answer:
+                    assert answer["error"]["message"], answer
+                made += answer is not None and "result" in answer
+            assert made, "no valid createChat among the frames: the fuzz tried only refusals"
+            assert all(e["error"]["message"] for e in client.stray_errors)
+            fork = new_chat()
+            await client.request(
+                "createChat",
+                {
+                    "channel": session,
+                    "chat": fork,
+                    "source": {"kind": "fork", "chat": chat, "turnId": turn},
+                    "initialMessage": user_message("still here"),
+                },
+            )
+            await client.request("subscribe", {"channel": fork})
+            await client.until_action(
+                lambda e: e["channel"] == fork and e["action"]["type"] == "chat/turnComplete"
+            )
 
     async def test_hidden_chats_are_not_listed(self, tmp_path: Path) -> None:
         async with (
