@@ -154,8 +154,10 @@ def reduce_review(
 class Reviews:
     """A session's reviews, folded fact by fact (facts of other kinds are skipped)."""
 
-    def __init__(self) -> None:
-        self.records: dict[str, ReviewRecord] = {}
+    def __init__(self, records: Mapping[str, ReviewRecord] | None = None) -> None:
+        """Folded from ``records`` on (a state's ``run.reviews``: a projector that starts
+        mid-session), or from none."""
+        self.records: dict[str, ReviewRecord] = dict(records or {})
 
     def apply(self, fact: Fact) -> ReviewRecord | None:
         """Fold one fact; the review it changed, if it is a review fact."""

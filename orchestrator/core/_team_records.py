@@ -25,6 +25,7 @@ from orchestrator.ahp.state import ChatState, SessionState, Turn
 
 from ._board import Board
 from ._facts import Action
+from ._reviews import ReviewRecord
 from ._team_actions import ApprovalDecision, ApprovalRequested, RunStatus, TaskStatus
 
 __all__ = [
@@ -79,6 +80,9 @@ class RunRecord:
     forked_from: ForkedFrom | None = None
     # The team's board: its work items as the team/boardItem* facts left them.
     board: Board = attrs.field(factory=Board)
+    # The session's reviews by id, as the team/review* facts left them (in the order
+    # requested): a client that joins mid-session gets the review lane from here.
+    reviews: Mapping[str, ReviewRecord] = attrs.field(factory=dict)
     # The model chosen for the session's OpenAI-compatible agents (team/runStarted's); None:
     # the team file's. A run taken up after a restart asks it again.
     model: str | None = None

@@ -52,10 +52,12 @@ from orchestrator.ahp.actions import (
     UnknownAction,
 )
 from orchestrator.ahp.state import ChatState, SessionLifecycle, SessionState, SessionStatus, Turn
-from orchestrator.base import evolve, registrar
+from orchestrator.base import IllegalTransitionError, evolve, registrar
 
 from ._board import reduce_board
 from ._board_actions import BOARD_ACTION_TYPES
+from ._review_actions import REVIEW_ACTION_TYPES
+from ._reviews import reduce_review
 from ._facts import Action
 from ._task_lifecycle import TASK_TRANSITIONS
 from ._team_actions import (
@@ -313,6 +315,23 @@ def _board_changed(tr: Transition, action: Any, session_uri: str, now: str) -> N
 
 for _board_action in BOARD_ACTION_TYPES.values():
     _HANDLERS[_board_action] = _board_changed
+
+
+def _review_changed(tr: Transition, action: Any, session_uri: str, now: str) -> None:
+    """A review action (see core/_reviews.py): the run's reviews after it. One the review's
+    lifecycle refuses changes nothing (the runtime records only what it takes; a reader of
+    a log it did not write skips it, as :meth:`Reviews.fold` does when lenient)."""
+    if tr.run is None:
+        return
+    try:
+        reviews = reduce_review(tr.run.reviews, action)
+    except IllegalTransitionError:
+        return
+    tr.run = evolve(tr.run, reviews=reviews)
+
+
+for _review_action in REVIEW_ACTION_TYPES.values():
+    _HANDLERS[_review_action] = _review_changed
 
 
 def reduce_team_action(tr: Transition, action: TeamAction, *, session_uri: str, now: str) -> None:

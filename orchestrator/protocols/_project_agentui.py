@@ -202,7 +202,8 @@ class AgentUiProjector(ActionRequests):
         self._joins: Counter[str] = Counter()  # agent name -> chats joined as it
         self._team_view: _TeamView | None = None
         self._handed_from: set[tuple[str, str]] = set()  # (task, chat) that handed a task off
-        self._reviews = Reviews()  # the session's reviews, folded from their facts
+        # The session's reviews, folded from their facts (from the state's, when it has some).
+        self._reviews = Reviews(self.state.run.reviews if self.state.run is not None else None)
 
     # ── feeding ────────────────────────────────────────────────────────────
 

@@ -203,8 +203,9 @@ class AguiProjector:
         self._out: list[Event] = []
         self._buffer: list[Event] = []  # what an interrupted run would have said, for resume()
         self._view: TeamView | None = None  # the state the client has, while a run is on
-        # The review lane (the state's ``reviews``): the reviews of the facts fed.
-        self._reviews = Reviews()
+        # The review lane (the state's ``reviews``): the state's reviews when the run starts
+        # mid-session, then those of the facts fed.
+        self._reviews = Reviews(self.state.run.reviews if self.state.run is not None else None)
         self._interrupts: tuple[str, ...] = ()
         # Streams open in the current run.
         # Invariant: set(self._chat_stream.values()) == set(self._open_text) | set(

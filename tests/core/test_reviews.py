@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.base import IllegalTransitionError
 from orchestrator.core import (
+    Fact,
     ReviewAction,
     ReviewCompleted,
     ReviewRecord,
@@ -18,10 +20,12 @@ from orchestrator.core import (
     Reviews,
     ReviewStarted,
     ReviewStatus,
+    RunStarted,
+    TeamState,
     reduce_review,
 )
 from tests.support.examples import examples
-from tests.support.review_facts import actions, facts_of
+from tests.support.review_facts import SESSION, actions, facts_of
 
 
 def requested(review: str = "review-1", *, task: str = "task-1", round: int = 1) -> ReviewRequested:
@@ -150,3 +154,28 @@ def test_the_fold_of_any_sequence_keeps_the_rounds_in_order(
         assert reviews[action.review] == Reviews.fold(facts_of(accepted)).records[action.review]
         _check(reviews)
     assert Reviews.fold(facts_of(accepted)).records == reviews
+
+
+RUN = RunStarted(
+    run="run-1", team="t", topology="review_team", parallel_budget=2,
+    coordinator="lead", prompt="go", task="task-0",
+)  # fmt: skip
+
+
+@settings(max_examples=examples(200))
+@given(st.lists(actions, max_size=25))
+def test_the_team_state_holds_the_reviews_a_lenient_fold_makes(
+    sequence: list[ReviewAction],
+) -> None:
+    """The run's record keeps the session's reviews (a client that joins mid-session reads
+    the lane from the state): the same as folding the facts on their own, refused ones
+    skipped."""
+    facts = [
+        Fact(
+            sequence=1, session=SESSION, channel=SESSION, at="2026-12-07T15:00:00.000Z", action=RUN
+        ),
+        *(attrs.evolve(f, sequence=f.sequence + 1) for f in facts_of(sequence)),
+    ]
+    state = TeamState.fold(SESSION, facts)
+    assert state.run is not None
+    assert dict(state.run.reviews) == Reviews.fold(facts, lenient=True).records

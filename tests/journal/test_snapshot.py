@@ -82,6 +82,25 @@ class TestParts:
             state.apply(fact)
             assert_same_state(stored(state, chunk=2), state)
 
+    async def test_the_run_s_reviews_and_board_read_back(self) -> None:
+        """The run record's reviews (teams/review.toml: one fix, then passed) and board
+        (teams/board.toml) read back from the parts at every fact, as the fold made them."""
+        for name in ("review", "board"):
+            log = MemoryFactLog()
+            runtime = TeamRuntime(
+                load_team(PROJECT_ROOT / "teams" / f"{name}.toml"),
+                backends=ScriptedBackend,
+                factlog=log,
+            )
+            with trio.fail_after(60):
+                await runtime.run("Ship the notes")
+            state = TeamState(runtime.session)
+            for fact in log.facts:
+                state.apply(fact)
+                assert_same_state(stored(state, chunk=2), state)
+            assert state.run is not None
+            assert state.run.reviews if name == "review" else state.run.board.items
+
     async def test_a_fact_changes_only_the_parts_of_what_it_changed(self) -> None:
         """A chat fact leaves the other chats' parts holding the same objects, so the
         journal does not write them again."""

@@ -447,6 +447,25 @@ class TestFollowing:
         assert events[-1]["result"] == coordinator_text(events) == "second answer"
         assert "first answer" not in json.dumps(events)
 
+    async def test_a_projector_joining_after_reviews_has_their_lane_in_its_snapshot(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """A run opened mid-session (the daemon builds its projector from the live state):
+        its first snapshot's review lane has the reviews recorded before it joined, as the
+        projector that followed from the start had them then."""
+        session = await run_team(load_team(PROJECT_ROOT / "teams" / "review.toml"))
+        facts = session.facts
+        last = max(i for i, f in enumerate(facts) if f.type == "team/reviewCompleted")
+        state = TeamState.fold(session.runtime.session, facts[: last + 1])
+        late = AguiProjector(session.runtime.session, thread_id=THREAD, run_id="late", state=state)
+        snapshot = late.start()[1]["snapshot"]
+        lane = snapshot["reviews"]
+        assert [(r["round"], r["status"]) for r in lane] == [
+            (1, "changes_requested"),
+            (2, "passed"),
+        ]
+        assert lane == session.projector.view()["reviews"]
+
     async def test_a_projector_joining_an_interrupted_turn(
         self, autojump_clock: trio.testing.MockClock
     ) -> None:
