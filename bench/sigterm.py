@@ -6,7 +6,10 @@ chunks (a fact each) and then sleeping; the team file padded with a comment to
 journal with durability "power"); a ``/ws`` client prompts it, the workers stream for
 ``--wait`` seconds, then the daemon gets SIGTERM: the figure is the time until it has exited
 (the requirement: within 10 s). The journal by then has more queued than it can write in its
-drain limit, so "abandoned" says whether it cut the backlog short.
+drain limit, so "abandoned" says whether it cut the backlog short. The last row, "stubborn",
+holds each worker's turn in a command tool that ignores SIGTERM (and would sleep 60 s): the
+daemon must kill it, not wait (what ``tests/e2e/test_serve_process.py`` checks without a
+clock: the exit within shutdown_grace + 4 s, 9 s, is this figure).
 
     .venv/bin/python bench/sigterm.py                     # 50 workers, 5 MB and 0 MB
     .venv/bin/python bench/sigterm.py --workers 100 --team-mb 5
@@ -15,6 +18,7 @@ drain limit, so "abandoned" says whether it cut the backlog short.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import signal
@@ -27,9 +31,15 @@ from pathlib import Path
 import trio
 from trio_websocket import open_websocket_url
 
+STUBBORN_TOOL = """
+[tools.stubborn]
+command = ["python3", "-c", "import signal as s, time; s.signal(15, s.SIG_IGN); time.sleep(60)"]
+"""
 
-def team_toml(workers: int, pad_bytes: int) -> str:
+
+def team_toml(workers: int, pad_bytes: int, *, stubborn: bool = False) -> str:
     tasks = ", ".join(f'{{ agent = "worker", task = "t{n}" }}' for n in range(workers))
+    hold = '{ tool = "stubborn", input = {} }' if stubborn else "{ sleep = 30 }"
     return (
         f"""
 [team]
@@ -44,9 +54,11 @@ delegates_to = ["worker"]
 steps = [ {{ delegate = [ {tasks} ] }}, {{ say = "done" }} ]
 [agents.worker]
 role = "r"
+{'tools = ["stubborn"]' if stubborn else ""}
 [[agents.worker.turns]]
-steps = [ {{ say = "{"word " * 2000}", chunks = 2000 }}, {{ sleep = 30 }}, {{ say = "end" }} ]
+steps = [ {{ say = "{"word " * 2000}", chunks = 2000 }}, {hold}, {{ say = "end" }} ]
 """
+        + (STUBBORN_TOOL if stubborn else "")
         + "# "
         + "x" * pad_bytes
         + "\n"
@@ -93,9 +105,12 @@ def start(directory: Path, team: str) -> tuple[subprocess.Popen[str], str, Path]
     raise SystemExit(f"the daemon did not start:\n{log.read_text()[-2000:]}")
 
 
-async def once(workers: int, team_mb: float, wait: float) -> tuple[float, bool]:
+async def once(
+    workers: int, team_mb: float, wait: float, *, stubborn: bool = False
+) -> tuple[float, bool]:
     with tempfile.TemporaryDirectory() as tmp:
-        process, url, log = start(Path(tmp), team_toml(workers, int(team_mb * 2**20)))
+        team = team_toml(workers, int(team_mb * 2**20), stubborn=stubborn)
+        process, url, log = start(Path(tmp), team)
         try:
             ws_url = url.replace("http://", "ws://", 1) + "/ws"
             async with open_websocket_url(ws_url) as connection:
@@ -121,11 +136,21 @@ def main() -> None:
     parser.add_argument("--team-mb", type=float, action="append")
     parser.add_argument("--wait", type=float, default=3.0)
     args = parser.parse_args()
-    print(f"{'workers':>7} {'team file':>9} {'SIGTERM → exit (s)':>19} {'abandoned':>9}")
-    print("-" * 48)
-    for team_mb in args.team_mb or [5.0, 0.0]:
-        took, abandoned = trio.run(once, args.workers, team_mb, args.wait)
-        print(f"{args.workers:>7} {team_mb:>7.1f}MB {took:>19.2f} {abandoned!s:>9}", flush=True)
+    print(
+        f"{'workers':>7} {'team file':>9} {'held by':>9} {'SIGTERM → exit (s)':>19} "
+        f"{'abandoned':>9}"
+    )
+    print("-" * 58)
+    rows = [(team_mb, False) for team_mb in args.team_mb or [5.0, 0.0]] + [(0.0, True)]
+    for team_mb, stubborn in rows:
+        took, abandoned = trio.run(
+            functools.partial(once, stubborn=stubborn), args.workers, team_mb, args.wait
+        )
+        held = "stubborn" if stubborn else "sleep"
+        print(
+            f"{args.workers:>7} {team_mb:>7.1f}MB {held:>9} {took:>19.2f} {abandoned!s:>9}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
