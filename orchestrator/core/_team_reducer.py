@@ -56,9 +56,9 @@ from orchestrator.base import IllegalTransitionError, evolve, registrar
 
 from ._board import reduce_board
 from ._board_actions import BOARD_ACTION_TYPES
+from ._facts import Action
 from ._review_actions import REVIEW_ACTION_TYPES
 from ._reviews import reduce_review
-from ._facts import Action
 from ._task_lifecycle import TASK_TRANSITIONS
 from ._team_actions import (
     ApprovalRequested,

@@ -489,7 +489,7 @@ def web_routes(
     async def board(request: Request) -> Response:
         uri, info = await known(request)
         if request.method == "POST":
-            return await board_change(request, uri)
+            return await board_change(request, uri, info)
         live = await watched(uri, info)
         state: TeamState = (
             live.state if live is not None else await trio.to_thread.run_sync(reader.open, uri)
@@ -498,9 +498,10 @@ def web_routes(
             return _json({"items": []})
         return _json(board_to_json(state.run.board))
 
-    async def board_change(request: Request, uri: str) -> Response:
+    async def board_change(request: Request, uri: str, info: SessionInfo) -> Response:
         """A person's board request (operator): it writes the board's facts, attributed to
-        the principal, and answers the board after them (409 with the reason if refused)."""
+        the principal, and answers the board after them (409 with the reason if refused).
+        A session another node runs is followed, and the request forwarded to its owner."""
         principal = require(request, Permission.OPERATE)
         body = await _small_body(request, MAX_BOARD_BYTES)
         try:
@@ -509,9 +510,9 @@ def web_routes(
             )
         except PeerProtocolError as exc:
             raise WebError(400, str(exc)) from None
-        live = daemon.sessions.get(uri)
+        live = await watched(uri, info)
         if live is None:
-            raise WebError(409, f"session {session_id(uri)!r} is not running on this daemon")
+            raise WebError(409, f"session {session_id(uri)!r} is not running")
         try:
             await live.board_request(
                 change.op, change.item, change.fields, principal=principal.name

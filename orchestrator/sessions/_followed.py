@@ -52,7 +52,7 @@ the same way (see :mod:`._sqlite_following`), with three differences:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
@@ -323,6 +323,14 @@ class FollowedRuntime:
     async def steer(self, chat: str, text: str, *, principal: str | None = None) -> str:
         command = Command(kind="steer", chat=chat, text=text, principal=principal)
         return _message(await self.forward(command))
+
+    async def board_request(
+        self, op: str, item: str, fields: Mapping[str, Any], *, by: str
+    ) -> None:
+        """A person's board request, carried out by the owner (which refuses it as its
+        board would); returns once this node has read the facts it made."""
+        command = Command(kind="board", request=op, text=item, content=dict(fields), principal=by)
+        await self.forward(command)
 
     async def answer_input(
         self,

@@ -6,8 +6,8 @@ A node that follows another node's session (:mod:`orchestrator.sessions._followe
 its clients' requests like any node, through the session's
 :class:`~orchestrator.sessions._live_session.LiveSession`. Some requests would change the
 session: queue, steer, answer an input request, decide an approval, cancel a turn, a worker or
-the session, store a view update. Each of those becomes a :class:`Command`. The follower's
-:class:`Forwarder` writes it to ``session_commands``
+the session, store a view update, change the board. Each of those becomes a :class:`Command`.
+The follower's :class:`Forwarder` writes it to ``session_commands``
 (:class:`~orchestrator.journal.PostgresCommands`) and then waits for the answer. It waits
 :data:`FORWARD_LIMIT` seconds at most. The command is then withdrawn if nobody claimed it, and
 the client told which node did not answer.
@@ -45,6 +45,7 @@ from orchestrator.base import (
     UnavailableError,
 )
 from orchestrator.journal import ForwardedCommand, PostgresCommands
+from orchestrator.runtime import BoardRefusedError
 
 from ._expected_action import ExpectedAction, decode_origin, encode_origin
 
@@ -80,6 +81,7 @@ KINDS: Final = (
     "cancel",
     "end",
     "view",
+    "board",  # a person's board request: request = the op, text = the item, content = fields
 )
 
 
@@ -247,6 +249,13 @@ async def carry_out(live: LiveSession, command: Command) -> Any:
                 await live.cancel()
             case "end":
                 await live.end()
+            case "board":
+                await live.board_request(
+                    command.request,
+                    command.text,
+                    command.content,
+                    principal=command.principal or "",
+                )
             case _:
                 await live.update_view(command.view_type, command.content)
     except BaseException:
@@ -269,6 +278,8 @@ def encode_error(exc: OrchestratorError) -> dict[str, Any]:
         }
     if isinstance(exc, FactLogError):
         return {"type": "FactLogError", "message": exc.message, "source": exc.source}
+    if isinstance(exc, BoardRefusedError):
+        return {"type": "BoardRefusedError", "message": str(exc)}
     return {"type": "RunError", "message": str(exc)}
 
 
@@ -288,6 +299,8 @@ def decode_error(error: Any) -> OrchestratorError:
         )
     if error.get("type") == "FactLogError":
         return FactLogError(fields.get("message") or "", source=fields.get("source") or "")
+    if error.get("type") == "BoardRefusedError":
+        return BoardRefusedError(fields.get("message") or "the board refused the change")
     return RunError(fields.get("message") or f"the session's node refused: {error!r:.200}")
 
 

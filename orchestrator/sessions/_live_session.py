@@ -419,12 +419,13 @@ class LiveSession:
         """A person's board request, attributed to ``principal``; :class:`RunError` (a
         :class:`~orchestrator.runtime.BoardRefusedError` when the board refuses it)."""
         board = self.board
-        if board is None:
-            raise RunError(
-                f"session {self.id} has no board here: its team declares none, or another "
-                "node runs it"
-            )
-        await board.request(op, item, fields, by=principal)
+        if board is not None:
+            await board.request(op, item, fields, by=principal)
+            return
+        forward = getattr(self._runtime, "board_request", None)  # a followed session's
+        if forward is None or self.state.run is None or not self.state.run.board.items:
+            raise RunError(f"session {self.id} has no board: its team declares none")
+        await forward(op, item, fields, by=principal)
 
     async def update_view(self, view_type: str, content: Mapping[str, Any]) -> None:
         """Keep ``content`` as the latest of ``view_type`` (a fact) and broadcast it."""

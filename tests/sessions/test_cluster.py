@@ -83,6 +83,7 @@ TEAMS = {
     "ticker": TICKING_TEAMMATE,
     "approver": APPROVER,
     "conversation": DELEGATING_CONVERSATION,
+    "board": (PROJECT_ROOT / "teams" / "board.toml").read_text(encoding="utf-8"),
 }
 
 
@@ -732,6 +733,53 @@ class TestForwarding:
         assert ended["status"] == "completed"
         (info,) = [i for i in open_reader(postgres_database).sessions() if i.session == uri]
         assert info.status == "completed"
+
+    async def test_a_board_change_sent_to_a_follower_is_made_by_the_owner(
+        self, nodes: Callable[..., Node], postgres_database: str
+    ) -> None:
+        """A person's board request on B, which follows A's board session: A carries it
+        out (its board refuses as on A, with the same words), B answers with the board once
+        it has read the facts A wrote, and the log is one log, written by A."""
+        a, b = nodes("a", "board"), nodes("b", "board")
+        async with connect(a.daemon, "team=board") as client:
+            init = await client.until_type("init")
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "Ship the notes"})
+            await client.until_type("done")
+        session = init["sessionId"]
+        uri = "ahp-session:/" + session
+        url = f"/api/sessions/{session}/board"
+
+        def statuses(board: dict[str, Any]) -> dict[str, str]:
+            return {item["id"]: item["status"] for item in board["items"]}
+
+        async with (
+            httpx.AsyncClient(base_url=a.url, timeout=40) as on_a,
+            httpx.AsyncClient(base_url=b.url, timeout=40) as on_b,
+        ):
+            with trio.fail_after(30):
+                while statuses((await on_a.get(url)).json()).get("draft") != "done":  # noqa: ASYNC110 (a process)
+                    await trio.sleep(0.05)
+            early = {"op": "done", "item": "publish"}
+            refused_on_b, refused_on_a = (
+                await on_b.post(url, json=early),
+                await on_a.post(url, json=early),
+            )
+            assert refused_on_b.status_code == refused_on_a.status_code == 409
+            assert refused_on_b.json() == refused_on_a.json()
+            assert refused_on_b.json()["error"].startswith("refused: "), refused_on_b.text
+            done = await on_b.post(url, json={"op": "done", "item": "approve"})
+            assert done.status_code == 200, done.text
+            assert statuses(done.json())["approve"] == "done", "B answers after reading it"
+        facts = open_reader(postgres_database).facts(uri)
+        assert [f.sequence for f in facts] == list(range(1, len(facts) + 1))
+        approved = [
+            f
+            for f in facts
+            if f.type == "team/boardItemDone" and f.action.item == "approve"  # type: ignore[union-attr]
+        ]
+        assert len(approved) == 1
+        assert (await a.health())["owned_sessions"] == [uri]
+        assert (await b.health())["owned_sessions"] == []
 
 
 class TestOwnerDies:

@@ -131,6 +131,17 @@ class TestDecoding:
         assert isinstance(back, IllegalTransitionError)
         assert (str(back), back.reason) == (str(illegal), "not waiting")
         assert isinstance(decode_error(["garbage"]), RunError)
+        from orchestrator.runtime import BoardRefusedError
+
+        claimed = BoardRefusedError("item 'approve' is claimed by olivia")
+        board = decode_error(encode_error(claimed))
+        assert (type(board), str(board)) == (BoardRefusedError, str(claimed))
+
+    def test_a_board_request_travels_whole(self) -> None:
+        command = Command(
+            kind="board", request="comment", text="approve", content={"text": "go"}, principal="ops"
+        )
+        assert decode_command("board", command.payload()) == command
 
 
 GARBAGE: list[tuple[str, Any]] = [
