@@ -56,7 +56,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from orchestrator.base import FactLogError, JsonLimits, PeerProtocolError, RunError, parse_json
-from orchestrator.core import ChatSpans, SpanIds, TeamState, chat_spans, open_questions
+from orchestrator.core import (
+    CHAT_SPAN_TEAM_TYPES,
+    ChatSpans,
+    SpanIds,
+    TeamState,
+    chat_spans,
+    open_questions,
+)
 from orchestrator.journal import SESSION_STATUSES, JournalReader, SessionInfo
 from orchestrator.protocols import (
     board_to_json,
@@ -450,7 +457,8 @@ def web_routes(
         found = chat_transcript(state, chat)
         if found is None:
             raise WebError(404, f"thread: session {session_id(uri)!r} has no chat {chat!r}")
-        facts = await trio.to_thread.run_sync(reader.facts, uri)
+        # The chat's own facts and the few that place it in a run's trace, not the session's.
+        facts = await trio.to_thread.run_sync(reader.chat_facts, uri, chat, CHAT_SPAN_TEAM_TYPES)
         found["traces"] = _traces_json(
             chat_spans(uri, facts, chat), [t["id"] for t in found["turns"]], trace_url
         )
