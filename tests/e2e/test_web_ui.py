@@ -1993,11 +1993,20 @@ def agent_id(name: str) -> str:
 
 def focused(page: Page, name: str) -> None:
     """Wait until the node table's button of ``name`` has the keyboard's focus."""
-    page.wait_for_function(
-        """(name) => document.activeElement.matches('#nodes-body button')
-            && document.activeElement.innerText.trim() === name""",
-        arg=name,
-    )
+    try:
+        page.wait_for_function(
+            """(name) => document.activeElement.matches('#nodes-body button')
+                && document.activeElement.innerText.trim() === name""",
+            arg=name,
+        )
+    except PlaywrightError as error:
+        state = page.evaluate(
+            """() => [document.activeElement.tagName, document.activeElement.innerText,
+                      document.querySelector('.table-wrap').scrollTop, scrollY,
+                      [...document.querySelectorAll('#nodes-body tr')].map(
+                          tr => tr.getAttribute('aria-rowindex')).join(' ')]"""
+        )
+        raise AssertionError(f"{name} not focused: {state}") from error
 
 
 def test_a_big_node_table_draws_only_the_rows_in_view(browser: Browser, tmp_path: Path) -> None:

@@ -334,6 +334,11 @@
     // Draws the rows of the window (with row ``must`` in it, -1 for none), in order.
     function drawRows(must) {
       const [first, last] = rowWindow(must);
+      // The rows leaving go first: those staying are then in order and are not moved (a
+      // moved row would lose the keyboard's focus).
+      const staying = new Set();
+      for (let i = first; i < last; i += 1) staying.add(tableList[i].id);
+      for (const tr of [...tableBody.children]) if (!staying.has(tr.getAttribute("data-node"))) tr.remove();
       let at = tableBody.firstChild;
       for (let i = first; i < last; i += 1) {
         const tr = rowFor(tableList[i]);
