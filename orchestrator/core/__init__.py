@@ -68,6 +68,7 @@ else:
             "BoardItemUnblocked": "._board_actions",
             "BoardItemUpdated": "._board_actions",
             "CANCELLED": "._spans",
+            "CHAT_SPAN_TEAM_TYPES": "._spans",
             "ChatDiff": "._diff",
             "ChatSpans": "._spans",
             "Conversation": "._queries",

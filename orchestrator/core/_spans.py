@@ -79,6 +79,7 @@ from ._team_state import TeamState
 
 __all__ = [
     "CANCELLED",
+    "CHAT_SPAN_TEAM_TYPES",
     "SEMCONV_VERSION",
     "ChatSpans",
     "SpanEvent",
@@ -770,6 +771,22 @@ def chat_spans(session: str, facts: Iterable[Fact], chat: str) -> ChatSpans:
                 calls[action.tool_call_id] = SpanIds(trace_id=span.trace_id, span_id=span.span_id)
     return ChatSpans(turns=turns, tool_calls=calls)
 
+
+#: The session-wide facts :func:`chat_spans` needs besides the chat's own: those that place
+#: a chat in a run's trace (runs, members, tasks, handoffs). Given only these and the facts
+#: on the chat's channel it answers as it does given every fact of the session, so a reader
+#: need not decode the other chats' facts (a 1,000-worker session's 18,000) for one chat.
+CHAT_SPAN_TEAM_TYPES: Final[frozenset[str]] = frozenset(
+    {
+        "team/runStarted",
+        "team/memberJoined",
+        "team/taskCreated",
+        "team/taskStarted",
+        "team/handoff",
+        "team/taskFinished",
+        "team/runFinished",
+    }
+)
 
 _HANDLERS: Final[dict[type, Any]] = {
     RunStarted: SpanFold._run_started,

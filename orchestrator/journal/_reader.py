@@ -20,7 +20,7 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -208,6 +208,28 @@ class JournalReader:
         """A session's facts after sequence ``after``, in order."""
         with self._connection() as connection:
             return self._facts(connection, session, after)
+
+    def chat_facts(self, session: str, chat: str, types: Collection[str]) -> list[Fact]:
+        """A session's facts on channel ``chat`` and those of the wire ``types`` on any
+        channel, in order: what one chat's view needs, the other chats' facts not decoded."""
+        kinds = sorted(types)
+        source = self.source
+        marks = ", ".join("?" for _ in kinds) or "NULL"
+        with self._connection() as connection:
+            try:
+                rows = connection.execute(
+                    "SELECT sequence, fact, checksum FROM facts WHERE session = ? "
+                    f"AND (channel = ? OR type IN ({marks})) ORDER BY sequence",
+                    (session, chat, *kinds),
+                ).fetchall()
+            except sqlite3.OperationalError as exc:
+                if undecodable_column(exc) != "fact":
+                    raise
+                return self._facts(connection, session, 0)  # names the fact that is not UTF-8
+        return [
+            self._decode(checked_fact_text(session, sequence, text, checksum, source=source))
+            for sequence, text, checksum in rows
+        ]
 
     def _facts(self, connection: _Connection, session: str, after: int) -> list[Fact]:
         source = self.source

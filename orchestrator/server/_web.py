@@ -59,6 +59,7 @@ from starlette.routing import BaseRoute, Route
 
 from orchestrator.base import FactLogError, JsonLimits, PeerProtocolError, RunError, parse_json
 from orchestrator.core import (
+    CHAT_SPAN_TEAM_TYPES,
     ChatSpans,
     Reviews,
     SpanIds,
@@ -461,10 +462,13 @@ def web_routes(
         )
         if chat not in state.chats:
             raise WebError(404, f"thread: session {session_id(uri)!r} has no chat {chat!r}")
-        facts = await trio.to_thread.run_sync(reader.facts, uri)
-        found = chat_transcript(state, chat, Reviews.fold(facts, lenient=True))
+        # The session's reviews are the state's (the run record keeps them).
+        reviews = Reviews(state.run.reviews if state.run is not None else None)
+        found = chat_transcript(state, chat, reviews)
         if found is None:
             raise WebError(404, f"thread: session {session_id(uri)!r} has no chat {chat!r}")
+        # The chat's own facts and the few that place it in a run's trace, not the session's.
+        facts = await trio.to_thread.run_sync(reader.chat_facts, uri, chat, CHAT_SPAN_TEAM_TYPES)
         found["traces"] = _traces_json(
             chat_spans(uri, facts, chat), [t["id"] for t in found["turns"]], trace_url
         )

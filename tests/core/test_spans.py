@@ -23,6 +23,7 @@ from orchestrator.ahp.actions import (
 from orchestrator.ahp.state import ErrorInfo
 from orchestrator.core import (
     CANCELLED,
+    CHAT_SPAN_TEAM_TYPES,
     SEMCONV_VERSION,
     Fact,
     RunStarted,
@@ -270,6 +271,37 @@ class TestChatSpans:
         assert len(one) == 32
         assert int(one, 16) == next(iter(turns.values())).trace_id
         assert all(len(ids.span_hex) == 16 for ids in calls.values())
+
+    async def test_the_chats_own_facts_and_the_team_types_give_the_same_answer(
+        self, delivery_facts: list[Fact]
+    ) -> None:
+        """What the web view reads for one chat (its channel's facts and those of
+        CHAT_SPAN_TEAM_TYPES) places its turns and calls in the traces that every fact of
+        the session does, ids for ids; the other chats' facts are left out."""
+        session = delivery_facts[0].session
+        chats = {f.channel for f in delivery_facts if isinstance(f.action, ChatTurnStartedAction)}
+        assert len(chats) == 4
+        for chat in chats:
+            some = [
+                f for f in delivery_facts if f.channel == chat or f.type in CHAT_SPAN_TEAM_TYPES
+            ]
+            assert any(f.channel in chats - {chat} for f in delivery_facts)
+            assert not any(f.channel in chats - {chat} for f in some)
+            whole = chat_spans(session, delivery_facts, chat)
+            assert whole.turns, "a chat with turns in a trace"
+            assert chat_spans(session, some, chat) == whole
+
+    def test_the_team_types_are_those_the_fold_reads_but_approvals(self) -> None:
+        """Every session-wide fact the fold reads places chats in traces, but an approval's
+        (it only opens an await_approval span under a call, which chat_spans does not name):
+        a new kind the fold reads is a kind CHAT_SPAN_TEAM_TYPES must consider."""
+        read = {
+            attrs.fields_dict(kind)["type"].default
+            for kind in spans_module._HANDLERS
+            if str(attrs.fields_dict(kind)["type"].default).startswith("team/")
+        }
+        assert read - CHAT_SPAN_TEAM_TYPES == {"team/approvalRequested", "team/approvalResolved"}
+        assert read >= CHAT_SPAN_TEAM_TYPES
 
     async def test_a_chat_it_does_not_know_has_none(self, delivery_facts: list[Fact]) -> None:
         found = chat_spans(delivery_facts[0].session, delivery_facts, "ahp-chat:/nobody")

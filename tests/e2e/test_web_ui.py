@@ -2091,3 +2091,101 @@ def test_fork_from_a_turn_then_compare_the_fork_with_its_source(
             viewer.page.click("#nodes-body tr:first-child button")
             viewer.page.wait_for_selector("#transcript .turn")
             assert viewer.page.locator("button.fork-here").count() == 0
+
+
+VIRTUAL_ROWS = """() => {
+    const wrap = document.querySelector('.table-wrap');
+    const rows = [...document.querySelectorAll('#nodes-body tr')];
+    const spacers = [...document.querySelectorAll('#nodes tbody.spacer td')];
+    return {
+        count: Number(document.querySelector('#nodes').getAttribute('aria-rowcount')),
+        indexes: rows.map(tr => Number(tr.getAttribute('aria-rowindex'))),
+        names: rows.map(tr => tr.querySelector('button').innerText.trim()),
+        heights: [...new Set(rows.map(tr => tr.getBoundingClientRect().height))],
+        spaced: spacers.map(td => td.getBoundingClientRect().height),
+        scrolled: wrap.scrollTop,
+        focused: document.activeElement.matches('#nodes-body button')
+            ? document.activeElement.innerText : '',
+    };
+}"""
+
+
+def agent_id(name: str) -> str:
+    """ "worker #3" -> "worker@wide#3", as the transcript names a chat of the wide team."""
+    return name.replace(" #", "@wide#")
+
+
+def focused(page: Page, name: str) -> None:
+    """Wait until the node table's button of ``name`` has the keyboard's focus."""
+    try:
+        page.wait_for_function(
+            """(name) => document.activeElement.matches('#nodes-body button')
+                && document.activeElement.innerText.trim() === name""",
+            arg=name,
+        )
+    except PlaywrightError as error:
+        state = page.evaluate(
+            """() => [document.activeElement.tagName, document.activeElement.innerText,
+                      document.querySelector('.table-wrap').scrollTop, scrollY,
+                      [...document.querySelectorAll('#nodes-body tr')].map(
+                          tr => tr.getAttribute('aria-rowindex')).join(' ')]"""
+        )
+        raise AssertionError(f"{name} not focused: {state}") from error
+
+
+def test_a_big_node_table_draws_only_the_rows_in_view(browser: Browser, tmp_path: Path) -> None:
+    """A 301-row node table draws the rows in view and a few more, each 32 px, the spacers
+    standing for the rest (the table keeps its full height); scrolled to its end it draws
+    the last rows, in order, and a click on the last selects it; the keyboard goes from row
+    to row past the drawn ones (End, Home, arrows)."""
+    team = tmp_path / "wide.toml"
+    team.write_text(fan_out_team(300), encoding="utf-8")
+    with offline_page(browser, standalone(tmp_path / "run", team), viewport=(1400, 900)) as watched:
+        page = watched.page
+        page.wait_for_function(
+            "() => document.querySelector('#nodes').classList.contains('virtual')"
+        )
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => r()))")
+        first = page.evaluate(VIRTUAL_ROWS)
+        assert first["count"] == 302  # 301 rows and the header
+        assert first["names"][0] == "lead #1"
+        assert 10 < len(first["names"]) < 60, len(first["names"])
+        assert first["indexes"] == list(range(2, 2 + len(first["indexes"])))
+        assert first["heights"] == [32]
+        assert round(sum(first["spaced"])) == (301 - len(first["names"])) * 32
+        watched.screenshot("virtual-01-top")
+        # Scrolled to the end: the last rows drawn, the first ones gone.
+        page.evaluate(
+            "() => { const w = document.querySelector('.table-wrap');"
+            " w.scrollTop = w.scrollHeight; }"
+        )
+        page.wait_for_function(
+            "() => document.querySelector('#nodes-body tr:last-child')"
+            ".getAttribute('aria-rowindex') === '302'"
+        )
+        last = page.evaluate(VIRTUAL_ROWS)
+        assert "lead #1" not in last["names"]
+        assert last["indexes"] == list(range(303 - len(last["indexes"]), 303))
+        workers = set(first["names"][1:]) | set(last["names"])
+        assert len(workers) == len(first["names"]) - 1 + len(last["names"]), "no row twice"
+        assert all(name.startswith("worker #") for name in workers)
+        page.click("#nodes-body tr:last-child button")
+        page.wait_for_selector(f"#transcript:has-text('{agent_id(last['names'][-1])}')")
+        assert page.get_attribute("#nodes-body tr:last-child", "class") == "kind-chat selected"
+        watched.screenshot("virtual-02-end")
+        # The keyboard: Home draws the first row again and focuses it; arrows and End go on.
+        page.focus("#nodes-body tr:last-child button")
+        page.keyboard.press("Home")
+        focused(page, "lead #1")
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("ArrowDown")
+        focused(page, first["names"][2])
+        page.keyboard.press("End")
+        focused(page, last["names"][-1])
+        at_end = page.evaluate(VIRTUAL_ROWS)
+        assert at_end["indexes"][-1] == 302
+        page.keyboard.press("ArrowUp")
+        focused(page, last["names"][-2])
+        page.keyboard.press("Enter")
+        page.wait_for_selector(f"#transcript:has-text('{agent_id(last['names'][-2])}')")
+        assert watched.errors == []

@@ -81,3 +81,23 @@ class TestSnapshots:
         opened = open_reader(journal_db).open(runtime.session)
         assert opened.chats == runtime.state.chats
         assert opened.last_sequence == runtime.state.last_sequence
+
+
+class TestChatFacts:
+    async def test_one_chats_facts_and_the_kinds_asked_for_in_order(
+        self, journal_db: Path | str
+    ) -> None:
+        """chat_facts reads the facts on one chat's channel and those of the types asked
+        for on any channel, in order: of what facts() reads, those and no other."""
+        _, runtime, _ = await run_team(journal_db)
+        reader = open_reader(journal_db)
+        every = reader.facts(runtime.session)
+        chats = {f.channel for f in every if f.channel.startswith("ahp-chat:")}
+        assert len(chats) >= 2
+        kinds = {"team/taskCreated", "team/runFinished"}
+        for chat in chats:
+            got = reader.chat_facts(runtime.session, chat, kinds)
+            assert got == [f for f in every if f.channel == chat or f.type in kinds]
+            assert any(f.channel == chat for f in got)
+            assert any(f.type == "team/runFinished" for f in got)
+        assert reader.chat_facts(runtime.session, "ahp-chat:/nobody", ()) == []

@@ -52,6 +52,11 @@
   const DECISIONS = new Set(["approved", "rejected", "denied", "answered", "declined"]);
   const FIRST_RETRY_MS = 1000;
   const LAST_RETRY_MS = 10000;
+  // The node table draws only the rows in view from this many rows on, each ROW_PX high
+  // (app.css says the same), with OVERSCAN rows more above and below.
+  const VIRTUAL_FROM = 250;
+  const ROW_PX = 32;
+  const OVERSCAN = 10;
 
   function sessionPage(main, context) {
     O.clear(main);
@@ -83,6 +88,12 @@
       "aria-describedby": "nodes-caption",
     });
     const tableBody = h("tbody", { id: "nodes-body" });
+    // A big table draws only the rows in view: rows of one fixed height between two spacers
+    // standing for the rows above and below, redrawn as it scrolls (1,001 rows drawn whole
+    // cost the first draw 0.7 s of layout and paint). Small tables are drawn whole (the
+    // browser's find-in-page still sees every row).
+    const spaceAbove = h("tbody", { class: "spacer", "aria-hidden": "true" }, h("tr", null, h("td", { colspan: "8" })));
+    const spaceBelow = h("tbody", { class: "spacer", "aria-hidden": "true" }, h("tr", null, h("td", { colspan: "8" })));
     const nodesTable = h(
       "table",
       { id: "nodes", class: "data nodes" },
@@ -92,7 +103,9 @@
         null,
         h("tr", null, ["Agent", "Role", "Status", "Parent", "Tokens in", "Tokens out", "Model calls", "Time"].map((name) => h("th", { scope: "col", text: name })))
       ),
-      tableBody
+      spaceAbove,
+      tableBody,
+      spaceBelow
     );
     const scrubber = h("input", { id: "scrubber", type: "range", min: "0", max: "0", value: "0", step: "1", "aria-describedby": "scrubber-label" });
     const scrubLabel = h("output", { id: "scrubber-label", for: "scrubber", text: "at fact 0" });
@@ -222,13 +235,14 @@
     main.appendChild(errorBox);
     // In reading order: what waits for a decision, the answer, the agents, the graph, the
     // selected chat; the stylesheet lays them out side by side where there is room.
+    const tableWrap = h("div", { class: "table-wrap" }, nodesTable);
     main.appendChild(
       h(
         "div",
         { class: "session-grid" },
         actions,
         result,
-        h("div", { class: "table-wrap" }, nodesTable),
+        tableWrap,
         graphToggle,
         graphWrap,
         panel
@@ -245,46 +259,133 @@
       return GM.foldEnvelopes(envelopes, scrubAt);
     }
 
-    const rowOf = new Map();
+    const rowOf = new Map(); // the rows made so far (drawn or not), by node id
+    let tableList = []; // every row of the table, in its order
+    let virtual = false;
     function drawTable(m) {
-      const seen = new Set();
-      for (const row of GM.tableRows(m)) {
-        seen.add(row.id);
-        let tr = rowOf.get(row.id);
-        if (!tr) {
-          // The button is the keyboard's way in (Enter, Space); a click anywhere on the row
-          // (the button's included: it bubbles) selects the node.
-          const button = h("button", { type: "button", class: "link node-select", "data-node": row.id });
-          tr = h("tr", { "data-node": row.id, class: "kind-" + row.kind }, h("th", { scope: "row" }, button), h("td"), h("td", null, h("span", { class: "badge" })), h("td"), h("td", { class: "num" }), h("td", { class: "num" }), h("td", { class: "num" }), h("td", { class: "num" }));
-          tr.addEventListener("click", function () {
-            selectNode(row.id);
-          });
-          rowOf.set(row.id, tr);
-        }
-        const cells = tr.children;
-        const button = cells[0].firstChild;
-        const agentText = row.agent + (row.agentId ? " " + row.agentId.replace(/^[^#]*#/, "#") : "");
-        if (button.textContent !== agentText) button.textContent = agentText;
-        if (cells[1].textContent !== row.role) cells[1].textContent = row.role;
-        const badge = cells[2].firstChild;
-        if (badge.textContent !== row.status) {
-          badge.textContent = row.status;
-          badge.className = "badge status-" + row.status.split(" ")[0];
-        }
-        if (cells[3].textContent !== row.parent) cells[3].textContent = row.parent;
-        const used = usageByChat.get(row.id);
-        const figures = used ? [O.formatCount(used.inputTokens), O.formatCount(used.outputTokens), String(used.modelCalls), O.formatMs(used.durationMs)] : ["", "", "", ""];
-        for (let i = 0; i < 4; i += 1) if (cells[4 + i].textContent !== figures[i]) cells[4 + i].textContent = figures[i];
-        tr.classList.toggle("selected", row.id === selected);
-        if (tr.parentNode !== tableBody || tableBody.lastChild !== tr) tableBody.appendChild(tr);
+      tableList = GM.tableRows(m);
+      virtual = tableList.length >= VIRTUAL_FROM;
+      nodesTable.classList.toggle("virtual", virtual);
+      nodesTable.setAttribute("aria-rowcount", String(tableList.length + 1));
+      if (rowOf.size > tableList.length) {
+        const ids = new Set(tableList.map((row) => row.id));
+        for (const nodeId of [...rowOf.keys()]) if (!ids.has(nodeId)) rowOf.delete(nodeId);
       }
-      for (const [nodeId, tr] of rowOf) {
-        if (!seen.has(nodeId)) {
-          tr.remove();
-          rowOf.delete(nodeId);
-        }
-      }
+      drawRows(-1);
     }
+
+    // The rows to draw, [first, last): those in view (the wrap's box and the window's both
+    // clip it) and OVERSCAN more each side; and row ``must`` when there is one.
+    function rowWindow(must) {
+      const count = tableList.length;
+      if (!virtual) return [0, count];
+      const wrapBox = tableWrap.getBoundingClientRect();
+      const zero = spaceAbove.getBoundingClientRect().top; // where the first row's top is
+      // The rows the wrap shows; when it is taller than the window (a phone's layout, where
+      // the page scrolls), those in the window too.
+      let viewTop = wrapBox.top;
+      let viewBottom = wrapBox.bottom;
+      if (wrapBox.height > root.innerHeight) {
+        viewTop = Math.max(wrapBox.top, 0);
+        viewBottom = Math.min(wrapBox.bottom, root.innerHeight);
+        if (viewBottom <= viewTop) viewBottom = viewTop + root.innerHeight; // out of view
+      }
+      let first = 0;
+      let shown = 40; // not laid out (hidden): a screenful
+      if (wrapBox.height > 0 && viewBottom > viewTop) {
+        first = Math.floor((viewTop - zero) / ROW_PX);
+        shown = Math.ceil((viewBottom - viewTop) / ROW_PX) + 1;
+      }
+      if (must >= 0 && (must < first || must >= first + shown)) first = must - Math.floor(shown / 2);
+      const from = Math.min(Math.max(first - OVERSCAN, 0), count);
+      return [from, Math.min(Math.max(first, 0) + shown + OVERSCAN, count)];
+    }
+
+    function rowFor(row) {
+      let tr = rowOf.get(row.id);
+      if (!tr) {
+        // The button is the keyboard's way in (Enter, Space); a click anywhere on the row
+        // (the button's included: it bubbles) selects the node.
+        const button = h("button", { type: "button", class: "link node-select", "data-node": row.id });
+        tr = h("tr", { "data-node": row.id, class: "kind-" + row.kind }, h("th", { scope: "row" }, button), h("td"), h("td", null, h("span", { class: "badge" })), h("td"), h("td", { class: "num" }), h("td", { class: "num" }), h("td", { class: "num" }), h("td", { class: "num" }));
+        tr.addEventListener("click", function () {
+          selectNode(row.id);
+        });
+        rowOf.set(row.id, tr);
+      }
+      const cells = tr.children;
+      const button = cells[0].firstChild;
+      const agentText = row.agent + (row.agentId ? " " + row.agentId.replace(/^[^#]*#/, "#") : "");
+      if (button.textContent !== agentText) button.textContent = agentText;
+      if (cells[1].textContent !== row.role) cells[1].textContent = row.role;
+      const badge = cells[2].firstChild;
+      if (badge.textContent !== row.status) {
+        badge.textContent = row.status;
+        badge.className = "badge status-" + row.status.split(" ")[0];
+      }
+      if (cells[3].textContent !== row.parent) cells[3].textContent = row.parent;
+      const used = usageByChat.get(row.id);
+      const figures = used ? [O.formatCount(used.inputTokens), O.formatCount(used.outputTokens), String(used.modelCalls), O.formatMs(used.durationMs)] : ["", "", "", ""];
+      for (let i = 0; i < 4; i += 1) if (cells[4 + i].textContent !== figures[i]) cells[4 + i].textContent = figures[i];
+      tr.classList.toggle("selected", row.id === selected);
+      return tr;
+    }
+
+    // Draws the rows of the window (with row ``must`` in it, -1 for none), in order.
+    function drawRows(must) {
+      const [first, last] = rowWindow(must);
+      // The rows leaving go first: those staying are then in order and are not moved (a
+      // moved row would lose the keyboard's focus).
+      const staying = new Set();
+      for (let i = first; i < last; i += 1) staying.add(tableList[i].id);
+      for (const tr of [...tableBody.children]) if (!staying.has(tr.getAttribute("data-node"))) tr.remove();
+      let at = tableBody.firstChild;
+      for (let i = first; i < last; i += 1) {
+        const tr = rowFor(tableList[i]);
+        if (virtual) tr.setAttribute("aria-rowindex", String(i + 2));
+        else tr.removeAttribute("aria-rowindex");
+        if (tr === at) at = at.nextSibling;
+        else tableBody.insertBefore(tr, at);
+      }
+      while (at) {
+        const next = at.nextSibling;
+        at.remove();
+        at = next;
+      }
+      spaceAbove.firstChild.firstChild.style.height = virtual ? first * ROW_PX + "px" : "0px";
+      spaceBelow.firstChild.firstChild.style.height = virtual ? (tableList.length - last) * ROW_PX + "px" : "0px";
+    }
+
+    let rowsFrame = null;
+    function onTableScroll() {
+      if (!virtual || rowsFrame !== null) return;
+      rowsFrame = requestAnimationFrame(function () {
+        rowsFrame = null;
+        if (!disposed) drawRows(-1);
+      });
+    }
+    tableWrap.addEventListener("scroll", onTableScroll, { passive: true });
+    root.addEventListener("scroll", onTableScroll, { passive: true });
+    root.addEventListener("resize", onTableScroll);
+
+    // The keyboard goes from row to row (arrows, Page Up/Down, Home, End), drawing the rows
+    // it reaches: Tab alone would leave a drawn window's last row for what follows the table.
+    const ROW_KEYS = { ArrowDown: 1, ArrowUp: -1, PageDown: 10, PageUp: -10 };
+    tableBody.addEventListener("keydown", function (event) {
+      const key = event.key;
+      if (!(key in ROW_KEYS) && key !== "Home" && key !== "End") return;
+      const tr = event.target.closest("tr");
+      if (!tr || event.altKey || event.ctrlKey || event.metaKey) return;
+      const index = tableList.findIndex((row) => row.id === tr.getAttribute("data-node"));
+      if (index === -1) return;
+      event.preventDefault();
+      const to = key === "Home" ? 0 : key === "End" ? tableList.length - 1 : Math.min(Math.max(index + ROW_KEYS[key], 0), tableList.length - 1);
+      drawRows(to);
+      const target = rowOf.get(tableList[to].id);
+      target.scrollIntoView({ block: "nearest", behavior: "instant" });
+      drawRows(to);
+      target.querySelector("button").focus();
+    });
 
     let actionsDrawn = null;
     // Who asks: "researcher #3" (name and number: six analysts are told apart).
@@ -1397,6 +1498,9 @@
       searchLater.cancel();
       refilter.cancel();
       root.removeEventListener("resize", onResize);
+      root.removeEventListener("scroll", onTableScroll);
+      root.removeEventListener("resize", onTableScroll);
+      if (rowsFrame !== null) cancelAnimationFrame(rowsFrame);
       if (socket) {
         const s = socket;
         socket = null;
