@@ -17,6 +17,7 @@ import socket
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any, Final, cast
 
 import uvicorn
 from a2a.helpers import new_text_artifact_update_event, new_text_message, new_text_part
@@ -248,6 +249,28 @@ class SlowAgent(AgentExecutor):
         await _updater(context, event_queue).cancel()
 
 
+class LateSubscriptions(DefaultRequestHandler):
+    """The SDK's handler, but a subscribe waits until its task has ended before the SDK
+    answers it: the race of a task that ends between a client's ``tasks/get`` (working) and
+    its resubscribe, which the SDK refuses for a task in a terminal state."""
+
+    async def on_subscribe_to_task(  # type: ignore[override]
+        self, params: Any, context: Any
+    ) -> AsyncIterator[Any]:
+        for _ in range(1_000):  # 10 s at most
+            store = cast(InMemoryTaskStore, self.task_store)  # a2a_app gives it this one
+            task = await store.get(params.id, context)
+            if task is not None and task.status.state in LATE_ENDS:
+                break
+            await asyncio.sleep(0.01)
+        async for event in super().on_subscribe_to_task(params, context):
+            yield event
+
+
+LATE_ENDS: Final = frozenset(
+    {TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED}
+)
+
 #: name -> (executor factory, description, streams)
 PEERS = {
     "echo": (EchoAgent, "Repeats what it is told.", True),
@@ -262,6 +285,8 @@ PEERS = {
     "hanging": (HangingAgent, "Works until cancelled.", True),
     "slow": (SlowAgent, "Works for a second.", True),
     "slow_polled": (SlowAgent, "Works for a second (no streaming).", False),
+    # Streams, but a resubscribe comes back only once the task has ended (LateSubscriptions).
+    "slow_late": (SlowAgent, "Works for a second (late resubscribes).", True),
 }
 
 
@@ -289,7 +314,15 @@ def _serving(names: list[str], peers: A2APeers) -> Iterator[None]:
     name, rest = names[0], names[1:]
     factory, description, streams = PEERS[name]
     executor = factory()
-    app = a2a_app(executor, name=name, description=description, streaming=streams, skills=[name])
+    handler = LateSubscriptions if name == "slow_late" else DefaultRequestHandler
+    app = a2a_app(
+        executor,
+        name=name,
+        description=description,
+        streaming=streams,
+        skills=[name],
+        handler=handler,
+    )
     with serve_a2a_app_in_thread(app) as url:
         peers.url[name] = url
         peers.executor[name] = executor
@@ -305,6 +338,7 @@ def a2a_app(
     streaming: bool,
     skills: Sequence[str],
     url: str = "http://127.0.0.1/",
+    handler: type[DefaultRequestHandler] = DefaultRequestHandler,
 ) -> Starlette:
     """The SDK's agent-card and JSON-RPC routes over ``executor``, as one Starlette app."""
     card = AgentCard(
@@ -322,10 +356,8 @@ def a2a_app(
             for skill in skills
         ],
     )
-    handler = DefaultRequestHandler(
-        agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card
-    )
-    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
+    served = handler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
+    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(served, rpc_url="/")]
     app = Starlette(routes=routes)
     app.state.card = card
     return app

@@ -71,7 +71,7 @@ from a2a.types import (
     Task,
     TaskState,
 )
-from a2a.utils.errors import A2AError
+from a2a.utils.errors import A2AError, UnsupportedOperationError
 from google.protobuf import json_format
 
 from orchestrator.base import (
@@ -241,10 +241,16 @@ class A2ABackend:
             "AsyncGenerator[StreamResponse, None]",
             client.subscribe(SubscribeToTaskRequest(id=task.task_id), context=self._call()),
         )
-        async with aclosing(stream) as updates:
-            async for response in updates:
-                for event in self._events(card, task, response):
-                    yield event
+        try:
+            async with aclosing(stream) as updates:
+                async for response in updates:
+                    for event in self._events(card, task, response):
+                        yield event
+        except UnsupportedOperationError:
+            # The task ended between tasks/get and the subscribe (a peer refuses to stream a
+            # task in a terminal state), or the peer takes no resubscribe: read it instead.
+            async for event in self._polled(client, card, task):
+                yield event
         if task.state not in _ROUND_ENDS:
             raise self._error(
                 f"the stream of task {task.task_id} stopped before the task ended "

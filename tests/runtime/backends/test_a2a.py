@@ -321,7 +321,24 @@ class TestRestart:
     """A stop of the process leaves the remote task running; the next start takes it up by
     its id (tasks/get, then resubscribe or polling) and does not send it again."""
 
-    @pytest.mark.parametrize("agent", ["slow", "slow_polled"])
+    # slow_late: the task ends between tasks/get (working) and the resubscribe, which the
+    # peer then refuses (a task in a terminal state): its end is read with tasks/get. The
+    # SDK's client leaves its inner HTTP stream to the garbage collector when the peer
+    # refuses (a ResourceWarning, its code not ours: it has no aclosing around it).
+    @pytest.mark.parametrize(
+        "agent",
+        [
+            "slow",
+            "slow_polled",
+            pytest.param(
+                "slow_late",
+                marks=[
+                    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+                    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+                ],
+            ),
+        ],
+    )
     async def test_a_remote_task_is_taken_up_by_its_id_not_sent_again(
         self, agent: str, peers: A2APeers, http: httpx.AsyncClient
     ) -> None:
