@@ -600,7 +600,9 @@ def test_a_steering_message_is_in_the_transcript_in_its_place_with_who_sent_it(
         entries = page.locator("#transcript .turn > *").evaluate_all(
             "els => els.map(e => e.tagName === 'H4' ? 'heading' : e.className)"
         )
-        assert entries == ["heading", "user", "tool", "user steering", "text", "result"], entries
+        # "buttons": the turn ended, so an operator may fork from it (issue 40).
+        expected = ["heading", "buttons", "user", "tool", "user steering", "text", "result"]
+        assert entries == expected, entries
         (turn,) = page.locator("#transcript .turn").all()
         texts = [t.strip() for t in turn.locator(":scope > p").all_inner_texts()]
         assert texts[0] == "Asked: review the change"
