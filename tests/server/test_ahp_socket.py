@@ -42,6 +42,18 @@ pytestmark = pytest.mark.daemon
 CLIENT_DEFAULT = "test-client"
 
 
+async def completed_turn(client: AhpClient, chat: str, *, after: int = 0) -> str:
+    """Subscribe to ``chat``; the id of its turn number ``after`` + 1 once complete, from
+    the snapshot when it completed before the subscription, else from its action."""
+    state = (await client.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+    if len(state["turns"]) > after:
+        return str(state["turns"][after]["id"])
+    done = await client.until_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/turnComplete"
+    )
+    return str(done["action"]["turnId"])
+
+
 class TestDoneMeans:
     async def test_a_session_with_a_worker_approval_and_a_reconnect(self, tmp_path: Path) -> None:
         """initialize, createSession, subscribe, createChat, a worker's approval answered by
@@ -496,9 +508,7 @@ class TestSessionsAndChats:
                 "createChat",
                 {"channel": session, "chat": chat, "initialMessage": user_message("one")},
             )
-            await client.request("subscribe", {"channel": chat})
-            done = await client.until_action(lambda e: e["action"]["type"] == "chat/turnComplete")
-            turn = done["action"]["turnId"]
+            turn = await completed_turn(client, chat)
             made = 0
             for index in range(80):
                 source: dict[str, Any] = {"kind": "fork", "chat": chat, "turnId": turn}
@@ -535,10 +545,7 @@ class TestSessionsAndChats:
                     "initialMessage": user_message("still here"),
                 },
             )
-            await client.request("subscribe", {"channel": fork})
-            await client.until_action(
-                lambda e: e["channel"] == fork and e["action"]["type"] == "chat/turnComplete"
-            )
+            await completed_turn(client, fork, after=1)  # its copied turn, then its own
 
     async def test_hidden_chats_are_not_listed(self, tmp_path: Path) -> None:
         async with (
