@@ -366,27 +366,17 @@ class Delegation:
             status, summary, usage, duration, value = await self._supervise_worker(
                 worker_ctx, task_text, own_task=True
             )
-            reviewed: ReviewEnd | None = None
-            if status is TaskStatus.COMPLETED and self._reviewed(request, worker):
-                reviewed = await self._review(
-                    ctx,
-                    request,
-                    worker_ctx,
-                    WorkerRun(
-                        status=status, summary=summary, usage=usage, duration=duration, value=value
-                    ),
-                    resume=False,
-                )
-                status, summary, usage, value = (
-                    reviewed.worker.status,
-                    reviewed.worker.summary,
-                    reviewed.worker.usage,
-                    reviewed.worker.value,
-                )
-                duration = _elapsed_ms(started)
-                if worker_ctx.task in self._cancelled:
-                    self._cancelled.discard(worker_ctx.task)
-                    status, summary, value = TaskStatus.KILLED, STOPPED_ON_REQUEST, None
+            status, summary, usage, duration, value, reviewed = await self._reviewed_run(
+                ctx,
+                request,
+                worker,
+                worker_ctx,
+                WorkerRun(
+                    status=status, summary=summary, usage=usage, duration=duration, value=value
+                ),
+                started=started,
+                resume=False,
+            )
         finally:
             run.release_slot(slot)
         finished = TaskFinished(
@@ -402,6 +392,30 @@ class Delegation:
         return await self._delegation_ended(
             ctx, request, finished, worker, subagent=subagent, reviewed=reviewed
         )
+
+    async def _reviewed_run(
+        self,
+        ctx: ChatContext,
+        request: ToolCallRequest,
+        worker: AgentSpec,
+        worker_ctx: ChatContext,
+        run: WorkerRun,
+        *,
+        started: float,
+        resume: bool,
+    ) -> tuple[TaskStatus, str, tuple[int, int], int, Any, ReviewEnd | None]:
+        """The worker's run as its delegation reports it: as it ended, or, when its reviewer
+        checks it (a completed run of a reviewed worker), after the review rounds (timed from
+        ``started``; killed if the task was cancelled meanwhile), with how they ended."""
+        if run.status is not TaskStatus.COMPLETED or not self._reviewed(request, worker):
+            return run.status, run.summary, run.usage, run.duration, run.value, None
+        reviewed = await self._review(ctx, request, worker_ctx, run, resume=resume)
+        last = reviewed.worker
+        status, summary, value = last.status, last.summary, last.value
+        if worker_ctx.task in self._cancelled:
+            self._cancelled.discard(worker_ctx.task)
+            status, summary, value = TaskStatus.KILLED, STOPPED_ON_REQUEST, None
+        return status, summary, last.usage, _elapsed_ms(started), value, reviewed
 
     async def _resume_delegation(
         self, ctx: ChatContext, request: ToolCallRequest, record: TaskRecord
@@ -447,27 +461,17 @@ class Delegation:
             status, summary, usage, duration, value = await self._supervise_worker(
                 worker_ctx, record.title, own_task=True, resume=True
             )
-            reviewed: ReviewEnd | None = None
-            if status is TaskStatus.COMPLETED and self._reviewed(request, worker):
-                reviewed = await self._review(
-                    ctx,
-                    request,
-                    worker_ctx,
-                    WorkerRun(
-                        status=status, summary=summary, usage=usage, duration=duration, value=value
-                    ),
-                    resume=True,
-                )
-                status, summary, usage, value = (
-                    reviewed.worker.status,
-                    reviewed.worker.summary,
-                    reviewed.worker.usage,
-                    reviewed.worker.value,
-                )
-                duration = _elapsed_ms(started)
-                if worker_ctx.task in self._cancelled:
-                    self._cancelled.discard(worker_ctx.task)
-                    status, summary, value = TaskStatus.KILLED, STOPPED_ON_REQUEST, None
+            status, summary, usage, duration, value, reviewed = await self._reviewed_run(
+                ctx,
+                request,
+                worker,
+                worker_ctx,
+                WorkerRun(
+                    status=status, summary=summary, usage=usage, duration=duration, value=value
+                ),
+                started=started,
+                resume=True,
+            )
         finally:
             run.release_slot(slot)
         finished = TaskFinished(
