@@ -542,6 +542,34 @@ class _Parser(_ScriptChecks):
                 )
         return workers
 
+    def own_tools(
+        self,
+        data: Mapping[str, Any],
+        key: str,
+        path: str,
+        tools: tuple[str, ...],
+        tools_known: bool,
+        problems: _Problems,
+    ) -> tuple[str, ...]:
+        """An agent's ``key`` (``needs_approval``, ``artifacts``): tool names, each one of
+        the agent's ``tools`` when those could be read; () when absent."""
+        if key not in data:
+            return ()
+        key_path = f"{path}.{key}"
+        named: tuple[str, ...] = ()
+        with problems.kept():
+            named = self.tool_names(data[key], key_path)
+        for index, tool in enumerate(named):
+            if tools_known and not _lists(tools, tool):
+                problems.add(
+                    self.error(
+                        f"{key_path}[{index}]",
+                        f"tool {tool!r} is not in this agent's tools "
+                        f"({_one_of(tools) or 'none'}); add it to tools or remove it here",
+                    )
+                )
+        return named
+
     def agent(self, name: str, value: object, *, is_coordinator: bool) -> AgentSpec:
         """One ``[agents.NAME]`` table. Its keys are checked one by one and every problem
         found is raised together (a key that cannot be read counts as absent for the checks
@@ -647,34 +675,8 @@ class _Parser(_ScriptChecks):
                 with problems.kept():
                     self.agent_ref(target, f"{delegates_path}[{index}]")
         delegates_known = len(problems.found) == before_delegates
-        needs_approval: tuple[str, ...] = ()
-        if "needs_approval" in data:
-            approval_path = f"{path}.needs_approval"
-            with problems.kept():
-                needs_approval = self.tool_names(data["needs_approval"], approval_path)
-            for index, tool in enumerate(needs_approval):
-                if tools_known and not _lists(tools, tool):
-                    problems.add(
-                        self.error(
-                            f"{approval_path}[{index}]",
-                            f"tool {tool!r} is not in this agent's tools "
-                            f"({_one_of(tools) or 'none'}); add it to tools or remove it here",
-                        )
-                    )
-        artifacts: tuple[str, ...] = ()
-        if "artifacts" in data:
-            artifacts_path = f"{path}.artifacts"
-            with problems.kept():
-                artifacts = self.tool_names(data["artifacts"], artifacts_path)
-            for index, tool in enumerate(artifacts):
-                if tools_known and not _lists(tools, tool):
-                    problems.add(
-                        self.error(
-                            f"{artifacts_path}[{index}]",
-                            f"tool {tool!r} is not in this agent's tools "
-                            f"({_one_of(tools) or 'none'}); add it to tools or remove it here",
-                        )
-                    )
+        needs_approval = self.own_tools(data, "needs_approval", path, tools, tools_known, problems)
+        artifacts = self.own_tools(data, "artifacts", path, tools, tools_known, problems)
         approved_by: ApprovedBy = "user"
         if "approved_by" in data:
             with problems.kept():
