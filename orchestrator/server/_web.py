@@ -221,6 +221,10 @@ def session_summary(
         "status": info.status,
         "activity": activity,
         "live": live is not None,
+        # An unfinished conversation that nobody runs: put away when idle, or not yet taken
+        # up since the daemon started. Not ended: the next client that sends to it takes
+        # it up (a page's message wakes it).
+        "resting": not ended and live is None and run_by is None,
         "startedAt": info.created_at,
         "updatedAt": info.updated_at,
         "endedAt": info.updated_at if ended else None,

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, Page
 from playwright.sync_api import Error as PlaywrightError
@@ -34,6 +35,7 @@ from tests.support.fake_openai import Answer, Stream, text
 from tests.support.teams import remote, slow_delegation
 from tests.support.web_browser import (
     DAEMON_TOML,
+    OPERATOR_TOKEN,
     TEAMS,
     VIEWER_TOKEN,
     WAIT_MS,
@@ -1795,6 +1797,58 @@ def test_an_idle_conversation_shows_idle_and_end_conversation_ends_it(
             time.sleep(0.05)
         assert JournalReader(daemon.db).session(uri).status == "completed"
         assert watched.errors == []
+
+
+def test_a_conversation_at_rest_after_a_restart_is_idle_and_a_message_wakes_it(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """After a restart an idle conversation is not taken up (a restart costs what is busy),
+    and reading it takes nothing up: its page says it is at rest, not ended, and keeps the
+    composer. A message sent there attaches, which takes the conversation up, and is
+    answered as its next turn."""
+    from tests.support.teams import ECHO
+
+    with running_daemon(tmp_path, {"echo": ECHO}) as daemon:
+        run = start_run(daemon, "echo", "one")
+        run.finished()
+        daemon.restart()
+        uri = "ahp-session:/" + run.session
+
+        def summary() -> tuple[str, bool, bool]:
+            headers = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
+            url = f"{daemon.url}/api/sessions/{run.session}"
+            found = httpx.get(url, headers=headers).json()
+            return found["status"], found["live"], found["resting"]
+
+        assert summary() == ("running", False, True)
+        with open_page(browser, daemon, fragment=f"#/sessions/{run.session}") as watched:
+            page = watched.page
+            page.wait_for_selector("#connection:text-is('at rest: a message wakes it')")
+            page.wait_for_function(
+                "() => document.querySelector('#session-status')?.textContent === 'idle'"
+            )
+            assert page.is_visible("#composer-text")
+            assert "ended" not in page.text_content("#connection")
+            assert summary() == ("running", False, True), "reading it took it up"
+            watched.screenshot("conversation-02-at-rest")
+            send_message(page, "two")
+            page.wait_for_selector("#connection:text-is('live')")
+            deadline = time.monotonic() + WAIT_MS / 1000
+            while True:
+                turns = [
+                    f.action.message.text
+                    for f in JournalReader(daemon.db).facts(uri)
+                    if isinstance(f.action, ChatTurnStartedAction)
+                ]
+                if turns == ["one", "two"]:
+                    break
+                assert time.monotonic() < deadline, turns
+                time.sleep(0.05)
+            page.wait_for_function(
+                "() => document.querySelector('#session-status')?.textContent === 'idle'"
+            )
+            assert summary() == ("running", True, False)
+            assert watched.errors == []
 
 
 def test_a_remote_teammates_states_and_artifacts_are_words_in_its_transcript(

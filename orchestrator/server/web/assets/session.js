@@ -593,7 +593,7 @@
     }
 
     function endConversation() {
-      if (!socket || !socket.send({ channel: "agent", type: "end" })) {
+      if (!sendOrWake({ channel: "agent", type: "end" })) {
         errorBox.textContent = "Not connected: the conversation was not ended.";
       }
     }
@@ -649,7 +649,18 @@
     }
 
     function mayCommand() {
-      return Boolean(context.canOperate && !offline && summary && summary.live && !ended && !runElsewhere());
+      const reachable = summary && (summary.live || resting);
+      return Boolean(context.canOperate && !offline && reachable && !ended && !runElsewhere());
+    }
+
+    /** Send ``message`` on the socket; a conversation at rest is woken first (attaching
+     * over /ws takes it up), and the message goes once the socket opens. */
+    function sendOrWake(message) {
+      if (socket) return socket.send(message);
+      if (!resting) return false;
+      wakeWith.push(message);
+      attach();
+      return true;
     }
 
     const BUSY = new Set(["running", "waiting", "needs_approval", "needs_input", "spawning", "blocked"]);
@@ -683,7 +694,7 @@
       const steering = !composerKind.hidden && sendSteering.checked;
       const message = { channel: "agent", type: "prompt", prompt: text };
       if (steering) message.kind = "steering";
-      if (!socket || !socket.send(message)) {
+      if (!sendOrWake(message)) {
         errorBox.textContent = "Not connected: the message was not sent.";
         return;
       }
@@ -1337,6 +1348,18 @@
 
     let retry = FIRST_RETRY_MS;
     let notLive = 0;
+    // An unfinished conversation nobody runs (put away when idle, or not yet taken up since
+    // the daemon started): at rest, not ended. Reading it takes nothing up; a message or
+    // its end sent from here attaches, which takes it up, and goes once attached.
+    let resting = false;
+    const wakeWith = [];
+    function rest() {
+      resting = true;
+      retry = FIRST_RETRY_MS;
+      notLive = 0;
+      showConnection("resting");
+      drawAll([]);
+    }
     function later(fn, kind) {
       // Backoff: 1 s, doubling to 10 s; the countdown is shown. ``kind``: "retrying" (the
       // daemon did not answer) or "waiting" (it did: the session is not live there yet).
@@ -1383,6 +1406,10 @@
         () => false
       );
       if (disposed) return;
+      if (healthy && summary.resting) {
+        rest();
+        return;
+      }
       if (!healthy || (!FINISHED.has(summary.status) && notLive < NOT_LIVE_CHECKS)) {
         notLive += 1;
         later(check, healthy ? "waiting" : "retrying");
@@ -1403,6 +1430,8 @@
           opened = true;
           retry = FIRST_RETRY_MS;
           send({ channel: "team", type: "subscribe", fromSequence: lastQueued() });
+          resting = false;
+          while (wakeWith.length) send(wakeWith.shift());
         },
         onMessage: function (message) {
           if (message.channel === "agent") {
@@ -1470,6 +1499,7 @@
       loadUsage();
       if (!summary.live) wantLastAnswer = true; // a live one's comes with the socket's history
       if (summary.live) attach();
+      else if (summary.resting) rest();
       else if (FINISHED.has(summary.status)) {
         ended = true;
         showConnection("ended");

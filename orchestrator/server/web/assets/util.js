@@ -182,6 +182,7 @@
     if (kind === "retrying") return "the daemon is unreachable, retrying in " + seconds + " s";
     if (kind === "waiting") return "not live on the daemon yet, asking again in " + seconds + " s";
     if (kind === "closed") return "closed";
+    if (kind === "resting") return "at rest: a message wakes it";
     return kind;
   }
 
