@@ -496,8 +496,9 @@ async def _serve_clients(url: str, pid: int, k: int, t: int, clients: int) -> di
         attached = None
         if clients > 1:
             command = [sys.executable, __file__, "--attached", url, str(k * t), str(clients - 1)]
+            errors = tempfile.TemporaryFile("w+")
             attached = subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True
             )
             assert attached.stdin is not None
             assert attached.stdout is not None
@@ -518,7 +519,8 @@ async def _serve_clients(url: str, pid: int, k: int, t: int, clients: int) -> di
         line = await trio.to_thread.run_sync(attached.stdout.readline)
         attached.wait(30)
         if not line:
-            raise RuntimeError("the attached clients failed")
+            errors.seek(0)
+            raise RuntimeError(f"the attached clients failed:\n{errors.read()[-3000:]}")
         theirs = json.loads(line)
         latencies += theirs["latencies"]
         clients_cpu = theirs["cpu"]
@@ -577,6 +579,9 @@ def _serve(k: int, t: int, rate: float, clients: int, window: float) -> dict[str
         config = (
             f"[limits]\nshutdown_grace = 0.2\nmax_connections = {clients + 64}\n"
             "subscriber_buffer = 100000\n"
+            # An AHP client subscribes to each worker's chat as it is added: K requests at
+            # once, over the default limit's bursts of 40 (the excess would be dropped).
+            f"messages_per_second = 20.0\nburst = {k + 40}\n"
         )
         if window >= 0:
             config = f"delta_window = {window}\n" + config
