@@ -270,15 +270,16 @@ class TestCancel:
         harness.runtime.cancel_turn(chat)
         await _idle_after_turns(harness, chat, 2 if not side else 1)
         after = harness.facts[before:]
-        cancelled = [f for f in after if isinstance(f.action, ChatTurnCancelledAction)]
+        cancelled = [f for f in harness.facts_of(ChatTurnCancelledAction) if f.sequence > before]
         assert [(f.channel, f.action.turn_id) for f in cancelled] == [(chat, running.id)]
-        started = [f for f in after if isinstance(f.action, ChatTurnStartedAction)]
+        started = [f for f in harness.facts_of(ChatTurnStartedAction) if f.sequence > before]
         assert [(f.channel, f.action.message.text) for f in started] == [(chat, "and then?")]
         assert cancelled[0].sequence < started[0].sequence
         assert all(f.channel in (chat, harness.runtime.session) for f in after)
         state = harness.runtime.state
         assert [t.state.value for t in state.chats[chat].turns][-2:] == ["cancelled", "complete"]
-        assert state.run is not None and state.run.status is None, "the run goes on"
+        assert state.run is not None
+        assert state.run.status is None, "the run goes on"
         assert [t.state.value for t in state.chats[lead].turns] == ["complete"]
         # The coordinator still takes its next prompt.
         await harness.runtime.queue(lead, "next")
@@ -313,7 +314,8 @@ class TestCancel:
         state = harness.runtime.state
         assert state.chats[chat].active_turn is None
         assert not state.chats[chat].queued_messages
-        assert state.run is not None and state.run.status is None
+        assert state.run is not None
+        assert state.run.status is None
         assert [t.state.value for t in state.chats[lead].turns] == ["complete"]
         with pytest.raises(RunError, match="not a forked chat"):
             await harness.runtime.dispose_chat(lead)
@@ -360,11 +362,15 @@ class TestRestart:
         after = restarted.facts[len(durable) :]
         [resumed] = [f.action for f in after if isinstance(f.action, RunResumed)]
         assert resumed.interrupted == (chat,)
-        [error] = [f for f in after if isinstance(f.action, ChatErrorAction)]
+        durable_count = len(durable)
+        [error] = [f for f in restarted.facts_of(ChatErrorAction) if f.sequence > durable_count]
         assert (error.channel, error.action.turn_id) == (chat, cut.id)
         assert error.action.error.error_type == "Interrupted"
-        [rerun] = [f for f in after if isinstance(f.action, ChatTurnStartedAction)]
-        assert rerun.channel == chat and rerun.action.message.text == "explain that"
+        [rerun] = [
+            f for f in restarted.facts_of(ChatTurnStartedAction) if f.sequence > durable_count
+        ]
+        assert rerun.channel == chat
+        assert rerun.action.message.text == "explain that"
         assert error.sequence < rerun.sequence
         side = restarted.runtime.state.chats[chat]
         assert [t.state.value for t in side.turns] == ["error", "complete"]
