@@ -19,7 +19,14 @@ the source to it.
 Such a chat is run by the source's agent, one turn per message a client sends it: its first
 message starts its turns in the runtime's nursery for them, and messages sent while it runs
 are queued, as a worker's are. It creates no task: the coordinator's run and tasks are not
-its business. Its turns end with the run; a restart cuts its running turn off, as any.
+its business. Its turns end with the run.
+
+Each of its turns can be cancelled alone (:meth:`Turns.run_chat` with ``own_turns``): the
+next queued message runs after it. Disposing of the chat (:meth:`ChatForks.dispose`) also
+withdraws its queued messages. A restart treats its running turn as a worker's
+(:func:`~orchestrator.core.plan_recovery`): parked, it goes on; cut off, it runs again or
+stays failed, as ``on_restart`` says (:meth:`ChatForks.take_up`). A side chat's context is
+recorded in its ``team/memberJoined`` when it opens, so a restart gives its model the same.
 """
 
 from __future__ import annotations
