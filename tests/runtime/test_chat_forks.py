@@ -7,9 +7,11 @@ from collections.abc import AsyncGenerator
 import pytest
 import trio
 import trio.testing
+from trio.testing import wait_all_tasks_blocked
 
 from orchestrator.ahp.actions import (
     ChatErrorAction,
+    ChatInputRequestedAction,
     ChatPendingMessageRemovedAction,
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
@@ -428,4 +430,52 @@ steps = [ { say = "side answer" } ]
         await restarted.runtime.prompt_chat(chat, "and?")
         await _idle_after_turns(restarted, chat, 2)
         assert again.histories[chat][0][:2] == given
+        restarted.runtime.close()
+
+    async def test_a_side_chats_turn_parked_on_a_question_goes_on_after_a_restart(
+        self, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """A stop while a side chat's turn waits for the user's answer: the recovery cuts
+        nothing off; the same turn takes the answer after the restart and ends complete."""
+        team = """
+[team]
+name = "asking"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+tools = ["ask"]
+[[agents.lead.turns]]
+steps = [ { say = "first answer" } ]
+[[agents.lead.turns]]
+steps = [ { ask = "Which one?" }, { say = "Picked {outcomes}" } ]
+"""
+        harness = Harness(parse_team(team, file="asking.toml"), conversation=True)
+        chat = "ahp-chat:/side"
+        lead = await _conversation(harness, nursery, "What is up?")
+        turn = harness.runtime.state.chats[lead].turns[0].id
+        await harness.runtime.fork_chat(chat, source=lead, turn_id=turn, side=True)
+        await harness.runtime.prompt_chat(chat, "choose")
+        asked = await wait_for(harness, lambda f: isinstance(f.action, ChatInputRequestedAction))
+        assert asked.channel == chat
+        assert isinstance(asked.action, ChatInputRequestedAction)
+        durable = list(harness.facts)
+        parked = harness.runtime.state.chats[chat].active_turn
+        assert parked is not None
+        harness.runtime.cancel()
+
+        restarted = _restarted(harness, durable, Heard())
+        nursery.start_soon(restarted.runtime.resume)
+        await wait_for(restarted, lambda f: isinstance(f.action, RunResumed))
+        [resumed] = restarted.actions(RunResumed)
+        assert resumed.interrupted == ()
+        assert not restarted.actions(ChatErrorAction)
+        await wait_all_tasks_blocked()
+        await restarted.runtime.answer_input(chat, asked.action.request.id, "the red one")
+        await _idle_after_turns(restarted, chat, 1)
+        side = restarted.runtime.state.chats[chat]
+        [done] = side.turns
+        assert done.id == parked.id
+        assert done.state.value == "complete"
+        assert turn_text(done).startswith("Picked")
+        assert "the red one" in turn_text(done)
         restarted.runtime.close()
