@@ -613,7 +613,8 @@ class LiveSession:
         await self._runtime.answer_input(chat, request_id, answer, response=response)
 
     async def cancel_turn(self, chat: str) -> None:
-        """Cancel the coordinator's running turn in ``chat``; the run goes on."""
+        """Cancel the running turn in ``chat``, the coordinator's or a forked chat's or side
+        chat's; the run goes on."""
         await _done(self._runtime.cancel_turn(chat))
 
     async def cancel_worker(self, chat: str) -> None:
