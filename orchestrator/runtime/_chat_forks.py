@@ -173,17 +173,21 @@ class ChatForks:
             cut_off = chat in interrupted and last is not None and is_interrupted(last)
             if chat_state.active_turn is None and not cut_off and not queued:
                 continue
+            if chat_state.active_turn is None and not cut_off:
+                # Only messages queued before the stop: their turns, in order.
+                self._start(chat, None)
+                continue
             turn = chat_state.active_turn or last
-            message = turn.message if turn is not None else queued[0].message
-            self._start(chat, message, resume=True)
+            assert turn is not None
+            self._start(chat, turn.message, resume=True)
 
     def _check(self, chat: str) -> None:
         if not is_forked_chat(self.run.state, chat):
             raise RunError(f"{chat} is not a forked chat or a side chat of this session")
 
-    def _start(self, chat: str, message: Message, *, resume: bool = False) -> None:
+    def _start(self, chat: str, message: Message | None, *, resume: bool = False) -> None:
         """Start ``chat``'s turns: ``message``'s (``resume``: take the chat up where it
-        stood), then its queued messages'."""
+        stood; None: none), then its queued messages'."""
         assert self._nursery is not None
         member = self.run.state.members[chat]
         ctx = ChatContext(chat, self.run.team.agent(member.agent), member.task)
@@ -215,7 +219,7 @@ class ChatForks:
             self._turns.cancel_turn(chat)
         log.info("forked chat disposed", chat=chat, withdrawn=len(withdrawn))
 
-    async def _run(self, ctx: ChatContext, message: Message, resume: bool) -> None:
+    async def _run(self, ctx: ChatContext, message: Message | None, resume: bool) -> None:
         """The chat's turns, behind their own error barrier: what fails ends its turn only."""
         with bound_log_context(chat=ctx.chat, agent=ctx.agent.name):
             try:

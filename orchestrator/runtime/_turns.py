@@ -232,7 +232,7 @@ class Turns:
     async def run_chat(
         self,
         ctx: ChatContext,
-        message: Message,
+        message: Message | None,
         *,
         resume: bool = False,
         begun: Sequence[tuple[str, Action]] = (),
@@ -242,7 +242,7 @@ class Turns:
 
         Args:
             ctx: The chat, its agent and task.
-            message: The first turn's message.
+            message: The first turn's message (None: only the queued messages' turns).
             resume: The chat exists from before a restart; take it up where it stood
                 (:meth:`_resume_turn`) instead of starting with ``message``.
             begun: Facts recorded with the first turn's start (a review round's request:
@@ -256,7 +256,11 @@ class Turns:
         first = True
         try:
             while True:
+                if first and message is None:
+                    first = False  # no first turn: the queued messages' turns
+                    continue
                 if first:
+                    assert message is not None
                     first = False
                     if resume:
                         turn = self._resume_turn(ctx, message)

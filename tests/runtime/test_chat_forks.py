@@ -479,3 +479,42 @@ steps = [ { ask = "Which one?" }, { say = "Picked {outcomes}" } ]
         assert turn_text(done).startswith("Picked")
         assert "the red one" in turn_text(done)
         restarted.runtime.close()
+
+    async def test_a_message_queued_before_the_stop_runs_once_after_it(
+        self, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """Two messages sent to a new side chat at once: the second is queued (durable)
+        before the first's turn starts. A stop then (the first was never durable) leaves the
+        queued one: after the restart it runs, once, as the chat's first turn."""
+        heard = Heard()
+        harness = Harness(
+            parse_team(SIDE_TEAM, file="side.toml"), backends=heard, conversation=True
+        )
+        chat = "ahp-chat:/side"
+        lead = await _conversation(harness, nursery, "What is up?")
+        turn = harness.runtime.state.chats[lead].turns[0].id
+        await harness.runtime.fork_chat(chat, source=lead, turn_id=turn, side=True)
+        await harness.runtime.prompt_chat(chat, "first")
+        await harness.runtime.prompt_chat(chat, "second")
+        started = await wait_for(
+            harness,
+            lambda f: f.channel == chat and isinstance(f.action, ChatTurnStartedAction),
+        )
+        durable = harness.facts[: started.sequence - 1]
+        [queued] = (
+            TeamState.fold(harness.runtime.session, durable).chats[chat].queued_messages or ()
+        )
+        assert queued.message.text == "second"
+        harness.runtime.cancel()
+
+        restarted = _restarted(harness, durable, Heard())
+        nursery.start_soon(restarted.runtime.resume)
+        await _idle_after_turns(restarted, chat, 1)
+        await wait_all_tasks_blocked()
+        side = restarted.runtime.state.chats[chat]
+        assert [t.message.text for t in side.turns] == ["second"]
+        assert side.active_turn is None
+        assert not side.queued_messages
+        starts = [f for f in restarted.facts_of(ChatTurnStartedAction) if f.channel == chat]
+        assert [f.action.queued_message_id for f in starts] == [queued.id]
+        restarted.runtime.close()
