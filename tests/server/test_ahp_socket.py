@@ -14,7 +14,7 @@ import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected
 
 from orchestrator.base import FactLogError
-from orchestrator.core import ApprovalResolved
+from orchestrator.core import ApprovalResolved, build_graph
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import AgentChannelProjector, notification_frame
 from orchestrator.runtime import FactBus, Subscription
@@ -582,6 +582,8 @@ steps = [ { sleep = 600 }, { say = "later" } ]
             on_side = [f.type for f in facts if f.channel == side]
             assert on_side[-2:] == ["chat/pendingMessageRemoved", "chat/turnCancelled"]
             assert on_side.count("chat/turnCancelled") == 2
+            assert [f.sequence for f in facts] == list(range(1, len(facts) + 1))
+            assert build_graph(facts).check() == []
             # The session goes on: the coordinator takes its next message.
             await client.dispatch(chat, turn_started("two"))
             await client.until_action(
