@@ -22,9 +22,11 @@ from orchestrator.ahp.state import (
     ChatInputRequest,
     ChatInputSelectedManyAnswerValue,
     ChatState,
+    ForkChatOrigin,
     InputRequestResponsePart,
     MarkdownResponsePart,
     ReasoningResponsePart,
+    SideChatOrigin,
     SystemNotificationResponsePart,
     ToolCallCancelledState,
     ToolCallCompletedState,
@@ -52,9 +54,11 @@ __all__ = [
     "MemberName",
     "answer_text",
     "conversation",
+    "forked_chats",
     "has_open_input",
     "input_request_id",
     "interrupted_turns",
+    "is_forked_chat",
     "is_interrupted",
     "member_name",
     "open_questions",
@@ -447,3 +451,26 @@ def party_name(state: TeamState, party: str, principal: str | None = None) -> st
         return principal or USER
     name = member_name(state, party)
     return name.label if name is not None else party
+
+
+def is_forked_chat(state: TeamState, chat: str) -> bool:
+    """Whether ``chat`` is a forked chat or a side chat opened in this session (AHP
+    ``createChat`` with a source): a chat outside the coordinator's tree of delegations,
+    whose turns answer the messages clients send it.
+
+    A forked session's copied root chats (its coordinator among them) also have a fork
+    origin, but theirs names a chat of the source session: they are not such chats.
+    """
+    chat_state = state.chats.get(chat)
+    return (
+        chat_state is not None
+        and isinstance(chat_state.origin, ForkChatOrigin | SideChatOrigin)
+        and chat_state.origin.chat in state.chats
+        and chat != state.coordinator_chat()
+    )
+
+
+def forked_chats(state: TeamState) -> tuple[str, ...]:
+    """The session's forked chats and side chats (:func:`is_forked_chat`), in the order
+    they were opened."""
+    return tuple(chat for chat in state.chats if is_forked_chat(state, chat))

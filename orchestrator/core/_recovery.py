@@ -8,6 +8,8 @@ on where it stood, or did the stop cut it off?
   were running: each call is done, or waits on something that survived the stop (an
   approval, a question, a worker, a place in the parallel budget). It goes on: the waits
   are taken up again, and once the round's calls are done the next round streams.
+* A forked chat's or side chat's active turn (AHP ``createChat`` with a source) is looked at
+  the same way: it answers no task, so it is parked or cut off on its own.
 * Any other active turn was **cut off** (mid-stream, or in a tool nobody can tell ran). It
   ends as ``chat/error`` of type ``Interrupted``; its open approvals are withdrawn, its
   questions cancelled and its workers' subtrees cut off and reported killed, so that no
@@ -56,6 +58,7 @@ from ._queries import (
     INTERRUPTED,
     TEXT_PARTS,
     calls_in,
+    forked_chats,
     has_open_input,
     input_request_id,
     outcome_of,
@@ -221,6 +224,13 @@ def plan_recovery(state: TeamState, policy: RestartPolicy, *, now: str) -> Recov
     else:
         planner.visit(coordinator)
         cut_coordinator = False
+    for chat in forked_chats(state):
+        # A forked chat's or side chat's turn answers no task: it is parked or cut off as a
+        # worker's is, and (cut off) runs again or stays failed as ``on_restart`` says.
+        if resume_point(state, chat) is None:
+            planner.cut(chat)
+        else:
+            planner.visit(chat)
     head = RunResumed(
         run=run.run,
         restart=run.restarts + 1,

@@ -115,6 +115,11 @@ class MemberJoined:
     task: str  # the task this chat works on
     # A remote teammate's A2A agent URL (its turns are that agent's task); None: a local agent.
     remote: str | None = None
+    # A side chat's context as it was given when the chat opened: its source's conversation
+    # through the turn (and the selected text), as (role, text) pairs its model reads before
+    # its own turns. Recorded, so a restart gives the side chat the same context. None: not
+    # a side chat.
+    context: tuple[tuple[str, str], ...] | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -97,6 +97,8 @@ class Member:
     role: str
     task: str
     remote: str | None = None  # a remote teammate's A2A agent URL
+    # A side chat's context, as recorded when it opened (see MemberJoined.context).
+    context: tuple[tuple[str, str], ...] | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -171,6 +171,7 @@ def _member_joined(tr: Transition, action: MemberJoined, session_uri: str, now: 
         role=action.role,
         task=action.task,
         remote=action.remote,
+        context=action.context,
     )
     run = tr.run
     if run is not None and run.coordinator_chat is None and action.task == run.task:

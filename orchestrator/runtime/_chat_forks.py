@@ -19,24 +19,44 @@ the source to it.
 Such a chat is run by the source's agent, one turn per message a client sends it: its first
 message starts its turns in the runtime's nursery for them, and messages sent while it runs
 are queued, as a worker's are. It creates no task: the coordinator's run and tasks are not
-its business. Its turns end with the run; a restart cuts its running turn off, as any.
+its business. Its turns end with the run.
+
+Each of its turns can be cancelled alone (:meth:`Turns.run_chat` with ``own_turns``): the
+next queued message runs after it. Disposing of the chat (:meth:`ChatForks.dispose`) also
+withdraws its queued messages. A restart treats its running turn as a worker's
+(:func:`~orchestrator.core.plan_recovery`): parked, it goes on; cut off, it runs again or
+stays failed, as ``on_restart`` says (:meth:`ChatForks.take_up`). A side chat's context is
+recorded in its ``team/memberJoined`` when it opens, so a restart gives its model the same.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Collection
+
 import structlog
 import trio
 
+from orchestrator.ahp.actions import ChatPendingMessageRemovedAction
 from orchestrator.ahp.state import (
     ForkChatOrigin,
     Message,
     MessageKind,
     MessageOrigin,
+    PendingMessageKind,
     SideChatOrigin,
     SideChatSelection,
 )
 from orchestrator.base import RunError
-from orchestrator.core import Action, MemberJoined, chat_fork_actions, side_chat_context
+from orchestrator.core import (
+    Action,
+    MemberJoined,
+    chat_fork_actions,
+    forked_chats,
+    is_forked_chat,
+    is_interrupted,
+    side_chat_context,
+)
 
 from ._context import ChatContext, RunContext, TurnFailedError, chat_added
 from ._logging import bound_log_context
@@ -92,8 +112,11 @@ class ChatForks:
         agent = self.run.team.agent(member.agent)
         now = self.run.recorder.clock()
         copied: tuple[Action, ...] = ()
+        context: tuple[tuple[str, str], ...] | None = None
         if side:
-            side_chat_context(source_state, turn_id, selection)  # the turn exists, or RunError
+            # The turn exists, or RunError. Recorded as given: the source's running turn
+            # goes on, and a restart must give the side chat what it was given.
+            context = side_chat_context(source_state, turn_id, selection)
             origin: ForkChatOrigin | SideChatOrigin = SideChatOrigin(
                 chat=source, turn_id=turn_id, selection=selection
             )
@@ -107,7 +130,13 @@ class ChatForks:
             (self.run.session, added),
             (
                 self.run.session,
-                MemberJoined(chat=chat, agent=agent.name, role=agent.role, task=member.task),
+                MemberJoined(
+                    chat=chat,
+                    agent=agent.name,
+                    role=agent.role,
+                    task=member.task,
+                    context=context,
+                ),
             ),
         ]
         batch += [(chat, action) for action in copied]
@@ -119,30 +148,82 @@ class ChatForks:
 
         :class:`RunError` if ``chat`` is neither, or the run has ended.
         """
-        state = self.run.state.chats.get(chat)
-        if state is None or not isinstance(state.origin, ForkChatOrigin | SideChatOrigin):
-            raise RunError(f"{chat} is not a forked chat or a side chat of this session")
+        self._check(chat)
         if self._nursery is None:
             raise RunError(f"session {self.run.session} is not running: it takes no messages")
         if self._turns.is_open(chat):
             await self._turns.set_queued(chat, text)
             return
+        message = Message(text=text, origin=MessageOrigin(kind=MessageKind.USER))
+        self._start(chat, message)
+
+    def take_up(self, interrupted: Collection[str]) -> None:
+        """After a restart: start the turns of the forked chats and side chats that have
+        one to go on with (``interrupted``: the chats whose turn the recovery cut off).
+
+        A parked turn goes on; a turn the stop cut off (the recovery ended it interrupted)
+        runs again, or stays failed, as ``on_restart`` says (see :meth:`Turns.run_chat`);
+        messages queued to the chat follow.
+        """
+        state = self.run.state
+        for chat in forked_chats(state):
+            chat_state = state.chats[chat]
+            last = chat_state.turns[-1] if chat_state.turns else None
+            queued = chat_state.queued_messages or ()
+            cut_off = chat in interrupted and last is not None and is_interrupted(last)
+            if chat_state.active_turn is None and not cut_off and not queued:
+                continue
+            if chat_state.active_turn is None and not cut_off:
+                # Only messages queued before the stop: their turns, in order.
+                self._start(chat, None)
+                continue
+            turn = chat_state.active_turn or last
+            assert turn is not None
+            self._start(chat, turn.message, resume=True)
+
+    def _check(self, chat: str) -> None:
+        if not is_forked_chat(self.run.state, chat):
+            raise RunError(f"{chat} is not a forked chat or a side chat of this session")
+
+    def _start(self, chat: str, message: Message | None, *, resume: bool = False) -> None:
+        """Start ``chat``'s turns: ``message``'s (``resume``: take the chat up where it
+        stood; None: none), then its queued messages'."""
+        assert self._nursery is not None
         member = self.run.state.members[chat]
         ctx = ChatContext(chat, self.run.team.agent(member.agent), member.task)
+        state = self.run.state.chats[chat]
         if isinstance(state.origin, SideChatOrigin):
-            source = self.run.state.chats[state.origin.chat]
-            self._turns.side_contexts[chat] = side_chat_context(
-                source, state.origin.turn_id, state.origin.selection
-            )
-        message = Message(text=text, origin=MessageOrigin(kind=MessageKind.USER))
+            # What it was given when it opened; a journal from before that was recorded
+            # has it made again from the source.
+            context = member.context
+            if context is None:
+                source = self.run.state.chats[state.origin.chat]
+                context = side_chat_context(source, state.origin.turn_id, state.origin.selection)
+            self._turns.side_contexts[chat] = context
         self._turns.mark_open(chat)  # a message sent before its task starts is queued to it
-        self._nursery.start_soon(self._run, ctx, message)
+        self._nursery.start_soon(self._run, ctx, message, resume)
 
-    async def _run(self, ctx: ChatContext, message: Message) -> None:
+    async def dispose(self, chat: str) -> None:
+        """Dispose of ``chat`` (AHP ``disposeChat``): its queued messages are withdrawn and
+        its running turn is cancelled; the chat stays in the record, and takes a message
+        again later."""
+        self._check(chat)
+        state = self.run.state.chats[chat]
+        withdrawn: list[tuple[str, Action]] = [
+            (chat, ChatPendingMessageRemovedAction(kind=PendingMessageKind.QUEUED, id=m.id))
+            for m in state.queued_messages or ()
+        ]
+        if withdrawn:
+            await self.run.recorder.record(withdrawn)
+        with contextlib.suppress(RunError):  # no turn runs: nothing more to do
+            self._turns.cancel_turn(chat)
+        log.info("forked chat disposed", chat=chat, withdrawn=len(withdrawn))
+
+    async def _run(self, ctx: ChatContext, message: Message | None, resume: bool) -> None:
         """The chat's turns, behind their own error barrier: what fails ends its turn only."""
         with bound_log_context(chat=ctx.chat, agent=ctx.agent.name):
             try:
-                await self._turns.run_chat(ctx, message)
+                await self._turns.run_chat(ctx, message, resume=resume, own_turns=True)
             except TurnFailedError as exc:
                 log.info("forked chat's turn failed", chat=ctx.chat, error=str(exc))
             except Exception:

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from typing import Any
 
 import attrs
@@ -380,7 +380,11 @@ class TeamRuntime:
         coordinator = self.team.agent(self.team.coordinator)
         message = Message(text=run.prompt, origin=MessageOrigin(kind=MessageKind.USER))
         return await self._drive(
-            run.run, ChatContext(chat, coordinator, run.task), message, resume=True
+            run.run,
+            ChatContext(chat, coordinator, run.task),
+            message,
+            resume=True,
+            interrupted=plan.interrupted,
         )
 
     def _check_team_fits(self, *, open_only: bool = False) -> None:
@@ -416,11 +420,20 @@ class TeamRuntime:
         return self._approvals.waiting_for_user()
 
     async def _drive(
-        self, run_id: str, ctx: ChatContext, message: Message, *, resume: bool = False
+        self,
+        run_id: str,
+        ctx: ChatContext,
+        message: Message,
+        *,
+        resume: bool = False,
+        interrupted: Collection[str] = (),
     ) -> RunOutcome:
-        """Run the coordinator's chat to the end of the run, and record how it ended."""
+        """Run the coordinator's chat to the end of the run, and record how it ended
+        (``resume``: after a restart, whose recovery cut off the turns of ``interrupted``)."""
         async with self._tool_servers_running(), trio.open_nursery() as forked_chats:
             self._chat_forks.running_in(forked_chats)
+            if resume:
+                self._chat_forks.take_up(interrupted)
             try:
                 return await self._drive_coordinator(run_id, ctx, message, resume=resume)
             finally:
@@ -640,8 +653,14 @@ class TeamRuntime:
         await self._chat_forks.prompt(chat, text)
 
     def cancel_turn(self, chat: str) -> None:
-        """Cancel the running turn of a conversation's coordinator; the run goes on."""
+        """Cancel the running turn of a conversation's coordinator, or of a forked chat or
+        side chat (its next queued message runs next); the run goes on."""
         self._turns.cancel_turn(chat)
+
+    async def dispose_chat(self, chat: str) -> None:
+        """Dispose of a forked chat or side chat: its queued messages are withdrawn and its
+        running turn cancelled; the coordinator and the rest of the session go on."""
+        await self._chat_forks.dispose(chat)
 
     def cancel_worker(self, chat: str) -> None:
         """Cancel one worker and its subtree; its task is reported ``killed``."""

@@ -151,7 +151,8 @@ class Turns:
         self._prompted.set()
 
     def cancel_turn(self, chat: str) -> None:
-        """Cancel the running turn of a conversation's coordinator; the run goes on."""
+        """Cancel the running turn of a conversation's coordinator, or of a forked chat or
+        side chat; the run goes on."""
         scope = self._turn_scopes.get(chat)
         if scope is None:
             raise RunError(f"no running turn in {chat}")
@@ -231,33 +232,61 @@ class Turns:
     async def run_chat(
         self,
         ctx: ChatContext,
-        message: Message,
+        message: Message | None,
         *,
         resume: bool = False,
         begun: Sequence[tuple[str, Action]] = (),
+        own_turns: bool = False,
     ) -> TurnResult:
         """Run a turn for ``message``, then one per queued message, in order.
 
-        ``resume``: the chat exists from before a restart; take it up where it stood
-        (:meth:`_resume_turn`) instead of starting with ``message``. ``begun``: facts recorded
-        with the first turn's start (a review round's request: see ``_reviewing``).
+        Args:
+            ctx: The chat, its agent and task.
+            message: The first turn's message (None: only the queued messages' turns).
+            resume: The chat exists from before a restart; take it up where it stood
+                (:meth:`_resume_turn`) instead of starting with ``message``.
+            begun: Facts recorded with the first turn's start (a review round's request:
+                see ``_reviewing``).
+            own_turns: Each turn may be cancelled alone (:meth:`cancel_turn`), and a turn
+                that fails or is cancelled ends itself only: the next queued message runs
+                (a forked chat's or side chat's turns, see ``_chat_forks``).
         """
         self._open_chats.add(ctx.chat)
+        result = TurnResult(text="", input_tokens=0, output_tokens=0)
+        first = True
         try:
-            if resume:
-                result = await self._resume_turn(ctx, message)
-            else:
-                result = await self._run_turn(ctx, message, queued_id=None, begun=begun)
             while True:
-                # No await between this check and closing: a queued message submitted
-                # before it is seen here (in flight or durable) and run; one submitted
-                # after finds the chat closed (see set_pending's guard).
-                latest = self.run.state.latest_chat(ctx.chat)
-                queued = latest.queued_messages if latest is not None else None
-                if not queued:
-                    self._open_chats.discard(ctx.chat)
-                    return result
-                result = await self._run_turn(ctx, queued[0].message, queued_id=queued[0].id)
+                if first and message is None:
+                    first = False  # no first turn: the queued messages' turns
+                    continue
+                if first:
+                    assert message is not None
+                    first = False
+                    if resume:
+                        turn = self._resume_turn(ctx, message)
+                    else:
+                        turn = self._run_turn(ctx, message, queued_id=None, begun=begun)
+                else:
+                    # No await between this check and closing: a queued message submitted
+                    # before it is seen here (in flight or durable) and run; one submitted
+                    # after finds the chat closed (see set_pending's guard).
+                    latest = self.run.state.latest_chat(ctx.chat)
+                    queued = latest.queued_messages if latest is not None else None
+                    if not queued:
+                        self._open_chats.discard(ctx.chat)
+                        return result
+                    turn = self._run_turn(ctx, queued[0].message, queued_id=queued[0].id)
+                if not own_turns:
+                    result = await turn
+                    continue
+                with trio.CancelScope() as scope:
+                    self._turn_scopes[ctx.chat] = scope
+                    try:
+                        result = await turn
+                    except TurnFailedError as exc:
+                        log.info("turn failed", chat=ctx.chat, error=str(exc))
+                    finally:
+                        del self._turn_scopes[ctx.chat]
         finally:
             self._open_chats.discard(ctx.chat)
             self._conversations.forget(ctx.chat)

@@ -11,8 +11,8 @@ client action (chat channel)                   carried out as
 ``chat/toolCallConfirmed`` approve / deny      :meth:`LiveSession.decide` of the approval of
                                                that tool call
 ``chat/inputCompleted``                        :meth:`LiveSession.answer_input`
-``chat/turnCancelled``                         ``cancel_turn`` (coordinator) /
-                                               ``cancel_worker`` (a worker)
+``chat/turnCancelled``                         ``cancel_turn`` (coordinator, forked chat,
+                                               side chat) / ``cancel_worker`` (a worker)
 =============================================  ==============================================
 
 Each is first checked:
@@ -65,14 +65,12 @@ from orchestrator.ahp.state import (
     ChatInputTextAnswerValue,
     ChatInteractivity,
     ChatState,
-    ForkChatOrigin,
     MessageKind,
-    SideChatOrigin,
     UnknownChatInputAnswerValue,
     known_questions,
 )
 from orchestrator.base import IllegalTransitionError, RpcError, RunError
-from orchestrator.core import TeamState, open_questions
+from orchestrator.core import TeamState, is_forked_chat, open_questions
 from orchestrator.protocols import notification_frame
 from orchestrator.sessions import CHAT_PREFIX, SESSION_PREFIX, ExpectedAction, LiveSession
 
@@ -201,6 +199,7 @@ class ActionDispatcher:
     ) -> None:
         state = live.state.chats[chat]
         coordinator = live.state.coordinator_chat()
+        forked = is_forked_chat(live.state, chat)  # a client's message is its next turn
         if isinstance(action, ChatTurnStartedAction | ChatPendingMessageSetAction):
             _check_user_message(state, action)
         try:
@@ -215,10 +214,10 @@ class ActionDispatcher:
             raise _RefusedError(exc.reason, code) from None
         try:
             match action:
-                case ChatTurnStartedAction(message=message) if _forked(state):
+                case ChatTurnStartedAction(message=message) if forked:
                     live.expect_origin(chat, ExpectedAction(kind="turn", key=message.text), origin)
                     await live.prompt_chat(chat, message.text)
-                case ChatPendingMessageSetAction(kind="queued", message=message) if _forked(state):
+                case ChatPendingMessageSetAction(kind="queued", message=message) if forked:
                     live.expect_origin(
                         chat,
                         ExpectedAction(kind="pending", key=message.text, pending="queued"),
@@ -265,7 +264,8 @@ class ActionDispatcher:
                     live.expect_origin(
                         chat, ExpectedAction(kind="cancellation", key=turn_id), origin
                     )
-                    if chat == coordinator:
+                    if chat == coordinator or forked:
+                        # A forked chat's or side chat's turn ends alone; its chat goes on.
                         await live.cancel_turn(chat)
                     else:
                         await live.cancel_worker(chat)
@@ -293,11 +293,6 @@ _DISPATCHABLE: Final = (
 _DISPATCHABLE_TYPES: Final = frozenset(
     str(attrs.fields_dict(cls)["type"].default) for cls in _DISPATCHABLE
 )
-
-
-def _forked(state: ChatState) -> bool:
-    """A forked chat or a side chat: a client's message is its next turn."""
-    return isinstance(state.origin, ForkChatOrigin | SideChatOrigin)
 
 
 def _check_user_message(

@@ -105,7 +105,7 @@ from orchestrator.base import (
     SessionExistsError,
     SessionLimitError,
 )
-from orchestrator.core import Fact, TeamState
+from orchestrator.core import Fact, TeamState, is_forked_chat
 from orchestrator.journal import Journal, JournalReader
 from orchestrator.protocols import (
     Call,
@@ -852,6 +852,13 @@ class AhpSocket:
                 ErrorCode.INVALID_PARAMS,
                 f"{uri} is the session's coordinator chat: dispose the session instead",
             )
+        if is_forked_chat(live.state, uri):
+            # Its queued messages are withdrawn and its running turn cancelled, alone.
+            try:
+                await live.dispose_chat(uri)
+            except RunError as exc:
+                raise RpcError(ErrorCode.INVALID_PARAMS, str(exc)) from None
+            return
         # A worker that has finished holds nothing; its chat stays in the record.
         with contextlib.suppress(RunError):
             await live.cancel_worker(uri)

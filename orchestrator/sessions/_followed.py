@@ -60,14 +60,14 @@ import structlog
 import trio
 
 from orchestrator.ahp.actions import ActionOrigin
-from orchestrator.ahp.state import ChatInputResponseKind
+from orchestrator.ahp.state import ChatInputResponseKind, SideChatSelection
 from orchestrator.base import FactLogError, OrchestratorError, RunError
 from orchestrator.core import USER, Action, Fact, TeamState, ViewUpdated
 from orchestrator.journal import JournalReader
 from orchestrator.runtime import FactBus, Ids, RunOutcome
 
 from ._expected_action import ExpectedAction
-from ._forwarding import Command, Origin
+from ._forwarding import Command, Origin, encode_selection
 
 if TYPE_CHECKING:
     from ._live_session import LiveSession
@@ -367,6 +367,33 @@ class FollowedRuntime:
 
     def cancel(self) -> Awaitable[None]:
         return _Forwarded(lambda: self._forward_none(Command(kind="cancel")))
+
+    async def fork_chat(
+        self,
+        chat: str,
+        *,
+        source: str,
+        turn_id: str,
+        side: bool = False,
+        selection: SideChatSelection | None = None,
+    ) -> None:
+        """Open a forked chat or side chat on the owner (see :meth:`TeamRuntime.fork_chat`);
+        returns once this node has read the facts that add it."""
+        await self.forward(
+            Command(
+                kind="side_chat" if side else "fork_chat",
+                chat=chat,
+                request=source,
+                approval=turn_id,
+                content={} if selection is None else encode_selection(selection),
+            )
+        )
+
+    async def prompt_chat(self, chat: str, text: str) -> None:
+        await self.forward(Command(kind="prompt_chat", chat=chat, text=text))
+
+    async def dispose_chat(self, chat: str) -> None:
+        await self.forward(Command(kind="dispose_chat", chat=chat))
 
     def end_conversation(self) -> Awaitable[None]:
         return _Forwarded(lambda: self._forward_none(Command(kind="end")))

@@ -6,7 +6,8 @@ A node that follows another node's session (:mod:`orchestrator.sessions._followe
 its clients' requests like any node, through the session's
 :class:`~orchestrator.sessions._live_session.LiveSession`. Some requests would change the
 session: queue, steer, answer an input request, decide an approval, cancel a turn, a worker or
-the session, store a view update, change the board. Each of those becomes a :class:`Command`.
+the session, store a view update, change the board, open, prompt or dispose of a forked chat
+or side chat. Each of those becomes a :class:`Command`.
 The follower's :class:`Forwarder` writes it to ``session_commands``
 (:class:`~orchestrator.journal.PostgresCommands`) and then waits for the answer. It waits
 :data:`FORWARD_LIMIT` seconds at most. The command is then withdrawn if nobody claimed it, and
@@ -35,7 +36,7 @@ import structlog
 import trio
 
 from orchestrator.ahp.actions import ActionOrigin
-from orchestrator.ahp.state import ChatInputResponseKind
+from orchestrator.ahp.state import ChatInputResponseKind, SideChatSelection
 from orchestrator.base import (
     FactLogError,
     IllegalTransitionError,
@@ -59,7 +60,9 @@ __all__ = [
     "carry_out",
     "decode_command",
     "decode_error",
+    "decode_selection",
     "encode_error",
+    "encode_selection",
 ]
 
 log = structlog.get_logger("orchestrator.daemon")
@@ -82,6 +85,12 @@ KINDS: Final = (
     "end",
     "view",
     "board",  # a person's board request: request = the op, text = the item, content = fields
+    # AHP createChat with a source: chat = the new chat, request = the source chat,
+    # approval = the source's turn id, content = a side chat's selection (encode_selection)
+    "fork_chat",
+    "side_chat",
+    "prompt_chat",  # a message to a forked chat or side chat: chat, text
+    "dispose_chat",  # AHP disposeChat of a forked chat or side chat: chat
 )
 
 
@@ -249,6 +258,18 @@ async def carry_out(live: LiveSession, command: Command) -> Any:
                 await live.cancel()
             case "end":
                 await live.end()
+            case "fork_chat" | "side_chat":
+                await live.fork_chat(
+                    command.chat,
+                    source=command.request,
+                    turn_id=command.approval,
+                    side=command.kind == "side_chat",
+                    selection=decode_selection(command.content),
+                )
+            case "prompt_chat":
+                await live.prompt_chat(command.chat, command.text)
+            case "dispose_chat":
+                await live.dispose_chat(command.chat)
             case "board":
                 await live.board_request(
                     command.request,
@@ -263,6 +284,26 @@ async def carry_out(live: LiveSession, command: Command) -> Any:
             live.forget_origin(origin.origin)
         raise
     return None
+
+
+def encode_selection(selection: SideChatSelection) -> dict[str, Any]:
+    """A side chat's selection as a command's ``content`` (:func:`decode_selection`)."""
+    encoded: dict[str, Any] = {"text": selection.text}
+    if selection.response_part_id is not None:
+        encoded["responsePartId"] = selection.response_part_id
+    return encoded
+
+
+def decode_selection(content: Mapping[str, Any]) -> SideChatSelection | None:
+    """The selection a ``side_chat`` command's ``content`` holds (None: none);
+    :class:`PeerProtocolError` for anything :func:`encode_selection` does not make."""
+    if not content:
+        return None
+    text = _text(content, "text")
+    part = content.get("responsePartId")
+    if part is not None and (not isinstance(part, str) or len(part) > MAX_TEXT):
+        raise _bad("responsePartId is not a text")
+    return SideChatSelection(text=text, response_part_id=part)
 
 
 def encode_error(exc: OrchestratorError) -> dict[str, Any]:

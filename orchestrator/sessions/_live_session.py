@@ -182,6 +182,20 @@ class SessionRuntime(Protocol):
 
     def cancel_worker(self, chat: str) -> Awaitable[None] | None: ...
 
+    async def fork_chat(
+        self,
+        chat: str,
+        *,
+        source: str,
+        turn_id: str,
+        side: bool = False,
+        selection: SideChatSelection | None = None,
+    ) -> None: ...
+
+    async def prompt_chat(self, chat: str, text: str) -> None: ...
+
+    async def dispose_chat(self, chat: str) -> None: ...
+
     def cancel(self) -> Awaitable[None] | None: ...
 
     def end_conversation(self) -> Awaitable[None] | None: ...
@@ -565,7 +579,7 @@ class LiveSession:
         selection: SideChatSelection | None = None,
     ) -> None:
         """Open ``chat``, a fork or side chat of ``source`` at ``turn_id`` (see
-        :meth:`TeamRuntime.fork_chat`); :class:`RunError` for a session another node runs.
+        :meth:`TeamRuntime.fork_chat`); on a session another node runs, that node does.
 
         Args:
             chat: The new chat's URI.
@@ -574,18 +588,17 @@ class LiveSession:
             side: A side chat, not a fork.
             selection: The text a side chat is about.
         """
-        await self._own_runtime().fork_chat(
+        await self._runtime.fork_chat(
             chat, source=source, turn_id=turn_id, side=side, selection=selection
         )
 
     async def prompt_chat(self, chat: str, text: str) -> None:
         """Send ``text`` to a forked chat or side chat (see :meth:`TeamRuntime.prompt_chat`)."""
-        await self._own_runtime().prompt_chat(chat, text)
+        await self._runtime.prompt_chat(chat, text)
 
-    def _own_runtime(self) -> TeamRuntime:
-        if not isinstance(self._runtime, TeamRuntime):
-            raise RunError(f"session {self.id} runs on another node: open its chats there")
-        return self._runtime
+    async def dispose_chat(self, chat: str) -> None:
+        """Dispose of a forked chat or side chat (see :meth:`TeamRuntime.dispose_chat`)."""
+        await self._runtime.dispose_chat(chat)
 
     async def answer_input(
         self,
@@ -600,7 +613,8 @@ class LiveSession:
         await self._runtime.answer_input(chat, request_id, answer, response=response)
 
     async def cancel_turn(self, chat: str) -> None:
-        """Cancel the coordinator's running turn in ``chat``; the run goes on."""
+        """Cancel the running turn in ``chat``, the coordinator's or a forked chat's or side
+        chat's; the run goes on."""
         await _done(self._runtime.cancel_turn(chat))
 
     async def cancel_worker(self, chat: str) -> None:

@@ -25,8 +25,15 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.ahp.actions import ChatInputRequestedAction, ChatTurnStartedAction
+from orchestrator.ahp.actions import (
+    ChatErrorAction,
+    ChatInputRequestedAction,
+    ChatTurnCompleteAction,
+    ChatTurnStartedAction,
+    SessionChatAddedAction,
+)
 from orchestrator.ahp.state import (
+    ForkChatOrigin,
     InputRequestResponsePart,
     MarkdownResponsePart,
     SystemNotificationResponsePart,
@@ -49,7 +56,9 @@ from orchestrator.core import (
     TeamState,
     build_graph,
     conversation,
+    forked_chats,
     interrupted_turns,
+    is_forked_chat,
     is_interrupted,
     plan_recovery,
     resume_point,
@@ -598,3 +607,78 @@ async def test_a_stop_is_recovered_from_the_journal(
         task = recovery.after.tasks[recovery.after.members[worker].task]
         expected = TaskStatus.FAILED if policy is RestartPolicy.FAIL else TaskStatus.COMPLETED
         assert task.status is expected
+
+
+# ── forked chats and side chats ─────────────────────────────────────────────
+
+SIDE_TEAM = """
+[team]
+name = "side"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { say = "first answer" } ]
+[[agents.lead.turns]]
+steps = [ { sleep = 100 }, { say = "side answer" } ]
+"""
+
+
+async def test_a_side_chats_turn_is_cut_off_on_its_own(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A stop while a side chat's turn streams: the recovery ends that turn interrupted,
+    and only it (not its source, not a fork whose turn had ended); the side chat and the
+    fork are the session's forked chats, its coordinator is not."""
+    log = MemoryFactLog()
+    runtime = TeamRuntime(
+        parse_team(SIDE_TEAM, file="side.toml"),
+        backends=ScriptedBackend,
+        factlog=log,
+        ids=Ids(deterministic=True),
+        clock=lambda: "2026-11-22T00:00:00.000Z",
+        conversation=True,
+    )
+    nursery.start_soon(runtime.run, "What is up?")
+    while not any(isinstance(f.action, ChatTurnCompleteAction) for f in log.facts):  # noqa: ASYNC110
+        await trio.sleep(0.01)
+    lead = runtime.state.coordinator_chat()
+    assert lead is not None
+    turn = runtime.state.chats[lead].turns[0].id
+    await runtime.fork_chat("ahp-chat:/fork", source=lead, turn_id=turn)
+    await runtime.fork_chat("ahp-chat:/side", source=lead, turn_id=turn, side=True)
+    await runtime.prompt_chat("ahp-chat:/side", "explain")
+    while runtime.state.chats["ahp-chat:/side"].active_turn is None:  # noqa: ASYNC110
+        await trio.sleep(0.01)
+    state_facts = list(log.facts)
+    state = TeamState.fold(runtime.session, state_facts)
+    runtime.cancel()
+    assert forked_chats(state) == ("ahp-chat:/fork", "ahp-chat:/side")
+    assert not is_forked_chat(state, lead)
+    active = state.chats["ahp-chat:/side"].active_turn
+    assert active is not None
+    plan = plan_recovery(state, RestartPolicy.RESUME, now="2026-11-22T00:00:01.000Z")
+    assert plan.interrupted == ("ahp-chat:/side",)
+    assert not plan.coordinator_cut_off
+    [(_, head), *rest] = plan.actions
+    assert isinstance(head, RunResumed)
+    assert head.interrupted == ("ahp-chat:/side",)
+    [(channel, error)] = rest
+    assert channel == "ahp-chat:/side"
+    assert isinstance(error, ChatErrorAction)
+    assert error.turn_id == active.id
+    assert error.error.error_type == INTERRUPTED
+    # A forked session's coordinator has a fork origin naming the source session's chat.
+    origin = ForkChatOrigin(chat="ahp-chat:/elsewhere", turn_id=turn)
+    copied = [
+        attrs.evolve(
+            f, action=attrs.evolve(f.action, summary=attrs.evolve(f.action.summary, origin=origin))
+        )
+        if isinstance(f.action, SessionChatAddedAction) and f.action.summary.resource == lead
+        else f
+        for f in log.facts[: len(state_facts)]
+    ]
+    elsewhere = TeamState.fold(runtime.session, copied)
+    assert isinstance(elsewhere.chats[lead].origin, ForkChatOrigin)
+    assert not is_forked_chat(elsewhere, lead)
+    assert forked_chats(elsewhere) == ("ahp-chat:/fork", "ahp-chat:/side")

@@ -348,7 +348,12 @@ def _legacy_reduce_team(
             )
         case MemberJoined():
             tr.members[action.chat] = Member(
-                chat=action.chat, agent=action.agent, role=action.role, task=action.task
+                chat=action.chat,
+                agent=action.agent,
+                role=action.role,
+                task=action.task,
+                remote=action.remote,
+                context=action.context,  # a side chat's, since issue 40
             )
             run = tr.run
             if run is not None and run.coordinator_chat is None and action.task == run.task:

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 import trio
 
+from orchestrator.core import RunResumed, build_graph, turn_text
 from orchestrator.journal import JournalReader
+from tests.support.ahp_client import connect_ahp, user_message
 from tests.support.daemon import RunningDaemon, connect
 from tests.support.teams import slow_delegation
 
@@ -221,3 +223,91 @@ def test_serve_takes_a_team_defined_in_python_by_module_attr(tmp_path: Path) -> 
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=20) == 0, log.read_text()
+
+
+#: A conversation whose second scripted turn (a side chat's first: its context holds one
+#: user message, its own the second) takes a few seconds.
+SIDE = """
+[team]
+name = "slow"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { say = "first answer" } ]
+[[agents.lead.turns]]
+steps = [ { sleep = 3 }, { say = "side answer" } ]
+"""
+
+
+async def test_a_side_chats_turn_cut_off_by_kill_9_runs_again_after_the_next_start(
+    tmp_path: Path,
+) -> None:
+    """A side chat's turn runs when the daemon is killed (SIGKILL); the next start takes
+    the session up: the turn ends interrupted, named in ``team/runResumed``, and runs again,
+    given the context it was given before (the scripted answer of its second user message);
+    the coordinator's chat is as it was, and the graph checks clean."""
+    db = tmp_path / "journal.db"
+    process, url = start(tmp_path, tmp_path / "first.log", team=SIDE)
+    side = "ahp-chat:/side-of-the-lead"
+    try:
+        daemon = RunningDaemon(url=url, db=db, stop=trio.Event())
+        async with connect(daemon, "team=slow") as client:
+            init = await client.until_type("init")
+            await client.send({"channel": "agent", "type": "prompt", "prompt": "What is up?"})
+            await client.until_type("result")
+        uri = "ahp-session:/" + init["sessionId"]
+        lead = JournalReader(db).open(uri).coordinator_chat()
+        assert lead is not None
+        async with connect_ahp(daemon) as ahp:
+            await ahp.initialize(subscriptions=(uri,))
+            state = (await ahp.request("subscribe", {"channel": lead}))["snapshot"]["state"]
+            await ahp.request(
+                "createChat",
+                {
+                    "channel": uri,
+                    "chat": side,
+                    "source": {"kind": "sideChat", "chat": lead, "turnId": state["turns"][0]["id"]},
+                    "initialMessage": user_message("explain"),
+                },
+            )
+        with trio.fail_after(20):
+            while JournalReader(db).open(uri).chats[side].active_turn is None:  # noqa: ASYNC110 (a process)
+                await trio.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        await trio.to_thread.run_sync(process.wait, 10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    cut = JournalReader(db).open(uri).chats[side].active_turn
+    assert cut is not None
+
+    process, url = start(tmp_path, tmp_path / "second.log", team=SIDE)
+    try:
+        with trio.fail_after(30):
+            while len(JournalReader(db).open(uri).chats[side].turns) < 2:  # noqa: ASYNC110 (a process)
+                await trio.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        assert await trio.to_thread.run_sync(process.wait, 15) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert "session taken up" in (tmp_path / "second.log").read_text()
+    facts = JournalReader(db).facts(uri)
+    assert [f.sequence for f in facts] == list(range(1, len(facts) + 1))
+    assert build_graph(facts).check() == []
+    [resumed] = [f for f in facts if isinstance(f.action, RunResumed)]
+    assert isinstance(resumed.action, RunResumed)
+    assert resumed.action.interrupted == (side,)
+    on_side = [(f.sequence, f.type) for f in facts if f.channel == side]
+    error = next(seq for seq, kind in on_side if kind == "chat/error")
+    again = [seq for seq, kind in on_side if kind == "chat/turnStarted"][-1]
+    assert resumed.sequence < error < again
+    state_after = JournalReader(db).open(uri)
+    interrupted, rerun = state_after.chats[side].turns
+    assert interrupted.id == cut.id
+    assert interrupted.error is not None
+    assert interrupted.error.error_type == "Interrupted"
+    assert rerun.message.text == "explain"
+    assert turn_text(rerun) == "side answer", "the side chat's context survived"
+    assert [t.state.value for t in state_after.chats[lead].turns] == ["complete"]

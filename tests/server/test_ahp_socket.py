@@ -14,7 +14,7 @@ import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected
 
 from orchestrator.base import FactLogError
-from orchestrator.core import ApprovalResolved
+from orchestrator.core import ApprovalResolved, build_graph
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import AgentChannelProjector, notification_frame
 from orchestrator.runtime import FactBus, Subscription
@@ -483,6 +483,116 @@ class TestSessionsAndChats:
             )
             after = (await client.request("subscribe", {"channel": chat}))["snapshot"]["state"]
             assert after["turns"] == source["turns"]
+
+    async def test_a_side_chats_turn_is_cancelled_and_the_chat_disposed_alone(
+        self, tmp_path: Path
+    ) -> None:
+        """``chat/turnCancelled`` on a side chat ends its running turn ``cancelled``, with the
+        client's origin; ``disposeChat`` withdraws what was queued to it and cancels its turn.
+        The coordinator's chat is untouched and takes its next message."""
+        team = """
+[team]
+name = "side"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { say = "first answer" } ]
+[[agents.lead.turns]]
+steps = [ { sleep = 600 }, { say = "late" } ]
+[[agents.lead.turns]]
+steps = [ { sleep = 600 }, { say = "later" } ]
+"""
+        async with (
+            running_daemon(tmp_path, teams={"side": team}) as daemon,
+            connect_ahp(daemon) as client,
+        ):
+            await client.initialize(subscriptions=())
+            session, chat, side = new_session(), new_chat(), new_chat()
+            await client.request("createSession", {"channel": session, "provider": "side"})
+            await client.request(
+                "createChat",
+                {"channel": session, "chat": chat, "initialMessage": user_message("one")},
+            )
+            await client.request("subscribe", {"channel": chat})
+            done = await client.until_action(lambda e: e["action"]["type"] == "chat/turnComplete")
+            turn = done["action"]["turnId"]
+
+            async def running_turn(*ended: str) -> str:
+                """The side chat's running turn (it may have started before the subscribe)."""
+                snapshot = await client.request("subscribe", {"channel": side})
+                active = snapshot["snapshot"]["state"].get("activeTurn")
+                if active is not None and active["id"] not in ended:
+                    return str(active["id"])
+                started = await client.until_action(
+                    lambda e: (
+                        e["channel"] == side
+                        and e["action"]["type"] == "chat/turnStarted"
+                        and e["action"]["turnId"] not in ended
+                    )
+                )
+                return str(started["action"]["turnId"])
+
+            await client.request(
+                "createChat",
+                {
+                    "channel": session,
+                    "chat": side,
+                    "source": {"kind": "sideChat", "chat": chat, "turnId": turn},
+                    "initialMessage": user_message("explain"),
+                },
+            )
+            first = await running_turn()
+            seq = await client.dispatch(
+                side, {"type": "chat/turnCancelled", "turnId": first, "duration": 0}
+            )
+            cancelled = await client.until_action(
+                lambda e: e["channel"] == side and e["action"]["type"] == "chat/turnCancelled"
+            )
+            assert "rejectionReason" not in cancelled
+            assert cancelled["action"]["turnId"] == first
+            assert cancelled["origin"] == {"clientId": CLIENT_DEFAULT, "clientSeq": seq}
+            # Its next message is its next turn; disposing of it cancels that and the queue.
+            await client.dispatch(side, turn_started("and now?"))
+            second = await running_turn(first)
+            await client.dispatch(
+                side,
+                {
+                    "type": "chat/pendingMessageSet",
+                    "kind": "queued",
+                    "id": "queued-1",
+                    "message": user_message("later"),
+                },
+            )
+            await client.until_action(
+                lambda e: e["channel"] == side and e["action"]["type"] == "chat/pendingMessageSet"
+            )
+            await client.request("disposeChat", {"channel": side})
+            ended = await client.until_action(
+                lambda e: e["channel"] == side and e["action"]["type"] == "chat/turnCancelled"
+            )
+            assert ended["action"]["turnId"] == second
+            state = (await client.request("subscribe", {"channel": side}))["snapshot"]["state"]
+            assert [t["state"] for t in state["turns"]] == ["cancelled", "cancelled"]
+            assert not state.get("queuedMessages")
+            assert state.get("activeTurn") is None
+            lead = (await client.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+            assert [t["state"] for t in lead["turns"]] == ["complete"]
+            facts = JournalReader(daemon.db).facts(session)
+            on_side = [f.type for f in facts if f.channel == side]
+            assert on_side[-2:] == ["chat/pendingMessageRemoved", "chat/turnCancelled"]
+            assert on_side.count("chat/turnCancelled") == 2
+            assert [f.sequence for f in facts] == list(range(1, len(facts) + 1))
+            assert build_graph(facts).check() == []
+            # The session goes on: the coordinator takes its next message.
+            await client.dispatch(chat, turn_started("two"))
+            await client.until_action(
+                lambda e: (
+                    e["channel"] == chat
+                    and e["action"]["type"] == "chat/turnStarted"
+                    and e["action"]["message"]["text"] == "two"
+                )
+            )
 
     async def test_hostile_create_chat_sources_are_refused_and_the_session_goes_on(
         self, tmp_path: Path

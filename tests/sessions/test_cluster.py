@@ -32,7 +32,7 @@ import httpx
 import pytest
 import trio
 
-from orchestrator.core import build_graph, teammate_uri
+from orchestrator.core import build_graph, teammate_uri, turn_text
 from orchestrator.journal import open_reader
 from tests.support.ahp_client import connect_ahp
 from tests.support.daemon import RunningDaemon, connect
@@ -77,7 +77,22 @@ class Node:
             return (await http.get("/metrics")).text
 
 
+#: A conversation whose second scripted turn, a side chat's first (its context holds one
+#: user message, its own the second), takes a while; its first is the coordinator's.
+SIDE = """
+[team]
+name = "side"
+coordinator = "lead"
+[agents.lead]
+role = "coordinator"
+[[agents.lead.turns]]
+steps = [ { say = "first answer" } ]
+[[agents.lead.turns]]
+steps = [ { sleep = 3 }, { say = "side answer" } ]
+"""
+
 TEAMS = {
+    "side": SIDE,
     "publisher": NIGHTLY_PUBLISHER,
     "delivery": DELIVERY,
     "ticker": TICKING_TEAMMATE,
@@ -844,4 +859,175 @@ class TestOwnerDies:
         (fact,) = [f for f in facts if f.type == "chat/toolCallConfirmed"]
         assert fact.origin is not None
         assert (fact.origin.client_id, fact.origin.client_seq) == ("tablet", seq)
+        assert_one_log(postgres_database, uri, resumed=0)
+
+
+async def first_turn(node: Node, chat: str) -> str:
+    """The id of ``chat``'s first turn, as ``node``'s AHP snapshot has it."""
+    async with connect_ahp(node.daemon) as client:
+        await client.initialize(client_id="reader", subscriptions=())
+        state = (await client.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+    return str(state["turns"][0]["id"])
+
+
+async def a_side_chat(node: Node, uri: str, lead: str, side: str) -> None:
+    """Open ``side``, a side chat of ``lead``'s first turn, on ``node`` over AHP, with its
+    first message; returns once the node answered."""
+    turn = await first_turn(node, lead)
+    async with connect_ahp(node.daemon) as client:
+        await client.initialize(client_id="side-client", subscriptions=(uri,))
+        await client.request(
+            "createChat",
+            {
+                "channel": uri,
+                "chat": side,
+                "source": {"kind": "sideChat", "chat": lead, "turnId": turn},
+                "initialMessage": {"text": "explain", "origin": {"kind": "user"}},
+            },
+        )
+
+
+async def a_conversation(node: Node, db: str) -> tuple[str, str]:
+    """A ``side`` conversation on ``node`` that answered its first prompt: its URI and its
+    coordinator's chat."""
+    async with connect(node.daemon, "team=side") as client:
+        init = await client.until_type("init")
+        await client.send({"channel": "agent", "type": "prompt", "prompt": "What is up?"})
+        await client.until_type("result")
+    uri = "ahp-session:/" + init["sessionId"]
+    lead = open_reader(db).open(uri).coordinator_chat()
+    assert lead is not None
+    return uri, lead
+
+
+class TestForkedChats:
+    async def test_a_side_chats_turn_cut_off_by_kill_9_runs_again_with_its_context(
+        self, nodes: Callable[..., Node], postgres_database: str
+    ) -> None:
+        """A side chat's turn is running when its node is killed; the node that takes the
+        session up ends that turn interrupted (named in ``team/runResumed``) and runs it
+        again, given the same context (the scripted answer of its second user message)."""
+        a = nodes("a", "side")
+        uri, lead = await a_conversation(a, postgres_database)
+        side = f"ahp-chat:/{uuid.uuid4()}"
+        await a_side_chat(a, uri, lead, side)
+        reader = open_reader(postgres_database)
+        with trio.fail_after(20):
+            while reader.open(uri).chats.get(side) is None or (  # noqa: ASYNC110 (a process)
+                reader.open(uri).chats[side].active_turn is None
+            ):
+                await trio.sleep(0.05)
+        cut = reader.open(uri).chats[side].active_turn
+        assert cut is not None
+        a.process.send_signal(signal.SIGKILL)
+        a.process.wait(10)
+        b = nodes("b", "side")
+        await wait_until_owned(b, uri, within=TTL + 20)
+        with trio.fail_after(30):
+            while len(reader.open(uri).chats[side].turns) < 2:  # noqa: ASYNC110 (a process)
+                await trio.sleep(0.1)
+        facts = reader.facts(uri)
+        [resumed] = [f for f in facts if f.type == "team/runResumed"]
+        assert resumed.action.interrupted == (side,)  # type: ignore[union-attr]
+        on_side = [(f.sequence, f.type) for f in facts if f.channel == side]
+        error = next(seq for seq, kind in on_side if kind == "chat/error")
+        again = [seq for seq, kind in on_side if kind == "chat/turnStarted"][-1]
+        assert resumed.sequence < error < again
+        state = reader.open(uri)
+        interrupted, rerun = state.chats[side].turns
+        assert interrupted.id == cut.id
+        assert interrupted.error is not None
+        assert interrupted.error.error_type == "Interrupted"
+        assert rerun.message.text == "explain"
+        assert turn_text(rerun) == "side answer", "the side chat's context survived"
+        assert [t.state.value for t in state.chats[lead].turns] == ["complete"]
+        member = state.members[side]
+        assert member.context == (("user", "What is up?"), ("assistant", "first answer"))
+        assert_one_log(postgres_database, uri)
+
+    async def test_a_side_chat_opened_cancelled_and_disposed_on_a_follower_is_the_owners(
+        self, nodes: Callable[..., Node], postgres_database: str
+    ) -> None:
+        """``createChat`` with a source, a turn cancelled and ``disposeChat``, sent to B
+        (which follows A's session), are carried out by A; B answers once it has read A's
+        facts; a refusal comes back with A's words; the log is one log, written by A."""
+        a, b = nodes("a", "side"), nodes("b", "side")
+        uri, lead = await a_conversation(a, postgres_database)
+        side, other = f"ahp-chat:/{uuid.uuid4()}", f"ahp-chat:/{uuid.uuid4()}"
+        turn = await first_turn(a, lead)
+        async with connect_ahp(b.daemon) as on_b:
+            await on_b.initialize(client_id="tablet", subscriptions=(uri, lead))
+            await on_b.request(
+                "createChat",
+                {
+                    "channel": uri,
+                    "chat": side,
+                    "source": {
+                        "kind": "sideChat",
+                        "chat": lead,
+                        "turnId": turn,
+                        "selection": {"text": "first answer"},
+                    },
+                    "initialMessage": {"text": "explain", "origin": {"kind": "user"}},
+                },
+            )
+            snapshot = (await on_b.request("subscribe", {"channel": side}))["snapshot"]
+            assert snapshot["state"]["origin"] == {
+                "kind": "sideChat",
+                "chat": lead,
+                "turnId": turn,
+                "selection": {"text": "first answer"},
+            }
+            if not snapshot["state"]["turns"]:  # its turn (an instant one) may be done already
+                await on_b.until_action(
+                    lambda e: e["channel"] == side and e["action"]["type"] == "chat/turnComplete"
+                )
+            refused = await on_b.call(
+                "createChat",
+                {
+                    "channel": uri,
+                    "chat": other,
+                    "source": {"kind": "fork", "chat": lead, "turnId": "nope"},
+                },
+            )
+            assert "has no turn 'nope'" in refused["error"]["message"], refused
+            # A fork, whose next turn is cancelled from B, then disposed of from B.
+            await on_b.request(
+                "createChat",
+                {
+                    "channel": uri,
+                    "chat": other,
+                    "source": {"kind": "fork", "chat": lead, "turnId": turn},
+                    "initialMessage": {"text": "again", "origin": {"kind": "user"}},
+                },
+            )
+            forked = (await on_b.request("subscribe", {"channel": other}))["snapshot"]["state"]
+            if forked.get("activeTurn") is not None:
+                running = forked["activeTurn"]["id"]
+            else:  # it started after the subscribe
+                started = await on_b.until_action(
+                    lambda e: e["channel"] == other and e["action"]["type"] == "chat/turnStarted"
+                )
+                running = started["action"]["turnId"]
+            seq = await on_b.dispatch(
+                other, {"type": "chat/turnCancelled", "turnId": running, "duration": 0}
+            )
+            cancelled = await on_b.until_action(
+                lambda e: e["channel"] == other and e["action"]["type"] == "chat/turnCancelled"
+            )
+            assert cancelled["origin"] == {"clientId": "tablet", "clientSeq": seq}
+            assert cancelled["action"]["turnId"] == running
+            await on_b.request("disposeChat", {"channel": other})
+        facts = open_reader(postgres_database).facts(uri)
+        added = [f for f in facts if f.type == "session/chatAdded"]
+        assert [f.action.summary.resource for f in added] == [lead, side, other]  # type: ignore[union-attr]
+        state = open_reader(postgres_database).open(uri)
+        assert turn_text(state.chats[side].turns[-1]) != ""
+        assert [t.state.value for t in state.chats[other].turns][-1] == "cancelled"
+        assert [t.state.value for t in state.chats[lead].turns] == ["complete"]
+        graph = build_graph(facts)
+        assert graph.graph.has_edge(lead, side, key="forked")
+        assert graph.graph.has_edge(lead, other, key="forked")
+        assert (await a.health())["owned_sessions"] == [uri]
+        assert (await b.health())["owned_sessions"] == []
         assert_one_log(postgres_database, uri, resumed=0)

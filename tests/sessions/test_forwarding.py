@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from psycopg.types.json import Jsonb
 
 from orchestrator.ahp.actions import ActionOrigin
+from orchestrator.ahp.state import SideChatSelection
 from orchestrator.base import PeerProtocolError, RunError
 from orchestrator.journal import PostgresCommands, open_journal
 from orchestrator.sessions import (
@@ -25,7 +26,9 @@ from orchestrator.sessions import (
     Forwarder,
     decode_command,
     decode_error,
+    decode_selection,
     encode_error,
+    encode_selection,
 )
 from orchestrator.sessions._forwarding import KINDS, Origin
 from tests.support.examples import examples
@@ -142,6 +145,38 @@ class TestDecoding:
             kind="board", request="comment", text="approve", content={"text": "go"}, principal="ops"
         )
         assert decode_command("board", command.payload()) == command
+
+    @pytest.mark.parametrize(
+        "selection", [None, SideChatSelection(text="this part", response_part_id="part-3")]
+    )
+    def test_a_forked_chat_travels_whole_with_its_selection(
+        self, selection: SideChatSelection | None
+    ) -> None:
+        """``createChat`` with a source, forwarded: the source chat, its turn and a side
+        chat's selection come out as they went in."""
+        command = Command(
+            kind="side_chat",
+            chat="ahp-chat:/side",
+            request="ahp-chat:/lead",
+            approval="turn-1",
+            content={} if selection is None else encode_selection(selection),
+        )
+        decoded = decode_command("side_chat", command.payload())
+        assert decoded == command
+        assert decode_selection(decoded.content) == selection
+
+    @hypothesis.seed(40)
+    @hypothesis.settings(max_examples=examples(300))
+    @hypothesis.given(
+        content=st.dictionaries(st.sampled_from(("text", "responsePartId", "x")), JSON)
+    )
+    def test_a_selection_is_one_or_refused(self, content: dict[str, Any]) -> None:
+        try:
+            selection = decode_selection(content)
+        except PeerProtocolError:
+            return
+        if selection is not None:
+            assert decode_selection(encode_selection(selection)) == selection
 
 
 GARBAGE: list[tuple[str, Any]] = [

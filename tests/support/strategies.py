@@ -375,7 +375,18 @@ def team_actions(
             policy=text,
             interrupted=st.lists(chat, max_size=MAX_ITEMS).map(tuple),
         ),
-        st.builds(MemberJoined, chat=chat, agent=text, role=text, task=task),
+        st.builds(
+            MemberJoined,
+            chat=chat,
+            agent=text,
+            role=text,
+            task=task,
+            # A side chat's recorded context: (role, text) pairs.
+            context=st.none()
+            | st.lists(st.tuples(st.sampled_from(("user", "assistant")), text), max_size=3).map(
+                tuple
+            ),
+        ),
         st.builds(
             TaskCreated,
             task=task,
