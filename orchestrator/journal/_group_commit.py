@@ -110,7 +110,6 @@ from ._rows import (
     _AgentHistory,
     _Batch,
     _batch,
-    _CopyHistory,
     _Describe,
     _Forget,
     _fork_batch,
@@ -712,9 +711,9 @@ class _GroupCommitJournal:
 
     def submit_fork(self, fork: ForkRows, *, team: tuple[str, str] | None) -> Ticket:
         """Write a fork (:func:`~orchestrator.core.fork_rows`): its team file (``team``: its
-        path and text), its facts as one batch, then its source's agent-channel history up
-        to the fork point. The ticket is the batch's: once it is done, the team file is
-        written too (the queue is written in order)."""
+        path and text), then its facts and its source's agent-channel history up to the fork
+        point as one batch (one transaction). The ticket is the batch's: once it is done,
+        the team file is written too (the queue is written in order)."""
         if self._failed is not None:
             raise self._failed
         if self._token is None or self._closed:
@@ -726,8 +725,6 @@ class _GroupCommitJournal:
         self._queue.put(batch)
         if team is not None:  # again, now that the session's row exists: it names the file
             self.describe(fork.session, team_file=team[0], team_toml=team[1])
-        chats = dict(fork.chats)
-        self._queue.put(_CopyHistory(fork.session, fork.source, chats, fork.sequence))
         if self._dead:
             error = self._write_failed
             assert error is not None

@@ -3,9 +3,10 @@
 The fork is :func:`orchestrator.core.fork_rows`'s: the source's facts up to the fork point,
 renamed in their stored text (what :func:`~orchestrator.core.fork_facts` makes of them, byte
 for byte, without decoding them), then the lineage. The source is only read. The journal
-writes the fork's team file, then its facts as one batch, so a fork exists whole or not at
-all, and can be taken up once its batch is durable; then its source's agent-channel history
-up to the fork point. The fork runs the team file the source recorded, or the one given.
+writes the fork's team file, then its facts and its source's agent-channel history up to
+the fork point as one batch (one transaction), so a fork exists whole or not at all, and can
+be taken up once its batch is durable. The fork runs the team file the source recorded, or
+the one given.
 """
 
 from __future__ import annotations
