@@ -236,6 +236,14 @@ class _GroupCommitJournal:
         that it may: the PostgreSQL journal's lease fence)."""
         _write_group(connection, group, self._history)
 
+    def _commit(self, connection: Any, group: Sequence[_Item]) -> None:
+        """Commit the transaction in hand, ``group``'s (a subclass may put off what the
+        commit would do beyond making it durable, to :meth:`_acknowledged`)."""
+        connection.execute("COMMIT")
+
+    def _acknowledged(self, connection: Any) -> None:
+        """After a committed group's tickets were completed: what :meth:`_commit` put off."""
+
     def _refuses_session(self, exc: Exception) -> bool:
         """Whether a batch that failed on ``exc`` refuses its session from then on.
 
@@ -397,7 +405,7 @@ class _GroupCommitJournal:
         try:
             self._begin(connection)
             self._write_rows(connection, group)
-            connection.execute("COMMIT")
+            self._commit(connection, group)
         except Exception as exc:  # sorted out below: the connection's, the file's, or one item's
             self._rolled_back(connection, group)
             if self._transient(exc, connection):
@@ -418,6 +426,7 @@ class _GroupCommitJournal:
         tickets = _tickets(group)
         if tickets:
             self._token_run(self._completed, tickets, None)
+        self._acknowledged(connection)
 
     def _write_each(self, connection: Any, group: list[_Item]) -> None:
         """The slow path, after a fault of one item: each item in a savepoint of its own.
