@@ -3,7 +3,9 @@ docstring is the theory of operation) on a ``sqlite3`` connection.
 
 This module says how a file is opened (:mod:`._file`), begun (``BEGIN IMMEDIATE``), which
 faults are waited for (a lock another connection holds: :func:`._file.locked`) and which
-are the file's (:data:`_ENVIRONMENT_CODES`).
+are the file's (:data:`_ENVIRONMENT_CODES`), and when the WAL is checkpointed: by SQLite
+as it commits, except after a large group (:data:`LARGE_GROUP_BYTES`, a fork), whose
+tickets are completed first.
 """
 
 from __future__ import annotations
