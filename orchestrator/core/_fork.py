@@ -371,44 +371,27 @@ def fork_rows(
             assert isinstance(finished, RunFinished)
             status = finished.status.value
 
-    def rename(match: re.Match[str]) -> str:
-        uri = match.group(1)
-        return f'"{names.get(uri, uri)}"'
-
-    out: list[StoredFact] = []
-    envelopes: dict[str, tuple[str, str]] = {}  # channel -> its envelope's text, then the copy's
-    for sequence, channel, at, kind, text in rows:
+    texts = _renamed_texts(rows, source, session, names)
+    out: list[StoredFact] = [
+        (sequence, names.get(channel, channel), at, kind, text)
+        for (sequence, channel, at, kind, _), text in zip(rows, texts, strict=True)
+    ]
+    # A root chat's addition, its origin changed: decoded, renamed and encoded again.
+    for index, (sequence, channel, at, kind, _) in enumerate(rows):
         chat_added = added.get(sequence)
-        if chat_added is not None:
-            renamed = _renamed(chat_added.action, names)
-            assert isinstance(renamed, SessionChatAddedAction)
-            copy = Fact(
-                sequence=sequence,
-                session=session,
-                channel=names.get(channel, channel),
-                at=at,
-                action=_root_forked(renamed, chats, last_turn),
-                origin=chat_added.origin,
-            )
-            out.append((sequence, copy.channel, at, kind, fact_to_json(copy)))
+        if chat_added is None:
             continue
-        copy_channel = names.get(channel, channel)
-        # Most facts are a stream's deltas, with no URI but their envelope's: that is
-        # rewritten as the encoder writes it, when the text starts as it would.
-        envelope = envelopes.get(channel)
-        if envelope is None:
-            envelope = envelopes[channel] = (
-                f',"session":{json.dumps(source)},"channel":{json.dumps(channel)},',
-                f',"session":{json.dumps(session)},"channel":{json.dumps(copy_channel)},',
-            )
-        number = f'{{"sequence":{sequence}'
-        if text.startswith(number) and text.startswith(envelope[0], len(number)):
-            rest = text[len(number) + len(envelope[0]) :]
-            if kind not in _NO_URIS:
-                rest = _URI_STRING.sub(rename, rest)
-            out.append((sequence, copy_channel, at, kind, number + envelope[1] + rest))
-        else:
-            out.append((sequence, copy_channel, at, kind, _URI_STRING.sub(rename, text)))
+        renamed = _renamed(chat_added.action, names)
+        assert isinstance(renamed, SessionChatAddedAction)
+        copy = Fact(
+            sequence=sequence,
+            session=session,
+            channel=names.get(channel, channel),
+            at=at,
+            action=_root_forked(renamed, chats, last_turn),
+            origin=chat_added.origin,
+        )
+        out[index] = (sequence, copy.channel, at, kind, fact_to_json(copy))
     last = rows[-1][0]
     lineage = Fact(
         sequence=last + 1,
@@ -520,3 +503,62 @@ def _without_subagents(part: ResponsePart) -> ResponsePart:
         return part
     kept = tuple(c for c in content if not isinstance(c, ToolResultSubagentContent))
     return evolve(part, tool_call=evolve(call, content=kept or None))
+
+
+# A JSON string that is a whole session or chat URI. It starts with a literal, which the
+# regex engine looks for at C speed (:data:`_URI_STRING`'s look-behind first makes it try
+# every position of the text); a match right after a backslash is in a string (see below).
+_QUOTED_URI: Final = re.compile(r'"(ahp-(?:chat|session):/[^"\\]*)"')
+
+
+def _renamed_texts(
+    rows: Sequence[StoredFact], source: str, session: str, names: Mapping[str, str]
+) -> list[str]:
+    """The texts of ``rows`` renamed as :func:`fork_facts` renames their facts.
+
+    Each fact's envelope (its session and channel, as the encoder writes them) is replaced
+    as a whole, with one ``str.replace``; a fact whose action names no chat
+    (:data:`_NO_URIS`, a stream's deltas) is then done. So is one with no other URI-like
+    string (counted at C speed): most session facts. The rest of the others is searched
+    for the JSON strings that are whole URIs, each looked up in ``names``. A ``"ahp-`` right
+    after a backslash is a quote inside a string, not a URI: left as written. A fact not in
+    its envelope as the encoder writes it is searched whole (:data:`_URI_STRING`).
+    """
+
+    def rename(match: re.Match[str]) -> str:
+        start = match.start()
+        if start and match.string[start - 1] == "\\":
+            return match.group(0)  # inside a string: an escaped quote, then ahp-...
+        uri = match.group(1)
+        new = names.get(uri)
+        return match.group(0) if new is None else f'"{new}"'
+
+    def rename_whole(match: re.Match[str]) -> str:
+        uri = match.group(1)
+        return f'"{names.get(uri, uri)}"'
+
+    out: list[str] = []
+    append = out.append
+    envelopes: dict[str, tuple[str, str]] = {}  # channel -> its envelope, then the copy's
+    quoted_source = json.dumps(source)
+    for sequence, channel, _at, kind, text in rows:
+        envelope = envelopes.get(channel)
+        if envelope is None:
+            copy_channel = names.get(channel, channel)
+            old = f',"session":{quoted_source},"channel":{json.dumps(channel)},'
+            envelope = envelopes[channel] = (
+                old,
+                f',"session":{json.dumps(session)},"channel":{json.dumps(copy_channel)},',
+            )
+        number = f'{{"sequence":{sequence}'
+        head = len(number)
+        if not (text.startswith(number) and text.startswith(envelope[0], head)):
+            append(_URI_STRING.sub(rename_whole, text))
+            continue
+        end = head + len(envelope[0])
+        if kind in _NO_URIS or text.count('"ahp-', end) == 0:
+            # The envelope is the first place its text is found (startswith said so).
+            append(text.replace(envelope[0], envelope[1], 1))
+        else:
+            append(text[:head] + envelope[1] + _QUOTED_URI.sub(rename, text[end:]))
+    return out

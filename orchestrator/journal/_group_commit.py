@@ -110,7 +110,6 @@ from ._rows import (
     _AgentHistory,
     _Batch,
     _batch,
-    _CopyHistory,
     _Describe,
     _Forget,
     _fork_batch,
@@ -236,6 +235,14 @@ class _GroupCommitJournal:
         """Write ``group``'s rows in the transaction in hand (a subclass may check first
         that it may: the PostgreSQL journal's lease fence)."""
         _write_group(connection, group, self._history)
+
+    def _commit(self, connection: Any, group: Sequence[_Item]) -> None:
+        """Commit the transaction in hand, ``group``'s (a subclass may put off what the
+        commit would do beyond making it durable, to :meth:`_acknowledged`)."""
+        connection.execute("COMMIT")
+
+    def _acknowledged(self, connection: Any) -> None:
+        """After a committed group's tickets were completed: what :meth:`_commit` put off."""
 
     def _refuses_session(self, exc: Exception) -> bool:
         """Whether a batch that failed on ``exc`` refuses its session from then on.
@@ -398,7 +405,7 @@ class _GroupCommitJournal:
         try:
             self._begin(connection)
             self._write_rows(connection, group)
-            connection.execute("COMMIT")
+            self._commit(connection, group)
         except Exception as exc:  # sorted out below: the connection's, the file's, or one item's
             self._rolled_back(connection, group)
             if self._transient(exc, connection):
@@ -419,6 +426,7 @@ class _GroupCommitJournal:
         tickets = _tickets(group)
         if tickets:
             self._token_run(self._completed, tickets, None)
+        self._acknowledged(connection)
 
     def _write_each(self, connection: Any, group: list[_Item]) -> None:
         """The slow path, after a fault of one item: each item in a savepoint of its own.
@@ -712,9 +720,9 @@ class _GroupCommitJournal:
 
     def submit_fork(self, fork: ForkRows, *, team: tuple[str, str] | None) -> Ticket:
         """Write a fork (:func:`~orchestrator.core.fork_rows`): its team file (``team``: its
-        path and text), its facts as one batch, then its source's agent-channel history up
-        to the fork point. The ticket is the batch's: once it is done, the team file is
-        written too (the queue is written in order)."""
+        path and text), then its facts and its source's agent-channel history up to the fork
+        point as one batch (one transaction). The ticket is the batch's: once it is done,
+        the team file is written too (the queue is written in order)."""
         if self._failed is not None:
             raise self._failed
         if self._token is None or self._closed:
@@ -726,8 +734,6 @@ class _GroupCommitJournal:
         self._queue.put(batch)
         if team is not None:  # again, now that the session's row exists: it names the file
             self.describe(fork.session, team_file=team[0], team_toml=team[1])
-        chats = dict(fork.chats)
-        self._queue.put(_CopyHistory(fork.session, fork.source, chats, fork.sequence))
         if self._dead:
             error = self._write_failed
             assert error is not None

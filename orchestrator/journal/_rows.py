@@ -80,6 +80,8 @@ class _Batch:
     # A fork's lineage (source session, its last fact copied, the turn asked for), kept in
     # the session row so that listing sessions shows families without reading facts.
     forked: tuple[str, int, str | None] | None = None
+    # A fork's agent-channel history, copied from its source in the batch's transaction.
+    history: _CopyHistory | None = None
 
     def size(self) -> int:
         return len(self.rows)
@@ -138,6 +140,9 @@ def _write_group(connection: _Connection, group: Sequence[_Item], history: _Agen
         [chat for batch in batches for chat in batch.chats],
         " ON CONFLICT DO NOTHING",
     )
+    for batch in batches:
+        if batch.history is not None:
+            batch.history.write(connection)
     for item in group:
         if isinstance(item, _Batch):
             history.record(connection, item.facts, item.ended_turns)
@@ -369,8 +374,14 @@ class _Forget:
 @attrs.define(eq=False)
 class _CopyHistory:
     """A fork's agent-channel history: its source's rows up to the fork point, under the
-    fork's session and chat URIs (written after the fork's facts, in their transaction or a
-    later one)."""
+    fork's session and chat URIs, written with its batch (:attr:`_Batch.history`), so a fork
+    exists whole or not at all.
+
+    Copied inside the database, in one ``INSERT ... SELECT`` joined to a temporary table of
+    the chat map: the rows' texts never come to Python. The source's rows are found by
+    their ids first, and read in id order through them, so the database does not sort the
+    rows' messages (ids keep the replay order).
+    """
 
     session: str  # the fork
     source: str
@@ -378,25 +389,28 @@ class _CopyHistory:
     until: int
 
     def write(self, connection: _Connection) -> None:
-        rows = connection.execute(
-            "SELECT chat, turn_id, part, sequence, type, message, checksum FROM agent_messages "
-            "WHERE session = ? AND sequence <= ? AND deleted_at IS NULL ORDER BY id",
-            (self.source, self.until),
-        ).fetchall()
-        _insert_rows(
-            connection,
-            "INSERT INTO agent_messages (session, chat, turn_id, part, sequence, type, message, "
-            "checksum)",
-            [(self.session, self.chats.get(row[0], row[0]), *row[1:]) for row in rows],
+        connection.execute(
+            "CREATE TEMPORARY TABLE IF NOT EXISTS fork_chats "
+            "(old TEXT PRIMARY KEY, new TEXT NOT NULL)"
         )
-
-    def size(self) -> int:
-        return 1
+        connection.execute("DELETE FROM fork_chats")
+        _insert_rows(connection, "INSERT INTO fork_chats (old, new)", list(self.chats.items()))
+        connection.execute(
+            "INSERT INTO agent_messages (session, chat, turn_id, part, sequence, type, message, "
+            "checksum) SELECT ?, coalesce(m.new, a.chat), a.turn_id, a.part, a.sequence, "
+            "a.type, a.message, a.checksum FROM agent_messages a "
+            "LEFT JOIN fork_chats m ON m.old = a.chat WHERE a.id IN (SELECT id FROM "
+            "agent_messages WHERE session = ? AND sequence <= ? AND deleted_at IS NULL) "
+            "ORDER BY a.id",
+            (self.session, self.source, self.until),
+        )
+        connection.execute("DELETE FROM fork_chats")
 
 
 def _fork_batch(fork: ForkRows) -> _Batch:
     """A fork's copied facts as one batch of stored rows (see ``fork_rows``): written as any
-    batch's, with no history of their own (:class:`_CopyHistory` copies the source's)."""
+    batch's, with no history of their own (:class:`_CopyHistory` copies the source's, in the
+    batch's transaction)."""
     rows = [
         (fork.session, sequence, channel, at, kind, text, fact_checksum(text))
         for sequence, channel, at, kind, text in fork.rows
@@ -413,10 +427,11 @@ def _fork_batch(fork: ForkRows) -> _Batch:
         updated_at=rows[-1][3],
         chats=[(chat, fork.session) for chat in fork.chats.values()],
         forked=(fork.source, fork.sequence, fork.turn_id),
+        history=_CopyHistory(fork.session, fork.source, dict(fork.chats), fork.sequence),
     )
 
 
-_Item = _Batch | _Describe | _Snapshot | _Forget | _CopyHistory
+_Item = _Batch | _Describe | _Snapshot | _Forget
 
 
 class _AgentHistory:

@@ -3,19 +3,26 @@ docstring is the theory of operation) on a ``sqlite3`` connection.
 
 This module says how a file is opened (:mod:`._file`), begun (``BEGIN IMMEDIATE``), which
 faults are waited for (a lock another connection holds: :func:`._file.locked`) and which
-are the file's (:data:`_ENVIRONMENT_CODES`).
+are the file's (:data:`_ENVIRONMENT_CODES`), and when the WAL is checkpointed: by SQLite
+as it commits, except after a large group (:data:`LARGE_GROUP_BYTES`, a fork), whose
+tickets are completed first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
+
+import structlog
 
 from ._durability import Durability
 from ._file import BUSY_TIMEOUT, _connect, _error, locked
 from ._group_commit import DRAIN_LIMIT, SNAPSHOT_EVERY, _GroupCommitJournal
 from ._reader import JournalReader
+from ._rows import _Batch, _Item
 from ._session_locks import SessionLocks
 
 __all__ = ["SqliteJournal"]
@@ -29,6 +36,15 @@ __all__ = ["SqliteJournal"]
 #: end every session until a restart. Yet bounded: a lock never let go (a stuck process)
 #: fails the journal, and ``/healthz`` with it, within a minute.
 LOCKED_FOR: Final = 60.0
+#: A group whose facts' text is this large (or that writes a fork) commits without SQLite's
+#: automatic checkpoint, which it would set off: the checkpoint (copying the WAL's pages
+#: into the file, then an fsync) runs once the group's tickets are completed. A fork of
+#: 100,000 facts was acknowledged 0.15-0.2 s sooner so. Smaller groups leave it to SQLite
+#: (every :data:`AUTOCHECKPOINT` pages, its default).
+LARGE_GROUP_BYTES: Final = 4 * 1024 * 1024
+AUTOCHECKPOINT: Final = 1000
+
+log = structlog.get_logger("orchestrator.journal")
 
 
 class SqliteJournal(_GroupCommitJournal):
@@ -91,6 +107,36 @@ class SqliteJournal(_GroupCommitJournal):
         self.reader.checked()  # by _connect, a moment ago: its reads need not again
         return connection
 
+    _checkpoint_due = False
+
+    def _commit(self, connection: sqlite3.Connection, group: Sequence[_Item]) -> None:
+        if not _large(group):
+            connection.execute("COMMIT")
+            return
+        connection.execute("PRAGMA wal_autocheckpoint=0")
+        try:
+            connection.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute(f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT}")
+            raise
+        self._checkpoint_due = True
+
+    def _acknowledged(self, connection: sqlite3.Connection) -> None:
+        """The checkpoint a large group's commit put off (PASSIVE: readers are not waited
+        for; what it cannot copy yet, a later checkpoint does). It only copies committed
+        pages into the file: one that fails loses nothing, and is logged."""
+        if not self._checkpoint_due:
+            return
+        self._checkpoint_due = False
+        try:
+            connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as exc:
+            log.warning("journal checkpoint failed", path=self.source, error=str(exc))
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute(f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT}")
+
     def _begin(self, connection: sqlite3.Connection) -> None:
         # The write lock at once: a transaction that must wait for it fails now, before it
         # wrote anything, rather than at its first write.
@@ -123,6 +169,19 @@ class SqliteJournal(_GroupCommitJournal):
 
     def _describe(self) -> dict[str, str]:
         return {"path": self.source, "durability": str(self.durability)}
+
+
+def _large(group: Sequence[_Item]) -> bool:
+    """Whether ``group`` writes a fork, or facts of :data:`LARGE_GROUP_BYTES` or more."""
+    size = 0
+    for item in group:
+        if isinstance(item, _Batch):
+            if item.history is not None:
+                return True
+            size += sum(len(row[5]) for row in item.rows)
+            if size >= LARGE_GROUP_BYTES:
+                return True
+    return False
 
 
 #: SQLite's primary result codes that say the file or its environment cannot be written

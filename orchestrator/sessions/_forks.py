@@ -3,9 +3,10 @@
 The fork is :func:`orchestrator.core.fork_rows`'s: the source's facts up to the fork point,
 renamed in their stored text (what :func:`~orchestrator.core.fork_facts` makes of them, byte
 for byte, without decoding them), then the lineage. The source is only read. The journal
-writes the fork's team file, then its facts as one batch, so a fork exists whole or not at
-all, and can be taken up once its batch is durable; then its source's agent-channel history
-up to the fork point. The fork runs the team file the source recorded, or the one given.
+writes the fork's team file, then its facts and its source's agent-channel history up to
+the fork point as one batch (one transaction), so a fork exists whole or not at all, and can
+be taken up once its batch is durable. The fork runs the team file the source recorded, or
+the one given.
 """
 
 from __future__ import annotations
@@ -51,18 +52,24 @@ async def fork_session(
     :class:`~orchestrator.base.RunError` names a fork point the source does not have.
     """
     reader = journal.reader
-    if rows is None:
-        rows = await trio.to_thread.run_sync(reader.fact_rows, source)
-    at = fork_point(rows, turn_id=turn_id, sequence=sequence, runs_on=runs_on)
     ids = Ids()
-    fork = fork_rows(
-        rows[:at],
-        source=source,
-        session=session or ids.session(),
-        new_chat=ids.chat,
-        now=clock(),
-        turn_id=turn_id,
-    )
+    now = clock()
+
+    def copy() -> ForkRows:
+        # In a thread, read and renamed: 100,000 facts are most of a second of Python, which
+        # the event loop (a daemon's other sessions and clients) does not wait for.
+        stored = reader.fact_rows(source) if rows is None else rows
+        at = fork_point(stored, turn_id=turn_id, sequence=sequence, runs_on=runs_on)
+        return fork_rows(
+            stored[:at],
+            source=source,
+            session=session or ids.session(),
+            new_chat=ids.chat,
+            now=now,
+            turn_id=turn_id,
+        )
+
+    fork = await trio.to_thread.run_sync(copy)
     # The new session is this process's while it is written (a PostgreSQL journal fences
     # writes by lease); whoever runs it on claims it again.
     await trio.to_thread.run_sync(journal.ownership.claim, fork.session)

@@ -13,10 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.ahp import unstructure
-from orchestrator.ahp.actions import SessionChatAddedAction
+from orchestrator.ahp.actions import (
+    ChatDeltaAction,
+    ChatResponsePartAction,
+    SessionChatAddedAction,
+)
 from orchestrator.ahp.state import (
     ChatSummary,
     ForkChatOrigin,
+    MarkdownResponsePart,
     SideChatSelection,
     ToolCallResponsePart,
     ToolChatOrigin,
@@ -48,6 +53,50 @@ from tests.support.scenarios import LEAD, SESSION, Log, scenarios
 
 NEW = "ahp-session:/00000000-0000-4000-8000-0000000000ff"
 NOW = "2026-12-07T13:00:00.000Z"
+WORKER = "ahp-chat:/worker-0"
+
+
+@st.composite
+def _uri_texts(draw: st.DrawFn) -> str:
+    """A text naming a URI of the session (or another): whole, quoted inside, escaped,
+    as a key, at the end of a text after an escaped quote."""
+    uri = draw(st.sampled_from([LEAD, WORKER, SESSION, "ahp-chat:/elsewhere", "ahp-chat:/"]))
+    forms = [
+        uri,
+        f'"{uri}"',
+        f'say "{uri}',
+        f'{uri}"',
+        f'\\"{uri}\\"',
+        f'x\\\\"{uri}"',
+        f'["{uri}", "{uri}"]',
+        f'{{"{uri}": 1}}',
+        f"{uri} and {uri}",
+        f'"ahp-{uri}"',
+    ]
+    return draw(st.sampled_from(forms)) + draw(st.sampled_from(["", " ", "é", "\\", "\n"]))
+
+
+@st.composite
+def _runs_naming_uris(draw: st.DrawFn) -> list[Fact]:
+    """A run whose prompts, answers and streamed text name URIs (see :func:`_uri_texts`):
+    a fact that names a chat in its action is renamed where a value is the URI whole, a
+    stream's delta is copied as written."""
+    log = Log()
+    log.run_started(budget=1)
+    log.turn(LEAD, text=draw(_uri_texts()))
+    call, task = log.delegate(LEAD, "researcher")
+    log.start_worker(LEAD, call, task, WORKER, "researcher")
+    for chat in (WORKER, LEAD):
+        if chat == WORKER:
+            log.turn(chat, text=draw(_uri_texts()))
+        for _ in range(draw(st.integers(0, 3))):
+            text = draw(_uri_texts())
+            turn = log.active_turn[chat]
+            part = MarkdownResponsePart(id=f"part-{len(log.facts)}", content=text)
+            log.add(chat, ChatResponsePartAction(turn_id=turn, part=part))
+            log.add(chat, ChatDeltaAction(turn_id=turn, part_id=part.id, content=text))
+        log.end_turn(chat)
+    return log.facts
 
 
 def _new_chats() -> Any:
@@ -171,6 +220,25 @@ class TestFork:
         run = TeamState.fold(NEW, made.facts).run
         assert rows.status == (None if run is None or run.status is None else str(run.status))
         assert (rows.created is None) == (run is None)
+
+    @settings(max_examples=examples(200), deadline=None)
+    @given(facts=_runs_naming_uris(), data=st.data())
+    def test_a_uri_in_a_text_is_renamed_in_the_stored_text_as_in_the_fact(
+        self, facts: list[Fact], data: st.DataObject
+    ) -> None:
+        """A text that is a URI whole (in a fact naming chats) is renamed; one quoted
+        inside a string, or in a stream's delta, is not: fork_rows on the stored text
+        writes what fork_facts writes, byte for byte, and leaves the source as it was."""
+        sequence = data.draw(st.integers(1, len(facts)))
+        made = fork_facts(facts, session=NEW, new_chat=_new_chats(), now=NOW, sequence=sequence)
+        stored = [(f.sequence, f.channel, f.at, f.type, fact_to_json(f)) for f in facts]
+        before = list(stored)
+        rows = fork_rows(
+            stored[:sequence], source=SESSION, session=NEW, new_chat=_new_chats(), now=NOW
+        )
+        assert [row[4] for row in rows.rows] == [fact_to_json(f) for f in made.facts]
+        assert [row[1] for row in rows.rows] == [f.channel for f in made.facts]
+        assert stored == before
 
     def test_root_chats_are_forks_of_their_source_workers_keep_their_tool_origin(self) -> None:
         """The coordinator's copy has a fork origin at its last turn; a worker's copy is

@@ -194,3 +194,80 @@ class TestInsertRows:
         _rows._insert_rows(connection, "INSERT INTO t (a, b)", rows, tail)
         assert connection.copied == []
         assert connection.rows() == rows
+
+
+def _history(db: Path | str, session: str) -> list[tuple[Any, ...]]:
+    """A session's agent-channel rows as stored, in replay order (their ids')."""
+    with direct_sql(db) as sql:
+        rows = sql.execute(
+            "SELECT chat, turn_id, part, sequence, type, message, checksum, deleted_at "
+            "FROM agent_messages WHERE session = ? ORDER BY id",
+            (session,),
+        ).fetchall()
+    return [tuple(row) for row in rows]
+
+
+class TestCopyHistory:
+    """A fork's agent-channel history is copied in its batch's transaction: there once the
+    fork is acknowledged, up to the fork point, under the copies' URIs; not at all when
+    the fork's batch fails."""
+
+    async def test_it_is_there_once_the_fork_is_acknowledged_up_to_the_fork_point(
+        self, journal_db: Path | str
+    ) -> None:
+        import orchestrator
+        from orchestrator.sessions import fork_session
+        from tests.support.teams import fan_team
+
+        db = journal_db
+        team = orchestrator.parse_team(fan_team(2), file="fan.toml")
+        source = await orchestrator.run_team(team, "first", journal=db)
+        ends = [
+            f.sequence
+            for f in open_reader(db).facts(source.session)
+            if f.action.type == "chat/turnComplete"
+        ]
+        assert len(ends) >= 3  # the workers', the lead's
+        rows = _history(db, source.session)
+        journal = open_journal(db, node="node-b")
+        async with trio.open_nursery() as nursery:
+            await nursery.start(journal.serve)
+            for end in (ends[0], ends[-1]):
+                made = await fork_session(journal, source.session, sequence=end)
+                # Read while the journal still serves: acknowledged means written.
+                wanted = [
+                    (made.chats[r[0]], *r[1:])
+                    for r in rows
+                    if r[3] <= made.sequence and r[7] is None  # not undone or truncated
+                ]
+                assert _history(db, made.session) == wanted
+                assert 0 < len(wanted) <= len(rows)
+                assert (len(wanted) < len(rows)) == (end != ends[-1])
+            nursery.cancel_scope.cancel()
+        assert _history(db, source.session) == rows
+
+    async def test_a_fork_whose_batch_fails_copies_no_history(self, journal_db: Path | str) -> None:
+        """A second fork named as the first (its facts' keys taken) fails whole: the
+        first fork's history is all its session holds."""
+        import orchestrator
+        from orchestrator.sessions import fork_session
+        from tests.support.teams import fan_team
+
+        db = journal_db
+        team = orchestrator.parse_team(fan_team(1), file="fan.toml")
+        source = await orchestrator.run_team(team, "first", journal=db)
+        journal = open_journal(db, node="node-b")
+        async with trio.open_nursery() as nursery:
+            await nursery.start(journal.serve)
+            first = await fork_session(journal, source.session)
+            with pytest.raises(orchestrator.FactLogError):
+                await fork_session(journal, source.session, session=first.session)
+            nursery.cancel_scope.cancel()
+        with direct_sql(db) as sql:
+            chats = {
+                row[0]
+                for row in sql.execute(
+                    "SELECT chat FROM agent_messages WHERE session = ?", (first.session,)
+                ).fetchall()
+            }
+        assert chats == set(first.chats.values())
