@@ -1828,7 +1828,7 @@ def test_a_conversation_at_rest_after_a_restart_is_idle_and_a_message_wakes_it(
                 "() => document.querySelector('#session-status')?.textContent === 'idle'"
             )
             assert page.is_visible("#composer-text")
-            assert "ended" not in page.text_content("#connection")
+            assert "ended" not in (page.text_content("#connection") or "")
             assert summary() == ("running", False, True), "reading it took it up"
             watched.screenshot("conversation-02-at-rest")
             send_message(page, "two")
