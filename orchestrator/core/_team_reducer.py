@@ -357,7 +357,6 @@ def _reduce_chat(
     if reduced is None:
         reduced = reduce_chat(chat, action, now=now)
     tr.chats[channel] = reduced
-    tr.touched_chats.add(channel)
     if reduced is not chat and isinstance(action, TURN_ENDS):
         return reduced.turns[-1]  # an end that applied appends its turn
     return None

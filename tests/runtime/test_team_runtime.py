@@ -11,6 +11,7 @@ import pytest
 import trio
 import trio.testing
 
+from orchestrator.ahp import summary_of
 from orchestrator.ahp.actions import (
     ChatDeltaAction,
     ChatResponsePartAction,
@@ -149,7 +150,12 @@ class TestRecording:
         assert all(
             any(p.part.id == d.part_id for p in parts if hasattr(p.part, "id")) for d in deltas
         )
-        assert h.actions(SessionChatUpdatedAction), "summaries follow chat state changes"
+        assert not h.actions(SessionChatUpdatedAction), "summaries are derived, not recorded"
+        state = h.runtime.state
+        assert state.session is not None
+        for entry in state.session.chats:
+            assert entry == summary_of(state.chats[entry.resource]), "...and follow the chats"
+        assert any(state.summary_update(f.sequence) for f in h.facts)
         assert h.actions(ChatTurnCompleteAction)
 
     async def test_an_empty_prompt_is_refused(self) -> None:

@@ -350,11 +350,7 @@ class TestLastRoundUsage:
                 "chat/turnComplete",
             ]
             ended = [b for b in batches if (chat, "chat/turnComplete") in b]
-            assert [t for _, t in ended[0]] == [
-                "chat/usage",
-                "chat/turnComplete",
-                "session/chatUpdated",
-            ]
+            assert [t for _, t in ended[0]] == ["chat/usage", "chat/turnComplete"]
 
     async def test_a_round_that_asks_for_tools_writes_its_usage_before_they_run(self) -> None:
         """The first round's usage is a batch of its own, before the tool call completes;
@@ -527,11 +523,10 @@ class TestStructuredOutput:
             for index, fact in enumerate(done.facts)
             if isinstance(fact.action, ChatTurnCompleteAction) and fact.channel == worker
         )
-        # The turn's end and the chat's summary update are one batch: the process stopped
-        # after it.
-        assert done.facts[cut + 1].type == "session/chatUpdated"
+        # The process stopped after the turn's end (its summary update is derived).
+        assert done.facts[cut + 1].type == "team/taskFinished"
         h = Harness(parse_team(text, file="structured.toml"))
-        h.log.facts.extend(done.facts[: cut + 2])
+        h.log.facts.extend(done.facts[: cut + 1])
         state = TeamState.fold(done.runtime.session, h.log.facts)
         h.runtime = TeamRuntime(
             parse_team(text, file="structured.toml"),

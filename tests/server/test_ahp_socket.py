@@ -14,7 +14,7 @@ import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected
 
 from orchestrator.base import FactLogError
-from orchestrator.core import ApprovalResolved
+from orchestrator.core import ApprovalResolved, TeamState, summary_updates
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import AgentChannelProjector, notification_frame
 from orchestrator.runtime import FactBus, Subscription
@@ -129,8 +129,12 @@ class TestDoneMeans:
                 assert confirmed["origin"] == {"clientId": CLIENT, "clientSeq": seq}
                 assert confirmed["action"]["approved"] is True
                 assert "rejectionReason" not in confirmed
-                await second.until_action(
+                ended = await second.until_action(
                     lambda e: e["channel"] == chat and e["action"]["type"] == "chat/turnComplete"
+                )
+                # The coordinator's catalog entry changed with it: derived, at its serverSeq.
+                await second.until_action(
+                    lambda e: e["channel"] == session and e["serverSeq"] == ended["serverSeq"]
                 )
         facts = JournalReader(daemon.db).facts(session)
         approvals = [f.action for f in facts if isinstance(f.action, ApprovalResolved)]
@@ -156,7 +160,17 @@ class TestDoneMeans:
                 and not f.type.startswith("team/")
             ]
             if channel == session:
-                expected = sorted([*expected, 1])  # the run's start: session/titleChanged
+                # The run's start (session/titleChanged), and the catalog updates derived
+                # from the visible chats' facts, at those facts' sequences (issue 35).
+                folded = TeamState.fold(session, facts)
+                derived = [
+                    seq
+                    for seq, update in summary_updates(session, facts).items()
+                    if since < seq <= reached
+                    and str(folded.chats[getattr(update, "chat", "")].interactivity) != "hidden"
+                ]
+                assert derived
+                expected = sorted([*expected, 1, *derived])
             assert seqs[channel] == expected, channel
         titles = of_type(received, "session/titleChanged")
         assert [t["action"]["title"] for t in titles] == ["Ship 2.0"]
