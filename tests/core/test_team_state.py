@@ -10,6 +10,7 @@ chat that does not exist.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 from hypothesis import given, settings
@@ -23,6 +24,7 @@ from orchestrator.core import (
     Action,
     Fact,
     TeamState,
+    _team_state,
     summary_updates,
 )
 from tests.support.examples import examples
@@ -154,6 +156,30 @@ class TestDerivedSummaries:
         folded = summary_updates(facts[0].session, facts)
         assert folded
         assert {s: live.summary_update(s) for s in folded} == folded
+
+    def test_a_state_says_when_it_no_longer_knows_every_update(self, monkeypatch: Any) -> None:
+        """``summary_updates_after(n)`` answers only when the state derived every update
+        after ``n``: not for facts before a snapshot it was restored from, nor for updates
+        it let go of (it keeps the latest :data:`SUMMARIES_KEPT`)."""
+        facts = fanout_facts()
+        session = facts[0].session
+        derived = summary_updates(session, facts)
+        whole = TeamState.fold(session, facts)
+        assert whole.summary_updates_after(0) == derived
+        half = len(facts) // 2
+        restored = TeamState.fold(
+            session, facts[half:], start=TeamState.fold(session, facts[:half]).copy()
+        )
+        assert restored.summary_updates_after(0) is None
+        assert restored.summary_updates_after(half - 1) is None
+        after = restored.summary_updates_after(half)
+        assert after == {s: u for s, u in derived.items() if s > half}
+        monkeypatch.setattr(_team_state, "SUMMARIES_KEPT", 3)
+        few = TeamState.fold(session, facts)
+        *_, let_go, first, second, third = sorted(derived)
+        assert list(few.summary_updates_after(let_go) or {}) == [first, second, third]
+        assert few.summary_updates_after(let_go - 1) is None
+        assert few.summary_update(let_go) is None
 
     def test_an_old_journal_folds_to_the_state_without_its_recorded_updates(self) -> None:
         """A journal from before issue 35 folds to the state its facts less the recorded
