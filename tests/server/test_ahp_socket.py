@@ -14,7 +14,7 @@ import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected
 
 from orchestrator.base import FactLogError
-from orchestrator.core import ApprovalResolved, TeamState, summary_updates
+from orchestrator.core import ApprovalResolved, TeamState, _team_state, summary_updates
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import AgentChannelProjector, notification_frame
 from orchestrator.runtime import FactBus, Subscription
@@ -186,6 +186,37 @@ async def expect_error(client: AhpClient, code: int, method: str, params: dict[s
     assert response["error"]["code"] == code, response["error"]
     message: str = response["error"]["message"]
     return message
+
+
+class TestDerivedCatalogUpdates:
+    async def test_a_replay_derives_again_the_updates_the_state_let_go_of(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The session channel's catalog updates are derived, not stored (issue 35). A
+        ``reconnect`` whose cursor is older than what the live state keeps of them derives
+        them again from the journal: the replay equals what the live stream sent."""
+        monkeypatch.setattr(_team_state, "SUMMARIES_KEPT", 2)
+        async with running_daemon(tmp_path) as daemon:
+            async with connect_ahp(daemon) as first:
+                session, _, _ = await start_delivery(first)
+                await follow_workers_until_publish(first, session)
+                live = [e for e in first.actions if e["channel"] == session]
+            async with connect_ahp(daemon) as second:
+                replay = await second.request(
+                    "reconnect",
+                    {
+                        "channel": ROOT,
+                        "clientId": CLIENT,
+                        "lastSeenServerSeq": 0,
+                        "subscriptions": [session],
+                        "cursors": {session: 0},
+                    },
+                )
+        assert replay["type"] == "replay"
+        replayed = [e for e in replay["actions"] if e["channel"] == session]
+        updates = [e for e in live if e["action"]["type"] == "session/chatUpdated"]
+        assert len(updates) > 2, "more than the state keeps"
+        assert replayed[: len(live)] == live
 
 
 class TestHandshake:
