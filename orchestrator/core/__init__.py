@@ -230,6 +230,7 @@ else:
             "subagent_of": "._queries",
             "summary_updates": "._team_state",
             "task_of_call": "._queries",
+            "task_started": "._team_actions",
             "teammate_uri": "._teammate_actions",
             "to_dot": "._graph_export",
             "to_graphml": "._graph_export",

@@ -49,6 +49,7 @@ _OMITTED_WHEN_DEFAULT: frozenset[tuple[str, str]] = frozenset(
         ("team/runStarted", "model"),
         ("team/taskCreated", "trace_parent"),
         ("team/memberJoined", "remote"),
+        ("team/memberJoined", "starts"),
     }
 )
 

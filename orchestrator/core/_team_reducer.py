@@ -178,6 +178,8 @@ def _member_joined(tr: Transition, action: MemberJoined, session_uri: str, now: 
     task = tr.tasks.get(action.task)
     if task is not None and task.owner is None:
         tr.tasks[action.task] = evolve(task, owner=action.chat)
+    if action.starts:
+        _task_started(tr, action.started(), session_uri, now)
 
 
 @_handles(TaskCreated)

@@ -23,6 +23,7 @@ from orchestrator.ahp.actions import (
 from orchestrator.core import (
     Action,
     Fact,
+    MemberJoined,
     TeamState,
     _team_state,
     summary_updates,
@@ -111,15 +112,41 @@ class TestDerivedSummaries:
     it (:meth:`TeamState.summary_update`)."""
 
     def test_no_catalog_update_is_recorded(self) -> None:
-        """A run records no ``session/chatUpdated``: the same fan-out as the old journal's,
-        less its 8 recorded updates (2 per chat: the coordinator and 3 workers)."""
+        """A run records no ``session/chatUpdated``, and no ``team/taskStarted`` for a spawn
+        (its ``team/memberJoined`` starts the task): the same fan-out as the old journal's,
+        less its 8 recorded updates (2 per chat: the coordinator and 3 workers) and its 3
+        task starts. A worker is 13 facts, not 16."""
         facts = fanout_facts()
-        assert not [f for f in facts if f.type == "session/chatUpdated"]
+        assert not [f for f in facts if f.type in ("session/chatUpdated", "team/taskStarted")]
         old = facts_before_35()
-        assert len(facts) == len(old) - 8
+        assert len(facts) == len(old) - 8 - 3
         assert sorted(f.type for f in facts) == sorted(
-            f.type for f in old if f.type != "session/chatUpdated"
+            f.type for f in old if f.type not in ("session/chatUpdated", "team/taskStarted")
         )
+        joined = [f.action for f in facts if isinstance(f.action, MemberJoined)]
+        assert [a.starts for a in joined] == [False, True, True, True]  # the lead, 3 workers
+
+    def test_a_member_that_starts_its_task_folds_as_a_join_and_a_start(self) -> None:
+        """A spawn's ``team/memberJoined`` that starts its task folds as the two facts a
+        journal before issue 35 holds: the join, then ``team/taskStarted``."""
+        facts = fanout_facts()
+        split: list[Fact] = []
+        for fact in facts:
+            action = fact.action
+            if isinstance(action, MemberJoined) and action.starts:
+                split.append(attrs.evolve(fact, action=attrs.evolve(action, starts=False)))
+                split.append(attrs.evolve(fact, action=action.started()))
+            else:
+                split.append(fact)
+        assert len(split) == len(facts) + 3
+        renumbered = [attrs.evolve(f, sequence=n) for n, f in enumerate(split, start=1)]
+        session = facts[0].session
+        merged, apart = TeamState.fold(session, facts), TeamState.fold(session, renumbered)
+        assert merged.tasks == apart.tasks
+        assert merged.members == apart.members
+        assert merged.chats == apart.chats
+        assert merged.session == apart.session
+        assert all(t.chat is not None for t in merged.tasks.values() if t.requested_by)
 
     def test_the_catalog_equals_each_chat_after_every_fact(self) -> None:
         """Invariant: every catalog entry equals the summary its chat's state inlines, after

@@ -28,8 +28,8 @@ from orchestrator.core import (
     RunStarted,
     RunStatus,
     TaskFinished,
-    TaskStarted,
     TaskStatus,
+    task_started,
 )
 from orchestrator.runtime import (
     RunOutcome,
@@ -50,7 +50,7 @@ class TestCancellation:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_to_end, h)
             await wait_for(
-                h, lambda f: len([x for x in h.facts if isinstance(x.action, TaskStarted)]) == 2
+                h, lambda f: len([x for x in h.facts if task_started(x.action) is not None]) == 2
             )
             victim = h.worker_chats()[0]
             await trio.sleep(10)
@@ -76,7 +76,7 @@ class TestCancellation:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run)
             await wait_for(
-                h, lambda f: len([x for x in h.facts if isinstance(x.action, TaskStarted)]) == 2
+                h, lambda f: len([x for x in h.facts if task_started(x.action) is not None]) == 2
             )
             h.runtime.cancel()
         assert outcomes[0].status is RunStatus.CANCELLED
@@ -99,7 +99,7 @@ class TestCancellation:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_to_end, h)
             await wait_for(
-                h, lambda f: len([x for x in h.facts if isinstance(x.action, TaskStarted)]) == 3
+                h, lambda f: len([x for x in h.facts if task_started(x.action) is not None]) == 3
             )
             manager = next(a.chat for a in h.actions(MemberJoined) if a.agent == "manager")
             h.runtime.cancel_worker(manager)

@@ -38,6 +38,7 @@ from orchestrator.core import (
     TextDelta,
     ToolCallRequest,
     UsageReport,
+    task_started,
 )
 from orchestrator.runtime import (
     Ids,
@@ -65,7 +66,7 @@ class TestSteeringAndQueue:
         h = Harness(parse_team(SLOW_WORKERS, file="slow.toml"))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_to_end, h)
-            await wait_for(h, lambda f: isinstance(f.action, TaskStarted))
+            await wait_for(h, lambda f: task_started(f.action) is not None)
             coordinator = h.runtime.state.coordinator_chat()
             assert coordinator is not None
             await h.runtime.steer(coordinator, "focus on security")
@@ -83,7 +84,7 @@ class TestSteeringAndQueue:
         h = Harness(parse_team(SLOW_WORKERS, file="slow.toml"))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_to_end, h)
-            await wait_for(h, lambda f: isinstance(f.action, TaskStarted))
+            await wait_for(h, lambda f: task_started(f.action) is not None)
             coordinator = h.runtime.state.coordinator_chat()
             assert coordinator is not None
             await h.runtime.steer(coordinator, "focus on security", principal="alice")
@@ -135,7 +136,7 @@ class TestSteeringAndQueue:
         h = Harness(parse_team(SLOW_WORKERS, file="slow.toml"))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_to_end, h)
-            await wait_for(h, lambda f: isinstance(f.action, TaskStarted))
+            await wait_for(h, lambda f: task_started(f.action) is not None)
             coordinator = h.runtime.state.coordinator_chat()
             assert coordinator is not None
             await h.runtime.queue(coordinator, "and then?")
@@ -221,7 +222,7 @@ class TestConversation:
         h = Harness(parse_team(SLOW_WORKERS, file="slow.toml"), conversation=True)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_to_end, h)
-            await wait_for(h, lambda f: isinstance(f.action, TaskStarted))
+            await wait_for(h, lambda f: task_started(f.action) is not None)
             coordinator = h.runtime.state.coordinator_chat()
             assert coordinator is not None
             h.runtime.cancel_turn(coordinator)
