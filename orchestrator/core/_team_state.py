@@ -371,7 +371,7 @@ class TeamState:
         action = fact.action
         if not self._in_flight:
             # Fast paths for the facts a run is mostly made of (a fan-out worker: 9 chat
-            # actions of its 14 facts), with nothing in flight (a reader's state, replay).
+            # actions of its 13 facts), with nothing in flight (a reader's state, replay).
             # They change one entry that no counter depends on, so they write it in place:
             # the same outcome as prepare + commit below, whose transition and overlays cost
             # a third of such a fact. A reducer that raises leaves the state untouched here
