@@ -1,20 +1,21 @@
-"""The least a worker's 16 facts can cost in CPython, beside plain trio: what issue 17's
+"""The least a worker's 13 facts can cost in CPython, beside plain trio: what issue 17's
 multiples of plain trio leave for everything else.
 
-A worker of the fan-out makes 16 facts (its chat's turn, its spawn, the coordinator's tool
-call and notification, the session summary's upkeep). This benchmark runs the fan-out with
-everything taken out but what any implementation of those facts must do, in the project's
-own types:
+A worker of the fan-out makes 13 facts (its chat's turn, its spawn, the coordinator's tool
+call and notification). Until issue 35 it made 16: the session summary's upkeep (2) is now
+derived, and a spawn's task start is its member's joining. This benchmark runs the fan-out
+with everything taken out but what any implementation of those facts must do, in the
+project's own types:
 
 - ``trio``: plain trio, N tasks each sending one reply on a memory channel the coordinator
   drains (``bench/peers/run.py``'s baseline, the floor every multiple is of);
-- ``facts``: the same N tasks, each making 16 facts: an AHP action (``chat/usage``, a small
+- ``facts``: the same N tasks, each making 13 facts: an AHP action (``chat/usage``, a small
   frozen value holding another) wrapped in a :class:`~orchestrator.core.Fact`, the state
   written (one frozen record evolved with the reducers' own ``evolve``, one dict entry),
   handed to one reader over a memory channel (read a batch at a time, as the bus's
   readers do), which writes one dict entry per fact: no
   validation, reducer, journal, graph or projection;
-- ``facts-alone``: the 16 facts' objects only (action, fact, evolve, dict writes), no
+- ``facts-alone``: the 13 facts' objects only (action, fact, evolve, dict writes), no
   channel, no reader.
 
 Each (system, N) runs ``--repeat`` times in this process, alternating; the table shows the
@@ -47,7 +48,7 @@ from orchestrator.ahp.state import UsageInfo
 from orchestrator.base import evolve
 from orchestrator.core import Fact
 
-FACTS_PER_WORKER = 16
+FACTS_PER_WORKER = 13
 
 
 @attrs.frozen
@@ -74,7 +75,7 @@ async def plain_trio(n: int) -> None:
 
 
 def _facts_of(index: int, state: dict[str, _Record], sequence: list[int]) -> list[Fact]:
-    """A worker's 16 facts, the state written for each."""
+    """A worker's 13 facts, the state written for each."""
     usage = UsageInfo(input_tokens=index, output_tokens=4)
     channel = f"ahp-chat:/{index}"
     made = []

@@ -19,8 +19,8 @@ part's own cost (this row minus the one above it) and the multiple of plain trio
 the journal's cost split between the trio thread (encoding the rows, the tickets, the extra
 parking and waking of tasks) and its other threads (the writer: SQLite, the agent channel's
 history rows, snapshots; and the file's opening, once per run). Read it with
-``bench/fact_floor.py``: a worker's 16 facts cost about 4.7 times plain trio before any
-validation, reducer, journal, graph or projection.
+``bench/fact_floor.py``: a worker's 13 facts (16 before issue 35) cost about 4.5 times plain
+trio before any validation, reducer, journal, graph or projection.
 
 ``--profile`` adds the CPU of the in-memory runtime with one reader split by layer:
 cProfile's own CPU time per function (the thread's CPU clock: waiting is not counted),

@@ -17,7 +17,14 @@ import trio
 import orchestrator
 from orchestrator.ahp.actions import ChatTurnStartedAction
 from orchestrator.ahp.state import ForkChatOrigin
-from orchestrator.core import ApprovalResolved, EdgeKind, TaskFinished, build_graph, fact_to_json
+from orchestrator.core import (
+    ApprovalResolved,
+    EdgeKind,
+    TaskFinished,
+    build_graph,
+    fact_to_json,
+    task_started,
+)
 from orchestrator.journal import open_reader
 from tests.support import code_first
 from tests.support.paths import PROJECT_ROOT
@@ -467,7 +474,8 @@ class TestFork:
         db = tmp_path / "j.db"
         source = await orchestrator.run_team(team(fan_team(1)), "first", journal=db)
         facts = open_reader(db).facts(source.session)
-        at = next(f.sequence for f in facts if f.type == "team/taskStarted")
+        # The spawn: its memberJoined starts the worker's task (issue 35).
+        at = next(f.sequence for f in facts if task_started(f.action) is not None)
         without = team(WITHOUT_WORKER)
         async with orchestrator.fork(source.session, journal=db, at=at, team=without) as run:
             outcome = await run.outcome()

@@ -53,6 +53,7 @@ else:
             "find_part": "._chat_reducer",
             "force_cancel": "._tool_call_builders",
             "json_type": "._wire",
+            "mirror_summary": "._session_reducer",
             "next_tool_call_status": "._tool_call_lifecycle",
             "part_id": "._chat_reducer",
             "reduce_chat": "._chat_reducer",

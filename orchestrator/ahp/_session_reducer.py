@@ -26,11 +26,12 @@ TypeScript ``sessionReducer``; the fixtures in ``protocols/ahp/test-cases/reduce
   a later protocol adds). ``isRead`` / ``isArchived`` flip one flag; the input-needed queue
   rewrites only the activity bits.
 * A chat's catalog entry is denormalized: :class:`ChatState` inlines every :class:`ChatSummary`
-  field. The session reducer does not see chat actions, so the runtime keeps the two in step:
-  after every chat action it calls :func:`summary_action` (or :func:`summary_changes`) on the
-  chat's summary before and after, and appends the returned ``session/chatUpdated`` (or, when a
-  field was cleared, which ``chatUpdated`` cannot express on the wire, a ``session/chatAdded``
-  that replaces the entry in place). The invariant this keeps is stated beside
+  field. The session reducer does not see chat actions, so the team's fold keeps the two in
+  step: after every chat action that changed its chat it calls :func:`mirror_summary`, which
+  applies the ``session/chatUpdated`` :func:`summary_action` gives (or, when a field was
+  cleared, which ``chatUpdated`` cannot express on the wire, a ``session/chatAdded`` that
+  replaces the entry in place). That action is derived, not recorded (issue 35); AHP clients
+  of the session channel are sent it. The invariant this keeps is stated beside
   :func:`summary_of`.
 """
 
@@ -97,6 +98,7 @@ from .state import (
 
 __all__ = [
     "chat_summary_action",
+    "mirror_summary",
     "reduce_session",
     "session_status",
     "summary_action",
@@ -667,6 +669,26 @@ def chat_summary_action(
     if entry.resource == chat.resource and _summary_fields(entry) == _summary_fields(chat):
         return None
     return summary_action(entry, summary_of(chat))
+
+
+def mirror_summary(
+    session: SessionState, chat_uri: str, chat: ChatState
+) -> tuple[SessionState, SessionChatUpdatedAction | SessionChatAddedAction | None]:
+    """``session`` with the catalog entry of ``chat_uri`` brought to the fields ``chat``
+    inlines, and the session action that did it (``None``, and ``session`` itself, when the
+    entry was equal already or the catalog has no such entry).
+
+    The team's fold calls it after every chat action that changed its chat (issue 35: the
+    catalog's upkeep is derived from the chat actions, not recorded as session actions).
+    """
+    chats = session.chats
+    index = chats.find(chat_uri)
+    if index is None:
+        return session, None
+    update = chat_summary_action(chats[index], chat)
+    if update is None:
+        return session, None
+    return reduce_session(session, update, now=""), update
 
 
 def session_status(session: SessionState) -> SessionStatus:

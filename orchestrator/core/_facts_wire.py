@@ -50,6 +50,7 @@ _OMITTED_WHEN_DEFAULT: frozenset[tuple[str, str]] = frozenset(
         ("team/taskCreated", "trace_parent"),
         ("team/memberJoined", "remote"),
         ("team/memberJoined", "context"),
+        ("team/memberJoined", "starts"),
     }
 )
 

@@ -289,6 +289,8 @@ class DelegationGraph:
 
     def _fold_member_joined(self, fact: Fact, action: MemberJoined) -> None:
         self._member_joined(action, fact.sequence)
+        if action.starts:
+            self._task_started(action.started(), fact.sequence)
 
     def _fold_task_created(self, fact: Fact, action: TaskCreated) -> None:
         self._task_created(action, fact.sequence)

@@ -404,6 +404,8 @@ class SpanFold:
 
     def _member_joined(self, fact: Fact, action: MemberJoined) -> list[SpanRecord]:
         self._member_joined_as(action.chat, action.agent, action.task)
+        if action.starts:
+            return self._task_started(fact, action.started())
         return []
 
     def _member_joined_as(self, chat: str, agent: str, task: str) -> None:

@@ -39,6 +39,7 @@ __all__ = [
     "TaskStatus",
     "TeamAction",
     "ViewUpdated",
+    "task_started",
 ]
 
 #: The decider of approvals routed to a person rather than to a chat.
@@ -105,7 +106,9 @@ class RunStarted:
 class MemberJoined:
     """A chat joined the team as ``agent`` (the coordinator, a worker or a specialist).
 
-    Recorded in the same append as the ``session/chatAdded`` of that chat.
+    Recorded in the same append as the ``session/chatAdded`` of that chat. With ``starts``,
+    the chat takes up ``task`` as it joins: the fact is also that task's
+    :class:`TaskStarted` (a spawn's two facts in one, issue 35; journals before it hold both).
     """
 
     type: str = attrs.field(default="team/memberJoined", init=False)
@@ -120,6 +123,12 @@ class MemberJoined:
     # its own turns. Recorded, so a restart gives the side chat the same context. None: not
     # a side chat.
     context: tuple[tuple[str, str], ...] | None = None
+    # The chat starts ``task`` as it joins (a TaskStarted folded with it); omitted when False.
+    starts: bool = False
+
+    def started(self) -> TaskStarted:
+        """The :class:`TaskStarted` this fact also is (``starts``)."""
+        return TaskStarted(task=self.task, chat=self.chat)
 
 
 @attrs.frozen(kw_only=True)
@@ -159,6 +168,16 @@ class TaskStarted:
     type: str = attrs.field(default="team/taskStarted", init=False)
     task: str
     chat: str
+
+
+def task_started(action: object) -> TaskStarted | None:
+    """The task start ``action`` is, or carries: a :class:`TaskStarted`, or a
+    :class:`MemberJoined` that ``starts`` its task (issue 35); else ``None``."""
+    if isinstance(action, TaskStarted):
+        return action
+    if isinstance(action, MemberJoined) and action.starts:
+        return action.started()
+    return None
 
 
 @attrs.frozen(kw_only=True)

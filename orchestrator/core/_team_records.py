@@ -21,6 +21,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 import attrs
 
+from orchestrator.ahp.actions import SessionChatAddedAction, SessionChatUpdatedAction
 from orchestrator.ahp.state import ChatState, SessionState, Turn
 
 from ._board import Board
@@ -188,8 +189,12 @@ class Transition:
     members: Overlay[str, Member]
     tasks: Overlay[str, TaskRecord]
     approvals: Overlay[str, ApprovalRecord]
-    #: Chats whose summary must be re-announced with session/chatUpdated.
-    touched_chats: set[str] = attrs.field(factory=set)
+    #: The session actions that kept a chat's catalog entry equal to its state, by the
+    #: position in ``actions`` of the chat action that changed it: derived, never recorded
+    #: (:meth:`TeamState.prepare`; AHP clients are sent them at that action's sequence).
+    summaries: dict[int, SessionChatUpdatedAction | SessionChatAddedAction] = attrs.field(
+        factory=dict
+    )
     #: The turns the batch's actions ended, by the action's position in ``actions``: the
     #: journal writes a finished turn's history from it instead of folding its facts again.
     ended_turns: dict[int, Turn] = attrs.field(factory=dict)

@@ -179,6 +179,8 @@ def _member_joined(tr: Transition, action: MemberJoined, session_uri: str, now: 
     task = tr.tasks.get(action.task)
     if task is not None and task.owner is None:
         tr.tasks[action.task] = evolve(task, owner=action.chat)
+    if action.starts:
+        _task_started(tr, action.started(), session_uri, now)
 
 
 @_handles(TaskCreated)
@@ -358,7 +360,6 @@ def _reduce_chat(
     if reduced is None:
         reduced = reduce_chat(chat, action, now=now)
     tr.chats[channel] = reduced
-    tr.touched_chats.add(channel)
     if reduced is not chat and isinstance(action, TURN_ENDS):
         return reduced.turns[-1]  # an end that applied appends its turn
     return None

@@ -38,11 +38,11 @@ from __future__ import annotations
 import collections
 import enum
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Generic, TypeVar
 
-from orchestrator.ahp import chat_summary_action, reduce_chat, reduce_session, validate_chat_action
-from orchestrator.ahp.actions import SessionChatUpdatedAction
+from orchestrator.ahp import mirror_summary, reduce_chat, reduce_session, validate_chat_action
+from orchestrator.ahp.actions import SessionChatAddedAction, SessionChatUpdatedAction
 from orchestrator.ahp.state import ChatState, SessionState, TurnState
 
 from ._facts import Action, Fact
@@ -62,8 +62,17 @@ from ._team_validate import validate_action
 
 __all__ = [
     "MemberStatus",
+    "SummaryUpdate",
     "TeamState",
+    "summary_updates",
 ]
+
+#: How many of the latest derived catalog updates a state keeps (:meth:`TeamState.summary_update`):
+#: far more than a batch, or a group commit's batches, makes before its facts are delivered.
+SUMMARIES_KEPT: Final = 4096
+
+#: A chat's catalog entry brought to its state: ``chatUpdated``, or ``chatAdded`` to clear a field.
+SummaryUpdate = SessionChatUpdatedAction | SessionChatAddedAction
 
 #: Team tools whose running call means "this chat waits on a teammate".
 WAITING_TOOLS = frozenset({"delegate", "handoff"})
@@ -139,6 +148,11 @@ class TeamState:
         # Invariant: self._pending_by_chat == Counter(
         #     a.request.chat for a in self.approvals.values() if a.decision is None)
         self._pending_by_chat: Counter[str] = Counter()
+        # The derived catalog updates of the latest facts that made one, by sequence (see
+        # summary_update), oldest first.
+        self._summaries: dict[int, SummaryUpdate] = {}
+        # Invariant: every derived update of a fact numbered above this is in _summaries.
+        self._summaries_after = 0
 
     # ── folding ────────────────────────────────────────────────────────────
 
@@ -155,8 +169,9 @@ class TeamState:
         With ``validate``, each action is first put to
         :func:`~orchestrator.core._team_validate.validate_action`: one that the state the
         batch has built refuses raises :class:`IllegalTransitionError` and nothing changes.
-        The returned transition lists the actions, followed by any ``session/chatUpdated``
-        needed to keep each chat's summary equal to the fields its state inlines. With
+        Each chat action that changes its chat also brings the chat's catalog entry to the
+        fields its state inlines (derived, not recorded: :attr:`Transition.summaries` notes
+        each such update by the action's position). With
         ``record``, it also notes what each action wrote (:meth:`Transition.changes`, for
         readers that follow this state); the recorder asks only when someone follows.
         """
@@ -199,13 +214,14 @@ class TeamState:
             )
             if ended is not None:
                 tr.ended_turns[index] = ended
+            if chat is not None and reduced_chat is not chat and tr.session is not None:
+                # The chat's catalog entry follows its state (derived, not recorded).
+                session, update = mirror_summary(tr.session, channel, reduced_chat)  # type: ignore[arg-type]
+                if update is not None:
+                    tr.session = session
+                    tr.summaries[index] = update
             if record:
                 tr.step()
-        if validate:
-            # Announce summary changes in the same batch (session/chatUpdated).
-            touched = tr.touched_chats
-            for chat_uri in sorted(touched) if len(touched) > 1 else touched:
-                self._announce_summary(tr, chat_uri, now=now)
         return tr
 
     def push(self, tr: Transition) -> None:
@@ -257,6 +273,10 @@ class TeamState:
             assert not self._in_flight, "an unpushed batch cannot overtake those in flight"
         self.session = tr.session
         self.run = tr.run
+        if tr.summaries:
+            first = last_sequence - len(tr.actions) + 1
+            for index, update in tr.summaries.items():
+                self._keep_summary(first + index, update)
         serial = tr.serial
         # A store the batch did not write is skipped (most batches write chats only).
         chats, members, tasks, approvals = (
@@ -286,6 +306,31 @@ class TeamState:
             if serial is not None:
                 self._pending_approvals.settle(approvals, serial)
         self.last_sequence = last_sequence
+
+    def _keep_summary(self, sequence: int, update: SummaryUpdate) -> None:
+        summaries = self._summaries
+        summaries[sequence] = update
+        if len(summaries) > SUMMARIES_KEPT:
+            oldest = next(iter(summaries))
+            del summaries[oldest]
+            self._summaries_after = oldest
+
+    def summary_update(self, sequence: int) -> SummaryUpdate | None:
+        """The session action that the fact numbered ``sequence`` made of its chat's catalog
+        entry, when it changed it: derived by the fold, never recorded.
+
+        Kept for the latest :data:`SUMMARIES_KEPT` such facts folded here (what is delivered
+        live); :func:`summary_updates` derives them for any facts.
+        """
+        return self._summaries.get(sequence)
+
+    def summary_updates_after(self, sequence: int) -> Mapping[int, SummaryUpdate] | None:
+        """Every derived catalog update of the facts after ``sequence`` (up to the state's
+        last), by sequence; ``None`` when this state no longer knows them all (a replay then
+        derives them with :func:`summary_updates`)."""
+        if sequence < self._summaries_after:
+            return None
+        return self._summaries
 
     def _count_task(self, before: TaskRecord | None, after: TaskRecord) -> None:
         if before is not None and before.requested_by is not None:
@@ -321,26 +366,35 @@ class TeamState:
         self.last_sequence = sequence
 
     def apply(self, fact: Fact) -> None:
-        """Fold one recorded fact (replay: no validation, no derived actions)."""
+        """Fold one recorded fact (replay: no validation); its derived catalog update, if
+        any, is kept as :meth:`summary_update` of its sequence."""
         action = fact.action
         if not self._in_flight:
             # Fast paths for the facts a run is mostly made of (a fan-out worker: 9 chat
-            # actions and 2 session/chatUpdated of its 16 facts), with nothing in flight (a
-            # reader's state, replay). They change one entry that no counter depends on, so
-            # they write it in place: the same outcome as prepare + commit below, whose
-            # transition and overlays cost a third of such a fact. A reducer that raises
-            # leaves the state untouched here too.
+            # actions of its 13 facts), with nothing in flight (a reader's state, replay).
+            # They change one entry that no counter depends on, so they write it in place:
+            # the same outcome as prepare + commit below, whose transition and overlays cost
+            # a third of such a fact. A reducer that raises leaves the state untouched here
+            # too.
             if action.type.startswith("chat/"):
                 chat = self.chats.get(fact.channel)
                 if chat is not None:
-                    self.chats[fact.channel] = reduce_chat(
+                    reduced = reduce_chat(
                         chat,
                         action,  # type: ignore[arg-type]
                         now=fact.at,
                     )
+                    self.chats[fact.channel] = reduced
+                    if reduced is not chat and self.session is not None:
+                        session, update = mirror_summary(self.session, fact.channel, reduced)
+                        if update is not None:
+                            self.session = session
+                            self._keep_summary(fact.sequence, update)
                 self.last_sequence = fact.sequence
                 return
             if isinstance(action, SessionChatUpdatedAction):
+                # Recorded by journals before issue 35 (now derived): a no-op once the chat
+                # action before it has updated the entry, kept for what it says otherwise.
                 if self.session is not None and fact.channel == self.session_uri:
                     self.session = reduce_session(self.session, action, now=fact.at)
                 self.last_sequence = fact.sequence
@@ -374,6 +428,7 @@ class TeamState:
         """A state from its parts (a snapshot); the counters are derived again."""
         state = cls(session_uri)
         state.session, state.run, state.last_sequence = session, run, last_sequence
+        state._summaries_after = last_sequence  # what came before is not known here
         state.chats, state.members, state.tasks, state.approvals = chats, members, tasks, approvals
         state._delegated.update(t.status for t in tasks.values() if t.requested_by is not None)
         state._pending_by_chat.update(
@@ -393,23 +448,6 @@ class TeamState:
             tasks=dict(self.tasks),
             approvals=dict(self.approvals),
         )
-
-    def _announce_summary(self, tr: Transition, chat_uri: str, *, now: str) -> None:
-        """Append the session action that makes the catalog entry equal the chat's summary."""
-        chat = tr.chats.get(chat_uri)
-        session = tr.session
-        if chat is None or session is None:
-            return
-        index = session.chats.find(chat_uri)
-        if index is None:
-            return
-        update = chat_summary_action(session.chats[index], chat)
-        if update is None:
-            return
-        tr.actions.append((self.session_uri, update))
-        tr.session = reduce_session(session, update, now=now)
-        if tr.recorded:
-            tr.step()
 
     # ── queries (used by the runtime, the tree and the projections) ──────────
 
@@ -505,3 +543,17 @@ _AFTER_TURN: Final = {
     TurnState.ERROR: MemberStatus.FAILED,
     TurnState.CANCELLED: MemberStatus.KILLED,
 }
+
+
+def summary_updates(session: str, facts: Iterable[Fact]) -> dict[int, SummaryUpdate]:
+    """The derived catalog updates of ``facts`` (a session's, from its first), by the
+    sequence of the fact that made each: what :meth:`TeamState.summary_update` answers live,
+    for a replay from the journal."""
+    state = TeamState(session)
+    updates: dict[int, SummaryUpdate] = {}
+    for fact in facts:
+        state.apply(fact)
+        update = state._summaries.pop(fact.sequence, None)
+        if update is not None:
+            updates[fact.sequence] = update
+    return updates

@@ -42,6 +42,7 @@ from ._team_actions import (
     ApprovalRequested,
     ApprovalResolved,
     HandoffRecorded,
+    MemberJoined,
     RunFinished,
     RunResumed,
     RunStarted,
@@ -121,6 +122,12 @@ def _check_task_started(tr: Transition, action: TaskStarted, session_uri: str) -
     # same append) to attach the worker chat.
     if TaskStatus.RUNNING not in TASK_TRANSITIONS[task.status] and task.chat is not None:
         _refuse("the task has already started", action, session_uri, f"task {task.status}")
+
+
+@_checks(MemberJoined)
+def _check_member_joined(tr: Transition, action: MemberJoined, session_uri: str) -> None:
+    if action.starts:
+        _check_task_started(tr, action.started(), session_uri)
 
 
 @_checks(TaskFinished)

@@ -246,6 +246,8 @@ class TeamView:
         match action:
             case MemberJoined():
                 self._refresh_member(state, action.chat, ops)
+                if action.starts:  # also its task's start (issue 35)
+                    self._refresh_task(state, action.task, ops)
             case TaskCreated() | TaskStarted() | TaskFinished() | HandoffRecorded() | RunStarted():
                 self._refresh_task(state, action.task, ops)
             case RunFinished() if run is not None:

@@ -40,8 +40,16 @@ fact:
   ``session/titleChanged``;
 - catalog actions of hidden chats are left out.
 
-A fact's envelopes are on its own channel (``fact.channel``) and no other: a server finds the
-one subscription a fact concerns by its channel, whatever the client follows.
+A fact's envelopes are on its own channel (``fact.channel``), with one exception: the session
+channel's catalog updates. A chat's catalog entry (``ChatSummary``) follows its chat's state,
+and the fold derives the change each chat fact makes (issue 35: it is not recorded). The
+session channel gets that ``session/chatUpdated`` (``session/chatAdded`` when a field is
+cleared) with the ``serverSeq`` of the chat fact that made it and no ``origin``. No session
+fact has that sequence, and a fact changes at most its own chat's entry, so the session
+channel's ``serverSeq`` stays strictly increasing. Its ``modifiedAt`` is the fact's ``at``.
+A server finds the subscriptions a fact concerns by its channel, and by its session when the
+fact derived a catalog update. A recorded ``session/chatUpdated`` (journals before issue 35)
+is not sent: the chat facts before it derived what it says.
 
 Snapshots leave hidden chats out of the catalog the same way (:func:`session_snapshot_state`).
 
@@ -50,12 +58,13 @@ Actions are the only way a channel's state changes. Invariant, for every channel
 :func:`channel_envelopes` gives for the facts after it. That gives the snapshot at any later
 point. ``tests/e2e/test_ahp_fold.py`` checks it on real runs, as an independent client. This
 holds because the session channel's state is changed by nothing but ``session/*`` facts and
-the run's start. The run's start makes one change, the title, and that is announced. A session
+the run's start, and by the catalog updates derived from chat facts, which are sent. The
+run's start makes one change, the title, and that is announced. A session
 not yet prompted shows :func:`~orchestrator.core._team_reducer.new_session_state`, the state the
 run starts from. Its status is idle, and stays what session actions make it. No session action
 tells a session's activity, which its chats' catalog entries carry. The one field a client
 cannot reproduce is a chat's ``modifiedAt``. The chat reducer stamps the folding side's own
-clock on it, as the upstream reducer does. The catalog's copy arrives by
+clock on it, as the upstream reducer does. The catalog's copy arrives by the derived
 ``session/chatUpdated``.
 
 An envelope carries the ``origin`` of its fact (:attr:`~orchestrator.core._facts.Fact.origin`):
@@ -108,7 +117,7 @@ from orchestrator.base import (
     evolve,
     parse_json,
 )
-from orchestrator.core import Fact, RunStarted, new_session_state
+from orchestrator.core import Fact, RunStarted, SummaryUpdate, new_session_state
 
 __all__ = [
     "Call",
@@ -286,12 +295,19 @@ def channel_envelopes(
     *,
     session_title: str,
     is_hidden: Callable[[str], bool],
+    summary: SummaryUpdate | None = None,
 ) -> list[ActionEnvelope]:
     """The envelopes ``channel`` gets for ``fact`` (see the module docstring), each with the
     fact's ``origin``.
 
-    ``session_title``: the title the run's start gave the session; ``is_hidden``: whether a
-    chat of the session is hidden.
+    Args:
+        fact: A fact of the session.
+        channel: The channel a client follows.
+        session_title: The title the run's start gave the session.
+        is_hidden: Whether a chat of the session is hidden.
+        summary: The catalog update ``fact`` derived, if it made one
+            (:meth:`~orchestrator.core.TeamState.summary_update`): the session channel gets it
+            at the fact's ``serverSeq``, with no ``origin`` (the host made it).
     """
     action = fact.action
     if isinstance(action, RunStarted):
@@ -299,14 +315,18 @@ def channel_envelopes(
             return []
         title = SessionTitleChangedAction(title=session_title)
         return [ActionEnvelope(channel=channel, action=title, server_seq=fact.sequence)]
-    if fact.channel != channel or action.type.startswith("team/"):
+    if fact.channel != channel:
+        if summary is None or channel != fact.session or is_hidden(fact.channel):
+            return []
+        return [ActionEnvelope(channel=channel, action=summary, server_seq=fact.sequence)]
+    if action.type.startswith("team/") or isinstance(action, SessionChatUpdatedAction):
+        # A recorded chatUpdated (journals before issue 35) said what its batch's chat facts
+        # derive: the client was sent that at those facts.
         return []
     if isinstance(action, SessionChatAddedAction):
         if action.summary.interactivity is ChatInteractivity.HIDDEN:
             return []
-    elif isinstance(action, SessionChatUpdatedAction | SessionChatRemovedAction) and is_hidden(
-        action.chat
-    ):
+    elif isinstance(action, SessionChatRemovedAction) and is_hidden(action.chat):
         return []
     state_action: Any = action
     return [

@@ -257,6 +257,9 @@ class AgentUiProjector(ActionRequests):
     def _feed_member_joined(self, fact: Fact, action: MemberJoined) -> list[Envelope]:
         spawned = self._member_joined(fact, action)
         head = [] if spawned is None else [spawned]
+        if action.starts and action.task in self.state.tasks:
+            # Also the task's start (a spawn's two facts in one): its task.changed.
+            head.append(self._task_changed(fact, action.task))
         return self._after_team_fact(fact, head, (action.chat,))
 
     def _feed_task_created(self, fact: Fact, action: TaskCreated) -> list[Envelope]:

@@ -45,7 +45,6 @@ from orchestrator.core import (
     MemberJoined,
     TaskCreated,
     TaskFinished,
-    TaskStarted,
     TaskStatus,
     ToolCallRequest,
     ToolOutcome,
@@ -394,9 +393,10 @@ class BoardKeeper:
             (run.session, chat_added(chat, worker, title, None, run.recorder.clock())),
             (
                 run.session,
-                MemberJoined(chat=chat, agent=worker.name, role=worker.role, task=task),
+                MemberJoined(
+                    chat=chat, agent=worker.name, role=worker.role, task=task, starts=True
+                ),
             ),
-            (run.session, TaskStarted(task=task, chat=chat)),
             (run.session, BoardItemStarted(item=item.id, task=task, by=worker.name)),
         ]
         try:

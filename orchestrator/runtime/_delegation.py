@@ -47,7 +47,6 @@ from orchestrator.core import (
     TaskCreated,
     TaskFinished,
     TaskRecord,
-    TaskStarted,
     TaskStatus,
     ToolCallRequest,
     ToolOutcome,
@@ -343,12 +342,14 @@ class Delegation:
                 ),
                 (
                     run.session,
+                    # It joins and takes up its task: one fact (issue 35).
                     MemberJoined(
                         chat=worker_chat,
                         agent=worker.name,
                         role=worker.role,
                         task=task,
                         remote=worker.a2a.url if worker.a2a is not None else None,
+                        starts=True,
                     ),
                 ),
                 (
@@ -357,7 +358,6 @@ class Delegation:
                         turn_id=ctx.turn_id, tool_call_id=request.tool_call_id, content=(subagent,)
                     ),
                 ),
-                (run.session, TaskStarted(task=task, chat=worker_chat)),
             ]
             pending = run.recorder.submit(spawn)
             spawned()

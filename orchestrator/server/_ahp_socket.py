@@ -105,7 +105,7 @@ from orchestrator.base import (
     SessionExistsError,
     SessionLimitError,
 )
-from orchestrator.core import Fact, TeamState, is_forked_chat
+from orchestrator.core import Fact, SummaryUpdate, TeamState, is_forked_chat, summary_updates
 from orchestrator.journal import Journal, JournalReader
 from orchestrator.protocols import (
     Call,
@@ -355,12 +355,18 @@ class AhpSocket:
             feed.live.clients -= 1
 
     def _deliver(self, live: LiveSession, fact: Fact) -> None:
-        # A fact's envelopes are on its own channel only (channel_envelopes), so one lookup
-        # finds the subscription it concerns: a client of a team's every chat pays per fact,
-        # not per chat it follows.
+        # A fact's envelopes are on its own channel (channel_envelopes), and on its session's
+        # when it derived a catalog update: one or two lookups find the subscriptions it
+        # concerns, so a client of a team's every chat pays per fact, not per chat it follows.
         channel = self._channels.get(fact.channel)
-        if channel is None or channel.session != fact.session:
-            return
+        if channel is not None and channel.session == fact.session:
+            self._deliver_on(live, fact, channel)
+        if fact.channel != fact.session and live.state.summary_update(fact.sequence) is not None:
+            session = self._channels.get(fact.session)
+            if session is not None:
+                self._deliver_on(live, fact, session)
+
+    def _deliver_on(self, live: LiveSession, fact: Fact, channel: _Channel) -> None:
         # Made once for every client of the session (see LiveSession.action_frames).
         for server_seq, frame in live.action_frames(fact, channel.uri):
             if channel.held is not None:
@@ -642,12 +648,21 @@ class AhpSocket:
             facts = await trio.to_thread.run_sync(
                 functools.partial(self.daemon.reader.facts, session, after=after)
             )
+            # The session channel's catalog updates are derived, not stored: the state
+            # knows those of its latest facts; older ones are derived again from the journal.
+            summaries = None
+            if any(c.uri == session for c, _, _ in mine):
+                summaries = mine[0][2].summary_updates_after(after)
+                if summaries is None:
+                    summaries = await trio.to_thread.run_sync(
+                        functools.partial(_derived_summaries, self.daemon.reader, session)
+                    )
             for channel, cursor, state in mine:
                 replayed += [
                     envelope
                     for fact in facts
                     if cursor < fact.sequence <= channel.from_seq
-                    for envelope in ahp_envelopes(state, fact, channel.uri)
+                    for envelope in ahp_envelopes(state, fact, channel.uri, summaries)
                 ]
         replayed.sort(key=lambda e: e.server_seq)
         return ReconnectReplayResult(
@@ -875,3 +890,8 @@ def _snapshot(state: TeamState, uri: str, provider: str) -> Snapshot:
         state=session_channel_state(state, provider),
         from_seq=state.last_sequence,
     )
+
+
+def _derived_summaries(reader: JournalReader, session: str) -> dict[int, SummaryUpdate]:
+    """Every catalog update the session's facts derive (a thread: it folds them all)."""
+    return summary_updates(session, reader.facts(session))

@@ -42,6 +42,7 @@ from orchestrator.core import (
     Fact,
     FactChange,
     RunFinished,
+    SummaryUpdate,
     TaskStatus,
     TeamState,
     ViewUpdated,
@@ -802,9 +803,19 @@ class LiveSession:
         return events
 
 
-def ahp_envelopes(state: TeamState, fact: Fact, channel: str) -> list[ActionEnvelope]:
+def ahp_envelopes(
+    state: TeamState,
+    fact: Fact,
+    channel: str,
+    summaries: Mapping[int, SummaryUpdate] | None = None,
+) -> list[ActionEnvelope]:
     """The AHP ``action`` envelopes ``fact`` makes on ``channel`` (none if it is not one of
-    its facts), named as ``state`` names the session and its hidden chats."""
+    its facts, or the catalog update it derived on its session's channel), named as
+    ``state`` names the session and its hidden chats.
+
+    The catalog updates are ``summaries`` (by sequence) when given, else what ``state`` kept
+    of those it derived (:meth:`TeamState.summary_update`: the facts delivered live).
+    """
     session = state.session
     title = session.title if session is not None else ""
 
@@ -812,7 +823,13 @@ def ahp_envelopes(state: TeamState, fact: Fact, channel: str) -> list[ActionEnve
         found = state.chats.get(chat)
         return found is not None and found.interactivity is ChatInteractivity.HIDDEN
 
-    return channel_envelopes(fact, channel, session_title=title, is_hidden=hidden)
+    summary = None
+    if channel == fact.session and fact.channel != channel:
+        sequence = fact.sequence
+        summary = (
+            summaries.get(sequence) if summaries is not None else state.summary_update(sequence)
+        )
+    return channel_envelopes(fact, channel, session_title=title, is_hidden=hidden, summary=summary)
 
 
 def _busy(state: TeamState) -> bool:

@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.ahp import TURN_ENDS, reduce_chat, reduce_session, validate_chat_action
+from orchestrator.ahp import (
+    TURN_ENDS,
+    reduce_chat,
+    reduce_session,
+    summary_action,
+    summary_of,
+    validate_chat_action,
+)
 from orchestrator.ahp.actions import (
     ChatAction,
     SessionAction,
@@ -67,7 +74,7 @@ def transition_parts(tr: Transition) -> tuple[object, ...]:
         tr.members.writes,
         tr.tasks.writes,
         tr.approvals.writes,
-        tr.touched_chats,
+        tr.summaries,
         tr.ended_turns,
     )
 
@@ -90,12 +97,19 @@ def legacy_prepare(
     tr = state.prepare([], now=NOW, validate=False)  # an empty transition over the state
     tr.actions = list(actions)
     for index, (channel, action) in enumerate(actions):
+        before = tr.chats.get(channel)
         ended = legacy_reduce(state, tr, channel, action, now=NOW, validate=validate)
         if ended is not None:
             tr.ended_turns[index] = ended
-    if validate:
-        for chat_uri in sorted(tr.touched_chats):
-            state._announce_summary(tr, chat_uri, now=NOW)
+        after = tr.chats.get(channel)
+        if action.type.startswith("chat/") and after is not before and tr.session is not None:
+            # The catalog entry follows its chat, fact by fact (derived since issue 35).
+            entry = next((c for c in tr.session.chats if c.resource == channel), None)
+            if entry is not None and after is not None and entry != summary_of(after):
+                update = summary_action(entry, summary_of(after))
+                assert update is not None
+                tr.session = reduce_session(tr.session, update, now=NOW)
+                tr.summaries[index] = update
     return tr
 
 
@@ -247,7 +261,6 @@ def legacy_reduce(
         if validate:
             validate_chat_action(chat, chat_action, channel=channel, reduced=reduced)
         tr.chats[channel] = reduced
-        tr.touched_chats.add(channel)
         if reduced is not chat and isinstance(chat_action, TURN_ENDS):
             return reduced.turns[-1]  # an end that applied appends its turn
     elif isinstance(action, UnknownAction):

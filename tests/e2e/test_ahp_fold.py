@@ -16,8 +16,9 @@ The one field a client cannot get from the host is a chat's ``modifiedAt``: the 
 stamps the folding side's clock on it (the upstream reducer's ``Date.now()``), and no chat
 action carries the host's. The watcher folds with a clock of its own (:data:`CLIENT_CLOCK`):
 where its state holds that stamp, the host's time is taken; anywhere else the values must
-be equal. The session catalog's copy of each chat's ``modifiedAt`` does come by action
-(``session/chatUpdated``) and is compared as it is.
+be equal. The session catalog's copy of each chat's ``modifiedAt`` does come by action (the
+``session/chatUpdated`` the host derives from each chat fact, at that fact's ``serverSeq``:
+issue 35) and is compared as it is.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from orchestrator.ahp import (
 )
 from orchestrator.ahp.actions import StateAction
 from orchestrator.ahp.state import ChatState, SessionState
-from orchestrator.core import Fact, TeamState
+from orchestrator.core import Fact, TeamState, summary_updates
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import channel_envelopes
 from tests.support.ahp_client import ROOT, AhpClient, connect_ahp, user_message
@@ -214,6 +215,8 @@ def _last_sent(session: str, facts: list[Fact], channel: str) -> int:
     """The ``serverSeq`` of the last action the host sends ``channel`` for ``facts``."""
     state = TeamState.fold(session, facts)
     title = state.session.title if state.session is not None else ""
+    # The session channel's catalog updates are derived from the chat facts (issue 35).
+    summaries = summary_updates(session, facts)
 
     def hidden(chat: str) -> bool:
         found = state.chats.get(chat)
@@ -223,7 +226,13 @@ def _last_sent(session: str, facts: list[Fact], channel: str) -> int:
         (
             envelope.server_seq
             for fact in facts
-            for envelope in channel_envelopes(fact, channel, session_title=title, is_hidden=hidden)
+            for envelope in channel_envelopes(
+                fact,
+                channel,
+                session_title=title,
+                is_hidden=hidden,
+                summary=summaries.get(fact.sequence),
+            )
         ),
         default=0,
     )

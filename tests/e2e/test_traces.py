@@ -24,7 +24,7 @@ import trio
 from trio_websocket import open_websocket_url
 
 from orchestrator.ahp.actions import ChatTurnStartedAction
-from orchestrator.core import TaskStarted
+from orchestrator.core import task_started
 from orchestrator.journal import JournalReader
 from tests.support.cli import ROOT, TEAM, acknowledged
 from tests.support.otlp import (
@@ -182,7 +182,7 @@ class TestTheCommandLine:
             # The spans that ended before the kill, exported: what a crash loses from the
             # exporter's queue is not what this test is about (the guide says so).
             facts = acknowledged(mirror)
-            workers = {f.action.chat for f in facts if isinstance(f.action, TaskStarted)}
+            workers = {s.chat for f in facts if (s := task_started(f.action)) is not None}
             finished = sum(f.type == "chat/turnComplete" and f.channel in workers for f in facts)
             deadline = time.monotonic() + 30
             while sum(s.name == "invoke_agent researcher" for s in receiver.received()) < finished:

@@ -36,7 +36,7 @@ class TestSnapshotParts:
         wrote them (a finished worker's chat is not written again); opening still equals
         the fold."""
         db = journal_db
-        _, runtime, journal = await run_team(db, snapshot_every=10)
+        _, runtime, journal = await run_team(db, snapshot_every=6)
         with direct_sql(db) as connection:
             ((latest,),) = connection.execute("SELECT sequence FROM snapshots").fetchall()
             kinds = dict(
@@ -111,7 +111,7 @@ class TestSnapshotParts:
         and opening the session equals the fold."""
         monkeypatch.setattr(_rows, "ROWS_PER_INSERT", 3)
         db = tmp_path / "journal.db"
-        _, runtime, journal = await run_team(db, snapshot_every=10)
+        _, runtime, journal = await run_team(db, snapshot_every=6)
         assert journal.statistics().snapshots >= 1
         with direct_sql(db) as connection:
             ((parts,),) = connection.execute("SELECT count(*) FROM snapshot_parts").fetchall()

@@ -11,9 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from orchestrator.ahp import reduce_session
 from orchestrator.ahp.actions import (
     ActionEnvelope,
     ActionOrigin,
+    ChatActivityChangedAction,
     ChatSummaryChanges,
     SessionChatAddedAction,
     SessionChatRemovedAction,
@@ -28,7 +30,7 @@ from orchestrator.ahp.state import (
     UserChatOrigin,
 )
 from orchestrator.base import JsonLimits, RpcError, evolve
-from orchestrator.core import Fact, new_session_state
+from orchestrator.core import Fact, TeamState, new_session_state, summary_updates
 from orchestrator.protocols import (
     channel_envelopes,
     error_frame,
@@ -40,6 +42,7 @@ from orchestrator.protocols import (
 )
 from tests.support.examples import examples
 from tests.support.scenarios import LEAD, SCENARIOS, SESSION, Log
+from tests.support.team_state import facts_before_35, fanout_facts
 
 
 def call(message: Any, max_bytes: int = 10_000) -> Any:
@@ -325,7 +328,8 @@ class TestChannelEnvelopes:
     @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
     def test_a_fact_s_envelopes_are_on_its_own_channel_only(self, scenario: str) -> None:
         """The AHP socket finds the one subscription a fact concerns by its channel: no
-        fact of a whole team's run makes an envelope on another channel."""
+        fact of a whole team's run makes an envelope on another channel (but for its derived
+        catalog update, given apart)."""
         facts = SCENARIOS[scenario]().facts
         channels = {f.channel for f in facts} | {SESSION}
         assert len(channels) > 2
@@ -352,13 +356,77 @@ class TestChannelEnvelopes:
             action=SessionChatAddedAction(summary=summary("ahp-chat:/v", ChatInteractivity.FULL)),
         )
         assert len(envelopes_of(shown, SESSION)) == 1
-        for action in (
-            SessionChatRemovedAction(chat="ahp-chat:/h"),
-            SessionChatUpdatedAction(chat="ahp-chat:/h", changes=ChatSummaryChanges(title="x")),
-        ):
-            fact = evolve(added, action=action)
-            assert envelopes_of(fact, SESSION, frozenset({"ahp-chat:/h"})) == []
-            assert len(envelopes_of(fact, SESSION)) == 1
+        removed = evolve(added, action=SessionChatRemovedAction(chat="ahp-chat:/h"))
+        assert envelopes_of(removed, SESSION, frozenset({"ahp-chat:/h"})) == []
+        assert len(envelopes_of(removed, SESSION)) == 1
+        # A derived catalog update of a hidden chat is left out too.
+        update = SessionChatUpdatedAction(
+            chat="ahp-chat:/h", changes=ChatSummaryChanges(activity="x")
+        )
+        chat_fact = evolve(
+            added, channel="ahp-chat:/h", action=ChatActivityChangedAction(activity="x")
+        )
+        hidden = frozenset({"ahp-chat:/h"})
+        assert (
+            channel_envelopes(
+                chat_fact, SESSION, session_title="t", is_hidden=hidden.__contains__, summary=update
+            )
+            == []
+        )
+        assert (
+            len(
+                channel_envelopes(
+                    chat_fact, SESSION, session_title="t", is_hidden=lambda _: False, summary=update
+                )
+            )
+            == 1
+        )
+
+    def test_a_recorded_catalog_update_is_not_sent(self) -> None:
+        """Journals before issue 35 recorded ``session/chatUpdated``: its chat facts derived
+        what it says, and were sent that, so it is sent nothing."""
+        recorded = Fact(
+            sequence=9,
+            session=SESSION,
+            channel=SESSION,
+            at="2026-11-22T21:00:00.000Z",
+            action=SessionChatUpdatedAction(chat=LEAD, changes=ChatSummaryChanges(title="x")),
+        )
+        assert envelopes_of(recorded, SESSION) == []
+        assert envelopes_of(recorded, LEAD) == []
+
+    def test_a_derived_catalog_update_is_on_the_session_channel_at_its_fact_s_seq(self) -> None:
+        """A chat fact's derived catalog update reaches the session channel with the chat
+        fact's ``serverSeq`` and no origin; the chat's channel gets the fact itself."""
+        log = Log()
+        log.run_started()
+        log.turn(LEAD, "hi")
+        fact = evolve(log.facts[-1], origin=ActionOrigin(client_id="c1", client_seq=4))
+        update = SessionChatUpdatedAction(
+            chat=LEAD, changes=ChatSummaryChanges(modified_at=fact.at)
+        )
+        envelopes = channel_envelopes(
+            fact, SESSION, session_title="t", is_hidden=lambda _: False, summary=update
+        )
+        assert envelopes == [
+            ActionEnvelope(channel=SESSION, action=update, server_seq=fact.sequence)
+        ]
+        [own] = channel_envelopes(
+            fact, LEAD, session_title="t", is_hidden=lambda _: False, summary=update
+        )
+        assert own.action == fact.action
+        assert own.origin == fact.origin
+        # Another chat's channel gets neither.
+        assert (
+            channel_envelopes(
+                fact,
+                "ahp-chat:/other",
+                session_title="t",
+                is_hidden=lambda _: False,
+                summary=update,
+            )
+            == []
+        )
 
 
 class TestSessionSnapshotState:
@@ -372,3 +440,41 @@ class TestSessionSnapshotState:
         assert session_snapshot_state(state).chats == [visible]
         plain = evolve(new_session_state("s"), chats=[visible])
         assert session_snapshot_state(plain) is plain
+
+
+class TestSessionChannelFold:
+    """The invariant of the module docstring on the session channel, with the catalog
+    updates derived (issue 35): a snapshot at any fact, plus the envelopes of the facts after
+    it, folds to the final snapshot; for a run of today's and for a journal from before
+    issue 35 (whose recorded ``session/chatUpdated`` are not sent)."""
+
+    @pytest.mark.parametrize("which", ["today", "before-35"])
+    def test_a_snapshot_plus_the_actions_after_it_is_the_last_snapshot(self, which: str) -> None:
+        facts = fanout_facts() if which == "today" else facts_before_35()
+        session = facts[0].session
+        summaries = summary_updates(session, facts)
+        final = TeamState.fold(session, facts)
+        title = final.session.title if final.session is not None else ""
+        sent: list[ActionEnvelope] = []
+        for fact in facts:
+            sent += channel_envelopes(
+                fact,
+                session,
+                session_title=title,
+                is_hidden=lambda chat: False,
+                summary=summaries.get(fact.sequence),
+            )
+        seqs = [e.server_seq for e in sent]
+        assert seqs == sorted(set(seqs)), "strictly increasing"
+        assert not [e for e in sent if e.action.type == "session/chatUpdated" and e.origin]
+        expected = session_snapshot_state(final.session)
+        state = TeamState(session)
+        for n, at in enumerate([None, *facts]):
+            if at is not None:
+                state.apply(at)
+            start = session_snapshot_state(state.session)
+            folded = start
+            for envelope in sent:
+                if envelope.server_seq > state.last_sequence:
+                    folded = reduce_session(folded, envelope.action, now="")
+            assert folded == expected, (which, n)

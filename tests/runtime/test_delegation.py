@@ -36,6 +36,7 @@ from orchestrator.core import (
     TaskStatus,
     TextDelta,
     ToolCallRequest,
+    task_started,
 )
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import AgentSpec, parse_team
@@ -97,14 +98,17 @@ class TestDelegation:
             )
             origin = added.action.summary.origin
             assert isinstance(origin, ToolChatOrigin)
-            # The spawn batch: chatAdded, memberJoined, subagent content, taskStarted — consecutive.
-            batch = h.facts[added.sequence - 1 : added.sequence + 3]
+            # The spawn batch: chatAdded, memberJoined (which starts the task: issue 35),
+            # subagent content — consecutive.
+            batch = h.facts[added.sequence - 1 : added.sequence + 2]
             assert [type(f.action) for f in batch] == [
                 SessionChatAddedAction,
                 MemberJoined,
                 ChatToolCallContentChangedAction,
-                TaskStarted,
             ]
+            joined = batch[1].action
+            assert isinstance(joined, MemberJoined)
+            assert joined.starts
             content = batch[2].action
             assert isinstance(content, ChatToolCallContentChangedAction)
             assert batch[2].channel == origin.chat
@@ -213,7 +217,7 @@ class TestDelegation:
         h = Harness(fanout(budget=1, worker_steps='{ sleep = 10 }, { say = "did {task}" }'))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_to_end, h)
-            await wait_for(h, lambda f: isinstance(f.action, TaskStarted))
+            await wait_for(h, lambda f: task_started(f.action) is not None)
             await trio.testing.wait_all_tasks_blocked()
             h.runtime.cancel()
         assert sorted(f.status for f in h.actions(TaskFinished)) == [TaskStatus.KILLED] * 3

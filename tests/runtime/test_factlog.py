@@ -26,6 +26,7 @@ from orchestrator.core import (
     TaskStatus,
     TeamState,
     build_graph,
+    task_started,
 )
 from orchestrator.runtime import (
     DoneTicket,
@@ -171,7 +172,7 @@ class HeldLog(MemoryFactLog):
 
     def held(self, cls: type) -> list[list[Fact]]:
         """The pending batches with an action of type ``cls``."""
-        return [b for b, _ in self.pending if any(isinstance(f.action, cls) for f in b)]
+        return [b for b, _ in self.pending if any(_is(f.action, cls) for f in b)]
 
     def complete(self, count: int | None = None) -> None:
         """Make the first ``count`` pending batches (default: all) durable."""
@@ -187,6 +188,14 @@ class HeldLog(MemoryFactLog):
         for _, ticket in self.pending:
             ticket.complete(self.broken)
         self.pending = []
+
+
+def _is(action: object, cls: type) -> bool:
+    """``action`` is a ``cls``; a task's start is its own fact or the member's joining that
+    starts it (issue 35)."""
+    if cls is TaskStarted:
+        return task_started(action) is not None
+    return isinstance(action, cls)
 
 
 async def complete_until(log: HeldLog, cls: type) -> None:
@@ -323,7 +332,7 @@ class TestPipelinedSubmission:
         assert runtime.state.last_sequence == durable == len(published)
         assert runtime.state.in_flight() == 0
         assert list(runtime.state.chats) == [runtime.state.coordinator_chat()]
-        workers = {f.action.chat for f in log.submitted if isinstance(f.action, TaskStarted)}
+        workers = {s.chat for f in log.submitted if (s := task_started(f.action)) is not None}
         assert len(workers) == 3
         assert not any(
             f.channel in workers
@@ -368,7 +377,7 @@ class TestPipelinedSubmission:
                     log.complete()
                     await trio.testing.wait_all_tasks_blocked()
             assert outcome[0].status is RunStatus.COMPLETED
-            started = [f.action.task for f in log.facts if isinstance(f.action, TaskStarted)]
+            started = [s.task for f in log.facts if (s := task_started(f.action)) is not None]
             created = [f.action.task for f in log.facts if isinstance(f.action, TaskCreated)]
             assert started == created, (started, created)
 

@@ -11,6 +11,7 @@ import pytest
 import trio
 import trio.testing
 
+from orchestrator.ahp import summary_of
 from orchestrator.ahp.actions import (
     ChatDeltaAction,
     ChatResponsePartAction,
@@ -27,8 +28,8 @@ from orchestrator.core import (
     RunStarted,
     RunStatus,
     TaskFinished,
-    TaskStarted,
     TaskStatus,
+    task_started,
 )
 from orchestrator.runtime import (
     RunOutcome,
@@ -49,7 +50,7 @@ class TestCancellation:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_to_end, h)
             await wait_for(
-                h, lambda f: len([x for x in h.facts if isinstance(x.action, TaskStarted)]) == 2
+                h, lambda f: len([x for x in h.facts if task_started(x.action) is not None]) == 2
             )
             victim = h.worker_chats()[0]
             await trio.sleep(10)
@@ -75,7 +76,7 @@ class TestCancellation:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run)
             await wait_for(
-                h, lambda f: len([x for x in h.facts if isinstance(x.action, TaskStarted)]) == 2
+                h, lambda f: len([x for x in h.facts if task_started(x.action) is not None]) == 2
             )
             h.runtime.cancel()
         assert outcomes[0].status is RunStatus.CANCELLED
@@ -98,7 +99,7 @@ class TestCancellation:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_to_end, h)
             await wait_for(
-                h, lambda f: len([x for x in h.facts if isinstance(x.action, TaskStarted)]) == 3
+                h, lambda f: len([x for x in h.facts if task_started(x.action) is not None]) == 3
             )
             manager = next(a.chat for a in h.actions(MemberJoined) if a.agent == "manager")
             h.runtime.cancel_worker(manager)
@@ -149,7 +150,12 @@ class TestRecording:
         assert all(
             any(p.part.id == d.part_id for p in parts if hasattr(p.part, "id")) for d in deltas
         )
-        assert h.actions(SessionChatUpdatedAction), "summaries follow chat state changes"
+        assert not h.actions(SessionChatUpdatedAction), "summaries are derived, not recorded"
+        state = h.runtime.state
+        assert state.session is not None
+        for entry in state.session.chats:
+            assert entry == summary_of(state.chats[entry.resource]), "...and follow the chats"
+        assert any(state.summary_update(f.sequence) for f in h.facts)
         assert h.actions(ChatTurnCompleteAction)
 
     async def test_an_empty_prompt_is_refused(self) -> None:

@@ -38,6 +38,7 @@ from orchestrator.core import (
     TextDelta,
     ToolCallRequest,
     UsageReport,
+    task_started,
 )
 from orchestrator.runtime import (
     Ids,
@@ -65,7 +66,7 @@ class TestSteeringAndQueue:
         h = Harness(parse_team(SLOW_WORKERS, file="slow.toml"))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_to_end, h)
-            await wait_for(h, lambda f: isinstance(f.action, TaskStarted))
+            await wait_for(h, lambda f: task_started(f.action) is not None)
             coordinator = h.runtime.state.coordinator_chat()
             assert coordinator is not None
             await h.runtime.steer(coordinator, "focus on security")
@@ -83,7 +84,7 @@ class TestSteeringAndQueue:
         h = Harness(parse_team(SLOW_WORKERS, file="slow.toml"))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_to_end, h)
-            await wait_for(h, lambda f: isinstance(f.action, TaskStarted))
+            await wait_for(h, lambda f: task_started(f.action) is not None)
             coordinator = h.runtime.state.coordinator_chat()
             assert coordinator is not None
             await h.runtime.steer(coordinator, "focus on security", principal="alice")
@@ -135,7 +136,7 @@ class TestSteeringAndQueue:
         h = Harness(parse_team(SLOW_WORKERS, file="slow.toml"))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_to_end, h)
-            await wait_for(h, lambda f: isinstance(f.action, TaskStarted))
+            await wait_for(h, lambda f: task_started(f.action) is not None)
             coordinator = h.runtime.state.coordinator_chat()
             assert coordinator is not None
             await h.runtime.queue(coordinator, "and then?")
@@ -221,7 +222,7 @@ class TestConversation:
         h = Harness(parse_team(SLOW_WORKERS, file="slow.toml"), conversation=True)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_to_end, h)
-            await wait_for(h, lambda f: isinstance(f.action, TaskStarted))
+            await wait_for(h, lambda f: task_started(f.action) is not None)
             coordinator = h.runtime.state.coordinator_chat()
             assert coordinator is not None
             h.runtime.cancel_turn(coordinator)
@@ -350,11 +351,7 @@ class TestLastRoundUsage:
                 "chat/turnComplete",
             ]
             ended = [b for b in batches if (chat, "chat/turnComplete") in b]
-            assert [t for _, t in ended[0]] == [
-                "chat/usage",
-                "chat/turnComplete",
-                "session/chatUpdated",
-            ]
+            assert [t for _, t in ended[0]] == ["chat/usage", "chat/turnComplete"]
 
     async def test_a_round_that_asks_for_tools_writes_its_usage_before_they_run(self) -> None:
         """The first round's usage is a batch of its own, before the tool call completes;
@@ -527,11 +524,10 @@ class TestStructuredOutput:
             for index, fact in enumerate(done.facts)
             if isinstance(fact.action, ChatTurnCompleteAction) and fact.channel == worker
         )
-        # The turn's end and the chat's summary update are one batch: the process stopped
-        # after it.
-        assert done.facts[cut + 1].type == "session/chatUpdated"
+        # The process stopped after the turn's end (its summary update is derived).
+        assert done.facts[cut + 1].type == "team/taskFinished"
         h = Harness(parse_team(text, file="structured.toml"))
-        h.log.facts.extend(done.facts[: cut + 2])
+        h.log.facts.extend(done.facts[: cut + 1])
         state = TeamState.fold(done.runtime.session, h.log.facts)
         h.runtime = TeamRuntime(
             parse_team(text, file="structured.toml"),

@@ -14,7 +14,7 @@ import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected
 
 from orchestrator.base import FactLogError
-from orchestrator.core import ApprovalResolved, build_graph
+from orchestrator.core import ApprovalResolved, TeamState, _team_state, build_graph, summary_updates
 from orchestrator.journal import JournalReader
 from orchestrator.protocols import AgentChannelProjector, notification_frame
 from orchestrator.runtime import FactBus, Subscription
@@ -129,8 +129,12 @@ class TestDoneMeans:
                 assert confirmed["origin"] == {"clientId": CLIENT, "clientSeq": seq}
                 assert confirmed["action"]["approved"] is True
                 assert "rejectionReason" not in confirmed
-                await second.until_action(
+                ended = await second.until_action(
                     lambda e: e["channel"] == chat and e["action"]["type"] == "chat/turnComplete"
+                )
+                # The coordinator's catalog entry changed with it: derived, at its serverSeq.
+                await second.until_action(
+                    lambda e: e["channel"] == session and e["serverSeq"] == ended["serverSeq"]
                 )
         facts = JournalReader(daemon.db).facts(session)
         approvals = [f.action for f in facts if isinstance(f.action, ApprovalResolved)]
@@ -156,7 +160,17 @@ class TestDoneMeans:
                 and not f.type.startswith("team/")
             ]
             if channel == session:
-                expected = sorted([*expected, 1])  # the run's start: session/titleChanged
+                # The run's start (session/titleChanged), and the catalog updates derived
+                # from the visible chats' facts, at those facts' sequences (issue 35).
+                folded = TeamState.fold(session, facts)
+                derived = [
+                    seq
+                    for seq, update in summary_updates(session, facts).items()
+                    if since < seq <= reached
+                    and str(folded.chats[getattr(update, "chat", "")].interactivity) != "hidden"
+                ]
+                assert derived
+                expected = sorted([*expected, 1, *derived])
             assert seqs[channel] == expected, channel
         titles = of_type(received, "session/titleChanged")
         assert [t["action"]["title"] for t in titles] == ["Ship 2.0"]
@@ -172,6 +186,37 @@ async def expect_error(client: AhpClient, code: int, method: str, params: dict[s
     assert response["error"]["code"] == code, response["error"]
     message: str = response["error"]["message"]
     return message
+
+
+class TestDerivedCatalogUpdates:
+    async def test_a_replay_derives_again_the_updates_the_state_let_go_of(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The session channel's catalog updates are derived, not stored (issue 35). A
+        ``reconnect`` whose cursor is older than what the live state keeps of them derives
+        them again from the journal: the replay equals what the live stream sent."""
+        monkeypatch.setattr(_team_state, "SUMMARIES_KEPT", 2)
+        async with running_daemon(tmp_path) as daemon:
+            async with connect_ahp(daemon) as first:
+                session, _, _ = await start_delivery(first)
+                await follow_workers_until_publish(first, session)
+                live = [e for e in first.actions if e["channel"] == session]
+            async with connect_ahp(daemon) as second:
+                replay = await second.request(
+                    "reconnect",
+                    {
+                        "channel": ROOT,
+                        "clientId": CLIENT,
+                        "lastSeenServerSeq": 0,
+                        "subscriptions": [session],
+                        "cursors": {session: 0},
+                    },
+                )
+        assert replay["type"] == "replay"
+        replayed = [e for e in replay["actions"] if e["channel"] == session]
+        updates = [e for e in live if e["action"]["type"] == "session/chatUpdated"]
+        assert len(updates) > 2, "more than the state keeps"
+        assert replayed[: len(live)] == live
 
 
 class TestHandshake:

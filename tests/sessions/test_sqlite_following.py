@@ -25,7 +25,7 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.core import ApprovalRequested, ViewUpdated
+from orchestrator.core import ApprovalRequested, ViewUpdated, summary_updates
 from orchestrator.journal import JournalReader
 from orchestrator.runtime import TeamRuntime
 from orchestrator.runtime.backends import backend_factory
@@ -321,11 +321,19 @@ class TestClients:
             while runtime.state.run is None or runtime.state.run.status is None:  # noqa: ASYNC110
                 await trio.sleep(0.1)
             facts = JournalReader(daemon.db).facts(uri)
-            # The session channel's AHP actions: its session/* facts (team/* ones are not AHP).
+            # The session channel's AHP actions: its session/* facts (team/* ones are not AHP),
+            # and the catalog updates the chat facts derive, at their sequences (issue 35),
+            # which this daemon derives as it follows the session.
+            derived = summary_updates(uri, facts)
+            assert derived
             wanted = [
                 f.sequence
                 for f in facts
-                if f.channel == uri and f.sequence > start and f.action.type.startswith("session/")
+                if f.sequence > start
+                and (
+                    (f.channel == uri and f.action.type.startswith("session/"))
+                    or f.sequence in derived
+                )
             ]
             await ahp.until_action(lambda e: e["channel"] == uri and e["serverSeq"] >= wanted[-1])
         seen = [e["serverSeq"] for e in ahp.actions if e["channel"] == uri]

@@ -120,6 +120,8 @@ class ReferenceGraph:
                 self._run_finished(action)
             case MemberJoined():
                 self._member_joined(action, seq)
+                if action.starts:  # also its task's start (issue 35)
+                    self._task_started(TaskStarted(task=action.task, chat=action.chat), seq)
             case TaskCreated():
                 self._task_created(action, seq)
             case TaskStarted():

@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from orchestrator.ahp import summary_of
-from orchestrator.core import Backend, Fact, TaskStarted, TeamState, build_graph
+from orchestrator.core import Backend, Fact, TaskStarted, TeamState, build_graph, task_started
 from orchestrator.runtime import DEFAULT_DELTA_WINDOW, Ids, MemoryFactLog, RunOutcome, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import AgentSpec, TeamSpec, parse_team
@@ -70,9 +70,17 @@ class Harness:
         return self.log.facts
 
     def actions(self, cls: type[A]) -> list[A]:
-        return [f.action for f in self.facts if isinstance(f.action, cls)]
+        """The actions of type ``cls``; for :class:`TaskStarted`, each task's start, whether
+        its own fact or the ``team/memberJoined`` that starts it (issue 35)."""
+        return [a.action for a in self.facts_of(cls)]
 
     def facts_of(self, cls: type[A]) -> list[Recorded[A]]:
+        if cls is TaskStarted:
+            return [
+                Recorded(f.sequence, f.channel, started)  # type: ignore[arg-type]
+                for f in self.facts
+                if (started := task_started(f.action)) is not None
+            ]
         return [
             Recorded(f.sequence, f.channel, f.action)
             for f in self.facts

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import functools
+import json
+from pathlib import Path
 from typing import Any
 
 import trio
 from hypothesis import strategies as st
 
 from orchestrator.ahp.actions import UnknownAction
-from orchestrator.core import Action, Fact, TaskCreated, TaskStatus, TeamState
+from orchestrator.core import Action, Fact, TaskCreated, TaskStatus, TeamState, decode_fact
 from orchestrator.runtime import TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from tests.support.runtime import fanout
@@ -81,3 +83,15 @@ def batches(draw: st.DrawFn) -> tuple[int, list[list[tuple[str, Action]]]]:
         st.lists(st.lists(st.tuples(channels, actions), min_size=1, max_size=2), max_size=10)
     )
     return prefix, drawn
+
+
+#: A three-worker fan-out's facts as a journal before issue 35 stored them: each batch's
+#: ``session/chatUpdated`` facts recorded (written by the code of that time, main at e438b06).
+BEFORE_35 = Path(__file__).parent / "journals" / "fanout-before-35.jsonl"
+
+
+@functools.cache
+def facts_before_35() -> tuple[Fact, ...]:
+    """The facts of :data:`BEFORE_35`, decoded as a journal's reader decodes them."""
+    lines = BEFORE_35.read_text(encoding="utf-8").splitlines()
+    return tuple(decode_fact(json.loads(line)) for line in lines)

@@ -19,7 +19,7 @@ from orchestrator.core import (
     RunStarted,
     SpanFold,
     TaskCreated,
-    TaskStarted,
+    task_started,
 )
 from orchestrator.spec import load_team
 from tests.support.paths import PROJECT_ROOT
@@ -72,11 +72,11 @@ def delegation_tree(facts: Iterable[Fact]) -> set[tuple[str, str, str]]:
         action = fact.action
         if isinstance(action, TaskCreated) and action.requested_by is not None:
             created[action.task] = action
-        elif isinstance(action, TaskStarted) and action.task in created:
-            request = created[action.task]
+        elif (started := task_started(action)) is not None and started.task in created:
+            request = created[started.task]
             assert request.requested_by is not None
             assert request.tool_call_id is not None
-            edges.add((request.requested_by, request.tool_call_id, action.chat))
+            edges.add((request.requested_by, request.tool_call_id, started.chat))
     return edges
 
 
