@@ -67,7 +67,7 @@ from orchestrator.journal import Journal, open_journal, open_reader
 from orchestrator.runtime import Ids, MemoryFactLog, RunOutcome, TeamRuntime, Ticket
 from orchestrator.runtime.backends import ScriptedBackend, tool_call_id
 from orchestrator.spec import RestartPolicy, TeamSpec, parse_team
-from tests.support.teams import RESTART_MIX
+from tests.support.teams import RESTART_MIX, side_team
 
 NOW = "2026-11-23T00:00:00.000Z"
 LATER = "2026-11-23T00:05:00.000Z"
@@ -611,17 +611,7 @@ async def test_a_stop_is_recovered_from_the_journal(
 
 # ── forked chats and side chats ─────────────────────────────────────────────
 
-SIDE_TEAM = """
-[team]
-name = "side"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-[[agents.lead.turns]]
-steps = [ { say = "first answer" } ]
-[[agents.lead.turns]]
-steps = [ { sleep = 100 }, { say = "side answer" } ]
-"""
+SIDE_TEAM = side_team('{ say = "first answer" }', '{ sleep = 100 }, { say = "side answer" }')
 
 
 async def test_a_side_chats_turn_is_cut_off_on_its_own(

@@ -41,7 +41,7 @@ from orchestrator.runtime import Ids, TeamRuntime
 from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import AgentSpec, parse_team
 from tests.support.runtime import Harness, every_scenario_is_checked, fanout, wait_for
-from tests.support.teams import ECHO
+from tests.support.teams import ECHO, side_team
 
 __all__ = ["every_scenario_is_checked"]
 pytestmark = pytest.mark.usefixtures("every_scenario_is_checked")
@@ -227,19 +227,11 @@ class TestSideChat:
         harness.runtime.close()
 
 
-SIDE_TEAM = """
-[team]
-name = "side"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-[[agents.lead.turns]]
-steps = [ { say = "first answer" } ]
-[[agents.lead.turns]]
-steps = [ { sleep = 100 }, { say = "side answer" } ]
-[[agents.lead.turns]]
-steps = [ { say = "third answer" } ]
-"""
+SIDE_TEAM = side_team(
+    '{ say = "first answer" }',
+    '{ sleep = 100 }, { say = "side answer" }',
+    '{ say = "third answer" }',
+)
 
 
 async def _side_chat_at_work(

@@ -535,19 +535,11 @@ class TestSessionsAndChats:
         """``chat/turnCancelled`` on a side chat ends its running turn ``cancelled``, with the
         client's origin; ``disposeChat`` withdraws what was queued to it and cancels its turn.
         The coordinator's chat is untouched and takes its next message."""
-        team = """
-[team]
-name = "side"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-[[agents.lead.turns]]
-steps = [ { say = "first answer" } ]
-[[agents.lead.turns]]
-steps = [ { sleep = 600 }, { say = "late" } ]
-[[agents.lead.turns]]
-steps = [ { sleep = 600 }, { say = "later" } ]
-"""
+        team = teams.side_team(
+            '{ say = "first answer" }',
+            '{ sleep = 600 }, { say = "late" }',
+            '{ sleep = 600 }, { say = "later" }',
+        )
         async with (
             running_daemon(tmp_path, teams={"side": team}) as daemon,
             connect_ahp(daemon) as client,

@@ -43,6 +43,7 @@ from tests.support.teams import (
     DELEGATING_CONVERSATION,
     NIGHTLY_PUBLISHER,
     TICKING_TEAMMATE,
+    side_team,
     slow_answer,
 )
 
@@ -79,17 +80,7 @@ class Node:
 
 #: A conversation whose second scripted turn, a side chat's first (its context holds one
 #: user message, its own the second), takes a while; its first is the coordinator's.
-SIDE = """
-[team]
-name = "side"
-coordinator = "lead"
-[agents.lead]
-role = "coordinator"
-[[agents.lead.turns]]
-steps = [ { say = "first answer" } ]
-[[agents.lead.turns]]
-steps = [ { sleep = 3 }, { say = "side answer" } ]
-"""
+SIDE = side_team('{ say = "first answer" }', '{ sleep = 3 }, { say = "side answer" }')
 
 TEAMS = {
     "side": SIDE,

@@ -1122,3 +1122,14 @@ role = "reviewer"
 reviews = ["writer"]
 max_review_rounds = {max_rounds}
 {turns}"""
+
+
+def side_team(*turns: str) -> str:
+    """A conversation's lead alone (team ``side``) whose scripted turns are ``turns``, each
+    its steps as TOML (``'{ say = "first answer" }'``): a side chat or forked chat of the
+    lead takes the lead's next scripted turn as its own."""
+    scripted = "".join(f"[[agents.lead.turns]]\nsteps = [ {steps} ]\n" for steps in turns)
+    return (
+        '\n[team]\nname = "side"\ncoordinator = "lead"\n[agents.lead]\nrole = "coordinator"\n'
+        + scripted
+    )
