@@ -240,6 +240,7 @@ def test_every_named_team_document_is_a_team_the_parser_takes() -> None:
             {"deployer": "http://127.0.0.1:8765/", "mailer": "http://127.0.0.1:8766/"}
         ),
         "review_team": teams.review_team(["changes_requested", "passed"], mode="on_request"),
+        "side_team": teams.side_team('{ say = "first" }', '{ sleep = 1 }, { say = "second" }'),
     }
     public = {
         name
