@@ -239,6 +239,21 @@ def session_summary(
     }
 
 
+def unrecorded_info(live: LiveSession) -> SessionInfo:
+    """``live``, a session this daemon opened and has recorded nothing of (not prompted
+    yet), as the journal will list it: the root channel announces it already, so the
+    pages that hear of it can read it."""
+    return SessionInfo(
+        session=live.uri,
+        team=live.team_name,
+        title="",
+        status="running",
+        created_at=live.opened_on,
+        updated_at=live.opened_on,
+        last_sequence=0,
+    )
+
+
 class WebHost(Protocol):
     """What the web view reads of the daemon: the journal, the sessions it runs or follows,
     and their logs; reading takes nothing up (``watch``, not ``find``)."""
@@ -395,12 +410,31 @@ def web_routes(
         team = _name(query["team"], "team") if query.get("team") else None
         limit = _count(query.get("limit"), "limit", default=DEFAULT_LIMIT, most=MAX_LIMIT)
 
+        # The sessions opened here with nothing recorded yet (not prompted, or their first
+        # facts on their way to the disk) are listed too, as the newest: the root channel
+        # announces them.
+        opened = [
+            live
+            for live in daemon.sessions.values()
+            if status in (None, "running") and team in (None, live.team_name)
+        ]
+
         def read() -> list[tuple[SessionInfo, Mapping[str, object] | None]]:
             found = reader.sessions(status=status, team=team, limit=limit)
+            listed = {info.session for info in found}
+            unrecorded = sorted(
+                (
+                    unrecorded_info(live)
+                    for live in opened
+                    if live.uri not in listed and not reader.has_session(live.uri)
+                ),
+                key=lambda info: info.created_at,
+            )
+            newest = [*found, *unrecorded]
             # Who runs each running session (a system call each): in the same thread.
             return [
                 (info, daemon.run_by(info.session) if info.status == "running" else None)
-                for info in found
+                for info in newest[max(0, len(newest) - limit) :]
             ]
 
         found = await trio.to_thread.run_sync(read)
@@ -417,9 +451,13 @@ def web_routes(
             # live" would read as "ended". A page asks again.
             raise WebError(503, "the daemon is starting or stopping: ask again shortly")
         uri = session_uri(_name(request.path_params["session"], "session"))
-        if not await trio.to_thread.run_sync(reader.has_session, uri):
+        if await trio.to_thread.run_sync(reader.has_session, uri):
+            return uri, await trio.to_thread.run_sync(reader.session, uri)
+        live = daemon.sessions.get(uri)
+        if live is None:
             raise WebError(404, f"no session {session_id(uri)!r} on this daemon")
-        return uri, await trio.to_thread.run_sync(reader.session, uri)
+        # Opened, not prompted yet (or its first facts on their way to the disk).
+        return uri, unrecorded_info(live)
 
     async def watched(uri: str, info: SessionInfo) -> LiveSession | None:
         """The live session ``uri``: the one this daemon runs, or followed when another

@@ -33,7 +33,7 @@ import trio
 
 from orchestrator.ahp.actions import ActionEnvelope, ActionOrigin, ChatTurnStartedAction
 from orchestrator.ahp.state import ChatInputResponseKind, ChatInteractivity, SideChatSelection
-from orchestrator.base import FactLogError, RunError
+from orchestrator.base import FactLogError, RunError, now_timestamp
 from orchestrator.core import (
     USER,
     Action,
@@ -274,6 +274,9 @@ class LiveSession:
         # not yet prompted are counted against max_unprompted_per_token.
         self.owner = owner
         self.opened_at = trio.current_time()
+        # When, on the wall clock: what a session with nothing recorded yet (not prompted)
+        # says it started at, until its run's first fact says so.
+        self.opened_on = now_timestamp()
         self.uri = runtime.session
         self.id = session_id(self.uri)
         self._tasks: list[_Task] = []

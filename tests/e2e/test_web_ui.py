@@ -704,9 +704,10 @@ def test_a_chosen_model_is_shown_and_kept_across_a_daemon_restart(
             page.wait_for_selector("#connection:text-is('live')")
             assert page.inner_text("#session-model") == "chosen-model:7b"
             watched.screenshot("model-03-next-message")
-            # While the daemon restarts, its requests fail (the browser logs them); nothing
-            # else may go wrong on the page.
-            assert [e for e in watched.errors if "Failed to load resource" not in e] == []
+            # While the daemon restarts, its requests fail or are answered 503 (the browser
+            # logs them); nothing else may go wrong on the page.
+            failed = ("console: Failed to load resource", "response: 503 ")
+            assert [e for e in watched.errors if not e.startswith(failed)] == []
     facts = JournalReader(tmp_path / "journal.db").facts(f"ahp-session:/{session}")
     (run,) = [f.action for f in facts if isinstance(f.action, RunStarted)]
     assert run.model == "chosen-model:7b"
@@ -2008,7 +2009,7 @@ def test_a_person_drags_a_board_item_to_done_and_the_agents_go_on(
             page.wait_for_selector("#column-done #item-publish")
             watched.screenshot("board-02-approved-and-published")
             # The one error: Chromium logs the refused move's answer (409), as it should.
-            assert [e for e in watched.errors if "status of 409" not in e] == []
+            assert [e for e in watched.errors if "409" not in e] == []
         with open_page(browser, daemon, token=VIEWER_TOKEN, fragment=fragment) as watched:
             page = watched.page
             page.wait_for_selector("#column-done #item-approve")

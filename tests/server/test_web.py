@@ -39,8 +39,8 @@ from orchestrator.server import (
 from orchestrator.sessions import EnvelopeCache, GraphCache, Limits
 from orchestrator.spec import parse_team
 from tests.support.agentui import check_human_agent_board, check_review_team
-from tests.support.ahp_client import connect_ahp
-from tests.support.ahp_session import turn_started
+from tests.support.ahp_client import connect_ahp, user_message
+from tests.support.ahp_session import new_chat, turn_started
 from tests.support.daemon import RunningDaemon, connect, running_daemon
 from tests.support.fuzz import Fuzzer
 from tests.support.paths import PROJECT_ROOT
@@ -342,6 +342,66 @@ async def test_a_pending_approval_is_counted_in_the_list(tmp_path: Path) -> None
         async with daemon.http(VIEWER) as http:
             summary = (await http.get(f"/api/sessions/{init['sessionId']}")).json()
             assert summary["pendingApprovals"] == 0
+
+
+async def test_a_session_announced_before_its_first_fact_can_be_read(tmp_path: Path) -> None:
+    """An AHP client opens a session and prompts it later: the root channel announces it at
+    once, so the web's reads know it too (a running session with no facts yet, listed as
+    the newest), not 404 until its first fact is down; its first prompt makes it the
+    journal's, and the list shows it once."""
+    async with running_daemon(tmp_path, config=CONFIG, teams=TEAMS) as daemon:
+        recorded = await _finished_session(daemon)
+        opened = f"ahp-session:/{uuid.uuid4()}"
+        opened_id = opened.removeprefix("ahp-session:/")
+        async with connect_ahp(daemon, token=OPERATOR) as ahp:
+            await ahp.initialize()
+            await ahp.request("createSession", {"channel": opened, "provider": "echo"})
+            async with daemon.http(VIEWER) as http:
+                summary = await http.get(f"/api/sessions/{opened_id}")
+                listed = (await http.get("/api/sessions")).json()["sessions"]
+                running = (await http.get("/api/sessions?status=running")).json()["sessions"]
+                failed = (await http.get("/api/sessions?status=failed")).json()["sessions"]
+                other_team = (await http.get("/api/sessions?team=counted")).json()["sessions"]
+                newest = (await http.get("/api/sessions?limit=1")).json()["sessions"]
+                reads = {
+                    path: (await http.get(f"/api/sessions/{opened_id}/{path}")).status_code
+                    for path in ("envelopes", "graph", "usage", "board")
+                }
+            assert summary.status_code == 200, summary.text
+            assert {
+                key: summary.json()[key]
+                for key in ("id", "team", "status", "live", "resting", "facts")
+            } == {
+                "id": opened_id,
+                "team": "echo",
+                "status": "running",
+                "live": True,
+                "resting": False,
+                "facts": 0,
+            }
+            assert [s["id"] for s in listed] == [opened_id, recorded]
+            assert [s["id"] for s in running] == [opened_id, recorded]  # a conversation
+            assert failed == []
+            assert other_team == []
+            assert [s["id"] for s in newest] == [opened_id]
+            assert reads == dict.fromkeys(reads, 200)
+            chat = new_chat()
+            await ahp.request(
+                "createChat",
+                {"channel": opened, "chat": chat, "initialMessage": user_message("hello")},
+            )
+            await ahp.request("subscribe", {"channel": chat})
+            await ahp.until_action(
+                lambda e: e["channel"] == chat and e["action"]["type"] == "chat/turnComplete"
+            )
+        async with daemon.http(VIEWER) as http:
+            summary = await http.get(f"/api/sessions/{opened_id}")
+            listed = (await http.get("/api/sessions")).json()["sessions"]
+        assert summary.json()["facts"] > 0
+        assert [s["id"] for s in listed] == [opened_id, recorded]
+        unknown = uuid.uuid4()
+        async with daemon.http(VIEWER) as http:
+            assert (await http.get(f"/api/sessions/{unknown}")).status_code == 404
 
 
 async def test_usage_per_chat_and_in_total_comes_from_the_facts(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ import attrs
 import httpx
 import pytest
 import trio
-from playwright.sync_api import Browser, ConsoleMessage, Error, Page, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Error, Page, Response, sync_playwright
 
 from tests.support.fake_openai import Answer, FakeOpenAI, fake_openai
 from tests.support.paths import PROJECT_ROOT
@@ -301,8 +301,14 @@ def open_page(
     def page_error(error: Error) -> None:
         watched.errors.append(f"pageerror: {error}")
 
+    def response(answer: Response) -> None:
+        # Chromium's console line for a failed load names no URL; this one does.
+        if answer.status >= 400 and answer.status != 401:
+            watched.errors.append(f"response: {answer.status} {answer.request.method} {answer.url}")
+
     page.on("console", console)
     page.on("pageerror", page_error)
+    page.on("response", response)
     try:
         page.goto(daemon.url + "/")
         if token is not None:
