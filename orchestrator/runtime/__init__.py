@@ -105,6 +105,7 @@ else:
             "RunOutcome": "._team_runtime",
             "SAMPLERS": "._tracing",
             "STDERR_TAIL": ".tools",
+            "StreamFlusher": "._stream_writer",
             "StreamWriter": "._stream_writer",
             "Subscription": "._bus",
             "TOOL_CALL_ID_VAR": ".tools",

@@ -50,6 +50,7 @@ from orchestrator.spec import AgentSpec, TeamSpec
 from ._bus import FactBus
 from ._ids import Ids
 from ._recorder import Recorder
+from ._stream_writer import StreamFlusher
 from .tools import McpServers, ToolCallback
 
 __all__: list[str] = []
@@ -85,6 +86,14 @@ class RunContext:
     stopping: bool = False
     # The session's trace, folded from its facts while tracing is on (see _tracing); None: off.
     spans: SpanFold | None = None
+    # Writes what the chats' rounds gather of their streams, every chat's in one batch; the
+    # runtime runs it beside the run's chats (see _stream_writer).
+    text_flusher: StreamFlusher = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.text_flusher = StreamFlusher(
+            self.recorder, window=self.delta_window, stopping=lambda: self.stopping
+        )
 
     async def record_cancelled(self, actions: Sequence[tuple[str, Action]]) -> None:
         """Record what a cancellation ended, shielded (the batch must land while the

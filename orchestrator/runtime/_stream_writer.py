@@ -12,11 +12,17 @@ chunk: with a journal that syncs to disk, a stream is seen at half its speed. Th
   seconds of it, are merged into the next write: one fact per part (a ``chat/delta``,
   ``chat/reasoning`` or ``chat/toolCallDelta`` with their content concatenated; a new part's
   ``chat/responsePart`` carries all it gathered), in the order the parts began, one batch;
-- a task of the round (the *flusher*) writes what gathered once the previous write is durable
-  and the window since it has passed, and waits for it: so text is published within the
-  window plus one write of the model sending it, and a stream that pauses is not held back;
+- the session's *flusher* (:class:`StreamFlusher`, one task beside the run's chats) writes
+  what every chat gathered in one batch, once the previous such batch is durable and the
+  window since it has passed, and waits for it: so text is published within the window plus
+  one write of the model sending it, and a stream that pauses is not held back. One write per
+  window for the whole team, not one per chat: with 200 workers streaming, each write holds
+  200 facts (one per chat, as before) instead of each chat waking, submitting and waiting on
+  its own. A round outside a running session flusher (a runtime's parts used alone) runs a
+  flusher of its own;
 - anything else the round records (a tool call starting, a tool call requested, the turn's
-  end) first submits what gathered, so the chat's facts keep the order the model sent them in.
+  end) first submits what its chat gathered, so the chat's facts keep the order the model
+  sent them in.
 
 The project's rule stands: no reader sees a fact before it is durable. A crash loses at most
 the text gathered in the window of a turn that the crash cuts off anyway: the stored text is a
@@ -35,6 +41,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Final, Literal
 
+import structlog
 import trio
 
 from orchestrator.ahp.actions import (
@@ -44,7 +51,7 @@ from orchestrator.ahp.actions import (
     ChatToolCallDeltaAction,
 )
 from orchestrator.ahp.state import MarkdownResponsePart, ReasoningResponsePart
-from orchestrator.base import leaf_exceptions
+from orchestrator.base import FactLogError, IllegalTransitionError, leaf_exceptions
 from orchestrator.core import Action
 
 from ._ids import Ids
@@ -52,9 +59,12 @@ from ._recorder import PendingBatch, Recorder
 
 __all__ = [
     "DEFAULT_DELTA_WINDOW",
+    "StreamFlusher",
     "StreamWriter",
     "open_stream_writer",
 ]
+
+log = structlog.get_logger("orchestrator.runtime")
 
 #: Seconds a chat's streamed chunks are gathered for at most before they are written
 #: (daemon.toml's ``delta_window``, ``run --delta-window``, ``open_run(delta_window=...)``);
@@ -83,34 +93,20 @@ class StreamWriter:
     stream.
     """
 
-    def __init__(
-        self,
-        recorder: Recorder,
-        ids: Ids,
-        chat: str,
-        turn_id: str,
-        *,
-        window: float,
-        stopping: Callable[[], bool] = lambda: False,
-    ) -> None:
-        self.recorder = recorder
-        # The runtime is stopping: what gathered is dropped, as a crash would (RunContext).
-        self.stopping = stopping
+    def __init__(self, flusher: StreamFlusher, ids: Ids, chat: str, turn_id: str) -> None:
+        self.flusher = flusher
+        self.recorder = flusher.recorder
         self.ids = ids
         self.chat = chat
         self.turn_id = turn_id
-        self.window = window
+        self.window = flusher.window
         # (kind, part id) of the part text is appended to; None after a tool call starts.
         self._open_part: tuple[TextKind, str] | None = None
         # What gathered since the last write, by part id (or tool call id), in the order
         # each began: the next write holds all of it, one fact each.
         self._gathered: dict[str, _Gathered] = {}
-        self._last: PendingBatch | None = None  # the latest text write submitted
-        self._last_at = float("-inf")  # when it was submitted (trio's clock)
-        self._wake = trio.Event()  # set when there is something for the flusher
-        self._closed = False
-        # The flusher's wait for the window to pass; the stream's end cuts it short.
-        self._window_scope: trio.CancelScope | None = None
+        # The latest write that holds this chat's text (the flusher's, or its own).
+        self._last: PendingBatch | None = None
 
     # ── what the round reads ────────────────────────────────────────────────────────
 
@@ -141,11 +137,25 @@ class StreamWriter:
         makes it durable and published. Call before recording anything else of the round."""
         if not self._gathered:
             return None
+        self.flusher.forget(self)
+        self._last = self.recorder.submit(self.take())
+        return self._last
+
+    def take(self) -> list[tuple[str, Action]]:
+        """What gathered, as the chat's facts to record (one per part or tool call, in the
+        order each began); nothing is left gathered."""
         gathered, self._gathered = self._gathered, {}
-        batch = self.recorder.submit([(self.chat, self._action(g)) for g in gathered.values()])
-        self._last = batch
-        self._last_at = trio.current_time()
-        return batch
+        return [(self.chat, self._action(g)) for g in gathered.values()]
+
+    async def durable(self) -> None:
+        """Return once the chat's text written so far is durable (raises as
+        :meth:`PendingBatch.wait`)."""
+        last = self._last
+        while last is not None:
+            await last.wait()
+            if self._last is last:  # no newer write went in meanwhile
+                return
+            last = self._last
 
     # ── internals ───────────────────────────────────────────────────────────────────
 
@@ -155,11 +165,12 @@ class StreamWriter:
             single.chunks.append(chunk)
             await self.recorder.record([(self.chat, self._action(single))])
             return
+        if not self._gathered:
+            self.flusher.gathering(self)
         gathered = self._gathered.get(key)
         if gathered is None:
             gathered = self._gathered[key] = _Gathered(kind, key, new_part=new_part)
         gathered.chunks.append(chunk)
-        self._wake.set()
 
     def _action(self, gathered: _Gathered) -> Action:
         content = "".join(gathered.chunks)
@@ -179,14 +190,11 @@ class StreamWriter:
         return ChatReasoningAction(turn_id=self.turn_id, part_id=gathered.key, content=content)
 
     def close(self, *, failing: bool) -> None:
-        """The stream ended: submit what gathered and let the flusher end once it is
-        durable. What gathered goes in ahead of whatever the turn records next (its error,
-        its cancellation): a prefix of the model's text is kept, however the round ended."""
-        self._closed = True
-        self._wake.set()
-        if self._window_scope is not None:
-            self._window_scope.cancel()
-        if failing and (self.recorder.failed is not None or self.stopping()):
+        """The stream ended: submit what gathered (the caller waits for :meth:`durable`).
+        What gathered goes in ahead of whatever the turn records next (its error, its
+        cancellation): a prefix of the model's text is kept, however the round ended."""
+        self.flusher.forget(self)
+        if failing and (self.recorder.failed is not None or self.flusher.stopping()):
             return
         try:
             self.submit_gathered()
@@ -195,62 +203,137 @@ class StreamWriter:
                 raise
             # The round is failing already (its turn may be over): its error is the one told.
 
-    async def _flusher(self) -> None:
-        """Write what gathers, one write in flight at a time, at most one per window."""
-        while True:
-            last = self._last
-            if last is not None:
-                # Durable, committed and published; chunks arriving meanwhile gather.
-                await last.wait()
-                if self._last is not last:
-                    continue  # a newer write went in meanwhile: wait for it too
-                self._last = None
-            if not self._gathered:
-                if self._closed:
+
+class StreamFlusher:
+    """Writes what a session's rounds gathered, every chat's in one batch, one write in
+    flight at a time and at most one per window (see module docstring).
+
+    :meth:`run` is its task: the runtime runs one beside the run's chats; a round that finds
+    none running runs one of its own for as long as it reads its stream.
+    """
+
+    def __init__(
+        self, recorder: Recorder, *, window: float, stopping: Callable[[], bool] = lambda: False
+    ) -> None:
+        self.recorder = recorder
+        self.window = window
+        # The runtime is stopping: what gathered is dropped, as a crash would (RunContext).
+        self.stopping = stopping
+        self.running = False
+        # The writers with text gathered, in the order they began gathering it.
+        self._waiting: dict[StreamWriter, None] = {}
+        self._last: PendingBatch | None = None  # the latest write submitted
+        self._last_at = float("-inf")  # when it was submitted (trio's clock)
+        self._wake = trio.Event()  # set when a writer has something gathered
+
+    def gathering(self, writer: StreamWriter) -> None:
+        """``writer`` has text gathered: the next write takes it."""
+        self._waiting[writer] = None
+        self._wake.set()
+
+    def forget(self, writer: StreamWriter) -> None:
+        """``writer`` submitted what it gathered itself (or closed)."""
+        self._waiting.pop(writer, None)
+
+    def start_soon_in(self, nursery: trio.Nursery) -> None:
+        """Run in ``nursery``; rounds count on it from now on."""
+        self.running = True
+        nursery.start_soon(self.run)
+
+    async def run(self) -> None:
+        """Write what gathers until cancelled (or the fact log fails: the runtime ends the
+        session then, and each round learns it at its next record)."""
+        self.running = True
+        try:
+            while True:
+                last = self._last
+                if last is not None:
+                    try:
+                        # Durable, committed and published; chunks arriving meanwhile gather.
+                        await last.wait()
+                    except FactLogError:
+                        return
+                    if self._last is not last:
+                        continue
+                    self._last = None
+                if not self._waiting:
+                    self._wake = trio.Event()
+                    await self._wake.wait()
+                    continue
+                due = self._last_at + self.window
+                if trio.current_time() < due:
+                    await trio.sleep_until(due)
+                if self.stopping() or self.recorder.failed is not None:
+                    return  # what gathered is dropped, as a crash would
+                try:
+                    self._submit()
+                except FactLogError:
                     return
-                self._wake = trio.Event()
-                await self._wake.wait()
-                continue
-            wait_until = self._last_at + self.window
-            if trio.current_time() < wait_until and not self._closed:
-                with trio.CancelScope(deadline=wait_until) as self._window_scope:
-                    await trio.sleep_forever()
-                self._window_scope = None
-            # A write that was durable just now leaves no checkpoint behind it: a turn
-            # cancelled meanwhile (or a runtime stopping) must not get another write.
-            await trio.lowlevel.checkpoint_if_cancelled()
-            self.submit_gathered()
+        finally:
+            self.running = False
+
+    def _submit(self) -> None:
+        writers, self._waiting = list(self._waiting), {}
+        if not writers:
+            return  # they submitted what they gathered themselves meanwhile
+        taken = [(writer, writer.take()) for writer in writers]
+        try:
+            batch = self.recorder.submit([fact for _, facts in taken for fact in facts])
+        except IllegalTransitionError:
+            # A chat's turn ended meanwhile, by a fact not yet durable (a client's cancel):
+            # each chat's text alone, and what its state refuses is dropped.
+            batch = None
+            for writer, facts in taken:
+                try:
+                    writer._last = batch = self.recorder.submit(facts)
+                except IllegalTransitionError as exc:
+                    log.info("streamed text dropped", chat=writer.chat, reason=str(exc))
+            if batch is None:
+                return
+        else:
+            for writer, _ in taken:
+                writer._last = batch
+        self._last, self._last_at = batch, trio.current_time()
 
 
 @asynccontextmanager
 async def open_stream_writer(
-    recorder: Recorder,
-    ids: Ids,
-    chat: str,
-    turn_id: str,
-    *,
-    window: float,
-    stopping: Callable[[], bool] = lambda: False,
+    flusher: StreamFlusher, ids: Ids, chat: str, turn_id: str
 ) -> AsyncIterator[StreamWriter]:
-    """A :class:`StreamWriter` for the block that reads one round's stream; its flusher runs
-    as long as the block does, and leaving the block waits until the text is durable.
+    """A :class:`StreamWriter` for the block that reads one round's stream, written by
+    ``flusher`` (run here, for as long as the block, when it is not running already);
+    leaving the block waits until the text is durable.
 
     An error of the block (or of the flusher) comes out as it was, not in a group: the turn
     records it as the round's error.
     """
-    writer = StreamWriter(recorder, ids, chat, turn_id, window=window, stopping=stopping)
-    if window <= 0:
+    writer = StreamWriter(flusher, ids, chat, turn_id)
+    if flusher.window <= 0:
         yield writer
         return
+    if flusher.running:
+        try:
+            yield writer
+        except BaseException:
+            writer.close(failing=True)
+            raise
+        writer.close(failing=False)
+        await writer.durable()
+        return
+    # A flusher of the round's own (a StreamFlusher per round: nothing else shares it).
+    own = StreamFlusher(flusher.recorder, window=flusher.window, stopping=flusher.stopping)
+    writer.flusher = own
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(writer._flusher)
+            own.start_soon_in(nursery)
             try:
                 yield writer
             except BaseException:
                 writer.close(failing=True)
                 raise
             writer.close(failing=False)
+            await writer.durable()
+            nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         raise _alone(group) from None
 

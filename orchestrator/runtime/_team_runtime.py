@@ -431,13 +431,19 @@ class TeamRuntime:
         """Run the coordinator's chat to the end of the run, and record how it ended
         (``resume``: after a restart, whose recovery cut off the turns of ``interrupted``)."""
         async with self._tool_servers_running(), trio.open_nursery() as forked_chats:
+            if self._context.delta_window > 0:
+                # Not started with an await: a cancel() right after the run's first facts
+                # must find the session's scope set (in _drive_coordinator, without a
+                # checkpoint before it).
+                self._context.text_flusher.start_soon_in(forked_chats)
             self._chat_forks.running_in(forked_chats)
             if resume:
                 self._chat_forks.take_up(interrupted)
             try:
                 return await self._drive_coordinator(run_id, ctx, message, resume=resume)
             finally:
-                # The turns of forked chats and side chats end with the run.
+                # The turns of forked chats and side chats end with the run, and so does
+                # the flusher of the chats' streamed text.
                 self._chat_forks.running_in(None)
                 forked_chats.cancel_scope.cancel()
 

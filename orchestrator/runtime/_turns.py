@@ -738,14 +738,7 @@ class Turns:
         # ends, so a backend's stream (an HTTP response, say) is never left to the garbage
         # collector.
         async with (
-            open_stream_writer(
-                run.recorder,
-                run.ids,
-                chat,
-                turn_id,
-                window=run.delta_window,
-                stopping=lambda: run.stopping,
-            ) as writer,
+            open_stream_writer(run.text_flusher, run.ids, chat, turn_id) as writer,
             aclosing(backend.stream_round(context)) as stream,
         ):
             async for event in stream:

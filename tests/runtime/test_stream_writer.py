@@ -26,11 +26,24 @@ from orchestrator.ahp.actions import (
     ChatToolCallStartAction,
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
+    ChatTurnStartedAction,
+    SessionChatAddedAction,
 )
-from orchestrator.ahp.state import MarkdownResponsePart, ReasoningResponsePart, Turn
+from orchestrator.ahp.state import (
+    ChatSummary,
+    MarkdownResponsePart,
+    Message,
+    MessageKind,
+    MessageOrigin,
+    ReasoningResponsePart,
+    SessionStatus,
+    Turn,
+    UserChatOrigin,
+)
 from orchestrator.base import FactLogError
 from orchestrator.core import (
     Fact,
+    TeamState,
     ModelEvent,
     ReasoningDelta,
     RoundContext,
@@ -42,14 +55,21 @@ from orchestrator.core import (
 from orchestrator.runtime import (
     DEFAULT_DELTA_WINDOW,
     EventTicket,
+    FactBus,
     Ids,
     MemoryFactLog,
+    Recorder,
     RunOutcome,
+    StreamFlusher,
+    StreamWriter,
     TeamRuntime,
     Ticket,
 )
+from orchestrator.runtime.backends import ScriptedBackend
 from orchestrator.spec import parse_team
 from tests.support.examples import examples
+from tests.support.runtime import fanout
+from tests.support.sessions import solo_opening
 
 LONE = parse_team(
     """
@@ -172,6 +192,10 @@ async def run(
         runtime.bus.close()
         nursery.cancel_scope.cancel()  # the run ended once its last batch was durable
     return outcome, seen, runtime
+
+
+#: The facts that carry streamed text.
+TEXT_TYPES = ("chat/responsePart", "chat/delta")
 
 
 def words(count: int) -> list[ModelEvent]:
@@ -427,6 +451,99 @@ class TestEndings:
         outcome, _, _ = await run(model, log=Breaks(latency=0.03))
         assert outcome.status.value == "failed"
         assert "disk I/O error" in outcome.error
+
+
+class TestTeamWide:
+    async def test_the_chats_streaming_at_once_share_one_write_per_window(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """Three workers stream at once: their text is written by the session's one flusher,
+        one batch per window holding each chat's text as one fact (not one write per chat),
+        and each worker's answer is whole and in order."""
+        sent = {task: [f"{task}{i} " for i in range(30)] for task in ("alpha", "beta", "gamma")}
+
+        class Worker:
+            async def stream_round(self, context: RoundContext) -> AsyncGenerator[ModelEvent, None]:
+                for word in sent[context.task]:
+                    await trio.sleep(0.01)
+                    yield TextDelta(text=word)
+
+        team = fanout()
+        log = SlowLog(latency=0.002)
+        runtime = TeamRuntime(
+            team,
+            backends=lambda agent: Worker() if agent.name == "worker" else ScriptedBackend(agent),
+            factlog=log,
+            ids=Ids(deterministic=True),
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(log.serve)
+            outcome = await runtime.run("go")
+            nursery.cancel_scope.cancel()
+        assert outcome.status.value == "completed"
+        workers = {chat for chat, m in runtime.state.members.items() if m.agent == "worker"}
+        text_batches = [
+            [f for f in batch if f.channel in workers and f.type in TEXT_TYPES]
+            for batch in log.batches
+        ]
+        text_batches = [batch for batch in text_batches if batch]
+        for batch in text_batches:
+            assert len({f.channel for f in batch}) == len(batch), "one fact per chat a write"
+        shared = [batch for batch in text_batches if len(batch) == len(workers)]
+        # 0.3 s of streaming at a 50 ms window: about 6 shared writes, against about 18 when
+        # each chat wrote its own.
+        assert len(shared) >= 4
+        assert len(text_batches) <= 12
+        answers = {
+            "".join(
+                content(f.action) for f in log.durable if f.channel == chat and f.type in TEXT_TYPES
+            )
+            for chat in workers
+        }
+        assert answers == {"".join(words) for words in sent.values()}
+
+    async def test_a_chat_whose_turn_ended_meanwhile_loses_only_its_own_text(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """The flusher's batch is refused when one chat's turn ended by a fact not durable
+        yet (a client's cancel): that chat's gathered text is dropped, the others' written."""
+        session, first, second = "ahp-session:/s", "ahp-chat:/first", "ahp-chat:/second"
+        now = "2026-12-07T00:00:00.000Z"
+        recorder = Recorder(TeamState(session), SlowLog(latency=0.01), FactBus(), clock=lambda: now)
+        log = recorder.factlog
+        assert isinstance(log, SlowLog)
+        other = ChatSummary(
+            resource=second,
+            title="b",
+            status=SessionStatus.IDLE,
+            modified_at=now,
+            origin=UserChatOrigin(),
+        )
+        message = Message(text="go", origin=MessageOrigin(kind=MessageKind.USER))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(log.serve)
+            await recorder.record(
+                [
+                    *solo_opening(session, first, prompt="go", at=now, member=False),
+                    (session, SessionChatAddedAction(summary=other)),
+                    (first, ChatTurnStartedAction(turn_id="t1", started_at=now, message=message)),
+                    (second, ChatTurnStartedAction(turn_id="t2", started_at=now, message=message)),
+                ]
+            )
+            flusher = StreamFlusher(recorder, window=0.05)
+            flusher.start_soon_in(nursery)
+            ids = Ids(deterministic=True)
+            cut = StreamWriter(flusher, ids, first, "t1")
+            kept = StreamWriter(flusher, ids, second, "t2")
+            await cut.text("markdown", "lost ")
+            await kept.text("markdown", "kept ")
+            # Before the flusher runs: the first chat's turn ends, not durable yet.
+            recorder.submit([(first, ChatTurnCancelledAction(turn_id="t1", duration=0))])
+            await trio.sleep(1)
+            nursery.cancel_scope.cancel()
+        texts = [(f.channel, content(f.action)) for f in log.durable if f.type in TEXT_TYPES]
+        assert texts == [(second, "kept ")]
+        assert log.durable[-1].type == "chat/responsePart"
 
 
 class TestSettings:

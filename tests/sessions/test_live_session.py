@@ -124,8 +124,12 @@ class TestConversation:
     ) -> None:
         async with trio.open_nursery() as nursery:
             live = echo_session(Daemon(nursery))
+            sink = Sink()
+            live.attach(sink)
             await live.prompt("hello", task_id="task-a")
-            await live.idle.wait()
+            with trio.fail_after(60):  # its turn answered: task-a is no longer running
+                while turns_completed(sink) < 1:  # noqa: ASYNC110 (the runtime's tasks)
+                    await trio.sleep(1)
             with pytest.raises(RunError, match=f"no task 'task-z' in session {live.id}"):
                 await live.abort("task-z")
             with pytest.raises(RunError, match="task 'task-a' is not running"):
