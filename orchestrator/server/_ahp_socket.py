@@ -426,6 +426,23 @@ class AhpSocket:
 
     # ── requests ───────────────────────────────────────────────────────────
 
+    def _rate_limited(self, frame: str | bytes) -> RpcError:
+        """The answer to a frame dropped by the rate limit: with the request's id, so the
+        client knows which of its requests was not carried out (a frame that is no request,
+        or not JSON-RPC, gets the null id JSON-RPC gives an error it cannot attribute)."""
+        try:
+            call = parse_call(frame, max_bytes=self.max_frame_bytes, limits=self.json_limits)
+        except RpcError as exc:
+            request_id = exc.id  # a request whose id was read, if its params were not
+        else:
+            request_id = call.id if call.is_request else None
+        return RpcError(
+            ErrorCode.RATE_LIMITED,
+            f"more than {self._bucket.rate:g} messages a second (bursts of "
+            f"{self._bucket.burst}): this one was dropped",
+            id=request_id,
+        )
+
     async def _read(self, cancel: trio.CancelScope) -> None:
         while True:
             message = await self.websocket.receive()
@@ -436,15 +453,7 @@ class AhpSocket:
             if frame is None:
                 frame = message.get("bytes") or b""
             if not self._bucket.take(trio.current_time()):
-                self._emit(
-                    error_frame(
-                        RpcError(
-                            ErrorCode.RATE_LIMITED,
-                            f"more than {self._bucket.rate:g} messages a second (bursts of "
-                            f"{self._bucket.burst}): this one was dropped",
-                        )
-                    )
-                )
+                self._emit(error_frame(self._rate_limited(frame)))
                 continue
             call: Call | None = None
             try:

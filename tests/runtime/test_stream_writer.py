@@ -43,10 +43,10 @@ from orchestrator.ahp.state import (
 from orchestrator.base import FactLogError
 from orchestrator.core import (
     Fact,
-    TeamState,
     ModelEvent,
     ReasoningDelta,
     RoundContext,
+    TeamState,
     TextDelta,
     ToolCallInputDelta,
     ToolCallRequest,

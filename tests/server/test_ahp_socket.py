@@ -256,6 +256,29 @@ class TestHandshake:
             )
 
 
+class TestRateLimit:
+    async def test_a_request_past_the_limit_is_answered_with_its_own_id(
+        self, tmp_path: Path
+    ) -> None:
+        """Bursts of 3 at 1 a second, then 6 requests at once: the first 3 are answered, the
+        3 dropped each answered -32000 with its own id (a client knows which to send again);
+        a notification or a frame that is no JSON-RPC past the limit gets the null id."""
+        config = ServeConfig(limits=Limits(shutdown_grace=0.5, messages_per_second=1, burst=3))
+        async with running_daemon(tmp_path, config=config) as daemon, connect_ahp(daemon) as client:
+            for request_id in range(1, 7):
+                await client.send({"jsonrpc": "2.0", "id": request_id, "method": "ping"})
+            await client.notify("dispatchAction", {"channel": "ahp-chat:/x", "clientSeq": 1})
+            await client.send("{not json")
+            with trio.fail_after(10):
+                while len(client.responses) < 6 or len(client.stray_errors) < 2:
+                    await client.receive()
+        answered = {i: client.responses[i] for i in range(1, 7)}
+        limited = [i for i, a in answered.items() if a.get("error", {}).get("code") == -32000]
+        assert limited == [4, 5, 6]
+        assert "1 messages a second (bursts of 3)" in answered[4]["error"]["message"]
+        assert [e["error"]["code"] for e in client.stray_errors] == [-32000, -32000]
+
+
 class TestSessionsAndChats:
     async def test_create_list_dispose_and_their_errors(self, tmp_path: Path) -> None:
         async with (
