@@ -107,6 +107,9 @@ class StreamWriter:
         self._gathered: dict[str, _Gathered] = {}
         # The latest write that holds this chat's text (the flusher's, or its own).
         self._last: PendingBatch | None = None
+        # Why the flusher could not submit this chat's text: the round raises it (at its
+        # next chunk, or as it ends), as if it had submitted the text itself.
+        self.error: Exception | None = None
 
     # ── what the round reads ────────────────────────────────────────────────────────
 
@@ -160,6 +163,8 @@ class StreamWriter:
     # ── internals ───────────────────────────────────────────────────────────────────
 
     async def _add(self, kind: str, key: str, chunk: str, *, new_part: bool) -> None:
+        if self.error is not None:
+            raise self.error
         if self.window <= 0:
             single = _Gathered(kind, key, new_part=new_part)
             single.chunks.append(chunk)
@@ -194,6 +199,8 @@ class StreamWriter:
         What gathered goes in ahead of whatever the turn records next (its error, its
         cancellation): a prefix of the model's text is kept, however the round ended."""
         self.flusher.forget(self)
+        if self.error is not None and not failing:
+            raise self.error
         if failing and (self.recorder.failed is not None or self.flusher.stopping()):
             return
         try:
@@ -279,15 +286,21 @@ class StreamFlusher:
         taken = [(writer, writer.take()) for writer in writers]
         try:
             batch = self.recorder.submit([fact for _, facts in taken for fact in facts])
-        except IllegalTransitionError:
-            # A chat's turn ended meanwhile, by a fact not yet durable (a client's cancel):
-            # each chat's text alone, and what its state refuses is dropped.
+        except FactLogError:
+            raise
+        except Exception:
+            # One chat's text refused: its turn ended meanwhile, by a fact not durable yet
+            # (a client's cancel), say. Each chat's text alone: a refusal is that chat's.
             batch = None
             for writer, facts in taken:
                 try:
                     writer._last = batch = self.recorder.submit(facts)
+                except FactLogError:
+                    raise
                 except IllegalTransitionError as exc:
-                    log.info("streamed text dropped", chat=writer.chat, reason=str(exc))
+                    log.warning("streamed text dropped", chat=writer.chat, reason=str(exc))
+                except Exception as exc:
+                    writer.error = exc  # the round's error, as its own submit's would be
             if batch is None:
                 return
         else:

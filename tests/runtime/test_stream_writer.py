@@ -512,24 +512,9 @@ class TestTeamWide:
         recorder = Recorder(TeamState(session), SlowLog(latency=0.01), FactBus(), clock=lambda: now)
         log = recorder.factlog
         assert isinstance(log, SlowLog)
-        other = ChatSummary(
-            resource=second,
-            title="b",
-            status=SessionStatus.IDLE,
-            modified_at=now,
-            origin=UserChatOrigin(),
-        )
-        message = Message(text="go", origin=MessageOrigin(kind=MessageKind.USER))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(log.serve)
-            await recorder.record(
-                [
-                    *solo_opening(session, first, prompt="go", at=now, member=False),
-                    (session, SessionChatAddedAction(summary=other)),
-                    (first, ChatTurnStartedAction(turn_id="t1", started_at=now, message=message)),
-                    (second, ChatTurnStartedAction(turn_id="t2", started_at=now, message=message)),
-                ]
-            )
+            await recorder.record(two_turns(session, first, second, now))
             flusher = StreamFlusher(recorder, window=0.05)
             flusher.start_soon_in(nursery)
             ids = Ids(deterministic=True)
@@ -544,6 +529,63 @@ class TestTeamWide:
         texts = [(f.channel, content(f.action)) for f in log.durable if f.type in TEXT_TYPES]
         assert texts == [(second, "kept ")]
         assert log.durable[-1].type == "chat/responsePart"
+
+    async def test_a_chat_whose_text_cannot_be_submitted_fails_its_own_round(
+        self, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """Another chat's text that the recorder cannot take (an error of its own, not a
+        refusal) does not fail the others' write, and is raised in that chat's round: at
+        its next chunk, and as it ends."""
+        session, bad, good = "ahp-session:/s", "ahp-chat:/bad", "ahp-chat:/good"
+        now = "2026-12-07T00:00:00.000Z"
+
+        class Picky(Recorder):
+            def submit(self, actions: Any, **options: Any) -> Any:
+                if any(
+                    channel == bad and isinstance(a, ChatResponsePartAction)
+                    for channel, a in actions
+                ):
+                    raise RuntimeError("this text does not encode")
+                return super().submit(actions, **options)
+
+        log = SlowLog(latency=0.01)
+        recorder = Picky(TeamState(session), log, FactBus(), clock=lambda: now)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(log.serve)
+            await recorder.record(two_turns(session, bad, good, now))
+            flusher = StreamFlusher(recorder, window=0.05)
+            flusher.start_soon_in(nursery)
+            ids = Ids(deterministic=True)
+            failing = StreamWriter(flusher, ids, bad, "t1")
+            kept = StreamWriter(flusher, ids, good, "t2")
+            await failing.text("markdown", "\ud800 ")
+            await kept.text("markdown", "kept ")
+            await trio.sleep(1)
+            with pytest.raises(RuntimeError, match="does not encode"):
+                await failing.text("markdown", "more ")
+            with pytest.raises(RuntimeError, match="does not encode"):
+                failing.close(failing=False)
+            nursery.cancel_scope.cancel()
+        texts = [(f.channel, content(f.action)) for f in log.durable if f.type in TEXT_TYPES]
+        assert texts == [(good, "kept ")]
+
+
+def two_turns(session: str, first: str, second: str, now: str) -> list[tuple[str, Any]]:
+    """A session with two chats, a turn running on each (``t1`` on ``first``, ``t2``)."""
+    other = ChatSummary(
+        resource=second,
+        title="b",
+        status=SessionStatus.IDLE,
+        modified_at=now,
+        origin=UserChatOrigin(),
+    )
+    message = Message(text="go", origin=MessageOrigin(kind=MessageKind.USER))
+    return [
+        *solo_opening(session, first, prompt="go", at=now, member=False),
+        (session, SessionChatAddedAction(summary=other)),
+        (first, ChatTurnStartedAction(turn_id="t1", started_at=now, message=message)),
+        (second, ChatTurnStartedAction(turn_id="t2", started_at=now, message=message)),
+    ]
 
 
 class TestSettings:
