@@ -58,7 +58,7 @@ from orchestrator.ahp.state import (
     TurnState,
     UserChatOrigin,
 )
-from orchestrator.base import RunError, evolve
+from orchestrator.base import RunError, compact_dumps, evolve
 
 from ._facts import Action, Fact
 from ._facts_wire import decode_action, encode_action, fact_from_json, fact_to_json
@@ -258,7 +258,7 @@ def _rename(value: Any, names: Mapping[str, str]) -> Any:
 StoredFact = tuple[int, str, str, str, str]
 
 # A JSON string that is a whole session or chat URI (an unescaped quote on each side).
-_URI_STRING: Final = re.compile(r'(?<!\\)"(ahp-(?:chat|session):/[^"\\]*)"')
+_URI_STRING: Final = re.compile(r'(?<!\\)"(ahp-(?:chat|session):/[^"\\]*(?:\\.[^"\\]*)*)"')
 
 
 _TURN_END_TYPES: Final = frozenset({"chat/turnComplete", "chat/turnCancelled", "chat/error"})
@@ -508,7 +508,16 @@ def _without_subagents(part: ResponsePart) -> ResponsePart:
 # A JSON string that is a whole session or chat URI. It starts with a literal, which the
 # regex engine looks for at C speed (:data:`_URI_STRING`'s look-behind first makes it try
 # every position of the text); a match right after a backslash is in a string (see below).
-_QUOTED_URI: Final = re.compile(r'"(ahp-(?:chat|session):/[^"\\]*)"')
+_QUOTED_URI: Final = re.compile(r'"(ahp-(?:chat|session):/[^"\\]*(?:\\.[^"\\]*)*)"')
+
+
+def _unquoted(text: str) -> str:
+    """A JSON string's text as written between its quotes, as the string it stands for (a
+    URI chosen by a client may hold a quote, a backslash or a control character)."""
+    if "\\" not in text:
+        return text
+    unquoted: str = json.loads(f'"{text}"')
+    return unquoted
 
 
 def _renamed_texts(
@@ -529,26 +538,26 @@ def _renamed_texts(
         start = match.start()
         if start and match.string[start - 1] == "\\":
             return match.group(0)  # inside a string: an escaped quote, then ahp-...
-        uri = match.group(1)
-        new = names.get(uri)
-        return match.group(0) if new is None else f'"{new}"'
+        new = names.get(_unquoted(match.group(1)))
+        return match.group(0) if new is None else compact_dumps(new)
 
     def rename_whole(match: re.Match[str]) -> str:
-        uri = match.group(1)
-        return f'"{names.get(uri, uri)}"'
+        new = names.get(_unquoted(match.group(1)))
+        return match.group(0) if new is None else compact_dumps(new)
 
     out: list[str] = []
     append = out.append
     envelopes: dict[str, tuple[str, str]] = {}  # channel -> its envelope, then the copy's
-    quoted_source = json.dumps(source)
+    quoted_source = compact_dumps(source)
     for sequence, channel, _at, kind, text in rows:
         envelope = envelopes.get(channel)
         if envelope is None:
             copy_channel = names.get(channel, channel)
-            old = f',"session":{quoted_source},"channel":{json.dumps(channel)},'
+            # As the facts' encoder writes them (non-ASCII kept, a quote escaped).
+            old = f',"session":{quoted_source},"channel":{compact_dumps(channel)},'
             envelope = envelopes[channel] = (
                 old,
-                f',"session":{json.dumps(session)},"channel":{json.dumps(copy_channel)},',
+                f',"session":{compact_dumps(session)},"channel":{compact_dumps(copy_channel)},',
             )
         number = f'{{"sequence":{sequence}'
         head = len(number)

@@ -56,11 +56,23 @@ NOW = "2026-12-07T13:00:00.000Z"
 WORKER = "ahp-chat:/worker-0"
 
 
+#: Chat URIs a client may choose (AHP createChat takes any text after the prefix): what
+#: JSON writes escaped, or as it is, must be renamed as a plain one is.
+ODD_WORKERS = (
+    WORKER,
+    'ahp-chat:/w"quoted"',
+    "ahp-chat:/w\\back",
+    "ahp-chat:/wörker",
+    "ahp-chat:/w\x01",
+    "ahp-chat:/w\\",
+)
+
+
 @st.composite
-def _uri_texts(draw: st.DrawFn) -> str:
+def _uri_texts(draw: st.DrawFn, worker: str = WORKER) -> str:
     """A text naming a URI of the session (or another): whole, quoted inside, escaped,
     as a key, at the end of a text after an escaped quote."""
-    uri = draw(st.sampled_from([LEAD, WORKER, SESSION, "ahp-chat:/elsewhere", "ahp-chat:/"]))
+    uri = draw(st.sampled_from([LEAD, worker, SESSION, "ahp-chat:/elsewhere", "ahp-chat:/"]))
     forms = [
         uri,
         f'"{uri}"',
@@ -81,16 +93,17 @@ def _runs_naming_uris(draw: st.DrawFn) -> list[Fact]:
     """A run whose prompts, answers and streamed text name URIs (see :func:`_uri_texts`):
     a fact that names a chat in its action is renamed where a value is the URI whole, a
     stream's delta is copied as written."""
+    worker = draw(st.sampled_from(ODD_WORKERS))
     log = Log()
     log.run_started(budget=1)
-    log.turn(LEAD, text=draw(_uri_texts()))
+    log.turn(LEAD, text=draw(_uri_texts(worker)))
     call, task = log.delegate(LEAD, "researcher")
-    log.start_worker(LEAD, call, task, WORKER, "researcher")
-    for chat in (WORKER, LEAD):
-        if chat == WORKER:
-            log.turn(chat, text=draw(_uri_texts()))
+    log.start_worker(LEAD, call, task, worker, "researcher")
+    for chat in (worker, LEAD):
+        if chat == worker:
+            log.turn(chat, text=draw(_uri_texts(worker)))
         for _ in range(draw(st.integers(0, 3))):
-            text = draw(_uri_texts())
+            text = draw(_uri_texts(worker))
             turn = log.active_turn[chat]
             part = MarkdownResponsePart(id=f"part-{len(log.facts)}", content=text)
             log.add(chat, ChatResponsePartAction(turn_id=turn, part=part))
