@@ -74,6 +74,9 @@ class ChatForks:
         self.run = run
         self._turns = turns
         self._nursery: trio.Nursery | None = None
+        # The chats whose turns' task was started and has not begun yet: a dispose then
+        # finds no turn to cancel, so it withdraws the message the task would start with.
+        self._not_begun: dict[str, bool] = {}  # chat -> its first message was withdrawn
 
     def running_in(self, nursery: trio.Nursery | None) -> None:
         """The nursery their turns run in while the run goes on (None: it has ended)."""
@@ -201,6 +204,7 @@ class ChatForks:
                 context = side_chat_context(source, state.origin.turn_id, state.origin.selection)
             self._turns.side_contexts[chat] = context
         self._turns.mark_open(chat)  # a message sent before its task starts is queued to it
+        self._not_begun[chat] = False
         self._nursery.start_soon(self._run, ctx, message, resume)
 
     async def dispose(self, chat: str) -> None:
@@ -215,12 +219,18 @@ class ChatForks:
         ]
         if withdrawn:
             await self.run.recorder.record(withdrawn)
+        if chat in self._not_begun:
+            # Prompted just now: its turn has not started, and now will not.
+            self._not_begun[chat] = True
         with contextlib.suppress(RunError):  # no turn runs: nothing more to do
             self._turns.cancel_turn(chat)
         log.info("forked chat disposed", chat=chat, withdrawn=len(withdrawn))
 
     async def _run(self, ctx: ChatContext, message: Message | None, resume: bool) -> None:
         """The chat's turns, behind their own error barrier: what fails ends its turn only."""
+        withdrawn = self._not_begun.pop(ctx.chat, False)
+        if withdrawn and not resume:
+            message = None  # disposed of before it began: the messages queued since run
         with bound_log_context(chat=ctx.chat, agent=ctx.agent.name):
             try:
                 await self._turns.run_chat(ctx, message, resume=resume, own_turns=True)

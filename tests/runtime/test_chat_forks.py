@@ -35,6 +35,7 @@ from orchestrator.core import (
     RunResumed,
     TeamState,
     build_graph,
+    fact_to_json,
     turn_text,
 )
 from orchestrator.runtime import Ids, TeamRuntime
@@ -313,6 +314,28 @@ class TestCancel:
         assert [t.state.value for t in state.chats[lead].turns] == ["complete"]
         with pytest.raises(RunError, match="not a forked chat"):
             await harness.runtime.dispose_chat(lead)
+        harness.runtime.close()
+
+    async def test_a_chat_disposed_of_as_soon_as_it_is_prompted_runs_no_turn(
+        self, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+    ) -> None:
+        """``disposeChat`` right after a message to an idle side chat, before its task has
+        begun: the message's turn never starts (it used to run, the dispose finding no turn
+        to cancel); a message sent afterwards runs as usual."""
+        harness = Harness(parse_team(SIDE_TEAM, file="side.toml"), conversation=True)
+        chat = "ahp-chat:/side"
+        lead = await _conversation(harness, nursery, "What is up?")
+        turn = harness.runtime.state.chats[lead].turns[0].id
+        await harness.runtime.fork_chat(chat, source=lead, turn_id=turn, side=True)
+        await harness.runtime.prompt_chat(chat, "never mind")
+        await harness.runtime.dispose_chat(chat)
+        await trio.sleep(5)
+        assert harness.runtime.state.chats[chat].turns == ()
+        assert not any("never mind" in fact_to_json(f) for f in harness.facts)
+        await harness.runtime.prompt_chat(chat, "explain that")
+        await wait_for(harness, lambda f: bool(harness.runtime.state.chats[chat].turns))
+        [asked] = harness.runtime.state.chats[chat].turns
+        assert asked.message.text == "explain that"
         harness.runtime.close()
 
 
