@@ -358,6 +358,8 @@ class _GroupCommitJournal:
             first = self._queue.get()
             if first is None:
                 return
+            if isinstance(first, _Batch):
+                first.ready()
             group = [first]
             size = first.size()
             while size < GROUP_LIMIT:
@@ -368,6 +370,8 @@ class _GroupCommitJournal:
                 if item is None:
                     stop = True
                     break
+                if isinstance(item, _Batch):
+                    item.ready()
                 group.append(item)
                 size += item.size()
             self._writing = group

@@ -82,6 +82,18 @@ class _Batch:
     forked: tuple[str, int, str | None] | None = None
     # A fork's agent-channel history, copied from its source in the batch's transaction.
     history: _CopyHistory | None = None
+    # A fork's copied facts, made into :attr:`rows` by the writer thread (:meth:`ready`).
+    fork: ForkRows | None = None
+
+    def ready(self) -> None:
+        """Make a fork's rows, on the writer thread: each copied fact's checksum (100,000
+        of them are a tenth of a second that the event loop does not wait for)."""
+        fork, self.fork = self.fork, None
+        if fork is not None:
+            self.rows = [
+                (fork.session, sequence, channel, at, kind, text, fact_checksum(text))
+                for sequence, channel, at, kind, text in fork.rows
+            ]
 
     def size(self) -> int:
         return len(self.rows)
@@ -411,23 +423,21 @@ def _fork_batch(fork: ForkRows) -> _Batch:
     """A fork's copied facts as one batch of stored rows (see ``fork_rows``): written as any
     batch's, with no history of their own (:class:`_CopyHistory` copies the source's, in the
     batch's transaction)."""
-    rows = [
-        (fork.session, sequence, channel, at, kind, text, fact_checksum(text))
-        for sequence, channel, at, kind, text in fork.rows
-    ]
+    last_sequence, _, last_at, _, _ = fork.rows[-1]
     return _Batch(
         session=fork.session,
         facts=(),
         ended_turns=None,
-        rows=rows,
+        rows=[],
         ticket=EventTicket(),
         created=fork.created,
         status=fork.status,
-        last_sequence=rows[-1][1],
-        updated_at=rows[-1][3],
+        last_sequence=last_sequence,
+        updated_at=last_at,
         chats=[(chat, fork.session) for chat in fork.chats.values()],
         forked=(fork.source, fork.sequence, fork.turn_id),
         history=_CopyHistory(fork.session, fork.source, dict(fork.chats), fork.sequence),
+        fork=fork,
     )
 
 
