@@ -90,7 +90,7 @@ def _check(n: int, facts: list[Any]) -> tuple[int, int]:
     """Fed again, untimed: the run finishes, every worker is a subagent, and the state the
     client holds when the run finishes is the team's view then (the run's own end comes
     after the coordinator's turn, so after the AG-UI run)."""
-    from orchestrator.protocols import AguiProjector, AguiRunStatus, team_view
+    from orchestrator.protocols import AguiProjector, AguiRunStatus
 
     projector = AguiProjector(facts[0].session, thread_id="thread", run_id="run")
     events = projector.start()
@@ -110,7 +110,8 @@ def _check(n: int, facts: list[Any]) -> tuple[int, int]:
             deltas += 1
             ops += len(event["delta"])
             state = _apply(state, event["delta"])
-    assert state == team_view(projector.state), "the client's state is not the team's"
+    # The team's view and the review lane (issue 39), as the projector's view() has them.
+    assert state == projector.view(), "the client's state is not the team's"
     return deltas, ops
 
 
