@@ -133,17 +133,20 @@ async def main(sessions: int, prompts: int, cycles: int) -> None:
             most_queued[0] = max(most_queued[0], daemon.journal.statistics().queued)
             await trio.sleep(0.01)
 
-    async with serving(prompts, sessions) as daemon, trio.open_nursery() as sampling:
-        sampling.start_soon(sample_queue, daemon)
-        row("start")
-        for cycle in range(1, cycles + 1):
-            async with trio.open_nursery() as nursery:
-                for index in range(sessions):
-                    nursery.start_soon(converse, daemon, index, prompts)
-            row(f"cycle {cycle}: {sessions} sessions live, idle")
-            await put_away(daemon)
-            row(f"cycle {cycle}: put away")
-        sampling.cancel_scope.cancel()
+    async with serving(prompts, sessions) as daemon:
+        # The sampler stops with its nursery, before the snapshots below: cancelled in the
+        # same block, it would cancel them too.
+        async with trio.open_nursery() as sampling:
+            sampling.start_soon(sample_queue, daemon)
+            row("start")
+            for cycle in range(1, cycles + 1):
+                async with trio.open_nursery() as nursery:
+                    for index in range(sessions):
+                        nursery.start_soon(converse, daemon, index, prompts)
+                row(f"cycle {cycle}: {sessions} sessions live, idle")
+                await put_away(daemon)
+                row(f"cycle {cycle}: put away")
+            sampling.cancel_scope.cancel()
 
         tracemalloc.start()
         gc.collect()
