@@ -324,21 +324,9 @@ async def open_stream_writer(
     if flusher.window <= 0:
         yield writer
         return
-    if flusher.running:
-        try:
-            yield writer
-        except BaseException:
-            writer.close(failing=True)
-            raise
-        writer.close(failing=False)
-        await writer.durable()
-        return
-    # A flusher of the round's own (a StreamFlusher per round: nothing else shares it).
-    own = StreamFlusher(flusher.recorder, window=flusher.window, stopping=flusher.stopping)
-    writer.flusher = own
     try:
-        async with trio.open_nursery() as nursery:
-            own.start_soon_in(nursery)
+        async with _running(flusher) as running:
+            writer.flusher = running
             try:
                 yield writer
             except BaseException:
@@ -346,9 +334,22 @@ async def open_stream_writer(
                 raise
             writer.close(failing=False)
             await writer.durable()
-            nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         raise _alone(group) from None
+
+
+@asynccontextmanager
+async def _running(flusher: StreamFlusher) -> AsyncIterator[StreamFlusher]:
+    """``flusher`` if it runs (the session's); else a flusher of the block's own, run for
+    as long as the block (a round outside a runtime's run: nothing else shares it)."""
+    if flusher.running:
+        yield flusher
+        return
+    own = StreamFlusher(flusher.recorder, window=flusher.window, stopping=flusher.stopping)
+    async with trio.open_nursery() as nursery:
+        own.start_soon_in(nursery)
+        yield own
+        nursery.cancel_scope.cancel()
 
 
 def _alone(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -235,14 +235,22 @@ SIDE_TEAM = side_team(
 )
 
 
-async def _side_chat_at_work(
+async def _side_chat(
     harness: Harness, nursery: trio.Nursery, chat: str, *, side: bool = True
 ) -> str:
-    """A conversation whose first turn is done, and ``chat`` (a side chat of it, or a fork)
-    whose first turn sleeps; the coordinator's chat."""
+    """A conversation whose first turn is done, and ``chat``, a side chat of it (or a fork)
+    at that turn, idle; the coordinator's chat."""
     lead = await _conversation(harness, nursery, "What is up?")
     turn = harness.runtime.state.chats[lead].turns[0].id
     await harness.runtime.fork_chat(chat, source=lead, turn_id=turn, side=side)
+    return lead
+
+
+async def _side_chat_at_work(
+    harness: Harness, nursery: trio.Nursery, chat: str, *, side: bool = True
+) -> str:
+    """As :func:`_side_chat`, with ``chat``'s first turn running (it sleeps)."""
+    lead = await _side_chat(harness, nursery, chat, side=side)
     await harness.runtime.prompt_chat(chat, "explain that")
     await wait_for(harness, lambda f: harness.runtime.state.chats[chat].active_turn is not None)
     return lead
@@ -324,9 +332,7 @@ class TestCancel:
         to cancel); a message sent afterwards runs as usual."""
         harness = Harness(parse_team(SIDE_TEAM, file="side.toml"), conversation=True)
         chat = "ahp-chat:/side"
-        lead = await _conversation(harness, nursery, "What is up?")
-        turn = harness.runtime.state.chats[lead].turns[0].id
-        await harness.runtime.fork_chat(chat, source=lead, turn_id=turn, side=True)
+        await _side_chat(harness, nursery, chat)
         await harness.runtime.prompt_chat(chat, "never mind")
         await harness.runtime.dispose_chat(chat)
         await trio.sleep(5)
@@ -466,9 +472,7 @@ steps = [ { ask = "Which one?" }, { say = "Picked {outcomes}" } ]
 """
         harness = Harness(parse_team(team, file="asking.toml"), conversation=True)
         chat = "ahp-chat:/side"
-        lead = await _conversation(harness, nursery, "What is up?")
-        turn = harness.runtime.state.chats[lead].turns[0].id
-        await harness.runtime.fork_chat(chat, source=lead, turn_id=turn, side=True)
+        await _side_chat(harness, nursery, chat)
         await harness.runtime.prompt_chat(chat, "choose")
         asked = await wait_for(harness, lambda f: isinstance(f.action, ChatInputRequestedAction))
         assert asked.channel == chat
@@ -506,9 +510,7 @@ steps = [ { ask = "Which one?" }, { say = "Picked {outcomes}" } ]
             parse_team(SIDE_TEAM, file="side.toml"), backends=heard, conversation=True
         )
         chat = "ahp-chat:/side"
-        lead = await _conversation(harness, nursery, "What is up?")
-        turn = harness.runtime.state.chats[lead].turns[0].id
-        await harness.runtime.fork_chat(chat, source=lead, turn_id=turn, side=True)
+        await _side_chat(harness, nursery, chat)
         await harness.runtime.prompt_chat(chat, "first")
         await harness.runtime.prompt_chat(chat, "second")
         started = await wait_for(

@@ -509,17 +509,10 @@ class TestTeamWide:
         yet (a client's cancel): that chat's gathered text is dropped, the others' written."""
         session, first, second = "ahp-session:/s", "ahp-chat:/first", "ahp-chat:/second"
         now = "2026-12-07T00:00:00.000Z"
-        recorder = Recorder(TeamState(session), SlowLog(latency=0.01), FactBus(), clock=lambda: now)
-        log = recorder.factlog
-        assert isinstance(log, SlowLog)
+        log = SlowLog(latency=0.01)
+        recorder = Recorder(TeamState(session), log, FactBus(), clock=lambda: now)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(log.serve)
-            await recorder.record(two_turns(session, first, second, now))
-            flusher = StreamFlusher(recorder, window=0.05)
-            flusher.start_soon_in(nursery)
-            ids = Ids(deterministic=True)
-            cut = StreamWriter(flusher, ids, first, "t1")
-            kept = StreamWriter(flusher, ids, second, "t2")
+            cut, kept = await two_writers(nursery, recorder, first, second, now)
             await cut.text("markdown", "lost ")
             await kept.text("markdown", "kept ")
             # Before the flusher runs: the first chat's turn ends, not durable yet.
@@ -551,13 +544,7 @@ class TestTeamWide:
         log = SlowLog(latency=0.01)
         recorder = Picky(TeamState(session), log, FactBus(), clock=lambda: now)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(log.serve)
-            await recorder.record(two_turns(session, bad, good, now))
-            flusher = StreamFlusher(recorder, window=0.05)
-            flusher.start_soon_in(nursery)
-            ids = Ids(deterministic=True)
-            failing = StreamWriter(flusher, ids, bad, "t1")
-            kept = StreamWriter(flusher, ids, good, "t2")
+            failing, kept = await two_writers(nursery, recorder, bad, good, now)
             await failing.text("markdown", "\ud800 ")
             await kept.text("markdown", "kept ")
             await trio.sleep(1)
@@ -568,6 +555,21 @@ class TestTeamWide:
             nursery.cancel_scope.cancel()
         texts = [(f.channel, content(f.action)) for f in log.durable if f.type in TEXT_TYPES]
         assert texts == [(good, "kept ")]
+
+
+async def two_writers(
+    nursery: trio.Nursery, recorder: Recorder, first: str, second: str, now: str
+) -> tuple[StreamWriter, StreamWriter]:
+    """``recorder``'s log served and :func:`two_turns` recorded; a session flusher (50 ms)
+    run in ``nursery``, and a writer of each turn (``t1`` on ``first``, ``t2``)."""
+    log = recorder.factlog
+    assert isinstance(log, SlowLog)
+    nursery.start_soon(log.serve)
+    await recorder.record(two_turns(recorder.state.session_uri, first, second, now))
+    flusher = StreamFlusher(recorder, window=0.05)
+    flusher.start_soon_in(nursery)
+    ids = Ids(deterministic=True)
+    return StreamWriter(flusher, ids, first, "t1"), StreamWriter(flusher, ids, second, "t2")
 
 
 def two_turns(session: str, first: str, second: str, now: str) -> list[tuple[str, Any]]:
